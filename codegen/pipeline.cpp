@@ -1,0 +1,113 @@
+#include "codegen/pipeline.h"
+
+#include "codegen/artefact_writer.h"
+#include "dialects/cbc/CbcOps.h"
+#include "frontends/hf_config/lower_to_cbc.h"
+#include "passes/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Pass/PassManager.h"
+
+#include <chrono>
+#include <stdexcept>
+
+namespace cbc::codegen {
+
+using namespace mlir;
+
+namespace {
+
+std::string printModule(ModuleOp module) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  module.print(os);
+  return os.str();
+}
+
+// Collects MLIR diagnostics so that a compiler failure becomes one exception message.
+struct DiagnosticCollector {
+  explicit DiagnosticCollector(MLIRContext &ctx)
+      : handler(&ctx, [this](Diagnostic &d) {
+          messages += d.str() + "\n";
+          return success();
+        }) {}
+  std::string messages;
+  ScopedDiagnosticHandler handler;
+};
+
+class Timer {
+public:
+  explicit Timer(CompileResult &r) : result_(r), start_(std::chrono::steady_clock::now()) {}
+  void lap(const std::string &phase) {
+    auto now = std::chrono::steady_clock::now();
+    result_.timings.emplace_back(phase, std::chrono::duration<double>(now - start_).count());
+    start_ = now;
+  }
+
+private:
+  CompileResult &result_;
+  std::chrono::steady_clock::time_point start_;
+};
+
+} // namespace
+
+std::string lowerConfigToText(const std::string &configJson, const std::string &dtype) {
+  hf::ModelSpec spec = hf::parseConfig(configJson);
+  MLIRContext ctx;
+  hf::LowerOptions lo;
+  lo.weight_dtype = dtype;
+  auto module = hf::lowerToCbc(spec, ctx, lo);
+  return printModule(*module);
+}
+
+CompileResult compileConfig(const std::string &configJson, const CompileOptions &options) {
+  CompileResult result;
+  Timer timer(result);
+  auto progress = [&](const std::string &m) {
+    if (options.progress)
+      options.progress(m);
+  };
+  if (options.dtype != "bf16" && options.dtype != "f16" && options.dtype != "f32")
+    throw std::runtime_error("unknown --dtype '" + options.dtype + "' (bf16, f16 or f32)");
+
+  progress("parsing config");
+  hf::ModelSpec spec = hf::parseConfig(configJson);
+  timer.lap("parse");
+
+  MLIRContext ctx;
+  DiagnosticCollector diags(ctx);
+  progress("lowering " + spec.model_type + " to the cbc dialect");
+  hf::LowerOptions lo;
+  lo.weight_dtype = options.dtype;
+  OwningOpRef<ModuleOp> module = hf::lowerToCbc(spec, ctx, lo);
+  if (failed(verify(*module)))
+    throw std::runtime_error("internal error: the front end produced invalid IR:\n" + diags.messages);
+  timer.lap("lower");
+
+  progress("planning the cache and scheduling");
+  PassManager pm(&ctx);
+  CbcPlanCacheOptions planOptions;
+  planOptions.kvDtype = options.dtype;
+  planOptions.blockSize = options.block_size;
+  pm.addPass(createCbcPlanCache(planOptions));
+  pm.addPass(createCbcSchedule());
+  if (failed(pm.run(*module)))
+    throw std::runtime_error("compilation failed:\n" + diags.messages);
+  timer.lap("passes");
+
+  result.ir = printModule(*module);
+  ArtefactInputs inputs;
+  inputs.compiler = "cbc 0.1";
+  inputs.config_json = configJson;
+  inputs.ir = result.ir;
+  auto bytes = writeArtefact(*module, inputs);
+  if (failed(bytes))
+    throw std::runtime_error("writing the artefact failed:\n" + diags.messages);
+  result.artefact = std::move(*bytes);
+  timer.lap("write");
+  return result;
+}
+
+} // namespace cbc::codegen

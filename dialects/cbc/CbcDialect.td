@@ -1,0 +1,64 @@
+//===- CbcDialect.td - the cbc dialect ---------------------------------*- tablegen -*-===//
+//
+// cbc lowers a Hugging Face config into one "step": a function that advances a packed batch
+// of requests by one scheduling step. The cache, the per-request states and the packed-row
+// bookkeeping are explicit ops here rather than hidden inside attention wrappers.
+//
+//===----------------------------------------------------------------------------------===//
+
+#ifndef CBC_DIALECT_TD
+#define CBC_DIALECT_TD
+
+include "mlir/IR/OpBase.td"
+include "mlir/IR/AttrTypeBase.td"
+
+def Cbc_Dialect : Dialect {
+  let name = "cbc";
+  let summary = "Continuous-batching step programs for language models.";
+  let description = [{
+    The `cbc` dialect describes one scheduling step of a language model serving many requests
+    at once. Activations are packed rows `tensor<?xFxf32>`: the dynamic dimension is the number
+    of tokens in the step (or the number of requests for per-request values). Batch metadata
+    (token ids, positions, `cu_seqlens`, block tables, state slots and logit rows) enters as
+    explicit operands of the step function.
+
+    Ops are grouped by what they do: `cbc.weight.*` names checkpoint tensors, `cbc.math.*` is
+    dense math, `cbc.kv.*` reads and writes the paged cache, `cbc.state.*` scans per-request
+    states, `cbc.rows.*` gathers packed rows and `cbc.moe.*` routes tokens to experts.
+  }];
+  let cppNamespace = "::cbc";
+}
+
+class Cbc_Op<string mnemonic, list<Trait> traits = []> :
+    Op<Cbc_Dialect, mnemonic, traits>;
+
+// Packed rows: a rank-2 f32 tensor whose leading (row) dimension is dynamic.
+def Cbc_Rows : Type<And<[
+    CPred<"::llvm::isa<::mlir::RankedTensorType>($_self)">,
+    CPred<"::llvm::cast<::mlir::RankedTensorType>($_self).getRank() == 2">,
+    CPred<"::llvm::cast<::mlir::RankedTensorType>($_self).isDynamicDim(0)">,
+    CPred<"!::llvm::cast<::mlir::RankedTensorType>($_self).isDynamicDim(1)">,
+    CPred<"::llvm::cast<::mlir::RankedTensorType>($_self).getElementType().isF32()">]>,
+    "packed rows (tensor<?xNxf32>)">;
+
+// Per-token or per-request int32 metadata: tensor<?xi32>.
+def Cbc_Index : Type<And<[
+    CPred<"::llvm::isa<::mlir::RankedTensorType>($_self)">,
+    CPred<"::llvm::cast<::mlir::RankedTensorType>($_self).getRank() == 1">,
+    CPred<"::llvm::cast<::mlir::RankedTensorType>($_self).getElementType().isInteger(32)">]>,
+    "int32 vector (tensor<?xi32>)">;
+
+// Block tables: tensor<groups x requests x blocks x i32>.
+def Cbc_BlockTables : Type<And<[
+    CPred<"::llvm::isa<::mlir::RankedTensorType>($_self)">,
+    CPred<"::llvm::cast<::mlir::RankedTensorType>($_self).getRank() == 3">,
+    CPred<"::llvm::cast<::mlir::RankedTensorType>($_self).getElementType().isInteger(32)">]>,
+    "block tables (tensor<?x?x?xi32>)">;
+
+// A checkpoint tensor of static shape.
+def Cbc_Weight : Type<And<[
+    CPred<"::llvm::isa<::mlir::RankedTensorType>($_self)">,
+    CPred<"::llvm::cast<::mlir::RankedTensorType>($_self).hasStaticShape()">]>,
+    "statically shaped weight tensor">;
+
+#endif // CBC_DIALECT_TD

@@ -1,0 +1,244 @@
+#include "dialects/cbc/CbcOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/OpImplementation.h"
+
+using namespace mlir;
+using namespace cbc;
+
+namespace {
+int64_t cols(Value v) { return llvm::cast<RankedTensorType>(v.getType()).getDimSize(1); }
+RankedTensorType tensorType(Value v) { return llvm::cast<RankedTensorType>(v.getType()); }
+
+LogicalResult verifyGluAct(Operation *op, StringRef act, StringRef layout, bool limit,
+                           bool alpha) {
+  if (act != "silu" && act != "gelu_tanh" && act != "gelu" && act != "gpt_oss")
+    return op->emitOpError("unknown activation '") << act << "'";
+  if (layout != "halves" && layout != "interleaved")
+    return op->emitOpError("unknown layout '") << layout << "'";
+  if (act == "gpt_oss" && (!limit || !alpha))
+    return op->emitOpError("activation 'gpt_oss' needs 'limit' and 'alpha'");
+  return success();
+}
+} // namespace
+
+LogicalResult WeightRefOp::verify() {
+  if (getName().empty())
+    return emitOpError("needs a non-empty name");
+  if (getSources().empty())
+    return emitOpError("needs at least one source");
+  for (Attribute part : getSources()) {
+    auto names = llvm::dyn_cast<ArrayAttr>(part);
+    if (!names || names.empty() ||
+        !llvm::all_of(names, [](Attribute a) { return llvm::isa<StringAttr>(a); }))
+      return emitOpError("each source part must be a non-empty list of tensor names");
+  }
+  auto type = llvm::cast<RankedTensorType>(getType());
+  if (getCombine() == "none") {
+    if (getSources().size() != 1)
+      return emitOpError("combine 'none' takes exactly one source part");
+  } else if (getCombine() == "stack") {
+    if (type.getRank() < 2 || type.getDimSize(0) != (int64_t)getSources().size())
+      return emitOpError("combine 'stack' needs one source part per leading index");
+  } else {
+    return emitOpError("unknown combine '") << getCombine() << "'";
+  }
+  return success();
+}
+
+LogicalResult EmbedOp::verify() {
+  auto table = tensorType(getTable());
+  if (table.getRank() != 2)
+    return emitOpError("table must be [vocab, hidden]");
+  if (table.getDimSize(1) != cols(getResult()))
+    return emitOpError("result width must equal the table's hidden size");
+  return success();
+}
+
+LogicalResult LinearOp::verify() {
+  auto w = tensorType(getWeight());
+  if (w.getRank() != 2)
+    return emitOpError("weight must be [out, in]");
+  if (w.getDimSize(1) != cols(getX()))
+    return emitOpError("weight input size ") << w.getDimSize(1) << " does not match input width "
+                                             << cols(getX());
+  if (w.getDimSize(0) != cols(getResult()))
+    return emitOpError("weight output size must equal the result width");
+  if (getBias()) {
+    auto b = tensorType(getBias());
+    if (b.getRank() != 1 || b.getDimSize(0) != w.getDimSize(0))
+      return emitOpError("bias must be [out]");
+  }
+  return success();
+}
+
+LogicalResult RmsNormOp::verify() {
+  int64_t width = cols(getX());
+  int64_t group = getGroupAttr() ? getGroupAttr().getInt() : width;
+  if (group <= 0 || width % group != 0)
+    return emitOpError("group ") << group << " must divide the row width " << width;
+  if (getWeight()) {
+    auto w = tensorType(getWeight());
+    if (w.getRank() != 1 || w.getDimSize(0) != group)
+      return emitOpError("weight must have one entry per feature of a group");
+  }
+  if (getEps().convertToDouble() <= 0)
+    return emitOpError("eps must be positive");
+  if (cols(getResult()) != width)
+    return emitOpError("result width must equal the input width");
+  return success();
+}
+
+LogicalResult GluOp::verify() {
+  if (failed(verifyGluAct(*this, getAct(), getLayout(), (bool)getLimitAttr(), (bool)getAlphaAttr())))
+    return failure();
+  if (cols(getX()) != 2 * cols(getResult()))
+    return emitOpError("input width must be twice the result width");
+  return success();
+}
+
+LogicalResult SplitOp::verify() {
+  int64_t total = 0;
+  for (Value r : getResults())
+    total += cols(r);
+  if (total != cols(getX()))
+    return emitOpError("result widths add up to ") << total << ", not the input width "
+                                                   << cols(getX());
+  return success();
+}
+
+LogicalResult RopeOp::verify() {
+  int64_t headDim = getHeadDimAttr().getInt(), rotary = getRotaryDimAttr().getInt();
+  if (headDim <= 0 || cols(getX()) % headDim != 0)
+    return emitOpError("head_dim must divide the row width");
+  if (rotary <= 0 || rotary > headDim || rotary % 2 != 0)
+    return emitOpError("rotary_dim must be even and in (0, head_dim]");
+  if ((int64_t)getInvFreq().size() != rotary / 2)
+    return emitOpError("inv_freq must have rotary_dim / 2 entries");
+  if (getPairing() != "half" && getPairing() != "interleaved")
+    return emitOpError("unknown pairing '") << getPairing() << "'";
+  if (getInvFreqLong()) {
+    if ((int64_t)getInvFreqLong()->size() != rotary / 2)
+      return emitOpError("inv_freq_long must have rotary_dim / 2 entries");
+    if (!getLongAfter())
+      return emitOpError("inv_freq_long needs long_after");
+  }
+  if (getDynamicBase() && (!getDynamicFactor() || !getDynamicMaxPositions()))
+    return emitOpError("dynamic_base needs dynamic_factor and dynamic_max_positions");
+  if (cols(getResult()) != cols(getX()))
+    return emitOpError("result width must equal the input width");
+  return success();
+}
+
+LogicalResult SoftcapOp::verify() {
+  if (getCap().convertToDouble() <= 0)
+    return emitOpError("cap must be positive");
+  return success();
+}
+
+LogicalResult GateOp::verify() {
+  if (getAct() != "sigmoid")
+    return emitOpError("unknown activation '") << getAct() << "'";
+  if (cols(getG()) != 1 && cols(getG()) != cols(getX()))
+    return emitOpError("gate width must be 1 or the input width");
+  if (cols(getResult()) != cols(getX()))
+    return emitOpError("result width must equal the input width");
+  return success();
+}
+
+namespace {
+std::optional<int64_t> signedOpt(IntegerAttr a) {
+  return a ? std::optional<int64_t>(a.getInt()) : std::nullopt;
+}
+
+LogicalResult verifyCacheShape(Operation *op, int64_t heads, int64_t headDim,
+                               std::optional<int64_t> window, std::optional<int64_t> chunk) {
+  if (heads <= 0 || headDim <= 0)
+    return op->emitOpError("head counts and head_dim must be positive");
+  if (window && *window <= 0)
+    return op->emitOpError("window must be positive");
+  if (chunk && *chunk <= 0)
+    return op->emitOpError("chunk must be positive");
+  if (window && chunk)
+    return op->emitOpError("a layer is either windowed or chunked, not both");
+  return success();
+}
+} // namespace
+
+LogicalResult KvAppendOp::verify() {
+  int64_t kvHeads = getNumKvHeadsAttr().getInt(), headDim = getHeadDimAttr().getInt();
+  if (failed(verifyCacheShape(*this, kvHeads, headDim, signedOpt(getWindowAttr()),
+                              signedOpt(getChunkAttr()))))
+    return failure();
+  if (cols(getK()) != kvHeads * headDim)
+    return emitOpError("k width must be num_kv_heads * head_dim");
+  if (cols(getV()) % kvHeads != 0)
+    return emitOpError("v width must be a multiple of num_kv_heads");
+  return success();
+}
+
+LogicalResult KvAttentionOp::verify() {
+  int64_t heads = getNumHeadsAttr().getInt(), kvHeads = getNumKvHeadsAttr().getInt(),
+          headDim = getHeadDimAttr().getInt();
+  if (failed(verifyCacheShape(*this, kvHeads, headDim, signedOpt(getWindowAttr()),
+                              signedOpt(getChunkAttr()))))
+    return failure();
+  if (heads <= 0 || heads % kvHeads != 0)
+    return emitOpError("num_heads must be a multiple of num_kv_heads");
+  if (cols(getQ()) != heads * headDim)
+    return emitOpError("q width must be num_heads * head_dim");
+  if (cols(getResult()) % heads != 0)
+    return emitOpError("result width must be a multiple of num_heads");
+  if (getSinks()) {
+    auto s = tensorType(getSinks());
+    if (s.getRank() != 1 || s.getDimSize(0) != heads)
+      return emitOpError("sinks must have one entry per query head");
+  }
+  if (getSoftcap() && getSoftcap()->convertToDouble() <= 0)
+    return emitOpError("softcap must be positive");
+  return success();
+}
+
+LogicalResult RowsGatherOp::verify() {
+  if (cols(getResult()) != cols(getX()))
+    return emitOpError("result width must equal the input width");
+  return success();
+}
+
+LogicalResult MoeRouteOp::verify() {
+  int64_t experts = cols(getLogits()), k = getKAttr().getInt();
+  if (k <= 0 || k > experts)
+    return emitOpError("k must be in [1, experts]");
+  if (getScore() != "softmax" && getScore() != "topk_softmax")
+    return emitOpError("unknown score '") << getScore() << "'";
+  if (cols(getWeights()) != k || cols(getIds()) != k)
+    return emitOpError("weights and ids must have k columns");
+  return success();
+}
+
+LogicalResult MoeExpertsOp::verify() {
+  if (failed(verifyGluAct(*this, getAct(), getLayout(), (bool)getLimitAttr(), (bool)getAlphaAttr())))
+    return failure();
+  auto gu = tensorType(getGateUp()), down = tensorType(getDown());
+  if (gu.getRank() != 3 || down.getRank() != 3)
+    return emitOpError("expert weights must be [experts, out, in]");
+  int64_t e = gu.getDimSize(0), i2 = gu.getDimSize(1), h = gu.getDimSize(2);
+  if (down.getDimSize(0) != e || down.getDimSize(1) != h || 2 * down.getDimSize(2) != i2)
+    return emitOpError("down must be [experts, hidden, intermediate] matching gate_up");
+  if (cols(getX()) != h || cols(getResult()) != h)
+    return emitOpError("input and result width must equal the hidden size");
+  if (cols(getIds()) != cols(getWeights()))
+    return emitOpError("ids and weights must have the same number of columns");
+  if ((bool)getGateUpBias() != (bool)getDownBias())
+    return emitOpError("give both biases or neither");
+  if (getGateUpBias()) {
+    auto b1 = tensorType(getGateUpBias()), b2 = tensorType(getDownBias());
+    if (b1.getRank() != 2 || b1.getDimSize(0) != e || b1.getDimSize(1) != i2 ||
+        b2.getRank() != 2 || b2.getDimSize(0) != e || b2.getDimSize(1) != h)
+      return emitOpError("biases must be [experts, 2I] and [experts, hidden]");
+  }
+  return success();
+}
+
+#define GET_OP_CLASSES
+#include "dialects/cbc/CbcOps.cpp.inc"

@@ -1,0 +1,272 @@
+//===- CbcOps.td - cbc operations ---------------------------------------*- tablegen -*-===//
+
+#ifndef CBC_OPS_TD
+#define CBC_OPS_TD
+
+include "dialects/cbc/CbcDialect.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/IR/BuiltinAttributes.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/IR/OpBase.td"
+
+def Cbc_RowsI32 : Type<And<[
+    CPred<"::llvm::isa<::mlir::RankedTensorType>($_self)">,
+    CPred<"::llvm::cast<::mlir::RankedTensorType>($_self).getRank() == 2">,
+    CPred<"::llvm::cast<::mlir::RankedTensorType>($_self).isDynamicDim(0)">,
+    CPred<"::llvm::cast<::mlir::RankedTensorType>($_self).getElementType().isInteger(32)">]>,
+    "packed int32 rows (tensor<?xNxi32>)">;
+
+//===----------------------------------------------------------------------------------===//
+// Weights
+//===----------------------------------------------------------------------------------===//
+
+def Cbc_WeightRefOp : Cbc_Op<"weight.ref", [Pure]> {
+  let summary = "A program weight assembled from checkpoint tensors.";
+  let description = [{
+    Names one weight of the step program and says how it is assembled from the tensors of a
+    Hugging Face checkpoint, by their HF names. `sources` is a list of parts; each part is a list
+    of HF tensor names concatenated along dimension 0. With `combine = "none"` there is exactly
+    one part; with `combine = "stack"` the parts are stacked along a new leading dimension (one
+    part per expert). `transpose` swaps the last two dimensions of every part (checkpoints that
+    store `x @ W` rather than `W x`). The loader checks every source's shape against the result.
+
+    ```mlir
+    %w = cbc.weight.ref "layers.0.gate_up" {combine = "none",
+           sources = [["model.layers.0.mlp.gate_proj.weight", "model.layers.0.mlp.up_proj.weight"]]}
+           : tensor<256x64xbf16>
+    ```
+  }];
+  let arguments = (ins StrAttr:$name, ArrayAttr:$sources,
+                   DefaultValuedStrAttr<StrAttr, "none">:$combine, UnitAttr:$transpose);
+  let results = (outs Cbc_Weight:$result);
+  let assemblyFormat = "$name attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------------------===//
+// Dense math
+//===----------------------------------------------------------------------------------===//
+
+def Cbc_EmbedOp : Cbc_Op<"math.embed", [Pure]> {
+  let summary = "Token embedding gather, with an optional scale.";
+  let description = [{
+    `result[t] = table[tokens[t]] * scale`. Gemma multiplies by `sqrt(hidden)` rounded to the
+    embedding dtype; the front end folds that rounding into `scale`.
+  }];
+  let arguments = (ins Cbc_Index:$tokens, Cbc_Weight:$table,
+                   DefaultValuedAttr<F64Attr, "1.0">:$scale);
+  let results = (outs Cbc_Rows:$result);
+  let assemblyFormat = "$tokens `,` $table attr-dict `:` type($tokens) `,` type($table) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Cbc_LinearOp : Cbc_Op<"math.linear", [Pure]> {
+  let summary = "Row-wise matrix product with a [N, K] weight and optional bias.";
+  let description = [{
+    `result[t, n] = sum_k x[t, k] * weight[n, k] + bias[n]`. This is the GEMM of the step; the
+    CPU backend calls BLAS and the CUDA backend calls cuBLASLt.
+  }];
+  let arguments = (ins Cbc_Rows:$x, Cbc_Weight:$weight, Optional<Cbc_Weight>:$bias);
+  let results = (outs Cbc_Rows:$result);
+  let assemblyFormat = "$x `,` $weight (`,` $bias^)? attr-dict `:` type(operands) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Cbc_RmsNormOp : Cbc_Op<"math.rms_norm", [Pure]> {
+  let summary = "RMS normalisation over groups of `group` features.";
+  let description = [{
+    Each row is split into groups of `group` features (the whole row by default; one head for
+    q/k norms). Each group is scaled by `rsqrt(mean(x^2) + eps)` and multiplied by
+    `weight + offset`; Gemma-style norms store zero-centred weights and use `offset = 1`.
+    Without a weight the group is only normalised.
+  }];
+  let arguments = (ins Cbc_Rows:$x, Optional<Cbc_Weight>:$weight, F64Attr:$eps,
+                   DefaultValuedAttr<F64Attr, "0.0">:$offset, OptionalAttr<I64Attr>:$group);
+  let results = (outs Cbc_Rows:$result);
+  let assemblyFormat = "$x (`,` $weight^)? attr-dict `:` type(operands) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Cbc_AddOp : Cbc_Op<"math.add", [Pure, SameOperandsAndResultType]> {
+  let summary = "Elementwise sum (the residual add).";
+  let description = [{ `result = lhs + rhs`, for packed rows of the same shape. }];
+  let arguments = (ins Cbc_Rows:$lhs, Cbc_Rows:$rhs);
+  let results = (outs Cbc_Rows:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($result)";
+}
+
+def Cbc_GluOp : Cbc_Op<"math.glu", [Pure]> {
+  let summary = "Gated linear unit over a fused [gate | up] row.";
+  let description = [{
+    Splits each row of width `2I` into gate and up halves (`layout = "halves"`) or alternating
+    columns (`layout = "interleaved"`), and returns `act(gate) * up`.
+    `act` is `silu`, `gelu_tanh`, `gelu` or `gpt_oss`. The `gpt_oss` variant clamps the gate to
+    `<= limit` and up to `[-limit, limit]`, and returns `(up + 1) * gate * sigmoid(alpha * gate)`.
+  }];
+  let arguments = (ins Cbc_Rows:$x, StrAttr:$act,
+                   DefaultValuedStrAttr<StrAttr, "halves">:$layout,
+                   OptionalAttr<F64Attr>:$limit, OptionalAttr<F64Attr>:$alpha);
+  let results = (outs Cbc_Rows:$result);
+  let assemblyFormat = "$x attr-dict `:` type($x) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Cbc_SplitOp : Cbc_Op<"math.split", [Pure]> {
+  let summary = "Splits rows into consecutive column blocks.";
+  let description = [{
+    Returns the column blocks of `x` in order; their widths must add up to the width of `x`.
+    Used after a fused projection (q|k|v).
+  }];
+  let arguments = (ins Cbc_Rows:$x);
+  let results = (outs Variadic<Cbc_Rows>:$results);
+  let assemblyFormat = "$x attr-dict `:` type($x) `->` type($results)";
+  let hasVerifier = 1;
+}
+
+def Cbc_RopeOp : Cbc_Op<"math.rope", [Pure]> {
+  let summary = "Rotary position embedding applied per head.";
+  let description = [{
+    Rows hold heads of `head_dim` features. The first `rotary_dim` features of every head are
+    rotated by `angle = position * inv_freq[i]`; the rest pass through. `pairing = "half"` pairs
+    feature `i` with `i + rotary_dim/2` (rotate_half); `"interleaved"` pairs `2i` with `2i+1`.
+    `cos` and `sin` are multiplied by `attention_factor` (YaRN's mscale, longrope's factor).
+
+    Length-dependent schedules are explicit: with `inv_freq_long`, a request whose longest
+    position in the step is `>= long_after` uses the long frequencies (longrope). With
+    `dynamic_base` set, dynamic NTK rescales the base from the request's length once it exceeds
+    `dynamic_max_positions`.
+  }];
+  let arguments = (ins Cbc_Rows:$x, Cbc_Index:$positions, Cbc_Index:$seq_ids,
+                   Cbc_Index:$cu_seqlens,
+                   I64Attr:$head_dim, I64Attr:$rotary_dim,
+                   DefaultValuedStrAttr<StrAttr, "half">:$pairing,
+                   DenseF32ArrayAttr:$inv_freq,
+                   DefaultValuedAttr<F64Attr, "1.0">:$attention_factor,
+                   OptionalAttr<DenseF32ArrayAttr>:$inv_freq_long,
+                   OptionalAttr<I64Attr>:$long_after,
+                   OptionalAttr<F64Attr>:$dynamic_base,
+                   OptionalAttr<F64Attr>:$dynamic_factor,
+                   OptionalAttr<I64Attr>:$dynamic_max_positions);
+  let results = (outs Cbc_Rows:$result);
+  let assemblyFormat = "$x `,` $positions `,` $seq_ids `,` $cu_seqlens attr-dict `:` type($x) `,` type($positions) `,` type($seq_ids) `,` type($cu_seqlens) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Cbc_SoftcapOp : Cbc_Op<"math.softcap", [Pure, SameOperandsAndResultType]> {
+  let summary = "Logit soft-capping: cap * tanh(x / cap).";
+  let description = [{ Gemma 2 applies this to the final logits. }];
+  let arguments = (ins Cbc_Rows:$x, F64Attr:$cap);
+  let results = (outs Cbc_Rows:$result);
+  let assemblyFormat = "$x attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def Cbc_GateOp : Cbc_Op<"math.gate", [Pure]> {
+  let summary = "Multiplies rows by an activated gate.";
+  let description = [{
+    `result = x * act(g)`, where `g` has either the width of `x` or width 1 (one gate per row,
+    broadcast). `act` is `sigmoid`. Used by shared-expert gates and attention output gates.
+  }];
+  let arguments = (ins Cbc_Rows:$x, Cbc_Rows:$g, DefaultValuedStrAttr<StrAttr, "sigmoid">:$act);
+  let results = (outs Cbc_Rows:$result);
+  let assemblyFormat = "$x `,` $g attr-dict `:` type($x) `,` type($g) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------------------===//
+// The paged cache
+//===----------------------------------------------------------------------------------===//
+
+def Cbc_KvAppendOp : Cbc_Op<"kv.append", [MemoryEffects<[MemWrite]>]> {
+  let summary = "Writes this step's key and value rows into the paged cache.";
+  let description = [{
+    Token `t` of request `seq_ids[t]` at `positions[t]` is written to the block
+    `block_tables[group, seq_ids[t], positions[t] / block_size]` of layer `layer`. The layer
+    declares the rows it keeps per token: `k` of `num_kv_heads * head_dim` and `v` of
+    `num_kv_heads * v_head_dim`. A layer with `window` keeps only the last `window` tokens, one
+    with `chunk` only the current chunk. `cbc-plan-cache` assigns `group`.
+  }];
+  let arguments = (ins Cbc_Rows:$k, Cbc_Rows:$v, Cbc_Index:$positions, Cbc_Index:$seq_ids,
+                   Cbc_BlockTables:$block_tables,
+                   I64Attr:$layer, I64Attr:$num_kv_heads, I64Attr:$head_dim,
+                   OptionalAttr<I64Attr>:$window, OptionalAttr<I64Attr>:$chunk,
+                   OptionalAttr<I64Attr>:$group);
+  let assemblyFormat = "$k `,` $v `,` $positions `,` $seq_ids `,` $block_tables attr-dict `:` type(operands)";
+  let hasVerifier = 1;
+}
+
+def Cbc_KvAttentionOp : Cbc_Op<"kv.attention", [MemoryEffects<[MemRead]>]> {
+  let summary = "Causal attention of this step's queries over the paged cache.";
+  let description = [{
+    Query row `t` (request `seq_ids[t]`, position `p = positions[t]`) attends to the cached keys
+    of its request at positions `j <= p` through `block_tables[group]`, with grouped-query heads
+    (`num_heads / num_kv_heads` queries per key head). Variants are attributes:
+    `window` keeps keys with `j > p - window`; `chunk` keeps keys with `j / chunk == p / chunk`;
+    `softcap` applies `cap * tanh(s / cap)` to scores; `sinks` adds one learned logit per head to
+    the softmax denominator only. `scale` multiplies `q . k` before all of these.
+  }];
+  let arguments = (ins Cbc_Rows:$q, Cbc_Index:$positions, Cbc_Index:$seq_ids,
+                   Cbc_Index:$cu_seqlens, Cbc_Index:$kv_lens, Cbc_BlockTables:$block_tables,
+                   Optional<Cbc_Weight>:$sinks,
+                   I64Attr:$layer, I64Attr:$num_heads, I64Attr:$num_kv_heads, I64Attr:$head_dim,
+                   F64Attr:$scale,
+                   OptionalAttr<I64Attr>:$window, OptionalAttr<I64Attr>:$chunk,
+                   OptionalAttr<F64Attr>:$softcap, OptionalAttr<I64Attr>:$group);
+  let results = (outs Cbc_Rows:$result);
+  let assemblyFormat = "$q `,` $positions `,` $seq_ids `,` $cu_seqlens `,` $kv_lens `,` $block_tables (`,` $sinks^)? attr-dict `:` type(operands) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------------------===//
+// Packed rows
+//===----------------------------------------------------------------------------------===//
+
+def Cbc_RowsGatherOp : Cbc_Op<"rows.gather", [Pure]> {
+  let summary = "Gathers selected rows (each request's last row for the logits).";
+  let description = [{ `result[r] = x[rows[r]]`. Keeps the LM head to one row per request. }];
+  let arguments = (ins Cbc_Rows:$x, Cbc_Index:$rows);
+  let results = (outs Cbc_Rows:$result);
+  let assemblyFormat = "$x `,` $rows attr-dict `:` type($x) `,` type($rows) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------------------===//
+// Mixture of experts
+//===----------------------------------------------------------------------------------===//
+
+def Cbc_MoeRouteOp : Cbc_Op<"moe.route", [Pure]> {
+  let summary = "Chooses `k` experts per token and their mixing weights.";
+  let description = [{
+    From router logits `[T, E]`:
+    * `score = "softmax"`: softmax over all experts, take the top `k`, optionally renormalise
+      them to sum to one (`renorm`) (Mixtral, Qwen MoE);
+    * `score = "topk_softmax"`: take the top `k` logits, then softmax over those `k` (gpt-oss).
+    Weights are then multiplied by `scaling`. Ties choose the lower expert index.
+  }];
+  let arguments = (ins Cbc_Rows:$logits, I64Attr:$k, StrAttr:$score,
+                   DefaultValuedAttr<BoolAttr, "false">:$renorm,
+                   DefaultValuedAttr<F64Attr, "1.0">:$scaling);
+  let results = (outs Cbc_Rows:$weights, Cbc_RowsI32:$ids);
+  let assemblyFormat = "$logits attr-dict `:` type($logits) `->` type($weights) `,` type($ids)";
+  let hasVerifier = 1;
+}
+
+def Cbc_MoeExpertsOp : Cbc_Op<"moe.experts", [Pure, AttrSizedOperandSegments]> {
+  let summary = "Runs each token through its chosen experts and mixes the results.";
+  let description = [{
+    `result[t] = sum_j weights[t, j] * down_e(glu(gate_up_e(x[t])))` with `e = ids[t, j]`.
+    `gate_up` is `[E, 2I, H]` and `down` is `[E, H, I]`, with optional biases `[E, 2I]` and
+    `[E, H]`. The GLU attributes are those of `cbc.math.glu`. Backends group tokens by expert
+    (grouped GEMM on the GPU).
+  }];
+  let arguments = (ins Cbc_Rows:$x, Cbc_RowsI32:$ids, Cbc_Rows:$weights,
+                   Cbc_Weight:$gate_up, Cbc_Weight:$down,
+                   Optional<Cbc_Weight>:$gate_up_bias, Optional<Cbc_Weight>:$down_bias,
+                   StrAttr:$act, DefaultValuedStrAttr<StrAttr, "halves">:$layout,
+                   OptionalAttr<F64Attr>:$limit, OptionalAttr<F64Attr>:$alpha);
+  let results = (outs Cbc_Rows:$result);
+  let assemblyFormat = "$x `,` $ids `,` $weights `,` $gate_up `,` $down (`bias` `(` $gate_up_bias^ `,` $down_bias `)`)? attr-dict `:` functional-type(operands, $result)";
+  let hasVerifier = 1;
+}
+
+#endif // CBC_OPS_TD

@@ -1,0 +1,143 @@
+#include "frontends/hf_config/config_reader.h"
+
+#include <cmath>
+
+namespace cbc::hf {
+
+namespace {
+const char *jsonTypeName(const nlohmann::json &v) {
+  if (v.is_null()) return "null";
+  if (v.is_boolean()) return "a boolean";
+  if (v.is_number_integer()) return "an integer";
+  if (v.is_number()) return "a number";
+  if (v.is_string()) return "a string";
+  if (v.is_array()) return "a list";
+  return "an object";
+}
+} // namespace
+
+bool ConfigReader::has(const std::string &key) const {
+  auto it = obj_.find(key);
+  return it != obj_.end() && !it->is_null();
+}
+
+const nlohmann::json &ConfigReader::raw(const std::string &key) const {
+  if (!has(key))
+    throw ConfigError(path(key), "is missing");
+  return obj_.at(key);
+}
+
+void ConfigReader::typeError(const std::string &key, const char *expected) const {
+  throw ConfigError(path(key), std::string("expected ") + expected + ", got " +
+                                   jsonTypeName(obj_.at(key)));
+}
+
+int64_t ConfigReader::requireInt(const std::string &key) const {
+  const auto &v = raw(key);
+  if (v.is_number_integer())
+    return v.get<int64_t>();
+  // transformers accepts 4096.0 where an int is meant; a fractional value is an error.
+  if (v.is_number_float() && std::floor(v.get<double>()) == v.get<double>())
+    return (int64_t)v.get<double>();
+  typeError(key, "an integer");
+}
+
+int64_t ConfigReader::getInt(const std::string &key, int64_t fallback) const {
+  return has(key) ? requireInt(key) : fallback;
+}
+
+int64_t ConfigReader::requireSize(const std::string &key) const {
+  int64_t v = requireInt(key);
+  if (v <= 0)
+    throw ConfigError(path(key), "must be positive, got " + std::to_string(v));
+  return v;
+}
+
+int64_t ConfigReader::getSize(const std::string &key, int64_t fallback) const {
+  return has(key) ? requireSize(key) : fallback;
+}
+
+double ConfigReader::requireNumber(const std::string &key) const {
+  const auto &v = raw(key);
+  if (!v.is_number() || v.is_boolean())
+    typeError(key, "a number");
+  return v.get<double>();
+}
+
+double ConfigReader::getNumber(const std::string &key, double fallback) const {
+  return has(key) ? requireNumber(key) : fallback;
+}
+
+bool ConfigReader::getBool(const std::string &key, bool fallback) const {
+  if (!has(key))
+    return fallback;
+  const auto &v = obj_.at(key);
+  if (!v.is_boolean())
+    typeError(key, "a boolean");
+  return v.get<bool>();
+}
+
+std::string ConfigReader::getString(const std::string &key, const std::string &fallback) const {
+  if (!has(key))
+    return fallback;
+  const auto &v = obj_.at(key);
+  if (!v.is_string())
+    typeError(key, "a string");
+  return v.get<std::string>();
+}
+
+std::vector<int64_t> ConfigReader::getIntList(const std::string &key) const {
+  if (!has(key))
+    return {};
+  const auto &v = obj_.at(key);
+  if (v.is_number_integer())
+    return {v.get<int64_t>()};
+  if (!v.is_array())
+    typeError(key, "an integer or a list of integers");
+  std::vector<int64_t> out;
+  for (const auto &e : v) {
+    if (!e.is_number_integer())
+      typeError(key, "a list of integers");
+    out.push_back(e.get<int64_t>());
+  }
+  return out;
+}
+
+std::vector<std::string> ConfigReader::getStringList(const std::string &key) const {
+  if (!has(key))
+    return {};
+  const auto &v = obj_.at(key);
+  if (!v.is_array())
+    typeError(key, "a list of strings");
+  std::vector<std::string> out;
+  for (const auto &e : v) {
+    if (!e.is_string())
+      typeError(key, "a list of strings");
+    out.push_back(e.get<std::string>());
+  }
+  return out;
+}
+
+std::vector<double> ConfigReader::getNumberList(const std::string &key) const {
+  if (!has(key))
+    return {};
+  const auto &v = obj_.at(key);
+  if (!v.is_array())
+    typeError(key, "a list of numbers");
+  std::vector<double> out;
+  for (const auto &e : v) {
+    if (!e.is_number())
+      typeError(key, "a list of numbers");
+    out.push_back(e.get<double>());
+  }
+  return out;
+}
+
+ConfigReader ConfigReader::child(const std::string &key) const {
+  const auto &v = raw(key);
+  if (!v.is_object())
+    typeError(key, "an object");
+  return ConfigReader(v, path(key) + ".");
+}
+
+} // namespace cbc::hf

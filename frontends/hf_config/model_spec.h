@@ -1,0 +1,121 @@
+// The normalised, validated description of a model that the front end derives from a Hugging Face
+// config.json. Every derivation rule (layer types, RoPE, windows, MoE placement) lives in
+// parse_config.cpp; the lowering to the cbc dialect reads only this struct.
+#ifndef CBC_FRONTENDS_HF_CONFIG_MODEL_SPEC_H
+#define CBC_FRONTENDS_HF_CONFIG_MODEL_SPEC_H
+
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace cbc::hf {
+
+// A config error names the offending key; `cbc compile` prints it and exits with status 2.
+class ConfigError : public std::runtime_error {
+public:
+  ConfigError(std::string key, const std::string &message)
+      : std::runtime_error("config key '" + key + "': " + message), key_(std::move(key)) {}
+  const std::string &key() const { return key_; }
+
+private:
+  std::string key_;
+};
+
+struct RopeSpec {
+  std::string type = "default"; // default, linear, dynamic, yarn, llama3, longrope
+  double theta = 10000.0;
+  int64_t rotary_dim = 0;
+  std::string pairing = "half";
+  std::vector<float> inv_freq;
+  double attention_factor = 1.0;
+  // longrope: the long frequencies, used once a request reaches `long_after` positions.
+  std::vector<float> inv_freq_long;
+  int64_t long_after = 0;
+  // dynamic NTK: the base is rescaled from the request's length beyond `dynamic_max_positions`.
+  double dynamic_factor = 0.0;
+  int64_t dynamic_max_positions = 0;
+};
+
+enum class LayerKind { FullAttention, SlidingAttention };
+
+struct LayerSpec {
+  LayerKind kind = LayerKind::FullAttention;
+  int64_t window = 0; // keys with j > p - window; 0 = unbounded
+  RopeSpec rope;
+  bool moe = false;   // MoE MLP rather than the dense MLP
+};
+
+struct AttentionSpec {
+  int64_t num_heads = 0, num_kv_heads = 0, head_dim = 0;
+  double scale = 1.0;
+  bool qkv_bias = false, o_bias = false;
+  bool qk_norm = false;  // RMSNorm over each head of q and k, before RoPE
+  double softcap = 0.0;  // attention score soft-capping; 0 = none
+  bool sinks = false;    // one learned logit per head in the softmax denominator
+};
+
+struct MlpSpec {
+  int64_t intermediate = 0;
+  std::string act = "silu"; // silu, gelu_tanh, gelu
+  bool bias = false;
+};
+
+struct MoeSpec {
+  int64_t num_experts = 0, top_k = 0, intermediate = 0;
+  std::string score = "softmax"; // softmax, topk_softmax
+  bool renorm = false;
+  bool router_bias = false;
+  std::string act = "silu";      // silu or gpt_oss
+  double limit = 0.0, alpha = 0.0;
+  bool expert_bias = false;
+  int64_t shared_intermediate = 0; // 0 = no shared expert
+  bool shared_gate = false;        // sigmoid(x . w) scales the shared expert
+};
+
+// How checkpoint tensors are named and laid out; set per family.
+enum class WeightStyle {
+  Llama,   // q_proj/k_proj/v_proj/o_proj, mlp.gate_proj/up_proj/down_proj
+  Phi3,    // self_attn.qkv_proj, mlp.gate_up_proj
+};
+enum class ExpertStyle {
+  None,
+  Mixtral, // block_sparse_moe.gate, experts.{e}.w1/w3/w2
+  Qwen,    // mlp.gate, mlp.experts.{e}.gate_proj/up_proj/down_proj
+  GptOss,  // mlp.router, mlp.experts.gate_up_proj [E, H, 2I] (interleaved), down_proj [E, I, H]
+};
+
+struct ModelSpec {
+  std::string model_type;         // as written in config.json (text part for multimodal)
+  std::string outer_model_type;   // the multimodal wrapper's model_type, if any
+  std::string dtype = "bfloat16"; // torch_dtype / dtype
+  int64_t vocab_size = 0, hidden_size = 0, num_layers = 0, max_positions = 0;
+  std::vector<int64_t> eos_token_ids;
+  int64_t bos_token_id = -1;
+  double norm_eps = 1e-6;
+  double norm_offset = 0.0;     // 1 for zero-centred (1 + w) norms
+  bool sandwich_norms = false;  // Gemma: post-attention and post-feedforward norms
+  double embed_scale = 1.0;
+  bool tie_word_embeddings = false;
+  double final_softcap = 0.0;
+  AttentionSpec attn;
+  MlpSpec mlp;
+  MoeSpec moe;
+  std::vector<LayerSpec> layers;
+  WeightStyle weight_style = WeightStyle::Llama;
+  ExpertStyle expert_style = ExpertStyle::None;
+  std::string prefix = "model.";      // HF prefix of the decoder's tensors
+  std::string lm_head = "lm_head.weight";
+  std::string quantization;           // honoured quantisation (e.g. "mxfp4"), empty if none
+};
+
+// Parses config.json text into a validated spec. Throws ConfigError.
+ModelSpec parseConfig(const std::string &jsonText);
+
+// The model_types the front end accepts.
+const std::vector<std::string> &supportedModelTypes();
+
+} // namespace cbc::hf
+
+#endif

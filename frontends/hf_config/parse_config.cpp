@@ -1,0 +1,547 @@
+// config.json -> ModelSpec. All of transformers' derivation rules for the supported families
+// live here: layer types, sliding windows, RoPE resolution, MoE placement and naming.
+#include "frontends/hf_config/config_reader.h"
+#include "frontends/hf_config/model_spec.h"
+#include "frontends/hf_config/rope.h"
+
+#include <cmath>
+#include <functional>
+#include <map>
+#include <set>
+
+namespace cbc::hf {
+
+namespace {
+
+using nlohmann::json;
+
+// What a family's config class supplies when config.json leaves a key out.
+struct FamilyDefaults {
+  int64_t head_dim = 0;          // 0: hidden_size / num_attention_heads
+  int64_t max_positions = 2048;
+  double norm_eps = 1e-6;
+  bool tie_word_embeddings = false;
+  double rope_theta = 10000.0;
+  const char *act_key = "hidden_act";
+  const char *act = "silu";
+  // Sizes the config class fills in when a multimodal wrapper's text_config omits them; a
+  // top-level config must state its sizes.
+  std::map<std::string, int64_t> text_config_sizes = {};
+};
+
+using RopeDicts = std::map<std::string, nlohmann::json>;
+
+struct Family {
+  FamilyDefaults defaults;
+  // Fills the family-specific parts of the spec; the common parts are already parsed.
+  std::function<void(const ConfigReader &, ModelSpec &)> parse;
+  // The rope dictionaries per layer type, where the family resolves them its own way.
+  std::function<RopeDicts(const ConfigReader &)> ropeDicts = nullptr;
+};
+
+// ----- shared pieces -----------------------------------------------------------------------
+
+std::string activation(const ConfigReader &r, const char *key, const char *fallback) {
+  std::string act = r.getString(key, fallback);
+  if (act == "silu" || act == "swish")
+    return "silu";
+  if (act == "gelu_pytorch_tanh" || act == "gelu_new" || act == "gelu_fast")
+    return "gelu_tanh";
+  if (act == "gelu")
+    return "gelu";
+  throw ConfigError(r.path(key), "unsupported activation '" + act + "'");
+}
+
+// The dictionaries transformers resolves per layer type, with rope_theta filled in.
+// Keyed by "full_attention" / "sliding_attention"; a flat dictionary serves both.
+std::map<std::string, json> ropeDictionaries(const ConfigReader &r, double defaultTheta) {
+  json flat;
+  std::string where;
+  if (r.has("rope_parameters")) {
+    const json &rp = r.raw("rope_parameters");
+    if (!rp.is_object())
+      throw ConfigError(r.path("rope_parameters"), "expected an object");
+    if (rp.contains("full_attention") || rp.contains("sliding_attention")) {
+      std::map<std::string, json> out;
+      for (const char *kind : {"full_attention", "sliding_attention"}) {
+        json d = rp.contains(kind) && rp[kind].is_object() ? rp[kind] : json::object();
+        if (!d.contains("rope_theta") || d["rope_theta"].is_null())
+          d["rope_theta"] = r.getNumber("rope_theta", defaultTheta);
+        out[kind] = d;
+      }
+      return out;
+    }
+    flat = rp;
+  } else if (r.has("rope_scaling")) {
+    flat = r.raw("rope_scaling");
+    if (!flat.is_object())
+      throw ConfigError(r.path("rope_scaling"), "expected an object");
+  } else {
+    flat = json::object();
+  }
+  if (!flat.contains("rope_theta") || flat["rope_theta"].is_null())
+    flat["rope_theta"] = r.getNumber("rope_theta", defaultTheta);
+  return {{"full_attention", flat}, {"sliding_attention", flat}};
+}
+
+std::string ropePath(const ConfigReader &r, const std::string &kind, bool nested) {
+  std::string base = r.has("rope_parameters") ? "rope_parameters" : "rope_scaling";
+  return r.path(base + "." + (nested ? kind + "." : ""));
+}
+
+RopeContext ropeContext(const ConfigReader &r, const ModelSpec &spec) {
+  RopeContext ctx;
+  ctx.head_dim = spec.attn.head_dim;
+  ctx.max_positions = spec.max_positions;
+  if (r.has("original_max_position_embeddings"))
+    ctx.original_max_override = r.requireSize("original_max_position_embeddings");
+  ctx.partial_rotary_factor = r.getNumber("partial_rotary_factor", 1.0);
+  return ctx;
+}
+
+// Computes each layer's RoPE from the dictionaries of its layer type.
+void assignRope(const ConfigReader &r, ModelSpec &spec, std::map<std::string, json> dicts) {
+  bool nested = r.has("rope_parameters") && (r.raw("rope_parameters").contains("full_attention") ||
+                                             r.raw("rope_parameters").contains("sliding_attention"));
+  RopeContext ctx = ropeContext(r, spec);
+  std::map<std::string, RopeSpec> computed;
+  for (auto &[kind, dict] : dicts) {
+    std::string prefix = nested ? ropePath(r, kind, true) : ropePath(r, kind, false);
+    ConfigReader reader(dict, prefix);
+    computed[kind] = computeRope(reader, ctx);
+  }
+  for (LayerSpec &layer : spec.layers)
+    layer.rope = computed[layer.kind == LayerKind::SlidingAttention ? "sliding_attention"
+                                                                    : "full_attention"];
+}
+
+// layer_types given explicitly, validated against the supported kinds and the layer count.
+std::vector<LayerKind> explicitLayerTypes(const ConfigReader &r, int64_t layers) {
+  auto names = r.getStringList("layer_types");
+  if ((int64_t)names.size() != layers)
+    throw ConfigError(r.path("layer_types"), "has " + std::to_string(names.size()) +
+                                                 " entries but num_hidden_layers is " +
+                                                 std::to_string(layers));
+  std::vector<LayerKind> kinds;
+  for (const std::string &n : names) {
+    if (n == "full_attention" || n == "attention")
+      kinds.push_back(LayerKind::FullAttention);
+    else if (n == "sliding_attention")
+      kinds.push_back(LayerKind::SlidingAttention);
+    else
+      throw ConfigError(r.path("layer_types"),
+                        "layer type '" + n + "' is not supported for " +
+                            r.getString("model_type", "this family"));
+  }
+  return kinds;
+}
+
+void setLayers(ModelSpec &spec, const std::vector<LayerKind> &kinds, int64_t window) {
+  spec.layers.assign(spec.num_layers, LayerSpec{});
+  for (int64_t i = 0; i < spec.num_layers; ++i) {
+    spec.layers[i].kind = kinds[i];
+    // A sliding layer without a window attends to everything, as in transformers.
+    spec.layers[i].window = kinds[i] == LayerKind::SlidingAttention ? window : 0;
+    if (spec.layers[i].window == 0)
+      spec.layers[i].kind = LayerKind::FullAttention;
+  }
+}
+
+int64_t optionalWindow(const ConfigReader &r, const char *key = "sliding_window") {
+  if (!r.has(key))
+    return 0;
+  int64_t w = r.requireInt(key);
+  if (w < 0)
+    throw ConfigError(r.path(key), "must not be negative");
+  return w;
+}
+
+// A sliding_window key that is absent takes the config class's default; an explicit null
+// means no window.
+int64_t windowOrClassDefault(const ConfigReader &r, int64_t classDefault) {
+  return r.contains("sliding_window") ? optionalWindow(r) : classDefault;
+}
+
+// Gemma 3: rope_parameters keyed by layer type, or the legacy rope_theta (+ rope_scaling) for
+// global layers and rope_local_base_freq for local ones.
+RopeDicts gemma3RopeDicts(const ConfigReader &r) {
+  if (r.has("rope_parameters") && (r.raw("rope_parameters").contains("full_attention") ||
+                                   r.raw("rope_parameters").contains("sliding_attention")))
+    return ropeDictionaries(r, 1000000.0);
+  json full = r.has("rope_parameters") ? r.raw("rope_parameters")
+              : r.has("rope_scaling")  ? r.raw("rope_scaling")
+                                       : json::object();
+  if (!full.is_object())
+    throw ConfigError(r.path(r.has("rope_parameters") ? "rope_parameters" : "rope_scaling"),
+                      "expected an object");
+  if (!full.contains("rope_theta") || full["rope_theta"].is_null())
+    full["rope_theta"] = r.getNumber("rope_theta", 1000000.0);
+  json local = {{"rope_type", "default"},
+                {"rope_theta", r.getNumber("rope_local_base_freq", 10000.0)}};
+  return {{"full_attention", full}, {"sliding_attention", local}};
+}
+
+// gpt-oss: YaRN (factor 32 over 4096 positions) when the config names no RoPE at all.
+RopeDicts gptOssRopeDicts(const ConfigReader &r) {
+  if (r.has("rope_parameters") || r.has("rope_scaling"))
+    return ropeDictionaries(r, 150000.0);
+  json d = {{"rope_type", "yarn"}, {"factor", 32.0}, {"beta_fast", 32.0}, {"beta_slow", 1.0},
+            {"truncate", false}, {"original_max_position_embeddings", 4096},
+            {"rope_theta", r.getNumber("rope_theta", 150000.0)}};
+  return {{"full_attention", d}, {"sliding_attention", d}};
+}
+
+// Phi-3: legacy "su" and "yarn" scaling both mean longrope; only default and longrope exist.
+RopeDicts phi3RopeDicts(const ConfigReader &r) {
+  RopeDicts dicts = ropeDictionaries(r, 10000.0);
+  for (auto &[kind, d] : dicts) {
+    std::string key = d.contains("rope_type") ? "rope_type" : "type";
+    std::string type = d.value(key, std::string("default"));
+    if (type == "su" || type == "yarn")
+      d[key] = "longrope";
+    else if (type != "default" && type != "longrope")
+      throw ConfigError(ropePath(r, kind, false) + key,
+                        "unsupported RoPE type '" + type + "' for phi3 (default or longrope)");
+  }
+  return dicts;
+}
+
+// Every layer slides when sliding_window is set (Mistral, Mixtral, Phi-3, Qwen3-MoE).
+void uniformWindowLayers(const ConfigReader &r, ModelSpec &spec, int64_t window) {
+  std::vector<LayerKind> kinds(spec.num_layers, window > 0 ? LayerKind::SlidingAttention
+                                                           : LayerKind::FullAttention);
+  setLayers(spec, kinds, window);
+}
+
+// Alternating sliding/full: even layers slide (Gemma 2, gpt-oss).
+void alternatingLayers(const ConfigReader &r, ModelSpec &spec, int64_t window, int64_t pattern) {
+  std::vector<LayerKind> kinds;
+  if (r.has("layer_types")) {
+    kinds = explicitLayerTypes(r, spec.num_layers);
+  } else {
+    for (int64_t i = 0; i < spec.num_layers; ++i)
+      kinds.push_back((i + 1) % pattern ? LayerKind::SlidingAttention : LayerKind::FullAttention);
+  }
+  setLayers(spec, kinds, window);
+}
+
+// Qwen2/Qwen3: sliding only with use_sliding_window, for layers >= max_window_layers.
+void qwenWindowLayers(const ConfigReader &r, ModelSpec &spec) {
+  bool use = r.getBool("use_sliding_window", false);
+  int64_t window = use ? optionalWindow(r) : 0;
+  std::vector<LayerKind> kinds;
+  if (r.has("layer_types")) {
+    kinds = explicitLayerTypes(r, spec.num_layers);
+  } else {
+    int64_t maxWindowLayers = r.getInt("max_window_layers", 28);
+    for (int64_t i = 0; i < spec.num_layers; ++i)
+      kinds.push_back(window > 0 && i >= maxWindowLayers ? LayerKind::SlidingAttention
+                                                         : LayerKind::FullAttention);
+  }
+  setLayers(spec, kinds, window);
+}
+
+// Qwen MoE placement: mlp_only_layers, else every decoder_sparse_step-th layer.
+void qwenMoePlacement(const ConfigReader &r, ModelSpec &spec) {
+  auto dense = r.getIntList("mlp_only_layers");
+  std::set<int64_t> denseSet(dense.begin(), dense.end());
+  for (int64_t i : denseSet)
+    if (i < 0 || i >= spec.num_layers)
+      throw ConfigError(r.path("mlp_only_layers"), "layer " + std::to_string(i) + " is out of range");
+  int64_t step = r.getSize("decoder_sparse_step", 1);
+  for (int64_t i = 0; i < spec.num_layers; ++i)
+    spec.layers[i].moe = !denseSet.count(i) && spec.moe.num_experts > 0 && (i + 1) % step == 0;
+}
+
+void parseQwenMoe(const ConfigReader &r, ModelSpec &spec, bool shared) {
+  spec.moe.num_experts = r.getInt("num_experts", shared ? 60 : 128);
+  if (spec.moe.num_experts < 0)
+    throw ConfigError(r.path("num_experts"), "must not be negative");
+  spec.moe.top_k = r.getSize("num_experts_per_tok", shared ? 4 : 8);
+  if (spec.moe.num_experts > 0 && spec.moe.top_k > spec.moe.num_experts)
+    throw ConfigError(r.path("num_experts_per_tok"), "exceeds num_experts");
+  spec.moe.intermediate = r.getSize("moe_intermediate_size", shared ? 1408 : 768);
+  spec.moe.renorm = r.getBool("norm_topk_prob", false);
+  spec.moe.score = "softmax";
+  spec.moe.act = spec.mlp.act;
+  if (shared) {
+    spec.moe.shared_intermediate = r.getSize("shared_expert_intermediate_size", 5632);
+    spec.moe.shared_gate = true;
+  }
+  spec.expert_style = ExpertStyle::Qwen;
+  qwenMoePlacement(r, spec);
+}
+
+// ----- the families ------------------------------------------------------------------------
+
+const std::map<std::string, Family> &families() {
+  static const std::map<std::string, Family> table = {
+      {"llama",
+       {{.max_positions = 2048},
+        [](const ConfigReader &r, ModelSpec &s) {
+          s.attn.qkv_bias = s.attn.o_bias = r.getBool("attention_bias", false);
+          s.mlp.bias = r.getBool("mlp_bias", false);
+          uniformWindowLayers(r, s, 0);
+        }}},
+      {"mistral",
+       {{.max_positions = 4096 * 32},
+        [](const ConfigReader &r, ModelSpec &s) {
+          uniformWindowLayers(r, s, windowOrClassDefault(r, 4096));
+        }}},
+      {"qwen2",
+       {{.max_positions = 32768},
+        [](const ConfigReader &r, ModelSpec &s) {
+          s.attn.qkv_bias = true;
+          qwenWindowLayers(r, s);
+        }}},
+      {"qwen3",
+       {{.head_dim = 128, .max_positions = 32768},
+        [](const ConfigReader &r, ModelSpec &s) {
+          s.attn.qkv_bias = s.attn.o_bias = r.getBool("attention_bias", false);
+          s.attn.qk_norm = true;
+          qwenWindowLayers(r, s);
+        }}},
+      {"gemma2",
+       {{.head_dim = 256, .max_positions = 8192, .tie_word_embeddings = true,
+         .act_key = "hidden_activation", .act = "gelu_pytorch_tanh"},
+        [](const ConfigReader &r, ModelSpec &s) {
+          s.attn.qkv_bias = s.attn.o_bias = r.getBool("attention_bias", false);
+          s.attn.scale = 1.0 / std::sqrt(r.getNumber("query_pre_attn_scalar", 256));
+          s.attn.softcap = r.getNumber("attn_logit_softcapping", 50.0);
+          s.final_softcap = r.getNumber("final_logit_softcapping", 30.0);
+          s.norm_offset = 1.0;
+          s.sandwich_norms = true;
+          s.embed_scale = (float)std::sqrt((double)s.hidden_size);
+          alternatingLayers(r, s, windowOrClassDefault(r, 4096), 2);
+        }}},
+      {"gemma3_text",
+       {{.head_dim = 256, .max_positions = 131072, .tie_word_embeddings = true,
+         .rope_theta = 1000000.0, .act_key = "hidden_activation", .act = "gelu_pytorch_tanh",
+         .text_config_sizes = {{"vocab_size", 262208}, {"hidden_size", 2304},
+                               {"intermediate_size", 9216}, {"num_hidden_layers", 26},
+                               {"num_attention_heads", 8}, {"num_key_value_heads", 4}}},
+        [](const ConfigReader &r, ModelSpec &s) {
+          if (r.getBool("use_bidirectional_attention", false))
+            throw ConfigError(r.path("use_bidirectional_attention"),
+                              "bidirectional Gemma 3 (an encoder) is not a decoder cbc serves");
+          s.attn.qkv_bias = s.attn.o_bias = r.getBool("attention_bias", false);
+          s.attn.scale = 1.0 / std::sqrt(r.getNumber("query_pre_attn_scalar", 256));
+          s.attn.softcap = r.getNumber("attn_logit_softcapping", 0.0);
+          s.final_softcap = r.getNumber("final_logit_softcapping", 0.0);
+          s.attn.qk_norm = true;
+          s.norm_offset = 1.0;
+          s.sandwich_norms = true;
+          s.embed_scale = (float)std::sqrt((double)s.hidden_size);
+          alternatingLayers(r, s, windowOrClassDefault(r, 4096),
+                            r.getSize("sliding_window_pattern", 6));
+        },
+        gemma3RopeDicts}},
+      {"gpt_oss",
+       {{.head_dim = 64, .max_positions = 131072, .norm_eps = 1e-5, .rope_theta = 150000.0},
+        [](const ConfigReader &r, ModelSpec &s) {
+          s.attn.qkv_bias = s.attn.o_bias = r.getBool("attention_bias", true);
+          s.attn.sinks = true;
+          alternatingLayers(r, s, windowOrClassDefault(r, 128), 2);
+          s.moe.num_experts = r.getSize("num_local_experts", 128);
+          s.moe.top_k = r.getSize("num_experts_per_tok", 4);
+          if (s.moe.top_k > s.moe.num_experts)
+            throw ConfigError(r.path("num_experts_per_tok"), "exceeds num_local_experts");
+          s.moe.intermediate = s.mlp.intermediate;
+          s.moe.score = "topk_softmax";
+          s.moe.router_bias = true;
+          s.moe.expert_bias = true;
+          s.moe.act = "gpt_oss";
+          s.moe.limit = r.getNumber("swiglu_limit", 7.0);
+          s.moe.alpha = r.getNumber("swiglu_alpha", 1.702);
+          s.expert_style = ExpertStyle::GptOss;
+          for (LayerSpec &l : s.layers)
+            l.moe = true;
+        },
+        gptOssRopeDicts}},
+      {"phi3",
+       {{.max_positions = 4096, .norm_eps = 1e-5},
+        [](const ConfigReader &r, ModelSpec &s) {
+          s.weight_style = WeightStyle::Phi3;
+          uniformWindowLayers(r, s, optionalWindow(r));
+        },
+        phi3RopeDicts}},
+      {"mixtral",
+       {{.max_positions = 4096 * 32, .norm_eps = 1e-5, .rope_theta = 1000000.0},
+        [](const ConfigReader &r, ModelSpec &s) {
+          uniformWindowLayers(r, s, optionalWindow(r));
+          s.moe.num_experts = r.getSize("num_local_experts", 8);
+          s.moe.top_k = r.getSize("num_experts_per_tok", 2);
+          if (s.moe.top_k > s.moe.num_experts)
+            throw ConfigError(r.path("num_experts_per_tok"), "exceeds num_local_experts");
+          s.moe.intermediate = s.mlp.intermediate;
+          s.moe.score = "softmax";
+          s.moe.renorm = true;
+          s.moe.act = s.mlp.act;
+          s.expert_style = ExpertStyle::Mixtral;
+          for (LayerSpec &l : s.layers)
+            l.moe = true;
+        }}},
+      {"qwen2_moe",
+       {{.max_positions = 32768},
+        [](const ConfigReader &r, ModelSpec &s) {
+          s.attn.qkv_bias = r.getBool("qkv_bias", true);
+          bool use = r.getBool("use_sliding_window", false);
+          int64_t window = use ? optionalWindow(r) : 0;
+          std::vector<LayerKind> kinds;
+          if (r.has("layer_types")) {
+            kinds = explicitLayerTypes(r, s.num_layers);
+          } else {
+            int64_t maxWindowLayers = r.getInt("max_window_layers", 28);
+            for (int64_t i = 0; i < s.num_layers; ++i)
+              kinds.push_back(use && (i + 1) % 2 && i < maxWindowLayers
+                                  ? LayerKind::SlidingAttention
+                                  : LayerKind::FullAttention);
+          }
+          setLayers(s, kinds, window);
+          parseQwenMoe(r, s, /*shared=*/true);
+        }}},
+      {"qwen3_moe",
+       {{.max_positions = 32768},
+        [](const ConfigReader &r, ModelSpec &s) {
+          s.attn.qkv_bias = s.attn.o_bias = r.getBool("attention_bias", false);
+          s.attn.qk_norm = true;
+          bool use = r.getBool("use_sliding_window", false);
+          uniformWindowLayers(r, s, use ? optionalWindow(r) : 0);
+          parseQwenMoe(r, s, /*shared=*/false);
+        }}},
+  };
+  return table;
+}
+
+// Multimodal wrappers whose text_config holds one of the families above.
+const std::map<std::string, std::string> &multimodalWrappers() {
+  static const std::map<std::string, std::string> table = {{"gemma3", "gemma3_text"}};
+  return table;
+}
+
+std::string parseDtype(const ConfigReader &r) {
+  const char *key = r.has("dtype") ? "dtype" : "torch_dtype";
+  std::string dtype = r.getString(key, "bfloat16");
+  if (dtype != "bfloat16" && dtype != "float16" && dtype != "float32")
+    throw ConfigError(r.path(key), "unsupported dtype '" + dtype +
+                                       "' (supported: bfloat16, float16, float32)");
+  return dtype;
+}
+
+std::string parseQuantization(const ConfigReader &top, const std::string &modelType) {
+  if (!top.has("quantization_config"))
+    return "";
+  ConfigReader q = top.child("quantization_config");
+  std::string method = q.getString("quant_method", "");
+  // gpt-oss ships its experts in MXFP4; the loader dequantises them, as transformers does
+  // without its Triton kernels.
+  if (method == "mxfp4" && modelType == "gpt_oss")
+    return method;
+  throw ConfigError(q.path("quant_method"),
+                    "quantisation '" + method + "' is not supported for " + modelType +
+                        "; cbc loads bf16, fp16 or fp32 checkpoints (and gpt-oss MXFP4 experts)");
+}
+
+void parseCommon(const ConfigReader &r, const ConfigReader &top, const FamilyDefaults &d,
+                 bool nested, ModelSpec &s) {
+  auto size = [&](const std::string &key) {
+    auto it = d.text_config_sizes.find(key);
+    return nested && it != d.text_config_sizes.end() ? r.getSize(key, it->second)
+                                                      : r.requireSize(key);
+  };
+  s.vocab_size = size("vocab_size");
+  s.hidden_size = size("hidden_size");
+  s.num_layers = size("num_hidden_layers");
+  s.attn.num_heads = size("num_attention_heads");
+  s.attn.num_kv_heads = nested && d.text_config_sizes.count("num_key_value_heads")
+                            ? size("num_key_value_heads")
+                            : r.getSize("num_key_value_heads", s.attn.num_heads);
+  if (s.attn.num_heads % s.attn.num_kv_heads != 0)
+    throw ConfigError(r.path("num_key_value_heads"),
+                      "num_attention_heads (" + std::to_string(s.attn.num_heads) +
+                          ") is not divisible by num_key_value_heads (" +
+                          std::to_string(s.attn.num_kv_heads) + ")");
+  int64_t derivedHeadDim = s.hidden_size / s.attn.num_heads;
+  s.attn.head_dim = r.getSize("head_dim", d.head_dim ? d.head_dim : derivedHeadDim);
+  if (s.attn.head_dim <= 0)
+    throw ConfigError(r.path("hidden_size"), "is smaller than num_attention_heads");
+  s.attn.scale = 1.0 / std::sqrt((double)s.attn.head_dim);
+  s.max_positions = r.getSize("max_position_embeddings", d.max_positions);
+  s.norm_eps = r.getNumber("rms_norm_eps", d.norm_eps);
+  if (s.norm_eps <= 0)
+    throw ConfigError(r.path("rms_norm_eps"), "must be positive");
+  s.tie_word_embeddings = top.getBool("tie_word_embeddings",
+                                      r.getBool("tie_word_embeddings", d.tie_word_embeddings));
+  s.mlp.intermediate = size("intermediate_size");
+  s.mlp.act = activation(r, d.act_key, d.act);
+  s.dtype = parseDtype(r.has("dtype") || r.has("torch_dtype") ? r : top);
+  for (const ConfigReader *src : {&r, &top}) {
+    if (s.eos_token_ids.empty())
+      s.eos_token_ids = src->getIntList("eos_token_id");
+    if (s.bos_token_id < 0)
+      s.bos_token_id = src->getInt("bos_token_id", -1);
+  }
+  for (int64_t id : s.eos_token_ids)
+    if (id < 0 || id >= s.vocab_size)
+      throw ConfigError(r.path("eos_token_id"),
+                        "token id " + std::to_string(id) + " is outside the vocabulary");
+}
+
+} // namespace
+
+const std::vector<std::string> &supportedModelTypes() {
+  static const std::vector<std::string> types = [] {
+    std::vector<std::string> t;
+    for (auto &[name, _] : families())
+      t.push_back(name);
+    for (auto &[name, _] : multimodalWrappers())
+      t.push_back(name);
+    return t;
+  }();
+  return types;
+}
+
+ModelSpec parseConfig(const std::string &text) {
+  json root;
+  try {
+    root = json::parse(text);
+  } catch (const json::parse_error &e) {
+    throw ConfigError("<file>", std::string("malformed JSON: ") + e.what());
+  }
+  if (!root.is_object())
+    throw ConfigError("<file>", "expected a JSON object at the top level");
+  ConfigReader top(root);
+  if (!top.has("model_type"))
+    throw ConfigError("model_type", "is missing");
+  ModelSpec spec;
+  std::string modelType = top.getString("model_type", "");
+
+  auto wrapper = multimodalWrappers().find(modelType);
+  bool multimodal = wrapper != multimodalWrappers().end();
+  // Multimodal checkpoints run text-only: the decoder is the text_config.
+  ConfigReader r = multimodal ? top.child("text_config") : top;
+  if (multimodal) {
+    spec.outer_model_type = modelType;
+    modelType = r.getString("model_type", wrapper->second);
+    spec.prefix = "model.language_model.";
+  }
+  auto family = families().find(modelType);
+  if (family == families().end()) {
+    std::string known;
+    for (const std::string &t : supportedModelTypes())
+      known += (known.empty() ? "" : ", ") + t;
+    throw ConfigError(r.path("model_type"),
+                      "unknown model_type '" + modelType + "' (supported: " + known + ")");
+  }
+  spec.model_type = modelType;
+  spec.quantization = parseQuantization(top, modelType);
+  parseCommon(r, top, family->second.defaults, multimodal, spec);
+  spec.layers.assign(spec.num_layers, LayerSpec{});
+  family->second.parse(r, spec);
+  const Family &fam = family->second;
+  assignRope(r, spec, fam.ropeDicts ? fam.ropeDicts(r)
+                                    : ropeDictionaries(r, fam.defaults.rope_theta));
+  return spec;
+}
+
+} // namespace cbc::hf

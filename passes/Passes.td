@@ -1,0 +1,38 @@
+//===- Passes.td - cbc passes --------------------------------------------*- tablegen -*-===//
+
+#ifndef CBC_PASSES_TD
+#define CBC_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def CbcPlanCache : Pass<"cbc-plan-cache", "::mlir::ModuleOp"> {
+  let summary = "Plans the paged cache from the rows each layer declares.";
+  let description = [{
+    Every `cbc.kv.append` declares the rows its layer keeps per token (`k` and `v`, with their
+    widths) and its retention (all tokens, the last `window` tokens, or the current `chunk`).
+    Layers with the same retention share block tables and form one group. The pass assigns
+    `group` to every `cbc.kv.*` op and records the plan in the module attribute
+    `cbc.cache_plan`: the block size, and per group its retention, layers and bytes per token
+    at the cache dtype.
+  }];
+  let options = [
+    Option<"kvDtype", "kv-dtype", "std::string", /*default=*/"\"bf16\"",
+           "Element type of the cache: bf16, f16 or f32">,
+    Option<"blockSize", "block-size", "int64_t", /*default=*/"16",
+           "Tokens per cache block">,
+  ];
+}
+
+def CbcSchedule : Pass<"cbc-schedule", "::mlir::ModuleOp"> {
+  let summary = "Orders the step program and plans its activation buffers.";
+  let description = [{
+    Checks that the step is a straight-line program whose cache reads follow the writes of the
+    same layer, numbers its instructions, and packs every activation into one arena by liveness.
+    Activations have a row class: per token (`T` rows) or per request (`R` rows, after
+    `cbc.rows.gather`). Each class gets one arena; offsets are in 4-byte elements per row, so a
+    backend sizes the arena as `row_elems * max_rows`. Results carry `cbc.buffers`
+    (`[class, offset]` per result) and the module carries `cbc.arena`.
+  }];
+}
+
+#endif

@@ -1,0 +1,251 @@
+#include "runtime/artefact.h"
+
+#include "runtime/schema/model_generated.h"
+
+#include <fstream>
+#include <sstream>
+
+namespace cbc::rt {
+
+const char *dtypeName(DType d) {
+  switch (d) {
+  case DType::F32: return "f32";
+  case DType::BF16: return "bf16";
+  case DType::F16: return "f16";
+  case DType::I32: return "i32";
+  }
+  return "?";
+}
+
+size_t dtypeBytes(DType d) { return d == DType::BF16 || d == DType::F16 ? 2 : 4; }
+
+namespace {
+
+const AttrValue &lookup(const Instr &in, const std::string &name) {
+  auto it = in.attrs.find(name);
+  if (it == in.attrs.end())
+    throw ArtefactError("instruction " + in.op + " lacks attribute '" + name + "'");
+  return it->second;
+}
+
+DType toDType(fb::DType d) {
+  switch (d) {
+  case fb::DType::F32: return DType::F32;
+  case fb::DType::BF16: return DType::BF16;
+  case fb::DType::F16: return DType::F16;
+  case fb::DType::I32: return DType::I32;
+  }
+  throw ArtefactError("unknown dtype in artefact");
+}
+
+std::string str(const flatbuffers::String *s) { return s ? s->str() : std::string(); }
+
+template <typename T, typename V> std::vector<T> vec(const flatbuffers::Vector<V> *v) {
+  std::vector<T> out;
+  if (v)
+    for (auto x : *v)
+      out.push_back((T)x);
+  return out;
+}
+
+Program readProgram(const fb::Program &p) {
+  Program out;
+  out.output = p.output();
+  out.token_row_elems = p.token_row_elems();
+  out.request_row_elems = p.request_row_elems();
+  int numValues = p.values() ? (int)p.values()->size() : 0;
+  if (p.values())
+    for (const fb::Value *v : *p.values()) {
+      Value val;
+      val.kind = (Value::Kind)v->kind();
+      if (val.kind > Value::Activation)
+        throw ArtefactError("unknown value kind in program");
+      val.dtype = toDType(v->dtype());
+      val.shape = vec<int64_t>(v->shape());
+      val.arg_name = str(v->arg_name());
+      val.weight = v->weight();
+      val.arena = v->arena();
+      val.offset = v->offset();
+      if (val.kind == Value::Activation && (val.arena < 0 || val.arena > 1 || val.offset < 0))
+        throw ArtefactError("activation value without a valid arena slot");
+      out.values.push_back(std::move(val));
+    }
+  auto checkIds = [&](const std::vector<int> &ids) {
+    for (int id : ids)
+      if (id < 0 || id >= numValues)
+        throw ArtefactError("instruction refers to value " + std::to_string(id) +
+                            ", outside the program's " + std::to_string(numValues) + " values");
+  };
+  if (p.instrs())
+    for (const fb::Instr *i : *p.instrs()) {
+      Instr in;
+      in.op = i->op()->str();
+      in.inputs = vec<int>(i->inputs());
+      in.outputs = vec<int>(i->outputs());
+      checkIds(in.inputs);
+      checkIds(in.outputs);
+      if (i->attrs())
+        for (const fb::Attr *a : *i->attrs()) {
+          AttrValue v;
+          v.kind = (AttrValue::Kind)a->kind();
+          v.i = a->i();
+          v.f = a->f();
+          v.s = str(a->s());
+          v.ints = vec<int64_t>(a->ints());
+          v.floats = vec<double>(a->floats());
+          in.attrs[a->name()->str()] = std::move(v);
+        }
+      out.instrs.push_back(std::move(in));
+    }
+  if (out.output < 0 || out.output >= numValues)
+    throw ArtefactError("program output is not a value of the program");
+  return out;
+}
+
+CachePlan readCachePlan(const fb::CachePlan &c) {
+  CachePlan out;
+  out.block_size = c.block_size();
+  if (out.block_size <= 0)
+    throw ArtefactError("cache plan has a non-positive block size");
+  out.kv_dtype = toDType(c.kv_dtype());
+  if (c.groups())
+    for (const fb::CacheGroup *g : *c.groups()) {
+      CacheGroup grp;
+      grp.id = g->id();
+      if ((int)g->retention() < 0 || (int)g->retention() > 2)
+        throw ArtefactError("cache group has an unknown retention");
+      grp.retention = (CacheGroup::Retention)g->retention();
+      grp.tokens = g->tokens();
+      grp.layers = vec<int>(g->layers());
+      grp.bytes_per_token = g->bytes_per_token();
+      if (grp.id != (int)out.groups.size())
+        throw ArtefactError("cache groups are not numbered in order");
+      out.groups.push_back(std::move(grp));
+    }
+  if (c.layers())
+    for (const fb::CacheLayer *l : *c.layers()) {
+      CacheLayer layer;
+      layer.layer = l->layer();
+      layer.group = l->group();
+      if (layer.group < 0 || layer.group >= (int)out.groups.size())
+        throw ArtefactError("cache layer refers to an unknown group");
+      if (l->rows())
+        for (const fb::CacheRow *r : *l->rows())
+          layer.rows.emplace_back(r->name()->str(), r->elems());
+      out.layers.push_back(std::move(layer));
+    }
+  return out;
+}
+
+} // namespace
+
+int64_t Instr::getInt(const std::string &name) const { return lookup(*this, name).i; }
+int64_t Instr::getInt(const std::string &name, int64_t fallback) const {
+  return has(name) ? getInt(name) : fallback;
+}
+double Instr::getFloat(const std::string &name) const {
+  const AttrValue &v = lookup(*this, name);
+  return v.kind == AttrValue::Int ? (double)v.i : v.f;
+}
+double Instr::getFloat(const std::string &name, double fallback) const {
+  return has(name) ? getFloat(name) : fallback;
+}
+std::string Instr::getString(const std::string &name, const std::string &fallback) const {
+  return has(name) ? lookup(*this, name).s : fallback;
+}
+std::vector<double> Instr::getFloats(const std::string &name) const {
+  return lookup(*this, name).floats;
+}
+std::vector<int64_t> Instr::getInts(const std::string &name) const {
+  return lookup(*this, name).ints;
+}
+
+Artefact Artefact::fromBytes(const uint8_t *data, size_t size) {
+  if (size < 8 || !flatbuffers::BufferHasIdentifier(data, fb::ModelIdentifier()))
+    throw ArtefactError("not a cbc artefact (missing the CBC1 file identifier)");
+  flatbuffers::Verifier verifier(data, size);
+  if (!fb::VerifyModelBuffer(verifier))
+    throw ArtefactError("corrupt artefact: the FlatBuffers verifier rejected it");
+  const fb::Model *m = fb::GetModel(data);
+  Artefact a;
+  a.format_version = m->format_version();
+  if (a.format_version != kFormatVersion)
+    throw ArtefactError("artefact format version " + std::to_string(a.format_version) +
+                        " is not the runtime's version " + std::to_string(kFormatVersion) +
+                        "; recompile it with this cbc");
+  a.compiler = str(m->compiler());
+  a.config_json = str(m->config_json());
+  a.ir = str(m->ir());
+  const fb::ModelMeta *meta = m->meta();
+  a.meta.model_type = str(meta->model_type());
+  a.meta.vocab_size = meta->vocab_size();
+  a.meta.hidden_size = meta->hidden_size();
+  a.meta.num_layers = meta->num_layers();
+  a.meta.max_positions = meta->max_positions();
+  a.meta.eos_token_ids = vec<int64_t>(meta->eos_token_ids());
+  a.meta.bos_token_id = meta->bos_token_id();
+  a.meta.checkpoint_dtype = str(meta->checkpoint_dtype());
+  a.meta.quantization = str(meta->quantization());
+  if (meta->weight_aliases())
+    for (const fb::AliasPair *p : *meta->weight_aliases())
+      a.meta.weight_aliases.emplace_back(p->from()->str(), p->to()->str());
+  if (a.meta.vocab_size <= 0 || a.meta.max_positions <= 0)
+    throw ArtefactError("artefact metadata has a non-positive vocabulary or max positions");
+  a.program = readProgram(*m->program());
+  a.cache_plan = readCachePlan(*m->cache_plan());
+  for (const fb::WeightEntry *w : *m->weights()) {
+    WeightEntry e;
+    e.name = w->name()->str();
+    e.dtype = toDType(w->dtype());
+    e.shape = vec<int64_t>(w->shape());
+    for (const fb::WeightPart *part : *w->parts()) {
+      std::vector<std::string> names;
+      for (const flatbuffers::String *s : *part->names())
+        names.push_back(s->str());
+      e.parts.push_back(std::move(names));
+    }
+    e.stack = w->combine() == fb::Combine::Stack;
+    e.transpose = w->transpose();
+    a.weights.push_back(std::move(e));
+  }
+  for (const Value &v : a.program.values)
+    if (v.kind == Value::Weight && (v.weight < 0 || v.weight >= (int)a.weights.size()))
+      throw ArtefactError("program value refers to an unknown weight");
+  if (const fb::KernelBundle *k = m->kernels()) {
+    KernelBundle kb;
+    kb.source = str(k->source());
+    kb.ptx = str(k->ptx());
+    kb.source_hash = str(k->source_hash());
+    if (k->names())
+      for (const flatbuffers::String *s : *k->names())
+        kb.names.push_back(s->str());
+    if (k->cubins())
+      for (const fb::Cubin *c : *k->cubins()) {
+        KernelImage img;
+        img.arch = c->arch()->str();
+        img.image = vec<uint8_t>(c->image());
+        img.registers = vec<int>(c->registers());
+        img.spills = vec<int>(c->spills());
+        img.shared_bytes = vec<int>(c->shared_bytes());
+        kb.cubins.push_back(std::move(img));
+      }
+    a.kernels = std::move(kb);
+  }
+  return a;
+}
+
+Artefact Artefact::load(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    throw ArtefactError("cannot open artefact '" + path + "'");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string bytes = ss.str();
+  try {
+    return fromBytes(reinterpret_cast<const uint8_t *>(bytes.data()), bytes.size());
+  } catch (const ArtefactError &e) {
+    throw ArtefactError(path + ": " + e.what());
+  }
+}
+
+} // namespace cbc::rt

@@ -1,0 +1,135 @@
+// The artefact (model.fb) as plain C++ values. Loading verifies the FlatBuffer, its file
+// identifier and format version; nothing else in the runtime touches FlatBuffers.
+#ifndef CBC_RUNTIME_ARTEFACT_H
+#define CBC_RUNTIME_ARTEFACT_H
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace cbc::rt {
+
+constexpr uint32_t kFormatVersion = 1;
+
+class ArtefactError : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
+
+enum class DType { F32, BF16, F16, I32 };
+const char *dtypeName(DType d);
+size_t dtypeBytes(DType d);
+
+struct AttrValue {
+  enum Kind { Int, Float, String, Ints, Floats } kind = Int;
+  int64_t i = 0;
+  double f = 0;
+  std::string s;
+  std::vector<int64_t> ints;
+  std::vector<double> floats;
+};
+
+struct Instr {
+  std::string op;
+  std::vector<int> inputs, outputs;
+  std::map<std::string, AttrValue> attrs;
+
+  bool has(const std::string &name) const { return attrs.count(name) != 0; }
+  int64_t getInt(const std::string &name) const;
+  int64_t getInt(const std::string &name, int64_t fallback) const;
+  double getFloat(const std::string &name) const;
+  double getFloat(const std::string &name, double fallback) const;
+  std::string getString(const std::string &name, const std::string &fallback = "") const;
+  std::vector<double> getFloats(const std::string &name) const;
+  std::vector<int64_t> getInts(const std::string &name) const;
+};
+
+struct Value {
+  enum Kind { Argument, Weight, Activation } kind = Activation;
+  DType dtype = DType::F32;
+  std::vector<int64_t> shape; // -1: the dynamic row dimension
+  std::string arg_name;
+  int weight = -1;
+  int arena = -1; // 0: per-token rows, 1: per-request rows
+  int64_t offset = 0;
+  int64_t cols() const { return shape.size() == 2 ? shape[1] : 1; }
+};
+
+struct Program {
+  std::vector<Value> values;
+  std::vector<Instr> instrs;
+  int output = -1;
+  int64_t token_row_elems = 0, request_row_elems = 0;
+};
+
+struct WeightEntry {
+  std::string name;
+  DType dtype = DType::BF16;
+  std::vector<int64_t> shape;
+  std::vector<std::vector<std::string>> parts;
+  bool stack = false;
+  bool transpose = false;
+};
+
+struct CacheLayer {
+  int layer = 0, group = 0;
+  std::vector<std::pair<std::string, int64_t>> rows; // name, elements per token
+  int64_t elemsPerToken() const {
+    int64_t n = 0;
+    for (auto &r : rows) n += r.second;
+    return n;
+  }
+};
+struct CacheGroup {
+  int id = 0;
+  enum Retention { All, Window, Chunk } retention = All;
+  int64_t tokens = 0;
+  std::vector<int> layers;
+  int64_t bytes_per_token = 0;
+};
+struct CachePlan {
+  int block_size = 16;
+  DType kv_dtype = DType::BF16;
+  std::vector<CacheGroup> groups;
+  std::vector<CacheLayer> layers;
+};
+
+struct ModelMeta {
+  std::string model_type;
+  int64_t vocab_size = 0, hidden_size = 0, num_layers = 0, max_positions = 0;
+  std::vector<int64_t> eos_token_ids;
+  int64_t bos_token_id = -1;
+  std::string checkpoint_dtype, quantization;
+  std::vector<std::pair<std::string, std::string>> weight_aliases;
+};
+
+struct KernelImage {
+  std::string arch;
+  std::vector<uint8_t> image;
+  std::vector<int> registers, spills, shared_bytes;
+};
+struct KernelBundle {
+  std::string source, ptx, source_hash;
+  std::vector<std::string> names;
+  std::vector<KernelImage> cubins;
+};
+
+struct Artefact {
+  uint32_t format_version = 0;
+  std::string compiler, config_json, ir;
+  ModelMeta meta;
+  Program program;
+  CachePlan cache_plan;
+  std::vector<WeightEntry> weights;
+  std::optional<KernelBundle> kernels;
+
+  static Artefact fromBytes(const uint8_t *data, size_t size);
+  static Artefact load(const std::string &path);
+};
+
+} // namespace cbc::rt
+
+#endif

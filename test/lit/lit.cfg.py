@@ -1,0 +1,17 @@
+import os
+import lit.formats
+from lit.llvm import llvm_config
+
+config.name = "cbc"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir", ".test"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.cbc_obj_root, "test", "lit")
+config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py.in", "Inputs"]
+config.substitutions.append(("%configs", os.path.join(config.cbc_src_root, "test", "configs")))
+config.substitutions.append(("%inputs", os.path.join(config.test_source_root, "Inputs")))
+
+llvm_config.use_default_substitutions()
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+llvm_config.with_environment("PATH", config.cbc_tools_dir, append_path=False)
+llvm_config.add_tool_substitutions(["cbc-opt", "cbc"], [config.cbc_tools_dir])

@@ -1,0 +1,254 @@
+#include "runtime/artefact.h"
+#include "tools/cbc/cli.h"
+#include "tools/cbc/commands.h"
+
+#include <cstdio>
+#include <iostream>
+#include <set>
+#include <sstream>
+
+namespace cbc::cli {
+
+namespace {
+
+using rt::Artefact;
+
+std::string shapeText(const std::vector<int64_t> &shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    s += (i ? "x" : "") + (shape[i] < 0 ? std::string("?") : std::to_string(shape[i]));
+  return s + "]";
+}
+
+std::string attrText(const rt::AttrValue &v) {
+  std::ostringstream os;
+  switch (v.kind) {
+  case rt::AttrValue::Int: os << v.i; break;
+  case rt::AttrValue::Float: os << v.f; break;
+  case rt::AttrValue::String: os << '"' << v.s << '"'; break;
+  case rt::AttrValue::Ints:
+    os << "[";
+    for (size_t i = 0; i < v.ints.size(); ++i) os << (i ? ", " : "") << v.ints[i];
+    os << "]";
+    break;
+  case rt::AttrValue::Floats:
+    os << "[" << v.floats.size() << " floats]";
+    break;
+  }
+  return os.str();
+}
+
+std::string valueText(const Artefact &a, int id) {
+  const rt::Value &v = a.program.values[id];
+  std::string name = "%" + std::to_string(id);
+  if (v.kind == rt::Value::Argument)
+    return name + "(" + v.arg_name + ")";
+  if (v.kind == rt::Value::Weight)
+    return name + "(" + a.weights[v.weight].name + ")";
+  return name;
+}
+
+std::string rangeText(const std::vector<int> &layers) {
+  std::string s;
+  for (size_t i = 0; i < layers.size();) {
+    size_t j = i;
+    while (j + 1 < layers.size() && layers[j + 1] == layers[j] + 1)
+      ++j;
+    s += (s.empty() ? "" : ",") + std::to_string(layers[i]);
+    if (j > i)
+      s += "-" + std::to_string(layers[j]);
+    i = j + 1;
+  }
+  return s;
+}
+
+void printSummary(const Artefact &a) {
+  const auto &m = a.meta;
+  std::printf("cbc artefact (format %u, %s)\n", a.format_version, a.compiler.c_str());
+  std::printf("model_type     %s\n", m.model_type.c_str());
+  std::printf("vocab_size     %lld\n", (long long)m.vocab_size);
+  std::printf("hidden_size    %lld\n", (long long)m.hidden_size);
+  std::printf("layers         %lld\n", (long long)m.num_layers);
+  std::printf("max_positions  %lld\n", (long long)m.max_positions);
+  std::printf("eos_token_ids  ");
+  for (size_t i = 0; i < m.eos_token_ids.size(); ++i)
+    std::printf("%s%lld", i ? "," : "", (long long)m.eos_token_ids[i]);
+  std::printf("\ninstructions   %zu\nweights        %zu\n", a.program.instrs.size(), a.weights.size());
+  std::printf("kernels        %s\n", a.kernels ? std::to_string(a.kernels->names.size()).c_str() : "none");
+}
+
+void printProgram(const Artefact &a) {
+  const auto &p = a.program;
+  std::printf("arena: %lld elements per token row, %lld per request row\n",
+              (long long)p.token_row_elems, (long long)p.request_row_elems);
+  for (size_t i = 0; i < p.instrs.size(); ++i) {
+    const rt::Instr &in = p.instrs[i];
+    std::string outs;
+    for (int o : in.outputs) {
+      const rt::Value &v = p.values[o];
+      outs += (outs.empty() ? "" : ", ") + valueText(a, o) + shapeText(v.shape) + "@" +
+              (v.arena == 0 ? "T" : "R") + "+" + std::to_string(v.offset);
+    }
+    std::printf("%4zu  %s%s%s", i, outs.c_str(), outs.empty() ? "" : " = ", in.op.c_str());
+    for (size_t k = 0; k < in.inputs.size(); ++k)
+      std::printf("%s%s", k ? ", " : " ", valueText(a, in.inputs[k]).c_str());
+    if (!in.attrs.empty()) {
+      std::printf("  {");
+      bool first = true;
+      for (auto &[name, v] : in.attrs) {
+        std::printf("%s%s=%s", first ? "" : ", ", name.c_str(), attrText(v).c_str());
+        first = false;
+      }
+      std::printf("}");
+    }
+    std::printf("\n");
+  }
+  std::printf("output: %s\n", valueText(a, p.output).c_str());
+}
+
+void printCachePlan(const Artefact &a) {
+  const auto &c = a.cache_plan;
+  std::printf("block size: %d tokens; kv dtype: %s\n", c.block_size, rt::dtypeName(c.kv_dtype));
+  int64_t total = 0;
+  for (const auto &g : c.groups) {
+    std::string retention = g.retention == rt::CacheGroup::All ? "all tokens"
+                            : g.retention == rt::CacheGroup::Window
+                                ? "last " + std::to_string(g.tokens) + " tokens (window)"
+                                : "current chunk of " + std::to_string(g.tokens) + " tokens";
+    std::printf("group %d: %zu layers [%s], retention %s, %lld bytes/token\n", g.id,
+                g.layers.size(), rangeText(g.layers).c_str(), retention.c_str(),
+                (long long)g.bytes_per_token);
+    total += g.bytes_per_token;
+  }
+  std::printf("kv bytes per token: %lld\n", (long long)total);
+  std::printf("per layer:\n");
+  for (const auto &l : c.layers) {
+    std::printf("  layer %d (group %d):", l.layer, l.group);
+    for (auto &[name, elems] : l.rows)
+      std::printf(" %s %lld", name.c_str(), (long long)elems);
+    std::printf(" elements/token\n");
+  }
+}
+
+void printWeights(const Artefact &a) {
+  int64_t totalElems = 0;
+  for (const auto &w : a.weights) {
+    int64_t n = 1;
+    for (int64_t d : w.shape)
+      n *= d;
+    totalElems += n;
+    std::printf("%-32s %-5s %-18s %s%s <-", w.name.c_str(), rt::dtypeName(w.dtype),
+                shapeText(w.shape).c_str(), w.stack ? "stack " : "",
+                w.transpose ? "transpose " : "");
+    size_t shown = 0;
+    for (const auto &part : w.parts) {
+      if (shown++ == 2 && w.parts.size() > 3) {
+        std::printf(" ... (%zu parts)", w.parts.size());
+        break;
+      }
+      std::printf(" [");
+      for (size_t i = 0; i < part.size(); ++i)
+        std::printf("%s%s", i ? " | " : "", part[i].c_str());
+      std::printf("]");
+    }
+    std::printf("\n");
+  }
+  std::printf("%zu weights, %lld parameters\n", a.weights.size(), (long long)totalElems);
+}
+
+void printGraph(const Artefact &a) {
+  const auto &p = a.program;
+  std::printf("digraph step {\n  rankdir=TB;\n  node [fontname=\"monospace\", fontsize=10];\n");
+  std::vector<int> producer(p.values.size(), -1);
+  for (size_t i = 0; i < p.instrs.size(); ++i)
+    for (int o : p.instrs[i].outputs)
+      producer[o] = (int)i;
+  std::set<int> argsUsed;
+  for (size_t i = 0; i < p.instrs.size(); ++i) {
+    const rt::Instr &in = p.instrs[i];
+    std::string label = in.op;
+    if (in.has("layer"))
+      label += "\\nlayer " + std::to_string(in.getInt("layer"));
+    std::printf("  i%zu [shape=box, label=\"%s\"];\n", i, label.c_str());
+    for (int v : in.inputs) {
+      const rt::Value &val = p.values[v];
+      if (val.kind == rt::Value::Activation && producer[v] >= 0)
+        std::printf("  i%d -> i%zu [label=\"%s\"];\n", producer[v], i, shapeText(val.shape).c_str());
+      else if (val.kind == rt::Value::Argument) {
+        argsUsed.insert(v);
+        std::printf("  a%d -> i%zu;\n", v, i);
+      }
+    }
+  }
+  for (int v : argsUsed)
+    std::printf("  a%d [shape=ellipse, label=\"%s\"];\n", v, p.values[v].arg_name.c_str());
+  if (p.output >= 0 && producer[p.output] >= 0)
+    std::printf("  logits [shape=ellipse];\n  i%d -> logits;\n", producer[p.output]);
+  std::printf("}\n");
+}
+
+void printKernels(const Artefact &a) {
+  if (!a.kernels) {
+    std::printf("no CUDA kernels (compiled with --no-cuda)\n");
+    return;
+  }
+  const auto &k = a.kernels.value();
+  std::printf("%zu kernels, source hash %s, %zu bytes of CUDA source\n", k.names.size(),
+              k.source_hash.c_str(), k.source.size());
+  for (const auto &c : k.cubins) {
+    std::printf("target %s: cubin %zu bytes\n", c.arch.c_str(), c.image.size());
+    for (size_t i = 0; i < k.names.size(); ++i)
+      std::printf("  %-40s regs %3d  spills %3d  smem %6d\n", k.names[i].c_str(),
+                  i < c.registers.size() ? c.registers[i] : -1,
+                  i < c.spills.size() ? c.spills[i] : -1,
+                  i < c.shared_bytes.size() ? c.shared_bytes[i] : -1);
+  }
+}
+
+} // namespace
+
+int dumpMain(int argc, char **argv) {
+  Args args("dump", "Inspects a cbc artefact. With no section flag it prints a summary.",
+            {{"--ir", "", "the MLIR the artefact was lowered from"},
+             {"--program", "", "the step program: instructions, values and arena slots"},
+             {"--kernels", "", "the generated CUDA kernels with registers, spills and shared memory"},
+             {"--kernel-source", "", "the generated CUDA C++ source"},
+             {"--cache-plan", "", "cache groups, retention and bytes per token"},
+             {"--weights", "", "the weight manifest: program weights from HF tensors"},
+             {"--graph", "", "the step program as Graphviz dot"},
+             {"--config", "", "the config.json the artefact was compiled from"}},
+            "MODEL");
+  try {
+    if (!args.parse(argc, argv))
+      return 0;
+    if (args.positionals().size() != 1)
+      throw UsageError("expected exactly one MODEL argument");
+  } catch (const UsageError &e) {
+    std::fprintf(stderr, "cbc dump: error: %s\n", e.what());
+    return 2;
+  }
+  Artefact a;
+  try {
+    a = Artefact::load(args.positionals()[0]);
+  } catch (const rt::ArtefactError &e) {
+    std::fprintf(stderr, "cbc dump: error: %s\n", e.what());
+    return 2;
+  }
+  bool any = false;
+  if (args.has("--ir")) { std::fputs(a.ir.c_str(), stdout); any = true; }
+  if (args.has("--config")) { std::fputs(a.config_json.c_str(), stdout); any = true; }
+  if (args.has("--program")) { printProgram(a); any = true; }
+  if (args.has("--cache-plan")) { printCachePlan(a); any = true; }
+  if (args.has("--weights")) { printWeights(a); any = true; }
+  if (args.has("--graph")) { printGraph(a); any = true; }
+  if (args.has("--kernels")) { printKernels(a); any = true; }
+  if (args.has("--kernel-source")) {
+    std::fputs(a.kernels ? a.kernels->source.c_str() : "no CUDA kernels\n", stdout);
+    any = true;
+  }
+  if (!any)
+    printSummary(a);
+  return 0;
+}
+
+} // namespace cbc::cli
