@@ -131,13 +131,15 @@ def Cbc_RopeOp : Cbc_Op<"math.rope", [Pure]> {
     feature `i` with `i + rotary_dim/2` (rotate_half); `"interleaved"` pairs `2i` with `2i+1`.
     `cos` and `sin` are multiplied by `attention_factor` (YaRN's mscale, longrope's factor).
 
-    Length-dependent schedules are explicit: with `inv_freq_long`, a request whose longest
-    position in the step is `>= long_after` uses the long frequencies (longrope). With
-    `dynamic_base` set, dynamic NTK rescales the base from the request's length once it exceeds
+    Length-dependent schedules are explicit and per token: a token at position `p` of a request
+    whose prompt has `prompt_lens[r]` tokens sees the length `L = max(prompt_len, p + 1)`, which
+    is what transformers sees when it prefills the prompt in one forward and then decodes.
+    With `inv_freq_long`, tokens with `L > long_after` use the long frequencies (longrope).
+    With `dynamic_base` set, dynamic NTK rescales the base from `L` once it exceeds
     `dynamic_max_positions`.
   }];
   let arguments = (ins Cbc_Rows:$x, Cbc_Index:$positions, Cbc_Index:$seq_ids,
-                   Cbc_Index:$cu_seqlens,
+                   Cbc_Index:$prompt_lens,
                    I64Attr:$head_dim, I64Attr:$rotary_dim,
                    DefaultValuedStrAttr<StrAttr, "half">:$pairing,
                    DenseF32ArrayAttr:$inv_freq,
@@ -148,7 +150,7 @@ def Cbc_RopeOp : Cbc_Op<"math.rope", [Pure]> {
                    OptionalAttr<F64Attr>:$dynamic_factor,
                    OptionalAttr<I64Attr>:$dynamic_max_positions);
   let results = (outs Cbc_Rows:$result);
-  let assemblyFormat = "$x `,` $positions `,` $seq_ids `,` $cu_seqlens attr-dict `:` type($x) `,` type($positions) `,` type($seq_ids) `,` type($cu_seqlens) `->` type($result)";
+  let assemblyFormat = "$x `,` $positions `,` $seq_ids `,` $prompt_lens attr-dict `:` type($x) `,` type($positions) `,` type($seq_ids) `,` type($prompt_lens) `->` type($result)";
   let hasVerifier = 1;
 }
 

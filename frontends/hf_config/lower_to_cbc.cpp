@@ -11,8 +11,8 @@ using namespace mlir;
 
 const std::vector<std::string> &stepArgumentNames() {
   static const std::vector<std::string> names = {
-      "tokens", "positions", "seq_ids", "cu_seqlens", "kv_lens",
-      "block_tables", "logit_rows", "state_slots", "has_initial_state"};
+      "tokens", "positions", "seq_ids", "cu_seqlens", "kv_lens", "block_tables",
+      "logit_rows", "prompt_lens", "state_slots", "has_initial_state"};
   return names;
 }
 
@@ -94,12 +94,12 @@ private:
   Location loc_;
   Type wtype_;
   // step arguments
-  Value tokens_, positions_, seqIds_, cuSeqlens_, kvLens_, blockTables_, logitRows_;
+  Value tokens_, positions_, seqIds_, cuSeqlens_, kvLens_, blockTables_, logitRows_, promptLens_;
 };
 
 Value StepBuilder::rope(const RopeSpec &r, Value x) {
   auto width = llvm::cast<RankedTensorType>(x.getType()).getDimSize(1);
-  auto op = RopeOp::create(b_, loc_, rows(width), x, positions_, seqIds_, cuSeqlens_,
+  auto op = RopeOp::create(b_, loc_, rows(width), x, positions_, seqIds_, promptLens_,
       b_.getI64IntegerAttr(spec_.attn.head_dim), b_.getI64IntegerAttr(r.rotary_dim),
       b_.getStringAttr(r.pairing), b_.getDenseF32ArrayAttr(r.inv_freq),
       b_.getF64FloatAttr(r.attention_factor),
@@ -286,11 +286,21 @@ OwningOpRef<ModuleOp> StepBuilder::build() {
   kvLens_ = body->getArgument(4);
   blockTables_ = body->getArgument(5);
   logitRows_ = body->getArgument(6);
+  promptLens_ = body->getArgument(7);
 
   int64_t H = spec_.hidden_size, V = spec_.vocab_size;
   std::string embedName = spec_.prefix + "embed_tokens.weight";
   Value table = weight("embed", {V, H}, embedName);
-  Value x = EmbedOp::create(b_, loc_, rows(H), tokens_, table, b_.getF64FloatAttr(spec_.embed_scale))
+  // transformers rounds the embedding scale to the weight dtype before multiplying.
+  double embedScale = spec_.embed_scale;
+  if (auto ft = llvm::dyn_cast<FloatType>(wtype_)) {
+    llvm::APFloat scale((float)embedScale);
+    bool lost;
+    scale.convert(ft.getFloatSemantics(), llvm::APFloat::rmNearestTiesToEven, &lost);
+    scale.convert(llvm::APFloat::IEEEsingle(), llvm::APFloat::rmNearestTiesToEven, &lost);
+    embedScale = scale.convertToFloat();
+  }
+  Value x = EmbedOp::create(b_, loc_, rows(H), tokens_, table, b_.getF64FloatAttr(embedScale))
                 .getResult();
   for (int64_t l = 0; l < spec_.num_layers; ++l) {
     Value h = attention(l, layerNorm(l, "input_layernorm", x));

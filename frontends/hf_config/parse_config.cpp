@@ -27,6 +27,7 @@ struct FamilyDefaults {
   // Sizes the config class fills in when a multimodal wrapper's text_config omits them; a
   // top-level config must state its sizes.
   std::map<std::string, int64_t> text_config_sizes = {};
+  bool partial_rotary = false; // rotates only the leading partial_rotary_factor of each head
 };
 
 using RopeDicts = std::map<std::string, nlohmann::json>;
@@ -100,10 +101,12 @@ RopeContext ropeContext(const ConfigReader &r, const ModelSpec &spec) {
 }
 
 // Computes each layer's RoPE from the dictionaries of its layer type.
-void assignRope(const ConfigReader &r, ModelSpec &spec, std::map<std::string, json> dicts) {
+void assignRope(const ConfigReader &r, ModelSpec &spec, std::map<std::string, json> dicts,
+                bool partialRotary) {
   bool nested = r.has("rope_parameters") && (r.raw("rope_parameters").contains("full_attention") ||
                                              r.raw("rope_parameters").contains("sliding_attention"));
   RopeContext ctx = ropeContext(r, spec);
+  ctx.partial_rotary = partialRotary;
   std::map<std::string, RopeSpec> computed;
   for (auto &[kind, dict] : dicts) {
     std::string prefix = nested ? ropePath(r, kind, true) : ropePath(r, kind, false);
@@ -253,10 +256,19 @@ void qwenMoePlacement(const ConfigReader &r, ModelSpec &spec) {
     spec.layers[i].moe = !denseSet.count(i) && spec.moe.num_experts > 0 && (i + 1) % step == 0;
 }
 
+// The expert count's key: transformers maps num_experts and num_local_experts onto each other.
+std::string expertCountKey(const ConfigReader &r, const char *preferred) {
+  for (const char *k : {"num_local_experts", "num_experts"})
+    if (r.has(k))
+      return k;
+  return preferred;
+}
+
 void parseQwenMoe(const ConfigReader &r, ModelSpec &spec, bool shared) {
-  spec.moe.num_experts = r.getInt("num_experts", shared ? 60 : 128);
+  std::string key = expertCountKey(r, "num_experts");
+  spec.moe.num_experts = r.getInt(key, shared ? 60 : 128);
   if (spec.moe.num_experts < 0)
-    throw ConfigError(r.path("num_experts"), "must not be negative");
+    throw ConfigError(r.path(key), "must not be negative");
   spec.moe.top_k = r.getSize("num_experts_per_tok", shared ? 4 : 8);
   if (spec.moe.num_experts > 0 && spec.moe.top_k > spec.moe.num_experts)
     throw ConfigError(r.path("num_experts_per_tok"), "exceeds num_experts");
@@ -326,8 +338,9 @@ const std::map<std::string, Family> &families() {
                               "bidirectional Gemma 3 (an encoder) is not a decoder cbc serves");
           s.attn.qkv_bias = s.attn.o_bias = r.getBool("attention_bias", false);
           s.attn.scale = 1.0 / std::sqrt(r.getNumber("query_pre_attn_scalar", 256));
-          s.attn.softcap = r.getNumber("attn_logit_softcapping", 0.0);
-          s.final_softcap = r.getNumber("final_logit_softcapping", 0.0);
+          // transformers reads attn_logit_softcapping for Gemma 3 but never applies it, and
+          // applies final_logit_softcapping only in the text-only causal LM.
+          s.final_softcap = s.outer_model_type.empty() ? r.getNumber("final_logit_softcapping", 0.0) : 0.0;
           s.attn.qk_norm = true;
           s.norm_offset = 1.0;
           s.sandwich_norms = true;
@@ -342,7 +355,7 @@ const std::map<std::string, Family> &families() {
           s.attn.qkv_bias = s.attn.o_bias = r.getBool("attention_bias", true);
           s.attn.sinks = true;
           alternatingLayers(r, s, windowOrClassDefault(r, 128), 2);
-          s.moe.num_experts = r.getSize("num_local_experts", 128);
+          s.moe.num_experts = r.getSize(expertCountKey(r, "num_local_experts"), 128);
           s.moe.top_k = r.getSize("num_experts_per_tok", 4);
           if (s.moe.top_k > s.moe.num_experts)
             throw ConfigError(r.path("num_experts_per_tok"), "exceeds num_local_experts");
@@ -359,7 +372,7 @@ const std::map<std::string, Family> &families() {
         },
         gptOssRopeDicts}},
       {"phi3",
-       {{.max_positions = 4096, .norm_eps = 1e-5},
+       {{.max_positions = 4096, .norm_eps = 1e-5, .partial_rotary = true},
         [](const ConfigReader &r, ModelSpec &s) {
           s.weight_style = WeightStyle::Phi3;
           uniformWindowLayers(r, s, optionalWindow(r));
@@ -369,7 +382,7 @@ const std::map<std::string, Family> &families() {
        {{.max_positions = 4096 * 32, .norm_eps = 1e-5, .rope_theta = 1000000.0},
         [](const ConfigReader &r, ModelSpec &s) {
           uniformWindowLayers(r, s, optionalWindow(r));
-          s.moe.num_experts = r.getSize("num_local_experts", 8);
+          s.moe.num_experts = r.getSize(expertCountKey(r, "num_local_experts"), 8);
           s.moe.top_k = r.getSize("num_experts_per_tok", 2);
           if (s.moe.top_k > s.moe.num_experts)
             throw ConfigError(r.path("num_experts_per_tok"), "exceeds num_local_experts");
@@ -539,8 +552,8 @@ ModelSpec parseConfig(const std::string &text) {
   spec.layers.assign(spec.num_layers, LayerSpec{});
   family->second.parse(r, spec);
   const Family &fam = family->second;
-  assignRope(r, spec, fam.ropeDicts ? fam.ropeDicts(r)
-                                    : ropeDictionaries(r, fam.defaults.rope_theta));
+  assignRope(r, spec, fam.ropeDicts ? fam.ropeDicts(r) : ropeDictionaries(r, fam.defaults.rope_theta),
+             fam.defaults.partial_rotary);
   return spec;
 }
 

@@ -126,6 +126,13 @@ RopeSpec computeRope(const ConfigReader &p, const RopeContext &ctx) {
   double partial = p.getNumber("partial_rotary_factor", ctx.partial_rotary_factor);
   if (partial <= 0 || partial > 1)
     throw ConfigError(p.path("partial_rotary_factor"), "must be in (0, 1]");
+  if (!ctx.partial_rotary && partial != 1.0) {
+    if (rope.type != "default")
+      throw ConfigError(p.path("partial_rotary_factor"),
+                        "a partial rotary factor with RoPE type '" + rope.type +
+                            "' is not supported for this family");
+    partial = 1.0; // transformers' default schedule ignores it here
+  }
   int64_t dim = (int64_t)(ctx.head_dim * partial);
   if (dim < 2 || dim % 2 != 0)
     throw ConfigError(p.path("partial_rotary_factor"),

@@ -12,6 +12,10 @@ struct RopeContext {
   // A top-level original_max_position_embeddings overrides the dictionary's (transformers does).
   std::optional<int64_t> original_max_override;
   double partial_rotary_factor = 1.0; // used when the dictionary has none
+  // Whether the family rotates only the leading rotary_dim features. Families that do not
+  // ignore partial_rotary_factor in the default schedule (as transformers does) and cannot run
+  // a partial non-default one.
+  bool partial_rotary = false;
 };
 
 // `params` is one flat rope dictionary (rope_type, rope_theta, factor, ...). Its rope_theta must

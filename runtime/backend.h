@@ -1,0 +1,55 @@
+// What a backend receives each step, and the interface every backend implements.
+#ifndef CBC_RUNTIME_BACKEND_H
+#define CBC_RUNTIME_BACKEND_H
+
+#include "runtime/artefact.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace cbc::rt {
+
+// The step's batch metadata, exactly the step function's arguments.
+struct StepBatch {
+  int64_t num_tokens = 0;     // T
+  int64_t num_requests = 0;   // R: requests in the step
+  int64_t num_logit_rows = 0; // requests that sample this step
+  int64_t table_width = 0;    // blocks per table row
+  int64_t num_groups = 0;
+  std::vector<int32_t> tokens, positions, seq_ids;  // [T]
+  std::vector<int32_t> cu_seqlens;                  // [R + 1]
+  std::vector<int32_t> kv_lens;                     // [R]
+  std::vector<int32_t> block_tables;                // [G, R, table_width]
+  std::vector<int32_t> logit_rows;                  // [num_logit_rows]
+  std::vector<int32_t> prompt_lens;                 // [R]: each request's original prompt length
+  std::vector<int32_t> state_slots;                 // [R]
+  std::vector<int32_t> has_initial_state;           // [R]
+
+  void clear();
+};
+
+struct BackendLimits {
+  int64_t max_tokens = 512;   // token budget per step
+  int64_t max_requests = 256; // rows per step
+};
+
+class Backend {
+public:
+  virtual ~Backend() = default;
+  virtual std::string name() const = 0;
+  // Bytes the backend stores per cached token of a group, and per request state slot.
+  virtual int64_t cacheBytesPerToken(int group) const = 0;
+  virtual int64_t stateBytesPerSlot() const { return 0; }
+  virtual void allocateCache(int32_t blocksPerGroup, int32_t stateSlots) = 0;
+  // Runs the step; writes [num_logit_rows, vocab] logits.
+  virtual void run(const StepBatch &batch, std::vector<float> &logits) = 0;
+};
+
+// A backend that computes nothing (scheduler benchmarks): its logits favour one token.
+std::unique_ptr<Backend> makeNullBackend(const Artefact &a);
+
+} // namespace cbc::rt
+
+#endif

@@ -1,0 +1,352 @@
+#include "runtime/cpu/cpu_backend.h"
+
+#include "runtime/cpu/kernels.h"
+#include "runtime/thread_pool.h"
+
+#include <algorithm>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <stdexcept>
+
+namespace cbc::rt {
+
+namespace {
+
+using cpu::Act;
+
+// Everything an instruction needs to find its operands during one step.
+struct StepContext {
+  const StepBatch *batch = nullptr;
+  std::vector<int64_t> seqLen; // per token: its request's length after this step
+};
+
+class CpuBackend : public Backend {
+public:
+  CpuBackend(const Artefact &a, WeightStore weights, const BackendLimits &limits, int threads);
+
+  std::string name() const override { return "cpu"; }
+  int64_t cacheBytesPerToken(int group) const override;
+  void allocateCache(int32_t blocksPerGroup, int32_t stateSlots) override;
+  void run(const StepBatch &batch, std::vector<float> &logits) override;
+
+private:
+  using Exec = std::function<void(StepContext &)>;
+
+  // Operand access.
+  float *f32(int value);
+  int32_t *i32(int value);
+  const float *weight(int value) const;
+  int64_t rows(int value) const;
+  int64_t cols(int value) const { return artefact_.program.values[value].cols(); }
+  const int32_t *arg(const std::string &name) const;
+
+  Exec compile(const Instr &in);
+  void checkArenaSlots() const;
+
+  const Artefact &artefact_;
+  WeightStore weights_;
+  BackendLimits limits_;
+  ThreadPool pool_;
+  cpu::ParallelFor pfor_;
+  // Allocated without zero-filling: pages are mapped only when a step first touches them.
+  std::unique_ptr<float[]> arenas_[2];
+  std::vector<Exec> program_;
+  std::map<int, std::unique_ptr<float[]>> kvPools_; // layer -> pool
+  std::map<int, cpu::KvLayout> kvLayouts_;
+  std::map<int, int> layerGroup_;
+  const StepBatch *batch_ = nullptr;
+};
+
+CpuBackend::CpuBackend(const Artefact &a, WeightStore weights, const BackendLimits &limits,
+                       int threads)
+    : artefact_(a), weights_(std::move(weights)), limits_(limits), pool_(threads) {
+  pfor_ = [this](int64_t n, const std::function<void(int64_t)> &fn) { pool_.parallelFor(n, fn); };
+  arenas_[0].reset(new float[std::max<int64_t>(1, a.program.token_row_elems * limits.max_tokens)]);
+  arenas_[1].reset(new float[std::max<int64_t>(1, a.program.request_row_elems * limits.max_requests)]);
+  checkArenaSlots();
+  for (const CacheLayer &l : a.cache_plan.layers) {
+    cpu::KvLayout layout;
+    layout.block_size = a.cache_plan.block_size;
+    layout.row_elems = l.elemsPerToken();
+    layout.k_elems = l.rows.empty() ? 0 : l.rows[0].second;
+    kvLayouts_[l.layer] = layout;
+    layerGroup_[l.layer] = l.group;
+  }
+  for (const Instr &in : a.program.instrs)
+    program_.push_back(compile(in));
+}
+
+// A corrupt or hostile artefact must not make the backend write outside its arenas.
+void CpuBackend::checkArenaSlots() const {
+  const Program &p = artefact_.program;
+  for (const Value &v : p.values) {
+    if (v.kind != Value::Activation)
+      continue;
+    int64_t width = v.arena == 0 ? p.token_row_elems : p.request_row_elems;
+    if (v.shape.size() != 2 || v.cols() <= 0 || v.offset + v.cols() > width)
+      throw ArtefactError("program value does not fit its arena slot");
+  }
+}
+
+int64_t CpuBackend::cacheBytesPerToken(int group) const {
+  int64_t bytes = 0;
+  for (const CacheLayer &l : artefact_.cache_plan.layers)
+    if (l.group == group)
+      bytes += l.elemsPerToken() * 4;
+  return bytes;
+}
+
+void CpuBackend::allocateCache(int32_t blocksPerGroup, int32_t) {
+  for (auto &[layer, layout] : kvLayouts_)
+    kvPools_[layer].reset(new float[std::max<size_t>(1, (size_t)blocksPerGroup * layout.block_size * layout.row_elems)]);
+}
+
+float *CpuBackend::f32(int value) {
+  const Value &v = artefact_.program.values[value];
+  if (v.kind != Value::Activation)
+    throw std::runtime_error("cpu backend: value " + std::to_string(value) + " is not an activation");
+  return arenas_[v.arena].get() + v.offset * (v.arena == 0 ? limits_.max_tokens : limits_.max_requests);
+}
+
+int32_t *CpuBackend::i32(int value) { return reinterpret_cast<int32_t *>(f32(value)); }
+
+const float *CpuBackend::weight(int value) const {
+  const Value &v = artefact_.program.values[value];
+  if (v.kind != Value::Weight)
+    throw std::runtime_error("cpu backend: value " + std::to_string(value) + " is not a weight");
+  return weights_.get(v.weight).data.data();
+}
+
+// Activation rows: per token (T) or per logit row.
+int64_t CpuBackend::rows(int value) const {
+  const Value &v = artefact_.program.values[value];
+  return v.arena == 1 ? batch_->num_logit_rows : batch_->num_tokens;
+}
+
+const int32_t *CpuBackend::arg(const std::string &name) const {
+  const StepBatch &b = *batch_;
+  if (name == "tokens") return b.tokens.data();
+  if (name == "positions") return b.positions.data();
+  if (name == "seq_ids") return b.seq_ids.data();
+  if (name == "cu_seqlens") return b.cu_seqlens.data();
+  if (name == "kv_lens") return b.kv_lens.data();
+  if (name == "block_tables") return b.block_tables.data();
+  if (name == "logit_rows") return b.logit_rows.data();
+  if (name == "prompt_lens") return b.prompt_lens.data();
+  if (name == "state_slots") return b.state_slots.data();
+  if (name == "has_initial_state") return b.has_initial_state.data();
+  throw std::runtime_error("cpu backend: unknown step argument '" + name + "'");
+}
+
+CpuBackend::Exec CpuBackend::compile(const Instr &in) {
+  const auto &I = in.inputs;
+  const auto &O = in.outputs;
+  auto argName = [&](int idx) { return artefact_.program.values[I[idx]].arg_name; };
+  auto need = [&](size_t nIn, size_t nOut) {
+    if (I.size() < nIn || O.size() != nOut)
+      throw ArtefactError("instruction " + in.op + " has the wrong number of operands");
+  };
+  const std::string &op = in.op;
+
+  if (op == "cbc.math.embed") {
+    need(2, 1);
+    std::string tokens = argName(0);
+    float scale = (float)in.getFloat("scale", 1.0);
+    int64_t H = cols(O[0]);
+    return [=, this](StepContext &) {
+      cpu::embed(arg(tokens), batch_->num_tokens, weight(I[1]), H, scale, f32(O[0]));
+    };
+  }
+  if (op == "cbc.math.linear") {
+    need(2, 1);
+    int64_t K = cols(I[0]), N = cols(O[0]);
+    bool bias = I.size() > 2;
+    return [=, this](StepContext &) {
+      cpu::linear(f32(I[0]), rows(I[0]), K, weight(I[1]), N, bias ? weight(I[2]) : nullptr, f32(O[0]));
+    };
+  }
+  if (op == "cbc.math.rms_norm") {
+    need(1, 1);
+    int64_t width = cols(I[0]);
+    int64_t group = in.getInt("group", width);
+    float eps = (float)in.getFloat("eps"), offset = (float)in.getFloat("offset", 0.0);
+    bool w = I.size() > 1;
+    return [=, this](StepContext &) {
+      cpu::rmsNorm(f32(I[0]), rows(I[0]), width, group, w ? weight(I[1]) : nullptr, eps, offset, f32(O[0]));
+    };
+  }
+  if (op == "cbc.math.add") {
+    need(2, 1);
+    int64_t width = cols(I[0]);
+    return [=, this](StepContext &) {
+      cpu::add(f32(I[0]), f32(I[1]), rows(I[0]) * width, f32(O[0]));
+    };
+  }
+  if (op == "cbc.math.glu") {
+    need(1, 1);
+    Act act = cpu::parseAct(in.getString("act"));
+    bool inter = in.getString("layout", "halves") == "interleaved";
+    float limit = (float)in.getFloat("limit", 0), alpha = (float)in.getFloat("alpha", 0);
+    int64_t width = cols(O[0]);
+    return [=, this](StepContext &) {
+      cpu::glu(f32(I[0]), rows(I[0]), width, act, inter, limit, alpha, f32(O[0]));
+    };
+  }
+  if (op == "cbc.math.split") {
+    need(1, O.size());
+    int64_t width = cols(I[0]);
+    return [=, this](StepContext &) {
+      int64_t col = 0;
+      for (int o : O) {
+        cpu::copyColumns(f32(I[0]), rows(I[0]), width, col, cols(o), f32(o));
+        col += cols(o);
+      }
+    };
+  }
+  if (op == "cbc.math.rope") {
+    need(4, 1);
+    cpu::RopeParams p;
+    p.head_dim = in.getInt("head_dim");
+    p.rotary_dim = in.getInt("rotary_dim");
+    p.interleaved = in.getString("pairing", "half") == "interleaved";
+    for (double f : in.getFloats("inv_freq"))
+      p.inv_freq.push_back((float)f);
+    p.attention_factor = (float)in.getFloat("attention_factor", 1.0);
+    if (in.has("inv_freq_long")) {
+      for (double f : in.getFloats("inv_freq_long"))
+        p.inv_freq_long.push_back((float)f);
+      p.long_after = in.getInt("long_after");
+    }
+    if (in.has("dynamic_base")) {
+      p.dynamic_base = in.getFloat("dynamic_base");
+      p.dynamic_factor = in.getFloat("dynamic_factor");
+      p.dynamic_max_positions = in.getInt("dynamic_max_positions");
+    }
+    if ((int64_t)p.inv_freq.size() != p.rotary_dim / 2 || p.head_dim <= 0 ||
+        cols(I[0]) % p.head_dim != 0)
+      throw ArtefactError("cbc.math.rope has inconsistent attributes");
+    std::string positions = argName(1), seqIds = argName(2), promptLens = argName(3);
+    int64_t width = cols(I[0]);
+    return [=, this](StepContext &ctx) {
+      // The length each token's schedule sees: its prompt, or its own position once past it.
+      const int32_t *pos = arg(positions), *seq = arg(seqIds), *plen = arg(promptLens);
+      ctx.seqLen.resize(batch_->num_tokens);
+      for (int64_t t = 0; t < batch_->num_tokens; ++t)
+        ctx.seqLen[t] = std::max<int64_t>(plen[seq[t]], (int64_t)pos[t] + 1);
+      cpu::rope(f32(I[0]), batch_->num_tokens, width, p, pos, ctx.seqLen.data(), f32(O[0]), pfor_);
+    };
+  }
+  if (op == "cbc.math.softcap") {
+    need(1, 1);
+    float cap = (float)in.getFloat("cap");
+    return [=, this](StepContext &) { cpu::softcap(f32(I[0]), rows(I[0]) * cols(I[0]), cap, f32(O[0])); };
+  }
+  if (op == "cbc.math.gate") {
+    need(2, 1);
+    int64_t width = cols(I[0]), gw = cols(I[1]);
+    return [=, this](StepContext &) {
+      cpu::sigmoidGate(f32(I[0]), f32(I[1]), rows(I[0]), width, gw, f32(O[0]));
+    };
+  }
+  if (op == "cbc.kv.append") {
+    need(5, 0);
+    int layer = (int)in.getInt("layer");
+    int group = (int)in.getInt("group");
+    if (!kvLayouts_.count(layer) || group < 0 || group >= (int)artefact_.cache_plan.groups.size())
+      throw ArtefactError("cbc.kv.append refers to a layer the cache plan lacks");
+    std::string positions = argName(2), seqIds = argName(3);
+    return [=, this](StepContext &) {
+      const StepBatch &b = *batch_;
+      const int32_t *tables = b.block_tables.data() + (int64_t)group * b.num_requests * b.table_width;
+      cpu::kvAppend(f32(I[0]), f32(I[1]), b.num_tokens, arg(positions), arg(seqIds), tables,
+                    b.table_width, kvLayouts_.at(layer), kvPools_.at(layer).get());
+    };
+  }
+  if (op == "cbc.kv.attention") {
+    need(6, 1);
+    int layer = (int)in.getInt("layer");
+    int group = (int)in.getInt("group");
+    if (!kvLayouts_.count(layer) || group < 0 || group >= (int)artefact_.cache_plan.groups.size())
+      throw ArtefactError("cbc.kv.attention refers to a layer the cache plan lacks");
+    cpu::AttentionParams p;
+    p.num_heads = in.getInt("num_heads");
+    p.num_kv_heads = in.getInt("num_kv_heads");
+    p.head_dim = in.getInt("head_dim");
+    p.v_head_dim = cols(O[0]) / p.num_heads;
+    p.scale = (float)in.getFloat("scale");
+    p.window = in.getInt("window", 0);
+    p.chunk = in.getInt("chunk", 0);
+    p.softcap = (float)in.getFloat("softcap", 0.0);
+    bool sinks = I.size() > 6;
+    std::string positions = argName(1), seqIds = argName(2);
+    return [=, this](StepContext &) mutable {
+      const StepBatch &b = *batch_;
+      p.sinks = sinks ? weight(I[6]) : nullptr;
+      const int32_t *tables = b.block_tables.data() + (int64_t)group * b.num_requests * b.table_width;
+      cpu::pagedAttention(f32(I[0]), b.num_tokens, arg(positions), arg(seqIds), tables,
+                          b.table_width, kvLayouts_.at(layer), kvPools_.at(layer).get(), p,
+                          f32(O[0]), pfor_);
+    };
+  }
+  if (op == "cbc.rows.gather") {
+    need(2, 1);
+    int64_t width = cols(I[0]);
+    std::string rowsArg = argName(1);
+    return [=, this](StepContext &) {
+      cpu::gatherRows(f32(I[0]), width, arg(rowsArg), batch_->num_logit_rows, f32(O[0]));
+    };
+  }
+  if (op == "cbc.moe.route") {
+    need(1, 2);
+    int64_t E = cols(I[0]), k = in.getInt("k");
+    bool topkSoftmax = in.getString("score") == "topk_softmax";
+    bool renorm = in.getInt("renorm", 0) != 0;
+    float scaling = (float)in.getFloat("scaling", 1.0);
+    return [=, this](StepContext &) {
+      cpu::moeRoute(f32(I[0]), rows(I[0]), E, k, topkSoftmax, renorm, scaling, f32(O[0]), i32(O[1]));
+    };
+  }
+  if (op == "cbc.moe.experts") {
+    need(5, 1);
+    Act act = cpu::parseAct(in.getString("act"));
+    bool inter = in.getString("layout", "halves") == "interleaved";
+    float limit = (float)in.getFloat("limit", 0), alpha = (float)in.getFloat("alpha", 0);
+    const auto &guShape = artefact_.program.values[I[3]].shape;
+    if (guShape.size() != 3)
+      throw ArtefactError("cbc.moe.experts: gate_up must be rank 3");
+    int64_t E = guShape[0], I2 = guShape[1], H = guShape[2], k = cols(I[1]);
+    bool biases = I.size() > 5;
+    return [=, this](StepContext &) {
+      cpu::ExpertWeights w{weight(I[3]), weight(I[4]), biases ? weight(I[5]) : nullptr,
+                           biases ? weight(I[6]) : nullptr, E, I2 / 2, H};
+      cpu::moeExperts(f32(I[0]), rows(I[0]), i32(I[1]), f32(I[2]), k, w, act, inter, limit, alpha, f32(O[0]));
+    };
+  }
+  throw ArtefactError("the CPU backend does not implement '" + op +
+                      "'; the artefact needs a newer runtime");
+}
+
+void CpuBackend::run(const StepBatch &batch, std::vector<float> &logits) {
+  if (batch.num_tokens > limits_.max_tokens || batch.num_logit_rows > limits_.max_requests)
+    throw std::runtime_error("cpu backend: step exceeds the backend's limits");
+  batch_ = &batch;
+  StepContext ctx;
+  ctx.batch = &batch;
+  for (Exec &e : program_)
+    e(ctx);
+  int out = artefact_.program.output;
+  int64_t vocab = cols(out);
+  const float *src = f32(out);
+  logits.assign(src, src + batch.num_logit_rows * vocab);
+  batch_ = nullptr;
+}
+
+} // namespace
+
+std::unique_ptr<Backend> makeCpuBackend(const Artefact &a, WeightStore weights,
+                                        const BackendLimits &limits, int threads) {
+  return std::make_unique<CpuBackend>(a, std::move(weights), limits, threads);
+}
+
+} // namespace cbc::rt

@@ -1,0 +1,321 @@
+#include "runtime/cpu/kernels.h"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <numeric>
+#include <stdexcept>
+
+namespace cbc::rt::cpu {
+
+void serialFor(int64_t n, const std::function<void(int64_t)> &fn) {
+  for (int64_t i = 0; i < n; ++i)
+    fn(i);
+}
+
+void embed(const int32_t *tokens, int64_t T, const float *table, int64_t H, float scale, float *out) {
+  for (int64_t t = 0; t < T; ++t) {
+    const float *row = table + (int64_t)tokens[t] * H;
+    for (int64_t j = 0; j < H; ++j)
+      out[t * H + j] = row[j] * scale;
+  }
+}
+
+void linear(const float *x, int64_t M, int64_t K, const float *w, int64_t N, const float *bias,
+            float *y) {
+  if (M == 0)
+    return;
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)M, (int)N, (int)K, 1.0f, x, (int)K, w,
+              (int)K, 0.0f, y, (int)N);
+  if (bias)
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t n = 0; n < N; ++n)
+        y[m * N + n] += bias[n];
+}
+
+void rmsNorm(const float *x, int64_t M, int64_t width, int64_t group, const float *w, float eps,
+             float offset, float *y) {
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t g0 = 0; g0 < width; g0 += group) {
+      const float *xr = x + m * width + g0;
+      float *yr = y + m * width + g0;
+      double sumsq = 0;
+      for (int64_t j = 0; j < group; ++j)
+        sumsq += (double)xr[j] * xr[j];
+      float inv = 1.0f / std::sqrt((float)(sumsq / group) + eps);
+      for (int64_t j = 0; j < group; ++j)
+        yr[j] = xr[j] * inv * (w ? w[j] + offset : 1.0f);
+    }
+}
+
+void add(const float *a, const float *b, int64_t n, float *y) {
+  for (int64_t i = 0; i < n; ++i)
+    y[i] = a[i] + b[i];
+}
+
+Act parseAct(const std::string &name) {
+  if (name == "silu") return Act::Silu;
+  if (name == "gelu_tanh") return Act::GeluTanh;
+  if (name == "gelu") return Act::Gelu;
+  if (name == "gpt_oss") return Act::GptOss;
+  throw std::runtime_error("unknown activation '" + name + "'");
+}
+
+float activate(Act act, float x) {
+  switch (act) {
+  case Act::Silu:
+    return x / (1.0f + std::exp(-x));
+  case Act::GeluTanh: {
+    const float k = 0.7978845608028654f; // sqrt(2 / pi)
+    return 0.5f * x * (1.0f + std::tanh(k * (x + 0.044715f * x * x * x)));
+  }
+  case Act::Gelu:
+    return 0.5f * x * (1.0f + std::erf(x * 0.7071067811865476f));
+  case Act::GptOss:
+    return x; // handled in glu()
+  }
+  return x;
+}
+
+void glu(const float *x, int64_t M, int64_t I, Act act, bool interleaved, float limit, float alpha,
+         float *y) {
+  for (int64_t m = 0; m < M; ++m) {
+    const float *row = x + m * 2 * I;
+    for (int64_t i = 0; i < I; ++i) {
+      float g = interleaved ? row[2 * i] : row[i];
+      float u = interleaved ? row[2 * i + 1] : row[I + i];
+      if (act == Act::GptOss) {
+        g = std::min(g, limit);
+        u = std::clamp(u, -limit, limit);
+        y[m * I + i] = (u + 1.0f) * (g / (1.0f + std::exp(-alpha * g)));
+      } else {
+        y[m * I + i] = activate(act, g) * u;
+      }
+    }
+  }
+}
+
+void softcap(const float *x, int64_t n, float cap, float *y) {
+  for (int64_t i = 0; i < n; ++i)
+    y[i] = cap * std::tanh(x[i] / cap);
+}
+
+void sigmoidGate(const float *x, const float *g, int64_t M, int64_t width, int64_t gWidth, float *y) {
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t j = 0; j < width; ++j) {
+      float gv = g[m * gWidth + (gWidth == 1 ? 0 : j)];
+      y[m * width + j] = x[m * width + j] * (1.0f / (1.0f + std::exp(-gv)));
+    }
+}
+
+void copyColumns(const float *x, int64_t M, int64_t xWidth, int64_t col0, int64_t width, float *y) {
+  for (int64_t m = 0; m < M; ++m)
+    std::memcpy(y + m * width, x + m * xWidth + col0, width * sizeof(float));
+}
+
+void ropeFrequencies(const RopeParams &p, int64_t seqLen, std::vector<float> &freq) {
+  if (!p.inv_freq_long.empty() && seqLen > p.long_after) {
+    freq = p.inv_freq_long;
+  } else if (p.dynamic_factor > 0 && seqLen > p.dynamic_max_positions) {
+    // Dynamic NTK: the base grows with the request's length, as transformers recomputes it.
+    double dim = (double)p.rotary_dim;
+    double base = p.dynamic_base *
+                  std::pow(p.dynamic_factor * (double)seqLen / (double)p.dynamic_max_positions -
+                               (p.dynamic_factor - 1),
+                           dim / (dim - 2));
+    freq.resize(p.rotary_dim / 2);
+    for (int64_t i = 0; i < p.rotary_dim / 2; ++i)
+      freq[i] = 1.0f / (float)std::pow(base, (double)((float)(2 * i) / (float)dim));
+  } else {
+    freq = p.inv_freq;
+  }
+}
+
+void rope(const float *x, int64_t T, int64_t width, const RopeParams &p, const int32_t *positions,
+          const int64_t *seqLen, float *y, const ParallelFor &pfor) {
+  int64_t heads = width / p.head_dim, half = p.rotary_dim / 2;
+  pfor(T, [&](int64_t t) {
+    std::vector<float> freq;
+    ropeFrequencies(p, seqLen[t], freq);
+    std::vector<float> c(half), s(half);
+    for (int64_t i = 0; i < half; ++i) {
+      // Angle in float32, then cos/sin scaled by the attention factor, as transformers does.
+      float angle = (float)positions[t] * freq[i];
+      c[i] = std::cos(angle) * p.attention_factor;
+      s[i] = std::sin(angle) * p.attention_factor;
+    }
+    for (int64_t h = 0; h < heads; ++h) {
+      const float *xh = x + t * width + h * p.head_dim;
+      float *yh = y + t * width + h * p.head_dim;
+      for (int64_t i = 0; i < half; ++i) {
+        int64_t a = p.interleaved ? 2 * i : i, b = p.interleaved ? 2 * i + 1 : i + half;
+        float x1 = xh[a], x2 = xh[b];
+        yh[a] = x1 * c[i] - x2 * s[i];
+        yh[b] = x2 * c[i] + x1 * s[i];
+      }
+      for (int64_t j = p.rotary_dim; j < p.head_dim; ++j)
+        yh[j] = xh[j];
+    }
+  });
+}
+
+namespace {
+inline int64_t slotOf(const int32_t *tables, int64_t tableWidth, int32_t seq, int64_t pos,
+                      int64_t blockSize) {
+  int32_t block = tables[(int64_t)seq * tableWidth + pos / blockSize];
+  if (block < 0)
+    throw std::runtime_error("paged cache: position " + std::to_string(pos) +
+                             " has no block (scheduler bug)");
+  return (int64_t)block * blockSize + pos % blockSize;
+}
+} // namespace
+
+void kvAppend(const float *k, const float *v, int64_t T, const int32_t *positions,
+              const int32_t *seqIds, const int32_t *tables, int64_t tableWidth,
+              const KvLayout &layout, float *pool) {
+  int64_t vElems = layout.row_elems - layout.k_elems;
+  for (int64_t t = 0; t < T; ++t) {
+    float *row = pool + slotOf(tables, tableWidth, seqIds[t], positions[t], layout.block_size) *
+                            layout.row_elems;
+    std::memcpy(row, k + t * layout.k_elems, layout.k_elems * sizeof(float));
+    std::memcpy(row + layout.k_elems, v + t * vElems, vElems * sizeof(float));
+  }
+}
+
+void pagedAttention(const float *q, int64_t T, const int32_t *positions, const int32_t *seqIds,
+                    const int32_t *tables, int64_t tableWidth, const KvLayout &layout,
+                    const float *pool, const AttentionParams &p, float *out,
+                    const ParallelFor &pfor) {
+  int64_t H = p.num_heads, D = p.head_dim, Dv = p.v_head_dim;
+  int64_t group = H / p.num_kv_heads;
+  pfor(T * H, [&](int64_t th) {
+    int64_t t = th / H, h = th % H, kvh = h / group;
+    int64_t pos = positions[t];
+    int64_t lo = 0;
+    if (p.window > 0)
+      lo = std::max<int64_t>(0, pos - p.window + 1);
+    if (p.chunk > 0)
+      lo = pos / p.chunk * p.chunk;
+    const float *qh = q + (t * H + h) * D;
+    std::vector<float> scores(pos - lo + 1);
+    float maxScore = -INFINITY;
+    for (int64_t j = lo; j <= pos; ++j) {
+      const float *kr = pool + slotOf(tables, tableWidth, seqIds[t], j, layout.block_size) *
+                                   layout.row_elems + kvh * D;
+      float dot = 0;
+      for (int64_t d = 0; d < D; ++d)
+        dot += qh[d] * kr[d];
+      float s = dot * p.scale;
+      if (p.softcap > 0)
+        s = p.softcap * std::tanh(s / p.softcap);
+      scores[j - lo] = s;
+      maxScore = std::max(maxScore, s);
+    }
+    float sink = p.sinks ? p.sinks[h] : -INFINITY;
+    maxScore = std::max(maxScore, sink);
+    double denom = p.sinks ? std::exp((double)sink - maxScore) : 0.0;
+    for (float &s : scores) {
+      s = std::exp(s - maxScore);
+      denom += s;
+    }
+    float *oh = out + (t * H + h) * Dv;
+    std::fill(oh, oh + Dv, 0.0f);
+    for (int64_t j = lo; j <= pos; ++j) {
+      const float *vr = pool + slotOf(tables, tableWidth, seqIds[t], j, layout.block_size) *
+                                   layout.row_elems + layout.k_elems + kvh * Dv;
+      float w = (float)(scores[j - lo] / denom);
+      for (int64_t d = 0; d < Dv; ++d)
+        oh[d] += w * vr[d];
+    }
+  });
+}
+
+void gatherRows(const float *x, int64_t width, const int32_t *rows, int64_t n, float *y) {
+  for (int64_t r = 0; r < n; ++r)
+    std::memcpy(y + r * width, x + (int64_t)rows[r] * width, width * sizeof(float));
+}
+
+void moeRoute(const float *logits, int64_t T, int64_t E, int64_t k, bool topkSoftmax, bool renorm,
+              float scaling, float *weights, int32_t *ids) {
+  std::vector<float> probs(E);
+  std::vector<int32_t> order(E);
+  for (int64_t t = 0; t < T; ++t) {
+    const float *l = logits + t * E;
+    if (topkSoftmax) {
+      std::copy(l, l + E, probs.begin());
+    } else {
+      float m = *std::max_element(l, l + E);
+      double sum = 0;
+      for (int64_t e = 0; e < E; ++e)
+        sum += probs[e] = std::exp(l[e] - m);
+      for (float &p : probs)
+        p = (float)(p / sum);
+    }
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return probs[a] > probs[b]; });
+    float *w = weights + t * k;
+    for (int64_t j = 0; j < k; ++j) {
+      ids[t * k + j] = order[j];
+      w[j] = probs[order[j]];
+    }
+    if (topkSoftmax) {
+      float m = w[0];
+      double sum = 0;
+      for (int64_t j = 0; j < k; ++j)
+        sum += w[j] = std::exp(w[j] - m);
+      for (int64_t j = 0; j < k; ++j)
+        w[j] = (float)(w[j] / sum);
+    } else if (renorm) {
+      float sum = 0;
+      for (int64_t j = 0; j < k; ++j)
+        sum += w[j];
+      for (int64_t j = 0; j < k; ++j)
+        w[j] /= sum;
+    }
+    for (int64_t j = 0; j < k; ++j)
+      w[j] *= scaling;
+  }
+}
+
+void moeExperts(const float *x, int64_t T, const int32_t *ids, const float *weights, int64_t k,
+                const ExpertWeights &w, Act act, bool interleaved, float limit, float alpha,
+                float *out) {
+  int64_t H = w.H, I = w.I;
+  std::fill(out, out + T * H, 0.0f);
+  // Tokens grouped by expert, experts in ascending order: one GEMM pair per expert.
+  std::vector<std::vector<std::pair<int64_t, float>>> routed(w.E);
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t j = 0; j < k; ++j) {
+      int32_t e = ids[t * k + j];
+      if (e < 0 || e >= w.E)
+        throw std::runtime_error("moe: expert id out of range");
+      routed[e].emplace_back(t, weights[t * k + j]);
+    }
+  std::vector<float> xs, gu, act1, ys;
+  for (int64_t e = 0; e < w.E; ++e) {
+    int64_t n = (int64_t)routed[e].size();
+    if (n == 0)
+      continue;
+    xs.resize(n * H);
+    for (int64_t i = 0; i < n; ++i)
+      std::memcpy(&xs[i * H], x + routed[e][i].first * H, H * sizeof(float));
+    gu.resize(n * 2 * I);
+    linear(xs.data(), n, H, w.gate_up + e * 2 * I * H, 2 * I,
+           w.gate_up_bias ? w.gate_up_bias + e * 2 * I : nullptr, gu.data());
+    act1.resize(n * I);
+    glu(gu.data(), n, I, act, interleaved, limit, alpha, act1.data());
+    ys.resize(n * H);
+    linear(act1.data(), n, I, w.down + e * H * I, H, w.down_bias ? w.down_bias + e * H : nullptr,
+           ys.data());
+    for (int64_t i = 0; i < n; ++i) {
+      float *o = out + routed[e][i].first * H;
+      float wt = routed[e][i].second;
+      for (int64_t h = 0; h < H; ++h)
+        o[h] += wt * ys[i * H + h];
+    }
+  }
+}
+
+} // namespace cbc::rt::cpu

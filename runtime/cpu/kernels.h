@@ -1,0 +1,107 @@
+// Reference implementations of every step instruction, in plain fp32 C++. This file is the
+// executable definition of the cbc ops: the CPU backend runs it and the generated CUDA
+// kernels are tested against it.
+#ifndef CBC_RUNTIME_CPU_KERNELS_H
+#define CBC_RUNTIME_CPU_KERNELS_H
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace cbc::rt::cpu {
+
+// Runs fn(i) for i in [0, n) on the backend's threads.
+using ParallelFor = std::function<void(int64_t n, const std::function<void(int64_t)> &fn)>;
+void serialFor(int64_t n, const std::function<void(int64_t)> &fn);
+
+void embed(const int32_t *tokens, int64_t T, const float *table, int64_t H, float scale, float *out);
+
+// y[M, N] = x[M, K] . w[N, K]^T + bias[N]
+void linear(const float *x, int64_t M, int64_t K, const float *w, int64_t N, const float *bias,
+            float *y);
+
+// RMS norm over groups of `group` features: y = x * rsqrt(mean(x^2) + eps) * (w + offset).
+void rmsNorm(const float *x, int64_t M, int64_t width, int64_t group, const float *w, float eps,
+             float offset, float *y);
+
+void add(const float *a, const float *b, int64_t n, float *y);
+
+enum class Act { Silu, GeluTanh, Gelu, GptOss };
+Act parseAct(const std::string &name);
+float activate(Act act, float x);
+
+// y[M, I] = act(gate) * up over x[M, 2I] split in halves or interleaved columns.
+void glu(const float *x, int64_t M, int64_t I, Act act, bool interleaved, float limit, float alpha,
+         float *y);
+
+void softcap(const float *x, int64_t n, float cap, float *y);
+
+// y = x * sigmoid(g); g is [M, width] or [M, 1].
+void sigmoidGate(const float *x, const float *g, int64_t M, int64_t width, int64_t gWidth, float *y);
+
+// Copies columns [col0, col0 + width) of x[M, xWidth] into y[M, width].
+void copyColumns(const float *x, int64_t M, int64_t xWidth, int64_t col0, int64_t width, float *y);
+
+struct RopeParams {
+  int64_t head_dim = 0, rotary_dim = 0;
+  bool interleaved = false;
+  std::vector<float> inv_freq, inv_freq_long;
+  float attention_factor = 1;
+  int64_t long_after = 0;            // longrope: long frequencies once seq_len > long_after
+  double dynamic_base = 0, dynamic_factor = 0;
+  int64_t dynamic_max_positions = 0; // dynamic NTK: base grows with seq_len beyond this
+};
+
+// The frequencies a token uses, given its request's sequence length in this step.
+void ropeFrequencies(const RopeParams &p, int64_t seqLen, std::vector<float> &freq);
+
+// y = rope(x) for rows of heads; seqLen[t] is the sequence length of token t's request.
+void rope(const float *x, int64_t T, int64_t width, const RopeParams &p, const int32_t *positions,
+          const int64_t *seqLen, float *y, const ParallelFor &pfor);
+
+// The paged cache of one layer: blocks of `block_size` token rows, each row holding k then v.
+struct KvLayout {
+  int64_t block_size = 16;
+  int64_t row_elems = 0;  // k_elems + v_elems
+  int64_t k_elems = 0;
+};
+
+void kvAppend(const float *k, const float *v, int64_t T, const int32_t *positions,
+              const int32_t *seqIds, const int32_t *tables, int64_t tableWidth,
+              const KvLayout &layout, float *pool);
+
+struct AttentionParams {
+  int64_t num_heads = 0, num_kv_heads = 0, head_dim = 0, v_head_dim = 0;
+  float scale = 1;
+  int64_t window = 0, chunk = 0;
+  float softcap = 0;
+  const float *sinks = nullptr;
+};
+
+void pagedAttention(const float *q, int64_t T, const int32_t *positions, const int32_t *seqIds,
+                    const int32_t *tables, int64_t tableWidth, const KvLayout &layout,
+                    const float *pool, const AttentionParams &p, float *out,
+                    const ParallelFor &pfor);
+
+void gatherRows(const float *x, int64_t width, const int32_t *rows, int64_t n, float *y);
+
+// Router: per token, the top-k expert ids and their mixing weights.
+void moeRoute(const float *logits, int64_t T, int64_t E, int64_t k, bool topkSoftmax, bool renorm,
+              float scaling, float *weights, int32_t *ids);
+
+struct ExpertWeights {
+  const float *gate_up;       // [E, 2I, H]
+  const float *down;          // [E, H, I]
+  const float *gate_up_bias;  // [E, 2I] or null
+  const float *down_bias;     // [E, H] or null
+  int64_t E = 0, I = 0, H = 0;
+};
+
+void moeExperts(const float *x, int64_t T, const int32_t *ids, const float *weights, int64_t k,
+                const ExpertWeights &w, Act act, bool interleaved, float limit, float alpha,
+                float *out);
+
+} // namespace cbc::rt::cpu
+
+#endif

@@ -1,0 +1,286 @@
+#include "runtime/engine.h"
+
+#include "runtime/cpu/cpu_backend.h"
+#include "runtime/sampler.h"
+
+#include <algorithm>
+#include <chrono>
+#include <thread>
+
+namespace cbc::rt {
+
+namespace {
+
+double now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+int defaultThreads(int requested) {
+  if (requested > 0)
+    return requested;
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+} // namespace
+
+std::unique_ptr<Backend> makeBackend(const Artefact &a, const WeightSource &weights,
+                                     const EngineOptions &options) {
+  BackendLimits limits{options.max_batch_tokens, options.max_requests};
+  if (options.backend == "null")
+    return makeNullBackend(a);
+  if (options.backend == "cuda")
+    throw std::runtime_error("the CUDA backend is not available in this build");
+  if (options.backend != "cpu" && options.backend != "auto")
+    throw std::runtime_error("unknown backend '" + options.backend + "' (auto, cpu, cuda, null)");
+  return makeCpuBackend(a, WeightStore::load(a, weights), limits, defaultThreads(options.threads));
+}
+
+Engine::Engine(std::unique_ptr<Artefact> artefact, std::unique_ptr<Backend> backend,
+               const EngineOptions &options)
+    : artefact_(std::move(artefact)), backend_(std::move(backend)), options_(options) {
+  if (options_.max_batch_tokens < 1 || options_.max_requests < 1)
+    throw std::runtime_error("the token budget and requests per step must be at least 1");
+  const CachePlan &plan = artefact_->cache_plan;
+  int64_t bytesPerBlockRow = 0;
+  for (size_t g = 0; g < plan.groups.size(); ++g)
+    bytesPerBlockRow += backend_->cacheBytesPerToken((int)g) * plan.block_size;
+  int32_t stateSlots = 0;
+  int64_t stateBytes = backend_->stateBytesPerSlot();
+  int64_t budget = options_.cache_memory_bytes;
+  if (stateBytes > 0) {
+    stateSlots = (int32_t)std::min<int64_t>(options_.max_requests, budget / 2 / stateBytes);
+    if (stateSlots < 1)
+      throw std::runtime_error("the cache memory budget cannot hold one request's state (" +
+                               std::to_string(stateBytes) + " bytes)");
+    budget -= stateSlots * stateBytes;
+  }
+  int32_t blocks = bytesPerBlockRow > 0
+                       ? (int32_t)std::min<int64_t>(budget / bytesPerBlockRow, 1 << 30)
+                       : 0;
+  if (!plan.groups.empty() && blocks < 1)
+    throw std::runtime_error("the cache memory budget (" + std::to_string(options_.cache_memory_bytes) +
+                             " bytes) is smaller than one cache block");
+  backend_->allocateCache(blocks, stateSlots);
+  cache_ = std::make_unique<CacheManager>(plan, blocks, stateSlots);
+  scheduler_ = std::make_unique<Scheduler>(
+      SchedulerOptions{options_.max_batch_tokens, options_.max_requests}, *cache_);
+}
+
+Engine::~Engine() = default;
+
+std::unique_ptr<Engine> Engine::withBackend(Artefact artefact, std::unique_ptr<Backend> backend,
+                                            const EngineOptions &options) {
+  return std::unique_ptr<Engine>(
+      new Engine(std::make_unique<Artefact>(std::move(artefact)), std::move(backend), options));
+}
+
+std::unique_ptr<Engine> Engine::create(Artefact artefact, const WeightSource &weights,
+                                       const EngineOptions &options) {
+  auto owned = std::make_unique<Artefact>(std::move(artefact));
+  auto backend = makeBackend(*owned, weights, options);
+  return std::unique_ptr<Engine>(new Engine(std::move(owned), std::move(backend), options));
+}
+
+std::unique_ptr<Engine> Engine::load(const std::string &path, const WeightSource &weights,
+                                     const EngineOptions &options) {
+  return create(Artefact::load(path), weights, options);
+}
+
+std::string Engine::validate(const std::vector<int32_t> &prompt, const SamplingParams &p) const {
+  const ModelMeta &m = artefact_->meta;
+  if (prompt.empty())
+    return "empty prompt";
+  for (size_t i = 0; i < prompt.size(); ++i)
+    if (prompt[i] < 0 || prompt[i] >= m.vocab_size)
+      return "token id " + std::to_string(prompt[i]) + " at position " + std::to_string(i) +
+             " is outside the vocabulary [0, " + std::to_string(m.vocab_size) + ")";
+  std::string bad = validateSampling(p);
+  if (!bad.empty())
+    return bad;
+  int64_t length = (int64_t)prompt.size() + p.max_new_tokens;
+  if (length > m.max_positions)
+    return "prompt (" + std::to_string(prompt.size()) + " tokens) plus max_new_tokens (" +
+           std::to_string(p.max_new_tokens) + ") exceeds the model's " +
+           std::to_string(m.max_positions) + " positions";
+  for (int g = 0; g < cache_->numGroups(); ++g) {
+    int64_t need = cache_->maxBlocksFor(g, length, options_.max_batch_tokens);
+    if (need > cache_->blocksPerGroup())
+      return "needs " + std::to_string(need) + " cache blocks but the cache holds " +
+             std::to_string(cache_->blocksPerGroup()) + "; raise the cache memory budget";
+  }
+  return "";
+}
+
+AddResult Engine::add_request(std::vector<int32_t> prompt, const SamplingParams &params) {
+  auto r = std::make_unique<Request>();
+  r->id = nextId_++;
+  r->prompt = std::move(prompt);
+  r->params = params;
+  r->arrival = nextArrival_++;
+  r->arrival_time = now();
+  Request *raw = r.get();
+  requests_[r->id] = std::move(r);
+  std::string why = validate(raw->prompt, params);
+  if (!why.empty()) {
+    reject(raw, why);
+    return {raw->id, false, why};
+  }
+  stats_.prompt_tokens += (int64_t)raw->prompt.size();
+  scheduler_->enqueue(raw);
+  return {raw->id, true, ""};
+}
+
+void Engine::reject(Request *r, const std::string &why) {
+  r->error = why;
+  r->status = RequestStatus::Finished;
+  r->finish = FinishReason::Rejected;
+  r->finish_time = now();
+  stats_.rejected++;
+  finished_.push_back(r->id);
+}
+
+void Engine::finishRequest(Request *r, FinishReason reason) {
+  scheduler_->finish(r);
+  r->finish = reason;
+  r->finish_time = now();
+  stats_.finished++;
+  finished_.push_back(r->id);
+}
+
+bool Engine::cancel(RequestId id) {
+  auto it = requests_.find(id);
+  if (it == requests_.end() || it->second->status == RequestStatus::Finished)
+    return false;
+  scheduler_->remove(it->second.get());
+  it->second->finish = FinishReason::Cancelled;
+  it->second->finish_time = now();
+  stats_.cancelled++;
+  finished_.push_back(id);
+  return true;
+}
+
+bool Engine::idle() const { return scheduler_->idle(); }
+
+void Engine::buildBatch(const StepPlan &plan, StepBatch &b) const {
+  b.clear();
+  b.num_requests = (int64_t)plan.chunks.size();
+  b.num_groups = cache_->numGroups();
+  b.table_width = 1;
+  for (const ScheduledChunk &c : plan.chunks)
+    if (b.num_groups > 0)
+      b.table_width = std::max<int64_t>(b.table_width, (int64_t)cache_->table(c.request->id, 0).size());
+  b.cu_seqlens.push_back(0);
+  for (size_t r = 0; r < plan.chunks.size(); ++r) {
+    const ScheduledChunk &c = plan.chunks[r];
+    for (int64_t i = 0; i < c.count; ++i) {
+      b.tokens.push_back(c.request->tokenAt(c.start + i));
+      b.positions.push_back((int32_t)(c.start + i));
+      b.seq_ids.push_back((int32_t)r);
+    }
+    b.cu_seqlens.push_back((int32_t)b.tokens.size());
+    b.kv_lens.push_back((int32_t)(c.start + c.count));
+    if (c.sample)
+      b.logit_rows.push_back((int32_t)b.tokens.size() - 1);
+    b.prompt_lens.push_back((int32_t)c.request->prompt.size());
+    b.state_slots.push_back(cache_->stateSlot(c.request->id));
+    b.has_initial_state.push_back(c.start > 0 ? 1 : 0);
+  }
+  b.num_tokens = (int64_t)b.tokens.size();
+  b.num_logit_rows = (int64_t)b.logit_rows.size();
+  b.block_tables.assign(b.num_groups * b.num_requests * b.table_width, -1);
+  for (int64_t g = 0; g < b.num_groups; ++g)
+    for (size_t r = 0; r < plan.chunks.size(); ++r) {
+      const auto &t = cache_->table(plan.chunks[r].request->id, (int)g);
+      int32_t *row = b.block_tables.data() + (g * b.num_requests + (int64_t)r) * b.table_width;
+      for (size_t i = 0; i < t.size(); ++i)
+        row[i] = t[i] >= 0 ? t[i] : -1;
+    }
+}
+
+std::vector<TokenEvent> Engine::step() {
+  std::vector<TokenEvent> events;
+  if (scheduler_->idle())
+    return events;
+  double t0 = now();
+  StepPlan plan = scheduler_->schedule();
+  if (plan.chunks.empty()) {
+    // Nothing fits although nothing else holds the cache: the head request never will.
+    if (scheduler_->numRunning() == 0 && scheduler_->numWaiting() > 0) {
+      for (auto &[id, r] : requests_)
+        if (r->status == RequestStatus::Waiting) {
+          scheduler_->remove(r.get());
+          reject(r.get(), "does not fit in the paged cache even alone; raise the cache memory budget");
+          break;
+        }
+    }
+    return events;
+  }
+  buildBatch(plan, batch_);
+  double t1 = now();
+  backend_->run(batch_, logits_);
+  double t2 = now();
+  scheduler_->commit(plan);
+  stats_.steps++;
+  stats_.computed_tokens += plan.tokens;
+  stats_.preemptions += (int64_t)plan.preempted.size();
+  stats_.step_seconds += t2 - t1;
+  stats_.schedule_seconds += t1 - t0;
+
+  const ModelMeta &meta = artefact_->meta;
+  int64_t vocab = meta.vocab_size, row = 0;
+  for (const ScheduledChunk &c : plan.chunks) {
+    if (!c.sample)
+      continue;
+    Request *r = c.request;
+    const float *l = logits_.data() + (row++) * vocab;
+    Sample s = sampleToken(l, vocab, r->params, (int64_t)r->generated.size());
+    r->generated.push_back(s.token);
+    if (r->params.logprobs)
+      r->logprobs.push_back(s.logprob);
+    if (r->params.keep_logits)
+      r->logits.emplace_back(l, l + vocab);
+    if (r->generated.size() == 1)
+      r->first_token_time = now();
+    stats_.generated_tokens++;
+    FinishReason reason = FinishReason::None;
+    const auto &stops = r->params.stop_token_ids;
+    if (!r->params.ignore_eos &&
+        std::find(meta.eos_token_ids.begin(), meta.eos_token_ids.end(), s.token) != meta.eos_token_ids.end())
+      reason = FinishReason::Eos;
+    else if (std::find(stops.begin(), stops.end(), s.token) != stops.end())
+      reason = FinishReason::Stop;
+    else if ((int64_t)r->generated.size() >= r->params.max_new_tokens)
+      reason = FinishReason::Length;
+    if (reason != FinishReason::None)
+      finishRequest(r, reason);
+    events.push_back({r->id, s.token, s.logprob, reason != FinishReason::None, reason});
+  }
+  return events;
+}
+
+std::vector<RequestOutput> Engine::take_finished() {
+  std::vector<RequestOutput> out;
+  for (RequestId id : finished_) {
+    auto it = requests_.find(id);
+    if (it == requests_.end())
+      continue;
+    Request &r = *it->second;
+    RequestOutput o;
+    o.id = r.id;
+    o.prompt = std::move(r.prompt);
+    o.tokens = std::move(r.generated);
+    o.logprobs = std::move(r.logprobs);
+    o.logits = std::move(r.logits);
+    o.finish = r.finish;
+    o.error = r.error;
+    o.ttft_s = r.first_token_time > 0 ? r.first_token_time - r.arrival_time : 0;
+    o.latency_s = r.finish_time - r.arrival_time;
+    o.preemptions = r.preemptions;
+    out.push_back(std::move(o));
+    requests_.erase(it);
+  }
+  finished_.clear();
+  return out;
+}
+
+} // namespace cbc::rt

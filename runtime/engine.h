@@ -1,0 +1,121 @@
+// The embedding API: load an artefact and weights, add requests, step, stream tokens, cancel,
+// and collect finished outputs. Single-threaded: call it from one thread.
+//
+//   auto engine = cbc::rt::Engine::load("model.fb", {.checkpoint_dir = "ckpt/"}, {});
+//   auto added = engine->add_request({1, 2, 3}, {.max_new_tokens = 32});
+//   while (!engine->idle())
+//     for (auto &ev : engine->step()) ...;
+//   for (auto &out : engine->take_finished()) ...;
+#ifndef CBC_RUNTIME_ENGINE_H
+#define CBC_RUNTIME_ENGINE_H
+
+#include "runtime/artefact.h"
+#include "runtime/backend.h"
+#include "runtime/cache.h"
+#include "runtime/request.h"
+#include "runtime/scheduler.h"
+#include "runtime/weights.h"
+
+#include <functional>
+#include <map>
+#include <memory>
+
+namespace cbc::rt {
+
+struct EngineOptions {
+  std::string backend = "auto";        // auto (CUDA when a GPU is usable), cpu, cuda, null
+  int64_t max_batch_tokens = 256;      // token budget per step
+  int64_t max_requests = 64;           // requests per step
+  int64_t cache_memory_bytes = 256ll << 20; // memory for the paged cache and state slots
+  int threads = 0;                     // CPU threads; 0: all cores
+  std::function<void(const std::string &)> log; // backend choice and warnings
+};
+
+struct AddResult {
+  RequestId id = -1;
+  bool accepted = false;
+  std::string error; // why the request was rejected
+};
+
+struct TokenEvent {
+  RequestId id;
+  int32_t token;
+  float logprob;
+  bool finished;
+  FinishReason reason;
+};
+
+struct RequestOutput {
+  RequestId id = 0;
+  std::vector<int32_t> prompt, tokens;
+  std::vector<float> logprobs;
+  std::vector<std::vector<float>> logits;
+  FinishReason finish = FinishReason::None;
+  std::string error;
+  double ttft_s = 0, latency_s = 0;
+  int64_t preemptions = 0;
+};
+
+struct EngineStats {
+  int64_t steps = 0, prompt_tokens = 0, generated_tokens = 0, computed_tokens = 0;
+  int64_t preemptions = 0, finished = 0, rejected = 0, cancelled = 0;
+  double step_seconds = 0;      // time inside the backend
+  double schedule_seconds = 0;  // scheduling and step metadata
+};
+
+class Engine {
+public:
+  static std::unique_ptr<Engine> load(const std::string &artefactPath, const WeightSource &weights,
+                                      const EngineOptions &options);
+  static std::unique_ptr<Engine> create(Artefact artefact, const WeightSource &weights,
+                                        const EngineOptions &options);
+  // With a given backend (tests, benchmarks).
+  static std::unique_ptr<Engine> withBackend(Artefact artefact, std::unique_ptr<Backend> backend,
+                                             const EngineOptions &options);
+  ~Engine();
+
+  AddResult add_request(std::vector<int32_t> prompt, const SamplingParams &params);
+  std::vector<TokenEvent> step();
+  bool cancel(RequestId id);
+  bool idle() const;
+  std::vector<RequestOutput> take_finished();
+
+  const EngineStats &stats() const { return stats_; }
+  const Artefact &artefact() const { return *artefact_; }
+  const Backend &backend() const { return *backend_; }
+  const CacheManager &cache() const { return *cache_; }
+  size_t num_waiting() const { return scheduler_->numWaiting(); }
+  size_t num_running() const { return scheduler_->numRunning(); }
+
+  // Builds the step metadata for a plan (exposed for benchmarks).
+  void buildBatch(const StepPlan &plan, StepBatch &batch) const;
+
+private:
+  Engine(std::unique_ptr<Artefact> artefact, std::unique_ptr<Backend> backend,
+         const EngineOptions &options);
+  void finishRequest(Request *r, FinishReason reason);
+  void reject(Request *r, const std::string &why);
+  std::string validate(const std::vector<int32_t> &prompt, const SamplingParams &p) const;
+
+  std::unique_ptr<Artefact> artefact_;
+  std::unique_ptr<Backend> backend_;
+  EngineOptions options_;
+  std::unique_ptr<CacheManager> cache_;
+  std::unique_ptr<Scheduler> scheduler_;
+  std::map<RequestId, std::unique_ptr<Request>> requests_;
+  std::vector<RequestId> finished_;
+  RequestId nextId_ = 0;
+  uint64_t nextArrival_ = 0;
+  EngineStats stats_;
+  StepBatch batch_;
+  std::vector<float> logits_;
+};
+
+// Chooses and builds a backend: CUDA when requested or (for "auto") when a driver and GPU are
+// usable, else the CPU backend.
+std::unique_ptr<Backend> makeBackend(const Artefact &a, const WeightSource &weights,
+                                     const EngineOptions &options);
+
+} // namespace cbc::rt
+
+#endif

@@ -1,0 +1,54 @@
+// A request as the engine tracks it, and its sampling parameters.
+#ifndef CBC_RUNTIME_REQUEST_H
+#define CBC_RUNTIME_REQUEST_H
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace cbc::rt {
+
+using RequestId = int64_t;
+
+struct SamplingParams {
+  double temperature = 0.0; // 0: greedy
+  int64_t top_k = 0;        // 0: off
+  double top_p = 1.0;       // in (0, 1]
+  double min_p = 0.0;       // in [0, 1]
+  uint64_t seed = 0;
+  int64_t max_new_tokens = 16;
+  std::vector<int64_t> stop_token_ids;
+  bool ignore_eos = false;
+  bool logprobs = false;    // report the log-probability of each sampled token
+  bool keep_logits = false; // keep every sampled row's logits (tests and debugging)
+};
+
+enum class RequestStatus { Waiting, Running, Finished };
+enum class FinishReason { None, Eos, Stop, Length, Cancelled, Rejected };
+const char *finishReasonName(FinishReason r);
+
+struct Request {
+  RequestId id = 0;
+  std::vector<int32_t> prompt;
+  SamplingParams params;
+  std::vector<int32_t> generated;
+  std::vector<float> logprobs;
+  std::vector<std::vector<float>> logits;
+  int64_t computed = 0; // positions [0, computed) are in the cache
+  RequestStatus status = RequestStatus::Waiting;
+  FinishReason finish = FinishReason::None;
+  std::string error;    // why a request was rejected
+  uint64_t arrival = 0; // FIFO order
+  int64_t preemptions = 0;
+  double arrival_time = 0, first_token_time = 0, finish_time = 0;
+
+  int64_t total() const { return (int64_t)(prompt.size() + generated.size()); }
+  int32_t tokenAt(int64_t i) const {
+    return i < (int64_t)prompt.size() ? prompt[i] : generated[i - prompt.size()];
+  }
+  int64_t remaining() const { return total() - computed; }
+};
+
+} // namespace cbc::rt
+
+#endif

@@ -1,0 +1,97 @@
+#include "runtime/sampler.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <vector>
+
+namespace cbc::rt {
+
+std::string validateSampling(const SamplingParams &p) {
+  if (!(p.temperature >= 0) || std::isinf(p.temperature))
+    return "temperature must be a finite number >= 0";
+  if (p.top_k < 0)
+    return "top_k must be >= 0";
+  if (!(p.top_p > 0 && p.top_p <= 1))
+    return "top_p must be in (0, 1]";
+  if (!(p.min_p >= 0 && p.min_p <= 1))
+    return "min_p must be in [0, 1]";
+  if (p.max_new_tokens < 1)
+    return "max_new_tokens must be >= 1";
+  return "";
+}
+
+namespace {
+
+uint64_t mix(uint64_t z) {
+  z += 0x9e3779b97f4a7c15ull;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+float logSoftmaxAt(const float *logits, int64_t vocab, int32_t token) {
+  float m = *std::max_element(logits, logits + vocab);
+  double sum = 0;
+  for (int64_t i = 0; i < vocab; ++i)
+    sum += std::exp((double)logits[i] - m);
+  return (float)((double)logits[token] - m - std::log(sum));
+}
+
+} // namespace
+
+Sample sampleToken(const float *logits, int64_t vocab, const SamplingParams &p, int64_t step) {
+  if (p.temperature == 0) {
+    int32_t best = (int32_t)(std::max_element(logits, logits + vocab) - logits);
+    return {best, logSoftmaxAt(logits, vocab, best)};
+  }
+  // Candidates sorted by logit (ties: lower id first), then filtered.
+  std::vector<int32_t> ids(vocab);
+  std::iota(ids.begin(), ids.end(), 0);
+  std::stable_sort(ids.begin(), ids.end(), [&](int32_t a, int32_t b) { return logits[a] > logits[b]; });
+  int64_t keep = vocab;
+  if (p.top_k > 0)
+    keep = std::min<int64_t>(keep, p.top_k);
+  std::vector<double> probs(keep);
+  double maxScaled = logits[ids[0]] / p.temperature, sum = 0;
+  for (int64_t i = 0; i < keep; ++i) {
+    probs[i] = std::exp(logits[ids[i]] / p.temperature - maxScaled);
+    sum += probs[i];
+  }
+  for (double &q : probs)
+    q /= sum;
+  if (p.top_p < 1) {
+    // The smallest prefix whose mass reaches top_p (at least one token).
+    double cum = 0;
+    int64_t n = 0;
+    while (n < keep) {
+      cum += probs[n++];
+      if (cum >= p.top_p)
+        break;
+    }
+    keep = std::max<int64_t>(n, 1);
+  }
+  if (p.min_p > 0) {
+    int64_t n = 1;
+    while (n < keep && probs[n] >= p.min_p * probs[0])
+      ++n;
+    keep = n;
+  }
+  double total = 0;
+  for (int64_t i = 0; i < keep; ++i)
+    total += probs[i];
+  uint64_t r = mix(mix(p.seed) ^ (uint64_t)step);
+  double u = (double)(r >> 11) / (double)(1ull << 53) * total;
+  int64_t chosen = keep - 1;
+  for (int64_t i = 0; i < keep; ++i) {
+    u -= probs[i];
+    if (u < 0) {
+      chosen = i;
+      break;
+    }
+  }
+  int32_t token = ids[chosen];
+  return {token, logSoftmaxAt(logits, vocab, token)};
+}
+
+} // namespace cbc::rt

@@ -1,0 +1,26 @@
+// Token sampling from one logits row: greedy, temperature, top-k, top-p and min-p. The random
+// draw depends only on the request's seed and how many tokens it has generated, so a request
+// samples the same tokens however it is batched, chunked or preempted.
+#ifndef CBC_RUNTIME_SAMPLER_H
+#define CBC_RUNTIME_SAMPLER_H
+
+#include "runtime/request.h"
+
+#include <cstdint>
+#include <string>
+
+namespace cbc::rt {
+
+struct Sample {
+  int32_t token;
+  float logprob; // log-softmax of the raw logits at the chosen token
+};
+
+// Empty when the parameters are valid; otherwise the reason to reject the request.
+std::string validateSampling(const SamplingParams &p);
+
+Sample sampleToken(const float *logits, int64_t vocab, const SamplingParams &p, int64_t step);
+
+} // namespace cbc::rt
+
+#endif

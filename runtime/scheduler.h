@@ -1,0 +1,63 @@
+// The continuous-batching scheduler: a token budget per step, decode first, then chunked
+// prefill, admission by cache capacity, preemption by recompute, FIFO. It knows nothing about
+// model families: every layer's needs arrive through the CacheManager.
+#ifndef CBC_RUNTIME_SCHEDULER_H
+#define CBC_RUNTIME_SCHEDULER_H
+
+#include "runtime/cache.h"
+#include "runtime/request.h"
+
+#include <deque>
+#include <vector>
+
+namespace cbc::rt {
+
+struct SchedulerOptions {
+  int64_t max_batch_tokens = 512; // token budget per step
+  int64_t max_requests = 256;     // rows per step
+};
+
+struct ScheduledChunk {
+  Request *request;
+  int64_t start;  // first position processed this step
+  int64_t count;  // tokens processed this step
+  bool sample;    // the chunk reaches the end of the known tokens: sample the next one
+};
+
+struct StepPlan {
+  std::vector<ScheduledChunk> chunks;
+  int64_t tokens = 0;
+  std::vector<Request *> preempted; // requests sent back to the queue in this step
+};
+
+class Scheduler {
+public:
+  Scheduler(const SchedulerOptions &options, CacheManager &cache);
+
+  void enqueue(Request *r);            // a new request joins the FIFO queue
+  StepPlan schedule();
+  // After the backend ran the plan: advances `computed` and releases out-of-window blocks.
+  void commit(const StepPlan &plan);
+  void finish(Request *r);             // frees the request's cache and forgets it
+  bool remove(Request *r);             // cancel: forget a waiting or running request
+
+  size_t numWaiting() const { return waiting_.size(); }
+  size_t numRunning() const { return running_.size(); }
+  bool idle() const { return waiting_.empty() && running_.empty(); }
+  int64_t preemptions() const { return preemptions_; }
+
+private:
+  void preempt(Request *r, StepPlan &plan, int64_t &budget);
+  void requeue(Request *r);
+  bool tryReserve(Request *r, int64_t count, StepPlan &plan, int64_t &budget);
+
+  SchedulerOptions options_;
+  CacheManager &cache_;
+  std::deque<Request *> waiting_;
+  std::vector<Request *> running_; // in arrival order
+  int64_t preemptions_ = 0;
+};
+
+} // namespace cbc::rt
+
+#endif

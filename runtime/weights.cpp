@@ -1,0 +1,206 @@
+#include "runtime/weights.h"
+
+#include <cmath>
+#include <cstring>
+
+namespace cbc::rt {
+
+namespace {
+
+std::string shapeText(const std::vector<int64_t> &s) {
+  std::string out = "[";
+  for (size_t i = 0; i < s.size(); ++i)
+    out += (i ? ", " : "") + std::to_string(s[i]);
+  return out + "]";
+}
+
+// The name a checkpoint actually uses, trying the artefact's prefix aliases.
+std::string resolveName(const Checkpoint &ckpt, const std::string &name, const ModelMeta &meta) {
+  if (ckpt.has(name))
+    return name;
+  for (const auto &[from, to] : meta.weight_aliases)
+    if (name.rfind(from, 0) == 0) {
+      std::string alt = to + name.substr(from.size());
+      if (ckpt.has(alt))
+        return alt;
+    }
+  return name;
+}
+
+const float kFp4Values[16] = {+0.0f, +0.5f, +1.0f, +1.5f, +2.0f, +3.0f, +4.0f, +6.0f,
+                              -0.0f, -0.5f, -1.0f, -1.5f, -2.0f, -3.0f, -4.0f, -6.0f};
+
+// gpt-oss MXFP4: blocks [E, R, G, 16] bytes (two FP4 values each) and scales [E, R, G]
+// (biased exponents). The dequantised tensor is [E, G*32, R], as transformers lays it out.
+HostTensor dequantMxfp4(const TensorView &blocks, const TensorView &scales, const std::string &name) {
+  if (blocks.dtype != StDType::U8 || scales.dtype != StDType::U8 || blocks.shape.size() != 4 ||
+      scales.shape.size() != 3 || blocks.shape[3] != 16 ||
+      !std::equal(scales.shape.begin(), scales.shape.end(), blocks.shape.begin()))
+    throw WeightError("tensor '" + name + "': MXFP4 blocks/scales have unexpected shapes or dtypes");
+  int64_t E = blocks.shape[0], R = blocks.shape[1], G = blocks.shape[2];
+  int64_t C = G * 32;
+  HostTensor out;
+  out.shape = {E, C, R};
+  out.data.resize(E * C * R);
+  for (int64_t e = 0; e < E; ++e)
+    for (int64_t r = 0; r < R; ++r)
+      for (int64_t g = 0; g < G; ++g) {
+        int exp = (int)scales.data[(e * R + r) * G + g] - 127;
+        const uint8_t *b = blocks.data + ((e * R + r) * G + g) * 16;
+        for (int i = 0; i < 16; ++i) {
+          int64_t c = g * 32 + 2 * i;
+          out.data[(e * C + c) * R + r] = std::ldexp(kFp4Values[b[i] & 0x0f], exp);
+          out.data[(e * C + c + 1) * R + r] = std::ldexp(kFp4Values[b[i] >> 4], exp);
+        }
+      }
+  return out;
+}
+
+void transposeLastTwo(HostTensor &t) {
+  size_t rank = t.shape.size();
+  int64_t rows = t.shape[rank - 2], cols = t.shape[rank - 1];
+  int64_t batch = t.numel() / (rows * cols);
+  std::vector<float> out(t.data.size());
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t j = 0; j < cols; ++j)
+        out[(b * cols + j) * rows + i] = t.data[(b * rows + i) * cols + j];
+  t.data = std::move(out);
+  std::swap(t.shape[rank - 2], t.shape[rank - 1]);
+}
+
+// splitmix64: the random weights depend only on the seed and the weight's name.
+uint64_t splitmix(uint64_t &state) {
+  uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+HostTensor randomTensor(const WeightEntry &w, uint64_t seed) {
+  HostTensor t;
+  t.shape = w.shape;
+  t.data.resize(t.numel());
+  uint64_t state = seed;
+  for (char c : w.name)
+    state = state * 1099511628211ull ^ (uint8_t)c;
+  bool isNorm = w.name.find("norm") != std::string::npos;
+  // Uniform with variance 1/fan_in keeps activations and logits well spread.
+  double scale = isNorm ? 0.1 : std::sqrt(3.0 / (double)std::max<int64_t>(1, w.shape.back()));
+  for (float &v : t.data) {
+    double u = (double)(splitmix(state) >> 11) / (double)(1ull << 53) * 2 - 1;
+    v = (float)((isNorm ? 1.0 : 0.0) + u * scale);
+  }
+  return t;
+}
+
+} // namespace
+
+HostTensor readTensorAsFloat(const Checkpoint &ckpt, const std::string &requested,
+                             const ModelMeta &meta) {
+  std::string name = resolveName(ckpt, requested, meta);
+  if (!ckpt.has(name) && meta.quantization == "mxfp4" && ckpt.has(name + "_blocks")) {
+    HostTensor t = dequantMxfp4(ckpt.get(name + "_blocks"), ckpt.get(name + "_scales"), name);
+    transposeLastTwo(t); // back to the unquantised layout [E, in, out]
+    return t;
+  }
+  if (!ckpt.has(name))
+    throw WeightError("checkpoint is missing tensor '" + requested + "'");
+  const TensorView &v = ckpt.get(name);
+  HostTensor t;
+  t.shape = v.shape;
+  int64_t n = v.numel();
+  t.data.resize(n);
+  switch (v.dtype) {
+  case StDType::F32:
+    std::memcpy(t.data.data(), v.data, n * 4);
+    break;
+  case StDType::BF16:
+    for (int64_t i = 0; i < n; ++i) {
+      uint16_t h;
+      std::memcpy(&h, v.data + 2 * i, 2);
+      t.data[i] = bf16ToFloat(h);
+    }
+    break;
+  case StDType::F16:
+    for (int64_t i = 0; i < n; ++i) {
+      uint16_t h;
+      std::memcpy(&h, v.data + 2 * i, 2);
+      t.data[i] = f16ToFloat(h);
+    }
+    break;
+  default:
+    throw WeightError("tensor '" + name + "' in '" + v.file + "' has dtype " + v.dtype_name +
+                      "; cbc reads F32, BF16 and F16");
+  }
+  return t;
+}
+
+WeightStore WeightStore::load(const Artefact &a, const WeightSource &source,
+                              const std::function<void(size_t, size_t)> &progress) {
+  WeightStore store;
+  std::unique_ptr<Checkpoint> ckpt;
+  if (!source.checkpoint_dir.empty())
+    ckpt = std::make_unique<Checkpoint>(source.checkpoint_dir);
+  for (size_t wi = 0; wi < a.weights.size(); ++wi) {
+    const WeightEntry &w = a.weights[wi];
+    if (progress)
+      progress(wi, a.weights.size());
+    if (!ckpt) {
+      store.tensors_.push_back(randomTensor(w, source.seed));
+      continue;
+    }
+    std::vector<HostTensor> parts;
+    for (const auto &names : w.parts) {
+      HostTensor part;
+      for (const std::string &n : names) {
+        HostTensor t = readTensorAsFloat(*ckpt, n, a.meta);
+        if (part.shape.empty()) {
+          part = std::move(t);
+          continue;
+        }
+        // Concatenate along dimension 0: trailing dimensions must agree.
+        if (t.shape.size() != part.shape.size() ||
+            !std::equal(t.shape.begin() + 1, t.shape.end(), part.shape.begin() + 1))
+          throw WeightError("tensor '" + n + "' has shape " + shapeText(t.shape) +
+                            ", which cannot be concatenated with " + shapeText(part.shape) +
+                            " for program weight '" + w.name + "'");
+        part.shape[0] += t.shape[0];
+        part.data.insert(part.data.end(), t.data.begin(), t.data.end());
+      }
+      if (w.transpose) {
+        if (part.shape.size() < 2)
+          throw WeightError("tensor '" + names[0] + "' must have at least 2 dimensions");
+        transposeLastTwo(part);
+      }
+      parts.push_back(std::move(part));
+    }
+    HostTensor out;
+    if (w.stack) {
+      out.shape = {(int64_t)parts.size()};
+      out.shape.insert(out.shape.end(), parts[0].shape.begin(), parts[0].shape.end());
+      for (const HostTensor &p : parts) {
+        if (p.shape != parts[0].shape)
+          throw WeightError("expert tensors of '" + w.name + "' differ in shape: " +
+                            shapeText(p.shape) + " vs " + shapeText(parts[0].shape));
+        out.data.insert(out.data.end(), p.data.begin(), p.data.end());
+      }
+    } else {
+      out = std::move(parts[0]);
+    }
+    if (out.shape != w.shape) {
+      std::string names;
+      for (const auto &p : w.parts)
+        for (const auto &n : p)
+          names += (names.empty() ? "" : " + ") + n;
+      if (names.size() > 160)
+        names = names.substr(0, 160) + "...";
+      throw WeightError("tensor '" + names + "' has shape " + shapeText(out.shape) +
+                        " but the model needs " + shapeText(w.shape) + " for '" + w.name + "'");
+    }
+    store.tensors_.push_back(std::move(out));
+  }
+  return store;
+}
+
+} // namespace cbc::rt

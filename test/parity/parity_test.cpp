@@ -1,0 +1,104 @@
+// Ring 1: the CPU backend against transformers. Each fixture holds a tiny random-weight model
+// saved by tools/oracle/make_fixtures.py with the logits transformers computed in fp32.
+#include "runtime/safetensors.h"
+#include "test/support/test_support.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+
+namespace cbc::test {
+namespace {
+
+struct Expected {
+  std::vector<std::vector<int32_t>> prompts, tokens;
+  std::vector<std::vector<float>> logits; // [16 * vocab] per prompt
+  double atol = 0;
+};
+
+Expected loadExpected(const std::string &family) {
+  Expected e;
+  rt::Checkpoint ck(fixtureDir(family) + "/expected.safetensors");
+  auto ints = [&](const std::string &name) {
+    const rt::TensorView &t = ck.get(name);
+    const int32_t *p = reinterpret_cast<const int32_t *>(t.data);
+    return std::vector<int32_t>(p, p + t.numel());
+  };
+  for (int i = 0; ck.has("prompt_" + std::to_string(i)); ++i) {
+    e.prompts.push_back(ints("prompt_" + std::to_string(i)));
+    e.tokens.push_back(ints("tokens_" + std::to_string(i)));
+    const rt::TensorView &l = ck.get("logits_" + std::to_string(i));
+    const float *p = reinterpret_cast<const float *>(l.data);
+    e.logits.emplace_back(p, p + l.numel());
+  }
+  auto meta = nlohmann::json::parse(readFile(fixtureDir(family) + "/meta.json"));
+  e.atol = meta.at("atol").get<double>();
+  return e;
+}
+
+rt::SamplingParams greedy(int64_t n) {
+  rt::SamplingParams p;
+  p.max_new_tokens = n;
+  p.ignore_eos = true;
+  p.keep_logits = true;
+  return p;
+}
+
+class Parity : public ::testing::TestWithParam<std::string> {
+protected:
+  void SetUp() override {
+    family_ = GetParam();
+    artefact_ = compileArtefact(readFile(fixtureDir(family_) + "/config.json"));
+    expected_ = loadExpected(family_);
+    weights_.checkpoint_dir = fixtureDir(family_);
+  }
+  std::string family_;
+  rt::Artefact artefact_;
+  Expected expected_;
+  rt::WeightSource weights_;
+};
+
+// Each prompt alone: identical greedy tokens and every step's logits within the tolerance.
+TEST_P(Parity, EachPromptAloneMatchesTransformers) {
+  ASSERT_EQ(expected_.prompts.size(), 3u);
+  for (size_t i = 0; i < expected_.prompts.size(); ++i) {
+    int64_t steps = (int64_t)expected_.tokens[i].size();
+    rt::EngineOptions o;
+    o.threads = 2;
+    auto res = serve(artefact_, weights_, o, {{expected_.prompts[i], greedy(steps)}});
+    const rt::RequestOutput &out = res.outputs[0];
+    EXPECT_EQ(out.tokens, expected_.tokens[i]) << family_ << " prompt " << i;
+    ASSERT_EQ((int64_t)out.logits.size(), steps);
+    int64_t vocab = artefact_.meta.vocab_size;
+    double maxDiff = 0;
+    for (int64_t s = 0; s < steps; ++s)
+      for (int64_t v = 0; v < vocab; ++v)
+        maxDiff = std::max(maxDiff, (double)std::fabs(out.logits[s][v] - expected_.logits[i][s * vocab + v]));
+    EXPECT_LE(maxDiff, expected_.atol) << family_ << " prompt " << i << ": max |dlogit| " << maxDiff;
+    RecordProperty("max_abs_dlogit_prompt_" + std::to_string(i), std::to_string(maxDiff));
+  }
+}
+
+// All prompts at once with a token budget below the longest prompt: chunked prefill, batched
+// decode, and still transformers' tokens.
+TEST_P(Parity, BatchedChunkedPrefillMatchesTransformers) {
+  for (int64_t budget : {7, 16}) {
+    rt::EngineOptions o;
+    o.max_batch_tokens = budget;
+    o.threads = 2;
+    std::vector<cbc::test::Run> runs;
+    for (size_t i = 0; i < expected_.prompts.size(); ++i)
+      runs.push_back({expected_.prompts[i], greedy((int64_t)expected_.tokens[i].size())});
+    auto res = serve(artefact_, weights_, o, runs);
+    for (size_t i = 0; i < runs.size(); ++i)
+      EXPECT_EQ(res.outputs[i].tokens, expected_.tokens[i])
+          << family_ << " prompt " << i << " with a budget of " << budget << " tokens";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, Parity, ::testing::ValuesIn(fixtureFamilies()),
+                         [](const auto &info) { return info.param; });
+
+} // namespace
+} // namespace cbc::test

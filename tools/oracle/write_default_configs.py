@@ -1,0 +1,78 @@
+#!/usr/bin/env python3
+"""Write the config each supported family's transformers config class produces with default
+arguments to test/configs/defaults/<model_type>.json.
+
+These pin what "no key given" means for the front-end: XConfig().to_json_string(use_diff=False),
+i.e. every attribute after __post_init__ (derived layer_types, standardised rope_parameters,
+nulled sliding_window, ...), keys sorted. Deterministic for a given transformers version.
+
+Usage: python tools/oracle/write_default_configs.py [--out DIR] [--check]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import transformers
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+DEFAULT_OUT = REPO_ROOT / "test" / "configs" / "defaults"
+PINNED_TRANSFORMERS = "5.23.0"
+
+MODEL_TYPES = (
+    "llama",
+    "mistral",
+    "qwen2",
+    "qwen3",
+    "gemma2",
+    "gemma3_text",
+    "gpt_oss",
+    "phi3",
+    "mixtral",
+    "qwen2_moe",
+    "qwen3_moe",
+)
+
+
+def render(model_type: str) -> str:
+    from transformers import CONFIG_MAPPING
+
+    cfg = CONFIG_MAPPING[model_type]()
+    assert cfg.model_type == model_type
+    text = cfg.to_json_string(use_diff=False)  # indent 2, sort_keys, trailing newline
+    assert f'"model_type": "{model_type}"' in text
+    return text
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    ap.add_argument("--check", action="store_true", help="compare with the files in --out instead of writing")
+    args = ap.parse_args(argv)
+
+    transformers.logging.set_verbosity_error()
+    if transformers.__version__ != PINNED_TRANSFORMERS:
+        print(f"error: transformers {transformers.__version__}, pinned {PINNED_TRANSFORMERS}", file=sys.stderr)
+        return 2
+
+    bad = []
+    if not args.check:
+        args.out.mkdir(parents=True, exist_ok=True)
+    for mt in MODEL_TYPES:
+        text = render(mt)
+        path = args.out / f"{mt}.json"
+        if args.check:
+            if not path.exists() or path.read_text() != text:
+                bad.append(str(path))
+        else:
+            path.write_text(text)
+    if bad:
+        print("default configs differ: " + ", ".join(bad), file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
