@@ -72,7 +72,7 @@ CompileResult compileConfig(const std::string &configJson, const CompileOptions 
   if (options.dtype != "bf16" && options.dtype != "f16" && options.dtype != "f32")
     throw std::runtime_error("unknown --dtype '" + options.dtype + "' (bf16, f16 or f32)");
 
-  progress("parsing config");
+  // No progress line before the config is parsed: a bad config must print only its one error.
   hf::ModelSpec spec = hf::parseConfig(configJson);
   timer.lap("parse");
 

@@ -2,6 +2,7 @@
 
 #include "runtime/schema/model_generated.h"
 
+#include <cstring>
 #include <fstream>
 #include <sstream>
 
@@ -40,11 +41,18 @@ DType toDType(fb::DType d) {
 
 std::string str(const flatbuffers::String *s) { return s ? s->str() : std::string(); }
 
+// Element by element through memcpy: the verifier checks a vector's bounds but not that a
+// (corrupt) offset keeps 8-byte elements aligned.
 template <typename T, typename V> std::vector<T> vec(const flatbuffers::Vector<V> *v) {
   std::vector<T> out;
-  if (v)
-    for (auto x : *v)
-      out.push_back((T)x);
+  if (v) {
+    const uint8_t *p = v->Data();
+    for (flatbuffers::uoffset_t i = 0; i < v->size(); ++i) {
+      V x;
+      std::memcpy(&x, p + (size_t)i * sizeof(V), sizeof(V));
+      out.push_back((T)flatbuffers::EndianScalar(x));
+    }
+  }
   return out;
 }
 
@@ -57,9 +65,10 @@ Program readProgram(const fb::Program &p) {
   if (p.values())
     for (const fb::Value *v : *p.values()) {
       Value val;
-      val.kind = (Value::Kind)v->kind();
-      if (val.kind > Value::Activation)
+      int kind = (int)v->kind(); // check before the cast: a stray byte is no enumerator
+      if (kind < Value::Argument || kind > Value::Activation)
         throw ArtefactError("unknown value kind in program");
+      val.kind = (Value::Kind)kind;
       val.dtype = toDType(v->dtype());
       val.shape = vec<int64_t>(v->shape());
       val.arg_name = str(v->arg_name());
@@ -87,7 +96,10 @@ Program readProgram(const fb::Program &p) {
       if (i->attrs())
         for (const fb::Attr *a : *i->attrs()) {
           AttrValue v;
-          v.kind = (AttrValue::Kind)a->kind();
+          int kind = (int)a->kind();
+          if (kind < AttrValue::Int || kind > AttrValue::Floats)
+            throw ArtefactError("instruction " + in.op + " has an attribute of unknown kind");
+          v.kind = (AttrValue::Kind)kind;
           v.i = a->i();
           v.f = a->f();
           v.s = str(a->s());
@@ -105,8 +117,8 @@ Program readProgram(const fb::Program &p) {
 CachePlan readCachePlan(const fb::CachePlan &c) {
   CachePlan out;
   out.block_size = c.block_size();
-  if (out.block_size <= 0)
-    throw ArtefactError("cache plan has a non-positive block size");
+  if (out.block_size <= 0 || out.block_size > (1 << 20))
+    throw ArtefactError("cache plan has a block size of " + std::to_string(out.block_size));
   out.kv_dtype = toDType(c.kv_dtype());
   if (c.groups())
     for (const fb::CacheGroup *g : *c.groups()) {
@@ -120,6 +132,10 @@ CachePlan readCachePlan(const fb::CachePlan &c) {
       grp.bytes_per_token = g->bytes_per_token();
       if (grp.id != (int)out.groups.size())
         throw ArtefactError("cache groups are not numbered in order");
+      // Window and chunk lengths divide positions; a bound keeps block arithmetic in range.
+      if (grp.retention != CacheGroup::All && (grp.tokens <= 0 || grp.tokens > (1ll << 40)))
+        throw ArtefactError("a windowed cache group has a window of " + std::to_string(grp.tokens) +
+                            " tokens");
       out.groups.push_back(std::move(grp));
     }
   if (c.layers())
@@ -130,8 +146,12 @@ CachePlan readCachePlan(const fb::CachePlan &c) {
       if (layer.group < 0 || layer.group >= (int)out.groups.size())
         throw ArtefactError("cache layer refers to an unknown group");
       if (l->rows())
-        for (const fb::CacheRow *r : *l->rows())
+        for (const fb::CacheRow *r : *l->rows()) {
+          if (r->elems() <= 0 || r->elems() > (1ll << 31))
+            throw ArtefactError("cache layer row '" + r->name()->str() + "' has " +
+                                std::to_string(r->elems()) + " elements per token");
           layer.rows.emplace_back(r->name()->str(), r->elems());
+        }
       out.layers.push_back(std::move(layer));
     }
   return out;
@@ -206,11 +226,28 @@ Artefact Artefact::fromBytes(const uint8_t *data, size_t size) {
     }
     e.stack = w->combine() == fb::Combine::Stack;
     e.transpose = w->transpose();
+    // Weights are allocated from these shapes (random weights without a checkpoint).
+    int64_t numel = 1;
+    for (int64_t d : e.shape) {
+      if (d <= 0 || d > (1ll << 40) || numel > (1ll << 40) / d)
+        throw ArtefactError("weight '" + e.name + "' has a bad shape");
+      numel *= d;
+    }
+    if (e.shape.empty() || e.parts.empty())
+      throw ArtefactError("weight '" + e.name + "' has no shape or no checkpoint tensors");
+    for (const auto &names : e.parts)
+      if (names.empty())
+        throw ArtefactError("weight '" + e.name + "' has an empty part");
     a.weights.push_back(std::move(e));
   }
   for (const Value &v : a.program.values)
-    if (v.kind == Value::Weight && (v.weight < 0 || v.weight >= (int)a.weights.size()))
-      throw ArtefactError("program value refers to an unknown weight");
+    if (v.kind == Value::Weight) {
+      if (v.weight < 0 || v.weight >= (int)a.weights.size())
+        throw ArtefactError("program value refers to an unknown weight");
+      if (v.shape != a.weights[v.weight].shape)
+        throw ArtefactError("program value and weight '" + a.weights[v.weight].name +
+                            "' disagree on its shape");
+    }
   if (const fb::KernelBundle *k = m->kernels()) {
     KernelBundle kb;
     kb.source = str(k->source());

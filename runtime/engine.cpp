@@ -218,6 +218,8 @@ std::vector<TokenEvent> Engine::step() {
   buildBatch(plan, batch_);
   double t1 = now();
   backend_->run(batch_, logits_);
+  if ((int64_t)logits_.size() < batch_.num_logit_rows * artefact_->meta.vocab_size)
+    throw std::runtime_error("the backend returned fewer logits than the vocabulary needs");
   double t2 = now();
   scheduler_->commit(plan);
   stats_.steps++;

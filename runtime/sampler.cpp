@@ -41,9 +41,11 @@ float logSoftmaxAt(const float *logits, int64_t vocab, int32_t token) {
 } // namespace
 
 Sample sampleToken(const float *logits, int64_t vocab, const SamplingParams &p, int64_t step) {
+  // The log-probability costs a pass over the vocabulary: only when asked for.
+  auto logprob = [&](int32_t token) { return p.logprobs ? logSoftmaxAt(logits, vocab, token) : 0.0f; };
   if (p.temperature == 0) {
     int32_t best = (int32_t)(std::max_element(logits, logits + vocab) - logits);
-    return {best, logSoftmaxAt(logits, vocab, best)};
+    return {best, logprob(best)};
   }
   // Candidates sorted by logit (ties: lower id first), then filtered.
   std::vector<int32_t> ids(vocab);
@@ -91,7 +93,7 @@ Sample sampleToken(const float *logits, int64_t vocab, const SamplingParams &p, 
     }
   }
   int32_t token = ids[chosen];
-  return {token, logSoftmaxAt(logits, vocab, token)};
+  return {token, logprob(token)};
 }
 
 } // namespace cbc::rt

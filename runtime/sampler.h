@@ -13,7 +13,7 @@ namespace cbc::rt {
 
 struct Sample {
   int32_t token;
-  float logprob; // log-softmax of the raw logits at the chosen token
+  float logprob; // log-softmax of the raw logits at the chosen token (when params.logprobs)
 };
 
 // Empty when the parameters are valid; otherwise the reason to reject the request.

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <map>
 #include <stdexcept>
 
@@ -62,9 +63,14 @@ CpuBackend::CpuBackend(const Artefact &a, WeightStore weights, const BackendLimi
                        int threads)
     : artefact_(a), weights_(std::move(weights)), limits_(limits), pool_(threads) {
   pfor_ = [this](int64_t n, const std::function<void(int64_t)> &fn) { pool_.parallelFor(n, fn); };
-  arenas_[0].reset(new float[std::max<int64_t>(1, a.program.token_row_elems * limits.max_tokens)]);
-  arenas_[1].reset(new float[std::max<int64_t>(1, a.program.request_row_elems * limits.max_requests)]);
   checkArenaSlots();
+  // Sized by the slots the values use (at most the declared row widths).
+  int64_t extent[2] = {1, 1};
+  for (const Value &v : a.program.values)
+    if (v.kind == Value::Activation)
+      extent[v.arena] = std::max(extent[v.arena], v.offset + v.cols());
+  arenas_[0].reset(new float[extent[0] * limits.max_tokens]);
+  arenas_[1].reset(new float[extent[1] * limits.max_requests]);
   for (const CacheLayer &l : a.cache_plan.layers) {
     cpu::KvLayout layout;
     layout.block_size = a.cache_plan.block_size;
@@ -80,13 +86,22 @@ CpuBackend::CpuBackend(const Artefact &a, WeightStore weights, const BackendLimi
 // A corrupt or hostile artefact must not make the backend write outside its arenas.
 void CpuBackend::checkArenaSlots() const {
   const Program &p = artefact_.program;
+  // Row widths stay within what int arithmetic (and BLAS's int sizes) can index.
+  const int64_t maxWidth = std::numeric_limits<int32_t>::max();
+  if (p.token_row_elems < 0 || p.token_row_elems > maxWidth || p.request_row_elems < 0 ||
+      p.request_row_elems > maxWidth || limits_.max_tokens < 1 || limits_.max_requests < 1)
+    throw ArtefactError("the program's arena rows are out of range");
   for (const Value &v : p.values) {
     if (v.kind != Value::Activation)
       continue;
     int64_t width = v.arena == 0 ? p.token_row_elems : p.request_row_elems;
-    if (v.shape.size() != 2 || v.cols() <= 0 || v.offset + v.cols() > width)
+    if (v.shape.size() != 2 || v.cols() <= 0 || v.offset > width || v.cols() > width - v.offset)
       throw ArtefactError("program value does not fit its arena slot");
   }
+  // The engine reads vocab_size logits per sampled row.
+  const Value &out = p.values[p.output];
+  if (out.kind != Value::Activation || out.cols() != artefact_.meta.vocab_size)
+    throw ArtefactError("the program's output is not a [rows, vocab_size] activation");
 }
 
 int64_t CpuBackend::cacheBytesPerToken(int group) const {
@@ -148,37 +163,87 @@ CpuBackend::Exec CpuBackend::compile(const Instr &in) {
       throw ArtefactError("instruction " + in.op + " has the wrong number of operands");
   };
   const std::string &op = in.op;
+  // A corrupt artefact must not make a kernel read or write out of bounds: each operand is
+  // checked against what the kernel will index.
+  const auto &values = artefact_.program.values;
+  auto fail = [&](const std::string &why) {
+    return ArtefactError("instruction " + op + " " + why);
+  };
+  // Activations processed row by row together share one arena (the same row count).
+  auto acts = [&](std::initializer_list<int> ids) {
+    int arena = -1;
+    for (int v : ids) {
+      if (values[v].kind != Value::Activation)
+        throw fail("expects an activation operand");
+      if (arena >= 0 && values[v].arena != arena)
+        throw fail("mixes per-token and per-request rows");
+      arena = values[v].arena;
+    }
+  };
+  auto needArg = [&](size_t idx, const char *name) {
+    if (values[I[idx]].kind != Value::Argument || values[I[idx]].arg_name != name)
+      throw fail(std::string("expects the step argument '") + name + "'");
+  };
+  auto weightShape = [&](int v) -> const std::vector<int64_t> & {
+    if (values[v].kind != Value::Weight)
+      throw fail("expects a weight operand");
+    return weights_.get(values[v].weight).shape;
+  };
+  auto weightNumel = [&](int v) {
+    int64_t n = 1;
+    for (int64_t d : weightShape(v))
+      n *= d;
+    return n;
+  };
+  auto check = [&](bool ok, const char *why) {
+    if (!ok)
+      throw fail(why);
+  };
 
   if (op == "cbc.math.embed") {
     need(2, 1);
+    needArg(0, "tokens");
+    acts({O[0]});
     std::string tokens = argName(0);
     float scale = (float)in.getFloat("scale", 1.0);
     int64_t H = cols(O[0]);
+    const auto &table = weightShape(I[1]);
+    check(table.size() == 2 && table[1] == H && table[0] >= artefact_.meta.vocab_size,
+          "has an embedding table that does not match the vocabulary and width");
     return [=, this](StepContext &) {
       cpu::embed(arg(tokens), batch_->num_tokens, weight(I[1]), H, scale, f32(O[0]));
     };
   }
   if (op == "cbc.math.linear") {
     need(2, 1);
+    acts({I[0], O[0]});
     int64_t K = cols(I[0]), N = cols(O[0]);
     bool bias = I.size() > 2;
+    check(weightNumel(I[1]) == N * K && weightShape(I[1]).size() == 2 && weightShape(I[1])[1] == K,
+          "has a weight whose shape is not [out, in]");
+    check(!bias || weightNumel(I[2]) == N, "has a bias of the wrong size");
     return [=, this](StepContext &) {
       cpu::linear(f32(I[0]), rows(I[0]), K, weight(I[1]), N, bias ? weight(I[2]) : nullptr, f32(O[0]));
     };
   }
   if (op == "cbc.math.rms_norm") {
     need(1, 1);
+    acts({I[0], O[0]});
     int64_t width = cols(I[0]);
     int64_t group = in.getInt("group", width);
     float eps = (float)in.getFloat("eps"), offset = (float)in.getFloat("offset", 0.0);
     bool w = I.size() > 1;
+    check(group > 0 && width % group == 0 && cols(O[0]) == width, "has an inconsistent width or group");
+    check(!w || weightNumel(I[1]) == group, "has a weight of the wrong size");
     return [=, this](StepContext &) {
       cpu::rmsNorm(f32(I[0]), rows(I[0]), width, group, w ? weight(I[1]) : nullptr, eps, offset, f32(O[0]));
     };
   }
   if (op == "cbc.math.add") {
     need(2, 1);
+    acts({I[0], I[1], O[0]});
     int64_t width = cols(I[0]);
+    check(cols(I[1]) == width && cols(O[0]) == width, "adds operands of different widths");
     return [=, this](StepContext &) {
       cpu::add(f32(I[0]), f32(I[1]), rows(I[0]) * width, f32(O[0]));
     };
@@ -189,13 +254,21 @@ CpuBackend::Exec CpuBackend::compile(const Instr &in) {
     bool inter = in.getString("layout", "halves") == "interleaved";
     float limit = (float)in.getFloat("limit", 0), alpha = (float)in.getFloat("alpha", 0);
     int64_t width = cols(O[0]);
+    acts({I[0], O[0]});
+    check(cols(I[0]) == 2 * width, "needs an input twice as wide as its output");
     return [=, this](StepContext &) {
       cpu::glu(f32(I[0]), rows(I[0]), width, act, inter, limit, alpha, f32(O[0]));
     };
   }
   if (op == "cbc.math.split") {
     need(1, O.size());
-    int64_t width = cols(I[0]);
+    int64_t width = cols(I[0]), total = 0;
+    acts({I[0]});
+    for (int o : O) {
+      acts({I[0], o});
+      total += cols(o);
+    }
+    check(total <= width, "splits more columns than its input has");
     return [=, this](StepContext &) {
       int64_t col = 0;
       for (int o : O) {
@@ -224,8 +297,14 @@ CpuBackend::Exec CpuBackend::compile(const Instr &in) {
       p.dynamic_max_positions = in.getInt("dynamic_max_positions");
     }
     if ((int64_t)p.inv_freq.size() != p.rotary_dim / 2 || p.head_dim <= 0 ||
-        cols(I[0]) % p.head_dim != 0)
+        cols(I[0]) % p.head_dim != 0 || p.rotary_dim < 0 || p.rotary_dim > p.head_dim ||
+        (in.has("inv_freq_long") && (int64_t)p.inv_freq_long.size() != p.rotary_dim / 2))
       throw ArtefactError("cbc.math.rope has inconsistent attributes");
+    acts({I[0], O[0]});
+    check(cols(O[0]) == cols(I[0]), "changes the width");
+    needArg(1, "positions");
+    needArg(2, "seq_ids");
+    needArg(3, "prompt_lens");
     std::string positions = argName(1), seqIds = argName(2), promptLens = argName(3);
     int64_t width = cols(I[0]);
     return [=, this](StepContext &ctx) {
@@ -240,11 +319,15 @@ CpuBackend::Exec CpuBackend::compile(const Instr &in) {
   if (op == "cbc.math.softcap") {
     need(1, 1);
     float cap = (float)in.getFloat("cap");
+    acts({I[0], O[0]});
+    check(cols(O[0]) == cols(I[0]), "changes the width");
     return [=, this](StepContext &) { cpu::softcap(f32(I[0]), rows(I[0]) * cols(I[0]), cap, f32(O[0])); };
   }
   if (op == "cbc.math.gate") {
     need(2, 1);
+    acts({I[0], I[1], O[0]});
     int64_t width = cols(I[0]), gw = cols(I[1]);
+    check(cols(O[0]) == width && (gw == 1 || gw == width), "has a gate of the wrong width");
     return [=, this](StepContext &) {
       cpu::sigmoidGate(f32(I[0]), f32(I[1]), rows(I[0]), width, gw, f32(O[0]));
     };
@@ -253,8 +336,15 @@ CpuBackend::Exec CpuBackend::compile(const Instr &in) {
     need(5, 0);
     int layer = (int)in.getInt("layer");
     int group = (int)in.getInt("group");
-    if (!kvLayouts_.count(layer) || group < 0 || group >= (int)artefact_.cache_plan.groups.size())
+    if (!kvLayouts_.count(layer) || group < 0 || group >= (int)artefact_.cache_plan.groups.size() ||
+        layerGroup_.at(layer) != group)
       throw ArtefactError("cbc.kv.append refers to a layer the cache plan lacks");
+    acts({I[0], I[1]});
+    const cpu::KvLayout &kv = kvLayouts_.at(layer);
+    check(kv.k_elems >= 0 && cols(I[0]) == kv.k_elems && cols(I[1]) == kv.row_elems - kv.k_elems,
+          "writes rows that do not match the cache plan");
+    needArg(2, "positions");
+    needArg(3, "seq_ids");
     std::string positions = argName(2), seqIds = argName(3);
     return [=, this](StepContext &) {
       const StepBatch &b = *batch_;
@@ -267,18 +357,32 @@ CpuBackend::Exec CpuBackend::compile(const Instr &in) {
     need(6, 1);
     int layer = (int)in.getInt("layer");
     int group = (int)in.getInt("group");
-    if (!kvLayouts_.count(layer) || group < 0 || group >= (int)artefact_.cache_plan.groups.size())
+    if (!kvLayouts_.count(layer) || group < 0 || group >= (int)artefact_.cache_plan.groups.size() ||
+        layerGroup_.at(layer) != group)
       throw ArtefactError("cbc.kv.attention refers to a layer the cache plan lacks");
+    acts({I[0], O[0]});
     cpu::AttentionParams p;
     p.num_heads = in.getInt("num_heads");
     p.num_kv_heads = in.getInt("num_kv_heads");
     p.head_dim = in.getInt("head_dim");
-    p.v_head_dim = cols(O[0]) / p.num_heads;
+    p.v_head_dim = p.num_heads > 0 ? cols(O[0]) / p.num_heads : 0;
     p.scale = (float)in.getFloat("scale");
     p.window = in.getInt("window", 0);
     p.chunk = in.getInt("chunk", 0);
     p.softcap = (float)in.getFloat("softcap", 0.0);
     bool sinks = I.size() > 6;
+    const cpu::KvLayout &kv = kvLayouts_.at(layer);
+    const int64_t maxHeads = 1 << 20;
+    check(p.num_heads > 0 && p.num_kv_heads > 0 && p.num_heads % p.num_kv_heads == 0 &&
+              p.head_dim > 0 && p.num_heads <= maxHeads && p.num_kv_heads <= maxHeads &&
+              p.head_dim <= maxHeads && cols(I[0]) == p.num_heads * p.head_dim &&
+              cols(O[0]) == p.num_heads * p.v_head_dim &&
+              p.num_kv_heads * p.head_dim <= kv.k_elems &&
+              p.num_kv_heads * p.v_head_dim <= kv.row_elems - kv.k_elems,
+          "has heads that do not match its operands or the cache plan");
+    check(!sinks || weightNumel(I[6]) == p.num_heads, "has sinks of the wrong size");
+    needArg(1, "positions");
+    needArg(2, "seq_ids");
     std::string positions = argName(1), seqIds = argName(2);
     return [=, this](StepContext &) mutable {
       const StepBatch &b = *batch_;
@@ -292,6 +396,11 @@ CpuBackend::Exec CpuBackend::compile(const Instr &in) {
   if (op == "cbc.rows.gather") {
     need(2, 1);
     int64_t width = cols(I[0]);
+    acts({I[0]});
+    acts({O[0]});
+    check(values[I[0]].arena == 0 && values[O[0]].arena == 1 && cols(O[0]) == width,
+          "must gather token rows into request rows of the same width");
+    needArg(1, "logit_rows");
     std::string rowsArg = argName(1);
     return [=, this](StepContext &) {
       cpu::gatherRows(f32(I[0]), width, arg(rowsArg), batch_->num_logit_rows, f32(O[0]));
@@ -299,7 +408,9 @@ CpuBackend::Exec CpuBackend::compile(const Instr &in) {
   }
   if (op == "cbc.moe.route") {
     need(1, 2);
+    acts({I[0], O[0], O[1]});
     int64_t E = cols(I[0]), k = in.getInt("k");
+    check(k >= 1 && k <= E && cols(O[0]) == k && cols(O[1]) == k, "has an inconsistent k");
     bool topkSoftmax = in.getString("score") == "topk_softmax";
     bool renorm = in.getInt("renorm", 0) != 0;
     float scaling = (float)in.getFloat("scaling", 1.0);
@@ -317,6 +428,13 @@ CpuBackend::Exec CpuBackend::compile(const Instr &in) {
       throw ArtefactError("cbc.moe.experts: gate_up must be rank 3");
     int64_t E = guShape[0], I2 = guShape[1], H = guShape[2], k = cols(I[1]);
     bool biases = I.size() > 5;
+    acts({I[0], I[1], I[2], O[0]});
+    check(weightShape(I[3]) == guShape && I2 % 2 == 0 && cols(I[0]) == H && cols(O[0]) == H &&
+              cols(I[2]) == k && weightShape(I[4]) == std::vector<int64_t>{E, H, I2 / 2},
+          "has expert weights that do not match its operands");
+    check(!biases || (I.size() > 6 && weightShape(I[5]) == std::vector<int64_t>{E, I2} &&
+                      weightShape(I[6]) == std::vector<int64_t>{E, H}),
+          "has expert biases of the wrong shape");
     return [=, this](StepContext &) {
       cpu::ExpertWeights w{weight(I[3]), weight(I[4]), biases ? weight(I[5]) : nullptr,
                            biases ? weight(I[6]) : nullptr, E, I2 / 2, H};

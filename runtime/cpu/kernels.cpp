@@ -111,8 +111,9 @@ void sigmoidGate(const float *x, const float *g, int64_t M, int64_t width, int64
 }
 
 void copyColumns(const float *x, int64_t M, int64_t xWidth, int64_t col0, int64_t width, float *y) {
+  // memmove: the slots of a corrupt artefact may overlap.
   for (int64_t m = 0; m < M; ++m)
-    std::memcpy(y + m * width, x + m * xWidth + col0, width * sizeof(float));
+    std::memmove(y + m * width, x + m * xWidth + col0, width * sizeof(float));
 }
 
 void ropeFrequencies(const RopeParams &p, int64_t seqLen, std::vector<float> &freq) {

@@ -12,6 +12,8 @@ config.substitutions.append(("%configs", os.path.join(config.cbc_src_root, "test
 config.substitutions.append(("%inputs", os.path.join(config.test_source_root, "Inputs")))
 
 llvm_config.use_default_substitutions()
+# Prepend (append_path=True puts the directory first): cbc's tools first, then LLVM's test
+# tools (FileCheck, not, count), then the system PATH for head, printf and friends.
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
-llvm_config.with_environment("PATH", config.cbc_tools_dir, append_path=False)
+llvm_config.with_environment("PATH", config.cbc_tools_dir, append_path=True)
 llvm_config.add_tool_substitutions(["cbc-opt", "cbc"], [config.cbc_tools_dir])

@@ -90,6 +90,8 @@ int compileMain(int argc, char **argv) {
     options.block_size = args.getInt("--block-size", 16);
     if (options.block_size <= 0)
       throw UsageError("--block-size must be positive");
+    if (options.dtype != "bf16" && options.dtype != "f16" && options.dtype != "f32")
+      throw UsageError("--dtype must be bf16, f16 or f32, got '" + options.dtype + "'");
     codegen::CompileResult result = codegen::compileConfig(text.str(), options);
     writeAtomically(outPath, result.artefact);
     if (args.has("--emit-ir"))

@@ -1,0 +1,724 @@
+// RUN: cbc-opt %s -split-input-file -verify-diagnostics
+
+// One case per verifier message of dialects/cbc/CbcOps.cpp, plus the type constraints of
+// CbcDialect.td / CbcOps.td that guard the verifiers (packed rows, int32 vectors, block tables,
+// static weights).
+
+//===----------------------------------------------------------------------===//
+// cbc.weight.ref
+//===----------------------------------------------------------------------===//
+
+func.func @weight_empty_name() {
+  // expected-error @+1 {{'cbc.weight.ref' op needs a non-empty name}}
+  %0 = cbc.weight.ref "" {sources = [["a"]]} : tensor<4xbf16>
+  return
+}
+
+// -----
+
+func.func @weight_no_sources() {
+  // expected-error @+1 {{'cbc.weight.ref' op needs at least one source}}
+  %0 = cbc.weight.ref "w" {sources = []} : tensor<4xbf16>
+  return
+}
+
+// -----
+
+func.func @weight_part_not_a_list() {
+  // expected-error @+1 {{'cbc.weight.ref' op each source part must be a non-empty list of tensor names}}
+  %0 = cbc.weight.ref "w" {sources = ["a"]} : tensor<4xbf16>
+  return
+}
+
+// -----
+
+func.func @weight_empty_part() {
+  // expected-error @+1 {{'cbc.weight.ref' op each source part must be a non-empty list of tensor names}}
+  %0 = cbc.weight.ref "w" {sources = [[]]} : tensor<4xbf16>
+  return
+}
+
+// -----
+
+func.func @weight_part_not_strings() {
+  // expected-error @+1 {{'cbc.weight.ref' op each source part must be a non-empty list of tensor names}}
+  %0 = cbc.weight.ref "w" {sources = [["a", 3]]} : tensor<4xbf16>
+  return
+}
+
+// -----
+
+func.func @weight_none_two_parts() {
+  // expected-error @+1 {{'cbc.weight.ref' op combine 'none' takes exactly one source part}}
+  %0 = cbc.weight.ref "w" {sources = [["a"], ["b"]]} : tensor<4xbf16>
+  return
+}
+
+// -----
+
+func.func @weight_stack_count() {
+  // expected-error @+1 {{'cbc.weight.ref' op combine 'stack' needs one source part per leading index}}
+  %0 = cbc.weight.ref "w" {combine = "stack", sources = [["a"], ["b"]]} : tensor<3x4x4xbf16>
+  return
+}
+
+// -----
+
+func.func @weight_stack_rank() {
+  // expected-error @+1 {{'cbc.weight.ref' op combine 'stack' needs one source part per leading index}}
+  %0 = cbc.weight.ref "w" {combine = "stack", sources = [["a"], ["b"]]} : tensor<2xbf16>
+  return
+}
+
+// -----
+
+func.func @weight_unknown_combine() {
+  // expected-error @+1 {{'cbc.weight.ref' op unknown combine 'concat'}}
+  %0 = cbc.weight.ref "w" {combine = "concat", sources = [["a"]]} : tensor<4xbf16>
+  return
+}
+
+// -----
+
+func.func @weight_dynamic_shape() {
+  // expected-error @+1 {{'cbc.weight.ref' op result #0 must be statically shaped weight tensor, but got 'tensor<?x4xbf16>'}}
+  %0 = cbc.weight.ref "w" {sources = [["a"]]} : tensor<?x4xbf16>
+  return
+}
+
+//===----------------------------------------------------------------------===//
+// Type constraints shared by the ops
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @rows_static_leading_dim(%x: tensor<4x8xf32>) {
+  // expected-error @+1 {{'cbc.math.add' op operand #0 must be packed rows (tensor<?xNxf32>), but got 'tensor<4x8xf32>'}}
+  %0 = cbc.math.add %x, %x : tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @rows_not_f32(%x: tensor<?x8xbf16>) {
+  // expected-error @+1 {{'cbc.math.softcap' op operand #0 must be packed rows (tensor<?xNxf32>), but got 'tensor<?x8xbf16>'}}
+  %0 = cbc.math.softcap %x {cap = 1.0 : f64} : tensor<?x8xbf16>
+  return
+}
+
+// -----
+
+func.func @rows_dynamic_width(%x: tensor<?x?xf32>, %rows: tensor<?xi32>) {
+  // expected-error @+1 {{'cbc.rows.gather' op operand #0 must be packed rows (tensor<?xNxf32>), but got 'tensor<?x?xf32>'}}
+  %0 = cbc.rows.gather %x, %rows : tensor<?x?xf32>, tensor<?xi32> -> tensor<?x?xf32>
+  return
+}
+
+// -----
+
+func.func @index_not_i32(%x: tensor<?x8xf32>, %rows: tensor<?xi64>) {
+  // expected-error @+1 {{'cbc.rows.gather' op operand #1 must be int32 vector (tensor<?xi32>), but got 'tensor<?xi64>'}}
+  %0 = cbc.rows.gather %x, %rows : tensor<?x8xf32>, tensor<?xi64> -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @block_tables_rank(%k: tensor<?x8xf32>, %pos: tensor<?xi32>, %bt: tensor<?x?xi32>) {
+  // expected-error @+1 {{'cbc.kv.append' op operand #4 must be block tables (tensor<?x?x?xi32>), but got 'tensor<?x?xi32>'}}
+  cbc.kv.append %k, %k, %pos, %pos, %bt {layer = 0 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64} : tensor<?x8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?xi32>
+  return
+}
+
+// -----
+
+func.func @weight_operand_dynamic(%x: tensor<?x8xf32>, %w: tensor<?x8xbf16>) {
+  // expected-error @+1 {{'cbc.math.linear' op operand #1 must be statically shaped weight tensor, but got 'tensor<?x8xbf16>'}}
+  %0 = cbc.math.linear %x, %w : tensor<?x8xf32>, tensor<?x8xbf16> -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @route_ids_not_i32(%l: tensor<?x4xf32>) {
+  // expected-error @+1 {{'cbc.moe.route' op result #1 must be packed int32 rows (tensor<?xNxi32>), but got 'tensor<?x2xf32>'}}
+  %w, %ids = cbc.moe.route %l {k = 2 : i64, score = "softmax"} : tensor<?x4xf32> -> tensor<?x2xf32>, tensor<?x2xf32>
+  return
+}
+
+//===----------------------------------------------------------------------===//
+// Dense math
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @embed_table_rank(%tok: tensor<?xi32>, %t: tensor<16xbf16>) {
+  // expected-error @+1 {{'cbc.math.embed' op table must be [vocab, hidden]}}
+  %0 = cbc.math.embed %tok, %t : tensor<?xi32>, tensor<16xbf16> -> tensor<?x16xf32>
+  return
+}
+
+// -----
+
+func.func @embed_width(%tok: tensor<?xi32>, %t: tensor<16x8xbf16>) {
+  // expected-error @+1 {{'cbc.math.embed' op result width must equal the table's hidden size}}
+  %0 = cbc.math.embed %tok, %t : tensor<?xi32>, tensor<16x8xbf16> -> tensor<?x16xf32>
+  return
+}
+
+// -----
+
+func.func @linear_weight_rank(%x: tensor<?x8xf32>, %w: tensor<2x4x8xbf16>) {
+  // expected-error @+1 {{'cbc.math.linear' op weight must be [out, in]}}
+  %0 = cbc.math.linear %x, %w : tensor<?x8xf32>, tensor<2x4x8xbf16> -> tensor<?x4xf32>
+  return
+}
+
+// -----
+
+func.func @linear_in(%x: tensor<?x8xf32>, %w: tensor<4x6xbf16>) {
+  // expected-error @+1 {{'cbc.math.linear' op weight input size 6 does not match input width 8}}
+  %0 = cbc.math.linear %x, %w : tensor<?x8xf32>, tensor<4x6xbf16> -> tensor<?x4xf32>
+  return
+}
+
+// -----
+
+func.func @linear_out(%x: tensor<?x8xf32>, %w: tensor<4x8xbf16>) {
+  // expected-error @+1 {{'cbc.math.linear' op weight output size must equal the result width}}
+  %0 = cbc.math.linear %x, %w : tensor<?x8xf32>, tensor<4x8xbf16> -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @linear_bias(%x: tensor<?x8xf32>, %w: tensor<4x8xbf16>, %b: tensor<8xbf16>) {
+  // expected-error @+1 {{'cbc.math.linear' op bias must be [out]}}
+  %0 = cbc.math.linear %x, %w, %b : tensor<?x8xf32>, tensor<4x8xbf16>, tensor<8xbf16> -> tensor<?x4xf32>
+  return
+}
+
+// -----
+
+func.func @linear_bias_rank(%x: tensor<?x8xf32>, %w: tensor<4x8xbf16>, %b: tensor<1x4xbf16>) {
+  // expected-error @+1 {{'cbc.math.linear' op bias must be [out]}}
+  %0 = cbc.math.linear %x, %w, %b : tensor<?x8xf32>, tensor<4x8xbf16>, tensor<1x4xbf16> -> tensor<?x4xf32>
+  return
+}
+
+// -----
+
+func.func @norm_group_divides(%x: tensor<?x8xf32>) {
+  // expected-error @+1 {{'cbc.math.rms_norm' op group 3 must divide the row width 8}}
+  %0 = cbc.math.rms_norm %x {eps = 1.0e-6 : f64, group = 3 : i64} : tensor<?x8xf32> -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @norm_group_zero(%x: tensor<?x8xf32>) {
+  // expected-error @+1 {{'cbc.math.rms_norm' op group 0 must divide the row width 8}}
+  %0 = cbc.math.rms_norm %x {eps = 1.0e-6 : f64, group = 0 : i64} : tensor<?x8xf32> -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @norm_weight(%x: tensor<?x8xf32>, %w: tensor<8xbf16>) {
+  // expected-error @+1 {{'cbc.math.rms_norm' op weight must have one entry per feature of a group}}
+  %0 = cbc.math.rms_norm %x, %w {eps = 1.0e-6 : f64, group = 4 : i64} : tensor<?x8xf32>, tensor<8xbf16> -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @norm_eps(%x: tensor<?x8xf32>) {
+  // expected-error @+1 {{'cbc.math.rms_norm' op eps must be positive}}
+  %0 = cbc.math.rms_norm %x {eps = 0.0 : f64} : tensor<?x8xf32> -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @norm_result(%x: tensor<?x8xf32>) {
+  // expected-error @+1 {{'cbc.math.rms_norm' op result width must equal the input width}}
+  %0 = cbc.math.rms_norm %x {eps = 1.0e-6 : f64} : tensor<?x8xf32> -> tensor<?x4xf32>
+  return
+}
+
+// -----
+
+func.func @add_types(%x: tensor<?x8xf32>, %y: tensor<?x4xf32>) {
+  // expected-error @+1 {{'cbc.math.add' op requires the same type for all operands and results}}
+  %0 = "cbc.math.add"(%x, %y) : (tensor<?x8xf32>, tensor<?x4xf32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @glu_act(%x: tensor<?x8xf32>) {
+  // expected-error @+1 {{'cbc.math.glu' op unknown activation 'relu'}}
+  %0 = cbc.math.glu %x {act = "relu"} : tensor<?x8xf32> -> tensor<?x4xf32>
+  return
+}
+
+// -----
+
+func.func @glu_layout(%x: tensor<?x8xf32>) {
+  // expected-error @+1 {{'cbc.math.glu' op unknown layout 'columns'}}
+  %0 = cbc.math.glu %x {act = "silu", layout = "columns"} : tensor<?x8xf32> -> tensor<?x4xf32>
+  return
+}
+
+// -----
+
+func.func @glu_gpt_oss_limit(%x: tensor<?x8xf32>) {
+  // expected-error @+1 {{'cbc.math.glu' op activation 'gpt_oss' needs 'limit' and 'alpha'}}
+  %0 = cbc.math.glu %x {act = "gpt_oss", alpha = 1.702 : f64} : tensor<?x8xf32> -> tensor<?x4xf32>
+  return
+}
+
+// -----
+
+func.func @glu_gpt_oss_alpha(%x: tensor<?x8xf32>) {
+  // expected-error @+1 {{'cbc.math.glu' op activation 'gpt_oss' needs 'limit' and 'alpha'}}
+  %0 = cbc.math.glu %x {act = "gpt_oss", limit = 7.0 : f64} : tensor<?x8xf32> -> tensor<?x4xf32>
+  return
+}
+
+// -----
+
+func.func @glu_width(%x: tensor<?x8xf32>) {
+  // expected-error @+1 {{'cbc.math.glu' op input width must be twice the result width}}
+  %0 = cbc.math.glu %x {act = "silu"} : tensor<?x8xf32> -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @split_widths(%x: tensor<?x12xf32>) {
+  // expected-error @+1 {{'cbc.math.split' op result widths add up to 10, not the input width 12}}
+  %0:2 = cbc.math.split %x : tensor<?x12xf32> -> tensor<?x8xf32>, tensor<?x2xf32>
+  return
+}
+
+// -----
+
+func.func @rope_head_dim(%x: tensor<?x8xf32>, %p: tensor<?xi32>) {
+  // expected-error @+1 {{'cbc.math.rope' op head_dim must divide the row width}}
+  %0 = cbc.math.rope %x, %p, %p, %p {head_dim = 3 : i64, rotary_dim = 2 : i64, inv_freq = array<f32: 1.0>} : tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @rope_head_dim_zero(%x: tensor<?x8xf32>, %p: tensor<?xi32>) {
+  // expected-error @+1 {{'cbc.math.rope' op head_dim must divide the row width}}
+  %0 = cbc.math.rope %x, %p, %p, %p {head_dim = 0 : i64, rotary_dim = 2 : i64, inv_freq = array<f32: 1.0>} : tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @rope_rotary_odd(%x: tensor<?x8xf32>, %p: tensor<?xi32>) {
+  // expected-error @+1 {{'cbc.math.rope' op rotary_dim must be even and in (0, head_dim]}}
+  %0 = cbc.math.rope %x, %p, %p, %p {head_dim = 4 : i64, rotary_dim = 3 : i64, inv_freq = array<f32: 1.0>} : tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @rope_rotary_too_big(%x: tensor<?x8xf32>, %p: tensor<?xi32>) {
+  // expected-error @+1 {{'cbc.math.rope' op rotary_dim must be even and in (0, head_dim]}}
+  %0 = cbc.math.rope %x, %p, %p, %p {head_dim = 4 : i64, rotary_dim = 8 : i64, inv_freq = array<f32: 1.0, 1.0, 1.0, 1.0>} : tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @rope_inv_freq(%x: tensor<?x8xf32>, %p: tensor<?xi32>) {
+  // expected-error @+1 {{'cbc.math.rope' op inv_freq must have rotary_dim / 2 entries}}
+  %0 = cbc.math.rope %x, %p, %p, %p {head_dim = 4 : i64, rotary_dim = 4 : i64, inv_freq = array<f32: 1.0>} : tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @rope_pairing(%x: tensor<?x8xf32>, %p: tensor<?xi32>) {
+  // expected-error @+1 {{'cbc.math.rope' op unknown pairing 'neox'}}
+  %0 = cbc.math.rope %x, %p, %p, %p {head_dim = 4 : i64, rotary_dim = 4 : i64, pairing = "neox", inv_freq = array<f32: 1.0, 0.1>} : tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @rope_inv_freq_long(%x: tensor<?x8xf32>, %p: tensor<?xi32>) {
+  // expected-error @+1 {{'cbc.math.rope' op inv_freq_long must have rotary_dim / 2 entries}}
+  %0 = cbc.math.rope %x, %p, %p, %p {head_dim = 4 : i64, rotary_dim = 4 : i64, inv_freq = array<f32: 1.0, 0.1>, inv_freq_long = array<f32: 0.5>, long_after = 4096 : i64} : tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @rope_long_after(%x: tensor<?x8xf32>, %p: tensor<?xi32>) {
+  // expected-error @+1 {{'cbc.math.rope' op inv_freq_long needs long_after}}
+  %0 = cbc.math.rope %x, %p, %p, %p {head_dim = 4 : i64, rotary_dim = 4 : i64, inv_freq = array<f32: 1.0, 0.1>, inv_freq_long = array<f32: 0.5, 0.05>} : tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @rope_dynamic(%x: tensor<?x8xf32>, %p: tensor<?xi32>) {
+  // expected-error @+1 {{'cbc.math.rope' op dynamic_base needs dynamic_factor and dynamic_max_positions}}
+  %0 = cbc.math.rope %x, %p, %p, %p {head_dim = 4 : i64, rotary_dim = 4 : i64, inv_freq = array<f32: 1.0, 0.1>, dynamic_base = 10000.0 : f64, dynamic_factor = 2.0 : f64} : tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @rope_result(%x: tensor<?x8xf32>, %p: tensor<?xi32>) {
+  // expected-error @+1 {{'cbc.math.rope' op result width must equal the input width}}
+  %0 = cbc.math.rope %x, %p, %p, %p {head_dim = 4 : i64, rotary_dim = 4 : i64, inv_freq = array<f32: 1.0, 0.1>} : tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x4xf32>
+  return
+}
+
+// -----
+
+func.func @softcap_cap(%x: tensor<?x8xf32>) {
+  // expected-error @+1 {{'cbc.math.softcap' op cap must be positive}}
+  %0 = cbc.math.softcap %x {cap = -30.0 : f64} : tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @gate_act(%x: tensor<?x8xf32>) {
+  // expected-error @+1 {{'cbc.math.gate' op unknown activation 'tanh'}}
+  %0 = cbc.math.gate %x, %x {act = "tanh"} : tensor<?x8xf32>, tensor<?x8xf32> -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @gate_width(%x: tensor<?x8xf32>, %g: tensor<?x2xf32>) {
+  // expected-error @+1 {{'cbc.math.gate' op gate width must be 1 or the input width}}
+  %0 = cbc.math.gate %x, %g : tensor<?x8xf32>, tensor<?x2xf32> -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @gate_result(%x: tensor<?x8xf32>, %g: tensor<?x1xf32>) {
+  // expected-error @+1 {{'cbc.math.gate' op result width must equal the input width}}
+  %0 = cbc.math.gate %x, %g : tensor<?x8xf32>, tensor<?x1xf32> -> tensor<?x4xf32>
+  return
+}
+
+//===----------------------------------------------------------------------===//
+// The paged cache
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @append_heads(%k: tensor<?x8xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>) {
+  // expected-error @+1 {{'cbc.kv.append' op head counts and head_dim must be positive}}
+  cbc.kv.append %k, %k, %p, %p, %bt {layer = 0 : i64, num_kv_heads = 0 : i64, head_dim = 4 : i64} : tensor<?x8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
+  return
+}
+
+// -----
+
+func.func @append_head_dim(%k: tensor<?x8xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>) {
+  // expected-error @+1 {{'cbc.kv.append' op head counts and head_dim must be positive}}
+  cbc.kv.append %k, %k, %p, %p, %bt {layer = 0 : i64, num_kv_heads = 2 : i64, head_dim = -4 : i64} : tensor<?x8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
+  return
+}
+
+// -----
+
+func.func @append_window(%k: tensor<?x8xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>) {
+  // expected-error @+1 {{'cbc.kv.append' op window must be positive}}
+  cbc.kv.append %k, %k, %p, %p, %bt {layer = 0 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, window = 0 : i64} : tensor<?x8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
+  return
+}
+
+// -----
+
+func.func @append_chunk(%k: tensor<?x8xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>) {
+  // expected-error @+1 {{'cbc.kv.append' op chunk must be positive}}
+  cbc.kv.append %k, %k, %p, %p, %bt {layer = 0 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, chunk = -1 : i64} : tensor<?x8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
+  return
+}
+
+// -----
+
+func.func @append_window_and_chunk(%k: tensor<?x8xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>) {
+  // expected-error @+1 {{'cbc.kv.append' op a layer is either windowed or chunked, not both}}
+  cbc.kv.append %k, %k, %p, %p, %bt {layer = 0 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, window = 128 : i64, chunk = 8192 : i64} : tensor<?x8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
+  return
+}
+
+// -----
+
+func.func @append_k_width(%k: tensor<?x8xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>) {
+  // expected-error @+1 {{'cbc.kv.append' op k width must be num_kv_heads * head_dim}}
+  cbc.kv.append %k, %k, %p, %p, %bt {layer = 0 : i64, num_kv_heads = 4 : i64, head_dim = 4 : i64} : tensor<?x8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
+  return
+}
+
+// -----
+
+func.func @append_v_width(%k: tensor<?x8xf32>, %v: tensor<?x5xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>) {
+  // expected-error @+1 {{'cbc.kv.append' op v width must be a multiple of num_kv_heads}}
+  cbc.kv.append %k, %v, %p, %p, %bt {layer = 0 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64} : tensor<?x8xf32>, tensor<?x5xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
+  return
+}
+
+// -----
+
+func.func @append_no_result_allowed(%k: tensor<?x8xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>) {
+  // expected-error @+1 {{'cbc.kv.append' op requires zero results}}
+  %0 = "cbc.kv.append"(%k, %k, %p, %p, %bt) {layer = 0 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @attention_kv_heads(%q: tensor<?x16xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>) {
+  // expected-error @+1 {{'cbc.kv.attention' op head counts and head_dim must be positive}}
+  %0 = cbc.kv.attention %q, %p, %p, %p, %p, %bt {layer = 0 : i64, num_heads = 4 : i64, num_kv_heads = 0 : i64, head_dim = 4 : i64, scale = 0.5 : f64} : tensor<?x16xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?x16xf32>
+  return
+}
+
+// -----
+
+func.func @attention_window(%q: tensor<?x16xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>) {
+  // expected-error @+1 {{'cbc.kv.attention' op window must be positive}}
+  %0 = cbc.kv.attention %q, %p, %p, %p, %p, %bt {layer = 0 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, scale = 0.5 : f64, window = -128 : i64} : tensor<?x16xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?x16xf32>
+  return
+}
+
+// -----
+
+func.func @attention_chunk(%q: tensor<?x16xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>) {
+  // expected-error @+1 {{'cbc.kv.attention' op chunk must be positive}}
+  %0 = cbc.kv.attention %q, %p, %p, %p, %p, %bt {layer = 0 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, scale = 0.5 : f64, chunk = 0 : i64} : tensor<?x16xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?x16xf32>
+  return
+}
+
+// -----
+
+func.func @attention_window_and_chunk(%q: tensor<?x16xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>) {
+  // expected-error @+1 {{'cbc.kv.attention' op a layer is either windowed or chunked, not both}}
+  %0 = cbc.kv.attention %q, %p, %p, %p, %p, %bt {layer = 0 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, scale = 0.5 : f64, window = 128 : i64, chunk = 8192 : i64} : tensor<?x16xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?x16xf32>
+  return
+}
+
+// -----
+
+func.func @attention_gqa(%q: tensor<?x12xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>) {
+  // expected-error @+1 {{'cbc.kv.attention' op num_heads must be a multiple of num_kv_heads}}
+  %0 = cbc.kv.attention %q, %p, %p, %p, %p, %bt {layer = 0 : i64, num_heads = 3 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, scale = 0.5 : f64} : tensor<?x12xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?x12xf32>
+  return
+}
+
+// -----
+
+func.func @attention_no_heads(%q: tensor<?x16xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>) {
+  // expected-error @+1 {{'cbc.kv.attention' op num_heads must be a multiple of num_kv_heads}}
+  %0 = cbc.kv.attention %q, %p, %p, %p, %p, %bt {layer = 0 : i64, num_heads = 0 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, scale = 0.5 : f64} : tensor<?x16xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?x16xf32>
+  return
+}
+
+// -----
+
+func.func @attention_q_width(%q: tensor<?x8xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>) {
+  // expected-error @+1 {{'cbc.kv.attention' op q width must be num_heads * head_dim}}
+  %0 = cbc.kv.attention %q, %p, %p, %p, %p, %bt {layer = 0 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, scale = 0.5 : f64} : tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?x16xf32>
+  return
+}
+
+// -----
+
+func.func @attention_result(%q: tensor<?x16xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>) {
+  // expected-error @+1 {{'cbc.kv.attention' op result width must be a multiple of num_heads}}
+  %0 = cbc.kv.attention %q, %p, %p, %p, %p, %bt {layer = 0 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, scale = 0.5 : f64} : tensor<?x16xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?x10xf32>
+  return
+}
+
+// -----
+
+func.func @attention_sinks(%q: tensor<?x16xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>, %s: tensor<2xbf16>) {
+  // expected-error @+1 {{'cbc.kv.attention' op sinks must have one entry per query head}}
+  %0 = cbc.kv.attention %q, %p, %p, %p, %p, %bt, %s {layer = 0 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, scale = 0.5 : f64} : tensor<?x16xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>, tensor<2xbf16> -> tensor<?x16xf32>
+  return
+}
+
+// -----
+
+func.func @attention_sinks_rank(%q: tensor<?x16xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>, %s: tensor<4x1xbf16>) {
+  // expected-error @+1 {{'cbc.kv.attention' op sinks must have one entry per query head}}
+  %0 = cbc.kv.attention %q, %p, %p, %p, %p, %bt, %s {layer = 0 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, scale = 0.5 : f64} : tensor<?x16xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>, tensor<4x1xbf16> -> tensor<?x16xf32>
+  return
+}
+
+// -----
+
+func.func @attention_softcap(%q: tensor<?x16xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>) {
+  // expected-error @+1 {{'cbc.kv.attention' op softcap must be positive}}
+  %0 = cbc.kv.attention %q, %p, %p, %p, %p, %bt {layer = 0 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, scale = 0.5 : f64, softcap = 0.0 : f64} : tensor<?x16xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?x16xf32>
+  return
+}
+
+// -----
+
+func.func @attention_missing_scale(%q: tensor<?x16xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>) {
+  // expected-error @+1 {{'cbc.kv.attention' op requires attribute 'scale'}}
+  %0 = cbc.kv.attention %q, %p, %p, %p, %p, %bt {layer = 0 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64} : tensor<?x16xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?x16xf32>
+  return
+}
+
+//===----------------------------------------------------------------------===//
+// Packed rows
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @gather_width(%x: tensor<?x8xf32>, %r: tensor<?xi32>) {
+  // expected-error @+1 {{'cbc.rows.gather' op result width must equal the input width}}
+  %0 = cbc.rows.gather %x, %r : tensor<?x8xf32>, tensor<?xi32> -> tensor<?x4xf32>
+  return
+}
+
+//===----------------------------------------------------------------------===//
+// Mixture of experts
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @route_k_zero(%l: tensor<?x4xf32>) {
+  // expected-error @+1 {{'cbc.moe.route' op k must be in [1, experts]}}
+  %w, %ids = cbc.moe.route %l {k = 0 : i64, score = "softmax"} : tensor<?x4xf32> -> tensor<?x0xf32>, tensor<?x0xi32>
+  return
+}
+
+// -----
+
+func.func @route_k_too_big(%l: tensor<?x4xf32>) {
+  // expected-error @+1 {{'cbc.moe.route' op k must be in [1, experts]}}
+  %w, %ids = cbc.moe.route %l {k = 5 : i64, score = "softmax"} : tensor<?x4xf32> -> tensor<?x5xf32>, tensor<?x5xi32>
+  return
+}
+
+// -----
+
+func.func @route_score(%l: tensor<?x4xf32>) {
+  // expected-error @+1 {{'cbc.moe.route' op unknown score 'sigmoid'}}
+  %w, %ids = cbc.moe.route %l {k = 2 : i64, score = "sigmoid"} : tensor<?x4xf32> -> tensor<?x2xf32>, tensor<?x2xi32>
+  return
+}
+
+// -----
+
+func.func @route_weights_columns(%l: tensor<?x4xf32>) {
+  // expected-error @+1 {{'cbc.moe.route' op weights and ids must have k columns}}
+  %w, %ids = cbc.moe.route %l {k = 2 : i64, score = "softmax"} : tensor<?x4xf32> -> tensor<?x3xf32>, tensor<?x2xi32>
+  return
+}
+
+// -----
+
+func.func @route_ids_columns(%l: tensor<?x4xf32>) {
+  // expected-error @+1 {{'cbc.moe.route' op weights and ids must have k columns}}
+  %w, %ids = cbc.moe.route %l {k = 2 : i64, score = "softmax"} : tensor<?x4xf32> -> tensor<?x2xf32>, tensor<?x1xi32>
+  return
+}
+
+// -----
+
+func.func @experts_act(%x: tensor<?x8xf32>, %ids: tensor<?x2xi32>, %w: tensor<?x2xf32>, %gu: tensor<4x12x8xbf16>, %d: tensor<4x8x6xbf16>) {
+  // expected-error @+1 {{'cbc.moe.experts' op unknown activation 'relu'}}
+  %0 = cbc.moe.experts %x, %ids, %w, %gu, %d {act = "relu"} : (tensor<?x8xf32>, tensor<?x2xi32>, tensor<?x2xf32>, tensor<4x12x8xbf16>, tensor<4x8x6xbf16>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @experts_layout(%x: tensor<?x8xf32>, %ids: tensor<?x2xi32>, %w: tensor<?x2xf32>, %gu: tensor<4x12x8xbf16>, %d: tensor<4x8x6xbf16>) {
+  // expected-error @+1 {{'cbc.moe.experts' op unknown layout 'rows'}}
+  %0 = cbc.moe.experts %x, %ids, %w, %gu, %d {act = "silu", layout = "rows"} : (tensor<?x8xf32>, tensor<?x2xi32>, tensor<?x2xf32>, tensor<4x12x8xbf16>, tensor<4x8x6xbf16>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @experts_gpt_oss(%x: tensor<?x8xf32>, %ids: tensor<?x2xi32>, %w: tensor<?x2xf32>, %gu: tensor<4x12x8xbf16>, %d: tensor<4x8x6xbf16>) {
+  // expected-error @+1 {{'cbc.moe.experts' op activation 'gpt_oss' needs 'limit' and 'alpha'}}
+  %0 = cbc.moe.experts %x, %ids, %w, %gu, %d {act = "gpt_oss", layout = "interleaved"} : (tensor<?x8xf32>, tensor<?x2xi32>, tensor<?x2xf32>, tensor<4x12x8xbf16>, tensor<4x8x6xbf16>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @experts_rank(%x: tensor<?x8xf32>, %ids: tensor<?x2xi32>, %w: tensor<?x2xf32>, %gu: tensor<12x8xbf16>, %d: tensor<4x8x6xbf16>) {
+  // expected-error @+1 {{'cbc.moe.experts' op expert weights must be [experts, out, in]}}
+  %0 = cbc.moe.experts %x, %ids, %w, %gu, %d {act = "silu"} : (tensor<?x8xf32>, tensor<?x2xi32>, tensor<?x2xf32>, tensor<12x8xbf16>, tensor<4x8x6xbf16>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @experts_down_experts(%x: tensor<?x8xf32>, %ids: tensor<?x2xi32>, %w: tensor<?x2xf32>, %gu: tensor<4x12x8xbf16>, %d: tensor<3x8x6xbf16>) {
+  // expected-error @+1 {{'cbc.moe.experts' op down must be [experts, hidden, intermediate] matching gate_up}}
+  %0 = cbc.moe.experts %x, %ids, %w, %gu, %d {act = "silu"} : (tensor<?x8xf32>, tensor<?x2xi32>, tensor<?x2xf32>, tensor<4x12x8xbf16>, tensor<3x8x6xbf16>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @experts_down_intermediate(%x: tensor<?x8xf32>, %ids: tensor<?x2xi32>, %w: tensor<?x2xf32>, %gu: tensor<4x12x8xbf16>, %d: tensor<4x8x12xbf16>) {
+  // expected-error @+1 {{'cbc.moe.experts' op down must be [experts, hidden, intermediate] matching gate_up}}
+  %0 = cbc.moe.experts %x, %ids, %w, %gu, %d {act = "silu"} : (tensor<?x8xf32>, tensor<?x2xi32>, tensor<?x2xf32>, tensor<4x12x8xbf16>, tensor<4x8x12xbf16>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @experts_hidden(%x: tensor<?x4xf32>, %ids: tensor<?x2xi32>, %w: tensor<?x2xf32>, %gu: tensor<4x12x8xbf16>, %d: tensor<4x8x6xbf16>) {
+  // expected-error @+1 {{'cbc.moe.experts' op input and result width must equal the hidden size}}
+  %0 = cbc.moe.experts %x, %ids, %w, %gu, %d {act = "silu"} : (tensor<?x4xf32>, tensor<?x2xi32>, tensor<?x2xf32>, tensor<4x12x8xbf16>, tensor<4x8x6xbf16>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @experts_ids(%x: tensor<?x8xf32>, %ids: tensor<?x3xi32>, %w: tensor<?x2xf32>, %gu: tensor<4x12x8xbf16>, %d: tensor<4x8x6xbf16>) {
+  // expected-error @+1 {{'cbc.moe.experts' op ids and weights must have the same number of columns}}
+  %0 = cbc.moe.experts %x, %ids, %w, %gu, %d {act = "silu"} : (tensor<?x8xf32>, tensor<?x3xi32>, tensor<?x2xf32>, tensor<4x12x8xbf16>, tensor<4x8x6xbf16>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+// The custom form always prints both biases; the generic form can give one.
+func.func @experts_one_bias(%x: tensor<?x8xf32>, %ids: tensor<?x2xi32>, %w: tensor<?x2xf32>, %gu: tensor<4x12x8xbf16>, %d: tensor<4x8x6xbf16>, %b: tensor<4x12xbf16>) {
+  // expected-error @+1 {{'cbc.moe.experts' op give both biases or neither}}
+  %0 = "cbc.moe.experts"(%x, %ids, %w, %gu, %d, %b) <{act = "silu", operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 0>}> : (tensor<?x8xf32>, tensor<?x2xi32>, tensor<?x2xf32>, tensor<4x12x8xbf16>, tensor<4x8x6xbf16>, tensor<4x12xbf16>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @experts_bias_shape(%x: tensor<?x8xf32>, %ids: tensor<?x2xi32>, %w: tensor<?x2xf32>, %gu: tensor<4x12x8xbf16>, %d: tensor<4x8x6xbf16>, %b1: tensor<4x12xbf16>, %b2: tensor<4x6xbf16>) {
+  // expected-error @+1 {{'cbc.moe.experts' op biases must be [experts, 2I] and [experts, hidden]}}
+  %0 = cbc.moe.experts %x, %ids, %w, %gu, %d bias(%b1, %b2) {act = "silu"} : (tensor<?x8xf32>, tensor<?x2xi32>, tensor<?x2xf32>, tensor<4x12x8xbf16>, tensor<4x8x6xbf16>, tensor<4x12xbf16>, tensor<4x6xbf16>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @experts_gate_up_bias_shape(%x: tensor<?x8xf32>, %ids: tensor<?x2xi32>, %w: tensor<?x2xf32>, %gu: tensor<4x12x8xbf16>, %d: tensor<4x8x6xbf16>, %b1: tensor<4x6xbf16>, %b2: tensor<4x8xbf16>) {
+  // expected-error @+1 {{'cbc.moe.experts' op biases must be [experts, 2I] and [experts, hidden]}}
+  %0 = cbc.moe.experts %x, %ids, %w, %gu, %d bias(%b1, %b2) {act = "silu"} : (tensor<?x8xf32>, tensor<?x2xi32>, tensor<?x2xf32>, tensor<4x12x8xbf16>, tensor<4x8x6xbf16>, tensor<4x6xbf16>, tensor<4x8xbf16>) -> tensor<?x8xf32>
+  return
+}

@@ -1,0 +1,122 @@
+// RUN: cbc-opt %s | cbc-opt | FileCheck %s
+// RUN: cbc-opt %s --mlir-print-op-generic | cbc-opt | FileCheck %s
+
+// Every op of the cbc dialect, parsed, printed and parsed again. The second RUN line goes
+// through the generic form, so the custom printers and parsers must agree with it.
+
+// CHECK-LABEL: func.func @weights
+func.func @weights() -> (tensor<8x4xbf16>, tensor<2x6x4xbf16>, tensor<1x4x6xf32>) {
+  // CHECK: cbc.weight.ref "w" {sources = {{\[\[}}"a.weight", "b.weight"]]} : tensor<8x4xbf16>
+  %0 = cbc.weight.ref "w" {sources = [["a.weight", "b.weight"]]} : tensor<8x4xbf16>
+  // CHECK: cbc.weight.ref "experts" {combine = "stack", sources = {{\[\[}}"e0.w1", "e0.w3"], ["e1.w1", "e1.w3"]]} : tensor<2x6x4xbf16>
+  %1 = cbc.weight.ref "experts" {combine = "stack", sources = [["e0.w1", "e0.w3"], ["e1.w1", "e1.w3"]]} : tensor<2x6x4xbf16>
+  // CHECK: cbc.weight.ref "fused" {sources = {{\[\[}}"fused.proj"]], transpose} : tensor<1x4x6xf32>
+  %2 = cbc.weight.ref "fused" {combine = "none", sources = [["fused.proj"]], transpose} : tensor<1x4x6xf32>
+  return %0, %1, %2 : tensor<8x4xbf16>, tensor<2x6x4xbf16>, tensor<1x4x6xf32>
+}
+
+// CHECK-LABEL: func.func @dense
+// CHECK-SAME: (%[[TOK:.*]]: tensor<?xi32>, %[[TABLE:.*]]: tensor<16x8xbf16>, %[[W:.*]]: tensor<12x8xbf16>, %[[B:.*]]: tensor<12xbf16>, %[[NW:.*]]: tensor<8xbf16>, %[[HW:.*]]: tensor<4xbf16>)
+func.func @dense(%tok: tensor<?xi32>, %table: tensor<16x8xbf16>, %w: tensor<12x8xbf16>,
+                 %b: tensor<12xbf16>, %nw: tensor<8xbf16>, %hw: tensor<4xbf16>) -> tensor<?x8xf32> {
+  // CHECK: %[[E:.*]] = cbc.math.embed %[[TOK]], %[[TABLE]] : tensor<?xi32>, tensor<16x8xbf16> -> tensor<?x8xf32>
+  %e = cbc.math.embed %tok, %table : tensor<?xi32>, tensor<16x8xbf16> -> tensor<?x8xf32>
+  // CHECK: %[[ES:.*]] = cbc.math.embed %[[TOK]], %[[TABLE]] {scale = 4.800000e+01 : f64} : tensor<?xi32>, tensor<16x8xbf16> -> tensor<?x8xf32>
+  %es = cbc.math.embed %tok, %table {scale = 48.0 : f64} : tensor<?xi32>, tensor<16x8xbf16> -> tensor<?x8xf32>
+  // CHECK: cbc.math.linear %[[E]], %[[W]] : tensor<?x8xf32>, tensor<12x8xbf16> -> tensor<?x12xf32>
+  %l = cbc.math.linear %e, %w : tensor<?x8xf32>, tensor<12x8xbf16> -> tensor<?x12xf32>
+  // CHECK: %[[LB:.*]] = cbc.math.linear %[[E]], %[[W]], %[[B]] : tensor<?x8xf32>, tensor<12x8xbf16>, tensor<12xbf16> -> tensor<?x12xf32>
+  %lb = cbc.math.linear %e, %w, %b : tensor<?x8xf32>, tensor<12x8xbf16>, tensor<12xbf16> -> tensor<?x12xf32>
+  // CHECK: %[[N:.*]] = cbc.math.rms_norm %[[ES]], %[[NW]] {eps = 9.9999999999999995E-7 : f64} : tensor<?x8xf32>, tensor<8xbf16> -> tensor<?x8xf32>
+  %n = cbc.math.rms_norm %es, %nw {eps = 1.0e-6 : f64} : tensor<?x8xf32>, tensor<8xbf16> -> tensor<?x8xf32>
+  // CHECK: cbc.math.rms_norm %[[N]], %[[HW]] {eps = 9.9999999999999995E-7 : f64, group = 4 : i64, offset = 1.000000e+00 : f64} : tensor<?x8xf32>, tensor<4xbf16> -> tensor<?x8xf32>
+  %g = cbc.math.rms_norm %n, %hw {eps = 1.0e-6 : f64, group = 4 : i64, offset = 1.0 : f64} : tensor<?x8xf32>, tensor<4xbf16> -> tensor<?x8xf32>
+  // CHECK: cbc.math.rms_norm %{{.*}} {eps = 1.000000e-05 : f64} : tensor<?x8xf32> -> tensor<?x8xf32>
+  %u = cbc.math.rms_norm %g {eps = 1.0e-5 : f64} : tensor<?x8xf32> -> tensor<?x8xf32>
+  // CHECK: cbc.math.add %[[E]], %{{.*}} : tensor<?x8xf32>
+  %a = cbc.math.add %e, %u : tensor<?x8xf32>
+  // CHECK: %[[S:.*]]:3 = cbc.math.split %[[LB]] : tensor<?x12xf32> -> tensor<?x4xf32>, tensor<?x4xf32>, tensor<?x4xf32>
+  %s:3 = cbc.math.split %lb : tensor<?x12xf32> -> tensor<?x4xf32>, tensor<?x4xf32>, tensor<?x4xf32>
+  // CHECK: cbc.math.glu %[[A:.*]] {act = "silu"} : tensor<?x8xf32> -> tensor<?x4xf32>
+  %h = cbc.math.glu %a {act = "silu"} : tensor<?x8xf32> -> tensor<?x4xf32>
+  // CHECK: cbc.math.glu %[[A]] {act = "gelu_tanh", layout = "interleaved"} : tensor<?x8xf32> -> tensor<?x4xf32>
+  %h2 = cbc.math.glu %a {act = "gelu_tanh", layout = "interleaved"} : tensor<?x8xf32> -> tensor<?x4xf32>
+  // CHECK: cbc.math.glu %[[A]] {act = "gelu"} : tensor<?x8xf32> -> tensor<?x4xf32>
+  %h3 = cbc.math.glu %a {act = "gelu", layout = "halves"} : tensor<?x8xf32> -> tensor<?x4xf32>
+  // CHECK: cbc.math.glu %[[A]] {act = "gpt_oss", alpha = 1.702000e+00 : f64, layout = "interleaved", limit = 7.000000e+00 : f64} : tensor<?x8xf32> -> tensor<?x4xf32>
+  %h4 = cbc.math.glu %a {act = "gpt_oss", layout = "interleaved", limit = 7.0 : f64, alpha = 1.702 : f64} : tensor<?x8xf32> -> tensor<?x4xf32>
+  // CHECK: %[[C:.*]] = cbc.math.softcap %[[A]] {cap = 3.000000e+01 : f64} : tensor<?x8xf32>
+  %c = cbc.math.softcap %a {cap = 30.0 : f64} : tensor<?x8xf32>
+  // CHECK: cbc.math.gate %[[C]], %[[C]] : tensor<?x8xf32>, tensor<?x8xf32> -> tensor<?x8xf32>
+  %gt = cbc.math.gate %c, %c : tensor<?x8xf32>, tensor<?x8xf32> -> tensor<?x8xf32>
+  // CHECK: cbc.math.gate %{{.*}}, %{{[0-9]+}}#0 : tensor<?x8xf32>, tensor<?x1xf32> -> tensor<?x8xf32>
+  %g1:2 = cbc.math.split %a : tensor<?x8xf32> -> tensor<?x1xf32>, tensor<?x7xf32>
+  %gt1 = cbc.math.gate %gt, %g1#0 {act = "sigmoid"} : tensor<?x8xf32>, tensor<?x1xf32> -> tensor<?x8xf32>
+  return %gt1 : tensor<?x8xf32>
+}
+
+// CHECK-LABEL: func.func @rope
+func.func @rope(%x: tensor<?x8xf32>, %pos: tensor<?xi32>, %seq: tensor<?xi32>, %plen: tensor<?xi32>) -> tensor<?x8xf32> {
+  // CHECK: cbc.math.rope %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {head_dim = 4 : i64, inv_freq = array<f32: 1.000000e+00, 0.00999999977>, rotary_dim = 4 : i64} : tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x8xf32>
+  %0 = cbc.math.rope %x, %pos, %seq, %plen {head_dim = 4 : i64, rotary_dim = 4 : i64, inv_freq = array<f32: 1.0, 0.01>} : tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x8xf32>
+  // Partial rotary, interleaved pairs and the longrope frequencies.
+  // CHECK: cbc.math.rope
+  // CHECK-SAME: attention_factor = 1.190000e+00 : f64
+  // CHECK-SAME: inv_freq = array<f32: 5.000000e-01>
+  // CHECK-SAME: inv_freq_long = array<f32: 2.500000e-01>
+  // CHECK-SAME: long_after = 4096 : i64
+  // CHECK-SAME: pairing = "interleaved"
+  // CHECK-SAME: rotary_dim = 2 : i64
+  %1 = cbc.math.rope %0, %pos, %seq, %plen {head_dim = 4 : i64, rotary_dim = 2 : i64, pairing = "interleaved", inv_freq = array<f32: 0.5>, attention_factor = 1.19 : f64, inv_freq_long = array<f32: 0.25>, long_after = 4096 : i64} : tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x8xf32>
+  // Dynamic NTK.
+  // CHECK: cbc.math.rope
+  // CHECK-SAME: dynamic_base = 1.000000e+04 : f64, dynamic_factor = 2.000000e+00 : f64, dynamic_max_positions = 2048 : i64
+  %2 = cbc.math.rope %1, %pos, %seq, %plen {head_dim = 4 : i64, rotary_dim = 4 : i64, inv_freq = array<f32: 1.0, 0.01>, dynamic_base = 10000.0 : f64, dynamic_factor = 2.0 : f64, dynamic_max_positions = 2048 : i64} : tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x8xf32>
+  return %2 : tensor<?x8xf32>
+}
+
+// CHECK-LABEL: func.func @cache
+func.func @cache(%q: tensor<?x16xf32>, %k: tensor<?x8xf32>, %v: tensor<?x8xf32>,
+                 %pos: tensor<?xi32>, %seq: tensor<?xi32>, %cu: tensor<?xi32>, %kvl: tensor<?xi32>,
+                 %bt: tensor<?x?x?xi32>, %sinks: tensor<4xbf16>) -> tensor<?x16xf32> {
+  // CHECK: cbc.kv.append %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {head_dim = 4 : i64, layer = 0 : i64, num_kv_heads = 2 : i64} : tensor<?x8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
+  cbc.kv.append %k, %v, %pos, %seq, %bt {layer = 0 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64} : tensor<?x8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
+  // CHECK: cbc.kv.append
+  // CHECK-SAME: group = 1 : i64, head_dim = 4 : i64, layer = 1 : i64, num_kv_heads = 2 : i64, window = 4096 : i64
+  cbc.kv.append %k, %v, %pos, %seq, %bt {layer = 1 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, window = 4096 : i64, group = 1 : i64} : tensor<?x8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
+  // CHECK: cbc.kv.append
+  // CHECK-SAME: chunk = 8192 : i64
+  cbc.kv.append %k, %v, %pos, %seq, %bt {layer = 2 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, chunk = 8192 : i64} : tensor<?x8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
+  // CHECK: %[[O:.*]] = cbc.kv.attention %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {head_dim = 4 : i64, layer = 0 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, scale = 5.000000e-01 : f64} : tensor<?x16xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?x16xf32>
+  %o = cbc.kv.attention %q, %pos, %seq, %cu, %kvl, %bt {layer = 0 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, scale = 0.5 : f64} : tensor<?x16xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?x16xf32>
+  // Sinks are an optional trailing operand.
+  // CHECK: cbc.kv.attention %[[O]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {group = 1 : i64, head_dim = 4 : i64, layer = 1 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, scale = 5.000000e-01 : f64, softcap = 5.000000e+01 : f64, window = 4096 : i64} : tensor<?x16xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>, tensor<4xbf16> -> tensor<?x16xf32>
+  %o1 = cbc.kv.attention %o, %pos, %seq, %cu, %kvl, %bt, %sinks {layer = 1 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, scale = 0.5 : f64, window = 4096 : i64, softcap = 50.0 : f64, group = 1 : i64} : tensor<?x16xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>, tensor<4xbf16> -> tensor<?x16xf32>
+  // CHECK: cbc.kv.attention
+  // CHECK-SAME: chunk = 8192 : i64
+  %o2 = cbc.kv.attention %o1, %pos, %seq, %cu, %kvl, %bt {layer = 2 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, scale = 0.5 : f64, chunk = 8192 : i64} : tensor<?x16xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?x16xf32>
+  return %o2 : tensor<?x16xf32>
+}
+
+// CHECK-LABEL: func.func @rows
+func.func @rows(%x: tensor<?x8xf32>, %rows: tensor<?xi32>) -> tensor<?x8xf32> {
+  // CHECK: cbc.rows.gather %{{.*}}, %{{.*}} : tensor<?x8xf32>, tensor<?xi32> -> tensor<?x8xf32>
+  %0 = cbc.rows.gather %x, %rows : tensor<?x8xf32>, tensor<?xi32> -> tensor<?x8xf32>
+  return %0 : tensor<?x8xf32>
+}
+
+// CHECK-LABEL: func.func @moe
+func.func @moe(%x: tensor<?x8xf32>, %logits: tensor<?x4xf32>, %gu: tensor<4x12x8xbf16>,
+               %down: tensor<4x8x6xbf16>, %gub: tensor<4x12xbf16>, %db: tensor<4x8xbf16>) -> tensor<?x8xf32> {
+  // CHECK: %[[W:.*]], %[[IDS:.*]] = cbc.moe.route %{{.*}} {k = 2 : i64, score = "softmax"} : tensor<?x4xf32> -> tensor<?x2xf32>, tensor<?x2xi32>
+  %w, %ids = cbc.moe.route %logits {k = 2 : i64, score = "softmax"} : tensor<?x4xf32> -> tensor<?x2xf32>, tensor<?x2xi32>
+  // CHECK: cbc.moe.route %{{.*}} {k = 2 : i64, renorm = true, scaling = 2.500000e+00 : f64, score = "softmax"}
+  %w1, %ids1 = cbc.moe.route %logits {k = 2 : i64, score = "softmax", renorm = true, scaling = 2.5 : f64} : tensor<?x4xf32> -> tensor<?x2xf32>, tensor<?x2xi32>
+  // CHECK: cbc.moe.route %{{.*}} {k = 4 : i64, score = "topk_softmax"} : tensor<?x4xf32> -> tensor<?x4xf32>, tensor<?x4xi32>
+  %w2, %ids2 = cbc.moe.route %logits {k = 4 : i64, score = "topk_softmax"} : tensor<?x4xf32> -> tensor<?x4xf32>, tensor<?x4xi32>
+  // CHECK: %[[Y:.*]] = cbc.moe.experts %{{.*}}, %[[IDS]], %[[W]], %{{.*}}, %{{.*}} {act = "silu"} : (tensor<?x8xf32>, tensor<?x2xi32>, tensor<?x2xf32>, tensor<4x12x8xbf16>, tensor<4x8x6xbf16>) -> tensor<?x8xf32>
+  %y = cbc.moe.experts %x, %ids, %w, %gu, %down {act = "silu"} : (tensor<?x8xf32>, tensor<?x2xi32>, tensor<?x2xf32>, tensor<4x12x8xbf16>, tensor<4x8x6xbf16>) -> tensor<?x8xf32>
+  // CHECK: cbc.moe.experts %[[Y]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} bias(%{{.*}}, %{{.*}}) {act = "gpt_oss", alpha = 1.702000e+00 : f64, layout = "interleaved", limit = 7.000000e+00 : f64} : (tensor<?x8xf32>, tensor<?x4xi32>, tensor<?x4xf32>, tensor<4x12x8xbf16>, tensor<4x8x6xbf16>, tensor<4x12xbf16>, tensor<4x8xbf16>) -> tensor<?x8xf32>
+  %y2 = cbc.moe.experts %y, %ids2, %w2, %gu, %down bias(%gub, %db) {act = "gpt_oss", layout = "interleaved", limit = 7.0 : f64, alpha = 1.702 : f64} : (tensor<?x8xf32>, tensor<?x4xi32>, tensor<?x4xf32>, tensor<4x12x8xbf16>, tensor<4x8x6xbf16>, tensor<4x12xbf16>, tensor<4x8xbf16>) -> tensor<?x8xf32>
+  return %y2 : tensor<?x8xf32>
+}

@@ -1,0 +1,157 @@
+// RUN: cbc-opt %s -split-input-file -verify-diagnostics -cbc-plan-cache | FileCheck %s
+// RUN: cbc-opt %s -split-input-file -verify-diagnostics -cbc-plan-cache="kv-dtype=f32 block-size=32" | FileCheck %s --check-prefix=F32
+// RUN: cbc-opt %s -split-input-file -verify-diagnostics -cbc-plan-cache="kv-dtype=f16" | FileCheck %s --check-prefix=F16
+// RUN: not cbc-opt %s -split-input-file -cbc-plan-cache="kv-dtype=fp8" 2>&1 | FileCheck %s --check-prefix=DTYPE
+// RUN: not cbc-opt %s -split-input-file -cbc-plan-cache="block-size=0" 2>&1 | FileCheck %s --check-prefix=BLOCK
+
+// DTYPE: error: cbc-plan-cache: unknown kv-dtype 'fp8'
+// BLOCK: error: cbc-plan-cache: block-size must be positive
+
+// Six layers with four retentions: all tokens (0, 2), a 4096-token window (1, 3), an 8192-token
+// chunk (4) and a 128-token window (5). Groups are numbered in order of their first layer, so
+// windows of different lengths get different groups. Layer 2 keeps wider v rows (v_head_dim 8
+// against head_dim 4), which its group's bytes per token must include.
+//
+// Rows per token and layer: k 2x4 = 8 elements; v 8 elements, or 16 for layer 2.
+//   group 0 (all):         layer 0 (8+8) + layer 2 (8+16) = 40 elements
+//   group 1 (window 4096): layer 1 (8+8) + layer 3 (8+8)  = 32 elements
+//   group 2 (chunk 8192):  layer 4 (8+8)                  = 16 elements
+//   group 3 (window 128):  layer 5 (8+8)                  = 16 elements
+// at 2 bytes (bf16, f16) or 4 bytes (f32) per element.
+
+// CHECK-LABEL: module attributes {cbc.cache_plan = {
+// CHECK-SAME: block_size = 16 : i64
+// CHECK-SAME: groups = [
+// CHECK-SAME: {bytes_per_token = 80 : i64, id = 0 : i64, layers = array<i64: 0, 2>, retention = "all", tokens = 0 : i64},
+// CHECK-SAME: {bytes_per_token = 64 : i64, id = 1 : i64, layers = array<i64: 1, 3>, retention = "window", tokens = 4096 : i64},
+// CHECK-SAME: {bytes_per_token = 32 : i64, id = 2 : i64, layers = array<i64: 4>, retention = "chunk", tokens = 8192 : i64},
+// CHECK-SAME: {bytes_per_token = 32 : i64, id = 3 : i64, layers = array<i64: 5>, retention = "window", tokens = 128 : i64}]
+// CHECK-SAME: kv_dtype = "bf16"
+// CHECK-SAME: layers = [
+// CHECK-SAME: {group = 0 : i64, layer = 0 : i64, rows = [{elems = 8 : i64, name = "k"}, {elems = 8 : i64, name = "v"}]},
+// CHECK-SAME: {group = 1 : i64, layer = 1 : i64, rows = [{elems = 8 : i64, name = "k"}, {elems = 8 : i64, name = "v"}]},
+// CHECK-SAME: {group = 0 : i64, layer = 2 : i64, rows = [{elems = 8 : i64, name = "k"}, {elems = 16 : i64, name = "v"}]},
+// CHECK-SAME: {group = 1 : i64, layer = 3 : i64, rows = [{elems = 8 : i64, name = "k"}, {elems = 8 : i64, name = "v"}]},
+// CHECK-SAME: {group = 2 : i64, layer = 4 : i64, rows = [{elems = 8 : i64, name = "k"}, {elems = 8 : i64, name = "v"}]},
+// CHECK-SAME: {group = 3 : i64, layer = 5 : i64, rows = [{elems = 8 : i64, name = "k"}, {elems = 8 : i64, name = "v"}]}]}}
+
+// F32-LABEL: module attributes {cbc.cache_plan = {
+// F32-SAME: block_size = 32 : i64
+// F32-SAME: {bytes_per_token = 160 : i64, id = 0 : i64, layers = array<i64: 0, 2>, retention = "all", tokens = 0 : i64}
+// F32-SAME: {bytes_per_token = 128 : i64, id = 1 : i64, layers = array<i64: 1, 3>, retention = "window", tokens = 4096 : i64}
+// F32-SAME: {bytes_per_token = 64 : i64, id = 2 : i64, layers = array<i64: 4>, retention = "chunk", tokens = 8192 : i64}
+// F32-SAME: {bytes_per_token = 64 : i64, id = 3 : i64, layers = array<i64: 5>, retention = "window", tokens = 128 : i64}
+// F32-SAME: kv_dtype = "f32"
+
+// F16-LABEL: module attributes {cbc.cache_plan = {
+// F16-SAME: block_size = 16 : i64
+// F16-SAME: {bytes_per_token = 80 : i64, id = 0 : i64, layers = array<i64: 0, 2>, retention = "all", tokens = 0 : i64}
+// F16-SAME: kv_dtype = "f16"
+
+// Every cache op of a layer carries its layer's group, the attention included.
+// CHECK-LABEL: func.func @mixed
+// CHECK: cbc.kv.append {{.*}} {group = 0 : i64, {{.*}}layer = 0 : i64
+// CHECK: cbc.kv.attention {{.*}} {group = 0 : i64, {{.*}}layer = 0 : i64
+// CHECK: cbc.kv.append {{.*}} {group = 1 : i64, {{.*}}layer = 1 : i64, {{.*}}window = 4096 : i64}
+// CHECK: cbc.kv.attention {{.*}} {group = 1 : i64, {{.*}}layer = 1 : i64, {{.*}}window = 4096 : i64}
+// CHECK: cbc.kv.append {{.*}} {group = 0 : i64, {{.*}}layer = 2 : i64
+// CHECK: cbc.kv.attention {{.*}} {group = 0 : i64, {{.*}}layer = 2 : i64
+// CHECK: cbc.kv.append {{.*}} {group = 1 : i64, {{.*}}layer = 3 : i64
+// CHECK: cbc.kv.attention {{.*}} {group = 1 : i64, {{.*}}layer = 3 : i64
+// CHECK: cbc.kv.append {{.*}} {chunk = 8192 : i64, group = 2 : i64, {{.*}}layer = 4 : i64
+// CHECK: cbc.kv.attention {{.*}} {chunk = 8192 : i64, group = 2 : i64, {{.*}}layer = 4 : i64
+// CHECK: cbc.kv.append {{.*}} {group = 3 : i64, {{.*}}layer = 5 : i64, {{.*}}window = 128 : i64}
+// CHECK: cbc.kv.attention {{.*}} {group = 3 : i64, {{.*}}layer = 5 : i64, {{.*}}window = 128 : i64}
+func.func @mixed(%k: tensor<?x8xf32>, %v: tensor<?x16xf32>, %q: tensor<?x16xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>) {
+  cbc.kv.append %k, %k, %p, %p, %bt {layer = 0 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64} : tensor<?x8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
+  %a0 = cbc.kv.attention %q, %p, %p, %p, %p, %bt {layer = 0 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, scale = 0.5 : f64} : tensor<?x16xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?x16xf32>
+  cbc.kv.append %k, %k, %p, %p, %bt {layer = 1 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, window = 4096 : i64} : tensor<?x8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
+  %a1 = cbc.kv.attention %q, %p, %p, %p, %p, %bt {layer = 1 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, scale = 0.5 : f64, window = 4096 : i64} : tensor<?x16xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?x16xf32>
+  cbc.kv.append %k, %v, %p, %p, %bt {layer = 2 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64} : tensor<?x8xf32>, tensor<?x16xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
+  %a2 = cbc.kv.attention %q, %p, %p, %p, %p, %bt {layer = 2 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, scale = 0.5 : f64} : tensor<?x16xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?x16xf32>
+  cbc.kv.append %k, %k, %p, %p, %bt {layer = 3 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, window = 4096 : i64} : tensor<?x8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
+  %a3 = cbc.kv.attention %q, %p, %p, %p, %p, %bt {layer = 3 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, scale = 0.5 : f64, window = 4096 : i64} : tensor<?x16xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?x16xf32>
+  cbc.kv.append %k, %k, %p, %p, %bt {layer = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, chunk = 8192 : i64} : tensor<?x8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
+  %a4 = cbc.kv.attention %q, %p, %p, %p, %p, %bt {layer = 4 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, scale = 0.5 : f64, chunk = 8192 : i64} : tensor<?x16xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?x16xf32>
+  cbc.kv.append %k, %k, %p, %p, %bt {layer = 5 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, window = 128 : i64} : tensor<?x8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
+  %a5 = cbc.kv.attention %q, %p, %p, %p, %p, %bt {layer = 5 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, scale = 0.5 : f64, window = 128 : i64} : tensor<?x16xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?x16xf32>
+  return
+}
+
+// -----
+
+// Groups follow layer numbers, not program order: layer 3 (window) is appended first but
+// layer 1 (all tokens) owns group 0.
+// CHECK-LABEL: module attributes {cbc.cache_plan = {
+// CHECK-SAME: groups = [{bytes_per_token = 32 : i64, id = 0 : i64, layers = array<i64: 1>, retention = "all", tokens = 0 : i64}, {bytes_per_token = 32 : i64, id = 1 : i64, layers = array<i64: 3>, retention = "window", tokens = 512 : i64}]
+// CHECK-LABEL: func.func @layer_order
+// CHECK: cbc.kv.append {{.*}} {group = 1 : i64, {{.*}}layer = 3 : i64
+// CHECK: cbc.kv.append {{.*}} {group = 0 : i64, {{.*}}layer = 1 : i64
+func.func @layer_order(%k: tensor<?x8xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>) {
+  cbc.kv.append %k, %k, %p, %p, %bt {layer = 3 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, window = 512 : i64} : tensor<?x8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
+  cbc.kv.append %k, %k, %p, %p, %bt {layer = 1 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64} : tensor<?x8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
+  return
+}
+
+// -----
+
+// A module without cache ops still gets an (empty) plan.
+// CHECK-LABEL: module attributes {cbc.cache_plan = {block_size = 16 : i64, groups = [], kv_dtype = "bf16", layers = []}}
+// CHECK-LABEL: func.func @no_cache
+func.func @no_cache() {
+  return
+}
+
+// -----
+
+func.func @unwritten_layer(%q: tensor<?x16xf32>, %k: tensor<?x8xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>) {
+  cbc.kv.append %k, %k, %p, %p, %bt {layer = 0 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64} : tensor<?x8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
+  // expected-error @+1 {{'cbc.kv.attention' op reads layer 7, which no cbc.kv.append writes}}
+  %0 = cbc.kv.attention %q, %p, %p, %p, %p, %bt {layer = 7 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, scale = 0.5 : f64} : tensor<?x16xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?x16xf32>
+  return
+}
+
+// -----
+
+func.func @window_missing_on_attention(%q: tensor<?x16xf32>, %k: tensor<?x8xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>) {
+  cbc.kv.append %k, %k, %p, %p, %bt {layer = 0 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, window = 4096 : i64} : tensor<?x8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
+  // expected-error @+1 {{'cbc.kv.attention' op retention differs from the cbc.kv.append of layer 0}}
+  %0 = cbc.kv.attention %q, %p, %p, %p, %p, %bt {layer = 0 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, scale = 0.5 : f64} : tensor<?x16xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?x16xf32>
+  return
+}
+
+// -----
+
+func.func @window_length_differs(%q: tensor<?x16xf32>, %k: tensor<?x8xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>) {
+  cbc.kv.append %k, %k, %p, %p, %bt {layer = 2 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, window = 4096 : i64} : tensor<?x8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
+  // expected-error @+1 {{'cbc.kv.attention' op retention differs from the cbc.kv.append of layer 2}}
+  %0 = cbc.kv.attention %q, %p, %p, %p, %p, %bt {layer = 2 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, scale = 0.5 : f64, window = 128 : i64} : tensor<?x16xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?x16xf32>
+  return
+}
+
+// -----
+
+func.func @chunk_instead_of_window(%q: tensor<?x16xf32>, %k: tensor<?x8xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>) {
+  cbc.kv.append %k, %k, %p, %p, %bt {layer = 0 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, window = 4096 : i64} : tensor<?x8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
+  // expected-error @+1 {{'cbc.kv.attention' op retention differs from the cbc.kv.append of layer 0}}
+  %0 = cbc.kv.attention %q, %p, %p, %p, %p, %bt {layer = 0 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, scale = 0.5 : f64, chunk = 4096 : i64} : tensor<?x16xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?x16xf32>
+  return
+}
+
+// -----
+
+func.func @chunk_missing_on_attention(%q: tensor<?x16xf32>, %k: tensor<?x8xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>) {
+  cbc.kv.append %k, %k, %p, %p, %bt {layer = 0 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, chunk = 8192 : i64} : tensor<?x8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
+  // expected-error @+1 {{'cbc.kv.attention' op retention differs from the cbc.kv.append of layer 0}}
+  %0 = cbc.kv.attention %q, %p, %p, %p, %p, %bt {layer = 0 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, scale = 0.5 : f64} : tensor<?x16xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?x16xf32>
+  return
+}
+
+// -----
+
+func.func @appended_twice(%k: tensor<?x8xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>) {
+  cbc.kv.append %k, %k, %p, %p, %bt {layer = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64} : tensor<?x8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
+  // expected-error @+1 {{'cbc.kv.append' op layer 4 appends to the cache twice}}
+  cbc.kv.append %k, %k, %p, %p, %bt {layer = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64} : tensor<?x8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
+  return
+}

@@ -1,0 +1,358 @@
+// The artefact loader never crashes on corrupt input: truncations and random byte flips of a
+// real compiled artefact are either rejected with an ArtefactError or, when they slip
+// through the verifier, make engine creation or the first steps throw. A crash (signal) is a
+// failure; a handler names the case that caused it.
+#include "codegen/pipeline.h"
+#include "runtime/schema/model_generated.h"
+#include "test/support/test_support.h"
+
+#include <gtest/gtest.h>
+
+#include <csignal>
+#include <cstring>
+#include <random>
+#include <unistd.h>
+
+namespace cbc::test {
+namespace {
+
+// The case being tried, written out if a signal arrives.
+char gCase[256] = "";
+
+extern "C" void onFatalSignal(int sig) {
+  const char prefix[] = "\nartefact_test: fatal signal while trying: ";
+  ssize_t ignored = ::write(2, prefix, sizeof prefix - 1);
+  ignored = ::write(2, gCase, strnlen(gCase, sizeof gCase));
+  ignored = ::write(2, "\n", 1);
+  (void)ignored;
+  std::signal(sig, SIG_DFL);
+  std::raise(sig);
+}
+
+class CrashReporter {
+public:
+  CrashReporter() {
+    for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT})
+      old_[sig] = std::signal(sig, onFatalSignal);
+  }
+  ~CrashReporter() {
+    for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT})
+      std::signal(sig, old_[sig]);
+  }
+
+private:
+  void (*old_[32])(int) = {};
+};
+
+std::vector<uint8_t> compileBytes(const std::string &family) {
+  codegen::CompileOptions o;
+  o.emit_cuda = false;
+  return codegen::compileConfig(readFile(fixtureDir(family) + "/config.json"), o).artefact;
+}
+
+struct Tally {
+  int rejected = 0, engineError = 0, ran = 0;
+};
+
+// Loads `bytes`; on success builds a CPU engine with random weights and tiny limits and runs
+// one small request. Anything but ArtefactError from the loader, or a non-std exception
+// from the engine, is a failure.
+void tryBytes(const std::vector<uint8_t> &bytes, const std::string &what, Tally &tally) {
+  std::snprintf(gCase, sizeof gCase, "%s", what.c_str());
+  rt::Artefact a;
+  try {
+    a = rt::Artefact::fromBytes(bytes.data(), bytes.size());
+  } catch (const rt::ArtefactError &) {
+    tally.rejected++;
+    return;
+  } catch (const std::exception &e) {
+    ADD_FAILURE() << what << ": the loader threw something else than ArtefactError: " << e.what();
+    return;
+  } catch (...) {
+    ADD_FAILURE() << what << ": the loader threw a non-std exception";
+    return;
+  }
+  try {
+    rt::EngineOptions o;
+    o.backend = "cpu";
+    o.threads = 1;
+    o.max_batch_tokens = 8;
+    o.max_requests = 2;
+    o.cache_memory_bytes = 1 << 20;
+    auto e = rt::Engine::create(std::move(a), {"", 1}, o);
+    rt::SamplingParams p;
+    p.max_new_tokens = 2;
+    p.ignore_eos = true;
+    e->add_request({1, 2, 3}, p);
+    for (int i = 0; i < 16 && !e->idle(); ++i)
+      e->step();
+    e->take_finished();
+    tally.ran++;
+  } catch (const std::exception &) {
+    tally.engineError++;
+  } catch (...) {
+    ADD_FAILURE() << what << ": the engine threw a non-std exception";
+  }
+}
+
+class ArtefactFuzz : public ::testing::TestWithParam<std::string> {
+protected:
+  void SetUp() override { bytes_ = compileBytes(GetParam()); }
+  std::vector<uint8_t> bytes_;
+  CrashReporter reporter_;
+};
+
+TEST_P(ArtefactFuzz, IntactArtefactLoadsAndRuns) {
+  Tally t;
+  tryBytes(bytes_, "intact", t);
+  EXPECT_EQ(t.ran, 1) << "the fuzz baseline must work";
+}
+
+TEST_P(ArtefactFuzz, TruncationsAreRejected) {
+  std::vector<size_t> cuts;
+  for (size_t c = 0; c <= 16; ++c)
+    cuts.push_back(c);
+  for (size_t c = 17; c < bytes_.size(); c += 97)
+    cuts.push_back(c);
+  for (size_t c = 1; c <= 16; ++c)
+    cuts.push_back(bytes_.size() - c);
+  Tally t;
+  for (size_t c : cuts) {
+    std::vector<uint8_t> cut(bytes_.begin(), bytes_.begin() + c);
+    tryBytes(cut, GetParam() + " cut at " + std::to_string(c), t);
+  }
+  // FlatBuffers offsets point forward to the end of the buffer: no proper prefix is valid.
+  EXPECT_EQ(t.rejected, (int)cuts.size());
+  RecordProperty("cuts", std::to_string(cuts.size()));
+}
+
+TEST_P(ArtefactFuzz, RandomByteFlipsNeverCrash) {
+  std::mt19937_64 rng(0xA57EFAC7 ^ std::hash<std::string>{}(GetParam()));
+  Tally t;
+  const int trials = 300;
+  for (int trial = 0; trial < trials; ++trial) {
+    std::vector<uint8_t> buf = bytes_;
+    int flips = 1 + (int)(rng() % 8);
+    std::string what = GetParam() + " trial " + std::to_string(trial) + ":";
+    for (int f = 0; f < flips; ++f) {
+      size_t pos = rng() % buf.size();
+      uint8_t mask = (uint8_t)(1 + rng() % 255);
+      buf[pos] ^= mask;
+      what += " " + std::to_string(pos) + "^" + std::to_string(mask);
+    }
+    tryBytes(buf, what, t);
+  }
+  EXPECT_EQ(t.rejected + t.engineError + t.ran, trials);
+  // Both paths are exercised: some flips are caught by the loader, some reach the engine.
+  EXPECT_GT(t.rejected, 0);
+  EXPECT_GT(t.ran + t.engineError, 0);
+  RecordProperty("rejected", std::to_string(t.rejected));
+  RecordProperty("engine_errors", std::to_string(t.engineError));
+  RecordProperty("ran", std::to_string(t.ran));
+}
+
+// Mutations of the parsed artefact aimed at the program and cache plan, past the FlatBuffers
+// verifier: the backend's operand checks must turn each into an exception, or it must run.
+TEST_P(ArtefactFuzz, StructuredMutationsNeverCrash) {
+  rt::Artefact base = rt::Artefact::fromBytes(bytes_.data(), bytes_.size());
+  std::mt19937_64 rng(0x5EED ^ std::hash<std::string>{}(GetParam()));
+  const int64_t interesting[] = {-1, 0,  1,  2,  3,   4,   7,   8,   16,  31,   32,
+                                 63, 64, 65, 96, 128, 192, 255, 256, 257, 1000, 1 << 20};
+  auto pick = [&] { return interesting[rng() % (sizeof interesting / sizeof *interesting)]; };
+  Tally t;
+  const int trials = 300;
+  for (int trial = 0; trial < trials; ++trial) {
+    rt::Artefact a = base;
+    std::string what = GetParam() + " mutation " + std::to_string(trial) + ":";
+    for (int m = 0, n = 1 + (int)(rng() % 3); m < n; ++m) {
+      rt::Program &prog = a.program;
+      switch (rng() % 6) {
+      case 0: { // an activation's width or slot
+        rt::Value &v = prog.values[rng() % prog.values.size()];
+        if (v.kind == rt::Value::Activation) {
+          if (rng() % 2)
+            v.shape[1] = std::max<int64_t>(1, pick());
+          else
+            v.offset = std::max<int64_t>(0, pick());
+          what += " value";
+        }
+        break;
+      }
+      case 1: { // an operand that names another value
+        rt::Instr &in = prog.instrs[rng() % prog.instrs.size()];
+        auto &ids = rng() % 2 ? in.inputs : in.outputs;
+        if (!ids.empty()) {
+          ids[rng() % ids.size()] = (int)(rng() % prog.values.size());
+          what += " operand of " + in.op;
+        }
+        break;
+      }
+      case 2: { // an attribute
+        rt::Instr &in = prog.instrs[rng() % prog.instrs.size()];
+        if (in.attrs.empty())
+          break;
+        auto it = in.attrs.begin();
+        std::advance(it, rng() % in.attrs.size());
+        if (it->second.kind == rt::AttrValue::Int)
+          it->second.i = pick();
+        else if (it->second.kind == rt::AttrValue::Floats)
+          it->second.floats.resize(rng() % (it->second.floats.size() + 2));
+        what += " " + in.op + "." + it->first;
+        break;
+      }
+      case 3: { // cache rows
+        if (a.cache_plan.layers.empty())
+          break;
+        rt::CacheLayer &l = a.cache_plan.layers[rng() % a.cache_plan.layers.size()];
+        if (l.rows.empty())
+          break;
+        l.rows[rng() % l.rows.size()].second = std::max<int64_t>(1, pick());
+        what += " cache rows";
+        break;
+      }
+      case 4:
+        a.meta.vocab_size = std::max<int64_t>(4, pick());
+        what += " vocab";
+        break;
+      case 5: { // a dropped operand
+        rt::Instr &in = prog.instrs[rng() % prog.instrs.size()];
+        if (in.inputs.size() > 1) {
+          in.inputs.pop_back();
+          what += " fewer operands for " + in.op;
+        }
+        break;
+      }
+      }
+    }
+    std::snprintf(gCase, sizeof gCase, "%s", what.c_str());
+    try {
+      rt::EngineOptions o;
+      o.backend = "cpu";
+      o.threads = 1;
+      o.max_batch_tokens = 8;
+      o.max_requests = 2;
+      o.cache_memory_bytes = 1 << 20;
+      auto e = rt::Engine::create(std::move(a), {"", 1}, o);
+      rt::SamplingParams p;
+      p.max_new_tokens = 2;
+      p.ignore_eos = true;
+      e->add_request({1, 2, 3}, p);
+      e->add_request({3, 2, 1, 0, 1, 2, 3, 3, 3, 3}, p);
+      for (int i = 0; i < 16 && !e->idle(); ++i)
+        e->step();
+      t.ran++;
+    } catch (const std::exception &) {
+      t.engineError++;
+    }
+  }
+  EXPECT_GT(t.engineError, trials / 4) << "most of these mutations must be caught";
+  RecordProperty("engine_errors", std::to_string(t.engineError));
+  RecordProperty("ran", std::to_string(t.ran));
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, ArtefactFuzz, ::testing::Values("llama", "gpt_oss", "qwen3_moe"),
+                         [](const auto &info) { return info.param; });
+
+class ArtefactHeader : public ::testing::Test {
+protected:
+  void SetUp() override { bytes_ = compileBytes("llama"); }
+  std::string errorOf(const std::vector<uint8_t> &b) {
+    try {
+      rt::Artefact::fromBytes(b.data(), b.size());
+    } catch (const rt::ArtefactError &e) {
+      return e.what();
+    }
+    return "";
+  }
+  std::vector<uint8_t> bytes_;
+};
+
+TEST_F(ArtefactHeader, IntactArtefactReadsBack) {
+  rt::Artefact a = rt::Artefact::fromBytes(bytes_.data(), bytes_.size());
+  EXPECT_EQ(a.format_version, rt::kFormatVersion);
+  EXPECT_EQ(a.meta.model_type, "llama");
+  EXPECT_EQ(a.meta.vocab_size, 256);
+  EXPECT_FALSE(a.program.instrs.empty());
+  EXPECT_FALSE(a.weights.empty());
+  EXPECT_FALSE(a.cache_plan.groups.empty());
+}
+
+TEST_F(ArtefactHeader, WrongFileIdentifierIsRejected) {
+  ASSERT_TRUE(flatbuffers::BufferHasIdentifier(bytes_.data(), fb::ModelIdentifier()));
+  for (size_t i = 4; i < 8; ++i) {
+    std::vector<uint8_t> b = bytes_;
+    b[i] ^= 0x20;
+    std::string err = errorOf(b);
+    EXPECT_NE(err.find("identifier"), std::string::npos) << "byte " << i << ": '" << err << "'";
+  }
+  std::vector<uint8_t> foreign(bytes_.size(), 0);
+  std::memcpy(foreign.data() + 4, "ABCD", 4);
+  EXPECT_NE(errorOf(foreign).find("not a cbc artefact"), std::string::npos) << errorOf(foreign);
+  EXPECT_NE(errorOf({}).find("identifier"), std::string::npos);
+}
+
+TEST_F(ArtefactHeader, WrongFormatVersionIsRejected) {
+  const fb::Model *m = fb::GetModel(bytes_.data());
+  ASSERT_EQ(m->format_version(), rt::kFormatVersion);
+  const uint8_t *field =
+      reinterpret_cast<const flatbuffers::Table *>(m)->GetAddressOf(fb::Model::VT_FORMAT_VERSION);
+  ASSERT_NE(field, nullptr);
+  size_t at = (size_t)(field - bytes_.data());
+  for (uint32_t version : {0u, rt::kFormatVersion + 1, 77u}) {
+    std::vector<uint8_t> b = bytes_;
+    std::memcpy(b.data() + at, &version, 4);
+    std::string err = errorOf(b);
+    EXPECT_NE(err.find("format version " + std::to_string(version)), std::string::npos) << err;
+    EXPECT_NE(err.find("recompile"), std::string::npos) << err;
+  }
+}
+
+TEST_F(ArtefactHeader, LoadNamesTheFile) {
+  try {
+    rt::Artefact::load("/nonexistent/model.fb");
+    ADD_FAILURE() << "no error";
+  } catch (const rt::ArtefactError &e) {
+    EXPECT_NE(std::string(e.what()).find("/nonexistent/model.fb"), std::string::npos) << e.what();
+  }
+}
+
+// Inconsistent programs that the verifier cannot see are refused when the backend is built.
+TEST_F(ArtefactHeader, BackendRefusesInconsistentPrograms) {
+  rt::Artefact base = rt::Artefact::fromBytes(bytes_.data(), bytes_.size());
+  rt::EngineOptions o;
+  o.backend = "cpu";
+  o.threads = 1;
+  auto expectRefused = [&](const rt::Artefact &a, const std::string &what) {
+    EXPECT_THROW(rt::Engine::create(a, {"", 1}, o), rt::ArtefactError) << what;
+  };
+  for (size_t i = 0; i < base.program.instrs.size(); ++i) {
+    const rt::Instr &in = base.program.instrs[i];
+    if (in.op == "cbc.math.linear") {
+      rt::Artefact a = base;
+      a.program.values[in.outputs[0]].shape[1] += 1; // no longer the weight's row count
+      expectRefused(a, "linear with a wider output");
+    }
+    if (in.op == "cbc.kv.attention") {
+      rt::Artefact a = base;
+      a.program.instrs[i].attrs["num_heads"].i *= 2;
+      expectRefused(a, "attention with more heads than its operands");
+      rt::Artefact b = base;
+      std::swap(b.program.instrs[i].inputs[1], b.program.instrs[i].inputs[2]);
+      expectRefused(b, "attention reading seq_ids as positions");
+    }
+    if (in.op == "cbc.math.rms_norm") {
+      rt::Artefact a = base;
+      rt::AttrValue zero;
+      zero.kind = rt::AttrValue::Int;
+      zero.i = 0;
+      a.program.instrs[i].attrs["group"] = zero;
+      expectRefused(a, "rms_norm with an empty group");
+    }
+  }
+  rt::Artefact v = base;
+  v.meta.vocab_size += 1;
+  expectRefused(v, "vocabulary larger than the logits");
+}
+
+} // namespace
+} // namespace cbc::test

@@ -1,0 +1,551 @@
+// Safetensors checkpoints and the weight manifest: every fault is a WeightError naming the
+// tensor or file; sharded checkpoints load like single files; dtype conversions; random weights.
+#include "runtime/safetensors.h"
+#include "runtime/weights.h"
+#include "test/support/test_support.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <optional>
+#include <random>
+#include <unistd.h>
+
+namespace cbc::test {
+namespace {
+
+namespace fs = std::filesystem;
+
+using Tensors = std::vector<std::pair<std::string, rt::TensorView>>;
+
+// A scratch directory per test, removed afterwards.
+class TempDir {
+public:
+  TempDir() {
+    const auto *info = ::testing::UnitTest::GetInstance()->current_test_info();
+    path_ = fs::temp_directory_path() / ("cbc-unit-" + std::string(info->test_suite_name()) + "-" +
+                                         info->name() + "-" + std::to_string(::getpid()));
+    fs::remove_all(path_);
+    fs::create_directories(path_);
+  }
+  ~TempDir() { fs::remove_all(path_); }
+  std::string operator/(const std::string &name) const { return (path_ / name).string(); }
+  std::string str() const { return path_.string(); }
+
+private:
+  fs::path path_;
+};
+
+void writeBytes(const std::string &path, const std::string &bytes) {
+  std::ofstream out(path, std::ios::binary);
+  out.write(bytes.data(), (std::streamsize)bytes.size());
+}
+
+std::string rawHeader(const std::string &json, uint64_t declaredLength) {
+  std::string out(8, '\0');
+  std::memcpy(out.data(), &declaredLength, 8);
+  return out + json;
+}
+
+// Asserts that `fn` throws a WeightError whose message contains every word.
+template <typename Fn>
+void expectWeightError(Fn &&fn, const std::vector<std::string> &words, const std::string &what) {
+  try {
+    fn();
+    ADD_FAILURE() << what << ": no WeightError";
+  } catch (const rt::WeightError &e) {
+    std::string msg = e.what();
+    for (const std::string &w : words)
+      EXPECT_NE(msg.find(w), std::string::npos) << what << ": '" << msg << "' lacks '" << w << "'";
+  } catch (const std::exception &e) {
+    ADD_FAILURE() << what << ": threw something else than WeightError: " << e.what();
+  }
+}
+
+class Weights : public ::testing::Test {
+protected:
+  static void SetUpTestSuite() {
+    artefact_ = new rt::Artefact(compileArtefact(readFile(fixtureDir("llama") + "/config.json")));
+  }
+  static void TearDownTestSuite() {
+    delete artefact_;
+    artefact_ = nullptr;
+  }
+  void SetUp() override {
+    model_ = std::make_unique<rt::SafetensorsFile>(fixtureDir("llama") + "/model.safetensors");
+    for (const std::string &n : model_->names())
+      tensors_.emplace_back(n, model_->get(n));
+  }
+
+  rt::TensorView &tensor(Tensors &ts, const std::string &name) {
+    for (auto &[n, t] : ts)
+      if (n == name)
+        return t;
+    throw std::runtime_error("no tensor " + name);
+  }
+
+  // Writes `ts` as <dir>/model.safetensors and loads the llama manifest from it.
+  void load(const Tensors &ts, const TempDir &dir) {
+    rt::writeSafetensors(dir / "model.safetensors", ts);
+    rt::WeightStore::load(*artefact_, {dir.str(), 0});
+  }
+
+  // Greedy tokens and logits of a few prompts.
+  std::vector<rt::RequestOutput> run(const rt::WeightSource &w) {
+    rt::EngineOptions o;
+    o.backend = "cpu";
+    o.threads = 1;
+    std::vector<test::Run> runs;
+    for (std::vector<int32_t> p :
+         {std::vector<int32_t>{1, 5, 9}, std::vector<int32_t>{200, 3, 3, 70, 12}}) {
+      rt::SamplingParams sp;
+      sp.max_new_tokens = 5;
+      sp.ignore_eos = true;
+      sp.keep_logits = true;
+      runs.push_back({p, sp});
+    }
+    return serve(*artefact_, w, o, runs).outputs;
+  }
+
+  static rt::Artefact *artefact_;
+  std::unique_ptr<rt::SafetensorsFile> model_;
+  Tensors tensors_;
+};
+
+rt::Artefact *Weights::artefact_ = nullptr;
+
+TEST_F(Weights, FixtureLoads) {
+  TempDir dir;
+  load(tensors_, dir);
+  rt::WeightStore s = rt::WeightStore::load(*artefact_, {fixtureDir("llama"), 0});
+  EXPECT_EQ(s.size(), artefact_->weights.size());
+  for (size_t i = 0; i < s.size(); ++i)
+    EXPECT_EQ(s.get((int)i).shape, artefact_->weights[i].shape) << artefact_->weights[i].name;
+}
+
+TEST_F(Weights, MissingTensorIsNamed) {
+  for (std::string name : {"model.layers.1.self_attn.k_proj.weight", "model.norm.weight",
+                           "lm_head.weight", "model.layers.0.mlp.down_proj.weight"}) {
+    TempDir dir;
+    Tensors ts;
+    for (auto &[n, t] : tensors_)
+      if (n != name)
+        ts.emplace_back(n, t);
+    expectWeightError([&] { load(ts, dir); }, {name, "missing"}, name);
+  }
+}
+
+TEST_F(Weights, WrongShapeIsNamed) {
+  struct Case {
+    std::string name;
+    std::vector<int64_t> shape;
+  };
+  // Same element count, other layout; fewer rows in one part of a fused weight; a different
+  // row width in a fused part; a norm of the wrong length.
+  for (const Case &c : std::vector<Case>{{"model.layers.0.mlp.down_proj.weight", {96, 64}},
+                                         {"model.layers.1.self_attn.q_proj.weight", {48, 64}},
+                                         {"model.layers.0.mlp.up_proj.weight", {64, 96}},
+                                         {"model.norm.weight", {32}},
+                                         {"model.embed_tokens.weight", {256, 64, 1}}}) {
+    TempDir dir;
+    Tensors ts = tensors_;
+    rt::TensorView &t = tensor(ts, c.name);
+    int64_t numel = 1;
+    for (int64_t d : c.shape)
+      numel *= d;
+    ASSERT_LE(numel * 2, (int64_t)t.bytes);
+    t.shape = c.shape;
+    t.bytes = numel * 2;
+    expectWeightError([&] { load(ts, dir); }, {c.name, "shape"}, c.name);
+  }
+}
+
+TEST_F(Weights, UnsupportedDtypeIsNamed) {
+  for (std::string dtype : {"I64", "F64", "I32", "U8", "I8"}) {
+    TempDir dir;
+    Tensors ts = tensors_;
+    std::string name = "model.layers.0.self_attn.o_proj.weight";
+    rt::TensorView &t = tensor(ts, name);
+    size_t elemBytes = dtype == "I64" || dtype == "F64" ? 8 : dtype == "I32" ? 4 : 1;
+    std::vector<uint8_t> data(t.numel() * elemBytes, 0);
+    t.dtype_name = dtype;
+    t.data = data.data();
+    t.bytes = data.size();
+    expectWeightError([&] { load(ts, dir); }, {name, dtype}, dtype);
+  }
+}
+
+// Encodes a float as f16 when it is exactly representable (the test's own encoder).
+std::optional<uint16_t> exactF16(float f) {
+  if (f == 0)
+    return std::signbit(f) ? 0x8000 : 0;
+  uint16_t sign = std::signbit(f) ? 0x8000 : 0;
+  double a = std::fabs((double)f);
+  int e;
+  double m = std::frexp(a, &e); // a = m * 2^e, m in [0.5, 1)
+  int exp = e - 1 + 15;         // biased exponent of 1.m form
+  if (exp >= 31)
+    return std::nullopt;
+  if (exp <= 0) { // subnormal: a = k * 2^-24
+    double k = std::ldexp(a, 24);
+    if (k != std::floor(k) || k >= 1024)
+      return std::nullopt;
+    return (uint16_t)(sign | (uint16_t)k);
+  }
+  double frac = std::ldexp(m * 2 - 1, 10);
+  if (frac != std::floor(frac))
+    return std::nullopt;
+  return (uint16_t)(sign | (exp << 10) | (uint16_t)frac);
+}
+
+TEST_F(Weights, F32AndF16CheckpointsLoadLikeBf16) {
+  // The fixture's bf16 values are exact in f32, and (where the test encoder says so) in f16:
+  // every other tensor is stored as f16, the rest as f32.
+  rt::WeightStore ref = rt::WeightStore::load(*artefact_, {fixtureDir("llama"), 0});
+  TempDir dir;
+  Tensors ts = tensors_;
+  std::vector<std::vector<uint8_t>> storage;
+  int asF16 = 0;
+  for (size_t k = 0; k < ts.size(); ++k) {
+    rt::TensorView &t = ts[k].second;
+    const uint16_t *src = reinterpret_cast<const uint16_t *>(t.data);
+    std::vector<uint8_t> f16(t.numel() * 2);
+    bool exact = k % 2 == 1;
+    for (int64_t i = 0; exact && i < t.numel(); ++i) {
+      auto h = exactF16(rt::bf16ToFloat(src[i]));
+      exact = h.has_value();
+      if (exact)
+        std::memcpy(&f16[i * 2], &*h, 2);
+    }
+    if (exact) {
+      storage.push_back(std::move(f16));
+      t.dtype_name = "F16";
+      ++asF16;
+    } else {
+      std::vector<uint8_t> data(t.numel() * 4);
+      for (int64_t i = 0; i < t.numel(); ++i) {
+        float f = rt::bf16ToFloat(src[i]);
+        std::memcpy(&data[i * 4], &f, 4);
+      }
+      storage.push_back(std::move(data));
+      t.dtype_name = "F32";
+    }
+    t.data = storage.back().data();
+    t.bytes = storage.back().size();
+  }
+  EXPECT_GT(asF16, 3);
+  rt::writeSafetensors(dir / "model.safetensors", ts);
+  rt::WeightStore mixed = rt::WeightStore::load(*artefact_, {dir.str(), 0});
+  ASSERT_EQ(mixed.size(), ref.size());
+  for (size_t i = 0; i < ref.size(); ++i)
+    EXPECT_EQ(mixed.get((int)i).data, ref.get((int)i).data) << artefact_->weights[i].name;
+}
+
+TEST_F(Weights, ReadTensorAsFloatConvertsEachDtype) {
+  TempDir dir;
+  std::vector<float> f32 = {1.0f, -2.5f, 0.0f, 65504.0f, 1e-30f, -INFINITY};
+  std::vector<uint16_t> f16 = {0x3c00, 0xc000, 0x0000, 0x7bff, 0x0001, 0xfc00};
+  std::vector<uint16_t> bf16 = {0x3f80, 0xc020, 0x8000, 0x477f, 0x0001, 0xff80};
+  auto view = [](const char *dtype, const void *p, size_t bytes, int64_t n) {
+    rt::TensorView t;
+    t.dtype_name = dtype;
+    t.shape = {2, n / 2};
+    t.data = static_cast<const uint8_t *>(p);
+    t.bytes = bytes;
+    return t;
+  };
+  rt::writeSafetensors(dir / "t.safetensors", {{"a", view("F32", f32.data(), 24, 6)},
+                                               {"b", view("F16", f16.data(), 12, 6)},
+                                               {"c", view("BF16", bf16.data(), 12, 6)}});
+  rt::Checkpoint ck(dir / "t.safetensors");
+  rt::ModelMeta meta;
+  rt::HostTensor a = rt::readTensorAsFloat(ck, "a", meta);
+  EXPECT_EQ(a.shape, (std::vector<int64_t>{2, 3}));
+  EXPECT_EQ(a.data, f32);
+  rt::HostTensor b = rt::readTensorAsFloat(ck, "b", meta);
+  std::vector<float> wantB = {1.0f, -2.0f, 0.0f, 65504.0f, std::ldexp(1.0f, -24), -INFINITY};
+  EXPECT_EQ(b.data, wantB);
+  rt::HostTensor c = rt::readTensorAsFloat(ck, "c", meta);
+  std::vector<float> wantC = {1.0f, -2.5f, -0.0f, 65280.0f, std::ldexp(1.0f, -133), -INFINITY};
+  EXPECT_EQ(c.data, wantC);
+  expectWeightError([&] { rt::readTensorAsFloat(ck, "zzz", meta); }, {"zzz"}, "missing");
+}
+
+TEST(Conversions, F16KnownBitPatterns) {
+  EXPECT_EQ(rt::f16ToFloat(0x3c00), 1.0f);
+  EXPECT_EQ(rt::f16ToFloat(0xc000), -2.0f);
+  EXPECT_EQ(rt::f16ToFloat(0x3800), 0.5f);
+  EXPECT_EQ(rt::f16ToFloat(0x3e00), 1.5f);
+  EXPECT_EQ(rt::f16ToFloat(0x7bff), 65504.0f);              // largest normal
+  EXPECT_EQ(rt::f16ToFloat(0x0400), std::ldexp(1.0f, -14)); // smallest normal
+  EXPECT_EQ(rt::f16ToFloat(0x0001), std::ldexp(1.0f, -24)); // smallest subnormal
+  EXPECT_EQ(rt::f16ToFloat(0x0200), std::ldexp(1.0f, -15));
+  EXPECT_EQ(rt::f16ToFloat(0x03ff), std::ldexp(1023.0f, -24)); // largest subnormal
+  EXPECT_EQ(rt::f16ToFloat(0x8001), -std::ldexp(1.0f, -24));
+  EXPECT_EQ(rt::f16ToFloat(0x3555), 1365.0f / 4096.0f);
+  EXPECT_EQ(rt::f16ToFloat(0x0000), 0.0f);
+  EXPECT_FALSE(std::signbit(rt::f16ToFloat(0x0000)));
+  EXPECT_EQ(rt::f16ToFloat(0x8000), 0.0f);
+  EXPECT_TRUE(std::signbit(rt::f16ToFloat(0x8000)));
+  EXPECT_EQ(rt::f16ToFloat(0x7c00), INFINITY);
+  EXPECT_EQ(rt::f16ToFloat(0xfc00), -INFINITY);
+  EXPECT_TRUE(std::isnan(rt::f16ToFloat(0x7e00)));
+  EXPECT_TRUE(std::isnan(rt::f16ToFloat(0x7c01)));
+  EXPECT_TRUE(std::isnan(rt::f16ToFloat(0xfe00)));
+}
+
+TEST(Conversions, F16EveryFiniteValueMatchesItsDefinition) {
+  // value = (-1)^s * 2^(e-15) * (1 + m/1024) for normals, 2^-14 * m/1024 for subnormals.
+  for (uint32_t h = 0; h < 0x10000; ++h) {
+    uint32_t e = (h >> 10) & 0x1f, m = h & 0x3ff;
+    if (e == 31)
+      continue;
+    double v = e == 0 ? std::ldexp((double)m, -24) : std::ldexp(1.0 + m / 1024.0, (int)e - 15);
+    if (h & 0x8000)
+      v = -v;
+    ASSERT_EQ(rt::f16ToFloat((uint16_t)h), (float)v) << std::hex << h;
+  }
+}
+
+TEST(Conversions, Bf16RoundTripsEveryNonNanPattern) {
+  for (uint32_t b = 0; b < 0x10000; ++b) {
+    float f = rt::bf16ToFloat((uint16_t)b);
+    if (std::isnan(f)) {
+      EXPECT_TRUE(std::isnan(rt::bf16ToFloat(rt::floatToBf16(f)))) << std::hex << b;
+      continue;
+    }
+    uint32_t bits;
+    std::memcpy(&bits, &f, 4);
+    ASSERT_EQ(bits, b << 16) << "bf16 is the top half of an f32";
+    ASSERT_EQ(rt::floatToBf16(f), b) << std::hex << b;
+  }
+}
+
+TEST(Conversions, FloatToBf16RoundsToNearestEven) {
+  auto fromBits = [](uint32_t bits) {
+    float f;
+    std::memcpy(&f, &bits, 4);
+    return f;
+  };
+  auto bitsOf = [](float f) {
+    uint32_t bits;
+    std::memcpy(&bits, &f, 4);
+    return bits;
+  };
+  EXPECT_EQ(rt::floatToBf16(1.0f), 0x3f80);
+  EXPECT_EQ(rt::floatToBf16(fromBits(0x3f808000)), 0x3f80); // tie, even stays
+  EXPECT_EQ(rt::floatToBf16(fromBits(0x3f818000)), 0x3f82); // tie, odd rounds up
+  EXPECT_EQ(rt::floatToBf16(fromBits(0x3f808001)), 0x3f81); // above the tie
+  EXPECT_EQ(rt::floatToBf16(fromBits(0x3f807fff)), 0x3f80); // below the tie
+  EXPECT_EQ(rt::floatToBf16(fromBits(0xbf808001)), 0xbf81); // sign is kept
+  EXPECT_EQ(rt::floatToBf16(INFINITY), 0x7f80);
+  EXPECT_EQ(rt::floatToBf16(-INFINITY), 0xff80);
+  EXPECT_EQ(rt::floatToBf16(std::numeric_limits<float>::max()), 0x7f80); // rounds up to inf
+  EXPECT_TRUE(std::isnan(rt::bf16ToFloat(rt::floatToBf16(NAN))));
+  EXPECT_TRUE(std::isnan(rt::bf16ToFloat(rt::floatToBf16(fromBits(0x7f800001)))))
+      << "a NaN whose payload sits in the low half must not become inf";
+  // Any float: the result is one of the two neighbouring bf16 values, the nearer one.
+  std::mt19937 rng(3);
+  for (int i = 0; i < 100000; ++i) {
+    float f = fromBits(rng());
+    if (!std::isfinite(f) || std::fabs(f) > 3e38f)
+      continue;
+    uint16_t b = rt::floatToBf16(f);
+    float r = rt::bf16ToFloat(b);
+    float lo = fromBits(bitsOf(f) & 0xffff0000u),
+          hi = rt::bf16ToFloat((uint16_t)((bitsOf(f) >> 16) + 1));
+    ASSERT_TRUE(r == lo || r == hi) << f;
+    ASSERT_LE(std::fabs((double)r - f), std::fabs((double)(r == lo ? hi : lo) - f)) << f;
+  }
+}
+
+TEST_F(Weights, TruncatedFilesAreRejectedNamingTheFile) {
+  std::string bytes = readFile(fixtureDir("llama") + "/model.safetensors");
+  uint64_t headerLen;
+  std::memcpy(&headerLen, bytes.data(), 8);
+  size_t dataStart = 8 + headerLen;
+  std::vector<size_t> cuts = {0,
+                              1,
+                              4,
+                              7,
+                              8,
+                              9,
+                              8 + headerLen / 3,
+                              8 + headerLen / 2,
+                              dataStart - 1,
+                              dataStart,
+                              dataStart + 1,
+                              dataStart + 1000,
+                              bytes.size() / 2,
+                              bytes.size() - 2,
+                              bytes.size() - 1};
+  for (size_t cut : cuts) {
+    TempDir dir;
+    std::string path = dir / "model.safetensors";
+    writeBytes(path, bytes.substr(0, cut));
+    std::string what = "cut at " + std::to_string(cut);
+    std::vector<std::string> words = {path};
+    if (cut >= dataStart)
+      words.push_back("tensor '"); // the header is intact: the error names a tensor
+    expectWeightError([&] { rt::Checkpoint ck(path); }, words, what);
+    expectWeightError([&] { rt::WeightStore::load(*artefact_, {dir.str(), 0}); }, {path}, what);
+  }
+}
+
+TEST_F(Weights, BadHeadersAreRejected) {
+  struct Case {
+    std::string name, bytes;
+    std::vector<std::string> words;
+  };
+  std::string tail(64, 'x');
+  std::vector<Case> cases = {
+      {"garbage JSON", rawHeader("{not json!", 10) + tail, {"header"}},
+      {"header longer than the file", rawHeader("{}", 1000) + tail, {"header", "exceeds"}},
+      {"huge header length", rawHeader("{}", ~0ull) + tail, {"header"}},
+      {"header that is an array", rawHeader("[1, 2, 3]", 9) + tail, {"header"}},
+      {"entry without offsets",
+       rawHeader(R"({"w": {"dtype": "F32", "shape": [2]}})", 37) + tail,
+       {"'w'"}},
+      {"offsets past the end",
+       rawHeader(R"({"w": {"dtype": "F32", "shape": [64], "data_offsets": [0, 256]}})", 64) + tail,
+       {"'w'", "end"}},
+      {"offsets backwards",
+       rawHeader(R"({"w": {"dtype": "F32", "shape": [0], "data_offsets": [8, 4]}})", 62) + tail,
+       {"'w'"}},
+      {"size disagrees with shape",
+       rawHeader(R"({"w": {"dtype": "F32", "shape": [3], "data_offsets": [0, 8]}})", 62) + tail,
+       {"'w'", "bytes"}},
+      {"negative dimension",
+       rawHeader(R"({"w": {"dtype": "F32", "shape": [-2], "data_offsets": [0, 8]}})", 63) + tail,
+       {"'w'", "negative"}},
+      {"non-numeric shape",
+       rawHeader(R"({"w": {"dtype": "F32", "shape": ["a"], "data_offsets": [0, 4]}})", 64) + tail,
+       {"'w'"}},
+      {"dtype not a string",
+       rawHeader(R"({"w": {"dtype": 5, "shape": [1], "data_offsets": [0, 4]}})", 58) + tail,
+       {"'w'"}},
+  };
+  for (Case &c : cases) {
+    // Fix up the declared lengths of the JSON cases that are meant to be consistent.
+    if (c.name != "header longer than the file" && c.name != "huge header length") {
+      size_t jsonLen = c.bytes.size() - 8 - tail.size();
+      uint64_t len = jsonLen;
+      std::memcpy(c.bytes.data(), &len, 8);
+    }
+    TempDir dir;
+    std::string path = dir / "model.safetensors";
+    writeBytes(path, c.bytes);
+    std::vector<std::string> words = c.words;
+    words.push_back(path);
+    expectWeightError([&] { rt::Checkpoint ck(path); }, words, c.name);
+  }
+}
+
+TEST_F(Weights, MissingCheckpointsAreNamed) {
+  expectWeightError([] { rt::Checkpoint ck("/nonexistent/cbc/ckpt"); }, {"/nonexistent/cbc/ckpt"},
+                    "missing path");
+  expectWeightError(
+      [&] {
+        rt::WeightStore::load(*artefact_, {"/nonexistent/cbc/ckpt", 0});
+      },
+      {"/nonexistent/cbc/ckpt"}, "missing dir via the store");
+  TempDir empty;
+  expectWeightError([&] { rt::Checkpoint ck(empty.str()); }, {empty.str(), "model.safetensors"},
+                    "empty dir");
+  // An index naming a shard that is not there.
+  TempDir dir;
+  writeBytes(dir / "model.safetensors.index.json",
+             R"({"metadata": {}, "weight_map": {"a": "model-00001-of-00002.safetensors"}})");
+  expectWeightError([&] { rt::Checkpoint ck(dir.str()); }, {"model-00001-of-00002.safetensors"},
+                    "missing shard");
+  // A malformed index.
+  TempDir bad;
+  writeBytes(bad / "model.safetensors.index.json", "{\"weight_map\": [");
+  expectWeightError([&] { rt::Checkpoint ck(bad.str()); }, {"model.safetensors.index.json"},
+                    "malformed index");
+  TempDir noMap;
+  writeBytes(noMap / "model.safetensors.index.json", "{\"metadata\": {}}");
+  expectWeightError([&] { rt::Checkpoint ck(noMap.str()); }, {"weight_map"}, "index without map");
+  // Engine creation reports the same error.
+  rt::EngineOptions o;
+  o.backend = "cpu";
+  EXPECT_THROW(rt::Engine::create(*artefact_, {"/nonexistent/cbc/ckpt", 0}, o), rt::WeightError);
+}
+
+TEST_F(Weights, ShardedCheckpointMatchesTheSingleFile) {
+  TempDir dir;
+  Tensors a, b;
+  for (size_t i = 0; i < tensors_.size(); ++i)
+    (i % 2 ? a : b).push_back(tensors_[i]);
+  ASSERT_FALSE(a.empty());
+  ASSERT_FALSE(b.empty());
+  rt::writeSafetensors(dir / "model-00001-of-00002.safetensors", a);
+  rt::writeSafetensors(dir / "model-00002-of-00002.safetensors", b);
+  std::string index = R"({"metadata": {"total_size": 0}, "weight_map": {)";
+  bool first = true;
+  for (auto *part : {&a, &b})
+    for (auto &[n, t] : *part) {
+      index +=
+          std::string(first ? "" : ", ") + "\"" + n + "\": \"" +
+          (part == &a ? "model-00001-of-00002.safetensors" : "model-00002-of-00002.safetensors") +
+          "\"";
+      first = false;
+    }
+  index += "}}";
+  writeBytes(dir / "model.safetensors.index.json", index);
+
+  rt::Checkpoint ck(dir.str());
+  EXPECT_EQ(ck.names().size(), tensors_.size());
+
+  auto single = run({fixtureDir("llama"), 0});
+  auto sharded = run({dir.str(), 0});
+  ASSERT_EQ(single.size(), sharded.size());
+  for (size_t i = 0; i < single.size(); ++i) {
+    EXPECT_EQ(single[i].tokens, sharded[i].tokens);
+    EXPECT_EQ(single[i].logits, sharded[i].logits);
+  }
+  // A tensor missing from every shard is still named.
+  TempDir partial;
+  rt::writeSafetensors(partial / "model-00001-of-00002.safetensors", a);
+  writeBytes(partial / "model.safetensors.index.json",
+             R"({"weight_map": {"x": "model-00001-of-00002.safetensors"}})");
+  try {
+    rt::WeightStore::load(*artefact_, {partial.str(), 0});
+    ADD_FAILURE() << "a tensor in no shard must be an error";
+  } catch (const rt::WeightError &e) {
+    std::string msg = e.what();
+    EXPECT_NE(msg.find("missing"), std::string::npos) << msg;
+    bool named = false;
+    for (auto &[n, t] : b)
+      named |= msg.find("'" + n + "'") != std::string::npos;
+    EXPECT_TRUE(named) << "'" << msg << "' names none of the absent tensors";
+  }
+}
+
+TEST_F(Weights, RandomWeightsDependOnlyOnTheSeed) {
+  rt::WeightStore a = rt::WeightStore::load(*artefact_, {"", 7});
+  rt::WeightStore b = rt::WeightStore::load(*artefact_, {"", 7});
+  rt::WeightStore c = rt::WeightStore::load(*artefact_, {"", 8});
+  ASSERT_EQ(a.size(), artefact_->weights.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    const auto &w = artefact_->weights[i];
+    EXPECT_EQ(a.get((int)i).shape, w.shape) << w.name;
+    EXPECT_EQ(a.get((int)i).data, b.get((int)i).data) << w.name;
+    EXPECT_NE(a.get((int)i).data, c.get((int)i).data) << w.name;
+    for (float v : a.get((int)i).data)
+      ASSERT_TRUE(std::isfinite(v)) << w.name;
+  }
+  // Different weights of one store differ from each other, too.
+  EXPECT_NE(a.get(0).data, a.get((int)a.size() - 1).data);
+  // And they produce the same tokens twice.
+  auto r1 = run({"", 7}), r2 = run({"", 7}), r3 = run({"", 8});
+  EXPECT_EQ(r1[0].logits, r2[0].logits);
+  EXPECT_NE(r1[0].logits, r3[0].logits);
+}
+
+} // namespace
+} // namespace cbc::test

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Installs the build dependencies (Debian 12) and configures the build tree. Idempotent: when
+# every package is present it only checks and returns in about a second.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PACKAGES=(
+  libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools clang-22 lld-22
+  ninja-build ccache cmake
+  flatbuffers-compiler libflatbuffers-dev
+  libgtest-dev libgmock-dev libboost-context-dev
+  libopenblas-dev nlohmann-json3-dev
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}" >&2
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+if [ ! -d /usr/local/cuda/include ]; then
+  echo "setup: the CUDA toolkit is expected at /usr/local/cuda (headers, NVRTC, cuBLASLt)" >&2
+  exit 1
+fi
+
+BUILD=${BUILD_DIR:-build}
+export CCACHE_BASEDIR="$PWD"
+if [ ! -f "$BUILD/build.ninja" ]; then
+  cmake -G Ninja -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release \
+    -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir \
+    -DCMAKE_C_COMPILER=clang-22 -DCMAKE_CXX_COMPILER=clang++-22 -DLLVM_USE_LINKER=lld \
+    -DCMAKE_CXX_COMPILER_LAUNCHER=ccache >/dev/null
+fi
