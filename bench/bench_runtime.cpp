@@ -40,13 +40,16 @@ double seconds(Clock::time_point a, Clock::time_point b) {
 
 void schedulerBench(const std::string &config) {
   rt::Artefact a = compile(config);
-  std::printf("scheduler + step metadata per decode step (null backend, %s)\n", config.c_str());
+  std::printf("scheduler + step metadata per decode step (null backend sampling greedily on the\n"
+              "device, so no logits reach the host; %s)\n", config.c_str());
   std::printf("%12s %12s %14s %14s\n", "concurrent", "steps", "us/step", "ns/request");
   for (int64_t n : {1, 64, 1024, 4096}) {
     rt::EngineOptions o;
     o.backend = "null";
     o.max_batch_tokens = n;
     o.max_requests = n;
+    o.max_live_requests = n;
+    o.max_model_len = 2048;
     o.cache_memory_bytes = n * 2048; // the null backend stores 1 byte per token: room for 2048 tokens each
     auto engine = rt::Engine::withBackend(a, rt::makeNullBackend(a), o);
     std::mt19937 rng(1);

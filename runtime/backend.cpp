@@ -8,10 +8,9 @@ void StepBatch::clear() {
   seq_ids.clear();
   cu_seqlens.clear();
   kv_lens.clear();
-  block_tables.clear();
   logit_rows.clear();
   prompt_lens.clear();
-  state_slots.clear();
+  slots.clear();
   has_initial_state.clear();
 }
 
@@ -23,9 +22,20 @@ public:
   int64_t cacheBytesPerToken(int) const override { return 1; }
   void allocateCache(int32_t, int32_t) override {}
   void run(const StepBatch &batch, std::vector<float> &logits) override {
-    logits.assign(batch.num_logit_rows * vocab_, 0.0f);
+    // Row r always favours token r % vocab, so the buffer only needs filling once per size.
+    size_t n = (size_t)(batch.num_logit_rows * vocab_);
+    if (logits.size() < n) {
+      logits.assign(n, 0.0f);
+      for (int64_t r = 0; r < batch.num_logit_rows; ++r)
+        logits[r * vocab_ + (r % vocab_)] = 1.0f;
+    }
+  }
+
+  bool runGreedy(const StepBatch &batch, std::vector<int32_t> &tokens) override {
+    tokens.resize(batch.num_logit_rows);
     for (int64_t r = 0; r < batch.num_logit_rows; ++r)
-      logits[r * vocab_ + (r % vocab_)] = 1.0f;
+      tokens[r] = (int32_t)(r % vocab_);
+    return true;
   }
 
 private:

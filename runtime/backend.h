@@ -16,15 +16,16 @@ struct StepBatch {
   int64_t num_tokens = 0;     // T
   int64_t num_requests = 0;   // R: requests in the step
   int64_t num_logit_rows = 0; // requests that sample this step
-  int64_t table_width = 0;    // blocks per table row
   int64_t num_groups = 0;
+  // The cache manager's persistent block tables: [num_groups, table_slots, table_width].
+  const int32_t *block_tables = nullptr;
+  int64_t table_slots = 0, table_width = 0;
   std::vector<int32_t> tokens, positions, seq_ids;  // [T]
   std::vector<int32_t> cu_seqlens;                  // [R + 1]
   std::vector<int32_t> kv_lens;                     // [R]
-  std::vector<int32_t> block_tables;                // [G, R, table_width]
   std::vector<int32_t> logit_rows;                  // [num_logit_rows]
   std::vector<int32_t> prompt_lens;                 // [R]: each request's original prompt length
-  std::vector<int32_t> state_slots;                 // [R]
+  std::vector<int32_t> slots;                       // [R]: each request's cache slot
   std::vector<int32_t> has_initial_state;           // [R]
 
   void clear();
@@ -42,9 +43,13 @@ public:
   // Bytes the backend stores per cached token of a group, and per request state slot.
   virtual int64_t cacheBytesPerToken(int group) const = 0;
   virtual int64_t stateBytesPerSlot() const { return 0; }
-  virtual void allocateCache(int32_t blocksPerGroup, int32_t stateSlots) = 0;
+  // Blocks per cache group, and request slots (rows of the block tables, state slots).
+  virtual void allocateCache(int32_t blocksPerGroup, int32_t slots) = 0;
   // Runs the step; writes [num_logit_rows, vocab] logits.
   virtual void run(const StepBatch &batch, std::vector<float> &logits) = 0;
+  // Runs the step and returns each logit row's argmax (first index on ties), so that the
+  // logits never leave the device. False when the backend cannot; the engine then calls run().
+  virtual bool runGreedy(const StepBatch &batch, std::vector<int32_t> &tokens) { return false; }
 };
 
 // A backend that computes nothing (scheduler benchmarks): its logits favour one token.

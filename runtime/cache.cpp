@@ -7,6 +7,7 @@ namespace cbc::rt {
 
 BlockAllocator::BlockAllocator(int32_t numBlocks) : capacity_(numBlocks) {
   // Hand out low block ids first, so runs are reproducible.
+  free_.reserve(numBlocks);
   for (int32_t b = numBlocks - 1; b >= 0; --b)
     free_.push_back(b);
 }
@@ -21,13 +22,27 @@ int32_t BlockAllocator::allocate() {
 
 void BlockAllocator::release(int32_t block) { free_.push_back(block); }
 
-CacheManager::CacheManager(const CachePlan &plan, int32_t blocksPerGroup, int32_t stateSlots)
-    : blockSize_(plan.block_size), blocksPerGroup_(blocksPerGroup), groups_(plan.groups),
-      stateSlots_(stateSlots) {
+CacheManager::CacheManager(const CachePlan &plan, int32_t blocksPerGroup, int32_t maxSlots,
+                           int32_t tableWidth)
+    : blockSize_(plan.block_size), blocksPerGroup_(blocksPerGroup), maxSlots_(maxSlots),
+      width_(std::max(1, tableWidth)), groups_(plan.groups) {
   for (size_t g = 0; g < groups_.size(); ++g)
     allocators_.emplace_back(blocksPerGroup);
-  for (int32_t s = stateSlots - 1; s >= 0; --s)
+  tables_.assign(groups_.size() * (size_t)maxSlots_ * width_, -1);
+  slots_.resize(maxSlots_);
+  for (int32_t s = maxSlots_ - 1; s >= 0; --s)
     freeSlots_.push_back(s);
+}
+
+int32_t CacheManager::acquireSlot() {
+  if (freeSlots_.empty())
+    return -1;
+  int32_t s = freeSlots_.back();
+  freeSlots_.pop_back();
+  slots_[s].live = true;
+  slots_[s].blocks = 0;
+  slots_[s].released.assign(groups_.size(), 0);
+  return s;
 }
 
 int64_t CacheManager::firstVisible(int group, int64_t computed) const {
@@ -40,103 +55,60 @@ int64_t CacheManager::firstVisible(int group, int64_t computed) const {
   return 0;
 }
 
-int64_t CacheManager::blocksNeeded(RequestId id, int64_t upTo) const {
-  int64_t needed = 0;
-  auto it = tables_.find(id);
-  for (size_t g = 0; g < groups_.size(); ++g) {
-    int64_t blocks = (upTo + blockSize_ - 1) / blockSize_;
-    for (int64_t b = 0; b < blocks; ++b) {
-      bool have = it != tables_.end() && b < (int64_t)it->second[g].size() && it->second[g][b] >= 0;
-      // Blocks below a released block stay released.
-      bool released = it != tables_.end() && b < (int64_t)it->second[g].size() && it->second[g][b] == -2;
-      if (!have && !released)
-        ++needed;
-    }
-  }
-  return needed;
+int64_t CacheManager::blocksNeeded(int32_t slot, int64_t upTo) const {
+  int64_t need = (upTo + blockSize_ - 1) / blockSize_;
+  return std::max<int64_t>(0, need - slots_[slot].blocks) * (int64_t)groups_.size();
 }
 
-bool CacheManager::reserve(RequestId id, int64_t upTo) {
-  auto [it, inserted] = tables_.try_emplace(id);
-  auto &tables = it->second;
-  if (inserted) {
-    tables.assign(groups_.size(), {});
-    if (stateSlots_ > 0) {
-      if (freeSlots_.empty()) {
-        tables_.erase(it);
-        return false;
-      }
-      slotOf_[id] = freeSlots_.back();
-      freeSlots_.pop_back();
-    }
-  }
-  int64_t blocks = (upTo + blockSize_ - 1) / blockSize_;
-  std::vector<std::pair<int, int64_t>> added;
+bool CacheManager::reserve(int32_t slot, int64_t upTo) {
+  SlotState &s = slots_[slot];
+  int64_t need = (upTo + blockSize_ - 1) / blockSize_;
+  if (need <= s.blocks)
+    return true; // the common decode step: nothing to allocate
+  if (need > width_)
+    return false;
+  for (size_t g = 0; g < groups_.size(); ++g)
+    if (allocators_[g].freeCount() < need - s.blocks)
+      return false;
   for (size_t g = 0; g < groups_.size(); ++g) {
-    auto &t = tables[g];
-    if ((int64_t)t.size() < blocks)
-      t.resize(blocks, -1);
-    for (int64_t b = 0; b < blocks; ++b) {
-      if (t[b] != -1)
-        continue; // allocated (>= 0) or released (-2)
-      int32_t phys = allocators_[g].allocate();
-      if (phys < 0) {
-        for (auto [gg, bb] : added) {
-          allocators_[gg].release(tables[gg][bb]);
-          tables[gg][bb] = -1;
-        }
-        if (inserted)
-          free(id);
-        return false;
-      }
-      t[b] = phys;
-      added.emplace_back((int)g, b);
-    }
+    int32_t *r = row(slot, (int)g);
+    for (int64_t b = s.blocks; b < need; ++b)
+      r[b] = allocators_[g].allocate();
   }
+  s.blocks = need;
   return true;
 }
 
-void CacheManager::releaseOutOfWindow(RequestId id, int64_t computed) {
-  auto it = tables_.find(id);
-  if (it == tables_.end())
-    return;
+void CacheManager::releaseOutOfWindow(int32_t slot, int64_t computed) {
+  SlotState &s = slots_[slot];
   for (size_t g = 0; g < groups_.size(); ++g) {
     if (groups_[g].retention == CacheGroup::All)
       continue;
-    int64_t first = firstVisible((int)g, computed);
-    auto &t = it->second[g];
-    // Block b covers [b*B, (b+1)*B); it is dead once it ends at or before `first`.
-    for (int64_t b = 0; (b + 1) * blockSize_ <= first && b < (int64_t)t.size(); ++b)
-      if (t[b] >= 0) {
-        allocators_[g].release(t[b]);
-        t[b] = -2;
+    // Block b covers [b*B, (b+1)*B); it is dead once it ends at or before the first visible.
+    int64_t dead = std::min(s.blocks, firstVisible((int)g, computed) / blockSize_);
+    int32_t *r = row(slot, (int)g);
+    for (int64_t b = s.released[g]; b < dead; ++b) {
+      allocators_[g].release(r[b]);
+      r[b] = -1;
+    }
+    s.released[g] = std::max(s.released[g], dead);
+  }
+}
+
+void CacheManager::free(int32_t slot) {
+  if (slot < 0 || slot >= maxSlots_ || !slots_[slot].live)
+    return;
+  SlotState &s = slots_[slot];
+  for (size_t g = 0; g < groups_.size(); ++g) {
+    int32_t *r = row(slot, (int)g);
+    for (int64_t b = 0; b < s.blocks; ++b)
+      if (r[b] >= 0) {
+        allocators_[g].release(r[b]);
+        r[b] = -1;
       }
   }
-}
-
-void CacheManager::free(RequestId id) {
-  auto it = tables_.find(id);
-  if (it != tables_.end()) {
-    for (size_t g = 0; g < groups_.size(); ++g)
-      for (int32_t b : it->second[g])
-        if (b >= 0)
-          allocators_[g].release(b);
-    tables_.erase(it);
-  }
-  auto s = slotOf_.find(id);
-  if (s != slotOf_.end()) {
-    freeSlots_.push_back(s->second);
-    slotOf_.erase(s);
-  }
-}
-
-int32_t CacheManager::stateSlot(RequestId id) const {
-  auto it = slotOf_.find(id);
-  return it == slotOf_.end() ? -1 : it->second;
-}
-
-const std::vector<int32_t> &CacheManager::table(RequestId id, int group) const {
-  return tables_.at(id).at(group);
+  s = SlotState{};
+  freeSlots_.push_back(slot);
 }
 
 int64_t CacheManager::usedBlocks() const {

@@ -1,13 +1,14 @@
-// The paged cache's bookkeeping: one block pool per cache group, a block table per request
-// and group, and fixed-size per-request state slots. It holds no tensors: the backend owns
-// the memory, and reads it through the tables this class builds.
+// The paged cache's bookkeeping. Every live request holds a slot: a row of the persistent
+// block tables (one table per cache group) and, for models with per-request states, a state
+// slot. Blocks come from one pool per group. The class holds no tensors: backends own the
+// memory and read it through the tables kept here, which change only where blocks are added
+// or released, so per-step metadata stays O(tokens + requests).
 #ifndef CBC_RUNTIME_CACHE_H
 #define CBC_RUNTIME_CACHE_H
 
 #include "runtime/artefact.h"
 
 #include <cstdint>
-#include <unordered_map>
 #include <vector>
 
 namespace cbc::rt {
@@ -25,54 +26,64 @@ private:
   std::vector<int32_t> free_;
 };
 
-using RequestId = int64_t;
-
 class CacheManager {
 public:
-  // `blocksPerGroup` and `stateSlots` come from the memory budget (see planCapacity).
-  CacheManager(const CachePlan &plan, int32_t blocksPerGroup, int32_t stateSlots);
+  // `blocksPerGroup` comes from the memory budget; `maxSlots` bounds the live requests;
+  // `tableWidth` bounds the blocks one request can hold per group.
+  CacheManager(const CachePlan &plan, int32_t blocksPerGroup, int32_t maxSlots, int32_t tableWidth);
 
   int blockSize() const { return blockSize_; }
   int numGroups() const { return (int)groups_.size(); }
   int32_t blocksPerGroup() const { return blocksPerGroup_; }
+  int32_t maxSlots() const { return maxSlots_; }
+  int32_t tableWidth() const { return width_; }
 
-  // Makes positions [0, upTo) of the request writable in every group, allocating blocks as
-  // needed (a sliding group only for positions not yet released). All or nothing.
-  bool reserve(RequestId id, int64_t upTo);
-  // Blocks a request would still need to reach `upTo` (for admission decisions).
-  int64_t blocksNeeded(RequestId id, int64_t upTo) const;
-  // Gives back the blocks of windowed groups that no future query of the request can see,
-  // once positions [0, computed) are in the cache.
-  void releaseOutOfWindow(RequestId id, int64_t computed);
-  // Frees everything the request holds.
-  void free(RequestId id);
-  bool holds(RequestId id) const { return tables_.count(id) != 0; }
+  // A slot for a new live request; -1 when all are taken.
+  int32_t acquireSlot();
+  int32_t freeSlots() const { return (int32_t)freeSlots_.size(); }
 
-  // State slots: one per live request that declares states.
-  bool hasStates() const { return stateSlots_ > 0; }
-  int32_t stateSlot(RequestId id) const;
-  int32_t freeStateSlots() const { return (int32_t)freeSlots_.size(); }
+  // Makes positions [0, upTo) of the slot's request writable in every group, allocating the
+  // missing blocks. All or nothing.
+  bool reserve(int32_t slot, int64_t upTo);
+  // Blocks the request would still need to reach `upTo`, summed over groups.
+  int64_t blocksNeeded(int32_t slot, int64_t upTo) const;
+  // Gives back the blocks of windowed (and chunked) groups that no later query of the request
+  // can see, once positions [0, computed) are in the cache.
+  void releaseOutOfWindow(int32_t slot, int64_t computed);
+  // Frees the slot and every block it holds.
+  void free(int32_t slot);
 
-  // The request's logical-to-physical table in a group (-1: released or never allocated).
-  const std::vector<int32_t> &table(RequestId id, int group) const;
+  // The persistent tables: [groups, maxSlots, tableWidth]; -1 marks a block not held.
+  const int32_t *tables() const { return tables_.data(); }
+  int32_t tableAt(int32_t slot, int group, int64_t block) const {
+    return tables_[((int64_t)group * maxSlots_ + slot) * width_ + block];
+  }
+  int64_t heldBlocks(int32_t slot) const { return slots_[slot].blocks; }
   int32_t freeBlocks(int group) const { return allocators_[group].freeCount(); }
   int64_t usedBlocks() const;
 
-  // The most blocks one request can hold at once in a group on its way to `length`
-  // positions, when each step adds at most `maxChunk` of them.
+  // The most blocks one request holds at once in a group on its way to `length` positions,
+  // when each step adds at most `maxChunk` of them.
   int64_t maxBlocksFor(int group, int64_t length, int64_t maxChunk) const;
 
 private:
+  struct SlotState {
+    bool live = false;
+    int64_t blocks = 0;            // logical blocks [0, blocks) allocated (or released)
+    std::vector<int64_t> released; // per group: blocks [0, released) given back
+  };
+  int32_t *row(int32_t slot, int group) {
+    return tables_.data() + ((int64_t)group * maxSlots_ + slot) * width_;
+  }
   int64_t firstVisible(int group, int64_t computed) const;
 
   int blockSize_;
-  int32_t blocksPerGroup_;
+  int32_t blocksPerGroup_, maxSlots_, width_;
   std::vector<CacheGroup> groups_;
   std::vector<BlockAllocator> allocators_;
-  std::unordered_map<RequestId, std::vector<std::vector<int32_t>>> tables_;
-  int32_t stateSlots_;
+  std::vector<int32_t> tables_;
+  std::vector<SlotState> slots_;
   std::vector<int32_t> freeSlots_;
-  std::unordered_map<RequestId, int32_t> slotOf_;
 };
 
 } // namespace cbc::rt

@@ -40,19 +40,22 @@ Engine::Engine(std::unique_ptr<Artefact> artefact, std::unique_ptr<Backend> back
     : artefact_(std::move(artefact)), backend_(std::move(backend)), options_(options) {
   if (options_.max_batch_tokens < 1 || options_.max_requests < 1)
     throw std::runtime_error("the token budget and requests per step must be at least 1");
+  if (options_.max_live_requests < 1)
+    throw std::runtime_error("max_live_requests must be at least 1");
   const CachePlan &plan = artefact_->cache_plan;
   int64_t bytesPerBlockRow = 0;
   for (size_t g = 0; g < plan.groups.size(); ++g)
     bytesPerBlockRow += backend_->cacheBytesPerToken((int)g) * plan.block_size;
-  int32_t stateSlots = 0;
+  // Slots hold the per-request states; what is left of the budget holds cache blocks.
   int64_t stateBytes = backend_->stateBytesPerSlot();
   int64_t budget = options_.cache_memory_bytes;
+  int32_t slots = (int32_t)std::min<int64_t>(options_.max_live_requests, 1 << 20);
   if (stateBytes > 0) {
-    stateSlots = (int32_t)std::min<int64_t>(options_.max_requests, budget / 2 / stateBytes);
-    if (stateSlots < 1)
+    slots = (int32_t)std::min<int64_t>(slots, budget / 2 / stateBytes);
+    if (slots < 1)
       throw std::runtime_error("the cache memory budget cannot hold one request's state (" +
                                std::to_string(stateBytes) + " bytes)");
-    budget -= stateSlots * stateBytes;
+    budget -= slots * stateBytes;
   }
   int32_t blocks = bytesPerBlockRow > 0
                        ? (int32_t)std::min<int64_t>(budget / bytesPerBlockRow, 1 << 30)
@@ -60,8 +63,12 @@ Engine::Engine(std::unique_ptr<Artefact> artefact, std::unique_ptr<Backend> back
   if (!plan.groups.empty() && blocks < 1)
     throw std::runtime_error("the cache memory budget (" + std::to_string(options_.cache_memory_bytes) +
                              " bytes) is smaller than one cache block");
-  backend_->allocateCache(blocks, stateSlots);
-  cache_ = std::make_unique<CacheManager>(plan, blocks, stateSlots);
+  maxModelLen_ = options_.max_model_len > 0
+                     ? std::min<int64_t>(options_.max_model_len, artefact_->meta.max_positions)
+                     : artefact_->meta.max_positions;
+  int32_t width = (int32_t)((maxModelLen_ + plan.block_size - 1) / plan.block_size);
+  backend_->allocateCache(blocks, slots);
+  cache_ = std::make_unique<CacheManager>(plan, blocks, slots, width);
   scheduler_ = std::make_unique<Scheduler>(
       SchedulerOptions{options_.max_batch_tokens, options_.max_requests}, *cache_);
 }
@@ -98,10 +105,10 @@ std::string Engine::validate(const std::vector<int32_t> &prompt, const SamplingP
   if (!bad.empty())
     return bad;
   int64_t length = (int64_t)prompt.size() + p.max_new_tokens;
-  if (length > m.max_positions)
+  if (length > maxModelLen_)
     return "prompt (" + std::to_string(prompt.size()) + " tokens) plus max_new_tokens (" +
-           std::to_string(p.max_new_tokens) + ") exceeds the model's " +
-           std::to_string(m.max_positions) + " positions";
+           std::to_string(p.max_new_tokens) + ") exceeds the " + std::to_string(maxModelLen_) +
+           " positions allowed" + (maxModelLen_ < m.max_positions ? " (max_model_len)" : " by the model");
   for (int g = 0; g < cache_->numGroups(); ++g) {
     int64_t need = cache_->maxBlocksFor(g, length, options_.max_batch_tokens);
     if (need > cache_->blocksPerGroup())
@@ -162,39 +169,45 @@ bool Engine::cancel(RequestId id) {
 bool Engine::idle() const { return scheduler_->idle(); }
 
 void Engine::buildBatch(const StepPlan &plan, StepBatch &b) const {
-  b.clear();
-  b.num_requests = (int64_t)plan.chunks.size();
+  // O(tokens + requests), written by index into buffers reused from step to step; the block
+  // tables are the cache manager's persistent ones.
+  int64_t R = (int64_t)plan.chunks.size(), T = plan.tokens;
+  b.num_requests = R;
+  b.num_tokens = T;
   b.num_groups = cache_->numGroups();
-  b.table_width = 1;
-  for (const ScheduledChunk &c : plan.chunks)
-    if (b.num_groups > 0)
-      b.table_width = std::max<int64_t>(b.table_width, (int64_t)cache_->table(c.request->id, 0).size());
-  b.cu_seqlens.push_back(0);
-  for (size_t r = 0; r < plan.chunks.size(); ++r) {
+  b.block_tables = cache_->tables();
+  b.table_slots = cache_->maxSlots();
+  b.table_width = cache_->tableWidth();
+  b.tokens.resize(T);
+  b.positions.resize(T);
+  b.seq_ids.resize(T);
+  b.cu_seqlens.resize(R + 1);
+  b.kv_lens.resize(R);
+  b.prompt_lens.resize(R);
+  b.slots.resize(R);
+  b.has_initial_state.resize(R);
+  b.logit_rows.clear();
+  int32_t t = 0;
+  b.cu_seqlens[0] = 0;
+  for (int64_t r = 0; r < R; ++r) {
     const ScheduledChunk &c = plan.chunks[r];
-    for (int64_t i = 0; i < c.count; ++i) {
-      b.tokens.push_back(c.request->tokenAt(c.start + i));
-      b.positions.push_back((int32_t)(c.start + i));
-      b.seq_ids.push_back((int32_t)r);
+    const Request &q = *c.request;
+    if (r + 8 < R) // requests are scattered on the heap: hide the misses of the next ones
+      __builtin_prefetch(plan.chunks[r + 8].request);
+    for (int64_t i = 0; i < c.count; ++i, ++t) {
+      b.tokens[t] = q.tokenAt(c.start + i);
+      b.positions[t] = (int32_t)(c.start + i);
+      b.seq_ids[t] = (int32_t)r;
     }
-    b.cu_seqlens.push_back((int32_t)b.tokens.size());
-    b.kv_lens.push_back((int32_t)(c.start + c.count));
+    b.cu_seqlens[r + 1] = t;
+    b.kv_lens[r] = (int32_t)(c.start + c.count);
     if (c.sample)
-      b.logit_rows.push_back((int32_t)b.tokens.size() - 1);
-    b.prompt_lens.push_back((int32_t)c.request->prompt.size());
-    b.state_slots.push_back(cache_->stateSlot(c.request->id));
-    b.has_initial_state.push_back(c.start > 0 ? 1 : 0);
+      b.logit_rows.push_back(t - 1);
+    b.prompt_lens[r] = (int32_t)q.prompt.size();
+    b.slots[r] = q.slot;
+    b.has_initial_state[r] = c.start > 0 ? 1 : 0;
   }
-  b.num_tokens = (int64_t)b.tokens.size();
   b.num_logit_rows = (int64_t)b.logit_rows.size();
-  b.block_tables.assign(b.num_groups * b.num_requests * b.table_width, -1);
-  for (int64_t g = 0; g < b.num_groups; ++g)
-    for (size_t r = 0; r < plan.chunks.size(); ++r) {
-      const auto &t = cache_->table(plan.chunks[r].request->id, (int)g);
-      int32_t *row = b.block_tables.data() + (g * b.num_requests + (int64_t)r) * b.table_width;
-      for (size_t i = 0; i < t.size(); ++i)
-        row[i] = t[i] >= 0 ? t[i] : -1;
-    }
 }
 
 std::vector<TokenEvent> Engine::step() {
@@ -202,7 +215,8 @@ std::vector<TokenEvent> Engine::step() {
   if (scheduler_->idle())
     return events;
   double t0 = now();
-  StepPlan plan = scheduler_->schedule();
+  StepPlan &plan = plan_;
+  scheduler_->schedule(plan);
   if (plan.chunks.empty()) {
     // Nothing fits although nothing else holds the cache: the head request never will.
     if (scheduler_->numRunning() == 0 && scheduler_->numWaiting() > 0) {
@@ -217,9 +231,18 @@ std::vector<TokenEvent> Engine::step() {
   }
   buildBatch(plan, batch_);
   double t1 = now();
-  backend_->run(batch_, logits_);
-  if ((int64_t)logits_.size() < batch_.num_logit_rows * artefact_->meta.vocab_size)
-    throw std::runtime_error("the backend returned fewer logits than the vocabulary needs");
+  // Greedy rows that want neither logprobs nor logits can be sampled on the device.
+  bool deviceGreedy = true;
+  for (const ScheduledChunk &c : plan.chunks)
+    if (c.sample && (c.request->params.temperature != 0 || c.request->params.logprobs ||
+                     c.request->params.keep_logits))
+      deviceGreedy = false;
+  deviceGreedy = deviceGreedy && backend_->runGreedy(batch_, greedy_);
+  if (!deviceGreedy) {
+    backend_->run(batch_, logits_);
+    if ((int64_t)logits_.size() < batch_.num_logit_rows * artefact_->meta.vocab_size)
+      throw std::runtime_error("the backend returned fewer logits than the step has rows");
+  }
   double t2 = now();
   scheduler_->commit(plan);
   stats_.steps++;
@@ -234,13 +257,18 @@ std::vector<TokenEvent> Engine::step() {
     if (!c.sample)
       continue;
     Request *r = c.request;
-    const float *l = logits_.data() + (row++) * vocab;
-    Sample s = sampleToken(l, vocab, r->params, (int64_t)r->generated.size());
+    Sample s;
+    if (deviceGreedy) {
+      s = {greedy_[row++], 0.0f};
+    } else {
+      const float *l = logits_.data() + (row++) * vocab;
+      s = sampleToken(l, vocab, r->params, (int64_t)r->generated.size());
+      if (r->params.logprobs)
+        r->logprobs.push_back(s.logprob);
+      if (r->params.keep_logits)
+        r->logits.emplace_back(l, l + vocab);
+    }
     r->generated.push_back(s.token);
-    if (r->params.logprobs)
-      r->logprobs.push_back(s.logprob);
-    if (r->params.keep_logits)
-      r->logits.emplace_back(l, l + vocab);
     if (r->generated.size() == 1)
       r->first_token_time = now();
     stats_.generated_tokens++;

@@ -26,6 +26,8 @@ struct EngineOptions {
   std::string backend = "auto";        // auto (CUDA when a GPU is usable), cpu, cuda, null
   int64_t max_batch_tokens = 256;      // token budget per step
   int64_t max_requests = 64;           // requests per step
+  int64_t max_live_requests = 256;     // requests holding cache at once (cache slots)
+  int64_t max_model_len = 0;           // longest request (prompt + new tokens); 0: the model's
   int64_t cache_memory_bytes = 256ll << 20; // memory for the paged cache and state slots
   int threads = 0;                     // CPU threads; 0: all cores
   std::function<void(const std::string &)> log; // backend choice and warnings
@@ -104,11 +106,14 @@ private:
   std::unique_ptr<Scheduler> scheduler_;
   std::map<RequestId, std::unique_ptr<Request>> requests_;
   std::vector<RequestId> finished_;
+  int64_t maxModelLen_ = 0;
   RequestId nextId_ = 0;
   uint64_t nextArrival_ = 0;
   EngineStats stats_;
+  StepPlan plan_;
   StepBatch batch_;
   std::vector<float> logits_;
+  std::vector<int32_t> greedy_;
 };
 
 // Chooses and builds a backend: CUDA when requested or (for "auto") when a driver and GPU are

@@ -35,6 +35,7 @@ struct Request {
   std::vector<float> logprobs;
   std::vector<std::vector<float>> logits;
   int64_t computed = 0; // positions [0, computed) are in the cache
+  int32_t slot = -1;    // the cache slot while the request holds one
   RequestStatus status = RequestStatus::Waiting;
   FinishReason finish = FinishReason::None;
   std::string error;    // why a request was rejected

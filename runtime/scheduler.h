@@ -36,6 +36,8 @@ public:
 
   void enqueue(Request *r);            // a new request joins the FIFO queue
   StepPlan schedule();
+  // The same, filling a plan whose buffers are reused from step to step.
+  void schedule(StepPlan &plan);
   // After the backend ran the plan: advances `computed` and releases out-of-window blocks.
   void commit(const StepPlan &plan);
   void finish(Request *r);             // frees the request's cache and forgets it
@@ -50,11 +52,13 @@ private:
   void preempt(Request *r, StepPlan &plan, int64_t &budget);
   void requeue(Request *r);
   bool tryReserve(Request *r, int64_t count, StepPlan &plan, int64_t &budget);
+  void releaseCache(Request *r);
 
   SchedulerOptions options_;
   CacheManager &cache_;
   std::deque<Request *> waiting_;
   std::vector<Request *> running_; // in arrival order
+  std::vector<Request *> order_;   // scratch for schedule()
   int64_t preemptions_ = 0;
 };
 

@@ -19,7 +19,7 @@ def Cbc_Dialect : Dialect {
     The `cbc` dialect describes one scheduling step of a language model serving many requests
     at once. Activations are packed rows `tensor<?xFxf32>`: the dynamic dimension is the number
     of tokens in the step (or the number of requests for per-request values). Batch metadata
-    (token ids, positions, `cu_seqlens`, block tables, state slots and logit rows) enters as
+    (token ids, positions, `cu_seqlens`, request slots, block tables and logit rows) enters as
     explicit operands of the step function.
 
     Ops are grouped by what they do: `cbc.weight.*` names checkpoint tensors, `cbc.math.*` is

@@ -182,40 +182,42 @@ def Cbc_GateOp : Cbc_Op<"math.gate", [Pure]> {
 def Cbc_KvAppendOp : Cbc_Op<"kv.append", [MemoryEffects<[MemWrite]>]> {
   let summary = "Writes this step's key and value rows into the paged cache.";
   let description = [{
-    Token `t` of request `seq_ids[t]` at `positions[t]` is written to the block
-    `block_tables[group, seq_ids[t], positions[t] / block_size]` of layer `layer`. The layer
+    Token `t` of request row `r = seq_ids[t]` at `p = positions[t]` is written to the block
+    `block_tables[group, slots[r], p / block_size]` of layer `layer`: the tables are the
+    runtime's persistent ones, one row per live request slot. The layer
     declares the rows it keeps per token: `k` of `num_kv_heads * head_dim` and `v` of
     `num_kv_heads * v_head_dim`. A layer with `window` keeps only the last `window` tokens, one
     with `chunk` only the current chunk. `cbc-plan-cache` assigns `group`.
   }];
   let arguments = (ins Cbc_Rows:$k, Cbc_Rows:$v, Cbc_Index:$positions, Cbc_Index:$seq_ids,
-                   Cbc_BlockTables:$block_tables,
+                   Cbc_Index:$slots, Cbc_BlockTables:$block_tables,
                    I64Attr:$layer, I64Attr:$num_kv_heads, I64Attr:$head_dim,
                    OptionalAttr<I64Attr>:$window, OptionalAttr<I64Attr>:$chunk,
                    OptionalAttr<I64Attr>:$group);
-  let assemblyFormat = "$k `,` $v `,` $positions `,` $seq_ids `,` $block_tables attr-dict `:` type(operands)";
+  let assemblyFormat = "$k `,` $v `,` $positions `,` $seq_ids `,` $slots `,` $block_tables attr-dict `:` type(operands)";
   let hasVerifier = 1;
 }
 
 def Cbc_KvAttentionOp : Cbc_Op<"kv.attention", [MemoryEffects<[MemRead]>]> {
   let summary = "Causal attention of this step's queries over the paged cache.";
   let description = [{
-    Query row `t` (request `seq_ids[t]`, position `p = positions[t]`) attends to the cached keys
-    of its request at positions `j <= p` through `block_tables[group]`, with grouped-query heads
+    Query row `t` (request row `r = seq_ids[t]`, position `p = positions[t]`) attends to the
+    cached keys of its request at positions `j <= p` through `block_tables[group, slots[r]]`,
+    with grouped-query heads
     (`num_heads / num_kv_heads` queries per key head). Variants are attributes:
     `window` keeps keys with `j > p - window`; `chunk` keeps keys with `j / chunk == p / chunk`;
     `softcap` applies `cap * tanh(s / cap)` to scores; `sinks` adds one learned logit per head to
     the softmax denominator only. `scale` multiplies `q . k` before all of these.
   }];
   let arguments = (ins Cbc_Rows:$q, Cbc_Index:$positions, Cbc_Index:$seq_ids,
-                   Cbc_Index:$cu_seqlens, Cbc_Index:$kv_lens, Cbc_BlockTables:$block_tables,
-                   Optional<Cbc_Weight>:$sinks,
+                   Cbc_Index:$cu_seqlens, Cbc_Index:$kv_lens, Cbc_Index:$slots,
+                   Cbc_BlockTables:$block_tables, Optional<Cbc_Weight>:$sinks,
                    I64Attr:$layer, I64Attr:$num_heads, I64Attr:$num_kv_heads, I64Attr:$head_dim,
                    F64Attr:$scale,
                    OptionalAttr<I64Attr>:$window, OptionalAttr<I64Attr>:$chunk,
                    OptionalAttr<F64Attr>:$softcap, OptionalAttr<I64Attr>:$group);
   let results = (outs Cbc_Rows:$result);
-  let assemblyFormat = "$q `,` $positions `,` $seq_ids `,` $cu_seqlens `,` $kv_lens `,` $block_tables (`,` $sinks^)? attr-dict `:` type(operands) `->` type($result)";
+  let assemblyFormat = "$q `,` $positions `,` $seq_ids `,` $cu_seqlens `,` $kv_lens `,` $slots `,` $block_tables (`,` $sinks^)? attr-dict `:` type(operands) `->` type($result)";
   let hasVerifier = 1;
 }
 

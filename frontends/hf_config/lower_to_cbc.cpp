@@ -12,7 +12,7 @@ using namespace mlir;
 const std::vector<std::string> &stepArgumentNames() {
   static const std::vector<std::string> names = {
       "tokens", "positions", "seq_ids", "cu_seqlens", "kv_lens", "block_tables",
-      "logit_rows", "prompt_lens", "state_slots", "has_initial_state"};
+      "logit_rows", "prompt_lens", "slots", "has_initial_state"};
   return names;
 }
 
@@ -94,7 +94,7 @@ private:
   Location loc_;
   Type wtype_;
   // step arguments
-  Value tokens_, positions_, seqIds_, cuSeqlens_, kvLens_, blockTables_, logitRows_, promptLens_;
+  Value tokens_, positions_, seqIds_, cuSeqlens_, kvLens_, blockTables_, logitRows_, promptLens_, slots_;
 };
 
 Value StepBuilder::rope(const RopeSpec &r, Value x) {
@@ -143,14 +143,14 @@ Value StepBuilder::attention(int64_t layer, Value x) {
   k = rope(L.rope, k);
 
   auto optI64 = [&](int64_t v) { return v > 0 ? b_.getI64IntegerAttr(v) : IntegerAttr(); };
-  KvAppendOp::create(b_, loc_, k, v, positions_, seqIds_, blockTables_,
+  KvAppendOp::create(b_, loc_, k, v, positions_, seqIds_, slots_, blockTables_,
                         b_.getI64IntegerAttr(layer), b_.getI64IntegerAttr(a.num_kv_heads),
                         b_.getI64IntegerAttr(a.head_dim), optI64(L.window), IntegerAttr(),
                         IntegerAttr());
   Value sinks;
   if (a.sinks)
     sinks = weight(prog(layer, "attn.sinks"), {a.num_heads}, hf(layer, "self_attn.sinks"));
-  Value o = KvAttentionOp::create(b_, loc_, rows(qw), q, positions_, seqIds_, cuSeqlens_, kvLens_, blockTables_, sinks,
+  Value o = KvAttentionOp::create(b_, loc_, rows(qw), q, positions_, seqIds_, cuSeqlens_, kvLens_, slots_, blockTables_, sinks,
                  b_.getI64IntegerAttr(layer), b_.getI64IntegerAttr(a.num_heads),
                  b_.getI64IntegerAttr(a.num_kv_heads), b_.getI64IntegerAttr(a.head_dim),
                  b_.getF64FloatAttr(a.scale), optI64(L.window), IntegerAttr(),
@@ -287,6 +287,7 @@ OwningOpRef<ModuleOp> StepBuilder::build() {
   blockTables_ = body->getArgument(5);
   logitRows_ = body->getArgument(6);
   promptLens_ = body->getArgument(7);
+  slots_ = body->getArgument(8);
 
   int64_t H = spec_.hidden_size, V = spec_.vocab_size;
   std::string embedName = spec_.prefix + "embed_tokens.weight";

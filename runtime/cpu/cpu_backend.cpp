@@ -41,6 +41,9 @@ private:
   int64_t rows(int value) const;
   int64_t cols(int value) const { return artefact_.program.values[value].cols(); }
   const int32_t *arg(const std::string &name) const;
+  const int32_t *groupTables(int group) const {
+    return batch_->block_tables + (int64_t)group * batch_->table_slots * batch_->table_width;
+  }
 
   Exec compile(const Instr &in);
   void checkArenaSlots() const;
@@ -146,10 +149,10 @@ const int32_t *CpuBackend::arg(const std::string &name) const {
   if (name == "seq_ids") return b.seq_ids.data();
   if (name == "cu_seqlens") return b.cu_seqlens.data();
   if (name == "kv_lens") return b.kv_lens.data();
-  if (name == "block_tables") return b.block_tables.data();
+  if (name == "block_tables") return b.block_tables;
   if (name == "logit_rows") return b.logit_rows.data();
   if (name == "prompt_lens") return b.prompt_lens.data();
-  if (name == "state_slots") return b.state_slots.data();
+  if (name == "slots") return b.slots.data();
   if (name == "has_initial_state") return b.has_initial_state.data();
   throw std::runtime_error("cpu backend: unknown step argument '" + name + "'");
 }
@@ -333,7 +336,7 @@ CpuBackend::Exec CpuBackend::compile(const Instr &in) {
     };
   }
   if (op == "cbc.kv.append") {
-    need(5, 0);
+    need(6, 0);
     int layer = (int)in.getInt("layer");
     int group = (int)in.getInt("group");
     if (!kvLayouts_.count(layer) || group < 0 || group >= (int)artefact_.cache_plan.groups.size() ||
@@ -345,16 +348,17 @@ CpuBackend::Exec CpuBackend::compile(const Instr &in) {
           "writes rows that do not match the cache plan");
     needArg(2, "positions");
     needArg(3, "seq_ids");
-    std::string positions = argName(2), seqIds = argName(3);
+    needArg(4, "slots");
+    needArg(5, "block_tables");
     return [=, this](StepContext &) {
       const StepBatch &b = *batch_;
-      const int32_t *tables = b.block_tables.data() + (int64_t)group * b.num_requests * b.table_width;
-      cpu::kvAppend(f32(I[0]), f32(I[1]), b.num_tokens, arg(positions), arg(seqIds), tables,
-                    b.table_width, kvLayouts_.at(layer), kvPools_.at(layer).get());
+      cpu::kvAppend(f32(I[0]), f32(I[1]), b.num_tokens, b.positions.data(), b.seq_ids.data(),
+                    b.slots.data(), groupTables(group), b.table_width, kvLayouts_.at(layer),
+                    kvPools_.at(layer).get());
     };
   }
   if (op == "cbc.kv.attention") {
-    need(6, 1);
+    need(7, 1);
     int layer = (int)in.getInt("layer");
     int group = (int)in.getInt("group");
     if (!kvLayouts_.count(layer) || group < 0 || group >= (int)artefact_.cache_plan.groups.size() ||
@@ -370,7 +374,7 @@ CpuBackend::Exec CpuBackend::compile(const Instr &in) {
     p.window = in.getInt("window", 0);
     p.chunk = in.getInt("chunk", 0);
     p.softcap = (float)in.getFloat("softcap", 0.0);
-    bool sinks = I.size() > 6;
+    bool sinks = I.size() > 7;
     const cpu::KvLayout &kv = kvLayouts_.at(layer);
     const int64_t maxHeads = 1 << 20;
     check(p.num_heads > 0 && p.num_kv_heads > 0 && p.num_heads % p.num_kv_heads == 0 &&
@@ -380,17 +384,17 @@ CpuBackend::Exec CpuBackend::compile(const Instr &in) {
               p.num_kv_heads * p.head_dim <= kv.k_elems &&
               p.num_kv_heads * p.v_head_dim <= kv.row_elems - kv.k_elems,
           "has heads that do not match its operands or the cache plan");
-    check(!sinks || weightNumel(I[6]) == p.num_heads, "has sinks of the wrong size");
+    check(!sinks || weightNumel(I[7]) == p.num_heads, "has sinks of the wrong size");
     needArg(1, "positions");
     needArg(2, "seq_ids");
-    std::string positions = argName(1), seqIds = argName(2);
+    needArg(5, "slots");
+    needArg(6, "block_tables");
     return [=, this](StepContext &) mutable {
       const StepBatch &b = *batch_;
-      p.sinks = sinks ? weight(I[6]) : nullptr;
-      const int32_t *tables = b.block_tables.data() + (int64_t)group * b.num_requests * b.table_width;
-      cpu::pagedAttention(f32(I[0]), b.num_tokens, arg(positions), arg(seqIds), tables,
-                          b.table_width, kvLayouts_.at(layer), kvPools_.at(layer).get(), p,
-                          f32(O[0]), pfor_);
+      p.sinks = sinks ? weight(I[7]) : nullptr;
+      cpu::pagedAttention(f32(I[0]), b.num_tokens, b.positions.data(), b.seq_ids.data(),
+                          b.slots.data(), groupTables(group), b.table_width, kvLayouts_.at(layer),
+                          kvPools_.at(layer).get(), p, f32(O[0]), pfor_);
     };
   }
   if (op == "cbc.rows.gather") {

@@ -163,9 +163,9 @@ void rope(const float *x, int64_t T, int64_t width, const RopeParams &p, const i
 }
 
 namespace {
-inline int64_t slotOf(const int32_t *tables, int64_t tableWidth, int32_t seq, int64_t pos,
-                      int64_t blockSize) {
-  int32_t block = tables[(int64_t)seq * tableWidth + pos / blockSize];
+// The cache row of position `pos` through a request's block-table row.
+inline int64_t slotOf(const int32_t *row, int64_t pos, int64_t blockSize) {
+  int32_t block = row[pos / blockSize];
   if (block < 0)
     throw std::runtime_error("paged cache: position " + std::to_string(pos) +
                              " has no block (scheduler bug)");
@@ -174,19 +174,20 @@ inline int64_t slotOf(const int32_t *tables, int64_t tableWidth, int32_t seq, in
 } // namespace
 
 void kvAppend(const float *k, const float *v, int64_t T, const int32_t *positions,
-              const int32_t *seqIds, const int32_t *tables, int64_t tableWidth,
-              const KvLayout &layout, float *pool) {
+              const int32_t *seqIds, const int32_t *slots, const int32_t *tables,
+              int64_t tableWidth, const KvLayout &layout, float *pool) {
   int64_t vElems = layout.row_elems - layout.k_elems;
   for (int64_t t = 0; t < T; ++t) {
-    float *row = pool + slotOf(tables, tableWidth, seqIds[t], positions[t], layout.block_size) *
-                            layout.row_elems;
+    const int32_t *table = tables + (int64_t)slots[seqIds[t]] * tableWidth;
+    float *row = pool + slotOf(table, positions[t], layout.block_size) * layout.row_elems;
     std::memcpy(row, k + t * layout.k_elems, layout.k_elems * sizeof(float));
     std::memcpy(row + layout.k_elems, v + t * vElems, vElems * sizeof(float));
   }
 }
 
 void pagedAttention(const float *q, int64_t T, const int32_t *positions, const int32_t *seqIds,
-                    const int32_t *tables, int64_t tableWidth, const KvLayout &layout,
+                    const int32_t *slots, const int32_t *tables, int64_t tableWidth,
+                    const KvLayout &layout,
                     const float *pool, const AttentionParams &p, float *out,
                     const ParallelFor &pfor) {
   int64_t H = p.num_heads, D = p.head_dim, Dv = p.v_head_dim;
@@ -200,11 +201,11 @@ void pagedAttention(const float *q, int64_t T, const int32_t *positions, const i
     if (p.chunk > 0)
       lo = pos / p.chunk * p.chunk;
     const float *qh = q + (t * H + h) * D;
+    const int32_t *table = tables + (int64_t)slots[seqIds[t]] * tableWidth;
     std::vector<float> scores(pos - lo + 1);
     float maxScore = -INFINITY;
     for (int64_t j = lo; j <= pos; ++j) {
-      const float *kr = pool + slotOf(tables, tableWidth, seqIds[t], j, layout.block_size) *
-                                   layout.row_elems + kvh * D;
+      const float *kr = pool + slotOf(table, j, layout.block_size) * layout.row_elems + kvh * D;
       float dot = 0;
       for (int64_t d = 0; d < D; ++d)
         dot += qh[d] * kr[d];
@@ -224,8 +225,8 @@ void pagedAttention(const float *q, int64_t T, const int32_t *positions, const i
     float *oh = out + (t * H + h) * Dv;
     std::fill(oh, oh + Dv, 0.0f);
     for (int64_t j = lo; j <= pos; ++j) {
-      const float *vr = pool + slotOf(tables, tableWidth, seqIds[t], j, layout.block_size) *
-                                   layout.row_elems + layout.k_elems + kvh * Dv;
+      const float *vr =
+          pool + slotOf(table, j, layout.block_size) * layout.row_elems + layout.k_elems + kvh * Dv;
       float w = (float)(scores[j - lo] / denom);
       for (int64_t d = 0; d < Dv; ++d)
         oh[d] += w * vr[d];

@@ -67,9 +67,10 @@ struct KvLayout {
   int64_t k_elems = 0;
 };
 
+// `tables` is one group's block tables, [slots, tableWidth]; request row r uses row slots[r].
 void kvAppend(const float *k, const float *v, int64_t T, const int32_t *positions,
-              const int32_t *seqIds, const int32_t *tables, int64_t tableWidth,
-              const KvLayout &layout, float *pool);
+              const int32_t *seqIds, const int32_t *slots, const int32_t *tables,
+              int64_t tableWidth, const KvLayout &layout, float *pool);
 
 struct AttentionParams {
   int64_t num_heads = 0, num_kv_heads = 0, head_dim = 0, v_head_dim = 0;
@@ -80,7 +81,8 @@ struct AttentionParams {
 };
 
 void pagedAttention(const float *q, int64_t T, const int32_t *positions, const int32_t *seqIds,
-                    const int32_t *tables, int64_t tableWidth, const KvLayout &layout,
+                    const int32_t *slots, const int32_t *tables, int64_t tableWidth,
+                    const KvLayout &layout,
                     const float *pool, const AttentionParams &p, float *out,
                     const ParallelFor &pfor);
 

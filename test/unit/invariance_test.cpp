@@ -54,7 +54,7 @@ public:
       for (int64_t g = 0; g < b.num_groups; ++g) {
         if (plan_.groups[g].retention == rt::CacheGroup::All)
           continue;
-        const int32_t *row = b.block_tables.data() + (g * b.num_requests + r) * b.table_width;
+        const int32_t *row = b.block_tables + (g * b.table_slots + b.slots[r]) * b.table_width;
         int64_t last = (b.kv_lens[r] - 1) / plan_.block_size;
         for (int64_t i = 0; i < last; ++i)
           if (row[i] < 0) {
@@ -204,7 +204,7 @@ protected:
 void Invariance::check(uint64_t seed, int64_t budget, int64_t maxRequests, int32_t extraBlocks) {
   std::vector<test::Run> runs = makeRuns(seed);
 
-  rt::CacheManager probe(artefact_.cache_plan, 1 << 20, 0);
+  rt::CacheManager probe(artefact_.cache_plan, 1 << 20, 1, 1);
   int64_t need = 0;
   for (int g = 0; g < probe.numGroups(); ++g)
     need = std::max(need, probe.maxBlocksFor(g, kMaxPrompt + kMaxNew, budget));

@@ -51,7 +51,7 @@ void checkPlan(const StepPlan &plan, int64_t budget, int64_t maxRequests) {
 class Harness {
 public:
   Harness(int blockSize, int32_t blocks, int64_t budget, int64_t maxRequests = 256)
-      : cache(onePlan(blockSize), blocks, 0), sched({budget, maxRequests}, cache), budget(budget),
+      : cache(onePlan(blockSize), blocks, 64, 1024), sched({budget, maxRequests}, cache), budget(budget),
         maxRequests(maxRequests) {}
 
   Request *add(int64_t promptLen, int64_t maxNew = 4) {
@@ -281,7 +281,7 @@ TEST(Scheduler, PreemptsTheYoungestRunningRequestAndResumesItInArrivalOrder) {
   EXPECT_EQ(c->computed, 0) << "recompute: the cache is dropped";
   EXPECT_EQ(c->preemptions, 1);
   EXPECT_EQ(c->generated.size(), 1u) << "generated tokens are kept and replayed";
-  EXPECT_FALSE(h.cache.holds(c->id));
+  EXPECT_FALSE((c->slot >= 0));
   EXPECT_EQ(h.find(p, c), nullptr);
   EXPECT_EQ(h.find(p, d), nullptr) << "a preempting step admits nothing";
   EXPECT_NE(h.find(p, a), nullptr);
@@ -354,7 +354,7 @@ TEST(Scheduler, CancelWaitingAndRunningRequestsFreesTheCache) {
   EXPECT_GT(h.cache.usedBlocks(), 0);
   EXPECT_TRUE(h.sched.remove(a)); // running
   EXPECT_EQ(a->status, RequestStatus::Finished);
-  EXPECT_FALSE(h.cache.holds(a->id));
+  EXPECT_FALSE((a->slot >= 0));
   EXPECT_EQ(h.cache.usedBlocks(), 0);
   EXPECT_EQ(h.sched.numRunning(), 0u);
   p = h.step();

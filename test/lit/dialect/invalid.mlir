@@ -125,8 +125,8 @@ func.func @index_not_i32(%x: tensor<?x8xf32>, %rows: tensor<?xi64>) {
 // -----
 
 func.func @block_tables_rank(%k: tensor<?x8xf32>, %pos: tensor<?xi32>, %bt: tensor<?x?xi32>) {
-  // expected-error @+1 {{'cbc.kv.append' op operand #4 must be block tables (tensor<?x?x?xi32>), but got 'tensor<?x?xi32>'}}
-  cbc.kv.append %k, %k, %pos, %pos, %bt {layer = 0 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64} : tensor<?x8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?xi32>
+  // expected-error @+1 {{'cbc.kv.append' op operand #5 must be block tables (tensor<?x?x?xi32>), but got 'tensor<?x?xi32>'}}
+  cbc.kv.append %k, %k, %pos, %pos, %pos, %bt {layer = 0 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64} : tensor<?x8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?xi32>
   return
 }
 
@@ -422,7 +422,7 @@ func.func @gate_result(%x: tensor<?x8xf32>, %g: tensor<?x1xf32>) {
 
 func.func @append_heads(%k: tensor<?x8xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>) {
   // expected-error @+1 {{'cbc.kv.append' op head counts and head_dim must be positive}}
-  cbc.kv.append %k, %k, %p, %p, %bt {layer = 0 : i64, num_kv_heads = 0 : i64, head_dim = 4 : i64} : tensor<?x8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
+  cbc.kv.append %k, %k, %p, %p, %p, %bt {layer = 0 : i64, num_kv_heads = 0 : i64, head_dim = 4 : i64} : tensor<?x8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
   return
 }
 
@@ -430,7 +430,7 @@ func.func @append_heads(%k: tensor<?x8xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x
 
 func.func @append_head_dim(%k: tensor<?x8xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>) {
   // expected-error @+1 {{'cbc.kv.append' op head counts and head_dim must be positive}}
-  cbc.kv.append %k, %k, %p, %p, %bt {layer = 0 : i64, num_kv_heads = 2 : i64, head_dim = -4 : i64} : tensor<?x8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
+  cbc.kv.append %k, %k, %p, %p, %p, %bt {layer = 0 : i64, num_kv_heads = 2 : i64, head_dim = -4 : i64} : tensor<?x8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
   return
 }
 
@@ -438,7 +438,7 @@ func.func @append_head_dim(%k: tensor<?x8xf32>, %p: tensor<?xi32>, %bt: tensor<?
 
 func.func @append_window(%k: tensor<?x8xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>) {
   // expected-error @+1 {{'cbc.kv.append' op window must be positive}}
-  cbc.kv.append %k, %k, %p, %p, %bt {layer = 0 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, window = 0 : i64} : tensor<?x8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
+  cbc.kv.append %k, %k, %p, %p, %p, %bt {layer = 0 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, window = 0 : i64} : tensor<?x8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
   return
 }
 
@@ -446,7 +446,7 @@ func.func @append_window(%k: tensor<?x8xf32>, %p: tensor<?xi32>, %bt: tensor<?x?
 
 func.func @append_chunk(%k: tensor<?x8xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>) {
   // expected-error @+1 {{'cbc.kv.append' op chunk must be positive}}
-  cbc.kv.append %k, %k, %p, %p, %bt {layer = 0 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, chunk = -1 : i64} : tensor<?x8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
+  cbc.kv.append %k, %k, %p, %p, %p, %bt {layer = 0 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, chunk = -1 : i64} : tensor<?x8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
   return
 }
 
@@ -454,7 +454,7 @@ func.func @append_chunk(%k: tensor<?x8xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x
 
 func.func @append_window_and_chunk(%k: tensor<?x8xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>) {
   // expected-error @+1 {{'cbc.kv.append' op a layer is either windowed or chunked, not both}}
-  cbc.kv.append %k, %k, %p, %p, %bt {layer = 0 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, window = 128 : i64, chunk = 8192 : i64} : tensor<?x8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
+  cbc.kv.append %k, %k, %p, %p, %p, %bt {layer = 0 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, window = 128 : i64, chunk = 8192 : i64} : tensor<?x8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
   return
 }
 
@@ -462,7 +462,7 @@ func.func @append_window_and_chunk(%k: tensor<?x8xf32>, %p: tensor<?xi32>, %bt: 
 
 func.func @append_k_width(%k: tensor<?x8xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>) {
   // expected-error @+1 {{'cbc.kv.append' op k width must be num_kv_heads * head_dim}}
-  cbc.kv.append %k, %k, %p, %p, %bt {layer = 0 : i64, num_kv_heads = 4 : i64, head_dim = 4 : i64} : tensor<?x8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
+  cbc.kv.append %k, %k, %p, %p, %p, %bt {layer = 0 : i64, num_kv_heads = 4 : i64, head_dim = 4 : i64} : tensor<?x8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
   return
 }
 
@@ -470,7 +470,7 @@ func.func @append_k_width(%k: tensor<?x8xf32>, %p: tensor<?xi32>, %bt: tensor<?x
 
 func.func @append_v_width(%k: tensor<?x8xf32>, %v: tensor<?x5xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>) {
   // expected-error @+1 {{'cbc.kv.append' op v width must be a multiple of num_kv_heads}}
-  cbc.kv.append %k, %v, %p, %p, %bt {layer = 0 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64} : tensor<?x8xf32>, tensor<?x5xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
+  cbc.kv.append %k, %v, %p, %p, %p, %bt {layer = 0 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64} : tensor<?x8xf32>, tensor<?x5xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
   return
 }
 
@@ -486,7 +486,7 @@ func.func @append_no_result_allowed(%k: tensor<?x8xf32>, %p: tensor<?xi32>, %bt:
 
 func.func @attention_kv_heads(%q: tensor<?x16xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>) {
   // expected-error @+1 {{'cbc.kv.attention' op head counts and head_dim must be positive}}
-  %0 = cbc.kv.attention %q, %p, %p, %p, %p, %bt {layer = 0 : i64, num_heads = 4 : i64, num_kv_heads = 0 : i64, head_dim = 4 : i64, scale = 0.5 : f64} : tensor<?x16xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?x16xf32>
+  %0 = cbc.kv.attention %q, %p, %p, %p, %p, %p, %bt {layer = 0 : i64, num_heads = 4 : i64, num_kv_heads = 0 : i64, head_dim = 4 : i64, scale = 0.5 : f64} : tensor<?x16xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?x16xf32>
   return
 }
 
@@ -494,7 +494,7 @@ func.func @attention_kv_heads(%q: tensor<?x16xf32>, %p: tensor<?xi32>, %bt: tens
 
 func.func @attention_window(%q: tensor<?x16xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>) {
   // expected-error @+1 {{'cbc.kv.attention' op window must be positive}}
-  %0 = cbc.kv.attention %q, %p, %p, %p, %p, %bt {layer = 0 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, scale = 0.5 : f64, window = -128 : i64} : tensor<?x16xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?x16xf32>
+  %0 = cbc.kv.attention %q, %p, %p, %p, %p, %p, %bt {layer = 0 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, scale = 0.5 : f64, window = -128 : i64} : tensor<?x16xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?x16xf32>
   return
 }
 
@@ -502,7 +502,7 @@ func.func @attention_window(%q: tensor<?x16xf32>, %p: tensor<?xi32>, %bt: tensor
 
 func.func @attention_chunk(%q: tensor<?x16xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>) {
   // expected-error @+1 {{'cbc.kv.attention' op chunk must be positive}}
-  %0 = cbc.kv.attention %q, %p, %p, %p, %p, %bt {layer = 0 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, scale = 0.5 : f64, chunk = 0 : i64} : tensor<?x16xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?x16xf32>
+  %0 = cbc.kv.attention %q, %p, %p, %p, %p, %p, %bt {layer = 0 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, scale = 0.5 : f64, chunk = 0 : i64} : tensor<?x16xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?x16xf32>
   return
 }
 
@@ -510,7 +510,7 @@ func.func @attention_chunk(%q: tensor<?x16xf32>, %p: tensor<?xi32>, %bt: tensor<
 
 func.func @attention_window_and_chunk(%q: tensor<?x16xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>) {
   // expected-error @+1 {{'cbc.kv.attention' op a layer is either windowed or chunked, not both}}
-  %0 = cbc.kv.attention %q, %p, %p, %p, %p, %bt {layer = 0 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, scale = 0.5 : f64, window = 128 : i64, chunk = 8192 : i64} : tensor<?x16xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?x16xf32>
+  %0 = cbc.kv.attention %q, %p, %p, %p, %p, %p, %bt {layer = 0 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, scale = 0.5 : f64, window = 128 : i64, chunk = 8192 : i64} : tensor<?x16xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?x16xf32>
   return
 }
 
@@ -518,7 +518,7 @@ func.func @attention_window_and_chunk(%q: tensor<?x16xf32>, %p: tensor<?xi32>, %
 
 func.func @attention_gqa(%q: tensor<?x12xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>) {
   // expected-error @+1 {{'cbc.kv.attention' op num_heads must be a multiple of num_kv_heads}}
-  %0 = cbc.kv.attention %q, %p, %p, %p, %p, %bt {layer = 0 : i64, num_heads = 3 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, scale = 0.5 : f64} : tensor<?x12xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?x12xf32>
+  %0 = cbc.kv.attention %q, %p, %p, %p, %p, %p, %bt {layer = 0 : i64, num_heads = 3 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, scale = 0.5 : f64} : tensor<?x12xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?x12xf32>
   return
 }
 
@@ -526,7 +526,7 @@ func.func @attention_gqa(%q: tensor<?x12xf32>, %p: tensor<?xi32>, %bt: tensor<?x
 
 func.func @attention_no_heads(%q: tensor<?x16xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>) {
   // expected-error @+1 {{'cbc.kv.attention' op num_heads must be a multiple of num_kv_heads}}
-  %0 = cbc.kv.attention %q, %p, %p, %p, %p, %bt {layer = 0 : i64, num_heads = 0 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, scale = 0.5 : f64} : tensor<?x16xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?x16xf32>
+  %0 = cbc.kv.attention %q, %p, %p, %p, %p, %p, %bt {layer = 0 : i64, num_heads = 0 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, scale = 0.5 : f64} : tensor<?x16xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?x16xf32>
   return
 }
 
@@ -534,7 +534,7 @@ func.func @attention_no_heads(%q: tensor<?x16xf32>, %p: tensor<?xi32>, %bt: tens
 
 func.func @attention_q_width(%q: tensor<?x8xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>) {
   // expected-error @+1 {{'cbc.kv.attention' op q width must be num_heads * head_dim}}
-  %0 = cbc.kv.attention %q, %p, %p, %p, %p, %bt {layer = 0 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, scale = 0.5 : f64} : tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?x16xf32>
+  %0 = cbc.kv.attention %q, %p, %p, %p, %p, %p, %bt {layer = 0 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, scale = 0.5 : f64} : tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?x16xf32>
   return
 }
 
@@ -542,7 +542,7 @@ func.func @attention_q_width(%q: tensor<?x8xf32>, %p: tensor<?xi32>, %bt: tensor
 
 func.func @attention_result(%q: tensor<?x16xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>) {
   // expected-error @+1 {{'cbc.kv.attention' op result width must be a multiple of num_heads}}
-  %0 = cbc.kv.attention %q, %p, %p, %p, %p, %bt {layer = 0 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, scale = 0.5 : f64} : tensor<?x16xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?x10xf32>
+  %0 = cbc.kv.attention %q, %p, %p, %p, %p, %p, %bt {layer = 0 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, scale = 0.5 : f64} : tensor<?x16xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?x10xf32>
   return
 }
 
@@ -550,7 +550,7 @@ func.func @attention_result(%q: tensor<?x16xf32>, %p: tensor<?xi32>, %bt: tensor
 
 func.func @attention_sinks(%q: tensor<?x16xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>, %s: tensor<2xbf16>) {
   // expected-error @+1 {{'cbc.kv.attention' op sinks must have one entry per query head}}
-  %0 = cbc.kv.attention %q, %p, %p, %p, %p, %bt, %s {layer = 0 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, scale = 0.5 : f64} : tensor<?x16xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>, tensor<2xbf16> -> tensor<?x16xf32>
+  %0 = cbc.kv.attention %q, %p, %p, %p, %p, %p, %bt, %s {layer = 0 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, scale = 0.5 : f64} : tensor<?x16xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>, tensor<2xbf16> -> tensor<?x16xf32>
   return
 }
 
@@ -558,7 +558,7 @@ func.func @attention_sinks(%q: tensor<?x16xf32>, %p: tensor<?xi32>, %bt: tensor<
 
 func.func @attention_sinks_rank(%q: tensor<?x16xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>, %s: tensor<4x1xbf16>) {
   // expected-error @+1 {{'cbc.kv.attention' op sinks must have one entry per query head}}
-  %0 = cbc.kv.attention %q, %p, %p, %p, %p, %bt, %s {layer = 0 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, scale = 0.5 : f64} : tensor<?x16xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>, tensor<4x1xbf16> -> tensor<?x16xf32>
+  %0 = cbc.kv.attention %q, %p, %p, %p, %p, %p, %bt, %s {layer = 0 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, scale = 0.5 : f64} : tensor<?x16xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>, tensor<4x1xbf16> -> tensor<?x16xf32>
   return
 }
 
@@ -566,7 +566,7 @@ func.func @attention_sinks_rank(%q: tensor<?x16xf32>, %p: tensor<?xi32>, %bt: te
 
 func.func @attention_softcap(%q: tensor<?x16xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>) {
   // expected-error @+1 {{'cbc.kv.attention' op softcap must be positive}}
-  %0 = cbc.kv.attention %q, %p, %p, %p, %p, %bt {layer = 0 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, scale = 0.5 : f64, softcap = 0.0 : f64} : tensor<?x16xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?x16xf32>
+  %0 = cbc.kv.attention %q, %p, %p, %p, %p, %p, %bt {layer = 0 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, scale = 0.5 : f64, softcap = 0.0 : f64} : tensor<?x16xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?x16xf32>
   return
 }
 
@@ -574,7 +574,7 @@ func.func @attention_softcap(%q: tensor<?x16xf32>, %p: tensor<?xi32>, %bt: tenso
 
 func.func @attention_missing_scale(%q: tensor<?x16xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>) {
   // expected-error @+1 {{'cbc.kv.attention' op requires attribute 'scale'}}
-  %0 = cbc.kv.attention %q, %p, %p, %p, %p, %bt {layer = 0 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64} : tensor<?x16xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?x16xf32>
+  %0 = cbc.kv.attention %q, %p, %p, %p, %p, %p, %bt {layer = 0 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64} : tensor<?x16xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?x16xf32>
   return
 }
 

@@ -79,22 +79,22 @@ func.func @rope(%x: tensor<?x8xf32>, %pos: tensor<?xi32>, %seq: tensor<?xi32>, %
 func.func @cache(%q: tensor<?x16xf32>, %k: tensor<?x8xf32>, %v: tensor<?x8xf32>,
                  %pos: tensor<?xi32>, %seq: tensor<?xi32>, %cu: tensor<?xi32>, %kvl: tensor<?xi32>,
                  %bt: tensor<?x?x?xi32>, %sinks: tensor<4xbf16>) -> tensor<?x16xf32> {
-  // CHECK: cbc.kv.append %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {head_dim = 4 : i64, layer = 0 : i64, num_kv_heads = 2 : i64} : tensor<?x8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
-  cbc.kv.append %k, %v, %pos, %seq, %bt {layer = 0 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64} : tensor<?x8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
+  // CHECK: cbc.kv.append %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {head_dim = 4 : i64, layer = 0 : i64, num_kv_heads = 2 : i64} : tensor<?x8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
+  cbc.kv.append %k, %v, %pos, %seq, %seq, %bt {layer = 0 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64} : tensor<?x8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
   // CHECK: cbc.kv.append
   // CHECK-SAME: group = 1 : i64, head_dim = 4 : i64, layer = 1 : i64, num_kv_heads = 2 : i64, window = 4096 : i64
-  cbc.kv.append %k, %v, %pos, %seq, %bt {layer = 1 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, window = 4096 : i64, group = 1 : i64} : tensor<?x8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
+  cbc.kv.append %k, %v, %pos, %seq, %seq, %bt {layer = 1 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, window = 4096 : i64, group = 1 : i64} : tensor<?x8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
   // CHECK: cbc.kv.append
   // CHECK-SAME: chunk = 8192 : i64
-  cbc.kv.append %k, %v, %pos, %seq, %bt {layer = 2 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, chunk = 8192 : i64} : tensor<?x8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
-  // CHECK: %[[O:.*]] = cbc.kv.attention %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {head_dim = 4 : i64, layer = 0 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, scale = 5.000000e-01 : f64} : tensor<?x16xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?x16xf32>
-  %o = cbc.kv.attention %q, %pos, %seq, %cu, %kvl, %bt {layer = 0 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, scale = 0.5 : f64} : tensor<?x16xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?x16xf32>
+  cbc.kv.append %k, %v, %pos, %seq, %seq, %bt {layer = 2 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, chunk = 8192 : i64} : tensor<?x8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
+  // CHECK: %[[O:.*]] = cbc.kv.attention %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {head_dim = 4 : i64, layer = 0 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, scale = 5.000000e-01 : f64} : tensor<?x16xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?x16xf32>
+  %o = cbc.kv.attention %q, %pos, %seq, %cu, %kvl, %seq, %bt {layer = 0 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, scale = 0.5 : f64} : tensor<?x16xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?x16xf32>
   // Sinks are an optional trailing operand.
-  // CHECK: cbc.kv.attention %[[O]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {group = 1 : i64, head_dim = 4 : i64, layer = 1 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, scale = 5.000000e-01 : f64, softcap = 5.000000e+01 : f64, window = 4096 : i64} : tensor<?x16xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>, tensor<4xbf16> -> tensor<?x16xf32>
-  %o1 = cbc.kv.attention %o, %pos, %seq, %cu, %kvl, %bt, %sinks {layer = 1 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, scale = 0.5 : f64, window = 4096 : i64, softcap = 50.0 : f64, group = 1 : i64} : tensor<?x16xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>, tensor<4xbf16> -> tensor<?x16xf32>
+  // CHECK: cbc.kv.attention %[[O]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {group = 1 : i64, head_dim = 4 : i64, layer = 1 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, scale = 5.000000e-01 : f64, softcap = 5.000000e+01 : f64, window = 4096 : i64} : tensor<?x16xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>, tensor<4xbf16> -> tensor<?x16xf32>
+  %o1 = cbc.kv.attention %o, %pos, %seq, %cu, %kvl, %seq, %bt, %sinks {layer = 1 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, scale = 0.5 : f64, window = 4096 : i64, softcap = 50.0 : f64, group = 1 : i64} : tensor<?x16xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>, tensor<4xbf16> -> tensor<?x16xf32>
   // CHECK: cbc.kv.attention
   // CHECK-SAME: chunk = 8192 : i64
-  %o2 = cbc.kv.attention %o1, %pos, %seq, %cu, %kvl, %bt {layer = 2 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, scale = 0.5 : f64, chunk = 8192 : i64} : tensor<?x16xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?x16xf32>
+  %o2 = cbc.kv.attention %o1, %pos, %seq, %cu, %kvl, %seq, %bt {layer = 2 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, scale = 0.5 : f64, chunk = 8192 : i64} : tensor<?x16xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?x16xf32>
   return %o2 : tensor<?x16xf32>
 }
 

@@ -49,8 +49,8 @@ func.func @step(%tokens: tensor<?xi32> {cbc.name = "tokens"}, %pos: tensor<?xi32
   %d = cbc.math.rms_norm %c {eps = 1.0e-6 : f64} : tensor<?x16xf32> -> tensor<?x16xf32>
   %e = cbc.math.add %x, %d : tensor<?x16xf32>
   %s:2 = cbc.math.split %e : tensor<?x16xf32> -> tensor<?x4xf32>, tensor<?x12xf32>
-  cbc.kv.append %e, %e, %pos, %pos, %bt {layer = 0 : i64, num_kv_heads = 2 : i64, head_dim = 8 : i64} : tensor<?x16xf32>, tensor<?x16xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
-  %att = cbc.kv.attention %e, %pos, %pos, %pos, %pos, %bt {layer = 0 : i64, num_heads = 2 : i64, num_kv_heads = 2 : i64, head_dim = 8 : i64, scale = 0.35 : f64} : tensor<?x16xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?x16xf32>
+  cbc.kv.append %e, %e, %pos, %pos, %pos, %bt {layer = 0 : i64, num_kv_heads = 2 : i64, head_dim = 8 : i64} : tensor<?x16xf32>, tensor<?x16xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
+  %att = cbc.kv.attention %e, %pos, %pos, %pos, %pos, %pos, %bt {layer = 0 : i64, num_heads = 2 : i64, num_kv_heads = 2 : i64, head_dim = 8 : i64, scale = 0.35 : f64} : tensor<?x16xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?x16xf32>
   %g = cbc.rows.gather %att, %rows : tensor<?x16xf32>, tensor<?xi32> -> tensor<?x16xf32>
   %h = cbc.math.rms_norm %g {eps = 1.0e-6 : f64} : tensor<?x16xf32> -> tensor<?x16xf32>
   %logits = cbc.math.linear %h, %table : tensor<?x16xf32>, tensor<32x16xbf16> -> tensor<?x32xf32>
@@ -107,8 +107,8 @@ func.func @step(%x: tensor<?x16xf32> {cbc.name = "tokens"}, %rows: tensor<?xi32>
 
 func.func @step(%q: tensor<?x16xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>) {
   // expected-error @+1 {{'cbc.kv.attention' op reads layer 3 before any cbc.kv.append writes it}}
-  %0 = cbc.kv.attention %q, %p, %p, %p, %p, %bt {layer = 3 : i64, num_heads = 2 : i64, num_kv_heads = 2 : i64, head_dim = 8 : i64, scale = 0.35 : f64} : tensor<?x16xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?x16xf32>
-  cbc.kv.append %q, %q, %p, %p, %bt {layer = 3 : i64, num_kv_heads = 2 : i64, head_dim = 8 : i64} : tensor<?x16xf32>, tensor<?x16xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
+  %0 = cbc.kv.attention %q, %p, %p, %p, %p, %p, %bt {layer = 3 : i64, num_heads = 2 : i64, num_kv_heads = 2 : i64, head_dim = 8 : i64, scale = 0.35 : f64} : tensor<?x16xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?x16xf32>
+  cbc.kv.append %q, %q, %p, %p, %p, %bt {layer = 3 : i64, num_kv_heads = 2 : i64, head_dim = 8 : i64} : tensor<?x16xf32>, tensor<?x16xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
   return
 }
 
@@ -116,9 +116,9 @@ func.func @step(%q: tensor<?x16xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>)
 
 // Another layer's write does not count.
 func.func @step(%q: tensor<?x16xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>) {
-  cbc.kv.append %q, %q, %p, %p, %bt {layer = 0 : i64, num_kv_heads = 2 : i64, head_dim = 8 : i64} : tensor<?x16xf32>, tensor<?x16xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
+  cbc.kv.append %q, %q, %p, %p, %p, %bt {layer = 0 : i64, num_kv_heads = 2 : i64, head_dim = 8 : i64} : tensor<?x16xf32>, tensor<?x16xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
   // expected-error @+1 {{'cbc.kv.attention' op reads layer 1 before any cbc.kv.append writes it}}
-  %0 = cbc.kv.attention %q, %p, %p, %p, %p, %bt {layer = 1 : i64, num_heads = 2 : i64, num_kv_heads = 2 : i64, head_dim = 8 : i64, scale = 0.35 : f64} : tensor<?x16xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?x16xf32>
+  %0 = cbc.kv.attention %q, %p, %p, %p, %p, %p, %bt {layer = 1 : i64, num_heads = 2 : i64, num_kv_heads = 2 : i64, head_dim = 8 : i64, scale = 0.35 : f64} : tensor<?x16xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?x16xf32>
   return
 }
 
