@@ -267,9 +267,31 @@ fbs::Offset<fb::KernelBundle> writeKernels(fbs::FlatBufferBuilder &fbb, const Ke
     cubins.push_back(fb::CreateCubin(fbb, fbb.CreateString(c.arch), fbb.CreateVector(c.image),
                                      fbb.CreateVector(c.registers), fbb.CreateVector(c.spills),
                                      fbb.CreateVector(c.shared_bytes)));
-  return fb::CreateKernelBundle(fbb, fbb.CreateString(k.source), fbb.CreateVectorOfStrings(k.names),
-                                fbb.CreateVector(cubins), fbb.CreateString(k.ptx),
-                                fbb.CreateString(k.source_hash));
+  std::vector<fbs::Offset<fb::Launch>> launches;
+  for (const LaunchOut &l : k.launches) {
+    std::vector<fbs::Offset<fb::GridDim>> grid;
+    for (const GridDimOut &g : l.grid)
+      grid.push_back(fb::CreateGridDim(fbb, fbb.CreateString(g.var), g.mul, g.div, g.add));
+    std::vector<fbs::Offset<fb::KernelArg>> args;
+    for (const KernelArgOut &a : l.args)
+      args.push_back(fb::CreateKernelArg(fbb, (fb::ArgKind)a.kind, a.index, fbb.CreateString(a.name),
+                                         a.i, a.f));
+    fbs::Offset<fb::Gemm> gemm;
+    if (l.gemm)
+      gemm = fb::CreateGemm(fbb, l.gemm_x, l.gemm_w, l.gemm_bias, l.gemm_out);
+    launches.push_back(fb::CreateLaunch(fbb, l.instr, l.kernel, fbb.CreateVector(grid), l.block,
+                                        l.smem, fbb.CreateVector(args), gemm));
+  }
+  std::vector<fbs::Offset<fb::Workspace>> workspaces;
+  for (const WorkspaceOut &w : k.workspaces)
+    workspaces.push_back(fb::CreateWorkspace(fbb, fbb.CreateString(w.name), w.bytes_per_token, w.bytes_fixed));
+  std::vector<int8_t> dtypes(k.value_dtypes.begin(), k.value_dtypes.end());
+  return fb::CreateKernelBundle(
+      fbb, fbb.CreateString(k.source), fbb.CreateVectorOfStrings(k.names), fbb.CreateVector(cubins),
+      fbb.CreateString(k.ptx), fbb.CreateString(k.ptx_arch), fbb.CreateString(k.source_hash),
+      fbb.CreateVector(launches), fbb.CreateVector(workspaces),
+      fbb.CreateVector(reinterpret_cast<const fb::DType *>(dtypes.data()), dtypes.size()),
+      k.argmax_kernel);
 }
 
 } // namespace

@@ -15,10 +15,38 @@ struct KernelImageOut {
   std::vector<uint8_t> image;
   std::vector<int> registers, spills, shared_bytes;
 };
+struct GridDimOut {
+  std::string var;
+  int64_t mul = 1, div = 1, add = 0;
+};
+struct KernelArgOut {
+  enum Kind { Value, Cache, Workspace, Runtime, Int, Float } kind = Value;
+  int index = 0; // Value: -1 is a null pointer
+  std::string name;
+  int64_t i = 0;
+  float f = 0;
+};
+struct LaunchOut {
+  int instr = -1;
+  int kernel = -1;
+  GridDimOut grid[3];
+  int block = 1, smem = 0;
+  std::vector<KernelArgOut> args;
+  bool gemm = false;
+  int gemm_x = -1, gemm_w = -1, gemm_bias = -1, gemm_out = -1;
+};
+struct WorkspaceOut {
+  std::string name;
+  int64_t bytes_per_token = 0, bytes_fixed = 0;
+};
 struct KernelBundleOut {
-  std::string source, ptx, source_hash;
+  std::string source, ptx, ptx_arch, source_hash;
   std::vector<std::string> names;
   std::vector<KernelImageOut> cubins;
+  std::vector<LaunchOut> launches;
+  std::vector<WorkspaceOut> workspaces;
+  std::vector<int> value_dtypes; // fb::DType per program value
+  int argmax_kernel = -1;        // device greedy sampling over the output logits
 };
 
 struct ArtefactInputs {

@@ -1,6 +1,8 @@
 #include "codegen/pipeline.h"
 
 #include "codegen/artefact_writer.h"
+#include "codegen/cuda/emit.h"
+#include "codegen/cuda/nvrtc.h"
 #include "dialects/cbc/CbcOps.h"
 #include "frontends/hf_config/lower_to_cbc.h"
 #include "passes/Passes.h"
@@ -98,7 +100,29 @@ CompileResult compileConfig(const std::string &configJson, const CompileOptions 
   timer.lap("passes");
 
   result.ir = printModule(*module);
+  KernelBundleOut kernels;
+  if (options.emit_cuda) {
+    progress("generating CUDA kernels");
+    auto program = emitCuda(*module);
+    if (failed(program))
+      throw std::runtime_error("CUDA code generation failed:\n" + diags.messages);
+    kernels = std::move(*program);
+    timer.lap("codegen");
+    std::string targets;
+    for (const std::string &t : options.targets)
+      targets += (targets.empty() ? "" : ", ") + t;
+    progress("compiling " + std::to_string(kernels.names.size()) + " kernels with NVRTC for " + targets);
+    NvrtcOptions nv;
+    nv.targets = options.targets;
+    nv.cache_dir = options.kernel_cache_dir;
+    bool cached = compileKernels(kernels.source, kernels.names, nv, kernels);
+    if (cached)
+      progress("kernels found in the cache");
+    timer.lap("nvrtc");
+  }
   ArtefactInputs inputs;
+  if (options.emit_cuda)
+    inputs.kernels = &kernels;
   inputs.compiler = "cbc 0.1";
   inputs.config_json = configJson;
   inputs.ir = result.ir;

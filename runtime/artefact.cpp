@@ -256,6 +256,69 @@ Artefact Artefact::fromBytes(const uint8_t *data, size_t size) {
     if (k->names())
       for (const flatbuffers::String *s : *k->names())
         kb.names.push_back(s->str());
+    kb.ptx_arch = str(k->ptx_arch());
+    kb.argmax_kernel = k->argmax_kernel();
+    if (kb.argmax_kernel < -1 || kb.argmax_kernel >= (int)kb.names.size())
+      throw ArtefactError("the argmax kernel is not one of the artefact's kernels");
+    if (k->launches())
+      for (const fb::Launch *l : *k->launches()) {
+        Launch launch;
+        launch.instr = l->instr();
+        launch.kernel = l->kernel();
+        if (launch.kernel >= (int)kb.names.size() || launch.kernel < -1)
+          throw ArtefactError("a launch refers to an unknown kernel");
+        if (launch.instr < 0 || launch.instr >= (int)a.program.instrs.size())
+          throw ArtefactError("a launch refers to an unknown instruction");
+        if (l->grid()) {
+          if (l->grid()->size() > 3)
+            throw ArtefactError("a launch has more than three grid dimensions");
+          for (uint32_t d = 0; d < l->grid()->size(); ++d) {
+            const fb::GridDim *g = l->grid()->Get(d);
+            launch.grid[d] = {str(g->var()), g->mul(), g->div(), g->add()};
+            if (launch.grid[d].div <= 0 || launch.grid[d].mul < 0 || launch.grid[d].add < 0)
+              throw ArtefactError("a launch has a bad grid dimension");
+          }
+        }
+        launch.block = l->block();
+        launch.smem = l->smem();
+        if (launch.kernel >= 0 && (launch.block <= 0 || launch.block > 1024 || launch.smem < 0))
+          throw ArtefactError("a launch has a bad block size or shared memory size");
+        int numValues = (int)a.program.values.size();
+        if (l->args())
+          for (const fb::KernelArg *arg : *l->args()) {
+            KernelArg ka;
+            if ((int)arg->kind() < 0 || (int)arg->kind() > 5)
+              throw ArtefactError("a launch argument has an unknown kind");
+            ka.kind = (KernelArg::Kind)arg->kind();
+            ka.index = arg->index();
+            ka.name = str(arg->name());
+            ka.i = arg->i();
+            ka.f = arg->f();
+            // Value -1 is a null pointer (an absent optional operand).
+            if (ka.kind == KernelArg::Value && (ka.index < -1 || ka.index >= numValues))
+              throw ArtefactError("a launch argument refers to an unknown value");
+            launch.args.push_back(std::move(ka));
+          }
+        if (const fb::Gemm *g = l->gemm()) {
+          GemmDesc gd{g->x(), g->w(), g->bias(), g->out()};
+          for (int v : {gd.x, gd.w, gd.out})
+            if (v < 0 || v >= numValues)
+              throw ArtefactError("a GEMM refers to an unknown value");
+          if (gd.bias >= numValues || gd.bias < -1)
+            throw ArtefactError("a GEMM refers to an unknown bias");
+          launch.gemm = gd;
+        }
+        kb.launches.push_back(std::move(launch));
+      }
+    if (k->workspaces())
+      for (const fb::Workspace *w : *k->workspaces()) {
+        if (w->bytes_per_token() < 0 || w->bytes_fixed() < 0)
+          throw ArtefactError("a workspace has a negative size");
+        kb.workspaces.push_back({str(w->name()), w->bytes_per_token(), w->bytes_fixed()});
+      }
+    if (k->value_dtypes())
+      for (auto d : *k->value_dtypes())
+        kb.value_dtypes.push_back(toDType((fb::DType)d));
     if (k->cubins())
       for (const fb::Cubin *c : *k->cubins()) {
         KernelImage img;

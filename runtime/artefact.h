@@ -111,10 +111,40 @@ struct KernelImage {
   std::vector<uint8_t> image;
   std::vector<int> registers, spills, shared_bytes;
 };
+struct KernelArg {
+  enum Kind { Value, Cache, Workspace, Runtime, Int, Float } kind = Value;
+  int index = 0;
+  std::string name;
+  int64_t i = 0;
+  float f = 0;
+};
+struct GridDim {
+  std::string var; // empty: the dimension is `add`
+  int64_t mul = 1, div = 1, add = 0;
+};
+struct GemmDesc {
+  int x = -1, w = -1, bias = -1, out = -1;
+};
+struct Launch {
+  int instr = -1;
+  int kernel = -1; // -1: a GEMM
+  GridDim grid[3];
+  int block = 1, smem = 0;
+  std::vector<KernelArg> args;
+  std::optional<GemmDesc> gemm;
+};
+struct WorkspaceDesc {
+  std::string name;
+  int64_t bytes_per_token = 0, bytes_fixed = 0;
+};
 struct KernelBundle {
-  std::string source, ptx, source_hash;
+  std::string source, ptx, ptx_arch, source_hash;
   std::vector<std::string> names;
   std::vector<KernelImage> cubins;
+  std::vector<Launch> launches;
+  std::vector<WorkspaceDesc> workspaces;
+  std::vector<DType> value_dtypes;
+  int argmax_kernel = -1;
 };
 
 struct Artefact {

@@ -5,6 +5,7 @@
 #include "runtime/artefact.h"
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -50,6 +51,13 @@ public:
   // Runs the step and returns each logit row's argmax (first index on ties), so that the
   // logits never leave the device. False when the backend cannot; the engine then calls run().
   virtual bool runGreedy(const StepBatch &batch, std::vector<int32_t> &tokens) { return false; }
+
+  // Test hooks for checking one backend against another instruction by instruction. The
+  // observer runs after each instruction of run(); inside it, activations of the current step
+  // can be read and overwritten as fp32 rows (tokens or logit rows, by the value's arena).
+  virtual void setObserver(std::function<void(int instr)> observer) { (void)observer; }
+  virtual bool readValue(int value, std::vector<float> &out) { return false; }
+  virtual bool writeValue(int value, const std::vector<float> &in) { return false; }
 };
 
 // A backend that computes nothing (scheduler benchmarks): its logits favour one token.

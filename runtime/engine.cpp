@@ -168,9 +168,11 @@ bool Engine::cancel(RequestId id) {
 
 bool Engine::idle() const { return scheduler_->idle(); }
 
-void Engine::buildBatch(const StepPlan &plan, StepBatch &b) const {
-  // O(tokens + requests), written by index into buffers reused from step to step; the block
-  // tables are the cache manager's persistent ones.
+void Engine::buildBatch(const StepPlan &plan, StepBatch &b) const { buildStepBatch(plan, *cache_, b); }
+
+void buildStepBatch(const StepPlan &plan, const CacheManager &cache, StepBatch &b) {
+  // Written by index into buffers reused from step to step.
+  const CacheManager *cache_ = &cache;
   int64_t R = (int64_t)plan.chunks.size(), T = plan.tokens;
   b.num_requests = R;
   b.num_tokens = T;

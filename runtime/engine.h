@@ -116,6 +116,9 @@ private:
   std::vector<int32_t> greedy_;
 };
 
+// The step metadata of a plan: O(tokens + requests); the block tables are the cache manager's.
+void buildStepBatch(const StepPlan &plan, const CacheManager &cache, StepBatch &batch);
+
 // Chooses and builds a backend: CUDA when requested or (for "auto") when a driver and GPU are
 // usable, else the CPU backend.
 std::unique_ptr<Backend> makeBackend(const Artefact &a, const WeightSource &weights,

@@ -30,6 +30,9 @@ public:
   int64_t cacheBytesPerToken(int group) const override;
   void allocateCache(int32_t blocksPerGroup, int32_t stateSlots) override;
   void run(const StepBatch &batch, std::vector<float> &logits) override;
+  void setObserver(std::function<void(int)> observer) override { observer_ = std::move(observer); }
+  bool readValue(int value, std::vector<float> &out) override;
+  bool writeValue(int value, const std::vector<float> &in) override;
 
 private:
   using Exec = std::function<void(StepContext &)>;
@@ -60,6 +63,7 @@ private:
   std::map<int, cpu::KvLayout> kvLayouts_;
   std::map<int, int> layerGroup_;
   const StepBatch *batch_ = nullptr;
+  std::function<void(int)> observer_;
 };
 
 CpuBackend::CpuBackend(const Artefact &a, WeightStore weights, const BackendLimits &limits,
@@ -455,13 +459,46 @@ void CpuBackend::run(const StepBatch &batch, std::vector<float> &logits) {
   batch_ = &batch;
   StepContext ctx;
   ctx.batch = &batch;
-  for (Exec &e : program_)
-    e(ctx);
+  for (size_t i = 0; i < program_.size(); ++i) {
+    program_[i](ctx);
+    if (observer_)
+      observer_((int)i);
+  }
   int out = artefact_.program.output;
   int64_t vocab = cols(out);
   const float *src = f32(out);
   logits.assign(src, src + batch.num_logit_rows * vocab);
   batch_ = nullptr;
+}
+
+bool CpuBackend::readValue(int value, std::vector<float> &out) {
+  const Value &v = artefact_.program.values.at(value);
+  if (v.kind != Value::Activation || !batch_)
+    return false;
+  int64_t n = rows(value) * v.cols();
+  out.resize(n);
+  if (v.dtype == DType::I32) {
+    const int32_t *p = i32(value);
+    for (int64_t i = 0; i < n; ++i)
+      out[i] = (float)p[i];
+  } else {
+    std::copy(f32(value), f32(value) + n, out.begin());
+  }
+  return true;
+}
+
+bool CpuBackend::writeValue(int value, const std::vector<float> &in) {
+  const Value &v = artefact_.program.values.at(value);
+  if (v.kind != Value::Activation || !batch_ || (int64_t)in.size() != rows(value) * v.cols())
+    return false;
+  if (v.dtype == DType::I32) {
+    int32_t *p = i32(value);
+    for (size_t i = 0; i < in.size(); ++i)
+      p[i] = (int32_t)in[i];
+  } else {
+    std::copy(in.begin(), in.end(), f32(value));
+  }
+  return true;
 }
 
 } // namespace

@@ -1,0 +1,836 @@
+#include "codegen/cuda/emit.h"
+
+#include "codegen/cuda/prelude.h"
+#include "dialects/cbc/CbcOps.h"
+#include "runtime/cuda/kernel_abi.h"
+#include "runtime/schema/model_generated.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+#include <cstdio>
+#include <map>
+#include <set>
+#include <sstream>
+
+namespace cbc::codegen {
+
+using namespace mlir;
+
+namespace {
+
+std::string fmtFloat(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%af", (float)v);
+  return buf;
+}
+
+// Replaces @KEY@ placeholders.
+std::string fill(std::string text, const std::map<std::string, std::string> &vars) {
+  for (const auto &[k, v] : vars) {
+    std::string key = "@" + k + "@";
+    for (size_t pos = text.find(key); pos != std::string::npos; pos = text.find(key, pos + v.size()))
+      text.replace(pos, key.size(), v);
+  }
+  return text;
+}
+
+std::string str(int64_t v) { return std::to_string(v); }
+
+int64_t cols(Value v) { return llvm::cast<RankedTensorType>(v.getType()).getDimSize(1); }
+
+class Emitter {
+public:
+  explicit Emitter(ModuleOp module) : module_(module) {}
+  FailureOr<CudaProgram> run();
+
+private:
+  // ---- values ----
+  int id(Value v) const { return ids_.at(v.getAsOpaquePointer()); }
+  std::string ty(Value v) const { // the device element type
+    int d = prog_.value_dtypes[id(v)];
+    return d == (int)fb::DType::BF16 ? "bf16" : d == (int)fb::DType::I32 ? "int" : "float";
+  }
+  std::string rowsVar(Value v) const { return perRequest_.count(v.getAsOpaquePointer()) ? "num_logit_rows" : "num_tokens"; }
+
+  // ---- kernels and launches ----
+  int kernel(const std::string &hint, const std::string &body);
+  LaunchOut &launch(int kernelIndex, int block, int smem = 0);
+  static KernelArgOut val(int v) { return {KernelArgOut::Value, v, "", 0, 0}; }
+  static KernelArgOut null() { return {KernelArgOut::Value, -1, "", 0, 0}; } // a null pointer
+  static KernelArgOut rt(const std::string &name) { return {KernelArgOut::Runtime, 0, name, 0, 0}; }
+  static KernelArgOut cst(int64_t i) { return {KernelArgOut::Int, 0, "", i, 0}; }
+  static KernelArgOut cache(int layer) { return {KernelArgOut::Cache, layer, "", 0, 0}; }
+  int workspace(const std::string &name, int64_t perToken, int64_t fixed);
+  static KernelArgOut ws(int index) { return {KernelArgOut::Workspace, index, "", 0, 0}; }
+
+  LogicalResult emitOp(Operation &op);
+  void elementwise(Operation &op, const std::string &hint, const std::string &expr, Value out,
+                   const std::vector<Value> &ins);
+  void emitRmsNorm(RmsNormOp op);
+  void emitEmbed(EmbedOp op);
+  void emitSplit(SplitOp op);
+  void emitGlu(GluOp op);
+  void emitRope(RopeOp op);
+  void emitAppend(KvAppendOp op);
+  void emitAttention(KvAttentionOp op);
+  void emitGather(RowsGatherOp op);
+  void emitRoute(MoeRouteOp op);
+  void emitExperts(MoeExpertsOp op);
+  void emitArgmax(Value logits);
+
+  ModuleOp module_;
+  CudaProgram prog_;
+  std::map<const void *, int> ids_;
+  std::set<const void *> perRequest_;
+  std::map<std::string, int> kernelBySource_;
+  std::map<std::string, int> workspaceByName_;
+  int instr_ = -1;
+  std::ostringstream source_;
+};
+
+int Emitter::kernel(const std::string &hint, const std::string &body) {
+  std::string key = hint + "\n" + body;
+  auto it = kernelBySource_.find(key);
+  if (it != kernelBySource_.end())
+    return it->second;
+  int index = (int)prog_.names.size();
+  std::string name = "cbc_" + hint + "_" + std::to_string(index);
+  prog_.names.push_back(name);
+  source_ << "\nextern \"C\" __global__ void " << name << "(CbcArgs a) {\n"
+          << body << "}\n";
+  kernelBySource_[key] = index;
+  return index;
+}
+
+LaunchOut &Emitter::launch(int kernelIndex, int block, int smem) {
+  LaunchOut l;
+  l.instr = instr_;
+  l.kernel = kernelIndex;
+  l.block = block;
+  l.smem = smem;
+  l.grid[1].add = 1;
+  l.grid[2].add = 1;
+  prog_.launches.push_back(l);
+  return prog_.launches.back();
+}
+
+int Emitter::workspace(const std::string &name, int64_t perToken, int64_t fixed) {
+  auto it = workspaceByName_.find(name);
+  if (it != workspaceByName_.end()) {
+    WorkspaceOut &w = prog_.workspaces[it->second];
+    w.bytes_per_token = std::max(w.bytes_per_token, perToken);
+    w.bytes_fixed = std::max(w.bytes_fixed, fixed);
+    return it->second;
+  }
+  prog_.workspaces.push_back({name, perToken, fixed});
+  return workspaceByName_[name] = (int)prog_.workspaces.size() - 1;
+}
+
+// y[i] = expr over n = rows * width elements; inputs are named x0, x1, ... and their widths.
+void Emitter::elementwise(Operation &op, const std::string &hint, const std::string &expr,
+                          Value out, const std::vector<Value> &ins) {
+  std::ostringstream body;
+  body << "  long long n = a.i[0] * " << cols(out) << "LL;\n"
+       << "  long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n"
+       << "  if (i >= n) return;\n"
+       << "  long long r = i / " << cols(out) << ", c = i % " << cols(out) << ";\n"
+       << "  (void)r; (void)c;\n";
+  for (size_t k = 0; k < ins.size(); ++k)
+    body << "  const " << ty(ins[k]) << " *x" << k << " = (const " << ty(ins[k]) << " *)a.p[" << k << "];\n";
+  body << "  " << ty(out) << " *y = (" << ty(out) << " *)a.p[" << ins.size() << "];\n"
+       << "  st(y, i, " << expr << ");\n";
+  int k = kernel(hint, body.str());
+  LaunchOut &l = launch(k, 256);
+  l.grid[0] = {rowsVar(out), cols(out), 256, 0};
+  for (Value v : ins)
+    l.args.push_back(val(id(v)));
+  l.args.push_back(val(id(out)));
+  l.args.push_back(rt(rowsVar(out)));
+}
+
+void Emitter::emitEmbed(EmbedOp op) {
+  int64_t H = cols(op.getResult());
+  std::string body = fill(R"(  const int *tok = (const int *)a.p[0];
+  const @TW@ *table = (const @TW@ *)a.p[1];
+  @TO@ *out = (@TO@ *)a.p[2];
+  long long t = blockIdx.x, row = tok[t];
+  for (int j = threadIdx.x; j < @H@; j += blockDim.x)
+    st(out, t * @H@ + j, ld(table, row * @H@ + j) * @SCALE@);
+)", {{"TW", ty(op.getTable())}, {"TO", ty(op.getResult())}, {"H", str(H)},
+     {"SCALE", fmtFloat(op.getScale().convertToDouble())}});
+  LaunchOut &l = launch(kernel("embed", body), 128);
+  l.grid[0] = {"num_tokens", 1, 1, 0};
+  l.args = {val(id(op.getTokens())), val(id(op.getTable())), val(id(op.getResult()))};
+}
+
+void Emitter::emitRmsNorm(RmsNormOp op) {
+  int64_t W = cols(op.getX());
+  int64_t G = op.getGroupAttr() ? op.getGroupAttr().getInt() : W;
+  bool hasW = (bool)op.getWeight();
+  int block = G >= 256 ? 256 : G >= 128 ? 128 : G >= 64 ? 64 : 32;
+  std::string body = fill(R"(  __shared__ float scratch[32];
+  const @TI@ *x = (const @TI@ *)a.p[0];
+  @TO@ *y = (@TO@ *)a.p[1];
+  const @TW@ *w = (const @TW@ *)a.p[2];
+  long long base = (long long)blockIdx.x * @G@; // rows * groups blocks, one group each
+  float ss = 0.0f;
+  for (int j = threadIdx.x; j < @G@; j += blockDim.x) {
+    float v = ld(x, base + j);
+    ss += v * v;
+  }
+  ss = block_sum(ss, scratch);
+  float inv = rsqrtf(ss / @G@.0f + @EPS@);
+  for (int j = threadIdx.x; j < @G@; j += blockDim.x)
+    st(y, base + j, ld(x, base + j) * inv * (@HASW@ ? ld(w, j) + @OFF@ : 1.0f));
+)", {{"TI", ty(op.getX())}, {"TO", ty(op.getResult())}, {"TW", hasW ? ty(op.getWeight()) : "bf16"},
+     {"G", str(G)}, {"EPS", fmtFloat(op.getEps().convertToDouble())},
+     {"OFF", fmtFloat(op.getOffset().convertToDouble())}, {"HASW", hasW ? "true" : "false"}});
+  LaunchOut &l = launch(kernel("rms_norm", body), block);
+  l.grid[0] = {rowsVar(op.getX()), W / G, 1, 0};
+  l.args = {val(id(op.getX())), val(id(op.getResult())), hasW ? val(id(op.getWeight())) : null()};
+}
+
+void Emitter::emitSplit(SplitOp op) {
+  int64_t W = cols(op.getX());
+  std::ostringstream body;
+  body << "  long long n = a.i[0] * " << W << "LL;\n"
+       << "  long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n"
+       << "  if (i >= n) return;\n"
+       << "  long long r = i / " << W << ", c = i % " << W << ";\n"
+       << "  const " << ty(op.getX()) << " *x = (const " << ty(op.getX()) << " *)a.p[0];\n"
+       << "  float v = ld(x, i);\n";
+  int64_t col = 0;
+  for (auto [k, r] : llvm::enumerate(op.getResults())) {
+    int64_t w = cols(r);
+    body << "  if (c >= " << col << " && c < " << col + w << ") st((" << ty(r) << " *)a.p["
+         << k + 1 << "], r * " << w << " + (c - " << col << "), v);\n";
+    col += w;
+  }
+  LaunchOut &l = launch(kernel("split", body.str()), 256);
+  l.grid[0] = {rowsVar(op.getX()), W, 256, 0};
+  l.args.push_back(val(id(op.getX())));
+  for (Value r : op.getResults())
+    l.args.push_back(val(id(r)));
+  l.args.push_back(rt(rowsVar(op.getX())));
+}
+
+void Emitter::emitGlu(GluOp op) {
+  int64_t I = cols(op.getResult());
+  bool inter = op.getLayout() == "interleaved";
+  std::string g = inter ? "ld(x0, r * " + str(2 * I) + " + 2 * c)" : "ld(x0, r * " + str(2 * I) + " + c)";
+  std::string u = inter ? "ld(x0, r * " + str(2 * I) + " + 2 * c + 1)" : "ld(x0, r * " + str(2 * I) + " + " + str(I) + " + c)";
+  std::string expr;
+  StringRef act = op.getAct();
+  if (act == "gpt_oss") {
+    std::string lim = fmtFloat(op.getLimitAttr().getValueAsDouble());
+    std::string alpha = fmtFloat(op.getAlphaAttr().getValueAsDouble());
+    expr = "(fminf(fmaxf(" + u + ", -" + lim + "), " + lim + ") + 1.0f) * (fminf(" + g + ", " + lim +
+           ") / (1.0f + expf(-" + alpha + " * fminf(" + g + ", " + lim + "))))";
+  } else {
+    expr = "act_" + act.str() + "(" + g + ") * " + u;
+  }
+  elementwise(*op, "glu", expr, op.getResult(), {op.getX()});
+}
+
+void Emitter::emitRope(RopeOp op) {
+  int64_t W = cols(op.getX()), D = op.getHeadDimAttr().getInt(), RD = op.getRotaryDimAttr().getInt();
+  int64_t half = RD / 2, heads = W / D;
+  auto table = [&](ArrayRef<float> f) {
+    std::string s;
+    for (float v : f)
+      s += fmtFloat(v) + ", ";
+    return s;
+  };
+  std::string longSel = "false", dyn = "false";
+  std::string longTable = "0.0f";
+  if (op.getInvFreqLong()) {
+    longSel = "seq_len > " + str(op.getLongAfterAttr().getInt());
+    longTable = table(*op.getInvFreqLong());
+  }
+  std::string dynBase = "0.0f", dynFactor = "0.0f", dynMax = "1";
+  if (op.getDynamicBaseAttr()) {
+    dyn = "seq_len > " + str(op.getDynamicMaxPositionsAttr().getInt());
+    dynBase = fmtFloat(op.getDynamicBaseAttr().getValueAsDouble());
+    dynFactor = fmtFloat(op.getDynamicFactorAttr().getValueAsDouble());
+    dynMax = str(op.getDynamicMaxPositionsAttr().getInt());
+  }
+  bool inter = op.getPairing() == "interleaved";
+  std::string body = fill(R"(  const @TI@ *x = (const @TI@ *)a.p[0];
+  const int *positions = (const int *)a.p[1];
+  const int *seq_ids = (const int *)a.p[2];
+  const int *prompt_lens = (const int *)a.p[3];
+  @TO@ *y = (@TO@ *)a.p[4];
+  const float freq[] = {@FREQ@};
+  const float freq_long[] = {@LONG@};
+  long long t = blockIdx.x;
+  int pos = positions[t];
+  // The length the schedule sees: the whole prompt, or the token's own position past it.
+  long long seq_len = prompt_lens[seq_ids[t]] > pos + 1 ? prompt_lens[seq_ids[t]] : pos + 1;
+  for (int idx = threadIdx.x; idx < @HEADS@ * @D@; idx += blockDim.x) {
+    int h = idx / @D@, d = idx % @D@;
+    long long base = t * @W@ + h * @D@;
+    if (d >= @RD@) { st(y, base + d, ld(x, base + d)); continue; }
+    int i = @INTER@ ? d / 2 : (d < @HALF@ ? d : d - @HALF@);
+    float f = (@LONGSEL@) ? freq_long[i] : freq[i];
+    if (@DYN@) {
+      double dim = @RD@.0;
+      double base_ = (double)@DYNBASE@ * pow((double)@DYNFACTOR@ * (double)seq_len / @DYNMAX@.0 - ((double)@DYNFACTOR@ - 1.0), dim / (dim - 2.0));
+      f = 1.0f / (float)pow(base_, (double)((float)(2 * i) / (float)@RD@));
+    }
+    float angle = (float)pos * f;
+    float c = cosf(angle) * @AF@, s = sinf(angle) * @AF@;
+    int first = @INTER@ ? 2 * i : i, second = @INTER@ ? 2 * i + 1 : i + @HALF@;
+    float x1 = ld(x, base + first), x2 = ld(x, base + second);
+    st(y, base + d, d == first ? x1 * c - x2 * s : x2 * c + x1 * s);
+  }
+)", {{"TI", ty(op.getX())}, {"TO", ty(op.getResult())}, {"FREQ", table(op.getInvFreq())},
+     {"LONG", longTable}, {"HEADS", str(heads)}, {"D", str(D)}, {"W", str(W)}, {"RD", str(RD)},
+     {"HALF", str(half)}, {"INTER", inter ? "true" : "false"}, {"LONGSEL", longSel},
+     {"DYN", dyn}, {"DYNBASE", dynBase}, {"DYNFACTOR", dynFactor}, {"DYNMAX", dynMax},
+     {"AF", fmtFloat(op.getAttentionFactor().convertToDouble())}});
+  LaunchOut &l = launch(kernel("rope", body), 128);
+  l.grid[0] = {"num_tokens", 1, 1, 0};
+  l.args = {val(id(op.getX())), val(id(op.getPositions())), val(id(op.getSeqIds())),
+            val(id(op.getPromptLens())), val(id(op.getResult()))};
+}
+
+void Emitter::emitAppend(KvAppendOp op) {
+  int64_t kw = cols(op.getK()), vw = cols(op.getV());
+  auto plan = module_->getAttrOfType<DictionaryAttr>("cbc.cache_plan");
+  int64_t B = llvm::cast<IntegerAttr>(plan.get("block_size")).getInt();
+  std::string body = fill(R"(  const @TK@ *k = (const @TK@ *)a.p[0];
+  const @TV@ *v = (const @TV@ *)a.p[1];
+  const int *positions = (const int *)a.p[2];
+  const int *seq_ids = (const int *)a.p[3];
+  const int *slots = (const int *)a.p[4];
+  const int *tables = (const int *)a.p[5] + a.i[0] * a.i[1] * a.i[2]; // this group's tables
+  bf16 *pool = (bf16 *)a.p[6];
+  long long t = blockIdx.x;
+  int pos = positions[t];
+  long long block = tables[(long long)slots[seq_ids[t]] * a.i[2] + pos / @B@];
+  bf16 *row = pool + (block * @B@ + pos % @B@) * @ROW@;
+  for (int j = threadIdx.x; j < @KW@; j += blockDim.x)
+    st(row, j, ld(k, t * @KW@ + j));
+  for (int j = threadIdx.x; j < @VW@; j += blockDim.x)
+    st(row, @KW@ + j, ld(v, t * @VW@ + j));
+)", {{"TK", ty(op.getK())}, {"TV", ty(op.getV())}, {"B", str(B)}, {"ROW", str(kw + vw)},
+     {"KW", str(kw)}, {"VW", str(vw)}});
+  LaunchOut &l = launch(kernel("kv_append", body), 128);
+  l.grid[0] = {"num_tokens", 1, 1, 0};
+  l.args = {val(id(op.getK())), val(id(op.getV())), val(id(op.getPositions())),
+            val(id(op.getSeqIds())), val(id(op.getSlots())), val(id(op.getBlockTables())),
+            cache((int)op.getLayerAttr().getInt()), cst(op.getGroupAttr().getInt()),
+            rt("table_slots"), rt("table_width")};
+}
+
+// Flash-decoding over the paged cache: block (token, kv head, split) runs an online softmax
+// for the query heads of its GQA group over its share of the visible keys; a second kernel
+// merges the splits and the sinks.
+void Emitter::emitAttention(KvAttentionOp op) {
+  int64_t H = op.getNumHeadsAttr().getInt(), Hkv = op.getNumKvHeadsAttr().getInt();
+  int64_t D = op.getHeadDimAttr().getInt(), Dv = cols(op.getResult()) / H, G = H / Hkv;
+  auto plan = module_->getAttrOfType<DictionaryAttr>("cbc.cache_plan");
+  int64_t B = llvm::cast<IntegerAttr>(plan.get("block_size")).getInt();
+  int64_t kElems = Hkv * D, row = Hkv * (D + Dv);
+  int64_t window = op.getWindowAttr() ? op.getWindowAttr().getInt() : 0;
+  int64_t chunk = op.getChunkAttr() ? op.getChunkAttr().getInt() : 0;
+  double softcap = op.getSoftcapAttr() ? op.getSoftcapAttr().getValueAsDouble() : 0.0;
+  int64_t DL = (D + 31) / 32, DVL = (Dv + 31) / 32; // elements per lane
+  int wsPart = workspace("attention_partials", H * (Dv + 2) * 4, 0);
+  std::string body = fill(R"(  __shared__ float sm_m[4][@G@], sm_l[4][@G@];
+  __shared__ float sm_acc[4][@G@][@DV@];
+  const @TQ@ *q = (const @TQ@ *)a.p[0];
+  const int *positions = (const int *)a.p[1];
+  const int *seq_ids = (const int *)a.p[2];
+  const int *slots = (const int *)a.p[3];
+  const int *tables = (const int *)a.p[4] + a.i[0] * a.i[1] * a.i[2];
+  const bf16 *pool = (const bf16 *)a.p[5];
+  float *part = (float *)a.p[6];
+  long long splits = a.i[3];
+  long long t = blockIdx.x;
+  int kvh = blockIdx.y, split = blockIdx.z;
+  int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  int pos = positions[t];
+  int lo = 0;
+  if (@WINDOW@ > 0) lo = pos - @WINDOW@ + 1 > 0 ? pos - @WINDOW@ + 1 : 0;
+  if (@CHUNK@ > 0) lo = pos / @CHUNK@ * @CHUNK@;
+  int n = pos - lo + 1, per = (int)((n + splits - 1) / splits);
+  int begin = lo + split * per, end = begin + per < pos + 1 ? begin + per : pos + 1;
+  const int *table = tables + (long long)slots[seq_ids[t]] * a.i[2];
+  float qr[@G@][@DL@], acc[@G@][@DVL@], m[@G@], l[@G@];
+  for (int g = 0; g < @G@; ++g) {
+    m[g] = -INFINITY;
+    l[g] = 0.0f;
+    for (int e = 0; e < @DL@; ++e) {
+      int d = lane + 32 * e;
+      qr[g][e] = d < @D@ ? ld(q, (t * @H@ + kvh * @G@ + g) * @D@ + d) : 0.0f;
+    }
+    for (int e = 0; e < @DVL@; ++e)
+      acc[g][e] = 0.0f;
+  }
+  for (int j = begin + warp; j < end; j += 4) {
+    long long slot = (long long)table[j / @B@] * @B@ + j % @B@;
+    const bf16 *kr = pool + slot * @ROW@ + kvh * @D@;
+    const bf16 *vr = pool + slot * @ROW@ + @KELEMS@ + kvh * @DV@;
+    float kv[@DL@], vv[@DVL@];
+    for (int e = 0; e < @DL@; ++e) { int d = lane + 32 * e; kv[e] = d < @D@ ? ld(kr, d) : 0.0f; }
+    for (int e = 0; e < @DVL@; ++e) { int d = lane + 32 * e; vv[e] = d < @DV@ ? ld(vr, d) : 0.0f; }
+    for (int g = 0; g < @G@; ++g) {
+      float dot = 0.0f;
+      for (int e = 0; e < @DL@; ++e)
+        dot += qr[g][e] * kv[e];
+      float s = warp_sum(dot) * @SCALE@;
+      if (@SOFTCAP@ > 0.0f) s = @SOFTCAP@ * tanhf(s / @SOFTCAP@);
+      float mn = fmaxf(m[g], s);
+      float corr = expf(m[g] - mn), p = expf(s - mn);
+      l[g] = l[g] * corr + p;
+      for (int e = 0; e < @DVL@; ++e)
+        acc[g][e] = acc[g][e] * corr + p * vv[e];
+      m[g] = mn;
+    }
+  }
+  // Merge the four warps, then write this split's partial result.
+  for (int g = 0; g < @G@; ++g) {
+    if (lane == 0) { sm_m[warp][g] = m[g]; sm_l[warp][g] = l[g]; }
+    for (int e = 0; e < @DVL@; ++e) { int d = lane + 32 * e; if (d < @DV@) sm_acc[warp][g][d] = acc[g][e]; }
+  }
+  __syncthreads();
+  for (int idx = threadIdx.x; idx < @G@ * (@DV@ + 2); idx += blockDim.x) {
+    int g = idx / (@DV@ + 2), d = idx % (@DV@ + 2);
+    float mm = -INFINITY;
+    for (int w = 0; w < 4; ++w) mm = fmaxf(mm, sm_m[w][g]);
+    float value = 0.0f;
+    if (d == 0) {
+      value = mm;
+    } else {
+      for (int w = 0; w < 4; ++w) {
+        float scale = sm_m[w][g] == -INFINITY ? 0.0f : expf(sm_m[w][g] - mm);
+        value += scale * (d == 1 ? sm_l[w][g] : sm_acc[w][g][d - 2]);
+      }
+    }
+    int h = kvh * @G@ + g;
+    part[((t * @H@ + h) * splits + split) * (@DV@ + 2) + d] = value;
+  }
+)", {{"G", str(G)}, {"DV", str(Dv)}, {"D", str(D)}, {"DL", str(DL)}, {"DVL", str(DVL)},
+     {"TQ", ty(op.getQ())}, {"H", str(H)}, {"B", str(B)}, {"ROW", str(row)}, {"KELEMS", str(kElems)},
+     {"WINDOW", str(window)}, {"CHUNK", str(chunk)},
+     {"SCALE", fmtFloat(op.getScale().convertToDouble())}, {"SOFTCAP", fmtFloat(softcap)}});
+  LaunchOut &l = launch(kernel("attention", body), 128);
+  l.grid[0] = {"num_tokens", 1, 1, 0};
+  l.grid[1] = {"", 1, 1, Hkv};
+  l.grid[2] = {"attn_splits", 1, 1, 0};
+  l.args = {val(id(op.getQ())), val(id(op.getPositions())), val(id(op.getSeqIds())),
+            val(id(op.getSlots())), val(id(op.getBlockTables())),
+            cache((int)op.getLayerAttr().getInt()), ws(wsPart), cst(op.getGroupAttr().getInt()),
+            rt("table_slots"), rt("table_width"), rt("attn_splits")};
+
+  bool sinks = (bool)op.getSinks();
+  std::string combine = fill(R"(  const float *part = (const float *)a.p[0];
+  @TO@ *out = (@TO@ *)a.p[1];
+  const @TS@ *sinks = (const @TS@ *)a.p[2];
+  long long splits = a.i[0];
+  long long t = blockIdx.x;
+  int h = blockIdx.y;
+  const float *p = part + (t * @H@ + h) * splits * (@DV@ + 2);
+  float mm = @SINKS@ ? ld(sinks, h) : -INFINITY;
+  for (int s = 0; s < splits; ++s) mm = fmaxf(mm, p[s * (@DV@ + 2)]);
+  float denom = @SINKS@ ? expf(ld(sinks, h) - mm) : 0.0f;
+  for (int s = 0; s < splits; ++s)
+    if (p[s * (@DV@ + 2)] != -INFINITY) denom += expf(p[s * (@DV@ + 2)] - mm) * p[s * (@DV@ + 2) + 1];
+  for (int d = threadIdx.x; d < @DV@; d += blockDim.x) {
+    float v = 0.0f;
+    for (int s = 0; s < splits; ++s)
+      if (p[s * (@DV@ + 2)] != -INFINITY) v += expf(p[s * (@DV@ + 2)] - mm) * p[s * (@DV@ + 2) + 2 + d];
+    st(out, (t * @H@ + h) * @DV@ + d, v / denom);
+  }
+)", {{"TO", ty(op.getResult())}, {"TS", sinks ? ty(op.getSinks()) : "bf16"}, {"H", str(H)},
+     {"DV", str(Dv)}, {"SINKS", sinks ? "true" : "false"}});
+  LaunchOut &c = launch(kernel("attention_combine", combine), Dv >= 128 ? 128 : 64);
+  c.grid[0] = {"num_tokens", 1, 1, 0};
+  c.grid[1] = {"", 1, 1, H};
+  c.args = {ws(wsPart), val(id(op.getResult())),
+            sinks ? val(id(op.getSinks())) : null(),
+            rt("attn_splits")};
+}
+
+void Emitter::emitGather(RowsGatherOp op) {
+  int64_t W = cols(op.getX());
+  std::string body = fill(R"(  const @TI@ *x = (const @TI@ *)a.p[0];
+  const int *rows = (const int *)a.p[1];
+  @TO@ *y = (@TO@ *)a.p[2];
+  long long r = blockIdx.x, src = rows[r];
+  for (int j = threadIdx.x; j < @W@; j += blockDim.x)
+    st(y, r * @W@ + j, ld(x, src * @W@ + j));
+)", {{"TI", ty(op.getX())}, {"TO", ty(op.getResult())}, {"W", str(W)}});
+  LaunchOut &l = launch(kernel("gather_rows", body), 128);
+  l.grid[0] = {"num_logit_rows", 1, 1, 0};
+  l.args = {val(id(op.getX())), val(id(op.getRows())), val(id(op.getResult()))};
+}
+
+// One warp per token: softmax (or top-k softmax), then k rounds of argmax, lower ids first.
+void Emitter::emitRoute(MoeRouteOp op) {
+  int64_t E = cols(op.getLogits()), K = op.getKAttr().getInt();
+  int64_t EL = (E + 31) / 32;
+  std::string body = fill(R"(  const @TL@ *logits = (const @TL@ *)a.p[0];
+  float *weights = (float *)a.p[1];
+  int *ids = (int *)a.p[2];
+  long long t = blockIdx.x;
+  int lane = threadIdx.x;
+  float v[@EL@];
+  for (int e = 0; e < @EL@; ++e) {
+    int x = lane + 32 * e;
+    v[e] = x < @E@ ? ld(logits, t * @E@ + x) : -INFINITY;
+  }
+  if (!@TOPKSOFTMAX@) {
+    float mx = -INFINITY;
+    for (int e = 0; e < @EL@; ++e) mx = fmaxf(mx, v[e]);
+    mx = warp_max(mx);
+    float sum = 0.0f;
+    for (int e = 0; e < @EL@; ++e) { v[e] = (lane + 32 * e) < @E@ ? expf(v[e] - mx) : 0.0f; sum += v[e]; }
+    sum = warp_sum(sum);
+    for (int e = 0; e < @EL@; ++e) v[e] = (lane + 32 * e) < @E@ ? v[e] / sum : -INFINITY;
+  }
+  float chosen[@K@];
+  int chosenId[@K@];
+  for (int j = 0; j < @K@; ++j) {
+    float best = -INFINITY;
+    int bestId = 0x7fffffff;
+    for (int e = 0; e < @EL@; ++e) {
+      int x = lane + 32 * e;
+      if (x < @E@ && (v[e] > best || (v[e] == best && x < bestId))) { best = v[e]; bestId = x; }
+    }
+    for (int o = 16; o > 0; o >>= 1) {
+      float ob = __shfl_xor_sync(0xffffffffu, best, o);
+      int oi = __shfl_xor_sync(0xffffffffu, bestId, o);
+      if (ob > best || (ob == best && oi < bestId)) { best = ob; bestId = oi; }
+    }
+    chosen[j] = best;
+    chosenId[j] = bestId;
+    for (int e = 0; e < @EL@; ++e)
+      if (lane + 32 * e == bestId) v[e] = -INFINITY;
+  }
+  if (lane == 0) {
+    if (@TOPKSOFTMAX@) {
+      float mx = chosen[0], sum = 0.0f;
+      for (int j = 0; j < @K@; ++j) { chosen[j] = expf(chosen[j] - mx); sum += chosen[j]; }
+      for (int j = 0; j < @K@; ++j) chosen[j] /= sum;
+    } else if (@RENORM@) {
+      float sum = 0.0f;
+      for (int j = 0; j < @K@; ++j) sum += chosen[j];
+      for (int j = 0; j < @K@; ++j) chosen[j] /= sum;
+    }
+    for (int j = 0; j < @K@; ++j) {
+      weights[t * @K@ + j] = chosen[j] * @SCALING@;
+      ids[t * @K@ + j] = chosenId[j];
+    }
+  }
+)", {{"TL", ty(op.getLogits())}, {"E", str(E)}, {"EL", str(EL)}, {"K", str(K)},
+     {"TOPKSOFTMAX", op.getScore() == "topk_softmax" ? "true" : "false"},
+     {"RENORM", op.getRenorm() ? "true" : "false"},
+     {"SCALING", fmtFloat(op.getScaling().convertToDouble())}});
+  LaunchOut &l = launch(kernel("moe_route", body), 32);
+  l.grid[0] = {rowsVar(op.getLogits()), 1, 1, 0};
+  l.args = {val(id(op.getLogits())), val(id(op.getWeights())), val(id(op.getIds()))};
+}
+
+// Experts as grouped GEMMs: a plan kernel groups (token, choice) pairs by expert in token
+// order, two tiled GEMM kernels run every expert's rows (the first with the GLU fused in), and
+// a combine kernel mixes each token's k results in choice order.
+void Emitter::emitExperts(MoeExpertsOp op) {
+  auto gu = llvm::cast<RankedTensorType>(op.getGateUp().getType());
+  int64_t E = gu.getDimSize(0), I = gu.getDimSize(1) / 2, H = gu.getDimSize(2);
+  int64_t K = cols(op.getIds());
+  bool biases = (bool)op.getGateUpBias();
+  bool inter = op.getLayout() == "interleaved";
+  int wsPlan = workspace("moe_plan", K * 8, (E + 1) * 4);
+  int wsAct = workspace("moe_act", K * I * 4, 0);
+  int wsOut = workspace("moe_out", K * H * 4, 0);
+  const int TM = 16, TN = 32, TK = 32;
+
+  std::string plan = fill(R"(  const int *ids = (const int *)a.p[0];
+  int *offsets = (int *)a.p[1];          // [E + 1]
+  int *perm = offsets + @E@ + 1;         // [T * K]: position -> token * K + choice
+  int *where = perm + a.i[0] * @K@;      // [T * K]: token * K + choice -> position
+  long long n = a.i[0] * @K@;
+  // One thread per expert counts and then places its pairs in token order.
+  for (int e = threadIdx.x; e < @E@; e += blockDim.x) {
+    int c = 0;
+    for (long long i = 0; i < n; ++i) c += ids[i] == e;
+    offsets[e + 1] = c;
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    offsets[0] = 0;
+    for (int e = 0; e < @E@; ++e) offsets[e + 1] += offsets[e];
+  }
+  __syncthreads();
+  for (int e = threadIdx.x; e < @E@; e += blockDim.x) {
+    int p = offsets[e];
+    for (long long i = 0; i < n; ++i)
+      if (ids[i] == e) { perm[p] = (int)i; where[i] = p; ++p; }
+  }
+)", {{"E", str(E)}, {"K", str(K)}});
+  LaunchOut &lp = launch(kernel("moe_plan", plan), 256);
+  lp.grid[0] = {"", 1, 1, 1};
+  lp.args = {val(id(op.getIds())), ws(wsPlan), rt(rowsVar(op.getX()))};
+
+  // Tile t of the grid maps to (expert, first row) by walking the experts' tile counts.
+  std::string tileMap = fill(R"(  const int *offsets = (const int *)a.p[0];
+  int tile = blockIdx.x, expert = -1, row0 = 0;
+  for (int e = 0, seen = 0; e < @E@; ++e) {
+    int rows = offsets[e + 1] - offsets[e], tiles = (rows + @TM@ - 1) / @TM@;
+    if (tile < seen + tiles) { expert = e; row0 = offsets[e] + (tile - seen) * @TM@; break; }
+    seen += tiles;
+  }
+  if (expert < 0) return;
+  int rowEnd = offsets[expert + 1];
+)", {{"E", str(E)}, {"TM", str(TM)}});
+
+  std::string gemm1 = tileMap + fill(R"(  const int *perm = offsets + @E@ + 1;
+  const @TX@ *x = (const @TX@ *)a.p[1];
+  const @TW@ *w = (const @TW@ *)a.p[2] + (long long)expert * 2 * @I@ * @H@;
+  const @TB@ *bias = (const @TB@ *)a.p[3];
+  float *act = (float *)a.p[4];
+  __shared__ float xs[@TM@][@TK@ + 1], gs[@TN@][@TK@ + 1], us[@TN@][@TK@ + 1];
+  int col0 = blockIdx.y * @TN@;
+  int r = threadIdx.x / @TN@, c = threadIdx.x % @TN@;  // 8 rows x 32 cols of threads, 2 rows each
+  float accg[2] = {0.0f, 0.0f}, accu[2] = {0.0f, 0.0f};
+  for (int k0 = 0; k0 < @H@; k0 += @TK@) {
+    for (int idx = threadIdx.x; idx < @TM@ * @TK@; idx += blockDim.x) {
+      int rr = idx / @TK@, kk = idx % @TK@, row = row0 + rr;
+      xs[rr][kk] = row < rowEnd && k0 + kk < @H@ ? ld(x, (long long)(perm[row] / @K@) * @H@ + k0 + kk) : 0.0f;
+    }
+    for (int idx = threadIdx.x; idx < @TN@ * @TK@; idx += blockDim.x) {
+      int cc = idx / @TK@, kk = idx % @TK@, col = col0 + cc;
+      bool ok = col < @I@ && k0 + kk < @H@;
+      int gr = @INTER@ ? 2 * col : col, ur = @INTER@ ? 2 * col + 1 : @I@ + col;
+      gs[cc][kk] = ok ? ld(w, (long long)gr * @H@ + k0 + kk) : 0.0f;
+      us[cc][kk] = ok ? ld(w, (long long)ur * @H@ + k0 + kk) : 0.0f;
+    }
+    __syncthreads();
+    for (int kk = 0; kk < @TK@; ++kk)
+      for (int q = 0; q < 2; ++q) {
+        accg[q] += xs[r * 2 + q][kk] * gs[c][kk];
+        accu[q] += xs[r * 2 + q][kk] * us[c][kk];
+      }
+    __syncthreads();
+  }
+  int col = col0 + c;
+  if (col >= @I@) return;
+  for (int q = 0; q < 2; ++q) {
+    int row = row0 + r * 2 + q;
+    if (row >= rowEnd) continue;
+    float g = accg[q], u = accu[q];
+    if (@BIAS@) {
+      g += ld(bias, (long long)expert * 2 * @I@ + (@INTER@ ? 2 * col : col));
+      u += ld(bias, (long long)expert * 2 * @I@ + (@INTER@ ? 2 * col + 1 : @I@ + col));
+    }
+    // GLU, then rounded to bf16 as the activation the down projection reads.
+    float y = @GLU@;
+    act[(long long)row * @I@ + col] = __bfloat162float(__float2bfloat16(y));
+  }
+)", {{"E", str(E)}, {"TX", ty(op.getX())}, {"TW", ty(op.getGateUp())},
+     {"TB", biases ? ty(op.getGateUpBias()) : "bf16"}, {"I", str(I)}, {"H", str(H)}, {"K", str(K)},
+     {"TM", str(TM)}, {"TN", str(TN)}, {"TK", str(TK)}, {"INTER", inter ? "true" : "false"},
+     {"BIAS", biases ? "true" : "false"},
+     {"GLU", op.getAct() == "gpt_oss"
+                 ? "(fminf(fmaxf(u, -" + fmtFloat(op.getLimitAttr().getValueAsDouble()) + "), " +
+                       fmtFloat(op.getLimitAttr().getValueAsDouble()) + ") + 1.0f) * (fminf(g, " +
+                       fmtFloat(op.getLimitAttr().getValueAsDouble()) + ") / (1.0f + expf(-" +
+                       fmtFloat(op.getAlphaAttr().getValueAsDouble()) + " * fminf(g, " +
+                       fmtFloat(op.getLimitAttr().getValueAsDouble()) + "))))"
+                 : "act_" + op.getAct().str() + "(g) * u"}});
+  LaunchOut &l1 = launch(kernel("moe_gate_up", gemm1), 256);
+  l1.grid[0] = {rowsVar(op.getX()), K, TM, E};
+  l1.grid[1] = {"", 1, 1, (I + TN - 1) / TN};
+  l1.args = {ws(wsPlan), val(id(op.getX())), val(id(op.getGateUp())),
+             biases ? val(id(op.getGateUpBias())) : null(),
+             ws(wsAct)};
+
+  std::string gemm2 = tileMap + fill(R"(  const float *act = (const float *)a.p[1];
+  const @TW@ *w = (const @TW@ *)a.p[2] + (long long)expert * @H@ * @I@;
+  const @TB@ *bias = (const @TB@ *)a.p[3];
+  float *out = (float *)a.p[4];
+  __shared__ float xs[@TM@][@TK@ + 1], ws_[@TN@][@TK@ + 1];
+  int col0 = blockIdx.y * @TN@;
+  int r = threadIdx.x / @TN@, c = threadIdx.x % @TN@;
+  float acc[2] = {0.0f, 0.0f};
+  for (int k0 = 0; k0 < @I@; k0 += @TK@) {
+    for (int idx = threadIdx.x; idx < @TM@ * @TK@; idx += blockDim.x) {
+      int rr = idx / @TK@, kk = idx % @TK@, row = row0 + rr;
+      xs[rr][kk] = row < rowEnd && k0 + kk < @I@ ? act[(long long)row * @I@ + k0 + kk] : 0.0f;
+    }
+    for (int idx = threadIdx.x; idx < @TN@ * @TK@; idx += blockDim.x) {
+      int cc = idx / @TK@, kk = idx % @TK@, col = col0 + cc;
+      ws_[cc][kk] = col < @H@ && k0 + kk < @I@ ? ld(w, (long long)col * @I@ + k0 + kk) : 0.0f;
+    }
+    __syncthreads();
+    for (int kk = 0; kk < @TK@; ++kk)
+      for (int q = 0; q < 2; ++q)
+        acc[q] += xs[r * 2 + q][kk] * ws_[c][kk];
+    __syncthreads();
+  }
+  int col = col0 + c;
+  if (col >= @H@) return;
+  for (int q = 0; q < 2; ++q) {
+    int row = row0 + r * 2 + q;
+    if (row >= rowEnd) continue;
+    float y = acc[q] + (@BIAS@ ? ld(bias, (long long)expert * @H@ + col) : 0.0f);
+    out[(long long)row * @H@ + col] = y;
+  }
+)", {{"TW", ty(op.getDown())}, {"TB", biases ? ty(op.getDownBias()) : "bf16"}, {"I", str(I)},
+     {"H", str(H)}, {"TM", str(TM)}, {"TN", str(TN)}, {"TK", str(TK)},
+     {"BIAS", biases ? "true" : "false"}});
+  LaunchOut &l2 = launch(kernel("moe_down", gemm2), 256);
+  l2.grid[0] = {rowsVar(op.getX()), K, TM, E};
+  l2.grid[1] = {"", 1, 1, (H + TN - 1) / TN};
+  l2.args = {ws(wsPlan), ws(wsAct), val(id(op.getDown())),
+             biases ? val(id(op.getDownBias())) : null(),
+             ws(wsOut)};
+
+  std::string combine = fill(R"(  const int *offsets = (const int *)a.p[0];
+  const int *where = offsets + @E@ + 1 + a.i[0] * @K@;
+  const float *out = (const float *)a.p[1];
+  const float *weights = (const float *)a.p[2];
+  @TO@ *y = (@TO@ *)a.p[3];
+  long long t = blockIdx.x;
+  for (int h = threadIdx.x; h < @H@; h += blockDim.x) {
+    float v = 0.0f;
+    for (int j = 0; j < @K@; ++j)
+      v += weights[t * @K@ + j] * out[(long long)where[t * @K@ + j] * @H@ + h];
+    st(y, t * @H@ + h, v);
+  }
+)", {{"E", str(E)}, {"K", str(K)}, {"H", str(H)}, {"TO", ty(op.getResult())}});
+  LaunchOut &l3 = launch(kernel("moe_combine", combine), 128);
+  l3.grid[0] = {rowsVar(op.getX()), 1, 1, 0};
+  l3.args = {ws(wsPlan), ws(wsOut), val(id(op.getWeights())), val(id(op.getResult())),
+             rt(rowsVar(op.getX()))};
+}
+
+void Emitter::emitArgmax(Value logits) {
+  int64_t V = cols(logits);
+  std::string body = fill(R"(  __shared__ float best_v[32];
+  __shared__ int best_i[32];
+  const @TL@ *logits = (const @TL@ *)a.p[0];
+  int *tokens = (int *)a.p[1];
+  long long r = blockIdx.x;
+  float bv = -INFINITY;
+  int bi = 0x7fffffff;
+  for (int j = threadIdx.x; j < @V@; j += blockDim.x) {
+    float v = ld(logits, r * @V@ + j);
+    if (v > bv) { bv = v; bi = j; }
+  }
+  for (int o = 16; o > 0; o >>= 1) {
+    float ov = __shfl_xor_sync(0xffffffffu, bv, o);
+    int oi = __shfl_xor_sync(0xffffffffu, bi, o);
+    if (ov > bv || (ov == bv && oi < bi)) { bv = ov; bi = oi; }
+  }
+  int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  if (lane == 0) { best_v[warp] = bv; best_i[warp] = bi; }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    for (int w = 1; w < (int)(blockDim.x >> 5); ++w)
+      if (best_v[w] > bv || (best_v[w] == bv && best_i[w] < bi)) { bv = best_v[w]; bi = best_i[w]; }
+    tokens[r] = bi;
+  }
+)", {{"TL", ty(logits)}, {"V", str(V)}});
+  prog_.argmax_kernel = kernel("argmax", body);
+}
+
+LogicalResult Emitter::emitOp(Operation &op) {
+  if (auto o = dyn_cast<EmbedOp>(op)) return emitEmbed(o), success();
+  if (auto o = dyn_cast<RmsNormOp>(op)) return emitRmsNorm(o), success();
+  if (auto o = dyn_cast<SplitOp>(op)) return emitSplit(o), success();
+  if (auto o = dyn_cast<GluOp>(op)) return emitGlu(o), success();
+  if (auto o = dyn_cast<RopeOp>(op)) return emitRope(o), success();
+  if (auto o = dyn_cast<KvAppendOp>(op)) return emitAppend(o), success();
+  if (auto o = dyn_cast<KvAttentionOp>(op)) return emitAttention(o), success();
+  if (auto o = dyn_cast<RowsGatherOp>(op)) return emitGather(o), success();
+  if (auto o = dyn_cast<MoeRouteOp>(op)) return emitRoute(o), success();
+  if (auto o = dyn_cast<MoeExpertsOp>(op)) return emitExperts(o), success();
+  if (auto o = dyn_cast<AddOp>(op))
+    return elementwise(op, "add", "ld(x0, i) + ld(x1, i)", o.getResult(), {o.getLhs(), o.getRhs()}), success();
+  if (auto o = dyn_cast<SoftcapOp>(op)) {
+    std::string cap = fmtFloat(o.getCap().convertToDouble());
+    return elementwise(op, "softcap", cap + " * tanhf(ld(x0, i) / " + cap + ")", o.getResult(), {o.getX()}), success();
+  }
+  if (auto o = dyn_cast<GateOp>(op)) {
+    std::string g = cols(o.getG()) == 1 ? "ld(x1, r)" : "ld(x1, i)";
+    return elementwise(op, "gate", "ld(x0, i) / (1.0f + expf(-" + g + "))", o.getResult(),
+                       {o.getX(), o.getG()}), success();
+  }
+  if (auto o = dyn_cast<LinearOp>(op)) {
+    LaunchOut l;
+    l.instr = instr_;
+    l.gemm = true;
+    l.gemm_x = id(o.getX());
+    l.gemm_w = id(o.getWeight());
+    l.gemm_bias = o.getBias() ? id(o.getBias()) : -1;
+    l.gemm_out = id(o.getResult());
+    l.grid[0] = {rowsVar(o.getX()), 1, 1, 0};
+    prog_.launches.push_back(l);
+    return success();
+  }
+  return op.emitError("no CUDA code generation for ") << op.getName();
+}
+
+FailureOr<CudaProgram> Emitter::run() {
+  auto func = module_.lookupSymbol<func::FuncOp>("step");
+  if (!func)
+    return module_.emitError("no func.func @step");
+  Block &block = func.getBody().front();
+  // Value ids and device dtypes, numbered as the artefact writer numbers them.
+  auto add = [&](Value v, fb::DType d) {
+    ids_[v.getAsOpaquePointer()] = (int)prog_.value_dtypes.size();
+    prog_.value_dtypes.push_back((int)d);
+  };
+  Value output;
+  for (BlockArgument arg : block.getArguments())
+    add(arg, fb::DType::I32);
+  for (Operation &op : block) {
+    if (auto ret = dyn_cast<func::ReturnOp>(op)) {
+      output = ret.getOperand(0);
+      continue;
+    }
+    for (Value r : op.getResults()) {
+      Type e = llvm::cast<RankedTensorType>(r.getType()).getElementType();
+      if (isa<WeightRefOp>(op))
+        add(r, e.isF32() ? fb::DType::F32 : e.isF16() ? fb::DType::F16 : fb::DType::BF16);
+      else if (e.isInteger(32))
+        add(r, fb::DType::I32);
+      else if (isa<MoeRouteOp>(op))
+        add(r, fb::DType::F32); // mixing weights stay fp32
+      else
+        add(r, fb::DType::BF16);
+      if (isa<RowsGatherOp>(op))
+        perRequest_.insert(r.getAsOpaquePointer());
+      else
+        for (Value in : op.getOperands())
+          if (perRequest_.count(in.getAsOpaquePointer()))
+            perRequest_.insert(r.getAsOpaquePointer());
+    }
+  }
+  // The logits leave the device in fp32.
+  prog_.value_dtypes[id(output)] = (int)fb::DType::F32;
+  if (Operation *def = output.getDefiningOp(); def && isa<SoftcapOp>(def))
+    prog_.value_dtypes[id(def->getOperand(0))] = (int)fb::DType::F32;
+
+  source_ << kCudaPrelude << kCbcArgsDecl;
+  int index = 0;
+  for (Operation &op : block) {
+    if (isa<func::ReturnOp, WeightRefOp>(op))
+      continue;
+    instr_ = index++;
+    if (failed(emitOp(op)))
+      return failure();
+  }
+  emitArgmax(output);
+  prog_.source = source_.str();
+  return prog_;
+}
+
+} // namespace
+
+FailureOr<CudaProgram> emitCuda(ModuleOp module) { return Emitter(module).run(); }
+
+} // namespace cbc::codegen

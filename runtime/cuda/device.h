@@ -1,0 +1,51 @@
+// What the GPU backend needs from a device: memory, kernel launches, GEMMs. Two devices
+// implement it: the CUDA driver with cuBLASLt (driver_device.cpp, loaded with dlopen), and the
+// SIMT emulator of the tests, which runs the same generated kernels on the CPU.
+#ifndef CBC_RUNTIME_CUDA_DEVICE_H
+#define CBC_RUNTIME_CUDA_DEVICE_H
+
+#include "runtime/artefact.h"
+#include "runtime/cuda/kernel_abi.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace cbc::rt {
+
+// out[M, N] = x[M, K] . w[N, K]^T (+ bias[N]), bf16 inputs, fp32 accumulation.
+struct GemmCall {
+  const void *x = nullptr, *w = nullptr, *bias = nullptr;
+  void *out = nullptr;
+  int64_t M = 0, N = 0, K = 0;
+  DType x_type = DType::BF16, w_type = DType::BF16, bias_type = DType::BF16, out_type = DType::BF16;
+};
+
+class Device {
+public:
+  virtual ~Device() = default;
+  virtual std::string name() const = 0;
+  virtual void *alloc(size_t bytes) = 0; // zero-filled
+  virtual void release(void *p) = 0;
+  virtual void upload(void *dst, const void *src, size_t bytes) = 0;
+  virtual void download(void *dst, const void *src, size_t bytes) = 0;
+  // Makes the artefact's kernels launchable (module load, or host compilation in the tests).
+  virtual void loadKernels(const KernelBundle &kernels) = 0;
+  virtual void launch(int kernel, const uint32_t grid[3], int block, int smem, const CbcArgs &args) = 0;
+  virtual void gemm(const GemmCall &call) = 0;
+  virtual void synchronize() = 0;
+  // Replays of the launches recorded between beginCapture and endCapture (CUDA Graphs); a
+  // device without graphs returns false and the backend issues launches directly.
+  virtual bool beginCapture() { return false; }
+  virtual bool endCaptureAndReplay(uint64_t key) { (void)key; return false; }
+  virtual bool replay(uint64_t key) { (void)key; return false; }
+};
+
+// The CUDA driver and cuBLASLt, loaded with dlopen. Throws std::runtime_error with a clear
+// message when no driver or no GPU is usable.
+std::unique_ptr<Device> openCudaDevice();
+
+} // namespace cbc::rt
+
+#endif

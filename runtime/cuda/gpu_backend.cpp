@@ -1,0 +1,388 @@
+#include "runtime/cuda/gpu_backend.h"
+
+#include "runtime/safetensors.h"
+
+#include <algorithm>
+#include <cstring>
+#include <exception>
+#include <map>
+#include <stdexcept>
+
+namespace cbc::rt {
+
+namespace {
+
+const char *kStepArgs[] = {"tokens",     "positions",   "seq_ids", "cu_seqlens",       "kv_lens",
+                           "logit_rows", "prompt_lens", "slots",   "has_initial_state"};
+const char *kRuntimeVars[] = {"num_tokens",  "num_requests", "num_logit_rows", "table_width",
+                              "table_slots", "attn_splits",  "max_tokens"};
+
+class GpuBackend : public Backend {
+public:
+  GpuBackend(const Artefact &a, const WeightStore &weights, std::unique_ptr<Device> device,
+             const BackendLimits &limits);
+  ~GpuBackend() override;
+
+  std::string name() const override { return "cuda (" + device_->name() + ")"; }
+  int64_t cacheBytesPerToken(int group) const override;
+  void allocateCache(int32_t blocksPerGroup, int32_t slots) override;
+  void run(const StepBatch &batch, std::vector<float> &logits) override;
+  bool runGreedy(const StepBatch &batch, std::vector<int32_t> &tokens) override;
+  void setObserver(std::function<void(int)> observer) override { observer_ = std::move(observer); }
+  bool readValue(int value, std::vector<float> &out) override;
+  bool writeValue(int value, const std::vector<float> &in) override;
+
+private:
+  void *valuePtr(int v) const;
+  void execute(const StepBatch &batch);
+  void launchAll(const StepBatch &batch, const std::map<std::string, int64_t> &vars);
+  int64_t gridDim(const GridDim &g, const std::map<std::string, int64_t> &vars) const;
+  void *alloc(size_t bytes) {
+    void *p = device_->alloc(std::max<size_t>(bytes, 16));
+    owned_.push_back(p);
+    return p;
+  }
+
+  const Artefact &a_;
+  const KernelBundle &k_;
+  std::unique_ptr<Device> device_;
+  BackendLimits limits_;
+  std::vector<void *> owned_;
+  std::vector<void *> weightPtrs_;     // per manifest entry
+  void *arenas_[2] = {nullptr, nullptr};
+  int64_t arenaRows_[2] = {0, 0};
+  std::map<std::string, void *> args_; // step argument buffers
+  std::map<int, void *> caches_;       // layer -> paged cache
+  std::vector<void *> workspaces_;
+  void *tables_ = nullptr;
+  size_t tableBytes_ = 0;
+  void *greedyTokens_ = nullptr;
+  std::function<void(int)> observer_;
+  const StepBatch *batch_ = nullptr;
+};
+
+size_t elemBytes(DType d) { return d == DType::BF16 || d == DType::F16 ? 2 : 4; }
+
+// Host fp32 to the device dtype.
+std::vector<uint8_t> convert(const HostTensor &t, DType d) {
+  std::vector<uint8_t> out(t.data.size() * elemBytes(d));
+  if (d == DType::F32) {
+    std::memcpy(out.data(), t.data.data(), out.size());
+  } else if (d == DType::BF16) {
+    auto *p = reinterpret_cast<uint16_t *>(out.data());
+    for (size_t i = 0; i < t.data.size(); ++i)
+      p[i] = floatToBf16(t.data[i]);
+  } else {
+    throw std::runtime_error("gpu backend: weights must be bf16 or f32 on the device");
+  }
+  return out;
+}
+
+GpuBackend::GpuBackend(const Artefact &a, const WeightStore &weights, std::unique_ptr<Device> device,
+                       const BackendLimits &limits)
+    : a_(a), k_(a.kernels.value()), device_(std::move(device)), limits_(limits) {
+  const Program &p = a.program;
+  if (k_.value_dtypes.size() != p.values.size())
+    throw ArtefactError("the kernel bundle does not describe every program value");
+  device_->loadKernels(k_);
+  // Weights, once, in their device dtype.
+  weightPtrs_.assign(a.weights.size(), nullptr);
+  for (size_t v = 0; v < p.values.size(); ++v) {
+    const Value &val = p.values[v];
+    if (val.kind != Value::Weight || weightPtrs_[val.weight])
+      continue;
+    std::vector<uint8_t> bytes = convert(weights.get(val.weight), k_.value_dtypes[v]);
+    weightPtrs_[val.weight] = alloc(bytes.size());
+    device_->upload(weightPtrs_[val.weight], bytes.data(), bytes.size());
+  }
+  arenaRows_[0] = limits.max_tokens;
+  arenaRows_[1] = limits.max_requests;
+  arenas_[0] = alloc((size_t)p.token_row_elems * 4 * limits.max_tokens);
+  arenas_[1] = alloc((size_t)p.request_row_elems * 4 * limits.max_requests);
+  for (const Value &v : p.values)
+    if (v.kind == Value::Activation &&
+        (v.arena < 0 || v.arena > 1 ||
+         v.offset + v.cols() > (v.arena == 0 ? p.token_row_elems : p.request_row_elems)))
+      throw ArtefactError("program value does not fit its arena slot");
+  for (const char *name : kStepArgs) {
+    bool perToken = !std::strcmp(name, "tokens") || !std::strcmp(name, "positions") ||
+                    !std::strcmp(name, "seq_ids");
+    args_[name] = alloc(4 * ((perToken ? limits.max_tokens : limits.max_requests) + 1));
+  }
+  for (const WorkspaceDesc &w : k_.workspaces)
+    workspaces_.push_back(alloc((size_t)(w.bytes_per_token * limits.max_tokens + w.bytes_fixed)));
+  greedyTokens_ = alloc(4 * limits.max_requests);
+  // Every launch must refer only to things this backend has.
+  for (const Launch &l : k_.launches) {
+    int np = 0, ni = 0, nf = 0;
+    for (const KernelArg &arg : l.args) {
+      switch (arg.kind) {
+      case KernelArg::Value:
+      case KernelArg::Cache:
+      case KernelArg::Workspace:
+        ++np;
+        break;
+      case KernelArg::Runtime:
+        if (std::find_if(std::begin(kRuntimeVars), std::end(kRuntimeVars),
+                         [&](const char *n) { return arg.name == n; }) == std::end(kRuntimeVars))
+          throw ArtefactError("a launch uses the unknown per-step value '" + arg.name + "'");
+        [[fallthrough]];
+      case KernelArg::Int:
+        ++ni;
+        break;
+      case KernelArg::Float:
+        ++nf;
+        break;
+      }
+      if (arg.kind == KernelArg::Workspace && (arg.index < 0 || arg.index >= (int)workspaces_.size()))
+        throw ArtefactError("a launch uses an unknown workspace");
+    }
+    if (np > kMaxPtrArgs || ni > kMaxIntArgs || nf > kMaxFloatArgs)
+      throw ArtefactError("a launch has too many arguments");
+  }
+}
+
+GpuBackend::~GpuBackend() {
+  for (void *p : owned_)
+    device_->release(p);
+}
+
+int64_t GpuBackend::cacheBytesPerToken(int group) const {
+  int64_t bytes = 0;
+  for (const CacheLayer &l : a_.cache_plan.layers)
+    if (l.group == group)
+      bytes += l.elemsPerToken() * 2; // bf16
+  return bytes;
+}
+
+void GpuBackend::allocateCache(int32_t blocksPerGroup, int32_t) {
+  for (const CacheLayer &l : a_.cache_plan.layers)
+    caches_[l.layer] = alloc((size_t)blocksPerGroup * a_.cache_plan.block_size * l.elemsPerToken() * 2);
+}
+
+void *GpuBackend::valuePtr(int v) const {
+  if (v < 0)
+    return nullptr;
+  const Value &val = a_.program.values[v];
+  switch (val.kind) {
+  case Value::Argument:
+    if (val.arg_name == "block_tables")
+      return tables_;
+    return args_.at(val.arg_name);
+  case Value::Weight:
+    return weightPtrs_[val.weight];
+  case Value::Activation:
+    return static_cast<char *>(arenas_[val.arena]) + val.offset * 4 * arenaRows_[val.arena];
+  }
+  return nullptr;
+}
+
+int64_t GpuBackend::gridDim(const GridDim &g, const std::map<std::string, int64_t> &vars) const {
+  int64_t base = 0;
+  if (!g.var.empty()) {
+    auto it = vars.find(g.var);
+    if (it == vars.end())
+      throw ArtefactError("a launch grid uses the unknown per-step value '" + g.var + "'");
+    base = (it->second * g.mul + g.div - 1) / g.div;
+  }
+  return base + g.add;
+}
+
+void GpuBackend::launchAll(const StepBatch &b, const std::map<std::string, int64_t> &vars) {
+  const Program &p = a_.program;
+  for (size_t li = 0; li < k_.launches.size(); ++li) {
+    const Launch &l = k_.launches[li];
+    // The observer sees each instruction once its last launch has run.
+    struct Notify {
+      GpuBackend *self;
+      size_t li;
+      ~Notify() {
+        const auto &ls = self->k_.launches;
+        if (self->observer_ && std::uncaught_exceptions() == 0 &&
+            (li + 1 == ls.size() || ls[li + 1].instr != ls[li].instr)) {
+          self->device_->synchronize();
+          self->observer_(ls[li].instr);
+        }
+      }
+    } notify{this, li};
+    uint32_t grid[3];
+    bool empty = false;
+    for (int d = 0; d < 3; ++d) {
+      int64_t n = gridDim(l.grid[d], vars);
+      empty |= n <= 0;
+      grid[d] = (uint32_t)std::max<int64_t>(n, 0);
+    }
+    if (l.gemm) {
+      const GemmDesc &g = *l.gemm;
+      const Value &w = p.values[g.w];
+      GemmCall call;
+      call.x = valuePtr(g.x);
+      call.w = valuePtr(g.w);
+      call.bias = valuePtr(g.bias);
+      call.out = valuePtr(g.out);
+      call.M = grid[0];
+      call.N = w.shape.size() == 2 ? w.shape[0] : 0;
+      call.K = w.shape.size() == 2 ? w.shape[1] : 0;
+      call.x_type = k_.value_dtypes[g.x];
+      call.w_type = k_.value_dtypes[g.w];
+      call.bias_type = g.bias >= 0 ? k_.value_dtypes[g.bias] : DType::BF16;
+      call.out_type = k_.value_dtypes[g.out];
+      if (call.M > 0)
+        device_->gemm(call);
+      continue;
+    }
+    if (empty)
+      continue;
+    CbcArgs args{};
+    int np = 0, ni = 0, nf = 0;
+    for (const KernelArg &arg : l.args) {
+      switch (arg.kind) {
+      case KernelArg::Value: args.p[np++] = valuePtr(arg.index); break;
+      case KernelArg::Cache: {
+        auto it = caches_.find(arg.index);
+        if (it == caches_.end())
+          throw ArtefactError("a launch uses the cache of a layer the plan lacks");
+        args.p[np++] = it->second;
+        break;
+      }
+      case KernelArg::Workspace: args.p[np++] = workspaces_[arg.index]; break;
+      case KernelArg::Runtime: args.i[ni++] = vars.at(arg.name); break;
+      case KernelArg::Int: args.i[ni++] = arg.i; break;
+      case KernelArg::Float: args.f[nf++] = arg.f; break;
+      }
+    }
+    device_->launch(l.kernel, grid, l.block, l.smem, args);
+  }
+  (void)b;
+}
+
+void GpuBackend::execute(const StepBatch &b) {
+  if (b.num_tokens > limits_.max_tokens || b.num_logit_rows > limits_.max_requests ||
+      b.num_requests > limits_.max_requests)
+    throw std::runtime_error("gpu backend: the step exceeds the backend's limits");
+  auto up = [&](const char *name, const std::vector<int32_t> &v) {
+    if (!v.empty())
+      device_->upload(args_.at(name), v.data(), v.size() * 4);
+  };
+  up("tokens", b.tokens);
+  up("positions", b.positions);
+  up("seq_ids", b.seq_ids);
+  up("cu_seqlens", b.cu_seqlens);
+  up("kv_lens", b.kv_lens);
+  up("logit_rows", b.logit_rows);
+  up("prompt_lens", b.prompt_lens);
+  up("slots", b.slots);
+  up("has_initial_state", b.has_initial_state);
+  size_t tableBytes = (size_t)(b.num_groups * b.table_slots * b.table_width) * 4;
+  if (tableBytes > tableBytes_) {
+    tables_ = alloc(tableBytes);
+    tableBytes_ = tableBytes;
+  }
+  if (tableBytes)
+    device_->upload(tables_, b.block_tables, tableBytes);
+  // Split-K attention: more splits when few tokens share the step (decode), bounded by the
+  // workspace sized for max_tokens partial results.
+  int64_t maxKv = 1;
+  for (int32_t len : b.kv_lens)
+    maxKv = std::max<int64_t>(maxKv, len);
+  int64_t splits = std::max<int64_t>(1, std::min<int64_t>({16, limits_.max_tokens / std::max<int64_t>(1, b.num_tokens), (maxKv + 255) / 256}));
+  std::map<std::string, int64_t> vars = {
+      {"num_tokens", b.num_tokens},   {"num_requests", b.num_requests},
+      {"num_logit_rows", b.num_logit_rows}, {"table_width", b.table_width},
+      {"table_slots", b.table_slots}, {"attn_splits", splits},
+      {"max_tokens", limits_.max_tokens}};
+  // Pure decode steps replay as CUDA Graphs, keyed by everything baked into the launches.
+  bool decode = b.num_tokens == b.num_requests;
+  uint64_t key = ((uint64_t)b.num_tokens << 40) ^ ((uint64_t)b.num_logit_rows << 24) ^
+                 ((uint64_t)splits << 16) ^ ((uint64_t)b.table_width << 1) ^ (uint64_t)b.table_slots ^
+                 ((uint64_t)(uintptr_t)tables_ << 3);
+  decode = decode && !observer_; // an observer needs every launch issued, not replayed
+  if (decode && device_->replay(key))
+    return;
+  if (decode && device_->beginCapture()) {
+    launchAll(b, vars);
+    if (device_->endCaptureAndReplay(key))
+      return;
+  }
+  launchAll(b, vars);
+}
+
+void GpuBackend::run(const StepBatch &b, std::vector<float> &logits) {
+  batch_ = &b;
+  execute(b);
+  int out = a_.program.output;
+  int64_t vocab = a_.program.values[out].cols();
+  logits.resize(b.num_logit_rows * vocab);
+  if (!logits.empty())
+    device_->download(logits.data(), valuePtr(out), logits.size() * 4);
+}
+
+bool GpuBackend::runGreedy(const StepBatch &b, std::vector<int32_t> &tokens) {
+  if (k_.argmax_kernel < 0)
+    return false;
+  batch_ = &b;
+  execute(b);
+  tokens.resize(b.num_logit_rows);
+  if (tokens.empty())
+    return true;
+  CbcArgs args{};
+  args.p[0] = valuePtr(a_.program.output);
+  args.p[1] = greedyTokens_;
+  uint32_t grid[3] = {(uint32_t)b.num_logit_rows, 1, 1};
+  device_->launch(k_.argmax_kernel, grid, 256, 0, args);
+  device_->download(tokens.data(), greedyTokens_, tokens.size() * 4);
+  return true;
+}
+
+bool GpuBackend::readValue(int value, std::vector<float> &out) {
+  const Value &v = a_.program.values.at(value);
+  if (v.kind != Value::Activation || !batch_)
+    return false;
+  int64_t n = (v.arena == 1 ? batch_->num_logit_rows : batch_->num_tokens) * v.cols();
+  DType d = k_.value_dtypes[value];
+  std::vector<uint8_t> raw(n * elemBytes(d));
+  device_->synchronize();
+  device_->download(raw.data(), valuePtr(value), raw.size());
+  out.resize(n);
+  for (int64_t i = 0; i < n; ++i) {
+    if (d == DType::BF16)
+      out[i] = bf16ToFloat(reinterpret_cast<uint16_t *>(raw.data())[i]);
+    else if (d == DType::I32)
+      out[i] = (float)reinterpret_cast<int32_t *>(raw.data())[i];
+    else
+      out[i] = reinterpret_cast<float *>(raw.data())[i];
+  }
+  return true;
+}
+
+bool GpuBackend::writeValue(int value, const std::vector<float> &in) {
+  const Value &v = a_.program.values.at(value);
+  if (v.kind != Value::Activation || !batch_)
+    return false;
+  int64_t n = (v.arena == 1 ? batch_->num_logit_rows : batch_->num_tokens) * v.cols();
+  if ((int64_t)in.size() != n)
+    return false;
+  DType d = k_.value_dtypes[value];
+  std::vector<uint8_t> raw(n * elemBytes(d));
+  for (int64_t i = 0; i < n; ++i) {
+    if (d == DType::BF16)
+      reinterpret_cast<uint16_t *>(raw.data())[i] = floatToBf16(in[i]);
+    else if (d == DType::I32)
+      reinterpret_cast<int32_t *>(raw.data())[i] = (int32_t)in[i];
+    else
+      reinterpret_cast<float *>(raw.data())[i] = in[i];
+  }
+  device_->upload(valuePtr(value), raw.data(), raw.size());
+  return true;
+}
+
+} // namespace
+
+std::unique_ptr<Backend> makeGpuBackend(const Artefact &a, const WeightStore &weights,
+                                        std::unique_ptr<Device> device, const BackendLimits &limits) {
+  if (!a.kernels)
+    throw ArtefactError("the artefact has no CUDA kernels; compile it without --no-cuda");
+  return std::make_unique<GpuBackend>(a, weights, std::move(device), limits);
+}
+
+} // namespace cbc::rt

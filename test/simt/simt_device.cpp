@@ -1,0 +1,126 @@
+#include "test/simt/simt_device.h"
+
+#include "runtime/safetensors.h"
+#include "test/simt/simt_runtime.h"
+
+#include <cblas.h>
+#include <dlfcn.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <stdexcept>
+#include <vector>
+
+namespace cbc::simt {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string hashHex(const std::string &data) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : data) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", (unsigned long long)h);
+  return buf;
+}
+
+float toFloat(const void *p, int64_t i, rt::DType t) {
+  if (t == rt::DType::F32)
+    return static_cast<const float *>(p)[i];
+  return rt::bf16ToFloat(static_cast<const uint16_t *>(p)[i]);
+}
+
+class SimtDevice : public rt::Device {
+public:
+  explicit SimtDevice(std::string cacheDir) : cacheDir_(std::move(cacheDir)) {}
+  ~SimtDevice() override {
+    if (lib_)
+      dlclose(lib_);
+  }
+  std::string name() const override { return "SIMT emulation on the CPU"; }
+  void *alloc(size_t bytes) override { return std::calloc(1, bytes); }
+  void release(void *p) override { std::free(p); }
+  void upload(void *dst, const void *src, size_t bytes) override { std::memcpy(dst, src, bytes); }
+  void download(void *dst, const void *src, size_t bytes) override { std::memcpy(dst, src, bytes); }
+  void synchronize() override {}
+
+  void loadKernels(const rt::KernelBundle &k) override {
+    std::string so = buildKernelLibrary(k.source, cacheDir_);
+    lib_ = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!lib_)
+      throw std::runtime_error(std::string("simt: cannot load kernels: ") + dlerror());
+    for (const std::string &n : k.names) {
+      void *sym = dlsym(lib_, n.c_str());
+      if (!sym)
+        throw std::runtime_error("simt: kernel " + n + " is missing from the library");
+      kernels_.push_back(reinterpret_cast<KernelFn>(sym));
+    }
+  }
+
+  void launch(int kernel, const uint32_t grid[3], int block, int, const CbcArgs &args) override {
+    simt::launch(kernels_.at(kernel), grid, block, args);
+  }
+
+  // fp32 BLAS on the bf16 operands; the result is rounded to the output dtype like a bf16
+  // GEMM with fp32 accumulation.
+  void gemm(const rt::GemmCall &g) override {
+    std::vector<float> x(g.M * g.K), w(g.N * g.K), out(g.M * g.N);
+    for (int64_t i = 0; i < g.M * g.K; ++i)
+      x[i] = toFloat(g.x, i, g.x_type);
+    for (int64_t i = 0; i < g.N * g.K; ++i)
+      w[i] = toFloat(g.w, i, g.w_type);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)g.M, (int)g.N, (int)g.K, 1.0f, x.data(),
+                (int)g.K, w.data(), (int)g.K, 0.0f, out.data(), (int)g.N);
+    for (int64_t m = 0; m < g.M; ++m)
+      for (int64_t n = 0; n < g.N; ++n) {
+        float v = out[m * g.N + n] + (g.bias ? toFloat(g.bias, n, g.bias_type) : 0.0f);
+        if (g.out_type == rt::DType::F32)
+          static_cast<float *>(g.out)[m * g.N + n] = v;
+        else
+          static_cast<uint16_t *>(g.out)[m * g.N + n] = rt::floatToBf16(v);
+      }
+  }
+
+private:
+  std::string cacheDir_;
+  void *lib_ = nullptr;
+  std::vector<KernelFn> kernels_;
+};
+
+} // namespace
+
+std::string buildKernelLibrary(const std::string &source, const std::string &cacheDir) {
+  fs::create_directories(cacheDir);
+  std::string hash = hashHex(source + CBC_SIMT_CXX + std::string(CBC_SIMT_FLAGS));
+  fs::path so = fs::path(cacheDir) / ("kernels-" + hash + ".so");
+  if (fs::exists(so))
+    return so.string();
+  fs::path cu = fs::path(cacheDir) / ("kernels-" + hash + ".cu");
+  {
+    std::ofstream out(cu);
+    out << source;
+  }
+  fs::path tmp = so;
+  tmp += ".tmp" + std::to_string(::getpid());
+  std::string cmd = std::string(CBC_SIMT_CXX) + " " + CBC_SIMT_FLAGS + " -DCBC_SIMT -I" + CBC_SIMT_INCLUDE +
+                    " -x c++ " + cu.string() + " -o " + tmp.string() + " 2> " + cu.string() + ".log";
+  if (std::system(cmd.c_str()) != 0) {
+    std::ifstream log(cu.string() + ".log");
+    std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+    throw std::runtime_error("simt: the host compiler rejected the generated kernels:\n" + text.substr(0, 4000));
+  }
+  fs::rename(tmp, so);
+  return so.string();
+}
+
+std::unique_ptr<rt::Device> makeSimtDevice(const std::string &cacheDir) {
+  return std::make_unique<SimtDevice>(cacheDir);
+}
+
+} // namespace cbc::simt

@@ -1,0 +1,205 @@
+// Ring 3: the generated CUDA kernels against the CPU backend, without a GPU. The exact source
+// `cbc compile` emits is built by the host compiler against the SIMT shim and run by the GPU
+// backend on an emulated device.
+//
+// KernelsMatchCpu is teacher-forced: the CPU backend runs each step first; the GPU backend then
+// runs it instruction by instruction, each instruction's outputs are compared with the CPU's,
+// and then replaced by them (rounded to bf16), so every kernel is judged on exactly the inputs
+// the CPU saw. Tolerance: |gpu - cpu| <= 0.03 * (|cpu| + 1) per element, which covers bf16
+// rounding of inputs, outputs and the cache (2^-8 relative each) with fp32 accumulation.
+#include "codegen/pipeline.h"
+#include "runtime/cpu/cpu_backend.h"
+#include "runtime/cuda/gpu_backend.h"
+#include "runtime/engine.h"
+#include "runtime/sampler.h"
+#include "runtime/safetensors.h"
+#include "test/simt/simt_device.h"
+#include "test/support/test_support.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+
+namespace cbc::test {
+namespace {
+
+constexpr double kRelTol = 0.03;
+
+std::string cacheDir() { return CBC_SIMT_CACHE_DIR; }
+
+rt::Artefact compileWithKernels(const std::string &family) {
+  codegen::CompileOptions o;
+  o.emit_cuda = true;
+  o.kernel_cache_dir = cacheDir() + "/nvrtc";
+  auto r = codegen::compileConfig(readFile(fixtureDir(family) + "/config.json"), o);
+  return rt::Artefact::fromBytes(r.artefact.data(), r.artefact.size());
+}
+
+std::vector<std::vector<int32_t>> fixturePrompts(const std::string &family) {
+  rt::Checkpoint ck(fixtureDir(family) + "/expected.safetensors");
+  std::vector<std::vector<int32_t>> out;
+  for (int i = 0; ck.has("prompt_" + std::to_string(i)); ++i) {
+    const rt::TensorView &t = ck.get("prompt_" + std::to_string(i));
+    const int32_t *p = reinterpret_cast<const int32_t *>(t.data);
+    out.emplace_back(p, p + t.numel());
+  }
+  return out;
+}
+
+class Simt : public ::testing::TestWithParam<std::string> {
+protected:
+  void SetUp() override {
+    family_ = GetParam();
+    artefact_ = compileWithKernels(family_);
+    ASSERT_TRUE(artefact_.kernels.has_value());
+    weights_.checkpoint_dir = fixtureDir(family_);
+  }
+  std::string family_;
+  rt::Artefact artefact_;
+  rt::WeightSource weights_;
+};
+
+TEST_P(Simt, KernelsMatchCpuInstructionByInstruction) {
+  const rt::Artefact &a = artefact_;
+  rt::BackendLimits limits{16, 8};
+  auto cpu = rt::makeCpuBackend(a, rt::WeightStore::load(a, weights_), limits, 1);
+  auto gpu = rt::makeGpuBackend(a, rt::WeightStore::load(a, weights_), simt::makeSimtDevice(cacheDir()), limits);
+  const int32_t blocks = 64, slots = 8;
+  cpu->allocateCache(blocks, slots);
+  gpu->allocateCache(blocks, slots);
+  rt::CacheManager cache(a.cache_plan, blocks, slots, 16);
+  rt::Scheduler sched({16, 8}, cache);
+  std::vector<std::unique_ptr<rt::Request>> reqs;
+  for (const auto &p : fixturePrompts(family_)) {
+    auto r = std::make_unique<rt::Request>();
+    r->id = (rt::RequestId)reqs.size();
+    r->arrival = reqs.size();
+    r->prompt = p;
+    r->params.max_new_tokens = 3;
+    sched.enqueue(r.get());
+    reqs.push_back(std::move(r));
+  }
+  // Which values each instruction writes.
+  std::vector<std::vector<int>> outputs;
+  for (const rt::Instr &in : a.program.instrs)
+    outputs.push_back(in.outputs);
+
+  std::map<int, std::vector<float>> cpuValues;
+  std::map<std::string, int> checked;
+  int steps = 0;
+  double worst = 0;
+  std::string worstWhere;
+  while (!sched.idle()) {
+    rt::StepPlan plan;
+    sched.schedule(plan);
+    ASSERT_FALSE(plan.chunks.empty());
+    rt::StepBatch batch;
+    rt::buildStepBatch(plan, cache, batch);
+
+    cpuValues.clear();
+    cpu->setObserver([&](int instr) {
+      for (int v : outputs[instr])
+        ASSERT_TRUE(cpu->readValue(v, cpuValues[v]));
+    });
+    std::vector<float> cpuLogits, gpuLogits;
+    cpu->run(batch, cpuLogits);
+
+    gpu->setObserver([&](int instr) {
+      const rt::Instr &in = a.program.instrs[instr];
+      for (int v : outputs[instr]) {
+        std::vector<float> got;
+        ASSERT_TRUE(gpu->readValue(v, got));
+        const std::vector<float> &want = cpuValues.at(v);
+        ASSERT_EQ(got.size(), want.size()) << in.op;
+        bool isInt = a.program.values[v].dtype == rt::DType::I32;
+        for (size_t i = 0; i < got.size(); ++i) {
+          double err = std::fabs((double)got[i] - want[i]);
+          double tol = isInt ? 0.0 : kRelTol * (std::fabs(want[i]) + 1.0);
+          if (err / (tol + 1e-30) > worst && !isInt) {
+            worst = err / (tol + 1e-30);
+            worstWhere = in.op + " (instruction " + std::to_string(instr) + ")";
+          }
+          ASSERT_LE(err, tol) << family_ << ": " << in.op << " (instruction " << instr
+                              << ") element " << i << ": gpu " << got[i] << " cpu " << want[i]
+                              << " in step " << steps;
+        }
+        // Teacher forcing: the next kernels read exactly what the CPU computed.
+        ASSERT_TRUE(gpu->writeValue(v, want));
+      }
+      checked[in.op]++;
+    });
+    gpu->run(batch, gpuLogits);
+    ASSERT_EQ(gpuLogits.size(), cpuLogits.size());
+
+    sched.commit(plan);
+    int64_t vocab = a.meta.vocab_size, row = 0;
+    for (const rt::ScheduledChunk &c : plan.chunks) {
+      if (!c.sample)
+        continue;
+      rt::SamplingParams greedy;
+      c.request->generated.push_back(rt::sampleToken(cpuLogits.data() + (row++) * vocab, vocab, greedy, 0).token);
+      if ((int64_t)c.request->generated.size() >= c.request->params.max_new_tokens)
+        sched.finish(c.request);
+    }
+    ++steps;
+  }
+  // Every instruction kind of the model ran and was compared.
+  for (const rt::Instr &in : a.program.instrs)
+    EXPECT_GT(checked[in.op], 0) << in.op << " never ran";
+  RecordProperty("worst_error_over_tolerance", std::to_string(worst) + " at " + worstWhere);
+  std::printf("[ simt ] %s: %d steps, %zu instruction kinds, worst error %.3f of the tolerance at %s\n",
+              family_.c_str(), steps, checked.size(), worst, worstWhere.c_str());
+}
+
+// The whole step on the emulated GPU: bf16 end to end against the fp32 CPU backend.
+TEST_P(Simt, EndToEndCloseToCpu) {
+  const rt::Artefact &a = artefact_;
+  auto prompts = fixturePrompts(family_);
+  auto runOn = [&](bool gpu) {
+    rt::EngineOptions o;
+    o.max_batch_tokens = 16;
+    o.max_requests = 8;
+    o.cache_memory_bytes = 4 << 20;
+    o.threads = 1;
+    std::unique_ptr<rt::Backend> backend =
+        gpu ? rt::makeGpuBackend(a, rt::WeightStore::load(a, weights_), simt::makeSimtDevice(cacheDir()),
+                                 {o.max_batch_tokens, o.max_requests})
+            : rt::makeCpuBackend(a, rt::WeightStore::load(a, weights_), {o.max_batch_tokens, o.max_requests}, 1);
+    auto engine = rt::Engine::withBackend(a, std::move(backend), o);
+    for (const auto &p : prompts) {
+      rt::SamplingParams s;
+      s.max_new_tokens = 1;
+      s.ignore_eos = true;
+      s.keep_logits = true;
+      engine->add_request(p, s);
+    }
+    std::vector<rt::RequestOutput> outs;
+    while (!engine->idle())
+      engine->step();
+    for (auto &o2 : engine->take_finished())
+      outs.push_back(std::move(o2));
+    std::sort(outs.begin(), outs.end(), [](auto &x, auto &y) { return x.id < y.id; });
+    return outs;
+  };
+  auto cpu = runOn(false), gpu = runOn(true);
+  ASSERT_EQ(cpu.size(), gpu.size());
+  for (size_t i = 0; i < cpu.size(); ++i) {
+    const auto &lc = cpu[i].logits.at(0), &lg = gpu[i].logits.at(0);
+    double maxAbs = 0, maxErr = 0;
+    for (size_t v = 0; v < lc.size(); ++v) {
+      maxAbs = std::max(maxAbs, (double)std::fabs(lc[v]));
+      maxErr = std::max(maxErr, (double)std::fabs(lc[v] - lg[v]));
+    }
+    // bf16 activations through every layer: within 5% of the logits' range.
+    EXPECT_LE(maxErr, 0.05 * maxAbs) << family_ << " prompt " << i;
+    std::printf("[ simt ] %s prompt %zu: max |dlogit| %.4f (logits up to %.2f), first token cpu %d gpu %d\n",
+                family_.c_str(), i, maxErr, maxAbs, cpu[i].tokens[0], gpu[i].tokens[0]);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, Simt, ::testing::ValuesIn(fixtureFamilies()),
+                         [](const auto &info) { return info.param; });
+
+} // namespace
+} // namespace cbc::test
