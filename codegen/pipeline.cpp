@@ -94,6 +94,10 @@ CompileResult compileConfig(const std::string &configJson, const CompileOptions 
   planOptions.kvDtype = options.dtype;
   planOptions.blockSize = options.block_size;
   pm.addPass(createCbcPlanCache(planOptions));
+  if (options.fuse) {
+    pm.addPass(createCbcFuseAttentionInputs());
+    pm.addPass(createCbcFuseAddNorm());
+  }
   pm.addPass(createCbcSchedule());
   if (failed(pm.run(*module)))
     throw std::runtime_error("compilation failed:\n" + diags.messages);

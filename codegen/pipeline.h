@@ -14,6 +14,7 @@ struct CompileOptions {
   std::vector<std::string> targets = {"sm_80", "sm_90"};
   int64_t block_size = 16;
   bool emit_cuda = true;                 // generate and NVRTC-compile the CUDA kernels
+  bool fuse = true;                      // run the fusion passes
   std::string kernel_cache_dir;          // empty: no kernel cache
   std::function<void(const std::string &)> progress; // optional progress messages
 };

@@ -35,4 +35,23 @@ def CbcSchedule : Pass<"cbc-schedule", "::mlir::ModuleOp"> {
   }];
 }
 
+def CbcFuseAddNorm : Pass<"cbc-fuse-add-norm", "::mlir::ModuleOp"> {
+  let summary = "Fuses each residual add with the RMS norm that reads it.";
+  let description = [{
+    `%s = cbc.math.add %a, %b` followed by a whole-row `cbc.math.rms_norm %s` becomes one
+    `cbc.math.add_rms_norm` producing both the sum (still the residual stream) and the
+    normalised rows: one kernel and one pass over the activations instead of two.
+  }];
+}
+
+def CbcFuseAttentionInputs : Pass<"cbc-fuse-attention-inputs", "::mlir::ModuleOp"> {
+  let summary = "Fuses the attention prologue into cbc.kv.rope_append.";
+  let description = [{
+    The chain `cbc.math.split` of a fused q|k|v row, optional per-head `cbc.math.rms_norm` of
+    q and k, `cbc.math.rope` of q and k with the same schedule, and the `cbc.kv.append` of the
+    rotated k and v becomes one `cbc.kv.rope_append`, which writes the cache and returns the
+    rotated q. Run after `cbc-plan-cache`.
+  }];
+}
+
 #endif

@@ -108,6 +108,8 @@ public:
       op.setAttr("cbc.index", b.getI64IntegerAttr(n++));
       if (auto a = dyn_cast<KvAppendOp>(op))
         writtenLayers.insert(a.getLayer());
+      if (auto a = dyn_cast<KvRopeAppendOp>(op))
+        writtenLayers.insert(a.getLayerAttr().getInt());
       if (auto a = dyn_cast<KvAttentionOp>(op); a && !writtenLayers.count(a.getLayer())) {
         a.emitOpError("reads layer ") << a.getLayer() << " before any cbc.kv.append writes it";
         return signalPassFailure();

@@ -1,6 +1,7 @@
 #include "runtime/engine.h"
 
 #include "runtime/cpu/cpu_backend.h"
+#include "runtime/cuda/gpu_backend.h"
 #include "runtime/sampler.h"
 
 #include <algorithm>
@@ -28,10 +29,28 @@ std::unique_ptr<Backend> makeBackend(const Artefact &a, const WeightSource &weig
   BackendLimits limits{options.max_batch_tokens, options.max_requests};
   if (options.backend == "null")
     return makeNullBackend(a);
-  if (options.backend == "cuda")
-    throw std::runtime_error("the CUDA backend is not available in this build");
-  if (options.backend != "cpu" && options.backend != "auto")
+  if (options.backend != "cpu" && options.backend != "auto" && options.backend != "cuda")
     throw std::runtime_error("unknown backend '" + options.backend + "' (auto, cpu, cuda, null)");
+  if (options.backend != "cpu") {
+    // CUDA when asked for, or for "auto" when a driver, a GPU and kernels are all there.
+    std::string why;
+    if (!a.kernels) {
+      why = "the artefact was compiled with --no-cuda";
+    } else {
+      try {
+        auto device = openCudaDevice();
+        return makeGpuBackend(a, WeightStore::load(a, weights), std::move(device), limits);
+      } catch (const WeightError &) {
+        throw;
+      } catch (const std::exception &e) {
+        why = e.what();
+      }
+    }
+    if (options.backend == "cuda")
+      throw std::runtime_error("the CUDA backend is unavailable: " + why);
+    if (options.log)
+      options.log("CUDA backend unavailable (" + why + "); using the CPU backend");
+  }
   return makeCpuBackend(a, WeightStore::load(a, weights), limits, defaultThreads(options.threads));
 }
 

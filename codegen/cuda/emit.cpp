@@ -77,6 +77,8 @@ private:
   void emitRoute(MoeRouteOp op);
   void emitExperts(MoeExpertsOp op);
   void emitArgmax(Value logits);
+  void emitAddRmsNorm(AddRmsNormOp op);
+  void emitRopeAppend(KvRopeAppendOp op);
 
   ModuleOp module_;
   CudaProgram prog_;
@@ -737,7 +739,146 @@ void Emitter::emitArgmax(Value logits) {
   prog_.argmax_kernel = kernel("argmax", body);
 }
 
+// Residual add and RMS norm: one pass writes the sum and the normalised row.
+void Emitter::emitAddRmsNorm(AddRmsNormOp op) {
+  int64_t W = cols(op.getLhs());
+  bool hasW = (bool)op.getWeight();
+  std::string body = fill(R"(  __shared__ float scratch[32];
+  const @TA@ *x0 = (const @TA@ *)a.p[0];
+  const @TB@ *x1 = (const @TB@ *)a.p[1];
+  @TS@ *sum = (@TS@ *)a.p[2];
+  @TN@ *y = (@TN@ *)a.p[3];
+  const @TW@ *w = (const @TW@ *)a.p[4];
+  long long base = (long long)blockIdx.x * @W@;
+  float ss = 0.0f;
+  for (int j = threadIdx.x; j < @W@; j += blockDim.x) {
+    float v = ld(x0, base + j) + ld(x1, base + j);
+    st(sum, base + j, v);
+    ss += v * v;
+  }
+  ss = block_sum(ss, scratch);
+  float inv = rsqrtf(ss / @W@.0f + @EPS@);
+  for (int j = threadIdx.x; j < @W@; j += blockDim.x) {
+    float v = ld(x0, base + j) + ld(x1, base + j);
+    st(y, base + j, v * inv * (@HASW@ ? ld(w, j) + @OFF@ : 1.0f));
+  }
+)", {{"TA", ty(op.getLhs())}, {"TB", ty(op.getRhs())}, {"TS", ty(op.getSum())},
+     {"TN", ty(op.getNormed())}, {"TW", hasW ? ty(op.getWeight()) : "bf16"}, {"W", str(W)},
+     {"EPS", fmtFloat(op.getEps().convertToDouble())},
+     {"OFF", fmtFloat(op.getOffset().convertToDouble())}, {"HASW", hasW ? "true" : "false"}});
+  LaunchOut &l = launch(kernel("add_rms_norm", body), 256);
+  l.grid[0] = {rowsVar(op.getLhs()), 1, 1, 0};
+  l.args = {val(id(op.getLhs())), val(id(op.getRhs())), val(id(op.getSum())), val(id(op.getNormed())),
+            hasW ? val(id(op.getWeight())) : null()};
+}
+
+// The attention prologue for one token per block: q and k heads staged in shared memory,
+// normalised per head by the warps, rotated, and written out (q) or appended (k, v).
+void Emitter::emitRopeAppend(KvRopeAppendOp op) {
+  int64_t H = op.getNumHeadsAttr().getInt(), Hkv = op.getNumKvHeadsAttr().getInt();
+  int64_t D = op.getHeadDimAttr().getInt(), RD = op.getRotaryDimAttr().getInt(), half = RD / 2;
+  int64_t qw = H * D, kw = Hkv * D, W = qw + 2 * kw;
+  auto plan = module_->getAttrOfType<DictionaryAttr>("cbc.cache_plan");
+  int64_t B = llvm::cast<IntegerAttr>(plan.get("block_size")).getInt();
+  bool norms = (bool)op.getQNorm();
+  auto table = [&](ArrayRef<float> f) {
+    std::string s;
+    for (float v : f)
+      s += fmtFloat(v) + ", ";
+    return s;
+  };
+  std::string longSel = "false", longTable = "0.0f", dyn = "false", dynBase = "0.0f",
+              dynFactor = "0.0f", dynMax = "1";
+  if (op.getInvFreqLong()) {
+    longSel = "seq_len > " + str(op.getLongAfterAttr().getInt());
+    longTable = table(*op.getInvFreqLong());
+  }
+  if (op.getDynamicBaseAttr()) {
+    dyn = "seq_len > " + str(op.getDynamicMaxPositionsAttr().getInt());
+    dynBase = fmtFloat(op.getDynamicBaseAttr().getValueAsDouble());
+    dynFactor = fmtFloat(op.getDynamicFactorAttr().getValueAsDouble());
+    dynMax = str(op.getDynamicMaxPositionsAttr().getInt());
+  }
+  std::string body = fill(R"(  __shared__ float buf[(@H@ + @HKV@) * @D@];
+  const @TX@ *qkv = (const @TX@ *)a.p[0];
+  const int *positions = (const int *)a.p[1];
+  const int *seq_ids = (const int *)a.p[2];
+  const int *prompt_lens = (const int *)a.p[3];
+  const int *slots = (const int *)a.p[4];
+  const int *tables = (const int *)a.p[5] + a.i[0] * a.i[1] * a.i[2];
+  const @TN@ *qn = (const @TN@ *)a.p[6];
+  const @TN@ *kn = (const @TN@ *)a.p[7];
+  @TQ@ *qout = (@TQ@ *)a.p[8];
+  bf16 *pool = (bf16 *)a.p[9];
+  const float freq[] = {@FREQ@};
+  const float freq_long[] = {@LONG@};
+  long long t = blockIdx.x;
+  int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+  for (int j = threadIdx.x; j < (@H@ + @HKV@) * @D@; j += blockDim.x)
+    buf[j] = ld(qkv, t * @W@ + j);
+  __syncthreads();
+  if (@NORMS@) {
+    for (int h = warp; h < @H@ + @HKV@; h += warps) {
+      float ss = 0.0f;
+      for (int d = lane; d < @D@; d += 32) ss += buf[h * @D@ + d] * buf[h * @D@ + d];
+      float inv = rsqrtf(warp_sum(ss) / @D@.0f + @EPS@);
+      const @TN@ *w = h < @H@ ? qn : kn;
+      for (int d = lane; d < @D@; d += 32) buf[h * @D@ + d] *= inv * (ld(w, d) + @OFF@);
+    }
+    __syncthreads();
+  }
+  int pos = positions[t];
+  long long seq_len = prompt_lens[seq_ids[t]] > pos + 1 ? prompt_lens[seq_ids[t]] : pos + 1;
+  long long block = tables[(long long)slots[seq_ids[t]] * a.i[2] + pos / @B@];
+  bf16 *row = pool + (block * @B@ + pos % @B@) * (2 * @KW@);
+  for (int idx = threadIdx.x; idx < (@H@ + @HKV@) * @D@; idx += blockDim.x) {
+    int h = idx / @D@, d = idx % @D@;
+    float value;
+    if (d >= @RD@) {
+      value = buf[idx];
+    } else {
+      int i = @INTER@ ? d / 2 : (d < @HALF@ ? d : d - @HALF@);
+      float f = (@LONGSEL@) ? freq_long[i] : freq[i];
+      if (@DYN@) {
+        double dim = @RD@.0;
+        double base_ = (double)@DYNBASE@ * pow((double)@DYNFACTOR@ * (double)seq_len / @DYNMAX@.0 - ((double)@DYNFACTOR@ - 1.0), dim / (dim - 2.0));
+        f = 1.0f / (float)pow(base_, (double)((float)(2 * i) / (float)@RD@));
+      }
+      float angle = (float)pos * f;
+      float c = cosf(angle) * @AF@, s = sinf(angle) * @AF@;
+      int first = @INTER@ ? 2 * i : i, second = @INTER@ ? 2 * i + 1 : i + @HALF@;
+      float x1 = buf[h * @D@ + first], x2 = buf[h * @D@ + second];
+      value = d == first ? x1 * c - x2 * s : x2 * c + x1 * s;
+    }
+    if (h < @H@)
+      st(qout, t * @QW@ + idx, value);
+    else
+      st(row, idx - @QW@, value);
+  }
+  for (int j = threadIdx.x; j < @KW@; j += blockDim.x)
+    st(row, @KW@ + j, ld(qkv, t * @W@ + @QW@ + @KW@ + j));
+)", {{"H", str(H)}, {"HKV", str(Hkv)}, {"D", str(D)}, {"W", str(W)}, {"QW", str(qw)},
+     {"KW", str(kw)}, {"B", str(B)}, {"RD", str(RD)}, {"HALF", str(half)},
+     {"TX", ty(op.getQkv())}, {"TQ", ty(op.getQ())}, {"TN", norms ? ty(op.getQNorm()) : "bf16"},
+     {"NORMS", norms ? "true" : "false"},
+     {"EPS", fmtFloat(op.getEpsAttr() ? op.getEpsAttr().getValueAsDouble() : 1e-6)},
+     {"OFF", fmtFloat(op.getNormOffset().convertToDouble())}, {"FREQ", table(op.getInvFreq())},
+     {"LONG", longTable}, {"LONGSEL", longSel}, {"DYN", dyn}, {"DYNBASE", dynBase},
+     {"DYNFACTOR", dynFactor}, {"DYNMAX", dynMax},
+     {"INTER", op.getPairing() == "interleaved" ? "true" : "false"},
+     {"AF", fmtFloat(op.getAttentionFactor().convertToDouble())}});
+  LaunchOut &l = launch(kernel("rope_append", body), 128);
+  l.grid[0] = {"num_tokens", 1, 1, 0};
+  l.args = {val(id(op.getQkv())), val(id(op.getPositions())), val(id(op.getSeqIds())),
+            val(id(op.getPromptLens())), val(id(op.getSlots())), val(id(op.getBlockTables())),
+            norms ? val(id(op.getQNorm())) : null(), norms ? val(id(op.getKNorm())) : null(),
+            val(id(op.getQ())), cache((int)op.getLayerAttr().getInt()),
+            cst(op.getGroupAttr().getInt()), rt("table_slots"), rt("table_width")};
+}
+
 LogicalResult Emitter::emitOp(Operation &op) {
+  if (auto o = dyn_cast<AddRmsNormOp>(op)) return emitAddRmsNorm(o), success();
+  if (auto o = dyn_cast<KvRopeAppendOp>(op)) return emitRopeAppend(o), success();
   if (auto o = dyn_cast<EmbedOp>(op)) return emitEmbed(o), success();
   if (auto o = dyn_cast<RmsNormOp>(op)) return emitRmsNorm(o), success();
   if (auto o = dyn_cast<SplitOp>(op)) return emitSplit(o), success();

@@ -199,6 +199,56 @@ LogicalResult KvAttentionOp::verify() {
   return success();
 }
 
+LogicalResult AddRmsNormOp::verify() {
+  int64_t width = cols(getLhs());
+  if (cols(getRhs()) != width || cols(getSum()) != width || cols(getNormed()) != width)
+    return emitOpError("operands and results must have the same width");
+  if (getWeight()) {
+    auto w = tensorType(getWeight());
+    if (w.getRank() != 1 || w.getDimSize(0) != width)
+      return emitOpError("weight must have one entry per feature");
+  }
+  if (getEps().convertToDouble() <= 0)
+    return emitOpError("eps must be positive");
+  return success();
+}
+
+LogicalResult KvRopeAppendOp::verify() {
+  int64_t heads = getNumHeadsAttr().getInt(), kvHeads = getNumKvHeadsAttr().getInt(),
+          headDim = getHeadDimAttr().getInt(), rotary = getRotaryDimAttr().getInt();
+  if (failed(verifyCacheShape(*this, kvHeads, headDim, signedOpt(getWindowAttr()),
+                              signedOpt(getChunkAttr()))))
+    return failure();
+  if (heads <= 0 || heads % kvHeads != 0)
+    return emitOpError("num_heads must be a multiple of num_kv_heads");
+  if (cols(getQkv()) != (heads + 2 * kvHeads) * headDim)
+    return emitOpError("qkv width must be (num_heads + 2 * num_kv_heads) * head_dim");
+  if (cols(getQ()) != heads * headDim)
+    return emitOpError("result width must be num_heads * head_dim");
+  if ((bool)getQNorm() != (bool)getKNorm())
+    return emitOpError("give both q and k norm weights or neither");
+  if (getQNorm()) {
+    for (Value w : {getQNorm(), getKNorm()}) {
+      auto t = tensorType(w);
+      if (t.getRank() != 1 || t.getDimSize(0) != headDim)
+        return emitOpError("norm weights must have head_dim entries");
+    }
+    if (!getEpsAttr() || getEpsAttr().getValueAsDouble() <= 0)
+      return emitOpError("q/k norms need a positive eps");
+  }
+  if (rotary <= 0 || rotary > headDim || rotary % 2 != 0)
+    return emitOpError("rotary_dim must be even and in (0, head_dim]");
+  if ((int64_t)getInvFreq().size() != rotary / 2)
+    return emitOpError("inv_freq must have rotary_dim / 2 entries");
+  if (getPairing() != "half" && getPairing() != "interleaved")
+    return emitOpError("unknown pairing '") << getPairing() << "'";
+  if (getInvFreqLong() && ((int64_t)getInvFreqLong()->size() != rotary / 2 || !getLongAfterAttr()))
+    return emitOpError("inv_freq_long needs rotary_dim / 2 entries and long_after");
+  if (getDynamicBaseAttr() && (!getDynamicFactorAttr() || !getDynamicMaxPositionsAttr()))
+    return emitOpError("dynamic_base needs dynamic_factor and dynamic_max_positions");
+  return success();
+}
+
 LogicalResult RowsGatherOp::verify() {
   if (cols(getResult()) != cols(getX()))
     return emitOpError("result width must equal the input width");

@@ -175,6 +175,19 @@ def Cbc_GateOp : Cbc_Op<"math.gate", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Cbc_AddRmsNormOp : Cbc_Op<"math.add_rms_norm", [Pure]> {
+  let summary = "Residual add fused with the RMS norm that follows it.";
+  let description = [{
+    Returns `sum = lhs + rhs` and `rms_norm(sum, weight)` (see `cbc.math.rms_norm`, over whole
+    rows). Formed by `cbc-fuse-add-norm`: one pass over the residual stream instead of two.
+  }];
+  let arguments = (ins Cbc_Rows:$lhs, Cbc_Rows:$rhs, Optional<Cbc_Weight>:$weight, F64Attr:$eps,
+                   DefaultValuedAttr<F64Attr, "0.0">:$offset);
+  let results = (outs Cbc_Rows:$sum, Cbc_Rows:$normed);
+  let assemblyFormat = "$lhs `,` $rhs (`,` $weight^)? attr-dict `:` type(operands) `->` type($sum) `,` type($normed)";
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------------------===//
 // The paged cache
 //===----------------------------------------------------------------------------------===//
@@ -218,6 +231,36 @@ def Cbc_KvAttentionOp : Cbc_Op<"kv.attention", [MemoryEffects<[MemRead]>]> {
                    OptionalAttr<F64Attr>:$softcap, OptionalAttr<I64Attr>:$group);
   let results = (outs Cbc_Rows:$result);
   let assemblyFormat = "$q `,` $positions `,` $seq_ids `,` $cu_seqlens `,` $kv_lens `,` $slots `,` $block_tables (`,` $sinks^)? attr-dict `:` type(operands) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Cbc_KvRopeAppendOp : Cbc_Op<"kv.rope_append", [MemoryEffects<[MemWrite]>, AttrSizedOperandSegments]> {
+  let summary = "Splits a fused q|k|v row, normalises and rotates q and k, appends k and v.";
+  let description = [{
+    The attention prologue in one op, formed by `cbc-fuse-attention-inputs`: `qkv` holds
+    `num_heads` query heads, then `num_kv_heads` key heads, then `num_kv_heads` value heads of
+    `head_dim` features. With `qk_norm`, each q and k head is RMS-normalised (`eps`,
+    `norm_offset`, weights `q_norm` and `k_norm`). q and k are rotated as `cbc.math.rope` does
+    (its attributes, with the `prompt_lens` operand); k and v are written to the cache as
+    `cbc.kv.append` does (`layer`, `group`, `window`, `chunk`). The result is the rotated q.
+  }];
+  let arguments = (ins Cbc_Rows:$qkv, Cbc_Index:$positions, Cbc_Index:$seq_ids,
+                   Cbc_Index:$prompt_lens, Cbc_Index:$slots, Cbc_BlockTables:$block_tables,
+                   Optional<Cbc_Weight>:$q_norm, Optional<Cbc_Weight>:$k_norm,
+                   I64Attr:$layer, I64Attr:$num_heads, I64Attr:$num_kv_heads, I64Attr:$head_dim,
+                   OptionalAttr<I64Attr>:$window, OptionalAttr<I64Attr>:$chunk,
+                   OptionalAttr<I64Attr>:$group,
+                   OptionalAttr<F64Attr>:$eps, DefaultValuedAttr<F64Attr, "0.0">:$norm_offset,
+                   I64Attr:$rotary_dim, DefaultValuedStrAttr<StrAttr, "half">:$pairing,
+                   DenseF32ArrayAttr:$inv_freq,
+                   DefaultValuedAttr<F64Attr, "1.0">:$attention_factor,
+                   OptionalAttr<DenseF32ArrayAttr>:$inv_freq_long,
+                   OptionalAttr<I64Attr>:$long_after,
+                   OptionalAttr<F64Attr>:$dynamic_base,
+                   OptionalAttr<F64Attr>:$dynamic_factor,
+                   OptionalAttr<I64Attr>:$dynamic_max_positions);
+  let results = (outs Cbc_Rows:$q);
+  let assemblyFormat = "$qkv `,` $positions `,` $seq_ids `,` $prompt_lens `,` $slots `,` $block_tables (`norms` `(` $q_norm^ `,` $k_norm `)`)? attr-dict `:` functional-type(operands, $q)";
   let hasVerifier = 1;
 }
 

@@ -16,10 +16,32 @@ namespace {
 
 using cpu::Act;
 
+cpu::RopeParams ropeParams(const Instr &in) {
+  cpu::RopeParams p;
+  p.head_dim = in.getInt("head_dim");
+  p.rotary_dim = in.getInt("rotary_dim");
+  p.interleaved = in.getString("pairing", "half") == "interleaved";
+  for (double f : in.getFloats("inv_freq"))
+    p.inv_freq.push_back((float)f);
+  p.attention_factor = (float)in.getFloat("attention_factor", 1.0);
+  if (in.has("inv_freq_long")) {
+    for (double f : in.getFloats("inv_freq_long"))
+      p.inv_freq_long.push_back((float)f);
+    p.long_after = in.getInt("long_after");
+  }
+  if (in.has("dynamic_base")) {
+    p.dynamic_base = in.getFloat("dynamic_base");
+    p.dynamic_factor = in.getFloat("dynamic_factor");
+    p.dynamic_max_positions = in.getInt("dynamic_max_positions");
+  }
+  return p;
+}
+
 // Everything an instruction needs to find its operands during one step.
 struct StepContext {
   const StepBatch *batch = nullptr;
-  std::vector<int64_t> seqLen; // per token: its request's length after this step
+  std::vector<int64_t> seqLen;      // per token: the length its RoPE schedule sees
+  std::vector<float> scratch[3];    // fused ops' intermediates
 };
 
 class CpuBackend : public Backend {
@@ -49,6 +71,14 @@ private:
   }
 
   Exec compile(const Instr &in);
+  Exec compileFused(const Instr &in);
+  // The length each token's RoPE schedule sees: its prompt, or its own position once past it.
+  void seqLengths(StepContext &ctx) const {
+    const StepBatch &b = *batch_;
+    ctx.seqLen.resize(b.num_tokens);
+    for (int64_t t = 0; t < b.num_tokens; ++t)
+      ctx.seqLen[t] = std::max<int64_t>(b.prompt_lens[b.seq_ids[t]], (int64_t)b.positions[t] + 1);
+  }
   void checkArenaSlots() const;
 
   const Artefact &artefact_;
@@ -286,23 +316,7 @@ CpuBackend::Exec CpuBackend::compile(const Instr &in) {
   }
   if (op == "cbc.math.rope") {
     need(4, 1);
-    cpu::RopeParams p;
-    p.head_dim = in.getInt("head_dim");
-    p.rotary_dim = in.getInt("rotary_dim");
-    p.interleaved = in.getString("pairing", "half") == "interleaved";
-    for (double f : in.getFloats("inv_freq"))
-      p.inv_freq.push_back((float)f);
-    p.attention_factor = (float)in.getFloat("attention_factor", 1.0);
-    if (in.has("inv_freq_long")) {
-      for (double f : in.getFloats("inv_freq_long"))
-        p.inv_freq_long.push_back((float)f);
-      p.long_after = in.getInt("long_after");
-    }
-    if (in.has("dynamic_base")) {
-      p.dynamic_base = in.getFloat("dynamic_base");
-      p.dynamic_factor = in.getFloat("dynamic_factor");
-      p.dynamic_max_positions = in.getInt("dynamic_max_positions");
-    }
+    cpu::RopeParams p = ropeParams(in);
     if ((int64_t)p.inv_freq.size() != p.rotary_dim / 2 || p.head_dim <= 0 ||
         cols(I[0]) % p.head_dim != 0 || p.rotary_dim < 0 || p.rotary_dim > p.head_dim ||
         (in.has("inv_freq_long") && (int64_t)p.inv_freq_long.size() != p.rotary_dim / 2))
@@ -315,12 +329,9 @@ CpuBackend::Exec CpuBackend::compile(const Instr &in) {
     std::string positions = argName(1), seqIds = argName(2), promptLens = argName(3);
     int64_t width = cols(I[0]);
     return [=, this](StepContext &ctx) {
-      // The length each token's schedule sees: its prompt, or its own position once past it.
-      const int32_t *pos = arg(positions), *seq = arg(seqIds), *plen = arg(promptLens);
-      ctx.seqLen.resize(batch_->num_tokens);
-      for (int64_t t = 0; t < batch_->num_tokens; ++t)
-        ctx.seqLen[t] = std::max<int64_t>(plen[seq[t]], (int64_t)pos[t] + 1);
-      cpu::rope(f32(I[0]), batch_->num_tokens, width, p, pos, ctx.seqLen.data(), f32(O[0]), pfor_);
+      seqLengths(ctx);
+      cpu::rope(f32(I[0]), batch_->num_tokens, width, p, batch_->positions.data(), ctx.seqLen.data(),
+                f32(O[0]), pfor_);
     };
   }
   if (op == "cbc.math.softcap") {
@@ -447,6 +458,91 @@ CpuBackend::Exec CpuBackend::compile(const Instr &in) {
       cpu::ExpertWeights w{weight(I[3]), weight(I[4]), biases ? weight(I[5]) : nullptr,
                            biases ? weight(I[6]) : nullptr, E, I2 / 2, H};
       cpu::moeExperts(f32(I[0]), rows(I[0]), i32(I[1]), f32(I[2]), k, w, act, inter, limit, alpha, f32(O[0]));
+    };
+  }
+  return compileFused(in);
+}
+
+// The fused ops: each runs the reference kernels of the ops it replaces.
+CpuBackend::Exec CpuBackend::compileFused(const Instr &in) {
+  const auto &I = in.inputs;
+  const auto &O = in.outputs;
+  const std::string &op = in.op;
+  const auto &values = artefact_.program.values;
+  auto fail = [&](const std::string &why) { return ArtefactError("instruction " + op + " " + why); };
+  auto check = [&](bool ok, const char *why) {
+    if (!ok)
+      throw fail(why);
+  };
+  auto isAct = [&](int v) { return values[v].kind == Value::Activation; };
+  auto isArg = [&](int v, const char *name) {
+    return values[v].kind == Value::Argument && values[v].arg_name == name;
+  };
+  auto weightNumel = [&](int v) {
+    check(values[v].kind == Value::Weight, "expects a weight operand");
+    return weights_.get(values[v].weight).numel();
+  };
+  if (op == "cbc.math.add_rms_norm") {
+    check(I.size() >= 2 && O.size() == 2, "has the wrong number of operands");
+    int64_t width = cols(I[0]);
+    check(isAct(I[0]) && isAct(I[1]) && isAct(O[0]) && isAct(O[1]) &&
+              values[I[0]].arena == values[O[1]].arena && cols(I[1]) == width &&
+              cols(O[0]) == width && cols(O[1]) == width && width > 0,
+          "has operands of different widths");
+    bool w = I.size() > 2;
+    check(!w || weightNumel(I[2]) == width, "has a weight of the wrong size");
+    float eps = (float)in.getFloat("eps"), offset = (float)in.getFloat("offset", 0.0);
+    return [=, this](StepContext &) {
+      int64_t rowsN = rows(I[0]);
+      cpu::add(f32(I[0]), f32(I[1]), rowsN * width, f32(O[0]));
+      cpu::rmsNorm(f32(O[0]), rowsN, width, width, w ? weight(I[2]) : nullptr, eps, offset, f32(O[1]));
+    };
+  }
+  if (op == "cbc.kv.rope_append") {
+    check(I.size() >= 6 && O.size() == 1, "has the wrong number of operands");
+    int layer = (int)in.getInt("layer"), group = (int)in.getInt("group");
+    check(kvLayouts_.count(layer) && group >= 0 && group < (int)artefact_.cache_plan.groups.size() &&
+              layerGroup_.at(layer) == group,
+          "refers to a layer the cache plan lacks");
+    int64_t H = in.getInt("num_heads"), Hkv = in.getInt("num_kv_heads"), D = in.getInt("head_dim");
+    check(H > 0 && Hkv > 0 && D > 0 && H <= (1 << 20) && Hkv <= (1 << 20) && D <= (1 << 20),
+          "has bad head counts");
+    int64_t qw = H * D, kw = Hkv * D;
+    const cpu::KvLayout &kv = kvLayouts_.at(layer);
+    check(isAct(I[0]) && isAct(O[0]) && cols(I[0]) == qw + 2 * kw && cols(O[0]) == qw &&
+              kv.k_elems == kw && kv.row_elems == 2 * kw,
+          "has widths that do not match its heads or the cache plan");
+    check(isArg(I[1], "positions") && isArg(I[2], "seq_ids") && isArg(I[3], "prompt_lens") &&
+              isArg(I[4], "slots") && isArg(I[5], "block_tables"),
+          "expects the step's metadata arguments");
+    bool norms = I.size() > 6;
+    check(!norms || (I.size() == 8 && weightNumel(I[6]) == D && weightNumel(I[7]) == D),
+          "has norm weights of the wrong size");
+    float eps = (float)in.getFloat("eps", 1e-6), offset = (float)in.getFloat("norm_offset", 0.0);
+    cpu::RopeParams p = ropeParams(in);
+    p.head_dim = D;
+    check((int64_t)p.inv_freq.size() == p.rotary_dim / 2 && p.rotary_dim > 0 && p.rotary_dim <= D &&
+              (p.inv_freq_long.empty() || (int64_t)p.inv_freq_long.size() == p.rotary_dim / 2),
+          "has inconsistent RoPE attributes");
+    return [=, this](StepContext &ctx) {
+      const StepBatch &b = *batch_;
+      int64_t T = b.num_tokens;
+      std::vector<float> &q = ctx.scratch[0], &k = ctx.scratch[1], &v = ctx.scratch[2];
+      q.resize(T * qw);
+      k.resize(T * kw);
+      v.resize(T * kw);
+      cpu::copyColumns(f32(I[0]), T, qw + 2 * kw, 0, qw, q.data());
+      cpu::copyColumns(f32(I[0]), T, qw + 2 * kw, qw, kw, k.data());
+      cpu::copyColumns(f32(I[0]), T, qw + 2 * kw, qw + kw, kw, v.data());
+      if (norms) {
+        cpu::rmsNorm(q.data(), T, qw, D, weight(I[6]), eps, offset, q.data());
+        cpu::rmsNorm(k.data(), T, kw, D, weight(I[7]), eps, offset, k.data());
+      }
+      seqLengths(ctx);
+      cpu::rope(q.data(), T, qw, p, b.positions.data(), ctx.seqLen.data(), f32(O[0]), pfor_);
+      cpu::rope(k.data(), T, kw, p, b.positions.data(), ctx.seqLen.data(), k.data(), pfor_);
+      cpu::kvAppend(k.data(), v.data(), T, b.positions.data(), b.seq_ids.data(), b.slots.data(),
+                    groupTables(group), b.table_width, kvLayouts_.at(layer), kvPools_.at(layer).get());
     };
   }
   throw ArtefactError("the CPU backend does not implement '" + op +

@@ -45,11 +45,11 @@ rt::SamplingParams greedy(int64_t n) {
   return p;
 }
 
-class Parity : public ::testing::TestWithParam<std::string> {
+class Parity : public ::testing::TestWithParam<FamilyVariant> {
 protected:
   void SetUp() override {
-    family_ = GetParam();
-    artefact_ = compileArtefact(readFile(fixtureDir(family_) + "/config.json"));
+    family_ = GetParam().family;
+    artefact_ = compileArtefact(readFile(fixtureDir(family_) + "/config.json"), "bf16", GetParam().fuse);
     expected_ = loadExpected(family_);
     weights_.checkpoint_dir = fixtureDir(family_);
   }
@@ -97,8 +97,8 @@ TEST_P(Parity, BatchedChunkedPrefillMatchesTransformers) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Fixtures, Parity, ::testing::ValuesIn(fixtureFamilies()),
-                         [](const auto &info) { return info.param; });
+INSTANTIATE_TEST_SUITE_P(Fixtures, Parity, ::testing::ValuesIn(familyVariants()),
+                         [](const auto &info) { return variantName(info.param); });
 
 } // namespace
 } // namespace cbc::test

@@ -28,9 +28,10 @@ constexpr double kRelTol = 0.03;
 
 std::string cacheDir() { return CBC_SIMT_CACHE_DIR; }
 
-rt::Artefact compileWithKernels(const std::string &family) {
+rt::Artefact compileWithKernels(const std::string &family, bool fuse) {
   codegen::CompileOptions o;
   o.emit_cuda = true;
+  o.fuse = fuse;
   o.kernel_cache_dir = cacheDir() + "/nvrtc";
   auto r = codegen::compileConfig(readFile(fixtureDir(family) + "/config.json"), o);
   return rt::Artefact::fromBytes(r.artefact.data(), r.artefact.size());
@@ -47,11 +48,11 @@ std::vector<std::vector<int32_t>> fixturePrompts(const std::string &family) {
   return out;
 }
 
-class Simt : public ::testing::TestWithParam<std::string> {
+class Simt : public ::testing::TestWithParam<FamilyVariant> {
 protected:
   void SetUp() override {
-    family_ = GetParam();
-    artefact_ = compileWithKernels(family_);
+    family_ = GetParam().family;
+    artefact_ = compileWithKernels(family_, GetParam().fuse);
     ASSERT_TRUE(artefact_.kernels.has_value());
     weights_.checkpoint_dir = fixtureDir(family_);
   }
@@ -149,7 +150,7 @@ TEST_P(Simt, KernelsMatchCpuInstructionByInstruction) {
     EXPECT_GT(checked[in.op], 0) << in.op << " never ran";
   RecordProperty("worst_error_over_tolerance", std::to_string(worst) + " at " + worstWhere);
   std::printf("[ simt ] %s: %d steps, %zu instruction kinds, worst error %.3f of the tolerance at %s\n",
-              family_.c_str(), steps, checked.size(), worst, worstWhere.c_str());
+              variantName(GetParam()).c_str(), steps, checked.size(), worst, worstWhere.c_str());
 }
 
 // The whole step on the emulated GPU: bf16 end to end against the fp32 CPU backend.
@@ -198,8 +199,8 @@ TEST_P(Simt, EndToEndCloseToCpu) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Fixtures, Simt, ::testing::ValuesIn(fixtureFamilies()),
-                         [](const auto &info) { return info.param; });
+INSTANTIATE_TEST_SUITE_P(Fixtures, Simt, ::testing::ValuesIn(familyVariants()),
+                         [](const auto &info) { return variantName(info.param); });
 
 } // namespace
 } // namespace cbc::test

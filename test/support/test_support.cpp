@@ -35,10 +35,21 @@ std::string fixtureDir(const std::string &family) {
   return sourceDir() + "/test/parity/fixtures/" + family;
 }
 
-rt::Artefact compileArtefact(const std::string &configJson, const std::string &dtype) {
+std::vector<FamilyVariant> familyVariants() {
+  std::vector<FamilyVariant> out;
+  for (const std::string &f : fixtureFamilies())
+    for (bool fuse : {true, false})
+      out.push_back({f, fuse});
+  return out;
+}
+
+std::string variantName(const FamilyVariant &v) { return v.family + (v.fuse ? "" : "_unfused"); }
+
+rt::Artefact compileArtefact(const std::string &configJson, const std::string &dtype, bool fuse) {
   codegen::CompileOptions o;
   o.dtype = dtype;
   o.emit_cuda = false;
+  o.fuse = fuse;
   auto result = codegen::compileConfig(configJson, o);
   return rt::Artefact::fromBytes(result.artefact.data(), result.artefact.size());
 }

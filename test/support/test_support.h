@@ -16,7 +16,16 @@ std::vector<std::string> fixtureFamilies();   // directories under test/parity/f
 std::string fixtureDir(const std::string &family);
 
 // Compiles a config (text) to an artefact, CPU-only, in-process.
-rt::Artefact compileArtefact(const std::string &configJson, const std::string &dtype = "bf16");
+rt::Artefact compileArtefact(const std::string &configJson, const std::string &dtype = "bf16",
+                             bool fuse = true);
+
+// Test parameters: every fixture family, with and without the fusion passes.
+struct FamilyVariant {
+  std::string family;
+  bool fuse;
+};
+std::vector<FamilyVariant> familyVariants();
+std::string variantName(const FamilyVariant &v);
 
 struct Run {
   std::vector<int32_t> prompt;

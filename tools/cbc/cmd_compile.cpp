@@ -53,6 +53,7 @@ int compileMain(int argc, char **argv) {
              {"--target", "sm_80,sm_90", "CUDA targets to compile kernels for (default sm_80,sm_90)"},
              {"--block-size", "N", "tokens per cache block (default 16)"},
              {"--no-cuda", "", "skip CUDA code generation (CPU-only artefact)"},
+             {"--no-fuse", "", "skip the fusion passes (for debugging)"},
              {"--kernel-cache", "DIR", "kernel cache directory (default $CBC_KERNEL_CACHE or ~/.cache/cbc)"},
              {"--emit-ir", "", "print the final IR to stdout as well"},
              {"--quiet", "", "no progress messages"}},
@@ -83,6 +84,7 @@ int compileMain(int argc, char **argv) {
   if (args.has("--target"))
     options.targets = splitList(args.get("--target"));
   options.emit_cuda = !args.has("--no-cuda");
+  options.fuse = !args.has("--no-fuse");
   options.kernel_cache_dir = args.get("--kernel-cache", "");
   if (!quiet)
     options.progress = [](const std::string &m) { std::fprintf(stderr, "cbc compile: %s\n", m.c_str()); };
