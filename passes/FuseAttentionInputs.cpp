@@ -13,6 +13,8 @@ namespace {
 
 using namespace mlir;
 
+int64_t cols(Value v) { return llvm::cast<RankedTensorType>(v.getType()).getDimSize(1); }
+
 struct Chain {
   KvAppendOp append;
   SplitOp split;
@@ -48,7 +50,9 @@ std::optional<Chain> match(KvAppendOp append) {
   c.append = append;
   int64_t headDim = append.getHeadDimAttr().getInt();
   c.ropeK = append.getK().getDefiningOp<RopeOp>();
-  if (!c.ropeK || !c.ropeK->hasOneUse())
+  // The fused op rotates heads of the cache's head_dim and keeps v rows as wide as k rows.
+  if (!c.ropeK || !c.ropeK->hasOneUse() || c.ropeK.getHeadDimAttr().getInt() != headDim ||
+      cols(append.getV()) != cols(append.getK()))
     return std::nullopt;
   Value kIn = throughNorm(c.ropeK.getX(), c.normK, headDim);
   if (!kIn)
@@ -64,12 +68,21 @@ std::optional<Chain> match(KvAppendOp append) {
   c.ropeQ = dyn_cast_or_null<RopeOp>(ropeUser);
   if (!c.ropeQ || !sameRope(c.ropeQ, c.ropeK) || (bool)c.normQ != (bool)c.normK)
     return std::nullopt;
-  if (c.normQ && (c.normQ.getGroupAttr() != c.normK.getGroupAttr() ||
+  if (c.normQ && (!c.normQ.getWeight() || c.normQ.getGroupAttr() != c.normK.getGroupAttr() ||
                   c.normQ.getEpsAttr() != c.normK.getEpsAttr() ||
                   c.normQ.getOffsetAttr() != c.normK.getOffsetAttr()))
     return std::nullopt;
   if (c.ropeQ.getPositions() != append.getPositions() || c.ropeQ.getSeqIds() != append.getSeqIds())
     return std::nullopt;
+  // Whole GQA groups: q holds a multiple of the kv heads.
+  if (cols(c.ropeQ.getResult()) % cols(append.getK()) != 0)
+    return std::nullopt;
+  // The q norm's weight becomes an operand of the fused op at the append: it must be defined
+  // before it.
+  if (c.normQ)
+    if (Operation *def = c.normQ.getWeight().getDefiningOp();
+        def && (def->getBlock() != append->getBlock() || !def->isBeforeInBlock(append)))
+      return std::nullopt;
   // The fused op sits at the append: the rotated q must not be read before it.
   for (Operation *user : c.ropeQ->getUsers())
     if (user->isBeforeInBlock(append))

@@ -39,7 +39,7 @@ std::unique_ptr<Backend> makeBackend(const Artefact &a, const WeightSource &weig
     } else {
       try {
         auto device = openCudaDevice();
-        return makeGpuBackend(a, WeightStore::load(a, weights), std::move(device), limits);
+        return makeGpuBackend(a, weights, std::move(device), limits);
       } catch (const WeightError &) {
         throw;
       } catch (const std::exception &e) {

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <thread>
 
 namespace cbc::rt {
 
@@ -81,16 +82,34 @@ HostTensor randomTensor(const WeightEntry &w, uint64_t seed) {
   HostTensor t;
   t.shape = w.shape;
   t.data.resize(t.numel());
-  uint64_t state = seed;
+  uint64_t nameHash = seed;
   for (char c : w.name)
-    state = state * 1099511628211ull ^ (uint8_t)c;
+    nameHash = nameHash * 1099511628211ull ^ (uint8_t)c;
   bool isNorm = w.name.find("norm") != std::string::npos;
   // Uniform with variance 1/fan_in keeps activations and logits well spread.
   double scale = isNorm ? 0.1 : std::sqrt(3.0 / (double)std::max<int64_t>(1, w.shape.back()));
-  for (float &v : t.data) {
-    double u = (double)(splitmix(state) >> 11) / (double)(1ull << 53) * 2 - 1;
-    v = (float)((isNorm ? 1.0 : 0.0) + u * scale);
-  }
+  // Chunks with their own streams, so large tensors fill in parallel with the same values.
+  const int64_t chunk = 1 << 20;
+  int64_t chunks = (t.numel() + chunk - 1) / chunk;
+  auto fill = [&](int64_t c) {
+    uint64_t state = nameHash ^ (0x9e3779b97f4a7c15ull * (uint64_t)(c + 1));
+    int64_t end = std::min<int64_t>(t.numel(), (c + 1) * chunk);
+    for (int64_t i = c * chunk; i < end; ++i) {
+      double u = (double)(splitmix(state) >> 11) / (double)(1ull << 53) * 2 - 1;
+      t.data[i] = (float)((isNorm ? 1.0 : 0.0) + u * scale);
+    }
+  };
+  int threads = (int)std::min<int64_t>(chunks, std::max(1u, std::thread::hardware_concurrency()));
+  std::vector<std::thread> pool;
+  for (int th = 1; th < threads; ++th)
+    pool.emplace_back([&, th] {
+      for (int64_t c = th; c < chunks; c += threads)
+        fill(c);
+    });
+  for (int64_t c = 0; c < chunks; c += threads)
+    fill(c);
+  for (auto &p : pool)
+    p.join();
   return t;
 }
 
@@ -136,70 +155,80 @@ HostTensor readTensorAsFloat(const Checkpoint &ckpt, const std::string &requeste
   return t;
 }
 
-WeightStore WeightStore::load(const Artefact &a, const WeightSource &source,
-                              const std::function<void(size_t, size_t)> &progress) {
-  WeightStore store;
+namespace {
+
+// One program weight from the checkpoint: parts concatenated, transposed, stacked, checked.
+HostTensor assemble(const WeightEntry &w, const Checkpoint &ckpt, const ModelMeta &meta) {
+  std::vector<HostTensor> parts;
+  for (const auto &names : w.parts) {
+    HostTensor part;
+    for (const std::string &n : names) {
+      HostTensor t = readTensorAsFloat(ckpt, n, meta);
+      if (part.shape.empty()) {
+        part = std::move(t);
+        continue;
+      }
+      // Concatenate along dimension 0: trailing dimensions must agree.
+      if (t.shape.size() != part.shape.size() ||
+          !std::equal(t.shape.begin() + 1, t.shape.end(), part.shape.begin() + 1))
+        throw WeightError("tensor '" + n + "' has shape " + shapeText(t.shape) +
+                          ", which cannot be concatenated with " + shapeText(part.shape) +
+                          " for program weight '" + w.name + "'");
+      part.shape[0] += t.shape[0];
+      part.data.insert(part.data.end(), t.data.begin(), t.data.end());
+    }
+    if (w.transpose) {
+      if (part.shape.size() < 2)
+        throw WeightError("tensor '" + names[0] + "' must have at least 2 dimensions");
+      transposeLastTwo(part);
+    }
+    parts.push_back(std::move(part));
+  }
+  HostTensor out;
+  if (w.stack) {
+    out.shape = {(int64_t)parts.size()};
+    out.shape.insert(out.shape.end(), parts[0].shape.begin(), parts[0].shape.end());
+    for (const HostTensor &p : parts) {
+      if (p.shape != parts[0].shape)
+        throw WeightError("expert tensors of '" + w.name + "' differ in shape: " +
+                          shapeText(p.shape) + " vs " + shapeText(parts[0].shape));
+      out.data.insert(out.data.end(), p.data.begin(), p.data.end());
+    }
+  } else {
+    out = std::move(parts[0]);
+  }
+  if (out.shape != w.shape) {
+    std::string names;
+    for (const auto &p : w.parts)
+      for (const auto &n : p)
+        names += (names.empty() ? "" : " + ") + n;
+    if (names.size() > 160)
+      names = names.substr(0, 160) + "...";
+    throw WeightError("tensor '" + names + "' has shape " + shapeText(out.shape) +
+                      " but the model needs " + shapeText(w.shape) + " for '" + w.name + "'");
+  }
+  return out;
+}
+
+} // namespace
+
+void WeightStore::stream(const Artefact &a, const WeightSource &source,
+                         const std::function<void(int, HostTensor &&)> &consume) {
   std::unique_ptr<Checkpoint> ckpt;
   if (!source.checkpoint_dir.empty())
     ckpt = std::make_unique<Checkpoint>(source.checkpoint_dir);
-  for (size_t wi = 0; wi < a.weights.size(); ++wi) {
-    const WeightEntry &w = a.weights[wi];
+  for (size_t wi = 0; wi < a.weights.size(); ++wi)
+    consume((int)wi, ckpt ? assemble(a.weights[wi], *ckpt, a.meta) : randomTensor(a.weights[wi], source.seed));
+}
+
+WeightStore WeightStore::load(const Artefact &a, const WeightSource &source,
+                              const std::function<void(size_t, size_t)> &progress) {
+  WeightStore store;
+  stream(a, source, [&](int index, HostTensor &&t) {
     if (progress)
-      progress(wi, a.weights.size());
-    if (!ckpt) {
-      store.tensors_.push_back(randomTensor(w, source.seed));
-      continue;
-    }
-    std::vector<HostTensor> parts;
-    for (const auto &names : w.parts) {
-      HostTensor part;
-      for (const std::string &n : names) {
-        HostTensor t = readTensorAsFloat(*ckpt, n, a.meta);
-        if (part.shape.empty()) {
-          part = std::move(t);
-          continue;
-        }
-        // Concatenate along dimension 0: trailing dimensions must agree.
-        if (t.shape.size() != part.shape.size() ||
-            !std::equal(t.shape.begin() + 1, t.shape.end(), part.shape.begin() + 1))
-          throw WeightError("tensor '" + n + "' has shape " + shapeText(t.shape) +
-                            ", which cannot be concatenated with " + shapeText(part.shape) +
-                            " for program weight '" + w.name + "'");
-        part.shape[0] += t.shape[0];
-        part.data.insert(part.data.end(), t.data.begin(), t.data.end());
-      }
-      if (w.transpose) {
-        if (part.shape.size() < 2)
-          throw WeightError("tensor '" + names[0] + "' must have at least 2 dimensions");
-        transposeLastTwo(part);
-      }
-      parts.push_back(std::move(part));
-    }
-    HostTensor out;
-    if (w.stack) {
-      out.shape = {(int64_t)parts.size()};
-      out.shape.insert(out.shape.end(), parts[0].shape.begin(), parts[0].shape.end());
-      for (const HostTensor &p : parts) {
-        if (p.shape != parts[0].shape)
-          throw WeightError("expert tensors of '" + w.name + "' differ in shape: " +
-                            shapeText(p.shape) + " vs " + shapeText(parts[0].shape));
-        out.data.insert(out.data.end(), p.data.begin(), p.data.end());
-      }
-    } else {
-      out = std::move(parts[0]);
-    }
-    if (out.shape != w.shape) {
-      std::string names;
-      for (const auto &p : w.parts)
-        for (const auto &n : p)
-          names += (names.empty() ? "" : " + ") + n;
-      if (names.size() > 160)
-        names = names.substr(0, 160) + "...";
-      throw WeightError("tensor '" + names + "' has shape " + shapeText(out.shape) +
-                        " but the model needs " + shapeText(w.shape) + " for '" + w.name + "'");
-    }
-    store.tensors_.push_back(std::move(out));
-  }
+      progress((size_t)index, a.weights.size());
+    store.tensors_.push_back(std::move(t));
+  });
   return store;
 }
 

@@ -30,6 +30,9 @@ public:
   // Loads every manifest entry. Throws WeightError naming the tensor or file at fault.
   static WeightStore load(const Artefact &artefact, const WeightSource &source,
                           const std::function<void(size_t, size_t)> &progress = nullptr);
+  // The same tensors one at a time, so a device can upload them without holding them all.
+  static void stream(const Artefact &artefact, const WeightSource &source,
+                     const std::function<void(int index, HostTensor &&tensor)> &consume);
   const HostTensor &get(int index) const { return tensors_.at(index); }
   size_t size() const { return tensors_.size(); }
 

@@ -19,7 +19,7 @@ const char *kRuntimeVars[] = {"num_tokens",  "num_requests", "num_logit_rows", "
 
 class GpuBackend : public Backend {
 public:
-  GpuBackend(const Artefact &a, const WeightStore &weights, std::unique_ptr<Device> device,
+  GpuBackend(const Artefact &a, const WeightSource &weights, std::unique_ptr<Device> device,
              const BackendLimits &limits);
   ~GpuBackend() override;
 
@@ -78,23 +78,25 @@ std::vector<uint8_t> convert(const HostTensor &t, DType d) {
   return out;
 }
 
-GpuBackend::GpuBackend(const Artefact &a, const WeightStore &weights, std::unique_ptr<Device> device,
+GpuBackend::GpuBackend(const Artefact &a, const WeightSource &weights, std::unique_ptr<Device> device,
                        const BackendLimits &limits)
     : a_(a), k_(a.kernels.value()), device_(std::move(device)), limits_(limits) {
   const Program &p = a.program;
   if (k_.value_dtypes.size() != p.values.size())
     throw ArtefactError("the kernel bundle does not describe every program value");
   device_->loadKernels(k_);
-  // Weights, once, in their device dtype.
+  // Weights, once, in their device dtype, streamed so the host never holds them all.
+  std::vector<DType> weightType(a.weights.size(), DType::BF16);
+  for (size_t v = 0; v < p.values.size(); ++v)
+    if (p.values[v].kind == Value::Weight)
+      weightType[p.values[v].weight] = k_.value_dtypes[v];
   weightPtrs_.assign(a.weights.size(), nullptr);
-  for (size_t v = 0; v < p.values.size(); ++v) {
-    const Value &val = p.values[v];
-    if (val.kind != Value::Weight || weightPtrs_[val.weight])
-      continue;
-    std::vector<uint8_t> bytes = convert(weights.get(val.weight), k_.value_dtypes[v]);
-    weightPtrs_[val.weight] = alloc(bytes.size());
-    device_->upload(weightPtrs_[val.weight], bytes.data(), bytes.size());
-  }
+  WeightStore::stream(a, weights, [&](int index, HostTensor &&t) {
+    std::vector<uint8_t> bytes = convert(t, weightType[index]);
+    weightPtrs_[index] = alloc(bytes.size());
+    device_->upload(weightPtrs_[index], bytes.data(), bytes.size());
+    device_->synchronize(); // the host buffer is freed next
+  });
   arenaRows_[0] = limits.max_tokens;
   arenaRows_[1] = limits.max_requests;
   arenas_[0] = alloc((size_t)p.token_row_elems * 4 * limits.max_tokens);
@@ -378,7 +380,7 @@ bool GpuBackend::writeValue(int value, const std::vector<float> &in) {
 
 } // namespace
 
-std::unique_ptr<Backend> makeGpuBackend(const Artefact &a, const WeightStore &weights,
+std::unique_ptr<Backend> makeGpuBackend(const Artefact &a, const WeightSource &weights,
                                         std::unique_ptr<Device> device, const BackendLimits &limits) {
   if (!a.kernels)
     throw ArtefactError("the artefact has no CUDA kernels; compile it without --no-cuda");

@@ -10,7 +10,8 @@
 
 namespace cbc::rt {
 
-std::unique_ptr<Backend> makeGpuBackend(const Artefact &a, const WeightStore &weights,
+// Weights are read (or generated) one at a time, converted and uploaded.
+std::unique_ptr<Backend> makeGpuBackend(const Artefact &a, const WeightSource &weights,
                                         std::unique_ptr<Device> device, const BackendLimits &limits);
 
 } // namespace cbc::rt

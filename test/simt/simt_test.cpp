@@ -65,7 +65,7 @@ TEST_P(Simt, KernelsMatchCpuInstructionByInstruction) {
   const rt::Artefact &a = artefact_;
   rt::BackendLimits limits{16, 8};
   auto cpu = rt::makeCpuBackend(a, rt::WeightStore::load(a, weights_), limits, 1);
-  auto gpu = rt::makeGpuBackend(a, rt::WeightStore::load(a, weights_), simt::makeSimtDevice(cacheDir()), limits);
+  auto gpu = rt::makeGpuBackend(a, weights_, simt::makeSimtDevice(cacheDir()), limits);
   const int32_t blocks = 64, slots = 8;
   cpu->allocateCache(blocks, slots);
   gpu->allocateCache(blocks, slots);
@@ -164,7 +164,7 @@ TEST_P(Simt, EndToEndCloseToCpu) {
     o.cache_memory_bytes = 4 << 20;
     o.threads = 1;
     std::unique_ptr<rt::Backend> backend =
-        gpu ? rt::makeGpuBackend(a, rt::WeightStore::load(a, weights_), simt::makeSimtDevice(cacheDir()),
+        gpu ? rt::makeGpuBackend(a, weights_, simt::makeSimtDevice(cacheDir()),
                                  {o.max_batch_tokens, o.max_requests})
             : rt::makeCpuBackend(a, rt::WeightStore::load(a, weights_), {o.max_batch_tokens, o.max_requests}, 1);
     auto engine = rt::Engine::withBackend(a, std::move(backend), o);

@@ -195,6 +195,28 @@ void printKernels(const Artefact &a) {
   const auto &k = a.kernels.value();
   std::printf("%zu kernels, source hash %s, %zu bytes of CUDA source\n", k.names.size(),
               k.source_hash.c_str(), k.source.size());
+  // Launches per step, and per decoder layer: those between consecutive layers' attention.
+  size_t gemms = 0;
+  for (const auto &l : k.launches)
+    gemms += l.gemm.has_value();
+  std::vector<int> attention;
+  for (size_t i = 0; i < a.program.instrs.size(); ++i)
+    if (a.program.instrs[i].op == "cbc.kv.attention")
+      attention.push_back((int)i);
+  std::printf("launches per step: %zu (%zu generated kernels, %zu cuBLASLt GEMMs)\n",
+              k.launches.size(), k.launches.size() - gemms, gemms);
+  if (attention.size() >= 2) {
+    size_t inLayers = 0, layerGemms = 0;
+    for (const auto &l : k.launches)
+      if (l.instr > attention.front() && l.instr <= attention.back()) {
+        ++inLayers;
+        layerGemms += l.gemm.has_value();
+      }
+    double per = (double)inLayers / (double)(attention.size() - 1);
+    std::printf("launches per decoder layer: %.1f (%.1f kernels, %.1f GEMMs)\n", per,
+                (double)(inLayers - layerGemms) / (attention.size() - 1),
+                (double)layerGemms / (attention.size() - 1));
+  }
   for (const auto &c : k.cubins) {
     std::printf("target %s: cubin %zu bytes\n", c.arch.c_str(), c.image.size());
     for (size_t i = 0; i < k.names.size(); ++i)

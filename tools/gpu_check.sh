@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Ring 4 on one GPU (not run in CI): build, run every parity model on the CUDA backend against
+# the CPU backend, and benchmark a random-weight Llama-3.1-8B-shaped model in bf16 (512-token
+# prompts, 128 new tokens): decode tokens/s at concurrency 1, 16, 64 and 256, prefill tokens/s,
+# and the fraction of the H200's 4.8 TB/s a decode step reaches. Where torch and transformers
+# are installed it serves the same workload with transformers' generate_batch and prints
+# cbc's throughput as a ratio to it. Without a GPU it stops at once.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+start=$(date +%s)
+
+if ! { ldconfig -p 2>/dev/null | grep -q 'libcuda\.so\.1' || [ -e /usr/lib/x86_64-linux-gnu/libcuda.so.1 ] || [ -e /usr/lib64/libcuda.so.1 ]; }; then
+  echo "gpu_check: no CUDA driver on this machine (libcuda.so.1 not found); nothing to check." >&2
+  exit 2
+fi
+if command -v nvidia-smi >/dev/null && ! timeout 20 nvidia-smi -L >/dev/null 2>&1; then
+  echo "gpu_check: nvidia-smi sees no GPU; nothing to check." >&2
+  exit 2
+fi
+
+BUILD=${BUILD_DIR:-build}
+export CCACHE_BASEDIR="$PWD"
+timeout 300 tools/setup.sh || { echo "gpu_check: setup failed" >&2; exit 1; }
+timeout 400 ninja -C "$BUILD" cbc cbc-gpu-check || { echo "gpu_check: build failed" >&2; exit 1; }
+echo "gpu_check: built in $(( $(date +%s) - start )) s"
+
+out="$BUILD/gpu-check"
+mkdir -p "$out/fixtures"
+for cfg in test/parity/fixtures/*/config.json; do
+  fam=$(basename "$(dirname "$cfg")")
+  "$BUILD/bin/cbc" compile "$cfg" -o "$out/fixtures/$fam.fb" --target sm_90,sm_80 --kernel-cache "$out/kernels" --quiet || exit 1
+done
+CONFIG=${CONFIG:-test/configs/published/llama-3.1-8b.json}
+"$BUILD/bin/cbc" compile "$CONFIG" -o "$out/bench.fb" --target sm_90,sm_80 --kernel-cache "$out/kernels" --quiet || exit 1
+
+left=$(( 480 - ($(date +%s) - start) ))
+timeout $(( left > 60 ? left - 30 : 30 )) "$BUILD/bin/cbc-gpu-check" "$out/fixtures" "$out/bench.fb" | tee "$out/report.txt"
+status=${PIPESTATUS[0]}
+
+left=$(( 480 - ($(date +%s) - start) ))
+if [ "$left" -gt 90 ] && python3 -c 'import torch, transformers; assert torch.cuda.is_available()' 2>/dev/null; then
+  echo "gpu_check: transformers generate_batch on the same workload (concurrency 256)"
+  timeout $(( left - 20 )) python3 tools/gpu_check/hf_generate_batch.py "$CONFIG" 256 512 128 | tee -a "$out/report.txt"
+  cbc=$(grep -o 'CBC_THROUGHPUT_256 [0-9.]*' "$out/report.txt" | awk '{print $2}')
+  hf=$(grep -o 'HF_THROUGHPUT_256 [0-9.]*' "$out/report.txt" | awk '{print $2}')
+  if [ -n "$cbc" ] && [ -n "$hf" ]; then
+    echo "cbc / transformers generate_batch throughput at 256 concurrent requests: $(echo "$cbc / $hf" | bc -l | cut -c1-6)x"
+  fi
+else
+  echo "gpu_check: torch/transformers with CUDA not available or no time left; skipping the generate_batch comparison"
+fi
+echo "gpu_check: done in $(( $(date +%s) - start )) s"
+exit "$status"

@@ -1,0 +1,195 @@
+// cbc-gpu-check: ring 4 on a real GPU. (1) Every parity fixture runs on the CUDA backend and is
+// compared with the CPU backend. (2) A random-weight model shaped like the given config
+// (Llama-3.1-8B in tools/gpu_check.sh) is benchmarked in bf16: decode tokens/s at several
+// concurrencies, prefill tokens/s, and the fraction of HBM bandwidth a decode step reaches.
+// Prints figures; exits non-zero only when the CUDA backend is unusable or disagrees with the
+// CPU backend.
+#include "runtime/cpu/cpu_backend.h"
+#include "runtime/cuda/gpu_backend.h"
+#include "runtime/engine.h"
+#include "runtime/safetensors.h"
+
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+using namespace cbc;
+using Clock = std::chrono::steady_clock;
+namespace fs = std::filesystem;
+
+namespace {
+
+double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+std::vector<std::vector<int32_t>> fixturePrompts(const std::string &dir) {
+  rt::Checkpoint ck(dir + "/expected.safetensors");
+  std::vector<std::vector<int32_t>> out;
+  for (int i = 0; ck.has("prompt_" + std::to_string(i)); ++i) {
+    const rt::TensorView &t = ck.get("prompt_" + std::to_string(i));
+    const int32_t *p = reinterpret_cast<const int32_t *>(t.data);
+    out.emplace_back(p, p + t.numel());
+  }
+  return out;
+}
+
+std::vector<rt::RequestOutput> serve(rt::Engine &e, const std::vector<std::vector<int32_t>> &prompts,
+                                     int64_t newTokens, bool keepLogits) {
+  for (const auto &p : prompts) {
+    rt::SamplingParams s;
+    s.max_new_tokens = newTokens;
+    s.ignore_eos = true;
+    s.keep_logits = keepLogits;
+    e.add_request(p, s);
+  }
+  while (!e.idle())
+    e.step();
+  auto outs = e.take_finished();
+  std::sort(outs.begin(), outs.end(), [](auto &a, auto &b) { return a.id < b.id; });
+  return outs;
+}
+
+// CUDA against CPU on one fixture: greedy tokens and first-step logits.
+bool checkFixture(const std::string &artefactPath, const std::string &fixture) {
+  rt::Artefact a = rt::Artefact::load(artefactPath);
+  rt::WeightSource w{fixture, 0};
+  rt::EngineOptions o;
+  o.max_batch_tokens = 64;
+  o.cache_memory_bytes = 64 << 20;
+  auto prompts = fixturePrompts(fixture);
+  auto cpuEngine = rt::Engine::withBackend(a, rt::makeCpuBackend(a, rt::WeightStore::load(a, w), {64, 64}, 4), o);
+  auto gpuEngine = rt::Engine::withBackend(a, rt::makeGpuBackend(a, w, rt::openCudaDevice(), {64, 64}), o);
+  auto cpu = serve(*cpuEngine, prompts, 16, true), gpu = serve(*gpuEngine, prompts, 16, true);
+  int same = 0, total = 0;
+  double worst = 0;
+  bool ok = true;
+  for (size_t i = 0; i < cpu.size(); ++i) {
+    double maxAbs = 0, maxErr = 0;
+    for (size_t v = 0; v < cpu[i].logits[0].size(); ++v) {
+      maxAbs = std::max(maxAbs, (double)std::fabs(cpu[i].logits[0][v]));
+      maxErr = std::max(maxErr, (double)std::fabs(cpu[i].logits[0][v] - gpu[i].logits[0][v]));
+    }
+    worst = std::max(worst, maxErr / std::max(1e-6, maxAbs));
+    ok &= maxErr <= 0.05 * maxAbs && cpu[i].tokens[0] == gpu[i].tokens[0];
+    for (size_t t = 0; t < cpu[i].tokens.size(); ++t, ++total)
+      same += cpu[i].tokens[t] == gpu[i].tokens[t];
+  }
+  std::printf("  %-14s %-5s  first-step max|dlogit| %.3f of the logit range, %d/%d greedy tokens equal\n",
+              fs::path(fixture).filename().c_str(), ok ? "ok" : "FAIL", worst, same, total);
+  return ok;
+}
+
+struct BenchResult {
+  double decodeTokS = 0, prefillTokS = 0, stepMs = 0, e2eTokS = 0;
+};
+
+BenchResult bench(const rt::Artefact &a, int concurrency, int promptLen, int newTokens) {
+  rt::EngineOptions o;
+  o.backend = "cuda";
+  o.max_batch_tokens = 8192;
+  o.max_requests = std::max(concurrency, 1);
+  o.max_live_requests = std::max(concurrency, 1);
+  o.max_model_len = promptLen + newTokens + 16;
+  o.cache_memory_bytes = 48ll << 30;
+  auto engine = rt::Engine::withBackend(
+      a, rt::makeGpuBackend(a, rt::WeightSource{"", 0}, rt::openCudaDevice(), {o.max_batch_tokens, o.max_requests}), o);
+  std::mt19937 rng(7);
+  auto t0 = Clock::now();
+  for (int r = 0; r < concurrency; ++r) {
+    std::vector<int32_t> p(promptLen);
+    for (auto &t : p)
+      t = (int32_t)(rng() % a.meta.vocab_size);
+    rt::SamplingParams s;
+    s.max_new_tokens = newTokens;
+    s.ignore_eos = true;
+    engine->add_request(p, s);
+  }
+  // Prefill: until every request has its first token.
+  int64_t firsts = 0;
+  while (firsts < concurrency && !engine->idle())
+    for (auto &ev : engine->step())
+      firsts += 1, (void)ev;
+  double prefill = since(t0);
+  auto t1 = Clock::now();
+  int64_t steps = 0, generated = 0;
+  while (!engine->idle()) {
+    generated += (int64_t)engine->step().size();
+    ++steps;
+  }
+  double decode = since(t1);
+  BenchResult r;
+  r.prefillTokS = concurrency * (double)promptLen / prefill;
+  r.decodeTokS = generated / decode;
+  r.stepMs = decode / std::max<int64_t>(1, steps) * 1e3;
+  r.e2eTokS = concurrency * (double)newTokens / since(t0);
+  return r;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  if (argc < 3) {
+    std::fprintf(stderr, "usage: cbc-gpu-check FIXTURE_ARTEFACT_DIR BENCH_ARTEFACT [--skip-parity]\n");
+    return 2;
+  }
+  std::string fixtures = argv[1], benchPath = argv[2];
+  bool skipParity = argc > 3 && std::string(argv[3]) == "--skip-parity";
+  try {
+    auto device = rt::openCudaDevice();
+    std::printf("device: %s\n", device->name().c_str());
+  } catch (const std::exception &e) {
+    std::fprintf(stderr, "cbc-gpu-check: %s\n", e.what());
+    return 3;
+  }
+  bool ok = true;
+  if (!skipParity) {
+    std::printf("parity: CUDA backend against the CPU backend (bf16 against fp32)\n");
+    for (const auto &e : fs::directory_iterator(fixtures))
+      if (e.path().extension() == ".fb") {
+        std::string fam = e.path().stem().string();
+        try {
+          ok &= checkFixture(e.path().string(), std::string(CBC_SOURCE_DIR) + "/test/parity/fixtures/" + fam);
+        } catch (const std::exception &ex) {
+          std::printf("  %-14s ERROR  %s\n", fam.c_str(), ex.what());
+          ok = false;
+        }
+      }
+  }
+  rt::Artefact a = rt::Artefact::load(benchPath);
+  // Bytes a decode step must read: every weight once (bf16) plus the KV cache it attends to.
+  double weightBytes = 0;
+  for (const auto &w : a.weights) {
+    double n = 2;
+    for (int64_t d : w.shape)
+      n *= (double)d;
+    weightBytes += n;
+  }
+  double kvPerToken = 0;
+  for (const auto &g : a.cache_plan.groups)
+    kvPerToken += (double)g.bytes_per_token;
+  const int promptLen = 512, newTokens = 128;
+  std::printf("\nbenchmark: %s shape, random bf16 weights (%.2f GB), %d-token prompts, %d new tokens\n",
+              a.meta.model_type.c_str(), weightBytes / 1e9, promptLen, newTokens);
+  std::printf("%12s %14s %14s %12s %14s %12s\n", "concurrency", "decode tok/s", "prefill tok/s",
+              "ms/step", "end-to-end", "HBM frac");
+  for (int c : {1, 16, 64, 256}) {
+    try {
+      BenchResult r = bench(a, c, promptLen, newTokens);
+      double ctx = promptLen + newTokens / 2.0;
+      double bytes = weightBytes + c * ctx * kvPerToken;
+      double frac = bytes / (r.stepMs * 1e-3) / 4.8e12;
+      std::printf("%12d %14.1f %14.1f %12.3f %14.1f %12.3f\n", c, r.decodeTokS, r.prefillTokS, r.stepMs,
+                  r.e2eTokS, frac);
+      if (c == 256)
+        std::printf("CBC_THROUGHPUT_256 %.3f\n", r.e2eTokS);
+    } catch (const std::exception &e) {
+      std::printf("%12d  ERROR %s\n", c, e.what());
+      ok = false;
+    }
+  }
+  return ok ? 0 : 1;
+}
