@@ -5,6 +5,7 @@
 
 #include "runtime/engine.h"
 
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,9 @@ struct FamilyVariant {
   bool fuse;
 };
 std::vector<FamilyVariant> familyVariants();
+inline void PrintTo(const FamilyVariant &v, std::ostream *os) {
+  *os << v.family << (v.fuse ? " (fused)" : " (unfused)");
+}
 std::string variantName(const FamilyVariant &v);
 
 struct Run {
