@@ -151,11 +151,14 @@ FailureOr<fbs::Offset<fb::Program>> writeProgram(fbs::FlatBufferBuilder &fbb, Mo
           parts.push_back(fb::CreateWeightPart(fbb, ns));
         }
         auto type = llvm::cast<RankedTensorType>(w.getType());
+        std::vector<int64_t> regroup;
+        if (auto r = w.getRegroupAttr())
+          regroup.assign(r.asArrayRef().begin(), r.asArrayRef().end());
         auto entry = fb::CreateWeightEntry(
             fbb, fbb.CreateString(name), dtypeOf(type.getElementType()),
             fbb.CreateVector(shapeOf(type)), fbb.CreateVector(parts),
             w.getCombine() == "stack" ? fb::Combine::Stack : fb::Combine::None,
-            w.getTranspose());
+            w.getTranspose(), fbb.CreateVector(regroup));
         it = weightIndex.emplace(name, (int)weights.size()).first;
         weights.push_back(entry);
       }
@@ -226,9 +229,20 @@ FailureOr<fbs::Offset<fb::CachePlan>> writeCachePlan(fbs::FlatBufferBuilder &fbb
     layers.push_back(fb::CreateCacheLayer(fbb, (int)getI(d, "layer"), (int)getI(d, "group"),
                                           fbb.CreateVector(rows)));
   }
+  std::vector<fbs::Offset<fb::StateDecl>> states;
+  if (auto list = plan.getAs<ArrayAttr>("states"))
+    for (Attribute st : list) {
+      auto d = llvm::cast<DictionaryAttr>(st);
+      auto shape = llvm::cast<DenseI64ArrayAttr>(d.get("shape")).asArrayRef();
+      states.push_back(fb::CreateStateDecl(
+          fbb, (int)getI(d, "layer"), fbb.CreateString(llvm::cast<StringAttr>(d.get("name")).str()),
+          fbb.CreateVector(std::vector<int64_t>(shape.begin(), shape.end())), fb::DType::F32,
+          getI(d, "bytes")));
+    }
   return fb::CreateCachePlan(fbb, (int)getI(plan, "block_size"),
                              dtypeNamed(llvm::cast<StringAttr>(plan.get("kv_dtype")).getValue()),
-                             fbb.CreateVector(groups), fbb.CreateVector(layers));
+                             fbb.CreateVector(groups), fbb.CreateVector(layers),
+                             fbb.CreateVector(states));
 }
 
 FailureOr<fbs::Offset<fb::ModelMeta>> writeMeta(fbs::FlatBufferBuilder &fbb, ModuleOp module) {

@@ -10,10 +10,12 @@ def CbcPlanCache : Pass<"cbc-plan-cache", "::mlir::ModuleOp"> {
   let description = [{
     Every `cbc.kv.append` declares the rows its layer keeps per token (`k` and `v`, with their
     widths) and its retention (all tokens, the last `window` tokens, or the current `chunk`).
-    Layers with the same retention share block tables and form one group. The pass assigns
+    Layers with the same retention share block tables and form one group. Every
+    `cbc.state.*` op declares a fixed-size per-request state by name (`conv [C, K-1]`,
+    `recurrent [Hv, dk, dv]`, ...), kept in fp32 in a slot per live request. The pass assigns
     `group` to every `cbc.kv.*` op and records the plan in the module attribute
-    `cbc.cache_plan`: the block size, and per group its retention, layers and bytes per token
-    at the cache dtype.
+    `cbc.cache_plan`: the block size, per group its retention, layers and bytes per token at the
+    cache dtype, and the states with their bytes per request.
   }];
   let options = [
     Option<"kvDtype", "kv-dtype", "std::string", /*default=*/"\"bf16\"",

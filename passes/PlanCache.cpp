@@ -6,6 +6,8 @@
 #include "mlir/IR/BuiltinOps.h"
 
 #include <map>
+#include <set>
+#include <string>
 
 namespace cbc {
 #define GEN_PASS_DEF_CBCPLANCACHE
@@ -102,6 +104,34 @@ public:
       return signalPassFailure();
 
     Builder b(module.getContext());
+    // Per-request states, by name: fixed size, fp32, one slot per live request.
+    SmallVector<Attribute> stateAttrs;
+    int64_t stateBytes = 0;
+    std::set<std::pair<int64_t, std::string>> declared;
+    WalkResult stateWalk = module.walk([&](StatefulOpInterface op) {
+      SmallVector<int64_t> shape = op.getStateShape();
+      int64_t n = 1;
+      for (int64_t d : shape)
+        n *= d;
+      if (n == 0)
+        return WalkResult::advance();
+      if (!declared.insert({op.getStateLayer(), op.getStateName().str()}).second) {
+        op->emitOpError("declares state '") << op.getStateName() << "' of layer "
+                                            << op.getStateLayer() << " twice";
+        return WalkResult::interrupt();
+      }
+      stateBytes += n * 4;
+      stateAttrs.push_back(b.getDictionaryAttr({
+          b.getNamedAttr("layer", b.getI64IntegerAttr(op.getStateLayer())),
+          b.getNamedAttr("name", b.getStringAttr(op.getStateName())),
+          b.getNamedAttr("shape", b.getDenseI64ArrayAttr(shape)),
+          b.getNamedAttr("dtype", b.getStringAttr("f32")),
+          b.getNamedAttr("bytes", b.getI64IntegerAttr(n * 4)),
+      }));
+      return WalkResult::advance();
+    });
+    if (stateWalk.wasInterrupted())
+      return signalPassFailure();
     int64_t elemBytes = dtypeBytes(kvDtype);
     SmallVector<Attribute> groupAttrs;
     for (auto [g, key] : llvm::enumerate(groupKeys)) {
@@ -132,13 +162,18 @@ public:
           b.getNamedAttr("rows", b.getArrayAttr({row("k", rows.kElems), row("v", rows.vElems)})),
       }));
     }
-    module->setAttr("cbc.cache_plan",
-                    b.getDictionaryAttr({
-                        b.getNamedAttr("block_size", b.getI64IntegerAttr(blockSize)),
-                        b.getNamedAttr("kv_dtype", b.getStringAttr(kvDtype)),
-                        b.getNamedAttr("groups", b.getArrayAttr(groupAttrs)),
-                        b.getNamedAttr("layers", b.getArrayAttr(layerAttrs)),
-                    }));
+    SmallVector<NamedAttribute> plan = {
+        b.getNamedAttr("block_size", b.getI64IntegerAttr(blockSize)),
+        b.getNamedAttr("kv_dtype", b.getStringAttr(kvDtype)),
+        b.getNamedAttr("groups", b.getArrayAttr(groupAttrs)),
+        b.getNamedAttr("layers", b.getArrayAttr(layerAttrs)),
+    };
+    // Attention-only models keep the plan they had before states existed.
+    if (!stateAttrs.empty()) {
+      plan.push_back(b.getNamedAttr("states", b.getArrayAttr(stateAttrs)));
+      plan.push_back(b.getNamedAttr("state_bytes_per_slot", b.getI64IntegerAttr(stateBytes)));
+    }
+    module->setAttr("cbc.cache_plan", b.getDictionaryAttr(plan));
   }
 };
 

@@ -154,6 +154,22 @@ CachePlan readCachePlan(const fb::CachePlan &c) {
         }
       out.layers.push_back(std::move(layer));
     }
+  if (c.states())
+    for (const fb::StateDecl *sd : *c.states()) {
+      StateDecl st;
+      st.layer = sd->layer();
+      st.name = sd->name()->str();
+      st.shape = vec<int64_t>(sd->shape());
+      int64_t n = 1;
+      for (int64_t d : st.shape) {
+        if (d <= 0 || d > (1ll << 31))
+          throw ArtefactError("a per-request state has a bad shape");
+        n *= d;
+        if (n > (1ll << 40))
+          throw ArtefactError("a per-request state is implausibly large");
+      }
+      out.states.push_back(std::move(st));
+    }
   return out;
 }
 
@@ -226,6 +242,10 @@ Artefact Artefact::fromBytes(const uint8_t *data, size_t size) {
     }
     e.stack = w->combine() == fb::Combine::Stack;
     e.transpose = w->transpose();
+    e.regroup = vec<int64_t>(w->regroup());
+    for (int64_t r : e.regroup)
+      if (r <= 0 || r > (1ll << 31))
+        throw ArtefactError("weight '" + e.name + "' has a bad regroup");
     // Weights are allocated from these shapes (random weights without a checkpoint).
     int64_t numel = 1;
     for (int64_t d : e.shape) {

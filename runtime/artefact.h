@@ -72,6 +72,7 @@ struct WeightEntry {
   std::vector<std::vector<std::string>> parts;
   bool stack = false;
   bool transpose = false;
+  std::vector<int64_t> regroup;
 };
 
 struct CacheLayer {
@@ -90,11 +91,22 @@ struct CacheGroup {
   std::vector<int> layers;
   int64_t bytes_per_token = 0;
 };
+struct StateDecl {
+  int layer = 0;
+  std::string name;
+  std::vector<int64_t> shape;
+  int64_t elems() const {
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    return n;
+  }
+};
 struct CachePlan {
   int block_size = 16;
   DType kv_dtype = DType::BF16;
   std::vector<CacheGroup> groups;
   std::vector<CacheLayer> layers;
+  std::vector<StateDecl> states;
 };
 
 struct ModelMeta {

@@ -157,6 +157,25 @@ HostTensor readTensorAsFloat(const Checkpoint &ckpt, const std::string &requeste
 
 namespace {
 
+// Rows viewed as [outer][segments...], reordered to [segments...][outer].
+void regroupRows(HostTensor &t, const std::vector<int64_t> &regroup, const std::string &name) {
+  int64_t outer = regroup[0], perGroup = 0;
+  for (size_t i = 1; i < regroup.size(); ++i)
+    perGroup += regroup[i];
+  int64_t rows = t.shape.empty() ? 0 : t.shape[0];
+  if (rows < outer * perGroup)
+    throw WeightError("weight '" + name + "' has " + std::to_string(rows) +
+                      " rows, fewer than the regroup covers");
+  int64_t rowElems = rows ? t.numel() / rows : 0;
+  std::vector<float> out(t.data); // rows past the regrouped ones stay in place
+  int64_t dst = 0;
+  for (size_t s = 1, segStart = 0; s < regroup.size(); segStart += regroup[s], ++s)
+    for (int64_t g = 0; g < outer; ++g)
+      for (int64_t r = 0; r < regroup[s]; ++r, ++dst)
+        std::copy_n(&t.data[(g * perGroup + segStart + r) * rowElems], rowElems, &out[dst * rowElems]);
+  t.data = std::move(out);
+}
+
 // One program weight from the checkpoint: parts concatenated, transposed, stacked, checked.
 HostTensor assemble(const WeightEntry &w, const Checkpoint &ckpt, const ModelMeta &meta) {
   std::vector<HostTensor> parts;
@@ -177,6 +196,8 @@ HostTensor assemble(const WeightEntry &w, const Checkpoint &ckpt, const ModelMet
       part.shape[0] += t.shape[0];
       part.data.insert(part.data.end(), t.data.begin(), t.data.end());
     }
+    if (!w.regroup.empty())
+      regroupRows(part, w.regroup, w.name);
     if (w.transpose) {
       if (part.shape.size() < 2)
         throw WeightError("tensor '" + names[0] + "' must have at least 2 dimensions");

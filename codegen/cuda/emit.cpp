@@ -78,6 +78,10 @@ private:
   void emitExperts(MoeExpertsOp op);
   void emitArgmax(Value logits);
   void emitAddRmsNorm(AddRmsNormOp op);
+  void emitRmsNormGated(RmsNormGatedOp op);
+  void emitConv1d(StateConv1dOp op);
+  void emitGatedDelta(StateScanOp op);
+  KernelArgOut state(int layer, const std::string &name);
   void emitRopeAppend(KvRopeAppendOp op);
 
   ModuleOp module_;
@@ -876,7 +880,198 @@ void Emitter::emitRopeAppend(KvRopeAppendOp op) {
             cst(op.getGroupAttr().getInt()), rt("table_slots"), rt("table_width")};
 }
 
+// A per-request state pool of a layer: workspace-like device memory owned by the backend,
+// found by (layer, name).
+KernelArgOut Emitter::state(int layer, const std::string &name) {
+  return {KernelArgOut::Cache, layer, name, 0, 0};
+}
+
+void Emitter::emitRmsNormGated(RmsNormGatedOp op) {
+  int64_t W = cols(op.getX());
+  int64_t G = op.getGroupAttr() ? op.getGroupAttr().getInt() : W;
+  bool hasW = (bool)op.getWeight();
+  int block = G >= 256 ? 256 : G >= 128 ? 128 : G >= 64 ? 64 : 32;
+  std::string act = op.getAct() == "silu" ? "act_silu(gz)" : "(1.0f / (1.0f + expf(-gz)))";
+  std::string body = fill(R"(  __shared__ float scratch[32];
+  const @TI@ *x = (const @TI@ *)a.p[0];
+  const @TZ@ *z = (const @TZ@ *)a.p[1];
+  @TO@ *y = (@TO@ *)a.p[2];
+  const @TW@ *w = (const @TW@ *)a.p[3];
+  long long base = (long long)blockIdx.x * @G@;
+  float ss = 0.0f;
+  for (int j = threadIdx.x; j < @G@; j += blockDim.x) {
+    float gz = ld(z, base + j);
+    float v = @NORMFIRST@ ? ld(x, base + j) : ld(x, base + j) * @ACT@;
+    ss += v * v;
+  }
+  ss = block_sum(ss, scratch);
+  float inv = rsqrtf(ss / @G@.0f + @EPS@);
+  for (int j = threadIdx.x; j < @G@; j += blockDim.x) {
+    float gz = ld(z, base + j);
+    float v = @NORMFIRST@ ? ld(x, base + j) : ld(x, base + j) * @ACT@;
+    float n = v * inv * (@HASW@ ? ld(w, j) + @OFF@ : 1.0f);
+    st(y, base + j, @NORMFIRST@ ? n * @ACT@ : n);
+  }
+)", {{"TI", ty(op.getX())}, {"TZ", ty(op.getZ())}, {"TO", ty(op.getResult())},
+     {"TW", hasW ? ty(op.getWeight()) : "bf16"}, {"G", str(G)}, {"ACT", act},
+     {"NORMFIRST", op.getOrder() == "norm_gate" ? "true" : "false"},
+     {"EPS", fmtFloat(op.getEps().convertToDouble())},
+     {"OFF", fmtFloat(op.getOffset().convertToDouble())}, {"HASW", hasW ? "true" : "false"}});
+  LaunchOut &l = launch(kernel("rms_norm_gated", body), block);
+  l.grid[0] = {rowsVar(op.getX()), W / G, 1, 0};
+  l.args = {val(id(op.getX())), val(id(op.getZ())), val(id(op.getResult())),
+            hasW ? val(id(op.getWeight())) : null()};
+}
+
+// One thread per (request, channel) walks the request's rows in order, the K-1 carried inputs
+// in registers.
+void Emitter::emitConv1d(StateConv1dOp op) {
+  int64_t C = cols(op.getX());
+  auto wt = llvm::cast<RankedTensorType>(op.getWeight().getType());
+  int64_t K = wt.getDimSize(2);
+  bool bias = (bool)op.getBias();
+  std::string body = fill(R"(  const @TX@ *x = (const @TX@ *)a.p[0];
+  const @TW@ *w = (const @TW@ *)a.p[1];
+  const @TB@ *bias = (const @TB@ *)a.p[2];
+  const int *cu = (const int *)a.p[3];
+  const int *slots = (const int *)a.p[4];
+  const int *has_initial = (const int *)a.p[5];
+  float *pool = (float *)a.p[6];
+  @TY@ *y = (@TY@ *)a.p[7];
+  int r = blockIdx.x;
+  int c = blockIdx.y * blockDim.x + threadIdx.x;
+  if (c >= @C@) return;
+  float hist[@H1@];
+  float *state = @H@ > 0 ? pool + ((long long)slots[r] * @C@ + c) * @H@ : 0;
+  for (int j = 0; j < @H@; ++j) hist[j] = has_initial[r] ? state[j] : 0.0f;
+  float wr[@K@];
+  for (int j = 0; j < @K@; ++j) wr[j] = ld(w, (long long)c * @K@ + j);
+  float b = @BIAS@ ? ld(bias, c) : 0.0f;
+  for (int t = cu[r]; t < cu[r + 1]; ++t) {
+    float xv = ld(x, (long long)t * @C@ + c);
+    float acc = b + wr[@K@ - 1] * xv;
+    for (int j = 0; j < @H@; ++j) acc += wr[j] * hist[j];
+    st(y, (long long)t * @C@ + c, @SILU@ ? act_silu(acc) : acc);
+    for (int j = 0; j + 1 < @H@; ++j) hist[j] = hist[j + 1];
+    if (@H@ > 0) hist[@H@ - 1] = xv;
+  }
+  for (int j = 0; j < @H@; ++j) state[j] = hist[j];
+)", {{"TX", ty(op.getX())}, {"TW", ty(op.getWeight())}, {"TB", bias ? ty(op.getBias()) : "bf16"},
+     {"TY", ty(op.getResult())}, {"C", str(C)}, {"K", str(K)}, {"H", str(K - 1)},
+     {"H1", str(std::max<int64_t>(K - 1, 1))}, {"BIAS", bias ? "true" : "false"},
+     {"SILU", op.getAct() == "silu" ? "true" : "false"}});
+  LaunchOut &l = launch(kernel("conv1d", body), 128);
+  l.grid[0] = {"num_requests", 1, 1, 0};
+  l.grid[1] = {"", 1, 1, (C + 127) / 128};
+  l.args = {val(id(op.getX())), val(id(op.getWeight())), bias ? val(id(op.getBias())) : null(),
+            val(id(op.getCuSeqlens())), val(id(op.getSlots())), val(id(op.getHasInitialState())),
+            state((int)op.getLayerAttr().getInt(), op.getState().str()), val(id(op.getResult()))};
+}
+
+// The gated delta rule, token by token: block (request, value head, 32 value columns) keeps
+// its [dk, 32] slice of the state in registers, four warps splitting the rows.
+void Emitter::emitGatedDelta(StateScanOp op) {
+  auto in = op.getInputs();
+  int64_t Hk = op.getNumKHeadsAttr().getInt(), Hv = op.getNumVHeadsAttr().getInt();
+  int64_t dk = op.getKDimAttr().getInt(), dv = op.getVDimAttr().getInt();
+  int64_t rows = (dk + 3) / 4; // state rows per warp
+  std::string body = fill(R"(  __shared__ float qs[@DK@], ks[@DK@], red[4][32], scal[4];
+  const @TQ@ *q = (const @TQ@ *)a.p[0];
+  const @TK@ *k = (const @TK@ *)a.p[1];
+  const @TV@ *v = (const @TV@ *)a.p[2];
+  const @TA@ *av = (const @TA@ *)a.p[3];
+  const @TBB@ *bv = (const @TBB@ *)a.p[4];
+  const @TAL@ *A_log = (const @TAL@ *)a.p[5];
+  const @TDT@ *dt_bias = (const @TDT@ *)a.p[6];
+  const int *cu = (const int *)a.p[7];
+  const int *slots = (const int *)a.p[8];
+  const int *has_initial = (const int *)a.p[9];
+  float *pool = (float *)a.p[10];
+  @TO@ *out = (@TO@ *)a.p[11];
+  int r = blockIdx.x, h = blockIdx.y, col = blockIdx.z * 32 + (threadIdx.x & 31), warp = threadIdx.x >> 5;
+  int kh = h / (@HV@ / @HK@);
+  float *S = pool + ((long long)slots[r] * @HV@ + h) * @DK@ * @DV@;
+  float s[@ROWS@];
+  for (int m = 0; m < @ROWS@; ++m) {
+    int i = warp + 4 * m;
+    s[m] = (i < @DK@ && col < @DV@ && has_initial[r]) ? S[(long long)i * @DV@ + col] : 0.0f;
+  }
+  float A = -expf(ld(A_log, h)), dtb = ld(dt_bias, h);
+  for (int t = cu[r]; t < cu[r + 1]; ++t) {
+    // q and k of this key head, l2-normalised (q also scaled by dk^-1/2), staged in shared memory.
+    float pq = 0.0f, pk = 0.0f;
+    for (int i = threadIdx.x; i < @DK@; i += blockDim.x) {
+      float qv = ld(q, (long long)t * @HK@ * @DK@ + kh * @DK@ + i), kv = ld(k, (long long)t * @HK@ * @DK@ + kh * @DK@ + i);
+      qs[i] = qv; ks[i] = kv; pq += qv * qv; pk += kv * kv;
+    }
+    pq = warp_sum(pq); pk = warp_sum(pk);
+    __syncthreads();
+    if ((threadIdx.x & 31) == 0) { red[warp][0] = pq; red[warp][1] = pk; }
+    __syncthreads();
+    float sq = red[0][0] + red[1][0] + red[2][0] + red[3][0], sk = red[0][1] + red[1][1] + red[2][1] + red[3][1];
+    float iq = @L2@ ? rsqrtf(sq + 1e-6f) : 1.0f, ik = @L2@ ? rsqrtf(sk + 1e-6f) : 1.0f;
+    float an = ld(av, (long long)t * @HV@ + h) + dtb;
+    float sp = an > 20.0f ? an : log1pf(expf(an));
+    float decay = expf(A * sp);
+    float beta = @BETASCALE@ / (1.0f + expf(-ld(bv, (long long)t * @HV@ + h)));
+    float u = 0.0f;
+    for (int m = 0; m < @ROWS@; ++m) {
+      int i = warp + 4 * m;
+      float kk = i < @DK@ ? ks[i] * ik : 0.0f;
+      s[m] *= decay;
+      u += s[m] * kk;
+    }
+    __syncthreads();
+    red[warp][threadIdx.x & 31] = u;
+    __syncthreads();
+    u = red[0][threadIdx.x & 31] + red[1][threadIdx.x & 31] + red[2][threadIdx.x & 31] + red[3][threadIdx.x & 31];
+    float vv = col < @DV@ ? ld(v, (long long)t * @HV@ * @DV@ + h * @DV@ + col) : 0.0f;
+    float delta = beta * (vv - u);
+    float o = 0.0f;
+    for (int m = 0; m < @ROWS@; ++m) {
+      int i = warp + 4 * m;
+      if (i < @DK@) {
+        s[m] += ks[i] * ik * delta;
+        o += s[m] * qs[i] * iq * @QSCALE@;
+      }
+    }
+    __syncthreads();
+    red[warp][threadIdx.x & 31] = o;
+    __syncthreads();
+    if (warp == 0 && col < @DV@)
+      st(out, (long long)t * @HV@ * @DV@ + h * @DV@ + col,
+         red[0][threadIdx.x] + red[1][threadIdx.x] + red[2][threadIdx.x] + red[3][threadIdx.x]);
+    __syncthreads();
+  }
+  for (int m = 0; m < @ROWS@; ++m) {
+    int i = warp + 4 * m;
+    if (i < @DK@ && col < @DV@) S[(long long)i * @DV@ + col] = s[m];
+  }
+)", {{"DK", str(dk)}, {"DV", str(dv)}, {"HK", str(Hk)}, {"HV", str(Hv)}, {"ROWS", str(rows)},
+     {"TQ", ty(in[0])}, {"TK", ty(in[1])}, {"TV", ty(in[2])}, {"TA", ty(in[3])}, {"TBB", ty(in[4])},
+     {"TAL", ty(in[5])}, {"TDT", ty(in[6])}, {"TO", ty(op.getResult())},
+     {"L2", op.getQkL2norm() ? "true" : "false"},
+     {"BETASCALE", fmtFloat(op.getBetaScale().convertToDouble())},
+     {"QSCALE", fmtFloat(1.0 / std::sqrt((double)dk))}});
+  LaunchOut &l = launch(kernel("gated_delta", body), 128);
+  l.grid[0] = {"num_requests", 1, 1, 0};
+  l.grid[1] = {"", 1, 1, Hv};
+  l.grid[2] = {"", 1, 1, (dv + 31) / 32};
+  l.args.clear();
+  for (int i = 0; i < 10; ++i)
+    l.args.push_back(val(id(in[i])));
+  l.args.push_back(state((int)op.getLayerAttr().getInt(), op.getState().str()));
+  l.args.push_back(val(id(op.getResult())));
+}
+
 LogicalResult Emitter::emitOp(Operation &op) {
+  if (auto o = dyn_cast<RmsNormGatedOp>(op)) return emitRmsNormGated(o), success();
+  if (auto o = dyn_cast<StateConv1dOp>(op)) return emitConv1d(o), success();
+  if (auto o = dyn_cast<StateScanOp>(op)) {
+    if (o.getKind() == "gated_delta")
+      return emitGatedDelta(o), success();
+    return op.emitError("no CUDA code generation for scan kind ") << o.getKind();
+  }
   if (auto o = dyn_cast<AddRmsNormOp>(op)) return emitAddRmsNorm(o), success();
   if (auto o = dyn_cast<KvRopeAppendOp>(op)) return emitRopeAppend(o), success();
   if (auto o = dyn_cast<EmbedOp>(op)) return emitEmbed(o), success();
@@ -897,7 +1092,8 @@ LogicalResult Emitter::emitOp(Operation &op) {
   }
   if (auto o = dyn_cast<GateOp>(op)) {
     std::string g = cols(o.getG()) == 1 ? "ld(x1, r)" : "ld(x1, i)";
-    return elementwise(op, "gate", "ld(x0, i) / (1.0f + expf(-" + g + "))", o.getResult(),
+    std::string expr = o.getAct() == "none" ? "ld(x0, i) * " + g : "ld(x0, i) / (1.0f + expf(-" + g + "))";
+    return elementwise(op, o.getAct() == "none" ? "mul" : "gate", expr, o.getResult(),
                        {o.getX(), o.getG()}), success();
   }
   if (auto o = dyn_cast<LinearOp>(op)) {

@@ -34,6 +34,11 @@ LogicalResult WeightRefOp::verify() {
       return emitOpError("each source part must be a non-empty list of tensor names");
   }
   auto type = llvm::cast<RankedTensorType>(getType());
+  if (auto regroup = getRegroupAttr()) {
+    auto r = regroup.asArrayRef();
+    if (r.size() < 2 || llvm::any_of(r, [](int64_t v) { return v <= 0; }))
+      return emitOpError("regroup must be [outer, segment sizes...] of positive sizes");
+  }
   if (getCombine() == "none") {
     if (getSources().size() != 1)
       return emitOpError("combine 'none' takes exactly one source part");
@@ -137,7 +142,7 @@ LogicalResult SoftcapOp::verify() {
 }
 
 LogicalResult GateOp::verify() {
-  if (getAct() != "sigmoid")
+  if (getAct() != "sigmoid" && getAct() != "none")
     return emitOpError("unknown activation '") << getAct() << "'";
   if (cols(getG()) != 1 && cols(getG()) != cols(getX()))
     return emitOpError("gate width must be 1 or the input width");
@@ -249,6 +254,87 @@ LogicalResult KvRopeAppendOp::verify() {
   return success();
 }
 
+LogicalResult RmsNormGatedOp::verify() {
+  int64_t width = cols(getX());
+  int64_t group = getGroupAttr() ? getGroupAttr().getInt() : width;
+  if (cols(getZ()) != width || cols(getResult()) != width)
+    return emitOpError("x, z and the result must have the same width");
+  if (group <= 0 || width % group != 0)
+    return emitOpError("group ") << group << " must divide the row width " << width;
+  if (getWeight()) {
+    auto w = tensorType(getWeight());
+    if (w.getRank() != 1 || w.getDimSize(0) != group)
+      return emitOpError("weight must have one entry per feature of a group");
+  }
+  if (getAct() != "silu" && getAct() != "sigmoid")
+    return emitOpError("unknown activation '") << getAct() << "'";
+  if (getOrder() != "norm_gate" && getOrder() != "gate_norm")
+    return emitOpError("unknown order '") << getOrder() << "'";
+  if (getEps().convertToDouble() <= 0)
+    return emitOpError("eps must be positive");
+  return success();
+}
+
+LogicalResult StateConv1dOp::verify() {
+  int64_t channels = cols(getX());
+  auto w = tensorType(getWeight());
+  // The layout of a depthwise torch Conv1d weight, so checkpoints load without reshaping.
+  if (w.getRank() != 3 || w.getDimSize(0) != channels || w.getDimSize(1) != 1 || w.getDimSize(2) < 1)
+    return emitOpError("weight must be [channels, 1, kernel]");
+  if (getBias()) {
+    auto b = tensorType(getBias());
+    if (b.getRank() != 1 || b.getDimSize(0) != channels)
+      return emitOpError("bias must have one entry per channel");
+  }
+  if (getAct() != "none" && getAct() != "silu")
+    return emitOpError("unknown activation '") << getAct() << "'";
+  if (cols(getResult()) != channels)
+    return emitOpError("result width must equal the channel count");
+  return success();
+}
+
+LogicalResult StateScanOp::verify() {
+  auto in = getInputs();
+  auto isIndex = [](Value v) {
+    auto t = llvm::dyn_cast<RankedTensorType>(v.getType());
+    return t && t.getRank() == 1 && t.getElementType().isInteger(32);
+  };
+  auto rowsOf = [](Value v) -> int64_t {
+    auto t = llvm::dyn_cast<RankedTensorType>(v.getType());
+    if (!t || t.getRank() != 2 || !t.isDynamicDim(0) || !t.getElementType().isF32())
+      return -1;
+    return t.getDimSize(1);
+  };
+  if (in.size() < 3 || !isIndex(in[in.size() - 1]) || !isIndex(in[in.size() - 2]) ||
+      !isIndex(in[in.size() - 3]))
+    return emitOpError("the last three operands must be cu_seqlens, slots and has_initial_state");
+  if (getKind() == "gated_delta") {
+    if (in.size() != 10)
+      return emitOpError("kind 'gated_delta' takes q, k, v, a, b, A_log, dt_bias and the metadata");
+    if (!getNumKHeadsAttr() || !getNumVHeadsAttr() || !getKDimAttr() || !getVDimAttr())
+      return emitOpError("kind 'gated_delta' needs num_k_heads, num_v_heads, k_dim and v_dim");
+    int64_t hk = getNumKHeadsAttr().getInt(), hv = getNumVHeadsAttr().getInt();
+    int64_t dk = getKDimAttr().getInt(), dv = getVDimAttr().getInt();
+    if (hk <= 0 || hv <= 0 || dk <= 0 || dv <= 0 || hv % hk != 0)
+      return emitOpError("num_v_heads must be a positive multiple of num_k_heads");
+    if (rowsOf(in[0]) != hk * dk || rowsOf(in[1]) != hk * dk || rowsOf(in[2]) != hv * dv)
+      return emitOpError("q and k must be [T, num_k_heads * k_dim] and v [T, num_v_heads * v_dim]");
+    if (rowsOf(in[3]) != hv || rowsOf(in[4]) != hv)
+      return emitOpError("a and b must be [T, num_v_heads]");
+    for (Value w : {in[5], in[6]}) {
+      auto t = llvm::dyn_cast<RankedTensorType>(w.getType());
+      if (!t || !t.hasStaticShape() || t.getNumElements() != hv)
+        return emitOpError("A_log and dt_bias must have num_v_heads entries");
+    }
+    if (cols(getResult()) != hv * dv)
+      return emitOpError("result width must be num_v_heads * v_dim");
+    if (getBetaScale().convertToDouble() <= 0)
+      return emitOpError("beta_scale must be positive");
+    return success();
+  }
+  return emitOpError("unknown scan kind '") << getKind() << "'";
+}
+
 LogicalResult RowsGatherOp::verify() {
   if (cols(getResult()) != cols(getX()))
     return emitOpError("result width must equal the input width");
@@ -289,6 +375,25 @@ LogicalResult MoeExpertsOp::verify() {
   }
   return success();
 }
+
+int64_t StateConv1dOp::getStateLayer() { return (int64_t)getLayer(); }
+llvm::StringRef StateConv1dOp::getStateName() { return getState(); }
+// The last K - 1 inputs of each channel.
+llvm::SmallVector<int64_t> StateConv1dOp::getStateShape() {
+  auto w = llvm::cast<RankedTensorType>(getWeight().getType());
+  return {w.getDimSize(0), w.getDimSize(2) - 1};
+}
+
+int64_t StateScanOp::getStateLayer() { return (int64_t)getLayer(); }
+llvm::StringRef StateScanOp::getStateName() { return getState(); }
+llvm::SmallVector<int64_t> StateScanOp::getStateShape() {
+  auto attr = [](std::optional<uint64_t> v) { return (int64_t)v.value_or(0); };
+  if (getKind() == "gated_delta") // one dk x dv matrix per value head
+    return {attr(getNumVHeads()), attr(getKDim()), attr(getVDim())};
+  return {};
+}
+
+#include "dialects/cbc/CbcInterfaces.cpp.inc"
 
 #define GET_OP_CLASSES
 #include "dialects/cbc/CbcOps.cpp.inc"

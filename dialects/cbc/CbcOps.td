@@ -4,6 +4,7 @@
 #define CBC_OPS_TD
 
 include "dialects/cbc/CbcDialect.td"
+include "dialects/cbc/CbcInterfaces.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 include "mlir/IR/BuiltinAttributes.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
@@ -25,10 +26,15 @@ def Cbc_WeightRefOp : Cbc_Op<"weight.ref", [Pure]> {
   let description = [{
     Names one weight of the step program and says how it is assembled from the tensors of a
     Hugging Face checkpoint, by their HF names. `sources` is a list of parts; each part is a list
-    of HF tensor names concatenated along dimension 0. With `combine = "none"` there is exactly
-    one part; with `combine = "stack"` the parts are stacked along a new leading dimension (one
-    part per expert). `transpose` swaps the last two dimensions of every part (checkpoints that
-    store `x @ W` rather than `W x`). The loader checks every source's shape against the result.
+    of HF tensor names concatenated along dimension 0. `regroup = [outer, s0, s1, ...]` then
+    views the leading `outer * (s0 + s1 + ...)` rows of each part as `outer` groups of segments
+    `s0, s1, ...` and reorders them segment first (all groups' s0 rows, then all s1 rows, ...);
+    later rows stay in place: checkpoints that interleave q/gate or q/k/v/z per head become
+    contiguous blocks. With `combine = "none"` there is exactly one part;
+    with `combine = "stack"` the parts are stacked along a new leading dimension (one part per
+    expert). `transpose` swaps the last two dimensions of every part (checkpoints that store
+    `x @ W` rather than `W x`). The loader checks every source's shape against the result;
+    singleton dimensions may differ (a `[C, 1, K]` conv weight serves as `[C, K]`).
 
     ```mlir
     %w = cbc.weight.ref "layers.0.gate_up" {combine = "none",
@@ -37,7 +43,8 @@ def Cbc_WeightRefOp : Cbc_Op<"weight.ref", [Pure]> {
     ```
   }];
   let arguments = (ins StrAttr:$name, ArrayAttr:$sources,
-                   DefaultValuedStrAttr<StrAttr, "none">:$combine, UnitAttr:$transpose);
+                   DefaultValuedStrAttr<StrAttr, "none">:$combine, UnitAttr:$transpose,
+                   OptionalAttr<DenseI64ArrayAttr>:$regroup);
   let results = (outs Cbc_Weight:$result);
   let assemblyFormat = "$name attr-dict `:` type($result)";
   let hasVerifier = 1;
@@ -167,7 +174,8 @@ def Cbc_GateOp : Cbc_Op<"math.gate", [Pure]> {
   let summary = "Multiplies rows by an activated gate.";
   let description = [{
     `result = x * act(g)`, where `g` has either the width of `x` or width 1 (one gate per row,
-    broadcast). `act` is `sigmoid`. Used by shared-expert gates and attention output gates.
+    broadcast). `act` is `sigmoid` (shared-expert and attention output gates) or `none` (a plain
+    product, as in LFM2's gated convolution).
   }];
   let arguments = (ins Cbc_Rows:$x, Cbc_Rows:$g, DefaultValuedStrAttr<StrAttr, "sigmoid">:$act);
   let results = (outs Cbc_Rows:$result);
@@ -185,6 +193,22 @@ def Cbc_AddRmsNormOp : Cbc_Op<"math.add_rms_norm", [Pure]> {
                    DefaultValuedAttr<F64Attr, "0.0">:$offset);
   let results = (outs Cbc_Rows:$sum, Cbc_Rows:$normed);
   let assemblyFormat = "$lhs `,` $rhs (`,` $weight^)? attr-dict `:` type(operands) `->` type($sum) `,` type($normed)";
+  let hasVerifier = 1;
+}
+
+def Cbc_RmsNormGatedOp : Cbc_Op<"math.rms_norm_gated", [Pure]> {
+  let summary = "RMS norm combined with a gate, in either order.";
+  let description = [{
+    Over groups of `group` features: with `order = "norm_gate"`,
+    `y = rmsnorm(x) * (w + offset) * act(z)` (gated delta nets); with `"gate_norm"`,
+    `y = rmsnorm(x * act(z)) * (w + offset)` (Mamba2). `act` is `silu` or `sigmoid`.
+  }];
+  let arguments = (ins Cbc_Rows:$x, Cbc_Rows:$z, Optional<Cbc_Weight>:$weight, F64Attr:$eps,
+                   DefaultValuedAttr<F64Attr, "0.0">:$offset, OptionalAttr<I64Attr>:$group,
+                   DefaultValuedStrAttr<StrAttr, "silu">:$act,
+                   DefaultValuedStrAttr<StrAttr, "norm_gate">:$order);
+  let results = (outs Cbc_Rows:$result);
+  let assemblyFormat = "$x `,` $z (`,` $weight^)? attr-dict `:` type(operands) `->` type($result)";
   let hasVerifier = 1;
 }
 
@@ -261,6 +285,55 @@ def Cbc_KvRopeAppendOp : Cbc_Op<"kv.rope_append", [MemoryEffects<[MemWrite]>, At
                    OptionalAttr<I64Attr>:$dynamic_max_positions);
   let results = (outs Cbc_Rows:$q);
   let assemblyFormat = "$qkv `,` $positions `,` $seq_ids `,` $prompt_lens `,` $slots `,` $block_tables (`norms` `(` $q_norm^ `,` $k_norm `)`)? attr-dict `:` functional-type(operands, $q)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------------------===//
+// Per-request states
+//===----------------------------------------------------------------------------------===//
+
+def Cbc_StateConv1dOp : Cbc_Op<"state.conv1d", [MemoryEffects<[MemRead, MemWrite]>,
+    DeclareOpInterfaceMethods<Cbc_StatefulOpInterface>]> {
+  let summary = "Causal depthwise convolution over packed rows, carrying inputs per request.";
+  let description = [{
+    For each request `r` (rows `cu_seqlens[r]` to `cu_seqlens[r+1]`), the rows are prefixed
+    with the request's state, the last `K - 1` inputs it has seen (zeros unless
+    `has_initial_state[r]`), and channel `c` of row `t` becomes
+    `act(bias[c] + sum_j weight[c, j] * xe[t + j])`, where tap `K - 1` is the row itself.
+    The state in slot `slots[r]` is then the last `K - 1` inputs. The layer declares the state
+    `conv` of shape `[C, K - 1]`. `act` is `none` or `silu`.
+  }];
+  let arguments = (ins Cbc_Rows:$x, Cbc_Weight:$weight, Optional<Cbc_Weight>:$bias,
+                   Cbc_Index:$cu_seqlens, Cbc_Index:$slots, Cbc_Index:$has_initial_state,
+                   I64Attr:$layer, DefaultValuedStrAttr<StrAttr, "none">:$act,
+                   DefaultValuedStrAttr<StrAttr, "conv">:$state);
+  let results = (outs Cbc_Rows:$result);
+  let assemblyFormat = "$x `,` $weight (`bias` `(` $bias^ `)`)? `,` $cu_seqlens `,` $slots `,` $has_initial_state attr-dict `:` functional-type(operands, $result)";
+  let hasVerifier = 1;
+}
+
+def Cbc_StateScanOp : Cbc_Op<"state.scan", [MemoryEffects<[MemRead, MemWrite]>,
+    DeclareOpInterfaceMethods<Cbc_StatefulOpInterface>]> {
+  let summary = "A recurrent scan over packed rows with a fixed-size state per request.";
+  let description = [{
+    Each request's rows are scanned in order from the state in `slots[r]` (zeros unless
+    `has_initial_state[r]`), and the final state is written back. The last three operands are
+    always `cu_seqlens, slots, has_initial_state`; the others depend on `kind`.
+
+    `kind = "gated_delta"`: inputs `q, k [T, Hk * dk]`, `v [T, Hv * dv]`, `a, b [T, Hv]` and
+    weights `A_log, dt_bias [Hv]`. Value head `h` uses key head `h / (Hv / Hk)`. Per token, in
+    fp32: `g = -exp(A_log) * softplus(a + dt_bias)`, `beta = beta_scale * sigmoid(b)`, q and k
+    l2-normalised (eps 1e-6) when `qk_l2norm`, q scaled by `dk^-1/2`, then
+    `S = exp(g) S; S += k (beta (v - S^T k))^T; o = S^T q` with `S [Hv, dk, dv]`. The layer
+    declares the state `recurrent` of shape `[Hv, dk, dv]` in fp32. The result is `[T, Hv * dv]`.
+  }];
+  let arguments = (ins Variadic<AnyRankedTensor>:$inputs, StrAttr:$kind, I64Attr:$layer,
+                   OptionalAttr<I64Attr>:$num_k_heads, OptionalAttr<I64Attr>:$num_v_heads,
+                   OptionalAttr<I64Attr>:$k_dim, OptionalAttr<I64Attr>:$v_dim,
+                   DefaultValuedAttr<F64Attr, "1.0">:$beta_scale, UnitAttr:$qk_l2norm,
+                   DefaultValuedStrAttr<StrAttr, "recurrent">:$state);
+  let results = (outs Cbc_Rows:$result);
+  let assemblyFormat = "$inputs attr-dict `:` functional-type($inputs, $result)";
   let hasVerifier = 1;
 }
 

@@ -43,7 +43,7 @@ private:
   }
   Value weight(const std::string &name, ArrayRef<int64_t> shape,
                const std::vector<std::vector<std::string>> &parts, bool stack = false,
-               bool transpose = false) {
+               bool transpose = false, ArrayRef<int64_t> regroup = {}) {
     SmallVector<Attribute> partAttrs;
     for (const auto &names : parts) {
       SmallVector<Attribute> n;
@@ -54,7 +54,9 @@ private:
     auto op = WeightRefOp::create(b_, loc_, RankedTensorType::get(shape, wtype_),
                                      b_.getStringAttr(name), b_.getArrayAttr(partAttrs),
                                      b_.getStringAttr(stack ? "stack" : "none"),
-                                     transpose ? b_.getUnitAttr() : UnitAttr());
+                                     transpose ? b_.getUnitAttr() : UnitAttr(),
+                                     regroup.empty() ? DenseI64ArrayAttr()
+                                                     : b_.getDenseI64ArrayAttr(regroup));
     return op.getResult();
   }
   Value weight(const std::string &name, ArrayRef<int64_t> shape, const std::string &hfName) {
@@ -62,6 +64,9 @@ private:
   }
   std::string hf(int64_t layer, const std::string &rest) {
     return spec_.prefix + "layers." + std::to_string(layer) + "." + rest;
+  }
+  std::string mlpName(int64_t layer, const std::string &rest) {
+    return hf(layer, spec_.names.mlp + "." + rest);
   }
   std::string prog(int64_t layer, const std::string &rest) {
     return "layers." + std::to_string(layer) + "." + rest;
@@ -84,6 +89,29 @@ private:
     return LinearOp::create(b_, loc_, rows(n), x, w, bias).getResult();
   }
   Value attention(int64_t layer, Value x);
+  Value gatedDeltaNet(int64_t layer, Value x);
+  Value shortConv(int64_t layer, Value x);
+  Value mixer(int64_t layer, Value x);
+  std::string attn(int64_t layer, const std::string &rest) {
+    return hf(layer, spec_.names.attn + "." + rest);
+  }
+  Value split(Value x, ArrayRef<int64_t> widths) {
+    SmallVector<Type> types;
+    for (int64_t w : widths)
+      types.push_back(rows(w));
+    return SplitOp::create(b_, loc_, types, x).getResult(0);
+  }
+  SmallVector<Value> splitAll(Value x, ArrayRef<int64_t> widths) {
+    SmallVector<Type> types;
+    for (int64_t w : widths)
+      types.push_back(rows(w));
+    auto op = SplitOp::create(b_, loc_, types, x);
+    return SmallVector<Value>(op.getResults().begin(), op.getResults().end());
+  }
+  Value mul(Value x, Value g) {
+    auto width = llvm::cast<RankedTensorType>(x.getType()).getDimSize(1);
+    return GateOp::create(b_, loc_, rows(width), x, g, b_.getStringAttr("none")).getResult();
+  }
   Value denseMlp(int64_t layer, Value x);
   Value moeMlp(int64_t layer, Value x);
   Value sharedExpert(int64_t layer, Value x);
@@ -94,7 +122,8 @@ private:
   Location loc_;
   Type wtype_;
   // step arguments
-  Value tokens_, positions_, seqIds_, cuSeqlens_, kvLens_, blockTables_, logitRows_, promptLens_, slots_;
+  Value tokens_, positions_, seqIds_, cuSeqlens_, kvLens_, blockTables_, logitRows_, promptLens_, slots_,
+      hasInitial_;
 };
 
 Value StepBuilder::rope(const RopeSpec &r, Value x) {
@@ -113,75 +142,186 @@ Value StepBuilder::rope(const RopeSpec &r, Value x) {
 
 Value StepBuilder::attention(int64_t layer, Value x) {
   const AttentionSpec &a = spec_.attn;
+  const Names &n = spec_.names;
   const LayerSpec &L = spec_.layers[layer];
-  int64_t qw = a.num_heads * a.head_dim, kw = a.num_kv_heads * a.head_dim;
+  int64_t D = a.head_dim, qw = a.num_heads * D, kw = a.num_kv_heads * D;
+  int64_t gw = a.output_gate ? qw : 0; // the per-head output gate rides in q_proj
   int64_t H = spec_.hidden_size;
 
   // One fused q|k|v projection: a single GEMM per layer.
   Value wqkv, bqkv;
   if (spec_.weight_style == WeightStyle::Phi3) {
-    wqkv = weight(prog(layer, "attn.qkv"), {qw + 2 * kw, H}, hf(layer, "self_attn.qkv_proj.weight"));
+    wqkv = weight(prog(layer, "attn.qkv"), {qw + 2 * kw, H}, attn(layer, "qkv_proj.weight"));
   } else {
-    wqkv = weight(prog(layer, "attn.qkv"), {qw + 2 * kw, H},
-                  {{hf(layer, "self_attn.q_proj.weight"), hf(layer, "self_attn.k_proj.weight"),
-                    hf(layer, "self_attn.v_proj.weight")}});
+    // q_proj interleaves [q | gate] per head; regrouping makes it [q all | gate all].
+    SmallVector<int64_t> regroup;
+    if (a.output_gate)
+      regroup = {a.num_heads, D, D};
+    wqkv = weight(prog(layer, "attn.qkv"), {qw + gw + 2 * kw, H},
+                  {{attn(layer, "q_proj.weight"), attn(layer, "k_proj.weight"),
+                    attn(layer, "v_proj.weight")}},
+                  false, false, regroup);
     if (a.qkv_bias)
-      bqkv = weight(prog(layer, "attn.qkv_bias"), {qw + 2 * kw},
-                    {{hf(layer, "self_attn.q_proj.bias"), hf(layer, "self_attn.k_proj.bias"),
-                      hf(layer, "self_attn.v_proj.bias")}});
+      bqkv = weight(prog(layer, "attn.qkv_bias"), {qw + gw + 2 * kw},
+                    {{attn(layer, "q_proj.bias"), attn(layer, "k_proj.bias"), attn(layer, "v_proj.bias")}},
+                    false, false, regroup);
   }
   Value qkv = linear(x, wqkv, bqkv);
-  auto split = SplitOp::create(b_, loc_, TypeRange{rows(qw), rows(kw), rows(kw)}, qkv);
-  Value q = split.getResult(0), k = split.getResult(1), v = split.getResult(2);
+  SmallVector<Value> parts = a.output_gate ? splitAll(qkv, {qw, gw, kw, kw}) : splitAll(qkv, {qw, kw, kw});
+  Value q = parts[0], k = parts[a.output_gate ? 2 : 1], v = parts[a.output_gate ? 3 : 2];
   if (a.qk_norm) {
-    q = norm(q, weight(prog(layer, "attn.q_norm"), {a.head_dim}, hf(layer, "self_attn.q_norm.weight")),
-             a.head_dim);
-    k = norm(k, weight(prog(layer, "attn.k_norm"), {a.head_dim}, hf(layer, "self_attn.k_norm.weight")),
-             a.head_dim);
+    // Per head, or over the whole projection (OLMo).
+    int64_t qg = a.qk_norm_whole ? qw : D, kg = a.qk_norm_whole ? kw : D;
+    q = norm(q, weight(prog(layer, "attn.q_norm"), {qg}, attn(layer, n.q_norm + ".weight")), qg);
+    k = norm(k, weight(prog(layer, "attn.k_norm"), {kg}, attn(layer, n.k_norm + ".weight")), kg);
   }
-  q = rope(L.rope, q);
-  k = rope(L.rope, k);
+  if (a.rope) {
+    q = rope(L.rope, q);
+    k = rope(L.rope, k);
+  }
 
   auto optI64 = [&](int64_t v) { return v > 0 ? b_.getI64IntegerAttr(v) : IntegerAttr(); };
   KvAppendOp::create(b_, loc_, k, v, positions_, seqIds_, slots_, blockTables_,
-                        b_.getI64IntegerAttr(layer), b_.getI64IntegerAttr(a.num_kv_heads),
-                        b_.getI64IntegerAttr(a.head_dim), optI64(L.window), IntegerAttr(),
-                        IntegerAttr());
+                     b_.getI64IntegerAttr(layer), b_.getI64IntegerAttr(a.num_kv_heads),
+                     b_.getI64IntegerAttr(D), optI64(L.window), IntegerAttr(), IntegerAttr());
   Value sinks;
   if (a.sinks)
-    sinks = weight(prog(layer, "attn.sinks"), {a.num_heads}, hf(layer, "self_attn.sinks"));
-  Value o = KvAttentionOp::create(b_, loc_, rows(qw), q, positions_, seqIds_, cuSeqlens_, kvLens_, slots_, blockTables_, sinks,
-                 b_.getI64IntegerAttr(layer), b_.getI64IntegerAttr(a.num_heads),
-                 b_.getI64IntegerAttr(a.num_kv_heads), b_.getI64IntegerAttr(a.head_dim),
-                 b_.getF64FloatAttr(a.scale), optI64(L.window), IntegerAttr(),
-                 a.softcap > 0 ? b_.getF64FloatAttr(a.softcap) : FloatAttr(), IntegerAttr())
+    sinks = weight(prog(layer, "attn.sinks"), {a.num_heads}, attn(layer, "sinks"));
+  Value o = KvAttentionOp::create(b_, loc_, rows(qw), q, positions_, seqIds_, cuSeqlens_, kvLens_,
+                                  slots_, blockTables_, sinks, b_.getI64IntegerAttr(layer),
+                                  b_.getI64IntegerAttr(a.num_heads), b_.getI64IntegerAttr(a.num_kv_heads),
+                                  b_.getI64IntegerAttr(D), b_.getF64FloatAttr(a.scale), optI64(L.window),
+                                  IntegerAttr(), a.softcap > 0 ? b_.getF64FloatAttr(a.softcap) : FloatAttr(),
+                                  IntegerAttr())
                 .getResult();
-  Value wo = weight(prog(layer, "attn.o"), {H, qw}, hf(layer, "self_attn.o_proj.weight"));
+  if (a.output_gate)
+    o = GateOp::create(b_, loc_, rows(qw), o, parts[1], b_.getStringAttr("sigmoid")).getResult();
+  Value wo = weight(prog(layer, "attn.o"), {H, qw}, attn(layer, n.o_proj + ".weight"));
   Value bo;
   if (a.o_bias)
-    bo = weight(prog(layer, "attn.o_bias"), {H}, hf(layer, "self_attn.o_proj.bias"));
+    bo = weight(prog(layer, "attn.o_bias"), {H}, attn(layer, n.o_proj + ".bias"));
   return linear(o, wo, bo);
 }
 
+// A gated delta net: projections, a causal conv over q|k|v with a per-request state, the gated
+// delta rule with a per-request state, a gated norm and the output projection.
+Value StepBuilder::gatedDeltaNet(int64_t layer, Value x) {
+  const GdnSpec &g = spec_.gdn;
+  int64_t H = spec_.hidden_size, kd = g.k_heads * g.k_dim, vd = g.v_heads * g.v_dim, r = g.v_heads / g.k_heads;
+  int64_t C = 2 * kd + vd, nv = g.v_heads;
+  auto m = [&](const std::string &rest) { return hf(layer, spec_.names.linear_attn + "." + rest); };
+  Value qkv, z, b, a;
+  switch (g.projections) {
+  case GdnSpec::Projections::Grouped: {
+    // in_proj_qkvz holds [q | k | v | z] per key head, in_proj_ba holds [b | a] per key head.
+    Value wqkvz = weight(prog(layer, "gdn.qkvz"), {C + vd, H}, {{m("in_proj_qkvz.weight")}}, false,
+                         false, {g.k_heads, g.k_dim, g.k_dim, r * g.v_dim, r * g.v_dim});
+    Value wba = weight(prog(layer, "gdn.ba"), {2 * nv, H}, {{m("in_proj_ba.weight")}}, false, false,
+                       {g.k_heads, r, r});
+    auto p1 = splitAll(linear(x, wqkvz), {C, vd});
+    auto p2 = splitAll(linear(x, wba), {nv, nv});
+    qkv = p1[0], z = p1[1], b = p2[0], a = p2[1];
+    break;
+  }
+  case GdnSpec::Projections::Flat:
+  case GdnSpec::Projections::Separate: {
+    std::vector<std::string> names =
+        g.projections == GdnSpec::Projections::Flat
+            ? std::vector<std::string>{m("in_proj_qkv.weight"), m("in_proj_z.weight"), m("in_proj_b.weight"),
+                                       m("in_proj_a.weight")}
+            : std::vector<std::string>{m("q_proj.weight"), m("k_proj.weight"), m("v_proj.weight"),
+                                       m("g_proj.weight"), m("b_proj.weight"), m("a_proj.weight")};
+    Value w = weight(prog(layer, "gdn.in"), {C + vd + 2 * nv, H}, {names});
+    auto p = splitAll(linear(x, w), {C, vd, nv, nv});
+    qkv = p[0], z = p[1], b = p[2], a = p[3];
+    break;
+  }
+  }
+  std::vector<std::string> convNames = g.projections == GdnSpec::Projections::Separate
+                                           ? std::vector<std::string>{m("q_conv1d.weight"), m("k_conv1d.weight"),
+                                                                      m("v_conv1d.weight")}
+                                           : std::vector<std::string>{m("conv1d.weight")};
+  Value convW = weight(prog(layer, "gdn.conv"), {C, 1, g.conv_kernel}, {convNames});
+  Value conv = StateConv1dOp::create(b_, loc_, rows(C), qkv, convW, Value(), cuSeqlens_, slots_,
+                                     hasInitial_, b_.getI64IntegerAttr(layer), b_.getStringAttr("silu"),
+                                     b_.getStringAttr("conv"))
+                   .getResult();
+  auto qkvParts = splitAll(conv, {kd, kd, vd});
+  Value aLog = weight(prog(layer, "gdn.A_log"), {nv}, m("A_log"));
+  Value dtBias = weight(prog(layer, "gdn.dt_bias"), {nv}, m("dt_bias"));
+  Value o = StateScanOp::create(b_, loc_, rows(vd),
+                                ValueRange{qkvParts[0], qkvParts[1], qkvParts[2], a, b, aLog, dtBias,
+                                           cuSeqlens_, slots_, hasInitial_},
+                                b_.getStringAttr("gated_delta"), b_.getI64IntegerAttr(layer),
+                                b_.getI64IntegerAttr(g.k_heads), b_.getI64IntegerAttr(g.v_heads),
+                                b_.getI64IntegerAttr(g.k_dim), b_.getI64IntegerAttr(g.v_dim),
+                                b_.getF64FloatAttr(g.beta_scale), b_.getUnitAttr(),
+                                b_.getStringAttr("recurrent"))
+                .getResult();
+  Value normW = weight(prog(layer, "gdn.norm"), {g.v_dim}, m(g.projections == GdnSpec::Projections::Separate
+                                                                 ? "o_norm.weight" : "norm.weight"));
+  o = RmsNormGatedOp::create(b_, loc_, rows(vd), o, z, normW, b_.getF64FloatAttr(g.norm_eps),
+                             b_.getF64FloatAttr(0.0), b_.getI64IntegerAttr(g.v_dim),
+                             b_.getStringAttr("silu"), b_.getStringAttr("norm_gate"))
+          .getResult();
+  std::string outName = g.projections == GdnSpec::Projections::Separate ? "o_proj.weight" : "out_proj.weight";
+  return linear(o, weight(prog(layer, "gdn.out"), {H, vd}, m(outName)));
+}
+
+// LFM2's gated short convolution: y = out_proj(C * conv(B * x)).
+Value StepBuilder::shortConv(int64_t layer, Value x) {
+  const ShortConvSpec &c = spec_.short_conv;
+  int64_t H = spec_.hidden_size;
+  auto m = [&](const std::string &rest) { return hf(layer, spec_.names.conv + "." + rest); };
+  Value inBias, outBias, convBias;
+  if (c.bias) {
+    inBias = weight(prog(layer, "conv.in_bias"), {3 * H}, m("in_proj.bias"));
+    outBias = weight(prog(layer, "conv.out_bias"), {H}, m("out_proj.bias"));
+    convBias = weight(prog(layer, "conv.conv_bias"), {H}, m("conv.bias"));
+  }
+  auto bcx = splitAll(linear(x, weight(prog(layer, "conv.in"), {3 * H, H}, m("in_proj.weight")), inBias),
+                      {H, H, H});
+  Value bx = mul(bcx[0], bcx[2]);
+  Value convW = weight(prog(layer, "conv.conv"), {H, 1, c.kernel}, m("conv.weight"));
+  Value y = StateConv1dOp::create(b_, loc_, rows(H), bx, convW, convBias, cuSeqlens_, slots_, hasInitial_,
+                                  b_.getI64IntegerAttr(layer), b_.getStringAttr("none"),
+                                  b_.getStringAttr("conv"))
+                .getResult();
+  y = mul(bcx[1], y);
+  return linear(y, weight(prog(layer, "conv.out"), {H, H}, m("out_proj.weight")), outBias);
+}
+
+Value StepBuilder::mixer(int64_t layer, Value x) {
+  switch (spec_.layers[layer].kind) {
+  case LayerKind::LinearAttention:
+    return gatedDeltaNet(layer, x);
+  case LayerKind::ShortConv:
+    return shortConv(layer, x);
+  default:
+    return attention(layer, x);
+  }
+}
+
 Value StepBuilder::denseMlp(int64_t layer, Value x) {
+  const Names &nm = spec_.names;
   int64_t I = spec_.mlp.intermediate, H = spec_.hidden_size;
   Value wgu;
   if (spec_.weight_style == WeightStyle::Phi3)
     wgu = weight(prog(layer, "mlp.gate_up"), {2 * I, H}, hf(layer, "mlp.gate_up_proj.weight"));
   else
-    wgu = weight(prog(layer, "mlp.gate_up"), {2 * I, H},
-                 {{hf(layer, "mlp.gate_proj.weight"), hf(layer, "mlp.up_proj.weight")}});
+    wgu = weight(prog(layer, "mlp.gate_up"), {2 * I, H}, {{mlpName(layer, nm.gate + ".weight"),
+                                                            mlpName(layer, nm.up + ".weight")}});
   Value bgu, bdown;
   if (spec_.mlp.bias) {
     bgu = weight(prog(layer, "mlp.gate_up_bias"), {2 * I},
-                 {{hf(layer, "mlp.gate_proj.bias"), hf(layer, "mlp.up_proj.bias")}});
-    bdown = weight(prog(layer, "mlp.down_bias"), {H}, hf(layer, "mlp.down_proj.bias"));
+                 {{mlpName(layer, nm.gate + ".bias"), mlpName(layer, nm.up + ".bias")}});
+    bdown = weight(prog(layer, "mlp.down_bias"), {H}, mlpName(layer, nm.down + ".bias"));
   }
   Value gu = linear(x, wgu, bgu);
   Value act = GluOp::create(b_, loc_, rows(I), gu, b_.getStringAttr(spec_.mlp.act),
                                b_.getStringAttr("halves"), FloatAttr(), FloatAttr())
                   .getResult();
-  Value wdown = weight(prog(layer, "mlp.down"), {H, I}, hf(layer, "mlp.down_proj.weight"));
+  Value wdown = weight(prog(layer, "mlp.down"), {H, I}, mlpName(layer, nm.down + ".weight"));
   return linear(act, wdown, bdown);
 }
 
@@ -288,6 +428,7 @@ OwningOpRef<ModuleOp> StepBuilder::build() {
   logitRows_ = body->getArgument(6);
   promptLens_ = body->getArgument(7);
   slots_ = body->getArgument(8);
+  hasInitial_ = body->getArgument(9);
 
   int64_t H = spec_.hidden_size, V = spec_.vocab_size;
   std::string embedName = spec_.prefix + "embed_tokens.weight";
@@ -303,20 +444,23 @@ OwningOpRef<ModuleOp> StepBuilder::build() {
   }
   Value x = EmbedOp::create(b_, loc_, rows(H), tokens_, table, b_.getF64FloatAttr(embedScale))
                 .getResult();
+  const Names &nm = spec_.names;
   for (int64_t l = 0; l < spec_.num_layers; ++l) {
-    Value h = attention(l, layerNorm(l, "input_layernorm", x));
-    if (spec_.sandwich_norms)
-      h = layerNorm(l, "post_attention_layernorm", h);
+    bool post = spec_.layers[l].post_norm;
+    // Pre-norm (x + f(norm(x))), sandwich (x + norm(f(norm(x)))) or post-norm (x + norm(f(x))).
+    Value h = mixer(l, post ? x : layerNorm(l, nm.input_norm, x));
+    if (spec_.sandwich_norms || post)
+      h = layerNorm(l, nm.post_attn_norm, h);
     x = AddOp::create(b_, loc_, x, h).getResult();
-    Value m = layerNorm(l, spec_.sandwich_norms ? "pre_feedforward_layernorm" : "post_attention_layernorm", x);
+    Value m = post ? x : layerNorm(l, spec_.sandwich_norms ? nm.pre_ff_norm : nm.post_attn_norm, x);
     m = spec_.layers[l].moe ? moeMlp(l, m) : denseMlp(l, m);
-    if (spec_.sandwich_norms)
-      m = layerNorm(l, "post_feedforward_layernorm", m);
+    if (spec_.sandwich_norms || post)
+      m = layerNorm(l, nm.post_ff_norm, m);
     x = AddOp::create(b_, loc_, x, m).getResult();
   }
   // The LM head runs only on each request's last row.
   x = RowsGatherOp::create(b_, loc_, rows(H), x, logitRows_).getResult();
-  x = norm(x, weight("final_norm", {H}, spec_.prefix + "norm.weight"));
+  x = norm(x, weight("final_norm", {H}, spec_.prefix + nm.final_norm + ".weight"));
   Value head = spec_.tie_word_embeddings ? table : weight("lm_head", {V, H}, spec_.lm_head);
   Value logits = linear(x, head);
   if (spec_.final_softcap > 0)

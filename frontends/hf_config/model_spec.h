@@ -38,13 +38,19 @@ struct RopeSpec {
   int64_t dynamic_max_positions = 0;
 };
 
-enum class LayerKind { FullAttention, SlidingAttention };
+enum class LayerKind {
+  FullAttention,
+  SlidingAttention,
+  LinearAttention, // a gated delta net mixer (per-request conv and recurrent states)
+  ShortConv,       // LFM2's gated short convolution (a per-request conv state)
+};
 
 struct LayerSpec {
   LayerKind kind = LayerKind::FullAttention;
   int64_t window = 0; // keys with j > p - window; 0 = unbounded
   RopeSpec rope;
   bool moe = false;   // MoE MLP rather than the dense MLP
+  bool post_norm = false; // x + norm(f(x)) rather than x + f(norm(x)) (OLMo attention layers)
 };
 
 struct AttentionSpec {
@@ -54,6 +60,25 @@ struct AttentionSpec {
   bool qk_norm = false;  // RMSNorm over each head of q and k, before RoPE
   double softcap = 0.0;  // attention score soft-capping; 0 = none
   bool sinks = false;    // one learned logit per head in the softmax denominator
+  bool output_gate = false; // q_proj also yields a per-head gate: o * sigmoid(gate) (Qwen3-Next)
+  bool rope = true;         // false: no position embedding (NoPE)
+  bool qk_norm_whole = false; // q/k norms over the whole projection rather than per head (OLMo)
+  bool post_norm = false;   // norms after attention and MLP, OLMo style: x + norm(f(x))
+};
+
+// A gated delta net mixer.
+struct GdnSpec {
+  int64_t k_heads = 0, v_heads = 0, k_dim = 0, v_dim = 0, conv_kernel = 4;
+  double beta_scale = 1.0; // 2 when negative eigenvalues are allowed (OLMo-Hybrid)
+  double norm_eps = 1e-6;  // the gated output norm's
+  // How the checkpoint lays out the input projections.
+  enum class Projections { Grouped, Flat, Separate } projections = Projections::Flat;
+};
+
+// LFM2's gated short convolution.
+struct ShortConvSpec {
+  int64_t kernel = 3;
+  bool bias = false;
 };
 
 struct MlpSpec {
@@ -72,6 +97,17 @@ struct MoeSpec {
   bool expert_bias = false;
   int64_t shared_intermediate = 0; // 0 = no shared expert
   bool shared_gate = false;        // sigmoid(x . w) scales the shared expert
+};
+
+// Module and tensor names inside a decoder layer, where families differ from Llama's.
+struct Names {
+  std::string input_norm = "input_layernorm", post_attn_norm = "post_attention_layernorm";
+  std::string pre_ff_norm = "pre_feedforward_layernorm", post_ff_norm = "post_feedforward_layernorm";
+  std::string attn = "self_attn", o_proj = "o_proj", q_norm = "q_norm", k_norm = "k_norm";
+  std::string mlp = "mlp", gate = "gate_proj", up = "up_proj", down = "down_proj";
+  std::string final_norm = "norm";
+  std::string linear_attn = "linear_attn"; // the gated delta net module
+  std::string conv = "conv";               // LFM2's short-conv module
 };
 
 // How checkpoint tensors are named and laid out; set per family.
@@ -102,6 +138,9 @@ struct ModelSpec {
   AttentionSpec attn;
   MlpSpec mlp;
   MoeSpec moe;
+  GdnSpec gdn;
+  ShortConvSpec short_conv;
+  Names names;
   std::vector<LayerSpec> layers;
   WeightStyle weight_style = WeightStyle::Llama;
   ExpertStyle expert_style = ExpertStyle::None;

@@ -1,5 +1,6 @@
 // config.json -> ModelSpec. All of transformers' derivation rules for the supported families
 // live here: layer types, sliding windows, RoPE resolution, MoE placement and naming.
+#include <algorithm>
 #include "frontends/hf_config/config_reader.h"
 #include "frontends/hf_config/model_spec.h"
 #include "frontends/hf_config/rope.h"
@@ -26,8 +27,8 @@ struct FamilyDefaults {
   const char *act = "silu";
   // Sizes the config class fills in when a multimodal wrapper's text_config omits them; a
   // top-level config must state its sizes.
-  std::map<std::string, int64_t> text_config_sizes = {};
   bool partial_rotary = false; // rotates only the leading partial_rotary_factor of each head
+  std::map<std::string, int64_t> text_config_sizes = {};
 };
 
 using RopeDicts = std::map<std::string, nlohmann::json>;
@@ -119,7 +120,16 @@ void assignRope(const ConfigReader &r, ModelSpec &spec, std::map<std::string, js
 }
 
 // layer_types given explicitly, validated against the supported kinds and the layer count.
-std::vector<LayerKind> explicitLayerTypes(const ConfigReader &r, int64_t layers) {
+using KindNames = std::map<std::string, LayerKind>;
+const KindNames &attentionKinds() {
+  static const KindNames k = {{"full_attention", LayerKind::FullAttention},
+                              {"attention", LayerKind::FullAttention},
+                              {"sliding_attention", LayerKind::SlidingAttention}};
+  return k;
+}
+
+std::vector<LayerKind> explicitLayerTypes(const ConfigReader &r, int64_t layers,
+                                          const KindNames &allowed = attentionKinds()) {
   auto names = r.getStringList("layer_types");
   if ((int64_t)names.size() != layers)
     throw ConfigError(r.path("layer_types"), "has " + std::to_string(names.size()) +
@@ -127,14 +137,12 @@ std::vector<LayerKind> explicitLayerTypes(const ConfigReader &r, int64_t layers)
                                                  std::to_string(layers));
   std::vector<LayerKind> kinds;
   for (const std::string &n : names) {
-    if (n == "full_attention" || n == "attention")
-      kinds.push_back(LayerKind::FullAttention);
-    else if (n == "sliding_attention")
-      kinds.push_back(LayerKind::SlidingAttention);
-    else
+    auto it = allowed.find(n);
+    if (it == allowed.end())
       throw ConfigError(r.path("layer_types"),
                         "layer type '" + n + "' is not supported for " +
                             r.getString("model_type", "this family"));
+    kinds.push_back(it->second);
   }
   return kinds;
 }
@@ -145,7 +153,7 @@ void setLayers(ModelSpec &spec, const std::vector<LayerKind> &kinds, int64_t win
     spec.layers[i].kind = kinds[i];
     // A sliding layer without a window attends to everything, as in transformers.
     spec.layers[i].window = kinds[i] == LayerKind::SlidingAttention ? window : 0;
-    if (spec.layers[i].window == 0)
+    if (kinds[i] == LayerKind::SlidingAttention && spec.layers[i].window == 0)
       spec.layers[i].kind = LayerKind::FullAttention;
   }
 }
@@ -284,6 +292,87 @@ void parseQwenMoe(const ConfigReader &r, ModelSpec &spec, bool shared) {
   qwenMoePlacement(r, spec);
 }
 
+// Gated delta net hybrids: layer kinds from layer_types or every full_attention_interval-th.
+void gdnLayers(const ConfigReader &r, ModelSpec &s) {
+  std::vector<LayerKind> kinds;
+  if (r.has("layer_types")) {
+    kinds = explicitLayerTypes(r, s.num_layers,
+                               {{"full_attention", LayerKind::FullAttention},
+                                {"linear_attention", LayerKind::LinearAttention}});
+  } else {
+    int64_t interval = r.getSize("full_attention_interval", 4);
+    for (int64_t i = 0; i < s.num_layers; ++i)
+      kinds.push_back((i + 1) % interval ? LayerKind::LinearAttention : LayerKind::FullAttention);
+  }
+  setLayers(s, kinds, 0);
+}
+
+void parseGdn(const ConfigReader &r, ModelSpec &s, GdnSpec::Projections projections) {
+  GdnSpec &g = s.gdn;
+  g.projections = projections;
+  g.k_heads = r.getSize("linear_num_key_heads", 16);
+  g.v_heads = r.getSize("linear_num_value_heads", 32);
+  g.k_dim = r.getSize("linear_key_head_dim", 128);
+  g.v_dim = r.getSize("linear_value_head_dim", 128);
+  g.conv_kernel = r.getSize("linear_conv_kernel_dim", 4);
+  if (g.v_heads % g.k_heads != 0)
+    throw ConfigError(r.path("linear_num_value_heads"),
+                      "must be a multiple of linear_num_key_heads (" + std::to_string(g.k_heads) + ")");
+  g.norm_eps = s.norm_eps;
+  if (r.getString("hidden_act", "silu") != "silu")
+    throw ConfigError(r.path("hidden_act"), "the gated delta net's conv supports only silu");
+}
+
+// LFM2: short-conv and attention layers, named differently from Llama.
+void parseLfm2(const ConfigReader &r, ModelSpec &s) {
+  s.norm_eps = r.getNumber("norm_eps", 1e-5);
+  if (s.norm_eps <= 0)
+    throw ConfigError(r.path("norm_eps"), "must be positive");
+  s.tie_word_embeddings = r.getBool("tie_embedding", r.getBool("tie_word_embeddings", true));
+  std::vector<LayerKind> kinds;
+  if (r.has("layer_types")) {
+    kinds = explicitLayerTypes(r, s.num_layers,
+                               {{"full_attention", LayerKind::FullAttention}, {"conv", LayerKind::ShortConv}});
+  } else {
+    auto full = r.has("full_attn_idxs") ? r.getIntList("full_attn_idxs") : std::vector<int64_t>{};
+    std::set<int64_t> fullSet(full.begin(), full.end());
+    for (int64_t i = 0; i < s.num_layers; ++i)
+      kinds.push_back(!r.has("full_attn_idxs") || fullSet.count(i) ? LayerKind::FullAttention
+                                                                   : LayerKind::ShortConv);
+  }
+  setLayers(s, kinds, 0);
+  s.attn.qk_norm = true;
+  s.short_conv.kernel = r.getSize("conv_L_cache", 3);
+  s.short_conv.bias = r.getBool("conv_bias", false);
+  // The feed-forward width is adjusted from the configured one, as transformers does.
+  int64_t ff = r.has("block_ff_dim") ? r.requireSize("block_ff_dim") : s.mlp.intermediate;
+  if (r.getBool("block_auto_adjust_ff_dim", true)) {
+    ff = 2 * ff / 3;
+    if (r.has("block_ffn_dim_multiplier")) {
+      int64_t multipleOf = r.getSize("block_multiple_of", 256);
+      ff = (int64_t)(r.requireNumber("block_ffn_dim_multiplier") * (double)ff);
+      ff = multipleOf * ((ff + multipleOf - 1) / multipleOf);
+    } else if (!r.contains("block_ffn_dim_multiplier")) {
+      int64_t multipleOf = r.getSize("block_multiple_of", 256);
+      ff = multipleOf * ((ff + multipleOf - 1) / multipleOf); // the class default multiplier is 1
+    }
+  }
+  if (ff <= 0)
+    throw ConfigError(r.path("intermediate_size"), "gives an empty feed-forward width");
+  s.mlp.intermediate = ff;
+  Names &n = s.names;
+  n.input_norm = "operator_norm";
+  n.post_attn_norm = "ffn_norm";
+  n.o_proj = "out_proj";
+  n.q_norm = "q_layernorm";
+  n.k_norm = "k_layernorm";
+  n.mlp = "feed_forward";
+  n.gate = "w1";
+  n.up = "w3";
+  n.down = "w2";
+  n.final_norm = "embedding_norm";
+}
+
 // ----- the families ------------------------------------------------------------------------
 
 const std::map<std::string, Family> &families() {
@@ -413,6 +502,63 @@ const std::map<std::string, Family> &families() {
           setLayers(s, kinds, window);
           parseQwenMoe(r, s, /*shared=*/true);
         }}},
+      {"qwen3_next",
+       {{.head_dim = 256, .max_positions = 32768, .partial_rotary = true},
+        [](const ConfigReader &r, ModelSpec &s) {
+          s.attn.qkv_bias = s.attn.o_bias = r.getBool("attention_bias", false);
+          s.attn.qk_norm = true;
+          s.attn.output_gate = true;
+          s.norm_offset = 1.0;
+          gdnLayers(r, s);
+          parseGdn(r, s, GdnSpec::Projections::Grouped);
+          parseQwenMoe(r, s, /*shared=*/true);
+          s.moe.renorm = r.getBool("norm_topk_prob", true);
+          s.moe.intermediate = r.getSize("moe_intermediate_size", 512);
+          s.moe.shared_intermediate = r.getSize("shared_expert_intermediate_size", 512);
+        }}},
+      {"qwen3_5_text",
+       {{.head_dim = 256, .max_positions = 262144, .partial_rotary = true,
+         .text_config_sizes = {{"vocab_size", 248320}, {"hidden_size", 4096},
+                               {"intermediate_size", 12288}, {"num_hidden_layers", 32},
+                               {"num_attention_heads", 16}, {"num_key_value_heads", 4}}},
+        [](const ConfigReader &r, ModelSpec &s) {
+          s.attn.qkv_bias = s.attn.o_bias = r.getBool("attention_bias", false);
+          s.attn.qk_norm = true;
+          s.attn.output_gate = true;
+          s.norm_offset = 1.0;
+          gdnLayers(r, s);
+          parseGdn(r, s, GdnSpec::Projections::Flat);
+        }}},
+      {"qwen3_5_moe_text",
+       {{.head_dim = 256, .max_positions = 262144, .partial_rotary = true,
+         .text_config_sizes = {{"vocab_size", 248320}, {"hidden_size", 2048},
+                               {"intermediate_size", 512}, {"num_hidden_layers", 40},
+                               {"num_attention_heads", 16}, {"num_key_value_heads", 2}}},
+        [](const ConfigReader &r, ModelSpec &s) {
+          s.attn.qkv_bias = s.attn.o_bias = r.getBool("attention_bias", false);
+          s.attn.qk_norm = true;
+          s.attn.output_gate = true;
+          s.norm_offset = 1.0;
+          gdnLayers(r, s);
+          parseGdn(r, s, GdnSpec::Projections::Flat);
+          std::string key = expertCountKey(r, "num_experts");
+          s.moe.num_experts = r.getSize(key, 256);
+          s.moe.top_k = r.getSize("num_experts_per_tok", 8);
+          if (s.moe.top_k > s.moe.num_experts)
+            throw ConfigError(r.path("num_experts_per_tok"), "exceeds the number of experts");
+          s.moe.intermediate = r.getSize("moe_intermediate_size", 512);
+          s.moe.shared_intermediate = r.getSize("shared_expert_intermediate_size", 512);
+          s.moe.shared_gate = true;
+          s.moe.score = "softmax";
+          s.moe.renorm = true; // this router always renormalises
+          s.moe.act = s.mlp.act;
+          s.expert_style = ExpertStyle::Qwen;
+          for (LayerSpec &l : s.layers)
+            l.moe = true;
+        }}},
+      {"lfm2",
+       {{.max_positions = 128000, .norm_eps = 1e-5, .tie_word_embeddings = true, .rope_theta = 1000000.0},
+        [](const ConfigReader &r, ModelSpec &s) { parseLfm2(r, s); }}},
       {"qwen3_moe",
        {{.max_positions = 32768},
         [](const ConfigReader &r, ModelSpec &s) {
@@ -428,7 +574,8 @@ const std::map<std::string, Family> &families() {
 
 // Multimodal wrappers whose text_config holds one of the families above.
 const std::map<std::string, std::string> &multimodalWrappers() {
-  static const std::map<std::string, std::string> table = {{"gemma3", "gemma3_text"}};
+  static const std::map<std::string, std::string> table = {
+      {"gemma3", "gemma3_text"}, {"qwen3_5", "qwen3_5_text"}, {"qwen3_5_moe", "qwen3_5_moe_text"}};
   return table;
 }
 
@@ -509,6 +656,7 @@ const std::vector<std::string> &supportedModelTypes() {
       t.push_back(name);
     for (auto &[name, _] : multimodalWrappers())
       t.push_back(name);
+    std::sort(t.begin(), t.end());
     return t;
   }();
   return types;

@@ -50,6 +50,7 @@ public:
 
   std::string name() const override { return "cpu"; }
   int64_t cacheBytesPerToken(int group) const override;
+  int64_t stateBytesPerSlot() const override;
   void allocateCache(int32_t blocksPerGroup, int32_t stateSlots) override;
   void run(const StepBatch &batch, std::vector<float> &logits) override;
   void setObserver(std::function<void(int)> observer) override { observer_ = std::move(observer); }
@@ -90,6 +91,17 @@ private:
   std::unique_ptr<float[]> arenas_[2];
   std::vector<Exec> program_;
   std::map<int, std::unique_ptr<float[]>> kvPools_; // layer -> pool
+  std::map<std::pair<int, std::string>, std::vector<float>> statePools_; // (layer, name) -> [slots][elems]
+  float *statePool(int layer, const std::string &name) {
+    auto it = statePools_.find({layer, name});
+    if (it == statePools_.end())
+      throw std::runtime_error("cpu backend: layer " + std::to_string(layer) + " has no state '" + name + "'");
+    return it->second.data();
+  }
+  cpu::StateRows stateRows() const {
+    const StepBatch &b = *batch_;
+    return {b.cu_seqlens.data(), b.slots.data(), b.has_initial_state.data(), b.num_requests};
+  }
   std::map<int, cpu::KvLayout> kvLayouts_;
   std::map<int, int> layerGroup_;
   const StepBatch *batch_ = nullptr;
@@ -149,7 +161,17 @@ int64_t CpuBackend::cacheBytesPerToken(int group) const {
   return bytes;
 }
 
-void CpuBackend::allocateCache(int32_t blocksPerGroup, int32_t) {
+int64_t CpuBackend::stateBytesPerSlot() const {
+  int64_t bytes = 0;
+  for (const StateDecl &s : artefact_.cache_plan.states)
+    bytes += s.elems() * 4;
+  return bytes;
+}
+
+void CpuBackend::allocateCache(int32_t blocksPerGroup, int32_t slots) {
+  // States are read only after a request's first chunk wrote them: zero-filled once here.
+  for (const StateDecl &s : artefact_.cache_plan.states)
+    statePools_[{s.layer, s.name}].assign((size_t)slots * s.elems(), 0.0f);
   for (auto &[layer, layout] : kvLayouts_)
     kvPools_[layer].reset(new float[std::max<size_t>(1, (size_t)blocksPerGroup * layout.block_size * layout.row_elems)]);
 }
@@ -346,8 +368,9 @@ CpuBackend::Exec CpuBackend::compile(const Instr &in) {
     acts({I[0], I[1], O[0]});
     int64_t width = cols(I[0]), gw = cols(I[1]);
     check(cols(O[0]) == width && (gw == 1 || gw == width), "has a gate of the wrong width");
+    bool sigmoid = in.getString("act", "sigmoid") == "sigmoid";
     return [=, this](StepContext &) {
-      cpu::sigmoidGate(f32(I[0]), f32(I[1]), rows(I[0]), width, gw, f32(O[0]));
+      cpu::sigmoidGate(f32(I[0]), f32(I[1]), rows(I[0]), width, gw, f32(O[0]), sigmoid);
     };
   }
   if (op == "cbc.kv.append") {
@@ -544,6 +567,88 @@ CpuBackend::Exec CpuBackend::compileFused(const Instr &in) {
       cpu::kvAppend(k.data(), v.data(), T, b.positions.data(), b.seq_ids.data(), b.slots.data(),
                     groupTables(group), b.table_width, kvLayouts_.at(layer), kvPools_.at(layer).get());
     };
+  }
+  if (op == "cbc.math.rms_norm_gated") {
+    check(I.size() >= 2 && O.size() == 1, "has the wrong number of operands");
+    int64_t width = cols(I[0]);
+    int64_t group = in.getInt("group", width);
+    check(isAct(I[0]) && isAct(I[1]) && isAct(O[0]) && cols(I[1]) == width && cols(O[0]) == width &&
+              group > 0 && width % group == 0,
+          "has operands of different widths");
+    bool w = I.size() > 2;
+    check(!w || weightNumel(I[2]) == group, "has a weight of the wrong size");
+    float eps = (float)in.getFloat("eps"), offset = (float)in.getFloat("offset", 0.0);
+    bool silu = in.getString("act", "silu") == "silu";
+    bool normFirst = in.getString("order", "norm_gate") == "norm_gate";
+    return [=, this](StepContext &) {
+      cpu::rmsNormGated(f32(I[0]), f32(I[1]), rows(I[0]), width, group, w ? weight(I[2]) : nullptr,
+                        eps, offset, silu, normFirst, f32(O[0]));
+    };
+  }
+  if (op == "cbc.state.conv1d") {
+    check(I.size() >= 5 && O.size() == 1, "has the wrong number of operands");
+    bool bias = I.size() == 6;
+    size_t meta = bias ? 3 : 2;
+    check(isArg(I[meta], "cu_seqlens") && isArg(I[meta + 1], "slots") &&
+              isArg(I[meta + 2], "has_initial_state"),
+          "expects the step's metadata arguments");
+    int64_t C = cols(I[0]);
+    check(values[I[1]].kind == Value::Weight && values[I[1]].shape.size() == 3 &&
+              values[I[1]].shape[0] == C && values[I[1]].shape[1] == 1 && values[I[1]].shape[2] >= 1,
+          "has a weight that is not [channels, 1, kernel]");
+    int64_t K = values[I[1]].shape[2];
+    check(!bias || weightNumel(I[2]) == C, "has a bias of the wrong size");
+    check(isAct(I[0]) && isAct(O[0]) && cols(O[0]) == C && values[I[0]].arena == 0,
+          "has operands of different widths");
+    int layer = (int)in.getInt("layer");
+    std::string state = in.getString("state", "conv");
+    bool silu = in.getString("act", "none") == "silu";
+    bool found = false;
+    for (const StateDecl &d : artefact_.cache_plan.states)
+      found |= d.layer == layer && d.name == state && d.elems() == C * (K - 1);
+    check(found || K == 1, "has no matching state in the cache plan");
+    return [=, this](StepContext &) {
+      cpu::conv1dStates(f32(I[0]), C, K, weight(I[1]), bias ? weight(I[2]) : nullptr, silu, stateRows(),
+                        K > 1 ? statePool(layer, state) : nullptr, f32(O[0]), pfor_);
+    };
+  }
+  if (op == "cbc.state.scan") {
+    std::string kind = in.getString("kind");
+    if (kind == "gated_delta") {
+      check(I.size() == 10 && O.size() == 1, "has the wrong number of operands");
+      check(isArg(I[7], "cu_seqlens") && isArg(I[8], "slots") && isArg(I[9], "has_initial_state"),
+            "expects the step's metadata arguments");
+      cpu::GatedDeltaParams p;
+      p.k_heads = in.getInt("num_k_heads");
+      p.v_heads = in.getInt("num_v_heads");
+      p.k_dim = in.getInt("k_dim");
+      p.v_dim = in.getInt("v_dim");
+      p.beta_scale = (float)in.getFloat("beta_scale", 1.0);
+      p.qk_l2norm = in.has("qk_l2norm");
+      check(p.k_heads > 0 && p.v_heads > 0 && p.k_dim > 0 && p.v_dim > 0 && p.v_heads % p.k_heads == 0 &&
+                p.k_dim <= 4096 && p.v_dim <= 4096 && p.v_heads <= 65536,
+            "has bad head counts");
+      check(isAct(I[0]) && isAct(I[1]) && isAct(I[2]) && isAct(I[3]) && isAct(I[4]) && isAct(O[0]) &&
+                cols(I[0]) == p.k_heads * p.k_dim && cols(I[1]) == p.k_heads * p.k_dim &&
+                cols(I[2]) == p.v_heads * p.v_dim && cols(I[3]) == p.v_heads &&
+                cols(I[4]) == p.v_heads && cols(O[0]) == p.v_heads * p.v_dim,
+            "has operands that do not match its heads");
+      check(weightNumel(I[5]) == p.v_heads && weightNumel(I[6]) == p.v_heads,
+            "has A_log or dt_bias of the wrong size");
+      int layer = (int)in.getInt("layer");
+      std::string state = in.getString("state", "recurrent");
+      bool found = false;
+      for (const StateDecl &d : artefact_.cache_plan.states)
+        found |= d.layer == layer && d.name == state && d.elems() == p.v_heads * p.k_dim * p.v_dim;
+      check(found, "has no matching state in the cache plan");
+      return [=, this](StepContext &) mutable {
+        p.A_log = weight(I[5]);
+        p.dt_bias = weight(I[6]);
+        cpu::gatedDeltaScan(f32(I[0]), f32(I[1]), f32(I[2]), f32(I[3]), f32(I[4]), p, stateRows(),
+                            statePool(layer, state), f32(O[0]), pfor_);
+      };
+    }
+    throw fail("has the unknown scan kind '" + kind + "'");
   }
   throw ArtefactError("the CPU backend does not implement '" + op +
                       "'; the artefact needs a newer runtime");

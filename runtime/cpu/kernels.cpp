@@ -102,11 +102,12 @@ void softcap(const float *x, int64_t n, float cap, float *y) {
     y[i] = cap * std::tanh(x[i] / cap);
 }
 
-void sigmoidGate(const float *x, const float *g, int64_t M, int64_t width, int64_t gWidth, float *y) {
+void sigmoidGate(const float *x, const float *g, int64_t M, int64_t width, int64_t gWidth, float *y,
+                 bool sigmoid) {
   for (int64_t m = 0; m < M; ++m)
     for (int64_t j = 0; j < width; ++j) {
       float gv = g[m * gWidth + (gWidth == 1 ? 0 : j)];
-      y[m * width + j] = x[m * width + j] * (1.0f / (1.0f + std::exp(-gv)));
+      y[m * width + j] = x[m * width + j] * (sigmoid ? 1.0f / (1.0f + std::exp(-gv)) : gv);
     }
 }
 
@@ -318,6 +319,214 @@ void moeExperts(const float *x, int64_t T, const int32_t *ids, const float *weig
         o[h] += wt * ys[i * H + h];
     }
   }
+}
+
+void rmsNormGated(const float *x, const float *z, int64_t M, int64_t width, int64_t group,
+                  const float *w, float eps, float offset, bool silu, bool normFirst, float *y) {
+  auto act = [&](float v) { return silu ? v / (1.0f + std::exp(-v)) : 1.0f / (1.0f + std::exp(-v)); };
+  std::vector<float> tmp(group);
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t g0 = 0; g0 < width; g0 += group) {
+      const float *xr = x + m * width + g0, *zr = z + m * width + g0;
+      float *yr = y + m * width + g0;
+      for (int64_t j = 0; j < group; ++j)
+        tmp[j] = normFirst ? xr[j] : xr[j] * act(zr[j]);
+      double sumsq = 0;
+      for (int64_t j = 0; j < group; ++j)
+        sumsq += (double)tmp[j] * tmp[j];
+      float inv = 1.0f / std::sqrt((float)(sumsq / group) + eps);
+      for (int64_t j = 0; j < group; ++j) {
+        float n = tmp[j] * inv * (w ? w[j] + offset : 1.0f);
+        yr[j] = normFirst ? n * act(zr[j]) : n;
+      }
+    }
+}
+
+void conv1dStates(const float *x, int64_t C, int64_t K, const float *w, const float *bias, bool silu,
+                  const StateRows &rows, float *pool, float *y, const ParallelFor &pfor) {
+  int64_t H = K - 1;
+  pfor(rows.num_requests, [&](int64_t r) {
+    int64_t begin = rows.cu_seqlens[r], end = rows.cu_seqlens[r + 1];
+    float *state = pool + (int64_t)rows.slots[r] * C * H;
+    if (!rows.has_initial[r])
+      std::fill(state, state + C * H, 0.0f);
+    std::vector<float> hist(H);
+    for (int64_t c = 0; c < C; ++c) {
+      std::copy(state + c * H, state + (c + 1) * H, hist.begin());
+      for (int64_t t = begin; t < end; ++t) {
+        float xv = x[t * C + c];
+        float acc = bias ? bias[c] : 0.0f;
+        for (int64_t j = 0; j < H; ++j)
+          acc += w[c * K + j] * hist[j];
+        acc += w[c * K + H] * xv;
+        y[t * C + c] = silu ? acc / (1.0f + std::exp(-acc)) : acc;
+        if (H > 0) {
+          std::copy(hist.begin() + 1, hist.end(), hist.begin());
+          hist[H - 1] = xv;
+        }
+      }
+      std::copy(hist.begin(), hist.end(), state + c * H);
+    }
+  });
+}
+
+namespace {
+float softplus(float x) { return x > 20.0f ? x : std::log1p(std::exp(x)); }
+
+// l2-normalised copies of q (also scaled by dk^-1/2) and k.
+void normaliseQk(const float *q, const float *k, int64_t dk, bool l2, float *qn, float *kn) {
+  double sq = 0, sk = 0;
+  for (int64_t i = 0; i < dk; ++i) {
+    sq += (double)q[i] * q[i];
+    sk += (double)k[i] * k[i];
+  }
+  float iq = l2 ? 1.0f / std::sqrt((float)sq + 1e-6f) : 1.0f;
+  float ik = l2 ? 1.0f / std::sqrt((float)sk + 1e-6f) : 1.0f;
+  float scale = 1.0f / std::sqrt((float)dk);
+  for (int64_t i = 0; i < dk; ++i) {
+    qn[i] = q[i] * iq * scale;
+    kn[i] = k[i] * ik;
+  }
+}
+} // namespace
+
+// Inputs are already normalised: q scaled, k unit length, g the log decay, beta the rate.
+void gatedDeltaRecurrent(int64_t n, const float *q, const float *k, const float *v, const float *g,
+                         const float *beta, int64_t dk, int64_t dv, int64_t qStride, int64_t vStride,
+                         float *S, float *out, int64_t outStride) {
+  std::vector<float> u(dv);
+  for (int64_t t = 0; t < n; ++t) {
+    const float *qt = q + t * qStride, *kt = k + t * qStride, *vt = v + t * vStride;
+    float decay = std::exp(g[t]);
+    for (int64_t i = 0; i < dk * dv; ++i)
+      S[i] *= decay;
+    std::fill(u.begin(), u.end(), 0.0f);
+    for (int64_t i = 0; i < dk; ++i)
+      for (int64_t j = 0; j < dv; ++j)
+        u[j] += S[i * dv + j] * kt[i];
+    for (int64_t j = 0; j < dv; ++j)
+      u[j] = (vt[j] - u[j]) * beta[t];
+    for (int64_t i = 0; i < dk; ++i)
+      for (int64_t j = 0; j < dv; ++j)
+        S[i * dv + j] += kt[i] * u[j];
+    float *o = out + t * outStride;
+    for (int64_t j = 0; j < dv; ++j)
+      o[j] = 0.0f;
+    for (int64_t i = 0; i < dk; ++i)
+      for (int64_t j = 0; j < dv; ++j)
+        o[j] += S[i * dv + j] * qt[i];
+  }
+}
+
+// The chunked (UT transform) form: within a chunk, the delta-rule updates are solved as one
+// unit lower-triangular system; across chunks the state carries.
+void gatedDeltaChunked(int64_t n, const float *q, const float *k, const float *v, const float *g,
+                       const float *beta, int64_t dk, int64_t dv, int64_t qStride, int64_t vStride,
+                       float *S, float *out, int64_t outStride, int64_t chunk) {
+  std::vector<float> cum(chunk), A(chunk * chunk), U(chunk * dv), W(chunk * dk), vnew(chunk * dv),
+      Snew(dk * dv);
+  for (int64_t c0 = 0; c0 < n; c0 += chunk) {
+    int64_t L = std::min(chunk, n - c0);
+    const float *qc = q + c0 * qStride, *kc = k + c0 * qStride, *vc = v + c0 * vStride;
+    float acc = 0;
+    for (int64_t i = 0; i < L; ++i)
+      cum[i] = acc += g[c0 + i];
+    // Strictly lower A[i][j] = beta_i (k_i . k_j) exp(cum_i - cum_j).
+    for (int64_t i = 0; i < L; ++i)
+      for (int64_t j = 0; j < i; ++j) {
+        float dot = 0;
+        for (int64_t d = 0; d < dk; ++d)
+          dot += kc[i * qStride + d] * kc[j * qStride + d];
+        A[i * chunk + j] = beta[c0 + i] * dot * std::exp(cum[i] - cum[j]);
+      }
+    // (I + A) U = beta v and (I + A) W = beta k exp(cum), by forward substitution.
+    for (int64_t i = 0; i < L; ++i) {
+      float b = beta[c0 + i], e = std::exp(cum[i]);
+      for (int64_t d = 0; d < dv; ++d)
+        U[i * dv + d] = b * vc[i * vStride + d];
+      for (int64_t d = 0; d < dk; ++d)
+        W[i * dk + d] = b * kc[i * qStride + d] * e;
+      for (int64_t j = 0; j < i; ++j) {
+        float a = A[i * chunk + j];
+        for (int64_t d = 0; d < dv; ++d)
+          U[i * dv + d] -= a * U[j * dv + d];
+        for (int64_t d = 0; d < dk; ++d)
+          W[i * dk + d] -= a * W[j * dk + d];
+      }
+    }
+    // v_new = U - W S.
+    for (int64_t i = 0; i < L; ++i)
+      for (int64_t d = 0; d < dv; ++d) {
+        float s = U[i * dv + d];
+        for (int64_t e2 = 0; e2 < dk; ++e2)
+          s -= W[i * dk + e2] * S[e2 * dv + d];
+        vnew[i * dv + d] = s;
+      }
+    // o_i = exp(cum_i) q_i S + sum_{j <= i} (q_i . k_j) exp(cum_i - cum_j) v_new_j.
+    for (int64_t i = 0; i < L; ++i) {
+      float *o = out + (c0 + i) * outStride;
+      float e = std::exp(cum[i]);
+      for (int64_t d = 0; d < dv; ++d) {
+        float s = 0;
+        for (int64_t e2 = 0; e2 < dk; ++e2)
+          s += qc[i * qStride + e2] * S[e2 * dv + d];
+        o[d] = s * e;
+      }
+      for (int64_t j = 0; j <= i; ++j) {
+        float dot = 0;
+        for (int64_t d = 0; d < dk; ++d)
+          dot += qc[i * qStride + d] * kc[j * qStride + d];
+        float wgt = dot * std::exp(cum[i] - cum[j]);
+        for (int64_t d = 0; d < dv; ++d)
+          o[d] += wgt * vnew[j * dv + d];
+      }
+    }
+    // S = exp(cum_last) S + sum_j exp(cum_last - cum_j) k_j v_new_j^T.
+    float last = cum[L - 1], el = std::exp(last);
+    for (int64_t i = 0; i < dk * dv; ++i)
+      Snew[i] = S[i] * el;
+    for (int64_t j = 0; j < L; ++j) {
+      float e = std::exp(last - cum[j]);
+      for (int64_t d = 0; d < dk; ++d) {
+        float kv = kc[j * qStride + d] * e;
+        for (int64_t d2 = 0; d2 < dv; ++d2)
+          Snew[d * dv + d2] += kv * vnew[j * dv + d2];
+      }
+    }
+    std::copy(Snew.begin(), Snew.end(), S);
+  }
+}
+
+void gatedDeltaScan(const float *q, const float *k, const float *v, const float *a, const float *b,
+                    const GatedDeltaParams &p, const StateRows &rows, float *pool, float *out,
+                    const ParallelFor &pfor, int64_t chunk) {
+  int64_t Hk = p.k_heads, Hv = p.v_heads, dk = p.k_dim, dv = p.v_dim, ratio = Hv / Hk;
+  pfor(rows.num_requests * Hv, [&](int64_t rh) {
+    int64_t r = rh / Hv, h = rh % Hv, kh = h / ratio;
+    int64_t begin = rows.cu_seqlens[r], n = rows.cu_seqlens[r + 1] - begin;
+    float *S = pool + ((int64_t)rows.slots[r] * Hv + h) * dk * dv;
+    if (!rows.has_initial[r])
+      std::fill(S, S + dk * dv, 0.0f);
+    if (n == 0)
+      return;
+    // Per-token inputs of this head, normalised once.
+    std::vector<float> qn(n * dk), kn(n * dk), g(n), beta(n);
+    for (int64_t t = 0; t < n; ++t) {
+      int64_t row = begin + t;
+      normaliseQk(q + row * Hk * dk + kh * dk, k + row * Hk * dk + kh * dk, dk, p.qk_l2norm,
+                  &qn[t * dk], &kn[t * dk]);
+      g[t] = -std::exp(p.A_log[h]) * softplus(a[row * Hv + h] + p.dt_bias[h]);
+      beta[t] = p.beta_scale * (1.0f / (1.0f + std::exp(-b[row * Hv + h])));
+    }
+    const float *vh = v + begin * Hv * dv + h * dv;
+    float *oh = out + begin * Hv * dv + h * dv;
+    if (n == 1)
+      gatedDeltaRecurrent(n, qn.data(), kn.data(), vh, g.data(), beta.data(), dk, dv, dk, Hv * dv, S,
+                          oh, Hv * dv);
+    else
+      gatedDeltaChunked(n, qn.data(), kn.data(), vh, g.data(), beta.data(), dk, dv, dk, Hv * dv, S, oh,
+                        Hv * dv, chunk);
+  });
 }
 
 } // namespace cbc::rt::cpu

@@ -37,8 +37,9 @@ void glu(const float *x, int64_t M, int64_t I, Act act, bool interleaved, float 
 
 void softcap(const float *x, int64_t n, float cap, float *y);
 
-// y = x * sigmoid(g); g is [M, width] or [M, 1].
-void sigmoidGate(const float *x, const float *g, int64_t M, int64_t width, int64_t gWidth, float *y);
+// y = x * sigmoid(g), or x * g without the sigmoid; g is [M, width] or [M, 1].
+void sigmoidGate(const float *x, const float *g, int64_t M, int64_t width, int64_t gWidth, float *y,
+                 bool sigmoid = true);
 
 // Copies columns [col0, col0 + width) of x[M, xWidth] into y[M, width].
 void copyColumns(const float *x, int64_t M, int64_t xWidth, int64_t col0, int64_t width, float *y);
@@ -103,6 +104,45 @@ struct ExpertWeights {
 void moeExperts(const float *x, int64_t T, const int32_t *ids, const float *weights, int64_t k,
                 const ExpertWeights &w, Act act, bool interleaved, float limit, float alpha,
                 float *out);
+
+// Gated RMS norm over groups: "norm_gate" y = rmsnorm(x) * (w + offset) * act(z), or
+// "gate_norm" y = rmsnorm(x * act(z)) * (w + offset). act: silu (true) or sigmoid.
+void rmsNormGated(const float *x, const float *z, int64_t M, int64_t width, int64_t group,
+                  const float *w, float eps, float offset, bool silu, bool normFirst, float *y);
+
+// The per-request metadata every state op reads.
+struct StateRows {
+  const int32_t *cu_seqlens = nullptr; // [R + 1]
+  const int32_t *slots = nullptr;      // [R]
+  const int32_t *has_initial = nullptr;
+  int64_t num_requests = 0;
+};
+
+// Causal depthwise conv over each request's rows, carrying the last K-1 inputs per request in
+// `pool` ([slots][C][K-1], oldest first).
+void conv1dStates(const float *x, int64_t C, int64_t K, const float *w, const float *bias, bool silu,
+                  const StateRows &rows, float *pool, float *y, const ParallelFor &pfor);
+
+struct GatedDeltaParams {
+  int64_t k_heads = 0, v_heads = 0, k_dim = 0, v_dim = 0;
+  float beta_scale = 1.0f;
+  bool qk_l2norm = true;
+  const float *A_log = nullptr, *dt_bias = nullptr;
+};
+
+// The gated delta rule per request and value head, state [v_heads][k_dim][v_dim] in `pool`.
+// Requests with one row use the token recurrence; longer chunks use the chunked form (UT
+// transform over chunks of `chunk` rows), which transformers uses for prefill.
+void gatedDeltaScan(const float *q, const float *k, const float *v, const float *a, const float *b,
+                    const GatedDeltaParams &p, const StateRows &rows, float *pool, float *out,
+                    const ParallelFor &pfor, int64_t chunk = 64);
+// The two forms, for one request and head (exposed for tests).
+void gatedDeltaRecurrent(int64_t n, const float *q, const float *k, const float *v, const float *g,
+                         const float *beta, int64_t dk, int64_t dv, int64_t qStride, int64_t vStride,
+                         float *state, float *out, int64_t outStride);
+void gatedDeltaChunked(int64_t n, const float *q, const float *k, const float *v, const float *g,
+                       const float *beta, int64_t dk, int64_t dv, int64_t qStride, int64_t vStride,
+                       float *state, float *out, int64_t outStride, int64_t chunk);
 
 } // namespace cbc::rt::cpu
 

@@ -25,6 +25,12 @@ public:
 
   std::string name() const override { return "cuda (" + device_->name() + ")"; }
   int64_t cacheBytesPerToken(int group) const override;
+  int64_t stateBytesPerSlot() const override {
+    int64_t bytes = 0;
+    for (const StateDecl &s : a_.cache_plan.states)
+      bytes += s.elems() * 4;
+    return bytes;
+  }
   void allocateCache(int32_t blocksPerGroup, int32_t slots) override;
   void run(const StepBatch &batch, std::vector<float> &logits) override;
   bool runGreedy(const StepBatch &batch, std::vector<int32_t> &tokens) override;
@@ -53,6 +59,7 @@ private:
   int64_t arenaRows_[2] = {0, 0};
   std::map<std::string, void *> args_; // step argument buffers
   std::map<int, void *> caches_;       // layer -> paged cache
+  std::map<std::pair<int, std::string>, void *> states_; // (layer, name) -> [slots][elems] fp32
   std::vector<void *> workspaces_;
   void *tables_ = nullptr;
   size_t tableBytes_ = 0;
@@ -157,7 +164,9 @@ int64_t GpuBackend::cacheBytesPerToken(int group) const {
   return bytes;
 }
 
-void GpuBackend::allocateCache(int32_t blocksPerGroup, int32_t) {
+void GpuBackend::allocateCache(int32_t blocksPerGroup, int32_t slots) {
+  for (const StateDecl &st : a_.cache_plan.states)
+    states_[{st.layer, st.name}] = alloc((size_t)slots * st.elems() * 4);
   for (const CacheLayer &l : a_.cache_plan.layers)
     caches_[l.layer] = alloc((size_t)blocksPerGroup * a_.cache_plan.block_size * l.elemsPerToken() * 2);
 }
@@ -241,6 +250,13 @@ void GpuBackend::launchAll(const StepBatch &b, const std::map<std::string, int64
       switch (arg.kind) {
       case KernelArg::Value: args.p[np++] = valuePtr(arg.index); break;
       case KernelArg::Cache: {
+        if (!arg.name.empty()) { // a per-request state of the layer
+          auto st = states_.find({arg.index, arg.name});
+          if (st == states_.end())
+            throw ArtefactError("a launch uses a state the cache plan lacks");
+          args.p[np++] = st->second;
+          break;
+        }
         auto it = caches_.find(arg.index);
         if (it == caches_.end())
           throw ArtefactError("a launch uses the cache of a layer the plan lacks");

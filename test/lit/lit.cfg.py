@@ -10,6 +10,7 @@ config.test_exec_root = os.path.join(config.cbc_obj_root, "test", "lit")
 config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py.in", "Inputs"]
 config.substitutions.append(("%configs", os.path.join(config.cbc_src_root, "test", "configs")))
 config.substitutions.append(("%inputs", os.path.join(config.test_source_root, "Inputs")))
+config.substitutions.append(("%fixtures", os.path.join(config.cbc_src_root, "test", "parity", "fixtures")))
 
 llvm_config.use_default_substitutions()
 # Prepend (append_path=True puts the directory first): cbc's tools first, then LLVM's test

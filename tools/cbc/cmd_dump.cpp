@@ -106,6 +106,28 @@ void printProgram(const Artefact &a) {
   std::printf("output: %s\n", valueText(a, p.output).c_str());
 }
 
+// Per-request states live in one f32 slot per running request, whatever the prompt length.
+void printStates(const std::vector<rt::StateDecl> &states) {
+  if (states.empty())
+    return;
+  int64_t bytes = 0;
+  for (const auto &s : states)
+    bytes += s.elems() * 4;
+  std::printf("per-request states: %zu, %lld bytes per request slot (f32)\n", states.size(),
+              (long long)bytes);
+  for (size_t i = 0; i < states.size();) {
+    int layer = states[i].layer;
+    std::printf("  layer %d:", layer);
+    for (; i < states.size() && states[i].layer == layer; ++i) {
+      std::string dims;
+      for (int64_t d : states[i].shape)
+        dims += (dims.empty() ? "" : ", ") + std::to_string(d);
+      std::printf(" %s [%s]", states[i].name.c_str(), dims.c_str());
+    }
+    std::printf("\n");
+  }
+}
+
 void printCachePlan(const Artefact &a) {
   const auto &c = a.cache_plan;
   std::printf("block size: %d tokens; kv dtype: %s\n", c.block_size, rt::dtypeName(c.kv_dtype));
@@ -128,6 +150,7 @@ void printCachePlan(const Artefact &a) {
       std::printf(" %s %lld", name.c_str(), (long long)elems);
     std::printf(" elements/token\n");
   }
+  printStates(c.states);
 }
 
 void printWeights(const Artefact &a) {

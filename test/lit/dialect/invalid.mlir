@@ -722,3 +722,266 @@ func.func @experts_gate_up_bias_shape(%x: tensor<?x8xf32>, %ids: tensor<?x2xi32>
   %0 = cbc.moe.experts %x, %ids, %w, %gu, %d bias(%b1, %b2) {act = "silu"} : (tensor<?x8xf32>, tensor<?x2xi32>, tensor<?x2xf32>, tensor<4x12x8xbf16>, tensor<4x8x6xbf16>, tensor<4x6xbf16>, tensor<4x8xbf16>) -> tensor<?x8xf32>
   return
 }
+
+//===----------------------------------------------------------------------===//
+// Fused ops (cbc-fuse-add-norm, cbc-fuse-attention-inputs)
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @add_rms_norm_rhs_width(%x: tensor<?x8xf32>, %y: tensor<?x4xf32>) {
+  // expected-error @+1 {{'cbc.math.add_rms_norm' op operands and results must have the same width}}
+  %s, %n = cbc.math.add_rms_norm %x, %y {eps = 1.0e-6 : f64} : tensor<?x8xf32>, tensor<?x4xf32> -> tensor<?x8xf32>, tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @add_rms_norm_sum_width(%x: tensor<?x8xf32>, %y: tensor<?x8xf32>) {
+  // expected-error @+1 {{'cbc.math.add_rms_norm' op operands and results must have the same width}}
+  %s, %n = cbc.math.add_rms_norm %x, %y {eps = 1.0e-6 : f64} : tensor<?x8xf32>, tensor<?x8xf32> -> tensor<?x4xf32>, tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @add_rms_norm_normed_width(%x: tensor<?x8xf32>, %y: tensor<?x8xf32>) {
+  // expected-error @+1 {{'cbc.math.add_rms_norm' op operands and results must have the same width}}
+  %s, %n = cbc.math.add_rms_norm %x, %y {eps = 1.0e-6 : f64} : tensor<?x8xf32>, tensor<?x8xf32> -> tensor<?x8xf32>, tensor<?x16xf32>
+  return
+}
+
+// -----
+
+// A per-head weight: the fused norm is over whole rows.
+func.func @add_rms_norm_weight(%x: tensor<?x8xf32>, %y: tensor<?x8xf32>, %w: tensor<4xbf16>) {
+  // expected-error @+1 {{'cbc.math.add_rms_norm' op weight must have one entry per feature}}
+  %s, %n = cbc.math.add_rms_norm %x, %y, %w {eps = 1.0e-6 : f64} : tensor<?x8xf32>, tensor<?x8xf32>, tensor<4xbf16> -> tensor<?x8xf32>, tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @add_rms_norm_weight_rank(%x: tensor<?x8xf32>, %y: tensor<?x8xf32>, %w: tensor<1x8xbf16>) {
+  // expected-error @+1 {{'cbc.math.add_rms_norm' op weight must have one entry per feature}}
+  %s, %n = cbc.math.add_rms_norm %x, %y, %w {eps = 1.0e-6 : f64} : tensor<?x8xf32>, tensor<?x8xf32>, tensor<1x8xbf16> -> tensor<?x8xf32>, tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @add_rms_norm_eps(%x: tensor<?x8xf32>, %y: tensor<?x8xf32>) {
+  // expected-error @+1 {{'cbc.math.add_rms_norm' op eps must be positive}}
+  %s, %n = cbc.math.add_rms_norm %x, %y {eps = 0.0 : f64} : tensor<?x8xf32>, tensor<?x8xf32> -> tensor<?x8xf32>, tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @add_rms_norm_eps_negative(%x: tensor<?x8xf32>, %y: tensor<?x8xf32>) {
+  // expected-error @+1 {{'cbc.math.add_rms_norm' op eps must be positive}}
+  %s, %n = cbc.math.add_rms_norm %x, %y {eps = -1.0e-6 : f64} : tensor<?x8xf32>, tensor<?x8xf32> -> tensor<?x8xf32>, tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @add_rms_norm_missing_eps(%x: tensor<?x8xf32>, %y: tensor<?x8xf32>) {
+  // expected-error @+1 {{'cbc.math.add_rms_norm' op requires attribute 'eps'}}
+  %s, %n = cbc.math.add_rms_norm %x, %y {offset = 1.0 : f64} : tensor<?x8xf32>, tensor<?x8xf32> -> tensor<?x8xf32>, tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @rope_append_kv_heads(%qkv: tensor<?x32xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>) {
+  // expected-error @+1 {{'cbc.kv.rope_append' op head counts and head_dim must be positive}}
+  %0 = cbc.kv.rope_append %qkv, %p, %p, %p, %p, %bt {layer = 0 : i64, num_heads = 4 : i64, num_kv_heads = 0 : i64, head_dim = 4 : i64, rotary_dim = 4 : i64, inv_freq = array<f32: 1.0, 0.01>} : (tensor<?x32xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>) -> tensor<?x16xf32>
+  return
+}
+
+// -----
+
+func.func @rope_append_head_dim(%qkv: tensor<?x32xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>) {
+  // expected-error @+1 {{'cbc.kv.rope_append' op head counts and head_dim must be positive}}
+  %0 = cbc.kv.rope_append %qkv, %p, %p, %p, %p, %bt {layer = 0 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 0 : i64, rotary_dim = 4 : i64, inv_freq = array<f32: 1.0, 0.01>} : (tensor<?x32xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>) -> tensor<?x16xf32>
+  return
+}
+
+// -----
+
+func.func @rope_append_window(%qkv: tensor<?x32xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>) {
+  // expected-error @+1 {{'cbc.kv.rope_append' op window must be positive}}
+  %0 = cbc.kv.rope_append %qkv, %p, %p, %p, %p, %bt {layer = 0 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, rotary_dim = 4 : i64, inv_freq = array<f32: 1.0, 0.01>, window = 0 : i64} : (tensor<?x32xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>) -> tensor<?x16xf32>
+  return
+}
+
+// -----
+
+func.func @rope_append_chunk(%qkv: tensor<?x32xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>) {
+  // expected-error @+1 {{'cbc.kv.rope_append' op chunk must be positive}}
+  %0 = cbc.kv.rope_append %qkv, %p, %p, %p, %p, %bt {layer = 0 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, rotary_dim = 4 : i64, inv_freq = array<f32: 1.0, 0.01>, chunk = -8192 : i64} : (tensor<?x32xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>) -> tensor<?x16xf32>
+  return
+}
+
+// -----
+
+func.func @rope_append_window_and_chunk(%qkv: tensor<?x32xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>) {
+  // expected-error @+1 {{'cbc.kv.rope_append' op a layer is either windowed or chunked, not both}}
+  %0 = cbc.kv.rope_append %qkv, %p, %p, %p, %p, %bt {layer = 0 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, rotary_dim = 4 : i64, inv_freq = array<f32: 1.0, 0.01>, window = 128 : i64, chunk = 8192 : i64} : (tensor<?x32xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>) -> tensor<?x16xf32>
+  return
+}
+
+// -----
+
+func.func @rope_append_gqa(%qkv: tensor<?x28xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>) {
+  // expected-error @+1 {{'cbc.kv.rope_append' op num_heads must be a multiple of num_kv_heads}}
+  %0 = cbc.kv.rope_append %qkv, %p, %p, %p, %p, %bt {layer = 0 : i64, num_heads = 3 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, rotary_dim = 4 : i64, inv_freq = array<f32: 1.0, 0.01>} : (tensor<?x28xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>) -> tensor<?x12xf32>
+  return
+}
+
+// -----
+
+func.func @rope_append_no_heads(%qkv: tensor<?x16xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>) {
+  // expected-error @+1 {{'cbc.kv.rope_append' op num_heads must be a multiple of num_kv_heads}}
+  %0 = cbc.kv.rope_append %qkv, %p, %p, %p, %p, %bt {layer = 0 : i64, num_heads = 0 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, rotary_dim = 4 : i64, inv_freq = array<f32: 1.0, 0.01>} : (tensor<?x16xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>) -> tensor<?x0xf32>
+  return
+}
+
+// -----
+
+// q|k|v of 16 + 8 + 8 = 32, not 24.
+func.func @rope_append_qkv_width(%qkv: tensor<?x24xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>) {
+  // expected-error @+1 {{'cbc.kv.rope_append' op qkv width must be (num_heads + 2 * num_kv_heads) * head_dim}}
+  %0 = cbc.kv.rope_append %qkv, %p, %p, %p, %p, %bt {layer = 0 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, rotary_dim = 4 : i64, inv_freq = array<f32: 1.0, 0.01>} : (tensor<?x24xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>) -> tensor<?x16xf32>
+  return
+}
+
+// -----
+
+func.func @rope_append_result_width(%qkv: tensor<?x32xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>) {
+  // expected-error @+1 {{'cbc.kv.rope_append' op result width must be num_heads * head_dim}}
+  %0 = cbc.kv.rope_append %qkv, %p, %p, %p, %p, %bt {layer = 0 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, rotary_dim = 4 : i64, inv_freq = array<f32: 1.0, 0.01>} : (tensor<?x32xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @rope_append_norm_shape(%qkv: tensor<?x32xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>, %qn: tensor<8xbf16>, %kn: tensor<8xbf16>) {
+  // expected-error @+1 {{'cbc.kv.rope_append' op norm weights must have head_dim entries}}
+  %0 = cbc.kv.rope_append %qkv, %p, %p, %p, %p, %bt norms(%qn, %kn) {layer = 0 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, rotary_dim = 4 : i64, inv_freq = array<f32: 1.0, 0.01>, eps = 1.0e-6 : f64} : (tensor<?x32xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>, tensor<8xbf16>, tensor<8xbf16>) -> tensor<?x16xf32>
+  return
+}
+
+// -----
+
+func.func @rope_append_norm_rank(%qkv: tensor<?x32xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>, %qn: tensor<1x4xbf16>, %kn: tensor<1x4xbf16>) {
+  // expected-error @+1 {{'cbc.kv.rope_append' op norm weights must have head_dim entries}}
+  %0 = cbc.kv.rope_append %qkv, %p, %p, %p, %p, %bt norms(%qn, %kn) {layer = 0 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, rotary_dim = 4 : i64, inv_freq = array<f32: 1.0, 0.01>, eps = 1.0e-6 : f64} : (tensor<?x32xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>, tensor<1x4xbf16>, tensor<1x4xbf16>) -> tensor<?x16xf32>
+  return
+}
+
+// -----
+
+// The custom form always prints both norm weights; the generic form can give one.
+func.func @rope_append_one_norm(%qkv: tensor<?x32xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>, %qn: tensor<4xbf16>) {
+  // expected-error @+1 {{'cbc.kv.rope_append' op give both q and k norm weights or neither}}
+  %0 = "cbc.kv.rope_append"(%qkv, %p, %p, %p, %p, %bt, %qn) <{layer = 0 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, rotary_dim = 4 : i64, inv_freq = array<f32: 1.0, 0.01>, eps = 1.0e-6 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 1, 0>}> : (tensor<?x32xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>, tensor<4xbf16>) -> tensor<?x16xf32>
+  return
+}
+
+// -----
+
+func.func @rope_append_norm_eps_missing(%qkv: tensor<?x32xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>, %qn: tensor<4xbf16>, %kn: tensor<4xbf16>) {
+  // expected-error @+1 {{'cbc.kv.rope_append' op q/k norms need a positive eps}}
+  %0 = cbc.kv.rope_append %qkv, %p, %p, %p, %p, %bt norms(%qn, %kn) {layer = 0 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, rotary_dim = 4 : i64, inv_freq = array<f32: 1.0, 0.01>} : (tensor<?x32xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>, tensor<4xbf16>, tensor<4xbf16>) -> tensor<?x16xf32>
+  return
+}
+
+// -----
+
+func.func @rope_append_norm_eps_zero(%qkv: tensor<?x32xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>, %qn: tensor<4xbf16>, %kn: tensor<4xbf16>) {
+  // expected-error @+1 {{'cbc.kv.rope_append' op q/k norms need a positive eps}}
+  %0 = cbc.kv.rope_append %qkv, %p, %p, %p, %p, %bt norms(%qn, %kn) {layer = 0 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, rotary_dim = 4 : i64, inv_freq = array<f32: 1.0, 0.01>, eps = 0.0 : f64} : (tensor<?x32xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>, tensor<4xbf16>, tensor<4xbf16>) -> tensor<?x16xf32>
+  return
+}
+
+// -----
+
+func.func @rope_append_rotary_odd(%qkv: tensor<?x32xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>) {
+  // expected-error @+1 {{'cbc.kv.rope_append' op rotary_dim must be even and in (0, head_dim]}}
+  %0 = cbc.kv.rope_append %qkv, %p, %p, %p, %p, %bt {layer = 0 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, rotary_dim = 3 : i64, inv_freq = array<f32: 1.0>} : (tensor<?x32xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>) -> tensor<?x16xf32>
+  return
+}
+
+// -----
+
+func.func @rope_append_rotary_zero(%qkv: tensor<?x32xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>) {
+  // expected-error @+1 {{'cbc.kv.rope_append' op rotary_dim must be even and in (0, head_dim]}}
+  %0 = cbc.kv.rope_append %qkv, %p, %p, %p, %p, %bt {layer = 0 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, rotary_dim = 0 : i64, inv_freq = array<f32>} : (tensor<?x32xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>) -> tensor<?x16xf32>
+  return
+}
+
+// -----
+
+func.func @rope_append_rotary_too_big(%qkv: tensor<?x32xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>) {
+  // expected-error @+1 {{'cbc.kv.rope_append' op rotary_dim must be even and in (0, head_dim]}}
+  %0 = cbc.kv.rope_append %qkv, %p, %p, %p, %p, %bt {layer = 0 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, rotary_dim = 8 : i64, inv_freq = array<f32: 1.0, 1.0, 1.0, 1.0>} : (tensor<?x32xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>) -> tensor<?x16xf32>
+  return
+}
+
+// -----
+
+func.func @rope_append_inv_freq(%qkv: tensor<?x32xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>) {
+  // expected-error @+1 {{'cbc.kv.rope_append' op inv_freq must have rotary_dim / 2 entries}}
+  %0 = cbc.kv.rope_append %qkv, %p, %p, %p, %p, %bt {layer = 0 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, rotary_dim = 4 : i64, inv_freq = array<f32: 1.0>} : (tensor<?x32xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>) -> tensor<?x16xf32>
+  return
+}
+
+// -----
+
+func.func @rope_append_pairing(%qkv: tensor<?x32xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>) {
+  // expected-error @+1 {{'cbc.kv.rope_append' op unknown pairing 'neox'}}
+  %0 = cbc.kv.rope_append %qkv, %p, %p, %p, %p, %bt {layer = 0 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, rotary_dim = 4 : i64, inv_freq = array<f32: 1.0, 0.01>, pairing = "neox"} : (tensor<?x32xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>) -> tensor<?x16xf32>
+  return
+}
+
+// -----
+
+func.func @rope_append_inv_freq_long(%qkv: tensor<?x32xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>) {
+  // expected-error @+1 {{'cbc.kv.rope_append' op inv_freq_long needs rotary_dim / 2 entries and long_after}}
+  %0 = cbc.kv.rope_append %qkv, %p, %p, %p, %p, %bt {layer = 0 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, rotary_dim = 4 : i64, inv_freq = array<f32: 1.0, 0.01>, inv_freq_long = array<f32: 0.5>, long_after = 4096 : i64} : (tensor<?x32xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>) -> tensor<?x16xf32>
+  return
+}
+
+// -----
+
+func.func @rope_append_long_after(%qkv: tensor<?x32xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>) {
+  // expected-error @+1 {{'cbc.kv.rope_append' op inv_freq_long needs rotary_dim / 2 entries and long_after}}
+  %0 = cbc.kv.rope_append %qkv, %p, %p, %p, %p, %bt {layer = 0 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, rotary_dim = 4 : i64, inv_freq = array<f32: 1.0, 0.01>, inv_freq_long = array<f32: 0.5, 0.05>} : (tensor<?x32xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>) -> tensor<?x16xf32>
+  return
+}
+
+// -----
+
+func.func @rope_append_dynamic(%qkv: tensor<?x32xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>) {
+  // expected-error @+1 {{'cbc.kv.rope_append' op dynamic_base needs dynamic_factor and dynamic_max_positions}}
+  %0 = cbc.kv.rope_append %qkv, %p, %p, %p, %p, %bt {layer = 0 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, rotary_dim = 4 : i64, inv_freq = array<f32: 1.0, 0.01>, dynamic_base = 10000.0 : f64, dynamic_factor = 2.0 : f64} : (tensor<?x32xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>) -> tensor<?x16xf32>
+  return
+}
+
+// -----
+
+func.func @rope_append_dynamic_factor(%qkv: tensor<?x32xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>) {
+  // expected-error @+1 {{'cbc.kv.rope_append' op dynamic_base needs dynamic_factor and dynamic_max_positions}}
+  %0 = cbc.kv.rope_append %qkv, %p, %p, %p, %p, %bt {layer = 0 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, rotary_dim = 4 : i64, inv_freq = array<f32: 1.0, 0.01>, dynamic_base = 10000.0 : f64, dynamic_max_positions = 2048 : i64} : (tensor<?x32xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>) -> tensor<?x16xf32>
+  return
+}
+
+// -----
+
+func.func @rope_append_missing_inv_freq(%qkv: tensor<?x32xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>) {
+  // expected-error @+1 {{'cbc.kv.rope_append' op requires attribute 'inv_freq'}}
+  %0 = cbc.kv.rope_append %qkv, %p, %p, %p, %p, %bt {layer = 0 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, rotary_dim = 4 : i64} : (tensor<?x32xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>) -> tensor<?x16xf32>
+  return
+}

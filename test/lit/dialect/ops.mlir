@@ -120,3 +120,46 @@ func.func @moe(%x: tensor<?x8xf32>, %logits: tensor<?x4xf32>, %gu: tensor<4x12x8
   %y2 = cbc.moe.experts %y, %ids2, %w2, %gu, %down bias(%gub, %db) {act = "gpt_oss", layout = "interleaved", limit = 7.0 : f64, alpha = 1.702 : f64} : (tensor<?x8xf32>, tensor<?x4xi32>, tensor<?x4xf32>, tensor<4x12x8xbf16>, tensor<4x8x6xbf16>, tensor<4x12xbf16>, tensor<4x8xbf16>) -> tensor<?x8xf32>
   return %y2 : tensor<?x8xf32>
 }
+
+// The fused ops formed by cbc-fuse-add-norm and cbc-fuse-attention-inputs.
+
+// CHECK-LABEL: func.func @add_rms_norm
+// CHECK-SAME: (%[[X:[^:]+]]: tensor<?x8xf32>, %[[Y:[^:]+]]: tensor<?x8xf32>, %[[W:[^:]+]]: tensor<8xbf16>)
+func.func @add_rms_norm(%x: tensor<?x8xf32>, %y: tensor<?x8xf32>, %w: tensor<8xbf16>) -> (tensor<?x8xf32>, tensor<?x8xf32>) {
+  // CHECK: %[[S:[a-z0-9_]+]], %[[N:[a-z0-9_]+]] = cbc.math.add_rms_norm %[[X]], %[[Y]], %[[W]] {eps = 9.9999999999999995E-7 : f64, offset = 1.000000e+00 : f64} : tensor<?x8xf32>, tensor<?x8xf32>, tensor<8xbf16> -> tensor<?x8xf32>, tensor<?x8xf32>
+  %s, %n = cbc.math.add_rms_norm %x, %y, %w {eps = 1.0e-6 : f64, offset = 1.0 : f64} : tensor<?x8xf32>, tensor<?x8xf32>, tensor<8xbf16> -> tensor<?x8xf32>, tensor<?x8xf32>
+  // Without a weight; the default offset is not printed.
+  // CHECK: %[[S2:[a-z0-9_]+]], %[[N2:[a-z0-9_]+]] = cbc.math.add_rms_norm %[[S]], %[[N]] {eps = 1.000000e-05 : f64} : tensor<?x8xf32>, tensor<?x8xf32> -> tensor<?x8xf32>, tensor<?x8xf32>
+  %s2, %n2 = cbc.math.add_rms_norm %s, %n {eps = 1.0e-5 : f64, offset = 0.0 : f64} : tensor<?x8xf32>, tensor<?x8xf32> -> tensor<?x8xf32>, tensor<?x8xf32>
+  // CHECK: return %[[S2]], %[[N2]]
+  return %s2, %n2 : tensor<?x8xf32>, tensor<?x8xf32>
+}
+
+// 4 query heads, 2 kv heads of head_dim 4: q|k|v rows of 16 + 8 + 8 = 32.
+// CHECK-LABEL: func.func @rope_append
+// CHECK-SAME: (%[[QKV:[^:]+]]: tensor<?x32xf32>, %[[POS:[^:]+]]: tensor<?xi32>, %[[SEQ:[^:]+]]: tensor<?xi32>, %[[PLEN:[^:]+]]: tensor<?xi32>, %[[SLOTS:[^:]+]]: tensor<?xi32>, %[[BT:[^:]+]]: tensor<?x?x?xi32>, %[[QN:[^:]+]]: tensor<4xbf16>, %[[KN:[^:]+]]: tensor<4xbf16>)
+func.func @rope_append(%qkv: tensor<?x32xf32>, %pos: tensor<?xi32>, %seq: tensor<?xi32>, %plen: tensor<?xi32>,
+                       %slots: tensor<?xi32>, %bt: tensor<?x?x?xi32>, %qn: tensor<4xbf16>, %kn: tensor<4xbf16>)
+    -> (tensor<?x16xf32>, tensor<?x16xf32>, tensor<?x16xf32>, tensor<?x16xf32>, tensor<?x16xf32>) {
+  // Without norms.
+  // CHECK: cbc.kv.rope_append %[[QKV]], %[[POS]], %[[SEQ]], %[[PLEN]], %[[SLOTS]], %[[BT]] {head_dim = 4 : i64, inv_freq = array<f32: 1.000000e+00, 0.00999999977>, layer = 0 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, rotary_dim = 4 : i64} : (tensor<?x32xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>) -> tensor<?x16xf32>
+  %0 = cbc.kv.rope_append %qkv, %pos, %seq, %plen, %slots, %bt {layer = 0 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, rotary_dim = 4 : i64, inv_freq = array<f32: 1.0, 0.01>} : (tensor<?x32xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>) -> tensor<?x16xf32>
+  // With q/k norms, their eps and offset, and a cache group.
+  // CHECK: cbc.kv.rope_append %[[QKV]], %[[POS]], %[[SEQ]], %[[PLEN]], %[[SLOTS]], %[[BT]] norms(%[[QN]], %[[KN]]) {eps = 9.9999999999999995E-7 : f64, group = 1 : i64, head_dim = 4 : i64, inv_freq = array<f32: 1.000000e+00, 0.00999999977>, layer = 1 : i64, norm_offset = 1.000000e+00 : f64, num_heads = 4 : i64, num_kv_heads = 2 : i64, rotary_dim = 4 : i64} : (tensor<?x32xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>, tensor<4xbf16>, tensor<4xbf16>) -> tensor<?x16xf32>
+  %1 = cbc.kv.rope_append %qkv, %pos, %seq, %plen, %slots, %bt norms(%qn, %kn) {layer = 1 : i64, group = 1 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, eps = 1.0e-6 : f64, norm_offset = 1.0 : f64, rotary_dim = 4 : i64, inv_freq = array<f32: 1.0, 0.01>} : (tensor<?x32xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>, tensor<4xbf16>, tensor<4xbf16>) -> tensor<?x16xf32>
+  // A sliding-window layer.
+  // CHECK: cbc.kv.rope_append
+  // CHECK-SAME: layer = 2 : i64
+  // CHECK-SAME: window = 4096 : i64}
+  %2 = cbc.kv.rope_append %qkv, %pos, %seq, %plen, %slots, %bt {layer = 2 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, window = 4096 : i64, rotary_dim = 4 : i64, inv_freq = array<f32: 1.0, 0.01>} : (tensor<?x32xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>) -> tensor<?x16xf32>
+  // Longrope: partial interleaved rotary, the long frequencies and the attention factor; and a
+  // chunked layer.
+  // CHECK: cbc.kv.rope_append
+  // CHECK-SAME: {attention_factor = 1.190000e+00 : f64, chunk = 8192 : i64, head_dim = 4 : i64, inv_freq = array<f32: 5.000000e-01>, inv_freq_long = array<f32: 2.500000e-01>, layer = 3 : i64, long_after = 4096 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, pairing = "interleaved", rotary_dim = 2 : i64}
+  %3 = cbc.kv.rope_append %qkv, %pos, %seq, %plen, %slots, %bt {layer = 3 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, chunk = 8192 : i64, rotary_dim = 2 : i64, pairing = "interleaved", inv_freq = array<f32: 0.5>, attention_factor = 1.19 : f64, inv_freq_long = array<f32: 0.25>, long_after = 4096 : i64} : (tensor<?x32xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>) -> tensor<?x16xf32>
+  // Dynamic NTK.
+  // CHECK: cbc.kv.rope_append
+  // CHECK-SAME: dynamic_base = 1.000000e+04 : f64, dynamic_factor = 2.000000e+00 : f64, dynamic_max_positions = 2048 : i64
+  %4 = cbc.kv.rope_append %qkv, %pos, %seq, %plen, %slots, %bt {layer = 4 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, rotary_dim = 4 : i64, inv_freq = array<f32: 1.0, 0.01>, dynamic_base = 10000.0 : f64, dynamic_factor = 2.0 : f64, dynamic_max_positions = 2048 : i64} : (tensor<?x32xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>) -> tensor<?x16xf32>
+  return %0, %1, %2, %3, %4 : tensor<?x16xf32>, tensor<?x16xf32>, tensor<?x16xf32>, tensor<?x16xf32>, tensor<?x16xf32>
+}
