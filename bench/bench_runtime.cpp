@@ -1,8 +1,11 @@
 // Runtime benchmarks (figures, not tests):
 //   scheduler  the scheduler plus step-metadata cost per step with a null backend, at 1, 64,
 //              1024 and 4096 concurrent decode requests;
-//   cpu        the CPU backend's throughput on the bundled example.
+//   cpu        the CPU backend's throughput on the bundled example;
+//   gdn        the CPU gated-delta scan per token, Qwen3-Next-80B-A3B's linear-attention shape,
+//              for prefill (chunked form) and decode (recurrent form), one thread.
 #include "codegen/pipeline.h"
+#include "runtime/cpu/kernels.h"
 #include "runtime/engine.h"
 
 #include <algorithm>
@@ -12,6 +15,9 @@
 #include <random>
 #include <sstream>
 #include <string>
+
+// OpenBLAS's own threads would time the pool, not the kernel.
+extern "C" void openblas_set_num_threads(int);
 
 using namespace cbc;
 using Clock = std::chrono::steady_clock;
@@ -125,6 +131,57 @@ void cpuBench(const std::string &config, const std::string &promptsPath) {
               s / st.steps * 1e3);
 }
 
+// One linear-attention layer of Qwen3-Next-80B-A3B: 16 key heads, 32 value heads, 128 x 128.
+void gatedDeltaBench() {
+  namespace cpu = rt::cpu;
+  cpu::GatedDeltaParams p;
+  p.k_heads = 16, p.v_heads = 32, p.k_dim = 128, p.v_dim = 128;
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> d(-1.0f, 1.0f);
+  auto fill = [&](size_t n) {
+    std::vector<float> v(n);
+    for (float &x : v)
+      x = d(rng);
+    return v;
+  };
+  std::vector<float> A_log = fill(p.v_heads), dt_bias = fill(p.v_heads);
+  p.A_log = A_log.data(), p.dt_bias = dt_bias.data();
+  int64_t qw = p.k_heads * p.k_dim, vw = p.v_heads * p.v_dim;
+  int64_t stateElems = p.v_heads * p.k_dim * p.v_dim;
+  cpu::ParallelFor serial = [](int64_t n, const std::function<void(int64_t)> &fn) {
+    for (int64_t i = 0; i < n; ++i)
+      fn(i);
+  };
+  // Times `reps` scans of R requests with n tokens each; returns seconds per token.
+  auto time = [&](int64_t R, int64_t n, int64_t chunk, int reps) {
+    int64_t T = R * n;
+    std::vector<float> q = fill(T * qw), k = fill(T * qw), v = fill(T * vw), a = fill(T * p.v_heads),
+                       b = fill(T * p.v_heads), out(T * vw), pool(R * stateElems, 0.0f);
+    std::vector<int32_t> cu(R + 1), slots(R), has(R, 1);
+    for (int64_t r = 0; r <= R; ++r)
+      cu[r] = (int32_t)(r * n);
+    for (int64_t r = 0; r < R; ++r)
+      slots[r] = (int32_t)r;
+    cpu::StateRows rows{cu.data(), slots.data(), has.data(), R};
+    cpu::gatedDeltaScan(q.data(), k.data(), v.data(), a.data(), b.data(), p, rows, pool.data(),
+                        out.data(), serial, chunk); // warm-up
+    auto t0 = Clock::now();
+    for (int i = 0; i < reps; ++i)
+      cpu::gatedDeltaScan(q.data(), k.data(), v.data(), a.data(), b.data(), p, rows, pool.data(),
+                          out.data(), serial, chunk);
+    return seconds(t0, Clock::now()) / reps / T;
+  };
+  openblas_set_num_threads(1);
+  std::printf("CPU gated-delta scan, one Qwen3-Next linear layer (Hk 16, Hv 32, dk = dv = 128), "
+              "one thread:\n");
+  double prefill = time(1, 512, 64, 2);
+  double decode = time(16, 1, 64, 20);
+  std::printf("  prefill, 1 x 512 tokens, chunked (64): %10.1f us/token/layer\n", prefill * 1e6);
+  std::printf("  decode, 16 requests x 1 token:         %10.1f us/token/layer\n", decode * 1e6);
+  std::printf("  chunked/recurrent cost per token:       %10.2f\n", prefill / decode);
+  std::printf("  state read+written per decode token:   %10.1f MB/layer\n", stateElems * 8 / 1e6);
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -135,6 +192,8 @@ int main(int argc, char **argv) {
       schedulerBench(root + "/test/configs/published/llama-3.1-8b.json");
     if (what == "cpu" || what == "all")
       cpuBench(root + "/examples/tiny-llama/config.json", root + "/examples/tiny-llama/prompts.jsonl");
+    if (what == "gdn" || what == "all") // last: it pins OpenBLAS to one thread
+      gatedDeltaBench();
   } catch (const std::exception &e) {
     std::fprintf(stderr, "bench: %s\n", e.what());
     return 1;

@@ -398,102 +398,87 @@ void gatedDeltaRecurrent(int64_t n, const float *q, const float *k, const float 
   for (int64_t t = 0; t < n; ++t) {
     const float *qt = q + t * qStride, *kt = k + t * qStride, *vt = v + t * vStride;
     float decay = std::exp(g[t]);
-    for (int64_t i = 0; i < dk * dv; ++i)
-      S[i] *= decay;
+    // Two passes over S: decay it while reading S^T k, then add k u^T while reading S^T q.
     std::fill(u.begin(), u.end(), 0.0f);
-    for (int64_t i = 0; i < dk; ++i)
-      for (int64_t j = 0; j < dv; ++j)
-        u[j] += S[i * dv + j] * kt[i];
+    for (int64_t i = 0; i < dk; ++i) {
+      float *Srow = S + i * dv;
+      float ki = kt[i];
+      for (int64_t j = 0; j < dv; ++j) {
+        Srow[j] *= decay;
+        u[j] += Srow[j] * ki;
+      }
+    }
     for (int64_t j = 0; j < dv; ++j)
       u[j] = (vt[j] - u[j]) * beta[t];
-    for (int64_t i = 0; i < dk; ++i)
-      for (int64_t j = 0; j < dv; ++j)
-        S[i * dv + j] += kt[i] * u[j];
     float *o = out + t * outStride;
-    for (int64_t j = 0; j < dv; ++j)
-      o[j] = 0.0f;
-    for (int64_t i = 0; i < dk; ++i)
-      for (int64_t j = 0; j < dv; ++j)
-        o[j] += S[i * dv + j] * qt[i];
+    std::fill_n(o, dv, 0.0f);
+    for (int64_t i = 0; i < dk; ++i) {
+      float *Srow = S + i * dv;
+      float ki = kt[i], qi = qt[i];
+      for (int64_t j = 0; j < dv; ++j) {
+        Srow[j] += ki * u[j];
+        o[j] += Srow[j] * qi;
+      }
+    }
   }
 }
 
 // The chunked (UT transform) form: within a chunk, the delta-rule updates are solved as one
-// unit lower-triangular system; across chunks the state carries.
+// unit lower-triangular system; across chunks the state carries. The products are BLAS calls.
 void gatedDeltaChunked(int64_t n, const float *q, const float *k, const float *v, const float *g,
                        const float *beta, int64_t dk, int64_t dv, int64_t qStride, int64_t vStride,
                        float *S, float *out, int64_t outStride, int64_t chunk) {
-  std::vector<float> cum(chunk), A(chunk * chunk), U(chunk * dv), W(chunk * dk), vnew(chunk * dv),
-      Snew(dk * dv);
+  const auto RM = CblasRowMajor;
+  const auto N = CblasNoTrans, T = CblasTrans;
+  std::vector<float> cum(chunk), A(chunk * chunk), P(chunk * chunk), U(chunk * dv), W(chunk * dk),
+      Kd(chunk * dk);
+  int qs = (int)qStride, os = (int)outStride, DK = (int)dk, DV = (int)dv;
   for (int64_t c0 = 0; c0 < n; c0 += chunk) {
     int64_t L = std::min(chunk, n - c0);
+    int l = (int)L, ld = (int)chunk;
     const float *qc = q + c0 * qStride, *kc = k + c0 * qStride, *vc = v + c0 * vStride;
     float acc = 0;
     for (int64_t i = 0; i < L; ++i)
       cum[i] = acc += g[c0 + i];
-    // Strictly lower A[i][j] = beta_i (k_i . k_j) exp(cum_i - cum_j).
+    // T = I + A with strictly lower A[i][j] = beta_i (k_i . k_j) exp(cum_i - cum_j); the unit
+    // diagonal is implied by the solve.
+    cblas_sgemm(RM, N, T, l, l, DK, 1.0f, kc, qs, kc, qs, 0.0f, A.data(), ld);
     for (int64_t i = 0; i < L; ++i)
-      for (int64_t j = 0; j < i; ++j) {
-        float dot = 0;
-        for (int64_t d = 0; d < dk; ++d)
-          dot += kc[i * qStride + d] * kc[j * qStride + d];
-        A[i * chunk + j] = beta[c0 + i] * dot * std::exp(cum[i] - cum[j]);
-      }
-    // (I + A) U = beta v and (I + A) W = beta k exp(cum), by forward substitution.
+      for (int64_t j = 0; j < i; ++j)
+        A[i * chunk + j] *= beta[c0 + i] * std::exp(cum[i] - cum[j]);
+    // T U = beta v and T W = beta k exp(cum).
     for (int64_t i = 0; i < L; ++i) {
-      float b = beta[c0 + i], e = std::exp(cum[i]);
+      float b = beta[c0 + i], e = b * std::exp(cum[i]);
       for (int64_t d = 0; d < dv; ++d)
         U[i * dv + d] = b * vc[i * vStride + d];
       for (int64_t d = 0; d < dk; ++d)
-        W[i * dk + d] = b * kc[i * qStride + d] * e;
-      for (int64_t j = 0; j < i; ++j) {
-        float a = A[i * chunk + j];
-        for (int64_t d = 0; d < dv; ++d)
-          U[i * dv + d] -= a * U[j * dv + d];
-        for (int64_t d = 0; d < dk; ++d)
-          W[i * dk + d] -= a * W[j * dk + d];
-      }
+        W[i * dk + d] = e * kc[i * qStride + d];
     }
-    // v_new = U - W S.
+    cblas_strsm(RM, CblasLeft, CblasLower, N, CblasUnit, l, DV, 1.0f, A.data(), ld, U.data(), DV);
+    cblas_strsm(RM, CblasLeft, CblasLower, N, CblasUnit, l, DK, 1.0f, A.data(), ld, W.data(), DK);
+    // v_new = U - W S (in U).
+    cblas_sgemm(RM, N, N, l, DV, DK, -1.0f, W.data(), DK, S, DV, 1.0f, U.data(), DV);
+    // o = diag(exp(cum)) q S + (q k^T masked causally, times exp(cum_i - cum_j)) v_new.
+    float *oc = out + c0 * outStride;
+    cblas_sgemm(RM, N, T, l, l, DK, 1.0f, qc, qs, kc, qs, 0.0f, P.data(), ld);
     for (int64_t i = 0; i < L; ++i)
-      for (int64_t d = 0; d < dv; ++d) {
-        float s = U[i * dv + d];
-        for (int64_t e2 = 0; e2 < dk; ++e2)
-          s -= W[i * dk + e2] * S[e2 * dv + d];
-        vnew[i * dv + d] = s;
-      }
-    // o_i = exp(cum_i) q_i S + sum_{j <= i} (q_i . k_j) exp(cum_i - cum_j) v_new_j.
+      for (int64_t j = 0; j < L; ++j)
+        P[i * chunk + j] = j <= i ? P[i * chunk + j] * std::exp(cum[i] - cum[j]) : 0.0f;
     for (int64_t i = 0; i < L; ++i) {
-      float *o = out + (c0 + i) * outStride;
       float e = std::exp(cum[i]);
-      for (int64_t d = 0; d < dv; ++d) {
-        float s = 0;
-        for (int64_t e2 = 0; e2 < dk; ++e2)
-          s += qc[i * qStride + e2] * S[e2 * dv + d];
-        o[d] = s * e;
-      }
-      for (int64_t j = 0; j <= i; ++j) {
-        float dot = 0;
-        for (int64_t d = 0; d < dk; ++d)
-          dot += qc[i * qStride + d] * kc[j * qStride + d];
-        float wgt = dot * std::exp(cum[i] - cum[j]);
-        for (int64_t d = 0; d < dv; ++d)
-          o[d] += wgt * vnew[j * dv + d];
-      }
+      for (int64_t d = 0; d < dk; ++d)
+        Kd[i * dk + d] = e * qc[i * qStride + d]; // exp(cum_i) q_i, borrowing Kd
     }
+    cblas_sgemm(RM, N, N, l, DV, DK, 1.0f, Kd.data(), DK, S, DV, 0.0f, oc, os);
+    cblas_sgemm(RM, N, N, l, DV, l, 1.0f, P.data(), ld, U.data(), DV, 1.0f, oc, os);
     // S = exp(cum_last) S + sum_j exp(cum_last - cum_j) k_j v_new_j^T.
-    float last = cum[L - 1], el = std::exp(last);
-    for (int64_t i = 0; i < dk * dv; ++i)
-      Snew[i] = S[i] * el;
+    float last = cum[L - 1];
     for (int64_t j = 0; j < L; ++j) {
       float e = std::exp(last - cum[j]);
-      for (int64_t d = 0; d < dk; ++d) {
-        float kv = kc[j * qStride + d] * e;
-        for (int64_t d2 = 0; d2 < dv; ++d2)
-          Snew[d * dv + d2] += kv * vnew[j * dv + d2];
-      }
+      for (int64_t d = 0; d < dk; ++d)
+        Kd[j * dk + d] = e * kc[j * qStride + d];
     }
-    std::copy(Snew.begin(), Snew.end(), S);
+    cblas_sgemm(RM, T, N, DK, DV, l, 1.0f, Kd.data(), DK, U.data(), DV, std::exp(last), S, DV);
   }
 }
 

@@ -80,10 +80,11 @@ TEST_P(Parity, EachPromptAloneMatchesTransformers) {
   }
 }
 
-// All prompts at once with a token budget below the longest prompt: chunked prefill, batched
-// decode, and still transformers' tokens.
+// All prompts at once with token budgets down to one token per step: prefill in chunks of 1, 7,
+// 16 and 64 tokens, batched decode, and still transformers' tokens. For state families each
+// chunk starts from the state the previous one left.
 TEST_P(Parity, BatchedChunkedPrefillMatchesTransformers) {
-  for (int64_t budget : {7, 16}) {
+  for (int64_t budget : {1, 7, 16, 64}) {
     rt::EngineOptions o;
     o.max_batch_tokens = budget;
     o.threads = 2;

@@ -13,6 +13,7 @@
 #include <map>
 #include <numeric>
 #include <random>
+#include <set>
 
 namespace cbc::test {
 namespace {
@@ -25,6 +26,10 @@ constexpr int64_t kMaxPrompt = 40, kMaxNew = 12, kMaxArrival = 30;
 struct Observed {
   int64_t steps = 0, partialChunks = 0, continuedChunks = 0, mixedSteps = 0, releasedRows = 0;
   int64_t maxRequestsInStep = 0;
+  // State handover: a chunk must carry its slot's state exactly when it continues a sequence,
+  // and slots must be handed on to new (or restarted) requests.
+  int64_t stateFlagErrors = 0, reusedSlots = 0;
+  std::set<int32_t> usedSlots;
 };
 
 class RecordingBackend : public rt::Backend {
@@ -50,6 +55,10 @@ public:
       if (count > 1 && b.positions[begin] > 0)
         seen_.continuedChunks++; // a prefill chunk that continues a cached prefix
       (count == 1 && b.positions[begin] > 0 ? decode : prefill) = true;
+      if (count > 0 && (b.has_initial_state[r] != 0) != (b.positions[begin] > 0))
+        seen_.stateFlagErrors++;
+      if (count > 0 && b.positions[begin] == 0 && !seen_.usedSlots.insert(b.slots[r]).second)
+        seen_.reusedSlots++;
       // A window group whose table has a released (-1) block below the live range.
       for (int64_t g = 0; g < b.num_groups; ++g) {
         if (plan_.groups[g].retention == rt::CacheGroup::All)
@@ -261,6 +270,8 @@ void Invariance::check(uint64_t seed, int64_t budget, int64_t maxRequests, int32
   if (windowed)
     EXPECT_GT(batched.seen.releasedRows, 0) << "no sliding-window block was ever released";
   EXPECT_LE(batched.seen.maxRequestsInStep, maxRequests);
+  EXPECT_EQ(batched.seen.stateFlagErrors, 0) << "has_initial_state disagrees with the positions";
+  EXPECT_GT(batched.seen.reusedSlots, 0) << "no request slot was ever handed on";
   RecordProperty("preemptions", std::to_string(batched.stats.preemptions));
   RecordProperty("steps", std::to_string(batched.stats.steps));
 

@@ -117,14 +117,16 @@ void printStates(const std::vector<rt::StateDecl> &states) {
               (long long)bytes);
   for (size_t i = 0; i < states.size();) {
     int layer = states[i].layer;
-    std::printf("  layer %d:", layer);
+    std::string line;
+    int64_t layerBytes = 0;
     for (; i < states.size() && states[i].layer == layer; ++i) {
       std::string dims;
       for (int64_t d : states[i].shape)
         dims += (dims.empty() ? "" : ", ") + std::to_string(d);
-      std::printf(" %s [%s]", states[i].name.c_str(), dims.c_str());
+      line += " " + states[i].name + " [" + dims + "]";
+      layerBytes += states[i].elems() * 4;
     }
-    std::printf("\n");
+    std::printf("  layer %d:%s, %lld bytes\n", layer, line.c_str(), (long long)layerBytes);
   }
 }
 

@@ -1,0 +1,192 @@
+// The CPU state kernels against their own definitions: the chunked gated-delta form against the
+// token recurrence, and every state op split into pieces against one pass over the whole
+// sequence. Chunked prefill and preemption rest on these: a request's rows may arrive in any
+// number of steps, and its state must carry exactly.
+#include "runtime/cpu/kernels.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <numeric>
+#include <random>
+
+namespace cbc::rt::cpu {
+namespace {
+
+const ParallelFor serial = [](int64_t n, const std::function<void(int64_t)> &fn) {
+  for (int64_t i = 0; i < n; ++i)
+    fn(i);
+};
+
+std::vector<float> randoms(size_t n, std::mt19937 &rng, float lo = -1.0f, float hi = 1.0f) {
+  std::uniform_real_distribution<float> d(lo, hi);
+  std::vector<float> v(n);
+  for (float &x : v)
+    x = d(rng);
+  return v;
+}
+
+double maxRelDiff(const std::vector<float> &a, const std::vector<float> &b) {
+  EXPECT_EQ(a.size(), b.size());
+  double worst = 0;
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i)
+    worst = std::max(worst, std::fabs((double)a[i] - b[i]) / (1.0 + std::fabs((double)b[i])));
+  return worst;
+}
+
+// Inputs of one head, already normalised the way gatedDeltaScan hands them over: unit-length k,
+// q scaled by dk^-1/2, log decays g <= 0 and rates beta in (0, 2).
+struct HeadInputs {
+  int64_t n, dk, dv;
+  std::vector<float> q, k, v, g, beta, state;
+  HeadInputs(int64_t n, int64_t dk, int64_t dv, uint32_t seed) : n(n), dk(dk), dv(dv) {
+    std::mt19937 rng(seed);
+    q = randoms(n * dk, rng);
+    k = randoms(n * dk, rng);
+    for (int64_t t = 0; t < n; ++t) {
+      double s = 0;
+      for (int64_t i = 0; i < dk; ++i)
+        s += k[t * dk + i] * k[t * dk + i];
+      for (int64_t i = 0; i < dk; ++i) {
+        k[t * dk + i] /= (float)std::sqrt(s);
+        q[t * dk + i] /= (float)std::sqrt((double)dk);
+      }
+    }
+    v = randoms(n * dv, rng, -2.0f, 2.0f);
+    g = randoms(n, rng, -3.0f, 0.0f); // strong decays too: exp(cum) underflows within a chunk
+    beta = randoms(n, rng, 0.0f, 2.0f);
+    state = randoms(dk * dv, rng);
+  }
+};
+
+// Every chunk size, including 1 and sizes that do not divide the sequence, is the recurrence.
+TEST(GatedDelta, ChunkedFormEqualsRecurrence) {
+  for (int64_t n : {1, 5, 64, 150}) {
+    HeadInputs in(n, 16, 8, 7 + (uint32_t)n);
+    std::vector<float> wantState = in.state, want(n * in.dv);
+    gatedDeltaRecurrent(n, in.q.data(), in.k.data(), in.v.data(), in.g.data(), in.beta.data(), in.dk,
+                        in.dv, in.dk, in.dv, wantState.data(), want.data(), in.dv);
+    for (int64_t chunk : {1, 7, 64}) {
+      std::vector<float> state = in.state, got(n * in.dv, NAN);
+      gatedDeltaChunked(n, in.q.data(), in.k.data(), in.v.data(), in.g.data(), in.beta.data(), in.dk,
+                        in.dv, in.dk, in.dv, state.data(), got.data(), in.dv, chunk);
+      EXPECT_LE(maxRelDiff(got, want), 2e-5) << "n " << n << " chunk " << chunk;
+      EXPECT_LE(maxRelDiff(state, wantState), 2e-5) << "n " << n << " chunk " << chunk;
+    }
+  }
+}
+
+// The recurrence itself on a 1x1 head, where the delta rule reduces to scalars:
+// S = e^g S; S += k beta (v - S k); o = S q.
+TEST(GatedDelta, RecurrenceIsTheDeltaRule) {
+  float q[] = {0.5f, -1.0f}, k[] = {1.0f, 1.0f}, v[] = {2.0f, -1.0f}, g[] = {-0.5f, -1.0f},
+        beta[] = {0.5f, 1.5f};
+  float S = 0.25f, out[2];
+  gatedDeltaRecurrent(2, q, k, v, g, beta, 1, 1, 1, 1, &S, out, 1);
+  double s = 0.25;
+  double o[2];
+  for (int t = 0; t < 2; ++t) {
+    s *= std::exp((double)g[t]);
+    s += k[t] * beta[t] * (v[t] - s * k[t]);
+    o[t] = s * q[t];
+  }
+  EXPECT_NEAR(out[0], o[0], 1e-6);
+  EXPECT_NEAR(out[1], o[1], 1e-6);
+  EXPECT_NEAR(S, s, 1e-6);
+}
+
+// Runs `op(rows, begin, end)` over each request's tokens [0, n) either whole or cut into
+// pieces; pieces after the first carry the state (has_initial = 1).
+template <class Op>
+void runInPieces(int64_t n, const std::vector<int64_t> &cuts, int32_t slot, Op op) {
+  int64_t begin = 0;
+  std::vector<int64_t> ends = cuts;
+  ends.push_back(n);
+  for (int64_t end : ends) {
+    if (end <= begin)
+      continue;
+    int32_t cu[2] = {0, (int32_t)(end - begin)}, slots[1] = {slot}, has[1] = {begin > 0};
+    StateRows rows{cu, slots, has, 1};
+    op(rows, begin, end);
+    begin = end;
+  }
+}
+
+TEST(GatedDelta, ScanInPiecesEqualsWholeSequence) {
+  GatedDeltaParams p;
+  p.k_heads = 2, p.v_heads = 4, p.k_dim = 8, p.v_dim = 6, p.beta_scale = 2.0f;
+  std::mt19937 rng(11);
+  int64_t n = 90, qw = p.k_heads * p.k_dim, vw = p.v_heads * p.v_dim;
+  auto q = randoms(n * qw, rng), k = randoms(n * qw, rng), v = randoms(n * vw, rng);
+  auto a = randoms(n * p.v_heads, rng, -2.0f, 2.0f), b = randoms(n * p.v_heads, rng, -2.0f, 2.0f);
+  auto A_log = randoms(p.v_heads, rng), dt_bias = randoms(p.v_heads, rng);
+  p.A_log = A_log.data(), p.dt_bias = dt_bias.data();
+  int64_t stateElems = p.v_heads * p.k_dim * p.v_dim;
+
+  auto run = [&](const std::vector<int64_t> &cuts, int64_t chunk) {
+    // Slot 1 of 2, with slot 0 filled with garbage that must stay untouched.
+    std::vector<float> pool(2 * stateElems, 123.0f), out(n * vw, NAN);
+    runInPieces(n, cuts, 1, [&](const StateRows &rows, int64_t begin, int64_t) {
+      gatedDeltaScan(&q[begin * qw], &k[begin * qw], &v[begin * vw], &a[begin * p.v_heads],
+                     &b[begin * p.v_heads], p, rows, pool.data(), &out[begin * vw], serial, chunk);
+    });
+    for (int64_t i = 0; i < stateElems; ++i)
+      EXPECT_EQ(pool[i], 123.0f) << "another request's slot was written";
+    pool.erase(pool.begin(), pool.begin() + stateElems);
+    return std::make_pair(out, pool);
+  };
+  std::vector<int64_t> everyToken(n - 1);
+  std::iota(everyToken.begin(), everyToken.end(), 1);
+  auto [wantOut, wantState] = run(everyToken, 64); // token by token: the decode path throughout
+  for (auto cuts : std::vector<std::vector<int64_t>>{{}, {7, 14, 21, 28, 35, 42, 49, 56, 63, 70, 77, 84},
+                                                     {64}, {1, 65, 66}, {30}})
+    for (int64_t chunk : {1, 7, 64}) {
+      auto [out, state] = run(cuts, chunk);
+      EXPECT_LE(maxRelDiff(out, wantOut), 2e-5) << cuts.size() << " cuts, chunk " << chunk;
+      EXPECT_LE(maxRelDiff(state, wantState), 2e-5) << cuts.size() << " cuts, chunk " << chunk;
+    }
+}
+
+TEST(Conv1d, InPiecesEqualsWholeSequence) {
+  int64_t n = 40, C = 5, K = 4;
+  std::mt19937 rng(3);
+  auto x = randoms(n * C, rng), w = randoms(C * K, rng), bias = randoms(C, rng);
+  auto run = [&](const std::vector<int64_t> &cuts) {
+    std::vector<float> pool(3 * C * (K - 1), -7.0f), y(n * C, NAN);
+    runInPieces(n, cuts, 2, [&](const StateRows &rows, int64_t begin, int64_t) {
+      conv1dStates(&x[begin * C], C, K, w.data(), bias.data(), true, rows, pool.data(), &y[begin * C],
+                   serial);
+    });
+    for (int64_t i = 0; i < 2 * C * (K - 1); ++i)
+      EXPECT_EQ(pool[i], -7.0f) << "another request's slot was written";
+    return y;
+  };
+  // The definition: zero history, silu(bias + sum_j w[c, j] x[t - (K-1) + j]).
+  std::vector<float> want(n * C);
+  for (int64_t t = 0; t < n; ++t)
+    for (int64_t c = 0; c < C; ++c) {
+      double acc = bias[c];
+      for (int64_t j = 0; j < K; ++j) {
+        int64_t src = t - (K - 1) + j;
+        if (src >= 0)
+          acc += (double)w[c * K + j] * x[src * C + c];
+      }
+      want[t * C + c] = (float)(acc / (1.0 + std::exp(-acc)));
+    }
+  for (auto cuts : std::vector<std::vector<int64_t>>{{}, {1}, {1, 2, 3}, {2, 5, 6, 30}, {39}})
+    EXPECT_LE(maxRelDiff(run(cuts), want), 1e-6) << cuts.size() << " cuts";
+}
+
+// A request that starts without an initial state ignores whatever its slot held before.
+TEST(Conv1d, FreshRequestIgnoresStaleSlot) {
+  int64_t C = 3, K = 3;
+  std::vector<float> x = {1, 2, 3}, w(C * K, 1.0f), y(C), pool(C * (K - 1), 99.0f);
+  int32_t cu[2] = {0, 1}, slots[1] = {0}, has[1] = {0};
+  conv1dStates(x.data(), C, K, w.data(), nullptr, false, StateRows{cu, slots, has, 1}, pool.data(),
+               y.data(), serial);
+  EXPECT_EQ(y, x);
+  EXPECT_EQ(pool, (std::vector<float>{0, 1, 0, 2, 0, 3}));
+}
+
+} // namespace
+} // namespace cbc::rt::cpu
