@@ -107,7 +107,9 @@ CompileResult compileConfig(const std::string &configJson, const CompileOptions 
   KernelBundleOut kernels;
   if (options.emit_cuda) {
     progress("generating CUDA kernels");
-    auto program = emitCuda(*module);
+    EmitOptions emitOptions;
+    emitOptions.dtype = options.dtype;
+    auto program = emitCuda(*module, emitOptions);
     if (failed(program))
       throw std::runtime_error("CUDA code generation failed:\n" + diags.messages);
     kernels = std::move(*program);

@@ -15,16 +15,19 @@ std::string shapeText(const std::vector<int64_t> &s) {
   return out + "]";
 }
 
-// The name a checkpoint actually uses, trying the artefact's prefix aliases.
+// The name a checkpoint actually uses: the artefact's name, else the first alias spelling
+// (its first occurrence of `from` replaced by `to`) that the checkpoint has.
 std::string resolveName(const Checkpoint &ckpt, const std::string &name, const ModelMeta &meta) {
   if (ckpt.has(name))
     return name;
-  for (const auto &[from, to] : meta.weight_aliases)
-    if (name.rfind(from, 0) == 0) {
-      std::string alt = to + name.substr(from.size());
-      if (ckpt.has(alt))
-        return alt;
-    }
+  for (const auto &[from, to] : meta.weight_aliases) {
+    size_t at = name.find(from);
+    if (at == std::string::npos)
+      continue;
+    std::string alt = name.substr(0, at) + to + name.substr(at + from.size());
+    if (ckpt.has(alt))
+      return alt;
+  }
   return name;
 }
 

@@ -40,7 +40,7 @@ int64_t cols(Value v) { return llvm::cast<RankedTensorType>(v.getType()).getDimS
 
 class Emitter {
 public:
-  explicit Emitter(ModuleOp module) : module_(module) {}
+  Emitter(ModuleOp module, const EmitOptions &options) : module_(module), options_(options) {}
   FailureOr<CudaProgram> run();
 
 private:
@@ -85,6 +85,9 @@ private:
   void emitRopeAppend(KvRopeAppendOp op);
 
   ModuleOp module_;
+  EmitOptions options_;
+  std::string kvType_ = "bf16"; // the kv pool's element type
+  fb::DType activation_ = fb::DType::BF16;
   CudaProgram prog_;
   std::map<const void *, int> ids_;
   std::set<const void *> perRequest_;
@@ -94,7 +97,8 @@ private:
   std::ostringstream source_;
 };
 
-int Emitter::kernel(const std::string &hint, const std::string &body) {
+int Emitter::kernel(const std::string &hint, const std::string &text) {
+  std::string body = fill(text, {{"TKV", kvType_}});
   std::string key = hint + "\n" + body;
   auto it = kernelBySource_.find(key);
   if (it != kernelBySource_.end())
@@ -310,11 +314,11 @@ void Emitter::emitAppend(KvAppendOp op) {
   const int *seq_ids = (const int *)a.p[3];
   const int *slots = (const int *)a.p[4];
   const int *tables = (const int *)a.p[5] + a.i[0] * a.i[1] * a.i[2]; // this group's tables
-  bf16 *pool = (bf16 *)a.p[6];
+  @TKV@ *pool = (@TKV@ *)a.p[6];
   long long t = blockIdx.x;
   int pos = positions[t];
   long long block = tables[(long long)slots[seq_ids[t]] * a.i[2] + pos / @B@];
-  bf16 *row = pool + (block * @B@ + pos % @B@) * @ROW@;
+  @TKV@ *row = pool + (block * @B@ + pos % @B@) * @ROW@;
   for (int j = threadIdx.x; j < @KW@; j += blockDim.x)
     st(row, j, ld(k, t * @KW@ + j));
   for (int j = threadIdx.x; j < @VW@; j += blockDim.x)
@@ -350,7 +354,7 @@ void Emitter::emitAttention(KvAttentionOp op) {
   const int *seq_ids = (const int *)a.p[2];
   const int *slots = (const int *)a.p[3];
   const int *tables = (const int *)a.p[4] + a.i[0] * a.i[1] * a.i[2];
-  const bf16 *pool = (const bf16 *)a.p[5];
+  const @TKV@ *pool = (const @TKV@ *)a.p[5];
   float *part = (float *)a.p[6];
   long long splits = a.i[3];
   long long t = blockIdx.x;
@@ -376,8 +380,8 @@ void Emitter::emitAttention(KvAttentionOp op) {
   }
   for (int j = begin + warp; j < end; j += 4) {
     long long slot = (long long)table[j / @B@] * @B@ + j % @B@;
-    const bf16 *kr = pool + slot * @ROW@ + kvh * @D@;
-    const bf16 *vr = pool + slot * @ROW@ + @KELEMS@ + kvh * @DV@;
+    const @TKV@ *kr = pool + slot * @ROW@ + kvh * @D@;
+    const @TKV@ *vr = pool + slot * @ROW@ + @KELEMS@ + kvh * @DV@;
     float kv[@DL@], vv[@DVL@];
     for (int e = 0; e < @DL@; ++e) { int d = lane + 32 * e; kv[e] = d < @D@ ? ld(kr, d) : 0.0f; }
     for (int e = 0; e < @DVL@; ++e) { int d = lane + 32 * e; vv[e] = d < @DV@ ? ld(vr, d) : 0.0f; }
@@ -473,21 +477,24 @@ void Emitter::emitGather(RowsGatherOp op) {
   l.args = {val(id(op.getX())), val(id(op.getRows())), val(id(op.getResult()))};
 }
 
-// One warp per token: softmax (or top-k softmax), then k rounds of argmax, lower ids first.
+// One warp per token: scores (softmax, sigmoid, or the raw logits for top-k softmax), then k
+// rounds of argmax over the (optionally biased) keys, lower ids first.
 void Emitter::emitRoute(MoeRouteOp op) {
   int64_t E = cols(op.getLogits()), K = op.getKAttr().getInt();
   int64_t EL = (E + 31) / 32;
+  bool bias = (bool)op.getSelectionBias();
   std::string body = fill(R"(  const @TL@ *logits = (const @TL@ *)a.p[0];
   float *weights = (float *)a.p[1];
   int *ids = (int *)a.p[2];
+  const @TB@ *bias = (const @TB@ *)a.p[3];
   long long t = blockIdx.x;
   int lane = threadIdx.x;
-  float v[@EL@];
+  float v[@EL@], key[@EL@];
   for (int e = 0; e < @EL@; ++e) {
     int x = lane + 32 * e;
     v[e] = x < @E@ ? ld(logits, t * @E@ + x) : -INFINITY;
   }
-  if (!@TOPKSOFTMAX@) {
+  if (@SOFTMAX@) {
     float mx = -INFINITY;
     for (int e = 0; e < @EL@; ++e) mx = fmaxf(mx, v[e]);
     mx = warp_max(mx);
@@ -496,24 +503,31 @@ void Emitter::emitRoute(MoeRouteOp op) {
     sum = warp_sum(sum);
     for (int e = 0; e < @EL@; ++e) v[e] = (lane + 32 * e) < @E@ ? v[e] / sum : -INFINITY;
   }
+  if (@SIGMOID@)
+    for (int e = 0; e < @EL@; ++e) v[e] = (lane + 32 * e) < @E@ ? 1.0f / (1.0f + expf(-v[e])) : -INFINITY;
+  for (int e = 0; e < @EL@; ++e) {
+    int x = lane + 32 * e;
+    key[e] = @BIAS@ && x < @E@ ? v[e] + ld(bias, x) : v[e];
+  }
   float chosen[@K@];
   int chosenId[@K@];
   for (int j = 0; j < @K@; ++j) {
-    float best = -INFINITY;
+    float best = -INFINITY, bestV = 0.0f;
     int bestId = 0x7fffffff;
     for (int e = 0; e < @EL@; ++e) {
       int x = lane + 32 * e;
-      if (x < @E@ && (v[e] > best || (v[e] == best && x < bestId))) { best = v[e]; bestId = x; }
+      if (x < @E@ && (key[e] > best || (key[e] == best && x < bestId))) { best = key[e]; bestV = v[e]; bestId = x; }
     }
     for (int o = 16; o > 0; o >>= 1) {
       float ob = __shfl_xor_sync(0xffffffffu, best, o);
+      float ov = __shfl_xor_sync(0xffffffffu, bestV, o);
       int oi = __shfl_xor_sync(0xffffffffu, bestId, o);
-      if (ob > best || (ob == best && oi < bestId)) { best = ob; bestId = oi; }
+      if (ob > best || (ob == best && oi < bestId)) { best = ob; bestV = ov; bestId = oi; }
     }
-    chosen[j] = best;
+    chosen[j] = bestV;
     chosenId[j] = bestId;
     for (int e = 0; e < @EL@; ++e)
-      if (lane + 32 * e == bestId) v[e] = -INFINITY;
+      if (lane + 32 * e == bestId) key[e] = -INFINITY;
   }
   if (lane == 0) {
     if (@TOPKSOFTMAX@) {
@@ -523,20 +537,25 @@ void Emitter::emitRoute(MoeRouteOp op) {
     } else if (@RENORM@) {
       float sum = 0.0f;
       for (int j = 0; j < @K@; ++j) sum += chosen[j];
-      for (int j = 0; j < @K@; ++j) chosen[j] /= sum;
+      for (int j = 0; j < @K@; ++j) chosen[j] /= sum + @EPS@;
     }
     for (int j = 0; j < @K@; ++j) {
       weights[t * @K@ + j] = chosen[j] * @SCALING@;
       ids[t * @K@ + j] = chosenId[j];
     }
   }
-)", {{"TL", ty(op.getLogits())}, {"E", str(E)}, {"EL", str(EL)}, {"K", str(K)},
+)", {{"TL", ty(op.getLogits())}, {"TB", bias ? ty(op.getSelectionBias()) : "float"}, {"E", str(E)},
+     {"EL", str(EL)}, {"K", str(K)}, {"BIAS", bias ? "true" : "false"},
+     {"SOFTMAX", op.getScore() == "softmax" ? "true" : "false"},
+     {"SIGMOID", op.getScore() == "sigmoid" ? "true" : "false"},
      {"TOPKSOFTMAX", op.getScore() == "topk_softmax" ? "true" : "false"},
      {"RENORM", op.getRenorm() ? "true" : "false"},
+     {"EPS", fmtFloat(op.getRenormEps().convertToDouble())},
      {"SCALING", fmtFloat(op.getScaling().convertToDouble())}});
   LaunchOut &l = launch(kernel("moe_route", body), 32);
   l.grid[0] = {rowsVar(op.getLogits()), 1, 1, 0};
-  l.args = {val(id(op.getLogits())), val(id(op.getWeights())), val(id(op.getIds()))};
+  l.args = {val(id(op.getLogits())), val(id(op.getWeights())), val(id(op.getIds())),
+            bias ? val(id(op.getSelectionBias())) : null()};
 }
 
 // Experts as grouped GEMMs: a plan kernel groups (token, choice) pairs by expert in token
@@ -631,14 +650,15 @@ void Emitter::emitExperts(MoeExpertsOp op) {
       g += ld(bias, (long long)expert * 2 * @I@ + (@INTER@ ? 2 * col : col));
       u += ld(bias, (long long)expert * 2 * @I@ + (@INTER@ ? 2 * col + 1 : @I@ + col));
     }
-    // GLU, then rounded to bf16 as the activation the down projection reads.
+    // GLU, then rounded to the activation dtype the down projection would read.
     float y = @GLU@;
-    act[(long long)row * @I@ + col] = __bfloat162float(__float2bfloat16(y));
+    act[(long long)row * @I@ + col] = @ROUND@;
   }
 )", {{"E", str(E)}, {"TX", ty(op.getX())}, {"TW", ty(op.getGateUp())},
      {"TB", biases ? ty(op.getGateUpBias()) : "bf16"}, {"I", str(I)}, {"H", str(H)}, {"K", str(K)},
      {"TM", str(TM)}, {"TN", str(TN)}, {"TK", str(TK)}, {"INTER", inter ? "true" : "false"},
      {"BIAS", biases ? "true" : "false"},
+     {"ROUND", activation_ == fb::DType::F32 ? "y" : "__bfloat162float(__float2bfloat16(y))"},
      {"GLU", op.getAct() == "gpt_oss"
                  ? "(fminf(fmaxf(u, -" + fmtFloat(op.getLimitAttr().getValueAsDouble()) + "), " +
                        fmtFloat(op.getLimitAttr().getValueAsDouble()) + ") + 1.0f) * (fminf(g, " +
@@ -813,7 +833,7 @@ void Emitter::emitRopeAppend(KvRopeAppendOp op) {
   const @TN@ *qn = (const @TN@ *)a.p[6];
   const @TN@ *kn = (const @TN@ *)a.p[7];
   @TQ@ *qout = (@TQ@ *)a.p[8];
-  bf16 *pool = (bf16 *)a.p[9];
+  @TKV@ *pool = (@TKV@ *)a.p[9];
   const float freq[] = {@FREQ@};
   const float freq_long[] = {@LONG@};
   long long t = blockIdx.x;
@@ -834,7 +854,7 @@ void Emitter::emitRopeAppend(KvRopeAppendOp op) {
   int pos = positions[t];
   long long seq_len = prompt_lens[seq_ids[t]] > pos + 1 ? prompt_lens[seq_ids[t]] : pos + 1;
   long long block = tables[(long long)slots[seq_ids[t]] * a.i[2] + pos / @B@];
-  bf16 *row = pool + (block * @B@ + pos % @B@) * (2 * @KW@);
+  @TKV@ *row = pool + (block * @B@ + pos % @B@) * (2 * @KW@);
   for (int idx = threadIdx.x; idx < (@H@ + @HKV@) * @D@; idx += blockDim.x) {
     int h = idx / @D@, d = idx % @D@;
     float value;
@@ -1121,6 +1141,15 @@ FailureOr<CudaProgram> Emitter::run() {
     ids_[v.getAsOpaquePointer()] = (int)prog_.value_dtypes.size();
     prog_.value_dtypes.push_back((int)d);
   };
+  if (options_.dtype != "bf16" && options_.dtype != "f32")
+    return module_.emitError("CUDA code generation takes --dtype bf16 or f32, not '")
+           << options_.dtype << "' (or compile with --no-cuda)";
+  activation_ = options_.dtype == "f32" ? fb::DType::F32 : fb::DType::BF16;
+  auto plan = module_->getAttrOfType<DictionaryAttr>("cbc.cache_plan");
+  auto kvDtype = plan ? plan.getAs<StringAttr>("kv_dtype") : StringAttr();
+  if (!kvDtype || (kvDtype.getValue() != "bf16" && kvDtype.getValue() != "f32"))
+    return module_.emitError("CUDA code generation needs a bf16 or f32 kv cache plan");
+  kvType_ = kvDtype.getValue() == "f32" ? "float" : "bf16";
   Value output;
   for (BlockArgument arg : block.getArguments())
     add(arg, fb::DType::I32);
@@ -1131,14 +1160,18 @@ FailureOr<CudaProgram> Emitter::run() {
     }
     for (Value r : op.getResults()) {
       Type e = llvm::cast<RankedTensorType>(r.getType()).getElementType();
-      if (isa<WeightRefOp>(op))
-        add(r, e.isF32() ? fb::DType::F32 : e.isF16() ? fb::DType::F16 : fb::DType::BF16);
+      if (isa<WeightRefOp>(op)) {
+        if (e.isF16())
+          return op.emitError("CUDA code generation takes bf16 or f32 weights, not f16 (use "
+                              "--dtype bf16 or f32, or --no-cuda)");
+        add(r, e.isF32() ? fb::DType::F32 : fb::DType::BF16);
+      }
       else if (e.isInteger(32))
         add(r, fb::DType::I32);
       else if (isa<MoeRouteOp>(op))
         add(r, fb::DType::F32); // mixing weights stay fp32
       else
-        add(r, fb::DType::BF16);
+        add(r, activation_);
       if (isa<RowsGatherOp>(op))
         perRequest_.insert(r.getAsOpaquePointer());
       else
@@ -1168,6 +1201,8 @@ FailureOr<CudaProgram> Emitter::run() {
 
 } // namespace
 
-FailureOr<CudaProgram> emitCuda(ModuleOp module) { return Emitter(module).run(); }
+FailureOr<CudaProgram> emitCuda(ModuleOp module, const EmitOptions &options) {
+  return Emitter(module, options).run();
+}
 
 } // namespace cbc::codegen

@@ -345,10 +345,19 @@ LogicalResult MoeRouteOp::verify() {
   int64_t experts = cols(getLogits()), k = getKAttr().getInt();
   if (k <= 0 || k > experts)
     return emitOpError("k must be in [1, experts]");
-  if (getScore() != "softmax" && getScore() != "topk_softmax")
+  if (getScore() != "softmax" && getScore() != "topk_softmax" && getScore() != "sigmoid")
     return emitOpError("unknown score '") << getScore() << "'";
   if (cols(getWeights()) != k || cols(getIds()) != k)
     return emitOpError("weights and ids must have k columns");
+  if (getSelectionBias()) {
+    if (getScore() == "topk_softmax")
+      return emitOpError("a selection bias needs softmax or sigmoid scores");
+    auto t = tensorType(getSelectionBias());
+    if (t.getRank() != 1 || t.getDimSize(0) != experts)
+      return emitOpError("selection bias must have one entry per expert");
+  }
+  if (getRenormEps().convertToDouble() < 0)
+    return emitOpError("renorm_eps must not be negative");
   return success();
 }
 

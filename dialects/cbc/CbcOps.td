@@ -360,14 +360,22 @@ def Cbc_MoeRouteOp : Cbc_Op<"moe.route", [Pure]> {
     From router logits `[T, E]`:
     * `score = "softmax"`: softmax over all experts, take the top `k`, optionally renormalise
       them to sum to one (`renorm`) (Mixtral, Qwen MoE);
-    * `score = "topk_softmax"`: take the top `k` logits, then softmax over those `k` (gpt-oss).
-    Weights are then multiplied by `scaling`. Ties choose the lower expert index.
+    * `score = "topk_softmax"`: take the top `k` logits, then softmax over those `k` (gpt-oss);
+    * `score = "sigmoid"`: a sigmoid per expert, top `k`, optionally renormalised (LFM2-MoE).
+    With `selection_bias` (`[E]`, softmax or sigmoid scores only) the experts are chosen by
+    `score + bias` but weighted by the unbiased score. Renormalising divides by the sum of the
+    chosen weights plus `renorm_eps`. Weights are then multiplied by `scaling`. Ties choose the
+    lower expert index.
   }];
-  let arguments = (ins Cbc_Rows:$logits, I64Attr:$k, StrAttr:$score,
-                   DefaultValuedAttr<BoolAttr, "false">:$renorm,
+  let arguments = (ins Cbc_Rows:$logits, Optional<Cbc_Weight>:$selection_bias, I64Attr:$k,
+                   StrAttr:$score, DefaultValuedAttr<BoolAttr, "false">:$renorm,
+                   DefaultValuedAttr<F64Attr, "0.0">:$renorm_eps,
                    DefaultValuedAttr<F64Attr, "1.0">:$scaling);
   let results = (outs Cbc_Rows:$weights, Cbc_RowsI32:$ids);
-  let assemblyFormat = "$logits attr-dict `:` type($logits) `->` type($weights) `,` type($ids)";
+  let assemblyFormat = [{
+    $logits (`bias` `(` $selection_bias^ `:` type($selection_bias) `)`)? attr-dict `:` type($logits)
+    `->` type($weights) `,` type($ids)
+  }];
   let hasVerifier = 1;
 }
 

@@ -62,6 +62,14 @@ private:
   Value weight(const std::string &name, ArrayRef<int64_t> shape, const std::string &hfName) {
     return weight(name, shape, std::vector<std::vector<std::string>>{{hfName}});
   }
+  // Small parameters transformers reads in fp32 whatever the model dtype.
+  Value fp32Weight(const std::string &name, ArrayRef<int64_t> shape, const std::string &hfName) {
+    auto saved = wtype_;
+    wtype_ = b_.getF32Type();
+    Value w = weight(name, shape, hfName);
+    wtype_ = saved;
+    return w;
+  }
   std::string hf(int64_t layer, const std::string &rest) {
     return spec_.prefix + "layers." + std::to_string(layer) + "." + rest;
   }
@@ -247,8 +255,8 @@ Value StepBuilder::gatedDeltaNet(int64_t layer, Value x) {
                                      b_.getStringAttr("conv"))
                    .getResult();
   auto qkvParts = splitAll(conv, {kd, kd, vd});
-  Value aLog = weight(prog(layer, "gdn.A_log"), {nv}, m("A_log"));
-  Value dtBias = weight(prog(layer, "gdn.dt_bias"), {nv}, m("dt_bias"));
+  Value aLog = fp32Weight(prog(layer, "gdn.A_log"), {nv}, m("A_log"));
+  Value dtBias = fp32Weight(prog(layer, "gdn.dt_bias"), {nv}, m("dt_bias"));
   Value o = StateScanOp::create(b_, loc_, rows(vd),
                                 ValueRange{qkvParts[0], qkvParts[1], qkvParts[2], a, b, aLog, dtBias,
                                            cuSeqlens_, slots_, hasInitial_},
@@ -376,17 +384,28 @@ Value StepBuilder::moeMlp(int64_t layer, Value x) {
                         hf(layer, "mlp.experts.gate_up_proj_bias"));
     downBias = weight(prog(layer, "moe.down_bias"), {E, H}, hf(layer, "mlp.experts.down_proj_bias"));
     break;
+  case ExpertStyle::Lfm2:
+    routerName = mlpName(layer, "gate.weight");
+    for (int64_t e = 0; e < E; ++e) {
+      std::string p = mlpName(layer, "experts." + std::to_string(e) + ".");
+      gateUp.push_back({p + "w1.weight", p + "w3.weight"});
+      down.push_back({p + "w2.weight"});
+    }
+    break;
   case ExpertStyle::None:
     llvm_unreachable("MoE layer without an expert style");
   }
   Value router = weight(prog(layer, "moe.router"), {E, H}, routerName);
-  Value routerBias;
+  Value routerBias, selectionBias;
   if (m.router_bias)
     routerBias = weight(prog(layer, "moe.router_bias"), {E}, hf(layer, "mlp.router.bias"));
+  if (m.selection_bias)
+    selectionBias = fp32Weight(prog(layer, "moe.selection_bias"), {E}, mlpName(layer, "expert_bias"));
   Value logits = linear(x, router, routerBias);
-  auto route = MoeRouteOp::create(b_, loc_, TypeRange{rows(m.top_k), rowsI32(m.top_k)}, logits,
-                                     b_.getI64IntegerAttr(m.top_k), b_.getStringAttr(m.score),
-                                     b_.getBoolAttr(m.renorm), b_.getF64FloatAttr(1.0));
+  auto route = MoeRouteOp::create(b_, loc_, TypeRange{rows(m.top_k), rowsI32(m.top_k)}, logits, selectionBias,
+                                  b_.getI64IntegerAttr(m.top_k), b_.getStringAttr(m.score),
+                                  b_.getBoolAttr(m.renorm), b_.getF64FloatAttr(m.renorm_eps),
+                                  b_.getF64FloatAttr(m.scaling));
   // A single fused tensor (gpt-oss) is already [E, ...]; per-expert tensors are stacked.
   bool stacked = gateUp.size() > 1 || spec_.expert_style != ExpertStyle::GptOss;
   Value wgu = weight(prog(layer, "moe.gate_up"), {E, 2 * I, H}, gateUp, stacked, transpose);
@@ -481,14 +500,20 @@ OwningOpRef<ModuleOp> StepBuilder::build() {
     meta.push_back(b_.getNamedAttr("quantization", b_.getStringAttr(spec_.quantization)));
   if (!spec_.outer_model_type.empty()) {
     meta.push_back(b_.getNamedAttr("outer_model_type", b_.getStringAttr(spec_.outer_model_type)));
-    // Older multimodal checkpoints name the decoder "language_model.model.".
-    meta.push_back(b_.getNamedAttr(
-        "weight_aliases",
-        b_.getArrayAttr({b_.getArrayAttr({b_.getStringAttr(spec_.prefix),
-                                          b_.getStringAttr("language_model.model.")}),
-                         b_.getArrayAttr({b_.getStringAttr("lm_head."),
-                                          b_.getStringAttr("language_model.lm_head.")})})));
   }
+  SmallVector<Attribute> aliases;
+  auto alias = [&](const std::string &from, const std::string &to) {
+    aliases.push_back(b_.getArrayAttr({b_.getStringAttr(from), b_.getStringAttr(to)}));
+  };
+  if (!spec_.outer_model_type.empty()) {
+    // Older multimodal checkpoints name the decoder "language_model.model.".
+    alias(spec_.prefix, "language_model.model.");
+    alias("lm_head.", "language_model.lm_head.");
+  }
+  for (const auto &[from, to] : spec_.weight_aliases)
+    alias(from, to);
+  if (!aliases.empty())
+    meta.push_back(b_.getNamedAttr("weight_aliases", b_.getArrayAttr(aliases)));
   (*module)->setAttr("cbc.model", b_.getDictionaryAttr(meta));
   return module;
 }

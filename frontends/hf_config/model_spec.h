@@ -8,6 +8,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace cbc::hf {
@@ -63,7 +64,6 @@ struct AttentionSpec {
   bool output_gate = false; // q_proj also yields a per-head gate: o * sigmoid(gate) (Qwen3-Next)
   bool rope = true;         // false: no position embedding (NoPE)
   bool qk_norm_whole = false; // q/k norms over the whole projection rather than per head (OLMo)
-  bool post_norm = false;   // norms after attention and MLP, OLMo style: x + norm(f(x))
 };
 
 // A gated delta net mixer.
@@ -89,8 +89,11 @@ struct MlpSpec {
 
 struct MoeSpec {
   int64_t num_experts = 0, top_k = 0, intermediate = 0;
-  std::string score = "softmax"; // softmax, topk_softmax
+  std::string score = "softmax"; // softmax, topk_softmax, sigmoid
   bool renorm = false;
+  double renorm_eps = 0.0;       // added to the sum when renormalising (LFM2-MoE: 1e-6)
+  double scaling = 1.0;          // routed_scaling_factor
+  bool selection_bias = false;   // a per-expert bias that only steers the choice (LFM2-MoE)
   bool router_bias = false;
   std::string act = "silu";      // silu or gpt_oss
   double limit = 0.0, alpha = 0.0;
@@ -120,6 +123,7 @@ enum class ExpertStyle {
   Mixtral, // block_sparse_moe.gate, experts.{e}.w1/w3/w2
   Qwen,    // mlp.gate, mlp.experts.{e}.gate_proj/up_proj/down_proj
   GptOss,  // mlp.router, mlp.experts.gate_up_proj [E, H, 2I] (interleaved), down_proj [E, I, H]
+  Lfm2,    // feed_forward.gate, feed_forward.expert_bias, feed_forward.experts.{e}.w1/w3/w2
 };
 
 struct ModelSpec {
@@ -147,6 +151,9 @@ struct ModelSpec {
   std::string prefix = "model.";      // HF prefix of the decoder's tensors
   std::string lm_head = "lm_head.weight";
   std::string quantization;           // honoured quantisation (e.g. "mxfp4"), empty if none
+  // Other spellings checkpoints use: a tensor missing under a name containing `first` is
+  // looked up with `first` replaced by `second`.
+  std::vector<std::pair<std::string, std::string>> weight_aliases;
 };
 
 // Parses config.json text into a validated spec. Throws ConfigError.

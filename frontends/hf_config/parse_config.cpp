@@ -28,6 +28,7 @@ struct FamilyDefaults {
   // Sizes the config class fills in when a multimodal wrapper's text_config omits them; a
   // top-level config must state its sizes.
   bool partial_rotary = false; // rotates only the leading partial_rotary_factor of each head
+  bool moe_only = false;       // every layer is MoE: the config has no dense intermediate_size
   std::map<std::string, int64_t> text_config_sizes = {};
 };
 
@@ -323,16 +324,38 @@ void parseGdn(const ConfigReader &r, ModelSpec &s, GdnSpec::Projections projecti
     throw ConfigError(r.path("hidden_act"), "the gated delta net's conv supports only silu");
 }
 
-// LFM2: short-conv and attention layers, named differently from Llama.
-void parseLfm2(const ConfigReader &r, ModelSpec &s) {
+// LFM2 and LFM2-MoE: short-conv and attention layers, named differently from Llama.
+void parseLfm2Common(const ConfigReader &r, ModelSpec &s) {
   s.norm_eps = r.getNumber("norm_eps", 1e-5);
   if (s.norm_eps <= 0)
     throw ConfigError(r.path("norm_eps"), "must be positive");
   s.tie_word_embeddings = r.getBool("tie_embedding", r.getBool("tie_word_embeddings", true));
+  s.attn.qk_norm = true;
+  s.short_conv.kernel = r.getSize("conv_L_cache", 3);
+  s.short_conv.bias = r.getBool("conv_bias", false);
+  Names &n = s.names;
+  n.input_norm = "operator_norm";
+  n.post_attn_norm = "ffn_norm";
+  n.o_proj = "out_proj";
+  n.q_norm = "q_layernorm";
+  n.k_norm = "k_layernorm";
+  n.mlp = "feed_forward";
+  n.gate = "w1";
+  n.up = "w3";
+  n.down = "w2";
+  n.final_norm = "embedding_norm";
+}
+
+const KindNames &lfm2Kinds() {
+  static const KindNames k = {{"full_attention", LayerKind::FullAttention}, {"conv", LayerKind::ShortConv}};
+  return k;
+}
+
+void parseLfm2(const ConfigReader &r, ModelSpec &s) {
+  parseLfm2Common(r, s);
   std::vector<LayerKind> kinds;
   if (r.has("layer_types")) {
-    kinds = explicitLayerTypes(r, s.num_layers,
-                               {{"full_attention", LayerKind::FullAttention}, {"conv", LayerKind::ShortConv}});
+    kinds = explicitLayerTypes(r, s.num_layers, lfm2Kinds());
   } else {
     auto full = r.has("full_attn_idxs") ? r.getIntList("full_attn_idxs") : std::vector<int64_t>{};
     std::set<int64_t> fullSet(full.begin(), full.end());
@@ -341,9 +364,6 @@ void parseLfm2(const ConfigReader &r, ModelSpec &s) {
                                                                    : LayerKind::ShortConv);
   }
   setLayers(s, kinds, 0);
-  s.attn.qk_norm = true;
-  s.short_conv.kernel = r.getSize("conv_L_cache", 3);
-  s.short_conv.bias = r.getBool("conv_bias", false);
   // The feed-forward width is adjusted from the configured one, as transformers does.
   int64_t ff = r.has("block_ff_dim") ? r.requireSize("block_ff_dim") : s.mlp.intermediate;
   if (r.getBool("block_auto_adjust_ff_dim", true)) {
@@ -360,17 +380,82 @@ void parseLfm2(const ConfigReader &r, ModelSpec &s) {
   if (ff <= 0)
     throw ConfigError(r.path("intermediate_size"), "gives an empty feed-forward width");
   s.mlp.intermediate = ff;
-  Names &n = s.names;
-  n.input_norm = "operator_norm";
-  n.post_attn_norm = "ffn_norm";
-  n.o_proj = "out_proj";
-  n.q_norm = "q_layernorm";
-  n.k_norm = "k_layernorm";
-  n.mlp = "feed_forward";
-  n.gate = "w1";
-  n.up = "w3";
-  n.down = "w2";
-  n.final_norm = "embedding_norm";
+}
+
+// LFM2-MoE: the first num_dense_layers keep a dense MLP; the rest route over sigmoid scores
+// chosen with a bias that does not weight them.
+void parseLfm2Moe(const ConfigReader &r, ModelSpec &s) {
+  parseLfm2Common(r, s);
+  if (!r.has("layer_types"))
+    throw ConfigError(r.path("layer_types"), "is required for lfm2_moe (the config class has no default)");
+  setLayers(s, explicitLayerTypes(r, s.num_layers, lfm2Kinds()), 0);
+  MoeSpec &m = s.moe;
+  m.num_experts = r.getSize("num_experts", 32);
+  m.top_k = r.getSize("num_experts_per_tok", 4);
+  if (m.top_k > m.num_experts)
+    throw ConfigError(r.path("num_experts_per_tok"), "exceeds num_experts");
+  m.intermediate = r.getSize("moe_intermediate_size", 1792);
+  m.score = "sigmoid";
+  m.selection_bias = r.getBool("use_expert_bias", true);
+  m.renorm = r.getBool("norm_topk_prob", true);
+  m.renorm_eps = 1e-6;
+  m.scaling = r.getNumber("routed_scaling_factor", 1.0);
+  m.act = "silu";
+  s.expert_style = ExpertStyle::Lfm2;
+  int64_t dense = r.getSize("num_dense_layers", 2);
+  for (int64_t i = 0; i < s.num_layers; ++i)
+    s.layers[i].moe = i >= dense;
+}
+
+// OLMo-Hybrid: gated delta layers (pre-norm) and attention layers (post-norm, whole-row q/k
+// norms, NoPE when rope_theta is null), with OLMo-core's norm names in the checkpoint.
+void parseOlmoHybrid(const ConfigReader &r, ModelSpec &s) {
+  std::vector<LayerKind> kinds;
+  if (r.has("layer_types")) {
+    kinds = explicitLayerTypes(r, s.num_layers,
+                               {{"full_attention", LayerKind::FullAttention},
+                                {"linear_attention", LayerKind::LinearAttention}});
+  } else {
+    for (int64_t i = 0; i < s.num_layers; ++i)
+      kinds.push_back(i % 4 == 3 ? LayerKind::FullAttention : LayerKind::LinearAttention);
+    if (std::count(kinds.begin(), kinds.end(), LayerKind::FullAttention) == 0)
+      kinds.back() = LayerKind::FullAttention;
+  }
+  int64_t linear = std::count(kinds.begin(), kinds.end(), LayerKind::LinearAttention);
+  if (linear == 0 || linear == (int64_t)kinds.size())
+    throw ConfigError(r.path("layer_types"), "olmo_hybrid needs both linear_attention and attention layers");
+  setLayers(s, kinds, 0);
+  for (LayerSpec &l : s.layers)
+    l.post_norm = l.kind == LayerKind::FullAttention;
+  s.attn.qkv_bias = s.attn.o_bias = r.getBool("attention_bias", false);
+  s.attn.qk_norm = true;
+  s.attn.qk_norm_whole = true;
+  // NoPE only when rope_theta is present and null; a config without it gets RoPE at 10000.
+  bool nullTheta = r.has("rope_parameters")
+                       ? r.raw("rope_parameters").contains("rope_theta") &&
+                             r.raw("rope_parameters")["rope_theta"].is_null()
+                       : r.contains("rope_theta") && !r.has("rope_theta");
+  s.attn.rope = !nullTheta;
+  GdnSpec &g = s.gdn;
+  g.projections = GdnSpec::Projections::Separate;
+  int64_t heads = s.attn.num_heads;
+  g.k_heads = r.getSize("linear_num_key_heads", heads);
+  g.v_heads = r.getSize("linear_num_value_heads", heads);
+  g.k_dim = r.getSize("linear_key_head_dim", (int64_t)(0.75 * (double)s.hidden_size / (double)g.k_heads));
+  g.v_dim = r.getSize("linear_value_head_dim", 2 * g.k_dim);
+  g.conv_kernel = r.getSize("linear_conv_kernel_dim", 4);
+  if (g.k_heads <= 0 || g.k_dim <= 0 || g.v_heads % g.k_heads != 0)
+    throw ConfigError(r.path("linear_num_value_heads"),
+                      "must be a positive multiple of linear_num_key_heads (" + std::to_string(g.k_heads) + ")");
+  g.beta_scale = r.getBool("linear_allow_neg_eigval", true) ? 2.0 : 1.0;
+  g.norm_eps = 1e-5; // OlmoHybridRMSNormGated ignores rms_norm_eps
+  if (r.getString("hidden_act", "silu") != "silu")
+    throw ConfigError(r.path("hidden_act"), "the gated delta net's conv supports only silu");
+  s.names.input_norm = "attention_layer_norm";
+  s.names.post_attn_norm = "feedforward_layer_norm";
+  // transformers' own names for the same tensors (conversion_mapping renames them on load).
+  s.weight_aliases = {{".attention_layer_norm.", ".input_layernorm."},
+                      {".feedforward_layer_norm.", ".post_attention_layernorm."}};
 }
 
 // ----- the families ------------------------------------------------------------------------
@@ -530,9 +615,9 @@ const std::map<std::string, Family> &families() {
           parseGdn(r, s, GdnSpec::Projections::Flat);
         }}},
       {"qwen3_5_moe_text",
-       {{.head_dim = 256, .max_positions = 262144, .partial_rotary = true,
+       {{.head_dim = 256, .max_positions = 262144, .partial_rotary = true, .moe_only = true,
          .text_config_sizes = {{"vocab_size", 248320}, {"hidden_size", 2048},
-                               {"intermediate_size", 512}, {"num_hidden_layers", 40},
+                               {"num_hidden_layers", 40},
                                {"num_attention_heads", 16}, {"num_key_value_heads", 2}}},
         [](const ConfigReader &r, ModelSpec &s) {
           s.attn.qkv_bias = s.attn.o_bias = r.getBool("attention_bias", false);
@@ -559,6 +644,11 @@ const std::map<std::string, Family> &families() {
       {"lfm2",
        {{.max_positions = 128000, .norm_eps = 1e-5, .tie_word_embeddings = true, .rope_theta = 1000000.0},
         [](const ConfigReader &r, ModelSpec &s) { parseLfm2(r, s); }}},
+      {"lfm2_moe",
+       {{.max_positions = 128000, .norm_eps = 1e-5, .tie_word_embeddings = true, .rope_theta = 1000000.0},
+        [](const ConfigReader &r, ModelSpec &s) { parseLfm2Moe(r, s); }}},
+      {"olmo_hybrid",
+       {{.max_positions = 65536}, [](const ConfigReader &r, ModelSpec &s) { parseOlmoHybrid(r, s); }}},
       {"qwen3_moe",
        {{.max_positions = 32768},
         [](const ConfigReader &r, ModelSpec &s) {
@@ -632,7 +722,7 @@ void parseCommon(const ConfigReader &r, const ConfigReader &top, const FamilyDef
     throw ConfigError(r.path("rms_norm_eps"), "must be positive");
   s.tie_word_embeddings = top.getBool("tie_word_embeddings",
                                       r.getBool("tie_word_embeddings", d.tie_word_embeddings));
-  s.mlp.intermediate = size("intermediate_size");
+  s.mlp.intermediate = d.moe_only ? 0 : size("intermediate_size");
   s.mlp.act = activation(r, d.act_key, d.act);
   s.dtype = parseDtype(r.has("dtype") || r.has("torch_dtype") ? r : top);
   for (const ConfigReader *src : {&r, &top}) {

@@ -453,11 +453,21 @@ CpuBackend::Exec CpuBackend::compile(const Instr &in) {
     acts({I[0], O[0], O[1]});
     int64_t E = cols(I[0]), k = in.getInt("k");
     check(k >= 1 && k <= E && cols(O[0]) == k && cols(O[1]) == k, "has an inconsistent k");
-    bool topkSoftmax = in.getString("score") == "topk_softmax";
-    bool renorm = in.getInt("renorm", 0) != 0;
-    float scaling = (float)in.getFloat("scaling", 1.0);
+    bool bias = I.size() == 2;
+    check(!bias || weightNumel(I[1]) == E, "has a selection bias of the wrong size");
+    std::string score = in.getString("score");
+    check(score == "softmax" || score == "topk_softmax" || score == "sigmoid", "has an unknown score");
+    cpu::RouteParams p;
+    p.score = score == "sigmoid"        ? cpu::RouteScore::Sigmoid
+              : score == "topk_softmax" ? cpu::RouteScore::TopkSoftmax
+                                        : cpu::RouteScore::Softmax;
+    p.renorm = in.getInt("renorm", 0) != 0;
+    p.renorm_eps = (float)in.getFloat("renorm_eps", 0.0);
+    p.scaling = (float)in.getFloat("scaling", 1.0);
     return [=, this](StepContext &) {
-      cpu::moeRoute(f32(I[0]), rows(I[0]), E, k, topkSoftmax, renorm, scaling, f32(O[0]), i32(O[1]));
+      cpu::RouteParams q = p;
+      q.selection_bias = bias ? weight(I[1]) : nullptr;
+      cpu::moeRoute(f32(I[0]), rows(I[0]), E, k, q, f32(O[0]), i32(O[1]));
     };
   }
   if (op == "cbc.moe.experts") {

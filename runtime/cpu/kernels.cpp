@@ -240,45 +240,50 @@ void gatherRows(const float *x, int64_t width, const int32_t *rows, int64_t n, f
     std::memcpy(y + r * width, x + (int64_t)rows[r] * width, width * sizeof(float));
 }
 
-void moeRoute(const float *logits, int64_t T, int64_t E, int64_t k, bool topkSoftmax, bool renorm,
-              float scaling, float *weights, int32_t *ids) {
-  std::vector<float> probs(E);
+void moeRoute(const float *logits, int64_t T, int64_t E, int64_t k, const RouteParams &p, float *weights,
+              int32_t *ids) {
+  std::vector<float> probs(E), keys(E);
   std::vector<int32_t> order(E);
   for (int64_t t = 0; t < T; ++t) {
     const float *l = logits + t * E;
-    if (topkSoftmax) {
+    if (p.score == RouteScore::TopkSoftmax) {
       std::copy(l, l + E, probs.begin());
+    } else if (p.score == RouteScore::Sigmoid) {
+      for (int64_t e = 0; e < E; ++e)
+        probs[e] = 1.0f / (1.0f + std::exp(-l[e]));
     } else {
       float m = *std::max_element(l, l + E);
       double sum = 0;
       for (int64_t e = 0; e < E; ++e)
         sum += probs[e] = std::exp(l[e] - m);
-      for (float &p : probs)
-        p = (float)(p / sum);
+      for (float &q : probs)
+        q = (float)(q / sum);
     }
+    for (int64_t e = 0; e < E; ++e)
+      keys[e] = p.selection_bias ? probs[e] + p.selection_bias[e] : probs[e];
     std::iota(order.begin(), order.end(), 0);
-    std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return probs[a] > probs[b]; });
+    std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return keys[a] > keys[b]; });
     float *w = weights + t * k;
     for (int64_t j = 0; j < k; ++j) {
       ids[t * k + j] = order[j];
       w[j] = probs[order[j]];
     }
-    if (topkSoftmax) {
+    if (p.score == RouteScore::TopkSoftmax) {
       float m = w[0];
       double sum = 0;
       for (int64_t j = 0; j < k; ++j)
         sum += w[j] = std::exp(w[j] - m);
       for (int64_t j = 0; j < k; ++j)
         w[j] = (float)(w[j] / sum);
-    } else if (renorm) {
+    } else if (p.renorm) {
       float sum = 0;
       for (int64_t j = 0; j < k; ++j)
         sum += w[j];
       for (int64_t j = 0; j < k; ++j)
-        w[j] /= sum;
+        w[j] /= sum + p.renorm_eps;
     }
     for (int64_t j = 0; j < k; ++j)
-      w[j] *= scaling;
+      w[j] *= p.scaling;
   }
 }
 

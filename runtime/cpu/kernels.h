@@ -89,9 +89,17 @@ void pagedAttention(const float *q, int64_t T, const int32_t *positions, const i
 
 void gatherRows(const float *x, int64_t width, const int32_t *rows, int64_t n, float *y);
 
-// Router: per token, the top-k expert ids and their mixing weights.
-void moeRoute(const float *logits, int64_t T, int64_t E, int64_t k, bool topkSoftmax, bool renorm,
-              float scaling, float *weights, int32_t *ids);
+// Router: per token, the top-k expert ids and their mixing weights (cbc.moe.route).
+enum class RouteScore { Softmax, TopkSoftmax, Sigmoid };
+struct RouteParams {
+  RouteScore score = RouteScore::Softmax;
+  const float *selection_bias = nullptr; // [E]: added to the scores only to choose experts
+  bool renorm = false;
+  float renorm_eps = 0.0f;
+  float scaling = 1.0f;
+};
+void moeRoute(const float *logits, int64_t T, int64_t E, int64_t k, const RouteParams &p, float *weights,
+              int32_t *ids);
 
 struct ExpertWeights {
   const float *gate_up;       // [E, 2I, H]

@@ -160,7 +160,7 @@ int64_t GpuBackend::cacheBytesPerToken(int group) const {
   int64_t bytes = 0;
   for (const CacheLayer &l : a_.cache_plan.layers)
     if (l.group == group)
-      bytes += l.elemsPerToken() * 2; // bf16
+      bytes += l.elemsPerToken() * (int64_t)dtypeBytes(a_.cache_plan.kv_dtype);
   return bytes;
 }
 
@@ -168,7 +168,8 @@ void GpuBackend::allocateCache(int32_t blocksPerGroup, int32_t slots) {
   for (const StateDecl &st : a_.cache_plan.states)
     states_[{st.layer, st.name}] = alloc((size_t)slots * st.elems() * 4);
   for (const CacheLayer &l : a_.cache_plan.layers)
-    caches_[l.layer] = alloc((size_t)blocksPerGroup * a_.cache_plan.block_size * l.elemsPerToken() * 2);
+    caches_[l.layer] = alloc((size_t)blocksPerGroup * a_.cache_plan.block_size * l.elemsPerToken() *
+                             dtypeBytes(a_.cache_plan.kv_dtype));
 }
 
 void *GpuBackend::valuePtr(int v) const {

@@ -1,41 +1,13 @@
 // Ring 1: the CPU backend against transformers. Each fixture holds a tiny random-weight model
 // saved by tools/oracle/make_fixtures.py with the logits transformers computed in fp32.
-#include "runtime/safetensors.h"
 #include "test/support/test_support.h"
 
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include <cmath>
 
 namespace cbc::test {
 namespace {
-
-struct Expected {
-  std::vector<std::vector<int32_t>> prompts, tokens;
-  std::vector<std::vector<float>> logits; // [16 * vocab] per prompt
-  double atol = 0;
-};
-
-Expected loadExpected(const std::string &family) {
-  Expected e;
-  rt::Checkpoint ck(fixtureDir(family) + "/expected.safetensors");
-  auto ints = [&](const std::string &name) {
-    const rt::TensorView &t = ck.get(name);
-    const int32_t *p = reinterpret_cast<const int32_t *>(t.data);
-    return std::vector<int32_t>(p, p + t.numel());
-  };
-  for (int i = 0; ck.has("prompt_" + std::to_string(i)); ++i) {
-    e.prompts.push_back(ints("prompt_" + std::to_string(i)));
-    e.tokens.push_back(ints("tokens_" + std::to_string(i)));
-    const rt::TensorView &l = ck.get("logits_" + std::to_string(i));
-    const float *p = reinterpret_cast<const float *>(l.data);
-    e.logits.emplace_back(p, p + l.numel());
-  }
-  auto meta = nlohmann::json::parse(readFile(fixtureDir(family) + "/meta.json"));
-  e.atol = meta.at("atol").get<double>();
-  return e;
-}
 
 rt::SamplingParams greedy(int64_t n) {
   rt::SamplingParams p;

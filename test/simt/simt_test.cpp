@@ -28,10 +28,11 @@ constexpr double kRelTol = 0.03;
 
 std::string cacheDir() { return CBC_SIMT_CACHE_DIR; }
 
-rt::Artefact compileWithKernels(const std::string &family, bool fuse) {
+rt::Artefact compileWithKernels(const std::string &family, bool fuse, const std::string &dtype = "bf16") {
   codegen::CompileOptions o;
   o.emit_cuda = true;
   o.fuse = fuse;
+  o.dtype = dtype;
   o.kernel_cache_dir = cacheDir() + "/nvrtc";
   auto r = codegen::compileConfig(readFile(fixtureDir(family) + "/config.json"), o);
   return rt::Artefact::fromBytes(r.artefact.data(), r.artefact.size());
@@ -187,16 +188,67 @@ TEST_P(Simt, EndToEndCloseToCpu) {
   ASSERT_EQ(cpu.size(), gpu.size());
   for (size_t i = 0; i < cpu.size(); ++i) {
     const auto &lc = cpu[i].logits.at(0), &lg = gpu[i].logits.at(0);
-    double maxAbs = 0, maxErr = 0;
+    double maxAbs = 0, maxErr = 0, sumSq = 0, errSq = 0;
     for (size_t v = 0; v < lc.size(); ++v) {
       maxAbs = std::max(maxAbs, (double)std::fabs(lc[v]));
       maxErr = std::max(maxErr, (double)std::fabs(lc[v] - lg[v]));
+      sumSq += (double)lc[v] * lc[v];
+      errSq += ((double)lc[v] - lg[v]) * ((double)lc[v] - lg[v]);
     }
-    // bf16 activations through every layer: within 5% of the logits' range.
-    EXPECT_LE(maxErr, 0.05 * maxAbs) << family_ << " prompt " << i;
-    std::printf("[ simt ] %s prompt %zu: max |dlogit| %.4f (logits up to %.2f), first token cpu %d gpu %d\n",
-                family_.c_str(), i, maxErr, maxAbs, cpu[i].tokens[0], gpu[i].tokens[0]);
+    // bf16 activations through every layer can only be bounded, not matched: the error relative
+    // to the logits' norm stays within 20%. For scale, transformers itself in bf16 against fp32
+    // on these fixtures: ~1% (llama), 3-8% (the hybrids), 15% where a router near-tie flips
+    // (qwen3_5_moe_text). The fp32 test below is the exact check of the same kernels.
+    double rel = std::sqrt(errSq / std::max(sumSq, 1e-30));
+    EXPECT_LE(rel, 0.2) << family_ << " prompt " << i;
+    std::printf("[ simt ] %s prompt %zu: |dlogit| max %.4f, relative to the logits' norm %.3f (logits up "
+                "to %.2f), first token cpu %d gpu %d\n",
+                family_.c_str(), i, maxErr, rel, maxAbs, cpu[i].tokens[0], gpu[i].tokens[0]);
   }
+}
+
+// The generated kernels in fp32 (activations, weights and kv cache), under emulation, against
+// transformers itself: the same greedy tokens and logits within a few times the CPU backend's
+// tolerance, through chunked prefill and batched decode. In bf16 the comparison above can only
+// bound the rounding; in fp32 a wrong kernel has nowhere to hide.
+TEST_P(Simt, Fp32KernelsMatchTransformers) {
+  rt::Artefact a = compileWithKernels(family_, GetParam().fuse, "f32");
+  Expected want = loadExpected(family_);
+  const int64_t steps = 4;
+  rt::EngineOptions o;
+  o.max_batch_tokens = 16;
+  o.max_requests = 8;
+  o.cache_memory_bytes = 8 << 20;
+  o.threads = 1;
+  auto engine = rt::Engine::withBackend(
+      a, rt::makeGpuBackend(a, weights_, simt::makeSimtDevice(cacheDir()), {o.max_batch_tokens, o.max_requests}),
+      o);
+  for (const auto &p : want.prompts) {
+    rt::SamplingParams s;
+    s.max_new_tokens = steps;
+    s.ignore_eos = true;
+    s.keep_logits = true;
+    engine->add_request(p, s);
+  }
+  while (!engine->idle())
+    engine->step();
+  auto outs = engine->take_finished();
+  std::sort(outs.begin(), outs.end(), [](auto &x, auto &y) { return x.id < y.id; });
+  ASSERT_EQ(outs.size(), want.prompts.size());
+  int64_t vocab = a.meta.vocab_size;
+  double worst = 0;
+  for (size_t i = 0; i < outs.size(); ++i) {
+    ASSERT_EQ((int64_t)outs[i].tokens.size(), steps);
+    EXPECT_EQ(outs[i].tokens, std::vector<int32_t>(want.tokens[i].begin(), want.tokens[i].begin() + steps))
+        << family_ << " prompt " << i;
+    for (int64_t s = 0; s < steps; ++s)
+      for (int64_t v = 0; v < vocab; ++v)
+        worst = std::max(worst, (double)std::fabs(outs[i].logits[s][v] - want.logits[i][s * vocab + v]));
+  }
+  EXPECT_LE(worst, 4 * want.atol) << family_;
+  RecordProperty("max_abs_dlogit_vs_transformers", std::to_string(worst));
+  std::printf("[ simt ] %s fp32: max |dlogit| against transformers %.2e (CPU tolerance %.0e)\n",
+              variantName(GetParam()).c_str(), worst, want.atol);
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, Simt, ::testing::ValuesIn(familyVariants()),

@@ -1,6 +1,9 @@
 #include "test/support/test_support.h"
 
 #include "codegen/pipeline.h"
+#include "runtime/safetensors.h"
+
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <filesystem>
@@ -85,6 +88,26 @@ RunResult serve(const rt::Artefact &a, const rt::WeightSource &w, const rt::Engi
   }
   result.stats = engine->stats();
   return result;
+}
+
+Expected loadExpected(const std::string &family) {
+  Expected e;
+  rt::Checkpoint ck(fixtureDir(family) + "/expected.safetensors");
+  auto ints = [&](const std::string &name) {
+    const rt::TensorView &t = ck.get(name);
+    const int32_t *p = reinterpret_cast<const int32_t *>(t.data);
+    return std::vector<int32_t>(p, p + t.numel());
+  };
+  for (int i = 0; ck.has("prompt_" + std::to_string(i)); ++i) {
+    e.prompts.push_back(ints("prompt_" + std::to_string(i)));
+    e.tokens.push_back(ints("tokens_" + std::to_string(i)));
+    const rt::TensorView &l = ck.get("logits_" + std::to_string(i));
+    const float *p = reinterpret_cast<const float *>(l.data);
+    e.logits.emplace_back(p, p + l.numel());
+  }
+  auto meta = nlohmann::json::parse(readFile(fixtureDir(family) + "/meta.json"));
+  e.atol = meta.at("atol").get<double>();
+  return e;
 }
 
 } // namespace cbc::test

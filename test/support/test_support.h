@@ -31,6 +31,14 @@ inline void PrintTo(const FamilyVariant &v, std::ostream *os) {
 }
 std::string variantName(const FamilyVariant &v);
 
+// What transformers produced for a fixture: prompts, greedy tokens and every step's logits.
+struct Expected {
+  std::vector<std::vector<int32_t>> prompts, tokens;
+  std::vector<std::vector<float>> logits; // [steps * vocab] per prompt
+  double atol = 0;
+};
+Expected loadExpected(const std::string &family);
+
 struct Run {
   std::vector<int32_t> prompt;
   rt::SamplingParams params;

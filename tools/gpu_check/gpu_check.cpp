@@ -1,7 +1,8 @@
 // cbc-gpu-check: ring 4 on a real GPU. (1) Every parity fixture runs on the CUDA backend and is
 // compared with the CPU backend. (2) A random-weight model shaped like the given config
-// (Llama-3.1-8B in tools/gpu_check.sh) is benchmarked in bf16: decode tokens/s at several
-// concurrencies, prefill tokens/s, and the fraction of HBM bandwidth a decode step reaches.
+// (Llama-3.1-8B and an 8-layer Qwen3-Next-80B-A3B in tools/gpu_check.sh) is benchmarked in bf16:
+// decode tokens/s at several concurrencies, prefill tokens/s, and the fraction of HBM bandwidth
+// a decode step reaches, counting weights, the kv cache and per-request states.
 // Prints figures; exits non-zero only when the CUDA backend is unusable or disagrees with the
 // CPU backend.
 #include "runtime/cpu/cpu_backend.h"
@@ -129,15 +130,61 @@ BenchResult bench(const rt::Artefact &a, int concurrency, int promptLen, int new
   return r;
 }
 
+// Decode and prefill figures for one model shape at several concurrencies.
+bool benchModel(const rt::Artefact &a) {
+  // Bytes a decode step must move: every weight once (bf16), the kv cache it attends to, and
+  // each request's fp32 states read and written once.
+  double weightBytes = 0;
+  for (const auto &w : a.weights) {
+    double n = 2;
+    for (int64_t d : w.shape)
+      n *= (double)d;
+    weightBytes += n;
+  }
+  double kvPerToken = 0, statePerRequest = 0;
+  for (const auto &g : a.cache_plan.groups)
+    kvPerToken += (double)g.bytes_per_token;
+  for (const auto &st : a.cache_plan.states)
+    statePerRequest += 2.0 * 4.0 * (double)st.elems();
+  const int promptLen = 512, newTokens = 128;
+  std::printf("\nbenchmark: %s shape, %lld layers, random bf16 weights (%.2f GB), %.1f MB of states per "
+              "request, %d-token prompts, %d new tokens\n",
+              a.meta.model_type.c_str(), (long long)a.meta.num_layers, weightBytes / 1e9,
+              statePerRequest / 2e6, promptLen, newTokens);
+  std::printf("%12s %14s %14s %12s %14s %12s\n", "concurrency", "decode tok/s", "prefill tok/s",
+              "ms/step", "end-to-end", "HBM frac");
+  bool ok = true;
+  for (int c : {1, 16, 64, 256}) {
+    try {
+      BenchResult r = bench(a, c, promptLen, newTokens);
+      double ctx = promptLen + newTokens / 2.0;
+      double bytes = weightBytes + c * (ctx * kvPerToken + statePerRequest);
+      double frac = bytes / (r.stepMs * 1e-3) / 4.8e12;
+      std::printf("%12d %14.1f %14.1f %12.3f %14.1f %12.3f\n", c, r.decodeTokS, r.prefillTokS, r.stepMs,
+                  r.e2eTokS, frac);
+      if (c == 256)
+        std::printf("CBC_THROUGHPUT_256_%s %.3f\n", a.meta.model_type.c_str(), r.e2eTokS);
+    } catch (const std::exception &e) {
+      std::printf("%12d  ERROR %s\n", c, e.what());
+      ok = false;
+    }
+  }
+  return ok;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
-  if (argc < 3) {
-    std::fprintf(stderr, "usage: cbc-gpu-check FIXTURE_ARTEFACT_DIR BENCH_ARTEFACT [--skip-parity]\n");
+  std::vector<std::string> positional;
+  bool skipParity = false;
+  for (int i = 1; i < argc; ++i)
+    (std::string(argv[i]) == "--skip-parity" ? (void)(skipParity = true) : positional.push_back(argv[i]));
+  if (positional.size() < 2) {
+    std::fprintf(stderr, "usage: cbc-gpu-check FIXTURE_ARTEFACT_DIR BENCH_ARTEFACT... [--skip-parity]\n");
     return 2;
   }
-  std::string fixtures = argv[1], benchPath = argv[2];
-  bool skipParity = argc > 3 && std::string(argv[3]) == "--skip-parity";
+  std::string fixtures = positional[0];
+  std::vector<std::string> benchPaths(positional.begin() + 1, positional.end());
   try {
     auto device = rt::openCudaDevice();
     std::printf("device: %s\n", device->name().c_str());
@@ -159,37 +206,7 @@ int main(int argc, char **argv) {
         }
       }
   }
-  rt::Artefact a = rt::Artefact::load(benchPath);
-  // Bytes a decode step must read: every weight once (bf16) plus the KV cache it attends to.
-  double weightBytes = 0;
-  for (const auto &w : a.weights) {
-    double n = 2;
-    for (int64_t d : w.shape)
-      n *= (double)d;
-    weightBytes += n;
-  }
-  double kvPerToken = 0;
-  for (const auto &g : a.cache_plan.groups)
-    kvPerToken += (double)g.bytes_per_token;
-  const int promptLen = 512, newTokens = 128;
-  std::printf("\nbenchmark: %s shape, random bf16 weights (%.2f GB), %d-token prompts, %d new tokens\n",
-              a.meta.model_type.c_str(), weightBytes / 1e9, promptLen, newTokens);
-  std::printf("%12s %14s %14s %12s %14s %12s\n", "concurrency", "decode tok/s", "prefill tok/s",
-              "ms/step", "end-to-end", "HBM frac");
-  for (int c : {1, 16, 64, 256}) {
-    try {
-      BenchResult r = bench(a, c, promptLen, newTokens);
-      double ctx = promptLen + newTokens / 2.0;
-      double bytes = weightBytes + c * ctx * kvPerToken;
-      double frac = bytes / (r.stepMs * 1e-3) / 4.8e12;
-      std::printf("%12d %14.1f %14.1f %12.3f %14.1f %12.3f\n", c, r.decodeTokS, r.prefillTokS, r.stepMs,
-                  r.e2eTokS, frac);
-      if (c == 256)
-        std::printf("CBC_THROUGHPUT_256 %.3f\n", r.e2eTokS);
-    } catch (const std::exception &e) {
-      std::printf("%12d  ERROR %s\n", c, e.what());
-      ok = false;
-    }
-  }
+  for (const std::string &benchPath : benchPaths)
+    ok &= benchModel(rt::Artefact::load(benchPath));
   return ok ? 0 : 1;
 }
