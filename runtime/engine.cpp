@@ -69,8 +69,10 @@ Engine::Engine(std::unique_ptr<Artefact> artefact, std::unique_ptr<Backend> back
   int64_t stateBytes = backend_->stateBytesPerSlot();
   int64_t budget = options_.cache_memory_bytes;
   int32_t slots = (int32_t)std::min<int64_t>(options_.max_live_requests, 1 << 20);
+  if (options_.max_state_fraction <= 0 || options_.max_state_fraction > 1)
+    throw std::runtime_error("max_state_fraction must be in (0, 1]");
   if (stateBytes > 0) {
-    slots = (int32_t)std::min<int64_t>(slots, budget / 2 / stateBytes);
+    slots = (int32_t)std::min<int64_t>(slots, (int64_t)((double)budget * options_.max_state_fraction) / stateBytes);
     if (slots < 1)
       throw std::runtime_error("the cache memory budget cannot hold one request's state (" +
                                std::to_string(stateBytes) + " bytes)");

@@ -29,6 +29,9 @@ struct EngineOptions {
   int64_t max_live_requests = 256;     // requests holding cache at once (cache slots)
   int64_t max_model_len = 0;           // longest request (prompt + new tokens); 0: the model's
   int64_t cache_memory_bytes = 256ll << 20; // memory for the paged cache and state slots
+  // Per-request states (one slot per live request) take at most this share of the memory; the
+  // rest holds kv blocks. Fewer slots than max_live_requests means fewer requests at once.
+  double max_state_fraction = 0.5;
   int threads = 0;                     // CPU threads; 0: all cores
   std::function<void(const std::string &)> log; // backend choice and warnings
 };

@@ -38,6 +38,12 @@ LogicalResult WeightRefOp::verify() {
     auto r = regroup.asArrayRef();
     if (r.size() < 2 || llvm::any_of(r, [](int64_t v) { return v <= 0; }))
       return emitOpError("regroup must be [outer, segment sizes...] of positive sizes");
+    int64_t covered = 0;
+    for (int64_t seg : r.drop_front())
+      covered += seg;
+    if (type.getRank() < 1 || r[0] * covered > type.getDimSize(0))
+      return emitOpError("regroup covers ") << r[0] * covered << " rows but the weight has "
+                                            << (type.getRank() ? type.getDimSize(0) : 0);
   }
   if (getCombine() == "none") {
     if (getSources().size() != 1)

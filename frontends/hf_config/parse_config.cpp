@@ -29,6 +29,8 @@ struct FamilyDefaults {
   // top-level config must state its sizes.
   bool partial_rotary = false; // rotates only the leading partial_rotary_factor of each head
   bool moe_only = false;       // every layer is MoE: the config has no dense intermediate_size
+  double partial_rotary_factor = 1.0; // the config class's default share of each head rotated
+  const char *intermediate_alias = nullptr; // a legacy key read when intermediate_size is absent
   std::map<std::string, int64_t> text_config_sizes = {};
 };
 
@@ -92,23 +94,23 @@ std::string ropePath(const ConfigReader &r, const std::string &kind, bool nested
   return r.path(base + "." + (nested ? kind + "." : ""));
 }
 
-RopeContext ropeContext(const ConfigReader &r, const ModelSpec &spec) {
+RopeContext ropeContext(const ConfigReader &r, const ModelSpec &spec, double partialDefault) {
   RopeContext ctx;
   ctx.head_dim = spec.attn.head_dim;
   ctx.max_positions = spec.max_positions;
   if (r.has("original_max_position_embeddings"))
     ctx.original_max_override = r.requireSize("original_max_position_embeddings");
-  ctx.partial_rotary_factor = r.getNumber("partial_rotary_factor", 1.0);
+  ctx.partial_rotary_factor = r.getNumber("partial_rotary_factor", partialDefault);
   return ctx;
 }
 
 // Computes each layer's RoPE from the dictionaries of its layer type.
 void assignRope(const ConfigReader &r, ModelSpec &spec, std::map<std::string, json> dicts,
-                bool partialRotary) {
+                const FamilyDefaults &d) {
   bool nested = r.has("rope_parameters") && (r.raw("rope_parameters").contains("full_attention") ||
                                              r.raw("rope_parameters").contains("sliding_attention"));
-  RopeContext ctx = ropeContext(r, spec);
-  ctx.partial_rotary = partialRotary;
+  RopeContext ctx = ropeContext(r, spec, d.partial_rotary_factor);
+  ctx.partial_rotary = d.partial_rotary;
   std::map<std::string, RopeSpec> computed;
   for (auto &[kind, dict] : dicts) {
     std::string prefix = nested ? ropePath(r, kind, true) : ropePath(r, kind, false);
@@ -273,12 +275,14 @@ std::string expertCountKey(const ConfigReader &r, const char *preferred) {
   return preferred;
 }
 
-void parseQwenMoe(const ConfigReader &r, ModelSpec &spec, bool shared) {
+// Expert counts default per config class: qwen2_moe 60 top 4, qwen3_moe 128 top 8,
+// qwen3_next 512 top 10.
+void parseQwenMoe(const ConfigReader &r, ModelSpec &spec, bool shared, int64_t experts, int64_t topK) {
   std::string key = expertCountKey(r, "num_experts");
-  spec.moe.num_experts = r.getInt(key, shared ? 60 : 128);
+  spec.moe.num_experts = r.getInt(key, experts);
   if (spec.moe.num_experts < 0)
     throw ConfigError(r.path(key), "must not be negative");
-  spec.moe.top_k = r.getSize("num_experts_per_tok", shared ? 4 : 8);
+  spec.moe.top_k = r.getSize("num_experts_per_tok", topK);
   if (spec.moe.num_experts > 0 && spec.moe.top_k > spec.moe.num_experts)
     throw ConfigError(r.path("num_experts_per_tok"), "exceeds num_experts");
   spec.moe.intermediate = r.getSize("moe_intermediate_size", shared ? 1408 : 768);
@@ -585,10 +589,10 @@ const std::map<std::string, Family> &families() {
                                   : LayerKind::FullAttention);
           }
           setLayers(s, kinds, window);
-          parseQwenMoe(r, s, /*shared=*/true);
+          parseQwenMoe(r, s, /*shared=*/true, 60, 4);
         }}},
       {"qwen3_next",
-       {{.head_dim = 256, .max_positions = 32768, .partial_rotary = true},
+       {{.head_dim = 256, .max_positions = 32768, .partial_rotary = true, .partial_rotary_factor = 0.25},
         [](const ConfigReader &r, ModelSpec &s) {
           s.attn.qkv_bias = s.attn.o_bias = r.getBool("attention_bias", false);
           s.attn.qk_norm = true;
@@ -596,13 +600,13 @@ const std::map<std::string, Family> &families() {
           s.norm_offset = 1.0;
           gdnLayers(r, s);
           parseGdn(r, s, GdnSpec::Projections::Grouped);
-          parseQwenMoe(r, s, /*shared=*/true);
+          parseQwenMoe(r, s, /*shared=*/true, 512, 10);
           s.moe.renorm = r.getBool("norm_topk_prob", true);
           s.moe.intermediate = r.getSize("moe_intermediate_size", 512);
           s.moe.shared_intermediate = r.getSize("shared_expert_intermediate_size", 512);
         }}},
       {"qwen3_5_text",
-       {{.head_dim = 256, .max_positions = 262144, .partial_rotary = true,
+       {{.head_dim = 256, .max_positions = 32768, .partial_rotary = true, .partial_rotary_factor = 0.25,
          .text_config_sizes = {{"vocab_size", 248320}, {"hidden_size", 4096},
                                {"intermediate_size", 12288}, {"num_hidden_layers", 32},
                                {"num_attention_heads", 16}, {"num_key_value_heads", 4}}},
@@ -615,7 +619,8 @@ const std::map<std::string, Family> &families() {
           parseGdn(r, s, GdnSpec::Projections::Flat);
         }}},
       {"qwen3_5_moe_text",
-       {{.head_dim = 256, .max_positions = 262144, .partial_rotary = true, .moe_only = true,
+       {{.head_dim = 256, .max_positions = 32768, .partial_rotary = true, .moe_only = true,
+         .partial_rotary_factor = 0.25,
          .text_config_sizes = {{"vocab_size", 248320}, {"hidden_size", 2048},
                                {"num_hidden_layers", 40},
                                {"num_attention_heads", 16}, {"num_key_value_heads", 2}}},
@@ -642,7 +647,8 @@ const std::map<std::string, Family> &families() {
             l.moe = true;
         }}},
       {"lfm2",
-       {{.max_positions = 128000, .norm_eps = 1e-5, .tie_word_embeddings = true, .rope_theta = 1000000.0},
+       {{.max_positions = 128000, .norm_eps = 1e-5, .tie_word_embeddings = true, .rope_theta = 1000000.0,
+         .intermediate_alias = "block_ff_dim"},
         [](const ConfigReader &r, ModelSpec &s) { parseLfm2(r, s); }}},
       {"lfm2_moe",
        {{.max_positions = 128000, .norm_eps = 1e-5, .tie_word_embeddings = true, .rope_theta = 1000000.0},
@@ -656,7 +662,7 @@ const std::map<std::string, Family> &families() {
           s.attn.qk_norm = true;
           bool use = r.getBool("use_sliding_window", false);
           uniformWindowLayers(r, s, use ? optionalWindow(r) : 0);
-          parseQwenMoe(r, s, /*shared=*/false);
+          parseQwenMoe(r, s, /*shared=*/false, 128, 8);
         }}},
   };
   return table;
@@ -722,7 +728,12 @@ void parseCommon(const ConfigReader &r, const ConfigReader &top, const FamilyDef
     throw ConfigError(r.path("rms_norm_eps"), "must be positive");
   s.tie_word_embeddings = top.getBool("tie_word_embeddings",
                                       r.getBool("tie_word_embeddings", d.tie_word_embeddings));
-  s.mlp.intermediate = d.moe_only ? 0 : size("intermediate_size");
+  if (d.moe_only)
+    s.mlp.intermediate = 0;
+  else if (d.intermediate_alias && !r.has("intermediate_size") && r.has(d.intermediate_alias))
+    s.mlp.intermediate = r.requireSize(d.intermediate_alias);
+  else
+    s.mlp.intermediate = size("intermediate_size");
   s.mlp.act = activation(r, d.act_key, d.act);
   s.dtype = parseDtype(r.has("dtype") || r.has("torch_dtype") ? r : top);
   for (const ConfigReader *src : {&r, &top}) {
@@ -791,7 +802,7 @@ ModelSpec parseConfig(const std::string &text) {
   family->second.parse(r, spec);
   const Family &fam = family->second;
   assignRope(r, spec, fam.ropeDicts ? fam.ropeDicts(r) : ropeDictionaries(r, fam.defaults.rope_theta),
-             fam.defaults.partial_rotary);
+             fam.defaults);
   return spec;
 }
 

@@ -20,6 +20,7 @@ namespace {
 
 constexpr int kRequests = 64;
 constexpr int64_t kMaxPrompt = 40, kMaxNew = 12, kMaxArrival = 30;
+constexpr int64_t kStateSlots = 6;
 
 // What the backend saw, step by step: evidence that the batched run really exercised
 // chunked prefill, mixed decode/prefill steps and window release.
@@ -115,13 +116,21 @@ protected:
     o.max_batch_tokens = budget;
     o.max_requests = maxRequests;
     o.threads = 1;
-    o.cache_memory_bytes = blocksPerGroup * bytesPerBlockRow();
     auto cpu =
         rt::makeCpuBackend(artefact_, weights_, {o.max_batch_tokens, o.max_requests}, o.threads);
+    // State families also run short of slots: few requests may hold state at once.
+    int64_t stateBytes = cpu->stateBytesPerSlot();
+    if (stateBytes > 0) {
+      o.max_live_requests = kStateSlots;
+      o.max_state_fraction = 1.0;
+    }
+    o.cache_memory_bytes = blocksPerGroup * bytesPerBlockRow() + (stateBytes > 0 ? kStateSlots * stateBytes : 0);
     auto e = rt::Engine::withBackend(
         artefact_, std::make_unique<RecordingBackend>(std::move(cpu), artefact_.cache_plan, seen),
         o);
     EXPECT_EQ(e->cache().blocksPerGroup(), blocksPerGroup);
+    if (stateBytes > 0)
+      EXPECT_EQ(e->cache().maxSlots(), kStateSlots);
     return e;
   }
 
@@ -319,7 +328,7 @@ TEST_P(Invariance, TightCacheBudget16) { check(0xC0FFEE, 16, 64, 1); }
 TEST_P(Invariance, TinyBudgetFewRows) { check(0xBEEF, 5, 4, 1); }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, Invariance,
-                         ::testing::Values("llama", "gemma2", "gpt_oss", "qwen3_moe"),
+                         ::testing::Values("llama", "gemma2", "gpt_oss", "qwen3_moe", "qwen3_next", "lfm2"),
                          [](const auto &info) { return info.param; });
 
 } // namespace

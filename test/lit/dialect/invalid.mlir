@@ -80,6 +80,54 @@ func.func @weight_unknown_combine() {
 
 // -----
 
+func.func @weight_regroup_short() {
+  // expected-error @+1 {{'cbc.weight.ref' op regroup must be [outer, segment sizes...] of positive sizes}}
+  %0 = cbc.weight.ref "w" {sources = [["a"]], regroup = array<i64: 4>} : tensor<16x4xbf16>
+  return
+}
+
+// -----
+
+func.func @weight_regroup_zero() {
+  // expected-error @+1 {{'cbc.weight.ref' op regroup must be [outer, segment sizes...] of positive sizes}}
+  %0 = cbc.weight.ref "w" {sources = [["a"]], regroup = array<i64: 2, 4, 0>} : tensor<16x4xbf16>
+  return
+}
+
+// -----
+
+func.func @weight_regroup_negative_outer() {
+  // expected-error @+1 {{'cbc.weight.ref' op regroup must be [outer, segment sizes...] of positive sizes}}
+  %0 = cbc.weight.ref "w" {sources = [["a"]], regroup = array<i64: -2, 4, 4>} : tensor<16x4xbf16>
+  return
+}
+
+// -----
+
+func.func @weight_regroup_empty() {
+  // expected-error @+1 {{'cbc.weight.ref' op regroup must be [outer, segment sizes...] of positive sizes}}
+  %0 = cbc.weight.ref "w" {sources = [["a"]], regroup = array<i64>} : tensor<16x4xbf16>
+  return
+}
+
+// -----
+
+func.func @weight_regroup_too_many_rows() {
+  // expected-error @+1 {{'cbc.weight.ref' op regroup covers 48 rows but the weight has 16}}
+  %0 = cbc.weight.ref "w" {sources = [["a"]], regroup = array<i64: 4, 4, 8>} : tensor<16x4xbf16>
+  return
+}
+
+// -----
+
+func.func @weight_regroup_not_i64_array() {
+  // expected-error @+1 {{'cbc.weight.ref' op attribute 'regroup' failed to satisfy constraint: i64 dense array attribute}}
+  %0 = cbc.weight.ref "w" {sources = [["a"]], regroup = [2, 4, 4]} : tensor<16x4xbf16>
+  return
+}
+
+// -----
+
 func.func @weight_dynamic_shape() {
   // expected-error @+1 {{'cbc.weight.ref' op result #0 must be statically shaped weight tensor, but got 'tensor<?x4xbf16>'}}
   %0 = cbc.weight.ref "w" {sources = [["a"]]} : tensor<?x4xbf16>
@@ -414,6 +462,138 @@ func.func @gate_result(%x: tensor<?x8xf32>, %g: tensor<?x1xf32>) {
   return
 }
 
+// -----
+
+// Only sigmoid and none; silu is a GLU activation, not a gate's.
+func.func @gate_act_silu(%x: tensor<?x8xf32>) {
+  // expected-error @+1 {{'cbc.math.gate' op unknown activation 'silu'}}
+  %0 = cbc.math.gate %x, %x {act = "silu"} : tensor<?x8xf32>, tensor<?x8xf32> -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+// Activation names are case-sensitive.
+func.func @gate_act_none_case(%x: tensor<?x8xf32>) {
+  // expected-error @+1 {{'cbc.math.gate' op unknown activation 'None'}}
+  %0 = cbc.math.gate %x, %x {act = "None"} : tensor<?x8xf32>, tensor<?x8xf32> -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+// act "none" passes the activation check; the widths are still checked.
+func.func @gate_none_width(%x: tensor<?x8xf32>, %g: tensor<?x4xf32>) {
+  // expected-error @+1 {{'cbc.math.gate' op gate width must be 1 or the input width}}
+  %0 = cbc.math.gate %x, %g {act = "none"} : tensor<?x8xf32>, tensor<?x4xf32> -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @gate_none_result(%x: tensor<?x8xf32>) {
+  // expected-error @+1 {{'cbc.math.gate' op result width must equal the input width}}
+  %0 = cbc.math.gate %x, %x {act = "none"} : tensor<?x8xf32>, tensor<?x8xf32> -> tensor<?x16xf32>
+  return
+}
+
+// -----
+
+func.func @rms_norm_gated_z_width(%x: tensor<?x16xf32>, %z: tensor<?x8xf32>) {
+  // expected-error @+1 {{'cbc.math.rms_norm_gated' op x, z and the result must have the same width}}
+  %0 = cbc.math.rms_norm_gated %x, %z {eps = 1.0e-6 : f64} : tensor<?x16xf32>, tensor<?x8xf32> -> tensor<?x16xf32>
+  return
+}
+
+// -----
+
+func.func @rms_norm_gated_result_width(%x: tensor<?x16xf32>) {
+  // expected-error @+1 {{'cbc.math.rms_norm_gated' op x, z and the result must have the same width}}
+  %0 = cbc.math.rms_norm_gated %x, %x {eps = 1.0e-6 : f64} : tensor<?x16xf32>, tensor<?x16xf32> -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @rms_norm_gated_group(%x: tensor<?x16xf32>) {
+  // expected-error @+1 {{'cbc.math.rms_norm_gated' op group 6 must divide the row width 16}}
+  %0 = cbc.math.rms_norm_gated %x, %x {eps = 1.0e-6 : f64, group = 6 : i64} : tensor<?x16xf32>, tensor<?x16xf32> -> tensor<?x16xf32>
+  return
+}
+
+// -----
+
+func.func @rms_norm_gated_group_zero(%x: tensor<?x16xf32>) {
+  // expected-error @+1 {{'cbc.math.rms_norm_gated' op group 0 must divide the row width 16}}
+  %0 = cbc.math.rms_norm_gated %x, %x {eps = 1.0e-6 : f64, group = 0 : i64} : tensor<?x16xf32>, tensor<?x16xf32> -> tensor<?x16xf32>
+  return
+}
+
+// -----
+
+func.func @rms_norm_gated_group_negative(%x: tensor<?x16xf32>) {
+  // expected-error @+1 {{'cbc.math.rms_norm_gated' op group -4 must divide the row width 16}}
+  %0 = cbc.math.rms_norm_gated %x, %x {eps = 1.0e-6 : f64, group = -4 : i64} : tensor<?x16xf32>, tensor<?x16xf32> -> tensor<?x16xf32>
+  return
+}
+
+// -----
+
+// A per-group weight, but the norm is over whole rows.
+func.func @rms_norm_gated_weight(%x: tensor<?x16xf32>, %w: tensor<4xbf16>) {
+  // expected-error @+1 {{'cbc.math.rms_norm_gated' op weight must have one entry per feature of a group}}
+  %0 = cbc.math.rms_norm_gated %x, %x, %w {eps = 1.0e-6 : f64} : tensor<?x16xf32>, tensor<?x16xf32>, tensor<4xbf16> -> tensor<?x16xf32>
+  return
+}
+
+// -----
+
+func.func @rms_norm_gated_weight_rank(%x: tensor<?x16xf32>, %w: tensor<1x4xbf16>) {
+  // expected-error @+1 {{'cbc.math.rms_norm_gated' op weight must have one entry per feature of a group}}
+  %0 = cbc.math.rms_norm_gated %x, %x, %w {eps = 1.0e-6 : f64, group = 4 : i64} : tensor<?x16xf32>, tensor<?x16xf32>, tensor<1x4xbf16> -> tensor<?x16xf32>
+  return
+}
+
+// -----
+
+func.func @rms_norm_gated_act(%x: tensor<?x16xf32>) {
+  // expected-error @+1 {{'cbc.math.rms_norm_gated' op unknown activation 'none'}}
+  %0 = cbc.math.rms_norm_gated %x, %x {eps = 1.0e-6 : f64, act = "none"} : tensor<?x16xf32>, tensor<?x16xf32> -> tensor<?x16xf32>
+  return
+}
+
+// -----
+
+func.func @rms_norm_gated_order(%x: tensor<?x16xf32>) {
+  // expected-error @+1 {{'cbc.math.rms_norm_gated' op unknown order 'gate_first'}}
+  %0 = cbc.math.rms_norm_gated %x, %x {eps = 1.0e-6 : f64, order = "gate_first"} : tensor<?x16xf32>, tensor<?x16xf32> -> tensor<?x16xf32>
+  return
+}
+
+// -----
+
+func.func @rms_norm_gated_eps(%x: tensor<?x16xf32>) {
+  // expected-error @+1 {{'cbc.math.rms_norm_gated' op eps must be positive}}
+  %0 = cbc.math.rms_norm_gated %x, %x {eps = 0.0 : f64} : tensor<?x16xf32>, tensor<?x16xf32> -> tensor<?x16xf32>
+  return
+}
+
+// -----
+
+func.func @rms_norm_gated_no_eps(%x: tensor<?x16xf32>) {
+  // expected-error @+1 {{'cbc.math.rms_norm_gated' op requires attribute 'eps'}}
+  %0 = cbc.math.rms_norm_gated %x, %x : tensor<?x16xf32>, tensor<?x16xf32> -> tensor<?x16xf32>
+  return
+}
+
+// -----
+
+func.func @rms_norm_gated_z_type(%x: tensor<?x16xf32>, %z: tensor<?x16xbf16>) {
+  // expected-error @+1 {{'cbc.math.rms_norm_gated' op operand #1 must be packed rows (tensor<?xNxf32>), but got 'tensor<?x16xbf16>'}}
+  %0 = cbc.math.rms_norm_gated %x, %z {eps = 1.0e-6 : f64} : tensor<?x16xf32>, tensor<?x16xbf16> -> tensor<?x16xf32>
+  return
+}
+
 //===----------------------------------------------------------------------===//
 // The paged cache
 //===----------------------------------------------------------------------===//
@@ -579,6 +759,287 @@ func.func @attention_missing_scale(%q: tensor<?x16xf32>, %p: tensor<?xi32>, %bt:
 }
 
 //===----------------------------------------------------------------------===//
+// Per-request states
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @conv_weight_rank(%x: tensor<?x8xf32>, %w: tensor<8x4xbf16>, %i: tensor<?xi32>) {
+  // expected-error @+1 {{'cbc.state.conv1d' op weight must be [channels, 1, kernel]}}
+  %0 = cbc.state.conv1d %x, %w, %i, %i, %i {layer = 0 : i64} : (tensor<?x8xf32>, tensor<8x4xbf16>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @conv_weight_channels(%x: tensor<?x8xf32>, %w: tensor<4x1x4xbf16>, %i: tensor<?xi32>) {
+  // expected-error @+1 {{'cbc.state.conv1d' op weight must be [channels, 1, kernel]}}
+  %0 = cbc.state.conv1d %x, %w, %i, %i, %i {layer = 0 : i64} : (tensor<?x8xf32>, tensor<4x1x4xbf16>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+// Not depthwise: the middle dimension (input channels per group) must be 1.
+func.func @conv_weight_middle(%x: tensor<?x8xf32>, %w: tensor<8x2x4xbf16>, %i: tensor<?xi32>) {
+  // expected-error @+1 {{'cbc.state.conv1d' op weight must be [channels, 1, kernel]}}
+  %0 = cbc.state.conv1d %x, %w, %i, %i, %i {layer = 0 : i64} : (tensor<?x8xf32>, tensor<8x2x4xbf16>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @conv_weight_empty_kernel(%x: tensor<?x8xf32>, %w: tensor<8x1x0xbf16>, %i: tensor<?xi32>) {
+  // expected-error @+1 {{'cbc.state.conv1d' op weight must be [channels, 1, kernel]}}
+  %0 = cbc.state.conv1d %x, %w, %i, %i, %i {layer = 0 : i64} : (tensor<?x8xf32>, tensor<8x1x0xbf16>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @conv_bias(%x: tensor<?x8xf32>, %w: tensor<8x1x4xbf16>, %b: tensor<4xbf16>, %i: tensor<?xi32>) {
+  // expected-error @+1 {{'cbc.state.conv1d' op bias must have one entry per channel}}
+  %0 = cbc.state.conv1d %x, %w bias(%b), %i, %i, %i {layer = 0 : i64} : (tensor<?x8xf32>, tensor<8x1x4xbf16>, tensor<4xbf16>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @conv_bias_rank(%x: tensor<?x8xf32>, %w: tensor<8x1x4xbf16>, %b: tensor<8x1xbf16>, %i: tensor<?xi32>) {
+  // expected-error @+1 {{'cbc.state.conv1d' op bias must have one entry per channel}}
+  %0 = cbc.state.conv1d %x, %w bias(%b), %i, %i, %i {layer = 0 : i64} : (tensor<?x8xf32>, tensor<8x1x4xbf16>, tensor<8x1xbf16>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @conv_act(%x: tensor<?x8xf32>, %w: tensor<8x1x4xbf16>, %i: tensor<?xi32>) {
+  // expected-error @+1 {{'cbc.state.conv1d' op unknown activation 'sigmoid'}}
+  %0 = cbc.state.conv1d %x, %w, %i, %i, %i {layer = 0 : i64, act = "sigmoid"} : (tensor<?x8xf32>, tensor<8x1x4xbf16>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @conv_result(%x: tensor<?x8xf32>, %w: tensor<8x1x4xbf16>, %i: tensor<?xi32>) {
+  // expected-error @+1 {{'cbc.state.conv1d' op result width must equal the channel count}}
+  %0 = cbc.state.conv1d %x, %w, %i, %i, %i {layer = 0 : i64} : (tensor<?x8xf32>, tensor<8x1x4xbf16>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x4xf32>
+  return
+}
+
+// -----
+
+func.func @conv_no_layer(%x: tensor<?x8xf32>, %w: tensor<8x1x4xbf16>, %i: tensor<?xi32>) {
+  // expected-error @+1 {{'cbc.state.conv1d' op requires attribute 'layer'}}
+  %0 = cbc.state.conv1d %x, %w, %i, %i, %i : (tensor<?x8xf32>, tensor<8x1x4xbf16>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @conv_slots_type(%x: tensor<?x8xf32>, %w: tensor<8x1x4xbf16>, %i: tensor<?xi32>, %s: tensor<?xi64>) {
+  // expected-error @+1 {{'cbc.state.conv1d' op operand #3 must be int32 vector (tensor<?xi32>), but got 'tensor<?xi64>'}}
+  %0 = cbc.state.conv1d %x, %w, %i, %s, %i {layer = 0 : i64} : (tensor<?x8xf32>, tensor<8x1x4xbf16>, tensor<?xi32>, tensor<?xi64>, tensor<?xi32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @conv_dynamic_weight(%x: tensor<?x8xf32>, %w: tensor<8x1x?xbf16>, %i: tensor<?xi32>) {
+  // expected-error @+1 {{'cbc.state.conv1d' op operand #1 must be statically shaped weight tensor, but got 'tensor<8x1x?xbf16>'}}
+  %0 = cbc.state.conv1d %x, %w, %i, %i, %i {layer = 0 : i64} : (tensor<?x8xf32>, tensor<8x1x?xbf16>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+// cbc.state.scan, kind gated_delta: 2 key heads of 4, 4 value heads of 2 unless a case says
+// otherwise. Operands: q, k [T, 8], v [T, 8], a, b [T, 4], A_log, dt_bias [4], then the metadata.
+
+func.func @scan_too_few(%i: tensor<?xi32>) {
+  // expected-error @+1 {{'cbc.state.scan' op the last three operands must be cu_seqlens, slots and has_initial_state}}
+  %0 = cbc.state.scan %i, %i {kind = "gated_delta", layer = 0 : i64} : (tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @scan_no_operands() {
+  // expected-error @+1 {{'cbc.state.scan' op the last three operands must be cu_seqlens, slots and has_initial_state}}
+  %0 = cbc.state.scan {kind = "gated_delta", layer = 0 : i64} : () -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+// has_initial_state as i64.
+func.func @scan_metadata_type(%q: tensor<?x8xf32>, %a: tensor<?x4xf32>, %w: tensor<4xf32>, %i: tensor<?xi32>, %h: tensor<?xi64>) {
+  // expected-error @+1 {{'cbc.state.scan' op the last three operands must be cu_seqlens, slots and has_initial_state}}
+  %0 = cbc.state.scan %q, %q, %q, %a, %a, %w, %w, %i, %i, %h {kind = "gated_delta", layer = 0 : i64, num_k_heads = 2 : i64, num_v_heads = 4 : i64, k_dim = 4 : i64, v_dim = 2 : i64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi64>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+// cu_seqlens as packed rows rather than a vector.
+func.func @scan_metadata_rank(%q: tensor<?x8xf32>, %a: tensor<?x4xf32>, %w: tensor<4xf32>, %i: tensor<?xi32>, %c: tensor<?x1xi32>) {
+  // expected-error @+1 {{'cbc.state.scan' op the last three operands must be cu_seqlens, slots and has_initial_state}}
+  %0 = cbc.state.scan %q, %q, %q, %a, %a, %w, %w, %c, %i, %i {kind = "gated_delta", layer = 0 : i64, num_k_heads = 2 : i64, num_v_heads = 4 : i64, k_dim = 4 : i64, v_dim = 2 : i64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<?x1xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+// dt_bias is missing: nine operands.
+func.func @scan_operand_count(%q: tensor<?x8xf32>, %a: tensor<?x4xf32>, %w: tensor<4xf32>, %i: tensor<?xi32>) {
+  // expected-error @+1 {{'cbc.state.scan' op kind 'gated_delta' takes q, k, v, a, b, A_log, dt_bias and the metadata}}
+  %0 = cbc.state.scan %q, %q, %q, %a, %a, %w, %i, %i, %i {kind = "gated_delta", layer = 0 : i64, num_k_heads = 2 : i64, num_v_heads = 4 : i64, k_dim = 4 : i64, v_dim = 2 : i64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x4xf32>, tensor<4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @scan_missing_v_dim(%q: tensor<?x8xf32>, %a: tensor<?x4xf32>, %w: tensor<4xf32>, %i: tensor<?xi32>) {
+  // expected-error @+1 {{'cbc.state.scan' op kind 'gated_delta' needs num_k_heads, num_v_heads, k_dim and v_dim}}
+  %0 = cbc.state.scan %q, %q, %q, %a, %a, %w, %w, %i, %i, %i {kind = "gated_delta", layer = 0 : i64, num_k_heads = 2 : i64, num_v_heads = 4 : i64, k_dim = 4 : i64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @scan_missing_heads(%q: tensor<?x8xf32>, %a: tensor<?x4xf32>, %w: tensor<4xf32>, %i: tensor<?xi32>) {
+  // expected-error @+1 {{'cbc.state.scan' op kind 'gated_delta' needs num_k_heads, num_v_heads, k_dim and v_dim}}
+  %0 = cbc.state.scan %q, %q, %q, %a, %a, %w, %w, %i, %i, %i {kind = "gated_delta", layer = 0 : i64, k_dim = 4 : i64, v_dim = 2 : i64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+// 4 value heads cannot share 3 key heads.
+func.func @scan_heads_not_multiple(%q: tensor<?x12xf32>, %v: tensor<?x8xf32>, %a: tensor<?x4xf32>, %w: tensor<4xf32>, %i: tensor<?xi32>) {
+  // expected-error @+1 {{'cbc.state.scan' op num_v_heads must be a positive multiple of num_k_heads}}
+  %0 = cbc.state.scan %q, %q, %v, %a, %a, %w, %w, %i, %i, %i {kind = "gated_delta", layer = 0 : i64, num_k_heads = 3 : i64, num_v_heads = 4 : i64, k_dim = 4 : i64, v_dim = 2 : i64} : (tensor<?x12xf32>, tensor<?x12xf32>, tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @scan_zero_k_heads(%q: tensor<?x8xf32>, %a: tensor<?x4xf32>, %w: tensor<4xf32>, %i: tensor<?xi32>) {
+  // expected-error @+1 {{'cbc.state.scan' op num_v_heads must be a positive multiple of num_k_heads}}
+  %0 = cbc.state.scan %q, %q, %q, %a, %a, %w, %w, %i, %i, %i {kind = "gated_delta", layer = 0 : i64, num_k_heads = 0 : i64, num_v_heads = 4 : i64, k_dim = 4 : i64, v_dim = 2 : i64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+// The same check guards the head sizes.
+func.func @scan_negative_k_dim(%q: tensor<?x8xf32>, %a: tensor<?x4xf32>, %w: tensor<4xf32>, %i: tensor<?xi32>) {
+  // expected-error @+1 {{'cbc.state.scan' op num_v_heads must be a positive multiple of num_k_heads}}
+  %0 = cbc.state.scan %q, %q, %q, %a, %a, %w, %w, %i, %i, %i {kind = "gated_delta", layer = 0 : i64, num_k_heads = 2 : i64, num_v_heads = 4 : i64, k_dim = -4 : i64, v_dim = 2 : i64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @scan_q_width(%q: tensor<?x6xf32>, %k: tensor<?x8xf32>, %a: tensor<?x4xf32>, %w: tensor<4xf32>, %i: tensor<?xi32>) {
+  // expected-error @+1 {{'cbc.state.scan' op q and k must be [T, num_k_heads * k_dim] and v [T, num_v_heads * v_dim]}}
+  %0 = cbc.state.scan %q, %k, %k, %a, %a, %w, %w, %i, %i, %i {kind = "gated_delta", layer = 0 : i64, num_k_heads = 2 : i64, num_v_heads = 4 : i64, k_dim = 4 : i64, v_dim = 2 : i64} : (tensor<?x6xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+// v_dim 4 makes v [T, 16].
+func.func @scan_v_width(%q: tensor<?x8xf32>, %a: tensor<?x4xf32>, %w: tensor<4xf32>, %i: tensor<?xi32>) {
+  // expected-error @+1 {{'cbc.state.scan' op q and k must be [T, num_k_heads * k_dim] and v [T, num_v_heads * v_dim]}}
+  %0 = cbc.state.scan %q, %q, %q, %a, %a, %w, %w, %i, %i, %i {kind = "gated_delta", layer = 0 : i64, num_k_heads = 2 : i64, num_v_heads = 4 : i64, k_dim = 4 : i64, v_dim = 4 : i64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x16xf32>
+  return
+}
+
+// -----
+
+// Activations must be f32 packed rows.
+func.func @scan_k_type(%q: tensor<?x8xf32>, %k: tensor<?x8xbf16>, %a: tensor<?x4xf32>, %w: tensor<4xf32>, %i: tensor<?xi32>) {
+  // expected-error @+1 {{'cbc.state.scan' op q and k must be [T, num_k_heads * k_dim] and v [T, num_v_heads * v_dim]}}
+  %0 = cbc.state.scan %q, %k, %q, %a, %a, %w, %w, %i, %i, %i {kind = "gated_delta", layer = 0 : i64, num_k_heads = 2 : i64, num_v_heads = 4 : i64, k_dim = 4 : i64, v_dim = 2 : i64} : (tensor<?x8xf32>, tensor<?x8xbf16>, tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @scan_b_width(%q: tensor<?x8xf32>, %a: tensor<?x4xf32>, %b: tensor<?x2xf32>, %w: tensor<4xf32>, %i: tensor<?xi32>) {
+  // expected-error @+1 {{'cbc.state.scan' op a and b must be [T, num_v_heads]}}
+  %0 = cbc.state.scan %q, %q, %q, %a, %b, %w, %w, %i, %i, %i {kind = "gated_delta", layer = 0 : i64, num_k_heads = 2 : i64, num_v_heads = 4 : i64, k_dim = 4 : i64, v_dim = 2 : i64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x2xf32>, tensor<4xf32>, tensor<4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+// a given per token with a static row count is not packed rows.
+func.func @scan_a_static(%q: tensor<?x8xf32>, %a: tensor<3x4xf32>, %b: tensor<?x4xf32>, %w: tensor<4xf32>, %i: tensor<?xi32>) {
+  // expected-error @+1 {{'cbc.state.scan' op a and b must be [T, num_v_heads]}}
+  %0 = cbc.state.scan %q, %q, %q, %a, %b, %w, %w, %i, %i, %i {kind = "gated_delta", layer = 0 : i64, num_k_heads = 2 : i64, num_v_heads = 4 : i64, k_dim = 4 : i64, v_dim = 2 : i64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<3x4xf32>, tensor<?x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @scan_a_log(%q: tensor<?x8xf32>, %a: tensor<?x4xf32>, %w: tensor<4xf32>, %w2: tensor<2xf32>, %i: tensor<?xi32>) {
+  // expected-error @+1 {{'cbc.state.scan' op A_log and dt_bias must have num_v_heads entries}}
+  %0 = cbc.state.scan %q, %q, %q, %a, %a, %w2, %w, %i, %i, %i {kind = "gated_delta", layer = 0 : i64, num_k_heads = 2 : i64, num_v_heads = 4 : i64, k_dim = 4 : i64, v_dim = 2 : i64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x4xf32>, tensor<2xf32>, tensor<4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+// A weight must have a static shape.
+func.func @scan_dt_bias_dynamic(%q: tensor<?x8xf32>, %a: tensor<?x4xf32>, %w: tensor<4xf32>, %d: tensor<?xf32>, %i: tensor<?xi32>) {
+  // expected-error @+1 {{'cbc.state.scan' op A_log and dt_bias must have num_v_heads entries}}
+  %0 = cbc.state.scan %q, %q, %q, %a, %a, %w, %d, %i, %i, %i {kind = "gated_delta", layer = 0 : i64, num_k_heads = 2 : i64, num_v_heads = 4 : i64, k_dim = 4 : i64, v_dim = 2 : i64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x4xf32>, tensor<4xf32>, tensor<?xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @scan_result(%q: tensor<?x8xf32>, %a: tensor<?x4xf32>, %w: tensor<4xf32>, %i: tensor<?xi32>) {
+  // expected-error @+1 {{'cbc.state.scan' op result width must be num_v_heads * v_dim}}
+  %0 = cbc.state.scan %q, %q, %q, %a, %a, %w, %w, %i, %i, %i {kind = "gated_delta", layer = 0 : i64, num_k_heads = 2 : i64, num_v_heads = 4 : i64, k_dim = 4 : i64, v_dim = 2 : i64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x4xf32>
+  return
+}
+
+// -----
+
+func.func @scan_beta_scale(%q: tensor<?x8xf32>, %a: tensor<?x4xf32>, %w: tensor<4xf32>, %i: tensor<?xi32>) {
+  // expected-error @+1 {{'cbc.state.scan' op beta_scale must be positive}}
+  %0 = cbc.state.scan %q, %q, %q, %a, %a, %w, %w, %i, %i, %i {kind = "gated_delta", layer = 0 : i64, num_k_heads = 2 : i64, num_v_heads = 4 : i64, k_dim = 4 : i64, v_dim = 2 : i64, beta_scale = 0.0 : f64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @scan_kind(%x: tensor<?x8xf32>, %i: tensor<?xi32>) {
+  // expected-error @+1 {{'cbc.state.scan' op unknown scan kind 'mamba2'}}
+  %0 = cbc.state.scan %x, %i, %i, %i {kind = "mamba2", layer = 0 : i64} : (tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @scan_no_kind(%x: tensor<?x8xf32>, %i: tensor<?xi32>) {
+  // expected-error @+1 {{'cbc.state.scan' op requires attribute 'kind'}}
+  %0 = cbc.state.scan %x, %i, %i, %i {layer = 0 : i64} : (tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @scan_result_type(%x: tensor<?x8xf32>, %i: tensor<?xi32>) {
+  // expected-error @+1 {{'cbc.state.scan' op result #0 must be packed rows (tensor<?xNxf32>), but got 'tensor<?x8xbf16>'}}
+  %0 = cbc.state.scan %x, %i, %i, %i {kind = "mamba2", layer = 0 : i64} : (tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xbf16>
+  return
+}
+
+//===----------------------------------------------------------------------===//
 // Packed rows
 //===----------------------------------------------------------------------===//
 
@@ -613,8 +1074,41 @@ func.func @route_k_too_big(%l: tensor<?x4xf32>) {
 // -----
 
 func.func @route_score(%l: tensor<?x4xf32>) {
-  // expected-error @+1 {{'cbc.moe.route' op unknown score 'sigmoid'}}
-  %w, %ids = cbc.moe.route %l {k = 2 : i64, score = "sigmoid"} : tensor<?x4xf32> -> tensor<?x2xf32>, tensor<?x2xi32>
+  // expected-error @+1 {{'cbc.moe.route' op unknown score 'sparsemax'}}
+  %w, %ids = cbc.moe.route %l {k = 2 : i64, score = "sparsemax"} : tensor<?x4xf32> -> tensor<?x2xf32>, tensor<?x2xi32>
+  return
+}
+
+// -----
+
+// gpt-oss's top-k-then-softmax has no separate selection score to bias.
+func.func @route_bias_topk_softmax(%l: tensor<?x4xf32>, %b: tensor<4xf32>) {
+  // expected-error @+1 {{'cbc.moe.route' op a selection bias needs softmax or sigmoid scores}}
+  %w, %ids = cbc.moe.route %l bias(%b : tensor<4xf32>) {k = 2 : i64, score = "topk_softmax"} : tensor<?x4xf32> -> tensor<?x2xf32>, tensor<?x2xi32>
+  return
+}
+
+// -----
+
+func.func @route_bias_size(%l: tensor<?x4xf32>, %b: tensor<3xf32>) {
+  // expected-error @+1 {{'cbc.moe.route' op selection bias must have one entry per expert}}
+  %w, %ids = cbc.moe.route %l bias(%b : tensor<3xf32>) {k = 2 : i64, score = "sigmoid"} : tensor<?x4xf32> -> tensor<?x2xf32>, tensor<?x2xi32>
+  return
+}
+
+// -----
+
+func.func @route_bias_rank(%l: tensor<?x4xf32>, %b: tensor<1x4xf32>) {
+  // expected-error @+1 {{'cbc.moe.route' op selection bias must have one entry per expert}}
+  %w, %ids = cbc.moe.route %l bias(%b : tensor<1x4xf32>) {k = 2 : i64, score = "softmax"} : tensor<?x4xf32> -> tensor<?x2xf32>, tensor<?x2xi32>
+  return
+}
+
+// -----
+
+func.func @route_renorm_eps(%l: tensor<?x4xf32>) {
+  // expected-error @+1 {{'cbc.moe.route' op renorm_eps must not be negative}}
+  %w, %ids = cbc.moe.route %l {k = 2 : i64, score = "sigmoid", renorm = true, renorm_eps = -1.0e-6 : f64} : tensor<?x4xf32> -> tensor<?x2xf32>, tensor<?x2xi32>
   return
 }
 

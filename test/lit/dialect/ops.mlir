@@ -163,3 +163,79 @@ func.func @rope_append(%qkv: tensor<?x32xf32>, %pos: tensor<?xi32>, %seq: tensor
   %4 = cbc.kv.rope_append %qkv, %pos, %seq, %plen, %slots, %bt {layer = 4 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, rotary_dim = 4 : i64, inv_freq = array<f32: 1.0, 0.01>, dynamic_base = 10000.0 : f64, dynamic_factor = 2.0 : f64, dynamic_max_positions = 2048 : i64} : (tensor<?x32xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>) -> tensor<?x16xf32>
   return %0, %1, %2, %3, %4 : tensor<?x16xf32>, tensor<?x16xf32>, tensor<?x16xf32>, tensor<?x16xf32>, tensor<?x16xf32>
 }
+
+// Per-request state ops and the gated norm that follows a gated delta net.
+
+// q_proj of a gated attention interleaves [q | gate] per head: 2 heads of 4 rows each, viewed
+// as [2][4, 4] and regrouped segment first.
+// CHECK-LABEL: func.func @regroup
+func.func @regroup() -> (tensor<16x8xbf16>, tensor<20x8xbf16>) {
+  // CHECK: cbc.weight.ref "q" {regroup = array<i64: 2, 4, 4>, sources = {{\[\[}}"q.weight"]]} : tensor<16x8xbf16>
+  %0 = cbc.weight.ref "q" {sources = [["q.weight"]], regroup = array<i64: 2, 4, 4>} : tensor<16x8xbf16>
+  // Rows past the regrouped ones (k and v here) stay in place; several segments per group.
+  // CHECK: cbc.weight.ref "qkvz" {regroup = array<i64: 2, 1, 1, 2, 2>, sources = {{\[\[}}"qkvz.weight", "extra.weight"]]} : tensor<20x8xbf16>
+  %1 = cbc.weight.ref "qkvz" {combine = "none", sources = [["qkvz.weight", "extra.weight"]], regroup = array<i64: 2, 1, 1, 2, 2>} : tensor<20x8xbf16>
+  return %0, %1 : tensor<16x8xbf16>, tensor<20x8xbf16>
+}
+
+// CHECK-LABEL: func.func @gate_none
+// CHECK-SAME: (%[[X:[^:]+]]: tensor<?x8xf32>, %[[G:[^:]+]]: tensor<?x8xf32>, %[[G1:[^:]+]]: tensor<?x1xf32>)
+func.func @gate_none(%x: tensor<?x8xf32>, %g: tensor<?x8xf32>, %g1: tensor<?x1xf32>) -> tensor<?x8xf32> {
+  // A plain product (LFM2's B * x and C * conv); "none" is not the default, so it is printed.
+  // CHECK: %[[P:[0-9]+]] = cbc.math.gate %[[X]], %[[G]] {act = "none"} : tensor<?x8xf32>, tensor<?x8xf32> -> tensor<?x8xf32>
+  %0 = cbc.math.gate %x, %g {act = "none"} : tensor<?x8xf32>, tensor<?x8xf32> -> tensor<?x8xf32>
+  // CHECK: cbc.math.gate %[[P]], %[[G1]] {act = "none"} : tensor<?x8xf32>, tensor<?x1xf32> -> tensor<?x8xf32>
+  %1 = cbc.math.gate %0, %g1 {act = "none"} : tensor<?x8xf32>, tensor<?x1xf32> -> tensor<?x8xf32>
+  return %1 : tensor<?x8xf32>
+}
+
+// 16 features in groups of 4 (one value head each) or as a whole row.
+// CHECK-LABEL: func.func @rms_norm_gated
+// CHECK-SAME: (%[[X:[^:]+]]: tensor<?x16xf32>, %[[Z:[^:]+]]: tensor<?x16xf32>, %[[W4:[^:]+]]: tensor<4xbf16>, %[[W16:[^:]+]]: tensor<16xf32>)
+func.func @rms_norm_gated(%x: tensor<?x16xf32>, %z: tensor<?x16xf32>, %w4: tensor<4xbf16>, %w16: tensor<16xf32>)
+    -> (tensor<?x16xf32>, tensor<?x16xf32>, tensor<?x16xf32>, tensor<?x16xf32>) {
+  // Gated delta net: norm, then silu gate; the defaults (act, order, offset) are not printed.
+  // CHECK: cbc.math.rms_norm_gated %[[X]], %[[Z]], %[[W4]] {eps = 9.9999999999999995E-7 : f64, group = 4 : i64} : tensor<?x16xf32>, tensor<?x16xf32>, tensor<4xbf16> -> tensor<?x16xf32>
+  %0 = cbc.math.rms_norm_gated %x, %z, %w4 {eps = 1.0e-6 : f64, group = 4 : i64, act = "silu", order = "norm_gate", offset = 0.0 : f64} : tensor<?x16xf32>, tensor<?x16xf32>, tensor<4xbf16> -> tensor<?x16xf32>
+  // Mamba2 style: gate first, over the whole row, with a zero-centred weight.
+  // CHECK: cbc.math.rms_norm_gated %[[X]], %[[Z]], %[[W16]] {eps = 1.000000e-05 : f64, offset = 1.000000e+00 : f64, order = "gate_norm"} : tensor<?x16xf32>, tensor<?x16xf32>, tensor<16xf32> -> tensor<?x16xf32>
+  %1 = cbc.math.rms_norm_gated %x, %z, %w16 {eps = 1.0e-5 : f64, order = "gate_norm", offset = 1.0 : f64} : tensor<?x16xf32>, tensor<?x16xf32>, tensor<16xf32> -> tensor<?x16xf32>
+  // Without a weight, a sigmoid gate.
+  // CHECK: cbc.math.rms_norm_gated %[[X]], %[[Z]] {act = "sigmoid", eps = 9.9999999999999995E-7 : f64, group = 8 : i64} : tensor<?x16xf32>, tensor<?x16xf32> -> tensor<?x16xf32>
+  %2 = cbc.math.rms_norm_gated %x, %z {eps = 1.0e-6 : f64, group = 8 : i64, act = "sigmoid"} : tensor<?x16xf32>, tensor<?x16xf32> -> tensor<?x16xf32>
+  // CHECK: cbc.math.rms_norm_gated %[[X]], %[[Z]] {act = "sigmoid", eps = 9.9999999999999995E-7 : f64, order = "gate_norm"} : tensor<?x16xf32>, tensor<?x16xf32> -> tensor<?x16xf32>
+  %3 = cbc.math.rms_norm_gated %x, %z {eps = 1.0e-6 : f64, act = "sigmoid", order = "gate_norm"} : tensor<?x16xf32>, tensor<?x16xf32> -> tensor<?x16xf32>
+  return %0, %1, %2, %3 : tensor<?x16xf32>, tensor<?x16xf32>, tensor<?x16xf32>, tensor<?x16xf32>
+}
+
+// A depthwise conv over 8 channels with kernel 4 (weight [C, 1, K], as torch stores it).
+// CHECK-LABEL: func.func @state_conv1d
+// CHECK-SAME: (%[[X:[^:]+]]: tensor<?x8xf32>, %[[W:[^:]+]]: tensor<8x1x4xbf16>, %[[B:[^:]+]]: tensor<8xbf16>, %[[CU:[^:]+]]: tensor<?xi32>, %[[SLOTS:[^:]+]]: tensor<?xi32>, %[[INIT:[^:]+]]: tensor<?xi32>)
+func.func @state_conv1d(%x: tensor<?x8xf32>, %w: tensor<8x1x4xbf16>, %b: tensor<8xbf16>, %cu: tensor<?xi32>,
+                        %slots: tensor<?xi32>, %init: tensor<?xi32>) -> (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>) {
+  // Without a bias; act "none" and state "conv" are the defaults.
+  // CHECK: %[[C0:[0-9]+]] = cbc.state.conv1d %[[X]], %[[W]], %[[CU]], %[[SLOTS]], %[[INIT]] {layer = 0 : i64} : (tensor<?x8xf32>, tensor<8x1x4xbf16>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  %0 = cbc.state.conv1d %x, %w, %cu, %slots, %init {layer = 0 : i64, act = "none", state = "conv"} : (tensor<?x8xf32>, tensor<8x1x4xbf16>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  // With a bias and silu (the gated delta net's conv).
+  // CHECK: cbc.state.conv1d %[[C0]], %[[W]] bias(%[[B]]), %[[CU]], %[[SLOTS]], %[[INIT]] {act = "silu", layer = 3 : i64} : (tensor<?x8xf32>, tensor<8x1x4xbf16>, tensor<8xbf16>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  %1 = cbc.state.conv1d %0, %w bias(%b), %cu, %slots, %init {layer = 3 : i64, act = "silu"} : (tensor<?x8xf32>, tensor<8x1x4xbf16>, tensor<8xbf16>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  // With a bias, act none, and a state name other than the default.
+  // CHECK: cbc.state.conv1d %[[X]], %[[W]] bias(%[[B]]), %[[CU]], %[[SLOTS]], %[[INIT]] {layer = 1 : i64, state = "conv_b"} : (tensor<?x8xf32>, tensor<8x1x4xbf16>, tensor<8xbf16>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  %2 = cbc.state.conv1d %x, %w bias(%b), %cu, %slots, %init {layer = 1 : i64, state = "conv_b"} : (tensor<?x8xf32>, tensor<8x1x4xbf16>, tensor<8xbf16>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  return %0, %1, %2 : tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>
+}
+
+// A gated delta scan: 2 key heads of 4 and 4 value heads of 2, so q and k are [T, 8], v is
+// [T, 8], a and b are [T, 4], and the result is [T, 8].
+// CHECK-LABEL: func.func @state_scan
+// CHECK-SAME: (%[[Q:[^:]+]]: tensor<?x8xf32>, %[[K:[^:]+]]: tensor<?x8xf32>, %[[V:[^:]+]]: tensor<?x8xf32>, %[[A:[^:]+]]: tensor<?x4xf32>, %[[B:[^:]+]]: tensor<?x4xf32>, %[[ALOG:[^:]+]]: tensor<4xf32>, %[[DT:[^:]+]]: tensor<4xbf16>, %[[CU:[^:]+]]: tensor<?xi32>, %[[SLOTS:[^:]+]]: tensor<?xi32>, %[[INIT:[^:]+]]: tensor<?xi32>)
+func.func @state_scan(%q: tensor<?x8xf32>, %k: tensor<?x8xf32>, %v: tensor<?x8xf32>, %a: tensor<?x4xf32>,
+                      %b: tensor<?x4xf32>, %alog: tensor<4xf32>, %dt: tensor<4xbf16>, %cu: tensor<?xi32>,
+                      %slots: tensor<?xi32>, %init: tensor<?xi32>) -> (tensor<?x8xf32>, tensor<?x8xf32>) {
+  // CHECK: %[[O:[0-9]+]] = cbc.state.scan %[[Q]], %[[K]], %[[V]], %[[A]], %[[B]], %[[ALOG]], %[[DT]], %[[CU]], %[[SLOTS]], %[[INIT]] {k_dim = 4 : i64, kind = "gated_delta", layer = 0 : i64, num_k_heads = 2 : i64, num_v_heads = 4 : i64, qk_l2norm, v_dim = 2 : i64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x4xf32>, tensor<4xf32>, tensor<4xbf16>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  %0 = cbc.state.scan %q, %k, %v, %a, %b, %alog, %dt, %cu, %slots, %init {kind = "gated_delta", layer = 0 : i64, num_k_heads = 2 : i64, num_v_heads = 4 : i64, k_dim = 4 : i64, v_dim = 2 : i64, qk_l2norm, beta_scale = 1.0 : f64, state = "recurrent"} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x4xf32>, tensor<4xf32>, tensor<4xbf16>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  // Without the l2 norm, with a beta scale of 2 (negative eigenvalues) and another state name.
+  // CHECK: cbc.state.scan %[[O]], %[[K]], %[[V]], %[[A]], %[[B]], %[[ALOG]], %[[DT]], %[[CU]], %[[SLOTS]], %[[INIT]] {beta_scale = 2.000000e+00 : f64, k_dim = 4 : i64, kind = "gated_delta", layer = 5 : i64, num_k_heads = 2 : i64, num_v_heads = 4 : i64, state = "ssm", v_dim = 2 : i64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x4xf32>, tensor<4xf32>, tensor<4xbf16>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  %1 = cbc.state.scan %0, %k, %v, %a, %b, %alog, %dt, %cu, %slots, %init {kind = "gated_delta", layer = 5 : i64, num_k_heads = 2 : i64, num_v_heads = 4 : i64, k_dim = 4 : i64, v_dim = 2 : i64, beta_scale = 2.0 : f64, state = "ssm"} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x4xf32>, tensor<4xf32>, tensor<4xbf16>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  return %0, %1 : tensor<?x8xf32>, tensor<?x8xf32>
+}

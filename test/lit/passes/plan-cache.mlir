@@ -155,3 +155,105 @@ func.func @appended_twice(%k: tensor<?x8xf32>, %p: tensor<?xi32>, %bt: tensor<?x
   cbc.kv.append %k, %k, %p, %p, %p, %bt {layer = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64} : tensor<?x8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
   return
 }
+
+// -----
+
+// Per-request states. Each stateful op declares one fp32 state of its layer, by name, whatever
+// the kv dtype; the plan lists them in program order with their bytes, and
+// state_bytes_per_slot is what one request slot holds. Layers 0 and 2 are gated delta nets
+// (2 key heads of 4, 4 value heads of 2), layer 1 attention, layer 3 an LFM2 short conv and
+// layer 4 a conv of kernel 1, which keeps no inputs and so declares no state.
+//
+//   conv channels q|k|v = 2x4 + 2x4 + 4x2 = 24, kernel 4: conv [24, 3] = 72 x 4 = 288 bytes
+//   recurrent [v_heads, k_dim, v_dim] = [4, 4, 2]       = 32 x 4 = 128 bytes
+//   short conv over 8 channels, kernel 3: conv [8, 2]   = 16 x 4 =  64 bytes
+//   per slot: 2 x (288 + 128) + 64 = 896 bytes
+// The attention layer keeps (8 + 8) x 2 = 32 bytes per token (bf16), 64 (f32).
+
+// CHECK-LABEL: module attributes {cbc.cache_plan = {
+// CHECK-SAME: groups = [{bytes_per_token = 32 : i64, id = 0 : i64, layers = array<i64: 1>, retention = "all", tokens = 0 : i64}]
+// CHECK-SAME: layers = [{group = 0 : i64, layer = 1 : i64, rows = [{elems = 8 : i64, name = "k"}, {elems = 8 : i64, name = "v"}]}]
+// CHECK-SAME: state_bytes_per_slot = 896 : i64
+// CHECK-SAME: states = [
+// CHECK-SAME: {bytes = 288 : i64, dtype = "f32", layer = 0 : i64, name = "conv", shape = array<i64: 24, 3>},
+// CHECK-SAME: {bytes = 128 : i64, dtype = "f32", layer = 0 : i64, name = "recurrent", shape = array<i64: 4, 4, 2>},
+// CHECK-SAME: {bytes = 288 : i64, dtype = "f32", layer = 2 : i64, name = "conv", shape = array<i64: 24, 3>},
+// CHECK-SAME: {bytes = 128 : i64, dtype = "f32", layer = 2 : i64, name = "recurrent", shape = array<i64: 4, 4, 2>},
+// The list closes after layer 3: nothing for layer 4.
+// CHECK-SAME: {bytes = 64 : i64, dtype = "f32", layer = 3 : i64, name = "conv", shape = array<i64: 8, 2>}]}}
+// CHECK-LABEL: func.func @states
+// The state ops themselves are left as they are.
+// CHECK: cbc.state.conv1d {{.*}} {act = "silu", layer = 0 : i64}
+// CHECK: cbc.state.scan {{.*}}layer = 0 : i64
+// CHECK: cbc.kv.append {{.*}} {group = 0 : i64, {{.*}}layer = 1 : i64
+// CHECK: cbc.kv.attention {{.*}} {group = 0 : i64, {{.*}}layer = 1 : i64
+
+// States are fp32 whatever the kv dtype: the same bytes under kv-dtype=f32.
+// F32: module attributes {cbc.cache_plan = {block_size = 32 : i64, groups = [{bytes_per_token = 64 : i64, id = 0 : i64, layers = array<i64: 1>, retention = "all", tokens = 0 : i64}], kv_dtype = "f32",
+// F32-SAME: state_bytes_per_slot = 896 : i64
+// F32-SAME: states = [{bytes = 288 : i64, dtype = "f32", layer = 0 : i64, name = "conv", shape = array<i64: 24, 3>},
+// F32-LABEL: func.func @states
+func.func @states(%x: tensor<?x8xf32>, %q: tensor<?x16xf32>, %qkv: tensor<?x24xf32>, %ab: tensor<?x4xf32>,
+                  %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>,
+                  %cw: tensor<24x1x4xbf16>, %alog: tensor<4xf32>, %dt: tensor<4xbf16>,
+                  %sw: tensor<8x1x3xbf16>, %w1: tensor<8x1x1xbf16>) {
+  // Layer 0: gated delta net.
+  %c0 = cbc.state.conv1d %qkv, %cw, %p, %p, %p {layer = 0 : i64, act = "silu"} : (tensor<?x24xf32>, tensor<24x1x4xbf16>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x24xf32>
+  %s0:3 = cbc.math.split %c0 : tensor<?x24xf32> -> tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>
+  %o0 = cbc.state.scan %s0#0, %s0#1, %s0#2, %ab, %ab, %alog, %dt, %p, %p, %p {kind = "gated_delta", layer = 0 : i64, num_k_heads = 2 : i64, num_v_heads = 4 : i64, k_dim = 4 : i64, v_dim = 2 : i64, qk_l2norm} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x4xf32>, tensor<4xf32>, tensor<4xbf16>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  // Layer 1: attention.
+  cbc.kv.append %x, %x, %p, %p, %p, %bt {layer = 1 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64} : tensor<?x8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
+  %a1 = cbc.kv.attention %q, %p, %p, %p, %p, %p, %bt {layer = 1 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, scale = 0.5 : f64} : tensor<?x16xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?x16xf32>
+  // Layer 2: gated delta net, the same state names in another layer.
+  %c2 = cbc.state.conv1d %qkv, %cw, %p, %p, %p {layer = 2 : i64, act = "silu"} : (tensor<?x24xf32>, tensor<24x1x4xbf16>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x24xf32>
+  %s2:3 = cbc.math.split %c2 : tensor<?x24xf32> -> tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>
+  %o2 = cbc.state.scan %s2#0, %s2#1, %s2#2, %ab, %ab, %alog, %dt, %p, %p, %p {kind = "gated_delta", layer = 2 : i64, num_k_heads = 2 : i64, num_v_heads = 4 : i64, k_dim = 4 : i64, v_dim = 2 : i64, qk_l2norm} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x4xf32>, tensor<4xf32>, tensor<4xbf16>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  // Layer 3: short conv.
+  %c3 = cbc.state.conv1d %x, %sw, %p, %p, %p {layer = 3 : i64} : (tensor<?x8xf32>, tensor<8x1x3xbf16>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  // Layer 4: kernel 1.
+  %c4 = cbc.state.conv1d %x, %w1, %p, %p, %p {layer = 4 : i64} : (tensor<?x8xf32>, tensor<8x1x1xbf16>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+// Convs of kernel 1 declare nothing, so the plan has no states at all, and two of them in one
+// layer do not clash.
+// CHECK-LABEL: module attributes {cbc.cache_plan = {block_size = 16 : i64, groups = [], kv_dtype = "bf16", layers = []}}
+// CHECK-LABEL: func.func @kernel_one
+func.func @kernel_one(%x: tensor<?x8xf32>, %w1: tensor<8x1x1xbf16>, %p: tensor<?xi32>) {
+  %0 = cbc.state.conv1d %x, %w1, %p, %p, %p {layer = 0 : i64} : (tensor<?x8xf32>, tensor<8x1x1xbf16>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  %1 = cbc.state.conv1d %x, %w1, %p, %p, %p {layer = 0 : i64} : (tensor<?x8xf32>, tensor<8x1x1xbf16>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+// An attention-only module keeps the plan it had before states existed: no states key.
+// CHECK-LABEL: module attributes {cbc.cache_plan = {block_size = 16 : i64, groups = [{bytes_per_token = 32 : i64, id = 0 : i64, layers = array<i64: 0>, retention = "all", tokens = 0 : i64}], kv_dtype = "bf16", layers = [{group = 0 : i64, layer = 0 : i64, rows = [{elems = 8 : i64, name = "k"}, {elems = 8 : i64, name = "v"}]}]}}
+// CHECK-LABEL: func.func @attention_only
+func.func @attention_only(%k: tensor<?x8xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>) {
+  cbc.kv.append %k, %k, %p, %p, %p, %bt {layer = 0 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64} : tensor<?x8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
+  return
+}
+
+// -----
+
+// Two convs name the same state in one layer.
+func.func @state_twice(%x: tensor<?x8xf32>, %w: tensor<8x1x4xbf16>, %p: tensor<?xi32>) {
+  %0 = cbc.state.conv1d %x, %w, %p, %p, %p {layer = 5 : i64} : (tensor<?x8xf32>, tensor<8x1x4xbf16>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  // expected-error @+1 {{'cbc.state.conv1d' op declares state 'conv' of layer 5 twice}}
+  %1 = cbc.state.conv1d %0, %w, %p, %p, %p {layer = 5 : i64, act = "silu"} : (tensor<?x8xf32>, tensor<8x1x4xbf16>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+// Names are shared across op kinds: a conv whose state is called "recurrent" clashes with the
+// scan of its layer.
+func.func @state_name_clash(%x: tensor<?x8xf32>, %a: tensor<?x4xf32>, %cw: tensor<8x1x4xbf16>, %w: tensor<4xf32>, %p: tensor<?xi32>) {
+  %0 = cbc.state.conv1d %x, %cw, %p, %p, %p {layer = 2 : i64, state = "recurrent"} : (tensor<?x8xf32>, tensor<8x1x4xbf16>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  // expected-error @+1 {{'cbc.state.scan' op declares state 'recurrent' of layer 2 twice}}
+  %1 = cbc.state.scan %0, %x, %x, %a, %a, %w, %w, %p, %p, %p {kind = "gated_delta", layer = 2 : i64, num_k_heads = 2 : i64, num_v_heads = 4 : i64, k_dim = 4 : i64, v_dim = 2 : i64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  return
+}
