@@ -81,6 +81,8 @@ private:
   void emitRmsNormGated(RmsNormGatedOp op);
   void emitConv1d(StateConv1dOp op);
   void emitGatedDelta(StateScanOp op);
+  void emitSsd(StateScanOp op);
+  void emitSelective(StateScanOp op);
   KernelArgOut state(int layer, const std::string &name);
   void emitRopeAppend(KvRopeAppendOp op);
 
@@ -990,6 +992,148 @@ void Emitter::emitConv1d(StateConv1dOp op) {
 
 // The gated delta rule, token by token: block (request, value head, 32 value columns) keeps
 // its [dk, 32] slice of the state in registers, four warps splitting the rows.
+// Mamba2's scan, token by token: block (request, head, 16 rows of head_dim); each thread keeps
+// its state columns (state_size over the block's threads) of those rows in registers, and
+// y = S C + D x is a block reduction per row.
+void Emitter::emitSsd(StateScanOp op) {
+  auto in = op.getInputs();
+  int64_t H = op.getNumHeadsAttr().getInt(), P = op.getHeadDimAttr().getInt();
+  int64_t G = op.getNGroupsAttr().getInt(), N = op.getStateSizeAttr().getInt();
+  const int64_t PB = 16, threads = 128, NJ = (N + threads - 1) / threads;
+  std::string body = fill(R"(  __shared__ float xs[@PB@], red[4][@PB@];
+  const @TX@ *x = (const @TX@ *)a.p[0];
+  const @TDTV@ *dtv = (const @TDTV@ *)a.p[1];
+  const @TB@ *Bm = (const @TB@ *)a.p[2];
+  const @TC@ *Cm = (const @TC@ *)a.p[3];
+  const @TAL@ *A_log = (const @TAL@ *)a.p[4];
+  const @TDB@ *dt_bias = (const @TDB@ *)a.p[5];
+  const @TD@ *Dv = (const @TD@ *)a.p[6];
+  const int *cu = (const int *)a.p[7];
+  const int *slots = (const int *)a.p[8];
+  const int *has_initial = (const int *)a.p[9];
+  float *pool = (float *)a.p[10];
+  @TO@ *out = (@TO@ *)a.p[11];
+  int r = blockIdx.x, h = blockIdx.y, p0 = blockIdx.z * @PB@, lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  int g = h / (@H@ / @G@);
+  float *S = pool + ((long long)slots[r] * @H@ + h) * @P@ * @N@;
+  float s[@PB@][@NJ@];
+  for (int i = 0; i < @PB@; ++i)
+    for (int j = 0; j < @NJ@; ++j) {
+      int p = p0 + i, n = threadIdx.x + j * 128;
+      s[i][j] = (p < @P@ && n < @N@ && has_initial[r]) ? S[(long long)p * @N@ + n] : 0.0f;
+    }
+  float A = -expf(ld(A_log, h)), dtb = ld(dt_bias, h), D = ld(Dv, h);
+  for (int t = cu[r]; t < cu[r + 1]; ++t) {
+    if (threadIdx.x < @PB@)
+      xs[threadIdx.x] = p0 + threadIdx.x < @P@ ? ld(x, (long long)t * @H@ * @P@ + h * @P@ + p0 + threadIdx.x) : 0.0f;
+    float dn = ld(dtv, (long long)t * @H@ + h) + dtb;
+    float dt = fminf(fmaxf(dn > 20.0f ? dn : log1pf(expf(dn)), @DTMIN@), @DTMAX@);
+    float decay = expf(dt * A);
+    float bn[@NJ@], cn[@NJ@];
+    for (int j = 0; j < @NJ@; ++j) {
+      int n = threadIdx.x + j * 128;
+      bn[j] = n < @N@ ? ld(Bm, (long long)t * @G@ * @N@ + g * @N@ + n) : 0.0f;
+      cn[j] = n < @N@ ? ld(Cm, (long long)t * @G@ * @N@ + g * @N@ + n) : 0.0f;
+    }
+    __syncthreads();
+    for (int i = 0; i < @PB@; ++i) {
+      float y = 0.0f;
+      for (int j = 0; j < @NJ@; ++j) {
+        s[i][j] = s[i][j] * decay + dt * xs[i] * bn[j];
+        y += s[i][j] * cn[j];
+      }
+      y = warp_sum(y);
+      if (lane == 0) red[warp][i] = y;
+    }
+    __syncthreads();
+    if (threadIdx.x < @PB@ && p0 + threadIdx.x < @P@) {
+      float y = red[0][threadIdx.x] + red[1][threadIdx.x] + red[2][threadIdx.x] + red[3][threadIdx.x];
+      st(out, (long long)t * @H@ * @P@ + h * @P@ + p0 + threadIdx.x, y + D * xs[threadIdx.x]);
+    }
+    __syncthreads();
+  }
+  for (int i = 0; i < @PB@; ++i)
+    for (int j = 0; j < @NJ@; ++j) {
+      int p = p0 + i, n = threadIdx.x + j * 128;
+      if (p < @P@ && n < @N@) S[(long long)p * @N@ + n] = s[i][j];
+    }
+)", {{"H", str(H)}, {"P", str(P)}, {"G", str(G)}, {"N", str(N)}, {"PB", str(PB)}, {"NJ", str(NJ)},
+     {"TX", ty(in[0])}, {"TDTV", ty(in[1])}, {"TB", ty(in[2])}, {"TC", ty(in[3])}, {"TAL", ty(in[4])},
+     {"TDB", ty(in[5])}, {"TD", ty(in[6])}, {"TO", ty(op.getResult())},
+     {"DTMIN", fmtFloat(op.getDtMin().convertToDouble())},
+     {"DTMAX", std::isinf(op.getDtMax().convertToDouble()) ? "INFINITY" : fmtFloat(op.getDtMax().convertToDouble())}});
+  LaunchOut &l = launch(kernel("ssd", body), (int)threads);
+  l.grid[0] = {"num_requests", 1, 1, 0};
+  l.grid[1] = {"", 1, 1, H};
+  l.grid[2] = {"", 1, 1, (P + PB - 1) / PB};
+  l.args.clear();
+  for (int i = 0; i < 10; ++i)
+    l.args.push_back(val(id(in[i])));
+  l.args.push_back(state((int)op.getLayerAttr().getInt(), op.getState().str()));
+  l.args.push_back(val(id(op.getResult())));
+}
+
+// Mamba's selective scan: one thread per (request, channel) with the channel's state_size
+// values in registers, token by token.
+void Emitter::emitSelective(StateScanOp op) {
+  auto in = op.getInputs();
+  bool gated = in.size() == 11;
+  int64_t I = cols(in[0]), G = op.getNGroupsAttr().getInt(), N = op.getStateSizeAttr().getInt();
+  std::string body = fill(R"(  const @TX@ *x = (const @TX@ *)a.p[0];
+  const @TDTV@ *dtv = (const @TDTV@ *)a.p[1];
+  const @TB@ *Bm = (const @TB@ *)a.p[2];
+  const @TC@ *Cm = (const @TC@ *)a.p[3];
+  const @TAL@ *A_log = (const @TAL@ *)a.p[4];
+  const @TDB@ *dt_bias = (const @TDB@ *)a.p[5];
+  const @TD@ *Dv = (const @TD@ *)a.p[6];
+  const @TZ@ *z = (const @TZ@ *)a.p[7];
+  const int *cu = (const int *)a.p[8];
+  const int *slots = (const int *)a.p[9];
+  const int *has_initial = (const int *)a.p[10];
+  float *pool = (float *)a.p[11];
+  @TO@ *out = (@TO@ *)a.p[12];
+  int r = blockIdx.x, i = blockIdx.y * blockDim.x + threadIdx.x;
+  if (i >= @I@) return;
+  int g = i / (@I@ / @G@);
+  float *S = pool + ((long long)slots[r] * @I@ + i) * @N@;
+  float s[@N@], A[@N@];
+  for (int n = 0; n < @N@; ++n) {
+    s[n] = has_initial[r] ? S[n] : 0.0f;
+    A[n] = -expf(ld(A_log, (long long)i * @N@ + n));
+  }
+  float dtb = ld(dt_bias, i), D = ld(Dv, i);
+  for (int t = cu[r]; t < cu[r + 1]; ++t) {
+    float dn = ld(dtv, (long long)t * @I@ + i) + dtb;
+    float dt = dn > 20.0f ? dn : log1pf(expf(dn));
+    float xv = ld(x, (long long)t * @I@ + i), y = 0.0f;
+    for (int n = 0; n < @N@; ++n) {
+      float b = ld(Bm, (long long)t * @G@ * @N@ + g * @N@ + n), c = ld(Cm, (long long)t * @G@ * @N@ + g * @N@ + n);
+      s[n] = expf(dt * A[n]) * s[n] + dt * b * xv;
+      y += s[n] * c;
+    }
+    y += D * xv;
+    if (@GATED@) y *= act_silu(ld(z, (long long)t * @I@ + i));
+    st(out, (long long)t * @I@ + i, y);
+  }
+  for (int n = 0; n < @N@; ++n) S[n] = s[n];
+)", {{"I", str(I)}, {"G", str(G)}, {"N", str(N)}, {"GATED", gated ? "true" : "false"},
+     {"TX", ty(in[0])}, {"TDTV", ty(in[1])}, {"TB", ty(in[2])}, {"TC", ty(in[3])}, {"TAL", ty(in[4])},
+     {"TDB", ty(in[5])}, {"TD", ty(in[6])}, {"TZ", gated ? ty(in[7]) : "float"},
+     {"TO", ty(op.getResult())}});
+  LaunchOut &l = launch(kernel("selective_scan", body), 128);
+  l.grid[0] = {"num_requests", 1, 1, 0};
+  l.grid[1] = {"", 1, 1, (I + 127) / 128};
+  l.args.clear();
+  for (int i = 0; i < 7; ++i)
+    l.args.push_back(val(id(in[i])));
+  l.args.push_back(gated ? val(id(in[7])) : null());
+  size_t meta = gated ? 8 : 7;
+  for (size_t i = meta; i < meta + 3; ++i)
+    l.args.push_back(val(id(in[i])));
+  l.args.push_back(state((int)op.getLayerAttr().getInt(), op.getState().str()));
+  l.args.push_back(val(id(op.getResult())));
+}
+
 void Emitter::emitGatedDelta(StateScanOp op) {
   auto in = op.getInputs();
   int64_t Hk = op.getNumKHeadsAttr().getInt(), Hv = op.getNumVHeadsAttr().getInt();
@@ -1090,6 +1234,10 @@ LogicalResult Emitter::emitOp(Operation &op) {
   if (auto o = dyn_cast<StateScanOp>(op)) {
     if (o.getKind() == "gated_delta")
       return emitGatedDelta(o), success();
+    if (o.getKind() == "ssd_mamba2")
+      return emitSsd(o), success();
+    if (o.getKind() == "selective_mamba1")
+      return emitSelective(o), success();
     return op.emitError("no CUDA code generation for scan kind ") << o.getKind();
   }
   if (auto o = dyn_cast<AddRmsNormOp>(op)) return emitAddRmsNorm(o), success();

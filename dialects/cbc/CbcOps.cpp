@@ -299,46 +299,105 @@ LogicalResult StateConv1dOp::verify() {
   return success();
 }
 
+namespace {
+bool isIndexVector(Value v) {
+  auto t = llvm::dyn_cast<RankedTensorType>(v.getType());
+  return t && t.getRank() == 1 && t.getElementType().isInteger(32);
+}
+// The width of packed f32 rows, or -1.
+int64_t rowWidth(Value v) {
+  auto t = llvm::dyn_cast<RankedTensorType>(v.getType());
+  if (!t || t.getRank() != 2 || !t.isDynamicDim(0) || !t.getElementType().isF32())
+    return -1;
+  return t.getDimSize(1);
+}
+bool hasElements(Value v, int64_t n) {
+  auto t = llvm::dyn_cast<RankedTensorType>(v.getType());
+  return t && t.hasStaticShape() && t.getNumElements() == n;
+}
+} // namespace
+
 LogicalResult StateScanOp::verify() {
   auto in = getInputs();
-  auto isIndex = [](Value v) {
-    auto t = llvm::dyn_cast<RankedTensorType>(v.getType());
-    return t && t.getRank() == 1 && t.getElementType().isInteger(32);
-  };
-  auto rowsOf = [](Value v) -> int64_t {
-    auto t = llvm::dyn_cast<RankedTensorType>(v.getType());
-    if (!t || t.getRank() != 2 || !t.isDynamicDim(0) || !t.getElementType().isF32())
-      return -1;
-    return t.getDimSize(1);
-  };
-  if (in.size() < 3 || !isIndex(in[in.size() - 1]) || !isIndex(in[in.size() - 2]) ||
-      !isIndex(in[in.size() - 3]))
+  if (in.size() < 3 || !isIndexVector(in[in.size() - 1]) || !isIndexVector(in[in.size() - 2]) ||
+      !isIndexVector(in[in.size() - 3]))
     return emitOpError("the last three operands must be cu_seqlens, slots and has_initial_state");
-  if (getKind() == "gated_delta") {
-    if (in.size() != 10)
-      return emitOpError("kind 'gated_delta' takes q, k, v, a, b, A_log, dt_bias and the metadata");
-    if (!getNumKHeadsAttr() || !getNumVHeadsAttr() || !getKDimAttr() || !getVDimAttr())
-      return emitOpError("kind 'gated_delta' needs num_k_heads, num_v_heads, k_dim and v_dim");
-    int64_t hk = getNumKHeadsAttr().getInt(), hv = getNumVHeadsAttr().getInt();
-    int64_t dk = getKDimAttr().getInt(), dv = getVDimAttr().getInt();
-    if (hk <= 0 || hv <= 0 || dk <= 0 || dv <= 0 || hv % hk != 0)
-      return emitOpError("num_v_heads must be a positive multiple of num_k_heads");
-    if (rowsOf(in[0]) != hk * dk || rowsOf(in[1]) != hk * dk || rowsOf(in[2]) != hv * dv)
-      return emitOpError("q and k must be [T, num_k_heads * k_dim] and v [T, num_v_heads * v_dim]");
-    if (rowsOf(in[3]) != hv || rowsOf(in[4]) != hv)
-      return emitOpError("a and b must be [T, num_v_heads]");
-    for (Value w : {in[5], in[6]}) {
-      auto t = llvm::dyn_cast<RankedTensorType>(w.getType());
-      if (!t || !t.hasStaticShape() || t.getNumElements() != hv)
-        return emitOpError("A_log and dt_bias must have num_v_heads entries");
-    }
-    if (cols(getResult()) != hv * dv)
-      return emitOpError("result width must be num_v_heads * v_dim");
-    if (getBetaScale().convertToDouble() <= 0)
-      return emitOpError("beta_scale must be positive");
-    return success();
-  }
+  if (getKind() == "gated_delta")
+    return verifyGatedDelta();
+  if (getKind() == "ssd_mamba2")
+    return verifySsd();
+  if (getKind() == "selective_mamba1")
+    return verifySelective();
   return emitOpError("unknown scan kind '") << getKind() << "'";
+}
+
+LogicalResult StateScanOp::verifyGatedDelta() {
+  auto in = getInputs();
+  if (in.size() != 10)
+    return emitOpError("kind 'gated_delta' takes q, k, v, a, b, A_log, dt_bias and the metadata");
+  if (!getNumKHeadsAttr() || !getNumVHeadsAttr() || !getKDimAttr() || !getVDimAttr())
+    return emitOpError("kind 'gated_delta' needs num_k_heads, num_v_heads, k_dim and v_dim");
+  int64_t hk = getNumKHeadsAttr().getInt(), hv = getNumVHeadsAttr().getInt();
+  int64_t dk = getKDimAttr().getInt(), dv = getVDimAttr().getInt();
+  if (hk <= 0 || hv <= 0 || dk <= 0 || dv <= 0 || hv % hk != 0)
+    return emitOpError("num_v_heads must be a positive multiple of num_k_heads");
+  if (rowWidth(in[0]) != hk * dk || rowWidth(in[1]) != hk * dk || rowWidth(in[2]) != hv * dv)
+    return emitOpError("q and k must be [T, num_k_heads * k_dim] and v [T, num_v_heads * v_dim]");
+  if (rowWidth(in[3]) != hv || rowWidth(in[4]) != hv)
+    return emitOpError("a and b must be [T, num_v_heads]");
+  if (!hasElements(in[5], hv) || !hasElements(in[6], hv))
+    return emitOpError("A_log and dt_bias must have num_v_heads entries");
+  if (cols(getResult()) != hv * dv)
+    return emitOpError("result width must be num_v_heads * v_dim");
+  if (getBetaScale().convertToDouble() <= 0)
+    return emitOpError("beta_scale must be positive");
+  return success();
+}
+
+LogicalResult StateScanOp::verifySsd() {
+  auto in = getInputs();
+  if (in.size() != 10)
+    return emitOpError("kind 'ssd_mamba2' takes x, dt, B, C, A_log, dt_bias, D and the metadata");
+  if (!getNumHeadsAttr() || !getHeadDimAttr() || !getNGroupsAttr() || !getStateSizeAttr())
+    return emitOpError("kind 'ssd_mamba2' needs num_heads, head_dim, n_groups and state_size");
+  int64_t H = getNumHeadsAttr().getInt(), P = getHeadDimAttr().getInt();
+  int64_t G = getNGroupsAttr().getInt(), N = getStateSizeAttr().getInt();
+  if (H <= 0 || P <= 0 || G <= 0 || N <= 0 || H % G != 0)
+    return emitOpError("num_heads must be a positive multiple of n_groups");
+  if (rowWidth(in[0]) != H * P || rowWidth(in[1]) != H)
+    return emitOpError("x must be [T, num_heads * head_dim] and dt [T, num_heads]");
+  if (rowWidth(in[2]) != G * N || rowWidth(in[3]) != G * N)
+    return emitOpError("B and C must be [T, n_groups * state_size]");
+  if (!hasElements(in[4], H) || !hasElements(in[5], H) || !hasElements(in[6], H))
+    return emitOpError("A_log, dt_bias and D must have num_heads entries");
+  if (cols(getResult()) != H * P)
+    return emitOpError("result width must be num_heads * head_dim");
+  if (!(getDtMin().convertToDouble() <= getDtMax().convertToDouble()) || getDtMin().convertToDouble() < 0)
+    return emitOpError("dt limits must satisfy 0 <= dt_min <= dt_max");
+  return success();
+}
+
+LogicalResult StateScanOp::verifySelective() {
+  auto in = getInputs();
+  if (in.size() != 10 && in.size() != 11)
+    return emitOpError("kind 'selective_mamba1' takes x, dt, B, C, A_log, dt_bias, D, an optional z "
+                       "and the metadata");
+  if (!getNGroupsAttr() || !getStateSizeAttr())
+    return emitOpError("kind 'selective_mamba1' needs n_groups and state_size");
+  int64_t I = rowWidth(in[0]), G = getNGroupsAttr().getInt(), N = getStateSizeAttr().getInt();
+  if (I <= 0 || rowWidth(in[1]) != I || (in.size() == 11 && rowWidth(in[7]) != I))
+    return emitOpError("x, dt and z must be [T, channels]");
+  if (G <= 0 || N <= 0 || I % G != 0)
+    return emitOpError("n_groups must divide the channel count");
+  if (rowWidth(in[2]) != G * N || rowWidth(in[3]) != G * N)
+    return emitOpError("B and C must be [T, n_groups * state_size]");
+  if (!hasElements(in[4], I * N))
+    return emitOpError("A_log must be [channels, state_size]");
+  if (!hasElements(in[5], I) || !hasElements(in[6], I))
+    return emitOpError("dt_bias and D must have one entry per channel");
+  if (cols(getResult()) != I)
+    return emitOpError("result width must equal the channel count");
+  return success();
 }
 
 LogicalResult RowsGatherOp::verify() {
@@ -405,6 +464,10 @@ llvm::SmallVector<int64_t> StateScanOp::getStateShape() {
   auto attr = [](std::optional<uint64_t> v) { return (int64_t)v.value_or(0); };
   if (getKind() == "gated_delta") // one dk x dv matrix per value head
     return {attr(getNumVHeads()), attr(getKDim()), attr(getVDim())};
+  if (getKind() == "ssd_mamba2") // one head_dim x state_size matrix per head
+    return {attr(getNumHeads()), attr(getHeadDim()), attr(getStateSize())};
+  if (getKind() == "selective_mamba1") // state_size values per channel
+    return {cols(getInputs()[0]), attr(getStateSize())};
   return {};
 }
 

@@ -314,6 +314,11 @@ def Cbc_StateConv1dOp : Cbc_Op<"state.conv1d", [MemoryEffects<[MemRead, MemWrite
 
 def Cbc_StateScanOp : Cbc_Op<"state.scan", [MemoryEffects<[MemRead, MemWrite]>,
     DeclareOpInterfaceMethods<Cbc_StatefulOpInterface>]> {
+  let extraClassDeclaration = [{
+    ::mlir::LogicalResult verifyGatedDelta();
+    ::mlir::LogicalResult verifySsd();
+    ::mlir::LogicalResult verifySelective();
+  }];
   let summary = "A recurrent scan over packed rows with a fixed-size state per request.";
   let description = [{
     Each request's rows are scanned in order from the state in `slots[r]` (zeros unless
@@ -326,11 +331,30 @@ def Cbc_StateScanOp : Cbc_Op<"state.scan", [MemoryEffects<[MemRead, MemWrite]>,
     l2-normalised (eps 1e-6) when `qk_l2norm`, q scaled by `dk^-1/2`, then
     `S = exp(g) S; S += k (beta (v - S^T k))^T; o = S^T q` with `S [Hv, dk, dv]`. The layer
     declares the state `recurrent` of shape `[Hv, dk, dv]` in fp32. The result is `[T, Hv * dv]`.
+
+    `kind = "ssd_mamba2"` (Mamba2's state space dual): inputs `x [T, H * P]`, `dt [T, H]`,
+    `B, C [T, G * N]` and weights `A_log, dt_bias, D [H]`, with `H = num_heads`,
+    `P = head_dim`, `G = n_groups`, `N = state_size`; head `h` reads group `h / (H / G)`. Per
+    token, in fp32: `dt = clamp(softplus(dt + dt_bias), dt_min, dt_max)`,
+    `S[h] = exp(dt * -exp(A_log[h])) S[h] + dt x[h] B^T`, `y[h] = S[h] C + D[h] x[h]` with
+    `S [H, P, N]`, the state `recurrent`. Backends may run long rows in chunks (the SSD form);
+    the result is the same. The result is `[T, H * P]`.
+
+    `kind = "selective_mamba1"` (Mamba's selective scan, per channel): inputs `x, dt [T, I]`,
+    `B, C [T, G * N]`, weights `A_log [I, N]`, `dt_bias, D [I]`, and optionally `z [T, I]`
+    (after `D`); channel `i` reads group `i / (I / G)` (Zamba's multi-head Mamba). Per token,
+    in fp32: `dt = softplus(dt + dt_bias)`, `S[i, n] = exp(dt * -exp(A_log[i, n])) S[i, n] +
+    dt B[n] x[i]`, `y[i] = sum_n S[i, n] C[n] + D[i] x[i]`, times `silu(z[i])` when given.
+    The state `recurrent` is `[I, N]`. The result is `[T, I]`.
   }];
   let arguments = (ins Variadic<AnyRankedTensor>:$inputs, StrAttr:$kind, I64Attr:$layer,
                    OptionalAttr<I64Attr>:$num_k_heads, OptionalAttr<I64Attr>:$num_v_heads,
                    OptionalAttr<I64Attr>:$k_dim, OptionalAttr<I64Attr>:$v_dim,
                    DefaultValuedAttr<F64Attr, "1.0">:$beta_scale, UnitAttr:$qk_l2norm,
+                   OptionalAttr<I64Attr>:$num_heads, OptionalAttr<I64Attr>:$head_dim,
+                   OptionalAttr<I64Attr>:$n_groups, OptionalAttr<I64Attr>:$state_size,
+                   DefaultValuedAttr<F64Attr, "0.0">:$dt_min,
+                   DefaultValuedAttr<F64Attr, "std::numeric_limits<double>::infinity()">:$dt_max,
                    DefaultValuedStrAttr<StrAttr, "recurrent">:$state);
   let results = (outs Cbc_Rows:$result);
   let assemblyFormat = "$inputs attr-dict `:` functional-type($inputs, $result)";

@@ -62,6 +62,16 @@ private:
   Value weight(const std::string &name, ArrayRef<int64_t> shape, const std::string &hfName) {
     return weight(name, shape, std::vector<std::vector<std::string>>{{hfName}});
   }
+  // A cbc.state.scan of `kind` over `inputs` and the step's state metadata.
+  Value stateScan(StringRef kind, int64_t layer, int64_t width, SmallVector<Value> inputs,
+                  ArrayRef<std::pair<StringRef, Attribute>> attrs) {
+    inputs.append({cuSeqlens_, slots_, hasInitial_});
+    SmallVector<NamedAttribute> named = {b_.getNamedAttr("kind", b_.getStringAttr(kind)),
+                                         b_.getNamedAttr("layer", b_.getI64IntegerAttr(layer))};
+    for (auto &[name, value] : attrs)
+      named.push_back(b_.getNamedAttr(name, value));
+    return StateScanOp::create(b_, loc_, TypeRange{rows(width)}, inputs, named).getResult();
+  }
   // Small parameters transformers reads in fp32 whatever the model dtype.
   Value fp32Weight(const std::string &name, ArrayRef<int64_t> shape, const std::string &hfName) {
     auto saved = wtype_;
@@ -257,15 +267,13 @@ Value StepBuilder::gatedDeltaNet(int64_t layer, Value x) {
   auto qkvParts = splitAll(conv, {kd, kd, vd});
   Value aLog = fp32Weight(prog(layer, "gdn.A_log"), {nv}, m("A_log"));
   Value dtBias = fp32Weight(prog(layer, "gdn.dt_bias"), {nv}, m("dt_bias"));
-  Value o = StateScanOp::create(b_, loc_, rows(vd),
-                                ValueRange{qkvParts[0], qkvParts[1], qkvParts[2], a, b, aLog, dtBias,
-                                           cuSeqlens_, slots_, hasInitial_},
-                                b_.getStringAttr("gated_delta"), b_.getI64IntegerAttr(layer),
-                                b_.getI64IntegerAttr(g.k_heads), b_.getI64IntegerAttr(g.v_heads),
-                                b_.getI64IntegerAttr(g.k_dim), b_.getI64IntegerAttr(g.v_dim),
-                                b_.getF64FloatAttr(g.beta_scale), b_.getUnitAttr(),
-                                b_.getStringAttr("recurrent"))
-                .getResult();
+  Value o = stateScan("gated_delta", layer, vd, {qkvParts[0], qkvParts[1], qkvParts[2], a, b, aLog, dtBias},
+                      {{"num_k_heads", b_.getI64IntegerAttr(g.k_heads)},
+                       {"num_v_heads", b_.getI64IntegerAttr(g.v_heads)},
+                       {"k_dim", b_.getI64IntegerAttr(g.k_dim)},
+                       {"v_dim", b_.getI64IntegerAttr(g.v_dim)},
+                       {"beta_scale", b_.getF64FloatAttr(g.beta_scale)},
+                       {"qk_l2norm", b_.getUnitAttr()}});
   Value normW = weight(prog(layer, "gdn.norm"), {g.v_dim}, m(g.projections == GdnSpec::Projections::Separate
                                                                  ? "o_norm.weight" : "norm.weight"));
   o = RmsNormGatedOp::create(b_, loc_, rows(vd), o, z, normW, b_.getF64FloatAttr(g.norm_eps),

@@ -624,10 +624,76 @@ CpuBackend::Exec CpuBackend::compileFused(const Instr &in) {
   }
   if (op == "cbc.state.scan") {
     std::string kind = in.getString("kind");
-    if (kind == "gated_delta") {
-      check(I.size() == 10 && O.size() == 1, "has the wrong number of operands");
-      check(isArg(I[7], "cu_seqlens") && isArg(I[8], "slots") && isArg(I[9], "has_initial_state"),
+    int layer = (int)in.getInt("layer");
+    std::string state = in.getString("state", "recurrent");
+    auto checkState = [&](int64_t elems) {
+      bool found = false;
+      for (const StateDecl &d : artefact_.cache_plan.states)
+        found |= d.layer == layer && d.name == state && d.elems() == elems;
+      check(found, "has no matching state in the cache plan");
+    };
+    auto checkMeta = [&](size_t first) {
+      check(I.size() == first + 3 && O.size() == 1, "has the wrong number of operands");
+      check(isArg(I[first], "cu_seqlens") && isArg(I[first + 1], "slots") &&
+                isArg(I[first + 2], "has_initial_state"),
             "expects the step's metadata arguments");
+    };
+    if (kind == "ssd_mamba2") {
+      checkMeta(7);
+      cpu::SsdParams p;
+      p.heads = in.getInt("num_heads");
+      p.head_dim = in.getInt("head_dim");
+      p.groups = in.getInt("n_groups");
+      p.state = in.getInt("state_size");
+      p.dt_min = (float)in.getFloat("dt_min", 0.0);
+      p.dt_max = (float)in.getFloat("dt_max", INFINITY);
+      check(p.heads > 0 && p.head_dim > 0 && p.groups > 0 && p.state > 0 && p.heads % p.groups == 0 &&
+                p.head_dim <= 4096 && p.state <= 4096 && p.heads <= 65536,
+            "has bad head counts");
+      check(isAct(I[0]) && isAct(I[1]) && isAct(I[2]) && isAct(I[3]) && isAct(O[0]) &&
+                cols(I[0]) == p.heads * p.head_dim && cols(I[1]) == p.heads &&
+                cols(I[2]) == p.groups * p.state && cols(I[3]) == p.groups * p.state &&
+                cols(O[0]) == p.heads * p.head_dim,
+            "has operands that do not match its heads");
+      check(weightNumel(I[4]) == p.heads && weightNumel(I[5]) == p.heads && weightNumel(I[6]) == p.heads,
+            "has A_log, dt_bias or D of the wrong size");
+      checkState(p.heads * p.head_dim * p.state);
+      return [=, this](StepContext &) mutable {
+        p.A_log = weight(I[4]);
+        p.dt_bias = weight(I[5]);
+        p.D = weight(I[6]);
+        cpu::ssdScan(f32(I[0]), f32(I[1]), f32(I[2]), f32(I[3]), p, stateRows(), statePool(layer, state),
+                     f32(O[0]), pfor_);
+      };
+    }
+    if (kind == "selective_mamba1") {
+      bool gated = I.size() == 11;
+      checkMeta(gated ? 8 : 7);
+      cpu::SelectiveParams p;
+      p.channels = cols(I[0]);
+      p.groups = in.getInt("n_groups");
+      p.state = in.getInt("state_size");
+      check(p.groups > 0 && p.state > 0 && p.state <= 4096 && p.channels % p.groups == 0,
+            "has bad group counts");
+      check(isAct(I[0]) && isAct(I[1]) && isAct(I[2]) && isAct(I[3]) && isAct(O[0]) &&
+                (!gated || (isAct(I[7]) && cols(I[7]) == p.channels)) && cols(I[1]) == p.channels &&
+                cols(I[2]) == p.groups * p.state && cols(I[3]) == p.groups * p.state &&
+                cols(O[0]) == p.channels,
+            "has operands that do not match its channels");
+      check(weightNumel(I[4]) == p.channels * p.state && weightNumel(I[5]) == p.channels &&
+                weightNumel(I[6]) == p.channels,
+            "has A_log, dt_bias or D of the wrong size");
+      checkState(p.channels * p.state);
+      return [=, this](StepContext &) mutable {
+        p.A_log = weight(I[4]);
+        p.dt_bias = weight(I[5]);
+        p.D = weight(I[6]);
+        cpu::selectiveScan(f32(I[0]), f32(I[1]), f32(I[2]), f32(I[3]), gated ? f32(I[7]) : nullptr, p,
+                           stateRows(), statePool(layer, state), f32(O[0]), pfor_);
+      };
+    }
+    if (kind == "gated_delta") {
+      checkMeta(7);
       cpu::GatedDeltaParams p;
       p.k_heads = in.getInt("num_k_heads");
       p.v_heads = in.getInt("num_v_heads");
@@ -645,12 +711,7 @@ CpuBackend::Exec CpuBackend::compileFused(const Instr &in) {
             "has operands that do not match its heads");
       check(weightNumel(I[5]) == p.v_heads && weightNumel(I[6]) == p.v_heads,
             "has A_log or dt_bias of the wrong size");
-      int layer = (int)in.getInt("layer");
-      std::string state = in.getString("state", "recurrent");
-      bool found = false;
-      for (const StateDecl &d : artefact_.cache_plan.states)
-        found |= d.layer == layer && d.name == state && d.elems() == p.v_heads * p.k_dim * p.v_dim;
-      check(found, "has no matching state in the cache plan");
+      checkState(p.v_heads * p.k_dim * p.v_dim);
       return [=, this](StepContext &) mutable {
         p.A_log = weight(I[5]);
         p.dt_bias = weight(I[6]);

@@ -519,4 +519,127 @@ void gatedDeltaScan(const float *q, const float *k, const float *v, const float 
   });
 }
 
+// One token at a time: S = exp(dt a) S + dt x B^T, y = S C + D x.
+void ssdRecurrent(int64_t n, const float *x, const float *dt, float a, const float *B, const float *C,
+                  float D, int64_t P, int64_t N, int64_t xStride, int64_t bcStride, float *S, float *out) {
+  for (int64_t t = 0; t < n; ++t) {
+    const float *xt = x + t * xStride, *Bt = B + t * bcStride, *Ct = C + t * bcStride;
+    float decay = std::exp(dt[t] * a);
+    float *o = out + t * xStride;
+    for (int64_t p = 0; p < P; ++p) {
+      float *Sp = S + p * N;
+      float xd = dt[t] * xt[p], y = 0.0f;
+      for (int64_t k = 0; k < N; ++k) {
+        Sp[k] = Sp[k] * decay + xd * Bt[k];
+        y += Sp[k] * Ct[k];
+      }
+      o[p] = y + D * xt[p];
+    }
+  }
+}
+
+// The SSD form: within a chunk, y = (C B^T masked by the decays) (dt x) plus the decayed
+// start state read through C; across chunks the state carries. The products are BLAS calls.
+void ssdChunked(int64_t n, const float *x, const float *dt, float a, const float *B, const float *C, float D,
+                int64_t P, int64_t N, int64_t xStride, int64_t bcStride, float *S, float *out, int64_t chunk) {
+  const auto RM = CblasRowMajor;
+  const auto NT = CblasNoTrans, TR = CblasTrans;
+  std::vector<float> cum(chunk), M(chunk * chunk), X(chunk * P), Cd(chunk * N), Xd(chunk * P);
+  int iP = (int)P, iN = (int)N, ld = (int)chunk, xs = (int)xStride, bs = (int)bcStride;
+  for (int64_t c0 = 0; c0 < n; c0 += chunk) {
+    int64_t L = std::min(chunk, n - c0);
+    int l = (int)L;
+    const float *xc = x + c0 * xStride, *Bc = B + c0 * bcStride, *Cc = C + c0 * bcStride;
+    float acc = 0;
+    for (int64_t i = 0; i < L; ++i)
+      cum[i] = acc += dt[c0 + i] * a;
+    for (int64_t i = 0; i < L; ++i)
+      for (int64_t p = 0; p < P; ++p)
+        X[i * P + p] = dt[c0 + i] * xc[i * xStride + p];
+    // M = (C B^T) with M[i][j] scaled by exp(cum_i - cum_j) for j <= i, zero above.
+    cblas_sgemm(RM, NT, TR, l, l, iN, 1.0f, Cc, bs, Bc, bs, 0.0f, M.data(), ld);
+    for (int64_t i = 0; i < L; ++i)
+      for (int64_t j = 0; j < L; ++j)
+        M[i * chunk + j] = j <= i ? M[i * chunk + j] * std::exp(cum[i] - cum[j]) : 0.0f;
+    // y = diag(exp(cum)) C S^T + M X.
+    for (int64_t i = 0; i < L; ++i) {
+      float e = std::exp(cum[i]);
+      for (int64_t k = 0; k < N; ++k)
+        Cd[i * N + k] = e * Cc[i * bcStride + k];
+    }
+    float *oc = out + c0 * xStride;
+    cblas_sgemm(RM, NT, TR, l, iP, iN, 1.0f, Cd.data(), iN, S, iN, 0.0f, oc, xs);
+    cblas_sgemm(RM, NT, NT, l, iP, l, 1.0f, M.data(), ld, X.data(), iP, 1.0f, oc, xs);
+    for (int64_t i = 0; i < L; ++i)
+      for (int64_t p = 0; p < P; ++p)
+        oc[i * xStride + p] += D * xc[i * xStride + p];
+    // S = exp(cum_last) S + sum_j exp(cum_last - cum_j) X_j^T B_j.
+    float last = cum[L - 1];
+    for (int64_t j = 0; j < L; ++j) {
+      float e = std::exp(last - cum[j]);
+      for (int64_t p = 0; p < P; ++p)
+        Xd[j * P + p] = e * X[j * P + p];
+    }
+    cblas_sgemm(RM, TR, NT, iP, iN, l, 1.0f, Xd.data(), iP, Bc, bs, std::exp(last), S, iN);
+  }
+}
+
+void ssdScan(const float *x, const float *dt, const float *B, const float *C, const SsdParams &p,
+             const StateRows &rows, float *pool, float *out, const ParallelFor &pfor, int64_t chunk) {
+  int64_t H = p.heads, P = p.head_dim, N = p.state, G = p.groups, perGroup = H / G;
+  pfor(rows.num_requests * H, [&](int64_t rh) {
+    int64_t r = rh / H, h = rh % H, g = h / perGroup;
+    int64_t begin = rows.cu_seqlens[r], n = rows.cu_seqlens[r + 1] - begin;
+    float *S = pool + ((int64_t)rows.slots[r] * H + h) * P * N;
+    if (!rows.has_initial[r])
+      std::fill(S, S + P * N, 0.0f);
+    if (n == 0)
+      return;
+    std::vector<float> dts(n);
+    for (int64_t t = 0; t < n; ++t)
+      dts[t] = std::clamp(softplus(dt[(begin + t) * H + h] + p.dt_bias[h]), p.dt_min, p.dt_max);
+    float a = -std::exp(p.A_log[h]);
+    const float *xh = x + begin * H * P + h * P, *Bg = B + begin * G * N + g * N, *Cg = C + begin * G * N + g * N;
+    float *oh = out + begin * H * P + h * P;
+    if (n == 1)
+      ssdRecurrent(n, xh, dts.data(), a, Bg, Cg, p.D[h], P, N, H * P, G * N, S, oh);
+    else
+      ssdChunked(n, xh, dts.data(), a, Bg, Cg, p.D[h], P, N, H * P, G * N, S, oh, chunk);
+  });
+}
+
+void selectiveScan(const float *x, const float *dt, const float *B, const float *C, const float *z,
+                   const SelectiveParams &p, const StateRows &rows, float *pool, float *out,
+                   const ParallelFor &pfor) {
+  const int64_t I = p.channels, N = p.state, G = p.groups, perGroup = I / G, block = 64;
+  int64_t blocks = (I + block - 1) / block;
+  pfor(rows.num_requests * blocks, [&](int64_t rb) {
+    int64_t r = rb / blocks, i0 = (rb % blocks) * block, i1 = std::min(I, i0 + block);
+    int64_t begin = rows.cu_seqlens[r], end = rows.cu_seqlens[r + 1];
+    std::vector<float> a(N);
+    for (int64_t i = i0; i < i1; ++i) {
+      float *S = pool + ((int64_t)rows.slots[r] * I + i) * N;
+      if (!rows.has_initial[r])
+        std::fill(S, S + N, 0.0f);
+      int64_t g = i / perGroup;
+      for (int64_t k = 0; k < N; ++k)
+        a[k] = -std::exp(p.A_log[i * N + k]);
+      for (int64_t t = begin; t < end; ++t) {
+        float d = softplus(dt[t * I + i] + p.dt_bias[i]), xv = x[t * I + i], y = 0.0f;
+        const float *Bt = B + t * G * N + g * N, *Ct = C + t * G * N + g * N;
+        for (int64_t k = 0; k < N; ++k) {
+          S[k] = std::exp(d * a[k]) * S[k] + d * Bt[k] * xv;
+          y += S[k] * Ct[k];
+        }
+        y += p.D[i] * xv;
+        if (z) {
+          float zv = z[t * I + i];
+          y *= zv / (1.0f + std::exp(-zv));
+        }
+        out[t * I + i] = y;
+      }
+    }
+  });
+}
+
 } // namespace cbc::rt::cpu

@@ -5,6 +5,7 @@
 #define CBC_RUNTIME_CPU_KERNELS_H
 
 #include <cstdint>
+#include <cmath>
 #include <functional>
 #include <string>
 #include <vector>
@@ -151,6 +152,32 @@ void gatedDeltaRecurrent(int64_t n, const float *q, const float *k, const float 
 void gatedDeltaChunked(int64_t n, const float *q, const float *k, const float *v, const float *g,
                        const float *beta, int64_t dk, int64_t dv, int64_t qStride, int64_t vStride,
                        float *state, float *out, int64_t outStride, int64_t chunk);
+
+// Mamba2's SSD scan (cbc.state.scan "ssd_mamba2"): per head, S [P, N] carries across a
+// request's rows; x [T, H*P], dt [T, H] (before bias and softplus), B, C [T, G*N].
+struct SsdParams {
+  int64_t heads = 0, head_dim = 0, groups = 0, state = 0;
+  const float *A_log = nullptr, *dt_bias = nullptr, *D = nullptr;
+  float dt_min = 0.0f, dt_max = INFINITY;
+};
+void ssdScan(const float *x, const float *dt, const float *B, const float *C, const SsdParams &p,
+             const StateRows &rows, float *pool, float *out, const ParallelFor &pfor, int64_t chunk = 64);
+// The two forms for one request and head, from discretised inputs: dt after softplus, `a` the
+// head's (negative) continuous decay. Rows of x/out step by xStride, of B/C by bcStride.
+void ssdRecurrent(int64_t n, const float *x, const float *dt, float a, const float *B, const float *C,
+                  float D, int64_t P, int64_t N, int64_t xStride, int64_t bcStride, float *S, float *out);
+void ssdChunked(int64_t n, const float *x, const float *dt, float a, const float *B, const float *C, float D,
+                int64_t P, int64_t N, int64_t xStride, int64_t bcStride, float *S, float *out, int64_t chunk);
+
+// Mamba's selective scan (cbc.state.scan "selective_mamba1"): per channel, S [N] carries;
+// x, dt (before bias and softplus), z (optional) [T, I], B, C [T, G*N], A_log [I, N].
+struct SelectiveParams {
+  int64_t channels = 0, groups = 0, state = 0;
+  const float *A_log = nullptr, *dt_bias = nullptr, *D = nullptr;
+};
+void selectiveScan(const float *x, const float *dt, const float *B, const float *C, const float *z,
+                   const SelectiveParams &p, const StateRows &rows, float *pool, float *out,
+                   const ParallelFor &pfor);
 
 } // namespace cbc::rt::cpu
 

@@ -177,6 +177,108 @@ TEST(Conv1d, InPiecesEqualsWholeSequence) {
     EXPECT_LE(maxRelDiff(run(cuts), want), 1e-6) << cuts.size() << " cuts";
 }
 
+// The SSD chunked form is the token recurrence, for every chunk size and length.
+TEST(Ssd, ChunkedFormEqualsRecurrence) {
+  int64_t P = 6, N = 5;
+  for (int64_t n : {1, 5, 64, 150}) {
+    std::mt19937 rng(21 + (uint32_t)n);
+    auto x = randoms(n * P, rng), B = randoms(n * N, rng), C = randoms(n * N, rng);
+    auto dt = randoms(n, rng, 0.0f, 1.5f), S0 = randoms(P * N, rng);
+    float a = -1.7f, D = 0.6f;
+    std::vector<float> wantS = S0, want(n * P);
+    ssdRecurrent(n, x.data(), dt.data(), a, B.data(), C.data(), D, P, N, P, N, wantS.data(), want.data());
+    for (int64_t chunk : {1, 7, 64}) {
+      std::vector<float> S = S0, got(n * P, NAN);
+      ssdChunked(n, x.data(), dt.data(), a, B.data(), C.data(), D, P, N, P, N, S.data(), got.data(), chunk);
+      EXPECT_LE(maxRelDiff(got, want), 2e-5) << "n " << n << " chunk " << chunk;
+      EXPECT_LE(maxRelDiff(S, wantS), 2e-5) << "n " << n << " chunk " << chunk;
+    }
+  }
+}
+
+// The recurrence on one head with P = N = 1: S = e^(dt a) S + dt x B; y = S C + D x.
+TEST(Ssd, RecurrenceIsTheDefinition) {
+  float x[] = {1.0f, -2.0f}, dt[] = {0.5f, 0.25f}, B[] = {2.0f, 1.0f}, C[] = {-1.0f, 3.0f};
+  float S = 0.5f, out[2], a = -2.0f, D = 0.1f;
+  ssdRecurrent(2, x, dt, a, B, C, D, 1, 1, 1, 1, &S, out);
+  double s = 0.5;
+  for (int t = 0; t < 2; ++t) {
+    s = std::exp((double)dt[t] * a) * s + (double)dt[t] * x[t] * B[t];
+    EXPECT_NEAR(out[t], s * C[t] + D * x[t], 1e-6);
+  }
+  EXPECT_NEAR(S, s, 1e-6);
+}
+
+TEST(Ssd, ScanInPiecesEqualsWholeSequence) {
+  SsdParams p;
+  p.heads = 4, p.head_dim = 3, p.groups = 2, p.state = 5, p.dt_min = 0.01f, p.dt_max = 2.0f;
+  std::mt19937 rng(31);
+  int64_t n = 90, xw = p.heads * p.head_dim, bw = p.groups * p.state;
+  auto x = randoms(n * xw, rng), dt = randoms(n * p.heads, rng, -3.0f, 3.0f);
+  auto B = randoms(n * bw, rng), C = randoms(n * bw, rng);
+  auto A_log = randoms(p.heads, rng), dt_bias = randoms(p.heads, rng), D = randoms(p.heads, rng);
+  p.A_log = A_log.data(), p.dt_bias = dt_bias.data(), p.D = D.data();
+  int64_t stateElems = p.heads * p.head_dim * p.state;
+  auto run = [&](const std::vector<int64_t> &cuts, int64_t chunk) {
+    std::vector<float> pool(2 * stateElems, 5.0f), out(n * xw, NAN);
+    runInPieces(n, cuts, 1, [&](const StateRows &rows, int64_t begin, int64_t) {
+      ssdScan(&x[begin * xw], &dt[begin * p.heads], &B[begin * bw], &C[begin * bw], p, rows, pool.data(),
+              &out[begin * xw], serial, chunk);
+    });
+    for (int64_t i = 0; i < stateElems; ++i)
+      EXPECT_EQ(pool[i], 5.0f) << "another request's slot was written";
+    pool.erase(pool.begin(), pool.begin() + stateElems);
+    return std::make_pair(out, pool);
+  };
+  std::vector<int64_t> everyToken(n - 1);
+  std::iota(everyToken.begin(), everyToken.end(), 1);
+  auto [wantOut, wantState] = run(everyToken, 64);
+  for (auto cuts : std::vector<std::vector<int64_t>>{{}, {7, 14, 21, 28, 35, 42, 49, 56, 63, 70, 77, 84}, {64}, {1, 65, 66}})
+    for (int64_t chunk : {1, 7, 64}) {
+      auto [out, state] = run(cuts, chunk);
+      EXPECT_LE(maxRelDiff(out, wantOut), 2e-5) << cuts.size() << " cuts, chunk " << chunk;
+      EXPECT_LE(maxRelDiff(state, wantState), 2e-5) << cuts.size() << " cuts, chunk " << chunk;
+    }
+}
+
+TEST(Selective, InPiecesEqualsDefinition) {
+  SelectiveParams p;
+  p.channels = 6, p.groups = 2, p.state = 4;
+  std::mt19937 rng(41);
+  int64_t n = 40, I = p.channels, bw = p.groups * p.state;
+  auto x = randoms(n * I, rng), dt = randoms(n * I, rng, -3.0f, 2.0f), z = randoms(n * I, rng);
+  auto B = randoms(n * bw, rng), C = randoms(n * bw, rng);
+  auto A_log = randoms(I * p.state, rng), dt_bias = randoms(I, rng), D = randoms(I, rng);
+  p.A_log = A_log.data(), p.dt_bias = dt_bias.data(), p.D = D.data();
+  // The definition, in double: channel i reads group i / (I / G).
+  std::vector<float> want(n * I);
+  for (int64_t i = 0; i < I; ++i) {
+    int64_t g = i / (I / p.groups);
+    std::vector<double> S(p.state, 0.0);
+    for (int64_t t = 0; t < n; ++t) {
+      double d = std::log1p(std::exp((double)dt[t * I + i] + dt_bias[i])), y = 0;
+      for (int64_t k = 0; k < p.state; ++k) {
+        double a = -std::exp((double)A_log[i * p.state + k]);
+        S[k] = std::exp(d * a) * S[k] + d * B[t * bw + g * p.state + k] * x[t * I + i];
+        y += S[k] * C[t * bw + g * p.state + k];
+      }
+      y += D[i] * x[t * I + i];
+      double zv = z[t * I + i];
+      want[t * I + i] = (float)(y * zv / (1.0 + std::exp(-zv)));
+    }
+  }
+  for (auto cuts : std::vector<std::vector<int64_t>>{{}, {1}, {1, 2, 3}, {5, 17, 39}}) {
+    std::vector<float> pool(3 * I * p.state, 9.0f), out(n * I, NAN);
+    runInPieces(n, cuts, 2, [&](const StateRows &rows, int64_t begin, int64_t) {
+      selectiveScan(&x[begin * I], &dt[begin * I], &B[begin * bw], &C[begin * bw], &z[begin * I], p, rows,
+                    pool.data(), &out[begin * I], serial);
+    });
+    for (int64_t i = 0; i < 2 * I * p.state; ++i)
+      EXPECT_EQ(pool[i], 9.0f) << "another request's slot was written";
+    EXPECT_LE(maxRelDiff(out, want), 1e-5) << cuts.size() << " cuts";
+  }
+}
+
 // A request that starts without an initial state ignores whatever its slot held before.
 TEST(Conv1d, FreshRequestIgnoresStaleSlot) {
   int64_t C = 3, K = 3;
