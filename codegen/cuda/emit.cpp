@@ -912,6 +912,7 @@ void Emitter::emitRmsNormGated(RmsNormGatedOp op) {
   int64_t W = cols(op.getX());
   int64_t G = op.getGroupAttr() ? op.getGroupAttr().getInt() : W;
   bool hasW = (bool)op.getWeight();
+  bool perRow = hasW && llvm::cast<RankedTensorType>(op.getWeight().getType()).getDimSize(0) == W && W != G;
   int block = G >= 256 ? 256 : G >= 128 ? 128 : G >= 64 ? 64 : 32;
   std::string act = op.getAct() == "silu" ? "act_silu(gz)" : "(1.0f / (1.0f + expf(-gz)))";
   std::string body = fill(R"(  __shared__ float scratch[32];
@@ -931,14 +932,15 @@ void Emitter::emitRmsNormGated(RmsNormGatedOp op) {
   for (int j = threadIdx.x; j < @G@; j += blockDim.x) {
     float gz = ld(z, base + j);
     float v = @NORMFIRST@ ? ld(x, base + j) : ld(x, base + j) * @ACT@;
-    float n = v * inv * (@HASW@ ? ld(w, j) + @OFF@ : 1.0f);
+    float n = v * inv * (@HASW@ ? ld(w, @WBASE@ + j) + @OFF@ : 1.0f);
     st(y, base + j, @NORMFIRST@ ? n * @ACT@ : n);
   }
 )", {{"TI", ty(op.getX())}, {"TZ", ty(op.getZ())}, {"TO", ty(op.getResult())},
      {"TW", hasW ? ty(op.getWeight()) : "bf16"}, {"G", str(G)}, {"ACT", act},
      {"NORMFIRST", op.getOrder() == "norm_gate" ? "true" : "false"},
      {"EPS", fmtFloat(op.getEps().convertToDouble())},
-     {"OFF", fmtFloat(op.getOffset().convertToDouble())}, {"HASW", hasW ? "true" : "false"}});
+     {"OFF", fmtFloat(op.getOffset().convertToDouble())}, {"HASW", hasW ? "true" : "false"},
+     {"WBASE", perRow ? "base % " + str(W) : "0"}});
   LaunchOut &l = launch(kernel("rms_norm_gated", body), block);
   l.grid[0] = {rowsVar(op.getX()), W / G, 1, 0};
   l.args = {val(id(op.getX())), val(id(op.getZ())), val(id(op.getResult())),
@@ -1254,6 +1256,10 @@ LogicalResult Emitter::emitOp(Operation &op) {
   if (auto o = dyn_cast<MoeExpertsOp>(op)) return emitExperts(o), success();
   if (auto o = dyn_cast<AddOp>(op))
     return elementwise(op, "add", "ld(x0, i) + ld(x1, i)", o.getResult(), {o.getLhs(), o.getRhs()}), success();
+  if (auto o = dyn_cast<ActOp>(op)) {
+    std::string expr = fmtFloat(o.getScale().convertToDouble()) + " * act_" + o.getAct().str() + "(ld(x0, i))";
+    return elementwise(op, "act", expr, o.getResult(), {o.getX()}), success();
+  }
   if (auto o = dyn_cast<SoftcapOp>(op)) {
     std::string cap = fmtFloat(o.getCap().convertToDouble());
     return elementwise(op, "softcap", cap + " * tanhf(ld(x0, i) / " + cap + ")", o.getResult(), {o.getX()}), success();

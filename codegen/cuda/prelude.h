@@ -49,6 +49,9 @@ __device__ __forceinline__ float act_gelu_tanh(float x) {
   return 0.5f * x * (1.0f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)));
 }
 __device__ __forceinline__ float act_gelu(float x) { return 0.5f * x * (1.0f + erff(x * 0.7071067811865476f)); }
+__device__ __forceinline__ float act_none(float x) { return x; }
+__device__ __forceinline__ float act_relu(float x) { return x > 0.0f ? x : 0.0f; }
+__device__ __forceinline__ float act_relu2(float x) { return x > 0.0f ? x * x : 0.0f; }
 )CUDA";
 
 } // namespace cbc::codegen

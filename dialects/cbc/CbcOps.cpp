@@ -141,6 +141,15 @@ LogicalResult RopeOp::verify() {
   return success();
 }
 
+LogicalResult ActOp::verify() {
+  static const char *known[] = {"none", "silu", "gelu_tanh", "gelu", "relu", "relu2"};
+  if (!llvm::is_contained(known, getAct()))
+    return emitOpError("unknown activation '") << getAct() << "'";
+  if (!std::isfinite(getScale().convertToDouble()))
+    return emitOpError("scale must be finite");
+  return success();
+}
+
 LogicalResult SoftcapOp::verify() {
   if (getCap().convertToDouble() <= 0)
     return emitOpError("cap must be positive");
@@ -269,8 +278,8 @@ LogicalResult RmsNormGatedOp::verify() {
     return emitOpError("group ") << group << " must divide the row width " << width;
   if (getWeight()) {
     auto w = tensorType(getWeight());
-    if (w.getRank() != 1 || w.getDimSize(0) != group)
-      return emitOpError("weight must have one entry per feature of a group");
+    if (w.getRank() != 1 || (w.getDimSize(0) != group && w.getDimSize(0) != width))
+      return emitOpError("weight must have one entry per feature of a group or of the row");
   }
   if (getAct() != "silu" && getAct() != "sigmoid")
     return emitOpError("unknown activation '") << getAct() << "'";

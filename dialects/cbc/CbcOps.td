@@ -161,6 +161,19 @@ def Cbc_RopeOp : Cbc_Op<"math.rope", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Cbc_ActOp : Cbc_Op<"math.act", [Pure, SameOperandsAndResultType]> {
+  let summary = "Elementwise activation, then a constant factor.";
+  let description = [{
+    `result = scale * act(x)`. `act` is `none`, `silu`, `gelu_tanh`, `gelu`, `relu` or
+    `relu2` (squared ReLU). Serves plain (ungated) MLPs and the constant multipliers some
+    families put on embeddings, residual branches and logits.
+  }];
+  let arguments = (ins Cbc_Rows:$x, StrAttr:$act, DefaultValuedAttr<F64Attr, "1.0">:$scale);
+  let results = (outs Cbc_Rows:$result);
+  let assemblyFormat = "$x attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
 def Cbc_SoftcapOp : Cbc_Op<"math.softcap", [Pure, SameOperandsAndResultType]> {
   let summary = "Logit soft-capping: cap * tanh(x / cap).";
   let description = [{ Gemma 2 applies this to the final logits. }];

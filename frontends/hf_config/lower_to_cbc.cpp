@@ -109,6 +109,16 @@ private:
   Value attention(int64_t layer, Value x);
   Value gatedDeltaNet(int64_t layer, Value x);
   Value shortConv(int64_t layer, Value x);
+  Value mamba2(int64_t layer, Value x);
+  Value mamba1(int64_t layer, Value x);
+  Value conv1d(int64_t layer, Value x, Value w, Value bias, StringRef act) {
+    return StateConv1dOp::create(b_, loc_, x.getType(), x, w, bias, cuSeqlens_, slots_, hasInitial_,
+                                 b_.getI64IntegerAttr(layer), b_.getStringAttr(act), b_.getStringAttr("conv"))
+        .getResult();
+  }
+  Value act(Value x, StringRef kind, double scale = 1.0) {
+    return ActOp::create(b_, loc_, x.getType(), x, b_.getStringAttr(kind), b_.getF64FloatAttr(scale)).getResult();
+  }
   Value mixer(int64_t layer, Value x);
   std::string attn(int64_t layer, const std::string &rest) {
     return hf(layer, spec_.names.attn + "." + rest);
@@ -307,20 +317,112 @@ Value StepBuilder::shortConv(int64_t layer, Value x) {
   return linear(y, weight(prog(layer, "conv.out"), {H, H}, m("out_proj.weight")), outBias);
 }
 
+// Mamba2: in_proj -> [z | xBC | dt]; a causal conv (SiLU) over xBC -> [x | B | C]; the SSD
+// scan; a gated norm of y by z; out_proj.
+Value StepBuilder::mamba2(int64_t layer, Value x) {
+  const Mamba2Spec &s = spec_.mamba2;
+  int64_t H = spec_.hidden_size, I = s.intermediate(), GN = s.groups * s.state, C = I + 2 * GN;
+  auto m = [&](const std::string &rest) { return hf(layer, spec_.names.mamba + "." + rest); };
+  Value inBias, outBias, convBias;
+  if (s.bias) {
+    inBias = weight(prog(layer, "mamba.in_bias"), {I + C + s.heads}, m("in_proj.bias"));
+    outBias = weight(prog(layer, "mamba.out_bias"), {H}, m("out_proj.bias"));
+  }
+  if (s.conv_bias)
+    convBias = weight(prog(layer, "mamba.conv_bias"), {C}, m("conv1d.bias"));
+  auto zxd = splitAll(linear(x, weight(prog(layer, "mamba.in"), {I + C + s.heads, H}, m("in_proj.weight")), inBias),
+                      {I, C, s.heads});
+  Value xbc = conv1d(layer, zxd[1], weight(prog(layer, "mamba.conv"), {C, 1, s.conv_kernel}, m("conv1d.weight")),
+                     convBias, "silu");
+  auto parts = splitAll(xbc, {I, GN, GN});
+  Value y = stateScan("ssd_mamba2", layer, I,
+                      {parts[0], zxd[2], parts[1], parts[2], fp32Weight(prog(layer, "mamba.A_log"), {s.heads}, m("A_log")),
+                       fp32Weight(prog(layer, "mamba.dt_bias"), {s.heads}, m("dt_bias")),
+                       fp32Weight(prog(layer, "mamba.D"), {s.heads}, m("D"))},
+                      {{"num_heads", b_.getI64IntegerAttr(s.heads)},
+                       {"head_dim", b_.getI64IntegerAttr(s.head_dim)},
+                       {"n_groups", b_.getI64IntegerAttr(s.groups)},
+                       {"state_size", b_.getI64IntegerAttr(s.state)},
+                       {"dt_min", b_.getF64FloatAttr(s.dt_min)},
+                       {"dt_max", b_.getF64FloatAttr(s.dt_max)}});
+  int64_t group = I / s.norm_groups;
+  y = RmsNormGatedOp::create(b_, loc_, rows(I), y, zxd[0], weight(prog(layer, "mamba.norm"), {I}, m("norm.weight")),
+                             b_.getF64FloatAttr(s.norm_eps), b_.getF64FloatAttr(0.0), b_.getI64IntegerAttr(group),
+                             b_.getStringAttr("silu"), b_.getStringAttr(s.norm_before_gate ? "norm_gate" : "gate_norm"))
+          .getResult();
+  return linear(y, weight(prog(layer, "mamba.out"), {H, I}, m("out_proj.weight")), outBias);
+}
+
+// Mamba: in_proj -> [x | z]; a causal conv (SiLU) over x; x_proj -> [dt | B | C] (optionally
+// RMS-normed); dt_proj without its bias (the scan adds it); the selective scan gated by z.
+Value StepBuilder::mamba1(int64_t layer, Value x) {
+  const Mamba1Spec &s = spec_.mamba1;
+  int64_t H = spec_.hidden_size, I = s.intermediate, N = s.state, R = s.dt_rank;
+  auto m = [&](const std::string &rest) { return hf(layer, spec_.names.mamba + "." + rest); };
+  Value inBias, outBias, convBias;
+  if (s.bias) {
+    inBias = weight(prog(layer, "mamba.in_bias"), {2 * I}, m("in_proj.bias"));
+    outBias = weight(prog(layer, "mamba.out_bias"), {H}, m("out_proj.bias"));
+  }
+  if (s.conv_bias)
+    convBias = weight(prog(layer, "mamba.conv_bias"), {I}, m("conv1d.bias"));
+  auto xz = splitAll(linear(x, weight(prog(layer, "mamba.in"), {2 * I, H}, m("in_proj.weight")), inBias), {I, I});
+  Value xs = conv1d(layer, xz[0], weight(prog(layer, "mamba.conv"), {I, 1, s.conv_kernel}, m("conv1d.weight")),
+                    convBias, "silu");
+  auto dbc = splitAll(linear(xs, weight(prog(layer, "mamba.x_proj"), {R + 2 * N, I}, m("x_proj.weight"))), {R, N, N});
+  if (s.dt_bc_norm != Mamba1Spec::DtBcNorm::None) {
+    bool weighted = s.dt_bc_norm == Mamba1Spec::DtBcNorm::Weighted;
+    const char *names[] = {"dt_layernorm", "b_layernorm", "c_layernorm"};
+    for (int i = 0; i < 3; ++i) {
+      Value w = weighted ? weight(prog(layer, std::string("mamba.") + names[i]), {i ? N : R},
+                                  m(std::string(names[i]) + ".weight"))
+                         : Value();
+      dbc[i] = RmsNormOp::create(b_, loc_, dbc[i].getType(), dbc[i], w, b_.getF64FloatAttr(s.dt_bc_eps),
+                                 b_.getF64FloatAttr(0.0), IntegerAttr())
+                   .getResult();
+    }
+  }
+  Value dt = linear(dbc[0], weight(prog(layer, "mamba.dt_proj"), {I, R}, m("dt_proj.weight")));
+  Value y = stateScan("selective_mamba1", layer, I,
+                      {xs, dt, dbc[1], dbc[2], fp32Weight(prog(layer, "mamba.A_log"), {I, N}, m("A_log")),
+                       fp32Weight(prog(layer, "mamba.dt_bias"), {I}, m("dt_proj.bias")),
+                       fp32Weight(prog(layer, "mamba.D"), {I}, m("D")), xz[1]},
+                      {{"n_groups", b_.getI64IntegerAttr(s.groups)}, {"state_size", b_.getI64IntegerAttr(N)}});
+  return linear(y, weight(prog(layer, "mamba.out"), {H, I}, m("out_proj.weight")), outBias);
+}
+
 Value StepBuilder::mixer(int64_t layer, Value x) {
   switch (spec_.layers[layer].kind) {
   case LayerKind::LinearAttention:
     return gatedDeltaNet(layer, x);
   case LayerKind::ShortConv:
     return shortConv(layer, x);
-  default:
+  case LayerKind::Mamba2:
+    return mamba2(layer, x);
+  case LayerKind::Mamba1:
+    return mamba1(layer, x);
+  case LayerKind::FullAttention:
+  case LayerKind::SlidingAttention:
     return attention(layer, x);
+  case LayerKind::None:
+    break;
   }
+  llvm_unreachable("a layer without a mixer has no mixer to lower");
 }
 
 Value StepBuilder::denseMlp(int64_t layer, Value x) {
   const Names &nm = spec_.names;
   int64_t I = spec_.mlp.intermediate, H = spec_.hidden_size;
+  if (!spec_.mlp.gated) {
+    Value bup, bdown;
+    if (spec_.mlp.bias) {
+      bup = weight(prog(layer, "mlp.up_bias"), {I}, mlpName(layer, nm.up + ".bias"));
+      bdown = weight(prog(layer, "mlp.down_bias"), {H}, mlpName(layer, nm.down + ".bias"));
+    }
+    Value up = linear(x, weight(prog(layer, "mlp.up"), {I, H}, mlpName(layer, nm.up + ".weight")), bup);
+    return linear(act(up, spec_.mlp.act), weight(prog(layer, "mlp.down"), {H, I}, mlpName(layer, nm.down + ".weight")),
+                  bdown);
+  }
   Value wgu;
   if (spec_.weight_style == WeightStyle::Phi3)
     wgu = weight(prog(layer, "mlp.gate_up"), {2 * I, H}, hf(layer, "mlp.gate_up_proj.weight"));
@@ -458,7 +560,7 @@ OwningOpRef<ModuleOp> StepBuilder::build() {
   hasInitial_ = body->getArgument(9);
 
   int64_t H = spec_.hidden_size, V = spec_.vocab_size;
-  std::string embedName = spec_.prefix + "embed_tokens.weight";
+  std::string embedName = spec_.prefix + spec_.names.embed + ".weight";
   Value table = weight("embed", {V, H}, embedName);
   // transformers rounds the embedding scale to the weight dtype before multiplying.
   double embedScale = spec_.embed_scale;
@@ -473,17 +575,24 @@ OwningOpRef<ModuleOp> StepBuilder::build() {
                 .getResult();
   const Names &nm = spec_.names;
   for (int64_t l = 0; l < spec_.num_layers; ++l) {
-    bool post = spec_.layers[l].post_norm;
+    const LayerSpec &L = spec_.layers[l];
+    bool post = L.post_norm, hasMixer = L.kind != LayerKind::None;
     // Pre-norm (x + f(norm(x))), sandwich (x + norm(f(norm(x)))) or post-norm (x + norm(f(x))).
-    Value h = mixer(l, post ? x : layerNorm(l, nm.input_norm, x));
-    if (spec_.sandwich_norms || post)
-      h = layerNorm(l, nm.post_attn_norm, h);
-    x = AddOp::create(b_, loc_, x, h).getResult();
-    Value m = post ? x : layerNorm(l, spec_.sandwich_norms ? nm.pre_ff_norm : nm.post_attn_norm, x);
-    m = spec_.layers[l].moe ? moeMlp(l, m) : denseMlp(l, m);
-    if (spec_.sandwich_norms || post)
-      m = layerNorm(l, nm.post_ff_norm, m);
-    x = AddOp::create(b_, loc_, x, m).getResult();
+    if (hasMixer) {
+      Value h = mixer(l, post ? x : layerNorm(l, nm.input_norm, x));
+      if (spec_.sandwich_norms || post)
+        h = layerNorm(l, nm.post_attn_norm, h);
+      x = AddOp::create(b_, loc_, x, h).getResult();
+    }
+    if (L.mlp) {
+      // A feed-forward-only layer has a single norm, the input norm.
+      const std::string &normName = !hasMixer ? nm.input_norm : spec_.sandwich_norms ? nm.pre_ff_norm : nm.post_attn_norm;
+      Value m = post ? x : layerNorm(l, normName, x);
+      m = L.moe ? moeMlp(l, m) : denseMlp(l, m);
+      if (spec_.sandwich_norms || post)
+        m = layerNorm(l, nm.post_ff_norm, m);
+      x = AddOp::create(b_, loc_, x, m).getResult();
+    }
   }
   // The LM head runs only on each request's last row.
   x = RowsGatherOp::create(b_, loc_, rows(H), x, logitRows_).getResult();

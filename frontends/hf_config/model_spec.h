@@ -4,6 +4,7 @@
 #ifndef CBC_FRONTENDS_HF_CONFIG_MODEL_SPEC_H
 #define CBC_FRONTENDS_HF_CONFIG_MODEL_SPEC_H
 
+#include <cmath>
 #include <cstdint>
 #include <optional>
 #include <stdexcept>
@@ -44,6 +45,9 @@ enum class LayerKind {
   SlidingAttention,
   LinearAttention, // a gated delta net mixer (per-request conv and recurrent states)
   ShortConv,       // LFM2's gated short convolution (a per-request conv state)
+  Mamba2,          // Mamba2's SSD mixer (conv and ssm states)
+  Mamba1,          // Mamba's selective-scan mixer (conv and ssm states)
+  None,            // no mixer: the layer is a feed-forward block alone (Nemotron-H '-')
 };
 
 struct LayerSpec {
@@ -51,6 +55,7 @@ struct LayerSpec {
   int64_t window = 0; // keys with j > p - window; 0 = unbounded
   RopeSpec rope;
   bool moe = false;   // MoE MLP rather than the dense MLP
+  bool mlp = true;    // false: the layer has no feed-forward block (Mamba blocks)
   bool post_norm = false; // x + norm(f(x)) rather than x + f(norm(x)) (OLMo attention layers)
 };
 
@@ -83,8 +88,29 @@ struct ShortConvSpec {
 
 struct MlpSpec {
   int64_t intermediate = 0;
-  std::string act = "silu"; // silu, gelu_tanh, gelu
+  std::string act = "silu"; // silu, gelu_tanh, gelu; relu2 for ungated MLPs
   bool bias = false;
+  bool gated = true;        // false: down(act(up(x))), no gate projection (Nemotron-H)
+};
+
+// Mamba2's mixer: in_proj -> [z | xBC | dt], conv over xBC, SSD scan, gated norm, out_proj.
+struct Mamba2Spec {
+  int64_t heads = 0, head_dim = 0, groups = 1, state = 128, conv_kernel = 4;
+  bool conv_bias = true, bias = false; // conv bias; in_proj/out_proj biases
+  double norm_eps = 1e-5;              // the gated norm's
+  double dt_min = 0.0, dt_max = INFINITY;
+  bool norm_before_gate = false;
+  int64_t norm_groups = 1;             // the gated norm's groups over the intermediate width
+  int64_t intermediate() const { return heads * head_dim; }
+};
+
+// Mamba's mixer: in_proj -> [x | z], conv over x, x_proj -> [dt | B | C], dt_proj, scan.
+struct Mamba1Spec {
+  int64_t intermediate = 0, state = 16, conv_kernel = 4, dt_rank = 0, groups = 1;
+  bool conv_bias = true, bias = false;
+  // RMS norms on dt, B and C before dt_proj: none, weighted (Jamba) or weightless (Falcon-Mamba).
+  enum class DtBcNorm { None, Weighted, Weightless } dt_bc_norm = DtBcNorm::None;
+  double dt_bc_eps = 1e-6;
 };
 
 struct MoeSpec {
@@ -111,6 +137,8 @@ struct Names {
   std::string final_norm = "norm";
   std::string linear_attn = "linear_attn"; // the gated delta net module
   std::string conv = "conv";               // LFM2's short-conv module
+  std::string mamba = "mixer";             // the Mamba mixer module
+  std::string embed = "embed_tokens";
 };
 
 // How checkpoint tensors are named and laid out; set per family.
@@ -144,6 +172,8 @@ struct ModelSpec {
   MoeSpec moe;
   GdnSpec gdn;
   ShortConvSpec short_conv;
+  Mamba2Spec mamba2;
+  Mamba1Spec mamba1;
   Names names;
   std::vector<LayerSpec> layers;
   WeightStyle weight_style = WeightStyle::Llama;

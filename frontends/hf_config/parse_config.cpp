@@ -31,6 +31,8 @@ struct FamilyDefaults {
   bool moe_only = false;       // every layer is MoE: the config has no dense intermediate_size
   double partial_rotary_factor = 1.0; // the config class's default share of each head rotated
   const char *intermediate_alias = nullptr; // a legacy key read when intermediate_size is absent
+  bool attention_free = false;  // no attention layers: no head counts, RoPE or max positions
+  const char *norm_eps_key = "rms_norm_eps";
   std::map<std::string, int64_t> text_config_sizes = {};
 };
 
@@ -434,11 +436,11 @@ void parseOlmoHybrid(const ConfigReader &r, ModelSpec &s) {
   s.attn.qkv_bias = s.attn.o_bias = r.getBool("attention_bias", false);
   s.attn.qk_norm = true;
   s.attn.qk_norm_whole = true;
-  // NoPE only when rope_theta is present and null; a config without it gets RoPE at 10000.
-  bool nullTheta = r.has("rope_parameters")
-                       ? r.raw("rope_parameters").contains("rope_theta") &&
-                             r.raw("rope_parameters")["rope_theta"].is_null()
-                       : r.contains("rope_theta") && !r.has("rope_theta");
+  // NoPE only when the resolved rope_theta is null: rope_parameters' own, else the top-level
+  // one (transformers fills the former from the latter); a config with neither gets RoPE.
+  bool innerTheta = r.has("rope_parameters") && r.raw("rope_parameters").contains("rope_theta");
+  bool nullTheta = innerTheta ? r.raw("rope_parameters")["rope_theta"].is_null()
+                              : r.contains("rope_theta") && !r.has("rope_theta");
   s.attn.rope = !nullTheta;
   GdnSpec &g = s.gdn;
   g.projections = GdnSpec::Projections::Separate;
@@ -460,6 +462,74 @@ void parseOlmoHybrid(const ConfigReader &r, ModelSpec &s) {
   // transformers' own names for the same tensors (conversion_mapping renames them on load).
   s.weight_aliases = {{".attention_layer_norm.", ".input_layernorm."},
                       {".feedforward_layer_norm.", ".post_attention_layernorm."}};
+}
+
+// ----- Mamba mixers --------------------------------------------------------------------------
+
+// Where a family keeps its Mamba2 mixer settings, and the config class's defaults.
+struct Mamba2Keys {
+  const char *heads, *head_dim, *groups, *state, *conv, *conv_bias, *bias, *eps;
+  int64_t heads_default, head_dim_default, groups_default, state_default;
+  bool conv_bias_default, bias_default;
+};
+
+// time_step_limit is [min, max]; an absent or empty one clamps nothing.
+void parseDtLimit(const ConfigReader &r, const char *key, Mamba2Spec &m) {
+  if (!r.has(key))
+    return;
+  const nlohmann::json &v = r.raw(key);
+  if (!v.is_array() || (v.size() != 0 && v.size() != 2))
+    throw ConfigError(r.path(key), "expected [min, max]");
+  if (v.size() == 2) {
+    m.dt_min = v[0].is_number() ? v[0].get<double>() : 0.0;
+    m.dt_max = v[1].is_number() ? v[1].get<double>() : INFINITY;
+    if (!(m.dt_min >= 0 && m.dt_min <= m.dt_max))
+      throw ConfigError(r.path(key), "must satisfy 0 <= min <= max");
+  }
+}
+
+void parseMamba2(const ConfigReader &r, ModelSpec &s, const Mamba2Keys &k) {
+  Mamba2Spec &m = s.mamba2;
+  m.heads = r.getSize(k.heads, k.heads_default);
+  m.head_dim = r.getSize(k.head_dim, k.head_dim_default);
+  m.groups = r.getSize(k.groups, k.groups_default);
+  m.state = r.getSize(k.state, k.state_default);
+  m.conv_kernel = r.getSize(k.conv, 4);
+  m.conv_bias = r.getBool(k.conv_bias, k.conv_bias_default);
+  m.bias = r.getBool(k.bias, k.bias_default);
+  m.norm_eps = r.getNumber(k.eps, s.norm_eps);
+  m.norm_groups = m.groups;
+  if (m.heads % m.groups != 0)
+    throw ConfigError(r.path(k.heads), "must be a multiple of " + std::string(k.groups) + " (" +
+                                           std::to_string(m.groups) + ")");
+  if (r.getString("hidden_act", "silu") != "silu" && r.getString("mamba_hidden_act", "silu") != "silu")
+    throw ConfigError(r.path("hidden_act"), "the Mamba conv supports only silu");
+}
+
+void parseMamba1(const ConfigReader &r, ModelSpec &s, const char *stateKey, const char *expandKey,
+                 const char *convKey, const char *dtRankKey, const char *convBiasKey, const char *biasKey) {
+  Mamba1Spec &m = s.mamba1;
+  m.state = r.getSize(stateKey, 16);
+  m.intermediate = r.getSize(expandKey, 2) * s.hidden_size;
+  m.conv_kernel = r.getSize(convKey, 4);
+  bool autoRank = !r.has(dtRankKey) || (r.raw(dtRankKey).is_string() && r.getString(dtRankKey, "") == "auto");
+  m.dt_rank = autoRank ? (s.hidden_size + 15) / 16 : r.requireSize(dtRankKey);
+  m.conv_bias = r.getBool(convBiasKey, true);
+  m.bias = r.getBool(biasKey, false);
+}
+
+// Mamba2 and Mamba: embeddings, one norm and one mixer per block, norm_f, all under backbone.
+void mambaBackbone(ModelSpec &s, LayerKind kind) {
+  s.prefix = "backbone.";
+  s.names.embed = "embeddings";
+  s.names.input_norm = "norm";
+  s.names.mamba = "mixer";
+  s.names.final_norm = "norm_f";
+  s.weight_aliases = {{"backbone.embeddings.", "backbone.embedding."}};
+  std::vector<LayerKind> kinds(s.num_layers, kind);
+  setLayers(s, kinds, 0);
+  for (LayerSpec &l : s.layers)
+    l.mlp = false;
 }
 
 // ----- the families ------------------------------------------------------------------------
@@ -650,6 +720,33 @@ const std::map<std::string, Family> &families() {
        {{.max_positions = 128000, .norm_eps = 1e-5, .tie_word_embeddings = true, .rope_theta = 1000000.0,
          .intermediate_alias = "block_ff_dim"},
         [](const ConfigReader &r, ModelSpec &s) { parseLfm2(r, s); }}},
+      {"mamba2",
+       {{.max_positions = 1 << 20, .norm_eps = 1e-5, .attention_free = true, .norm_eps_key = "layer_norm_epsilon"},
+        [](const ConfigReader &r, ModelSpec &s) {
+          mambaBackbone(s, LayerKind::Mamba2);
+          parseMamba2(r, s, {"num_heads", "head_dim", "n_groups", "state_size", "conv_kernel", "use_conv_bias",
+                             "use_bias", "layer_norm_epsilon", 128, 64, 8, 128, true, false});
+          parseDtLimit(r, "time_step_limit", s.mamba2);
+          if (r.getSize("expand", 2) * s.hidden_size != s.mamba2.intermediate())
+            throw ConfigError(r.path("num_heads"), "num_heads * head_dim must equal expand * hidden_size");
+        }}},
+      {"mamba",
+       {{.max_positions = 1 << 20, .norm_eps = 1e-5, .tie_word_embeddings = true, .attention_free = true,
+         .norm_eps_key = "layer_norm_epsilon"},
+        [](const ConfigReader &r, ModelSpec &s) {
+          mambaBackbone(s, LayerKind::Mamba1);
+          parseMamba1(r, s, "state_size", "expand", "conv_kernel", "time_step_rank", "use_conv_bias", "use_bias");
+        }}},
+      {"falcon_mamba",
+       {{.max_positions = 1 << 20, .norm_eps = 1e-5, .tie_word_embeddings = true, .attention_free = true,
+         .norm_eps_key = "layer_norm_epsilon"},
+        [](const ConfigReader &r, ModelSpec &s) {
+          mambaBackbone(s, LayerKind::Mamba1);
+          parseMamba1(r, s, "state_size", "expand", "conv_kernel", "time_step_rank", "use_conv_bias", "use_bias");
+          // Weightless RMS norms on dt, B and C (FalconMambaWeightlessRMSNorm).
+          s.mamba1.dt_bc_norm = Mamba1Spec::DtBcNorm::Weightless;
+          s.mamba1.dt_bc_eps = r.getNumber("mixer_rms_eps", 1e-6);
+        }}},
       {"lfm2_moe",
        {{.max_positions = 128000, .norm_eps = 1e-5, .tie_word_embeddings = true, .rope_theta = 1000000.0},
         [](const ConfigReader &r, ModelSpec &s) { parseLfm2Moe(r, s); }}},
@@ -698,6 +795,19 @@ std::string parseQuantization(const ConfigReader &top, const std::string &modelT
                         "; cbc loads bf16, fp16 or fp32 checkpoints (and gpt-oss MXFP4 experts)");
 }
 
+void parseTokenIds(const ConfigReader &r, const ConfigReader &top, ModelSpec &s) {
+  for (const ConfigReader *src : {&r, &top}) {
+    if (s.eos_token_ids.empty())
+      s.eos_token_ids = src->getIntList("eos_token_id");
+    if (s.bos_token_id < 0)
+      s.bos_token_id = src->getInt("bos_token_id", -1);
+  }
+  for (int64_t id : s.eos_token_ids)
+    if (id < 0 || id >= s.vocab_size)
+      throw ConfigError(r.path("eos_token_id"),
+                        "token id " + std::to_string(id) + " is outside the vocabulary");
+}
+
 void parseCommon(const ConfigReader &r, const ConfigReader &top, const FamilyDefaults &d,
                  bool nested, ModelSpec &s) {
   auto size = [&](const std::string &key) {
@@ -708,6 +818,17 @@ void parseCommon(const ConfigReader &r, const ConfigReader &top, const FamilyDef
   s.vocab_size = size("vocab_size");
   s.hidden_size = size("hidden_size");
   s.num_layers = size("num_hidden_layers");
+  s.norm_eps = r.getNumber(d.norm_eps_key, d.norm_eps);
+  if (s.norm_eps <= 0)
+    throw ConfigError(r.path(d.norm_eps_key), "must be positive");
+  s.tie_word_embeddings = top.getBool("tie_word_embeddings",
+                                      r.getBool("tie_word_embeddings", d.tie_word_embeddings));
+  s.dtype = parseDtype(r.has("dtype") || r.has("torch_dtype") ? r : top);
+  parseTokenIds(r, top, s);
+  if (d.attention_free) {
+    s.max_positions = r.getSize("max_position_embeddings", d.max_positions);
+    return;
+  }
   s.attn.num_heads = size("num_attention_heads");
   s.attn.num_kv_heads = nested && d.text_config_sizes.count("num_key_value_heads")
                             ? size("num_key_value_heads")
@@ -723,11 +844,6 @@ void parseCommon(const ConfigReader &r, const ConfigReader &top, const FamilyDef
     throw ConfigError(r.path("hidden_size"), "is smaller than num_attention_heads");
   s.attn.scale = 1.0 / std::sqrt((double)s.attn.head_dim);
   s.max_positions = r.getSize("max_position_embeddings", d.max_positions);
-  s.norm_eps = r.getNumber("rms_norm_eps", d.norm_eps);
-  if (s.norm_eps <= 0)
-    throw ConfigError(r.path("rms_norm_eps"), "must be positive");
-  s.tie_word_embeddings = top.getBool("tie_word_embeddings",
-                                      r.getBool("tie_word_embeddings", d.tie_word_embeddings));
   if (d.moe_only)
     s.mlp.intermediate = 0;
   else if (d.intermediate_alias && !r.has("intermediate_size") && r.has(d.intermediate_alias))
@@ -735,17 +851,6 @@ void parseCommon(const ConfigReader &r, const ConfigReader &top, const FamilyDef
   else
     s.mlp.intermediate = size("intermediate_size");
   s.mlp.act = activation(r, d.act_key, d.act);
-  s.dtype = parseDtype(r.has("dtype") || r.has("torch_dtype") ? r : top);
-  for (const ConfigReader *src : {&r, &top}) {
-    if (s.eos_token_ids.empty())
-      s.eos_token_ids = src->getIntList("eos_token_id");
-    if (s.bos_token_id < 0)
-      s.bos_token_id = src->getInt("bos_token_id", -1);
-  }
-  for (int64_t id : s.eos_token_ids)
-    if (id < 0 || id >= s.vocab_size)
-      throw ConfigError(r.path("eos_token_id"),
-                        "token id " + std::to_string(id) + " is outside the vocabulary");
 }
 
 } // namespace
@@ -801,8 +906,9 @@ ModelSpec parseConfig(const std::string &text) {
   spec.layers.assign(spec.num_layers, LayerSpec{});
   family->second.parse(r, spec);
   const Family &fam = family->second;
-  assignRope(r, spec, fam.ropeDicts ? fam.ropeDicts(r) : ropeDictionaries(r, fam.defaults.rope_theta),
-             fam.defaults);
+  if (!fam.defaults.attention_free)
+    assignRope(r, spec, fam.ropeDicts ? fam.ropeDicts(r) : ropeDictionaries(r, fam.defaults.rope_theta),
+               fam.defaults);
   return spec;
 }
 

@@ -356,6 +356,20 @@ CpuBackend::Exec CpuBackend::compile(const Instr &in) {
                 f32(O[0]), pfor_);
     };
   }
+  if (op == "cbc.math.act") {
+    need(1, 1);
+    Act act = cpu::parseAct(in.getString("act"));
+    check(act != Act::GptOss, "has an activation that needs a gated unit");
+    float scale = (float)in.getFloat("scale", 1.0);
+    acts({I[0], O[0]});
+    check(cols(O[0]) == cols(I[0]), "changes the width");
+    return [=, this](StepContext &) {
+      const float *x = f32(I[0]);
+      float *y = f32(O[0]);
+      for (int64_t i = 0, n = rows(I[0]) * cols(I[0]); i < n; ++i)
+        y[i] = scale * cpu::activate(act, x[i]);
+    };
+  }
   if (op == "cbc.math.softcap") {
     need(1, 1);
     float cap = (float)in.getFloat("cap");
@@ -586,12 +600,13 @@ CpuBackend::Exec CpuBackend::compileFused(const Instr &in) {
               group > 0 && width % group == 0,
           "has operands of different widths");
     bool w = I.size() > 2;
-    check(!w || weightNumel(I[2]) == group, "has a weight of the wrong size");
+    check(!w || weightNumel(I[2]) == group || weightNumel(I[2]) == width, "has a weight of the wrong size");
+    bool perRow = w && weightNumel(I[2]) == width && width != group;
     float eps = (float)in.getFloat("eps"), offset = (float)in.getFloat("offset", 0.0);
     bool silu = in.getString("act", "silu") == "silu";
     bool normFirst = in.getString("order", "norm_gate") == "norm_gate";
     return [=, this](StepContext &) {
-      cpu::rmsNormGated(f32(I[0]), f32(I[1]), rows(I[0]), width, group, w ? weight(I[2]) : nullptr,
+      cpu::rmsNormGated(f32(I[0]), f32(I[1]), rows(I[0]), width, group, w ? weight(I[2]) : nullptr, perRow,
                         eps, offset, silu, normFirst, f32(O[0]));
     };
   }

@@ -60,6 +60,9 @@ Act parseAct(const std::string &name) {
   if (name == "gelu_tanh") return Act::GeluTanh;
   if (name == "gelu") return Act::Gelu;
   if (name == "gpt_oss") return Act::GptOss;
+  if (name == "none") return Act::None;
+  if (name == "relu") return Act::Relu;
+  if (name == "relu2") return Act::Relu2;
   throw std::runtime_error("unknown activation '" + name + "'");
 }
 
@@ -75,6 +78,12 @@ float activate(Act act, float x) {
     return 0.5f * x * (1.0f + std::erf(x * 0.7071067811865476f));
   case Act::GptOss:
     return x; // handled in glu()
+  case Act::None:
+    return x;
+  case Act::Relu:
+    return x > 0.0f ? x : 0.0f;
+  case Act::Relu2:
+    return x > 0.0f ? x * x : 0.0f;
   }
   return x;
 }
@@ -327,13 +336,14 @@ void moeExperts(const float *x, int64_t T, const int32_t *ids, const float *weig
 }
 
 void rmsNormGated(const float *x, const float *z, int64_t M, int64_t width, int64_t group,
-                  const float *w, float eps, float offset, bool silu, bool normFirst, float *y) {
+                  const float *w, bool perRow, float eps, float offset, bool silu, bool normFirst, float *y) {
   auto act = [&](float v) { return silu ? v / (1.0f + std::exp(-v)) : 1.0f / (1.0f + std::exp(-v)); };
   std::vector<float> tmp(group);
   for (int64_t m = 0; m < M; ++m)
     for (int64_t g0 = 0; g0 < width; g0 += group) {
       const float *xr = x + m * width + g0, *zr = z + m * width + g0;
       float *yr = y + m * width + g0;
+      const float *wg = w && perRow ? w + g0 : w;
       for (int64_t j = 0; j < group; ++j)
         tmp[j] = normFirst ? xr[j] : xr[j] * act(zr[j]);
       double sumsq = 0;
@@ -341,7 +351,7 @@ void rmsNormGated(const float *x, const float *z, int64_t M, int64_t width, int6
         sumsq += (double)tmp[j] * tmp[j];
       float inv = 1.0f / std::sqrt((float)(sumsq / group) + eps);
       for (int64_t j = 0; j < group; ++j) {
-        float n = tmp[j] * inv * (w ? w[j] + offset : 1.0f);
+        float n = tmp[j] * inv * (wg ? wg[j] + offset : 1.0f);
         yr[j] = normFirst ? n * act(zr[j]) : n;
       }
     }

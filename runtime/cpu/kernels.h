@@ -28,7 +28,7 @@ void rmsNorm(const float *x, int64_t M, int64_t width, int64_t group, const floa
 
 void add(const float *a, const float *b, int64_t n, float *y);
 
-enum class Act { Silu, GeluTanh, Gelu, GptOss };
+enum class Act { Silu, GeluTanh, Gelu, GptOss, None, Relu, Relu2 };
 Act parseAct(const std::string &name);
 float activate(Act act, float x);
 
@@ -116,8 +116,9 @@ void moeExperts(const float *x, int64_t T, const int32_t *ids, const float *weig
 
 // Gated RMS norm over groups: "norm_gate" y = rmsnorm(x) * (w + offset) * act(z), or
 // "gate_norm" y = rmsnorm(x * act(z)) * (w + offset). act: silu (true) or sigmoid.
+// `w` has `group` entries shared by every group, or `width` entries (perRow).
 void rmsNormGated(const float *x, const float *z, int64_t M, int64_t width, int64_t group,
-                  const float *w, float eps, float offset, bool silu, bool normFirst, float *y);
+                  const float *w, bool perRow, float eps, float offset, bool silu, bool normFirst, float *y);
 
 // The per-request metadata every state op reads.
 struct StateRows {

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <limits>
 #include <optional>
@@ -545,6 +546,184 @@ TEST_F(Weights, RandomWeightsDependOnlyOnTheSeed) {
   auto r1 = run({"", 7}), r2 = run({"", 7}), r3 = run({"", 8});
   EXPECT_EQ(r1[0].logits, r2[0].logits);
   EXPECT_NE(r1[0].logits, r3[0].logits);
+}
+
+// OLMo-Hybrid checkpoints spell two layer norms two ways: released checkpoints and
+// save_pretrained write OLMo-core's attention_layer_norm / feedforward_layer_norm (the fixture's
+// spelling, the artefact's), transformers holds them as input_layernorm /
+// post_attention_layernorm in memory. The artefact carries the pairs as weight aliases and the
+// loader takes whichever spelling the checkpoint has, per tensor.
+class OlmoHybridWeights : public ::testing::Test {
+protected:
+  static void SetUpTestSuite() {
+    artefact_ = new rt::Artefact(compileArtefact(readFile(fixtureDir("olmo_hybrid") + "/config.json")));
+  }
+  static void TearDownTestSuite() {
+    delete artefact_;
+    artefact_ = nullptr;
+  }
+  void SetUp() override {
+    model_ = std::make_unique<rt::SafetensorsFile>(fixtureDir("olmo_hybrid") + "/model.safetensors");
+    for (const std::string &n : model_->names())
+      tensors_.emplace_back(n, model_->get(n));
+  }
+
+  // The fixture's tensors with the first occurrence of `from` in each name replaced by `to`, in
+  // the layers `layers` selects; returns how many were renamed.
+  int rename(Tensors &ts, const std::string &from, const std::string &to,
+             const std::function<bool(int)> &layers = [](int) { return true; }) {
+    int renamed = 0;
+    for (auto &[n, t] : ts) {
+      size_t at = n.find(from);
+      if (at == std::string::npos)
+        continue;
+      int layer = std::stoi(n.substr(std::string("model.layers.").size()));
+      if (!layers(layer))
+        continue;
+      n = n.substr(0, at) + to + n.substr(at + from.size());
+      ++renamed;
+    }
+    return renamed;
+  }
+
+  static const rt::TensorView &tensor(const Tensors &ts, const std::string &name) {
+    for (auto &[n, t] : ts)
+      if (n == name)
+        return t;
+    throw std::runtime_error("no tensor " + name);
+  }
+
+  // Writes `ts` as <dir>/model.safetensors and loads the olmo_hybrid manifest from it.
+  void load(const Tensors &ts, const TempDir &dir) {
+    rt::writeSafetensors(dir / "model.safetensors", ts);
+    rt::WeightStore::load(*artefact_, {dir.str(), 0});
+  }
+
+  int index(const std::string &programName) const {
+    for (size_t i = 0; i < artefact_->weights.size(); ++i)
+      if (artefact_->weights[i].name == programName)
+        return (int)i;
+    throw std::runtime_error("no program weight " + programName);
+  }
+
+  // Every program weight loaded from `dir` is the fixture's, value for value.
+  void expectSameAsFixture(const rt::WeightStore &got, const std::string &what) {
+    rt::WeightStore ref = rt::WeightStore::load(*artefact_, {fixtureDir("olmo_hybrid"), 0});
+    ASSERT_EQ(got.size(), ref.size()) << what;
+    for (size_t i = 0; i < ref.size(); ++i) {
+      EXPECT_EQ(got.get((int)i).shape, ref.get((int)i).shape) << what << ": " << artefact_->weights[i].name;
+      EXPECT_EQ(got.get((int)i).data, ref.get((int)i).data) << what << ": " << artefact_->weights[i].name;
+    }
+  }
+
+  std::vector<rt::RequestOutput> run(const rt::WeightSource &w) {
+    rt::EngineOptions o;
+    o.backend = "cpu";
+    o.threads = 1;
+    rt::SamplingParams sp;
+    sp.max_new_tokens = 4;
+    sp.ignore_eos = true;
+    sp.keep_logits = true;
+    return serve(*artefact_, w, o, {{{1, 5, 9, 77, 3}, sp}}).outputs;
+  }
+
+  static rt::Artefact *artefact_;
+  std::unique_ptr<rt::SafetensorsFile> model_;
+  Tensors tensors_;
+};
+
+rt::Artefact *OlmoHybridWeights::artefact_ = nullptr;
+
+TEST_F(OlmoHybridWeights, ArtefactNamesOlmoCoreNormsWithTransformersAliases) {
+  using Pair = std::pair<std::string, std::string>;
+  EXPECT_EQ(artefact_->meta.weight_aliases,
+            (std::vector<Pair>{{".attention_layer_norm.", ".input_layernorm."},
+                               {".feedforward_layer_norm.", ".post_attention_layernorm."}}));
+  // The fixture is in the artefact's spelling, and the two norms of a layer differ, so a loader
+  // that swapped or merged them would be caught below.
+  rt::Checkpoint ck(fixtureDir("olmo_hybrid"));
+  EXPECT_TRUE(ck.has("model.layers.0.attention_layer_norm.weight"));
+  EXPECT_TRUE(ck.has("model.layers.2.feedforward_layer_norm.weight"));
+  EXPECT_FALSE(ck.has("model.layers.0.input_layernorm.weight"));
+  EXPECT_FALSE(ck.has("model.layers.2.post_attention_layernorm.weight"));
+  rt::WeightStore ref = rt::WeightStore::load(*artefact_, {fixtureDir("olmo_hybrid"), 0});
+  EXPECT_NE(ref.get(index("layers.0.attention_layer_norm")).data,
+            ref.get(index("layers.0.feedforward_layer_norm")).data);
+  EXPECT_NE(ref.get(index("layers.2.feedforward_layer_norm")).data,
+            ref.get(index("layers.2.post_feedforward_layernorm")).data);
+}
+
+TEST_F(OlmoHybridWeights, TransformersNormNamesLoadTheSameValues) {
+  // Linear layers 0, 1 and 3 have both norms; attention layer 2 has feedforward_layer_norm only
+  // (its post-norm on the attention output: post_attention_layernorm in transformers).
+  TempDir dir;
+  Tensors ts = tensors_;
+  EXPECT_EQ(rename(ts, ".attention_layer_norm.", ".input_layernorm."), 3);
+  EXPECT_EQ(rename(ts, ".feedforward_layer_norm.", ".post_attention_layernorm."), 4);
+  rt::writeSafetensors(dir / "model.safetensors", ts);
+  rt::Checkpoint ck(dir.str());
+  EXPECT_TRUE(ck.has("model.layers.0.input_layernorm.weight"));
+  EXPECT_TRUE(ck.has("model.layers.2.post_attention_layernorm.weight"));
+  EXPECT_FALSE(ck.has("model.layers.0.attention_layer_norm.weight"));
+  EXPECT_FALSE(ck.has("model.layers.2.feedforward_layer_norm.weight"));
+  // post_feedforward_layernorm is no alias: it keeps its name.
+  EXPECT_TRUE(ck.has("model.layers.2.post_feedforward_layernorm.weight"));
+  expectSameAsFixture(rt::WeightStore::load(*artefact_, {dir.str(), 0}), "transformers names");
+
+  // And the same tokens and logits.
+  auto a = run({fixtureDir("olmo_hybrid"), 0}), b = run({dir.str(), 0});
+  ASSERT_EQ(a.size(), 1u);
+  ASSERT_EQ(b.size(), 1u);
+  EXPECT_EQ(a[0].tokens, b[0].tokens);
+  EXPECT_EQ(a[0].logits, b[0].logits);
+}
+
+TEST_F(OlmoHybridWeights, SpellingsMayMixAcrossLayers) {
+  // Each tensor resolves on its own: odd layers in transformers' spelling, even ones in
+  // OLMo-core's.
+  TempDir dir;
+  Tensors ts = tensors_;
+  auto odd = [](int l) { return l % 2 == 1; };
+  EXPECT_EQ(rename(ts, ".attention_layer_norm.", ".input_layernorm.", odd), 2);
+  EXPECT_EQ(rename(ts, ".feedforward_layer_norm.", ".post_attention_layernorm.", odd), 2);
+  rt::writeSafetensors(dir / "model.safetensors", ts);
+  expectSameAsFixture(rt::WeightStore::load(*artefact_, {dir.str(), 0}), "mixed names");
+}
+
+TEST_F(OlmoHybridWeights, ArtefactSpellingWinsWhenBothArePresent) {
+  // A checkpoint with both spellings of layer 0's input norm: the artefact's name is taken, the
+  // alias only when it is absent.
+  TempDir dir;
+  Tensors ts = tensors_;
+  rt::TensorView other = tensor(ts, "model.layers.0.feedforward_layer_norm.weight");
+  ts.emplace_back("model.layers.0.input_layernorm.weight", other);
+  rt::writeSafetensors(dir / "model.safetensors", ts);
+  expectSameAsFixture(rt::WeightStore::load(*artefact_, {dir.str(), 0}), "both names");
+}
+
+TEST_F(OlmoHybridWeights, NeitherSpellingIsNamed) {
+  // Without either spelling the error names the tensor the artefact asks for.
+  for (std::string name : {"model.layers.0.attention_layer_norm.weight",
+                           "model.layers.3.feedforward_layer_norm.weight",
+                           "model.layers.2.feedforward_layer_norm.weight"}) {
+    TempDir dir;
+    Tensors ts;
+    for (auto &[n, t] : tensors_)
+      if (n != name)
+        ts.emplace_back(n, t);
+    ASSERT_EQ(ts.size() + 1, tensors_.size()) << name;
+    expectWeightError([&] { load(ts, dir); }, {"'" + name + "'", "missing"}, name);
+  }
+  // Transformers' spelling of another layer's norm does not stand in for this one.
+  TempDir dir;
+  Tensors ts;
+  for (auto &[n, t] : tensors_)
+    if (n != "model.layers.1.attention_layer_norm.weight")
+      ts.emplace_back(n, t);
+  ts.emplace_back("model.layers.0.input_layernorm.weight",
+                  tensor(tensors_, "model.layers.0.attention_layer_norm.weight"));
+  expectWeightError([&] { load(ts, dir); }, {"'model.layers.1.attention_layer_norm.weight'", "missing"},
+                    "layer 0's alias for layer 1");
 }
 
 } // namespace

@@ -94,6 +94,9 @@ int compileMain(int argc, char **argv) {
       throw UsageError("--block-size must be positive");
     if (options.dtype != "bf16" && options.dtype != "f16" && options.dtype != "f32")
       throw UsageError("--dtype must be bf16, f16 or f32, got '" + options.dtype + "'");
+    if (options.dtype == "f16" && options.emit_cuda)
+      throw UsageError("--dtype f16 has no CUDA code generation (the kernels take bf16 or f32); "
+                       "use --dtype bf16 or f32, or add --no-cuda");
     codegen::CompileResult result = codegen::compileConfig(text.str(), options);
     writeAtomically(outPath, result.artefact);
     if (args.has("--emit-ir"))

@@ -144,6 +144,11 @@ void printCachePlan(const Artefact &a) {
                 (long long)g.bytes_per_token);
     total += g.bytes_per_token;
   }
+  if (c.layers.empty()) {
+    std::printf("kv cache: none (no attention layers)\n");
+    printStates(c.states);
+    return;
+  }
   std::printf("kv bytes per token: %lld\n", (long long)total);
   std::printf("per layer:\n");
   for (const auto &l : c.layers) {

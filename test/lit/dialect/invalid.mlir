@@ -541,7 +541,7 @@ func.func @rms_norm_gated_group_negative(%x: tensor<?x16xf32>) {
 
 // A per-group weight, but the norm is over whole rows.
 func.func @rms_norm_gated_weight(%x: tensor<?x16xf32>, %w: tensor<4xbf16>) {
-  // expected-error @+1 {{'cbc.math.rms_norm_gated' op weight must have one entry per feature of a group}}
+  // expected-error @+1 {{'cbc.math.rms_norm_gated' op weight must have one entry per feature of a group or of the row}}
   %0 = cbc.math.rms_norm_gated %x, %x, %w {eps = 1.0e-6 : f64} : tensor<?x16xf32>, tensor<?x16xf32>, tensor<4xbf16> -> tensor<?x16xf32>
   return
 }
@@ -549,7 +549,7 @@ func.func @rms_norm_gated_weight(%x: tensor<?x16xf32>, %w: tensor<4xbf16>) {
 // -----
 
 func.func @rms_norm_gated_weight_rank(%x: tensor<?x16xf32>, %w: tensor<1x4xbf16>) {
-  // expected-error @+1 {{'cbc.math.rms_norm_gated' op weight must have one entry per feature of a group}}
+  // expected-error @+1 {{'cbc.math.rms_norm_gated' op weight must have one entry per feature of a group or of the row}}
   %0 = cbc.math.rms_norm_gated %x, %x, %w {eps = 1.0e-6 : f64, group = 4 : i64} : tensor<?x16xf32>, tensor<?x16xf32>, tensor<1x4xbf16> -> tensor<?x16xf32>
   return
 }
