@@ -12,7 +12,7 @@ RankedTensorType tensorType(Value v) { return llvm::cast<RankedTensorType>(v.get
 
 LogicalResult verifyGluAct(Operation *op, StringRef act, StringRef layout, bool limit,
                            bool alpha) {
-  if (act != "silu" && act != "gelu_tanh" && act != "gelu" && act != "gpt_oss")
+  if (act != "silu" && act != "gelu_tanh" && act != "gelu" && act != "relu" && act != "relu2" && act != "gpt_oss")
     return op->emitOpError("unknown activation '") << act << "'";
   if (layout != "halves" && layout != "interleaved")
     return op->emitOpError("unknown layout '") << layout << "'";

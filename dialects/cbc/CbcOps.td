@@ -107,7 +107,7 @@ def Cbc_GluOp : Cbc_Op<"math.glu", [Pure]> {
   let description = [{
     Splits each row of width `2I` into gate and up halves (`layout = "halves"`) or alternating
     columns (`layout = "interleaved"`), and returns `act(gate) * up`.
-    `act` is `silu`, `gelu_tanh`, `gelu` or `gpt_oss`. The `gpt_oss` variant clamps the gate to
+    `act` is `silu`, `gelu_tanh`, `gelu`, `relu`, `relu2` or `gpt_oss`. The `gpt_oss` variant clamps the gate to
     `<= limit` and up to `[-limit, limit]`, and returns `(up + 1) * gate * sigmoid(alpha * gate)`.
   }];
   let arguments = (ins Cbc_Rows:$x, StrAttr:$act,

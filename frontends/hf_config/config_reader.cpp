@@ -1,6 +1,7 @@
 #include "frontends/hf_config/config_reader.h"
 
 #include <cmath>
+#include <cstring>
 
 namespace cbc::hf {
 
@@ -57,11 +58,66 @@ int64_t ConfigReader::getSize(const std::string &key, int64_t fallback) const {
   return has(key) ? requireSize(key) : fallback;
 }
 
+namespace {
+const char *kPosInf = "<cbc:Infinity>", *kNegInf = "<cbc:-Infinity>", *kNaN = "<cbc:NaN>";
+}
+
+nlohmann::json parseConfigJson(const std::string &text) {
+  std::string out;
+  out.reserve(text.size());
+  bool inString = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (inString) {
+      out += c;
+      if (c == '\\' && i + 1 < text.size())
+        out += text[++i];
+      else if (c == '"')
+        inString = false;
+      continue;
+    }
+    if (c == '"') {
+      inString = true;
+      out += c;
+      continue;
+    }
+    auto token = [&](const char *word) { return text.compare(i, std::strlen(word), word) == 0; };
+    if (token("-Infinity")) {
+      out += std::string("\"") + kNegInf + "\"";
+      i += 8;
+    } else if (token("Infinity")) {
+      out += std::string("\"") + kPosInf + "\"";
+      i += 7;
+    } else if (token("NaN")) {
+      out += std::string("\"") + kNaN + "\"";
+      i += 2;
+    } else {
+      out += c;
+    }
+  }
+  return nlohmann::json::parse(out);
+}
+
+bool jsonNumber(const nlohmann::json &v, double &out) {
+  if (v.is_number() && !v.is_boolean()) {
+    out = v.get<double>();
+    return true;
+  }
+  if (v.is_string()) {
+    const std::string &s = v.get_ref<const std::string &>();
+    if (s == kPosInf || s == kNegInf || s == kNaN) {
+      out = s == kPosInf ? INFINITY : s == kNegInf ? -INFINITY : NAN;
+      return true;
+    }
+  }
+  return false;
+}
+
 double ConfigReader::requireNumber(const std::string &key) const {
-  const auto &v = raw(key);
-  if (!v.is_number() || v.is_boolean())
+  double out;
+  if (!jsonNumber(raw(key), out))
     typeError(key, "a number");
-  return v.get<double>();
+  return out;
 }
 
 double ConfigReader::getNumber(const std::string &key, double fallback) const {
@@ -126,9 +182,10 @@ std::vector<double> ConfigReader::getNumberList(const std::string &key) const {
     typeError(key, "a list of numbers");
   std::vector<double> out;
   for (const auto &e : v) {
-    if (!e.is_number())
+    double d;
+    if (!jsonNumber(e, d))
       typeError(key, "a list of numbers");
-    out.push_back(e.get<double>());
+    out.push_back(d);
   }
   return out;
 }

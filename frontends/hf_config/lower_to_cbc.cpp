@@ -424,8 +424,8 @@ Value StepBuilder::denseMlp(int64_t layer, Value x) {
                   bdown);
   }
   Value wgu;
-  if (spec_.weight_style == WeightStyle::Phi3)
-    wgu = weight(prog(layer, "mlp.gate_up"), {2 * I, H}, hf(layer, "mlp.gate_up_proj.weight"));
+  if (!nm.gate_up.empty())
+    wgu = weight(prog(layer, "mlp.gate_up"), {2 * I, H}, mlpName(layer, nm.gate_up + ".weight"));
   else
     wgu = weight(prog(layer, "mlp.gate_up"), {2 * I, H}, {{mlpName(layer, nm.gate + ".weight"),
                                                             mlpName(layer, nm.up + ".weight")}});
@@ -477,12 +477,12 @@ Value StepBuilder::moeMlp(int64_t layer, Value x) {
       down.push_back({p + "w2.weight"});
     }
     break;
-  case ExpertStyle::Qwen:
-    routerName = hf(layer, "mlp.gate.weight");
+  case ExpertStyle::PerExpert:
+    routerName = mlpName(layer, spec_.names.router + ".weight");
     for (int64_t e = 0; e < E; ++e) {
-      std::string p = hf(layer, "mlp.experts." + std::to_string(e) + ".");
-      gateUp.push_back({p + "gate_proj.weight", p + "up_proj.weight"});
-      down.push_back({p + "down_proj.weight"});
+      std::string p = mlpName(layer, "experts." + std::to_string(e) + ".");
+      gateUp.push_back({p + spec_.names.gate + ".weight", p + spec_.names.up + ".weight"});
+      down.push_back({p + spec_.names.down + ".weight"});
     }
     break;
   case ExpertStyle::GptOss:
@@ -494,13 +494,10 @@ Value StepBuilder::moeMlp(int64_t layer, Value x) {
                         hf(layer, "mlp.experts.gate_up_proj_bias"));
     downBias = weight(prog(layer, "moe.down_bias"), {E, H}, hf(layer, "mlp.experts.down_proj_bias"));
     break;
-  case ExpertStyle::Lfm2:
-    routerName = mlpName(layer, "gate.weight");
-    for (int64_t e = 0; e < E; ++e) {
-      std::string p = mlpName(layer, "experts." + std::to_string(e) + ".");
-      gateUp.push_back({p + "w1.weight", p + "w3.weight"});
-      down.push_back({p + "w2.weight"});
-    }
+  case ExpertStyle::Granite:
+    routerName = hf(layer, "block_sparse_moe.router.layer.weight");
+    gateUp = {{hf(layer, "block_sparse_moe.input_linear.weight")}};
+    down = {{hf(layer, "block_sparse_moe.output_linear.weight")}};
     break;
   case ExpertStyle::None:
     llvm_unreachable("MoE layer without an expert style");
@@ -516,8 +513,8 @@ Value StepBuilder::moeMlp(int64_t layer, Value x) {
                                   b_.getI64IntegerAttr(m.top_k), b_.getStringAttr(m.score),
                                   b_.getBoolAttr(m.renorm), b_.getF64FloatAttr(m.renorm_eps),
                                   b_.getF64FloatAttr(m.scaling));
-  // A single fused tensor (gpt-oss) is already [E, ...]; per-expert tensors are stacked.
-  bool stacked = gateUp.size() > 1 || spec_.expert_style != ExpertStyle::GptOss;
+  // A single fused tensor (gpt-oss, Granite) is already [E, ...]; per-expert tensors are stacked.
+  bool stacked = spec_.expert_style != ExpertStyle::GptOss && spec_.expert_style != ExpertStyle::Granite;
   Value wgu = weight(prog(layer, "moe.gate_up"), {E, 2 * I, H}, gateUp, stacked, transpose);
   Value wd = weight(prog(layer, "moe.down"), {E, H, I}, down, stacked, transpose);
   bool gptOss = m.act == "gpt_oss";
@@ -529,6 +526,8 @@ Value StepBuilder::moeMlp(int64_t layer, Value x) {
                   .getResult();
   if (m.shared_intermediate > 0)
     out = AddOp::create(b_, loc_, out, sharedExpert(layer, x)).getResult();
+  if (m.plus_dense)
+    out = AddOp::create(b_, loc_, out, denseMlp(layer, x)).getResult();
   return out;
 }
 
@@ -582,6 +581,8 @@ OwningOpRef<ModuleOp> StepBuilder::build() {
       Value h = mixer(l, post ? x : layerNorm(l, nm.input_norm, x));
       if (spec_.sandwich_norms || post)
         h = layerNorm(l, nm.post_attn_norm, h);
+      if (spec_.residual_scale != 1.0)
+        h = act(h, "none", spec_.residual_scale);
       x = AddOp::create(b_, loc_, x, h).getResult();
     }
     if (L.mlp) {
@@ -591,6 +592,8 @@ OwningOpRef<ModuleOp> StepBuilder::build() {
       m = L.moe ? moeMlp(l, m) : denseMlp(l, m);
       if (spec_.sandwich_norms || post)
         m = layerNorm(l, nm.post_ff_norm, m);
+      if (spec_.residual_scale != 1.0)
+        m = act(m, "none", spec_.residual_scale);
       x = AddOp::create(b_, loc_, x, m).getResult();
     }
   }
@@ -599,6 +602,8 @@ OwningOpRef<ModuleOp> StepBuilder::build() {
   x = norm(x, weight("final_norm", {H}, spec_.prefix + nm.final_norm + ".weight"));
   Value head = spec_.tie_word_embeddings ? table : weight("lm_head", {V, H}, spec_.lm_head);
   Value logits = linear(x, head);
+  if (spec_.logits_scale != 1.0)
+    logits = act(logits, "none", spec_.logits_scale);
   if (spec_.final_softcap > 0)
     logits = SoftcapOp::create(b_, loc_, logits, b_.getF64FloatAttr(spec_.final_softcap)).getResult();
   func::ReturnOp::create(b_, loc_, logits);

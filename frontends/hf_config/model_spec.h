@@ -126,6 +126,7 @@ struct MoeSpec {
   bool expert_bias = false;
   int64_t shared_intermediate = 0; // 0 = no shared expert
   bool shared_gate = false;        // sigmoid(x . w) scales the shared expert
+  bool plus_dense = false;         // the layer's dense MLP runs too and adds in (Granite's shared_mlp)
 };
 
 // Module and tensor names inside a decoder layer, where families differ from Llama's.
@@ -133,7 +134,8 @@ struct Names {
   std::string input_norm = "input_layernorm", post_attn_norm = "post_attention_layernorm";
   std::string pre_ff_norm = "pre_feedforward_layernorm", post_ff_norm = "post_feedforward_layernorm";
   std::string attn = "self_attn", o_proj = "o_proj", q_norm = "q_norm", k_norm = "k_norm";
-  std::string mlp = "mlp", gate = "gate_proj", up = "up_proj", down = "down_proj";
+  std::string mlp = "mlp", gate = "gate_proj", up = "up_proj", down = "down_proj", router = "gate";
+  std::string gate_up;                     // one fused [gate | up] tensor (Phi-3, Granite), if set
   std::string final_norm = "norm";
   std::string linear_attn = "linear_attn"; // the gated delta net module
   std::string conv = "conv";               // LFM2's short-conv module
@@ -149,9 +151,11 @@ enum class WeightStyle {
 enum class ExpertStyle {
   None,
   Mixtral, // block_sparse_moe.gate, experts.{e}.w1/w3/w2
-  Qwen,    // mlp.gate, mlp.experts.{e}.gate_proj/up_proj/down_proj
+  // <mlp>.<router>, <mlp>.experts.{e}.<gate>/<up>/<down> with the family's Names (Qwen MoE,
+  // LFM2-MoE, Jamba)
+  PerExpert,
   GptOss,  // mlp.router, mlp.experts.gate_up_proj [E, H, 2I] (interleaved), down_proj [E, I, H]
-  Lfm2,    // feed_forward.gate, feed_forward.expert_bias, feed_forward.experts.{e}.w1/w3/w2
+  Granite, // block_sparse_moe.router.layer, .input_linear [E, 2I, H] (halves), .output_linear [E, H, I]
 };
 
 struct ModelSpec {
@@ -165,6 +169,8 @@ struct ModelSpec {
   double norm_offset = 0.0;     // 1 for zero-centred (1 + w) norms
   bool sandwich_norms = false;  // Gemma: post-attention and post-feedforward norms
   double embed_scale = 1.0;
+  double residual_scale = 1.0;  // branch outputs are scaled before each residual add (Granite)
+  double logits_scale = 1.0;    // logits are multiplied by this (Granite: 1 / logits_scaling)
   bool tie_word_embeddings = false;
   double final_softcap = 0.0;
   AttentionSpec attn;

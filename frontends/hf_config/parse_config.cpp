@@ -33,6 +33,7 @@ struct FamilyDefaults {
   const char *intermediate_alias = nullptr; // a legacy key read when intermediate_size is absent
   bool attention_free = false;  // no attention layers: no head counts, RoPE or max positions
   const char *norm_eps_key = "rms_norm_eps";
+  bool layers_derived = false;  // the layer count comes from a per-layer list, not num_hidden_layers
   std::map<std::string, int64_t> text_config_sizes = {};
 };
 
@@ -56,6 +57,8 @@ std::string activation(const ConfigReader &r, const char *key, const char *fallb
     return "gelu_tanh";
   if (act == "gelu")
     return "gelu";
+  if (act == "relu" || act == "relu2")
+    return act;
   throw ConfigError(r.path(key), "unsupported activation '" + act + "'");
 }
 
@@ -295,7 +298,7 @@ void parseQwenMoe(const ConfigReader &r, ModelSpec &spec, bool shared, int64_t e
     spec.moe.shared_intermediate = r.getSize("shared_expert_intermediate_size", 5632);
     spec.moe.shared_gate = true;
   }
-  spec.expert_style = ExpertStyle::Qwen;
+  spec.expert_style = ExpertStyle::PerExpert;
   qwenMoePlacement(r, spec);
 }
 
@@ -407,7 +410,7 @@ void parseLfm2Moe(const ConfigReader &r, ModelSpec &s) {
   m.renorm_eps = 1e-6;
   m.scaling = r.getNumber("routed_scaling_factor", 1.0);
   m.act = "silu";
-  s.expert_style = ExpertStyle::Lfm2;
+  s.expert_style = ExpertStyle::PerExpert;
   int64_t dense = r.getSize("num_dense_layers", 2);
   for (int64_t i = 0; i < s.num_layers; ++i)
     s.layers[i].moe = i >= dense;
@@ -468,7 +471,7 @@ void parseOlmoHybrid(const ConfigReader &r, ModelSpec &s) {
 
 // Where a family keeps its Mamba2 mixer settings, and the config class's defaults.
 struct Mamba2Keys {
-  const char *heads, *head_dim, *groups, *state, *conv, *conv_bias, *bias, *eps;
+  const char *heads, *head_dim, *groups, *state, *conv, *conv_bias, *bias, *eps, *expand;
   int64_t heads_default, head_dim_default, groups_default, state_default;
   bool conv_bias_default, bias_default;
 };
@@ -481,8 +484,8 @@ void parseDtLimit(const ConfigReader &r, const char *key, Mamba2Spec &m) {
   if (!v.is_array() || (v.size() != 0 && v.size() != 2))
     throw ConfigError(r.path(key), "expected [min, max]");
   if (v.size() == 2) {
-    m.dt_min = v[0].is_number() ? v[0].get<double>() : 0.0;
-    m.dt_max = v[1].is_number() ? v[1].get<double>() : INFINITY;
+    if (!jsonNumber(v[0], m.dt_min) || !jsonNumber(v[1], m.dt_max))
+      throw ConfigError(r.path(key), "expected two numbers");
     if (!(m.dt_min >= 0 && m.dt_min <= m.dt_max))
       throw ConfigError(r.path(key), "must satisfy 0 <= min <= max");
   }
@@ -491,7 +494,13 @@ void parseDtLimit(const ConfigReader &r, const char *key, Mamba2Spec &m) {
 void parseMamba2(const ConfigReader &r, ModelSpec &s, const Mamba2Keys &k) {
   Mamba2Spec &m = s.mamba2;
   m.heads = r.getSize(k.heads, k.heads_default);
-  m.head_dim = r.getSize(k.head_dim, k.head_dim_default);
+  // "auto": the intermediate width (expand * hidden_size) split over the heads.
+  bool autoDim = r.has(k.head_dim) && r.raw(k.head_dim).is_string() && r.getString(k.head_dim, "") == "auto";
+  m.head_dim = autoDim || (!r.has(k.head_dim) && k.head_dim_default == 0)
+                   ? r.getSize(k.expand, 2) * s.hidden_size / m.heads
+                   : r.getSize(k.head_dim, k.head_dim_default);
+  if (m.head_dim <= 0)
+    throw ConfigError(r.path(k.head_dim), "gives an empty Mamba head");
   m.groups = r.getSize(k.groups, k.groups_default);
   m.state = r.getSize(k.state, k.state_default);
   m.conv_kernel = r.getSize(k.conv, 4);
@@ -530,6 +539,200 @@ void mambaBackbone(ModelSpec &s, LayerKind kind) {
   setLayers(s, kinds, 0);
   for (LayerSpec &l : s.layers)
     l.mlp = false;
+}
+
+// Nemotron-H: every layer is one block (norm, then a Mamba2 mixer, attention or an MLP) named
+// from layers_block_type / layer_types or the legacy hybrid_override_pattern; NoPE attention and
+// squared-ReLU MLPs without a gate. The layer count comes from the pattern.
+std::vector<std::string> nemotronBlockTypes(const ConfigReader &r) {
+  for (const char *key : {"layers_block_type", "layer_types"})
+    if (r.has(key))
+      return r.getStringList(key);
+  if (r.has("hybrid_override_pattern")) {
+    std::vector<std::string> out;
+    std::string pattern = r.getString("hybrid_override_pattern", "");
+    for (char c : pattern) {
+      static const std::map<char, std::string> names = {
+          {'M', "linear_attention"}, {'E', "moe"}, {'*', "full_attention"}, {'-', "mlp"}};
+      auto it = names.find(c);
+      if (it == names.end())
+        throw ConfigError(r.path("hybrid_override_pattern"),
+                          std::string("unknown block '") + c + "' (expected M, E, * or -)");
+      out.push_back(it->second);
+    }
+    return out;
+  }
+  return {"linear_attention", "moe", "full_attention", "mlp"};
+}
+
+void parseNemotronH(const ConfigReader &r, ModelSpec &s) {
+  std::vector<std::string> blocks = nemotronBlockTypes(r);
+  if (blocks.empty())
+    throw ConfigError(r.path("hybrid_override_pattern"), "names no layers");
+  s.num_layers = (int64_t)blocks.size();
+  s.layers.assign(s.num_layers, LayerSpec{});
+  for (int64_t i = 0; i < s.num_layers; ++i) {
+    LayerSpec &l = s.layers[i];
+    const std::string &b = blocks[i];
+    if (b == "linear_attention" || b == "mamba") {
+      l.kind = LayerKind::Mamba2;
+      l.mlp = false;
+    } else if (b == "full_attention" || b == "attention") {
+      l.kind = LayerKind::FullAttention;
+      l.mlp = false;
+    } else if (b == "mlp") {
+      l.kind = LayerKind::None;
+    } else if (b == "moe") {
+      throw ConfigError(r.path("hybrid_override_pattern"),
+                        "MoE blocks (E / moe) are not supported for nemotron_h yet (their experts have no gate)");
+    } else {
+      throw ConfigError(r.path("layers_block_type"), "unknown block type '" + b + "'");
+    }
+  }
+  s.attn.rope = false;
+  s.attn.qkv_bias = s.attn.o_bias = r.getBool("attention_bias", false);
+  s.mlp.gated = false;
+  s.mlp.act = activation(r, "mlp_hidden_act", "relu2");
+  s.mlp.bias = r.getBool("mlp_bias", false);
+  auto key = [&](const char *current, const char *legacy) { return r.has(legacy) && !r.has(current) ? legacy : current; };
+  parseMamba2(r, s, {"mamba_num_heads", "mamba_head_dim", key("n_groups", "mamba_n_groups"), "ssm_state_size",
+                     key("conv_kernel", "mamba_d_conv"), key("use_conv_bias", "mamba_conv_bias"), "use_bias",
+                     "layer_norm_epsilon", "expand", 128, 64, 8, 128, true, false});
+  // Prefill clamps dt to at least time_step_min (transformers' and mamba_ssm's chunked scan).
+  s.mamba2.dt_min = r.getNumber(key("time_step_min", "mamba_dt_min"), 0.001);
+  if (s.mamba2.dt_min < 0)
+    throw ConfigError(r.path("time_step_min"), "must not be negative");
+  s.prefix = "backbone.";
+  s.weight_aliases = {{"backbone.", "model."}};
+  Names &n = s.names;
+  n.embed = "embeddings";
+  n.input_norm = "norm";
+  n.mamba = n.attn = n.mlp = "mixer";
+  n.final_norm = "norm_f";
+}
+
+// Bamba and GraniteMoeHybrid: Mamba2 layers with attention at attn_layer_indices (or as
+// layer_types / layers_block_type say), Llama-style names.
+void hybridMamba2Layers(const ConfigReader &r, ModelSpec &s) {
+  std::vector<LayerKind> kinds;
+  const char *listKey = r.has("layer_types") ? "layer_types" : r.has("layers_block_type") ? "layers_block_type" : nullptr;
+  if (listKey) {
+    for (const std::string &t : r.getStringList(listKey)) {
+      if (t == "mamba" || t == "linear_attention")
+        kinds.push_back(LayerKind::Mamba2);
+      else if (t == "attention" || t == "full_attention")
+        kinds.push_back(LayerKind::FullAttention);
+      else
+        throw ConfigError(r.path(listKey), "unknown layer type '" + t + "'");
+    }
+    if ((int64_t)kinds.size() != s.num_layers)
+      throw ConfigError(r.path(listKey), "has " + std::to_string(kinds.size()) + " entries but num_hidden_layers is " +
+                                             std::to_string(s.num_layers));
+  } else {
+    auto attn = r.has("attn_layer_indices") ? r.getIntList("attn_layer_indices") : std::vector<int64_t>{};
+    std::set<int64_t> set(attn.begin(), attn.end());
+    for (int64_t i = 0; i < s.num_layers; ++i)
+      kinds.push_back(set.count(i) ? LayerKind::FullAttention : LayerKind::Mamba2);
+  }
+  setLayers(s, kinds, 0);
+  parseMamba2(r, s, {"mamba_n_heads", "mamba_d_head", "mamba_n_groups", "mamba_d_state", "mamba_d_conv",
+                     "mamba_conv_bias", "mamba_proj_bias", "rms_norm_eps", "mamba_expand", 128, 0, 1, 256, true, false});
+  parseDtLimit(r, "time_step_limit", s.mamba2);
+  s.attn.qkv_bias = s.attn.o_bias = r.getBool("attention_bias", false);
+  s.names.mamba = "mamba";
+}
+
+void parseBamba(const ConfigReader &r, ModelSpec &s) {
+  hybridMamba2Layers(r, s);
+  s.mlp.bias = r.getBool("mlp_bias", false);
+  Names &n = s.names;
+  n.mlp = "feed_forward";
+  n.post_attn_norm = "pre_ff_layernorm";
+  n.final_norm = "final_layernorm";
+}
+
+// GraniteMoeHybrid: as Bamba, with Granite's multipliers (embeddings, residual branches,
+// attention scale, logits), a top-k-softmax MoE plus the always-on shared_mlp, and NoPE or RoPE
+// per position_embedding_type.
+void parseGraniteMoeHybrid(const ConfigReader &r, ModelSpec &s) {
+  hybridMamba2Layers(r, s);
+  s.embed_scale = r.getNumber("embedding_multiplier", 1.0);
+  s.residual_scale = r.getNumber("residual_multiplier", 1.0);
+  s.attn.scale = r.getNumber("attention_multiplier", 1.0);
+  double logitsScaling = r.getNumber("logits_scaling", 1.0);
+  if (logitsScaling == 0)
+    throw ConfigError(r.path("logits_scaling"), "must not be zero");
+  s.logits_scale = 1.0 / logitsScaling;
+  std::string pos = r.getString("position_embedding_type", "nope");
+  if (pos != "rope" && pos != "nope")
+    throw ConfigError(r.path("position_embedding_type"), "must be 'rope' or 'nope'");
+  s.attn.rope = pos == "rope";
+  // The shared MLP is the layer's dense MLP, fused [gate | up] in input_linear.
+  s.mlp.intermediate = r.getSize("shared_intermediate_size", 1024);
+  Names &n = s.names;
+  n.mlp = "shared_mlp";
+  n.gate_up = "input_linear";
+  n.down = "output_linear";
+  n.final_norm = "norm";
+  MoeSpec &m = s.moe;
+  m.num_experts = r.getInt("num_local_experts", 0);
+  if (m.num_experts < 0)
+    throw ConfigError(r.path("num_local_experts"), "must not be negative");
+  if (m.num_experts > 0) {
+    m.top_k = r.getSize("num_experts_per_tok", 2);
+    if (m.top_k > m.num_experts)
+      throw ConfigError(r.path("num_experts_per_tok"), "exceeds num_local_experts");
+    m.intermediate = r.getSize("intermediate_size", 1024);
+    m.score = "topk_softmax";
+    m.act = s.mlp.act;
+    m.plus_dense = true;
+    s.expert_style = ExpertStyle::Granite;
+    for (LayerSpec &l : s.layers)
+      l.moe = true;
+  }
+}
+
+// Jamba: Mamba layers with RMS-normed dt/B/C and NoPE attention every attn_layer_period-th layer;
+// MoE every expert_layer_period-th layer. Also reads the original remote-code configs (n_ctx).
+void parseJamba(const ConfigReader &r, ModelSpec &s) {
+  int64_t attnPeriod = r.getSize("attn_layer_period", 8), attnOffset = r.getInt("attn_layer_offset", 4);
+  int64_t expertPeriod = r.getSize("expert_layer_period", 2), expertOffset = r.getInt("expert_layer_offset", 1);
+  if (attnOffset < 0 || attnOffset >= attnPeriod)
+    throw ConfigError(r.path("attn_layer_offset"), "must be in [0, attn_layer_period)");
+  if (expertOffset < 0 || expertOffset >= expertPeriod)
+    throw ConfigError(r.path("expert_layer_offset"), "must be in [0, expert_layer_period)");
+  std::vector<LayerKind> kinds;
+  for (int64_t i = 0; i < s.num_layers; ++i)
+    kinds.push_back(i % attnPeriod == attnOffset ? LayerKind::FullAttention : LayerKind::Mamba1);
+  setLayers(s, kinds, 0);
+  if (!r.has("max_position_embeddings") && r.has("n_ctx"))
+    s.max_positions = r.requireSize("n_ctx");
+  if (r.has("mamba_inner_layernorms") && !r.getBool("mamba_inner_layernorms", true))
+    throw ConfigError(r.path("mamba_inner_layernorms"),
+                      "false is not supported (transformers' Jamba always norms dt, B and C)");
+  s.attn.rope = false;
+  parseMamba1(r, s, "mamba_d_state", "mamba_expand", "mamba_d_conv", "mamba_dt_rank", "mamba_conv_bias",
+              "mamba_proj_bias");
+  s.mamba1.dt_bc_norm = Mamba1Spec::DtBcNorm::Weighted;
+  s.mamba1.dt_bc_eps = s.norm_eps;
+  MoeSpec &m = s.moe;
+  m.num_experts = r.getSize("num_experts", 16);
+  m.top_k = r.getSize("num_experts_per_tok", 2);
+  if (m.num_experts > 1 && m.top_k > m.num_experts)
+    throw ConfigError(r.path("num_experts_per_tok"), "exceeds num_experts");
+  m.intermediate = s.mlp.intermediate;
+  m.score = "softmax";
+  m.renorm = false;
+  m.act = s.mlp.act;
+  s.expert_style = ExpertStyle::PerExpert;
+  for (int64_t i = 0; i < s.num_layers; ++i)
+    s.layers[i].moe = m.num_experts > 1 && i % expertPeriod == expertOffset;
+  Names &n = s.names;
+  n.mamba = "mamba";
+  n.mlp = "feed_forward";
+  n.router = "router";
+  n.post_attn_norm = "pre_ff_layernorm";
+  n.final_norm = "final_layernorm";
 }
 
 // ----- the families ------------------------------------------------------------------------
@@ -623,6 +826,7 @@ const std::map<std::string, Family> &families() {
        {{.max_positions = 4096, .norm_eps = 1e-5, .partial_rotary = true},
         [](const ConfigReader &r, ModelSpec &s) {
           s.weight_style = WeightStyle::Phi3;
+          s.names.gate_up = "gate_up_proj";
           uniformWindowLayers(r, s, optionalWindow(r));
         },
         phi3RopeDicts}},
@@ -712,7 +916,7 @@ const std::map<std::string, Family> &families() {
           s.moe.score = "softmax";
           s.moe.renorm = true; // this router always renormalises
           s.moe.act = s.mlp.act;
-          s.expert_style = ExpertStyle::Qwen;
+          s.expert_style = ExpertStyle::PerExpert;
           for (LayerSpec &l : s.layers)
             l.moe = true;
         }}},
@@ -725,7 +929,7 @@ const std::map<std::string, Family> &families() {
         [](const ConfigReader &r, ModelSpec &s) {
           mambaBackbone(s, LayerKind::Mamba2);
           parseMamba2(r, s, {"num_heads", "head_dim", "n_groups", "state_size", "conv_kernel", "use_conv_bias",
-                             "use_bias", "layer_norm_epsilon", 128, 64, 8, 128, true, false});
+                             "use_bias", "layer_norm_epsilon", "expand", 128, 64, 8, 128, true, false});
           parseDtLimit(r, "time_step_limit", s.mamba2);
           if (r.getSize("expand", 2) * s.hidden_size != s.mamba2.intermediate())
             throw ConfigError(r.path("num_heads"), "num_heads * head_dim must equal expand * hidden_size");
@@ -747,6 +951,18 @@ const std::map<std::string, Family> &families() {
           s.mamba1.dt_bc_norm = Mamba1Spec::DtBcNorm::Weightless;
           s.mamba1.dt_bc_eps = r.getNumber("mixer_rms_eps", 1e-6);
         }}},
+      {"nemotron_h",
+       {{.head_dim = 128, .max_positions = 4096, .norm_eps = 1e-5, .norm_eps_key = "layer_norm_epsilon",
+         .layers_derived = true},
+        [](const ConfigReader &r, ModelSpec &s) { parseNemotronH(r, s); }}},
+      {"bamba",
+       {{.max_positions = 262144, .norm_eps = 1e-5, .partial_rotary = true, .partial_rotary_factor = 0.5},
+        [](const ConfigReader &r, ModelSpec &s) { parseBamba(r, s); }}},
+      {"granitemoehybrid",
+       {{.max_positions = 4096, .norm_eps = 1e-6, .moe_only = true},
+        [](const ConfigReader &r, ModelSpec &s) { parseGraniteMoeHybrid(r, s); }}},
+      {"jamba",
+       {{.max_positions = 262144}, [](const ConfigReader &r, ModelSpec &s) { parseJamba(r, s); }}},
       {"lfm2_moe",
        {{.max_positions = 128000, .norm_eps = 1e-5, .tie_word_embeddings = true, .rope_theta = 1000000.0},
         [](const ConfigReader &r, ModelSpec &s) { parseLfm2Moe(r, s); }}},
@@ -817,7 +1033,7 @@ void parseCommon(const ConfigReader &r, const ConfigReader &top, const FamilyDef
   };
   s.vocab_size = size("vocab_size");
   s.hidden_size = size("hidden_size");
-  s.num_layers = size("num_hidden_layers");
+  s.num_layers = d.layers_derived ? r.getSize("num_hidden_layers", 0) : size("num_hidden_layers");
   s.norm_eps = r.getNumber(d.norm_eps_key, d.norm_eps);
   if (s.norm_eps <= 0)
     throw ConfigError(r.path(d.norm_eps_key), "must be positive");
@@ -868,15 +1084,65 @@ const std::vector<std::string> &supportedModelTypes() {
   return types;
 }
 
+// The original state-spaces (mamba_ssm) config format, as the official Mamba checkpoints ship
+// it: no model_type; d_model, n_layer and ssm_cfg. Rewritten into transformers' mamba / mamba2
+// keys with mamba_ssm's defaults; the checkpoints use the same tensor names (backbone.*,
+// embedding aliased).
+json translateMambaSsm(const json &c) {
+  ConfigReader r(c);
+  if (r.has("attn_layer_idx") && !r.raw("attn_layer_idx").empty())
+    throw ConfigError("attn_layer_idx", "mamba_ssm hybrids with attention layers are not supported");
+  if (r.getInt("d_intermediate", 0) != 0)
+    throw ConfigError("d_intermediate", "mamba_ssm blocks with an MLP are not supported");
+  if (!r.getBool("rms_norm", true))
+    throw ConfigError("rms_norm", "LayerNorm (rms_norm false) is not supported");
+  ConfigReader ssm = r.has("ssm_cfg") ? r.child("ssm_cfg") : ConfigReader(json::object(), "ssm_cfg.");
+  std::string layer = ssm.getString("layer", "Mamba1");
+  if (layer != "Mamba1" && layer != "Mamba2")
+    throw ConfigError("ssm_cfg.layer", "unknown layer '" + layer + "' (Mamba1 or Mamba2)");
+  bool m2 = layer == "Mamba2";
+  int64_t hidden = r.requireSize("d_model");
+  int64_t vocab = r.requireSize("vocab_size"), multiple = r.getSize("pad_vocab_size_multiple", 8);
+  json out = json::object();
+  out["model_type"] = m2 ? "mamba2" : "mamba";
+  out["hidden_size"] = hidden;
+  out["num_hidden_layers"] = r.requireSize("n_layer");
+  out["vocab_size"] = (vocab + multiple - 1) / multiple * multiple; // the embedding is padded
+  out["tie_word_embeddings"] = r.getBool("tie_embeddings", true);
+  out["layer_norm_epsilon"] = 1e-5;
+  int64_t expand = ssm.getSize("expand", 2);
+  out["expand"] = expand;
+  out["conv_kernel"] = ssm.getSize("d_conv", 4);
+  out["use_conv_bias"] = ssm.getBool("conv_bias", true);
+  out["use_bias"] = ssm.getBool("bias", false);
+  out["state_size"] = ssm.getSize("d_state", m2 ? 128 : 16);
+  if (m2) {
+    int64_t headdim = ssm.getSize("headdim", 64);
+    if (ssm.has("d_ssm"))
+      throw ConfigError("ssm_cfg.d_ssm", "a partial SSM width (d_ssm) is not supported");
+    out["head_dim"] = headdim;
+    out["num_heads"] = expand * hidden / headdim;
+    out["n_groups"] = ssm.getSize("ngroups", 1);
+    if (ssm.getBool("norm_before_gate", false))
+      throw ConfigError("ssm_cfg.norm_before_gate", "true is not supported");
+  } else if (ssm.has("dt_rank")) {
+    out["time_step_rank"] = ssm.raw("dt_rank");
+  }
+  out["eos_token_id"] = 0; // the GPT-NeoX tokenizer the state-spaces models use
+  return out;
+}
+
 ModelSpec parseConfig(const std::string &text) {
   json root;
   try {
-    root = json::parse(text);
+    root = parseConfigJson(text);
   } catch (const json::parse_error &e) {
     throw ConfigError("<file>", std::string("malformed JSON: ") + e.what());
   }
   if (!root.is_object())
     throw ConfigError("<file>", "expected a JSON object at the top level");
+  if (!root.contains("model_type") && root.contains("d_model") && root.contains("ssm_cfg"))
+    root = translateMambaSsm(root);
   ConfigReader top(root);
   if (!top.has("model_type"))
     throw ConfigError("model_type", "is missing");

@@ -305,8 +305,8 @@ func.func @add_types(%x: tensor<?x8xf32>, %y: tensor<?x4xf32>) {
 // -----
 
 func.func @glu_act(%x: tensor<?x8xf32>) {
-  // expected-error @+1 {{'cbc.math.glu' op unknown activation 'relu'}}
-  %0 = cbc.math.glu %x {act = "relu"} : tensor<?x8xf32> -> tensor<?x4xf32>
+  // expected-error @+1 {{'cbc.math.glu' op unknown activation 'tanh'}}
+  %0 = cbc.math.glu %x {act = "tanh"} : tensor<?x8xf32> -> tensor<?x4xf32>
   return
 }
 
@@ -1131,8 +1131,8 @@ func.func @route_ids_columns(%l: tensor<?x4xf32>) {
 // -----
 
 func.func @experts_act(%x: tensor<?x8xf32>, %ids: tensor<?x2xi32>, %w: tensor<?x2xf32>, %gu: tensor<4x12x8xbf16>, %d: tensor<4x8x6xbf16>) {
-  // expected-error @+1 {{'cbc.moe.experts' op unknown activation 'relu'}}
-  %0 = cbc.moe.experts %x, %ids, %w, %gu, %d {act = "relu"} : (tensor<?x8xf32>, tensor<?x2xi32>, tensor<?x2xf32>, tensor<4x12x8xbf16>, tensor<4x8x6xbf16>) -> tensor<?x8xf32>
+  // expected-error @+1 {{'cbc.moe.experts' op unknown activation 'tanh'}}
+  %0 = cbc.moe.experts %x, %ids, %w, %gu, %d {act = "tanh"} : (tensor<?x8xf32>, tensor<?x2xi32>, tensor<?x2xf32>, tensor<4x12x8xbf16>, tensor<4x8x6xbf16>) -> tensor<?x8xf32>
   return
 }
 
