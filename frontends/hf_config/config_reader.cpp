@@ -110,6 +110,14 @@ bool jsonNumber(const nlohmann::json &v, double &out) {
       return true;
     }
   }
+  // transformers 5 saves non-finite floats as {"__float__": "Infinity"} (and -Infinity, NaN).
+  if (v.is_object() && v.size() == 1 && v.contains("__float__") && v["__float__"].is_string()) {
+    const std::string &s = v["__float__"].get_ref<const std::string &>();
+    if (s == "Infinity" || s == "-Infinity" || s == "NaN") {
+      out = s == "Infinity" ? INFINITY : s == "-Infinity" ? -INFINITY : NAN;
+      return true;
+    }
+  }
   return false;
 }
 

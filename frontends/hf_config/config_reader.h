@@ -10,8 +10,9 @@
 namespace cbc::hf {
 
 // Parses config.json as Python's json module writes it: besides standard JSON, the bare
-// tokens Infinity, -Infinity and NaN (transformers saves time_step_limit = [0.0, Infinity]).
-// They become marker strings that the number accessors read back as IEEE values.
+// tokens Infinity, -Infinity and NaN (older transformers saved time_step_limit = [0.0,
+// Infinity]). They become marker strings that the number accessors read back as IEEE values,
+// as is transformers 5's own {"__float__": "Infinity"} form.
 nlohmann::json parseConfigJson(const std::string &text);
 // A number, or one of the markers parseConfigJson leaves for Infinity, -Infinity and NaN.
 bool jsonNumber(const nlohmann::json &v, double &out);

@@ -24,7 +24,7 @@
 namespace cbc::test {
 namespace {
 
-constexpr double kRelTol = 0.03;
+constexpr double kRelTol = 0.03, kScaleTol = 0.01;
 
 std::string cacheDir() { return CBC_SIMT_CACHE_DIR; }
 
@@ -115,9 +115,17 @@ TEST_P(Simt, KernelsMatchCpuInstructionByInstruction) {
         const std::vector<float> &want = cpuValues.at(v);
         ASSERT_EQ(got.size(), want.size()) << in.op;
         bool isInt = a.program.values[v].dtype == rt::DType::I32;
+        // bf16 rounding of an input is relative to that input, so an element that cancels (a
+        // residual add of large rows, a scan whose state integrates every earlier token's
+        // rounded inputs) is bounded by the output's scale rather than its own value: an error
+        // within kRelTol of the element or kScaleTol of the output's largest magnitude passes.
+        // The fp32 test below checks the same kernels exactly.
+        double scale = 0;
+        for (float w : want)
+          scale = std::max(scale, (double)std::fabs(w));
         for (size_t i = 0; i < got.size(); ++i) {
           double err = std::fabs((double)got[i] - want[i]);
-          double tol = isInt ? 0.0 : kRelTol * (std::fabs(want[i]) + 1.0);
+          double tol = isInt ? 0.0 : std::max(kRelTol * (std::fabs(want[i]) + 1.0), kScaleTol * scale);
           if (err / (tol + 1e-30) > worst && !isInt) {
             worst = err / (tol + 1e-30);
             worstWhere = in.op + " (instruction " + std::to_string(instr) + ")";
