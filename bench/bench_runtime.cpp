@@ -2,8 +2,9 @@
 //   scheduler  the scheduler plus step-metadata cost per step with a null backend, at 1, 64,
 //              1024 and 4096 concurrent decode requests;
 //   cpu        the CPU backend's throughput on the bundled example;
-//   gdn        the CPU gated-delta scan per token, Qwen3-Next-80B-A3B's linear-attention shape,
-//              for prefill (chunked form) and decode (recurrent form), one thread.
+//   scans      the CPU cost per token of each state scan, one thread, for prefill (the chunked
+//              form where there is one) and decode: gated delta (Qwen3-Next-80B-A3B's linear
+//              attention), Mamba2 SSD (Mamba2-2.7B) and Mamba's selective scan (Jamba-v0.1).
 #include "codegen/pipeline.h"
 #include "runtime/cpu/kernels.h"
 #include "runtime/engine.h"
@@ -12,11 +13,11 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <memory>
 #include <random>
 #include <sstream>
 #include <string>
 
-// OpenBLAS's own threads would time the pool, not the kernel.
 extern "C" void openblas_set_num_threads(int);
 
 using namespace cbc;
@@ -131,55 +132,120 @@ void cpuBench(const std::string &config, const std::string &promptsPath) {
               s / st.steps * 1e3);
 }
 
-// One linear-attention layer of Qwen3-Next-80B-A3B: 16 key heads, 32 value heads, 128 x 128.
-void gatedDeltaBench() {
-  namespace cpu = rt::cpu;
-  cpu::GatedDeltaParams p;
-  p.k_heads = 16, p.v_heads = 32, p.k_dim = 128, p.v_dim = 128;
-  std::mt19937 rng(5);
-  std::uniform_real_distribution<float> d(-1.0f, 1.0f);
-  auto fill = [&](size_t n) {
-    std::vector<float> v(n);
-    for (float &x : v)
-      x = d(rng);
-    return v;
-  };
-  std::vector<float> A_log = fill(p.v_heads), dt_bias = fill(p.v_heads);
-  p.A_log = A_log.data(), p.dt_bias = dt_bias.data();
-  int64_t qw = p.k_heads * p.k_dim, vw = p.v_heads * p.v_dim;
-  int64_t stateElems = p.v_heads * p.k_dim * p.v_dim;
-  cpu::ParallelFor serial = [](int64_t n, const std::function<void(int64_t)> &fn) {
-    for (int64_t i = 0; i < n; ++i)
-      fn(i);
-  };
-  // Times `reps` scans of R requests with n tokens each; returns seconds per token.
-  auto time = [&](int64_t R, int64_t n, int64_t chunk, int reps) {
-    int64_t T = R * n;
-    std::vector<float> q = fill(T * qw), k = fill(T * qw), v = fill(T * vw), a = fill(T * p.v_heads),
-                       b = fill(T * p.v_heads), out(T * vw), pool(R * stateElems, 0.0f);
-    std::vector<int32_t> cu(R + 1), slots(R), has(R, 1);
+std::vector<float> randomVector(size_t n, std::mt19937 &rng, float lo = -1.0f, float hi = 1.0f) {
+  std::uniform_real_distribution<float> d(lo, hi);
+  std::vector<float> v(n);
+  for (float &x : v)
+    x = d(rng);
+  return v;
+}
+
+const rt::cpu::ParallelFor kSerial = [](int64_t n, const std::function<void(int64_t)> &fn) {
+  for (int64_t i = 0; i < n; ++i)
+    fn(i);
+};
+
+// Packed-row metadata for R requests of n tokens each, slots 0..R-1, states carried.
+struct Rows {
+  std::vector<int32_t> cu, slots, has;
+  rt::cpu::StateRows view;
+  Rows(int64_t R, int64_t n) : cu(R + 1), slots(R), has(R, 1) {
     for (int64_t r = 0; r <= R; ++r)
       cu[r] = (int32_t)(r * n);
     for (int64_t r = 0; r < R; ++r)
       slots[r] = (int32_t)r;
-    cpu::StateRows rows{cu.data(), slots.data(), has.data(), R};
-    cpu::gatedDeltaScan(q.data(), k.data(), v.data(), a.data(), b.data(), p, rows, pool.data(),
-                        out.data(), serial, chunk); // warm-up
-    auto t0 = Clock::now();
-    for (int i = 0; i < reps; ++i)
-      cpu::gatedDeltaScan(q.data(), k.data(), v.data(), a.data(), b.data(), p, rows, pool.data(),
-                          out.data(), serial, chunk);
-    return seconds(t0, Clock::now()) / reps / T;
-  };
-  openblas_set_num_threads(1);
-  std::printf("CPU gated-delta scan, one Qwen3-Next linear layer (Hk 16, Hv 32, dk = dv = 128), "
-              "one thread:\n");
-  double prefill = time(1, 512, 64, 2);
-  double decode = time(16, 1, 64, 20);
-  std::printf("  prefill, 1 x 512 tokens, chunked (64): %10.1f us/token/layer\n", prefill * 1e6);
-  std::printf("  decode, 16 requests x 1 token:         %10.1f us/token/layer\n", decode * 1e6);
-  std::printf("  chunked/recurrent cost per token:       %10.2f\n", prefill / decode);
-  std::printf("  state read+written per decode token:   %10.1f MB/layer\n", stateElems * 8 / 1e6);
+    view = {cu.data(), slots.data(), has.data(), R};
+  }
+};
+
+// Seconds per token of the kernel that `prepare(R, n)` sets up (inputs made outside the
+// timing), run `reps` times after a warm-up.
+template <class Prepare> double perToken(int64_t R, int64_t n, int reps, Prepare prepare) {
+  auto run = prepare(R, n);
+  run();
+  auto t0 = Clock::now();
+  for (int i = 0; i < reps; ++i)
+    run();
+  return seconds(t0, Clock::now()) / reps / (R * n);
+}
+
+void printScan(const char *name, double prefill, double decode, const char *prefillForm) {
+  std::printf("  %-44s prefill %8.1f us/token (%s), decode %8.1f us/token, ratio %.2f\n", name,
+              prefill * 1e6, prefillForm, decode * 1e6, prefill / decode);
+}
+
+// One layer of each scan at a published model's shape: prefill is one 512-token request,
+// decode 16 requests of one token.
+void scanBench() {
+  namespace cpu = rt::cpu;
+  openblas_set_num_threads(1); // OpenBLAS's own threads would time the pool, not the kernel
+  std::mt19937 rng(5);
+  std::printf("CPU state scans, one layer, one thread (prefill: 1 x 512 tokens; decode: 16 x 1):\n");
+  {
+    cpu::GatedDeltaParams p;
+    p.k_heads = 16, p.v_heads = 32, p.k_dim = 128, p.v_dim = 128;
+    auto A_log = randomVector(p.v_heads, rng), dt_bias = randomVector(p.v_heads, rng);
+    p.A_log = A_log.data(), p.dt_bias = dt_bias.data();
+    int64_t qw = p.k_heads * p.k_dim, vw = p.v_heads * p.v_dim, state = p.v_heads * p.k_dim * p.v_dim;
+    auto scan = [&](int64_t R, int64_t n) {
+      int64_t T = R * n;
+      auto in = std::make_shared<std::vector<std::vector<float>>>(std::vector<std::vector<float>>{
+          randomVector(T * qw, rng), randomVector(T * qw, rng), randomVector(T * vw, rng),
+          randomVector(T * p.v_heads, rng), randomVector(T * p.v_heads, rng), std::vector<float>(T * vw),
+          std::vector<float>(R * state)});
+      auto rows = std::make_shared<Rows>(R, n);
+      return [=, &p] {
+        auto &v = *in;
+        cpu::gatedDeltaScan(v[0].data(), v[1].data(), v[2].data(), v[3].data(), v[4].data(), p, rows->view,
+                            v[6].data(), v[5].data(), kSerial, 64);
+      };
+    };
+    printScan("gated delta (Qwen3-Next: 16/32 heads, 128x128)", perToken(1, 512, 2, scan),
+              perToken(16, 1, 20, scan), "chunked, 64");
+  }
+  {
+    cpu::SsdParams p;
+    p.heads = 80, p.head_dim = 64, p.groups = 1, p.state = 128;
+    auto A_log = randomVector(p.heads, rng), dt_bias = randomVector(p.heads, rng), D = randomVector(p.heads, rng);
+    p.A_log = A_log.data(), p.dt_bias = dt_bias.data(), p.D = D.data();
+    int64_t xw = p.heads * p.head_dim, bw = p.groups * p.state, state = p.heads * p.head_dim * p.state;
+    auto scan = [&](int64_t R, int64_t n) {
+      int64_t T = R * n;
+      auto in = std::make_shared<std::vector<std::vector<float>>>(std::vector<std::vector<float>>{
+          randomVector(T * xw, rng), randomVector(T * p.heads, rng), randomVector(T * bw, rng),
+          randomVector(T * bw, rng), std::vector<float>(T * xw), std::vector<float>(R * state)});
+      auto rows = std::make_shared<Rows>(R, n);
+      return [=, &p] {
+        auto &v = *in;
+        cpu::ssdScan(v[0].data(), v[1].data(), v[2].data(), v[3].data(), p, rows->view, v[5].data(), v[4].data(),
+                     kSerial, 64);
+      };
+    };
+    printScan("Mamba2 SSD (Mamba2-2.7B: 80 heads, 64x128)", perToken(1, 512, 2, scan), perToken(16, 1, 20, scan),
+              "chunked, 64");
+  }
+  {
+    cpu::SelectiveParams p;
+    p.channels = 8192, p.groups = 1, p.state = 16;
+    auto A_log = randomVector(p.channels * p.state, rng), dt_bias = randomVector(p.channels, rng);
+    auto D = randomVector(p.channels, rng);
+    p.A_log = A_log.data(), p.dt_bias = dt_bias.data(), p.D = D.data();
+    int64_t I = p.channels, bw = p.groups * p.state;
+    auto scan = [&](int64_t R, int64_t n) {
+      int64_t T = R * n;
+      auto in = std::make_shared<std::vector<std::vector<float>>>(std::vector<std::vector<float>>{
+          randomVector(T * I, rng), randomVector(T * I, rng), randomVector(T * bw, rng), randomVector(T * bw, rng),
+          randomVector(T * I, rng), std::vector<float>(T * I), std::vector<float>(R * I * p.state)});
+      auto rows = std::make_shared<Rows>(R, n);
+      return [=, &p] {
+        auto &v = *in;
+        cpu::selectiveScan(v[0].data(), v[1].data(), v[2].data(), v[3].data(), v[4].data(), p, rows->view,
+                           v[6].data(), v[5].data(), kSerial);
+      };
+    };
+    printScan("Mamba selective (Jamba-v0.1: 8192 channels, 16)", perToken(1, 512, 2, scan),
+              perToken(16, 1, 20, scan), "recurrent");
+  }
 }
 
 } // namespace
@@ -192,8 +258,8 @@ int main(int argc, char **argv) {
       schedulerBench(root + "/test/configs/published/llama-3.1-8b.json");
     if (what == "cpu" || what == "all")
       cpuBench(root + "/examples/tiny-llama/config.json", root + "/examples/tiny-llama/prompts.jsonl");
-    if (what == "gdn" || what == "all") // last: it pins OpenBLAS to one thread
-      gatedDeltaBench();
+    if (what == "scans" || what == "all") // last: it pins OpenBLAS to one thread
+      scanBench();
   } catch (const std::exception &e) {
     std::fprintf(stderr, "bench: %s\n", e.what());
     return 1;
