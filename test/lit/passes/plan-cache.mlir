@@ -257,3 +257,55 @@ func.func @state_name_clash(%x: tensor<?x8xf32>, %a: tensor<?x4xf32>, %cw: tenso
   %1 = cbc.state.scan %0, %x, %x, %a, %a, %w, %w, %p, %p, %p {kind = "gated_delta", layer = 2 : i64, num_k_heads = 2 : i64, num_v_heads = 4 : i64, k_dim = 4 : i64, v_dim = 2 : i64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
   return
 }
+
+// -----
+
+// Mamba states. Layer 0 is a Mamba2 mixer: 4 heads of head_dim 2, 2 groups of state size 3, so
+// the conv runs over x|B|C = 4 x 2 + 2 x 2 x 3 = 20 channels with kernel 4, and the SSD scan
+// keeps one head_dim x state_size matrix per head. Layer 1 is a Mamba1 mixer over 8 channels
+// with state size 3 and kernel 4: the scan keeps state_size values per channel. Layer 2 is a
+// selective scan without z and with 2 groups (Zamba): the state is still [channels, state].
+//
+//   layer 0: conv [20, 3]  = 60 x 4 = 240 bytes; recurrent [heads, head_dim, state] = [4, 2, 3] = 24 x 4 = 96 bytes
+//   layer 1: conv [8, 3]   = 24 x 4 =  96 bytes; recurrent [channels, state]        = [8, 3]    = 24 x 4 = 96 bytes
+//   layer 2: recurrent [8, 3] = 96 bytes
+//   per slot: 240 + 96 + 96 + 96 + 96 = 624 bytes, whatever the kv dtype; no kv groups.
+
+// CHECK-LABEL: module attributes {cbc.cache_plan = {block_size = 16 : i64, groups = [], kv_dtype = "bf16", layers = [],
+// CHECK-SAME: state_bytes_per_slot = 624 : i64
+// CHECK-SAME: states = [
+// CHECK-SAME: {bytes = 240 : i64, dtype = "f32", layer = 0 : i64, name = "conv", shape = array<i64: 20, 3>},
+// CHECK-SAME: {bytes = 96 : i64, dtype = "f32", layer = 0 : i64, name = "recurrent", shape = array<i64: 4, 2, 3>},
+// CHECK-SAME: {bytes = 96 : i64, dtype = "f32", layer = 1 : i64, name = "conv", shape = array<i64: 8, 3>},
+// CHECK-SAME: {bytes = 96 : i64, dtype = "f32", layer = 1 : i64, name = "recurrent", shape = array<i64: 8, 3>},
+// CHECK-SAME: {bytes = 96 : i64, dtype = "f32", layer = 2 : i64, name = "recurrent", shape = array<i64: 8, 3>}]}}
+// CHECK-LABEL: func.func @mamba_states
+// CHECK: cbc.state.scan {{.*}}kind = "ssd_mamba2", layer = 0 : i64
+// CHECK: cbc.state.scan {{.*}}kind = "selective_mamba1", layer = 1 : i64
+// CHECK: cbc.state.scan {{.*}}kind = "selective_mamba1", layer = 2 : i64
+// F32: module attributes {cbc.cache_plan = {block_size = 32 : i64, groups = [], kv_dtype = "f32", layers = [], state_bytes_per_slot = 624 : i64, states = [{bytes = 240 : i64, dtype = "f32", layer = 0 : i64, name = "conv", shape = array<i64: 20, 3>}, {bytes = 96 : i64, dtype = "f32", layer = 0 : i64, name = "recurrent", shape = array<i64: 4, 2, 3>},
+// F32-LABEL: func.func @mamba_states
+func.func @mamba_states(%xbc: tensor<?x20xf32>, %dt: tensor<?x4xf32>, %h: tensor<4xf32>, %cw: tensor<20x1x4xbf16>,
+                        %x: tensor<?x8xf32>, %b: tensor<?x3xf32>, %b2: tensor<?x6xf32>, %alog: tensor<8x3xf32>,
+                        %c: tensor<8xf32>, %cw1: tensor<8x1x4xbf16>, %p: tensor<?xi32>) {
+  // Layer 0: Mamba2.
+  %c0 = cbc.state.conv1d %xbc, %cw, %p, %p, %p {layer = 0 : i64, act = "silu"} : (tensor<?x20xf32>, tensor<20x1x4xbf16>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x20xf32>
+  %s0:3 = cbc.math.split %c0 : tensor<?x20xf32> -> tensor<?x8xf32>, tensor<?x6xf32>, tensor<?x6xf32>
+  %o0 = cbc.state.scan %s0#0, %dt, %s0#1, %s0#2, %h, %h, %h, %p, %p, %p {kind = "ssd_mamba2", layer = 0 : i64, num_heads = 4 : i64, head_dim = 2 : i64, n_groups = 2 : i64, state_size = 3 : i64, dt_min = 0.001 : f64, dt_max = 0.1 : f64} : (tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x6xf32>, tensor<?x6xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  // Layer 1: Mamba1 with z.
+  %c1 = cbc.state.conv1d %x, %cw1, %p, %p, %p {layer = 1 : i64, act = "silu"} : (tensor<?x8xf32>, tensor<8x1x4xbf16>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  %o1 = cbc.state.scan %c1, %x, %b, %b, %alog, %c, %c, %x, %p, %p, %p {kind = "selective_mamba1", layer = 1 : i64, n_groups = 1 : i64, state_size = 3 : i64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x3xf32>, tensor<?x3xf32>, tensor<8x3xf32>, tensor<8xf32>, tensor<8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  // Layer 2: two groups, no z.
+  %o2 = cbc.state.scan %x, %x, %b2, %b2, %alog, %c, %c, %p, %p, %p {kind = "selective_mamba1", layer = 2 : i64, n_groups = 2 : i64, state_size = 3 : i64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x6xf32>, tensor<?x6xf32>, tensor<8x3xf32>, tensor<8xf32>, tensor<8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+// A Mamba2 scan and its conv name the same state of a layer.
+func.func @mamba_state_clash(%x: tensor<?x8xf32>, %dt: tensor<?x4xf32>, %b: tensor<?x6xf32>, %h: tensor<4xf32>, %cw: tensor<8x1x4xbf16>, %p: tensor<?xi32>) {
+  %0 = cbc.state.conv1d %x, %cw, %p, %p, %p {layer = 3 : i64, state = "ssm"} : (tensor<?x8xf32>, tensor<8x1x4xbf16>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  // expected-error @+1 {{'cbc.state.scan' op declares state 'ssm' of layer 3 twice}}
+  %1 = cbc.state.scan %0, %dt, %b, %b, %h, %h, %h, %p, %p, %p {kind = "ssd_mamba2", layer = 3 : i64, num_heads = 4 : i64, head_dim = 2 : i64, n_groups = 2 : i64, state_size = 3 : i64, state = "ssm"} : (tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x6xf32>, tensor<?x6xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  return
+}
