@@ -154,11 +154,16 @@ FailureOr<fbs::Offset<fb::Program>> writeProgram(fbs::FlatBufferBuilder &fbb, Mo
         std::vector<int64_t> regroup;
         if (auto r = w.getRegroupAttr())
           regroup.assign(r.asArrayRef().begin(), r.asArrayRef().end());
+        std::vector<double> rowScales;
+        if (auto r = w.getRowScalesAttr())
+          rowScales.assign(r.asArrayRef().begin(), r.asArrayRef().end());
+        int64_t blockDiag = w.getBlockDiagAttr() ? w.getBlockDiagAttr().getInt() : 0;
         auto entry = fb::CreateWeightEntry(
             fbb, fbb.CreateString(name), dtypeOf(type.getElementType()),
             fbb.CreateVector(shapeOf(type)), fbb.CreateVector(parts),
             w.getCombine() == "stack" ? fb::Combine::Stack : fb::Combine::None,
-            w.getTranspose(), fbb.CreateVector(regroup));
+            w.getTranspose(), fbb.CreateVector(regroup), blockDiag,
+            rowScales.empty() ? 0 : fbb.CreateVector(rowScales));
         it = weightIndex.emplace(name, (int)weights.size()).first;
         weights.push_back(entry);
       }

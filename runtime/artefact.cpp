@@ -2,6 +2,7 @@
 
 #include "runtime/schema/model_generated.h"
 
+#include <cmath>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -246,6 +247,16 @@ Artefact Artefact::fromBytes(const uint8_t *data, size_t size) {
     for (int64_t r : e.regroup)
       if (r <= 0 || r > (1ll << 31))
         throw ArtefactError("weight '" + e.name + "' has a bad regroup");
+    e.block_diag = w->block_diag();
+    if (e.block_diag < 0 || e.block_diag > (1ll << 31))
+      throw ArtefactError("weight '" + e.name + "' has a bad block_diag");
+    e.row_scales = vec<double>(w->row_scales());
+    bool scalesOk = e.row_scales.size() % 2 == 0;
+    for (size_t i = 0; scalesOk && i < e.row_scales.size(); i += 2)
+      scalesOk = e.row_scales[i] >= 1 && e.row_scales[i] <= (double)(1ll << 40) &&
+                 e.row_scales[i] == std::floor(e.row_scales[i]) && std::isfinite(e.row_scales[i + 1]);
+    if (!scalesOk)
+      throw ArtefactError("weight '" + e.name + "' has bad row_scales");
     // Weights are allocated from these shapes (random weights without a checkpoint).
     int64_t numel = 1;
     for (int64_t d : e.shape) {

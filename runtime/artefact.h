@@ -73,6 +73,8 @@ struct WeightEntry {
   bool stack = false;
   bool transpose = false;
   std::vector<int64_t> regroup;
+  int64_t block_diag = 0;          // 0: none
+  std::vector<double> row_scales;  // [rows, factor, ...]
 };
 
 struct CacheLayer {

@@ -179,6 +179,40 @@ void regroupRows(HostTensor &t, const std::vector<int64_t> &regroup, const std::
   t.data = std::move(out);
 }
 
+// The part as [R, C] (leading dimensions flattened), cut into n blocks of R / n rows placed
+// along the diagonal of a zero [R, n * C] matrix.
+void blockDiagonal(HostTensor &t, int64_t n, const std::string &name) {
+  if (t.shape.empty())
+    throw WeightError("weight '" + name + "' has no dimensions to place on a diagonal");
+  int64_t C = t.shape.back(), R = C ? t.numel() / C : 0;
+  if (R % n != 0)
+    throw WeightError("weight '" + name + "' has " + std::to_string(R) + " rows, which " +
+                      std::to_string(n) + " diagonal blocks cannot share");
+  int64_t per = R / n;
+  std::vector<float> out((size_t)(R * n * C), 0.0f);
+  for (int64_t r = 0; r < R; ++r)
+    std::copy_n(&t.data[r * C], C, &out[r * n * C + (r / per) * C]);
+  t.data = std::move(out);
+  t.shape = {R, n * C};
+}
+
+// Runs of leading-dimension rows multiplied by their factors: [rows, factor, ...].
+void scaleRows(HostTensor &t, const std::vector<double> &scales, const std::string &name) {
+  int64_t rows = t.shape.empty() ? 0 : t.shape[0], covered = 0;
+  for (size_t i = 0; i + 1 < scales.size(); i += 2)
+    covered += (int64_t)scales[i];
+  if (covered != rows)
+    throw WeightError("weight '" + name + "' has " + std::to_string(rows) + " rows but its row_scales cover " +
+                      std::to_string(covered));
+  int64_t rowElems = rows ? t.numel() / rows : 0, row = 0;
+  for (size_t i = 0; i + 1 < scales.size(); i += 2) {
+    float f = (float)scales[i + 1];
+    for (int64_t end = row + (int64_t)scales[i]; row < end; ++row)
+      for (int64_t j = 0; j < rowElems; ++j)
+        t.data[row * rowElems + j] *= f;
+  }
+}
+
 // One program weight from the checkpoint: parts concatenated, transposed, stacked, checked.
 HostTensor assemble(const WeightEntry &w, const Checkpoint &ckpt, const ModelMeta &meta) {
   std::vector<HostTensor> parts;
@@ -199,6 +233,8 @@ HostTensor assemble(const WeightEntry &w, const Checkpoint &ckpt, const ModelMet
       part.shape[0] += t.shape[0];
       part.data.insert(part.data.end(), t.data.begin(), t.data.end());
     }
+    if (w.block_diag > 0)
+      blockDiagonal(part, w.block_diag, w.name);
     if (!w.regroup.empty())
       regroupRows(part, w.regroup, w.name);
     if (w.transpose) {
@@ -231,6 +267,8 @@ HostTensor assemble(const WeightEntry &w, const Checkpoint &ckpt, const ModelMet
     throw WeightError("tensor '" + names + "' has shape " + shapeText(out.shape) +
                       " but the model needs " + shapeText(w.shape) + " for '" + w.name + "'");
   }
+  if (!w.row_scales.empty())
+    scaleRows(out, w.row_scales, w.name);
   return out;
 }
 

@@ -70,6 +70,7 @@ private:
   void emitEmbed(EmbedOp op);
   void emitSplit(SplitOp op);
   void emitGlu(GluOp op);
+  void emitConcat(ConcatOp op);
   void emitRope(RopeOp op);
   void emitAppend(KvAppendOp op);
   void emitAttention(KvAttentionOp op);
@@ -224,6 +225,33 @@ void Emitter::emitSplit(SplitOp op) {
   for (Value r : op.getResults())
     l.args.push_back(val(id(r)));
   l.args.push_back(rt(rowsVar(op.getX())));
+}
+
+// The inverse of split: each output element copies from the input its column falls in.
+void Emitter::emitConcat(ConcatOp op) {
+  int64_t W = cols(op.getResult());
+  std::ostringstream body;
+  body << "  long long n = a.i[0] * " << W << "LL;\n"
+       << "  long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n"
+       << "  if (i >= n) return;\n"
+       << "  long long r = i / " << W << ", c = i % " << W << ";\n"
+       << "  " << ty(op.getResult()) << " *y = (" << ty(op.getResult()) << " *)a.p["
+       << op.getInputs().size() << "];\n"
+       << "  float v = 0.0f;\n";
+  int64_t col = 0;
+  for (auto [k, x] : llvm::enumerate(op.getInputs())) {
+    int64_t w = cols(x);
+    body << "  if (c >= " << col << " && c < " << col + w << ") v = ld((const " << ty(x) << " *)a.p[" << k
+         << "], r * " << w << " + (c - " << col << "));\n";
+    col += w;
+  }
+  body << "  st(y, i, v);\n";
+  LaunchOut &l = launch(kernel("concat", body.str()), 256);
+  l.grid[0] = {rowsVar(op.getResult()), W, 256, 0};
+  for (Value x : op.getInputs())
+    l.args.push_back(val(id(x)));
+  l.args.push_back(val(id(op.getResult())));
+  l.args.push_back(rt(rowsVar(op.getResult())));
 }
 
 void Emitter::emitGlu(GluOp op) {
@@ -565,7 +593,9 @@ void Emitter::emitRoute(MoeRouteOp op) {
 // a combine kernel mixes each token's k results in choice order.
 void Emitter::emitExperts(MoeExpertsOp op) {
   auto gu = llvm::cast<RankedTensorType>(op.getGateUp().getType());
-  int64_t E = gu.getDimSize(0), I = gu.getDimSize(1) / 2, H = gu.getDimSize(2);
+  bool ungated = op.getLayout() == "ungated"; // gate_up holds only up: [E, I, H]
+  int64_t E = gu.getDimSize(0), I = ungated ? gu.getDimSize(1) : gu.getDimSize(1) / 2, H = gu.getDimSize(2);
+  int64_t GU = ungated ? I : 2 * I; // gate_up rows per expert
   int64_t K = cols(op.getIds());
   bool biases = (bool)op.getGateUpBias();
   bool inter = op.getLayout() == "interleaved";
@@ -615,7 +645,7 @@ void Emitter::emitExperts(MoeExpertsOp op) {
 
   std::string gemm1 = tileMap + fill(R"(  const int *perm = offsets + @E@ + 1;
   const @TX@ *x = (const @TX@ *)a.p[1];
-  const @TW@ *w = (const @TW@ *)a.p[2] + (long long)expert * 2 * @I@ * @H@;
+  const @TW@ *w = (const @TW@ *)a.p[2] + (long long)expert * @GU@ * @H@;
   const @TB@ *bias = (const @TB@ *)a.p[3];
   float *act = (float *)a.p[4];
   __shared__ float xs[@TM@][@TK@ + 1], gs[@TN@][@TK@ + 1], us[@TN@][@TK@ + 1];
@@ -630,14 +660,15 @@ void Emitter::emitExperts(MoeExpertsOp op) {
     for (int idx = threadIdx.x; idx < @TN@ * @TK@; idx += blockDim.x) {
       int cc = idx / @TK@, kk = idx % @TK@, col = col0 + cc;
       bool ok = col < @I@ && k0 + kk < @H@;
-      int gr = @INTER@ ? 2 * col : col, ur = @INTER@ ? 2 * col + 1 : @I@ + col;
-      gs[cc][kk] = ok ? ld(w, (long long)gr * @H@ + k0 + kk) : 0.0f;
+      int gr = @INTER@ ? 2 * col : col, ur = @UNGATED@ ? col : @INTER@ ? 2 * col + 1 : @I@ + col;
+      if (!@UNGATED@) // ungated experts have no gate rows
+        gs[cc][kk] = ok ? ld(w, (long long)gr * @H@ + k0 + kk) : 0.0f;
       us[cc][kk] = ok ? ld(w, (long long)ur * @H@ + k0 + kk) : 0.0f;
     }
     __syncthreads();
     for (int kk = 0; kk < @TK@; ++kk)
       for (int q = 0; q < 2; ++q) {
-        accg[q] += xs[r * 2 + q][kk] * gs[c][kk];
+        if (!@UNGATED@) accg[q] += xs[r * 2 + q][kk] * gs[c][kk];
         accu[q] += xs[r * 2 + q][kk] * us[c][kk];
       }
     __syncthreads();
@@ -649,9 +680,11 @@ void Emitter::emitExperts(MoeExpertsOp op) {
     if (row >= rowEnd) continue;
     float g = accg[q], u = accu[q];
     if (@BIAS@) {
-      g += ld(bias, (long long)expert * 2 * @I@ + (@INTER@ ? 2 * col : col));
-      u += ld(bias, (long long)expert * 2 * @I@ + (@INTER@ ? 2 * col + 1 : @I@ + col));
+      if (!@UNGATED@)
+        g += ld(bias, (long long)expert * @GU@ + (@INTER@ ? 2 * col : col));
+      u += ld(bias, (long long)expert * @GU@ + (@UNGATED@ ? col : @INTER@ ? 2 * col + 1 : @I@ + col));
     }
+    (void)g;
     // GLU, then rounded to the activation dtype the down projection would read.
     float y = @GLU@;
     act[(long long)row * @I@ + col] = @ROUND@;
@@ -659,9 +692,11 @@ void Emitter::emitExperts(MoeExpertsOp op) {
 )", {{"E", str(E)}, {"TX", ty(op.getX())}, {"TW", ty(op.getGateUp())},
      {"TB", biases ? ty(op.getGateUpBias()) : "bf16"}, {"I", str(I)}, {"H", str(H)}, {"K", str(K)},
      {"TM", str(TM)}, {"TN", str(TN)}, {"TK", str(TK)}, {"INTER", inter ? "true" : "false"},
+     {"UNGATED", ungated ? "true" : "false"}, {"GU", str(GU)},
      {"BIAS", biases ? "true" : "false"},
      {"ROUND", activation_ == fb::DType::F32 ? "y" : "__bfloat162float(__float2bfloat16(y))"},
-     {"GLU", op.getAct() == "gpt_oss"
+     {"GLU", ungated ? "act_" + op.getAct().str() + "(u)"
+             : op.getAct() == "gpt_oss"
                  ? "(fminf(fmaxf(u, -" + fmtFloat(op.getLimitAttr().getValueAsDouble()) + "), " +
                        fmtFloat(op.getLimitAttr().getValueAsDouble()) + ") + 1.0f) * (fminf(g, " +
                        fmtFloat(op.getLimitAttr().getValueAsDouble()) + ") / (1.0f + expf(-" +
@@ -1248,6 +1283,7 @@ LogicalResult Emitter::emitOp(Operation &op) {
   if (auto o = dyn_cast<RmsNormOp>(op)) return emitRmsNorm(o), success();
   if (auto o = dyn_cast<SplitOp>(op)) return emitSplit(o), success();
   if (auto o = dyn_cast<GluOp>(op)) return emitGlu(o), success();
+  if (auto o = dyn_cast<ConcatOp>(op)) return emitConcat(o), success();
   if (auto o = dyn_cast<RopeOp>(op)) return emitRope(o), success();
   if (auto o = dyn_cast<KvAppendOp>(op)) return emitAppend(o), success();
   if (auto o = dyn_cast<KvAttentionOp>(op)) return emitAttention(o), success();
@@ -1336,6 +1372,14 @@ FailureOr<CudaProgram> Emitter::run() {
   }
   // The logits leave the device in fp32.
   prog_.value_dtypes[id(output)] = (int)fb::DType::F32;
+  // The fused attention prologue rounds k once more than cbc.kv.append would (its q|k|v input,
+  // then the rotated k in the cache). When a kernel of ours (not a GEMM, which stays bf16 for
+  // cuBLASLt) makes that input -- Zamba2's adapter sum --, it stays fp32, so the cached k is
+  // rounded once.
+  for (Operation &op : block)
+    if (auto o = dyn_cast<KvRopeAppendOp>(op))
+      if (Operation *def = o.getQkv().getDefiningOp(); def && !isa<LinearOp, WeightRefOp>(def))
+        prog_.value_dtypes[id(o.getQkv())] = (int)fb::DType::F32;
   if (Operation *def = output.getDefiningOp(); def && isa<SoftcapOp>(def))
     prog_.value_dtypes[id(def->getOperand(0))] = (int)fb::DType::F32;
 

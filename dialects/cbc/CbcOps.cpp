@@ -3,6 +3,8 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
 
+#include <cmath>
+
 using namespace mlir;
 using namespace cbc;
 
@@ -53,6 +55,27 @@ LogicalResult WeightRefOp::verify() {
       return emitOpError("combine 'stack' needs one source part per leading index");
   } else {
     return emitOpError("unknown combine '") << getCombine() << "'";
+  }
+  if (auto blocks = getBlockDiagAttr()) {
+    int64_t n = blocks.getInt();
+    if (getCombine() != "none" || type.getRank() != 2 || n <= 0 || type.getDimSize(0) % n != 0 ||
+        type.getDimSize(1) % n != 0)
+      return emitOpError("block_diag needs combine 'none' and a [rows, cols] weight whose rows and "
+                         "columns it divides");
+  }
+  if (auto scales = getRowScalesAttr()) {
+    auto v = scales.asArrayRef();
+    bool ok = !v.empty() && v.size() % 2 == 0;
+    int64_t covered = 0;
+    for (size_t i = 0; ok && i < v.size(); i += 2) {
+      ok = v[i] >= 1 && v[i] <= 9.0e15 && v[i] == std::floor(v[i]) && std::isfinite(v[i + 1]);
+      covered += ok ? (int64_t)v[i] : 0;
+    }
+    if (!ok)
+      return emitOpError("row_scales must be pairs of a positive whole row count and a finite factor");
+    if (type.getRank() < 1 || covered != type.getDimSize(0))
+      return emitOpError("row_scales cover ") << covered << " rows but the weight has "
+                                              << (type.getRank() ? type.getDimSize(0) : 0);
   }
   return success();
 }
@@ -115,6 +138,18 @@ LogicalResult SplitOp::verify() {
   if (total != cols(getX()))
     return emitOpError("result widths add up to ") << total << ", not the input width "
                                                    << cols(getX());
+  return success();
+}
+
+LogicalResult ConcatOp::verify() {
+  if (getInputs().empty())
+    return emitOpError("needs at least one input");
+  int64_t total = 0;
+  for (Value v : getInputs())
+    total += cols(v);
+  if (total != cols(getResult()))
+    return emitOpError("result width ") << cols(getResult()) << " is not the sum of the input widths, "
+                                        << total;
   return success();
 }
 
@@ -436,13 +471,22 @@ LogicalResult MoeRouteOp::verify() {
 }
 
 LogicalResult MoeExpertsOp::verify() {
-  if (failed(verifyGluAct(*this, getAct(), getLayout(), (bool)getLimitAttr(), (bool)getAlphaAttr())))
+  bool ungated = getLayout() == "ungated";
+  if (ungated) {
+    static const char *known[] = {"none", "silu", "gelu_tanh", "gelu", "relu", "relu2"};
+    if (!llvm::is_contained(known, getAct()))
+      return emitOpError("layout 'ungated' takes an activation of cbc.math.act, not '") << getAct() << "'";
+  } else if (failed(verifyGluAct(*this, getAct(), getLayout(), (bool)getLimitAttr(), (bool)getAlphaAttr()))) {
     return failure();
+  }
   auto gu = tensorType(getGateUp()), down = tensorType(getDown());
   if (gu.getRank() != 3 || down.getRank() != 3)
     return emitOpError("expert weights must be [experts, out, in]");
   int64_t e = gu.getDimSize(0), i2 = gu.getDimSize(1), h = gu.getDimSize(2);
-  if (down.getDimSize(0) != e || down.getDimSize(1) != h || 2 * down.getDimSize(2) != i2)
+  if (ungated && (down.getDimSize(0) != e || down.getDimSize(1) != h || down.getDimSize(2) != i2))
+    return emitOpError("with layout 'ungated', gate_up must be [experts, intermediate, hidden] and "
+                       "down [experts, hidden, intermediate]");
+  if (!ungated && (down.getDimSize(0) != e || down.getDimSize(1) != h || 2 * down.getDimSize(2) != i2))
     return emitOpError("down must be [experts, hidden, intermediate] matching gate_up");
   if (cols(getX()) != h || cols(getResult()) != h)
     return emitOpError("input and result width must equal the hidden size");

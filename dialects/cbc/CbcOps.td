@@ -36,6 +36,16 @@ def Cbc_WeightRefOp : Cbc_Op<"weight.ref", [Pure]> {
     `x @ W` rather than `W x`). The loader checks every source's shape against the result;
     singleton dimensions may differ (a `[C, 1, K]` conv weight serves as `[C, K]`).
 
+    Two transforms serve checkpoints whose math differs from a plain concatenation:
+    `block_diag = n` (with `combine = "none"`) views the concatenated part as a matrix
+    `[R, C]` (leading dimensions flattened into rows), cuts it into `n` blocks of `R / n` rows and
+    places them along the diagonal of a zero `[R, n * C]` matrix, before `regroup`: per-head
+    projections (Zamba's `x_proj_weight [heads, out, in]`) or several low-rank adapters become
+    one GEMM. `row_scales = [rows0, f0, rows1, f1, ...]` multiplies the first `rows0` rows of the
+    assembled weight by `f0`, the next `rows1` by `f1`, and so on over all of its leading
+    dimension, last of all: constant multipliers on a projection's output (or, on the weight
+    only, its input) are folded in at load time (Falcon-H1's muP multipliers).
+
     ```mlir
     %w = cbc.weight.ref "layers.0.gate_up" {combine = "none",
            sources = [["model.layers.0.mlp.gate_proj.weight", "model.layers.0.mlp.up_proj.weight"]]}
@@ -44,7 +54,9 @@ def Cbc_WeightRefOp : Cbc_Op<"weight.ref", [Pure]> {
   }];
   let arguments = (ins StrAttr:$name, ArrayAttr:$sources,
                    DefaultValuedStrAttr<StrAttr, "none">:$combine, UnitAttr:$transpose,
-                   OptionalAttr<DenseI64ArrayAttr>:$regroup);
+                   OptionalAttr<DenseI64ArrayAttr>:$regroup,
+                   OptionalAttr<I64Attr>:$block_diag,
+                   OptionalAttr<DenseF64ArrayAttr>:$row_scales);
   let results = (outs Cbc_Weight:$result);
   let assemblyFormat = "$name attr-dict `:` type($result)";
   let hasVerifier = 1;
@@ -127,6 +139,19 @@ def Cbc_SplitOp : Cbc_Op<"math.split", [Pure]> {
   let arguments = (ins Cbc_Rows:$x);
   let results = (outs Variadic<Cbc_Rows>:$results);
   let assemblyFormat = "$x attr-dict `:` type($x) `->` type($results)";
+  let hasVerifier = 1;
+}
+
+def Cbc_ConcatOp : Cbc_Op<"math.concat", [Pure]> {
+  let summary = "Concatenates rows column-wise.";
+  let description = [{
+    `result[t] = [x0[t] | x1[t] | ...]`: the inputs' columns side by side, in operand order; the
+    result width is the sum of the input widths. The inverse of `cbc.math.split`. Zamba's shared
+    blocks read the residual stream next to the original embeddings.
+  }];
+  let arguments = (ins Variadic<Cbc_Rows>:$inputs);
+  let results = (outs Cbc_Rows:$result);
+  let assemblyFormat = "$inputs attr-dict `:` type($inputs) `->` type($result)";
   let hasVerifier = 1;
 }
 
@@ -421,8 +446,10 @@ def Cbc_MoeExpertsOp : Cbc_Op<"moe.experts", [Pure, AttrSizedOperandSegments]> {
   let description = [{
     `result[t] = sum_j weights[t, j] * down_e(glu(gate_up_e(x[t])))` with `e = ids[t, j]`.
     `gate_up` is `[E, 2I, H]` and `down` is `[E, H, I]`, with optional biases `[E, 2I]` and
-    `[E, H]`. The GLU attributes are those of `cbc.math.glu`. Backends group tokens by expert
-    (grouped GEMM on the GPU).
+    `[E, H]`. The GLU attributes are those of `cbc.math.glu`. With `layout = "ungated"` the
+    experts have no gate (Nemotron-H): `gate_up` holds only the up projection `[E, I, H]` (bias
+    `[E, I]`) and each expert computes `down_e(act(up_e(x[t])))` with `act` one of
+    `cbc.math.act`'s. Backends group tokens by expert (grouped GEMM on the GPU).
   }];
   let arguments = (ins Cbc_Rows:$x, Cbc_RowsI32:$ids, Cbc_Rows:$weights,
                    Cbc_Weight:$gate_up, Cbc_Weight:$down,

@@ -5,6 +5,8 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 
+#include <map>
+
 namespace cbc::hf {
 
 using namespace mlir;
@@ -43,7 +45,14 @@ private:
   }
   Value weight(const std::string &name, ArrayRef<int64_t> shape,
                const std::vector<std::vector<std::string>> &parts, bool stack = false,
-               bool transpose = false, ArrayRef<int64_t> regroup = {}) {
+               bool transpose = false, ArrayRef<int64_t> regroup = {}, int64_t blockDiag = 0,
+               ArrayRef<double> rowScales = {}) {
+    // A program name met before (a shared block's weights) is the same weight.
+    auto type = RankedTensorType::get(shape, wtype_);
+    if (auto it = weights_.find(name); it != weights_.end()) {
+      assert(it->second.getType() == type && "one program weight name, two shapes");
+      return it->second;
+    }
     SmallVector<Attribute> partAttrs;
     for (const auto &names : parts) {
       SmallVector<Attribute> n;
@@ -51,13 +60,28 @@ private:
         n.push_back(b_.getStringAttr(s));
       partAttrs.push_back(b_.getArrayAttr(n));
     }
-    auto op = WeightRefOp::create(b_, loc_, RankedTensorType::get(shape, wtype_),
-                                     b_.getStringAttr(name), b_.getArrayAttr(partAttrs),
-                                     b_.getStringAttr(stack ? "stack" : "none"),
-                                     transpose ? b_.getUnitAttr() : UnitAttr(),
-                                     regroup.empty() ? DenseI64ArrayAttr()
-                                                     : b_.getDenseI64ArrayAttr(regroup));
+    auto op = WeightRefOp::create(b_, loc_, type, b_.getStringAttr(name), b_.getArrayAttr(partAttrs),
+                                  b_.getStringAttr(stack ? "stack" : "none"),
+                                  transpose ? b_.getUnitAttr() : UnitAttr(),
+                                  regroup.empty() ? DenseI64ArrayAttr() : b_.getDenseI64ArrayAttr(regroup),
+                                  blockDiag ? b_.getI64IntegerAttr(blockDiag) : IntegerAttr(),
+                                  rowScales.empty() ? DenseF64ArrayAttr() : b_.getDenseF64ArrayAttr(rowScales));
+    weights_[name] = op.getResult();
     return op.getResult();
+  }
+  // [rows, factor] runs for a weight's row_scales; none when every factor is 1.
+  static SmallVector<double> scales(std::initializer_list<std::pair<int64_t, double>> runs) {
+    SmallVector<double> out;
+    bool any = false;
+    for (auto [rows, factor] : runs) {
+      if (rows == 0)
+        continue;
+      out.append({(double)rows, factor});
+      any |= factor != 1.0;
+    }
+    if (!any)
+      out.clear();
+    return out;
   }
   Value weight(const std::string &name, ArrayRef<int64_t> shape, const std::string &hfName) {
     return weight(name, shape, std::vector<std::vector<std::string>>{{hfName}});
@@ -106,11 +130,26 @@ private:
     auto n = llvm::cast<RankedTensorType>(w.getType()).getDimSize(0);
     return LinearOp::create(b_, loc_, rows(n), x, w, bias).getResult();
   }
-  Value attention(int64_t layer, Value x);
+  // Where an attention block's tensors are: the HF prefix of its module and the program-name
+  // prefix (both ending in '.'), its input width and, for Zamba2's shared blocks, this layer's
+  // adapter slot ("n.", empty for none).
+  struct AttnSite {
+    std::string hf, prog;
+    int64_t in = 0;
+    std::string adapterSlot;
+  };
+  AttnSite attnSite(int64_t layer) {
+    return {hf(layer, spec_.names.attn + "."), prog(layer, "attn."), spec_.hidden_size, ""};
+  }
+  Value attention(int64_t layer, Value x) { return attention(layer, x, attnSite(layer)); }
+  Value attention(int64_t layer, Value x, const AttnSite &site);
   Value gatedDeltaNet(int64_t layer, Value x);
   Value shortConv(int64_t layer, Value x);
-  Value mamba2(int64_t layer, Value x);
-  Value mamba1(int64_t layer, Value x);
+  Value mamba2(int64_t layer, Value x) { return mamba2(layer, x, spec_.names.mamba); }
+  Value mamba2(int64_t layer, Value x, const std::string &module);
+  Value mamba1(int64_t layer, Value x) { return mamba1(layer, x, spec_.names.mamba); }
+  Value mamba1(int64_t layer, Value x, const std::string &module);
+  Value sharedBlock(int64_t layer, Value x);
   Value conv1d(int64_t layer, Value x, Value w, Value bias, StringRef act) {
     return StateConv1dOp::create(b_, loc_, x.getType(), x, w, bias, cuSeqlens_, slots_, hasInitial_,
                                  b_.getI64IntegerAttr(layer), b_.getStringAttr(act), b_.getStringAttr("conv"))
@@ -144,8 +183,11 @@ private:
   Value moeMlp(int64_t layer, Value x);
   Value sharedExpert(int64_t layer, Value x);
   Value rope(const RopeSpec &r, Value x);
+  Value add(Value a, Value b) { return AddOp::create(b_, loc_, a, b).getResult(); }
 
   const ModelSpec &spec_;
+  std::map<std::string, Value> weights_; // program weights by name
+  Value embeddings_;                     // the embedding rows (Zamba's shared blocks read them)
   OpBuilder b_;
   Location loc_;
   Type wtype_;
@@ -168,40 +210,58 @@ Value StepBuilder::rope(const RopeSpec &r, Value x) {
   return op.getResult();
 }
 
-Value StepBuilder::attention(int64_t layer, Value x) {
+Value StepBuilder::attention(int64_t layer, Value x, const AttnSite &site) {
   const AttentionSpec &a = spec_.attn;
   const Names &n = spec_.names;
   const LayerSpec &L = spec_.layers[layer];
   int64_t D = a.head_dim, qw = a.num_heads * D, kw = a.num_kv_heads * D;
   int64_t gw = a.output_gate ? qw : 0; // the per-head output gate rides in q_proj
-  int64_t H = spec_.hidden_size;
+  int64_t H = spec_.hidden_size, in = site.in;
+  // Multipliers on the input (the weights only) and on k (weight and bias).
+  const Multipliers &mu = spec_.mup;
+  auto wScales = scales({{qw, mu.attn_in}, {gw, mu.attn_in}, {kw, mu.attn_in * mu.key}, {kw, mu.attn_in}});
+  auto bScales = scales({{qw, 1.0}, {gw, 1.0}, {kw, mu.key}, {kw, 1.0}});
 
   // One fused q|k|v projection: a single GEMM per layer.
   Value wqkv, bqkv;
   if (spec_.weight_style == WeightStyle::Phi3) {
-    wqkv = weight(prog(layer, "attn.qkv"), {qw + 2 * kw, H}, attn(layer, "qkv_proj.weight"));
+    wqkv = weight(site.prog + "qkv", {qw + 2 * kw, in}, {{site.hf + "qkv_proj.weight"}}, false, false,
+                  {}, 0, wScales);
   } else {
     // q_proj interleaves [q | gate] per head; regrouping makes it [q all | gate all].
     SmallVector<int64_t> regroup;
     if (a.output_gate)
       regroup = {a.num_heads, D, D};
-    wqkv = weight(prog(layer, "attn.qkv"), {qw + gw + 2 * kw, H},
-                  {{attn(layer, "q_proj.weight"), attn(layer, "k_proj.weight"),
-                    attn(layer, "v_proj.weight")}},
-                  false, false, regroup);
+    wqkv = weight(site.prog + "qkv", {qw + gw + 2 * kw, in},
+                  {{site.hf + "q_proj.weight", site.hf + "k_proj.weight",
+                    site.hf + "v_proj.weight"}},
+                  false, false, regroup, 0, wScales);
     if (a.qkv_bias)
-      bqkv = weight(prog(layer, "attn.qkv_bias"), {qw + gw + 2 * kw},
-                    {{attn(layer, "q_proj.bias"), attn(layer, "k_proj.bias"), attn(layer, "v_proj.bias")}},
-                    false, false, regroup);
+      bqkv = weight(site.prog + "qkv_bias", {qw + gw + 2 * kw},
+                    {{site.hf + "q_proj.bias", site.hf + "k_proj.bias", site.hf + "v_proj.bias"}},
+                    false, false, regroup, 0, bScales);
   }
   Value qkv = linear(x, wqkv, bqkv);
+  if (!site.adapterSlot.empty()) {
+    // Zamba2: each of q, k and v adds a rank-r adapter of the input; the three down
+    // projections stack into one GEMM, the three up projections sit on a block diagonal.
+    int64_t r = spec_.shared.adapter_rank;
+    auto piece = [&](const char *which, int p) {
+      return site.hf + "linear_" + which + "_adapter_list." + site.adapterSlot + std::to_string(p) + ".weight";
+    };
+    Value down = weight(prog(layer, "attn.adapter_down"), {3 * r, in},
+                        {{piece("q", 0), piece("k", 0), piece("v", 0)}});
+    Value up = weight(prog(layer, "attn.adapter_up"), {qw + 2 * kw, 3 * r},
+                      {{piece("q", 1), piece("k", 1), piece("v", 1)}}, false, false, {}, 3);
+    qkv = add(qkv, linear(linear(x, down), up));
+  }
   SmallVector<Value> parts = a.output_gate ? splitAll(qkv, {qw, gw, kw, kw}) : splitAll(qkv, {qw, kw, kw});
   Value q = parts[0], k = parts[a.output_gate ? 2 : 1], v = parts[a.output_gate ? 3 : 2];
   if (a.qk_norm) {
     // Per head, or over the whole projection (OLMo).
     int64_t qg = a.qk_norm_whole ? qw : D, kg = a.qk_norm_whole ? kw : D;
-    q = norm(q, weight(prog(layer, "attn.q_norm"), {qg}, attn(layer, n.q_norm + ".weight")), qg);
-    k = norm(k, weight(prog(layer, "attn.k_norm"), {kg}, attn(layer, n.k_norm + ".weight")), kg);
+    q = norm(q, weight(site.prog + "q_norm", {qg}, site.hf + n.q_norm + ".weight"), qg);
+    k = norm(k, weight(site.prog + "k_norm", {kg}, site.hf + n.k_norm + ".weight"), kg);
   }
   if (a.rope) {
     q = rope(L.rope, q);
@@ -214,7 +274,7 @@ Value StepBuilder::attention(int64_t layer, Value x) {
                      b_.getI64IntegerAttr(D), optI64(L.window), IntegerAttr(), IntegerAttr());
   Value sinks;
   if (a.sinks)
-    sinks = weight(prog(layer, "attn.sinks"), {a.num_heads}, attn(layer, "sinks"));
+    sinks = weight(site.prog + "sinks", {a.num_heads}, site.hf + "sinks");
   Value o = KvAttentionOp::create(b_, loc_, rows(qw), q, positions_, seqIds_, cuSeqlens_, kvLens_,
                                   slots_, blockTables_, sinks, b_.getI64IntegerAttr(layer),
                                   b_.getI64IntegerAttr(a.num_heads), b_.getI64IntegerAttr(a.num_kv_heads),
@@ -224,10 +284,12 @@ Value StepBuilder::attention(int64_t layer, Value x) {
                 .getResult();
   if (a.output_gate)
     o = GateOp::create(b_, loc_, rows(qw), o, parts[1], b_.getStringAttr("sigmoid")).getResult();
-  Value wo = weight(prog(layer, "attn.o"), {H, qw}, attn(layer, n.o_proj + ".weight"));
+  auto oScales = scales({{H, mu.attn_out}});
+  Value wo = weight(site.prog + "o", {H, qw}, {{site.hf + n.o_proj + ".weight"}}, false, false, {}, 0,
+                    oScales);
   Value bo;
   if (a.o_bias)
-    bo = weight(prog(layer, "attn.o_bias"), {H}, attn(layer, n.o_proj + ".bias"));
+    bo = weight(site.prog + "o_bias", {H}, {{site.hf + n.o_proj + ".bias"}}, false, false, {}, 0, oScales);
   return linear(o, wo, bo);
 }
 
@@ -319,19 +381,28 @@ Value StepBuilder::shortConv(int64_t layer, Value x) {
 
 // Mamba2: in_proj -> [z | xBC | dt]; a causal conv (SiLU) over xBC -> [x | B | C]; the SSD
 // scan; a gated norm of y by z; out_proj.
-Value StepBuilder::mamba2(int64_t layer, Value x) {
+Value StepBuilder::mamba2(int64_t layer, Value x, const std::string &module) {
   const Mamba2Spec &s = spec_.mamba2;
   int64_t H = spec_.hidden_size, I = s.intermediate(), GN = s.groups * s.state, C = I + 2 * GN;
-  auto m = [&](const std::string &rest) { return hf(layer, spec_.names.mamba + "." + rest); };
+  auto m = [&](const std::string &rest) { return hf(layer, module + "." + rest); };
+  // Multipliers (Falcon-H1): on the input (weight only), per in_proj section, on the output.
+  const Multipliers &mu = spec_.mup;
+  auto inScales = [&](double in) {
+    return scales({{I, in * mu.ssm[0]}, {I, in * mu.ssm[1]}, {GN, in * mu.ssm[2]}, {GN, in * mu.ssm[3]},
+                   {s.heads, in * mu.ssm[4]}});
+  };
+  auto outScales = scales({{H, mu.ssm_out}});
   Value inBias, outBias, convBias;
-  if (s.bias) {
-    inBias = weight(prog(layer, "mamba.in_bias"), {I + C + s.heads}, m("in_proj.bias"));
-    outBias = weight(prog(layer, "mamba.out_bias"), {H}, m("out_proj.bias"));
-  }
+  if (s.bias)
+    inBias = weight(prog(layer, "mamba.in_bias"), {I + C + s.heads}, {{m("in_proj.bias")}}, false, false, {}, 0,
+                    inScales(1.0));
+  if (s.out_bias)
+    outBias = weight(prog(layer, "mamba.out_bias"), {H}, {{m("out_proj.bias")}}, false, false, {}, 0, outScales);
   if (s.conv_bias)
     convBias = weight(prog(layer, "mamba.conv_bias"), {C}, m("conv1d.bias"));
-  auto zxd = splitAll(linear(x, weight(prog(layer, "mamba.in"), {I + C + s.heads, H}, m("in_proj.weight")), inBias),
-                      {I, C, s.heads});
+  Value win = weight(prog(layer, "mamba.in"), {I + C + s.heads, H}, {{m("in_proj.weight")}}, false, false, {}, 0,
+                     inScales(mu.ssm_in));
+  auto zxd = splitAll(linear(x, win, inBias), {I, C, s.heads});
   Value xbc = conv1d(layer, zxd[1], weight(prog(layer, "mamba.conv"), {C, 1, s.conv_kernel}, m("conv1d.weight")),
                      convBias, "silu");
   auto parts = splitAll(xbc, {I, GN, GN});
@@ -346,30 +417,46 @@ Value StepBuilder::mamba2(int64_t layer, Value x) {
                        {"dt_min", b_.getF64FloatAttr(s.dt_min)},
                        {"dt_max", b_.getF64FloatAttr(s.dt_max)}});
   int64_t group = I / s.norm_groups;
-  y = RmsNormGatedOp::create(b_, loc_, rows(I), y, zxd[0], weight(prog(layer, "mamba.norm"), {I}, m("norm.weight")),
-                             b_.getF64FloatAttr(s.norm_eps), b_.getF64FloatAttr(0.0), b_.getI64IntegerAttr(group),
-                             b_.getStringAttr("silu"), b_.getStringAttr(s.norm_before_gate ? "norm_gate" : "gate_norm"))
-          .getResult();
-  return linear(y, weight(prog(layer, "mamba.out"), {H, I}, m("out_proj.weight")), outBias);
+  if (s.gated_norm)
+    y = RmsNormGatedOp::create(b_, loc_, rows(I), y, zxd[0], weight(prog(layer, "mamba.norm"), {I}, m("norm.weight")),
+                               b_.getF64FloatAttr(s.norm_eps), b_.getF64FloatAttr(0.0), b_.getI64IntegerAttr(group),
+                               b_.getStringAttr("silu"), b_.getStringAttr(s.norm_before_gate ? "norm_gate" : "gate_norm"))
+            .getResult();
+  else
+    y = mul(y, act(zxd[0], "silu")); // no norm: y * silu(z)
+  return linear(y, weight(prog(layer, "mamba.out"), {H, I}, {{m("out_proj.weight")}}, false, false, {}, 0, outScales),
+                outBias);
 }
 
 // Mamba: in_proj -> [x | z]; a causal conv (SiLU) over x; x_proj -> [dt | B | C] (optionally
 // RMS-normed); dt_proj without its bias (the scan adds it); the selective scan gated by z.
-Value StepBuilder::mamba1(int64_t layer, Value x) {
+Value StepBuilder::mamba1(int64_t layer, Value x, const std::string &module) {
   const Mamba1Spec &s = spec_.mamba1;
-  int64_t H = spec_.hidden_size, I = s.intermediate, N = s.state, R = s.dt_rank;
-  auto m = [&](const std::string &rest) { return hf(layer, spec_.names.mamba + "." + rest); };
+  int64_t H = spec_.hidden_size, I = s.intermediate, N = s.state, R = s.dt_rank, nh = s.heads, hd = I / nh;
+  auto m = [&](const std::string &rest) { return hf(layer, module + "." + rest); };
+  // Zamba's multi-head form: in_proj interleaves x and z rows per channel (regrouped into
+  // [x | z]); each head has its own x_proj [R + 2N, hd] and dt_proj [hd, R], placed on block
+  // diagonals so that each is one GEMM, x_proj's rows regrouped into [dt | B | C] of all heads.
+  bool multi = nh > 1;
+  SmallVector<int64_t> inRegroup;
+  if (multi)
+    inRegroup = {I, 1, 1};
   Value inBias, outBias, convBias;
   if (s.bias) {
-    inBias = weight(prog(layer, "mamba.in_bias"), {2 * I}, m("in_proj.bias"));
+    inBias = weight(prog(layer, "mamba.in_bias"), {2 * I}, {{m("in_proj.bias")}}, false, false, inRegroup);
     outBias = weight(prog(layer, "mamba.out_bias"), {H}, m("out_proj.bias"));
   }
   if (s.conv_bias)
     convBias = weight(prog(layer, "mamba.conv_bias"), {I}, m("conv1d.bias"));
-  auto xz = splitAll(linear(x, weight(prog(layer, "mamba.in"), {2 * I, H}, m("in_proj.weight")), inBias), {I, I});
+  auto xz = splitAll(
+      linear(x, weight(prog(layer, "mamba.in"), {2 * I, H}, {{m("in_proj.weight")}}, false, false, inRegroup), inBias),
+      {I, I});
   Value xs = conv1d(layer, xz[0], weight(prog(layer, "mamba.conv"), {I, 1, s.conv_kernel}, m("conv1d.weight")),
                     convBias, "silu");
-  auto dbc = splitAll(linear(xs, weight(prog(layer, "mamba.x_proj"), {R + 2 * N, I}, m("x_proj.weight"))), {R, N, N});
+  Value xproj = multi ? weight(prog(layer, "mamba.x_proj"), {nh * (R + 2 * N), I}, {{m("x_proj_weight")}}, false,
+                               false, {nh, R, N, N}, nh)
+                      : weight(prog(layer, "mamba.x_proj"), {R + 2 * N, I}, m("x_proj.weight"));
+  auto dbc = splitAll(linear(xs, xproj), {nh * R, nh * N, nh * N});
   if (s.dt_bc_norm != Mamba1Spec::DtBcNorm::None) {
     bool weighted = s.dt_bc_norm == Mamba1Spec::DtBcNorm::Weighted;
     const char *names[] = {"dt_layernorm", "b_layernorm", "c_layernorm"};
@@ -382,11 +469,17 @@ Value StepBuilder::mamba1(int64_t layer, Value x) {
                    .getResult();
     }
   }
-  Value dt = linear(dbc[0], weight(prog(layer, "mamba.dt_proj"), {I, R}, m("dt_proj.weight")));
+  Value dtProj = multi ? weight(prog(layer, "mamba.dt_proj"), {I, nh * R}, {{m("dt_proj_weight")}}, false, false,
+                               {}, nh)
+                        : weight(prog(layer, "mamba.dt_proj"), {I, R}, m("dt_proj.weight"));
+  Value dt = linear(dbc[0], dtProj);
+  // Zamba keeps A_log [heads, hd, N], dt_proj_bias and D [heads, hd]: the same values per channel.
+  SmallVector<int64_t> aShape = multi ? SmallVector<int64_t>{nh, hd, N} : SmallVector<int64_t>{I, N};
+  SmallVector<int64_t> cShape = multi ? SmallVector<int64_t>{nh, hd} : SmallVector<int64_t>{I};
   Value y = stateScan("selective_mamba1", layer, I,
-                      {xs, dt, dbc[1], dbc[2], fp32Weight(prog(layer, "mamba.A_log"), {I, N}, m("A_log")),
-                       fp32Weight(prog(layer, "mamba.dt_bias"), {I}, m("dt_proj.bias")),
-                       fp32Weight(prog(layer, "mamba.D"), {I}, m("D")), xz[1]},
+                      {xs, dt, dbc[1], dbc[2], fp32Weight(prog(layer, "mamba.A_log"), aShape, m("A_log")),
+                       fp32Weight(prog(layer, "mamba.dt_bias"), cShape, m(multi ? "dt_proj_bias" : "dt_proj.bias")),
+                       fp32Weight(prog(layer, "mamba.D"), cShape, m("D")), xz[1]},
                       {{"n_groups", b_.getI64IntegerAttr(s.groups)}, {"state_size", b_.getI64IntegerAttr(N)}});
   return linear(y, weight(prog(layer, "mamba.out"), {H, I}, m("out_proj.weight")), outBias);
 }
@@ -404,10 +497,64 @@ Value StepBuilder::mixer(int64_t layer, Value x) {
   case LayerKind::FullAttention:
   case LayerKind::SlidingAttention:
     return attention(layer, x);
+  case LayerKind::ParallelHybrid:
+    return add(mamba2(layer, x), attention(layer, x));
+  case LayerKind::SharedBlock:
+    return sharedBlock(layer, x);
   case LayerKind::None:
     break;
   }
   llvm_unreachable("a layer without a mixer has no mixer to lower");
+}
+
+// Zamba's hybrid layer, given the residual stream x: shared block b = n % blocks (n the
+// layer's ordinal among the hybrid layers) on rms_norm([x | embeddings]) -- attention, its
+// pre_ff_layernorm, a gated MLP, no residuals inside --, then the layer's own `linear`; the
+// result t only enters the layer's Mamba mixer: mamba(norm(x + t)). The block's tensors are
+// stored under the first hybrid layer using it when the blocks are tied, else under each layer.
+Value StepBuilder::sharedBlock(int64_t layer, Value x) {
+  const SharedBlockSpec &z = spec_.shared;
+  int64_t H = spec_.hidden_size, I = spec_.mlp.intermediate, n = 0;
+  std::vector<int64_t> hybrid;
+  for (int64_t l = 0; l < spec_.num_layers; ++l)
+    if (spec_.layers[l].kind == LayerKind::SharedBlock)
+      hybrid.push_back(l);
+  while (hybrid[n] != layer)
+    ++n;
+  int64_t block = n % z.blocks, owner = z.tied ? hybrid[block] : layer;
+  std::string h = hf(owner, z.module + "."), slot = std::to_string(n) + ".";
+  std::string p = z.tied ? "shared." + std::to_string(block) + "." : prog(layer, "shared.");
+
+  Value a = ConcatOp::create(b_, loc_, rows(2 * H), ValueRange{x, embeddings_}).getResult();
+  a = norm(a, weight(p + "input_layernorm", {2 * H}, h + "input_layernorm.weight"));
+  Value o = attention(layer, a, {h + "self_attn.", p + "attn.", 2 * H, z.attn_adapters ? slot : ""});
+  Value t = norm(o, weight(p + "pre_ff_layernorm", {H}, h + "pre_ff_layernorm.weight"));
+  std::string ff = h + "feed_forward.";
+  Value wgu = z.fused_gate_up
+                  ? weight(p + "mlp.gate_up", {2 * I, H}, ff + "gate_up_proj.weight")
+                  : weight(p + "mlp.gate_up", {2 * I, H}, {{ff + "gate_proj.weight", ff + "up_proj.weight"}});
+  Value bgu, bdown;
+  if (z.mlp_bias) {
+    bgu = weight(p + "mlp.gate_up_bias", {2 * I}, ff + "gate_up_proj.bias");
+    bdown = weight(p + "mlp.down_bias", {H}, ff + "down_proj.bias");
+  }
+  Value gu = linear(t, wgu, bgu);
+  if (z.mlp_adapters) {
+    int64_t r = z.adapter_rank;
+    std::string ad = ff + "gate_up_proj_adapter_list." + slot;
+    Value down = weight(prog(layer, "mlp.adapter_down"), {r, H}, ad + "0.weight");
+    Value up = weight(prog(layer, "mlp.adapter_up"), {2 * I, r}, ad + "1.weight");
+    gu = add(gu, linear(linear(t, down), up));
+  }
+  Value g = GluOp::create(b_, loc_, rows(I), gu, b_.getStringAttr(spec_.mlp.act), b_.getStringAttr("halves"),
+                          FloatAttr(), FloatAttr())
+                .getResult();
+  t = linear(g, weight(p + "mlp.down", {H, I}, ff + "down_proj.weight"), bdown);
+  t = linear(t, weight(prog(layer, "linear"), {H, H}, hf(layer, "linear.weight")));
+  Value u = norm(add(x, t), weight(prog(layer, "mamba_decoder.input_layernorm"), {H},
+                                   hf(layer, "mamba_decoder.input_layernorm.weight")));
+  return z.mamba == LayerKind::Mamba2 ? mamba2(layer, u, "mamba_decoder.mamba")
+                                      : mamba1(layer, u, "mamba_decoder.mamba");
 }
 
 Value StepBuilder::denseMlp(int64_t layer, Value x) {
@@ -423,28 +570,48 @@ Value StepBuilder::denseMlp(int64_t layer, Value x) {
     return linear(act(up, spec_.mlp.act), weight(prog(layer, "mlp.down"), {H, I}, mlpName(layer, nm.down + ".weight")),
                   bdown);
   }
+  // Multipliers (Falcon-H1) on the gate projection's output and on the MLP's output.
+  auto guScales = scales({{I, spec_.mup.mlp_gate}, {I, 1.0}});
+  auto downScales = scales({{H, spec_.mup.mlp_down}});
   Value wgu;
   if (!nm.gate_up.empty())
-    wgu = weight(prog(layer, "mlp.gate_up"), {2 * I, H}, mlpName(layer, nm.gate_up + ".weight"));
+    wgu = weight(prog(layer, "mlp.gate_up"), {2 * I, H}, {{mlpName(layer, nm.gate_up + ".weight")}}, false, false,
+                 {}, 0, guScales);
   else
-    wgu = weight(prog(layer, "mlp.gate_up"), {2 * I, H}, {{mlpName(layer, nm.gate + ".weight"),
-                                                            mlpName(layer, nm.up + ".weight")}});
+    wgu = weight(prog(layer, "mlp.gate_up"), {2 * I, H},
+                 {{mlpName(layer, nm.gate + ".weight"), mlpName(layer, nm.up + ".weight")}}, false, false, {}, 0,
+                 guScales);
   Value bgu, bdown;
   if (spec_.mlp.bias) {
     bgu = weight(prog(layer, "mlp.gate_up_bias"), {2 * I},
-                 {{mlpName(layer, nm.gate + ".bias"), mlpName(layer, nm.up + ".bias")}});
-    bdown = weight(prog(layer, "mlp.down_bias"), {H}, mlpName(layer, nm.down + ".bias"));
+                 {{mlpName(layer, nm.gate + ".bias"), mlpName(layer, nm.up + ".bias")}}, false, false, {}, 0,
+                 guScales);
+    bdown = weight(prog(layer, "mlp.down_bias"), {H}, {{mlpName(layer, nm.down + ".bias")}}, false, false, {}, 0,
+                   downScales);
   }
   Value gu = linear(x, wgu, bgu);
   Value act = GluOp::create(b_, loc_, rows(I), gu, b_.getStringAttr(spec_.mlp.act),
                                b_.getStringAttr("halves"), FloatAttr(), FloatAttr())
                   .getResult();
-  Value wdown = weight(prog(layer, "mlp.down"), {H, I}, mlpName(layer, nm.down + ".weight"));
+  Value wdown = weight(prog(layer, "mlp.down"), {H, I}, {{mlpName(layer, nm.down + ".weight")}}, false, false, {}, 0,
+                       downScales);
   return linear(act, wdown, bdown);
 }
 
 Value StepBuilder::sharedExpert(int64_t layer, Value x) {
   int64_t I = spec_.moe.shared_intermediate, H = spec_.hidden_size;
+  if (!spec_.moe.gated) {
+    // Ungated: down(act(up x)) (Nemotron-H's shared_experts).
+    auto se = [&](const std::string &rest) { return mlpName(layer, spec_.names.shared_expert + "." + rest); };
+    Value bup, bdown;
+    if (spec_.moe.shared_bias) {
+      bup = weight(prog(layer, "moe.shared.up_bias"), {I}, se("up_proj.bias"));
+      bdown = weight(prog(layer, "moe.shared.down_bias"), {H}, se("down_proj.bias"));
+    }
+    Value up = linear(x, weight(prog(layer, "moe.shared.up"), {I, H}, se("up_proj.weight")), bup);
+    return linear(act(up, spec_.moe.act), weight(prog(layer, "moe.shared.down"), {H, I}, se("down_proj.weight")),
+                  bdown);
+  }
   Value wgu = weight(prog(layer, "moe.shared.gate_up"), {2 * I, H},
                      {{hf(layer, "mlp.shared_expert.gate_proj.weight"),
                        hf(layer, "mlp.shared_expert.up_proj.weight")}});
@@ -481,7 +648,10 @@ Value StepBuilder::moeMlp(int64_t layer, Value x) {
     routerName = mlpName(layer, spec_.names.router + ".weight");
     for (int64_t e = 0; e < E; ++e) {
       std::string p = mlpName(layer, "experts." + std::to_string(e) + ".");
-      gateUp.push_back({p + spec_.names.gate + ".weight", p + spec_.names.up + ".weight"});
+      if (m.gated)
+        gateUp.push_back({p + spec_.names.gate + ".weight", p + spec_.names.up + ".weight"});
+      else
+        gateUp.push_back({p + spec_.names.up + ".weight"}); // ungated: up only
       down.push_back({p + spec_.names.down + ".weight"});
     }
     break;
@@ -507,7 +677,7 @@ Value StepBuilder::moeMlp(int64_t layer, Value x) {
   if (m.router_bias)
     routerBias = weight(prog(layer, "moe.router_bias"), {E}, hf(layer, "mlp.router.bias"));
   if (m.selection_bias)
-    selectionBias = fp32Weight(prog(layer, "moe.selection_bias"), {E}, mlpName(layer, "expert_bias"));
+    selectionBias = fp32Weight(prog(layer, "moe.selection_bias"), {E}, mlpName(layer, spec_.names.selection_bias));
   Value logits = linear(x, router, routerBias);
   auto route = MoeRouteOp::create(b_, loc_, TypeRange{rows(m.top_k), rowsI32(m.top_k)}, logits, selectionBias,
                                   b_.getI64IntegerAttr(m.top_k), b_.getStringAttr(m.score),
@@ -515,12 +685,12 @@ Value StepBuilder::moeMlp(int64_t layer, Value x) {
                                   b_.getF64FloatAttr(m.scaling));
   // A single fused tensor (gpt-oss, Granite) is already [E, ...]; per-expert tensors are stacked.
   bool stacked = spec_.expert_style != ExpertStyle::GptOss && spec_.expert_style != ExpertStyle::Granite;
-  Value wgu = weight(prog(layer, "moe.gate_up"), {E, 2 * I, H}, gateUp, stacked, transpose);
+  Value wgu = weight(prog(layer, "moe.gate_up"), {E, m.gated ? 2 * I : I, H}, gateUp, stacked, transpose);
   Value wd = weight(prog(layer, "moe.down"), {E, H, I}, down, stacked, transpose);
   bool gptOss = m.act == "gpt_oss";
   Value out = MoeExpertsOp::create(b_, loc_, rows(H), x, route.getIds(), route.getWeights(), wgu, wd, gateUpBias,
                    downBias, b_.getStringAttr(m.act),
-                   b_.getStringAttr(gptOss ? "interleaved" : "halves"),
+                   b_.getStringAttr(!m.gated ? "ungated" : gptOss ? "interleaved" : "halves"),
                    gptOss ? b_.getF64FloatAttr(m.limit) : FloatAttr(),
                    gptOss ? b_.getF64FloatAttr(m.alpha) : FloatAttr())
                   .getResult();
@@ -561,9 +731,10 @@ OwningOpRef<ModuleOp> StepBuilder::build() {
   int64_t H = spec_.hidden_size, V = spec_.vocab_size;
   std::string embedName = spec_.prefix + spec_.names.embed + ".weight";
   Value table = weight("embed", {V, H}, embedName);
-  // transformers rounds the embedding scale to the weight dtype before multiplying.
+  // Gemma rounds the embedding scale to the weight dtype before multiplying; Python-float
+  // multipliers (Granite, Falcon-H1) are not rounded.
   double embedScale = spec_.embed_scale;
-  if (auto ft = llvm::dyn_cast<FloatType>(wtype_)) {
+  if (auto ft = llvm::dyn_cast<FloatType>(wtype_); ft && spec_.embed_scale_rounded) {
     llvm::APFloat scale((float)embedScale);
     bool lost;
     scale.convert(ft.getFloatSemantics(), llvm::APFloat::rmNearestTiesToEven, &lost);
@@ -572,13 +743,16 @@ OwningOpRef<ModuleOp> StepBuilder::build() {
   }
   Value x = EmbedOp::create(b_, loc_, rows(H), tokens_, table, b_.getF64FloatAttr(embedScale))
                 .getResult();
+  embeddings_ = x;
   const Names &nm = spec_.names;
   for (int64_t l = 0; l < spec_.num_layers; ++l) {
     const LayerSpec &L = spec_.layers[l];
     bool post = L.post_norm, hasMixer = L.kind != LayerKind::None;
     // Pre-norm (x + f(norm(x))), sandwich (x + norm(f(norm(x)))) or post-norm (x + norm(f(x))).
     if (hasMixer) {
-      Value h = mixer(l, post ? x : layerNorm(l, nm.input_norm, x));
+      // A shared-block layer norms its own inputs (it reads the residual stream itself).
+      bool raw = post || L.kind == LayerKind::SharedBlock;
+      Value h = mixer(l, raw ? x : layerNorm(l, nm.input_norm, x));
       if (spec_.sandwich_norms || post)
         h = layerNorm(l, nm.post_attn_norm, h);
       if (spec_.residual_scale != 1.0)

@@ -47,6 +47,8 @@ enum class LayerKind {
   ShortConv,       // LFM2's gated short convolution (a per-request conv state)
   Mamba2,          // Mamba2's SSD mixer (conv and ssm states)
   Mamba1,          // Mamba's selective-scan mixer (conv and ssm states)
+  ParallelHybrid,  // attention and a Mamba2 mixer side by side on the same input, summed (Falcon-H1)
+  SharedBlock,     // a shared attention block on [h | embeddings] feeding the layer's own Mamba mixer (Zamba)
   None,            // no mixer: the layer is a feed-forward block alone (Nemotron-H '-')
 };
 
@@ -97,9 +99,11 @@ struct MlpSpec {
 struct Mamba2Spec {
   int64_t heads = 0, head_dim = 0, groups = 1, state = 128, conv_kernel = 4;
   bool conv_bias = true, bias = false; // conv bias; in_proj/out_proj biases
+  bool out_bias = false;               // out_proj's bias (parseMamba2 copies `bias`; Falcon-H1 has its own key)
   double norm_eps = 1e-5;              // the gated norm's
   double dt_min = 0.0, dt_max = INFINITY;
   bool norm_before_gate = false;
+  bool gated_norm = true;              // false: y * silu(z) with no norm and no weight (Falcon-H1 option)
   int64_t norm_groups = 1;             // the gated norm's groups over the intermediate width
   int64_t intermediate() const { return heads * head_dim; }
 };
@@ -111,6 +115,9 @@ struct Mamba1Spec {
   // RMS norms on dt, B and C before dt_proj: none, weighted (Jamba) or weightless (Falcon-Mamba).
   enum class DtBcNorm { None, Weighted, Weightless } dt_bc_norm = DtBcNorm::None;
   double dt_bc_eps = 1e-6;
+  // Zamba: independent heads of intermediate / heads channels with their own x_proj and dt_proj
+  // (x_proj_weight [heads, R + 2N, hd], ...), and in_proj rows interleaving x and z.
+  int64_t heads = 1;
 };
 
 struct MoeSpec {
@@ -126,6 +133,8 @@ struct MoeSpec {
   bool expert_bias = false;
   int64_t shared_intermediate = 0; // 0 = no shared expert
   bool shared_gate = false;        // sigmoid(x . w) scales the shared expert
+  bool gated = true;               // false: experts and shared expert are down(act(up x)) (Nemotron-H)
+  bool shared_bias = false;        // the shared expert's projections have biases
   bool plus_dense = false;         // the layer's dense MLP runs too and adds in (Granite's shared_mlp)
 };
 
@@ -141,6 +150,8 @@ struct Names {
   std::string conv = "conv";               // LFM2's short-conv module
   std::string mamba = "mixer";             // the Mamba mixer module
   std::string embed = "embed_tokens";
+  std::string shared_expert = "shared_expert"; // the shared expert's module under the MLP
+  std::string selection_bias = "expert_bias";  // the router's selection-only bias, under the MLP
 };
 
 // How checkpoint tensors are named and laid out; set per family.
@@ -158,6 +169,28 @@ enum class ExpertStyle {
   Granite, // block_sparse_moe.router.layer, .input_linear [E, 2I, H] (halves), .output_linear [E, H, I]
 };
 
+// Constant multipliers folded into the weights at load time (Falcon-H1's muP); 1 = none.
+struct Multipliers {
+  double attn_in = 1, attn_out = 1, key = 1; // attention input, output, and k after k_proj
+  double ssm_in = 1, ssm_out = 1;             // Mamba2 input and output
+  std::vector<double> ssm = {1, 1, 1, 1, 1};  // Mamba2 in_proj sections z, x, B, C, dt
+  double mlp_gate = 1, mlp_down = 1;          // gate projection output, MLP output
+};
+
+// Zamba's shared attention blocks: hybrid layer n (its ordinal among the hybrid layers) runs
+// block n % blocks on rms_norm([h | embeddings]), then its own `linear`, and adds the result to
+// the input of its own Mamba mixer.
+struct SharedBlockSpec {
+  std::string module = "shared_transf"; // the block's module under the owning layer
+  int64_t blocks = 1;                   // num_mem_blocks, round-robin over the hybrid layers
+  bool tied = true;                     // shared (tie_word_embeddings); else one block per layer
+  bool fused_gate_up = false;           // feed_forward.gate_up_proj rather than gate_proj/up_proj
+  bool mlp_bias = false;                // gate_up/down biases (Zamba2's add_bias_linear)
+  int64_t adapter_rank = 0;             // LoRA-style adapters per hybrid ordinal (Zamba2)
+  bool attn_adapters = false, mlp_adapters = false;
+  LayerKind mamba = LayerKind::Mamba1;  // the hybrid layer's own mixer
+};
+
 struct ModelSpec {
   std::string model_type;         // as written in config.json (text part for multimodal)
   std::string outer_model_type;   // the multimodal wrapper's model_type, if any
@@ -169,6 +202,7 @@ struct ModelSpec {
   double norm_offset = 0.0;     // 1 for zero-centred (1 + w) norms
   bool sandwich_norms = false;  // Gemma: post-attention and post-feedforward norms
   double embed_scale = 1.0;
+  bool embed_scale_rounded = false; // the scale is a tensor of the weight dtype (Gemma), not a float
   double residual_scale = 1.0;  // branch outputs are scaled before each residual add (Granite)
   double logits_scale = 1.0;    // logits are multiplied by this (Granite: 1 / logits_scaling)
   bool tie_word_embeddings = false;
@@ -180,6 +214,8 @@ struct ModelSpec {
   ShortConvSpec short_conv;
   Mamba2Spec mamba2;
   Mamba1Spec mamba1;
+  Multipliers mup;
+  SharedBlockSpec shared;
   Names names;
   std::vector<LayerSpec> layers;
   WeightStyle weight_style = WeightStyle::Llama;

@@ -34,6 +34,8 @@ struct FamilyDefaults {
   bool attention_free = false;  // no attention layers: no head counts, RoPE or max positions
   const char *norm_eps_key = "rms_norm_eps";
   bool layers_derived = false;  // the layer count comes from a per-layer list, not num_hidden_layers
+  bool intermediate_optional = false; // the family derives intermediate_size when it is absent
+  int64_t kv_heads = 0;         // num_key_value_heads when absent; 0: num_attention_heads
   std::map<std::string, int64_t> text_config_sizes = {};
 };
 
@@ -506,6 +508,7 @@ void parseMamba2(const ConfigReader &r, ModelSpec &s, const Mamba2Keys &k) {
   m.conv_kernel = r.getSize(k.conv, 4);
   m.conv_bias = r.getBool(k.conv_bias, k.conv_bias_default);
   m.bias = r.getBool(k.bias, k.bias_default);
+  m.out_bias = m.bias;
   m.norm_eps = r.getNumber(k.eps, s.norm_eps);
   m.norm_groups = m.groups;
   if (m.heads % m.groups != 0)
@@ -583,8 +586,8 @@ void parseNemotronH(const ConfigReader &r, ModelSpec &s) {
     } else if (b == "mlp") {
       l.kind = LayerKind::None;
     } else if (b == "moe") {
-      throw ConfigError(r.path("hybrid_override_pattern"),
-                        "MoE blocks (E / moe) are not supported for nemotron_h yet (their experts have no gate)");
+      l.kind = LayerKind::None;
+      l.moe = true;
     } else {
       throw ConfigError(r.path("layers_block_type"), "unknown block type '" + b + "'");
     }
@@ -609,6 +612,201 @@ void parseNemotronH(const ConfigReader &r, ModelSpec &s) {
   n.input_norm = "norm";
   n.mamba = n.attn = n.mlp = "mixer";
   n.final_norm = "norm_f";
+  if (std::none_of(s.layers.begin(), s.layers.end(), [](const LayerSpec &l) { return l.moe; }))
+    return;
+  // DeepSeek-V3-style routing: sigmoid scores, chosen with e_score_correction_bias, weighted
+  // unbiased, renormalised (+1e-20) and scaled; ungated squared-ReLU experts plus one ungated
+  // shared expert on the same input.
+  for (const char *k : {"n_group", "topk_group"})
+    if (r.getSize(k, 1) != 1)
+      throw ConfigError(r.path(k), "group-limited routing (n_group / topk_group other than 1 / 1) is "
+                                   "not supported");
+  if (r.has("moe_latent_size"))
+    throw ConfigError(r.path("moe_latent_size"), "latent expert projections are not supported");
+  MoeSpec &m = s.moe;
+  // num_local_experts is transformers' alias of n_routed_experts (attribute_map).
+  std::string experts = !r.has("n_routed_experts") && r.has("num_local_experts") ? "num_local_experts"
+                                                                                 : "n_routed_experts";
+  m.num_experts = r.getSize(experts, 8);
+  m.top_k = r.getSize("num_experts_per_tok", 2);
+  if (m.top_k > m.num_experts)
+    throw ConfigError(r.path("num_experts_per_tok"), "exceeds " + experts);
+  m.intermediate = r.getSize("moe_intermediate_size", 7688);
+  m.shared_intermediate = r.getSize("moe_shared_expert_intermediate_size", 7688);
+  m.score = "sigmoid";
+  m.selection_bias = true;
+  m.renorm = r.getBool("norm_topk_prob", true);
+  m.renorm_eps = m.renorm ? 1e-20 : 0.0;
+  m.scaling = r.getNumber("routed_scaling_factor", 1.0);
+  m.act = s.mlp.act;
+  m.gated = false;
+  m.shared_bias = s.mlp.bias; // the shared expert is a NemotronHMLP; the routed ones have no bias
+  s.expert_style = ExpertStyle::PerExpert;
+  n.router = "gate";
+  n.shared_expert = "shared_experts";
+  n.selection_bias = "gate.e_score_correction_bias";
+}
+
+// Falcon-H1: every layer runs attention and a Mamba2 mixer side by side on the same normed
+// input, then a SwiGLU MLP; muP multipliers on embeddings, both mixers' inputs and outputs,
+// k, the Mamba2 in_proj sections, the MLP gate and output, and the logits.
+void parseFalconH1(const ConfigReader &r, ModelSpec &s) {
+  setLayers(s, std::vector<LayerKind>(s.num_layers, LayerKind::ParallelHybrid), 0);
+  // The Mamba width: mamba_d_ssm (class default 1024); an explicit null means mamba_expand * H.
+  int64_t width = r.contains("mamba_d_ssm") && !r.has("mamba_d_ssm")
+                      ? r.getSize("mamba_expand", 2) * s.hidden_size
+                      : r.getSize("mamba_d_ssm", 1024);
+  parseMamba2(r, s, {"mamba_n_heads", "mamba_d_head", "mamba_n_groups", "mamba_d_state", "mamba_d_conv",
+                     "mamba_conv_bias", "mamba_proj_bias", "rms_norm_eps", "mamba_expand", 128, 0, 1, 256, true,
+                     false});
+  Mamba2Spec &m = s.mamba2;
+  bool autoDim = !r.has("mamba_d_head") || (r.raw("mamba_d_head").is_string() && r.getString("mamba_d_head", "") == "auto");
+  if (autoDim)
+    m.head_dim = width / m.heads;
+  if (m.head_dim <= 0 || m.heads * m.head_dim != width)
+    throw ConfigError(r.path(autoDim ? "mamba_n_heads" : "mamba_d_head"),
+                      "mamba_n_heads * mamba_d_head must equal the Mamba width " + std::to_string(width) +
+                          " (mamba_d_ssm, or mamba_expand * hidden_size)");
+  parseDtLimit(r, "time_step_limit", m);
+  m.out_bias = r.getBool("projectors_bias", false);
+  m.gated_norm = r.getBool("mamba_rms_norm", false);
+  m.norm_before_gate = r.getBool("mamba_norm_before_gate", true);
+  s.attn.qkv_bias = s.attn.o_bias = r.getBool("attention_bias", false);
+  s.mlp.bias = r.getBool("mlp_bias", false);
+  s.embed_scale = r.getNumber("embedding_multiplier", 1.0);
+  s.logits_scale = r.getNumber("lm_head_multiplier", 1.0);
+  Multipliers &u = s.mup;
+  u.attn_in = r.getNumber("attention_in_multiplier", 1.0);
+  u.attn_out = r.getNumber("attention_out_multiplier", 1.0);
+  u.key = r.getNumber("key_multiplier", 1.0);
+  u.ssm_in = r.getNumber("ssm_in_multiplier", 1.0);
+  u.ssm_out = r.getNumber("ssm_out_multiplier", 1.0);
+  if (r.has("ssm_multipliers")) {
+    u.ssm = r.getNumberList("ssm_multipliers");
+    if (u.ssm.size() != 5)
+      throw ConfigError(r.path("ssm_multipliers"), "expected 5 multipliers (z, x, B, C, dt)");
+  }
+  if (r.has("mlp_multipliers")) {
+    auto mlp = r.getNumberList("mlp_multipliers");
+    if (mlp.size() != 2)
+      throw ConfigError(r.path("mlp_multipliers"), "expected 2 multipliers (gate, down)");
+    u.mlp_gate = mlp[0];
+    u.mlp_down = mlp[1];
+  }
+  Names &n = s.names;
+  n.mamba = "mamba";
+  n.mlp = "feed_forward";
+  n.post_attn_norm = "pre_ff_layernorm";
+  n.final_norm = "final_layernorm";
+}
+
+// Zamba and Zamba2: Mamba layers and hybrid layers (a shared attention block, then the layer's
+// own Mamba mixer), from layers_block_type or the config class's default pattern.
+void zambaLayers(const ConfigReader &r, ModelSpec &s, LayerKind mamba, const std::vector<std::string> &fallback) {
+  const char *key = r.has("layers_block_type") ? "layers_block_type" : "layer_types";
+  std::vector<std::string> types = r.has(key) ? r.getStringList(key) : fallback;
+  if (types.empty())
+    throw ConfigError(r.path("layers_block_type"), "names no layers");
+  s.num_layers = (int64_t)types.size();
+  std::vector<LayerKind> kinds;
+  for (const std::string &t : types) {
+    if (t == "mamba" || t == "linear_attention")
+      kinds.push_back(mamba);
+    else if (t == "hybrid")
+      kinds.push_back(LayerKind::SharedBlock);
+    else
+      throw ConfigError(r.path(key), "unknown layer type '" + t + "' (linear_attention, mamba or hybrid)");
+  }
+  setLayers(s, kinds, 0);
+  for (LayerSpec &l : s.layers)
+    l.mlp = false;
+  s.attn.qkv_bias = s.attn.o_bias = false;
+  s.names.mamba = "mamba";
+  s.names.final_norm = "final_layernorm";
+  s.shared.tied = s.tie_word_embeddings; // HF ties the blocks through the tied-weights keys
+  s.shared.mamba = mamba;
+}
+
+// The shared attention's head size over the [h | embeddings] input of width 2H, and its
+// (D / 2)^-1/2 scale.
+void zambaAttention(const ConfigReader &r, ModelSpec &s, int64_t headDim) {
+  s.attn.head_dim = headDim;
+  if (headDim <= 0)
+    throw ConfigError(r.path("num_attention_heads"), "gives an empty attention head");
+  s.attn.scale = 1.0 / std::sqrt((double)headDim / 2.0);
+}
+
+void parseZamba(const ConfigReader &r, ModelSpec &s) {
+  int64_t layers = r.getSize("num_hidden_layers", 76);
+  int64_t period = r.getSize("attn_layer_period", 6), offset = r.getInt("attn_layer_offset", 4);
+  std::vector<std::string> fallback = {"linear_attention", "linear_attention", "hybrid"};
+  for (int64_t i = 0; i + 3 < layers; ++i)
+    fallback.push_back(i % period == offset ? "hybrid" : "linear_attention");
+  zambaLayers(r, s, LayerKind::Mamba1, fallback);
+  if (r.has("attention_hidden_size") && r.requireSize("attention_hidden_size") != 2 * s.hidden_size)
+    throw ConfigError(r.path("attention_hidden_size"), "must be 2 * hidden_size (the block reads [h | embeddings])");
+  int64_t headDim = r.has("attention_head_dim") ? r.requireSize("attention_head_dim")
+                                                 : r.getSize("head_dim", 2 * s.hidden_size / s.attn.num_heads);
+  zambaAttention(r, s, headDim);
+  s.attn.rope = false;
+  parseMamba1(r, s, "mamba_d_state", "mamba_expand", "mamba_d_conv", "mamba_dt_rank", "mamba_conv_bias",
+              "mamba_proj_bias");
+  Mamba1Spec &m = s.mamba1;
+  m.heads = r.getSize("n_mamba_heads", 2);
+  if (m.intermediate % m.heads != 0)
+    throw ConfigError(r.path("n_mamba_heads"), "must divide mamba_expand * hidden_size (" +
+                                                   std::to_string(m.intermediate) + ")");
+  m.groups = m.heads; // each head's channels read its own B and C
+  if (r.getString("hidden_mamba_act", "silu") != "silu")
+    throw ConfigError(r.path("hidden_mamba_act"), "the Mamba conv supports only silu");
+  s.shared.module = "shared_transf";
+}
+
+void parseZamba2(const ConfigReader &r, ModelSpec &s) {
+  std::vector<std::string> fallback = {"linear_attention"};
+  for (int i = 0; i < 7; ++i) {
+    fallback.insert(fallback.end(), 5, "linear_attention");
+    fallback.push_back("hybrid");
+  }
+  for (int tail : {4, 3, 2}) {
+    fallback.insert(fallback.end(), tail, "linear_attention");
+    if (tail != 2)
+      fallback.push_back("hybrid");
+  }
+  zambaLayers(r, s, LayerKind::Mamba2, fallback);
+  // attention_hidden_size, attention_head_dim and mamba_headdim are always derived.
+  if ((2 * s.hidden_size) % s.attn.num_heads != 0)
+    throw ConfigError(r.path("num_attention_heads"), "must divide 2 * hidden_size");
+  zambaAttention(r, s, 2 * s.hidden_size / s.attn.num_heads);
+  s.attn.rope = r.getBool("use_mem_rope", false);
+  if (r.getBool("use_long_context", false))
+    s.max_positions = 16384; // all use_long_context does in transformers 5.23 (no RoPE rescaling)
+  if (s.mlp.intermediate == 0)
+    s.mlp.intermediate = 4 * s.hidden_size;
+  parseMamba2(r, s, {"n_mamba_heads", "mamba_headdim", "mamba_ngroups", "mamba_d_state", "mamba_d_conv",
+                     "use_conv_bias", "add_bias_linear", "rms_norm_eps", "mamba_expand", 8, 0, 1, 64, true, false});
+  Mamba2Spec &m = s.mamba2;
+  int64_t width = r.getSize("mamba_expand", 2) * s.hidden_size;
+  if (width % m.heads != 0)
+    throw ConfigError(r.path("n_mamba_heads"), "must divide mamba_expand * hidden_size (" + std::to_string(width) + ")");
+  m.head_dim = width / m.heads;
+  m.conv_bias = true; // Zamba2's conv always has a bias
+  m.norm_eps = 1e-5;  // and its gated norm a fixed eps
+  m.dt_min = r.getNumber("time_step_min", 0.001);
+  m.dt_max = INFINITY;
+  if (m.dt_min < 0)
+    throw ConfigError(r.path("time_step_min"), "must not be negative");
+  SharedBlockSpec &b = s.shared;
+  b.module = "shared_transformer";
+  b.blocks = r.getSize("num_mem_blocks", 1);
+  b.fused_gate_up = true;
+  b.mlp_bias = r.getBool("add_bias_linear", false);
+  b.adapter_rank = r.getSize("adapter_rank", 128);
+  b.attn_adapters = r.getBool("use_shared_attention_adapter", false);
+  b.mlp_adapters = true; // Zamba2MLP always builds its gate_up adapters
+  if (b.attn_adapters && s.attn.num_kv_heads != s.attn.num_heads)
+    throw ConfigError(r.path("num_key_value_heads"),
+                      "must equal num_attention_heads with use_shared_attention_adapter (the adapters are 2 * hidden_size wide)");
 }
 
 // Bamba and GraniteMoeHybrid: Mamba2 layers with attention at attn_layer_indices (or as
@@ -775,6 +973,7 @@ const std::map<std::string, Family> &families() {
           s.norm_offset = 1.0;
           s.sandwich_norms = true;
           s.embed_scale = (float)std::sqrt((double)s.hidden_size);
+          s.embed_scale_rounded = true;
           alternatingLayers(r, s, windowOrClassDefault(r, 4096), 2);
         }}},
       {"gemma3_text",
@@ -796,6 +995,7 @@ const std::map<std::string, Family> &families() {
           s.norm_offset = 1.0;
           s.sandwich_norms = true;
           s.embed_scale = (float)std::sqrt((double)s.hidden_size);
+          s.embed_scale_rounded = true;
           alternatingLayers(r, s, windowOrClassDefault(r, 4096),
                             r.getSize("sliding_window_pattern", 6));
         },
@@ -953,8 +1153,19 @@ const std::map<std::string, Family> &families() {
         }}},
       {"nemotron_h",
        {{.head_dim = 128, .max_positions = 4096, .norm_eps = 1e-5, .norm_eps_key = "layer_norm_epsilon",
-         .layers_derived = true},
+         .layers_derived = true, .kv_heads = 8},
         [](const ConfigReader &r, ModelSpec &s) { parseNemotronH(r, s); }}},
+      {"falcon_h1",
+       {{.max_positions = 8192, .norm_eps = 1e-5, .kv_heads = 8},
+        [](const ConfigReader &r, ModelSpec &s) { parseFalconH1(r, s); }}},
+      {"zamba",
+       {{.max_positions = 4096, .norm_eps = 1e-5, .tie_word_embeddings = true, .act = "gelu",
+         .layers_derived = true, .kv_heads = 16},
+        [](const ConfigReader &r, ModelSpec &s) { parseZamba(r, s); }}},
+      {"zamba2",
+       {{.max_positions = 4096, .norm_eps = 1e-5, .tie_word_embeddings = true, .act = "gelu",
+         .layers_derived = true, .intermediate_optional = true},
+        [](const ConfigReader &r, ModelSpec &s) { parseZamba2(r, s); }}},
       {"bamba",
        {{.max_positions = 262144, .norm_eps = 1e-5, .partial_rotary = true, .partial_rotary_factor = 0.5},
         [](const ConfigReader &r, ModelSpec &s) { parseBamba(r, s); }}},
@@ -1048,7 +1259,9 @@ void parseCommon(const ConfigReader &r, const ConfigReader &top, const FamilyDef
   s.attn.num_heads = size("num_attention_heads");
   s.attn.num_kv_heads = nested && d.text_config_sizes.count("num_key_value_heads")
                             ? size("num_key_value_heads")
-                            : r.getSize("num_key_value_heads", s.attn.num_heads);
+                            : r.getSize("num_key_value_heads", d.kv_heads && !r.contains("num_key_value_heads")
+                                                                   ? d.kv_heads
+                                                                   : s.attn.num_heads);
   if (s.attn.num_heads % s.attn.num_kv_heads != 0)
     throw ConfigError(r.path("num_key_value_heads"),
                       "num_attention_heads (" + std::to_string(s.attn.num_heads) +
@@ -1060,7 +1273,7 @@ void parseCommon(const ConfigReader &r, const ConfigReader &top, const FamilyDef
     throw ConfigError(r.path("hidden_size"), "is smaller than num_attention_heads");
   s.attn.scale = 1.0 / std::sqrt((double)s.attn.head_dim);
   s.max_positions = r.getSize("max_position_embeddings", d.max_positions);
-  if (d.moe_only)
+  if (d.moe_only || (d.intermediate_optional && !r.has("intermediate_size")))
     s.mlp.intermediate = 0;
   else if (d.intermediate_alias && !r.has("intermediate_size") && r.has(d.intermediate_alias))
     s.mlp.intermediate = r.requireSize(d.intermediate_alias);

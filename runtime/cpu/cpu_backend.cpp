@@ -484,26 +484,44 @@ CpuBackend::Exec CpuBackend::compile(const Instr &in) {
       cpu::moeRoute(f32(I[0]), rows(I[0]), E, k, q, f32(O[0]), i32(O[1]));
     };
   }
+  if (op == "cbc.math.concat") {
+    check(!I.empty() && O.size() == 1, "has the wrong number of operands");
+    int64_t total = 0;
+    for (int i : I) {
+      acts({i, O[0]});
+      total += cols(i);
+    }
+    check(total == cols(O[0]), "has a result whose width is not the sum of its inputs'");
+    return [=, this](StepContext &) {
+      std::vector<std::pair<const float *, int64_t>> ins;
+      for (int i : I)
+        ins.emplace_back(f32(i), cols(i));
+      cpu::concatColumns(ins, rows(O[0]), f32(O[0]));
+    };
+  }
   if (op == "cbc.moe.experts") {
     need(5, 1);
     Act act = cpu::parseAct(in.getString("act"));
-    bool inter = in.getString("layout", "halves") == "interleaved";
+    std::string layout = in.getString("layout", "halves");
+    bool inter = layout == "interleaved", ungated = layout == "ungated";
+    check(!ungated || act != Act::GptOss, "has an activation that needs a gated unit");
     float limit = (float)in.getFloat("limit", 0), alpha = (float)in.getFloat("alpha", 0);
     const auto &guShape = artefact_.program.values[I[3]].shape;
     if (guShape.size() != 3)
       throw ArtefactError("cbc.moe.experts: gate_up must be rank 3");
     int64_t E = guShape[0], I2 = guShape[1], H = guShape[2], k = cols(I[1]);
+    int64_t inter1 = ungated ? I2 : I2 / 2; // the intermediate width
     bool biases = I.size() > 5;
     acts({I[0], I[1], I[2], O[0]});
-    check(weightShape(I[3]) == guShape && I2 % 2 == 0 && cols(I[0]) == H && cols(O[0]) == H &&
-              cols(I[2]) == k && weightShape(I[4]) == std::vector<int64_t>{E, H, I2 / 2},
+    check(weightShape(I[3]) == guShape && (ungated || I2 % 2 == 0) && cols(I[0]) == H && cols(O[0]) == H &&
+              cols(I[2]) == k && weightShape(I[4]) == std::vector<int64_t>{E, H, inter1},
           "has expert weights that do not match its operands");
     check(!biases || (I.size() > 6 && weightShape(I[5]) == std::vector<int64_t>{E, I2} &&
                       weightShape(I[6]) == std::vector<int64_t>{E, H}),
           "has expert biases of the wrong shape");
     return [=, this](StepContext &) {
       cpu::ExpertWeights w{weight(I[3]), weight(I[4]), biases ? weight(I[5]) : nullptr,
-                           biases ? weight(I[6]) : nullptr, E, I2 / 2, H};
+                           biases ? weight(I[6]) : nullptr, E, inter1, H, ungated};
       cpu::moeExperts(f32(I[0]), rows(I[0]), i32(I[1]), f32(I[2]), k, w, act, inter, limit, alpha, f32(O[0]));
     };
   }

@@ -296,10 +296,22 @@ void moeRoute(const float *logits, int64_t T, int64_t E, int64_t k, const RouteP
   }
 }
 
+void concatColumns(const std::vector<std::pair<const float *, int64_t>> &inputs, int64_t M, float *y) {
+  int64_t width = 0;
+  for (const auto &in : inputs)
+    width += in.second;
+  int64_t col = 0;
+  for (const auto &[x, w] : inputs) {
+    for (int64_t m = 0; m < M; ++m)
+      std::memcpy(y + m * width + col, x + m * w, w * sizeof(float));
+    col += w;
+  }
+}
+
 void moeExperts(const float *x, int64_t T, const int32_t *ids, const float *weights, int64_t k,
                 const ExpertWeights &w, Act act, bool interleaved, float limit, float alpha,
                 float *out) {
-  int64_t H = w.H, I = w.I;
+  int64_t H = w.H, I = w.I, G = w.ungated ? I : 2 * I; // gate_up rows per expert
   std::fill(out, out + T * H, 0.0f);
   // Tokens grouped by expert, experts in ascending order: one GEMM pair per expert.
   std::vector<std::vector<std::pair<int64_t, float>>> routed(w.E);
@@ -318,11 +330,15 @@ void moeExperts(const float *x, int64_t T, const int32_t *ids, const float *weig
     xs.resize(n * H);
     for (int64_t i = 0; i < n; ++i)
       std::memcpy(&xs[i * H], x + routed[e][i].first * H, H * sizeof(float));
-    gu.resize(n * 2 * I);
-    linear(xs.data(), n, H, w.gate_up + e * 2 * I * H, 2 * I,
-           w.gate_up_bias ? w.gate_up_bias + e * 2 * I : nullptr, gu.data());
+    gu.resize(n * G);
+    linear(xs.data(), n, H, w.gate_up + e * G * H, G, w.gate_up_bias ? w.gate_up_bias + e * G : nullptr,
+           gu.data());
     act1.resize(n * I);
-    glu(gu.data(), n, I, act, interleaved, limit, alpha, act1.data());
+    if (w.ungated)
+      for (int64_t i = 0; i < n * I; ++i)
+        act1[i] = activate(act, gu[i]);
+    else
+      glu(gu.data(), n, I, act, interleaved, limit, alpha, act1.data());
     ys.resize(n * H);
     linear(act1.data(), n, I, w.down + e * H * I, H, w.down_bias ? w.down_bias + e * H : nullptr,
            ys.data());

@@ -42,6 +42,9 @@ void softcap(const float *x, int64_t n, float cap, float *y);
 void sigmoidGate(const float *x, const float *g, int64_t M, int64_t width, int64_t gWidth, float *y,
                  bool sigmoid = true);
 
+// y[M, sum of widths] = the inputs [M, width_i] side by side (cbc.math.concat).
+void concatColumns(const std::vector<std::pair<const float *, int64_t>> &inputs, int64_t M, float *y);
+
 // Copies columns [col0, col0 + width) of x[M, xWidth] into y[M, width].
 void copyColumns(const float *x, int64_t M, int64_t xWidth, int64_t col0, int64_t width, float *y);
 
@@ -103,11 +106,12 @@ void moeRoute(const float *logits, int64_t T, int64_t E, int64_t k, const RouteP
               int32_t *ids);
 
 struct ExpertWeights {
-  const float *gate_up;       // [E, 2I, H]
+  const float *gate_up;       // [E, 2I, H]; ungated: the up projection [E, I, H]
   const float *down;          // [E, H, I]
-  const float *gate_up_bias;  // [E, 2I] or null
+  const float *gate_up_bias;  // [E, 2I] ([E, I] ungated) or null
   const float *down_bias;     // [E, H] or null
   int64_t E = 0, I = 0, H = 0;
+  bool ungated = false;       // down(act(up x)) rather than down(glu(gate_up x))
 };
 
 void moeExperts(const float *x, int64_t T, const int32_t *ids, const float *weights, int64_t k,

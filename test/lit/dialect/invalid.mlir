@@ -1479,3 +1479,153 @@ func.func @rope_append_missing_inv_freq(%qkv: tensor<?x32xf32>, %p: tensor<?xi32
   %0 = cbc.kv.rope_append %qkv, %p, %p, %p, %p, %bt {layer = 0 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, rotary_dim = 4 : i64} : (tensor<?x32xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>) -> tensor<?x16xf32>
   return
 }
+
+//===----------------------------------------------------------------------===//
+// cbc.weight.ref block_diag and row_scales, cbc.math.concat, ungated cbc.moe.experts
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @weight_block_diag_rows() {
+  // expected-error @+1 {{'cbc.weight.ref' op block_diag needs combine 'none' and a [rows, cols] weight whose rows and columns it divides}}
+  %0 = cbc.weight.ref "w" {sources = [["x_proj_weight"]], block_diag = 2 : i64} : tensor<9x8xbf16>
+  return
+}
+
+// -----
+
+func.func @weight_block_diag_stack() {
+  // expected-error @+1 {{'cbc.weight.ref' op block_diag needs combine 'none' and a [rows, cols] weight whose rows and columns it divides}}
+  %0 = cbc.weight.ref "w" {combine = "stack", sources = [["a"], ["b"]], block_diag = 2 : i64} : tensor<2x4x4xbf16>
+  return
+}
+
+// -----
+
+func.func @weight_block_diag_rank() {
+  // expected-error @+1 {{'cbc.weight.ref' op block_diag needs combine 'none' and a [rows, cols] weight whose rows and columns it divides}}
+  %0 = cbc.weight.ref "w" {sources = [["a"]], block_diag = 2 : i64} : tensor<8xbf16>
+  return
+}
+
+// -----
+
+func.func @weight_block_diag_zero() {
+  // expected-error @+1 {{'cbc.weight.ref' op block_diag needs combine 'none' and a [rows, cols] weight whose rows and columns it divides}}
+  %0 = cbc.weight.ref "w" {sources = [["a"]], block_diag = 0 : i64} : tensor<8x8xbf16>
+  return
+}
+
+// -----
+
+func.func @weight_row_scales_odd() {
+  // expected-error @+1 {{'cbc.weight.ref' op row_scales must be pairs of a positive whole row count and a finite factor}}
+  %0 = cbc.weight.ref "w" {sources = [["a"]], row_scales = array<f64: 8.0, 0.5, 4.0>} : tensor<8x4xbf16>
+  return
+}
+
+// -----
+
+func.func @weight_row_scales_fraction() {
+  // expected-error @+1 {{'cbc.weight.ref' op row_scales must be pairs of a positive whole row count and a finite factor}}
+  %0 = cbc.weight.ref "w" {sources = [["a"]], row_scales = array<f64: 4.5, 0.5, 3.5, 2.0>} : tensor<8x4xbf16>
+  return
+}
+
+// -----
+
+func.func @weight_row_scales_zero_rows() {
+  // expected-error @+1 {{'cbc.weight.ref' op row_scales must be pairs of a positive whole row count and a finite factor}}
+  %0 = cbc.weight.ref "w" {sources = [["a"]], row_scales = array<f64: 0.0, 0.5, 8.0, 2.0>} : tensor<8x4xbf16>
+  return
+}
+
+// -----
+
+func.func @weight_row_scales_infinite() {
+  // expected-error @+1 {{'cbc.weight.ref' op row_scales must be pairs of a positive whole row count and a finite factor}}
+  %0 = cbc.weight.ref "w" {sources = [["a"]], row_scales = array<f64: 8.0, 0x7FF0000000000000>} : tensor<8x4xbf16>
+  return
+}
+
+// -----
+
+func.func @weight_row_scales_empty() {
+  // expected-error @+1 {{'cbc.weight.ref' op row_scales must be pairs of a positive whole row count and a finite factor}}
+  %0 = cbc.weight.ref "w" {sources = [["a"]], row_scales = array<f64>} : tensor<8x4xbf16>
+  return
+}
+
+// -----
+
+func.func @weight_row_scales_cover() {
+  // expected-error @+1 {{'cbc.weight.ref' op row_scales cover 6 rows but the weight has 8}}
+  %0 = cbc.weight.ref "w" {sources = [["a"]], row_scales = array<f64: 4.0, 0.5, 2.0, 2.0>} : tensor<8x4xbf16>
+  return
+}
+
+// -----
+
+func.func @weight_row_scales_cover_bias() {
+  // expected-error @+1 {{'cbc.weight.ref' op row_scales cover 10 rows but the weight has 8}}
+  %0 = cbc.weight.ref "b" {sources = [["a.bias"]], row_scales = array<f64: 10.0, 0.5>} : tensor<8xbf16>
+  return
+}
+
+// -----
+
+func.func @concat_width(%x: tensor<?x8xf32>, %y: tensor<?x4xf32>) {
+  // expected-error @+1 {{'cbc.math.concat' op result width 16 is not the sum of the input widths, 12}}
+  %0 = cbc.math.concat %x, %y : tensor<?x8xf32>, tensor<?x4xf32> -> tensor<?x16xf32>
+  return
+}
+
+// -----
+
+func.func @concat_empty() {
+  // expected-error @+1 {{'cbc.math.concat' op needs at least one input}}
+  %0 = "cbc.math.concat"() : () -> tensor<?x4xf32>
+  return
+}
+
+// -----
+
+func.func @concat_not_rows(%x: tensor<8x8xf32>) {
+  // expected-error @+1 {{'cbc.math.concat' op operand #0 must be variadic of packed rows (tensor<?xNxf32>), but got 'tensor<8x8xf32>'}}
+  %0 = "cbc.math.concat"(%x) : (tensor<8x8xf32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @experts_ungated_act(%x: tensor<?x8xf32>, %ids: tensor<?x2xi32>, %w: tensor<?x2xf32>, %u: tensor<4x6x8xbf16>, %d: tensor<4x8x6xbf16>) {
+  // expected-error @+1 {{'cbc.moe.experts' op layout 'ungated' takes an activation of cbc.math.act, not 'gpt_oss'}}
+  %0 = cbc.moe.experts %x, %ids, %w, %u, %d {act = "gpt_oss", layout = "ungated", limit = 7.0 : f64, alpha = 1.702 : f64} : (tensor<?x8xf32>, tensor<?x2xi32>, tensor<?x2xf32>, tensor<4x6x8xbf16>, tensor<4x8x6xbf16>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @experts_ungated_unknown_act(%x: tensor<?x8xf32>, %ids: tensor<?x2xi32>, %w: tensor<?x2xf32>, %u: tensor<4x6x8xbf16>, %d: tensor<4x8x6xbf16>) {
+  // expected-error @+1 {{'cbc.moe.experts' op layout 'ungated' takes an activation of cbc.math.act, not 'tanh'}}
+  %0 = cbc.moe.experts %x, %ids, %w, %u, %d {act = "tanh", layout = "ungated"} : (tensor<?x8xf32>, tensor<?x2xi32>, tensor<?x2xf32>, tensor<4x6x8xbf16>, tensor<4x8x6xbf16>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @experts_ungated_shapes(%x: tensor<?x8xf32>, %ids: tensor<?x2xi32>, %w: tensor<?x2xf32>, %gu: tensor<4x12x8xbf16>, %d: tensor<4x8x6xbf16>) {
+  // A gated [E, 2I, H] gate_up with an [E, H, I] down is not an ungated pair.
+  // expected-error @+1 {{'cbc.moe.experts' op with layout 'ungated', gate_up must be [experts, intermediate, hidden] and down [experts, hidden, intermediate]}}
+  %0 = cbc.moe.experts %x, %ids, %w, %gu, %d {act = "relu2", layout = "ungated"} : (tensor<?x8xf32>, tensor<?x2xi32>, tensor<?x2xf32>, tensor<4x12x8xbf16>, tensor<4x8x6xbf16>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @experts_ungated_bias(%x: tensor<?x8xf32>, %ids: tensor<?x2xi32>, %w: tensor<?x2xf32>, %u: tensor<4x6x8xbf16>, %d: tensor<4x8x6xbf16>, %ub: tensor<4x12xbf16>, %db: tensor<4x8xbf16>) {
+  // The up bias of ungated experts has one entry per gate_up row: [experts, intermediate].
+  // expected-error @+1 {{'cbc.moe.experts' op biases must be [experts, 2I] and [experts, hidden]}}
+  %0 = cbc.moe.experts %x, %ids, %w, %u, %d bias(%ub, %db) {act = "relu2", layout = "ungated"} : (tensor<?x8xf32>, tensor<?x2xi32>, tensor<?x2xf32>, tensor<4x6x8xbf16>, tensor<4x8x6xbf16>, tensor<4x12xbf16>, tensor<4x8xbf16>) -> tensor<?x8xf32>
+  return
+}

@@ -239,3 +239,39 @@ func.func @state_scan(%q: tensor<?x8xf32>, %k: tensor<?x8xf32>, %v: tensor<?x8xf
   %1 = cbc.state.scan %0, %k, %v, %a, %b, %alog, %dt, %cu, %slots, %init {kind = "gated_delta", layer = 5 : i64, num_k_heads = 2 : i64, num_v_heads = 4 : i64, k_dim = 4 : i64, v_dim = 2 : i64, beta_scale = 2.0 : f64, state = "ssm"} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x4xf32>, tensor<4xf32>, tensor<4xbf16>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
   return %0, %1 : tensor<?x8xf32>, tensor<?x8xf32>
 }
+
+// Weight transforms for per-head projections and constant multipliers: zamba's x_proj_weight
+// [2, 6, 4] on a block diagonal [12, 8], its rows regrouped per head; Falcon-H1's muP factors
+// on runs of rows (a multiplier on k only, one on the whole output).
+// CHECK-LABEL: func.func @weight_transforms
+func.func @weight_transforms() -> (tensor<12x8xbf16>, tensor<12x8xbf16>, tensor<8xbf16>) {
+  // CHECK: cbc.weight.ref "x_proj" {block_diag = 2 : i64, regroup = array<i64: 2, 2, 2, 2>, sources = {{\[\[}}"mamba.x_proj_weight"]]} : tensor<12x8xbf16>
+  %0 = cbc.weight.ref "x_proj" {sources = [["mamba.x_proj_weight"]], block_diag = 2 : i64, regroup = array<i64: 2, 2, 2, 2>} : tensor<12x8xbf16>
+  // CHECK: cbc.weight.ref "qkv" {row_scales = array<f64: 4.000000e+00, 1.500000e+00, 4.000000e+00, 7.500000e-01, 4.000000e+00, 1.500000e+00>, sources = {{\[\[}}"q.weight", "k.weight", "v.weight"]]} : tensor<12x8xbf16>
+  %1 = cbc.weight.ref "qkv" {sources = [["q.weight", "k.weight", "v.weight"]], row_scales = array<f64: 4.0, 1.5, 4.0, 0.75, 4.0, 1.5>} : tensor<12x8xbf16>
+  // CHECK: cbc.weight.ref "o_bias" {row_scales = array<f64: 8.000000e+00, 7.500000e-01>, sources = {{\[\[}}"o.bias"]]} : tensor<8xbf16>
+  %2 = cbc.weight.ref "o_bias" {sources = [["o.bias"]], row_scales = array<f64: 8.0, 0.75>} : tensor<8xbf16>
+  return %0, %1, %2 : tensor<12x8xbf16>, tensor<12x8xbf16>, tensor<8xbf16>
+}
+
+// Columns side by side (Zamba's [h | embeddings]); one input is a plain copy.
+// CHECK-LABEL: func.func @concat
+// CHECK-SAME: (%[[X:[^:]+]]: tensor<?x8xf32>, %[[E:[^:]+]]: tensor<?x4xf32>)
+func.func @concat(%x: tensor<?x8xf32>, %e: tensor<?x4xf32>) -> (tensor<?x12xf32>, tensor<?x8xf32>) {
+  // CHECK: cbc.math.concat %[[X]], %[[E]] : tensor<?x8xf32>, tensor<?x4xf32> -> tensor<?x12xf32>
+  %0 = cbc.math.concat %x, %e : tensor<?x8xf32>, tensor<?x4xf32> -> tensor<?x12xf32>
+  // CHECK: cbc.math.concat %[[X]] : tensor<?x8xf32> -> tensor<?x8xf32>
+  %1 = cbc.math.concat %x : tensor<?x8xf32> -> tensor<?x8xf32>
+  return %0, %1 : tensor<?x12xf32>, tensor<?x8xf32>
+}
+
+// Ungated experts (Nemotron-H): gate_up holds only up [E, I, H]; optional biases [E, I], [E, H].
+// CHECK-LABEL: func.func @experts_ungated
+func.func @experts_ungated(%x: tensor<?x8xf32>, %ids: tensor<?x2xi32>, %w: tensor<?x2xf32>, %u: tensor<4x6x8xbf16>,
+                           %d: tensor<4x8x6xbf16>, %ub: tensor<4x6xbf16>, %db: tensor<4x8xbf16>) -> tensor<?x8xf32> {
+  // CHECK: %[[Y:.*]] = cbc.moe.experts %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {act = "relu2", layout = "ungated"} : (tensor<?x8xf32>, tensor<?x2xi32>, tensor<?x2xf32>, tensor<4x6x8xbf16>, tensor<4x8x6xbf16>) -> tensor<?x8xf32>
+  %y = cbc.moe.experts %x, %ids, %w, %u, %d {act = "relu2", layout = "ungated"} : (tensor<?x8xf32>, tensor<?x2xi32>, tensor<?x2xf32>, tensor<4x6x8xbf16>, tensor<4x8x6xbf16>) -> tensor<?x8xf32>
+  // CHECK: cbc.moe.experts %[[Y]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} bias(%{{.*}}, %{{.*}}) {act = "silu", layout = "ungated"} : (tensor<?x8xf32>, tensor<?x2xi32>, tensor<?x2xf32>, tensor<4x6x8xbf16>, tensor<4x8x6xbf16>, tensor<4x6xbf16>, tensor<4x8xbf16>) -> tensor<?x8xf32>
+  %y2 = cbc.moe.experts %y, %ids, %w, %u, %d bias(%ub, %db) {act = "silu", layout = "ungated"} : (tensor<?x8xf32>, tensor<?x2xi32>, tensor<?x2xf32>, tensor<4x6x8xbf16>, tensor<4x8x6xbf16>, tensor<4x6xbf16>, tensor<4x8xbf16>) -> tensor<?x8xf32>
+  return %y2 : tensor<?x8xf32>
+}
