@@ -7,7 +7,9 @@ namespace cbc::hf {
 
 namespace {
 const char *jsonTypeName(const nlohmann::json &v) {
+  double d;
   if (v.is_null()) return "null";
+  if (!v.is_number() && jsonNumber(v, d)) return std::isnan(d) ? "NaN" : d > 0 ? "Infinity" : "-Infinity";
   if (v.is_boolean()) return "a boolean";
   if (v.is_number_integer()) return "an integer";
   if (v.is_number()) return "a number";
@@ -125,6 +127,9 @@ double ConfigReader::requireNumber(const std::string &key) const {
   double out;
   if (!jsonNumber(raw(key), out))
     typeError(key, "a number");
+  // Infinity and NaN are only meaningful where a key reads them explicitly (time_step_limit).
+  if (!std::isfinite(out))
+    throw ConfigError(path(key), "must be a finite number");
   return out;
 }
 
@@ -145,7 +150,8 @@ std::string ConfigReader::getString(const std::string &key, const std::string &f
   if (!has(key))
     return fallback;
   const auto &v = obj_.at(key);
-  if (!v.is_string())
+  double number;
+  if (!v.is_string() || jsonNumber(v, number)) // a bare Infinity reads as a string marker
     typeError(key, "a string");
   return v.get<std::string>();
 }

@@ -835,9 +835,21 @@ void hybridMamba2Layers(const ConfigReader &r, ModelSpec &s) {
   setLayers(s, kinds, 0);
   parseMamba2(r, s, {"mamba_n_heads", "mamba_d_head", "mamba_n_groups", "mamba_d_state", "mamba_d_conv",
                      "mamba_conv_bias", "mamba_proj_bias", "rms_norm_eps", "mamba_expand", 128, 0, 1, 256, true, false});
+  if (s.mamba2.intermediate() != r.getSize("mamba_expand", 2) * s.hidden_size)
+    throw ConfigError(r.path("mamba_d_head"), "mamba_n_heads * mamba_d_head must equal mamba_expand * hidden_size");
   parseDtLimit(r, "time_step_limit", s.mamba2);
   s.attn.qkv_bias = s.attn.o_bias = r.getBool("attention_bias", false);
   s.names.mamba = "mamba";
+}
+
+// Bamba's config class forces partial_rotary_factor = 0.5 over any top-level value; only
+// rope_parameters' own entry overrides it (see the family's ropeDicts).
+RopeDicts bambaRopeDicts(const ConfigReader &r) {
+  RopeDicts dicts = ropeDictionaries(r, 10000.0);
+  for (auto &[kind, d] : dicts)
+    if (!d.contains("partial_rotary_factor") || d["partial_rotary_factor"].is_null())
+      d["partial_rotary_factor"] = 0.5;
+  return dicts;
 }
 
 void parseBamba(const ConfigReader &r, ModelSpec &s) {
@@ -873,14 +885,14 @@ void parseGraniteMoeHybrid(const ConfigReader &r, ModelSpec &s) {
   n.down = "output_linear";
   n.final_norm = "norm";
   MoeSpec &m = s.moe;
-  m.num_experts = r.getInt("num_local_experts", 0);
+  m.num_experts = r.getInt("num_local_experts", 8);
   if (m.num_experts < 0)
     throw ConfigError(r.path("num_local_experts"), "must not be negative");
   if (m.num_experts > 0) {
     m.top_k = r.getSize("num_experts_per_tok", 2);
     if (m.top_k > m.num_experts)
       throw ConfigError(r.path("num_experts_per_tok"), "exceeds num_local_experts");
-    m.intermediate = r.getSize("intermediate_size", 1024);
+    m.intermediate = r.getSize("intermediate_size", 11008);
     m.score = "topk_softmax";
     m.act = s.mlp.act;
     m.plus_dense = true;
@@ -1168,9 +1180,9 @@ const std::map<std::string, Family> &families() {
         [](const ConfigReader &r, ModelSpec &s) { parseZamba2(r, s); }}},
       {"bamba",
        {{.max_positions = 262144, .norm_eps = 1e-5, .partial_rotary = true, .partial_rotary_factor = 0.5},
-        [](const ConfigReader &r, ModelSpec &s) { parseBamba(r, s); }}},
+        [](const ConfigReader &r, ModelSpec &s) { parseBamba(r, s); }, bambaRopeDicts}},
       {"granitemoehybrid",
-       {{.max_positions = 4096, .norm_eps = 1e-6, .moe_only = true},
+       {{.max_positions = 2048, .norm_eps = 1e-6, .moe_only = true},
         [](const ConfigReader &r, ModelSpec &s) { parseGraniteMoeHybrid(r, s); }}},
       {"jamba",
        {{.max_positions = 262144}, [](const ConfigReader &r, ModelSpec &s) { parseJamba(r, s); }}},
@@ -1338,6 +1350,12 @@ json translateMambaSsm(const json &c) {
     out["n_groups"] = ssm.getSize("ngroups", 1);
     if (ssm.getBool("norm_before_gate", false))
       throw ConfigError("ssm_cfg.norm_before_gate", "true is not supported");
+    if (ssm.getBool("D_has_hdim", false))
+      throw ConfigError("ssm_cfg.D_has_hdim", "true (a D per head channel) is not supported");
+    if (!ssm.getBool("rmsnorm", true))
+      throw ConfigError("ssm_cfg.rmsnorm", "false (no gated norm) is not supported");
+    if (ssm.has("dt_limit"))
+      out["time_step_limit"] = ssm.raw("dt_limit");
   } else if (ssm.has("dt_rank")) {
     out["time_step_rank"] = ssm.raw("dt_rank");
   }
