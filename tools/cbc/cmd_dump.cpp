@@ -160,6 +160,30 @@ void printCachePlan(const Artefact &a) {
   printStates(c.states);
 }
 
+// The load-time transforms beyond stack/transpose, so that a dump shows every step from the
+// HF tensors to the program weight.
+std::string transformText(const rt::WeightEntry &w) {
+  std::string out;
+  if (!w.regroup.empty()) {
+    out += "regroup(";
+    for (size_t i = 0; i < w.regroup.size(); ++i)
+      out += (i ? "," : "") + std::to_string(w.regroup[i]);
+    out += ") ";
+  }
+  if (w.block_diag > 0)
+    out += "block_diag(" + std::to_string(w.block_diag) + ") ";
+  if (!w.row_scales.empty()) {
+    out += "row_scales(";
+    for (size_t i = 0; i + 1 < w.row_scales.size(); i += 2) {
+      char buf[64];
+      std::snprintf(buf, sizeof buf, "%s%lldx%g", i ? "," : "", (long long)w.row_scales[i], w.row_scales[i + 1]);
+      out += buf;
+    }
+    out += ") ";
+  }
+  return out;
+}
+
 void printWeights(const Artefact &a) {
   int64_t totalElems = 0;
   for (const auto &w : a.weights) {
@@ -167,9 +191,9 @@ void printWeights(const Artefact &a) {
     for (int64_t d : w.shape)
       n *= d;
     totalElems += n;
-    std::printf("%-32s %-5s %-18s %s%s <-", w.name.c_str(), rt::dtypeName(w.dtype),
+    std::printf("%-32s %-5s %-18s %s%s%s <-", w.name.c_str(), rt::dtypeName(w.dtype),
                 shapeText(w.shape).c_str(), w.stack ? "stack " : "",
-                w.transpose ? "transpose " : "");
+                w.transpose ? "transpose " : "", transformText(w).c_str());
     size_t shown = 0;
     for (const auto &part : w.parts) {
       if (shown++ == 2 && w.parts.size() > 3) {
