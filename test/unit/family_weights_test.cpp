@@ -44,82 +44,88 @@ struct Loaded {
 
 TEST(WeightTransforms, ZambaPerHeadProjectionsOnBlockDiagonals) {
   Loaded z("zamba");
-  // x_proj_weight [2 heads, R + 2N = 4 + 32, hd = 64]: program rows [dt of both heads | B | C],
-  // columns the 128 channels; head h's block is x_proj_weight[h] at columns h * 64.
+  // x_proj_weight [2 heads, R + 2N = 2 + 32, hd = 32]: program rows [dt of both heads | B | C],
+  // columns the 64 channels; head h's block is x_proj_weight[h] at columns h * 32.
   rt::HostTensor xp = z.raw("model.layers.0.mamba.x_proj_weight");
-  ASSERT_EQ(xp.shape, (std::vector<int64_t>{2, 36, 64}));
+  ASSERT_EQ(xp.shape, (std::vector<int64_t>{2, 34, 32}));
   const rt::HostTensor &w = z.weight("layers.0.mamba.x_proj");
-  ASSERT_EQ(w.shape, (std::vector<int64_t>{72, 128}));
-  const int64_t R = 4, N = 16, hd = 64, nh = 2;
+  ASSERT_EQ(w.shape, (std::vector<int64_t>{68, 64}));
+  const int64_t R = 2, N = 16, hd = 32, nh = 2, rows = R + 2 * N;
   for (int64_t h = 0; h < nh; ++h)
     for (int64_t seg = 0; seg < 3; ++seg) {
       int64_t size = seg ? N : R, src0 = seg == 0 ? 0 : seg == 1 ? R : R + N;
       int64_t dst0 = seg == 0 ? 0 : seg == 1 ? nh * R : nh * (R + N);
       for (int64_t r = 0; r < size; ++r)
         for (int64_t c = 0; c < nh * hd; ++c) {
-          float want = c / hd == h ? xp.data[(h * 36 + src0 + r) * hd + c % hd] : 0.0f;
-          ASSERT_EQ(w.data[(dst0 + h * size + r) * 128 + c], want) << "head " << h << " segment " << seg;
+          float want = c / hd == h ? xp.data[(h * rows + src0 + r) * hd + c % hd] : 0.0f;
+          ASSERT_EQ(w.data[(dst0 + h * size + r) * nh * hd + c], want) << "head " << h << " segment " << seg;
         }
     }
-  // dt_proj_weight [2, hd, R]: program [128, 2 x R], channel c of head h reads head h's dt.
+  // dt_proj_weight [2, hd, R]: program [64, 2 x R], channel c of head h reads head h's dt.
   rt::HostTensor dp = z.raw("model.layers.0.mamba.dt_proj_weight");
   const rt::HostTensor &d = z.weight("layers.0.mamba.dt_proj");
-  ASSERT_EQ(d.shape, (std::vector<int64_t>{128, 8}));
+  ASSERT_EQ(d.shape, (std::vector<int64_t>{64, 4}));
   for (int64_t c = 0; c < nh * hd; ++c)
     for (int64_t j = 0; j < nh * R; ++j)
-      ASSERT_EQ(d.data[c * 8 + j], j / R == c / hd ? dp.data[c * R + j % R] : 0.0f) << c << ", " << j;
+      ASSERT_EQ(d.data[c * nh * R + j], j / R == c / hd ? dp.data[c * R + j % R] : 0.0f) << c << ", " << j;
   // in_proj interleaves x (even rows) and z (odd rows): program rows [x | z].
   rt::HostTensor ip = z.raw("model.layers.0.mamba.in_proj.weight");
   const rt::HostTensor &in = z.weight("layers.0.mamba.in");
-  for (int64_t c = 0; c < 128; ++c)
-    for (int64_t k = 0; k < 64; ++k) {
-      ASSERT_EQ(in.data[c * 64 + k], ip.data[(2 * c) * 64 + k]);
-      ASSERT_EQ(in.data[(128 + c) * 64 + k], ip.data[(2 * c + 1) * 64 + k]);
+  const int64_t I = nh * hd, H = 32;
+  ASSERT_EQ(in.shape, (std::vector<int64_t>{2 * I, H}));
+  for (int64_t c = 0; c < I; ++c)
+    for (int64_t k = 0; k < H; ++k) {
+      ASSERT_EQ(in.data[c * H + k], ip.data[(2 * c) * H + k]);
+      ASSERT_EQ(in.data[(I + c) * H + k], ip.data[(2 * c + 1) * H + k]);
     }
 }
 
 TEST(WeightTransforms, Zamba2AdapterUpProjectionsOnABlockDiagonal) {
   Loaded z("zamba2");
   const rt::HostTensor &up = z.weight("layers.4.attn.adapter_up");
-  ASSERT_EQ(up.shape, (std::vector<int64_t>{384, 24}));
+  ASSERT_EQ(up.shape, (std::vector<int64_t>{192, 24}));
   const char *which[] = {"q", "k", "v"};
   for (int b = 0; b < 3; ++b) {
     // Slot 2 (hybrid ordinal 2) of block 0, stored under layer 1.
     rt::HostTensor t = z.raw(std::string("model.layers.1.shared_transformer.self_attn.linear_") + which[b] +
                              "_adapter_list.2.1.weight");
-    ASSERT_EQ(t.shape, (std::vector<int64_t>{128, 8}));
-    for (int64_t r = 0; r < 128; ++r)
+    ASSERT_EQ(t.shape, (std::vector<int64_t>{64, 8}));
+    for (int64_t r = 0; r < 64; ++r)
       for (int64_t c = 0; c < 24; ++c)
-        ASSERT_EQ(up.data[(b * 128 + r) * 24 + c], c / 8 == b ? t.data[r * 8 + c % 8] : 0.0f);
+        ASSERT_EQ(up.data[(b * 64 + r) * 24 + c], c / 8 == b ? t.data[r * 8 + c % 8] : 0.0f);
   }
 }
 
 TEST(WeightTransforms, FalconH1MultipliersScaleRuns) {
   Loaded f("falcon_h1");
-  // in_proj rows [z 96 | x 96 | B 32 | C 32 | dt 6] times ssm_in_multiplier 0.7 x mup.
+  // in_proj rows [z 48 | x 48 | B 32 | C 32 | dt 6] times ssm_in_multiplier 0.7 x mup; hidden 32.
+  const int64_t H = 32;
   rt::HostTensor ip = f.raw("model.layers.1.mamba.in_proj.weight");
   const rt::HostTensor &in = f.weight("layers.1.mamba.in");
   ASSERT_EQ(in.shape, ip.shape);
+  ASSERT_EQ(in.shape, (std::vector<int64_t>{166, H}));
   const double mup[] = {0.5, 1.25, 0.75, 1.5, 0.8};
-  const int64_t ends[] = {96, 192, 224, 256, 262};
-  for (int64_t r = 0, s = 0; r < 262; ++r) {
+  const int64_t ends[] = {48, 96, 128, 160, 166};
+  for (int64_t r = 0, s = 0; r < 166; ++r) {
     if (r == ends[s])
       ++s;
-    for (int64_t k = 0; k < 64; ++k)
-      ASSERT_EQ(in.data[r * 64 + k], ip.data[r * 64 + k] * (float)(0.7 * mup[s])) << "row " << r;
+    for (int64_t k = 0; k < H; ++k)
+      ASSERT_EQ(in.data[r * H + k], ip.data[r * H + k] * (float)(0.7 * mup[s])) << "row " << r;
   }
-  // q, k, v: attention_in_multiplier 1.5, and key_multiplier 0.5 on k.
+  // q (4 heads x 12 = 48 rows), k, v (2 x 12 = 24 rows each): attention_in_multiplier 1.5, and
+  // key_multiplier 0.5 on k.
   const rt::HostTensor &qkv = f.weight("layers.1.attn.qkv");
   rt::HostTensor k = f.raw("model.layers.1.self_attn.k_proj.weight");
-  for (int64_t r = 0; r < 48; ++r)
-    for (int64_t c = 0; c < 64; ++c)
-      ASSERT_EQ(qkv.data[(96 + r) * 64 + c], k.data[r * 64 + c] * (float)(1.5 * 0.5));
+  ASSERT_EQ(k.shape, (std::vector<int64_t>{24, H}));
+  for (int64_t r = 0; r < 24; ++r)
+    for (int64_t c = 0; c < H; ++c)
+      ASSERT_EQ(qkv.data[(48 + r) * H + c], k.data[r * H + c] * (float)(1.5 * 0.5));
   // The MLP's down projection: down_multiplier 1.5 on every row.
   rt::HostTensor down = f.raw("model.layers.1.feed_forward.down_proj.weight");
   const rt::HostTensor &dw = f.weight("layers.1.mlp.down");
   for (size_t i = 0; i < down.data.size(); ++i)
     ASSERT_EQ(dw.data[i], down.data[i] * 1.5f);
-  EXPECT_EQ(f.entry("layers.1.mlp.down").row_scales, (std::vector<double>{64, 1.5}));
+  EXPECT_EQ(f.entry("layers.1.mlp.down").row_scales, (std::vector<double>{32, 1.5}));
 }
 
 TEST(WeightTransforms, SharedBlocksAreLoadedOnce) {
@@ -155,15 +161,15 @@ TEST(WeightTransforms, BadTransformsAreWeightErrors) {
       rt::Artefact a = z.artefact;
       for (auto &v : a.weights)
         if (v.name == w.name)
-          v.block_diag = 5; // 72 rows do not split into 5 blocks
+          v.block_diag = 5; // 68 rows do not split into 5 blocks
       expectError(a, "block_diag 5");
     }
     if (w.name == "layers.0.mamba.out") {
       rt::Artefact a = z.artefact;
       for (auto &v : a.weights)
         if (v.name == w.name)
-          v.row_scales = {32, 2.0}; // 64 rows
-      expectError(a, "row_scales over 32 of 64 rows");
+          v.row_scales = {16, 2.0}; // 32 rows
+      expectError(a, "row_scales over 16 of 32 rows");
     }
   }
 }

@@ -22,6 +22,7 @@ Usage:
   python tools/oracle/make_fixtures.py --family gemma2  # one family (repeatable)
   python tools/oracle/make_fixtures.py --check          # regenerate in a temp dir, compare bytes
   python tools/oracle/make_fixtures.py --out DIR
+  python tools/oracle/make_fixtures.py --family jamba --search-seeds 5800 100   # score seeds, write nothing
 """
 
 from __future__ import annotations
@@ -433,12 +434,15 @@ def _cfg_lfm2_moe():
 # Seeds: the best of each family's block of 100 by the criteria above (floor 0.01 for margins and router
 # gaps, >= 6 distinct tokens): mamba2 5000-5099, bamba 5100-5199, granitemoehybrid 5200-5299, nemotron_h
 # 5300-5399, falcon_h1 5400-5499, zamba2 5500-5599, mamba 5600-5699, falcon_mamba 5700-5799, jamba
-# 5800-5899, zamba 5900-5999. Every forward passes explicit position_ids (see forward()).
-# Mamba2 dims: inner width I = 2 * 64 = 128, 8 heads of 16, 2 groups (4 heads each), state 16.
+# 5800-5899, zamba 5900-5999 (`--search-seeds` scores a block). Every forward passes explicit
+# position_ids (see forward()). The hybrids other than mamba2/mamba/falcon_mamba are 32 wide
+# (MAMBA_ATTN) so that all fixtures together stay under 10 MB.
+# Mamba2 dims: inner width I = 2 * 64 = 128, 8 heads of 16 (mamba2; the 32-wide hybrids: I = 64, 8 heads
+# of 8), 2 groups (4 heads each), state 16.
 MAMBA2_CHUNK = 16
-MAMBA_ATTN = dict(  # attention / MLP shape shared by the hybrids (as COMMON)
-    hidden_size=64,
-    intermediate_size=96,
+MAMBA_ATTN = dict(  # attention / MLP shape shared by the hybrids: half of COMMON's width, to keep fixtures small
+    hidden_size=32,
+    intermediate_size=48,
     num_attention_heads=4,
     num_key_value_heads=2,
     max_position_embeddings=256,
@@ -472,7 +476,7 @@ def _cfg_bamba():
         **MAMBA_ATTN,
         num_hidden_layers=4,
         attn_layer_indices=[2],  # -> [mamba, mamba, attention, mamba]
-        mamba_n_heads=8,  # mamba_d_head "auto" -> 2*64/8 = 16
+        mamba_n_heads=8,  # mamba_d_head "auto" -> 2*32/8 = 8
         mamba_n_groups=2,
         mamba_d_state=16,
         mamba_d_conv=4,
@@ -488,7 +492,7 @@ def _cfg_granitemoehybrid():
 
     return GraniteMoeHybridConfig(
         **TOKEN_IDS,
-        **{**MAMBA_ATTN, "intermediate_size": 32},  # per-expert width
+        **{**MAMBA_ATTN, "intermediate_size": 16},  # per-expert width
         num_hidden_layers=4,
         layer_types=["mamba", "mamba", "attention", "mamba"],  # legacy names, remapped on load
         mamba_n_heads=8,
@@ -500,11 +504,11 @@ def _cfg_granitemoehybrid():
         rms_norm_eps=1e-5,
         num_local_experts=4,
         num_experts_per_tok=2,
-        shared_intermediate_size=48,
+        shared_intermediate_size=24,
         embedding_multiplier=4.0,  # all four != 1 (and attention_multiplier != head_dim^-0.5) so each one shows
         residual_multiplier=0.5,
         attention_multiplier=0.2,
-        logits_scaling=2.0,
+        logits_scaling=0.5,
         position_embedding_type="nope",  # as the released granite-4.0-h configs: no RoPE
     )
 
@@ -515,18 +519,18 @@ def _cfg_nemotron_h():
     return NemotronHConfig(
         **TOKEN_IDS,
         **MAMBA_ATTN,
-        head_dim=16,
+        head_dim=8,
         hybrid_override_pattern="MEM*M-",  # legacy key -> layers_block_type [mamba, moe, mamba, attn, mamba, mlp]
         mamba_num_heads=8,
-        mamba_head_dim=12,  # I = 8*12 = 96, deliberately != expand*hidden = 128
+        mamba_head_dim=6,  # I = 8*6 = 48, deliberately != expand*hidden = 64
         n_groups=2,
         ssm_state_size=16,
         conv_kernel=4,
         chunk_size=MAMBA2_CHUNK,
         n_routed_experts=4,
         num_experts_per_tok=2,
-        moe_intermediate_size=32,
-        moe_shared_expert_intermediate_size=48,
+        moe_intermediate_size=16,
+        moe_shared_expert_intermediate_size=24,
         routed_scaling_factor=1.5,
         layer_norm_epsilon=1e-5,
     )
@@ -538,10 +542,10 @@ def _cfg_falcon_h1():
     return FalconH1Config(
         **TOKEN_IDS,
         **MAMBA_ATTN,
-        head_dim=24,  # not a declared field; LlamaAttention and the rotary read it (4*24 = 96 != hidden)
+        head_dim=12,  # not a declared field; LlamaAttention and the rotary read it (4*12 = 48 != hidden)
         num_hidden_layers=3,
-        mamba_d_ssm=96,  # != mamba_expand*hidden = 128, as in released configs
-        mamba_n_heads=6,  # mamba_d_head "auto" -> 96/6 = 16
+        mamba_d_ssm=48,  # != mamba_expand*hidden = 64, as in released configs
+        mamba_n_heads=6,  # mamba_d_head "auto" -> 48/6 = 8
         mamba_n_groups=2,
         mamba_d_state=16,
         mamba_d_conv=4,
@@ -569,9 +573,9 @@ def _cfg_zamba2():
 
     return Zamba2Config(
         **TOKEN_IDS,
-        hidden_size=64,
-        intermediate_size=96,
-        num_attention_heads=4,  # attention on 2*hidden = 128, head_dim 32; kv heads = heads (adapters need it)
+        hidden_size=32,
+        intermediate_size=48,
+        num_attention_heads=4,  # attention on 2*hidden = 64, head_dim 16; kv heads = heads (adapters need it)
         max_position_embeddings=256,
         num_hidden_layers=5,
         layers_block_type=["mamba", "hybrid", "hybrid", "mamba", "hybrid"],
@@ -625,7 +629,7 @@ def _cfg_jamba():
 
     return JambaConfig(
         **TOKEN_IDS,
-        **{**MAMBA_ATTN, "intermediate_size": 48},  # dense MLP and every expert
+        **{**MAMBA_ATTN, "intermediate_size": 24},  # dense MLP and every expert
         num_hidden_layers=4,
         attn_layer_period=4,
         attn_layer_offset=2,  # -> [mamba, mamba, attention, mamba]
@@ -645,7 +649,7 @@ def _cfg_zamba():
 
     return ZambaConfig(
         **TOKEN_IDS,
-        **MAMBA_ATTN,  # attention on 2*hidden = 128, head_dim 32, GQA 4q/2kv
+        **MAMBA_ATTN,  # attention on 2*hidden = 64, head_dim 16, GQA 4q/2kv
         num_hidden_layers=5,
         layers_block_type=["mamba", "hybrid", "mamba", "hybrid", "mamba"],
         n_mamba_heads=2,
@@ -690,6 +694,10 @@ MAMBA_INIT_RULES = [
     (r"(^|\.)embeddings\.weight$", 0.0, 0.25),  # mamba/mamba2/nemotron_h name it embeddings, as BASE_STD["embed"]
     (r"(feed_forward\.router|block_sparse_moe\.router|mixer\.gate)\.weight$", 0.0, 0.3),  # routers
 ]
+# granitemoehybrid routes on every layer, so with 3 x 108 tokens x 4 layers the smallest top-2/top-3
+# gap of 0.3-std routers (hidden 32) is rarely >= 0.01: routers at std 0.6 and logits_scaling 0.5
+# (logits x 2 rather than / 2, still != 1) give its seeds gaps and margins on the other families' scale.
+GRANITE_INIT_RULES = [(r"block_sparse_moe\.router\.weight$", 0.0, 0.6)] + MAMBA_INIT_RULES
 
 
 # Tied Gemma models: the input embedding (x sqrt(hidden)) rides the residual stream straight to
@@ -980,7 +988,7 @@ FAMILIES = {
         ],
     ),
     "bamba": dict(
-        seed=5154,
+        seed=5127,
         atol=2.5e-4,
         atol_note="The SSD recurrence is a contraction; the chunked prefill kernel and the 1-token update differ by ~1e-5. The rows use explicit position_ids (as generate() does): without them bamba's decode steps rotate the new query/key at position 0 and the cached path drifts by ~0.8.",
         build=_cfg_bamba,
@@ -991,34 +999,34 @@ FAMILIES = {
         mamba=True,
         features=[
             "attn_layer_indices=[2] -> [mamba, mamba, attention, mamba]; every layer pre-norm + SwiGLU feed_forward",
-            "BambaMixer = Mamba2 mixer: 8 heads of 16, n_groups 2, state 16, chunk_size 16, conv K=4 with bias",
-            "gated RMSNorm per group of I/n_groups (group_size = 64), eps rms_norm_eps",
-            "attention: Llama GQA 4q/2kv head_dim 16, partial RoPE forced to 0.5 (rotary dim 8, leading slice)",
+            "BambaMixer = Mamba2 mixer: 8 heads of 8, n_groups 2, state 16, chunk_size 16, conv K=4 with bias",
+            "gated RMSNorm per group of I/n_groups (group_size = 32), eps rms_norm_eps",
+            "attention: Llama GQA 4q/2kv head_dim 8, partial RoPE forced to 0.5 (rotary dim 4, leading slice)",
             "positions passed explicitly: bamba's default position_ids ignore the cached length",
             "checkpoint names model.layers.N.mamba.* / self_attn.* / feed_forward.*, input_layernorm, pre_ff_layernorm, final_layernorm",
         ],
     ),
     "granitemoehybrid": dict(
-        seed=5282,
+        seed=5242,
         atol=2.5e-4,
-        atol_note="The SSD recurrence is a contraction; routing is a softmax over the top-2 router logits (smooth once the choice is made). logits_scaling 2 halves every logit difference, which is why the noise is small here.",
+        atol_note="The SSD recurrence is a contraction; routing is a softmax over the top-2 router logits (smooth once the choice is made). logits_scaling 0.5 doubles every logit difference.",
         build=_cfg_granitemoehybrid,
         zero_centred_norms=False,
-        init_rules=MAMBA_INIT_RULES,
+        init_rules=GRANITE_INIT_RULES,
         prompt_lengths=PROMPT_LENGTHS_STATE,
         state=True,
         mamba=True,
         features=[
             "layer_types [mamba, mamba, attention, mamba] (legacy names, written out as linear_attention/full_attention)",
-            "Mamba2 (BambaMixer) 8 heads of 16, n_groups 2, state 16, chunk_size 16, conv K=4",
-            "MoE on every layer: 4 experts top-2, softmax over the top-2 router logits; plus shared_mlp (48) added",
-            "multipliers: embedding x4, residual x0.5 on both branches, attention scale 0.2 (not head_dim^-0.5), logits / 2",
+            "Mamba2 (BambaMixer) 8 heads of 8, n_groups 2, state 16, chunk_size 16, conv K=4",
+            "MoE on every layer: 4 experts (16 wide) top-2, softmax over the top-2 router logits; plus shared_mlp (24) added",
+            "multipliers: embedding x4, residual x0.5 on both branches, attention scale 0.2 (not head_dim^-0.5), logits / 0.5",
             "position_embedding_type 'nope': no RoPE (as the released granite-4.0-h)",
             "checkpoint names block_sparse_moe.input_linear/output_linear/router.layer (conversion_mapping granitemoe)",
         ],
     ),
     "nemotron_h": dict(
-        seed=5399,
+        seed=5352,
         atol=2.5e-4,
         atol_note="The SSD recurrence is a contraction. Routing uses sigmoid(logits) + e_score_correction_bias for the choice and renormalised unbiased sigmoid weights x routed_scaling_factor; the router gap reported is logit-equivalent (2 x the smallest k-th/(k+1)-th gap of the biased scores).",
         build=_cfg_nemotron_h,
@@ -1030,16 +1038,16 @@ FAMILIES = {
         mamba=True,
         features=[
             "hybrid_override_pattern 'MEM*M-' -> [mamba, moe, mamba, attention, mamba, mlp]; one mixer per block, x += mixer(norm(x))",
-            "Mamba2 with I = mamba_num_heads*mamba_head_dim = 8*12 = 96 (!= expand*hidden), n_groups 2, state 16, chunk 16",
-            "gated RMSNorm per group (I/n_groups = 48), eps layer_norm_epsilon; dt clamp (time_step_min, inf) in the chunked kernel",
-            "attention without RoPE, GQA 4q/2kv, head_dim 16 (explicit)",
+            "Mamba2 with I = mamba_num_heads*mamba_head_dim = 8*6 = 48 (!= expand*hidden), n_groups 2, state 16, chunk 16",
+            "gated RMSNorm per group (I/n_groups = 24), eps layer_norm_epsilon; dt clamp (time_step_min, inf) in the chunked kernel",
+            "attention without RoPE, GQA 4q/2kv, head_dim 8 (explicit)",
             "MLP and experts non-gated: down(relu(up x)^2)",
-            "MoE: sigmoid router + e_score_correction_bias (buffer, N(0,0.15)) for the choice, unbiased sigmoid weights renormalised x routed_scaling_factor 1.5, + shared expert (48)",
+            "MoE: sigmoid router + e_score_correction_bias (buffer, N(0,0.15)) for the choice, unbiased sigmoid weights renormalised x routed_scaling_factor 1.5, + shared expert (24)",
             "NemotronHRMSNorm multiplies the weight in fp32",
         ],
     ),
     "falcon_h1": dict(
-        seed=5455,
+        seed=5462,
         atol=2.5e-4,
         atol_note="The SSD recurrence is a contraction; the muP multipliers are exact scalings.",
         build=_cfg_falcon_h1,
@@ -1050,17 +1058,17 @@ FAMILIES = {
         mamba=True,
         features=[
             "3 layers, each Mamba2 AND attention in parallel on the same input_layernorm output, then a SwiGLU MLP",
-            "mamba_d_ssm 96 (!= expand*hidden), 6 heads of 16, n_groups 2, state 16, chunk 16, conv K=4",
-            "mamba_rms_norm with mamba_norm_before_gate=false: w * rmsnorm_per_group(y * silu(z)), 2 groups of 48",
+            "mamba_d_ssm 48 (!= expand*hidden), 6 heads of 8, n_groups 2, state 16, chunk 16, conv K=4",
+            "mamba_rms_norm with mamba_norm_before_gate=false: w * rmsnorm_per_group(y * silu(z)), 2 groups of 24",
             "muP: embedding x2, lm_head x0.5, ssm_in x0.7, in_proj sections [z,x,B,C,dt] x [0.5,1.25,0.75,1.5,0.8], ssm_out x1.3",
             "attention_in x1.5, key x0.5 (before RoPE), attention_out x0.75, mlp gate x0.75 (before act) and down x1.5",
-            "attention head_dim 24 (explicit, 4*24 != hidden), GQA 4q/2kv, full RoPE theta 1e4",
+            "attention head_dim 12 (explicit, 4*12 != hidden), GQA 4q/2kv, full RoPE theta 1e4",
         ],
     ),
     "zamba2": dict(
-        seed=5563,
-        atol=1e-3,
-        atol_note="The SSD recurrence is a contraction, but this family is noisier than the other Mamba2 ones: an fp64 recomputation of these rows (SEMANTICS_MAMBA.md section 11) differs from them by up to 7.6e-5, so atol is 1e-3 (13x that), still >= 20x below the smallest margin.",
+        seed=5565,
+        atol=2.5e-4,
+        atol_note="The SSD recurrence is a contraction; the shared blocks and adapters are plain linear algebra. An fp64 recomputation of these rows (SEMANTICS_MAMBA.md section 11) differs from them by up to 1.2e-5.",
         build=_cfg_zamba2,
         zero_centred_norms=False,
         init_rules=MAMBA_INIT_RULES,
@@ -1069,10 +1077,10 @@ FAMILIES = {
         mamba=True,
         features=[
             "layers [mamba, hybrid, hybrid, mamba, hybrid]; num_mem_blocks 2: hybrid layers 1, 2, 4 run shared blocks 0, 1, 0",
-            "hybrid: shared block on concat(hidden, embeddings) (128) -> per-layer linear -> added to the mamba input only",
+            "hybrid: shared block on concat(hidden, embeddings) (64) -> per-layer linear -> added to the mamba input only",
             "shared attention with per-hybrid-layer LoRA adapters on q/k/v (rank 8) and on the MLP gate_up (rank 8)",
-            "attention scale (head_dim/2)^-0.5, head_dim 2*hidden/heads = 32, RoPE (use_mem_rope) over 32",
-            "Mamba2 8 heads of 16, n_groups 2, chunk 16, gated norm eps 1e-5 (hard-coded), conv bias always on",
+            "attention scale (head_dim/2)^-0.5, head_dim 2*hidden/heads = 16, RoPE (use_mem_rope) over 16",
+            "Mamba2 8 heads of 8, n_groups 2, chunk 16, gated norm eps 1e-5 (hard-coded), conv bias always on",
             "tied embeddings (required: the shared blocks are only tied when tie_word_embeddings is true)",
         ],
     ),
@@ -1108,9 +1116,9 @@ FAMILIES = {
         ],
     ),
     "jamba": dict(
-        seed=5853,
-        atol=5e-4,
-        atol_note="The selective scan is a contraction per channel. An fp64 recomputation of these rows (SEMANTICS_MAMBA.md section 11) differs from them by up to 2.4e-5, so atol is 5e-4 rather than 2.5e-4. Routing weights are the top-2 softmax probabilities, not renormalised. Mamba1 slow path: every multi-token forward starts its sequential selective scan from a zero SSM state (the conv state is carried), hence the failing continuation check below.",
+        seed=5818,
+        atol=2.5e-4,
+        atol_note="The selective scan is a contraction per channel. An fp64 recomputation of these rows (SEMANTICS_MAMBA.md section 11) differs from them by up to 1.3e-5. Routing weights are the top-2 softmax probabilities, not renormalised. Mamba1 slow path: every multi-token forward starts its sequential selective scan from a zero SSM state (the conv state is carried), hence the failing continuation check below.",
         build=_cfg_jamba,
         zero_centred_norms=False,
         init_rules=MAMBA_INIT_RULES,
@@ -1119,16 +1127,16 @@ FAMILIES = {
         mamba=True,
         features=[
             "attn period 4 offset 2, expert period 2 offset 0 -> [mamba+moe, mamba+mlp, attention+moe, mamba+mlp]",
-            "Mamba1 with weighted RMSNorms (eps rms_norm_eps) on dt (R=4), B and C before dt_proj / the scan",
-            "attention without RoPE, GQA 4q/2kv, head_dim 16",
-            "MoE 4 experts top-2: softmax over all logits, top-2 probabilities NOT renormalised; SwiGLU experts",
+            "Mamba1 with weighted RMSNorms (eps rms_norm_eps) on dt (R=2), B and C before dt_proj / the scan",
+            "attention without RoPE, GQA 4q/2kv, head_dim 8",
+            "MoE 4 experts (24 wide) top-2: softmax over all logits, top-2 probabilities NOT renormalised; SwiGLU experts",
             "checkpoint names feed_forward.router.weight, feed_forward.experts.N.{gate,up,down}_proj.weight",
         ],
     ),
     "zamba": dict(
-        seed=5999,
-        atol=5e-4,
-        atol_note="The selective scan is a contraction per channel. An fp64 recomputation of these rows (SEMANTICS_MAMBA.md section 11) differs from them by up to 3.4e-5, so atol is 5e-4. Mamba1 slow path: every multi-token forward starts its sequential selective scan from a zero SSM state (the conv state is carried), hence the failing continuation check below.",
+        seed=5983,
+        atol=2.5e-4,
+        atol_note="The selective scan is a contraction per channel. An fp64 recomputation of these rows (SEMANTICS_MAMBA.md section 11) differs from them by up to 8.7e-6. Mamba1 slow path: every multi-token forward starts its sequential selective scan from a zero SSM state (the conv state is carried), hence the failing continuation check below.",
         build=_cfg_zamba,
         zero_centred_norms=False,
         init_rules=MAMBA_INIT_RULES,
@@ -1138,9 +1146,9 @@ FAMILIES = {
         features=[
             "layers [mamba, hybrid, mamba, hybrid, mamba]; both hybrid layers run the ONE shared attention block",
             "hybrid: shared block on concat(hidden, embeddings) -> linear -> added to the mamba input only",
-            "multi-head Mamba1: 2 heads of 64; in_proj rows interleaved (x = even rows, z = odd rows)",
-            "per-head x_proj [2, 4+2*16, 64], dt_proj [2, 64, 4] + bias [2, 64], A_log [2, 64, 16], D [2, 64]",
-            "attention scale (head_dim/2)^-0.5, head_dim 32, no RoPE, GQA 4q/2kv; gated gelu MLP",
+            "multi-head Mamba1: 2 heads of 32; in_proj rows interleaved (x = even rows, z = odd rows)",
+            "per-head x_proj [2, 2+2*16, 32], dt_proj [2, 32, 2] + bias [2, 32], A_log [2, 32, 16], D [2, 32]",
+            "attention scale (head_dim/2)^-0.5, head_dim 16, no RoPE, GQA 4q/2kv; gated gelu MLP",
         ],
     ),
 }
@@ -1253,28 +1261,40 @@ class RouterProbe:
 
     def __init__(self, model):
         self.min_gap = math.inf
+        # Whether every choice survives rounding the router logits to bf16 (what a bf16 GPU step
+        # stores them as): same top-k set and no tie at the k-th place. --search-seeds reports it.
+        self.bf16_stable = True
         self.handles = []
         for _, mod in model.named_modules():
             if type(mod).__name__.endswith(("TopKRouter", "TopkRouter")):
                 self.handles.append(mod.register_forward_hook(self._hook))
 
-    def _hook(self, mod, args, out):
-        logits = out[0].detach().float().reshape(-1, out[0].shape[-1])
-        scale = 1.0
+    @staticmethod
+    def _scores(mod, args, logits):
+        """The values the router ranks, and the factor that turns their gap into a logit-equivalent one."""
         if getattr(mod, "use_expert_bias", False):
             # Lfm2MoeTopKRouter ranks s = sigmoid(logits) + expert_bias. A logit error e moves s by
             # at most e/4, so flipping two experts needs e >= 2 * (s_k - s_k+1): report that
             # logit-equivalent bound so the gap compares with the other routers'.
-            logits = logits.sigmoid() + args[1].float()
-            scale = 2.0
-        elif hasattr(mod, "e_score_correction_bias"):
+            return logits.sigmoid() + args[1].float(), 2.0
+        if hasattr(mod, "e_score_correction_bias"):
             # NemotronHTopkRouter (DeepseekV3 style, n_group 1) ranks sigmoid(logits) + e_score_correction_bias:
             # the same logit-equivalent bound as above.
-            logits = logits.sigmoid() + mod.e_score_correction_bias.float()
-            scale = 2.0
-        top = torch.topk(logits, mod.top_k + 1, dim=-1).values
-        gap = scale * float((top[:, mod.top_k - 1] - top[:, mod.top_k]).min())
+            return logits.sigmoid() + mod.e_score_correction_bias.float(), 2.0
+        return logits, 1.0
+
+    def _hook(self, mod, args, out):
+        logits = out[0].detach().float().reshape(-1, out[0].shape[-1])
+        scores, scale = self._scores(mod, args, logits)
+        top = torch.topk(scores, mod.top_k + 1, dim=-1)
+        gap = scale * float((top.values[:, mod.top_k - 1] - top.values[:, mod.top_k]).min())
         self.min_gap = min(self.min_gap, gap)
+        rounded, _ = self._scores(mod, args, logits.to(torch.bfloat16).float())
+        chosen = torch.zeros_like(rounded, dtype=torch.bool).scatter_(-1, top.indices[:, : mod.top_k], True)
+        lowest_chosen = rounded.masked_fill(~chosen, math.inf).min(-1).values
+        highest_other = rounded.masked_fill(chosen, -math.inf).max(-1).values
+        if bool((lowest_chosen <= highest_other).any()):
+            self.bf16_stable = False
 
     def close(self):
         for h in self.handles:
@@ -1606,9 +1626,9 @@ def _layer_summary(model, cfg) -> dict:
     return {"layer_types": list(layer_types), "mlp_kinds": mlp_kinds}
 
 
-def build_family(family: str, out_dir: Path, verbose: bool = True) -> dict:
+def make_model(family: str, seed: int):
+    """The family's tiny config built under `seed`, in float32 eval mode, every parameter redrawn bf16-exact."""
     spec = FAMILIES[family]
-    seed = spec["seed"]
     torch.manual_seed(seed)
     cfg = spec["build"]()
     assert cfg.model_type == family, (cfg.model_type, family)
@@ -1625,6 +1645,65 @@ def build_family(family: str, out_dir: Path, verbose: bool = True) -> dict:
         rules=spec.get("init_rules"),
         buffer_init=spec.get("buffer_init"),
     )
+    return cfg, model
+
+
+def score_seed(family: str, seed: int) -> dict:
+    """The seed criteria of the family table: the smallest top-1/top-2 logit margin over every greedy row,
+    the smallest router k-th/(k+1)-th gap, the fewest distinct greedy tokens of a prompt, and whether a
+    Mamba2 dt clamp would bite (prefill and decode would then disagree in transformers)."""
+    spec = FAMILIES[family]
+    _, model = make_model(family, seed)
+    mamba = spec.get("mamba", False)
+    router = RouterProbe(model)
+    dt_probe = DtProbe(model) if mamba else None
+    margin, distinct = math.inf, math.inf
+    for prompt in make_prompts(spec.get("prompt_lengths", PROMPT_LENGTHS)):
+        rows, tokens = greedy(model, prompt, mamba)
+        margin = min(margin, top2_margin(rows))
+        distinct = min(distinct, len(set(tokens)))
+    router.close()
+    dt = dt_probe.summary() if dt_probe else None
+    if dt_probe:
+        dt_probe.close()
+    return {
+        "seed": seed,
+        "margin": margin,
+        "router_gap": router.min_gap,
+        "router_bf16_stable": router.bf16_stable,
+        "distinct": distinct,
+        "clamp_bites": bool(dt and dt["clamp_bites"]),
+    }
+
+
+def search_seeds(family: str, start: int, count: int, floor: float, min_distinct: int) -> int | None:
+    """Scores seeds start..start+count-1 and returns the one with the largest min(margin, router gap) among
+    those that clear the floor, have >= min_distinct tokens per prompt and keep the dt clamp inactive. It
+    also says which seeds route differently once the router logits are rounded to bf16 (for information:
+    a bf16 GPU step may then break a near-tie the other way, which the SIMT test accepts only as a tie)."""
+    best, best_score = None, -math.inf
+    for seed in range(start, start + count):
+        r = score_seed(family, seed)
+        score = min(r["margin"], r["router_gap"])
+        ok = score >= floor and r["distinct"] >= min_distinct and not r["clamp_bites"]
+        print(
+            f"{family} seed {seed}: margin {r['margin']:.4f} router gap {r['router_gap']:.4f} "
+            f"{'' if r['router_bf16_stable'] else '(flips in bf16) '}"
+            f"distinct {r['distinct']} clamp {'bites' if r['clamp_bites'] else 'inactive'}"
+            f"{'' if ok else '  (rejected)'}",
+            file=sys.stderr,
+            flush=True,
+        )
+        if ok and score > best_score:
+            best, best_score = seed, score
+    print(f"{family}: best seed {best} (min gap {best_score:.4f})", file=sys.stderr)
+    return best
+
+
+def build_family(family: str, out_dir: Path, verbose: bool = True) -> dict:
+    spec = FAMILIES[family]
+    seed = spec["seed"]
+    cfg, model = make_model(family, seed)
 
     fam_dir = out_dir / family
     if fam_dir.exists():
@@ -1883,6 +1962,15 @@ def main(argv=None) -> int:
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"output root (default {DEFAULT_OUT})")
     ap.add_argument("--check", action="store_true", help="regenerate into a temp dir and compare bytes with --out")
     ap.add_argument("--quiet", action="store_true")
+    ap.add_argument(
+        "--search-seeds",
+        nargs=2,
+        type=int,
+        metavar=("START", "COUNT"),
+        help="score seeds START..START+COUNT-1 of each --family by the seed criteria and print the best; writes nothing",
+    )
+    ap.add_argument("--floor", type=float, default=0.01, help="--search-seeds: smallest acceptable margin/gap")
+    ap.add_argument("--min-distinct", type=int, default=6, help="--search-seeds: fewest distinct greedy tokens")
     args = ap.parse_args(argv)
 
     families = args.family or list(FAMILIES)
@@ -1901,6 +1989,13 @@ def main(argv=None) -> int:
             file=sys.stderr,
         )
         return 2
+
+    if args.search_seeds:
+        if not args.family:
+            ap.error("--search-seeds needs --family")
+        for fam in families:
+            search_seeds(fam, args.search_seeds[0], args.search_seeds[1], args.floor, args.min_distinct)
+        return 0
 
     if args.check:
         with tempfile.TemporaryDirectory(prefix="cbc-fixtures-") as tmp:
