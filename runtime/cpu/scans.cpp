@@ -1,0 +1,283 @@
+// The per-request state scans of cbc.state.scan (gated delta, Mamba2 SSD, Mamba1 selective) on
+// the CPU. A file of their own so that only these loops are built with vector libm calls
+// (see runtime/CMakeLists.txt).
+#include "runtime/cpu/kernels.h"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+namespace cbc::rt::cpu {
+
+namespace {
+float softplus(float x) { return x > 20.0f ? x : std::log1p(std::exp(x)); }
+
+// l2-normalised copies of q (also scaled by dk^-1/2) and k.
+void normaliseQk(const float *q, const float *k, int64_t dk, bool l2, float *qn, float *kn) {
+  double sq = 0, sk = 0;
+  for (int64_t i = 0; i < dk; ++i) {
+    sq += (double)q[i] * q[i];
+    sk += (double)k[i] * k[i];
+  }
+  float iq = l2 ? 1.0f / std::sqrt((float)sq + 1e-6f) : 1.0f;
+  float ik = l2 ? 1.0f / std::sqrt((float)sk + 1e-6f) : 1.0f;
+  float scale = 1.0f / std::sqrt((float)dk);
+  for (int64_t i = 0; i < dk; ++i) {
+    qn[i] = q[i] * iq * scale;
+    kn[i] = k[i] * ik;
+  }
+}
+} // namespace
+
+// Inputs are already normalised: q scaled, k unit length, g the log decay, beta the rate.
+void gatedDeltaRecurrent(int64_t n, const float *q, const float *k, const float *v, const float *g,
+                         const float *beta, int64_t dk, int64_t dv, int64_t qStride, int64_t vStride,
+                         float *S, float *out, int64_t outStride) {
+  std::vector<float> u(dv);
+  for (int64_t t = 0; t < n; ++t) {
+    const float *qt = q + t * qStride, *kt = k + t * qStride, *vt = v + t * vStride;
+    float decay = std::exp(g[t]);
+    // Two passes over S: decay it while reading S^T k, then add k u^T while reading S^T q.
+    std::fill(u.begin(), u.end(), 0.0f);
+    for (int64_t i = 0; i < dk; ++i) {
+      float *Srow = S + i * dv;
+      float ki = kt[i];
+      for (int64_t j = 0; j < dv; ++j) {
+        Srow[j] *= decay;
+        u[j] += Srow[j] * ki;
+      }
+    }
+    for (int64_t j = 0; j < dv; ++j)
+      u[j] = (vt[j] - u[j]) * beta[t];
+    float *o = out + t * outStride;
+    std::fill_n(o, dv, 0.0f);
+    for (int64_t i = 0; i < dk; ++i) {
+      float *Srow = S + i * dv;
+      float ki = kt[i], qi = qt[i];
+      for (int64_t j = 0; j < dv; ++j) {
+        Srow[j] += ki * u[j];
+        o[j] += Srow[j] * qi;
+      }
+    }
+  }
+}
+
+// The chunked (UT transform) form: within a chunk, the delta-rule updates are solved as one
+// unit lower-triangular system; across chunks the state carries. The products are BLAS calls.
+void gatedDeltaChunked(int64_t n, const float *q, const float *k, const float *v, const float *g,
+                       const float *beta, int64_t dk, int64_t dv, int64_t qStride, int64_t vStride,
+                       float *S, float *out, int64_t outStride, int64_t chunk) {
+  const auto RM = CblasRowMajor;
+  const auto N = CblasNoTrans, T = CblasTrans;
+  std::vector<float> cum(chunk), A(chunk * chunk), P(chunk * chunk), U(chunk * dv), W(chunk * dk),
+      Kd(chunk * dk);
+  int qs = (int)qStride, os = (int)outStride, DK = (int)dk, DV = (int)dv;
+  for (int64_t c0 = 0; c0 < n; c0 += chunk) {
+    int64_t L = std::min(chunk, n - c0);
+    int l = (int)L, ld = (int)chunk;
+    const float *qc = q + c0 * qStride, *kc = k + c0 * qStride, *vc = v + c0 * vStride;
+    float acc = 0;
+    for (int64_t i = 0; i < L; ++i)
+      cum[i] = acc += g[c0 + i];
+    // T = I + A with strictly lower A[i][j] = beta_i (k_i . k_j) exp(cum_i - cum_j); the unit
+    // diagonal is implied by the solve.
+    cblas_sgemm(RM, N, T, l, l, DK, 1.0f, kc, qs, kc, qs, 0.0f, A.data(), ld);
+    for (int64_t i = 0; i < L; ++i)
+      for (int64_t j = 0; j < i; ++j)
+        A[i * chunk + j] *= beta[c0 + i] * std::exp(cum[i] - cum[j]);
+    // T U = beta v and T W = beta k exp(cum).
+    for (int64_t i = 0; i < L; ++i) {
+      float b = beta[c0 + i], e = b * std::exp(cum[i]);
+      for (int64_t d = 0; d < dv; ++d)
+        U[i * dv + d] = b * vc[i * vStride + d];
+      for (int64_t d = 0; d < dk; ++d)
+        W[i * dk + d] = e * kc[i * qStride + d];
+    }
+    cblas_strsm(RM, CblasLeft, CblasLower, N, CblasUnit, l, DV, 1.0f, A.data(), ld, U.data(), DV);
+    cblas_strsm(RM, CblasLeft, CblasLower, N, CblasUnit, l, DK, 1.0f, A.data(), ld, W.data(), DK);
+    // v_new = U - W S (in U).
+    cblas_sgemm(RM, N, N, l, DV, DK, -1.0f, W.data(), DK, S, DV, 1.0f, U.data(), DV);
+    // o = diag(exp(cum)) q S + (q k^T masked causally, times exp(cum_i - cum_j)) v_new.
+    float *oc = out + c0 * outStride;
+    cblas_sgemm(RM, N, T, l, l, DK, 1.0f, qc, qs, kc, qs, 0.0f, P.data(), ld);
+    for (int64_t i = 0; i < L; ++i)
+      for (int64_t j = 0; j < L; ++j)
+        P[i * chunk + j] = j <= i ? P[i * chunk + j] * std::exp(cum[i] - cum[j]) : 0.0f;
+    for (int64_t i = 0; i < L; ++i) {
+      float e = std::exp(cum[i]);
+      for (int64_t d = 0; d < dk; ++d)
+        Kd[i * dk + d] = e * qc[i * qStride + d]; // exp(cum_i) q_i, borrowing Kd
+    }
+    cblas_sgemm(RM, N, N, l, DV, DK, 1.0f, Kd.data(), DK, S, DV, 0.0f, oc, os);
+    cblas_sgemm(RM, N, N, l, DV, l, 1.0f, P.data(), ld, U.data(), DV, 1.0f, oc, os);
+    // S = exp(cum_last) S + sum_j exp(cum_last - cum_j) k_j v_new_j^T.
+    float last = cum[L - 1];
+    for (int64_t j = 0; j < L; ++j) {
+      float e = std::exp(last - cum[j]);
+      for (int64_t d = 0; d < dk; ++d)
+        Kd[j * dk + d] = e * kc[j * qStride + d];
+    }
+    cblas_sgemm(RM, T, N, DK, DV, l, 1.0f, Kd.data(), DK, U.data(), DV, std::exp(last), S, DV);
+  }
+}
+
+void gatedDeltaScan(const float *q, const float *k, const float *v, const float *a, const float *b,
+                    const GatedDeltaParams &p, const StateRows &rows, float *pool, float *out,
+                    const ParallelFor &pfor, int64_t chunk) {
+  int64_t Hk = p.k_heads, Hv = p.v_heads, dk = p.k_dim, dv = p.v_dim, ratio = Hv / Hk;
+  pfor(rows.num_requests * Hv, [&](int64_t rh) {
+    int64_t r = rh / Hv, h = rh % Hv, kh = h / ratio;
+    int64_t begin = rows.cu_seqlens[r], n = rows.cu_seqlens[r + 1] - begin;
+    float *S = pool + ((int64_t)rows.slots[r] * Hv + h) * dk * dv;
+    if (!rows.has_initial[r])
+      std::fill(S, S + dk * dv, 0.0f);
+    if (n == 0)
+      return;
+    // Per-token inputs of this head, normalised once.
+    std::vector<float> qn(n * dk), kn(n * dk), g(n), beta(n);
+    for (int64_t t = 0; t < n; ++t) {
+      int64_t row = begin + t;
+      normaliseQk(q + row * Hk * dk + kh * dk, k + row * Hk * dk + kh * dk, dk, p.qk_l2norm,
+                  &qn[t * dk], &kn[t * dk]);
+      g[t] = -std::exp(p.A_log[h]) * softplus(a[row * Hv + h] + p.dt_bias[h]);
+      beta[t] = p.beta_scale * (1.0f / (1.0f + std::exp(-b[row * Hv + h])));
+    }
+    const float *vh = v + begin * Hv * dv + h * dv;
+    float *oh = out + begin * Hv * dv + h * dv;
+    if (n == 1)
+      gatedDeltaRecurrent(n, qn.data(), kn.data(), vh, g.data(), beta.data(), dk, dv, dk, Hv * dv, S,
+                          oh, Hv * dv);
+    else
+      gatedDeltaChunked(n, qn.data(), kn.data(), vh, g.data(), beta.data(), dk, dv, dk, Hv * dv, S, oh,
+                        Hv * dv, chunk);
+  });
+}
+
+// One token at a time: S = exp(dt a) S + dt x B^T, y = S C + D x.
+void ssdRecurrent(int64_t n, const float *x, const float *dt, float a, const float *B, const float *C,
+                  float D, int64_t P, int64_t N, int64_t xStride, int64_t bcStride, float *S, float *out) {
+  for (int64_t t = 0; t < n; ++t) {
+    const float *xt = x + t * xStride, *Bt = B + t * bcStride, *Ct = C + t * bcStride;
+    float decay = std::exp(dt[t] * a);
+    float *o = out + t * xStride;
+    for (int64_t p = 0; p < P; ++p) {
+      float *Sp = S + p * N;
+      float xd = dt[t] * xt[p], y = 0.0f;
+      for (int64_t k = 0; k < N; ++k) {
+        Sp[k] = Sp[k] * decay + xd * Bt[k];
+        y += Sp[k] * Ct[k];
+      }
+      o[p] = y + D * xt[p];
+    }
+  }
+}
+
+// The SSD form: within a chunk, y = (C B^T masked by the decays) (dt x) plus the decayed
+// start state read through C; across chunks the state carries. The products are BLAS calls.
+void ssdChunked(int64_t n, const float *x, const float *dt, float a, const float *B, const float *C, float D,
+                int64_t P, int64_t N, int64_t xStride, int64_t bcStride, float *S, float *out, int64_t chunk) {
+  const auto RM = CblasRowMajor;
+  const auto NT = CblasNoTrans, TR = CblasTrans;
+  std::vector<float> cum(chunk), M(chunk * chunk), X(chunk * P), Cd(chunk * N), Xd(chunk * P);
+  int iP = (int)P, iN = (int)N, ld = (int)chunk, xs = (int)xStride, bs = (int)bcStride;
+  for (int64_t c0 = 0; c0 < n; c0 += chunk) {
+    int64_t L = std::min(chunk, n - c0);
+    int l = (int)L;
+    const float *xc = x + c0 * xStride, *Bc = B + c0 * bcStride, *Cc = C + c0 * bcStride;
+    float acc = 0;
+    for (int64_t i = 0; i < L; ++i)
+      cum[i] = acc += dt[c0 + i] * a;
+    for (int64_t i = 0; i < L; ++i)
+      for (int64_t p = 0; p < P; ++p)
+        X[i * P + p] = dt[c0 + i] * xc[i * xStride + p];
+    // M = (C B^T) with M[i][j] scaled by exp(cum_i - cum_j) for j <= i, zero above.
+    cblas_sgemm(RM, NT, TR, l, l, iN, 1.0f, Cc, bs, Bc, bs, 0.0f, M.data(), ld);
+    for (int64_t i = 0; i < L; ++i)
+      for (int64_t j = 0; j < L; ++j)
+        M[i * chunk + j] = j <= i ? M[i * chunk + j] * std::exp(cum[i] - cum[j]) : 0.0f;
+    // y = diag(exp(cum)) C S^T + M X.
+    for (int64_t i = 0; i < L; ++i) {
+      float e = std::exp(cum[i]);
+      for (int64_t k = 0; k < N; ++k)
+        Cd[i * N + k] = e * Cc[i * bcStride + k];
+    }
+    float *oc = out + c0 * xStride;
+    cblas_sgemm(RM, NT, TR, l, iP, iN, 1.0f, Cd.data(), iN, S, iN, 0.0f, oc, xs);
+    cblas_sgemm(RM, NT, NT, l, iP, l, 1.0f, M.data(), ld, X.data(), iP, 1.0f, oc, xs);
+    for (int64_t i = 0; i < L; ++i)
+      for (int64_t p = 0; p < P; ++p)
+        oc[i * xStride + p] += D * xc[i * xStride + p];
+    // S = exp(cum_last) S + sum_j exp(cum_last - cum_j) X_j^T B_j.
+    float last = cum[L - 1];
+    for (int64_t j = 0; j < L; ++j) {
+      float e = std::exp(last - cum[j]);
+      for (int64_t p = 0; p < P; ++p)
+        Xd[j * P + p] = e * X[j * P + p];
+    }
+    cblas_sgemm(RM, TR, NT, iP, iN, l, 1.0f, Xd.data(), iP, Bc, bs, std::exp(last), S, iN);
+  }
+}
+
+void ssdScan(const float *x, const float *dt, const float *B, const float *C, const SsdParams &p,
+             const StateRows &rows, float *pool, float *out, const ParallelFor &pfor, int64_t chunk) {
+  int64_t H = p.heads, P = p.head_dim, N = p.state, G = p.groups, perGroup = H / G;
+  pfor(rows.num_requests * H, [&](int64_t rh) {
+    int64_t r = rh / H, h = rh % H, g = h / perGroup;
+    int64_t begin = rows.cu_seqlens[r], n = rows.cu_seqlens[r + 1] - begin;
+    float *S = pool + ((int64_t)rows.slots[r] * H + h) * P * N;
+    if (!rows.has_initial[r])
+      std::fill(S, S + P * N, 0.0f);
+    if (n == 0)
+      return;
+    std::vector<float> dts(n);
+    for (int64_t t = 0; t < n; ++t)
+      dts[t] = std::clamp(softplus(dt[(begin + t) * H + h] + p.dt_bias[h]), p.dt_min, p.dt_max);
+    float a = -std::exp(p.A_log[h]);
+    const float *xh = x + begin * H * P + h * P, *Bg = B + begin * G * N + g * N, *Cg = C + begin * G * N + g * N;
+    float *oh = out + begin * H * P + h * P;
+    if (n == 1)
+      ssdRecurrent(n, xh, dts.data(), a, Bg, Cg, p.D[h], P, N, H * P, G * N, S, oh);
+    else
+      ssdChunked(n, xh, dts.data(), a, Bg, Cg, p.D[h], P, N, H * P, G * N, S, oh, chunk);
+  });
+}
+
+void selectiveScan(const float *x, const float *dt, const float *B, const float *C, const float *z,
+                   const SelectiveParams &p, const StateRows &rows, float *pool, float *out,
+                   const ParallelFor &pfor) {
+  const int64_t I = p.channels, N = p.state, G = p.groups, perGroup = I / G, block = 64;
+  int64_t blocks = (I + block - 1) / block;
+  pfor(rows.num_requests * blocks, [&](int64_t rb) {
+    int64_t r = rb / blocks, i0 = (rb % blocks) * block, i1 = std::min(I, i0 + block);
+    int64_t begin = rows.cu_seqlens[r], end = rows.cu_seqlens[r + 1];
+    std::vector<float> a(N);
+    for (int64_t i = i0; i < i1; ++i) {
+      float *S = pool + ((int64_t)rows.slots[r] * I + i) * N;
+      if (!rows.has_initial[r])
+        std::fill(S, S + N, 0.0f);
+      int64_t g = i / perGroup;
+      for (int64_t k = 0; k < N; ++k)
+        a[k] = -std::exp(p.A_log[i * N + k]);
+      for (int64_t t = begin; t < end; ++t) {
+        float d = softplus(dt[t * I + i] + p.dt_bias[i]), xv = x[t * I + i], y = 0.0f;
+        const float *Bt = B + t * G * N + g * N, *Ct = C + t * G * N + g * N;
+        // The state update has no loop-carried dependence, so it vectorises (exp included, with
+        // libmvec); the dot product stays a separate, in-order reduction.
+        for (int64_t k = 0; k < N; ++k)
+          S[k] = std::exp(d * a[k]) * S[k] + d * Bt[k] * xv;
+        for (int64_t k = 0; k < N; ++k)
+          y += S[k] * Ct[k];
+        y += p.D[i] * xv;
+        if (z) {
+          float zv = z[t * I + i];
+          y *= zv / (1.0f + std::exp(-zv));
+        }
+        out[t * I + i] = y;
+      }
+    }
+  });
+}
+
+} // namespace cbc::rt::cpu
