@@ -12,7 +12,10 @@
 
 namespace cbc::rt {
 
-constexpr uint32_t kFormatVersion = 1;
+// Bumped whenever a field changes what the runtime must do with the artefact, because a reader of
+// an older version would ignore the new field silently (FlatBuffers skips unknown fields).
+// 2: weight transforms block_diag and row_scales.
+constexpr uint32_t kFormatVersion = 2;
 
 class ArtefactError : public std::runtime_error {
 public:
