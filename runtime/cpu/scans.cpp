@@ -14,6 +14,32 @@ namespace cbc::rt::cpu {
 namespace {
 float softplus(float x) { return x > 20.0f ? x : std::log1p(std::exp(x)); }
 
+// The chunked forms' causal decay: M[i][j] *= exp(cum_i - cum_j) for j <= i, zero above.
+void causalDecay(float *M, int64_t L, int64_t ld, const float *cum) {
+  for (int64_t i = 0; i < L; ++i)
+    for (int64_t j = 0; j < L; ++j)
+      M[i * ld + j] = j <= i ? M[i * ld + j] * std::exp(cum[i] - cum[j]) : 0.0f;
+}
+
+// dst[i] = exp(offset + sign * cum_i) * src[i], rows of `width` (src rows `stride` apart).
+void decayRows(float *dst, const float *src, int64_t stride, int64_t L, int64_t width, const float *cum,
+               float sign, float offset) {
+  for (int64_t i = 0; i < L; ++i) {
+    float e = std::exp(offset + sign * cum[i]);
+    for (int64_t d = 0; d < width; ++d)
+      dst[i * width + d] = e * src[i * stride + d];
+  }
+}
+
+// The state of (request r, head h) in a pool of `heads` states of `size` floats per slot, zeroed
+// when the request starts without one.
+float *headState(const StateRows &rows, float *pool, int64_t r, int64_t heads, int64_t h, int64_t size) {
+  float *S = pool + ((int64_t)rows.slots[r] * heads + h) * size;
+  if (!rows.has_initial[r])
+    std::fill(S, S + size, 0.0f);
+  return S;
+}
+
 // l2-normalised copies of q (also scaled by dk^-1/2) and k.
 void normaliseQk(const float *q, const float *k, int64_t dk, bool l2, float *qn, float *kn) {
   double sq = 0, sk = 0;
@@ -102,23 +128,13 @@ void gatedDeltaChunked(int64_t n, const float *q, const float *k, const float *v
     // o = diag(exp(cum)) q S + (q k^T masked causally, times exp(cum_i - cum_j)) v_new.
     float *oc = out + c0 * outStride;
     cblas_sgemm(RM, N, T, l, l, DK, 1.0f, qc, qs, kc, qs, 0.0f, P.data(), ld);
-    for (int64_t i = 0; i < L; ++i)
-      for (int64_t j = 0; j < L; ++j)
-        P[i * chunk + j] = j <= i ? P[i * chunk + j] * std::exp(cum[i] - cum[j]) : 0.0f;
-    for (int64_t i = 0; i < L; ++i) {
-      float e = std::exp(cum[i]);
-      for (int64_t d = 0; d < dk; ++d)
-        Kd[i * dk + d] = e * qc[i * qStride + d]; // exp(cum_i) q_i, borrowing Kd
-    }
+    causalDecay(P.data(), L, chunk, cum.data());
+    decayRows(Kd.data(), qc, qStride, L, dk, cum.data(), 1.0f, 0.0f); // exp(cum_i) q_i, borrowing Kd
     cblas_sgemm(RM, N, N, l, DV, DK, 1.0f, Kd.data(), DK, S, DV, 0.0f, oc, os);
     cblas_sgemm(RM, N, N, l, DV, l, 1.0f, P.data(), ld, U.data(), DV, 1.0f, oc, os);
     // S = exp(cum_last) S + sum_j exp(cum_last - cum_j) k_j v_new_j^T.
     float last = cum[L - 1];
-    for (int64_t j = 0; j < L; ++j) {
-      float e = std::exp(last - cum[j]);
-      for (int64_t d = 0; d < dk; ++d)
-        Kd[j * dk + d] = e * kc[j * qStride + d];
-    }
+    decayRows(Kd.data(), kc, qStride, L, dk, cum.data(), -1.0f, last);
     cblas_sgemm(RM, T, N, DK, DV, l, 1.0f, Kd.data(), DK, U.data(), DV, std::exp(last), S, DV);
   }
 }
@@ -130,9 +146,7 @@ void gatedDeltaScan(const float *q, const float *k, const float *v, const float 
   pfor(rows.num_requests * Hv, [&](int64_t rh) {
     int64_t r = rh / Hv, h = rh % Hv, kh = h / ratio;
     int64_t begin = rows.cu_seqlens[r], n = rows.cu_seqlens[r + 1] - begin;
-    float *S = pool + ((int64_t)rows.slots[r] * Hv + h) * dk * dv;
-    if (!rows.has_initial[r])
-      std::fill(S, S + dk * dv, 0.0f);
+    float *S = headState(rows, pool, r, Hv, h, dk * dv);
     if (n == 0)
       return;
     // Per-token inputs of this head, normalised once.
@@ -194,15 +208,9 @@ void ssdChunked(int64_t n, const float *x, const float *dt, float a, const float
         X[i * P + p] = dt[c0 + i] * xc[i * xStride + p];
     // M = (C B^T) with M[i][j] scaled by exp(cum_i - cum_j) for j <= i, zero above.
     cblas_sgemm(RM, NT, TR, l, l, iN, 1.0f, Cc, bs, Bc, bs, 0.0f, M.data(), ld);
-    for (int64_t i = 0; i < L; ++i)
-      for (int64_t j = 0; j < L; ++j)
-        M[i * chunk + j] = j <= i ? M[i * chunk + j] * std::exp(cum[i] - cum[j]) : 0.0f;
+    causalDecay(M.data(), L, chunk, cum.data());
     // y = diag(exp(cum)) C S^T + M X.
-    for (int64_t i = 0; i < L; ++i) {
-      float e = std::exp(cum[i]);
-      for (int64_t k = 0; k < N; ++k)
-        Cd[i * N + k] = e * Cc[i * bcStride + k];
-    }
+    decayRows(Cd.data(), Cc, bcStride, L, N, cum.data(), 1.0f, 0.0f);
     float *oc = out + c0 * xStride;
     cblas_sgemm(RM, NT, TR, l, iP, iN, 1.0f, Cd.data(), iN, S, iN, 0.0f, oc, xs);
     cblas_sgemm(RM, NT, NT, l, iP, l, 1.0f, M.data(), ld, X.data(), iP, 1.0f, oc, xs);
@@ -211,11 +219,7 @@ void ssdChunked(int64_t n, const float *x, const float *dt, float a, const float
         oc[i * xStride + p] += D * xc[i * xStride + p];
     // S = exp(cum_last) S + sum_j exp(cum_last - cum_j) X_j^T B_j.
     float last = cum[L - 1];
-    for (int64_t j = 0; j < L; ++j) {
-      float e = std::exp(last - cum[j]);
-      for (int64_t p = 0; p < P; ++p)
-        Xd[j * P + p] = e * X[j * P + p];
-    }
+    decayRows(Xd.data(), X.data(), P, L, P, cum.data(), -1.0f, last);
     cblas_sgemm(RM, TR, NT, iP, iN, l, 1.0f, Xd.data(), iP, Bc, bs, std::exp(last), S, iN);
   }
 }
@@ -226,9 +230,7 @@ void ssdScan(const float *x, const float *dt, const float *B, const float *C, co
   pfor(rows.num_requests * H, [&](int64_t rh) {
     int64_t r = rh / H, h = rh % H, g = h / perGroup;
     int64_t begin = rows.cu_seqlens[r], n = rows.cu_seqlens[r + 1] - begin;
-    float *S = pool + ((int64_t)rows.slots[r] * H + h) * P * N;
-    if (!rows.has_initial[r])
-      std::fill(S, S + P * N, 0.0f);
+    float *S = headState(rows, pool, r, H, h, P * N);
     if (n == 0)
       return;
     std::vector<float> dts(n);
@@ -254,9 +256,7 @@ void selectiveScan(const float *x, const float *dt, const float *B, const float 
     int64_t begin = rows.cu_seqlens[r], end = rows.cu_seqlens[r + 1];
     std::vector<float> a(N);
     for (int64_t i = i0; i < i1; ++i) {
-      float *S = pool + ((int64_t)rows.slots[r] * I + i) * N;
-      if (!rows.has_initial[r])
-        std::fill(S, S + N, 0.0f);
+      float *S = headState(rows, pool, r, I, i, N);
       int64_t g = i / perGroup;
       for (int64_t k = 0; k < N; ++k)
         a[k] = -std::exp(p.A_log[i * N + k]);
