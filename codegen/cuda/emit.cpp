@@ -1372,6 +1372,15 @@ FailureOr<CudaProgram> Emitter::run() {
   }
   // The logits leave the device in fp32.
   prog_.value_dtypes[id(output)] = (int)fb::DType::F32;
+  // Router logits stay fp32, as on the CPU: in bf16, two experts a few thousandths apart can
+  // round to one value and the choice flips. cuBLASLt adds a bias of the output's type, so a
+  // router's bias goes to the device in fp32 too.
+  for (Operation &op : block)
+    if (auto route = dyn_cast<MoeRouteOp>(op)) {
+      prog_.value_dtypes[id(route.getLogits())] = (int)fb::DType::F32;
+      if (auto linear = route.getLogits().getDefiningOp<LinearOp>(); linear && linear.getBias())
+        prog_.value_dtypes[id(linear.getBias())] = (int)fb::DType::F32;
+    }
   // The fused attention prologue rounds k once more than cbc.kv.append would (its q|k|v input,
   // then the rotated k in the cache). When a kernel of ours (not a GEMM, which stays bf16 for
   // cuBLASLt) makes that input -- Zamba2's adapter sum --, it stays fp32, so the cached k is
