@@ -1261,8 +1261,9 @@ class RouterProbe:
 
     def __init__(self, model):
         self.min_gap = math.inf
-        # Whether every choice survives rounding the router logits to bf16 (what a bf16 GPU step
-        # stores them as): same top-k set and no tie at the k-th place. --search-seeds reports it.
+        # Whether every choice survives rounding the router logits to bf16 (what transformers' own
+        # bf16 model computes them in; cbc keeps them fp32): same top-k set and no tie at the k-th
+        # place. --search-seeds reports it.
         self.bf16_stable = True
         self.handles = []
         for _, mod in model.named_modules():
@@ -1679,8 +1680,8 @@ def score_seed(family: str, seed: int) -> dict:
 def search_seeds(family: str, start: int, count: int, floor: float, min_distinct: int) -> int | None:
     """Scores seeds start..start+count-1 and returns the one with the largest min(margin, router gap) among
     those that clear the floor, have >= min_distinct tokens per prompt and keep the dt clamp inactive. It
-    also says which seeds route differently once the router logits are rounded to bf16 (for information:
-    a bf16 GPU step may then break a near-tie the other way, which the SIMT test accepts only as a tie)."""
+    also says which seeds route differently once the router logits are rounded to bf16, as a bf16
+    transformers model rounds them (for information; cbc keeps router logits fp32 on every backend)."""
     best, best_score = None, -math.inf
     for seed in range(start, start + count):
         r = score_seed(family, seed)
