@@ -304,19 +304,22 @@ void parseQwenMoe(const ConfigReader &r, ModelSpec &spec, bool shared, int64_t e
   qwenMoePlacement(r, spec);
 }
 
-// Gated delta net hybrids: layer kinds from layer_types or every full_attention_interval-th.
-void gdnLayers(const ConfigReader &r, ModelSpec &s) {
+// Gated delta net layer kinds: layer_types when given, else full attention on every
+// interval-th layer and linear attention elsewhere.
+std::vector<LayerKind> gdnLayerKinds(const ConfigReader &r, int64_t numLayers, int64_t interval) {
+  if (r.has("layer_types"))
+    return explicitLayerTypes(r, numLayers,
+                              {{"full_attention", LayerKind::FullAttention},
+                               {"linear_attention", LayerKind::LinearAttention}});
   std::vector<LayerKind> kinds;
-  if (r.has("layer_types")) {
-    kinds = explicitLayerTypes(r, s.num_layers,
-                               {{"full_attention", LayerKind::FullAttention},
-                                {"linear_attention", LayerKind::LinearAttention}});
-  } else {
-    int64_t interval = r.getSize("full_attention_interval", 4);
-    for (int64_t i = 0; i < s.num_layers; ++i)
-      kinds.push_back((i + 1) % interval ? LayerKind::LinearAttention : LayerKind::FullAttention);
-  }
-  setLayers(s, kinds, 0);
+  for (int64_t i = 0; i < numLayers; ++i)
+    kinds.push_back((i + 1) % interval ? LayerKind::LinearAttention : LayerKind::FullAttention);
+  return kinds;
+}
+
+// Qwen3-Next / Qwen3.5: the interval is full_attention_interval.
+void gdnLayers(const ConfigReader &r, ModelSpec &s) {
+  setLayers(s, gdnLayerKinds(r, s.num_layers, r.getSize("full_attention_interval", 4)), 0);
 }
 
 void parseGdn(const ConfigReader &r, ModelSpec &s, GdnSpec::Projections projections) {
@@ -421,17 +424,10 @@ void parseLfm2Moe(const ConfigReader &r, ModelSpec &s) {
 // OLMo-Hybrid: gated delta layers (pre-norm) and attention layers (post-norm, whole-row q/k
 // norms, NoPE when rope_theta is null), with OLMo-core's norm names in the checkpoint.
 void parseOlmoHybrid(const ConfigReader &r, ModelSpec &s) {
-  std::vector<LayerKind> kinds;
-  if (r.has("layer_types")) {
-    kinds = explicitLayerTypes(r, s.num_layers,
-                               {{"full_attention", LayerKind::FullAttention},
-                                {"linear_attention", LayerKind::LinearAttention}});
-  } else {
-    for (int64_t i = 0; i < s.num_layers; ++i)
-      kinds.push_back(i % 4 == 3 ? LayerKind::FullAttention : LayerKind::LinearAttention);
-    if (std::count(kinds.begin(), kinds.end(), LayerKind::FullAttention) == 0)
-      kinds.back() = LayerKind::FullAttention;
-  }
+  // OlmoHybridConfig's default: every 4th layer, and at least the last one.
+  std::vector<LayerKind> kinds = gdnLayerKinds(r, s.num_layers, 4);
+  if (!r.has("layer_types") && std::count(kinds.begin(), kinds.end(), LayerKind::FullAttention) == 0)
+    kinds.back() = LayerKind::FullAttention;
   int64_t linear = std::count(kinds.begin(), kinds.end(), LayerKind::LinearAttention);
   if (linear == 0 || linear == (int64_t)kinds.size())
     throw ConfigError(r.path("layer_types"), "olmo_hybrid needs both linear_attention and attention layers");
@@ -947,6 +943,17 @@ void parseJamba(const ConfigReader &r, ModelSpec &s) {
 
 // ----- the families ------------------------------------------------------------------------
 
+// Qwen3.5's text models, dense and MoE: gated attention with q/k norms and (1+w) norms, and
+// gated delta layers with flat projections.
+void parseQwen35Layers(const ConfigReader &r, ModelSpec &s) {
+  s.attn.qkv_bias = s.attn.o_bias = r.getBool("attention_bias", false);
+  s.attn.qk_norm = true;
+  s.attn.output_gate = true;
+  s.norm_offset = 1.0;
+  gdnLayers(r, s);
+  parseGdn(r, s, GdnSpec::Projections::Flat);
+}
+
 const std::map<std::string, Family> &families() {
   static const std::map<std::string, Family> table = {
       {"llama",
@@ -1097,12 +1104,7 @@ const std::map<std::string, Family> &families() {
                                {"intermediate_size", 12288}, {"num_hidden_layers", 32},
                                {"num_attention_heads", 16}, {"num_key_value_heads", 4}}},
         [](const ConfigReader &r, ModelSpec &s) {
-          s.attn.qkv_bias = s.attn.o_bias = r.getBool("attention_bias", false);
-          s.attn.qk_norm = true;
-          s.attn.output_gate = true;
-          s.norm_offset = 1.0;
-          gdnLayers(r, s);
-          parseGdn(r, s, GdnSpec::Projections::Flat);
+          parseQwen35Layers(r, s);
         }}},
       {"qwen3_5_moe_text",
        {{.head_dim = 256, .max_positions = 32768, .partial_rotary = true, .moe_only = true,
@@ -1111,12 +1113,7 @@ const std::map<std::string, Family> &families() {
                                {"num_hidden_layers", 40},
                                {"num_attention_heads", 16}, {"num_key_value_heads", 2}}},
         [](const ConfigReader &r, ModelSpec &s) {
-          s.attn.qkv_bias = s.attn.o_bias = r.getBool("attention_bias", false);
-          s.attn.qk_norm = true;
-          s.attn.output_gate = true;
-          s.norm_offset = 1.0;
-          gdnLayers(r, s);
-          parseGdn(r, s, GdnSpec::Projections::Flat);
+          parseQwen35Layers(r, s);
           std::string key = expertCountKey(r, "num_experts");
           s.moe.num_experts = r.getSize(key, 256);
           s.moe.top_k = r.getSize("num_experts_per_tok", 8);
