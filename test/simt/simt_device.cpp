@@ -1,5 +1,6 @@
 #include "test/simt/simt_device.h"
 
+#include "codegen/cuda/nvrtc.h"
 #include "runtime/safetensors.h"
 #include "test/simt/simt_runtime.h"
 
@@ -18,17 +19,6 @@ namespace cbc::simt {
 namespace fs = std::filesystem;
 
 namespace {
-
-std::string hashHex(const std::string &data) {
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : data) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", (unsigned long long)h);
-  return buf;
-}
 
 float toFloat(const void *p, int64_t i, rt::DType t) {
   if (t == rt::DType::F32)
@@ -97,7 +87,7 @@ private:
 
 std::string buildKernelLibrary(const std::string &source, const std::string &cacheDir) {
   fs::create_directories(cacheDir);
-  std::string hash = hashHex(source + CBC_SIMT_CXX + std::string(CBC_SIMT_FLAGS));
+  std::string hash = codegen::hashHex(source + CBC_SIMT_CXX + std::string(CBC_SIMT_FLAGS));
   fs::path so = fs::path(cacheDir) / ("kernels-" + hash + ".so");
   if (fs::exists(so))
     return so.string();

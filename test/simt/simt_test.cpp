@@ -38,17 +38,6 @@ rt::Artefact compileWithKernels(const std::string &family, bool fuse, const std:
   return rt::Artefact::fromBytes(r.artefact.data(), r.artefact.size());
 }
 
-std::vector<std::vector<int32_t>> fixturePrompts(const std::string &family) {
-  rt::Checkpoint ck(fixtureDir(family) + "/expected.safetensors");
-  std::vector<std::vector<int32_t>> out;
-  for (int i = 0; ck.has("prompt_" + std::to_string(i)); ++i) {
-    const rt::TensorView &t = ck.get("prompt_" + std::to_string(i));
-    const int32_t *p = reinterpret_cast<const int32_t *>(t.data);
-    out.emplace_back(p, p + t.numel());
-  }
-  return out;
-}
-
 class Simt : public ::testing::TestWithParam<FamilyVariant> {
 protected:
   void SetUp() override {
@@ -73,7 +62,7 @@ TEST_P(Simt, KernelsMatchCpuInstructionByInstruction) {
   rt::CacheManager cache(a.cache_plan, blocks, slots, 16);
   rt::Scheduler sched({16, 8}, cache);
   std::vector<std::unique_ptr<rt::Request>> reqs;
-  for (const auto &p : fixturePrompts(family_)) {
+  for (const auto &p : loadExpected(family_).prompts) {
     auto r = std::make_unique<rt::Request>();
     r->id = (rt::RequestId)reqs.size();
     r->arrival = reqs.size();
@@ -165,7 +154,7 @@ TEST_P(Simt, KernelsMatchCpuInstructionByInstruction) {
 // The whole step on the emulated GPU: bf16 end to end against the fp32 CPU backend.
 TEST_P(Simt, EndToEndCloseToCpu) {
   const rt::Artefact &a = artefact_;
-  auto prompts = fixturePrompts(family_);
+  auto prompts = loadExpected(family_).prompts;
   auto runOn = [&](bool gpu) {
     rt::EngineOptions o;
     o.max_batch_tokens = 16;

@@ -58,6 +58,15 @@ rt::Artefact compileArtefact(const std::string &configJson, const std::string &d
   return rt::Artefact::fromBytes(result.artefact.data(), result.artefact.size());
 }
 
+const rt::Artefact &fixtureArtefact(const std::string &family) {
+  // Tests run one after another in one thread (gtest), so a plain cache is enough.
+  static std::map<std::string, rt::Artefact> compiled;
+  auto it = compiled.find(family);
+  if (it == compiled.end())
+    it = compiled.emplace(family, compileArtefact(readFile(fixtureDir(family) + "/config.json"))).first;
+  return it->second;
+}
+
 RunResult serve(const rt::Artefact &a, const rt::WeightSource &w, const rt::EngineOptions &o,
                 const std::vector<Run> &runs) {
   auto engine = rt::Engine::create(a, w, o);

@@ -19,6 +19,9 @@ std::string fixtureDir(const std::string &family);
 // Compiles a config (text) to an artefact, CPU-only, in-process.
 rt::Artefact compileArtefact(const std::string &configJson, const std::string &dtype = "bf16",
                              bool fuse = true);
+// A parity fixture's config compiled once per process (defaults of compileArtefact), for the
+// tests that only read it.
+const rt::Artefact &fixtureArtefact(const std::string &family);
 
 // Test parameters: every fixture family, with and without the fusion passes.
 struct FamilyVariant {

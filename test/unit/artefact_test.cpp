@@ -54,6 +54,26 @@ struct Tally {
   int rejected = 0, engineError = 0, ran = 0;
 };
 
+// A CPU engine with random weights and tiny limits runs `prompts` for a few steps. Throws what
+// the engine throws.
+void runTinyEngine(rt::Artefact &&a, const std::vector<std::vector<int32_t>> &prompts) {
+  rt::EngineOptions o;
+  o.backend = "cpu";
+  o.threads = 1;
+  o.max_batch_tokens = 8;
+  o.max_requests = 2;
+  o.cache_memory_bytes = 1 << 20;
+  auto e = rt::Engine::create(std::move(a), {"", 1}, o);
+  rt::SamplingParams p;
+  p.max_new_tokens = 2;
+  p.ignore_eos = true;
+  for (const auto &prompt : prompts)
+    e->add_request(prompt, p);
+  for (int i = 0; i < 16 && !e->idle(); ++i)
+    e->step();
+  e->take_finished();
+}
+
 // Loads `bytes`; on success builds a CPU engine with random weights and tiny limits and runs
 // one small request. Anything but ArtefactError from the loader, or a non-std exception
 // from the engine, is a failure.
@@ -73,20 +93,7 @@ void tryBytes(const std::vector<uint8_t> &bytes, const std::string &what, Tally 
     return;
   }
   try {
-    rt::EngineOptions o;
-    o.backend = "cpu";
-    o.threads = 1;
-    o.max_batch_tokens = 8;
-    o.max_requests = 2;
-    o.cache_memory_bytes = 1 << 20;
-    auto e = rt::Engine::create(std::move(a), {"", 1}, o);
-    rt::SamplingParams p;
-    p.max_new_tokens = 2;
-    p.ignore_eos = true;
-    e->add_request({1, 2, 3}, p);
-    for (int i = 0; i < 16 && !e->idle(); ++i)
-      e->step();
-    e->take_finished();
+    runTinyEngine(std::move(a), {{1, 2, 3}});
     tally.ran++;
   } catch (const std::exception &) {
     tally.engineError++;
@@ -226,20 +233,7 @@ TEST_P(ArtefactFuzz, StructuredMutationsNeverCrash) {
     }
     std::snprintf(gCase, sizeof gCase, "%s", what.c_str());
     try {
-      rt::EngineOptions o;
-      o.backend = "cpu";
-      o.threads = 1;
-      o.max_batch_tokens = 8;
-      o.max_requests = 2;
-      o.cache_memory_bytes = 1 << 20;
-      auto e = rt::Engine::create(std::move(a), {"", 1}, o);
-      rt::SamplingParams p;
-      p.max_new_tokens = 2;
-      p.ignore_eos = true;
-      e->add_request({1, 2, 3}, p);
-      e->add_request({3, 2, 1, 0, 1, 2, 3, 3, 3, 3}, p);
-      for (int i = 0; i < 16 && !e->idle(); ++i)
-        e->step();
+      runTinyEngine(std::move(a), {{1, 2, 3}, {3, 2, 1, 0, 1, 2, 3, 3, 3, 3}});
       t.ran++;
     } catch (const std::exception &) {
       t.engineError++;

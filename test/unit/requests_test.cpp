@@ -15,13 +15,6 @@ namespace {
 
 class Requests : public ::testing::Test {
 protected:
-  static void SetUpTestSuite() {
-    artefact_ = new rt::Artefact(compileArtefact(readFile(fixtureDir("llama") + "/config.json")));
-  }
-  static void TearDownTestSuite() {
-    delete artefact_;
-    artefact_ = nullptr;
-  }
 
   std::unique_ptr<rt::Engine> engine(int64_t cacheBytes = 8ll << 20, int64_t budget = 32) {
     rt::EngineOptions o;
@@ -30,6 +23,16 @@ protected:
     o.max_batch_tokens = budget;
     o.cache_memory_bytes = cacheBytes;
     return rt::Engine::create(*artefact_, {fixtureDir("llama"), 0}, o);
+  }
+
+  // An engine on the llama fixture whose only EOS id is `eos`.
+  std::unique_ptr<rt::Engine> engineWithEos(int32_t eos) {
+    rt::Artefact a = *artefact_;
+    a.meta.eos_token_ids = {eos};
+    rt::EngineOptions o;
+    o.backend = "cpu";
+    o.threads = 1;
+    return rt::Engine::create(std::move(a), {fixtureDir("llama"), 0}, o);
   }
 
   static rt::SamplingParams greedy(int64_t n, bool ignoreEos = true) {
@@ -60,10 +63,8 @@ protected:
   int64_t vocab() const { return artefact_->meta.vocab_size; }
   int64_t maxPositions() const { return artefact_->meta.max_positions; }
 
-  static rt::Artefact *artefact_;
+  const rt::Artefact *artefact_ = &fixtureArtefact("llama");
 };
-
-rt::Artefact *Requests::artefact_ = nullptr;
 
 struct BadCase {
   std::string name;
@@ -259,12 +260,7 @@ TEST_F(Requests, StopTokenIdsAndEosEndGeneration) {
   // The same token as an EOS id. The fixture's EOS is fixed, so serve a copy of the artefact
   // whose metadata names the token as EOS.
   {
-    rt::Artefact a = *artefact_;
-    a.meta.eos_token_ids = {natural[k]};
-    rt::EngineOptions o;
-    o.backend = "cpu";
-    o.threads = 1;
-    auto e = rt::Engine::create(a, {fixtureDir("llama"), 0}, o);
+    auto e = engineWithEos(natural[k]);
     rt::RequestId id = e->add_request(prompt, greedy(12, /*ignoreEos=*/false)).id;
     rt::RequestId ignoring = e->add_request(prompt, greedy(12, /*ignoreEos=*/true)).id;
     auto out = drain(*e);
@@ -275,12 +271,7 @@ TEST_F(Requests, StopTokenIdsAndEosEndGeneration) {
   }
   // EOS wins over a stop id naming the same token.
   {
-    rt::Artefact a = *artefact_;
-    a.meta.eos_token_ids = {natural[k]};
-    rt::EngineOptions o;
-    o.backend = "cpu";
-    o.threads = 1;
-    auto e = rt::Engine::create(a, {fixtureDir("llama"), 0}, o);
+    auto e = engineWithEos(natural[k]);
     rt::SamplingParams p = greedy(12, false);
     p.stop_token_ids = {natural[k]};
     rt::RequestId id = e->add_request(prompt, p).id;

@@ -69,6 +69,13 @@ public:
   StepPlan step() {
     StepPlan plan = sched.schedule();
     checkPlan(plan, budget, maxRequests);
+    commit(plan);
+    return plan;
+  }
+
+  // Commits a plan as the engine would: every sampling chunk gets a token, and a request that
+  // reaches max_new_tokens finishes.
+  void commit(const StepPlan &plan) {
     sched.commit(plan);
     for (const ScheduledChunk &c : plan.chunks)
       if (c.sample) {
@@ -76,7 +83,6 @@ public:
         if ((int64_t)c.request->generated.size() >= c.request->params.max_new_tokens)
           sched.finish(c.request);
       }
-    return plan;
   }
 
   const ScheduledChunk *find(const StepPlan &plan, const Request *r) const {
@@ -107,13 +113,7 @@ TEST(Scheduler, RespectsTokenBudgetAndRequestLimit) {
         EXPECT_TRUE(plan.tokens == budget || (int64_t)plan.chunks.size() == maxRequests ||
                     h.sched.numWaiting() == 0)
             << "budget left unused while requests wait";
-        h.sched.commit(plan);
-        for (const ScheduledChunk &c : plan.chunks)
-          if (c.sample) {
-            c.request->generated.push_back(1);
-            if ((int64_t)c.request->generated.size() >= c.request->params.max_new_tokens)
-              h.sched.finish(c.request);
-          }
+        h.commit(plan);
         ASSERT_LT(++steps, 10000);
       }
       for (auto &r : h.reqs)
@@ -400,13 +400,7 @@ TEST(Scheduler, RandomWorkloadUnderCachePressure) {
       checkPlan(plan, 12, 6);
       if (!h.sched.idle())
         ASSERT_FALSE(plan.chunks.empty()) << "stalled at step " << steps;
-      h.sched.commit(plan);
-      for (const ScheduledChunk &c : plan.chunks)
-        if (c.sample) {
-          c.request->generated.push_back(1);
-          if ((int64_t)c.request->generated.size() >= c.request->params.max_new_tokens)
-            h.sched.finish(c.request);
-        }
+      h.commit(plan);
       ASSERT_LT(++steps, 5000);
     }
     EXPECT_GT(h.sched.preemptions(), 0) << "the cache is meant to be too small";

@@ -67,33 +67,39 @@ void expectWeightError(Fn &&fn, const std::vector<std::string> &words, const std
   }
 }
 
-class Weights : public ::testing::Test {
+// A fixture's compiled artefact (once per process) and its checkpoint tensors (per test), with
+// the helpers both weight suites use. Derived::kFamily names the parity fixture.
+template <class Derived> class FixtureWeights : public ::testing::Test {
 protected:
-  static void SetUpTestSuite() {
-    artefact_ = new rt::Artefact(compileArtefact(readFile(fixtureDir("llama") + "/config.json")));
-  }
-  static void TearDownTestSuite() {
-    delete artefact_;
-    artefact_ = nullptr;
-  }
   void SetUp() override {
-    model_ = std::make_unique<rt::SafetensorsFile>(fixtureDir("llama") + "/model.safetensors");
+    model_ = std::make_unique<rt::SafetensorsFile>(fixtureDir(Derived::kFamily) + "/model.safetensors");
     for (const std::string &n : model_->names())
       tensors_.emplace_back(n, model_->get(n));
   }
 
-  rt::TensorView &tensor(Tensors &ts, const std::string &name) {
+  static rt::TensorView &tensor(Tensors &ts, const std::string &name) {
     for (auto &[n, t] : ts)
       if (n == name)
         return t;
     throw std::runtime_error("no tensor " + name);
   }
 
-  // Writes `ts` as <dir>/model.safetensors and loads the llama manifest from it.
+  // Writes `ts` as <dir>/model.safetensors and loads the fixture's manifest from it.
   void load(const Tensors &ts, const TempDir &dir) {
     rt::writeSafetensors(dir / "model.safetensors", ts);
     rt::WeightStore::load(*artefact_, {dir.str(), 0});
   }
+
+  const rt::Artefact *artefact_ = &fixtureArtefact(Derived::kFamily);
+  std::unique_ptr<rt::SafetensorsFile> model_;
+  Tensors tensors_;
+};
+
+class Weights : public FixtureWeights<Weights> {
+public:
+  static constexpr const char *kFamily = "llama";
+
+protected:
 
   // Greedy tokens and logits of a few prompts.
   std::vector<rt::RequestOutput> run(const rt::WeightSource &w) {
@@ -111,13 +117,7 @@ protected:
     }
     return serve(*artefact_, w, o, runs).outputs;
   }
-
-  static rt::Artefact *artefact_;
-  std::unique_ptr<rt::SafetensorsFile> model_;
-  Tensors tensors_;
 };
-
-rt::Artefact *Weights::artefact_ = nullptr;
 
 TEST_F(Weights, FixtureLoads) {
   TempDir dir;
@@ -553,20 +553,11 @@ TEST_F(Weights, RandomWeightsDependOnlyOnTheSeed) {
 // spelling, the artefact's), transformers holds them as input_layernorm /
 // post_attention_layernorm in memory. The artefact carries the pairs as weight aliases and the
 // loader takes whichever spelling the checkpoint has, per tensor.
-class OlmoHybridWeights : public ::testing::Test {
+class OlmoHybridWeights : public FixtureWeights<OlmoHybridWeights> {
+public:
+  static constexpr const char *kFamily = "olmo_hybrid";
+
 protected:
-  static void SetUpTestSuite() {
-    artefact_ = new rt::Artefact(compileArtefact(readFile(fixtureDir("olmo_hybrid") + "/config.json")));
-  }
-  static void TearDownTestSuite() {
-    delete artefact_;
-    artefact_ = nullptr;
-  }
-  void SetUp() override {
-    model_ = std::make_unique<rt::SafetensorsFile>(fixtureDir("olmo_hybrid") + "/model.safetensors");
-    for (const std::string &n : model_->names())
-      tensors_.emplace_back(n, model_->get(n));
-  }
 
   // The fixture's tensors with the first occurrence of `from` in each name replaced by `to`, in
   // the layers `layers` selects; returns how many were renamed.
@@ -584,19 +575,6 @@ protected:
       ++renamed;
     }
     return renamed;
-  }
-
-  static const rt::TensorView &tensor(const Tensors &ts, const std::string &name) {
-    for (auto &[n, t] : ts)
-      if (n == name)
-        return t;
-    throw std::runtime_error("no tensor " + name);
-  }
-
-  // Writes `ts` as <dir>/model.safetensors and loads the olmo_hybrid manifest from it.
-  void load(const Tensors &ts, const TempDir &dir) {
-    rt::writeSafetensors(dir / "model.safetensors", ts);
-    rt::WeightStore::load(*artefact_, {dir.str(), 0});
   }
 
   int index(const std::string &programName) const {
@@ -626,13 +604,7 @@ protected:
     sp.keep_logits = true;
     return serve(*artefact_, w, o, {{{1, 5, 9, 77, 3}, sp}}).outputs;
   }
-
-  static rt::Artefact *artefact_;
-  std::unique_ptr<rt::SafetensorsFile> model_;
-  Tensors tensors_;
 };
-
-rt::Artefact *OlmoHybridWeights::artefact_ = nullptr;
 
 TEST_F(OlmoHybridWeights, ArtefactNamesOlmoCoreNormsWithTransformersAliases) {
   using Pair = std::pair<std::string, std::string>;

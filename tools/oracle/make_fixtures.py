@@ -694,6 +694,16 @@ MAMBA_INIT_RULES = [
     (r"(^|\.)embeddings\.weight$", 0.0, 0.25),  # mamba/mamba2/nemotron_h name it embeddings, as BASE_STD["embed"]
     (r"(feed_forward\.router|block_sparse_moe\.router|mixer\.gate)\.weight$", 0.0, 0.3),  # routers
 ]
+# What every Mamba-mixer family's spec shares; a family's own keys (granitemoehybrid's init_rules)
+# override these.
+MAMBA_FAMILY = dict(
+    zero_centred_norms=False,
+    init_rules=MAMBA_INIT_RULES,
+    prompt_lengths=PROMPT_LENGTHS_STATE,
+    state=True,
+    mamba=True,
+)
+
 # granitemoehybrid routes on every layer, so with 3 x 108 tokens x 4 layers the smallest top-2/top-3
 # gap of 0.3-std routers (hidden 32) is rarely >= 0.01: routers at std 0.6 and logits_scaling 0.5
 # (logits x 2 rather than / 2, still != 1) give its seeds gaps and margins on the other families' scale.
@@ -969,15 +979,11 @@ FAMILIES = {
     ),
     # ---- Mamba-mixer families (see MAMBA2_CHUNK and MAMBA_INIT_RULES above) ----
     "mamba2": dict(
+        MAMBA_FAMILY,
         seed=5075,
         atol=2.5e-4,
         atol_note="The SSD recurrence is a contraction (decay exp(dt*A) in (0, 1)), so state error does not grow over the 96 positions; the chunked prefill kernel and the 1-token update differ by ~1e-5.",
         build=_cfg_mamba2,
-        zero_centred_norms=False,
-        init_rules=MAMBA_INIT_RULES,
-        prompt_lengths=PROMPT_LENGTHS_STATE,
-        state=True,
-        mamba=True,
         features=[
             "3 Mamba2 layers (the only layer kind of the family): x += mixer(RMSNorm(x)), residual_in_fp32, final norm_f",
             "in_proj [z (128) | xBC (128 + 2*2*16) | dt (8)], no bias; conv1d K=4 with bias over xBC + silu",
@@ -988,15 +994,11 @@ FAMILIES = {
         ],
     ),
     "bamba": dict(
+        MAMBA_FAMILY,
         seed=5127,
         atol=2.5e-4,
         atol_note="The SSD recurrence is a contraction; the chunked prefill kernel and the 1-token update differ by ~1e-5. The rows use explicit position_ids (as generate() does): without them bamba's decode steps rotate the new query/key at position 0 and the cached path drifts by ~0.8.",
         build=_cfg_bamba,
-        zero_centred_norms=False,
-        init_rules=MAMBA_INIT_RULES,
-        prompt_lengths=PROMPT_LENGTHS_STATE,
-        state=True,
-        mamba=True,
         features=[
             "attn_layer_indices=[2] -> [mamba, mamba, attention, mamba]; every layer pre-norm + SwiGLU feed_forward",
             "BambaMixer = Mamba2 mixer: 8 heads of 8, n_groups 2, state 16, chunk_size 16, conv K=4 with bias",
@@ -1007,15 +1009,12 @@ FAMILIES = {
         ],
     ),
     "granitemoehybrid": dict(
+        MAMBA_FAMILY,
         seed=5242,
         atol=2.5e-4,
         atol_note="The SSD recurrence is a contraction; routing is a softmax over the top-2 router logits (smooth once the choice is made). logits_scaling 0.5 doubles every logit difference.",
         build=_cfg_granitemoehybrid,
-        zero_centred_norms=False,
         init_rules=GRANITE_INIT_RULES,
-        prompt_lengths=PROMPT_LENGTHS_STATE,
-        state=True,
-        mamba=True,
         features=[
             "layer_types [mamba, mamba, attention, mamba] (legacy names, written out as linear_attention/full_attention)",
             "Mamba2 (BambaMixer) 8 heads of 8, n_groups 2, state 16, chunk_size 16, conv K=4",
@@ -1026,16 +1025,12 @@ FAMILIES = {
         ],
     ),
     "nemotron_h": dict(
+        MAMBA_FAMILY,
         seed=5352,
         atol=2.5e-4,
         atol_note="The SSD recurrence is a contraction. Routing uses sigmoid(logits) + e_score_correction_bias for the choice and renormalised unbiased sigmoid weights x routed_scaling_factor; the router gap reported is logit-equivalent (2 x the smallest k-th/(k+1)-th gap of the biased scores).",
         build=_cfg_nemotron_h,
-        zero_centred_norms=False,
-        init_rules=MAMBA_INIT_RULES,
         buffer_init=[(r"gate\.e_score_correction_bias$", 0.0, 0.15)],
-        prompt_lengths=PROMPT_LENGTHS_STATE,
-        state=True,
-        mamba=True,
         features=[
             "hybrid_override_pattern 'MEM*M-' -> [mamba, moe, mamba, attention, mamba, mlp]; one mixer per block, x += mixer(norm(x))",
             "Mamba2 with I = mamba_num_heads*mamba_head_dim = 8*6 = 48 (!= expand*hidden), n_groups 2, state 16, chunk 16",
@@ -1047,15 +1042,11 @@ FAMILIES = {
         ],
     ),
     "falcon_h1": dict(
+        MAMBA_FAMILY,
         seed=5462,
         atol=2.5e-4,
         atol_note="The SSD recurrence is a contraction; the muP multipliers are exact scalings.",
         build=_cfg_falcon_h1,
-        zero_centred_norms=False,
-        init_rules=MAMBA_INIT_RULES,
-        prompt_lengths=PROMPT_LENGTHS_STATE,
-        state=True,
-        mamba=True,
         features=[
             "3 layers, each Mamba2 AND attention in parallel on the same input_layernorm output, then a SwiGLU MLP",
             "mamba_d_ssm 48 (!= expand*hidden), 6 heads of 8, n_groups 2, state 16, chunk 16, conv K=4",
@@ -1066,15 +1057,11 @@ FAMILIES = {
         ],
     ),
     "zamba2": dict(
+        MAMBA_FAMILY,
         seed=5565,
         atol=2.5e-4,
         atol_note="The SSD recurrence is a contraction; the shared blocks and adapters are plain linear algebra. An fp64 recomputation of these rows (SEMANTICS_MAMBA.md section 11) differs from them by up to 1.2e-5.",
         build=_cfg_zamba2,
-        zero_centred_norms=False,
-        init_rules=MAMBA_INIT_RULES,
-        prompt_lengths=PROMPT_LENGTHS_STATE,
-        state=True,
-        mamba=True,
         features=[
             "layers [mamba, hybrid, hybrid, mamba, hybrid]; num_mem_blocks 2: hybrid layers 1, 2, 4 run shared blocks 0, 1, 0",
             "hybrid: shared block on concat(hidden, embeddings) (64) -> per-layer linear -> added to the mamba input only",
@@ -1085,15 +1072,11 @@ FAMILIES = {
         ],
     ),
     "mamba": dict(
+        MAMBA_FAMILY,
         seed=5628,
         atol=2.5e-4,
         atol_note="The selective scan is a contraction per channel (exp(dt*A) in (0, 1)). Mamba1 slow path: every multi-token forward starts its sequential selective scan from a zero SSM state (the conv state is carried), hence the failing continuation check below.",
         build=_cfg_mamba,
-        zero_centred_norms=False,
-        init_rules=MAMBA_INIT_RULES,
-        prompt_lengths=PROMPT_LENGTHS_STATE,
-        state=True,
-        mamba=True,
         features=[
             "3 Mamba1 layers: x += mixer(RMSNorm(x)), residual_in_fp32, final norm_f, tied embeddings",
             "in_proj -> [x (128) | z (128)]; conv1d K=4 with bias + silu on x; x_proj -> [dt (4) | B (16) | C (16)], no bias",
@@ -1101,30 +1084,22 @@ FAMILIES = {
         ],
     ),
     "falcon_mamba": dict(
+        MAMBA_FAMILY,
         seed=5753,
         atol=2.5e-4,
         atol_note="The selective scan is a contraction per channel; the weightless B/C/dt RMS norms are scale-invariant. Mamba1 slow path: every multi-token forward starts its sequential selective scan from a zero SSM state (the conv state is carried), hence the failing continuation check below.",
         build=_cfg_falcon_mamba,
-        zero_centred_norms=False,
-        init_rules=MAMBA_INIT_RULES,
-        prompt_lengths=PROMPT_LENGTHS_STATE,
-        state=True,
-        mamba=True,
         features=[
             "as mamba, plus weightless RMS norms (eps mixer_rms_eps 1e-6) on dt (before dt_proj), B and C",
             "the norm weights are non-persistent buffers: not in the checkpoint",
         ],
     ),
     "jamba": dict(
+        MAMBA_FAMILY,
         seed=5818,
         atol=2.5e-4,
         atol_note="The selective scan is a contraction per channel. An fp64 recomputation of these rows (SEMANTICS_MAMBA.md section 11) differs from them by up to 1.3e-5. Routing weights are the top-2 softmax probabilities, not renormalised. Mamba1 slow path: every multi-token forward starts its sequential selective scan from a zero SSM state (the conv state is carried), hence the failing continuation check below.",
         build=_cfg_jamba,
-        zero_centred_norms=False,
-        init_rules=MAMBA_INIT_RULES,
-        prompt_lengths=PROMPT_LENGTHS_STATE,
-        state=True,
-        mamba=True,
         features=[
             "attn period 4 offset 2, expert period 2 offset 0 -> [mamba+moe, mamba+mlp, attention+moe, mamba+mlp]",
             "Mamba1 with weighted RMSNorms (eps rms_norm_eps) on dt (R=2), B and C before dt_proj / the scan",
@@ -1134,15 +1109,11 @@ FAMILIES = {
         ],
     ),
     "zamba": dict(
+        MAMBA_FAMILY,
         seed=5983,
         atol=2.5e-4,
         atol_note="The selective scan is a contraction per channel. An fp64 recomputation of these rows (SEMANTICS_MAMBA.md section 11) differs from them by up to 8.7e-6. Mamba1 slow path: every multi-token forward starts its sequential selective scan from a zero SSM state (the conv state is carried), hence the failing continuation check below.",
         build=_cfg_zamba,
-        zero_centred_norms=False,
-        init_rules=MAMBA_INIT_RULES,
-        prompt_lengths=PROMPT_LENGTHS_STATE,
-        state=True,
-        mamba=True,
         features=[
             "layers [mamba, hybrid, mamba, hybrid, mamba]; both hybrid layers run the ONE shared attention block",
             "hybrid: shared block on concat(hidden, embeddings) -> linear -> added to the mamba input only",
