@@ -5,7 +5,7 @@
 //   scans      the CPU cost per token of each state scan, one thread, for prefill (the chunked
 //              form where there is one) and decode: gated delta (Qwen3-Next-80B-A3B's linear
 //              attention), Mamba2 SSD (Mamba2-2.7B) and Mamba's selective scan (Jamba-v0.1).
-#include "codegen/pipeline.h"
+#include "driver/compile.h"
 #include "runtime/cpu/kernels.h"
 #include "runtime/engine.h"
 
@@ -35,9 +35,9 @@ std::string readFile(const std::string &path) {
 }
 
 rt::Artefact compile(const std::string &configPath) {
-  codegen::CompileOptions o;
+  driver::CompileOptions o;
   o.emit_cuda = false;
-  auto r = codegen::compileConfig(readFile(configPath), o);
+  auto r = driver::compileConfig(readFile(configPath), o);
   return rt::Artefact::fromBytes(r.artefact.data(), r.artefact.size());
 }
 

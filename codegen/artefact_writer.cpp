@@ -1,11 +1,13 @@
 #include "codegen/artefact_writer.h"
 
 #include "dialects/cbc/CbcOps.h"
-#include "runtime/artefact.h"
 #include "runtime/schema/model_generated.h"
+#include "runtime/schema/opcodes.h"
+#include "runtime/schema/step_abi.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinAttributes.h"
+#include "llvm/ADT/TypeSwitch.h"
 
 #include <map>
 
@@ -23,10 +25,13 @@ fb::DType dtypeOf(Type t) {
   return fb::DType::F32;
 }
 
-fb::DType dtypeNamed(StringRef name) {
-  if (name == "bf16") return fb::DType::BF16;
-  if (name == "f16") return fb::DType::F16;
-  return fb::DType::F32;
+fb::DType dtypeOf(StorageType t) {
+  switch (t) {
+  case StorageType::bf16: return fb::DType::BF16;
+  case StorageType::f16: return fb::DType::F16;
+  case StorageType::f32: return fb::DType::F32;
+  }
+  llvm_unreachable("unknown storage type");
 }
 
 std::vector<int64_t> shapeOf(Type t) {
@@ -37,247 +42,335 @@ std::vector<int64_t> shapeOf(Type t) {
   return shape;
 }
 
-// Internal bookkeeping attributes are not instruction attributes.
-bool isInternal(StringRef name) {
-  return name == "cbc.index" || name == "cbc.buffers" || name == "operandSegmentSizes";
-}
+// ---- the dialect's enums as the schema's --------------------------------------------------
 
-fbs::Offset<fb::Attr> writeAttr(fbs::FlatBufferBuilder &fbb, StringRef name, Attribute attr) {
-  // Payload vectors and strings must be built before the table that refers to them.
-  fb::AttrKind kind = fb::AttrKind::Int;
-  int64_t i = 0;
-  double f = 0;
-  fbs::Offset<fbs::String> s;
-  fbs::Offset<fbs::Vector<int64_t>> ints;
-  fbs::Offset<fbs::Vector<double>> floats;
-  if (auto b = llvm::dyn_cast<BoolAttr>(attr)) {
-    i = b.getValue();
-  } else if (auto ia = llvm::dyn_cast<IntegerAttr>(attr)) {
-    i = ia.getInt();
-  } else if (auto fa = llvm::dyn_cast<FloatAttr>(attr)) {
-    kind = fb::AttrKind::Float;
-    f = fa.getValueAsDouble();
-  } else if (llvm::isa<UnitAttr>(attr)) {
-    i = 1;
-  } else if (auto sa = llvm::dyn_cast<StringAttr>(attr)) {
-    kind = fb::AttrKind::String;
-    s = fbb.CreateString(sa.getValue().str());
-  } else if (auto a = llvm::dyn_cast<DenseI64ArrayAttr>(attr)) {
-    kind = fb::AttrKind::Ints;
-    ints = fbb.CreateVector(std::vector<int64_t>(a.asArrayRef().begin(), a.asArrayRef().end()));
-  } else if (auto a = llvm::dyn_cast<DenseF32ArrayAttr>(attr)) {
-    kind = fb::AttrKind::Floats;
-    floats = fbb.CreateVector(std::vector<double>(a.asArrayRef().begin(), a.asArrayRef().end()));
-  } else {
-    // Anything else is kept in its printed form so that nothing is silently dropped.
-    std::string printed;
-    llvm::raw_string_ostream os(printed);
-    attr.print(os);
-    kind = fb::AttrKind::String;
-    s = fbb.CreateString(os.str());
+fb::Activation toFb(Activation a) {
+  switch (a) {
+  case Activation::none: return fb::Activation::None;
+  case Activation::silu: return fb::Activation::Silu;
+  case Activation::gelu: return fb::Activation::Gelu;
+  case Activation::gelu_tanh: return fb::Activation::GeluTanh;
+  case Activation::relu: return fb::Activation::Relu;
+  case Activation::relu2: return fb::Activation::Relu2;
+  case Activation::sigmoid: return fb::Activation::Sigmoid;
   }
-  auto n = fbb.CreateString(name.str());
-  fb::AttrBuilder ab(fbb);
-  ab.add_name(n);
-  ab.add_kind(kind);
-  ab.add_i(i);
-  ab.add_f(f);
-  if (!s.IsNull())
-    ab.add_s(s);
-  if (!ints.IsNull())
-    ab.add_ints(ints);
-  if (!floats.IsNull())
-    ab.add_floats(floats);
-  return ab.Finish();
+  llvm_unreachable("unknown activation");
 }
 
-struct ValueTable {
+fb::Retention toFb(RetentionKind r) {
+  switch (r) {
+  case RetentionKind::all: return fb::Retention::All;
+  case RetentionKind::window: return fb::Retention::Window;
+  case RetentionKind::chunk: return fb::Retention::Chunk;
+  }
+  llvm_unreachable("unknown retention");
+}
+
+fb::RouteScore toFb(RouteScore s) {
+  switch (s) {
+  case RouteScore::softmax: return fb::RouteScore::Softmax;
+  case RouteScore::topk_softmax: return fb::RouteScore::TopkSoftmax;
+  case RouteScore::sigmoid: return fb::RouteScore::Sigmoid;
+  }
+  llvm_unreachable("unknown route score");
+}
+
+double f64(FloatAttr a) { return a.getValueAsDouble(); }
+double f64(const llvm::APFloat &a) { return a.convertToDouble(); }
+
+// ---- parameter tables ---------------------------------------------------------------------
+
+// The table an instruction carries, with its union tag.
+struct Params {
+  fb::OpParams type = fb::OpParams::NONE;
+  fbs::Offset<void> table;
+};
+template <typename T> Params params(fb::OpParams type, fbs::Offset<T> table) { return {type, table.Union()}; }
+
+fbs::Offset<fb::RopeParams> writeRope(fbs::FlatBufferBuilder &fbb, RopeAttr r) {
+  auto freq = fbb.CreateVector(r.getInvFreq().asArrayRef().data(), r.getInvFreq().size());
+  fbs::Offset<fbs::Vector<float>> freqLong;
+  if (r.getInvFreqLong())
+    freqLong = fbb.CreateVector(r.getInvFreqLong().asArrayRef().data(), r.getInvFreqLong().size());
+  return fb::CreateRopeParams(
+      fbb, r.getHeadDim(), r.getRotaryDim(),
+      r.getPairing() == RopePairing::interleaved ? fb::RopePairing::Interleaved : fb::RopePairing::Half, freq,
+      f64(r.getAttentionFactor()), freqLong, r.getLongAfter(), f64(r.getDynamicBase()), f64(r.getDynamicFactor()),
+      r.getDynamicMaxPositions());
+}
+
+fbs::Offset<fb::GluParams> writeGlu(fbs::FlatBufferBuilder &fbb, Attribute act, GluLayout layout) {
+  auto fbLayout = layout == GluLayout::interleaved ? fb::GluLayout::Interleaved : fb::GluLayout::Halves;
+  if (auto clamp = llvm::dyn_cast<ClampedSwigluAttr>(act)) {
+    fb::SwigluClamp c(f64(clamp.getLimit()), f64(clamp.getAlpha()));
+    return fb::CreateGluParams(fbb, fb::Activation::Silu, fbLayout, &c);
+  }
+  return fb::CreateGluParams(fbb, toFb(llvm::cast<ActivationAttr>(act).getValue()), fbLayout);
+}
+
+fb::CacheSite cacheSite(int64_t layer, IntegerAttr group, RetentionAttr r) {
+  return fb::CacheSite((int32_t)layer, group ? (int32_t)group.getInt() : -1, toFb(r.getKind()), r.getTokens());
+}
+
+fbs::Offset<fb::NormParams> writeNorm(fbs::FlatBufferBuilder &fbb, FloatAttr eps, FloatAttr offset,
+                                      IntegerAttr group) {
+  return fb::CreateNormParams(fbb, f64(eps), f64(offset), group ? group.getInt() : 0);
+}
+
+// One case per op with attributes; the others carry no table.
+Params writeParams(fbs::FlatBufferBuilder &fbb, Operation &op) {
+  using P = fb::OpParams;
+  return llvm::TypeSwitch<Operation *, Params>(&op)
+      .Case([&](EmbedOp o) { return params(P::EmbedParams, fb::CreateEmbedParams(fbb, f64(o.getScaleAttr()))); })
+      .Case([&](RmsNormOp o) {
+        return params(P::NormParams, writeNorm(fbb, o.getEpsAttr(), o.getOffsetAttr(), o.getGroupAttr()));
+      })
+      .Case([&](AddRmsNormOp o) {
+        return params(P::NormParams, writeNorm(fbb, o.getEpsAttr(), o.getOffsetAttr(), IntegerAttr()));
+      })
+      .Case([&](GluOp o) { return params(P::GluParams, writeGlu(fbb, o.getAct(), o.getLayout())); })
+      .Case([&](RopeOp o) { return params(P::RopeParams, writeRope(fbb, o.getRope())); })
+      .Case([&](ActOp o) {
+        return params(P::ActParams, fb::CreateActParams(fbb, toFb(o.getAct()), f64(o.getScaleAttr())));
+      })
+      .Case([&](SoftcapOp o) { return params(P::SoftcapParams, fb::CreateSoftcapParams(fbb, f64(o.getCapAttr()))); })
+      .Case([&](RmsNormGatedOp o) {
+        auto norm = writeNorm(fbb, o.getEpsAttr(), o.getOffsetAttr(), o.getGroupAttr());
+        auto order = o.getOrder() == NormGateOrder::gate_norm ? fb::NormGateOrder::GateNorm : fb::NormGateOrder::NormGate;
+        return params(P::GatedNormParams, fb::CreateGatedNormParams(fbb, norm, toFb(o.getAct()), order));
+      })
+      .Case([&](KvAppendOp o) {
+        fb::CacheSite site = cacheSite(o.getLayer(), o.getGroupAttr(), o.getRetention());
+        return params(P::KvAppendParams, fb::CreateKvAppendParams(fbb, &site, o.getNumKvHeads(), o.getHeadDim()));
+      })
+      .Case([&](KvAttentionOp o) {
+        fb::CacheSite site = cacheSite(o.getLayer(), o.getGroupAttr(), o.getRetention());
+        return params(P::KvAttentionParams,
+                      fb::CreateKvAttentionParams(fbb, &site, o.getNumHeads(), o.getNumKvHeads(), o.getHeadDim(),
+                                                  f64(o.getScaleAttr()),
+                                                  o.getSoftcapAttr() ? f64(o.getSoftcapAttr()) : 0.0));
+      })
+      .Case([&](KvRopeAppendOp o) {
+        fb::CacheSite site = cacheSite(o.getLayer(), o.getGroupAttr(), o.getRetention());
+        auto rope = writeRope(fbb, o.getRope());
+        return params(P::KvRopeAppendParams,
+                      fb::CreateKvRopeAppendParams(fbb, &site, o.getNumHeads(), o.getNumKvHeads(), o.getHeadDim(),
+                                                   o.getEpsAttr() ? f64(o.getEpsAttr()) : 1e-6,
+                                                   f64(o.getNormOffsetAttr()), rope));
+      })
+      .Case([&](StateConv1dOp o) {
+        return params(P::Conv1dParams,
+                      fb::CreateConv1dParams(fbb, o.getLayer(), fbb.CreateString(o.getState().str()), toFb(o.getAct())));
+      })
+      .Case([&](GatedDeltaOp o) {
+        return params(P::GatedDeltaParams,
+                      fb::CreateGatedDeltaParams(fbb, o.getLayer(), fbb.CreateString(o.getState().str()),
+                                                 o.getNumKHeads(), o.getNumVHeads(), o.getKDim(), o.getVDim(),
+                                                 f64(o.getBetaScaleAttr()), o.getQkL2norm()));
+      })
+      .Case([&](SsdOp o) {
+        return params(P::SsdParams,
+                      fb::CreateSsdParams(fbb, o.getLayer(), fbb.CreateString(o.getState().str()), o.getNumHeads(),
+                                          o.getHeadDim(), o.getNGroups(), o.getStateSize(), f64(o.getDtMinAttr()),
+                                          f64(o.getDtMaxAttr())));
+      })
+      .Case([&](SelectiveScanOp o) {
+        return params(P::SelectiveScanParams,
+                      fb::CreateSelectiveScanParams(fbb, o.getLayer(), fbb.CreateString(o.getState().str()),
+                                                    o.getNGroups(), o.getStateSize()));
+      })
+      .Case([&](MoeRouteOp o) {
+        return params(P::MoeRouteParams,
+                      fb::CreateMoeRouteParams(fbb, o.getK(), toFb(o.getScore()), o.getRenorm(),
+                                               f64(o.getRenormEpsAttr()), f64(o.getScalingAttr())));
+      })
+      .Case([&](MoeExpertsOp o) {
+        auto glu = writeGlu(fbb, o.getAct(), o.getLayout());
+        return params(P::MoeExpertsParams, fb::CreateMoeExpertsParams(fbb, glu, o.getUngated()));
+      })
+      .Default([](Operation *) { return Params{}; });
+}
+
+// ---- the program --------------------------------------------------------------------------
+
+// A weight that some norm multiplies by: random weights for it centre on 1, not 0.
+bool isNormScale(Value w) {
+  return llvm::any_of(w.getUsers(), [&](Operation *user) {
+    if (auto n = dyn_cast<RmsNormOp>(user))
+      return n.getWeight() == w;
+    if (auto n = dyn_cast<AddRmsNormOp>(user))
+      return n.getWeight() == w;
+    if (auto n = dyn_cast<RmsNormGatedOp>(user))
+      return n.getWeight() == w;
+    if (auto r = dyn_cast<KvRopeAppendOp>(user))
+      return r.getQNorm() == w || r.getKNorm() == w;
+    return false;
+  });
+}
+
+struct ProgramWriter {
+  fbs::FlatBufferBuilder &fbb;
+  std::vector<fbs::Offset<fb::WeightEntry>> &weights;
   std::map<const void *, int> ids;
   std::vector<fbs::Offset<fb::Value>> values;
-};
-
-FailureOr<fbs::Offset<fb::Program>> writeProgram(fbs::FlatBufferBuilder &fbb, ModuleOp module,
-                                                 func::FuncOp func,
-                                                 std::vector<fbs::Offset<fb::WeightEntry>> &weights) {
-  ValueTable table;
   std::map<std::string, int> weightIndex;
-  auto addValue = [&](Value v, fb::ValueKind kind, const std::string &argName, int weight,
-                      int arena, int64_t offset) {
+
+  int addValue(Value v, fb::ValueKind kind, uint8_t arg, int weight, int arena, int64_t offset) {
     auto shape = fbb.CreateVector(shapeOf(v.getType()));
-    auto an = argName.empty() ? 0 : fbb.CreateString(argName);
     fb::ValueBuilder vb(fbb);
     vb.add_kind(kind);
     vb.add_dtype(dtypeOf(llvm::cast<RankedTensorType>(v.getType()).getElementType()));
     vb.add_shape(shape);
-    if (!argName.empty())
-      vb.add_arg_name(an);
+    vb.add_arg(arg);
     vb.add_weight(weight);
     vb.add_arena((int8_t)arena);
     vb.add_offset(offset);
-    int id = (int)table.values.size();
-    table.values.push_back(vb.Finish());
-    table.ids[v.getAsOpaquePointer()] = id;
+    int id = (int)values.size();
+    values.push_back(vb.Finish());
+    ids[v.getAsOpaquePointer()] = id;
     return id;
-  };
-
-  Block &block = func.getBody().front();
-  for (BlockArgument arg : block.getArguments()) {
-    auto name = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "cbc.name");
-    if (!name)
-      return func.emitError("step argument ") << arg.getArgNumber() << " has no cbc.name";
-    addValue(arg, fb::ValueKind::Argument, name.str(), -1, -1, 0);
   }
 
-  std::vector<fbs::Offset<fb::Instr>> instrs;
-  int output = -1;
-  for (Operation &op : block) {
-    if (auto ret = dyn_cast<func::ReturnOp>(op)) {
-      if (ret.getNumOperands() != 1)
-        return ret.emitError("the step must return exactly the logits");
-      output = table.ids.at(ret.getOperand(0).getAsOpaquePointer());
-      continue;
+  // Weights are values, not instructions; one manifest entry per name.
+  int weightEntry(WeightRefOp w) {
+    std::string name = w.getName().str();
+    if (auto it = weightIndex.find(name); it != weightIndex.end())
+      return it->second;
+    std::vector<fbs::Offset<fb::WeightPart>> parts;
+    for (Attribute part : w.getSources()) {
+      std::vector<std::string> names;
+      for (Attribute n : llvm::cast<ArrayAttr>(part))
+        names.push_back(llvm::cast<StringAttr>(n).str());
+      parts.push_back(fb::CreateWeightPart(fbb, fbb.CreateVectorOfStrings(names)));
     }
-    if (auto w = dyn_cast<WeightRefOp>(op)) {
-      // Weights are values, not instructions; one manifest entry per name.
-      std::string name = w.getName().str();
-      auto it = weightIndex.find(name);
-      if (it == weightIndex.end()) {
-        std::vector<fbs::Offset<fb::WeightPart>> parts;
-        for (Attribute part : w.getSources()) {
-          std::vector<std::string> names;
-          for (Attribute n : llvm::cast<ArrayAttr>(part))
-            names.push_back(llvm::cast<StringAttr>(n).str());
-          auto ns = fbb.CreateVectorOfStrings(names);
-          parts.push_back(fb::CreateWeightPart(fbb, ns));
-        }
-        auto type = llvm::cast<RankedTensorType>(w.getType());
-        std::vector<int64_t> regroup;
-        if (auto r = w.getRegroupAttr())
-          regroup.assign(r.asArrayRef().begin(), r.asArrayRef().end());
-        std::vector<double> rowScales;
-        if (auto r = w.getRowScalesAttr())
-          rowScales.assign(r.asArrayRef().begin(), r.asArrayRef().end());
-        int64_t blockDiag = w.getBlockDiagAttr() ? w.getBlockDiagAttr().getInt() : 0;
-        auto entry = fb::CreateWeightEntry(
-            fbb, fbb.CreateString(name), dtypeOf(type.getElementType()),
-            fbb.CreateVector(shapeOf(type)), fbb.CreateVector(parts),
-            w.getCombine() == "stack" ? fb::Combine::Stack : fb::Combine::None,
-            w.getTranspose(), fbb.CreateVector(regroup), blockDiag,
-            rowScales.empty() ? 0 : fbb.CreateVector(rowScales));
-        it = weightIndex.emplace(name, (int)weights.size()).first;
-        weights.push_back(entry);
-      }
-      addValue(w.getResult(), fb::ValueKind::Weight, "", it->second, -1, 0);
-      continue;
-    }
+    auto type = llvm::cast<RankedTensorType>(w.getType());
+    std::vector<int64_t> regroup;
+    if (auto r = w.getRegroupAttr())
+      regroup.assign(r.asArrayRef().begin(), r.asArrayRef().end());
+    std::vector<double> rowScales;
+    if (auto r = w.getRowScalesAttr())
+      rowScales.assign(r.asArrayRef().begin(), r.asArrayRef().end());
+    int64_t blockDiag = w.getBlockDiagAttr() ? w.getBlockDiagAttr().getInt() : 0;
+    auto entry = fb::CreateWeightEntry(
+        fbb, fbb.CreateString(name), dtypeOf(type.getElementType()), fbb.CreateVector(shapeOf(type)),
+        fbb.CreateVector(parts), w.getCombine() == WeightCombine::stack ? fb::Combine::Stack : fb::Combine::None,
+        w.getTranspose(), w.getDequant() ? fb::Dequant::Mxfp4 : fb::Dequant::None, fbb.CreateVector(regroup),
+        blockDiag, rowScales.empty() ? 0 : fbb.CreateVector(rowScales), isNormScale(w.getResult()));
+    weights.push_back(entry);
+    return weightIndex[name] = (int)weights.size() - 1;
+  }
+
+  FailureOr<fbs::Offset<fb::Instr>> instr(Operation &op) {
+    std::optional<fb::Opcode> opcode = opcodeNamed(op.getName().getStringRef());
+    if (!opcode)
+      return op.emitError("the artefact has no opcode for ") << op.getName();
+    Params p = writeParams(fbb, op);
+    if (p.type != opcodeInfo(*opcode).params)
+      return op.emitError("internal error: no parameter table written for ") << op.getName();
     auto buffers = op.getAttrOfType<ArrayAttr>("cbc.buffers");
     if (op.getNumResults() && (!buffers || buffers.size() != op.getNumResults()))
-      return op.emitError("op has no buffer plan; run cbc-schedule first");
+      return op.emitError("op has no buffer plan; run cbc-schedule-step first");
     std::vector<int> inputs, outputs;
     for (Value v : op.getOperands()) {
-      auto it = table.ids.find(v.getAsOpaquePointer());
-      if (it == table.ids.end())
+      auto it = ids.find(v.getAsOpaquePointer());
+      if (it == ids.end())
         return op.emitError("operand defined outside the step");
       inputs.push_back(it->second);
     }
     for (auto [i, r] : llvm::enumerate(op.getResults())) {
       auto slot = llvm::cast<DenseI64ArrayAttr>(buffers[i]).asArrayRef();
-      outputs.push_back(addValue(r, fb::ValueKind::Activation, "", -1, (int)slot[0], slot[1]));
+      outputs.push_back(addValue(r, fb::ValueKind::Activation, 0, -1, (int)slot[0], slot[1]));
     }
-    std::vector<fbs::Offset<fb::Attr>> attrs;
-    for (NamedAttribute a : op.getAttrs())
-      if (!isInternal(a.getName().getValue()))
-        attrs.push_back(writeAttr(fbb, a.getName().getValue(), a.getValue()));
-    instrs.push_back(fb::CreateInstr(fbb, fbb.CreateString(op.getName().getStringRef().str()),
-                                     fbb.CreateVector(inputs), fbb.CreateVector(outputs),
-                                     fbb.CreateVector(attrs)));
+    return fb::CreateInstr(fbb, *opcode, p.type, p.table, fbb.CreateVector(inputs), fbb.CreateVector(outputs));
   }
-  auto arena = module->getAttrOfType<DictionaryAttr>("cbc.arena");
-  if (!arena)
-    return module.emitError("module has no cbc.arena; run cbc-schedule first");
-  auto valuesVec = fbb.CreateVector(table.values);
-  auto instrsVec = fbb.CreateVector(instrs);
-  fb::ProgramBuilder pb(fbb);
-  pb.add_values(valuesVec);
-  pb.add_instrs(instrsVec);
-  pb.add_output(output);
-  pb.add_token_row_elems(llvm::cast<IntegerAttr>(arena.get("token_row_elems")).getInt());
-  pb.add_request_row_elems(llvm::cast<IntegerAttr>(arena.get("request_row_elems")).getInt());
-  return pb.Finish();
-}
+
+  FailureOr<fbs::Offset<fb::Program>> program(ModuleOp module, func::FuncOp func) {
+    Block &block = func.getBody().front();
+    for (BlockArgument arg : block.getArguments()) {
+      auto name = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "cbc.name");
+      std::optional<StepArg> which = name ? stepArgNamed(name.getValue()) : std::nullopt;
+      if (!which || (int)*which != (int)arg.getArgNumber())
+        return func.emitError("step argument ") << arg.getArgNumber() << " is not the step ABI's "
+                                                << stepArgName((StepArg)std::min<int>(arg.getArgNumber(), kNumStepArgs - 1));
+      addValue(arg, fb::ValueKind::Argument, (uint8_t)*which, -1, -1, 0);
+    }
+    std::vector<fbs::Offset<fb::Instr>> instrs;
+    int output = -1;
+    for (Operation &op : block) {
+      if (auto ret = dyn_cast<func::ReturnOp>(op)) {
+        if (ret.getNumOperands() != 1)
+          return ret.emitError("the step must return exactly the logits");
+        output = ids.at(ret.getOperand(0).getAsOpaquePointer());
+      } else if (auto w = dyn_cast<WeightRefOp>(op)) {
+        addValue(w.getResult(), fb::ValueKind::Weight, 0, weightEntry(w), -1, 0);
+      } else {
+        auto in = instr(op);
+        if (failed(in))
+          return failure();
+        instrs.push_back(*in);
+      }
+    }
+    auto arena = module->getAttrOfType<ArenaAttr>("cbc.arena");
+    if (!arena)
+      return module.emitError("module has no cbc.arena; run cbc-schedule-step first");
+    return fb::CreateProgram(fbb, fbb.CreateVector(values), fbb.CreateVector(instrs), output,
+                             arena.getTokenRowElems(), arena.getRequestRowElems());
+  }
+};
 
 FailureOr<fbs::Offset<fb::CachePlan>> writeCachePlan(fbs::FlatBufferBuilder &fbb, ModuleOp module) {
-  auto plan = module->getAttrOfType<DictionaryAttr>("cbc.cache_plan");
+  auto plan = module->getAttrOfType<CachePlanAttr>("cbc.cache_plan");
   if (!plan)
     return module.emitError("module has no cbc.cache_plan; run cbc-plan-cache first");
-  auto getI = [](DictionaryAttr d, StringRef k) { return llvm::cast<IntegerAttr>(d.get(k)).getInt(); };
   std::vector<fbs::Offset<fb::CacheGroup>> groups;
-  for (Attribute g : llvm::cast<ArrayAttr>(plan.get("groups"))) {
-    auto d = llvm::cast<DictionaryAttr>(g);
-    StringRef ret = llvm::cast<StringAttr>(d.get("retention")).getValue();
-    auto layers = llvm::cast<DenseI64ArrayAttr>(d.get("layers")).asArrayRef();
-    std::vector<int> ls(layers.begin(), layers.end());
-    groups.push_back(fb::CreateCacheGroup(
-        fbb, (int)getI(d, "id"),
-        ret == "window" ? fb::Retention::Window : ret == "chunk" ? fb::Retention::Chunk : fb::Retention::All,
-        getI(d, "tokens"), fbb.CreateVector(ls), getI(d, "bytes_per_token")));
+  for (CacheGroupAttr g : plan.getGroups()) {
+    std::vector<int> layers(g.getLayers().begin(), g.getLayers().end());
+    groups.push_back(fb::CreateCacheGroup(fbb, (int)g.getId(), toFb(g.getRetention().getKind()),
+                                          g.getRetention().getTokens(), fbb.CreateVector(layers),
+                                          g.getBytesPerToken()));
   }
   std::vector<fbs::Offset<fb::CacheLayer>> layers;
-  for (Attribute l : llvm::cast<ArrayAttr>(plan.get("layers"))) {
-    auto d = llvm::cast<DictionaryAttr>(l);
+  for (CacheLayerAttr l : plan.getLayers()) {
     std::vector<fbs::Offset<fb::CacheRow>> rows;
-    for (Attribute r : llvm::cast<ArrayAttr>(d.get("rows"))) {
-      auto rd = llvm::cast<DictionaryAttr>(r);
-      rows.push_back(fb::CreateCacheRow(
-          fbb, fbb.CreateString(llvm::cast<StringAttr>(rd.get("name")).str()), getI(rd, "elems")));
-    }
-    layers.push_back(fb::CreateCacheLayer(fbb, (int)getI(d, "layer"), (int)getI(d, "group"),
-                                          fbb.CreateVector(rows)));
+    for (CacheRowAttr r : l.getRows())
+      rows.push_back(fb::CreateCacheRow(fbb, fbb.CreateString(r.getName().str()), r.getElems()));
+    layers.push_back(fb::CreateCacheLayer(fbb, (int)l.getLayer(), (int)l.getGroup(), fbb.CreateVector(rows)));
   }
   std::vector<fbs::Offset<fb::StateDecl>> states;
-  if (auto list = plan.getAs<ArrayAttr>("states"))
-    for (Attribute st : list) {
-      auto d = llvm::cast<DictionaryAttr>(st);
-      auto shape = llvm::cast<DenseI64ArrayAttr>(d.get("shape")).asArrayRef();
-      states.push_back(fb::CreateStateDecl(
-          fbb, (int)getI(d, "layer"), fbb.CreateString(llvm::cast<StringAttr>(d.get("name")).str()),
-          fbb.CreateVector(std::vector<int64_t>(shape.begin(), shape.end())), fb::DType::F32,
-          getI(d, "bytes")));
-    }
-  return fb::CreateCachePlan(fbb, (int)getI(plan, "block_size"),
-                             dtypeNamed(llvm::cast<StringAttr>(plan.get("kv_dtype")).getValue()),
-                             fbb.CreateVector(groups), fbb.CreateVector(layers),
-                             fbb.CreateVector(states));
+  for (StateDeclAttr s : plan.getStates())
+    states.push_back(fb::CreateStateDecl(fbb, (int)s.getLayer(), fbb.CreateString(s.getName().str()),
+                                         fbb.CreateVector(std::vector<int64_t>(s.getShape().begin(), s.getShape().end())),
+                                         fb::DType::F32, s.getBytes()));
+  return fb::CreateCachePlan(fbb, (int)plan.getBlockSize(), dtypeOf(plan.getKvDtype()), fbb.CreateVector(groups),
+                             fbb.CreateVector(layers), fbb.CreateVector(states));
 }
 
 FailureOr<fbs::Offset<fb::ModelMeta>> writeMeta(fbs::FlatBufferBuilder &fbb, ModuleOp module) {
-  auto meta = module->getAttrOfType<DictionaryAttr>("cbc.model");
+  auto meta = module->getAttrOfType<ModelAttr>("cbc.model");
   if (!meta)
     return module.emitError("module has no cbc.model metadata");
-  auto getI = [&](StringRef k) -> int64_t {
-    auto a = meta.getAs<IntegerAttr>(k);
-    return a ? a.getInt() : 0;
-  };
-  auto getS = [&](StringRef k) -> std::string {
-    auto a = meta.getAs<StringAttr>(k);
-    return a ? a.str() : std::string();
-  };
-  std::vector<int64_t> eos;
-  if (auto e = meta.getAs<DenseI64ArrayAttr>("eos_token_ids"))
-    eos.assign(e.asArrayRef().begin(), e.asArrayRef().end());
   std::vector<fbs::Offset<fb::AliasPair>> aliases;
-  if (auto al = meta.getAs<ArrayAttr>("weight_aliases"))
-    for (Attribute pair : al) {
-      auto p = llvm::cast<ArrayAttr>(pair);
-      aliases.push_back(fb::CreateAliasPair(fbb, fbb.CreateString(llvm::cast<StringAttr>(p[0]).str()),
-                                            fbb.CreateString(llvm::cast<StringAttr>(p[1]).str())));
-    }
-  auto bos = meta.getAs<IntegerAttr>("bos_token_id");
-  return fb::CreateModelMeta(fbb, fbb.CreateString(getS("model_type")), getI("vocab_size"),
-                             getI("hidden_size"), getI("num_layers"), getI("max_positions"),
-                             fbb.CreateVector(eos), bos ? bos.getInt() : -1,
-                             fbb.CreateString(getS("checkpoint_dtype")),
-                             fbb.CreateString(getS("quantization")), fbb.CreateVector(aliases));
+  for (WeightAliasAttr a : meta.getWeightAliases())
+    aliases.push_back(fb::CreateAliasPair(fbb, fbb.CreateString(a.getFrom().str()), fbb.CreateString(a.getTo().str())));
+  std::vector<int64_t> eos(meta.getEosTokenIds().begin(), meta.getEosTokenIds().end());
+  return fb::CreateModelMeta(fbb, fbb.CreateString(meta.getModelType().str()), meta.getVocabSize(),
+                             meta.getHiddenSize(), meta.getNumLayers(), meta.getMaxPositions(), fbb.CreateVector(eos),
+                             meta.getBosTokenId(), fbb.CreateString(meta.getCheckpointDtype().str()),
+                             fbb.CreateString(meta.getQuantization().str()), fbb.CreateVector(aliases));
+}
+
+fbs::Offset<fb::Launch> writeLaunch(fbs::FlatBufferBuilder &fbb, const LaunchOut &l) {
+  std::vector<fbs::Offset<fb::GridDim>> grid;
+  for (const GridDimOut &g : l.grid)
+    grid.push_back(fb::CreateGridDim(fbb, g.var ? (int8_t)*g.var : (int8_t)-1, g.mul, g.div, g.add));
+  std::vector<fbs::Offset<fb::KernelArg>> args;
+  for (const KernelArgOut &a : l.args)
+    args.push_back(fb::CreateKernelArg(fbb, (fb::ArgKind)a.kind, a.index, fbb.CreateString(a.name), a.i, a.f));
+  fbs::Offset<fb::Gemm> gemm;
+  if (l.gemm)
+    gemm = fb::CreateGemm(fbb, l.gemm_x, l.gemm_w, l.gemm_bias, l.gemm_out);
+  return fb::CreateLaunch(fbb, l.instr, l.kernel, fbb.CreateVector(grid), l.block, l.smem, fbb.CreateVector(args),
+                          gemm);
 }
 
 fbs::Offset<fb::KernelBundle> writeKernels(fbs::FlatBufferBuilder &fbb, const KernelBundleOut &k) {
@@ -287,20 +380,8 @@ fbs::Offset<fb::KernelBundle> writeKernels(fbs::FlatBufferBuilder &fbb, const Ke
                                      fbb.CreateVector(c.registers), fbb.CreateVector(c.spills),
                                      fbb.CreateVector(c.shared_bytes)));
   std::vector<fbs::Offset<fb::Launch>> launches;
-  for (const LaunchOut &l : k.launches) {
-    std::vector<fbs::Offset<fb::GridDim>> grid;
-    for (const GridDimOut &g : l.grid)
-      grid.push_back(fb::CreateGridDim(fbb, fbb.CreateString(g.var), g.mul, g.div, g.add));
-    std::vector<fbs::Offset<fb::KernelArg>> args;
-    for (const KernelArgOut &a : l.args)
-      args.push_back(fb::CreateKernelArg(fbb, (fb::ArgKind)a.kind, a.index, fbb.CreateString(a.name),
-                                         a.i, a.f));
-    fbs::Offset<fb::Gemm> gemm;
-    if (l.gemm)
-      gemm = fb::CreateGemm(fbb, l.gemm_x, l.gemm_w, l.gemm_bias, l.gemm_out);
-    launches.push_back(fb::CreateLaunch(fbb, l.instr, l.kernel, fbb.CreateVector(grid), l.block,
-                                        l.smem, fbb.CreateVector(args), gemm));
-  }
+  for (const LaunchOut &l : k.launches)
+    launches.push_back(writeLaunch(fbb, l));
   std::vector<fbs::Offset<fb::Workspace>> workspaces;
   for (const WorkspaceOut &w : k.workspaces)
     workspaces.push_back(fb::CreateWorkspace(fbb, fbb.CreateString(w.name), w.bytes_per_token, w.bytes_fixed));
@@ -309,8 +390,7 @@ fbs::Offset<fb::KernelBundle> writeKernels(fbs::FlatBufferBuilder &fbb, const Ke
       fbb, fbb.CreateString(k.source), fbb.CreateVectorOfStrings(k.names), fbb.CreateVector(cubins),
       fbb.CreateString(k.ptx), fbb.CreateString(k.ptx_arch), fbb.CreateString(k.source_hash),
       fbb.CreateVector(launches), fbb.CreateVector(workspaces),
-      fbb.CreateVector(reinterpret_cast<const fb::DType *>(dtypes.data()), dtypes.size()),
-      k.argmax_kernel);
+      fbb.CreateVector(reinterpret_cast<const fb::DType *>(dtypes.data()), dtypes.size()), k.argmax_kernel);
 }
 
 } // namespace
@@ -320,8 +400,11 @@ FailureOr<std::vector<uint8_t>> writeArtefact(ModuleOp module, const ArtefactInp
   if (!func)
     return module.emitError("module has no func.func @step");
   fbs::FlatBufferBuilder fbb(1 << 16);
+  // Every field is stored, defaults too, so that tests can mutate any of them in place.
+  fbb.ForceDefaults(true);
   std::vector<fbs::Offset<fb::WeightEntry>> weights;
-  auto program = writeProgram(fbb, module, func, weights);
+  ProgramWriter writer{fbb, weights, {}, {}, {}};
+  auto program = writer.program(module, func);
   if (failed(program))
     return failure();
   auto plan = writeCachePlan(fbb, module);
@@ -338,7 +421,7 @@ FailureOr<std::vector<uint8_t>> writeArtefact(ModuleOp module, const ArtefactInp
   if (inputs.kernels)
     kernels = writeKernels(fbb, *inputs.kernels);
   fb::ModelBuilder mb(fbb);
-  mb.add_format_version(rt::kFormatVersion);
+  mb.add_format_version(kFormatVersion);
   mb.add_compiler(compiler);
   mb.add_config_json(config);
   mb.add_meta(*meta);

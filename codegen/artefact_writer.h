@@ -2,9 +2,12 @@
 #ifndef CBC_CODEGEN_ARTEFACT_WRITER_H
 #define CBC_CODEGEN_ARTEFACT_WRITER_H
 
+#include "runtime/schema/step_abi.h"
+
 #include "mlir/IR/BuiltinOps.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -15,14 +18,15 @@ struct KernelImageOut {
   std::vector<uint8_t> image;
   std::vector<int> registers, spills, shared_bytes;
 };
+// ceil(var * mul / div) + add, where var is a per-step integer (none: 0).
 struct GridDimOut {
-  std::string var;
+  std::optional<RuntimeVar> var;
   int64_t mul = 1, div = 1, add = 0;
 };
 struct KernelArgOut {
   enum Kind { Value, Cache, Workspace, Runtime, Int, Float } kind = Value;
-  int index = 0; // Value: -1 is a null pointer
-  std::string name;
+  int index = 0; // Value: -1 is a null pointer; Runtime: a RuntimeVar
+  std::string name; // Cache: the state's name (empty: the paged cache)
   int64_t i = 0;
   float f = 0;
 };

@@ -22,14 +22,10 @@ struct Chain {
   RmsNormOp normQ, normK; // both or neither
 };
 
+// One schedule over the same positions and lengths.
 bool sameRope(RopeOp a, RopeOp b) {
-  for (StringRef name : {"head_dim", "rotary_dim", "pairing", "inv_freq", "attention_factor",
-                         "inv_freq_long", "long_after", "dynamic_base", "dynamic_factor",
-                         "dynamic_max_positions"})
-    if (a->getAttr(name) != b->getAttr(name))
-      return false;
-  return a.getPositions() == b.getPositions() && a.getSeqIds() == b.getSeqIds() &&
-         a.getPromptLens() == b.getPromptLens();
+  return a.getRope() == b.getRope() && a.getPositions() == b.getPositions() &&
+         a.getSeqIds() == b.getSeqIds() && a.getPromptLens() == b.getPromptLens();
 }
 
 // The per-head norm feeding `v`, if any, and the value before it.
@@ -48,10 +44,10 @@ Value throughNorm(Value v, RmsNormOp &norm, int64_t headDim) {
 std::optional<Chain> match(KvAppendOp append) {
   Chain c;
   c.append = append;
-  int64_t headDim = append.getHeadDimAttr().getInt();
+  int64_t headDim = append.getHeadDim();
   c.ropeK = append.getK().getDefiningOp<RopeOp>();
   // The fused op rotates heads of the cache's head_dim and keeps v rows as wide as k rows.
-  if (!c.ropeK || !c.ropeK->hasOneUse() || c.ropeK.getHeadDimAttr().getInt() != headDim ||
+  if (!c.ropeK || !c.ropeK->hasOneUse() || c.ropeK.getRope().getHeadDim() != headDim ||
       cols(append.getV()) != cols(append.getK()))
     return std::nullopt;
   Value kIn = throughNorm(c.ropeK.getX(), c.normK, headDim);
@@ -102,18 +98,15 @@ public:
       OpBuilder b(c.append);
       RopeOp r = c.ropeQ;
       int64_t qWidth = llvm::cast<RankedTensorType>(r.getType()).getDimSize(1);
-      int64_t heads = qWidth / c.append.getHeadDimAttr().getInt();
+      int64_t heads = qWidth / (int64_t)c.append.getHeadDim();
       auto fused = KvRopeAppendOp::create(
           b, c.append.getLoc(), r.getType(), c.split.getX(), c.append.getPositions(),
           c.append.getSeqIds(), r.getPromptLens(), c.append.getSlots(), c.append.getBlockTables(),
           c.normQ ? c.normQ.getWeight() : Value(), c.normK ? c.normK.getWeight() : Value(),
           c.append.getLayerAttr(), b.getI64IntegerAttr(heads), c.append.getNumKvHeadsAttr(),
-          c.append.getHeadDimAttr(), c.append.getWindowAttr(), c.append.getChunkAttr(),
-          c.append.getGroupAttr(), c.normQ ? c.normQ.getEpsAttr() : FloatAttr(),
-          c.normQ ? c.normQ.getOffsetAttr() : b.getF64FloatAttr(0.0), r.getRotaryDimAttr(),
-          r.getPairingAttr(), r.getInvFreqAttr(), r.getAttentionFactorAttr(), r.getInvFreqLongAttr(),
-          r.getLongAfterAttr(), r.getDynamicBaseAttr(), r.getDynamicFactorAttr(),
-          r.getDynamicMaxPositionsAttr());
+          c.append.getHeadDimAttr(), c.append.getRetentionAttr(), c.append.getGroupAttr(),
+          c.normQ ? c.normQ.getEpsAttr() : FloatAttr(),
+          c.normQ ? c.normQ.getOffsetAttr() : b.getF64FloatAttr(0.0), r.getRopeAttr());
       r.getResult().replaceAllUsesWith(fused.getQ());
       c.append.erase();
       c.ropeK.erase();

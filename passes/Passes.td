@@ -5,39 +5,45 @@
 
 include "mlir/Pass/PassBase.td"
 
+defvar Cbc_StorageTypeValues = [{::llvm::cl::values(
+    clEnumValN(::cbc::StorageType::bf16, "bf16", "bfloat16"),
+    clEnumValN(::cbc::StorageType::f16, "f16", "float16"),
+    clEnumValN(::cbc::StorageType::f32, "f32", "float32"))}];
+
 def CbcPlanCache : Pass<"cbc-plan-cache", "::mlir::ModuleOp"> {
+  let dependentDialects = ["::cbc::CbcDialect"];
   let summary = "Plans the paged cache from the rows each layer declares.";
   let description = [{
     Every `cbc.kv.append` declares the rows its layer keeps per token (`k` and `v`, with their
-    widths) and its retention (all tokens, the last `window` tokens, or the current `chunk`).
-    Layers with the same retention share block tables and form one group. Every
-    `cbc.state.*` op declares a fixed-size per-request state by name (`conv [C, K-1]`,
+    widths) and its retention (`#cbc.retention<all>`, a window or the current chunk). Layers
+    with the same retention share block tables and form one group. Every op with
+    `StatefulOpInterface` declares a fixed-size per-request state by name (`conv [C, K-1]`,
     `recurrent [Hv, dk, dv]`, ...), kept in fp32 in a slot per live request. The pass assigns
     `group` to every `cbc.kv.*` op and records the plan in the module attribute
-    `cbc.cache_plan`: the block size, per group its retention, layers and bytes per token at the
-    cache dtype, and the states with their bytes per request.
+    `cbc.cache_plan = #cbc.cache_plan<...>`: the block size, per group its retention, layers
+    and bytes per token at the cache dtype, and the states with their bytes per request.
   }];
   let options = [
-    Option<"kvDtype", "kv-dtype", "std::string", /*default=*/"\"bf16\"",
-           "Element type of the cache: bf16, f16 or f32">,
+    Option<"kvDtype", "kv-dtype", "::cbc::StorageType", /*default=*/"::cbc::StorageType::bf16",
+           "Element type of the cache", Cbc_StorageTypeValues>,
     Option<"blockSize", "block-size", "int64_t", /*default=*/"16",
            "Tokens per cache block">,
   ];
 }
 
-def CbcSchedule : Pass<"cbc-schedule", "::mlir::ModuleOp"> {
-  let summary = "Orders the step program and plans its activation buffers.";
+def CbcFuseAttentionInputs : Pass<"cbc-fuse-attention-inputs", "::mlir::ModuleOp"> {
+  let dependentDialects = ["::cbc::CbcDialect"];
+  let summary = "Fuses the attention prologue into cbc.kv.rope_append.";
   let description = [{
-    Checks that the step is a straight-line program whose cache reads follow the writes of the
-    same layer, numbers its instructions, and packs every activation into one arena by liveness.
-    Activations have a row class: per token (`T` rows) or per request (`R` rows, after
-    `cbc.rows.gather`). Each class gets one arena; offsets are in 4-byte elements per row, so a
-    backend sizes the arena as `row_elems * max_rows`. Results carry `cbc.buffers`
-    (`[class, offset]` per result) and the module carries `cbc.arena`.
+    The chain `cbc.math.split` of a fused q|k|v row, optional per-head `cbc.math.rms_norm` of
+    q and k, `cbc.math.rope` of q and k with the same `#cbc.rope` schedule, and the
+    `cbc.kv.append` of the rotated k and v becomes one `cbc.kv.rope_append`, which writes the
+    cache and returns the rotated q. Run after `cbc-plan-cache`.
   }];
 }
 
 def CbcFuseAddNorm : Pass<"cbc-fuse-add-norm", "::mlir::ModuleOp"> {
+  let dependentDialects = ["::cbc::CbcDialect"];
   let summary = "Fuses each residual add with the RMS norm that reads it.";
   let description = [{
     `%s = cbc.math.add %a, %b` followed by a whole-row `cbc.math.rms_norm %s` becomes one
@@ -46,13 +52,38 @@ def CbcFuseAddNorm : Pass<"cbc-fuse-add-norm", "::mlir::ModuleOp"> {
   }];
 }
 
-def CbcFuseAttentionInputs : Pass<"cbc-fuse-attention-inputs", "::mlir::ModuleOp"> {
-  let summary = "Fuses the attention prologue into cbc.kv.rope_append.";
+def CbcAssignDeviceTypes : Pass<"cbc-assign-device-types", "::mlir::ModuleOp"> {
+  let dependentDialects = ["::cbc::CbcDialect"];
+  let summary = "Decides the element type every value of the step has on the device.";
   let description = [{
-    The chain `cbc.math.split` of a fused q|k|v row, optional per-head `cbc.math.rms_norm` of
-    q and k, `cbc.math.rope` of q and k with the same schedule, and the `cbc.kv.append` of the
-    rotated k and v becomes one `cbc.kv.rope_append`, which writes the cache and returns the
-    rotated q. Run after `cbc-plan-cache`.
+    Activations take the activation type and weights their `cbc.weight.ref` element type; the
+    step's metadata is i32 and the logits leave the device in f32. Some values stay f32 where
+    rounding them would change a discrete choice or round twice:
+    * router logits and a router bias (two experts a few thousandths apart round to one bf16
+      value and the choice flips; cuBLASLt adds a bias of the output's type);
+    * the q|k|v input of `cbc.kv.rope_append` when a kernel rather than a GEMM makes it (the
+      fused prologue would otherwise round k once more than `cbc.kv.append` does);
+    * the input of a final logit softcap;
+    * a router's mixing weights.
+    Every op with results gets `cbc.device_types = [...]`, one type per result.
+  }];
+  let options = [
+    Option<"activationDtype", "activation-dtype", "::cbc::StorageType",
+           /*default=*/"::cbc::StorageType::bf16", "Element type of activations on the device",
+           Cbc_StorageTypeValues>,
+  ];
+}
+
+def CbcScheduleStep : Pass<"cbc-schedule-step", "::mlir::ModuleOp"> {
+  let dependentDialects = ["::cbc::CbcDialect"];
+  let summary = "Orders the step program and plans its activation buffers.";
+  let description = [{
+    Checks that the step is a straight-line program whose cache reads follow the writes of the
+    same layer, numbers its instructions, and packs every activation into one arena by liveness.
+    Activations have a row class: per token (`T` rows) or per request (`R` rows, after
+    `cbc.rows.gather`). Each class gets one arena; offsets are in 4-byte elements per row, so a
+    backend sizes the arena as `row_elems * max_rows`. Results carry `cbc.buffers`
+    (`[class, offset]` per result) and the module carries `cbc.arena = #cbc.arena<...>`.
   }];
 }
 

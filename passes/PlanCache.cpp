@@ -1,4 +1,4 @@
-// cbc-plan-cache: groups layers by retention and sizes the paged cache.
+// cbc-plan-cache: groups layers by retention and sizes the paged cache and the per-request states.
 #include "dialects/cbc/CbcOps.h"
 #include "passes/Passes.h"
 
@@ -17,14 +17,14 @@ namespace {
 
 using namespace mlir;
 
+// The rows one attention layer keeps per token, as its cbc.kv.append declares them.
 struct LayerRows {
-  int64_t layer = 0;
   int64_t kElems = 0, vElems = 0;
-  std::string retention = "all";
-  int64_t tokens = 0; // window or chunk length
+  RetentionAttr retention;
+  int64_t group = 0;
 };
 
-int64_t dtypeBytes(StringRef dtype) { return dtype == "f32" ? 4 : 2; }
+int64_t storageBytes(StorageType t) { return t == StorageType::f32 ? 4 : 2; }
 
 class PlanCache : public impl::CbcPlanCacheBase<PlanCache> {
 public:
@@ -32,83 +32,72 @@ public:
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    if (kvDtype != "bf16" && kvDtype != "f16" && kvDtype != "f32") {
-      module.emitError("cbc-plan-cache: unknown kv-dtype '") << kvDtype << "'";
-      return signalPassFailure();
-    }
     if (blockSize <= 0) {
       module.emitError("cbc-plan-cache: block-size must be positive");
       return signalPassFailure();
     }
     std::map<int64_t, LayerRows> layers;
+    SmallVector<RetentionAttr> groups;
+    if (failed(collectLayers(module, layers)) || failed(assignGroups(module, layers, groups)))
+      return signalPassFailure();
+    SmallVector<StateDeclAttr> states;
+    int64_t stateBytes = 0;
+    if (failed(collectStates(module, states, stateBytes)))
+      return signalPassFailure();
+    module->setAttr("cbc.cache_plan", buildPlan(module.getContext(), layers, groups, states, stateBytes));
+  }
+
+private:
+  LogicalResult collectLayers(ModuleOp module, std::map<int64_t, LayerRows> &layers) {
     WalkResult walk = module.walk([&](KvAppendOp op) {
       LayerRows rows;
-      rows.layer = op.getLayer();
       rows.kElems = llvm::cast<RankedTensorType>(op.getK().getType()).getDimSize(1);
       rows.vElems = llvm::cast<RankedTensorType>(op.getV().getType()).getDimSize(1);
-      if (op.getWindow()) {
-        rows.retention = "window";
-        rows.tokens = op.getWindowAttr().getInt();
-      } else if (op.getChunk()) {
-        rows.retention = "chunk";
-        rows.tokens = op.getChunkAttr().getInt();
-      }
-      if (!layers.emplace(rows.layer, rows).second) {
-        op.emitOpError("layer ") << rows.layer << " appends to the cache twice";
+      rows.retention = op.getRetention();
+      if (!layers.emplace(op.getLayer(), rows).second) {
+        op.emitOpError("layer ") << op.getLayer() << " appends to the cache twice";
         return WalkResult::interrupt();
       }
       return WalkResult::advance();
     });
-    if (walk.wasInterrupted())
-      return signalPassFailure();
+    return failure(walk.wasInterrupted());
+  }
 
-    // One group per retention; groups are numbered in order of their first layer.
-    std::map<std::pair<std::string, int64_t>, int64_t> groupOf;
-    std::vector<std::pair<std::string, int64_t>> groupKeys;
-    std::map<int64_t, int64_t> layerGroup;
+  // One group per retention, numbered in order of their first layer; every cache op gets its
+  // layer's group, and a reader must keep what its layer's writer keeps.
+  LogicalResult assignGroups(ModuleOp module, std::map<int64_t, LayerRows> &layers,
+                             SmallVector<RetentionAttr> &groups) {
     for (auto &[layer, rows] : layers) {
-      auto key = std::make_pair(rows.retention, rows.tokens);
-      auto it = groupOf.find(key);
-      if (it == groupOf.end()) {
-        it = groupOf.emplace(key, (int64_t)groupKeys.size()).first;
-        groupKeys.push_back(key);
-      }
-      layerGroup[layer] = it->second;
+      auto it = llvm::find(groups, rows.retention);
+      rows.group = it - groups.begin();
+      if (it == groups.end())
+        groups.push_back(rows.retention);
     }
-
-    bool failedCheck = false;
-    module.walk([&](Operation *op) {
+    Builder b(module.getContext());
+    WalkResult walk = module.walk([&](Operation *op) {
       if (auto append = dyn_cast<KvAppendOp>(op)) {
-        append.setGroupAttr(IntegerAttr::get(IntegerType::get(op->getContext(), 64),
-                                             layerGroup[append.getLayer()]));
+        append.setGroupAttr(b.getI64IntegerAttr(layers[append.getLayer()].group));
       } else if (auto attn = dyn_cast<KvAttentionOp>(op)) {
         auto it = layers.find(attn.getLayer());
         if (it == layers.end()) {
           attn.emitOpError("reads layer ") << attn.getLayer() << ", which no cbc.kv.append writes";
-          failedCheck = true;
-          return;
+          return WalkResult::interrupt();
         }
-        int64_t window = attn.getWindowAttr() ? attn.getWindowAttr().getInt() : 0;
-        int64_t chunk = attn.getChunkAttr() ? attn.getChunkAttr().getInt() : 0;
-        if (window != (it->second.retention == "window" ? it->second.tokens : 0) ||
-            chunk != (it->second.retention == "chunk" ? it->second.tokens : 0)) {
+        if (attn.getRetention() != it->second.retention) {
           attn.emitOpError("retention differs from the cbc.kv.append of layer ") << attn.getLayer();
-          failedCheck = true;
-          return;
+          return WalkResult::interrupt();
         }
-        attn.setGroupAttr(IntegerAttr::get(IntegerType::get(op->getContext(), 64),
-                                           layerGroup[attn.getLayer()]));
+        attn.setGroupAttr(b.getI64IntegerAttr(it->second.group));
       }
+      return WalkResult::advance();
     });
-    if (failedCheck)
-      return signalPassFailure();
+    return failure(walk.wasInterrupted());
+  }
 
-    Builder b(module.getContext());
-    // Per-request states, by name: fixed size, fp32, one slot per live request.
-    SmallVector<Attribute> stateAttrs;
-    int64_t stateBytes = 0;
+  // Per-request states, by name: fixed size, fp32, one slot per live request.
+  LogicalResult collectStates(ModuleOp module, SmallVector<StateDeclAttr> &states, int64_t &bytes) {
     std::set<std::pair<int64_t, std::string>> declared;
-    WalkResult stateWalk = module.walk([&](StatefulOpInterface op) {
+    WalkResult walk = module.walk([&](StatefulOpInterface op) {
       SmallVector<int64_t> shape = op.getStateShape();
       int64_t n = 1;
       for (int64_t d : shape)
@@ -120,60 +109,36 @@ public:
                                             << op.getStateLayer() << " twice";
         return WalkResult::interrupt();
       }
-      stateBytes += n * 4;
-      stateAttrs.push_back(b.getDictionaryAttr({
-          b.getNamedAttr("layer", b.getI64IntegerAttr(op.getStateLayer())),
-          b.getNamedAttr("name", b.getStringAttr(op.getStateName())),
-          b.getNamedAttr("shape", b.getDenseI64ArrayAttr(shape)),
-          b.getNamedAttr("dtype", b.getStringAttr("f32")),
-          b.getNamedAttr("bytes", b.getI64IntegerAttr(n * 4)),
-      }));
+      bytes += n * 4;
+      states.push_back(
+          StateDeclAttr::get(module.getContext(), op.getStateLayer(), op.getStateName(), shape, n * 4));
       return WalkResult::advance();
     });
-    if (stateWalk.wasInterrupted())
-      return signalPassFailure();
-    int64_t elemBytes = dtypeBytes(kvDtype);
-    SmallVector<Attribute> groupAttrs;
-    for (auto [g, key] : llvm::enumerate(groupKeys)) {
+    return failure(walk.wasInterrupted());
+  }
+
+  CachePlanAttr buildPlan(MLIRContext *ctx, const std::map<int64_t, LayerRows> &layers,
+                          ArrayRef<RetentionAttr> groups, ArrayRef<StateDeclAttr> states,
+                          int64_t stateBytes) {
+    int64_t elemBytes = storageBytes(kvDtype);
+    SmallVector<CacheGroupAttr> groupAttrs;
+    for (auto [g, retention] : llvm::enumerate(groups)) {
       SmallVector<int64_t> members;
       int64_t bytes = 0;
       for (auto &[layer, rows] : layers)
-        if (layerGroup[layer] == (int64_t)g) {
+        if (rows.group == (int64_t)g) {
           members.push_back(layer);
           bytes += (rows.kElems + rows.vElems) * elemBytes;
         }
-      groupAttrs.push_back(b.getDictionaryAttr({
-          b.getNamedAttr("id", b.getI64IntegerAttr(g)),
-          b.getNamedAttr("retention", b.getStringAttr(key.first)),
-          b.getNamedAttr("tokens", b.getI64IntegerAttr(key.second)),
-          b.getNamedAttr("layers", b.getDenseI64ArrayAttr(members)),
-          b.getNamedAttr("bytes_per_token", b.getI64IntegerAttr(bytes)),
-      }));
+      groupAttrs.push_back(CacheGroupAttr::get(ctx, g, retention, members, bytes));
     }
-    SmallVector<Attribute> layerAttrs;
+    SmallVector<CacheLayerAttr> layerAttrs;
     for (auto &[layer, rows] : layers) {
-      auto row = [&](StringRef name, int64_t elems) {
-        return b.getDictionaryAttr({b.getNamedAttr("name", b.getStringAttr(name)),
-                                    b.getNamedAttr("elems", b.getI64IntegerAttr(elems))});
-      };
-      layerAttrs.push_back(b.getDictionaryAttr({
-          b.getNamedAttr("layer", b.getI64IntegerAttr(layer)),
-          b.getNamedAttr("group", b.getI64IntegerAttr(layerGroup[layer])),
-          b.getNamedAttr("rows", b.getArrayAttr({row("k", rows.kElems), row("v", rows.vElems)})),
-      }));
+      SmallVector<CacheRowAttr> rowAttrs = {CacheRowAttr::get(ctx, "k", rows.kElems),
+                                            CacheRowAttr::get(ctx, "v", rows.vElems)};
+      layerAttrs.push_back(CacheLayerAttr::get(ctx, layer, rows.group, rowAttrs));
     }
-    SmallVector<NamedAttribute> plan = {
-        b.getNamedAttr("block_size", b.getI64IntegerAttr(blockSize)),
-        b.getNamedAttr("kv_dtype", b.getStringAttr(kvDtype)),
-        b.getNamedAttr("groups", b.getArrayAttr(groupAttrs)),
-        b.getNamedAttr("layers", b.getArrayAttr(layerAttrs)),
-    };
-    // Attention-only models keep the plan they had before states existed.
-    if (!stateAttrs.empty()) {
-      plan.push_back(b.getNamedAttr("states", b.getArrayAttr(stateAttrs)));
-      plan.push_back(b.getNamedAttr("state_bytes_per_slot", b.getI64IntegerAttr(stateBytes)));
-    }
-    module->setAttr("cbc.cache_plan", b.getDictionaryAttr(plan));
+    return CachePlanAttr::get(ctx, blockSize, kvDtype, groupAttrs, layerAttrs, states, stateBytes);
   }
 };
 

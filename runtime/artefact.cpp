@@ -1,6 +1,6 @@
 #include "runtime/artefact.h"
 
-#include "runtime/schema/model_generated.h"
+#include "runtime/schema/opcodes.h"
 
 #include <cmath>
 #include <cstring>
@@ -22,13 +22,6 @@ const char *dtypeName(DType d) {
 size_t dtypeBytes(DType d) { return d == DType::BF16 || d == DType::F16 ? 2 : 4; }
 
 namespace {
-
-const AttrValue &lookup(const Instr &in, const std::string &name) {
-  auto it = in.attrs.find(name);
-  if (it == in.attrs.end())
-    throw ArtefactError("instruction " + in.op + " lacks attribute '" + name + "'");
-  return it->second;
-}
 
 DType toDType(fb::DType d) {
   switch (d) {
@@ -57,62 +50,108 @@ template <typename T, typename V> std::vector<T> vec(const flatbuffers::Vector<V
   return out;
 }
 
+Value readValue(const fb::Value &v) {
+  Value val;
+  int kind = (int)v.kind(); // check before the cast: a stray byte is no enumerator
+  if (kind < Value::Argument || kind > Value::Activation)
+    throw ArtefactError("unknown value kind in program");
+  val.kind = (Value::Kind)kind;
+  val.dtype = toDType(v.dtype());
+  val.shape = vec<int64_t>(v.shape());
+  if (val.kind == Value::Argument && v.arg() >= kNumStepArgs)
+    throw ArtefactError("a program argument is no step argument");
+  val.arg = (StepArg)v.arg();
+  val.weight = v.weight();
+  val.arena = v.arena();
+  val.offset = v.offset();
+  if (val.kind == Value::Activation && (val.arena < 0 || val.arena > 1 || val.offset < 0))
+    throw ArtefactError("activation value without a valid arena slot");
+  return val;
+}
+
+Instr readInstr(const fb::Instr &i, int numValues) {
+  Instr in;
+  if (!isValidOpcode((int)i.opcode()))
+    throw ArtefactError("instruction with the unknown opcode " + std::to_string((int)i.opcode()) +
+                        "; the artefact needs a newer runtime");
+  in.opcode = i.opcode();
+  const OpcodeInfo &info = opcodeInfo(in.opcode);
+  in.op = std::string(info.op_name);
+  if (i.params_type() != info.params || (info.params != fb::OpParams::NONE && !i.params()))
+    throw ArtefactError("instruction " + in.op + " carries the wrong parameter table");
+  in.params = i.params();
+  in.inputs = vec<int>(i.inputs());
+  in.outputs = vec<int>(i.outputs());
+  for (const std::vector<int> *ids : {&in.inputs, &in.outputs})
+    for (int id : *ids)
+      if (id < 0 || id >= numValues)
+        throw ArtefactError("instruction refers to value " + std::to_string(id) + ", outside the program's " +
+                            std::to_string(numValues) + " values");
+  return in;
+}
+
 Program readProgram(const fb::Program &p) {
   Program out;
   out.output = p.output();
   out.token_row_elems = p.token_row_elems();
   out.request_row_elems = p.request_row_elems();
-  int numValues = p.values() ? (int)p.values()->size() : 0;
   if (p.values())
-    for (const fb::Value *v : *p.values()) {
-      Value val;
-      int kind = (int)v->kind(); // check before the cast: a stray byte is no enumerator
-      if (kind < Value::Argument || kind > Value::Activation)
-        throw ArtefactError("unknown value kind in program");
-      val.kind = (Value::Kind)kind;
-      val.dtype = toDType(v->dtype());
-      val.shape = vec<int64_t>(v->shape());
-      val.arg_name = str(v->arg_name());
-      val.weight = v->weight();
-      val.arena = v->arena();
-      val.offset = v->offset();
-      if (val.kind == Value::Activation && (val.arena < 0 || val.arena > 1 || val.offset < 0))
-        throw ArtefactError("activation value without a valid arena slot");
-      out.values.push_back(std::move(val));
-    }
-  auto checkIds = [&](const std::vector<int> &ids) {
-    for (int id : ids)
-      if (id < 0 || id >= numValues)
-        throw ArtefactError("instruction refers to value " + std::to_string(id) +
-                            ", outside the program's " + std::to_string(numValues) + " values");
-  };
+    for (const fb::Value *v : *p.values())
+      out.values.push_back(readValue(*v));
+  int numValues = (int)out.values.size();
   if (p.instrs())
-    for (const fb::Instr *i : *p.instrs()) {
-      Instr in;
-      in.op = i->op()->str();
-      in.inputs = vec<int>(i->inputs());
-      in.outputs = vec<int>(i->outputs());
-      checkIds(in.inputs);
-      checkIds(in.outputs);
-      if (i->attrs())
-        for (const fb::Attr *a : *i->attrs()) {
-          AttrValue v;
-          int kind = (int)a->kind();
-          if (kind < AttrValue::Int || kind > AttrValue::Floats)
-            throw ArtefactError("instruction " + in.op + " has an attribute of unknown kind");
-          v.kind = (AttrValue::Kind)kind;
-          v.i = a->i();
-          v.f = a->f();
-          v.s = str(a->s());
-          v.ints = vec<int64_t>(a->ints());
-          v.floats = vec<double>(a->floats());
-          in.attrs[a->name()->str()] = std::move(v);
-        }
-      out.instrs.push_back(std::move(in));
-    }
+    for (const fb::Instr *i : *p.instrs())
+      out.instrs.push_back(readInstr(*i, numValues));
   if (out.output < 0 || out.output >= numValues)
     throw ArtefactError("program output is not a value of the program");
   return out;
+}
+
+CacheGroup readGroup(const fb::CacheGroup &g) {
+  CacheGroup grp;
+  grp.id = g.id();
+  if ((int)g.retention() < 0 || (int)g.retention() > 2)
+    throw ArtefactError("cache group has an unknown retention");
+  grp.retention = (CacheGroup::Retention)g.retention();
+  grp.tokens = g.tokens();
+  grp.layers = vec<int>(g.layers());
+  grp.bytes_per_token = g.bytes_per_token();
+  // Window and chunk lengths divide positions; a bound keeps block arithmetic in range.
+  if (grp.retention != CacheGroup::All && (grp.tokens <= 0 || grp.tokens > (1ll << 40)))
+    throw ArtefactError("a windowed cache group has a window of " + std::to_string(grp.tokens) + " tokens");
+  return grp;
+}
+
+CacheLayer readLayer(const fb::CacheLayer &l, size_t numGroups) {
+  CacheLayer layer;
+  layer.layer = l.layer();
+  layer.group = l.group();
+  if (layer.group < 0 || layer.group >= (int)numGroups)
+    throw ArtefactError("cache layer refers to an unknown group");
+  if (l.rows())
+    for (const fb::CacheRow *r : *l.rows()) {
+      if (r->elems() <= 0 || r->elems() > (1ll << 31))
+        throw ArtefactError("cache layer row '" + r->name()->str() + "' has " + std::to_string(r->elems()) +
+                            " elements per token");
+      layer.rows.emplace_back(r->name()->str(), r->elems());
+    }
+  return layer;
+}
+
+StateDecl readState(const fb::StateDecl &sd) {
+  StateDecl st;
+  st.layer = sd.layer();
+  st.name = sd.name()->str();
+  st.shape = vec<int64_t>(sd.shape());
+  int64_t n = 1;
+  for (int64_t d : st.shape) {
+    if (d <= 0 || d > (1ll << 31))
+      throw ArtefactError("a per-request state has a bad shape");
+    n *= d;
+    if (n > (1ll << 40))
+      throw ArtefactError("a per-request state is implausibly large");
+  }
+  return st;
 }
 
 CachePlan readCachePlan(const fb::CachePlan &c) {
@@ -123,245 +162,232 @@ CachePlan readCachePlan(const fb::CachePlan &c) {
   out.kv_dtype = toDType(c.kv_dtype());
   if (c.groups())
     for (const fb::CacheGroup *g : *c.groups()) {
-      CacheGroup grp;
-      grp.id = g->id();
-      if ((int)g->retention() < 0 || (int)g->retention() > 2)
-        throw ArtefactError("cache group has an unknown retention");
-      grp.retention = (CacheGroup::Retention)g->retention();
-      grp.tokens = g->tokens();
-      grp.layers = vec<int>(g->layers());
-      grp.bytes_per_token = g->bytes_per_token();
-      if (grp.id != (int)out.groups.size())
+      out.groups.push_back(readGroup(*g));
+      if (out.groups.back().id != (int)out.groups.size() - 1)
         throw ArtefactError("cache groups are not numbered in order");
-      // Window and chunk lengths divide positions; a bound keeps block arithmetic in range.
-      if (grp.retention != CacheGroup::All && (grp.tokens <= 0 || grp.tokens > (1ll << 40)))
-        throw ArtefactError("a windowed cache group has a window of " + std::to_string(grp.tokens) +
-                            " tokens");
-      out.groups.push_back(std::move(grp));
     }
   if (c.layers())
-    for (const fb::CacheLayer *l : *c.layers()) {
-      CacheLayer layer;
-      layer.layer = l->layer();
-      layer.group = l->group();
-      if (layer.group < 0 || layer.group >= (int)out.groups.size())
-        throw ArtefactError("cache layer refers to an unknown group");
-      if (l->rows())
-        for (const fb::CacheRow *r : *l->rows()) {
-          if (r->elems() <= 0 || r->elems() > (1ll << 31))
-            throw ArtefactError("cache layer row '" + r->name()->str() + "' has " +
-                                std::to_string(r->elems()) + " elements per token");
-          layer.rows.emplace_back(r->name()->str(), r->elems());
-        }
-      out.layers.push_back(std::move(layer));
-    }
+    for (const fb::CacheLayer *l : *c.layers())
+      out.layers.push_back(readLayer(*l, out.groups.size()));
   if (c.states())
-    for (const fb::StateDecl *sd : *c.states()) {
-      StateDecl st;
-      st.layer = sd->layer();
-      st.name = sd->name()->str();
-      st.shape = vec<int64_t>(sd->shape());
-      int64_t n = 1;
-      for (int64_t d : st.shape) {
-        if (d <= 0 || d > (1ll << 31))
-          throw ArtefactError("a per-request state has a bad shape");
-        n *= d;
-        if (n > (1ll << 40))
-          throw ArtefactError("a per-request state is implausibly large");
-      }
-      out.states.push_back(std::move(st));
-    }
+    for (const fb::StateDecl *sd : *c.states())
+      out.states.push_back(readState(*sd));
   return out;
+}
+
+ModelMeta readMeta(const fb::ModelMeta &meta) {
+  ModelMeta m;
+  m.model_type = str(meta.model_type());
+  m.vocab_size = meta.vocab_size();
+  m.hidden_size = meta.hidden_size();
+  m.num_layers = meta.num_layers();
+  m.max_positions = meta.max_positions();
+  m.eos_token_ids = vec<int64_t>(meta.eos_token_ids());
+  m.bos_token_id = meta.bos_token_id();
+  m.checkpoint_dtype = str(meta.checkpoint_dtype());
+  m.quantization = str(meta.quantization());
+  if (meta.weight_aliases())
+    for (const fb::AliasPair *p : *meta.weight_aliases())
+      m.weight_aliases.emplace_back(p->from()->str(), p->to()->str());
+  if (m.vocab_size <= 0 || m.max_positions <= 0)
+    throw ArtefactError("artefact metadata has a non-positive vocabulary or max positions");
+  return m;
+}
+
+// The checks that keep the loader's allocations and index arithmetic in range.
+void checkWeight(const WeightEntry &e) {
+  for (int64_t r : e.regroup)
+    if (r <= 0 || r > (1ll << 31))
+      throw ArtefactError("weight '" + e.name + "' has a bad regroup");
+  if (e.block_diag < 0 || e.block_diag > (1ll << 31))
+    throw ArtefactError("weight '" + e.name + "' has a bad block_diag");
+  bool scalesOk = e.row_scales.size() % 2 == 0;
+  for (size_t i = 0; scalesOk && i < e.row_scales.size(); i += 2)
+    scalesOk = e.row_scales[i] >= 1 && e.row_scales[i] <= (double)(1ll << 40) &&
+               e.row_scales[i] == std::floor(e.row_scales[i]) && std::isfinite(e.row_scales[i + 1]);
+  if (!scalesOk)
+    throw ArtefactError("weight '" + e.name + "' has bad row_scales");
+  // Weights are allocated from these shapes (random weights without a checkpoint).
+  int64_t numel = 1;
+  for (int64_t d : e.shape) {
+    if (d <= 0 || d > (1ll << 40) || numel > (1ll << 40) / d)
+      throw ArtefactError("weight '" + e.name + "' has a bad shape");
+    numel *= d;
+  }
+  if (e.shape.empty() || e.parts.empty())
+    throw ArtefactError("weight '" + e.name + "' has no shape or no checkpoint tensors");
+  for (const auto &names : e.parts)
+    if (names.empty() || (e.mxfp4 && names.size() != 2))
+      throw ArtefactError("weight '" + e.name + "' has an empty part, or an MXFP4 part without blocks and scales");
+}
+
+WeightEntry readWeight(const fb::WeightEntry &w) {
+  WeightEntry e;
+  e.name = w.name()->str();
+  e.dtype = toDType(w.dtype());
+  e.shape = vec<int64_t>(w.shape());
+  for (const fb::WeightPart *part : *w.parts()) {
+    std::vector<std::string> names;
+    for (const flatbuffers::String *s : *part->names())
+      names.push_back(s->str());
+    e.parts.push_back(std::move(names));
+  }
+  e.stack = w.combine() == fb::Combine::Stack;
+  e.transpose = w.transpose();
+  if ((int)w.dequant() < 0 || w.dequant() > fb::Dequant::MAX)
+    throw ArtefactError("weight '" + e.name + "' has an unknown dequantisation");
+  e.mxfp4 = w.dequant() == fb::Dequant::Mxfp4;
+  e.norm_scale = w.norm_scale();
+  e.regroup = vec<int64_t>(w.regroup());
+  e.block_diag = w.block_diag();
+  e.row_scales = vec<double>(w.row_scales());
+  checkWeight(e);
+  return e;
+}
+
+Launch readLaunch(const fb::Launch &l, const KernelBundle &kb, const Program &program) {
+  Launch launch;
+  launch.instr = l.instr();
+  launch.kernel = l.kernel();
+  if (launch.kernel >= (int)kb.names.size() || launch.kernel < -1)
+    throw ArtefactError("a launch refers to an unknown kernel");
+  if (launch.instr < 0 || launch.instr >= (int)program.instrs.size())
+    throw ArtefactError("a launch refers to an unknown instruction");
+  if (l.grid()) {
+    if (l.grid()->size() > 3)
+      throw ArtefactError("a launch has more than three grid dimensions");
+    for (uint32_t d = 0; d < l.grid()->size(); ++d) {
+      const fb::GridDim *g = l.grid()->Get(d);
+      if (g->var() < -1 || g->var() >= kNumRuntimeVars)
+        throw ArtefactError("a launch grid uses an unknown per-step value");
+      launch.grid[d] = {g->var() < 0 ? std::nullopt : std::optional<RuntimeVar>((RuntimeVar)g->var()), g->mul(),
+                        g->div(), g->add()};
+      if (launch.grid[d].div <= 0 || launch.grid[d].mul < 0 || launch.grid[d].add < 0)
+        throw ArtefactError("a launch has a bad grid dimension");
+    }
+  }
+  launch.block = l.block();
+  launch.smem = l.smem();
+  if (launch.kernel >= 0 && (launch.block <= 0 || launch.block > 1024 || launch.smem < 0))
+    throw ArtefactError("a launch has a bad block size or shared memory size");
+  int numValues = (int)program.values.size();
+  if (l.args())
+    for (const fb::KernelArg *arg : *l.args()) {
+      KernelArg ka;
+      if ((int)arg->kind() < 0 || (int)arg->kind() > 5)
+        throw ArtefactError("a launch argument has an unknown kind");
+      ka.kind = (KernelArg::Kind)arg->kind();
+      ka.index = arg->index();
+      ka.name = str(arg->name());
+      ka.i = arg->i();
+      ka.f = arg->f();
+      // Value -1 is a null pointer (an absent optional operand).
+      if (ka.kind == KernelArg::Value && (ka.index < -1 || ka.index >= numValues))
+        throw ArtefactError("a launch argument refers to an unknown value");
+      if (ka.kind == KernelArg::Runtime && (ka.index < 0 || ka.index >= kNumRuntimeVars))
+        throw ArtefactError("a launch uses an unknown per-step value");
+      launch.args.push_back(std::move(ka));
+    }
+  if (const fb::Gemm *g = l.gemm()) {
+    GemmDesc gd{g->x(), g->w(), g->bias(), g->out()};
+    for (int v : {gd.x, gd.w, gd.out})
+      if (v < 0 || v >= numValues)
+        throw ArtefactError("a GEMM refers to an unknown value");
+    if (gd.bias >= numValues || gd.bias < -1)
+      throw ArtefactError("a GEMM refers to an unknown bias");
+    launch.gemm = gd;
+  }
+  return launch;
+}
+
+KernelBundle readKernels(const fb::KernelBundle &k, const Program &program) {
+  KernelBundle kb;
+  kb.source = str(k.source());
+  kb.ptx = str(k.ptx());
+  kb.source_hash = str(k.source_hash());
+  if (k.names())
+    for (const flatbuffers::String *s : *k.names())
+      kb.names.push_back(s->str());
+  kb.ptx_arch = str(k.ptx_arch());
+  kb.argmax_kernel = k.argmax_kernel();
+  if (kb.argmax_kernel < -1 || kb.argmax_kernel >= (int)kb.names.size())
+    throw ArtefactError("the argmax kernel is not one of the artefact's kernels");
+  if (k.launches())
+    for (const fb::Launch *l : *k.launches())
+      kb.launches.push_back(readLaunch(*l, kb, program));
+  if (k.workspaces())
+    for (const fb::Workspace *w : *k.workspaces()) {
+      if (w->bytes_per_token() < 0 || w->bytes_fixed() < 0)
+        throw ArtefactError("a workspace has a negative size");
+      kb.workspaces.push_back({str(w->name()), w->bytes_per_token(), w->bytes_fixed()});
+    }
+  if (k.value_dtypes())
+    for (auto d : *k.value_dtypes())
+      kb.value_dtypes.push_back(toDType((fb::DType)d));
+  if (k.cubins())
+    for (const fb::Cubin *c : *k.cubins()) {
+      KernelImage img;
+      img.arch = c->arch()->str();
+      img.image = vec<uint8_t>(c->image());
+      img.registers = vec<int>(c->registers());
+      img.spills = vec<int>(c->spills());
+      img.shared_bytes = vec<int>(c->shared_bytes());
+      kb.cubins.push_back(std::move(img));
+    }
+  return kb;
+}
+
+// The format version, read before the whole buffer is verified: an artefact of another version
+// may not verify against this schema, and it deserves "recompile" rather than "corrupt".
+uint32_t formatVersion(const uint8_t *data, size_t size) {
+  flatbuffers::Verifier verifier(data, size);
+  flatbuffers::uoffset_t root = verifier.VerifyOffset(0);
+  const auto *model = reinterpret_cast<const flatbuffers::Table *>(data + root);
+  if (!root || !model->VerifyTableStart(verifier) ||
+      !model->VerifyField<uint32_t>(verifier, fb::Model::VT_FORMAT_VERSION, 4))
+    throw ArtefactError("corrupt artefact: the FlatBuffers verifier rejected it");
+  return model->GetField<uint32_t>(fb::Model::VT_FORMAT_VERSION, 0);
+}
+
+// The bytes, owned and aligned for the tables read in place, after the header checks.
+std::shared_ptr<const std::vector<uint8_t>> verifiedCopy(const uint8_t *data, size_t size) {
+  if (size < 8 || !flatbuffers::BufferHasIdentifier(data, fb::ModelIdentifier()))
+    throw ArtefactError("not a cbc artefact (missing the CBC1 file identifier)");
+  auto bytes = std::make_shared<std::vector<uint8_t>>(data, data + size);
+  uint32_t version = formatVersion(bytes->data(), bytes->size());
+  if (version != kFormatVersion)
+    throw ArtefactError("artefact format version " + std::to_string(version) + " is not the runtime's version " +
+                        std::to_string(kFormatVersion) + "; recompile it with this cbc");
+  flatbuffers::Verifier verifier(bytes->data(), bytes->size());
+  if (!fb::VerifyModelBuffer(verifier))
+    throw ArtefactError("corrupt artefact: the FlatBuffers verifier rejected it");
+  return bytes;
 }
 
 } // namespace
 
-int64_t Instr::getInt(const std::string &name) const { return lookup(*this, name).i; }
-int64_t Instr::getInt(const std::string &name, int64_t fallback) const {
-  return has(name) ? getInt(name) : fallback;
-}
-double Instr::getFloat(const std::string &name) const {
-  const AttrValue &v = lookup(*this, name);
-  return v.kind == AttrValue::Int ? (double)v.i : v.f;
-}
-double Instr::getFloat(const std::string &name, double fallback) const {
-  return has(name) ? getFloat(name) : fallback;
-}
-std::string Instr::getString(const std::string &name, const std::string &fallback) const {
-  return has(name) ? lookup(*this, name).s : fallback;
-}
-std::vector<double> Instr::getFloats(const std::string &name) const {
-  return lookup(*this, name).floats;
-}
-std::vector<int64_t> Instr::getInts(const std::string &name) const {
-  return lookup(*this, name).ints;
-}
-
 Artefact Artefact::fromBytes(const uint8_t *data, size_t size) {
-  if (size < 8 || !flatbuffers::BufferHasIdentifier(data, fb::ModelIdentifier()))
-    throw ArtefactError("not a cbc artefact (missing the CBC1 file identifier)");
-  flatbuffers::Verifier verifier(data, size);
-  if (!fb::VerifyModelBuffer(verifier))
-    throw ArtefactError("corrupt artefact: the FlatBuffers verifier rejected it");
-  const fb::Model *m = fb::GetModel(data);
   Artefact a;
+  a.bytes = verifiedCopy(data, size);
+  const fb::Model *m = fb::GetModel(a.bytes->data());
   a.format_version = m->format_version();
-  if (a.format_version != kFormatVersion)
-    throw ArtefactError("artefact format version " + std::to_string(a.format_version) +
-                        " is not the runtime's version " + std::to_string(kFormatVersion) +
-                        "; recompile it with this cbc");
   a.compiler = str(m->compiler());
   a.config_json = str(m->config_json());
   a.ir = str(m->ir());
-  const fb::ModelMeta *meta = m->meta();
-  a.meta.model_type = str(meta->model_type());
-  a.meta.vocab_size = meta->vocab_size();
-  a.meta.hidden_size = meta->hidden_size();
-  a.meta.num_layers = meta->num_layers();
-  a.meta.max_positions = meta->max_positions();
-  a.meta.eos_token_ids = vec<int64_t>(meta->eos_token_ids());
-  a.meta.bos_token_id = meta->bos_token_id();
-  a.meta.checkpoint_dtype = str(meta->checkpoint_dtype());
-  a.meta.quantization = str(meta->quantization());
-  if (meta->weight_aliases())
-    for (const fb::AliasPair *p : *meta->weight_aliases())
-      a.meta.weight_aliases.emplace_back(p->from()->str(), p->to()->str());
-  if (a.meta.vocab_size <= 0 || a.meta.max_positions <= 0)
-    throw ArtefactError("artefact metadata has a non-positive vocabulary or max positions");
+  a.meta = readMeta(*m->meta());
   a.program = readProgram(*m->program());
   a.cache_plan = readCachePlan(*m->cache_plan());
-  for (const fb::WeightEntry *w : *m->weights()) {
-    WeightEntry e;
-    e.name = w->name()->str();
-    e.dtype = toDType(w->dtype());
-    e.shape = vec<int64_t>(w->shape());
-    for (const fb::WeightPart *part : *w->parts()) {
-      std::vector<std::string> names;
-      for (const flatbuffers::String *s : *part->names())
-        names.push_back(s->str());
-      e.parts.push_back(std::move(names));
-    }
-    e.stack = w->combine() == fb::Combine::Stack;
-    e.transpose = w->transpose();
-    e.regroup = vec<int64_t>(w->regroup());
-    for (int64_t r : e.regroup)
-      if (r <= 0 || r > (1ll << 31))
-        throw ArtefactError("weight '" + e.name + "' has a bad regroup");
-    e.block_diag = w->block_diag();
-    if (e.block_diag < 0 || e.block_diag > (1ll << 31))
-      throw ArtefactError("weight '" + e.name + "' has a bad block_diag");
-    e.row_scales = vec<double>(w->row_scales());
-    bool scalesOk = e.row_scales.size() % 2 == 0;
-    for (size_t i = 0; scalesOk && i < e.row_scales.size(); i += 2)
-      scalesOk = e.row_scales[i] >= 1 && e.row_scales[i] <= (double)(1ll << 40) &&
-                 e.row_scales[i] == std::floor(e.row_scales[i]) && std::isfinite(e.row_scales[i + 1]);
-    if (!scalesOk)
-      throw ArtefactError("weight '" + e.name + "' has bad row_scales");
-    // Weights are allocated from these shapes (random weights without a checkpoint).
-    int64_t numel = 1;
-    for (int64_t d : e.shape) {
-      if (d <= 0 || d > (1ll << 40) || numel > (1ll << 40) / d)
-        throw ArtefactError("weight '" + e.name + "' has a bad shape");
-      numel *= d;
-    }
-    if (e.shape.empty() || e.parts.empty())
-      throw ArtefactError("weight '" + e.name + "' has no shape or no checkpoint tensors");
-    for (const auto &names : e.parts)
-      if (names.empty())
-        throw ArtefactError("weight '" + e.name + "' has an empty part");
-    a.weights.push_back(std::move(e));
-  }
+  for (const fb::WeightEntry *w : *m->weights())
+    a.weights.push_back(readWeight(*w));
   for (const Value &v : a.program.values)
     if (v.kind == Value::Weight) {
       if (v.weight < 0 || v.weight >= (int)a.weights.size())
         throw ArtefactError("program value refers to an unknown weight");
       if (v.shape != a.weights[v.weight].shape)
-        throw ArtefactError("program value and weight '" + a.weights[v.weight].name +
-                            "' disagree on its shape");
+        throw ArtefactError("program value and weight '" + a.weights[v.weight].name + "' disagree on its shape");
     }
-  if (const fb::KernelBundle *k = m->kernels()) {
-    KernelBundle kb;
-    kb.source = str(k->source());
-    kb.ptx = str(k->ptx());
-    kb.source_hash = str(k->source_hash());
-    if (k->names())
-      for (const flatbuffers::String *s : *k->names())
-        kb.names.push_back(s->str());
-    kb.ptx_arch = str(k->ptx_arch());
-    kb.argmax_kernel = k->argmax_kernel();
-    if (kb.argmax_kernel < -1 || kb.argmax_kernel >= (int)kb.names.size())
-      throw ArtefactError("the argmax kernel is not one of the artefact's kernels");
-    if (k->launches())
-      for (const fb::Launch *l : *k->launches()) {
-        Launch launch;
-        launch.instr = l->instr();
-        launch.kernel = l->kernel();
-        if (launch.kernel >= (int)kb.names.size() || launch.kernel < -1)
-          throw ArtefactError("a launch refers to an unknown kernel");
-        if (launch.instr < 0 || launch.instr >= (int)a.program.instrs.size())
-          throw ArtefactError("a launch refers to an unknown instruction");
-        if (l->grid()) {
-          if (l->grid()->size() > 3)
-            throw ArtefactError("a launch has more than three grid dimensions");
-          for (uint32_t d = 0; d < l->grid()->size(); ++d) {
-            const fb::GridDim *g = l->grid()->Get(d);
-            launch.grid[d] = {str(g->var()), g->mul(), g->div(), g->add()};
-            if (launch.grid[d].div <= 0 || launch.grid[d].mul < 0 || launch.grid[d].add < 0)
-              throw ArtefactError("a launch has a bad grid dimension");
-          }
-        }
-        launch.block = l->block();
-        launch.smem = l->smem();
-        if (launch.kernel >= 0 && (launch.block <= 0 || launch.block > 1024 || launch.smem < 0))
-          throw ArtefactError("a launch has a bad block size or shared memory size");
-        int numValues = (int)a.program.values.size();
-        if (l->args())
-          for (const fb::KernelArg *arg : *l->args()) {
-            KernelArg ka;
-            if ((int)arg->kind() < 0 || (int)arg->kind() > 5)
-              throw ArtefactError("a launch argument has an unknown kind");
-            ka.kind = (KernelArg::Kind)arg->kind();
-            ka.index = arg->index();
-            ka.name = str(arg->name());
-            ka.i = arg->i();
-            ka.f = arg->f();
-            // Value -1 is a null pointer (an absent optional operand).
-            if (ka.kind == KernelArg::Value && (ka.index < -1 || ka.index >= numValues))
-              throw ArtefactError("a launch argument refers to an unknown value");
-            launch.args.push_back(std::move(ka));
-          }
-        if (const fb::Gemm *g = l->gemm()) {
-          GemmDesc gd{g->x(), g->w(), g->bias(), g->out()};
-          for (int v : {gd.x, gd.w, gd.out})
-            if (v < 0 || v >= numValues)
-              throw ArtefactError("a GEMM refers to an unknown value");
-          if (gd.bias >= numValues || gd.bias < -1)
-            throw ArtefactError("a GEMM refers to an unknown bias");
-          launch.gemm = gd;
-        }
-        kb.launches.push_back(std::move(launch));
-      }
-    if (k->workspaces())
-      for (const fb::Workspace *w : *k->workspaces()) {
-        if (w->bytes_per_token() < 0 || w->bytes_fixed() < 0)
-          throw ArtefactError("a workspace has a negative size");
-        kb.workspaces.push_back({str(w->name()), w->bytes_per_token(), w->bytes_fixed()});
-      }
-    if (k->value_dtypes())
-      for (auto d : *k->value_dtypes())
-        kb.value_dtypes.push_back(toDType((fb::DType)d));
-    if (k->cubins())
-      for (const fb::Cubin *c : *k->cubins()) {
-        KernelImage img;
-        img.arch = c->arch()->str();
-        img.image = vec<uint8_t>(c->image());
-        img.registers = vec<int>(c->registers());
-        img.spills = vec<int>(c->spills());
-        img.shared_bytes = vec<int>(c->shared_bytes());
-        kb.cubins.push_back(std::move(img));
-      }
-    a.kernels = std::move(kb);
-  }
+  if (const fb::KernelBundle *k = m->kernels())
+    a.kernels = readKernels(*k, a.program);
   return a;
 }
 

@@ -1,21 +1,21 @@
-// The artefact (model.fb) as plain C++ values. Loading verifies the FlatBuffer, its file
-// identifier and format version; nothing else in the runtime touches FlatBuffers.
+// The artefact (model.fb) as plain C++ values, but for the instructions' parameter tables, which
+// are read in place. Loading verifies the FlatBuffer, its file identifier and format version and
+// that every instruction carries its opcode's table.
 #ifndef CBC_RUNTIME_ARTEFACT_H
 #define CBC_RUNTIME_ARTEFACT_H
 
+#include "runtime/schema/model_generated.h"
+#include "runtime/schema/step_abi.h"
+
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 namespace cbc::rt {
-
-// Bumped whenever a field changes what the runtime must do with the artefact, because a reader of
-// an older version would ignore the new field silently (FlatBuffers skips unknown fields).
-// 2: weight transforms block_diag and row_scales.
-constexpr uint32_t kFormatVersion = 2;
 
 class ArtefactError : public std::runtime_error {
 public:
@@ -26,35 +26,23 @@ enum class DType { F32, BF16, F16, I32 };
 const char *dtypeName(DType d);
 size_t dtypeBytes(DType d);
 
-struct AttrValue {
-  enum Kind { Int, Float, String, Ints, Floats } kind = Int;
-  int64_t i = 0;
-  double f = 0;
-  std::string s;
-  std::vector<int64_t> ints;
-  std::vector<double> floats;
-};
-
+// One instruction: its opcode and operands, and its parameter table, which stays in the
+// artefact's (verified, shared) buffer.
 struct Instr {
-  std::string op;
+  fb::Opcode opcode = fb::Opcode::Linear;
+  std::string op; // the cbc op's name, for messages
   std::vector<int> inputs, outputs;
-  std::map<std::string, AttrValue> attrs;
+  const void *params = nullptr; // the opcode's table (runtime/schema/opcodes.h), or null
 
-  bool has(const std::string &name) const { return attrs.count(name) != 0; }
-  int64_t getInt(const std::string &name) const;
-  int64_t getInt(const std::string &name, int64_t fallback) const;
-  double getFloat(const std::string &name) const;
-  double getFloat(const std::string &name, double fallback) const;
-  std::string getString(const std::string &name, const std::string &fallback = "") const;
-  std::vector<double> getFloats(const std::string &name) const;
-  std::vector<int64_t> getInts(const std::string &name) const;
+  // The parameter table, whose type the loader checked against the opcode.
+  template <typename T> const T &get() const { return *static_cast<const T *>(params); }
 };
 
 struct Value {
   enum Kind { Argument, Weight, Activation } kind = Activation;
   DType dtype = DType::F32;
   std::vector<int64_t> shape; // -1: the dynamic row dimension
-  std::string arg_name;
+  StepArg arg = StepArg::Tokens; // Argument: which one
   int weight = -1;
   int arena = -1; // 0: per-token rows, 1: per-request rows
   int64_t offset = 0;
@@ -75,6 +63,8 @@ struct WeightEntry {
   std::vector<std::vector<std::string>> parts;
   bool stack = false;
   bool transpose = false;
+  bool mxfp4 = false;              // each part names [blocks, scales] of MXFP4 data
+  bool norm_scale = false;         // a norm's per-feature scale: random weights centre on 1
   std::vector<int64_t> regroup;
   int64_t block_diag = 0;          // 0: none
   std::vector<double> row_scales;  // [rows, factor, ...]
@@ -130,13 +120,13 @@ struct KernelImage {
 };
 struct KernelArg {
   enum Kind { Value, Cache, Workspace, Runtime, Int, Float } kind = Value;
-  int index = 0;
+  int index = 0; // Runtime: a RuntimeVar
   std::string name;
   int64_t i = 0;
   float f = 0;
 };
 struct GridDim {
-  std::string var; // empty: the dimension is `add`
+  std::optional<RuntimeVar> var; // none: the dimension is `add`
   int64_t mul = 1, div = 1, add = 0;
 };
 struct GemmDesc {
@@ -165,6 +155,8 @@ struct KernelBundle {
 };
 
 struct Artefact {
+  // The verified bytes the instructions' parameter tables point into; shared by copies.
+  std::shared_ptr<const std::vector<uint8_t>> bytes;
   uint32_t format_version = 0;
   std::string compiler, config_json, ir;
   ModelMeta meta;

@@ -34,8 +34,8 @@ std::string resolveName(const Checkpoint &ckpt, const std::string &name, const M
 const float kFp4Values[16] = {+0.0f, +0.5f, +1.0f, +1.5f, +2.0f, +3.0f, +4.0f, +6.0f,
                               -0.0f, -0.5f, -1.0f, -1.5f, -2.0f, -3.0f, -4.0f, -6.0f};
 
-// gpt-oss MXFP4: blocks [E, R, G, 16] bytes (two FP4 values each) and scales [E, R, G]
-// (biased exponents). The dequantised tensor is [E, G*32, R], as transformers lays it out.
+// MXFP4: blocks [E, R, G, 16] bytes (two FP4 values each) and scales [E, R, G] (biased
+// exponents), 32 values per scale. The dequantised tensor is [E, G*32, R].
 HostTensor dequantMxfp4(const TensorView &blocks, const TensorView &scales, const std::string &name) {
   if (blocks.dtype != StDType::U8 || scales.dtype != StDType::U8 || blocks.shape.size() != 4 ||
       scales.shape.size() != 3 || blocks.shape[3] != 16 ||
@@ -88,7 +88,7 @@ HostTensor randomTensor(const WeightEntry &w, uint64_t seed) {
   uint64_t nameHash = seed;
   for (char c : w.name)
     nameHash = nameHash * 1099511628211ull ^ (uint8_t)c;
-  bool isNorm = w.name.find("norm") != std::string::npos;
+  bool isNorm = w.norm_scale;
   // Uniform with variance 1/fan_in keeps activations and logits well spread.
   double scale = isNorm ? 0.1 : std::sqrt(3.0 / (double)std::max<int64_t>(1, w.shape.back()));
   // Chunks with their own streams, so large tensors fill in parallel with the same values.
@@ -118,14 +118,21 @@ HostTensor randomTensor(const WeightEntry &w, uint64_t seed) {
 
 } // namespace
 
+// The MXFP4 tensor a [blocks, scales] pair encodes, in the layout an unquantised checkpoint
+// keeps it, [E, R, G*32].
+HostTensor readMxfp4(const Checkpoint &ckpt, const std::vector<std::string> &pair, const ModelMeta &meta) {
+  std::string blocks = resolveName(ckpt, pair[0], meta), scales = resolveName(ckpt, pair[1], meta);
+  for (const auto &[name, requested] : {std::pair{blocks, pair[0]}, std::pair{scales, pair[1]}})
+    if (!ckpt.has(name))
+      throw WeightError("checkpoint is missing tensor '" + requested + "'");
+  HostTensor t = dequantMxfp4(ckpt.get(blocks), ckpt.get(scales), blocks);
+  transposeLastTwo(t);
+  return t;
+}
+
 HostTensor readTensorAsFloat(const Checkpoint &ckpt, const std::string &requested,
                              const ModelMeta &meta) {
   std::string name = resolveName(ckpt, requested, meta);
-  if (!ckpt.has(name) && meta.quantization == "mxfp4" && ckpt.has(name + "_blocks")) {
-    HostTensor t = dequantMxfp4(ckpt.get(name + "_blocks"), ckpt.get(name + "_scales"), name);
-    transposeLastTwo(t); // back to the unquantised layout [E, in, out]
-    return t;
-  }
   if (!ckpt.has(name))
     throw WeightError("checkpoint is missing tensor '" + requested + "'");
   const TensorView &v = ckpt.get(name);
@@ -218,7 +225,9 @@ HostTensor assemble(const WeightEntry &w, const Checkpoint &ckpt, const ModelMet
   std::vector<HostTensor> parts;
   for (const auto &names : w.parts) {
     HostTensor part;
-    for (const std::string &n : names) {
+    if (w.mxfp4)
+      part = readMxfp4(ckpt, names, meta);
+    for (const std::string &n : w.mxfp4 ? std::vector<std::string>{} : names) {
       HostTensor t = readTensorAsFloat(ckpt, n, meta);
       if (part.shape.empty()) {
         part = std::move(t);

@@ -40,7 +40,7 @@ private:
   std::vector<HostTensor> tensors_;
 };
 
-// Reads one HF tensor as float32 (bf16, f16, f32), dequantising gpt-oss MXFP4 experts.
+// Reads one HF tensor as float32 (bf16, f16, f32).
 HostTensor readTensorAsFloat(const Checkpoint &ckpt, const std::string &name,
                              const ModelMeta &meta);
 

@@ -2,7 +2,7 @@
 
 #include "codegen/cuda/prelude.h"
 #include "dialects/cbc/CbcOps.h"
-#include "runtime/cuda/kernel_abi.h"
+#include "runtime/schema/kernel_abi.h"
 #include "runtime/schema/model_generated.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -38,9 +38,24 @@ std::string str(int64_t v) { return std::to_string(v); }
 
 int64_t cols(Value v) { return llvm::cast<RankedTensorType>(v.getType()).getDimSize(1); }
 
+// The prelude's device function for an activation.
+std::string actFn(Activation a) { return "act_" + stringifyActivation(a).str(); }
+
+// An expert's unit over its gate g and up u: act(u) ungated, or a GLU.
+std::string expertGlu(Attribute act, bool ungated) {
+  if (auto clamp = llvm::dyn_cast<ClampedSwigluAttr>(act)) {
+    std::string lim = fmtFloat(clamp.getLimit().convertToDouble());
+    std::string alpha = fmtFloat(clamp.getAlpha().convertToDouble());
+    return "(fminf(fmaxf(u, -" + lim + "), " + lim + ") + 1.0f) * (fminf(g, " + lim + ") / (1.0f + expf(-" + alpha +
+           " * fminf(g, " + lim + "))))";
+  }
+  std::string fn = actFn(llvm::cast<ActivationAttr>(act).getValue());
+  return ungated ? fn + "(u)" : fn + "(g) * u";
+}
+
 class Emitter {
 public:
-  Emitter(ModuleOp module, const EmitOptions &options) : module_(module), options_(options) {}
+  explicit Emitter(ModuleOp module) : module_(module) {}
   FailureOr<CudaProgram> run();
 
 private:
@@ -50,14 +65,16 @@ private:
     int d = prog_.value_dtypes[id(v)];
     return d == (int)fb::DType::BF16 ? "bf16" : d == (int)fb::DType::I32 ? "int" : "float";
   }
-  std::string rowsVar(Value v) const { return perRequest_.count(v.getAsOpaquePointer()) ? "num_logit_rows" : "num_tokens"; }
+  RuntimeVar rowsVar(Value v) const {
+    return perRequest_.count(v.getAsOpaquePointer()) ? RuntimeVar::NumLogitRows : RuntimeVar::NumTokens;
+  }
 
   // ---- kernels and launches ----
   int kernel(const std::string &hint, const std::string &body);
   LaunchOut &launch(int kernelIndex, int block, int smem = 0);
   static KernelArgOut val(int v) { return {KernelArgOut::Value, v, "", 0, 0}; }
   static KernelArgOut null() { return {KernelArgOut::Value, -1, "", 0, 0}; } // a null pointer
-  static KernelArgOut rt(const std::string &name) { return {KernelArgOut::Runtime, 0, name, 0, 0}; }
+  static KernelArgOut rt(RuntimeVar v) { return {KernelArgOut::Runtime, (int)v, "", 0, 0}; }
   static KernelArgOut cst(int64_t i) { return {KernelArgOut::Int, 0, "", i, 0}; }
   static KernelArgOut cache(int layer) { return {KernelArgOut::Cache, layer, "", 0, 0}; }
   int workspace(const std::string &name, int64_t perToken, int64_t fixed);
@@ -81,16 +98,15 @@ private:
   void emitAddRmsNorm(AddRmsNormOp op);
   void emitRmsNormGated(RmsNormGatedOp op);
   void emitConv1d(StateConv1dOp op);
-  void emitGatedDelta(StateScanOp op);
-  void emitSsd(StateScanOp op);
-  void emitSelective(StateScanOp op);
+  void emitGatedDelta(GatedDeltaOp op);
+  void emitSsd(SsdOp op);
+  void emitSelective(SelectiveScanOp op);
   KernelArgOut state(int layer, const std::string &name);
   void emitRopeAppend(KvRopeAppendOp op);
 
   ModuleOp module_;
-  EmitOptions options_;
   std::string kvType_ = "bf16"; // the kv pool's element type
-  fb::DType activation_ = fb::DType::BF16;
+  int64_t blockSize_ = 16;
   CudaProgram prog_;
   std::map<const void *, int> ids_;
   std::set<const void *> perRequest_;
@@ -172,7 +188,7 @@ void Emitter::emitEmbed(EmbedOp op) {
 )", {{"TW", ty(op.getTable())}, {"TO", ty(op.getResult())}, {"H", str(H)},
      {"SCALE", fmtFloat(op.getScale().convertToDouble())}});
   LaunchOut &l = launch(kernel("embed", body), 128);
-  l.grid[0] = {"num_tokens", 1, 1, 0};
+  l.grid[0] = {RuntimeVar::NumTokens, 1, 1, 0};
   l.args = {val(id(op.getTokens())), val(id(op.getTable())), val(id(op.getResult()))};
 }
 
@@ -256,24 +272,24 @@ void Emitter::emitConcat(ConcatOp op) {
 
 void Emitter::emitGlu(GluOp op) {
   int64_t I = cols(op.getResult());
-  bool inter = op.getLayout() == "interleaved";
+  bool inter = op.getLayout() == GluLayout::interleaved;
   std::string g = inter ? "ld(x0, r * " + str(2 * I) + " + 2 * c)" : "ld(x0, r * " + str(2 * I) + " + c)";
   std::string u = inter ? "ld(x0, r * " + str(2 * I) + " + 2 * c + 1)" : "ld(x0, r * " + str(2 * I) + " + " + str(I) + " + c)";
   std::string expr;
-  StringRef act = op.getAct();
-  if (act == "gpt_oss") {
-    std::string lim = fmtFloat(op.getLimitAttr().getValueAsDouble());
-    std::string alpha = fmtFloat(op.getAlphaAttr().getValueAsDouble());
+  if (auto clamp = llvm::dyn_cast<ClampedSwigluAttr>(op.getAct())) {
+    std::string lim = fmtFloat(clamp.getLimit().convertToDouble());
+    std::string alpha = fmtFloat(clamp.getAlpha().convertToDouble());
     expr = "(fminf(fmaxf(" + u + ", -" + lim + "), " + lim + ") + 1.0f) * (fminf(" + g + ", " + lim +
            ") / (1.0f + expf(-" + alpha + " * fminf(" + g + ", " + lim + "))))";
   } else {
-    expr = "act_" + act.str() + "(" + g + ") * " + u;
+    expr = actFn(llvm::cast<ActivationAttr>(op.getAct()).getValue()) + "(" + g + ") * " + u;
   }
   elementwise(*op, "glu", expr, op.getResult(), {op.getX()});
 }
 
 void Emitter::emitRope(RopeOp op) {
-  int64_t W = cols(op.getX()), D = op.getHeadDimAttr().getInt(), RD = op.getRotaryDimAttr().getInt();
+  RopeAttr rope = op.getRope();
+  int64_t W = cols(op.getX()), D = rope.getHeadDim(), RD = rope.getRotaryDim();
   int64_t half = RD / 2, heads = W / D;
   auto table = [&](ArrayRef<float> f) {
     std::string s;
@@ -283,18 +299,18 @@ void Emitter::emitRope(RopeOp op) {
   };
   std::string longSel = "false", dyn = "false";
   std::string longTable = "0.0f";
-  if (op.getInvFreqLong()) {
-    longSel = "seq_len > " + str(op.getLongAfterAttr().getInt());
-    longTable = table(*op.getInvFreqLong());
+  if (rope.getInvFreqLong()) {
+    longSel = "seq_len > " + str(rope.getLongAfter());
+    longTable = table(rope.getInvFreqLong().asArrayRef());
   }
   std::string dynBase = "0.0f", dynFactor = "0.0f", dynMax = "1";
-  if (op.getDynamicBaseAttr()) {
-    dyn = "seq_len > " + str(op.getDynamicMaxPositionsAttr().getInt());
-    dynBase = fmtFloat(op.getDynamicBaseAttr().getValueAsDouble());
-    dynFactor = fmtFloat(op.getDynamicFactorAttr().getValueAsDouble());
-    dynMax = str(op.getDynamicMaxPositionsAttr().getInt());
+  if (rope.getDynamicBase().convertToDouble() != 0) {
+    dyn = "seq_len > " + str(rope.getDynamicMaxPositions());
+    dynBase = fmtFloat(rope.getDynamicBase().convertToDouble());
+    dynFactor = fmtFloat(rope.getDynamicFactor().convertToDouble());
+    dynMax = str(rope.getDynamicMaxPositions());
   }
-  bool inter = op.getPairing() == "interleaved";
+  bool inter = rope.getPairing() == RopePairing::interleaved;
   std::string body = fill(R"(  const @TI@ *x = (const @TI@ *)a.p[0];
   const int *positions = (const int *)a.p[1];
   const int *seq_ids = (const int *)a.p[2];
@@ -323,21 +339,20 @@ void Emitter::emitRope(RopeOp op) {
     float x1 = ld(x, base + first), x2 = ld(x, base + second);
     st(y, base + d, d == first ? x1 * c - x2 * s : x2 * c + x1 * s);
   }
-)", {{"TI", ty(op.getX())}, {"TO", ty(op.getResult())}, {"FREQ", table(op.getInvFreq())},
+)", {{"TI", ty(op.getX())}, {"TO", ty(op.getResult())}, {"FREQ", table(rope.getInvFreq().asArrayRef())},
      {"LONG", longTable}, {"HEADS", str(heads)}, {"D", str(D)}, {"W", str(W)}, {"RD", str(RD)},
      {"HALF", str(half)}, {"INTER", inter ? "true" : "false"}, {"LONGSEL", longSel},
      {"DYN", dyn}, {"DYNBASE", dynBase}, {"DYNFACTOR", dynFactor}, {"DYNMAX", dynMax},
-     {"AF", fmtFloat(op.getAttentionFactor().convertToDouble())}});
+     {"AF", fmtFloat(rope.getAttentionFactor().convertToDouble())}});
   LaunchOut &l = launch(kernel("rope", body), 128);
-  l.grid[0] = {"num_tokens", 1, 1, 0};
+  l.grid[0] = {RuntimeVar::NumTokens, 1, 1, 0};
   l.args = {val(id(op.getX())), val(id(op.getPositions())), val(id(op.getSeqIds())),
             val(id(op.getPromptLens())), val(id(op.getResult()))};
 }
 
 void Emitter::emitAppend(KvAppendOp op) {
   int64_t kw = cols(op.getK()), vw = cols(op.getV());
-  auto plan = module_->getAttrOfType<DictionaryAttr>("cbc.cache_plan");
-  int64_t B = llvm::cast<IntegerAttr>(plan.get("block_size")).getInt();
+  int64_t B = blockSize_;
   std::string body = fill(R"(  const @TK@ *k = (const @TK@ *)a.p[0];
   const @TV@ *v = (const @TV@ *)a.p[1];
   const int *positions = (const int *)a.p[2];
@@ -356,24 +371,24 @@ void Emitter::emitAppend(KvAppendOp op) {
 )", {{"TK", ty(op.getK())}, {"TV", ty(op.getV())}, {"B", str(B)}, {"ROW", str(kw + vw)},
      {"KW", str(kw)}, {"VW", str(vw)}});
   LaunchOut &l = launch(kernel("kv_append", body), 128);
-  l.grid[0] = {"num_tokens", 1, 1, 0};
+  l.grid[0] = {RuntimeVar::NumTokens, 1, 1, 0};
   l.args = {val(id(op.getK())), val(id(op.getV())), val(id(op.getPositions())),
             val(id(op.getSeqIds())), val(id(op.getSlots())), val(id(op.getBlockTables())),
-            cache((int)op.getLayerAttr().getInt()), cst(op.getGroupAttr().getInt()),
-            rt("table_slots"), rt("table_width")};
+            cache((int)op.getLayer()), cst(op.getGroupAttr().getInt()),
+            rt(RuntimeVar::TableSlots), rt(RuntimeVar::TableWidth)};
 }
 
 // Flash-decoding over the paged cache: block (token, kv head, split) runs an online softmax
 // for the query heads of its GQA group over its share of the visible keys; a second kernel
 // merges the splits and the sinks.
 void Emitter::emitAttention(KvAttentionOp op) {
-  int64_t H = op.getNumHeadsAttr().getInt(), Hkv = op.getNumKvHeadsAttr().getInt();
-  int64_t D = op.getHeadDimAttr().getInt(), Dv = cols(op.getResult()) / H, G = H / Hkv;
-  auto plan = module_->getAttrOfType<DictionaryAttr>("cbc.cache_plan");
-  int64_t B = llvm::cast<IntegerAttr>(plan.get("block_size")).getInt();
+  int64_t H = op.getNumHeads(), Hkv = op.getNumKvHeads();
+  int64_t D = op.getHeadDim(), Dv = cols(op.getResult()) / H, G = H / Hkv;
+  int64_t B = blockSize_;
   int64_t kElems = Hkv * D, row = Hkv * (D + Dv);
-  int64_t window = op.getWindowAttr() ? op.getWindowAttr().getInt() : 0;
-  int64_t chunk = op.getChunkAttr() ? op.getChunkAttr().getInt() : 0;
+  RetentionAttr retention = op.getRetention();
+  int64_t window = retention.getKind() == RetentionKind::window ? retention.getTokens() : 0;
+  int64_t chunk = retention.getKind() == RetentionKind::chunk ? retention.getTokens() : 0;
   double softcap = op.getSoftcapAttr() ? op.getSoftcapAttr().getValueAsDouble() : 0.0;
   int64_t DL = (D + 31) / 32, DVL = (Dv + 31) / 32; // elements per lane
   int wsPart = workspace("attention_partials", H * (Dv + 2) * 4, 0);
@@ -456,13 +471,13 @@ void Emitter::emitAttention(KvAttentionOp op) {
      {"WINDOW", str(window)}, {"CHUNK", str(chunk)},
      {"SCALE", fmtFloat(op.getScale().convertToDouble())}, {"SOFTCAP", fmtFloat(softcap)}});
   LaunchOut &l = launch(kernel("attention", body), 128);
-  l.grid[0] = {"num_tokens", 1, 1, 0};
-  l.grid[1] = {"", 1, 1, Hkv};
-  l.grid[2] = {"attn_splits", 1, 1, 0};
+  l.grid[0] = {RuntimeVar::NumTokens, 1, 1, 0};
+  l.grid[1] = {std::nullopt, 1, 1, Hkv};
+  l.grid[2] = {RuntimeVar::AttnSplits, 1, 1, 0};
   l.args = {val(id(op.getQ())), val(id(op.getPositions())), val(id(op.getSeqIds())),
             val(id(op.getSlots())), val(id(op.getBlockTables())),
-            cache((int)op.getLayerAttr().getInt()), ws(wsPart), cst(op.getGroupAttr().getInt()),
-            rt("table_slots"), rt("table_width"), rt("attn_splits")};
+            cache((int)op.getLayer()), ws(wsPart), cst(op.getGroupAttr().getInt()),
+            rt(RuntimeVar::TableSlots), rt(RuntimeVar::TableWidth), rt(RuntimeVar::AttnSplits)};
 
   bool sinks = (bool)op.getSinks();
   std::string combine = fill(R"(  const float *part = (const float *)a.p[0];
@@ -486,11 +501,11 @@ void Emitter::emitAttention(KvAttentionOp op) {
 )", {{"TO", ty(op.getResult())}, {"TS", sinks ? ty(op.getSinks()) : "bf16"}, {"H", str(H)},
      {"DV", str(Dv)}, {"SINKS", sinks ? "true" : "false"}});
   LaunchOut &c = launch(kernel("attention_combine", combine), Dv >= 128 ? 128 : 64);
-  c.grid[0] = {"num_tokens", 1, 1, 0};
-  c.grid[1] = {"", 1, 1, H};
+  c.grid[0] = {RuntimeVar::NumTokens, 1, 1, 0};
+  c.grid[1] = {std::nullopt, 1, 1, H};
   c.args = {ws(wsPart), val(id(op.getResult())),
             sinks ? val(id(op.getSinks())) : null(),
-            rt("attn_splits")};
+            rt(RuntimeVar::AttnSplits)};
 }
 
 void Emitter::emitGather(RowsGatherOp op) {
@@ -503,7 +518,7 @@ void Emitter::emitGather(RowsGatherOp op) {
     st(y, r * @W@ + j, ld(x, src * @W@ + j));
 )", {{"TI", ty(op.getX())}, {"TO", ty(op.getResult())}, {"W", str(W)}});
   LaunchOut &l = launch(kernel("gather_rows", body), 128);
-  l.grid[0] = {"num_logit_rows", 1, 1, 0};
+  l.grid[0] = {RuntimeVar::NumLogitRows, 1, 1, 0};
   l.args = {val(id(op.getX())), val(id(op.getRows())), val(id(op.getResult()))};
 }
 
@@ -576,9 +591,9 @@ void Emitter::emitRoute(MoeRouteOp op) {
   }
 )", {{"TL", ty(op.getLogits())}, {"TB", bias ? ty(op.getSelectionBias()) : "float"}, {"E", str(E)},
      {"EL", str(EL)}, {"K", str(K)}, {"BIAS", bias ? "true" : "false"},
-     {"SOFTMAX", op.getScore() == "softmax" ? "true" : "false"},
-     {"SIGMOID", op.getScore() == "sigmoid" ? "true" : "false"},
-     {"TOPKSOFTMAX", op.getScore() == "topk_softmax" ? "true" : "false"},
+     {"SOFTMAX", op.getScore() == RouteScore::softmax ? "true" : "false"},
+     {"SIGMOID", op.getScore() == RouteScore::sigmoid ? "true" : "false"},
+     {"TOPKSOFTMAX", op.getScore() == RouteScore::topk_softmax ? "true" : "false"},
      {"RENORM", op.getRenorm() ? "true" : "false"},
      {"EPS", fmtFloat(op.getRenormEps().convertToDouble())},
      {"SCALING", fmtFloat(op.getScaling().convertToDouble())}});
@@ -593,12 +608,12 @@ void Emitter::emitRoute(MoeRouteOp op) {
 // a combine kernel mixes each token's k results in choice order.
 void Emitter::emitExperts(MoeExpertsOp op) {
   auto gu = llvm::cast<RankedTensorType>(op.getGateUp().getType());
-  bool ungated = op.getLayout() == "ungated"; // gate_up holds only up: [E, I, H]
+  bool ungated = op.getUngated(); // gate_up holds only up: [E, I, H]
   int64_t E = gu.getDimSize(0), I = ungated ? gu.getDimSize(1) : gu.getDimSize(1) / 2, H = gu.getDimSize(2);
   int64_t GU = ungated ? I : 2 * I; // gate_up rows per expert
   int64_t K = cols(op.getIds());
   bool biases = (bool)op.getGateUpBias();
-  bool inter = op.getLayout() == "interleaved";
+  bool inter = op.getLayout() == GluLayout::interleaved;
   int wsPlan = workspace("moe_plan", K * 8, (E + 1) * 4);
   int wsAct = workspace("moe_act", K * I * 4, 0);
   int wsOut = workspace("moe_out", K * H * 4, 0);
@@ -628,7 +643,7 @@ void Emitter::emitExperts(MoeExpertsOp op) {
   }
 )", {{"E", str(E)}, {"K", str(K)}});
   LaunchOut &lp = launch(kernel("moe_plan", plan), 256);
-  lp.grid[0] = {"", 1, 1, 1};
+  lp.grid[0] = {std::nullopt, 1, 1, 1};
   lp.args = {val(id(op.getIds())), ws(wsPlan), rt(rowsVar(op.getX()))};
 
   // Tile t of the grid maps to (expert, first row) by walking the experts' tile counts.
@@ -694,18 +709,12 @@ void Emitter::emitExperts(MoeExpertsOp op) {
      {"TM", str(TM)}, {"TN", str(TN)}, {"TK", str(TK)}, {"INTER", inter ? "true" : "false"},
      {"UNGATED", ungated ? "true" : "false"}, {"GU", str(GU)},
      {"BIAS", biases ? "true" : "false"},
-     {"ROUND", activation_ == fb::DType::F32 ? "y" : "__bfloat162float(__float2bfloat16(y))"},
-     {"GLU", ungated ? "act_" + op.getAct().str() + "(u)"
-             : op.getAct() == "gpt_oss"
-                 ? "(fminf(fmaxf(u, -" + fmtFloat(op.getLimitAttr().getValueAsDouble()) + "), " +
-                       fmtFloat(op.getLimitAttr().getValueAsDouble()) + ") + 1.0f) * (fminf(g, " +
-                       fmtFloat(op.getLimitAttr().getValueAsDouble()) + ") / (1.0f + expf(-" +
-                       fmtFloat(op.getAlphaAttr().getValueAsDouble()) + " * fminf(g, " +
-                       fmtFloat(op.getLimitAttr().getValueAsDouble()) + "))))"
-                 : "act_" + op.getAct().str() + "(g) * u"}});
+     {"ROUND", prog_.value_dtypes[id(op.getResult())] == (int)fb::DType::F32 ? "y"
+                                                                             : "__bfloat162float(__float2bfloat16(y))"},
+     {"GLU", expertGlu(op.getAct(), ungated)}});
   LaunchOut &l1 = launch(kernel("moe_gate_up", gemm1), 256);
   l1.grid[0] = {rowsVar(op.getX()), K, TM, E};
-  l1.grid[1] = {"", 1, 1, (I + TN - 1) / TN};
+  l1.grid[1] = {std::nullopt, 1, 1, (I + TN - 1) / TN};
   l1.args = {ws(wsPlan), val(id(op.getX())), val(id(op.getGateUp())),
              biases ? val(id(op.getGateUpBias())) : null(),
              ws(wsAct)};
@@ -746,7 +755,7 @@ void Emitter::emitExperts(MoeExpertsOp op) {
      {"BIAS", biases ? "true" : "false"}});
   LaunchOut &l2 = launch(kernel("moe_down", gemm2), 256);
   l2.grid[0] = {rowsVar(op.getX()), K, TM, E};
-  l2.grid[1] = {"", 1, 1, (H + TN - 1) / TN};
+  l2.grid[1] = {std::nullopt, 1, 1, (H + TN - 1) / TN};
   l2.args = {ws(wsPlan), ws(wsAct), val(id(op.getDown())),
              biases ? val(id(op.getDownBias())) : null(),
              ws(wsOut)};
@@ -836,11 +845,11 @@ void Emitter::emitAddRmsNorm(AddRmsNormOp op) {
 // The attention prologue for one token per block: q and k heads staged in shared memory,
 // normalised per head by the warps, rotated, and written out (q) or appended (k, v).
 void Emitter::emitRopeAppend(KvRopeAppendOp op) {
-  int64_t H = op.getNumHeadsAttr().getInt(), Hkv = op.getNumKvHeadsAttr().getInt();
-  int64_t D = op.getHeadDimAttr().getInt(), RD = op.getRotaryDimAttr().getInt(), half = RD / 2;
+  RopeAttr rope = op.getRope();
+  int64_t H = op.getNumHeads(), Hkv = op.getNumKvHeads();
+  int64_t D = op.getHeadDim(), RD = rope.getRotaryDim(), half = RD / 2;
   int64_t qw = H * D, kw = Hkv * D, W = qw + 2 * kw;
-  auto plan = module_->getAttrOfType<DictionaryAttr>("cbc.cache_plan");
-  int64_t B = llvm::cast<IntegerAttr>(plan.get("block_size")).getInt();
+  int64_t B = blockSize_;
   bool norms = (bool)op.getQNorm();
   auto table = [&](ArrayRef<float> f) {
     std::string s;
@@ -850,15 +859,15 @@ void Emitter::emitRopeAppend(KvRopeAppendOp op) {
   };
   std::string longSel = "false", longTable = "0.0f", dyn = "false", dynBase = "0.0f",
               dynFactor = "0.0f", dynMax = "1";
-  if (op.getInvFreqLong()) {
-    longSel = "seq_len > " + str(op.getLongAfterAttr().getInt());
-    longTable = table(*op.getInvFreqLong());
+  if (rope.getInvFreqLong()) {
+    longSel = "seq_len > " + str(rope.getLongAfter());
+    longTable = table(rope.getInvFreqLong().asArrayRef());
   }
-  if (op.getDynamicBaseAttr()) {
-    dyn = "seq_len > " + str(op.getDynamicMaxPositionsAttr().getInt());
-    dynBase = fmtFloat(op.getDynamicBaseAttr().getValueAsDouble());
-    dynFactor = fmtFloat(op.getDynamicFactorAttr().getValueAsDouble());
-    dynMax = str(op.getDynamicMaxPositionsAttr().getInt());
+  if (rope.getDynamicBase().convertToDouble() != 0) {
+    dyn = "seq_len > " + str(rope.getDynamicMaxPositions());
+    dynBase = fmtFloat(rope.getDynamicBase().convertToDouble());
+    dynFactor = fmtFloat(rope.getDynamicFactor().convertToDouble());
+    dynMax = str(rope.getDynamicMaxPositions());
   }
   std::string body = fill(R"(  __shared__ float buf[(@H@ + @HKV@) * @D@];
   const @TX@ *qkv = (const @TX@ *)a.p[0];
@@ -923,18 +932,18 @@ void Emitter::emitRopeAppend(KvRopeAppendOp op) {
      {"TX", ty(op.getQkv())}, {"TQ", ty(op.getQ())}, {"TN", norms ? ty(op.getQNorm()) : "bf16"},
      {"NORMS", norms ? "true" : "false"},
      {"EPS", fmtFloat(op.getEpsAttr() ? op.getEpsAttr().getValueAsDouble() : 1e-6)},
-     {"OFF", fmtFloat(op.getNormOffset().convertToDouble())}, {"FREQ", table(op.getInvFreq())},
+     {"OFF", fmtFloat(op.getNormOffset().convertToDouble())}, {"FREQ", table(rope.getInvFreq().asArrayRef())},
      {"LONG", longTable}, {"LONGSEL", longSel}, {"DYN", dyn}, {"DYNBASE", dynBase},
      {"DYNFACTOR", dynFactor}, {"DYNMAX", dynMax},
-     {"INTER", op.getPairing() == "interleaved" ? "true" : "false"},
-     {"AF", fmtFloat(op.getAttentionFactor().convertToDouble())}});
+     {"INTER", rope.getPairing() == RopePairing::interleaved ? "true" : "false"},
+     {"AF", fmtFloat(rope.getAttentionFactor().convertToDouble())}});
   LaunchOut &l = launch(kernel("rope_append", body), 128);
-  l.grid[0] = {"num_tokens", 1, 1, 0};
+  l.grid[0] = {RuntimeVar::NumTokens, 1, 1, 0};
   l.args = {val(id(op.getQkv())), val(id(op.getPositions())), val(id(op.getSeqIds())),
             val(id(op.getPromptLens())), val(id(op.getSlots())), val(id(op.getBlockTables())),
             norms ? val(id(op.getQNorm())) : null(), norms ? val(id(op.getKNorm())) : null(),
-            val(id(op.getQ())), cache((int)op.getLayerAttr().getInt()),
-            cst(op.getGroupAttr().getInt()), rt("table_slots"), rt("table_width")};
+            val(id(op.getQ())), cache((int)op.getLayer()),
+            cst(op.getGroupAttr().getInt()), rt(RuntimeVar::TableSlots), rt(RuntimeVar::TableWidth)};
 }
 
 // A per-request state pool of a layer: workspace-like device memory owned by the backend,
@@ -949,7 +958,7 @@ void Emitter::emitRmsNormGated(RmsNormGatedOp op) {
   bool hasW = (bool)op.getWeight();
   bool perRow = hasW && llvm::cast<RankedTensorType>(op.getWeight().getType()).getDimSize(0) == W && W != G;
   int block = G >= 256 ? 256 : G >= 128 ? 128 : G >= 64 ? 64 : 32;
-  std::string act = op.getAct() == "silu" ? "act_silu(gz)" : "(1.0f / (1.0f + expf(-gz)))";
+  std::string act = actFn(op.getAct()) + "(gz)";
   std::string body = fill(R"(  __shared__ float scratch[32];
   const @TI@ *x = (const @TI@ *)a.p[0];
   const @TZ@ *z = (const @TZ@ *)a.p[1];
@@ -972,7 +981,7 @@ void Emitter::emitRmsNormGated(RmsNormGatedOp op) {
   }
 )", {{"TI", ty(op.getX())}, {"TZ", ty(op.getZ())}, {"TO", ty(op.getResult())},
      {"TW", hasW ? ty(op.getWeight()) : "bf16"}, {"G", str(G)}, {"ACT", act},
-     {"NORMFIRST", op.getOrder() == "norm_gate" ? "true" : "false"},
+     {"NORMFIRST", op.getOrder() == NormGateOrder::norm_gate ? "true" : "false"},
      {"EPS", fmtFloat(op.getEps().convertToDouble())},
      {"OFF", fmtFloat(op.getOffset().convertToDouble())}, {"HASW", hasW ? "true" : "false"},
      {"WBASE", perRow ? "base % " + str(W) : "0"}});
@@ -1010,7 +1019,7 @@ void Emitter::emitConv1d(StateConv1dOp op) {
     float xv = ld(x, (long long)t * @C@ + c);
     float acc = b + wr[@K@ - 1] * xv;
     for (int j = 0; j < @H@; ++j) acc += wr[j] * hist[j];
-    st(y, (long long)t * @C@ + c, @SILU@ ? act_silu(acc) : acc);
+    st(y, (long long)t * @C@ + c, @ACT@(acc));
     for (int j = 0; j + 1 < @H@; ++j) hist[j] = hist[j + 1];
     if (@H@ > 0) hist[@H@ - 1] = xv;
   }
@@ -1018,13 +1027,13 @@ void Emitter::emitConv1d(StateConv1dOp op) {
 )", {{"TX", ty(op.getX())}, {"TW", ty(op.getWeight())}, {"TB", bias ? ty(op.getBias()) : "bf16"},
      {"TY", ty(op.getResult())}, {"C", str(C)}, {"K", str(K)}, {"H", str(K - 1)},
      {"H1", str(std::max<int64_t>(K - 1, 1))}, {"BIAS", bias ? "true" : "false"},
-     {"SILU", op.getAct() == "silu" ? "true" : "false"}});
+     {"ACT", actFn(op.getAct())}});
   LaunchOut &l = launch(kernel("conv1d", body), 128);
-  l.grid[0] = {"num_requests", 1, 1, 0};
-  l.grid[1] = {"", 1, 1, (C + 127) / 128};
+  l.grid[0] = {RuntimeVar::NumRequests, 1, 1, 0};
+  l.grid[1] = {std::nullopt, 1, 1, (C + 127) / 128};
   l.args = {val(id(op.getX())), val(id(op.getWeight())), bias ? val(id(op.getBias())) : null(),
             val(id(op.getCuSeqlens())), val(id(op.getSlots())), val(id(op.getHasInitialState())),
-            state((int)op.getLayerAttr().getInt(), op.getState().str()), val(id(op.getResult()))};
+            state((int)op.getLayer(), op.getState().str()), val(id(op.getResult()))};
 }
 
 // The gated delta rule, token by token: block (request, value head, 32 value columns) keeps
@@ -1032,10 +1041,10 @@ void Emitter::emitConv1d(StateConv1dOp op) {
 // Mamba2's scan, token by token: block (request, head, 16 rows of head_dim); each thread keeps
 // its state columns (state_size over the block's threads) of those rows in registers, and
 // y = S C + D x is a block reduction per row.
-void Emitter::emitSsd(StateScanOp op) {
-  auto in = op.getInputs();
-  int64_t H = op.getNumHeadsAttr().getInt(), P = op.getHeadDimAttr().getInt();
-  int64_t G = op.getNGroupsAttr().getInt(), N = op.getStateSizeAttr().getInt();
+void Emitter::emitSsd(SsdOp op) {
+  auto in = op->getOperands();
+  int64_t H = op.getNumHeads(), P = op.getHeadDim();
+  int64_t G = op.getNGroups(), N = op.getStateSize();
   const int64_t PB = 16, threads = 128, NJ = (N + threads - 1) / threads;
   std::string body = fill(R"(  __shared__ float xs[@PB@], red[4][@PB@];
   const @TX@ *x = (const @TX@ *)a.p[0];
@@ -1100,22 +1109,22 @@ void Emitter::emitSsd(StateScanOp op) {
      {"DTMIN", fmtFloat(op.getDtMin().convertToDouble())},
      {"DTMAX", std::isinf(op.getDtMax().convertToDouble()) ? "INFINITY" : fmtFloat(op.getDtMax().convertToDouble())}});
   LaunchOut &l = launch(kernel("ssd", body), (int)threads);
-  l.grid[0] = {"num_requests", 1, 1, 0};
-  l.grid[1] = {"", 1, 1, H};
-  l.grid[2] = {"", 1, 1, (P + PB - 1) / PB};
+  l.grid[0] = {RuntimeVar::NumRequests, 1, 1, 0};
+  l.grid[1] = {std::nullopt, 1, 1, H};
+  l.grid[2] = {std::nullopt, 1, 1, (P + PB - 1) / PB};
   l.args.clear();
   for (int i = 0; i < 10; ++i)
     l.args.push_back(val(id(in[i])));
-  l.args.push_back(state((int)op.getLayerAttr().getInt(), op.getState().str()));
+  l.args.push_back(state((int)op.getLayer(), op.getState().str()));
   l.args.push_back(val(id(op.getResult())));
 }
 
 // Mamba's selective scan: one thread per (request, channel) with the channel's state_size
 // values in registers, token by token.
-void Emitter::emitSelective(StateScanOp op) {
-  auto in = op.getInputs();
+void Emitter::emitSelective(SelectiveScanOp op) {
+  auto in = op->getOperands();
   bool gated = in.size() == 11;
-  int64_t I = cols(in[0]), G = op.getNGroupsAttr().getInt(), N = op.getStateSizeAttr().getInt();
+  int64_t I = cols(in[0]), G = op.getNGroups(), N = op.getStateSize();
   std::string body = fill(R"(  const @TX@ *x = (const @TX@ *)a.p[0];
   const @TDTV@ *dtv = (const @TDTV@ *)a.p[1];
   const @TB@ *Bm = (const @TB@ *)a.p[2];
@@ -1158,8 +1167,8 @@ void Emitter::emitSelective(StateScanOp op) {
      {"TDB", ty(in[5])}, {"TD", ty(in[6])}, {"TZ", gated ? ty(in[7]) : "float"},
      {"TO", ty(op.getResult())}});
   LaunchOut &l = launch(kernel("selective_scan", body), 128);
-  l.grid[0] = {"num_requests", 1, 1, 0};
-  l.grid[1] = {"", 1, 1, (I + 127) / 128};
+  l.grid[0] = {RuntimeVar::NumRequests, 1, 1, 0};
+  l.grid[1] = {std::nullopt, 1, 1, (I + 127) / 128};
   l.args.clear();
   for (int i = 0; i < 7; ++i)
     l.args.push_back(val(id(in[i])));
@@ -1167,14 +1176,14 @@ void Emitter::emitSelective(StateScanOp op) {
   size_t meta = gated ? 8 : 7;
   for (size_t i = meta; i < meta + 3; ++i)
     l.args.push_back(val(id(in[i])));
-  l.args.push_back(state((int)op.getLayerAttr().getInt(), op.getState().str()));
+  l.args.push_back(state((int)op.getLayer(), op.getState().str()));
   l.args.push_back(val(id(op.getResult())));
 }
 
-void Emitter::emitGatedDelta(StateScanOp op) {
-  auto in = op.getInputs();
-  int64_t Hk = op.getNumKHeadsAttr().getInt(), Hv = op.getNumVHeadsAttr().getInt();
-  int64_t dk = op.getKDimAttr().getInt(), dv = op.getVDimAttr().getInt();
+void Emitter::emitGatedDelta(GatedDeltaOp op) {
+  auto in = op->getOperands();
+  int64_t Hk = op.getNumKHeads(), Hv = op.getNumVHeads();
+  int64_t dk = op.getKDim(), dv = op.getVDim();
   int64_t rows = (dk + 3) / 4; // state rows per warp
   std::string body = fill(R"(  __shared__ float qs[@DK@], ks[@DK@], red[4][32], scal[4];
   const @TQ@ *q = (const @TQ@ *)a.p[0];
@@ -1255,28 +1264,22 @@ void Emitter::emitGatedDelta(StateScanOp op) {
      {"BETASCALE", fmtFloat(op.getBetaScale().convertToDouble())},
      {"QSCALE", fmtFloat(1.0 / std::sqrt((double)dk))}});
   LaunchOut &l = launch(kernel("gated_delta", body), 128);
-  l.grid[0] = {"num_requests", 1, 1, 0};
-  l.grid[1] = {"", 1, 1, Hv};
-  l.grid[2] = {"", 1, 1, (dv + 31) / 32};
+  l.grid[0] = {RuntimeVar::NumRequests, 1, 1, 0};
+  l.grid[1] = {std::nullopt, 1, 1, Hv};
+  l.grid[2] = {std::nullopt, 1, 1, (dv + 31) / 32};
   l.args.clear();
   for (int i = 0; i < 10; ++i)
     l.args.push_back(val(id(in[i])));
-  l.args.push_back(state((int)op.getLayerAttr().getInt(), op.getState().str()));
+  l.args.push_back(state((int)op.getLayer(), op.getState().str()));
   l.args.push_back(val(id(op.getResult())));
 }
 
 LogicalResult Emitter::emitOp(Operation &op) {
   if (auto o = dyn_cast<RmsNormGatedOp>(op)) return emitRmsNormGated(o), success();
   if (auto o = dyn_cast<StateConv1dOp>(op)) return emitConv1d(o), success();
-  if (auto o = dyn_cast<StateScanOp>(op)) {
-    if (o.getKind() == "gated_delta")
-      return emitGatedDelta(o), success();
-    if (o.getKind() == "ssd_mamba2")
-      return emitSsd(o), success();
-    if (o.getKind() == "selective_mamba1")
-      return emitSelective(o), success();
-    return op.emitError("no CUDA code generation for scan kind ") << o.getKind();
-  }
+  if (auto o = dyn_cast<GatedDeltaOp>(op)) return emitGatedDelta(o), success();
+  if (auto o = dyn_cast<SsdOp>(op)) return emitSsd(o), success();
+  if (auto o = dyn_cast<SelectiveScanOp>(op)) return emitSelective(o), success();
   if (auto o = dyn_cast<AddRmsNormOp>(op)) return emitAddRmsNorm(o), success();
   if (auto o = dyn_cast<KvRopeAppendOp>(op)) return emitRopeAppend(o), success();
   if (auto o = dyn_cast<EmbedOp>(op)) return emitEmbed(o), success();
@@ -1293,7 +1296,7 @@ LogicalResult Emitter::emitOp(Operation &op) {
   if (auto o = dyn_cast<AddOp>(op))
     return elementwise(op, "add", "ld(x0, i) + ld(x1, i)", o.getResult(), {o.getLhs(), o.getRhs()}), success();
   if (auto o = dyn_cast<ActOp>(op)) {
-    std::string expr = fmtFloat(o.getScale().convertToDouble()) + " * act_" + o.getAct().str() + "(ld(x0, i))";
+    std::string expr = fmtFloat(o.getScale().convertToDouble()) + " * " + actFn(o.getAct()) + "(ld(x0, i))";
     return elementwise(op, "act", expr, o.getResult(), {o.getX()}), success();
   }
   if (auto o = dyn_cast<SoftcapOp>(op)) {
@@ -1302,9 +1305,12 @@ LogicalResult Emitter::emitOp(Operation &op) {
   }
   if (auto o = dyn_cast<GateOp>(op)) {
     std::string g = cols(o.getG()) == 1 ? "ld(x1, r)" : "ld(x1, i)";
-    std::string expr = o.getAct() == "none" ? "ld(x0, i) * " + g : "ld(x0, i) / (1.0f + expf(-" + g + "))";
-    return elementwise(op, o.getAct() == "none" ? "mul" : "gate", expr, o.getResult(),
-                       {o.getX(), o.getG()}), success();
+    return elementwise(op, "gate", "ld(x0, i) / (1.0f + expf(-" + g + "))", o.getResult(), {o.getX(), o.getG()}),
+           success();
+  }
+  if (auto o = dyn_cast<MulOp>(op)) {
+    std::string g = cols(o.getG()) == 1 ? "ld(x1, r)" : "ld(x1, i)";
+    return elementwise(op, "mul", "ld(x0, i) * " + g, o.getResult(), {o.getX(), o.getG()}), success();
   }
   if (auto o = dyn_cast<LinearOp>(op)) {
     LaunchOut l;
@@ -1326,42 +1332,34 @@ FailureOr<CudaProgram> Emitter::run() {
   if (!func)
     return module_.emitError("no func.func @step");
   Block &block = func.getBody().front();
-  // Value ids and device dtypes, numbered as the artefact writer numbers them.
+  auto plan = module_->getAttrOfType<CachePlanAttr>("cbc.cache_plan");
+  if (!plan || plan.getKvDtype() == StorageType::f16)
+    return module_.emitError("CUDA code generation needs a bf16 or f32 kv cache plan");
+  kvType_ = plan.getKvDtype() == StorageType::f32 ? "float" : "bf16";
+  blockSize_ = plan.getBlockSize();
+  // Value ids, numbered as the artefact writer numbers them, and the device types
+  // cbc-assign-device-types chose.
   auto add = [&](Value v, fb::DType d) {
     ids_[v.getAsOpaquePointer()] = (int)prog_.value_dtypes.size();
     prog_.value_dtypes.push_back((int)d);
   };
-  if (options_.dtype != "bf16" && options_.dtype != "f32")
-    return module_.emitError("CUDA code generation takes --dtype bf16 or f32, not '")
-           << options_.dtype << "' (or compile with --no-cuda)";
-  activation_ = options_.dtype == "f32" ? fb::DType::F32 : fb::DType::BF16;
-  auto plan = module_->getAttrOfType<DictionaryAttr>("cbc.cache_plan");
-  auto kvDtype = plan ? plan.getAs<StringAttr>("kv_dtype") : StringAttr();
-  if (!kvDtype || (kvDtype.getValue() != "bf16" && kvDtype.getValue() != "f32"))
-    return module_.emitError("CUDA code generation needs a bf16 or f32 kv cache plan");
-  kvType_ = kvDtype.getValue() == "f32" ? "float" : "bf16";
-  Value output;
   for (BlockArgument arg : block.getArguments())
     add(arg, fb::DType::I32);
+  Value output;
   for (Operation &op : block) {
     if (auto ret = dyn_cast<func::ReturnOp>(op)) {
       output = ret.getOperand(0);
       continue;
     }
-    for (Value r : op.getResults()) {
-      Type e = llvm::cast<RankedTensorType>(r.getType()).getElementType();
-      if (isa<WeightRefOp>(op)) {
-        if (e.isF16())
-          return op.emitError("CUDA code generation takes bf16 or f32 weights, not f16 (use "
-                              "--dtype bf16 or f32, or --no-cuda)");
-        add(r, e.isF32() ? fb::DType::F32 : fb::DType::BF16);
-      }
-      else if (e.isInteger(32))
-        add(r, fb::DType::I32);
-      else if (isa<MoeRouteOp>(op))
-        add(r, fb::DType::F32); // mixing weights stay fp32
-      else
-        add(r, activation_);
+    auto types = op.getAttrOfType<ArrayAttr>("cbc.device_types");
+    if (op.getNumResults() && (!types || types.size() != op.getNumResults()))
+      return op.emitError("op has no device types; run cbc-assign-device-types first");
+    for (auto [i, r] : llvm::enumerate(op.getResults())) {
+      Type t = llvm::cast<TypeAttr>(types[i]).getValue();
+      if (t.isF16())
+        return op.emitError("CUDA code generation takes bf16 or f32 values, not f16 (use --dtype bf16 or f32, "
+                            "or --no-cuda)");
+      add(r, t.isF32() ? fb::DType::F32 : t.isInteger(32) ? fb::DType::I32 : fb::DType::BF16);
       if (isa<RowsGatherOp>(op))
         perRequest_.insert(r.getAsOpaquePointer());
       else
@@ -1370,27 +1368,6 @@ FailureOr<CudaProgram> Emitter::run() {
             perRequest_.insert(r.getAsOpaquePointer());
     }
   }
-  // The logits leave the device in fp32.
-  prog_.value_dtypes[id(output)] = (int)fb::DType::F32;
-  // Router logits stay fp32, as on the CPU: in bf16, two experts a few thousandths apart can
-  // round to one value and the choice flips. cuBLASLt adds a bias of the output's type, so a
-  // router's bias goes to the device in fp32 too.
-  for (Operation &op : block)
-    if (auto route = dyn_cast<MoeRouteOp>(op)) {
-      prog_.value_dtypes[id(route.getLogits())] = (int)fb::DType::F32;
-      if (auto linear = route.getLogits().getDefiningOp<LinearOp>(); linear && linear.getBias())
-        prog_.value_dtypes[id(linear.getBias())] = (int)fb::DType::F32;
-    }
-  // The fused attention prologue rounds k once more than cbc.kv.append would (its q|k|v input,
-  // then the rotated k in the cache). When a kernel of ours (not a GEMM, which stays bf16 for
-  // cuBLASLt) makes that input -- Zamba2's adapter sum --, it stays fp32, so the cached k is
-  // rounded once.
-  for (Operation &op : block)
-    if (auto o = dyn_cast<KvRopeAppendOp>(op))
-      if (Operation *def = o.getQkv().getDefiningOp(); def && !isa<LinearOp, WeightRefOp>(def))
-        prog_.value_dtypes[id(o.getQkv())] = (int)fb::DType::F32;
-  if (Operation *def = output.getDefiningOp(); def && isa<SoftcapOp>(def))
-    prog_.value_dtypes[id(def->getOperand(0))] = (int)fb::DType::F32;
 
   source_ << kCudaPrelude << kCbcArgsDecl;
   int index = 0;
@@ -1408,8 +1385,8 @@ FailureOr<CudaProgram> Emitter::run() {
 
 } // namespace
 
-FailureOr<CudaProgram> emitCuda(ModuleOp module, const EmitOptions &options) {
-  return Emitter(module, options).run();
+FailureOr<CudaProgram> emitCuda(ModuleOp module) {
+  return Emitter(module).run();
 }
 
 } // namespace cbc::codegen

@@ -17,15 +17,10 @@ namespace cbc::codegen {
 
 using CudaProgram = KernelBundleOut;
 
-struct EmitOptions {
-  // Activations are this dtype (bf16 or f32) on the device; the kv pool follows the cache plan
-  // and weights their weight_ref types. f32 gives a device program that tracks the CPU backend
-  // to rounding, which the emulation tests use to tell precision from bugs.
-  std::string dtype = "bf16";
-};
-
 // Value ids follow the artefact writer's numbering (step arguments, then op results in order).
-mlir::FailureOr<CudaProgram> emitCuda(mlir::ModuleOp module, const EmitOptions &options = {});
+// Reads the device types cbc-assign-device-types chose (`cbc.device_types`); f16 values have no
+// kernels.
+mlir::FailureOr<CudaProgram> emitCuda(mlir::ModuleOp module);
 
 } // namespace cbc::codegen
 

@@ -52,6 +52,7 @@ __device__ __forceinline__ float act_gelu(float x) { return 0.5f * x * (1.0f + e
 __device__ __forceinline__ float act_none(float x) { return x; }
 __device__ __forceinline__ float act_relu(float x) { return x > 0.0f ? x : 0.0f; }
 __device__ __forceinline__ float act_relu2(float x) { return x > 0.0f ? x * x : 0.0f; }
+__device__ __forceinline__ float act_sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
 )CUDA";
 
 } // namespace cbc::codegen

@@ -1,6 +1,8 @@
 #include "dialects/cbc/CbcDialect.h"
 #include "dialects/cbc/CbcOps.h"
 
+#include "llvm/ADT/TypeSwitch.h"
+
 using namespace cbc;
 
 #include "dialects/cbc/CbcOpsDialect.cpp.inc"
@@ -10,4 +12,5 @@ void CbcDialect::initialize() {
 #define GET_OP_LIST
 #include "dialects/cbc/CbcOps.cpp.inc"
       >();
+  registerAttributes();
 }

@@ -1,3 +1,5 @@
+// The op verifiers: how each op's attributes fit its operands. Closed sets are enums and
+// parameter bundles verify themselves (CbcAttrs.cpp), so what is left here is shapes.
 #include "dialects/cbc/CbcOps.h"
 
 #include "mlir/IR/Builders.h"
@@ -12,14 +14,31 @@ namespace {
 int64_t cols(Value v) { return llvm::cast<RankedTensorType>(v.getType()).getDimSize(1); }
 RankedTensorType tensorType(Value v) { return llvm::cast<RankedTensorType>(v.getType()); }
 
-LogicalResult verifyGluAct(Operation *op, StringRef act, StringRef layout, bool limit,
-                           bool alpha) {
-  if (act != "silu" && act != "gelu_tanh" && act != "gelu" && act != "relu" && act != "relu2" && act != "gpt_oss")
-    return op->emitOpError("unknown activation '") << act << "'";
-  if (layout != "halves" && layout != "interleaved")
-    return op->emitOpError("unknown layout '") << layout << "'";
-  if (act == "gpt_oss" && (!limit || !alpha))
-    return op->emitOpError("activation 'gpt_oss' needs 'limit' and 'alpha'");
+// A weight of exactly `n` elements, whatever its rank (per-head parameters keep the
+// checkpoint's own shape).
+bool hasElements(Value v, int64_t n) { return tensorType(v).getNumElements() == n; }
+
+// The factor of cbc.math.mul and cbc.math.gate: as wide as x, or one per row.
+LogicalResult verifyRowFactor(Operation *op, Value x, Value g, Value result) {
+  if (cols(g) != 1 && cols(g) != cols(x))
+    return op->emitOpError("gate width must be 1 or the input width");
+  if (cols(result) != cols(x))
+    return op->emitOpError("result width must equal the input width");
+  return success();
+}
+
+LogicalResult verifyHeads(Operation *op, int64_t heads, int64_t kvHeads, int64_t headDim) {
+  if (heads <= 0 || kvHeads <= 0 || headDim <= 0)
+    return op->emitOpError("head counts and head_dim must be positive");
+  if (heads % kvHeads != 0)
+    return op->emitOpError("num_heads must be a multiple of num_kv_heads");
+  return success();
+}
+
+// How a RoPE schedule fits rows: whole heads of its head_dim.
+LogicalResult verifyRopeFits(Operation *op, RopeAttr rope, int64_t width) {
+  if (width % rope.getHeadDim() != 0)
+    return op->emitOpError("rope head_dim must divide the row width");
   return success();
 }
 } // namespace
@@ -34,8 +53,11 @@ LogicalResult WeightRefOp::verify() {
     if (!names || names.empty() ||
         !llvm::all_of(names, [](Attribute a) { return llvm::isa<StringAttr>(a); }))
       return emitOpError("each source part must be a non-empty list of tensor names");
+    if (getDequant() && names.size() != 2)
+      return emitOpError("with dequant, each source part names its blocks and its scales");
   }
   auto type = llvm::cast<RankedTensorType>(getType());
+  int64_t rows = type.getRank() ? type.getDimSize(0) : 0;
   if (auto regroup = getRegroupAttr()) {
     auto r = regroup.asArrayRef();
     if (r.size() < 2 || llvm::any_of(r, [](int64_t v) { return v <= 0; }))
@@ -43,22 +65,16 @@ LogicalResult WeightRefOp::verify() {
     int64_t covered = 0;
     for (int64_t seg : r.drop_front())
       covered += seg;
-    if (type.getRank() < 1 || r[0] * covered > type.getDimSize(0))
-      return emitOpError("regroup covers ") << r[0] * covered << " rows but the weight has "
-                                            << (type.getRank() ? type.getDimSize(0) : 0);
+    if (r[0] * covered > rows)
+      return emitOpError("regroup covers ") << r[0] * covered << " rows but the weight has " << rows;
   }
-  if (getCombine() == "none") {
-    if (getSources().size() != 1)
-      return emitOpError("combine 'none' takes exactly one source part");
-  } else if (getCombine() == "stack") {
-    if (type.getRank() < 2 || type.getDimSize(0) != (int64_t)getSources().size())
-      return emitOpError("combine 'stack' needs one source part per leading index");
-  } else {
-    return emitOpError("unknown combine '") << getCombine() << "'";
-  }
+  if (getCombine() == WeightCombine::none && getSources().size() != 1)
+    return emitOpError("combine 'none' takes exactly one source part");
+  if (getCombine() == WeightCombine::stack && (type.getRank() < 2 || rows != (int64_t)getSources().size()))
+    return emitOpError("combine 'stack' needs one source part per leading index");
   if (auto blocks = getBlockDiagAttr()) {
     int64_t n = blocks.getInt();
-    if (getCombine() != "none" || type.getRank() != 2 || n <= 0 || type.getDimSize(0) % n != 0 ||
+    if (getCombine() != WeightCombine::none || type.getRank() != 2 || n <= 0 || rows % n != 0 ||
         type.getDimSize(1) % n != 0)
       return emitOpError("block_diag needs combine 'none' and a [rows, cols] weight whose rows and "
                          "columns it divides");
@@ -73,9 +89,8 @@ LogicalResult WeightRefOp::verify() {
     }
     if (!ok)
       return emitOpError("row_scales must be pairs of a positive whole row count and a finite factor");
-    if (type.getRank() < 1 || covered != type.getDimSize(0))
-      return emitOpError("row_scales cover ") << covered << " rows but the weight has "
-                                              << (type.getRank() ? type.getDimSize(0) : 0);
+    if (covered != rows)
+      return emitOpError("row_scales cover ") << covered << " rows but the weight has " << rows;
   }
   return success();
 }
@@ -123,9 +138,10 @@ LogicalResult RmsNormOp::verify() {
   return success();
 }
 
+LogicalResult MulOp::verify() { return verifyRowFactor(*this, getX(), getG(), getResult()); }
+LogicalResult GateOp::verify() { return verifyRowFactor(*this, getX(), getG(), getResult()); }
+
 LogicalResult GluOp::verify() {
-  if (failed(verifyGluAct(*this, getAct(), getLayout(), (bool)getLimitAttr(), (bool)getAlphaAttr())))
-    return failure();
   if (cols(getX()) != 2 * cols(getResult()))
     return emitOpError("input width must be twice the result width");
   return success();
@@ -154,32 +170,14 @@ LogicalResult ConcatOp::verify() {
 }
 
 LogicalResult RopeOp::verify() {
-  int64_t headDim = getHeadDimAttr().getInt(), rotary = getRotaryDimAttr().getInt();
-  if (headDim <= 0 || cols(getX()) % headDim != 0)
-    return emitOpError("head_dim must divide the row width");
-  if (rotary <= 0 || rotary > headDim || rotary % 2 != 0)
-    return emitOpError("rotary_dim must be even and in (0, head_dim]");
-  if ((int64_t)getInvFreq().size() != rotary / 2)
-    return emitOpError("inv_freq must have rotary_dim / 2 entries");
-  if (getPairing() != "half" && getPairing() != "interleaved")
-    return emitOpError("unknown pairing '") << getPairing() << "'";
-  if (getInvFreqLong()) {
-    if ((int64_t)getInvFreqLong()->size() != rotary / 2)
-      return emitOpError("inv_freq_long must have rotary_dim / 2 entries");
-    if (!getLongAfter())
-      return emitOpError("inv_freq_long needs long_after");
-  }
-  if (getDynamicBase() && (!getDynamicFactor() || !getDynamicMaxPositions()))
-    return emitOpError("dynamic_base needs dynamic_factor and dynamic_max_positions");
+  if (failed(verifyRopeFits(*this, getRope(), cols(getX()))))
+    return failure();
   if (cols(getResult()) != cols(getX()))
     return emitOpError("result width must equal the input width");
   return success();
 }
 
 LogicalResult ActOp::verify() {
-  static const char *known[] = {"none", "silu", "gelu_tanh", "gelu", "relu", "relu2"};
-  if (!llvm::is_contained(known, getAct()))
-    return emitOpError("unknown activation '") << getAct() << "'";
   if (!std::isfinite(getScale().convertToDouble()))
     return emitOpError("scale must be finite");
   return success();
@@ -188,69 +186,6 @@ LogicalResult ActOp::verify() {
 LogicalResult SoftcapOp::verify() {
   if (getCap().convertToDouble() <= 0)
     return emitOpError("cap must be positive");
-  return success();
-}
-
-LogicalResult GateOp::verify() {
-  if (getAct() != "sigmoid" && getAct() != "none")
-    return emitOpError("unknown activation '") << getAct() << "'";
-  if (cols(getG()) != 1 && cols(getG()) != cols(getX()))
-    return emitOpError("gate width must be 1 or the input width");
-  if (cols(getResult()) != cols(getX()))
-    return emitOpError("result width must equal the input width");
-  return success();
-}
-
-namespace {
-std::optional<int64_t> signedOpt(IntegerAttr a) {
-  return a ? std::optional<int64_t>(a.getInt()) : std::nullopt;
-}
-
-LogicalResult verifyCacheShape(Operation *op, int64_t heads, int64_t headDim,
-                               std::optional<int64_t> window, std::optional<int64_t> chunk) {
-  if (heads <= 0 || headDim <= 0)
-    return op->emitOpError("head counts and head_dim must be positive");
-  if (window && *window <= 0)
-    return op->emitOpError("window must be positive");
-  if (chunk && *chunk <= 0)
-    return op->emitOpError("chunk must be positive");
-  if (window && chunk)
-    return op->emitOpError("a layer is either windowed or chunked, not both");
-  return success();
-}
-} // namespace
-
-LogicalResult KvAppendOp::verify() {
-  int64_t kvHeads = getNumKvHeadsAttr().getInt(), headDim = getHeadDimAttr().getInt();
-  if (failed(verifyCacheShape(*this, kvHeads, headDim, signedOpt(getWindowAttr()),
-                              signedOpt(getChunkAttr()))))
-    return failure();
-  if (cols(getK()) != kvHeads * headDim)
-    return emitOpError("k width must be num_kv_heads * head_dim");
-  if (cols(getV()) % kvHeads != 0)
-    return emitOpError("v width must be a multiple of num_kv_heads");
-  return success();
-}
-
-LogicalResult KvAttentionOp::verify() {
-  int64_t heads = getNumHeadsAttr().getInt(), kvHeads = getNumKvHeadsAttr().getInt(),
-          headDim = getHeadDimAttr().getInt();
-  if (failed(verifyCacheShape(*this, kvHeads, headDim, signedOpt(getWindowAttr()),
-                              signedOpt(getChunkAttr()))))
-    return failure();
-  if (heads <= 0 || heads % kvHeads != 0)
-    return emitOpError("num_heads must be a multiple of num_kv_heads");
-  if (cols(getQ()) != heads * headDim)
-    return emitOpError("q width must be num_heads * head_dim");
-  if (cols(getResult()) % heads != 0)
-    return emitOpError("result width must be a multiple of num_heads");
-  if (getSinks()) {
-    auto s = tensorType(getSinks());
-    if (s.getRank() != 1 || s.getDimSize(0) != heads)
-      return emitOpError("sinks must have one entry per query head");
-  }
-  if (getSoftcap() && getSoftcap()->convertToDouble() <= 0)
-    return emitOpError("softcap must be positive");
   return success();
 }
 
@@ -268,42 +203,6 @@ LogicalResult AddRmsNormOp::verify() {
   return success();
 }
 
-LogicalResult KvRopeAppendOp::verify() {
-  int64_t heads = getNumHeadsAttr().getInt(), kvHeads = getNumKvHeadsAttr().getInt(),
-          headDim = getHeadDimAttr().getInt(), rotary = getRotaryDimAttr().getInt();
-  if (failed(verifyCacheShape(*this, kvHeads, headDim, signedOpt(getWindowAttr()),
-                              signedOpt(getChunkAttr()))))
-    return failure();
-  if (heads <= 0 || heads % kvHeads != 0)
-    return emitOpError("num_heads must be a multiple of num_kv_heads");
-  if (cols(getQkv()) != (heads + 2 * kvHeads) * headDim)
-    return emitOpError("qkv width must be (num_heads + 2 * num_kv_heads) * head_dim");
-  if (cols(getQ()) != heads * headDim)
-    return emitOpError("result width must be num_heads * head_dim");
-  if ((bool)getQNorm() != (bool)getKNorm())
-    return emitOpError("give both q and k norm weights or neither");
-  if (getQNorm()) {
-    for (Value w : {getQNorm(), getKNorm()}) {
-      auto t = tensorType(w);
-      if (t.getRank() != 1 || t.getDimSize(0) != headDim)
-        return emitOpError("norm weights must have head_dim entries");
-    }
-    if (!getEpsAttr() || getEpsAttr().getValueAsDouble() <= 0)
-      return emitOpError("q/k norms need a positive eps");
-  }
-  if (rotary <= 0 || rotary > headDim || rotary % 2 != 0)
-    return emitOpError("rotary_dim must be even and in (0, head_dim]");
-  if ((int64_t)getInvFreq().size() != rotary / 2)
-    return emitOpError("inv_freq must have rotary_dim / 2 entries");
-  if (getPairing() != "half" && getPairing() != "interleaved")
-    return emitOpError("unknown pairing '") << getPairing() << "'";
-  if (getInvFreqLong() && ((int64_t)getInvFreqLong()->size() != rotary / 2 || !getLongAfterAttr()))
-    return emitOpError("inv_freq_long needs rotary_dim / 2 entries and long_after");
-  if (getDynamicBaseAttr() && (!getDynamicFactorAttr() || !getDynamicMaxPositionsAttr()))
-    return emitOpError("dynamic_base needs dynamic_factor and dynamic_max_positions");
-  return success();
-}
-
 LogicalResult RmsNormGatedOp::verify() {
   int64_t width = cols(getX());
   int64_t group = getGroupAttr() ? getGroupAttr().getInt() : width;
@@ -316,12 +215,61 @@ LogicalResult RmsNormGatedOp::verify() {
     if (w.getRank() != 1 || (w.getDimSize(0) != group && w.getDimSize(0) != width))
       return emitOpError("weight must have one entry per feature of a group or of the row");
   }
-  if (getAct() != "silu" && getAct() != "sigmoid")
-    return emitOpError("unknown activation '") << getAct() << "'";
-  if (getOrder() != "norm_gate" && getOrder() != "gate_norm")
-    return emitOpError("unknown order '") << getOrder() << "'";
   if (getEps().convertToDouble() <= 0)
     return emitOpError("eps must be positive");
+  return success();
+}
+
+LogicalResult KvAppendOp::verify() {
+  int64_t kvHeads = getNumKvHeads(), headDim = getHeadDim();
+  if (kvHeads <= 0 || headDim <= 0)
+    return emitOpError("head counts and head_dim must be positive");
+  if (cols(getK()) != kvHeads * headDim)
+    return emitOpError("k width must be num_kv_heads * head_dim");
+  if (cols(getV()) % kvHeads != 0)
+    return emitOpError("v width must be a multiple of num_kv_heads");
+  return success();
+}
+
+LogicalResult KvAttentionOp::verify() {
+  int64_t heads = getNumHeads();
+  if (failed(verifyHeads(*this, heads, getNumKvHeads(), getHeadDim())))
+    return failure();
+  if (cols(getQ()) != heads * (int64_t)getHeadDim())
+    return emitOpError("q width must be num_heads * head_dim");
+  if (cols(getResult()) % heads != 0)
+    return emitOpError("result width must be a multiple of num_heads");
+  if (getSinks()) {
+    auto s = tensorType(getSinks());
+    if (s.getRank() != 1 || s.getDimSize(0) != heads)
+      return emitOpError("sinks must have one entry per query head");
+  }
+  if (getSoftcap() && getSoftcap()->convertToDouble() <= 0)
+    return emitOpError("softcap must be positive");
+  return success();
+}
+
+LogicalResult KvRopeAppendOp::verify() {
+  int64_t heads = getNumHeads(), kvHeads = getNumKvHeads(), headDim = getHeadDim();
+  if (failed(verifyHeads(*this, heads, kvHeads, headDim)))
+    return failure();
+  if (cols(getQkv()) != (heads + 2 * kvHeads) * headDim)
+    return emitOpError("qkv width must be (num_heads + 2 * num_kv_heads) * head_dim");
+  if (cols(getQ()) != heads * headDim)
+    return emitOpError("result width must be num_heads * head_dim");
+  if (getRope().getHeadDim() != headDim)
+    return emitOpError("rope head_dim must equal head_dim");
+  if ((bool)getQNorm() != (bool)getKNorm())
+    return emitOpError("give both q and k norm weights or neither");
+  if (getQNorm()) {
+    for (Value w : {getQNorm(), getKNorm()}) {
+      auto t = tensorType(w);
+      if (t.getRank() != 1 || t.getDimSize(0) != headDim)
+        return emitOpError("norm weights must have head_dim entries");
+    }
+    if (!getEpsAttr() || getEpsAttr().getValueAsDouble() <= 0)
+      return emitOpError("q/k norms need a positive eps");
+  }
   return success();
 }
 
@@ -336,60 +284,20 @@ LogicalResult StateConv1dOp::verify() {
     if (b.getRank() != 1 || b.getDimSize(0) != channels)
       return emitOpError("bias must have one entry per channel");
   }
-  if (getAct() != "none" && getAct() != "silu")
-    return emitOpError("unknown activation '") << getAct() << "'";
   if (cols(getResult()) != channels)
     return emitOpError("result width must equal the channel count");
   return success();
 }
 
-namespace {
-bool isIndexVector(Value v) {
-  auto t = llvm::dyn_cast<RankedTensorType>(v.getType());
-  return t && t.getRank() == 1 && t.getElementType().isInteger(32);
-}
-// The width of packed f32 rows, or -1.
-int64_t rowWidth(Value v) {
-  auto t = llvm::dyn_cast<RankedTensorType>(v.getType());
-  if (!t || t.getRank() != 2 || !t.isDynamicDim(0) || !t.getElementType().isF32())
-    return -1;
-  return t.getDimSize(1);
-}
-bool hasElements(Value v, int64_t n) {
-  auto t = llvm::dyn_cast<RankedTensorType>(v.getType());
-  return t && t.hasStaticShape() && t.getNumElements() == n;
-}
-} // namespace
-
-LogicalResult StateScanOp::verify() {
-  auto in = getInputs();
-  if (in.size() < 3 || !isIndexVector(in[in.size() - 1]) || !isIndexVector(in[in.size() - 2]) ||
-      !isIndexVector(in[in.size() - 3]))
-    return emitOpError("the last three operands must be cu_seqlens, slots and has_initial_state");
-  if (getKind() == "gated_delta")
-    return verifyGatedDelta();
-  if (getKind() == "ssd_mamba2")
-    return verifySsd();
-  if (getKind() == "selective_mamba1")
-    return verifySelective();
-  return emitOpError("unknown scan kind '") << getKind() << "'";
-}
-
-LogicalResult StateScanOp::verifyGatedDelta() {
-  auto in = getInputs();
-  if (in.size() != 10)
-    return emitOpError("kind 'gated_delta' takes q, k, v, a, b, A_log, dt_bias and the metadata");
-  if (!getNumKHeadsAttr() || !getNumVHeadsAttr() || !getKDimAttr() || !getVDimAttr())
-    return emitOpError("kind 'gated_delta' needs num_k_heads, num_v_heads, k_dim and v_dim");
-  int64_t hk = getNumKHeadsAttr().getInt(), hv = getNumVHeadsAttr().getInt();
-  int64_t dk = getKDimAttr().getInt(), dv = getVDimAttr().getInt();
+LogicalResult GatedDeltaOp::verify() {
+  int64_t hk = getNumKHeads(), hv = getNumVHeads(), dk = getKDim(), dv = getVDim();
   if (hk <= 0 || hv <= 0 || dk <= 0 || dv <= 0 || hv % hk != 0)
     return emitOpError("num_v_heads must be a positive multiple of num_k_heads");
-  if (rowWidth(in[0]) != hk * dk || rowWidth(in[1]) != hk * dk || rowWidth(in[2]) != hv * dv)
+  if (cols(getQ()) != hk * dk || cols(getK()) != hk * dk || cols(getV()) != hv * dv)
     return emitOpError("q and k must be [T, num_k_heads * k_dim] and v [T, num_v_heads * v_dim]");
-  if (rowWidth(in[3]) != hv || rowWidth(in[4]) != hv)
+  if (cols(getA()) != hv || cols(getB()) != hv)
     return emitOpError("a and b must be [T, num_v_heads]");
-  if (!hasElements(in[5], hv) || !hasElements(in[6], hv))
+  if (!hasElements(getALog(), hv) || !hasElements(getDtBias(), hv))
     return emitOpError("A_log and dt_bias must have num_v_heads entries");
   if (cols(getResult()) != hv * dv)
     return emitOpError("result width must be num_v_heads * v_dim");
@@ -398,46 +306,35 @@ LogicalResult StateScanOp::verifyGatedDelta() {
   return success();
 }
 
-LogicalResult StateScanOp::verifySsd() {
-  auto in = getInputs();
-  if (in.size() != 10)
-    return emitOpError("kind 'ssd_mamba2' takes x, dt, B, C, A_log, dt_bias, D and the metadata");
-  if (!getNumHeadsAttr() || !getHeadDimAttr() || !getNGroupsAttr() || !getStateSizeAttr())
-    return emitOpError("kind 'ssd_mamba2' needs num_heads, head_dim, n_groups and state_size");
-  int64_t H = getNumHeadsAttr().getInt(), P = getHeadDimAttr().getInt();
-  int64_t G = getNGroupsAttr().getInt(), N = getStateSizeAttr().getInt();
+LogicalResult SsdOp::verify() {
+  int64_t H = getNumHeads(), P = getHeadDim(), G = getNGroups(), N = getStateSize();
   if (H <= 0 || P <= 0 || G <= 0 || N <= 0 || H % G != 0)
     return emitOpError("num_heads must be a positive multiple of n_groups");
-  if (rowWidth(in[0]) != H * P || rowWidth(in[1]) != H)
+  if (cols(getX()) != H * P || cols(getDt()) != H)
     return emitOpError("x must be [T, num_heads * head_dim] and dt [T, num_heads]");
-  if (rowWidth(in[2]) != G * N || rowWidth(in[3]) != G * N)
+  if (cols(getB()) != G * N || cols(getC()) != G * N)
     return emitOpError("B and C must be [T, n_groups * state_size]");
-  if (!hasElements(in[4], H) || !hasElements(in[5], H) || !hasElements(in[6], H))
+  if (!hasElements(getALog(), H) || !hasElements(getDtBias(), H) || !hasElements(getD(), H))
     return emitOpError("A_log, dt_bias and D must have num_heads entries");
   if (cols(getResult()) != H * P)
     return emitOpError("result width must be num_heads * head_dim");
-  if (!(getDtMin().convertToDouble() <= getDtMax().convertToDouble()) || getDtMin().convertToDouble() < 0)
+  double lo = getDtMin().convertToDouble(), hi = getDtMax().convertToDouble();
+  if (!(lo <= hi) || lo < 0)
     return emitOpError("dt limits must satisfy 0 <= dt_min <= dt_max");
   return success();
 }
 
-LogicalResult StateScanOp::verifySelective() {
-  auto in = getInputs();
-  if (in.size() != 10 && in.size() != 11)
-    return emitOpError("kind 'selective_mamba1' takes x, dt, B, C, A_log, dt_bias, D, an optional z "
-                       "and the metadata");
-  if (!getNGroupsAttr() || !getStateSizeAttr())
-    return emitOpError("kind 'selective_mamba1' needs n_groups and state_size");
-  int64_t I = rowWidth(in[0]), G = getNGroupsAttr().getInt(), N = getStateSizeAttr().getInt();
-  if (I <= 0 || rowWidth(in[1]) != I || (in.size() == 11 && rowWidth(in[7]) != I))
+LogicalResult SelectiveScanOp::verify() {
+  int64_t I = cols(getX()), G = getNGroups(), N = getStateSize();
+  if (I <= 0 || cols(getDt()) != I || (getZ() && cols(getZ()) != I))
     return emitOpError("x, dt and z must be [T, channels]");
   if (G <= 0 || N <= 0 || I % G != 0)
     return emitOpError("n_groups must divide the channel count");
-  if (rowWidth(in[2]) != G * N || rowWidth(in[3]) != G * N)
+  if (cols(getB()) != G * N || cols(getC()) != G * N)
     return emitOpError("B and C must be [T, n_groups * state_size]");
-  if (!hasElements(in[4], I * N))
+  if (!hasElements(getALog(), I * N))
     return emitOpError("A_log must be [channels, state_size]");
-  if (!hasElements(in[5], I) || !hasElements(in[6], I))
+  if (!hasElements(getDtBias(), I) || !hasElements(getD(), I))
     return emitOpError("dt_bias and D must have one entry per channel");
   if (cols(getResult()) != I)
     return emitOpError("result width must equal the channel count");
@@ -451,15 +348,13 @@ LogicalResult RowsGatherOp::verify() {
 }
 
 LogicalResult MoeRouteOp::verify() {
-  int64_t experts = cols(getLogits()), k = getKAttr().getInt();
+  int64_t experts = cols(getLogits()), k = getK();
   if (k <= 0 || k > experts)
     return emitOpError("k must be in [1, experts]");
-  if (getScore() != "softmax" && getScore() != "topk_softmax" && getScore() != "sigmoid")
-    return emitOpError("unknown score '") << getScore() << "'";
   if (cols(getWeights()) != k || cols(getIds()) != k)
     return emitOpError("weights and ids must have k columns");
   if (getSelectionBias()) {
-    if (getScore() == "topk_softmax")
+    if (getScore() == RouteScore::topk_softmax)
       return emitOpError("a selection bias needs softmax or sigmoid scores");
     auto t = tensorType(getSelectionBias());
     if (t.getRank() != 1 || t.getDimSize(0) != experts)
@@ -471,23 +366,21 @@ LogicalResult MoeRouteOp::verify() {
 }
 
 LogicalResult MoeExpertsOp::verify() {
-  bool ungated = getLayout() == "ungated";
-  if (ungated) {
-    static const char *known[] = {"none", "silu", "gelu_tanh", "gelu", "relu", "relu2"};
-    if (!llvm::is_contained(known, getAct()))
-      return emitOpError("layout 'ungated' takes an activation of cbc.math.act, not '") << getAct() << "'";
-  } else if (failed(verifyGluAct(*this, getAct(), getLayout(), (bool)getLimitAttr(), (bool)getAlphaAttr()))) {
-    return failure();
-  }
+  bool ungated = getUngated();
+  if (ungated && !llvm::isa<ActivationAttr>(getAct()))
+    return emitOpError("ungated experts take a plain activation");
+  if (ungated && getLayout() != GluLayout::halves)
+    return emitOpError("ungated experts have no gate layout");
   auto gu = tensorType(getGateUp()), down = tensorType(getDown());
   if (gu.getRank() != 3 || down.getRank() != 3)
     return emitOpError("expert weights must be [experts, out, in]");
   int64_t e = gu.getDimSize(0), i2 = gu.getDimSize(1), h = gu.getDimSize(2);
-  if (ungated && (down.getDimSize(0) != e || down.getDimSize(1) != h || down.getDimSize(2) != i2))
-    return emitOpError("with layout 'ungated', gate_up must be [experts, intermediate, hidden] and "
-                       "down [experts, hidden, intermediate]");
-  if (!ungated && (down.getDimSize(0) != e || down.getDimSize(1) != h || 2 * down.getDimSize(2) != i2))
-    return emitOpError("down must be [experts, hidden, intermediate] matching gate_up");
+  int64_t inter = ungated ? i2 : i2 / 2;
+  if (down.getDimSize(0) != e || down.getDimSize(1) != h || down.getDimSize(2) != inter ||
+      (!ungated && i2 % 2 != 0))
+    return emitOpError(ungated ? "ungated experts need gate_up [experts, intermediate, hidden] and down "
+                                 "[experts, hidden, intermediate]"
+                               : "down must be [experts, hidden, intermediate] matching gate_up");
   if (cols(getX()) != h || cols(getResult()) != h)
     return emitOpError("input and result width must equal the hidden size");
   if (cols(getIds()) != cols(getWeights()))
@@ -498,30 +391,24 @@ LogicalResult MoeExpertsOp::verify() {
     auto b1 = tensorType(getGateUpBias()), b2 = tensorType(getDownBias());
     if (b1.getRank() != 2 || b1.getDimSize(0) != e || b1.getDimSize(1) != i2 ||
         b2.getRank() != 2 || b2.getDimSize(0) != e || b2.getDimSize(1) != h)
-      return emitOpError("biases must be [experts, 2I] and [experts, hidden]");
+      return emitOpError("biases must be [experts, gate_up rows] and [experts, hidden]");
   }
   return success();
 }
 
-int64_t StateConv1dOp::getStateLayer() { return (int64_t)getLayer(); }
-llvm::StringRef StateConv1dOp::getStateName() { return getState(); }
-// The last K - 1 inputs of each channel.
-llvm::SmallVector<int64_t> StateConv1dOp::getStateShape() {
-  auto w = llvm::cast<RankedTensorType>(getWeight().getType());
+// The states the recurrences keep per request.
+SmallVector<int64_t> StateConv1dOp::getStateShape() { // the last K - 1 inputs per channel
+  auto w = tensorType(getWeight());
   return {w.getDimSize(0), w.getDimSize(2) - 1};
 }
-
-int64_t StateScanOp::getStateLayer() { return (int64_t)getLayer(); }
-llvm::StringRef StateScanOp::getStateName() { return getState(); }
-llvm::SmallVector<int64_t> StateScanOp::getStateShape() {
-  auto attr = [](std::optional<uint64_t> v) { return (int64_t)v.value_or(0); };
-  if (getKind() == "gated_delta") // one dk x dv matrix per value head
-    return {attr(getNumVHeads()), attr(getKDim()), attr(getVDim())};
-  if (getKind() == "ssd_mamba2") // one head_dim x state_size matrix per head
-    return {attr(getNumHeads()), attr(getHeadDim()), attr(getStateSize())};
-  if (getKind() == "selective_mamba1") // state_size values per channel
-    return {cols(getInputs()[0]), attr(getStateSize())};
-  return {};
+SmallVector<int64_t> GatedDeltaOp::getStateShape() { // one dk x dv matrix per value head
+  return {(int64_t)getNumVHeads(), (int64_t)getKDim(), (int64_t)getVDim()};
+}
+SmallVector<int64_t> SsdOp::getStateShape() { // one head_dim x state_size matrix per head
+  return {(int64_t)getNumHeads(), (int64_t)getHeadDim(), (int64_t)getStateSize()};
+}
+SmallVector<int64_t> SelectiveScanOp::getStateShape() { // state_size values per channel
+  return {cols(getX()), (int64_t)getStateSize()};
 }
 
 #include "dialects/cbc/CbcInterfaces.cpp.inc"

@@ -8,6 +8,8 @@
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+#include <limits>
+
 #include "dialects/cbc/CbcInterfaces.h.inc"
 
 #define GET_OP_CLASSES

@@ -3,23 +3,23 @@
 #ifndef CBC_OPS_TD
 #define CBC_OPS_TD
 
-include "dialects/cbc/CbcDialect.td"
+include "dialects/cbc/CbcAttrs.td"
 include "dialects/cbc/CbcInterfaces.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 include "mlir/IR/BuiltinAttributes.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/IR/OpBase.td"
 
-def Cbc_RowsI32 : Type<And<[
-    CPred<"::llvm::isa<::mlir::RankedTensorType>($_self)">,
-    CPred<"::llvm::cast<::mlir::RankedTensorType>($_self).getRank() == 2">,
-    CPred<"::llvm::cast<::mlir::RankedTensorType>($_self).isDynamicDim(0)">,
-    CPred<"::llvm::cast<::mlir::RankedTensorType>($_self).getElementType().isInteger(32)">]>,
-    "packed int32 rows (tensor<?xNxi32>)">;
-
 //===----------------------------------------------------------------------------------===//
 // Weights
 //===----------------------------------------------------------------------------------===//
+
+def Cbc_WeightGroup : OpDocGroup {
+  let summary = "Weights";
+  let description = "Program weights and how they are assembled from checkpoint tensors.";
+}
+
+let opDocGroup = Cbc_WeightGroup in {
 
 def Cbc_WeightRefOp : Cbc_Op<"weight.ref", [Pure]> {
   let summary = "A program weight assembled from checkpoint tensors.";
@@ -30,30 +30,33 @@ def Cbc_WeightRefOp : Cbc_Op<"weight.ref", [Pure]> {
     views the leading `outer * (s0 + s1 + ...)` rows of each part as `outer` groups of segments
     `s0, s1, ...` and reorders them segment first (all groups' s0 rows, then all s1 rows, ...);
     later rows stay in place: checkpoints that interleave q/gate or q/k/v/z per head become
-    contiguous blocks. With `combine = "none"` there is exactly one part;
-    with `combine = "stack"` the parts are stacked along a new leading dimension (one part per
-    expert). `transpose` swaps the last two dimensions of every part (checkpoints that store
-    `x @ W` rather than `W x`). The loader checks every source's shape against the result;
-    singleton dimensions may differ (a `[C, 1, K]` conv weight serves as `[C, K]`).
+    contiguous blocks. With `combine = none` there is exactly one part; with `combine = stack`
+    the parts are stacked along a new leading dimension (one part per expert). `transpose` swaps
+    the last two dimensions of every part (checkpoints that store `x @ W` rather than `W x`).
+    The loader checks every source's shape against the result; singleton dimensions may differ
+    (a `[C, 1, K]` conv weight serves as `[C, K]`).
 
-    Two transforms serve checkpoints whose math differs from a plain concatenation:
-    `block_diag = n` (with `combine = "none"`) views the concatenated part as a matrix
+    Three transforms serve checkpoints whose layout differs from a plain concatenation:
+    `dequant = mxfp4` makes each part name two tensors, MXFP4 blocks `[E, R, G, 16]` and scales
+    `[E, R, G]`, which the loader expands into the `[E, R, G * 32]` tensor they encode, first of
+    all. `block_diag = n` (with `combine = none`) views the concatenated part as a matrix
     `[R, C]` (leading dimensions flattened into rows), cuts it into `n` blocks of `R / n` rows and
     places them along the diagonal of a zero `[R, n * C]` matrix, before `regroup`: per-head
-    projections (Zamba's `x_proj_weight [heads, out, in]`) or several low-rank adapters become
-    one GEMM. `row_scales = [rows0, f0, rows1, f1, ...]` multiplies the first `rows0` rows of the
-    assembled weight by `f0`, the next `rows1` by `f1`, and so on over all of its leading
-    dimension, last of all: constant multipliers on a projection's output (or, on the weight
-    only, its input) are folded in at load time (Falcon-H1's muP multipliers).
+    projections or several low-rank adapters become one GEMM. `row_scales = [rows0, f0, rows1,
+    f1, ...]` multiplies the first `rows0` rows of the assembled weight by `f0`, the next `rows1`
+    by `f1`, and so on over all of its leading dimension, last of all: constant multipliers on a
+    projection's output (or, on the weight only, its input) are folded in at load time.
 
     ```mlir
-    %w = cbc.weight.ref "layers.0.gate_up" {combine = "none",
+    %w = cbc.weight.ref "layers.0.gate_up" {
            sources = [["model.layers.0.mlp.gate_proj.weight", "model.layers.0.mlp.up_proj.weight"]]}
            : tensor<256x64xbf16>
     ```
   }];
   let arguments = (ins StrAttr:$name, ArrayAttr:$sources,
-                   DefaultValuedStrAttr<StrAttr, "none">:$combine, UnitAttr:$transpose,
+                   DefaultValuedAttr<Cbc_WeightCombineAttr, "::cbc::WeightCombine::none">:$combine,
+                   UnitAttr:$transpose,
+                   OptionalAttr<Cbc_DequantAttr>:$dequant,
                    OptionalAttr<DenseI64ArrayAttr>:$regroup,
                    OptionalAttr<I64Attr>:$block_diag,
                    OptionalAttr<DenseF64ArrayAttr>:$row_scales);
@@ -62,15 +65,24 @@ def Cbc_WeightRefOp : Cbc_Op<"weight.ref", [Pure]> {
   let hasVerifier = 1;
 }
 
+} // Cbc_WeightGroup
+
 //===----------------------------------------------------------------------------------===//
 // Dense math
 //===----------------------------------------------------------------------------------===//
 
+def Cbc_MathGroup : OpDocGroup {
+  let summary = "Dense math";
+  let description = "Row-wise math on packed rows: GEMMs, norms, RoPE and elementwise ops.";
+}
+
+let opDocGroup = Cbc_MathGroup in {
+
 def Cbc_EmbedOp : Cbc_Op<"math.embed", [Pure]> {
   let summary = "Token embedding gather, with an optional scale.";
   let description = [{
-    `result[t] = table[tokens[t]] * scale`. Gemma multiplies by `sqrt(hidden)` rounded to the
-    embedding dtype; the front end folds that rounding into `scale`.
+    `result[t] = table[tokens[t]] * scale`. A scale that the checkpoint's own dtype rounds is
+    rounded by the front end before it becomes `scale`.
   }];
   let arguments = (ins Cbc_Index:$tokens, Cbc_Weight:$table,
                    DefaultValuedAttr<F64Attr, "1.0">:$scale);
@@ -96,8 +108,8 @@ def Cbc_RmsNormOp : Cbc_Op<"math.rms_norm", [Pure]> {
   let description = [{
     Each row is split into groups of `group` features (the whole row by default; one head for
     q/k norms). Each group is scaled by `rsqrt(mean(x^2) + eps)` and multiplied by
-    `weight + offset`; Gemma-style norms store zero-centred weights and use `offset = 1`.
-    Without a weight the group is only normalised.
+    `weight + offset`; zero-centred norm weights use `offset = 1`. Without a weight the group is
+    only normalised.
   }];
   let arguments = (ins Cbc_Rows:$x, Optional<Cbc_Weight>:$weight, F64Attr:$eps,
                    DefaultValuedAttr<F64Attr, "0.0">:$offset, OptionalAttr<I64Attr>:$group);
@@ -114,17 +126,40 @@ def Cbc_AddOp : Cbc_Op<"math.add", [Pure, SameOperandsAndResultType]> {
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($result)";
 }
 
+def Cbc_MulOp : Cbc_Op<"math.mul", [Pure]> {
+  let summary = "Elementwise product, with one factor per row broadcast.";
+  let description = [{
+    `result = x * g`, where `g` has either the width of `x` or width 1 (one factor per row,
+    broadcast along the row). Gated convolutions multiply their projections this way.
+  }];
+  let arguments = (ins Cbc_Rows:$x, Cbc_Rows:$g);
+  let results = (outs Cbc_Rows:$result);
+  let assemblyFormat = "$x `,` $g attr-dict `:` type($x) `,` type($g) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Cbc_GateOp : Cbc_Op<"math.gate", [Pure]> {
+  let summary = "Multiplies rows by a sigmoid gate.";
+  let description = [{
+    `result = x * sigmoid(g)`, where `g` has either the width of `x` or width 1 (one gate per
+    row, broadcast): shared-expert gates and attention output gates.
+  }];
+  let arguments = (ins Cbc_Rows:$x, Cbc_Rows:$g);
+  let results = (outs Cbc_Rows:$result);
+  let assemblyFormat = "$x `,` $g attr-dict `:` type($x) `,` type($g) `->` type($result)";
+  let hasVerifier = 1;
+}
+
 def Cbc_GluOp : Cbc_Op<"math.glu", [Pure]> {
   let summary = "Gated linear unit over a fused [gate | up] row.";
   let description = [{
-    Splits each row of width `2I` into gate and up halves (`layout = "halves"`) or alternating
-    columns (`layout = "interleaved"`), and returns `act(gate) * up`.
-    `act` is `silu`, `gelu_tanh`, `gelu`, `relu`, `relu2` or `gpt_oss`. The `gpt_oss` variant clamps the gate to
-    `<= limit` and up to `[-limit, limit]`, and returns `(up + 1) * gate * sigmoid(alpha * gate)`.
+    Splits each row of width `2I` into gate and up halves (`layout = halves`) or alternating
+    columns (`layout = interleaved`), and returns `act(gate) * up`. `act` is an activation
+    (`#cbc.act<silu>`, ...) or `#cbc.clamped_swiglu<limit, alpha>`, which computes
+    `(clamp(up, -limit, limit) + 1) * g * sigmoid(alpha * g)` with `g = min(gate, limit)`.
   }];
-  let arguments = (ins Cbc_Rows:$x, StrAttr:$act,
-                   DefaultValuedStrAttr<StrAttr, "halves">:$layout,
-                   OptionalAttr<F64Attr>:$limit, OptionalAttr<F64Attr>:$alpha);
+  let arguments = (ins Cbc_Rows:$x, Cbc_GluActivation:$act,
+                   DefaultValuedAttr<Cbc_GluLayoutAttr, "::cbc::GluLayout::halves">:$layout);
   let results = (outs Cbc_Rows:$result);
   let assemblyFormat = "$x attr-dict `:` type($x) `->` type($result)";
   let hasVerifier = 1;
@@ -146,8 +181,8 @@ def Cbc_ConcatOp : Cbc_Op<"math.concat", [Pure]> {
   let summary = "Concatenates rows column-wise.";
   let description = [{
     `result[t] = [x0[t] | x1[t] | ...]`: the inputs' columns side by side, in operand order; the
-    result width is the sum of the input widths. The inverse of `cbc.math.split`. Zamba's shared
-    blocks read the residual stream next to the original embeddings.
+    result width is the sum of the input widths. The inverse of `cbc.math.split`: blocks that
+    read the residual stream next to the original embeddings.
   }];
   let arguments = (ins Variadic<Cbc_Rows>:$inputs);
   let results = (outs Cbc_Rows:$result);
@@ -158,29 +193,11 @@ def Cbc_ConcatOp : Cbc_Op<"math.concat", [Pure]> {
 def Cbc_RopeOp : Cbc_Op<"math.rope", [Pure]> {
   let summary = "Rotary position embedding applied per head.";
   let description = [{
-    Rows hold heads of `head_dim` features. The first `rotary_dim` features of every head are
-    rotated by `angle = position * inv_freq[i]`; the rest pass through. `pairing = "half"` pairs
-    feature `i` with `i + rotary_dim/2` (rotate_half); `"interleaved"` pairs `2i` with `2i+1`.
-    `cos` and `sin` are multiplied by `attention_factor` (YaRN's mscale, longrope's factor).
-
-    Length-dependent schedules are explicit and per token: a token at position `p` of a request
-    whose prompt has `prompt_lens[r]` tokens sees the length `L = max(prompt_len, p + 1)`, which
-    is what transformers sees when it prefills the prompt in one forward and then decodes.
-    With `inv_freq_long`, tokens with `L > long_after` use the long frequencies (longrope).
-    With `dynamic_base` set, dynamic NTK rescales the base from `L` once it exceeds
-    `dynamic_max_positions`.
+    Rotates every head of `x` by the schedule `rope` (see `#cbc.rope`) at each token's position,
+    with the per-token length its schedule sees from `prompt_lens`.
   }];
   let arguments = (ins Cbc_Rows:$x, Cbc_Index:$positions, Cbc_Index:$seq_ids,
-                   Cbc_Index:$prompt_lens,
-                   I64Attr:$head_dim, I64Attr:$rotary_dim,
-                   DefaultValuedStrAttr<StrAttr, "half">:$pairing,
-                   DenseF32ArrayAttr:$inv_freq,
-                   DefaultValuedAttr<F64Attr, "1.0">:$attention_factor,
-                   OptionalAttr<DenseF32ArrayAttr>:$inv_freq_long,
-                   OptionalAttr<I64Attr>:$long_after,
-                   OptionalAttr<F64Attr>:$dynamic_base,
-                   OptionalAttr<F64Attr>:$dynamic_factor,
-                   OptionalAttr<I64Attr>:$dynamic_max_positions);
+                   Cbc_Index:$prompt_lens, Cbc_RopeAttr:$rope);
   let results = (outs Cbc_Rows:$result);
   let assemblyFormat = "$x `,` $positions `,` $seq_ids `,` $prompt_lens attr-dict `:` type($x) `,` type($positions) `,` type($seq_ids) `,` type($prompt_lens) `->` type($result)";
   let hasVerifier = 1;
@@ -189,11 +206,11 @@ def Cbc_RopeOp : Cbc_Op<"math.rope", [Pure]> {
 def Cbc_ActOp : Cbc_Op<"math.act", [Pure, SameOperandsAndResultType]> {
   let summary = "Elementwise activation, then a constant factor.";
   let description = [{
-    `result = scale * act(x)`. `act` is `none`, `silu`, `gelu_tanh`, `gelu`, `relu` or
-    `relu2` (squared ReLU). Serves plain (ungated) MLPs and the constant multipliers some
-    families put on embeddings, residual branches and logits.
+    `result = scale * act(x)`. Serves plain (ungated) MLPs and the constant multipliers on
+    embeddings, residual branches and logits (`act = none`).
   }];
-  let arguments = (ins Cbc_Rows:$x, StrAttr:$act, DefaultValuedAttr<F64Attr, "1.0">:$scale);
+  let arguments = (ins Cbc_Rows:$x, Cbc_ActivationAttr:$act,
+                   DefaultValuedAttr<F64Attr, "1.0">:$scale);
   let results = (outs Cbc_Rows:$result);
   let assemblyFormat = "$x attr-dict `:` type($result)";
   let hasVerifier = 1;
@@ -201,23 +218,10 @@ def Cbc_ActOp : Cbc_Op<"math.act", [Pure, SameOperandsAndResultType]> {
 
 def Cbc_SoftcapOp : Cbc_Op<"math.softcap", [Pure, SameOperandsAndResultType]> {
   let summary = "Logit soft-capping: cap * tanh(x / cap).";
-  let description = [{ Gemma 2 applies this to the final logits. }];
+  let description = [{ Applied to the final logits of models that cap them. }];
   let arguments = (ins Cbc_Rows:$x, F64Attr:$cap);
   let results = (outs Cbc_Rows:$result);
   let assemblyFormat = "$x attr-dict `:` type($result)";
-  let hasVerifier = 1;
-}
-
-def Cbc_GateOp : Cbc_Op<"math.gate", [Pure]> {
-  let summary = "Multiplies rows by an activated gate.";
-  let description = [{
-    `result = x * act(g)`, where `g` has either the width of `x` or width 1 (one gate per row,
-    broadcast). `act` is `sigmoid` (shared-expert and attention output gates) or `none` (a plain
-    product, as in LFM2's gated convolution).
-  }];
-  let arguments = (ins Cbc_Rows:$x, Cbc_Rows:$g, DefaultValuedStrAttr<StrAttr, "sigmoid">:$act);
-  let results = (outs Cbc_Rows:$result);
-  let assemblyFormat = "$x `,` $g attr-dict `:` type($x) `,` type($g) `->` type($result)";
   let hasVerifier = 1;
 }
 
@@ -235,39 +239,54 @@ def Cbc_AddRmsNormOp : Cbc_Op<"math.add_rms_norm", [Pure]> {
 }
 
 def Cbc_RmsNormGatedOp : Cbc_Op<"math.rms_norm_gated", [Pure]> {
-  let summary = "RMS norm combined with a gate, in either order.";
+  let summary = "RMS norm combined with an activated gate, in either order.";
   let description = [{
-    Over groups of `group` features: with `order = "norm_gate"`,
-    `y = rmsnorm(x) * (w + offset) * act(z)` (gated delta nets); with `"gate_norm"`,
-    `y = rmsnorm(x * act(z)) * (w + offset)` (Mamba2). `act` is `silu` or `sigmoid`.
+    Over groups of `group` features: with `order = norm_gate`,
+    `y = rmsnorm(x) * (w + offset) * act(z)`; with `gate_norm`,
+    `y = rmsnorm(x * act(z)) * (w + offset)`. The weight has one entry per feature of a group,
+    shared by every group, or one per feature of the row.
   }];
   let arguments = (ins Cbc_Rows:$x, Cbc_Rows:$z, Optional<Cbc_Weight>:$weight, F64Attr:$eps,
                    DefaultValuedAttr<F64Attr, "0.0">:$offset, OptionalAttr<I64Attr>:$group,
-                   DefaultValuedStrAttr<StrAttr, "silu">:$act,
-                   DefaultValuedStrAttr<StrAttr, "norm_gate">:$order);
+                   DefaultValuedAttr<Cbc_ActivationAttr, "::cbc::Activation::silu">:$act,
+                   DefaultValuedAttr<Cbc_NormGateOrderAttr, "::cbc::NormGateOrder::norm_gate">:$order);
   let results = (outs Cbc_Rows:$result);
   let assemblyFormat = "$x `,` $z (`,` $weight^)? attr-dict `:` type(operands) `->` type($result)";
   let hasVerifier = 1;
 }
 
+} // Cbc_MathGroup
+
 //===----------------------------------------------------------------------------------===//
 // The paged cache
 //===----------------------------------------------------------------------------------===//
+
+def Cbc_KvGroup : OpDocGroup {
+  let summary = "The paged cache";
+  let description = [{
+    Ops that write rows into, and attend over, the paged cache of a layer through the
+    runtime's persistent block tables. Each layer declares the rows it keeps per token and its
+    retention; `cbc-plan-cache` groups layers by retention and assigns `group`.
+  }];
+}
+
+defvar Cbc_AllTokens = "::cbc::RetentionAttr::all($_builder.getContext())";
+
+let opDocGroup = Cbc_KvGroup in {
 
 def Cbc_KvAppendOp : Cbc_Op<"kv.append", [MemoryEffects<[MemWrite]>]> {
   let summary = "Writes this step's key and value rows into the paged cache.";
   let description = [{
     Token `t` of request row `r = seq_ids[t]` at `p = positions[t]` is written to the block
     `block_tables[group, slots[r], p / block_size]` of layer `layer`: the tables are the
-    runtime's persistent ones, one row per live request slot. The layer
-    declares the rows it keeps per token: `k` of `num_kv_heads * head_dim` and `v` of
-    `num_kv_heads * v_head_dim`. A layer with `window` keeps only the last `window` tokens, one
-    with `chunk` only the current chunk. `cbc-plan-cache` assigns `group`.
+    runtime's persistent ones, one row per live request slot. The layer declares the rows it
+    keeps per token: `k` of `num_kv_heads * head_dim` and `v` of `num_kv_heads * v_head_dim`,
+    and which tokens it keeps (`retention`).
   }];
   let arguments = (ins Cbc_Rows:$k, Cbc_Rows:$v, Cbc_Index:$positions, Cbc_Index:$seq_ids,
                    Cbc_Index:$slots, Cbc_BlockTables:$block_tables,
                    I64Attr:$layer, I64Attr:$num_kv_heads, I64Attr:$head_dim,
-                   OptionalAttr<I64Attr>:$window, OptionalAttr<I64Attr>:$chunk,
+                   DefaultValuedAttr<Cbc_RetentionAttr, Cbc_AllTokens>:$retention,
                    OptionalAttr<I64Attr>:$group);
   let assemblyFormat = "$k `,` $v `,` $positions `,` $seq_ids `,` $slots `,` $block_tables attr-dict `:` type(operands)";
   let hasVerifier = 1;
@@ -278,18 +297,17 @@ def Cbc_KvAttentionOp : Cbc_Op<"kv.attention", [MemoryEffects<[MemRead]>]> {
   let description = [{
     Query row `t` (request row `r = seq_ids[t]`, position `p = positions[t]`) attends to the
     cached keys of its request at positions `j <= p` through `block_tables[group, slots[r]]`,
-    with grouped-query heads
-    (`num_heads / num_kv_heads` queries per key head). Variants are attributes:
-    `window` keeps keys with `j > p - window`; `chunk` keeps keys with `j / chunk == p / chunk`;
-    `softcap` applies `cap * tanh(s / cap)` to scores; `sinks` adds one learned logit per head to
-    the softmax denominator only. `scale` multiplies `q . k` before all of these.
+    with grouped-query heads (`num_heads / num_kv_heads` queries per key head), and to those
+    the layer's `retention` keeps. `scale` multiplies `q . k`; then `softcap` applies
+    `cap * tanh(s / cap)` to scores; `sinks` adds one learned logit per head to the softmax
+    denominator only.
   }];
   let arguments = (ins Cbc_Rows:$q, Cbc_Index:$positions, Cbc_Index:$seq_ids,
                    Cbc_Index:$cu_seqlens, Cbc_Index:$kv_lens, Cbc_Index:$slots,
                    Cbc_BlockTables:$block_tables, Optional<Cbc_Weight>:$sinks,
                    I64Attr:$layer, I64Attr:$num_heads, I64Attr:$num_kv_heads, I64Attr:$head_dim,
                    F64Attr:$scale,
-                   OptionalAttr<I64Attr>:$window, OptionalAttr<I64Attr>:$chunk,
+                   DefaultValuedAttr<Cbc_RetentionAttr, Cbc_AllTokens>:$retention,
                    OptionalAttr<F64Attr>:$softcap, OptionalAttr<I64Attr>:$group);
   let results = (outs Cbc_Rows:$result);
   let assemblyFormat = "$q `,` $positions `,` $seq_ids `,` $cu_seqlens `,` $kv_lens `,` $slots `,` $block_tables (`,` $sinks^)? attr-dict `:` type(operands) `->` type($result)";
@@ -301,107 +319,133 @@ def Cbc_KvRopeAppendOp : Cbc_Op<"kv.rope_append", [MemoryEffects<[MemWrite]>, At
   let description = [{
     The attention prologue in one op, formed by `cbc-fuse-attention-inputs`: `qkv` holds
     `num_heads` query heads, then `num_kv_heads` key heads, then `num_kv_heads` value heads of
-    `head_dim` features. With `qk_norm`, each q and k head is RMS-normalised (`eps`,
+    `head_dim` features. With norm weights, each q and k head is RMS-normalised (`eps`,
     `norm_offset`, weights `q_norm` and `k_norm`). q and k are rotated as `cbc.math.rope` does
-    (its attributes, with the `prompt_lens` operand); k and v are written to the cache as
-    `cbc.kv.append` does (`layer`, `group`, `window`, `chunk`). The result is the rotated q.
+    with `rope`; k and v are written to the cache as `cbc.kv.append` does (`layer`, `group`,
+    `retention`). The result is the rotated q.
   }];
   let arguments = (ins Cbc_Rows:$qkv, Cbc_Index:$positions, Cbc_Index:$seq_ids,
                    Cbc_Index:$prompt_lens, Cbc_Index:$slots, Cbc_BlockTables:$block_tables,
                    Optional<Cbc_Weight>:$q_norm, Optional<Cbc_Weight>:$k_norm,
                    I64Attr:$layer, I64Attr:$num_heads, I64Attr:$num_kv_heads, I64Attr:$head_dim,
-                   OptionalAttr<I64Attr>:$window, OptionalAttr<I64Attr>:$chunk,
+                   DefaultValuedAttr<Cbc_RetentionAttr, Cbc_AllTokens>:$retention,
                    OptionalAttr<I64Attr>:$group,
                    OptionalAttr<F64Attr>:$eps, DefaultValuedAttr<F64Attr, "0.0">:$norm_offset,
-                   I64Attr:$rotary_dim, DefaultValuedStrAttr<StrAttr, "half">:$pairing,
-                   DenseF32ArrayAttr:$inv_freq,
-                   DefaultValuedAttr<F64Attr, "1.0">:$attention_factor,
-                   OptionalAttr<DenseF32ArrayAttr>:$inv_freq_long,
-                   OptionalAttr<I64Attr>:$long_after,
-                   OptionalAttr<F64Attr>:$dynamic_base,
-                   OptionalAttr<F64Attr>:$dynamic_factor,
-                   OptionalAttr<I64Attr>:$dynamic_max_positions);
+                   Cbc_RopeAttr:$rope);
   let results = (outs Cbc_Rows:$q);
   let assemblyFormat = "$qkv `,` $positions `,` $seq_ids `,` $prompt_lens `,` $slots `,` $block_tables (`norms` `(` $q_norm^ `,` $k_norm `)`)? attr-dict `:` functional-type(operands, $q)";
   let hasVerifier = 1;
 }
 
+} // Cbc_KvGroup
+
 //===----------------------------------------------------------------------------------===//
 // Per-request states
 //===----------------------------------------------------------------------------------===//
 
-def Cbc_StateConv1dOp : Cbc_Op<"state.conv1d", [MemoryEffects<[MemRead, MemWrite]>,
-    DeclareOpInterfaceMethods<Cbc_StatefulOpInterface>]> {
+def Cbc_StateGroup : OpDocGroup {
+  let summary = "Per-request states";
+  let description = [{
+    Ops that scan each request's rows in order from a fixed-size state kept in the request's
+    slot, and write the final state back. Each declares its state through
+    `StatefulOpInterface`.
+  }];
+}
+
+// A recurrence over each request's rows: its own operands, then the step's per-request
+// metadata `cu_seqlens, slots, has_initial_state`; `layer` and the state's name.
+class Cbc_StateScanOp<string mnemonic, dag operands, dag attributes,
+                      string stateName = "recurrent"> :
+    Cbc_Op<mnemonic, [MemoryEffects<[MemRead, MemWrite]>,
+                      DeclareOpInterfaceMethods<Cbc_StatefulOpInterface>]> {
+  let arguments = !con(operands,
+                       (ins Cbc_Index:$cu_seqlens, Cbc_Index:$slots, Cbc_Index:$has_initial_state,
+                            I64Attr:$layer),
+                       attributes,
+                       (ins DefaultValuedStrAttr<StrAttr, stateName>:$state));
+  let results = (outs Cbc_Rows:$result);
+  let hasVerifier = 1;
+}
+
+let opDocGroup = Cbc_StateGroup in {
+
+def Cbc_StateConv1dOp : Cbc_StateScanOp<"state.conv1d",
+    (ins Cbc_Rows:$x, Cbc_Weight:$weight, Optional<Cbc_Weight>:$bias),
+    (ins DefaultValuedAttr<Cbc_ActivationAttr, "::cbc::Activation::none">:$act), "conv"> {
   let summary = "Causal depthwise convolution over packed rows, carrying inputs per request.";
   let description = [{
     For each request `r` (rows `cu_seqlens[r]` to `cu_seqlens[r+1]`), the rows are prefixed
     with the request's state, the last `K - 1` inputs it has seen (zeros unless
     `has_initial_state[r]`), and channel `c` of row `t` becomes
     `act(bias[c] + sum_j weight[c, j] * xe[t + j])`, where tap `K - 1` is the row itself.
-    The state in slot `slots[r]` is then the last `K - 1` inputs. The layer declares the state
-    `conv` of shape `[C, K - 1]`. `act` is `none` or `silu`.
+    The state in slot `slots[r]` is then the last `K - 1` inputs: the layer declares the state
+    `state` (default `conv`) of shape `[C, K - 1]`.
   }];
-  let arguments = (ins Cbc_Rows:$x, Cbc_Weight:$weight, Optional<Cbc_Weight>:$bias,
-                   Cbc_Index:$cu_seqlens, Cbc_Index:$slots, Cbc_Index:$has_initial_state,
-                   I64Attr:$layer, DefaultValuedStrAttr<StrAttr, "none">:$act,
-                   DefaultValuedStrAttr<StrAttr, "conv">:$state);
-  let results = (outs Cbc_Rows:$result);
   let assemblyFormat = "$x `,` $weight (`bias` `(` $bias^ `)`)? `,` $cu_seqlens `,` $slots `,` $has_initial_state attr-dict `:` functional-type(operands, $result)";
-  let hasVerifier = 1;
 }
 
-def Cbc_StateScanOp : Cbc_Op<"state.scan", [MemoryEffects<[MemRead, MemWrite]>,
-    DeclareOpInterfaceMethods<Cbc_StatefulOpInterface>]> {
-  let extraClassDeclaration = [{
-    ::mlir::LogicalResult verifyGatedDelta();
-    ::mlir::LogicalResult verifySsd();
-    ::mlir::LogicalResult verifySelective();
-  }];
-  let summary = "A recurrent scan over packed rows with a fixed-size state per request.";
+def Cbc_GatedDeltaOp : Cbc_StateScanOp<"state.gated_delta",
+    (ins Cbc_Rows:$q, Cbc_Rows:$k, Cbc_Rows:$v, Cbc_Rows:$a, Cbc_Rows:$b, Cbc_Weight:$A_log,
+         Cbc_Weight:$dt_bias),
+    (ins I64Attr:$num_k_heads, I64Attr:$num_v_heads, I64Attr:$k_dim, I64Attr:$v_dim,
+         DefaultValuedAttr<F64Attr, "1.0">:$beta_scale, UnitAttr:$qk_l2norm)> {
+  let summary = "The gated delta rule, per value head, with a matrix state per request.";
   let description = [{
-    Each request's rows are scanned in order from the state in `slots[r]` (zeros unless
-    `has_initial_state[r]`), and the final state is written back. The last three operands are
-    always `cu_seqlens, slots, has_initial_state`; the others depend on `kind`.
-
-    `kind = "gated_delta"`: inputs `q, k [T, Hk * dk]`, `v [T, Hv * dv]`, `a, b [T, Hv]` and
-    weights `A_log, dt_bias [Hv]`. Value head `h` uses key head `h / (Hv / Hk)`. Per token, in
-    fp32: `g = -exp(A_log) * softplus(a + dt_bias)`, `beta = beta_scale * sigmoid(b)`, q and k
+    Inputs `q, k [T, Hk * dk]`, `v [T, Hv * dv]`, `a, b [T, Hv]` and weights
+    `A_log, dt_bias [Hv]`. Value head `h` uses key head `h / (Hv / Hk)`. Per token, in fp32:
+    `g = -exp(A_log) * softplus(a + dt_bias)`, `beta = beta_scale * sigmoid(b)`, q and k
     l2-normalised (eps 1e-6) when `qk_l2norm`, q scaled by `dk^-1/2`, then
-    `S = exp(g) S; S += k (beta (v - S^T k))^T; o = S^T q` with `S [Hv, dk, dv]`. The layer
-    declares the state `recurrent` of shape `[Hv, dk, dv]` in fp32. The result is `[T, Hv * dv]`.
-
-    `kind = "ssd_mamba2"` (Mamba2's state space dual): inputs `x [T, H * P]`, `dt [T, H]`,
-    `B, C [T, G * N]` and weights `A_log, dt_bias, D [H]`, with `H = num_heads`,
-    `P = head_dim`, `G = n_groups`, `N = state_size`; head `h` reads group `h / (H / G)`. Per
-    token, in fp32: `dt = clamp(softplus(dt + dt_bias), dt_min, dt_max)`,
-    `S[h] = exp(dt * -exp(A_log[h])) S[h] + dt x[h] B^T`, `y[h] = S[h] C + D[h] x[h]` with
-    `S [H, P, N]`, the state `recurrent`. Backends may run long rows in chunks (the SSD form);
-    the result is the same. The result is `[T, H * P]`.
-
-    `kind = "selective_mamba1"` (Mamba's selective scan, per channel): inputs `x, dt [T, I]`,
-    `B, C [T, G * N]`, weights `A_log [I, N]`, `dt_bias, D [I]`, and optionally `z [T, I]`
-    (after `D`); channel `i` reads group `i / (I / G)` (Zamba's multi-head Mamba). Per token,
-    in fp32: `dt = softplus(dt + dt_bias)`, `S[i, n] = exp(dt * -exp(A_log[i, n])) S[i, n] +
-    dt B[n] x[i]`, `y[i] = sum_n S[i, n] C[n] + D[i] x[i]`, times `silu(z[i])` when given.
-    The state `recurrent` is `[I, N]`. The result is `[T, I]`.
+    `S = exp(g) S; S += k (beta (v - S^T k))^T; o = S^T q` with `S [Hv, dk, dv]`, the state
+    `recurrent` in fp32. The result is `[T, Hv * dv]`.
   }];
-  let arguments = (ins Variadic<AnyRankedTensor>:$inputs, StrAttr:$kind, I64Attr:$layer,
-                   OptionalAttr<I64Attr>:$num_k_heads, OptionalAttr<I64Attr>:$num_v_heads,
-                   OptionalAttr<I64Attr>:$k_dim, OptionalAttr<I64Attr>:$v_dim,
-                   DefaultValuedAttr<F64Attr, "1.0">:$beta_scale, UnitAttr:$qk_l2norm,
-                   OptionalAttr<I64Attr>:$num_heads, OptionalAttr<I64Attr>:$head_dim,
-                   OptionalAttr<I64Attr>:$n_groups, OptionalAttr<I64Attr>:$state_size,
-                   DefaultValuedAttr<F64Attr, "0.0">:$dt_min,
-                   DefaultValuedAttr<F64Attr, "std::numeric_limits<double>::infinity()">:$dt_max,
-                   DefaultValuedStrAttr<StrAttr, "recurrent">:$state);
-  let results = (outs Cbc_Rows:$result);
-  let assemblyFormat = "$inputs attr-dict `:` functional-type($inputs, $result)";
-  let hasVerifier = 1;
+  let assemblyFormat = "$q `,` $k `,` $v `,` $a `,` $b `,` $A_log `,` $dt_bias `,` $cu_seqlens `,` $slots `,` $has_initial_state attr-dict `:` functional-type(operands, $result)";
 }
+
+def Cbc_SsdOp : Cbc_StateScanOp<"state.ssd",
+    (ins Cbc_Rows:$x, Cbc_Rows:$dt, Cbc_Rows:$B, Cbc_Rows:$C, Cbc_Weight:$A_log,
+         Cbc_Weight:$dt_bias, Cbc_Weight:$D),
+    (ins I64Attr:$num_heads, I64Attr:$head_dim, I64Attr:$n_groups, I64Attr:$state_size,
+         DefaultValuedAttr<F64Attr, "0.0">:$dt_min,
+         DefaultValuedAttr<F64Attr, "std::numeric_limits<double>::infinity()">:$dt_max)> {
+  let summary = "The state space dual scan: a scalar decay per head, a matrix state.";
+  let description = [{
+    Inputs `x [T, H * P]`, `dt [T, H]`, `B, C [T, G * N]` and weights `A_log, dt_bias, D [H]`,
+    with `H = num_heads`, `P = head_dim`, `G = n_groups`, `N = state_size`; head `h` reads
+    group `h / (H / G)`. Per token, in fp32: `dt = clamp(softplus(dt + dt_bias), dt_min,
+    dt_max)`, `S[h] = exp(dt * -exp(A_log[h])) S[h] + dt x[h] B^T`, `y[h] = S[h] C + D[h] x[h]`
+    with `S [H, P, N]`, the state `recurrent`. Backends may run long rows in chunks (the SSD
+    form); the result is the same. The result is `[T, H * P]`.
+  }];
+  let assemblyFormat = "$x `,` $dt `,` $B `,` $C `,` $A_log `,` $dt_bias `,` $D `,` $cu_seqlens `,` $slots `,` $has_initial_state attr-dict `:` functional-type(operands, $result)";
+}
+
+def Cbc_SelectiveScanOp : Cbc_StateScanOp<"state.selective_scan",
+    (ins Cbc_Rows:$x, Cbc_Rows:$dt, Cbc_Rows:$B, Cbc_Rows:$C, Cbc_Weight:$A_log,
+         Cbc_Weight:$dt_bias, Cbc_Weight:$D, Optional<Cbc_Rows>:$z),
+    (ins I64Attr:$n_groups, I64Attr:$state_size)> {
+  let summary = "The selective scan: a decay per channel and state entry, a vector state.";
+  let description = [{
+    Inputs `x, dt [T, I]`, `B, C [T, G * N]`, weights `A_log [I, N]`, `dt_bias, D [I]`, and
+    optionally a gate `z [T, I]`; channel `i` reads group `i / (I / G)`. Per token, in fp32:
+    `dt = softplus(dt + dt_bias)`, `S[i, n] = exp(dt * -exp(A_log[i, n])) S[i, n] +
+    dt B[n] x[i]`, `y[i] = sum_n S[i, n] C[n] + D[i] x[i]`, times `silu(z[i])` when gated. The
+    state `recurrent` is `[I, N]`. The result is `[T, I]`.
+  }];
+  let assemblyFormat = "$x `,` $dt `,` $B `,` $C `,` $A_log `,` $dt_bias `,` $D (`gate` `(` $z^ `)`)? `,` $cu_seqlens `,` $slots `,` $has_initial_state attr-dict `:` functional-type(operands, $result)";
+}
+
+} // Cbc_StateGroup
 
 //===----------------------------------------------------------------------------------===//
 // Packed rows
 //===----------------------------------------------------------------------------------===//
+
+def Cbc_RowsGroup : OpDocGroup {
+  let summary = "Packed rows";
+  let description = "Gathers between the step's per-token and per-request rows.";
+}
+
+let opDocGroup = Cbc_RowsGroup in {
 
 def Cbc_RowsGatherOp : Cbc_Op<"rows.gather", [Pure]> {
   let summary = "Gathers selected rows (each request's last row for the logits).";
@@ -412,25 +456,34 @@ def Cbc_RowsGatherOp : Cbc_Op<"rows.gather", [Pure]> {
   let hasVerifier = 1;
 }
 
+} // Cbc_RowsGroup
+
 //===----------------------------------------------------------------------------------===//
 // Mixture of experts
 //===----------------------------------------------------------------------------------===//
+
+def Cbc_MoeGroup : OpDocGroup {
+  let summary = "Mixture of experts";
+  let description = "Routing tokens to experts and running the experts.";
+}
+
+let opDocGroup = Cbc_MoeGroup in {
 
 def Cbc_MoeRouteOp : Cbc_Op<"moe.route", [Pure]> {
   let summary = "Chooses `k` experts per token and their mixing weights.";
   let description = [{
     From router logits `[T, E]`:
-    * `score = "softmax"`: softmax over all experts, take the top `k`, optionally renormalise
-      them to sum to one (`renorm`) (Mixtral, Qwen MoE);
-    * `score = "topk_softmax"`: take the top `k` logits, then softmax over those `k` (gpt-oss);
-    * `score = "sigmoid"`: a sigmoid per expert, top `k`, optionally renormalised (LFM2-MoE).
+    * `score = softmax`: softmax over all experts, take the top `k`, optionally renormalise
+      them to sum to one (`renorm`);
+    * `score = topk_softmax`: take the top `k` logits, then softmax over those `k`;
+    * `score = sigmoid`: a sigmoid per expert, top `k`, optionally renormalised.
     With `selection_bias` (`[E]`, softmax or sigmoid scores only) the experts are chosen by
     `score + bias` but weighted by the unbiased score. Renormalising divides by the sum of the
     chosen weights plus `renorm_eps`. Weights are then multiplied by `scaling`. Ties choose the
     lower expert index.
   }];
   let arguments = (ins Cbc_Rows:$logits, Optional<Cbc_Weight>:$selection_bias, I64Attr:$k,
-                   StrAttr:$score, DefaultValuedAttr<BoolAttr, "false">:$renorm,
+                   Cbc_RouteScoreAttr:$score, DefaultValuedAttr<BoolAttr, "false">:$renorm,
                    DefaultValuedAttr<F64Attr, "0.0">:$renorm_eps,
                    DefaultValuedAttr<F64Attr, "1.0">:$scaling);
   let results = (outs Cbc_Rows:$weights, Cbc_RowsI32:$ids);
@@ -446,19 +499,22 @@ def Cbc_MoeExpertsOp : Cbc_Op<"moe.experts", [Pure, AttrSizedOperandSegments]> {
   let description = [{
     `result[t] = sum_j weights[t, j] * down_e(glu(gate_up_e(x[t])))` with `e = ids[t, j]`.
     `gate_up` is `[E, 2I, H]` and `down` is `[E, H, I]`, with optional biases `[E, 2I]` and
-    `[E, H]`. The GLU attributes are those of `cbc.math.glu`. With `layout = "ungated"` the
-    experts have no gate (Nemotron-H): `gate_up` holds only the up projection `[E, I, H]` (bias
-    `[E, I]`) and each expert computes `down_e(act(up_e(x[t])))` with `act` one of
-    `cbc.math.act`'s. Backends group tokens by expert (grouped GEMM on the GPU).
+    `[E, H]`. `act` and `layout` are those of `cbc.math.glu`. `ungated` experts have no gate:
+    `gate_up` holds only the up projection `[E, I, H]` (bias `[E, I]`) and each expert computes
+    `down_e(act(up_e(x[t])))` with a plain activation. Backends group tokens by expert (grouped
+    GEMM on the GPU).
   }];
   let arguments = (ins Cbc_Rows:$x, Cbc_RowsI32:$ids, Cbc_Rows:$weights,
                    Cbc_Weight:$gate_up, Cbc_Weight:$down,
                    Optional<Cbc_Weight>:$gate_up_bias, Optional<Cbc_Weight>:$down_bias,
-                   StrAttr:$act, DefaultValuedStrAttr<StrAttr, "halves">:$layout,
-                   OptionalAttr<F64Attr>:$limit, OptionalAttr<F64Attr>:$alpha);
+                   Cbc_GluActivation:$act,
+                   DefaultValuedAttr<Cbc_GluLayoutAttr, "::cbc::GluLayout::halves">:$layout,
+                   UnitAttr:$ungated);
   let results = (outs Cbc_Rows:$result);
   let assemblyFormat = "$x `,` $ids `,` $weights `,` $gate_up `,` $down (`bias` `(` $gate_up_bias^ `,` $down_bias `)`)? attr-dict `:` functional-type(operands, $result)";
   let hasVerifier = 1;
 }
+
+} // Cbc_MoeGroup
 
 #endif // CBC_OPS_TD

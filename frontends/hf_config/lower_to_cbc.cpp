@@ -1,6 +1,7 @@
 #include "frontends/hf_config/lower_to_cbc.h"
 
 #include "dialects/cbc/CbcOps.h"
+#include "runtime/schema/step_abi.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -10,13 +11,6 @@
 namespace cbc::hf {
 
 using namespace mlir;
-
-const std::vector<std::string> &stepArgumentNames() {
-  static const std::vector<std::string> names = {
-      "tokens", "positions", "seq_ids", "cu_seqlens", "kv_lens", "block_tables",
-      "logit_rows", "prompt_lens", "slots", "has_initial_state"};
-  return names;
-}
 
 namespace {
 
@@ -46,7 +40,7 @@ private:
   Value weight(const std::string &name, ArrayRef<int64_t> shape,
                const std::vector<std::vector<std::string>> &parts, bool stack = false,
                bool transpose = false, ArrayRef<int64_t> regroup = {}, int64_t blockDiag = 0,
-               ArrayRef<double> rowScales = {}) {
+               ArrayRef<double> rowScales = {}, bool mxfp4 = false) {
     // A program name met before (a shared block's weights) is the same weight.
     auto type = RankedTensorType::get(shape, wtype_);
     if (auto it = weights_.find(name); it != weights_.end()) {
@@ -61,8 +55,9 @@ private:
       partAttrs.push_back(b_.getArrayAttr(n));
     }
     auto op = WeightRefOp::create(b_, loc_, type, b_.getStringAttr(name), b_.getArrayAttr(partAttrs),
-                                  b_.getStringAttr(stack ? "stack" : "none"),
+                                  WeightCombineAttr::get(b_.getContext(), stack ? WeightCombine::stack : WeightCombine::none),
                                   transpose ? b_.getUnitAttr() : UnitAttr(),
+                                  mxfp4 ? DequantAttr::get(b_.getContext(), Dequant::mxfp4) : DequantAttr(),
                                   regroup.empty() ? DenseI64ArrayAttr() : b_.getDenseI64ArrayAttr(regroup),
                                   blockDiag ? b_.getI64IntegerAttr(blockDiag) : IntegerAttr(),
                                   rowScales.empty() ? DenseF64ArrayAttr() : b_.getDenseF64ArrayAttr(rowScales));
@@ -86,15 +81,17 @@ private:
   Value weight(const std::string &name, ArrayRef<int64_t> shape, const std::string &hfName) {
     return weight(name, shape, std::vector<std::vector<std::string>>{{hfName}});
   }
-  // A cbc.state.scan of `kind` over `inputs` and the step's state metadata.
-  Value stateScan(StringRef kind, int64_t layer, int64_t width, SmallVector<Value> inputs,
-                  ArrayRef<std::pair<StringRef, Attribute>> attrs) {
-    inputs.append({cuSeqlens_, slots_, hasInitial_});
-    SmallVector<NamedAttribute> named = {b_.getNamedAttr("kind", b_.getStringAttr(kind)),
-                                         b_.getNamedAttr("layer", b_.getI64IntegerAttr(layer))};
-    for (auto &[name, value] : attrs)
-      named.push_back(b_.getNamedAttr(name, value));
-    return StateScanOp::create(b_, loc_, TypeRange{rows(width)}, inputs, named).getResult();
+  ActivationAttr actAttr(Activation a) { return ActivationAttr::get(b_.getContext(), a); }
+  // A spec's activation name, already validated by the parser.
+  ActivationAttr actAttr(const std::string &name) { return actAttr(symbolizeActivation(name).value()); }
+  // A gated unit's activation: a plain one, or the clamped form with its limit and alpha.
+  Attribute gluAct(const std::string &name, double limit = 0, double alpha = 0) {
+    if (name == "clamped_swiglu")
+      return ClampedSwigluAttr::get(b_.getContext(), llvm::APFloat(limit), llvm::APFloat(alpha));
+    return actAttr(name);
+  }
+  Value glu(Value x, int64_t width, Attribute act, GluLayout layout = GluLayout::halves) {
+    return GluOp::create(b_, loc_, rows(width), x, act, GluLayoutAttr::get(b_.getContext(), layout)).getResult();
   }
   // Small parameters transformers reads in fp32 whatever the model dtype.
   Value fp32Weight(const std::string &name, ArrayRef<int64_t> shape, const std::string &hfName) {
@@ -152,11 +149,11 @@ private:
   Value sharedBlock(int64_t layer, Value x);
   Value conv1d(int64_t layer, Value x, Value w, Value bias, StringRef act) {
     return StateConv1dOp::create(b_, loc_, x.getType(), x, w, bias, cuSeqlens_, slots_, hasInitial_,
-                                 b_.getI64IntegerAttr(layer), b_.getStringAttr(act), b_.getStringAttr("conv"))
+                                 b_.getI64IntegerAttr(layer), actAttr(act.str()), b_.getStringAttr("conv"))
         .getResult();
   }
   Value act(Value x, StringRef kind, double scale = 1.0) {
-    return ActOp::create(b_, loc_, x.getType(), x, b_.getStringAttr(kind), b_.getF64FloatAttr(scale)).getResult();
+    return ActOp::create(b_, loc_, x.getType(), x, actAttr(kind.str()), b_.getF64FloatAttr(scale)).getResult();
   }
   Value mixer(int64_t layer, Value x);
   std::string attn(int64_t layer, const std::string &rest) {
@@ -177,7 +174,7 @@ private:
   }
   Value mul(Value x, Value g) {
     auto width = llvm::cast<RankedTensorType>(x.getType()).getDimSize(1);
-    return GateOp::create(b_, loc_, rows(width), x, g, b_.getStringAttr("none")).getResult();
+    return MulOp::create(b_, loc_, rows(width), x, g).getResult();
   }
   Value denseMlp(int64_t layer, Value x);
   Value moeMlp(int64_t layer, Value x);
@@ -198,16 +195,15 @@ private:
 
 Value StepBuilder::rope(const RopeSpec &r, Value x) {
   auto width = llvm::cast<RankedTensorType>(x.getType()).getDimSize(1);
-  auto op = RopeOp::create(b_, loc_, rows(width), x, positions_, seqIds_, promptLens_,
-      b_.getI64IntegerAttr(spec_.attn.head_dim), b_.getI64IntegerAttr(r.rotary_dim),
-      b_.getStringAttr(r.pairing), b_.getDenseF32ArrayAttr(r.inv_freq),
-      b_.getF64FloatAttr(r.attention_factor),
-      r.inv_freq_long.empty() ? DenseF32ArrayAttr() : b_.getDenseF32ArrayAttr(r.inv_freq_long),
-      r.inv_freq_long.empty() ? IntegerAttr() : b_.getI64IntegerAttr(r.long_after),
-      r.dynamic_factor ? b_.getF64FloatAttr(r.theta) : FloatAttr(),
-      r.dynamic_factor ? b_.getF64FloatAttr(r.dynamic_factor) : FloatAttr(),
-      r.dynamic_factor ? b_.getI64IntegerAttr(r.dynamic_max_positions) : IntegerAttr());
-  return op.getResult();
+  bool dynamic = r.dynamic_factor != 0, longRope = !r.inv_freq_long.empty();
+  auto schedule = RopeAttr::get(
+      b_.getContext(), spec_.attn.head_dim, r.rotary_dim,
+      r.pairing == "interleaved" ? RopePairing::interleaved : RopePairing::half,
+      b_.getDenseF32ArrayAttr(r.inv_freq), llvm::APFloat(r.attention_factor),
+      longRope ? b_.getDenseF32ArrayAttr(r.inv_freq_long) : DenseF32ArrayAttr(), longRope ? r.long_after : 0,
+      llvm::APFloat(dynamic ? r.theta : 0.0), llvm::APFloat(dynamic ? r.dynamic_factor : 0.0),
+      dynamic ? r.dynamic_max_positions : 0);
+  return RopeOp::create(b_, loc_, rows(width), x, positions_, seqIds_, promptLens_, schedule).getResult();
 }
 
 Value StepBuilder::attention(int64_t layer, Value x, const AttnSite &site) {
@@ -268,22 +264,22 @@ Value StepBuilder::attention(int64_t layer, Value x, const AttnSite &site) {
     k = rope(L.rope, k);
   }
 
-  auto optI64 = [&](int64_t v) { return v > 0 ? b_.getI64IntegerAttr(v) : IntegerAttr(); };
+  auto retention = L.window > 0 ? RetentionAttr::get(b_.getContext(), RetentionKind::window, L.window)
+                                 : RetentionAttr::all(b_.getContext());
   KvAppendOp::create(b_, loc_, k, v, positions_, seqIds_, slots_, blockTables_,
                      b_.getI64IntegerAttr(layer), b_.getI64IntegerAttr(a.num_kv_heads),
-                     b_.getI64IntegerAttr(D), optI64(L.window), IntegerAttr(), IntegerAttr());
+                     b_.getI64IntegerAttr(D), retention, IntegerAttr());
   Value sinks;
   if (a.sinks)
     sinks = weight(site.prog + "sinks", {a.num_heads}, site.hf + "sinks");
   Value o = KvAttentionOp::create(b_, loc_, rows(qw), q, positions_, seqIds_, cuSeqlens_, kvLens_,
                                   slots_, blockTables_, sinks, b_.getI64IntegerAttr(layer),
                                   b_.getI64IntegerAttr(a.num_heads), b_.getI64IntegerAttr(a.num_kv_heads),
-                                  b_.getI64IntegerAttr(D), b_.getF64FloatAttr(a.scale), optI64(L.window),
-                                  IntegerAttr(), a.softcap > 0 ? b_.getF64FloatAttr(a.softcap) : FloatAttr(),
-                                  IntegerAttr())
+                                  b_.getI64IntegerAttr(D), b_.getF64FloatAttr(a.scale), retention,
+                                  a.softcap > 0 ? b_.getF64FloatAttr(a.softcap) : FloatAttr(), IntegerAttr())
                 .getResult();
   if (a.output_gate)
-    o = GateOp::create(b_, loc_, rows(qw), o, parts[1], b_.getStringAttr("sigmoid")).getResult();
+    o = GateOp::create(b_, loc_, rows(qw), o, parts[1]).getResult();
   auto oScales = scales({{H, mu.attn_out}});
   Value wo = weight(site.prog + "o", {H, qw}, {{site.hf + n.o_proj + ".weight"}}, false, false, {}, 0,
                     oScales);
@@ -332,25 +328,21 @@ Value StepBuilder::gatedDeltaNet(int64_t layer, Value x) {
                                                                       m("v_conv1d.weight")}
                                            : std::vector<std::string>{m("conv1d.weight")};
   Value convW = weight(prog(layer, "gdn.conv"), {C, 1, g.conv_kernel}, {convNames});
-  Value conv = StateConv1dOp::create(b_, loc_, rows(C), qkv, convW, Value(), cuSeqlens_, slots_,
-                                     hasInitial_, b_.getI64IntegerAttr(layer), b_.getStringAttr("silu"),
-                                     b_.getStringAttr("conv"))
-                   .getResult();
+  Value conv = conv1d(layer, qkv, convW, Value(), "silu");
   auto qkvParts = splitAll(conv, {kd, kd, vd});
   Value aLog = fp32Weight(prog(layer, "gdn.A_log"), {nv}, m("A_log"));
   Value dtBias = fp32Weight(prog(layer, "gdn.dt_bias"), {nv}, m("dt_bias"));
-  Value o = stateScan("gated_delta", layer, vd, {qkvParts[0], qkvParts[1], qkvParts[2], a, b, aLog, dtBias},
-                      {{"num_k_heads", b_.getI64IntegerAttr(g.k_heads)},
-                       {"num_v_heads", b_.getI64IntegerAttr(g.v_heads)},
-                       {"k_dim", b_.getI64IntegerAttr(g.k_dim)},
-                       {"v_dim", b_.getI64IntegerAttr(g.v_dim)},
-                       {"beta_scale", b_.getF64FloatAttr(g.beta_scale)},
-                       {"qk_l2norm", b_.getUnitAttr()}});
+  Value o = GatedDeltaOp::create(b_, loc_, rows(vd), qkvParts[0], qkvParts[1], qkvParts[2], a, b, aLog, dtBias,
+                                 cuSeqlens_, slots_, hasInitial_, b_.getI64IntegerAttr(layer),
+                                 b_.getI64IntegerAttr(g.k_heads), b_.getI64IntegerAttr(g.v_heads),
+                                 b_.getI64IntegerAttr(g.k_dim), b_.getI64IntegerAttr(g.v_dim),
+                                 b_.getF64FloatAttr(g.beta_scale), b_.getUnitAttr(), b_.getStringAttr("recurrent"))
+                .getResult();
   Value normW = weight(prog(layer, "gdn.norm"), {g.v_dim}, m(g.projections == GdnSpec::Projections::Separate
                                                                  ? "o_norm.weight" : "norm.weight"));
   o = RmsNormGatedOp::create(b_, loc_, rows(vd), o, z, normW, b_.getF64FloatAttr(g.norm_eps),
-                             b_.getF64FloatAttr(0.0), b_.getI64IntegerAttr(g.v_dim),
-                             b_.getStringAttr("silu"), b_.getStringAttr("norm_gate"))
+                             b_.getF64FloatAttr(0.0), b_.getI64IntegerAttr(g.v_dim), actAttr(Activation::silu),
+                             NormGateOrderAttr::get(b_.getContext(), NormGateOrder::norm_gate))
           .getResult();
   std::string outName = g.projections == GdnSpec::Projections::Separate ? "o_proj.weight" : "out_proj.weight";
   return linear(o, weight(prog(layer, "gdn.out"), {H, vd}, m(outName)));
@@ -371,10 +363,7 @@ Value StepBuilder::shortConv(int64_t layer, Value x) {
                       {H, H, H});
   Value bx = mul(bcx[0], bcx[2]);
   Value convW = weight(prog(layer, "conv.conv"), {H, 1, c.kernel}, m("conv.weight"));
-  Value y = StateConv1dOp::create(b_, loc_, rows(H), bx, convW, convBias, cuSeqlens_, slots_, hasInitial_,
-                                  b_.getI64IntegerAttr(layer), b_.getStringAttr("none"),
-                                  b_.getStringAttr("conv"))
-                .getResult();
+  Value y = conv1d(layer, bx, convW, convBias, "none");
   y = mul(bcx[1], y);
   return linear(y, weight(prog(layer, "conv.out"), {H, H}, m("out_proj.weight")), outBias);
 }
@@ -406,21 +395,22 @@ Value StepBuilder::mamba2(int64_t layer, Value x, const std::string &module) {
   Value xbc = conv1d(layer, zxd[1], weight(prog(layer, "mamba.conv"), {C, 1, s.conv_kernel}, m("conv1d.weight")),
                      convBias, "silu");
   auto parts = splitAll(xbc, {I, GN, GN});
-  Value y = stateScan("ssd_mamba2", layer, I,
-                      {parts[0], zxd[2], parts[1], parts[2], fp32Weight(prog(layer, "mamba.A_log"), {s.heads}, m("A_log")),
-                       fp32Weight(prog(layer, "mamba.dt_bias"), {s.heads}, m("dt_bias")),
-                       fp32Weight(prog(layer, "mamba.D"), {s.heads}, m("D"))},
-                      {{"num_heads", b_.getI64IntegerAttr(s.heads)},
-                       {"head_dim", b_.getI64IntegerAttr(s.head_dim)},
-                       {"n_groups", b_.getI64IntegerAttr(s.groups)},
-                       {"state_size", b_.getI64IntegerAttr(s.state)},
-                       {"dt_min", b_.getF64FloatAttr(s.dt_min)},
-                       {"dt_max", b_.getF64FloatAttr(s.dt_max)}});
+  Value aLog = fp32Weight(prog(layer, "mamba.A_log"), {s.heads}, m("A_log"));
+  Value dtBias = fp32Weight(prog(layer, "mamba.dt_bias"), {s.heads}, m("dt_bias"));
+  Value d = fp32Weight(prog(layer, "mamba.D"), {s.heads}, m("D"));
+  Value y = SsdOp::create(b_, loc_, rows(I), parts[0], zxd[2], parts[1], parts[2], aLog, dtBias, d, cuSeqlens_,
+                          slots_, hasInitial_, b_.getI64IntegerAttr(layer), b_.getI64IntegerAttr(s.heads),
+                          b_.getI64IntegerAttr(s.head_dim), b_.getI64IntegerAttr(s.groups),
+                          b_.getI64IntegerAttr(s.state), b_.getF64FloatAttr(s.dt_min), b_.getF64FloatAttr(s.dt_max),
+                          b_.getStringAttr("recurrent"))
+                .getResult();
   int64_t group = I / s.norm_groups;
   if (s.gated_norm)
     y = RmsNormGatedOp::create(b_, loc_, rows(I), y, zxd[0], weight(prog(layer, "mamba.norm"), {I}, m("norm.weight")),
                                b_.getF64FloatAttr(s.norm_eps), b_.getF64FloatAttr(0.0), b_.getI64IntegerAttr(group),
-                               b_.getStringAttr("silu"), b_.getStringAttr(s.norm_before_gate ? "norm_gate" : "gate_norm"))
+                               actAttr(Activation::silu),
+                               NormGateOrderAttr::get(b_.getContext(), s.norm_before_gate ? NormGateOrder::norm_gate
+                                                                                          : NormGateOrder::gate_norm))
             .getResult();
   else
     y = mul(y, act(zxd[0], "silu")); // no norm: y * silu(z)
@@ -476,11 +466,13 @@ Value StepBuilder::mamba1(int64_t layer, Value x, const std::string &module) {
   // Zamba keeps A_log [heads, hd, N], dt_proj_bias and D [heads, hd]: the same values per channel.
   SmallVector<int64_t> aShape = multi ? SmallVector<int64_t>{nh, hd, N} : SmallVector<int64_t>{I, N};
   SmallVector<int64_t> cShape = multi ? SmallVector<int64_t>{nh, hd} : SmallVector<int64_t>{I};
-  Value y = stateScan("selective_mamba1", layer, I,
-                      {xs, dt, dbc[1], dbc[2], fp32Weight(prog(layer, "mamba.A_log"), aShape, m("A_log")),
-                       fp32Weight(prog(layer, "mamba.dt_bias"), cShape, m(multi ? "dt_proj_bias" : "dt_proj.bias")),
-                       fp32Weight(prog(layer, "mamba.D"), cShape, m("D")), xz[1]},
-                      {{"n_groups", b_.getI64IntegerAttr(s.groups)}, {"state_size", b_.getI64IntegerAttr(N)}});
+  Value aLog = fp32Weight(prog(layer, "mamba.A_log"), aShape, m("A_log"));
+  Value dtBias = fp32Weight(prog(layer, "mamba.dt_bias"), cShape, m(multi ? "dt_proj_bias" : "dt_proj.bias"));
+  Value d = fp32Weight(prog(layer, "mamba.D"), cShape, m("D"));
+  Value y = SelectiveScanOp::create(b_, loc_, rows(I), xs, dt, dbc[1], dbc[2], aLog, dtBias, d, xz[1], cuSeqlens_,
+                                    slots_, hasInitial_, b_.getI64IntegerAttr(layer), b_.getI64IntegerAttr(s.groups),
+                                    b_.getI64IntegerAttr(N), b_.getStringAttr("recurrent"))
+                .getResult();
   return linear(y, weight(prog(layer, "mamba.out"), {H, I}, m("out_proj.weight")), outBias);
 }
 
@@ -546,9 +538,7 @@ Value StepBuilder::sharedBlock(int64_t layer, Value x) {
     Value up = weight(prog(layer, "mlp.adapter_up"), {2 * I, r}, ad + "1.weight");
     gu = add(gu, linear(linear(t, down), up));
   }
-  Value g = GluOp::create(b_, loc_, rows(I), gu, b_.getStringAttr(spec_.mlp.act), b_.getStringAttr("halves"),
-                          FloatAttr(), FloatAttr())
-                .getResult();
+  Value g = glu(gu, I, gluAct(spec_.mlp.act));
   t = linear(g, weight(p + "mlp.down", {H, I}, ff + "down_proj.weight"), bdown);
   t = linear(t, weight(prog(layer, "linear"), {H, H}, hf(layer, "linear.weight")));
   Value u = norm(add(x, t), weight(prog(layer, "mamba_decoder.input_layernorm"), {H},
@@ -590,9 +580,7 @@ Value StepBuilder::denseMlp(int64_t layer, Value x) {
                    downScales);
   }
   Value gu = linear(x, wgu, bgu);
-  Value act = GluOp::create(b_, loc_, rows(I), gu, b_.getStringAttr(spec_.mlp.act),
-                               b_.getStringAttr("halves"), FloatAttr(), FloatAttr())
-                  .getResult();
+  Value act = glu(gu, I, gluAct(spec_.mlp.act));
   Value wdown = weight(prog(layer, "mlp.down"), {H, I}, {{mlpName(layer, nm.down + ".weight")}}, false, false, {}, 0,
                        downScales);
   return linear(act, wdown, bdown);
@@ -615,15 +603,13 @@ Value StepBuilder::sharedExpert(int64_t layer, Value x) {
   Value wgu = weight(prog(layer, "moe.shared.gate_up"), {2 * I, H},
                      {{hf(layer, "mlp.shared_expert.gate_proj.weight"),
                        hf(layer, "mlp.shared_expert.up_proj.weight")}});
-  Value act = GluOp::create(b_, loc_, rows(I), linear(x, wgu), b_.getStringAttr(spec_.moe.act),
-                               b_.getStringAttr("halves"), FloatAttr(), FloatAttr())
-                  .getResult();
+  Value act = glu(linear(x, wgu), I, gluAct(spec_.moe.act));
   Value out = linear(act, weight(prog(layer, "moe.shared.down"), {H, I},
                                  hf(layer, "mlp.shared_expert.down_proj.weight")));
   if (spec_.moe.shared_gate) {
     Value g = linear(x, weight(prog(layer, "moe.shared.gate"), {1, H},
                                hf(layer, "mlp.shared_expert_gate.weight")));
-    out = GateOp::create(b_, loc_, rows(H), out, g, b_.getStringAttr("sigmoid")).getResult();
+    out = GateOp::create(b_, loc_, rows(H), out, g).getResult();
   }
   return out;
 }
@@ -634,7 +620,7 @@ Value StepBuilder::moeMlp(int64_t layer, Value x) {
   std::string routerName;
   std::vector<std::vector<std::string>> gateUp, down;
   Value gateUpBias, downBias;
-  bool transpose = false;
+  bool transpose = false, mxfp4 = spec_.quantization == "mxfp4";
   switch (spec_.expert_style) {
   case ExpertStyle::Mixtral:
     routerName = hf(layer, "block_sparse_moe.gate.weight");
@@ -657,8 +643,14 @@ Value StepBuilder::moeMlp(int64_t layer, Value x) {
     break;
   case ExpertStyle::GptOss:
     routerName = hf(layer, "mlp.router.weight");
-    gateUp = {{hf(layer, "mlp.experts.gate_up_proj")}};
-    down = {{hf(layer, "mlp.experts.down_proj")}};
+    // MXFP4 checkpoints keep each expert tensor as blocks and scales.
+    if (mxfp4) {
+      gateUp = {{hf(layer, "mlp.experts.gate_up_proj_blocks"), hf(layer, "mlp.experts.gate_up_proj_scales")}};
+      down = {{hf(layer, "mlp.experts.down_proj_blocks"), hf(layer, "mlp.experts.down_proj_scales")}};
+    } else {
+      gateUp = {{hf(layer, "mlp.experts.gate_up_proj")}};
+      down = {{hf(layer, "mlp.experts.down_proj")}};
+    }
     transpose = true;
     gateUpBias = weight(prog(layer, "moe.gate_up_bias"), {E, 2 * I},
                         hf(layer, "mlp.experts.gate_up_proj_bias"));
@@ -680,19 +672,20 @@ Value StepBuilder::moeMlp(int64_t layer, Value x) {
     selectionBias = fp32Weight(prog(layer, "moe.selection_bias"), {E}, mlpName(layer, spec_.names.selection_bias));
   Value logits = linear(x, router, routerBias);
   auto route = MoeRouteOp::create(b_, loc_, TypeRange{rows(m.top_k), rowsI32(m.top_k)}, logits, selectionBias,
-                                  b_.getI64IntegerAttr(m.top_k), b_.getStringAttr(m.score),
+                                  b_.getI64IntegerAttr(m.top_k),
+                                  RouteScoreAttr::get(b_.getContext(), symbolizeRouteScore(m.score).value()),
                                   b_.getBoolAttr(m.renorm), b_.getF64FloatAttr(m.renorm_eps),
                                   b_.getF64FloatAttr(m.scaling));
   // A single fused tensor (gpt-oss, Granite) is already [E, ...]; per-expert tensors are stacked.
   bool stacked = spec_.expert_style != ExpertStyle::GptOss && spec_.expert_style != ExpertStyle::Granite;
-  Value wgu = weight(prog(layer, "moe.gate_up"), {E, m.gated ? 2 * I : I, H}, gateUp, stacked, transpose);
-  Value wd = weight(prog(layer, "moe.down"), {E, H, I}, down, stacked, transpose);
-  bool gptOss = m.act == "gpt_oss";
+  Value wgu = weight(prog(layer, "moe.gate_up"), {E, m.gated ? 2 * I : I, H}, gateUp, stacked, transpose, {}, 0, {},
+                     mxfp4);
+  Value wd = weight(prog(layer, "moe.down"), {E, H, I}, down, stacked, transpose, {}, 0, {}, mxfp4);
+  bool clamped = m.act == "clamped_swiglu";
   Value out = MoeExpertsOp::create(b_, loc_, rows(H), x, route.getIds(), route.getWeights(), wgu, wd, gateUpBias,
-                   downBias, b_.getStringAttr(m.act),
-                   b_.getStringAttr(!m.gated ? "ungated" : gptOss ? "interleaved" : "halves"),
-                   gptOss ? b_.getF64FloatAttr(m.limit) : FloatAttr(),
-                   gptOss ? b_.getF64FloatAttr(m.alpha) : FloatAttr())
+                                   downBias, gluAct(m.act, m.limit, m.alpha),
+                                   GluLayoutAttr::get(b_.getContext(), clamped ? GluLayout::interleaved : GluLayout::halves),
+                                   m.gated ? UnitAttr() : b_.getUnitAttr())
                   .getResult();
   if (m.shared_intermediate > 0)
     out = AddOp::create(b_, loc_, out, sharedExpert(layer, x)).getResult();
@@ -709,24 +702,25 @@ OwningOpRef<ModuleOp> StepBuilder::build() {
   auto tables = RankedTensorType::get(
       {ShapedType::kDynamic, ShapedType::kDynamic, ShapedType::kDynamic}, b_.getI32Type());
   SmallVector<Type> argTypes;
-  for (const std::string &name : stepArgumentNames())
-    argTypes.push_back(name == "block_tables" ? Type(tables) : Type(idx));
+  for (int i = 0; i < kNumStepArgs; ++i)
+    argTypes.push_back((StepArg)i == StepArg::BlockTables ? Type(tables) : Type(idx));
   auto logitsType = rows(spec_.vocab_size);
   auto func = func::FuncOp::create(b_, loc_, "step", b_.getFunctionType(argTypes, {logitsType}));
-  for (auto [i, name] : llvm::enumerate(stepArgumentNames()))
-    func.setArgAttr(i, "cbc.name", b_.getStringAttr(name));
+  for (int i = 0; i < kNumStepArgs; ++i)
+    func.setArgAttr(i, "cbc.name", b_.getStringAttr(stepArgName((StepArg)i)));
   Block *body = func.addEntryBlock();
   b_.setInsertionPointToStart(body);
-  tokens_ = body->getArgument(0);
-  positions_ = body->getArgument(1);
-  seqIds_ = body->getArgument(2);
-  cuSeqlens_ = body->getArgument(3);
-  kvLens_ = body->getArgument(4);
-  blockTables_ = body->getArgument(5);
-  logitRows_ = body->getArgument(6);
-  promptLens_ = body->getArgument(7);
-  slots_ = body->getArgument(8);
-  hasInitial_ = body->getArgument(9);
+  auto arg = [&](StepArg a) { return body->getArgument((int)a); };
+  tokens_ = arg(StepArg::Tokens);
+  positions_ = arg(StepArg::Positions);
+  seqIds_ = arg(StepArg::SeqIds);
+  cuSeqlens_ = arg(StepArg::CuSeqlens);
+  kvLens_ = arg(StepArg::KvLens);
+  blockTables_ = arg(StepArg::BlockTables);
+  logitRows_ = arg(StepArg::LogitRows);
+  promptLens_ = arg(StepArg::PromptLens);
+  slots_ = arg(StepArg::Slots);
+  hasInitial_ = arg(StepArg::HasInitialState);
 
   int64_t H = spec_.hidden_size, V = spec_.vocab_size;
   std::string embedName = spec_.prefix + spec_.names.embed + ".weight";
@@ -783,23 +777,9 @@ OwningOpRef<ModuleOp> StepBuilder::build() {
   func::ReturnOp::create(b_, loc_, logits);
 
   // Model metadata the runtime needs; the artefact writer copies it out.
-  SmallVector<NamedAttribute> meta;
-  meta.push_back(b_.getNamedAttr("model_type", b_.getStringAttr(spec_.model_type)));
-  meta.push_back(b_.getNamedAttr("vocab_size", b_.getI64IntegerAttr(V)));
-  meta.push_back(b_.getNamedAttr("hidden_size", b_.getI64IntegerAttr(H)));
-  meta.push_back(b_.getNamedAttr("num_layers", b_.getI64IntegerAttr(spec_.num_layers)));
-  meta.push_back(b_.getNamedAttr("max_positions", b_.getI64IntegerAttr(spec_.max_positions)));
-  meta.push_back(b_.getNamedAttr("eos_token_ids", b_.getDenseI64ArrayAttr(spec_.eos_token_ids)));
-  meta.push_back(b_.getNamedAttr("bos_token_id", b_.getI64IntegerAttr(spec_.bos_token_id)));
-  meta.push_back(b_.getNamedAttr("checkpoint_dtype", b_.getStringAttr(spec_.dtype)));
-  if (!spec_.quantization.empty())
-    meta.push_back(b_.getNamedAttr("quantization", b_.getStringAttr(spec_.quantization)));
-  if (!spec_.outer_model_type.empty()) {
-    meta.push_back(b_.getNamedAttr("outer_model_type", b_.getStringAttr(spec_.outer_model_type)));
-  }
-  SmallVector<Attribute> aliases;
+  SmallVector<WeightAliasAttr> aliases;
   auto alias = [&](const std::string &from, const std::string &to) {
-    aliases.push_back(b_.getArrayAttr({b_.getStringAttr(from), b_.getStringAttr(to)}));
+    aliases.push_back(WeightAliasAttr::get(b_.getContext(), from, to));
   };
   if (!spec_.outer_model_type.empty()) {
     // Older multimodal checkpoints name the decoder "language_model.model.".
@@ -808,9 +788,10 @@ OwningOpRef<ModuleOp> StepBuilder::build() {
   }
   for (const auto &[from, to] : spec_.weight_aliases)
     alias(from, to);
-  if (!aliases.empty())
-    meta.push_back(b_.getNamedAttr("weight_aliases", b_.getArrayAttr(aliases)));
-  (*module)->setAttr("cbc.model", b_.getDictionaryAttr(meta));
+  auto meta = ModelAttr::get(b_.getContext(), spec_.model_type, spec_.outer_model_type, V, H, spec_.num_layers,
+                             spec_.max_positions, spec_.eos_token_ids, spec_.bos_token_id, spec_.dtype,
+                             spec_.quantization, aliases);
+  (*module)->setAttr("cbc.model", meta);
   return module;
 }
 

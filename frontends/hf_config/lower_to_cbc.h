@@ -14,9 +14,6 @@ struct LowerOptions {
   std::string weight_dtype = "bf16"; // bf16, f16 or f32: the element type of program weights
 };
 
-// The step function's batch-metadata arguments, in order.
-const std::vector<std::string> &stepArgumentNames();
-
 mlir::OwningOpRef<mlir::ModuleOp> lowerToCbc(const ModelSpec &spec, mlir::MLIRContext &ctx,
                                              const LowerOptions &options = {});
 

@@ -128,7 +128,7 @@ struct MoeSpec {
   double scaling = 1.0;          // routed_scaling_factor
   bool selection_bias = false;   // a per-expert bias that only steers the choice (LFM2-MoE)
   bool router_bias = false;
-  std::string act = "silu";      // silu or gpt_oss
+  std::string act = "silu";      // silu or clamped_swiglu (with limit and alpha)
   double limit = 0.0, alpha = 0.0;
   bool expert_bias = false;
   int64_t shared_intermediate = 0; // 0 = no shared expert

@@ -1033,7 +1033,7 @@ const std::map<std::string, Family> &families() {
           s.moe.score = "topk_softmax";
           s.moe.router_bias = true;
           s.moe.expert_bias = true;
-          s.moe.act = "gpt_oss";
+          s.moe.act = "clamped_swiglu";
           s.moe.limit = r.getNumber("swiglu_limit", 7.0);
           s.moe.alpha = r.getNumber("swiglu_alpha", 1.702);
           s.expert_style = ExpertStyle::GptOss;

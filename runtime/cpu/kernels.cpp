@@ -55,17 +55,6 @@ void add(const float *a, const float *b, int64_t n, float *y) {
     y[i] = a[i] + b[i];
 }
 
-Act parseAct(const std::string &name) {
-  if (name == "silu") return Act::Silu;
-  if (name == "gelu_tanh") return Act::GeluTanh;
-  if (name == "gelu") return Act::Gelu;
-  if (name == "gpt_oss") return Act::GptOss;
-  if (name == "none") return Act::None;
-  if (name == "relu") return Act::Relu;
-  if (name == "relu2") return Act::Relu2;
-  throw std::runtime_error("unknown activation '" + name + "'");
-}
-
 float activate(Act act, float x) {
   switch (act) {
   case Act::Silu:
@@ -76,29 +65,28 @@ float activate(Act act, float x) {
   }
   case Act::Gelu:
     return 0.5f * x * (1.0f + std::erf(x * 0.7071067811865476f));
-  case Act::GptOss:
-    return x; // handled in glu()
   case Act::None:
     return x;
   case Act::Relu:
     return x > 0.0f ? x : 0.0f;
   case Act::Relu2:
     return x > 0.0f ? x * x : 0.0f;
+  case Act::Sigmoid:
+    return 1.0f / (1.0f + std::exp(-x));
   }
   return x;
 }
 
-void glu(const float *x, int64_t M, int64_t I, Act act, bool interleaved, float limit, float alpha,
-         float *y) {
+void glu(const float *x, int64_t M, int64_t I, Act act, bool interleaved, const SwigluClamp *clamp, float *y) {
   for (int64_t m = 0; m < M; ++m) {
     const float *row = x + m * 2 * I;
     for (int64_t i = 0; i < I; ++i) {
       float g = interleaved ? row[2 * i] : row[i];
       float u = interleaved ? row[2 * i + 1] : row[I + i];
-      if (act == Act::GptOss) {
-        g = std::min(g, limit);
-        u = std::clamp(u, -limit, limit);
-        y[m * I + i] = (u + 1.0f) * (g / (1.0f + std::exp(-alpha * g)));
+      if (clamp) {
+        g = std::min(g, clamp->limit);
+        u = std::clamp(u, -clamp->limit, clamp->limit);
+        y[m * I + i] = (u + 1.0f) * (g / (1.0f + std::exp(-clamp->alpha * g)));
       } else {
         y[m * I + i] = activate(act, g) * u;
       }
@@ -309,8 +297,7 @@ void concatColumns(const std::vector<std::pair<const float *, int64_t>> &inputs,
 }
 
 void moeExperts(const float *x, int64_t T, const int32_t *ids, const float *weights, int64_t k,
-                const ExpertWeights &w, Act act, bool interleaved, float limit, float alpha,
-                float *out) {
+                const ExpertWeights &w, Act act, bool interleaved, const SwigluClamp *clamp, float *out) {
   int64_t H = w.H, I = w.I, G = w.ungated ? I : 2 * I; // gate_up rows per expert
   std::fill(out, out + T * H, 0.0f);
   // Tokens grouped by expert, experts in ascending order: one GEMM pair per expert.
@@ -338,7 +325,7 @@ void moeExperts(const float *x, int64_t T, const int32_t *ids, const float *weig
       for (int64_t i = 0; i < n * I; ++i)
         act1[i] = activate(act, gu[i]);
     else
-      glu(gu.data(), n, I, act, interleaved, limit, alpha, act1.data());
+      glu(gu.data(), n, I, act, interleaved, clamp, act1.data());
     ys.resize(n * H);
     linear(act1.data(), n, I, w.down + e * H * I, H, w.down_bias ? w.down_bias + e * H : nullptr,
            ys.data());
@@ -352,8 +339,8 @@ void moeExperts(const float *x, int64_t T, const int32_t *ids, const float *weig
 }
 
 void rmsNormGated(const float *x, const float *z, int64_t M, int64_t width, int64_t group,
-                  const float *w, bool perRow, float eps, float offset, bool silu, bool normFirst, float *y) {
-  auto act = [&](float v) { return silu ? v / (1.0f + std::exp(-v)) : 1.0f / (1.0f + std::exp(-v)); };
+                  const float *w, bool perRow, float eps, float offset, Act gateAct, bool normFirst, float *y) {
+  auto act = [&](float v) { return activate(gateAct, v); };
   std::vector<float> tmp(group);
   for (int64_t m = 0; m < M; ++m)
     for (int64_t g0 = 0; g0 < width; g0 += group) {
@@ -373,7 +360,7 @@ void rmsNormGated(const float *x, const float *z, int64_t M, int64_t width, int6
     }
 }
 
-void conv1dStates(const float *x, int64_t C, int64_t K, const float *w, const float *bias, bool silu,
+void conv1dStates(const float *x, int64_t C, int64_t K, const float *w, const float *bias, Act act,
                   const StateRows &rows, float *pool, float *y, const ParallelFor &pfor) {
   int64_t H = K - 1;
   pfor(rows.num_requests, [&](int64_t r) {
@@ -390,7 +377,7 @@ void conv1dStates(const float *x, int64_t C, int64_t K, const float *w, const fl
         for (int64_t j = 0; j < H; ++j)
           acc += w[c * K + j] * hist[j];
         acc += w[c * K + H] * xv;
-        y[t * C + c] = silu ? acc / (1.0f + std::exp(-acc)) : acc;
+        y[t * C + c] = activate(act, acc);
         if (H > 0) {
           std::copy(hist.begin() + 1, hist.end(), hist.begin());
           hist[H - 1] = xv;

@@ -4,6 +4,8 @@
 #ifndef CBC_RUNTIME_CPU_KERNELS_H
 #define CBC_RUNTIME_CPU_KERNELS_H
 
+#include "runtime/schema/model_generated.h"
+
 #include <cstdint>
 #include <cmath>
 #include <functional>
@@ -28,13 +30,18 @@ void rmsNorm(const float *x, int64_t M, int64_t width, int64_t group, const floa
 
 void add(const float *a, const float *b, int64_t n, float *y);
 
-enum class Act { Silu, GeluTanh, Gelu, GptOss, None, Relu, Relu2 };
-Act parseAct(const std::string &name);
+// The activations are the artefact's closed set.
+using Act = fb::Activation;
 float activate(Act act, float x);
 
-// y[M, I] = act(gate) * up over x[M, 2I] split in halves or interleaved columns.
-void glu(const float *x, int64_t M, int64_t I, Act act, bool interleaved, float limit, float alpha,
-         float *y);
+// A clamped gated unit: (clamp(up, -limit, limit) + 1) * g * sigmoid(alpha * g), g = min(gate, limit).
+struct SwigluClamp {
+  float limit = 0, alpha = 0;
+};
+
+// y[M, I] = act(gate) * up (or the clamped unit) over x[M, 2I] split in halves or interleaved
+// columns.
+void glu(const float *x, int64_t M, int64_t I, Act act, bool interleaved, const SwigluClamp *clamp, float *y);
 
 void softcap(const float *x, int64_t n, float cap, float *y);
 
@@ -94,7 +101,7 @@ void pagedAttention(const float *q, int64_t T, const int32_t *positions, const i
 void gatherRows(const float *x, int64_t width, const int32_t *rows, int64_t n, float *y);
 
 // Router: per token, the top-k expert ids and their mixing weights (cbc.moe.route).
-enum class RouteScore { Softmax, TopkSoftmax, Sigmoid };
+using RouteScore = fb::RouteScore;
 struct RouteParams {
   RouteScore score = RouteScore::Softmax;
   const float *selection_bias = nullptr; // [E]: added to the scores only to choose experts
@@ -115,14 +122,13 @@ struct ExpertWeights {
 };
 
 void moeExperts(const float *x, int64_t T, const int32_t *ids, const float *weights, int64_t k,
-                const ExpertWeights &w, Act act, bool interleaved, float limit, float alpha,
-                float *out);
+                const ExpertWeights &w, Act act, bool interleaved, const SwigluClamp *clamp, float *out);
 
-// Gated RMS norm over groups: "norm_gate" y = rmsnorm(x) * (w + offset) * act(z), or
-// "gate_norm" y = rmsnorm(x * act(z)) * (w + offset). act: silu (true) or sigmoid.
-// `w` has `group` entries shared by every group, or `width` entries (perRow).
+// Gated RMS norm over groups: norm first, y = rmsnorm(x) * (w + offset) * act(z), or gate first,
+// y = rmsnorm(x * act(z)) * (w + offset). `w` has `group` entries shared by every group, or
+// `width` entries (perRow).
 void rmsNormGated(const float *x, const float *z, int64_t M, int64_t width, int64_t group,
-                  const float *w, bool perRow, float eps, float offset, bool silu, bool normFirst, float *y);
+                  const float *w, bool perRow, float eps, float offset, Act act, bool normFirst, float *y);
 
 // The per-request metadata every state op reads.
 struct StateRows {
@@ -134,7 +140,7 @@ struct StateRows {
 
 // Causal depthwise conv over each request's rows, carrying the last K-1 inputs per request in
 // `pool` ([slots][C][K-1], oldest first).
-void conv1dStates(const float *x, int64_t C, int64_t K, const float *w, const float *bias, bool silu,
+void conv1dStates(const float *x, int64_t C, int64_t K, const float *w, const float *bias, Act act,
                   const StateRows &rows, float *pool, float *y, const ParallelFor &pfor);
 
 struct GatedDeltaParams {
@@ -158,7 +164,7 @@ void gatedDeltaChunked(int64_t n, const float *q, const float *k, const float *v
                        const float *beta, int64_t dk, int64_t dv, int64_t qStride, int64_t vStride,
                        float *state, float *out, int64_t outStride, int64_t chunk);
 
-// Mamba2's SSD scan (cbc.state.scan "ssd_mamba2"): per head, S [P, N] carries across a
+// The state space dual scan (cbc.state.ssd): per head, S [P, N] carries across a
 // request's rows; x [T, H*P], dt [T, H] (before bias and softplus), B, C [T, G*N].
 struct SsdParams {
   int64_t heads = 0, head_dim = 0, groups = 0, state = 0;
@@ -174,7 +180,7 @@ void ssdRecurrent(int64_t n, const float *x, const float *dt, float a, const flo
 void ssdChunked(int64_t n, const float *x, const float *dt, float a, const float *B, const float *C, float D,
                 int64_t P, int64_t N, int64_t xStride, int64_t bcStride, float *S, float *out, int64_t chunk);
 
-// Mamba's selective scan (cbc.state.scan "selective_mamba1"): per channel, S [N] carries;
+// The selective scan (cbc.state.selective_scan): per channel, S [N] carries;
 // x, dt (before bias and softplus), z (optional) [T, I], B, C [T, G*N], A_log [I, N].
 struct SelectiveParams {
   int64_t channels = 0, groups = 0, state = 0;

@@ -5,7 +5,7 @@
 #define CBC_RUNTIME_CUDA_DEVICE_H
 
 #include "runtime/artefact.h"
-#include "runtime/cuda/kernel_abi.h"
+#include "runtime/schema/kernel_abi.h"
 
 #include <cstddef>
 #include <cstdint>

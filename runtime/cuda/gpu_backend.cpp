@@ -3,6 +3,7 @@
 #include "runtime/safetensors.h"
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <exception>
 #include <map>
@@ -12,10 +13,8 @@ namespace cbc::rt {
 
 namespace {
 
-const char *kStepArgs[] = {"tokens",     "positions",   "seq_ids", "cu_seqlens",       "kv_lens",
-                           "logit_rows", "prompt_lens", "slots",   "has_initial_state"};
-const char *kRuntimeVars[] = {"num_tokens",  "num_requests", "num_logit_rows", "table_width",
-                              "table_slots", "attn_splits",  "max_tokens"};
+// The per-step integers, indexed by RuntimeVar.
+using RuntimeVars = std::array<int64_t, kNumRuntimeVars>;
 
 class GpuBackend : public Backend {
 public:
@@ -41,8 +40,11 @@ public:
 private:
   void *valuePtr(int v) const;
   void execute(const StepBatch &batch);
-  void launchAll(const StepBatch &batch, const std::map<std::string, int64_t> &vars);
-  int64_t gridDim(const GridDim &g, const std::map<std::string, int64_t> &vars) const;
+  void launchAll(const RuntimeVars &vars);
+  int64_t gridDim(const GridDim &g, const RuntimeVars &vars) const;
+  void launchGemm(const Launch &l, const uint32_t grid[3]);
+  CbcArgs kernelArgs(const Launch &l, const RuntimeVars &vars);
+  void uploadBatch(const StepBatch &b);
   void *alloc(size_t bytes) {
     void *p = device_->alloc(std::max<size_t>(bytes, 16));
     owned_.push_back(p);
@@ -57,7 +59,7 @@ private:
   std::vector<void *> weightPtrs_;     // per manifest entry
   void *arenas_[2] = {nullptr, nullptr};
   int64_t arenaRows_[2] = {0, 0};
-  std::map<std::string, void *> args_; // step argument buffers
+  void *args_[kNumStepArgs] = {};      // step argument buffers (block tables apart)
   std::map<int, void *> caches_;       // layer -> paged cache
   std::map<std::pair<int, std::string>, void *> states_; // (layer, name) -> [slots][elems] fp32
   std::vector<void *> workspaces_;
@@ -113,10 +115,12 @@ GpuBackend::GpuBackend(const Artefact &a, const WeightSource &weights, std::uniq
         (v.arena < 0 || v.arena > 1 ||
          v.offset + v.cols() > (v.arena == 0 ? p.token_row_elems : p.request_row_elems)))
       throw ArtefactError("program value does not fit its arena slot");
-  for (const char *name : kStepArgs) {
-    bool perToken = !std::strcmp(name, "tokens") || !std::strcmp(name, "positions") ||
-                    !std::strcmp(name, "seq_ids");
-    args_[name] = alloc(4 * ((perToken ? limits.max_tokens : limits.max_requests) + 1));
+  for (int i = 0; i < kNumStepArgs; ++i) {
+    StepArg a = (StepArg)i;
+    if (a == StepArg::BlockTables)
+      continue; // sized per step
+    bool perToken = a == StepArg::Tokens || a == StepArg::Positions || a == StepArg::SeqIds;
+    args_[i] = alloc(4 * ((perToken ? limits.max_tokens : limits.max_requests) + 1));
   }
   for (const WorkspaceDesc &w : k_.workspaces)
     workspaces_.push_back(alloc((size_t)(w.bytes_per_token * limits.max_tokens + w.bytes_fixed)));
@@ -132,10 +136,6 @@ GpuBackend::GpuBackend(const Artefact &a, const WeightSource &weights, std::uniq
         ++np;
         break;
       case KernelArg::Runtime:
-        if (std::find_if(std::begin(kRuntimeVars), std::end(kRuntimeVars),
-                         [&](const char *n) { return arg.name == n; }) == std::end(kRuntimeVars))
-          throw ArtefactError("a launch uses the unknown per-step value '" + arg.name + "'");
-        [[fallthrough]];
       case KernelArg::Int:
         ++ni;
         break;
@@ -178,9 +178,7 @@ void *GpuBackend::valuePtr(int v) const {
   const Value &val = a_.program.values[v];
   switch (val.kind) {
   case Value::Argument:
-    if (val.arg_name == "block_tables")
-      return tables_;
-    return args_.at(val.arg_name);
+    return val.arg == StepArg::BlockTables ? tables_ : args_[(int)val.arg];
   case Value::Weight:
     return weightPtrs_[val.weight];
   case Value::Activation:
@@ -189,19 +187,61 @@ void *GpuBackend::valuePtr(int v) const {
   return nullptr;
 }
 
-int64_t GpuBackend::gridDim(const GridDim &g, const std::map<std::string, int64_t> &vars) const {
-  int64_t base = 0;
-  if (!g.var.empty()) {
-    auto it = vars.find(g.var);
-    if (it == vars.end())
-      throw ArtefactError("a launch grid uses the unknown per-step value '" + g.var + "'");
-    base = (it->second * g.mul + g.div - 1) / g.div;
-  }
+int64_t GpuBackend::gridDim(const GridDim &g, const RuntimeVars &vars) const {
+  int64_t base = g.var ? (vars[(int)*g.var] * g.mul + g.div - 1) / g.div : 0;
   return base + g.add;
 }
 
-void GpuBackend::launchAll(const StepBatch &b, const std::map<std::string, int64_t> &vars) {
-  const Program &p = a_.program;
+void GpuBackend::launchGemm(const Launch &l, const uint32_t grid[3]) {
+  const GemmDesc &g = *l.gemm;
+  const Value &w = a_.program.values[g.w];
+  GemmCall call;
+  call.x = valuePtr(g.x);
+  call.w = valuePtr(g.w);
+  call.bias = valuePtr(g.bias);
+  call.out = valuePtr(g.out);
+  call.M = grid[0];
+  call.N = w.shape.size() == 2 ? w.shape[0] : 0;
+  call.K = w.shape.size() == 2 ? w.shape[1] : 0;
+  call.x_type = k_.value_dtypes[g.x];
+  call.w_type = k_.value_dtypes[g.w];
+  call.bias_type = g.bias >= 0 ? k_.value_dtypes[g.bias] : DType::BF16;
+  call.out_type = k_.value_dtypes[g.out];
+  if (call.M > 0)
+    device_->gemm(call);
+}
+
+// A launch's arguments packed by kind, in order, as the kernels' CbcArgs reads them.
+CbcArgs GpuBackend::kernelArgs(const Launch &l, const RuntimeVars &vars) {
+  CbcArgs args{};
+  int np = 0, ni = 0, nf = 0;
+  for (const KernelArg &arg : l.args) {
+    switch (arg.kind) {
+    case KernelArg::Value: args.p[np++] = valuePtr(arg.index); break;
+    case KernelArg::Cache: {
+      if (!arg.name.empty()) { // a per-request state of the layer
+        auto st = states_.find({arg.index, arg.name});
+        if (st == states_.end())
+          throw ArtefactError("a launch uses a state the cache plan lacks");
+        args.p[np++] = st->second;
+        break;
+      }
+      auto it = caches_.find(arg.index);
+      if (it == caches_.end())
+        throw ArtefactError("a launch uses the cache of a layer the plan lacks");
+      args.p[np++] = it->second;
+      break;
+    }
+    case KernelArg::Workspace: args.p[np++] = workspaces_[arg.index]; break;
+    case KernelArg::Runtime: args.i[ni++] = vars[arg.index]; break;
+    case KernelArg::Int: args.i[ni++] = arg.i; break;
+    case KernelArg::Float: args.f[nf++] = arg.f; break;
+    }
+  }
+  return args;
+}
+
+void GpuBackend::launchAll(const RuntimeVars &vars) {
   for (size_t li = 0; li < k_.launches.size(); ++li) {
     const Launch &l = k_.launches[li];
     // The observer sees each instruction once its last launch has run.
@@ -224,74 +264,27 @@ void GpuBackend::launchAll(const StepBatch &b, const std::map<std::string, int64
       empty |= n <= 0;
       grid[d] = (uint32_t)std::max<int64_t>(n, 0);
     }
-    if (l.gemm) {
-      const GemmDesc &g = *l.gemm;
-      const Value &w = p.values[g.w];
-      GemmCall call;
-      call.x = valuePtr(g.x);
-      call.w = valuePtr(g.w);
-      call.bias = valuePtr(g.bias);
-      call.out = valuePtr(g.out);
-      call.M = grid[0];
-      call.N = w.shape.size() == 2 ? w.shape[0] : 0;
-      call.K = w.shape.size() == 2 ? w.shape[1] : 0;
-      call.x_type = k_.value_dtypes[g.x];
-      call.w_type = k_.value_dtypes[g.w];
-      call.bias_type = g.bias >= 0 ? k_.value_dtypes[g.bias] : DType::BF16;
-      call.out_type = k_.value_dtypes[g.out];
-      if (call.M > 0)
-        device_->gemm(call);
-      continue;
-    }
-    if (empty)
-      continue;
-    CbcArgs args{};
-    int np = 0, ni = 0, nf = 0;
-    for (const KernelArg &arg : l.args) {
-      switch (arg.kind) {
-      case KernelArg::Value: args.p[np++] = valuePtr(arg.index); break;
-      case KernelArg::Cache: {
-        if (!arg.name.empty()) { // a per-request state of the layer
-          auto st = states_.find({arg.index, arg.name});
-          if (st == states_.end())
-            throw ArtefactError("a launch uses a state the cache plan lacks");
-          args.p[np++] = st->second;
-          break;
-        }
-        auto it = caches_.find(arg.index);
-        if (it == caches_.end())
-          throw ArtefactError("a launch uses the cache of a layer the plan lacks");
-        args.p[np++] = it->second;
-        break;
-      }
-      case KernelArg::Workspace: args.p[np++] = workspaces_[arg.index]; break;
-      case KernelArg::Runtime: args.i[ni++] = vars.at(arg.name); break;
-      case KernelArg::Int: args.i[ni++] = arg.i; break;
-      case KernelArg::Float: args.f[nf++] = arg.f; break;
-      }
-    }
-    device_->launch(l.kernel, grid, l.block, l.smem, args);
+    if (l.gemm)
+      launchGemm(l, grid);
+    else if (!empty)
+      device_->launch(l.kernel, grid, l.block, l.smem, kernelArgs(l, vars));
   }
-  (void)b;
 }
 
-void GpuBackend::execute(const StepBatch &b) {
-  if (b.num_tokens > limits_.max_tokens || b.num_logit_rows > limits_.max_requests ||
-      b.num_requests > limits_.max_requests)
-    throw std::runtime_error("gpu backend: the step exceeds the backend's limits");
-  auto up = [&](const char *name, const std::vector<int32_t> &v) {
+void GpuBackend::uploadBatch(const StepBatch &b) {
+  auto up = [&](StepArg a, const std::vector<int32_t> &v) {
     if (!v.empty())
-      device_->upload(args_.at(name), v.data(), v.size() * 4);
+      device_->upload(args_[(int)a], v.data(), v.size() * 4);
   };
-  up("tokens", b.tokens);
-  up("positions", b.positions);
-  up("seq_ids", b.seq_ids);
-  up("cu_seqlens", b.cu_seqlens);
-  up("kv_lens", b.kv_lens);
-  up("logit_rows", b.logit_rows);
-  up("prompt_lens", b.prompt_lens);
-  up("slots", b.slots);
-  up("has_initial_state", b.has_initial_state);
+  up(StepArg::Tokens, b.tokens);
+  up(StepArg::Positions, b.positions);
+  up(StepArg::SeqIds, b.seq_ids);
+  up(StepArg::CuSeqlens, b.cu_seqlens);
+  up(StepArg::KvLens, b.kv_lens);
+  up(StepArg::LogitRows, b.logit_rows);
+  up(StepArg::PromptLens, b.prompt_lens);
+  up(StepArg::Slots, b.slots);
+  up(StepArg::HasInitialState, b.has_initial_state);
   size_t tableBytes = (size_t)(b.num_groups * b.table_slots * b.table_width) * 4;
   if (tableBytes > tableBytes_) {
     tables_ = alloc(tableBytes);
@@ -299,31 +292,41 @@ void GpuBackend::execute(const StepBatch &b) {
   }
   if (tableBytes)
     device_->upload(tables_, b.block_tables, tableBytes);
+}
+
+void GpuBackend::execute(const StepBatch &b) {
+  if (b.num_tokens > limits_.max_tokens || b.num_logit_rows > limits_.max_requests ||
+      b.num_requests > limits_.max_requests)
+    throw std::runtime_error("gpu backend: the step exceeds the backend's limits");
+  uploadBatch(b);
   // Split-K attention: more splits when few tokens share the step (decode), bounded by the
   // workspace sized for max_tokens partial results.
   int64_t maxKv = 1;
   for (int32_t len : b.kv_lens)
     maxKv = std::max<int64_t>(maxKv, len);
-  int64_t splits = std::max<int64_t>(1, std::min<int64_t>({16, limits_.max_tokens / std::max<int64_t>(1, b.num_tokens), (maxKv + 255) / 256}));
-  std::map<std::string, int64_t> vars = {
-      {"num_tokens", b.num_tokens},   {"num_requests", b.num_requests},
-      {"num_logit_rows", b.num_logit_rows}, {"table_width", b.table_width},
-      {"table_slots", b.table_slots}, {"attn_splits", splits},
-      {"max_tokens", limits_.max_tokens}};
+  int64_t splits = std::max<int64_t>(
+      1, std::min<int64_t>({16, limits_.max_tokens / std::max<int64_t>(1, b.num_tokens), (maxKv + 255) / 256}));
+  RuntimeVars vars{};
+  vars[(int)RuntimeVar::NumTokens] = b.num_tokens;
+  vars[(int)RuntimeVar::NumRequests] = b.num_requests;
+  vars[(int)RuntimeVar::NumLogitRows] = b.num_logit_rows;
+  vars[(int)RuntimeVar::TableWidth] = b.table_width;
+  vars[(int)RuntimeVar::TableSlots] = b.table_slots;
+  vars[(int)RuntimeVar::AttnSplits] = splits;
+  vars[(int)RuntimeVar::MaxTokens] = limits_.max_tokens;
   // Pure decode steps replay as CUDA Graphs, keyed by everything baked into the launches.
   bool decode = b.num_tokens == b.num_requests;
-  uint64_t key = ((uint64_t)b.num_tokens << 40) ^ ((uint64_t)b.num_logit_rows << 24) ^
-                 ((uint64_t)splits << 16) ^ ((uint64_t)b.table_width << 1) ^ (uint64_t)b.table_slots ^
-                 ((uint64_t)(uintptr_t)tables_ << 3);
+  uint64_t key = ((uint64_t)b.num_tokens << 40) ^ ((uint64_t)b.num_logit_rows << 24) ^ ((uint64_t)splits << 16) ^
+                 ((uint64_t)b.table_width << 1) ^ (uint64_t)b.table_slots ^ ((uint64_t)(uintptr_t)tables_ << 3);
   decode = decode && !observer_; // an observer needs every launch issued, not replayed
   if (decode && device_->replay(key))
     return;
   if (decode && device_->beginCapture()) {
-    launchAll(b, vars);
+    launchAll(vars);
     if (device_->endCaptureAndReplay(key))
       return;
   }
-  launchAll(b, vars);
+  launchAll(vars);
 }
 
 void GpuBackend::run(const StepBatch &b, std::vector<float> &logits) {

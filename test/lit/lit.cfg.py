@@ -8,6 +8,7 @@ config.suffixes = [".mlir", ".test"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.cbc_obj_root, "test", "lit")
 config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py.in", "Inputs"]
+config.substitutions.append(("%src", config.cbc_src_root))
 config.substitutions.append(("%configs", os.path.join(config.cbc_src_root, "test", "configs")))
 config.substitutions.append(("%inputs", os.path.join(config.test_source_root, "Inputs")))
 config.substitutions.append(("%fixtures", os.path.join(config.cbc_src_root, "test", "parity", "fixtures")))
@@ -17,4 +18,4 @@ llvm_config.use_default_substitutions()
 # tools (FileCheck, not, count), then the system PATH for head, printf and friends.
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.cbc_tools_dir, append_path=True)
-llvm_config.add_tool_substitutions(["cbc-opt", "cbc"], [config.cbc_tools_dir])
+llvm_config.add_tool_substitutions(["cbc-opt", "cbc-translate", "cbc"], [config.cbc_tools_dir])

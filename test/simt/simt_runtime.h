@@ -3,7 +3,7 @@
 #ifndef CBC_TEST_SIMT_SIMT_RUNTIME_H
 #define CBC_TEST_SIMT_SIMT_RUNTIME_H
 
-#include "runtime/cuda/kernel_abi.h"
+#include "runtime/schema/kernel_abi.h"
 
 #include <cstdint>
 

@@ -7,7 +7,7 @@
 // and then replaced by them (rounded to bf16), so every kernel is judged on exactly the inputs
 // the CPU saw. Tolerance: |gpu - cpu| <= 0.03 * (|cpu| + 1) per element, which covers bf16
 // rounding of inputs, outputs and the cache (2^-8 relative each) with fp32 accumulation.
-#include "codegen/pipeline.h"
+#include "driver/compile.h"
 #include "runtime/cpu/cpu_backend.h"
 #include "runtime/cuda/gpu_backend.h"
 #include "runtime/engine.h"
@@ -29,12 +29,12 @@ constexpr double kRelTol = 0.03, kScaleTol = 0.01;
 std::string cacheDir() { return CBC_SIMT_CACHE_DIR; }
 
 rt::Artefact compileWithKernels(const std::string &family, bool fuse, const std::string &dtype = "bf16") {
-  codegen::CompileOptions o;
+  driver::CompileOptions o;
   o.emit_cuda = true;
   o.fuse = fuse;
   o.dtype = dtype;
   o.kernel_cache_dir = cacheDir() + "/nvrtc";
-  auto r = codegen::compileConfig(readFile(fixtureDir(family) + "/config.json"), o);
+  auto r = driver::compileConfig(readFile(fixtureDir(family) + "/config.json"), o);
   return rt::Artefact::fromBytes(r.artefact.data(), r.artefact.size());
 }
 

@@ -1,6 +1,6 @@
 #include "test/support/test_support.h"
 
-#include "codegen/pipeline.h"
+#include "driver/compile.h"
 #include "frontends/hf_config/config_reader.h"
 #include "runtime/safetensors.h"
 
@@ -50,11 +50,11 @@ std::vector<FamilyVariant> familyVariants() {
 std::string variantName(const FamilyVariant &v) { return v.family + (v.fuse ? "" : "_unfused"); }
 
 rt::Artefact compileArtefact(const std::string &configJson, const std::string &dtype, bool fuse) {
-  codegen::CompileOptions o;
+  driver::CompileOptions o;
   o.dtype = dtype;
   o.emit_cuda = false;
   o.fuse = fuse;
-  auto result = codegen::compileConfig(configJson, o);
+  auto result = driver::compileConfig(configJson, o);
   return rt::Artefact::fromBytes(result.artefact.data(), result.artefact.size());
 }
 

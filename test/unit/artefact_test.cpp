@@ -2,10 +2,12 @@
 // real compiled artefact are either rejected with an ArtefactError or, when they slip
 // through the verifier, make engine creation or the first steps throw. A crash (signal) is a
 // failure; a handler names the case that caused it.
-#include "codegen/pipeline.h"
+#include "driver/compile.h"
 #include "runtime/schema/model_generated.h"
+#include "runtime/schema/opcodes.h"
 #include "test/support/test_support.h"
 
+#include <flatbuffers/minireflect.h>
 #include <gtest/gtest.h>
 
 #include <csignal>
@@ -45,9 +47,9 @@ private:
 };
 
 std::vector<uint8_t> compileBytes(const std::string &family) {
-  codegen::CompileOptions o;
+  driver::CompileOptions o;
   o.emit_cuda = false;
-  return codegen::compileConfig(readFile(fixtureDir(family) + "/config.json"), o).artefact;
+  return driver::compileConfig(readFile(fixtureDir(family) + "/config.json"), o).artefact;
 }
 
 struct Tally {
@@ -158,7 +160,59 @@ TEST_P(ArtefactFuzz, RandomByteFlipsNeverCrash) {
   RecordProperty("ran", std::to_string(t.ran));
 }
 
-// Mutations of the parsed artefact aimed at the program and cache plan, past the FlatBuffers
+// Every scalar of an instruction's parameter table (nested tables and structs included) and
+// every vector length, found through the schema's reflection tables, so that a new op's
+// parameters are fuzzed without code here.
+struct ParamSlots : flatbuffers::IterationVisitor {
+  struct Slot {
+    uint8_t *at;
+    flatbuffers::ElementaryType type;
+    std::string name;
+    bool length; // a vector's length, which may only shrink
+  };
+  std::vector<Slot> slots;
+  void Field(size_t, size_t, flatbuffers::ElementaryType type, bool repeating, const flatbuffers::TypeTable *,
+             const char *name, const uint8_t *val) override {
+    if (!val)
+      return;
+    uint8_t *at = const_cast<uint8_t *>(val);
+    if (repeating)
+      slots.push_back({at + flatbuffers::ReadScalar<flatbuffers::uoffset_t>(at), flatbuffers::ET_UINT, name, true});
+    else if (type >= flatbuffers::ET_BOOL && type <= flatbuffers::ET_DOUBLE)
+      slots.push_back({at, type, name ? name : "", false});
+  }
+};
+
+// Overwrites one random parameter scalar of a random instruction in a copy of the bytes, which
+// the verifier still accepts (it checks no scalar). Returns what it changed, or "".
+std::string mutateParam(std::vector<uint8_t> &buf, std::mt19937_64 &rng, int64_t value) {
+  auto *instrs = fb::GetMutableModel(buf.data())->mutable_program()->mutable_instrs();
+  fb::Instr *instr = instrs->GetMutableObject(rng() % instrs->size());
+  fb::OpParams type = instr->params_type();
+  if (type == fb::OpParams::NONE || !instr->mutable_params())
+    return "";
+  ParamSlots found;
+  flatbuffers::IterateObject(static_cast<const uint8_t *>(instr->mutable_params()),
+                             fb::OpParamsTypeTable()->type_refs[(int)type - 1](), &found);
+  if (found.slots.empty())
+    return "";
+  ParamSlots::Slot s = found.slots[rng() % found.slots.size()];
+  using namespace flatbuffers;
+  if (s.length) {
+    uint32_t len = ReadScalar<uint32_t>(s.at);
+    WriteScalar<uint32_t>(s.at, (uint32_t)std::min<int64_t>(len, std::max<int64_t>(0, value)));
+  } else if (s.type == ET_FLOAT || s.type == ET_DOUBLE) {
+    const double odd[] = {0.0, -1.0, 0.5, 1e30, -1e30, NAN, INFINITY};
+    double v = odd[rng() % 7];
+    s.type == ET_FLOAT ? WriteScalar<float>(s.at, (float)v) : WriteScalar<double>(s.at, v);
+  } else {
+    size_t bytes = s.type <= ET_UCHAR ? 1 : s.type <= ET_USHORT ? 2 : s.type <= ET_UINT ? 4 : 8;
+    std::memcpy(s.at, &value, bytes); // little-endian: the low bytes
+  }
+  return std::string(opcodeInfo(instr->opcode()).op_name) + "." + s.name;
+}
+
+// Mutations aimed at the program, its parameters and the cache plan, past the FlatBuffers
 // verifier: the backend's operand checks must turn each into an exception, or it must run.
 TEST_P(ArtefactFuzz, StructuredMutationsNeverCrash) {
   rt::Artefact base = rt::Artefact::fromBytes(bytes_.data(), bytes_.size());
@@ -168,12 +222,27 @@ TEST_P(ArtefactFuzz, StructuredMutationsNeverCrash) {
   auto pick = [&] { return interesting[rng() % (sizeof interesting / sizeof *interesting)]; };
   Tally t;
   const int trials = 300;
+  int paramMutations = 0;
   for (int trial = 0; trial < trials; ++trial) {
-    rt::Artefact a = base;
     std::string what = GetParam() + " mutation " + std::to_string(trial) + ":";
-    for (int m = 0, n = 1 + (int)(rng() % 3); m < n; ++m) {
+    // Parameter tables live in the bytes: mutate them there, then parse.
+    std::vector<uint8_t> buf = bytes_;
+    for (int m = 0, n = (int)(rng() % 3); m < n; ++m) {
+      std::string changed = mutateParam(buf, rng, pick());
+      paramMutations += !changed.empty();
+      what += changed.empty() ? "" : " " + changed;
+    }
+    std::snprintf(gCase, sizeof gCase, "%s", what.c_str());
+    rt::Artefact a;
+    try {
+      a = rt::Artefact::fromBytes(buf.data(), buf.size());
+    } catch (const rt::ArtefactError &) {
+      t.engineError++;
+      continue;
+    }
+    for (int m = 0, n = (int)(rng() % 3); m < n; ++m) {
       rt::Program &prog = a.program;
-      switch (rng() % 6) {
+      switch (rng() % 5) {
       case 0: { // an activation's width or slot
         rt::Value &v = prog.values[rng() % prog.values.size()];
         if (v.kind == rt::Value::Activation) {
@@ -194,20 +263,7 @@ TEST_P(ArtefactFuzz, StructuredMutationsNeverCrash) {
         }
         break;
       }
-      case 2: { // an attribute
-        rt::Instr &in = prog.instrs[rng() % prog.instrs.size()];
-        if (in.attrs.empty())
-          break;
-        auto it = in.attrs.begin();
-        std::advance(it, rng() % in.attrs.size());
-        if (it->second.kind == rt::AttrValue::Int)
-          it->second.i = pick();
-        else if (it->second.kind == rt::AttrValue::Floats)
-          it->second.floats.resize(rng() % (it->second.floats.size() + 2));
-        what += " " + in.op + "." + it->first;
-        break;
-      }
-      case 3: { // cache rows
+      case 2: { // cache rows
         if (a.cache_plan.layers.empty())
           break;
         rt::CacheLayer &l = a.cache_plan.layers[rng() % a.cache_plan.layers.size()];
@@ -217,11 +273,11 @@ TEST_P(ArtefactFuzz, StructuredMutationsNeverCrash) {
         what += " cache rows";
         break;
       }
-      case 4:
+      case 3:
         a.meta.vocab_size = std::max<int64_t>(4, pick());
         what += " vocab";
         break;
-      case 5: { // a dropped operand
+      case 4: { // a dropped operand
         rt::Instr &in = prog.instrs[rng() % prog.instrs.size()];
         if (in.inputs.size() > 1) {
           in.inputs.pop_back();
@@ -240,7 +296,9 @@ TEST_P(ArtefactFuzz, StructuredMutationsNeverCrash) {
     }
   }
   EXPECT_GT(t.engineError, trials / 4) << "most of these mutations must be caught";
+  EXPECT_GT(paramMutations, trials / 2) << "parameter tables must be reached";
   RecordProperty("engine_errors", std::to_string(t.engineError));
+  RecordProperty("param_mutations", std::to_string(paramMutations));
   RecordProperty("ran", std::to_string(t.ran));
 }
 
@@ -263,7 +321,7 @@ protected:
 
 TEST_F(ArtefactHeader, IntactArtefactReadsBack) {
   rt::Artefact a = rt::Artefact::fromBytes(bytes_.data(), bytes_.size());
-  EXPECT_EQ(a.format_version, rt::kFormatVersion);
+  EXPECT_EQ(a.format_version, kFormatVersion);
   EXPECT_EQ(a.meta.model_type, "llama");
   EXPECT_EQ(a.meta.vocab_size, 256);
   EXPECT_FALSE(a.program.instrs.empty());
@@ -287,13 +345,14 @@ TEST_F(ArtefactHeader, WrongFileIdentifierIsRejected) {
 
 TEST_F(ArtefactHeader, WrongFormatVersionIsRejected) {
   const fb::Model *m = fb::GetModel(bytes_.data());
-  ASSERT_EQ(m->format_version(), rt::kFormatVersion);
+  ASSERT_EQ(m->format_version(), kFormatVersion);
   const uint8_t *field =
       reinterpret_cast<const flatbuffers::Table *>(m)->GetAddressOf(fb::Model::VT_FORMAT_VERSION);
   ASSERT_NE(field, nullptr);
   size_t at = (size_t)(field - bytes_.data());
-  // Version 1 predates the block_diag and row_scales transforms: its reader would drop them.
-  for (uint32_t version : {0u, 1u, rt::kFormatVersion + 1, 77u}) {
+  // Version 1 predates the block_diag and row_scales transforms, version 2 typed instructions:
+  // their readers would misread these artefacts, and this reader theirs.
+  for (uint32_t version : {0u, 1u, 2u, kFormatVersion + 1, 77u}) {
     std::vector<uint8_t> b = bytes_;
     std::memcpy(b.data() + at, &version, 4);
     std::string err = errorOf(b);
@@ -320,30 +379,39 @@ TEST_F(ArtefactHeader, BackendRefusesInconsistentPrograms) {
   auto expectRefused = [&](const rt::Artefact &a, const std::string &what) {
     EXPECT_THROW(rt::Engine::create(a, {"", 1}, o), rt::ArtefactError) << what;
   };
+  // The instruction's parameter table, mutated in a copy of the bytes.
+  auto withParams = [&](size_t i, const std::function<void(void *)> &mutate) {
+    std::vector<uint8_t> b = bytes_;
+    mutate(fb::GetMutableModel(b.data())->mutable_program()->mutable_instrs()->GetMutableObject(i)->mutable_params());
+    return rt::Artefact::fromBytes(b.data(), b.size());
+  };
+  int attention = 0, norms = 0;
   for (size_t i = 0; i < base.program.instrs.size(); ++i) {
     const rt::Instr &in = base.program.instrs[i];
-    if (in.op == "cbc.math.linear") {
+    if (in.opcode == fb::Opcode::Linear) {
       rt::Artefact a = base;
       a.program.values[in.outputs[0]].shape[1] += 1; // no longer the weight's row count
       expectRefused(a, "linear with a wider output");
     }
-    if (in.op == "cbc.kv.attention") {
-      rt::Artefact a = base;
-      a.program.instrs[i].attrs["num_heads"].i *= 2;
-      expectRefused(a, "attention with more heads than its operands");
+    if (in.opcode == fb::Opcode::KvAttention) {
+      ++attention;
+      int64_t heads = in.get<fb::KvAttentionParams>().num_heads();
+      expectRefused(withParams(i, [&](void *p) {
+                      ASSERT_TRUE(static_cast<fb::KvAttentionParams *>(p)->mutate_num_heads(2 * heads));
+                    }),
+                    "attention with more heads than its operands");
       rt::Artefact b = base;
       std::swap(b.program.instrs[i].inputs[1], b.program.instrs[i].inputs[2]);
       expectRefused(b, "attention reading seq_ids as positions");
     }
-    if (in.op == "cbc.math.rms_norm") {
-      rt::Artefact a = base;
-      rt::AttrValue zero;
-      zero.kind = rt::AttrValue::Int;
-      zero.i = 0;
-      a.program.instrs[i].attrs["group"] = zero;
-      expectRefused(a, "rms_norm with an empty group");
+    if (in.opcode == fb::Opcode::RmsNorm) {
+      ++norms;
+      expectRefused(withParams(i, [](void *p) { ASSERT_TRUE(static_cast<fb::NormParams *>(p)->mutate_group(-1)); }),
+                    "rms_norm with a negative group");
     }
   }
+  EXPECT_GT(attention, 0);
+  EXPECT_GT(norms, 0);
   rt::Artefact v = base;
   v.meta.vocab_size += 1;
   expectRefused(v, "vocabulary larger than the logits");

@@ -3,7 +3,7 @@
 // shared program weights loaded once (Zamba's shared blocks), and the CPU definitions of
 // ungated experts (Nemotron-H) and column concatenation. Each transform is checked value for
 // value against the checkpoint tensors rearranged by hand, from the parity fixtures.
-#include "codegen/pipeline.h"
+#include "driver/compile.h"
 #include "runtime/cpu/kernels.h"
 #include "runtime/schema/model_generated.h"
 #include "runtime/weights.h"
@@ -178,9 +178,9 @@ TEST(WeightTransforms, BadTransformsAreWeightErrors) {
 // that is not a positive whole number.
 TEST(WeightTransforms, CorruptTransformsAreArtefactErrors) {
   auto bytesOf = [](const char *family) {
-    codegen::CompileOptions o;
+    driver::CompileOptions o;
     o.emit_cuda = false;
-    return codegen::compileConfig(readFile(fixtureDir(family) + "/config.json"), o).artefact;
+    return driver::compileConfig(readFile(fixtureDir(family) + "/config.json"), o).artefact;
   };
   auto errorOf = [](const std::vector<uint8_t> &b) -> std::string {
     try {
@@ -237,7 +237,7 @@ TEST(FamilyKernels, UngatedExpertsAreDownOfActOfUp) {
     rt::cpu::ExpertWeights w{up.data(), down.data(), bias ? upBias.data() : nullptr,
                              bias ? downBias.data() : nullptr, E, I, H, true};
     std::vector<float> out(T * H);
-    rt::cpu::moeExperts(x.data(), T, ids.data(), wts.data(), k, w, rt::cpu::Act::Relu2, false, 0, 0, out.data());
+    rt::cpu::moeExperts(x.data(), T, ids.data(), wts.data(), k, w, rt::cpu::Act::Relu2, false, nullptr, out.data());
     for (int64_t t = 0; t < T; ++t)
       for (int64_t h = 0; h < H; ++h) {
         double want = 0;

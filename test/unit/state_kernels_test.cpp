@@ -154,7 +154,7 @@ TEST(Conv1d, InPiecesEqualsWholeSequence) {
   auto run = [&](const std::vector<int64_t> &cuts) {
     std::vector<float> pool(3 * C * (K - 1), -7.0f), y(n * C, NAN);
     runInPieces(n, cuts, 2, [&](const StateRows &rows, int64_t begin, int64_t) {
-      conv1dStates(&x[begin * C], C, K, w.data(), bias.data(), true, rows, pool.data(), &y[begin * C],
+      conv1dStates(&x[begin * C], C, K, w.data(), bias.data(), Act::Silu, rows, pool.data(), &y[begin * C],
                    serial);
     });
     for (int64_t i = 0; i < 2 * C * (K - 1); ++i)
@@ -284,7 +284,7 @@ TEST(Conv1d, FreshRequestIgnoresStaleSlot) {
   int64_t C = 3, K = 3;
   std::vector<float> x = {1, 2, 3}, w(C * K, 1.0f), y(C), pool(C * (K - 1), 99.0f);
   int32_t cu[2] = {0, 1}, slots[1] = {0}, has[1] = {0};
-  conv1dStates(x.data(), C, K, w.data(), nullptr, false, StateRows{cu, slots, has, 1}, pool.data(),
+  conv1dStates(x.data(), C, K, w.data(), nullptr, Act::None, StateRows{cu, slots, has, 1}, pool.data(),
                y.data(), serial);
   EXPECT_EQ(y, x);
   EXPECT_EQ(pool, (std::vector<float>{0, 1, 0, 2, 0, 3}));

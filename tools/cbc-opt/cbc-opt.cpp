@@ -7,6 +7,7 @@
 
 int main(int argc, char **argv) {
   cbc::registerCbcPasses();
+  cbc::registerCbcPipeline();
   mlir::DialectRegistry registry;
   registry.insert<cbc::CbcDialect, mlir::func::FuncDialect>();
   return mlir::asMainReturnCode(

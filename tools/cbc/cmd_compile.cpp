@@ -1,4 +1,4 @@
-#include "codegen/pipeline.h"
+#include "driver/compile.h"
 #include "frontends/hf_config/model_spec.h"
 #include "tools/cbc/cli.h"
 #include "tools/cbc/commands.h"
@@ -79,7 +79,7 @@ int compileMain(int argc, char **argv) {
   std::stringstream text;
   text << in.rdbuf();
 
-  codegen::CompileOptions options;
+  driver::CompileOptions options;
   options.dtype = args.get("--dtype", "bf16");
   if (args.has("--target"))
     options.targets = splitList(args.get("--target"));
@@ -97,10 +97,10 @@ int compileMain(int argc, char **argv) {
     if (options.dtype == "f16" && options.emit_cuda)
       throw UsageError("--dtype f16 has no CUDA code generation (the kernels take bf16 or f32); "
                        "use --dtype bf16 or f32, or add --no-cuda");
-    codegen::CompileResult result = codegen::compileConfig(text.str(), options);
+    driver::CompileResult result = driver::compileConfig(text.str(), options);
     writeAtomically(outPath, result.artefact);
     if (args.has("--emit-ir"))
-      std::fputs(result.ir.c_str(), stdout);
+      std::printf("%s\n", result.ir.c_str()); // as cbc-opt prints a module
     if (!quiet) {
       double total = 0;
       for (auto &[phase, s] : result.timings)

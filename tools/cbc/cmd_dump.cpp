@@ -1,9 +1,13 @@
 #include "runtime/artefact.h"
+#include "runtime/schema/opcodes.h"
 #include "tools/cbc/cli.h"
 #include "tools/cbc/commands.h"
 
 #include <cstdio>
 #include <iostream>
+#include <optional>
+
+#include <flatbuffers/minireflect.h>
 #include <set>
 #include <sstream>
 
@@ -20,29 +24,38 @@ std::string shapeText(const std::vector<int64_t> &shape) {
   return s + "]";
 }
 
-std::string attrText(const rt::AttrValue &v) {
-  std::ostringstream os;
-  switch (v.kind) {
-  case rt::AttrValue::Int: os << v.i; break;
-  case rt::AttrValue::Float: os << v.f; break;
-  case rt::AttrValue::String: os << '"' << v.s << '"'; break;
-  case rt::AttrValue::Ints:
-    os << "[";
-    for (size_t i = 0; i < v.ints.size(); ++i) os << (i ? ", " : "") << v.ints[i];
-    os << "]";
-    break;
-  case rt::AttrValue::Floats:
-    os << "[" << v.floats.size() << " floats]";
-    break;
+// An instruction's parameter table as `field: value` pairs, read through the schema's
+// reflection tables, so that a new op's parameters print without code here.
+std::string paramsText(const rt::Instr &in) {
+  fb::OpParams type = opcodeInfo(in.opcode).params;
+  if (!in.params || type == fb::OpParams::NONE)
+    return "";
+  const flatbuffers::TypeTable *table = fb::OpParamsTypeTable()->type_refs[(int)type - 1]();
+  flatbuffers::ToStringVisitor visitor(" ", false, "", false);
+  flatbuffers::IterateObject(static_cast<const uint8_t *>(in.params), table, &visitor);
+  return visitor.s;
+}
+
+// The decoder layer an instruction belongs to, for the graph's labels.
+std::optional<int> layerOf(const rt::Instr &in) {
+  using P = fb::OpParams;
+  switch (opcodeInfo(in.opcode).params) {
+  case P::KvAppendParams: return in.get<fb::KvAppendParams>().site()->layer();
+  case P::KvAttentionParams: return in.get<fb::KvAttentionParams>().site()->layer();
+  case P::KvRopeAppendParams: return in.get<fb::KvRopeAppendParams>().site()->layer();
+  case P::Conv1dParams: return in.get<fb::Conv1dParams>().layer();
+  case P::GatedDeltaParams: return in.get<fb::GatedDeltaParams>().layer();
+  case P::SsdParams: return in.get<fb::SsdParams>().layer();
+  case P::SelectiveScanParams: return in.get<fb::SelectiveScanParams>().layer();
+  default: return std::nullopt;
   }
-  return os.str();
 }
 
 std::string valueText(const Artefact &a, int id) {
   const rt::Value &v = a.program.values[id];
   std::string name = "%" + std::to_string(id);
   if (v.kind == rt::Value::Argument)
-    return name + "(" + v.arg_name + ")";
+    return name + "(" + std::string(stepArgName(v.arg)) + ")";
   if (v.kind == rt::Value::Weight)
     return name + "(" + a.weights[v.weight].name + ")";
   return name;
@@ -92,15 +105,9 @@ void printProgram(const Artefact &a) {
     std::printf("%4zu  %s%s%s", i, outs.c_str(), outs.empty() ? "" : " = ", in.op.c_str());
     for (size_t k = 0; k < in.inputs.size(); ++k)
       std::printf("%s%s", k ? ", " : " ", valueText(a, in.inputs[k]).c_str());
-    if (!in.attrs.empty()) {
-      std::printf("  {");
-      bool first = true;
-      for (auto &[name, v] : in.attrs) {
-        std::printf("%s%s=%s", first ? "" : ", ", name.c_str(), attrText(v).c_str());
-        first = false;
-      }
-      std::printf("}");
-    }
+    std::string params = paramsText(in);
+    if (!params.empty())
+      std::printf("  %s", params.c_str());
     std::printf("\n");
   }
   std::printf("output: %s\n", valueText(a, p.output).c_str());
@@ -221,8 +228,8 @@ void printGraph(const Artefact &a) {
   for (size_t i = 0; i < p.instrs.size(); ++i) {
     const rt::Instr &in = p.instrs[i];
     std::string label = in.op;
-    if (in.has("layer"))
-      label += "\\nlayer " + std::to_string(in.getInt("layer"));
+    if (std::optional<int> layer = layerOf(in))
+      label += "\\nlayer " + std::to_string(*layer);
     std::printf("  i%zu [shape=box, label=\"%s\"];\n", i, label.c_str());
     for (int v : in.inputs) {
       const rt::Value &val = p.values[v];
@@ -235,7 +242,7 @@ void printGraph(const Artefact &a) {
     }
   }
   for (int v : argsUsed)
-    std::printf("  a%d [shape=ellipse, label=\"%s\"];\n", v, p.values[v].arg_name.c_str());
+    std::printf("  a%d [shape=ellipse, label=\"%s\"];\n", v, std::string(stepArgName(p.values[v].arg)).c_str());
   if (p.output >= 0 && producer[p.output] >= 0)
     std::printf("  logits [shape=ellipse];\n  i%d -> logits;\n", producer[p.output]);
   std::printf("}\n");
@@ -255,7 +262,7 @@ void printKernels(const Artefact &a) {
     gemms += l.gemm.has_value();
   std::vector<int> attention;
   for (size_t i = 0; i < a.program.instrs.size(); ++i)
-    if (a.program.instrs[i].op == "cbc.kv.attention")
+    if (a.program.instrs[i].opcode == fb::Opcode::KvAttention)
       attention.push_back((int)i);
   std::printf("launches per step: %zu (%zu generated kernels, %zu cuBLASLt GEMMs)\n",
               k.launches.size(), k.launches.size() - gemms, gemms);

@@ -2,69 +2,6 @@
 // The output is valid IR that parses again.
 // RUN: cbc-opt %s --cbc-fuse-attention-inputs | cbc-opt | FileCheck %s
 
-// End to end through `cbc compile`, whose pipeline runs both fusion passes after planning the
-// cache: no split, rope or append is left in the parity fixtures, and --no-fuse keeps them all.
-// RUN: cbc compile %fixtures/llama/config.json -o %t.llama.fb --no-cuda --emit-ir --quiet \
-// RUN:   | FileCheck %s --check-prefix=LLAMA --implicit-check-not=cbc.math.split \
-// RUN:       --implicit-check-not=cbc.math.rope --implicit-check-not=cbc.kv.append
-// RUN: cbc compile %fixtures/llama/config.json -o %t.llama-nofuse.fb --no-cuda --no-fuse --emit-ir --quiet \
-// RUN:   | FileCheck %s --check-prefix=NOFUSE --implicit-check-not=rope_append \
-// RUN:       --implicit-check-not=add_rms_norm
-// RUN: cbc compile %fixtures/qwen3/config.json -o %t.qwen3.fb --no-cuda --emit-ir --quiet \
-// RUN:   | FileCheck %s --check-prefix=QWEN3 --implicit-check-not=cbc.math.split \
-// RUN:       --implicit-check-not=cbc.math.rope --implicit-check-not=cbc.kv.append \
-// RUN:       --implicit-check-not=cbc.math.rms_norm
-// RUN: cbc compile %fixtures/gemma3_text/config.json -o %t.gemma3.fb --no-cuda --emit-ir --quiet \
-// RUN:   | FileCheck %s --check-prefix=GEMMA3 --implicit-check-not=cbc.math.split \
-// RUN:       --implicit-check-not=cbc.math.rope --implicit-check-not=cbc.kv.append
-
-// Llama (2 layers): per layer one rope_append feeding the attention; the residual adds fuse
-// with the post-attention norm and the next layer's input norm. The last add is read by the
-// gather of the logit rows, not by a norm, and stays.
-// LLAMA-LABEL: func.func @step
-// LLAMA: cbc.math.rms_norm
-// LLAMA: %[[Q0:[0-9]+]] = cbc.kv.rope_append {{.*}}layer = 0 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, rotary_dim = 16 : i64} : (tensor<?x128xf32>, {{.*}}) -> tensor<?x64xf32>
-// LLAMA-NEXT: cbc.kv.attention %[[Q0]], {{.*}}layer = 0 : i64
-// LLAMA: %[[S0:sum[_0-9]*]], %[[N0:normed[_0-9]*]] = cbc.math.add_rms_norm
-// LLAMA: cbc.math.linear %[[N0]],
-// LLAMA: %[[S1:sum[_0-9]*]], %[[N1:normed[_0-9]*]] = cbc.math.add_rms_norm %[[S0]],
-// LLAMA: cbc.math.linear %[[N1]],
-// LLAMA: %[[Q1:[0-9]+]] = cbc.kv.rope_append {{.*}}layer = 1 : i64
-// LLAMA-NEXT: cbc.kv.attention %[[Q1]], {{.*}}layer = 1 : i64
-// LLAMA: cbc.math.add_rms_norm %[[S1]],
-// LLAMA: %[[LAST:[0-9]+]] = cbc.math.add %sum
-// LLAMA-NEXT: cbc.rows.gather %[[LAST]],
-// LLAMA-NEXT: cbc.weight.ref "final_norm"
-// LLAMA-NEXT: cbc.math.rms_norm
-// LLAMA-NOT: add_rms_norm
-
-// NOFUSE-LABEL: func.func @step
-// NOFUSE: %[[S:[0-9]+]]:3 = cbc.math.split
-// NOFUSE-NEXT: %[[Q:[0-9]+]] = cbc.math.rope %[[S]]#0,
-// NOFUSE-NEXT: %[[K:[0-9]+]] = cbc.math.rope %[[S]]#1,
-// NOFUSE-NEXT: cbc.kv.append %[[K]], %[[S]]#2, {{.*}}layer = 0 : i64
-// NOFUSE-NEXT: cbc.kv.attention %[[Q]],
-// NOFUSE: %[[A:[0-9]+]] = cbc.math.add
-// NOFUSE-NEXT: cbc.weight.ref "layers.0.post_attention_layernorm"
-// NOFUSE-NEXT: cbc.math.rms_norm %[[A]],
-// NOFUSE: cbc.math.split
-// NOFUSE: cbc.kv.append {{.*}}layer = 1 : i64
-
-// Qwen3: the per-head q/k norms move into rope_append as norms(q_norm, k_norm). The only
-// rms_norms left are the first layer's input norm (it reads the embedding, not an add) and the
-// final norm.
-// QWEN3-LABEL: func.func @step
-// QWEN3: cbc.math.rms_norm %{{[0-9]+}}, %{{[0-9]+}} {{.*}}eps = 9.9999999999999995E-7 : f64} : tensor<?x64xf32>
-// QWEN3: %[[QN:[0-9]+]] = cbc.weight.ref "layers.0.attn.q_norm"
-// QWEN3-NEXT: %[[KN:[0-9]+]] = cbc.weight.ref "layers.0.attn.k_norm"
-// QWEN3-NEXT: cbc.kv.rope_append {{.*}} norms(%[[QN]], %[[KN]]) {cbc.buffers = {{.*}}, eps = 9.9999999999999995E-7 : f64, group = 0 : i64, head_dim = 32 : i64, {{.*}}layer = 0 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, rotary_dim = 32 : i64}
-// QWEN3: cbc.kv.rope_append {{.*}} norms({{.*}}group = 1 : i64, {{.*}}layer = 1 : i64, {{.*}}window = 8 : i64}
-// QWEN3: cbc.rows.gather
-// QWEN3: cbc.math.rms_norm
-
-// Gemma 3 stores zero-centred norm weights: the q/k norms' offset 1 becomes norm_offset.
-// GEMMA3-COUNT-3: cbc.kv.rope_append {{.*}} norms({{.*}}, norm_offset = 1.000000e+00 : f64,
-
 // Shapes: 2 query heads and 1 kv head of head_dim 4, so q|k|v rows are 8 + 4 + 4 = 16 wide.
 // Every step input is its own argument so that the fused op's operands can be told apart:
 // qkv, positions, seq_ids, cu_seqlens, kv_lens, prompt_lens, slots, block_tables.
@@ -74,14 +11,14 @@
 // result, the rotated q, feeds the attention. layer, group and the rope attributes carry over.
 // CHECK-LABEL: func.func @llama
 // CHECK-SAME: (%[[QKV:[^:]+]]: tensor<?x16xf32>, %[[POS:[^:]+]]: tensor<?xi32>, %[[SEQ:[^:]+]]: tensor<?xi32>, %[[CU:[^:]+]]: tensor<?xi32>, %[[KVL:[^:]+]]: tensor<?xi32>, %[[PLEN:[^:]+]]: tensor<?xi32>, %[[SLOTS:[^:]+]]: tensor<?xi32>, %[[BT:[^:]+]]: tensor<?x?x?xi32>)
-// CHECK-NEXT: %[[Q:[0-9]+]] = cbc.kv.rope_append %[[QKV]], %[[POS]], %[[SEQ]], %[[PLEN]], %[[SLOTS]], %[[BT]] {group = 3 : i64, head_dim = 4 : i64, inv_freq = array<f32: 1.000000e+00, 0.00999999977>, layer = 5 : i64, num_heads = 2 : i64, num_kv_heads = 1 : i64, rotary_dim = 4 : i64} : (tensor<?x16xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>) -> tensor<?x8xf32>
+// CHECK-NEXT: %[[Q:[0-9]+]] = cbc.kv.rope_append %[[QKV]], %[[POS]], %[[SEQ]], %[[PLEN]], %[[SLOTS]], %[[BT]] {group = 3 : i64, head_dim = 4 : i64, layer = 5 : i64, num_heads = 2 : i64, num_kv_heads = 1 : i64, rope = #cbc.rope<head_dim = 4, rotary_dim = 4, inv_freq = array<f32: 1.000000e+00, 0.00999999977>>} : (tensor<?x16xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>) -> tensor<?x8xf32>
 // CHECK-NEXT: %[[O:[0-9]+]] = cbc.kv.attention %[[Q]], %[[POS]], %[[SEQ]], %[[CU]], %[[KVL]], %[[SLOTS]], %[[BT]] {group = 3 : i64,
 // CHECK-NEXT: return %[[O]]
 func.func @llama(%qkv: tensor<?x16xf32>, %pos: tensor<?xi32>, %seq: tensor<?xi32>, %cu: tensor<?xi32>,
                  %kvl: tensor<?xi32>, %plen: tensor<?xi32>, %slots: tensor<?xi32>, %bt: tensor<?x?x?xi32>) -> tensor<?x8xf32> {
   %s:3 = cbc.math.split %qkv : tensor<?x16xf32> -> tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x4xf32>
-  %q = cbc.math.rope %s#0, %pos, %seq, %plen {head_dim = 4 : i64, rotary_dim = 4 : i64, inv_freq = array<f32: 1.0, 0.01>} : tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x8xf32>
-  %k = cbc.math.rope %s#1, %pos, %seq, %plen {head_dim = 4 : i64, rotary_dim = 4 : i64, inv_freq = array<f32: 1.0, 0.01>} : tensor<?x4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x4xf32>
+  %q = cbc.math.rope %s#0, %pos, %seq, %plen {rope = #cbc.rope<head_dim = 4, rotary_dim = 4, inv_freq = array<f32: 1.0, 0.01>>} : tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x8xf32>
+  %k = cbc.math.rope %s#1, %pos, %seq, %plen {rope = #cbc.rope<head_dim = 4, rotary_dim = 4, inv_freq = array<f32: 1.0, 0.01>>} : tensor<?x4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x4xf32>
   cbc.kv.append %k, %s#2, %pos, %seq, %slots, %bt {layer = 5 : i64, num_kv_heads = 1 : i64, head_dim = 4 : i64, group = 3 : i64} : tensor<?x4xf32>, tensor<?x4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
   %o = cbc.kv.attention %q, %pos, %seq, %cu, %kvl, %slots, %bt {layer = 5 : i64, num_heads = 2 : i64, num_kv_heads = 1 : i64, head_dim = 4 : i64, scale = 0.5 : f64, group = 3 : i64} : tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?x8xf32>
   return %o : tensor<?x8xf32>
@@ -90,30 +27,30 @@ func.func @llama(%qkv: tensor<?x16xf32>, %pos: tensor<?xi32>, %seq: tensor<?xi32
 // A windowed layer with partial, interleaved rotary, an attention factor and the longrope
 // frequencies: the window comes from the append, the rest from the ropes.
 // CHECK-LABEL: func.func @window_longrope
-// CHECK-NEXT: %[[Q:[0-9]+]] = cbc.kv.rope_append %arg0, %arg1, %arg2, %arg5, %arg6, %arg7 {attention_factor = 1.190000e+00 : f64, head_dim = 4 : i64, inv_freq = array<f32: 5.000000e-01>, inv_freq_long = array<f32: 2.500000e-01>, layer = 1 : i64, long_after = 4096 : i64, num_heads = 2 : i64, num_kv_heads = 1 : i64, pairing = "interleaved", rotary_dim = 2 : i64, window = 128 : i64} : (tensor<?x16xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>) -> tensor<?x8xf32>
+// CHECK-NEXT: %[[Q:[0-9]+]] = cbc.kv.rope_append %arg0, %arg1, %arg2, %arg5, %arg6, %arg7 {head_dim = 4 : i64, layer = 1 : i64, num_heads = 2 : i64, num_kv_heads = 1 : i64, retention = #cbc.retention<window, 128>, rope = #cbc.rope<head_dim = 4, rotary_dim = 2, pairing = interleaved, inv_freq = array<f32: 5.000000e-01>, attention_factor = 1.190000e+00, inv_freq_long = array<f32: 2.500000e-01>, long_after = 4096>} : (tensor<?x16xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>) -> tensor<?x8xf32>
 // CHECK-NEXT: cbc.kv.attention %[[Q]],
 func.func @window_longrope(%qkv: tensor<?x16xf32>, %pos: tensor<?xi32>, %seq: tensor<?xi32>, %cu: tensor<?xi32>,
                            %kvl: tensor<?xi32>, %plen: tensor<?xi32>, %slots: tensor<?xi32>, %bt: tensor<?x?x?xi32>) -> tensor<?x8xf32> {
   %s:3 = cbc.math.split %qkv : tensor<?x16xf32> -> tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x4xf32>
-  %q = cbc.math.rope %s#0, %pos, %seq, %plen {head_dim = 4 : i64, rotary_dim = 2 : i64, pairing = "interleaved", inv_freq = array<f32: 0.5>, attention_factor = 1.19 : f64, inv_freq_long = array<f32: 0.25>, long_after = 4096 : i64} : tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x8xf32>
-  %k = cbc.math.rope %s#1, %pos, %seq, %plen {head_dim = 4 : i64, rotary_dim = 2 : i64, pairing = "interleaved", inv_freq = array<f32: 0.5>, attention_factor = 1.19 : f64, inv_freq_long = array<f32: 0.25>, long_after = 4096 : i64} : tensor<?x4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x4xf32>
-  cbc.kv.append %k, %s#2, %pos, %seq, %slots, %bt {layer = 1 : i64, num_kv_heads = 1 : i64, head_dim = 4 : i64, window = 128 : i64} : tensor<?x4xf32>, tensor<?x4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
-  %o = cbc.kv.attention %q, %pos, %seq, %cu, %kvl, %slots, %bt {layer = 1 : i64, num_heads = 2 : i64, num_kv_heads = 1 : i64, head_dim = 4 : i64, scale = 0.5 : f64, window = 128 : i64} : tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?x8xf32>
+  %q = cbc.math.rope %s#0, %pos, %seq, %plen {rope = #cbc.rope<head_dim = 4, rotary_dim = 2, pairing = interleaved, inv_freq = array<f32: 0.5>, attention_factor = 1.19, inv_freq_long = array<f32: 0.25>, long_after = 4096>} : tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x8xf32>
+  %k = cbc.math.rope %s#1, %pos, %seq, %plen {rope = #cbc.rope<head_dim = 4, rotary_dim = 2, pairing = interleaved, inv_freq = array<f32: 0.5>, attention_factor = 1.19, inv_freq_long = array<f32: 0.25>, long_after = 4096>} : tensor<?x4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x4xf32>
+  cbc.kv.append %k, %s#2, %pos, %seq, %slots, %bt {layer = 1 : i64, num_kv_heads = 1 : i64, head_dim = 4 : i64, retention = #cbc.retention<window, 128>} : tensor<?x4xf32>, tensor<?x4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
+  %o = cbc.kv.attention %q, %pos, %seq, %cu, %kvl, %slots, %bt {layer = 1 : i64, num_heads = 2 : i64, num_kv_heads = 1 : i64, head_dim = 4 : i64, scale = 0.5 : f64, retention = #cbc.retention<window, 128>} : tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?x8xf32>
   return %o : tensor<?x8xf32>
 }
 
 // Dynamic NTK and a chunked layer.
 // CHECK-LABEL: func.func @dynamic_chunk
 // CHECK-NEXT: cbc.kv.rope_append
-// CHECK-SAME: chunk = 8192 : i64, dynamic_base = 1.000000e+04 : f64, dynamic_factor = 2.000000e+00 : f64, dynamic_max_positions = 2048 : i64
+// CHECK-SAME: retention = #cbc.retention<chunk, 8192>, rope = #cbc.rope<{{.*}}dynamic_base = 1.000000e+04, dynamic_factor = 2.000000e+00, dynamic_max_positions = 2048>
 // CHECK-NEXT: cbc.kv.attention
 func.func @dynamic_chunk(%qkv: tensor<?x16xf32>, %pos: tensor<?xi32>, %seq: tensor<?xi32>, %cu: tensor<?xi32>,
                          %kvl: tensor<?xi32>, %plen: tensor<?xi32>, %slots: tensor<?xi32>, %bt: tensor<?x?x?xi32>) -> tensor<?x8xf32> {
   %s:3 = cbc.math.split %qkv : tensor<?x16xf32> -> tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x4xf32>
-  %q = cbc.math.rope %s#0, %pos, %seq, %plen {head_dim = 4 : i64, rotary_dim = 4 : i64, inv_freq = array<f32: 1.0, 0.01>, dynamic_base = 10000.0 : f64, dynamic_factor = 2.0 : f64, dynamic_max_positions = 2048 : i64} : tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x8xf32>
-  %k = cbc.math.rope %s#1, %pos, %seq, %plen {head_dim = 4 : i64, rotary_dim = 4 : i64, inv_freq = array<f32: 1.0, 0.01>, dynamic_base = 10000.0 : f64, dynamic_factor = 2.0 : f64, dynamic_max_positions = 2048 : i64} : tensor<?x4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x4xf32>
-  cbc.kv.append %k, %s#2, %pos, %seq, %slots, %bt {layer = 0 : i64, num_kv_heads = 1 : i64, head_dim = 4 : i64, chunk = 8192 : i64} : tensor<?x4xf32>, tensor<?x4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
-  %o = cbc.kv.attention %q, %pos, %seq, %cu, %kvl, %slots, %bt {layer = 0 : i64, num_heads = 2 : i64, num_kv_heads = 1 : i64, head_dim = 4 : i64, scale = 0.5 : f64, chunk = 8192 : i64} : tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?x8xf32>
+  %q = cbc.math.rope %s#0, %pos, %seq, %plen {rope = #cbc.rope<head_dim = 4, rotary_dim = 4, inv_freq = array<f32: 1.0, 0.01>, dynamic_base = 10000.0, dynamic_factor = 2.0, dynamic_max_positions = 2048>} : tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x8xf32>
+  %k = cbc.math.rope %s#1, %pos, %seq, %plen {rope = #cbc.rope<head_dim = 4, rotary_dim = 4, inv_freq = array<f32: 1.0, 0.01>, dynamic_base = 10000.0, dynamic_factor = 2.0, dynamic_max_positions = 2048>} : tensor<?x4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x4xf32>
+  cbc.kv.append %k, %s#2, %pos, %seq, %slots, %bt {layer = 0 : i64, num_kv_heads = 1 : i64, head_dim = 4 : i64, retention = #cbc.retention<chunk, 8192>} : tensor<?x4xf32>, tensor<?x4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
+  %o = cbc.kv.attention %q, %pos, %seq, %cu, %kvl, %slots, %bt {layer = 0 : i64, num_heads = 2 : i64, num_kv_heads = 1 : i64, head_dim = 4 : i64, scale = 0.5 : f64, retention = #cbc.retention<chunk, 8192>} : tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?x8xf32>
   return %o : tensor<?x8xf32>
 }
 
@@ -121,7 +58,7 @@ func.func @dynamic_chunk(%qkv: tensor<?x16xf32>, %pos: tensor<?xi32>, %seq: tens
 // norm weights become the norms(q, k) operands; eps and the offset become eps and norm_offset.
 // CHECK-LABEL: func.func @qk_norm
 // CHECK-SAME: (%[[QKV:[^:]+]]: tensor<?x16xf32>, %[[POS:[^:]+]]: tensor<?xi32>, %[[SEQ:[^:]+]]: tensor<?xi32>, %[[CU:[^:]+]]: tensor<?xi32>, %[[KVL:[^:]+]]: tensor<?xi32>, %[[PLEN:[^:]+]]: tensor<?xi32>, %[[SLOTS:[^:]+]]: tensor<?xi32>, %[[BT:[^:]+]]: tensor<?x?x?xi32>, %[[QN:[^:]+]]: tensor<4xbf16>, %[[KN:[^:]+]]: tensor<4xbf16>)
-// CHECK-NEXT: %[[Q:[0-9]+]] = cbc.kv.rope_append %[[QKV]], %[[POS]], %[[SEQ]], %[[PLEN]], %[[SLOTS]], %[[BT]] norms(%[[QN]], %[[KN]]) {eps = 9.9999999999999995E-7 : f64, group = 0 : i64, head_dim = 4 : i64, inv_freq = array<f32: 1.000000e+00, 0.00999999977>, layer = 0 : i64, norm_offset = 1.000000e+00 : f64, num_heads = 2 : i64, num_kv_heads = 1 : i64, rotary_dim = 4 : i64} : (tensor<?x16xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>, tensor<4xbf16>, tensor<4xbf16>) -> tensor<?x8xf32>
+// CHECK-NEXT: %[[Q:[0-9]+]] = cbc.kv.rope_append %[[QKV]], %[[POS]], %[[SEQ]], %[[PLEN]], %[[SLOTS]], %[[BT]] norms(%[[QN]], %[[KN]]) {eps = 9.9999999999999995E-7 : f64, group = 0 : i64, head_dim = 4 : i64, layer = 0 : i64, norm_offset = 1.000000e+00 : f64, num_heads = 2 : i64, num_kv_heads = 1 : i64, rope = #cbc.rope<head_dim = 4, rotary_dim = 4, inv_freq = array<f32: 1.000000e+00, 0.00999999977>>} : (tensor<?x16xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>, tensor<4xbf16>, tensor<4xbf16>) -> tensor<?x8xf32>
 // CHECK-NEXT: %[[O:[0-9]+]] = cbc.kv.attention %[[Q]], %[[POS]], %[[SEQ]], %[[CU]], %[[KVL]], %[[SLOTS]], %[[BT]]
 // CHECK-NEXT: return %[[O]]
 func.func @qk_norm(%qkv: tensor<?x16xf32>, %pos: tensor<?xi32>, %seq: tensor<?xi32>, %cu: tensor<?xi32>,
@@ -130,8 +67,8 @@ func.func @qk_norm(%qkv: tensor<?x16xf32>, %pos: tensor<?xi32>, %seq: tensor<?xi
   %s:3 = cbc.math.split %qkv : tensor<?x16xf32> -> tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x4xf32>
   %qn = cbc.math.rms_norm %s#0, %qw {eps = 1.0e-6 : f64, group = 4 : i64, offset = 1.0 : f64} : tensor<?x8xf32>, tensor<4xbf16> -> tensor<?x8xf32>
   %kn = cbc.math.rms_norm %s#1, %kw {eps = 1.0e-6 : f64, group = 4 : i64, offset = 1.0 : f64} : tensor<?x4xf32>, tensor<4xbf16> -> tensor<?x4xf32>
-  %q = cbc.math.rope %qn, %pos, %seq, %plen {head_dim = 4 : i64, rotary_dim = 4 : i64, inv_freq = array<f32: 1.0, 0.01>} : tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x8xf32>
-  %k = cbc.math.rope %kn, %pos, %seq, %plen {head_dim = 4 : i64, rotary_dim = 4 : i64, inv_freq = array<f32: 1.0, 0.01>} : tensor<?x4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x4xf32>
+  %q = cbc.math.rope %qn, %pos, %seq, %plen {rope = #cbc.rope<head_dim = 4, rotary_dim = 4, inv_freq = array<f32: 1.0, 0.01>>} : tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x8xf32>
+  %k = cbc.math.rope %kn, %pos, %seq, %plen {rope = #cbc.rope<head_dim = 4, rotary_dim = 4, inv_freq = array<f32: 1.0, 0.01>>} : tensor<?x4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x4xf32>
   cbc.kv.append %k, %s#2, %pos, %seq, %slots, %bt {layer = 0 : i64, num_kv_heads = 1 : i64, head_dim = 4 : i64, group = 0 : i64} : tensor<?x4xf32>, tensor<?x4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
   %o = cbc.kv.attention %q, %pos, %seq, %cu, %kvl, %slots, %bt {layer = 0 : i64, num_heads = 2 : i64, num_kv_heads = 1 : i64, head_dim = 4 : i64, scale = 0.5 : f64, group = 0 : i64} : tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?x8xf32>
   return %o : tensor<?x8xf32>
@@ -149,13 +86,13 @@ func.func @two_layers(%qkv: tensor<?x16xf32>, %pos: tensor<?xi32>, %seq: tensor<
                       %kvl: tensor<?xi32>, %plen: tensor<?xi32>, %slots: tensor<?xi32>, %bt: tensor<?x?x?xi32>,
                       %qkv1: tensor<?x16xf32>) -> (tensor<?x8xf32>, tensor<?x8xf32>) {
   %s:3 = cbc.math.split %qkv : tensor<?x16xf32> -> tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x4xf32>
-  %q = cbc.math.rope %s#0, %pos, %seq, %plen {head_dim = 4 : i64, rotary_dim = 4 : i64, inv_freq = array<f32: 1.0, 0.01>} : tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x8xf32>
-  %k = cbc.math.rope %s#1, %pos, %seq, %plen {head_dim = 4 : i64, rotary_dim = 4 : i64, inv_freq = array<f32: 1.0, 0.01>} : tensor<?x4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x4xf32>
+  %q = cbc.math.rope %s#0, %pos, %seq, %plen {rope = #cbc.rope<head_dim = 4, rotary_dim = 4, inv_freq = array<f32: 1.0, 0.01>>} : tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x8xf32>
+  %k = cbc.math.rope %s#1, %pos, %seq, %plen {rope = #cbc.rope<head_dim = 4, rotary_dim = 4, inv_freq = array<f32: 1.0, 0.01>>} : tensor<?x4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x4xf32>
   cbc.kv.append %k, %s#2, %pos, %seq, %slots, %bt {layer = 0 : i64, num_kv_heads = 1 : i64, head_dim = 4 : i64} : tensor<?x4xf32>, tensor<?x4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
   %o = cbc.kv.attention %q, %pos, %seq, %cu, %kvl, %slots, %bt {layer = 0 : i64, num_heads = 2 : i64, num_kv_heads = 1 : i64, head_dim = 4 : i64, scale = 0.5 : f64} : tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?x8xf32>
   %s1:3 = cbc.math.split %qkv1 : tensor<?x16xf32> -> tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x4xf32>
-  %q1 = cbc.math.rope %s1#0, %pos, %seq, %plen {head_dim = 4 : i64, rotary_dim = 4 : i64, inv_freq = array<f32: 1.0, 0.01>} : tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x8xf32>
-  %k1 = cbc.math.rope %s1#1, %pos, %seq, %plen {head_dim = 4 : i64, rotary_dim = 4 : i64, inv_freq = array<f32: 1.0, 0.01>} : tensor<?x4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x4xf32>
+  %q1 = cbc.math.rope %s1#0, %pos, %seq, %plen {rope = #cbc.rope<head_dim = 4, rotary_dim = 4, inv_freq = array<f32: 1.0, 0.01>>} : tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x8xf32>
+  %k1 = cbc.math.rope %s1#1, %pos, %seq, %plen {rope = #cbc.rope<head_dim = 4, rotary_dim = 4, inv_freq = array<f32: 1.0, 0.01>>} : tensor<?x4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x4xf32>
   cbc.kv.append %k1, %s1#2, %pos, %seq, %slots, %bt {layer = 1 : i64, num_kv_heads = 1 : i64, head_dim = 4 : i64} : tensor<?x4xf32>, tensor<?x4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
   %o1 = cbc.kv.attention %q1, %pos, %seq, %cu, %kvl, %slots, %bt {layer = 1 : i64, num_heads = 2 : i64, num_kv_heads = 1 : i64, head_dim = 4 : i64, scale = 0.5 : f64} : tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?x8xf32>
   return %o, %o1 : tensor<?x8xf32>, tensor<?x8xf32>
@@ -175,8 +112,8 @@ func.func @two_layers(%qkv: tensor<?x16xf32>, %pos: tensor<?xi32>, %seq: tensor<
 // CHECK-NEXT: return
 func.func @different_inv_freq(%qkv: tensor<?x16xf32>, %pos: tensor<?xi32>, %seq: tensor<?xi32>, %plen: tensor<?xi32>, %slots: tensor<?xi32>, %bt: tensor<?x?x?xi32>) -> tensor<?x8xf32> {
   %s:3 = cbc.math.split %qkv : tensor<?x16xf32> -> tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x4xf32>
-  %q = cbc.math.rope %s#0, %pos, %seq, %plen {head_dim = 4 : i64, rotary_dim = 4 : i64, inv_freq = array<f32: 1.0, 0.01>} : tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x8xf32>
-  %k = cbc.math.rope %s#1, %pos, %seq, %plen {head_dim = 4 : i64, rotary_dim = 4 : i64, inv_freq = array<f32: 1.0, 0.02>} : tensor<?x4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x4xf32>
+  %q = cbc.math.rope %s#0, %pos, %seq, %plen {rope = #cbc.rope<head_dim = 4, rotary_dim = 4, inv_freq = array<f32: 1.0, 0.01>>} : tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x8xf32>
+  %k = cbc.math.rope %s#1, %pos, %seq, %plen {rope = #cbc.rope<head_dim = 4, rotary_dim = 4, inv_freq = array<f32: 1.0, 0.02>>} : tensor<?x4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x4xf32>
   cbc.kv.append %k, %s#2, %pos, %seq, %slots, %bt {layer = 0 : i64, num_kv_heads = 1 : i64, head_dim = 4 : i64} : tensor<?x4xf32>, tensor<?x4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
   return %q : tensor<?x8xf32>
 }
@@ -190,8 +127,8 @@ func.func @different_inv_freq(%qkv: tensor<?x16xf32>, %pos: tensor<?xi32>, %seq:
 // CHECK-NEXT: cbc.kv.append
 func.func @different_positions(%qkv: tensor<?x16xf32>, %pos: tensor<?xi32>, %seq: tensor<?xi32>, %plen: tensor<?xi32>, %slots: tensor<?xi32>, %bt: tensor<?x?x?xi32>, %pos2: tensor<?xi32>) -> tensor<?x8xf32> {
   %s:3 = cbc.math.split %qkv : tensor<?x16xf32> -> tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x4xf32>
-  %q = cbc.math.rope %s#0, %pos2, %seq, %plen {head_dim = 4 : i64, rotary_dim = 4 : i64, inv_freq = array<f32: 1.0, 0.01>} : tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x8xf32>
-  %k = cbc.math.rope %s#1, %pos2, %seq, %plen {head_dim = 4 : i64, rotary_dim = 4 : i64, inv_freq = array<f32: 1.0, 0.01>} : tensor<?x4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x4xf32>
+  %q = cbc.math.rope %s#0, %pos2, %seq, %plen {rope = #cbc.rope<head_dim = 4, rotary_dim = 4, inv_freq = array<f32: 1.0, 0.01>>} : tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x8xf32>
+  %k = cbc.math.rope %s#1, %pos2, %seq, %plen {rope = #cbc.rope<head_dim = 4, rotary_dim = 4, inv_freq = array<f32: 1.0, 0.01>>} : tensor<?x4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x4xf32>
   cbc.kv.append %k, %s#2, %pos, %seq, %slots, %bt {layer = 0 : i64, num_kv_heads = 1 : i64, head_dim = 4 : i64} : tensor<?x4xf32>, tensor<?x4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
   return %q : tensor<?x8xf32>
 }
@@ -206,8 +143,8 @@ func.func @different_positions(%qkv: tensor<?x16xf32>, %pos: tensor<?xi32>, %seq
 // CHECK-NEXT: cbc.kv.append %{{[0-9]+}}, %arg6,
 func.func @v_not_from_split(%qkv: tensor<?x16xf32>, %pos: tensor<?xi32>, %seq: tensor<?xi32>, %plen: tensor<?xi32>, %slots: tensor<?xi32>, %bt: tensor<?x?x?xi32>, %v: tensor<?x4xf32>) -> (tensor<?x8xf32>, tensor<?x4xf32>) {
   %s:3 = cbc.math.split %qkv : tensor<?x16xf32> -> tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x4xf32>
-  %q = cbc.math.rope %s#0, %pos, %seq, %plen {head_dim = 4 : i64, rotary_dim = 4 : i64, inv_freq = array<f32: 1.0, 0.01>} : tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x8xf32>
-  %k = cbc.math.rope %s#1, %pos, %seq, %plen {head_dim = 4 : i64, rotary_dim = 4 : i64, inv_freq = array<f32: 1.0, 0.01>} : tensor<?x4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x4xf32>
+  %q = cbc.math.rope %s#0, %pos, %seq, %plen {rope = #cbc.rope<head_dim = 4, rotary_dim = 4, inv_freq = array<f32: 1.0, 0.01>>} : tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x8xf32>
+  %k = cbc.math.rope %s#1, %pos, %seq, %plen {rope = #cbc.rope<head_dim = 4, rotary_dim = 4, inv_freq = array<f32: 1.0, 0.01>>} : tensor<?x4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x4xf32>
   cbc.kv.append %k, %v, %pos, %seq, %slots, %bt {layer = 0 : i64, num_kv_heads = 1 : i64, head_dim = 4 : i64} : tensor<?x4xf32>, tensor<?x4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
   return %q, %s#2 : tensor<?x8xf32>, tensor<?x4xf32>
 }
@@ -220,8 +157,8 @@ func.func @v_not_from_split(%qkv: tensor<?x16xf32>, %pos: tensor<?xi32>, %seq: t
 // CHECK-NEXT: cbc.kv.append %[[K]], %[[S]]#1,
 func.func @k_v_swapped(%qkv: tensor<?x16xf32>, %pos: tensor<?xi32>, %seq: tensor<?xi32>, %plen: tensor<?xi32>, %slots: tensor<?xi32>, %bt: tensor<?x?x?xi32>) -> tensor<?x8xf32> {
   %s:3 = cbc.math.split %qkv : tensor<?x16xf32> -> tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x4xf32>
-  %q = cbc.math.rope %s#0, %pos, %seq, %plen {head_dim = 4 : i64, rotary_dim = 4 : i64, inv_freq = array<f32: 1.0, 0.01>} : tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x8xf32>
-  %k = cbc.math.rope %s#2, %pos, %seq, %plen {head_dim = 4 : i64, rotary_dim = 4 : i64, inv_freq = array<f32: 1.0, 0.01>} : tensor<?x4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x4xf32>
+  %q = cbc.math.rope %s#0, %pos, %seq, %plen {rope = #cbc.rope<head_dim = 4, rotary_dim = 4, inv_freq = array<f32: 1.0, 0.01>>} : tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x8xf32>
+  %k = cbc.math.rope %s#2, %pos, %seq, %plen {rope = #cbc.rope<head_dim = 4, rotary_dim = 4, inv_freq = array<f32: 1.0, 0.01>>} : tensor<?x4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x4xf32>
   cbc.kv.append %k, %s#1, %pos, %seq, %slots, %bt {layer = 0 : i64, num_kv_heads = 1 : i64, head_dim = 4 : i64} : tensor<?x4xf32>, tensor<?x4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
   return %q : tensor<?x8xf32>
 }
@@ -236,8 +173,8 @@ func.func @k_v_swapped(%qkv: tensor<?x16xf32>, %pos: tensor<?xi32>, %seq: tensor
 // CHECK-NEXT: cbc.math.softcap %[[K]]
 func.func @k_used_elsewhere(%qkv: tensor<?x16xf32>, %pos: tensor<?xi32>, %seq: tensor<?xi32>, %plen: tensor<?xi32>, %slots: tensor<?xi32>, %bt: tensor<?x?x?xi32>) -> (tensor<?x8xf32>, tensor<?x4xf32>) {
   %s:3 = cbc.math.split %qkv : tensor<?x16xf32> -> tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x4xf32>
-  %q = cbc.math.rope %s#0, %pos, %seq, %plen {head_dim = 4 : i64, rotary_dim = 4 : i64, inv_freq = array<f32: 1.0, 0.01>} : tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x8xf32>
-  %k = cbc.math.rope %s#1, %pos, %seq, %plen {head_dim = 4 : i64, rotary_dim = 4 : i64, inv_freq = array<f32: 1.0, 0.01>} : tensor<?x4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x4xf32>
+  %q = cbc.math.rope %s#0, %pos, %seq, %plen {rope = #cbc.rope<head_dim = 4, rotary_dim = 4, inv_freq = array<f32: 1.0, 0.01>>} : tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x8xf32>
+  %k = cbc.math.rope %s#1, %pos, %seq, %plen {rope = #cbc.rope<head_dim = 4, rotary_dim = 4, inv_freq = array<f32: 1.0, 0.01>>} : tensor<?x4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x4xf32>
   cbc.kv.append %k, %s#2, %pos, %seq, %slots, %bt {layer = 0 : i64, num_kv_heads = 1 : i64, head_dim = 4 : i64} : tensor<?x4xf32>, tensor<?x4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
   %c = cbc.math.softcap %k {cap = 30.0 : f64} : tensor<?x4xf32>
   return %q, %c : tensor<?x8xf32>, tensor<?x4xf32>
@@ -253,8 +190,8 @@ func.func @k_used_elsewhere(%qkv: tensor<?x16xf32>, %pos: tensor<?xi32>, %seq: t
 // CHECK-NEXT: cbc.kv.append
 func.func @q_read_before_append(%qkv: tensor<?x16xf32>, %pos: tensor<?xi32>, %seq: tensor<?xi32>, %plen: tensor<?xi32>, %slots: tensor<?xi32>, %bt: tensor<?x?x?xi32>) -> tensor<?x8xf32> {
   %s:3 = cbc.math.split %qkv : tensor<?x16xf32> -> tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x4xf32>
-  %q = cbc.math.rope %s#0, %pos, %seq, %plen {head_dim = 4 : i64, rotary_dim = 4 : i64, inv_freq = array<f32: 1.0, 0.01>} : tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x8xf32>
-  %k = cbc.math.rope %s#1, %pos, %seq, %plen {head_dim = 4 : i64, rotary_dim = 4 : i64, inv_freq = array<f32: 1.0, 0.01>} : tensor<?x4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x4xf32>
+  %q = cbc.math.rope %s#0, %pos, %seq, %plen {rope = #cbc.rope<head_dim = 4, rotary_dim = 4, inv_freq = array<f32: 1.0, 0.01>>} : tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x8xf32>
+  %k = cbc.math.rope %s#1, %pos, %seq, %plen {rope = #cbc.rope<head_dim = 4, rotary_dim = 4, inv_freq = array<f32: 1.0, 0.01>>} : tensor<?x4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x4xf32>
   %c = cbc.math.softcap %q {cap = 30.0 : f64} : tensor<?x8xf32>
   cbc.kv.append %k, %s#2, %pos, %seq, %slots, %bt {layer = 0 : i64, num_kv_heads = 1 : i64, head_dim = 4 : i64} : tensor<?x4xf32>, tensor<?x4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
   return %c : tensor<?x8xf32>
@@ -271,8 +208,8 @@ func.func @q_read_before_append(%qkv: tensor<?x16xf32>, %pos: tensor<?xi32>, %se
 func.func @k_norm_only(%qkv: tensor<?x16xf32>, %pos: tensor<?xi32>, %seq: tensor<?xi32>, %plen: tensor<?xi32>, %slots: tensor<?xi32>, %bt: tensor<?x?x?xi32>, %kw: tensor<4xbf16>) -> tensor<?x8xf32> {
   %s:3 = cbc.math.split %qkv : tensor<?x16xf32> -> tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x4xf32>
   %kn = cbc.math.rms_norm %s#1, %kw {eps = 1.0e-6 : f64, group = 4 : i64} : tensor<?x4xf32>, tensor<4xbf16> -> tensor<?x4xf32>
-  %q = cbc.math.rope %s#0, %pos, %seq, %plen {head_dim = 4 : i64, rotary_dim = 4 : i64, inv_freq = array<f32: 1.0, 0.01>} : tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x8xf32>
-  %k = cbc.math.rope %kn, %pos, %seq, %plen {head_dim = 4 : i64, rotary_dim = 4 : i64, inv_freq = array<f32: 1.0, 0.01>} : tensor<?x4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x4xf32>
+  %q = cbc.math.rope %s#0, %pos, %seq, %plen {rope = #cbc.rope<head_dim = 4, rotary_dim = 4, inv_freq = array<f32: 1.0, 0.01>>} : tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x8xf32>
+  %k = cbc.math.rope %kn, %pos, %seq, %plen {rope = #cbc.rope<head_dim = 4, rotary_dim = 4, inv_freq = array<f32: 1.0, 0.01>>} : tensor<?x4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x4xf32>
   cbc.kv.append %k, %s#2, %pos, %seq, %slots, %bt {layer = 0 : i64, num_kv_heads = 1 : i64, head_dim = 4 : i64} : tensor<?x4xf32>, tensor<?x4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
   return %q : tensor<?x8xf32>
 }
@@ -290,8 +227,8 @@ func.func @norm_eps_differs(%qkv: tensor<?x16xf32>, %pos: tensor<?xi32>, %seq: t
   %s:3 = cbc.math.split %qkv : tensor<?x16xf32> -> tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x4xf32>
   %qn = cbc.math.rms_norm %s#0, %qw {eps = 1.0e-6 : f64, group = 4 : i64} : tensor<?x8xf32>, tensor<4xbf16> -> tensor<?x8xf32>
   %kn = cbc.math.rms_norm %s#1, %kw {eps = 1.0e-5 : f64, group = 4 : i64} : tensor<?x4xf32>, tensor<4xbf16> -> tensor<?x4xf32>
-  %q = cbc.math.rope %qn, %pos, %seq, %plen {head_dim = 4 : i64, rotary_dim = 4 : i64, inv_freq = array<f32: 1.0, 0.01>} : tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x8xf32>
-  %k = cbc.math.rope %kn, %pos, %seq, %plen {head_dim = 4 : i64, rotary_dim = 4 : i64, inv_freq = array<f32: 1.0, 0.01>} : tensor<?x4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x4xf32>
+  %q = cbc.math.rope %qn, %pos, %seq, %plen {rope = #cbc.rope<head_dim = 4, rotary_dim = 4, inv_freq = array<f32: 1.0, 0.01>>} : tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x8xf32>
+  %k = cbc.math.rope %kn, %pos, %seq, %plen {rope = #cbc.rope<head_dim = 4, rotary_dim = 4, inv_freq = array<f32: 1.0, 0.01>>} : tensor<?x4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x4xf32>
   cbc.kv.append %k, %s#2, %pos, %seq, %slots, %bt {layer = 0 : i64, num_kv_heads = 1 : i64, head_dim = 4 : i64} : tensor<?x4xf32>, tensor<?x4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
   return %q : tensor<?x8xf32>
 }
@@ -309,8 +246,8 @@ func.func @k_norm_whole_row(%qkv: tensor<?x16xf32>, %pos: tensor<?xi32>, %seq: t
   %s:3 = cbc.math.split %qkv : tensor<?x16xf32> -> tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x4xf32>
   %qn = cbc.math.rms_norm %s#0, %qw {eps = 1.0e-6 : f64} : tensor<?x8xf32>, tensor<8xbf16> -> tensor<?x8xf32>
   %kn = cbc.math.rms_norm %s#1, %kw {eps = 1.0e-6 : f64} : tensor<?x4xf32>, tensor<4xbf16> -> tensor<?x4xf32>
-  %q = cbc.math.rope %qn, %pos, %seq, %plen {head_dim = 4 : i64, rotary_dim = 4 : i64, inv_freq = array<f32: 1.0, 0.01>} : tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x8xf32>
-  %k = cbc.math.rope %kn, %pos, %seq, %plen {head_dim = 4 : i64, rotary_dim = 4 : i64, inv_freq = array<f32: 1.0, 0.01>} : tensor<?x4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x4xf32>
+  %q = cbc.math.rope %qn, %pos, %seq, %plen {rope = #cbc.rope<head_dim = 4, rotary_dim = 4, inv_freq = array<f32: 1.0, 0.01>>} : tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x8xf32>
+  %k = cbc.math.rope %kn, %pos, %seq, %plen {rope = #cbc.rope<head_dim = 4, rotary_dim = 4, inv_freq = array<f32: 1.0, 0.01>>} : tensor<?x4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x4xf32>
   cbc.kv.append %k, %s#2, %pos, %seq, %slots, %bt {layer = 0 : i64, num_kv_heads = 1 : i64, head_dim = 4 : i64} : tensor<?x4xf32>, tensor<?x4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
   return %q : tensor<?x8xf32>
 }
@@ -331,8 +268,8 @@ func.func @q_norm_without_weight(%qkv: tensor<?x16xf32>, %pos: tensor<?xi32>, %s
   %s:3 = cbc.math.split %qkv : tensor<?x16xf32> -> tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x4xf32>
   %qn = cbc.math.rms_norm %s#0 {eps = 1.0e-6 : f64, group = 4 : i64} : tensor<?x8xf32> -> tensor<?x8xf32>
   %kn = cbc.math.rms_norm %s#1, %kw {eps = 1.0e-6 : f64, group = 4 : i64} : tensor<?x4xf32>, tensor<4xbf16> -> tensor<?x4xf32>
-  %q = cbc.math.rope %qn, %pos, %seq, %plen {head_dim = 4 : i64, rotary_dim = 4 : i64, inv_freq = array<f32: 1.0, 0.01>} : tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x8xf32>
-  %k = cbc.math.rope %kn, %pos, %seq, %plen {head_dim = 4 : i64, rotary_dim = 4 : i64, inv_freq = array<f32: 1.0, 0.01>} : tensor<?x4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x4xf32>
+  %q = cbc.math.rope %qn, %pos, %seq, %plen {rope = #cbc.rope<head_dim = 4, rotary_dim = 4, inv_freq = array<f32: 1.0, 0.01>>} : tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x8xf32>
+  %k = cbc.math.rope %kn, %pos, %seq, %plen {rope = #cbc.rope<head_dim = 4, rotary_dim = 4, inv_freq = array<f32: 1.0, 0.01>>} : tensor<?x4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x4xf32>
   cbc.kv.append %k, %s#2, %pos, %seq, %slots, %bt {layer = 0 : i64, num_kv_heads = 1 : i64, head_dim = 4 : i64} : tensor<?x4xf32>, tensor<?x4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
   return %q : tensor<?x8xf32>
 }
@@ -346,8 +283,8 @@ func.func @q_norm_without_weight(%qkv: tensor<?x16xf32>, %pos: tensor<?xi32>, %s
 // CHECK-NEXT: cbc.kv.append
 func.func @v_wider_than_k(%qkv: tensor<?x20xf32>, %pos: tensor<?xi32>, %seq: tensor<?xi32>, %plen: tensor<?xi32>, %slots: tensor<?xi32>, %bt: tensor<?x?x?xi32>) -> tensor<?x8xf32> {
   %s:3 = cbc.math.split %qkv : tensor<?x20xf32> -> tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x8xf32>
-  %q = cbc.math.rope %s#0, %pos, %seq, %plen {head_dim = 4 : i64, rotary_dim = 4 : i64, inv_freq = array<f32: 1.0, 0.01>} : tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x8xf32>
-  %k = cbc.math.rope %s#1, %pos, %seq, %plen {head_dim = 4 : i64, rotary_dim = 4 : i64, inv_freq = array<f32: 1.0, 0.01>} : tensor<?x4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x4xf32>
+  %q = cbc.math.rope %s#0, %pos, %seq, %plen {rope = #cbc.rope<head_dim = 4, rotary_dim = 4, inv_freq = array<f32: 1.0, 0.01>>} : tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x8xf32>
+  %k = cbc.math.rope %s#1, %pos, %seq, %plen {rope = #cbc.rope<head_dim = 4, rotary_dim = 4, inv_freq = array<f32: 1.0, 0.01>>} : tensor<?x4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x4xf32>
   cbc.kv.append %k, %s#2, %pos, %seq, %slots, %bt {layer = 0 : i64, num_kv_heads = 1 : i64, head_dim = 4 : i64} : tensor<?x4xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
   return %q : tensor<?x8xf32>
 }
@@ -357,13 +294,13 @@ func.func @v_wider_than_k(%qkv: tensor<?x20xf32>, %pos: tensor<?xi32>, %seq: ten
 // CHECK-LABEL: func.func @rope_head_dim_differs
 // CHECK-NOT: rope_append
 // CHECK: cbc.math.split
-// CHECK-NEXT: cbc.math.rope {{.*}}head_dim = 2 : i64
-// CHECK-NEXT: cbc.math.rope {{.*}}head_dim = 2 : i64
+// CHECK-NEXT: cbc.math.rope {{.*}}#cbc.rope<head_dim = 2,
+// CHECK-NEXT: cbc.math.rope {{.*}}#cbc.rope<head_dim = 2,
 // CHECK-NEXT: cbc.kv.append {{.*}}head_dim = 4 : i64
 func.func @rope_head_dim_differs(%qkv: tensor<?x16xf32>, %pos: tensor<?xi32>, %seq: tensor<?xi32>, %plen: tensor<?xi32>, %slots: tensor<?xi32>, %bt: tensor<?x?x?xi32>) -> tensor<?x8xf32> {
   %s:3 = cbc.math.split %qkv : tensor<?x16xf32> -> tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x4xf32>
-  %q = cbc.math.rope %s#0, %pos, %seq, %plen {head_dim = 2 : i64, rotary_dim = 2 : i64, inv_freq = array<f32: 1.0>} : tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x8xf32>
-  %k = cbc.math.rope %s#1, %pos, %seq, %plen {head_dim = 2 : i64, rotary_dim = 2 : i64, inv_freq = array<f32: 1.0>} : tensor<?x4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x4xf32>
+  %q = cbc.math.rope %s#0, %pos, %seq, %plen {rope = #cbc.rope<head_dim = 2, rotary_dim = 2, inv_freq = array<f32: 1.0>>} : tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x8xf32>
+  %k = cbc.math.rope %s#1, %pos, %seq, %plen {rope = #cbc.rope<head_dim = 2, rotary_dim = 2, inv_freq = array<f32: 1.0>>} : tensor<?x4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x4xf32>
   cbc.kv.append %k, %s#2, %pos, %seq, %slots, %bt {layer = 0 : i64, num_kv_heads = 1 : i64, head_dim = 4 : i64} : tensor<?x4xf32>, tensor<?x4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
   return %q : tensor<?x8xf32>
 }
@@ -377,8 +314,8 @@ func.func @rope_head_dim_differs(%qkv: tensor<?x16xf32>, %pos: tensor<?xi32>, %s
 // CHECK-NEXT: cbc.kv.append
 func.func @partial_gqa_group(%qkv: tensor<?x28xf32>, %pos: tensor<?xi32>, %seq: tensor<?xi32>, %plen: tensor<?xi32>, %slots: tensor<?xi32>, %bt: tensor<?x?x?xi32>) -> tensor<?x12xf32> {
   %s:3 = cbc.math.split %qkv : tensor<?x28xf32> -> tensor<?x12xf32>, tensor<?x8xf32>, tensor<?x8xf32>
-  %q = cbc.math.rope %s#0, %pos, %seq, %plen {head_dim = 4 : i64, rotary_dim = 4 : i64, inv_freq = array<f32: 1.0, 0.01>} : tensor<?x12xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x12xf32>
-  %k = cbc.math.rope %s#1, %pos, %seq, %plen {head_dim = 4 : i64, rotary_dim = 4 : i64, inv_freq = array<f32: 1.0, 0.01>} : tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x8xf32>
+  %q = cbc.math.rope %s#0, %pos, %seq, %plen {rope = #cbc.rope<head_dim = 4, rotary_dim = 4, inv_freq = array<f32: 1.0, 0.01>>} : tensor<?x12xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x12xf32>
+  %k = cbc.math.rope %s#1, %pos, %seq, %plen {rope = #cbc.rope<head_dim = 4, rotary_dim = 4, inv_freq = array<f32: 1.0, 0.01>>} : tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x8xf32>
   cbc.kv.append %k, %s#2, %pos, %seq, %slots, %bt {layer = 0 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64} : tensor<?x8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
   return %q : tensor<?x12xf32>
 }
@@ -396,11 +333,11 @@ func.func @q_norm_weight_after_append(%qkv: tensor<?x16xf32>, %pos: tensor<?xi32
   %s:3 = cbc.math.split %qkv : tensor<?x16xf32> -> tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x4xf32>
   %kw = cbc.weight.ref "kn" {sources = [["kn"]]} : tensor<4xbf16>
   %kn = cbc.math.rms_norm %s#1, %kw {eps = 1.0e-6 : f64, group = 4 : i64} : tensor<?x4xf32>, tensor<4xbf16> -> tensor<?x4xf32>
-  %k = cbc.math.rope %kn, %pos, %seq, %plen {head_dim = 4 : i64, rotary_dim = 4 : i64, inv_freq = array<f32: 1.0, 0.01>} : tensor<?x4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x4xf32>
+  %k = cbc.math.rope %kn, %pos, %seq, %plen {rope = #cbc.rope<head_dim = 4, rotary_dim = 4, inv_freq = array<f32: 1.0, 0.01>>} : tensor<?x4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x4xf32>
   cbc.kv.append %k, %s#2, %pos, %seq, %slots, %bt {layer = 0 : i64, num_kv_heads = 1 : i64, head_dim = 4 : i64} : tensor<?x4xf32>, tensor<?x4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
   %qw = cbc.weight.ref "qn" {sources = [["qn"]]} : tensor<4xbf16>
   %qn = cbc.math.rms_norm %s#0, %qw {eps = 1.0e-6 : f64, group = 4 : i64} : tensor<?x8xf32>, tensor<4xbf16> -> tensor<?x8xf32>
-  %q = cbc.math.rope %qn, %pos, %seq, %plen {head_dim = 4 : i64, rotary_dim = 4 : i64, inv_freq = array<f32: 1.0, 0.01>} : tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x8xf32>
+  %q = cbc.math.rope %qn, %pos, %seq, %plen {rope = #cbc.rope<head_dim = 4, rotary_dim = 4, inv_freq = array<f32: 1.0, 0.01>>} : tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x8xf32>
   return %q : tensor<?x8xf32>
 }
 
@@ -416,9 +353,9 @@ func.func @q_side_after_append(%qkv: tensor<?x16xf32>, %pos: tensor<?xi32>, %seq
   %kw = cbc.weight.ref "kn" {sources = [["kn"]]} : tensor<4xbf16>
   %qw = cbc.weight.ref "qn" {sources = [["qn"]]} : tensor<4xbf16>
   %kn = cbc.math.rms_norm %s#1, %kw {eps = 1.0e-6 : f64, group = 4 : i64} : tensor<?x4xf32>, tensor<4xbf16> -> tensor<?x4xf32>
-  %k = cbc.math.rope %kn, %pos, %seq, %plen {head_dim = 4 : i64, rotary_dim = 4 : i64, inv_freq = array<f32: 1.0, 0.01>} : tensor<?x4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x4xf32>
+  %k = cbc.math.rope %kn, %pos, %seq, %plen {rope = #cbc.rope<head_dim = 4, rotary_dim = 4, inv_freq = array<f32: 1.0, 0.01>>} : tensor<?x4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x4xf32>
   cbc.kv.append %k, %s#2, %pos, %seq, %slots, %bt {layer = 0 : i64, num_kv_heads = 1 : i64, head_dim = 4 : i64} : tensor<?x4xf32>, tensor<?x4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
   %qn = cbc.math.rms_norm %s#0, %qw {eps = 1.0e-6 : f64, group = 4 : i64} : tensor<?x8xf32>, tensor<4xbf16> -> tensor<?x8xf32>
-  %q = cbc.math.rope %qn, %pos, %seq, %plen {head_dim = 4 : i64, rotary_dim = 4 : i64, inv_freq = array<f32: 1.0, 0.01>} : tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x8xf32>
+  %q = cbc.math.rope %qn, %pos, %seq, %plen {rope = #cbc.rope<head_dim = 4, rotary_dim = 4, inv_freq = array<f32: 1.0, 0.01>>} : tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x8xf32>
   return %q : tensor<?x8xf32>
 }

@@ -4,7 +4,7 @@
 // RUN: not cbc-opt %s -split-input-file -cbc-plan-cache="kv-dtype=fp8" 2>&1 | FileCheck %s --check-prefix=DTYPE
 // RUN: not cbc-opt %s -split-input-file -cbc-plan-cache="block-size=0" 2>&1 | FileCheck %s --check-prefix=BLOCK
 
-// DTYPE: error: cbc-plan-cache: unknown kv-dtype 'fp8'
+// DTYPE: for the --kv-dtype option: Cannot find option named 'fp8'
 // BLOCK: error: cbc-plan-cache: block-size must be positive
 
 // Six layers with four retentions: all tokens (0, 2), a 4096-token window (1, 3), an 8192-token
@@ -19,62 +19,59 @@
 //   group 3 (window 128):  layer 5 (8+8)                  = 16 elements
 // at 2 bytes (bf16, f16) or 4 bytes (f32) per element.
 
-// CHECK-LABEL: module attributes {cbc.cache_plan = {
-// CHECK-SAME: block_size = 16 : i64
+// CHECK-LABEL: module attributes {cbc.cache_plan = #cbc.cache_plan<
+// CHECK-SAME: block_size = 16, kv_dtype = bf16
 // CHECK-SAME: groups = [
-// CHECK-SAME: {bytes_per_token = 80 : i64, id = 0 : i64, layers = array<i64: 0, 2>, retention = "all", tokens = 0 : i64},
-// CHECK-SAME: {bytes_per_token = 64 : i64, id = 1 : i64, layers = array<i64: 1, 3>, retention = "window", tokens = 4096 : i64},
-// CHECK-SAME: {bytes_per_token = 32 : i64, id = 2 : i64, layers = array<i64: 4>, retention = "chunk", tokens = 8192 : i64},
-// CHECK-SAME: {bytes_per_token = 32 : i64, id = 3 : i64, layers = array<i64: 5>, retention = "window", tokens = 128 : i64}]
-// CHECK-SAME: kv_dtype = "bf16"
+// CHECK-SAME: #cbc.cache_group<id = 0, retention = <all>, layers = [0, 2], bytes_per_token = 80>,
+// CHECK-SAME: #cbc.cache_group<id = 1, retention = <window, 4096>, layers = [1, 3], bytes_per_token = 64>,
+// CHECK-SAME: #cbc.cache_group<id = 2, retention = <chunk, 8192>, layers = [4], bytes_per_token = 32>,
+// CHECK-SAME: #cbc.cache_group<id = 3, retention = <window, 128>, layers = [5], bytes_per_token = 32>]
 // CHECK-SAME: layers = [
-// CHECK-SAME: {group = 0 : i64, layer = 0 : i64, rows = [{elems = 8 : i64, name = "k"}, {elems = 8 : i64, name = "v"}]},
-// CHECK-SAME: {group = 1 : i64, layer = 1 : i64, rows = [{elems = 8 : i64, name = "k"}, {elems = 8 : i64, name = "v"}]},
-// CHECK-SAME: {group = 0 : i64, layer = 2 : i64, rows = [{elems = 8 : i64, name = "k"}, {elems = 16 : i64, name = "v"}]},
-// CHECK-SAME: {group = 1 : i64, layer = 3 : i64, rows = [{elems = 8 : i64, name = "k"}, {elems = 8 : i64, name = "v"}]},
-// CHECK-SAME: {group = 2 : i64, layer = 4 : i64, rows = [{elems = 8 : i64, name = "k"}, {elems = 8 : i64, name = "v"}]},
-// CHECK-SAME: {group = 3 : i64, layer = 5 : i64, rows = [{elems = 8 : i64, name = "k"}, {elems = 8 : i64, name = "v"}]}]}}
+// CHECK-SAME: #cbc.cache_layer<layer = 0, group = 0, rows = [#cbc.cache_row<"k", 8>, #cbc.cache_row<"v", 8>]>,
+// CHECK-SAME: #cbc.cache_layer<layer = 1, group = 1, rows = [#cbc.cache_row<"k", 8>, #cbc.cache_row<"v", 8>]>,
+// CHECK-SAME: #cbc.cache_layer<layer = 2, group = 0, rows = [#cbc.cache_row<"k", 8>, #cbc.cache_row<"v", 16>]>,
+// CHECK-SAME: #cbc.cache_layer<layer = 3, group = 1, rows = [#cbc.cache_row<"k", 8>, #cbc.cache_row<"v", 8>]>,
+// CHECK-SAME: #cbc.cache_layer<layer = 4, group = 2, rows = [#cbc.cache_row<"k", 8>, #cbc.cache_row<"v", 8>]>,
+// CHECK-SAME: #cbc.cache_layer<layer = 5, group = 3, rows = [#cbc.cache_row<"k", 8>, #cbc.cache_row<"v", 8>]>]>}
 
-// F32-LABEL: module attributes {cbc.cache_plan = {
-// F32-SAME: block_size = 32 : i64
-// F32-SAME: {bytes_per_token = 160 : i64, id = 0 : i64, layers = array<i64: 0, 2>, retention = "all", tokens = 0 : i64}
-// F32-SAME: {bytes_per_token = 128 : i64, id = 1 : i64, layers = array<i64: 1, 3>, retention = "window", tokens = 4096 : i64}
-// F32-SAME: {bytes_per_token = 64 : i64, id = 2 : i64, layers = array<i64: 4>, retention = "chunk", tokens = 8192 : i64}
-// F32-SAME: {bytes_per_token = 64 : i64, id = 3 : i64, layers = array<i64: 5>, retention = "window", tokens = 128 : i64}
-// F32-SAME: kv_dtype = "f32"
+// F32-LABEL: module attributes {cbc.cache_plan = #cbc.cache_plan<
+// F32-SAME: block_size = 32, kv_dtype = f32
+// F32-SAME: #cbc.cache_group<id = 0, retention = <all>, layers = [0, 2], bytes_per_token = 160>
+// F32-SAME: #cbc.cache_group<id = 1, retention = <window, 4096>, layers = [1, 3], bytes_per_token = 128>
+// F32-SAME: #cbc.cache_group<id = 2, retention = <chunk, 8192>, layers = [4], bytes_per_token = 64>
+// F32-SAME: #cbc.cache_group<id = 3, retention = <window, 128>, layers = [5], bytes_per_token = 64>
 
-// F16-LABEL: module attributes {cbc.cache_plan = {
-// F16-SAME: block_size = 16 : i64
-// F16-SAME: {bytes_per_token = 80 : i64, id = 0 : i64, layers = array<i64: 0, 2>, retention = "all", tokens = 0 : i64}
-// F16-SAME: kv_dtype = "f16"
+// F16-LABEL: module attributes {cbc.cache_plan = #cbc.cache_plan<
+// F16-SAME: block_size = 16, kv_dtype = f16
+// F16-SAME: #cbc.cache_group<id = 0, retention = <all>, layers = [0, 2], bytes_per_token = 80>
 
 // Every cache op of a layer carries its layer's group, the attention included.
 // CHECK-LABEL: func.func @mixed
 // CHECK: cbc.kv.append {{.*}} {group = 0 : i64, {{.*}}layer = 0 : i64
 // CHECK: cbc.kv.attention {{.*}} {group = 0 : i64, {{.*}}layer = 0 : i64
-// CHECK: cbc.kv.append {{.*}} {group = 1 : i64, {{.*}}layer = 1 : i64, {{.*}}window = 4096 : i64}
-// CHECK: cbc.kv.attention {{.*}} {group = 1 : i64, {{.*}}layer = 1 : i64, {{.*}}window = 4096 : i64}
+// CHECK: cbc.kv.append {{.*}} {group = 1 : i64, {{.*}}layer = 1 : i64, {{.*}}retention = #cbc.retention<window, 4096>}
+// CHECK: cbc.kv.attention {{.*}} {group = 1 : i64, {{.*}}layer = 1 : i64, {{.*}}retention = #cbc.retention<window, 4096>
 // CHECK: cbc.kv.append {{.*}} {group = 0 : i64, {{.*}}layer = 2 : i64
 // CHECK: cbc.kv.attention {{.*}} {group = 0 : i64, {{.*}}layer = 2 : i64
 // CHECK: cbc.kv.append {{.*}} {group = 1 : i64, {{.*}}layer = 3 : i64
 // CHECK: cbc.kv.attention {{.*}} {group = 1 : i64, {{.*}}layer = 3 : i64
-// CHECK: cbc.kv.append {{.*}} {chunk = 8192 : i64, group = 2 : i64, {{.*}}layer = 4 : i64
-// CHECK: cbc.kv.attention {{.*}} {chunk = 8192 : i64, group = 2 : i64, {{.*}}layer = 4 : i64
-// CHECK: cbc.kv.append {{.*}} {group = 3 : i64, {{.*}}layer = 5 : i64, {{.*}}window = 128 : i64}
-// CHECK: cbc.kv.attention {{.*}} {group = 3 : i64, {{.*}}layer = 5 : i64, {{.*}}window = 128 : i64}
+// CHECK: cbc.kv.append {{.*}} {group = 2 : i64, {{.*}}layer = 4 : i64, {{.*}}retention = #cbc.retention<chunk, 8192>
+// CHECK: cbc.kv.attention {{.*}} {group = 2 : i64, {{.*}}layer = 4 : i64, {{.*}}retention = #cbc.retention<chunk, 8192>
+// CHECK: cbc.kv.append {{.*}} {group = 3 : i64, {{.*}}layer = 5 : i64, {{.*}}retention = #cbc.retention<window, 128>}
+// CHECK: cbc.kv.attention {{.*}} {group = 3 : i64, {{.*}}layer = 5 : i64, {{.*}}retention = #cbc.retention<window, 128>
 func.func @mixed(%k: tensor<?x8xf32>, %v: tensor<?x16xf32>, %q: tensor<?x16xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>) {
   cbc.kv.append %k, %k, %p, %p, %p, %bt {layer = 0 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64} : tensor<?x8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
   %a0 = cbc.kv.attention %q, %p, %p, %p, %p, %p, %bt {layer = 0 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, scale = 0.5 : f64} : tensor<?x16xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?x16xf32>
-  cbc.kv.append %k, %k, %p, %p, %p, %bt {layer = 1 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, window = 4096 : i64} : tensor<?x8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
-  %a1 = cbc.kv.attention %q, %p, %p, %p, %p, %p, %bt {layer = 1 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, scale = 0.5 : f64, window = 4096 : i64} : tensor<?x16xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?x16xf32>
+  cbc.kv.append %k, %k, %p, %p, %p, %bt {layer = 1 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, retention = #cbc.retention<window, 4096>} : tensor<?x8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
+  %a1 = cbc.kv.attention %q, %p, %p, %p, %p, %p, %bt {layer = 1 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, scale = 0.5 : f64, retention = #cbc.retention<window, 4096>} : tensor<?x16xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?x16xf32>
   cbc.kv.append %k, %v, %p, %p, %p, %bt {layer = 2 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64} : tensor<?x8xf32>, tensor<?x16xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
   %a2 = cbc.kv.attention %q, %p, %p, %p, %p, %p, %bt {layer = 2 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, scale = 0.5 : f64} : tensor<?x16xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?x16xf32>
-  cbc.kv.append %k, %k, %p, %p, %p, %bt {layer = 3 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, window = 4096 : i64} : tensor<?x8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
-  %a3 = cbc.kv.attention %q, %p, %p, %p, %p, %p, %bt {layer = 3 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, scale = 0.5 : f64, window = 4096 : i64} : tensor<?x16xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?x16xf32>
-  cbc.kv.append %k, %k, %p, %p, %p, %bt {layer = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, chunk = 8192 : i64} : tensor<?x8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
-  %a4 = cbc.kv.attention %q, %p, %p, %p, %p, %p, %bt {layer = 4 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, scale = 0.5 : f64, chunk = 8192 : i64} : tensor<?x16xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?x16xf32>
-  cbc.kv.append %k, %k, %p, %p, %p, %bt {layer = 5 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, window = 128 : i64} : tensor<?x8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
-  %a5 = cbc.kv.attention %q, %p, %p, %p, %p, %p, %bt {layer = 5 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, scale = 0.5 : f64, window = 128 : i64} : tensor<?x16xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?x16xf32>
+  cbc.kv.append %k, %k, %p, %p, %p, %bt {layer = 3 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, retention = #cbc.retention<window, 4096>} : tensor<?x8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
+  %a3 = cbc.kv.attention %q, %p, %p, %p, %p, %p, %bt {layer = 3 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, scale = 0.5 : f64, retention = #cbc.retention<window, 4096>} : tensor<?x16xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?x16xf32>
+  cbc.kv.append %k, %k, %p, %p, %p, %bt {layer = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, retention = #cbc.retention<chunk, 8192>} : tensor<?x8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
+  %a4 = cbc.kv.attention %q, %p, %p, %p, %p, %p, %bt {layer = 4 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, scale = 0.5 : f64, retention = #cbc.retention<chunk, 8192>} : tensor<?x16xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?x16xf32>
+  cbc.kv.append %k, %k, %p, %p, %p, %bt {layer = 5 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, retention = #cbc.retention<window, 128>} : tensor<?x8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
+  %a5 = cbc.kv.attention %q, %p, %p, %p, %p, %p, %bt {layer = 5 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, scale = 0.5 : f64, retention = #cbc.retention<window, 128>} : tensor<?x16xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?x16xf32>
   return
 }
 
@@ -82,13 +79,13 @@ func.func @mixed(%k: tensor<?x8xf32>, %v: tensor<?x16xf32>, %q: tensor<?x16xf32>
 
 // Groups follow layer numbers, not program order: layer 3 (window) is appended first but
 // layer 1 (all tokens) owns group 0.
-// CHECK-LABEL: module attributes {cbc.cache_plan = {
-// CHECK-SAME: groups = [{bytes_per_token = 32 : i64, id = 0 : i64, layers = array<i64: 1>, retention = "all", tokens = 0 : i64}, {bytes_per_token = 32 : i64, id = 1 : i64, layers = array<i64: 3>, retention = "window", tokens = 512 : i64}]
+// CHECK-LABEL: module attributes {cbc.cache_plan = #cbc.cache_plan<
+// CHECK-SAME: groups = [#cbc.cache_group<id = 0, retention = <all>, layers = [1], bytes_per_token = 32>, #cbc.cache_group<id = 1, retention = <window, 512>, layers = [3], bytes_per_token = 32>]
 // CHECK-LABEL: func.func @layer_order
 // CHECK: cbc.kv.append {{.*}} {group = 1 : i64, {{.*}}layer = 3 : i64
 // CHECK: cbc.kv.append {{.*}} {group = 0 : i64, {{.*}}layer = 1 : i64
 func.func @layer_order(%k: tensor<?x8xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>) {
-  cbc.kv.append %k, %k, %p, %p, %p, %bt {layer = 3 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, window = 512 : i64} : tensor<?x8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
+  cbc.kv.append %k, %k, %p, %p, %p, %bt {layer = 3 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, retention = #cbc.retention<window, 512>} : tensor<?x8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
   cbc.kv.append %k, %k, %p, %p, %p, %bt {layer = 1 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64} : tensor<?x8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
   return
 }
@@ -96,7 +93,7 @@ func.func @layer_order(%k: tensor<?x8xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?
 // -----
 
 // A module without cache ops still gets an (empty) plan.
-// CHECK-LABEL: module attributes {cbc.cache_plan = {block_size = 16 : i64, groups = [], kv_dtype = "bf16", layers = []}}
+// CHECK-LABEL: module attributes {cbc.cache_plan = #cbc.cache_plan<block_size = 16, kv_dtype = bf16>}
 // CHECK-LABEL: func.func @no_cache
 func.func @no_cache() {
   return
@@ -114,7 +111,7 @@ func.func @unwritten_layer(%q: tensor<?x16xf32>, %k: tensor<?x8xf32>, %p: tensor
 // -----
 
 func.func @window_missing_on_attention(%q: tensor<?x16xf32>, %k: tensor<?x8xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>) {
-  cbc.kv.append %k, %k, %p, %p, %p, %bt {layer = 0 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, window = 4096 : i64} : tensor<?x8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
+  cbc.kv.append %k, %k, %p, %p, %p, %bt {layer = 0 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, retention = #cbc.retention<window, 4096>} : tensor<?x8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
   // expected-error @+1 {{'cbc.kv.attention' op retention differs from the cbc.kv.append of layer 0}}
   %0 = cbc.kv.attention %q, %p, %p, %p, %p, %p, %bt {layer = 0 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, scale = 0.5 : f64} : tensor<?x16xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?x16xf32>
   return
@@ -123,25 +120,25 @@ func.func @window_missing_on_attention(%q: tensor<?x16xf32>, %k: tensor<?x8xf32>
 // -----
 
 func.func @window_length_differs(%q: tensor<?x16xf32>, %k: tensor<?x8xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>) {
-  cbc.kv.append %k, %k, %p, %p, %p, %bt {layer = 2 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, window = 4096 : i64} : tensor<?x8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
+  cbc.kv.append %k, %k, %p, %p, %p, %bt {layer = 2 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, retention = #cbc.retention<window, 4096>} : tensor<?x8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
   // expected-error @+1 {{'cbc.kv.attention' op retention differs from the cbc.kv.append of layer 2}}
-  %0 = cbc.kv.attention %q, %p, %p, %p, %p, %p, %bt {layer = 2 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, scale = 0.5 : f64, window = 128 : i64} : tensor<?x16xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?x16xf32>
+  %0 = cbc.kv.attention %q, %p, %p, %p, %p, %p, %bt {layer = 2 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, scale = 0.5 : f64, retention = #cbc.retention<window, 128>} : tensor<?x16xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?x16xf32>
   return
 }
 
 // -----
 
 func.func @chunk_instead_of_window(%q: tensor<?x16xf32>, %k: tensor<?x8xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>) {
-  cbc.kv.append %k, %k, %p, %p, %p, %bt {layer = 0 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, window = 4096 : i64} : tensor<?x8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
+  cbc.kv.append %k, %k, %p, %p, %p, %bt {layer = 0 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, retention = #cbc.retention<window, 4096>} : tensor<?x8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
   // expected-error @+1 {{'cbc.kv.attention' op retention differs from the cbc.kv.append of layer 0}}
-  %0 = cbc.kv.attention %q, %p, %p, %p, %p, %p, %bt {layer = 0 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, scale = 0.5 : f64, chunk = 4096 : i64} : tensor<?x16xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?x16xf32>
+  %0 = cbc.kv.attention %q, %p, %p, %p, %p, %p, %bt {layer = 0 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, scale = 0.5 : f64, retention = #cbc.retention<chunk, 4096>} : tensor<?x16xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?x16xf32>
   return
 }
 
 // -----
 
 func.func @chunk_missing_on_attention(%q: tensor<?x16xf32>, %k: tensor<?x8xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>) {
-  cbc.kv.append %k, %k, %p, %p, %p, %bt {layer = 0 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, chunk = 8192 : i64} : tensor<?x8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
+  cbc.kv.append %k, %k, %p, %p, %p, %bt {layer = 0 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, retention = #cbc.retention<chunk, 8192>} : tensor<?x8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
   // expected-error @+1 {{'cbc.kv.attention' op retention differs from the cbc.kv.append of layer 0}}
   %0 = cbc.kv.attention %q, %p, %p, %p, %p, %p, %bt {layer = 0 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, scale = 0.5 : f64} : tensor<?x16xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?x16xf32>
   return
@@ -170,44 +167,43 @@ func.func @appended_twice(%k: tensor<?x8xf32>, %p: tensor<?xi32>, %bt: tensor<?x
 //   per slot: 2 x (288 + 128) + 64 = 896 bytes
 // The attention layer keeps (8 + 8) x 2 = 32 bytes per token (bf16), 64 (f32).
 
-// CHECK-LABEL: module attributes {cbc.cache_plan = {
-// CHECK-SAME: groups = [{bytes_per_token = 32 : i64, id = 0 : i64, layers = array<i64: 1>, retention = "all", tokens = 0 : i64}]
-// CHECK-SAME: layers = [{group = 0 : i64, layer = 1 : i64, rows = [{elems = 8 : i64, name = "k"}, {elems = 8 : i64, name = "v"}]}]
-// CHECK-SAME: state_bytes_per_slot = 896 : i64
+// CHECK-LABEL: module attributes {cbc.cache_plan = #cbc.cache_plan<
+// CHECK-SAME: groups = [#cbc.cache_group<id = 0, retention = <all>, layers = [1], bytes_per_token = 32>]
+// CHECK-SAME: layers = [#cbc.cache_layer<layer = 1, group = 0, rows = [#cbc.cache_row<"k", 8>, #cbc.cache_row<"v", 8>]>]
 // CHECK-SAME: states = [
-// CHECK-SAME: {bytes = 288 : i64, dtype = "f32", layer = 0 : i64, name = "conv", shape = array<i64: 24, 3>},
-// CHECK-SAME: {bytes = 128 : i64, dtype = "f32", layer = 0 : i64, name = "recurrent", shape = array<i64: 4, 4, 2>},
-// CHECK-SAME: {bytes = 288 : i64, dtype = "f32", layer = 2 : i64, name = "conv", shape = array<i64: 24, 3>},
-// CHECK-SAME: {bytes = 128 : i64, dtype = "f32", layer = 2 : i64, name = "recurrent", shape = array<i64: 4, 4, 2>},
+// CHECK-SAME: #cbc.state_decl<layer = 0, name = "conv", shape = [24, 3], bytes = 288>,
+// CHECK-SAME: #cbc.state_decl<layer = 0, name = "recurrent", shape = [4, 4, 2], bytes = 128>,
+// CHECK-SAME: #cbc.state_decl<layer = 2, name = "conv", shape = [24, 3], bytes = 288>,
+// CHECK-SAME: #cbc.state_decl<layer = 2, name = "recurrent", shape = [4, 4, 2], bytes = 128>,
 // The list closes after layer 3: nothing for layer 4.
-// CHECK-SAME: {bytes = 64 : i64, dtype = "f32", layer = 3 : i64, name = "conv", shape = array<i64: 8, 2>}]}}
+// CHECK-SAME: #cbc.state_decl<layer = 3, name = "conv", shape = [8, 2], bytes = 64>], state_bytes_per_slot = 896>}
 // CHECK-LABEL: func.func @states
 // The state ops themselves are left as they are.
-// CHECK: cbc.state.conv1d {{.*}} {act = "silu", layer = 0 : i64}
-// CHECK: cbc.state.scan {{.*}}layer = 0 : i64
+// CHECK: cbc.state.conv1d {{.*}} {act = #cbc.act<silu>, layer = 0 : i64}
+// CHECK: cbc.state.gated_delta {{.*}}layer = 0 : i64
 // CHECK: cbc.kv.append {{.*}} {group = 0 : i64, {{.*}}layer = 1 : i64
 // CHECK: cbc.kv.attention {{.*}} {group = 0 : i64, {{.*}}layer = 1 : i64
 
 // States are fp32 whatever the kv dtype: the same bytes under kv-dtype=f32.
-// F32: module attributes {cbc.cache_plan = {block_size = 32 : i64, groups = [{bytes_per_token = 64 : i64, id = 0 : i64, layers = array<i64: 1>, retention = "all", tokens = 0 : i64}], kv_dtype = "f32",
-// F32-SAME: state_bytes_per_slot = 896 : i64
-// F32-SAME: states = [{bytes = 288 : i64, dtype = "f32", layer = 0 : i64, name = "conv", shape = array<i64: 24, 3>},
+// F32: module attributes {cbc.cache_plan = #cbc.cache_plan<block_size = 32, kv_dtype = f32, groups = [#cbc.cache_group<id = 0, retention = <all>, layers = [1], bytes_per_token = 64>],
+// F32-SAME: states = [#cbc.state_decl<layer = 0, name = "conv", shape = [24, 3], bytes = 288>,
+// F32-SAME: state_bytes_per_slot = 896>
 // F32-LABEL: func.func @states
 func.func @states(%x: tensor<?x8xf32>, %q: tensor<?x16xf32>, %qkv: tensor<?x24xf32>, %ab: tensor<?x4xf32>,
                   %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>,
                   %cw: tensor<24x1x4xbf16>, %alog: tensor<4xf32>, %dt: tensor<4xbf16>,
                   %sw: tensor<8x1x3xbf16>, %w1: tensor<8x1x1xbf16>) {
   // Layer 0: gated delta net.
-  %c0 = cbc.state.conv1d %qkv, %cw, %p, %p, %p {layer = 0 : i64, act = "silu"} : (tensor<?x24xf32>, tensor<24x1x4xbf16>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x24xf32>
+  %c0 = cbc.state.conv1d %qkv, %cw, %p, %p, %p {layer = 0 : i64, act = #cbc.act<silu>} : (tensor<?x24xf32>, tensor<24x1x4xbf16>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x24xf32>
   %s0:3 = cbc.math.split %c0 : tensor<?x24xf32> -> tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>
-  %o0 = cbc.state.scan %s0#0, %s0#1, %s0#2, %ab, %ab, %alog, %dt, %p, %p, %p {kind = "gated_delta", layer = 0 : i64, num_k_heads = 2 : i64, num_v_heads = 4 : i64, k_dim = 4 : i64, v_dim = 2 : i64, qk_l2norm} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x4xf32>, tensor<4xf32>, tensor<4xbf16>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  %o0 = cbc.state.gated_delta %s0#0, %s0#1, %s0#2, %ab, %ab, %alog, %dt, %p, %p, %p {layer = 0 : i64, num_k_heads = 2 : i64, num_v_heads = 4 : i64, k_dim = 4 : i64, v_dim = 2 : i64, qk_l2norm} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x4xf32>, tensor<4xf32>, tensor<4xbf16>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
   // Layer 1: attention.
   cbc.kv.append %x, %x, %p, %p, %p, %bt {layer = 1 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64} : tensor<?x8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
   %a1 = cbc.kv.attention %q, %p, %p, %p, %p, %p, %bt {layer = 1 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, scale = 0.5 : f64} : tensor<?x16xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?x16xf32>
   // Layer 2: gated delta net, the same state names in another layer.
-  %c2 = cbc.state.conv1d %qkv, %cw, %p, %p, %p {layer = 2 : i64, act = "silu"} : (tensor<?x24xf32>, tensor<24x1x4xbf16>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x24xf32>
+  %c2 = cbc.state.conv1d %qkv, %cw, %p, %p, %p {layer = 2 : i64, act = #cbc.act<silu>} : (tensor<?x24xf32>, tensor<24x1x4xbf16>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x24xf32>
   %s2:3 = cbc.math.split %c2 : tensor<?x24xf32> -> tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>
-  %o2 = cbc.state.scan %s2#0, %s2#1, %s2#2, %ab, %ab, %alog, %dt, %p, %p, %p {kind = "gated_delta", layer = 2 : i64, num_k_heads = 2 : i64, num_v_heads = 4 : i64, k_dim = 4 : i64, v_dim = 2 : i64, qk_l2norm} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x4xf32>, tensor<4xf32>, tensor<4xbf16>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  %o2 = cbc.state.gated_delta %s2#0, %s2#1, %s2#2, %ab, %ab, %alog, %dt, %p, %p, %p {layer = 2 : i64, num_k_heads = 2 : i64, num_v_heads = 4 : i64, k_dim = 4 : i64, v_dim = 2 : i64, qk_l2norm} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x4xf32>, tensor<4xf32>, tensor<4xbf16>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
   // Layer 3: short conv.
   %c3 = cbc.state.conv1d %x, %sw, %p, %p, %p {layer = 3 : i64} : (tensor<?x8xf32>, tensor<8x1x3xbf16>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
   // Layer 4: kernel 1.
@@ -219,7 +215,7 @@ func.func @states(%x: tensor<?x8xf32>, %q: tensor<?x16xf32>, %qkv: tensor<?x24xf
 
 // Convs of kernel 1 declare nothing, so the plan has no states at all, and two of them in one
 // layer do not clash.
-// CHECK-LABEL: module attributes {cbc.cache_plan = {block_size = 16 : i64, groups = [], kv_dtype = "bf16", layers = []}}
+// CHECK-LABEL: module attributes {cbc.cache_plan = #cbc.cache_plan<block_size = 16, kv_dtype = bf16>}
 // CHECK-LABEL: func.func @kernel_one
 func.func @kernel_one(%x: tensor<?x8xf32>, %w1: tensor<8x1x1xbf16>, %p: tensor<?xi32>) {
   %0 = cbc.state.conv1d %x, %w1, %p, %p, %p {layer = 0 : i64} : (tensor<?x8xf32>, tensor<8x1x1xbf16>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
@@ -229,8 +225,8 @@ func.func @kernel_one(%x: tensor<?x8xf32>, %w1: tensor<8x1x1xbf16>, %p: tensor<?
 
 // -----
 
-// An attention-only module keeps the plan it had before states existed: no states key.
-// CHECK-LABEL: module attributes {cbc.cache_plan = {block_size = 16 : i64, groups = [{bytes_per_token = 32 : i64, id = 0 : i64, layers = array<i64: 0>, retention = "all", tokens = 0 : i64}], kv_dtype = "bf16", layers = [{group = 0 : i64, layer = 0 : i64, rows = [{elems = 8 : i64, name = "k"}, {elems = 8 : i64, name = "v"}]}]}}
+// An attention-only module declares no states: the plan prints none.
+// CHECK-LABEL: module attributes {cbc.cache_plan = #cbc.cache_plan<block_size = 16, kv_dtype = bf16, groups = [#cbc.cache_group<id = 0, retention = <all>, layers = [0], bytes_per_token = 32>], layers = [#cbc.cache_layer<layer = 0, group = 0, rows = [#cbc.cache_row<"k", 8>, #cbc.cache_row<"v", 8>]>]>}
 // CHECK-LABEL: func.func @attention_only
 func.func @attention_only(%k: tensor<?x8xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>) {
   cbc.kv.append %k, %k, %p, %p, %p, %bt {layer = 0 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64} : tensor<?x8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
@@ -243,7 +239,7 @@ func.func @attention_only(%k: tensor<?x8xf32>, %p: tensor<?xi32>, %bt: tensor<?x
 func.func @state_twice(%x: tensor<?x8xf32>, %w: tensor<8x1x4xbf16>, %p: tensor<?xi32>) {
   %0 = cbc.state.conv1d %x, %w, %p, %p, %p {layer = 5 : i64} : (tensor<?x8xf32>, tensor<8x1x4xbf16>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
   // expected-error @+1 {{'cbc.state.conv1d' op declares state 'conv' of layer 5 twice}}
-  %1 = cbc.state.conv1d %0, %w, %p, %p, %p {layer = 5 : i64, act = "silu"} : (tensor<?x8xf32>, tensor<8x1x4xbf16>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  %1 = cbc.state.conv1d %0, %w, %p, %p, %p {layer = 5 : i64, act = #cbc.act<silu>} : (tensor<?x8xf32>, tensor<8x1x4xbf16>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
   return
 }
 
@@ -253,8 +249,8 @@ func.func @state_twice(%x: tensor<?x8xf32>, %w: tensor<8x1x4xbf16>, %p: tensor<?
 // scan of its layer.
 func.func @state_name_clash(%x: tensor<?x8xf32>, %a: tensor<?x4xf32>, %cw: tensor<8x1x4xbf16>, %w: tensor<4xf32>, %p: tensor<?xi32>) {
   %0 = cbc.state.conv1d %x, %cw, %p, %p, %p {layer = 2 : i64, state = "recurrent"} : (tensor<?x8xf32>, tensor<8x1x4xbf16>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
-  // expected-error @+1 {{'cbc.state.scan' op declares state 'recurrent' of layer 2 twice}}
-  %1 = cbc.state.scan %0, %x, %x, %a, %a, %w, %w, %p, %p, %p {kind = "gated_delta", layer = 2 : i64, num_k_heads = 2 : i64, num_v_heads = 4 : i64, k_dim = 4 : i64, v_dim = 2 : i64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  // expected-error @+1 {{'cbc.state.gated_delta' op declares state 'recurrent' of layer 2 twice}}
+  %1 = cbc.state.gated_delta %0, %x, %x, %a, %a, %w, %w, %p, %p, %p {layer = 2 : i64, num_k_heads = 2 : i64, num_v_heads = 4 : i64, k_dim = 4 : i64, v_dim = 2 : i64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
   return
 }
 
@@ -271,41 +267,40 @@ func.func @state_name_clash(%x: tensor<?x8xf32>, %a: tensor<?x4xf32>, %cw: tenso
 //   layer 2: recurrent [8, 3] = 96 bytes
 //   per slot: 240 + 96 + 96 + 96 + 96 = 624 bytes, whatever the kv dtype; no kv groups.
 
-// CHECK-LABEL: module attributes {cbc.cache_plan = {block_size = 16 : i64, groups = [], kv_dtype = "bf16", layers = [],
-// CHECK-SAME: state_bytes_per_slot = 624 : i64
+// CHECK-LABEL: module attributes {cbc.cache_plan = #cbc.cache_plan<block_size = 16, kv_dtype = bf16,
 // CHECK-SAME: states = [
-// CHECK-SAME: {bytes = 240 : i64, dtype = "f32", layer = 0 : i64, name = "conv", shape = array<i64: 20, 3>},
-// CHECK-SAME: {bytes = 96 : i64, dtype = "f32", layer = 0 : i64, name = "recurrent", shape = array<i64: 4, 2, 3>},
-// CHECK-SAME: {bytes = 96 : i64, dtype = "f32", layer = 1 : i64, name = "conv", shape = array<i64: 8, 3>},
-// CHECK-SAME: {bytes = 96 : i64, dtype = "f32", layer = 1 : i64, name = "recurrent", shape = array<i64: 8, 3>},
-// CHECK-SAME: {bytes = 96 : i64, dtype = "f32", layer = 2 : i64, name = "recurrent", shape = array<i64: 8, 3>}]}}
+// CHECK-SAME: #cbc.state_decl<layer = 0, name = "conv", shape = [20, 3], bytes = 240>,
+// CHECK-SAME: #cbc.state_decl<layer = 0, name = "recurrent", shape = [4, 2, 3], bytes = 96>,
+// CHECK-SAME: #cbc.state_decl<layer = 1, name = "conv", shape = [8, 3], bytes = 96>,
+// CHECK-SAME: #cbc.state_decl<layer = 1, name = "recurrent", shape = [8, 3], bytes = 96>,
+// CHECK-SAME: #cbc.state_decl<layer = 2, name = "recurrent", shape = [8, 3], bytes = 96>], state_bytes_per_slot = 624>}
 // CHECK-LABEL: func.func @mamba_states
-// CHECK: cbc.state.scan {{.*}}kind = "ssd_mamba2", layer = 0 : i64
-// CHECK: cbc.state.scan {{.*}}kind = "selective_mamba1", layer = 1 : i64
-// CHECK: cbc.state.scan {{.*}}kind = "selective_mamba1", layer = 2 : i64
-// F32: module attributes {cbc.cache_plan = {block_size = 32 : i64, groups = [], kv_dtype = "f32", layers = [], state_bytes_per_slot = 624 : i64, states = [{bytes = 240 : i64, dtype = "f32", layer = 0 : i64, name = "conv", shape = array<i64: 20, 3>}, {bytes = 96 : i64, dtype = "f32", layer = 0 : i64, name = "recurrent", shape = array<i64: 4, 2, 3>},
+// CHECK: cbc.state.ssd {{.*}}layer = 0 : i64
+// CHECK: cbc.state.selective_scan {{.*}}layer = 1 : i64
+// CHECK: cbc.state.selective_scan {{.*}}layer = 2 : i64
+// F32: module attributes {cbc.cache_plan = #cbc.cache_plan<block_size = 32, kv_dtype = f32, states = [#cbc.state_decl<layer = 0, name = "conv", shape = [20, 3], bytes = 240>, #cbc.state_decl<layer = 0, name = "recurrent", shape = [4, 2, 3], bytes = 96>, #cbc.state_decl<layer = 1, name = "conv", shape = [8, 3], bytes = 96>, #cbc.state_decl<layer = 1, name = "recurrent", shape = [8, 3], bytes = 96>, #cbc.state_decl<layer = 2, name = "recurrent", shape = [8, 3], bytes = 96>], state_bytes_per_slot = 624>}
 // F32-LABEL: func.func @mamba_states
 func.func @mamba_states(%xbc: tensor<?x20xf32>, %dt: tensor<?x4xf32>, %h: tensor<4xf32>, %cw: tensor<20x1x4xbf16>,
                         %x: tensor<?x8xf32>, %b: tensor<?x3xf32>, %b2: tensor<?x6xf32>, %alog: tensor<8x3xf32>,
                         %c: tensor<8xf32>, %cw1: tensor<8x1x4xbf16>, %p: tensor<?xi32>) {
-  // Layer 0: Mamba2.
-  %c0 = cbc.state.conv1d %xbc, %cw, %p, %p, %p {layer = 0 : i64, act = "silu"} : (tensor<?x20xf32>, tensor<20x1x4xbf16>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x20xf32>
+  // Layer 0: an SSD mixer.
+  %c0 = cbc.state.conv1d %xbc, %cw, %p, %p, %p {layer = 0 : i64, act = #cbc.act<silu>} : (tensor<?x20xf32>, tensor<20x1x4xbf16>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x20xf32>
   %s0:3 = cbc.math.split %c0 : tensor<?x20xf32> -> tensor<?x8xf32>, tensor<?x6xf32>, tensor<?x6xf32>
-  %o0 = cbc.state.scan %s0#0, %dt, %s0#1, %s0#2, %h, %h, %h, %p, %p, %p {kind = "ssd_mamba2", layer = 0 : i64, num_heads = 4 : i64, head_dim = 2 : i64, n_groups = 2 : i64, state_size = 3 : i64, dt_min = 0.001 : f64, dt_max = 0.1 : f64} : (tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x6xf32>, tensor<?x6xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
-  // Layer 1: Mamba1 with z.
-  %c1 = cbc.state.conv1d %x, %cw1, %p, %p, %p {layer = 1 : i64, act = "silu"} : (tensor<?x8xf32>, tensor<8x1x4xbf16>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
-  %o1 = cbc.state.scan %c1, %x, %b, %b, %alog, %c, %c, %x, %p, %p, %p {kind = "selective_mamba1", layer = 1 : i64, n_groups = 1 : i64, state_size = 3 : i64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x3xf32>, tensor<?x3xf32>, tensor<8x3xf32>, tensor<8xf32>, tensor<8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  %o0 = cbc.state.ssd %s0#0, %dt, %s0#1, %s0#2, %h, %h, %h, %p, %p, %p {layer = 0 : i64, num_heads = 4 : i64, head_dim = 2 : i64, n_groups = 2 : i64, state_size = 3 : i64, dt_min = 0.001 : f64, dt_max = 0.1 : f64} : (tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x6xf32>, tensor<?x6xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  // Layer 1: a selective scan with its gate.
+  %c1 = cbc.state.conv1d %x, %cw1, %p, %p, %p {layer = 1 : i64, act = #cbc.act<silu>} : (tensor<?x8xf32>, tensor<8x1x4xbf16>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  %o1 = cbc.state.selective_scan %c1, %x, %b, %b, %alog, %c, %c gate(%x), %p, %p, %p {layer = 1 : i64, n_groups = 1 : i64, state_size = 3 : i64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x3xf32>, tensor<?x3xf32>, tensor<8x3xf32>, tensor<8xf32>, tensor<8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
   // Layer 2: two groups, no z.
-  %o2 = cbc.state.scan %x, %x, %b2, %b2, %alog, %c, %c, %p, %p, %p {kind = "selective_mamba1", layer = 2 : i64, n_groups = 2 : i64, state_size = 3 : i64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x6xf32>, tensor<?x6xf32>, tensor<8x3xf32>, tensor<8xf32>, tensor<8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  %o2 = cbc.state.selective_scan %x, %x, %b2, %b2, %alog, %c, %c, %p, %p, %p {layer = 2 : i64, n_groups = 2 : i64, state_size = 3 : i64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x6xf32>, tensor<?x6xf32>, tensor<8x3xf32>, tensor<8xf32>, tensor<8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
   return
 }
 
 // -----
 
-// A Mamba2 scan and its conv name the same state of a layer.
+// An SSD scan and its conv name the same state of a layer.
 func.func @mamba_state_clash(%x: tensor<?x8xf32>, %dt: tensor<?x4xf32>, %b: tensor<?x6xf32>, %h: tensor<4xf32>, %cw: tensor<8x1x4xbf16>, %p: tensor<?xi32>) {
   %0 = cbc.state.conv1d %x, %cw, %p, %p, %p {layer = 3 : i64, state = "ssm"} : (tensor<?x8xf32>, tensor<8x1x4xbf16>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
-  // expected-error @+1 {{'cbc.state.scan' op declares state 'ssm' of layer 3 twice}}
-  %1 = cbc.state.scan %0, %dt, %b, %b, %h, %h, %h, %p, %p, %p {kind = "ssd_mamba2", layer = 3 : i64, num_heads = 4 : i64, head_dim = 2 : i64, n_groups = 2 : i64, state_size = 3 : i64, state = "ssm"} : (tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x6xf32>, tensor<?x6xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  // expected-error @+1 {{'cbc.state.ssd' op declares state 'ssm' of layer 3 twice}}
+  %1 = cbc.state.ssd %0, %dt, %b, %b, %h, %h, %h, %p, %p, %p {layer = 3 : i64, num_heads = 4 : i64, head_dim = 2 : i64, n_groups = 2 : i64, state_size = 3 : i64, state = "ssm"} : (tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x6xf32>, tensor<?x6xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
   return
 }

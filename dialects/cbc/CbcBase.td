@@ -1,4 +1,4 @@
-//===- CbcDialect.td - the cbc dialect ---------------------------------*- tablegen -*-===//
+//===- CbcBase.td - the cbc dialect, its op class and type constraints -*- tablegen -*-===//
 //
 // cbc lowers a Hugging Face config into one "step": a function that advances a packed batch
 // of requests by one scheduling step. The cache, the per-request states and the packed-row
@@ -6,8 +6,8 @@
 //
 //===----------------------------------------------------------------------------------===//
 
-#ifndef CBC_DIALECT_TD
-#define CBC_DIALECT_TD
+#ifndef CBC_BASE_TD
+#define CBC_BASE_TD
 
 include "mlir/IR/OpBase.td"
 include "mlir/IR/AttrTypeBase.td"
@@ -24,13 +24,24 @@ def Cbc_Dialect : Dialect {
 
     Ops are grouped by what they do: `cbc.weight.*` names checkpoint tensors, `cbc.math.*` is
     dense math, `cbc.kv.*` reads and writes the paged cache, `cbc.state.*` scans per-request
-    states, `cbc.rows.*` gathers packed rows and `cbc.moe.*` routes tokens to experts.
+    states, `cbc.rows.*` gathers packed rows and `cbc.moe.*` routes tokens to experts. Closed
+    sets (activations, layouts, pairings, scores, retention) are enum attributes, and parameter
+    bundles (a RoPE schedule, the cache plan) are attributes with typed fields and verifiers.
   }];
   let cppNamespace = "::cbc";
+  let useDefaultAttributePrinterParser = 1;
+  let extraClassDeclaration = [{
+    void registerAttributes();
+  }];
 }
 
 class Cbc_Op<string mnemonic, list<Trait> traits = []> :
     Op<Cbc_Dialect, mnemonic, traits>;
+
+class Cbc_Attr<string name, string attrMnemonic, list<Trait> traits = []> :
+    AttrDef<Cbc_Dialect, name, traits> {
+  let mnemonic = attrMnemonic;
+}
 
 // Packed rows: a rank-2 f32 tensor whose leading (row) dimension is dynamic.
 def Cbc_Rows : Type<And<[
@@ -40,6 +51,14 @@ def Cbc_Rows : Type<And<[
     CPred<"!::llvm::cast<::mlir::RankedTensorType>($_self).isDynamicDim(1)">,
     CPred<"::llvm::cast<::mlir::RankedTensorType>($_self).getElementType().isF32()">]>,
     "packed rows (tensor<?xNxf32>)">;
+
+// Packed int32 rows (a router's expert ids).
+def Cbc_RowsI32 : Type<And<[
+    CPred<"::llvm::isa<::mlir::RankedTensorType>($_self)">,
+    CPred<"::llvm::cast<::mlir::RankedTensorType>($_self).getRank() == 2">,
+    CPred<"::llvm::cast<::mlir::RankedTensorType>($_self).isDynamicDim(0)">,
+    CPred<"::llvm::cast<::mlir::RankedTensorType>($_self).getElementType().isInteger(32)">]>,
+    "packed int32 rows (tensor<?xNxi32>)">;
 
 // Per-token or per-request int32 metadata: tensor<?xi32>.
 def Cbc_Index : Type<And<[
@@ -61,4 +80,4 @@ def Cbc_Weight : Type<And<[
     CPred<"::llvm::cast<::mlir::RankedTensorType>($_self).hasStaticShape()">]>,
     "statically shaped weight tensor">;
 
-#endif // CBC_DIALECT_TD
+#endif // CBC_BASE_TD

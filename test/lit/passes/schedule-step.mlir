@@ -1,4 +1,4 @@
-// RUN: cbc-opt %s -split-input-file -verify-diagnostics -cbc-schedule | FileCheck %s
+// RUN: cbc-opt %s -split-input-file -verify-diagnostics -cbc-schedule-step | FileCheck %s
 
 // Liveness: a buffer is free again once the instruction after its last reader starts, so an
 // instruction never writes over one of its own operands. Offsets are in 4-byte elements of a
@@ -19,7 +19,7 @@
 //   13   %lg   linear       R      32     13..14                R+32 (R+0..16 is too small)
 // Peaks: 3 token buffers (48 elements) and 64 request elements.
 
-// CHECK-LABEL: module attributes {cbc.arena = {request_row_elems = 64 : i64, token_row_elems = 48 : i64}}
+// CHECK-LABEL: module attributes {cbc.arena = #cbc.arena<token_row_elems = 48, request_row_elems = 64>}
 // CHECK-LABEL: func.func @step
 // CHECK-NEXT: %[[TABLE:.*]] = cbc.weight.ref "embed" {cbc.buffers = [array<i64: -1, 0>], cbc.index = 0 : i64
 // CHECK-NEXT: %[[X:.*]] = cbc.math.embed {{.*}} {cbc.buffers = [array<i64: 0, 0>], cbc.index = 1 : i64}
@@ -70,7 +70,7 @@ func.func @step(%tokens: tensor<?xi32> {cbc.name = "tokens"}, %pos: tensor<?xi32
 //    7   %w  linear    48     7..8   32   (%y's [32,48) is the free tail: grown to 80)
 // Without merging %l would land at 48; without tail reuse %w would land at 48 (arena 96).
 
-// CHECK-LABEL: module attributes {cbc.arena = {request_row_elems = 0 : i64, token_row_elems = 80 : i64}}
+// CHECK-LABEL: module attributes {cbc.arena = #cbc.arena<token_row_elems = 80, request_row_elems = 0>}
 // CHECK-LABEL: func.func @step
 // CHECK: cbc.math.embed {{.*}}cbc.buffers = [array<i64: 0, 0>]
 // CHECK: cbc.math.rms_norm {{.*}}cbc.buffers = [array<i64: 0, 16>]
@@ -93,7 +93,7 @@ func.func @step(%tokens: tensor<?xi32> {cbc.name = "tokens"}) -> tensor<?x48xf32
 
 // Only the "logit_rows" argument is per request; rows gathered with it are R rows and so is
 // everything computed from them, while the T arena keeps its own offsets.
-// CHECK-LABEL: module attributes {cbc.arena = {request_row_elems = 32 : i64, token_row_elems = 16 : i64}}
+// CHECK-LABEL: module attributes {cbc.arena = #cbc.arena<token_row_elems = 16, request_row_elems = 32>}
 // CHECK: cbc.rows.gather {{.*}}cbc.buffers = [array<i64: 1, 0>]
 // CHECK: cbc.math.softcap {{.*}}cbc.buffers = [array<i64: 1, 16>]
 func.func @step(%x: tensor<?x16xf32> {cbc.name = "tokens"}, %rows: tensor<?xi32> {cbc.name = "logit_rows"}) -> tensor<?x16xf32> {
@@ -124,7 +124,7 @@ func.func @step(%q: tensor<?x16xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>)
 
 // -----
 
-// expected-error @+1 {{cbc-schedule: the module has no func.func @step}}
+// expected-error @+1 {{cbc-schedule-step: the module has no func.func @step}}
 module {
   func.func @main() {
     return
@@ -134,7 +134,7 @@ module {
 // -----
 
 module {
-  // expected-error @+1 {{cbc-schedule: the step must be a single block}}
+  // expected-error @+1 {{cbc-schedule-step: the step must be a single block}}
   func.func @step() {
     return
   ^bb1:
@@ -145,6 +145,6 @@ module {
 // -----
 
 module {
-  // expected-error @+1 {{cbc-schedule: the step must be a single block}}
+  // expected-error @+1 {{cbc-schedule-step: the step must be a single block}}
   func.func private @step()
 }

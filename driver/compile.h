@@ -1,13 +1,17 @@
-// The compiler driver: config.json text -> planned, scheduled module -> artefact bytes.
-#ifndef CBC_CODEGEN_PIPELINE_H
-#define CBC_CODEGEN_PIPELINE_H
+// The compiler driver, above the front end, the passes and codegen: config.json text -> the
+// cbc dialect -> the registered pass pipeline -> CUDA kernels (NVRTC) -> artefact bytes.
+#ifndef CBC_DRIVER_COMPILE_H
+#define CBC_DRIVER_COMPILE_H
 
 #include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
 
-namespace cbc::codegen {
+namespace cbc::driver {
+
+// What the artefact says compiled it.
+inline constexpr const char *kCompilerName = "cbc 0.1";
 
 struct CompileOptions {
   std::string dtype = "bf16";            // program weight and cache dtype: bf16, f16, f32
@@ -28,9 +32,6 @@ struct CompileResult {
 // Throws hf::ConfigError for a bad config and std::runtime_error for a compiler failure.
 CompileResult compileConfig(const std::string &configJson, const CompileOptions &options);
 
-// The IR the front end produces for a config, before any pass (for tests and `cbc dump`).
-std::string lowerConfigToText(const std::string &configJson, const std::string &dtype = "bf16");
-
-} // namespace cbc::codegen
+} // namespace cbc::driver
 
 #endif

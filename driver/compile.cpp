@@ -1,4 +1,4 @@
-#include "codegen/pipeline.h"
+#include "driver/compile.h"
 
 #include "codegen/artefact_writer.h"
 #include "codegen/cuda/emit.h"
@@ -15,7 +15,9 @@
 #include <chrono>
 #include <stdexcept>
 
-namespace cbc::codegen {
+namespace cbc::driver {
+
+using namespace codegen;
 
 using namespace mlir;
 
@@ -55,15 +57,6 @@ private:
 
 } // namespace
 
-std::string lowerConfigToText(const std::string &configJson, const std::string &dtype) {
-  hf::ModelSpec spec = hf::parseConfig(configJson);
-  MLIRContext ctx;
-  hf::LowerOptions lo;
-  lo.weight_dtype = dtype;
-  auto module = hf::lowerToCbc(spec, ctx, lo);
-  return printModule(*module);
-}
-
 CompileResult compileConfig(const std::string &configJson, const CompileOptions &options) {
   CompileResult result;
   Timer timer(result);
@@ -90,15 +83,11 @@ CompileResult compileConfig(const std::string &configJson, const CompileOptions 
 
   progress("planning the cache and scheduling");
   PassManager pm(&ctx);
-  CbcPlanCacheOptions planOptions;
-  planOptions.kvDtype = options.dtype;
-  planOptions.blockSize = options.block_size;
-  pm.addPass(createCbcPlanCache(planOptions));
-  if (options.fuse) {
-    pm.addPass(createCbcFuseAttentionInputs());
-    pm.addPass(createCbcFuseAddNorm());
-  }
-  pm.addPass(createCbcSchedule());
+  CbcPipelineOptions pipeline;
+  pipeline.dtype = *symbolizeStorageType(options.dtype);
+  pipeline.blockSize = options.block_size;
+  pipeline.fuse = options.fuse;
+  buildCbcPipeline(pm, pipeline);
   if (failed(pm.run(*module)))
     throw std::runtime_error("compilation failed:\n" + diags.messages);
   timer.lap("passes");
@@ -107,9 +96,7 @@ CompileResult compileConfig(const std::string &configJson, const CompileOptions 
   KernelBundleOut kernels;
   if (options.emit_cuda) {
     progress("generating CUDA kernels");
-    EmitOptions emitOptions;
-    emitOptions.dtype = options.dtype;
-    auto program = emitCuda(*module, emitOptions);
+    auto program = emitCuda(*module);
     if (failed(program))
       throw std::runtime_error("CUDA code generation failed:\n" + diags.messages);
     kernels = std::move(*program);
@@ -129,7 +116,7 @@ CompileResult compileConfig(const std::string &configJson, const CompileOptions 
   ArtefactInputs inputs;
   if (options.emit_cuda)
     inputs.kernels = &kernels;
-  inputs.compiler = "cbc 0.1";
+  inputs.compiler = kCompilerName;
   inputs.config_json = configJson;
   inputs.ir = result.ir;
   auto bytes = writeArtefact(*module, inputs);
@@ -140,4 +127,4 @@ CompileResult compileConfig(const std::string &configJson, const CompileOptions 
   return result;
 }
 
-} // namespace cbc::codegen
+} // namespace cbc::driver

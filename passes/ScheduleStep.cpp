@@ -1,4 +1,4 @@
-// cbc-schedule: numbers the step's instructions and packs activations into arenas by liveness.
+// cbc-schedule-step: numbers the step's instructions and packs activations into arenas by liveness.
 #include "dialects/cbc/CbcOps.h"
 #include "passes/Passes.h"
 
@@ -10,7 +10,7 @@
 #include <set>
 
 namespace cbc {
-#define GEN_PASS_DEF_CBCSCHEDULE
+#define GEN_PASS_DEF_CBCSCHEDULESTEP
 #include "passes/Passes.h.inc"
 
 namespace {
@@ -76,28 +76,26 @@ bool isRows(Value v) {
   return t && t.getRank() == 2 && t.isDynamicDim(0);
 }
 
-class Schedule : public impl::CbcScheduleBase<Schedule> {
+class ScheduleStep : public impl::CbcScheduleStepBase<ScheduleStep> {
 public:
   void runOnOperation() override {
     ModuleOp module = getOperation();
     auto func = module.lookupSymbol<func::FuncOp>("step");
     if (!func) {
-      module.emitError("cbc-schedule: the module has no func.func @step");
+      module.emitError("cbc-schedule-step: the module has no func.func @step");
       return signalPassFailure();
     }
     if (!func.getBody().hasOneBlock()) {
-      func.emitError("cbc-schedule: the step must be a single block");
+      func.emitError("cbc-schedule-step: the step must be a single block");
       return signalPassFailure();
     }
     Block &block = func.getBody().front();
     Builder b(module.getContext());
 
-    // Row classes of the step arguments come from their names.
+    // Step arguments are metadata, not rows: a result's class comes from its first rows operand.
     std::map<Value, RowClass, ValueLess> rowClass;
-    for (BlockArgument arg : block.getArguments()) {
-      auto name = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "cbc.name");
-      rowClass[arg] = name && name.getValue() == "logit_rows" ? Requests : Tokens;
-    }
+    for (BlockArgument arg : block.getArguments())
+      rowClass[arg] = None;
 
     // Number the instructions and check cache reads follow the layer's write.
     std::map<Operation *, int64_t> index;
@@ -162,10 +160,7 @@ public:
         op.setAttr("cbc.buffers", b.getArrayAttr(buffers));
     }
     module->setAttr("cbc.arena",
-                    b.getDictionaryAttr({
-                        b.getNamedAttr("token_row_elems", b.getI64IntegerAttr(arenas[0].rowElems())),
-                        b.getNamedAttr("request_row_elems", b.getI64IntegerAttr(arenas[1].rowElems())),
-                    }));
+                    ArenaAttr::get(module.getContext(), arenas[0].rowElems(), arenas[1].rowElems()));
   }
 
 private:

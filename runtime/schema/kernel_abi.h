@@ -2,8 +2,8 @@
 // the struct into the CUDA source) and the backends (which fill it). Every kernel takes one
 // CbcArgs by value: launch arguments are packed in order, pointers into p, integers into i and
 // floats into f.
-#ifndef CBC_RUNTIME_CUDA_KERNEL_ABI_H
-#define CBC_RUNTIME_CUDA_KERNEL_ABI_H
+#ifndef CBC_RUNTIME_SCHEMA_KERNEL_ABI_H
+#define CBC_RUNTIME_SCHEMA_KERNEL_ABI_H
 
 namespace cbc {
 

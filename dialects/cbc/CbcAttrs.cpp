@@ -1,0 +1,85 @@
+// The verifiers of the cbc parameter bundles. Each bundle checks its own fields, so that an op
+// holding one only checks how the bundle fits its operands.
+#include "dialects/cbc/CbcDialect.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/DialectImplementation.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace cbc;
+
+#include "dialects/cbc/CbcEnums.cpp.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "dialects/cbc/CbcAttrs.cpp.inc"
+
+// Here rather than in CbcDialect.cpp: registering needs the storage classes defined above.
+void CbcDialect::registerAttributes() {
+  addAttributes<
+#define GET_ATTRDEF_LIST
+#include "dialects/cbc/CbcAttrs.cpp.inc"
+      >();
+}
+
+LogicalResult RopeAttr::verify(function_ref<InFlightDiagnostic()> emitError, int64_t headDim,
+                               int64_t rotaryDim, RopePairing, DenseF32ArrayAttr invFreq,
+                               APFloat attentionFactor, DenseF32ArrayAttr invFreqLong,
+                               int64_t longAfter, APFloat dynamicBaseF, APFloat dynamicFactorF,
+                               int64_t dynamicMaxPositions) {
+  double dynamicBase = dynamicBaseF.convertToDouble(), dynamicFactor = dynamicFactorF.convertToDouble();
+  if (headDim <= 0)
+    return emitError() << "rope head_dim must be positive";
+  if (rotaryDim <= 0 || rotaryDim > headDim || rotaryDim % 2 != 0)
+    return emitError() << "rope rotary_dim must be even and in (0, head_dim]";
+  if (!invFreq || (int64_t)invFreq.size() != rotaryDim / 2)
+    return emitError() << "rope inv_freq must have rotary_dim / 2 entries";
+  if (invFreqLong && (int64_t)invFreqLong.size() != rotaryDim / 2)
+    return emitError() << "rope inv_freq_long must have rotary_dim / 2 entries";
+  if (invFreqLong && longAfter <= 0)
+    return emitError() << "rope inv_freq_long needs a positive long_after";
+  if (!std::isfinite(attentionFactor.convertToDouble()))
+    return emitError() << "rope attention_factor must be finite";
+  if (dynamicBase != 0 && (!(dynamicBase > 0) || !(dynamicFactor > 0) || dynamicMaxPositions <= 0))
+    return emitError() << "rope dynamic_base needs a positive dynamic_factor and dynamic_max_positions";
+  return success();
+}
+
+LogicalResult ClampedSwigluAttr::verify(function_ref<InFlightDiagnostic()> emitError, APFloat limitF,
+                                        APFloat alphaF) {
+  double limit = limitF.convertToDouble(), alpha = alphaF.convertToDouble();
+  if (!(limit > 0) || !std::isfinite(limit) || !std::isfinite(alpha))
+    return emitError() << "clamped_swiglu needs a positive finite limit and a finite alpha";
+  return success();
+}
+
+LogicalResult RetentionAttr::verify(function_ref<InFlightDiagnostic()> emitError, RetentionKind kind,
+                                    int64_t tokens) {
+  if (kind == RetentionKind::all && tokens != 0)
+    return emitError() << "retention 'all' takes no token count";
+  if (kind != RetentionKind::all && tokens <= 0)
+    return emitError() << "window and chunk retention need a positive token count";
+  return success();
+}
+
+LogicalResult CachePlanAttr::verify(function_ref<InFlightDiagnostic()> emitError, int64_t blockSize,
+                                    StorageType, ArrayRef<CacheGroupAttr> groups,
+                                    ArrayRef<CacheLayerAttr> layers, ArrayRef<StateDeclAttr> states,
+                                    int64_t stateBytesPerSlot) {
+  if (blockSize <= 0)
+    return emitError() << "cache plan block_size must be positive";
+  for (auto [i, g] : llvm::enumerate(groups))
+    if (g.getId() != (int64_t)i)
+      return emitError() << "cache plan groups must be numbered in order";
+  for (CacheLayerAttr l : layers)
+    if (l.getGroup() < 0 || l.getGroup() >= (int64_t)groups.size())
+      return emitError() << "cache plan layer " << l.getLayer() << " is in no group";
+  int64_t bytes = 0;
+  for (StateDeclAttr s : states)
+    bytes += s.getBytes();
+  if (bytes != stateBytesPerSlot)
+    return emitError() << "cache plan state_bytes_per_slot must be the sum of the states' bytes";
+  return success();
+}

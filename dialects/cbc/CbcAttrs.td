@@ -1,0 +1,205 @@
+//===- CbcAttrs.td - parameter bundles of the cbc dialect -----------*- tablegen -*-===//
+//
+// Attributes with typed fields and their own verifiers: what two ops share (a RoPE schedule,
+// a cache layer's retention) is one attribute, compared as one value, and what the planner
+// decides (the cache plan, the arena) is checked when it is built or parsed.
+//
+//===----------------------------------------------------------------------------------===//
+
+#ifndef CBC_ATTRS_TD
+#define CBC_ATTRS_TD
+
+include "dialects/cbc/CbcEnums.td"
+include "mlir/IR/BuiltinAttributeInterfaces.td"
+
+// A bracketed list of integers: `[0, 1, 2]`.
+class Cbc_IntListParameter<string desc> : ArrayRefParameter<"int64_t", desc> {
+  let parser = [{ [&]() -> ::mlir::FailureOr<::llvm::SmallVector<int64_t>> {
+    ::llvm::SmallVector<int64_t> values;
+    if ($_parser.parseCommaSeparatedList(::mlir::AsmParser::Delimiter::Square, [&]() {
+          return $_parser.parseInteger(values.emplace_back());
+        }))
+      return ::mlir::failure();
+    return values;
+  }() }];
+  let printer = [{ $_printer << '['; ::llvm::interleaveComma($_self, $_printer); $_printer << ']'; }];
+  let defaultValue = "::llvm::SmallVector<int64_t>()";
+  let comparator = "::llvm::equal($_lhs, $_rhs)";
+}
+
+// A bracketed list of attributes of one kind: `[#cbc.cache_row<"k", 8>, ...]`.
+class Cbc_AttrListParameter<string attr, string desc> : ArrayRefParameter<attr, desc> {
+  let parser = [{ [&]() -> ::mlir::FailureOr<::llvm::SmallVector<}] # attr # [{>> {
+    ::llvm::SmallVector<}] # attr # [{> values;
+    if ($_parser.parseCommaSeparatedList(::mlir::AsmParser::Delimiter::Square, [&]() {
+          return $_parser.parseAttribute(values.emplace_back());
+        }))
+      return ::mlir::failure();
+    return values;
+  }() }];
+  let printer = [{ $_printer << '['; ::llvm::interleaveComma($_self, $_printer); $_printer << ']'; }];
+  let defaultValue = "::llvm::SmallVector<" # attr # ">()";
+  let comparator = "::llvm::equal($_lhs, $_rhs)";
+}
+
+// A double, printed exactly (shortest round-trip form) and stored as an APFloat, which MLIR
+// knows how to hash.
+class Cbc_F64Parameter<string default = ""> : APFloatParameter<"a double"> {
+  let parser = [{ [&]() -> ::mlir::FailureOr<::llvm::APFloat> {
+    double value;
+    if ($_parser.parseFloat(value))
+      return ::mlir::failure();
+    return ::llvm::APFloat(value);
+  }() }];
+  let printer = [{ $_printer << $_self.convertToDouble() }];
+  let defaultValue = !if(!empty(default), "", "::llvm::APFloat(" # default # ")");
+}
+
+// An f32 array printed in full, `array<f32: ...>`: the stripped form rounds to seven digits, and a
+// schedule must survive a round trip through text exactly.
+class Cbc_F32ArrayParameter<string desc, string default = ""> :
+    AttrParameter<"::mlir::DenseF32ArrayAttr", desc> {
+  let defaultValue = default;
+  let parser = [{ [&]() -> ::mlir::FailureOr<::mlir::DenseF32ArrayAttr> {
+    ::mlir::DenseF32ArrayAttr value;
+    if ($_parser.parseAttribute(value))
+      return ::mlir::failure();
+    return value;
+  }() }];
+  let printer = [{ $_printer.printAttribute($_self) }];
+}
+
+def Cbc_RopeAttr : Cbc_Attr<"Rope", "rope"> {
+  let summary = "A rotary position embedding schedule.";
+  let description = [{
+    Rows hold heads of `head_dim` features. The first `rotary_dim` features of every head are
+    rotated by `angle = position * inv_freq[i]`; the rest pass through. `pairing = half` pairs
+    feature `i` with `i + rotary_dim/2` (rotate_half); `interleaved` pairs `2i` with `2i+1`.
+    `cos` and `sin` are multiplied by `attention_factor`.
+
+    Length-dependent schedules are explicit and per token: a token at position `p` of a request
+    whose prompt has `prompt_lens[r]` tokens sees the length `L = max(prompt_len, p + 1)`, the
+    length a one-forward prefill followed by decoding sees. With `inv_freq_long`, tokens with
+    `L > long_after` use the long frequencies. With `dynamic_base` set (non-zero), dynamic NTK
+    rescales the base from `L` once it exceeds `dynamic_max_positions`, by `dynamic_factor`.
+
+    ```mlir
+    #cbc.rope<head_dim = 64, rotary_dim = 64, inv_freq = array<f32: 1.0, ...>>
+    ```
+  }];
+  let parameters = (ins "int64_t":$head_dim, "int64_t":$rotary_dim,
+                        Cbc_EnumParameter<Cbc_RopePairing, "half">:$pairing,
+                        Cbc_F32ArrayParameter<"inverse frequencies">:$inv_freq,
+                        Cbc_F64Parameter<"1.0">:$attention_factor,
+                        Cbc_F32ArrayParameter<"long-context inverse frequencies",
+                                              "::mlir::DenseF32ArrayAttr()">:$inv_freq_long,
+                        DefaultValuedParameter<"int64_t", "0">:$long_after,
+                        Cbc_F64Parameter<"0.0">:$dynamic_base,
+                        Cbc_F64Parameter<"0.0">:$dynamic_factor,
+                        DefaultValuedParameter<"int64_t", "0">:$dynamic_max_positions);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
+def Cbc_ClampedSwigluAttr : Cbc_Attr<"ClampedSwiglu", "clamped_swiglu"> {
+  let summary = "A gated unit with clamped inputs: (clamp(up) + 1) * g * sigmoid(alpha * g).";
+  let description = [{
+    The activation of a gated linear unit whose gate is clamped to `g = min(gate, limit)` and
+    whose up input to `[-limit, limit]`; the result is `(up + 1) * g * sigmoid(alpha * g)`.
+  }];
+  let parameters = (ins Cbc_F64Parameter<>:$limit, Cbc_F64Parameter<>:$alpha);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
+// What a gated unit applies to its gate: an activation, or the clamped form.
+def Cbc_GluActivation : AnyAttrOf<[Cbc_ActivationAttr, Cbc_ClampedSwigluAttr]>;
+
+def Cbc_RetentionAttr : Cbc_Attr<"Retention", "retention"> {
+  let summary = "Which tokens a cache layer keeps: all, a window, or the current chunk.";
+  let description = [{
+    `#cbc.retention<all>` keeps every token. `#cbc.retention<window, N>` keeps a query at
+    position `p` attending to keys `j > p - N`, and the cache frees blocks that leave the
+    window. `#cbc.retention<chunk, N>` keeps keys with `j / N == p / N`.
+  }];
+  let parameters = (ins EnumParameter<Cbc_RetentionKind>:$kind,
+                        DefaultValuedParameter<"int64_t", "0">:$tokens);
+  let assemblyFormat = "`<` $kind (`,` $tokens^)? `>`";
+  let genVerifyDecl = 1;
+  // Lets ops give the attribute a default value, a C++ expression.
+  let constBuilderCall = "$0";
+  let extraClassDeclaration = [{
+    static RetentionAttr all(::mlir::MLIRContext *ctx) { return get(ctx, RetentionKind::all, 0); }
+  }];
+}
+
+def Cbc_CacheRowAttr : Cbc_Attr<"CacheRow", "cache_row"> {
+  let summary = "One row a cache layer keeps per token: its name and element count.";
+  let parameters = (ins StringRefParameter<"the row's name">:$name, "int64_t":$elems);
+  let assemblyFormat = "`<` $name `,` $elems `>`";
+}
+
+def Cbc_CacheLayerAttr : Cbc_Attr<"CacheLayer", "cache_layer"> {
+  let summary = "The rows one attention layer keeps per token, and its group.";
+  let parameters = (ins "int64_t":$layer, "int64_t":$group,
+                        Cbc_AttrListParameter<"CacheRowAttr", "rows">:$rows);
+  let assemblyFormat = "`<` struct(params) `>`";
+}
+
+def Cbc_CacheGroupAttr : Cbc_Attr<"CacheGroup", "cache_group"> {
+  let summary = "Layers that share block tables: one retention, its bytes per token.";
+  let parameters = (ins "int64_t":$id, "RetentionAttr":$retention,
+                        Cbc_IntListParameter<"layers">:$layers, "int64_t":$bytes_per_token);
+  let assemblyFormat = "`<` struct(params) `>`";
+}
+
+def Cbc_StateDeclAttr : Cbc_Attr<"StateDecl", "state_decl"> {
+  let summary = "A fixed-size fp32 state a live request keeps for one layer.";
+  let parameters = (ins "int64_t":$layer, StringRefParameter<"the state's name">:$name,
+                        Cbc_IntListParameter<"shape">:$shape, "int64_t":$bytes);
+  let assemblyFormat = "`<` struct(params) `>`";
+}
+
+def Cbc_CachePlanAttr : Cbc_Attr<"CachePlan", "cache_plan"> {
+  let summary = "The paged cache and the per-request states, as cbc-plan-cache decided them.";
+  let description = [{
+    The block size and element type of the paged cache; per group its retention, layers and
+    bytes per token; per attention layer its rows; the per-request states with their bytes,
+    and their sum per request slot.
+  }];
+  let parameters = (ins "int64_t":$block_size, EnumParameter<Cbc_StorageType>:$kv_dtype,
+                        Cbc_AttrListParameter<"CacheGroupAttr", "groups">:$groups,
+                        Cbc_AttrListParameter<"CacheLayerAttr", "layers">:$layers,
+                        Cbc_AttrListParameter<"StateDeclAttr", "states">:$states,
+                        DefaultValuedParameter<"int64_t", "0">:$state_bytes_per_slot);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
+def Cbc_ArenaAttr : Cbc_Attr<"Arena", "arena"> {
+  let summary = "The widths of the step's two activation arenas, in 4-byte elements per row.";
+  let parameters = (ins "int64_t":$token_row_elems, "int64_t":$request_row_elems);
+  let assemblyFormat = "`<` struct(params) `>`";
+}
+
+def Cbc_WeightAliasAttr : Cbc_Attr<"WeightAlias", "weight_alias"> {
+  let summary = "Another spelling of checkpoint tensor names: `from` replaced by `to`.";
+  let parameters = (ins StringRefParameter<"">:$from, StringRefParameter<"">:$to);
+  let assemblyFormat = "`<` $from `,` $to `>`";
+}
+
+def Cbc_ModelAttr : Cbc_Attr<"Model", "model"> {
+  let summary = "What the runtime needs to know about the model besides its step.";
+  let parameters = (ins StringRefParameter<"">:$model_type,
+                        StringRefParameter<"", "\"\"">:$outer_model_type,
+                        "int64_t":$vocab_size, "int64_t":$hidden_size, "int64_t":$num_layers,
+                        "int64_t":$max_positions,
+                        Cbc_IntListParameter<"eos_token_ids">:$eos_token_ids,
+                        DefaultValuedParameter<"int64_t", "-1">:$bos_token_id,
+                        StringRefParameter<"">:$checkpoint_dtype,
+                        StringRefParameter<"", "\"\"">:$quantization,
+                        Cbc_AttrListParameter<"WeightAliasAttr", "weight_aliases">:$weight_aliases);
+  let assemblyFormat = "`<` struct(params) `>`";
+}
+
+#endif // CBC_ATTRS_TD

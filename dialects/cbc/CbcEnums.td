@@ -1,0 +1,79 @@
+//===- CbcEnums.td - the closed sets of the cbc dialect --------------*- tablegen -*-===//
+//
+// Every closed set an op takes is an enum attribute, so that the verifier, the artefact writer
+// and the backends switch on a value rather than compare strings.
+//
+//===----------------------------------------------------------------------------------===//
+
+#ifndef CBC_ENUMS_TD
+#define CBC_ENUMS_TD
+
+include "dialects/cbc/CbcBase.td"
+include "mlir/IR/EnumAttr.td"
+
+class Cbc_Enum<string name, string summary, list<I32EnumAttrCase> cases> :
+    I32EnumAttr<name, summary, cases> {
+  let genSpecializedAttr = 0;
+  let cppNamespace = "::cbc";
+}
+
+class Cbc_EnumAttr<Cbc_Enum enumInfo, string mnemonic> :
+    EnumAttr<Cbc_Dialect, enumInfo, mnemonic> {
+  let assemblyFormat = "`<` $value `>`";
+}
+
+// An enum parameter of a parameter bundle, with a default that the printer elides.
+class Cbc_EnumParameter<Cbc_Enum enumInfo, string default> : EnumParameter<enumInfo> {
+  let defaultValue = enumInfo.cppNamespace # "::" # enumInfo.className # "::" # default;
+}
+
+def Cbc_Activation : Cbc_Enum<"Activation", "an elementwise activation", [
+    I32EnumAttrCase<"none", 0>,
+    I32EnumAttrCase<"silu", 1>,
+    I32EnumAttrCase<"gelu", 2>,      // the exact, erf form
+    I32EnumAttrCase<"gelu_tanh", 3>, // the tanh approximation
+    I32EnumAttrCase<"relu", 4>,
+    I32EnumAttrCase<"relu2", 5>,     // squared ReLU
+    I32EnumAttrCase<"sigmoid", 6>]>;
+def Cbc_ActivationAttr : Cbc_EnumAttr<Cbc_Activation, "act">;
+
+def Cbc_GluLayout : Cbc_Enum<"GluLayout", "where a GLU's gate and up columns sit", [
+    I32EnumAttrCase<"halves", 0>,       // [gate | up]
+    I32EnumAttrCase<"interleaved", 1>]>; // gate, up, gate, up, ...
+def Cbc_GluLayoutAttr : Cbc_EnumAttr<Cbc_GluLayout, "glu_layout">;
+
+def Cbc_RopePairing : Cbc_Enum<"RopePairing", "which features a rotation pairs", [
+    I32EnumAttrCase<"half", 0>,         // i with i + rotary_dim / 2 (rotate_half)
+    I32EnumAttrCase<"interleaved", 1>]>; // 2i with 2i + 1
+
+def Cbc_RouteScore : Cbc_Enum<"RouteScore", "how a router scores experts", [
+    I32EnumAttrCase<"softmax", 0>,
+    I32EnumAttrCase<"topk_softmax", 1>,
+    I32EnumAttrCase<"sigmoid", 2>]>;
+def Cbc_RouteScoreAttr : Cbc_EnumAttr<Cbc_RouteScore, "score">;
+
+def Cbc_NormGateOrder : Cbc_Enum<"NormGateOrder", "whether a gated norm gates before or after", [
+    I32EnumAttrCase<"norm_gate", 0>,
+    I32EnumAttrCase<"gate_norm", 1>]>;
+def Cbc_NormGateOrderAttr : Cbc_EnumAttr<Cbc_NormGateOrder, "order">;
+
+def Cbc_WeightCombine : Cbc_Enum<"WeightCombine", "how a weight's source parts combine", [
+    I32EnumAttrCase<"none", 0>,   // exactly one part
+    I32EnumAttrCase<"stack", 1>]>; // parts stacked along a new leading dimension
+def Cbc_WeightCombineAttr : Cbc_EnumAttr<Cbc_WeightCombine, "combine">;
+
+def Cbc_Dequant : Cbc_Enum<"Dequant", "a quantised checkpoint format the loader expands", [
+    I32EnumAttrCase<"mxfp4", 0>]>;
+def Cbc_DequantAttr : Cbc_EnumAttr<Cbc_Dequant, "dequant">;
+
+def Cbc_RetentionKind : Cbc_Enum<"RetentionKind", "which tokens a cache layer keeps", [
+    I32EnumAttrCase<"all", 0>,
+    I32EnumAttrCase<"window", 1>, // the last `tokens` tokens
+    I32EnumAttrCase<"chunk", 2>]>; // the current chunk of `tokens` tokens
+
+def Cbc_StorageType : Cbc_Enum<"StorageType", "an element type of the cache", [
+    I32EnumAttrCase<"f32", 0>,
+    I32EnumAttrCase<"bf16", 1>,
+    I32EnumAttrCase<"f16", 2>]>;
+
+#endif // CBC_ENUMS_TD

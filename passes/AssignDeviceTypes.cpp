@@ -1,0 +1,83 @@
+// cbc-assign-device-types: the element type of every value of the step on the device.
+#include "dialects/cbc/CbcOps.h"
+#include "passes/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+
+namespace cbc {
+#define GEN_PASS_DEF_CBCASSIGNDEVICETYPES
+#include "passes/Passes.h.inc"
+
+namespace {
+
+using namespace mlir;
+
+Type storageType(MLIRContext *ctx, StorageType t) {
+  Builder b(ctx);
+  return t == StorageType::f32 ? b.getF32Type() : t == StorageType::f16 ? Type(b.getF16Type()) : b.getBF16Type();
+}
+
+class AssignDeviceTypes : public impl::CbcAssignDeviceTypesBase<AssignDeviceTypes> {
+public:
+  using CbcAssignDeviceTypesBase::CbcAssignDeviceTypesBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    auto func = module.lookupSymbol<func::FuncOp>("step");
+    if (!func || !func.getBody().hasOneBlock()) {
+      module.emitError("cbc-assign-device-types: the module has no single-block func.func @step");
+      return signalPassFailure();
+    }
+    Block &block = func.getBody().front();
+    Builder b(module.getContext());
+    llvm::DenseMap<Value, Type> types;
+    for (Operation &op : block)
+      for (Value r : op.getResults())
+        types[r] = defaultType(op, r);
+    keepFp32(block, types, b.getF32Type());
+    for (Operation &op : block) {
+      if (op.getNumResults() == 0)
+        continue;
+      SmallVector<Attribute> attrs;
+      for (Value r : op.getResults())
+        attrs.push_back(TypeAttr::get(types[r]));
+      op.setAttr("cbc.device_types", b.getArrayAttr(attrs));
+    }
+  }
+
+private:
+  Type defaultType(Operation &op, Value r) {
+    Type element = llvm::cast<RankedTensorType>(r.getType()).getElementType();
+    if (isa<WeightRefOp>(op) || element.isInteger(32))
+      return element;
+    if (isa<MoeRouteOp>(op)) // the mixing weights
+      return Float32Type::get(op.getContext());
+    return storageType(op.getContext(), activationDtype);
+  }
+
+  // The values that stay fp32 whatever the activation type (see the pass description).
+  void keepFp32(Block &block, llvm::DenseMap<Value, Type> &types, Type f32) {
+    for (Operation &op : block) {
+      if (auto ret = dyn_cast<func::ReturnOp>(op)) {
+        for (Value v : ret.getOperands()) {
+          types[v] = f32;
+          if (auto cap = v.getDefiningOp<SoftcapOp>())
+            types[cap.getX()] = f32;
+        }
+      } else if (auto route = dyn_cast<MoeRouteOp>(op)) {
+        types[route.getLogits()] = f32;
+        if (auto linear = route.getLogits().getDefiningOp<LinearOp>(); linear && linear.getBias())
+          types[linear.getBias()] = f32;
+      } else if (auto append = dyn_cast<KvRopeAppendOp>(op)) {
+        Operation *def = append.getQkv().getDefiningOp();
+        if (def && !isa<LinearOp, WeightRefOp>(def))
+          types[append.getQkv()] = f32;
+      }
+    }
+  }
+};
+
+} // namespace
+} // namespace cbc

@@ -1,0 +1,120 @@
+// The CPU compile functions of the paged-cache ops (cbc.kv.*).
+#include "runtime/cpu/op_context.h"
+
+namespace cbc::rt::cpu {
+
+namespace {
+// The layer and group of a cache op, checked against the plan.
+const KvLayout &siteLayout(const OpContext &c, const fb::CacheSite *site) {
+  c.check(site != nullptr, "has no cache site");
+  return c.kvLayout(site->layer(), site->group());
+}
+
+int64_t windowOf(const fb::CacheSite &s) { return s.retention() == fb::Retention::Window ? s.tokens() : 0; }
+int64_t chunkOf(const fb::CacheSite &s) { return s.retention() == fb::Retention::Chunk ? s.tokens() : 0; }
+} // namespace
+
+Exec compileKvAppend(const OpContext &c) {
+  c.need(6, 0);
+  const fb::KvAppendParams &p = c.params<fb::KvAppendParams>();
+  const KvLayout &kv = siteLayout(c, p.site());
+  int layer = p.site()->layer(), group = p.site()->group(), k = c.I[0], v = c.I[1];
+  c.acts({k, v});
+  c.check(kv.k_elems >= 0 && c.cols(k) == kv.k_elems && c.cols(v) == kv.row_elems - kv.k_elems,
+          "writes rows that do not match the cache plan");
+  c.needArg(2, StepArg::Positions);
+  c.needArg(3, StepArg::SeqIds);
+  c.needArg(4, StepArg::Slots);
+  c.needArg(5, StepArg::BlockTables);
+  return [=](StepEnv &e) {
+    const StepBatch &b = *e.batch;
+    kvAppend(e.f32(k), e.f32(v), b.num_tokens, b.positions.data(), b.seq_ids.data(), b.slots.data(),
+             e.groupTables(group), b.table_width, e.kvLayouts.at(layer), e.kvPool(layer));
+  };
+}
+
+Exec compileKvAttention(const OpContext &c) {
+  c.need(7, 1);
+  const fb::KvAttentionParams &params = c.params<fb::KvAttentionParams>();
+  const KvLayout &kv = siteLayout(c, params.site());
+  int layer = params.site()->layer(), group = params.site()->group(), q = c.I[0], out = c.O[0];
+  c.acts({q, out});
+  AttentionParams p;
+  p.num_heads = params.num_heads();
+  p.num_kv_heads = params.num_kv_heads();
+  p.head_dim = params.head_dim();
+  p.v_head_dim = p.num_heads > 0 ? c.cols(out) / p.num_heads : 0;
+  p.scale = (float)params.scale();
+  p.window = windowOf(*params.site());
+  p.chunk = chunkOf(*params.site());
+  p.softcap = (float)params.softcap();
+  int sinks = c.I.size() > 7 ? c.I[7] : -1;
+  const int64_t maxHeads = 1 << 20;
+  c.check(p.num_heads > 0 && p.num_kv_heads > 0 && p.num_heads % p.num_kv_heads == 0 && p.head_dim > 0 &&
+              p.num_heads <= maxHeads && p.num_kv_heads <= maxHeads && p.head_dim <= maxHeads &&
+              c.cols(q) == p.num_heads * p.head_dim && c.cols(out) == p.num_heads * p.v_head_dim &&
+              p.num_kv_heads * p.head_dim <= kv.k_elems && p.num_kv_heads * p.v_head_dim <= kv.row_elems - kv.k_elems,
+          "has heads that do not match its operands or the cache plan");
+  c.check(sinks < 0 || c.weightNumel(sinks) == p.num_heads, "has sinks of the wrong size");
+  c.needArg(1, StepArg::Positions);
+  c.needArg(2, StepArg::SeqIds);
+  c.needArg(5, StepArg::Slots);
+  c.needArg(6, StepArg::BlockTables);
+  return [=](StepEnv &e) mutable {
+    const StepBatch &b = *e.batch;
+    p.sinks = sinks >= 0 ? e.weight(sinks) : nullptr;
+    pagedAttention(e.f32(q), b.num_tokens, b.positions.data(), b.seq_ids.data(), b.slots.data(),
+                   e.groupTables(group), b.table_width, e.kvLayouts.at(layer), e.kvPool(layer), p, e.f32(out),
+                   e.pfor);
+  };
+}
+
+// Split, per-head norms, RoPE and the append of cbc.kv.rope_append, with the kernels of the
+// ops it replaces.
+Exec compileKvRopeAppend(const OpContext &c) {
+  c.check(c.I.size() >= 6 && c.O.size() == 1, "has the wrong number of operands");
+  const fb::KvRopeAppendParams &params = c.params<fb::KvRopeAppendParams>();
+  const KvLayout &kv = siteLayout(c, params.site());
+  int layer = params.site()->layer(), group = params.site()->group(), qkv = c.I[0], out = c.O[0];
+  int64_t H = params.num_heads(), Hkv = params.num_kv_heads(), D = params.head_dim();
+  c.check(H > 0 && Hkv > 0 && D > 0 && H <= (1 << 20) && Hkv <= (1 << 20) && D <= (1 << 20), "has bad head counts");
+  int64_t qw = H * D, kw = Hkv * D;
+  c.check(c.isAct(qkv) && c.isAct(out) && c.cols(qkv) == qw + 2 * kw && c.cols(out) == qw && kv.k_elems == kw &&
+              kv.row_elems == 2 * kw,
+          "has widths that do not match its heads or the cache plan");
+  c.check(c.isArg(c.I[1], StepArg::Positions) && c.isArg(c.I[2], StepArg::SeqIds) &&
+              c.isArg(c.I[3], StepArg::PromptLens) && c.isArg(c.I[4], StepArg::Slots) &&
+              c.isArg(c.I[5], StepArg::BlockTables),
+          "expects the step's metadata arguments");
+  bool norms = c.I.size() > 6;
+  c.check(!norms || (c.I.size() == 8 && c.weightNumel(c.I[6]) == D && c.weightNumel(c.I[7]) == D),
+          "has norm weights of the wrong size");
+  int qn = norms ? c.I[6] : -1, kn = norms ? c.I[7] : -1;
+  float eps = (float)params.norm_eps(), offset = (float)params.norm_offset();
+  c.check(params.rope() != nullptr, "has no RoPE schedule");
+  RopeParams p = ropeParams(*params.rope());
+  p.head_dim = D;
+  checkRope(c, p);
+  return [=](StepEnv &e) {
+    const StepBatch &b = *e.batch;
+    int64_t T = b.num_tokens;
+    std::vector<float> &q = e.scratch[0], &k = e.scratch[1], &v = e.scratch[2];
+    q.resize(T * qw);
+    k.resize(T * kw);
+    v.resize(T * kw);
+    copyColumns(e.f32(qkv), T, qw + 2 * kw, 0, qw, q.data());
+    copyColumns(e.f32(qkv), T, qw + 2 * kw, qw, kw, k.data());
+    copyColumns(e.f32(qkv), T, qw + 2 * kw, qw + kw, kw, v.data());
+    if (norms) {
+      rmsNorm(q.data(), T, qw, D, e.weight(qn), eps, offset, q.data());
+      rmsNorm(k.data(), T, kw, D, e.weight(kn), eps, offset, k.data());
+    }
+    const int64_t *seqLen = e.seqLengths();
+    rope(q.data(), T, qw, p, b.positions.data(), seqLen, e.f32(out), e.pfor);
+    rope(k.data(), T, kw, p, b.positions.data(), seqLen, k.data(), e.pfor);
+    kvAppend(k.data(), v.data(), T, b.positions.data(), b.seq_ids.data(), b.slots.data(), e.groupTables(group),
+             b.table_width, e.kvLayouts.at(layer), e.kvPool(layer));
+  };
+}
+
+} // namespace cbc::rt::cpu

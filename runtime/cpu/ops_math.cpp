@@ -1,0 +1,241 @@
+// The CPU compile functions of the dense math ops (cbc.math.*).
+#include "runtime/cpu/op_context.h"
+
+namespace cbc::rt::cpu {
+
+Exec compileEmbed(const OpContext &c) {
+  c.need(2, 1);
+  c.needArg(0, StepArg::Tokens);
+  c.acts({c.O[0]});
+  int table = c.I[1], out = c.O[0];
+  float scale = (float)c.params<fb::EmbedParams>().scale();
+  int64_t H = c.cols(out);
+  const auto &shape = c.weightShape(table);
+  c.check(shape.size() == 2 && shape[1] == H && shape[0] >= c.artefact.meta.vocab_size,
+          "has an embedding table that does not match the vocabulary and width");
+  return [=](StepEnv &e) { embed(e.arg(StepArg::Tokens), e.batch->num_tokens, e.weight(table), H, scale, e.f32(out)); };
+}
+
+Exec compileLinear(const OpContext &c) {
+  c.need(2, 1);
+  c.acts({c.I[0], c.O[0]});
+  int x = c.I[0], w = c.I[1], out = c.O[0], bias = c.I.size() > 2 ? c.I[2] : -1;
+  int64_t K = c.cols(x), N = c.cols(out);
+  c.check(c.weightNumel(w) == N * K && c.weightShape(w).size() == 2 && c.weightShape(w)[1] == K,
+          "has a weight whose shape is not [out, in]");
+  c.check(bias < 0 || c.weightNumel(bias) == N, "has a bias of the wrong size");
+  return [=](StepEnv &e) {
+    linear(e.f32(x), e.rows(x), K, e.weight(w), N, bias >= 0 ? e.weight(bias) : nullptr, e.f32(out));
+  };
+}
+
+Exec compileRmsNorm(const OpContext &c) {
+  c.need(1, 1);
+  c.acts({c.I[0], c.O[0]});
+  const fb::NormParams &p = c.params<fb::NormParams>();
+  int x = c.I[0], out = c.O[0], w = c.I.size() > 1 ? c.I[1] : -1;
+  int64_t width = c.cols(x), group = p.group() ? p.group() : width;
+  float eps = (float)p.eps(), offset = (float)p.offset();
+  c.check(group > 0 && width % group == 0 && c.cols(out) == width, "has an inconsistent width or group");
+  c.check(w < 0 || c.weightNumel(w) == group, "has a weight of the wrong size");
+  return [=](StepEnv &e) {
+    rmsNorm(e.f32(x), e.rows(x), width, group, w >= 0 ? e.weight(w) : nullptr, eps, offset, e.f32(out));
+  };
+}
+
+Exec compileAdd(const OpContext &c) {
+  c.need(2, 1);
+  c.acts({c.I[0], c.I[1], c.O[0]});
+  int a = c.I[0], b = c.I[1], out = c.O[0];
+  int64_t width = c.cols(a);
+  c.check(c.cols(b) == width && c.cols(out) == width, "adds operands of different widths");
+  return [=](StepEnv &e) { add(e.f32(a), e.f32(b), e.rows(a) * width, e.f32(out)); };
+}
+
+namespace {
+// x * f(g), g as wide as x or one per row: cbc.math.mul and cbc.math.gate.
+Exec rowFactor(const OpContext &c, bool sigmoid) {
+  c.need(2, 1);
+  c.acts({c.I[0], c.I[1], c.O[0]});
+  int x = c.I[0], g = c.I[1], out = c.O[0];
+  int64_t width = c.cols(x), gw = c.cols(g);
+  c.check(c.cols(out) == width && (gw == 1 || gw == width), "has a gate of the wrong width");
+  return [=](StepEnv &e) { sigmoidGate(e.f32(x), e.f32(g), e.rows(x), width, gw, e.f32(out), sigmoid); };
+}
+
+// A GLU's clamp, if it has one.
+std::optional<SwigluClamp> clampOf(const fb::GluParams &p) {
+  if (!p.clamp())
+    return std::nullopt;
+  return SwigluClamp{(float)p.clamp()->limit(), (float)p.clamp()->alpha()};
+}
+} // namespace
+
+Exec compileMul(const OpContext &c) { return rowFactor(c, false); }
+Exec compileGate(const OpContext &c) { return rowFactor(c, true); }
+
+Exec compileGlu(const OpContext &c) {
+  c.need(1, 1);
+  c.acts({c.I[0], c.O[0]});
+  const fb::GluParams &p = c.params<fb::GluParams>();
+  Act act = p.act();
+  bool inter = p.layout() == fb::GluLayout::Interleaved;
+  std::optional<SwigluClamp> clamp = clampOf(p);
+  int x = c.I[0], out = c.O[0];
+  int64_t width = c.cols(out);
+  c.check(c.cols(x) == 2 * width, "needs an input twice as wide as its output");
+  return [=](StepEnv &e) { glu(e.f32(x), e.rows(x), width, act, inter, clamp ? &*clamp : nullptr, e.f32(out)); };
+}
+
+Exec compileSplit(const OpContext &c) {
+  c.need(1, c.O.size());
+  int x = c.I[0];
+  std::vector<int> outs = c.O;
+  int64_t width = c.cols(x), total = 0;
+  c.acts({x});
+  for (int o : outs) {
+    c.acts({x, o});
+    total += c.cols(o);
+  }
+  c.check(total <= width, "splits more columns than its input has");
+  std::vector<int64_t> widths;
+  for (int o : outs)
+    widths.push_back(c.cols(o));
+  return [=](StepEnv &e) {
+    int64_t col = 0;
+    for (size_t i = 0; i < outs.size(); ++i) {
+      copyColumns(e.f32(x), e.rows(x), width, col, widths[i], e.f32(outs[i]));
+      col += widths[i];
+    }
+  };
+}
+
+Exec compileConcat(const OpContext &c) {
+  c.check(!c.I.empty() && c.O.size() == 1, "has the wrong number of operands");
+  std::vector<int> ins = c.I;
+  int out = c.O[0];
+  int64_t total = 0;
+  std::vector<int64_t> widths;
+  for (int i : ins) {
+    c.acts({i, out});
+    widths.push_back(c.cols(i));
+    total += c.cols(i);
+  }
+  c.check(total == c.cols(out), "has a result whose width is not the sum of its inputs'");
+  return [=](StepEnv &e) {
+    std::vector<std::pair<const float *, int64_t>> parts;
+    for (size_t i = 0; i < ins.size(); ++i)
+      parts.emplace_back(e.f32(ins[i]), widths[i]);
+    concatColumns(parts, e.rows(out), e.f32(out));
+  };
+}
+
+RopeParams ropeParams(const fb::RopeParams &r) {
+  RopeParams p;
+  p.head_dim = r.head_dim();
+  p.rotary_dim = r.rotary_dim();
+  p.interleaved = r.pairing() == fb::RopePairing::Interleaved;
+  if (r.inv_freq())
+    p.inv_freq.assign(r.inv_freq()->begin(), r.inv_freq()->end());
+  p.attention_factor = (float)r.attention_factor();
+  if (r.inv_freq_long() && r.inv_freq_long()->size()) {
+    p.inv_freq_long.assign(r.inv_freq_long()->begin(), r.inv_freq_long()->end());
+    p.long_after = r.long_after();
+  }
+  if (r.dynamic_base() != 0) {
+    p.dynamic_base = r.dynamic_base();
+    p.dynamic_factor = r.dynamic_factor();
+    p.dynamic_max_positions = r.dynamic_max_positions();
+  }
+  return p;
+}
+
+void checkRope(const OpContext &c, const RopeParams &p) {
+  c.check((int64_t)p.inv_freq.size() == p.rotary_dim / 2 && p.head_dim > 0 && p.rotary_dim > 0 &&
+              p.rotary_dim <= p.head_dim &&
+              (p.inv_freq_long.empty() || (int64_t)p.inv_freq_long.size() == p.rotary_dim / 2),
+          "has an inconsistent RoPE schedule");
+}
+
+Exec compileRope(const OpContext &c) {
+  c.need(4, 1);
+  RopeParams p = ropeParams(c.params<fb::RopeParams>());
+  checkRope(c, p);
+  int x = c.I[0], out = c.O[0];
+  c.acts({x, out});
+  c.check(c.cols(x) % p.head_dim == 0 && c.cols(out) == c.cols(x), "has a width that is not whole heads");
+  c.needArg(1, StepArg::Positions);
+  c.needArg(2, StepArg::SeqIds);
+  c.needArg(3, StepArg::PromptLens);
+  int64_t width = c.cols(x);
+  return [=](StepEnv &e) {
+    rope(e.f32(x), e.batch->num_tokens, width, p, e.batch->positions.data(), e.seqLengths(), e.f32(out), e.pfor);
+  };
+}
+
+Exec compileAct(const OpContext &c) {
+  c.need(1, 1);
+  const fb::ActParams &p = c.params<fb::ActParams>();
+  Act act = p.act();
+  float scale = (float)p.scale();
+  int x = c.I[0], out = c.O[0];
+  c.acts({x, out});
+  c.check(c.cols(out) == c.cols(x), "changes the width");
+  int64_t width = c.cols(x);
+  return [=](StepEnv &e) {
+    const float *in = e.f32(x);
+    float *y = e.f32(out);
+    for (int64_t i = 0, n = e.rows(x) * width; i < n; ++i)
+      y[i] = scale * activate(act, in[i]);
+  };
+}
+
+Exec compileSoftcap(const OpContext &c) {
+  c.need(1, 1);
+  float cap = (float)c.params<fb::SoftcapParams>().cap();
+  int x = c.I[0], out = c.O[0];
+  c.acts({x, out});
+  c.check(c.cols(out) == c.cols(x), "changes the width");
+  int64_t width = c.cols(x);
+  return [=](StepEnv &e) { softcap(e.f32(x), e.rows(x) * width, cap, e.f32(out)); };
+}
+
+// The fused ops run the reference kernels of the ops they replace.
+Exec compileAddRmsNorm(const OpContext &c) {
+  c.check(c.I.size() >= 2 && c.O.size() == 2, "has the wrong number of operands");
+  int a = c.I[0], b = c.I[1], sum = c.O[0], normed = c.O[1], w = c.I.size() > 2 ? c.I[2] : -1;
+  int64_t width = c.cols(a);
+  c.check(c.isAct(a) && c.isAct(b) && c.isAct(sum) && c.isAct(normed) && c.value(a).arena == c.value(normed).arena &&
+              c.cols(b) == width && c.cols(sum) == width && c.cols(normed) == width && width > 0,
+          "has operands of different widths");
+  c.check(w < 0 || c.weightNumel(w) == width, "has a weight of the wrong size");
+  const fb::NormParams &p = c.params<fb::NormParams>();
+  float eps = (float)p.eps(), offset = (float)p.offset();
+  return [=](StepEnv &e) {
+    int64_t rowsN = e.rows(a);
+    add(e.f32(a), e.f32(b), rowsN * width, e.f32(sum));
+    rmsNorm(e.f32(sum), rowsN, width, width, w >= 0 ? e.weight(w) : nullptr, eps, offset, e.f32(normed));
+  };
+}
+
+Exec compileRmsNormGated(const OpContext &c) {
+  c.check(c.I.size() >= 2 && c.O.size() == 1, "has the wrong number of operands");
+  const fb::GatedNormParams &p = c.params<fb::GatedNormParams>();
+  c.check(p.norm() != nullptr, "has no norm parameters");
+  int x = c.I[0], z = c.I[1], out = c.O[0], w = c.I.size() > 2 ? c.I[2] : -1;
+  int64_t width = c.cols(x), group = p.norm()->group() ? p.norm()->group() : width;
+  c.check(c.isAct(x) && c.isAct(z) && c.isAct(out) && c.cols(z) == width && c.cols(out) == width && group > 0 &&
+              width % group == 0,
+          "has operands of different widths");
+  c.check(w < 0 || c.weightNumel(w) == group || c.weightNumel(w) == width, "has a weight of the wrong size");
+  bool perRow = w >= 0 && c.weightNumel(w) == width && width != group;
+  float eps = (float)p.norm()->eps(), offset = (float)p.norm()->offset();
+  Act act = p.act();
+  bool normFirst = p.order() == fb::NormGateOrder::NormGate;
+  return [=](StepEnv &e) {
+    rmsNormGated(e.f32(x), e.f32(z), e.rows(x), width, group, w >= 0 ? e.weight(w) : nullptr, perRow, eps, offset,
+                 act, normFirst, e.f32(out));
+  };
+}
+
+} // namespace cbc::rt::cpu

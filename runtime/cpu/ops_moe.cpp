@@ -1,0 +1,75 @@
+// The CPU compile functions of the packed-row and mixture-of-experts ops (cbc.rows.*, cbc.moe.*).
+#include "runtime/cpu/op_context.h"
+
+namespace cbc::rt::cpu {
+
+Exec compileRowsGather(const OpContext &c) {
+  c.need(2, 1);
+  int x = c.I[0], out = c.O[0];
+  int64_t width = c.cols(x);
+  c.acts({x});
+  c.acts({out});
+  c.check(c.value(x).arena == 0 && c.value(out).arena == 1 && c.cols(out) == width,
+          "must gather token rows into request rows of the same width");
+  c.needArg(1, StepArg::LogitRows);
+  return [=](StepEnv &e) {
+    gatherRows(e.f32(x), width, e.arg(StepArg::LogitRows), e.batch->num_logit_rows, e.f32(out));
+  };
+}
+
+Exec compileMoeRoute(const OpContext &c) {
+  c.need(1, 2);
+  int logits = c.I[0], weights = c.O[0], ids = c.O[1], bias = c.I.size() == 2 ? c.I[1] : -1;
+  c.acts({logits, weights, ids});
+  const fb::MoeRouteParams &params = c.params<fb::MoeRouteParams>();
+  int64_t E = c.cols(logits), k = params.k();
+  c.check(k >= 1 && k <= E && c.cols(weights) == k && c.cols(ids) == k, "has an inconsistent k");
+  c.check(bias < 0 || c.weightNumel(bias) == E, "has a selection bias of the wrong size");
+  c.check(params.score() >= fb::RouteScore::MIN && params.score() <= fb::RouteScore::MAX, "has an unknown score");
+  RouteParams p;
+  p.score = params.score();
+  p.renorm = params.renorm();
+  p.renorm_eps = (float)params.renorm_eps();
+  p.scaling = (float)params.scaling();
+  return [=](StepEnv &e) {
+    RouteParams q = p;
+    q.selection_bias = bias >= 0 ? e.weight(bias) : nullptr;
+    moeRoute(e.f32(logits), e.rows(logits), E, k, q, e.f32(weights), e.i32(ids));
+  };
+}
+
+Exec compileMoeExperts(const OpContext &c) {
+  c.need(5, 1);
+  const fb::MoeExpertsParams &params = c.params<fb::MoeExpertsParams>();
+  c.check(params.glu() != nullptr, "has no unit parameters");
+  const fb::GluParams &glu = *params.glu();
+  Act act = glu.act();
+  bool inter = glu.layout() == fb::GluLayout::Interleaved, ungated = params.ungated();
+  c.check(!ungated || !glu.clamp(), "has an activation that needs a gated unit");
+  std::optional<SwigluClamp> clamp;
+  if (glu.clamp())
+    clamp = SwigluClamp{(float)glu.clamp()->limit(), (float)glu.clamp()->alpha()};
+  const auto &I = c.I;
+  int out = c.O[0];
+  const auto &guShape = c.value(I[3]).shape;
+  c.check(guShape.size() == 3, "needs gate_up of rank 3");
+  int64_t E = guShape[0], I2 = guShape[1], H = guShape[2], k = c.cols(I[1]);
+  int64_t inter1 = ungated ? I2 : I2 / 2; // the intermediate width
+  bool biases = I.size() > 5;
+  c.acts({I[0], I[1], I[2], out});
+  c.check(c.weightShape(I[3]) == guShape && (ungated || I2 % 2 == 0) && c.cols(I[0]) == H && c.cols(out) == H &&
+              c.cols(I[2]) == k && c.weightShape(I[4]) == std::vector<int64_t>{E, H, inter1},
+          "has expert weights that do not match its operands");
+  c.check(!biases || (I.size() > 6 && c.weightShape(I[5]) == std::vector<int64_t>{E, I2} &&
+                      c.weightShape(I[6]) == std::vector<int64_t>{E, H}),
+          "has expert biases of the wrong shape");
+  std::vector<int> in(I.begin(), I.begin() + (biases ? 7 : 5));
+  return [=](StepEnv &e) {
+    ExpertWeights w{e.weight(in[3]), e.weight(in[4]), biases ? e.weight(in[5]) : nullptr,
+                    biases ? e.weight(in[6]) : nullptr, E, inter1, H, ungated};
+    moeExperts(e.f32(in[0]), e.rows(in[0]), e.i32(in[1]), e.f32(in[2]), k, w, act, inter, clamp ? &*clamp : nullptr,
+               e.f32(out));
+  };
+}
+
+} // namespace cbc::rt::cpu

@@ -1,0 +1,66 @@
+// The contract between the compiler and the runtime that is not in model.fbs: the artefact's
+// format version, the step's arguments in order, and the per-step integers kernels may read.
+// The lowering, the artefact writer and both backends use these enums; the artefact stores
+// them as their integer values.
+#ifndef CBC_RUNTIME_SCHEMA_STEP_ABI_H
+#define CBC_RUNTIME_SCHEMA_STEP_ABI_H
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+namespace cbc {
+
+// Bumped whenever a field changes what the runtime must do with the artefact, because a reader
+// of an older version would ignore the new field silently (FlatBuffers skips unknown fields).
+// 2: weight transforms block_diag and row_scales. 3: typed instructions (an opcode and one
+// parameter table per op), step arguments and per-step integers by enum, MXFP4 as a transform.
+constexpr uint32_t kFormatVersion = 3;
+
+// The step function's arguments, in order.
+enum class StepArg : uint8_t {
+  Tokens,          // [T] token ids
+  Positions,       // [T]
+  SeqIds,          // [T] each token's request row
+  CuSeqlens,       // [R + 1] where each request's rows start
+  KvLens,          // [R] each request's cached length after the step
+  BlockTables,     // [groups, slots, blocks] the cache manager's persistent tables
+  LogitRows,       // [L] the rows whose logits are sampled
+  PromptLens,      // [R] each request's original prompt length
+  Slots,           // [R] each request's cache and state slot
+  HasInitialState, // [R] whether a request's states carry over from an earlier step
+};
+constexpr int kNumStepArgs = 10;
+
+// The integers a launch may read per step, besides its constants.
+enum class RuntimeVar : uint8_t {
+  NumTokens,
+  NumRequests,
+  NumLogitRows,
+  TableWidth,
+  TableSlots,
+  AttnSplits,
+  MaxTokens,
+};
+constexpr int kNumRuntimeVars = 7;
+
+constexpr std::string_view kStepArgNames[kNumStepArgs] = {
+    "tokens",     "positions",   "seq_ids", "cu_seqlens", "kv_lens",          "block_tables",
+    "logit_rows", "prompt_lens", "slots",   "has_initial_state"};
+constexpr std::string_view kRuntimeVarNames[kNumRuntimeVars] = {
+    "num_tokens", "num_requests", "num_logit_rows", "table_width", "table_slots", "attn_splits",
+    "max_tokens"};
+
+constexpr std::string_view stepArgName(StepArg a) { return kStepArgNames[(int)a]; }
+constexpr std::string_view runtimeVarName(RuntimeVar v) { return kRuntimeVarNames[(int)v]; }
+
+inline std::optional<StepArg> stepArgNamed(std::string_view name) {
+  for (int i = 0; i < kNumStepArgs; ++i)
+    if (kStepArgNames[i] == name)
+      return (StepArg)i;
+  return std::nullopt;
+}
+
+} // namespace cbc
+
+#endif
