@@ -30,10 +30,16 @@ if [ ! -d /usr/local/cuda/include ]; then
 fi
 
 BUILD=${BUILD_DIR:-build}
+RUNTIME_BUILD=${RUNTIME_BUILD_DIR:-build-runtime}
 export CCACHE_BASEDIR="$PWD"
+COMMON=(-G Ninja -S . -DCMAKE_BUILD_TYPE=Release -DCMAKE_C_COMPILER=clang-22
+        -DCMAKE_CXX_COMPILER=clang++-22 -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 if [ ! -f "$BUILD/build.ninja" ]; then
-  cmake -G Ninja -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release \
-    -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir \
-    -DCMAKE_C_COMPILER=clang-22 -DCMAKE_CXX_COMPILER=clang++-22 -DLLVM_USE_LINKER=lld \
-    -DCMAKE_CXX_COMPILER_LAUNCHER=ccache >/dev/null
+  cmake "${COMMON[@]}" -B "$BUILD" -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir \
+    -DLLVM_USE_LINKER=lld >/dev/null
+fi
+# The runtime alone, configured with LLVM's prefix hidden: proof that serving needs no MLIR.
+if [ ! -f "$RUNTIME_BUILD/build.ninja" ]; then
+  cmake "${COMMON[@]}" -B "$RUNTIME_BUILD" -DCBC_BUILD_COMPILER=OFF \
+    -DCMAKE_IGNORE_PREFIX_PATH=/usr/lib/llvm-22 >/dev/null
 fi

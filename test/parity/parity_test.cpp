@@ -1,6 +1,6 @@
 // Ring 1: the CPU backend against transformers. Each fixture holds a tiny random-weight model
 // saved by tools/oracle/make_fixtures.py with the logits transformers computed in fp32.
-#include "test/support/test_support.h"
+#include "test/support/compile_support.h"
 
 #include <gtest/gtest.h>
 

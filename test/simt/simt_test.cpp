@@ -14,7 +14,7 @@
 #include "runtime/sampler.h"
 #include "runtime/safetensors.h"
 #include "test/simt/simt_device.h"
-#include "test/support/test_support.h"
+#include "test/support/compile_support.h"
 
 #include <gtest/gtest.h>
 

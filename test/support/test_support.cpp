@@ -1,11 +1,5 @@
 #include "test/support/test_support.h"
 
-#include "driver/compile.h"
-#include "frontends/hf_config/config_reader.h"
-#include "runtime/safetensors.h"
-
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -39,31 +33,28 @@ std::string fixtureDir(const std::string &family) {
   return sourceDir() + "/test/parity/fixtures/" + family;
 }
 
-std::vector<FamilyVariant> familyVariants() {
-  std::vector<FamilyVariant> out;
-  for (const std::string &f : fixtureFamilies())
-    for (bool fuse : {true, false})
-      out.push_back({f, fuse});
-  return out;
+std::string committedArtefactPath(const std::string &family) {
+  return sourceDir() + "/test/artefacts/" + family + ".fb";
 }
 
-std::string variantName(const FamilyVariant &v) { return v.family + (v.fuse ? "" : "_unfused"); }
-
-rt::Artefact compileArtefact(const std::string &configJson, const std::string &dtype, bool fuse) {
-  driver::CompileOptions o;
-  o.dtype = dtype;
-  o.emit_cuda = false;
-  o.fuse = fuse;
-  auto result = driver::compileConfig(configJson, o);
-  return rt::Artefact::fromBytes(result.artefact.data(), result.artefact.size());
-}
-
-const rt::Artefact &fixtureArtefact(const std::string &family) {
+const std::vector<uint8_t> &committedArtefactBytes(const std::string &family) {
   // Tests run one after another in one thread (gtest), so a plain cache is enough.
-  static std::map<std::string, rt::Artefact> compiled;
-  auto it = compiled.find(family);
-  if (it == compiled.end())
-    it = compiled.emplace(family, compileArtefact(readFile(fixtureDir(family) + "/config.json"))).first;
+  static std::map<std::string, std::vector<uint8_t>> read;
+  auto it = read.find(family);
+  if (it == read.end()) {
+    std::string bytes = readFile(committedArtefactPath(family));
+    it = read.emplace(family, std::vector<uint8_t>(bytes.begin(), bytes.end())).first;
+  }
+  return it->second;
+}
+
+const rt::Artefact &committedArtefact(const std::string &family) {
+  static std::map<std::string, rt::Artefact> loaded;
+  auto it = loaded.find(family);
+  if (it == loaded.end()) {
+    const std::vector<uint8_t> &b = committedArtefactBytes(family);
+    it = loaded.emplace(family, rt::Artefact::fromBytes(b.data(), b.size())).first;
+  }
   return it->second;
 }
 
@@ -98,27 +89,6 @@ RunResult serve(const rt::Artefact &a, const rt::WeightSource &w, const rt::Engi
   }
   result.stats = engine->stats();
   return result;
-}
-
-Expected loadExpected(const std::string &family) {
-  Expected e;
-  rt::Checkpoint ck(fixtureDir(family) + "/expected.safetensors");
-  auto ints = [&](const std::string &name) {
-    const rt::TensorView &t = ck.get(name);
-    const int32_t *p = reinterpret_cast<const int32_t *>(t.data);
-    return std::vector<int32_t>(p, p + t.numel());
-  };
-  for (int i = 0; ck.has("prompt_" + std::to_string(i)); ++i) {
-    e.prompts.push_back(ints("prompt_" + std::to_string(i)));
-    e.tokens.push_back(ints("tokens_" + std::to_string(i)));
-    const rt::TensorView &l = ck.get("logits_" + std::to_string(i));
-    const float *p = reinterpret_cast<const float *>(l.data);
-    e.logits.emplace_back(p, p + l.numel());
-  }
-  // The oracle writes meta.json with Python's json module (bare Infinity in its range checks).
-  auto meta = hf::parseConfigJson(readFile(fixtureDir(family) + "/meta.json"));
-  e.atol = meta.at("atol").get<double>();
-  return e;
 }
 
 } // namespace cbc::test

@@ -1,11 +1,11 @@
-// Helpers shared by the unit and parity tests: locating fixtures, compiling configs in-process,
-// and running prompts through an engine.
+// Helpers for the tests that need only the runtime: locating fixtures, reading committed
+// artefacts and running prompts through an engine. compile_support.h adds the compiler.
 #ifndef CBC_TEST_SUPPORT_TEST_SUPPORT_H
 #define CBC_TEST_SUPPORT_TEST_SUPPORT_H
 
 #include "runtime/engine.h"
 
-#include <ostream>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -16,31 +16,12 @@ std::string readFile(const std::string &path);
 std::vector<std::string> fixtureFamilies();   // directories under test/parity/fixtures
 std::string fixtureDir(const std::string &family);
 
-// Compiles a config (text) to an artefact, CPU-only, in-process.
-rt::Artefact compileArtefact(const std::string &configJson, const std::string &dtype = "bf16",
-                             bool fuse = true);
-// A parity fixture's config compiled once per process (defaults of compileArtefact), for the
-// tests that only read it.
-const rt::Artefact &fixtureArtefact(const std::string &family);
-
-// Test parameters: every fixture family, with and without the fusion passes.
-struct FamilyVariant {
-  std::string family;
-  bool fuse;
-};
-std::vector<FamilyVariant> familyVariants();
-inline void PrintTo(const FamilyVariant &v, std::ostream *os) {
-  *os << v.family << (v.fuse ? " (fused)" : " (unfused)");
-}
-std::string variantName(const FamilyVariant &v);
-
-// What transformers produced for a fixture: prompts, greedy tokens and every step's logits.
-struct Expected {
-  std::vector<std::vector<int32_t>> prompts, tokens;
-  std::vector<std::vector<float>> logits; // [steps * vocab] per prompt
-  double atol = 0;
-};
-Expected loadExpected(const std::string &family);
+// The committed artefact of a parity fixture, test/artefacts/<family>.fb (cbc compile --no-cuda
+// of its config; tools/refresh_test_artefacts.sh writes them and a compiler unit test checks
+// they are current), so that the runtime's tests need no compiler. Read once per process.
+std::string committedArtefactPath(const std::string &family);
+const std::vector<uint8_t> &committedArtefactBytes(const std::string &family);
+const rt::Artefact &committedArtefact(const std::string &family);
 
 struct Run {
   std::vector<int32_t> prompt;

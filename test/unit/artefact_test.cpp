@@ -1,8 +1,7 @@
 // The artefact loader never crashes on corrupt input: truncations and random byte flips of a
-// real compiled artefact are either rejected with an ArtefactError or, when they slip
-// through the verifier, make engine creation or the first steps throw. A crash (signal) is a
-// failure; a handler names the case that caused it.
-#include "driver/compile.h"
+// real compiled artefact (the committed ones under test/artefacts) are either rejected with an
+// ArtefactError or, when they slip through the verifier, make engine creation or the first
+// steps throw. A crash (signal) is a failure; a handler names the case that caused it.
 #include "runtime/schema/model_generated.h"
 #include "runtime/schema/opcodes.h"
 #include "test/support/test_support.h"
@@ -45,12 +44,6 @@ public:
 private:
   void (*old_[32])(int) = {};
 };
-
-std::vector<uint8_t> compileBytes(const std::string &family) {
-  driver::CompileOptions o;
-  o.emit_cuda = false;
-  return driver::compileConfig(readFile(fixtureDir(family) + "/config.json"), o).artefact;
-}
 
 struct Tally {
   int rejected = 0, engineError = 0, ran = 0;
@@ -106,7 +99,7 @@ void tryBytes(const std::vector<uint8_t> &bytes, const std::string &what, Tally 
 
 class ArtefactFuzz : public ::testing::TestWithParam<std::string> {
 protected:
-  void SetUp() override { bytes_ = compileBytes(GetParam()); }
+  void SetUp() override { bytes_ = committedArtefactBytes(GetParam()); }
   std::vector<uint8_t> bytes_;
   CrashReporter reporter_;
 };
@@ -307,7 +300,7 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, ArtefactFuzz, ::testing::Values("llama", "gpt
 
 class ArtefactHeader : public ::testing::Test {
 protected:
-  void SetUp() override { bytes_ = compileBytes("llama"); }
+  void SetUp() override { bytes_ = committedArtefactBytes("llama"); }
   std::string errorOf(const std::vector<uint8_t> &b) {
     try {
       rt::Artefact::fromBytes(b.data(), b.size());

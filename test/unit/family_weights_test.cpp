@@ -7,7 +7,7 @@
 #include "runtime/cpu/kernels.h"
 #include "runtime/schema/model_generated.h"
 #include "runtime/weights.h"
-#include "test/support/test_support.h"
+#include "test/support/compile_support.h"
 
 #include <gtest/gtest.h>
 

@@ -4,7 +4,7 @@
 // for the load, so that chunked prefill, sliding-window release and preemption all happen.
 #include "runtime/cpu/cpu_backend.h"
 #include "runtime/weights.h"
-#include "test/support/test_support.h"
+#include "test/support/compile_support.h"
 
 #include <gtest/gtest.h>
 

@@ -63,7 +63,7 @@ protected:
   int64_t vocab() const { return artefact_->meta.vocab_size; }
   int64_t maxPositions() const { return artefact_->meta.max_positions; }
 
-  const rt::Artefact *artefact_ = &fixtureArtefact("llama");
+  const rt::Artefact *artefact_ = &committedArtefact("llama");
 };
 
 struct BadCase {

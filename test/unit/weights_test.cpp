@@ -67,8 +67,8 @@ void expectWeightError(Fn &&fn, const std::vector<std::string> &words, const std
   }
 }
 
-// A fixture's compiled artefact (once per process) and its checkpoint tensors (per test), with
-// the helpers both weight suites use. Derived::kFamily names the parity fixture.
+// A fixture's committed artefact (read once per process) and its checkpoint tensors (per
+// test), with the helpers both weight suites use. Derived::kFamily names the parity fixture.
 template <class Derived> class FixtureWeights : public ::testing::Test {
 protected:
   void SetUp() override {
@@ -90,7 +90,7 @@ protected:
     rt::WeightStore::load(*artefact_, {dir.str(), 0});
   }
 
-  const rt::Artefact *artefact_ = &fixtureArtefact(Derived::kFamily);
+  const rt::Artefact *artefact_ = &committedArtefact(Derived::kFamily);
   std::unique_ptr<rt::SafetensorsFile> model_;
   Tensors tensors_;
 };
