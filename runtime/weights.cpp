@@ -118,16 +118,15 @@ HostTensor randomTensor(const WeightEntry &w, uint64_t seed) {
 
 } // namespace
 
-// The MXFP4 tensor a [blocks, scales] pair encodes, in the layout an unquantised checkpoint
-// keeps it, [E, R, G*32].
+// The MXFP4 tensor a [blocks, scales] pair encodes. Blocks [E, R, G, 16] hold R output rows
+// of G*32 inputs each; dequantised they are [E, G*32, R], the layout an unquantised
+// checkpoint keeps the same weight in (transformers' convert_moe_packed_tensors).
 HostTensor readMxfp4(const Checkpoint &ckpt, const std::vector<std::string> &pair, const ModelMeta &meta) {
   std::string blocks = resolveName(ckpt, pair[0], meta), scales = resolveName(ckpt, pair[1], meta);
   for (const auto &[name, requested] : {std::pair{blocks, pair[0]}, std::pair{scales, pair[1]}})
     if (!ckpt.has(name))
       throw WeightError("checkpoint is missing tensor '" + requested + "'");
-  HostTensor t = dequantMxfp4(ckpt.get(blocks), ckpt.get(scales), blocks);
-  transposeLastTwo(t);
-  return t;
+  return dequantMxfp4(ckpt.get(blocks), ckpt.get(scales), blocks);
 }
 
 HostTensor readTensorAsFloat(const Checkpoint &ckpt, const std::string &requested,

@@ -698,5 +698,89 @@ TEST_F(OlmoHybridWeights, NeitherSpellingIsNamed) {
                     "layer 0's alias for layer 1");
 }
 
+// gpt-oss's experts as released: MXFP4 blocks and scales, dequantised while loading because
+// the front end marked the weights so (the runtime knows no naming convention).
+class Mxfp4Weights : public FixtureWeights<Mxfp4Weights> {
+public:
+  static constexpr const char *kFamily = "gpt_oss_mxfp4";
+
+protected:
+  const rt::WeightEntry &entry(const std::string &programName) const {
+    for (const rt::WeightEntry &w : artefact_->weights)
+      if (w.name == programName)
+        return w;
+    throw std::runtime_error("no program weight " + programName);
+  }
+
+  // The fixture with tensor `name` dropped, or stood in for by `standIn`.
+  Tensors without(const std::string &name, const rt::TensorView *standIn = nullptr) const {
+    Tensors ts;
+    for (const auto &[n, t] : tensors_)
+      if (n != name)
+        ts.emplace_back(n, t);
+    if (standIn)
+      ts.emplace_back(name, *standIn);
+    return ts;
+  }
+};
+
+constexpr const char *kGateUpBlocks = "model.layers.0.mlp.experts.gate_up_proj_blocks";
+constexpr const char *kGateUpScales = "model.layers.0.mlp.experts.gate_up_proj_scales";
+
+TEST_F(Mxfp4Weights, TheArtefactAsksForBlocksAndScales) {
+  const rt::WeightEntry &w = entry("layers.0.moe.gate_up");
+  EXPECT_TRUE(w.mxfp4);
+  EXPECT_TRUE(w.transpose);
+  ASSERT_EQ(w.parts.size(), 1u);
+  EXPECT_EQ(w.parts[0], (std::vector<std::string>{kGateUpBlocks, kGateUpScales}));
+  EXPECT_FALSE(entry("layers.0.moe.gate_up_bias").mxfp4);
+  rt::Checkpoint ck(fixtureDir(kFamily));
+  EXPECT_FALSE(ck.has("model.layers.0.mlp.experts.gate_up_proj"));
+  EXPECT_EQ(ck.get(kGateUpBlocks).dtype, rt::StDType::U8);
+}
+
+TEST_F(Mxfp4Weights, ElementsDecodeFromTheirNibbleAndScale) {
+  // Program weight [E, out, in]: element (e, r, c) is FP4 value nibble c % 2 of byte
+  // blocks[e, r, c / 32, (c % 32) / 2], times 2^(scales[e, r, c / 32] - 127).
+  static const float kFp4[16] = {0, 0.5, 1, 1.5, 2, 3, 4, 6, -0.0f, -0.5, -1, -1.5, -2, -3, -4, -6};
+  rt::WeightStore s = rt::WeightStore::load(*artefact_, {fixtureDir(kFamily), 0});
+  int index = (int)(&entry("layers.0.moe.gate_up") - artefact_->weights.data());
+  const rt::HostTensor &got = s.get(index);
+  rt::Checkpoint ck(fixtureDir(kFamily));
+  const rt::TensorView &blocks = ck.get(kGateUpBlocks), &scales = ck.get(kGateUpScales);
+  int64_t E = blocks.shape[0], R = blocks.shape[1], G = blocks.shape[2], C = G * 32;
+  ASSERT_EQ(got.shape, (std::vector<int64_t>{E, R, C}));
+  int nonzero = 0;
+  for (int64_t e = 0; e < E; ++e)
+    for (int64_t r = 0; r < R; ++r)
+      for (int64_t c = 0; c < C; ++c) {
+        uint8_t byte = blocks.data[((e * R + r) * G + c / 32) * 16 + (c % 32) / 2];
+        int exp = (int)scales.data[(e * R + r) * G + c / 32] - 127;
+        float want = std::ldexp(kFp4[c % 2 ? byte >> 4 : byte & 15], exp);
+        ASSERT_EQ(got.data[(e * R + r) * C + c], want) << e << "," << r << "," << c;
+        nonzero += want != 0;
+      }
+  EXPECT_GT(nonzero, E * R * C / 2);
+}
+
+TEST_F(Mxfp4Weights, MissingBlocksOrScalesAreNamed) {
+  for (std::string name : {kGateUpBlocks, kGateUpScales, "model.layers.1.mlp.experts.down_proj_scales"}) {
+    TempDir dir;
+    expectWeightError([&] { load(without(name), dir); }, {"'" + name + "'", "missing"}, name);
+  }
+}
+
+TEST_F(Mxfp4Weights, MalformedBlocksAreRejected) {
+  // Scales where the blocks belong (three dimensions), and bf16 where bytes belong.
+  const rt::TensorView &scales = tensor(tensors_, kGateUpScales);
+  const rt::TensorView &bias = tensor(tensors_, "model.layers.0.mlp.experts.gate_up_proj_bias");
+  for (const rt::TensorView *standIn : {&scales, &bias}) {
+    TempDir dir;
+    expectWeightError([&] { load(without(kGateUpBlocks, standIn), dir); },
+                      {kGateUpBlocks, "MXFP4 blocks/scales have unexpected shapes or dtypes"},
+                      standIn->dtype_name);
+  }
+}
+
 } // namespace
 } // namespace cbc::test

@@ -808,6 +808,22 @@ FAMILIES = {
             "q/k/v/o biases, layer_types [sliding, full], window 8",
         ],
     ),
+    "gpt_oss_mxfp4": dict(
+        model_type="gpt_oss",
+        mxfp4=True,
+        atol_note="The swiglu clamps are 1-Lipschitz; a value within ~1e-6 of the limit can only move its output by that much. Sinks only add to the softmax denominator.",
+        seed=1729,
+        build=_cfg_gpt_oss,
+        zero_centred_norms=False,
+        std={"sinks": 0.5, "router_bias": 0.3},
+        features=[
+            "gpt_oss's tiny config, with the experts stored as MXFP4 the way released gpt-oss checkpoints are: "
+            "<w>_blocks [E, out, in/32, 16] (two FP4 e2m1 values a byte, low nibble first) and <w>_scales "
+            "[E, out, in/32] (biased power-of-two exponents), quantization_config.quant_method mxfp4",
+            "expert weights rounded to MXFP4 before the reference runs; transformers dequantizes the checkpoint "
+            "on load (Mxfp4Config(dequantize=True)) and the reload check holds bit for bit",
+        ],
+    ),
     "phi3": dict(
         atol_note="Prompt 1 is excluded from the noise estimate: its cached and uncached paths differ by design (longrope switch, see below).",
         seed=1860,
@@ -1552,6 +1568,56 @@ def _fix_olmo_conv_split(path: Path, cfg) -> None:
     save_file(tensors, str(path), metadata=metadata)
 
 
+MXFP4_EXPERT_WEIGHTS = ("experts.gate_up_proj", "experts.down_proj")
+MXFP4_NOT_CONVERTED = ["model.layers.*.self_attn", "model.layers.*.mlp.router", "model.embed_tokens", "lm_head"]
+
+
+def mxfp4_quantize(w):
+    """MXFP4 blocks and scales of a [E, in, out] expert weight, as gpt-oss checkpoints store them: per output
+    row, groups of 32 inputs share a power-of-two scale 2^(s-127), chosen so the group's largest magnitude fits
+    FP4's largest (6); each value is the nearest FP4 e2m1 value, two a byte, the even index in the low nibble."""
+    from transformers.integrations.mxfp4 import FP4_VALUES
+
+    lut = torch.tensor(FP4_VALUES, dtype=torch.float32)
+    rows = w.detach().float().transpose(1, 2).contiguous()  # [E, out, in]
+    E, out, inp = rows.shape
+    groups = rows.reshape(E, out, inp // 32, 32)
+    amax = groups.abs().amax(-1).clamp_min(2.0**-126)
+    exp = torch.ceil(torch.log2(amax / 6.0)).clamp(-127, 127)
+    scaled = groups / torch.exp2(exp)[..., None]
+    idx = (scaled[..., None] - lut).abs().argmin(-1)  # ties go to the lower index (+0 over -0)
+    blocks = (idx[..., 0::2] | (idx[..., 1::2] << 4)).to(torch.uint8)  # [E, out, in/32, 16]
+    scales = (exp + 127).to(torch.uint8)  # [E, out, in/32]
+    return blocks, scales
+
+
+def mxfp4_round_experts_(model) -> None:
+    """Replaces every expert weight by what its MXFP4 encoding decodes to, decoded by transformers itself."""
+    from transformers.integrations.mxfp4 import convert_moe_packed_tensors
+
+    for name, p in model.named_parameters():
+        if name.endswith(MXFP4_EXPERT_WEIGHTS):
+            blocks, scales = mxfp4_quantize(p)
+            with torch.no_grad():
+                p.copy_(convert_moe_packed_tensors(blocks, scales, dtype=torch.float32))
+
+
+def _write_mxfp4_checkpoint(fam_dir: Path) -> None:
+    """Stores the expert weights of a saved checkpoint as MXFP4 blocks and scales (exact: make_model rounded
+    them already) and marks the config quantized."""
+    path = fam_dir / "model.safetensors"
+    with safe_open(str(path), "pt") as f:
+        metadata = f.metadata()
+        tensors = {k: f.get_tensor(k) for k in f.keys()}
+    for name in sorted(k for k in tensors if k.endswith(MXFP4_EXPERT_WEIGHTS)):
+        blocks, scales = mxfp4_quantize(tensors.pop(name))
+        tensors[name + "_blocks"], tensors[name + "_scales"] = blocks, scales
+    save_file(tensors, str(path), metadata=metadata)
+    cfg = json.loads((fam_dir / "config.json").read_text())
+    cfg["quantization_config"] = {"quant_method": "mxfp4", "modules_to_not_convert": MXFP4_NOT_CONVERTED}
+    (fam_dir / "config.json").write_text(json.dumps(cfg, indent=2, sort_keys=True) + "\n")
+
+
 def top2_margin(rows) -> float:
     top = torch.topk(rows, 2, dim=-1).values
     return float((top[:, 0] - top[:, 1]).min())
@@ -1603,7 +1669,7 @@ def make_model(family: str, seed: int):
     spec = FAMILIES[family]
     torch.manual_seed(seed)
     cfg = spec["build"]()
-    assert cfg.model_type == family, (cfg.model_type, family)
+    assert cfg.model_type == spec.get("model_type", family), (cfg.model_type, family)
     model = AutoModelForCausalLM.from_config(
         cfg, attn_implementation="eager", experts_implementation="eager", dtype=torch.float32
     )
@@ -1617,6 +1683,8 @@ def make_model(family: str, seed: int):
         rules=spec.get("init_rules"),
         buffer_init=spec.get("buffer_init"),
     )
+    if spec.get("mxfp4"):
+        mxfp4_round_experts_(model)
     return cfg, model
 
 
@@ -1691,6 +1759,8 @@ def build_family(family: str, out_dir: Path, verbose: bool = True) -> dict:
             os.remove(fam_dir / extra)
     if spec.get("checkpoint_fix") == "olmo_conv_split":
         _fix_olmo_conv_split(fam_dir / "model.safetensors", cfg)
+    if spec.get("mxfp4"):
+        _write_mxfp4_checkpoint(fam_dir)
 
     prompts = make_prompts(spec.get("prompt_lengths", PROMPT_LENGTHS))
     mamba = spec.get("mamba", False)  # Mamba families: explicit position_ids and the extra checks
@@ -1739,8 +1809,13 @@ def build_family(family: str, out_dir: Path, verbose: bool = True) -> dict:
     save_file(tensors, str(fam_dir / "expected.safetensors"), metadata={"format": "pt"})
 
     # Round trip: the saved checkpoint, loaded back in fp32, must reproduce row 0 bit for bit.
+    quantized = {}
+    if spec.get("mxfp4"):
+        from transformers import Mxfp4Config
+
+        quantized["quantization_config"] = Mxfp4Config(dequantize=True)
     reloaded = AutoModelForCausalLM.from_pretrained(
-        fam_dir, attn_implementation="eager", experts_implementation="eager", dtype=torch.float32
+        fam_dir, attn_implementation="eager", experts_implementation="eager", dtype=torch.float32, **quantized
     )
     reloaded.eval()
     reload_delta = 0.0
