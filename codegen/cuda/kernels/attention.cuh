@@ -1,0 +1,155 @@
+// Flash-decoding over the paged cache. attention: block (token, kv head, split) runs an online
+// softmax for the G = H / HKV query heads of its group over its share of the visible keys, one
+// key per warp at a time, and writes per head the split's max, denominator and weighted values.
+// attention_combine merges the splits and the sinks.
+#ifndef CBC_CODEGEN_CUDA_KERNELS_ATTENTION_CUH
+#define CBC_CODEGEN_CUDA_KERNELS_ATTENTION_CUH
+
+#include "codegen/cuda/kernels/prelude.cuh"
+
+namespace cbc {
+
+// The first position the layer's retention (of TOKENS tokens) lets position pos see.
+template <Retention R, int TOKENS> __device__ __forceinline__ int first_visible(int pos) {
+  int lo = 0;
+  if constexpr (R == Retention::window)
+    lo = pos - TOKENS + 1 > 0 ? pos - TOKENS + 1 : 0;
+  else if constexpr (R == Retention::chunk)
+    lo = pos / TOKENS * TOKENS;
+  return lo;
+}
+
+// Merges the warps' online-softmax states and writes the split's partial result: per head,
+// the max, the denominator and DV weighted values.
+template <int G, int DV, int H, int WARPS>
+__device__ __forceinline__ void attention_partial(float (*sm_m)[G], float (*sm_l)[G], float (*sm_acc)[G][DV],
+                                                  float *part, long long t, int kvh, int split, long long splits) {
+  for (int idx = threadIdx.x; idx < G * (DV + 2); idx += blockDim.x) {
+    int g = idx / (DV + 2), d = idx % (DV + 2);
+    float mm = -INFINITY;
+    for (int w = 0; w < WARPS; ++w)
+      mm = fmaxf(mm, sm_m[w][g]);
+    float value = 0.0f;
+    if (d == 0) {
+      value = mm;
+    } else {
+      for (int w = 0; w < WARPS; ++w) {
+        float scale = sm_m[w][g] == -INFINITY ? 0.0f : expf(sm_m[w][g] - mm);
+        value += scale * (d == 1 ? sm_l[w][g] : sm_acc[w][g][d - 2]);
+      }
+    }
+    int h = kvh * G + g;
+    part[((t * H + h) * splits + split) * (DV + 2) + d] = value;
+  }
+}
+
+template <class TQ, class TKV, int H, int HKV, int D, int DV, int B, Retention R, int TOKENS, bool SOFTCAP>
+__device__ __forceinline__ void attention(const CbcArgs &a) {
+  using S = slots::Attention;
+  constexpr int G = H / HKV, DL = (D + 31) / 32, DVL = (DV + 31) / 32, WARPS = kAttentionWarps;
+  constexpr int ROW = HKV * (D + DV), KELEMS = HKV * D;
+  __shared__ float sm_m[WARPS][G], sm_l[WARPS][G];
+  __shared__ float sm_acc[WARPS][G][DV];
+  const TQ *q = (const TQ *)a.p[S::Q];
+  const int *positions = (const int *)a.p[S::Positions];
+  const int *seq_ids = (const int *)a.p[S::SeqIds];
+  const int *slots = (const int *)a.p[S::Slots];
+  const int *tables = (const int *)a.p[S::Tables] + a.i[S::Group] * a.i[S::TableSlots] * a.i[S::TableWidth];
+  const TKV *pool = (const TKV *)a.p[S::Pool];
+  float scoreScale = a.f[S::ScoreScale], cap = a.f[S::ScoreCap];
+  long long splits = a.i[S::Splits];
+  long long t = blockIdx.x;
+  int kvh = blockIdx.y, split = blockIdx.z;
+  int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  int pos = positions[t];
+  int lo = first_visible<R, TOKENS>(pos);
+  int n = pos - lo + 1, per = (int)((n + splits - 1) / splits);
+  int begin = lo + split * per, end = begin + per < pos + 1 ? begin + per : pos + 1;
+  const int *table = tables + (long long)slots[seq_ids[t]] * a.i[S::TableWidth];
+  float qr[G][DL], acc[G][DVL], m[G], l[G];
+  for (int g = 0; g < G; ++g) {
+    m[g] = -INFINITY;
+    l[g] = 0.0f;
+    for (int e = 0; e < DL; ++e) {
+      int d = lane + 32 * e;
+      qr[g][e] = d < D ? ld(q, (t * H + kvh * G + g) * D + d) : 0.0f;
+    }
+    for (int e = 0; e < DVL; ++e)
+      acc[g][e] = 0.0f;
+  }
+  for (int j = begin + warp; j < end; j += WARPS) {
+    long long slot = (long long)table[j / B] * B + j % B;
+    const TKV *kr = pool + slot * ROW + kvh * D;
+    const TKV *vr = pool + slot * ROW + KELEMS + kvh * DV;
+    float kv[DL], vv[DVL];
+    for (int e = 0; e < DL; ++e) {
+      int d = lane + 32 * e;
+      kv[e] = d < D ? ld(kr, d) : 0.0f;
+    }
+    for (int e = 0; e < DVL; ++e) {
+      int d = lane + 32 * e;
+      vv[e] = d < DV ? ld(vr, d) : 0.0f;
+    }
+    for (int g = 0; g < G; ++g) {
+      float dot = 0.0f;
+      for (int e = 0; e < DL; ++e)
+        dot += qr[g][e] * kv[e];
+      float s = warp_sum(dot) * scoreScale;
+      if constexpr (SOFTCAP)
+        s = cap * tanhf(s / cap);
+      float mn = fmaxf(m[g], s);
+      float corr = expf(m[g] - mn), p = expf(s - mn);
+      l[g] = l[g] * corr + p;
+      for (int e = 0; e < DVL; ++e)
+        acc[g][e] = acc[g][e] * corr + p * vv[e];
+      m[g] = mn;
+    }
+  }
+  for (int g = 0; g < G; ++g) {
+    if (lane == 0) {
+      sm_m[warp][g] = m[g];
+      sm_l[warp][g] = l[g];
+    }
+    for (int e = 0; e < DVL; ++e) {
+      int d = lane + 32 * e;
+      if (d < DV)
+        sm_acc[warp][g][d] = acc[g][e];
+    }
+  }
+  __syncthreads();
+  attention_partial<G, DV, H, WARPS>(sm_m, sm_l, sm_acc, (float *)a.p[S::Partials], t, kvh, split, splits);
+}
+
+// Merges the splits of one (token, head), with a learned sink logit per head when TS is not void.
+template <class TO, class TS, int H, int DV> __device__ __forceinline__ void attention_combine(const CbcArgs &a) {
+  using S = slots::AttentionCombine;
+  const float *part = (const float *)a.p[S::Partials];
+  TO *out = (TO *)a.p[S::Out];
+  const TS *sinks = (const TS *)a.p[S::Sinks];
+  long long splits = a.i[S::Splits];
+  long long t = blockIdx.x;
+  int h = blockIdx.y;
+  const float *p = part + (t * H + h) * splits * (DV + 2);
+  float mm = -INFINITY;
+  if constexpr (present<TS>)
+    mm = ld(sinks, h);
+  for (int s = 0; s < splits; ++s)
+    mm = fmaxf(mm, p[s * (DV + 2)]);
+  float denom = 0.0f;
+  if constexpr (present<TS>)
+    denom = expf(ld(sinks, h) - mm);
+  for (int s = 0; s < splits; ++s)
+    if (p[s * (DV + 2)] != -INFINITY)
+      denom += expf(p[s * (DV + 2)] - mm) * p[s * (DV + 2) + 1];
+  for (int d = threadIdx.x; d < DV; d += blockDim.x) {
+    float v = 0.0f;
+    for (int s = 0; s < splits; ++s)
+      if (p[s * (DV + 2)] != -INFINITY)
+        v += expf(p[s * (DV + 2)] - mm) * p[s * (DV + 2) + 2 + d];
+    st(out, (t * H + h) * DV + d, v / denom);
+  }
+}
+
+} // namespace cbc
+
+#endif

@@ -1,0 +1,124 @@
+// Elementwise kernels over rows of W columns: one thread per output element, the row count
+// in the `Rows` slot.
+#ifndef CBC_CODEGEN_CUDA_KERNELS_ELEMENTWISE_CUH
+#define CBC_CODEGEN_CUDA_KERNELS_ELEMENTWISE_CUH
+
+#include "codegen/cuda/kernels/prelude.cuh"
+
+namespace cbc {
+
+// Calls f(i, r, c) for this thread's element i = r * W + c, if there is one.
+template <int W, class F> __device__ __forceinline__ void for_element(long long rows, F f) {
+  long long n = rows * (long long)W;
+  long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n)
+    return;
+  f(i, i / W, i % W);
+}
+
+template <class TA, class TB, class TY, int W> __device__ __forceinline__ void add(const CbcArgs &a) {
+  using S = slots::Add;
+  const TA *x0 = (const TA *)a.p[S::Lhs];
+  const TB *x1 = (const TB *)a.p[S::Rhs];
+  TY *y = (TY *)a.p[S::Out];
+  for_element<W>(a.i[S::Rows], [&](long long i, long long, long long) { st(y, i, ld(x0, i) + ld(x1, i)); });
+}
+
+// scale * act(x).
+template <class TX, class TY, int W, Act A> __device__ __forceinline__ void activation(const CbcArgs &a) {
+  using S = slots::Act;
+  const TX *x = (const TX *)a.p[S::X];
+  TY *y = (TY *)a.p[S::Out];
+  float scale = a.f[S::Scale];
+  for_element<W>(a.i[S::Rows], [&](long long i, long long, long long) { st(y, i, scale * act<A>(ld(x, i))); });
+}
+
+template <class TX, class TY, int W> __device__ __forceinline__ void softcap(const CbcArgs &a) {
+  using S = slots::Softcap;
+  const TX *x = (const TX *)a.p[S::X];
+  TY *y = (TY *)a.p[S::Out];
+  float cap = a.f[S::Cap];
+  for_element<W>(a.i[S::Rows], [&](long long i, long long, long long) { st(y, i, cap * tanhf(ld(x, i) / cap)); });
+}
+
+// x * sigmoid(g); with PER_ROW, g has one column.
+template <class TX, class TG, class TY, int W, bool PER_ROW> __device__ __forceinline__ void gate(const CbcArgs &a) {
+  using S = slots::Gate;
+  const TX *x = (const TX *)a.p[S::X];
+  const TG *g = (const TG *)a.p[S::G];
+  TY *y = (TY *)a.p[S::Out];
+  for_element<W>(a.i[S::Rows], [&](long long i, long long r, long long) {
+    st(y, i, ld(x, i) / (1.0f + expf(-ld(g, PER_ROW ? r : i))));
+  });
+}
+
+// x * g; with PER_ROW, g has one column.
+template <class TX, class TG, class TY, int W, bool PER_ROW> __device__ __forceinline__ void mul(const CbcArgs &a) {
+  using S = slots::Mul;
+  const TX *x = (const TX *)a.p[S::X];
+  const TG *g = (const TG *)a.p[S::G];
+  TY *y = (TY *)a.p[S::Out];
+  for_element<W>(a.i[S::Rows],
+                 [&](long long i, long long r, long long) { st(y, i, ld(x, i) * ld(g, PER_ROW ? r : i)); });
+}
+
+// A GLU over rows of 2I: gate and up as halves or interleaved columns.
+template <class TX, class TY, int I, Glu L, Unit U, Act A> __device__ __forceinline__ void glu(const CbcArgs &a) {
+  using S = slots::Glu;
+  const TX *x = (const TX *)a.p[S::X];
+  TY *y = (TY *)a.p[S::Out];
+  float limit = a.f[S::Limit], alpha = a.f[S::Alpha];
+  for_element<I>(a.i[S::Rows], [&](long long i, long long r, long long c) {
+    constexpr bool inter = L == Glu::interleaved;
+    float g = inter ? ld(x, r * (2 * I) + 2 * c) : ld(x, r * (2 * I) + c);
+    float u = inter ? ld(x, r * (2 * I) + 2 * c + 1) : ld(x, r * (2 * I) + I + c);
+    st(y, i, glu_unit<U, A>(g, u, limit, alpha));
+  });
+}
+
+// A part of a split or a concat: its element type and its width.
+template <class T, int W> struct col {
+  using type = T;
+  static constexpr int width = W;
+};
+
+// Stores v, column c of row r, into the part that holds column c; the parts start at COL.
+template <int COL, class Part, class... Rest>
+__device__ __forceinline__ void split_store(const CbcArgs &a, int slot, long long r, long long c, float v) {
+  constexpr int w = Part::width;
+  if (c >= COL && c < COL + w)
+    st((typename Part::type *)a.p[slot], r * w + (c - COL), v);
+  if constexpr (sizeof...(Rest) > 0)
+    split_store<COL + w, Rest...>(a, slot + 1, r, c, v);
+}
+
+template <class TX, int W, class... Parts> __device__ __forceinline__ void split(const CbcArgs &a) {
+  using S = slots::Split;
+  const TX *x = (const TX *)a.p[S::X];
+  for_element<W>(a.i[S::Rows],
+                 [&](long long i, long long r, long long c) { split_store<0, Parts...>(a, S::Parts, r, c, ld(x, i)); });
+}
+
+// Loads column c of row r from the part that holds it into v; the parts start at COL.
+template <int COL, class Part, class... Rest>
+__device__ __forceinline__ void concat_load(const CbcArgs &a, int slot, long long r, long long c, float &v) {
+  constexpr int w = Part::width;
+  if (c >= COL && c < COL + w)
+    v = ld((const typename Part::type *)a.p[slot], r * w + (c - COL));
+  if constexpr (sizeof...(Rest) > 0)
+    concat_load<COL + w, Rest...>(a, slot + 1, r, c, v);
+}
+
+template <class TY, int W, class... Parts> __device__ __forceinline__ void concat(const CbcArgs &a) {
+  using S = slots::Concat;
+  TY *y = (TY *)a.p[S::Out];
+  for_element<W>(a.i[S::Rows], [&](long long i, long long r, long long c) {
+    float v = 0.0f;
+    concat_load<0, Parts...>(a, S::Parts, r, c, v);
+    st(y, i, v);
+  });
+}
+
+} // namespace cbc
+
+#endif

@@ -1,0 +1,22 @@
+// The token embedding: one block per token copies its table row, scaled.
+#ifndef CBC_CODEGEN_CUDA_KERNELS_EMBED_CUH
+#define CBC_CODEGEN_CUDA_KERNELS_EMBED_CUH
+
+#include "codegen/cuda/kernels/prelude.cuh"
+
+namespace cbc {
+
+template <class TW, class TO, int H> __device__ __forceinline__ void embed(const CbcArgs &a) {
+  using S = slots::Embed;
+  const int *tok = (const int *)a.p[S::Tokens];
+  const TW *table = (const TW *)a.p[S::Table];
+  TO *out = (TO *)a.p[S::Out];
+  float scale = a.f[S::Scale];
+  long long t = blockIdx.x, row = tok[t];
+  for (int j = threadIdx.x; j < H; j += blockDim.x)
+    st(out, t * H + j, ld(table, row * H + j) * scale);
+}
+
+} // namespace cbc
+
+#endif

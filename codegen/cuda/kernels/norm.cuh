@@ -1,0 +1,98 @@
+// RMS norms: one block per normalised group (a whole row, or one head of it), the sum of
+// squares reduced over the block in fp32.
+#ifndef CBC_CODEGEN_CUDA_KERNELS_NORM_CUH
+#define CBC_CODEGEN_CUDA_KERNELS_NORM_CUH
+
+#include "codegen/cuda/kernels/prelude.cuh"
+
+namespace cbc {
+
+// What a normalised feature is multiplied by: weight + offset, or 1 without a weight.
+template <class TW> __device__ __forceinline__ float norm_weight(const TW *w, long long j, float offset) {
+  if constexpr (present<TW>)
+    return ld(w, j) + offset;
+  else
+    return 1.0f;
+}
+
+// Groups of G features; the grid has one block per (row, group).
+template <class TI, class TO, class TW, int G> __device__ __forceinline__ void rms_norm(const CbcArgs &a) {
+  using S = slots::RmsNorm;
+  __shared__ float scratch[32];
+  const TI *x = (const TI *)a.p[S::X];
+  TO *y = (TO *)a.p[S::Out];
+  const TW *w = (const TW *)a.p[S::Weight];
+  float eps = a.f[S::Eps], offset = a.f[S::Offset];
+  long long base = (long long)blockIdx.x * G;
+  float ss = 0.0f;
+  for (int j = threadIdx.x; j < G; j += blockDim.x) {
+    float v = ld(x, base + j);
+    ss += v * v;
+  }
+  ss = block_sum(ss, scratch);
+  float inv = rsqrtf(ss / (float)G + eps);
+  for (int j = threadIdx.x; j < G; j += blockDim.x)
+    st(y, base + j, ld(x, base + j) * inv * norm_weight(w, j, offset));
+}
+
+// The residual add and the norm of the sum in one pass over rows of W.
+template <class TA, class TB, class TS, class TN, class TW, int W>
+__device__ __forceinline__ void add_rms_norm(const CbcArgs &a) {
+  using S = slots::AddRmsNorm;
+  __shared__ float scratch[32];
+  const TA *x0 = (const TA *)a.p[S::Lhs];
+  const TB *x1 = (const TB *)a.p[S::Rhs];
+  TS *sum = (TS *)a.p[S::Sum];
+  TN *y = (TN *)a.p[S::Normed];
+  const TW *w = (const TW *)a.p[S::Weight];
+  float eps = a.f[S::Eps], offset = a.f[S::Offset];
+  long long base = (long long)blockIdx.x * W;
+  float ss = 0.0f;
+  for (int j = threadIdx.x; j < W; j += blockDim.x) {
+    float v = ld(x0, base + j) + ld(x1, base + j);
+    st(sum, base + j, v);
+    ss += v * v;
+  }
+  ss = block_sum(ss, scratch);
+  float inv = rsqrtf(ss / (float)W + eps);
+  for (int j = threadIdx.x; j < W; j += blockDim.x) {
+    float v = ld(x0, base + j) + ld(x1, base + j);
+    st(y, base + j, v * inv * norm_weight(w, j, offset));
+  }
+}
+
+// A norm and an activated gate z over groups of G features. The weight has G entries, or with
+// W_ROW > 0 one per feature of a row of W_ROW.
+template <class TI, class TZ, class TO, class TW, int G, int W_ROW, Act A, GateOrder O>
+__device__ __forceinline__ void rms_norm_gated(const CbcArgs &a) {
+  using S = slots::RmsNormGated;
+  constexpr bool normFirst = O == GateOrder::norm_gate;
+  __shared__ float scratch[32];
+  const TI *x = (const TI *)a.p[S::X];
+  const TZ *z = (const TZ *)a.p[S::Z];
+  TO *y = (TO *)a.p[S::Out];
+  const TW *w = (const TW *)a.p[S::Weight];
+  float eps = a.f[S::Eps], offset = a.f[S::Offset];
+  long long base = (long long)blockIdx.x * G;
+  long long wbase = 0;
+  if constexpr (W_ROW > 0)
+    wbase = base % W_ROW;
+  float ss = 0.0f;
+  for (int j = threadIdx.x; j < G; j += blockDim.x) {
+    float gz = ld(z, base + j);
+    float v = normFirst ? ld(x, base + j) : ld(x, base + j) * act<A>(gz);
+    ss += v * v;
+  }
+  ss = block_sum(ss, scratch);
+  float inv = rsqrtf(ss / (float)G + eps);
+  for (int j = threadIdx.x; j < G; j += blockDim.x) {
+    float gz = ld(z, base + j);
+    float v = normFirst ? ld(x, base + j) : ld(x, base + j) * act<A>(gz);
+    float n = v * inv * norm_weight(w, wbase + j, offset);
+    st(y, base + j, normFirst ? n * act<A>(gz) : n);
+  }
+}
+
+} // namespace cbc
+
+#endif

@@ -1,0 +1,196 @@
+// The contract between the kernel templates and the emitter that launches them: the argument
+// struct, each kernel's named argument slots, the variant enums that appear as template
+// arguments, and the launch shapes the device code assumes. Plain C++ with no includes: the
+// emitter includes it, and the generated source carries it verbatim (through the prelude), so
+// that both sides read the same names.
+//
+// Each kernel's slots are a struct with three unscoped enums: `Ptr` indexes CbcArgs::p, `Int`
+// CbcArgs::i and `Flt` CbcArgs::f. The last enumerator counts the slots. A kernel with a
+// variable number of pointers (split, concat) lets its last named pointer slot start a run.
+#ifndef CBC_CODEGEN_CUDA_KERNELS_SLOTS_H
+#define CBC_CODEGEN_CUDA_KERNELS_SLOTS_H
+
+namespace cbc::kernels {
+
+// The launch arguments every kernel takes by value. The runtime's declaration
+// (runtime/schema/kernel_abi.h) must have the same layout; the emitter checks it.
+struct CbcArgs {
+  void *p[24];
+  long long i[16];
+  float f[16];
+};
+
+// Template arguments: one enumerator per value of the dialect enum of the same meaning.
+enum class Act { none, silu, gelu, gelu_tanh, relu, relu2, sigmoid };
+enum class Glu { halves, interleaved }; // where a GLU's gate and up columns sit
+// What an expert or a GLU applies to its gate g and up u: act(g) * u, act(u) (no gate), or
+// the clamped SwiGLU over limit and alpha.
+enum class Unit { gated, ungated, clamped_swiglu };
+enum class Pairing { half, interleaved };
+enum class Retention { all, window, chunk };
+enum class Score { softmax, topk_softmax, sigmoid };
+enum class GateOrder { norm_gate, gate_norm };
+
+// Launch shapes shared by the emitter (block and grid) and the device code (loops and shared
+// arrays sized by them).
+inline constexpr int kAttentionWarps = 4;
+inline constexpr int kMoeTileM = 16, kMoeTileN = 32, kMoeTileK = 32, kMoeThreads = 256;
+inline constexpr int kSsdThreads = 128, kSsdRows = 16; // threads, head_dim rows per block
+inline constexpr int kGatedDeltaWarps = 4, kGatedDeltaCols = 32;
+
+namespace slots {
+
+struct Embed {
+  enum Ptr { Tokens, Table, Out, NumPtr };
+  enum Int { NumInt };
+  enum Flt { Scale, NumFlt };
+};
+struct Gather {
+  enum Ptr { X, Rows, Out, NumPtr };
+  enum Int { NumInt };
+  enum Flt { NumFlt };
+};
+// Greedy sampling: the runtime launches it itself, with the logits and the token ids first.
+struct Argmax {
+  enum Ptr { Logits, Tokens, NumPtr };
+  enum Int { NumInt };
+  enum Flt { NumFlt };
+};
+
+struct RmsNorm {
+  enum Ptr { X, Out, Weight, NumPtr };
+  enum Int { NumInt };
+  enum Flt { Eps, Offset, NumFlt };
+};
+struct AddRmsNorm {
+  enum Ptr { Lhs, Rhs, Sum, Normed, Weight, NumPtr };
+  enum Int { NumInt };
+  enum Flt { Eps, Offset, NumFlt };
+};
+struct RmsNormGated {
+  enum Ptr { X, Z, Out, Weight, NumPtr };
+  enum Int { NumInt };
+  enum Flt { Eps, Offset, NumFlt };
+};
+
+// Elementwise kernels: `Rows` is the number of rows of the output.
+struct Add {
+  enum Ptr { Lhs, Rhs, Out, NumPtr };
+  enum Int { Rows, NumInt };
+  enum Flt { NumFlt };
+};
+struct Act {
+  enum Ptr { X, Out, NumPtr };
+  enum Int { Rows, NumInt };
+  enum Flt { Scale, NumFlt };
+};
+struct Softcap {
+  enum Ptr { X, Out, NumPtr };
+  enum Int { Rows, NumInt };
+  enum Flt { Cap, NumFlt };
+};
+// x * sigmoid(g) and x * g, g per element or per row.
+struct Gate {
+  enum Ptr { X, G, Out, NumPtr };
+  enum Int { Rows, NumInt };
+  enum Flt { NumFlt };
+};
+using Mul = Gate;
+struct Glu {
+  enum Ptr { X, Out, NumPtr };
+  enum Int { Rows, NumInt };
+  enum Flt { Limit, Alpha, NumFlt };
+};
+struct Split {
+  enum Ptr { X, Parts, NumPtr = Parts }; // then one output per part
+  enum Int { Rows, NumInt };
+  enum Flt { NumFlt };
+};
+struct Concat {
+  enum Ptr { Out, Parts, NumPtr = Parts }; // then one input per part
+  enum Int { Rows, NumInt };
+  enum Flt { NumFlt };
+};
+
+struct Rope {
+  enum Ptr { X, Positions, SeqIds, PromptLens, Out, NumPtr };
+  enum Int { NumInt };
+  enum Flt { AttentionFactor, DynamicBase, DynamicFactor, NumFlt };
+};
+
+// The paged cache: `Tables` holds every group's tables, `Group` picks this layer's, and
+// `TableSlots` x `TableWidth` is the size of one group's.
+struct KvAppend {
+  enum Ptr { K, V, Positions, SeqIds, Slots, Tables, Pool, NumPtr };
+  enum Int { Group, TableSlots, TableWidth, NumInt };
+  enum Flt { NumFlt };
+};
+struct Attention {
+  enum Ptr { Q, Positions, SeqIds, Slots, Tables, Pool, Partials, NumPtr };
+  enum Int { Group, TableSlots, TableWidth, Splits, NumInt };
+  enum Flt { ScoreScale, ScoreCap, NumFlt };
+};
+struct AttentionCombine {
+  enum Ptr { Partials, Out, Sinks, NumPtr };
+  enum Int { Splits, NumInt };
+  enum Flt { NumFlt };
+};
+struct RopeAppend {
+  enum Ptr { Qkv, Positions, SeqIds, PromptLens, Slots, Tables, QNorm, KNorm, QOut, Pool, NumPtr };
+  enum Int { Group, TableSlots, TableWidth, NumInt };
+  enum Flt { Eps, NormOffset, AttentionFactor, DynamicBase, DynamicFactor, NumFlt };
+};
+
+// Experts: `Plan` is the moe_plan workspace (offsets per expert, then the permutation).
+struct MoeRoute {
+  enum Ptr { Logits, Weights, Ids, Bias, NumPtr };
+  enum Int { NumInt };
+  enum Flt { RenormEps, Scaling, NumFlt };
+};
+struct MoePlan {
+  enum Ptr { Ids, Plan, NumPtr };
+  enum Int { Rows, NumInt };
+  enum Flt { NumFlt };
+};
+struct MoeGateUp {
+  enum Ptr { Plan, X, W, Bias, Act, NumPtr };
+  enum Int { NumInt };
+  enum Flt { Limit, Alpha, NumFlt };
+};
+struct MoeDown {
+  enum Ptr { Plan, Act, W, Bias, Out, NumPtr };
+  enum Int { NumInt };
+  enum Flt { NumFlt };
+};
+struct MoeCombine {
+  enum Ptr { Plan, Partial, Weights, Out, NumPtr };
+  enum Int { Rows, NumInt };
+  enum Flt { NumFlt };
+};
+
+// Per-request recurrences: the request metadata and the state pool follow the inputs.
+struct Conv1d {
+  enum Ptr { X, Weight, Bias, CuSeqlens, Slots, HasInitial, Pool, Out, NumPtr };
+  enum Int { NumInt };
+  enum Flt { NumFlt };
+};
+struct GatedDelta {
+  enum Ptr { Q, K, V, A, B, ALog, DtBias, CuSeqlens, Slots, HasInitial, Pool, Out, NumPtr };
+  enum Int { NumInt };
+  enum Flt { BetaScale, QScale, NumFlt };
+};
+struct Ssd {
+  enum Ptr { X, Dt, B, C, ALog, DtBias, D, CuSeqlens, Slots, HasInitial, Pool, Out, NumPtr };
+  enum Int { NumInt };
+  enum Flt { DtMin, DtMax, NumFlt };
+};
+struct SelectiveScan {
+  enum Ptr { X, Dt, B, C, ALog, DtBias, D, Z, CuSeqlens, Slots, HasInitial, Pool, Out, NumPtr };
+  enum Int { NumInt };
+  enum Flt { NumFlt };
+};
+
+} // namespace slots
+} // namespace cbc::kernels
+
+#endif
