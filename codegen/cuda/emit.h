@@ -1,17 +1,16 @@
-// CUDA code generation: one specialised kernel (constants baked in) per non-GEMM instruction
-// of the scheduled step, deduplicated by source, plus the launch table that binds kernel
-// arguments to program values, caches, workspaces and per-step integers. GEMMs become
-// cuBLASLt launches. The same source runs on a GPU (via NVRTC) and, in the tests, on the CPU
-// under the SIMT shim.
+// CUDA code generation: one kernel per distinct non-GEMM instruction of the scheduled step,
+// each an instantiation of a template in codegen/cuda/kernels (sizes, element types and
+// variants as template arguments), plus the launch table that binds kernel arguments to
+// program values, caches, workspaces, per-step integers and constants. GEMMs become cuBLASLt
+// launches. The same source runs on a GPU (via NVRTC) and, in the tests, on the CPU under the
+// SIMT shim.
 #ifndef CBC_CODEGEN_CUDA_EMIT_H
 #define CBC_CODEGEN_CUDA_EMIT_H
 
 #include "codegen/artefact_writer.h"
 
 #include "mlir/IR/BuiltinOps.h"
-
-#include <string>
-#include <vector>
+#include "llvm/ADT/StringRef.h"
 
 namespace cbc::codegen {
 
@@ -21,6 +20,10 @@ using CudaProgram = KernelBundleOut;
 // Reads the device types cbc-assign-device-types chose (`cbc.device_types`); f16 values have no
 // kernels.
 mlir::FailureOr<CudaProgram> emitCuda(mlir::ModuleOp module);
+
+// Whether emitCuda handles ops named `opName` (e.g. "cbc.math.rms_norm"). cbc.weight.ref has no
+// launch of its own: weights are bound where they are used.
+bool hasCudaEmitter(llvm::StringRef opName);
 
 } // namespace cbc::codegen
 

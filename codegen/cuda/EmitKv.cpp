@@ -1,0 +1,116 @@
+// The paged cache: appending rows, the fused RoPE-and-append prologue, and attention.
+#include "codegen/cuda/Emitter.h"
+
+namespace cbc::codegen::cuda {
+
+using namespace mlir;
+
+namespace {
+
+// The slots that locate this layer's block tables.
+template <class S> void setTableSlots(SlotArgs<S> &args, IntegerAttr group) {
+  args.set(S::Group, Emitter::integer(group.getInt()))
+      .set(S::TableSlots, Emitter::runtime(RuntimeVar::TableSlots))
+      .set(S::TableWidth, Emitter::runtime(RuntimeVar::TableWidth));
+}
+
+void emitAppend(Emitter &e, KvAppendOp op) {
+  using S = slots::KvAppend;
+  int k = e.kernel("kv_append", "kv_append.cuh",
+                   instance("kv_append", {e.type(op.getK()), e.type(op.getV()), e.kvType(), num(cols(op.getK())),
+                                          num(cols(op.getV())), num(e.blockSize())}));
+  SlotArgs<S> args;
+  args.set(S::K, e.arg(op.getK()))
+      .set(S::V, e.arg(op.getV()))
+      .set(S::Positions, e.arg(op.getPositions()))
+      .set(S::SeqIds, e.arg(op.getSeqIds()))
+      .set(S::Slots, e.arg(op.getSlots()))
+      .set(S::Tables, e.arg(op.getBlockTables()))
+      .set(S::Pool, Emitter::cache(op.getLayer()));
+  setTableSlots(args, op.getGroupAttr());
+  LaunchOut &l = e.launch(k, 128, args);
+  l.grid[0] = {RuntimeVar::NumTokens, 1, 1, 0};
+}
+
+// Flash-decoding: the partial softmax per (token, kv head, split), then the merge of the splits
+// (and the sinks) per (token, head).
+void emitAttention(Emitter &e, KvAttentionOp op) {
+  using S = slots::Attention;
+  using C = slots::AttentionCombine;
+  int64_t H = op.getNumHeads(), Hkv = op.getNumKvHeads(), D = op.getHeadDim(), Dv = cols(op.getResult()) / H;
+  RetentionAttr retention = op.getRetention();
+  bool softcap = (bool)op.getSoftcapAttr();
+  KernelArgOut partials = e.workspace("attention_partials", H * (Dv + 2) * 4, 0);
+  int k = e.kernel("attention", "attention.cuh",
+                   instance("attention", {e.type(op.getQ()), e.kvType(), num(H), num(Hkv), num(D), num(Dv),
+                                          num(e.blockSize()), spell(retention.getKind()),
+                                          num(retention.getKind() == RetentionKind::all ? 0 : retention.getTokens()),
+                                          flag(softcap)}));
+  SlotArgs<S> args;
+  args.set(S::Q, e.arg(op.getQ()))
+      .set(S::Positions, e.arg(op.getPositions()))
+      .set(S::SeqIds, e.arg(op.getSeqIds()))
+      .set(S::Slots, e.arg(op.getSlots()))
+      .set(S::Tables, e.arg(op.getBlockTables()))
+      .set(S::Pool, Emitter::cache(op.getLayer()))
+      .set(S::Partials, partials)
+      .set(S::Splits, Emitter::runtime(RuntimeVar::AttnSplits))
+      .set(S::ScoreScale, op.getScale().convertToDouble())
+      .set(S::ScoreCap, softcap ? op.getSoftcapAttr().getValueAsDouble() : 0.0);
+  setTableSlots(args, op.getGroupAttr());
+  LaunchOut &l = e.launch(k, 32 * kernels::kAttentionWarps, args);
+  l.grid[0] = {RuntimeVar::NumTokens, 1, 1, 0};
+  l.grid[1] = {std::nullopt, 1, 1, Hkv};
+  l.grid[2] = {RuntimeVar::AttnSplits, 1, 1, 0};
+
+  int kc = e.kernel("attention_combine", "attention.cuh",
+                    instance("attention_combine", {e.type(op.getResult()), e.type(op.getSinks()), num(H), num(Dv)}));
+  SlotArgs<C> cargs;
+  cargs.set(C::Partials, partials)
+      .set(C::Out, e.arg(op.getResult()))
+      .set(C::Sinks, e.arg(op.getSinks()))
+      .set(C::Splits, Emitter::runtime(RuntimeVar::AttnSplits));
+  LaunchOut &c = e.launch(kc, Dv >= 128 ? 128 : 64, cargs);
+  c.grid[0] = {RuntimeVar::NumTokens, 1, 1, 0};
+  c.grid[1] = {std::nullopt, 1, 1, H};
+}
+
+// The attention prologue for one token per block: q and k heads normalised, rotated, and
+// written out (q) or appended with v (k).
+void emitRopeAppend(Emitter &e, KvRopeAppendOp op) {
+  using S = slots::RopeAppend;
+  RopeAttr rope = op.getRope();
+  std::vector<std::string> targs = {e.type(op.getQkv()),  e.type(op.getQ()),     e.type(op.getQNorm()),
+                                    e.kvType(),           num(op.getNumHeads()), num(op.getNumKvHeads()),
+                                    num(op.getHeadDim()), num(e.blockSize())};
+  for (std::string &a : ropeTemplateArgs(e, rope))
+    targs.push_back(std::move(a));
+  int k = e.kernel("rope_append", "rope_append.cuh", instance("rope_append", targs));
+  SlotArgs<S> args;
+  args.set(S::Qkv, e.arg(op.getQkv()))
+      .set(S::Positions, e.arg(op.getPositions()))
+      .set(S::SeqIds, e.arg(op.getSeqIds()))
+      .set(S::PromptLens, e.arg(op.getPromptLens()))
+      .set(S::Slots, e.arg(op.getSlots()))
+      .set(S::Tables, e.arg(op.getBlockTables()))
+      .set(S::QNorm, e.arg(op.getQNorm()))
+      .set(S::KNorm, e.arg(op.getKNorm()))
+      .set(S::QOut, e.arg(op.getQ()))
+      .set(S::Pool, Emitter::cache(op.getLayer()))
+      .set(S::Eps, op.getEpsAttr() ? op.getEpsAttr().getValueAsDouble() : 1e-6)
+      .set(S::NormOffset, op.getNormOffset().convertToDouble());
+  setTableSlots(args, op.getGroupAttr());
+  setRopeSlots(args, rope);
+  LaunchOut &l = e.launch(k, 128, args);
+  l.grid[0] = {RuntimeVar::NumTokens, 1, 1, 0};
+}
+
+} // namespace
+
+void addKvEmitters(EmitterTable &t) {
+  t.add(emitAppend);
+  t.add(emitAttention);
+  t.add(emitRopeAppend);
+}
+
+} // namespace cbc::codegen::cuda

@@ -1,0 +1,236 @@
+// Dense math: embedding, norms, elementwise ops, split and concat, RoPE, row gathers, GEMMs
+// and greedy sampling.
+#include "codegen/cuda/Emitter.h"
+
+namespace cbc::codegen::cuda {
+
+using namespace mlir;
+
+namespace {
+
+// Threads per block for a norm over groups of g features.
+int normBlock(int64_t g) { return g >= 256 ? 256 : g >= 128 ? 128 : g >= 64 ? 64 : 32; }
+
+// Elementwise kernels: one thread per element of `out`, 256 per block.
+template <class S>
+void elementwise(Emitter &e, llvm::StringRef hint, const std::string &inst, Value out, SlotArgs<S> args) {
+  int k = e.kernel(hint, "elementwise.cuh", inst);
+  args.set(S::Rows, Emitter::runtime(e.rowsVar(out)));
+  LaunchOut &l = e.launch(k, 256, args);
+  l.grid[0] = {e.rowsVar(out), cols(out), 256, 0};
+}
+
+void emitEmbed(Emitter &e, EmbedOp op) {
+  using S = slots::Embed;
+  int64_t H = cols(op.getResult());
+  int k = e.kernel("embed", "embed.cuh", instance("embed", {e.type(op.getTable()), e.type(op.getResult()), num(H)}));
+  SlotArgs<S> args;
+  args.set(S::Tokens, e.arg(op.getTokens()))
+      .set(S::Table, e.arg(op.getTable()))
+      .set(S::Out, e.arg(op.getResult()))
+      .set(S::Scale, op.getScale().convertToDouble());
+  LaunchOut &l = e.launch(k, 128, args);
+  l.grid[0] = {RuntimeVar::NumTokens, 1, 1, 0};
+}
+
+void emitRmsNorm(Emitter &e, RmsNormOp op) {
+  using S = slots::RmsNorm;
+  int64_t W = cols(op.getX());
+  int64_t G = op.getGroupAttr() ? op.getGroupAttr().getInt() : W;
+  int k = e.kernel("rms_norm", "norm.cuh",
+                   instance("rms_norm", {e.type(op.getX()), e.type(op.getResult()), e.type(op.getWeight()), num(G)}));
+  SlotArgs<S> args;
+  args.set(S::X, e.arg(op.getX()))
+      .set(S::Out, e.arg(op.getResult()))
+      .set(S::Weight, e.arg(op.getWeight()))
+      .set(S::Eps, op.getEps().convertToDouble())
+      .set(S::Offset, op.getOffset().convertToDouble());
+  LaunchOut &l = e.launch(k, normBlock(G), args);
+  l.grid[0] = {e.rowsVar(op.getX()), W / G, 1, 0};
+}
+
+// Residual add and RMS norm: one pass writes the sum and the normalised row.
+void emitAddRmsNorm(Emitter &e, AddRmsNormOp op) {
+  using S = slots::AddRmsNorm;
+  int64_t W = cols(op.getLhs());
+  int k = e.kernel("add_rms_norm", "norm.cuh",
+                   instance("add_rms_norm", {e.type(op.getLhs()), e.type(op.getRhs()), e.type(op.getSum()),
+                                             e.type(op.getNormed()), e.type(op.getWeight()), num(W)}));
+  SlotArgs<S> args;
+  args.set(S::Lhs, e.arg(op.getLhs()))
+      .set(S::Rhs, e.arg(op.getRhs()))
+      .set(S::Sum, e.arg(op.getSum()))
+      .set(S::Normed, e.arg(op.getNormed()))
+      .set(S::Weight, e.arg(op.getWeight()))
+      .set(S::Eps, op.getEps().convertToDouble())
+      .set(S::Offset, op.getOffset().convertToDouble());
+  LaunchOut &l = e.launch(k, 256, args);
+  l.grid[0] = {e.rowsVar(op.getLhs()), 1, 1, 0};
+}
+
+void emitRmsNormGated(Emitter &e, RmsNormGatedOp op) {
+  using S = slots::RmsNormGated;
+  int64_t W = cols(op.getX());
+  int64_t G = op.getGroupAttr() ? op.getGroupAttr().getInt() : W;
+  Value w = op.getWeight();
+  // A weight with one entry per feature of the row rather than of the group.
+  bool perRow = w && llvm::cast<RankedTensorType>(w.getType()).getDimSize(0) == W && W != G;
+  int k = e.kernel("rms_norm_gated", "norm.cuh",
+                   instance("rms_norm_gated", {e.type(op.getX()), e.type(op.getZ()), e.type(op.getResult()), e.type(w),
+                                               num(G), num(perRow ? W : 0), spell(op.getAct()), spell(op.getOrder())}));
+  SlotArgs<S> args;
+  args.set(S::X, e.arg(op.getX()))
+      .set(S::Z, e.arg(op.getZ()))
+      .set(S::Out, e.arg(op.getResult()))
+      .set(S::Weight, e.arg(w))
+      .set(S::Eps, op.getEps().convertToDouble())
+      .set(S::Offset, op.getOffset().convertToDouble());
+  LaunchOut &l = e.launch(k, normBlock(G), args);
+  l.grid[0] = {e.rowsVar(op.getX()), W / G, 1, 0};
+}
+
+void emitAdd(Emitter &e, AddOp op) {
+  using S = slots::Add;
+  Value out = op.getResult();
+  SlotArgs<S> args;
+  args.set(S::Lhs, e.arg(op.getLhs())).set(S::Rhs, e.arg(op.getRhs())).set(S::Out, e.arg(out));
+  elementwise(e, "add", instance("add", {e.type(op.getLhs()), e.type(op.getRhs()), e.type(out), num(cols(out))}), out,
+              args);
+}
+
+void emitAct(Emitter &e, ActOp op) {
+  using S = slots::Act;
+  Value out = op.getResult();
+  SlotArgs<S> args;
+  args.set(S::X, e.arg(op.getX())).set(S::Out, e.arg(out)).set(S::Scale, op.getScale().convertToDouble());
+  elementwise(e, "act", instance("activation", {e.type(op.getX()), e.type(out), num(cols(out)), spell(op.getAct())}),
+              out, args);
+}
+
+void emitSoftcap(Emitter &e, SoftcapOp op) {
+  using S = slots::Softcap;
+  Value out = op.getResult();
+  SlotArgs<S> args;
+  args.set(S::X, e.arg(op.getX())).set(S::Out, e.arg(out)).set(S::Cap, op.getCap().convertToDouble());
+  elementwise(e, "softcap", instance("softcap", {e.type(op.getX()), e.type(out), num(cols(out))}), out, args);
+}
+
+// x * sigmoid(g) (gate) and x * g (mul), g per element or, with one column, per row.
+template <class Op> void emitScale(Emitter &e, Op op, llvm::StringRef name) {
+  using S = slots::Gate;
+  Value out = op.getResult();
+  SlotArgs<S> args;
+  args.set(S::X, e.arg(op.getX())).set(S::G, e.arg(op.getG())).set(S::Out, e.arg(out));
+  elementwise(
+      e, name,
+      instance(name, {e.type(op.getX()), e.type(op.getG()), e.type(out), num(cols(out)), flag(cols(op.getG()) == 1)}),
+      out, args);
+}
+void emitGate(Emitter &e, GateOp op) { emitScale(e, op, "gate"); }
+void emitMul(Emitter &e, MulOp op) { emitScale(e, op, "mul"); }
+
+void emitGlu(Emitter &e, GluOp op) {
+  using S = slots::Glu;
+  Value out = op.getResult();
+  GluUnit unit = gluUnit(op.getAct(), false);
+  SlotArgs<S> args;
+  args.set(S::X, e.arg(op.getX())).set(S::Out, e.arg(out)).set(S::Limit, unit.limit).set(S::Alpha, unit.alpha);
+  elementwise(
+      e, "glu",
+      instance("glu", {e.type(op.getX()), e.type(out), num(cols(out)), spell(op.getLayout()), unit.unit, unit.act}),
+      out, args);
+}
+
+void emitSplit(Emitter &e, SplitOp op) {
+  using S = slots::Split;
+  Value x = op.getX();
+  std::vector<std::string> targs = {e.type(x), num(cols(x))};
+  SlotArgs<S> args((int)op.getNumResults());
+  args.set(S::X, e.arg(x)).set(S::Rows, Emitter::runtime(e.rowsVar(x)));
+  for (auto [k, r] : llvm::enumerate(op.getResults())) {
+    targs.push_back(instance("col", {e.type(r), num(cols(r))}));
+    args.setAt(S::Parts, k, e.arg(r));
+  }
+  int k = e.kernel("split", "elementwise.cuh", instance("split", targs));
+  LaunchOut &l = e.launch(k, 256, args);
+  l.grid[0] = {e.rowsVar(x), cols(x), 256, 0};
+}
+
+// The inverse of split: each output element copies from the input its column falls in.
+void emitConcat(Emitter &e, ConcatOp op) {
+  using S = slots::Concat;
+  Value out = op.getResult();
+  std::vector<std::string> targs = {e.type(out), num(cols(out))};
+  SlotArgs<S> args((int)op.getInputs().size());
+  args.set(S::Out, e.arg(out));
+  for (auto [k, x] : llvm::enumerate(op.getInputs())) {
+    targs.push_back(instance("col", {e.type(x), num(cols(x))}));
+    args.setAt(S::Parts, k, e.arg(x));
+  }
+  elementwise(e, "concat", instance("concat", targs), out, args);
+}
+
+void emitRope(Emitter &e, RopeOp op) {
+  using S = slots::Rope;
+  RopeAttr rope = op.getRope();
+  std::vector<std::string> targs = {e.type(op.getX()), e.type(op.getResult()), num(cols(op.getX())),
+                                    num(rope.getHeadDim())};
+  for (std::string &a : ropeTemplateArgs(e, rope))
+    targs.push_back(std::move(a));
+  int k = e.kernel("rope", "rope.cuh", instance("rope", targs));
+  SlotArgs<S> args;
+  args.set(S::X, e.arg(op.getX()))
+      .set(S::Positions, e.arg(op.getPositions()))
+      .set(S::SeqIds, e.arg(op.getSeqIds()))
+      .set(S::PromptLens, e.arg(op.getPromptLens()))
+      .set(S::Out, e.arg(op.getResult()));
+  setRopeSlots(args, rope);
+  LaunchOut &l = e.launch(k, 128, args);
+  l.grid[0] = {RuntimeVar::NumTokens, 1, 1, 0};
+}
+
+void emitGather(Emitter &e, RowsGatherOp op) {
+  using S = slots::Gather;
+  int k = e.kernel("gather_rows", "gather.cuh",
+                   instance("gather_rows", {e.type(op.getX()), e.type(op.getResult()), num(cols(op.getX()))}));
+  SlotArgs<S> args;
+  args.set(S::X, e.arg(op.getX())).set(S::Rows, e.arg(op.getRows())).set(S::Out, e.arg(op.getResult()));
+  LaunchOut &l = e.launch(k, 128, args);
+  l.grid[0] = {RuntimeVar::NumLogitRows, 1, 1, 0};
+}
+
+void emitLinear(Emitter &e, LinearOp op) {
+  LaunchOut &l = e.newLaunch();
+  l.gemm = true;
+  l.gemm_x = e.id(op.getX());
+  l.gemm_w = e.id(op.getWeight());
+  l.gemm_bias = op.getBias() ? e.id(op.getBias()) : -1;
+  l.gemm_out = e.id(op.getResult());
+  l.grid[0] = {e.rowsVar(op.getX()), 1, 1, 0};
+}
+
+} // namespace
+
+int emitArgmax(Emitter &e, Value logits) {
+  return e.kernel("argmax", "argmax.cuh", instance("argmax", {e.type(logits), num(cols(logits))}));
+}
+
+void addMathEmitters(EmitterTable &t) {
+  t.add(emitEmbed);
+  t.add(emitRmsNorm);
+  t.add(emitAddRmsNorm);
+  t.add(emitRmsNormGated);
+  t.add(emitAdd);
+  t.add(emitAct);
+  t.add(emitSoftcap);
+  t.add(emitGate);
+  t.add(emitMul);
+  t.add(emitGlu);
+  t.add(emitSplit);
+  t.add(emitConcat);
+  t.add(emitRope);
+  t.add(emitGather);
+  t.add(emitLinear);
+}
+
+} // namespace cbc::codegen::cuda

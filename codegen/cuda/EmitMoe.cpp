@@ -1,0 +1,107 @@
+// Mixture of experts: routing, and the experts as grouped GEMMs over a per-step plan.
+#include "codegen/cuda/Emitter.h"
+
+namespace cbc::codegen::cuda {
+
+using namespace mlir;
+
+namespace {
+
+// One warp per token.
+void emitRoute(Emitter &e, MoeRouteOp op) {
+  using S = slots::MoeRoute;
+  int64_t E = cols(op.getLogits()), K = op.getKAttr().getInt();
+  int k = e.kernel("moe_route", "moe.cuh",
+                   instance("moe_route", {e.type(op.getLogits()), e.type(op.getSelectionBias()), num(E), num(K),
+                                          spell(op.getScore()), flag(op.getRenorm())}));
+  SlotArgs<S> args;
+  args.set(S::Logits, e.arg(op.getLogits()))
+      .set(S::Weights, e.arg(op.getWeights()))
+      .set(S::Ids, e.arg(op.getIds()))
+      .set(S::Bias, e.arg(op.getSelectionBias()))
+      .set(S::RenormEps, op.getRenormEps().convertToDouble())
+      .set(S::Scaling, op.getScaling().convertToDouble());
+  LaunchOut &l = e.launch(k, 32, args);
+  l.grid[0] = {e.rowsVar(op.getLogits()), 1, 1, 0};
+}
+
+struct ExpertShape {
+  int64_t E, I, H, K;
+};
+
+// The plan groups (token, choice) pairs by expert; the first GEMM runs gate_up with the unit
+// fused in, the second down, each over tiles of kMoeTileM rows of one expert.
+void emitExpertGemms(Emitter &e, MoeExpertsOp op, const ExpertShape &s, KernelArgOut plan) {
+  using U = slots::MoeGateUp;
+  using D = slots::MoeDown;
+  constexpr int TM = kernels::kMoeTileM, TN = kernels::kMoeTileN;
+  KernelArgOut act = e.workspace("moe_act", s.K * s.I * 4, 0);
+  KernelArgOut out = e.workspace("moe_out", s.K * s.H * 4, 0);
+  GluUnit unit = gluUnit(op.getAct(), op.getUngated());
+  int k1 = e.kernel("moe_gate_up", "moe.cuh",
+                    instance("moe_gate_up", {e.type(op.getX()), e.type(op.getGateUp()), e.type(op.getGateUpBias()),
+                                             e.isF32(op.getResult()) ? "float" : "bf16", num(s.E), num(s.I), num(s.H),
+                                             num(s.K), spell(op.getLayout()), unit.unit, unit.act}));
+  SlotArgs<U> up;
+  up.set(U::Plan, plan)
+      .set(U::X, e.arg(op.getX()))
+      .set(U::W, e.arg(op.getGateUp()))
+      .set(U::Bias, e.arg(op.getGateUpBias()))
+      .set(U::Act, act)
+      .set(U::Limit, unit.limit)
+      .set(U::Alpha, unit.alpha);
+  LaunchOut &l1 = e.launch(k1, kernels::kMoeThreads, up);
+  l1.grid[0] = {e.rowsVar(op.getX()), s.K, TM, s.E};
+  l1.grid[1] = {std::nullopt, 1, 1, (s.I + TN - 1) / TN};
+
+  int k2 =
+      e.kernel("moe_down", "moe.cuh",
+               instance("moe_down", {e.type(op.getDown()), e.type(op.getDownBias()), num(s.E), num(s.I), num(s.H)}));
+  SlotArgs<D> down;
+  down.set(D::Plan, plan)
+      .set(D::Act, act)
+      .set(D::W, e.arg(op.getDown()))
+      .set(D::Bias, e.arg(op.getDownBias()))
+      .set(D::Out, out);
+  LaunchOut &l2 = e.launch(k2, kernels::kMoeThreads, down);
+  l2.grid[0] = {e.rowsVar(op.getX()), s.K, TM, s.E};
+  l2.grid[1] = {std::nullopt, 1, 1, (s.H + TN - 1) / TN};
+}
+
+void emitExperts(Emitter &e, MoeExpertsOp op) {
+  using P = slots::MoePlan;
+  using C = slots::MoeCombine;
+  auto gu = llvm::cast<RankedTensorType>(op.getGateUp().getType());
+  bool ungated = op.getUngated(); // gate_up holds only up: [E, I, H]
+  ExpertShape s{gu.getDimSize(0), ungated ? gu.getDimSize(1) : gu.getDimSize(1) / 2, gu.getDimSize(2),
+                cols(op.getIds())};
+  KernelArgOut plan = e.workspace("moe_plan", s.K * 8, (s.E + 1) * 4);
+  Value x = op.getX();
+  int kp = e.kernel("moe_plan", "moe.cuh", instance("moe_plan", {num(s.E), num(s.K)}));
+  SlotArgs<P> pargs;
+  pargs.set(P::Ids, e.arg(op.getIds())).set(P::Plan, plan).set(P::Rows, Emitter::runtime(e.rowsVar(x)));
+  LaunchOut &lp = e.launch(kp, 256, pargs);
+  lp.grid[0] = {std::nullopt, 1, 1, 1};
+
+  emitExpertGemms(e, op, s, plan);
+
+  int kc = e.kernel("moe_combine", "moe.cuh",
+                    instance("moe_combine", {e.type(op.getResult()), num(s.E), num(s.K), num(s.H)}));
+  SlotArgs<C> cargs;
+  cargs.set(C::Plan, plan)
+      .set(C::Partial, e.workspace("moe_out", s.K * s.H * 4, 0))
+      .set(C::Weights, e.arg(op.getWeights()))
+      .set(C::Out, e.arg(op.getResult()))
+      .set(C::Rows, Emitter::runtime(e.rowsVar(x)));
+  LaunchOut &lc = e.launch(kc, 128, cargs);
+  lc.grid[0] = {e.rowsVar(x), 1, 1, 0};
+}
+
+} // namespace
+
+void addMoeEmitters(EmitterTable &t) {
+  t.add(emitRoute);
+  t.add(emitExperts);
+}
+
+} // namespace cbc::codegen::cuda

@@ -1,0 +1,121 @@
+// Per-request recurrences: short convolutions and the scans, each reading and writing its
+// layer's state pool in the request's slot.
+#include "codegen/cuda/Emitter.h"
+
+namespace cbc::codegen::cuda {
+
+using namespace mlir;
+
+namespace {
+
+// The step's per-request metadata and the state pool, which every scan names alike.
+template <class S, class Op> void setScanSlots(Emitter &e, SlotArgs<S> &args, Op op) {
+  args.set(S::CuSeqlens, e.arg(op.getCuSeqlens()))
+      .set(S::Slots, e.arg(op.getSlots()))
+      .set(S::HasInitial, e.arg(op.getHasInitialState()))
+      .set(S::Pool, Emitter::state(op.getLayer(), op.getState()))
+      .set(S::Out, e.arg(op.getResult()));
+}
+
+// One thread per (request, channel).
+void emitConv1d(Emitter &e, StateConv1dOp op) {
+  using S = slots::Conv1d;
+  int64_t C = cols(op.getX());
+  int64_t K = llvm::cast<RankedTensorType>(op.getWeight().getType()).getDimSize(2);
+  int k = e.kernel("conv1d", "conv1d.cuh",
+                   instance("conv1d", {e.type(op.getX()), e.type(op.getWeight()), e.type(op.getBias()),
+                                       e.type(op.getResult()), num(C), num(K), spell(op.getAct())}));
+  SlotArgs<S> args;
+  args.set(S::X, e.arg(op.getX())).set(S::Weight, e.arg(op.getWeight())).set(S::Bias, e.arg(op.getBias()));
+  setScanSlots(e, args, op);
+  LaunchOut &l = e.launch(k, 128, args);
+  l.grid[0] = {RuntimeVar::NumRequests, 1, 1, 0};
+  l.grid[1] = {std::nullopt, 1, 1, (C + 127) / 128};
+}
+
+// Block (request, value head, 32 value columns).
+void emitGatedDelta(Emitter &e, GatedDeltaOp op) {
+  using S = slots::GatedDelta;
+  int64_t dk = op.getKDim(), dv = op.getVDim();
+  int k = e.kernel("gated_delta", "gated_delta.cuh",
+                   instance("gated_delta", {e.type(op.getQ()), e.type(op.getK()), e.type(op.getV()), e.type(op.getA()),
+                                            e.type(op.getB()), e.type(op.getALog()), e.type(op.getDtBias()),
+                                            e.type(op.getResult()), num(op.getNumKHeads()), num(op.getNumVHeads()),
+                                            num(dk), num(dv), flag(op.getQkL2norm())}));
+  SlotArgs<S> args;
+  args.set(S::Q, e.arg(op.getQ()))
+      .set(S::K, e.arg(op.getK()))
+      .set(S::V, e.arg(op.getV()))
+      .set(S::A, e.arg(op.getA()))
+      .set(S::B, e.arg(op.getB()))
+      .set(S::ALog, e.arg(op.getALog()))
+      .set(S::DtBias, e.arg(op.getDtBias()))
+      .set(S::BetaScale, op.getBetaScale().convertToDouble())
+      .set(S::QScale, (float)(1.0 / std::sqrt((double)dk)));
+  setScanSlots(e, args, op);
+  LaunchOut &l = e.launch(k, 32 * kernels::kGatedDeltaWarps, args);
+  l.grid[0] = {RuntimeVar::NumRequests, 1, 1, 0};
+  l.grid[1] = {std::nullopt, 1, 1, (int64_t)op.getNumVHeads()};
+  l.grid[2] = {std::nullopt, 1, 1, (dv + kernels::kGatedDeltaCols - 1) / kernels::kGatedDeltaCols};
+}
+
+// Block (request, head, kSsdRows rows of head_dim).
+void emitSsd(Emitter &e, SsdOp op) {
+  using S = slots::Ssd;
+  int64_t H = op.getNumHeads(), P = op.getHeadDim();
+  int k =
+      e.kernel("ssd", "ssd.cuh",
+               instance("ssd", {e.type(op.getX()), e.type(op.getDt()), e.type(op.getB()), e.type(op.getC()),
+                                e.type(op.getALog()), e.type(op.getDtBias()), e.type(op.getD()), e.type(op.getResult()),
+                                num(H), num(P), num(op.getNGroups()), num(op.getStateSize())}));
+  SlotArgs<S> args;
+  args.set(S::X, e.arg(op.getX()))
+      .set(S::Dt, e.arg(op.getDt()))
+      .set(S::B, e.arg(op.getB()))
+      .set(S::C, e.arg(op.getC()))
+      .set(S::ALog, e.arg(op.getALog()))
+      .set(S::DtBias, e.arg(op.getDtBias()))
+      .set(S::D, e.arg(op.getD()))
+      .set(S::DtMin, op.getDtMin().convertToDouble())
+      .set(S::DtMax, op.getDtMax().convertToDouble());
+  setScanSlots(e, args, op);
+  LaunchOut &l = e.launch(k, kernels::kSsdThreads, args);
+  l.grid[0] = {RuntimeVar::NumRequests, 1, 1, 0};
+  l.grid[1] = {std::nullopt, 1, 1, H};
+  l.grid[2] = {std::nullopt, 1, 1, (P + kernels::kSsdRows - 1) / kernels::kSsdRows};
+}
+
+// One thread per (request, channel).
+void emitSelectiveScan(Emitter &e, SelectiveScanOp op) {
+  using S = slots::SelectiveScan;
+  int64_t I = cols(op.getX());
+  int k = e.kernel(
+      "selective_scan", "selective_scan.cuh",
+      instance("selective_scan", {e.type(op.getX()), e.type(op.getDt()), e.type(op.getB()), e.type(op.getC()),
+                                  e.type(op.getALog()), e.type(op.getDtBias()), e.type(op.getD()), e.type(op.getZ()),
+                                  e.type(op.getResult()), num(I), num(op.getNGroups()), num(op.getStateSize())}));
+  SlotArgs<S> args;
+  args.set(S::X, e.arg(op.getX()))
+      .set(S::Dt, e.arg(op.getDt()))
+      .set(S::B, e.arg(op.getB()))
+      .set(S::C, e.arg(op.getC()))
+      .set(S::ALog, e.arg(op.getALog()))
+      .set(S::DtBias, e.arg(op.getDtBias()))
+      .set(S::D, e.arg(op.getD()))
+      .set(S::Z, e.arg(op.getZ()));
+  setScanSlots(e, args, op);
+  LaunchOut &l = e.launch(k, 128, args);
+  l.grid[0] = {RuntimeVar::NumRequests, 1, 1, 0};
+  l.grid[1] = {std::nullopt, 1, 1, (I + 127) / 128};
+}
+
+} // namespace
+
+void addStateEmitters(EmitterTable &t) {
+  t.add(emitConv1d);
+  t.add(emitGatedDelta);
+  t.add(emitSsd);
+  t.add(emitSelectiveScan);
+}
+
+} // namespace cbc::codegen::cuda
