@@ -18,7 +18,7 @@ namespace cbc {
 namespace {
 
 // cbc.weight.ref names a checkpoint tensor: the weight manifest carries it, not the program.
-constexpr std::string_view kNotAnInstruction = "cbc.weight.ref";
+constexpr llvm::StringLiteral kNotAnInstruction = "cbc.weight.ref";
 
 std::vector<std::string> instructionOps() {
   static mlir::MLIRContext ctx;
