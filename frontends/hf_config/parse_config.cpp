@@ -1,5 +1,5 @@
 // config.json -> ModelSpec. All of transformers' derivation rules for the supported families
-// live here: layer types, sliding windows, RoPE resolution, MoE placement and naming.
+// live here: layer types, sliding windows, RoPE resolution, MoE placement and tensor names.
 #include <algorithm>
 #include "frontends/hf_config/config_reader.h"
 #include "frontends/hf_config/model_spec.h"
@@ -282,6 +282,26 @@ std::string expertCountKey(const ConfigReader &r, const char *preferred) {
   return preferred;
 }
 
+// One tensor set per expert under <mlp>.experts.{e}, named by the family's Names (gate/up/down),
+// routed by <mlp>.<router>.
+ExpertNaming perExpertNames(const Names &n, const std::string &router, bool gated) {
+  ExpertNaming names;
+  names.router = n.mlp + "." + router + ".weight";
+  std::string expert = n.mlp + ".experts.{e}.";
+  if (gated)
+    names.experts.gate_up.push_back(expert + n.gate + ".weight");
+  names.experts.gate_up.push_back(expert + n.up + ".weight");
+  names.experts.down = expert + n.down + ".weight";
+  return names;
+}
+
+// The sigmoid-gated shared expert under mlp.shared_expert.
+void qwenSharedExpert(ExpertNaming &n) {
+  n.shared.gate_up = {"mlp.shared_expert.gate_proj.weight", "mlp.shared_expert.up_proj.weight"};
+  n.shared.down = "mlp.shared_expert.down_proj.weight";
+  n.shared_gate = "mlp.shared_expert_gate.weight";
+}
+
 // Expert counts default per config class: qwen2_moe 60 top 4, qwen3_moe 128 top 8,
 // qwen3_next 512 top 10.
 void parseQwenMoe(const ConfigReader &r, ModelSpec &spec, bool shared, int64_t experts, int64_t topK) {
@@ -296,11 +316,11 @@ void parseQwenMoe(const ConfigReader &r, ModelSpec &spec, bool shared, int64_t e
   spec.moe.renorm = r.getBool("norm_topk_prob", false);
   spec.moe.score = "softmax";
   spec.moe.act = spec.mlp.act;
+  spec.moe.names = perExpertNames(spec.names, "gate", /*gated=*/true);
   if (shared) {
     spec.moe.shared_intermediate = r.getSize("shared_expert_intermediate_size", 5632);
-    spec.moe.shared_gate = true;
+    qwenSharedExpert(spec.moe.names);
   }
-  spec.expert_style = ExpertStyle::PerExpert;
   qwenMoePlacement(r, spec);
 }
 
@@ -410,12 +430,13 @@ void parseLfm2Moe(const ConfigReader &r, ModelSpec &s) {
     throw ConfigError(r.path("num_experts_per_tok"), "exceeds num_experts");
   m.intermediate = r.getSize("moe_intermediate_size", 1792);
   m.score = "sigmoid";
-  m.selection_bias = r.getBool("use_expert_bias", true);
+  m.names = perExpertNames(s.names, "gate", /*gated=*/true);
+  if (r.getBool("use_expert_bias", true))
+    m.names.selection_bias = s.names.mlp + ".expert_bias";
   m.renorm = r.getBool("norm_topk_prob", true);
   m.renorm_eps = 1e-6;
   m.scaling = r.getNumber("routed_scaling_factor", 1.0);
   m.act = "silu";
-  s.expert_style = ExpertStyle::PerExpert;
   int64_t dense = r.getSize("num_dense_layers", 2);
   for (int64_t i = 0; i < s.num_layers; ++i)
     s.layers[i].moe = i >= dense;
@@ -630,17 +651,21 @@ void parseNemotronH(const ConfigReader &r, ModelSpec &s) {
   m.intermediate = r.getSize("moe_intermediate_size", 7688);
   m.shared_intermediate = r.getSize("moe_shared_expert_intermediate_size", 7688);
   m.score = "sigmoid";
-  m.selection_bias = true;
   m.renorm = r.getBool("norm_topk_prob", true);
   m.renorm_eps = m.renorm ? 1e-20 : 0.0;
   m.scaling = r.getNumber("routed_scaling_factor", 1.0);
   m.act = s.mlp.act;
   m.gated = false;
-  m.shared_bias = s.mlp.bias; // the shared expert is a NemotronHMLP; the routed ones have no bias
-  s.expert_style = ExpertStyle::PerExpert;
-  n.router = "gate";
-  n.shared_expert = "shared_experts";
-  n.selection_bias = "gate.e_score_correction_bias";
+  // The shared expert is a NemotronHMLP, with the dense MLP's biases; the routed ones have none.
+  m.names = perExpertNames(n, "gate", /*gated=*/false);
+  m.names.selection_bias = n.mlp + ".gate.e_score_correction_bias";
+  std::string shared = n.mlp + ".shared_experts.";
+  m.names.shared.gate_up = {shared + "up_proj.weight"};
+  m.names.shared.down = shared + "down_proj.weight";
+  if (s.mlp.bias) {
+    m.names.shared.gate_up_bias = {shared + "up_proj.bias"};
+    m.names.shared.down_bias = shared + "down_proj.bias";
+  }
 }
 
 // Falcon-H1: every layer runs attention and a Mamba2 mixer side by side on the same normed
@@ -892,7 +917,12 @@ void parseGraniteMoeHybrid(const ConfigReader &r, ModelSpec &s) {
     m.score = "topk_softmax";
     m.act = s.mlp.act;
     m.plus_dense = true;
-    s.expert_style = ExpertStyle::Granite;
+    // block_sparse_moe.router.layer over fused experts: input_linear [E, 2I, H] (gate and up
+    // halves) and output_linear [E, H, I].
+    m.names.router = "block_sparse_moe.router.layer.weight";
+    m.names.fused = true;
+    m.names.experts.gate_up = {"block_sparse_moe.input_linear.weight"};
+    m.names.experts.down = "block_sparse_moe.output_linear.weight";
     for (LayerSpec &l : s.layers)
       l.moe = true;
   }
@@ -930,15 +960,14 @@ void parseJamba(const ConfigReader &r, ModelSpec &s) {
   m.score = "softmax";
   m.renorm = false;
   m.act = s.mlp.act;
-  s.expert_style = ExpertStyle::PerExpert;
   for (int64_t i = 0; i < s.num_layers; ++i)
     s.layers[i].moe = m.num_experts > 1 && i % expertPeriod == expertOffset;
   Names &n = s.names;
   n.mamba = "mamba";
   n.mlp = "feed_forward";
-  n.router = "router";
   n.post_attn_norm = "pre_ff_layernorm";
   n.final_norm = "final_layernorm";
+  m.names = perExpertNames(n, "router", /*gated=*/true);
 }
 
 // ----- the families ------------------------------------------------------------------------
@@ -1031,12 +1060,20 @@ const std::map<std::string, Family> &families() {
             throw ConfigError(r.path("num_experts_per_tok"), "exceeds num_local_experts");
           s.moe.intermediate = s.mlp.intermediate;
           s.moe.score = "topk_softmax";
-          s.moe.router_bias = true;
-          s.moe.expert_bias = true;
           s.moe.act = "gpt_oss";
           s.moe.limit = r.getNumber("swiglu_limit", 7.0);
           s.moe.alpha = r.getNumber("swiglu_alpha", 1.702);
-          s.expert_style = ExpertStyle::GptOss;
+          // mlp.router (with a bias) over fused mlp.experts tensors: gate_up_proj [E, H, 2I]
+          // with gate and up interleaved, down_proj [E, I, H], and their biases.
+          ExpertNaming &n = s.moe.names;
+          n.router = "mlp.router.weight";
+          n.router_bias = "mlp.router.bias";
+          n.fused = n.transposed = true;
+          n.experts.gate_up = {"mlp.experts.gate_up_proj"};
+          n.experts.down = "mlp.experts.down_proj";
+          n.experts.gate_up_bias = {"mlp.experts.gate_up_proj_bias"};
+          n.experts.down_bias = "mlp.experts.down_proj_bias";
+          n.glu = "interleaved";
           for (LayerSpec &l : s.layers)
             l.moe = true;
         },
@@ -1044,7 +1081,7 @@ const std::map<std::string, Family> &families() {
       {"phi3",
        {{.max_positions = 4096, .norm_eps = 1e-5, .partial_rotary = true},
         [](const ConfigReader &r, ModelSpec &s) {
-          s.weight_style = WeightStyle::Phi3;
+          s.names.qkv = "qkv_proj";
           s.names.gate_up = "gate_up_proj";
           uniformWindowLayers(r, s, optionalWindow(r));
         },
@@ -1061,7 +1098,11 @@ const std::map<std::string, Family> &families() {
           s.moe.score = "softmax";
           s.moe.renorm = true;
           s.moe.act = s.mlp.act;
-          s.expert_style = ExpertStyle::Mixtral;
+          // block_sparse_moe.gate routes over experts.{e}.w1/w3/w2.
+          ExpertNaming &n = s.moe.names;
+          n.router = "block_sparse_moe.gate.weight";
+          n.experts.gate_up = {"block_sparse_moe.experts.{e}.w1.weight", "block_sparse_moe.experts.{e}.w3.weight"};
+          n.experts.down = "block_sparse_moe.experts.{e}.w2.weight";
           for (LayerSpec &l : s.layers)
             l.moe = true;
         }}},
@@ -1121,11 +1162,11 @@ const std::map<std::string, Family> &families() {
             throw ConfigError(r.path("num_experts_per_tok"), "exceeds the number of experts");
           s.moe.intermediate = r.getSize("moe_intermediate_size", 512);
           s.moe.shared_intermediate = r.getSize("shared_expert_intermediate_size", 512);
-          s.moe.shared_gate = true;
           s.moe.score = "softmax";
           s.moe.renorm = true; // this router always renormalises
           s.moe.act = s.mlp.act;
-          s.expert_style = ExpertStyle::PerExpert;
+          s.moe.names = perExpertNames(s.names, "gate", /*gated=*/true);
+          qwenSharedExpert(s.moe.names);
           for (LayerSpec &l : s.layers)
             l.moe = true;
         }}},
