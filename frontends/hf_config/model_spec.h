@@ -1,6 +1,7 @@
 // The normalised, validated description of a model that the front end derives from a Hugging Face
 // config.json. Every derivation rule (layer types, RoPE, windows, MoE placement, tensor names)
-// lives in parse_config.cpp; the lowering to the cbc dialect reads only this struct.
+// lives in parse_config.cpp and the family files under families/; the lowering to the cbc
+// dialect reads only this struct.
 #ifndef CBC_FRONTENDS_HF_CONFIG_MODEL_SPEC_H
 #define CBC_FRONTENDS_HF_CONFIG_MODEL_SPEC_H
 
