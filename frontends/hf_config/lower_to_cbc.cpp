@@ -220,8 +220,8 @@ Value StepBuilder::attention(int64_t layer, Value x, const AttnSite &site) {
 
   // One fused q|k|v projection: a single GEMM per layer.
   Value wqkv, bqkv;
-  if (spec_.weight_style == WeightStyle::Phi3) {
-    wqkv = weight(site.prog + "qkv", {qw + 2 * kw, in}, {{site.hf + "qkv_proj.weight"}}, false, false,
+  if (!n.qkv.empty()) {
+    wqkv = weight(site.prog + "qkv", {qw + 2 * kw, in}, {{site.hf + n.qkv + ".weight"}}, false, false,
                   {}, 0, wScales);
   } else {
     // q_proj interleaves [q | gate] per head; regrouping makes it [q all | gate all].
@@ -588,27 +588,24 @@ Value StepBuilder::denseMlp(int64_t layer, Value x) {
 
 Value StepBuilder::sharedExpert(int64_t layer, Value x) {
   int64_t I = spec_.moe.shared_intermediate, H = spec_.hidden_size;
+  const ExpertTensors &se = spec_.moe.names.shared;
   if (!spec_.moe.gated) {
     // Ungated: down(act(up x)) (Nemotron-H's shared_experts).
-    auto se = [&](const std::string &rest) { return mlpName(layer, spec_.names.shared_expert + "." + rest); };
     Value bup, bdown;
-    if (spec_.moe.shared_bias) {
-      bup = weight(prog(layer, "moe.shared.up_bias"), {I}, se("up_proj.bias"));
-      bdown = weight(prog(layer, "moe.shared.down_bias"), {H}, se("down_proj.bias"));
+    if (!se.gate_up_bias.empty()) {
+      bup = weight(prog(layer, "moe.shared.up_bias"), {I}, hf(layer, se.gate_up_bias[0]));
+      bdown = weight(prog(layer, "moe.shared.down_bias"), {H}, hf(layer, se.down_bias));
     }
-    Value up = linear(x, weight(prog(layer, "moe.shared.up"), {I, H}, se("up_proj.weight")), bup);
-    return linear(act(up, spec_.moe.act), weight(prog(layer, "moe.shared.down"), {H, I}, se("down_proj.weight")),
+    Value up = linear(x, weight(prog(layer, "moe.shared.up"), {I, H}, hf(layer, se.gate_up[0])), bup);
+    return linear(act(up, spec_.moe.act), weight(prog(layer, "moe.shared.down"), {H, I}, hf(layer, se.down[0])),
                   bdown);
   }
   Value wgu = weight(prog(layer, "moe.shared.gate_up"), {2 * I, H},
-                     {{hf(layer, "mlp.shared_expert.gate_proj.weight"),
-                       hf(layer, "mlp.shared_expert.up_proj.weight")}});
+                     {{hf(layer, se.gate_up[0]), hf(layer, se.gate_up[1])}});
   Value act = glu(linear(x, wgu), I, gluAct(spec_.moe.act));
-  Value out = linear(act, weight(prog(layer, "moe.shared.down"), {H, I},
-                                 hf(layer, "mlp.shared_expert.down_proj.weight")));
-  if (spec_.moe.shared_gate) {
-    Value g = linear(x, weight(prog(layer, "moe.shared.gate"), {1, H},
-                               hf(layer, "mlp.shared_expert_gate.weight")));
+  Value out = linear(act, weight(prog(layer, "moe.shared.down"), {H, I}, hf(layer, se.down[0])));
+  if (!spec_.moe.names.shared_gate.empty()) {
+    Value g = linear(x, weight(prog(layer, "moe.shared.gate"), {1, H}, hf(layer, spec_.moe.names.shared_gate)));
     out = GateOp::create(b_, loc_, rows(H), out, g).getResult();
   }
   return out;
@@ -616,75 +613,47 @@ Value StepBuilder::sharedExpert(int64_t layer, Value x) {
 
 Value StepBuilder::moeMlp(int64_t layer, Value x) {
   const MoeSpec &m = spec_.moe;
+  const ExpertNaming &n = m.names;
   int64_t E = m.num_experts, I = m.intermediate, H = spec_.hidden_size;
-  std::string routerName;
+  auto layerNames = [&](const std::vector<std::string> &patterns, int64_t e) {
+    std::vector<std::string> out;
+    for (std::string name : patterns) {
+      if (size_t at = name.find("{e}"); at != std::string::npos)
+        name.replace(at, 3, std::to_string(e));
+      out.push_back(hf(layer, name));
+    }
+    return out;
+  };
   std::vector<std::vector<std::string>> gateUp, down;
-  Value gateUpBias, downBias;
-  bool transpose = false, mxfp4 = spec_.quantization == "mxfp4";
-  switch (spec_.expert_style) {
-  case ExpertStyle::Mixtral:
-    routerName = hf(layer, "block_sparse_moe.gate.weight");
-    for (int64_t e = 0; e < E; ++e) {
-      std::string p = hf(layer, "block_sparse_moe.experts." + std::to_string(e) + ".");
-      gateUp.push_back({p + "w1.weight", p + "w3.weight"});
-      down.push_back({p + "w2.weight"});
-    }
-    break;
-  case ExpertStyle::PerExpert:
-    routerName = mlpName(layer, spec_.names.router + ".weight");
-    for (int64_t e = 0; e < E; ++e) {
-      std::string p = mlpName(layer, "experts." + std::to_string(e) + ".");
-      if (m.gated)
-        gateUp.push_back({p + spec_.names.gate + ".weight", p + spec_.names.up + ".weight"});
-      else
-        gateUp.push_back({p + spec_.names.up + ".weight"}); // ungated: up only
-      down.push_back({p + spec_.names.down + ".weight"});
-    }
-    break;
-  case ExpertStyle::GptOss:
-    routerName = hf(layer, "mlp.router.weight");
-    // MXFP4 checkpoints keep each expert tensor as blocks and scales.
-    if (mxfp4) {
-      gateUp = {{hf(layer, "mlp.experts.gate_up_proj_blocks"), hf(layer, "mlp.experts.gate_up_proj_scales")}};
-      down = {{hf(layer, "mlp.experts.down_proj_blocks"), hf(layer, "mlp.experts.down_proj_scales")}};
-    } else {
-      gateUp = {{hf(layer, "mlp.experts.gate_up_proj")}};
-      down = {{hf(layer, "mlp.experts.down_proj")}};
-    }
-    transpose = true;
-    gateUpBias = weight(prog(layer, "moe.gate_up_bias"), {E, 2 * I},
-                        hf(layer, "mlp.experts.gate_up_proj_bias"));
-    downBias = weight(prog(layer, "moe.down_bias"), {E, H}, hf(layer, "mlp.experts.down_proj_bias"));
-    break;
-  case ExpertStyle::Granite:
-    routerName = hf(layer, "block_sparse_moe.router.layer.weight");
-    gateUp = {{hf(layer, "block_sparse_moe.input_linear.weight")}};
-    down = {{hf(layer, "block_sparse_moe.output_linear.weight")}};
-    break;
-  case ExpertStyle::None:
-    llvm_unreachable("MoE layer without an expert style");
+  for (int64_t e = 0; e < (n.fused ? 1 : E); ++e) { // a fused tensor holds every expert
+    gateUp.push_back(layerNames(n.experts.gate_up, e));
+    down.push_back(layerNames(n.experts.down, e));
   }
-  Value router = weight(prog(layer, "moe.router"), {E, H}, routerName);
+  // The expert biases' weight refs come before the router's, as they always have in the IR.
+  Value gateUpBias, downBias;
+  if (!n.experts.gate_up_bias.empty())
+    gateUpBias = weight(prog(layer, "moe.gate_up_bias"), {E, 2 * I}, {layerNames(n.experts.gate_up_bias, 0)});
+  if (!n.experts.down_bias.empty())
+    downBias = weight(prog(layer, "moe.down_bias"), {E, H}, hf(layer, n.experts.down_bias));
+  Value router = weight(prog(layer, "moe.router"), {E, H}, hf(layer, n.router));
   Value routerBias, selectionBias;
-  if (m.router_bias)
-    routerBias = weight(prog(layer, "moe.router_bias"), {E}, hf(layer, "mlp.router.bias"));
-  if (m.selection_bias)
-    selectionBias = fp32Weight(prog(layer, "moe.selection_bias"), {E}, mlpName(layer, spec_.names.selection_bias));
+  if (!n.router_bias.empty())
+    routerBias = weight(prog(layer, "moe.router_bias"), {E}, hf(layer, n.router_bias));
+  if (!n.selection_bias.empty())
+    selectionBias = fp32Weight(prog(layer, "moe.selection_bias"), {E}, hf(layer, n.selection_bias));
   Value logits = linear(x, router, routerBias);
   auto route = MoeRouteOp::create(b_, loc_, TypeRange{rows(m.top_k), rowsI32(m.top_k)}, logits, selectionBias,
                                   b_.getI64IntegerAttr(m.top_k),
                                   RouteScoreAttr::get(b_.getContext(), symbolizeRouteScore(m.score).value()),
                                   b_.getBoolAttr(m.renorm), b_.getF64FloatAttr(m.renorm_eps),
                                   b_.getF64FloatAttr(m.scaling));
-  // A single fused tensor (gpt-oss, Granite) is already [E, ...]; per-expert tensors are stacked.
-  bool stacked = spec_.expert_style != ExpertStyle::GptOss && spec_.expert_style != ExpertStyle::Granite;
-  Value wgu = weight(prog(layer, "moe.gate_up"), {E, m.gated ? 2 * I : I, H}, gateUp, stacked, transpose, {}, 0, {},
-                     mxfp4);
-  Value wd = weight(prog(layer, "moe.down"), {E, H, I}, down, stacked, transpose, {}, 0, {}, mxfp4);
-  bool clamped = m.act == "clamped_swiglu";
+  Value wgu = weight(prog(layer, "moe.gate_up"), {E, m.gated ? 2 * I : I, H}, gateUp, !n.fused, n.transposed, {},
+                     0, {}, n.mxfp4);
+  Value wd = weight(prog(layer, "moe.down"), {E, H, I}, down, !n.fused, n.transposed, {}, 0, {}, n.mxfp4);
+  GluLayout layout = symbolizeGluLayout(n.glu).value();
   Value out = MoeExpertsOp::create(b_, loc_, rows(H), x, route.getIds(), route.getWeights(), wgu, wd, gateUpBias,
                                    downBias, gluAct(m.act, m.limit, m.alpha),
-                                   GluLayoutAttr::get(b_.getContext(), clamped ? GluLayout::interleaved : GluLayout::halves),
+                                   GluLayoutAttr::get(b_.getContext(), layout),
                                    m.gated ? UnitAttr() : b_.getUnitAttr())
                   .getResult();
   if (m.shared_intermediate > 0)

@@ -1,6 +1,7 @@
 // The normalised, validated description of a model that the front end derives from a Hugging Face
-// config.json. Every derivation rule (layer types, RoPE, windows, MoE placement) lives in
-// parse_config.cpp; the lowering to the cbc dialect reads only this struct.
+// config.json. Every derivation rule (layer types, RoPE, windows, MoE placement, tensor names)
+// lives in parse_config.cpp and the family files under families/; the lowering to the cbc
+// dialect reads only this struct.
 #ifndef CBC_FRONTENDS_HF_CONFIG_MODEL_SPEC_H
 #define CBC_FRONTENDS_HF_CONFIG_MODEL_SPEC_H
 
@@ -120,22 +121,44 @@ struct Mamba1Spec {
   int64_t heads = 1;
 };
 
+// One set of expert projections, named relative to the decoder layer.
+struct ExpertTensors {
+  std::vector<std::string> gate_up;      // gate then up, concatenated; up alone when ungated
+  std::vector<std::string> down;         // one tensor (or one [blocks, scales] pair)
+  std::vector<std::string> gate_up_bias; // empty: no biases
+  std::string down_bias;
+};
+
+// Where a family's MoE tensors are, relative to the decoder layer ("<prefix>layers.<n>."). An
+// empty optional name means the tensor does not exist.
+struct ExpertNaming {
+  std::string router;         // the router's [E, H] weight
+  std::string router_bias;    // optional
+  std::string selection_bias; // optional: a per-expert bias that only steers the choice
+  // One fused [E, ...] tensor per projection (stored [E, in, out] when transposed), or one tensor
+  // set per expert, named with "{e}" for the expert's index and stacked at load.
+  bool fused = false, transposed = false;
+  // Each expert projection is one MXFP4 [blocks, scales] pair (gpt-oss's released checkpoints),
+  // dequantised at load.
+  bool mxfp4 = false;
+  ExpertTensors experts;      // biases: fused experts only
+  std::string glu = "halves"; // how gate and up share the gate_up rows: halves or interleaved
+  ExpertTensors shared;       // the shared expert, when shared_intermediate > 0 (biases: ungated only)
+  std::string shared_gate;    // optional: sigmoid(x . w) scales the shared expert
+};
+
 struct MoeSpec {
   int64_t num_experts = 0, top_k = 0, intermediate = 0;
   std::string score = "softmax"; // softmax, topk_softmax, sigmoid
   bool renorm = false;
   double renorm_eps = 0.0;       // added to the sum when renormalising (LFM2-MoE: 1e-6)
   double scaling = 1.0;          // routed_scaling_factor
-  bool selection_bias = false;   // a per-expert bias that only steers the choice (LFM2-MoE)
-  bool router_bias = false;
   std::string act = "silu";      // silu or clamped_swiglu (with limit and alpha)
   double limit = 0.0, alpha = 0.0;
-  bool expert_bias = false;
   int64_t shared_intermediate = 0; // 0 = no shared expert
-  bool shared_gate = false;        // sigmoid(x . w) scales the shared expert
   bool gated = true;               // false: experts and shared expert are down(act(up x)) (Nemotron-H)
-  bool shared_bias = false;        // the shared expert's projections have biases
   bool plus_dense = false;         // the layer's dense MLP runs too and adds in (Granite's shared_mlp)
+  ExpertNaming names;
 };
 
 // Module and tensor names inside a decoder layer, where families differ from Llama's.
@@ -143,30 +166,14 @@ struct Names {
   std::string input_norm = "input_layernorm", post_attn_norm = "post_attention_layernorm";
   std::string pre_ff_norm = "pre_feedforward_layernorm", post_ff_norm = "post_feedforward_layernorm";
   std::string attn = "self_attn", o_proj = "o_proj", q_norm = "q_norm", k_norm = "k_norm";
-  std::string mlp = "mlp", gate = "gate_proj", up = "up_proj", down = "down_proj", router = "gate";
+  std::string qkv;                         // one fused q|k|v projection (Phi-3), if set
+  std::string mlp = "mlp", gate = "gate_proj", up = "up_proj", down = "down_proj";
   std::string gate_up;                     // one fused [gate | up] tensor (Phi-3, Granite), if set
   std::string final_norm = "norm";
   std::string linear_attn = "linear_attn"; // the gated delta net module
   std::string conv = "conv";               // LFM2's short-conv module
   std::string mamba = "mixer";             // the Mamba mixer module
   std::string embed = "embed_tokens";
-  std::string shared_expert = "shared_expert"; // the shared expert's module under the MLP
-  std::string selection_bias = "expert_bias";  // the router's selection-only bias, under the MLP
-};
-
-// How checkpoint tensors are named and laid out; set per family.
-enum class WeightStyle {
-  Llama,   // q_proj/k_proj/v_proj/o_proj, mlp.gate_proj/up_proj/down_proj
-  Phi3,    // self_attn.qkv_proj, mlp.gate_up_proj
-};
-enum class ExpertStyle {
-  None,
-  Mixtral, // block_sparse_moe.gate, experts.{e}.w1/w3/w2
-  // <mlp>.<router>, <mlp>.experts.{e}.<gate>/<up>/<down> with the family's Names (Qwen MoE,
-  // LFM2-MoE, Jamba)
-  PerExpert,
-  GptOss,  // mlp.router, mlp.experts.gate_up_proj [E, H, 2I] (interleaved), down_proj [E, I, H]
-  Granite, // block_sparse_moe.router.layer, .input_linear [E, 2I, H] (halves), .output_linear [E, H, I]
 };
 
 // Constant multipliers folded into the weights at load time (Falcon-H1's muP); 1 = none.
@@ -218,8 +225,6 @@ struct ModelSpec {
   SharedBlockSpec shared;
   Names names;
   std::vector<LayerSpec> layers;
-  WeightStyle weight_style = WeightStyle::Llama;
-  ExpertStyle expert_style = ExpertStyle::None;
   std::string prefix = "model.";      // HF prefix of the decoder's tensors
   std::string lm_head = "lm_head.weight";
   std::string quantization;           // honoured quantisation (e.g. "mxfp4"), empty if none

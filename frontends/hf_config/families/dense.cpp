@@ -1,0 +1,65 @@
+// Dense attention decoders: Llama, Mistral, Qwen2, Qwen3 and Phi-3.
+#include "frontends/hf_config/families/families.h"
+#include "frontends/hf_config/families/helpers.h"
+#include "frontends/hf_config/parse_config.h"
+
+namespace cbc::hf {
+
+namespace {
+
+void parseLlama(const ConfigReader &r, ModelSpec &s) {
+  attentionBiases(r, s);
+  s.mlp.bias = r.getBool("mlp_bias", false);
+  uniformWindowLayers(s, 0);
+}
+
+void parseMistral(const ConfigReader &r, ModelSpec &s) { uniformWindowLayers(s, windowOrClassDefault(r, 4096)); }
+
+// Qwen2 and Qwen3 slide from layer max_window_layers on.
+bool qwenSlides(int64_t layer, int64_t maxWindowLayers) { return layer >= maxWindowLayers; }
+
+void parseQwen2(const ConfigReader &r, ModelSpec &s) {
+  s.attn.qkv_bias = true;
+  qwenWindowLayers(r, s, qwenSlides);
+}
+
+void parseQwen3(const ConfigReader &r, ModelSpec &s) {
+  attentionBiases(r, s);
+  s.attn.qk_norm = true;
+  qwenWindowLayers(r, s, qwenSlides);
+}
+
+void parsePhi3(const ConfigReader &r, ModelSpec &s) {
+  s.names.qkv = "qkv_proj";
+  s.names.gate_up = "gate_up_proj";
+  uniformWindowLayers(s, optionalWindow(r));
+}
+
+// Phi-3: legacy "su" and "yarn" scaling both mean longrope; only default and longrope exist.
+RopeDicts phi3RopeDicts(const ConfigReader &r) {
+  RopeDicts dicts = ropeDictionaries(r, 10000.0);
+  for (auto &[kind, d] : dicts) {
+    std::string key = d.contains("rope_type") ? "rope_type" : "type";
+    std::string type = d.value(key, std::string("default"));
+    if (type == "su" || type == "yarn")
+      d[key] = "longrope";
+    else if (type != "default" && type != "longrope")
+      throw ConfigError(ropePath(r, kind, false) + key,
+                        "unsupported RoPE type '" + type + "' for phi3 (default or longrope)");
+  }
+  return dicts;
+}
+
+} // namespace
+
+FamilyTable denseFamilies() {
+  return {
+      {"llama", {{.max_positions = 2048}, parseLlama}},
+      {"mistral", {{.max_positions = 4096 * 32}, parseMistral}},
+      {"qwen2", {{.max_positions = 32768}, parseQwen2}},
+      {"qwen3", {{.head_dim = 128, .max_positions = 32768}, parseQwen3}},
+      {"phi3", {{.max_positions = 4096, .norm_eps = 1e-5, .partial_rotary = true}, parsePhi3, phi3RopeDicts}},
+  };
+}
+
+} // namespace cbc::hf

@@ -1,0 +1,24 @@
+// The family groups, one source file each; family_registry.cpp assembles their tables.
+#ifndef CBC_FRONTENDS_HF_CONFIG_FAMILIES_FAMILIES_H
+#define CBC_FRONTENDS_HF_CONFIG_FAMILIES_FAMILIES_H
+
+#include "frontends/hf_config/family_registry.h"
+
+namespace cbc::hf {
+
+FamilyTable denseFamilies();      // dense.cpp: llama, mistral, qwen2, qwen3, phi3
+FamilyTable gemmaFamilies();      // gemma.cpp: gemma2, gemma3_text
+FamilyTable moeFamilies();        // moe.cpp: mixtral, qwen2_moe, qwen3_moe, gpt_oss
+FamilyTable gatedDeltaFamilies(); // gated_delta.cpp: qwen3_next, qwen3_5_text, qwen3_5_moe_text, olmo_hybrid
+FamilyTable lfm2Families();       // lfm2.cpp: lfm2, lfm2_moe
+FamilyTable mambaFamilies();      // mamba.cpp: mamba, mamba2, falcon_mamba
+FamilyTable hybridFamilies();     // hybrids.cpp: bamba, granitemoehybrid, nemotron_h, falcon_h1, jamba
+FamilyTable zambaFamilies();      // zamba.cpp: zamba, zamba2
+
+// mamba.cpp: the original state-spaces (mamba_ssm) config format, which has no model_type,
+// rewritten into transformers' mamba / mamba2 keys.
+nlohmann::json translateMambaSsm(const nlohmann::json &config);
+
+} // namespace cbc::hf
+
+#endif

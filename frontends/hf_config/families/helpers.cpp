@@ -1,0 +1,213 @@
+#include "frontends/hf_config/families/helpers.h"
+
+#include <set>
+
+namespace cbc::hf {
+
+std::string activation(const ConfigReader &r, const char *key, const char *fallback) {
+  std::string act = r.getString(key, fallback);
+  if (act == "silu" || act == "swish")
+    return "silu";
+  if (act == "gelu_pytorch_tanh" || act == "gelu_new" || act == "gelu_fast")
+    return "gelu_tanh";
+  if (act == "gelu")
+    return "gelu";
+  if (act == "relu" || act == "relu2")
+    return act;
+  throw ConfigError(r.path(key), "unsupported activation '" + act + "'");
+}
+
+void requireSilu(const ConfigReader &r, const char *key, const std::string &mixer) {
+  if (r.getString(key, "silu") != "silu")
+    throw ConfigError(r.path(key), mixer + " supports only silu");
+}
+
+bool isAuto(const ConfigReader &r, const char *key) {
+  return r.has(key) && r.raw(key).is_string() && r.getString(key, "") == "auto";
+}
+
+void attentionBiases(const ConfigReader &r, ModelSpec &s, bool fallback) {
+  s.attn.qkv_bias = s.attn.o_bias = r.getBool("attention_bias", fallback);
+}
+
+// ----- layer kinds and windows -----------------------------------------------------------------
+
+const KindNames &attentionKinds() {
+  static const KindNames k = {{"full_attention", LayerKind::FullAttention},
+                              {"attention", LayerKind::FullAttention},
+                              {"sliding_attention", LayerKind::SlidingAttention}};
+  return k;
+}
+
+void checkLayerCount(const ConfigReader &r, const char *key, size_t entries, int64_t layers) {
+  if ((int64_t)entries != layers)
+    throw ConfigError(r.path(key), "has " + std::to_string(entries) + " entries but num_hidden_layers is " +
+                                       std::to_string(layers));
+}
+
+std::vector<LayerKind> explicitLayerTypes(const ConfigReader &r, int64_t layers, const KindNames &allowed) {
+  auto names = r.getStringList("layer_types");
+  checkLayerCount(r, "layer_types", names.size(), layers);
+  std::vector<LayerKind> kinds;
+  for (const std::string &n : names) {
+    auto it = allowed.find(n);
+    if (it == allowed.end())
+      throw ConfigError(r.path("layer_types"),
+                        "layer type '" + n + "' is not supported for " +
+                            r.getString("model_type", "this family"));
+    kinds.push_back(it->second);
+  }
+  return kinds;
+}
+
+std::vector<LayerKind> kindsWhere(int64_t layers, const std::function<bool(int64_t)> &pick, LayerKind yes,
+                                  LayerKind no) {
+  std::vector<LayerKind> kinds;
+  for (int64_t i = 0; i < layers; ++i)
+    kinds.push_back(pick(i) ? yes : no);
+  return kinds;
+}
+
+void setLayers(ModelSpec &spec, const std::vector<LayerKind> &kinds, int64_t window) {
+  spec.layers.assign(spec.num_layers, LayerSpec{});
+  for (int64_t i = 0; i < spec.num_layers; ++i) {
+    spec.layers[i].kind = kinds[i];
+    // A sliding layer without a window attends to everything, as in transformers.
+    spec.layers[i].window = kinds[i] == LayerKind::SlidingAttention ? window : 0;
+    if (kinds[i] == LayerKind::SlidingAttention && spec.layers[i].window == 0)
+      spec.layers[i].kind = LayerKind::FullAttention;
+  }
+}
+
+int64_t optionalWindow(const ConfigReader &r, const char *key) {
+  if (!r.has(key))
+    return 0;
+  int64_t w = r.requireInt(key);
+  if (w < 0)
+    throw ConfigError(r.path(key), "must not be negative");
+  return w;
+}
+
+int64_t windowOrClassDefault(const ConfigReader &r, int64_t classDefault) {
+  return r.contains("sliding_window") ? optionalWindow(r) : classDefault;
+}
+
+void uniformWindowLayers(ModelSpec &spec, int64_t window) {
+  std::vector<LayerKind> kinds(spec.num_layers, window > 0 ? LayerKind::SlidingAttention
+                                                           : LayerKind::FullAttention);
+  setLayers(spec, kinds, window);
+}
+
+void alternatingLayers(const ConfigReader &r, ModelSpec &spec, int64_t window, int64_t pattern) {
+  std::vector<LayerKind> kinds =
+      r.has("layer_types")
+          ? explicitLayerTypes(r, spec.num_layers)
+          : kindsWhere(spec.num_layers, [&](int64_t i) { return (i + 1) % pattern != 0; },
+                       LayerKind::SlidingAttention, LayerKind::FullAttention);
+  setLayers(spec, kinds, window);
+}
+
+// ----- experts ---------------------------------------------------------------------------------
+
+std::string expertCountKey(const ConfigReader &r, const char *preferred) {
+  for (const char *k : {"num_local_experts", "num_experts"})
+    if (r.has(k))
+      return k;
+  return preferred;
+}
+
+int64_t expertCount(const ConfigReader &r, const std::string &key, int64_t fallback, bool noneAllowed) {
+  if (!noneAllowed)
+    return r.getSize(key, fallback);
+  int64_t experts = r.getInt(key, fallback);
+  if (experts < 0)
+    throw ConfigError(r.path(key), "must not be negative");
+  return experts;
+}
+
+int64_t expertTopK(const ConfigReader &r, int64_t fallback, int64_t experts, const std::string &countName,
+                   int64_t routedFrom) {
+  int64_t topK = r.getSize("num_experts_per_tok", fallback);
+  if (experts >= routedFrom && topK > experts)
+    throw ConfigError(r.path("num_experts_per_tok"), "exceeds " + countName);
+  return topK;
+}
+
+void parseExperts(const ConfigReader &r, const ExpertKeys &keys, MoeSpec &m) {
+  m.num_experts = expertCount(r, keys.count, keys.experts, keys.none_allowed);
+  m.top_k = expertTopK(r, keys.top_k, m.num_experts, keys.count_name, keys.routed_from);
+}
+
+ExpertNaming perExpertNames(const Names &n, const std::string &router, bool gated) {
+  ExpertNaming names;
+  names.router = n.mlp + "." + router + ".weight";
+  std::string expert = n.mlp + ".experts.{e}.";
+  if (gated)
+    names.experts.gate_up.push_back(expert + n.gate + ".weight");
+  names.experts.gate_up.push_back(expert + n.up + ".weight");
+  names.experts.down = {expert + n.down + ".weight"};
+  return names;
+}
+
+void allLayersMoe(ModelSpec &spec) {
+  for (LayerSpec &l : spec.layers)
+    l.moe = true;
+}
+
+// ----- Qwen ------------------------------------------------------------------------------------
+
+int64_t qwenWindow(const ConfigReader &r) {
+  return r.getBool("use_sliding_window", false) ? optionalWindow(r) : 0;
+}
+
+void qwenWindowLayers(const ConfigReader &r, ModelSpec &spec, bool (*slides)(int64_t layer, int64_t maxWindowLayers)) {
+  int64_t window = qwenWindow(r);
+  std::vector<LayerKind> kinds;
+  if (r.has("layer_types")) {
+    kinds = explicitLayerTypes(r, spec.num_layers);
+  } else {
+    int64_t maxWindowLayers = r.getInt("max_window_layers", 28);
+    kinds = kindsWhere(spec.num_layers, [&](int64_t i) { return window > 0 && slides(i, maxWindowLayers); },
+                       LayerKind::SlidingAttention, LayerKind::FullAttention);
+  }
+  setLayers(spec, kinds, window);
+}
+
+namespace {
+// mlp_only_layers, else every decoder_sparse_step-th layer.
+void qwenMoePlacement(const ConfigReader &r, ModelSpec &spec) {
+  auto dense = r.getIntList("mlp_only_layers");
+  std::set<int64_t> denseSet(dense.begin(), dense.end());
+  for (int64_t i : denseSet)
+    if (i < 0 || i >= spec.num_layers)
+      throw ConfigError(r.path("mlp_only_layers"), "layer " + std::to_string(i) + " is out of range");
+  int64_t step = r.getSize("decoder_sparse_step", 1);
+  for (int64_t i = 0; i < spec.num_layers; ++i)
+    spec.layers[i].moe = !denseSet.count(i) && spec.moe.num_experts > 0 && (i + 1) % step == 0;
+}
+} // namespace
+
+void parseQwenMoe(const ConfigReader &r, ModelSpec &spec, const QwenMoeDefaults &d) {
+  MoeSpec &m = spec.moe;
+  parseExperts(r, {.count = expertCountKey(r, "num_experts"), .experts = d.experts, .top_k = d.top_k,
+                   .count_name = "num_experts", .none_allowed = true},
+               m);
+  m.intermediate = r.getSize("moe_intermediate_size", d.intermediate);
+  m.renorm = r.getBool("norm_topk_prob", d.renorm);
+  m.score = "softmax";
+  m.act = spec.mlp.act;
+  m.names = perExpertNames(spec.names, "gate", /*gated=*/true);
+  if (d.shared_intermediate) {
+    m.shared_intermediate = r.getSize("shared_expert_intermediate_size", d.shared_intermediate);
+    qwenSharedExpert(m.names);
+  }
+  qwenMoePlacement(r, spec);
+}
+
+void qwenSharedExpert(ExpertNaming &n) {
+  n.shared.gate_up = {"mlp.shared_expert.gate_proj.weight", "mlp.shared_expert.up_proj.weight"};
+  n.shared.down = {"mlp.shared_expert.down_proj.weight"};
+  n.shared_gate = "mlp.shared_expert_gate.weight";
+}
+
+} // namespace cbc::hf

@@ -1,0 +1,96 @@
+// Rules that several family groups share, each written once: activations, layer kinds and
+// sliding windows, attention biases, expert counts and names, and the Qwen conventions that
+// the dense, MoE and gated-delta Qwen families have in common.
+#ifndef CBC_FRONTENDS_HF_CONFIG_FAMILIES_HELPERS_H
+#define CBC_FRONTENDS_HF_CONFIG_FAMILIES_HELPERS_H
+
+#include "frontends/hf_config/config_reader.h"
+#include "frontends/hf_config/model_spec.h"
+
+#include <functional>
+#include <map>
+
+namespace cbc::hf {
+
+// ----- config values --------------------------------------------------------------------------
+
+// The activation named by `key`, normalised (silu, gelu_tanh, gelu, relu, relu2).
+std::string activation(const ConfigReader &r, const char *key, const char *fallback);
+// Mixers whose convolution runs SiLU only: `key` must name silu (or be absent).
+void requireSilu(const ConfigReader &r, const char *key, const std::string &mixer);
+// `key` is the string "auto" (a size the family derives).
+bool isAuto(const ConfigReader &r, const char *key);
+// attention_bias sets the q/k/v and the o projections' biases together.
+void attentionBiases(const ConfigReader &r, ModelSpec &s, bool fallback = false);
+
+// ----- layer kinds and windows -----------------------------------------------------------------
+
+using KindNames = std::map<std::string, LayerKind>;
+// full_attention (or attention) and sliding_attention.
+const KindNames &attentionKinds();
+// An explicit per-layer list must have one entry per layer.
+void checkLayerCount(const ConfigReader &r, const char *key, size_t entries, int64_t layers);
+// layer_types given explicitly, validated against the allowed kinds and the layer count.
+std::vector<LayerKind> explicitLayerTypes(const ConfigReader &r, int64_t layers,
+                                          const KindNames &allowed = attentionKinds());
+// Layer i is `yes` where pick(i) holds, else `no`: a config class's default layer pattern.
+std::vector<LayerKind> kindsWhere(int64_t layers, const std::function<bool(int64_t)> &pick, LayerKind yes,
+                                  LayerKind no);
+// Sets the layers' kinds and windows; a sliding layer without a window attends to everything.
+void setLayers(ModelSpec &spec, const std::vector<LayerKind> &kinds, int64_t window);
+// sliding_window when set (it must not be negative), else 0.
+int64_t optionalWindow(const ConfigReader &r, const char *key = "sliding_window");
+// An absent sliding_window takes the config class's default; an explicit null means no window.
+int64_t windowOrClassDefault(const ConfigReader &r, int64_t classDefault);
+// Every layer slides when the window is set (Mistral, Mixtral, Phi-3, Qwen3-MoE).
+void uniformWindowLayers(ModelSpec &spec, int64_t window);
+// layer_types, else every pattern-th layer full and the others sliding (Gemma, gpt-oss).
+void alternatingLayers(const ConfigReader &r, ModelSpec &spec, int64_t window, int64_t pattern);
+
+// ----- experts ---------------------------------------------------------------------------------
+
+// The expert count's key: transformers maps num_experts and num_local_experts onto each other.
+std::string expertCountKey(const ConfigReader &r, const char *preferred);
+// The routed experts' count: a size, or with `noneAllowed` a non-negative int (0: no MoE layers).
+int64_t expertCount(const ConfigReader &r, const std::string &key, int64_t fallback, bool noneAllowed);
+// num_experts_per_tok; it must not exceed the count once there are at least `routedFrom` experts
+// (fewer route nothing). `countName` is the count as the family's error names it.
+int64_t expertTopK(const ConfigReader &r, int64_t fallback, int64_t experts, const std::string &countName,
+                   int64_t routedFrom = 1);
+
+// How a family reads its routed experts' count and top-k.
+struct ExpertKeys {
+  std::string count;              // the count's key
+  int64_t experts = 0, top_k = 0; // the config class's defaults
+  std::string count_name;         // how "exceeds ..." names the count: the families word it differently
+  bool none_allowed = false;      // see expertCount
+  int64_t routed_from = 1;        // see expertTopK
+};
+void parseExperts(const ConfigReader &r, const ExpertKeys &keys, MoeSpec &m);
+
+// One tensor set per expert under <mlp>.experts.{e}, named by the family's Names (gate/up/down),
+// routed by <mlp>.<router>.
+ExpertNaming perExpertNames(const Names &n, const std::string &router, bool gated);
+void allLayersMoe(ModelSpec &spec);
+
+// ----- Qwen ------------------------------------------------------------------------------------
+
+// Qwen2-family sliding windows exist only with use_sliding_window.
+int64_t qwenWindow(const ConfigReader &r);
+// layer_types, else the config class's rule: `slides(i, max_window_layers)`.
+void qwenWindowLayers(const ConfigReader &r, ModelSpec &spec, bool (*slides)(int64_t layer, int64_t maxWindowLayers));
+
+// A Qwen MoE config class's defaults.
+struct QwenMoeDefaults {
+  int64_t experts, top_k, intermediate;
+  int64_t shared_intermediate; // 0: no shared expert
+  bool renorm;
+};
+// Qwen2-MoE, Qwen3-MoE, Qwen3-Next: experts placed by mlp_only_layers and decoder_sparse_step.
+void parseQwenMoe(const ConfigReader &r, ModelSpec &spec, const QwenMoeDefaults &d);
+// The sigmoid-gated shared expert under mlp.shared_expert.
+void qwenSharedExpert(ExpertNaming &n);
+
+} // namespace cbc::hf
+
+#endif

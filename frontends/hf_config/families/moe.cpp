@@ -1,0 +1,111 @@
+// Attention decoders with routed experts: Mixtral, Qwen2-MoE, Qwen3-MoE and gpt-oss.
+#include "frontends/hf_config/families/families.h"
+#include "frontends/hf_config/families/helpers.h"
+#include "frontends/hf_config/parse_config.h"
+
+namespace cbc::hf {
+
+namespace {
+
+// block_sparse_moe.gate routes over experts.{e}.w1/w3/w2.
+ExpertNaming mixtralNames() {
+  ExpertNaming n;
+  n.router = "block_sparse_moe.gate.weight";
+  n.experts.gate_up = {"block_sparse_moe.experts.{e}.w1.weight", "block_sparse_moe.experts.{e}.w3.weight"};
+  n.experts.down = {"block_sparse_moe.experts.{e}.w2.weight"};
+  return n;
+}
+
+void parseMixtral(const ConfigReader &r, ModelSpec &s) {
+  uniformWindowLayers(s, optionalWindow(r));
+  MoeSpec &m = s.moe;
+  parseExperts(r, {.count = expertCountKey(r, "num_local_experts"), .experts = 8, .top_k = 2,
+                   .count_name = "num_local_experts"},
+               m);
+  m.intermediate = s.mlp.intermediate;
+  m.score = "softmax";
+  m.renorm = true;
+  m.act = s.mlp.act;
+  m.names = mixtralNames();
+  allLayersMoe(s);
+}
+
+// Qwen2-MoE slides on the even layers below max_window_layers.
+bool qwen2MoeSlides(int64_t layer, int64_t maxWindowLayers) {
+  return (layer + 1) % 2 && layer < maxWindowLayers;
+}
+
+void parseQwen2Moe(const ConfigReader &r, ModelSpec &s) {
+  s.attn.qkv_bias = r.getBool("qkv_bias", true);
+  qwenWindowLayers(r, s, qwen2MoeSlides);
+  parseQwenMoe(r, s, {.experts = 60, .top_k = 4, .intermediate = 1408, .shared_intermediate = 5632, .renorm = false});
+}
+
+void parseQwen3Moe(const ConfigReader &r, ModelSpec &s) {
+  attentionBiases(r, s);
+  s.attn.qk_norm = true;
+  uniformWindowLayers(s, qwenWindow(r));
+  parseQwenMoe(r, s, {.experts = 128, .top_k = 8, .intermediate = 768, .shared_intermediate = 0, .renorm = false});
+}
+
+// mlp.router (with a bias) over fused mlp.experts tensors: gate_up_proj [E, H, 2I] with gate and
+// up interleaved, down_proj [E, I, H], and their biases.
+// MXFP4 checkpoints keep each expert projection as <name>_blocks and <name>_scales.
+ExpertNaming gptOssNames(bool mxfp4) {
+  ExpertNaming n;
+  n.router = "mlp.router.weight";
+  n.router_bias = "mlp.router.bias";
+  n.fused = n.transposed = true;
+  auto tensor = [&](const std::string &name) {
+    return mxfp4 ? std::vector<std::string>{name + "_blocks", name + "_scales"} : std::vector<std::string>{name};
+  };
+  n.mxfp4 = mxfp4;
+  n.experts.gate_up = tensor("mlp.experts.gate_up_proj");
+  n.experts.down = tensor("mlp.experts.down_proj");
+  n.experts.gate_up_bias = {"mlp.experts.gate_up_proj_bias"};
+  n.experts.down_bias = "mlp.experts.down_proj_bias";
+  n.glu = "interleaved";
+  return n;
+}
+
+void parseGptOss(const ConfigReader &r, ModelSpec &s) {
+  attentionBiases(r, s, true);
+  s.attn.sinks = true;
+  alternatingLayers(r, s, windowOrClassDefault(r, 128), 2);
+  MoeSpec &m = s.moe;
+  parseExperts(r, {.count = expertCountKey(r, "num_local_experts"), .experts = 128, .top_k = 4,
+                   .count_name = "num_local_experts"},
+               m);
+  m.intermediate = s.mlp.intermediate;
+  m.score = "topk_softmax";
+  m.act = "clamped_swiglu";
+  m.limit = r.getNumber("swiglu_limit", 7.0);
+  m.alpha = r.getNumber("swiglu_alpha", 1.702);
+  m.names = gptOssNames(s.quantization == "mxfp4");
+  allLayersMoe(s);
+}
+
+// gpt-oss: YaRN (factor 32 over 4096 positions) when the config names no RoPE at all.
+RopeDicts gptOssRopeDicts(const ConfigReader &r) {
+  if (r.has("rope_parameters") || r.has("rope_scaling"))
+    return ropeDictionaries(r, 150000.0);
+  nlohmann::json d = {{"rope_type", "yarn"}, {"factor", 32.0}, {"beta_fast", 32.0}, {"beta_slow", 1.0},
+                      {"truncate", false}, {"original_max_position_embeddings", 4096},
+                      {"rope_theta", r.getNumber("rope_theta", 150000.0)}};
+  return {{"full_attention", d}, {"sliding_attention", d}};
+}
+
+} // namespace
+
+FamilyTable moeFamilies() {
+  return {
+      {"mixtral", {{.max_positions = 4096 * 32, .norm_eps = 1e-5, .rope_theta = 1000000.0}, parseMixtral}},
+      {"qwen2_moe", {{.max_positions = 32768}, parseQwen2Moe}},
+      {"qwen3_moe", {{.max_positions = 32768}, parseQwen3Moe}},
+      {"gpt_oss",
+       {{.head_dim = 64, .max_positions = 131072, .norm_eps = 1e-5, .rope_theta = 150000.0}, parseGptOss,
+        gptOssRopeDicts}},
+  };
+}
+
+} // namespace cbc::hf

@@ -1,0 +1,42 @@
+#include "frontends/hf_config/family_registry.h"
+
+#include "frontends/hf_config/families/families.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace cbc::hf {
+
+const FamilyTable &families() {
+  static const FamilyTable table = [] {
+    FamilyTable all;
+    for (const FamilyTable &group : {denseFamilies(), gemmaFamilies(), moeFamilies(), gatedDeltaFamilies(),
+                                     lfm2Families(), mambaFamilies(), hybridFamilies(), zambaFamilies()})
+      for (const auto &[type, family] : group)
+        if (!all.emplace(type, family).second)
+          throw std::logic_error("model_type '" + type + "' is registered by two family groups");
+    return all;
+  }();
+  return table;
+}
+
+const std::map<std::string, std::string> &multimodalWrappers() {
+  static const std::map<std::string, std::string> table = {
+      {"gemma3", "gemma3_text"}, {"qwen3_5", "qwen3_5_text"}, {"qwen3_5_moe", "qwen3_5_moe_text"}};
+  return table;
+}
+
+const std::vector<std::string> &supportedModelTypes() {
+  static const std::vector<std::string> types = [] {
+    std::vector<std::string> t;
+    for (const auto &[name, _] : families())
+      t.push_back(name);
+    for (const auto &[name, _] : multimodalWrappers())
+      t.push_back(name);
+    std::sort(t.begin(), t.end());
+    return t;
+  }();
+  return types;
+}
+
+} // namespace cbc::hf
