@@ -1,0 +1,112 @@
+// Attention over the paged cache: the q|k|v projection (fused, regrouped, with optional biases,
+// multipliers and rank-r adapters), q/k norms, RoPE, the cache write, paged attention with
+// optional sinks and softcap, the optional output gate and the output projection.
+#include "frontends/hf_config/lower/step_builder.h"
+
+namespace cbc::hf::lower {
+
+using namespace mlir;
+
+Value StepBuilder::rope(const RopeSpec &r, Value x) {
+  auto width = llvm::cast<RankedTensorType>(x.getType()).getDimSize(1);
+  bool dynamic = r.dynamic_factor != 0, longRope = !r.inv_freq_long.empty();
+  auto schedule = RopeAttr::get(
+      b_.getContext(), spec_.attn.head_dim, r.rotary_dim,
+      r.pairing == "interleaved" ? RopePairing::interleaved : RopePairing::half,
+      b_.getDenseF32ArrayAttr(r.inv_freq), llvm::APFloat(r.attention_factor),
+      longRope ? b_.getDenseF32ArrayAttr(r.inv_freq_long) : DenseF32ArrayAttr(), longRope ? r.long_after : 0,
+      llvm::APFloat(dynamic ? r.theta : 0.0), llvm::APFloat(dynamic ? r.dynamic_factor : 0.0),
+      dynamic ? r.dynamic_max_positions : 0);
+  return RopeOp::create(b_, loc_, rows(width), x, positions_, seqIds_, promptLens_, schedule).getResult();
+}
+
+// [q | gate | k | v] rows (gate only with an output gate), one GEMM per layer.
+Value StepBuilder::qkvProjection(int64_t layer, Value x, const AttnSite &site) {
+  const AttentionSpec &a = spec_.attn;
+  const Names &n = spec_.names;
+  int64_t D = a.head_dim, qw = a.num_heads * D, kw = a.num_kv_heads * D;
+  int64_t gw = a.output_gate ? qw : 0; // the per-head output gate rides in q_proj
+  int64_t in = site.in;
+  // Multipliers on the input (the weights only) and on k (weight and bias).
+  const Multipliers &mu = spec_.mup;
+  auto wScales = scales({{qw, mu.attn_in}, {gw, mu.attn_in}, {kw, mu.attn_in * mu.key}, {kw, mu.attn_in}});
+  auto bScales = scales({{qw, 1.0}, {gw, 1.0}, {kw, mu.key}, {kw, 1.0}});
+  Value wqkv, bqkv;
+  if (!n.qkv.empty()) {
+    wqkv = weight(site.prog + "qkv", {qw + 2 * kw, in},
+                  {.parts = {{site.hf + n.qkv + ".weight"}}, .row_scales = wScales});
+  } else {
+    // q_proj interleaves [q | gate] per head; regrouping makes it [q all | gate all].
+    SmallVector<int64_t> regroup;
+    if (a.output_gate)
+      regroup = {a.num_heads, D, D};
+    wqkv = weight(site.prog + "qkv", {qw + gw + 2 * kw, in},
+                  {.parts = {{site.hf + "q_proj.weight", site.hf + "k_proj.weight", site.hf + "v_proj.weight"}},
+                   .regroup = regroup,
+                   .row_scales = wScales});
+    if (a.qkv_bias)
+      bqkv = weight(site.prog + "qkv_bias", {qw + gw + 2 * kw},
+                    {.parts = {{site.hf + "q_proj.bias", site.hf + "k_proj.bias", site.hf + "v_proj.bias"}},
+                     .regroup = regroup,
+                     .row_scales = bScales});
+  }
+  Value qkv = linear(x, wqkv, bqkv);
+  if (site.adapter_slot.empty())
+    return qkv;
+  // Shared-block adapters: each of q, k and v adds a rank-r adapter of the input; the three
+  // down projections stack into one GEMM, the three up projections sit on a block diagonal.
+  int64_t r = spec_.shared.adapter_rank;
+  auto piece = [&](const char *which, int p) {
+    return site.hf + "linear_" + which + "_adapter_list." + site.adapter_slot + std::to_string(p) + ".weight";
+  };
+  Value down = weight(prog(layer, "attn.adapter_down"), {3 * r, in},
+                      {.parts = {{piece("q", 0), piece("k", 0), piece("v", 0)}}});
+  Value up = weight(prog(layer, "attn.adapter_up"), {qw + 2 * kw, 3 * r},
+                    {.parts = {{piece("q", 1), piece("k", 1), piece("v", 1)}}, .block_diag = 3});
+  return add(qkv, linear(linear(x, down), up));
+}
+
+Value StepBuilder::attention(int64_t layer, Value x, const AttnSite &site) {
+  const AttentionSpec &a = spec_.attn;
+  const Names &n = spec_.names;
+  const LayerSpec &L = spec_.layers[layer];
+  int64_t D = a.head_dim, qw = a.num_heads * D, kw = a.num_kv_heads * D;
+  int64_t H = spec_.hidden_size;
+  Value qkv = qkvProjection(layer, x, site);
+  SmallVector<Value> parts = a.output_gate ? split(qkv, {qw, qw, kw, kw}) : split(qkv, {qw, kw, kw});
+  Value q = parts[0], k = parts[a.output_gate ? 2 : 1], v = parts[a.output_gate ? 3 : 2];
+  if (a.qk_norm) {
+    // Per head, or over the whole projection.
+    int64_t qg = a.qk_norm_whole ? qw : D, kg = a.qk_norm_whole ? kw : D;
+    q = norm(q, weight(site.prog + "q_norm", {qg}, site.hf + n.q_norm + ".weight"), qg);
+    k = norm(k, weight(site.prog + "k_norm", {kg}, site.hf + n.k_norm + ".weight"), kg);
+  }
+  if (a.rope) {
+    q = rope(L.rope, q);
+    k = rope(L.rope, k);
+  }
+
+  auto retention = L.window > 0 ? RetentionAttr::get(b_.getContext(), RetentionKind::window, L.window)
+                                 : RetentionAttr::all(b_.getContext());
+  KvAppendOp::create(b_, loc_, k, v, positions_, seqIds_, slots_, blockTables_, b_.getI64IntegerAttr(layer),
+                     b_.getI64IntegerAttr(a.num_kv_heads), b_.getI64IntegerAttr(D), retention, IntegerAttr());
+  Value sinks;
+  if (a.sinks)
+    sinks = weight(site.prog + "sinks", {a.num_heads}, site.hf + "sinks");
+  Value o = KvAttentionOp::create(b_, loc_, rows(qw), q, positions_, seqIds_, cuSeqlens_, kvLens_, slots_,
+                                  blockTables_, sinks, b_.getI64IntegerAttr(layer), b_.getI64IntegerAttr(a.num_heads),
+                                  b_.getI64IntegerAttr(a.num_kv_heads), b_.getI64IntegerAttr(D),
+                                  b_.getF64FloatAttr(a.scale), retention,
+                                  a.softcap > 0 ? b_.getF64FloatAttr(a.softcap) : FloatAttr(), IntegerAttr())
+                .getResult();
+  if (a.output_gate)
+    o = GateOp::create(b_, loc_, rows(qw), o, parts[1]).getResult();
+  auto oScales = scales({{H, spec_.mup.attn_out}});
+  Value wo = weight(site.prog + "o", {H, qw}, {.parts = {{site.hf + n.o_proj + ".weight"}}, .row_scales = oScales});
+  Value bo;
+  if (a.o_bias)
+    bo = weight(site.prog + "o_bias", {H}, {.parts = {{site.hf + n.o_proj + ".bias"}}, .row_scales = oScales});
+  return linear(o, wo, bo);
+}
+
+} // namespace cbc::hf::lower

@@ -1,0 +1,117 @@
+// Feed-forward blocks: the dense MLP (gated or not), routed experts and the shared expert. The
+// tensor names come from the spec (Names, ExpertNaming): the family fills them.
+#include "frontends/hf_config/lower/step_builder.h"
+
+namespace cbc::hf::lower {
+
+using namespace mlir;
+
+Value StepBuilder::denseMlp(int64_t layer, Value x) {
+  const Names &nm = spec_.names;
+  int64_t I = spec_.mlp.intermediate, H = spec_.hidden_size;
+  auto name = [&](const std::string &tensor) { return mlpName(layer, tensor); };
+  if (!spec_.mlp.gated) {
+    Value bup, bdown;
+    if (spec_.mlp.bias) {
+      bup = weight(prog(layer, "mlp.up_bias"), {I}, name(nm.up + ".bias"));
+      bdown = weight(prog(layer, "mlp.down_bias"), {H}, name(nm.down + ".bias"));
+    }
+    Value up = linear(x, weight(prog(layer, "mlp.up"), {I, H}, name(nm.up + ".weight")), bup);
+    return linear(act(up, spec_.mlp.act), weight(prog(layer, "mlp.down"), {H, I}, name(nm.down + ".weight")), bdown);
+  }
+  // Multipliers on the gate projection's output and on the MLP's output.
+  auto guScales = scales({{I, spec_.mup.mlp_gate}, {I, 1.0}});
+  auto downScales = scales({{H, spec_.mup.mlp_down}});
+  std::vector<std::string> gateUp = nm.gate_up.empty()
+                                        ? std::vector<std::string>{name(nm.gate + ".weight"), name(nm.up + ".weight")}
+                                        : std::vector<std::string>{name(nm.gate_up + ".weight")};
+  Value wgu = weight(prog(layer, "mlp.gate_up"), {2 * I, H}, {.parts = {gateUp}, .row_scales = guScales});
+  Value bgu, bdown;
+  if (spec_.mlp.bias) {
+    bgu = weight(prog(layer, "mlp.gate_up_bias"), {2 * I},
+                 {.parts = {{name(nm.gate + ".bias"), name(nm.up + ".bias")}}, .row_scales = guScales});
+    bdown = weight(prog(layer, "mlp.down_bias"), {H}, {.parts = {{name(nm.down + ".bias")}}, .row_scales = downScales});
+  }
+  Value g = glu(linear(x, wgu, bgu), I, gluAct(spec_.mlp.act));
+  Value wdown = weight(prog(layer, "mlp.down"), {H, I}, {.parts = {{name(nm.down + ".weight")}}, .row_scales = downScales});
+  return linear(g, wdown, bdown);
+}
+
+Value StepBuilder::sharedExpert(int64_t layer, Value x) {
+  int64_t I = spec_.moe.shared_intermediate, H = spec_.hidden_size;
+  const ExpertTensors &se = spec_.moe.names.shared;
+  if (!spec_.moe.gated) {
+    // Ungated: down(act(up x)).
+    Value bup, bdown;
+    if (!se.gate_up_bias.empty()) {
+      bup = weight(prog(layer, "moe.shared.up_bias"), {I}, hf(layer, se.gate_up_bias[0]));
+      bdown = weight(prog(layer, "moe.shared.down_bias"), {H}, hf(layer, se.down_bias));
+    }
+    Value up = linear(x, weight(prog(layer, "moe.shared.up"), {I, H}, hf(layer, se.gate_up[0])), bup);
+    return linear(act(up, spec_.moe.act), weight(prog(layer, "moe.shared.down"), {H, I}, hf(layer, se.down[0])),
+                  bdown);
+  }
+  Value wgu = weight(prog(layer, "moe.shared.gate_up"), {2 * I, H},
+                     {.parts = {{hf(layer, se.gate_up[0]), hf(layer, se.gate_up[1])}}});
+  Value g = glu(linear(x, wgu), I, gluAct(spec_.moe.act));
+  Value out = linear(g, weight(prog(layer, "moe.shared.down"), {H, I}, hf(layer, se.down[0])));
+  if (!spec_.moe.names.shared_gate.empty()) {
+    Value gate = linear(x, weight(prog(layer, "moe.shared.gate"), {1, H}, hf(layer, spec_.moe.names.shared_gate)));
+    out = GateOp::create(b_, loc_, rows(H), out, gate).getResult();
+  }
+  return out;
+}
+
+Value StepBuilder::moeMlp(int64_t layer, Value x) {
+  const MoeSpec &m = spec_.moe;
+  const ExpertNaming &n = m.names;
+  int64_t E = m.num_experts, I = m.intermediate, H = spec_.hidden_size;
+  // Expert e's tensors ("{e}" in a per-expert name is its index).
+  auto layerNames = [&](const std::vector<std::string> &patterns, int64_t e) {
+    std::vector<std::string> out;
+    for (std::string name : patterns) {
+      if (size_t at = name.find("{e}"); at != std::string::npos)
+        name.replace(at, 3, std::to_string(e));
+      out.push_back(hf(layer, name));
+    }
+    return out;
+  };
+  // A fused tensor holds every expert; per-expert tensors are stacked at load.
+  WeightRef gateUp{.stack = !n.fused, .transpose = n.transposed, .mxfp4 = n.mxfp4}, down = gateUp;
+  for (int64_t e = 0; e < (n.fused ? 1 : E); ++e) {
+    gateUp.parts.push_back(layerNames(n.experts.gate_up, e));
+    down.parts.push_back(layerNames(n.experts.down, e));
+  }
+  // The expert biases' weight refs come before the router's, as they always have in the IR.
+  Value gateUpBias, downBias;
+  if (!n.experts.gate_up_bias.empty())
+    gateUpBias = weight(prog(layer, "moe.gate_up_bias"), {E, 2 * I}, {.parts = {layerNames(n.experts.gate_up_bias, 0)}});
+  if (!n.experts.down_bias.empty())
+    downBias = weight(prog(layer, "moe.down_bias"), {E, H}, hf(layer, n.experts.down_bias));
+  Value router = weight(prog(layer, "moe.router"), {E, H}, hf(layer, n.router));
+  Value routerBias, selectionBias;
+  if (!n.router_bias.empty())
+    routerBias = weight(prog(layer, "moe.router_bias"), {E}, hf(layer, n.router_bias));
+  if (!n.selection_bias.empty())
+    selectionBias = fp32Weight(prog(layer, "moe.selection_bias"), {E}, hf(layer, n.selection_bias));
+  Value logits = linear(x, router, routerBias);
+  auto route = MoeRouteOp::create(b_, loc_, TypeRange{rows(m.top_k), rowsI32(m.top_k)}, logits, selectionBias,
+                                  b_.getI64IntegerAttr(m.top_k),
+                                  RouteScoreAttr::get(b_.getContext(), symbolizeRouteScore(m.score).value()),
+                                  b_.getBoolAttr(m.renorm), b_.getF64FloatAttr(m.renorm_eps),
+                                  b_.getF64FloatAttr(m.scaling));
+  Value wgu = weight(prog(layer, "moe.gate_up"), {E, m.gated ? 2 * I : I, H}, gateUp);
+  Value wd = weight(prog(layer, "moe.down"), {E, H, I}, down);
+  auto layout = GluLayoutAttr::get(b_.getContext(), symbolizeGluLayout(n.glu).value());
+  Value out = MoeExpertsOp::create(b_, loc_, rows(H), x, route.getIds(), route.getWeights(), wgu, wd, gateUpBias,
+                                   downBias, gluAct(m.act, m.limit, m.alpha), layout,
+                                   m.gated ? UnitAttr() : b_.getUnitAttr())
+                  .getResult();
+  if (m.shared_intermediate > 0)
+    out = add(out, sharedExpert(layer, x));
+  if (m.plus_dense)
+    out = add(out, denseMlp(layer, x));
+  return out;
+}
+
+} // namespace cbc::hf::lower

@@ -1,0 +1,165 @@
+// The step's skeleton: its arguments (runtime/schema/step_abi.h), the embedding, the residual
+// stream through every decoder layer (pre-norm, sandwich or post-norm), the LM head on each
+// request's last row and the model's metadata.
+#include "frontends/hf_config/lower/step_builder.h"
+#include "runtime/schema/step_abi.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+namespace cbc::hf {
+
+using namespace mlir;
+
+namespace lower {
+
+func::FuncOp StepBuilder::declareStep(ModuleOp module) {
+  b_.setInsertionPointToEnd(module.getBody());
+  auto idx = RankedTensorType::get({ShapedType::kDynamic}, b_.getI32Type());
+  auto tables =
+      RankedTensorType::get({ShapedType::kDynamic, ShapedType::kDynamic, ShapedType::kDynamic}, b_.getI32Type());
+  SmallVector<Type> argTypes;
+  for (int i = 0; i < kNumStepArgs; ++i)
+    argTypes.push_back((StepArg)i == StepArg::BlockTables ? Type(tables) : Type(idx));
+  auto func = func::FuncOp::create(b_, loc_, "step", b_.getFunctionType(argTypes, {rows(spec_.vocab_size)}));
+  for (int i = 0; i < kNumStepArgs; ++i)
+    func.setArgAttr(i, "cbc.name", b_.getStringAttr(stepArgName((StepArg)i)));
+  Block *body = func.addEntryBlock();
+  b_.setInsertionPointToStart(body);
+  auto arg = [&](StepArg a) { return body->getArgument((int)a); };
+  tokens_ = arg(StepArg::Tokens);
+  positions_ = arg(StepArg::Positions);
+  seqIds_ = arg(StepArg::SeqIds);
+  cuSeqlens_ = arg(StepArg::CuSeqlens);
+  kvLens_ = arg(StepArg::KvLens);
+  blockTables_ = arg(StepArg::BlockTables);
+  logitRows_ = arg(StepArg::LogitRows);
+  promptLens_ = arg(StepArg::PromptLens);
+  slots_ = arg(StepArg::Slots);
+  hasInitial_ = arg(StepArg::HasInitialState);
+  return func;
+}
+
+// The embedding rows; `table` is the embedding weight (a tied head reuses it).
+Value StepBuilder::embed(Value &table) {
+  int64_t H = spec_.hidden_size;
+  table = weight("embed", {spec_.vocab_size, H}, spec_.prefix + spec_.names.embed + ".weight");
+  // Some families round the embedding scale to the weight dtype before multiplying; Python-float
+  // multipliers are not rounded.
+  double embedScale = spec_.embed_scale;
+  if (auto ft = llvm::dyn_cast<FloatType>(wtype_); ft && spec_.embed_scale_rounded) {
+    llvm::APFloat scale((float)embedScale);
+    bool lost;
+    scale.convert(ft.getFloatSemantics(), llvm::APFloat::rmNearestTiesToEven, &lost);
+    scale.convert(llvm::APFloat::IEEEsingle(), llvm::APFloat::rmNearestTiesToEven, &lost);
+    embedScale = scale.convertToFloat();
+  }
+  embeddings_ = EmbedOp::create(b_, loc_, rows(H), tokens_, table, b_.getF64FloatAttr(embedScale)).getResult();
+  return embeddings_;
+}
+
+// Pre-norm (x + f(norm(x))), sandwich (x + norm(f(norm(x)))) or post-norm (x + norm(f(x))), for
+// the mixer and then the feed-forward block, each where the layer has one.
+Value StepBuilder::decoderLayer(int64_t l, Value x) {
+  const LayerSpec &L = spec_.layers[l];
+  const Names &nm = spec_.names;
+  bool post = L.post_norm, hasMixer = L.kind != LayerKind::None;
+  auto residual = [&](Value h) {
+    if (spec_.residual_scale != 1.0)
+      h = act(h, "none", spec_.residual_scale);
+    return add(x, h);
+  };
+  if (hasMixer) {
+    // A shared-block layer norms its own inputs (it reads the residual stream itself).
+    bool raw = post || L.kind == LayerKind::SharedBlock;
+    Value h = mixer(l, raw ? x : layerNorm(l, nm.input_norm, x));
+    if (spec_.sandwich_norms || post)
+      h = layerNorm(l, nm.post_attn_norm, h);
+    x = residual(h);
+  }
+  if (L.mlp) {
+    // A feed-forward-only layer has a single norm, the input norm.
+    const std::string &normName = !hasMixer ? nm.input_norm : spec_.sandwich_norms ? nm.pre_ff_norm : nm.post_attn_norm;
+    Value m = post ? x : layerNorm(l, normName, x);
+    m = L.moe ? moeMlp(l, m) : denseMlp(l, m);
+    if (spec_.sandwich_norms || post)
+      m = layerNorm(l, nm.post_ff_norm, m);
+    x = residual(m);
+  }
+  return x;
+}
+
+Value StepBuilder::mixer(int64_t layer, Value x) {
+  switch (spec_.layers[layer].kind) {
+  case LayerKind::LinearAttention:
+    return gatedDeltaNet(layer, x);
+  case LayerKind::ShortConv:
+    return shortConv(layer, x);
+  case LayerKind::Mamba2:
+    return mamba2(layer, x);
+  case LayerKind::Mamba1:
+    return mamba1(layer, x);
+  case LayerKind::FullAttention:
+  case LayerKind::SlidingAttention:
+    return attention(layer, x);
+  case LayerKind::ParallelHybrid:
+    return add(mamba2(layer, x), attention(layer, x));
+  case LayerKind::SharedBlock:
+    return sharedBlock(layer, x);
+  case LayerKind::None:
+    break;
+  }
+  llvm_unreachable("a layer without a mixer has no mixer to lower");
+}
+
+// The LM head runs only on each request's last row.
+Value StepBuilder::head(Value x, Value table) {
+  int64_t H = spec_.hidden_size;
+  x = RowsGatherOp::create(b_, loc_, rows(H), x, logitRows_).getResult();
+  x = norm(x, weight("final_norm", {H}, spec_.prefix + spec_.names.final_norm + ".weight"));
+  Value head = spec_.tie_word_embeddings ? table : weight("lm_head", {spec_.vocab_size, H}, spec_.lm_head);
+  Value logits = linear(x, head);
+  if (spec_.logits_scale != 1.0)
+    logits = act(logits, "none", spec_.logits_scale);
+  if (spec_.final_softcap > 0)
+    logits = SoftcapOp::create(b_, loc_, logits, b_.getF64FloatAttr(spec_.final_softcap)).getResult();
+  return logits;
+}
+
+// Model metadata the runtime needs; the artefact writer copies it out.
+Attribute StepBuilder::modelAttr() {
+  SmallVector<WeightAliasAttr> aliases;
+  auto alias = [&](const std::string &from, const std::string &to) {
+    aliases.push_back(WeightAliasAttr::get(b_.getContext(), from, to));
+  };
+  if (!spec_.outer_model_type.empty()) {
+    // Older multimodal checkpoints name the decoder "language_model.model.".
+    alias(spec_.prefix, "language_model.model.");
+    alias("lm_head.", "language_model.lm_head.");
+  }
+  for (const auto &[from, to] : spec_.weight_aliases)
+    alias(from, to);
+  return ModelAttr::get(b_.getContext(), spec_.model_type, spec_.outer_model_type, spec_.vocab_size,
+                        spec_.hidden_size, spec_.num_layers, spec_.max_positions, spec_.eos_token_ids,
+                        spec_.bos_token_id, spec_.dtype, spec_.quantization, aliases);
+}
+
+OwningOpRef<ModuleOp> StepBuilder::build() {
+  OwningOpRef<ModuleOp> module = ModuleOp::create(loc_);
+  declareStep(*module);
+  Value table;
+  Value x = embed(table);
+  for (int64_t l = 0; l < spec_.num_layers; ++l)
+    x = decoderLayer(l, x);
+  func::ReturnOp::create(b_, loc_, head(x, table));
+  (*module)->setAttr("cbc.model", modelAttr());
+  return module;
+}
+
+} // namespace lower
+
+OwningOpRef<ModuleOp> lowerToCbc(const ModelSpec &spec, MLIRContext &ctx, const LowerOptions &options) {
+  ctx.loadDialect<CbcDialect, func::FuncDialect>();
+  return lower::StepBuilder(spec, ctx, options).build();
+}
+
+} // namespace cbc::hf

@@ -1,0 +1,148 @@
+// The helpers every mixer's lowering shares: types, weight references, names and small ops.
+#include "frontends/hf_config/lower/step_builder.h"
+
+namespace cbc::hf::lower {
+
+using namespace mlir;
+
+StepBuilder::StepBuilder(const ModelSpec &spec, MLIRContext &ctx, const LowerOptions &options)
+    : spec_(spec), b_(&ctx), loc_(b_.getUnknownLoc()) {
+  if (options.weight_dtype == "f32")
+    wtype_ = b_.getF32Type();
+  else if (options.weight_dtype == "f16")
+    wtype_ = b_.getF16Type();
+  else
+    wtype_ = b_.getBF16Type();
+}
+
+RankedTensorType StepBuilder::rows(int64_t width) {
+  return RankedTensorType::get({ShapedType::kDynamic, width}, b_.getF32Type());
+}
+
+RankedTensorType StepBuilder::rowsI32(int64_t width) {
+  return RankedTensorType::get({ShapedType::kDynamic, width}, b_.getI32Type());
+}
+
+Value StepBuilder::weight(const std::string &name, ArrayRef<int64_t> shape, const WeightRef &ref) {
+  // A program name met before (a shared block's weights) is the same weight.
+  auto type = RankedTensorType::get(shape, wtype_);
+  if (auto it = weights_.find(name); it != weights_.end()) {
+    assert(it->second.getType() == type && "one program weight name, two shapes");
+    return it->second;
+  }
+  SmallVector<Attribute> parts;
+  for (const auto &names : ref.parts) {
+    SmallVector<Attribute> n;
+    for (const auto &s : names)
+      n.push_back(b_.getStringAttr(s));
+    parts.push_back(b_.getArrayAttr(n));
+  }
+  MLIRContext *ctx = b_.getContext();
+  auto op = WeightRefOp::create(
+      b_, loc_, type, b_.getStringAttr(name), b_.getArrayAttr(parts),
+      WeightCombineAttr::get(ctx, ref.stack ? WeightCombine::stack : WeightCombine::none),
+      ref.transpose ? b_.getUnitAttr() : UnitAttr(), ref.mxfp4 ? DequantAttr::get(ctx, Dequant::mxfp4) : DequantAttr(),
+      ref.regroup.empty() ? DenseI64ArrayAttr() : b_.getDenseI64ArrayAttr(ref.regroup),
+      ref.block_diag ? b_.getI64IntegerAttr(ref.block_diag) : IntegerAttr(),
+      ref.row_scales.empty() ? DenseF64ArrayAttr() : b_.getDenseF64ArrayAttr(ref.row_scales));
+  weights_[name] = op.getResult();
+  return op.getResult();
+}
+
+Value StepBuilder::fp32Weight(const std::string &name, ArrayRef<int64_t> shape, const std::string &hfName) {
+  auto saved = wtype_;
+  wtype_ = b_.getF32Type();
+  Value w = weight(name, shape, hfName);
+  wtype_ = saved;
+  return w;
+}
+
+SmallVector<double> StepBuilder::scales(std::initializer_list<std::pair<int64_t, double>> runs) {
+  SmallVector<double> out;
+  bool any = false;
+  for (auto [rows, factor] : runs) {
+    if (rows == 0)
+      continue;
+    out.append({(double)rows, factor});
+    any |= factor != 1.0;
+  }
+  if (!any)
+    out.clear();
+  return out;
+}
+
+std::string StepBuilder::hf(int64_t layer, const std::string &rest) const {
+  return spec_.prefix + "layers." + std::to_string(layer) + "." + rest;
+}
+
+std::string StepBuilder::mlpName(int64_t layer, const std::string &rest) const {
+  return hf(layer, spec_.names.mlp + "." + rest);
+}
+
+std::string StepBuilder::prog(int64_t layer, const std::string &rest) const {
+  return "layers." + std::to_string(layer) + "." + rest;
+}
+
+AttnSite StepBuilder::attnSite(int64_t layer) const {
+  return {hf(layer, spec_.names.attn + "."), prog(layer, "attn."), spec_.hidden_size, ""};
+}
+
+ActivationAttr StepBuilder::actAttr(Activation a) { return ActivationAttr::get(b_.getContext(), a); }
+
+ActivationAttr StepBuilder::actAttr(const std::string &name) {
+  return actAttr(symbolizeActivation(name).value());
+}
+
+Attribute StepBuilder::gluAct(const std::string &name, double limit, double alpha) {
+  if (name == "clamped_swiglu")
+    return ClampedSwigluAttr::get(b_.getContext(), llvm::APFloat(limit), llvm::APFloat(alpha));
+  return actAttr(name);
+}
+
+Value StepBuilder::glu(Value x, int64_t width, Attribute act, GluLayout layout) {
+  return GluOp::create(b_, loc_, rows(width), x, act, GluLayoutAttr::get(b_.getContext(), layout)).getResult();
+}
+
+Value StepBuilder::norm(Value x, Value w, std::optional<int64_t> group) {
+  auto width = llvm::cast<RankedTensorType>(x.getType()).getDimSize(1);
+  return RmsNormOp::create(b_, loc_, rows(width), x, w, b_.getF64FloatAttr(spec_.norm_eps),
+                           b_.getF64FloatAttr(spec_.norm_offset),
+                           group ? b_.getI64IntegerAttr(*group) : IntegerAttr())
+      .getResult();
+}
+
+Value StepBuilder::layerNorm(int64_t layer, const std::string &hfName, Value x) {
+  return norm(x, weight(prog(layer, hfName), {spec_.hidden_size}, hf(layer, hfName + ".weight")));
+}
+
+Value StepBuilder::linear(Value x, Value w, Value bias) {
+  auto n = llvm::cast<RankedTensorType>(w.getType()).getDimSize(0);
+  return LinearOp::create(b_, loc_, rows(n), x, w, bias).getResult();
+}
+
+Value StepBuilder::conv1d(int64_t layer, Value x, Value w, Value bias, StringRef act) {
+  return StateConv1dOp::create(b_, loc_, x.getType(), x, w, bias, cuSeqlens_, slots_, hasInitial_,
+                               b_.getI64IntegerAttr(layer), actAttr(act.str()), b_.getStringAttr("conv"))
+      .getResult();
+}
+
+Value StepBuilder::act(Value x, StringRef kind, double scale) {
+  return ActOp::create(b_, loc_, x.getType(), x, actAttr(kind.str()), b_.getF64FloatAttr(scale)).getResult();
+}
+
+SmallVector<Value> StepBuilder::split(Value x, ArrayRef<int64_t> widths) {
+  SmallVector<Type> types;
+  for (int64_t w : widths)
+    types.push_back(rows(w));
+  auto op = SplitOp::create(b_, loc_, types, x);
+  return SmallVector<Value>(op.getResults().begin(), op.getResults().end());
+}
+
+Value StepBuilder::mul(Value x, Value g) {
+  auto width = llvm::cast<RankedTensorType>(x.getType()).getDimSize(1);
+  return MulOp::create(b_, loc_, rows(width), x, g).getResult();
+}
+
+Value StepBuilder::add(Value a, Value b) { return AddOp::create(b_, loc_, a, b).getResult(); }
+
+} // namespace cbc::hf::lower

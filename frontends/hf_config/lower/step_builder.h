@@ -1,0 +1,118 @@
+// The lowering's builder: emits the step one decoder layer at a time, naming every weight by
+// its HF tensor names. The skeleton (arguments, embedding, the residual stream, the LM head and
+// the model's metadata) is step.cpp; each mixer and feed-forward kind has a file of its own
+// (attention.cpp, recurrent.cpp, ffn.cpp, shared_block.cpp), and the helpers they share are
+// step_builder.cpp. Families differ only in the ModelSpec they fill: nothing here names one.
+#ifndef CBC_FRONTENDS_HF_CONFIG_LOWER_STEP_BUILDER_H
+#define CBC_FRONTENDS_HF_CONFIG_LOWER_STEP_BUILDER_H
+
+#include "dialects/cbc/CbcOps.h"
+#include "frontends/hf_config/lower_to_cbc.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace cbc::hf::lower {
+
+using mlir::Value;
+
+// How one program weight is assembled from checkpoint tensors, as cbc.weight.ref spells it.
+struct WeightRef {
+  std::vector<std::vector<std::string>> parts; // each part: its tensors concatenated on dim 0
+  bool stack = false;                          // the parts stack on a new leading dimension
+  bool transpose = false;                      // each part's last two dimensions swap
+  llvm::SmallVector<int64_t> regroup;          // rows regrouped: [groups, piece sizes...]
+  int64_t block_diag = 0;                      // each part's blocks placed on a diagonal
+  llvm::SmallVector<double> row_scales;        // [rows, factor] runs
+  bool mxfp4 = false;                          // each part is an MXFP4 [blocks, scales] pair
+};
+
+// Where an attention block's tensors are: the HF prefix of its module and the program-name
+// prefix (both ending in '.'), its input width and, for shared blocks with adapters, this
+// layer's adapter slot ("n.", empty for none).
+struct AttnSite {
+  std::string hf, prog;
+  int64_t in = 0;
+  std::string adapter_slot;
+};
+
+class StepBuilder {
+public:
+  StepBuilder(const ModelSpec &spec, mlir::MLIRContext &ctx, const LowerOptions &options);
+  mlir::OwningOpRef<mlir::ModuleOp> build();
+
+private:
+  // ---- the skeleton (step.cpp) ----
+  mlir::func::FuncOp declareStep(mlir::ModuleOp module);
+  Value embed(Value &table);
+  Value decoderLayer(int64_t layer, Value x);
+  Value head(Value x, Value table);
+  mlir::Attribute modelAttr();
+  Value mixer(int64_t layer, Value x);
+
+  // ---- mixers and feed-forward blocks, one file per kind ----
+  Value attention(int64_t layer, Value x) { return attention(layer, x, attnSite(layer)); }
+  Value attention(int64_t layer, Value x, const AttnSite &site);
+  Value qkvProjection(int64_t layer, Value x, const AttnSite &site);
+  Value rope(const RopeSpec &r, Value x);
+  Value gatedDeltaNet(int64_t layer, Value x);
+  Value shortConv(int64_t layer, Value x);
+  Value mamba2(int64_t layer, Value x) { return mamba2(layer, x, spec_.names.mamba); }
+  Value mamba2(int64_t layer, Value x, const std::string &module);
+  Value mamba1(int64_t layer, Value x) { return mamba1(layer, x, spec_.names.mamba); }
+  Value mamba1(int64_t layer, Value x, const std::string &module);
+  Value sharedBlock(int64_t layer, Value x);
+  Value denseMlp(int64_t layer, Value x);
+  Value moeMlp(int64_t layer, Value x);
+  Value sharedExpert(int64_t layer, Value x);
+
+  // ---- types, weights and names (step_builder.cpp) ----
+  mlir::RankedTensorType rows(int64_t width);
+  mlir::RankedTensorType rowsI32(int64_t width);
+  Value weight(const std::string &name, llvm::ArrayRef<int64_t> shape, const WeightRef &ref);
+  Value weight(const std::string &name, llvm::ArrayRef<int64_t> shape, const std::string &hfName) {
+    return weight(name, shape, WeightRef{.parts = {{hfName}}});
+  }
+  // Small parameters transformers reads in fp32 whatever the model dtype.
+  Value fp32Weight(const std::string &name, llvm::ArrayRef<int64_t> shape, const std::string &hfName);
+  // [rows, factor] runs for a weight's row_scales; none when every factor is 1.
+  static llvm::SmallVector<double> scales(std::initializer_list<std::pair<int64_t, double>> runs);
+  std::string hf(int64_t layer, const std::string &rest) const;
+  std::string mlpName(int64_t layer, const std::string &rest) const;
+  std::string prog(int64_t layer, const std::string &rest) const;
+  AttnSite attnSite(int64_t layer) const;
+
+  // ---- ops ----
+  ActivationAttr actAttr(Activation a);
+  ActivationAttr actAttr(const std::string &name); // a name the parser validated
+  // A gated unit's activation: a plain one, or the clamped form with its limit and alpha.
+  mlir::Attribute gluAct(const std::string &name, double limit = 0, double alpha = 0);
+  Value glu(Value x, int64_t width, mlir::Attribute act, GluLayout layout = GluLayout::halves);
+  Value norm(Value x, Value w, std::optional<int64_t> group = std::nullopt);
+  Value layerNorm(int64_t layer, const std::string &hfName, Value x);
+  Value linear(Value x, Value w, Value bias = {});
+  Value conv1d(int64_t layer, Value x, Value w, Value bias, llvm::StringRef act);
+  Value act(Value x, llvm::StringRef kind, double scale = 1.0);
+  llvm::SmallVector<Value> split(Value x, llvm::ArrayRef<int64_t> widths);
+  Value mul(Value x, Value g);
+  Value add(Value a, Value b);
+
+  const ModelSpec &spec_;
+  std::map<std::string, Value> weights_; // program weights by name
+  Value embeddings_;                     // the embedding rows (shared blocks read them)
+  mlir::OpBuilder b_;
+  mlir::Location loc_;
+  mlir::Type wtype_;
+  // step arguments
+  Value tokens_, positions_, seqIds_, cuSeqlens_, kvLens_, blockTables_, logitRows_, promptLens_, slots_,
+      hasInitial_;
+};
+
+} // namespace cbc::hf::lower
+
+#endif
