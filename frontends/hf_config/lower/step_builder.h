@@ -23,13 +23,13 @@ using mlir::Value;
 
 // How one program weight is assembled from checkpoint tensors, as cbc.weight.ref spells it.
 struct WeightRef {
-  std::vector<std::vector<std::string>> parts; // each part: its tensors concatenated on dim 0
-  bool stack = false;                          // the parts stack on a new leading dimension
-  bool transpose = false;                      // each part's last two dimensions swap
-  llvm::SmallVector<int64_t> regroup;          // rows regrouped: [groups, piece sizes...]
-  int64_t block_diag = 0;                      // each part's blocks placed on a diagonal
-  llvm::SmallVector<double> row_scales;        // [rows, factor] runs
-  bool mxfp4 = false;                          // each part is an MXFP4 [blocks, scales] pair
+  std::vector<std::vector<std::string>> parts = {}; // each part: its tensors concatenated on dim 0
+  bool stack = false;                               // the parts stack on a new leading dimension
+  bool transpose = false;                           // each part's last two dimensions swap
+  llvm::SmallVector<int64_t> regroup = {};          // rows regrouped: [groups, piece sizes...]
+  int64_t block_diag = 0;                           // each part's blocks placed on a diagonal
+  llvm::SmallVector<double> row_scales = {};        // [rows, factor] runs
+  bool mxfp4 = false;                               // each part is an MXFP4 [blocks, scales] pair
 };
 
 // Where an attention block's tensors are: the HF prefix of its module and the program-name
