@@ -1,4 +1,4 @@
-// The per-request state scans of cbc.state.scan (gated delta, Mamba2 SSD, Mamba1 selective) on
+// The per-request state scans (cbc.state.gated_delta, cbc.state.ssd, cbc.state.selective_scan) on
 // the CPU. A file of their own so that only these loops are built with vector libm calls
 // (see runtime/CMakeLists.txt).
 #include "runtime/cpu/kernels.h"
