@@ -150,6 +150,20 @@ Params writeParams(fbs::FlatBufferBuilder &fbb, Operation &op) {
                                                   f64(o.getScaleAttr()),
                                                   o.getSoftcapAttr() ? f64(o.getSoftcapAttr()) : 0.0));
       })
+      .Case([&](KvLatentAttentionOp o) {
+        fb::CacheSite site = cacheSite(o.getLayer(), o.getGroupAttr(), o.getRetention());
+        return params(P::KvLatentAttentionParams,
+                      fb::CreateKvLatentAttentionParams(fbb, &site, o.getNumHeads(), o.getLatentDim(), o.getRopeDim(),
+                                                        f64(o.getScaleAttr())));
+      })
+      .Case([&](HeadLinearOp o) {
+        return params(P::HeadLinearParams,
+                      fb::CreateHeadLinearParams(fbb, o.getHeads(), o.getOffset(), o.getRows(), o.getTranspose()));
+      })
+      .Case([&](PositionScaleOp o) {
+        return params(P::PositionScaleParams,
+                      fb::CreatePositionScaleParams(fbb, f64(o.getBetaAttr()), o.getPeriod(), o.getOffset()));
+      })
       .Case([&](KvRopeAppendOp o) {
         fb::CacheSite site = cacheSite(o.getLayer(), o.getGroupAttr(), o.getRetention());
         auto rope = writeRope(fbb, o.getRope());

@@ -20,6 +20,7 @@ using namespace mlir;
 // The rows one attention layer keeps per token, as its cbc.kv.append declares them.
 struct LayerRows {
   int64_t kElems = 0, vElems = 0;
+  bool latent = false; // a latent-attention layer's rows: latent and k_rope
   RetentionAttr retention;
   int64_t group = 0;
 };
@@ -54,6 +55,7 @@ private:
       rows.kElems = llvm::cast<RankedTensorType>(op.getK().getType()).getDimSize(1);
       rows.vElems = llvm::cast<RankedTensorType>(op.getV().getType()).getDimSize(1);
       rows.retention = op.getRetention();
+      rows.latent = op.getLatent();
       if (!layers.emplace(op.getLayer(), rows).second) {
         op.emitOpError("layer ") << op.getLayer() << " appends to the cache twice";
         return WalkResult::interrupt();
@@ -78,20 +80,30 @@ private:
       if (auto append = dyn_cast<KvAppendOp>(op)) {
         append.setGroupAttr(b.getI64IntegerAttr(layers[append.getLayer()].group));
       } else if (auto attn = dyn_cast<KvAttentionOp>(op)) {
-        auto it = layers.find(attn.getLayer());
-        if (it == layers.end()) {
-          attn.emitOpError("reads layer ") << attn.getLayer() << ", which no cbc.kv.append writes";
+        if (failed(assignReader(attn, layers, /*latent=*/false)))
           return WalkResult::interrupt();
-        }
-        if (attn.getRetention() != it->second.retention) {
-          attn.emitOpError("retention differs from the cbc.kv.append of layer ") << attn.getLayer();
+      } else if (auto attn = dyn_cast<KvLatentAttentionOp>(op)) {
+        if (failed(assignReader(attn, layers, /*latent=*/true)))
           return WalkResult::interrupt();
-        }
-        attn.setGroupAttr(b.getI64IntegerAttr(it->second.group));
       }
       return WalkResult::advance();
     });
     return failure(walk.wasInterrupted());
+  }
+
+  // A reader gets its writer's group; it must keep what the writer keeps, in its row form.
+  template <class ReaderOp>
+  LogicalResult assignReader(ReaderOp attn, std::map<int64_t, LayerRows> &layers, bool latent) {
+    auto it = layers.find(attn.getLayer());
+    if (it == layers.end())
+      return attn.emitOpError("reads layer ") << attn.getLayer() << ", which no cbc.kv.append writes";
+    if (attn.getRetention() != it->second.retention)
+      return attn.emitOpError("retention differs from the cbc.kv.append of layer ") << attn.getLayer();
+    if (it->second.latent != latent)
+      return attn.emitOpError("reads layer ") << attn.getLayer() << (latent ? ", whose rows are not latent"
+                                                                            : ", whose rows are latent");
+    attn.setGroupAttr(Builder(attn.getContext()).getI64IntegerAttr(it->second.group));
+    return success();
   }
 
   // Per-request states, by name: fixed size, fp32, one slot per live request.
@@ -134,8 +146,8 @@ private:
     }
     SmallVector<CacheLayerAttr> layerAttrs;
     for (auto &[layer, rows] : layers) {
-      SmallVector<CacheRowAttr> rowAttrs = {CacheRowAttr::get(ctx, "k", rows.kElems),
-                                            CacheRowAttr::get(ctx, "v", rows.vElems)};
+      SmallVector<CacheRowAttr> rowAttrs = {CacheRowAttr::get(ctx, rows.latent ? "latent" : "k", rows.kElems),
+                                            CacheRowAttr::get(ctx, rows.latent ? "k_rope" : "v", rows.vElems)};
       layerAttrs.push_back(CacheLayerAttr::get(ctx, layer, rows.group, rowAttrs));
     }
     return CachePlanAttr::get(ctx, blockSize, kvDtype, groupAttrs, layerAttrs, states, stateBytes);

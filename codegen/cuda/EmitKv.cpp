@@ -75,6 +75,56 @@ void emitAttention(Emitter &e, KvAttentionOp op) {
   c.grid[1] = {std::nullopt, 1, 1, H};
 }
 
+// Heads per block of latent attention: as many as keep the per-warp partial latents within
+// 32 KiB of shared memory, dividing the head count.
+int64_t latentHeadsPerBlock(int64_t H, int64_t L) {
+  for (int64_t hg : {8, 4, 2})
+    if (H % hg == 0 && kernels::kAttentionWarps * hg * L * 4 <= 32 * 1024)
+      return hg;
+  return 1;
+}
+
+// Latent attention: the partial softmax per (token, head block, split) over the cached latent
+// rows, then the same merge as attention.
+void emitLatentAttention(Emitter &e, KvLatentAttentionOp op) {
+  using S = slots::LatentAttention;
+  using C = slots::AttentionCombine;
+  int64_t H = op.getNumHeads(), L = op.getLatentDim(), R = op.getRopeDim(), HG = latentHeadsPerBlock(H, L);
+  RetentionAttr retention = op.getRetention();
+  KernelArgOut partials = e.workspace("attention_partials", H * (L + 2) * 4, 0);
+  int k = e.kernel("latent_attention", "attention.cuh",
+                   instance("latent_attention",
+                            {e.type(op.getQLatent()), e.kvType(), num(H), num(L), num(R), num(HG), num(e.blockSize()),
+                             spell(retention.getKind()),
+                             num(retention.getKind() == RetentionKind::all ? 0 : retention.getTokens())}));
+  SlotArgs<S> args;
+  args.set(S::QLatent, e.arg(op.getQLatent()))
+      .set(S::QRope, e.arg(op.getQRope()))
+      .set(S::Positions, e.arg(op.getPositions()))
+      .set(S::SeqIds, e.arg(op.getSeqIds()))
+      .set(S::Slots, e.arg(op.getSlots()))
+      .set(S::Tables, e.arg(op.getBlockTables()))
+      .set(S::Pool, Emitter::cache(op.getLayer()))
+      .set(S::Partials, partials)
+      .set(S::Splits, Emitter::runtime(RuntimeVar::AttnSplits))
+      .set(S::ScoreScale, op.getScale().convertToDouble());
+  setTableSlots(args, op.getGroupAttr());
+  LaunchOut &l = e.launch(k, 32 * kernels::kAttentionWarps, args);
+  l.grid[0] = {RuntimeVar::NumTokens, 1, 1, 0};
+  l.grid[1] = {std::nullopt, 1, 1, H / HG};
+  l.grid[2] = {RuntimeVar::AttnSplits, 1, 1, 0};
+
+  int kc = e.kernel("attention_combine", "attention.cuh",
+                    instance("attention_combine", {e.type(op.getResult()), "void", num(H), num(L)}));
+  SlotArgs<C> cargs;
+  cargs.set(C::Partials, partials)
+      .set(C::Out, e.arg(op.getResult()))
+      .set(C::Splits, Emitter::runtime(RuntimeVar::AttnSplits));
+  LaunchOut &c = e.launch(kc, L >= 128 ? 128 : 64, cargs);
+  c.grid[0] = {RuntimeVar::NumTokens, 1, 1, 0};
+  c.grid[1] = {std::nullopt, 1, 1, H};
+}
+
 // The attention prologue for one token per block: q and k heads normalised, rotated, and
 // written out (q) or appended with v (k).
 void emitRopeAppend(Emitter &e, KvRopeAppendOp op) {
@@ -110,6 +160,7 @@ void emitRopeAppend(Emitter &e, KvRopeAppendOp op) {
 void addKvEmitters(EmitterTable &t) {
   t.add(emitAppend);
   t.add(emitAttention);
+  t.add(emitLatentAttention);
   t.add(emitRopeAppend);
 }
 

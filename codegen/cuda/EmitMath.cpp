@@ -189,6 +189,41 @@ void emitRope(Emitter &e, RopeOp op) {
   l.grid[0] = {RuntimeVar::NumTokens, 1, 1, 0};
 }
 
+void emitPositionScale(Emitter &e, PositionScaleOp op) {
+  using S = slots::PositionScale;
+  Value out = op.getResult();
+  SlotArgs<S> args;
+  args.set(S::X, e.arg(op.getX()))
+      .set(S::Positions, e.arg(op.getPositions()))
+      .set(S::Out, e.arg(out))
+      .set(S::Beta, op.getBeta().convertToDouble());
+  elementwise(e, "position_scale",
+              instance("position_scale", {e.type(op.getX()), e.type(out), num(cols(out)), num(op.getPeriod()),
+                                          num(op.getOffset())}),
+              out, args);
+}
+
+// Per head: block (token tile, head, output tile).
+void emitHeadLinear(Emitter &e, HeadLinearOp op) {
+  using S = slots::HeadLinear;
+  auto w = llvm::cast<RankedTensorType>(op.getWeight().getType());
+  int64_t heads = op.getHeads(), R = w.getDimSize(0) / heads, C = w.getDimSize(1);
+  int64_t out = op.getTranspose() ? C : op.getRows();
+  int k = e.kernel("head_linear", "head_linear.cuh",
+                   instance("head_linear", {e.type(op.getX()), e.type(op.getWeight()), e.type(op.getResult()),
+                                            num(heads), num(R), num(C), num(op.getOffset()), num(op.getRows()),
+                                            flag(op.getTranspose())}));
+  SlotArgs<S> args;
+  args.set(S::X, e.arg(op.getX()))
+      .set(S::W, e.arg(op.getWeight()))
+      .set(S::Out, e.arg(op.getResult()))
+      .set(S::Rows, Emitter::runtime(e.rowsVar(op.getX())));
+  LaunchOut &l = e.launch(k, kernels::kHeadLinearThreads, args);
+  l.grid[0] = {e.rowsVar(op.getX()), 1, kernels::kHeadLinearTokens, 0};
+  l.grid[1] = {std::nullopt, 1, 1, heads};
+  l.grid[2] = {std::nullopt, 1, 1, (out + kernels::kHeadLinearThreads - 1) / kernels::kHeadLinearThreads};
+}
+
 void emitGather(Emitter &e, RowsGatherOp op) {
   using S = slots::Gather;
   int k = e.kernel("gather_rows", "gather.cuh",
@@ -230,6 +265,8 @@ void addMathEmitters(EmitterTable &t) {
   t.add(emitConcat);
   t.add(emitRope);
   t.add(emitGather);
+  t.add(emitPositionScale);
+  t.add(emitHeadLinear);
   t.add(emitLinear);
 }
 

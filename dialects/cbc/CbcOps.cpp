@@ -169,6 +169,28 @@ LogicalResult ConcatOp::verify() {
   return success();
 }
 
+LogicalResult HeadLinearOp::verify() {
+  int64_t heads = getHeads(), offset = getOffset(), rows = getRows();
+  auto w = tensorType(getWeight());
+  if (heads <= 0 || w.getRank() != 2 || w.getDimSize(0) % heads != 0)
+    return emitOpError("weight must be [heads * R, C] with heads positive");
+  int64_t R = w.getDimSize(0) / heads, C = w.getDimSize(1);
+  if (offset < 0 || rows <= 0 || offset + rows > R)
+    return emitOpError("rows [offset, offset + rows) must lie within each head's ") << R << " weight rows";
+  int64_t in = getTranspose() ? rows : C, out = getTranspose() ? C : rows;
+  if (cols(getX()) != heads * in || cols(getResult()) != heads * out)
+    return emitOpError("x and result widths must be heads * ") << in << " and heads * " << out;
+  return success();
+}
+
+LogicalResult PositionScaleOp::verify() {
+  if (getPeriod() <= 0 || getOffset() < 0)
+    return emitOpError("period must be positive and offset not negative");
+  if (cols(getResult()) != cols(getX()))
+    return emitOpError("result width must equal the input width");
+  return success();
+}
+
 LogicalResult RopeOp::verify() {
   if (failed(verifyRopeFits(*this, getRope(), cols(getX()))))
     return failure();
@@ -228,6 +250,19 @@ LogicalResult KvAppendOp::verify() {
     return emitOpError("k width must be num_kv_heads * head_dim");
   if (cols(getV()) % kvHeads != 0)
     return emitOpError("v width must be a multiple of num_kv_heads");
+  if (getLatent() && kvHeads != 1)
+    return emitOpError("latent rows have one kv head");
+  return success();
+}
+
+LogicalResult KvLatentAttentionOp::verify() {
+  int64_t heads = getNumHeads(), latent = getLatentDim(), rope = getRopeDim();
+  if (heads <= 0 || latent <= 0 || rope < 0)
+    return emitOpError("num_heads and latent_dim must be positive and rope_dim not negative");
+  if (cols(getQLatent()) != heads * latent || cols(getResult()) != heads * latent)
+    return emitOpError("q_latent and result width must be num_heads * latent_dim");
+  if (cols(getQRope()) != heads * rope)
+    return emitOpError("q_rope width must be num_heads * rope_dim");
   return success();
 }
 

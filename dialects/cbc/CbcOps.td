@@ -225,6 +225,37 @@ def Cbc_SoftcapOp : Cbc_Op<"math.softcap", [Pure, SameOperandsAndResultType]> {
   let hasVerifier = 1;
 }
 
+def Cbc_HeadLinearOp : Cbc_Op<"math.head_linear", [Pure]> {
+  let summary = "A matrix product per head with a slice of each head's rows of one weight.";
+  let description = [{
+    The weight `[heads * R, C]` holds `heads` blocks of `R` rows; each head uses rows
+    `[offset, offset + rows)` of its block, `W_h [rows, C]`. Without `transpose`, x is
+    `[T, heads * C]` and `result[t, h] = W_h x[t, h]` is `[T, heads * rows]`; with `transpose`, x
+    is `[T, heads * rows]` and `result[t, h] = W_h^T x[t, h]` is `[T, heads * C]`. Latent attention
+    absorbs its key up-projection into the query (`transpose`) and applies its value
+    up-projection to the attended latents this way, from the one checkpoint tensor.
+  }];
+  let arguments = (ins Cbc_Rows:$x, Cbc_Weight:$weight, I64Attr:$heads, I64Attr:$offset,
+                   I64Attr:$rows, UnitAttr:$transpose);
+  let results = (outs Cbc_Rows:$result);
+  let assemblyFormat = "$x `,` $weight attr-dict `:` type($x) `,` type($weight) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Cbc_PositionScaleOp : Cbc_Op<"math.position_scale", [Pure]> {
+  let summary = "Scales each row by a factor that grows with the log of its token's position.";
+  let description = [{
+    `result[t] = x[t] * (1 + beta * log(1 + floor((positions[t] + offset) / period)))`: the
+    position-dependent query scaling of long-context attention (Llama 4's temperature tuning,
+    Mistral 4's query scaling).
+  }];
+  let arguments = (ins Cbc_Rows:$x, Cbc_Index:$positions, F64Attr:$beta, I64Attr:$period,
+                   DefaultValuedAttr<I64Attr, "0">:$offset);
+  let results = (outs Cbc_Rows:$result);
+  let assemblyFormat = "$x `,` $positions attr-dict `:` type($x) `,` type($positions) `->` type($result)";
+  let hasVerifier = 1;
+}
+
 def Cbc_AddRmsNormOp : Cbc_Op<"math.add_rms_norm", [Pure]> {
   let summary = "Residual add fused with the RMS norm that follows it.";
   let description = [{
@@ -281,13 +312,15 @@ def Cbc_KvAppendOp : Cbc_Op<"kv.append", [MemoryEffects<[MemWrite]>]> {
     `block_tables[group, slots[r], p / block_size]` of layer `layer`: the tables are the
     runtime's persistent ones, one row per live request slot. The layer declares the rows it
     keeps per token: `k` of `num_kv_heads * head_dim` and `v` of `num_kv_heads * v_head_dim`,
-    and which tokens it keeps (`retention`).
+    and which tokens it keeps (`retention`). With `latent` (one kv head), the rows are a
+    latent-attention layer's: the normed latent (`k`, named `latent` in the plan) and the roped
+    key shared by all heads (`v`, named `k_rope`), which `cbc.kv.latent_attention` reads.
   }];
   let arguments = (ins Cbc_Rows:$k, Cbc_Rows:$v, Cbc_Index:$positions, Cbc_Index:$seq_ids,
                    Cbc_Index:$slots, Cbc_BlockTables:$block_tables,
                    I64Attr:$layer, I64Attr:$num_kv_heads, I64Attr:$head_dim,
                    DefaultValuedAttr<Cbc_RetentionAttr, Cbc_AllTokens>:$retention,
-                   OptionalAttr<I64Attr>:$group);
+                   OptionalAttr<I64Attr>:$group, UnitAttr:$latent);
   let assemblyFormat = "$k `,` $v `,` $positions `,` $seq_ids `,` $slots `,` $block_tables attr-dict `:` type(operands)";
   let hasVerifier = 1;
 }
@@ -311,6 +344,30 @@ def Cbc_KvAttentionOp : Cbc_Op<"kv.attention", [MemoryEffects<[MemRead]>]> {
                    OptionalAttr<F64Attr>:$softcap, OptionalAttr<I64Attr>:$group);
   let results = (outs Cbc_Rows:$result);
   let assemblyFormat = "$q `,` $positions `,` $seq_ids `,` $cu_seqlens `,` $kv_lens `,` $slots `,` $block_tables (`,` $sinks^)? attr-dict `:` type(operands) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Cbc_KvLatentAttentionOp : Cbc_Op<"kv.latent_attention", [MemoryEffects<[MemRead]>]> {
+  let summary = "Multi-head latent attention over a layer's cached latents, weights absorbed.";
+  let description = [{
+    Reads only the rows a `latent` `cbc.kv.append` keeps: per cached token `j`, the latent
+    `c_j [latent_dim]` and the shared roped key `r_j [rope_dim]`. Each query head `h` of token
+    `t` brings its latent-space query `q_latent[t, h] [latent_dim]` (the non-rotated query with
+    the key up-projection absorbed, `cbc.math.head_linear`) and its roped query
+    `q_rope[t, h] [rope_dim]`, and attends causally (and as `retention` keeps) with score
+    `scale * (q_latent . c_j + q_rope . r_j)`. The result is, per head, the softmax-weighted sum
+    of the latents `[T, num_heads * latent_dim]`; the value up-projection is applied after it,
+    again by `cbc.math.head_linear`. No per-head key or value is ever formed from the cache.
+  }];
+  let arguments = (ins Cbc_Rows:$q_latent, Cbc_Rows:$q_rope, Cbc_Index:$positions,
+                   Cbc_Index:$seq_ids, Cbc_Index:$cu_seqlens, Cbc_Index:$kv_lens, Cbc_Index:$slots,
+                   Cbc_BlockTables:$block_tables,
+                   I64Attr:$layer, I64Attr:$num_heads, I64Attr:$latent_dim, I64Attr:$rope_dim,
+                   F64Attr:$scale,
+                   DefaultValuedAttr<Cbc_RetentionAttr, Cbc_AllTokens>:$retention,
+                   OptionalAttr<I64Attr>:$group);
+  let results = (outs Cbc_Rows:$result);
+  let assemblyFormat = "$q_latent `,` $q_rope `,` $positions `,` $seq_ids `,` $cu_seqlens `,` $kv_lens `,` $slots `,` $block_tables attr-dict `:` type(operands) `->` type($result)";
   let hasVerifier = 1;
 }
 

@@ -11,7 +11,7 @@ const FamilyTable &families() {
   static const FamilyTable table = [] {
     FamilyTable all;
     for (const FamilyTable &group : {denseFamilies(), gemmaFamilies(), moeFamilies(), gatedDeltaFamilies(),
-                                     lfm2Families(), mambaFamilies(), hybridFamilies(), zambaFamilies()})
+                                     lfm2Families(), mambaFamilies(), hybridFamilies(), zambaFamilies(), mlaFamilies()})
       for (const auto &[type, family] : group)
         if (!all.emplace(type, family).second)
           throw std::logic_error("model_type '" + type + "' is registered by two family groups");

@@ -50,6 +50,7 @@ enum class LayerKind {
   Mamba1,          // Mamba's selective-scan mixer (conv and ssm states)
   ParallelHybrid,  // attention and a Mamba2 mixer side by side on the same input, summed (Falcon-H1)
   SharedBlock,     // a shared attention block on [h | embeddings] feeding the layer's own Mamba mixer (Zamba)
+  LatentAttention, // multi-head latent attention over a cache of latents (DeepSeek-V2/V3)
   None,            // no mixer: the layer is a feed-forward block alone (Nemotron-H '-')
 };
 
@@ -72,6 +73,24 @@ struct AttentionSpec {
   bool output_gate = false; // q_proj also yields a per-head gate: o * sigmoid(gate) (Qwen3-Next)
   bool rope = true;         // false: no position embedding (NoPE)
   bool qk_norm_whole = false; // q/k norms over the whole projection rather than per head (OLMo)
+  std::string rope_pairing = "half"; // which features RoPE pairs: half (rotate_half) or interleaved
+};
+
+// Multi-head latent attention: the query through q_a -> norm -> q_b (or q_proj), keys and values
+// from a normed latent of kv_lora_rank and one roped key of rope_dim that all heads share. The
+// rope part's schedule is the layer's RopeSpec, over heads of rope_dim (AttentionSpec::head_dim
+// is set to rope_dim); num_heads and the softmax scale are the AttentionSpec's.
+struct MlaSpec {
+  int64_t q_lora_rank = 0; // 0: q_proj
+  int64_t kv_lora_rank = 0, nope_dim = 0, rope_dim = 0, v_dim = 0;
+  bool bias = false;       // q_a_proj, kv_a_proj_with_mqa and o_proj biases (attention_bias)
+  double norm_eps = 1e-6;  // q_a_layernorm and kv_a_layernorm
+  // Constant multipliers on the query and on the normed latent before it is cached (LongCat's
+  // LoRA scales), folded into q_b's rows and kv_a_layernorm's weight.
+  double q_scale = 1.0, latent_scale = 1.0;
+  // Queries scaled by 1 + beta * log(1 + floor(position / period)) (Mistral 4); 0: none.
+  double position_beta = 0.0;
+  int64_t position_period = 0;
 };
 
 // A gated delta net mixer.
@@ -215,6 +234,7 @@ struct ModelSpec {
   bool tie_word_embeddings = false;
   double final_softcap = 0.0;
   AttentionSpec attn;
+  MlaSpec mla;
   MlpSpec mlp;
   MoeSpec moe;
   GdnSpec gdn;

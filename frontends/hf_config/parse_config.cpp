@@ -73,6 +73,7 @@ void assignRope(const ConfigReader &r, ModelSpec &spec, const RopeDicts &dicts, 
   for (const auto &[kind, dict] : dicts) {
     ConfigReader reader(dict, ropePath(r, kind, nested));
     computed[kind] = computeRope(reader, ctx);
+    computed[kind].pairing = spec.attn.rope_pairing;
   }
   for (LayerSpec &layer : spec.layers)
     layer.rope = computed[layer.kind == LayerKind::SlidingAttention ? "sliding_attention"

@@ -35,6 +35,28 @@ void linear(const float *x, int64_t M, int64_t K, const float *w, int64_t N, con
         y[m * N + n] += bias[n];
 }
 
+void headLinear(const float *x, int64_t T, const float *w, int64_t heads, int64_t R, int64_t C, int64_t offset,
+                int64_t rows, bool transpose, float *y) {
+  if (T == 0)
+    return;
+  int64_t in = transpose ? rows : C, out = transpose ? C : rows;
+  for (int64_t h = 0; h < heads; ++h) {
+    const float *wh = w + (h * R + offset) * C;
+    // y_h [T, out] = x_h [T, in] . op(W_h), rows of x and y strided by all heads.
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, transpose ? CblasNoTrans : CblasTrans, (int)T, (int)out, (int)in, 1.0f,
+                x + h * in, (int)(heads * in), wh, (int)C, 0.0f, y + h * out, (int)(heads * out));
+  }
+}
+
+void positionScale(const float *x, int64_t T, int64_t width, const int32_t *positions, float beta, int64_t period,
+                   int64_t offset, float *y) {
+  for (int64_t t = 0; t < T; ++t) {
+    float f = 1.0f + beta * std::log(1.0f + (float)((positions[t] + offset) / period));
+    for (int64_t j = 0; j < width; ++j)
+      y[t * width + j] = x[t * width + j] * f;
+  }
+}
+
 void rmsNorm(const float *x, int64_t M, int64_t width, int64_t group, const float *w, float eps,
              float offset, float *y) {
   for (int64_t m = 0; m < M; ++m)

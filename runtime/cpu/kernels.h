@@ -24,6 +24,16 @@ void embed(const int32_t *tokens, int64_t T, const float *table, int64_t H, floa
 void linear(const float *x, int64_t M, int64_t K, const float *w, int64_t N, const float *bias,
             float *y);
 
+// Per head h of `heads`: W_h = rows [offset, offset + rows) of block h of w [heads * R, C];
+// y[t, h] = W_h x[t, h] ([T, heads * rows] from [T, heads * C]), or W_h^T x[t, h] with
+// `transpose` ([T, heads * C] from [T, heads * rows]).
+void headLinear(const float *x, int64_t T, const float *w, int64_t heads, int64_t R, int64_t C, int64_t offset,
+                int64_t rows, bool transpose, float *y);
+
+// y[t] = x[t] * (1 + beta * log(1 + floor((positions[t] + offset) / period))).
+void positionScale(const float *x, int64_t T, int64_t width, const int32_t *positions, float beta, int64_t period,
+                   int64_t offset, float *y);
+
 // RMS norm over groups of `group` features: y = x * rsqrt(mean(x^2) + eps) * (w + offset).
 void rmsNorm(const float *x, int64_t M, int64_t width, int64_t group, const float *w, float eps,
              float offset, float *y);

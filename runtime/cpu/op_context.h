@@ -121,6 +121,9 @@ Exec compileSelectiveScan(const OpContext &c);
 Exec compileRowsGather(const OpContext &c);
 Exec compileMoeRoute(const OpContext &c);
 Exec compileMoeExperts(const OpContext &c);
+Exec compileKvLatentAttention(const OpContext &c);
+Exec compileHeadLinear(const OpContext &c);
+Exec compilePositionScale(const OpContext &c);
 
 // Shared by the ops that read a RoPE schedule.
 RopeParams ropeParams(const fb::RopeParams &p);

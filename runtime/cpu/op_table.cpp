@@ -38,6 +38,9 @@ std::array<CompileFn, kNumOpcodes> buildTable() {
   set(Opcode::RowsGather, compileRowsGather);
   set(Opcode::MoeRoute, compileMoeRoute);
   set(Opcode::MoeExperts, compileMoeExperts);
+  set(Opcode::KvLatentAttention, compileKvLatentAttention);
+  set(Opcode::HeadLinear, compileHeadLinear);
+  set(Opcode::PositionScale, compilePositionScale);
   return t;
 }
 

@@ -29,6 +29,38 @@ Exec compileLinear(const OpContext &c) {
   };
 }
 
+Exec compileHeadLinear(const OpContext &c) {
+  c.need(2, 1);
+  c.acts({c.I[0], c.O[0]});
+  const fb::HeadLinearParams &p = c.params<fb::HeadLinearParams>();
+  int x = c.I[0], w = c.I[1], out = c.O[0];
+  int64_t heads = p.heads(), offset = p.offset(), rows = p.rows();
+  bool transpose = p.transpose();
+  const auto &shape = c.weightShape(w);
+  c.check(heads > 0 && heads <= (1 << 20) && shape.size() == 2 && shape[0] % heads == 0, "has a bad head count");
+  int64_t R = shape[0] / heads, C = shape[1];
+  c.check(offset >= 0 && rows > 0 && offset + rows <= R, "has rows outside its heads' weight blocks");
+  c.check(c.cols(x) == heads * (transpose ? rows : C) && c.cols(out) == heads * (transpose ? C : rows),
+          "has widths that do not match its weight");
+  return [=](StepEnv &e) {
+    headLinear(e.f32(x), e.rows(x), e.weight(w), heads, R, C, offset, rows, transpose, e.f32(out));
+  };
+}
+
+Exec compilePositionScale(const OpContext &c) {
+  c.need(2, 1);
+  c.needArg(1, StepArg::Positions);
+  c.acts({c.I[0], c.O[0]});
+  const fb::PositionScaleParams &p = c.params<fb::PositionScaleParams>();
+  int x = c.I[0], out = c.O[0];
+  int64_t width = c.cols(x), period = p.period(), offset = p.offset();
+  float beta = (float)p.beta();
+  c.check(period > 0 && offset >= 0 && c.cols(out) == width, "has a bad period, offset or width");
+  return [=](StepEnv &e) {
+    positionScale(e.f32(x), e.rows(x), width, e.arg(StepArg::Positions), beta, period, offset, e.f32(out));
+  };
+}
+
 Exec compileRmsNorm(const OpContext &c) {
   c.need(1, 1);
   c.acts({c.I[0], c.O[0]});

@@ -34,6 +34,9 @@ constexpr std::array<OpcodeInfo, kNumOpcodes> kOpcodes = {{
     {Opcode::RowsGather, "cbc.rows.gather", OpParams::NONE},
     {Opcode::MoeRoute, "cbc.moe.route", OpParams::MoeRouteParams},
     {Opcode::MoeExperts, "cbc.moe.experts", OpParams::MoeExpertsParams},
+    {Opcode::KvLatentAttention, "cbc.kv.latent_attention", OpParams::KvLatentAttentionParams},
+    {Opcode::HeadLinear, "cbc.math.head_linear", OpParams::HeadLinearParams},
+    {Opcode::PositionScale, "cbc.math.position_scale", OpParams::PositionScaleParams},
 }};
 
 // The table is indexed by opcode: a reordering is a compile error, not a silent mismatch.

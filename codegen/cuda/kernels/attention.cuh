@@ -120,6 +120,89 @@ __device__ __forceinline__ void attention(const CbcArgs &a) {
   attention_partial<G, DV, H, WARPS>(sm_m, sm_l, sm_acc, (float *)a.p[S::Partials], t, kvh, split, splits);
 }
 
+// Latent attention (cbc.kv.latent_attention): block (token, head block, split) runs the online
+// softmax for HG query heads over its share of the visible tokens. A cached row is
+// [latent (L) | k_rope (R)]; the key is the whole row and the value its latent, so each row is
+// read once per head block and nothing is up-projected. The splits merge in attention_combine.
+template <class TQ, class TKV, int H, int L, int R, int HG, int B, Retention RET, int TOKENS>
+__device__ __forceinline__ void latent_attention(const CbcArgs &a) {
+  using S = slots::LatentAttention;
+  constexpr int D = L + R, LL = (L + 31) / 32, RL = (R + 31) / 32, WARPS = kAttentionWarps;
+  __shared__ float sm_m[WARPS][HG], sm_l[WARPS][HG];
+  __shared__ float sm_acc[WARPS][HG][L];
+  const TQ *ql = (const TQ *)a.p[S::QLatent];
+  const TQ *qr = (const TQ *)a.p[S::QRope];
+  const int *positions = (const int *)a.p[S::Positions];
+  const int *seq_ids = (const int *)a.p[S::SeqIds];
+  const int *slots = (const int *)a.p[S::Slots];
+  const int *tables = (const int *)a.p[S::Tables] + a.i[S::Group] * a.i[S::TableSlots] * a.i[S::TableWidth];
+  const TKV *pool = (const TKV *)a.p[S::Pool];
+  float scoreScale = a.f[S::ScoreScale];
+  long long splits = a.i[S::Splits];
+  long long t = blockIdx.x;
+  int hb = blockIdx.y, split = blockIdx.z;
+  int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  int pos = positions[t];
+  int lo = first_visible<RET, TOKENS>(pos);
+  int n = pos - lo + 1, per = (int)((n + splits - 1) / splits);
+  int begin = lo + split * per, end = begin + per < pos + 1 ? begin + per : pos + 1;
+  const int *table = tables + (long long)slots[seq_ids[t]] * a.i[S::TableWidth];
+  float qlat[HG][LL], qrot[HG][RL > 0 ? RL : 1], acc[HG][LL], m[HG], l[HG];
+  for (int g = 0; g < HG; ++g) {
+    int h = hb * HG + g;
+    m[g] = -INFINITY;
+    l[g] = 0.0f;
+    for (int e = 0; e < LL; ++e) {
+      int d = lane + 32 * e;
+      qlat[g][e] = d < L ? ld(ql, (t * H + h) * L + d) : 0.0f;
+      acc[g][e] = 0.0f;
+    }
+    for (int e = 0; e < RL; ++e) {
+      int d = lane + 32 * e;
+      qrot[g][e] = d < R ? ld(qr, (t * H + h) * R + d) : 0.0f;
+    }
+  }
+  for (int j = begin + warp; j < end; j += WARPS) {
+    const TKV *row = pool + ((long long)table[j / B] * B + j % B) * D;
+    float lat[LL], rot[RL > 0 ? RL : 1];
+    for (int e = 0; e < LL; ++e) {
+      int d = lane + 32 * e;
+      lat[e] = d < L ? ld(row, d) : 0.0f;
+    }
+    for (int e = 0; e < RL; ++e) {
+      int d = lane + 32 * e;
+      rot[e] = d < R ? ld(row, L + d) : 0.0f;
+    }
+    for (int g = 0; g < HG; ++g) {
+      float dot = 0.0f;
+      for (int e = 0; e < LL; ++e)
+        dot += qlat[g][e] * lat[e];
+      for (int e = 0; e < RL; ++e)
+        dot += qrot[g][e] * rot[e];
+      float s = warp_sum(dot) * scoreScale;
+      float mn = fmaxf(m[g], s);
+      float corr = expf(m[g] - mn), p = expf(s - mn);
+      l[g] = l[g] * corr + p;
+      for (int e = 0; e < LL; ++e)
+        acc[g][e] = acc[g][e] * corr + p * lat[e];
+      m[g] = mn;
+    }
+  }
+  for (int g = 0; g < HG; ++g) {
+    if (lane == 0) {
+      sm_m[warp][g] = m[g];
+      sm_l[warp][g] = l[g];
+    }
+    for (int e = 0; e < LL; ++e) {
+      int d = lane + 32 * e;
+      if (d < L)
+        sm_acc[warp][g][d] = acc[g][e];
+    }
+  }
+  __syncthreads();
+  attention_partial<HG, L, H, WARPS>(sm_m, sm_l, sm_acc, (float *)a.p[S::Partials], t, hb, split, splits);
+}
+
 // Merges the splits of one (token, head), with a learned sink logit per head when TS is not void.
 template <class TO, class TS, int H, int DV> __device__ __forceinline__ void attention_combine(const CbcArgs &a) {
   using S = slots::AttentionCombine;

@@ -33,6 +33,20 @@ template <class TX, class TY, int W, Act A> __device__ __forceinline__ void acti
   for_element<W>(a.i[S::Rows], [&](long long i, long long, long long) { st(y, i, scale * act<A>(ld(x, i))); });
 }
 
+// x * (1 + beta * log(1 + floor((pos + OFFSET) / PERIOD))), per row's position.
+template <class TX, class TY, int W, long long PERIOD, long long OFFSET>
+__device__ __forceinline__ void position_scale(const CbcArgs &a) {
+  using S = slots::PositionScale;
+  const TX *x = (const TX *)a.p[S::X];
+  const int *positions = (const int *)a.p[S::Positions];
+  TY *y = (TY *)a.p[S::Out];
+  float beta = a.f[S::Beta];
+  for_element<W>(a.i[S::Rows], [&](long long i, long long r, long long) {
+    float f = 1.0f + beta * logf(1.0f + (float)((positions[r] + OFFSET) / PERIOD));
+    st(y, i, ld(x, i) * f);
+  });
+}
+
 template <class TX, class TY, int W> __device__ __forceinline__ void softcap(const CbcArgs &a) {
   using S = slots::Softcap;
   const TX *x = (const TX *)a.p[S::X];

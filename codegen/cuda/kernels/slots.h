@@ -34,6 +34,7 @@ enum class GateOrder { norm_gate, gate_norm };
 // Launch shapes shared by the emitter (block and grid) and the device code (loops and shared
 // arrays sized by them).
 inline constexpr int kAttentionWarps = 4;
+inline constexpr int kHeadLinearTokens = 8, kHeadLinearThreads = 128; // tokens and outputs per block
 inline constexpr int kMoeTileM = 16, kMoeTileN = 32, kMoeTileK = 32, kMoeThreads = 256;
 inline constexpr int kSsdThreads = 128, kSsdRows = 16; // threads, head_dim rows per block
 inline constexpr int kGatedDeltaWarps = 4, kGatedDeltaCols = 32;
@@ -112,6 +113,18 @@ struct Concat {
   enum Flt { NumFlt };
 };
 
+// A matrix product per head: `Rows` tokens.
+struct HeadLinear {
+  enum Ptr { X, W, Out, NumPtr };
+  enum Int { Rows, NumInt };
+  enum Flt { NumFlt };
+};
+struct PositionScale {
+  enum Ptr { X, Positions, Out, NumPtr };
+  enum Int { Rows, NumInt };
+  enum Flt { Beta, NumFlt };
+};
+
 struct Rope {
   enum Ptr { X, Positions, SeqIds, PromptLens, Out, NumPtr };
   enum Int { NumInt };
@@ -129,6 +142,11 @@ struct Attention {
   enum Ptr { Q, Positions, SeqIds, Slots, Tables, Pool, Partials, NumPtr };
   enum Int { Group, TableSlots, TableWidth, Splits, NumInt };
   enum Flt { ScoreScale, ScoreCap, NumFlt };
+};
+struct LatentAttention {
+  enum Ptr { QLatent, QRope, Positions, SeqIds, Slots, Tables, Pool, Partials, NumPtr };
+  enum Int { Group, TableSlots, TableWidth, Splits, NumInt };
+  enum Flt { ScoreScale, NumFlt };
 };
 struct AttentionCombine {
   enum Ptr { Partials, Out, Sinks, NumPtr };

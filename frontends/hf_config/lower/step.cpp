@@ -105,6 +105,8 @@ Value StepBuilder::mixer(int64_t layer, Value x) {
     return add(mamba2(layer, x), attention(layer, x));
   case LayerKind::SharedBlock:
     return sharedBlock(layer, x);
+  case LayerKind::LatentAttention:
+    return latentAttention(layer, x);
   case LayerKind::None:
     break;
   }

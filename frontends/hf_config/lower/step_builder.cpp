@@ -103,9 +103,9 @@ Value StepBuilder::glu(Value x, int64_t width, Attribute act, GluLayout layout) 
   return GluOp::create(b_, loc_, rows(width), x, act, GluLayoutAttr::get(b_.getContext(), layout)).getResult();
 }
 
-Value StepBuilder::norm(Value x, Value w, std::optional<int64_t> group) {
+Value StepBuilder::norm(Value x, Value w, std::optional<int64_t> group, std::optional<double> eps) {
   auto width = llvm::cast<RankedTensorType>(x.getType()).getDimSize(1);
-  return RmsNormOp::create(b_, loc_, rows(width), x, w, b_.getF64FloatAttr(spec_.norm_eps),
+  return RmsNormOp::create(b_, loc_, rows(width), x, w, b_.getF64FloatAttr(eps.value_or(spec_.norm_eps)),
                            b_.getF64FloatAttr(spec_.norm_offset),
                            group ? b_.getI64IntegerAttr(*group) : IntegerAttr())
       .getResult();

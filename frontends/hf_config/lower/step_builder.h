@@ -60,6 +60,10 @@ private:
   Value attention(int64_t layer, Value x, const AttnSite &site);
   Value qkvProjection(int64_t layer, Value x, const AttnSite &site);
   Value rope(const RopeSpec &r, Value x);
+  // Latent attention; `cacheLayer` is the cache layer it keeps (a decoder layer may hold two).
+  Value latentAttention(int64_t layer, Value x) { return latentAttention(x, attnSite(layer), layer, layer); }
+  Value latentAttention(Value x, const AttnSite &site, int64_t layer, int64_t cacheLayer);
+  Value latentQuery(Value x, const AttnSite &site);
   Value gatedDeltaNet(int64_t layer, Value x);
   Value shortConv(int64_t layer, Value x);
   Value mamba2(int64_t layer, Value x) { return mamba2(layer, x, spec_.names.mamba); }
@@ -93,7 +97,7 @@ private:
   // A gated unit's activation: a plain one, or the clamped form with its limit and alpha.
   mlir::Attribute gluAct(const std::string &name, double limit = 0, double alpha = 0);
   Value glu(Value x, int64_t width, mlir::Attribute act, GluLayout layout = GluLayout::halves);
-  Value norm(Value x, Value w, std::optional<int64_t> group = std::nullopt);
+  Value norm(Value x, Value w, std::optional<int64_t> group = std::nullopt, std::optional<double> eps = std::nullopt);
   Value layerNorm(int64_t layer, const std::string &hfName, Value x);
   Value linear(Value x, Value w, Value bias = {});
   Value conv1d(int64_t layer, Value x, Value w, Value bias, llvm::StringRef act);

@@ -523,6 +523,48 @@ func.func @rms_norm_gated_z_type(%x: tensor<?x16xf32>, %z: tensor<?x16xbf16>) {
   return
 }
 
+// -----
+
+func.func @head_linear_weight(%x: tensor<?x16xf32>, %w: tensor<9x8xbf16>) {
+  // expected-error @+1 {{'cbc.math.head_linear' op weight must be [heads * R, C] with heads positive}}
+  %y = cbc.math.head_linear %x, %w {heads = 2 : i64, offset = 0 : i64, rows = 4 : i64} : tensor<?x16xf32>, tensor<9x8xbf16> -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @head_linear_rows(%x: tensor<?x16xf32>, %w: tensor<12x8xbf16>) {
+  // expected-error @+1 {{'cbc.math.head_linear' op rows [offset, offset + rows) must lie within each head's 6 weight rows}}
+  %y = cbc.math.head_linear %x, %w {heads = 2 : i64, offset = 4 : i64, rows = 4 : i64} : tensor<?x16xf32>, tensor<12x8xbf16> -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @head_linear_widths(%x: tensor<?x16xf32>, %w: tensor<12x8xbf16>) {
+  // expected-error @+1 {{'cbc.math.head_linear' op x and result widths must be heads * 4 and heads * 8}}
+  %y = cbc.math.head_linear %x, %w {heads = 2 : i64, offset = 2 : i64, rows = 4 : i64, transpose} : tensor<?x16xf32>, tensor<12x8xbf16> -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @position_scale_period(%x: tensor<?x16xf32>, %p: tensor<?xi32>) {
+  // expected-error @+1 {{'cbc.math.position_scale' op period must be positive and offset not negative}}
+  %y = cbc.math.position_scale %x, %p {beta = 0.1 : f64, period = 0 : i64} : tensor<?x16xf32>, tensor<?xi32> -> tensor<?x16xf32>
+  return
+}
+
+// -----
+
+func.func @position_scale_width(%x: tensor<?x16xf32>, %p: tensor<?xi32>) {
+  // expected-error @+1 {{'cbc.math.position_scale' op result width must equal the input width}}
+  %y = cbc.math.position_scale %x, %p {beta = 0.1 : f64, period = 8 : i64} : tensor<?x16xf32>, tensor<?xi32> -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
 //===----------------------------------------------------------------------===//
 // The paged cache
 //===----------------------------------------------------------------------===//
@@ -564,6 +606,38 @@ func.func @append_chunk(%k: tensor<?x8xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x
 func.func @append_k_width(%k: tensor<?x8xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>) {
   // expected-error @+1 {{'cbc.kv.append' op k width must be num_kv_heads * head_dim}}
   cbc.kv.append %k, %k, %p, %p, %p, %bt {layer = 0 : i64, num_kv_heads = 4 : i64, head_dim = 4 : i64} : tensor<?x8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
+  return
+}
+
+// -----
+
+func.func @append_latent_heads(%k: tensor<?x8xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>) {
+  // expected-error @+1 {{'cbc.kv.append' op latent rows have one kv head}}
+  cbc.kv.append %k, %k, %p, %p, %p, %bt {layer = 0 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, latent} : tensor<?x8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
+  return
+}
+
+// -----
+
+func.func @latent_dims(%q: tensor<?x16xf32>, %r: tensor<?x8xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>) {
+  // expected-error @+1 {{'cbc.kv.latent_attention' op num_heads and latent_dim must be positive and rope_dim not negative}}
+  %o = cbc.kv.latent_attention %q, %r, %p, %p, %p, %p, %p, %bt {layer = 0 : i64, num_heads = 2 : i64, latent_dim = 8 : i64, rope_dim = -4 : i64, scale = 0.5 : f64} : tensor<?x16xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?x16xf32>
+  return
+}
+
+// -----
+
+func.func @latent_width(%q: tensor<?x16xf32>, %r: tensor<?x8xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>) {
+  // expected-error @+1 {{'cbc.kv.latent_attention' op q_latent and result width must be num_heads * latent_dim}}
+  %o = cbc.kv.latent_attention %q, %r, %p, %p, %p, %p, %p, %bt {layer = 0 : i64, num_heads = 2 : i64, latent_dim = 4 : i64, rope_dim = 4 : i64, scale = 0.5 : f64} : tensor<?x16xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?x16xf32>
+  return
+}
+
+// -----
+
+func.func @latent_rope_width(%q: tensor<?x16xf32>, %r: tensor<?x8xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>) {
+  // expected-error @+1 {{'cbc.kv.latent_attention' op q_rope width must be num_heads * rope_dim}}
+  %o = cbc.kv.latent_attention %q, %r, %p, %p, %p, %p, %p, %bt {layer = 0 : i64, num_heads = 2 : i64, latent_dim = 8 : i64, rope_dim = 2 : i64, scale = 0.5 : f64} : tensor<?x16xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?x16xf32>
   return
 }
 

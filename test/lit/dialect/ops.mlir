@@ -96,6 +96,23 @@ func.func @cache(%q: tensor<?x16xf32>, %k: tensor<?x8xf32>, %v: tensor<?x8xf32>,
   return %o2 : tensor<?x16xf32>
 }
 
+// CHECK-LABEL: func.func @latent
+func.func @latent(%lat: tensor<?x8xf32>, %kr: tensor<?x4xf32>, %qn: tensor<?x12xf32>, %qr: tensor<?x8xf32>,
+                  %pos: tensor<?xi32>, %seq: tensor<?xi32>, %bt: tensor<?x?x?xi32>,
+                  %kvb: tensor<20x8xbf16>) -> tensor<?x8xf32> {
+  // CHECK: cbc.kv.append %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}} {head_dim = 8 : i64, latent, layer = 0 : i64, num_kv_heads = 1 : i64} : tensor<?x8xf32>, tensor<?x4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
+  cbc.kv.append %lat, %kr, %pos, %seq, %seq, %bt {layer = 0 : i64, num_kv_heads = 1 : i64, head_dim = 8 : i64, latent} : tensor<?x8xf32>, tensor<?x4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
+  // CHECK: %{{[a-z0-9_#]+}} = cbc.math.head_linear %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}} {heads = 2 : i64, offset = 0 : i64, rows = 6 : i64, transpose} : tensor<?x12xf32>, tensor<20x8xbf16> -> tensor<?x16xf32>
+  %ql = cbc.math.head_linear %qn, %kvb {heads = 2 : i64, offset = 0 : i64, rows = 6 : i64, transpose} : tensor<?x12xf32>, tensor<20x8xbf16> -> tensor<?x16xf32>
+  // CHECK: %{{[a-z0-9_#]+}} = cbc.math.position_scale %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}} {beta = 1.000000e-01 : f64, offset = 1 : i64, period = 8192 : i64} : tensor<?x16xf32>, tensor<?xi32> -> tensor<?x16xf32>
+  %qs = cbc.math.position_scale %ql, %pos {beta = 0.1 : f64, period = 8192 : i64, offset = 1 : i64} : tensor<?x16xf32>, tensor<?xi32> -> tensor<?x16xf32>
+  // CHECK: %{{[a-z0-9_#]+}} = cbc.kv.latent_attention %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}} {latent_dim = 8 : i64, layer = 0 : i64, num_heads = 2 : i64, rope_dim = 4 : i64, scale = 2.500000e-01 : f64} : tensor<?x16xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?x16xf32>
+  %o = cbc.kv.latent_attention %qs, %qr, %pos, %seq, %seq, %seq, %seq, %bt {layer = 0 : i64, num_heads = 2 : i64, latent_dim = 8 : i64, rope_dim = 4 : i64, scale = 0.25 : f64} : tensor<?x16xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?x16xf32>
+  // CHECK: %{{[a-z0-9_#]+}} = cbc.math.head_linear %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}} {heads = 2 : i64, offset = 6 : i64, rows = 4 : i64} : tensor<?x16xf32>, tensor<20x8xbf16> -> tensor<?x8xf32>
+  %v = cbc.math.head_linear %o, %kvb {heads = 2 : i64, offset = 6 : i64, rows = 4 : i64} : tensor<?x16xf32>, tensor<20x8xbf16> -> tensor<?x8xf32>
+  return %v : tensor<?x8xf32>
+}
+
 // CHECK-LABEL: func.func @rows
 func.func @rows(%x: tensor<?x8xf32>, %rows: tensor<?xi32>) -> tensor<?x8xf32> {
   // CHECK: %{{[a-z0-9_#]+}} = cbc.rows.gather %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}} : tensor<?x8xf32>, tensor<?xi32> -> tensor<?x8xf32>

@@ -146,6 +146,39 @@ func.func @chunk_missing_on_attention(%q: tensor<?x16xf32>, %k: tensor<?x8xf32>,
 
 // -----
 
+// A latent-attention layer keeps its normed latent and its shared roped key, named as such:
+// (8 + 4) elements x 2 bytes = 24 bytes per token. The latent attention gets the group.
+// CHECK-LABEL: module attributes {cbc.cache_plan = #cbc.cache_plan<
+// CHECK-SAME: groups = [#cbc.cache_group<id = 0, retention = <all>, layers = [0], bytes_per_token = 24>]
+// CHECK-SAME: layers = [#cbc.cache_layer<layer = 0, group = 0, rows = [#cbc.cache_row<"latent", 8>, #cbc.cache_row<"k_rope", 4>]>]
+// CHECK-LABEL: func.func @latent
+// CHECK: cbc.kv.latent_attention {{.*}} {group = 0 : i64, {{.*}}layer = 0 : i64
+func.func @latent(%lat: tensor<?x8xf32>, %kr: tensor<?x4xf32>, %ql: tensor<?x16xf32>, %qr: tensor<?x8xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>) {
+  cbc.kv.append %lat, %kr, %p, %p, %p, %bt {layer = 0 : i64, num_kv_heads = 1 : i64, head_dim = 8 : i64, latent} : tensor<?x8xf32>, tensor<?x4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
+  %o = cbc.kv.latent_attention %ql, %qr, %p, %p, %p, %p, %p, %bt {layer = 0 : i64, num_heads = 2 : i64, latent_dim = 8 : i64, rope_dim = 4 : i64, scale = 0.25 : f64} : tensor<?x16xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?x16xf32>
+  return
+}
+
+// -----
+
+func.func @latent_reads_kv(%lat: tensor<?x8xf32>, %kr: tensor<?x4xf32>, %ql: tensor<?x16xf32>, %qr: tensor<?x8xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>) {
+  cbc.kv.append %lat, %lat, %p, %p, %p, %bt {layer = 0 : i64, num_kv_heads = 1 : i64, head_dim = 8 : i64} : tensor<?x8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
+  // expected-error @+1 {{'cbc.kv.latent_attention' op reads layer 0, whose rows are not latent}}
+  %o = cbc.kv.latent_attention %ql, %qr, %p, %p, %p, %p, %p, %bt {layer = 0 : i64, num_heads = 2 : i64, latent_dim = 8 : i64, rope_dim = 4 : i64, scale = 0.25 : f64} : tensor<?x16xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?x16xf32>
+  return
+}
+
+// -----
+
+func.func @kv_reads_latent(%lat: tensor<?x8xf32>, %kr: tensor<?x4xf32>, %q: tensor<?x16xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>) {
+  cbc.kv.append %lat, %kr, %p, %p, %p, %bt {layer = 0 : i64, num_kv_heads = 1 : i64, head_dim = 8 : i64, latent} : tensor<?x8xf32>, tensor<?x4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
+  // expected-error @+1 {{'cbc.kv.attention' op reads layer 0, whose rows are latent}}
+  %0 = cbc.kv.attention %q, %p, %p, %p, %p, %p, %bt {layer = 0 : i64, num_heads = 2 : i64, num_kv_heads = 1 : i64, head_dim = 8 : i64, scale = 0.5 : f64} : tensor<?x16xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?x16xf32>
+  return
+}
+
+// -----
+
 func.func @appended_twice(%k: tensor<?x8xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>) {
   cbc.kv.append %k, %k, %p, %p, %p, %bt {layer = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64} : tensor<?x8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
   // expected-error @+1 {{'cbc.kv.append' op layer 4 appends to the cache twice}}

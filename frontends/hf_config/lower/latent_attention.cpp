@@ -1,0 +1,81 @@
+// Multi-head latent attention. The cache keeps, per token, the normed latent and the roped key
+// that all heads share; kv_b_proj's key half is absorbed into the query and its value half
+// applied to the attended latents, both per head (cbc.math.head_linear), so no step
+// up-projects the cache.
+#include "frontends/hf_config/lower/step_builder.h"
+
+namespace cbc::hf::lower {
+
+using namespace mlir;
+
+// [q_nope of every head | q_rope of every head]: q_b_proj (or q_proj) rows regrouped from the
+// checkpoint's per-head [nope | rope] order.
+Value StepBuilder::latentQuery(Value x, const AttnSite &site) {
+  const MlaSpec &m = spec_.mla;
+  int64_t H = spec_.attn.num_heads, qw = H * (m.nope_dim + m.rope_dim);
+  SmallVector<int64_t> regroup = {H, m.nope_dim, m.rope_dim};
+  if (m.q_lora_rank == 0)
+    return linear(x, weight(site.prog + "q", {qw, site.in}, {.parts = {{site.hf + "q_proj.weight"}}, .regroup = regroup}));
+  Value qaBias;
+  if (m.bias)
+    qaBias = weight(site.prog + "q_a_bias", {m.q_lora_rank}, site.hf + "q_a_proj.bias");
+  Value qa = linear(x, weight(site.prog + "q_a", {m.q_lora_rank, site.in}, site.hf + "q_a_proj.weight"), qaBias);
+  qa = norm(qa, weight(site.prog + "q_a_norm", {m.q_lora_rank}, site.hf + "q_a_layernorm.weight"), std::nullopt,
+            m.norm_eps);
+  Value qb = weight(site.prog + "q_b", {qw, m.q_lora_rank},
+                    {.parts = {{site.hf + "q_b_proj.weight"}}, .regroup = regroup, .row_scales = scales({{qw, m.q_scale}})});
+  return linear(qa, qb);
+}
+
+Value StepBuilder::latentAttention(Value x, const AttnSite &site, int64_t layer, int64_t cacheLayer) {
+  const MlaSpec &m = spec_.mla;
+  const LayerSpec &L = spec_.layers[layer];
+  int64_t H = spec_.attn.num_heads, r = m.kv_lora_rank;
+  Value q = latentQuery(x, site);
+  if (m.position_beta != 0)
+    q = PositionScaleOp::create(b_, loc_, rows(H * (m.nope_dim + m.rope_dim)), q, positions_,
+                                b_.getF64FloatAttr(m.position_beta), b_.getI64IntegerAttr(m.position_period),
+                                b_.getI64IntegerAttr(0))
+            .getResult();
+  SmallVector<Value> qParts = split(q, {H * m.nope_dim, H * m.rope_dim});
+  Value kvaBias;
+  if (m.bias)
+    kvaBias = weight(site.prog + "kv_a_bias", {r + m.rope_dim}, site.hf + "kv_a_proj_with_mqa.bias");
+  Value kva = weight(site.prog + "kv_a", {r + m.rope_dim, site.in}, site.hf + "kv_a_proj_with_mqa.weight");
+  SmallVector<Value> kvParts = split(linear(x, kva, kvaBias), {r, m.rope_dim});
+  Value latentNorm = weight(site.prog + "kv_a_norm", {r},
+                            {.parts = {{site.hf + "kv_a_layernorm.weight"}}, .row_scales = scales({{r, m.latent_scale}})});
+  Value latent = norm(kvParts[0], latentNorm, std::nullopt, m.norm_eps);
+  Value qRope = qParts[1], kRope = kvParts[1];
+  if (m.rope_dim > 0) {
+    qRope = rope(L.rope, qRope);
+    kRope = rope(L.rope, kRope);
+  }
+  auto retention = RetentionAttr::all(b_.getContext());
+  KvAppendOp::create(b_, loc_, latent, kRope, positions_, seqIds_, slots_, blockTables_,
+                     b_.getI64IntegerAttr(cacheLayer), b_.getI64IntegerAttr(1), b_.getI64IntegerAttr(r), retention,
+                     IntegerAttr(), b_.getUnitAttr());
+  // kv_b_proj: per head [nope key rows | value rows] over the latent.
+  Value kvb = weight(site.prog + "kv_b", {H * (m.nope_dim + m.v_dim), r}, site.hf + "kv_b_proj.weight");
+  auto headLinear = [&](Value in, int64_t offset, int64_t count, bool transpose) {
+    int64_t width = H * (transpose ? r : count);
+    return HeadLinearOp::create(b_, loc_, rows(width), in, kvb, b_.getI64IntegerAttr(H), b_.getI64IntegerAttr(offset),
+                                b_.getI64IntegerAttr(count), transpose ? b_.getUnitAttr() : UnitAttr())
+        .getResult();
+  };
+  Value qLatent = headLinear(qParts[0], 0, m.nope_dim, true);
+  Value o = KvLatentAttentionOp::create(b_, loc_, rows(H * r), qLatent, qRope, positions_, seqIds_, cuSeqlens_,
+                                        kvLens_, slots_, blockTables_, b_.getI64IntegerAttr(cacheLayer),
+                                        b_.getI64IntegerAttr(H), b_.getI64IntegerAttr(r),
+                                        b_.getI64IntegerAttr(m.rope_dim), b_.getF64FloatAttr(spec_.attn.scale),
+                                        retention, IntegerAttr())
+                .getResult();
+  o = headLinear(o, m.nope_dim, m.v_dim, false);
+  Value oBias;
+  if (m.bias)
+    oBias = weight(site.prog + "o_bias", {spec_.hidden_size}, site.hf + spec_.names.o_proj + ".bias");
+  return linear(o, weight(site.prog + "o", {spec_.hidden_size, H * m.v_dim}, site.hf + spec_.names.o_proj + ".weight"),
+                oBias);
+}
+
+} // namespace cbc::hf::lower
