@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Ring 4 on one GPU (not run in CI): build, run every parity model on the CUDA backend against
 # the CPU backend, and benchmark random-weight models in bf16 (512-token prompts, 128 new
-# tokens) shaped like Llama-3.1-8B and like Qwen3-Next-80B-A3B cut to 8 layers (2 attention,
-# 6 gated-delta; 80 GB would not fit): decode tokens/s at concurrency 1, 16, 64 and 256,
+# tokens) shaped like Llama-3.1-8B, like Qwen3-Next-80B-A3B cut to 8 layers (2 attention,
+# 6 gated-delta; 80 GB would not fit) and like DeepSeek-V3 cut to 4 layers (latent attention,
+# grouped sigmoid routing over 256 experts): decode tokens/s at concurrency 1, 16, 64 and 256,
 # prefill tokens/s, and the fraction of the H200's 4.8 TB/s a decode step reaches. Where torch and transformers
 # are installed it serves the same workload with transformers' generate_batch and prints
 # cbc's throughput as a ratio to it. Without a GPU it stops at once.
@@ -35,9 +36,13 @@ CONFIG=${CONFIG:-test/configs/published/llama-3.1-8b.json}
 "$BUILD/bin/cbc" compile "$CONFIG" -o "$out/bench.fb" --target sm_90,sm_80 --kernel-cache "$out/kernels" --quiet || exit 1
 STATE_CONFIG=${STATE_CONFIG:-test/configs/bench/qwen3-next-80b-a3b-8layers.json}
 "$BUILD/bin/cbc" compile "$STATE_CONFIG" -o "$out/bench-states.fb" --target sm_90,sm_80 --kernel-cache "$out/kernels" --quiet || exit 1
+# DeepSeek-V3's shapes (MLA with a 576-value latent row, 256 experts, top 8 in 4 of 8 groups)
+# cut to 4 layers (1 dense, 3 MoE: about 72 GB of bf16 weights) to fit one H200.
+MLA_CONFIG=${MLA_CONFIG:-test/configs/bench/deepseek-v3-4layers.json}
+"$BUILD/bin/cbc" compile "$MLA_CONFIG" -o "$out/bench-mla.fb" --target sm_90,sm_80 --kernel-cache "$out/kernels" --quiet || exit 1
 
 left=$(( 480 - ($(date +%s) - start) ))
-timeout $(( left > 60 ? left - 30 : 30 )) "$BUILD/bin/cbc-gpu-check" "$out/fixtures" "$out/bench.fb" "$out/bench-states.fb" | tee "$out/report.txt"
+timeout $(( left > 60 ? left - 30 : 30 )) "$BUILD/bin/cbc-gpu-check" "$out/fixtures" "$out/bench.fb" "$out/bench-states.fb" "$out/bench-mla.fb" | tee "$out/report.txt"
 status=${PIPESTATUS[0]}
 
 left=$(( 480 - ($(date +%s) - start) ))

@@ -119,6 +119,7 @@ void emitLatentAttention(Emitter &e, KvLatentAttentionOp op) {
   SlotArgs<C> cargs;
   cargs.set(C::Partials, partials)
       .set(C::Out, e.arg(op.getResult()))
+      .set(C::Sinks, e.arg(Value()))
       .set(C::Splits, Emitter::runtime(RuntimeVar::AttnSplits));
   LaunchOut &c = e.launch(kc, L >= 128 ? 128 : 64, cargs);
   c.grid[0] = {RuntimeVar::NumTokens, 1, 1, 0};

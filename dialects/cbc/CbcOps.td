@@ -246,8 +246,7 @@ def Cbc_PositionScaleOp : Cbc_Op<"math.position_scale", [Pure]> {
   let summary = "Scales each row by a factor that grows with the log of its token's position.";
   let description = [{
     `result[t] = x[t] * (1 + beta * log(1 + floor((positions[t] + offset) / period)))`: the
-    position-dependent query scaling of long-context attention (Llama 4's temperature tuning,
-    Mistral 4's query scaling).
+    position-dependent query scaling (attention temperature tuning) of long-context attention.
   }];
   let arguments = (ins Cbc_Rows:$x, Cbc_Index:$positions, F64Attr:$beta, I64Attr:$period,
                    DefaultValuedAttr<I64Attr, "0">:$offset);

@@ -166,9 +166,18 @@ struct ExpertNaming {
   std::string shared_gate;    // optional: sigmoid(x . w) scales the shared expert
 };
 
+// Group-limited routing: `count` groups of experts, the `keep` best compete (count 0: none).
+struct RouteGroupsSpec {
+  int64_t count = 0, keep = 0;
+  std::string score = "top2_sum"; // a group's score: top2_sum or max of its selection scores
+  std::string fill = "neg_inf";   // the selection score of dropped groups' experts: neg_inf or zero
+};
+
 struct MoeSpec {
   int64_t num_experts = 0, top_k = 0, intermediate = 0;
+  int64_t zero_experts = 0;      // identity experts after the routed ones: the router scores E + Z
   std::string score = "softmax"; // softmax, topk_softmax, sigmoid
+  RouteGroupsSpec groups;
   bool renorm = false;
   double renorm_eps = 0.0;       // added to the sum when renormalising (LFM2-MoE: 1e-6)
   double scaling = 1.0;          // routed_scaling_factor
@@ -177,6 +186,7 @@ struct MoeSpec {
   int64_t shared_intermediate = 0; // 0 = no shared expert
   bool gated = true;               // false: experts and shared expert are down(act(up x)) (Nemotron-H)
   bool plus_dense = false;         // the layer's dense MLP runs too and adds in (Granite's shared_mlp)
+  std::string output_norm;         // a layer-level RMSNorm over the block's output (AX-K1); empty: none
   ExpertNaming names;
 };
 
@@ -233,6 +243,9 @@ struct ModelSpec {
   double logits_scale = 1.0;    // logits are multiplied by this (Granite: 1 / logits_scaling)
   bool tie_word_embeddings = false;
   double final_softcap = 0.0;
+  // Each layer is two latent-attention sublayers with their own MLPs (mlps.0, mlps.1) and a
+  // shortcut MoE (LongCat-Flash); the cache has two layers per decoder layer.
+  bool dual_sublayers = false;
   AttentionSpec attn;
   MlaSpec mla;
   MlpSpec mlp;

@@ -254,6 +254,32 @@ void pagedAttention(const float *q, int64_t T, const int32_t *positions, const i
   });
 }
 
+// Paged attention with one key head whose key is the whole cached row [latent | k_rope] and
+// whose value is its latent: the query heads' two parts side by side, the value read from the
+// row's start.
+void latentAttention(const float *qLatent, const float *qRope, int64_t T, const int32_t *positions,
+                     const int32_t *seqIds, const int32_t *slots, const int32_t *tables, int64_t tableWidth,
+                     const KvLayout &layout, const float *pool, const LatentAttentionParams &p, float *out,
+                     const ParallelFor &pfor) {
+  int64_t H = p.num_heads, L = p.latent_dim, R = p.rope_dim;
+  std::vector<float> q(T * H * (L + R));
+  for (int64_t th = 0; th < T * H; ++th) {
+    std::copy(qLatent + th * L, qLatent + (th + 1) * L, q.data() + th * (L + R));
+    std::copy(qRope + th * R, qRope + (th + 1) * R, q.data() + th * (L + R) + L);
+  }
+  AttentionParams a;
+  a.num_heads = H;
+  a.num_kv_heads = 1;
+  a.head_dim = L + R;
+  a.v_head_dim = L;
+  a.scale = p.scale;
+  a.window = p.window;
+  a.chunk = p.chunk;
+  KvLayout valueAtStart = layout;
+  valueAtStart.k_elems = 0;
+  pagedAttention(q.data(), T, positions, seqIds, slots, tables, tableWidth, valueAtStart, pool, a, out, pfor);
+}
+
 void gatherRows(const float *x, int64_t width, const int32_t *rows, int64_t n, float *y) {
   for (int64_t r = 0; r < n; ++r)
     std::memcpy(y + r * width, x + (int64_t)rows[r] * width, width * sizeof(float));

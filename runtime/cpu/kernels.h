@@ -108,6 +108,18 @@ void pagedAttention(const float *q, int64_t T, const int32_t *positions, const i
                     const float *pool, const AttentionParams &p, float *out,
                     const ParallelFor &pfor);
 
+// Latent attention: per head, scores scale * (q_latent . latent_j + q_rope . k_rope_j) over the
+// cached rows [latent (L) | k_rope (R)] of `layout`, and the weighted sum of the latents.
+struct LatentAttentionParams {
+  int64_t num_heads = 0, latent_dim = 0, rope_dim = 0;
+  float scale = 1;
+  int64_t window = 0, chunk = 0;
+};
+void latentAttention(const float *qLatent, const float *qRope, int64_t T, const int32_t *positions,
+                     const int32_t *seqIds, const int32_t *slots, const int32_t *tables, int64_t tableWidth,
+                     const KvLayout &layout, const float *pool, const LatentAttentionParams &p, float *out,
+                     const ParallelFor &pfor);
+
 void gatherRows(const float *x, int64_t width, const int32_t *rows, int64_t n, float *y);
 
 // Router: per token, the top-k expert ids and their mixing weights (cbc.moe.route).

@@ -69,9 +69,6 @@ Exec compileKvAttention(const OpContext &c) {
   };
 }
 
-// Latent attention is paged attention with one key head whose key is the whole cached row,
-// [latent | k_rope], and whose value is its latent: the query heads' two parts are laid side by
-// side per head and the value is read from the row's start.
 Exec compileKvLatentAttention(const OpContext &c) {
   c.need(8, 1);
   const fb::KvLatentAttentionParams &params = c.params<fb::KvLatentAttentionParams>();
@@ -79,7 +76,14 @@ Exec compileKvLatentAttention(const OpContext &c) {
   int layer = params.site()->layer(), group = params.site()->group();
   int ql = c.I[0], qr = c.I[1], out = c.O[0];
   c.acts({ql, qr, out});
-  int64_t H = params.num_heads(), L = params.latent_dim(), R = params.rope_dim();
+  LatentAttentionParams p;
+  p.num_heads = params.num_heads();
+  p.latent_dim = params.latent_dim();
+  p.rope_dim = params.rope_dim();
+  p.scale = (float)params.scale();
+  p.window = windowOf(*params.site());
+  p.chunk = chunkOf(*params.site());
+  int64_t H = p.num_heads, L = p.latent_dim, R = p.rope_dim;
   c.check(H > 0 && L > 0 && R >= 0 && H <= (1 << 20) && L <= (1 << 20) && R <= (1 << 20) &&
               c.cols(ql) == H * L && c.cols(qr) == H * R && c.cols(out) == H * L && kv.k_elems == L &&
               kv.row_elems == L + R,
@@ -88,28 +92,11 @@ Exec compileKvLatentAttention(const OpContext &c) {
   c.needArg(3, StepArg::SeqIds);
   c.needArg(6, StepArg::Slots);
   c.needArg(7, StepArg::BlockTables);
-  AttentionParams p;
-  p.num_heads = H;
-  p.num_kv_heads = 1;
-  p.head_dim = L + R;
-  p.v_head_dim = L;
-  p.scale = (float)params.scale();
-  p.window = windowOf(*params.site());
-  p.chunk = chunkOf(*params.site());
-  KvLayout valueAtStart = kv;
-  valueAtStart.k_elems = 0;
   return [=](StepEnv &e) {
     const StepBatch &b = *e.batch;
-    int64_t T = b.num_tokens;
-    std::vector<float> &q = e.scratch[0];
-    q.resize(T * H * (L + R));
-    const float *qlat = e.f32(ql), *qrope = e.f32(qr);
-    for (int64_t th = 0; th < T * H; ++th) {
-      std::copy(qlat + th * L, qlat + (th + 1) * L, q.data() + th * (L + R));
-      std::copy(qrope + th * R, qrope + (th + 1) * R, q.data() + th * (L + R) + L);
-    }
-    pagedAttention(q.data(), T, b.positions.data(), b.seq_ids.data(), b.slots.data(), e.groupTables(group),
-                   b.table_width, valueAtStart, e.kvPool(layer), p, e.f32(out), e.pfor);
+    latentAttention(e.f32(ql), e.f32(qr), b.num_tokens, b.positions.data(), b.seq_ids.data(), b.slots.data(),
+                    e.groupTables(group), b.table_width, e.kvLayouts.at(layer), e.kvPool(layer), p, e.f32(out),
+                    e.pfor);
   };
 }
 

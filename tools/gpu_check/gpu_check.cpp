@@ -130,17 +130,33 @@ BenchResult bench(const rt::Artefact &a, int concurrency, int promptLen, int new
   return r;
 }
 
+// k / E of the model's routers (1 without experts): the share of the experts one token uses.
+double expertsPerTokenShare(const rt::Artefact &a) {
+  for (const auto &in : a.program.instrs)
+    if (in.opcode == fb::Opcode::MoeRoute && !in.inputs.empty() && !in.outputs.empty()) {
+      double k = (double)a.program.values[in.outputs[0]].shape.back();
+      double e = (double)a.program.values[in.inputs[0]].shape.back();
+      return e > 0 ? k / e : 1.0;
+    }
+  return 1.0;
+}
+
 // Decode and prefill figures for one model shape at several concurrencies.
 bool benchModel(const rt::Artefact &a) {
   // Bytes a decode step must move: every weight once (bf16), the kv cache it attends to, and
   // each request's fp32 states read and written once.
-  double weightBytes = 0;
+  // Routed experts count by the share a step of `c` requests is expected to touch, 1 - (1 - k/E)^c
+  // (k of E experts per token); latent-attention layers' cache rows are their latents.
+  double denseBytes = 0, expertBytes = 0;
   for (const auto &w : a.weights) {
     double n = 2;
     for (int64_t d : w.shape)
       n *= (double)d;
-    weightBytes += n;
+    (w.name.find(".moe.gate_up") != std::string::npos || w.name.find(".moe.down") != std::string::npos
+         ? expertBytes : denseBytes) += n;
   }
+  double weightBytes = denseBytes + expertBytes;
+  double expertShare = expertsPerTokenShare(a);
   double kvPerToken = 0, statePerRequest = 0;
   for (const auto &g : a.cache_plan.groups)
     kvPerToken += (double)g.bytes_per_token;
@@ -158,7 +174,8 @@ bool benchModel(const rt::Artefact &a) {
     try {
       BenchResult r = bench(a, c, promptLen, newTokens);
       double ctx = promptLen + newTokens / 2.0;
-      double bytes = weightBytes + c * (ctx * kvPerToken + statePerRequest);
+      double touched = expertShare >= 1 ? 1.0 : 1.0 - std::pow(1.0 - expertShare, c);
+      double bytes = denseBytes + touched * expertBytes + c * (ctx * kvPerToken + statePerRequest);
       double frac = bytes / (r.stepMs * 1e-3) / 4.8e12;
       std::printf("%12d %14.1f %14.1f %12.3f %14.1f %12.3f\n", c, r.decodeTokS, r.prefillTokS, r.stepMs,
                   r.e2eTokS, frac);

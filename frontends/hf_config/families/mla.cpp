@@ -5,6 +5,7 @@
 #include "frontends/hf_config/parse_config.h"
 
 #include <cmath>
+#include <functional>
 
 namespace cbc::hf {
 
@@ -13,13 +14,13 @@ namespace {
 // A config class's MLA sizes when config.json leaves them out.
 struct MlaDefaults {
   int64_t q_lora_rank = 1536, kv_lora_rank = 512, nope = 128, rope = 64, v = 128;
+  RopeDicts (*rope_dicts)(const ConfigReader &) = nullptr; // the family's own rope dictionaries
 };
 
 // YaRN's attention-entropy correction: with a non-default RoPE and a truthy mscale_all_dim, the
 // softmax scale is multiplied by mscale(factor, mscale_all_dim)^2 (yarn_apply_mscale).
-double latentScale(const ConfigReader &r, int64_t qkHeadDim) {
+double latentScale(const ConfigReader &r, const RopeDicts &dicts, int64_t qkHeadDim) {
   double scale = 1.0 / std::sqrt((double)qkHeadDim);
-  RopeDicts dicts = ropeDictionaries(r, 10000.0);
   const nlohmann::json &d = dicts.at("full_attention");
   std::string type = d.value("rope_type", d.value("type", std::string("default")));
   double mscaleAllDim = d.contains("mscale_all_dim") && d["mscale_all_dim"].is_number()
@@ -31,6 +32,21 @@ double latentScale(const ConfigReader &r, int64_t qkHeadDim) {
   double factor = d["factor"].get<double>();
   double m = factor <= 1 ? 1.0 : 0.1 * mscaleAllDim * std::log(factor) + 1.0;
   return scale * m * m;
+}
+
+// Mistral 4's rope dictionary: its config class's YaRN default, and the rotated part's frequencies
+// over its own width (the class derives partial_rotary_factor = rope / qk_head_dim from a head_dim
+// of qk_head_dim; cbc's rope heads are the rope part itself).
+RopeDicts mistral4RopeDicts(const ConfigReader &r) {
+  RopeDicts dicts = ropeDictionaries(r, 10000.0);
+  for (auto &[kind, d] : dicts) {
+    if (!r.has("rope_parameters") && !r.has("rope_scaling"))
+      d = {{"rope_type", "yarn"}, {"factor", 128.0}, {"original_max_position_embeddings", 8192},
+           {"beta_fast", 32.0}, {"beta_slow", 1.0}, {"mscale", 1.0}, {"mscale_all_dim", 1.0},
+           {"llama_4_scaling_beta", 0.1}, {"rope_theta", r.getNumber("rope_theta", 10000.0)}};
+    d["partial_rotary_factor"] = 1.0;
+  }
+  return dicts;
 }
 
 // The MLA sizes, the softmax scale and the rope pairing; every layer is latent attention.
@@ -47,10 +63,188 @@ void parseMla(const ConfigReader &r, ModelSpec &s, const MlaDefaults &d, bool in
     throw ConfigError(r.path("qk_rope_head_dim"), "must be even");
   s.attn.head_dim = m.rope_dim; // the rotated part's heads
   s.attn.num_kv_heads = s.attn.num_heads;
-  s.attn.scale = latentScale(r, m.nope_dim + m.rope_dim);
+  s.attn.scale = latentScale(r, d.rope_dicts ? d.rope_dicts(r) : ropeDictionaries(r, 10000.0), m.nope_dim + m.rope_dim);
   s.attn.rope_pairing = r.getBool("rope_interleave", interleaveByDefault) ? "interleaved" : "half";
   for (LayerSpec &l : s.layers)
     l.kind = LayerKind::LatentAttention;
+}
+
+// ----- the DeepSeek-style MoE --------------------------------------------------------------------
+
+// How a family's router turns logits into weights.
+struct RouterRule {
+  std::string score;          // softmax or sigmoid
+  std::string group_score;    // top2_sum or max; empty: no groups
+  std::string group_fill;     // neg_inf or zero
+  bool renorm_key = true;     // norm_topk_prob decides renormalisation (DeepSeek-V2 never renormalises)
+  bool selection_bias = true; // e_score_correction_bias steers the choice
+};
+
+// Routed experts under mlp.experts.{e} (per expert, or fused [E, 2I, H] / [E, H, I]), the
+// router mlp.gate and the shared experts' one MLP of width moe_intermediate_size * n_shared.
+// A config class's MoE sizes when config.json leaves them out.
+struct MoeDefaults {
+  int64_t experts = 256, top_k = 8, groups = 8, keep = 4, intermediate = 2048, shared = 1;
+  double scaling = 2.5;
+  bool fused = false; // mlp.experts.gate_up_proj [E, 2I, H] and down_proj [E, H, I]
+};
+
+void parseDeepseekMoe(const ConfigReader &r, ModelSpec &s, const RouterRule &rule, const MoeDefaults &d) {
+  MoeSpec &m = s.moe;
+  parseExperts(r, {.count = "n_routed_experts", .experts = d.experts, .top_k = d.top_k, .count_name = "n_routed_experts"},
+               m);
+  m.intermediate = r.getSize("moe_intermediate_size", d.intermediate);
+  m.score = rule.score;
+  m.renorm = rule.renorm_key && r.getBool("norm_topk_prob", true);
+  m.renorm_eps = m.renorm ? 1e-20 : 0.0;
+  m.scaling = r.getNumber("routed_scaling_factor", d.scaling);
+  int64_t nGroup = r.getSize("n_group", d.groups), topkGroup = r.getSize("topk_group", d.keep);
+  if (!rule.group_score.empty() && nGroup > 1) {
+    if (m.num_experts % nGroup != 0)
+      throw ConfigError(r.path("n_group"), "must divide n_routed_experts (" + std::to_string(m.num_experts) + ")");
+    if (topkGroup > nGroup || topkGroup * (m.num_experts / nGroup) < m.top_k)
+      throw ConfigError(r.path("topk_group"), "keeps fewer experts than num_experts_per_tok");
+    m.groups = {.count = nGroup, .keep = topkGroup, .score = rule.group_score, .fill = rule.group_fill};
+  }
+  m.shared_intermediate = m.intermediate * r.getInt("n_shared_experts", d.shared);
+  if (m.shared_intermediate < 0)
+    throw ConfigError(r.path("n_shared_experts"), "must not be negative");
+  ExpertNaming &n = m.names;
+  if (d.fused) {
+    n.router = "mlp.gate.weight";
+    n.fused = true;
+    n.experts.gate_up = {"mlp.experts.gate_up_proj"};
+    n.experts.down = {"mlp.experts.down_proj"};
+  } else {
+    n = perExpertNames(s.names, "gate", /*gated=*/true);
+  }
+  if (rule.selection_bias)
+    n.selection_bias = "mlp.gate.e_score_correction_bias";
+  n.shared.gate_up = {"mlp.shared_experts.gate_proj.weight", "mlp.shared_experts.up_proj.weight"};
+  n.shared.down = {"mlp.shared_experts.down_proj.weight"};
+}
+
+// Layers from first_k_dense_replace on are MoE.
+void moeFrom(const ConfigReader &r, ModelSpec &s, int64_t fallback) {
+  int64_t first = r.getInt("first_k_dense_replace", fallback);
+  if (first < 0)
+    throw ConfigError(r.path("first_k_dense_replace"), "must not be negative");
+  for (int64_t i = 0; i < s.num_layers; ++i)
+    s.layers[i].moe = i >= first;
+}
+
+// mlp_layer_types ("dense" / "sparse"), else `sparse(i)`.
+void moeByLayerTypes(const ConfigReader &r, ModelSpec &s, const std::function<bool(int64_t)> &sparse) {
+  std::vector<std::string> types = r.getStringList("mlp_layer_types");
+  if (!types.empty())
+    checkLayerCount(r, "mlp_layer_types", types.size(), s.num_layers);
+  for (int64_t i = 0; i < s.num_layers; ++i) {
+    if (types.empty()) {
+      s.layers[i].moe = sparse(i);
+    } else if (types[i] == "dense" || types[i] == "sparse") {
+      s.layers[i].moe = types[i] == "sparse";
+    } else {
+      throw ConfigError(r.path("mlp_layer_types"), "unknown MLP type '" + types[i] + "' (dense or sparse)");
+    }
+  }
+}
+
+const RouterRule kSigmoidGroups = {.score = "sigmoid", .group_score = "top2_sum", .group_fill = "neg_inf"};
+
+// DeepSeek-V3 (and Kimi K2, which names its published config kimi_k2): sigmoid routing with a
+// correction bias over groups scored by their top-2 sum.
+void parseDeepseekV3(const ConfigReader &r, ModelSpec &s) {
+  parseMla(r, s, {}, true);
+  parseDeepseekMoe(r, s, kSigmoidGroups, {});
+  moeFrom(r, s, 3);
+}
+
+// DeepSeek-V2: complex-pair RoPE (the interleaved pairing) and softmax routing, greedy or limited
+// to the groups with the best maximum; the weights are never renormalised.
+void parseDeepseekV2(const ConfigReader &r, ModelSpec &s) {
+  parseMla(r, s, {}, true);
+  s.attn.rope_pairing = "interleaved";
+  std::string method = r.getString("topk_method", "greedy");
+  if (method != "greedy" && method != "group_limited_greedy")
+    throw ConfigError(r.path("topk_method"), "unsupported '" + method + "' (greedy or group_limited_greedy)");
+  RouterRule rule = {.score = "softmax", .renorm_key = false, .selection_bias = false};
+  if (method == "group_limited_greedy")
+    rule.group_score = "max", rule.group_fill = "zero";
+  // num_experts_per_tok has no default: transformers cannot route without it.
+  parseDeepseekMoe(r, s, rule,
+                   {.experts = 64, .top_k = 0, .groups = 1, .keep = 1, .intermediate = 1407, .shared = 2, .scaling = 1.0});
+  s.mlp.bias = r.getBool("mlp_bias", false);
+  moeFrom(r, s, 0);
+}
+
+// GLM-4.7-Flash: DeepSeek-V3's attention and router, MoE layers by mlp_layer_types.
+void parseGlm4MoeLite(const ConfigReader &r, ModelSpec &s) {
+  parseMla(r, s, {.q_lora_rank = 768, .kv_lora_rank = 512, .nope = 192, .rope = 64, .v = 256}, true);
+  parseDeepseekMoe(r, s, kSigmoidGroups,
+                   {.experts = 64, .top_k = 4, .groups = 1, .keep = 1, .intermediate = 1536, .scaling = 1.8});
+  moeByLayerTypes(r, s, [](int64_t i) { return i > 0; });
+}
+
+// AX-K1: DeepSeek-V3 with an RMSNorm over the MoE block's output.
+void parseAxk1(const ConfigReader &r, ModelSpec &s) {
+  parseMla(r, s, {}, true);
+  parseDeepseekMoe(r, s, kSigmoidGroups, {.experts = 192});
+  s.moe.output_norm = "post_mlp_layernorm";
+  int64_t first = r.getInt("first_k_dense_replace", 1), freq = r.getSize("moe_layer_freq", 1);
+  moeByLayerTypes(r, s, [&](int64_t i) { return i >= first && i % freq == 0; });
+}
+
+// Mistral 4: softmax routing over groups scored by their top-2 sum (dropped ones filled with
+// 0), fused experts, and queries scaled by position past the original context.
+void parseMistral4(const ConfigReader &r, ModelSpec &s) {
+  parseMla(r, s, {.q_lora_rank = 1024, .kv_lora_rank = 256, .nope = 64, .rope = 64, .v = 128,
+                  .rope_dicts = mistral4RopeDicts}, true);
+  RouterRule rule = {.score = "softmax", .group_score = "top2_sum", .group_fill = "zero", .selection_bias = false};
+  parseDeepseekMoe(r, s, rule,
+                   {.experts = 128, .top_k = 4, .groups = 1, .keep = 1, .scaling = 1.0, .fused = true});
+  moeFrom(r, s, 0);
+  RopeDicts dicts = mistral4RopeDicts(r);
+  const nlohmann::json &d = dicts.at("full_attention");
+  if (!d.contains("llama_4_scaling_beta") || !d["llama_4_scaling_beta"].is_number())
+    throw ConfigError(ropePath(r, "full_attention", false) + "llama_4_scaling_beta", "is required");
+  if (!d.contains("original_max_position_embeddings") || !d["original_max_position_embeddings"].is_number_integer() ||
+      d["original_max_position_embeddings"].get<int64_t>() <= 0)
+    throw ConfigError(ropePath(r, "full_attention", false) + "original_max_position_embeddings",
+                      "must be a positive integer");
+  s.mla.position_beta = d["llama_4_scaling_beta"].get<double>();
+  s.mla.position_period = d["original_max_position_embeddings"].get<int64_t>();
+}
+
+// LongCat-Flash: num_layers layers of two latent-attention sublayers with two dense MLPs and a
+// shortcut MoE; softmax routing over routed and zero (identity) experts, steered by a bias,
+// unnormalised; the query and the cached latent scaled by sqrt(hidden / rank).
+void parseLongcatFlash(const ConfigReader &r, ModelSpec &s) {
+  s.num_layers = r.getSize("num_layers", 28);
+  s.layers.assign(s.num_layers, LayerSpec{});
+  s.dual_sublayers = true;
+  parseMla(r, s, {}, true);
+  s.attn.rope_pairing = "interleaved"; // always: LongCat has no rope_interleave switch
+  if (r.getSize("head_dim", 64) != s.mla.rope_dim)
+    throw ConfigError(r.path("head_dim"), "must equal qk_rope_head_dim (" + std::to_string(s.mla.rope_dim) +
+                                              "): LongCat rotates head_dim features of the rope part");
+  s.mla.q_scale = std::sqrt((double)s.hidden_size / (double)s.mla.q_lora_rank);
+  s.mla.latent_scale = std::sqrt((double)s.hidden_size / (double)s.mla.kv_lora_rank);
+  MoeSpec &m = s.moe;
+  const char *topKey = r.has("moe_topk") ? "moe_topk" : "num_experts_per_tok";
+  m.num_experts = r.getSize("n_routed_experts", 512);
+  m.zero_experts = r.getInt("zero_expert_num", 256);
+  if (m.zero_experts < 0)
+    throw ConfigError(r.path("zero_expert_num"), "must not be negative");
+  m.top_k = r.getSize(topKey, 12);
+  if (m.top_k > m.num_experts + m.zero_experts)
+    throw ConfigError(r.path(topKey), "exceeds n_routed_experts + zero_expert_num");
+  m.intermediate = r.getSize(r.has("expert_ffn_hidden_size") ? "expert_ffn_hidden_size" : "moe_intermediate_size", 2048);
+  m.score = "softmax";
+  m.scaling = r.getNumber("routed_scaling_factor", 6.0);
+  m.names = perExpertNames(s.names, "router.classifier", /*gated=*/true);
+  m.names.selection_bias = "mlp.router.e_score_correction_bias";
+  for (LayerSpec &l : s.layers)
+    l.moe = true;
 }
 
 // Youtu: DeepSeek-V3's attention in a dense Llama block.
@@ -74,7 +268,18 @@ void parseMiniCpm3(const ConfigReader &r, ModelSpec &s) {
 } // namespace
 
 FamilyTable mlaFamilies() {
+  Family deepseekV3 = {{.max_positions = 4096}, parseDeepseekV3};
   return {
+      {"deepseek_v3", deepseekV3},
+      {"kimi_k2", deepseekV3},
+      {"deepseek_v2", {{.max_positions = 2048}, parseDeepseekV2}},
+      {"glm4_moe_lite", {{.max_positions = 202752, .norm_eps = 1e-5, .partial_rotary = true}, parseGlm4MoeLite}},
+      {"axk1", {{.max_positions = 32768}, parseAxk1}},
+      {"mistral4", {{.max_positions = 1048576}, parseMistral4, mistral4RopeDicts}},
+      {"longcat_flash",
+       {{.max_positions = 131072, .norm_eps = 1e-5, .rope_theta = 10000000.0, .intermediate_alias = "ffn_hidden_size",
+         .layers_derived = true},
+        parseLongcatFlash}},
       {"youtu", {{.max_positions = 131072, .tie_word_embeddings = true}, parseYoutu}},
       {"minicpm3", {{.max_positions = 32768, .norm_eps = 1e-5, .tie_word_embeddings = true}, parseMiniCpm3}},
   };

@@ -6,10 +6,16 @@ namespace cbc::hf::lower {
 
 using namespace mlir;
 
-Value StepBuilder::denseMlp(int64_t layer, Value x) {
+Value StepBuilder::denseMlp(int64_t layer, Value x, const std::string &module) {
   const Names &nm = spec_.names;
   int64_t I = spec_.mlp.intermediate, H = spec_.hidden_size;
-  auto name = [&](const std::string &tensor) { return mlpName(layer, tensor); };
+  auto name = [&](const std::string &tensor) {
+    return module.empty() ? mlpName(layer, tensor) : hf(layer, module + "." + tensor);
+  };
+  // Program names: "mlp." for the layer's one MLP, else the module's name.
+  auto prog = [&](int64_t l, const std::string &rest) {
+    return StepBuilder::prog(l, module.empty() ? rest : module + rest.substr(rest.find('.')));
+  };
   if (!spec_.mlp.gated) {
     Value bup, bdown;
     if (spec_.mlp.bias) {
@@ -111,6 +117,8 @@ Value StepBuilder::moeMlp(int64_t layer, Value x) {
     out = add(out, sharedExpert(layer, x));
   if (m.plus_dense)
     out = add(out, denseMlp(layer, x));
+  if (!m.output_norm.empty())
+    out = layerNorm(layer, m.output_norm, out);
   return out;
 }
 

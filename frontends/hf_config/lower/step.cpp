@@ -60,6 +60,8 @@ Value StepBuilder::embed(Value &table) {
 // Pre-norm (x + f(norm(x))), sandwich (x + norm(f(norm(x)))) or post-norm (x + norm(f(x))), for
 // the mixer and then the feed-forward block, each where the layer has one.
 Value StepBuilder::decoderLayer(int64_t l, Value x) {
+  if (spec_.dual_sublayers)
+    return dualSublayerLayer(l, x);
   const LayerSpec &L = spec_.layers[l];
   const Names &nm = spec_.names;
   bool post = L.post_norm, hasMixer = L.kind != LayerKind::None;
@@ -86,6 +88,23 @@ Value StepBuilder::decoderLayer(int64_t l, Value x) {
     x = residual(m);
   }
   return x;
+}
+
+// Two latent-attention sublayers, each followed by its own dense MLP (modules `.0` and `.1`); the
+// layer's MoE reads the first sublayer's MLP input and its output joins the residual stream at
+// the end of the layer. Sublayer i keeps cache layer 2 * layer + i.
+Value StepBuilder::dualSublayerLayer(int64_t l, Value x) {
+  Value moeOut;
+  for (int64_t i = 0; i < 2; ++i) {
+    std::string n = std::to_string(i);
+    AttnSite site{hf(l, spec_.names.attn + "." + n + "."), prog(l, "attn" + n + "."), spec_.hidden_size, ""};
+    x = add(x, latentAttention(layerNorm(l, spec_.names.input_norm + "." + n, x), site, l, 2 * l + i));
+    Value y = layerNorm(l, spec_.names.post_attn_norm + "." + n, x);
+    if (i == 0)
+      moeOut = moeMlp(l, y);
+    x = add(x, denseMlp(l, y, "mlps." + n));
+  }
+  return add(x, moeOut);
 }
 
 Value StepBuilder::mixer(int64_t layer, Value x) {

@@ -51,6 +51,7 @@ private:
   mlir::func::FuncOp declareStep(mlir::ModuleOp module);
   Value embed(Value &table);
   Value decoderLayer(int64_t layer, Value x);
+  Value dualSublayerLayer(int64_t layer, Value x);
   Value head(Value x, Value table);
   mlir::Attribute modelAttr();
   Value mixer(int64_t layer, Value x);
@@ -71,7 +72,8 @@ private:
   Value mamba1(int64_t layer, Value x) { return mamba1(layer, x, spec_.names.mamba); }
   Value mamba1(int64_t layer, Value x, const std::string &module);
   Value sharedBlock(int64_t layer, Value x);
-  Value denseMlp(int64_t layer, Value x);
+  // The dense MLP; `module` names another MLP module of the layer than Names::mlp.
+  Value denseMlp(int64_t layer, Value x, const std::string &module = "");
   Value moeMlp(int64_t layer, Value x);
   Value sharedExpert(int64_t layer, Value x);
 
