@@ -715,8 +715,8 @@ GRANITE_INIT_RULES = [(r"block_sparse_moe\.router\.weight$", 0.0, 0.6)] + MAMBA_
 # minicpm3, mistral4, longcat_flash, axk1). Hidden 64, 4 heads, kv_lora_rank 32 (longcat 16),
 # q_lora_rank 32 (deepseek_v2: none, q_proj), qk_nope 16, qk_rope 8, v_head_dim != qk_nope (12 or
 # 24). Every family runs its own RoPE layout. Prompts are the attention families' (5, 13, 29), so
-# positions reach 29 + 15 = 44: past the yarn original_max_position_embeddings (16) and across two
-# periods of mistral4's llama-4 query scaling (floor(pos / 16) takes the values 0, 1 and 2).
+# positions reach 29 + 15 = 43: past mistral4's original_max_position_embeddings (16) twice, so its
+# llama-4 query scaling takes all of floor(pos / 16) = 0, 1, 2 (the yarn ramps do not depend on position).
 # The grouped routers have groups of >= 3 experts (so top-2-sum, max and sum of a group all differ),
 # topk_group < n_group, and the router probe also guards the group cut (mla_route, RouterProbe).
 # Seeds: the best of each family's block by the criteria above (floor 0.01 for margins and for every router
