@@ -147,9 +147,18 @@ struct ExpertNaming {
   std::string shared_gate;    // optional: sigmoid(x . w) scales the shared expert
 };
 
+// Group-limited routing: `count` groups of experts, the `keep` best compete (count 0: none).
+struct RouteGroupsSpec {
+  int64_t count = 0, keep = 0;
+  std::string score = "top2_sum"; // a group's score: top2_sum or max of its selection scores
+  std::string fill = "neg_inf";   // the selection score of dropped groups' experts: neg_inf or zero
+};
+
 struct MoeSpec {
   int64_t num_experts = 0, top_k = 0, intermediate = 0;
+  int64_t zero_experts = 0;      // identity experts after the routed ones: the router scores E + Z
   std::string score = "softmax"; // softmax, topk_softmax, sigmoid
+  RouteGroupsSpec groups;
   bool renorm = false;
   double renorm_eps = 0.0;       // added to the sum when renormalising (LFM2-MoE: 1e-6)
   double scaling = 1.0;          // routed_scaling_factor
