@@ -10,6 +10,7 @@
 #include "llvm/ADT/TypeSwitch.h"
 
 #include <map>
+#include <optional>
 
 namespace cbc::codegen {
 
@@ -194,13 +195,20 @@ Params writeParams(fbs::FlatBufferBuilder &fbb, Operation &op) {
                                                     o.getNGroups(), o.getStateSize()));
       })
       .Case([&](MoeRouteOp o) {
+        std::optional<fb::RouteGroups> groups;
+        if (auto g = o.getGroupsAttr())
+          groups.emplace(g.getCount(), g.getKeep(),
+                         g.getScore() == GroupScore::max ? fb::GroupScore::Max : fb::GroupScore::Top2Sum,
+                         g.getFill() == GroupFill::zero ? fb::GroupFill::Zero : fb::GroupFill::NegInf);
         return params(P::MoeRouteParams,
                       fb::CreateMoeRouteParams(fbb, o.getK(), toFb(o.getScore()), o.getRenorm(),
-                                               f64(o.getRenormEpsAttr()), f64(o.getScalingAttr())));
+                                               f64(o.getRenormEpsAttr()), f64(o.getScalingAttr()),
+                                               groups ? &*groups : nullptr));
       })
       .Case([&](MoeExpertsOp o) {
         auto glu = writeGlu(fbb, o.getAct(), o.getLayout());
-        return params(P::MoeExpertsParams, fb::CreateMoeExpertsParams(fbb, glu, o.getUngated()));
+        return params(P::MoeExpertsParams,
+                      fb::CreateMoeExpertsParams(fbb, glu, o.getUngated(), o.getIdentityExperts()));
       })
       .Default([](Operation *) { return Params{}; });
 }

@@ -11,9 +11,15 @@ namespace {
 void emitRoute(Emitter &e, MoeRouteOp op) {
   using S = slots::MoeRoute;
   int64_t E = cols(op.getLogits()), K = op.getKAttr().getInt();
-  int k = e.kernel("moe_route", "moe.cuh",
-                   instance("moe_route", {e.type(op.getLogits()), e.type(op.getSelectionBias()), num(E), num(K),
-                                          spell(op.getScore()), flag(op.getRenorm())}));
+  std::vector<std::string> targs = {e.type(op.getLogits()), e.type(op.getSelectionBias()), num(E), num(K),
+                                    spell(op.getScore()), flag(op.getRenorm())};
+  if (auto g = op.getGroupsAttr()) {
+    targs.push_back(num(g.getCount()));
+    targs.push_back(num(g.getKeep()));
+    targs.push_back(g.getScore() == GroupScore::max ? "cbc::GroupScore::max" : "cbc::GroupScore::top2_sum");
+    targs.push_back(g.getFill() == GroupFill::zero ? "cbc::GroupFill::zero" : "cbc::GroupFill::neg_inf");
+  }
+  int k = e.kernel("moe_route", "moe.cuh", instance("moe_route", targs));
   SlotArgs<S> args;
   args.set(S::Logits, e.arg(op.getLogits()))
       .set(S::Weights, e.arg(op.getWeights()))
@@ -85,13 +91,19 @@ void emitExperts(Emitter &e, MoeExpertsOp op) {
 
   emitExpertGemms(e, op, s, plan);
 
-  int kc = e.kernel("moe_combine", "moe.cuh",
-                    instance("moe_combine", {e.type(op.getResult()), num(s.E), num(s.K), num(s.H)}));
+  std::vector<std::string> cargsT = {e.type(op.getResult()), num(s.E), num(s.K), num(s.H)};
+  if (int64_t Z = op.getIdentityExperts()) {
+    cargsT.push_back(num(Z));
+    cargsT.push_back(e.type(x));
+  }
+  int kc = e.kernel("moe_combine", "moe.cuh", instance("moe_combine", cargsT));
   SlotArgs<C> cargs;
   cargs.set(C::Plan, plan)
       .set(C::Partial, e.workspace("moe_out", s.K * s.H * 4, 0))
       .set(C::Weights, e.arg(op.getWeights()))
       .set(C::Out, e.arg(op.getResult()))
+      .set(C::Ids, e.arg(op.getIds()))
+      .set(C::X, e.arg(x))
       .set(C::Rows, Emitter::runtime(e.rowsVar(x)));
   LaunchOut &lc = e.launch(kc, 128, cargs);
   lc.grid[0] = {e.rowsVar(x), 1, 1, 0};

@@ -64,6 +64,15 @@ LogicalResult RetentionAttr::verify(function_ref<InFlightDiagnostic()> emitError
   return success();
 }
 
+LogicalResult RouteGroupsAttr::verify(function_ref<InFlightDiagnostic()> emitError, int64_t count, int64_t keep,
+                                      GroupScore, GroupFill) {
+  if (count <= 0)
+    return emitError() << "route groups need a positive count";
+  if (keep <= 0 || keep > count)
+    return emitError() << "route groups must keep between 1 and count groups";
+  return success();
+}
+
 LogicalResult CachePlanAttr::verify(function_ref<InFlightDiagnostic()> emitError, int64_t blockSize,
                                     StorageType, ArrayRef<CacheGroupAttr> groups,
                                     ArrayRef<CacheLayerAttr> layers, ArrayRef<StateDeclAttr> states,

@@ -112,6 +112,25 @@ def Cbc_ClampedSwigluAttr : Cbc_Attr<"ClampedSwiglu", "clamped_swiglu"> {
   let genVerifyDecl = 1;
 }
 
+def Cbc_RouteGroupsAttr : Cbc_Attr<"RouteGroups", "route_groups"> {
+  let summary = "Group-limited expert selection: only the experts of the best groups compete.";
+  let description = [{
+    The router's `E` experts form `count` groups of `E / count` consecutive experts. Each group
+    is scored from its experts' selection scores (`top2_sum`: the sum of its two best, `max`: its
+    best), the `keep` best groups are kept (ties: the lower group index), and every expert of
+    the other groups gets the selection score `fill` (`neg_inf` or `zero`) before the top `k`
+    are chosen.
+
+    ```mlir
+    #cbc.route_groups<count = 8, keep = 4, score = top2_sum, fill = neg_inf>
+    ```
+  }];
+  let parameters = (ins "int64_t":$count, "int64_t":$keep, EnumParameter<Cbc_GroupScore>:$score,
+                        EnumParameter<Cbc_GroupFill>:$fill);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
 // What a gated unit applies to its gate: an activation, or the clamped form.
 def Cbc_GluActivation : AnyAttrOf<[Cbc_ActivationAttr, Cbc_ClampedSwigluAttr]>;
 

@@ -52,6 +52,14 @@ def Cbc_RouteScore : Cbc_Enum<"RouteScore", "how a router scores experts", [
     I32EnumAttrCase<"sigmoid", 2>]>;
 def Cbc_RouteScoreAttr : Cbc_EnumAttr<Cbc_RouteScore, "score">;
 
+def Cbc_GroupScore : Cbc_Enum<"GroupScore", "how group-limited routing scores a group of experts", [
+    I32EnumAttrCase<"top2_sum", 0>, // the sum of the group's two best selection scores
+    I32EnumAttrCase<"max", 1>]>;     // the group's best selection score
+
+def Cbc_GroupFill : Cbc_Enum<"GroupFill", "the selection score of experts outside the kept groups", [
+    I32EnumAttrCase<"neg_inf", 0>,
+    I32EnumAttrCase<"zero", 1>]>;
+
 def Cbc_NormGateOrder : Cbc_Enum<"NormGateOrder", "whether a gated norm gates before or after", [
     I32EnumAttrCase<"norm_gate", 0>,
     I32EnumAttrCase<"gate_norm", 1>]>;

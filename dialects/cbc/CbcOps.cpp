@@ -397,6 +397,19 @@ LogicalResult MoeRouteOp::verify() {
   }
   if (getRenormEps().convertToDouble() < 0)
     return emitOpError("renorm_eps must not be negative");
+  if (auto groups = getGroupsAttr()) {
+    if (getScore() == RouteScore::topk_softmax)
+      return emitOpError("route groups need softmax or sigmoid scores");
+    int64_t count = groups.getCount(), keep = groups.getKeep();
+    if (experts % count != 0)
+      return emitOpError("route groups must divide the experts evenly");
+    int64_t perGroup = experts / count;
+    if (groups.getScore() == GroupScore::top2_sum && perGroup < 2)
+      return emitOpError("top2_sum route groups need at least two experts each");
+    if (k > keep * perGroup)
+      return emitOpError("k must not exceed the experts of the kept groups (keep * experts / count = ")
+             << keep * perGroup << ")";
+  }
   return success();
 }
 
@@ -420,6 +433,12 @@ LogicalResult MoeExpertsOp::verify() {
     return emitOpError("input and result width must equal the hidden size");
   if (cols(getIds()) != cols(getWeights()))
     return emitOpError("ids and weights must have the same number of columns");
+  int64_t identity = getIdentityExperts();
+  if (identity < 0)
+    return emitOpError("identity_experts must not be negative");
+  if (auto route = getIds().getDefiningOp<MoeRouteOp>(); route && cols(route.getLogits()) != e + identity)
+    return emitOpError("the router must score the experts plus identity_experts (")
+           << e + identity << " columns)";
   if ((bool)getGateUpBias() != (bool)getDownBias())
     return emitOpError("give both biases or neither");
   if (getGateUpBias()) {

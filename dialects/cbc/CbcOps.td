@@ -534,14 +534,18 @@ def Cbc_MoeRouteOp : Cbc_Op<"moe.route", [Pure]> {
     * `score = topk_softmax`: take the top `k` logits, then softmax over those `k`;
     * `score = sigmoid`: a sigmoid per expert, top `k`, optionally renormalised.
     With `selection_bias` (`[E]`, softmax or sigmoid scores only) the experts are chosen by
-    `score + bias` but weighted by the unbiased score. Renormalising divides by the sum of the
-    chosen weights plus `renorm_eps`. Weights are then multiplied by `scaling`. Ties choose the
-    lower expert index.
+    the selection score `score + bias` but weighted by the unbiased score. With `groups`
+    (`#cbc.route_groups`, softmax or sigmoid scores only) the choice is group-limited: experts
+    outside the kept groups get the group's fill as their selection score, and are still
+    weighted by their unbiased score should one be chosen. Renormalising divides by the sum of
+    the chosen weights plus `renorm_eps`. Weights are then multiplied by `scaling`. The ids come
+    in descending order of selection score; ties choose the lower expert index.
   }];
   let arguments = (ins Cbc_Rows:$logits, Optional<Cbc_Weight>:$selection_bias, I64Attr:$k,
                    Cbc_RouteScoreAttr:$score, DefaultValuedAttr<BoolAttr, "false">:$renorm,
                    DefaultValuedAttr<F64Attr, "0.0">:$renorm_eps,
-                   DefaultValuedAttr<F64Attr, "1.0">:$scaling);
+                   DefaultValuedAttr<F64Attr, "1.0">:$scaling,
+                   OptionalAttr<Cbc_RouteGroupsAttr>:$groups);
   let results = (outs Cbc_Rows:$weights, Cbc_RowsI32:$ids);
   let assemblyFormat = [{
     $logits (`bias` `(` $selection_bias^ `:` type($selection_bias) `)`)? attr-dict `:` type($logits)
@@ -557,15 +561,16 @@ def Cbc_MoeExpertsOp : Cbc_Op<"moe.experts", [Pure, AttrSizedOperandSegments]> {
     `gate_up` is `[E, 2I, H]` and `down` is `[E, H, I]`, with optional biases `[E, 2I]` and
     `[E, H]`. `act` and `layout` are those of `cbc.math.glu`. `ungated` experts have no gate:
     `gate_up` holds only the up projection `[E, I, H]` (bias `[E, I]`) and each expert computes
-    `down_e(act(up_e(x[t])))` with a plain activation. Backends group tokens by expert (grouped
-    GEMM on the GPU).
+    `down_e(act(up_e(x[t])))` with a plain activation. With `identity_experts = Z` the router
+    chooses among `E + Z` experts, and an id `e >= E` is an identity expert: it contributes
+    `weights[t, j] * x[t]`. Backends group tokens by expert (grouped GEMM on the GPU).
   }];
   let arguments = (ins Cbc_Rows:$x, Cbc_RowsI32:$ids, Cbc_Rows:$weights,
                    Cbc_Weight:$gate_up, Cbc_Weight:$down,
                    Optional<Cbc_Weight>:$gate_up_bias, Optional<Cbc_Weight>:$down_bias,
                    Cbc_GluActivation:$act,
                    DefaultValuedAttr<Cbc_GluLayoutAttr, "::cbc::GluLayout::halves">:$layout,
-                   UnitAttr:$ungated);
+                   UnitAttr:$ungated, DefaultValuedAttr<I64Attr, "0">:$identity_experts);
   let results = (outs Cbc_Rows:$result);
   let assemblyFormat = "$x `,` $ids `,` $weights `,` $gate_up `,` $down (`bias` `(` $gate_up_bias^ `,` $down_bias `)`)? attr-dict `:` functional-type(operands, $result)";
   let hasVerifier = 1;

@@ -285,6 +285,34 @@ void gatherRows(const float *x, int64_t width, const int32_t *rows, int64_t n, f
     std::memcpy(y + r * width, x + (int64_t)rows[r] * width, width * sizeof(float));
 }
 
+namespace {
+// Group-limited routing: the selection scores of the experts outside the kept groups become
+// the fill. Groups tie to the lower index.
+void maskRouteGroups(float *keys, int64_t E, const RouteParams &p) {
+  int64_t G = p.group_count, per = E / G;
+  std::vector<float> groupScore(G);
+  for (int64_t g = 0; g < G; ++g) {
+    const float *c = keys + g * per;
+    float best = -INFINITY, second = -INFINITY;
+    for (int64_t i = 0; i < per; ++i) {
+      if (c[i] > best) {
+        second = best;
+        best = c[i];
+      } else if (c[i] > second) {
+        second = c[i];
+      }
+    }
+    groupScore[g] = p.group_score == fb::GroupScore::Max ? best : best + second;
+  }
+  std::vector<int64_t> order(G);
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return groupScore[a] > groupScore[b]; });
+  float fill = p.group_fill == fb::GroupFill::Zero ? 0.0f : -INFINITY;
+  for (int64_t r = p.group_keep; r < G; ++r)
+    std::fill(keys + order[r] * per, keys + (order[r] + 1) * per, fill);
+}
+} // namespace
+
 void moeRoute(const float *logits, int64_t T, int64_t E, int64_t k, const RouteParams &p, float *weights,
               int32_t *ids) {
   std::vector<float> probs(E), keys(E);
@@ -306,6 +334,8 @@ void moeRoute(const float *logits, int64_t T, int64_t E, int64_t k, const RouteP
     }
     for (int64_t e = 0; e < E; ++e)
       keys[e] = p.selection_bias ? probs[e] + p.selection_bias[e] : probs[e];
+    if (p.group_count > 0)
+      maskRouteGroups(keys.data(), E, p);
     std::iota(order.begin(), order.end(), 0);
     std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return keys[a] > keys[b]; });
     float *w = weights + t * k;
@@ -353,8 +383,13 @@ void moeExperts(const float *x, int64_t T, const int32_t *ids, const float *weig
   for (int64_t t = 0; t < T; ++t)
     for (int64_t j = 0; j < k; ++j) {
       int32_t e = ids[t * k + j];
-      if (e < 0 || e >= w.E)
+      if (e < 0 || e >= w.E + w.identity)
         throw std::runtime_error("moe: expert id out of range");
+      if (e >= w.E) { // an identity expert
+        for (int64_t h = 0; h < H; ++h)
+          out[t * H + h] += weights[t * k + j] * x[t * H + h];
+        continue;
+      }
       routed[e].emplace_back(t, weights[t * k + j]);
     }
   std::vector<float> xs, gu, act1, ys;

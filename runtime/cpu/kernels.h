@@ -130,6 +130,11 @@ struct RouteParams {
   bool renorm = false;
   float renorm_eps = 0.0f;
   float scaling = 1.0f;
+  // Group-limited choice: group_count groups of E / group_count experts, the group_keep best
+  // kept, the others' selection scores replaced by the fill. group_count 0: none.
+  int64_t group_count = 0, group_keep = 0;
+  fb::GroupScore group_score = fb::GroupScore::Top2Sum;
+  fb::GroupFill group_fill = fb::GroupFill::NegInf;
 };
 void moeRoute(const float *logits, int64_t T, int64_t E, int64_t k, const RouteParams &p, float *weights,
               int32_t *ids);
@@ -141,6 +146,7 @@ struct ExpertWeights {
   const float *down_bias;     // [E, H] or null
   int64_t E = 0, I = 0, H = 0;
   bool ungated = false;       // down(act(up x)) rather than down(glu(gate_up x))
+  int64_t identity = 0;       // ids E .. E + identity - 1 are identity experts: weight * x
 };
 
 void moeExperts(const float *x, int64_t T, const int32_t *ids, const float *weights, int64_t k,

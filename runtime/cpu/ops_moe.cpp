@@ -31,6 +31,18 @@ Exec compileMoeRoute(const OpContext &c) {
   p.renorm = params.renorm();
   p.renorm_eps = (float)params.renorm_eps();
   p.scaling = (float)params.scaling();
+  if (const fb::RouteGroups *g = params.groups()) {
+    c.check(g->count() > 0 && E % g->count() == 0 && g->keep() > 0 && g->keep() <= g->count() &&
+                k <= g->keep() * (E / g->count()) && (g->score() == fb::GroupScore::Max || E / g->count() >= 2),
+            "has inconsistent route groups");
+    c.check(g->score() >= fb::GroupScore::MIN && g->score() <= fb::GroupScore::MAX && g->fill() >= fb::GroupFill::MIN &&
+                g->fill() <= fb::GroupFill::MAX && params.score() != fb::RouteScore::TopkSoftmax,
+            "has unknown route group options");
+    p.group_count = g->count();
+    p.group_keep = g->keep();
+    p.group_score = g->score();
+    p.group_fill = g->fill();
+  }
   return [=](StepEnv &e) {
     RouteParams q = p;
     q.selection_bias = bias >= 0 ? e.weight(bias) : nullptr;
@@ -56,6 +68,8 @@ Exec compileMoeExperts(const OpContext &c) {
   int64_t E = guShape[0], I2 = guShape[1], H = guShape[2], k = c.cols(I[1]);
   int64_t inter1 = ungated ? I2 : I2 / 2; // the intermediate width
   bool biases = I.size() > 5;
+  int64_t identity = params.identity_experts();
+  c.check(identity >= 0, "has a negative number of identity experts");
   c.acts({I[0], I[1], I[2], out});
   c.check(c.weightShape(I[3]) == guShape && (ungated || I2 % 2 == 0) && c.cols(I[0]) == H && c.cols(out) == H &&
               c.cols(I[2]) == k && c.weightShape(I[4]) == std::vector<int64_t>{E, H, inter1},
@@ -66,7 +80,7 @@ Exec compileMoeExperts(const OpContext &c) {
   std::vector<int> in(I.begin(), I.begin() + (biases ? 7 : 5));
   return [=](StepEnv &e) {
     ExpertWeights w{e.weight(in[3]), e.weight(in[4]), biases ? e.weight(in[5]) : nullptr,
-                    biases ? e.weight(in[6]) : nullptr, E, inter1, H, ungated};
+                    biases ? e.weight(in[6]) : nullptr, E, inter1, H, ungated, identity};
     moeExperts(e.f32(in[0]), e.rows(in[0]), e.i32(in[1]), e.f32(in[2]), k, w, act, inter, clamp ? &*clamp : nullptr,
                e.f32(out));
   };

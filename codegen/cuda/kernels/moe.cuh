@@ -1,7 +1,8 @@
 // Mixture of experts. moe_route: one warp per token scores the experts and picks k. The experts
 // run as grouped GEMMs: moe_plan groups the (token, choice) pairs by expert in token order,
 // moe_gate_up and moe_down run every expert's rows in tiles (the GLU fused into the first),
-// and moe_combine mixes each token's k results in choice order.
+// and moe_combine mixes each token's k results in choice order (identity experts, which the
+// plan leaves out, straight from the input row).
 #ifndef CBC_CODEGEN_CUDA_KERNELS_MOE_CUH
 #define CBC_CODEGEN_CUDA_KERNELS_MOE_CUH
 
@@ -43,9 +44,47 @@ __device__ __forceinline__ void route_top_k(float (&v)[EL], float (&key)[EL], fl
   }
 }
 
+// Group-limited choice: G groups of E / G consecutive experts, each scored by its two best keys
+// (or its best); the experts of all but the KEEP best groups (ties: the lower group) get the
+// fill as their key.
+template <int E, int EL, int G, int KEEP, GroupScore GS, GroupFill GF>
+__device__ __forceinline__ void route_mask_groups(float (&key)[EL]) {
+  constexpr int PER = E / G;
+  __shared__ float keys[E], groupScore[G];
+  int lane = threadIdx.x;
+  for (int e = 0; e < EL; ++e)
+    if (lane + 32 * e < E)
+      keys[lane + 32 * e] = key[e];
+  __syncthreads();
+  for (int g = lane; g < G; g += 32) {
+    float best = -INFINITY, second = -INFINITY;
+    for (int i = 0; i < PER; ++i) {
+      float c = keys[g * PER + i];
+      if (c > best) {
+        second = best;
+        best = c;
+      } else if (c > second) {
+        second = c;
+      }
+    }
+    groupScore[g] = GS == GroupScore::max ? best : best + second;
+  }
+  __syncthreads();
+  for (int e = 0; e < EL; ++e) {
+    int x = lane + 32 * e, g = x / PER, rank = 0;
+    if (x >= E)
+      continue;
+    for (int h = 0; h < G; ++h)
+      rank += groupScore[h] > groupScore[g] || (groupScore[h] == groupScore[g] && h < g);
+    if (rank >= KEEP)
+      key[e] = GF == GroupFill::zero ? 0.0f : -INFINITY;
+  }
+}
+
 // Router logits [T, E] -> k weights and expert ids per token. TB is the selection bias's type
-// (void: none).
-template <class TL, class TB, int E, int K, Score SC, bool RENORM>
+// (void: none); G > 0 limits the choice to the KEEP best of G expert groups.
+template <class TL, class TB, int E, int K, Score SC, bool RENORM, int G = 0, int KEEP = 0,
+          GroupScore GS = GroupScore::top2_sum, GroupFill GF = GroupFill::neg_inf>
 __device__ __forceinline__ void moe_route(const CbcArgs &a) {
   using S = slots::MoeRoute;
   constexpr int EL = (E + 31) / 32;
@@ -83,6 +122,8 @@ __device__ __forceinline__ void moe_route(const CbcArgs &a) {
       if (lane + 32 * e < E)
         key[e] = v[e] + ld(bias, lane + 32 * e);
   }
+  if constexpr (G > 0)
+    route_mask_groups<E, EL, G, KEEP, GS, GF>(key);
   float chosen[K];
   int chosenId[K];
   route_top_k<E, K, EL>(v, key, chosen, chosenId);
@@ -271,18 +312,28 @@ template <class TW, class TB, int E, int I, int H> __device__ __forceinline__ vo
   }
 }
 
-template <class TO, int E, int K, int H> __device__ __forceinline__ void moe_combine(const CbcArgs &a) {
+// Z > 0: ids E .. E + Z - 1 are identity experts, which mix in the input row x (of type TX).
+template <class TO, int E, int K, int H, int Z = 0, class TX = float>
+__device__ __forceinline__ void moe_combine(const CbcArgs &a) {
   using S = slots::MoeCombine;
   const int *offsets = (const int *)a.p[S::Plan];
   const int *where = offsets + E + 1 + a.i[S::Rows] * K;
   const float *out = (const float *)a.p[S::Partial];
   const float *weights = (const float *)a.p[S::Weights];
+  const int *ids = (const int *)a.p[S::Ids];
+  const TX *x = (const TX *)a.p[S::X];
   TO *y = (TO *)a.p[S::Out];
   long long t = blockIdx.x;
   for (int h = threadIdx.x; h < H; h += blockDim.x) {
     float v = 0.0f;
-    for (int j = 0; j < K; ++j)
+    for (int j = 0; j < K; ++j) {
+      if constexpr (Z > 0)
+        if (ids[t * K + j] >= E) {
+          v += weights[t * K + j] * ld(x, t * H + h);
+          continue;
+        }
       v += weights[t * K + j] * out[(long long)where[t * K + j] * H + h];
+    }
     st(y, t * H + h, v);
   }
 }

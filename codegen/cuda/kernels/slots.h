@@ -29,6 +29,8 @@ enum class Unit { gated, ungated, clamped_swiglu };
 enum class Pairing { half, interleaved };
 enum class Retention { all, window, chunk };
 enum class Score { softmax, topk_softmax, sigmoid };
+enum class GroupScore { top2_sum, max }; // group-limited routing: a group scored by its best two or best
+enum class GroupFill { neg_inf, zero };   // the selection score of the experts of dropped groups
 enum class GateOrder { norm_gate, gate_norm };
 
 // Launch shapes shared by the emitter (block and grid) and the device code (loops and shared
@@ -180,8 +182,8 @@ struct MoeDown {
   enum Int { NumInt };
   enum Flt { NumFlt };
 };
-struct MoeCombine {
-  enum Ptr { Plan, Partial, Weights, Out, NumPtr };
+struct MoeCombine { // Ids and X: for the identity experts
+  enum Ptr { Plan, Partial, Weights, Out, Ids, X, NumPtr };
   enum Int { Rows, NumInt };
   enum Flt { NumFlt };
 };

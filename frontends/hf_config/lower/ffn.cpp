@@ -94,24 +94,32 @@ Value StepBuilder::moeMlp(int64_t layer, Value x) {
     gateUpBias = weight(prog(layer, "moe.gate_up_bias"), {E, 2 * I}, {.parts = {layerNames(n.experts.gate_up_bias, 0)}});
   if (!n.experts.down_bias.empty())
     downBias = weight(prog(layer, "moe.down_bias"), {E, H}, hf(layer, n.experts.down_bias));
-  Value router = weight(prog(layer, "moe.router"), {E, H}, hf(layer, n.router));
+  // The router scores the routed experts and then the identity (zero) experts.
+  int64_t routed = E + m.zero_experts;
+  Value router = weight(prog(layer, "moe.router"), {routed, H}, hf(layer, n.router));
   Value routerBias, selectionBias;
   if (!n.router_bias.empty())
-    routerBias = weight(prog(layer, "moe.router_bias"), {E}, hf(layer, n.router_bias));
+    routerBias = weight(prog(layer, "moe.router_bias"), {routed}, hf(layer, n.router_bias));
   if (!n.selection_bias.empty())
-    selectionBias = fp32Weight(prog(layer, "moe.selection_bias"), {E}, hf(layer, n.selection_bias));
+    selectionBias = fp32Weight(prog(layer, "moe.selection_bias"), {routed}, hf(layer, n.selection_bias));
   Value logits = linear(x, router, routerBias);
+  RouteGroupsAttr groups;
+  if (m.groups.count > 0)
+    groups = RouteGroupsAttr::get(b_.getContext(), m.groups.count, m.groups.keep,
+                                  symbolizeGroupScore(m.groups.score).value(),
+                                  symbolizeGroupFill(m.groups.fill).value());
   auto route = MoeRouteOp::create(b_, loc_, TypeRange{rows(m.top_k), rowsI32(m.top_k)}, logits, selectionBias,
                                   b_.getI64IntegerAttr(m.top_k),
                                   RouteScoreAttr::get(b_.getContext(), symbolizeRouteScore(m.score).value()),
                                   b_.getBoolAttr(m.renorm), b_.getF64FloatAttr(m.renorm_eps),
-                                  b_.getF64FloatAttr(m.scaling));
+                                  b_.getF64FloatAttr(m.scaling), groups);
   Value wgu = weight(prog(layer, "moe.gate_up"), {E, m.gated ? 2 * I : I, H}, gateUp);
   Value wd = weight(prog(layer, "moe.down"), {E, H, I}, down);
   auto layout = GluLayoutAttr::get(b_.getContext(), symbolizeGluLayout(n.glu).value());
   Value out = MoeExpertsOp::create(b_, loc_, rows(H), x, route.getIds(), route.getWeights(), wgu, wd, gateUpBias,
                                    downBias, gluAct(m.act, m.limit, m.alpha), layout,
-                                   m.gated ? UnitAttr() : b_.getUnitAttr())
+                                   m.gated ? UnitAttr() : b_.getUnitAttr(),
+                                   b_.getI64IntegerAttr(m.zero_experts))
                   .getResult();
   if (m.shared_intermediate > 0)
     out = add(out, sharedExpert(layer, x));

@@ -2132,3 +2132,71 @@ func.func private @plan_layer() attributes {test.p = #cbc.cache_plan<block_size 
 
 // expected-error @+1 {{cache plan state_bytes_per_slot must be the sum of the states' bytes}}
 func.func private @plan_state_bytes() attributes {test.p = #cbc.cache_plan<block_size = 16, kv_dtype = f32, states = [#cbc.state_decl<layer = 0, name = "conv", shape = [8, 3], bytes = 96>], state_bytes_per_slot = 95>}
+
+// -----
+
+// Group-limited routing and identity experts.
+// expected-error @+1 {{route groups need a positive count}}
+func.func private @route_groups_count() attributes {test.g = #cbc.route_groups<count = 0, keep = 1, score = top2_sum, fill = neg_inf>}
+
+// -----
+
+// expected-error @+1 {{route groups must keep between 1 and count groups}}
+func.func private @route_groups_keep() attributes {test.g = #cbc.route_groups<count = 4, keep = 5, score = max, fill = zero>}
+
+// -----
+
+// expected-error @+1 {{route groups must keep between 1 and count groups}}
+func.func private @route_groups_keep_zero() attributes {test.g = #cbc.route_groups<count = 4, keep = 0, score = max, fill = zero>}
+
+// -----
+
+func.func @route_groups_topk_softmax(%l: tensor<?x8xf32>) {
+  // expected-error @+1 {{'cbc.moe.route' op route groups need softmax or sigmoid scores}}
+  %w, %ids = cbc.moe.route %l {k = 2 : i64, score = #cbc.score<topk_softmax>, groups = #cbc.route_groups<count = 4, keep = 2, score = top2_sum, fill = neg_inf>} : tensor<?x8xf32> -> tensor<?x2xf32>, tensor<?x2xi32>
+  return
+}
+
+// -----
+
+func.func @route_groups_divide(%l: tensor<?x8xf32>) {
+  // expected-error @+1 {{'cbc.moe.route' op route groups must divide the experts evenly}}
+  %w, %ids = cbc.moe.route %l {k = 2 : i64, score = #cbc.score<sigmoid>, groups = #cbc.route_groups<count = 3, keep = 2, score = max, fill = neg_inf>} : tensor<?x8xf32> -> tensor<?x2xf32>, tensor<?x2xi32>
+  return
+}
+
+// -----
+
+// A top-2 sum needs two experts in every group (torch.topk(2) over one fails).
+func.func @route_groups_top2_single(%l: tensor<?x4xf32>) {
+  // expected-error @+1 {{'cbc.moe.route' op top2_sum route groups need at least two experts each}}
+  %w, %ids = cbc.moe.route %l {k = 2 : i64, score = #cbc.score<sigmoid>, groups = #cbc.route_groups<count = 4, keep = 2, score = top2_sum, fill = neg_inf>} : tensor<?x4xf32> -> tensor<?x2xf32>, tensor<?x2xi32>
+  return
+}
+
+// -----
+
+// Two kept groups of two experts hold four candidates, not five.
+func.func @route_groups_k(%l: tensor<?x8xf32>) {
+  // expected-error @+1 {{'cbc.moe.route' op k must not exceed the experts of the kept groups (keep * experts / count = 4)}}
+  %w, %ids = cbc.moe.route %l {k = 5 : i64, score = #cbc.score<sigmoid>, groups = #cbc.route_groups<count = 4, keep = 2, score = top2_sum, fill = neg_inf>} : tensor<?x8xf32> -> tensor<?x5xf32>, tensor<?x5xi32>
+  return
+}
+
+// -----
+
+func.func @experts_identity_negative(%x: tensor<?x8xf32>, %ids: tensor<?x2xi32>, %w: tensor<?x2xf32>, %gu: tensor<4x12x8xbf16>, %d: tensor<4x8x6xbf16>) {
+  // expected-error @+1 {{'cbc.moe.experts' op identity_experts must not be negative}}
+  %0 = cbc.moe.experts %x, %ids, %w, %gu, %d {act = #cbc.act<silu>, identity_experts = -1 : i64} : (tensor<?x8xf32>, tensor<?x2xi32>, tensor<?x2xf32>, tensor<4x12x8xbf16>, tensor<4x8x6xbf16>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+// The router scores 4 experts, but gate_up has 4 and there are 2 identity experts.
+func.func @experts_identity_router(%x: tensor<?x8xf32>, %l: tensor<?x4xf32>, %gu: tensor<4x12x8xbf16>, %d: tensor<4x8x6xbf16>) {
+  %w, %ids = cbc.moe.route %l {k = 2 : i64, score = #cbc.score<softmax>} : tensor<?x4xf32> -> tensor<?x2xf32>, tensor<?x2xi32>
+  // expected-error @+1 {{'cbc.moe.experts' op the router must score the experts plus identity_experts (6 columns)}}
+  %0 = cbc.moe.experts %x, %ids, %w, %gu, %d {act = #cbc.act<silu>, identity_experts = 2 : i64} : (tensor<?x8xf32>, tensor<?x2xi32>, tensor<?x2xf32>, tensor<4x12x8xbf16>, tensor<4x8x6xbf16>) -> tensor<?x8xf32>
+  return
+}

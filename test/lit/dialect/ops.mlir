@@ -385,3 +385,18 @@ func.func @route_sigmoid_bias(%logits: tensor<?x4xf32>, %bias: tensor<4xf32>, %b
   %w2, %ids2 = cbc.moe.route %logits bias(%bias : tensor<4xf32>) {k = 2 : i64, score = #cbc.score<softmax>} : tensor<?x4xf32> -> tensor<?x2xf32>, tensor<?x2xi32>
   return %w, %ids, %w1, %ids1 : tensor<?x2xf32>, tensor<?x2xi32>, tensor<?x1xf32>, tensor<?x1xi32>
 }
+
+// Group-limited routing (the default-free bundle prints every field), and identity experts:
+// the router scores the 4 experts of gate_up and 2 identity experts.
+// CHECK-LABEL: func.func @route_groups_identity
+func.func @route_groups_identity(%logits: tensor<?x8xf32>, %bias: tensor<8xf32>, %l6: tensor<?x6xf32>,
+    %x: tensor<?x8xf32>, %gu: tensor<4x12x8xbf16>, %down: tensor<4x8x6xbf16>)
+    -> (tensor<?x3xf32>, tensor<?x3xi32>, tensor<?x2xf32>, tensor<?x2xi32>, tensor<?x8xf32>) {
+  // CHECK: %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}} = cbc.moe.route %{{[a-z0-9_#]+}} bias(%{{[a-z0-9_#]+}} : tensor<8xf32>) {groups = #cbc.route_groups<count = 4, keep = 2, score = top2_sum, fill = neg_inf>, k = 3 : i64, renorm = true, score = #cbc.score<sigmoid>} : tensor<?x8xf32> -> tensor<?x3xf32>, tensor<?x3xi32>
+  %w, %ids = cbc.moe.route %logits bias(%bias : tensor<8xf32>) {k = 3 : i64, score = #cbc.score<sigmoid>, renorm = true, groups = #cbc.route_groups<count = 4, keep = 2, score = top2_sum, fill = neg_inf>} : tensor<?x8xf32> -> tensor<?x3xf32>, tensor<?x3xi32>
+  // CHECK: %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}} = cbc.moe.route %{{[a-z0-9_#]+}} {groups = #cbc.route_groups<count = 3, keep = 1, score = max, fill = zero>, k = 2 : i64, score = #cbc.score<softmax>} : tensor<?x6xf32> -> tensor<?x2xf32>, tensor<?x2xi32>
+  %w1, %ids1 = cbc.moe.route %l6 {k = 2 : i64, score = #cbc.score<softmax>, groups = #cbc.route_groups<count = 3, keep = 1, score = max, fill = zero>} : tensor<?x6xf32> -> tensor<?x2xf32>, tensor<?x2xi32>
+  // CHECK: %{{[a-z0-9_#]+}} = cbc.moe.experts %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}} {act = #cbc.act<silu>, identity_experts = 2 : i64} : (tensor<?x8xf32>, tensor<?x2xi32>, tensor<?x2xf32>, tensor<4x12x8xbf16>, tensor<4x8x6xbf16>) -> tensor<?x8xf32>
+  %y = cbc.moe.experts %x, %ids1, %w1, %gu, %down {act = #cbc.act<silu>, identity_experts = 2 : i64} : (tensor<?x8xf32>, tensor<?x2xi32>, tensor<?x2xf32>, tensor<4x12x8xbf16>, tensor<4x8x6xbf16>) -> tensor<?x8xf32>
+  return %w, %ids, %w1, %ids1, %y : tensor<?x3xf32>, tensor<?x3xi32>, tensor<?x2xf32>, tensor<?x2xi32>, tensor<?x8xf32>
+}
