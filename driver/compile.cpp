@@ -58,6 +58,18 @@ private:
 } // namespace
 
 CompileResult compileConfig(const std::string &configJson, const CompileOptions &options) {
+  if (options.dtype != "bf16" && options.dtype != "f16" && options.dtype != "f32")
+    throw std::runtime_error("unknown --dtype '" + options.dtype + "' (bf16, f16 or f32)");
+  // No progress line before the config is parsed: a bad config must print only its one error.
+  auto start = std::chrono::steady_clock::now();
+  hf::ModelSpec spec = hf::parseConfig(configJson);
+  double parse = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  CompileResult result = compileSpec(spec, configJson, options);
+  result.timings.insert(result.timings.begin(), {"parse", parse});
+  return result;
+}
+
+CompileResult compileSpec(const hf::ModelSpec &spec, const std::string &configJson, const CompileOptions &options) {
   CompileResult result;
   Timer timer(result);
   auto progress = [&](const std::string &m) {
@@ -66,10 +78,6 @@ CompileResult compileConfig(const std::string &configJson, const CompileOptions 
   };
   if (options.dtype != "bf16" && options.dtype != "f16" && options.dtype != "f32")
     throw std::runtime_error("unknown --dtype '" + options.dtype + "' (bf16, f16 or f32)");
-
-  // No progress line before the config is parsed: a bad config must print only its one error.
-  hf::ModelSpec spec = hf::parseConfig(configJson);
-  timer.lap("parse");
 
   MLIRContext ctx;
   DiagnosticCollector diags(ctx);

@@ -8,6 +8,10 @@
 #include <string>
 #include <vector>
 
+namespace cbc::hf {
+struct ModelSpec;
+}
+
 namespace cbc::driver {
 
 // What the artefact says compiled it.
@@ -31,6 +35,9 @@ struct CompileResult {
 
 // Throws hf::ConfigError for a bad config and std::runtime_error for a compiler failure.
 CompileResult compileConfig(const std::string &configJson, const CompileOptions &options);
+// The same from an already parsed spec (`configJson` is only kept in the artefact): lets a test
+// compile a spec that no family's config produces.
+CompileResult compileSpec(const hf::ModelSpec &spec, const std::string &configJson, const CompileOptions &options);
 
 } // namespace cbc::driver
 

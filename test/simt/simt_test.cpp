@@ -8,6 +8,7 @@
 // the CPU saw. Tolerance: |gpu - cpu| <= 0.03 * (|cpu| + 1) per element, which covers bf16
 // rounding of inputs, outputs and the cache (2^-8 relative each) with fp32 accumulation.
 #include "driver/compile.h"
+#include "frontends/hf_config/model_spec.h"
 #include "runtime/cpu/cpu_backend.h"
 #include "runtime/cuda/gpu_backend.h"
 #include "runtime/engine.h"
@@ -19,7 +20,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 #include <map>
+#include <set>
 
 namespace cbc::test {
 namespace {
@@ -38,31 +41,25 @@ rt::Artefact compileWithKernels(const std::string &family, bool fuse, const std:
   return rt::Artefact::fromBytes(r.artefact.data(), r.artefact.size());
 }
 
-class Simt : public ::testing::TestWithParam<FamilyVariant> {
-protected:
-  void SetUp() override {
-    family_ = GetParam().family;
-    artefact_ = compileWithKernels(family_, GetParam().fuse);
-    ASSERT_TRUE(artefact_.kernels.has_value());
-    weights_.checkpoint_dir = fixtureDir(family_);
-  }
-  std::string family_;
-  rt::Artefact artefact_;
-  rt::WeightSource weights_;
-};
+// What the CPU backend computed for one output of one instruction.
+using CpuValueSeen = std::function<void(const rt::Instr &in, int value, const std::vector<float> &cpu)>;
 
-TEST_P(Simt, KernelsMatchCpuInstructionByInstruction) {
-  const rt::Artefact &a = artefact_;
+// Teacher-forced: the CPU backend runs each step, then the GPU backend instruction by
+// instruction, each output compared with the CPU's and replaced by it. `name` labels messages;
+// `seen`, when given, sees every CPU output.
+void kernelsMatchCpu(const rt::Artefact &a, const rt::WeightSource &weights,
+                     const std::vector<std::vector<int32_t>> &prompts, const std::string &name,
+                     const CpuValueSeen &seen = nullptr) {
   rt::BackendLimits limits{16, 8};
-  auto cpu = rt::makeCpuBackend(a, rt::WeightStore::load(a, weights_), limits, 1);
-  auto gpu = rt::makeGpuBackend(a, weights_, simt::makeSimtDevice(cacheDir()), limits);
+  auto cpu = rt::makeCpuBackend(a, rt::WeightStore::load(a, weights), limits, 1);
+  auto gpu = rt::makeGpuBackend(a, weights, simt::makeSimtDevice(cacheDir()), limits);
   const int32_t blocks = 64, slots = 8;
   cpu->allocateCache(blocks, slots);
   gpu->allocateCache(blocks, slots);
   rt::CacheManager cache(a.cache_plan, blocks, slots, 16);
   rt::Scheduler sched({16, 8}, cache);
   std::vector<std::unique_ptr<rt::Request>> reqs;
-  for (const auto &p : loadExpected(family_).prompts) {
+  for (const auto &p : prompts) {
     auto r = std::make_unique<rt::Request>();
     r->id = (rt::RequestId)reqs.size();
     r->arrival = reqs.size();
@@ -90,8 +87,11 @@ TEST_P(Simt, KernelsMatchCpuInstructionByInstruction) {
 
     cpuValues.clear();
     cpu->setObserver([&](int instr) {
-      for (int v : outputs[instr])
+      for (int v : outputs[instr]) {
         ASSERT_TRUE(cpu->readValue(v, cpuValues[v]));
+        if (seen)
+          seen(a.program.instrs[instr], v, cpuValues[v]);
+      }
     });
     std::vector<float> cpuLogits, gpuLogits;
     cpu->run(batch, cpuLogits);
@@ -119,7 +119,7 @@ TEST_P(Simt, KernelsMatchCpuInstructionByInstruction) {
             worst = err / (tol + 1e-30);
             worstWhere = in.op + " (instruction " + std::to_string(instr) + ")";
           }
-          ASSERT_LE(err, tol) << family_ << ": " << in.op << " (instruction " << instr
+          ASSERT_LE(err, tol) << name << ": " << in.op << " (instruction " << instr
                               << ") element " << i << ": gpu " << got[i] << " cpu " << want[i]
                               << " in step " << steps;
         }
@@ -146,9 +146,98 @@ TEST_P(Simt, KernelsMatchCpuInstructionByInstruction) {
   // Every instruction kind of the model ran and was compared.
   for (const rt::Instr &in : a.program.instrs)
     EXPECT_GT(checked[in.op], 0) << in.op << " never ran";
-  RecordProperty("worst_error_over_tolerance", std::to_string(worst) + " at " + worstWhere);
+  ::testing::Test::RecordProperty("worst_error_over_tolerance", std::to_string(worst) + " at " + worstWhere);
   std::printf("[ simt ] %s: %d steps, %zu instruction kinds, worst error %.3f of the tolerance at %s\n",
-              variantName(GetParam()).c_str(), steps, checked.size(), worst, worstWhere.c_str());
+              name.c_str(), steps, checked.size(), worst, worstWhere.c_str());
+}
+
+class Simt : public ::testing::TestWithParam<FamilyVariant> {
+protected:
+  void SetUp() override {
+    family_ = GetParam().family;
+    artefact_ = compileWithKernels(family_, GetParam().fuse);
+    ASSERT_TRUE(artefact_.kernels.has_value());
+    weights_.checkpoint_dir = fixtureDir(family_);
+  }
+  std::string family_;
+  rt::Artefact artefact_;
+  rt::WeightSource weights_;
+};
+
+TEST_P(Simt, KernelsMatchCpuInstructionByInstruction) {
+  kernelsMatchCpu(artefact_, weights_, loadExpected(family_).prompts, variantName(GetParam()));
+}
+
+// Router and expert variants that no fixture has yet, on the qwen3_moe fixture's model with its
+// MoeSpec edited and random weights: group-limited sigmoid routing with a selection bias, and
+// identity experts with max-scored, zero-filled groups over all E + Z router columns.
+class SimtMoeVariants : public ::testing::Test {
+protected:
+  rt::Artefact compile(const std::function<void(hf::MoeSpec &)> &edit) {
+    std::string config = readFile(fixtureDir("qwen3_moe") + "/config.json");
+    hf::ModelSpec spec = hf::parseConfig(config);
+    edit(spec.moe);
+    spec.moe.names.selection_bias = "mlp.gate.e_score_correction_bias";
+    driver::CompileOptions o;
+    o.kernel_cache_dir = cacheDir() + "/nvrtc";
+    auto r = driver::compileSpec(spec, config, o);
+    return rt::Artefact::fromBytes(r.artefact.data(), r.artefact.size());
+  }
+  std::vector<std::vector<int32_t>> prompts() { return loadExpected("qwen3_moe").prompts; }
+  rt::WeightSource random_{"", 7};
+};
+
+// 8 experts in 4 groups of 2, the 2 best groups kept: every token's 3 experts come from at most
+// 2 groups.
+TEST_F(SimtMoeVariants, GroupLimitedSigmoidRouting) {
+  rt::Artefact a = compile([](hf::MoeSpec &m) {
+    m.num_experts = 8;
+    m.top_k = 3;
+    m.score = "sigmoid";
+    m.renorm = true;
+    m.renorm_eps = 1e-20;
+    m.scaling = 2.5;
+    m.groups = {4, 2, "top2_sum", "neg_inf"};
+  });
+  ASSERT_NE(a.ir.find("groups = #cbc.route_groups<count = 4, keep = 2, score = top2_sum, fill = neg_inf>"),
+            std::string::npos);
+  int64_t tokens = 0;
+  kernelsMatchCpu(a, random_, prompts(), "group-limited sigmoid routing",
+                  [&](const rt::Instr &in, int value, const std::vector<float> &cpu) {
+                    if (in.op != "cbc.moe.route" || value != in.outputs[1])
+                      return;
+                    for (size_t t = 0; t < cpu.size(); t += 3, ++tokens) {
+                      std::set<int> groups;
+                      for (size_t j = 0; j < 3; ++j)
+                        groups.insert((int)cpu[t + j] / 2);
+                      EXPECT_LE(groups.size(), 2u);
+                    }
+                  });
+  EXPECT_GT(tokens, 0);
+}
+
+// 4 experts and 2 identity experts (ids 4, 5), softmax over 6 router columns in 3 groups scored
+// by their max, 2 kept, the others filled with zero: the identity experts must be chosen for
+// some tokens, so that the combine kernel's identity path runs.
+TEST_F(SimtMoeVariants, IdentityExpertsAndMaxGroups) {
+  rt::Artefact a = compile([](hf::MoeSpec &m) {
+    m.num_experts = 4;
+    m.zero_experts = 2;
+    m.top_k = 2;
+    m.score = "softmax";
+    m.renorm = false;
+    m.scaling = 6.0;
+    m.groups = {3, 2, "max", "zero"};
+  });
+  ASSERT_NE(a.ir.find("identity_experts = 2 : i64"), std::string::npos);
+  int64_t identity = 0;
+  kernelsMatchCpu(a, random_, prompts(), "identity experts",
+                  [&](const rt::Instr &in, int value, const std::vector<float> &cpu) {
+                    if (in.op == "cbc.moe.route" && value == in.outputs[1])
+                      for (float id : cpu)
+                        identity += id >= 4;
+                  });
+  EXPECT_GT(identity, 0);
 }
 
 // The whole step on the emulated GPU: bf16 end to end against the fp32 CPU backend.
