@@ -102,6 +102,8 @@ void parseDeepseekMoe(const ConfigReader &r, ModelSpec &s, const RouterRule &rul
   if (!rule.group_score.empty() && nGroup > 1) {
     if (m.num_experts % nGroup != 0)
       throw ConfigError(r.path("n_group"), "must divide n_routed_experts (" + std::to_string(m.num_experts) + ")");
+    if (rule.group_score == "top2_sum" && m.num_experts / nGroup < 2)
+      throw ConfigError(r.path("n_group"), "leaves fewer than 2 experts per group, which a top-2 group score needs");
     if (topkGroup > nGroup || topkGroup * (m.num_experts / nGroup) < m.top_k)
       throw ConfigError(r.path("topk_group"), "keeps fewer experts than num_experts_per_tok");
     m.groups = {.count = nGroup, .keep = topkGroup, .score = rule.group_score, .fill = rule.group_fill};
