@@ -2058,3 +2058,18 @@ func.func private @plan_layer() attributes {test.p = #cbc.cache_plan<block_size 
 
 // expected-error @+1 {{cache plan state_bytes_per_slot must be the sum of the states' bytes}}
 func.func private @plan_state_bytes() attributes {test.p = #cbc.cache_plan<block_size = 16, kv_dtype = f32, states = [#cbc.state_decl<layer = 0, name = "conv", shape = [8, 3], bytes = 96>], state_bytes_per_slot = 95>}
+
+// -----
+
+// expected-error @+1 {{quantization "fp8" needs fp8_block = [rows, cols] with both positive}}
+func.func private @model_fp8_no_block() attributes {test.m = #cbc.model<model_type = "llama", vocab_size = 8, hidden_size = 8, num_layers = 1, max_positions = 8, checkpoint_dtype = "bfloat16", quantization = "fp8">}
+
+// -----
+
+// expected-error @+1 {{quantization "fp8" needs fp8_block = [rows, cols] with both positive}}
+func.func private @model_fp8_block_zero() attributes {test.m = #cbc.model<model_type = "llama", vocab_size = 8, hidden_size = 8, num_layers = 1, max_positions = 8, checkpoint_dtype = "bfloat16", quantization = "fp8", fp8_block = [128, 0]>}
+
+// -----
+
+// expected-error @+1 {{fp8_block belongs to quantization "fp8" only}}
+func.func private @model_block_without_fp8() attributes {test.m = #cbc.model<model_type = "gpt_oss", vocab_size = 8, hidden_size = 8, num_layers = 1, max_positions = 8, checkpoint_dtype = "bfloat16", quantization = "mxfp4", fp8_block = [128, 128]>}
