@@ -14,6 +14,7 @@
 #include <limits>
 #include <optional>
 #include <random>
+#include <tuple>
 #include <unistd.h>
 
 namespace cbc::test {
@@ -780,6 +781,106 @@ TEST_F(Mxfp4Weights, MalformedBlocksAreRejected) {
                       {kGateUpBlocks, "MXFP4 blocks/scales have unexpected shapes or dtypes"},
                       standIn->dtype_name);
   }
+}
+
+// e4m3fn by an independent route: the float32 bit pattern a normal code maps to (sign, exponent
+// rebiased from 7 to 127, mantissa in the top three bits), subnormals as m/8 * 2^-6.
+TEST(Fp8, EveryE4m3CodeDecodesByTheFormula) {
+  int nans = 0;
+  for (int c = 0; c < 256; ++c) {
+    uint32_t sign = (uint32_t)(c >> 7), exp = (uint32_t)(c >> 3) & 15, mant = (uint32_t)c & 7;
+    float got = rt::fp8E4m3ToFloat((uint8_t)c);
+    if (exp == 15 && mant == 7) {
+      EXPECT_TRUE(std::isnan(got)) << c;
+      ++nans;
+      continue;
+    }
+    float want;
+    if (exp == 0) {
+      want = (float)(mant / 512.0) * (sign ? -1.0f : 1.0f);
+    } else {
+      uint32_t bits = sign << 31 | (exp - 7 + 127) << 23 | mant << 20;
+      std::memcpy(&want, &bits, 4);
+    }
+    EXPECT_EQ(got, want) << c;
+    EXPECT_EQ(std::signbit(got), sign == 1) << c;
+  }
+  EXPECT_EQ(nans, 2); // 0x7f and 0xff: e4m3fn has no infinities
+  EXPECT_EQ(rt::fp8E4m3ToFloat(0x7e), 448.0f);
+  EXPECT_EQ(rt::fp8E4m3ToFloat(0x77), 240.0f);
+  EXPECT_EQ(rt::fp8E4m3ToFloat(0x38), 1.0f);
+  EXPECT_EQ(rt::fp8E4m3ToFloat(0xc0), -2.0f);
+  EXPECT_EQ(rt::fp8E4m3ToFloat(0x08), std::ldexp(1.0f, -6)); // smallest normal
+  EXPECT_EQ(rt::fp8E4m3ToFloat(0x07), std::ldexp(7.0f, -9)); // largest subnormal
+  EXPECT_EQ(rt::fp8E4m3ToFloat(0x01), std::ldexp(1.0f, -9)); // smallest subnormal
+  for (int c = 1; c < 0x7f; ++c)
+    EXPECT_LT(rt::fp8E4m3ToFloat((uint8_t)(c - 1)), rt::fp8E4m3ToFloat((uint8_t)c)) << c;
+}
+
+rt::TensorView fp8View(const std::vector<uint8_t> &codes, std::vector<int64_t> shape) {
+  rt::TensorView t;
+  t.dtype = rt::StDType::F8E4M3;
+  t.dtype_name = "F8_E4M3";
+  t.shape = std::move(shape);
+  t.data = codes.data();
+  t.bytes = codes.size();
+  return t;
+}
+
+// Blocks that do not divide the tensor: the last row and column of blocks are partial, and a
+// leading (expert) dimension has its own grid.
+TEST(Fp8, BlocksWithPartialEdges) {
+  std::mt19937 rng(7);
+  for (auto [shape, bR, bC] : {std::tuple{std::vector<int64_t>{5, 7}, 2, 3},
+                               std::tuple{std::vector<int64_t>{2, 9, 10}, 4, 4},
+                               std::tuple{std::vector<int64_t>{3, 4}, 8, 8},
+                               std::tuple{std::vector<int64_t>{6, 6}, 3, 2}}) {
+    int64_t R = shape[shape.size() - 2], C = shape.back(), E = shape.size() == 3 ? shape[0] : 1;
+    int64_t SR = (R + bR - 1) / bR, SC = (C + bC - 1) / bC;
+    std::vector<uint8_t> codes((size_t)(E * R * C));
+    for (uint8_t &c : codes)
+      do c = (uint8_t)rng(); while ((c & 0x7f) == 0x7f);
+    rt::HostTensor scale;
+    scale.shape = shape.size() == 3 ? std::vector<int64_t>{E, SR, SC} : std::vector<int64_t>{SR, SC};
+    for (int64_t i = 0; i < E * SR * SC; ++i)
+      scale.data.push_back(0.5f + (float)i * 0.37f);
+    rt::HostTensor got = rt::dequantFp8Blocks(fp8View(codes, shape), scale, bR, bC, "w", "w_scale_inv");
+    ASSERT_EQ(got.shape, shape);
+    // Walk the grid block by block and check the elements each block covers.
+    int64_t seen = 0;
+    for (int64_t e = 0; e < E; ++e)
+      for (int64_t br = 0; br < SR; ++br)
+        for (int64_t bc = 0; bc < SC; ++bc) {
+          float s = scale.data[(e * SR + br) * SC + bc];
+          for (int64_t i = br * bR; i < std::min<int64_t>(R, (br + 1) * bR); ++i)
+            for (int64_t j = bc * bC; j < std::min<int64_t>(C, (bc + 1) * bC); ++j, ++seen) {
+              int64_t at = (e * R + i) * C + j;
+              ASSERT_EQ(got.data[at], rt::fp8E4m3ToFloat(codes[at]) * s) << e << "," << i << "," << j;
+            }
+        }
+    EXPECT_EQ(seen, E * R * C);
+  }
+}
+
+TEST(Fp8, MisShapedScalesAreNamed) {
+  std::vector<uint8_t> codes(5 * 7, 0x38);
+  auto scales = [](std::vector<int64_t> shape) {
+    rt::HostTensor s;
+    s.shape = shape;
+    int64_t n = 1;
+    for (int64_t d : shape)
+      n *= d;
+    s.data.assign((size_t)n, 1.0f);
+    return s;
+  };
+  // [5, 7] in 2x3 blocks needs [3, 3]: the divided-down grid, a transposed one, a missing
+  // leading dimension are all refused.
+  for (std::vector<int64_t> bad : {std::vector<int64_t>{2, 2}, {3, 2}, {3}, {1, 3, 3}, {4, 3}}) {
+    expectWeightError([&] { rt::dequantFp8Blocks(fp8View(codes, {5, 7}), scales(bad), 2, 3, "x.weight", "x.weight_scale_inv"); },
+                      {"'x.weight_scale_inv'", "'x.weight'", "[5, 7]", "2x3", "needs [3, 3]"}, "scales " + std::to_string(bad.size()));
+  }
+  expectWeightError([&] { rt::dequantFp8Blocks(fp8View(codes, {35}), scales({1}), 2, 3, "v", "v_scale_inv"); },
+                    {"'v'", "at least 2 dimensions"}, "1-D");
 }
 
 } // namespace
