@@ -883,5 +883,135 @@ TEST(Fp8, MisShapedScalesAreNamed) {
                     {"'v'", "at least 2 dimensions"}, "1-D");
 }
 
+// llama's fixture with its decoder linears in block-scaled FP8 (40x48 blocks, partial edges).
+class Fp8Weights : public FixtureWeights<Fp8Weights> {
+public:
+  static constexpr const char *kFamily = "llama_fp8";
+
+protected:
+  Tensors without(const std::string &name, const rt::TensorView *standIn = nullptr) const {
+    Tensors ts;
+    for (const auto &[n, t] : tensors_)
+      if (n != name)
+        ts.emplace_back(n, t);
+    if (standIn)
+      ts.emplace_back(name, *standIn);
+    return ts;
+  }
+};
+
+constexpr const char *kQProj = "model.layers.0.self_attn.q_proj.weight";
+constexpr const char *kQScales = "model.layers.0.self_attn.q_proj.weight_scale_inv";
+
+TEST_F(Fp8Weights, TheArtefactRecordsTheBlockAndTheLinearsDequantise) {
+  EXPECT_EQ(artefact_->meta.quantization, "fp8");
+  EXPECT_EQ(artefact_->meta.fp8_block_rows, 40);
+  EXPECT_EQ(artefact_->meta.fp8_block_cols, 48);
+  rt::Checkpoint ck(fixtureDir(kFamily));
+  const rt::TensorView &q = ck.get(kQProj), &s = ck.get(kQScales);
+  ASSERT_EQ(q.dtype, rt::StDType::F8E4M3);
+  ASSERT_EQ(s.dtype, rt::StDType::F32);
+  ASSERT_EQ(s.shape, (std::vector<int64_t>{2, 2})); // 64 rows in 40 + 24, 64 columns in 48 + 16
+  rt::HostTensor got = rt::readTensorAsFloat(ck, kQProj, artefact_->meta);
+  ASSERT_EQ(got.shape, (std::vector<int64_t>{64, 64}));
+  const float *scale = reinterpret_cast<const float *>(s.data);
+  int nonzero = 0;
+  for (int64_t i = 0; i < 64; ++i)
+    for (int64_t j = 0; j < 64; ++j) {
+      float want = rt::fp8E4m3ToFloat(q.data[i * 64 + j]) * scale[(i / 40) * 2 + j / 48];
+      ASSERT_EQ(got.data[i * 64 + j], want) << i << "," << j;
+      nonzero += want != 0;
+    }
+  EXPECT_GT(nonzero, 64 * 64 / 2);
+  // The whole manifest loads; the norms and embeddings are the bf16 tensors as stored.
+  rt::WeightStore store = rt::WeightStore::load(*artefact_, {fixtureDir(kFamily), 0});
+  EXPECT_EQ(store.size(), artefact_->weights.size());
+}
+
+TEST_F(Fp8Weights, MissingScalesAreNamed) {
+  for (std::string name : {std::string(kQScales), std::string("model.layers.1.mlp.down_proj.weight_scale_inv")}) {
+    TempDir dir;
+    std::string weight = name.substr(0, name.size() - std::string("_scale_inv").size());
+    expectWeightError([&] { load(without(name), dir); }, {"'" + name + "'", "missing", "'" + weight + "'"}, name);
+  }
+}
+
+TEST_F(Fp8Weights, MisShapedOrMistypedScalesAreNamed) {
+  // gate_proj's [3, 2] grid where q_proj's [2, 2] belongs.
+  const rt::TensorView &other = tensor(tensors_, "model.layers.0.mlp.gate_proj.weight_scale_inv");
+  TempDir dir;
+  expectWeightError([&] { load(without(kQScales, &other), dir); },
+                    {"'" + std::string(kQScales) + "'", "[3, 2]", "40x48", "needs [2, 2]"}, "mis-shaped");
+  // Scales as bytes (E8M0 exponents, say) are not read as floats.
+  std::vector<uint8_t> bytes(4, 127);
+  rt::TensorView u8 = tensor(tensors_, kQScales);
+  u8.dtype_name = "U8";
+  u8.data = bytes.data();
+  u8.bytes = bytes.size();
+  TempDir dir2;
+  expectWeightError([&] { load(without(kQScales, &u8), dir2); }, {"'" + std::string(kQScales) + "'", "U8", "F32"},
+                    "U8 scales");
+}
+
+TEST_F(Fp8Weights, E5m2IsRefusedByName) {
+  Tensors ts = tensors_;
+  tensor(ts, kQProj).dtype_name = "F8_E5M2";
+  TempDir dir;
+  expectWeightError([&] { load(ts, dir); }, {"'" + std::string(kQProj) + "'", "F8_E5M2", "F8_E4M3"}, "e5m2");
+}
+
+// The checkpoint's FP8 tensors need the artefact's block size: compiled from a config without
+// the quantization_config, the model has none.
+TEST_F(Fp8Weights, Fp8TensorsNeedAnFp8Model) {
+  const rt::Artefact &plain = committedArtefact("llama");
+  ASSERT_EQ(plain.meta.quantization, "");
+  expectWeightError([&] { rt::WeightStore::load(plain, {fixtureDir(kFamily), 0}); },
+                    {"F8_E4M3", "without an fp8 quantization_config", "model.layers.0."}, "plain artefact");
+}
+
+// Tensors the manifest does not name are never read: an MTP layer past the last decoder layer
+// (FP8 without its scales, even), an `mtp.` module, anything else; dump reports their roles.
+TEST_F(Fp8Weights, UnusedAndMtpTensorsAreNotRead) {
+  Tensors ts = tensors_;
+  rt::TensorView orphan = tensor(tensors_, kQProj); // FP8 with no scales beside it
+  ts.emplace_back("model.layers.2.self_attn.q_proj.weight", orphan);
+  ts.emplace_back("model.layers.2.input_layernorm.weight", tensor(tensors_, "model.layers.0.input_layernorm.weight"));
+  rt::TensorView e5m2 = orphan;
+  e5m2.dtype_name = "F8_E5M2";
+  ts.emplace_back("model.layers.17.mlp.experts.3.up_proj.weight", e5m2);
+  std::vector<uint8_t> longs(8 * 4, 0);
+  rt::TensorView i64 = orphan;
+  i64.dtype_name = "I64";
+  i64.shape = {4};
+  i64.data = longs.data();
+  i64.bytes = longs.size();
+  ts.emplace_back("mtp.fc.weight", i64);
+  ts.emplace_back("model.rotary_emb.inv_freq", i64);
+  ts.emplace_back("model.layers.1.self_attn.rotary_emb.inv_freq", i64);
+  TempDir dir;
+  load(ts, dir);
+  rt::Checkpoint ck(dir.str());
+  auto roles = rt::checkpointRoles(*artefact_, ck);
+  EXPECT_EQ(roles.size(), ts.size());
+  using R = rt::TensorRole;
+  EXPECT_EQ(roles.at(kQProj), R::Fp8);
+  EXPECT_EQ(roles.at(kQScales), R::Fp8Scales);
+  EXPECT_EQ(roles.at("model.layers.0.input_layernorm.weight"), R::Read);
+  EXPECT_EQ(roles.at("lm_head.weight"), R::Read);
+  EXPECT_EQ(roles.at("model.layers.2.self_attn.q_proj.weight"), R::MtpLayer);
+  EXPECT_EQ(roles.at("model.layers.2.input_layernorm.weight"), R::MtpLayer);
+  EXPECT_EQ(roles.at("model.layers.17.mlp.experts.3.up_proj.weight"), R::MtpLayer);
+  EXPECT_EQ(roles.at("mtp.fc.weight"), R::MtpLayer);
+  EXPECT_EQ(roles.at("model.rotary_emb.inv_freq"), R::Unused);
+  EXPECT_EQ(roles.at("model.layers.1.self_attn.rotary_emb.inv_freq"), R::Unused);
+  int fp8 = 0, scales = 0;
+  for (const auto &[n, r] : roles) {
+    fp8 += r == R::Fp8;
+    scales += r == R::Fp8Scales;
+  }
+  EXPECT_EQ(fp8, 14); // 2 layers x (q, k, v, o, gate, up, down)
+  EXPECT_EQ(scales, 14);
+}
+
 } // namespace
 } // namespace cbc::test
