@@ -378,7 +378,9 @@ FailureOr<fbs::Offset<fb::ModelMeta>> writeMeta(fbs::FlatBufferBuilder &fbb, Mod
   return fb::CreateModelMeta(fbb, fbb.CreateString(meta.getModelType().str()), meta.getVocabSize(),
                              meta.getHiddenSize(), meta.getNumLayers(), meta.getMaxPositions(), fbb.CreateVector(eos),
                              meta.getBosTokenId(), fbb.CreateString(meta.getCheckpointDtype().str()),
-                             fbb.CreateString(meta.getQuantization().str()), fbb.CreateVector(aliases));
+                             fbb.CreateString(meta.getQuantization().str()), fbb.CreateVector(aliases),
+                             meta.getFp8Block().empty() ? 0 : meta.getFp8Block()[0],
+                             meta.getFp8Block().empty() ? 0 : meta.getFp8Block()[1]);
 }
 
 fbs::Offset<fb::Launch> writeLaunch(fbs::FlatBufferBuilder &fbb, const LaunchOut &l) {

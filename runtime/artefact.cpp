@@ -186,6 +186,12 @@ ModelMeta readMeta(const fb::ModelMeta &meta) {
   m.bos_token_id = meta.bos_token_id();
   m.checkpoint_dtype = str(meta.checkpoint_dtype());
   m.quantization = str(meta.quantization());
+  m.fp8_block_rows = meta.fp8_block_rows();
+  m.fp8_block_cols = meta.fp8_block_cols();
+  auto blockOk = [](int64_t b) { return b > 0 && b <= (1ll << 31); };
+  if ((m.quantization == "fp8") != (m.fp8_block_rows != 0 || m.fp8_block_cols != 0) ||
+      (m.quantization == "fp8" && !(blockOk(m.fp8_block_rows) && blockOk(m.fp8_block_cols))))
+    throw ArtefactError("artefact metadata has a bad fp8 block size");
   if (meta.weight_aliases())
     for (const fb::AliasPair *p : *meta.weight_aliases())
       m.weight_aliases.emplace_back(p->from()->str(), p->to()->str());

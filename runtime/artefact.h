@@ -110,6 +110,8 @@ struct ModelMeta {
   std::vector<int64_t> eos_token_ids;
   int64_t bos_token_id = -1;
   std::string checkpoint_dtype, quantization;
+  // quantization "fp8": the [rows, cols] block one scale covers; 0 when the model has no fp8.
+  int64_t fp8_block_rows = 0, fp8_block_cols = 0;
   std::vector<std::pair<std::string, std::string>> weight_aliases;
 };
 

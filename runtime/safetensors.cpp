@@ -72,7 +72,9 @@ DTypeInfo parseDtype(const std::string &s) {
   if (s == "I32") return {StDType::I32, 4};
   if (s == "I64") return {StDType::I64, 8};
   if (s == "F64") return {StDType::Other, 8};
-  if (s == "BOOL" || s == "F8_E4M3" || s == "F8_E5M2") return {StDType::Other, 1};
+  if (s == "F8_E4M3") return {StDType::F8E4M3, 1};
+  if (s == "F8_E5M2") return {StDType::F8E5M2, 1};
+  if (s == "BOOL") return {StDType::Other, 1};
   if (s == "I16" || s == "U16") return {StDType::Other, 2};
   return {StDType::Other, 0};
 }

@@ -18,7 +18,7 @@ public:
   using std::runtime_error::runtime_error;
 };
 
-enum class StDType { F32, F16, BF16, U8, I8, I32, I64, Other };
+enum class StDType { F32, F16, BF16, U8, I8, I32, I64, F8E4M3, F8E5M2, Other };
 
 struct TensorView {
   StDType dtype = StDType::Other;

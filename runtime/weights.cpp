@@ -1,6 +1,9 @@
 #include "runtime/weights.h"
 
+#include <array>
+#include <cctype>
 #include <cmath>
+#include <limits>
 #include <cstring>
 #include <thread>
 
@@ -129,12 +132,10 @@ HostTensor readMxfp4(const Checkpoint &ckpt, const std::vector<std::string> &pai
   return dequantMxfp4(ckpt.get(blocks), ckpt.get(scales), blocks);
 }
 
-HostTensor readTensorAsFloat(const Checkpoint &ckpt, const std::string &requested,
-                             const ModelMeta &meta) {
-  std::string name = resolveName(ckpt, requested, meta);
-  if (!ckpt.has(name))
-    throw WeightError("checkpoint is missing tensor '" + requested + "'");
-  const TensorView &v = ckpt.get(name);
+namespace {
+
+// A stored tensor as float32: F32, BF16 and F16 convert exactly.
+HostTensor toFloat(const TensorView &v, const std::string &name) {
   HostTensor t;
   t.shape = v.shape;
   int64_t n = v.numel();
@@ -159,9 +160,90 @@ HostTensor readTensorAsFloat(const Checkpoint &ckpt, const std::string &requeste
     break;
   default:
     throw WeightError("tensor '" + name + "' in '" + v.file + "' has dtype " + v.dtype_name +
-                      "; cbc reads F32, BF16 and F16");
+                      "; cbc reads F32, BF16, F16 and block-scaled F8_E4M3");
   }
   return t;
+}
+
+// A tensor stored F8_E4M3, with the float block scales the checkpoint keeps beside it as
+// <name>_scale_inv (X.weight -> X.weight_scale_inv), in the artefact's block size.
+HostTensor readFp8(const Checkpoint &ckpt, const std::string &name, const TensorView &q, const ModelMeta &meta) {
+  if (meta.quantization != "fp8")
+    throw WeightError("tensor '" + name + "' in '" + q.file +
+                      "' is stored F8_E4M3, but the model was compiled without an fp8 quantization_config "
+                      "(compile the checkpoint's own config.json)");
+  std::string scaleName = name + "_scale_inv";
+  if (!ckpt.has(scaleName))
+    throw WeightError("checkpoint is missing tensor '" + scaleName + "', the block scales of F8_E4M3 tensor '" +
+                      name + "'");
+  const TensorView &s = ckpt.get(scaleName);
+  if (s.dtype != StDType::F32 && s.dtype != StDType::BF16 && s.dtype != StDType::F16)
+    throw WeightError("tensor '" + scaleName + "' (the block scales of '" + name + "') has dtype " + s.dtype_name +
+                      "; block scales must be F32, BF16 or F16");
+  return dequantFp8Blocks(q, toFloat(s, scaleName), meta.fp8_block_rows, meta.fp8_block_cols, name, scaleName);
+}
+
+} // namespace
+
+float fp8E4m3ToFloat(uint8_t v) {
+  static const std::array<float, 256> table = [] {
+    std::array<float, 256> t{};
+    for (int c = 0; c < 256; ++c) {
+      int exp = (c >> 3) & 15, mant = c & 7;
+      float mag = exp == 15 && mant == 7 ? std::numeric_limits<float>::quiet_NaN()
+                  : exp == 0             ? std::ldexp((float)mant, -9) // subnormal: mant/8 * 2^-6
+                                         : std::ldexp(8.0f + (float)mant, exp - 10); // 1.mant * 2^(exp-7)
+      t[c] = c & 0x80 ? -mag : mag;
+    }
+    return t;
+  }();
+  return table[v];
+}
+
+HostTensor dequantFp8Blocks(const TensorView &q, const HostTensor &scale, int64_t blockRows, int64_t blockCols,
+                            const std::string &name, const std::string &scaleName) {
+  size_t rank = q.shape.size();
+  if (rank < 2)
+    throw WeightError("F8_E4M3 tensor '" + name + "' has shape " + shapeText(q.shape) +
+                      "; block-scaled FP8 needs at least 2 dimensions");
+  if (blockRows <= 0 || blockCols <= 0)
+    throw WeightError("F8_E4M3 tensor '" + name + "': the FP8 block size must be positive");
+  int64_t R = q.shape[rank - 2], C = q.shape[rank - 1];
+  std::vector<int64_t> want(q.shape.begin(), q.shape.end() - 2);
+  int64_t SR = R ? (R - 1) / blockRows + 1 : 0, SC = C ? (C - 1) / blockCols + 1 : 0;
+  want.push_back(SR);
+  want.push_back(SC);
+  if (scale.shape != want)
+    throw WeightError("tensor '" + scaleName + "' has shape " + shapeText(scale.shape) + ", but F8_E4M3 tensor '" +
+                      name + "' of shape " + shapeText(q.shape) + " in blocks of " + std::to_string(blockRows) +
+                      "x" + std::to_string(blockCols) + " needs " + shapeText(want));
+  HostTensor out;
+  out.shape = q.shape;
+  out.data.resize(q.numel());
+  int64_t batch = R * C ? q.numel() / (R * C) : 0;
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t i = 0; i < R; ++i) {
+      const float *srow = &scale.data[(b * SR + i / blockRows) * SC];
+      const uint8_t *qrow = q.data + (b * R + i) * C;
+      float *orow = &out.data[(b * R + i) * C];
+      for (int64_t j = 0; j < C; ++j)
+        orow[j] = fp8E4m3ToFloat(qrow[j]) * srow[j / blockCols];
+    }
+  return out;
+}
+
+HostTensor readTensorAsFloat(const Checkpoint &ckpt, const std::string &requested,
+                             const ModelMeta &meta) {
+  std::string name = resolveName(ckpt, requested, meta);
+  if (!ckpt.has(name))
+    throw WeightError("checkpoint is missing tensor '" + requested + "'");
+  const TensorView &v = ckpt.get(name);
+  if (v.dtype == StDType::F8E4M3)
+    return readFp8(ckpt, name, v, meta);
+  if (v.dtype == StDType::F8E5M2)
+    throw WeightError("tensor '" + name + "' in '" + v.file +
+                      "' has dtype F8_E5M2; cbc dequantises FP8 stored as F8_E4M3 (e4m3fn) only");
+  return toFloat(v, name);
 }
 
 namespace {
@@ -300,6 +382,53 @@ WeightStore WeightStore::load(const Artefact &a, const WeightSource &source,
     store.tensors_.push_back(std::move(t));
   });
   return store;
+}
+
+namespace {
+
+// A tensor of decoder layer N >= numLayers ("...layers.N....") or of a top-level `mtp.` module:
+// the multi-token-prediction heads some checkpoints ship beside the decoder.
+bool isMtpTensor(const std::string &name, int64_t numLayers) {
+  if (name.rfind("mtp.", 0) == 0)
+    return true;
+  for (size_t at = name.find("layers."); at != std::string::npos; at = name.find("layers.", at + 1)) {
+    if (at > 0 && name[at - 1] != '.')
+      continue;
+    size_t p = at + 7, end = p;
+    while (end < name.size() && end - p < 9 && std::isdigit((unsigned char)name[end]))
+      ++end;
+    if (end > p && end < name.size() && name[end] == '.' && std::stoll(name.substr(p, end - p)) >= numLayers)
+      return true;
+  }
+  return false;
+}
+
+} // namespace
+
+std::string checkpointName(const Checkpoint &ckpt, const std::string &name, const ModelMeta &meta) {
+  std::string found = resolveName(ckpt, name, meta);
+  return ckpt.has(found) ? found : "";
+}
+
+std::map<std::string, TensorRole> checkpointRoles(const Artefact &a, const Checkpoint &ckpt) {
+  std::map<std::string, TensorRole> roles;
+  for (const std::string &n : ckpt.names())
+    roles[n] = TensorRole::Unused;
+  for (const WeightEntry &w : a.weights)
+    for (const auto &part : w.parts)
+      for (const std::string &requested : part) {
+        std::string n = checkpointName(ckpt, requested, a.meta);
+        if (n.empty())
+          continue;
+        bool fp8 = !w.mxfp4 && ckpt.get(n).dtype == StDType::F8E4M3;
+        roles[n] = fp8 ? TensorRole::Fp8 : TensorRole::Read;
+        if (fp8 && ckpt.has(n + "_scale_inv"))
+          roles[n + "_scale_inv"] = TensorRole::Fp8Scales;
+      }
+  for (auto &[n, role] : roles)
+    if (role == TensorRole::Unused && isMtpTensor(n, a.meta.num_layers))
+      role = TensorRole::MtpLayer;
+  return roles;
 }
 
 } // namespace cbc::rt

@@ -7,6 +7,7 @@
 #include "runtime/safetensors.h"
 
 #include <functional>
+#include <map>
 
 namespace cbc::rt {
 
@@ -40,9 +41,31 @@ private:
   std::vector<HostTensor> tensors_;
 };
 
-// Reads one HF tensor as float32 (bf16, f16, f32).
+// Reads one HF tensor as float32 (bf16, f16, f32; F8_E4M3 dequantised with its block scales
+// <name>_scale_inv when the model has fp8 quantization).
 HostTensor readTensorAsFloat(const Checkpoint &ckpt, const std::string &name,
                              const ModelMeta &meta);
+
+// e4m3fn: 1 sign, 4 exponent (bias 7) and 3 mantissa bits, subnormals at exponent 0, no
+// infinities; S.1111.111 is NaN, so the largest finite magnitude is 448.
+float fp8E4m3ToFloat(uint8_t code);
+
+// Block-scaled FP8: codes q [..., R, C] and scales [..., ceil(R/bR), ceil(C/bC)]; element
+// [..., i, j] is fp8(q[..., i, j]) * scale[..., i / bR, j / bC] (the last row and column of
+// blocks may be partial). Throws WeightError naming both tensors when the shapes disagree.
+HostTensor dequantFp8Blocks(const TensorView &q, const HostTensor &scale, int64_t blockRows, int64_t blockCols,
+                            const std::string &name, const std::string &scaleName);
+
+// What loading an artefact from a checkpoint does with each of the checkpoint's tensors (for
+// `cbc dump --weights --weights-path`): read as stored, dequantised from F8_E4M3, read as the
+// block scales of one, skipped as a multi-token-prediction layer the step does not run (decoder
+// layers past the model's num_layers, or an `mtp.` module), or not used at all. Loading never
+// reads the last two kinds, so nothing in them can fail it.
+enum class TensorRole { Read, Fp8, Fp8Scales, MtpLayer, Unused };
+std::map<std::string, TensorRole> checkpointRoles(const Artefact &artefact, const Checkpoint &ckpt);
+// The checkpoint's spelling of a manifest tensor name: the name itself, else an alias it has;
+// empty when it has neither.
+std::string checkpointName(const Checkpoint &ckpt, const std::string &name, const ModelMeta &meta);
 
 } // namespace cbc::rt
 

@@ -92,3 +92,15 @@ LogicalResult CachePlanAttr::verify(function_ref<InFlightDiagnostic()> emitError
     return emitError() << "cache plan state_bytes_per_slot must be the sum of the states' bytes";
   return success();
 }
+
+// The loader sizes each FP8 tensor's scale grid from the block, so it must be whole.
+LogicalResult ModelAttr::verify(function_ref<InFlightDiagnostic()> emitError, StringRef, StringRef, int64_t,
+                                int64_t, int64_t, int64_t, ArrayRef<int64_t>, int64_t, StringRef,
+                                StringRef quantization, ArrayRef<int64_t> fp8Block, ArrayRef<WeightAliasAttr>) {
+  bool fp8 = quantization == "fp8";
+  if (fp8 && (fp8Block.size() != 2 || fp8Block[0] <= 0 || fp8Block[1] <= 0))
+    return emitError() << "quantization \"fp8\" needs fp8_block = [rows, cols] with both positive";
+  if (!fp8 && !fp8Block.empty())
+    return emitError() << "fp8_block belongs to quantization \"fp8\" only";
+  return success();
+}

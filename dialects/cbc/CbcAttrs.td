@@ -217,8 +217,16 @@ def Cbc_ModelAttr : Cbc_Attr<"Model", "model"> {
                         DefaultValuedParameter<"int64_t", "-1">:$bos_token_id,
                         StringRefParameter<"">:$checkpoint_dtype,
                         StringRefParameter<"", "\"\"">:$quantization,
+                        Cbc_IntListParameter<"fp8_block">:$fp8_block,
                         Cbc_AttrListParameter<"WeightAliasAttr", "weight_aliases">:$weight_aliases);
+  let description = [{
+    `quantization` names a checkpoint format the loader undoes. With `"fp8"` (block-scaled
+    e4m3 FP8), `fp8_block` is the `[rows, cols]` block of a weight that one element of its
+    `weight_scale_inv` scales; which tensors are stored in FP8 is the checkpoint's to say, so
+    the loader decides per tensor.
+  }];
   let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
 }
 
 #endif // CBC_ATTRS_TD

@@ -260,7 +260,9 @@ struct ModelSpec {
   std::vector<LayerSpec> layers;
   std::string prefix = "model.";      // HF prefix of the decoder's tensors
   std::string lm_head = "lm_head.weight";
-  std::string quantization;           // honoured quantisation (e.g. "mxfp4"), empty if none
+  std::string quantization;           // honoured quantisation ("mxfp4", "fp8"), empty if none
+  // quantization "fp8": the [rows, cols] block of a weight that one weight_scale_inv value scales.
+  std::vector<int64_t> fp8_block;
   // Other spellings checkpoints use: a tensor missing under a name containing `first` is
   // looked up with `first` replaced by `second`.
   std::vector<std::pair<std::string, std::string>> weight_aliases;

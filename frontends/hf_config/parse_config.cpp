@@ -7,6 +7,8 @@
 #include "frontends/hf_config/families/helpers.h"
 #include "frontends/hf_config/rope.h"
 
+#include <algorithm>
+#include <cctype>
 #include <cmath>
 
 namespace cbc::hf {
@@ -89,18 +91,56 @@ std::string parseDtype(const ConfigReader &r) {
   return dtype;
 }
 
-std::string parseQuantization(const ConfigReader &top, const std::string &modelType) {
+// Block-scaled FP8 as DeepSeek-V3 publishes it (transformers' FineGrainedFP8Config): e4m3fn
+// weights, a float scale per block, activations left unquantised (the loader dequantises, as
+// transformers does without a GPU). Any family may ship it; which tensors are FP8 is the
+// checkpoint's to say, so only the block size goes into the artefact.
+std::vector<int64_t> parseFp8(const ConfigReader &q) {
+  std::string fmt = q.getString("fmt", "e4m3");
+  if (fmt != "e4m3")
+    throw ConfigError(q.path("fmt"), "FP8 format '" + fmt + "' is not supported (supported: e4m3)");
+  std::string scheme = q.getString("activation_scheme", "dynamic");
+  std::transform(scheme.begin(), scheme.end(), scheme.begin(), [](unsigned char c) { return std::tolower(c); });
+  if (scheme != "dynamic")
+    throw ConfigError(q.path("activation_scheme"),
+                      "activation scheme '" + scheme + "' is not supported (supported: dynamic)");
+  std::string experts = q.getString("expert_dtype", "fp8");
+  if (experts != "fp8")
+    throw ConfigError(q.path("expert_dtype"), "expert format '" + experts + "' is not supported (supported: fp8)");
+  // The scales are read as stored; ue8m0 only says their values are powers of two.
+  std::string scales = q.getString("scale_fmt", "float");
+  if (scales != "float" && scales != "ue8m0")
+    throw ConfigError(q.path("scale_fmt"), "scale format '" + scales + "' is not supported (supported: float, ue8m0)");
+  if (q.contains("weight_block_size") && !q.has("weight_block_size"))
+    throw ConfigError(q.path("weight_block_size"),
+                      "is null (one scale per tensor); cbc loads block-scaled FP8 only");
+  std::vector<int64_t> block = q.has("weight_block_size") ? q.getIntList("weight_block_size")
+                                                          : std::vector<int64_t>{128, 128};
+  if (block.size() != 2 || block[0] <= 0 || block[1] <= 0 || block[0] > (1 << 30) || block[1] > (1 << 30))
+    throw ConfigError(q.path("weight_block_size"), "must be [rows, cols], two positive integers up to 2^30");
+  return block;
+}
+
+void parseQuantization(const ConfigReader &top, const std::string &modelType, ModelSpec &spec) {
   if (!top.has("quantization_config"))
-    return "";
+    return;
   ConfigReader q = top.child("quantization_config");
   std::string method = q.getString("quant_method", "");
   // gpt-oss ships its experts in MXFP4; the loader dequantises them, as transformers does
   // without its Triton kernels.
-  if (method == "mxfp4" && modelType == "gpt_oss")
-    return method;
+  if (method == "mxfp4" && modelType == "gpt_oss") {
+    spec.quantization = method;
+    return;
+  }
+  if (method == "fp8") {
+    spec.fp8_block = parseFp8(q);
+    spec.quantization = method;
+    return;
+  }
   throw ConfigError(q.path("quant_method"),
                     "quantisation '" + method + "' is not supported for " + modelType +
-                        "; cbc loads bf16, fp16 or fp32 checkpoints (and gpt-oss MXFP4 experts)");
+                        "; cbc loads bf16, fp16 or fp32 checkpoints, block-scaled FP8 (quant_method fp8) "
+                        "and gpt-oss MXFP4 experts");
 }
 
 void parseTokenIds(const ConfigReader &r, const ConfigReader &top, ModelSpec &s) {
@@ -215,7 +255,7 @@ ModelSpec parseConfig(const std::string &text) {
   }
   const Family &family = findFamily(r, modelType);
   spec.model_type = modelType;
-  spec.quantization = parseQuantization(top, modelType);
+  parseQuantization(top, modelType, spec);
   parseCommon(r, top, family.defaults, multimodal, spec);
   spec.layers.assign(spec.num_layers, LayerSpec{});
   family.parse(r, spec);

@@ -354,6 +354,25 @@ TEST_F(ArtefactHeader, WrongFormatVersionIsRejected) {
   }
 }
 
+// The FP8 block size sizes every scale grid: it goes with quantization "fp8" and no other, and
+// must be positive.
+TEST_F(ArtefactHeader, Fp8BlockSizeIsChecked) {
+  std::vector<uint8_t> fp8 = committedArtefactBytes("llama_fp8");
+  EXPECT_EQ(rt::Artefact::fromBytes(fp8.data(), fp8.size()).meta.fp8_block_rows, 40);
+  auto mutated = [](std::vector<uint8_t> b, int64_t rows, int64_t cols) {
+    fb::ModelMeta *meta = fb::GetMutableModel(b.data())->mutable_meta();
+    EXPECT_TRUE(meta->mutate_fp8_block_rows(rows) && meta->mutate_fp8_block_cols(cols));
+    return b;
+  };
+  using Block = std::pair<int64_t, int64_t>;
+  for (auto [rows, cols] : {Block{0, 48}, Block{40, -1}, Block{0, 0}, Block{1ll << 40, 48}}) {
+    std::string err = errorOf(mutated(fp8, rows, cols));
+    EXPECT_NE(err.find("bad fp8 block size"), std::string::npos) << rows << "x" << cols << ": '" << err << "'";
+  }
+  std::string err = errorOf(mutated(bytes_, 128, 128)); // llama: no quantization
+  EXPECT_NE(err.find("bad fp8 block size"), std::string::npos) << err;
+}
+
 TEST_F(ArtefactHeader, LoadNamesTheFile) {
   try {
     rt::Artefact::load("/nonexistent/model.fb");

@@ -14,6 +14,7 @@
 #include <limits>
 #include <optional>
 #include <random>
+#include <tuple>
 #include <unistd.h>
 
 namespace cbc::test {
@@ -780,6 +781,236 @@ TEST_F(Mxfp4Weights, MalformedBlocksAreRejected) {
                       {kGateUpBlocks, "MXFP4 blocks/scales have unexpected shapes or dtypes"},
                       standIn->dtype_name);
   }
+}
+
+// e4m3fn by an independent route: the float32 bit pattern a normal code maps to (sign, exponent
+// rebiased from 7 to 127, mantissa in the top three bits), subnormals as m/8 * 2^-6.
+TEST(Fp8, EveryE4m3CodeDecodesByTheFormula) {
+  int nans = 0;
+  for (int c = 0; c < 256; ++c) {
+    uint32_t sign = (uint32_t)(c >> 7), exp = (uint32_t)(c >> 3) & 15, mant = (uint32_t)c & 7;
+    float got = rt::fp8E4m3ToFloat((uint8_t)c);
+    if (exp == 15 && mant == 7) {
+      EXPECT_TRUE(std::isnan(got)) << c;
+      ++nans;
+      continue;
+    }
+    float want;
+    if (exp == 0) {
+      want = (float)(mant / 512.0) * (sign ? -1.0f : 1.0f);
+    } else {
+      uint32_t bits = sign << 31 | (exp - 7 + 127) << 23 | mant << 20;
+      std::memcpy(&want, &bits, 4);
+    }
+    EXPECT_EQ(got, want) << c;
+    EXPECT_EQ(std::signbit(got), sign == 1) << c;
+  }
+  EXPECT_EQ(nans, 2); // 0x7f and 0xff: e4m3fn has no infinities
+  EXPECT_EQ(rt::fp8E4m3ToFloat(0x7e), 448.0f);
+  EXPECT_EQ(rt::fp8E4m3ToFloat(0x77), 240.0f);
+  EXPECT_EQ(rt::fp8E4m3ToFloat(0x38), 1.0f);
+  EXPECT_EQ(rt::fp8E4m3ToFloat(0xc0), -2.0f);
+  EXPECT_EQ(rt::fp8E4m3ToFloat(0x08), std::ldexp(1.0f, -6)); // smallest normal
+  EXPECT_EQ(rt::fp8E4m3ToFloat(0x07), std::ldexp(7.0f, -9)); // largest subnormal
+  EXPECT_EQ(rt::fp8E4m3ToFloat(0x01), std::ldexp(1.0f, -9)); // smallest subnormal
+  for (int c = 1; c < 0x7f; ++c)
+    EXPECT_LT(rt::fp8E4m3ToFloat((uint8_t)(c - 1)), rt::fp8E4m3ToFloat((uint8_t)c)) << c;
+}
+
+rt::TensorView fp8View(const std::vector<uint8_t> &codes, std::vector<int64_t> shape) {
+  rt::TensorView t;
+  t.dtype = rt::StDType::F8E4M3;
+  t.dtype_name = "F8_E4M3";
+  t.shape = std::move(shape);
+  t.data = codes.data();
+  t.bytes = codes.size();
+  return t;
+}
+
+// Blocks that do not divide the tensor: the last row and column of blocks are partial, and a
+// leading (expert) dimension has its own grid.
+TEST(Fp8, BlocksWithPartialEdges) {
+  std::mt19937 rng(7);
+  for (auto [shape, bR, bC] : {std::tuple{std::vector<int64_t>{5, 7}, 2, 3},
+                               std::tuple{std::vector<int64_t>{2, 9, 10}, 4, 4},
+                               std::tuple{std::vector<int64_t>{3, 4}, 8, 8},
+                               std::tuple{std::vector<int64_t>{6, 6}, 3, 2}}) {
+    int64_t R = shape[shape.size() - 2], C = shape.back(), E = shape.size() == 3 ? shape[0] : 1;
+    int64_t SR = (R + bR - 1) / bR, SC = (C + bC - 1) / bC;
+    std::vector<uint8_t> codes((size_t)(E * R * C));
+    for (uint8_t &c : codes)
+      do c = (uint8_t)rng(); while ((c & 0x7f) == 0x7f);
+    rt::HostTensor scale;
+    scale.shape = shape.size() == 3 ? std::vector<int64_t>{E, SR, SC} : std::vector<int64_t>{SR, SC};
+    for (int64_t i = 0; i < E * SR * SC; ++i)
+      scale.data.push_back(0.5f + (float)i * 0.37f);
+    rt::HostTensor got = rt::dequantFp8Blocks(fp8View(codes, shape), scale, bR, bC, "w", "w_scale_inv");
+    ASSERT_EQ(got.shape, shape);
+    // Walk the grid block by block and check the elements each block covers.
+    int64_t seen = 0;
+    for (int64_t e = 0; e < E; ++e)
+      for (int64_t br = 0; br < SR; ++br)
+        for (int64_t bc = 0; bc < SC; ++bc) {
+          float s = scale.data[(e * SR + br) * SC + bc];
+          for (int64_t i = br * bR; i < std::min<int64_t>(R, (br + 1) * bR); ++i)
+            for (int64_t j = bc * bC; j < std::min<int64_t>(C, (bc + 1) * bC); ++j, ++seen) {
+              int64_t at = (e * R + i) * C + j;
+              ASSERT_EQ(got.data[at], rt::fp8E4m3ToFloat(codes[at]) * s) << e << "," << i << "," << j;
+            }
+        }
+    EXPECT_EQ(seen, E * R * C);
+  }
+}
+
+TEST(Fp8, MisShapedScalesAreNamed) {
+  std::vector<uint8_t> codes(5 * 7, 0x38);
+  auto scales = [](std::vector<int64_t> shape) {
+    rt::HostTensor s;
+    s.shape = shape;
+    int64_t n = 1;
+    for (int64_t d : shape)
+      n *= d;
+    s.data.assign((size_t)n, 1.0f);
+    return s;
+  };
+  // [5, 7] in 2x3 blocks needs [3, 3]: the divided-down grid, a transposed one, a missing
+  // leading dimension are all refused.
+  for (std::vector<int64_t> bad : {std::vector<int64_t>{2, 2}, {3, 2}, {3}, {1, 3, 3}, {4, 3}}) {
+    expectWeightError([&] { rt::dequantFp8Blocks(fp8View(codes, {5, 7}), scales(bad), 2, 3, "x.weight", "x.weight_scale_inv"); },
+                      {"'x.weight_scale_inv'", "'x.weight'", "[5, 7]", "2x3", "needs [3, 3]"}, "scales " + std::to_string(bad.size()));
+  }
+  expectWeightError([&] { rt::dequantFp8Blocks(fp8View(codes, {35}), scales({1}), 2, 3, "v", "v_scale_inv"); },
+                    {"'v'", "at least 2 dimensions"}, "1-D");
+}
+
+// llama's fixture with its decoder linears in block-scaled FP8 (40x48 blocks, partial edges).
+class Fp8Weights : public FixtureWeights<Fp8Weights> {
+public:
+  static constexpr const char *kFamily = "llama_fp8";
+
+protected:
+  Tensors without(const std::string &name, const rt::TensorView *standIn = nullptr) const {
+    Tensors ts;
+    for (const auto &[n, t] : tensors_)
+      if (n != name)
+        ts.emplace_back(n, t);
+    if (standIn)
+      ts.emplace_back(name, *standIn);
+    return ts;
+  }
+};
+
+constexpr const char *kQProj = "model.layers.0.self_attn.q_proj.weight";
+constexpr const char *kQScales = "model.layers.0.self_attn.q_proj.weight_scale_inv";
+
+TEST_F(Fp8Weights, TheArtefactRecordsTheBlockAndTheLinearsDequantise) {
+  EXPECT_EQ(artefact_->meta.quantization, "fp8");
+  EXPECT_EQ(artefact_->meta.fp8_block_rows, 40);
+  EXPECT_EQ(artefact_->meta.fp8_block_cols, 48);
+  rt::Checkpoint ck(fixtureDir(kFamily));
+  const rt::TensorView &q = ck.get(kQProj), &s = ck.get(kQScales);
+  ASSERT_EQ(q.dtype, rt::StDType::F8E4M3);
+  ASSERT_EQ(s.dtype, rt::StDType::F32);
+  ASSERT_EQ(s.shape, (std::vector<int64_t>{2, 2})); // 64 rows in 40 + 24, 64 columns in 48 + 16
+  rt::HostTensor got = rt::readTensorAsFloat(ck, kQProj, artefact_->meta);
+  ASSERT_EQ(got.shape, (std::vector<int64_t>{64, 64}));
+  const float *scale = reinterpret_cast<const float *>(s.data);
+  int nonzero = 0;
+  for (int64_t i = 0; i < 64; ++i)
+    for (int64_t j = 0; j < 64; ++j) {
+      float want = rt::fp8E4m3ToFloat(q.data[i * 64 + j]) * scale[(i / 40) * 2 + j / 48];
+      ASSERT_EQ(got.data[i * 64 + j], want) << i << "," << j;
+      nonzero += want != 0;
+    }
+  EXPECT_GT(nonzero, 64 * 64 / 2);
+  // The whole manifest loads; the norms and embeddings are the bf16 tensors as stored.
+  rt::WeightStore store = rt::WeightStore::load(*artefact_, {fixtureDir(kFamily), 0});
+  EXPECT_EQ(store.size(), artefact_->weights.size());
+}
+
+TEST_F(Fp8Weights, MissingScalesAreNamed) {
+  for (std::string name : {std::string(kQScales), std::string("model.layers.1.mlp.down_proj.weight_scale_inv")}) {
+    TempDir dir;
+    std::string weight = name.substr(0, name.size() - std::string("_scale_inv").size());
+    expectWeightError([&] { load(without(name), dir); }, {"'" + name + "'", "missing", "'" + weight + "'"}, name);
+  }
+}
+
+TEST_F(Fp8Weights, MisShapedOrMistypedScalesAreNamed) {
+  // gate_proj's [3, 2] grid where q_proj's [2, 2] belongs.
+  const rt::TensorView &other = tensor(tensors_, "model.layers.0.mlp.gate_proj.weight_scale_inv");
+  TempDir dir;
+  expectWeightError([&] { load(without(kQScales, &other), dir); },
+                    {"'" + std::string(kQScales) + "'", "[3, 2]", "40x48", "needs [2, 2]"}, "mis-shaped");
+  // Scales as bytes (E8M0 exponents, say) are not read as floats.
+  std::vector<uint8_t> bytes(4, 127);
+  rt::TensorView u8 = tensor(tensors_, kQScales);
+  u8.dtype_name = "U8";
+  u8.data = bytes.data();
+  u8.bytes = bytes.size();
+  TempDir dir2;
+  expectWeightError([&] { load(without(kQScales, &u8), dir2); }, {"'" + std::string(kQScales) + "'", "U8", "F32"},
+                    "U8 scales");
+}
+
+TEST_F(Fp8Weights, E5m2IsRefusedByName) {
+  Tensors ts = tensors_;
+  tensor(ts, kQProj).dtype_name = "F8_E5M2";
+  TempDir dir;
+  expectWeightError([&] { load(ts, dir); }, {"'" + std::string(kQProj) + "'", "F8_E5M2", "F8_E4M3"}, "e5m2");
+}
+
+// The checkpoint's FP8 tensors need the artefact's block size: compiled from a config without
+// the quantization_config, the model has none.
+TEST_F(Fp8Weights, Fp8TensorsNeedAnFp8Model) {
+  const rt::Artefact &plain = committedArtefact("llama");
+  ASSERT_EQ(plain.meta.quantization, "");
+  expectWeightError([&] { rt::WeightStore::load(plain, {fixtureDir(kFamily), 0}); },
+                    {"F8_E4M3", "without an fp8 quantization_config", "model.layers.0."}, "plain artefact");
+}
+
+// Tensors the manifest does not name are never read: an MTP layer past the last decoder layer
+// (FP8 without its scales, even), an `mtp.` module, anything else; dump reports their roles.
+TEST_F(Fp8Weights, UnusedAndMtpTensorsAreNotRead) {
+  Tensors ts = tensors_;
+  rt::TensorView orphan = tensor(tensors_, kQProj); // FP8 with no scales beside it
+  ts.emplace_back("model.layers.2.self_attn.q_proj.weight", orphan);
+  ts.emplace_back("model.layers.2.input_layernorm.weight", tensor(tensors_, "model.layers.0.input_layernorm.weight"));
+  rt::TensorView e5m2 = orphan;
+  e5m2.dtype_name = "F8_E5M2";
+  ts.emplace_back("model.layers.17.mlp.experts.3.up_proj.weight", e5m2);
+  std::vector<uint8_t> longs(8 * 4, 0);
+  rt::TensorView i64 = orphan;
+  i64.dtype_name = "I64";
+  i64.shape = {4};
+  i64.data = longs.data();
+  i64.bytes = longs.size();
+  ts.emplace_back("mtp.fc.weight", i64);
+  ts.emplace_back("model.rotary_emb.inv_freq", i64);
+  ts.emplace_back("model.layers.1.self_attn.rotary_emb.inv_freq", i64);
+  TempDir dir;
+  load(ts, dir);
+  rt::Checkpoint ck(dir.str());
+  auto roles = rt::checkpointRoles(*artefact_, ck);
+  EXPECT_EQ(roles.size(), ts.size());
+  using R = rt::TensorRole;
+  EXPECT_EQ(roles.at(kQProj), R::Fp8);
+  EXPECT_EQ(roles.at(kQScales), R::Fp8Scales);
+  EXPECT_EQ(roles.at("model.layers.0.input_layernorm.weight"), R::Read);
+  EXPECT_EQ(roles.at("lm_head.weight"), R::Read);
+  EXPECT_EQ(roles.at("model.layers.2.self_attn.q_proj.weight"), R::MtpLayer);
+  EXPECT_EQ(roles.at("model.layers.2.input_layernorm.weight"), R::MtpLayer);
+  EXPECT_EQ(roles.at("model.layers.17.mlp.experts.3.up_proj.weight"), R::MtpLayer);
+  EXPECT_EQ(roles.at("mtp.fc.weight"), R::MtpLayer);
+  EXPECT_EQ(roles.at("model.rotary_emb.inv_freq"), R::Unused);
+  EXPECT_EQ(roles.at("model.layers.1.self_attn.rotary_emb.inv_freq"), R::Unused);
+  int fp8 = 0, scales = 0;
+  for (const auto &[n, r] : roles) {
+    fp8 += r == R::Fp8;
+    scales += r == R::Fp8Scales;
+  }
+  EXPECT_EQ(fp8, 14); // 2 layers x (q, k, v, o, gate, up, down)
+  EXPECT_EQ(scales, 14);
 }
 
 } // namespace

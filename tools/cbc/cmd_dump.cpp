@@ -1,4 +1,5 @@
 #include "runtime/artefact.h"
+#include "runtime/weights.h"
 #include "runtime/schema/opcodes.h"
 #include "tools/cbc/cli.h"
 #include "tools/cbc/commands.h"
@@ -8,6 +9,8 @@
 #include <optional>
 
 #include <flatbuffers/minireflect.h>
+#include <map>
+#include <memory>
 #include <set>
 #include <sstream>
 
@@ -191,7 +194,53 @@ std::string transformText(const rt::WeightEntry &w) {
   return out;
 }
 
-void printWeights(const Artefact &a) {
+// With a checkpoint: how each HF name is found there (stored FP8 and dequantised, under an
+// alias, or missing).
+std::string sourceText(const std::string &name, const Artefact &a, const rt::Checkpoint *ckpt,
+                       const std::map<std::string, rt::TensorRole> &roles) {
+  if (!ckpt)
+    return name;
+  std::string found = rt::checkpointName(*ckpt, name, a.meta);
+  if (found.empty())
+    return name + " (missing)";
+  std::string out = found == name ? name : name + " (as " + found + ")";
+  return roles.at(found) == rt::TensorRole::Fp8 ? out + " (fp8 dequantised)" : out;
+}
+
+// The checkpoint tensors the manifest does not read: skipped MTP layers, grouped by layer
+// prefix (a large model's MTP layer has thousands), and unused ones, each by name.
+void printCheckpointSummary(const Artefact &a, const std::string &path,
+                            const std::map<std::string, rt::TensorRole> &roles) {
+  std::map<rt::TensorRole, int> count;
+  std::map<std::string, int> mtpGroups;
+  std::vector<std::string> unused;
+  for (const auto &[name, role] : roles) {
+    ++count[role];
+    if (role == rt::TensorRole::MtpLayer) {
+      size_t at = name.find("layers.");
+      size_t end = at == std::string::npos ? std::string::npos : name.find('.', at + 7);
+      ++mtpGroups[end == std::string::npos ? name.substr(0, name.find('.') + 1) : name.substr(0, end + 1)];
+    } else if (role == rt::TensorRole::Unused) {
+      unused.push_back(name);
+    }
+  }
+  std::printf("checkpoint %s: %zu tensors; %d read as stored, %d F8_E4M3 dequantised with %d block scales",
+              path.c_str(), roles.size(), count[rt::TensorRole::Read], count[rt::TensorRole::Fp8],
+              count[rt::TensorRole::Fp8Scales]);
+  if (count[rt::TensorRole::Fp8])
+    std::printf(" (blocks of %lldx%lld)", (long long)a.meta.fp8_block_rows, (long long)a.meta.fp8_block_cols);
+  std::printf("; %d skipped, %zu unused\n", count[rt::TensorRole::MtpLayer], unused.size());
+  for (const auto &[prefix, n] : mtpGroups)
+    std::printf("skipped %s* (%d tensors): MTP layer, not run (the model runs %lld decoder layers)\n",
+                prefix.c_str(), n, (long long)a.meta.num_layers);
+  for (const std::string &name : unused)
+    std::printf("unused %s\n", name.c_str());
+}
+
+void printWeights(const Artefact &a, const rt::Checkpoint *ckpt, const std::string &ckptPath) {
+  std::map<std::string, rt::TensorRole> roles;
+  if (ckpt)
+    roles = rt::checkpointRoles(a, *ckpt);
   int64_t totalElems = 0;
   for (const auto &w : a.weights) {
     int64_t n = 1;
@@ -209,12 +258,14 @@ void printWeights(const Artefact &a) {
       }
       std::printf(" [");
       for (size_t i = 0; i < part.size(); ++i)
-        std::printf("%s%s", i ? " | " : "", part[i].c_str());
+        std::printf("%s%s", i ? " | " : "", sourceText(part[i], a, ckpt, roles).c_str());
       std::printf("]");
     }
     std::printf("\n");
   }
   std::printf("%zu weights, %lld parameters\n", a.weights.size(), (long long)totalElems);
+  if (ckpt)
+    printCheckpointSummary(a, ckptPath, roles);
 }
 
 void printGraph(const Artefact &a) {
@@ -298,6 +349,8 @@ int dumpMain(int argc, char **argv) {
              {"--kernel-source", "", "the generated CUDA C++ source"},
              {"--cache-plan", "", "cache groups, retention and bytes per token"},
              {"--weights", "", "the weight manifest: program weights from HF tensors"},
+             {"--weights-path", "CHECKPOINT",
+              "with --weights: how a checkpoint's tensors load (FP8-dequantised, skipped MTP layers, unused)"},
              {"--graph", "", "the step program as Graphviz dot"},
              {"--config", "", "the config.json the artefact was compiled from"}},
             "MODEL");
@@ -306,6 +359,8 @@ int dumpMain(int argc, char **argv) {
       return 0;
     if (args.positionals().size() != 1)
       throw UsageError("expected exactly one MODEL argument");
+    if (args.has("--weights-path") && !args.has("--weights"))
+      throw UsageError("--weights-path goes with --weights");
   } catch (const UsageError &e) {
     std::fprintf(stderr, "cbc dump: error: %s\n", e.what());
     return 2;
@@ -322,7 +377,18 @@ int dumpMain(int argc, char **argv) {
   if (args.has("--config")) { std::fputs(a.config_json.c_str(), stdout); any = true; }
   if (args.has("--program")) { printProgram(a); any = true; }
   if (args.has("--cache-plan")) { printCachePlan(a); any = true; }
-  if (args.has("--weights")) { printWeights(a); any = true; }
+  if (args.has("--weights")) {
+    std::unique_ptr<rt::Checkpoint> ckpt;
+    try {
+      if (args.has("--weights-path"))
+        ckpt = std::make_unique<rt::Checkpoint>(args.get("--weights-path"));
+    } catch (const rt::WeightError &e) {
+      std::fprintf(stderr, "cbc dump: error: %s\n", e.what());
+      return 2;
+    }
+    printWeights(a, ckpt.get(), args.get("--weights-path"));
+    any = true;
+  }
   if (args.has("--graph")) { printGraph(a); any = true; }
   if (args.has("--kernels")) { printKernels(a); any = true; }
   if (args.has("--kernel-source")) {

@@ -1564,6 +1564,26 @@ FAMILIES["gpt_oss_mxfp4"] = dict(
     ],
 )
 
+# llama's fixture again, with its decoder linears stored as block-scaled FP8 (any family can take
+# `fp8_block`: every nn.Linear inside the decoder layers is quantised). Blocks of 40x48 on hidden 64 /
+# intermediate 96 leave partial blocks at the bottom and right edges, and k/v (32 rows) sit in one block
+# taller than themselves.
+FAMILIES["llama_fp8"] = dict(
+    FAMILIES["llama"],
+    model_type="llama",
+    fp8_block=(40, 48),
+    seed=1110,
+    features=[
+        "llama's tiny config, with the decoder linears (q/k/v/o, gate/up/down) stored as block-scaled FP8 the way "
+        "DeepSeek-V3 checkpoints are: <w>.weight F8_E4M3 (e4m3fn) and <w>.weight_scale_inv float32 "
+        "[ceil(R/40), ceil(C/48)], w = fp8 * scale_inv per block; quantization_config quant_method fp8, fmt e4m3, "
+        "activation_scheme dynamic, weight_block_size [40, 48]; embeddings, lm_head and norms stay bf16",
+        "partial edge blocks: q/o [64, 64] -> scale grid [2, 2], gate/up [96, 64] -> [3, 2], down [64, 96] -> [2, 2], "
+        "k/v [32, 64] -> [1, 2]",
+        "linear weights rounded to FP8 (decoded by transformers' _dequantize_fp8_weight) before the reference runs",
+    ],
+)
+
 
 # --------------------------------------------------------------------------------------
 # Weights
@@ -2204,6 +2224,93 @@ def _write_mxfp4_checkpoint(fam_dir: Path) -> None:
     (fam_dir / "config.json").write_text(json.dumps(cfg, indent=2, sort_keys=True) + "\n")
 
 
+FP8_E4M3_MAX = 448.0  # torch.finfo(torch.float8_e4m3fn).max
+
+
+def fp8_quantize(w, block):
+    """e4m3fn codes and float32 scale_inv of a [R, C] weight in blocks of (bR, bC), as DeepSeek-V3's checkpoints
+    store them: each block's scale_inv is its largest magnitude / 448, each code the nearest e4m3fn value of
+    w / scale_inv. The last row and column of blocks may be partial."""
+    R, C = w.shape
+    bR, bC = block
+    SR, SC = -(-R // bR), -(-C // bC)
+    padded = torch.zeros(SR * bR, SC * bC, dtype=torch.float32)
+    padded[:R, :C] = w.detach().float()
+    blocks = padded.reshape(SR, bR, SC, bC)
+    amax = blocks.abs().amax(dim=(1, 3))
+    scale_inv = torch.where(amax > 0, amax / FP8_E4M3_MAX, torch.ones_like(amax))
+    scaled = (blocks / scale_inv[:, None, :, None]).clamp(-FP8_E4M3_MAX, FP8_E4M3_MAX)
+    codes = scaled.to(torch.float8_e4m3fn).reshape(SR * bR, SC * bC)[:R, :C].contiguous()
+    return codes, scale_inv.contiguous()
+
+
+def fp8_dequantize(codes, scale_inv, block):
+    """What a block-scaled FP8 weight decodes to, by transformers' own block-aware decoder (the one its FP8 linears
+    use for their backward pass). Its load-time Fp8Dequantize op is not used: it derives the block size from the
+    scale grid (rows // grid rows), which is wrong for partial edge blocks."""
+    from transformers.integrations.finegrained_fp8 import _dequantize_fp8_weight
+
+    return _dequantize_fp8_weight(codes.clone(), scale_inv, list(block), torch.float32)
+
+
+def fp8_round_linears_(model, block) -> dict:
+    """Replaces the weight of every nn.Linear inside the decoder layers by what its FP8 encoding decodes to, and
+    returns {parameter name: (codes, scale_inv)} for the checkpoint."""
+    encoded = {}
+    for name, mod in model.named_modules():
+        if isinstance(mod, torch.nn.Linear) and ".layers." in f".{name}":
+            codes, scale_inv = fp8_quantize(mod.weight, block)
+            with torch.no_grad():
+                mod.weight.copy_(fp8_dequantize(codes, scale_inv, block))
+            encoded[f"{name}.weight"] = (codes, scale_inv)
+    return encoded
+
+
+def _write_fp8_checkpoint(fam_dir: Path, encoded: dict, block) -> None:
+    """Stores the FP8-rounded linears of a saved checkpoint as F8_E4M3 codes with float32 <w>_scale_inv (the codes
+    make_model decoded, so exact) and marks the config quantized as DeepSeek-V3's is."""
+    path = fam_dir / "model.safetensors"
+    with safe_open(str(path), "pt") as f:
+        metadata = f.metadata()
+        tensors = {k: f.get_tensor(k) for k in f.keys()}
+    for name, (codes, scale_inv) in sorted(encoded.items()):
+        assert name in tensors and tensors[name].shape == codes.shape, name
+        tensors[name], tensors[name + "_scale_inv"] = codes, scale_inv
+    save_file(tensors, str(path), metadata=metadata)
+    cfg = json.loads((fam_dir / "config.json").read_text())
+    cfg["quantization_config"] = {
+        "activation_scheme": "dynamic",
+        "fmt": "e4m3",
+        "quant_method": "fp8",
+        "weight_block_size": list(block),
+    }
+    (fam_dir / "config.json").write_text(json.dumps(cfg, indent=2, sort_keys=True) + "\n")
+
+
+def _reload_fp8(fam_dir: Path, cfg, block):
+    """The FP8 checkpoint loaded back in fp32: transformers' from_pretrained cannot be the loader here (its FP8
+    quantizer needs accelerate, and its Fp8Dequantize derives the block from the scale grid, wrong for partial edge
+    blocks), so each F8_E4M3 tensor is decoded by fp8_dequantize and the state dict loaded into the unquantized
+    model; also returns the largest weight difference Fp8Dequantize would have made, for the record."""
+    from transformers.integrations.finegrained_fp8 import Fp8Dequantize
+
+    with safe_open(str(fam_dir / "model.safetensors"), "pt") as f:
+        tensors = {k: f.get_tensor(k) for k in f.keys()}
+    state, grid_error = {}, 0.0
+    for name, t in tensors.items():
+        if name.endswith("_scale_inv"):
+            continue
+        if t.dtype == torch.float8_e4m3fn:
+            state[name] = fp8_dequantize(t, tensors[name + "_scale_inv"], block)
+            grid = Fp8Dequantize(None)._dequantize_one(t, tensors[name + "_scale_inv"], torch.float32)
+            grid_error = max(grid_error, float((grid - state[name]).abs().max()))
+        else:
+            state[name] = t.float()
+    model = AutoModelForCausalLM.from_config(cfg, attn_implementation="eager", dtype=torch.float32)
+    model.load_state_dict(state, strict=True)
+    return model, grid_error
+
+
 def top2_margin(rows) -> float:
     top = torch.topk(rows, 2, dim=-1).values
     return float((top[:, 0] - top[:, 1]).min())
@@ -2285,6 +2392,8 @@ def make_model(family: str, seed: int):
         row_scale_(model, spec["row_scale"])
     if spec.get("mxfp4"):
         mxfp4_round_experts_(model)
+    if spec.get("fp8_block"):
+        model.fp8_encoded = fp8_round_linears_(model, spec["fp8_block"])
     return cfg, model
 
 
@@ -2371,6 +2480,8 @@ def build_family(family: str, out_dir: Path, verbose: bool = True) -> dict:
         _fix_olmo_conv_split(fam_dir / "model.safetensors", cfg)
     if spec.get("mxfp4"):
         _write_mxfp4_checkpoint(fam_dir)
+    if spec.get("fp8_block"):
+        _write_fp8_checkpoint(fam_dir, model.fp8_encoded, spec["fp8_block"])
 
     prompts = make_prompts(spec.get("prompt_lengths", PROMPT_LENGTHS))
     mamba = spec.get("mamba", False)  # Mamba families: explicit position_ids and the extra checks
@@ -2427,9 +2538,13 @@ def build_family(family: str, out_dir: Path, verbose: bool = True) -> dict:
 
         quantized["quantization_config"] = Mxfp4Config(dequantize=True)
     loader = getattr(transformers, spec["model_class"]) if spec.get("model_class") else AutoModelForCausalLM
-    reloaded = loader.from_pretrained(
-        fam_dir, attn_implementation="eager", experts_implementation="eager", dtype=torch.float32, **quantized
-    )
+    fp8_grid_error = None
+    if spec.get("fp8_block"):
+        reloaded, fp8_grid_error = _reload_fp8(fam_dir, cfg, spec["fp8_block"])
+    else:
+        reloaded = loader.from_pretrained(
+            fam_dir, attn_implementation="eager", experts_implementation="eager", dtype=torch.float32, **quantized
+        )
     reloaded.eval()
     reload_delta = 0.0
     for i, prompt in enumerate(prompts):
@@ -2522,6 +2637,18 @@ def build_family(family: str, out_dir: Path, verbose: bool = True) -> dict:
             "[key_dim, key_dim, value_dim] = [32, 32, 128] as released checkpoints have them. Loading concatenates "
             "them along dim 0 either way, so the reload check below holds."
         )
+    if spec.get("fp8_block"):
+        bR, bC = spec["fp8_block"]
+        notes.append(
+            f"Checkpoint: the decoder linears are F8_E4M3 with float32 weight_scale_inv, one per {bR}x{bC} block "
+            "(partial at the bottom and right edges). The reference runs on their decoded values (code * scale_inv "
+            "in fp32, what a dequantising loader computes), so these rows are the dequantised checkpoint's, without "
+            "the dynamic activation quantisation an FP8 GEMM adds. Reload check: transformers' from_pretrained "
+            "cannot load this checkpoint on the CPU (its FP8 quantizer needs accelerate, and its load-time "
+            "Fp8Dequantize takes the block as rows // grid rows, wrong on partial edges: it would move weights by up "
+            f"to {fp8_grid_error:.3g}, checks.fp8_grid_derived_dequant_max_abs), so the reload decodes each F8 tensor "
+            "with transformers' block-aware _dequantize_fp8_weight into the unquantized model."
+        )
 
     meta = {
         "fixture_format": FIXTURE_FORMAT,
@@ -2579,6 +2706,9 @@ def build_family(family: str, out_dir: Path, verbose: bool = True) -> dict:
     if mamba_checks is not None:
         meta["checks"].update(mamba_checks)
         meta["checks"]["continuation_carries_state"] = state_checks["continuation_max_abs"] <= atol
+    if spec.get("fp8_block"):
+        meta["dtype"]["checkpoint"] = "F8_E4M3 decoder linears with float32 weight_scale_inv blocks; the rest bfloat16"
+        meta["checks"]["fp8_grid_derived_dequant_max_abs"] = fp8_grid_error
     _json_dump(meta, fam_dir / "meta.json")
     assert sorted(os.listdir(fam_dir)) == sorted(FILES), sorted(os.listdir(fam_dir))
 

@@ -161,7 +161,7 @@ Attribute StepBuilder::modelAttr() {
     alias(from, to);
   return ModelAttr::get(b_.getContext(), spec_.model_type, spec_.outer_model_type, spec_.vocab_size,
                         spec_.hidden_size, spec_.num_layers, spec_.max_positions, spec_.eos_token_ids,
-                        spec_.bos_token_id, spec_.dtype, spec_.quantization, aliases);
+                        spec_.bos_token_id, spec_.dtype, spec_.quantization, spec_.fp8_block, aliases);
 }
 
 OwningOpRef<ModuleOp> StepBuilder::build() {

@@ -10,6 +10,7 @@
 // CHECK-SAME: cbc.cache_plan = #cbc.cache_plan<block_size = 16, kv_dtype = bf16, groups = [#cbc.cache_group<id = 0, retention = <all>, layers = [0, 2], bytes_per_token = 64>, #cbc.cache_group<id = 1, retention = <window, 4096>, layers = [1], bytes_per_token = 32>], layers = [#cbc.cache_layer<layer = 0, group = 0, rows = [#cbc.cache_row<"k", 8>, #cbc.cache_row<"v", 8>]>], states = [#cbc.state_decl<layer = 3, name = "conv", shape = [8, 3], bytes = 96>], state_bytes_per_slot = 96>
 // CHECK-SAME: cbc.model = #cbc.model<model_type = "llama", vocab_size = 256, hidden_size = 64, num_layers = 4, max_positions = 2048, eos_token_ids = [2, 7], checkpoint_dtype = "bfloat16", weight_aliases = [#cbc.weight_alias<"model.", "language_model.model.">]>
 // CHECK-SAME: test.clamp = #cbc.clamped_swiglu<limit = 7.000000e+00, alpha = 1.702000e+00>
+// CHECK-SAME: test.fp8 = #cbc.model<model_type = "llama", vocab_size = 8, hidden_size = 8, num_layers = 1, max_positions = 8, checkpoint_dtype = "bfloat16", quantization = "fp8", fp8_block = [128, 64]>
 // CHECK-SAME: test.kv_f32 = #cbc.cache_plan<block_size = 8, kv_dtype = f32>
 // CHECK-SAME: test.outer = #cbc.model<model_type = "gemma3_text", outer_model_type = "gemma3", vocab_size = 8, hidden_size = 8, num_layers = 1, max_positions = 8, bos_token_id = 2, checkpoint_dtype = "float32", quantization = "mxfp4">
 // CHECK-SAME: test.rope = #cbc.rope<head_dim = 8, rotary_dim = 4, pairing = interleaved, inv_freq = array<f32: 1.000000e+00, 1.000000e-01>, attention_factor = 1.100000e+00, inv_freq_long = array<f32: 5.000000e-01, 5.000000e-02>, long_after = 4096, dynamic_base = 1.000000e+04, dynamic_factor = 2.000000e+00, dynamic_max_positions = 2048>
@@ -25,6 +26,8 @@ module attributes {
       max_positions = 2048, eos_token_ids = [2, 7], checkpoint_dtype = "bfloat16",
       weight_aliases = [#cbc.weight_alias<"model.", "language_model.model.">]>,
   test.clamp = #cbc.clamped_swiglu<limit = 7.0, alpha = 1.702>,
+  test.fp8 = #cbc.model<model_type = "llama", vocab_size = 8, hidden_size = 8, num_layers = 1, max_positions = 8,
+      checkpoint_dtype = "bfloat16", quantization = "fp8", fp8_block = [128, 64]>,
   test.kv_f32 = #cbc.cache_plan<block_size = 8, kv_dtype = f32>,
   test.outer = #cbc.model<model_type = "gemma3_text", outer_model_type = "gemma3", vocab_size = 8, hidden_size = 8,
       num_layers = 1, max_positions = 8, bos_token_id = 2, checkpoint_dtype = "float32", quantization = "mxfp4">,

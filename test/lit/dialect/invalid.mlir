@@ -2200,3 +2200,18 @@ func.func @experts_identity_router(%x: tensor<?x8xf32>, %l: tensor<?x4xf32>, %gu
   %0 = cbc.moe.experts %x, %ids, %w, %gu, %d {act = #cbc.act<silu>, identity_experts = 2 : i64} : (tensor<?x8xf32>, tensor<?x2xi32>, tensor<?x2xf32>, tensor<4x12x8xbf16>, tensor<4x8x6xbf16>) -> tensor<?x8xf32>
   return
 }
+
+// -----
+
+// expected-error @+1 {{quantization "fp8" needs fp8_block = [rows, cols] with both positive}}
+func.func private @model_fp8_no_block() attributes {test.m = #cbc.model<model_type = "llama", vocab_size = 8, hidden_size = 8, num_layers = 1, max_positions = 8, checkpoint_dtype = "bfloat16", quantization = "fp8">}
+
+// -----
+
+// expected-error @+1 {{quantization "fp8" needs fp8_block = [rows, cols] with both positive}}
+func.func private @model_fp8_block_zero() attributes {test.m = #cbc.model<model_type = "llama", vocab_size = 8, hidden_size = 8, num_layers = 1, max_positions = 8, checkpoint_dtype = "bfloat16", quantization = "fp8", fp8_block = [128, 0]>}
+
+// -----
+
+// expected-error @+1 {{fp8_block belongs to quantization "fp8" only}}
+func.func private @model_block_without_fp8() attributes {test.m = #cbc.model<model_type = "gpt_oss", vocab_size = 8, hidden_size = 8, num_layers = 1, max_positions = 8, checkpoint_dtype = "bfloat16", quantization = "mxfp4", fp8_block = [128, 128]>}
