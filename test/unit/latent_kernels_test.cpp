@@ -77,10 +77,13 @@ TEST(PositionScale, Formula) {
 }
 
 // One request of n tokens prefilled in one step, latent rows appended, then attention of every
-// token: absorbed (cbc) against expanded (K = [kv_b_k c | k_rope], V = kv_b_v c per head).
-TEST(LatentAttention, AbsorbedEqualsExpanded) {
+// token: absorbed (cbc) against expanded (K = [kv_b_k c | k_rope], V = kv_b_v c per head). With
+// a rope part of 0 features the layer has no position embedding at all (NoPE latent attention).
+class LatentAttention : public ::testing::TestWithParam<int64_t> {};
+
+TEST_P(LatentAttention, AbsorbedEqualsExpanded) {
   std::mt19937 rng(11);
-  const int64_t H = 3, L = 8, R = 4, N = 6, V = 5, n = 13, B = 4;
+  const int64_t H = 3, L = 8, R = GetParam(), N = 6, V = 5, n = 13, B = 4;
   const float scale = 0.3f;
   auto latent = randoms(n * L, rng), kRope = randoms(n * R, rng);
   auto qNope = randoms(n * H * N, rng), qRope = randoms(n * H * R, rng);
@@ -135,6 +138,9 @@ TEST(LatentAttention, AbsorbedEqualsExpanded) {
       }
     }
 }
+
+INSTANTIATE_TEST_SUITE_P(RopeWidths, LatentAttention, ::testing::Values(4, 0),
+                         [](const auto &info) { return info.param ? "rope4" : "nope"; });
 
 } // namespace
 } // namespace cbc::rt::cpu
