@@ -28,8 +28,9 @@ s, e = json.loads(b[8:8 + n])[sys.argv[2]]["data_offsets"]
 print(",".join(str(v) for v in struct.unpack("<%di" % ((e - s) // 4), b[8 + n + s:8 + n + e])))
 PY
 }
-# llama_fp8: the same model with its linears stored as block-scaled FP8, dequantised at load.
-for family in llama llama_fp8; do
+# llama_fp8: the same model with its linears stored as block-scaled FP8, dequantised at load;
+# deepseek_v3 and longcat_flash: latent attention and the DeepSeek-style routers.
+for family in llama llama_fp8 deepseek_v3 longcat_flash; do
   prompt=$(read_expected $family prompt_0)
   want=$(read_expected $family tokens_0)
   out=$(echo "{\"prompt\": [$prompt], \"max_new_tokens\": 16, \"ignore_eos\": true}" |
