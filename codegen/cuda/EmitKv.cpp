@@ -32,11 +32,25 @@ void emitAppend(Emitter &e, KvAppendOp op) {
   l.grid[0] = {RuntimeVar::NumTokens, 1, 1, 0};
 }
 
+// The merge of the attention splits (and the sinks) per (token, head) into `result`.
+void emitCombine(Emitter &e, KernelArgOut partials, Value result, Value sinks, int64_t H, int64_t Dv) {
+  using C = slots::AttentionCombine;
+  int kc = e.kernel("attention_combine", "attention.cuh",
+                    instance("attention_combine", {e.type(result), e.type(sinks), num(H), num(Dv)}));
+  SlotArgs<C> cargs;
+  cargs.set(C::Partials, partials)
+      .set(C::Out, e.arg(result))
+      .set(C::Sinks, e.arg(sinks))
+      .set(C::Splits, Emitter::runtime(RuntimeVar::AttnSplits));
+  LaunchOut &c = e.launch(kc, Dv >= 128 ? 128 : 64, cargs);
+  c.grid[0] = {RuntimeVar::NumTokens, 1, 1, 0};
+  c.grid[1] = {std::nullopt, 1, 1, H};
+}
+
 // Flash-decoding: the partial softmax per (token, kv head, split), then the merge of the splits
 // (and the sinks) per (token, head).
 void emitAttention(Emitter &e, KvAttentionOp op) {
   using S = slots::Attention;
-  using C = slots::AttentionCombine;
   int64_t H = op.getNumHeads(), Hkv = op.getNumKvHeads(), D = op.getHeadDim(), Dv = cols(op.getResult()) / H;
   RetentionAttr retention = op.getRetention();
   bool softcap = (bool)op.getSoftcapAttr();
@@ -62,17 +76,7 @@ void emitAttention(Emitter &e, KvAttentionOp op) {
   l.grid[0] = {RuntimeVar::NumTokens, 1, 1, 0};
   l.grid[1] = {std::nullopt, 1, 1, Hkv};
   l.grid[2] = {RuntimeVar::AttnSplits, 1, 1, 0};
-
-  int kc = e.kernel("attention_combine", "attention.cuh",
-                    instance("attention_combine", {e.type(op.getResult()), e.type(op.getSinks()), num(H), num(Dv)}));
-  SlotArgs<C> cargs;
-  cargs.set(C::Partials, partials)
-      .set(C::Out, e.arg(op.getResult()))
-      .set(C::Sinks, e.arg(op.getSinks()))
-      .set(C::Splits, Emitter::runtime(RuntimeVar::AttnSplits));
-  LaunchOut &c = e.launch(kc, Dv >= 128 ? 128 : 64, cargs);
-  c.grid[0] = {RuntimeVar::NumTokens, 1, 1, 0};
-  c.grid[1] = {std::nullopt, 1, 1, H};
+  emitCombine(e, partials, op.getResult(), op.getSinks(), H, Dv);
 }
 
 // Heads per block of latent attention: as many as keep the per-warp partial latents within
@@ -88,7 +92,6 @@ int64_t latentHeadsPerBlock(int64_t H, int64_t L) {
 // rows, then the same merge as attention.
 void emitLatentAttention(Emitter &e, KvLatentAttentionOp op) {
   using S = slots::LatentAttention;
-  using C = slots::AttentionCombine;
   int64_t H = op.getNumHeads(), L = op.getLatentDim(), R = op.getRopeDim(), HG = latentHeadsPerBlock(H, L);
   RetentionAttr retention = op.getRetention();
   KernelArgOut partials = e.workspace("attention_partials", H * (L + 2) * 4, 0);
@@ -113,17 +116,7 @@ void emitLatentAttention(Emitter &e, KvLatentAttentionOp op) {
   l.grid[0] = {RuntimeVar::NumTokens, 1, 1, 0};
   l.grid[1] = {std::nullopt, 1, 1, H / HG};
   l.grid[2] = {RuntimeVar::AttnSplits, 1, 1, 0};
-
-  int kc = e.kernel("attention_combine", "attention.cuh",
-                    instance("attention_combine", {e.type(op.getResult()), "void", num(H), num(L)}));
-  SlotArgs<C> cargs;
-  cargs.set(C::Partials, partials)
-      .set(C::Out, e.arg(op.getResult()))
-      .set(C::Sinks, e.arg(Value()))
-      .set(C::Splits, Emitter::runtime(RuntimeVar::AttnSplits));
-  LaunchOut &c = e.launch(kc, L >= 128 ? 128 : 64, cargs);
-  c.grid[0] = {RuntimeVar::NumTokens, 1, 1, 0};
-  c.grid[1] = {std::nullopt, 1, 1, H};
+  emitCombine(e, partials, op.getResult(), Value(), H, L);
 }
 
 // The attention prologue for one token per block: q and k heads normalised, rotated, and

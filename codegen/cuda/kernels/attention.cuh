@@ -43,6 +43,41 @@ __device__ __forceinline__ void attention_partial(float (*sm_m)[G], float (*sm_l
   }
 }
 
+// One key of the online softmax: score s joins the running max m and denominator l, and the
+// accumulated values acc (NV per lane) are rescaled and take p * v.
+template <int NV>
+__device__ __forceinline__ void online_softmax_step(float s, float &m, float &l, float (&acc)[NV], const float (&v)[NV]) {
+  float mn = fmaxf(m, s);
+  float corr = expf(m - mn), p = expf(s - mn);
+  l = l * corr + p;
+  for (int e = 0; e < NV; ++e)
+    acc[e] = acc[e] * corr + p * v[e];
+  m = mn;
+}
+
+// Each warp's online-softmax state of G heads (DVL values of DV per lane) into shared memory,
+// then the block's partial result for its heads `head_block * G ...`.
+template <int G, int DV, int DVL, int H, int WARPS>
+__device__ __forceinline__ void attention_finish(const float (&m)[G], const float (&l)[G], const float (&acc)[G][DVL],
+                                                 float (*sm_m)[G], float (*sm_l)[G], float (*sm_acc)[G][DV],
+                                                 float *part, long long t, int head_block, int split,
+                                                 long long splits) {
+  int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  for (int g = 0; g < G; ++g) {
+    if (lane == 0) {
+      sm_m[warp][g] = m[g];
+      sm_l[warp][g] = l[g];
+    }
+    for (int e = 0; e < DVL; ++e) {
+      int d = lane + 32 * e;
+      if (d < DV)
+        sm_acc[warp][g][d] = acc[g][e];
+    }
+  }
+  __syncthreads();
+  attention_partial<G, DV, H, WARPS>(sm_m, sm_l, sm_acc, part, t, head_block, split, splits);
+}
+
 template <class TQ, class TKV, int H, int HKV, int D, int DV, int B, Retention R, int TOKENS, bool SOFTCAP>
 __device__ __forceinline__ void attention(const CbcArgs &a) {
   using S = slots::Attention;
@@ -97,27 +132,11 @@ __device__ __forceinline__ void attention(const CbcArgs &a) {
       float s = warp_sum(dot) * scoreScale;
       if constexpr (SOFTCAP)
         s = cap * tanhf(s / cap);
-      float mn = fmaxf(m[g], s);
-      float corr = expf(m[g] - mn), p = expf(s - mn);
-      l[g] = l[g] * corr + p;
-      for (int e = 0; e < DVL; ++e)
-        acc[g][e] = acc[g][e] * corr + p * vv[e];
-      m[g] = mn;
+      online_softmax_step(s, m[g], l[g], acc[g], vv);
     }
   }
-  for (int g = 0; g < G; ++g) {
-    if (lane == 0) {
-      sm_m[warp][g] = m[g];
-      sm_l[warp][g] = l[g];
-    }
-    for (int e = 0; e < DVL; ++e) {
-      int d = lane + 32 * e;
-      if (d < DV)
-        sm_acc[warp][g][d] = acc[g][e];
-    }
-  }
-  __syncthreads();
-  attention_partial<G, DV, H, WARPS>(sm_m, sm_l, sm_acc, (float *)a.p[S::Partials], t, kvh, split, splits);
+  attention_finish<G, DV, DVL, H, WARPS>(m, l, acc, sm_m, sm_l, sm_acc, (float *)a.p[S::Partials], t, kvh, split,
+                                         splits);
 }
 
 // Latent attention (cbc.kv.latent_attention): block (token, head block, split) runs the online
@@ -179,28 +198,11 @@ __device__ __forceinline__ void latent_attention(const CbcArgs &a) {
         dot += qlat[g][e] * lat[e];
       for (int e = 0; e < RL; ++e)
         dot += qrot[g][e] * rot[e];
-      float s = warp_sum(dot) * scoreScale;
-      float mn = fmaxf(m[g], s);
-      float corr = expf(m[g] - mn), p = expf(s - mn);
-      l[g] = l[g] * corr + p;
-      for (int e = 0; e < LL; ++e)
-        acc[g][e] = acc[g][e] * corr + p * lat[e];
-      m[g] = mn;
+      online_softmax_step(warp_sum(dot) * scoreScale, m[g], l[g], acc[g], lat);
     }
   }
-  for (int g = 0; g < HG; ++g) {
-    if (lane == 0) {
-      sm_m[warp][g] = m[g];
-      sm_l[warp][g] = l[g];
-    }
-    for (int e = 0; e < LL; ++e) {
-      int d = lane + 32 * e;
-      if (d < L)
-        sm_acc[warp][g][d] = acc[g][e];
-    }
-  }
-  __syncthreads();
-  attention_partial<HG, L, H, WARPS>(sm_m, sm_l, sm_acc, (float *)a.p[S::Partials], t, hb, split, splits);
+  attention_finish<HG, L, LL, H, WARPS>(m, l, acc, sm_m, sm_l, sm_acc, (float *)a.p[S::Partials], t, hb, split,
+                                        splits);
 }
 
 // Merges the splits of one (token, head), with a learned sink logit per head when TS is not void.
