@@ -1584,6 +1584,37 @@ FAMILIES["llama_fp8"] = dict(
     ],
 )
 
+# deepseek_v3's fixture again, stored as DeepSeek-V3/R1 and Kimi K2 publish theirs: every decoder linear AND every
+# routed and shared expert in block-scaled FP8; the router (mlp.gate.weight, e_score_correction_bias), norms,
+# embeddings and lm_head stay bf16. The fused in-memory experts are quantised per expert as the checkpoint stores
+# them (fp8_round_linears_). Blocks of 6x5 (rows != cols, so a transposed block shows) divide none of the expert
+# shapes: gate/up [8, 64] -> scale grid [2, 13], down [64, 8] -> [11, 2], partial at the bottom and right edges.
+# FP8 rounding moves the routers' gaps, so it has its own seed: as for deepseek_v3, no seed of 800 (9000-9799, floor
+# 0.01) clears 0.01 for every router gap; 9593 is their best (margin 0.0106, router gap 0.0085, >= 34x atol).
+FAMILIES["deepseek_v3_fp8"] = dict(
+    FAMILIES["deepseek_v3"],
+    model_type="deepseek_v3",
+    fp8_block=(6, 5),
+    seed=9593,
+    features=[
+        "deepseek_v3's tiny config (its features apply: MLA q-LoRA, yarn, dense layer 0, DSMoE sigmoid router with "
+        "e_score_correction_bias, 12 experts in 4 groups, top-3, one shared expert), with the checkpoint stored in "
+        "block-scaled FP8 as DeepSeek-V3/R1 and Kimi K2 publish theirs: <w>.weight F8_E4M3 (e4m3fn) and "
+        "<w>.weight_scale_inv float32 [ceil(R/6), ceil(C/5)], w = fp8 * scale_inv per block; quantization_config "
+        "quant_method fp8, fmt e4m3, activation_scheme dynamic, weight_block_size [6, 5]",
+        "FP8: every decoder nn.Linear (q_a_proj, q_b_proj, kv_a_proj_with_mqa, kv_b_proj, o_proj, layer 0's dense "
+        "gate/up/down, mlp.shared_experts.{gate,up,down}_proj) and every routed expert, each "
+        "mlp.experts.N.{gate,up,down}_proj.weight its own FP8 tensor with its own scale grid (quantised per expert "
+        "and projection, not as the fused in-memory gate_up_proj [E, 2I, H] / down_proj [E, H, I]); bf16: "
+        "mlp.gate.weight (the router), mlp.gate.e_score_correction_bias, the norms, embed_tokens and lm_head",
+        "partial edge blocks everywhere: experts and shared expert gate/up [8, 64] -> scale grid [2, 13], down "
+        "[64, 8] -> [11, 2]; q_a_proj [32, 64] -> [6, 13], q_b_proj [96, 32] -> [16, 7] (rows divide), "
+        "kv_a_proj_with_mqa [40, 64] -> [7, 13], kv_b_proj [112, 32] -> [19, 7], o_proj [64, 48] -> [11, 10], "
+        "dense gate/up/down [64, 64] -> [11, 13]",
+        "weights rounded to FP8 (decoded by transformers' _dequantize_fp8_weight) before the reference runs",
+    ],
+)
+
 
 # --------------------------------------------------------------------------------------
 # Weights
@@ -2253,16 +2284,53 @@ def fp8_dequantize(codes, scale_inv, block):
     return _dequantize_fp8_weight(codes.clone(), scale_inv, list(block), torch.float32)
 
 
+# The router stays unquantized, as in DeepSeek-V3's and Kimi K2's checkpoints (mlp.gate.weight is bf16 there):
+# DeepseekV3TopkRouter holds it as a bare nn.Parameter in transformers 5.23, an nn.Linear in other versions, so it
+# is excluded by name rather than by type.
+FP8_NOT_CONVERTED = re.compile(r"\.mlp\.gate$")
+
+
+def _fused_experts(mod):
+    """(E, I) when `mod` holds its experts fused as transformers' DeepSeek-V3 does, gate_up_proj [E, 2I, H] (each
+    expert's gate rows, then its up rows) and down_proj [E, H, I] with no biases, which save_pretrained writes per
+    expert as <module>.<e>.{gate,up,down}_proj.weight; else None."""
+    gate_up, down = getattr(mod, "gate_up_proj", None), getattr(mod, "down_proj", None)
+    if not (isinstance(gate_up, torch.nn.Parameter) and isinstance(down, torch.nn.Parameter) and gate_up.dim() == 3):
+        return None
+    E, two_i, H = gate_up.shape
+    I = two_i // 2
+    assert two_i == 2 * I and tuple(down.shape) == (E, H, I), (tuple(gate_up.shape), tuple(down.shape))
+    assert not any(n.endswith("bias") for n, _ in mod.named_parameters()), "fused experts with biases"
+    return E, I
+
+
 def fp8_round_linears_(model, block) -> dict:
-    """Replaces the weight of every nn.Linear inside the decoder layers by what its FP8 encoding decodes to, and
-    returns {parameter name: (codes, scale_inv)} for the checkpoint."""
+    """Replaces the weight of every nn.Linear inside the decoder layers (the router excepted) by what its FP8
+    encoding decodes to, and returns {checkpoint tensor name: (codes, scale_inv)}. Fused experts are quantised the
+    way their checkpoint stores them, each expert's gate [I, H], up [I, H] and down [H, I] an FP8 tensor with its
+    own scale grid, and the fused parameters take the decoded parts."""
     encoded = {}
     for name, mod in model.named_modules():
-        if isinstance(mod, torch.nn.Linear) and ".layers." in f".{name}":
+        if ".layers." not in f".{name}" or FP8_NOT_CONVERTED.search(name):
+            continue
+        if isinstance(mod, torch.nn.Linear):
             codes, scale_inv = fp8_quantize(mod.weight, block)
             with torch.no_grad():
                 mod.weight.copy_(fp8_dequantize(codes, scale_inv, block))
             encoded[f"{name}.weight"] = (codes, scale_inv)
+        elif (fused := _fused_experts(mod)) is not None:
+            E, I = fused
+            with torch.no_grad():
+                for e in range(E):
+                    parts = {
+                        "gate_proj": mod.gate_up_proj[e, :I],
+                        "up_proj": mod.gate_up_proj[e, I:],
+                        "down_proj": mod.down_proj[e],
+                    }
+                    for proj, view in parts.items():
+                        codes, scale_inv = fp8_quantize(view, block)
+                        view.copy_(fp8_dequantize(codes, scale_inv, block))
+                        encoded[f"{name}.{e}.{proj}.weight"] = (codes, scale_inv)
     return encoded
 
 
@@ -2275,6 +2343,9 @@ def _write_fp8_checkpoint(fam_dir: Path, encoded: dict, block) -> None:
         tensors = {k: f.get_tensor(k) for k in f.keys()}
     for name, (codes, scale_inv) in sorted(encoded.items()):
         assert name in tensors and tensors[name].shape == codes.shape, name
+        # save_pretrained wrote the decoded weight in bf16 under this name: the codes belong to this tensor (for fused
+        # experts, this expert and projection)
+        assert torch.equal(tensors[name], fp8_dequantize(codes, scale_inv, block).to(tensors[name].dtype)), name
         tensors[name], tensors[name + "_scale_inv"] = codes, scale_inv
     save_file(tensors, str(path), metadata=metadata)
     cfg = json.loads((fam_dir / "config.json").read_text())
@@ -2287,28 +2358,45 @@ def _write_fp8_checkpoint(fam_dir: Path, encoded: dict, block) -> None:
     (fam_dir / "config.json").write_text(json.dumps(cfg, indent=2, sort_keys=True) + "\n")
 
 
-def _reload_fp8(fam_dir: Path, cfg, block):
-    """The FP8 checkpoint loaded back in fp32: transformers' from_pretrained cannot be the loader here (its FP8
+def _reload_fp8(fam_dir: Path, loader, block):
+    """The FP8 checkpoint loaded back in fp32: transformers' from_pretrained cannot load it as it is (its FP8
     quantizer needs accelerate, and its Fp8Dequantize derives the block from the scale grid, wrong for partial edge
-    blocks), so each F8_E4M3 tensor is decoded by fp8_dequantize and the state dict loaded into the unquantized
-    model; also returns the largest weight difference Fp8Dequantize would have made, for the record."""
+    blocks), so each F8_E4M3 tensor is decoded by fp8_dequantize into an fp32 copy of the checkpoint (same names,
+    no quantization_config), which from_pretrained loads (fusing per-expert tensors by its conversion mapping); also
+    returns, for the record, the largest weight difference Fp8Dequantize would have made and the tensors it refuses
+    (it raises where the shape is not a multiple of the scale grid)."""
     from transformers.integrations.finegrained_fp8 import Fp8Dequantize
 
     with safe_open(str(fam_dir / "model.safetensors"), "pt") as f:
         tensors = {k: f.get_tensor(k) for k in f.keys()}
-    state, grid_error = {}, 0.0
+    state, grid_error, grid_refused = {}, 0.0, []
     for name, t in tensors.items():
         if name.endswith("_scale_inv"):
             continue
         if t.dtype == torch.float8_e4m3fn:
             state[name] = fp8_dequantize(t, tensors[name + "_scale_inv"], block)
-            grid = Fp8Dequantize(None)._dequantize_one(t, tensors[name + "_scale_inv"], torch.float32)
+            try:
+                grid = Fp8Dequantize(None)._dequantize_one(t, tensors[name + "_scale_inv"], torch.float32)
+            except ValueError:  # "Weight shape (R, C) not divisible by scale grid (SR, SC)."
+                grid_refused.append(name)
+                continue
             grid_error = max(grid_error, float((grid - state[name]).abs().max()))
         else:
             state[name] = t.float()
-    model = AutoModelForCausalLM.from_config(cfg, attn_implementation="eager", dtype=torch.float32)
-    model.load_state_dict(state, strict=True)
-    return model, grid_error
+    with tempfile.TemporaryDirectory() as tmp:
+        cfg = json.loads((fam_dir / "config.json").read_text())
+        del cfg["quantization_config"]
+        (Path(tmp) / "config.json").write_text(json.dumps(cfg))
+        save_file(
+            {k: v.contiguous() for k, v in state.items()}, str(Path(tmp) / "model.safetensors"), metadata={"format": "pt"}
+        )
+        model, info = loader.from_pretrained(
+            tmp, attn_implementation="eager", experts_implementation="eager", dtype=torch.float32,
+            output_loading_info=True,
+        )
+    assert not any(info[k] for k in ("missing_keys", "unexpected_keys", "mismatched_keys")), info
+    decoded_by_grid = sum(t.dtype == torch.float8_e4m3fn for t in tensors.values()) - len(grid_refused)
+    return model, grid_error if decoded_by_grid else None, grid_refused
 
 
 def top2_margin(rows) -> float:
@@ -2538,9 +2626,9 @@ def build_family(family: str, out_dir: Path, verbose: bool = True) -> dict:
 
         quantized["quantization_config"] = Mxfp4Config(dequantize=True)
     loader = getattr(transformers, spec["model_class"]) if spec.get("model_class") else AutoModelForCausalLM
-    fp8_grid_error = None
+    fp8_grid_error, fp8_grid_refused = None, []
     if spec.get("fp8_block"):
-        reloaded, fp8_grid_error = _reload_fp8(fam_dir, cfg, spec["fp8_block"])
+        reloaded, fp8_grid_error, fp8_grid_refused = _reload_fp8(fam_dir, loader, spec["fp8_block"])
     else:
         reloaded = loader.from_pretrained(
             fam_dir, attn_implementation="eager", experts_implementation="eager", dtype=torch.float32, **quantized
@@ -2639,15 +2727,38 @@ def build_family(family: str, out_dir: Path, verbose: bool = True) -> dict:
         )
     if spec.get("fp8_block"):
         bR, bC = spec["fp8_block"]
+        fp8_experts = (
+            " and every expert's gate, up and down projection (each its own tensor and scale grid; the router "
+            "mlp.gate stays bf16)"
+            if any(".experts." in n for n in model.fp8_encoded)
+            else ""
+        )
         notes.append(
-            f"Checkpoint: the decoder linears are F8_E4M3 with float32 weight_scale_inv, one per {bR}x{bC} block "
-            "(partial at the bottom and right edges). The reference runs on their decoded values (code * scale_inv "
+            f"Checkpoint: the decoder linears{fp8_experts} are F8_E4M3 with float32 weight_scale_inv, one per "
+            f"{bR}x{bC} block (partial at the bottom and right edges). The reference runs on their decoded values (code * scale_inv "
             "in fp32, what a dequantising loader computes), so these rows are the dequantised checkpoint's, without "
             "the dynamic activation quantisation an FP8 GEMM adds. Reload check: transformers' from_pretrained "
             "cannot load this checkpoint on the CPU (its FP8 quantizer needs accelerate, and its load-time "
-            "Fp8Dequantize takes the block as rows // grid rows, wrong on partial edges: it would move weights by up "
-            f"to {fp8_grid_error:.3g}, checks.fp8_grid_derived_dequant_max_abs), so the reload decodes each F8 tensor "
+            "Fp8Dequantize takes the block as rows // grid rows, wrong on partial edges: "
+            + (
+                f"it raises where the shape is not a multiple of the scale grid, and refuses {len(fp8_grid_refused)} "
+                f"of the {len(model.fp8_encoded)} F8 tensors here, checks.fp8_grid_derived_dequant_refused"
+                + (
+                    f"; it would move the others by up to {fp8_grid_error:.3g}, checks.fp8_grid_derived_dequant_max_abs"
+                    if fp8_grid_error is not None
+                    else ""
+                )
+                if fp8_grid_refused
+                else f"it would move weights by up to {fp8_grid_error:.3g}, checks.fp8_grid_derived_dequant_max_abs"
+            )
+            + "), so the reload decodes each F8 tensor "
             "with transformers' block-aware _dequantize_fp8_weight into the unquantized model."
+            + (
+                " The per-expert tensors are decoded one by one and fused into gate_up_proj / down_proj by "
+                "from_pretrained's own conversion mapping (it loads an fp32 copy of the decoded checkpoint)."
+                if fp8_experts
+                else ""
+            )
         )
 
     meta = {
@@ -2707,8 +2818,14 @@ def build_family(family: str, out_dir: Path, verbose: bool = True) -> dict:
         meta["checks"].update(mamba_checks)
         meta["checks"]["continuation_carries_state"] = state_checks["continuation_max_abs"] <= atol
     if spec.get("fp8_block"):
-        meta["dtype"]["checkpoint"] = "F8_E4M3 decoder linears with float32 weight_scale_inv blocks; the rest bfloat16"
+        meta["dtype"]["checkpoint"] = (
+            "F8_E4M3 decoder linears and experts with float32 weight_scale_inv blocks; the rest bfloat16"
+            if any(".experts." in n for n in model.fp8_encoded)
+            else "F8_E4M3 decoder linears with float32 weight_scale_inv blocks; the rest bfloat16"
+        )
         meta["checks"]["fp8_grid_derived_dequant_max_abs"] = fp8_grid_error
+        if fp8_grid_refused:
+            meta["checks"]["fp8_grid_derived_dequant_refused"] = len(fp8_grid_refused)
     _json_dump(meta, fam_dir / "meta.json")
     assert sorted(os.listdir(fam_dir)) == sorted(FILES), sorted(os.listdir(fam_dir))
 
