@@ -208,7 +208,8 @@ Params writeParams(fbs::FlatBufferBuilder &fbb, Operation &op) {
       .Case([&](MoeExpertsOp o) {
         auto glu = writeGlu(fbb, o.getAct(), o.getLayout());
         return params(P::MoeExpertsParams,
-                      fb::CreateMoeExpertsParams(fbb, glu, o.getUngated(), o.getIdentityExperts()));
+                      fb::CreateMoeExpertsParams(fbb, glu, o.getUngated(), o.getIdentityExperts(),
+                                                               o.getScaleInput()));
       })
       .Default([](Operation *) { return Params{}; });
 }

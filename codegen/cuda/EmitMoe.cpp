@@ -44,16 +44,19 @@ void emitExpertGemms(Emitter &e, MoeExpertsOp op, const ExpertShape &s, KernelAr
   KernelArgOut act = e.workspace("moe_act", s.K * s.I * 4, 0);
   KernelArgOut out = e.workspace("moe_out", s.K * s.H * 4, 0);
   GluUnit unit = gluUnit(op.getAct(), op.getUngated());
-  int k1 = e.kernel("moe_gate_up", "moe.cuh",
-                    instance("moe_gate_up", {e.type(op.getX()), e.type(op.getGateUp()), e.type(op.getGateUpBias()),
-                                             e.isF32(op.getResult()) ? "float" : "bf16", num(s.E), num(s.I), num(s.H),
-                                             num(s.K), spell(op.getLayout()), unit.unit, unit.act}));
+  std::vector<std::string> targs = {e.type(op.getX()), e.type(op.getGateUp()), e.type(op.getGateUpBias()),
+                                    e.isF32(op.getResult()) ? "float" : "bf16", num(s.E), num(s.I), num(s.H),
+                                    num(s.K), spell(op.getLayout()), unit.unit, unit.act};
+  if (op.getScaleInput())
+    targs.push_back(flag(true));
+  int k1 = e.kernel("moe_gate_up", "moe.cuh", instance("moe_gate_up", targs));
   SlotArgs<U> up;
   up.set(U::Plan, plan)
       .set(U::X, e.arg(op.getX()))
       .set(U::W, e.arg(op.getGateUp()))
       .set(U::Bias, e.arg(op.getGateUpBias()))
       .set(U::Act, act)
+      .set(U::Weights, e.arg(op.getWeights()))
       .set(U::Limit, unit.limit)
       .set(U::Alpha, unit.alpha);
   LaunchOut &l1 = e.launch(k1, kernels::kMoeThreads, up);
@@ -92,9 +95,11 @@ void emitExperts(Emitter &e, MoeExpertsOp op) {
   emitExpertGemms(e, op, s, plan);
 
   std::vector<std::string> cargsT = {e.type(op.getResult()), num(s.E), num(s.K), num(s.H)};
-  if (int64_t Z = op.getIdentityExperts()) {
+  if (int64_t Z = op.getIdentityExperts(); Z || op.getScaleInput()) {
     cargsT.push_back(num(Z));
     cargsT.push_back(e.type(x));
+    if (op.getScaleInput())
+      cargsT.push_back(flag(true));
   }
   int kc = e.kernel("moe_combine", "moe.cuh", instance("moe_combine", cargsT));
   SlotArgs<C> cargs;

@@ -563,14 +563,17 @@ def Cbc_MoeExpertsOp : Cbc_Op<"moe.experts", [Pure, AttrSizedOperandSegments]> {
     `gate_up` holds only the up projection `[E, I, H]` (bias `[E, I]`) and each expert computes
     `down_e(act(up_e(x[t])))` with a plain activation. With `identity_experts = Z` the router
     chooses among `E + Z` experts, and an id `e >= E` is an identity expert: it contributes
-    `weights[t, j] * x[t]`. Backends group tokens by expert (grouped GEMM on the GPU).
+    `weights[t, j] * x[t]`. With `scale_input` the weight scales the expert's input instead of
+    its output: `result[t] = sum_j down_e(glu(gate_up_e(weights[t, j] * x[t])))`. Backends group
+    tokens by expert (grouped GEMM on the GPU).
   }];
   let arguments = (ins Cbc_Rows:$x, Cbc_RowsI32:$ids, Cbc_Rows:$weights,
                    Cbc_Weight:$gate_up, Cbc_Weight:$down,
                    Optional<Cbc_Weight>:$gate_up_bias, Optional<Cbc_Weight>:$down_bias,
                    Cbc_GluActivation:$act,
                    DefaultValuedAttr<Cbc_GluLayoutAttr, "::cbc::GluLayout::halves">:$layout,
-                   UnitAttr:$ungated, DefaultValuedAttr<I64Attr, "0">:$identity_experts);
+                   UnitAttr:$ungated, DefaultValuedAttr<I64Attr, "0">:$identity_experts,
+                   UnitAttr:$scale_input);
   let results = (outs Cbc_Rows:$result);
   let assemblyFormat = "$x `,` $ids `,` $weights `,` $gate_up `,` $down (`bias` `(` $gate_up_bias^ `,` $down_bias `)`)? attr-dict `:` functional-type(operands, $result)";
   let hasVerifier = 1;

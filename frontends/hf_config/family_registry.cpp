@@ -11,7 +11,8 @@ const FamilyTable &families() {
   static const FamilyTable table = [] {
     FamilyTable all;
     for (const FamilyTable &group : {denseFamilies(), gemmaFamilies(), moeFamilies(), gatedDeltaFamilies(),
-                                     lfm2Families(), mambaFamilies(), hybridFamilies(), zambaFamilies(), mlaFamilies()})
+                                     lfm2Families(), mambaFamilies(), hybridFamilies(), zambaFamilies(), mlaFamilies(),
+                                     llama4Families()})
       for (const auto &[type, family] : group)
         if (!all.emplace(type, family).second)
           throw std::logic_error("model_type '" + type + "' is registered by two family groups");
@@ -22,7 +23,8 @@ const FamilyTable &families() {
 
 const std::map<std::string, std::string> &multimodalWrappers() {
   static const std::map<std::string, std::string> table = {
-      {"gemma3", "gemma3_text"}, {"qwen3_5", "qwen3_5_text"}, {"qwen3_5_moe", "qwen3_5_moe_text"}};
+      {"gemma3", "gemma3_text"}, {"llama4", "llama4_text"}, {"qwen3_5", "qwen3_5_text"},
+      {"qwen3_5_moe", "qwen3_5_moe_text"}};
   return table;
 }
 

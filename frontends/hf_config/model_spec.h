@@ -57,6 +57,8 @@ enum class LayerKind {
 struct LayerSpec {
   LayerKind kind = LayerKind::FullAttention;
   int64_t window = 0; // keys with j > p - window; 0 = unbounded
+  int64_t chunk = 0;  // keys in the query's chunk of `chunk` positions, j / chunk == p / chunk; 0 = none
+  bool nope = false;  // this attention layer has no position embedding, whatever AttentionSpec::rope says
   RopeSpec rope;
   bool moe = false;   // MoE MLP rather than the dense MLP
   bool mlp = true;    // false: the layer has no feed-forward block (Mamba blocks)
@@ -74,6 +76,11 @@ struct AttentionSpec {
   bool rope = true;         // false: no position embedding (NoPE)
   bool qk_norm_whole = false; // q/k norms over the whole projection rather than per head (OLMo)
   std::string rope_pairing = "half"; // which features RoPE pairs: half (rotate_half) or interleaved
+  bool qk_l2_norm = false; // weightless RMS norm of each q and k head after RoPE, on RoPE layers (Llama 4)
+  // NoPE layers scale q by 1 + beta * log(1 + floor((position + 1) / period)) (Llama 4's attention
+  // temperature tuning); beta 0: none.
+  double temperature_beta = 0.0;
+  int64_t temperature_period = 0;
 };
 
 // Multi-head latent attention: the query through q_a -> norm -> q_b (or q_proj), keys and values
@@ -187,6 +194,7 @@ struct MoeSpec {
   bool gated = true;               // false: experts and shared expert are down(act(up x)) (Nemotron-H)
   bool plus_dense = false;         // the layer's dense MLP runs too and adds in (Granite's shared_mlp)
   std::string output_norm;         // a layer-level RMSNorm over the block's output (AX-K1); empty: none
+  bool scale_input = false;        // the routing weight scales the expert's input, not its output (Llama 4)
   ExpertNaming names;
 };
 

@@ -398,8 +398,12 @@ void moeExperts(const float *x, int64_t T, const int32_t *ids, const float *weig
     if (n == 0)
       continue;
     xs.resize(n * H);
-    for (int64_t i = 0; i < n; ++i)
-      std::memcpy(&xs[i * H], x + routed[e][i].first * H, H * sizeof(float));
+    for (int64_t i = 0; i < n; ++i) {
+      const float *row = x + routed[e][i].first * H;
+      float scale = w.scale_input ? routed[e][i].second : 1.0f;
+      for (int64_t h = 0; h < H; ++h)
+        xs[i * H + h] = scale * row[h];
+    }
     gu.resize(n * G);
     linear(xs.data(), n, H, w.gate_up + e * G * H, G, w.gate_up_bias ? w.gate_up_bias + e * G : nullptr,
            gu.data());
@@ -414,7 +418,7 @@ void moeExperts(const float *x, int64_t T, const int32_t *ids, const float *weig
            ys.data());
     for (int64_t i = 0; i < n; ++i) {
       float *o = out + routed[e][i].first * H;
-      float wt = routed[e][i].second;
+      float wt = w.scale_input ? 1.0f : routed[e][i].second;
       for (int64_t h = 0; h < H; ++h)
         o[h] += wt * ys[i * H + h];
     }

@@ -147,6 +147,7 @@ struct ExpertWeights {
   int64_t E = 0, I = 0, H = 0;
   bool ungated = false;       // down(act(up x)) rather than down(glu(gate_up x))
   int64_t identity = 0;       // ids E .. E + identity - 1 are identity experts: weight * x
+  bool scale_input = false;   // the weight scales the expert's input, not its output
 };
 
 void moeExperts(const float *x, int64_t T, const int32_t *ids, const float *weights, int64_t k,

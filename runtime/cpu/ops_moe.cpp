@@ -69,6 +69,7 @@ Exec compileMoeExperts(const OpContext &c) {
   int64_t inter1 = ungated ? I2 : I2 / 2; // the intermediate width
   bool biases = I.size() > 5;
   int64_t identity = params.identity_experts();
+  bool scale_input = params.scale_input();
   c.check(identity >= 0, "has a negative number of identity experts");
   c.acts({I[0], I[1], I[2], out});
   c.check(c.weightShape(I[3]) == guShape && (ungated || I2 % 2 == 0) && c.cols(I[0]) == H && c.cols(out) == H &&
@@ -80,7 +81,7 @@ Exec compileMoeExperts(const OpContext &c) {
   std::vector<int> in(I.begin(), I.begin() + (biases ? 7 : 5));
   return [=](StepEnv &e) {
     ExpertWeights w{e.weight(in[3]), e.weight(in[4]), biases ? e.weight(in[5]) : nullptr,
-                    biases ? e.weight(in[6]) : nullptr, E, inter1, H, ungated, identity};
+                    biases ? e.weight(in[6]) : nullptr, E, inter1, H, ungated, identity, scale_input};
     moeExperts(e.f32(in[0]), e.rows(in[0]), e.i32(in[1]), e.f32(in[2]), k, w, act, inter, clamp ? &*clamp : nullptr,
                e.f32(out));
   };

@@ -162,5 +162,20 @@ TEST(MoeExperts, IdentityExpertsAddTheWeightedInput) {
                std::runtime_error);
 }
 
+// Llama 4 scales the expert's input by the routing weight: silu is not homogeneous, so the two
+// placements differ. One gated expert of width 1 over H = 1: gate = up = x, down = 1.
+TEST(MoeExperts, ScaleInputWeighsTheInputNotTheOutput) {
+  std::vector<float> gateUp = {1, 1}, down = {1};
+  ExpertWeights w{gateUp.data(), down.data(), nullptr, nullptr, 1, 1, 1};
+  std::vector<float> x = {2}, weights = {0.5f}, out(1);
+  std::vector<int32_t> ids = {0};
+  auto silu = [](float v) { return v / (1 + std::exp(-v)); };
+  moeExperts(x.data(), 1, ids.data(), weights.data(), 1, w, Act::Silu, false, nullptr, out.data());
+  EXPECT_FLOAT_EQ(out[0], 0.5f * silu(2.0f) * 2.0f); // weight * down(silu(g) * u) at x = 2
+  w.scale_input = true;
+  moeExperts(x.data(), 1, ids.data(), weights.data(), 1, w, Act::Silu, false, nullptr, out.data());
+  EXPECT_FLOAT_EQ(out[0], silu(1.0f) * 1.0f); // down(silu(g) * u) at 0.5 * x = 1
+}
+
 } // namespace
 } // namespace cbc::rt::cpu

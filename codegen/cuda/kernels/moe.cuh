@@ -206,8 +206,10 @@ template <int E> __device__ __forceinline__ bool moe_tile(const int *offsets, in
 }
 
 // gate_up is [E, GU, H] with GU = I (ungated) or 2I rows; the unit's result, rounded to TR (the
-// dtype the down projection would read), goes to the fp32 act workspace [T * K, I].
-template <class TX, class TW, class TB, class TR, int E, int I, int H, int K, Glu L, Unit U, Act A>
+// dtype the down projection would read), goes to the fp32 act workspace [T * K, I]. With
+// SCALE_IN each row is the token's input times its routing weight.
+template <class TX, class TW, class TB, class TR, int E, int I, int H, int K, Glu L, Unit U, Act A,
+          bool SCALE_IN = false>
 __device__ __forceinline__ void moe_gate_up(const CbcArgs &a) {
   using S = slots::MoeGateUp;
   constexpr int TM = kMoeTileM, TN = kMoeTileN, TK = kMoeTileK;
@@ -230,7 +232,10 @@ __device__ __forceinline__ void moe_gate_up(const CbcArgs &a) {
   for (int k0 = 0; k0 < H; k0 += TK) {
     for (int idx = threadIdx.x; idx < TM * TK; idx += blockDim.x) {
       int rr = idx / TK, kk = idx % TK, row = row0 + rr;
-      xs[rr][kk] = row < rowEnd && k0 + kk < H ? ld(x, (long long)(perm[row] / K) * H + k0 + kk) : 0.0f;
+      float v = row < rowEnd && k0 + kk < H ? ld(x, (long long)(perm[row] / K) * H + k0 + kk) : 0.0f;
+      if constexpr (SCALE_IN)
+        v *= row < rowEnd ? ((const float *)a.p[S::Weights])[perm[row]] : 0.0f;
+      xs[rr][kk] = v;
     }
     for (int idx = threadIdx.x; idx < TN * TK; idx += blockDim.x) {
       int cc = idx / TK, kk = idx % TK, col = col0 + cc;
@@ -313,7 +318,8 @@ template <class TW, class TB, int E, int I, int H> __device__ __forceinline__ vo
 }
 
 // Z > 0: ids E .. E + Z - 1 are identity experts, which mix in the input row x (of type TX).
-template <class TO, int E, int K, int H, int Z = 0, class TX = float>
+// With SCALE_IN the weights already scaled the experts' inputs, so their outputs add as they are.
+template <class TO, int E, int K, int H, int Z = 0, class TX = float, bool SCALE_IN = false>
 __device__ __forceinline__ void moe_combine(const CbcArgs &a) {
   using S = slots::MoeCombine;
   const int *offsets = (const int *)a.p[S::Plan];
@@ -332,7 +338,7 @@ __device__ __forceinline__ void moe_combine(const CbcArgs &a) {
           v += weights[t * K + j] * ld(x, t * H + h);
           continue;
         }
-      v += weights[t * K + j] * out[(long long)where[t * K + j] * H + h];
+      v += (SCALE_IN ? 1.0f : weights[t * K + j]) * out[(long long)where[t * K + j] * H + h];
     }
     st(y, t * H + h, v);
   }

@@ -173,7 +173,7 @@ struct MoePlan {
   enum Flt { NumFlt };
 };
 struct MoeGateUp {
-  enum Ptr { Plan, X, W, Bias, Act, NumPtr };
+  enum Ptr { Plan, X, W, Bias, Act, Weights, NumPtr }; // Weights: with SCALE_IN only
   enum Int { NumInt };
   enum Flt { Limit, Alpha, NumFlt };
 };

@@ -95,6 +95,37 @@ RopeDicts gptOssRopeDicts(const ConfigReader &r) {
   return {{"full_attention", d}, {"sliding_attention", d}};
 }
 
+// MiniMax-M2: q/k RMSNorms over the whole projection (all heads), partial RoPE, sigmoid routing
+// steered by a correction bias and renormalised, MoE on every layer, no shared expert.
+void parseMiniMaxM2(const ConfigReader &r, ModelSpec &s) {
+  s.attn.qk_norm = s.attn.qk_norm_whole = true;
+  uniformWindowLayers(s, 0);
+  MoeSpec &m = s.moe;
+  parseExperts(r, {.count = expertCountKey(r, "num_local_experts"), .experts = 256, .top_k = 8,
+                   .count_name = "num_local_experts"},
+               m);
+  m.intermediate = r.getSize("intermediate_size", 1536);
+  m.score = "sigmoid";
+  m.renorm = true;
+  m.act = s.mlp.act;
+  m.names = mixtralNames();
+  m.names.selection_bias = "block_sparse_moe.e_score_correction_bias";
+  allLayersMoe(s);
+}
+
+// Released MiniMax-M2 checkpoints give partial RoPE as rotary_dim; the config class turns it into
+// partial_rotary_factor = rotary_dim / head_dim unless one is given.
+RopeDicts miniMaxM2RopeDicts(const ConfigReader &r) {
+  RopeDicts dicts = ropeDictionaries(r, 5000000.0);
+  if (r.has("rotary_dim")) {
+    double factor = (double)r.requireSize("rotary_dim") / (double)r.getSize("head_dim", 128);
+    for (auto &[kind, d] : dicts)
+      if (!d.contains("partial_rotary_factor") && !r.has("partial_rotary_factor"))
+        d["partial_rotary_factor"] = factor;
+  }
+  return dicts;
+}
+
 } // namespace
 
 FamilyTable moeFamilies() {
@@ -102,6 +133,10 @@ FamilyTable moeFamilies() {
       {"mixtral", {{.max_positions = 4096 * 32, .norm_eps = 1e-5, .rope_theta = 1000000.0}, parseMixtral}},
       {"qwen2_moe", {{.max_positions = 32768}, parseQwen2Moe}},
       {"qwen3_moe", {{.max_positions = 32768}, parseQwen3Moe}},
+      {"minimax_m2",
+       {{.head_dim = 128, .max_positions = 196608, .rope_theta = 5000000.0, .partial_rotary = true, .moe_only = true,
+         .kv_heads = 8},
+        parseMiniMaxM2, miniMaxM2RopeDicts}},
       {"gpt_oss",
        {{.head_dim = 64, .max_positions = 131072, .norm_eps = 1e-5, .rope_theta = 150000.0}, parseGptOss,
         gptOssRopeDicts}},

@@ -81,12 +81,22 @@ Value StepBuilder::attention(int64_t layer, Value x, const AttnSite &site) {
     q = norm(q, weight(site.prog + "q_norm", {qg}, site.hf + n.q_norm + ".weight"), qg);
     k = norm(k, weight(site.prog + "k_norm", {kg}, site.hf + n.k_norm + ".weight"), kg);
   }
-  if (a.rope) {
+  bool roped = a.rope && !L.nope;
+  if (roped) {
     q = rope(L.rope, q);
     k = rope(L.rope, k);
+    if (a.qk_l2_norm) {
+      q = norm(q, Value(), D);
+      k = norm(k, Value(), D);
+    }
+  } else if (a.temperature_beta != 0) {
+    q = PositionScaleOp::create(b_, loc_, rows(qw), q, positions_, b_.getF64FloatAttr(a.temperature_beta),
+                                b_.getI64IntegerAttr(a.temperature_period), b_.getI64IntegerAttr(1))
+            .getResult();
   }
 
-  auto retention = L.window > 0 ? RetentionAttr::get(b_.getContext(), RetentionKind::window, L.window)
+  auto retention = L.window > 0  ? RetentionAttr::get(b_.getContext(), RetentionKind::window, L.window)
+                   : L.chunk > 0 ? RetentionAttr::get(b_.getContext(), RetentionKind::chunk, L.chunk)
                                  : RetentionAttr::all(b_.getContext());
   KvAppendOp::create(b_, loc_, k, v, positions_, seqIds_, slots_, blockTables_, b_.getI64IntegerAttr(layer),
                      b_.getI64IntegerAttr(a.num_kv_heads), b_.getI64IntegerAttr(D), retention, IntegerAttr());

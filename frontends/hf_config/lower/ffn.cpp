@@ -119,7 +119,8 @@ Value StepBuilder::moeMlp(int64_t layer, Value x) {
   Value out = MoeExpertsOp::create(b_, loc_, rows(H), x, route.getIds(), route.getWeights(), wgu, wd, gateUpBias,
                                    downBias, gluAct(m.act, m.limit, m.alpha), layout,
                                    m.gated ? UnitAttr() : b_.getUnitAttr(),
-                                   b_.getI64IntegerAttr(m.zero_experts))
+                                   b_.getI64IntegerAttr(m.zero_experts),
+                                   m.scale_input ? b_.getUnitAttr() : UnitAttr())
                   .getResult();
   if (m.shared_intermediate > 0)
     out = add(out, sharedExpert(layer, x));

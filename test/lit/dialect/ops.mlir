@@ -398,5 +398,8 @@ func.func @route_groups_identity(%logits: tensor<?x8xf32>, %bias: tensor<8xf32>,
   %w1, %ids1 = cbc.moe.route %l6 {k = 2 : i64, score = #cbc.score<softmax>, groups = #cbc.route_groups<count = 3, keep = 1, score = max, fill = zero>} : tensor<?x6xf32> -> tensor<?x2xf32>, tensor<?x2xi32>
   // CHECK: %{{[a-z0-9_#]+}} = cbc.moe.experts %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}} {act = #cbc.act<silu>, identity_experts = 2 : i64} : (tensor<?x8xf32>, tensor<?x2xi32>, tensor<?x2xf32>, tensor<4x12x8xbf16>, tensor<4x8x6xbf16>) -> tensor<?x8xf32>
   %y = cbc.moe.experts %x, %ids1, %w1, %gu, %down {act = #cbc.act<silu>, identity_experts = 2 : i64} : (tensor<?x8xf32>, tensor<?x2xi32>, tensor<?x2xf32>, tensor<4x12x8xbf16>, tensor<4x8x6xbf16>) -> tensor<?x8xf32>
-  return %w, %ids, %w1, %ids1, %y : tensor<?x3xf32>, tensor<?x3xi32>, tensor<?x2xf32>, tensor<?x2xi32>, tensor<?x8xf32>
+  // The routing weight scales the experts' input (Llama 4).
+  // CHECK: %{{[a-z0-9_#]+}} = cbc.moe.experts %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}} {act = #cbc.act<silu>, identity_experts = 2 : i64, scale_input} : (tensor<?x8xf32>, tensor<?x2xi32>, tensor<?x2xf32>, tensor<4x12x8xbf16>, tensor<4x8x6xbf16>) -> tensor<?x8xf32>
+  %y2 = cbc.moe.experts %y, %ids1, %w1, %gu, %down {act = #cbc.act<silu>, identity_experts = 2 : i64, scale_input} : (tensor<?x8xf32>, tensor<?x2xi32>, tensor<?x2xf32>, tensor<4x12x8xbf16>, tensor<4x8x6xbf16>) -> tensor<?x8xf32>
+  return %w, %ids, %w1, %ids1, %y2 : tensor<?x3xf32>, tensor<?x3xi32>, tensor<?x2xf32>, tensor<?x2xi32>, tensor<?x8xf32>
 }
