@@ -97,6 +97,9 @@ std::string parseDtype(const ConfigReader &r) {
 // checkpoint's to say, so only the block size goes into the artefact.
 std::vector<int64_t> parseFp8(const ConfigReader &q) {
   std::string fmt = q.getString("fmt", "e4m3");
+  // MiniMax-M2 spells it float8_e4m3fn (transformers' FineGrainedFP8Config does not read fmt at all).
+  if (fmt == "float8_e4m3fn")
+    fmt = "e4m3";
   if (fmt != "e4m3")
     throw ConfigError(q.path("fmt"), "FP8 format '" + fmt + "' is not supported (supported: e4m3)");
   std::string scheme = q.getString("activation_scheme", "dynamic");

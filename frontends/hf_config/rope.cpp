@@ -72,13 +72,15 @@ void computeLlama3(const ConfigReader &p, int64_t orig, RopeSpec &rope) {
   double factor = p.requireNumber("factor");
   double lowFactor = p.requireNumber("low_freq_factor");
   double highFactor = p.requireNumber("high_freq_factor");
-  if (highFactor == lowFactor)
-    throw ConfigError(p.path("high_freq_factor"), "must differ from low_freq_factor");
   double lowWavelen = orig / lowFactor, highWavelen = orig / highFactor;
   for (float &f : rope.inv_freq) {
     double wavelen = 2 * M_PI / f;
     double scaled = wavelen > lowWavelen ? f / factor : f;
     if (!(wavelen < highWavelen) && !(wavelen > lowWavelen)) {
+      // Equal factors leave no band to smooth (Llama-4-Scout publishes 1.0 and 1.0); only a
+      // wavelength exactly on the edge would divide by zero, where transformers computes NaN.
+      if (highFactor == lowFactor)
+        throw ConfigError(p.path("high_freq_factor"), "equals low_freq_factor and a frequency falls on the band edge");
       double smooth = (orig / wavelen - lowFactor) / (highFactor - lowFactor);
       scaled = (1 - smooth) * scaled / factor + smooth * scaled;
     }
