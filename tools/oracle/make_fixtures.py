@@ -1001,6 +1001,140 @@ SIGMOID_ROUTER_NOTE = (
 )
 
 
+# --------------------------------------------------------------------------------------
+# Llama 4 (llama4_text, and the composite llama4 served text-only) and MiniMax-M2
+# (SEMANTICS_LLAMA4_MINIMAX.md). Attention-family prompts (5, 13, 29): positions reach 29 + 15 = 43.
+# Llama 4: 4 layers, so the default no_rope_layers makes layer 3 the NoPE/full-attention layer and layers
+# 0-2 chunked RoPE layers; attention_chunk_size 8, so the prompts prefill 1, 2 and 4 chunks and decoding
+# reaches chunk 5; floor_scale 6 (!= the chunk size) makes the NoPE layer's query temperature
+# 1 + 0.1*log1p(floor((p+1)/6)) step at p = 5, 11, 17, ... (the +1 shows at p = 5, prompt 0's first decoded
+# token); interleave_moe_layer_step 2 -> MoE on layers 1, 3 (top-1 of 4 + shared expert, width 16), dense
+# SwiGLU (intermediate_size_mlp 32) on 0, 2. The composite llama4 nests the same text config.
+# MiniMax-M2: 3 layers, every one MoE (top-2 of 4, sigmoid + e_score_correction_bias, renormalised), q/k
+# RMSNorm over the whole projection, rotate-half RoPE on the first rotary_dim 8 of head_dim 16.
+# Seeds: the best of each family's block by the criteria above (floor 0.01 for margins and router gaps,
+# >= 6 distinct tokens): llama4_text 9800-9999 (9825: margin 0.0334, router gap 0.0353), llama4 10000-10199
+# (10047: 0.0590, 0.0867), minimax_m2 10200-10799 (10490: margin 0.0150, router gap 0.0108; only 3 of the 600
+# seeds clear 0.01: its sigmoid router is bounded strictly, 2 x the biased-score gap, over 3 routed layers).
+# --------------------------------------------------------------------------------------
+
+LLAMA4_CHUNK = 8
+LLAMA4_FLOOR_SCALE = 6
+
+
+def _llama4_text_kwargs() -> dict:
+    return dict(
+        **{k: v for k, v in COMMON.items() if k != "intermediate_size"},
+        intermediate_size=16,  # routed experts and the shared expert
+        intermediate_size_mlp=32,  # dense layers
+        head_dim=16,
+        num_hidden_layers=4,  # no_rope_layers default [1, 1, 1, 0]: layer 3 NoPE, written out
+        rms_norm_eps=1e-5,
+        tie_word_embeddings=False,
+        num_local_experts=4,
+        num_experts_per_tok=1,
+        interleave_moe_layer_step=2,  # -> moe_layers [1, 3] (written out)
+        attention_chunk_size=LLAMA4_CHUNK,
+        use_qk_norm=True,
+        attn_temperature_tuning=True,
+        floor_scale=LLAMA4_FLOOR_SCALE,
+        attn_scale=0.1,
+        rope_parameters={  # the llama fixture's llama3 shape: with d = 16 pair 0 is kept, 1 smoothed, 2-7 / factor
+            "rope_type": "llama3",
+            "rope_theta": 500000.0,
+            "factor": 8.0,
+            "low_freq_factor": 1.0,
+            "high_freq_factor": 4.0,
+            "original_max_position_embeddings": 64,
+        },
+    )
+
+
+def _cfg_llama4_text():
+    from transformers import Llama4TextConfig
+
+    return Llama4TextConfig(**_llama4_text_kwargs())
+
+
+# The composite's vision tower: as small as Llama4VisionModel allows (one layer, 16 wide, a 2x2 grid of 2x2
+# patches); it is never run, only stored so that the checkpoint is a complete llama4 checkpoint.
+LLAMA4_VISION = dict(
+    hidden_size=16,
+    num_hidden_layers=1,
+    num_attention_heads=2,
+    intermediate_size=16,
+    image_size=4,
+    patch_size=2,
+    vision_output_dim=16,
+    projector_input_dim=16,
+    projector_output_dim=16,
+)
+
+
+def _cfg_llama4():
+    from transformers import Llama4Config
+
+    return Llama4Config(
+        text_config=_llama4_text_kwargs(),
+        vision_config=dict(LLAMA4_VISION),
+        tie_word_embeddings=False,
+    )
+
+
+def _cfg_minimax_m2():
+    from transformers import MiniMaxM2Config
+
+    common = {k: v for k, v in COMMON.items() if k != "intermediate_size"}
+    return MiniMaxM2Config(
+        **common,
+        intermediate_size=16,  # per expert
+        head_dim=16,
+        num_hidden_layers=3,
+        rms_norm_eps=1e-6,
+        tie_word_embeddings=False,
+        num_local_experts=4,
+        num_experts_per_tok=2,
+        rotary_dim=8,  # legacy key of the released configs -> rope_parameters.partial_rotary_factor 0.5 (both written)
+        rope_parameters={"rope_type": "default", "rope_theta": 10000.0},  # released 5e6; 1e4 so every rotary pair turns
+    )
+
+
+# 1/sqrt(fan_in) for the weights whose fan-in is not 64 (as mla_init_rules), and the Llama 4 router (not matched
+# by the shared table's mlp.gate / mlp.router names) at BASE_STD["router"]. The RoPE layers' q/k_proj (layers 0-2)
+# are scaled by 1/32 after the draw (row_scale): their weightless RMS ("L2") norm is scale-invariant, so only its
+# eps (rms_norm_eps 1e-5) sees the scale, at ~1% of the mean square (as latent_eps_row_scale does for MLA).
+LLAMA4_INIT_RULES = [
+    (r"feed_forward\.router\.weight$", 0.0, 0.3),
+    (r"feed_forward\.experts\.down_proj$", 0.0, 0.25),  # [E, I=16, H]
+    (r"feed_forward\.shared_expert\.down_proj\.weight$", 0.0, 0.25),
+    (r"feed_forward\.down_proj\.weight$", 0.0, round(32**-0.5, 4)),  # dense, intermediate_size_mlp 32
+]
+LLAMA4_ROW_SCALE = [(r"layers\.[012]\.self_attn\.[qk]_proj\.weight$", None, 1 / 32)]
+MINIMAX_M2_INIT_RULES = [(r"mlp\.experts\.down_proj$", 0.0, 0.25)]
+LLAMA4_ATOL_NOTE = (
+    "Routing: top-1 on the raw router logits (the gap reported is the raw top-1/top-2 logit gap), weight "
+    "sigmoid(logit) scaling the expert input, smooth once the choice is made; the weightless qk norm renormalises."
+)
+LLAMA4_FEATURES = [
+    "layer schedule from the defaults, written out: no_rope_layers [1, 1, 1, 0] (1 = RoPE) -> layer_types "
+    "[chunked, chunked, chunked, full]; moe_layers [1, 3] (interleave_moe_layer_step 2)",
+    "chunked attention on layers 0-2: attention_chunk_size 8, key k visible to query q iff k <= q and "
+    "k // 8 == q // 8 (no padding offset); prompts 5, 13, 29 prefill 1, 2, 4 chunks, decoding reaches position 43 "
+    "(chunk 5)",
+    "RoPE layers: complex-pair RoPE on (2i, 2i+1), llama3 scaling (factor 8, low 1, high 4, original 64, theta 5e5: "
+    "pair 0 kept, pair 1 smoothed, pairs 2-7 / 8), then the weightless RMS ('L2') norm per head on q and k with eps "
+    "rms_norm_eps 1e-5 (q/k_proj scaled 1/32 so the eps shows)",
+    "NoPE layer 3 (full attention, no RoPE, no qk norm): attn_temperature_tuning, q x 1 + 0.1*log1p(floor((p+1)/6)) "
+    "for absolute position p (steps at p = 5, 11, 17, 23, 29, 35, 41)",
+    "softmax scale head_dim^-0.5 on every layer; GQA 4q/2kv, head_dim 16",
+    "MoE layers 1, 3: Llama4Router top-1 of 4 on the raw logits, score sigmoid(logit) multiplies the expert INPUT; "
+    "fused experts gate_up_proj [E, H, 2I] (x @ W, gate = first I columns), down_proj [E, I, H], I = 16; plus the "
+    "shared expert (SwiGLU, width 16) on the unscaled input",
+    "dense layers 0, 2: SwiGLU of width intermediate_size_mlp 32 (!= intermediate_size 16)",
+    "untied lm_head",
+]
+
+
 # Tied Gemma models: the input embedding (x sqrt(hidden)) rides the residual stream straight to
 # the tied lm_head, so with O(1) layer outputs every prompt's greedy answer is "repeat the last
 # token". Smaller embeddings, post-norms with effective scale ~2 and a final norm with effective
@@ -1547,6 +1681,68 @@ FAMILIES = {
             "checkpoint names as deepseek_v3 plus model.layers.N.post_mlp_layernorm.weight at the layer level (conversion_mapping moves it into mlp.)",
         ],
     ),
+    # ---- Llama 4 and MiniMax-M2 (see LLAMA4_CHUNK and the *_INIT_RULES above; SEMANTICS_LLAMA4_MINIMAX.md) ----
+    "llama4_text": dict(
+        seed=9825,
+        build=_cfg_llama4_text,
+        zero_centred_norms=False,
+        init_rules=LLAMA4_INIT_RULES,
+        row_scale=LLAMA4_ROW_SCALE,
+        feature_effects="llama4",
+        atol_note=LLAMA4_ATOL_NOTE,
+        features=LLAMA4_FEATURES
+        + [
+            "checkpoint names model.layers.N.feed_forward.{router.weight, experts.gate_up_proj, experts.down_proj, "
+            "shared_expert.*} (fused experts without .weight, no conversion mapping), dense feed_forward.{gate,up,down}_proj",
+        ],
+    ),
+    "llama4": dict(
+        seed=10047,
+        build=_cfg_llama4,
+        zero_centred_norms=False,
+        init_rules=LLAMA4_INIT_RULES,
+        row_scale=LLAMA4_ROW_SCALE,
+        feature_effects="llama4",
+        composite_checkpoint="llama4",
+        atol_note=LLAMA4_ATOL_NOTE,
+        features=[
+            "composite Llama4Config (model_type llama4) with the text config nested under text_config (model_type "
+            "llama4_text; llama4_text's config and features) and a tiny vision_config; served text-only",
+            "AutoModelForCausalLM maps llama4 to Llama4ForCausalLM (modeling_auto.py:870) built from "
+            "config.get_text_config() (auto_factory.py:235-242): the reference model is that Llama4ForCausalLM",
+            "checkpoint as Llama4ForConditionalGeneration.save_pretrained writes it (the hub layout): config.json is the "
+            "composite (architectures [Llama4ForConditionalGeneration]); text tensors language_model.model.layers.N.*, "
+            "language_model.model.{embed_tokens,norm}.weight, language_model.lm_head.weight; plus vision_model.* and "
+            "multi_modal_projector.linear_1.weight (a 1-layer 16-wide vision tower, never run) that a text-only "
+            "engine skips",
+        ]
+        + LLAMA4_FEATURES,
+    ),
+    "minimax_m2": dict(
+        seed=10490,
+        build=_cfg_minimax_m2,
+        zero_centred_norms=False,
+        init_rules=MINIMAX_M2_INIT_RULES,
+        buffer_init=[(r"mlp\.e_score_correction_bias$", 0.0, 0.15)],
+        feature_effects="minimax_m2",
+        atol_note="Routing uses sigmoid(logits) + e_score_correction_bias for the choice and the renormalised unbiased "
+        "sigmoids as weights (smooth once the choice is made); the router gap reported is logit-equivalent: 2 x the "
+        "smallest k-th/(k+1)-th gap of the biased scores (a logit error e moves a sigmoid by at most e/4).",
+        features=[
+            "3 layers, every one MoE (no dense layer, no shared expert), full causal attention on every layer (the family "
+            "has no sliding window)",
+            "q_norm / k_norm: weighted RMSNorm over the WHOLE projection (q [64] = 4 heads x 16, k [32]), eps 1e-6, "
+            "before the head reshape and before RoPE",
+            "partial RoPE: legacy rotary_dim 8 -> partial_rotary_factor 0.5; rotate-half on the FIRST 8 dims of each "
+            "head (pairs (i, i+4)), inv_freq theta^(-2i/8) with theta 1e4; dims 8-15 unrotated",
+            "router: sigmoid(fp32 logits); top-2 of 4 chosen on sigmoid + e_score_correction_bias (buffer on the MoE "
+            "block, N(0,0.15)); weights = unbiased sigmoids renormalised (no epsilon); no routed scaling factor",
+            "experts SwiGLU, width 16; GQA 4q/2kv, head_dim 16, softmax scale 16^-0.5 (fp32 softmax)",
+            "checkpoint names block_sparse_moe.gate.weight, block_sparse_moe.e_score_correction_bias, "
+            "block_sparse_moe.experts.N.{w1,w3,w2}.weight (save_pretrained reverts the mixtral-style mapping), "
+            "self_attn.q_norm.weight [64], self_attn.k_norm.weight [32]",
+        ],
+    ),
 }
 
 # gpt_oss's fixture again, with its experts stored as MXFP4 (its own seed: rounding moves margins).
@@ -1807,6 +2003,12 @@ def mla_route(mod, logits: torch.Tensor) -> dict:
     return out
 
 
+# Routers whose gaps RouterProbe measures with per-router selection counts (checks.routers). Llama4Router is an
+# nn.Linear whose forward returns (scores, logits) and ranks the raw logits; MiniMaxM2TopKRouter ranks
+# sigmoid(logits) + the MoE block's e_score_correction_bias.
+STATS_ROUTERS = ("Llama4Router", "MiniMaxM2TopKRouter")
+
+
 def _same_sets(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return (a.sort(-1).values == b.sort(-1).values).all(-1)
 
@@ -1832,9 +2034,14 @@ class RouterProbe:
         self.recording = False
         self.stats = {}
         self.mismatches = 0
+        # Llama 4 and MiniMax-M2 routers (STATS_ROUTERS): the same gap as _hook, plus per-router selection counts
+        # while `recording` (meta.json checks.routers); kept apart from `stats` so the MLA summary is unchanged.
+        self.plain_stats = {}
         self.handles = []
         for name, mod in model.named_modules():
-            if type(mod).__name__.endswith(("TopKRouter", "TopkRouter")):
+            if type(mod).__name__ in STATS_ROUTERS:
+                self.handles.append(mod.register_forward_hook(self._stats_hook(name)))
+            elif type(mod).__name__.endswith(("TopKRouter", "TopkRouter")):
                 if type(mod).__name__ in MLA_ROUTERS:
                     self.handles.append(mod.register_forward_hook(self._mla_hook(name)))
                 else:
@@ -1902,6 +2109,9 @@ class RouterProbe:
             # at most e/4, so flipping two experts needs e >= 2 * (s_k - s_k+1): report that
             # logit-equivalent bound so the gap compares with the other routers'.
             return logits.sigmoid() + args[1].float(), 2.0
+        if type(mod).__name__ == "MiniMaxM2TopKRouter":
+            # ranks sigmoid(logits) + e_score_correction_bias, the bias passed in by the MoE block (args[1])
+            return logits.sigmoid() + args[1].float(), 2.0
         if hasattr(mod, "e_score_correction_bias"):
             # NemotronHTopkRouter (DeepseekV3 style, n_group 1) ranks sigmoid(logits) + e_score_correction_bias:
             # the same logit-equivalent bound as above.
@@ -1920,6 +2130,52 @@ class RouterProbe:
         highest_other = rounded.masked_fill(chosen, -math.inf).max(-1).values
         if bool((lowest_chosen <= highest_other).any()):
             self.bf16_stable = False
+
+    def _stats_hook(self, name):
+        def hook(mod, args, out):
+            kind = type(mod).__name__
+            if kind == "Llama4Router":  # (router_scores [T, E]: sigmoid of the top-k logits, 0 elsewhere; logits)
+                logits = out[1].detach().float().reshape(-1, out[1].shape[-1])
+                chosen_by_module = out[0].detach().reshape(-1, out[0].shape[-1]) > 0
+            else:  # MiniMaxM2TopKRouter: (logits, top-k weights, top-k indices)
+                logits = out[0].detach().float().reshape(-1, out[0].shape[-1])
+                chosen_by_module = torch.zeros_like(logits, dtype=torch.bool).scatter_(
+                    1, out[2].reshape(-1, mod.top_k), True
+                )
+            scores, scale = self._scores(mod, args, logits)
+            k = mod.top_k
+            top = torch.topk(scores, k + 1, dim=-1)
+            self.min_gap = min(self.min_gap, scale * float((top.values[:, k - 1] - top.values[:, k]).min()))
+            chosen = torch.zeros_like(scores, dtype=torch.bool).scatter_(1, top.indices[:, :k], True)
+            self.mismatches += int((chosen != chosen_by_module).any(-1).sum())
+            rounded, _ = self._scores(mod, args, logits.to(torch.bfloat16).float())
+            if bool((rounded.masked_fill(~chosen, math.inf).min(-1).values
+                     <= rounded.masked_fill(chosen, -math.inf).max(-1).values).any()):
+                self.bf16_stable = False
+            if self.recording:
+                st = self.plain_stats.setdefault(name, {"tokens": 0, "expert_counts": [0] * logits.shape[-1]})
+                st["tokens"] += logits.shape[0]
+                for e, n in enumerate(chosen.sum(0).tolist()):
+                    st["expert_counts"][e] += int(n)
+                if kind == "MiniMaxM2TopKRouter":  # how often the correction bias changes the chosen set
+                    unbiased = torch.topk(logits, k, dim=-1).indices
+                    st["choice_changed_by_bias"] = st.get("choice_changed_by_bias", 0) + int(
+                        (~_same_sets(top.indices[:, :k], unbiased)).sum()
+                    )
+
+        return hook
+
+    def plain_summary(self) -> dict | None:
+        """meta.json's checks.routers for the STATS_ROUTERS families (None for the others)."""
+        if not self.plain_stats:
+            return None
+        return {
+            "note": "gap in logit units (raw logits for Llama4Router; 2 x the biased-score gap for MiniMaxM2TopKRouter); "
+            "counts over one uncached forward of prompt+tokens[:-1] per prompt",
+            "min_top_k_gap": self.min_gap,
+            "recomputed_choice_mismatches": self.mismatches,
+            "per_router": dict(sorted(self.plain_stats.items())),
+        }
 
     def close(self):
         for h in self.handles:
@@ -2399,6 +2655,126 @@ def _reload_fp8(fam_dir: Path, loader, block):
     return model, grid_error if decoded_by_grid else None, grid_refused
 
 
+# The composite llama4 checkpoint (SEMANTICS_LLAMA4_MINIMAX.md, checkpoint names): the text weights under
+# Llama4ForConditionalGeneration's language_model., next to a vision tower and projector a text-only engine skips.
+LLAMA4_SKIPPED_PREFIXES = ("vision_model.", "multi_modal_projector.")
+
+
+def _save_llama4_composite(text_bf16, cfg, seed: int, fam_dir: Path) -> None:
+    """Writes `text_bf16` (the bf16 Llama4ForCausalLM) as Llama4ForConditionalGeneration.save_pretrained writes a
+    llama4 checkpoint: composite config.json, language_model.* text tensors, plus the (never run) vision tower and
+    projector, drawn from Generator(seed + 1) by the shared std table and rounded to bf16."""
+    mm = transformers.Llama4ForConditionalGeneration._from_config(cfg, attn_implementation="eager", dtype=torch.float32)
+    gen = torch.Generator().manual_seed(seed + 1)
+    with torch.no_grad():
+        for name, p in sorted(mm.named_parameters(), key=lambda kv: kv[0]):
+            if name.startswith("language_model."):
+                continue
+            mean, s = _param_stats(name, p, False, BASE_STD, {})
+            noise = torch.randn(tuple(p.shape), generator=gen, dtype=torch.float32)
+            p.copy_((noise * s + mean).to(torch.bfloat16).to(torch.float32))
+    for p in mm.parameters():  # not mm.to(): the vision rotary's complex freqs_ci buffer (not saved) stays complex
+        p.data = p.data.to(torch.bfloat16)
+    mm.language_model.load_state_dict(text_bf16.state_dict(), strict=True)
+    for sub in (mm.config.text_config, mm.config.vision_config):  # built in fp32: say what the tensors are
+        sub.dtype = torch.bfloat16
+    mm.save_pretrained(fam_dir, safe_serialization=True)
+    with safe_open(str(fam_dir / "model.safetensors"), "pt") as f:
+        saved = set(f.keys())
+        for name, t in text_bf16.state_dict().items():
+            assert torch.equal(f.get_tensor("language_model." + name), t), name
+    assert all(k.startswith(("language_model.",) + LLAMA4_SKIPPED_PREFIXES) for k in saved), sorted(saved)
+    del mm
+
+
+@torch.no_grad()
+def feature_effects(model, kind: str, prompts, token_lists) -> dict:
+    """How far each family-specific feature moves the fixture's rows: max |dlogit| of one uncached forward over
+    prompt+tokens[:-1] (all prompts) with the feature switched off or replaced, against the same forward as is.
+    Each must be far above atol, or the fixture would not test it."""
+
+    def rows():
+        return [uncached_rows(model, p, t) for p, t in zip(prompts, token_lists)]
+
+    base = rows()
+
+    def delta() -> float:
+        return max(float((a - b).abs().max()) for a, b in zip(base, rows()))
+
+    out = {}
+    if kind == "llama4":
+        cfg, layers = model.config, model.model.layers
+        chunk = cfg.attention_chunk_size
+        cfg.attention_chunk_size = 1 << 20  # the chunked layers' mask becomes plain causal
+        out["chunked_mask_as_full_causal"] = delta()
+        cfg.attention_chunk_size = chunk
+        for layer in layers:
+            layer.self_attn.attn_temperature_tuning = False
+        out["no_temperature_tuning"] = delta()
+        for layer in layers:
+            layer.self_attn.attn_temperature_tuning = cfg.attn_temperature_tuning
+        norms = [layer.self_attn.qk_norm for layer in layers if hasattr(layer.self_attn, "qk_norm")]
+        for n in norms:
+            n.eps = 1e-6
+        out["qk_norm_eps_1e-6_for_rms_norm_eps"] = delta()
+        for n in norms:
+            n.eps = cfg.rms_norm_eps
+        rotary = model.model.rotary_emb
+        llama3 = rotary.inv_freq.clone()
+        d = cfg.head_dim
+        rotary.inv_freq.copy_(1.0 / (cfg.rope_parameters["rope_theta"] ** (torch.arange(0, d, 2).float() / d)))
+        out["default_rope_for_llama3"] = delta()
+        rotary.inv_freq.copy_(llama3)
+        moes = [layer.feed_forward for layer in layers if layer.is_moe_layer]
+        for moe in moes:
+            moe.forward = _llama4_moe_output_scaled.__get__(moe)
+        out["router_score_on_expert_output_not_input"] = delta()
+        for moe in moes:
+            del moe.forward
+    elif kind == "minimax_m2":
+        biases = [layer.mlp.e_score_correction_bias for layer in model.model.layers]
+        saved = [b.clone() for b in biases]
+        for b in biases:
+            b.zero_()
+        out["no_e_score_correction_bias"] = delta()
+        for b, v in zip(biases, saved):
+            b.copy_(v)
+        d = model.config.head_dim
+        norms = [n for layer in model.model.layers for n in (layer.self_attn.q_norm, layer.self_attn.k_norm)]
+        for n in norms:
+            n.forward = _per_head_rms_norm(n, d)
+        out["qk_norm_per_head_not_whole_projection"] = delta()
+        for n in norms:
+            del n.forward
+    assert max(float((a - b).abs().max()) for a, b in zip(base, rows())) == 0.0  # everything restored
+    return {
+        "note": "max |dlogit| over every position of one uncached forward of prompt+tokens[:-1] (all prompts) with "
+        "the named feature switched off or replaced",
+        **out,
+    }
+
+
+def _per_head_rms_norm(norm, head_dim: int):
+    """A MiniMax-M2 q_norm/k_norm forward that normalises each head's slice on its own (the weight as is)."""
+
+    def fwd(x):
+        h = x.float().reshape(*x.shape[:-1], -1, head_dim)
+        h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + norm.variance_epsilon)
+        return norm.weight * h.reshape(x.shape).to(x.dtype)
+
+    return fwd
+
+
+def _llama4_moe_output_scaled(self, hidden_states):
+    """Llama4TextMoe.forward with the router score applied to each expert's output instead of its input."""
+    hidden_states = hidden_states.reshape(-1, self.hidden_dim)
+    router_scores, router_logits = self.router(hidden_states)
+    routed_out = self.experts(hidden_states.repeat(router_scores.shape[1], 1))
+    routed_out = routed_out.reshape(router_scores.shape[1], -1, routed_out.shape[-1])
+    out = self.shared_expert(hidden_states) + (routed_out * router_scores.transpose(0, 1)[..., None]).sum(0)
+    return out, router_logits
+
+
 def top2_margin(rows) -> float:
     top = torch.topk(rows, 2, dim=-1).values
     return float((top[:, 0] - top[:, 1]).min())
@@ -2559,7 +2935,10 @@ def build_family(family: str, out_dir: Path, verbose: bool = True) -> dict:
 
     # Checkpoint: HF's own names and layout, bf16 (lossless: weights are bf16-exact).
     bf16 = copy.deepcopy(model).to(torch.bfloat16)
-    bf16.save_pretrained(fam_dir, safe_serialization=True)
+    if spec.get("composite_checkpoint") == "llama4":
+        _save_llama4_composite(bf16, cfg, seed, fam_dir)
+    else:
+        bf16.save_pretrained(fam_dir, safe_serialization=True)
     del bf16
     for extra in sorted(os.listdir(fam_dir)):
         if extra not in ("config.json", "model.safetensors"):
@@ -2630,9 +3009,20 @@ def build_family(family: str, out_dir: Path, verbose: bool = True) -> dict:
     if spec.get("fp8_block"):
         reloaded, fp8_grid_error, fp8_grid_refused = _reload_fp8(fam_dir, loader, spec["fp8_block"])
     else:
-        reloaded = loader.from_pretrained(
-            fam_dir, attn_implementation="eager", experts_implementation="eager", dtype=torch.float32, **quantized
+        reloaded, load_info = loader.from_pretrained(
+            fam_dir, attn_implementation="eager", experts_implementation="eager", dtype=torch.float32,
+            output_loading_info=True, **quantized
         )
+        if spec.get("composite_checkpoint"):
+            # text-only: the vision tower and projector are the only tensors Llama4ForCausalLM leaves unread
+            assert type(reloaded).__name__ == type(model).__name__, type(reloaded).__name__
+            assert not load_info["missing_keys"] and not load_info["mismatched_keys"], load_info
+            assert all(k.startswith(LLAMA4_SKIPPED_PREFIXES) for k in load_info["unexpected_keys"]), load_info
+            composite_checks = {
+                "reload_class": type(reloaded).__name__,
+                "reload_unexpected_keys": len(load_info["unexpected_keys"]),
+                "reload_unexpected_prefixes": sorted({k.split(".")[0] + "." for k in load_info["unexpected_keys"]}),
+            }
     reloaded.eval()
     reload_delta = 0.0
     for i, prompt in enumerate(prompts):
@@ -2640,6 +3030,25 @@ def build_family(family: str, out_dir: Path, verbose: bool = True) -> dict:
             r0 = reloaded(input_ids=torch.tensor([prompt]), use_cache=False).logits[0, -1].float()
         reload_delta = max(reload_delta, float((r0 - tensors[f"logits_{i}"][0]).abs().max()))
     del reloaded
+    if spec.get("composite_checkpoint") == "llama4":
+        # the same directory through the multimodal class, text-only: the checkpoint is a complete llama4 one
+        mm, mm_info = transformers.Llama4ForConditionalGeneration.from_pretrained(
+            fam_dir, attn_implementation="eager", dtype=torch.float32, output_loading_info=True
+        )
+        assert not any(mm_info[k] for k in ("missing_keys", "unexpected_keys", "mismatched_keys")), mm_info
+        mm.eval()
+        mm_delta = 0.0
+        for i, prompt in enumerate(prompts):
+            with torch.no_grad():
+                r0 = mm(input_ids=torch.tensor([prompt]), use_cache=False).logits[0, -1].float()
+            mm_delta = max(mm_delta, float((r0 - tensors[f"logits_{i}"][0]).abs().max()))
+        del mm
+        composite_checks["conditional_generation_reload_row0_max_abs"] = mm_delta
+    effects = (
+        feature_effects(model, spec["feature_effects"], prompts, [p["tokens"] for p in per_prompt])
+        if spec.get("feature_effects")
+        else None
+    )
 
     atol = spec.get("atol", DEFAULT_ATOL)
     disagreements = [
@@ -2725,6 +3134,30 @@ def build_family(family: str, out_dir: Path, verbose: bool = True) -> dict:
             "[key_dim, key_dim, value_dim] = [32, 32, 128] as released checkpoints have them. Loading concatenates "
             "them along dim 0 either way, so the reload check below holds."
         )
+    if spec.get("composite_checkpoint") == "llama4":
+        notes.append(
+            "Composite: AutoModelForCausalLM builds Llama4ForCausalLM from config.get_text_config(); its own "
+            "save_pretrained would write a flat llama4_text config and model.* names, so the checkpoint is written by "
+            "Llama4ForConditionalGeneration.save_pretrained around the same text weights: composite config.json, text "
+            "tensors under language_model. (language_model.model.layers.N.*, language_model.lm_head.weight), plus a "
+            "vision tower and projector (drawn from Generator(seed + 1), never run). Reload checks: "
+            "AutoModelForCausalLM.from_pretrained loads every text tensor (stripping language_model., "
+            "Llama4ForCausalLM.base_model_prefix) and leaves only the vision/projector tensors unread; "
+            "Llama4ForConditionalGeneration.from_pretrained loads everything and reproduces row 0 text-only "
+            "(checks.composite)."
+        )
+    if spec.get("feature_effects") == "llama4":
+        notes.append(
+            "checks.feature_effects: how far the rows move with the chunked mask made plain causal, temperature tuning "
+            "off, the qk-norm eps at 1e-6, default RoPE for llama3, and the router score on the expert output instead of "
+            "its input; each is far above atol."
+        )
+    if spec.get("feature_effects") == "minimax_m2":
+        notes.append(
+            "checks.feature_effects: how far the rows move with the routing bias ignored and with q/k normalised per "
+            "head rather than over the whole projection; both far above atol. checks.routers counts the tokens whose "
+            "expert set the bias changes."
+        )
     if spec.get("fp8_block"):
         bR, bC = spec["fp8_block"]
         fp8_experts = (
@@ -2799,10 +3232,24 @@ def build_family(family: str, out_dir: Path, verbose: bool = True) -> dict:
     if mla_routers is not None:
         meta["checks"]["mla_routers"] = mla_routers
         assert mla_routers["recomputed_choice_mismatches"] == 0, mla_routers  # the probe must agree with the model
+    plain_routers = router.plain_summary()
+    if plain_routers is not None:
+        meta["checks"]["routers"] = plain_routers
+        assert plain_routers["recomputed_choice_mismatches"] == 0, plain_routers
+    if effects is not None:
+        meta["checks"]["feature_effects"] = effects
+    if spec.get("composite_checkpoint"):
+        meta["checks"]["composite"] = composite_checks
+        meta["checkpoint_architecture"] = json.loads((fam_dir / "config.json").read_text())["architectures"][0]
     if clamp.total:
         meta["checks"]["swiglu_clamped_fraction"] = clamp.clamped / clamp.total
     if spec.get("init_rules"):
         meta["init"]["rules"] = [list(r) for r in spec["init_rules"]]
+    if spec.get("composite_checkpoint"):
+        meta["init"]["vision_tower"] = (
+            "vision_model.* and multi_modal_projector.* (checkpoint only): torch.Generator().manual_seed(seed + 1), "
+            "params in name order, the shared std table, then bf16"
+        )
     if spec.get("buffer_init"):
         meta["init"]["buffers"] = [list(r) for r in spec["buffer_init"]]
     if spec.get("row_scale"):
