@@ -9,6 +9,9 @@
 #include <optional>
 
 #include <flatbuffers/minireflect.h>
+
+#include <cmath>
+#include <cstdio>
 #include <map>
 #include <memory>
 #include <set>
@@ -27,6 +30,19 @@ std::string shapeText(const std::vector<int64_t> &shape) {
   return s + "]";
 }
 
+// The reflection tables' text form, except that doubles too small for its 12 fixed decimals
+// (a renormalisation epsilon of 1e-20 would read 0.0) print in exponent form.
+struct ParamsVisitor : flatbuffers::ToStringVisitor {
+  ParamsVisitor() : ToStringVisitor(" ", false, "", false) {}
+  void Double(double x) override {
+    if (x == 0 || std::fabs(x) >= 1e-6)
+      return ToStringVisitor::Double(x);
+    char text[32];
+    std::snprintf(text, sizeof text, "%g", x);
+    s += text;
+  }
+};
+
 // An instruction's parameter table as `field: value` pairs, read through the schema's
 // reflection tables, so that a new op's parameters print without code here.
 std::string paramsText(const rt::Instr &in) {
@@ -34,7 +50,7 @@ std::string paramsText(const rt::Instr &in) {
   if (!in.params || type == fb::OpParams::NONE)
     return "";
   const flatbuffers::TypeTable *table = fb::OpParamsTypeTable()->type_refs[(int)type - 1]();
-  flatbuffers::ToStringVisitor visitor(" ", false, "", false);
+  ParamsVisitor visitor;
   flatbuffers::IterateObject(static_cast<const uint8_t *>(in.params), table, &visitor);
   return visitor.s;
 }
