@@ -13,17 +13,15 @@ Value StepBuilder::denseMlp(int64_t layer, Value x, const std::string &module) {
     return module.empty() ? mlpName(layer, tensor) : hf(layer, module + "." + tensor);
   };
   // Program names: "mlp." for the layer's one MLP, else the module's name.
-  auto prog = [&](int64_t l, const std::string &rest) {
-    return StepBuilder::prog(l, module.empty() ? rest : module + rest.substr(rest.find('.')));
-  };
+  const std::string base = module.empty() ? "mlp" : module;
   if (!spec_.mlp.gated) {
     Value bup, bdown;
     if (spec_.mlp.bias) {
-      bup = weight(prog(layer, "mlp.up_bias"), {I}, name(nm.up + ".bias"));
-      bdown = weight(prog(layer, "mlp.down_bias"), {H}, name(nm.down + ".bias"));
+      bup = weight(prog(layer, base + ".up_bias"), {I}, name(nm.up + ".bias"));
+      bdown = weight(prog(layer, base + ".down_bias"), {H}, name(nm.down + ".bias"));
     }
-    Value up = linear(x, weight(prog(layer, "mlp.up"), {I, H}, name(nm.up + ".weight")), bup);
-    return linear(act(up, spec_.mlp.act), weight(prog(layer, "mlp.down"), {H, I}, name(nm.down + ".weight")), bdown);
+    Value up = linear(x, weight(prog(layer, base + ".up"), {I, H}, name(nm.up + ".weight")), bup);
+    return linear(act(up, spec_.mlp.act), weight(prog(layer, base + ".down"), {H, I}, name(nm.down + ".weight")), bdown);
   }
   // Multipliers on the gate projection's output and on the MLP's output.
   auto guScales = scales({{I, spec_.mup.mlp_gate}, {I, 1.0}});
@@ -31,15 +29,15 @@ Value StepBuilder::denseMlp(int64_t layer, Value x, const std::string &module) {
   std::vector<std::string> gateUp = nm.gate_up.empty()
                                         ? std::vector<std::string>{name(nm.gate + ".weight"), name(nm.up + ".weight")}
                                         : std::vector<std::string>{name(nm.gate_up + ".weight")};
-  Value wgu = weight(prog(layer, "mlp.gate_up"), {2 * I, H}, {.parts = {gateUp}, .row_scales = guScales});
+  Value wgu = weight(prog(layer, base + ".gate_up"), {2 * I, H}, {.parts = {gateUp}, .row_scales = guScales});
   Value bgu, bdown;
   if (spec_.mlp.bias) {
-    bgu = weight(prog(layer, "mlp.gate_up_bias"), {2 * I},
+    bgu = weight(prog(layer, base + ".gate_up_bias"), {2 * I},
                  {.parts = {{name(nm.gate + ".bias"), name(nm.up + ".bias")}}, .row_scales = guScales});
-    bdown = weight(prog(layer, "mlp.down_bias"), {H}, {.parts = {{name(nm.down + ".bias")}}, .row_scales = downScales});
+    bdown = weight(prog(layer, base + ".down_bias"), {H}, {.parts = {{name(nm.down + ".bias")}}, .row_scales = downScales});
   }
   Value g = glu(linear(x, wgu, bgu), I, gluAct(spec_.mlp.act));
-  Value wdown = weight(prog(layer, "mlp.down"), {H, I}, {.parts = {{name(nm.down + ".weight")}}, .row_scales = downScales});
+  Value wdown = weight(prog(layer, base + ".down"), {H, I}, {.parts = {{name(nm.down + ".weight")}}, .row_scales = downScales});
   return linear(g, wdown, bdown);
 }
 
