@@ -70,9 +70,9 @@ void parseMiniMax(const ConfigReader &r, ModelSpec &s) {
   miniMaxLayers(r, s);
   // The lightning mixer applies hidden_act to q|k|v; the experts use it too.
   requireSilu(r, "hidden_act", "lightning attention");
-  int64_t block = r.getSize("block_size", 256);
-  if (block <= 0)
-    throw ConfigError(r.path("block_size"), "must be positive");
+  // block_size only sets transformers' prefill blocking (cbc blocks as it likes); it must still
+  // be a size.
+  r.getSize("block_size", 256);
   s.lightning.heads = s.attn.num_heads;
   s.lightning.head_dim = s.attn.head_dim;
   s.lightning.norm_eps = 1e-6; // MiniMaxLightningAttention's norm ignores rms_norm_eps
