@@ -307,7 +307,9 @@ void lightningBlocks(int64_t n, const float *q, const float *k, const float *v, 
                      int64_t stride, float *S, float *out, int64_t block) {
   const auto RM = CblasRowMajor;
   const auto N = CblasNoTrans, T = CblasTrans;
-  std::vector<float> P(block * block), Qd(block * d), Kd(block * d);
+  std::vector<float> P(block * block), Qd(block * d), Kd(block * d), e(block + 1);
+  for (int64_t i = 0; i <= block; ++i) // e[i] = exp(-decay i), every distance a block needs
+    e[i] = std::exp(-decay * (float)i);
   int st = (int)stride, D = (int)d, ld = (int)block;
   for (int64_t c0 = 0; c0 < n; c0 += block) {
     int64_t L = std::min(block, n - c0);
@@ -317,9 +319,9 @@ void lightningBlocks(int64_t n, const float *q, const float *k, const float *v, 
     cblas_sgemm(RM, N, T, l, l, D, 1.0f, qc, st, kc, st, 0.0f, P.data(), ld);
     for (int64_t i = 0; i < L; ++i)
       for (int64_t j = 0; j < L; ++j)
-        P[i * block + j] = j <= i ? P[i * block + j] * std::exp(-decay * (float)(i - j)) : 0.0f;
+        P[i * block + j] = j <= i ? P[i * block + j] * e[i - j] : 0.0f;
     for (int64_t i = 0; i < L; ++i) {
-      float eq = std::exp(-decay * (float)(i + 1)), ek = std::exp(-decay * (float)(L - 1 - i));
+      float eq = e[i + 1], ek = e[L - 1 - i];
       for (int64_t c = 0; c < d; ++c) {
         Qd[i * d + c] = eq * qc[i * stride + c];
         Kd[i * d + c] = ek * kc[i * stride + c];
@@ -327,7 +329,7 @@ void lightningBlocks(int64_t n, const float *q, const float *k, const float *v, 
     }
     cblas_sgemm(RM, N, N, l, D, D, 1.0f, Qd.data(), D, S, D, 0.0f, oc, st);
     cblas_sgemm(RM, N, N, l, D, l, 1.0f, P.data(), ld, vc, st, 1.0f, oc, st);
-    cblas_sgemm(RM, T, N, D, D, l, 1.0f, Kd.data(), D, vc, st, std::exp(-decay * (float)L), S, D);
+    cblas_sgemm(RM, T, N, D, D, l, 1.0f, Kd.data(), D, vc, st, e[L], S, D);
   }
 }
 
