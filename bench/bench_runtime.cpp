@@ -4,13 +4,15 @@
 //   cpu        the CPU backend's throughput on the bundled example;
 //   scans      the CPU cost per token of each state scan, one thread, for prefill (the chunked
 //              form where there is one) and decode: gated delta (Qwen3-Next-80B-A3B's linear
-//              attention), Mamba2 SSD (Mamba2-2.7B) and Mamba's selective scan (Jamba-v0.1).
+//              attention), lightning attention (MiniMax-Text-01), Mamba2 SSD (Mamba2-2.7B) and
+//              Mamba's selective scan (Jamba-v0.1).
 #include "driver/compile.h"
 #include "runtime/cpu/kernels.h"
 #include "runtime/engine.h"
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <memory>
@@ -174,6 +176,30 @@ void printScan(const char *name, double prefill, double decode, const char *pref
               prefill * 1e6, prefillForm, decode * 1e6, prefill / decode);
 }
 
+// Lightning attention at MiniMax-Text-01's shape (64 heads of 128; its layer-0 decay rates).
+void lightningBench(std::mt19937 &rng) {
+  namespace cpu = rt::cpu;
+  cpu::LightningParams p;
+  p.heads = 64, p.head_dim = 128;
+  for (int64_t h = 0; h < p.heads; ++h)
+    p.decay.push_back(std::pow(std::pow(2.0f, -8.0f / (float)p.heads), (float)(h + 1)));
+  int64_t w = p.heads * p.head_dim, state = p.heads * p.head_dim * p.head_dim;
+  auto scan = [&](int64_t R, int64_t n) {
+    int64_t T = R * n;
+    auto in = std::make_shared<std::vector<std::vector<float>>>(std::vector<std::vector<float>>{
+        randomVector(T * w, rng), randomVector(T * w, rng), randomVector(T * w, rng), std::vector<float>(T * w),
+        std::vector<float>(R * state)});
+    auto rows = std::make_shared<Rows>(R, n);
+    return [=, &p] {
+      auto &v = *in;
+      cpu::lightningScan(v[0].data(), v[1].data(), v[2].data(), p, rows->view, v[4].data(), v[3].data(), kSerial,
+                         64);
+    };
+  };
+  printScan("lightning (MiniMax-Text-01: 64 heads, 128x128)", perToken(1, 512, 2, scan), perToken(16, 1, 20, scan),
+            "blocks, 64");
+}
+
 // One layer of each scan at a published model's shape: prefill is one 512-token request,
 // decode 16 requests of one token.
 void scanBench() {
@@ -203,6 +229,7 @@ void scanBench() {
     printScan("gated delta (Qwen3-Next: 16/32 heads, 128x128)", perToken(1, 512, 2, scan),
               perToken(16, 1, 20, scan), "chunked, 64");
   }
+  lightningBench(rng);
   {
     cpu::SsdParams p;
     p.heads = 80, p.head_dim = 64, p.groups = 1, p.state = 128;

@@ -194,6 +194,12 @@ Params writeParams(fbs::FlatBufferBuilder &fbb, Operation &op) {
                       fb::CreateSelectiveScanParams(fbb, o.getLayer(), fbb.CreateString(o.getState().str()),
                                                     o.getNGroups(), o.getStateSize()));
       })
+      .Case([&](LightningOp o) {
+        return params(P::LightningParams,
+                      fb::CreateLightningParams(fbb, o.getLayer(), fbb.CreateString(o.getState().str()),
+                                                o.getNumHeads(), o.getHeadDim(),
+                                                fbb.CreateVector(o.getDecay().data(), o.getDecay().size())));
+      })
       .Case([&](MoeRouteOp o) {
         std::optional<fb::RouteGroups> groups;
         if (auto g = o.getGroupsAttr())

@@ -109,6 +109,24 @@ void emitSelectiveScan(Emitter &e, SelectiveScanOp op) {
   l.grid[1] = {std::nullopt, 1, 1, (I + 127) / 128};
 }
 
+// Block (request, head, 32 value columns); the per-head decay rates are a constant table.
+void emitLightning(Emitter &e, LightningOp op) {
+  using S = slots::Lightning;
+  int64_t H = op.getNumHeads(), d = op.getHeadDim();
+  std::vector<float> decay(op.getDecay().begin(), op.getDecay().end());
+  std::string table = e.table(decay);
+  int k = e.kernel("lightning", "lightning.cuh",
+                   instance("lightning", {e.type(op.getQ()), e.type(op.getK()), e.type(op.getV()),
+                                          e.type(op.getResult()), num(H), num(d), table}));
+  SlotArgs<S> args;
+  args.set(S::Q, e.arg(op.getQ())).set(S::K, e.arg(op.getK())).set(S::V, e.arg(op.getV()));
+  setScanSlots(e, args, op);
+  LaunchOut &l = e.launch(k, 32 * kernels::kLightningWarps, args);
+  l.grid[0] = {RuntimeVar::NumRequests, 1, 1, 0};
+  l.grid[1] = {std::nullopt, 1, 1, H};
+  l.grid[2] = {std::nullopt, 1, 1, (d + kernels::kLightningCols - 1) / kernels::kLightningCols};
+}
+
 } // namespace
 
 void addStateEmitters(EmitterTable &t) {
@@ -116,6 +134,7 @@ void addStateEmitters(EmitterTable &t) {
   t.add(emitGatedDelta);
   t.add(emitSsd);
   t.add(emitSelectiveScan);
+  t.add(emitLightning);
 }
 
 } // namespace cbc::codegen::cuda

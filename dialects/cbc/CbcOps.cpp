@@ -376,6 +376,22 @@ LogicalResult SelectiveScanOp::verify() {
   return success();
 }
 
+LogicalResult LightningOp::verify() {
+  int64_t H = getNumHeads(), d = getHeadDim();
+  if (H <= 0 || d <= 0)
+    return emitOpError("num_heads and head_dim must be positive");
+  if (cols(getQ()) != H * d || cols(getK()) != H * d || cols(getV()) != H * d)
+    return emitOpError("q, k and v must be [T, num_heads * head_dim]");
+  if (cols(getResult()) != H * d)
+    return emitOpError("result width must be num_heads * head_dim");
+  if ((int64_t)getDecay().size() != H)
+    return emitOpError("decay must have num_heads entries");
+  for (double s : getDecay())
+    if (!(s >= 0) || !std::isfinite(s))
+      return emitOpError("decay rates must be finite and not negative");
+  return success();
+}
+
 LogicalResult RowsGatherOp::verify() {
   if (cols(getResult()) != cols(getX()))
     return emitOpError("result width must equal the input width");
@@ -460,6 +476,9 @@ SmallVector<int64_t> GatedDeltaOp::getStateShape() { // one dk x dv matrix per v
 }
 SmallVector<int64_t> SsdOp::getStateShape() { // one head_dim x state_size matrix per head
   return {(int64_t)getNumHeads(), (int64_t)getHeadDim(), (int64_t)getStateSize()};
+}
+SmallVector<int64_t> LightningOp::getStateShape() { // one d x d matrix (k^T v) per head
+  return {(int64_t)getNumHeads(), (int64_t)getHeadDim(), (int64_t)getHeadDim()};
 }
 SmallVector<int64_t> SelectiveScanOp::getStateShape() { // state_size values per channel
   return {cols(getX()), (int64_t)getStateSize()};

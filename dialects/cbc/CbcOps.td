@@ -490,6 +490,21 @@ def Cbc_SelectiveScanOp : Cbc_StateScanOp<"state.selective_scan",
   let assemblyFormat = "$x `,` $dt `,` $B `,` $C `,` $A_log `,` $dt_bias `,` $D (`gate` `(` $z^ `)`)? `,` $cu_seqlens `,` $slots `,` $has_initial_state attr-dict `:` functional-type(operands, $result)";
 }
 
+def Cbc_LightningOp : Cbc_StateScanOp<"state.lightning",
+    (ins Cbc_Rows:$q, Cbc_Rows:$k, Cbc_Rows:$v),
+    (ins I64Attr:$num_heads, I64Attr:$head_dim, DenseF64ArrayAttr:$decay)> {
+  let summary = "Linear attention with a constant decay per head and a matrix state per request.";
+  let description = [{
+    Inputs `q, k, v [T, H * d]` taken as given (no activation, no normalisation, no `d^-1/2`)
+    and one decay rate `decay[h] >= 0` per head. Per token, in fp32:
+    `S[h] = exp(-decay[h]) S[h] + k[h]^T v[h]; o[h] = q[h] S[h]` with `S [H, d, d]`, the state
+    `recurrent` in fp32. Backends may run a request's rows in blocks (intra-block
+    `(q k^T masked by exp(-decay (i - j))) v`, inter-block `exp(-decay (i + 1)) q S`); the
+    result is the same up to rounding. The result is `[T, H * d]`.
+  }];
+  let assemblyFormat = "$q `,` $k `,` $v `,` $cu_seqlens `,` $slots `,` $has_initial_state attr-dict `:` functional-type(operands, $result)";
+}
+
 } // Cbc_StateGroup
 
 //===----------------------------------------------------------------------------------===//

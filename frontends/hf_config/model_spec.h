@@ -52,6 +52,7 @@ enum class LayerKind {
   SharedBlock,     // a shared attention block on [h | embeddings] feeding the layer's own Mamba mixer (Zamba)
   LatentAttention, // multi-head latent attention over a cache of latents (DeepSeek-V2/V3)
   None,            // no mixer: the layer is a feed-forward block alone (Nemotron-H '-')
+  Lightning,       // linear attention with a constant decay per head (a per-request matrix state)
 };
 
 struct LayerSpec {
@@ -63,6 +64,11 @@ struct LayerSpec {
   bool moe = false;   // MoE MLP rather than the dense MLP
   bool mlp = true;    // false: the layer has no feed-forward block (Mamba blocks)
   bool post_norm = false; // x + norm(f(x)) rather than x + f(norm(x)) (OLMo attention layers)
+  // The residual is the normed input: h = norm(x); x = alpha * h + beta * f(h), for the mixer and
+  // then the feed-forward block, with their own (alpha, beta) (MiniMax-Text-01).
+  bool normed_residual = false;
+  double mixer_alpha = 1.0, mixer_beta = 1.0, mlp_alpha = 1.0, mlp_beta = 1.0;
+  std::vector<double> lightning_decay; // Lightning layers: the decay rate of each head
 };
 
 struct AttentionSpec {
@@ -107,6 +113,14 @@ struct GdnSpec {
   double norm_eps = 1e-6;  // the gated output norm's
   // How the checkpoint lays out the input projections.
   enum class Projections { Grouped, Flat, Separate } projections = Projections::Flat;
+};
+
+// Lightning attention: q|k|v = silu(qkv_proj x) with each head's rows [q | k | v], the decayed
+// linear attention over a per-request state, an RMSNorm over all heads (its own eps), a sigmoid
+// output gate and out_proj. The decay rates are per layer (LayerSpec::lightning_decay).
+struct LightningSpec {
+  int64_t heads = 0, head_dim = 0;
+  double norm_eps = 1e-6;
 };
 
 // LFM2's gated short convolution.
@@ -259,6 +273,7 @@ struct ModelSpec {
   MlpSpec mlp;
   MoeSpec moe;
   GdnSpec gdn;
+  LightningSpec lightning;
   ShortConvSpec short_conv;
   Mamba2Spec mamba2;
   Mamba1Spec mamba1;

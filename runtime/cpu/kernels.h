@@ -219,6 +219,22 @@ void selectiveScan(const float *x, const float *dt, const float *B, const float 
                    const SelectiveParams &p, const StateRows &rows, float *pool, float *out,
                    const ParallelFor &pfor);
 
+// Lightning attention (cbc.state.lightning): per head, S [d, d] carries with a constant decay,
+// S = exp(-decay[h]) S + k^T v, o = q S; q, k, v and out are [T, H*d].
+struct LightningParams {
+  int64_t heads = 0, head_dim = 0;
+  std::vector<float> decay; // one rate per head
+};
+// Requests with one row use the token recurrence; longer ones the block form over blocks of
+// `block` rows (transformers' prefill form), from the request's own state either way.
+void lightningScan(const float *q, const float *k, const float *v, const LightningParams &p,
+                   const StateRows &rows, float *pool, float *out, const ParallelFor &pfor, int64_t block = 64);
+// The two forms for one request and head, rows `stride` apart (exposed for tests).
+void lightningRecurrent(int64_t n, const float *q, const float *k, const float *v, float decay, int64_t d,
+                        int64_t stride, float *S, float *out);
+void lightningBlocks(int64_t n, const float *q, const float *k, const float *v, float decay, int64_t d,
+                     int64_t stride, float *S, float *out, int64_t block);
+
 } // namespace cbc::rt::cpu
 
 #endif

@@ -124,6 +124,7 @@ Exec compileMoeExperts(const OpContext &c);
 Exec compileKvLatentAttention(const OpContext &c);
 Exec compileHeadLinear(const OpContext &c);
 Exec compilePositionScale(const OpContext &c);
+Exec compileLightning(const OpContext &c);
 
 // Shared by the ops that read a RoPE schedule.
 RopeParams ropeParams(const fb::RopeParams &p);

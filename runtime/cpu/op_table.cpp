@@ -41,6 +41,7 @@ std::array<CompileFn, kNumOpcodes> buildTable() {
   set(Opcode::KvLatentAttention, compileKvLatentAttention);
   set(Opcode::HeadLinear, compileHeadLinear);
   set(Opcode::PositionScale, compilePositionScale);
+  set(Opcode::Lightning, compileLightning);
   return t;
 }
 

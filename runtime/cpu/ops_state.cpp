@@ -138,4 +138,31 @@ Exec compileSelectiveScan(const OpContext &c) {
   };
 }
 
+Exec compileLightning(const OpContext &c) {
+  checkStateMeta(c, 3);
+  const fb::LightningParams &params = c.params<fb::LightningParams>();
+  LightningParams p;
+  p.heads = params.num_heads();
+  p.head_dim = params.head_dim();
+  const auto &I = c.I;
+  int out = c.O[0];
+  c.check(p.heads > 0 && p.head_dim > 0 && p.head_dim <= 4096 && p.heads <= 65536, "has bad head counts");
+  c.check(params.decay() && (int64_t)params.decay()->size() == p.heads, "has no decay rate per head");
+  for (double s : *params.decay()) {
+    c.check(std::isfinite(s) && s >= 0, "has a negative or non-finite decay rate");
+    p.decay.push_back((float)s);
+  }
+  int64_t w = p.heads * p.head_dim;
+  c.check(c.isAct(I[0]) && c.isAct(I[1]) && c.isAct(I[2]) && c.isAct(out) && c.cols(I[0]) == w &&
+              c.cols(I[1]) == w && c.cols(I[2]) == w && c.cols(out) == w,
+          "has operands that do not match its heads");
+  int layer = params.layer();
+  std::string state = stateName(params.state());
+  c.checkState(layer, state, p.heads * p.head_dim * p.head_dim);
+  int q = I[0], k = I[1], v = I[2];
+  return [=](StepEnv &e) {
+    lightningScan(e.f32(q), e.f32(k), e.f32(v), p, e.stateRows(), e.statePool(layer, state), e.f32(out), e.pfor);
+  };
+}
+
 } // namespace cbc::rt::cpu

@@ -1,4 +1,5 @@
-// The per-request state scans (cbc.state.gated_delta, cbc.state.ssd, cbc.state.selective_scan) on
+// The per-request state scans (cbc.state.gated_delta, cbc.state.ssd, cbc.state.selective_scan,
+// cbc.state.lightning) on
 // the CPU. A file of their own so that only these loops are built with vector libm calls
 // (see runtime/CMakeLists.txt).
 #include "runtime/cpu/kernels.h"
@@ -277,6 +278,73 @@ void selectiveScan(const float *x, const float *dt, const float *B, const float 
         out[t * I + i] = y;
       }
     }
+  });
+}
+
+// Lightning attention, one token at a time: S = exp(-decay) S + k^T v, o = q S.
+void lightningRecurrent(int64_t n, const float *q, const float *k, const float *v, float decay, int64_t d,
+                        int64_t stride, float *S, float *out) {
+  float r = std::exp(-decay);
+  for (int64_t t = 0; t < n; ++t) {
+    const float *qt = q + t * stride, *kt = k + t * stride, *vt = v + t * stride;
+    float *o = out + t * stride;
+    std::fill_n(o, d, 0.0f);
+    for (int64_t i = 0; i < d; ++i) {
+      float *Srow = S + i * d;
+      float ki = kt[i], qi = qt[i];
+      for (int64_t j = 0; j < d; ++j) {
+        Srow[j] = r * Srow[j] + ki * vt[j];
+        o[j] += qi * Srow[j];
+      }
+    }
+  }
+}
+
+// The block form: within a block of L rows, o_i = sum_{j<=i} exp(-decay (i-j)) (q_i . k_j) v_j
+// plus exp(-decay (i+1)) q_i S; then S = exp(-decay L) S + sum_j exp(-decay (L-1-j)) k_j^T v_j.
+// The products are BLAS calls.
+void lightningBlocks(int64_t n, const float *q, const float *k, const float *v, float decay, int64_t d,
+                     int64_t stride, float *S, float *out, int64_t block) {
+  const auto RM = CblasRowMajor;
+  const auto N = CblasNoTrans, T = CblasTrans;
+  std::vector<float> P(block * block), Qd(block * d), Kd(block * d), e(block + 1);
+  for (int64_t i = 0; i <= block; ++i) // e[i] = exp(-decay i), every distance a block needs
+    e[i] = std::exp(-decay * (float)i);
+  int st = (int)stride, D = (int)d, ld = (int)block;
+  for (int64_t c0 = 0; c0 < n; c0 += block) {
+    int64_t L = std::min(block, n - c0);
+    int l = (int)L;
+    const float *qc = q + c0 * stride, *kc = k + c0 * stride, *vc = v + c0 * stride;
+    float *oc = out + c0 * stride;
+    cblas_sgemm(RM, N, T, l, l, D, 1.0f, qc, st, kc, st, 0.0f, P.data(), ld);
+    for (int64_t i = 0; i < L; ++i)
+      for (int64_t j = 0; j < L; ++j)
+        P[i * block + j] = j <= i ? P[i * block + j] * e[i - j] : 0.0f;
+    for (int64_t i = 0; i < L; ++i) {
+      float eq = e[i + 1], ek = e[L - 1 - i];
+      for (int64_t c = 0; c < d; ++c) {
+        Qd[i * d + c] = eq * qc[i * stride + c];
+        Kd[i * d + c] = ek * kc[i * stride + c];
+      }
+    }
+    cblas_sgemm(RM, N, N, l, D, D, 1.0f, Qd.data(), D, S, D, 0.0f, oc, st);
+    cblas_sgemm(RM, N, N, l, D, l, 1.0f, P.data(), ld, vc, st, 1.0f, oc, st);
+    cblas_sgemm(RM, T, N, D, D, l, 1.0f, Kd.data(), D, vc, st, e[L], S, D);
+  }
+}
+
+void lightningScan(const float *q, const float *k, const float *v, const LightningParams &p,
+                   const StateRows &rows, float *pool, float *out, const ParallelFor &pfor, int64_t block) {
+  int64_t H = p.heads, d = p.head_dim;
+  pfor(rows.num_requests * H, [&](int64_t rh) {
+    int64_t r = rh / H, h = rh % H;
+    int64_t begin = rows.cu_seqlens[r], n = rows.cu_seqlens[r + 1] - begin;
+    float *S = headState(rows, pool, r, H, h, d * d);
+    int64_t at = begin * H * d + h * d;
+    if (n == 1)
+      lightningRecurrent(n, q + at, k + at, v + at, p.decay[h], d, H * d, S, out + at);
+    else if (n > 1)
+      lightningBlocks(n, q + at, k + at, v + at, p.decay[h], d, H * d, S, out + at, block);
   });
 }
 

@@ -37,6 +37,7 @@ constexpr std::array<OpcodeInfo, kNumOpcodes> kOpcodes = {{
     {Opcode::KvLatentAttention, "cbc.kv.latent_attention", OpParams::KvLatentAttentionParams},
     {Opcode::HeadLinear, "cbc.math.head_linear", OpParams::HeadLinearParams},
     {Opcode::PositionScale, "cbc.math.position_scale", OpParams::PositionScaleParams},
+    {Opcode::Lightning, "cbc.state.lightning", OpParams::LightningParams},
 }};
 
 // The table is indexed by opcode: a reordering is a compile error, not a silent mismatch.

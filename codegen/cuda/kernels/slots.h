@@ -40,6 +40,7 @@ inline constexpr int kHeadLinearTokens = 8, kHeadLinearThreads = 128; // tokens 
 inline constexpr int kMoeTileM = 16, kMoeTileN = 32, kMoeTileK = 32, kMoeThreads = 256;
 inline constexpr int kSsdThreads = 128, kSsdRows = 16; // threads, head_dim rows per block
 inline constexpr int kGatedDeltaWarps = 4, kGatedDeltaCols = 32;
+inline constexpr int kLightningWarps = 4, kLightningCols = 32;
 
 namespace slots {
 
@@ -206,6 +207,11 @@ struct Ssd {
 };
 struct SelectiveScan {
   enum Ptr { X, Dt, B, C, ALog, DtBias, D, Z, CuSeqlens, Slots, HasInitial, Pool, Out, NumPtr };
+  enum Int { NumInt };
+  enum Flt { NumFlt };
+};
+struct Lightning { // the decay rates are a table in the kernel's template arguments
+  enum Ptr { Q, K, V, CuSeqlens, Slots, HasInitial, Pool, Out, NumPtr };
   enum Int { NumInt };
   enum Flt { NumFlt };
 };

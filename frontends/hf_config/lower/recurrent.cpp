@@ -1,5 +1,5 @@
-// Mixers with a per-request state instead of a cache: the gated delta net, the gated short
-// convolution, and the Mamba2 (SSD) and Mamba1 (selective scan) mixers.
+// Mixers with a per-request state instead of a cache: the gated delta net, lightning attention,
+// the gated short convolution, and the Mamba2 (SSD) and Mamba1 (selective scan) mixers.
 #include "frontends/hf_config/lower/step_builder.h"
 
 namespace cbc::hf::lower {
@@ -54,6 +54,28 @@ Value StepBuilder::gatedDeltaNet(int64_t layer, Value x) {
                              NormGateOrderAttr::get(b_.getContext(), NormGateOrder::norm_gate))
           .getResult();
   return linear(o, weight(prog(layer, "gdn.out"), {H, vd}, m(separate ? "o_proj.weight" : "out_proj.weight")));
+}
+
+// Lightning attention: q|k|v = silu(qkv_proj x), regrouped from per-head [q | k | v] rows to
+// [q | k | v] blocks; the decayed linear attention with a per-request state; an RMSNorm over all
+// heads; a sigmoid gate from output_gate; out_proj.
+Value StepBuilder::lightningAttention(int64_t layer, Value x) {
+  const LightningSpec &g = spec_.lightning;
+  int64_t H = spec_.hidden_size, d = g.head_dim, W = g.heads * g.head_dim;
+  auto m = [&](const std::string &rest) { return hf(layer, spec_.names.attn + "." + rest); };
+  Value wqkv = weight(prog(layer, "lightning.qkv"), {3 * W, H},
+                      {.parts = {{m("qkv_proj.weight")}}, .regroup = {g.heads, d, d, d}});
+  auto qkv = split(act(linear(x, wqkv), "silu"), {W, W, W});
+  const std::vector<double> &decay = spec_.layers[layer].lightning_decay;
+  Value o = LightningOp::create(b_, loc_, rows(W), qkv[0], qkv[1], qkv[2], cuSeqlens_, slots_, hasInitial_,
+                                b_.getI64IntegerAttr(layer), b_.getI64IntegerAttr(g.heads),
+                                b_.getI64IntegerAttr(d), b_.getDenseF64ArrayAttr(decay),
+                                b_.getStringAttr("recurrent"))
+                .getResult();
+  o = norm(o, weight(prog(layer, "lightning.norm"), {W}, m("norm.weight")), std::nullopt, g.norm_eps);
+  Value gate = linear(x, weight(prog(layer, "lightning.gate"), {W, H}, m("output_gate.weight")));
+  o = GateOp::create(b_, loc_, rows(W), o, gate).getResult();
+  return linear(o, weight(prog(layer, "lightning.out"), {H, W}, m("out_proj.weight")));
 }
 
 // A gated short convolution: y = out_proj(C * conv(B * x)) with [B | C | x] = in_proj(x).

@@ -62,6 +62,8 @@ Value StepBuilder::embed(Value &table) {
 Value StepBuilder::decoderLayer(int64_t l, Value x) {
   if (spec_.dual_sublayers)
     return dualSublayerLayer(l, x);
+  if (spec_.layers[l].normed_residual)
+    return normedResidualLayer(l, x);
   const LayerSpec &L = spec_.layers[l];
   const Names &nm = spec_.names;
   bool post = L.post_norm, hasMixer = L.kind != LayerKind::None;
@@ -90,6 +92,21 @@ Value StepBuilder::decoderLayer(int64_t l, Value x) {
   return x;
 }
 
+// The residual stream carries the normed input: h = norm(x); x = alpha h + beta mixer(h); then
+// the same for the feed-forward block with the post-attention norm and its own (alpha, beta).
+Value StepBuilder::normedResidualLayer(int64_t l, Value x) {
+  const LayerSpec &L = spec_.layers[l];
+  auto mix = [&](Value h, Value f, double alpha, double beta) {
+    return add(alpha == 1.0 ? h : act(h, "none", alpha), beta == 1.0 ? f : act(f, "none", beta));
+  };
+  Value h = layerNorm(l, spec_.names.input_norm, x);
+  x = mix(h, mixer(l, h), L.mixer_alpha, L.mixer_beta);
+  if (!L.mlp)
+    return x;
+  h = layerNorm(l, spec_.names.post_attn_norm, x);
+  return mix(h, L.moe ? moeMlp(l, h) : denseMlp(l, h), L.mlp_alpha, L.mlp_beta);
+}
+
 // Two latent-attention sublayers, each followed by its own dense MLP (modules `.0` and `.1`); the
 // layer's MoE reads the first sublayer's MLP input and its output joins the residual stream at
 // the end of the layer. Sublayer i keeps cache layer 2 * layer + i.
@@ -111,6 +128,8 @@ Value StepBuilder::mixer(int64_t layer, Value x) {
   switch (spec_.layers[layer].kind) {
   case LayerKind::LinearAttention:
     return gatedDeltaNet(layer, x);
+  case LayerKind::Lightning:
+    return lightningAttention(layer, x);
   case LayerKind::ShortConv:
     return shortConv(layer, x);
   case LayerKind::Mamba2:

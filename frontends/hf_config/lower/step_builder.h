@@ -52,6 +52,7 @@ private:
   Value embed(Value &table);
   Value decoderLayer(int64_t layer, Value x);
   Value dualSublayerLayer(int64_t layer, Value x);
+  Value normedResidualLayer(int64_t layer, Value x);
   Value head(Value x, Value table);
   mlir::Attribute modelAttr();
   Value mixer(int64_t layer, Value x);
@@ -66,6 +67,7 @@ private:
   Value latentAttention(Value x, const AttnSite &site, int64_t layer, int64_t cacheLayer);
   Value latentQuery(Value x, const AttnSite &site);
   Value gatedDeltaNet(int64_t layer, Value x);
+  Value lightningAttention(int64_t layer, Value x);
   Value shortConv(int64_t layer, Value x);
   Value mamba2(int64_t layer, Value x) { return mamba2(layer, x, spec_.names.mamba); }
   Value mamba2(int64_t layer, Value x, const std::string &module);

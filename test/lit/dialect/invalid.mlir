@@ -2215,3 +2215,61 @@ func.func private @model_fp8_block_zero() attributes {test.m = #cbc.model<model_
 
 // expected-error @+1 {{fp8_block belongs to quantization "fp8" only}}
 func.func private @model_block_without_fp8() attributes {test.m = #cbc.model<model_type = "gpt_oss", vocab_size = 8, hidden_size = 8, num_layers = 1, max_positions = 8, checkpoint_dtype = "bfloat16", quantization = "mxfp4", fp8_block = [128, 128]>}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// cbc.state.lightning (2 heads of 4: q, k, v [T, 8])
+//===----------------------------------------------------------------------===//
+
+// Heads of zero width.
+func.func @lightning_zero_head_dim(%q: tensor<?x8xf32>, %i: tensor<?xi32>) {
+  // expected-error @+1 {{'cbc.state.lightning' op num_heads and head_dim must be positive}}
+  %0 = cbc.state.lightning %q, %q, %q, %i, %i, %i {layer = 0 : i64, num_heads = 2 : i64, head_dim = 0 : i64, decay = array<f64: 0.5, 0.25>} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+// v of 6 columns.
+func.func @lightning_v_width(%q: tensor<?x8xf32>, %v: tensor<?x6xf32>, %i: tensor<?xi32>) {
+  // expected-error @+1 {{'cbc.state.lightning' op q, k and v must be [T, num_heads * head_dim]}}
+  %0 = cbc.state.lightning %q, %q, %v, %i, %i, %i {layer = 0 : i64, num_heads = 2 : i64, head_dim = 4 : i64, decay = array<f64: 0.5, 0.25>} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x6xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+// A result of 4 columns.
+func.func @lightning_result_width(%q: tensor<?x8xf32>, %i: tensor<?xi32>) {
+  // expected-error @+1 {{'cbc.state.lightning' op result width must be num_heads * head_dim}}
+  %0 = cbc.state.lightning %q, %q, %q, %i, %i, %i {layer = 0 : i64, num_heads = 2 : i64, head_dim = 4 : i64, decay = array<f64: 0.5, 0.25>} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x4xf32>
+  return
+}
+
+// -----
+
+// One decay rate for two heads.
+func.func @lightning_decay_count(%q: tensor<?x8xf32>, %i: tensor<?xi32>) {
+  // expected-error @+1 {{'cbc.state.lightning' op decay must have num_heads entries}}
+  %0 = cbc.state.lightning %q, %q, %q, %i, %i, %i {layer = 0 : i64, num_heads = 2 : i64, head_dim = 4 : i64, decay = array<f64: 0.5>} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+// A negative rate would grow the state without bound.
+func.func @lightning_negative_decay(%q: tensor<?x8xf32>, %i: tensor<?xi32>) {
+  // expected-error @+1 {{'cbc.state.lightning' op decay rates must be finite and not negative}}
+  %0 = cbc.state.lightning %q, %q, %q, %i, %i, %i {layer = 0 : i64, num_heads = 2 : i64, head_dim = 4 : i64, decay = array<f64: 0.5, -0.25>} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+// Without the decay rates.
+func.func @lightning_no_decay(%q: tensor<?x8xf32>, %i: tensor<?xi32>) {
+  // expected-error @+1 {{'cbc.state.lightning' op requires attribute 'decay'}}
+  %0 = cbc.state.lightning %q, %q, %q, %i, %i, %i {layer = 0 : i64, num_heads = 2 : i64, head_dim = 4 : i64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  return
+}

@@ -244,6 +244,14 @@ func.func @state_scan(%q: tensor<?x8xf32>, %k: tensor<?x8xf32>, %v: tensor<?x8xf
   return %0, %1 : tensor<?x8xf32>, tensor<?x8xf32>
 }
 
+// A lightning scan: 2 heads of 4, one decay rate each (0 is allowed: no decay).
+// CHECK-LABEL: func.func @lightning_scan
+func.func @lightning_scan(%q: tensor<?x8xf32>, %cu: tensor<?xi32>, %slots: tensor<?xi32>, %init: tensor<?xi32>) -> tensor<?x8xf32> {
+  // CHECK: cbc.state.lightning %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}} {decay = array<f64: 5.000000e-01, 0.000000e+00>, head_dim = 4 : i64, layer = 3 : i64, num_heads = 2 : i64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  %0 = cbc.state.lightning %q, %q, %q, %cu, %slots, %init {layer = 3 : i64, num_heads = 2 : i64, head_dim = 4 : i64, decay = array<f64: 0.5, 0.0>} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  return %0 : tensor<?x8xf32>
+}
+
 // Weight transforms for per-head projections and constant multipliers: zamba's x_proj_weight
 // [2, 6, 4] on a block diagonal [12, 8], its rows regrouped per head; Falcon-H1's muP factors
 // on runs of rows (a multiplier on k only, one on the whole output).
