@@ -37,6 +37,7 @@ constexpr std::array<OpcodeInfo, kNumOpcodes> kOpcodes = {{
     {Opcode::KvLatentAttention, "cbc.kv.latent_attention", OpParams::KvLatentAttentionParams},
     {Opcode::HeadLinear, "cbc.math.head_linear", OpParams::HeadLinearParams},
     {Opcode::PositionScale, "cbc.math.position_scale", OpParams::PositionScaleParams},
+    {Opcode::Kda, "cbc.state.kda", OpParams::KdaParams},
 }};
 
 // The table is indexed by opcode: a reordering is a compile error, not a silent mismatch.

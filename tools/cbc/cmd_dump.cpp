@@ -66,6 +66,7 @@ std::optional<int> layerOf(const rt::Instr &in) {
   case P::GatedDeltaParams: return in.get<fb::GatedDeltaParams>().layer();
   case P::SsdParams: return in.get<fb::SsdParams>().layer();
   case P::SelectiveScanParams: return in.get<fb::SelectiveScanParams>().layer();
+  case P::KdaParams: return in.get<fb::KdaParams>().layer();
   default: return std::nullopt;
   }
 }

@@ -15,6 +15,7 @@ FamilyTable mambaFamilies();      // mamba.cpp: mamba, mamba2, falcon_mamba
 FamilyTable hybridFamilies();     // hybrids.cpp: bamba, granitemoehybrid, nemotron_h, falcon_h1, jamba
 FamilyTable zambaFamilies();      // zamba.cpp: zamba, zamba2
 FamilyTable llama4Families();     // llama4.cpp: llama4_text
+FamilyTable kdaFamilies();        // kda.cpp: kimi_linear, bailing_hybrid
 FamilyTable mlaFamilies();        // mla.cpp: deepseek_v3 (kimi_k2), deepseek_v2, glm4_moe_lite, axk1, mistral4,
                                   //   longcat_flash, youtu, minicpm3
 

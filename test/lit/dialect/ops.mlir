@@ -244,6 +244,19 @@ func.func @state_scan(%q: tensor<?x8xf32>, %k: tensor<?x8xf32>, %v: tensor<?x8xf
   return %0, %1 : tensor<?x8xf32>, tensor<?x8xf32>
 }
 
+// A KDA scan: 2 heads, k_dim 4 and v_dim 3, so q, k and f are [T, 8], v is [T, 6], b is [T, 2],
+// dt_bias has a bias per key channel and the result is [T, 6].
+// CHECK-LABEL: func.func @kda_scan
+func.func @kda_scan(%q: tensor<?x8xf32>, %v: tensor<?x6xf32>, %b: tensor<?x2xf32>, %alog: tensor<2xf32>,
+                    %dt: tensor<8xf32>, %cu: tensor<?xi32>, %slots: tensor<?xi32>, %init: tensor<?xi32>) -> (tensor<?x6xf32>, tensor<?x6xf32>) {
+  // CHECK: cbc.state.kda {{.*}} {gate = #cbc.decay_gate<softplus>, k_dim = 4 : i64, layer = 0 : i64, num_heads = 2 : i64, v_dim = 3 : i64}
+  %0 = cbc.state.kda %q, %q, %v, %q, %b, %alog, %dt, %cu, %slots, %init {layer = 0 : i64, num_heads = 2 : i64, k_dim = 4 : i64, v_dim = 3 : i64, gate = #cbc.decay_gate<softplus>} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x6xf32>, tensor<?x8xf32>, tensor<?x2xf32>, tensor<2xf32>, tensor<8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x6xf32>
+  // The bounded gate with its lower bound.
+  // CHECK: cbc.state.kda {{.*}} {gate = #cbc.decay_gate<bounded_sigmoid>, k_dim = 4 : i64, layer = 2 : i64, lower_bound = -5.000000e+00 : f64, num_heads = 2 : i64, v_dim = 3 : i64}
+  %1 = cbc.state.kda %q, %q, %v, %q, %b, %alog, %dt, %cu, %slots, %init {layer = 2 : i64, num_heads = 2 : i64, k_dim = 4 : i64, v_dim = 3 : i64, gate = #cbc.decay_gate<bounded_sigmoid>, lower_bound = -5.0 : f64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x6xf32>, tensor<?x8xf32>, tensor<?x2xf32>, tensor<2xf32>, tensor<8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x6xf32>
+  return %0, %1 : tensor<?x6xf32>, tensor<?x6xf32>
+}
+
 // Weight transforms for per-head projections and constant multipliers: zamba's x_proj_weight
 // [2, 6, 4] on a block diagonal [12, 8], its rows regrouped per head; Falcon-H1's muP factors
 // on runs of rows (a multiplier on k only, one on the whole output).
