@@ -10,7 +10,7 @@ namespace cbc::hf {
 
 namespace {
 
-const char *const kKdaConv = "the KDA short convolutions";
+const char *const kKdaConv = "the KDA short convolution";
 
 // Both config classes save their attribute_map spellings (num_experts for n_routed_experts,
 // ...): a copy of the config with each one under the name the shared MLA and MoE parsers read.
