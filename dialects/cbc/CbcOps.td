@@ -466,10 +466,11 @@ def Cbc_KdaOp : Cbc_StateScanOp<"state.kda",
          OptionalAttr<F64Attr>:$lower_bound)> {
   let summary = "The delta rule with a log decay per key channel, a matrix state per request.";
   let description = [{
-    Kimi delta attention. Inputs `q, k [T, H * dk]`, `v [T, H * dv]`, the forget gate's input
-    `f [T, H * dk]` and `b [T, H]`; weights `A_log [H]` (any shape of H elements) and
-    `dt_bias [H * dk]`. Per token and head `h`, in fp32: with `x = f + dt_bias`, the log decay
-    of channel `d` is `g[d] = -exp(A_log[h]) * softplus(x[d])` (`gate` softplus) or
+    KDA: the gated delta rule with a decay per key channel. Inputs `q, k [T, H * dk]`,
+    `v [T, H * dv]`, the forget gate's input `f [T, H * dk]` and `b [T, H]`; weights
+    `A_log [H]` (any shape of H elements) and `dt_bias [H * dk]`. Per token and head `h`, in
+    fp32: with `x = f + dt_bias`, the log decay of channel `d` is
+    `g[d] = -exp(A_log[h]) * softplus(x[d])` (`gate` softplus) or
     `lower_bound * sigmoid(exp(A_log[h]) * x[d])` (`gate` bounded_sigmoid, `lower_bound < 0`
     given only then); `beta = sigmoid(b)`; q and k are l2-normalised (`x / sqrt(sum x^2 +
     1e-6)`) and q scaled by `dk^-1/2`; then `S = diag(exp(g)) S; S += k (beta (v - S^T k))^T;

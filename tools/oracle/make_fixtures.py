@@ -1655,7 +1655,7 @@ FAMILIES = {
     ),
     "bailing_hybrid": dict(
         KDA_FAMILY,
-        seed=13020,
+        seed=13054,
         build=_cfg_bailing_hybrid,
         std={"router": 0.6},  # routers on 3 layers x 108 positions: wider logits, wider gaps
         init_rules=KDA_INIT_RULES["bailing_hybrid"] + mla_init_rules(kv_lora=32, expert_width=8, shared_width=8),

@@ -1,6 +1,6 @@
-// Kimi delta attention token by token: block (request, head, 32 value columns) keeps its
-// [DK, 32] slice of the state in registers, the warps splitting the rows; each state row decays
-// by its own key channel's gate.
+// KDA (the delta rule decaying per key channel) token by token: block (request, head, 32 value
+// columns) keeps its [DK, 32] slice of the state in registers, the warps splitting the rows;
+// each state row decays by its own key channel's gate.
 #ifndef CBC_CODEGEN_CUDA_KERNELS_KDA_CUH
 #define CBC_CODEGEN_CUDA_KERNELS_KDA_CUH
 
