@@ -75,6 +75,8 @@ void parseKimiLinear(const ConfigReader &r0, ModelSpec &s) {
   nlohmann::json j = withDeepseekKeys(r0);
   ConfigReader r(j, r0.path(""));
   s.max_positions = r.getSize("model_max_length", s.max_positions);
+  // qk_rope_head_dim 0 (no shared key part) is valid in transformers; cbc's cache plan and
+  // arenas do not take a zero-width row yet, so parseMla requires a positive one.
   parseMla(r, s, {.q_lora_rank = 0, .kv_lora_rank = 512, .nope = 128, .rope = 64, .v = 128}, false);
   setKdaLayers(r, s, kimiLayerKinds(r, s.num_layers), r.has("layer_types") ? "layer_types" : "linear_attn_config");
   for (LayerSpec &l : s.layers)
@@ -147,7 +149,8 @@ void parseBailingHybrid(const ConfigReader &r0, ModelSpec &s) {
 
 FamilyTable kdaFamilies() {
   return {
-      {"kimi_linear", {{.max_positions = 1048576, .norm_eps = 1e-5}, parseKimiLinear}},
+      {"kimi_linear", {{.max_positions = 1048576, .norm_eps = 1e-5, .rope_free = true, .head_dim_unused = true},
+        parseKimiLinear}},
       {"bailing_hybrid", {{.max_positions = 262144, .rope_theta = 6000000.0}, parseBailingHybrid}},
   };
 }
