@@ -4,7 +4,8 @@
 //   cpu        the CPU backend's throughput on the bundled example;
 //   scans      the CPU cost per token of each state scan, one thread, for prefill (the chunked
 //              form where there is one) and decode: gated delta (Qwen3-Next-80B-A3B's linear
-//              attention), KDA (Kimi-Linear-48B-A3B's), Mamba2 SSD (Mamba2-2.7B) and Mamba's selective scan (Jamba-v0.1).
+//              attention), KDA (Kimi-Linear-48B-A3B's),
+//              Mamba2 SSD (Mamba2-2.7B) and Mamba's selective scan (Jamba-v0.1).
 #include "driver/compile.h"
 #include "runtime/cpu/kernels.h"
 #include "runtime/engine.h"

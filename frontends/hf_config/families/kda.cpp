@@ -82,8 +82,10 @@ void parseKimiLinear(const ConfigReader &r0, ModelSpec &s) {
   for (LayerSpec &l : s.layers)
     l.nope = true;
   KdaSpec &k = s.kda;
+  // linear_attn_config's sizes come first, then the top-level keys (an absent dictionary: empty).
   nlohmann::json none = nlohmann::json::object();
-  ConfigReader c = r.has("linear_attn_config") ? r.child("linear_attn_config") : ConfigReader(none, r.path("linear_attn_config."));
+  ConfigReader c =
+      r.has("linear_attn_config") ? r.child("linear_attn_config") : ConfigReader(none, r.path("linear_attn_config."));
   k.heads = c.getSize("num_heads", r.getSize("linear_num_heads", 32));
   k.head_dim = c.getSize("head_dim", r.getSize("linear_head_dim", 128));
   k.conv_kernel = c.getSize("short_conv_kernel_size", r.getSize("linear_conv_kernel_dim", 4));
@@ -99,7 +101,8 @@ void parseKimiLinear(const ConfigReader &r0, ModelSpec &s) {
   n.selection_bias = "block_sparse_moe.gate.e_score_correction_bias";
   n.experts.gate_up = {"block_sparse_moe.experts.{e}.w1.weight", "block_sparse_moe.experts.{e}.w3.weight"};
   n.experts.down = {"block_sparse_moe.experts.{e}.w2.weight"};
-  n.shared.gate_up = {"block_sparse_moe.shared_experts.gate_proj.weight", "block_sparse_moe.shared_experts.up_proj.weight"};
+  n.shared.gate_up = {"block_sparse_moe.shared_experts.gate_proj.weight",
+                      "block_sparse_moe.shared_experts.up_proj.weight"};
   n.shared.down = {"block_sparse_moe.shared_experts.down_proj.weight"};
   // Moonshot's checkpoints name the dense layers' MLP mlp.*; save_pretrained writes block_sparse_moe.*.
   s.weight_aliases = {{".block_sparse_moe.", ".mlp."}};
