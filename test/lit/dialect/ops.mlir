@@ -54,10 +54,15 @@ func.func @dense(%tok: tensor<?xi32>, %table: tensor<16x8xbf16>, %w: tensor<12x8
   %gt = cbc.math.gate %c, %c : tensor<?x8xf32>, tensor<?x8xf32> -> tensor<?x8xf32>
   // CHECK: %{{[a-z0-9_#]+}}:2 = cbc.math.split %{{[a-z0-9_#]+}} : tensor<?x8xf32> -> tensor<?x1xf32>, tensor<?x7xf32>
   %g1:2 = cbc.math.split %a : tensor<?x8xf32> -> tensor<?x1xf32>, tensor<?x7xf32>
+  // CHECK: %{{[a-z0-9_#]+}}:2 = cbc.math.split %{{[a-z0-9_#]+}} : tensor<?x8xf32> -> tensor<?x2xf32>, tensor<?x6xf32>
+  %lb2:2 = cbc.math.split %a : tensor<?x8xf32> -> tensor<?x2xf32>, tensor<?x6xf32>
   // CHECK: %{{[a-z0-9_#]+}} = cbc.math.gate %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}} : tensor<?x8xf32>, tensor<?x1xf32> -> tensor<?x8xf32>
   %gt1 = cbc.math.gate %gt, %g1#0 : tensor<?x8xf32>, tensor<?x1xf32> -> tensor<?x8xf32>
+  // One gate per head: 2 gates over 8 columns, each scaling 4.
+  // CHECK: %{{[a-z0-9_#]+}} = cbc.math.gate %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}} : tensor<?x8xf32>, tensor<?x2xf32> -> tensor<?x8xf32>
+  %gh = cbc.math.gate %gt1, %lb2#0 : tensor<?x8xf32>, tensor<?x2xf32> -> tensor<?x8xf32>
   // CHECK: %{{[a-z0-9_#]+}} = cbc.math.mul %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}} : tensor<?x8xf32>, tensor<?x1xf32> -> tensor<?x8xf32>
-  %m1 = cbc.math.mul %gt1, %g1#0 : tensor<?x8xf32>, tensor<?x1xf32> -> tensor<?x8xf32>
+  %m1 = cbc.math.mul %gh, %g1#0 : tensor<?x8xf32>, tensor<?x1xf32> -> tensor<?x8xf32>
   // CHECK: %{{[a-z0-9_#]+}} = cbc.math.mul %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}} : tensor<?x8xf32>, tensor<?x8xf32> -> tensor<?x8xf32>
   %m = cbc.math.mul %m1, %c : tensor<?x8xf32>, tensor<?x8xf32> -> tensor<?x8xf32>
   return %m : tensor<?x8xf32>
