@@ -4,8 +4,8 @@
 //   cpu        the CPU backend's throughput on the bundled example;
 //   scans      the CPU cost per token of each state scan, one thread, for prefill (the chunked
 //              form where there is one) and decode: gated delta (Qwen3-Next-80B-A3B's linear
-//              attention), lightning attention (MiniMax-Text-01), Mamba2 SSD (Mamba2-2.7B) and
-//              Mamba's selective scan (Jamba-v0.1).
+//              attention), KDA (Kimi-Linear-48B-A3B's), lightning attention (MiniMax-Text-01),
+//              Mamba2 SSD (Mamba2-2.7B) and Mamba's selective scan (Jamba-v0.1).
 #include "driver/compile.h"
 #include "runtime/cpu/kernels.h"
 #include "runtime/engine.h"
@@ -230,6 +230,27 @@ void scanBench() {
               perToken(16, 1, 20, scan), "chunked, 64");
   }
   lightningBench(rng);
+  {
+    cpu::KdaParams p;
+    p.heads = 32, p.k_dim = 128, p.v_dim = 128;
+    auto A_log = randomVector(p.heads, rng, -3.0f, -1.0f), dt_bias = randomVector(p.heads * p.k_dim, rng);
+    p.A_log = A_log.data(), p.dt_bias = dt_bias.data();
+    int64_t kw = p.heads * p.k_dim, vw = p.heads * p.v_dim, state = p.heads * p.k_dim * p.v_dim;
+    auto scan = [&](int64_t R, int64_t n) {
+      int64_t T = R * n;
+      auto in = std::make_shared<std::vector<std::vector<float>>>(std::vector<std::vector<float>>{
+          randomVector(T * kw, rng), randomVector(T * kw, rng), randomVector(T * vw, rng), randomVector(T * kw, rng),
+          randomVector(T * p.heads, rng), std::vector<float>(T * vw), std::vector<float>(R * state)});
+      auto rows = std::make_shared<Rows>(R, n);
+      return [=, &p] {
+        auto &v = *in;
+        cpu::kdaScan(v[0].data(), v[1].data(), v[2].data(), v[3].data(), v[4].data(), p, rows->view, v[6].data(),
+                     v[5].data(), kSerial, 64);
+      };
+    };
+    printScan("KDA (Kimi-Linear-48B-A3B: 32 heads, 128x128)", perToken(1, 512, 2, scan),
+              perToken(16, 1, 20, scan), "chunked, 64");
+  }
   {
     cpu::SsdParams p;
     p.heads = 80, p.head_dim = 64, p.groups = 1, p.state = 128;

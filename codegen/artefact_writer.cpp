@@ -183,6 +183,13 @@ Params writeParams(fbs::FlatBufferBuilder &fbb, Operation &op) {
                                                  o.getNumKHeads(), o.getNumVHeads(), o.getKDim(), o.getVDim(),
                                                  f64(o.getBetaScaleAttr()), o.getQkL2norm()));
       })
+      .Case([&](KdaOp o) {
+        auto gate = o.getGate() == DecayGate::bounded_sigmoid ? fb::DecayGate::BoundedSigmoid : fb::DecayGate::Softplus;
+        return params(P::KdaParams,
+                      fb::CreateKdaParams(fbb, o.getLayer(), fbb.CreateString(o.getState().str()), o.getNumHeads(),
+                                          o.getKDim(), o.getVDim(), gate,
+                                          o.getLowerBoundAttr() ? f64(o.getLowerBoundAttr()) : 0.0));
+      })
       .Case([&](SsdOp o) {
         return params(P::SsdParams,
                       fb::CreateSsdParams(fbb, o.getLayer(), fbb.CreateString(o.getState().str()), o.getNumHeads(),

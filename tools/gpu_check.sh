@@ -3,7 +3,8 @@
 # the CPU backend, and benchmark random-weight models in bf16 (512-token prompts, 128 new
 # tokens) shaped like Llama-3.1-8B, like Qwen3-Next-80B-A3B cut to 8 layers (2 attention,
 # 6 gated-delta; 80 GB would not fit) and like DeepSeek-V3 cut to 4 layers (latent attention,
-# grouped sigmoid routing over 256 experts): decode tokens/s at concurrency 1, 16, 64 and 256,
+# grouped sigmoid routing over 256 experts) and like Kimi-Linear-48B-A3B cut to 4 layers (KDA and
+# NoPE latent attention): decode tokens/s at concurrency 1, 16, 64 and 256,
 # prefill tokens/s, and the fraction of the H200's 4.8 TB/s a decode step reaches. Where torch and transformers
 # are installed it serves the same workload with transformers' generate_batch and prints
 # cbc's throughput as a ratio to it. Without a GPU it stops at once.
@@ -40,9 +41,13 @@ STATE_CONFIG=${STATE_CONFIG:-test/configs/bench/qwen3-next-80b-a3b-8layers.json}
 # cut to 4 layers (1 dense, 3 MoE: about 72 GB of bf16 weights) to fit one H200.
 MLA_CONFIG=${MLA_CONFIG:-test/configs/bench/deepseek-v3-4layers.json}
 "$BUILD/bin/cbc" compile "$MLA_CONFIG" -o "$out/bench-mla.fb" --target sm_90,sm_80 --kernel-cache "$out/kernels" --quiet || exit 1
+# Kimi-Linear-48B-A3B's shapes (32 KDA heads of 128, NoPE MLA, 256 experts, top 8) cut to 4 layers
+# (3 KDA, 1 MLA; 1 dense, 3 MoE: about 13 GB of bf16 weights).
+KDA_CONFIG=${KDA_CONFIG:-test/configs/bench/kimi-linear-48b-a3b-4layers.json}
+"$BUILD/bin/cbc" compile "$KDA_CONFIG" -o "$out/bench-kda.fb" --target sm_90,sm_80 --kernel-cache "$out/kernels" --quiet || exit 1
 
 left=$(( 480 - ($(date +%s) - start) ))
-timeout $(( left > 60 ? left - 30 : 30 )) "$BUILD/bin/cbc-gpu-check" "$out/fixtures" "$out/bench.fb" "$out/bench-states.fb" "$out/bench-mla.fb" | tee "$out/report.txt"
+timeout $(( left > 60 ? left - 30 : 30 )) "$BUILD/bin/cbc-gpu-check" "$out/fixtures" "$out/bench.fb" "$out/bench-states.fb" "$out/bench-mla.fb" "$out/bench-kda.fb" | tee "$out/report.txt"
 status=${PIPESTATUS[0]}
 
 left=$(( 480 - ($(date +%s) - start) ))

@@ -115,7 +115,7 @@ void emitSoftcap(Emitter &e, SoftcapOp op) {
   elementwise(e, "softcap", instance("softcap", {e.type(op.getX()), e.type(out), num(cols(out))}), out, args);
 }
 
-// x * sigmoid(g) (gate) and x * g (mul), g per element or, with one column, per row.
+// x * sigmoid(g) (gate) and x * g (mul), one g per group of columns (per element, head or row).
 template <class Op> void emitScale(Emitter &e, Op op, llvm::StringRef name) {
   using S = slots::Gate;
   Value out = op.getResult();
@@ -123,7 +123,7 @@ template <class Op> void emitScale(Emitter &e, Op op, llvm::StringRef name) {
   args.set(S::X, e.arg(op.getX())).set(S::G, e.arg(op.getG())).set(S::Out, e.arg(out));
   elementwise(
       e, name,
-      instance(name, {e.type(op.getX()), e.type(op.getG()), e.type(out), num(cols(out)), flag(cols(op.getG()) == 1)}),
+      instance(name, {e.type(op.getX()), e.type(op.getG()), e.type(out), num(cols(out)), num(cols(op.getG()))}),
       out, args);
 }
 void emitGate(Emitter &e, GateOp op) { emitScale(e, op, "gate"); }

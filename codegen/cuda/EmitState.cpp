@@ -59,6 +59,32 @@ void emitGatedDelta(Emitter &e, GatedDeltaOp op) {
   l.grid[2] = {std::nullopt, 1, 1, (dv + kernels::kGatedDeltaCols - 1) / kernels::kGatedDeltaCols};
 }
 
+// Block (request, head, 32 value columns), as the gated delta rule.
+void emitKda(Emitter &e, KdaOp op) {
+  using S = slots::Kda;
+  int64_t dk = op.getKDim(), dv = op.getVDim();
+  bool bounded = op.getGate() == DecayGate::bounded_sigmoid;
+  int k = e.kernel("kda", "kda.cuh",
+                   instance("kda", {e.type(op.getQ()), e.type(op.getK()), e.type(op.getV()), e.type(op.getF()),
+                                    e.type(op.getB()), e.type(op.getALog()), e.type(op.getDtBias()),
+                                    e.type(op.getResult()), num(op.getNumHeads()), num(dk), num(dv), flag(bounded)}));
+  SlotArgs<S> args;
+  args.set(S::Q, e.arg(op.getQ()))
+      .set(S::K, e.arg(op.getK()))
+      .set(S::V, e.arg(op.getV()))
+      .set(S::F, e.arg(op.getF()))
+      .set(S::B, e.arg(op.getB()))
+      .set(S::ALog, e.arg(op.getALog()))
+      .set(S::DtBias, e.arg(op.getDtBias()))
+      .set(S::LowerBound, bounded ? op.getLowerBoundAttr().getValueAsDouble() : 0.0)
+      .set(S::QScale, (float)(1.0 / std::sqrt((double)dk)));
+  setScanSlots(e, args, op);
+  LaunchOut &l = e.launch(k, 32 * kernels::kKdaWarps, args);
+  l.grid[0] = {RuntimeVar::NumRequests, 1, 1, 0};
+  l.grid[1] = {std::nullopt, 1, 1, (int64_t)op.getNumHeads()};
+  l.grid[2] = {std::nullopt, 1, 1, (dv + kernels::kKdaCols - 1) / kernels::kKdaCols};
+}
+
 // Block (request, head, kSsdRows rows of head_dim).
 void emitSsd(Emitter &e, SsdOp op) {
   using S = slots::Ssd;
@@ -132,6 +158,7 @@ void emitLightning(Emitter &e, LightningOp op) {
 void addStateEmitters(EmitterTable &t) {
   t.add(emitConv1d);
   t.add(emitGatedDelta);
+  t.add(emitKda);
   t.add(emitSsd);
   t.add(emitSelectiveScan);
   t.add(emitLightning);

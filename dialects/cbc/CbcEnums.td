@@ -65,6 +65,13 @@ def Cbc_NormGateOrder : Cbc_Enum<"NormGateOrder", "whether a gated norm gates be
     I32EnumAttrCase<"gate_norm", 1>]>;
 def Cbc_NormGateOrderAttr : Cbc_EnumAttr<Cbc_NormGateOrder, "order">;
 
+// cbc.state.kda's forget gate: how the gate pre-activation x = f + dt_bias becomes the log
+// decay g of one channel of head h.
+def Cbc_DecayGate : Cbc_Enum<"DecayGate", "how a per-channel forget gate maps its input to a log decay", [
+    I32EnumAttrCase<"softplus", 0>,         // g = -exp(A_log[h]) * softplus(x)
+    I32EnumAttrCase<"bounded_sigmoid", 1>]>; // g = lower_bound * sigmoid(exp(A_log[h]) * x)
+def Cbc_DecayGateAttr : Cbc_EnumAttr<Cbc_DecayGate, "decay_gate">;
+
 def Cbc_WeightCombine : Cbc_Enum<"WeightCombine", "how a weight's source parts combine", [
     I32EnumAttrCase<"none", 0>,   // exactly one part
     I32EnumAttrCase<"stack", 1>]>; // parts stacked along a new leading dimension

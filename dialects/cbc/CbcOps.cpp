@@ -18,10 +18,11 @@ RankedTensorType tensorType(Value v) { return llvm::cast<RankedTensorType>(v.get
 // checkpoint's own shape).
 bool hasElements(Value v, int64_t n) { return tensorType(v).getNumElements() == n; }
 
-// The factor of cbc.math.mul and cbc.math.gate: as wide as x, or one per row.
+// The factor of cbc.math.mul and cbc.math.gate: one per group of equal columns (as wide as x,
+// one per head, or one per row).
 LogicalResult verifyRowFactor(Operation *op, Value x, Value g, Value result) {
-  if (cols(g) != 1 && cols(g) != cols(x))
-    return op->emitOpError("gate width must be 1 or the input width");
+  if (cols(g) < 1 || cols(x) % cols(g) != 0)
+    return op->emitOpError("gate width must divide the input width");
   if (cols(result) != cols(x))
     return op->emitOpError("result width must equal the input width");
   return success();
@@ -341,6 +342,30 @@ LogicalResult GatedDeltaOp::verify() {
   return success();
 }
 
+LogicalResult KdaOp::verify() {
+  int64_t H = getNumHeads(), dk = getKDim(), dv = getVDim();
+  if (H <= 0 || dk <= 0 || dv <= 0)
+    return emitOpError("num_heads, k_dim and v_dim must be positive");
+  if (cols(getQ()) != H * dk || cols(getK()) != H * dk || cols(getV()) != H * dv)
+    return emitOpError("q and k must be [T, num_heads * k_dim] and v [T, num_heads * v_dim]");
+  if (cols(getF()) != H * dk)
+    return emitOpError("f must be [T, num_heads * k_dim]");
+  if (cols(getB()) != H)
+    return emitOpError("b must be [T, num_heads]");
+  if (!hasElements(getALog(), H))
+    return emitOpError("A_log must have num_heads entries");
+  if (!hasElements(getDtBias(), H * dk))
+    return emitOpError("dt_bias must have num_heads * k_dim entries");
+  if (cols(getResult()) != H * dv)
+    return emitOpError("result width must be num_heads * v_dim");
+  bool bounded = getGate() == DecayGate::bounded_sigmoid;
+  if (bounded != (bool)getLowerBoundAttr())
+    return emitOpError("lower_bound is given with the bounded_sigmoid gate and only with it");
+  if (bounded && !(getLowerBoundAttr().getValueAsDouble() < 0))
+    return emitOpError("lower_bound must be negative");
+  return success();
+}
+
 LogicalResult SsdOp::verify() {
   int64_t H = getNumHeads(), P = getHeadDim(), G = getNGroups(), N = getStateSize();
   if (H <= 0 || P <= 0 || G <= 0 || N <= 0 || H % G != 0)
@@ -473,6 +498,9 @@ SmallVector<int64_t> StateConv1dOp::getStateShape() { // the last K - 1 inputs p
 }
 SmallVector<int64_t> GatedDeltaOp::getStateShape() { // one dk x dv matrix per value head
   return {(int64_t)getNumVHeads(), (int64_t)getKDim(), (int64_t)getVDim()};
+}
+SmallVector<int64_t> KdaOp::getStateShape() { // one dk x dv matrix per head
+  return {(int64_t)getNumHeads(), (int64_t)getKDim(), (int64_t)getVDim()};
 }
 SmallVector<int64_t> SsdOp::getStateShape() { // one head_dim x state_size matrix per head
   return {(int64_t)getNumHeads(), (int64_t)getHeadDim(), (int64_t)getStateSize()};

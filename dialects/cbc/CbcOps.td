@@ -129,8 +129,9 @@ def Cbc_AddOp : Cbc_Op<"math.add", [Pure, SameOperandsAndResultType]> {
 def Cbc_MulOp : Cbc_Op<"math.mul", [Pure]> {
   let summary = "Elementwise product, with one factor per row broadcast.";
   let description = [{
-    `result = x * g`, where `g` has either the width of `x` or width 1 (one factor per row,
-    broadcast along the row). Gated convolutions multiply their projections this way.
+    `result = x * g`, where the width of `g` divides that of `x` (as cbc.math.gate: per element,
+    per group of columns or, with width 1, per row). Gated convolutions multiply their
+    projections this way.
   }];
   let arguments = (ins Cbc_Rows:$x, Cbc_Rows:$g);
   let results = (outs Cbc_Rows:$result);
@@ -141,8 +142,9 @@ def Cbc_MulOp : Cbc_Op<"math.mul", [Pure]> {
 def Cbc_GateOp : Cbc_Op<"math.gate", [Pure]> {
   let summary = "Multiplies rows by a sigmoid gate.";
   let description = [{
-    `result = x * sigmoid(g)`, where `g` has either the width of `x` or width 1 (one gate per
-    row, broadcast): shared-expert gates and attention output gates.
+    `result = x * sigmoid(g)`, where the width of `g` divides that of `x`: column `j` of a row
+    reads gate `j / (width(x) / width(g))`, so `g` is per element, per head (Ling's attention
+    output gate) or, with width 1, per row (shared-expert gates).
   }];
   let arguments = (ins Cbc_Rows:$x, Cbc_Rows:$g);
   let results = (outs Cbc_Rows:$result);
@@ -455,6 +457,27 @@ def Cbc_GatedDeltaOp : Cbc_StateScanOp<"state.gated_delta",
     `recurrent` in fp32. The result is `[T, Hv * dv]`.
   }];
   let assemblyFormat = "$q `,` $k `,` $v `,` $a `,` $b `,` $A_log `,` $dt_bias `,` $cu_seqlens `,` $slots `,` $has_initial_state attr-dict `:` functional-type(operands, $result)";
+}
+
+def Cbc_KdaOp : Cbc_StateScanOp<"state.kda",
+    (ins Cbc_Rows:$q, Cbc_Rows:$k, Cbc_Rows:$v, Cbc_Rows:$f, Cbc_Rows:$b, Cbc_Weight:$A_log,
+         Cbc_Weight:$dt_bias),
+    (ins I64Attr:$num_heads, I64Attr:$k_dim, I64Attr:$v_dim, Cbc_DecayGateAttr:$gate,
+         OptionalAttr<F64Attr>:$lower_bound)> {
+  let summary = "The delta rule with a log decay per key channel, a matrix state per request.";
+  let description = [{
+    KDA: the gated delta rule with a decay per key channel. Inputs `q, k [T, H * dk]`,
+    `v [T, H * dv]`, the forget gate's input `f [T, H * dk]` and `b [T, H]`; weights
+    `A_log [H]` (any shape of H elements) and `dt_bias [H * dk]`. Per token and head `h`, in
+    fp32: with `x = f + dt_bias`, the log decay of channel `d` is
+    `g[d] = -exp(A_log[h]) * softplus(x[d])` (`gate` softplus) or
+    `lower_bound * sigmoid(exp(A_log[h]) * x[d])` (`gate` bounded_sigmoid, `lower_bound < 0`
+    given only then); `beta = sigmoid(b)`; q and k are l2-normalised (`x / sqrt(sum x^2 +
+    1e-6)`) and q scaled by `dk^-1/2`; then `S = diag(exp(g)) S; S += k (beta (v - S^T k))^T;
+    o = S^T q` with `S [H, dk, dv]`, the state `recurrent` in fp32. Backends may run long rows
+    in chunks; the result is the same. The result is `[T, H * dv]`.
+  }];
+  let assemblyFormat = "$q `,` $k `,` $v `,` $f `,` $b `,` $A_log `,` $dt_bias `,` $cu_seqlens `,` $slots `,` $has_initial_state attr-dict `:` functional-type(operands, $result)";
 }
 
 def Cbc_SsdOp : Cbc_StateScanOp<"state.ssd",

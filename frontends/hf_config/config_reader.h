@@ -42,6 +42,7 @@ public:
   std::vector<std::string> getStringList(const std::string &key) const;
   std::vector<double> getNumberList(const std::string &key) const;
   ConfigReader child(const std::string &key) const; // a nested object
+  const nlohmann::json &object() const { return obj_; }
 
 private:
   [[noreturn]] void typeError(const std::string &key, const char *expected) const;

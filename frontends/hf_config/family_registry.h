@@ -25,6 +25,9 @@ struct FamilyDefaults {
   double partial_rotary_factor = 1.0; // the config class's default share of each head rotated
   const char *intermediate_alias = nullptr; // a legacy key read when intermediate_size is absent
   bool attention_free = false;  // no attention layers: no head counts, RoPE or max positions
+  bool rope_free = false;       // no layer has a position embedding: no RoPE to compute
+  bool head_dim_unused = false; // the family's own keys size its heads; head_dim (which its config
+                                // class saves as qk_rope_head_dim, possibly 0) is not read here
   const char *norm_eps_key = "rms_norm_eps";
   bool layers_derived = false;  // the layer count comes from a per-layer list, not num_hidden_layers
   bool intermediate_optional = false; // the family derives intermediate_size when it is absent

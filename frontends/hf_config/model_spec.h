@@ -51,6 +51,7 @@ enum class LayerKind {
   ParallelHybrid,  // attention and a Mamba2 mixer side by side on the same input, summed (Falcon-H1)
   SharedBlock,     // a shared attention block on [h | embeddings] feeding the layer's own Mamba mixer (Zamba)
   LatentAttention, // multi-head latent attention over a cache of latents (DeepSeek-V2/V3)
+  Kda,             // Kimi delta attention: a delta rule decaying per key channel (conv and recurrent states)
   None,            // no mixer: the layer is a feed-forward block alone (Nemotron-H '-')
   Lightning,       // linear attention with a constant decay per head (a per-request matrix state)
 };
@@ -104,6 +105,24 @@ struct MlaSpec {
   // Queries scaled by 1 + beta * log(1 + floor(position / period)) (Mistral 4); 0: none.
   double position_beta = 0.0;
   int64_t position_period = 0;
+  // The attention output of each head times sigmoid(g_proj(x)) [heads], before o_proj (Ling).
+  bool head_gate = false;
+};
+
+// A Kimi delta attention mixer under Names::attn: q/k/v projections through short convs
+// (SiLU), a forget gate per key channel, beta = sigmoid(b_proj x), the KDA scan, then
+// o_proj(RMSNorm(o) * w * sigmoid(gate)) per head, Names::o_proj naming the output projection.
+struct KdaSpec {
+  int64_t heads = 0, head_dim = 0, conv_kernel = 4;
+  // The forget gate: -exp(A_log) * softplus(f + dt_bias), or with `bounded`
+  // lower_bound * sigmoid(exp(A_log) * (f + dt_bias)).
+  bool bounded = false;
+  double lower_bound = -5.0;
+  // Forget and output gates through rank-head_dim pairs f_a -> f_b and g_a -> g_b (Kimi), else
+  // full-rank f_proj and g_proj.
+  bool low_rank = true;
+  bool a_log_4d = false;  // A_log stored [1, 1, heads, 1] rather than [heads]
+  double norm_eps = 1e-6; // the gated output norm's
 };
 
 // A gated delta net mixer.
@@ -274,6 +293,7 @@ struct ModelSpec {
   MoeSpec moe;
   GdnSpec gdn;
   LightningSpec lightning;
+  KdaSpec kda;
   ShortConvSpec short_conv;
   Mamba2Spec mamba2;
   Mamba1Spec mamba1;

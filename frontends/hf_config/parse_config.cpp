@@ -181,7 +181,7 @@ void parseAttentionAndMlp(const ConfigReader &r, const FamilyDefaults &d, bool n
                           ") is not divisible by num_key_value_heads (" +
                           std::to_string(s.attn.num_kv_heads) + ")");
   int64_t derivedHeadDim = s.hidden_size / s.attn.num_heads;
-  s.attn.head_dim = r.getSize("head_dim", d.head_dim ? d.head_dim : derivedHeadDim);
+  s.attn.head_dim = d.head_dim_unused ? derivedHeadDim : r.getSize("head_dim", d.head_dim ? d.head_dim : derivedHeadDim);
   if (s.attn.head_dim <= 0)
     throw ConfigError(r.path("hidden_size"), "is smaller than num_attention_heads");
   s.attn.scale = 1.0 / std::sqrt((double)s.attn.head_dim);
@@ -262,7 +262,7 @@ ModelSpec parseConfig(const std::string &text) {
   parseCommon(r, top, family.defaults, multimodal, spec);
   spec.layers.assign(spec.num_layers, LayerSpec{});
   family.parse(r, spec);
-  if (!family.defaults.attention_free)
+  if (!family.defaults.attention_free && !family.defaults.rope_free)
     assignRope(r, spec, family.ropeDicts ? family.ropeDicts(r) : ropeDictionaries(r, family.defaults.rope_theta),
                family.defaults);
   return spec;

@@ -123,9 +123,10 @@ void softcap(const float *x, int64_t n, float cap, float *y) {
 
 void sigmoidGate(const float *x, const float *g, int64_t M, int64_t width, int64_t gWidth, float *y,
                  bool sigmoid) {
+  int64_t group = width / gWidth;
   for (int64_t m = 0; m < M; ++m)
     for (int64_t j = 0; j < width; ++j) {
-      float gv = g[m * gWidth + (gWidth == 1 ? 0 : j)];
+      float gv = g[m * gWidth + j / group];
       y[m * width + j] = x[m * width + j] * (sigmoid ? 1.0f / (1.0f + std::exp(-gv)) : gv);
     }
 }

@@ -55,7 +55,7 @@ void glu(const float *x, int64_t M, int64_t I, Act act, bool interleaved, const 
 
 void softcap(const float *x, int64_t n, float cap, float *y);
 
-// y = x * sigmoid(g), or x * g without the sigmoid; g is [M, width] or [M, 1].
+// y = x * sigmoid(g), or x * g without the sigmoid; g is [M, gWidth], one per width / gWidth columns.
 void sigmoidGate(const float *x, const float *g, int64_t M, int64_t width, int64_t gWidth, float *y,
                  bool sigmoid = true);
 
@@ -192,6 +192,25 @@ void gatedDeltaRecurrent(int64_t n, const float *q, const float *k, const float 
 void gatedDeltaChunked(int64_t n, const float *q, const float *k, const float *v, const float *g,
                        const float *beta, int64_t dk, int64_t dv, int64_t qStride, int64_t vStride,
                        float *state, float *out, int64_t outStride, int64_t chunk);
+
+// Kimi delta attention (cbc.state.kda): the delta rule with a log decay per key channel, state
+// [heads][k_dim][v_dim] per slot in `pool`. q, k and f are [T, H*dk], v [T, H*dv], b [T, H].
+struct KdaParams {
+  int64_t heads = 0, k_dim = 0, v_dim = 0;
+  bool bounded = false;     // the bounded sigmoid gate (else softplus)
+  float lower_bound = 0.0f; // the bounded gate's
+  const float *A_log = nullptr, *dt_bias = nullptr;
+};
+// Requests with one row use the token recurrence; longer ones the chunked form.
+void kdaScan(const float *q, const float *k, const float *v, const float *f, const float *b, const KdaParams &p,
+             const StateRows &rows, float *pool, float *out, const ParallelFor &pfor, int64_t chunk = 64);
+// The two forms for one request and head, on normalised inputs: q scaled and unit k [n, dk]
+// (rows qStride apart), v rows vStride apart, g the log decays [n, dk], beta [n]; S [dk, dv].
+void kdaRecurrent(int64_t n, const float *q, const float *k, const float *v, const float *g, const float *beta,
+                  int64_t dk, int64_t dv, int64_t qStride, int64_t vStride, float *S, float *out, int64_t outStride);
+void kdaChunked(int64_t n, const float *q, const float *k, const float *v, const float *g, const float *beta,
+                int64_t dk, int64_t dv, int64_t qStride, int64_t vStride, float *S, float *out, int64_t outStride,
+                int64_t chunk);
 
 // The state space dual scan (cbc.state.ssd): per head, S [P, N] carries across a
 // request's rows; x [T, H*P], dt [T, H] (before bias and softplus), B, C [T, G*N].

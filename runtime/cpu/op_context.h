@@ -116,6 +116,7 @@ Exec compileKvAttention(const OpContext &c);
 Exec compileKvRopeAppend(const OpContext &c);
 Exec compileConv1d(const OpContext &c);
 Exec compileGatedDelta(const OpContext &c);
+Exec compileKda(const OpContext &c);
 Exec compileSsd(const OpContext &c);
 Exec compileSelectiveScan(const OpContext &c);
 Exec compileRowsGather(const OpContext &c);

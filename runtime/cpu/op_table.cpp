@@ -33,6 +33,7 @@ std::array<CompileFn, kNumOpcodes> buildTable() {
   set(Opcode::KvRopeAppend, compileKvRopeAppend);
   set(Opcode::StateConv1d, compileConv1d);
   set(Opcode::GatedDelta, compileGatedDelta);
+  set(Opcode::Kda, compileKda);
   set(Opcode::Ssd, compileSsd);
   set(Opcode::SelectiveScan, compileSelectiveScan);
   set(Opcode::RowsGather, compileRowsGather);

@@ -85,13 +85,13 @@ Exec compileAdd(const OpContext &c) {
 }
 
 namespace {
-// x * f(g), g as wide as x or one per row: cbc.math.mul and cbc.math.gate.
+// x * f(g), one g per group of equal columns: cbc.math.mul and cbc.math.gate.
 Exec rowFactor(const OpContext &c, bool sigmoid) {
   c.need(2, 1);
   c.acts({c.I[0], c.I[1], c.O[0]});
   int x = c.I[0], g = c.I[1], out = c.O[0];
   int64_t width = c.cols(x), gw = c.cols(g);
-  c.check(c.cols(out) == width && (gw == 1 || gw == width), "has a gate of the wrong width");
+  c.check(c.cols(out) == width && gw >= 1 && width % gw == 0, "has a gate of the wrong width");
   return [=](StepEnv &e) { sigmoidGate(e.f32(x), e.f32(g), e.rows(x), width, gw, e.f32(out), sigmoid); };
 }
 

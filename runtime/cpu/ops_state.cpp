@@ -73,6 +73,38 @@ Exec compileGatedDelta(const OpContext &c) {
   };
 }
 
+Exec compileKda(const OpContext &c) {
+  checkStateMeta(c, 7);
+  const fb::KdaParams &params = c.params<fb::KdaParams>();
+  KdaParams p;
+  p.heads = params.num_heads();
+  p.k_dim = params.k_dim();
+  p.v_dim = params.v_dim();
+  p.bounded = params.gate() == fb::DecayGate::BoundedSigmoid;
+  p.lower_bound = (float)params.lower_bound();
+  const auto &I = c.I;
+  int out = c.O[0];
+  c.check(p.heads > 0 && p.k_dim > 0 && p.v_dim > 0 && p.k_dim <= 4096 && p.v_dim <= 4096 && p.heads <= 65536,
+          "has bad head counts");
+  c.check(!p.bounded || p.lower_bound < 0, "has a bounded gate without a negative lower bound");
+  int64_t kw = p.heads * p.k_dim, vw = p.heads * p.v_dim;
+  c.check(c.isAct(I[0]) && c.isAct(I[1]) && c.isAct(I[2]) && c.isAct(I[3]) && c.isAct(I[4]) && c.isAct(out) &&
+              c.cols(I[0]) == kw && c.cols(I[1]) == kw && c.cols(I[2]) == vw && c.cols(I[3]) == kw &&
+              c.cols(I[4]) == p.heads && c.cols(out) == vw,
+          "has operands that do not match its heads");
+  c.check(c.weightNumel(I[5]) == p.heads && c.weightNumel(I[6]) == kw, "has A_log or dt_bias of the wrong size");
+  int layer = params.layer();
+  std::string state = stateName(params.state());
+  c.checkState(layer, state, p.heads * p.k_dim * p.v_dim);
+  std::vector<int> in(I.begin(), I.begin() + 7);
+  return [=](StepEnv &e) mutable {
+    p.A_log = e.weight(in[5]);
+    p.dt_bias = e.weight(in[6]);
+    kdaScan(e.f32(in[0]), e.f32(in[1]), e.f32(in[2]), e.f32(in[3]), e.f32(in[4]), p, e.stateRows(),
+            e.statePool(layer, state), e.f32(out), e.pfor);
+  };
+}
+
 Exec compileSsd(const OpContext &c) {
   checkStateMeta(c, 7);
   const fb::SsdParams &params = c.params<fb::SsdParams>();

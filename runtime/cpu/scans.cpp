@@ -1,6 +1,5 @@
-// The per-request state scans (cbc.state.gated_delta, cbc.state.ssd, cbc.state.selective_scan,
-// cbc.state.lightning) on
-// the CPU. A file of their own so that only these loops are built with vector libm calls
+// The per-request state scans (cbc.state.gated_delta, cbc.state.kda, cbc.state.lightning,
+// cbc.state.ssd, cbc.state.selective_scan) on the CPU. A file of their own so that only these loops are built with vector libm calls
 // (see runtime/CMakeLists.txt).
 #include "runtime/cpu/kernels.h"
 
@@ -167,6 +166,149 @@ void gatedDeltaScan(const float *q, const float *k, const float *v, const float 
     else
       gatedDeltaChunked(n, qn.data(), kn.data(), vh, g.data(), beta.data(), dk, dv, dk, Hv * dv, S, oh,
                         Hv * dv, chunk);
+  });
+}
+
+// ----- Kimi delta attention: the gated delta rule with a decay per key channel -----
+
+// Inputs are already normalised: q scaled, k unit length, g the log decays [n, dk], beta the rates.
+void kdaRecurrent(int64_t n, const float *q, const float *k, const float *v, const float *g, const float *beta,
+                  int64_t dk, int64_t dv, int64_t qStride, int64_t vStride, float *S, float *out, int64_t outStride) {
+  std::vector<float> u(dv);
+  for (int64_t t = 0; t < n; ++t) {
+    const float *qt = q + t * qStride, *kt = k + t * qStride, *vt = v + t * vStride, *gt = g + t * dk;
+    // Decay row i of S by its channel's exp(g_i) while reading S^T k, then add k u^T while reading S^T q.
+    std::fill(u.begin(), u.end(), 0.0f);
+    for (int64_t i = 0; i < dk; ++i) {
+      float *Srow = S + i * dv;
+      float decay = std::exp(gt[i]), ki = kt[i];
+      for (int64_t j = 0; j < dv; ++j) {
+        Srow[j] *= decay;
+        u[j] += Srow[j] * ki;
+      }
+    }
+    for (int64_t j = 0; j < dv; ++j)
+      u[j] = (vt[j] - u[j]) * beta[t];
+    float *o = out + t * outStride;
+    std::fill_n(o, dv, 0.0f);
+    for (int64_t i = 0; i < dk; ++i) {
+      float *Srow = S + i * dv;
+      float ki = kt[i], qi = qt[i];
+      for (int64_t j = 0; j < dv; ++j) {
+        Srow[j] += ki * u[j];
+        o[j] += Srow[j] * qi;
+      }
+    }
+  }
+}
+
+namespace {
+// The chunk's pairwise products under the per-channel decay between rows j <= i:
+// A[i][j] = beta_i sum_d k_i k_j exp(G_i - G_j) (strictly lower) and P[i][j] = sum_d q_i k_j
+// exp(G_i - G_j) (lower, diagonal included). The exponent is never positive, so nothing
+// overflows, which a factored exp(G_i) exp(-G_j) would for strong decays.
+void kdaPairs(int64_t L, int64_t dk, const float *q, const float *k, int64_t qStride, const float *G,
+              const float *beta, int64_t ld, float *A, float *P) {
+  std::vector<float> e(dk);
+  for (int64_t i = 0; i < L; ++i) {
+    const float *qi = q + i * qStride, *ki = k + i * qStride, *Gi = G + i * dk;
+    for (int64_t j = 0; j <= i; ++j) {
+      const float *kj = k + j * qStride, *Gj = G + j * dk;
+      for (int64_t d = 0; d < dk; ++d)
+        e[d] = std::exp(Gi[d] - Gj[d]) * kj[d];
+      float a = 0, pq = 0;
+      for (int64_t d = 0; d < dk; ++d) {
+        a += ki[d] * e[d];
+        pq += qi[d] * e[d];
+      }
+      A[i * ld + j] = j < i ? beta[i] * a : 0.0f;
+      P[i * ld + j] = pq;
+    }
+    for (int64_t j = i + 1; j < L; ++j)
+      A[i * ld + j] = P[i * ld + j] = 0.0f;
+  }
+}
+} // namespace
+
+// The chunked (UT transform) form with per-channel decays: as gatedDeltaChunked, with
+// G_i = sum of g over the chunk's rows up to i, per channel.
+void kdaChunked(int64_t n, const float *q, const float *k, const float *v, const float *g, const float *beta,
+                int64_t dk, int64_t dv, int64_t qStride, int64_t vStride, float *S, float *out, int64_t outStride,
+                int64_t chunk) {
+  const auto RM = CblasRowMajor;
+  const auto N = CblasNoTrans, T = CblasTrans;
+  std::vector<float> G(chunk * dk), A(chunk * chunk), P(chunk * chunk), U(chunk * dv), W(chunk * dk);
+  int os = (int)outStride, DK = (int)dk, DV = (int)dv, ld = (int)chunk;
+  for (int64_t c0 = 0; c0 < n; c0 += chunk) {
+    int64_t L = std::min(chunk, n - c0);
+    int l = (int)L;
+    const float *qc = q + c0 * qStride, *kc = k + c0 * qStride, *vc = v + c0 * vStride;
+    for (int64_t i = 0; i < L; ++i)
+      for (int64_t d = 0; d < dk; ++d)
+        G[i * dk + d] = (i ? G[(i - 1) * dk + d] : 0.0f) + g[(c0 + i) * dk + d];
+    kdaPairs(L, dk, qc, kc, qStride, G.data(), beta + c0, chunk, A.data(), P.data());
+    // (I + A) U = beta v and (I + A) W = beta k exp(G): the delta-rule updates of the chunk solved
+    // at once; then v_new = U - W S (in U).
+    for (int64_t i = 0; i < L; ++i) {
+      float bt = beta[c0 + i];
+      for (int64_t d = 0; d < dv; ++d)
+        U[i * dv + d] = bt * vc[i * vStride + d];
+      for (int64_t d = 0; d < dk; ++d)
+        W[i * dk + d] = bt * std::exp(G[i * dk + d]) * kc[i * qStride + d];
+    }
+    cblas_strsm(RM, CblasLeft, CblasLower, N, CblasUnit, l, DV, 1.0f, A.data(), ld, U.data(), DV);
+    cblas_strsm(RM, CblasLeft, CblasLower, N, CblasUnit, l, DK, 1.0f, A.data(), ld, W.data(), DK);
+    cblas_sgemm(RM, N, N, l, DV, DK, -1.0f, W.data(), DK, S, DV, 1.0f, U.data(), DV);
+    // o = (q exp(G)) S + P v_new, with W reused for q exp(G).
+    float *oc = out + c0 * outStride;
+    for (int64_t i = 0; i < L; ++i)
+      for (int64_t d = 0; d < dk; ++d)
+        W[i * dk + d] = std::exp(G[i * dk + d]) * qc[i * qStride + d];
+    cblas_sgemm(RM, N, N, l, DV, DK, 1.0f, W.data(), DK, S, DV, 0.0f, oc, os);
+    cblas_sgemm(RM, N, N, l, DV, l, 1.0f, P.data(), ld, U.data(), DV, 1.0f, oc, os);
+    // S = diag(exp(G_last)) S + sum_j (k_j exp(G_last - G_j)) v_new_j^T.
+    const float *last = G.data() + (L - 1) * dk;
+    for (int64_t d = 0; d < dk; ++d) {
+      float e = std::exp(last[d]);
+      for (int64_t j = 0; j < dv; ++j)
+        S[d * dv + j] *= e;
+    }
+    for (int64_t i = 0; i < L; ++i)
+      for (int64_t d = 0; d < dk; ++d)
+        W[i * dk + d] = std::exp(last[d] - G[i * dk + d]) * kc[i * qStride + d];
+    cblas_sgemm(RM, T, N, DK, DV, l, 1.0f, W.data(), DK, U.data(), DV, 1.0f, S, DV);
+  }
+}
+
+void kdaScan(const float *q, const float *k, const float *v, const float *f, const float *b, const KdaParams &p,
+             const StateRows &rows, float *pool, float *out, const ParallelFor &pfor, int64_t chunk) {
+  int64_t H = p.heads, dk = p.k_dim, dv = p.v_dim;
+  pfor(rows.num_requests * H, [&](int64_t rh) {
+    int64_t r = rh / H, h = rh % H;
+    int64_t begin = rows.cu_seqlens[r], n = rows.cu_seqlens[r + 1] - begin;
+    float *S = headState(rows, pool, r, H, h, dk * dv);
+    if (n == 0)
+      return;
+    // Per-token inputs of this head, normalised once; the gate per channel.
+    std::vector<float> qn(n * dk), kn(n * dk), g(n * dk), beta(n);
+    float rate = std::exp(p.A_log[h]);
+    const float *dt = p.dt_bias + h * dk;
+    for (int64_t t = 0; t < n; ++t) {
+      int64_t row = begin + t;
+      normaliseQk(q + row * H * dk + h * dk, k + row * H * dk + h * dk, dk, true, &qn[t * dk], &kn[t * dk]);
+      const float *ft = f + row * H * dk + h * dk;
+      for (int64_t d = 0; d < dk; ++d) {
+        float x = ft[d] + dt[d];
+        g[t * dk + d] = p.bounded ? p.lower_bound / (1.0f + std::exp(-rate * x)) : -rate * softplus(x);
+      }
+      beta[t] = 1.0f / (1.0f + std::exp(-b[row * H + h]));
+    }
+    const float *vh = v + begin * H * dv + h * dv;
+    float *oh = out + begin * H * dv + h * dv;
+    if (n == 1)
+      kdaRecurrent(n, qn.data(), kn.data(), vh, g.data(), beta.data(), dk, dv, dk, H * dv, S, oh, H * dv);
+    else
+      kdaChunked(n, qn.data(), kn.data(), vh, g.data(), beta.data(), dk, dv, dk, H * dv, S, oh, H * dv, chunk);
   });
 }
 

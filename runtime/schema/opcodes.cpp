@@ -38,6 +38,7 @@ constexpr std::array<OpcodeInfo, kNumOpcodes> kOpcodes = {{
     {Opcode::HeadLinear, "cbc.math.head_linear", OpParams::HeadLinearParams},
     {Opcode::PositionScale, "cbc.math.position_scale", OpParams::PositionScaleParams},
     {Opcode::Lightning, "cbc.state.lightning", OpParams::LightningParams},
+    {Opcode::Kda, "cbc.state.kda", OpParams::KdaParams},
 }};
 
 // The table is indexed by opcode: a reordering is a compile error, not a silent mismatch.

@@ -1,5 +1,5 @@
-// The CPU state kernels against their own definitions: the chunked gated-delta form and the
-// lightning block form against their token recurrences, and every state op split into pieces
+// The CPU state kernels against their own definitions: the chunked gated-delta and KDA forms and
+// the lightning block form against their token recurrences, and every state op split into pieces
 // against one pass over the whole sequence. Chunked prefill and preemption rest on these: a
 // request's rows may arrive in any number of steps, and its state must carry exactly.
 #include "runtime/cpu/kernels.h"
@@ -173,6 +173,29 @@ TEST(Lightning, BlockFormEqualsRecurrence) {
       lightningBlocks(n, q.data(), k.data(), v.data(), decay, d, stride, S.data(), out.data(), block);
       EXPECT_LE(maxRelDiff(out, want), 2e-5) << "decay " << decay << ", block " << block;
       EXPECT_LE(maxRelDiff(S, wantS), 2e-5) << "decay " << decay << ", block " << block;
+// ----- Kimi delta attention: a log decay per key channel -----
+
+// As HeadInputs, with log decays per channel [n, dk].
+struct KdaHeadInputs : HeadInputs {
+  KdaHeadInputs(int64_t n, int64_t dk, int64_t dv, uint32_t seed) : HeadInputs(n, dk, dv, seed) {
+    std::mt19937 rng(seed + 1000);
+    g = randoms(n * dk, rng, -4.0f, 0.0f); // exp of a chunk's cumulative decay underflows for some channels
+    beta = randoms(n, rng, 0.0f, 1.0f);
+  }
+};
+
+TEST(Kda, ChunkedFormEqualsRecurrence) {
+  for (int64_t n : {1, 5, 64, 150}) {
+    KdaHeadInputs in(n, 16, 8, 17 + (uint32_t)n);
+    std::vector<float> wantState = in.state, want(n * in.dv);
+    kdaRecurrent(n, in.q.data(), in.k.data(), in.v.data(), in.g.data(), in.beta.data(), in.dk, in.dv, in.dk, in.dv,
+                 wantState.data(), want.data(), in.dv);
+    for (int64_t chunk : {1, 7, 64}) {
+      std::vector<float> state = in.state, got(n * in.dv, NAN);
+      kdaChunked(n, in.q.data(), in.k.data(), in.v.data(), in.g.data(), in.beta.data(), in.dk, in.dv, in.dk, in.dv,
+                 state.data(), got.data(), in.dv, chunk);
+      EXPECT_LE(maxRelDiff(got, want), 2e-5) << "n " << n << " chunk " << chunk;
+      EXPECT_LE(maxRelDiff(state, wantState), 2e-5) << "n " << n << " chunk " << chunk;
     }
   }
 }
@@ -203,6 +226,91 @@ TEST(Lightning, ScanInPiecesEqualsWholeSequence) {
       EXPECT_LE(maxRelDiff(out, wantOut), 2e-5) << cuts.size() << " cuts, block " << block;
       EXPECT_LE(maxRelDiff(state, wantState), 2e-5) << cuts.size() << " cuts, block " << block;
     }
+// The whole op in double precision, straight from its definition (CbcOps.td): the gates, the
+// normalisation and S = diag(exp(g)) S; S += k (beta (v - S^T k))^T; o = S^T q.
+std::vector<double> kdaDefinition(int64_t n, const std::vector<float> &q, const std::vector<float> &k,
+                                  const std::vector<float> &v, const std::vector<float> &f,
+                                  const std::vector<float> &b, const KdaParams &p) {
+  int64_t H = p.heads, dk = p.k_dim, dv = p.v_dim;
+  std::vector<double> out(n * H * dv), S(H * dk * dv, 0.0);
+  for (int64_t t = 0; t < n; ++t)
+    for (int64_t h = 0; h < H; ++h) {
+      double *Sh = &S[h * dk * dv], sq = 0, sk = 0;
+      for (int64_t i = 0; i < dk; ++i) {
+        sq += (double)q[(t * H + h) * dk + i] * q[(t * H + h) * dk + i];
+        sk += (double)k[(t * H + h) * dk + i] * k[(t * H + h) * dk + i];
+      }
+      std::vector<double> qn(dk), kn(dk), g(dk);
+      double rate = std::exp((double)p.A_log[h]), beta = 1.0 / (1.0 + std::exp(-(double)b[t * H + h]));
+      for (int64_t i = 0; i < dk; ++i) {
+        qn[i] = q[(t * H + h) * dk + i] / std::sqrt(sq + 1e-6) / std::sqrt((double)dk);
+        kn[i] = k[(t * H + h) * dk + i] / std::sqrt(sk + 1e-6);
+        double x = (double)f[(t * H + h) * dk + i] + p.dt_bias[h * dk + i];
+        g[i] = p.bounded ? p.lower_bound / (1.0 + std::exp(-rate * x)) : -rate * std::log1p(std::exp(x));
+      }
+      for (int64_t j = 0; j < dv; ++j) {
+        double u = 0;
+        for (int64_t i = 0; i < dk; ++i)
+          u += (Sh[i * dv + j] *= std::exp(g[i])) * kn[i];
+        double delta = beta * (v[(t * H + h) * dv + j] - u), o = 0;
+        for (int64_t i = 0; i < dk; ++i)
+          o += (Sh[i * dv + j] += kn[i] * delta) * qn[i];
+        out[(t * H + h) * dv + j] = o;
+      }
+    }
+  return out;
+}
+
+// Both gates, whole and in pieces (chunked prefill and decode mixed), against the definition.
+TEST(Kda, ScanInPiecesEqualsDefinition) {
+  for (bool bounded : {false, true}) {
+    KdaParams p;
+    p.heads = 3, p.k_dim = 8, p.v_dim = 6, p.bounded = bounded, p.lower_bound = bounded ? -5.0f : 0.0f;
+    std::mt19937 rng(bounded ? 23 : 29);
+    int64_t n = 90, kw = p.heads * p.k_dim, vw = p.heads * p.v_dim;
+    auto q = randoms(n * kw, rng), k = randoms(n * kw, rng), v = randoms(n * vw, rng);
+    auto f = randoms(n * kw, rng, -3.0f, 3.0f), b = randoms(n * p.heads, rng, -2.0f, 2.0f);
+    auto A_log = randoms(p.heads, rng, -1.0f, 1.0f), dt_bias = randoms(kw, rng);
+    p.A_log = A_log.data(), p.dt_bias = dt_bias.data();
+    std::vector<double> want = kdaDefinition(n, q, k, v, f, b, p);
+    int64_t stateElems = p.heads * p.k_dim * p.v_dim;
+    for (auto cuts : std::vector<std::vector<int64_t>>{{}, {7, 14, 21, 28, 35, 42, 49, 56, 63, 70, 77, 84},
+                                                       {64}, {1, 65, 66}, {30, 31, 32, 33}})
+      for (int64_t chunk : {1, 7, 64}) {
+        // Slot 0 of 2, with slot 1 filled with garbage that must stay untouched.
+        std::vector<float> pool(2 * stateElems, 123.0f), out(n * vw, NAN);
+        runInPieces(n, cuts, 0, [&](const StateRows &rows, int64_t begin, int64_t) {
+          kdaScan(&q[begin * kw], &k[begin * kw], &v[begin * vw], &f[begin * kw], &b[begin * p.heads], p, rows,
+                  pool.data(), &out[begin * vw], serial, chunk);
+        });
+        for (int64_t i = stateElems; i < 2 * stateElems; ++i)
+          ASSERT_EQ(pool[i], 123.0f) << "another request's slot was written";
+        double worst = 0;
+        for (int64_t i = 0; i < n * vw; ++i)
+          worst = std::max(worst, std::fabs(out[i] - want[i]) / (1.0 + std::fabs(want[i])));
+        EXPECT_LE(worst, 2e-5) << (bounded ? "bounded" : "softplus") << ", " << cuts.size() << " cuts, chunk "
+                               << chunk;
+      }
+  }
+}
+
+// A request that starts without a state ignores whatever its slot held.
+TEST(Kda, FreshRequestIgnoresStaleSlot) {
+  KdaParams p;
+  p.heads = 1, p.k_dim = 4, p.v_dim = 4;
+  std::mt19937 rng(31);
+  auto q = randoms(20 * 4, rng), k = randoms(20 * 4, rng), v = randoms(20 * 4, rng), f = randoms(20 * 4, rng),
+       b = randoms(20, rng), A_log = randoms(1, rng), dt_bias = randoms(4, rng);
+  p.A_log = A_log.data(), p.dt_bias = dt_bias.data();
+  for (int32_t n : {1, 20}) {
+    std::vector<float> clean(16, 0.0f), stale(16, 50.0f), a(n * 4), c(n * 4);
+    int32_t cu[2] = {0, n}, slots[1] = {0}, has[1] = {0};
+    StateRows rows{cu, slots, has, 1};
+    kdaScan(q.data(), k.data(), v.data(), f.data(), b.data(), p, rows, clean.data(), a.data(), serial);
+    kdaScan(q.data(), k.data(), v.data(), f.data(), b.data(), p, rows, stale.data(), c.data(), serial);
+    EXPECT_EQ(a, c) << n << " rows";
+    EXPECT_EQ(clean, stale) << n << " rows";
+  }
 }
 
 TEST(Conv1d, InPiecesEqualsWholeSequence) {

@@ -67,6 +67,7 @@ std::optional<int> layerOf(const rt::Instr &in) {
   case P::SsdParams: return in.get<fb::SsdParams>().layer();
   case P::SelectiveScanParams: return in.get<fb::SelectiveScanParams>().layer();
   case P::LightningParams: return in.get<fb::LightningParams>().layer();
+  case P::KdaParams: return in.get<fb::KdaParams>().layer();
   default: return std::nullopt;
   }
 }

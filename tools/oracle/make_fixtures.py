@@ -1002,6 +1002,92 @@ SIGMOID_ROUTER_NOTE = (
 
 
 # --------------------------------------------------------------------------------------
+# KDA hybrids (kimi_linear, bailing_hybrid; SEMANTICS_KDA.md): Kimi delta attention layers on both sides of one
+# MLA layer, [kda, kda, full, kda], DSMoE routers (12 experts in 4 groups of 3, top-3, one shared expert) on
+# layers 1-3. KDA: 4 heads of 16, short conv K=4. Prompts are the state families' (5, 23, 80): the 80-token
+# prompt runs transformers' chunked KDA over two 64-row chunks. kimi_linear: softplus gate, low-rank f_a/f_b
+# and g_a/g_b, A_log [1, 1, H, 1], NoPE MLA (the shared rope part of the key, 8 wide, stays unrotated).
+# bailing_hybrid: the bounded gate (-5 * sigmoid(exp(A_log) * x)), full-rank f_proj/g_proj, MLA with interleaved
+# RoPE over 16 dims and a sigmoid gate per head. Its config class takes the KDA head_dim from head_dim, which it
+# then overwrites (and saves) as qk_rope_head_dim; the two are equal (16) so the saved config reloads the same
+# model.
+# --------------------------------------------------------------------------------------
+
+KDA_MOE = dict(
+    moe_intermediate_size=8,
+    n_group=4,  # groups of 3
+    topk_group=2,
+    num_experts_per_tok=3,
+    n_shared_experts=1,
+    first_k_dense_replace=1,
+    norm_topk_prob=True,
+)
+
+
+def _cfg_kimi_linear():
+    from transformers import KimiLinearConfig
+
+    return KimiLinearConfig(
+        **{**MLA_COMMON, "num_key_value_heads": 4},
+        **{**KDA_MOE, "first_k_dense_replace": 2},  # layers 0-1 dense, 2-3 MoE: fewer routed layers, wider router gaps
+        num_hidden_layers=4,
+        num_local_experts=12,
+        routed_scaling_factor=2.446,
+        kv_lora_rank=32,
+        q_lora_rank=None,
+        qk_nope_head_dim=16,
+        qk_rope_head_dim=8,
+        v_head_dim=12,
+        rms_norm_eps=1e-5,
+        tie_word_embeddings=False,
+        # the checkpoint's form: 1-indexed lists
+        linear_attn_config={"head_dim": 16, "num_heads": 2, "short_conv_kernel_size": 4,
+                            "full_attn_layers": [3], "kda_layers": [1, 2, 4]},
+    )
+
+
+def _cfg_bailing_hybrid():
+    from transformers import BailingHybridConfig
+
+    return BailingHybridConfig(
+        **{**MLA_COMMON, "num_key_value_heads": 4},
+        **KDA_MOE,
+        num_hidden_layers=4,
+        layer_group_size=3,  # full iff (i + 1) % 3 == 0: [kda, kda, full, kda]
+        num_local_experts=12,
+        routed_scaling_factor=2.5,
+        kv_lora_rank=32,
+        qk_nope_head_dim=16,
+        qk_rope_head_dim=8,
+        head_dim=8,  # the KDA head_dim, = qk_rope_head_dim (see above)
+        v_head_dim=12,
+        rms_norm_eps=1e-6,
+        rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+        kda_safe_gate=True,
+        kda_lower_bound=-5.0,
+        num_mtp_layers=0,
+        tie_word_embeddings=False,
+    )
+
+
+# KDA init: the conv taps as GDN's. kimi_linear's softplus gate with A_log ~ N(-3, 1) and dt_bias ~ N(0, 0.5) decays
+# each channel by ~0.97 a token (the state crosses the 64-row chunk); bailing's bounded gate -5 sigmoid(exp(A_log) x)
+# with A_log ~ N(0.5, 0.5) and dt_bias ~ N(-2, 1) puts exp(A_log) x near -3.3 +- 2.3, so channels range from
+# nearly keeping their state (g ~ -0.02) to forgetting within a few tokens (g ~ -1.4).
+KDA_INIT_RULES = {
+    "kimi_linear": [(r"\.A_log$", -3.0, 1.0), (r"\.dt_bias$", 0.0, 0.5), (r"conv1d\.weight$", 0.0, 0.5)],
+    "bailing_hybrid": [(r"\.A_log$", 0.5, 0.5), (r"\.dt_bias$", -2.0, 1.0), (r"conv1d\.weight$", 0.0, 0.5)],
+}
+KDA_FAMILY = dict(
+    zero_centred_norms=False,
+    prompt_lengths=PROMPT_LENGTHS_STATE,
+    state=True,
+    atol=5e-4,
+    buffer_init=[(r"gate\.e_score_correction_bias$", 0.0, 0.3)],
+)
+
+
+# --------------------------------------------------------------------------------------
 # Llama 4 (llama4_text, and the composite llama4 served text-only) and MiniMax-M2
 # (SEMANTICS_LLAMA4_MINIMAX.md). Attention-family prompts (5, 13, 29): positions reach 29 + 15 = 43.
 # Llama 4: 4 layers, so the default no_rope_layers makes layer 3 the NoPE/full-attention layer and layers
@@ -1599,6 +1685,42 @@ FAMILIES = {
         ],
     ),
     # ---- MLA families (see MLA_DIMS and mla_init_rules above; SEMANTICS_MLA.md) ----
+    # ---- KDA hybrids (KDA_FAMILY above; SEMANTICS_KDA.md) ----
+    "kimi_linear": dict(
+        KDA_FAMILY,
+        seed=12029,
+        build=_cfg_kimi_linear,
+        init_rules=KDA_INIT_RULES["kimi_linear"] + mla_init_rules(kv_lora=32, expert_width=8, shared_width=8),
+        atol_note=MLA_ATOL_NOTE + " " + SIGMOID_ROUTER_NOTE + " The KDA recurrence is a contraction per channel (exp(g) <= 1, beta in (0,1), |k| = 1).",
+        features=[
+            "layers [kda, kda, full, kda] from linear_attn_config full_attn_layers [3], kda_layers [1, 2, 4] (1-indexed)",
+            "KDA: q/k/v_proj 64->4x16 each, q/k/v_conv1d K=4 (concatenated on load) + silu, conv state carried",
+            "l2norm(q,k) eps 1e-6 in fp32, q * 16^-0.5, beta = sigmoid(b_proj x) per head",
+            "forget gate per channel: g = -exp(A_log[h]) * softplus(f_b(f_a(x)) + dt_bias), f_a 64->16, f_b 16->64, A_log [1,1,4,1], dt_bias [64]",
+            "output: o_proj(RMSNorm_fp32(o) per head (eps rms_norm_eps 1e-5) * o_norm.weight * sigmoid(g_b(g_a(x))))",
+            "MLA without q-LoRA (q_proj 64->4x24) and without RoPE: the shared 8-wide key part is cached and used unrotated; scale 24^-0.5",
+            "first_k_dense_replace 1: layer 0 dense MLP (64), layers 1-3 DSMoE",
+            "checkpoint names block_sparse_moe.gate.{weight,e_score_correction_bias}, block_sparse_moe.experts.N.w{1,2,3}, block_sparse_moe.shared_experts.*, and block_sparse_moe.{gate,up,down}_proj for the dense layer (save_pretrained reverts the mlp rename everywhere)",
+            "prompt 80 > 64: chunked prefill kernel runs two chunks",
+        ],
+    ),
+    "bailing_hybrid": dict(
+        KDA_FAMILY,
+        seed=13054,
+        build=_cfg_bailing_hybrid,
+        std={"router": 0.6},  # routers on 3 layers x 108 positions: wider logits, wider gaps
+        init_rules=KDA_INIT_RULES["bailing_hybrid"] + mla_init_rules(kv_lora=32, expert_width=8, shared_width=8),
+        atol_note=MLA_ATOL_NOTE + " " + SIGMOID_ROUTER_NOTE + " The KDA recurrence is a contraction per channel (exp(g) <= 1, beta in (0,1), |k| = 1).",
+        features=[
+            "layers [kda, kda, full, kda] from layer_group_size 3 (full iff (i+1) % 3 == 0)",
+            "KDA with the bounded (safe) gate: g = -5 * sigmoid(exp(A_log[h]) * (f_proj(x) + dt_bias)), full-rank f_proj 64->64, A_log [4]",
+            "KDA head_dim from head_dim (16) = qk_rope_head_dim, heads = num_attention_heads; output gate full-rank g_proj 64->64, sigmoid",
+            "MLA without q-LoRA (q_proj 64->4x32), interleaved RoPE over qk_rope_head_dim 16 (theta 10000), per-head output gate sigmoid(g_proj(x)) [4] before dense",
+            "first_k_dense_replace 1: layer 0 dense MLP, layers 1-3 DSMoE with mlp.gate.expert_bias",
+            "checkpoint names model.word_embeddings, attention.*, attention.dense, mlp.gate.expert_bias",
+            "num_mtp_layers 0; prompt 80 > 64: chunked prefill kernel runs two chunks",
+        ],
+    ),
     "deepseek_v3": dict(
         MLA_FAMILY,
         seed=7071,
@@ -1997,6 +2119,8 @@ def make_prompts(lengths=PROMPT_LENGTHS) -> list[list[int]]:
 # choice bias is added, the group score (None: no groups) and the fill of the masked experts.
 MLA_ROUTERS = {
     "DeepseekV3TopkRouter": ("sigmoid", True, "top2sum", "-inf"),
+    "KimiLinearTopkRouter": ("sigmoid", True, "top2sum", "-inf"),
+    "BailingHybridTopkRouter": ("sigmoid", True, "top2sum", "-inf"),
     "Glm4MoeLiteTopkRouter": ("sigmoid", True, "top2sum", "-inf"),
     "AXK1TopkRouter": ("sigmoid", True, "top2sum", "-inf"),
     "DeepseekV2TopkRouter": ("softmax", False, "max", "0"),  # group_limited_greedy (greedy: no groups)

@@ -55,25 +55,25 @@ template <class TX, class TY, int W> __device__ __forceinline__ void softcap(con
   for_element<W>(a.i[S::Rows], [&](long long i, long long, long long) { st(y, i, cap * tanhf(ld(x, i) / cap)); });
 }
 
-// x * sigmoid(g); with PER_ROW, g has one column.
-template <class TX, class TG, class TY, int W, bool PER_ROW> __device__ __forceinline__ void gate(const CbcArgs &a) {
+// x * sigmoid(g), g of GW columns, one per W / GW columns of x.
+template <class TX, class TG, class TY, int W, int GW> __device__ __forceinline__ void gate(const CbcArgs &a) {
   using S = slots::Gate;
   const TX *x = (const TX *)a.p[S::X];
   const TG *g = (const TG *)a.p[S::G];
   TY *y = (TY *)a.p[S::Out];
-  for_element<W>(a.i[S::Rows], [&](long long i, long long r, long long) {
-    st(y, i, ld(x, i) / (1.0f + expf(-ld(g, PER_ROW ? r : i))));
+  for_element<W>(a.i[S::Rows], [&](long long i, long long r, long long c) {
+    st(y, i, ld(x, i) / (1.0f + expf(-ld(g, r * GW + c / (W / GW)))));
   });
 }
 
-// x * g; with PER_ROW, g has one column.
-template <class TX, class TG, class TY, int W, bool PER_ROW> __device__ __forceinline__ void mul(const CbcArgs &a) {
+// x * g, g of GW columns, one per W / GW columns of x.
+template <class TX, class TG, class TY, int W, int GW> __device__ __forceinline__ void mul(const CbcArgs &a) {
   using S = slots::Mul;
   const TX *x = (const TX *)a.p[S::X];
   const TG *g = (const TG *)a.p[S::G];
   TY *y = (TY *)a.p[S::Out];
   for_element<W>(a.i[S::Rows],
-                 [&](long long i, long long r, long long) { st(y, i, ld(x, i) * ld(g, PER_ROW ? r : i)); });
+                 [&](long long i, long long r, long long c) { st(y, i, ld(x, i) * ld(g, r * GW + c / (W / GW))); });
 }
 
 // A GLU over rows of 2I: gate and up as halves or interleaved columns.

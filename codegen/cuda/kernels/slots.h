@@ -41,6 +41,7 @@ inline constexpr int kMoeTileM = 16, kMoeTileN = 32, kMoeTileK = 32, kMoeThreads
 inline constexpr int kSsdThreads = 128, kSsdRows = 16; // threads, head_dim rows per block
 inline constexpr int kGatedDeltaWarps = 4, kGatedDeltaCols = 32;
 inline constexpr int kLightningWarps = 4, kLightningCols = 32;
+inline constexpr int kKdaWarps = 4, kKdaCols = 32;
 
 namespace slots {
 
@@ -199,6 +200,11 @@ struct GatedDelta {
   enum Ptr { Q, K, V, A, B, ALog, DtBias, CuSeqlens, Slots, HasInitial, Pool, Out, NumPtr };
   enum Int { NumInt };
   enum Flt { BetaScale, QScale, NumFlt };
+};
+struct Kda {
+  enum Ptr { Q, K, V, F, B, ALog, DtBias, CuSeqlens, Slots, HasInitial, Pool, Out, NumPtr };
+  enum Int { NumInt };
+  enum Flt { LowerBound, QScale, NumFlt };
 };
 struct Ssd {
   enum Ptr { X, Dt, B, C, ALog, DtBias, D, CuSeqlens, Slots, HasInitial, Pool, Out, NumPtr };

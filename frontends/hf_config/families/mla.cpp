@@ -2,6 +2,7 @@
 // their attention. Each layer caches a normed latent and one roped key shared by all heads.
 #include "frontends/hf_config/families/families.h"
 #include "frontends/hf_config/families/helpers.h"
+#include "frontends/hf_config/families/mla.h"
 #include "frontends/hf_config/parse_config.h"
 
 #include <cmath>
@@ -10,12 +11,6 @@
 namespace cbc::hf {
 
 namespace {
-
-// A config class's MLA sizes when config.json leaves them out.
-struct MlaDefaults {
-  int64_t q_lora_rank = 1536, kv_lora_rank = 512, nope = 128, rope = 64, v = 128;
-  RopeDicts (*rope_dicts)(const ConfigReader &) = nullptr; // the family's own rope dictionaries
-};
 
 // YaRN's attention-entropy correction: with a non-default RoPE and a truthy mscale_all_dim, the
 // softmax scale is multiplied by mscale(factor, mscale_all_dim)^2 (yarn_apply_mscale).
@@ -49,6 +44,8 @@ RopeDicts mistral4RopeDicts(const ConfigReader &r) {
   return dicts;
 }
 
+} // namespace
+
 // The MLA sizes, the softmax scale and the rope pairing; every layer is latent attention.
 void parseMla(const ConfigReader &r, ModelSpec &s, const MlaDefaults &d, bool interleaveByDefault) {
   MlaSpec &m = s.mla;
@@ -71,24 +68,8 @@ void parseMla(const ConfigReader &r, ModelSpec &s, const MlaDefaults &d, bool in
 
 // ----- the DeepSeek-style MoE --------------------------------------------------------------------
 
-// How a family's router turns logits into weights.
-struct RouterRule {
-  std::string score;          // softmax or sigmoid
-  std::string group_score;    // top2_sum or max; empty: no groups
-  std::string group_fill;     // neg_inf or zero
-  bool renorm_key = true;     // norm_topk_prob decides renormalisation (DeepSeek-V2 never renormalises)
-  bool selection_bias = true; // e_score_correction_bias steers the choice
-};
-
 // Routed experts under mlp.experts.{e} (per expert, or fused [E, 2I, H] / [E, H, I]), the
 // router mlp.gate and the shared experts' one MLP of width moe_intermediate_size * n_shared.
-// A config class's MoE sizes when config.json leaves them out.
-struct MoeDefaults {
-  int64_t experts = 256, top_k = 8, groups = 8, keep = 4, intermediate = 2048, shared = 1;
-  double scaling = 2.5;
-  bool fused = false; // mlp.experts.gate_up_proj [E, 2I, H] and down_proj [E, H, I]
-};
-
 void parseDeepseekMoe(const ConfigReader &r, ModelSpec &s, const RouterRule &rule, const MoeDefaults &d) {
   MoeSpec &m = s.moe;
   parseExperts(r, {.count = "n_routed_experts", .experts = d.experts, .top_k = d.top_k, .count_name = "n_routed_experts"},
@@ -152,6 +133,8 @@ void moeByLayerTypes(const ConfigReader &r, ModelSpec &s, const std::function<bo
 }
 
 const RouterRule kSigmoidGroups = {.score = "sigmoid", .group_score = "top2_sum", .group_fill = "neg_inf"};
+
+namespace {
 
 // DeepSeek-V3 (and Kimi K2, which names its published config kimi_k2): sigmoid routing with a
 // correction bias over groups scored by their top-2 sum.

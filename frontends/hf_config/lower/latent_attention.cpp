@@ -47,7 +47,8 @@ Value StepBuilder::latentAttention(Value x, const AttnSite &site, int64_t layer,
                             {.parts = {{site.hf + "kv_a_layernorm.weight"}}, .row_scales = scales({{r, m.latent_scale}})});
   Value latent = norm(kvParts[0], latentNorm, std::nullopt, m.norm_eps);
   Value qRope = qParts[1], kRope = kvParts[1];
-  if (m.rope_dim > 0) {
+  // A NoPE layer still has the shared key part, unrotated (Kimi Linear).
+  if (m.rope_dim > 0 && !L.nope) {
     qRope = rope(L.rope, qRope);
     kRope = rope(L.rope, kRope);
   }
@@ -71,6 +72,10 @@ Value StepBuilder::latentAttention(Value x, const AttnSite &site, int64_t layer,
                                         retention, IntegerAttr())
                 .getResult();
   o = headLinear(o, m.nope_dim, m.v_dim, false);
+  if (m.head_gate)
+    o = GateOp::create(b_, loc_, rows(H * m.v_dim), o,
+                       linear(x, weight(site.prog + "head_gate", {H, site.in}, site.hf + "g_proj.weight")))
+            .getResult();
   Value oBias;
   if (m.bias)
     oBias = weight(site.prog + "o_bias", {spec_.hidden_size}, site.hf + spec_.names.o_proj + ".bias");

@@ -145,6 +145,8 @@ Value StepBuilder::mixer(int64_t layer, Value x) {
     return sharedBlock(layer, x);
   case LayerKind::LatentAttention:
     return latentAttention(layer, x);
+  case LayerKind::Kda:
+    return kdaAttention(layer, x);
   case LayerKind::None:
     break;
   }

@@ -68,6 +68,7 @@ private:
   Value latentQuery(Value x, const AttnSite &site);
   Value gatedDeltaNet(int64_t layer, Value x);
   Value lightningAttention(int64_t layer, Value x);
+  Value kdaAttention(int64_t layer, Value x); // kda.cpp
   Value shortConv(int64_t layer, Value x);
   Value mamba2(int64_t layer, Value x) { return mamba2(layer, x, spec_.names.mamba); }
   Value mamba2(int64_t layer, Value x, const std::string &module);

@@ -411,9 +411,10 @@ func.func @softcap_cap(%x: tensor<?x8xf32>) {
 
 // -----
 
-func.func @gate_width(%x: tensor<?x8xf32>, %g: tensor<?x2xf32>) {
-  // expected-error @+1 {{'cbc.math.gate' op gate width must be 1 or the input width}}
-  %0 = cbc.math.gate %x, %g : tensor<?x8xf32>, tensor<?x2xf32> -> tensor<?x8xf32>
+// 3 gates cannot split 8 columns into equal groups.
+func.func @gate_width(%x: tensor<?x8xf32>, %g: tensor<?x3xf32>) {
+  // expected-error @+1 {{'cbc.math.gate' op gate width must divide the input width}}
+  %0 = cbc.math.gate %x, %g : tensor<?x8xf32>, tensor<?x3xf32> -> tensor<?x8xf32>
   return
 }
 
@@ -428,9 +429,9 @@ func.func @gate_result(%x: tensor<?x8xf32>, %g: tensor<?x1xf32>) {
 // -----
 
 // A plain product: the widths are checked.
-func.func @gate_none_width(%x: tensor<?x8xf32>, %g: tensor<?x4xf32>) {
-  // expected-error @+1 {{'cbc.math.mul' op gate width must be 1 or the input width}}
-  %0 = cbc.math.mul %x, %g : tensor<?x8xf32>, tensor<?x4xf32> -> tensor<?x8xf32>
+func.func @gate_none_width(%x: tensor<?x8xf32>, %g: tensor<?x5xf32>) {
+  // expected-error @+1 {{'cbc.math.mul' op gate width must divide the input width}}
+  %0 = cbc.math.mul %x, %g : tensor<?x8xf32>, tensor<?x5xf32> -> tensor<?x8xf32>
   return
 }
 
@@ -2226,6 +2227,9 @@ func.func private @model_block_without_fp8() attributes {test.m = #cbc.model<mod
 func.func @lightning_zero_head_dim(%q: tensor<?x8xf32>, %i: tensor<?xi32>) {
   // expected-error @+1 {{'cbc.state.lightning' op num_heads and head_dim must be positive}}
   %0 = cbc.state.lightning %q, %q, %q, %i, %i, %i {layer = 0 : i64, num_heads = 2 : i64, head_dim = 0 : i64, decay = array<f64: 0.5, 0.25>} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+func.func @kda_zero_heads(%q: tensor<?x8xf32>, %v: tensor<?x6xf32>, %b: tensor<?x2xf32>, %w: tensor<2xf32>, %dt: tensor<8xf32>, %i: tensor<?xi32>) {
+  // expected-error @+1 {{'cbc.state.kda' op num_heads, k_dim and v_dim must be positive}}
+  %0 = cbc.state.kda %q, %q, %v, %q, %b, %w, %dt, %i, %i, %i {layer = 0 : i64, num_heads = 0 : i64, k_dim = 4 : i64, v_dim = 3 : i64, gate = #cbc.decay_gate<softplus>} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x6xf32>, tensor<?x8xf32>, tensor<?x2xf32>, tensor<2xf32>, tensor<8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x6xf32>
   return
 }
 
@@ -2235,6 +2239,10 @@ func.func @lightning_zero_head_dim(%q: tensor<?x8xf32>, %i: tensor<?xi32>) {
 func.func @lightning_v_width(%q: tensor<?x8xf32>, %v: tensor<?x6xf32>, %i: tensor<?xi32>) {
   // expected-error @+1 {{'cbc.state.lightning' op q, k and v must be [T, num_heads * head_dim]}}
   %0 = cbc.state.lightning %q, %q, %v, %i, %i, %i {layer = 0 : i64, num_heads = 2 : i64, head_dim = 4 : i64, decay = array<f64: 0.5, 0.25>} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x6xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+// v is [T, 6] but v_dim 2 asks for [T, 4].
+func.func @kda_q_width(%q: tensor<?x8xf32>, %v: tensor<?x6xf32>, %b: tensor<?x2xf32>, %w: tensor<2xf32>, %dt: tensor<8xf32>, %i: tensor<?xi32>) {
+  // expected-error @+1 {{'cbc.state.kda' op q and k must be [T, num_heads * k_dim] and v [T, num_heads * v_dim]}}
+  %0 = cbc.state.kda %q, %q, %v, %q, %b, %w, %dt, %i, %i, %i {layer = 0 : i64, num_heads = 2 : i64, k_dim = 4 : i64, v_dim = 2 : i64, gate = #cbc.decay_gate<softplus>} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x6xf32>, tensor<?x8xf32>, tensor<?x2xf32>, tensor<2xf32>, tensor<8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x4xf32>
   return
 }
 
@@ -2244,6 +2252,9 @@ func.func @lightning_v_width(%q: tensor<?x8xf32>, %v: tensor<?x6xf32>, %i: tenso
 func.func @lightning_result_width(%q: tensor<?x8xf32>, %i: tensor<?xi32>) {
   // expected-error @+1 {{'cbc.state.lightning' op result width must be num_heads * head_dim}}
   %0 = cbc.state.lightning %q, %q, %q, %i, %i, %i {layer = 0 : i64, num_heads = 2 : i64, head_dim = 4 : i64, decay = array<f64: 0.5, 0.25>} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x4xf32>
+func.func @kda_result_width(%q: tensor<?x8xf32>, %v: tensor<?x6xf32>, %b: tensor<?x2xf32>, %w: tensor<2xf32>, %dt: tensor<8xf32>, %i: tensor<?xi32>) {
+  // expected-error @+1 {{'cbc.state.kda' op result width must be num_heads * v_dim}}
+  %0 = cbc.state.kda %q, %q, %v, %q, %b, %w, %dt, %i, %i, %i {layer = 0 : i64, num_heads = 2 : i64, k_dim = 4 : i64, v_dim = 3 : i64, gate = #cbc.decay_gate<softplus>} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x6xf32>, tensor<?x8xf32>, tensor<?x2xf32>, tensor<2xf32>, tensor<8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
   return
 }
 
@@ -2253,6 +2264,9 @@ func.func @lightning_result_width(%q: tensor<?x8xf32>, %i: tensor<?xi32>) {
 func.func @lightning_decay_count(%q: tensor<?x8xf32>, %i: tensor<?xi32>) {
   // expected-error @+1 {{'cbc.state.lightning' op decay must have num_heads entries}}
   %0 = cbc.state.lightning %q, %q, %q, %i, %i, %i {layer = 0 : i64, num_heads = 2 : i64, head_dim = 4 : i64, decay = array<f64: 0.5>} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+func.func @kda_missing_gate(%q: tensor<?x8xf32>, %v: tensor<?x6xf32>, %b: tensor<?x2xf32>, %w: tensor<2xf32>, %dt: tensor<8xf32>, %i: tensor<?xi32>) {
+  // expected-error @+1 {{'cbc.state.kda' op requires attribute 'gate'}}
+  %0 = cbc.state.kda %q, %q, %v, %q, %b, %w, %dt, %i, %i, %i {layer = 0 : i64, num_heads = 2 : i64, k_dim = 4 : i64, v_dim = 3 : i64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x6xf32>, tensor<?x8xf32>, tensor<?x2xf32>, tensor<2xf32>, tensor<8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x6xf32>
   return
 }
 
@@ -2262,6 +2276,9 @@ func.func @lightning_decay_count(%q: tensor<?x8xf32>, %i: tensor<?xi32>) {
 func.func @lightning_negative_decay(%q: tensor<?x8xf32>, %i: tensor<?xi32>) {
   // expected-error @+1 {{'cbc.state.lightning' op decay rates must be finite and not negative}}
   %0 = cbc.state.lightning %q, %q, %q, %i, %i, %i {layer = 0 : i64, num_heads = 2 : i64, head_dim = 4 : i64, decay = array<f64: 0.5, -0.25>} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+func.func @kda_lower_bound_without_bounded(%q: tensor<?x8xf32>, %v: tensor<?x6xf32>, %b: tensor<?x2xf32>, %w: tensor<2xf32>, %dt: tensor<8xf32>, %i: tensor<?xi32>) {
+  // expected-error @+1 {{'cbc.state.kda' op lower_bound is given with the bounded_sigmoid gate and only with it}}
+  %0 = cbc.state.kda %q, %q, %v, %q, %b, %w, %dt, %i, %i, %i {layer = 0 : i64, num_heads = 2 : i64, k_dim = 4 : i64, v_dim = 3 : i64, gate = #cbc.decay_gate<softplus>, lower_bound = -5.0 : f64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x6xf32>, tensor<?x8xf32>, tensor<?x2xf32>, tensor<2xf32>, tensor<8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x6xf32>
   return
 }
 
@@ -2271,5 +2288,50 @@ func.func @lightning_negative_decay(%q: tensor<?x8xf32>, %i: tensor<?xi32>) {
 func.func @lightning_no_decay(%q: tensor<?x8xf32>, %i: tensor<?xi32>) {
   // expected-error @+1 {{'cbc.state.lightning' op requires attribute 'decay'}}
   %0 = cbc.state.lightning %q, %q, %q, %i, %i, %i {layer = 0 : i64, num_heads = 2 : i64, head_dim = 4 : i64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+func.func @kda_bounded_without_lower_bound(%q: tensor<?x8xf32>, %v: tensor<?x6xf32>, %b: tensor<?x2xf32>, %w: tensor<2xf32>, %dt: tensor<8xf32>, %i: tensor<?xi32>) {
+  // expected-error @+1 {{'cbc.state.kda' op lower_bound is given with the bounded_sigmoid gate and only with it}}
+  %0 = cbc.state.kda %q, %q, %v, %q, %b, %w, %dt, %i, %i, %i {layer = 0 : i64, num_heads = 2 : i64, k_dim = 4 : i64, v_dim = 3 : i64, gate = #cbc.decay_gate<bounded_sigmoid>} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x6xf32>, tensor<?x8xf32>, tensor<?x2xf32>, tensor<2xf32>, tensor<8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x6xf32>
+  return
+}
+
+// -----
+
+func.func @kda_positive_lower_bound(%q: tensor<?x8xf32>, %v: tensor<?x6xf32>, %b: tensor<?x2xf32>, %w: tensor<2xf32>, %dt: tensor<8xf32>, %i: tensor<?xi32>) {
+  // expected-error @+1 {{'cbc.state.kda' op lower_bound must be negative}}
+  %0 = cbc.state.kda %q, %q, %v, %q, %b, %w, %dt, %i, %i, %i {layer = 0 : i64, num_heads = 2 : i64, k_dim = 4 : i64, v_dim = 3 : i64, gate = #cbc.decay_gate<bounded_sigmoid>, lower_bound = 1.0 : f64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x6xf32>, tensor<?x8xf32>, tensor<?x2xf32>, tensor<2xf32>, tensor<8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x6xf32>
+  return
+}
+
+// -----
+
+// f must have a gate input per key channel.
+func.func @kda_f_width(%q: tensor<?x8xf32>, %v: tensor<?x6xf32>, %f: tensor<?x2xf32>, %w: tensor<2xf32>, %dt: tensor<8xf32>, %i: tensor<?xi32>) {
+  // expected-error @+1 {{'cbc.state.kda' op f must be [T, num_heads * k_dim]}}
+  %0 = cbc.state.kda %q, %q, %v, %f, %f, %w, %dt, %i, %i, %i {layer = 0 : i64, num_heads = 2 : i64, k_dim = 4 : i64, v_dim = 3 : i64, gate = #cbc.decay_gate<softplus>} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x6xf32>, tensor<?x2xf32>, tensor<?x2xf32>, tensor<2xf32>, tensor<8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x6xf32>
+  return
+}
+
+// -----
+
+func.func @kda_b_width(%q: tensor<?x8xf32>, %v: tensor<?x6xf32>, %w: tensor<2xf32>, %dt: tensor<8xf32>, %i: tensor<?xi32>) {
+  // expected-error @+1 {{'cbc.state.kda' op b must be [T, num_heads]}}
+  %0 = cbc.state.kda %q, %q, %v, %q, %q, %w, %dt, %i, %i, %i {layer = 0 : i64, num_heads = 2 : i64, k_dim = 4 : i64, v_dim = 3 : i64, gate = #cbc.decay_gate<softplus>} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x6xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<2xf32>, tensor<8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x6xf32>
+  return
+}
+
+// -----
+
+func.func @kda_a_log_size(%q: tensor<?x8xf32>, %v: tensor<?x6xf32>, %b: tensor<?x2xf32>, %dt: tensor<8xf32>, %i: tensor<?xi32>) {
+  // expected-error @+1 {{'cbc.state.kda' op A_log must have num_heads entries}}
+  %0 = cbc.state.kda %q, %q, %v, %q, %b, %dt, %dt, %i, %i, %i {layer = 0 : i64, num_heads = 2 : i64, k_dim = 4 : i64, v_dim = 3 : i64, gate = #cbc.decay_gate<softplus>} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x6xf32>, tensor<?x8xf32>, tensor<?x2xf32>, tensor<8xf32>, tensor<8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x6xf32>
+  return
+}
+
+// -----
+
+// dt_bias is per key channel, not per head as in the gated delta rule.
+func.func @kda_dt_bias_size(%q: tensor<?x8xf32>, %v: tensor<?x6xf32>, %b: tensor<?x2xf32>, %w: tensor<2xf32>, %i: tensor<?xi32>) {
+  // expected-error @+1 {{'cbc.state.kda' op dt_bias must have num_heads * k_dim entries}}
+  %0 = cbc.state.kda %q, %q, %v, %q, %b, %w, %w, %i, %i, %i {layer = 0 : i64, num_heads = 2 : i64, k_dim = 4 : i64, v_dim = 3 : i64, gate = #cbc.decay_gate<softplus>} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x6xf32>, tensor<?x8xf32>, tensor<?x2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x6xf32>
   return
 }

@@ -54,10 +54,15 @@ func.func @dense(%tok: tensor<?xi32>, %table: tensor<16x8xbf16>, %w: tensor<12x8
   %gt = cbc.math.gate %c, %c : tensor<?x8xf32>, tensor<?x8xf32> -> tensor<?x8xf32>
   // CHECK: %{{[a-z0-9_#]+}}:2 = cbc.math.split %{{[a-z0-9_#]+}} : tensor<?x8xf32> -> tensor<?x1xf32>, tensor<?x7xf32>
   %g1:2 = cbc.math.split %a : tensor<?x8xf32> -> tensor<?x1xf32>, tensor<?x7xf32>
+  // CHECK: %{{[a-z0-9_#]+}}:2 = cbc.math.split %{{[a-z0-9_#]+}} : tensor<?x8xf32> -> tensor<?x2xf32>, tensor<?x6xf32>
+  %lb2:2 = cbc.math.split %a : tensor<?x8xf32> -> tensor<?x2xf32>, tensor<?x6xf32>
   // CHECK: %{{[a-z0-9_#]+}} = cbc.math.gate %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}} : tensor<?x8xf32>, tensor<?x1xf32> -> tensor<?x8xf32>
   %gt1 = cbc.math.gate %gt, %g1#0 : tensor<?x8xf32>, tensor<?x1xf32> -> tensor<?x8xf32>
+  // One gate per head: 2 gates over 8 columns, each scaling 4.
+  // CHECK: %{{[a-z0-9_#]+}} = cbc.math.gate %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}} : tensor<?x8xf32>, tensor<?x2xf32> -> tensor<?x8xf32>
+  %gh = cbc.math.gate %gt1, %lb2#0 : tensor<?x8xf32>, tensor<?x2xf32> -> tensor<?x8xf32>
   // CHECK: %{{[a-z0-9_#]+}} = cbc.math.mul %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}} : tensor<?x8xf32>, tensor<?x1xf32> -> tensor<?x8xf32>
-  %m1 = cbc.math.mul %gt1, %g1#0 : tensor<?x8xf32>, tensor<?x1xf32> -> tensor<?x8xf32>
+  %m1 = cbc.math.mul %gh, %g1#0 : tensor<?x8xf32>, tensor<?x1xf32> -> tensor<?x8xf32>
   // CHECK: %{{[a-z0-9_#]+}} = cbc.math.mul %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}} : tensor<?x8xf32>, tensor<?x8xf32> -> tensor<?x8xf32>
   %m = cbc.math.mul %m1, %c : tensor<?x8xf32>, tensor<?x8xf32> -> tensor<?x8xf32>
   return %m : tensor<?x8xf32>
@@ -250,6 +255,17 @@ func.func @lightning_scan(%q: tensor<?x8xf32>, %cu: tensor<?xi32>, %slots: tenso
   // CHECK: cbc.state.lightning %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}} {decay = array<f64: 5.000000e-01, 0.000000e+00>, head_dim = 4 : i64, layer = 3 : i64, num_heads = 2 : i64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
   %0 = cbc.state.lightning %q, %q, %q, %cu, %slots, %init {layer = 3 : i64, num_heads = 2 : i64, head_dim = 4 : i64, decay = array<f64: 0.5, 0.0>} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
   return %0 : tensor<?x8xf32>
+// A KDA scan: 2 heads, k_dim 4 and v_dim 3, so q, k and f are [T, 8], v is [T, 6], b is [T, 2],
+// dt_bias has a bias per key channel and the result is [T, 6].
+// CHECK-LABEL: func.func @kda_scan
+func.func @kda_scan(%q: tensor<?x8xf32>, %v: tensor<?x6xf32>, %b: tensor<?x2xf32>, %alog: tensor<2xf32>,
+                    %dt: tensor<8xf32>, %cu: tensor<?xi32>, %slots: tensor<?xi32>, %init: tensor<?xi32>) -> (tensor<?x6xf32>, tensor<?x6xf32>) {
+  // CHECK: cbc.state.kda {{.*}} {gate = #cbc.decay_gate<softplus>, k_dim = 4 : i64, layer = 0 : i64, num_heads = 2 : i64, v_dim = 3 : i64}
+  %0 = cbc.state.kda %q, %q, %v, %q, %b, %alog, %dt, %cu, %slots, %init {layer = 0 : i64, num_heads = 2 : i64, k_dim = 4 : i64, v_dim = 3 : i64, gate = #cbc.decay_gate<softplus>} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x6xf32>, tensor<?x8xf32>, tensor<?x2xf32>, tensor<2xf32>, tensor<8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x6xf32>
+  // The bounded gate with its lower bound.
+  // CHECK: cbc.state.kda {{.*}} {gate = #cbc.decay_gate<bounded_sigmoid>, k_dim = 4 : i64, layer = 2 : i64, lower_bound = -5.000000e+00 : f64, num_heads = 2 : i64, v_dim = 3 : i64}
+  %1 = cbc.state.kda %q, %q, %v, %q, %b, %alog, %dt, %cu, %slots, %init {layer = 2 : i64, num_heads = 2 : i64, k_dim = 4 : i64, v_dim = 3 : i64, gate = #cbc.decay_gate<bounded_sigmoid>, lower_bound = -5.0 : f64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x6xf32>, tensor<?x8xf32>, tensor<?x2xf32>, tensor<2xf32>, tensor<8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x6xf32>
+  return %0, %1 : tensor<?x6xf32>, tensor<?x6xf32>
 }
 
 // Weight transforms for per-head projections and constant multipliers: zamba's x_proj_weight

@@ -1,0 +1,50 @@
+// The MLA attention and the DeepSeek-style MoE that several family groups build on (mla.cpp,
+// kda.cpp).
+#ifndef CBC_FRONTENDS_HF_CONFIG_FAMILIES_MLA_H
+#define CBC_FRONTENDS_HF_CONFIG_FAMILIES_MLA_H
+
+#include "frontends/hf_config/family_registry.h"
+
+#include <functional>
+
+namespace cbc::hf {
+
+// A config class's MLA sizes when config.json leaves them out.
+struct MlaDefaults {
+  int64_t q_lora_rank = 1536, kv_lora_rank = 512, nope = 128, rope = 64, v = 128;
+  RopeDicts (*rope_dicts)(const ConfigReader &) = nullptr; // the family's own rope dictionaries
+};
+
+// The MLA sizes, the softmax scale and the rope pairing; every layer is latent attention.
+void parseMla(const ConfigReader &r, ModelSpec &s, const MlaDefaults &d, bool interleaveByDefault);
+
+// How a family's router turns logits into weights.
+struct RouterRule {
+  std::string score;          // softmax or sigmoid
+  std::string group_score;    // top2_sum or max; empty: no groups
+  std::string group_fill;     // neg_inf or zero
+  bool renorm_key = true;     // norm_topk_prob decides renormalisation (DeepSeek-V2 never renormalises)
+  bool selection_bias = true; // e_score_correction_bias steers the choice
+};
+
+// A config class's MoE sizes when config.json leaves them out.
+struct MoeDefaults {
+  int64_t experts = 256, top_k = 8, groups = 8, keep = 4, intermediate = 2048, shared = 1;
+  double scaling = 2.5;
+  bool fused = false; // mlp.experts.gate_up_proj [E, 2I, H] and down_proj [E, H, I]
+};
+
+// Routed experts under mlp.experts.{e} (per expert, or fused), the router mlp.gate and the
+// shared experts' one MLP of width moe_intermediate_size * n_shared.
+void parseDeepseekMoe(const ConfigReader &r, ModelSpec &s, const RouterRule &rule, const MoeDefaults &d);
+// Layers from first_k_dense_replace on are MoE.
+void moeFrom(const ConfigReader &r, ModelSpec &s, int64_t fallback);
+// mlp_layer_types ("dense" / "sparse"), else `sparse(i)`.
+void moeByLayerTypes(const ConfigReader &r, ModelSpec &s, const std::function<bool(int64_t)> &sparse);
+
+// DeepSeek-V3's router: sigmoid scores with a correction bias, groups scored by their top-2 sum.
+extern const RouterRule kSigmoidGroups;
+
+} // namespace cbc::hf
+
+#endif
