@@ -147,32 +147,6 @@ TEST(GatedDelta, ScanInPiecesEqualsWholeSequence) {
     }
 }
 
-// Lightning attention's recurrence by its definition: two tokens, d = 1.
-TEST(Lightning, RecurrenceIsTheDecayedOuterProductSum) {
-  float q[2] = {2, -1}, k[2] = {3, 5}, v[2] = {0.5f, 2}, S = 1.0f, out[2];
-  float s = 0.25f, r = std::exp(-s);
-  lightningRecurrent(2, q, k, v, s, 1, 1, &S, out);
-  float S1 = r * 1.0f + 3 * 0.5f, S2 = r * S1 + 5 * 2;
-  EXPECT_FLOAT_EQ(out[0], 2 * S1);
-  EXPECT_FLOAT_EQ(out[1], -1 * S2);
-  EXPECT_FLOAT_EQ(S, S2);
-}
-
-// Every block size, including 1 and sizes that do not divide the sequence, is the recurrence,
-// from a non-zero state, with rows strided as in the packed [T, H*d] layout.
-TEST(Lightning, BlockFormEqualsRecurrence) {
-  int64_t n = 77, d = 8, stride = 3 * d;
-  for (float decay : {0.0f, 0.03f, 0.7f, 6.0f}) { // 6: exp(-decay * i) underflows within a block
-    std::mt19937 rng(5);
-    auto q = randoms(n * stride, rng), k = randoms(n * stride, rng), v = randoms(n * stride, rng, -2.0f, 2.0f);
-    auto state = randoms(d * d, rng);
-    std::vector<float> wantS = state, want(n * stride, 0.0f);
-    lightningRecurrent(n, q.data(), k.data(), v.data(), decay, d, stride, wantS.data(), want.data());
-    for (int64_t block : {1, 5, 16, 64, 128}) {
-      std::vector<float> S = state, out(n * stride, 0.0f);
-      lightningBlocks(n, q.data(), k.data(), v.data(), decay, d, stride, S.data(), out.data(), block);
-      EXPECT_LE(maxRelDiff(out, want), 2e-5) << "decay " << decay << ", block " << block;
-      EXPECT_LE(maxRelDiff(S, wantS), 2e-5) << "decay " << decay << ", block " << block;
 // ----- Kimi delta attention: a log decay per key channel -----
 
 // As HeadInputs, with log decays per channel [n, dk].
@@ -200,32 +174,6 @@ TEST(Kda, ChunkedFormEqualsRecurrence) {
   }
 }
 
-TEST(Lightning, ScanInPiecesEqualsWholeSequence) {
-  LightningParams p;
-  p.heads = 3, p.head_dim = 6, p.decay = {0.9f, 0.12f, 0.004f};
-  std::mt19937 rng(13);
-  int64_t n = 150, w = p.heads * p.head_dim, stateElems = p.heads * p.head_dim * p.head_dim;
-  auto q = randoms(n * w, rng), k = randoms(n * w, rng), v = randoms(n * w, rng);
-  auto run = [&](const std::vector<int64_t> &cuts, int64_t block) {
-    std::vector<float> pool(2 * stateElems, 123.0f), out(n * w, NAN);
-    runInPieces(n, cuts, 1, [&](const StateRows &rows, int64_t begin, int64_t) {
-      lightningScan(&q[begin * w], &k[begin * w], &v[begin * w], p, rows, pool.data(), &out[begin * w], serial,
-                    block);
-    });
-    for (int64_t i = 0; i < stateElems; ++i)
-      EXPECT_EQ(pool[i], 123.0f) << "another request's slot was written";
-    pool.erase(pool.begin(), pool.begin() + stateElems);
-    return std::make_pair(out, pool);
-  };
-  std::vector<int64_t> everyToken(n - 1);
-  std::iota(everyToken.begin(), everyToken.end(), 1);
-  auto [wantOut, wantState] = run(everyToken, 64); // token by token: the decode path throughout
-  for (auto cuts : std::vector<std::vector<int64_t>>{{}, {7, 14, 21, 100}, {64}, {1, 65, 66}, {30, 129}})
-    for (int64_t block : {1, 7, 64}) {
-      auto [out, state] = run(cuts, block);
-      EXPECT_LE(maxRelDiff(out, wantOut), 2e-5) << cuts.size() << " cuts, block " << block;
-      EXPECT_LE(maxRelDiff(state, wantState), 2e-5) << cuts.size() << " cuts, block " << block;
-    }
 // The whole op in double precision, straight from its definition (CbcOps.td): the gates, the
 // normalisation and S = diag(exp(g)) S; S += k (beta (v - S^T k))^T; o = S^T q.
 std::vector<double> kdaDefinition(int64_t n, const std::vector<float> &q, const std::vector<float> &k,
@@ -311,6 +259,64 @@ TEST(Kda, FreshRequestIgnoresStaleSlot) {
     EXPECT_EQ(a, c) << n << " rows";
     EXPECT_EQ(clean, stale) << n << " rows";
   }
+}
+
+// Lightning attention's recurrence by its definition: two tokens, d = 1.
+TEST(Lightning, RecurrenceIsTheDecayedOuterProductSum) {
+  float q[2] = {2, -1}, k[2] = {3, 5}, v[2] = {0.5f, 2}, S = 1.0f, out[2];
+  float s = 0.25f, r = std::exp(-s);
+  lightningRecurrent(2, q, k, v, s, 1, 1, &S, out);
+  float S1 = r * 1.0f + 3 * 0.5f, S2 = r * S1 + 5 * 2;
+  EXPECT_FLOAT_EQ(out[0], 2 * S1);
+  EXPECT_FLOAT_EQ(out[1], -1 * S2);
+  EXPECT_FLOAT_EQ(S, S2);
+}
+
+// Every block size, including 1 and sizes that do not divide the sequence, is the recurrence,
+// from a non-zero state, with rows strided as in the packed [T, H*d] layout.
+TEST(Lightning, BlockFormEqualsRecurrence) {
+  int64_t n = 77, d = 8, stride = 3 * d;
+  for (float decay : {0.0f, 0.03f, 0.7f, 6.0f}) { // 6: exp(-decay * i) underflows within a block
+    std::mt19937 rng(5);
+    auto q = randoms(n * stride, rng), k = randoms(n * stride, rng), v = randoms(n * stride, rng, -2.0f, 2.0f);
+    auto state = randoms(d * d, rng);
+    std::vector<float> wantS = state, want(n * stride, 0.0f);
+    lightningRecurrent(n, q.data(), k.data(), v.data(), decay, d, stride, wantS.data(), want.data());
+    for (int64_t block : {1, 5, 16, 64, 128}) {
+      std::vector<float> S = state, out(n * stride, 0.0f);
+      lightningBlocks(n, q.data(), k.data(), v.data(), decay, d, stride, S.data(), out.data(), block);
+      EXPECT_LE(maxRelDiff(out, want), 2e-5) << "decay " << decay << ", block " << block;
+      EXPECT_LE(maxRelDiff(S, wantS), 2e-5) << "decay " << decay << ", block " << block;
+    }
+  }
+}
+
+TEST(Lightning, ScanInPiecesEqualsWholeSequence) {
+  LightningParams p;
+  p.heads = 3, p.head_dim = 6, p.decay = {0.9f, 0.12f, 0.004f};
+  std::mt19937 rng(13);
+  int64_t n = 150, w = p.heads * p.head_dim, stateElems = p.heads * p.head_dim * p.head_dim;
+  auto q = randoms(n * w, rng), k = randoms(n * w, rng), v = randoms(n * w, rng);
+  auto run = [&](const std::vector<int64_t> &cuts, int64_t block) {
+    std::vector<float> pool(2 * stateElems, 123.0f), out(n * w, NAN);
+    runInPieces(n, cuts, 1, [&](const StateRows &rows, int64_t begin, int64_t) {
+      lightningScan(&q[begin * w], &k[begin * w], &v[begin * w], p, rows, pool.data(), &out[begin * w], serial,
+                    block);
+    });
+    for (int64_t i = 0; i < stateElems; ++i)
+      EXPECT_EQ(pool[i], 123.0f) << "another request's slot was written";
+    pool.erase(pool.begin(), pool.begin() + stateElems);
+    return std::make_pair(out, pool);
+  };
+  std::vector<int64_t> everyToken(n - 1);
+  std::iota(everyToken.begin(), everyToken.end(), 1);
+  auto [wantOut, wantState] = run(everyToken, 64); // token by token: the decode path throughout
+  for (auto cuts : std::vector<std::vector<int64_t>>{{}, {7, 14, 21, 100}, {64}, {1, 65, 66}, {30, 129}})
+    for (int64_t block : {1, 7, 64}) {
+      auto [out, state] = run(cuts, block);
+      EXPECT_LE(maxRelDiff(out, wantOut), 2e-5) << cuts.size() << " cuts, block " << block;
+      EXPECT_LE(maxRelDiff(state, wantState), 2e-5) << cuts.size() << " cuts, block " << block;
+    }
 }
 
 TEST(Conv1d, InPiecesEqualsWholeSequence) {

@@ -2219,14 +2219,6 @@ func.func private @model_block_without_fp8() attributes {test.m = #cbc.model<mod
 
 // -----
 
-//===----------------------------------------------------------------------===//
-// cbc.state.lightning (2 heads of 4: q, k, v [T, 8])
-//===----------------------------------------------------------------------===//
-
-// Heads of zero width.
-func.func @lightning_zero_head_dim(%q: tensor<?x8xf32>, %i: tensor<?xi32>) {
-  // expected-error @+1 {{'cbc.state.lightning' op num_heads and head_dim must be positive}}
-  %0 = cbc.state.lightning %q, %q, %q, %i, %i, %i {layer = 0 : i64, num_heads = 2 : i64, head_dim = 0 : i64, decay = array<f64: 0.5, 0.25>} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
 func.func @kda_zero_heads(%q: tensor<?x8xf32>, %v: tensor<?x6xf32>, %b: tensor<?x2xf32>, %w: tensor<2xf32>, %dt: tensor<8xf32>, %i: tensor<?xi32>) {
   // expected-error @+1 {{'cbc.state.kda' op num_heads, k_dim and v_dim must be positive}}
   %0 = cbc.state.kda %q, %q, %v, %q, %b, %w, %dt, %i, %i, %i {layer = 0 : i64, num_heads = 0 : i64, k_dim = 4 : i64, v_dim = 3 : i64, gate = #cbc.decay_gate<softplus>} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x6xf32>, tensor<?x8xf32>, tensor<?x2xf32>, tensor<2xf32>, tensor<8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x6xf32>
@@ -2235,10 +2227,6 @@ func.func @kda_zero_heads(%q: tensor<?x8xf32>, %v: tensor<?x6xf32>, %b: tensor<?
 
 // -----
 
-// v of 6 columns.
-func.func @lightning_v_width(%q: tensor<?x8xf32>, %v: tensor<?x6xf32>, %i: tensor<?xi32>) {
-  // expected-error @+1 {{'cbc.state.lightning' op q, k and v must be [T, num_heads * head_dim]}}
-  %0 = cbc.state.lightning %q, %q, %v, %i, %i, %i {layer = 0 : i64, num_heads = 2 : i64, head_dim = 4 : i64, decay = array<f64: 0.5, 0.25>} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x6xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
 // v is [T, 6] but v_dim 2 asks for [T, 4].
 func.func @kda_q_width(%q: tensor<?x8xf32>, %v: tensor<?x6xf32>, %b: tensor<?x2xf32>, %w: tensor<2xf32>, %dt: tensor<8xf32>, %i: tensor<?xi32>) {
   // expected-error @+1 {{'cbc.state.kda' op q and k must be [T, num_heads * k_dim] and v [T, num_heads * v_dim]}}
@@ -2248,10 +2236,6 @@ func.func @kda_q_width(%q: tensor<?x8xf32>, %v: tensor<?x6xf32>, %b: tensor<?x2x
 
 // -----
 
-// A result of 4 columns.
-func.func @lightning_result_width(%q: tensor<?x8xf32>, %i: tensor<?xi32>) {
-  // expected-error @+1 {{'cbc.state.lightning' op result width must be num_heads * head_dim}}
-  %0 = cbc.state.lightning %q, %q, %q, %i, %i, %i {layer = 0 : i64, num_heads = 2 : i64, head_dim = 4 : i64, decay = array<f64: 0.5, 0.25>} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x4xf32>
 func.func @kda_result_width(%q: tensor<?x8xf32>, %v: tensor<?x6xf32>, %b: tensor<?x2xf32>, %w: tensor<2xf32>, %dt: tensor<8xf32>, %i: tensor<?xi32>) {
   // expected-error @+1 {{'cbc.state.kda' op result width must be num_heads * v_dim}}
   %0 = cbc.state.kda %q, %q, %v, %q, %b, %w, %dt, %i, %i, %i {layer = 0 : i64, num_heads = 2 : i64, k_dim = 4 : i64, v_dim = 3 : i64, gate = #cbc.decay_gate<softplus>} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x6xf32>, tensor<?x8xf32>, tensor<?x2xf32>, tensor<2xf32>, tensor<8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
@@ -2260,10 +2244,6 @@ func.func @kda_result_width(%q: tensor<?x8xf32>, %v: tensor<?x6xf32>, %b: tensor
 
 // -----
 
-// One decay rate for two heads.
-func.func @lightning_decay_count(%q: tensor<?x8xf32>, %i: tensor<?xi32>) {
-  // expected-error @+1 {{'cbc.state.lightning' op decay must have num_heads entries}}
-  %0 = cbc.state.lightning %q, %q, %q, %i, %i, %i {layer = 0 : i64, num_heads = 2 : i64, head_dim = 4 : i64, decay = array<f64: 0.5>} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
 func.func @kda_missing_gate(%q: tensor<?x8xf32>, %v: tensor<?x6xf32>, %b: tensor<?x2xf32>, %w: tensor<2xf32>, %dt: tensor<8xf32>, %i: tensor<?xi32>) {
   // expected-error @+1 {{'cbc.state.kda' op requires attribute 'gate'}}
   %0 = cbc.state.kda %q, %q, %v, %q, %b, %w, %dt, %i, %i, %i {layer = 0 : i64, num_heads = 2 : i64, k_dim = 4 : i64, v_dim = 3 : i64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x6xf32>, tensor<?x8xf32>, tensor<?x2xf32>, tensor<2xf32>, tensor<8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x6xf32>
@@ -2272,10 +2252,6 @@ func.func @kda_missing_gate(%q: tensor<?x8xf32>, %v: tensor<?x6xf32>, %b: tensor
 
 // -----
 
-// A negative rate would grow the state without bound.
-func.func @lightning_negative_decay(%q: tensor<?x8xf32>, %i: tensor<?xi32>) {
-  // expected-error @+1 {{'cbc.state.lightning' op decay rates must be finite and not negative}}
-  %0 = cbc.state.lightning %q, %q, %q, %i, %i, %i {layer = 0 : i64, num_heads = 2 : i64, head_dim = 4 : i64, decay = array<f64: 0.5, -0.25>} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
 func.func @kda_lower_bound_without_bounded(%q: tensor<?x8xf32>, %v: tensor<?x6xf32>, %b: tensor<?x2xf32>, %w: tensor<2xf32>, %dt: tensor<8xf32>, %i: tensor<?xi32>) {
   // expected-error @+1 {{'cbc.state.kda' op lower_bound is given with the bounded_sigmoid gate and only with it}}
   %0 = cbc.state.kda %q, %q, %v, %q, %b, %w, %dt, %i, %i, %i {layer = 0 : i64, num_heads = 2 : i64, k_dim = 4 : i64, v_dim = 3 : i64, gate = #cbc.decay_gate<softplus>, lower_bound = -5.0 : f64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x6xf32>, tensor<?x8xf32>, tensor<?x2xf32>, tensor<2xf32>, tensor<8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x6xf32>
@@ -2284,10 +2260,6 @@ func.func @kda_lower_bound_without_bounded(%q: tensor<?x8xf32>, %v: tensor<?x6xf
 
 // -----
 
-// Without the decay rates.
-func.func @lightning_no_decay(%q: tensor<?x8xf32>, %i: tensor<?xi32>) {
-  // expected-error @+1 {{'cbc.state.lightning' op requires attribute 'decay'}}
-  %0 = cbc.state.lightning %q, %q, %q, %i, %i, %i {layer = 0 : i64, num_heads = 2 : i64, head_dim = 4 : i64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
 func.func @kda_bounded_without_lower_bound(%q: tensor<?x8xf32>, %v: tensor<?x6xf32>, %b: tensor<?x2xf32>, %w: tensor<2xf32>, %dt: tensor<8xf32>, %i: tensor<?xi32>) {
   // expected-error @+1 {{'cbc.state.kda' op lower_bound is given with the bounded_sigmoid gate and only with it}}
   %0 = cbc.state.kda %q, %q, %v, %q, %b, %w, %dt, %i, %i, %i {layer = 0 : i64, num_heads = 2 : i64, k_dim = 4 : i64, v_dim = 3 : i64, gate = #cbc.decay_gate<bounded_sigmoid>} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x6xf32>, tensor<?x8xf32>, tensor<?x2xf32>, tensor<2xf32>, tensor<8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x6xf32>
@@ -2333,5 +2305,63 @@ func.func @kda_a_log_size(%q: tensor<?x8xf32>, %v: tensor<?x6xf32>, %b: tensor<?
 func.func @kda_dt_bias_size(%q: tensor<?x8xf32>, %v: tensor<?x6xf32>, %b: tensor<?x2xf32>, %w: tensor<2xf32>, %i: tensor<?xi32>) {
   // expected-error @+1 {{'cbc.state.kda' op dt_bias must have num_heads * k_dim entries}}
   %0 = cbc.state.kda %q, %q, %v, %q, %b, %w, %w, %i, %i, %i {layer = 0 : i64, num_heads = 2 : i64, k_dim = 4 : i64, v_dim = 3 : i64, gate = #cbc.decay_gate<softplus>} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x6xf32>, tensor<?x8xf32>, tensor<?x2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x6xf32>
+  return
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// cbc.state.lightning (2 heads of 4: q, k, v [T, 8])
+//===----------------------------------------------------------------------===//
+
+// Heads of zero width.
+func.func @lightning_zero_head_dim(%q: tensor<?x8xf32>, %i: tensor<?xi32>) {
+  // expected-error @+1 {{'cbc.state.lightning' op num_heads and head_dim must be positive}}
+  %0 = cbc.state.lightning %q, %q, %q, %i, %i, %i {layer = 0 : i64, num_heads = 2 : i64, head_dim = 0 : i64, decay = array<f64: 0.5, 0.25>} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+// v of 6 columns.
+func.func @lightning_v_width(%q: tensor<?x8xf32>, %v: tensor<?x6xf32>, %i: tensor<?xi32>) {
+  // expected-error @+1 {{'cbc.state.lightning' op q, k and v must be [T, num_heads * head_dim]}}
+  %0 = cbc.state.lightning %q, %q, %v, %i, %i, %i {layer = 0 : i64, num_heads = 2 : i64, head_dim = 4 : i64, decay = array<f64: 0.5, 0.25>} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x6xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+// A result of 4 columns.
+func.func @lightning_result_width(%q: tensor<?x8xf32>, %i: tensor<?xi32>) {
+  // expected-error @+1 {{'cbc.state.lightning' op result width must be num_heads * head_dim}}
+  %0 = cbc.state.lightning %q, %q, %q, %i, %i, %i {layer = 0 : i64, num_heads = 2 : i64, head_dim = 4 : i64, decay = array<f64: 0.5, 0.25>} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x4xf32>
+  return
+}
+
+// -----
+
+// One decay rate for two heads.
+func.func @lightning_decay_count(%q: tensor<?x8xf32>, %i: tensor<?xi32>) {
+  // expected-error @+1 {{'cbc.state.lightning' op decay must have num_heads entries}}
+  %0 = cbc.state.lightning %q, %q, %q, %i, %i, %i {layer = 0 : i64, num_heads = 2 : i64, head_dim = 4 : i64, decay = array<f64: 0.5>} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+// A negative rate would grow the state without bound.
+func.func @lightning_negative_decay(%q: tensor<?x8xf32>, %i: tensor<?xi32>) {
+  // expected-error @+1 {{'cbc.state.lightning' op decay rates must be finite and not negative}}
+  %0 = cbc.state.lightning %q, %q, %q, %i, %i, %i {layer = 0 : i64, num_heads = 2 : i64, head_dim = 4 : i64, decay = array<f64: 0.5, -0.25>} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+// Without the decay rates.
+func.func @lightning_no_decay(%q: tensor<?x8xf32>, %i: tensor<?xi32>) {
+  // expected-error @+1 {{'cbc.state.lightning' op requires attribute 'decay'}}
+  %0 = cbc.state.lightning %q, %q, %q, %i, %i, %i {layer = 0 : i64, num_heads = 2 : i64, head_dim = 4 : i64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
   return
 }

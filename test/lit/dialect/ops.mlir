@@ -255,6 +255,9 @@ func.func @lightning_scan(%q: tensor<?x8xf32>, %cu: tensor<?xi32>, %slots: tenso
   // CHECK: cbc.state.lightning %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}} {decay = array<f64: 5.000000e-01, 0.000000e+00>, head_dim = 4 : i64, layer = 3 : i64, num_heads = 2 : i64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
   %0 = cbc.state.lightning %q, %q, %q, %cu, %slots, %init {layer = 3 : i64, num_heads = 2 : i64, head_dim = 4 : i64, decay = array<f64: 0.5, 0.0>} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
   return %0 : tensor<?x8xf32>
+}
+
+
 // A KDA scan: 2 heads, k_dim 4 and v_dim 3, so q, k and f are [T, 8], v is [T, 6], b is [T, 2],
 // dt_bias has a bias per key channel and the result is [T, 6].
 // CHECK-LABEL: func.func @kda_scan
