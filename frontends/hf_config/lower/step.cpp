@@ -54,6 +54,8 @@ Value StepBuilder::embed(Value &table) {
     embedScale = scale.convertToFloat();
   }
   embeddings_ = EmbedOp::create(b_, loc_, rows(H), tokens_, table, b_.getF64FloatAttr(embedScale)).getResult();
+  if (spec_.embed_norm)
+    embeddings_ = norm(embeddings_, weight("embed_norm", {H}, spec_.prefix + spec_.names.embed + ".embed_norm.weight"));
   return embeddings_;
 }
 
@@ -76,6 +78,8 @@ Value StepBuilder::decoderLayer(int64_t l, Value x) {
     Value h = mixer(l, raw ? x : layerNorm(l, nm.input_norm, x));
     if (spec_.sandwich_norms || post)
       h = layerNorm(l, nm.post_attn_norm, h);
+    if (spec_.branch_conv_kernel > 0)
+      h = residualConv(l, h, "attn_sconv", "attn_conv");
     x = residual(h);
   }
   if (L.mlp) {
@@ -85,6 +89,8 @@ Value StepBuilder::decoderLayer(int64_t l, Value x) {
     m = L.moe ? moeMlp(l, m) : denseMlp(l, m);
     if (spec_.sandwich_norms || post)
       m = layerNorm(l, nm.post_ff_norm, m);
+    if (spec_.branch_conv_kernel > 0)
+      m = residualConv(l, m, "mlp_sconv", "mlp_conv");
     x = residual(m);
   }
   return x;
