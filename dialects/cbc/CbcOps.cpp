@@ -410,8 +410,10 @@ LogicalResult MoeRouteOp::verify() {
     return emitOpError("sinks must not be negative, and need sigmoid scores without groups or renorm");
   if (k <= 0 || k > experts)
     return emitOpError("k must be in [1, experts]");
+  if (sinks == 0 && (cols(getWeights()) != k || cols(getIds()) != k))
+    return emitOpError("weights and ids must have k columns");
   if (cols(getWeights()) != sinks + k || cols(getIds()) != sinks + k)
-    return emitOpError("weights and ids must have sinks + k columns");
+    return emitOpError("with sinks, weights and ids must have sinks + k columns");
   if (getSelectionBias()) {
     if (getScore() == RouteScore::topk_softmax)
       return emitOpError("a selection bias needs softmax or sigmoid scores");

@@ -1134,12 +1134,12 @@ def _cfg_inkling_text():
 # experts' down projections, a wider head (the muP divisor halves the logits).
 INKLING_SEED = 7020
 INKLING_INIT_RULES = [
-    (r"mlp\.gate\.weight$", 0.0, 0.8),  # decisive: saturated sigmoids, the correction bias orders them
+    (r"mlp\.gate\.weight$", 0.0, 1.5),  # decisive: saturated sigmoids, the correction bias orders them
     (r"global_scale$", 1.0, 0.2),
     (r"rel_logits_proj\.proj$", 0.0, 0.5),
     (r"sconv\.conv1d\.weight$", 0.0, 0.3),
     (r"experts\.down_proj$", 0.0, 0.25),
-    (r"^lm_head\.weight$", 0.0, 0.5),
+    (r"^lm_head\.weight$", 0.0, 0.8),
 ]
 
 
@@ -1792,7 +1792,7 @@ FAMILIES = {
         build=_cfg_inkling_text,
         zero_centred_norms=False,
         init_rules=INKLING_INIT_RULES,
-        buffer_init=[(r"mlp\.gate\.e_score_correction_bias$", 0.0, 0.3)],
+        buffer_init=[(r"mlp\.gate\.e_score_correction_bias$", 0.0, 0.6)],
         prompt_lengths=PROMPT_LENGTHS_STATE,
         state=True,
         atol=2.5e-4,

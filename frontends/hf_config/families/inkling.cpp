@@ -118,7 +118,7 @@ void inklingMlp(const ConfigReader &r, ModelSpec &s) {
 }
 
 void parseInkling(const ConfigReader &r, ModelSpec &s) {
-  requireSilu(r, "hidden_act", "Inkling's MLPs");
+  requireSilu(r, "hidden_act", "inkling_text");
   if (r.has("unpadded_vocab_size") && r.requireSize("unpadded_vocab_size") != s.vocab_size)
     throw ConfigError(r.path("unpadded_vocab_size"),
                       "a head padded beyond the logits it keeps is not supported (it must equal vocab_size, " +
