@@ -1132,7 +1132,8 @@ def _cfg_inkling_text():
 
 # Learned scalars near 1, the bias profiles and the short convs large enough to matter, 1/sqrt(16) for the
 # experts' down projections, a wider head (the muP divisor halves the logits).
-INKLING_SEED = 7020
+# Seed: the best of 7100-7179 (margin 0.054, router gap 0.027 logit-equivalent; decisive router, see the rules).
+INKLING_SEED = 7130
 INKLING_INIT_RULES = [
     (r"mlp\.gate\.weight$", 0.0, 1.5),  # decisive: saturated sigmoids, the correction bias orders them
     (r"global_scale$", 1.0, 0.2),
