@@ -272,6 +272,9 @@ struct ModelSpec {
   // Each layer is two latent-attention sublayers with their own MLPs (mlps.0, mlps.1) and a
   // shortcut MoE (LongCat-Flash); the cache has two layers per decoder layer.
   bool dual_sublayers = false;
+  // The embedding and the head hold this many rows, padded beyond the vocab_size the logits keep
+  // (Inkling's unpadded_vocab_size slices them); 0: vocab_size rows.
+  int64_t padded_vocab = 0;
   bool embed_norm = false;        // the embedding rows pass an RMSNorm, <embed>.embed_norm (Inkling)
   // The mixer's and the feed-forward block's outputs each pass a residual depthwise conv of this
   // kernel, h + conv(h), before the residual add (attn_sconv, mlp_sconv); 0: none.

@@ -119,10 +119,21 @@ void inklingMlp(const ConfigReader &r, ModelSpec &s) {
 
 void parseInkling(const ConfigReader &r, ModelSpec &s) {
   requireSilu(r, "hidden_act", "inkling_text");
-  if (r.has("unpadded_vocab_size") && r.requireSize("unpadded_vocab_size") != s.vocab_size)
-    throw ConfigError(r.path("unpadded_vocab_size"),
-                      "a head padded beyond the logits it keeps is not supported (it must equal vocab_size, " +
-                          std::to_string(s.vocab_size) + ")");
+  // The head is padded to vocab_size rows; the logits keep the first unpadded_vocab_size.
+  if (r.has("unpadded_vocab_size")) {
+    int64_t unpadded = r.requireSize("unpadded_vocab_size");
+    if (unpadded > s.vocab_size)
+      throw ConfigError(r.path("unpadded_vocab_size"),
+                        "exceeds vocab_size (" + std::to_string(s.vocab_size) + "), the rows the head holds");
+    for (int64_t id : s.eos_token_ids)
+      if (id >= unpadded)
+        throw ConfigError(r.path("eos_token_id"), "token id " + std::to_string(id) + " is outside the " +
+                                                      std::to_string(unpadded) + " logits kept (unpadded_vocab_size)");
+    if (unpadded < s.vocab_size) {
+      s.padded_vocab = s.vocab_size;
+      s.vocab_size = unpadded;
+    }
+  }
   s.layers.assign(s.num_layers, LayerSpec{});
   inklingAttention(r, s);
   inklingMlp(r, s);

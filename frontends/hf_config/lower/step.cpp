@@ -42,7 +42,8 @@ func::FuncOp StepBuilder::declareStep(ModuleOp module) {
 // The embedding rows; `table` is the embedding weight (a tied head reuses it).
 Value StepBuilder::embed(Value &table) {
   int64_t H = spec_.hidden_size;
-  table = weight("embed", {spec_.vocab_size, H}, spec_.prefix + spec_.names.embed + ".weight");
+  table = weight("embed", {spec_.padded_vocab ? spec_.padded_vocab : spec_.vocab_size, H},
+                 spec_.prefix + spec_.names.embed + ".weight");
   // Some families round the embedding scale to the weight dtype before multiplying; Python-float
   // multipliers are not rounded.
   double embedScale = spec_.embed_scale;
@@ -143,8 +144,11 @@ Value StepBuilder::head(Value x, Value table) {
   int64_t H = spec_.hidden_size;
   x = RowsGatherOp::create(b_, loc_, rows(H), x, logitRows_).getResult();
   x = norm(x, weight("final_norm", {H}, spec_.prefix + spec_.names.final_norm + ".weight"));
-  Value head = spec_.tie_word_embeddings ? table : weight("lm_head", {spec_.vocab_size, H}, spec_.lm_head);
+  int64_t rows = spec_.padded_vocab ? spec_.padded_vocab : spec_.vocab_size;
+  Value head = spec_.tie_word_embeddings ? table : weight("lm_head", {rows, H}, spec_.lm_head);
   Value logits = linear(x, head);
+  if (rows != spec_.vocab_size) // a padded head: the logits keep the first vocab_size columns
+    logits = split(logits, {spec_.vocab_size, rows - spec_.vocab_size})[0];
   if (spec_.logits_scale != 1.0)
     logits = act(logits, "none", spec_.logits_scale);
   if (spec_.final_softcap > 0)
