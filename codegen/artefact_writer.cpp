@@ -179,7 +179,8 @@ Params writeParams(fbs::FlatBufferBuilder &fbb, Operation &op) {
       })
       .Case([&](StateConv1dOp o) {
         return params(P::Conv1dParams,
-                      fb::CreateConv1dParams(fbb, o.getLayer(), fbb.CreateString(o.getState().str()), toFb(o.getAct())));
+                      fb::CreateConv1dParams(fbb, o.getLayer(), fbb.CreateString(o.getState().str()), toFb(o.getAct()),
+                                             o.getResidual()));
       })
       .Case([&](GatedDeltaOp o) {
         return params(P::GatedDeltaParams,

@@ -442,7 +442,7 @@ let opDocGroup = Cbc_StateGroup in {
 
 def Cbc_StateConv1dOp : Cbc_StateScanOp<"state.conv1d",
     (ins Cbc_Rows:$x, Cbc_Weight:$weight, Optional<Cbc_Weight>:$bias),
-    (ins DefaultValuedAttr<Cbc_ActivationAttr, "::cbc::Activation::none">:$act), "conv"> {
+    (ins DefaultValuedAttr<Cbc_ActivationAttr, "::cbc::Activation::none">:$act, UnitAttr:$residual), "conv"> {
   let summary = "Causal depthwise convolution over packed rows, carrying inputs per request.";
   let description = [{
     For each request `r` (rows `cu_seqlens[r]` to `cu_seqlens[r+1]`), the rows are prefixed
@@ -450,7 +450,9 @@ def Cbc_StateConv1dOp : Cbc_StateScanOp<"state.conv1d",
     `has_initial_state[r]`), and channel `c` of row `t` becomes
     `act(bias[c] + sum_j weight[c, j] * xe[t + j])`, where tap `K - 1` is the row itself.
     The state in slot `slots[r]` is then the last `K - 1` inputs: the layer declares the state
-    `state` (default `conv`) of shape `[C, K - 1]`.
+    `state` (default `conv`) of shape `[C, K - 1]`. With `residual` the row itself is added,
+    `x[t, c] + act(...)`, before the result is rounded to its type (a residual short conv computed
+    in fp32, as Inkling's).
   }];
   let assemblyFormat = "$x `,` $weight (`bias` `(` $bias^ `)`)? `,` $cu_seqlens `,` $slots `,` $has_initial_state attr-dict `:` functional-type(operands, $result)";
 }

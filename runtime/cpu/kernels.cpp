@@ -486,7 +486,7 @@ void rmsNormGated(const float *x, const float *z, int64_t M, int64_t width, int6
 }
 
 void conv1dStates(const float *x, int64_t C, int64_t K, const float *w, const float *bias, Act act,
-                  const StateRows &rows, float *pool, float *y, const ParallelFor &pfor) {
+                  const StateRows &rows, float *pool, float *y, const ParallelFor &pfor, bool residual) {
   int64_t H = K - 1;
   pfor(rows.num_requests, [&](int64_t r) {
     int64_t begin = rows.cu_seqlens[r], end = rows.cu_seqlens[r + 1];
@@ -502,7 +502,7 @@ void conv1dStates(const float *x, int64_t C, int64_t K, const float *w, const fl
         for (int64_t j = 0; j < H; ++j)
           acc += w[c * K + j] * hist[j];
         acc += w[c * K + H] * xv;
-        y[t * C + c] = activate(act, acc);
+        y[t * C + c] = activate(act, acc) + (residual ? xv : 0.0f);
         if (H > 0) {
           std::copy(hist.begin() + 1, hist.end(), hist.begin());
           hist[H - 1] = xv;

@@ -175,9 +175,9 @@ struct StateRows {
 };
 
 // Causal depthwise conv over each request's rows, carrying the last K-1 inputs per request in
-// `pool` ([slots][C][K-1], oldest first).
+// `pool` ([slots][C][K-1], oldest first). `residual`: y = x + act(conv x).
 void conv1dStates(const float *x, int64_t C, int64_t K, const float *w, const float *bias, Act act,
-                  const StateRows &rows, float *pool, float *y, const ParallelFor &pfor);
+                  const StateRows &rows, float *pool, float *y, const ParallelFor &pfor, bool residual = false);
 
 struct GatedDeltaParams {
   int64_t k_heads = 0, v_heads = 0, k_dim = 0, v_dim = 0;

@@ -1,7 +1,8 @@
 // The CPU kernels Inkling adds, against their definitions: paged attention with a distance bias
 // against a dense softmax over the same keys in double (inside and beyond the bias extent, with
 // and without a window), the log_ratio position scale against its formula, sigmoid routing with
-// sink experts against a hand-worked token, and the scalar factor of cbc.math.mul.
+// sink experts against a hand-worked token, the residual short conv, and the scalar factor of
+// cbc.math.mul.
 #include "runtime/cpu/kernels.h"
 
 #include <gtest/gtest.h>
@@ -129,6 +130,26 @@ TEST(MoeRoute, SinksShareTheNormalisation) {
   EXPECT_NEAR(w[1], 1.5 * sig(-0.5) / sum, 1e-6);
   EXPECT_NEAR(w[2], 1.5 * sig(-1.0) / sum, 1e-6);
   EXPECT_NEAR(w[3], 1.5 * sig(1.0) / sum, 1e-6);
+}
+
+// A residual short conv is the plain conv plus its input, row by row, across two steps.
+TEST(Conv1d, ResidualAddsTheRow) {
+  std::mt19937 rng(3);
+  const int64_t C = 5, K = 4, n = 9;
+  auto x = randoms(n * C, rng), w = randoms(C * K, rng);
+  std::vector<int32_t> cu = {0, 6}, cu2 = {0, 3}, slots = {0}, none = {0}, carried = {1};
+  std::vector<float> plain(n * C), res(n * C), pool1(C * (K - 1)), pool2(C * (K - 1));
+  // Rows 0-5 in one step, 6-8 in the next from the carried state.
+  StateRows first{cu.data(), slots.data(), none.data(), 1}, second{cu2.data(), slots.data(), carried.data(), 1};
+  conv1dStates(x.data(), C, K, w.data(), nullptr, Act::None, first, pool1.data(), plain.data(), serial);
+  conv1dStates(x.data() + 6 * C, C, K, w.data(), nullptr, Act::None, second, pool1.data(), plain.data() + 6 * C,
+               serial);
+  conv1dStates(x.data(), C, K, w.data(), nullptr, Act::None, first, pool2.data(), res.data(), serial, true);
+  conv1dStates(x.data() + 6 * C, C, K, w.data(), nullptr, Act::None, second, pool2.data(), res.data() + 6 * C,
+               serial, true);
+  for (int64_t i = 0; i < n * C; ++i)
+    EXPECT_FLOAT_EQ(res[i], plain[i] + x[i]) << i;
+  EXPECT_EQ(pool1, pool2); // the state holds inputs, not outputs
 }
 
 TEST(Mul, ScalarWeight) {

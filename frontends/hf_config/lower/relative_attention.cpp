@@ -12,8 +12,10 @@ using namespace mlir;
 Value StepBuilder::residualConv(int64_t layer, Value h, const std::string &module, const std::string &state) {
   int64_t C = llvm::cast<RankedTensorType>(h.getType()).getDimSize(1);
   int64_t K = module == "attn_sconv" || module == "mlp_sconv" ? spec_.branch_conv_kernel : spec_.attn.kv_conv_kernel;
-  Value w = weight(prog(layer, module), {C, 1, K}, hf(layer, module + ".conv1d.weight"));
-  return add(h, conv1d(layer, h, w, Value(), "none", state));
+  // transformers keeps these convs in fp32 (_keep_in_fp32_modules_strict): fp32 weights, and the
+  // residual sum rounded once.
+  Value w = fp32Weight(prog(layer, module), {C, 1, K}, hf(layer, module + ".conv1d.weight"));
+  return conv1d(layer, h, w, Value(), "none", state, /*residual=*/true);
 }
 
 Value StepBuilder::relativeAttention(int64_t layer, Value x, const AttnSite &site) {

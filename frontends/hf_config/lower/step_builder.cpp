@@ -121,9 +121,11 @@ Value StepBuilder::linear(Value x, Value w, Value bias) {
   return LinearOp::create(b_, loc_, rows(n), x, w, bias).getResult();
 }
 
-Value StepBuilder::conv1d(int64_t layer, Value x, Value w, Value bias, StringRef act, StringRef state) {
+Value StepBuilder::conv1d(int64_t layer, Value x, Value w, Value bias, StringRef act, StringRef state,
+                          bool residual) {
   return StateConv1dOp::create(b_, loc_, x.getType(), x, w, bias, cuSeqlens_, slots_, hasInitial_,
-                               b_.getI64IntegerAttr(layer), actAttr(act.str()), b_.getStringAttr(state))
+                               b_.getI64IntegerAttr(layer), actAttr(act.str()),
+                               residual ? b_.getUnitAttr() : UnitAttr(), b_.getStringAttr(state))
       .getResult();
 }
 

@@ -109,7 +109,8 @@ private:
   Value norm(Value x, Value w, std::optional<int64_t> group = std::nullopt, std::optional<double> eps = std::nullopt);
   Value layerNorm(int64_t layer, const std::string &hfName, Value x);
   Value linear(Value x, Value w, Value bias = {});
-  Value conv1d(int64_t layer, Value x, Value w, Value bias, llvm::StringRef act, llvm::StringRef state = "conv");
+  Value conv1d(int64_t layer, Value x, Value w, Value bias, llvm::StringRef act, llvm::StringRef state = "conv",
+               bool residual = false);
   Value act(Value x, llvm::StringRef kind, double scale = 1.0);
   llvm::SmallVector<Value> split(Value x, llvm::ArrayRef<int64_t> widths);
   Value mul(Value x, Value g);

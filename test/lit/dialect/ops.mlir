@@ -422,3 +422,11 @@ func.func @relative_bias_sinks(%q: tensor<?x16xf32>, %p: tensor<?xi32>, %bt: ten
   %gu = cbc.weight.ref "gate_up" {sources = [["sg", "su", "gu"]], regroup = array<i64: 2, 16, 16>, flatten} : tensor<6x32x64xbf16>
   return %o, %ws, %ids, %gu : tensor<?x16xf32>, tensor<?x4xf32>, tensor<?x4xi32>, tensor<6x32x64xbf16>
 }
+
+// A residual short conv: x + conv(x) in one op.
+// CHECK-LABEL: func.func @residual_conv
+func.func @residual_conv(%x: tensor<?x8xf32>, %w: tensor<8x1x4xf32>, %i: tensor<?xi32>) -> tensor<?x8xf32> {
+  // CHECK: cbc.state.conv1d %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}} {layer = 0 : i64, residual, state = "k_conv"}
+  %y = cbc.state.conv1d %x, %w, %i, %i, %i {layer = 0 : i64, residual, state = "k_conv"} : (tensor<?x8xf32>, tensor<8x1x4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  return %y : tensor<?x8xf32>
+}
