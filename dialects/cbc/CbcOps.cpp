@@ -147,7 +147,7 @@ LogicalResult RmsNormOp::verify() {
 
 LogicalResult MulOp::verify() {
   // A weight factor is one learned scalar.
-  if (auto w = llvm::dyn_cast<RankedTensorType>(getG().getType()); w && !w.isDynamicDim(0) && w.getRank() != 2) {
+  if (auto w = llvm::dyn_cast<RankedTensorType>(getG().getType()); w && w.hasStaticShape()) {
     if (w.getNumElements() != 1)
       return emitOpError("a weight factor must have exactly one element");
     if (cols(getResult()) != cols(getX()))
