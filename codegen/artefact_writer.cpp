@@ -149,7 +149,8 @@ Params writeParams(fbs::FlatBufferBuilder &fbb, Operation &op) {
         return params(P::KvAttentionParams,
                       fb::CreateKvAttentionParams(fbb, &site, o.getNumHeads(), o.getNumKvHeads(), o.getHeadDim(),
                                                   f64(o.getScaleAttr()),
-                                                  o.getSoftcapAttr() ? f64(o.getSoftcapAttr()) : 0.0));
+                                                  o.getSoftcapAttr() ? f64(o.getSoftcapAttr()) : 0.0,
+                                                  o.getBiasExtent()));
       })
       .Case([&](KvLatentAttentionOp o) {
         fb::CacheSite site = cacheSite(o.getLayer(), o.getGroupAttr(), o.getRetention());
@@ -163,7 +164,10 @@ Params writeParams(fbs::FlatBufferBuilder &fbb, Operation &op) {
       })
       .Case([&](PositionScaleOp o) {
         return params(P::PositionScaleParams,
-                      fb::CreatePositionScaleParams(fbb, f64(o.getBetaAttr()), o.getPeriod(), o.getOffset()));
+                      fb::CreatePositionScaleParams(fbb, f64(o.getBetaAttr()), o.getPeriod(), o.getOffset(),
+                                                    o.getForm() == PositionScaleForm::log_ratio
+                                                        ? fb::PositionScaleForm::LogRatio
+                                                        : fb::PositionScaleForm::Log1pFloor));
       })
       .Case([&](KvRopeAppendOp o) {
         fb::CacheSite site = cacheSite(o.getLayer(), o.getGroupAttr(), o.getRetention());
@@ -175,7 +179,8 @@ Params writeParams(fbs::FlatBufferBuilder &fbb, Operation &op) {
       })
       .Case([&](StateConv1dOp o) {
         return params(P::Conv1dParams,
-                      fb::CreateConv1dParams(fbb, o.getLayer(), fbb.CreateString(o.getState().str()), toFb(o.getAct())));
+                      fb::CreateConv1dParams(fbb, o.getLayer(), fbb.CreateString(o.getState().str()), toFb(o.getAct()),
+                                             o.getResidual()));
       })
       .Case([&](GatedDeltaOp o) {
         return params(P::GatedDeltaParams,
@@ -216,7 +221,7 @@ Params writeParams(fbs::FlatBufferBuilder &fbb, Operation &op) {
         return params(P::MoeRouteParams,
                       fb::CreateMoeRouteParams(fbb, o.getK(), toFb(o.getScore()), o.getRenorm(),
                                                f64(o.getRenormEpsAttr()), f64(o.getScalingAttr()),
-                                               groups ? &*groups : nullptr));
+                                               groups ? &*groups : nullptr, o.getSinks()));
       })
       .Case([&](MoeExpertsOp o) {
         auto glu = writeGlu(fbb, o.getAct(), o.getLayout());
@@ -291,7 +296,7 @@ struct ProgramWriter {
         fbb, fbb.CreateString(name), dtypeOf(type.getElementType()), fbb.CreateVector(shapeOf(type)),
         fbb.CreateVector(parts), w.getCombine() == WeightCombine::stack ? fb::Combine::Stack : fb::Combine::None,
         w.getTranspose(), w.getDequant() ? fb::Dequant::Mxfp4 : fb::Dequant::None, fbb.CreateVector(regroup),
-        blockDiag, rowScales.empty() ? 0 : fbb.CreateVector(rowScales), isNormScale(w.getResult()));
+        blockDiag, rowScales.empty() ? 0 : fbb.CreateVector(rowScales), isNormScale(w.getResult()), w.getFlatten());
     weights.push_back(entry);
     return weightIndex[name] = (int)weights.size() - 1;
   }

@@ -70,6 +70,8 @@ private:
         types[route.getLogits()] = f32;
         if (auto linear = route.getLogits().getDefiningOp<LinearOp>(); linear && linear.getBias())
           types[linear.getBias()] = f32;
+      } else if (auto experts = dyn_cast<MoeExpertsOp>(op)) {
+        types[experts.getWeights()] = f32;
       } else if (auto append = dyn_cast<KvRopeAppendOp>(op)) {
         Operation *def = append.getQkv().getDefiningOp();
         if (def && !isa<LinearOp, WeightRefOp>(def))

@@ -244,6 +244,7 @@ WeightEntry readWeight(const fb::WeightEntry &w) {
     throw ArtefactError("weight '" + e.name + "' has an unknown dequantisation");
   e.mxfp4 = w.dequant() == fb::Dequant::Mxfp4;
   e.norm_scale = w.norm_scale();
+  e.flatten = w.flatten();
   e.regroup = vec<int64_t>(w.regroup());
   e.block_diag = w.block_diag();
   e.row_scales = vec<double>(w.row_scales());

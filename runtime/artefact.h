@@ -68,6 +68,7 @@ struct WeightEntry {
   std::vector<int64_t> regroup;
   int64_t block_diag = 0;          // 0: none
   std::vector<double> row_scales;  // [rows, factor, ...]
+  bool flatten = false;            // sources read as [rows, last dim], the part read in `shape`
 };
 
 struct CacheLayer {

@@ -310,6 +310,8 @@ HostTensor assemble(const WeightEntry &w, const Checkpoint &ckpt, const ModelMet
       part = readMxfp4(ckpt, names, meta);
     for (const std::string &n : w.mxfp4 ? std::vector<std::string>{} : names) {
       HostTensor t = readTensorAsFloat(ckpt, n, meta);
+      if (w.flatten && !t.shape.empty()) // a matrix of the last dimension, whatever the rank
+        t.shape = {t.shape.back() ? t.numel() / t.shape.back() : 0, t.shape.back()};
       if (part.shape.empty()) {
         part = std::move(t);
         continue;
@@ -327,6 +329,15 @@ HostTensor assemble(const WeightEntry &w, const Checkpoint &ckpt, const ModelMet
       blockDiagonal(part, w.block_diag, w.name);
     if (!w.regroup.empty())
       regroupRows(part, w.regroup, w.name);
+    if (w.flatten) {
+      int64_t want = 1;
+      for (int64_t d : w.shape)
+        want *= d;
+      if (part.numel() != want)
+        throw WeightError("tensor '" + names[0] + "' and the rest of its part hold " + std::to_string(part.numel()) +
+                          " elements but '" + w.name + "' needs " + shapeText(w.shape));
+      part.shape = w.shape;
+    }
     if (w.transpose) {
       if (part.shape.size() < 2)
         throw WeightError("tensor '" + names[0] + "' must have at least 2 dimensions");

@@ -55,11 +55,14 @@ void emitAttention(Emitter &e, KvAttentionOp op) {
   RetentionAttr retention = op.getRetention();
   bool softcap = (bool)op.getSoftcapAttr();
   KernelArgOut partials = e.workspace("attention_partials", H * (Dv + 2) * 4, 0);
-  int k = e.kernel("attention", "attention.cuh",
-                   instance("attention", {e.type(op.getQ()), e.kvType(), num(H), num(Hkv), num(D), num(Dv),
-                                          num(e.blockSize()), spell(retention.getKind()),
-                                          num(retention.getKind() == RetentionKind::all ? 0 : retention.getTokens()),
-                                          flag(softcap)}));
+  std::vector<std::string> targs = {e.type(op.getQ()), e.kvType(), num(H), num(Hkv), num(D), num(Dv),
+                                    num(e.blockSize()), spell(retention.getKind()),
+                                    num(retention.getKind() == RetentionKind::all ? 0 : retention.getTokens()),
+                                    flag(softcap)};
+  // The distance bias is a template argument only where present, so other instances keep their names.
+  if (Value bias = op.getDistanceBias())
+    targs.insert(targs.end(), {e.type(bias), num(op.getBiasExtent())});
+  int k = e.kernel("attention", "attention.cuh", instance("attention", targs));
   SlotArgs<S> args;
   args.set(S::Q, e.arg(op.getQ()))
       .set(S::Positions, e.arg(op.getPositions()))
@@ -68,6 +71,7 @@ void emitAttention(Emitter &e, KvAttentionOp op) {
       .set(S::Tables, e.arg(op.getBlockTables()))
       .set(S::Pool, Emitter::cache(op.getLayer()))
       .set(S::Partials, partials)
+      .set(S::DistanceBias, e.arg(op.getDistanceBias()))
       .set(S::Splits, Emitter::runtime(RuntimeVar::AttnSplits))
       .set(S::ScoreScale, op.getScale().convertToDouble())
       .set(S::ScoreCap, softcap ? op.getSoftcapAttr().getValueAsDouble() : 0.0);

@@ -127,7 +127,18 @@ template <class Op> void emitScale(Emitter &e, Op op, llvm::StringRef name) {
       out, args);
 }
 void emitGate(Emitter &e, GateOp op) { emitScale(e, op, "gate"); }
-void emitMul(Emitter &e, MulOp op) { emitScale(e, op, "mul"); }
+void emitMul(Emitter &e, MulOp op) {
+  auto g = llvm::cast<RankedTensorType>(op.getG().getType());
+  if (g.getRank() == 2 && g.isDynamicDim(0))
+    return emitScale(e, op, "mul");
+  // A one-element weight: a learned scalar.
+  using S = slots::Gate;
+  Value out = op.getResult();
+  SlotArgs<S> args;
+  args.set(S::X, e.arg(op.getX())).set(S::G, e.arg(op.getG())).set(S::Out, e.arg(out));
+  elementwise(e, "mul_scalar",
+              instance("mul_scalar", {e.type(op.getX()), e.type(op.getG()), e.type(out), num(cols(out))}), out, args);
+}
 
 void emitGlu(Emitter &e, GluOp op) {
   using S = slots::Glu;
@@ -198,8 +209,13 @@ void emitPositionScale(Emitter &e, PositionScaleOp op) {
       .set(S::Out, e.arg(out))
       .set(S::Beta, op.getBeta().convertToDouble());
   elementwise(e, "position_scale",
-              instance("position_scale", {e.type(op.getX()), e.type(out), num(cols(out)), num(op.getPeriod()),
-                                          num(op.getOffset())}),
+              instance("position_scale", [&] {
+                std::vector<std::string> t = {e.type(op.getX()), e.type(out), num(cols(out)), num(op.getPeriod()),
+                                              num(op.getOffset())};
+                if (op.getForm() == PositionScaleForm::log_ratio) // other instances keep their names
+                  t.push_back(flag(true));
+                return t;
+              }()),
               out, args);
 }
 

@@ -10,7 +10,7 @@ namespace {
 // One warp per token.
 void emitRoute(Emitter &e, MoeRouteOp op) {
   using S = slots::MoeRoute;
-  int64_t E = cols(op.getLogits()), K = op.getKAttr().getInt();
+  int64_t E = cols(op.getLogits()), K = op.getKAttr().getInt(), NS = op.getSinks();
   std::vector<std::string> targs = {e.type(op.getLogits()), e.type(op.getSelectionBias()), num(E), num(K),
                                     spell(op.getScore()), flag(op.getRenorm())};
   if (auto g = op.getGroupsAttr()) {
@@ -19,7 +19,10 @@ void emitRoute(Emitter &e, MoeRouteOp op) {
     targs.push_back(g.getScore() == GroupScore::max ? "cbc::GroupScore::max" : "cbc::GroupScore::top2_sum");
     targs.push_back(g.getFill() == GroupFill::zero ? "cbc::GroupFill::zero" : "cbc::GroupFill::neg_inf");
   }
-  int k = e.kernel("moe_route", "moe.cuh", instance("moe_route", targs));
+  if (NS > 0)
+    targs = {e.type(op.getLogits()), e.type(op.getSelectionBias()), num(E - NS), num(NS), num(K)};
+  const char *name = NS > 0 ? "moe_route_sinks" : "moe_route";
+  int k = e.kernel(name, "moe.cuh", instance(name, targs));
   SlotArgs<S> args;
   args.set(S::Logits, e.arg(op.getLogits()))
       .set(S::Weights, e.arg(op.getWeights()))

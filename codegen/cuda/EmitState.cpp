@@ -22,9 +22,12 @@ void emitConv1d(Emitter &e, StateConv1dOp op) {
   using S = slots::Conv1d;
   int64_t C = cols(op.getX());
   int64_t K = llvm::cast<RankedTensorType>(op.getWeight().getType()).getDimSize(2);
-  int k = e.kernel("conv1d", "conv1d.cuh",
-                   instance("conv1d", {e.type(op.getX()), e.type(op.getWeight()), e.type(op.getBias()),
-                                       e.type(op.getResult()), num(C), num(K), spell(op.getAct())}));
+  std::vector<std::string> targs = {e.type(op.getX()),      e.type(op.getWeight()), e.type(op.getBias()),
+                                    e.type(op.getResult()), num(C),                num(K),
+                                    spell(op.getAct())};
+  if (op.getResidual()) // other instances keep their names
+    targs.push_back(flag(true));
+  int k = e.kernel("conv1d", "conv1d.cuh", instance("conv1d", targs));
   SlotArgs<S> args;
   args.set(S::X, e.arg(op.getX())).set(S::Weight, e.arg(op.getWeight())).set(S::Bias, e.arg(op.getBias()));
   setScanSlots(e, args, op);

@@ -52,6 +52,12 @@ def Cbc_RouteScore : Cbc_Enum<"RouteScore", "how a router scores experts", [
     I32EnumAttrCase<"sigmoid", 2>]>;
 def Cbc_RouteScoreAttr : Cbc_EnumAttr<Cbc_RouteScore, "score">;
 
+// The factor cbc.math.position_scale applies at position p (offset o, period n, strength beta).
+def Cbc_PositionScaleForm : Cbc_Enum<"PositionScaleForm", "how a position scale grows with the position", [
+    I32EnumAttrCase<"log1p_floor", 0>,  // 1 + beta * log(1 + floor((p + o) / n))
+    I32EnumAttrCase<"log_ratio", 1>]>;  // 1 + beta * log(max((p + o) / n, 1)), a real quotient
+def Cbc_PositionScaleFormAttr : Cbc_EnumAttr<Cbc_PositionScaleForm, "position_scale_form">;
+
 def Cbc_GroupScore : Cbc_Enum<"GroupScore", "how group-limited routing scores a group of experts", [
     I32EnumAttrCase<"top2_sum", 0>, // the sum of the group's two best selection scores
     I32EnumAttrCase<"max", 1>]>;     // the group's best selection score

@@ -59,6 +59,13 @@ LogicalResult WeightRefOp::verify() {
   }
   auto type = llvm::cast<RankedTensorType>(getType());
   int64_t rows = type.getRank() ? type.getDimSize(0) : 0;
+  if (getFlatten()) {
+    if (getCombine() != WeightCombine::none || getTranspose() || type.getRank() < 1)
+      return emitOpError("flatten needs combine 'none', no transpose and a ranked weight");
+    // Regrouping reorders the rows of the flattened part.
+    int64_t last = type.getDimSize(type.getRank() - 1);
+    rows = last ? type.getNumElements() / last : 0;
+  }
   if (auto regroup = getRegroupAttr()) {
     auto r = regroup.asArrayRef();
     if (r.size() < 2 || llvm::any_of(r, [](int64_t v) { return v <= 0; }))
@@ -139,7 +146,17 @@ LogicalResult RmsNormOp::verify() {
   return success();
 }
 
-LogicalResult MulOp::verify() { return verifyRowFactor(*this, getX(), getG(), getResult()); }
+LogicalResult MulOp::verify() {
+  // A weight factor is one learned scalar.
+  if (auto w = llvm::dyn_cast<RankedTensorType>(getG().getType()); w && w.hasStaticShape()) {
+    if (w.getNumElements() != 1)
+      return emitOpError("a weight factor must have exactly one element");
+    if (cols(getResult()) != cols(getX()))
+      return emitOpError("result width must equal the input width");
+    return success();
+  }
+  return verifyRowFactor(*this, getX(), getG(), getResult());
+}
 LogicalResult GateOp::verify() { return verifyRowFactor(*this, getX(), getG(), getResult()); }
 
 LogicalResult GluOp::verify() {
@@ -282,6 +299,11 @@ LogicalResult KvAttentionOp::verify() {
   }
   if (getSoftcap() && getSoftcap()->convertToDouble() <= 0)
     return emitOpError("softcap must be positive");
+  int64_t extent = getBiasExtent();
+  if ((bool)getDistanceBias() != (extent > 0))
+    return emitOpError("a distance bias needs a positive bias_extent, and bias_extent a distance bias");
+  if (getDistanceBias() && cols(getDistanceBias()) != heads * extent)
+    return emitOpError("distance_bias width must be num_heads * bias_extent");
   return success();
 }
 
@@ -424,11 +446,15 @@ LogicalResult RowsGatherOp::verify() {
 }
 
 LogicalResult MoeRouteOp::verify() {
-  int64_t experts = cols(getLogits()), k = getK();
+  int64_t sinks = getSinks(), experts = cols(getLogits()) - sinks, k = getK();
+  if (sinks < 0 || (sinks > 0 && (getScore() != RouteScore::sigmoid || getGroupsAttr() || getRenorm())))
+    return emitOpError("sinks must not be negative, and need sigmoid scores without groups or renorm");
   if (k <= 0 || k > experts)
     return emitOpError("k must be in [1, experts]");
-  if (cols(getWeights()) != k || cols(getIds()) != k)
+  if (sinks == 0 && (cols(getWeights()) != k || cols(getIds()) != k))
     return emitOpError("weights and ids must have k columns");
+  if (cols(getWeights()) != sinks + k || cols(getIds()) != sinks + k)
+    return emitOpError("with sinks, weights and ids must have sinks + k columns");
   if (getSelectionBias()) {
     if (getScore() == RouteScore::topk_softmax)
       return emitOpError("a selection bias needs softmax or sigmoid scores");

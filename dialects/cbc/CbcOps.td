@@ -46,6 +46,10 @@ def Cbc_WeightRefOp : Cbc_Op<"weight.ref", [Pure]> {
     f1, ...]` multiplies the first `rows0` rows of the assembled weight by `f0`, the next `rows1`
     by `f1`, and so on over all of its leading dimension, last of all: constant multipliers on a
     projection's output (or, on the weight only, its input) are folded in at load time.
+    `flatten` (with `combine = none`, no `transpose`) reads every source tensor as a matrix of
+    its last dimension (leading dimensions flattened into rows), so that tensors of different
+    ranks concatenate, and reads the assembled part in the result's shape (the element counts
+    must agree): `[S, I, H]` shared-expert projections join `[E, 2I, H]` fused experts this way.
 
     ```mlir
     %w = cbc.weight.ref "layers.0.gate_up" {
@@ -59,7 +63,8 @@ def Cbc_WeightRefOp : Cbc_Op<"weight.ref", [Pure]> {
                    OptionalAttr<Cbc_DequantAttr>:$dequant,
                    OptionalAttr<DenseI64ArrayAttr>:$regroup,
                    OptionalAttr<I64Attr>:$block_diag,
-                   OptionalAttr<DenseF64ArrayAttr>:$row_scales);
+                   OptionalAttr<DenseF64ArrayAttr>:$row_scales,
+                   UnitAttr:$flatten);
   let results = (outs Cbc_Weight:$result);
   let assemblyFormat = "$name attr-dict `:` type($result)";
   let hasVerifier = 1;
@@ -131,9 +136,10 @@ def Cbc_MulOp : Cbc_Op<"math.mul", [Pure]> {
   let description = [{
     `result = x * g`, where the width of `g` divides that of `x` (as cbc.math.gate: per element,
     per group of columns or, with width 1, per row). Gated convolutions multiply their
-    projections this way.
+    projections this way. `g` may also be a one-element weight, a learned scalar that
+    multiplies every element (a block's learned output scale).
   }];
-  let arguments = (ins Cbc_Rows:$x, Cbc_Rows:$g);
+  let arguments = (ins Cbc_Rows:$x, AnyTypeOf<[Cbc_Rows, Cbc_Weight]>:$g);
   let results = (outs Cbc_Rows:$result);
   let assemblyFormat = "$x `,` $g attr-dict `:` type($x) `,` type($g) `->` type($result)";
   let hasVerifier = 1;
@@ -249,9 +255,12 @@ def Cbc_PositionScaleOp : Cbc_Op<"math.position_scale", [Pure]> {
   let description = [{
     `result[t] = x[t] * (1 + beta * log(1 + floor((positions[t] + offset) / period)))`: the
     position-dependent query scaling (attention temperature tuning) of long-context attention.
+    With `form = log_ratio` the factor is `1 + beta * log(max((positions[t] + offset) / period,
+    1))` with a real quotient: one before position `period - offset`, then logarithmic growth.
   }];
   let arguments = (ins Cbc_Rows:$x, Cbc_Index:$positions, F64Attr:$beta, I64Attr:$period,
-                   DefaultValuedAttr<I64Attr, "0">:$offset);
+                   DefaultValuedAttr<I64Attr, "0">:$offset,
+                   DefaultValuedAttr<Cbc_PositionScaleFormAttr, "::cbc::PositionScaleForm::log1p_floor">:$form);
   let results = (outs Cbc_Rows:$result);
   let assemblyFormat = "$x `,` $positions attr-dict `:` type($x) `,` type($positions) `->` type($result)";
   let hasVerifier = 1;
@@ -326,7 +335,7 @@ def Cbc_KvAppendOp : Cbc_Op<"kv.append", [MemoryEffects<[MemWrite]>]> {
   let hasVerifier = 1;
 }
 
-def Cbc_KvAttentionOp : Cbc_Op<"kv.attention", [MemoryEffects<[MemRead]>]> {
+def Cbc_KvAttentionOp : Cbc_Op<"kv.attention", [MemoryEffects<[MemRead]>, AttrSizedOperandSegments]> {
   let summary = "Causal attention of this step's queries over the paged cache.";
   let description = [{
     Query row `t` (request row `r = seq_ids[t]`, position `p = positions[t]`) attends to the
@@ -334,17 +343,22 @@ def Cbc_KvAttentionOp : Cbc_Op<"kv.attention", [MemoryEffects<[MemRead]>]> {
     with grouped-query heads (`num_heads / num_kv_heads` queries per key head), and to those
     the layer's `retention` keeps. `scale` multiplies `q . k`; then `softcap` applies
     `cap * tanh(s / cap)` to scores; `sinks` adds one learned logit per head to the softmax
-    denominator only.
+    denominator only. With `distance_bias` (`[T, num_heads * bias_extent]`, computed per query
+    token from its hidden state), the score of query `t`, head `h` for the key at position `j`
+    gains `distance_bias[t, h * bias_extent + (p - j)]` when `p - j < bias_extent`, and nothing
+    beyond: a relative-position bias, added after `scale` (and after `softcap`).
   }];
   let arguments = (ins Cbc_Rows:$q, Cbc_Index:$positions, Cbc_Index:$seq_ids,
                    Cbc_Index:$cu_seqlens, Cbc_Index:$kv_lens, Cbc_Index:$slots,
                    Cbc_BlockTables:$block_tables, Optional<Cbc_Weight>:$sinks,
+                   Optional<Cbc_Rows>:$distance_bias,
                    I64Attr:$layer, I64Attr:$num_heads, I64Attr:$num_kv_heads, I64Attr:$head_dim,
                    F64Attr:$scale,
                    DefaultValuedAttr<Cbc_RetentionAttr, Cbc_AllTokens>:$retention,
-                   OptionalAttr<F64Attr>:$softcap, OptionalAttr<I64Attr>:$group);
+                   OptionalAttr<F64Attr>:$softcap, OptionalAttr<I64Attr>:$group,
+                   DefaultValuedAttr<I64Attr, "0">:$bias_extent);
   let results = (outs Cbc_Rows:$result);
-  let assemblyFormat = "$q `,` $positions `,` $seq_ids `,` $cu_seqlens `,` $kv_lens `,` $slots `,` $block_tables (`,` $sinks^)? attr-dict `:` type(operands) `->` type($result)";
+  let assemblyFormat = "$q `,` $positions `,` $seq_ids `,` $cu_seqlens `,` $kv_lens `,` $slots `,` $block_tables (`,` $sinks^)? (`distance_bias` `(` $distance_bias^ `)`)? attr-dict `:` type(operands) `->` type($result)";
   let hasVerifier = 1;
 }
 
@@ -429,7 +443,7 @@ let opDocGroup = Cbc_StateGroup in {
 
 def Cbc_StateConv1dOp : Cbc_StateScanOp<"state.conv1d",
     (ins Cbc_Rows:$x, Cbc_Weight:$weight, Optional<Cbc_Weight>:$bias),
-    (ins DefaultValuedAttr<Cbc_ActivationAttr, "::cbc::Activation::none">:$act), "conv"> {
+    (ins DefaultValuedAttr<Cbc_ActivationAttr, "::cbc::Activation::none">:$act, UnitAttr:$residual), "conv"> {
   let summary = "Causal depthwise convolution over packed rows, carrying inputs per request.";
   let description = [{
     For each request `r` (rows `cu_seqlens[r]` to `cu_seqlens[r+1]`), the rows are prefixed
@@ -437,7 +451,9 @@ def Cbc_StateConv1dOp : Cbc_StateScanOp<"state.conv1d",
     `has_initial_state[r]`), and channel `c` of row `t` becomes
     `act(bias[c] + sum_j weight[c, j] * xe[t + j])`, where tap `K - 1` is the row itself.
     The state in slot `slots[r]` is then the last `K - 1` inputs: the layer declares the state
-    `state` (default `conv`) of shape `[C, K - 1]`.
+    `state` (default `conv`) of shape `[C, K - 1]`. With `residual` the row itself is added,
+    `x[t, c] + act(...)`, before the result is rounded to its type (a residual short conv computed
+    in fp32, as Inkling's).
   }];
   let assemblyFormat = "$x `,` $weight (`bias` `(` $bias^ `)`)? `,` $cu_seqlens `,` $slots `,` $has_initial_state attr-dict `:` functional-type(operands, $result)";
 }
@@ -578,12 +594,21 @@ def Cbc_MoeRouteOp : Cbc_Op<"moe.route", [Pure]> {
     weighted by their unbiased score should one be chosen. Renormalising divides by the sum of
     the chosen weights plus `renorm_eps`. Weights are then multiplied by `scaling`. The ids come
     in descending order of selection score; ties choose the lower expert index.
+
+    With `sinks = S` (sigmoid scores, no groups, no renorm) the last `S` logits score sink
+    experts that every token takes beside its `k` chosen ones (shared experts that compete in
+    the normalisation): the logits are `[T, E + S]`, the selection bias `[E]`, and each of the
+    `S + k` weights is its sigmoid score over the sum of all `S + k` sigmoid scores, times
+    `scaling`. The results have `S + k` columns, the sinks first; ids number the experts of a
+    tensor that holds the sinks before the routed experts: sink `i` is id `i`, routed expert
+    `e` is id `S + e`.
   }];
   let arguments = (ins Cbc_Rows:$logits, Optional<Cbc_Weight>:$selection_bias, I64Attr:$k,
                    Cbc_RouteScoreAttr:$score, DefaultValuedAttr<BoolAttr, "false">:$renorm,
                    DefaultValuedAttr<F64Attr, "0.0">:$renorm_eps,
                    DefaultValuedAttr<F64Attr, "1.0">:$scaling,
-                   OptionalAttr<Cbc_RouteGroupsAttr>:$groups);
+                   OptionalAttr<Cbc_RouteGroupsAttr>:$groups,
+                   DefaultValuedAttr<I64Attr, "0">:$sinks);
   let results = (outs Cbc_Rows:$weights, Cbc_RowsI32:$ids);
   let assemblyFormat = [{
     $logits (`bias` `(` $selection_bias^ `:` type($selection_bias) `)`)? attr-dict `:` type($logits)

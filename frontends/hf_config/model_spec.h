@@ -70,6 +70,9 @@ struct LayerSpec {
   bool normed_residual = false;
   double mixer_alpha = 1.0, mixer_beta = 1.0, mlp_alpha = 1.0, mlp_beta = 1.0;
   std::vector<double> lightning_decay; // Lightning layers: the decay rate of each head
+  // This attention layer's own head counts and head width (Inkling's sliding layers); 0: the
+  // AttentionSpec's.
+  int64_t num_heads = 0, num_kv_heads = 0, head_dim = 0;
 };
 
 struct AttentionSpec {
@@ -88,6 +91,16 @@ struct AttentionSpec {
   // temperature tuning); beta 0: none.
   double temperature_beta = 0.0;
   int64_t temperature_period = 0;
+  // A relative-position bias from each token's hidden state (Inkling): r_proj gives rel_dim
+  // features per head, which rel_logits_proj.proj [rel_dim, extent] turns into one bias per
+  // backward distance below the extent: rel_extent on full layers, the window on sliding ones.
+  // 0: none.
+  int64_t rel_dim = 0, rel_extent = 0;
+  // Full layers scale q and the bias by 1 + alpha * log(max((p + 1) / floor, 1)); floor 0: none.
+  double log_scale_alpha = 0.0;
+  int64_t log_scale_floor = 0;
+  bool scale_inverse_dim = false; // the softmax scale is 1 / head_dim of each layer, not `scale`
+  int64_t kv_conv_kernel = 0; // k and v each pass a residual depthwise conv, x + conv(x); 0: none
 };
 
 // Multi-head latent attention: the query through q_a -> norm -> q_b (or q_proj), keys and values
@@ -153,6 +166,7 @@ struct MlpSpec {
   std::string act = "silu"; // silu, gelu_tanh, gelu; relu2 for ungated MLPs
   bool bias = false;
   bool gated = true;        // false: down(act(up(x))), no gate projection (Nemotron-H)
+  bool global_scale = false; // the output times a learned scalar, <mlp>.global_scale (Inkling)
 };
 
 // Mamba2's mixer: in_proj -> [z | xBC | dt], conv over xBC, SSD scan, gated norm, out_proj.
@@ -204,6 +218,7 @@ struct ExpertNaming {
   std::string glu = "halves"; // how gate and up share the gate_up rows: halves or interleaved
   ExpertTensors shared;       // the shared expert, when shared_intermediate > 0 (biases: ungated only)
   std::string shared_gate;    // optional: sigmoid(x . w) scales the shared expert
+  std::string global_scale;   // optional: a learned scalar on every routing weight
 };
 
 // Group-limited routing: `count` groups of experts, the `keep` best compete (count 0: none).
@@ -221,6 +236,9 @@ struct MoeSpec {
   bool renorm = false;
   double renorm_eps = 0.0;       // added to the sum when renormalising (LFM2-MoE: 1e-6)
   double scaling = 1.0;          // routed_scaling_factor
+  // Sink experts (Inkling's shared experts): the router scores E + sinks logits and every token
+  // takes the sinks, weighted in one normalisation with its chosen experts.
+  int64_t sinks = 0;
   std::string act = "silu";      // silu or clamped_swiglu (with limit and alpha)
   double limit = 0.0, alpha = 0.0;
   int64_t shared_intermediate = 0; // 0 = no shared expert
@@ -287,6 +305,13 @@ struct ModelSpec {
   // Each layer is two latent-attention sublayers with their own MLPs (mlps.0, mlps.1) and a
   // shortcut MoE (LongCat-Flash); the cache has two layers per decoder layer.
   bool dual_sublayers = false;
+  // The embedding and the head hold this many rows, padded beyond the vocab_size the logits keep
+  // (Inkling's unpadded_vocab_size slices them); 0: vocab_size rows.
+  int64_t padded_vocab = 0;
+  bool embed_norm = false;        // the embedding rows pass an RMSNorm, <embed>.embed_norm (Inkling)
+  // The mixer's and the feed-forward block's outputs each pass a residual depthwise conv of this
+  // kernel, h + conv(h), before the residual add (attn_sconv, mlp_sconv); 0: none.
+  int64_t branch_conv_kernel = 0;
   AttentionSpec attn;
   MlaSpec mla;
   MlpSpec mlp;

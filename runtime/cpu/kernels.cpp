@@ -49,9 +49,10 @@ void headLinear(const float *x, int64_t T, const float *w, int64_t heads, int64_
 }
 
 void positionScale(const float *x, int64_t T, int64_t width, const int32_t *positions, float beta, int64_t period,
-                   int64_t offset, float *y) {
+                   int64_t offset, float *y, bool logRatio) {
   for (int64_t t = 0; t < T; ++t) {
-    float f = 1.0f + beta * std::log(1.0f + (float)((positions[t] + offset) / period));
+    float f = logRatio ? 1.0f + beta * std::log(std::max((float)(positions[t] + offset) / (float)period, 1.0f))
+                       : 1.0f + beta * std::log(1.0f + (float)((positions[t] + offset) / period));
     for (int64_t j = 0; j < width; ++j)
       y[t * width + j] = x[t * width + j] * f;
   }
@@ -123,10 +124,10 @@ void softcap(const float *x, int64_t n, float cap, float *y) {
 
 void sigmoidGate(const float *x, const float *g, int64_t M, int64_t width, int64_t gWidth, float *y,
                  bool sigmoid) {
-  int64_t group = width / gWidth;
+  int64_t group = gWidth == 0 ? width : width / gWidth;
   for (int64_t m = 0; m < M; ++m)
     for (int64_t j = 0; j < width; ++j) {
-      float gv = g[m * gWidth + j / group];
+      float gv = gWidth == 0 ? g[0] : g[m * gWidth + j / group];
       y[m * width + j] = x[m * width + j] * (sigmoid ? 1.0f / (1.0f + std::exp(-gv)) : gv);
     }
 }
@@ -233,6 +234,8 @@ void pagedAttention(const float *q, int64_t T, const int32_t *positions, const i
       float s = dot * p.scale;
       if (p.softcap > 0)
         s = p.softcap * std::tanh(s / p.softcap);
+      if (p.distance_bias && pos - j < p.bias_extent)
+        s += p.distance_bias[(t * H + h) * p.bias_extent + (pos - j)];
       scores[j - lo] = s;
       maxScore = std::max(maxScore, s);
     }
@@ -314,8 +317,43 @@ void maskRouteGroups(float *keys, int64_t E, const RouteParams &p) {
 }
 } // namespace
 
+namespace {
+// Sigmoid routing with sink experts: the logits are [T, E + S]; the S sinks (ids 0..S-1) and the
+// k chosen experts (ids S + e) share one normalisation of their sigmoid scores.
+void moeRouteSinks(const float *logits, int64_t T, int64_t E, int64_t k, const RouteParams &p, float *weights,
+                   int32_t *ids) {
+  int64_t S = p.sinks, W = S + k;
+  std::vector<float> probs(E + S), keys(E);
+  std::vector<int32_t> order(E);
+  for (int64_t t = 0; t < T; ++t) {
+    const float *l = logits + t * (E + S);
+    for (int64_t e = 0; e < E + S; ++e)
+      probs[e] = 1.0f / (1.0f + std::exp(-l[e]));
+    for (int64_t e = 0; e < E; ++e)
+      keys[e] = p.selection_bias ? probs[e] + p.selection_bias[e] : probs[e];
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return keys[a] > keys[b]; });
+    float *w = weights + t * W;
+    int32_t *id = ids + t * W;
+    double sum = 0;
+    for (int64_t i = 0; i < S; ++i) {
+      id[i] = (int32_t)i;
+      sum += w[i] = probs[E + i];
+    }
+    for (int64_t j = 0; j < k; ++j) {
+      id[S + j] = (int32_t)(S + order[j]);
+      sum += w[S + j] = probs[order[j]];
+    }
+    for (int64_t j = 0; j < W; ++j)
+      w[j] = (float)(w[j] / sum) * p.scaling;
+  }
+}
+} // namespace
+
 void moeRoute(const float *logits, int64_t T, int64_t E, int64_t k, const RouteParams &p, float *weights,
               int32_t *ids) {
+  if (p.sinks > 0)
+    return moeRouteSinks(logits, T, E - p.sinks, k, p, weights, ids);
   std::vector<float> probs(E), keys(E);
   std::vector<int32_t> order(E);
   for (int64_t t = 0; t < T; ++t) {
@@ -449,7 +487,7 @@ void rmsNormGated(const float *x, const float *z, int64_t M, int64_t width, int6
 }
 
 void conv1dStates(const float *x, int64_t C, int64_t K, const float *w, const float *bias, Act act,
-                  const StateRows &rows, float *pool, float *y, const ParallelFor &pfor) {
+                  const StateRows &rows, float *pool, float *y, const ParallelFor &pfor, bool residual) {
   int64_t H = K - 1;
   pfor(rows.num_requests, [&](int64_t r) {
     int64_t begin = rows.cu_seqlens[r], end = rows.cu_seqlens[r + 1];
@@ -465,7 +503,7 @@ void conv1dStates(const float *x, int64_t C, int64_t K, const float *w, const fl
         for (int64_t j = 0; j < H; ++j)
           acc += w[c * K + j] * hist[j];
         acc += w[c * K + H] * xv;
-        y[t * C + c] = activate(act, acc);
+        y[t * C + c] = activate(act, acc) + (residual ? xv : 0.0f);
         if (H > 0) {
           std::copy(hist.begin() + 1, hist.end(), hist.begin());
           hist[H - 1] = xv;

@@ -30,9 +30,10 @@ void linear(const float *x, int64_t M, int64_t K, const float *w, int64_t N, con
 void headLinear(const float *x, int64_t T, const float *w, int64_t heads, int64_t R, int64_t C, int64_t offset,
                 int64_t rows, bool transpose, float *y);
 
-// y[t] = x[t] * (1 + beta * log(1 + floor((positions[t] + offset) / period))).
+// y[t] = x[t] * (1 + beta * log(1 + floor((positions[t] + offset) / period))), or with
+// `logRatio` x[t] * (1 + beta * log(max((positions[t] + offset) / period, 1))) in real division.
 void positionScale(const float *x, int64_t T, int64_t width, const int32_t *positions, float beta, int64_t period,
-                   int64_t offset, float *y);
+                   int64_t offset, float *y, bool logRatio = false);
 
 // RMS norm over groups of `group` features: y = x * rsqrt(mean(x^2) + eps) * (w + offset).
 void rmsNorm(const float *x, int64_t M, int64_t width, int64_t group, const float *w, float eps,
@@ -56,6 +57,7 @@ void glu(const float *x, int64_t M, int64_t I, Act act, bool interleaved, const 
 void softcap(const float *x, int64_t n, float cap, float *y);
 
 // y = x * sigmoid(g), or x * g without the sigmoid; g is [M, gWidth], one per width / gWidth columns.
+// gWidth 0: g is one scalar for every element.
 void sigmoidGate(const float *x, const float *g, int64_t M, int64_t width, int64_t gWidth, float *y,
                  bool sigmoid = true);
 
@@ -100,6 +102,9 @@ struct AttentionParams {
   int64_t window = 0, chunk = 0;
   float softcap = 0;
   const float *sinks = nullptr;
+  // [T, num_heads * bias_extent]: added to the score of the key at distance p - j < bias_extent.
+  const float *distance_bias = nullptr;
+  int64_t bias_extent = 0;
 };
 
 void pagedAttention(const float *q, int64_t T, const int32_t *positions, const int32_t *seqIds,
@@ -135,6 +140,8 @@ struct RouteParams {
   int64_t group_count = 0, group_keep = 0;
   fb::GroupScore group_score = fb::GroupScore::Top2Sum;
   fb::GroupFill group_fill = fb::GroupFill::NegInf;
+  // The last `sinks` logits are sink experts every token takes, normalised with the chosen ones.
+  int64_t sinks = 0;
 };
 void moeRoute(const float *logits, int64_t T, int64_t E, int64_t k, const RouteParams &p, float *weights,
               int32_t *ids);
@@ -168,9 +175,9 @@ struct StateRows {
 };
 
 // Causal depthwise conv over each request's rows, carrying the last K-1 inputs per request in
-// `pool` ([slots][C][K-1], oldest first).
+// `pool` ([slots][C][K-1], oldest first). `residual`: y = x + act(conv x).
 void conv1dStates(const float *x, int64_t C, int64_t K, const float *w, const float *bias, Act act,
-                  const StateRows &rows, float *pool, float *y, const ParallelFor &pfor);
+                  const StateRows &rows, float *pool, float *y, const ParallelFor &pfor, bool residual = false);
 
 struct GatedDeltaParams {
   int64_t k_heads = 0, v_heads = 0, k_dim = 0, v_dim = 0;

@@ -48,7 +48,16 @@ Exec compileKvAttention(const OpContext &c) {
   p.window = windowOf(*params.site());
   p.chunk = chunkOf(*params.site());
   p.softcap = (float)params.softcap();
-  int sinks = c.I.size() > 7 ? c.I[7] : -1;
+  // Optional operands: sinks, then the distance bias (present when bias_extent > 0).
+  p.bias_extent = params.bias_extent();
+  int bias = p.bias_extent > 0 ? c.I.back() : -1;
+  int sinks = c.I.size() > (size_t)(bias >= 0 ? 8 : 7) ? c.I[7] : -1;
+  c.check(p.bias_extent >= 0 && p.bias_extent <= (1 << 24) && (bias < 0 || c.I.size() >= 8),
+          "has a bad bias extent");
+  if (bias >= 0) {
+    c.acts({q, bias});
+    c.check(c.cols(bias) == params.num_heads() * p.bias_extent, "has a distance bias of the wrong width");
+  }
   const int64_t maxHeads = 1 << 20;
   c.check(p.num_heads > 0 && p.num_kv_heads > 0 && p.num_heads % p.num_kv_heads == 0 && p.head_dim > 0 &&
               p.num_heads <= maxHeads && p.num_kv_heads <= maxHeads && p.head_dim <= maxHeads &&
@@ -63,6 +72,7 @@ Exec compileKvAttention(const OpContext &c) {
   return [=](StepEnv &e) mutable {
     const StepBatch &b = *e.batch;
     p.sinks = sinks >= 0 ? e.weight(sinks) : nullptr;
+    p.distance_bias = bias >= 0 ? e.f32(bias) : nullptr;
     pagedAttention(e.f32(q), b.num_tokens, b.positions.data(), b.seq_ids.data(), b.slots.data(),
                    e.groupTables(group), b.table_width, e.kvLayouts.at(layer), e.kvPool(layer), p, e.f32(out),
                    e.pfor);

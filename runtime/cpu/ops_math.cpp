@@ -55,9 +55,11 @@ Exec compilePositionScale(const OpContext &c) {
   int x = c.I[0], out = c.O[0];
   int64_t width = c.cols(x), period = p.period(), offset = p.offset();
   float beta = (float)p.beta();
+  bool logRatio = p.form() == fb::PositionScaleForm::LogRatio;
   c.check(period > 0 && offset >= 0 && c.cols(out) == width, "has a bad period, offset or width");
+  c.check(p.form() >= fb::PositionScaleForm::MIN && p.form() <= fb::PositionScaleForm::MAX, "has an unknown form");
   return [=](StepEnv &e) {
-    positionScale(e.f32(x), e.rows(x), width, e.arg(StepArg::Positions), beta, period, offset, e.f32(out));
+    positionScale(e.f32(x), e.rows(x), width, e.arg(StepArg::Positions), beta, period, offset, e.f32(out), logRatio);
   };
 }
 
@@ -103,7 +105,18 @@ std::optional<SwigluClamp> clampOf(const fb::GluParams &p) {
 }
 } // namespace
 
-Exec compileMul(const OpContext &c) { return rowFactor(c, false); }
+Exec compileMul(const OpContext &c) {
+  // A one-element weight: a learned scalar on every element.
+  if (c.I.size() == 2 && c.value(c.I[1]).kind == Value::Weight) {
+    c.need(2, 1);
+    c.acts({c.I[0], c.O[0]});
+    int x = c.I[0], g = c.I[1], out = c.O[0];
+    int64_t width = c.cols(x);
+    c.check(c.cols(out) == width && c.weightNumel(g) == 1, "has a weight factor that is not one scalar");
+    return [=](StepEnv &e) { sigmoidGate(e.f32(x), e.weight(g), e.rows(x), width, 0, e.f32(out), false); };
+  }
+  return rowFactor(c, false);
+}
 Exec compileGate(const OpContext &c) { return rowFactor(c, true); }
 
 Exec compileGlu(const OpContext &c) {

@@ -22,11 +22,14 @@ Exec compileMoeRoute(const OpContext &c) {
   int logits = c.I[0], weights = c.O[0], ids = c.O[1], bias = c.I.size() == 2 ? c.I[1] : -1;
   c.acts({logits, weights, ids});
   const fb::MoeRouteParams &params = c.params<fb::MoeRouteParams>();
-  int64_t E = c.cols(logits), k = params.k();
-  c.check(k >= 1 && k <= E && c.cols(weights) == k && c.cols(ids) == k, "has an inconsistent k");
-  c.check(bias < 0 || c.weightNumel(bias) == E, "has a selection bias of the wrong size");
+  int64_t E = c.cols(logits), k = params.k(), S = params.sinks();
+  c.check(S >= 0 && S < E && (S == 0 || (params.score() == fb::RouteScore::Sigmoid && !params.groups() && !params.renorm())),
+          "has sinks without plain sigmoid scores");
+  c.check(k >= 1 && k <= E - S && c.cols(weights) == S + k && c.cols(ids) == S + k, "has an inconsistent k");
+  c.check(bias < 0 || c.weightNumel(bias) == E - S, "has a selection bias of the wrong size");
   c.check(params.score() >= fb::RouteScore::MIN && params.score() <= fb::RouteScore::MAX, "has an unknown score");
   RouteParams p;
+  p.sinks = S;
   p.score = params.score();
   p.renorm = params.renorm();
   p.renorm_eps = (float)params.renorm_eps();

@@ -31,11 +31,12 @@ Exec compileConv1d(const OpContext &c) {
   int layer = p.layer();
   std::string state = stateName(p.state());
   Act act = p.act();
+  bool residual = p.residual();
   if (K > 1)
     c.checkState(layer, state, C * (K - 1));
   return [=](StepEnv &e) {
     conv1dStates(e.f32(x), C, K, e.weight(w), bias >= 0 ? e.weight(bias) : nullptr, act, e.stateRows(),
-                 K > 1 ? e.statePool(layer, state) : nullptr, e.f32(out), e.pfor);
+                 K > 1 ? e.statePool(layer, state) : nullptr, e.f32(out), e.pfor, residual);
   };
 }
 

@@ -80,6 +80,42 @@ TEST(WeightTransforms, ZambaPerHeadProjectionsOnBlockDiagonals) {
     }
 }
 
+// flatten (Inkling): the shared experts' [S, I, H] gate and up projections, regrouped per expert,
+// lead the fused [E, 2I, H] routed experts in one [S + E, 2I, H] tensor; the relative-bias bank
+// [d_rel, extent] repeats once per head.
+TEST(WeightTransforms, InklingSinkExpertsLeadTheRoutedOnes) {
+  Loaded k("inkling_text");
+  const int64_t S = 2, E = 4, I = 16, H = 64;
+  rt::HostTensor g = k.raw("model.layers.1.mlp.shared_experts.gate_proj");
+  rt::HostTensor u = k.raw("model.layers.1.mlp.shared_experts.up_proj");
+  rt::HostTensor r = k.raw("model.layers.1.mlp.experts.gate_up_proj");
+  ASSERT_EQ(g.shape, (std::vector<int64_t>{S, I, H}));
+  ASSERT_EQ(r.shape, (std::vector<int64_t>{E, 2 * I, H}));
+  const rt::HostTensor &w = k.weight("layers.1.moe.gate_up");
+  ASSERT_EQ(w.shape, (std::vector<int64_t>{S + E, 2 * I, H}));
+  for (int64_t e = 0; e < S + E; ++e)
+    for (int64_t row = 0; row < 2 * I; ++row)
+      for (int64_t c = 0; c < H; ++c) {
+        float want = e >= S      ? r.data[((e - S) * 2 * I + row) * H + c]
+                     : row < I   ? g.data[(e * I + row) * H + c]
+                                 : u.data[(e * I + row - I) * H + c];
+        ASSERT_EQ(w.data[(e * 2 * I + row) * H + c], want) << "expert " << e << " row " << row;
+      }
+  rt::HostTensor sd = k.raw("model.layers.1.mlp.shared_experts.down_proj");
+  rt::HostTensor rd = k.raw("model.layers.1.mlp.experts.down_proj");
+  const rt::HostTensor &d = k.weight("layers.1.moe.down");
+  ASSERT_EQ(d.shape, (std::vector<int64_t>{S + E, H, I}));
+  for (int64_t i = 0; i < S * H * I; ++i)
+    ASSERT_EQ(d.data[i], sd.data[i]);
+  for (int64_t i = 0; i < E * H * I; ++i)
+    ASSERT_EQ(d.data[S * H * I + i], rd.data[i]);
+  rt::HostTensor bank = k.raw("model.layers.2.self_attn.rel_logits_proj.proj");
+  const rt::HostTensor &rp = k.weight("layers.2.attn.rel_proj");
+  ASSERT_EQ(rp.shape, (std::vector<int64_t>{4 * 4, 24}));
+  for (int64_t i = 0; i < 16 * 24; ++i)
+    ASSERT_EQ(rp.data[i], bank.data[i % (4 * 24)]);
+}
+
 TEST(WeightTransforms, Zamba2AdapterUpProjectionsOnABlockDiagonal) {
   Loaded z("zamba2");
   const rt::HostTensor &up = z.weight("layers.4.attn.adapter_up");
@@ -171,6 +207,23 @@ TEST(WeightTransforms, BadTransformsAreWeightErrors) {
           v.row_scales = {16, 2.0}; // 32 rows
       expectError(a, "row_scales over 16 of 32 rows");
     }
+  }
+}
+
+// A flattened part whose element count is not the weight's is refused, naming it.
+TEST(WeightTransforms, FlattenedPartOfTheWrongSizeIsAWeightError) {
+  Loaded k("inkling_text");
+  rt::Artefact a = k.artefact;
+  for (auto &v : a.weights)
+    if (v.name == "layers.1.moe.gate_up")
+      v.parts[0].pop_back(); // the shared experts alone: 2 x 32 x 64 elements, not 6 x 32 x 64
+  try {
+    rt::WeightStore::load(a, {fixtureDir("inkling_text"), 0});
+    ADD_FAILURE() << "no WeightError";
+  } catch (const rt::WeightError &e) {
+    EXPECT_NE(std::string(e.what()).find("hold 4096 elements but 'layers.1.moe.gate_up' needs [6, 32, 64]"),
+              std::string::npos)
+        << e.what();
   }
 }
 

@@ -33,6 +33,7 @@ MODEL_TYPES = (
     "mixtral",
     "qwen2_moe",
     "qwen3_moe",
+    "inkling_text",
 )
 
 

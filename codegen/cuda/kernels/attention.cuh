@@ -78,7 +78,10 @@ __device__ __forceinline__ void attention_finish(const float (&m)[G], const floa
   attention_partial<G, DV, H, WARPS>(sm_m, sm_l, sm_acc, part, t, head_block, split, splits);
 }
 
-template <class TQ, class TKV, int H, int HKV, int D, int DV, int B, Retention R, int TOKENS, bool SOFTCAP>
+// TB, BIAS: the distance bias [T, H * BIAS] added to the score of the key at distance pos - j <
+// BIAS (void, 0: none).
+template <class TQ, class TKV, int H, int HKV, int D, int DV, int B, Retention R, int TOKENS, bool SOFTCAP,
+          class TB = void, int BIAS = 0>
 __device__ __forceinline__ void attention(const CbcArgs &a) {
   using S = slots::Attention;
   constexpr int G = H / HKV, DL = (D + 31) / 32, DVL = (DV + 31) / 32, WARPS = kAttentionWarps;
@@ -91,6 +94,7 @@ __device__ __forceinline__ void attention(const CbcArgs &a) {
   const int *slots = (const int *)a.p[S::Slots];
   const int *tables = (const int *)a.p[S::Tables] + a.i[S::Group] * a.i[S::TableSlots] * a.i[S::TableWidth];
   const TKV *pool = (const TKV *)a.p[S::Pool];
+  const TB *bias = (const TB *)a.p[S::DistanceBias];
   float scoreScale = a.f[S::ScoreScale], cap = a.f[S::ScoreCap];
   long long splits = a.i[S::Splits];
   long long t = blockIdx.x;
@@ -132,6 +136,9 @@ __device__ __forceinline__ void attention(const CbcArgs &a) {
       float s = warp_sum(dot) * scoreScale;
       if constexpr (SOFTCAP)
         s = cap * tanhf(s / cap);
+      if constexpr (present<TB>)
+        if (pos - j < BIAS)
+          s += ld(bias, (t * H + kvh * G + g) * BIAS + (pos - j));
       online_softmax_step(s, m[g], l[g], acc[g], vv);
     }
   }

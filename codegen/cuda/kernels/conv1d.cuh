@@ -8,7 +8,8 @@
 
 namespace cbc {
 
-template <class TX, class TW, class TB, class TY, int C, int K, Act A>
+// RES: the row itself is added in fp32, x + act(conv x), before the one rounding to TY.
+template <class TX, class TW, class TB, class TY, int C, int K, Act A, bool RES = false>
 __device__ __forceinline__ void conv1d(const CbcArgs &a) {
   using S = slots::Conv1d;
   constexpr int HIST = K - 1, HIST1 = HIST > 1 ? HIST : 1;
@@ -39,7 +40,7 @@ __device__ __forceinline__ void conv1d(const CbcArgs &a) {
     float acc = b + wr[K - 1] * xv;
     for (int j = 0; j < HIST; ++j)
       acc += wr[j] * hist[j];
-    st(y, (long long)t * C + c, act<A>(acc));
+    st(y, (long long)t * C + c, RES ? act<A>(acc) + xv : act<A>(acc));
     for (int j = 0; j + 1 < HIST; ++j)
       hist[j] = hist[j + 1];
     if constexpr (HIST > 0)

@@ -33,8 +33,9 @@ template <class TX, class TY, int W, Act A> __device__ __forceinline__ void acti
   for_element<W>(a.i[S::Rows], [&](long long i, long long, long long) { st(y, i, scale * act<A>(ld(x, i))); });
 }
 
-// x * (1 + beta * log(1 + floor((pos + OFFSET) / PERIOD))), per row's position.
-template <class TX, class TY, int W, long long PERIOD, long long OFFSET>
+// x * (1 + beta * log(1 + floor((pos + OFFSET) / PERIOD))), per row's position; with LOG_RATIO,
+// x * (1 + beta * log(max((pos + OFFSET) / PERIOD, 1))) in real division.
+template <class TX, class TY, int W, long long PERIOD, long long OFFSET, bool LOG_RATIO = false>
 __device__ __forceinline__ void position_scale(const CbcArgs &a) {
   using S = slots::PositionScale;
   const TX *x = (const TX *)a.p[S::X];
@@ -42,7 +43,8 @@ __device__ __forceinline__ void position_scale(const CbcArgs &a) {
   TY *y = (TY *)a.p[S::Out];
   float beta = a.f[S::Beta];
   for_element<W>(a.i[S::Rows], [&](long long i, long long r, long long) {
-    float f = 1.0f + beta * logf(1.0f + (float)((positions[r] + OFFSET) / PERIOD));
+    float f = LOG_RATIO ? 1.0f + beta * logf(fmaxf((float)(positions[r] + OFFSET) / (float)PERIOD, 1.0f))
+                        : 1.0f + beta * logf(1.0f + (float)((positions[r] + OFFSET) / PERIOD));
     st(y, i, ld(x, i) * f);
   });
 }
@@ -74,6 +76,16 @@ template <class TX, class TG, class TY, int W, int GW> __device__ __forceinline_
   TY *y = (TY *)a.p[S::Out];
   for_element<W>(a.i[S::Rows],
                  [&](long long i, long long r, long long c) { st(y, i, ld(x, i) * ld(g, r * GW + c / (W / GW))); });
+}
+
+// x * g[0]: one learned scalar on every element.
+template <class TX, class TG, class TY, int W> __device__ __forceinline__ void mul_scalar(const CbcArgs &a) {
+  using S = slots::Mul;
+  const TX *x = (const TX *)a.p[S::X];
+  const TG *g = (const TG *)a.p[S::G];
+  TY *y = (TY *)a.p[S::Out];
+  float f = ld(g, 0);
+  for_element<W>(a.i[S::Rows], [&](long long i, long long, long long) { st(y, i, ld(x, i) * f); });
 }
 
 // A GLU over rows of 2I: gate and up as halves or interleaved columns.

@@ -150,6 +150,50 @@ __device__ __forceinline__ void moe_route(const CbcArgs &a) {
   }
 }
 
+// Sigmoid routing with NS sink experts: logits [T, E + NS], the sinks last. Each token takes the
+// sinks (ids 0..NS-1, weights first) and its K best routed experts by sigmoid + bias (ids NS + e),
+// all weighted by their sigmoid over the sum of the NS + K sigmoids, times the scaling.
+template <class TL, class TB, int E, int NS, int K> __device__ __forceinline__ void moe_route_sinks(const CbcArgs &a) {
+  using S = slots::MoeRoute;
+  constexpr int EL = (E + 31) / 32, W = NS + K;
+  const TL *logits = (const TL *)a.p[S::Logits];
+  float *weights = (float *)a.p[S::Weights];
+  int *ids = (int *)a.p[S::Ids];
+  const TB *bias = (const TB *)a.p[S::Bias];
+  long long t = blockIdx.x;
+  int lane = threadIdx.x;
+  float v[EL], key[EL];
+  for (int e = 0; e < EL; ++e) {
+    int x = lane + 32 * e;
+    v[e] = x < E ? 1.0f / (1.0f + expf(-ld(logits, t * (E + NS) + x))) : -INFINITY;
+    key[e] = v[e];
+    if constexpr (present<TB>)
+      if (x < E)
+        key[e] = v[e] + ld(bias, x);
+  }
+  float chosen[K];
+  int chosenId[K];
+  route_top_k<E, K, EL>(v, key, chosen, chosenId);
+  if (lane == 0) {
+    float sink[NS], sum = 0.0f;
+    for (int i = 0; i < NS; ++i) {
+      sink[i] = 1.0f / (1.0f + expf(-ld(logits, t * (E + NS) + E + i)));
+      sum += sink[i];
+    }
+    for (int j = 0; j < K; ++j)
+      sum += chosen[j];
+    float f = a.f[S::Scaling] / sum;
+    for (int i = 0; i < NS; ++i) {
+      weights[t * W + i] = sink[i] * f;
+      ids[t * W + i] = i;
+    }
+    for (int j = 0; j < K; ++j) {
+      weights[t * W + NS + j] = chosen[j] * f;
+      ids[t * W + NS + j] = NS + chosenId[j];
+    }
+  }
+}
+
 // The plan: offsets [E + 1], then perm [T * K] (position -> token * K + choice), then where
 // [T * K] (token * K + choice -> position). One thread per expert counts and then places its
 // pairs in token order.

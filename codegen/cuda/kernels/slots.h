@@ -143,7 +143,7 @@ struct KvAppend {
   enum Flt { NumFlt };
 };
 struct Attention {
-  enum Ptr { Q, Positions, SeqIds, Slots, Tables, Pool, Partials, NumPtr };
+  enum Ptr { Q, Positions, SeqIds, Slots, Tables, Pool, Partials, DistanceBias, NumPtr };
   enum Int { Group, TableSlots, TableWidth, Splits, NumInt };
   enum Flt { ScoreScale, ScoreCap, NumFlt };
 };

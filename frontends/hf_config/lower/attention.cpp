@@ -67,6 +67,8 @@ Value StepBuilder::qkvProjection(int64_t layer, Value x, const AttnSite &site) {
 }
 
 Value StepBuilder::attention(int64_t layer, Value x, const AttnSite &site) {
+  if (spec_.attn.rel_dim > 0)
+    return relativeAttention(layer, x, site);
   const AttentionSpec &a = spec_.attn;
   const Names &n = spec_.names;
   const LayerSpec &L = spec_.layers[layer];
@@ -104,10 +106,11 @@ Value StepBuilder::attention(int64_t layer, Value x, const AttnSite &site) {
   if (a.sinks)
     sinks = weight(site.prog + "sinks", {a.num_heads}, site.hf + "sinks");
   Value o = KvAttentionOp::create(b_, loc_, rows(qw), q, positions_, seqIds_, cuSeqlens_, kvLens_, slots_,
-                                  blockTables_, sinks, b_.getI64IntegerAttr(layer), b_.getI64IntegerAttr(a.num_heads),
+                                  blockTables_, sinks, Value(), b_.getI64IntegerAttr(layer), b_.getI64IntegerAttr(a.num_heads),
                                   b_.getI64IntegerAttr(a.num_kv_heads), b_.getI64IntegerAttr(D),
                                   b_.getF64FloatAttr(a.scale), retention,
-                                  a.softcap > 0 ? b_.getF64FloatAttr(a.softcap) : FloatAttr(), IntegerAttr())
+                                  a.softcap > 0 ? b_.getF64FloatAttr(a.softcap) : FloatAttr(), IntegerAttr(),
+                                  b_.getI64IntegerAttr(0))
                 .getResult();
   if (a.output_gate)
     o = GateOp::create(b_, loc_, rows(qw), o, parts[1]).getResult();

@@ -38,7 +38,10 @@ Value StepBuilder::denseMlp(int64_t layer, Value x, const std::string &module) {
   }
   Value g = glu(linear(x, wgu, bgu), I, gluAct(spec_.mlp.act));
   Value wdown = weight(prog(layer, base + ".down"), {H, I}, {.parts = {{name(nm.down + ".weight")}}, .row_scales = downScales});
-  return linear(g, wdown, bdown);
+  Value out = linear(g, wdown, bdown);
+  if (spec_.mlp.global_scale)
+    out = mul(out, weight(prog(layer, base + ".global_scale"), {1}, name("global_scale")));
+  return out;
 }
 
 Value StepBuilder::sharedExpert(int64_t layer, Value x) {
@@ -66,8 +69,45 @@ Value StepBuilder::sharedExpert(int64_t layer, Value x) {
   return out;
 }
 
+// The router scores E routed experts and then S sinks; the expert tensors hold the sinks (the
+// shared experts' [S, I, H] gate and up projections, interleaved per expert) before the fused
+// routed experts, as the route numbers them. Every weight carries the learned global scale.
+Value StepBuilder::sinkMoeMlp(int64_t layer, Value x) {
+  const MoeSpec &m = spec_.moe;
+  const ExpertNaming &n = m.names;
+  int64_t E = m.num_experts, S = m.sinks, I = m.intermediate, H = spec_.hidden_size;
+  Value router = weight(prog(layer, "moe.router"), {E + S, H}, hf(layer, n.router));
+  Value selectionBias;
+  if (!n.selection_bias.empty())
+    selectionBias = fp32Weight(prog(layer, "moe.selection_bias"), {E}, hf(layer, n.selection_bias));
+  auto route = MoeRouteOp::create(b_, loc_, TypeRange{rows(S + m.top_k), rowsI32(S + m.top_k)}, linear(x, router),
+                                  selectionBias, b_.getI64IntegerAttr(m.top_k),
+                                  RouteScoreAttr::get(b_.getContext(), RouteScore::sigmoid), b_.getBoolAttr(false),
+                                  b_.getF64FloatAttr(0.0), b_.getF64FloatAttr(m.scaling), RouteGroupsAttr(),
+                                  b_.getI64IntegerAttr(S));
+  Value w = route.getWeights();
+  if (!n.global_scale.empty())
+    w = mul(w, fp32Weight(prog(layer, "moe.global_scale"), {1}, hf(layer, n.global_scale)));
+  // [gate_0..gate_S-1 | up_0..up_S-1] rows regrouped into gate_i, up_i per sink.
+  SmallVector<int64_t> regroup = {2};
+  regroup.append(S, I);
+  Value wgu = weight(prog(layer, "moe.gate_up"), {S + E, 2 * I, H},
+                     {.parts = {{hf(layer, n.shared.gate_up[0]), hf(layer, n.shared.gate_up[1]),
+                                 hf(layer, n.experts.gate_up[0])}},
+                      .regroup = regroup,
+                      .flatten = true});
+  Value wd = weight(prog(layer, "moe.down"), {S + E, H, I},
+                    {.parts = {{hf(layer, n.shared.down[0]), hf(layer, n.experts.down[0])}}});
+  auto layout = GluLayoutAttr::get(b_.getContext(), GluLayout::halves);
+  return MoeExpertsOp::create(b_, loc_, rows(H), x, route.getIds(), w, wgu, wd, Value(), Value(), gluAct(m.act), layout,
+                              UnitAttr(), b_.getI64IntegerAttr(0), UnitAttr())
+      .getResult();
+}
+
 Value StepBuilder::moeMlp(int64_t layer, Value x) {
   const MoeSpec &m = spec_.moe;
+  if (m.sinks > 0)
+    return sinkMoeMlp(layer, x);
   const ExpertNaming &n = m.names;
   int64_t E = m.num_experts, I = m.intermediate, H = spec_.hidden_size;
   // Expert e's tensors ("{e}" in a per-expert name is its index).

@@ -42,7 +42,8 @@ func::FuncOp StepBuilder::declareStep(ModuleOp module) {
 // The embedding rows; `table` is the embedding weight (a tied head reuses it).
 Value StepBuilder::embed(Value &table) {
   int64_t H = spec_.hidden_size;
-  table = weight("embed", {spec_.vocab_size, H}, spec_.prefix + spec_.names.embed + ".weight");
+  table = weight("embed", {spec_.padded_vocab ? spec_.padded_vocab : spec_.vocab_size, H},
+                 spec_.prefix + spec_.names.embed + ".weight");
   // Some families round the embedding scale to the weight dtype before multiplying; Python-float
   // multipliers are not rounded.
   double embedScale = spec_.embed_scale;
@@ -54,6 +55,8 @@ Value StepBuilder::embed(Value &table) {
     embedScale = scale.convertToFloat();
   }
   embeddings_ = EmbedOp::create(b_, loc_, rows(H), tokens_, table, b_.getF64FloatAttr(embedScale)).getResult();
+  if (spec_.embed_norm)
+    embeddings_ = norm(embeddings_, weight("embed_norm", {H}, spec_.prefix + spec_.names.embed + ".embed_norm.weight"));
   return embeddings_;
 }
 
@@ -78,6 +81,8 @@ Value StepBuilder::decoderLayer(int64_t l, Value x) {
     Value h = mixer(l, raw ? x : layerNorm(l, nm.input_norm, x));
     if (spec_.sandwich_norms || post)
       h = layerNorm(l, nm.post_attn_norm, h);
+    if (spec_.branch_conv_kernel > 0)
+      h = residualConv(l, h, "attn_sconv", "attn_conv");
     x = residual(h);
   }
   if (L.mlp) {
@@ -87,6 +92,8 @@ Value StepBuilder::decoderLayer(int64_t l, Value x) {
     m = L.moe ? moeMlp(l, m) : denseMlp(l, m);
     if (spec_.sandwich_norms || post)
       m = layerNorm(l, nm.post_ff_norm, m);
+    if (spec_.branch_conv_kernel > 0)
+      m = residualConv(l, m, "mlp_sconv", "mlp_conv");
     x = residual(m);
   }
   return x;
@@ -158,8 +165,11 @@ Value StepBuilder::head(Value x, Value table) {
   int64_t H = spec_.hidden_size;
   x = RowsGatherOp::create(b_, loc_, rows(H), x, logitRows_).getResult();
   x = norm(x, weight("final_norm", {H}, spec_.prefix + spec_.names.final_norm + ".weight"));
-  Value head = spec_.tie_word_embeddings ? table : weight("lm_head", {spec_.vocab_size, H}, spec_.lm_head);
+  int64_t rows = spec_.padded_vocab ? spec_.padded_vocab : spec_.vocab_size;
+  Value head = spec_.tie_word_embeddings ? table : weight("lm_head", {rows, H}, spec_.lm_head);
   Value logits = linear(x, head);
+  if (rows != spec_.vocab_size) // a padded head: the logits keep the first vocab_size columns
+    logits = split(logits, {spec_.vocab_size, rows - spec_.vocab_size})[0];
   if (spec_.logits_scale != 1.0)
     logits = act(logits, "none", spec_.logits_scale);
   if (spec_.final_softcap > 0)

@@ -44,7 +44,8 @@ Value StepBuilder::weight(const std::string &name, ArrayRef<int64_t> shape, cons
       ref.transpose ? b_.getUnitAttr() : UnitAttr(), ref.mxfp4 ? DequantAttr::get(ctx, Dequant::mxfp4) : DequantAttr(),
       ref.regroup.empty() ? DenseI64ArrayAttr() : b_.getDenseI64ArrayAttr(ref.regroup),
       ref.block_diag ? b_.getI64IntegerAttr(ref.block_diag) : IntegerAttr(),
-      ref.row_scales.empty() ? DenseF64ArrayAttr() : b_.getDenseF64ArrayAttr(ref.row_scales));
+      ref.row_scales.empty() ? DenseF64ArrayAttr() : b_.getDenseF64ArrayAttr(ref.row_scales),
+      ref.flatten ? b_.getUnitAttr() : UnitAttr());
   weights_[name] = op.getResult();
   return op.getResult();
 }
@@ -120,9 +121,11 @@ Value StepBuilder::linear(Value x, Value w, Value bias) {
   return LinearOp::create(b_, loc_, rows(n), x, w, bias).getResult();
 }
 
-Value StepBuilder::conv1d(int64_t layer, Value x, Value w, Value bias, StringRef act) {
+Value StepBuilder::conv1d(int64_t layer, Value x, Value w, Value bias, StringRef act, StringRef state,
+                          bool residual) {
   return StateConv1dOp::create(b_, loc_, x.getType(), x, w, bias, cuSeqlens_, slots_, hasInitial_,
-                               b_.getI64IntegerAttr(layer), actAttr(act.str()), b_.getStringAttr("conv"))
+                               b_.getI64IntegerAttr(layer), actAttr(act.str()),
+                               residual ? b_.getUnitAttr() : UnitAttr(), b_.getStringAttr(state))
       .getResult();
 }
 

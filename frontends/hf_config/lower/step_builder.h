@@ -30,6 +30,7 @@ struct WeightRef {
   int64_t block_diag = 0;                           // each part's blocks placed on a diagonal
   llvm::SmallVector<double> row_scales = {};        // [rows, factor] runs
   bool mxfp4 = false;                               // each part is an MXFP4 [blocks, scales] pair
+  bool flatten = false;                             // sources as [rows, last dim], read in the shape
 };
 
 // Where an attention block's tensors are: the HF prefix of its module and the program-name
@@ -61,6 +62,10 @@ private:
   Value attention(int64_t layer, Value x) { return attention(layer, x, attnSite(layer)); }
   Value attention(int64_t layer, Value x, const AttnSite &site);
   Value qkvProjection(int64_t layer, Value x, const AttnSite &site);
+  // Attention with a relative-position bias from the hidden state (relative_attention.cpp).
+  Value relativeAttention(int64_t layer, Value x, const AttnSite &site);
+  // h + depthwise_conv(h) with a per-request state `state`; `module` holds conv1d.weight.
+  Value residualConv(int64_t layer, Value h, const std::string &module, const std::string &state);
   Value rope(const RopeSpec &r, Value x);
   // Latent attention; `cacheLayer` is the cache layer it keeps (a decoder layer may hold two).
   Value latentAttention(int64_t layer, Value x) { return latentAttention(x, attnSite(layer), layer, layer); }
@@ -79,6 +84,8 @@ private:
   Value denseMlp(int64_t layer, Value x, const std::string &module = "");
   Value moeMlp(int64_t layer, Value x);
   Value sharedExpert(int64_t layer, Value x);
+  // Routed experts with sink experts in one normalisation (MoeSpec::sinks).
+  Value sinkMoeMlp(int64_t layer, Value x);
 
   // ---- types, weights and names (step_builder.cpp) ----
   mlir::RankedTensorType rows(int64_t width);
@@ -105,7 +112,8 @@ private:
   Value norm(Value x, Value w, std::optional<int64_t> group = std::nullopt, std::optional<double> eps = std::nullopt);
   Value layerNorm(int64_t layer, const std::string &hfName, Value x);
   Value linear(Value x, Value w, Value bias = {});
-  Value conv1d(int64_t layer, Value x, Value w, Value bias, llvm::StringRef act);
+  Value conv1d(int64_t layer, Value x, Value w, Value bias, llvm::StringRef act, llvm::StringRef state = "conv",
+               bool residual = false);
   Value act(Value x, llvm::StringRef kind, double scale = 1.0);
   llvm::SmallVector<Value> split(Value x, llvm::ArrayRef<int64_t> widths);
   Value mul(Value x, Value g);

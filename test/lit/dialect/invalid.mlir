@@ -2365,3 +2365,55 @@ func.func @lightning_no_decay(%q: tensor<?x8xf32>, %i: tensor<?xi32>) {
   %0 = cbc.state.lightning %q, %q, %q, %i, %i, %i {layer = 0 : i64, num_heads = 2 : i64, head_dim = 4 : i64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
   return
 }
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// Inkling: distance bias, sink routing, scalar weight factors, flattened weight refs
+//===----------------------------------------------------------------------===//
+
+func.func @attention_distance_bias_without_extent(%q: tensor<?x16xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>, %b: tensor<?x32xf32>) {
+  // expected-error @+1 {{'cbc.kv.attention' op a distance bias needs a positive bias_extent, and bias_extent a distance bias}}
+  %0 = cbc.kv.attention %q, %p, %p, %p, %p, %p, %bt distance_bias(%b) {layer = 0 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, scale = 0.25 : f64} : tensor<?x16xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>, tensor<?x32xf32> -> tensor<?x16xf32>
+  return
+}
+
+// -----
+
+func.func @attention_distance_bias_width(%q: tensor<?x16xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>, %b: tensor<?x30xf32>) {
+  // expected-error @+1 {{'cbc.kv.attention' op distance_bias width must be num_heads * bias_extent}}
+  %0 = cbc.kv.attention %q, %p, %p, %p, %p, %p, %bt distance_bias(%b) {layer = 0 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, scale = 0.25 : f64, bias_extent = 8 : i64} : tensor<?x16xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>, tensor<?x30xf32> -> tensor<?x16xf32>
+  return
+}
+
+// -----
+
+func.func @route_sinks_softmax(%l: tensor<?x6xf32>) {
+  // expected-error @+1 {{'cbc.moe.route' op sinks must not be negative, and need sigmoid scores without groups or renorm}}
+  %w, %ids = cbc.moe.route %l {k = 2 : i64, score = #cbc.score<softmax>, sinks = 2 : i64} : tensor<?x6xf32> -> tensor<?x4xf32>, tensor<?x4xi32>
+  return
+}
+
+// -----
+
+func.func @route_sinks_columns(%l: tensor<?x6xf32>) {
+  // expected-error @+1 {{'cbc.moe.route' op with sinks, weights and ids must have sinks + k columns}}
+  %w, %ids = cbc.moe.route %l {k = 2 : i64, score = #cbc.score<sigmoid>, sinks = 2 : i64} : tensor<?x6xf32> -> tensor<?x2xf32>, tensor<?x2xi32>
+  return
+}
+
+// -----
+
+func.func @mul_weight_not_scalar(%x: tensor<?x8xf32>, %g: tensor<2xbf16>) {
+  // expected-error @+1 {{'cbc.math.mul' op a weight factor must have exactly one element}}
+  %0 = cbc.math.mul %x, %g : tensor<?x8xf32>, tensor<2xbf16> -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @weight_flatten_transpose() {
+  // expected-error @+1 {{'cbc.weight.ref' op flatten needs combine 'none', no transpose and a ranked weight}}
+  %0 = cbc.weight.ref "w" {sources = [["a", "b"]], flatten, transpose} : tensor<4x8x2xbf16>
+  return
+}

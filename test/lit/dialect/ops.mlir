@@ -430,3 +430,30 @@ func.func @route_groups_identity(%logits: tensor<?x8xf32>, %bias: tensor<8xf32>,
   %y2 = cbc.moe.experts %y, %ids1, %w1, %gu, %down {act = #cbc.act<silu>, identity_experts = 2 : i64, scale_input} : (tensor<?x8xf32>, tensor<?x2xi32>, tensor<?x2xf32>, tensor<4x12x8xbf16>, tensor<4x8x6xbf16>) -> tensor<?x8xf32>
   return %w, %ids, %w1, %ids1, %y2 : tensor<?x3xf32>, tensor<?x3xi32>, tensor<?x2xf32>, tensor<?x2xi32>, tensor<?x8xf32>
 }
+
+// Inkling: the relative-position distance bias on attention, the log_ratio position scale, sink
+// routing, a learned scalar factor and a flattened weight.
+// CHECK-LABEL: func.func @relative_bias_sinks
+func.func @relative_bias_sinks(%q: tensor<?x16xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>, %b: tensor<?x32xf32>,
+    %l: tensor<?x6xf32>, %bias: tensor<4xf32>, %s: tensor<1xf32>)
+    -> (tensor<?x16xf32>, tensor<?x4xf32>, tensor<?x4xi32>, tensor<6x32x64xbf16>) {
+  // CHECK: cbc.math.position_scale %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}} {beta = 3.000000e-01 : f64, form = #cbc.position_scale_form<log_ratio>, offset = 1 : i64, period = 16 : i64} : tensor<?x32xf32>, tensor<?xi32> -> tensor<?x32xf32>
+  %bs = cbc.math.position_scale %b, %p {beta = 0.3 : f64, period = 16 : i64, offset = 1 : i64, form = #cbc.position_scale_form<log_ratio>} : tensor<?x32xf32>, tensor<?xi32> -> tensor<?x32xf32>
+  // CHECK: cbc.kv.attention %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}} distance_bias(%{{[a-z0-9_#]+}}) {bias_extent = 8 : i64, head_dim = 4 : i64, layer = 0 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, scale = 2.500000e-01 : f64}
+  %o = cbc.kv.attention %q, %p, %p, %p, %p, %p, %bt distance_bias(%bs) {layer = 0 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, scale = 0.25 : f64, bias_extent = 8 : i64} : tensor<?x16xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>, tensor<?x32xf32> -> tensor<?x16xf32>
+  // CHECK: cbc.moe.route %{{[a-z0-9_#]+}} bias(%{{[a-z0-9_#]+}} : tensor<4xf32>) {k = 2 : i64, scaling = 1.500000e+00 : f64, score = #cbc.score<sigmoid>, sinks = 2 : i64} : tensor<?x6xf32> -> tensor<?x4xf32>, tensor<?x4xi32>
+  %w, %ids = cbc.moe.route %l bias(%bias : tensor<4xf32>) {k = 2 : i64, score = #cbc.score<sigmoid>, scaling = 1.5 : f64, sinks = 2 : i64} : tensor<?x6xf32> -> tensor<?x4xf32>, tensor<?x4xi32>
+  // CHECK: cbc.math.mul %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}} : tensor<?x4xf32>, tensor<1xf32> -> tensor<?x4xf32>
+  %ws = cbc.math.mul %w, %s : tensor<?x4xf32>, tensor<1xf32> -> tensor<?x4xf32>
+  // CHECK: cbc.weight.ref "gate_up" {flatten, regroup = array<i64: 2, 16, 16>, sources = {{\[\[}}"sg", "su", "gu"]]} : tensor<6x32x64xbf16>
+  %gu = cbc.weight.ref "gate_up" {sources = [["sg", "su", "gu"]], regroup = array<i64: 2, 16, 16>, flatten} : tensor<6x32x64xbf16>
+  return %o, %ws, %ids, %gu : tensor<?x16xf32>, tensor<?x4xf32>, tensor<?x4xi32>, tensor<6x32x64xbf16>
+}
+
+// A residual short conv: x + conv(x) in one op.
+// CHECK-LABEL: func.func @residual_conv
+func.func @residual_conv(%x: tensor<?x8xf32>, %w: tensor<8x1x4xf32>, %i: tensor<?xi32>) -> tensor<?x8xf32> {
+  // CHECK: cbc.state.conv1d %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}} {layer = 0 : i64, residual, state = "k_conv"}
+  %y = cbc.state.conv1d %x, %w, %i, %i, %i {layer = 0 : i64, residual, state = "k_conv"} : (tensor<?x8xf32>, tensor<8x1x4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  return %y : tensor<?x8xf32>
+}

@@ -1,0 +1,159 @@
+// Inkling's text decoder (inkling_text, run as InklingForCausalLM): attention without RoPE but
+// with a relative-position bias computed from each token's hidden state, per-head q/k norms and
+// a 1/d softmax scale, sliding layers with their own head counts, residual short convs on k, v
+// and both branch outputs, a normed embedding, muP logits, and a sigmoid-routed MoE whose
+// shared experts are sinks in the routing normalisation (configuration_inkling.py,
+// modeling_inkling.py; tools/oracle/SEMANTICS_INKLING.md).
+#include "frontends/hf_config/families/families.h"
+#include "frontends/hf_config/families/helpers.h"
+
+#include <set>
+
+namespace cbc::hf {
+
+namespace {
+
+// layer_types (hybrid / hybrid_sliding), else local_layer_ids, else sliding unless (i + 1) % 6 == 0.
+std::vector<bool> inklingSliding(const ConfigReader &r, int64_t layers) {
+  std::vector<bool> sliding(layers);
+  if (r.has("layer_types")) {
+    std::vector<std::string> types = r.getStringList("layer_types");
+    checkLayerCount(r, "layer_types", types.size(), layers);
+    for (int64_t i = 0; i < layers; ++i) {
+      if (types[i] != "hybrid" && types[i] != "hybrid_sliding")
+        throw ConfigError(r.path("layer_types"),
+                          "unsupported layer type '" + types[i] + "' (hybrid or hybrid_sliding)");
+      sliding[i] = types[i] == "hybrid_sliding";
+    }
+    return sliding;
+  }
+  if (r.has("local_layer_ids")) {
+    for (int64_t i : r.getIntList("local_layer_ids")) {
+      if (i < 0 || i >= layers)
+        throw ConfigError(r.path("local_layer_ids"), "names layer " + std::to_string(i) + ", which does not exist");
+      sliding[i] = true;
+    }
+    return sliding;
+  }
+  for (int64_t i = 0; i < layers; ++i)
+    sliding[i] = (i + 1) % 6 != 0;
+  return sliding;
+}
+
+// The attention options every layer shares and each sliding layer's own heads and window.
+void inklingAttention(const ConfigReader &r, ModelSpec &s) {
+  AttentionSpec &a = s.attn;
+  a.rope = false;
+  a.qk_norm = true;
+  a.scale_inverse_dim = true;
+  a.rel_dim = r.getSize("d_rel", 16);
+  a.rel_extent = r.getSize("rel_extent", 1024);
+  a.kv_conv_kernel = r.getSize("conv_kernel_size", r.getSize("sconv_kernel_size", 4));
+  if (r.has("log_scaling_n_floor")) {
+    a.log_scale_floor = r.requireSize("log_scaling_n_floor");
+    a.log_scale_alpha = r.getNumber("log_scaling_alpha", 0.1);
+  }
+  s.branch_conv_kernel = a.kv_conv_kernel;
+  int64_t window = r.has("sliding_window_size") ? r.requireSize("sliding_window_size") : r.getSize("sliding_window", 512);
+  int64_t swaHeads = r.getSize("swa_num_attention_heads", 64), swaKv = r.getSize("swa_num_key_value_heads", 16);
+  if (swaHeads % swaKv != 0)
+    throw ConfigError(r.path("swa_num_key_value_heads"), "swa_num_attention_heads (" + std::to_string(swaHeads) +
+                                                             ") is not divisible by it (" + std::to_string(swaKv) + ")");
+  int64_t swaDim = r.getSize("swa_head_dim", 128);
+  std::vector<bool> sliding = inklingSliding(r, s.num_layers);
+  for (int64_t i = 0; i < s.num_layers; ++i) {
+    LayerSpec &l = s.layers[i];
+    l.kind = sliding[i] ? LayerKind::SlidingAttention : LayerKind::FullAttention;
+    l.window = sliding[i] ? window : 0;
+    if (sliding[i]) {
+      l.num_heads = swaHeads;
+      l.num_kv_heads = swaKv;
+      l.head_dim = swaDim;
+    }
+  }
+}
+
+// mlp_layer_types (dense / sparse), else dense below dense_mlp_idx (0: all sparse). With
+// dense_intermediate_size, intermediate_size is the experts' width (configuration_inkling.py).
+void inklingMlp(const ConfigReader &r, ModelSpec &s) {
+  MoeSpec &m = s.moe;
+  m.intermediate = r.getSize("moe_intermediate_size", 3072);
+  if (r.has("dense_intermediate_size")) {
+    m.intermediate = s.mlp.intermediate;
+    s.mlp.intermediate = r.requireSize("dense_intermediate_size");
+  }
+  s.mlp.global_scale = true;
+  if (r.has("mlp_layer_types")) {
+    std::vector<std::string> types = r.getStringList("mlp_layer_types");
+    checkLayerCount(r, "mlp_layer_types", types.size(), s.num_layers);
+    for (int64_t i = 0; i < s.num_layers; ++i) {
+      if (types[i] != "dense" && types[i] != "sparse")
+        throw ConfigError(r.path("mlp_layer_types"), "unsupported MLP type '" + types[i] + "' (dense or sparse)");
+      s.layers[i].moe = types[i] == "sparse";
+    }
+  } else {
+    int64_t dense = r.getInt("dense_mlp_idx", 0);
+    for (int64_t i = 0; i < s.num_layers; ++i)
+      s.layers[i].moe = i >= dense;
+  }
+  std::string countKey = r.has("num_local_experts") ? "num_local_experts" : "n_routed_experts";
+  m.num_experts = r.getSize(countKey, 256);
+  m.top_k = r.getSize("num_experts_per_tok", 6);
+  if (m.top_k > m.num_experts)
+    throw ConfigError(r.path("num_experts_per_tok"), "exceeds the " + std::to_string(m.num_experts) + " experts");
+  // Every token takes the shared experts, which the router scores as sinks.
+  m.sinks = r.getSize("n_shared_experts", 2);
+  m.score = "sigmoid";
+  m.scaling = r.getNumber("route_scale", 8.0);
+  m.act = "silu";
+  ExpertNaming &n = m.names;
+  n.router = "mlp.gate.weight";
+  n.selection_bias = "mlp.gate.e_score_correction_bias";
+  n.global_scale = "mlp.gate.global_scale";
+  n.fused = true;
+  n.experts.gate_up = {"mlp.experts.gate_up_proj"};
+  n.experts.down = {"mlp.experts.down_proj"};
+  n.shared.gate_up = {"mlp.shared_experts.gate_proj", "mlp.shared_experts.up_proj"};
+  n.shared.down = {"mlp.shared_experts.down_proj"};
+}
+
+void parseInkling(const ConfigReader &r, ModelSpec &s) {
+  requireSilu(r, "hidden_act", "inkling_text");
+  // The head is padded to vocab_size rows; the logits keep the first unpadded_vocab_size.
+  if (r.has("unpadded_vocab_size")) {
+    int64_t unpadded = r.requireSize("unpadded_vocab_size");
+    if (unpadded > s.vocab_size)
+      throw ConfigError(r.path("unpadded_vocab_size"),
+                        "exceeds vocab_size (" + std::to_string(s.vocab_size) + "), the rows the head holds");
+    for (int64_t id : s.eos_token_ids)
+      if (id >= unpadded)
+        throw ConfigError(r.path("eos_token_id"), "token id " + std::to_string(id) + " is outside the " +
+                                                      std::to_string(unpadded) + " logits kept (unpadded_vocab_size)");
+    if (unpadded < s.vocab_size) {
+      s.padded_vocab = s.vocab_size;
+      s.vocab_size = unpadded;
+    }
+  }
+  s.layers.assign(s.num_layers, LayerSpec{});
+  inklingAttention(r, s);
+  inklingMlp(r, s);
+  s.embed_norm = true;
+  // The head reads h / logits_mup_width_multiplier, which scales the logits alike.
+  double mup = r.getNumber("logits_mup_width_multiplier", r.getNumber("embedding_multiplier", 24.0));
+  if (!(mup > 0))
+    throw ConfigError(r.path("logits_mup_width_multiplier"), "must be positive");
+  s.logits_scale = 1.0 / mup;
+  // InklingForCausalLM ties nothing (_tied_weights_keys is empty).
+  s.tie_word_embeddings = false;
+}
+
+} // namespace
+
+FamilyTable inklingFamilies() {
+  return {
+      {"inkling_text",
+       {{.head_dim = 128, .max_positions = 131072, .norm_eps = 1e-6, .kv_heads = 8}, parseInkling}},
+  };
+}
+
+} // namespace cbc::hf
