@@ -55,21 +55,20 @@ void normaliseQk(const float *q, const float *k, int64_t dk, bool l2, float *qn,
     kn[i] = k[i] * ik;
   }
 }
-} // namespace
 
-// Inputs are already normalised: q scaled, k unit length, g the log decay, beta the rate.
-void gatedDeltaRecurrent(int64_t n, const float *q, const float *k, const float *v, const float *g,
-                         const float *beta, int64_t dk, int64_t dv, int64_t qStride, int64_t vStride,
-                         float *S, float *out, int64_t outStride) {
+// The delta rule token by token; `logDecay(t, i)` is row i's log decay at token t. Two passes
+// over S per token: decay it while reading S^T k, then add k u^T while reading S^T q.
+template <class LogDecay>
+void deltaRuleRecurrent(int64_t n, const float *q, const float *k, const float *v, const float *beta, int64_t dk,
+                        int64_t dv, int64_t qStride, int64_t vStride, float *S, float *out, int64_t outStride,
+                        LogDecay logDecay) {
   std::vector<float> u(dv);
   for (int64_t t = 0; t < n; ++t) {
     const float *qt = q + t * qStride, *kt = k + t * qStride, *vt = v + t * vStride;
-    float decay = std::exp(g[t]);
-    // Two passes over S: decay it while reading S^T k, then add k u^T while reading S^T q.
     std::fill(u.begin(), u.end(), 0.0f);
     for (int64_t i = 0; i < dk; ++i) {
       float *Srow = S + i * dv;
-      float ki = kt[i];
+      float decay = std::exp(logDecay(t, i)), ki = kt[i];
       for (int64_t j = 0; j < dv; ++j) {
         Srow[j] *= decay;
         u[j] += Srow[j] * ki;
@@ -88,6 +87,15 @@ void gatedDeltaRecurrent(int64_t n, const float *q, const float *k, const float 
       }
     }
   }
+}
+} // namespace
+
+// Inputs are already normalised: q scaled, k unit length, g the log decay, beta the rate.
+void gatedDeltaRecurrent(int64_t n, const float *q, const float *k, const float *v, const float *g,
+                         const float *beta, int64_t dk, int64_t dv, int64_t qStride, int64_t vStride,
+                         float *S, float *out, int64_t outStride) {
+  deltaRuleRecurrent(n, q, k, v, beta, dk, dv, qStride, vStride, S, out, outStride,
+                     [g](int64_t t, int64_t) { return g[t]; });
 }
 
 // The chunked (UT transform) form: within a chunk, the delta-rule updates are solved as one
@@ -174,32 +182,8 @@ void gatedDeltaScan(const float *q, const float *k, const float *v, const float 
 // Inputs are already normalised: q scaled, k unit length, g the log decays [n, dk], beta the rates.
 void kdaRecurrent(int64_t n, const float *q, const float *k, const float *v, const float *g, const float *beta,
                   int64_t dk, int64_t dv, int64_t qStride, int64_t vStride, float *S, float *out, int64_t outStride) {
-  std::vector<float> u(dv);
-  for (int64_t t = 0; t < n; ++t) {
-    const float *qt = q + t * qStride, *kt = k + t * qStride, *vt = v + t * vStride, *gt = g + t * dk;
-    // Decay row i of S by its channel's exp(g_i) while reading S^T k, then add k u^T while reading S^T q.
-    std::fill(u.begin(), u.end(), 0.0f);
-    for (int64_t i = 0; i < dk; ++i) {
-      float *Srow = S + i * dv;
-      float decay = std::exp(gt[i]), ki = kt[i];
-      for (int64_t j = 0; j < dv; ++j) {
-        Srow[j] *= decay;
-        u[j] += Srow[j] * ki;
-      }
-    }
-    for (int64_t j = 0; j < dv; ++j)
-      u[j] = (vt[j] - u[j]) * beta[t];
-    float *o = out + t * outStride;
-    std::fill_n(o, dv, 0.0f);
-    for (int64_t i = 0; i < dk; ++i) {
-      float *Srow = S + i * dv;
-      float ki = kt[i], qi = qt[i];
-      for (int64_t j = 0; j < dv; ++j) {
-        Srow[j] += ki * u[j];
-        o[j] += Srow[j] * qi;
-      }
-    }
-  }
+  deltaRuleRecurrent(n, q, k, v, beta, dk, dv, qStride, vStride, S, out, outStride,
+                     [g, dk](int64_t t, int64_t i) { return g[t * dk + i]; });
 }
 
 namespace {
