@@ -10,28 +10,43 @@ using namespace mlir;
 
 // [q_nope of every head | q_rope of every head]: q_b_proj (or q_proj) rows regrouped from the
 // checkpoint's per-head [nope | rope] order.
-Value StepBuilder::latentQuery(Value x, const AttnSite &site) {
+// With query_gate, q_b_proj reads [norm(q_a) | q_a] and each head's rows end in its output gate:
+// [q_nope all | q_rope all | gate all] after regrouping.
+Value StepBuilder::latentQuery(Value x, const AttnSite &site, Value *gate) {
   const MlaSpec &m = spec_.mla;
   int64_t H = spec_.attn.num_heads, qw = H * (m.nope_dim + m.rope_dim);
   SmallVector<int64_t> regroup = {H, m.nope_dim, m.rope_dim};
+  if (m.query_gate)
+    regroup.push_back(m.v_dim);
   if (m.q_lora_rank == 0)
     return linear(x, weight(site.prog + "q", {qw, site.in}, {.parts = {{site.hf + "q_proj.weight"}}, .regroup = regroup}));
   Value qaBias;
   if (m.bias)
     qaBias = weight(site.prog + "q_a_bias", {m.q_lora_rank}, site.hf + "q_a_proj.bias");
   Value qa = linear(x, weight(site.prog + "q_a", {m.q_lora_rank, site.in}, site.hf + "q_a_proj.weight"), qaBias);
-  qa = norm(qa, weight(site.prog + "q_a_norm", {m.q_lora_rank}, site.hf + "q_a_layernorm.weight"), std::nullopt,
-            m.norm_eps);
+  Value qaNormed = norm(qa, weight(site.prog + "q_a_norm", {m.q_lora_rank}, site.hf + "q_a_layernorm.weight"),
+                        std::nullopt, m.norm_eps);
+  if (m.query_gate) {
+    int64_t gw = H * m.v_dim;
+    Value qin = ConcatOp::create(b_, loc_, rows(2 * m.q_lora_rank), ValueRange{qaNormed, qa}).getResult();
+    Value qg = weight(site.prog + "q_gate", {qw + gw, 2 * m.q_lora_rank},
+                      {.parts = {{site.hf + "q_b_proj.weight"}}, .regroup = regroup});
+    SmallVector<Value> parts = split(linear(qin, qg), {qw, gw});
+    if (gate)
+      *gate = parts[1];
+    return parts[0];
+  }
   Value qb = weight(site.prog + "q_b", {qw, m.q_lora_rank},
                     {.parts = {{site.hf + "q_b_proj.weight"}}, .regroup = regroup, .row_scales = scales({{qw, m.q_scale}})});
-  return linear(qa, qb);
+  return linear(qaNormed, qb);
 }
 
 Value StepBuilder::latentAttention(Value x, const AttnSite &site, int64_t layer, int64_t cacheLayer) {
   const MlaSpec &m = spec_.mla;
   const LayerSpec &L = spec_.layers[layer];
   int64_t H = spec_.attn.num_heads, r = m.kv_lora_rank;
-  Value q = latentQuery(x, site);
+  Value outGate;
+  Value q = latentQuery(x, site, &outGate);
   if (m.position_beta != 0)
     q = PositionScaleOp::create(b_, loc_, rows(H * (m.nope_dim + m.rope_dim)), q, positions_,
                                 b_.getF64FloatAttr(m.position_beta), b_.getI64IntegerAttr(m.position_period),
@@ -76,6 +91,8 @@ Value StepBuilder::latentAttention(Value x, const AttnSite &site, int64_t layer,
     o = GateOp::create(b_, loc_, rows(H * m.v_dim), o,
                        linear(x, weight(site.prog + "head_gate", {H, site.in}, site.hf + "g_proj.weight")))
             .getResult();
+  if (outGate) // per element, in fp32 like the reference
+    o = GateOp::create(b_, loc_, rows(H * m.v_dim), o, outGate).getResult();
   Value oBias;
   if (m.bias)
     oBias = weight(site.prog + "o_bias", {spec_.hidden_size}, site.hf + spec_.names.o_proj + ".bias");

@@ -70,7 +70,8 @@ private:
   // Latent attention; `cacheLayer` is the cache layer it keeps (a decoder layer may hold two).
   Value latentAttention(int64_t layer, Value x) { return latentAttention(x, attnSite(layer), layer, layer); }
   Value latentAttention(Value x, const AttnSite &site, int64_t layer, int64_t cacheLayer);
-  Value latentQuery(Value x, const AttnSite &site);
+  // With MlaSpec::query_gate, *gate receives the per-element output gate [T, H * v_dim].
+  Value latentQuery(Value x, const AttnSite &site, Value *gate = nullptr);
   Value gatedDeltaNet(int64_t layer, Value x);
   Value lightningAttention(int64_t layer, Value x);
   Value kdaAttention(int64_t layer, Value x); // kda.cpp
@@ -111,6 +112,8 @@ private:
   Value glu(Value x, int64_t width, mlir::Attribute act, GluLayout layout = GluLayout::halves);
   Value norm(Value x, Value w, std::optional<int64_t> group = std::nullopt, std::optional<double> eps = std::nullopt);
   Value layerNorm(int64_t layer, const std::string &hfName, Value x);
+  // layerNorm, or with `gated` the NormGateSpec norm and its low-rank sigmoid gate.
+  Value layerNorm(int64_t layer, const std::string &hfName, Value x, bool gated);
   Value linear(Value x, Value w, Value bias = {});
   Value conv1d(int64_t layer, Value x, Value w, Value bias, llvm::StringRef act, llvm::StringRef state = "conv",
                bool residual = false);
