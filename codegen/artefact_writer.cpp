@@ -126,6 +126,9 @@ Params writeParams(fbs::FlatBufferBuilder &fbb, Operation &op) {
       .Case([&](RmsNormOp o) {
         return params(P::NormParams, writeNorm(fbb, o.getEpsAttr(), o.getOffsetAttr(), o.getGroupAttr()));
       })
+      .Case([&](LayerNormOp o) {
+        return params(P::NormParams, fb::CreateNormParams(fbb, f64(o.getEpsAttr()), 0.0, 0));
+      })
       .Case([&](AddRmsNormOp o) {
         return params(P::NormParams, writeNorm(fbb, o.getEpsAttr(), o.getOffsetAttr(), IntegerAttr()));
       })
@@ -157,6 +160,16 @@ Params writeParams(fbs::FlatBufferBuilder &fbb, Operation &op) {
         return params(P::KvLatentAttentionParams,
                       fb::CreateKvLatentAttentionParams(fbb, &site, o.getNumHeads(), o.getLatentDim(), o.getRopeDim(),
                                                         f64(o.getScaleAttr())));
+      })
+      .Case([&](KvIndexAppendOp o) {
+        fb::CacheSite site = cacheSite(o.getLayer(), o.getGroupAttr(), RetentionAttr::all(o.getContext()));
+        return params(P::KvIndexAppendParams, fb::CreateKvIndexAppendParams(fbb, &site, o.getHeadDim()));
+      })
+      .Case([&](KvIndexSelectOp o) {
+        fb::CacheSite site = cacheSite(o.getLayer(), o.getGroupAttr(), RetentionAttr::all(o.getContext()));
+        return params(P::KvIndexSelectParams,
+                      fb::CreateKvIndexSelectParams(fbb, &site, o.getNumHeads(), o.getHeadDim(), o.getTopk(),
+                                                    f64(o.getKeyScaleAttr()), f64(o.getWeightScaleAttr())));
       })
       .Case([&](HeadLinearOp o) {
         return params(P::HeadLinearParams,

@@ -73,6 +73,8 @@ struct LayerSpec {
   // This attention layer's own head counts and head width (Inkling's sliding layers); 0: the
   // AttentionSpec's.
   int64_t num_heads = 0, num_kv_heads = 0, head_dim = 0;
+  // A sparse attention layer without its own indexer: it reads the previous layer's selection.
+  bool shared_indexer = false;
   // The mixer's input norm and the feed-forward block's norm are followed by the low-rank gate of
   // NormGateSpec (A.X-K2: every layer's input norm, MoE layers' feed-forward norm).
   bool gated_input_norm = false, gated_ff_norm = false;
@@ -118,6 +120,15 @@ struct AttentionSpec {
 // from a normed latent of kv_lora_rank and one roped key of rope_dim that all heads share. The
 // rope part's schedule is the layer's RopeSpec, over heads of rope_dim (AttentionSpec::head_dim
 // is set to rope_dim); num_heads and the softmax scale are the AttentionSpec's.
+// The lightning indexer of sparse (indexed) attention over MLA: per query token, `heads` query
+// heads of `head_dim` from q_b's input, one LayerNorm'd key per token, RoPE on the first
+// rope_dim features of both; attention reads only the `topk` best cached tokens.
+struct IndexerSpec {
+  int64_t heads = 0, head_dim = 0, topk = 0; // heads 0: no indexer
+  std::string rope_pairing = "half";          // the indexer's own pairing (not the attention's)
+  double norm_eps = 1e-6;                     // k_norm (a LayerNorm with a bias)
+};
+
 struct MlaSpec {
   int64_t q_lora_rank = 0; // 0: q_proj
   int64_t kv_lora_rank = 0, nope_dim = 0, rope_dim = 0, v_dim = 0;
@@ -135,6 +146,7 @@ struct MlaSpec {
   // [q nope | q rope | gate of v_dim]; the attention output is multiplied by sigmoid(gate) per
   // element before o_proj (A.X-K2, whose runtime module calls it q_gate_proj).
   bool query_gate = false;
+  IndexerSpec indexer;
 };
 
 // A Kimi delta attention mixer under Names::attn: q/k/v projections through short convs

@@ -51,17 +51,32 @@ std::vector<bool> sharedIndexerLayers(const ConfigReader &r, int64_t layers) {
 
 namespace {
 
+// Every layer of these families is sparse latent attention (layer_types, when given, says so).
+void checkIndexedLayers(const ConfigReader &r, int64_t layers) {
+  std::vector<std::string> types = r.getStringList("layer_types");
+  if (!types.empty())
+    checkLayerCount(r, "layer_types", types.size(), layers);
+  for (const std::string &t : types)
+    if (t != "indexed_attention")
+      throw ConfigError(r.path("layer_types"), "unsupported layer type '" + t + "' (indexed_attention)");
+}
+
 // GLM-5: DeepSeek-V3.2's sparse MLA with interleaved RoPE everywhere (the indexer too) and
 // "shared" layers without an indexer.
 void parseGlmMoeDsa(const ConfigReader &r, ModelSpec &s) {
   parseMla(r, s, {.q_lora_rank = 2048, .kv_lora_rank = 512, .nope = 192, .rope = 64, .v = 256}, true);
   s.attn.rope_pairing = "interleaved"; // always: the family has no rope_interleave switch
+  parseIndexer(r, s, "interleaved");   // the indexer pairs interleaved too (DeepSeek-V3.2: halves)
+  if (!r.has("index_n_heads"))
+    s.mla.indexer.heads = 32; // GlmMoeDsaConfig's default
+  checkIndexedLayers(r, s.num_layers);
   parseDeepseekMoe(r, s, kSigmoidGroups,
                    {.experts = 256, .top_k = 8, .groups = 1, .keep = 1, .intermediate = 2048});
   int64_t first = r.getInt("first_k_dense_replace", 3);
   moeByLayerTypes(r, s, [&](int64_t i) { return i >= first; });
-  (void)sharedIndexerLayers(r, s.num_layers);
-  throw ConfigError(r.path("index_topk"), "indexed (DSA) attention is not lowered yet");
+  std::vector<bool> shared = sharedIndexerLayers(r, s.num_layers);
+  for (int64_t i = 0; i < s.num_layers; ++i)
+    s.layers[i].shared_indexer = shared[i];
 }
 
 // A.X-K2: the fused q_b_proj over [norm(q_a) | q_a] with its per-element output gate, gated
@@ -72,6 +87,10 @@ void parseAxk2(const ConfigReader &r, ModelSpec &s) {
   parseMla(r, s, {.q_lora_rank = 384, .kv_lora_rank = 128, .nope = 64, .rope = 32, .v = 64}, true);
   s.attn.rope_pairing = "interleaved";
   s.mla.query_gate = true;
+  parseIndexer(r, s, "half"); // DeepSeek-V3.2's indexer unchanged
+  if (!r.has("index_n_heads"))
+    s.mla.indexer.heads = 16; // AXK2Config's default
+  checkIndexedLayers(r, s.num_layers);
   if (r.has("n_group") != r.has("topk_group"))
     throw ConfigError(r.path(r.has("n_group") ? "topk_group" : "n_group"),
                       "must be set together with " + std::string(r.has("n_group") ? "n_group" : "topk_group") +
@@ -87,7 +106,6 @@ void parseAxk2(const ConfigReader &r, ModelSpec &s) {
     l.gated_input_norm = true;
     l.gated_ff_norm = l.moe;
   }
-  throw ConfigError(r.path("index_topk"), "indexed (DSA) attention is not lowered yet");
 }
 
 } // namespace
