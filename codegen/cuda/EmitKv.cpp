@@ -137,8 +137,7 @@ void emitLatentAttention(Emitter &e, KvLatentAttentionOp op) {
       .set(S::Partials, partials)
       .set(S::Splits, Emitter::runtime(RuntimeVar::AttnSplits))
       .set(S::ScoreScale, op.getScale().convertToDouble());
-  if (op.getSelection())
-    args.set(S::Selection, e.arg(op.getSelection()));
+  args.set(S::Selection, e.arg(op.getSelection())); // null without a selection
   setTableSlots(args, op.getGroupAttr());
   LaunchOut &l = e.launch(k, 32 * kernels::kAttentionWarps, args);
   l.grid[0] = {RuntimeVar::NumTokens, 1, 1, 0};
