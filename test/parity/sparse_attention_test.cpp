@@ -1,4 +1,5 @@
-// The deepseek_v32 fixture's selection matters: compiled with index_topk raised past every
+// Each sparse-attention fixture's selection matters (deepseek_v32, glm_moe_dsa with its shared
+// layer, axk2): compiled with index_topk raised past every
 // sequence (to 4096, so each query keeps all of its keys, which is full MLA attention), the engine's
 // greedy tokens differ from transformers' sparse ones, while the sparse compile matches them
 // (the parity suite), so the fixture tests the top-k and not only the attention around it.
@@ -11,8 +12,10 @@
 namespace cbc::test {
 namespace {
 
-TEST(SparseAttention, FullAttentionChangesTheFixtureTokens) {
-  const std::string family = "deepseek_v32";
+class SparseAttention : public ::testing::TestWithParam<const char *> {};
+
+TEST_P(SparseAttention, FullAttentionChangesTheFixtureTokens) {
+  const std::string family = GetParam();
   std::string config = readFile(fixtureDir(family) + "/config.json");
   std::regex topk("\"index_topk\"\\s*:\\s*16\\b");
   ASSERT_TRUE(std::regex_search(config, topk)) << "the fixture's index_topk is no longer 16";
@@ -38,6 +41,9 @@ TEST(SparseAttention, FullAttentionChangesTheFixtureTokens) {
   EXPECT_NE(res.outputs[2].tokens, expected.tokens[2]) << "full attention left the 80-token prompt's tokens unchanged";
   RecordProperty("prompts_changed_by_full_attention", std::to_string(changed));
 }
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, SparseAttention, ::testing::Values("deepseek_v32", "glm_moe_dsa", "axk2"),
+                         [](const auto &info) { return std::string(info.param); });
 
 } // namespace
 } // namespace cbc::test
