@@ -52,19 +52,6 @@ inline float __int_as_float(int i) {
   return f;
 }
 inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
-inline unsigned __float_as_uint(float f) {
-  unsigned u;
-  std::memcpy(&u, &f, 4);
-  return u;
-}
-inline float __uint_as_float(unsigned u) {
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
-// Fibers of a block switch only at barriers, so an atomic needs no lock against its own block;
-// the builtin also keeps blocks that run on other host threads (global memory) correct.
-template <typename T> inline T atomicAdd(T *p, T v) { return __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }
 
 template <typename T> inline T cbc_simt_shfl(T v, int mode, int arg, int width) {
   static_assert(sizeof(T) == 4, "32-bit shuffles only");
