@@ -5,7 +5,10 @@
 //   scans      the CPU cost per token of each state scan, one thread, for prefill (the chunked
 //              form where there is one) and decode: gated delta (Qwen3-Next-80B-A3B's linear
 //              attention), KDA (Kimi-Linear-48B-A3B's), lightning attention (MiniMax-Text-01),
-//              Mamba2 SSD (Mamba2-2.7B) and Mamba's selective scan (Jamba-v0.1).
+//              Mamba2 SSD (Mamba2-2.7B) and Mamba's selective scan (Jamba-v0.1);
+//   dsa        DeepSeek-V3.2's sparse attention per decoded token, one layer, one thread, at 1k, 8k
+//              and 32k cached tokens: the indexer's scoring plus top-k (64 heads of 128, top 2048),
+//              and latent attention over the 2048 selected rows against the dense form.
 #include "driver/compile.h"
 #include "runtime/cpu/kernels.h"
 #include "runtime/engine.h"
@@ -296,6 +299,57 @@ void scanBench() {
   }
 }
 
+// Milliseconds per call of fn, the best of `reps`.
+template <class F> double bestMs(int reps, F &&fn) {
+  double best = 1e30;
+  for (int r = 0; r < reps; ++r) {
+    auto t0 = Clock::now();
+    fn();
+    best = std::min(best, std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+  }
+  return best;
+}
+
+// One request decoding its next token over n cached tokens of one DeepSeek-V3.2 layer (rows of
+// latent 512 | k_rope 64 | index_key 128). The indexer's cost grows with n (it scores every
+// cached key); the sparse latent attention reads 2048 rows whatever n is. The attention runs 16
+// of the model's 128 heads (the cost per head is what scales).
+void dsaBench() {
+  namespace cpu = rt::cpu;
+  openblas_set_num_threads(1);
+  std::mt19937 rng(9);
+  const int64_t B = 64, L = 512, R = 64, DI = 128, HI = 64, K = 2048, H = 16;
+  std::printf("DeepSeek-V3.2 sparse attention, one decode token, one layer, one thread:\n");
+  std::printf("%10s %22s %24s %24s\n", "cached", "indexer+top-k (ms)", "sparse attention (ms)",
+              "dense attention (ms)");
+  for (int64_t n : {1024, 8192, 32768}) {
+    cpu::KvLayout layout{B, L + R + DI, L, DI};
+    std::vector<float> pool = randomVector(n * layout.row_elems, rng);
+    std::vector<int32_t> table(n / B), pos = {(int32_t)(n - 1)}, seq = {0}, slots = {0};
+    for (size_t b = 0; b < table.size(); ++b)
+      table[b] = (int32_t)b;
+    auto q = randomVector(HI * DI, rng), w = randomVector(HI, rng);
+    std::vector<int32_t> sel(K);
+    cpu::IndexSelectParams ip{HI, DI, K, 1.0f / std::sqrt((float)DI), 1.0f / std::sqrt((float)HI)};
+    double index = bestMs(3, [&] {
+      cpu::indexSelect(q.data(), w.data(), 1, pos.data(), seq.data(), slots.data(), table.data(),
+                       (int64_t)table.size(), layout, pool.data(), ip, sel.data(), kSerial);
+    });
+    auto ql = randomVector(H * L, rng), qr = randomVector(H * R, rng);
+    std::vector<float> out(H * L);
+    cpu::LatentAttentionParams lp{H, L, R, 0.1f, 0, 0};
+    double sparse = bestMs(3, [&] {
+      cpu::sparseLatentAttention(ql.data(), qr.data(), 1, seq.data(), slots.data(), table.data(),
+                                 (int64_t)table.size(), layout, pool.data(), lp, sel.data(), K, out.data(), kSerial);
+    });
+    double dense = bestMs(3, [&] {
+      cpu::latentAttention(ql.data(), qr.data(), 1, pos.data(), seq.data(), slots.data(), table.data(),
+                           (int64_t)table.size(), layout, pool.data(), lp, out.data(), kSerial);
+    });
+    std::printf("%10lld %22.2f %24.2f %24.2f\n", (long long)n, index, sparse, dense);
+  }
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -308,6 +362,8 @@ int main(int argc, char **argv) {
       cpuBench(root + "/examples/tiny-llama/config.json", root + "/examples/tiny-llama/prompts.jsonl");
     if (what == "scans" || what == "all") // last: it pins OpenBLAS to one thread
       scanBench();
+    if (what == "dsa" || what == "all")
+      dsaBench();
   } catch (const std::exception &e) {
     std::fprintf(stderr, "bench: %s\n", e.what());
     return 1;

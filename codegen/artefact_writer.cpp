@@ -118,6 +118,27 @@ fbs::Offset<fb::NormParams> writeNorm(fbs::FlatBufferBuilder &fbb, FloatAttr eps
   return fb::CreateNormParams(fbb, f64(eps), f64(offset), group ? group.getInt() : 0);
 }
 
+// The sparse (indexed) attention ops' tables: the indexer's key row, its selection and the key's
+// LayerNorm; any other op carries no table.
+Params writeSparseAttentionParams(fbs::FlatBufferBuilder &fbb, Operation &op) {
+  using P = fb::OpParams;
+  return llvm::TypeSwitch<Operation *, Params>(&op)
+      .Case([&](LayerNormOp o) {
+        return params(P::NormParams, fb::CreateNormParams(fbb, f64(o.getEpsAttr()), 0.0, 0));
+      })
+      .Case([&](KvIndexAppendOp o) {
+        fb::CacheSite site = cacheSite(o.getLayer(), o.getGroupAttr(), RetentionAttr::all(o.getContext()));
+        return params(P::KvIndexAppendParams, fb::CreateKvIndexAppendParams(fbb, &site, o.getHeadDim()));
+      })
+      .Case([&](KvIndexSelectOp o) {
+        fb::CacheSite site = cacheSite(o.getLayer(), o.getGroupAttr(), RetentionAttr::all(o.getContext()));
+        return params(P::KvIndexSelectParams,
+                      fb::CreateKvIndexSelectParams(fbb, &site, o.getNumHeads(), o.getHeadDim(), o.getTopk(),
+                                                    f64(o.getKeyScaleAttr()), f64(o.getWeightScaleAttr())));
+      })
+      .Default([](Operation *) { return Params{}; });
+}
+
 // One case per op with attributes; the others carry no table.
 Params writeParams(fbs::FlatBufferBuilder &fbb, Operation &op) {
   using P = fb::OpParams;
@@ -229,7 +250,7 @@ Params writeParams(fbs::FlatBufferBuilder &fbb, Operation &op) {
                       fb::CreateMoeExpertsParams(fbb, glu, o.getUngated(), o.getIdentityExperts(),
                                                                o.getScaleInput()));
       })
-      .Default([](Operation *) { return Params{}; });
+      .Default([&](Operation *other) { return writeSparseAttentionParams(fbb, *other); });
 }
 
 // ---- the program --------------------------------------------------------------------------

@@ -70,6 +70,9 @@ private:
         types[route.getLogits()] = f32;
         if (auto linear = route.getLogits().getDefiningOp<LinearOp>(); linear && linear.getBias())
           types[linear.getBias()] = f32;
+      } else if (auto select = dyn_cast<KvIndexSelectOp>(op)) {
+        types[select.getQ()] = f32;
+        types[select.getWeights()] = f32;
       } else if (auto experts = dyn_cast<MoeExpertsOp>(op)) {
         types[experts.getWeights()] = f32;
       } else if (auto append = dyn_cast<KvRopeAppendOp>(op)) {

@@ -64,6 +64,7 @@ def CbcAssignDeviceTypes : Pass<"cbc-assign-device-types", "::mlir::ModuleOp"> {
     * the q|k|v input of `cbc.kv.rope_append` when a kernel rather than a GEMM makes it (the
       fused prologue would otherwise round k once more than `cbc.kv.append` does);
     * the input of a final logit softcap;
+    * the query and head weights of `cbc.kv.index_select` (its scores choose keys, like a router's);
     * a router's mixing weights, and whatever weights `cbc.moe.experts` mixes with (a learned
       scale applied to the router's, say): its kernels read them as f32.
     Every op with results gets `cbc.device_types = [...]`, one type per result.

@@ -20,6 +20,7 @@ using namespace mlir;
 // The rows one attention layer keeps per token, as its cbc.kv.append declares them.
 struct LayerRows {
   int64_t kElems = 0, vElems = 0;
+  int64_t indexElems = 0; // the indexer key row of a sparse (indexed) attention layer; 0: none
   bool latent = false; // a latent-attention layer's rows: latent and k_rope
   RetentionAttr retention;
   int64_t group = 0;
@@ -62,6 +63,23 @@ private:
       }
       return WalkResult::advance();
     });
+    if (walk.wasInterrupted())
+      return failure();
+    // The indexer key row goes after the layer's rows; only a latent layer that keeps every
+    // token has one (the selection lists positions of the whole context).
+    walk = module.walk([&](KvIndexAppendOp op) {
+      auto it = layers.find(op.getLayer());
+      if (it == layers.end() || !it->second.latent || it->second.retention.getKind() != RetentionKind::all) {
+        op.emitOpError("layer ") << op.getLayer() << " has no latent cbc.kv.append that keeps every token";
+        return WalkResult::interrupt();
+      }
+      if (it->second.indexElems != 0) {
+        op.emitOpError("layer ") << op.getLayer() << " appends index keys twice";
+        return WalkResult::interrupt();
+      }
+      it->second.indexElems = op.getHeadDim();
+      return WalkResult::advance();
+    });
     return failure(walk.wasInterrupted());
   }
 
@@ -79,6 +97,16 @@ private:
     WalkResult walk = module.walk([&](Operation *op) {
       if (auto append = dyn_cast<KvAppendOp>(op)) {
         append.setGroupAttr(b.getI64IntegerAttr(layers[append.getLayer()].group));
+      } else if (auto append = dyn_cast<KvIndexAppendOp>(op)) {
+        append.setGroupAttr(b.getI64IntegerAttr(layers[append.getLayer()].group));
+      } else if (auto select = dyn_cast<KvIndexSelectOp>(op)) {
+        auto it = layers.find(select.getLayer());
+        if (it == layers.end() || it->second.indexElems != select.getHeadDim()) {
+          select.emitOpError("reads index keys of layer ") << select.getLayer() << ", which no cbc.kv.index_append of head_dim "
+                                                          << select.getHeadDim() << " writes";
+          return WalkResult::interrupt();
+        }
+        select.setGroupAttr(b.getI64IntegerAttr(it->second.group));
       } else if (auto attn = dyn_cast<KvAttentionOp>(op)) {
         if (failed(assignReader(attn, layers, /*latent=*/false)))
           return WalkResult::interrupt();
@@ -140,7 +168,7 @@ private:
       for (auto &[layer, rows] : layers)
         if (rows.group == (int64_t)g) {
           members.push_back(layer);
-          bytes += (rows.kElems + rows.vElems) * elemBytes;
+          bytes += (rows.kElems + rows.vElems + rows.indexElems) * elemBytes;
         }
       groupAttrs.push_back(CacheGroupAttr::get(ctx, g, retention, members, bytes));
     }
@@ -148,6 +176,8 @@ private:
     for (auto &[layer, rows] : layers) {
       SmallVector<CacheRowAttr> rowAttrs = {CacheRowAttr::get(ctx, rows.latent ? "latent" : "k", rows.kElems),
                                             CacheRowAttr::get(ctx, rows.latent ? "k_rope" : "v", rows.vElems)};
+      if (rows.indexElems > 0)
+        rowAttrs.push_back(CacheRowAttr::get(ctx, "index_key", rows.indexElems));
       layerAttrs.push_back(CacheLayerAttr::get(ctx, layer, rows.group, rowAttrs));
     }
     return CachePlanAttr::get(ctx, blockSize, kvDtype, groupAttrs, layerAttrs, states, stateBytes);

@@ -14,11 +14,29 @@ template <class S> void setTableSlots(SlotArgs<S> &args, IntegerAttr group) {
       .set(S::TableWidth, Emitter::runtime(RuntimeVar::TableWidth));
 }
 
+// The elements of a pool row of `layer` as the cache plan lays it out (0: no such layer).
+int64_t planRowElems(Operation *op, int64_t layer) {
+  auto plan = op->getParentOfType<ModuleOp>()->getAttrOfType<CachePlanAttr>("cbc.cache_plan");
+  if (plan)
+    for (CacheLayerAttr l : plan.getLayers())
+      if (l.getLayer() == layer) {
+        int64_t n = 0;
+        for (CacheRowAttr r : l.getRows())
+          n += r.getElems();
+        return n;
+      }
+  return 0;
+}
+
 void emitAppend(Emitter &e, KvAppendOp op) {
   using S = slots::KvAppend;
-  int k = e.kernel("kv_append", "kv_append.cuh",
-                   instance("kv_append", {e.type(op.getK()), e.type(op.getV()), e.kvType(), num(cols(op.getK())),
-                                          num(cols(op.getV())), num(e.blockSize())}));
+  std::vector<std::string> targs = {e.type(op.getK()), e.type(op.getV()), e.kvType(), num(cols(op.getK())),
+                                    num(cols(op.getV())), num(e.blockSize())};
+  // A layer with an index_key row has a longer pool row than k | v.
+  int64_t row = planRowElems(op, op.getLayer());
+  if (row > cols(op.getK()) + cols(op.getV()))
+    targs.push_back(num(row));
+  int k = e.kernel("kv_append", "kv_append.cuh", instance("kv_append", targs));
   SlotArgs<S> args;
   args.set(S::K, e.arg(op.getK()))
       .set(S::V, e.arg(op.getV()))
@@ -99,11 +117,15 @@ void emitLatentAttention(Emitter &e, KvLatentAttentionOp op) {
   int64_t H = op.getNumHeads(), L = op.getLatentDim(), R = op.getRopeDim(), HG = latentHeadsPerBlock(H, L);
   RetentionAttr retention = op.getRetention();
   KernelArgOut partials = e.workspace("attention_partials", H * (L + 2) * 4, 0);
-  int k = e.kernel("latent_attention", "attention.cuh",
-                   instance("latent_attention",
-                            {e.type(op.getQLatent()), e.kvType(), num(H), num(L), num(R), num(HG), num(e.blockSize()),
-                             spell(retention.getKind()),
-                             num(retention.getKind() == RetentionKind::all ? 0 : retention.getTokens())}));
+  std::vector<std::string> targs = {e.type(op.getQLatent()), e.kvType(), num(H), num(L), num(R), num(HG),
+                                    num(e.blockSize()), spell(retention.getKind()),
+                                    num(retention.getKind() == RetentionKind::all ? 0 : retention.getTokens())};
+  int64_t row = planRowElems(op, op.getLayer());
+  if (row > L + R || op.getSelection()) {
+    targs.push_back(num(std::max<int64_t>(row, L + R)));
+    targs.push_back(num(op.getSelection() ? cols(op.getSelection()) : 0));
+  }
+  int k = e.kernel("latent_attention", "attention.cuh", instance("latent_attention", targs));
   SlotArgs<S> args;
   args.set(S::QLatent, e.arg(op.getQLatent()))
       .set(S::QRope, e.arg(op.getQRope()))
@@ -115,12 +137,54 @@ void emitLatentAttention(Emitter &e, KvLatentAttentionOp op) {
       .set(S::Partials, partials)
       .set(S::Splits, Emitter::runtime(RuntimeVar::AttnSplits))
       .set(S::ScoreScale, op.getScale().convertToDouble());
+  args.set(S::Selection, e.arg(op.getSelection())); // null without a selection
   setTableSlots(args, op.getGroupAttr());
   LaunchOut &l = e.launch(k, 32 * kernels::kAttentionWarps, args);
   l.grid[0] = {RuntimeVar::NumTokens, 1, 1, 0};
   l.grid[1] = {std::nullopt, 1, 1, H / HG};
   l.grid[2] = {RuntimeVar::AttnSplits, 1, 1, 0};
   emitCombine(e, partials, op.getResult(), Value(), H, L);
+}
+
+void emitIndexAppend(Emitter &e, KvIndexAppendOp op) {
+  using S = slots::IndexAppend;
+  int64_t DI = op.getHeadDim(), row = planRowElems(op, op.getLayer());
+  int k = e.kernel("index_append", "index_select.cuh",
+                   instance("index_append", {e.type(op.getIndexKey()), e.kvType(), num(DI), num(row), num(e.blockSize())}));
+  SlotArgs<S> args;
+  args.set(S::Key, e.arg(op.getIndexKey()))
+      .set(S::Positions, e.arg(op.getPositions()))
+      .set(S::SeqIds, e.arg(op.getSeqIds()))
+      .set(S::Slots, e.arg(op.getSlots()))
+      .set(S::Tables, e.arg(op.getBlockTables()))
+      .set(S::Pool, Emitter::cache(op.getLayer()));
+  setTableSlots(args, op.getGroupAttr());
+  LaunchOut &l = e.launch(k, 128, args);
+  l.grid[0] = {RuntimeVar::NumTokens, 1, 1, 0};
+}
+
+// One block of 128 threads per query token (the kernel's scans assume 128).
+void emitIndexSelect(Emitter &e, KvIndexSelectOp op) {
+  using S = slots::IndexSelect;
+  int64_t row = planRowElems(op, op.getLayer());
+  int k = e.kernel("index_select", "index_select.cuh",
+                   instance("index_select", {e.type(op.getQ()), e.type(op.getWeights()), e.kvType(),
+                                             e.type(op.getResult()), num(op.getNumHeads()), num(op.getHeadDim()),
+                                             num(op.getTopk()), num(row), num(e.blockSize())}));
+  SlotArgs<S> args;
+  args.set(S::Q, e.arg(op.getQ()))
+      .set(S::W, e.arg(op.getWeights()))
+      .set(S::Positions, e.arg(op.getPositions()))
+      .set(S::SeqIds, e.arg(op.getSeqIds()))
+      .set(S::Slots, e.arg(op.getSlots()))
+      .set(S::Tables, e.arg(op.getBlockTables()))
+      .set(S::Pool, Emitter::cache(op.getLayer()))
+      .set(S::Out, e.arg(op.getResult()))
+      .set(S::KeyScale, op.getKeyScale().convertToDouble())
+      .set(S::WeightScale, op.getWeightScale().convertToDouble());
+  setTableSlots(args, op.getGroupAttr());
+  LaunchOut &l = e.launch(k, 128, args);
+  l.grid[0] = {RuntimeVar::NumTokens, 1, 1, 0};
 }
 
 // The attention prologue for one token per block: q and k heads normalised, rotated, and
@@ -160,6 +224,8 @@ void addKvEmitters(EmitterTable &t) {
   t.add(emitAttention);
   t.add(emitLatentAttention);
   t.add(emitRopeAppend);
+  t.add(emitIndexAppend);
+  t.add(emitIndexSelect);
 }
 
 } // namespace cbc::codegen::cuda

@@ -49,6 +49,22 @@ void emitRmsNorm(Emitter &e, RmsNormOp op) {
   l.grid[0] = {e.rowsVar(op.getX()), W / G, 1, 0};
 }
 
+void emitLayerNorm(Emitter &e, LayerNormOp op) {
+  using S = slots::LayerNorm;
+  int64_t W = cols(op.getX());
+  int k = e.kernel("layer_norm", "norm.cuh",
+                   instance("layer_norm", {e.type(op.getX()), e.type(op.getResult()), e.type(op.getWeight()),
+                                           e.type(op.getBias()), num(W)}));
+  SlotArgs<S> args;
+  args.set(S::X, e.arg(op.getX()))
+      .set(S::Out, e.arg(op.getResult()))
+      .set(S::Weight, e.arg(op.getWeight()))
+      .set(S::Bias, e.arg(op.getBias()))
+      .set(S::Eps, op.getEps().convertToDouble());
+  LaunchOut &l = e.launch(k, normBlock(W), args);
+  l.grid[0] = {e.rowsVar(op.getX()), 1, 1, 0};
+}
+
 // Residual add and RMS norm: one pass writes the sum and the normalised row.
 void emitAddRmsNorm(Emitter &e, AddRmsNormOp op) {
   using S = slots::AddRmsNorm;
@@ -269,6 +285,7 @@ int emitArgmax(Emitter &e, Value logits) {
 void addMathEmitters(EmitterTable &t) {
   t.add(emitEmbed);
   t.add(emitRmsNorm);
+  t.add(emitLayerNorm);
   t.add(emitAddRmsNorm);
   t.add(emitRmsNormGated);
   t.add(emitAdd);

@@ -281,6 +281,45 @@ LogicalResult KvLatentAttentionOp::verify() {
     return emitOpError("q_latent and result width must be num_heads * latent_dim");
   if (cols(getQRope()) != heads * rope)
     return emitOpError("q_rope width must be num_heads * rope_dim");
+  if (getSelection() && cols(getSelection()) <= 0)
+    return emitOpError("selection must list at least one row per query");
+  if (getSelection() && getRetention().getKind() != RetentionKind::all)
+    return emitOpError("a selection reads layers that keep every token");
+  return success();
+}
+
+LogicalResult LayerNormOp::verify() {
+  int64_t width = cols(getX());
+  if (cols(getResult()) != width)
+    return emitOpError("result width must be the input width");
+  for (Value w : {getWeight(), getBias()}) {
+    auto t = llvm::cast<RankedTensorType>(w.getType());
+    if (t.getRank() != 1 || t.getDimSize(0) != width)
+      return emitOpError("weight and bias must have one entry per feature");
+  }
+  if (getEps().convertToDouble() <= 0)
+    return emitOpError("eps must be positive");
+  return success();
+}
+
+LogicalResult KvIndexAppendOp::verify() {
+  if (getHeadDim() <= 0)
+    return emitOpError("head_dim must be positive");
+  if (cols(getIndexKey()) != getHeadDim())
+    return emitOpError("index_key width must be head_dim");
+  return success();
+}
+
+LogicalResult KvIndexSelectOp::verify() {
+  int64_t heads = getNumHeads(), dim = getHeadDim();
+  if (heads <= 0 || dim <= 0 || getTopk() <= 0)
+    return emitOpError("num_heads, head_dim and topk must be positive");
+  if (cols(getQ()) != heads * dim)
+    return emitOpError("q width must be num_heads * head_dim");
+  if (cols(getWeights()) != heads)
+    return emitOpError("weights must have one column per head");
+  if (cols(getResult()) != getTopk())
+    return emitOpError("result width must be topk");
   return success();
 }
 

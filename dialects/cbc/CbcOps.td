@@ -123,6 +123,19 @@ def Cbc_RmsNormOp : Cbc_Op<"math.rms_norm", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Cbc_LayerNormOp : Cbc_Op<"math.layer_norm", [Pure]> {
+  let summary = "Layer normalisation of each row, with a weight and a bias.";
+  let description = [{
+    `result = (x - mean(x)) * rsqrt(var(x) + eps) * weight + bias` per row, with the biased
+    variance (the mean of the squared deviations), as `torch.nn.LayerNorm` computes it (the
+    sparse attention indexer's key norm).
+  }];
+  let arguments = (ins Cbc_Rows:$x, Cbc_Weight:$weight, Cbc_Weight:$bias, F64Attr:$eps);
+  let results = (outs Cbc_Rows:$result);
+  let assemblyFormat = "$x `,` $weight `,` $bias attr-dict `:` type(operands) `->` type($result)";
+  let hasVerifier = 1;
+}
+
 def Cbc_AddOp : Cbc_Op<"math.add", [Pure, SameOperandsAndResultType]> {
   let summary = "Elementwise sum (the residual add).";
   let description = [{ `result = lhs + rhs`, for packed rows of the same shape. }];
@@ -373,6 +386,8 @@ def Cbc_KvLatentAttentionOp : Cbc_Op<"kv.latent_attention", [MemoryEffects<[MemR
     `scale * (q_latent . c_j + q_rope . r_j)`. The result is, per head, the softmax-weighted sum
     of the latents `[T, num_heads * latent_dim]`; the value up-projection is applied after it,
     again by `cbc.math.head_linear`. No per-head key or value is ever formed from the cache.
+    With `selection` (`[T, k]` positions from `cbc.kv.index_select`, -1 for none), query `t`
+    attends only to the listed rows, so its work is `k` rows whatever the context length.
   }];
   let arguments = (ins Cbc_Rows:$q_latent, Cbc_Rows:$q_rope, Cbc_Index:$positions,
                    Cbc_Index:$seq_ids, Cbc_Index:$cu_seqlens, Cbc_Index:$kv_lens, Cbc_Index:$slots,
@@ -380,9 +395,48 @@ def Cbc_KvLatentAttentionOp : Cbc_Op<"kv.latent_attention", [MemoryEffects<[MemR
                    I64Attr:$layer, I64Attr:$num_heads, I64Attr:$latent_dim, I64Attr:$rope_dim,
                    F64Attr:$scale,
                    DefaultValuedAttr<Cbc_RetentionAttr, Cbc_AllTokens>:$retention,
-                   OptionalAttr<I64Attr>:$group);
+                   OptionalAttr<I64Attr>:$group, Optional<Cbc_RowsI32>:$selection);
   let results = (outs Cbc_Rows:$result);
-  let assemblyFormat = "$q_latent `,` $q_rope `,` $positions `,` $seq_ids `,` $cu_seqlens `,` $kv_lens `,` $slots `,` $block_tables attr-dict `:` type(operands) `->` type($result)";
+  let assemblyFormat = "$q_latent `,` $q_rope `,` $positions `,` $seq_ids `,` $cu_seqlens `,` $kv_lens `,` $slots `,` $block_tables (`selection` `(` $selection^ `)`)? attr-dict `:` type(operands) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Cbc_KvIndexAppendOp : Cbc_Op<"kv.index_append", [MemoryEffects<[MemWrite]>]> {
+  let summary = "Writes this step's indexer keys as the layer's `index_key` cache row.";
+  let description = [{
+    A sparse (indexed) attention layer keeps, beside the rows its `cbc.kv.append` declares, one
+    more row per token: the lightning indexer's key `index_key [T, head_dim]` (already normed
+    and roped by the ops before). Token `t` of request row `seq_ids[t]` at `positions[t]` is
+    written where `cbc.kv.append` writes that token's rows of layer `layer`, after them. A
+    layer that reuses an earlier layer's selection declares no such row. `cbc.kv.index_select`
+    reads it.
+  }];
+  let arguments = (ins Cbc_Rows:$index_key, Cbc_Index:$positions, Cbc_Index:$seq_ids,
+                   Cbc_Index:$slots, Cbc_BlockTables:$block_tables,
+                   I64Attr:$layer, I64Attr:$head_dim, OptionalAttr<I64Attr>:$group);
+  let assemblyFormat = "$index_key `,` $positions `,` $seq_ids `,` $slots `,` $block_tables attr-dict `:` type(operands)";
+  let hasVerifier = 1;
+}
+
+def Cbc_KvIndexSelectOp : Cbc_Op<"kv.index_select", [MemoryEffects<[MemRead]>]> {
+  let summary = "Lightning-indexer scores over a layer's cached index keys, and each query's top-k.";
+  let description = [{
+    Query row `t` (request `seq_ids[t]`, position `p = positions[t]`) scores every cached
+    indexer key `k_j` of its request with `j <= p` (the `index_key` rows of layer `layer`):
+    `score(t, j) = sum_h weights[t, h] * weight_scale * relu(key_scale * q[t, h] . k_j)`, with
+    `num_heads` query heads of `head_dim` in `q`. The result row `t` holds the positions of the
+    `topk` best keys in ascending position order; among equal scores the lower position is
+    kept, so the selection is deterministic. When fewer than `topk` keys are visible (`p + 1 < topk`), all of them are
+    selected and the row is padded with -1. `cbc.kv.latent_attention` with `selection` attends
+    to exactly these rows; a later layer may take the same result (a shared indexer).
+  }];
+  let arguments = (ins Cbc_Rows:$q, Cbc_Rows:$weights, Cbc_Index:$positions, Cbc_Index:$seq_ids,
+                   Cbc_Index:$cu_seqlens, Cbc_Index:$kv_lens, Cbc_Index:$slots,
+                   Cbc_BlockTables:$block_tables,
+                   I64Attr:$layer, I64Attr:$num_heads, I64Attr:$head_dim, I64Attr:$topk,
+                   F64Attr:$key_scale, F64Attr:$weight_scale, OptionalAttr<I64Attr>:$group);
+  let results = (outs Cbc_RowsI32:$result);
+  let assemblyFormat = "$q `,` $weights `,` $positions `,` $seq_ids `,` $cu_seqlens `,` $kv_lens `,` $slots `,` $block_tables attr-dict `:` type(operands) `->` type($result)";
   let hasVerifier = 1;
 }
 

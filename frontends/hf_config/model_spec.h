@@ -73,6 +73,19 @@ struct LayerSpec {
   // This attention layer's own head counts and head width (Inkling's sliding layers); 0: the
   // AttentionSpec's.
   int64_t num_heads = 0, num_kv_heads = 0, head_dim = 0;
+  // A sparse attention layer without its own indexer: it reads the previous layer's selection.
+  bool shared_indexer = false;
+  // The mixer's input norm and the feed-forward block's norm are followed by the low-rank gate of
+  // NormGateSpec (A.X-K2: every layer's input norm, MoE layers' feed-forward norm).
+  bool gated_input_norm = false, gated_ff_norm = false;
+};
+
+// A low-rank, input-dependent gate on a norm's output: y = RMSNorm(x) * w, then
+// y * sigmoid(up(SiLU(down(y)))) with down [rank, hidden] and up [hidden, rank], no biases. The
+// norm's weight is <norm>.<weight>, the projections <norm>.<down> and <norm>.<up> (A.X-K2).
+struct NormGateSpec {
+  int64_t rank = 0;
+  std::string weight = "norm.weight", down = "W_down.weight", up = "W_up.weight";
 };
 
 struct AttentionSpec {
@@ -107,6 +120,15 @@ struct AttentionSpec {
 // from a normed latent of kv_lora_rank and one roped key of rope_dim that all heads share. The
 // rope part's schedule is the layer's RopeSpec, over heads of rope_dim (AttentionSpec::head_dim
 // is set to rope_dim); num_heads and the softmax scale are the AttentionSpec's.
+// The lightning indexer of sparse (indexed) attention over MLA: per query token, `heads` query
+// heads of `head_dim` from q_b's input, one LayerNorm'd key per token, RoPE on the first
+// rope_dim features of both; attention reads only the `topk` best cached tokens.
+struct IndexerSpec {
+  int64_t heads = 0, head_dim = 0, topk = 0; // heads 0: no indexer
+  std::string rope_pairing = "half";          // the indexer's own pairing (not the attention's)
+  double norm_eps = 1e-6;                     // k_norm (a LayerNorm with a bias)
+};
+
 struct MlaSpec {
   int64_t q_lora_rank = 0; // 0: q_proj
   int64_t kv_lora_rank = 0, nope_dim = 0, rope_dim = 0, v_dim = 0;
@@ -120,6 +142,11 @@ struct MlaSpec {
   int64_t position_period = 0;
   // The attention output of each head times sigmoid(g_proj(x)) [heads], before o_proj (Ling).
   bool head_gate = false;
+  // One projection q_b_proj over [norm(q_a) | q_a] (2 q_lora_rank wide) yields, per head,
+  // [q nope | q rope | gate of v_dim]; the attention output is multiplied by sigmoid(gate) per
+  // element before o_proj (A.X-K2, whose runtime module calls it q_gate_proj).
+  bool query_gate = false;
+  IndexerSpec indexer;
 };
 
 // A Kimi delta attention mixer under Names::attn: q/k/v projections through short convs
@@ -312,6 +339,7 @@ struct ModelSpec {
   // The mixer's and the feed-forward block's outputs each pass a residual depthwise conv of this
   // kernel, h + conv(h), before the residual add (attn_sconv, mlp_sconv); 0: none.
   int64_t branch_conv_kernel = 0;
+  NormGateSpec norm_gate;
   AttentionSpec attn;
   MlaSpec mla;
   MlpSpec mlp;

@@ -58,6 +58,9 @@ CpuBackend::CpuBackend(const Artefact &a, WeightStore weights, const BackendLimi
     layout.block_size = a.cache_plan.block_size;
     layout.row_elems = l.elemsPerToken();
     layout.k_elems = l.rows.empty() ? 0 : l.rows[0].second;
+    for (const auto &[name, elems] : l.rows)
+      if (name == "index_key")
+        layout.index_elems = elems;
     env_.kvLayouts[l.layer] = layout;
     layerGroup_[l.layer] = l.group;
   }

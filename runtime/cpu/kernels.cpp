@@ -198,7 +198,7 @@ inline int64_t slotOf(const int32_t *row, int64_t pos, int64_t blockSize) {
 void kvAppend(const float *k, const float *v, int64_t T, const int32_t *positions,
               const int32_t *seqIds, const int32_t *slots, const int32_t *tables,
               int64_t tableWidth, const KvLayout &layout, float *pool) {
-  int64_t vElems = layout.row_elems - layout.k_elems;
+  int64_t vElems = layout.vElems();
   for (int64_t t = 0; t < T; ++t) {
     const int32_t *table = tables + (int64_t)slots[seqIds[t]] * tableWidth;
     float *row = pool + slotOf(table, positions[t], layout.block_size) * layout.row_elems;
@@ -282,6 +282,111 @@ void latentAttention(const float *qLatent, const float *qRope, int64_t T, const 
   KvLayout valueAtStart = layout;
   valueAtStart.k_elems = 0;
   pagedAttention(q.data(), T, positions, seqIds, slots, tables, tableWidth, valueAtStart, pool, a, out, pfor);
+}
+
+void layerNorm(const float *x, int64_t rows, int64_t width, const float *w, const float *b, float eps, float *y) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const float *xr = x + r * width;
+    float mean = 0;
+    for (int64_t j = 0; j < width; ++j)
+      mean += xr[j];
+    mean /= (float)width;
+    float var = 0;
+    for (int64_t j = 0; j < width; ++j)
+      var += (xr[j] - mean) * (xr[j] - mean);
+    float inv = 1.0f / std::sqrt(var / (float)width + eps);
+    for (int64_t j = 0; j < width; ++j)
+      y[r * width + j] = (xr[j] - mean) * inv * w[j] + b[j];
+  }
+}
+
+void indexAppend(const float *key, int64_t T, const int32_t *positions, const int32_t *seqIds,
+                 const int32_t *slots, const int32_t *tables, int64_t tableWidth, const KvLayout &layout,
+                 float *pool) {
+  for (int64_t t = 0; t < T; ++t) {
+    const int32_t *table = tables + (int64_t)slots[seqIds[t]] * tableWidth;
+    float *row = pool + slotOf(table, positions[t], layout.block_size) * layout.row_elems + layout.indexOffset();
+    std::memcpy(row, key + t * layout.index_elems, layout.index_elems * sizeof(float));
+  }
+}
+
+void indexSelect(const float *q, const float *w, int64_t T, const int32_t *positions, const int32_t *seqIds,
+                 const int32_t *slots, const int32_t *tables, int64_t tableWidth, const KvLayout &layout,
+                 const float *pool, const IndexSelectParams &p, int32_t *out, const ParallelFor &pfor) {
+  int64_t H = p.num_heads, D = p.head_dim, K = p.topk;
+  pfor(T, [&](int64_t t) {
+    int64_t n = (int64_t)positions[t] + 1;
+    const int32_t *table = tables + (int64_t)slots[seqIds[t]] * tableWidth;
+    const float *qt = q + t * H * D;
+    std::vector<float> wt(H), score(n);
+    for (int64_t h = 0; h < H; ++h)
+      wt[h] = w[t * H + h] * p.weight_scale;
+    for (int64_t j = 0; j < n; ++j) {
+      const float *k = pool + slotOf(table, j, layout.block_size) * layout.row_elems + layout.indexOffset();
+      float s = 0;
+      for (int64_t h = 0; h < H; ++h) {
+        float dot = 0;
+        for (int64_t d = 0; d < D; ++d)
+          dot += qt[h * D + d] * k[d];
+        s += wt[h] * std::max(dot * p.key_scale, 0.0f);
+      }
+      score[j] = s;
+    }
+    int64_t keep = std::min(K, n);
+    std::vector<int32_t> order(n);
+    std::iota(order.begin(), order.end(), 0);
+    // Equal scores go to the lower position, so the selection never depends on layout.
+    std::partial_sort(order.begin(), order.begin() + keep, order.end(), [&](int32_t a, int32_t b) {
+      return score[a] > score[b] || (score[a] == score[b] && a < b);
+    });
+    // Written in ascending position order, as the CUDA kernel writes them.
+    std::sort(order.begin(), order.begin() + keep);
+    int32_t *o = out + t * K;
+    std::copy(order.begin(), order.begin() + keep, o);
+    std::fill(o + keep, o + K, -1);
+  });
+}
+
+void sparseLatentAttention(const float *qLatent, const float *qRope, int64_t T, const int32_t *seqIds,
+                           const int32_t *slots, const int32_t *tables, int64_t tableWidth, const KvLayout &layout,
+                           const float *pool, const LatentAttentionParams &p, const int32_t *selection, int64_t k,
+                           float *out, const ParallelFor &pfor) {
+  int64_t H = p.num_heads, L = p.latent_dim, R = p.rope_dim;
+  pfor(T * H, [&](int64_t th) {
+    int64_t t = th / H;
+    const float *ql = qLatent + th * L, *qr = qRope + th * R;
+    const int32_t *table = tables + (int64_t)slots[seqIds[t]] * tableWidth, *sel = selection + t * k;
+    std::vector<float> scores(k);
+    float maxScore = -INFINITY;
+    for (int64_t i = 0; i < k; ++i) {
+      if (sel[i] < 0)
+        continue;
+      const float *row = pool + slotOf(table, sel[i], layout.block_size) * layout.row_elems;
+      float dot = 0;
+      for (int64_t d = 0; d < L; ++d)
+        dot += ql[d] * row[d];
+      for (int64_t d = 0; d < R; ++d)
+        dot += qr[d] * row[L + d];
+      scores[i] = dot * p.scale;
+      maxScore = std::max(maxScore, scores[i]);
+    }
+    double denom = 0;
+    for (int64_t i = 0; i < k; ++i)
+      if (sel[i] >= 0) {
+        scores[i] = std::exp(scores[i] - maxScore);
+        denom += scores[i];
+      }
+    float *oh = out + th * L;
+    std::fill(oh, oh + L, 0.0f);
+    for (int64_t i = 0; i < k; ++i) {
+      if (sel[i] < 0)
+        continue;
+      const float *row = pool + slotOf(table, sel[i], layout.block_size) * layout.row_elems;
+      float wgt = (float)(scores[i] / denom);
+      for (int64_t d = 0; d < L; ++d)
+        oh[d] += wgt * row[d];
+    }
+  });
 }
 
 void gatherRows(const float *x, int64_t width, const int32_t *rows, int64_t n, float *y) {

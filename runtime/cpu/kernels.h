@@ -89,6 +89,10 @@ struct KvLayout {
   int64_t block_size = 16;
   int64_t row_elems = 0;  // k_elems + v_elems
   int64_t k_elems = 0;
+  // The index_key row of a sparse attention layer, last in the row; v is what lies between.
+  int64_t index_elems = 0;
+  int64_t vElems() const { return row_elems - k_elems - index_elems; }
+  int64_t indexOffset() const { return row_elems - index_elems; }
 };
 
 // `tables` is one group's block tables, [slots, tableWidth]; request row r uses row slots[r].
@@ -124,6 +128,30 @@ void latentAttention(const float *qLatent, const float *qRope, int64_t T, const 
                      const int32_t *seqIds, const int32_t *slots, const int32_t *tables, int64_t tableWidth,
                      const KvLayout &layout, const float *pool, const LatentAttentionParams &p, float *out,
                      const ParallelFor &pfor);
+
+// Sparse (indexed) attention. indexAppend writes each token's indexer key into the layer's
+// index_key row; indexSelect scores, per query t, every visible cached key j <= positions[t]
+// with sum_h w[t,h] * weightScale * relu(keyScale * q[t,h] . k_j), and keeps the topk best in
+// ascending position order, equal scores to the lower position, padded with -1 when fewer are visible.
+// torch.nn.LayerNorm over rows of `width`: (x - mean) * rsqrt(biased var + eps) * w + b.
+void layerNorm(const float *x, int64_t rows, int64_t width, const float *w, const float *b, float eps, float *y);
+
+struct IndexSelectParams {
+  int64_t num_heads = 0, head_dim = 0, topk = 0;
+  float key_scale = 1, weight_scale = 1;
+};
+void indexAppend(const float *key, int64_t T, const int32_t *positions, const int32_t *seqIds,
+                 const int32_t *slots, const int32_t *tables, int64_t tableWidth, const KvLayout &layout,
+                 float *pool);
+void indexSelect(const float *q, const float *w, int64_t T, const int32_t *positions, const int32_t *seqIds,
+                 const int32_t *slots, const int32_t *tables, int64_t tableWidth, const KvLayout &layout,
+                 const float *pool, const IndexSelectParams &p, int32_t *out, const ParallelFor &pfor);
+// Latent attention of query t over only the rows selection[t, 0..k) (-1: none): the work per
+// query is k rows, independent of the context length.
+void sparseLatentAttention(const float *qLatent, const float *qRope, int64_t T, const int32_t *seqIds,
+                           const int32_t *slots, const int32_t *tables, int64_t tableWidth, const KvLayout &layout,
+                           const float *pool, const LatentAttentionParams &p, const int32_t *selection, int64_t k,
+                           float *out, const ParallelFor &pfor);
 
 void gatherRows(const float *x, int64_t width, const int32_t *rows, int64_t n, float *y);
 

@@ -34,6 +34,9 @@ std::array<CompileFn, kNumOpcodes> buildTable() {
   set(Opcode::StateConv1d, compileConv1d);
   set(Opcode::GatedDelta, compileGatedDelta);
   set(Opcode::Kda, compileKda);
+  set(Opcode::KvIndexAppend, compileKvIndexAppend);
+  set(Opcode::KvIndexSelect, compileKvIndexSelect);
+  set(Opcode::LayerNorm, compileLayerNorm);
   set(Opcode::Ssd, compileSsd);
   set(Opcode::SelectiveScan, compileSelectiveScan);
   set(Opcode::RowsGather, compileRowsGather);

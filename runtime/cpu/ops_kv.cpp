@@ -1,6 +1,8 @@
 // The CPU compile functions of the paged-cache ops (cbc.kv.*).
 #include "runtime/cpu/op_context.h"
 
+#include <stdexcept>
+
 namespace cbc::rt::cpu {
 
 namespace {
@@ -20,7 +22,7 @@ Exec compileKvAppend(const OpContext &c) {
   const KvLayout &kv = siteLayout(c, p.site());
   int layer = p.site()->layer(), group = p.site()->group(), k = c.I[0], v = c.I[1];
   c.acts({k, v});
-  c.check(kv.k_elems >= 0 && c.cols(k) == kv.k_elems && c.cols(v) == kv.row_elems - kv.k_elems,
+  c.check(kv.k_elems >= 0 && c.cols(k) == kv.k_elems && c.cols(v) == kv.vElems(),
           "writes rows that do not match the cache plan");
   c.needArg(2, StepArg::Positions);
   c.needArg(3, StepArg::SeqIds);
@@ -80,7 +82,8 @@ Exec compileKvAttention(const OpContext &c) {
 }
 
 Exec compileKvLatentAttention(const OpContext &c) {
-  c.need(8, 1);
+  c.check(c.I.size() == 8 || c.I.size() == 9, "has the wrong number of operands");
+  c.need((int)c.I.size(), 1);
   const fb::KvLatentAttentionParams &params = c.params<fb::KvLatentAttentionParams>();
   const KvLayout &kv = siteLayout(c, params.site());
   int layer = params.site()->layer(), group = params.site()->group();
@@ -96,7 +99,72 @@ Exec compileKvLatentAttention(const OpContext &c) {
   int64_t H = p.num_heads, L = p.latent_dim, R = p.rope_dim;
   c.check(H > 0 && L > 0 && R >= 0 && H <= (1 << 20) && L <= (1 << 20) && R <= (1 << 20) &&
               c.cols(ql) == H * L && c.cols(qr) == H * R && c.cols(out) == H * L && kv.k_elems == L &&
-              kv.row_elems == L + R,
+              kv.row_elems - kv.index_elems == L + R,
+          "has widths that do not match its heads or the cache plan");
+  int sel = c.I.size() == 9 ? c.I[8] : -1;
+  int64_t K = 0;
+  if (sel >= 0) {
+    c.acts({sel});
+    K = c.cols(sel);
+    c.check(K > 0 && K <= (1 << 24) && p.window == 0 && p.chunk == 0, "has a bad selection");
+  }
+  c.needArg(2, StepArg::Positions);
+  c.needArg(3, StepArg::SeqIds);
+  c.needArg(6, StepArg::Slots);
+  c.needArg(7, StepArg::BlockTables);
+  return [=](StepEnv &e) {
+    const StepBatch &b = *e.batch;
+    if (sel >= 0) {
+      // The selected positions index the request's rows; reject any outside its context.
+      const int32_t *s = e.i32(sel);
+      for (int64_t t = 0; t < b.num_tokens * K; ++t)
+        if (s[t] > b.positions[t / K])
+          throw std::runtime_error("cbc.kv.latent_attention: a selection names a position after its query");
+      sparseLatentAttention(e.f32(ql), e.f32(qr), b.num_tokens, b.seq_ids.data(), b.slots.data(),
+                            e.groupTables(group), b.table_width, e.kvLayouts.at(layer), e.kvPool(layer), p, s, K,
+                            e.f32(out), e.pfor);
+      return;
+    }
+    latentAttention(e.f32(ql), e.f32(qr), b.num_tokens, b.positions.data(), b.seq_ids.data(), b.slots.data(),
+                    e.groupTables(group), b.table_width, e.kvLayouts.at(layer), e.kvPool(layer), p, e.f32(out),
+                    e.pfor);
+  };
+}
+
+Exec compileKvIndexAppend(const OpContext &c) {
+  c.need(5, 0);
+  const fb::KvIndexAppendParams &p = c.params<fb::KvIndexAppendParams>();
+  const KvLayout &kv = siteLayout(c, p.site());
+  int layer = p.site()->layer(), group = p.site()->group(), key = c.I[0];
+  c.acts({key});
+  c.check(kv.index_elems > 0 && p.head_dim() == kv.index_elems && c.cols(key) == kv.index_elems,
+          "writes index keys that do not match the cache plan");
+  c.needArg(1, StepArg::Positions);
+  c.needArg(2, StepArg::SeqIds);
+  c.needArg(3, StepArg::Slots);
+  c.needArg(4, StepArg::BlockTables);
+  return [=](StepEnv &e) {
+    const StepBatch &b = *e.batch;
+    indexAppend(e.f32(key), b.num_tokens, b.positions.data(), b.seq_ids.data(), b.slots.data(), e.groupTables(group),
+                b.table_width, e.kvLayouts.at(layer), e.kvPool(layer));
+  };
+}
+
+Exec compileKvIndexSelect(const OpContext &c) {
+  c.need(8, 1);
+  const fb::KvIndexSelectParams &params = c.params<fb::KvIndexSelectParams>();
+  const KvLayout &kv = siteLayout(c, params.site());
+  int layer = params.site()->layer(), group = params.site()->group(), q = c.I[0], w = c.I[1], out = c.O[0];
+  c.acts({q, w, out});
+  IndexSelectParams p;
+  p.num_heads = params.num_heads();
+  p.head_dim = params.head_dim();
+  p.topk = params.topk();
+  p.key_scale = (float)params.key_scale();
+  p.weight_scale = (float)params.weight_scale();
+  c.check(p.num_heads > 0 && p.num_heads <= (1 << 20) && p.head_dim > 0 && p.head_dim == kv.index_elems &&
+              p.topk > 0 && p.topk <= (1 << 24) && c.cols(q) == p.num_heads * p.head_dim &&
+              c.cols(w) == p.num_heads && c.cols(out) == p.topk,
           "has widths that do not match its heads or the cache plan");
   c.needArg(2, StepArg::Positions);
   c.needArg(3, StepArg::SeqIds);
@@ -104,9 +172,8 @@ Exec compileKvLatentAttention(const OpContext &c) {
   c.needArg(7, StepArg::BlockTables);
   return [=](StepEnv &e) {
     const StepBatch &b = *e.batch;
-    latentAttention(e.f32(ql), e.f32(qr), b.num_tokens, b.positions.data(), b.seq_ids.data(), b.slots.data(),
-                    e.groupTables(group), b.table_width, e.kvLayouts.at(layer), e.kvPool(layer), p, e.f32(out),
-                    e.pfor);
+    indexSelect(e.f32(q), e.f32(w), b.num_tokens, b.positions.data(), b.seq_ids.data(), b.slots.data(),
+                e.groupTables(group), b.table_width, e.kvLayouts.at(layer), e.kvPool(layer), p, e.i32(out), e.pfor);
   };
 }
 

@@ -77,6 +77,18 @@ Exec compileRmsNorm(const OpContext &c) {
   };
 }
 
+Exec compileLayerNorm(const OpContext &c) {
+  c.need(3, 1);
+  c.acts({c.I[0], c.O[0]});
+  const fb::NormParams &p = c.params<fb::NormParams>();
+  int x = c.I[0], w = c.I[1], bias = c.I[2], out = c.O[0];
+  int64_t width = c.cols(x);
+  float eps = (float)p.eps();
+  c.check(c.cols(out) == width && c.weightNumel(w) == width && c.weightNumel(bias) == width,
+          "has a weight or bias of the wrong size");
+  return [=](StepEnv &e) { layerNorm(e.f32(x), e.rows(x), width, e.weight(w), e.weight(bias), eps, e.f32(out)); };
+}
+
 Exec compileAdd(const OpContext &c) {
   c.need(2, 1);
   c.acts({c.I[0], c.I[1], c.O[0]});

@@ -39,6 +39,9 @@ constexpr std::array<OpcodeInfo, kNumOpcodes> kOpcodes = {{
     {Opcode::PositionScale, "cbc.math.position_scale", OpParams::PositionScaleParams},
     {Opcode::Lightning, "cbc.state.lightning", OpParams::LightningParams},
     {Opcode::Kda, "cbc.state.kda", OpParams::KdaParams},
+    {Opcode::KvIndexAppend, "cbc.kv.index_append", OpParams::KvIndexAppendParams},
+    {Opcode::KvIndexSelect, "cbc.kv.index_select", OpParams::KvIndexSelectParams},
+    {Opcode::LayerNorm, "cbc.math.layer_norm", OpParams::NormParams},
 }};
 
 // The table is indexed by opcode: a reordering is a compile error, not a silent mismatch.

@@ -52,6 +52,17 @@ inline float __int_as_float(int i) {
   return f;
 }
 inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
+inline unsigned __float_as_uint(float f) {
+  unsigned u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
+// Fibers switch only at barriers, so a read-modify-write is atomic among a block's threads.
+inline unsigned atomicAdd(unsigned *p, unsigned v) {
+  unsigned old = *p;
+  *p = old + v;
+  return old;
+}
 
 template <typename T> inline T cbc_simt_shfl(T v, int mode, int arg, int width) {
   static_assert(sizeof(T) == 4, "32-bit shuffles only");

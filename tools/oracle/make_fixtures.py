@@ -958,6 +958,120 @@ def _cfg_axk1():
     )
 
 
+# DeepSeek-V3.2 (SEMANTICS_DSA.md): deepseek_v3's tiny MLA + MoE with the DSA lightning indexer on every
+# layer. 16 indexer heads of 16 (>= 16 heads: with 2, exact ReLU zeros tie and transformers' own top-k breaks
+# the ties differently for cached and uncached runs), index_topk 16 < the 23- and 80-token prompts, so the
+# selection decides which latents attention reads from position 16 on. Prompts (5, 23, 80).
+def _cfg_deepseek_v32():
+    from transformers import DeepseekV32Config
+
+    return DeepseekV32Config(
+        **{**MLA_COMMON, "max_position_embeddings": 4 * 4096},
+        **MLA_DIMS,
+        v_head_dim=12,
+        num_hidden_layers=3,
+        first_k_dense_replace=1,  # layer 0 dense, 1..2 MoE
+        n_routed_experts=12,
+        n_group=4,  # groups of 3
+        topk_group=2,
+        num_experts_per_tok=3,
+        n_shared_experts=1,
+        moe_intermediate_size=8,
+        norm_topk_prob=True,
+        routed_scaling_factor=2.5,
+        rms_norm_eps=1e-6,
+        index_n_heads=16,
+        index_head_dim=16,  # the first qk_rope_head_dim (8) features roped, 8 not
+        index_topk=16,
+        tie_word_embeddings=False,
+        rope_parameters={
+            "rope_type": "yarn",
+            "rope_theta": 10000.0,
+            "factor": 4.0,
+            "original_max_position_embeddings": 4096,
+            "beta_fast": 32.0,
+            "beta_slow": 1.0,
+            "mscale": 1.0,
+            "mscale_all_dim": 0.707,  # cos/sin (the indexer's too) x 1.036993, softmax scale x 1.09801^2
+        },
+    )
+
+
+# The indexer's wq_b reads q_a_layernorm's output (fan-in q_lora_rank 32); its LayerNorm bias is drawn wide
+# enough (0.3) that dropping it would move the scores.
+DSA_INIT_RULES = [(r"indexer\.wq_b\.weight$", 0.0, round(32**-0.5, 4)), (r"indexer\.k_norm\.bias$", 0.0, 0.3)]
+
+
+# --------------------------------------------------------------------------------------
+# DSA variants on MLA (glm_moe_dsa, axk2; SEMANTICS_DSA_VARIANTS.md). The axk1/deepseek_v3 MLA shape (hidden 64,
+# 4 heads, q-LoRA 32, kv_lora 32, qk_nope 16, qk_rope 8, v_head_dim 12) plus a lightning indexer of 16 heads x 16
+# (rope on its first 8 dims) keeping index_topk 16 keys per query. Prompts 5, 23 and 80 (PROMPT_LENGTHS_STATE):
+# every prompt's queries past position 15 attend to a strict subset of their causal keys, and the 80-token prompt
+# also runs prefill chunks of 64. 16 indexer heads, not 2: with 2, sum_h w_h ReLU(q_h.k) is exactly 0 for many keys
+# and transformers' own top-k breaks those ties differently in its cached and uncached runs
+# (families_5_23.md section 4.2). IndexerProbe guards the k-th / (k+1)-th index-score cut like the router cuts.
+# One routed layer each (108-token prompts give many router decisions) and 2 layers for axk2, whose every layer
+# indexes. Seeds: the best min(margin, router gap) among seeds whose index-score cut is >= 1e-4 (in score units;
+# >= 50x the fp32 reordering noise of an O(1) score) and >= 6 distinct tokens: glm_moe_dsa 12000-12049 (12004),
+# axk2 12200-12259 (12238).
+# --------------------------------------------------------------------------------------
+
+DSA_DIMS = dict(index_topk=16, index_n_heads=16, index_head_dim=16)
+DSA_PROMPT_LENGTHS = PROMPT_LENGTHS_STATE
+
+
+def _cfg_glm_moe_dsa():
+    from transformers import GlmMoeDsaConfig
+
+    return GlmMoeDsaConfig(
+        **MLA_COMMON,
+        **MLA_DIMS,
+        **DSA_DIMS,
+        v_head_dim=12,
+        num_hidden_layers=3,
+        # layer 1 is "shared": no indexer weights, it attends to layer 0's top-k; layer 2 runs its own again
+        indexer_types=["full", "shared", "full"],
+        mlp_layer_types=["dense", "sparse", "dense"],  # one routed layer: 108-token prompts leave few clear router gaps
+        n_routed_experts=8,
+        n_group=2,  # groups of 4
+        topk_group=1,
+        num_experts_per_tok=2,
+        n_shared_experts=1,
+        moe_intermediate_size=8,
+        norm_topk_prob=True,
+        routed_scaling_factor=2.5,
+        rms_norm_eps=1e-5,
+        tie_word_embeddings=False,
+        rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+    )
+
+
+def _cfg_axk2():
+    from transformers import AXK2Config
+
+    return AXK2Config(
+        **MLA_COMMON,
+        **MLA_DIMS,
+        **DSA_DIMS,
+        v_head_dim=12,
+        num_hidden_layers=2,  # every axk2 layer runs an indexer: 2 keep the index-score cuts clear of ties
+        first_k_dense_replace=1,  # legacy kwargs -> mlp_layer_types [dense, sparse] (written out)
+        moe_layer_freq=1,
+        n_routed_experts=8,
+        n_group=2,  # optional grouping on (A.X-K2-Light has none): groups of 4, masked experts filled with 0.0
+        topk_group=1,
+        num_experts_per_tok=2,
+        n_shared_experts=1,
+        moe_intermediate_size=8,
+        norm_topk_prob=True,
+        routed_scaling_factor=2.5,
+        gated_norm_rank=16,
+        rms_norm_eps=1e-6,
+        tie_word_embeddings=False,
+        rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+    )
+
+
 # MLA init: every weight at BASE_STD's 0.125 (~1/sqrt(64)) except those whose fan-in is not 64, which get
 # 1/sqrt(fan_in): q_b_proj (fan-in q_lora_rank), kv_b_proj (kv_lora_rank), the routed and shared experts'
 # down_proj (their widths). Norm weights (q_a_layernorm, kv_a_layernorm, post_mlp_layernorm, ...) are N(1, 0.1)
@@ -974,6 +1088,12 @@ def mla_init_rules(kv_lora: int, expert_width: int | None = None, shared_width: 
         rules.append((r"mlp\.shared_experts\.down_proj\.weight$", 0.0, round(shared_width**-0.5, 4)))
     return rules
 
+
+# DSA indexer init: wq_b reads q_resid (fan-in q_lora_rank 32); wk and weights_proj read the hidden state (64, the
+# shared 0.125). The indexer's LayerNorm weight is N(1, 0.1) and its bias N(0, 0.05) by the shared table.
+DSA_VARIANT_INIT_RULES = [(r"indexer\.wq_b\.weight$", 0.0, round(32**-0.5, 4))]
+# axk2: the gated norms' fc2 (W_up) has fan-in gated_norm_rank 16; q_gate_proj reads cat(q_resid, q_a) (64).
+AXK2_INIT_RULES = [(r"layernorm\.mlp\.fc2\.weight$", 0.0, 0.25)]
 
 MLA_FAMILY = dict(zero_centred_norms=False, atol=2.5e-4)
 
@@ -1785,6 +1905,24 @@ FAMILIES = {
             "checkpoint names mlp.gate.weight, mlp.gate.e_score_correction_bias, mlp.experts.N.{gate,up,down}_proj, mlp.shared_experts.*",
         ],
     ),
+    "deepseek_v32": dict(
+        MLA_FAMILY,
+        seed=7000,  # margin 0.071, smallest router gap 0.0004 (the one seed scored: see SEMANTICS_DSA.md)
+        build=_cfg_deepseek_v32,
+        prompt_lengths=PROMPT_LENGTHS_STATE,
+        init_rules=DSA_INIT_RULES + mla_init_rules(kv_lora=32, expert_width=8, shared_width=8),
+        buffer_init=[(r"gate\.e_score_correction_bias$", 0.0, 0.3)],
+        atol_note=MLA_ATOL_NOTE + " " + SIGMOID_ROUTER_NOTE,
+        features=[
+            "deepseek_v3's MLA (q-LoRA 32, kv_lora 32, qk_nope 16, qk_rope 8, v_head_dim 12), always interleaved RoPE, yarn factor 4 with mscale_all_dim 0.707",
+            "DSA lightning indexer on every layer: q = wq_b(q_a_layernorm output) [16 heads x 16], k = LayerNorm_eps1e-6(wk x) [16] with weight and bias, rotate-half RoPE on the first 8 features of both (same cos/sin as the attention)",
+            "score[t, s] = sum_h weights_proj(x_t)_h * 16^-0.5 * relu(q_{t,h} . k_s * 16^-0.5), causal; top index_topk 16 keys kept, the others masked out of the MLA softmax",
+            "cache holds the normed latent [T, 32], k_rope [T, 8] and the indexer key [T, 16] (indexer_keys)",
+            "first_k_dense_replace=1: layer 0 dense MLP, layers 1-2 DSMoE (sigmoid + e_score_correction_bias, 12 experts in 4 groups of 3, topk_group 2, top-3, renormalised, x 2.5), one shared expert",
+            "prompts 5, 23, 80 with index_topk 16: the 23- and 80-token prompts attend to 16 selected latents from position 16 on",
+            "checkpoint names as deepseek_v3 plus self_attn.indexer.{wq_b, wk, k_norm.weight, k_norm.bias, weights_proj}.weight",
+        ],
+    ),
     "deepseek_v2": dict(
         MLA_FAMILY,
         seed=6128,
@@ -1897,6 +2035,47 @@ FAMILIES = {
             "DSMoE router: sigmoid + e_score_correction_bias (N(0,0.3)), 12 experts in n_group 3 groups of 4, top-2-sum group score, topk_group 2 (other -inf), top-2, renormalised, x routed_scaling_factor 2.5; one shared expert (8)",
             "post_mlp_layernorm: RMSNorm (rms_norm_eps) over routed + shared, before the residual add (MoE layers only)",
             "checkpoint names as deepseek_v3 plus model.layers.N.post_mlp_layernorm.weight at the layer level (conversion_mapping moves it into mlp.)",
+        ],
+    ),
+    # ---- DSA variants (see DSA_DIMS above; SEMANTICS_DSA_VARIANTS.md) ----
+    "glm_moe_dsa": dict(
+        MLA_FAMILY,
+        seed=12004,
+        build=_cfg_glm_moe_dsa,
+        prompt_lengths=DSA_PROMPT_LENGTHS,
+        dsa=True,
+        init_rules=mla_init_rules(kv_lora=32, expert_width=8, shared_width=8) + DSA_VARIANT_INIT_RULES,
+        buffer_init=[(r"gate\.e_score_correction_bias$", 0.0, 0.3)],
+        atol_note=MLA_ATOL_NOTE + " " + SIGMOID_ROUTER_NOTE,
+        features=[
+            "DeepSeek-V3 MLA (q-LoRA 32, q_a_layernorm eps 1e-6, kv_lora 32, qk_nope 16, qk_rope 8, v_head_dim 12), interleaved RoPE (always; no rope_interleave key), default rope theta 1e4; rms_norm_eps 1e-5",
+            "DSA lightning indexer on 'full' layers: q = wq_b(q_resid) [16 heads x 16], k = LayerNorm(wk x) (eps 1e-6, weight + bias) [16], INTERLEAVED RoPE on the FIRST 8 dims of each (pairs (2i, 2i+1)), score = sum_h (weights_proj(x)_h / 4) ReLU(q_h.k / 4), causal, top index_topk 16 per query",
+            "indexer_types [full, shared, full]: layer 1 has no indexer weights and attends to layer 0's top-k indices; layer 2 runs its own indexer",
+            "sparse MLA: keys outside the query's top-k get finfo.min in the eager mask; queries with <= 16 visible keys attend to all of them",
+            "mlp_layer_types [dense, sparse, dense] (the shared layer 1 is the MoE one; first_k_dense_replace, saved as 3, is not read when mlp_layer_types is set); DSMoE router: sigmoid + e_score_correction_bias (N(0,0.3)), 8 experts in n_group 2 groups of 4, top-2-sum group score, topk_group 1 (other -inf), top-2, renormalised, x 2.5; one shared expert (8)",
+            "cache per token and layer: latent 32 + k_rope 8, plus the indexer key 16 on the full layers (0 and 2)",
+            "config.json carries the explicit indexer_types list (save_pretrained writes the derived list; published configs may give index_topk_freq / index_skip_topk_offset instead)",
+            "prompts 5, 23, 80: index_topk 16 < context, so the selection matters in every prompt (checks.top_k_vs_full_attention)",
+            "checkpoint names as deepseek_v3 plus model.layers.{0,2}.self_attn.indexer.{wq_b.weight, wk.weight, k_norm.weight, k_norm.bias, weights_proj.weight}; no indexer tensors on layer 1",
+        ],
+    ),
+    "axk2": dict(
+        MLA_FAMILY,
+        seed=12238,
+        build=_cfg_axk2,
+        prompt_lengths=DSA_PROMPT_LENGTHS,
+        dsa=True,
+        init_rules=mla_init_rules(kv_lora=32, expert_width=8, shared_width=8) + DSA_VARIANT_INIT_RULES + AXK2_INIT_RULES,
+        buffer_init=[(r"gate\.e_score_correction_bias$", 0.0, 0.3)],
+        atol_note=MLA_ATOL_NOTE + " " + SIGMOID_ROUTER_NOTE,
+        features=[
+            "DeepSeek-V3 MLA with q-LoRA 32 (q_a_layernorm eps 1e-6), kv_lora 32, qk_nope 16, qk_rope 8, v_head_dim 12, interleaved RoPE (always), rope theta 1e4; rms_norm_eps 1e-6",
+            "fused query + output gate: q_gate_proj(cat(q_resid = q_a_layernorm(q_a), q_a)) 64 -> 4 x (24 + 12); per head [q (nope 16 | rope 8) | gate 12]; attention output x sigmoid(gate) per element (fp32) before o_proj",
+            "DSA lightning indexer on every layer (v32's): q = wq_b(q_resid) [16 x 16], k = LayerNorm(wk x) (eps 1e-6), ROTATE-HALF RoPE on the FIRST 8 dims, score = sum_h (weights_proj(x)_h / 4) ReLU(q_h.k / 4), causal, top index_topk 16",
+            "gated RMSNorm on input_layernorm (both layers) and post_attention_layernorm (the MoE layer 1): y = RMSNorm(x) (rms_norm_eps, weight), y x sigmoid(fc2(SiLU(fc1 y))), rank 16; layer 0 has a plain post_attention_layernorm",
+            "2 layers; legacy first_k_dense_replace 1 / moe_layer_freq 1 -> mlp_layer_types [dense, sparse] (written out); router: sigmoid + e_score_correction_bias (N(0,0.3)), optional grouping ON: n_group 2 groups of 4, top-2-sum group score, topk_group 1, masked experts filled with 0.0 (not -inf), top-2, renormalised, x 2.5; one shared expert (8)",
+            "prompts 5, 23, 80: index_topk 16 < context (checks.top_k_vs_full_attention)",
+            "checkpoint (save_pretrained reverses conversion_mapping): self_attn.q_b_proj.weight [144, 64] (runtime q_gate_proj), input_layernorm.{norm.weight, W_down.weight [16, 64], W_up.weight [64, 16]} (runtime mlp.fc1 / mlp.fc2), mlp.experts.N.{gate,up,down}_proj.weight, self_attn.indexer.*",
         ],
     ),
     # ---- Llama 4 and MiniMax-M2 (see LLAMA4_CHUNK and the *_INIT_RULES above; SEMANTICS_LLAMA4_MINIMAX.md) ----
@@ -2198,6 +2377,8 @@ MLA_ROUTERS = {
     "BailingHybridTopkRouter": ("sigmoid", True, "top2sum", "-inf"),
     "Glm4MoeLiteTopkRouter": ("sigmoid", True, "top2sum", "-inf"),
     "AXK1TopkRouter": ("sigmoid", True, "top2sum", "-inf"),
+    "GlmMoeDsaTopkRouter": ("sigmoid", True, "top2sum", "-inf"),
+    "AXK2TopkRouter": ("sigmoid", True, "top2sum", "0"),  # grouping optional (n_group None: no groups)
     "DeepseekV2TopkRouter": ("softmax", False, "max", "0"),  # group_limited_greedy (greedy: no groups)
     "Mistral4TopkRouter": ("softmax", False, "top2sum", "0"),
     "LongcatFlashTopkRouter": ("softmax", True, None, None),
@@ -2218,6 +2399,8 @@ def mla_route(mod, logits: torch.Tensor) -> dict:
     """
     kind, biased, group_score, fill = MLA_ROUTERS[type(mod).__name__]
     if type(mod).__name__ == "DeepseekV2TopkRouter" and mod.topk_method != "group_limited_greedy":
+        group_score = None
+    if type(mod).__name__ == "AXK2TopkRouter" and mod.num_group is None:
         group_score = None
     E = logits.shape[-1]
     k = mod.top_k
@@ -2256,6 +2439,8 @@ def mla_route(mod, logits: torch.Tensor) -> dict:
         fill_value = -math.inf if fill == "-inf" else 0.0
         masked = c.masked_fill(~expert_mask, fill_value)
         ungrouped_idx = torch.topk(c, k, dim=-1).indices
+        if fill == "0" and kind == "sigmoid" and biased:  # a kept expert whose biased score is < 0 loses to them
+            out["idx_with_minus_inf_fill"] = torch.topk(c.masked_fill(~expert_mask, -math.inf), k, dim=-1).indices
     else:
         expert_mask = torch.ones_like(c, dtype=torch.bool)
         masked = c
@@ -2264,6 +2449,10 @@ def mla_route(mod, logits: torch.Tensor) -> dict:
     idx = top.indices[:, :k]
     a_idx, b_idx = top.indices[:, k - 1], top.indices[:, k]
     b_valid = expert_mask.gather(1, b_idx[:, None])[:, 0]  # the (k+1)-th is a candidate (else the cut is the mask)
+    if group_score is not None and fill == "0" and kind == "sigmoid" and biased:
+        # biased sigmoid scores can be < 0, so the masked experts compete at 0.0 (axk2): the k-th must clear
+        # them too (two masked zeros at the cut are a tie). Softmax scores are > 0 and always beat them.
+        b_valid = torch.ones_like(b_valid)
     if kind == "sigmoid":
         cut = 2.0 * (top.values[:, k - 1] - top.values[:, k])
     elif not biased:  # softmax: monotone in the logits
@@ -2358,6 +2547,10 @@ class RouterProbe:
                     st["choice_changed_by_bias"] += int((~_same_sets(r["idx"], r["idx_without_bias"])).sum())
                 if "idx_without_groups" in r:
                     st["choice_changed_by_group_mask"] += int((~_same_sets(r["idx"], r["idx_without_groups"])).sum())
+                if "idx_with_minus_inf_fill" in r:
+                    st["choice_changed_by_zero_fill"] = st.get("choice_changed_by_zero_fill", 0) + int(
+                        (~_same_sets(r["idx"], r["idx_with_minus_inf_fill"])).sum()
+                    )
                 zero = getattr(mod, "n_routed_experts", 0) - getattr(mod, "num_experts", 0)
                 if type(mod).__name__ == "LongcatFlashTopkRouter" and zero:
                     is_zero = r["idx"] >= mod.num_experts
@@ -2462,6 +2655,113 @@ class RouterProbe:
     def close(self):
         for h in self.handles:
             h.remove()
+
+
+class IndexerProbe:
+    """DSA indexers (modules named *Indexer): how far each query's top-k selection is from a tie.
+
+    The indexer ranks index_scores [B, S, T] (sum_h w_h ReLU(q_h.k) plus the additive causal mask, whose masked
+    entries are finfo.min) and keeps the top index_topk. While the indexer runs, Tensor.topk is wrapped so the
+    probe sees exactly the tensor the module ranks (the indexer calls topk once, on index_scores). For every query
+    with more than index_topk visible keys it records the gap between the k-th and (k+1)-th visible score (the
+    selection flips only if scores move by half that); queries with <= k visible keys select them all.
+    """
+
+    VISIBLE = -1e30  # masked entries carry finfo(float32).min ~ -3.4e38
+
+    def __init__(self, model):
+        self.min_gap = math.inf
+        self.min_rel_gap = math.inf  # gap / std of that row's visible scores
+        self.queries = 0
+        self.selective_queries = 0
+        self.index_topk = None
+        self.handles = []
+        self._saved = None
+        for _, mod in model.named_modules():
+            if type(mod).__name__.endswith("Indexer"):
+                self.handles.append(mod.register_forward_pre_hook(self._pre))
+                self.handles.append(mod.register_forward_hook(self._post))
+
+    def _pre(self, mod, args):
+        original = torch.Tensor.topk
+        probe = self
+
+        def recording_topk(t, k, *a, **kw):
+            probe._record(t, k, mod.index_topk)
+            return original(t, k, *a, **kw)
+
+        self._saved = original
+        torch.Tensor.topk = recording_topk
+
+    def _post(self, mod, args, out):
+        torch.Tensor.topk = self._saved
+        self._saved = None
+
+    def _record(self, scores, k, index_topk):
+        self.index_topk = index_topk
+        rows = scores.detach().float().reshape(-1, scores.shape[-1])
+        visible = rows > self.VISIBLE
+        n = visible.sum(-1)
+        self.queries += rows.shape[0]
+        sel = n > index_topk
+        self.selective_queries += int(sel.sum())
+        if not bool(sel.any()):
+            return
+        r = rows[sel].masked_fill(~visible[sel], -math.inf)
+        top = self._saved(r, index_topk + 1, dim=-1).values  # the unwrapped topk
+        gap = top[:, index_topk - 1] - top[:, index_topk]
+        finite = r.masked_fill(~visible[sel], 0.0)
+        cnt = n[sel].float()
+        mean = finite.sum(-1) / cnt
+        var = ((finite - mean[:, None]) ** 2 * visible[sel]).sum(-1) / cnt
+        self.min_gap = min(self.min_gap, float(gap.min()))
+        self.min_rel_gap = min(self.min_rel_gap, float((gap / var.sqrt().clamp_min(1e-30)).min()))
+
+    def summary(self) -> dict | None:
+        if self.index_topk is None:
+            return None
+        return {
+            "note": "index-score units; counts over every indexer call of the fixture run (cached greedy + uncached)",
+            "index_topk": self.index_topk,
+            "queries": self.queries,
+            "queries_with_more_visible_keys_than_index_topk": self.selective_queries,
+            "min_kth_vs_next_index_score_gap": None if math.isinf(self.min_gap) else self.min_gap,
+            "min_gap_over_row_score_std": None if math.isinf(self.min_rel_gap) else self.min_rel_gap,
+        }
+
+    def close(self):
+        for h in self.handles:
+            h.remove()
+
+
+@torch.no_grad()
+def dsa_full_attention_effect(model, prompts, token_lists) -> dict:
+    """What the top-k selection does to the fixture: the greedy run with every indexer keeping all keys
+    (index_topk raised past the context) against the fixture's tokens and rows."""
+    indexers = [m for m in model.modules() if type(m).__name__.endswith("Indexer")]
+    saved = [m.index_topk for m in indexers]
+    for m in indexers:
+        m.index_topk = 1 << 20
+    per_prompt = []
+    try:
+        for prompt, tokens in zip(prompts, token_lists):
+            rows, full_tokens = greedy(model, prompt)
+            per_prompt.append(
+                {
+                    "prompt_len": len(prompt),
+                    "tokens_with_full_attention": full_tokens,
+                    "tokens_differ": full_tokens != tokens,
+                    "first_differing_step": next((j for j, (a, b) in enumerate(zip(full_tokens, tokens)) if a != b), None),
+                }
+            )
+    finally:
+        for m, k in zip(indexers, saved):
+            m.index_topk = k
+    return {
+        "note": "greedy tokens with index_topk raised past the context (dense MLA) against the fixture's",
+        "per_prompt": per_prompt,
+        "prompts_whose_tokens_change": sum(p["tokens_differ"] for p in per_prompt),
+    }
 
 
 class ClampProbe:
@@ -3164,6 +3464,7 @@ def score_seed(family: str, seed: int) -> dict:
     _, model = make_model(family, seed)
     mamba = spec.get("mamba", False)
     router = RouterProbe(model)
+    indexer = IndexerProbe(model)
     dt_probe = DtProbe(model) if mamba else None
     margin, distinct = math.inf, math.inf
     for prompt in make_prompts(spec.get("prompt_lengths", PROMPT_LENGTHS)):
@@ -3171,6 +3472,7 @@ def score_seed(family: str, seed: int) -> dict:
         margin = min(margin, top2_margin(rows))
         distinct = min(distinct, len(set(tokens)))
     router.close()
+    indexer.close()
     dt = dt_probe.summary() if dt_probe else None
     if dt_probe:
         dt_probe.close()
@@ -3178,6 +3480,7 @@ def score_seed(family: str, seed: int) -> dict:
         "seed": seed,
         "margin": margin,
         "router_gap": router.min_gap,
+        "index_gap": indexer.min_gap,
         "router_bf16_stable": router.bf16_stable,
         "distinct": distinct,
         "clamp_bites": bool(dt and dt["clamp_bites"]),
@@ -3192,10 +3495,12 @@ def search_seeds(family: str, start: int, count: int, floor: float, min_distinct
     best, best_score = None, -math.inf
     for seed in range(start, start + count):
         r = score_seed(family, seed)
-        score = min(r["margin"], r["router_gap"])
+        score = min(r["margin"], r["router_gap"], r["index_gap"])
         ok = score >= floor and r["distinct"] >= min_distinct and not r["clamp_bites"]
         print(
             f"{family} seed {seed}: margin {r['margin']:.4f} router gap {r['router_gap']:.4f} "
+            + ("" if math.isinf(r["index_gap"]) else f"index gap {r['index_gap']:.4f} ")
+            +
             f"{'' if r['router_bf16_stable'] else '(flips in bf16) '}"
             f"distinct {r['distinct']} clamp {'bites' if r['clamp_bites'] else 'inactive'}"
             f"{'' if ok else '  (rejected)'}",
@@ -3239,6 +3544,7 @@ def build_family(family: str, out_dir: Path, verbose: bool = True) -> dict:
     mamba = spec.get("mamba", False)  # Mamba families: explicit position_ids and the extra checks
     router = RouterProbe(model)
     clamp = ClampProbe(model)
+    indexer = IndexerProbe(model)
     dt_probe = DtProbe(model) if mamba else None
     tensors = {}
     per_prompt = []
@@ -3268,11 +3574,17 @@ def build_family(family: str, out_dir: Path, verbose: bool = True) -> dict:
         # Mamba1's slow path restarts the SSM state in a multi-token continuation, so the continuation check
         # below runs the routers on states that the fixture rows never see; keep its gaps out of the guard.
         router.close()
+    indexer.close()
     state_checks = (
-        state_family_checks(model, prompts, [p["tokens"] for p in per_prompt], mamba) if spec.get("state") else None
+        state_family_checks(model, prompts, [p["tokens"] for p in per_prompt], mamba)
+        if spec.get("state") or spec.get("dsa")
+        else None
     )
     router.close()
     clamp.close()
+    dsa_effect = (
+        dsa_full_attention_effect(model, prompts, [p["tokens"] for p in per_prompt]) if spec.get("dsa") else None
+    )
     mamba_checks = None
     if mamba:
         dt_summary = dt_probe.summary()
@@ -3346,6 +3658,12 @@ def build_family(family: str, out_dir: Path, verbose: bool = True) -> dict:
     logit_max = max(p["logit_max_abs"] for p in per_prompt)
     guard = f"min top-1/top-2 logit margin {margin:.3g}"
     mla_routers = router.summary()
+    indexer_summary = indexer.summary()
+    if indexer_summary is not None:
+        guard += (
+            f" and min index-score cut {indexer.min_gap:.3g} (k-th vs next visible key in index-score units, "
+            f"{indexer.min_rel_gap:.2g} of that query's score spread, checks.indexer)"
+        )
     if mla_routers is not None and mla_routers["min_group_cut_gap"] is not None:
         guard += (
             f" and min router gap {router.min_gap:.3g} (expert cut after group masking "
@@ -3362,9 +3680,14 @@ def build_family(family: str, out_dir: Path, verbose: bool = True) -> dict:
         f"kernel shapes, so different reduction orders) differ by at most {noise:.2g} here, which is the size "
         f"a correct fp32 reimplementation should land at, so atol leaves >= {atol / noise:.0f}x headroom while "
         f"a semantic slip (mask off by one, rope pairing, norm placement, wrong scale) moves logits by >1e-2. "
-        f"The {guard} {'are' if ' and ' in guard else 'is'} >= {min(margin, router.min_gap) / atol:.0f}x atol, "
-        f"so no token or expert choice can "
-        f"flip inside the tolerance."
+        f"The {guard} {'are' if ' and ' in guard else 'is'} >= {min(margin, router.min_gap) / atol:.0f}x atol"
+        + (
+            f" (the logit and router gaps; the index-score cut is {indexer.min_gap / 1e-6:.0f}x the ~1e-6 by which fp32 "
+            "reordering moves an O(1) index score)"
+            if indexer_summary is not None
+            else ""
+        )
+        + ", so no token, expert or key choice can flip inside the tolerance."
     ]
     if spec.get("atol_note"):
         notes.append(spec["atol_note"])
@@ -3394,7 +3717,22 @@ def build_family(family: str, out_dir: Path, verbose: bool = True) -> dict:
             "Gemma3 ignores attn_logit_softcapping in attention (not passed to the attention function); "
             "final_logit_softcapping is None here."
         )
-    if state_checks is not None:
+    if state_checks is not None and spec.get("dsa"):
+        notes.append(
+            "Chunked prefill: prefilling in pieces on the same cache (pieces "
+            f"{state_checks['continuation_pieces']}, the last piece being the 15 generated tokens fed at once) matches "
+            f"one uncached forward to {state_checks['continuation_max_abs']:.3g} (checks.continuation): each piece's "
+            "queries score every cached indexer key of the earlier pieces, and the selection does not depend on how "
+            "the prompt was cut."
+        )
+        if indexer_summary is not None:
+            notes.append(
+                f"Indexer: {indexer_summary['queries_with_more_visible_keys_than_index_topk']} of "
+                f"{indexer_summary['queries']} indexer queries see more than index_topk {indexer_summary['index_topk']} "
+                "keys, so their selection matters; checks.top_k_vs_full_attention shows the greedy tokens with the "
+                "selection replaced by full attention."
+            )
+    elif state_checks is not None:
         worst = state_checks["continuation_max_abs"]
         carried = worst <= atol  # a state that is not carried moves logits by O(1)
         notes.append(
@@ -3523,6 +3861,10 @@ def build_family(family: str, out_dir: Path, verbose: bool = True) -> dict:
         assert plain_routers["recomputed_choice_mismatches"] == 0, plain_routers
     if effects is not None:
         meta["checks"]["feature_effects"] = effects
+    if indexer_summary is not None:
+        meta["checks"]["indexer"] = indexer_summary
+    if dsa_effect is not None:
+        meta["checks"]["top_k_vs_full_attention"] = dsa_effect
     if spec.get("composite_checkpoint"):
         meta["checks"]["composite"] = composite_checks
         meta["checkpoint_architecture"] = json.loads((fam_dir / "config.json").read_text())["architectures"][0]
@@ -3545,7 +3887,8 @@ def build_family(family: str, out_dir: Path, verbose: bool = True) -> dict:
     if state_checks is not None:
         meta["checks"]["continuation"] = state_checks["per_prompt"]
         meta["checks"]["continuation_max_abs"] = state_checks["continuation_max_abs"]
-        meta["state_shapes_per_request"] = state_checks["state_shapes"]
+        if not spec.get("dsa"):
+            meta["state_shapes_per_request"] = state_checks["state_shapes"]
     if mamba_checks is not None:
         meta["checks"].update(mamba_checks)
         meta["checks"]["continuation_carries_state"] = state_checks["continuation_max_abs"] <= atol

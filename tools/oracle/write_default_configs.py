@@ -34,6 +34,8 @@ MODEL_TYPES = (
     "qwen2_moe",
     "qwen3_moe",
     "inkling_text",
+    "glm_moe_dsa",  # GlmMoeDsaConfig's defaults are GLM-5's shape (its docstring checkpoint zai-org/GLM-5)
+    "axk2",  # AXK2Config's: A.X-K2-Light's shape (no expert groups)
 )
 
 

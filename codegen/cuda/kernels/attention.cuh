@@ -150,10 +150,14 @@ __device__ __forceinline__ void attention(const CbcArgs &a) {
 // softmax for HG query heads over its share of the visible tokens. A cached row is
 // [latent (L) | k_rope (R)]; the key is the whole row and the value its latent, so each row is
 // read once per head block and nothing is up-projected. The splits merge in attention_combine.
-template <class TQ, class TKV, int H, int L, int R, int HG, int B, Retention RET, int TOKENS>
+// ROW is the pool row's stride (more than L + R when the layer also keeps an index_key row);
+// with SEL > 0 the block's tokens are the SEL positions its query's selection lists (-1: none),
+// so the work per query is SEL rows whatever the context length.
+template <class TQ, class TKV, int H, int L, int R, int HG, int B, Retention RET, int TOKENS, int ROW = L + R,
+          int SEL = 0>
 __device__ __forceinline__ void latent_attention(const CbcArgs &a) {
   using S = slots::LatentAttention;
-  constexpr int D = L + R, LL = (L + 31) / 32, RL = (R + 31) / 32, WARPS = kAttentionWarps;
+  constexpr int D = ROW, LL = (L + 31) / 32, RL = (R + 31) / 32, WARPS = kAttentionWarps;
   __shared__ float sm_m[WARPS][HG], sm_l[WARPS][HG];
   __shared__ float sm_acc[WARPS][HG][L];
   const TQ *ql = (const TQ *)a.p[S::QLatent];
@@ -170,8 +174,10 @@ __device__ __forceinline__ void latent_attention(const CbcArgs &a) {
   int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   int pos = positions[t];
   int lo = first_visible<RET, TOKENS>(pos);
-  int n = pos - lo + 1, per = (int)((n + splits - 1) / splits);
-  int begin = lo + split * per, end = begin + per < pos + 1 ? begin + per : pos + 1;
+  const int *sel = (const int *)a.p[S::Selection] + t * SEL;
+  int n = SEL > 0 ? SEL : pos - lo + 1, per = (int)((n + splits - 1) / splits);
+  int first = SEL > 0 ? 0 : lo, last = SEL > 0 ? SEL : pos + 1;
+  int begin = first + split * per, end = begin + per < last ? begin + per : last;
   const int *table = tables + (long long)slots[seq_ids[t]] * a.i[S::TableWidth];
   float qlat[HG][LL], qrot[HG][RL > 0 ? RL : 1], acc[HG][LL], m[HG], l[HG];
   for (int g = 0; g < HG; ++g) {
@@ -188,7 +194,13 @@ __device__ __forceinline__ void latent_attention(const CbcArgs &a) {
       qrot[g][e] = d < R ? ld(qr, (t * H + h) * R + d) : 0.0f;
     }
   }
-  for (int j = begin + warp; j < end; j += WARPS) {
+  for (int i = begin + warp; i < end; i += WARPS) {
+    int j = i;
+    if constexpr (SEL > 0) {
+      j = sel[i];
+      if (j < 0 || j > pos)
+        continue;
+    }
     const TKV *row = pool + ((long long)table[j / B] * B + j % B) * D;
     float lat[LL], rot[RL > 0 ? RL : 1];
     for (int e = 0; e < LL; ++e) {

@@ -19,7 +19,8 @@ __device__ __forceinline__ T *cache_row(const CbcArgs &a, T *pool, int slot, int
   return pool + (block * B + pos % B) * ROW;
 }
 
-template <class TK, class TV, class TKV, int KW, int VW, int B>
+// ROW: the pool row's stride, more than KW + VW when the layer keeps an index_key row after.
+template <class TK, class TV, class TKV, int KW, int VW, int B, int ROW = KW + VW>
 __device__ __forceinline__ void kv_append(const CbcArgs &a) {
   using S = slots::KvAppend;
   const TK *k = (const TK *)a.p[S::K];
@@ -28,7 +29,7 @@ __device__ __forceinline__ void kv_append(const CbcArgs &a) {
   const int *seq_ids = (const int *)a.p[S::SeqIds];
   const int *slots = (const int *)a.p[S::Slots];
   long long t = blockIdx.x;
-  TKV *row = cache_row<B, KW + VW, S>(a, (TKV *)a.p[S::Pool], slots[seq_ids[t]], positions[t]);
+  TKV *row = cache_row<B, ROW, S>(a, (TKV *)a.p[S::Pool], slots[seq_ids[t]], positions[t]);
   for (int j = threadIdx.x; j < KW; j += blockDim.x)
     st(row, j, ld(k, t * KW + j));
   for (int j = threadIdx.x; j < VW; j += blockDim.x)

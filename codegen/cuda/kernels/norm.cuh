@@ -35,6 +35,31 @@ template <class TI, class TO, class TW, int G> __device__ __forceinline__ void r
     st(y, base + j, ld(x, base + j) * inv * norm_weight(w, j, offset));
 }
 
+// LayerNorm of rows of W (the mean, then the biased variance, both reduced in fp32); one block
+// per row.
+template <class TI, class TO, class TW, class TB, int W> __device__ __forceinline__ void layer_norm(const CbcArgs &a) {
+  using S = slots::LayerNorm;
+  __shared__ float scratch[32];
+  const TI *x = (const TI *)a.p[S::X];
+  TO *y = (TO *)a.p[S::Out];
+  const TW *w = (const TW *)a.p[S::Weight];
+  const TB *b = (const TB *)a.p[S::Bias];
+  long long base = (long long)blockIdx.x * W;
+  float s = 0.0f;
+  for (int j = threadIdx.x; j < W; j += blockDim.x)
+    s += ld(x, base + j);
+  float mean = block_sum(s, scratch) / (float)W;
+  __syncthreads();
+  float ss = 0.0f;
+  for (int j = threadIdx.x; j < W; j += blockDim.x) {
+    float d = ld(x, base + j) - mean;
+    ss += d * d;
+  }
+  float inv = rsqrtf(block_sum(ss, scratch) / (float)W + a.f[S::Eps]);
+  for (int j = threadIdx.x; j < W; j += blockDim.x)
+    st(y, base + j, (ld(x, base + j) - mean) * inv * ld(w, j) + ld(b, j));
+}
+
 // The residual add and the norm of the sum in one pass over rows of W.
 template <class TA, class TB, class TS, class TN, class TW, int W>
 __device__ __forceinline__ void add_rms_norm(const CbcArgs &a) {

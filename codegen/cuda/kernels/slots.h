@@ -62,6 +62,11 @@ struct Argmax {
   enum Flt { NumFlt };
 };
 
+struct LayerNorm {
+  enum Ptr { X, Out, Weight, Bias, NumPtr };
+  enum Int { NumInt };
+  enum Flt { Eps, NumFlt };
+};
 struct RmsNorm {
   enum Ptr { X, Out, Weight, NumPtr };
   enum Int { NumInt };
@@ -148,9 +153,19 @@ struct Attention {
   enum Flt { ScoreScale, ScoreCap, NumFlt };
 };
 struct LatentAttention {
-  enum Ptr { QLatent, QRope, Positions, SeqIds, Slots, Tables, Pool, Partials, NumPtr };
+  enum Ptr { QLatent, QRope, Positions, SeqIds, Slots, Tables, Pool, Partials, Selection, NumPtr };
   enum Int { Group, TableSlots, TableWidth, Splits, NumInt };
   enum Flt { ScoreScale, NumFlt };
+};
+struct IndexAppend {
+  enum Ptr { Key, Positions, SeqIds, Slots, Tables, Pool, NumPtr };
+  enum Int { Group, TableSlots, TableWidth, NumInt };
+  enum Flt { NumFlt };
+};
+struct IndexSelect {
+  enum Ptr { Q, W, Positions, SeqIds, Slots, Tables, Pool, Out, NumPtr };
+  enum Int { Group, TableSlots, TableWidth, NumInt };
+  enum Flt { KeyScale, WeightScale, NumFlt };
 };
 struct AttentionCombine {
   enum Ptr { Partials, Out, Sinks, NumPtr };

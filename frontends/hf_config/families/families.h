@@ -20,6 +20,7 @@ FamilyTable kdaFamilies();        // kda.cpp: kimi_linear, bailing_hybrid
 FamilyTable mlaFamilies();        // mla.cpp: deepseek_v3 (kimi_k2), deepseek_v2, glm4_moe_lite, axk1, mistral4,
                                   //   longcat_flash, youtu, minicpm3
 FamilyTable inklingFamilies();    // inkling.cpp: inkling_text
+FamilyTable dsaVariantFamilies(); // dsa_variants.cpp: glm_moe_dsa, axk2
 
 // mamba.cpp: the original state-spaces (mamba_ssm) config format, which has no model_type,
 // rewritten into transformers' mamba / mamba2 keys.

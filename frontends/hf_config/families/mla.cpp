@@ -132,6 +132,20 @@ void moeByLayerTypes(const ConfigReader &r, ModelSpec &s, const std::function<bo
   }
 }
 
+// The lightning indexer's sizes (DeepSeek-V3.2's config keys and defaults).
+void parseIndexer(const ConfigReader &r, ModelSpec &s, const std::string &ropePairing) {
+  IndexerSpec &ix = s.mla.indexer;
+  ix.heads = r.getSize("index_n_heads", 64);
+  ix.head_dim = r.getSize("index_head_dim", 128);
+  ix.topk = r.getSize("index_topk", 2048);
+  ix.rope_pairing = ropePairing;
+  if (s.mla.q_lora_rank == 0)
+    throw ConfigError(r.path("q_lora_rank"), "must be set: the indexer's queries come from the q LoRA's normed output");
+  if (ix.head_dim < s.mla.rope_dim)
+    throw ConfigError(r.path("index_head_dim"), "must be at least qk_rope_head_dim (" + std::to_string(s.mla.rope_dim) +
+                                                    "): the indexer rotates its first qk_rope_head_dim features");
+}
+
 const RouterRule kSigmoidGroups = {.score = "sigmoid", .group_score = "top2_sum", .group_fill = "neg_inf"};
 
 namespace {
@@ -232,6 +246,27 @@ void parseLongcatFlash(const ConfigReader &r, ModelSpec &s) {
     l.moe = true;
 }
 
+// DeepSeek-V3.2: DeepSeek-V3 with sparse attention. The attention's RoPE is always interleaved
+// (rope_interleave is not read); every layer has a lightning indexer whose RoPE rotates halves
+// of its first qk_rope_head_dim features. MoE layers by mlp_layer_types, else from
+// first_k_dense_replace.
+void parseDeepseekV32(const ConfigReader &r, ModelSpec &s) {
+  parseMla(r, s, {}, true);
+  s.attn.rope_pairing = "interleaved";
+  parseIndexer(r, s, "half");
+  std::vector<std::string> types = r.getStringList("layer_types");
+  if (!types.empty())
+    checkLayerCount(r, "layer_types", types.size(), s.num_layers);
+  for (const std::string &t : types)
+    if (t != "indexed_attention")
+      throw ConfigError(r.path("layer_types"), "unsupported layer type '" + t + "' (indexed_attention)");
+  parseDeepseekMoe(r, s, kSigmoidGroups, {});
+  int64_t first = r.getInt("first_k_dense_replace", 3);
+  if (first < 0)
+    throw ConfigError(r.path("first_k_dense_replace"), "must not be negative");
+  moeByLayerTypes(r, s, [&](int64_t i) { return i >= first; });
+}
+
 // Youtu: DeepSeek-V3's attention in a dense Llama block.
 void parseYoutu(const ConfigReader &r, ModelSpec &s) { parseMla(r, s, {}, true); }
 
@@ -266,6 +301,7 @@ FamilyTable mlaFamilies() {
          .layers_derived = true},
         parseLongcatFlash}},
       {"youtu", {{.max_positions = 131072, .tie_word_embeddings = true}, parseYoutu}},
+      {"deepseek_v32", {{.max_positions = 163840}, parseDeepseekV32}},
       {"minicpm3", {{.max_positions = 32768, .norm_eps = 1e-5, .tie_word_embeddings = true}, parseMiniCpm3}},
   };
 }

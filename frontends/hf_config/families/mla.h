@@ -18,6 +18,10 @@ struct MlaDefaults {
 // The MLA sizes, the softmax scale and the rope pairing; every layer is latent attention.
 void parseMla(const ConfigReader &r, ModelSpec &s, const MlaDefaults &d, bool interleaveByDefault);
 
+// The lightning indexer of sparse attention (index_n_heads, index_head_dim, index_topk), its
+// RoPE pairing the family's. Needs the q LoRA (the indexer reads its normed output).
+void parseIndexer(const ConfigReader &r, ModelSpec &s, const std::string &ropePairing);
+
 // How a family's router turns logits into weights.
 struct RouterRule {
   std::string score;          // softmax or sigmoid

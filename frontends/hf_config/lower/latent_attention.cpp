@@ -4,34 +4,53 @@
 // up-projects the cache.
 #include "frontends/hf_config/lower/step_builder.h"
 
+#include <cmath>
+
 namespace cbc::hf::lower {
 
 using namespace mlir;
 
 // [q_nope of every head | q_rope of every head]: q_b_proj (or q_proj) rows regrouped from the
 // checkpoint's per-head [nope | rope] order.
-Value StepBuilder::latentQuery(Value x, const AttnSite &site) {
+// With query_gate, q_b_proj reads [norm(q_a) | q_a] and each head's rows end in its output gate:
+// [q_nope all | q_rope all | gate all] after regrouping.
+Value StepBuilder::latentQuery(Value x, const AttnSite &site, Value *qResid, Value *gate) {
   const MlaSpec &m = spec_.mla;
   int64_t H = spec_.attn.num_heads, qw = H * (m.nope_dim + m.rope_dim);
   SmallVector<int64_t> regroup = {H, m.nope_dim, m.rope_dim};
+  if (m.query_gate)
+    regroup.push_back(m.v_dim);
   if (m.q_lora_rank == 0)
     return linear(x, weight(site.prog + "q", {qw, site.in}, {.parts = {{site.hf + "q_proj.weight"}}, .regroup = regroup}));
   Value qaBias;
   if (m.bias)
     qaBias = weight(site.prog + "q_a_bias", {m.q_lora_rank}, site.hf + "q_a_proj.bias");
   Value qa = linear(x, weight(site.prog + "q_a", {m.q_lora_rank, site.in}, site.hf + "q_a_proj.weight"), qaBias);
-  qa = norm(qa, weight(site.prog + "q_a_norm", {m.q_lora_rank}, site.hf + "q_a_layernorm.weight"), std::nullopt,
-            m.norm_eps);
+  Value qaNormed = norm(qa, weight(site.prog + "q_a_norm", {m.q_lora_rank}, site.hf + "q_a_layernorm.weight"),
+                        std::nullopt, m.norm_eps);
+  if (qResid)
+    *qResid = qaNormed;
+  if (m.query_gate) {
+    int64_t gw = H * m.v_dim;
+    Value qin = ConcatOp::create(b_, loc_, rows(2 * m.q_lora_rank), ValueRange{qaNormed, qa}).getResult();
+    Value qg = weight(site.prog + "q_gate", {qw + gw, 2 * m.q_lora_rank},
+                      {.parts = {{site.hf + "q_b_proj.weight"}}, .regroup = regroup});
+    SmallVector<Value> parts = split(linear(qin, qg), {qw, gw});
+    if (gate)
+      *gate = parts[1];
+    return parts[0];
+  }
   Value qb = weight(site.prog + "q_b", {qw, m.q_lora_rank},
                     {.parts = {{site.hf + "q_b_proj.weight"}}, .regroup = regroup, .row_scales = scales({{qw, m.q_scale}})});
-  return linear(qa, qb);
+  return linear(qaNormed, qb);
 }
 
 Value StepBuilder::latentAttention(Value x, const AttnSite &site, int64_t layer, int64_t cacheLayer) {
   const MlaSpec &m = spec_.mla;
   const LayerSpec &L = spec_.layers[layer];
   int64_t H = spec_.attn.num_heads, r = m.kv_lora_rank;
-  Value q = latentQuery(x, site);
+  Value qResid, outGate;
+  Value q = latentQuery(x, site, &qResid, &outGate);
   if (m.position_beta != 0)
     q = PositionScaleOp::create(b_, loc_, rows(H * (m.nope_dim + m.rope_dim)), q, positions_,
                                 b_.getF64FloatAttr(m.position_beta), b_.getI64IntegerAttr(m.position_period),
@@ -56,6 +75,9 @@ Value StepBuilder::latentAttention(Value x, const AttnSite &site, int64_t layer,
   KvAppendOp::create(b_, loc_, latent, kRope, positions_, seqIds_, slots_, blockTables_,
                      b_.getI64IntegerAttr(cacheLayer), b_.getI64IntegerAttr(1), b_.getI64IntegerAttr(r), retention,
                      IntegerAttr(), b_.getUnitAttr());
+  Value selection;
+  if (m.indexer.heads > 0)
+    selection = indexerSelection(x, qResid, site, layer, cacheLayer);
   // kv_b_proj: per head [nope key rows | value rows] over the latent.
   Value kvb = weight(site.prog + "kv_b", {H * (m.nope_dim + m.v_dim), r}, site.hf + "kv_b_proj.weight");
   auto headLinear = [&](Value in, int64_t offset, int64_t count, bool transpose) {
@@ -69,18 +91,54 @@ Value StepBuilder::latentAttention(Value x, const AttnSite &site, int64_t layer,
                                         kvLens_, slots_, blockTables_, b_.getI64IntegerAttr(cacheLayer),
                                         b_.getI64IntegerAttr(H), b_.getI64IntegerAttr(r),
                                         b_.getI64IntegerAttr(m.rope_dim), b_.getF64FloatAttr(spec_.attn.scale),
-                                        retention, IntegerAttr())
+                                        retention, IntegerAttr(), selection)
                 .getResult();
   o = headLinear(o, m.nope_dim, m.v_dim, false);
   if (m.head_gate)
     o = GateOp::create(b_, loc_, rows(H * m.v_dim), o,
                        linear(x, weight(site.prog + "head_gate", {H, site.in}, site.hf + "g_proj.weight")))
             .getResult();
+  if (outGate) // per element, in fp32 like the reference
+    o = GateOp::create(b_, loc_, rows(H * m.v_dim), o, outGate).getResult();
   Value oBias;
   if (m.bias)
     oBias = weight(site.prog + "o_bias", {spec_.hidden_size}, site.hf + spec_.names.o_proj + ".bias");
   return linear(o, weight(site.prog + "o", {spec_.hidden_size, H * m.v_dim}, site.hf + spec_.names.o_proj + ".weight"),
                 oBias);
+}
+
+// The lightning indexer: q = wq_b(q_resid) [heads, d], k = LayerNorm(wk x) [d], both roped on
+// their first rope_dim features; the key joins the layer's cache rows and each query keeps the
+// topk best of score = sum_h (w_h(x) H^-1/2) relu(q_h . k d^-1/2). A shared-indexer layer
+// reuses the previous layer's selection and keeps no key.
+Value StepBuilder::indexerSelection(Value x, Value qResid, const AttnSite &site, int64_t layer, int64_t cacheLayer) {
+  const MlaSpec &m = spec_.mla;
+  const IndexerSpec &ix = m.indexer;
+  const LayerSpec &L = spec_.layers[layer];
+  if (L.shared_indexer)
+    return selection_;
+  int64_t H = ix.heads, D = ix.head_dim;
+  std::string w = site.hf + "indexer.";
+  Value q = linear(qResid, weight(site.prog + "index_q", {H * D, m.q_lora_rank}, w + "wq_b.weight"));
+  Value k = linear(x, weight(site.prog + "index_k", {D, site.in}, w + "wk.weight"));
+  k = LayerNormOp::create(b_, loc_, rows(D), k, weight(site.prog + "index_k_norm", {D}, w + "k_norm.weight"),
+                          weight(site.prog + "index_k_norm_bias", {D}, w + "k_norm.bias"), b_.getF64FloatAttr(ix.norm_eps))
+          .getResult();
+  if (m.rope_dim > 0 && !L.nope) {
+    q = rope(L.rope, q, D, ix.rope_pairing);
+    k = rope(L.rope, k, D, ix.rope_pairing);
+  }
+  Value headWeights = linear(x, weight(site.prog + "index_w", {H, site.in}, w + "weights_proj.weight"));
+  KvIndexAppendOp::create(b_, loc_, k, positions_, seqIds_, slots_, blockTables_, b_.getI64IntegerAttr(cacheLayer),
+                          b_.getI64IntegerAttr(D), IntegerAttr());
+  auto selType = RankedTensorType::get({ShapedType::kDynamic, ix.topk}, b_.getI32Type());
+  selection_ = KvIndexSelectOp::create(b_, loc_, selType, q, headWeights, positions_, seqIds_, cuSeqlens_, kvLens_,
+                                       slots_, blockTables_, b_.getI64IntegerAttr(cacheLayer), b_.getI64IntegerAttr(H),
+                                       b_.getI64IntegerAttr(D), b_.getI64IntegerAttr(ix.topk),
+                                       b_.getF64FloatAttr(1.0 / std::sqrt((double)D)),
+                                       b_.getF64FloatAttr(1.0 / std::sqrt((double)H)), IntegerAttr())
+                   .getResult();
+  return selection_;
 }
 
 } // namespace cbc::hf::lower

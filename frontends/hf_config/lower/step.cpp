@@ -78,7 +78,7 @@ Value StepBuilder::decoderLayer(int64_t l, Value x) {
   if (hasMixer) {
     // A shared-block layer norms its own inputs (it reads the residual stream itself).
     bool raw = post || L.kind == LayerKind::SharedBlock;
-    Value h = mixer(l, raw ? x : layerNorm(l, nm.input_norm, x));
+    Value h = mixer(l, raw ? x : layerNorm(l, nm.input_norm, x, L.gated_input_norm));
     if (spec_.sandwich_norms || post)
       h = layerNorm(l, nm.post_attn_norm, h);
     if (spec_.branch_conv_kernel > 0)
@@ -88,7 +88,7 @@ Value StepBuilder::decoderLayer(int64_t l, Value x) {
   if (L.mlp) {
     // A feed-forward-only layer has a single norm, the input norm.
     const std::string &normName = !hasMixer ? nm.input_norm : spec_.sandwich_norms ? nm.pre_ff_norm : nm.post_attn_norm;
-    Value m = post ? x : layerNorm(l, normName, x);
+    Value m = post ? x : layerNorm(l, normName, x, L.gated_ff_norm);
     m = L.moe ? moeMlp(l, m) : denseMlp(l, m);
     if (spec_.sandwich_norms || post)
       m = layerNorm(l, nm.post_ff_norm, m);

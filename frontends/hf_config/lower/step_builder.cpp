@@ -116,6 +116,20 @@ Value StepBuilder::layerNorm(int64_t layer, const std::string &hfName, Value x) 
   return norm(x, weight(prog(layer, hfName), {spec_.hidden_size}, hf(layer, hfName + ".weight")));
 }
 
+Value StepBuilder::layerNorm(int64_t layer, const std::string &hfName, Value x, bool gated) {
+  if (!gated)
+    return layerNorm(layer, hfName, x);
+  const NormGateSpec &g = spec_.norm_gate;
+  int64_t H = spec_.hidden_size;
+  std::string p = hfName + ".", hfp = hfName + ".";
+  Value y = norm(x, weight(prog(layer, p + "norm"), {H}, hf(layer, hfp + g.weight)));
+  Value down = weight(prog(layer, p + "gate_down"), {g.rank, H}, hf(layer, hfp + g.down));
+  Value up = weight(prog(layer, p + "gate_up"), {H, g.rank}, hf(layer, hfp + g.up));
+  // The gate reads the normed y, not x.
+  Value gate = linear(act(linear(y, down), "silu"), up);
+  return GateOp::create(b_, loc_, rows(H), y, gate).getResult();
+}
+
 Value StepBuilder::linear(Value x, Value w, Value bias) {
   auto n = llvm::cast<RankedTensorType>(w.getType()).getDimSize(0);
   return LinearOp::create(b_, loc_, rows(n), x, w, bias).getResult();

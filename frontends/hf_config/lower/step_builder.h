@@ -66,11 +66,15 @@ private:
   Value relativeAttention(int64_t layer, Value x, const AttnSite &site);
   // h + depthwise_conv(h) with a per-request state `state`; `module` holds conv1d.weight.
   Value residualConv(int64_t layer, Value h, const std::string &module, const std::string &state);
-  Value rope(const RopeSpec &r, Value x);
+  Value rope(const RopeSpec &r, Value x, int64_t headDim = 0, std::optional<std::string> pairing = std::nullopt);
   // Latent attention; `cacheLayer` is the cache layer it keeps (a decoder layer may hold two).
   Value latentAttention(int64_t layer, Value x) { return latentAttention(x, attnSite(layer), layer, layer); }
   Value latentAttention(Value x, const AttnSite &site, int64_t layer, int64_t cacheLayer);
-  Value latentQuery(Value x, const AttnSite &site);
+  // *qResid receives the normed q_a (the indexer's input); with MlaSpec::query_gate, *gate the
+  // per-element output gate [T, H * v_dim].
+  Value latentQuery(Value x, const AttnSite &site, Value *qResid = nullptr, Value *gate = nullptr);
+  Value indexerSelection(Value x, Value qResid, const AttnSite &site, int64_t layer, int64_t cacheLayer);
+  Value selection_; // the last indexed layer's selection, which shared-indexer layers reuse
   Value gatedDeltaNet(int64_t layer, Value x);
   Value lightningAttention(int64_t layer, Value x);
   Value kdaAttention(int64_t layer, Value x); // kda.cpp
@@ -111,6 +115,8 @@ private:
   Value glu(Value x, int64_t width, mlir::Attribute act, GluLayout layout = GluLayout::halves);
   Value norm(Value x, Value w, std::optional<int64_t> group = std::nullopt, std::optional<double> eps = std::nullopt);
   Value layerNorm(int64_t layer, const std::string &hfName, Value x);
+  // layerNorm, or with `gated` the NormGateSpec norm and its low-rank sigmoid gate.
+  Value layerNorm(int64_t layer, const std::string &hfName, Value x, bool gated);
   Value linear(Value x, Value w, Value bias = {});
   Value conv1d(int64_t layer, Value x, Value w, Value bias, llvm::StringRef act, llvm::StringRef state = "conv",
                bool residual = false);

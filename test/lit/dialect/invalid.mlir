@@ -2417,3 +2417,91 @@ func.func @weight_flatten_transpose() {
   %0 = cbc.weight.ref "w" {sources = [["a", "b"]], flatten, transpose} : tensor<4x8x2xbf16>
   return
 }
+
+// -----
+
+func.func @index_append_dim(%q: tensor<?x16xf32>, %r: tensor<?x8xf32>, %ik: tensor<?x6xf32>, %iq: tensor<?x12xf32>, %iw: tensor<?x2xf32>, %s: tensor<?x3xi32>, %s0: tensor<?x0xi32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>) {
+  // expected-error @+1 {{'cbc.kv.index_append' op head_dim must be positive}}
+  cbc.kv.index_append %ik, %p, %p, %p, %bt {layer = 0 : i64, head_dim = 0 : i64} : tensor<?x6xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
+  return
+}
+
+// -----
+
+func.func @index_append_width(%q: tensor<?x16xf32>, %r: tensor<?x8xf32>, %ik: tensor<?x6xf32>, %iq: tensor<?x12xf32>, %iw: tensor<?x2xf32>, %s: tensor<?x3xi32>, %s0: tensor<?x0xi32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>) {
+  // expected-error @+1 {{'cbc.kv.index_append' op index_key width must be head_dim}}
+  cbc.kv.index_append %ik, %p, %p, %p, %bt {layer = 0 : i64, head_dim = 4 : i64} : tensor<?x6xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
+  return
+}
+
+// -----
+
+func.func @index_select_dims(%q: tensor<?x16xf32>, %r: tensor<?x8xf32>, %ik: tensor<?x6xf32>, %iq: tensor<?x12xf32>, %iw: tensor<?x2xf32>, %s: tensor<?x3xi32>, %s0: tensor<?x0xi32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>) {
+  // expected-error @+1 {{'cbc.kv.index_select' op num_heads, head_dim and topk must be positive}}
+  %o = cbc.kv.index_select %iq, %iw, %p, %p, %p, %p, %p, %bt {layer = 0 : i64, num_heads = 2 : i64, head_dim = 6 : i64, topk = 0 : i64, key_scale = 0.5 : f64, weight_scale = 0.7 : f64} : tensor<?x12xf32>, tensor<?x2xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?x3xi32>
+  return
+}
+
+// -----
+
+func.func @index_select_q(%q: tensor<?x16xf32>, %r: tensor<?x8xf32>, %ik: tensor<?x6xf32>, %iq: tensor<?x12xf32>, %iw: tensor<?x2xf32>, %s: tensor<?x3xi32>, %s0: tensor<?x0xi32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>) {
+  // expected-error @+1 {{'cbc.kv.index_select' op q width must be num_heads * head_dim}}
+  %o = cbc.kv.index_select %iq, %iw, %p, %p, %p, %p, %p, %bt {layer = 0 : i64, num_heads = 2 : i64, head_dim = 4 : i64, topk = 3 : i64, key_scale = 0.5 : f64, weight_scale = 0.7 : f64} : tensor<?x12xf32>, tensor<?x2xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?x3xi32>
+  return
+}
+
+// -----
+
+func.func @index_select_weights(%q: tensor<?x16xf32>, %r: tensor<?x8xf32>, %ik: tensor<?x6xf32>, %iq: tensor<?x12xf32>, %iw: tensor<?x2xf32>, %s: tensor<?x3xi32>, %s0: tensor<?x0xi32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>) {
+  // expected-error @+1 {{'cbc.kv.index_select' op weights must have one column per head}}
+  %o = cbc.kv.index_select %iq, %iq, %p, %p, %p, %p, %p, %bt {layer = 0 : i64, num_heads = 2 : i64, head_dim = 6 : i64, topk = 3 : i64, key_scale = 0.5 : f64, weight_scale = 0.7 : f64} : tensor<?x12xf32>, tensor<?x12xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?x3xi32>
+  return
+}
+
+// -----
+
+func.func @index_select_result(%q: tensor<?x16xf32>, %r: tensor<?x8xf32>, %ik: tensor<?x6xf32>, %iq: tensor<?x12xf32>, %iw: tensor<?x2xf32>, %s: tensor<?x3xi32>, %s0: tensor<?x0xi32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>) {
+  // expected-error @+1 {{'cbc.kv.index_select' op result width must be topk}}
+  %o = cbc.kv.index_select %iq, %iw, %p, %p, %p, %p, %p, %bt {layer = 0 : i64, num_heads = 2 : i64, head_dim = 6 : i64, topk = 4 : i64, key_scale = 0.5 : f64, weight_scale = 0.7 : f64} : tensor<?x12xf32>, tensor<?x2xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?x3xi32>
+  return
+}
+
+// -----
+
+func.func @latent_selection_empty(%q: tensor<?x16xf32>, %r: tensor<?x8xf32>, %ik: tensor<?x6xf32>, %iq: tensor<?x12xf32>, %iw: tensor<?x2xf32>, %s: tensor<?x3xi32>, %s0: tensor<?x0xi32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>) {
+  // expected-error @+1 {{'cbc.kv.latent_attention' op selection must list at least one row per query}}
+  %o = cbc.kv.latent_attention %q, %r, %p, %p, %p, %p, %p, %bt selection(%s0) {layer = 0 : i64, num_heads = 2 : i64, latent_dim = 8 : i64, rope_dim = 4 : i64, scale = 0.5 : f64} : tensor<?x16xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>, tensor<?x0xi32> -> tensor<?x16xf32>
+  return
+}
+
+// -----
+
+func.func @latent_selection_window(%q: tensor<?x16xf32>, %r: tensor<?x8xf32>, %ik: tensor<?x6xf32>, %iq: tensor<?x12xf32>, %iw: tensor<?x2xf32>, %s: tensor<?x3xi32>, %s0: tensor<?x0xi32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>) {
+  // expected-error @+1 {{'cbc.kv.latent_attention' op a selection reads layers that keep every token}}
+  %o = cbc.kv.latent_attention %q, %r, %p, %p, %p, %p, %p, %bt selection(%s) {layer = 0 : i64, num_heads = 2 : i64, latent_dim = 8 : i64, rope_dim = 4 : i64, scale = 0.5 : f64, retention = #cbc.retention<window, 8>} : tensor<?x16xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>, tensor<?x3xi32> -> tensor<?x16xf32>
+  return
+}
+
+// -----
+
+func.func @layer_norm_result(%x: tensor<?x6xf32>, %w: tensor<6xbf16>) {
+  // expected-error @+1 {{'cbc.math.layer_norm' op result width must be the input width}}
+  %o = cbc.math.layer_norm %x, %w, %w {eps = 1.0e-6 : f64} : tensor<?x6xf32>, tensor<6xbf16>, tensor<6xbf16> -> tensor<?x4xf32>
+  return
+}
+
+// -----
+
+func.func @layer_norm_weight(%x: tensor<?x6xf32>, %w: tensor<6xbf16>, %b: tensor<4xbf16>) {
+  // expected-error @+1 {{'cbc.math.layer_norm' op weight and bias must have one entry per feature}}
+  %o = cbc.math.layer_norm %x, %w, %b {eps = 1.0e-6 : f64} : tensor<?x6xf32>, tensor<6xbf16>, tensor<4xbf16> -> tensor<?x6xf32>
+  return
+}
+
+// -----
+
+func.func @layer_norm_eps(%x: tensor<?x6xf32>, %w: tensor<6xbf16>) {
+  // expected-error @+1 {{'cbc.math.layer_norm' op eps must be positive}}
+  %o = cbc.math.layer_norm %x, %w, %w {eps = 0.0 : f64} : tensor<?x6xf32>, tensor<6xbf16>, tensor<6xbf16> -> tensor<?x6xf32>
+  return
+}

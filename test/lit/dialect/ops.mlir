@@ -118,6 +118,20 @@ func.func @latent(%lat: tensor<?x8xf32>, %kr: tensor<?x4xf32>, %qn: tensor<?x12x
   return %v : tensor<?x8xf32>
 }
 
+// CHECK-LABEL: func.func @indexed
+func.func @indexed(%k: tensor<?x6xf32>, %w6: tensor<6xbf16>, %iq: tensor<?x12xf32>, %iw: tensor<?x2xf32>,
+                   %ql: tensor<?x16xf32>, %qr: tensor<?x8xf32>, %pos: tensor<?xi32>, %bt: tensor<?x?x?xi32>) -> tensor<?x16xf32> {
+  // CHECK: %{{[a-z0-9_#]+}} = cbc.math.layer_norm %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}} {eps = 9.9999999999999995E-7 : f64} : tensor<?x6xf32>, tensor<6xbf16>, tensor<6xbf16> -> tensor<?x6xf32>
+  %kn = cbc.math.layer_norm %k, %w6, %w6 {eps = 1.0e-6 : f64} : tensor<?x6xf32>, tensor<6xbf16>, tensor<6xbf16> -> tensor<?x6xf32>
+  // CHECK: cbc.kv.index_append %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}} {head_dim = 6 : i64, layer = 0 : i64} : tensor<?x6xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
+  cbc.kv.index_append %kn, %pos, %pos, %pos, %bt {layer = 0 : i64, head_dim = 6 : i64} : tensor<?x6xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
+  // CHECK: %[[SEL:[a-z0-9_#]+]] = cbc.kv.index_select {{.*}} {head_dim = 6 : i64, key_scale = 5.000000e-01 : f64, layer = 0 : i64, num_heads = 2 : i64, topk = 3 : i64, weight_scale = 0.69999999999999996 : f64} : tensor<?x12xf32>, tensor<?x2xf32>, {{.*}} -> tensor<?x3xi32>
+  %sel = cbc.kv.index_select %iq, %iw, %pos, %pos, %pos, %pos, %pos, %bt {layer = 0 : i64, num_heads = 2 : i64, head_dim = 6 : i64, topk = 3 : i64, key_scale = 0.5 : f64, weight_scale = 0.7 : f64} : tensor<?x12xf32>, tensor<?x2xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?x3xi32>
+  // CHECK: cbc.kv.latent_attention {{.*}} selection(%[[SEL]]) {{.*}}, tensor<?x3xi32> -> tensor<?x16xf32>
+  %o = cbc.kv.latent_attention %ql, %qr, %pos, %pos, %pos, %pos, %pos, %bt selection(%sel) {layer = 0 : i64, num_heads = 2 : i64, latent_dim = 8 : i64, rope_dim = 4 : i64, scale = 0.25 : f64} : tensor<?x16xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>, tensor<?x3xi32> -> tensor<?x16xf32>
+  return %o : tensor<?x16xf32>
+}
+
 // CHECK-LABEL: func.func @rows
 func.func @rows(%x: tensor<?x8xf32>, %rows: tensor<?xi32>) -> tensor<?x8xf32> {
   // CHECK: %{{[a-z0-9_#]+}} = cbc.rows.gather %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}} : tensor<?x8xf32>, tensor<?xi32> -> tensor<?x8xf32>

@@ -161,6 +161,52 @@ func.func @latent(%lat: tensor<?x8xf32>, %kr: tensor<?x4xf32>, %ql: tensor<?x16x
 
 // -----
 
+// A sparse (indexed) attention layer keeps an index_key row after its latent rows:
+// (8 + 4 + 6) elements x 2 bytes = 36 bytes per token. The indexer ops get the group.
+// CHECK-LABEL: module attributes {cbc.cache_plan = #cbc.cache_plan<
+// CHECK-SAME: groups = [#cbc.cache_group<id = 0, retention = <all>, layers = [0], bytes_per_token = 36>]
+// CHECK-SAME: layers = [#cbc.cache_layer<layer = 0, group = 0, rows = [#cbc.cache_row<"latent", 8>, #cbc.cache_row<"k_rope", 4>, #cbc.cache_row<"index_key", 6>]>]
+// CHECK-LABEL: func.func @indexed
+// CHECK: cbc.kv.index_append {{.*}} {group = 0 : i64, head_dim = 6 : i64, layer = 0 : i64}
+// CHECK: cbc.kv.index_select {{.*}} {group = 0 : i64, {{.*}}layer = 0 : i64
+// CHECK: cbc.kv.latent_attention {{.*}} selection({{.*}}) {group = 0 : i64,
+func.func @indexed(%lat: tensor<?x8xf32>, %kr: tensor<?x4xf32>, %ik: tensor<?x6xf32>, %iq: tensor<?x12xf32>, %iw: tensor<?x2xf32>, %ql: tensor<?x16xf32>, %qr: tensor<?x8xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>) {
+  cbc.kv.append %lat, %kr, %p, %p, %p, %bt {layer = 0 : i64, num_kv_heads = 1 : i64, head_dim = 8 : i64, latent} : tensor<?x8xf32>, tensor<?x4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
+  cbc.kv.index_append %ik, %p, %p, %p, %bt {layer = 0 : i64, head_dim = 6 : i64} : tensor<?x6xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
+  %sel = cbc.kv.index_select %iq, %iw, %p, %p, %p, %p, %p, %bt {layer = 0 : i64, num_heads = 2 : i64, head_dim = 6 : i64, topk = 3 : i64, key_scale = 0.5 : f64, weight_scale = 0.7 : f64} : tensor<?x12xf32>, tensor<?x2xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?x3xi32>
+  %o = cbc.kv.latent_attention %ql, %qr, %p, %p, %p, %p, %p, %bt selection(%sel) {layer = 0 : i64, num_heads = 2 : i64, latent_dim = 8 : i64, rope_dim = 4 : i64, scale = 0.25 : f64} : tensor<?x16xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>, tensor<?x3xi32> -> tensor<?x16xf32>
+  return
+}
+
+// -----
+
+func.func @index_append_without_latent(%lat: tensor<?x8xf32>, %kr: tensor<?x4xf32>, %ik: tensor<?x6xf32>, %iq: tensor<?x12xf32>, %iw: tensor<?x2xf32>, %ql: tensor<?x16xf32>, %qr: tensor<?x8xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>) {
+  // expected-error @+1 {{'cbc.kv.index_append' op layer 1 has no latent cbc.kv.append that keeps every token}}
+  cbc.kv.index_append %ik, %p, %p, %p, %bt {layer = 1 : i64, head_dim = 6 : i64} : tensor<?x6xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
+  return
+}
+
+// -----
+
+func.func @index_appended_twice(%lat: tensor<?x8xf32>, %kr: tensor<?x4xf32>, %ik: tensor<?x6xf32>, %iq: tensor<?x12xf32>, %iw: tensor<?x2xf32>, %ql: tensor<?x16xf32>, %qr: tensor<?x8xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>) {
+  cbc.kv.append %lat, %kr, %p, %p, %p, %bt {layer = 0 : i64, num_kv_heads = 1 : i64, head_dim = 8 : i64, latent} : tensor<?x8xf32>, tensor<?x4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
+  cbc.kv.index_append %ik, %p, %p, %p, %bt {layer = 0 : i64, head_dim = 6 : i64} : tensor<?x6xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
+  // expected-error @+1 {{'cbc.kv.index_append' op layer 0 appends index keys twice}}
+  cbc.kv.index_append %ik, %p, %p, %p, %bt {layer = 0 : i64, head_dim = 6 : i64} : tensor<?x6xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
+  return
+}
+
+// -----
+
+func.func @index_select_without_keys(%lat: tensor<?x8xf32>, %kr: tensor<?x4xf32>, %ik: tensor<?x6xf32>, %iq: tensor<?x12xf32>, %iw: tensor<?x2xf32>, %ql: tensor<?x16xf32>, %qr: tensor<?x8xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>) {
+  cbc.kv.append %lat, %kr, %p, %p, %p, %bt {layer = 0 : i64, num_kv_heads = 1 : i64, head_dim = 8 : i64, latent} : tensor<?x8xf32>, tensor<?x4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
+  // expected-error @+1 {{'cbc.kv.index_select' op reads index keys of layer 0, which no cbc.kv.index_append of head_dim 6 writes}}
+  %sel = cbc.kv.index_select %iq, %iw, %p, %p, %p, %p, %p, %bt {layer = 0 : i64, num_heads = 2 : i64, head_dim = 6 : i64, topk = 3 : i64, key_scale = 0.5 : f64, weight_scale = 0.7 : f64} : tensor<?x12xf32>, tensor<?x2xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?x3xi32>
+  return
+}
+
+// -----
+
 func.func @latent_reads_kv(%lat: tensor<?x8xf32>, %kr: tensor<?x4xf32>, %ql: tensor<?x16xf32>, %qr: tensor<?x8xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>) {
   cbc.kv.append %lat, %lat, %p, %p, %p, %bt {layer = 0 : i64, num_kv_heads = 1 : i64, head_dim = 8 : i64} : tensor<?x8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
   // expected-error @+1 {{'cbc.kv.latent_attention' op reads layer 0, whose rows are not latent}}

@@ -1,0 +1,138 @@
+// Sparse (indexed) attention's indexer: the index_key row append and the per-query top-k
+// selection (cbc.kv.index_append, cbc.kv.index_select). One block per token.
+#ifndef CBC_CODEGEN_CUDA_KERNELS_INDEX_SELECT_CUH
+#define CBC_CODEGEN_CUDA_KERNELS_INDEX_SELECT_CUH
+
+#include "codegen/cuda/kernels/kv_append.cuh"
+
+namespace cbc {
+
+// The index key goes last in the layer's pool row of ROW elements (DI of them).
+template <class TK, class TKV, int DI, int ROW, int B> __device__ __forceinline__ void index_append(const CbcArgs &a) {
+  using S = slots::IndexAppend;
+  const TK *k = (const TK *)a.p[S::Key];
+  const int *positions = (const int *)a.p[S::Positions];
+  const int *seq_ids = (const int *)a.p[S::SeqIds];
+  const int *slots = (const int *)a.p[S::Slots];
+  long long t = blockIdx.x;
+  TKV *row = cache_row<B, ROW, S>(a, (TKV *)a.p[S::Pool], slots[seq_ids[t]], positions[t]);
+  for (int j = threadIdx.x; j < DI; j += blockDim.x)
+    st(row, ROW - DI + j, ld(k, t * DI + j));
+}
+
+// An order-preserving unsigned key of a score; +0 and -0 are one key, as they compare equal.
+__device__ __forceinline__ unsigned score_key(float s) {
+  unsigned u = __float_as_uint(s == 0.0f ? 0.0f : s);
+  return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+}
+
+template <class TQ, class TW, class TKV, int H, int D, int ROW, int B>
+__device__ __forceinline__ float index_score(const CbcArgs &a, const int *table, long long t, int j, float ks,
+                                             float ws) {
+  using S = slots::IndexSelect;
+  const TQ *q = (const TQ *)a.p[S::Q];
+  const TW *w = (const TW *)a.p[S::W];
+  const TKV *k = (const TKV *)a.p[S::Pool] + ((long long)table[j / B] * B + j % B) * ROW + (ROW - D);
+  float s = 0.0f;
+  for (int h = 0; h < H; ++h) {
+    float dot = 0.0f;
+    for (int d = 0; d < D; ++d)
+      dot += ld(q, (t * H + h) * D + d) * ld(k, d);
+    s += ld(w, t * H + h) * ws * fmaxf(dot * ks, 0.0f);
+  }
+  return s;
+}
+
+// Radix select of the K best scores among positions 0..pos (four passes of 8 bits over the
+// scores, recomputed rather than buffered, since the context has no compile-time bound), then
+// the selected positions written in ascending order: every key above the K-th best, and as many
+// keys equal to it as are missing, lower positions first. Fewer than K visible: all, -1 padded.
+template <class TQ, class TW, class TKV, class TO, int H, int D, int K, int ROW, int B>
+__device__ __forceinline__ void index_select(const CbcArgs &a) {
+  using S = slots::IndexSelect;
+  constexpr int THREADS = 128;
+  __shared__ unsigned hist[256];
+  __shared__ unsigned prefix, mask;
+  __shared__ int remaining, base, scan[THREADS], tiesBefore;
+  const int *positions = (const int *)a.p[S::Positions];
+  const int *seq_ids = (const int *)a.p[S::SeqIds];
+  const int *slots = (const int *)a.p[S::Slots];
+  TO *out = (TO *)a.p[S::Out];
+  long long t = blockIdx.x;
+  int n = positions[t] + 1;
+  const int *table = group_tables<S>(a) + (long long)slots[seq_ids[t]] * a.i[S::TableWidth];
+  float ks = a.f[S::KeyScale], ws = a.f[S::WeightScale];
+  if (n <= K) {
+    for (int i = threadIdx.x; i < K; i += blockDim.x)
+      out[t * K + i] = i < n ? i : -1;
+    return;
+  }
+  if (threadIdx.x == 0) {
+    prefix = 0;
+    mask = 0;
+    remaining = K;
+  }
+  for (int shift = 24; shift >= 0; shift -= 8) {
+    for (int i = threadIdx.x; i < 256; i += blockDim.x)
+      hist[i] = 0;
+    __syncthreads();
+    for (int j = threadIdx.x; j < n; j += blockDim.x) {
+      unsigned key = score_key(index_score<TQ, TW, TKV, H, D, ROW, B>(a, table, t, j, ks, ws));
+      if ((key & mask) == prefix)
+        atomicAdd(&hist[(key >> shift) & 255u], 1u);
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      int above = 0, digit = 255;
+      for (; digit > 0 && above + (int)hist[digit] < remaining; --digit)
+        above += hist[digit];
+      remaining -= above;
+      prefix |= (unsigned)digit << shift;
+      mask |= 255u << shift;
+    }
+    __syncthreads();
+  }
+  // prefix is now the K-th best key; `remaining` of the keys equal to it are taken.
+  if (threadIdx.x == 0) {
+    base = 0;
+    tiesBefore = 0;
+  }
+  __syncthreads();
+  for (int j0 = 0; j0 < n; j0 += THREADS) {
+    int j = j0 + threadIdx.x;
+    unsigned key = j < n ? score_key(index_score<TQ, TW, TKV, H, D, ROW, B>(a, table, t, j, ks, ws)) : 0u;
+    int tie = j < n && key == prefix, above = j < n && key > prefix;
+    // An inclusive scan of the ties in this chunk ranks them by position.
+    scan[threadIdx.x] = tie;
+    __syncthreads();
+    for (int off = 1; off < THREADS; off <<= 1) {
+      int v = threadIdx.x >= off ? scan[threadIdx.x - off] : 0;
+      __syncthreads();
+      scan[threadIdx.x] += v;
+      __syncthreads();
+    }
+    int take = above || (tie && tiesBefore + scan[threadIdx.x] <= remaining);
+    int tieTotal = scan[THREADS - 1];
+    __syncthreads();
+    scan[threadIdx.x] = take;
+    __syncthreads();
+    for (int off = 1; off < THREADS; off <<= 1) {
+      int v = threadIdx.x >= off ? scan[threadIdx.x - off] : 0;
+      __syncthreads();
+      scan[threadIdx.x] += v;
+      __syncthreads();
+    }
+    if (take)
+      out[t * K + base + scan[threadIdx.x] - 1] = j;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      base += scan[THREADS - 1];
+      tiesBefore += tieTotal;
+    }
+    __syncthreads();
+  }
+}
+
+} // namespace cbc
+
+#endif
