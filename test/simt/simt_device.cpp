@@ -91,21 +91,27 @@ std::string buildKernelLibrary(const std::string &source, const std::string &cac
   fs::path so = fs::path(cacheDir) / ("kernels-" + hash + ".so");
   if (fs::exists(so))
     return so.string();
-  fs::path cu = fs::path(cacheDir) / ("kernels-" + hash + ".cu");
+  // Tests run in parallel and programs share kernel sets: every file but the final library is
+  // this process's own, so that two builds of one source never read each other's half-written
+  // source or log; the library appears by an atomic rename.
+  std::string own = "kernels-" + hash + "-" + std::to_string(::getpid());
+  fs::path cu = fs::path(cacheDir) / (own + ".cu"), log = fs::path(cacheDir) / (own + ".log");
+  fs::path tmp = fs::path(cacheDir) / (own + ".so.tmp");
   {
     std::ofstream out(cu);
     out << source;
   }
-  fs::path tmp = so;
-  tmp += ".tmp" + std::to_string(::getpid());
   std::string cmd = std::string(CBC_SIMT_CXX) + " " + CBC_SIMT_FLAGS + " -DCBC_SIMT -I" + CBC_SIMT_INCLUDE +
-                    " -x c++ " + cu.string() + " -o " + tmp.string() + " 2> " + cu.string() + ".log";
+                    " -x c++ " + cu.string() + " -o " + tmp.string() + " 2> " + log.string();
   if (std::system(cmd.c_str()) != 0) {
-    std::ifstream log(cu.string() + ".log");
-    std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
-    throw std::runtime_error("simt: the host compiler rejected the generated kernels:\n" + text.substr(0, 4000));
+    std::ifstream in(log);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    throw std::runtime_error("simt: the host compiler rejected the generated kernels (" + cu.string() + "):\n" +
+                             text.substr(0, 4000));
   }
   fs::rename(tmp, so);
+  fs::remove(cu);
+  fs::remove(log);
   return so.string();
 }
 
