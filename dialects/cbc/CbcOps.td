@@ -506,8 +506,8 @@ def Cbc_StateConv1dOp : Cbc_StateScanOp<"state.conv1d",
     `act(bias[c] + sum_j weight[c, j] * xe[t + j])`, where tap `K - 1` is the row itself.
     The state in slot `slots[r]` is then the last `K - 1` inputs: the layer declares the state
     `state` (default `conv`) of shape `[C, K - 1]`. With `residual` the row itself is added,
-    `x[t, c] + act(...)`, before the result is rounded to its type (a residual short conv computed
-    in fp32, as Inkling's).
+    `x[t, c] + act(...)`, before the result is rounded to its type (a residual short conv
+    computed in fp32).
   }];
   let assemblyFormat = "$x `,` $weight (`bias` `(` $bias^ `)`)? `,` $cu_seqlens `,` $slots `,` $has_initial_state attr-dict `:` functional-type(operands, $result)";
 }

@@ -3,6 +3,7 @@
 // brute-force ranking (ties to the lower position, fewer keys than k padded with -1), and latent
 // attention over a selection against a softmax over exactly the selected rows.
 #include "runtime/cpu/kernels.h"
+#include "test/unit/kernel_test_util.h"
 
 #include <gtest/gtest.h>
 
@@ -13,19 +14,6 @@
 
 namespace cbc::rt::cpu {
 namespace {
-
-const ParallelFor serial = [](int64_t n, const std::function<void(int64_t)> &fn) {
-  for (int64_t i = 0; i < n; ++i)
-    fn(i);
-};
-
-std::vector<float> randoms(size_t n, std::mt19937 &rng) {
-  std::uniform_real_distribution<float> d(-1.0f, 1.0f);
-  std::vector<float> v(n);
-  for (float &x : v)
-    x = d(rng);
-  return v;
-}
 
 // One request of n tokens at positions 0..n-1 over blocks of B, the table out of order.
 struct Request {

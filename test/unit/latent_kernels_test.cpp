@@ -4,6 +4,7 @@
 // latents, value up-projection after) against the expanded form transformers computes, where
 // every cached latent is first up-projected into per-head keys and values.
 #include "runtime/cpu/kernels.h"
+#include "test/unit/kernel_test_util.h"
 
 #include <gtest/gtest.h>
 
@@ -12,19 +13,6 @@
 
 namespace cbc::rt::cpu {
 namespace {
-
-const ParallelFor serial = [](int64_t n, const std::function<void(int64_t)> &fn) {
-  for (int64_t i = 0; i < n; ++i)
-    fn(i);
-};
-
-std::vector<float> randoms(size_t n, std::mt19937 &rng) {
-  std::uniform_real_distribution<float> d(-1.0f, 1.0f);
-  std::vector<float> v(n);
-  for (float &x : v)
-    x = d(rng);
-  return v;
-}
 
 TEST(HeadLinear, HandWorkedSlice) {
   // Two heads of R = 3 rows over C = 2; each head uses rows 1 and 2 of its block.

@@ -4,6 +4,7 @@
 // sink experts against a hand-worked token, the residual short conv, and the scalar factor of
 // cbc.math.mul.
 #include "runtime/cpu/kernels.h"
+#include "test/unit/kernel_test_util.h"
 
 #include <gtest/gtest.h>
 
@@ -12,19 +13,6 @@
 
 namespace cbc::rt::cpu {
 namespace {
-
-const ParallelFor serial = [](int64_t n, const std::function<void(int64_t)> &fn) {
-  for (int64_t i = 0; i < n; ++i)
-    fn(i);
-};
-
-std::vector<float> randoms(size_t n, std::mt19937 &rng) {
-  std::uniform_real_distribution<float> d(-1.0f, 1.0f);
-  std::vector<float> v(n);
-  for (float &x : v)
-    x = d(rng);
-  return v;
-}
 
 struct BiasCase {
   int64_t window, extent;

@@ -3,6 +3,7 @@
 // against one pass over the whole sequence. Chunked prefill and preemption rest on these: a
 // request's rows may arrive in any number of steps, and its state must carry exactly.
 #include "runtime/cpu/kernels.h"
+#include "test/unit/kernel_test_util.h"
 
 #include <gtest/gtest.h>
 
@@ -12,19 +13,6 @@
 
 namespace cbc::rt::cpu {
 namespace {
-
-const ParallelFor serial = [](int64_t n, const std::function<void(int64_t)> &fn) {
-  for (int64_t i = 0; i < n; ++i)
-    fn(i);
-};
-
-std::vector<float> randoms(size_t n, std::mt19937 &rng, float lo = -1.0f, float hi = 1.0f) {
-  std::uniform_real_distribution<float> d(lo, hi);
-  std::vector<float> v(n);
-  for (float &x : v)
-    x = d(rng);
-  return v;
-}
 
 double maxRelDiff(const std::vector<float> &a, const std::vector<float> &b) {
   EXPECT_EQ(a.size(), b.size());
