@@ -9,7 +9,7 @@ PACKAGES=(
   ninja-build ccache cmake
   flatbuffers-compiler libflatbuffers-dev
   libgtest-dev libgmock-dev libboost-context-dev
-  libopenblas-dev nlohmann-json3-dev
+  libopenblas-dev nlohmann-json3-dev libxxhash-dev libclang-rt-22-dev
 )
 
 missing=()
