@@ -480,6 +480,7 @@ FailureOr<std::vector<uint8_t>> writeArtefact(ModuleOp module, const ArtefactInp
   auto weightsVec = fbb.CreateVector(weights);
   auto compiler = fbb.CreateString(inputs.compiler);
   auto config = fbb.CreateString(inputs.config_json);
+  auto configKeys = fbb.CreateVectorOfStrings(inputs.config_keys);
   auto ir = fbb.CreateString(inputs.ir);
   fbs::Offset<fb::KernelBundle> kernels;
   if (inputs.kernels)
@@ -495,6 +496,7 @@ FailureOr<std::vector<uint8_t>> writeArtefact(ModuleOp module, const ArtefactInp
   mb.add_ir(ir);
   if (inputs.kernels)
     mb.add_kernels(kernels);
+  mb.add_config_keys(configKeys);
   fbb.Finish(mb.Finish(), fb::ModelIdentifier());
   return std::vector<uint8_t>(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
 }

@@ -56,6 +56,7 @@ struct KernelBundleOut {
 struct ArtefactInputs {
   std::string compiler;     // e.g. "cbc 0.1"
   std::string config_json;  // the config the model was compiled from
+  std::vector<std::string> config_keys; // its top-level keys that decide the computation
   std::string ir;           // the MLIR text kept for inspection
   const KernelBundleOut *kernels = nullptr;
 };

@@ -126,6 +126,7 @@ CompileResult compileSpec(const hf::ModelSpec &spec, const std::string &configJs
     inputs.kernels = &kernels;
   inputs.compiler = kCompilerName;
   inputs.config_json = configJson;
+  inputs.config_keys = spec.config_keys;
   inputs.ir = result.ir;
   auto bytes = writeArtefact(*module, inputs);
   if (failed(bytes))

@@ -380,6 +380,9 @@ Artefact Artefact::fromBytes(const uint8_t *data, size_t size) {
   a.format_version = m->format_version();
   a.compiler = str(m->compiler());
   a.config_json = str(m->config_json());
+  if (m->config_keys())
+    for (const flatbuffers::String *k : *m->config_keys())
+      a.config_keys.push_back(str(k));
   a.ir = str(m->ir());
   a.meta = readMeta(*m->meta());
   a.program = readProgram(*m->program());

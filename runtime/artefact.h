@@ -162,6 +162,7 @@ struct Artefact {
   std::shared_ptr<const std::vector<uint8_t>> bytes;
   uint32_t format_version = 0;
   std::string compiler, config_json, ir;
+  std::vector<std::string> config_keys; // config_json's keys that decide the computation
   ModelMeta meta;
   Program program;
   CachePlan cache_plan;

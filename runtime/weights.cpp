@@ -1,5 +1,7 @@
 #include "runtime/weights.h"
 
+#include "runtime/checkpoint_config.h"
+
 #include <array>
 #include <cctype>
 #include <cmath>
@@ -378,8 +380,10 @@ HostTensor assemble(const WeightEntry &w, const Checkpoint &ckpt, const ModelMet
 void WeightStore::stream(const Artefact &a, const WeightSource &source,
                          const std::function<void(int, HostTensor &&)> &consume) {
   std::unique_ptr<Checkpoint> ckpt;
-  if (!source.checkpoint_dir.empty())
+  if (!source.checkpoint_dir.empty()) {
+    checkCheckpointConfig(a, source.checkpoint_dir);
     ckpt = std::make_unique<Checkpoint>(source.checkpoint_dir);
+  }
   for (size_t wi = 0; wi < a.weights.size(); ++wi)
     consume((int)wi, ckpt ? assemble(a.weights[wi], *ckpt, a.meta) : randomTensor(a.weights[wi], source.seed));
 }

@@ -19,7 +19,24 @@ const char *jsonTypeName(const nlohmann::json &v) {
 }
 } // namespace
 
+ConfigReader ConfigReader::sameKeys(const nlohmann::json &copy) const {
+  ConfigReader r(copy, prefix_);
+  r.read_ = read_;
+  r.top_ = top_;
+  return r;
+}
+
+const nlohmann::json &ConfigReader::object() const {
+  if (read_ && top_.empty())
+    for (const auto &[key, _] : obj_.items())
+      read_->insert(key);
+  else
+    record("");
+  return obj_;
+}
+
 bool ConfigReader::has(const std::string &key) const {
+  record(key);
   auto it = obj_.find(key);
   return it != obj_.end() && !it->is_null();
 }
@@ -208,7 +225,10 @@ ConfigReader ConfigReader::child(const std::string &key) const {
   const auto &v = raw(key);
   if (!v.is_object())
     typeError(key, "an object");
-  return ConfigReader(v, path(key) + ".");
+  ConfigReader r(v, path(key) + ".");
+  r.read_ = read_;
+  r.top_ = top_.empty() ? key : top_;
+  return r;
 }
 
 } // namespace cbc::hf

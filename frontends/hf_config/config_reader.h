@@ -7,6 +7,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <memory>
+#include <set>
+
 namespace cbc::hf {
 
 // Parses config.json as Python's json module writes it: besides standard JSON, the bare
@@ -22,10 +25,22 @@ public:
   ConfigReader(const nlohmann::json &obj, std::string prefix = "")
       : obj_(obj), prefix_(std::move(prefix)) {}
 
+  // The top-level keys every reader derived from this one (child(), sameKeys()) has looked at,
+  // read or found absent: the keys that decide the computation, which the runtime compares
+  // with the config.json beside the weights. Tracking starts here, on the top-level reader.
+  void trackKeys() { read_ = std::make_shared<KeysRead>(); }
+  // In the order first read (model_type first), so a mismatch names the most telling key.
+  std::vector<std::string> keysRead() const { return read_ ? read_->order : std::vector<std::string>{}; }
+  // A reader of a rewritten copy of this object (renamed keys) that records into the same set.
+  ConfigReader sameKeys(const nlohmann::json &copy) const;
+
   // A key whose value is null counts as absent, as in transformers.
   bool has(const std::string &key) const;
   // The key is written, even as null (where null and absent mean different things).
-  bool contains(const std::string &key) const { return obj_.contains(key); }
+  bool contains(const std::string &key) const {
+    record(key);
+    return obj_.contains(key);
+  }
   std::string path(const std::string &key) const { return prefix_ + key; }
   const nlohmann::json &raw(const std::string &key) const;
 
@@ -42,12 +57,29 @@ public:
   std::vector<std::string> getStringList(const std::string &key) const;
   std::vector<double> getNumberList(const std::string &key) const;
   ConfigReader child(const std::string &key) const; // a nested object
-  const nlohmann::json &object() const { return obj_; }
+  // The whole object: every key of it counts as read.
+  const nlohmann::json &object() const;
+  // The object, counting nothing: for a rewritten copy that is then read through sameKeys().
+  const nlohmann::json &objectToCopy() const { return obj_; }
 
 private:
   [[noreturn]] void typeError(const std::string &key, const char *expected) const;
+  struct KeysRead {
+    std::set<std::string> seen;
+    std::vector<std::string> order;
+    void insert(const std::string &key) {
+      if (seen.insert(key).second)
+        order.push_back(key);
+    }
+  };
+  void record(const std::string &key) const {
+    if (read_)
+      read_->insert(top_.empty() ? key : top_);
+  }
   const nlohmann::json &obj_;
   std::string prefix_;
+  std::shared_ptr<KeysRead> read_; // null: not tracked
+  std::string top_; // the top-level key this reader's object sits under; empty at the top
 };
 
 } // namespace cbc::hf

@@ -315,6 +315,9 @@ struct SharedBlockSpec {
 
 struct ModelSpec {
   std::string model_type;         // as written in config.json (text part for multimodal)
+  // The top-level config.json keys parsing looked at (present or not): the runtime refuses a
+  // checkpoint whose config.json disagrees with the compiled one on any of them.
+  std::vector<std::string> config_keys;
   std::string outer_model_type;   // the multimodal wrapper's model_type, if any
   std::string dtype = "bfloat16"; // torch_dtype / dtype
   int64_t vocab_size = 0, hidden_size = 0, num_layers = 0, max_positions = 0;

@@ -214,7 +214,8 @@ void parseCommon(const ConfigReader &r, const ConfigReader &top, const FamilyDef
     parseAttentionAndMlp(r, d, nested, s);
 }
 
-json parseRoot(const std::string &text) {
+// translated: the keys of a mamba_ssm config, all of which its translation reads.
+json parseRoot(const std::string &text, std::vector<std::string> &translated) {
   json root;
   try {
     root = parseConfigJson(text);
@@ -223,8 +224,11 @@ json parseRoot(const std::string &text) {
   }
   if (!root.is_object())
     throw ConfigError("<file>", "expected a JSON object at the top level");
-  if (!root.contains("model_type") && root.contains("d_model") && root.contains("ssm_cfg"))
+  if (!root.contains("model_type") && root.contains("d_model") && root.contains("ssm_cfg")) {
+    for (const auto &[key, _] : root.items())
+      translated.push_back(key);
     root = translateMambaSsm(root);
+  }
   return root;
 }
 
@@ -241,8 +245,10 @@ const Family &findFamily(const ConfigReader &r, const std::string &modelType) {
 } // namespace
 
 ModelSpec parseConfig(const std::string &text) {
-  json root = parseRoot(text);
+  std::vector<std::string> translated;
+  json root = parseRoot(text, translated);
   ConfigReader top(root);
+  top.trackKeys();
   if (!top.has("model_type"))
     throw ConfigError("model_type", "is missing");
   ModelSpec spec;
@@ -265,6 +271,8 @@ ModelSpec parseConfig(const std::string &text) {
   if (!family.defaults.attention_free && !family.defaults.rope_free)
     assignRope(r, spec, family.ropeDicts ? family.ropeDicts(r) : ropeDictionaries(r, family.defaults.rope_theta),
                family.defaults);
+  // A translated config's own keys, not the names the translation gave them, are in the file.
+  spec.config_keys = translated.empty() ? top.keysRead() : translated;
   return spec;
 }
 

@@ -7,7 +7,10 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <regex>
+#include <unistd.h>
 
 namespace cbc::test {
 namespace {
@@ -22,8 +25,16 @@ TEST_P(SparseAttention, FullAttentionChangesTheFixtureTokens) {
   std::string full = std::regex_replace(config, topk, "\"index_topk\": 4096");
   rt::Artefact artefact = compileArtefact(full);
   Expected expected = loadExpected(family);
+  // The weights beside the config they are served with: the loader refuses a checkpoint whose
+  // config.json is not the compiled one (index_topk is among the keys it compares).
+  namespace fs = std::filesystem;
+  fs::path dir = fs::temp_directory_path() / ("cbc-sparse-" + family + "-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  fs::create_symlink(fixtureDir(family) + "/model.safetensors", dir / "model.safetensors");
+  std::ofstream(dir / "config.json") << full;
   rt::WeightSource weights;
-  weights.checkpoint_dir = fixtureDir(family);
+  weights.checkpoint_dir = dir.string();
   rt::EngineOptions o;
   o.threads = 2;
   std::vector<cbc::test::Run> runs;
@@ -34,6 +45,7 @@ TEST_P(SparseAttention, FullAttentionChangesTheFixtureTokens) {
     runs.push_back({expected.prompts[i], p});
   }
   auto res = serve(artefact, weights, o, runs);
+  fs::remove_all(dir);
   size_t changed = 0;
   for (size_t i = 0; i < runs.size(); ++i)
     changed += res.outputs[i].tokens != expected.tokens[i];

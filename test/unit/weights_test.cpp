@@ -1,11 +1,13 @@
 // Safetensors checkpoints and the weight manifest: every fault is a WeightError naming the
 // tensor or file; sharded checkpoints load like single files; dtype conversions; random weights.
+#include "runtime/checkpoint_config.h"
 #include "runtime/safetensors.h"
 #include "runtime/weights.h"
 #include "test/support/test_support.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -447,6 +449,130 @@ TEST_F(Weights, BadHeadersAreRejected) {
   }
 }
 
+// Crafted headers: each is refused naming the tensor and what is wrong, before any product of
+// dimensions or offsets can wrap (a wrapped numel() could match the byte count).
+TEST_F(Weights, HostileHeadersAreRejected) {
+  struct Case {
+    std::string name, header;
+    std::vector<std::string> words;
+  };
+  std::string tail(64, 'x');
+  std::vector<Case> cases = {
+      // 2^32 * 2^32 wraps to 0 in 64 bits, which matched the 0 bytes of an empty range.
+      {"wrapping shape", R"({"w": {"dtype": "F32", "shape": [4294967296, 4294967296], "data_offsets": [0, 0]}})",
+       {"'w'", "elements"}},
+      {"wrapping shape to the byte count",
+       R"({"w": {"dtype": "U8", "shape": [4294967297, 4294967297, 4294967296], "data_offsets": [0, 0]}})",
+       {"'w'", "elements"}},
+      {"one dimension past the bound", R"({"w": {"dtype": "U8", "shape": [1099511627777], "data_offsets": [0, 1]}})",
+       {"'w'", "elements"}},
+      {"huge float dimension", R"({"w": {"dtype": "F32", "shape": [1e30], "data_offsets": [0, 4]}})",
+       {"'w'", "dimension", "integers"}},
+      {"fractional dimension", R"({"w": {"dtype": "F32", "shape": [2.5], "data_offsets": [0, 8]}})",
+       {"'w'", "2.5"}},
+      {"negative dimension", R"({"w": {"dtype": "F32", "shape": [-1], "data_offsets": [0, 4]}})",
+       {"'w'", "-1"}},
+      {"dimension past int64", R"({"w": {"dtype": "F32", "shape": [18446744073709551615], "data_offsets": [0, 4]}})",
+       {"'w'", "elements"}},
+      {"shape not a list", R"({"w": {"dtype": "F32", "shape": 4, "data_offsets": [0, 16]}})", {"'w'", "shape"}},
+      {"float offsets", R"({"w": {"dtype": "U8", "shape": [4], "data_offsets": [0.5, 4.5]}})",
+       {"'w'", "data_offsets"}},
+      {"negative offset", R"({"w": {"dtype": "U8", "shape": [4], "data_offsets": [-4, 0]}})",
+       {"'w'", "data_offsets"}},
+      {"end past the data", R"({"w": {"dtype": "U8", "shape": [4], "data_offsets": [18446744073709551612, 18446744073709551615]}})",
+       {"'w'", "end of the file"}},
+      {"three offsets", R"({"w": {"dtype": "U8", "shape": [4], "data_offsets": [0, 4, 8]}})", {"'w'", "data_offsets"}},
+      {"unknown dtype", R"({"w": {"dtype": "F12", "shape": [4], "data_offsets": [0, 4]}})",
+       {"'w'", "unknown dtype 'F12'"}},
+      {"duplicate name",
+       R"({"w": {"dtype": "U8", "shape": [4], "data_offsets": [0, 4]}, "w": {"dtype": "U8", "shape": [2], "data_offsets": [4, 6]}})",
+       {"'w'", "twice"}},
+  };
+  for (const Case &c : cases) {
+    TempDir dir;
+    std::string path = dir / "model.safetensors";
+    writeBytes(path, rawHeader(c.header, c.header.size()) + tail);
+    std::vector<std::string> words = c.words;
+    words.push_back(path);
+    expectWeightError([&] { rt::Checkpoint ck(path); }, words, c.name);
+  }
+  // The header length is checked against the file, and against safetensors' 100 MB bound.
+  TempDir dir;
+  writeBytes(dir / "long.safetensors", rawHeader("{}", 200'000'000) + tail);
+  expectWeightError([&] { rt::Checkpoint ck(dir / "long.safetensors"); }, {"exceeds the file of 74 bytes"},
+                    "header past the file");
+  writeBytes(dir / "big.safetensors", rawHeader("{}", 150'000'000) + tail);
+  fs::resize_file(dir / "big.safetensors", 160'000'000); // sparse: no disk written
+  expectWeightError([&] { rt::Checkpoint ck(dir / "big.safetensors"); }, {"150000000", "100000000"}, "huge header");
+  // A file that is not safetensors at all (the index, given as a .safetensors) says so.
+  writeBytes(dir / "index.safetensors", R"({"weight_map": {"a": "b.safetensors"}})");
+  expectWeightError([&] { rt::Checkpoint ck(dir / "index.safetensors"); }, {"safetensors file?"}, "JSON as weights");
+}
+
+// The config.json beside the weights must be the compiled model's on every key it read.
+TEST(CheckpointConfig, ValuesCompareAsTransformersReadsThem) {
+  auto same = [](const std::string &a, const std::string &b) {
+    return rt::sameConfigValue(rt::parsePythonJson(a), rt::parsePythonJson(b));
+  };
+  EXPECT_TRUE(same("1e-5", "1e-05"));
+  EXPECT_TRUE(same("2", "2.0"));
+  EXPECT_TRUE(same("[1, 2.0]", "[1.0, 2]"));
+  EXPECT_TRUE(same(R"({"a": 1, "b": null})", R"({"a": 1.0})"));
+  EXPECT_TRUE(same("[0.0, Infinity]", R"([0, {"__float__": "Infinity"}])"));
+  EXPECT_TRUE(same(R"("NaN")", R"("NaN")")); // a string, not the float
+  EXPECT_FALSE(same(R"("NaN")", "NaN"));
+  EXPECT_FALSE(same("Infinity", "-Infinity"));
+  EXPECT_FALSE(same("1e-5", "1e-6"));
+  EXPECT_FALSE(same("true", "1"));
+  EXPECT_FALSE(same("null", "false"));
+  EXPECT_FALSE(same(R"("llama")", R"("mistral")"));
+  EXPECT_FALSE(same("[1, 2]", "[1, 2, 3]"));
+  EXPECT_FALSE(same(R"({"a": 1})", R"({"a": 1, "b": 2})"));
+  EXPECT_FALSE(same("9007199254740993", "9007199254740992")); // equal as doubles, not as integers
+}
+
+TEST_F(Weights, AnotherModelsCheckpointIsRefusedNamingTheKey) {
+  const auto &keys = artefact_->config_keys;
+  auto listed = [&](const char *k) { return std::find(keys.begin(), keys.end(), k) != keys.end(); };
+  ASSERT_FALSE(keys.empty());
+  EXPECT_EQ(keys[0], "model_type");
+  EXPECT_TRUE(listed("rms_norm_eps") && listed("rope_parameters") && listed("hidden_size"));
+  EXPECT_FALSE(listed("transformers_version") || listed("initializer_range"));
+
+  std::string config = readFile(fixtureDir("llama") + "/config.json");
+  auto edited = [&](const std::string &from, const std::string &to) {
+    std::string c = config;
+    size_t at = c.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    return at == std::string::npos ? c : c.replace(at, from.size(), to);
+  };
+  TempDir dir;
+  fs::create_symlink(fixtureDir("llama") + "/model.safetensors", dir / "model.safetensors");
+  auto loadWith = [&](const std::string &text, const std::string &path) {
+    writeBytes(dir / "config.json", text);
+    rt::WeightStore::load(*artefact_, {path, 0});
+  };
+  // Same shapes, another model: mistral's config beside llama's tensors.
+  for (const std::string &path : {dir.str(), dir / "model.safetensors", dir / "config.json"})
+    expectWeightError([&] { loadWith(readFile(fixtureDir("mistral") + "/config.json"), path); },
+                      {dir / "config.json", "\"model_type\": \"mistral\" vs \"llama\""}, "mistral's config via " + path);
+  expectWeightError([&] { loadWith(edited("\"rms_norm_eps\": 1e-05", "\"rms_norm_eps\": 1e-06"), dir.str()); },
+                    {"\"rms_norm_eps\": 1e-06 vs 1e-05"}, "another eps");
+  expectWeightError([&] { loadWith(edited("\"rope_type\": \"llama3\"", "\"rope_type\": \"default\""), dir.str()); },
+                    {"\"rope_parameters\""}, "another rope");
+  expectWeightError([&] { loadWith(edited("\"tie_word_embeddings\": false,", ""), dir.str()); },
+                    {"\"tie_word_embeddings\": null vs false"}, "a key removed");
+  expectWeightError([&] { loadWith("{\"model_type\": ", dir.str()); }, {dir / "config.json", "JSON"}, "broken JSON");
+  // Spelled differently, or differing only where nothing is read: the same model.
+  EXPECT_NO_THROW(loadWith(edited("\"rms_norm_eps\": 1e-05", "\"rms_norm_eps\": 1e-5"), dir.str()));
+  EXPECT_NO_THROW(loadWith(edited("\"hidden_size\": 64", "\"hidden_size\": 64.0"), dir.str()));
+  EXPECT_NO_THROW(loadWith(edited("\"transformers_version\": \"5.23.0\"", "\"transformers_version\": \"4.0\""), dir.str()));
+  EXPECT_NO_THROW(loadWith(edited("\"initializer_range\": 0.02", "\"initializer_range\": 1"), dir.str()));
+  // Without a config.json beside the weights nothing is compared.
+  fs::remove(dir / "config.json");
+  EXPECT_NO_THROW(rt::WeightStore::load(*artefact_, {dir.str(), 0}));
+}
+
 TEST_F(Weights, MissingCheckpointsAreNamed) {
   expectWeightError([] { rt::Checkpoint ck("/nonexistent/cbc/ckpt"); }, {"/nonexistent/cbc/ckpt"},
                     "missing path");
@@ -504,12 +630,31 @@ TEST_F(Weights, ShardedCheckpointMatchesTheSingleFile) {
   EXPECT_EQ(ck.names().size(), tensors_.size());
 
   auto single = run({fixtureDir("llama"), 0});
-  auto sharded = run({dir.str(), 0});
-  ASSERT_EQ(single.size(), sharded.size());
-  for (size_t i = 0; i < single.size(); ++i) {
-    EXPECT_EQ(single[i].tokens, sharded[i].tokens);
-    EXPECT_EQ(single[i].logits, sharded[i].logits);
+  // The directory, its index, and the config.json beside the shards name the same checkpoint.
+  fs::copy_file(fixtureDir("llama") + "/config.json", dir / "config.json");
+  for (const std::string &path : {dir.str(), dir / "model.safetensors.index.json", dir / "config.json"}) {
+    EXPECT_EQ(rt::Checkpoint(path).names().size(), tensors_.size()) << path;
+    auto sharded = run({path, 0});
+    ASSERT_EQ(single.size(), sharded.size()) << path;
+    for (size_t i = 0; i < single.size(); ++i) {
+      EXPECT_EQ(single[i].tokens, sharded[i].tokens) << path;
+      EXPECT_EQ(single[i].logits, sharded[i].logits) << path;
+    }
   }
+  // The fixture's config.json names its single model.safetensors.
+  EXPECT_EQ(run({fixtureDir("llama") + "/config.json", 0})[0].tokens, single[0].tokens);
+  // A tensor in two shards is ambiguous.
+  TempDir twice;
+  rt::writeSafetensors(twice / "a.safetensors", a);
+  rt::writeSafetensors(twice / "b.safetensors", {a[0]});
+  writeBytes(twice / "model.safetensors.index.json",
+             R"({"weight_map": {"x": "a.safetensors", "y": "b.safetensors"}})");
+  expectWeightError([&] { rt::Checkpoint ck(twice.str()); }, {"'" + a[0].first + "'", "both"}, "tensor in two shards");
+  // A JSON file with neither a weight_map nor weights beside it says where it looked.
+  TempDir lone;
+  writeBytes(lone / "config.json", "{}");
+  expectWeightError([&] { rt::Checkpoint ck(lone / "config.json"); },
+                    {lone / "config.json", "weight_map", "model.safetensors"}, "config.json without weights");
   // A tensor missing from every shard is still named.
   TempDir partial;
   rt::writeSafetensors(partial / "model-00001-of-00002.safetensors", a);
@@ -965,8 +1110,14 @@ TEST_F(Fp8Weights, E5m2IsRefusedByName) {
 TEST_F(Fp8Weights, Fp8TensorsNeedAnFp8Model) {
   const rt::Artefact &plain = committedArtefact("llama");
   ASSERT_EQ(plain.meta.quantization, "");
-  expectWeightError([&] { rt::WeightStore::load(plain, {fixtureDir(kFamily), 0}); },
+  // Without a config.json beside them the tensors themselves give it away...
+  TempDir dir;
+  fs::create_symlink(fixtureDir(kFamily) + "/model.safetensors", dir / "model.safetensors");
+  expectWeightError([&] { rt::WeightStore::load(plain, {dir.str(), 0}); },
                     {"F8_E4M3", "without an fp8 quantization_config", "model.layers.0."}, "plain artefact");
+  // ...and with the fixture's, the configs differ first.
+  expectWeightError([&] { rt::WeightStore::load(plain, {fixtureDir(kFamily), 0}); },
+                    {"\"quantization_config\": {\"activation_scheme\"", "vs null"}, "plain artefact, fp8 config");
 }
 
 // Tensors the manifest does not name are never read: an MTP layer past the last decoder layer

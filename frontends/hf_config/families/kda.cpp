@@ -15,13 +15,13 @@ const char *const kKdaConv = "the KDA short convolution";
 // Both config classes save their attribute_map spellings (num_experts for n_routed_experts,
 // ...): a copy of the config with each one under the name the shared MLA and MoE parsers read.
 nlohmann::json withDeepseekKeys(const ConfigReader &r) {
-  nlohmann::json j = r.object();
+  nlohmann::json j = r.objectToCopy();
   static const std::pair<const char *, const char *> kAttributeMap[] = {
       {"num_experts", "n_routed_experts"},          {"num_local_experts", "n_routed_experts"},
       {"num_experts_per_token", "num_experts_per_tok"}, {"num_expert_group", "n_group"},
       {"moe_renormalize", "norm_topk_prob"},        {"num_shared_experts", "n_shared_experts"}};
   for (const auto &[saved, name] : kAttributeMap)
-    if (j.contains(saved) && !j[saved].is_null() && (!j.contains(name) || j[name].is_null()))
+    if (r.has(saved) && !r.has(name))
       j[name] = j[saved];
   return j;
 }
@@ -73,7 +73,7 @@ void setKdaLayers(const ConfigReader &r, ModelSpec &s, const std::vector<LayerKi
 // stays unrotated) with q_proj; DeepSeek-V3's router under block_sparse_moe with w1/w3/w2 experts.
 void parseKimiLinear(const ConfigReader &r0, ModelSpec &s) {
   nlohmann::json j = withDeepseekKeys(r0);
-  ConfigReader r(j, r0.path(""));
+  ConfigReader r = r0.sameKeys(j);
   s.max_positions = r.getSize("model_max_length", s.max_positions);
   // qk_rope_head_dim 0 (no shared key part) is valid in transformers; cbc's cache plan and
   // arenas do not take a zero-width row yet, so parseMla requires a positive one.
@@ -115,7 +115,7 @@ void parseKimiLinear(const ConfigReader &r0, ModelSpec &s) {
 // router with its bias named expert_bias. The MTP layers after num_hidden_layers are not read.
 void parseBailingHybrid(const ConfigReader &r0, ModelSpec &s) {
   nlohmann::json j = withDeepseekKeys(r0);
-  ConfigReader r(j, r0.path(""));
+  ConfigReader r = r0.sameKeys(j);
   s.max_positions = r.getSize("model_max_length", s.max_positions);
   parseMla(r, s, {.q_lora_rank = 0, .kv_lora_rank = 512, .nope = 128, .rope = 64, .v = 128}, true);
   s.attn.rope_pairing = "interleaved"; // always: the class has no rope_interleave switch
