@@ -2,6 +2,7 @@
 
 #include "runtime/cpu/cpu_backend.h"
 #include "runtime/cuda/gpu_backend.h"
+#include "runtime/memory_estimate.h"
 #include "runtime/sampler.h"
 
 #include <algorithm>
@@ -22,6 +23,29 @@ int defaultThreads(int requested) {
   return std::max(1u, std::thread::hardware_concurrency());
 }
 
+// The weights as the CPU backend keeps them, refused up front when the host cannot hold them
+// with the cache and the arenas; running out anyway (another process took the memory) is a
+// MemoryError naming how far loading got, not a bare std::bad_alloc.
+WeightStore loadForCpu(const Artefact &a, const WeightSource &weights, const EngineOptions &options,
+                       const BackendLimits &limits) {
+  MemoryEstimate need = estimateCpuMemory(a, options.cache_memory_bytes, limits);
+  checkFits(need, options.host_memory_available > 0 ? options.host_memory_available : availableHostMemory());
+  int64_t done = 0;
+  try {
+    return WeightStore::load(a, weights, [&](size_t index, size_t) {
+      int64_t n = 4;
+      for (int64_t d : a.weights[index].shape)
+        n *= d;
+      done += n;
+      if (options.load_progress)
+        options.load_progress(done, need.weights);
+    });
+  } catch (const std::bad_alloc &) {
+    throw MemoryError("ran out of host memory loading the weights, after " + gigabytes(done) + " of " +
+                      gigabytes(need.weights) + " (as f32); " + gigabytes(availableHostMemory()) + " available now");
+  }
+}
+
 } // namespace
 
 std::unique_ptr<Backend> makeBackend(const Artefact &a, const WeightSource &weights,
@@ -39,8 +63,11 @@ std::unique_ptr<Backend> makeBackend(const Artefact &a, const WeightSource &weig
     } else {
       try {
         auto device = openCudaDevice();
+        checkFits(estimateGpuMemory(a, options.cache_memory_bytes, limits), device->freeMemory());
         return makeGpuBackend(a, weights, std::move(device), limits);
       } catch (const WeightError &) {
+        throw;
+      } catch (const MemoryError &) {
         throw;
       } catch (const std::exception &e) {
         why = e.what();
@@ -51,7 +78,7 @@ std::unique_ptr<Backend> makeBackend(const Artefact &a, const WeightSource &weig
     if (options.log)
       options.log("CUDA backend unavailable (" + why + "); using the CPU backend");
   }
-  return makeCpuBackend(a, WeightStore::load(a, weights), limits, defaultThreads(options.threads));
+  return makeCpuBackend(a, loadForCpu(a, weights, options, limits), limits, defaultThreads(options.threads));
 }
 
 Engine::Engine(std::unique_ptr<Artefact> artefact, std::unique_ptr<Backend> backend,
@@ -106,7 +133,12 @@ std::unique_ptr<Engine> Engine::create(Artefact artefact, const WeightSource &we
                                        const EngineOptions &options) {
   auto owned = std::make_unique<Artefact>(std::move(artefact));
   auto backend = makeBackend(*owned, weights, options);
-  return std::unique_ptr<Engine>(new Engine(std::move(owned), std::move(backend), options));
+  try {
+    return std::unique_ptr<Engine>(new Engine(std::move(owned), std::move(backend), options));
+  } catch (const std::bad_alloc &) {
+    throw MemoryError("ran out of memory allocating the cache (" + gigabytes(options.cache_memory_bytes) +
+                      ") after loading the weights; lower --cache-memory");
+  }
 }
 
 std::unique_ptr<Engine> Engine::load(const std::string &path, const WeightSource &weights,

@@ -34,6 +34,10 @@ struct EngineOptions {
   double max_state_fraction = 0.5;
   int threads = 0;                     // CPU threads; 0: all cores
   std::function<void(const std::string &)> log; // backend choice and warnings
+  // Called as the CPU backend reads the weights: bytes (as float32) assembled so far, of all.
+  std::function<void(int64_t done, int64_t total)> load_progress;
+  // Bytes of host memory to plan with; 0: what the machine has (MemAvailable, the cgroup's limit).
+  int64_t host_memory_available = 0;
 };
 
 struct AddResult {

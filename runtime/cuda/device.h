@@ -28,6 +28,8 @@ public:
   virtual std::string name() const = 0;
   virtual void *alloc(size_t bytes) = 0; // zero-filled
   virtual void release(void *p) = 0;
+  // Bytes the device can still allocate; -1 when it cannot say.
+  virtual int64_t freeMemory() { return -1; }
   virtual void upload(void *dst, const void *src, size_t bytes) = 0;
   virtual void download(void *dst, const void *src, size_t bytes) = 0;
   // Makes the artefact's kernels launchable (module load, or host compilation in the tests).

@@ -33,6 +33,7 @@ struct Driver {
   CBC_CU(cuLaunchKernel)
   CBC_CU(cuMemAlloc)
   CBC_CU(cuMemFree)
+  CBC_CU(cuMemGetInfo)
   CBC_CU(cuMemsetD8Async)
   CBC_CU(cuMemcpyHtoDAsync)
   CBC_CU(cuMemcpyDtoHAsync)
@@ -85,6 +86,7 @@ Driver loadDriver() {
   bind(d.lib, d.cuLaunchKernel, "cuLaunchKernel");
   bind(d.lib, d.cuMemAlloc, "cuMemAlloc_v2");
   bind(d.lib, d.cuMemFree, "cuMemFree_v2");
+  bind(d.lib, d.cuMemGetInfo, "cuMemGetInfo_v2");
   bind(d.lib, d.cuMemsetD8Async, "cuMemsetD8Async");
   bind(d.lib, d.cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2");
   bind(d.lib, d.cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2");
@@ -160,6 +162,10 @@ public:
     return reinterpret_cast<void *>(p);
   }
   void release(void *p) override { d_.cuMemFree(reinterpret_cast<CUdeviceptr>(p)); }
+  int64_t freeMemory() override {
+    size_t free = 0, total = 0;
+    return d_.cuMemGetInfo(&free, &total) == CUDA_SUCCESS ? (int64_t)free : -1;
+  }
   void upload(void *dst, const void *src, size_t bytes) override {
     check(d_.cuMemcpyHtoDAsync(reinterpret_cast<CUdeviceptr>(dst), src, bytes, stream_), "cuMemcpyHtoD");
   }

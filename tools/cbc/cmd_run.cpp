@@ -1,4 +1,5 @@
 #include "runtime/engine.h"
+#include "runtime/memory_estimate.h"
 #include "tools/cbc/cli.h"
 #include "tools/cbc/commands.h"
 
@@ -191,7 +192,10 @@ std::unique_ptr<rt::Engine> loadEngine(const std::string &model, const RunSettin
   try {
     if (!s.quiet)
       std::fprintf(stderr, "cbc run: loading %s\n", model.c_str());
-    auto engine = rt::Engine::load(model, s.weights, s.options);
+    rt::EngineOptions options = s.options;
+    if (!s.quiet && isatty(2))
+      options.load_progress = rt::terminalLoadProgress("cbc run: ");
+    auto engine = rt::Engine::load(model, s.weights, options);
     if (!s.quiet)
       std::fprintf(stderr, "cbc run: %s backend, %d cache blocks per group of %d tokens\n",
                    engine->backend().name().c_str(), engine->cache().blocksPerGroup(),
@@ -201,6 +205,9 @@ std::unique_ptr<rt::Engine> loadEngine(const std::string &model, const RunSettin
     std::fprintf(stderr, "cbc run: error: %s\n", e.what());
     status = 2;
   } catch (const rt::WeightError &e) {
+    std::fprintf(stderr, "cbc run: error: %s\n", e.what());
+    status = 2;
+  } catch (const rt::MemoryError &e) {
     std::fprintf(stderr, "cbc run: error: %s\n", e.what());
     status = 2;
   } catch (const std::exception &e) {

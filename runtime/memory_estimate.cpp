@@ -1,0 +1,128 @@
+#include "runtime/memory_estimate.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+namespace cbc::rt {
+
+namespace {
+
+int64_t elems(const std::vector<int64_t> &shape) {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d; // the loader bounds every dimension (limits.h): no overflow
+  return n;
+}
+
+std::string readFileText(const std::string &path) {
+  std::ifstream in(path);
+  if (!in)
+    return "";
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// The arenas both backends size by the step limits, and the engine's logits rows.
+int64_t stepBuffers(const Artefact &a, const BackendLimits &limits) {
+  return 4 * (a.program.token_row_elems * limits.max_tokens + a.program.request_row_elems * limits.max_requests) +
+         4 * a.meta.vocab_size * limits.max_requests;
+}
+
+} // namespace
+
+MemoryEstimate estimateCpuMemory(const Artefact &a, int64_t cacheBytes, const BackendLimits &limits) {
+  MemoryEstimate e;
+  e.where = "host";
+  e.weight_dtype = "f32";
+  int64_t largest = 0;
+  for (const WeightEntry &w : a.weights) {
+    e.weights += 4 * elems(w.shape);
+    largest = std::max(largest, 4 * elems(w.shape));
+  }
+  e.cache = cacheBytes;
+  // The CPU program's arenas are at most the declared row widths.
+  e.workspaces = stepBuffers(a, limits) + 3 * largest;
+  return e;
+}
+
+MemoryEstimate estimateGpuMemory(const Artefact &a, int64_t cacheBytes, const BackendLimits &limits) {
+  MemoryEstimate e;
+  e.where = "GPU";
+  std::vector<DType> type(a.weights.size(), DType::BF16);
+  if (a.kernels && a.kernels->value_dtypes.size() == a.program.values.size())
+    for (size_t v = 0; v < a.program.values.size(); ++v)
+      if (a.program.values[v].kind == Value::Weight)
+        type[a.program.values[v].weight] = a.kernels->value_dtypes[v];
+  std::set<std::string> names;
+  for (size_t w = 0; w < a.weights.size(); ++w) {
+    e.weights += (int64_t)dtypeBytes(type[w]) * elems(a.weights[w].shape);
+    names.insert(dtypeName(type[w]));
+  }
+  for (const std::string &n : names)
+    e.weight_dtype += (e.weight_dtype.empty() ? "" : " and ") + n;
+  e.cache = cacheBytes;
+  e.workspaces = stepBuffers(a, limits);
+  if (a.kernels)
+    for (const WorkspaceDesc &w : a.kernels->workspaces)
+      e.workspaces += w.bytes_per_token * limits.max_tokens + w.bytes_fixed;
+  return e;
+}
+
+int64_t availableHostMemory(const std::string &meminfo, const std::string &cgroupMax,
+                            const std::string &cgroupCurrent) {
+  int64_t available = -1;
+  std::istringstream lines(meminfo);
+  std::string line;
+  while (std::getline(lines, line)) {
+    long long kb;
+    if (std::sscanf(line.c_str(), "MemAvailable: %lld kB", &kb) == 1)
+      available = (int64_t)kb * 1024;
+  }
+  long long limit, used = 0;
+  // memory.max is "max" when the cgroup sets no limit.
+  if (std::sscanf(cgroupMax.c_str(), "%lld", &limit) == 1) {
+    std::sscanf(cgroupCurrent.c_str(), "%lld", &used);
+    int64_t left = std::max<int64_t>(0, (int64_t)limit - (int64_t)used);
+    available = available < 0 ? left : std::min(available, left);
+  }
+  return available;
+}
+
+int64_t availableHostMemory() {
+  return availableHostMemory(readFileText("/proc/meminfo"), readFileText("/sys/fs/cgroup/memory.max"),
+                             readFileText("/sys/fs/cgroup/memory.current"));
+}
+
+std::string gigabytes(int64_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f GB", (double)bytes / 1e9);
+  return buf;
+}
+
+void checkFits(const MemoryEstimate &e, int64_t available) {
+  if (available < 0 || e.total() <= available)
+    return;
+  throw MemoryError("the model needs " + gigabytes(e.total()) + " of " + e.where + " memory (weights " +
+                    gigabytes(e.weights) + " as " + e.weight_dtype + ", cache " + gigabytes(e.cache) +
+                    ", workspaces " + gigabytes(e.workspaces) + "), " + gigabytes(available) +
+                    " available; lower --cache-memory, --max-batch-tokens or --max-requests, or use a machine with more memory");
+}
+
+std::function<void(int64_t, int64_t)> terminalLoadProgress(const std::string &prefix) {
+  return [prefix, shown = std::string()](int64_t done, int64_t total) mutable {
+    char buf[64];
+    double unit = total >= 1'000'000'000 ? 1e9 : 1e6;
+    std::snprintf(buf, sizeof buf, "%.1f/%.1f %s", (double)done / unit, (double)total / unit, unit > 1e6 ? "GB" : "MB");
+    if (buf == shown && done < total)
+      return; // redraw only when the figure changes
+    shown = buf;
+    std::fprintf(stderr, "\r%sloading weights %s%s", prefix.c_str(), buf, done >= total ? "\n" : "");
+    std::fflush(stderr);
+  };
+}
+
+} // namespace cbc::rt
