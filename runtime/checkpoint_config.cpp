@@ -155,7 +155,7 @@ void checkCheckpointConfig(const Artefact &a, const std::string &weightsPath) {
     if (!sameConfigValue(t, o))
       throw WeightError("the checkpoint's config.json ('" + path + "') differs from the compiled model at \"" + key +
                         "\": " + shown(t) + " vs " + shown(o) +
-                        " (these weights belong to another model; compile their config.json)");
+                        " (weights of another model, or a config edited since: compile the config.json beside the weights)");
   }
 }
 
