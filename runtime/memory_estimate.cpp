@@ -38,14 +38,20 @@ MemoryEstimate estimateCpuMemory(const Artefact &a, int64_t cacheBytes, const Ba
   MemoryEstimate e;
   e.where = "host";
   e.weight_dtype = "f32";
-  int64_t largest = 0;
+  // A weight read as stored is moved into the store; one concatenated, stacked, transposed or
+  // regrouped passes through up to two more float32 buffers of its size (the growing
+  // concatenation, the transposed copy) while it is assembled, one weight at a time.
+  int64_t transient = 0;
   for (const WeightEntry &w : a.weights) {
-    e.weights += 4 * elems(w.shape);
-    largest = std::max(largest, 4 * elems(w.shape));
+    int64_t bytes = 4 * elems(w.shape);
+    e.weights += bytes;
+    bool reshaped = w.parts.size() > 1 || (!w.parts.empty() && w.parts[0].size() > 1) || w.stack || w.transpose ||
+                    !w.regroup.empty() || w.block_diag > 0 || w.flatten;
+    if (reshaped)
+      transient = std::max(transient, 2 * bytes);
   }
   e.cache = cacheBytes;
-  // The CPU program's arenas are at most the declared row widths.
-  e.workspaces = stepBuffers(a, limits) + 3 * largest;
+  e.workspaces = stepBuffers(a, limits) + transient;
   return e;
 }
 

@@ -30,7 +30,7 @@ struct MemoryEstimate {
 };
 
 // The CPU backend keeps every weight, the cache and its arenas as float32 in host memory, and
-// assembling a weight holds up to three float32 copies of the largest one.
+// assembling a concatenated or transposed weight holds two more float32 copies of it.
 MemoryEstimate estimateCpuMemory(const Artefact &a, int64_t cacheBytes, const BackendLimits &limits);
 // The GPU backend keeps each weight in the dtype of its program value and its cache and
 // workspaces on the device.
