@@ -55,9 +55,12 @@ Sample sampleToken(const float *logits, int64_t vocab, const SamplingParams &p, 
   if (p.top_k > 0)
     keep = std::min<int64_t>(keep, p.top_k);
   std::vector<double> probs(keep);
-  double maxScaled = logits[ids[0]] / p.temperature, sum = 0;
+  // Logits are shifted before they are scaled: with a tiny temperature (1e-320) logit / T is
+  // infinite and inf - inf is NaN; (logit - max) / T is 0 at the top and -inf or finite below,
+  // so the distribution stays well defined and tends to greedy as T -> 0.
+  double top = logits[ids[0]], sum = 0;
   for (int64_t i = 0; i < keep; ++i) {
-    probs[i] = std::exp(logits[ids[i]] / p.temperature - maxScaled);
+    probs[i] = std::exp(((double)logits[ids[i]] - top) / p.temperature);
     sum += probs[i];
   }
   for (double &q : probs)

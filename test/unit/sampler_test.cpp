@@ -213,6 +213,27 @@ TEST(Sampler, FiltersCombine) {
   expectClose(histogram(l, p, kDraws), restrictedSoftmax(l, 0.8, final), kTol, "combined");
 }
 
+// A subnormal temperature scales every logit to infinity; the draw must still be well defined
+// and pick the top token (the T -> 0 limit), never the lowest-ranked candidate of a NaN row.
+TEST(Sampler, TinyTemperatureTendsToGreedy) {
+  std::vector<float> logits = {1.0f, 3.0f, 2.0f, -4.0f};
+  for (double T : {1e-320, 1e-300, 1e-30}) {
+    for (uint64_t seed = 0; seed < 16; ++seed) {
+      SamplingParams p = sampled(T, seed);
+      p.logprobs = true;
+      Sample s = sampleToken(logits.data(), (int64_t)logits.size(), p, 0);
+      EXPECT_EQ(s.token, 1) << "T " << T << ", seed " << seed;
+      EXPECT_TRUE(std::isfinite(s.logprob));
+    }
+  }
+  // Ties at the top stay a fair draw between them.
+  std::vector<float> tied = {5.0f, 1.0f, 5.0f};
+  std::set<int32_t> seen;
+  for (uint64_t seed = 0; seed < 64; ++seed)
+    seen.insert(sampleToken(tied.data(), 3, sampled(1e-320, seed), 0).token);
+  EXPECT_EQ(seen, (std::set<int32_t>{0, 2}));
+}
+
 TEST(Sampler, SameSeedAndStepGiveTheSameToken) {
   std::vector<float> flat(64, 0.0f);
   SamplingParams p = sampled(1.0, 12345);
