@@ -137,7 +137,7 @@ RunSettings readSettings(const Args &args) {
   o.backend = args.get("--backend", "auto");
   if (o.backend != "auto" && o.backend != "cpu" && o.backend != "cuda")
     throw UsageError("--backend must be auto, cpu or cuda, got '" + o.backend + "'");
-  o.max_batch_tokens = intFlag(args, "--max-batch-tokens", 256, 1, limits::kMaxPositions, "in [1, 2^31)");
+  o.max_batch_tokens = intFlag(args, "--max-batch-tokens", 256, 1, 1 << 20, "in [1, 2^20]");
   o.max_requests = intFlag(args, "--max-requests", 64, 1, 1 << 20, "in [1, 2^20]");
   // In MiB, shifted to bytes: bounded so that the shift cannot overflow (2^24 MiB: 16 TiB).
   o.cache_memory_bytes = intFlag(args, "--cache-memory", 256, 1, int64_t(1) << 24, "in [1, 16777216] MiB") << 20;
@@ -184,6 +184,14 @@ std::unique_ptr<rt::Engine> loadEngine(const std::string &model, const RunSettin
     status = 2;
   } catch (const rt::WeightError &e) {
     std::fprintf(stderr, "cbc run: error: %s\n", e.what());
+    status = 2;
+  } catch (const std::bad_alloc &) {
+    // What the flags asked for (or the model) does not fit this machine: bad input, not a bug.
+    std::fprintf(stderr,
+                 "cbc run: error: out of memory loading the model and its buffers (--cache-memory %lld MiB, "
+                 "--max-batch-tokens %lld, --max-requests %lld); lower them\n",
+                 (long long)(s.options.cache_memory_bytes >> 20), (long long)s.options.max_batch_tokens,
+                 (long long)s.options.max_requests);
     status = 2;
   } catch (const std::exception &e) {
     std::fprintf(stderr, "cbc run: error: %s\n", e.what());
@@ -249,6 +257,8 @@ public:
       progress_.update(done_, reader_.count(), !inputOpen, engine_.stats().generated_tokens, elapsed);
     }
     progress_.end();
+    if (!lines_.empty())
+      throw std::logic_error(std::to_string(lines_.size()) + " requests ended without a result");
   }
   void abandon() { progress_.end(); }
 
@@ -292,6 +302,8 @@ private:
     progress_.clear();
     out_ << line.dump() << "\n";
     out_.flush();
+    if (!out_)
+      throw std::runtime_error("cannot write the results (disk full or output closed?)");
   }
 
   rt::Engine &engine_;
