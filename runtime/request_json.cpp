@@ -82,6 +82,24 @@ std::string readTokenIds(const json &v, const std::string &key, std::vector<int3
   return "";
 }
 
+constexpr int kMaxIdDepth = 64;
+
+// Whether v nests arrays or objects deeper than `limit`; iterative, so any depth is safe.
+bool depthExceeds(const json &v, int limit) {
+  std::vector<std::pair<const json *, int>> todo = {{&v, 0}};
+  while (!todo.empty()) {
+    auto [j, depth] = todo.back();
+    todo.pop_back();
+    if (!j->is_structured())
+      continue;
+    if (depth >= limit)
+      return true;
+    for (const json &child : *j)
+      todo.push_back({&child, depth + 1});
+  }
+  return false;
+}
+
 // One field of a request object into p. Empty on success, else the reason naming the key.
 std::string readField(const std::string &key, const json &v, ParsedRequest &p) {
   SamplingParams &s = p.params;
@@ -89,6 +107,9 @@ std::string readField(const std::string &key, const json &v, ParsedRequest &p) {
   if (key == "prompt")
     return readTokenIds(v, key, p.ids);
   if (key == "id") {
+    // Copied and printed back recursively: a deep one would overflow the stack.
+    if (depthExceeds(v, kMaxIdDepth))
+      return "\"id\" nests deeper than " + std::to_string(kMaxIdDepth) + " levels";
     p.user_id = v;
     return "";
   }

@@ -81,6 +81,12 @@ TEST(RequestJson, TypeErrorsNameTheField) {
   expectError(R"({"prompt": "hello"})", {"\"prompt\" must be a list"});
   expectError(R"({"max_new_tokens": 3})", {"missing \"prompt\""});
   expectError("42", {"list of token ids"});
+  // An "id" is echoed back; one nested too deep to copy and print safely is refused.
+  std::string deep(100000, '['), closing(100000, ']');
+  expectError(R"({"prompt": [1], "id": )" + deep + closing + "}", {"\"id\" nests deeper"});
+  rt::ParsedRequest nested = parse(R"({"prompt": [1], "id": {"run": [1, {"k": "v"}]}})");
+  EXPECT_EQ(nested.error, "");
+  EXPECT_EQ(nested.user_id.dump(), R"({"run":[1,{"k":"v"}]})");
   expectError("[1, 2", {"malformed JSON"});
   expectError("", {"malformed JSON"});
 }
