@@ -271,7 +271,8 @@ private:
       ++malformed_;
       return;
     }
-    rt::RequestId id = engine_.add_request(p.request.ids, p.request.params).id;
+    // The engine keeps the prompt; the line keeps what its result echoes.
+    rt::RequestId id = engine_.add_request(std::move(p.request.ids), p.request.params).id;
     lines_[id] = std::move(p);
   }
 
