@@ -1,0 +1,251 @@
+// The loader's structural checks (runtime/artefact_check.cpp), with the integrity hash out of
+// the way: each test patches one field of a committed artefact in place, reseals it (so only
+// the structure can refuse it) and expects an ArtefactError from Artefact::fromBytes that names
+// what is wrong, rather than a backend's failure, a crash or a silently different model.
+#include "runtime/schema/integrity.h"
+#include "runtime/schema/limits.h"
+#include "runtime/schema/model_generated.h"
+#include "runtime/schema/opcodes.h"
+#include "test/support/test_support.h"
+
+#include <flatbuffers/minireflect.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <set>
+
+namespace cbc::test {
+namespace {
+
+const char *const kFamilies[] = {"llama",     "llama_fp8",   "olmo_hybrid",  "gpt_oss",
+                                 "gpt_oss_mxfp4", "qwen3_moe", "deepseek_v3", "longcat_flash"};
+
+// The loader's message for resealed bytes, or "" when it accepts them.
+std::string errorOf(std::vector<uint8_t> b) {
+  resealArtefact(b);
+  try {
+    rt::Artefact::fromBytes(b.data(), b.size());
+  } catch (const rt::ArtefactError &e) {
+    // verifyChecksum false (a fuzzer's view) must refuse it for the same reason.
+    std::string unchecked;
+    try {
+      rt::Artefact::fromBytes(b.data(), b.size(), /*verifyChecksum=*/false);
+    } catch (const rt::ArtefactError &e2) {
+      unchecked = e2.what();
+    }
+    EXPECT_EQ(unchecked, e.what());
+    return e.what();
+  }
+  return "";
+}
+
+fb::Instr *instrAt(std::vector<uint8_t> &b, size_t i) {
+  return fb::GetMutableModel(b.data())->mutable_program()->mutable_instrs()->GetMutableObject((flatbuffers::uoffset_t)i);
+}
+
+// Every enum field present in a parameter table (nested tables and structs included).
+struct EnumSlots : flatbuffers::IterationVisitor {
+  struct Slot {
+    uint8_t *at;
+    std::string name;
+  };
+  std::vector<Slot> slots;
+  void Field(size_t, size_t, flatbuffers::ElementaryType type, bool repeating, const flatbuffers::TypeTable *ref,
+             const char *name, const uint8_t *val) override {
+    if (val && !repeating && ref && ref->st == flatbuffers::ST_ENUM && type == flatbuffers::ET_CHAR)
+      slots.push_back({const_cast<uint8_t *>(val), name});
+  }
+};
+
+TEST(ArtefactChecks, CommittedArtefactsPass) {
+  for (const char *family : kFamilies)
+    EXPECT_EQ(errorOf(committedArtefactBytes(family)), "") << family;
+}
+
+// An activation, GLU layout, RoPE pairing, route score, retention... outside its enum: the CPU
+// backend once ran an unknown activation as the identity.
+TEST(ArtefactChecks, UnknownEnumsInParameterTablesAreRefused) {
+  int tried = 0;
+  std::set<std::string> fields;
+  for (const char *family : kFamilies) {
+    const std::vector<uint8_t> &bytes = committedArtefactBytes(family);
+    const auto *instrs = fb::GetModel(bytes.data())->program()->instrs();
+    for (size_t i = 0; i < instrs->size(); ++i) {
+      const fb::Instr *in = instrs->Get((flatbuffers::uoffset_t)i);
+      if (in->params_type() == fb::OpParams::NONE)
+        continue;
+      EnumSlots found;
+      flatbuffers::IterateObject(static_cast<const uint8_t *>(in->params()),
+                                 fb::OpParamsTypeTable()->type_refs[(int)in->params_type() - 1](), &found);
+      for (const EnumSlots::Slot &s : found.slots) {
+        std::vector<uint8_t> b = bytes;
+        b[s.at - bytes.data()] = 77;
+        std::string err = errorOf(b);
+        std::string op(opcodeInfo(in->opcode()).op_name);
+        EXPECT_NE(err.find("instruction " + op + ": parameter field '" + s.name + "' has the unknown value 77"),
+                  std::string::npos)
+            << family << " instruction " << i << " " << s.name << ": '" << err << "'";
+        ++tried;
+        fields.insert(s.name);
+      }
+    }
+  }
+  EXPECT_GT(tried, 20);
+  for (const char *name : {"act", "layout", "pairing", "retention", "score"})
+    EXPECT_TRUE(fields.count(name)) << "no '" << name << "' enum was tried";
+}
+
+// In a copy `c` of `from`, the vtable entry of a field of `table` (in `from`) zeroed: the field
+// reads as absent.
+void dropField(std::vector<uint8_t> &c, const std::vector<uint8_t> &from, const void *table,
+               flatbuffers::voffset_t field) {
+  const uint8_t *t = static_cast<const uint8_t *>(table);
+  const uint8_t *vtable = t - flatbuffers::ReadScalar<flatbuffers::soffset_t>(t);
+  flatbuffers::WriteScalar<flatbuffers::voffset_t>(c.data() + (vtable - from.data()) + field, 0);
+}
+
+// `cbc dump --graph` and the CPU backend read a cache op's site and a RoPE's frequencies without
+// checking for null.
+TEST(ArtefactChecks, MissingParameterFieldsAreRefused) {
+  std::vector<uint8_t> b = committedArtefactBytes("llama");
+  const auto *instrs = fb::GetModel(b.data())->program()->instrs();
+  int dropped = 0;
+  for (size_t i = 0; i < instrs->size(); ++i) {
+    const fb::Instr *in = instrs->Get((flatbuffers::uoffset_t)i);
+    std::vector<uint8_t> c = b;
+    if (in->opcode() == fb::Opcode::KvAttention) {
+      dropField(c, b, in->params(), fb::KvAttentionParams::VT_SITE);
+      std::string err = errorOf(c);
+      EXPECT_NE(err.find("instruction cbc.kv.attention: parameter field 'site' is missing"), std::string::npos) << err;
+      ++dropped;
+    } else if (in->opcode() == fb::Opcode::KvRopeAppend) {
+      dropField(c, b, in->params_as_KvRopeAppendParams()->rope(), fb::RopeParams::VT_INV_FREQ);
+      std::string err = errorOf(c);
+      EXPECT_NE(err.find("instruction cbc.kv.rope_append: parameter field 'inv_freq' is missing"), std::string::npos)
+          << err;
+      ++dropped;
+    }
+  }
+  EXPECT_GE(dropped, 2);
+}
+
+TEST(ArtefactChecks, OperandCountsAreChecked) {
+  std::vector<uint8_t> b = committedArtefactBytes("llama");
+  fb::Instr *embed = instrAt(b, 0);
+  ASSERT_EQ(embed->opcode(), fb::Opcode::Embed);
+  ASSERT_EQ(embed->inputs()->size(), 2u);
+  // The vector's length, one word before its data.
+  uint8_t *length = reinterpret_cast<uint8_t *>(embed->mutable_inputs());
+  flatbuffers::WriteScalar<flatbuffers::uoffset_t>(length, 1);
+  std::string err = errorOf(b);
+  EXPECT_NE(err.find("instruction cbc.math.embed has 1 inputs and 1 outputs, which the op does not take"),
+            std::string::npos)
+      << err;
+}
+
+TEST(ArtefactChecks, SizesBeyondTheLimitsAreRefused) {
+  std::vector<uint8_t> b = committedArtefactBytes("llama");
+  const auto *instrs = fb::GetModel(b.data())->program()->instrs();
+  bool patched = false;
+  for (size_t i = 0; i < instrs->size() && !patched; ++i)
+    if (instrs->Get((flatbuffers::uoffset_t)i)->opcode() == fb::Opcode::KvAttention) {
+      std::vector<uint8_t> c = b;
+      auto *p = static_cast<fb::KvAttentionParams *>(instrAt(c, i)->mutable_params());
+      ASSERT_TRUE(p->mutate_num_heads(limits::kMaxHeads + 1));
+      std::string err = errorOf(c);
+      EXPECT_NE(err.find("parameter field 'num_heads' has 16385 heads, outside [1, 16384]"), std::string::npos) << err;
+      c = b;
+      p = static_cast<fb::KvAttentionParams *>(instrAt(c, i)->mutable_params());
+      ASSERT_TRUE(p->mutate_head_dim(-16));
+      err = errorOf(c);
+      EXPECT_NE(err.find("parameter field 'head_dim' is -16"), std::string::npos) << err;
+      patched = true;
+    }
+  EXPECT_TRUE(patched);
+  std::vector<uint8_t> c = b;
+  ASSERT_TRUE(fb::GetMutableModel(c.data())->mutable_meta()->mutate_vocab_size(limits::kMaxVocab + 1));
+  EXPECT_NE(errorOf(c).find("beyond cbc's limits"), std::string::npos) << errorOf(c);
+  c = b;
+  ASSERT_TRUE(fb::GetMutableModel(c.data())->mutable_cache_plan()->mutate_block_size(limits::kMaxBlockSize * 2));
+  EXPECT_NE(errorOf(c).find("block size of 2048"), std::string::npos) << errorOf(c);
+}
+
+TEST(ArtefactChecks, NaNParametersAreRefused) {
+  std::vector<uint8_t> b = committedArtefactBytes("llama");
+  const auto *instrs = fb::GetModel(b.data())->program()->instrs();
+  for (size_t i = 0; i < instrs->size(); ++i)
+    if (instrs->Get((flatbuffers::uoffset_t)i)->opcode() == fb::Opcode::KvRopeAppend) {
+      auto *rope = static_cast<fb::KvRopeAppendParams *>(instrAt(b, i)->mutable_params())->mutable_rope();
+      rope->mutable_inv_freq()->Mutate(1, NAN);
+      std::string err = errorOf(b);
+      EXPECT_NE(err.find("parameter field 'inv_freq' is NaN"), std::string::npos) << err;
+      return;
+    }
+  ADD_FAILURE() << "no cbc.kv.rope_append";
+}
+
+// A cache op's layer or group that the cache plan lacks; a state op's state.
+TEST(ArtefactChecks, CacheSitesAndStatesMustBeThePlans) {
+  std::vector<uint8_t> b = committedArtefactBytes("olmo_hybrid");
+  const auto *instrs = fb::GetModel(b.data())->program()->instrs();
+  int sites = 0;
+  for (size_t i = 0; i < instrs->size(); ++i)
+    if (instrs->Get((flatbuffers::uoffset_t)i)->opcode() == fb::Opcode::KvAppend) {
+      for (auto [layer, group] : {std::pair{40, 0}, std::pair{0, 3}}) {
+        std::vector<uint8_t> c = b;
+        auto *site = static_cast<fb::KvAppendParams *>(instrAt(c, i)->mutable_params())->mutable_site();
+        site->mutate_layer(layer);
+        site->mutate_group(group);
+        std::string err = errorOf(c);
+        EXPECT_NE(err.find("instruction cbc.kv.append uses the cache of layer " + std::to_string(layer) +
+                           " in group " + std::to_string(group) + ", which the cache plan lacks"),
+                  std::string::npos)
+            << err;
+      }
+      ++sites;
+    }
+  EXPECT_GT(sites, 0);
+
+  const std::vector<uint8_t> &h = b;
+  const auto *hinstrs = fb::GetModel(h.data())->program()->instrs();
+  int states = 0;
+  for (size_t i = 0; i < hinstrs->size(); ++i) {
+    const fb::Instr *in = hinstrs->Get((flatbuffers::uoffset_t)i);
+    if (in->opcode() != fb::Opcode::GatedDelta && in->opcode() != fb::Opcode::StateConv1d)
+      continue;
+    const flatbuffers::String *name = in->opcode() == fb::Opcode::GatedDelta ? in->params_as_GatedDeltaParams()->state()
+                                                                             : in->params_as_Conv1dParams()->state();
+    ASSERT_GT(name->size(), 0u);
+    std::vector<uint8_t> c = h;
+    c[reinterpret_cast<const uint8_t *>(name->c_str()) - h.data()] = '#';
+    std::string err = errorOf(c);
+    EXPECT_NE(err.find("uses the state '#"), std::string::npos) << err;
+    EXPECT_NE(err.find("which the cache plan lacks"), std::string::npos) << err;
+    ++states;
+  }
+  EXPECT_GT(states, 0);
+}
+
+TEST(ArtefactChecks, ValueShapesAreChecked) {
+  std::vector<uint8_t> b = committedArtefactBytes("llama");
+  auto *values = fb::GetMutableModel(b.data())->mutable_program()->mutable_values();
+  for (flatbuffers::uoffset_t i = 0; i < values->size(); ++i) {
+    fb::Value *v = values->GetMutableObject(i);
+    if (v->kind() != fb::ValueKind::Activation || v->shape()->size() != 2)
+      continue;
+    for (int64_t bad : {int64_t(0), int64_t(-5), limits::kMaxTensorElems + 1}) {
+      std::vector<uint8_t> c = b;
+      fb::GetMutableModel(c.data())->mutable_program()->mutable_values()->GetMutableObject(i)->mutable_shape()->Mutate(
+          1, bad);
+      std::string err = errorOf(c);
+      EXPECT_NE(err.find("program value %" + std::to_string(i) + " has a bad shape"), std::string::npos)
+          << bad << ": " << err;
+    }
+    return;
+  }
+  ADD_FAILURE() << "no activation";
+}
+
+} // namespace
+} // namespace cbc::test
