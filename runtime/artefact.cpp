@@ -414,8 +414,10 @@ Artefact Artefact::fromBytes(const uint8_t *data, size_t size, bool verifyChecks
         throw ArtefactError("program value and weight '" + a.weights[v.weight].name + "' disagree on its shape");
     }
   checkProgramAgainstPlan(a);
-  if (const fb::KernelBundle *k = m->kernels())
+  if (const fb::KernelBundle *k = m->kernels()) {
     a.kernels = readKernels(*k, a.program);
+    checkKernels(a);
+  }
   return a;
 }
 

@@ -1,5 +1,6 @@
 #include "runtime/artefact_check.h"
 
+#include "runtime/schema/kernel_abi.h"
 #include "runtime/schema/limits.h"
 #include "runtime/schema/opcodes.h"
 
@@ -229,11 +230,68 @@ void checkMeta(const ModelMeta &m, const CachePlan &plan) {
                         std::to_string(limits::kMaxBlockSize));
 }
 
+// Both backends allocate arenas of these widths and address values at their offsets.
+void checkArenas(const Program &p) {
+  if (p.token_row_elems < 0 || p.token_row_elems > limits::kMaxTensorElems || p.request_row_elems < 0 ||
+      p.request_row_elems > limits::kMaxTensorElems)
+    throw ArtefactError("the program's arena rows are out of range");
+  for (size_t i = 0; i < p.values.size(); ++i) {
+    const Value &v = p.values[i];
+    if (v.kind == Value::Activation && v.offset + v.cols() > (v.arena == 0 ? p.token_row_elems : p.request_row_elems))
+      throw ArtefactError("program value %" + std::to_string(i) + " does not fit its arena slot");
+  }
+}
+
+bool planHasLayer(const CachePlan &plan, int layer) {
+  for (const CacheLayer &l : plan.layers)
+    if (l.layer == layer)
+      return true;
+  return false;
+}
+
+bool planHasState(const CachePlan &plan, int layer, const std::string &name) {
+  for (const StateDecl &d : plan.states)
+    if (d.layer == layer && d.name == name)
+      return true;
+  return false;
+}
+
+// A launch's arguments as the CUDA backend packs them (runtime/schema/kernel_abi.h).
+void checkLaunchArgs(const Launch &l, const KernelBundle &k, const CachePlan &plan) {
+  int np = 0, ni = 0, nf = 0;
+  for (const KernelArg &arg : l.args) {
+    bool pointer = arg.kind == KernelArg::Value || arg.kind == KernelArg::Cache || arg.kind == KernelArg::Workspace;
+    np += pointer;
+    ni += arg.kind == KernelArg::Runtime || arg.kind == KernelArg::Int;
+    nf += arg.kind == KernelArg::Float;
+    if (arg.kind == KernelArg::Workspace && (arg.index < 0 || arg.index >= (int)k.workspaces.size()))
+      throw ArtefactError("a launch uses an unknown workspace");
+    if (arg.kind == KernelArg::Cache && !(arg.name.empty() ? planHasLayer(plan, arg.index)
+                                                          : planHasState(plan, arg.index, arg.name)))
+      throw ArtefactError("a launch uses the cache or a state of layer " + std::to_string(arg.index) +
+                          ", which the cache plan lacks");
+  }
+  if (np > kMaxPtrArgs || ni > kMaxIntArgs || nf > kMaxFloatArgs)
+    throw ArtefactError("a launch has too many arguments");
+}
+
 } // namespace
+
+void checkKernels(const Artefact &a) {
+  const KernelBundle &k = *a.kernels;
+  if (k.value_dtypes.size() != a.program.values.size())
+    throw ArtefactError("the kernel bundle does not describe every program value");
+  for (const WorkspaceDesc &w : k.workspaces)
+    if (w.bytes_per_token > limits::kMaxTensorElems || w.bytes_fixed > limits::kMaxTensorElems)
+      throw ArtefactError("workspace '" + w.name + "' is larger than cbc's limits");
+  for (const Launch &l : k.launches)
+    checkLaunchArgs(l, k, a.cache_plan);
+}
 
 void checkProgramAgainstPlan(const Artefact &a) {
   checkMeta(a.meta, a.cache_plan);
   checkValueShapes(a.program);
+  checkArenas(a.program);
   for (const Instr &in : a.program.instrs) {
     if (const fb::CacheSite *site = siteOf(in))
       checkSite(in, *site, a.cache_plan);

@@ -14,6 +14,8 @@ namespace cbc::rt {
 void checkInstr(const Instr &in);
 // The program against the cache plan and metadata, once all of them are read.
 void checkProgramAgainstPlan(const Artefact &a);
+// The CUDA kernel bundle (a.kernels must be set) against the program and the cache plan.
+void checkKernels(const Artefact &a);
 
 } // namespace cbc::rt
 

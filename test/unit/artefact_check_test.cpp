@@ -2,7 +2,9 @@
 // the way: each test patches one field of a committed artefact in place, reseals it (so only
 // the structure can refuse it) and expects an ArtefactError from Artefact::fromBytes that names
 // what is wrong, rather than a backend's failure, a crash or a silently different model.
+#include "runtime/artefact_check.h"
 #include "runtime/schema/integrity.h"
+#include "runtime/schema/kernel_abi.h"
 #include "runtime/schema/limits.h"
 #include "runtime/schema/model_generated.h"
 #include "runtime/schema/opcodes.h"
@@ -13,6 +15,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <set>
 
 namespace cbc::test {
@@ -245,6 +248,69 @@ TEST(ArtefactChecks, ValueShapesAreChecked) {
     return;
   }
   ADD_FAILURE() << "no activation";
+}
+
+TEST(ArtefactChecks, ArenaSlotsAreChecked) {
+  std::vector<uint8_t> b = committedArtefactBytes("llama");
+  fb::Program *p = fb::GetMutableModel(b.data())->mutable_program();
+  int64_t width = p->token_row_elems();
+  ASSERT_TRUE(p->mutate_token_row_elems(width - 1)); // the widest slot no longer fits
+  EXPECT_NE(errorOf(b).find("does not fit its arena slot"), std::string::npos) << errorOf(b);
+  ASSERT_TRUE(p->mutate_token_row_elems(-1));
+  EXPECT_NE(errorOf(b).find("the program's arena rows are out of range"), std::string::npos) << errorOf(b);
+}
+
+// The CUDA backend once found these only at construction or in the middle of a step. The
+// committed artefacts carry no kernels: a bundle is attached to a loaded one, and the loader's
+// check of it is called as Artefact::fromBytes calls it.
+TEST(ArtefactChecks, KernelBundlesAreChecked) {
+  rt::Artefact a = committedArtefact("olmo_hybrid");
+  ASSERT_FALSE(a.cache_plan.states.empty());
+  rt::KernelBundle k;
+  k.names = {"kernel"};
+  k.value_dtypes.assign(a.program.values.size(), rt::DType::F32);
+  k.workspaces.push_back({"scratch", 16, 0});
+  rt::Launch l;
+  l.instr = 0;
+  l.kernel = 0;
+  rt::KernelArg value, cache, state, workspace;
+  value.kind = rt::KernelArg::Value;
+  cache.kind = rt::KernelArg::Cache;
+  cache.index = a.cache_plan.layers[0].layer;
+  state.kind = rt::KernelArg::Cache;
+  state.index = a.cache_plan.states[0].layer;
+  state.name = a.cache_plan.states[0].name;
+  workspace.kind = rt::KernelArg::Workspace;
+  l.args = {value, cache, state, workspace};
+  k.launches.push_back(l);
+  auto errorWith = [&](const std::function<void(rt::KernelBundle &)> &change) -> std::string {
+    rt::Artefact c = a;
+    c.kernels = k;
+    change(*c.kernels);
+    try {
+      rt::checkKernels(c);
+    } catch (const rt::ArtefactError &e) {
+      return e.what();
+    }
+    return "";
+  };
+  EXPECT_EQ(errorWith([](rt::KernelBundle &) {}), "");
+  EXPECT_NE(errorWith([](rt::KernelBundle &b) { b.value_dtypes.pop_back(); }).find("does not describe every program value"),
+            std::string::npos);
+  EXPECT_NE(errorWith([](rt::KernelBundle &b) { b.launches[0].args[3].index = 1; }).find("unknown workspace"),
+            std::string::npos);
+  EXPECT_NE(errorWith([](rt::KernelBundle &b) { b.launches[0].args[1].index = 99; })
+                .find("a launch uses the cache or a state of layer 99, which the cache plan lacks"),
+            std::string::npos);
+  EXPECT_NE(errorWith([](rt::KernelBundle &b) { b.launches[0].args[2].name += "x"; }).find("which the cache plan lacks"),
+            std::string::npos);
+  EXPECT_NE(errorWith([](rt::KernelBundle &b) {
+              b.launches[0].args.assign(kMaxPtrArgs + 1, b.launches[0].args[0]);
+            }).find("too many arguments"),
+            std::string::npos);
+  EXPECT_NE(errorWith([](rt::KernelBundle &b) { b.workspaces[0].bytes_per_token = int64_t(1) << 50; })
+                .find("larger than cbc's limits"),
+            std::string::npos);
 }
 
 } // namespace
