@@ -9,6 +9,7 @@
 #include <array>
 #include <cmath>
 #include <cstring>
+#include <set>
 #include <string_view>
 
 namespace cbc::rt {
@@ -228,6 +229,17 @@ void checkMeta(const ModelMeta &m, const CachePlan &plan) {
   if (plan.block_size > limits::kMaxBlockSize)
     throw ArtefactError("cache plan has a block size of " + std::to_string(plan.block_size) + ", above " +
                         std::to_string(limits::kMaxBlockSize));
+  // The backends key caches by layer and states by (layer, name): a second entry would
+  // silently replace the first.
+  std::set<int> layers;
+  for (const CacheLayer &l : plan.layers)
+    if (l.layer < 0 || l.layer >= limits::kMaxLayers || !layers.insert(l.layer).second)
+      throw ArtefactError("cache plan lists layer " + std::to_string(l.layer) + " twice, or it is no layer");
+  std::set<std::pair<int, std::string>> states;
+  for (const StateDecl &d : plan.states)
+    if (d.layer < 0 || d.layer >= limits::kMaxLayers || !states.insert({d.layer, d.name}).second)
+      throw ArtefactError("cache plan lists the state '" + d.name + "' of layer " + std::to_string(d.layer) +
+                          " twice, or it is no layer");
 }
 
 // Both backends allocate arenas of these widths and address values at their offsets.

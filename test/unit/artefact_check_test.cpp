@@ -250,6 +250,32 @@ TEST(ArtefactChecks, ValueShapesAreChecked) {
   ADD_FAILURE() << "no activation";
 }
 
+TEST(ArtefactChecks, CachePlanLayersAndStatesAreUnique) {
+  std::vector<uint8_t> l = committedArtefactBytes("llama");
+  const fb::CachePlan *lplan = fb::GetModel(l.data())->cache_plan();
+  ASSERT_GE(lplan->layers()->size(), 2u);
+  ASSERT_TRUE(fb::GetMutableModel(l.data())->mutable_cache_plan()->mutable_layers()->GetMutableObject(1)->mutate_layer(
+      lplan->layers()->Get(0)->layer()));
+  EXPECT_NE(errorOf(l).find("cache plan lists layer 0 twice"), std::string::npos) << errorOf(l);
+
+  std::vector<uint8_t> b = committedArtefactBytes("olmo_hybrid");
+  const fb::CachePlan *plan = fb::GetModel(b.data())->cache_plan();
+  ASSERT_GE(plan->states()->size(), 2u);
+  std::vector<uint8_t> c = b;
+  fb::CachePlan *cp = fb::GetMutableModel(c.data())->mutable_cache_plan();
+  const fb::StateDecl *first = plan->states()->Get(0);
+  for (flatbuffers::uoffset_t i = 1; i < plan->states()->size(); ++i)
+    if (plan->states()->Get(i)->name()->str() == first->name()->str()) {
+      ASSERT_TRUE(cp->mutable_states()->GetMutableObject(i)->mutate_layer(first->layer()));
+      EXPECT_NE(errorOf(c).find("lists the state '" + first->name()->str() + "' of layer " +
+                                std::to_string(first->layer()) + " twice"),
+                std::string::npos)
+          << errorOf(c);
+      return;
+    }
+  ADD_FAILURE() << "no two states share a name";
+}
+
 TEST(ArtefactChecks, ArenaSlotsAreChecked) {
   std::vector<uint8_t> b = committedArtefactBytes("llama");
   fb::Program *p = fb::GetMutableModel(b.data())->mutable_program();
