@@ -84,8 +84,10 @@ bool isDimension(std::string_view field) {
 // present, counts and sizes within runtime/schema/limits.h.
 struct ParamsChecker : flatbuffers::IterationVisitor {
   std::vector<const flatbuffers::TypeTable *> tables; // the objects being walked, innermost last
+  const flatbuffers::TypeTable *pending = nullptr;    // the next object's type
   const flatbuffers::TypeTable *fieldType = nullptr;
   std::string_view field;
+  bool inVector = false;
   std::string error;
 
   void fail(const std::string &why) {
@@ -94,7 +96,8 @@ struct ParamsChecker : flatbuffers::IterationVisitor {
   }
   void StartSequence() override { tables.push_back(pending); }
   void EndSequence() override { tables.pop_back(); }
-  const flatbuffers::TypeTable *pending = nullptr;
+  void StartVector() override { inVector = true; }
+  void EndVector() override { inVector = false; }
 
   void Field(size_t, size_t, flatbuffers::ElementaryType type, bool repeating, const flatbuffers::TypeTable *ref,
              const char *name, const uint8_t *val) override {
@@ -137,14 +140,18 @@ struct ParamsChecker : flatbuffers::IterationVisitor {
     else if (v < 0 || v > limits::kMaxTensorElems)
       fail("is " + std::to_string(v) + ", outside [0, 2^40]");
   }
-  void Float(float v) override {
+  // Scalars may be infinite (a dt limit of inf); array elements (frequencies, decay rates) not,
+  // and an inverse frequency is positive.
+  void real(double v) {
     if (std::isnan(v))
       fail("is NaN");
+    else if (inVector && !std::isfinite(v))
+      fail("has an infinite element");
+    else if (inVector && field.substr(0, 8) == "inv_freq" && v <= 0)
+      fail("has the non-positive frequency " + std::to_string(v));
   }
-  void Double(double v) override {
-    if (std::isnan(v))
-      fail("is NaN");
-  }
+  void Float(float v) override { real(v); }
+  void Double(double v) override { real(v); }
 };
 
 std::string paramsError(const Instr &in) {

@@ -174,15 +174,25 @@ TEST(ArtefactChecks, SizesBeyondTheLimitsAreRefused) {
   EXPECT_NE(errorOf(c).find("block size of 2048"), std::string::npos) << errorOf(c);
 }
 
-TEST(ArtefactChecks, NaNParametersAreRefused) {
+TEST(ArtefactChecks, NaNAndBadFrequenciesAreRefused) {
   std::vector<uint8_t> b = committedArtefactBytes("llama");
   const auto *instrs = fb::GetModel(b.data())->program()->instrs();
   for (size_t i = 0; i < instrs->size(); ++i)
     if (instrs->Get((flatbuffers::uoffset_t)i)->opcode() == fb::Opcode::KvRopeAppend) {
       auto *rope = static_cast<fb::KvRopeAppendParams *>(instrAt(b, i)->mutable_params())->mutable_rope();
+      float original = rope->inv_freq()->Get(1);
       rope->mutable_inv_freq()->Mutate(1, NAN);
       std::string err = errorOf(b);
       EXPECT_NE(err.find("parameter field 'inv_freq' is NaN"), std::string::npos) << err;
+      rope->mutable_inv_freq()->Mutate(1, INFINITY);
+      err = errorOf(b);
+      EXPECT_NE(err.find("parameter field 'inv_freq' has an infinite element"), std::string::npos) << err;
+      // The user's flip: a frequency of -59.7, which the hash refuses, and so does the structure.
+      rope->mutable_inv_freq()->Mutate(1, -59.7f);
+      err = errorOf(b);
+      EXPECT_NE(err.find("parameter field 'inv_freq' has the non-positive frequency -59.7"), std::string::npos) << err;
+      rope->mutable_inv_freq()->Mutate(1, original);
+      EXPECT_EQ(errorOf(b), "");
       return;
     }
   ADD_FAILURE() << "no cbc.kv.rope_append";
