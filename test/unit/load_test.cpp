@@ -5,6 +5,7 @@
 // with a consistent finish reason, its streamed tokens must be its output, and its tokens must
 // be those it gets alone; the resident memory must not grow once the engine is warm.
 // Committed artefacts and the CPU backend: no compiler, no GPU. ctest label "load".
+#include "runtime/sampler.h"
 #include "test/support/test_support.h"
 
 #include <gtest/gtest.h>
@@ -111,6 +112,7 @@ struct Figures {
   int64_t cancelWaiting = 0, cancelRunning = 0;             // cancel() returned true
   int64_t cancelFinished = 0, cancelRejected = 0, cancelUnknown = 0, cancelTwice = 0; // false
   int64_t greedyCompared = 0, sampledCompared = 0, mismatches = 0;
+  int64_t nearTies = 0; // divergences from the solo run at a rounding-level near tie
   int64_t rssStart = 0, rssMiddle = 0, rssEnd = 0;
   int64_t heapStart = 0, heapMiddle = 0, heapEnd = 0; // bytes in use
   int64_t maxInFlight = 0, inFlightAtMiddle = 0; // requests waiting or running
@@ -223,8 +225,11 @@ protected:
     return rt::Engine::create(*artefact_, weights_, o);
   }
 
+  // Keeps the logits, which the batched run's requests do not: see nearTie.
   static rt::RequestOutput runAlone(rt::Engine &e, const Spec &s) {
-    rt::AddResult added = e.add_request(s.prompt, s.params);
+    rt::SamplingParams p = s.params;
+    p.keep_logits = true;
+    rt::AddResult added = e.add_request(s.prompt, p);
     EXPECT_TRUE(added.accepted) << added.error;
     int64_t before = e.stats().preemptions;
     for (int i = 0; i < 10000 && !e.idle(); ++i)
@@ -412,10 +417,26 @@ void Load::checkOutputs(const std::vector<Spec> &specs, const std::vector<Track>
   }
 }
 
+// Whether the batched run's token `got` at index k, where the solo run took another, is a
+// rounding-level near tie. The CPU backend's logits are not bitwise batch-invariant (sums run
+// in other orders for other batch shapes and prefill chunks: up to ~1e-5 apart here), so
+// where two candidates are that close either may win. Raising `got`'s solo logit by
+// kNearTie and sampling again with the same seed and step then gives `got`; a real fault (a
+// wrong cache block or state) moves the logits by far more (measured: ~1 to 10).
+bool nearTie(const rt::RequestOutput &solo, const rt::SamplingParams &p, size_t k, int32_t got) {
+  constexpr float kNearTie = 1e-4f;
+  if (k >= solo.logits.size())
+    return false;
+  std::vector<float> l = solo.logits[k];
+  l[got] += kNearTie;
+  return rt::sampleToken(l.data(), (int64_t)l.size(), p, (int64_t)k).token == got;
+}
+
 // Requests run alone on a roomy engine get the same tokens: every preempted or cancelled one
 // and every sampled one, plus a random sample of the other greedy ones. Sampling draws from
 // (seed, token index) only (runtime/sampler.cpp), so seeded requests must reproduce too. A
-// request cancelled while live got a prefix of its solo tokens.
+// request cancelled while live got a prefix of its solo tokens. Up to the first token where
+// they part at a near tie (counted, not failed: see nearTie).
 void Load::compareSolo(const std::vector<Spec> &specs, const std::vector<Track> &tracks,
                        Figures &f, std::mt19937_64 &rng, Problems &bad) const {
   auto e = soloEngine();
@@ -437,9 +458,15 @@ void Load::compareSolo(const std::vector<Spec> &specs, const std::vector<Track> 
     bool same = t.cancelTrue ? got.size() <= want.tokens.size() &&
                                    std::equal(got.begin(), got.end(), want.tokens.begin())
                              : got == want.tokens && t.finish == want.finish;
-    if (!same) {
+    auto part = std::mismatch(got.begin(), got.end(), want.tokens.begin(), want.tokens.end());
+    size_t k = part.first - got.begin();
+    if (!same && part.first != got.end() && part.second != want.tokens.end() &&
+        nearTie(want, specs[i].params, k, got[k])) {
+      f.nearTies++;
+      std::cout << "[load] request " << i << " parts from its solo run at a near tie, token " << k
+                << ": " << got[k] << " batched, " << want.tokens[k] << " alone\n";
+    } else if (!same) {
       f.mismatches++;
-
       bad.add("request " + std::to_string(i) + " (" + (sampled ? "sampled" : "greedy") + ", " +
               std::to_string(t.preemptions) + " preemptions, " +
               (t.cancelTrue ? "cancelled" : "finished") + ") differs from its solo run");
@@ -504,7 +531,7 @@ TEST_P(Load, EveryRequestOnceAndAsIfAlone) {
           << f.cancelRejected << ", twice " << f.cancelTwice << ", of unknown ids " << f.cancelUnknown
           << "; steps " << f.steps << ", preemptions " << f.preemptions << " (" << f.preemptedRequests
           << " requests, at most " << f.maxPreemptionsOfOne << " of one); solo comparisons: greedy "
-          << f.greedyCompared << ", sampled " << f.sampledCompared << ", mismatches " << f.mismatches
+          << f.greedyCompared << ", sampled " << f.sampledCompared << ", mismatches " << f.mismatches << ", near ties " << f.nearTies
           << "; in flight at most " << f.maxInFlight << ", at the middle " << f.inFlightAtMiddle
           << "; RSS KiB start " << f.rssStart << ", middle " << f.rssMiddle << ", end " << f.rssEnd
           << "; heap in use bytes start " << f.heapStart << ", middle " << f.heapMiddle << ", end "
@@ -514,7 +541,7 @@ TEST_P(Load, EveryRequestOnceAndAsIfAlone) {
            {"requests", f.requests}, {"accepted", f.accepted}, {"rejected", f.rejected},
            {"cancelled", f.cancelWaiting + f.cancelRunning}, {"preemptions", f.preemptions},
            {"greedy_compared", f.greedyCompared}, {"sampled_compared", f.sampledCompared},
-           {"mismatches", f.mismatches}, {"rss_start_kib", f.rssStart},
+           {"mismatches", f.mismatches}, {"near_ties", f.nearTies}, {"rss_start_kib", f.rssStart},
            {"rss_middle_kib", f.rssMiddle}, {"rss_end_kib", f.rssEnd}})
     RecordProperty(key, std::to_string(value));
 
@@ -531,6 +558,9 @@ TEST_P(Load, EveryRequestOnceAndAsIfAlone) {
   EXPECT_GE(f.preemptions, c.minPreemptions) << "the cache is meant to force preemption";
   EXPECT_GT(f.greedyCompared, 100);
   EXPECT_GT(f.sampledCompared, 50);
+  // Rounding-level ties are rare (measured: 0 at the default size, 1 in 4000 comparisons at
+  // CBC_LOAD_SCALE=4); more than one in a hundred means the numerics drifted apart.
+  EXPECT_LE(f.nearTies * 100, f.greedyCompared + f.sampledCompared);
   // The engine keeps nothing per finished request. Between the middle (half the requests back)
   // and the end (all back, none in flight) the bytes in use must not grow: 64 KiB is under
   // 64 bytes for each of the 1000+ requests of the second half, and measured growth is
