@@ -153,10 +153,12 @@ std::vector<Spec> makeSpecs(const rt::Artefact &a, int n, std::mt19937_64 &rng) 
     }
     if (uniform(0, 99) == 0) { // bad input: rejected on arrival, the others carry on
       s.bad = true;
-      if (uniform(0, 1))
-        s.prompt[0] = (int32_t)(vocab + uniform(0, 9));
-      else
-        p.max_new_tokens = 0;
+      switch (uniform(0, 3)) {
+      case 0: s.prompt[0] = (int32_t)(vocab + uniform(0, 9)); break;
+      case 1: p.max_new_tokens = 0; break;
+      case 2: s.prompt.clear(); break;
+      default: s.prompt.resize(a.meta.max_positions - p.max_new_tokens + 1, 1); break;
+      }
     }
     // One in ten is cancelled at a random step after arrival (waiting, running or done), one
     // in twenty once it has streamed some tokens (running, or finished if that is all of them).
