@@ -253,6 +253,33 @@ TEST(Sampler, SameSeedAndStepGiveTheSameToken) {
   EXPECT_GT(bySeed.size(), 30u);
 }
 
+// Batched and solo runs give logits that differ by rounding (~1e-6); where two candidates are
+// that close their sorted order can swap. The sampled token must not change with it: the
+// load test (load_test.cpp) caught a seeded request that took a different token alone.
+TEST(Sampler, RoundingThatSwapsNearTiesKeepsTheToken) {
+  std::vector<float> l = {0.3f, 1.5f, 1.5f, -0.2f, 1.0f, 0.9f, -1.0f, 0.4f};
+  std::vector<float> swapped = l;
+  swapped[1] += 2e-6f; // token 1 sorts before token 2 here...
+  swapped[2] -= 2e-6f;
+  l[1] -= 2e-6f;       // ... and after it here
+  l[2] += 2e-6f;
+  std::vector<float> noisy = l; // and every logit moved by rounding-sized noise
+  for (size_t i = 0; i < noisy.size(); ++i)
+    noisy[i] += (i % 2 ? 1e-6f : -1e-6f);
+  int differ = 0, draws = 0;
+  for (double T : {0.7, 1.0, 1.6})
+    for (int64_t topK : {0, 5})
+      for (uint64_t seed = 0; seed < 400; ++seed) {
+        SamplingParams p = sampled(T, seed);
+        p.top_k = topK;
+        int32_t want = sampleToken(l.data(), (int64_t)l.size(), p, (int64_t)seed % 7).token;
+        differ += sampleToken(swapped.data(), (int64_t)l.size(), p, (int64_t)seed % 7).token != want;
+        differ += sampleToken(noisy.data(), (int64_t)l.size(), p, (int64_t)seed % 7).token != want;
+        draws += 2;
+      }
+  EXPECT_EQ(differ, 0) << "of " << draws << " draws";
+}
+
 TEST(Sampler, ValidateAcceptsGoodParameters) {
   SamplingParams p;
   EXPECT_EQ(validateSampling(p), "");
