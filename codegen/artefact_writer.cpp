@@ -1,6 +1,7 @@
 #include "codegen/artefact_writer.h"
 
 #include "dialects/cbc/CbcOps.h"
+#include "runtime/schema/integrity.h"
 #include "runtime/schema/model_generated.h"
 #include "runtime/schema/opcodes.h"
 #include "runtime/schema/step_abi.h"
@@ -498,7 +499,9 @@ FailureOr<std::vector<uint8_t>> writeArtefact(ModuleOp module, const ArtefactInp
     mb.add_kernels(kernels);
   mb.add_config_keys(configKeys);
   fbb.Finish(mb.Finish(), fb::ModelIdentifier());
-  return std::vector<uint8_t>(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
+  std::vector<uint8_t> bytes(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
+  sealArtefact(bytes); // every byte the loader reads is covered by the trailer's hash
+  return bytes;
 }
 
 } // namespace cbc::codegen

@@ -157,11 +157,12 @@ std::string Engine::validate(const std::vector<int32_t> &prompt, const SamplingP
   std::string bad = validateSampling(p);
   if (!bad.empty())
     return bad;
-  int64_t length = (int64_t)prompt.size() + p.max_new_tokens;
-  if (length > maxModelLen_)
+  // Compared without adding: max_new_tokens may be anything up to INT64_MAX.
+  if (p.max_new_tokens > maxModelLen_ - (int64_t)prompt.size())
     return "prompt (" + std::to_string(prompt.size()) + " tokens) plus max_new_tokens (" +
            std::to_string(p.max_new_tokens) + ") exceeds the " + std::to_string(maxModelLen_) +
            " positions allowed" + (maxModelLen_ < m.max_positions ? " (max_model_len)" : " by the model");
+  int64_t length = (int64_t)prompt.size() + p.max_new_tokens;
   for (int g = 0; g < cache_->numGroups(); ++g) {
     int64_t need = cache_->maxBlocksFor(g, length, options_.max_batch_tokens);
     if (need > cache_->blocksPerGroup())
@@ -272,6 +273,8 @@ std::vector<TokenEvent> Engine::step() {
   double t0 = now();
   StepPlan &plan = plan_;
   scheduler_->schedule(plan);
+  // Counted before anything can return: a step whose every request was preempted runs nothing.
+  stats_.preemptions += (int64_t)plan.preempted.size();
   if (plan.chunks.empty()) {
     // Nothing fits although nothing else holds the cache: the head request never will.
     if (scheduler_->numRunning() == 0 && scheduler_->numWaiting() > 0) {
@@ -302,7 +305,6 @@ std::vector<TokenEvent> Engine::step() {
   scheduler_->commit(plan);
   stats_.steps++;
   stats_.computed_tokens += plan.tokens;
-  stats_.preemptions += (int64_t)plan.preempted.size();
   stats_.step_seconds += t2 - t1;
   stats_.schedule_seconds += t1 - t0;
 

@@ -55,9 +55,12 @@ Sample sampleToken(const float *logits, int64_t vocab, const SamplingParams &p, 
   if (p.top_k > 0)
     keep = std::min<int64_t>(keep, p.top_k);
   std::vector<double> probs(keep);
-  double maxScaled = logits[ids[0]] / p.temperature, sum = 0;
+  // Logits are shifted before they are scaled: with a tiny temperature (1e-320) logit / T is
+  // infinite and inf - inf is NaN; (logit - max) / T is 0 at the top and -inf or finite below,
+  // so the distribution stays well defined and tends to greedy as T -> 0.
+  double top = logits[ids[0]], sum = 0;
   for (int64_t i = 0; i < keep; ++i) {
-    probs[i] = std::exp(logits[ids[i]] / p.temperature - maxScaled);
+    probs[i] = std::exp(((double)logits[ids[i]] - top) / p.temperature);
     sum += probs[i];
   }
   for (double &q : probs)
@@ -79,18 +82,20 @@ Sample sampleToken(const float *logits, int64_t vocab, const SamplingParams &p, 
       ++n;
     keep = n;
   }
-  double total = 0;
-  for (int64_t i = 0; i < keep; ++i)
-    total += probs[i];
-  uint64_t r = mix(mix(p.seed) ^ (uint64_t)step);
-  double u = (double)(r >> 11) / (double)(1ull << 53) * total;
-  int64_t chosen = keep - 1;
+  // An exponential race: each candidate draws E ~ Exp(1) from (seed, step, its own id) and the
+  // largest p / E wins, which picks each with probability p / sum(p). Unlike walking a uniform
+  // draw down the sorted candidates, the choice does not depend on their order: when two
+  // logits are within rounding of each other and the batch shape swaps them (the backends'
+  // sums are not bitwise batch-invariant), the same token still wins.
+  uint64_t base = mix(mix(p.seed) ^ (uint64_t)step);
+  int64_t chosen = 0;
+  double best = -INFINITY;
   for (int64_t i = 0; i < keep; ++i) {
-    u -= probs[i];
-    if (u < 0) {
-      chosen = i;
-      break;
-    }
+    uint64_t r = mix(base ^ (uint64_t)(uint32_t)ids[i]);
+    double u = ((double)(r >> 11) + 0.5) / (double)(1ull << 53); // in (0, 1)
+    double score = std::log(probs[i]) - std::log(-std::log(u));
+    if (score > best || (score == best && ids[i] < ids[chosen]))
+      best = score, chosen = i;
   }
   int32_t token = ids[chosen];
   return {token, logprob(token)};

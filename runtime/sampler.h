@@ -1,6 +1,8 @@
 // Token sampling from one logits row: greedy, temperature, top-k, top-p and min-p. The random
 // draw depends only on the request's seed and how many tokens it has generated, so a request
-// samples the same tokens however it is batched, chunked or preempted.
+// samples the same tokens however it is batched, chunked or preempted. Each candidate draws its
+// own number (keyed by its id), so logits that differ by rounding between batch shapes pick the
+// same token unless two candidates are within that rounding of each other.
 #ifndef CBC_RUNTIME_SAMPLER_H
 #define CBC_RUNTIME_SAMPLER_H
 

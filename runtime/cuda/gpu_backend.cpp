@@ -76,7 +76,8 @@ size_t elemBytes(DType d) { return d == DType::BF16 || d == DType::F16 ? 2 : 4; 
 std::vector<uint8_t> convert(const HostTensor &t, DType d) {
   std::vector<uint8_t> out(t.data.size() * elemBytes(d));
   if (d == DType::F32) {
-    std::memcpy(out.data(), t.data.data(), out.size());
+    if (!out.empty()) // an empty vector's data() may be null: memcpy's arguments must not be
+      std::memcpy(out.data(), t.data.data(), out.size());
   } else if (d == DType::BF16) {
     auto *p = reinterpret_cast<uint16_t *>(out.data());
     for (size_t i = 0; i < t.data.size(); ++i)
@@ -103,7 +104,8 @@ GpuBackend::GpuBackend(const Artefact &a, const WeightSource &weights, std::uniq
   WeightStore::stream(a, weights, [&](int index, HostTensor &&t) {
     std::vector<uint8_t> bytes = convert(t, weightType[index]);
     weightPtrs_[index] = alloc(bytes.size());
-    device_->upload(weightPtrs_[index], bytes.data(), bytes.size());
+    if (!bytes.empty())
+      device_->upload(weightPtrs_[index], bytes.data(), bytes.size());
     device_->synchronize(); // the host buffer is freed next
   });
   arenaRows_[0] = limits.max_tokens;
@@ -364,7 +366,8 @@ bool GpuBackend::readValue(int value, std::vector<float> &out) {
   DType d = k_.value_dtypes[value];
   std::vector<uint8_t> raw(n * elemBytes(d));
   device_->synchronize();
-  device_->download(raw.data(), valuePtr(value), raw.size());
+  if (!raw.empty()) // no rows this step: nothing to copy, and raw.data() may be null
+    device_->download(raw.data(), valuePtr(value), raw.size());
   out.resize(n);
   for (int64_t i = 0; i < n; ++i) {
     if (d == DType::BF16)
@@ -394,7 +397,8 @@ bool GpuBackend::writeValue(int value, const std::vector<float> &in) {
     else
       reinterpret_cast<float *>(raw.data())[i] = in[i];
   }
-  device_->upload(valuePtr(value), raw.data(), raw.size());
+  if (!raw.empty())
+    device_->upload(valuePtr(value), raw.data(), raw.size());
   return true;
 }
 

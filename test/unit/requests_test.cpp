@@ -159,6 +159,18 @@ TEST_F(Requests, BadRequestsAreRejectedOneByOneWhileOthersFinish) {
   }
 }
 
+// prompt + max_new_tokens must not overflow: a huge max_new_tokens is rejected as too long.
+TEST_F(Requests, HugeMaxNewTokensIsRejectedWithoutOverflow) {
+  auto e = engine();
+  for (int64_t n : {std::numeric_limits<int64_t>::max(), std::numeric_limits<int64_t>::max() - 2,
+                    maxPositions()}) {
+    rt::AddResult r = e->add_request({1, 2, 3}, greedy(n));
+    EXPECT_FALSE(r.accepted) << n;
+    EXPECT_NE(r.error.find("max_new_tokens"), std::string::npos) << r.error;
+  }
+  drain(*e);
+}
+
 TEST_F(Requests, TheLongestLegalRequestIsAccepted) {
   auto e = engine(64ll << 20, 64);
   int64_t P = maxPositions();
@@ -308,6 +320,47 @@ TEST_F(Requests, TokenEventsStreamEveryTokenOnce) {
     EXPECT_EQ(finishedEvents[ids[i]], 1);
     EXPECT_EQ(out.at(ids[i]).tokens.size(), 2 + i);
   }
+}
+
+// Every preemption a request reports is in the engine's count too, steps that end up running
+// nothing (every scheduled request preempted) included: the run summary adds these up.
+TEST_F(Requests, PreemptionsAreCountedEvenInStepsThatRunNothing) {
+  int64_t total = 0;
+  for (const char *family : {"llama", "gpt_oss", "olmo_hybrid"}) {
+    const rt::Artefact &a = committedArtefact(family);
+    const rt::CachePlan &plan = a.cache_plan;
+    int64_t bytesPerBlockRow = 0;
+    for (const rt::CacheLayer &l : plan.layers)
+      bytesPerBlockRow += l.elemsPerToken() * 4 * plan.block_size;
+    int64_t B = plan.block_size;
+    for (int64_t budget : {1, 3, 5, 8, 16, 32}) {
+      for (int blocks : {2, 3, 4, 6}) {
+        rt::EngineOptions o;
+        o.backend = "cpu";
+        o.threads = 1;
+        o.max_batch_tokens = budget;
+        o.cache_memory_bytes = blocks * bytesPerBlockRow;
+        std::unique_ptr<rt::Engine> e;
+        try {
+          e = rt::Engine::create(a, {fixtureDir(family), 0}, o);
+        } catch (const std::runtime_error &) {
+          continue; // too small for this family's state slots
+        }
+        std::vector<rt::RequestId> ids;
+        for (int i = 0; i < 6; ++i) {
+          int64_t len = 1 + (i * 7 + blocks * 3) % (B + B / 2);
+          ids.push_back(e->add_request(std::vector<int32_t>(len, 30 + i), greedy(B / 2 + i)).id);
+        }
+        auto out = drain(*e);
+        int64_t reported = 0;
+        for (rt::RequestId id : ids)
+          reported += out.at(id).preemptions;
+        EXPECT_EQ(e->stats().preemptions, reported) << family << ", budget " << budget << ", " << blocks << " blocks";
+        total += reported;
+      }
+    }
+  }
+  EXPECT_GT(total, 0) << "the tiny caches are meant to force preemptions";
 }
 
 } // namespace

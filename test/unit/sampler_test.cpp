@@ -213,6 +213,27 @@ TEST(Sampler, FiltersCombine) {
   expectClose(histogram(l, p, kDraws), restrictedSoftmax(l, 0.8, final), kTol, "combined");
 }
 
+// A subnormal temperature scales every logit to infinity; the draw must still be well defined
+// and pick the top token (the T -> 0 limit), never the lowest-ranked candidate of a NaN row.
+TEST(Sampler, TinyTemperatureTendsToGreedy) {
+  std::vector<float> logits = {1.0f, 3.0f, 2.0f, -4.0f};
+  for (double T : {1e-320, 1e-300, 1e-30}) {
+    for (uint64_t seed = 0; seed < 16; ++seed) {
+      SamplingParams p = sampled(T, seed);
+      p.logprobs = true;
+      Sample s = sampleToken(logits.data(), (int64_t)logits.size(), p, 0);
+      EXPECT_EQ(s.token, 1) << "T " << T << ", seed " << seed;
+      EXPECT_TRUE(std::isfinite(s.logprob));
+    }
+  }
+  // Ties at the top stay a fair draw between them.
+  std::vector<float> tied = {5.0f, 1.0f, 5.0f};
+  std::set<int32_t> seen;
+  for (uint64_t seed = 0; seed < 64; ++seed)
+    seen.insert(sampleToken(tied.data(), 3, sampled(1e-320, seed), 0).token);
+  EXPECT_EQ(seen, (std::set<int32_t>{0, 2}));
+}
+
 TEST(Sampler, SameSeedAndStepGiveTheSameToken) {
   std::vector<float> flat(64, 0.0f);
   SamplingParams p = sampled(1.0, 12345);
@@ -230,6 +251,33 @@ TEST(Sampler, SameSeedAndStepGiveTheSameToken) {
     bySeed.insert(sampleToken(flat.data(), 64, p, 3).token);
   }
   EXPECT_GT(bySeed.size(), 30u);
+}
+
+// Batched and solo runs give logits that differ by rounding (~1e-6); where two candidates are
+// that close their sorted order can swap. The sampled token must not change with it: the
+// load test (load_test.cpp) caught a seeded request that took a different token alone.
+TEST(Sampler, RoundingThatSwapsNearTiesKeepsTheToken) {
+  std::vector<float> l = {0.3f, 1.5f, 1.5f, -0.2f, 1.0f, 0.9f, -1.0f, 0.4f};
+  std::vector<float> swapped = l;
+  swapped[1] += 2e-6f; // token 1 sorts before token 2 here...
+  swapped[2] -= 2e-6f;
+  l[1] -= 2e-6f;       // ... and after it here
+  l[2] += 2e-6f;
+  std::vector<float> noisy = l; // and every logit moved by rounding-sized noise
+  for (size_t i = 0; i < noisy.size(); ++i)
+    noisy[i] += (i % 2 ? 1e-6f : -1e-6f);
+  int differ = 0, draws = 0;
+  for (double T : {0.7, 1.0, 1.6})
+    for (int64_t topK : {0, 5})
+      for (uint64_t seed = 0; seed < 400; ++seed) {
+        SamplingParams p = sampled(T, seed);
+        p.top_k = topK;
+        int32_t want = sampleToken(l.data(), (int64_t)l.size(), p, (int64_t)seed % 7).token;
+        differ += sampleToken(swapped.data(), (int64_t)l.size(), p, (int64_t)seed % 7).token != want;
+        differ += sampleToken(noisy.data(), (int64_t)l.size(), p, (int64_t)seed % 7).token != want;
+        draws += 2;
+      }
+  EXPECT_EQ(differ, 0) << "of " << draws << " draws";
 }
 
 TEST(Sampler, ValidateAcceptsGoodParameters) {
@@ -261,9 +309,12 @@ TEST(Sampler, ValidateRejectsBadParameters) {
       {"negative top_p", "top_p", [](SamplingParams &p) { p.top_p = -0.1; }},
       {"top_p above 1", "top_p", [](SamplingParams &p) { p.top_p = 1.01; }},
       {"NaN top_p", "top_p", [&](SamplingParams &p) { p.top_p = nan; }},
+      {"infinite top_p", "top_p", [&](SamplingParams &p) { p.top_p = inf; }},
       {"negative min_p", "min_p", [](SamplingParams &p) { p.min_p = -0.01; }},
       {"min_p above 1", "min_p", [](SamplingParams &p) { p.min_p = 1.5; }},
       {"NaN min_p", "min_p", [&](SamplingParams &p) { p.min_p = nan; }},
+      {"infinite min_p", "min_p", [&](SamplingParams &p) { p.min_p = inf; }},
+      {"-infinite temperature", "temperature", [&](SamplingParams &p) { p.temperature = -inf; }},
       {"max_new_tokens 0", "max_new_tokens", [](SamplingParams &p) { p.max_new_tokens = 0; }},
       {"negative max_new_tokens", "max_new_tokens",
        [](SamplingParams &p) { p.max_new_tokens = -3; }},

@@ -1,14 +1,23 @@
 #include "runtime/engine.h"
 #include "runtime/memory_estimate.h"
+#include "runtime/schema/limits.h"
 #include "tools/cbc/cli.h"
 #include "tools/cbc/commands.h"
+#include "tools/cbc/prompt_reader.h"
 
 #include <nlohmann/json.hpp>
 
+#include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
+#include <cstring>
+#include <fcntl.h>
 #include <fstream>
 #include <iostream>
+#include <limits>
+#include <map>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace cbc::cli {
@@ -17,111 +26,68 @@ namespace {
 
 using nlohmann::json;
 
-struct PromptLine {
-  std::vector<int32_t> ids;
-  rt::SamplingParams params;
-  json user_id;      // echoed back when given
-  std::string error; // a malformed line becomes a rejected request
-};
-
-// One JSONL line: either a list of token ids or an object with "prompt" and sampling fields.
-PromptLine parsePromptLine(const std::string &line, const rt::SamplingParams &defaults) {
-  PromptLine p;
-  p.params = defaults;
-  json j;
-  try {
-    j = json::parse(line);
-  } catch (const json::exception &e) {
-    p.error = std::string("malformed JSON: ") + e.what();
-    return p;
-  }
-  try {
-    const json *ids = &j;
-    if (j.is_object()) {
-      if (!j.contains("prompt")) {
-        p.error = "missing \"prompt\"";
-        return p;
-      }
-      ids = &j["prompt"];
-      if (j.contains("id")) p.user_id = j["id"];
-      if (j.contains("max_new_tokens")) p.params.max_new_tokens = j["max_new_tokens"].get<int64_t>();
-      if (j.contains("temperature")) p.params.temperature = j["temperature"].get<double>();
-      if (j.contains("top_k")) p.params.top_k = j["top_k"].get<int64_t>();
-      if (j.contains("top_p")) p.params.top_p = j["top_p"].get<double>();
-      if (j.contains("min_p")) p.params.min_p = j["min_p"].get<double>();
-      if (j.contains("seed")) p.params.seed = j["seed"].get<uint64_t>();
-      if (j.contains("ignore_eos")) p.params.ignore_eos = j["ignore_eos"].get<bool>();
-      if (j.contains("logprobs")) p.params.logprobs = j["logprobs"].get<bool>();
-      if (j.contains("stop_token_ids")) p.params.stop_token_ids = j["stop_token_ids"].get<std::vector<int64_t>>();
-    }
-    if (!ids->is_array()) {
-      p.error = "\"prompt\" must be a list of token ids";
-      return p;
-    }
-    for (const json &t : *ids) {
-      if (!t.is_number_integer()) {
-        p.error = "\"prompt\" must be a list of integer token ids";
-        return p;
-      }
-      int64_t v = t.get<int64_t>();
-      if (v < INT32_MIN || v > INT32_MAX) {
-        p.error = "token id " + std::to_string(v) + " is out of range";
-        return p;
-      }
-      p.ids.push_back((int32_t)v);
-    }
-  } catch (const json::exception &e) {
-    p.error = std::string("bad field: ") + e.what();
-  }
-  return p;
-}
-
+// A progress line on stderr (a terminal only). The total is unknown until the input ends.
 class Progress {
 public:
-  Progress(size_t total, bool enabled) : total_(total), enabled_(enabled && isatty(2)) {}
-  void update(size_t done, int64_t generated, double elapsed) {
+  explicit Progress(bool enabled) : enabled_(enabled && isatty(2)) {}
+  void update(size_t done, size_t read, bool allRead, int64_t generated, double elapsed) {
     if (!enabled_)
       return;
-    int width = 30, filled = total_ ? (int)(width * done / total_) : width;
-    std::fprintf(stderr, "\r[%s%s] %zu/%zu requests, %lld tokens, %.1f tok/s", std::string(filled, '#').c_str(),
-                 std::string(width - filled, ' ').c_str(), done, total_, (long long)generated,
-                 elapsed > 0 ? generated / elapsed : 0.0);
+    shown_ = true;
+    std::string total = allRead ? std::to_string(read) : std::to_string(read) + "+";
+    int width = 30, filled = allRead && read ? (int)(width * done / read) : 0;
+    std::fprintf(stderr, "\r\033[K[%s%s] %zu/%s requests, %lld tokens, %.1f tok/s",
+                 std::string(filled, '#').c_str(), std::string(width - filled, allRead ? ' ' : '.').c_str(),
+                 done, total.c_str(), (long long)generated, elapsed > 0 ? generated / elapsed : 0.0);
+  }
+  // Before a result goes to a terminal that also shows the bar.
+  void clear() {
+    if (shown_)
+      std::fprintf(stderr, "\r\033[K");
+    shown_ = false;
   }
   void end() {
-    if (enabled_)
+    if (shown_)
       std::fprintf(stderr, "\n");
+    shown_ = false;
   }
 
 private:
-  size_t total_;
-  bool enabled_;
+  bool enabled_, shown_ = false;
 };
 
 const char *kRunAbout =
-    "Serves the prompts of a JSONL file with continuous batching and prints one JSONL\n"
-    "line per request, in input order. A line is a list of token ids or an object\n"
-    "{\"prompt\": [...], \"max_new_tokens\": N, \"temperature\": T, \"top_k\": K, \"top_p\": P,\n"
-    " \"min_p\": M, \"seed\": S, \"stop_token_ids\": [...], \"ignore_eos\": B, \"logprobs\": B}.\n"
-    "A bad request is rejected with its reason; the others go on.";
+    "Serves JSONL prompts with continuous batching. Lines are read as they arrive (a file, a\n"
+    "pipe or the terminal) and each is served at once; each request's result is printed, as one\n"
+    "JSONL line with its \"index\" (its place among the input's non-blank lines, from 0), as soon\n"
+    "as it finishes: results come in completion order, not input order. A line is a list of token\n"
+    "ids or an object {\"prompt\": [...], \"id\": ANY, \"max_new_tokens\": N, \"temperature\": T,\n"
+    "\"top_k\": K, \"top_p\": P, \"min_p\": M, \"seed\": S, \"stop_token_ids\": [...],\n"
+    "\"ignore_eos\": B, \"logprobs\": B}. Every line gets exactly one result: a bad one (malformed,\n"
+    "an unknown key, a wrong type or range) is \"rejected\" with an \"error\" naming its line and\n"
+    "field, and the others go on. With --stream, each generated token is also printed as\n"
+    "{\"index\": I, \"token\": T} (with \"logprob\" when asked for) as it is generated. A bad flag\n"
+    "or prompts file exits with status 2 before any work.";
 
 Args runArgs() {
   return Args("run", kRunAbout,
               {{"--weights", "DIR", "safetensors checkpoint (a directory or a .safetensors file)"},
                {"--random-weights", "", "use random weights instead of a checkpoint"},
-               {"--seed", "S", "seed of the random weights and the default sampling seed (default 0)"},
+               {"--seed", "S", "seed of the random weights and of request i's sampling (S + i), >= 0 (default 0)"},
                {"--prompts", "FILE", "JSONL prompts (default: standard input)"},
                {"-o", "FILE", "write results here (default: standard output)"},
-               {"--max-new-tokens", "N", "default max_new_tokens (default 16)"},
-               {"--temperature", "T", "default temperature; 0 is greedy (default 0)"},
-               {"--top-k", "K", "default top-k (default 0: off)"},
-               {"--top-p", "P", "default top-p (default 1)"},
-               {"--min-p", "P", "default min-p (default 0)"},
+               {"--stream", "", "also print each token as it is generated"},
+               {"--max-new-tokens", "N", "default max_new_tokens, >= 1 (default 16)"},
+               {"--temperature", "T", "default temperature, >= 0; 0 is greedy (default 0)"},
+               {"--top-k", "K", "default top-k, >= 0 (default 0: off)"},
+               {"--top-p", "P", "default top-p, in (0, 1] (default 1)"},
+               {"--min-p", "P", "default min-p, in [0, 1] (default 0)"},
                {"--logprobs", "", "report the log-probability of each generated token"},
                {"--backend", "auto|cpu|cuda", "execution backend (default auto: CUDA if usable, else CPU)"},
-               {"--max-batch-tokens", "N", "token budget per step (default 256)"},
-               {"--max-requests", "N", "requests per step (default 64)"},
-               {"--cache-memory", "MIB", "memory for the paged cache, in MiB (default 256)"},
-               {"--threads", "N", "CPU threads (default: all cores)"},
+               {"--max-batch-tokens", "N", "token budget per step, 1 to 2^20 (default 256)"},
+               {"--max-requests", "N", "requests per step, 1 to 2^20 (default 64)"},
+               {"--cache-memory", "MIB", "memory for the paged cache, 1 to 16777216 MiB (default 256)"},
+               {"--threads", "N", "CPU threads, 1 to 1024 (default 0: all cores)"},
                {"--quiet", "", "no progress bar or summary"}},
               "MODEL");
 }
@@ -131,32 +97,54 @@ struct RunSettings {
   rt::EngineOptions options;
   rt::SamplingParams defaults;
   rt::WeightSource weights;
-  bool quiet = false;
+  bool quiet = false, stream = false;
 };
+
+// An integer flag within [lo, hi]: the message names the flag and the range.
+int64_t intFlag(const Args &args, const std::string &flag, int64_t fallback, int64_t lo, int64_t hi,
+                const std::string &range) {
+  int64_t v = args.getInt(flag, fallback);
+  if (v < lo || v > hi)
+    throw UsageError(flag + " must be " + range + ", got " + std::to_string(v));
+  return v;
+}
+
+// A number flag: finite, and ok(v) (the range in words).
+template <typename Ok>
+double numberFlag(const Args &args, const std::string &flag, double fallback, Ok ok, const std::string &range) {
+  double v = args.getDouble(flag, fallback);
+  if (!std::isfinite(v) || !ok(v))
+    throw UsageError(flag + " must be " + range + ", got " + args.get(flag));
+  return v;
+}
 
 RunSettings readSettings(const Args &args) {
   if (args.positionals().size() != 1)
     throw UsageError("expected exactly one MODEL argument");
   if (args.has("--weights") == args.has("--random-weights"))
     throw UsageError("give either --weights DIR or --random-weights");
+  const int64_t kMax = std::numeric_limits<int64_t>::max();
   RunSettings r;
   r.weights.checkpoint_dir = args.get("--weights");
-  r.weights.seed = (uint64_t)args.getInt("--seed", 0);
-  r.defaults.max_new_tokens = args.getInt("--max-new-tokens", 16);
-  r.defaults.temperature = args.getDouble("--temperature", 0.0);
-  r.defaults.top_k = args.getInt("--top-k", 0);
-  r.defaults.top_p = args.getDouble("--top-p", 1.0);
-  r.defaults.min_p = args.getDouble("--min-p", 0.0);
-  r.defaults.logprobs = args.has("--logprobs");
+  r.weights.seed = (uint64_t)intFlag(args, "--seed", 0, 0, kMax, ">= 0");
+  rt::SamplingParams &d = r.defaults;
+  d.max_new_tokens = intFlag(args, "--max-new-tokens", 16, 1, kMax, ">= 1");
+  d.temperature = numberFlag(args, "--temperature", 0.0, [](double v) { return v >= 0; }, "a number >= 0");
+  d.top_k = intFlag(args, "--top-k", 0, 0, kMax, ">= 0");
+  d.top_p = numberFlag(args, "--top-p", 1.0, [](double v) { return v > 0 && v <= 1; }, "in (0, 1]");
+  d.min_p = numberFlag(args, "--min-p", 0.0, [](double v) { return v >= 0 && v <= 1; }, "in [0, 1]");
+  d.logprobs = args.has("--logprobs");
   rt::EngineOptions &o = r.options;
   o.backend = args.get("--backend", "auto");
-  o.max_batch_tokens = args.getInt("--max-batch-tokens", 256);
-  o.max_requests = args.getInt("--max-requests", 64);
-  o.cache_memory_bytes = args.getInt("--cache-memory", 256) << 20;
-  o.threads = (int)args.getInt("--threads", 0);
-  if (o.max_batch_tokens < 1 || o.max_requests < 1 || o.cache_memory_bytes <= 0)
-    throw UsageError("--max-batch-tokens, --max-requests and --cache-memory must be positive");
+  if (o.backend != "auto" && o.backend != "cpu" && o.backend != "cuda")
+    throw UsageError("--backend must be auto, cpu or cuda, got '" + o.backend + "'");
+  o.max_batch_tokens = intFlag(args, "--max-batch-tokens", 256, 1, 1 << 20, "in [1, 2^20]");
+  o.max_requests = intFlag(args, "--max-requests", 64, 1, 1 << 20, "in [1, 2^20]");
+  // In MiB, shifted to bytes: bounded so that the shift cannot overflow (2^24 MiB: 16 TiB).
+  o.cache_memory_bytes = intFlag(args, "--cache-memory", 256, 1, int64_t(1) << 24, "in [1, 16777216] MiB") << 20;
+  o.threads = (int)intFlag(args, "--threads", 0, 0, 1024, "in [1, 1024], or 0 for all cores");
   r.quiet = args.has("--quiet");
+  r.stream = args.has("--stream");
   bool quiet = r.quiet;
   o.log = [quiet](const std::string &m) {
     if (!quiet)
@@ -165,26 +153,20 @@ RunSettings readSettings(const Args &args) {
   return r;
 }
 
-// Every prompt, read before serving: a malformed line is a rejected request, not a crash.
-// Request i's default seed is the weights' seed plus i. False when the file cannot be read.
-bool readPrompts(const std::string &path, const RunSettings &s, std::vector<PromptLine> &prompts) {
-  std::ifstream file;
-  std::istream *in = &std::cin;
-  if (path != "-") {
-    file.open(path);
-    if (!file)
-      return false;
-    in = &file;
-  }
-  std::string line;
-  while (std::getline(*in, line)) {
-    if (line.find_first_not_of(" \t\r") == std::string::npos)
-      continue;
-    rt::SamplingParams d = s.defaults;
-    d.seed = s.weights.seed + prompts.size();
-    prompts.push_back(parsePromptLine(line, d));
-  }
-  return true;
+// The prompts' file descriptor: standard input for "-". Throws UsageError for a missing file,
+// a directory or one that cannot be read, before any work.
+int openPrompts(const std::string &path) {
+  if (path == "-")
+    return 0;
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0)
+    throw UsageError("cannot read prompts '" + path + "': " + std::strerror(errno));
+  if (S_ISDIR(st.st_mode))
+    throw UsageError("prompts '" + path + "' is a directory, not a JSONL file");
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    throw UsageError("cannot read prompts '" + path + "': " + std::strerror(errno));
+  return fd;
 }
 
 // The engine, or the exit status: 2 for a bad artefact or checkpoint, 1 for anything else.
@@ -210,6 +192,14 @@ std::unique_ptr<rt::Engine> loadEngine(const std::string &model, const RunSettin
   } catch (const rt::MemoryError &e) {
     std::fprintf(stderr, "cbc run: error: %s\n", e.what());
     status = 2;
+  } catch (const std::bad_alloc &) {
+    // What the flags asked for (or the model) does not fit this machine: bad input, not a bug.
+    std::fprintf(stderr,
+                 "cbc run: error: out of memory loading the model and its buffers (--cache-memory %lld MiB, "
+                 "--max-batch-tokens %lld, --max-requests %lld); lower them\n",
+                 (long long)(s.options.cache_memory_bytes >> 20), (long long)s.options.max_batch_tokens,
+                 (long long)s.options.max_requests);
+    status = 2;
   } catch (const std::exception &e) {
     std::fprintf(stderr, "cbc run: error: %s\n", e.what());
     status = 1;
@@ -217,128 +207,192 @@ std::unique_ptr<rt::Engine> loadEngine(const std::string &model, const RunSettin
   return nullptr;
 }
 
-json resultLine(size_t index, const rt::RequestOutput &o, const PromptLine &p) {
-  json r = {{"index", index}, {"tokens", o.tokens}, {"finish_reason", rt::finishReasonName(o.finish)},
+json resultLine(const rt::RequestOutput &o, const PromptLine &p) {
+  json r = {{"index", p.index}, {"tokens", o.tokens}, {"finish_reason", rt::finishReasonName(o.finish)},
             {"prompt_tokens", o.prompt.size()}, {"generated_tokens", o.tokens.size()},
             {"ttft_ms", o.ttft_s * 1e3}, {"latency_ms", o.latency_s * 1e3},
             {"preemptions", o.preemptions}};
-  if (!p.user_id.is_null())
-    r["id"] = p.user_id;
+  if (!p.request.user_id.is_null())
+    r["id"] = p.request.user_id;
   if (!o.error.empty())
-    r["error"] = o.error;
-  if (p.params.logprobs)
+    r["error"] = "line " + std::to_string(p.line) + ": " + o.error;
+  if (p.request.params.logprobs)
     r["logprobs"] = o.logprobs;
   return r;
 }
 
-// Serves every prompt to completion; one result line per prompt, in input order. A malformed
-// line is answered as rejected without reaching the engine. Throws what the engine throws.
-struct Served {
-  std::vector<json> results;
-  size_t submitted = 0; // prompts the engine saw
-};
-
-Served serveAll(rt::Engine &engine, const std::vector<PromptLine> &prompts, bool quiet) {
-  auto start = std::chrono::steady_clock::now();
-  Served s;
-  s.results.resize(prompts.size());
-  std::map<rt::RequestId, size_t> indexOf;
-  size_t done = 0;
-  auto collect = [&] {
-    for (const auto &o : engine.take_finished()) {
-      size_t i = indexOf.at(o.id);
-      s.results[i] = resultLine(i, o, prompts[i]);
-      ++done;
-    }
-  };
-  for (size_t i = 0; i < prompts.size(); ++i) {
-    const PromptLine &p = prompts[i];
-    if (!p.error.empty()) {
-      s.results[i] = {{"index", i}, {"tokens", json::array()}, {"finish_reason", "rejected"},
-                      {"error", "line " + std::to_string(i + 1) + ": " + p.error}};
-      ++done;
-      continue;
-    }
-    indexOf[engine.add_request(p.ids, p.params).id] = i;
-  }
-  s.submitted = indexOf.size();
-  Progress progress(prompts.size(), !quiet);
-  try {
-    collect();
-    while (!engine.idle()) {
-      engine.step();
-      collect();
-      double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      progress.update(done, engine.stats().generated_tokens, elapsed);
-    }
-  } catch (...) {
-    progress.end();
-    throw;
-  }
-  progress.end();
-  return s;
+// A line the parser refused: answered without reaching the engine.
+json malformedLine(const PromptLine &p) {
+  json r = {{"index", p.index}, {"tokens", json::array()}, {"finish_reason", "rejected"},
+            {"error", "line " + std::to_string(p.line) + ": " + p.request.error}};
+  if (!p.request.user_id.is_null())
+    r["id"] = p.request.user_id;
+  return r;
 }
 
-void printSummary(const rt::EngineStats &s, size_t prompts, size_t submitted, double elapsed) {
+// Serves the prompts as the reader hands them over; prints each result (and with --stream each
+// token) as it comes, flushed, so a consumer can answer a result before sending the next line.
+// Only this thread touches the engine. Throws what the engine throws.
+class Server {
+public:
+  Server(rt::Engine &engine, PromptReader &reader, std::ostream &out, const RunSettings &s)
+      : engine_(engine), reader_(reader), out_(out), stream_(s.stream), progress_(!s.quiet) {}
+
+  void run() {
+    auto start = std::chrono::steady_clock::now();
+    // Lines wait in the reader (bounded) rather than in the engine once this many are queued.
+    const size_t maxWaiting = 1024;
+    std::vector<PromptLine> arrived;
+    bool inputOpen = true;
+    while (inputOpen || !engine_.idle()) {
+      if (inputOpen) {
+        arrived.clear();
+        size_t room = engine_.num_waiting() < maxWaiting ? maxWaiting - engine_.num_waiting() : 0;
+        if (room > 0 || engine_.idle())
+          inputOpen = reader_.take(arrived, std::max<size_t>(room, 1), engine_.idle());
+        for (PromptLine &p : arrived)
+          add(std::move(p));
+        collect();
+      }
+      if (!engine_.idle()) {
+        std::vector<rt::TokenEvent> events = engine_.step();
+        if (stream_)
+          print(events);
+        collect();
+      }
+      double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      progress_.update(done_, reader_.count(), !inputOpen, engine_.stats().generated_tokens, elapsed);
+    }
+    progress_.end();
+    if (!lines_.empty())
+      throw std::logic_error(std::to_string(lines_.size()) + " requests ended without a result");
+  }
+  void abandon() { progress_.end(); }
+
+  size_t malformed() const { return malformed_; }
+
+private:
+  void add(PromptLine p) {
+    if (!p.request.error.empty()) {
+      emit(malformedLine(p));
+      ++malformed_;
+      return;
+    }
+    // The engine keeps the prompt; the line keeps what its result echoes.
+    rt::RequestId id = engine_.add_request(std::move(p.request.ids), p.request.params).id;
+    lines_[id] = std::move(p);
+  }
+
+  void collect() {
+    for (const rt::RequestOutput &o : engine_.take_finished()) {
+      auto it = lines_.find(o.id);
+      emit(resultLine(o, it->second));
+      lines_.erase(it);
+    }
+  }
+
+  void print(const std::vector<rt::TokenEvent> &events) {
+    for (const rt::TokenEvent &ev : events) {
+      const PromptLine &p = lines_.at(ev.id);
+      json e = {{"index", p.index}, {"token", ev.token}};
+      if (p.request.params.logprobs)
+        e["logprob"] = ev.logprob;
+      write(e);
+    }
+  }
+
+  void emit(const json &result) {
+    write(result);
+    ++done_;
+  }
+
+  void write(const json &line) {
+    progress_.clear();
+    out_ << line.dump() << "\n";
+    out_.flush();
+    if (!out_)
+      throw std::runtime_error("cannot write the results (disk full or output closed?)");
+  }
+
+  rt::Engine &engine_;
+  PromptReader &reader_;
+  std::ostream &out_;
+  bool stream_;
+  Progress progress_;
+  std::map<rt::RequestId, PromptLine> lines_;
+  size_t done_ = 0, malformed_ = 0;
+};
+
+void printSummary(const rt::EngineStats &s, size_t prompts, size_t malformed, double elapsed) {
   std::fprintf(stderr,
                "cbc run: %zu requests (%lld rejected), %lld prompt tokens, %lld generated tokens "
                "in %.2f s: %.1f generated tok/s, %.1f processed tok/s, %lld steps, %lld preemptions\n",
-               prompts, (long long)(s.rejected + (prompts - submitted)), (long long)s.prompt_tokens,
+               prompts, (long long)(s.rejected + malformed), (long long)s.prompt_tokens,
                (long long)s.generated_tokens, elapsed,
                elapsed > 0 ? s.generated_tokens / elapsed : 0.0,
                elapsed > 0 ? s.computed_tokens / elapsed : 0.0, (long long)s.steps,
                (long long)s.preemptions);
 }
 
+// Everything that can be refused before work: the flags, the prompts file and the output file.
+struct Setup {
+  RunSettings settings;
+  int promptFd = -1;
+  std::unique_ptr<std::ofstream> outFile;
+};
+
+Setup setUp(const Args &args) {
+  Setup s;
+  s.settings = readSettings(args);
+  std::string promptPath = args.get("--prompts", "-");
+  s.promptFd = openPrompts(promptPath);
+  if (args.has("-o")) {
+    s.outFile = std::make_unique<std::ofstream>(args.get("-o"));
+    if (!*s.outFile)
+      throw UsageError("cannot write '" + args.get("-o") + "'");
+  }
+  return s;
+}
+
 } // namespace
 
 int runMain(int argc, char **argv) {
   Args args = runArgs();
-  RunSettings settings;
+  Setup setup;
   try {
     if (!args.parse(argc, argv))
       return 0;
-    settings = readSettings(args);
+    setup = setUp(args);
   } catch (const UsageError &e) {
     std::fprintf(stderr, "cbc run: error: %s\n", e.what());
     return 2;
   }
-  std::vector<PromptLine> prompts;
-  std::string promptPath = args.get("--prompts", "-");
-  if (!readPrompts(promptPath, settings, prompts)) {
-    std::fprintf(stderr, "cbc run: error: cannot read prompts '%s'\n", promptPath.c_str());
-    return 2;
-  }
+  const RunSettings &settings = setup.settings;
   int status = 0;
   std::unique_ptr<rt::Engine> engine = loadEngine(args.positionals()[0], settings, status);
   if (!engine)
     return status;
-
-  std::ofstream outFile;
-  std::ostream *out = &std::cout;
-  if (args.has("-o")) {
-    outFile.open(args.get("-o"));
-    if (!outFile) {
-      std::fprintf(stderr, "cbc run: error: cannot write '%s'\n", args.get("-o").c_str());
-      return 2;
-    }
-    out = &outFile;
-  }
+  std::ostream &out = setup.outFile ? *setup.outFile : std::cout;
+  if (setup.promptFd == 0 && isatty(0) && !settings.quiet)
+    std::fprintf(stderr, "cbc run: reading prompts from standard input, one JSON line each (end with Ctrl-D)\n");
 
   auto start = std::chrono::steady_clock::now();
-  Served served;
+  PromptReader reader(setup.promptFd, settings.defaults, settings.weights.seed);
+  Server server(*engine, reader, out, settings);
   try {
-    served = serveAll(*engine, prompts, settings.quiet);
+    server.run();
   } catch (const std::exception &e) {
+    server.abandon();
     std::fprintf(stderr, "cbc run: error: %s\n", e.what());
     return 1;
   }
-  for (const json &r : served.results)
-    *out << r.dump() << "\n";
-  out->flush();
+  if (!reader.error().empty()) {
+    std::fprintf(stderr, "cbc run: error: reading prompts: %s\n", reader.error().c_str());
+    return 2;
+  }
   double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (!settings.quiet)
-    printSummary(engine->stats(), prompts.size(), served.submitted, elapsed);
+    printSummary(engine->stats(), reader.count(), server.malformed(), elapsed);
   return 0;
 }
 
