@@ -71,7 +71,7 @@ const char *kRunAbout =
 
 Args runArgs() {
   return Args("run", kRunAbout,
-              {{"--weights", "DIR", "safetensors checkpoint (a directory or a .safetensors file)"},
+              {{"--weights", "CHECKPOINT", "safetensors checkpoint: a directory, a .safetensors file, its model.safetensors.index.json or the config.json beside it"},
                {"--random-weights", "", "use random weights instead of a checkpoint"},
                {"--seed", "S", "seed of the random weights and of request i's sampling (S + i), >= 0 (default 0)"},
                {"--prompts", "FILE", "JSONL prompts (default: standard input)"},
@@ -122,7 +122,7 @@ RunSettings readSettings(const Args &args) {
   if (args.positionals().size() != 1)
     throw UsageError("expected exactly one MODEL argument");
   if (args.has("--weights") == args.has("--random-weights"))
-    throw UsageError("give either --weights DIR or --random-weights");
+    throw UsageError("give either --weights CHECKPOINT or --random-weights");
   const int64_t kMax = std::numeric_limits<int64_t>::max();
   RunSettings r;
   r.weights.checkpoint_dir = args.get("--weights");
