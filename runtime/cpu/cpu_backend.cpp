@@ -4,6 +4,7 @@
 #include "runtime/thread_pool.h"
 
 #include <algorithm>
+#include <cblas.h>
 #include <limits>
 #include <map>
 #include <stdexcept>
@@ -40,6 +41,11 @@ private:
 
 CpuBackend::CpuBackend(const Artefact &a, WeightStore weights, const BackendLimits &limits, int threads)
     : artefact_(a), weights_(std::move(weights)), limits_(limits), pool_(threads) {
+  // OpenBLAS keeps its own threads, one per core unless told: without this, --threads 1 still
+  // ran every GEMM on all cores and idle BLAS threads spun in sched_yield between steps. The
+  // setting is process-wide; the last backend built decides it.
+  if (threads > 0)
+    openblas_set_num_threads(threads);
   checkArenaSlots();
   env_.artefact = &artefact_;
   env_.weights = &weights_;

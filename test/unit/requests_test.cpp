@@ -10,6 +10,9 @@
 #include <limits>
 #include <map>
 
+// OpenBLAS's own, declared here because the tests do not see its header.
+extern "C" int openblas_get_num_threads(void);
+
 namespace cbc::test {
 namespace {
 
@@ -364,4 +367,18 @@ TEST_F(Requests, PreemptionsAreCountedEvenInStepsThatRunNothing) {
 }
 
 } // namespace
+
+// OpenBLAS's own thread count follows EngineOptions::threads: before, --threads 1 still ran
+// every GEMM on all cores and idle BLAS threads spun between steps.
+
+TEST_F(Requests, TheThreadsOptionAlsoBoundsBlasThreads) {
+  for (int threads : {2, 1}) {
+    rt::EngineOptions o;
+    o.backend = "cpu";
+    o.threads = threads;
+    auto e = rt::Engine::create(*artefact_, {fixtureDir("llama"), 0}, o);
+    EXPECT_EQ(openblas_get_num_threads(), threads);
+  }
+}
+
 } // namespace cbc::test
