@@ -6,13 +6,16 @@
 #include "dialects/cbc/CbcOps.h"
 #include "frontends/hf_config/lower_to_cbc.h"
 #include "passes/Passes.h"
+#include "runtime/schema/limits.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Pass/PassManager.h"
 
+#include <algorithm>
 #include <chrono>
+#include <set>
 #include <stdexcept>
 
 namespace cbc::driver {
@@ -55,11 +58,57 @@ private:
   std::chrono::steady_clock::time_point start_;
 };
 
+std::string archList(const std::vector<int> &archs) {
+  std::string out;
+  for (int a : archs)
+    out += (out.empty() ? "sm_" : ", sm_") + std::to_string(a);
+  return out;
+}
+
+// One --target entry: sm_NN for an architecture this NVRTC compiles for. A virtual
+// architecture (compute_NN) yields no cubin, and suffixed ones (sm_90a) would never match the
+// device name the runtime looks for, so both are refused rather than packed as kernels that
+// no GPU loads; the first target's PTX already serves newer GPUs.
+void validateTarget(const std::string &target, const std::vector<int> &archs) {
+  std::string known = archs.empty() ? "" : " (this NVRTC supports " + archList(archs) + ")";
+  if (target.rfind("compute_", 0) == 0)
+    throw OptionError("--target '" + target + "': cbc compiles real architectures (sm_NN), not virtual ones; "
+                      "the first target's PTX is kept for newer GPUs" + known);
+  std::string digits = target.rfind("sm_", 0) == 0 ? target.substr(3) : "";
+  bool numeric = !digits.empty() && digits.size() <= 4 &&
+                 std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; });
+  if (!numeric)
+    throw OptionError("--target '" + target + "' is not a CUDA architecture of the form sm_NN" + known);
+  if (!archs.empty() && std::find(archs.begin(), archs.end(), std::stoi(digits)) == archs.end())
+    throw OptionError("--target '" + target + "' is not supported by this NVRTC" + known);
+}
+
 } // namespace
 
-CompileResult compileConfig(const std::string &configJson, const CompileOptions &options) {
+void validateOptions(const CompileOptions &options) {
   if (options.dtype != "bf16" && options.dtype != "f16" && options.dtype != "f32")
-    throw std::runtime_error("unknown --dtype '" + options.dtype + "' (bf16, f16 or f32)");
+    throw OptionError("--dtype must be bf16, f16 or f32, got '" + options.dtype + "'");
+  if (options.block_size <= 0 || options.block_size > limits::kMaxBlockSize)
+    throw OptionError("--block-size must be between 1 and " + std::to_string(limits::kMaxBlockSize) + ", got " +
+                      std::to_string(options.block_size));
+  if (!options.emit_cuda)
+    return;
+  if (options.dtype == "f16")
+    throw OptionError("--dtype f16 has no CUDA code generation (the kernels take bf16 or f32); "
+                      "use --dtype bf16 or f32, or add --no-cuda");
+  if (options.targets.empty())
+    throw OptionError("--target names no architecture; use --no-cuda for a CPU-only artefact");
+  std::vector<int> archs = codegen::supportedArchs();
+  std::set<std::string> seen;
+  for (const std::string &t : options.targets) {
+    validateTarget(t, archs);
+    if (!seen.insert(t).second)
+      throw OptionError("--target names '" + t + "' twice");
+  }
+}
+
+CompileResult compileConfig(const std::string &configJson, const CompileOptions &options) {
+  validateOptions(options);
   // No progress line before the config is parsed: a bad config must print only its one error.
   auto start = std::chrono::steady_clock::now();
   hf::ModelSpec spec = hf::parseConfig(configJson);
@@ -76,8 +125,7 @@ CompileResult compileSpec(const hf::ModelSpec &spec, const std::string &configJs
     if (options.progress)
       options.progress(m);
   };
-  if (options.dtype != "bf16" && options.dtype != "f16" && options.dtype != "f32")
-    throw std::runtime_error("unknown --dtype '" + options.dtype + "' (bf16, f16 or f32)");
+  validateOptions(options);
 
   MLIRContext ctx;
   DiagnosticCollector diags(ctx);
