@@ -91,6 +91,19 @@ int64_t ConfigReader::getSize(const std::string &key, int64_t fallback, int64_t 
   return has(key) ? requireSize(key, bound) : fallback;
 }
 
+int64_t ConfigReader::getCount(const std::string &key, int64_t fallback, int64_t bound) const {
+  if (!has(key))
+    return fallback;
+  int64_t v = requireInt(key);
+  if (v < 0)
+    throw ConfigError(path(key), "must not be negative");
+  int64_t most = bound ? bound : sizeBound(key);
+  if (v > most)
+    throw ConfigError(path(key), "is " + std::to_string(v) + ", above the largest cbc supports (" +
+                                     std::to_string(most) + ")");
+  return v;
+}
+
 namespace {
 const char *kPosInf = "<cbc:Infinity>", *kNegInf = "<cbc:-Infinity>", *kNaN = "<cbc:NaN>";
 

@@ -40,6 +40,8 @@ public:
   // runtime/schema/limits.h (sizeBound), so nothing that compiles is refused by the loader.
   int64_t requireSize(const std::string &key, int64_t bound = 0) const;
   int64_t getSize(const std::string &key, int64_t fallback, int64_t bound = 0) const;
+  // A count that may be 0 (shared experts, a window): not negative, at most `bound` (0: sizeBound).
+  int64_t getCount(const std::string &key, int64_t fallback, int64_t bound = 0) const;
   double getNumber(const std::string &key, double fallback) const;
   double requireNumber(const std::string &key) const;
   bool getBool(const std::string &key, bool fallback) const;

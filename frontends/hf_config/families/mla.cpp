@@ -4,6 +4,7 @@
 #include "frontends/hf_config/families/helpers.h"
 #include "frontends/hf_config/families/mla.h"
 #include "frontends/hf_config/parse_config.h"
+#include "runtime/schema/limits.h"
 
 #include <cmath>
 #include <functional>
@@ -89,9 +90,12 @@ void parseDeepseekMoe(const ConfigReader &r, ModelSpec &s, const RouterRule &rul
       throw ConfigError(r.path("topk_group"), "keeps fewer experts than num_experts_per_tok");
     m.groups = {.count = nGroup, .keep = topkGroup, .score = rule.group_score, .fill = rule.group_fill};
   }
-  m.shared_intermediate = m.intermediate * r.getInt("n_shared_experts", d.shared);
-  if (m.shared_intermediate < 0)
-    throw ConfigError(r.path("n_shared_experts"), "must not be negative");
+  m.shared_intermediate = m.intermediate * r.getCount("n_shared_experts", d.shared);
+  // The shared experts run as one MLP of their summed width, a dimension like any other.
+  if (m.shared_intermediate > limits::kMaxDim)
+    throw ConfigError(r.path("n_shared_experts"), "gives a shared expert " + std::to_string(m.shared_intermediate) +
+                                                      " wide, above the largest cbc supports (" +
+                                                      std::to_string(limits::kMaxDim) + ")");
   ExpertNaming &n = m.names;
   if (d.fused) {
     n.router = "mlp.gate.weight";
@@ -231,9 +235,7 @@ void parseLongcatFlash(const ConfigReader &r, ModelSpec &s) {
   MoeSpec &m = s.moe;
   const char *topKey = r.has("moe_topk") ? "moe_topk" : "num_experts_per_tok";
   m.num_experts = r.getSize("n_routed_experts", 512);
-  m.zero_experts = r.getInt("zero_expert_num", 256);
-  if (m.zero_experts < 0)
-    throw ConfigError(r.path("zero_expert_num"), "must not be negative");
+  m.zero_experts = r.getCount("zero_expert_num", 256, limits::kMaxExperts);
   m.top_k = r.getSize(topKey, 12);
   if (m.top_k > m.num_experts + m.zero_experts)
     throw ConfigError(r.path(topKey), "exceeds n_routed_experts + zero_expert_num");

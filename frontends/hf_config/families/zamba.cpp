@@ -59,6 +59,10 @@ std::vector<std::string> zambaDefaultLayers(const ConfigReader &r) {
   return types;
 }
 
+// attention_head_dim, or head_dim, which the config classes map onto it (attribute_map) and
+// which wins where both are given, as transformers 5.23 applies it after the fields.
+const char *zambaHeadDimKey(const ConfigReader &r) { return r.has("head_dim") ? "head_dim" : "attention_head_dim"; }
+
 // The shared block reads [h | embeddings], 2 * hidden_size wide, whatever attention_hidden_size says.
 void zambaBlockWidth(const ConfigReader &r, const ModelSpec &s) {
   if (r.has("attention_hidden_size") && r.requireSize("attention_hidden_size") != 2 * s.hidden_size)
@@ -68,9 +72,7 @@ void zambaBlockWidth(const ConfigReader &r, const ModelSpec &s) {
 void parseZamba(const ConfigReader &r, ModelSpec &s) {
   zambaLayers(r, s, LayerKind::Mamba1, zambaDefaultLayers(r), 76);
   zambaBlockWidth(r, s);
-  int64_t headDim = r.has("attention_head_dim") ? r.requireSize("attention_head_dim")
-                                                 : r.getSize("head_dim", 2 * s.hidden_size / s.attn.num_heads);
-  zambaAttention(r, s, headDim);
+  zambaAttention(r, s, r.getSize(zambaHeadDimKey(r), 2 * s.hidden_size / s.attn.num_heads));
   s.attn.rope = false;
   parseMamba1(r, s, {"mamba_d_state", "mamba_expand", "mamba_d_conv", "mamba_dt_rank", "mamba_conv_bias",
                      "mamba_proj_bias"});
@@ -140,7 +142,7 @@ void parseZamba2(const ConfigReader &r, ModelSpec &s) {
   // attention_head_dim (or head_dim, its attribute_map alias) sets the shared block's heads;
   // the other two must agree with what the modules are built from.
   zambaBlockWidth(r, s);
-  const char *headKey = r.has("attention_head_dim") ? "attention_head_dim" : "head_dim";
+  const char *headKey = zambaHeadDimKey(r);
   if (!r.has(headKey) && (2 * s.hidden_size) % s.attn.num_heads != 0)
     throw ConfigError(r.path("num_attention_heads"), "must divide 2 * hidden_size");
   zambaAttention(r, s, r.getSize(headKey, 2 * s.hidden_size / s.attn.num_heads));
