@@ -83,6 +83,50 @@ void validateTarget(const std::string &target, const std::vector<int> &archs) {
     throw OptionError("--target '" + target + "' is not supported by this NVRTC" + known);
 }
 
+// Every size within runtime/schema/limits.h can still multiply into a weight or a per-request
+// state beyond kMaxTensorElems, which the loader refuses: refused here instead, as a bad config
+// (status 2), naming the tensor, so that nothing that compiles is rejected by `dump` or `run`.
+bool tooManyElements(llvm::ArrayRef<int64_t> shape, int64_t &elems) {
+  elems = 1;
+  for (int64_t d : shape) {
+    if (d > 0 && elems > limits::kMaxTensorElems / d)
+      return true;
+    elems *= std::max<int64_t>(d, 1);
+  }
+  return elems > limits::kMaxTensorElems;
+}
+
+std::string shapeText(llvm::ArrayRef<int64_t> shape) {
+  std::string out;
+  for (int64_t d : shape)
+    out += (out.empty() ? "" : " x ") + std::to_string(d);
+  return "[" + out + "]";
+}
+
+void checkWeightSizes(ModuleOp module) {
+  module.walk([&](cbc::WeightRefOp op) {
+    auto type = llvm::dyn_cast<RankedTensorType>(op.getType());
+    int64_t elems;
+    if (type && tooManyElements(type.getShape(), elems))
+      throw hf::ConfigError("<sizes>", "the weight '" + op.getName().str() + "' would be " +
+                                           shapeText(type.getShape()) + ", above the " +
+                                           std::to_string(limits::kMaxTensorElems) + " elements cbc supports");
+  });
+}
+
+void checkStateSizes(ModuleOp module) {
+  auto plan = module->getAttrOfType<cbc::CachePlanAttr>("cbc.cache_plan");
+  if (!plan)
+    return;
+  for (cbc::StateDeclAttr st : plan.getStates()) {
+    int64_t elems;
+    if (tooManyElements(st.getShape(), elems))
+      throw hf::ConfigError("<sizes>", "layer " + std::to_string(st.getLayer()) + "'s '" + st.getName().str() +
+                                           "' state would be " + shapeText(st.getShape()) + ", above the " +
+                                           std::to_string(limits::kMaxTensorElems) + " elements cbc supports");
+  }
+}
+
 } // namespace
 
 void validateOptions(const CompileOptions &options) {
@@ -129,15 +173,18 @@ CompileResult compileSpec(const hf::ModelSpec &spec, const std::string &configJs
 
   MLIRContext ctx;
   DiagnosticCollector diags(ctx);
-  progress("lowering " + spec.model_type + " to the cbc dialect");
+  // Lowering and planning are quick; their progress lines wait until the sizes they produce
+  // are known to be within limits.h, so that a config refused there prints only its error.
+  std::vector<std::string> early = {"lowering " + spec.model_type + " to the cbc dialect",
+                                    "planning the cache and scheduling"};
   hf::LowerOptions lo;
   lo.weight_dtype = options.dtype;
   OwningOpRef<ModuleOp> module = hf::lowerToCbc(spec, ctx, lo);
   if (failed(verify(*module)))
     throw std::runtime_error("internal error: the front end produced invalid IR:\n" + diags.messages);
+  checkWeightSizes(*module);
   timer.lap("lower");
 
-  progress("planning the cache and scheduling");
   PassManager pm(&ctx);
   CbcPipelineOptions pipeline;
   pipeline.dtype = *symbolizeStorageType(options.dtype);
@@ -146,6 +193,9 @@ CompileResult compileSpec(const hf::ModelSpec &spec, const std::string &configJs
   buildCbcPipeline(pm, pipeline);
   if (failed(pm.run(*module)))
     throw std::runtime_error("compilation failed:\n" + diags.messages);
+  checkStateSizes(*module);
+  for (const std::string &m : early)
+    progress(m);
   timer.lap("passes");
 
   result.ir = printModule(*module);

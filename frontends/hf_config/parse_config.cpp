@@ -265,7 +265,7 @@ void validateLayerList(const ConfigReader &r, const std::string &key, const std:
       throw ConfigError(r.path(key), std::string("unknown ") + what + " '" + n + "' (transformers allows " + list + ")");
     }
   if (r.has("num_hidden_layers"))
-    checkLayerCount(r, key.c_str(), names.size(), r.requireInt("num_hidden_layers"));
+    checkLayerCount(r, key.c_str(), names.size(), r.requireSize("num_hidden_layers"));
 }
 
 // The per-layer list keys as the family's config class treats them, before the family reads
