@@ -69,6 +69,8 @@ int64_t sizeBound(const std::string &key) {
     return limits::kMaxHeads;
   if (has("position") || has("window") || has("chunk") || key == "n_ctx" || key == "model_max_length")
     return limits::kMaxPositions;
+  if (has("head_dim") || has("headdim") || has("d_head") || has("rotary_dim"))
+    return limits::kMaxHeadDim;
   return limits::kMaxDim;
 }
 

@@ -19,7 +19,7 @@ bool jsonNumber(const nlohmann::json &v, double &out);
 
 // The largest value of the size `key` (runtime/schema/limits.h): kMaxVocab for vocabulary
 // sizes, kMaxLayers, kMaxHeads, kMaxExperts and kMaxPositions for layer, head, expert and
-// position counts (windows and chunks too), else kMaxDim.
+// position counts (windows and chunks too), kMaxHeadDim for head sizes, else kMaxDim.
 int64_t sizeBound(const std::string &key);
 
 class ConfigReader {

@@ -6,6 +6,7 @@
 #include "frontends/hf_config/families/families.h"
 #include "frontends/hf_config/families/helpers.h"
 #include "frontends/hf_config/rope.h"
+#include "runtime/schema/limits.h"
 
 #include <algorithm>
 #include <cctype>
@@ -185,6 +186,10 @@ void parseAttentionAndMlp(const ConfigReader &r, const FamilyDefaults &d, bool n
   s.attn.head_dim = d.head_dim_unused ? derivedHeadDim : r.getSize("head_dim", d.head_dim ? d.head_dim : derivedHeadDim);
   if (s.attn.head_dim <= 0)
     throw ConfigError(r.path("hidden_size"), "is smaller than num_attention_heads");
+  if (s.attn.head_dim > limits::kMaxHeadDim) // only a derived one: a stated head_dim is bounded as read
+    throw ConfigError(r.path("hidden_size"), "gives heads of " + std::to_string(s.attn.head_dim) +
+                                                 " features (hidden_size / num_attention_heads), above the largest cbc supports (" +
+                                                 std::to_string(limits::kMaxHeadDim) + ")");
   s.attn.scale = 1.0 / std::sqrt((double)s.attn.head_dim);
   s.max_positions = r.getSize("max_position_embeddings", d.max_positions);
   if (d.moe_only || (d.intermediate_optional && !r.has("intermediate_size")))
