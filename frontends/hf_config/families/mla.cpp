@@ -54,11 +54,15 @@ void parseMla(const ConfigReader &r, ModelSpec &s, const MlaDefaults &d, bool in
   m.q_lora_rank = r.contains("q_lora_rank") && !r.has("q_lora_rank") ? 0 : r.getSize("q_lora_rank", d.q_lora_rank);
   m.kv_lora_rank = r.getSize("kv_lora_rank", d.kv_lora_rank);
   m.nope_dim = r.getSize("qk_nope_head_dim", d.nope);
-  m.rope_dim = r.getSize("qk_rope_head_dim", d.rope);
+  const char *ropeKey = d.head_dim == MlaHeadDim::IsRope && r.has("head_dim") ? "head_dim" : "qk_rope_head_dim";
+  m.rope_dim = r.getSize(ropeKey, d.rope);
+  if (m.rope_dim % 2 != 0)
+    throw ConfigError(r.path(ropeKey), "must be even");
+  if (d.head_dim == MlaHeadDim::MustMatchRope && r.has("head_dim") && r.requireSize("head_dim") != m.rope_dim)
+    throw ConfigError(r.path("head_dim"), "must equal qk_rope_head_dim (" + std::to_string(m.rope_dim) +
+                                              "): the RoPE rotates head_dim features of the rope part");
   m.v_dim = r.getSize("v_head_dim", d.v);
   m.bias = r.getBool("attention_bias", false);
-  if (m.rope_dim % 2 != 0)
-    throw ConfigError(r.path("qk_rope_head_dim"), "must be even");
   s.attn.head_dim = m.rope_dim; // the rotated part's heads
   s.attn.num_kv_heads = s.attn.num_heads;
   s.attn.scale = latentScale(r, d.rope_dicts ? d.rope_dicts(r) : ropeDictionaries(r, 10000.0), m.nope_dim + m.rope_dim);
@@ -157,7 +161,7 @@ namespace {
 // DeepSeek-V3 (and Kimi K2, which names its published config kimi_k2): sigmoid routing with a
 // correction bias over groups scored by their top-2 sum.
 void parseDeepseekV3(const ConfigReader &r, ModelSpec &s) {
-  parseMla(r, s, {}, true);
+  parseMla(r, s, {.head_dim = MlaHeadDim::MustMatchRope}, true);
   parseDeepseekMoe(r, s, kSigmoidGroups, {});
   moeFrom(r, s, 3);
 }
@@ -182,7 +186,8 @@ void parseDeepseekV2(const ConfigReader &r, ModelSpec &s) {
 
 // GLM-4.7-Flash: DeepSeek-V3's attention and router, MoE layers by mlp_layer_types.
 void parseGlm4MoeLite(const ConfigReader &r, ModelSpec &s) {
-  parseMla(r, s, {.q_lora_rank = 768, .kv_lora_rank = 512, .nope = 192, .rope = 64, .v = 256}, true);
+  parseMla(r, s, {.q_lora_rank = 768, .kv_lora_rank = 512, .nope = 192, .rope = 64, .v = 256, .head_dim = MlaHeadDim::IsRope},
+           true);
   parseDeepseekMoe(r, s, kSigmoidGroups,
                    {.experts = 64, .top_k = 4, .groups = 1, .keep = 1, .intermediate = 1536, .scaling = 1.8});
   moeByLayerTypes(r, s, [](int64_t i) { return i > 0; });
@@ -190,7 +195,7 @@ void parseGlm4MoeLite(const ConfigReader &r, ModelSpec &s) {
 
 // AX-K1: DeepSeek-V3 with an RMSNorm over the MoE block's output.
 void parseAxk1(const ConfigReader &r, ModelSpec &s) {
-  parseMla(r, s, {}, true);
+  parseMla(r, s, {.head_dim = MlaHeadDim::MustMatchRope}, true);
   parseDeepseekMoe(r, s, kSigmoidGroups, {.experts = 192});
   s.moe.output_norm = "post_mlp_layernorm";
   int64_t first = r.getInt("first_k_dense_replace", 1), freq = r.getSize("moe_layer_freq", 1);
@@ -270,7 +275,7 @@ void parseDeepseekV32(const ConfigReader &r, ModelSpec &s) {
 }
 
 // Youtu: DeepSeek-V3's attention in a dense Llama block.
-void parseYoutu(const ConfigReader &r, ModelSpec &s) { parseMla(r, s, {}, true); }
+void parseYoutu(const ConfigReader &r, ModelSpec &s) { parseMla(r, s, {.head_dim = MlaHeadDim::MustMatchRope}, true); }
 
 // MiniCPM3: rotate-half MLA, a scaled embedding (rounded to the weight dtype), residual
 // branches times scale_depth / sqrt(L) and the final hidden state divided by
