@@ -43,6 +43,9 @@ struct FamilyDefaults {
   // Sizes the config class fills in when a multimodal wrapper's text_config omits them; a
   // top-level config must state its sizes.
   std::map<std::string, int64_t> text_config_sizes = {};
+  // validate_architecture refuses a hidden_size that num_attention_heads does not divide, even
+  // beside an explicit head_dim (LlamaConfig, Gemma2Config, DeepseekV2Config, MiniCPM3Config).
+  bool heads_divide_hidden = false;
   // layer_types and layers_block_type (which some classes map onto each other).
   LayerListRule layer_types = LayerListRule::Validated;
   LayerListRule layers_block_type = LayerListRule::Ignored;

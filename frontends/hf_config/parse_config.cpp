@@ -182,6 +182,8 @@ void parseAttentionAndMlp(const ConfigReader &r, const FamilyDefaults &d, bool n
                       "num_attention_heads (" + std::to_string(s.attn.num_heads) +
                           ") is not divisible by num_key_value_heads (" +
                           std::to_string(s.attn.num_kv_heads) + ")");
+  if (d.heads_divide_hidden && s.hidden_size % s.attn.num_heads != 0)
+    throw ConfigError(r.path("num_attention_heads"), "must divide hidden_size (" + std::to_string(s.hidden_size) + ")");
   int64_t derivedHeadDim = s.hidden_size / s.attn.num_heads;
   s.attn.head_dim = d.head_dim_unused ? derivedHeadDim : r.getSize("head_dim", d.head_dim ? d.head_dim : derivedHeadDim);
   if (s.attn.head_dim <= 0)

@@ -299,7 +299,7 @@ FamilyTable mlaFamilies() {
   return {
       {"deepseek_v3", deepseekV3},
       {"kimi_k2", deepseekV3},
-      {"deepseek_v2", {{.max_positions = 2048}, parseDeepseekV2}},
+      {"deepseek_v2", {{.max_positions = 2048, .heads_divide_hidden = true}, parseDeepseekV2}},
       {"glm4_moe_lite", {{.max_positions = 202752, .norm_eps = 1e-5, .partial_rotary = true}, parseGlm4MoeLite}},
       {"axk1", {{.max_positions = 32768}, parseAxk1}},
       {"mistral4", {{.max_positions = 1048576}, parseMistral4, mistral4RopeDicts}},
@@ -309,7 +309,9 @@ FamilyTable mlaFamilies() {
         parseLongcatFlash}},
       {"youtu", {{.max_positions = 131072, .tie_word_embeddings = true}, parseYoutu}},
       {"deepseek_v32", {{.max_positions = 163840}, parseDeepseekV32}},
-      {"minicpm3", {{.max_positions = 32768, .norm_eps = 1e-5, .tie_word_embeddings = true}, parseMiniCpm3}},
+      {"minicpm3",
+       {{.max_positions = 32768, .norm_eps = 1e-5, .tie_word_embeddings = true, .heads_divide_hidden = true},
+        parseMiniCpm3}},
   };
 }
 
