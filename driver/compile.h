@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -33,7 +34,18 @@ struct CompileResult {
   std::vector<std::pair<std::string, double>> timings; // phase -> seconds
 };
 
-// Throws hf::ConfigError for a bad config and std::runtime_error for a compiler failure.
+// A compile option that cannot work (a target NVRTC does not know, a block size beyond
+// runtime/schema/limits.h): bad usage, found before any work.
+class OptionError : public std::invalid_argument {
+public:
+  using std::invalid_argument::invalid_argument;
+};
+
+// Throws OptionError naming the first bad option (as its command-line flag).
+void validateOptions(const CompileOptions &options);
+
+// Throws OptionError for bad options, hf::ConfigError for a bad config and std::runtime_error
+// for a compiler failure.
 CompileResult compileConfig(const std::string &configJson, const CompileOptions &options);
 // The same from an already parsed spec (`configJson` is only kept in the artefact): lets a test
 // compile a spec that no family's config produces.

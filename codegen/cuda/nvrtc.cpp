@@ -140,6 +140,16 @@ void writeFile(const fs::path &p, const std::string &data) {
 
 } // namespace
 
+std::vector<int> supportedArchs() {
+  int n = 0;
+  if (nvrtcGetNumSupportedArchs(&n) != NVRTC_SUCCESS || n <= 0)
+    return {};
+  std::vector<int> archs(n);
+  if (nvrtcGetSupportedArchs(archs.data()) != NVRTC_SUCCESS)
+    return {};
+  return archs;
+}
+
 bool compileKernels(const std::string &source, const std::vector<std::string> &names,
                     const NvrtcOptions &options, KernelBundleOut &bundle) {
   std::string inc = includeDir(options);

@@ -24,6 +24,10 @@ bool compileKernels(const std::string &source, const std::vector<std::string> &n
 
 std::string hashHex(const std::string &data);
 
+// The real architectures (sm_NN, as NN) this NVRTC compiles for, so that a bad --target is
+// refused before any work rather than after the kernels are generated.
+std::vector<int> supportedArchs();
+
 } // namespace cbc::codegen
 
 #endif

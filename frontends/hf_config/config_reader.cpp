@@ -1,6 +1,10 @@
 #include "frontends/hf_config/config_reader.h"
 
+#include "runtime/schema/limits.h"
+
+#include <cerrno>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 
 namespace cbc::hf {
@@ -54,32 +58,93 @@ void ConfigReader::typeError(const std::string &key, const char *expected) const
 
 int64_t ConfigReader::requireInt(const std::string &key) const {
   const auto &v = raw(key);
+  // Beyond int64 (an unsigned literal, or a float such as 1e30) no size or index makes sense,
+  // and converting it would wrap or be undefined.
+  if (v.is_number_unsigned() && v.get<uint64_t>() > (uint64_t)INT64_MAX)
+    throw ConfigError(path(key), "is too large (" + v.dump() + ")");
   if (v.is_number_integer())
     return v.get<int64_t>();
   // transformers accepts 4096.0 where an int is meant; a fractional value is an error.
-  if (v.is_number_float() && std::floor(v.get<double>()) == v.get<double>())
-    return (int64_t)v.get<double>();
+  if (v.is_number_float() && std::floor(v.get<double>()) == v.get<double>()) {
+    double d = v.get<double>();
+    if (std::fabs(d) >= 9.2e18)
+      throw ConfigError(path(key), "is too large (" + v.dump() + ")");
+    return (int64_t)d;
+  }
   typeError(key, "an integer");
+}
+
+int64_t sizeBound(const std::string &key) {
+  auto has = [&](const char *word) { return key.find(word) != std::string::npos; };
+  if (has("vocab"))
+    return limits::kMaxVocab;
+  if (has("layers") || key == "n_layer")
+    return limits::kMaxLayers;
+  if (has("experts"))
+    return limits::kMaxExperts;
+  if (has("heads") || key == "n_head" || key == "n_group" || key == "ngroups")
+    return limits::kMaxHeads;
+  if (has("position") || has("window") || has("chunk") || key == "n_ctx" || key == "model_max_length")
+    return limits::kMaxPositions;
+  if (has("head_dim") || has("headdim") || has("d_head") || has("rotary_dim"))
+    return limits::kMaxHeadDim;
+  return limits::kMaxDim;
 }
 
 int64_t ConfigReader::getInt(const std::string &key, int64_t fallback) const {
   return has(key) ? requireInt(key) : fallback;
 }
 
-int64_t ConfigReader::requireSize(const std::string &key) const {
+int64_t ConfigReader::requireSize(const std::string &key, int64_t bound) const {
   int64_t v = requireInt(key);
   if (v <= 0)
     throw ConfigError(path(key), "must be positive, got " + std::to_string(v));
+  int64_t most = bound ? bound : sizeBound(key);
+  if (v > most)
+    throw ConfigError(path(key), "is " + std::to_string(v) + ", above the largest cbc supports (" +
+                                     std::to_string(most) + ")");
   return v;
 }
 
-int64_t ConfigReader::getSize(const std::string &key, int64_t fallback) const {
-  return has(key) ? requireSize(key) : fallback;
+int64_t ConfigReader::getSize(const std::string &key, int64_t fallback, int64_t bound) const {
+  return has(key) ? requireSize(key, bound) : fallback;
+}
+
+int64_t ConfigReader::getCount(const std::string &key, int64_t fallback, int64_t bound) const {
+  if (!has(key))
+    return fallback;
+  int64_t v = requireInt(key);
+  if (v < 0)
+    throw ConfigError(path(key), "must not be negative");
+  int64_t most = bound ? bound : sizeBound(key);
+  if (v > most)
+    throw ConfigError(path(key), "is " + std::to_string(v) + ", above the largest cbc supports (" +
+                                     std::to_string(most) + ")");
+  return v;
 }
 
 namespace {
 const char *kPosInf = "<cbc:Infinity>", *kNegInf = "<cbc:-Infinity>", *kNaN = "<cbc:NaN>";
+
+// The length of the JSON number at text[i], or 0.
+size_t numberLength(const std::string &text, size_t i) {
+  size_t j = i;
+  while (j < text.size() && std::strchr("+-.0123456789eE", text[j]) && text[j] != '\0')
+    ++j;
+  return j > i && (text[i] == '-' || (text[i] >= '0' && text[i] <= '9')) ? j - i : 0;
 }
+
+// A number beyond double range (1e400): Python's json reads it as +-inf, so it becomes the
+// same marker as Infinity, and the key that reads it says what is wrong (nlohmann would throw
+// out_of_range, naming no key).
+const char *overflowMarker(const std::string &number) {
+  errno = 0;
+  double d = std::strtod(number.c_str(), nullptr);
+  if (errno == ERANGE && std::isinf(d))
+    return d > 0 ? kPosInf : kNegInf;
+  return nullptr;
+}
+} // namespace
 
 nlohmann::json parseConfigJson(const std::string &text) {
   std::string out;
@@ -110,6 +175,11 @@ nlohmann::json parseConfigJson(const std::string &text) {
     } else if (token("NaN")) {
       out += std::string("\"") + kNaN + "\"";
       i += 2;
+    } else if (size_t n = numberLength(text, i)) {
+      std::string number = text.substr(i, n);
+      const char *marker = overflowMarker(number);
+      out += marker ? std::string("\"") + marker + "\"" : number;
+      i += n - 1;
     } else {
       out += c;
     }

@@ -20,6 +20,11 @@ nlohmann::json parseConfigJson(const std::string &text);
 // A number, or one of the markers parseConfigJson leaves for Infinity, -Infinity and NaN.
 bool jsonNumber(const nlohmann::json &v, double &out);
 
+// The largest value of the size `key` (runtime/schema/limits.h): kMaxVocab for vocabulary
+// sizes, kMaxLayers, kMaxHeads, kMaxExperts and kMaxPositions for layer, head, expert and
+// position counts (windows and chunks too), kMaxHeadDim for head sizes, else kMaxDim.
+int64_t sizeBound(const std::string &key);
+
 class ConfigReader {
 public:
   ConfigReader(const nlohmann::json &obj, std::string prefix = "")
@@ -46,9 +51,12 @@ public:
 
   int64_t requireInt(const std::string &key) const;
   int64_t getInt(const std::string &key, int64_t fallback) const;
-  // Sizes must be positive.
-  int64_t requireSize(const std::string &key) const;
-  int64_t getSize(const std::string &key, int64_t fallback) const;
+  // Sizes must be positive and at most `bound`; bound 0 takes the key's bound from
+  // runtime/schema/limits.h (sizeBound), so nothing that compiles is refused by the loader.
+  int64_t requireSize(const std::string &key, int64_t bound = 0) const;
+  int64_t getSize(const std::string &key, int64_t fallback, int64_t bound = 0) const;
+  // A count that may be 0 (shared experts, a window): not negative, at most `bound` (0: sizeBound).
+  int64_t getCount(const std::string &key, int64_t fallback, int64_t bound = 0) const;
   double getNumber(const std::string &key, double fallback) const;
   double requireNumber(const std::string &key) const;
   bool getBool(const std::string &key, bool fallback) const;

@@ -11,6 +11,14 @@
 
 namespace cbc::hf {
 
+// How a family's config class treats a per-layer list key in config.json.
+enum class LayerListRule {
+  Ignored,   // an attribute nothing reads or validates
+  Validated, // PreTrainedConfig.validate_layer_type: one allowed layer type per layer
+  ReadOnly,  // a property of the class: transformers refuses a config.json that sets it
+  Own,       // the family's parse validates it (its class has its own validate_layer_type)
+};
+
 // What a family's config class supplies when config.json leaves a key out.
 struct FamilyDefaults {
   int64_t head_dim = 0;          // 0: hidden_size / num_attention_heads
@@ -35,6 +43,12 @@ struct FamilyDefaults {
   // Sizes the config class fills in when a multimodal wrapper's text_config omits them; a
   // top-level config must state its sizes.
   std::map<std::string, int64_t> text_config_sizes = {};
+  // validate_architecture refuses a hidden_size that num_attention_heads does not divide, even
+  // beside an explicit head_dim (LlamaConfig, Gemma2Config, DeepseekV2Config, MiniCPM3Config).
+  bool heads_divide_hidden = false;
+  // layer_types and layers_block_type (which some classes map onto each other).
+  LayerListRule layer_types = LayerListRule::Validated;
+  LayerListRule layers_block_type = LayerListRule::Ignored;
 };
 
 // Rope dictionaries by layer type ("full_attention", "sliding_attention"), rope_theta resolved.

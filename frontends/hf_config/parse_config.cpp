@@ -6,10 +6,12 @@
 #include "frontends/hf_config/families/families.h"
 #include "frontends/hf_config/families/helpers.h"
 #include "frontends/hf_config/rope.h"
+#include "runtime/schema/limits.h"
 
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <set>
 
 namespace cbc::hf {
 
@@ -180,10 +182,16 @@ void parseAttentionAndMlp(const ConfigReader &r, const FamilyDefaults &d, bool n
                       "num_attention_heads (" + std::to_string(s.attn.num_heads) +
                           ") is not divisible by num_key_value_heads (" +
                           std::to_string(s.attn.num_kv_heads) + ")");
+  if (d.heads_divide_hidden && s.hidden_size % s.attn.num_heads != 0)
+    throw ConfigError(r.path("num_attention_heads"), "must divide hidden_size (" + std::to_string(s.hidden_size) + ")");
   int64_t derivedHeadDim = s.hidden_size / s.attn.num_heads;
   s.attn.head_dim = d.head_dim_unused ? derivedHeadDim : r.getSize("head_dim", d.head_dim ? d.head_dim : derivedHeadDim);
   if (s.attn.head_dim <= 0)
     throw ConfigError(r.path("hidden_size"), "is smaller than num_attention_heads");
+  if (s.attn.head_dim > limits::kMaxHeadDim) // only a derived one: a stated head_dim is bounded as read
+    throw ConfigError(r.path("hidden_size"), "gives heads of " + std::to_string(s.attn.head_dim) +
+                                                 " features (hidden_size / num_attention_heads), above the largest cbc supports (" +
+                                                 std::to_string(limits::kMaxHeadDim) + ")");
   s.attn.scale = 1.0 / std::sqrt((double)s.attn.head_dim);
   s.max_positions = r.getSize("max_position_embeddings", d.max_positions);
   if (d.moe_only || (d.intermediate_optional && !r.has("intermediate_size")))
@@ -242,6 +250,56 @@ const Family &findFamily(const ConfigReader &r, const std::string &modelType) {
   throw ConfigError(r.path("model_type"), "unknown model_type '" + modelType + "' (supported: " + known + ")");
 }
 
+// PreTrainedConfig's layer types (ALLOWED_ATTN_LAYER_TYPES in transformers 5.23), with the
+// legacy names it remaps before validating (_LEGACY_LAYER_TYPE_REMAP: mamba, attention,
+// deepseek_sparse_attention, qwen_sparse_attention). Which of them a family runs is the
+// family's to check.
+const std::set<std::string> &allowedLayerTypes() {
+  static const std::set<std::string> names = {
+      "full_attention", "sliding_attention", "chunked_attention", "window_attention", "indexed_attention",
+      "compressed_sparse_attention", "heavily_compressed_attention", "minimax_m3_sparse", "conv", "moe", "hybrid",
+      "hybrid_sliding", "reference_sliding_attention", "linear_attention", "mamba", "attention",
+      "deepseek_sparse_attention", "qwen_sparse_attention"};
+  return names;
+}
+
+// validate_layer_type: one allowed type per layer (num_hidden_layers when the config states it;
+// a family whose class defaults it checks the count itself).
+void validateLayerList(const ConfigReader &r, const std::string &key, const std::set<std::string> &allowed,
+                       const char *what = "layer type") {
+  std::vector<std::string> names = r.getStringList(key);
+  for (const std::string &n : names)
+    if (!allowed.count(n)) {
+      std::string list;
+      for (const std::string &a : allowed)
+        list += (list.empty() ? "" : ", ") + a;
+      throw ConfigError(r.path(key), std::string("unknown ") + what + " '" + n + "' (transformers allows " + list + ")");
+    }
+  if (r.has("num_hidden_layers"))
+    checkLayerCount(r, key.c_str(), names.size(), r.requireSize("num_hidden_layers"));
+}
+
+// The per-layer list keys as the family's config class treats them, before the family reads
+// them: the generic validation, and read-only keys refused.
+void checkLayerLists(const ConfigReader &r, const FamilyDefaults &d, const std::string &modelType) {
+  bool validated = false;
+  for (const auto &[key, rule] : {std::pair<std::string, LayerListRule>{"layer_types", d.layer_types},
+                                  std::pair<std::string, LayerListRule>{"layers_block_type", d.layers_block_type}}) {
+    if (!r.has(key) || rule == LayerListRule::Ignored)
+      continue;
+    if (rule == LayerListRule::ReadOnly)
+      throw ConfigError(r.path(key), "cannot be set for " + modelType +
+                                         ": its config class derives it (transformers refuses a config.json that sets it)");
+    if (rule == LayerListRule::Validated) {
+      validateLayerList(r, key, allowedLayerTypes());
+      validated = true;
+    }
+  }
+  // mlp_layer_types is validated only beside a layer_types list.
+  if (validated && r.has("mlp_layer_types"))
+    validateLayerList(r, "mlp_layer_types", {"dense", "sparse"}, "MLP type");
+}
+
 } // namespace
 
 ModelSpec parseConfig(const std::string &text) {
@@ -263,6 +321,7 @@ ModelSpec parseConfig(const std::string &text) {
     spec.prefix = "model.language_model.";
   }
   const Family &family = findFamily(r, modelType);
+  checkLayerLists(r, family.defaults, modelType);
   spec.model_type = modelType;
   parseQuantization(top, modelType, spec);
   parseCommon(r, top, family.defaults, multimodal, spec);

@@ -11,6 +11,9 @@ namespace cbc::limits {
 
 // One dimension of a weight or activation (hidden, intermediate, head, latent, state sizes).
 inline constexpr int64_t kMaxDim = int64_t(1) << 20;
+// Features of one attention (or state) head: the RoPE tables the artefact keeps grow with it,
+// and the kernels take it as a compile-time constant.
+inline constexpr int64_t kMaxHeadDim = int64_t(1) << 14;
 // Vocabulary rows.
 inline constexpr int64_t kMaxVocab = int64_t(1) << 24;
 // Decoder layers.

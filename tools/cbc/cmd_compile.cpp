@@ -42,16 +42,70 @@ void writeAtomically(const std::string &path, const std::vector<uint8_t> &bytes)
   }
 }
 
+// The flags as compile options; a bad number is a UsageError.
+driver::CompileOptions compileOptions(const Args &args) {
+  driver::CompileOptions options;
+  options.dtype = args.get("--dtype", "bf16");
+  // An empty --target stays empty (and is refused), rather than meaning the default.
+  if (args.has("--target"))
+    options.targets = splitList(args.get("--target"));
+  options.emit_cuda = !args.has("--no-cuda");
+  options.fuse = !args.has("--no-fuse");
+  options.kernel_cache_dir = args.get("--kernel-cache", "");
+  options.block_size = args.getInt("--block-size", 16);
+  return options;
+}
+
+// -o must name a file in an existing directory: found before compiling, not after.
+std::string checkedOutPath(const std::string &out) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (out.empty())
+    throw UsageError("-o names no file");
+  if (fs::is_directory(out, ec))
+    throw UsageError("-o '" + out + "' is a directory; name the artefact file to write");
+  fs::path dir = fs::path(out).parent_path();
+  if (!dir.empty() && !fs::is_directory(dir, ec))
+    throw UsageError("-o '" + out + "': directory '" + dir.string() + "' does not exist");
+  return out;
+}
+
+// CONFIG is config.json itself or a model folder holding one (as Hugging Face ships them).
+std::string configFile(const std::string &config) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::is_directory(config, ec))
+    return config;
+  fs::path inside = fs::path(config) / "config.json";
+  if (!fs::exists(inside, ec))
+    throw UsageError("'" + config + "' is a directory without a config.json; pass the model's config.json "
+                     "or the folder that holds it");
+  return inside.string();
+}
+
+bool readText(const std::string &path, std::string &text) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    return false;
+  std::stringstream ss;
+  ss << in.rdbuf();
+  if (in.bad())
+    return false;
+  text = ss.str();
+  return true;
+}
+
 } // namespace
 
 int compileMain(int argc, char **argv) {
   Args args("compile",
-            "Compiles a Hugging Face config.json into a cbc artefact. A bad config exits with\n"
+            "Compiles a Hugging Face config.json (or a model folder holding one) into a cbc\n"
+            "artefact. A bad config exits with\n"
             "status 2 and one line naming the key; no output file is written then.",
             {{"-o", "OUT", "artefact to write (default: model.fb)"},
              {"--dtype", "bf16|f16|f32", "weight, activation and cache dtype on the GPU (default bf16)"},
-             {"--target", "sm_80,sm_90", "CUDA targets to compile kernels for (default sm_80,sm_90)"},
-             {"--block-size", "N", "tokens per cache block (default 16)"},
+             {"--target", "sm_80,sm_90", "CUDA architectures (sm_NN) to compile kernels for (default sm_80,sm_90)"},
+             {"--block-size", "N", "tokens per cache block, 1 to 1024 (default 16)"},
              {"--no-cuda", "", "skip CUDA code generation (CPU-only artefact)"},
              {"--no-fuse", "", "skip the fusion passes (for debugging)"},
              {"--kernel-cache", "DIR", "kernel cache directory (default $CBC_KERNEL_CACHE or ~/.cache/cbc)"},
@@ -67,37 +121,29 @@ int compileMain(int argc, char **argv) {
     std::fprintf(stderr, "cbc compile: error: %s\n", e.what());
     return 2;
   }
-  const std::string configPath = args.positionals()[0];
-  const std::string outPath = args.get("-o", "model.fb");
+  driver::CompileOptions options;
+  std::string configPath, outPath, text;
   bool quiet = args.has("--quiet");
-
-  std::ifstream in(configPath);
-  if (!in) {
+  try {
+    options = compileOptions(args);
+    driver::validateOptions(options);
+    outPath = checkedOutPath(args.get("-o", "model.fb"));
+    configPath = configFile(args.positionals()[0]);
+  } catch (const UsageError &e) {
+    std::fprintf(stderr, "cbc compile: error: %s\n", e.what());
+    return 2;
+  } catch (const driver::OptionError &e) {
+    std::fprintf(stderr, "cbc compile: error: %s\n", e.what());
+    return 2;
+  }
+  if (!readText(configPath, text)) {
     std::fprintf(stderr, "cbc compile: error: cannot read config '%s'\n", configPath.c_str());
     return 2;
   }
-  std::stringstream text;
-  text << in.rdbuf();
-
-  driver::CompileOptions options;
-  options.dtype = args.get("--dtype", "bf16");
-  if (args.has("--target"))
-    options.targets = splitList(args.get("--target"));
-  options.emit_cuda = !args.has("--no-cuda");
-  options.fuse = !args.has("--no-fuse");
-  options.kernel_cache_dir = args.get("--kernel-cache", "");
   if (!quiet)
     options.progress = [](const std::string &m) { std::fprintf(stderr, "cbc compile: %s\n", m.c_str()); };
   try {
-    options.block_size = args.getInt("--block-size", 16);
-    if (options.block_size <= 0)
-      throw UsageError("--block-size must be positive");
-    if (options.dtype != "bf16" && options.dtype != "f16" && options.dtype != "f32")
-      throw UsageError("--dtype must be bf16, f16 or f32, got '" + options.dtype + "'");
-    if (options.dtype == "f16" && options.emit_cuda)
-      throw UsageError("--dtype f16 has no CUDA code generation (the kernels take bf16 or f32); "
-                       "use --dtype bf16 or f32, or add --no-cuda");
-    driver::CompileResult result = driver::compileConfig(text.str(), options);
+    driver::CompileResult result = driver::compileConfig(text, options);
     writeAtomically(outPath, result.artefact);
     if (args.has("--emit-ir"))
       std::printf("%s\n", result.ir.c_str()); // as cbc-opt prints a module
@@ -112,7 +158,7 @@ int compileMain(int argc, char **argv) {
   } catch (const hf::ConfigError &e) {
     std::fprintf(stderr, "cbc compile: error: %s: %s\n", configPath.c_str(), e.what());
     return 2;
-  } catch (const UsageError &e) {
+  } catch (const driver::OptionError &e) {
     std::fprintf(stderr, "cbc compile: error: %s\n", e.what());
     return 2;
   } catch (const std::exception &e) {

@@ -54,7 +54,7 @@ RopeDicts phi3RopeDicts(const ConfigReader &r) {
 
 FamilyTable denseFamilies() {
   return {
-      {"llama", {{.max_positions = 2048}, parseLlama}},
+      {"llama", {{.max_positions = 2048, .heads_divide_hidden = true}, parseLlama}},
       {"mistral", {{.max_positions = 4096 * 32}, parseMistral}},
       {"qwen2", {{.max_positions = 32768}, parseQwen2}},
       {"qwen3", {{.head_dim = 128, .max_positions = 32768}, parseQwen3}},

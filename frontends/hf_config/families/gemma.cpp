@@ -65,7 +65,7 @@ FamilyTable gemmaFamilies() {
   return {
       {"gemma2",
        {{.head_dim = 256, .max_positions = 8192, .tie_word_embeddings = true, .act_key = "hidden_activation",
-         .act = "gelu_pytorch_tanh"},
+         .act = "gelu_pytorch_tanh", .heads_divide_hidden = true},
         parseGemma2}},
       {"gemma3_text",
        {{.head_dim = 256, .max_positions = 131072, .tie_word_embeddings = true, .rope_theta = 1000000.0,

@@ -80,12 +80,7 @@ void setLayers(ModelSpec &spec, const std::vector<LayerKind> &kinds, int64_t win
 }
 
 int64_t optionalWindow(const ConfigReader &r, const char *key) {
-  if (!r.has(key))
-    return 0;
-  int64_t w = r.requireInt(key);
-  if (w < 0)
-    throw ConfigError(r.path(key), "must not be negative");
-  return w;
+  return r.getCount(key, 0);
 }
 
 int64_t windowOrClassDefault(const ConfigReader &r, int64_t classDefault) {
@@ -119,10 +114,7 @@ std::string expertCountKey(const ConfigReader &r, const char *preferred) {
 int64_t expertCount(const ConfigReader &r, const std::string &key, int64_t fallback, bool noneAllowed) {
   if (!noneAllowed)
     return r.getSize(key, fallback);
-  int64_t experts = r.getInt(key, fallback);
-  if (experts < 0)
-    throw ConfigError(r.path(key), "must not be negative");
-  return experts;
+  return r.getCount(key, fallback);
 }
 
 int64_t expertTopK(const ConfigReader &r, int64_t fallback, int64_t experts, const std::string &countName,

@@ -221,10 +221,12 @@ void parseNemotronH(const ConfigReader &r, ModelSpec &s) {
   s.mlp.gated = false;
   s.mlp.act = activation(r, "mlp_hidden_act", "relu2");
   s.mlp.bias = r.getBool("mlp_bias", false);
-  auto key = [&](const char *current, const char *legacy) { return r.has(legacy) && !r.has(current) ? legacy : current; };
+  // NemotronHConfig pops the legacy mamba_* keys in __post_init__ over the current ones, so a
+  // legacy key wins where both are given.
+  auto key = [&](const char *current, const char *legacy) { return r.has(legacy) ? legacy : current; };
   parseMamba2(r, s, {"mamba_num_heads", "mamba_head_dim", key("n_groups", "mamba_n_groups"), "ssm_state_size",
                      key("conv_kernel", "mamba_d_conv"), key("use_conv_bias", "mamba_conv_bias"), "use_bias",
-                     "layer_norm_epsilon", "expand", 128, 64, 8, 128, true, false});
+                     "layer_norm_epsilon", key("expand", "mamba_expand"), 128, 64, 8, 128, true, false});
   s.mamba2.dt_min = timeStepMin(r, key("time_step_min", "mamba_dt_min"));
   s.prefix = "backbone.";
   s.weight_aliases = {{"backbone.", "model."}};
@@ -335,15 +337,19 @@ void parseJamba(const ConfigReader &r, ModelSpec &s) {
 FamilyTable hybridFamilies() {
   return {
       {"bamba",
-       {{.max_positions = 262144, .norm_eps = 1e-5, .partial_rotary = true, .partial_rotary_factor = 0.5},
+       {{.max_positions = 262144, .norm_eps = 1e-5, .partial_rotary = true, .partial_rotary_factor = 0.5,
+         .layer_types = LayerListRule::ReadOnly, .layers_block_type = LayerListRule::ReadOnly},
         parseBamba, bambaRopeDicts}},
-      {"granitemoehybrid", {{.max_positions = 2048, .norm_eps = 1e-6, .moe_only = true}, parseGraniteMoeHybrid}},
+      {"granitemoehybrid",
+       {{.max_positions = 2048, .norm_eps = 1e-6, .moe_only = true, .layers_block_type = LayerListRule::Validated},
+        parseGraniteMoeHybrid}},
       {"nemotron_h",
        {{.head_dim = 128, .max_positions = 4096, .norm_eps = 1e-5, .norm_eps_key = "layer_norm_epsilon",
-         .layers_derived = true, .kv_heads = 8},
+         .layers_derived = true, .kv_heads = 8, .layer_types = LayerListRule::Own,
+         .layers_block_type = LayerListRule::Own},
         parseNemotronH}},
-      {"falcon_h1", {{.max_positions = 8192, .norm_eps = 1e-5, .kv_heads = 8}, parseFalconH1}},
-      {"jamba", {{.max_positions = 262144}, parseJamba}},
+      {"falcon_h1", {{.max_positions = 8192, .norm_eps = 1e-5, .kv_heads = 8, .layer_types = LayerListRule::ReadOnly, .layers_block_type = LayerListRule::ReadOnly}, parseFalconH1}},
+      {"jamba", {{.max_positions = 262144, .layer_types = LayerListRule::ReadOnly, .layers_block_type = LayerListRule::ReadOnly}, parseJamba}},
   };
 }
 

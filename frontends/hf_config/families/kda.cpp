@@ -131,10 +131,12 @@ void parseBailingHybrid(const ConfigReader &r0, ModelSpec &s) {
   s.names.embed = "word_embeddings";
   KdaSpec &k = s.kda;
   // The config class takes the linear heads from num_attention_heads and head_dim (before it
-  // rewrites head_dim to qk_rope_head_dim, which is what it saves).
-  k.heads = s.attn.num_heads;
-  k.head_dim = r.getSize("head_dim", 128);
-  k.conv_kernel = r.getSize("short_conv_kernel_size", 4);
+  // rewrites head_dim to qk_rope_head_dim, which is what it saves), unless config.json gives
+  // linear_num_heads, linear_head_dim or linear_conv_kernel_dim: transformers 5.23 applies those
+  // after __post_init__, so they win (and a saved config carries them).
+  k.heads = r.getSize("linear_num_heads", s.attn.num_heads);
+  k.head_dim = r.getSize("linear_head_dim", r.getSize("head_dim", 128));
+  k.conv_kernel = r.getSize("linear_conv_kernel_dim", r.getSize("short_conv_kernel_size", 4));
   k.bounded = r.getBool("kda_safe_gate", true);
   k.lower_bound = r.getNumber("kda_lower_bound", -5.0);
   if (k.bounded && !(k.lower_bound < 0))

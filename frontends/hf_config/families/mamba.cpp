@@ -33,7 +33,8 @@ void parseMamba2Family(const ConfigReader &r, ModelSpec &s) {
     throw ConfigError(r.path("num_heads"), "num_heads * head_dim must equal expand * hidden_size");
 }
 
-const Mamba1Keys kMambaKeys = {"state_size", "expand", "conv_kernel", "time_step_rank", "use_conv_bias", "use_bias"};
+const Mamba1Keys kMambaKeys = {"state_size",    "expand",   "conv_kernel",      "time_step_rank",
+                               "use_conv_bias", "use_bias", "intermediate_size"};
 
 void parseMamba(const ConfigReader &r, ModelSpec &s) {
   mambaBackbone(s, LayerKind::Mamba1);
@@ -111,10 +112,12 @@ json translateMambaSsm(const json &c) {
 
 FamilyTable mambaFamilies() {
   const FamilyDefaults mamba1 = {.max_positions = 1 << 20, .norm_eps = 1e-5, .tie_word_embeddings = true,
-                                 .attention_free = true, .norm_eps_key = "layer_norm_epsilon"};
+                                 .attention_free = true, .norm_eps_key = "layer_norm_epsilon",
+                                 .layer_types = LayerListRule::ReadOnly};
   return {
       {"mamba2",
-       {{.max_positions = 1 << 20, .norm_eps = 1e-5, .attention_free = true, .norm_eps_key = "layer_norm_epsilon"},
+       {{.max_positions = 1 << 20, .norm_eps = 1e-5, .attention_free = true, .norm_eps_key = "layer_norm_epsilon",
+         .layer_types = LayerListRule::ReadOnly},
         parseMamba2Family}},
       {"mamba", {mamba1, parseMamba}},
       {"falcon_mamba", {mamba1, parseFalconMamba}},

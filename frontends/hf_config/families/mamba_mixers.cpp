@@ -1,6 +1,7 @@
 #include "frontends/hf_config/families/mamba_mixers.h"
 
 #include "frontends/hf_config/families/helpers.h"
+#include "runtime/schema/limits.h"
 
 namespace cbc::hf {
 
@@ -52,7 +53,11 @@ double timeStepMin(const ConfigReader &r, const char *key) {
 void parseMamba1(const ConfigReader &r, ModelSpec &s, const Mamba1Keys &k) {
   Mamba1Spec &m = s.mamba1;
   m.state = r.getSize(k.state, 16);
-  m.intermediate = r.getSize(k.expand, 2) * s.hidden_size;
+  int64_t derived = r.getSize(k.expand, 2) * s.hidden_size;
+  m.intermediate = k.intermediate ? r.getSize(k.intermediate, derived) : derived;
+  if (m.intermediate > limits::kMaxDim)
+    throw ConfigError(r.path(k.expand), "gives a mixer width of " + std::to_string(m.intermediate) +
+                                            ", above the largest cbc supports (" + std::to_string(limits::kMaxDim) + ")");
   m.conv_kernel = r.getSize(k.conv, 4);
   m.dt_rank = !r.has(k.dt_rank) || isAuto(r, k.dt_rank) ? (s.hidden_size + 15) / 16 : r.requireSize(k.dt_rank);
   m.conv_bias = r.getBool(k.conv_bias, true);

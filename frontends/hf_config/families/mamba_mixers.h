@@ -26,6 +26,10 @@ double timeStepMin(const ConfigReader &r, const char *key);
 // Where a family keeps its Mamba mixer settings.
 struct Mamba1Keys {
   const char *state, *expand, *conv, *dt_rank, *conv_bias, *bias;
+  // The mixer's width where the config class keeps one (else expand * hidden_size): an
+  // explicit value overrides the derived one, as transformers 5.23 applies config.json's keys
+  // after __post_init__.
+  const char *intermediate = nullptr;
 };
 void parseMamba1(const ConfigReader &r, ModelSpec &s, const Mamba1Keys &k);
 

@@ -4,6 +4,7 @@
 #include "frontends/hf_config/families/helpers.h"
 #include "frontends/hf_config/families/mla.h"
 #include "frontends/hf_config/parse_config.h"
+#include "runtime/schema/limits.h"
 
 #include <cmath>
 #include <functional>
@@ -53,11 +54,15 @@ void parseMla(const ConfigReader &r, ModelSpec &s, const MlaDefaults &d, bool in
   m.q_lora_rank = r.contains("q_lora_rank") && !r.has("q_lora_rank") ? 0 : r.getSize("q_lora_rank", d.q_lora_rank);
   m.kv_lora_rank = r.getSize("kv_lora_rank", d.kv_lora_rank);
   m.nope_dim = r.getSize("qk_nope_head_dim", d.nope);
-  m.rope_dim = r.getSize("qk_rope_head_dim", d.rope);
+  const char *ropeKey = d.head_dim == MlaHeadDim::IsRope && r.has("head_dim") ? "head_dim" : "qk_rope_head_dim";
+  m.rope_dim = r.getSize(ropeKey, d.rope);
+  if (m.rope_dim % 2 != 0)
+    throw ConfigError(r.path(ropeKey), "must be even");
+  if (d.head_dim == MlaHeadDim::MustMatchRope && r.has("head_dim") && r.requireSize("head_dim") != m.rope_dim)
+    throw ConfigError(r.path("head_dim"), "must equal qk_rope_head_dim (" + std::to_string(m.rope_dim) +
+                                              "): the RoPE rotates head_dim features of the rope part");
   m.v_dim = r.getSize("v_head_dim", d.v);
   m.bias = r.getBool("attention_bias", false);
-  if (m.rope_dim % 2 != 0)
-    throw ConfigError(r.path("qk_rope_head_dim"), "must be even");
   s.attn.head_dim = m.rope_dim; // the rotated part's heads
   s.attn.num_kv_heads = s.attn.num_heads;
   s.attn.scale = latentScale(r, d.rope_dicts ? d.rope_dicts(r) : ropeDictionaries(r, 10000.0), m.nope_dim + m.rope_dim);
@@ -89,9 +94,12 @@ void parseDeepseekMoe(const ConfigReader &r, ModelSpec &s, const RouterRule &rul
       throw ConfigError(r.path("topk_group"), "keeps fewer experts than num_experts_per_tok");
     m.groups = {.count = nGroup, .keep = topkGroup, .score = rule.group_score, .fill = rule.group_fill};
   }
-  m.shared_intermediate = m.intermediate * r.getInt("n_shared_experts", d.shared);
-  if (m.shared_intermediate < 0)
-    throw ConfigError(r.path("n_shared_experts"), "must not be negative");
+  m.shared_intermediate = m.intermediate * r.getCount("n_shared_experts", d.shared);
+  // The shared experts run as one MLP of their summed width, a dimension like any other.
+  if (m.shared_intermediate > limits::kMaxDim)
+    throw ConfigError(r.path("n_shared_experts"), "gives a shared expert " + std::to_string(m.shared_intermediate) +
+                                                      " wide, above the largest cbc supports (" +
+                                                      std::to_string(limits::kMaxDim) + ")");
   ExpertNaming &n = m.names;
   if (d.fused) {
     n.router = "mlp.gate.weight";
@@ -153,7 +161,7 @@ namespace {
 // DeepSeek-V3 (and Kimi K2, which names its published config kimi_k2): sigmoid routing with a
 // correction bias over groups scored by their top-2 sum.
 void parseDeepseekV3(const ConfigReader &r, ModelSpec &s) {
-  parseMla(r, s, {}, true);
+  parseMla(r, s, {.head_dim = MlaHeadDim::MustMatchRope}, true);
   parseDeepseekMoe(r, s, kSigmoidGroups, {});
   moeFrom(r, s, 3);
 }
@@ -178,7 +186,8 @@ void parseDeepseekV2(const ConfigReader &r, ModelSpec &s) {
 
 // GLM-4.7-Flash: DeepSeek-V3's attention and router, MoE layers by mlp_layer_types.
 void parseGlm4MoeLite(const ConfigReader &r, ModelSpec &s) {
-  parseMla(r, s, {.q_lora_rank = 768, .kv_lora_rank = 512, .nope = 192, .rope = 64, .v = 256}, true);
+  parseMla(r, s, {.q_lora_rank = 768, .kv_lora_rank = 512, .nope = 192, .rope = 64, .v = 256, .head_dim = MlaHeadDim::IsRope},
+           true);
   parseDeepseekMoe(r, s, kSigmoidGroups,
                    {.experts = 64, .top_k = 4, .groups = 1, .keep = 1, .intermediate = 1536, .scaling = 1.8});
   moeByLayerTypes(r, s, [](int64_t i) { return i > 0; });
@@ -186,7 +195,7 @@ void parseGlm4MoeLite(const ConfigReader &r, ModelSpec &s) {
 
 // AX-K1: DeepSeek-V3 with an RMSNorm over the MoE block's output.
 void parseAxk1(const ConfigReader &r, ModelSpec &s) {
-  parseMla(r, s, {}, true);
+  parseMla(r, s, {.head_dim = MlaHeadDim::MustMatchRope}, true);
   parseDeepseekMoe(r, s, kSigmoidGroups, {.experts = 192});
   s.moe.output_norm = "post_mlp_layernorm";
   int64_t first = r.getInt("first_k_dense_replace", 1), freq = r.getSize("moe_layer_freq", 1);
@@ -231,9 +240,7 @@ void parseLongcatFlash(const ConfigReader &r, ModelSpec &s) {
   MoeSpec &m = s.moe;
   const char *topKey = r.has("moe_topk") ? "moe_topk" : "num_experts_per_tok";
   m.num_experts = r.getSize("n_routed_experts", 512);
-  m.zero_experts = r.getInt("zero_expert_num", 256);
-  if (m.zero_experts < 0)
-    throw ConfigError(r.path("zero_expert_num"), "must not be negative");
+  m.zero_experts = r.getCount("zero_expert_num", 256, limits::kMaxExperts);
   m.top_k = r.getSize(topKey, 12);
   if (m.top_k > m.num_experts + m.zero_experts)
     throw ConfigError(r.path(topKey), "exceeds n_routed_experts + zero_expert_num");
@@ -268,7 +275,7 @@ void parseDeepseekV32(const ConfigReader &r, ModelSpec &s) {
 }
 
 // Youtu: DeepSeek-V3's attention in a dense Llama block.
-void parseYoutu(const ConfigReader &r, ModelSpec &s) { parseMla(r, s, {}, true); }
+void parseYoutu(const ConfigReader &r, ModelSpec &s) { parseMla(r, s, {.head_dim = MlaHeadDim::MustMatchRope}, true); }
 
 // MiniCPM3: rotate-half MLA, a scaled embedding (rounded to the weight dtype), residual
 // branches times scale_depth / sqrt(L) and the final hidden state divided by
@@ -292,7 +299,7 @@ FamilyTable mlaFamilies() {
   return {
       {"deepseek_v3", deepseekV3},
       {"kimi_k2", deepseekV3},
-      {"deepseek_v2", {{.max_positions = 2048}, parseDeepseekV2}},
+      {"deepseek_v2", {{.max_positions = 2048, .heads_divide_hidden = true}, parseDeepseekV2}},
       {"glm4_moe_lite", {{.max_positions = 202752, .norm_eps = 1e-5, .partial_rotary = true}, parseGlm4MoeLite}},
       {"axk1", {{.max_positions = 32768}, parseAxk1}},
       {"mistral4", {{.max_positions = 1048576}, parseMistral4, mistral4RopeDicts}},
@@ -302,7 +309,9 @@ FamilyTable mlaFamilies() {
         parseLongcatFlash}},
       {"youtu", {{.max_positions = 131072, .tie_word_embeddings = true}, parseYoutu}},
       {"deepseek_v32", {{.max_positions = 163840}, parseDeepseekV32}},
-      {"minicpm3", {{.max_positions = 32768, .norm_eps = 1e-5, .tie_word_embeddings = true}, parseMiniCpm3}},
+      {"minicpm3",
+       {{.max_positions = 32768, .norm_eps = 1e-5, .tie_word_embeddings = true, .heads_divide_hidden = true},
+        parseMiniCpm3}},
   };
 }
 

@@ -10,8 +10,17 @@
 namespace cbc::hf {
 
 // A config class's MLA sizes when config.json leaves them out.
+// What the config class does with an explicit head_dim (transformers 5.23 applies it after
+// __post_init__, which sets head_dim = qk_rope_head_dim).
+enum class MlaHeadDim {
+  Ignored,       // __post_init__ overwrites it, or nothing reads it
+  MustMatchRope, // the RoPE rotates head_dim features of the rope part: any other value breaks the model
+  IsRope,        // attribute_map makes it qk_rope_head_dim, and it wins where both are given
+};
+
 struct MlaDefaults {
   int64_t q_lora_rank = 1536, kv_lora_rank = 512, nope = 128, rope = 64, v = 128;
+  MlaHeadDim head_dim = MlaHeadDim::Ignored;
   RopeDicts (*rope_dicts)(const ConfigReader &) = nullptr; // the family's own rope dictionaries
 };
 

@@ -10,13 +10,18 @@ namespace cbc::hf {
 
 namespace {
 
-// The layers from layers_block_type, or the config class's default pattern.
-void zambaLayers(const ConfigReader &r, ModelSpec &s, LayerKind mamba, const std::vector<std::string> &fallback) {
-  const char *key = r.has("layers_block_type") ? "layers_block_type" : "layer_types";
+// The layers from layer_types (which the config class maps onto layers_block_type, and which
+// wins when both are given), layers_block_type, or the config class's default pattern. As
+// transformers 5.23 validates, the list has num_hidden_layers entries (the class's default
+// when absent) of the allowed kinds; mamba is the legacy name of linear_attention.
+void zambaLayers(const ConfigReader &r, ModelSpec &s, LayerKind mamba, const std::vector<std::string> &fallback,
+                 int64_t defaultLayers) {
+  const char *key = r.has("layer_types") ? "layer_types" : "layers_block_type";
   std::vector<std::string> types = r.has(key) ? r.getStringList(key) : fallback;
   if (types.empty())
-    throw ConfigError(r.path("layers_block_type"), "names no layers");
-  s.num_layers = (int64_t)types.size();
+    throw ConfigError(r.path(key), "names no layers");
+  s.num_layers = r.getSize("num_hidden_layers", defaultLayers);
+  checkLayerCount(r, key, types.size(), s.num_layers);
   std::vector<LayerKind> kinds;
   for (const std::string &t : types) {
     if (t == "mamba" || t == "linear_attention")
@@ -54,13 +59,20 @@ std::vector<std::string> zambaDefaultLayers(const ConfigReader &r) {
   return types;
 }
 
-void parseZamba(const ConfigReader &r, ModelSpec &s) {
-  zambaLayers(r, s, LayerKind::Mamba1, zambaDefaultLayers(r));
+// attention_head_dim, or head_dim, which the config classes map onto it (attribute_map) and
+// which wins where both are given, as transformers 5.23 applies it after the fields.
+const char *zambaHeadDimKey(const ConfigReader &r) { return r.has("head_dim") ? "head_dim" : "attention_head_dim"; }
+
+// The shared block reads [h | embeddings], 2 * hidden_size wide, whatever attention_hidden_size says.
+void zambaBlockWidth(const ConfigReader &r, const ModelSpec &s) {
   if (r.has("attention_hidden_size") && r.requireSize("attention_hidden_size") != 2 * s.hidden_size)
     throw ConfigError(r.path("attention_hidden_size"), "must be 2 * hidden_size (the block reads [h | embeddings])");
-  int64_t headDim = r.has("attention_head_dim") ? r.requireSize("attention_head_dim")
-                                                 : r.getSize("head_dim", 2 * s.hidden_size / s.attn.num_heads);
-  zambaAttention(r, s, headDim);
+}
+
+void parseZamba(const ConfigReader &r, ModelSpec &s) {
+  zambaLayers(r, s, LayerKind::Mamba1, zambaDefaultLayers(r), 76);
+  zambaBlockWidth(r, s);
+  zambaAttention(r, s, r.getSize(zambaHeadDimKey(r), 2 * s.hidden_size / s.attn.num_heads));
   s.attn.rope = false;
   parseMamba1(r, s, {"mamba_d_state", "mamba_expand", "mamba_d_conv", "mamba_dt_rank", "mamba_conv_bias",
                      "mamba_proj_bias"});
@@ -96,6 +108,11 @@ void zamba2Mamba(const ConfigReader &r, ModelSpec &s) {
   int64_t width = r.getSize("mamba_expand", 2) * s.hidden_size;
   if (width % m.heads != 0)
     throw ConfigError(r.path("n_mamba_heads"), "must divide mamba_expand * hidden_size (" + std::to_string(width) + ")");
+  // An explicit mamba_headdim wins in transformers, but the mixer's projections are
+  // mamba_expand * hidden_size wide, so only the derived value builds a model.
+  if (r.has("mamba_headdim") && !isAuto(r, "mamba_headdim") && r.requireSize("mamba_headdim") != width / m.heads)
+    throw ConfigError(r.path("mamba_headdim"), "must be mamba_expand * hidden_size / n_mamba_heads (" +
+                                                   std::to_string(width / m.heads) + ")");
   m.head_dim = width / m.heads;
   m.conv_bias = true; // Zamba2's conv always has a bias
   m.norm_eps = 1e-5;  // and its gated norm a fixed eps
@@ -119,11 +136,16 @@ void zamba2SharedBlocks(const ConfigReader &r, ModelSpec &s) {
 }
 
 void parseZamba2(const ConfigReader &r, ModelSpec &s) {
-  zambaLayers(r, s, LayerKind::Mamba2, zamba2DefaultLayers());
-  // attention_hidden_size, attention_head_dim and mamba_headdim are always derived.
-  if ((2 * s.hidden_size) % s.attn.num_heads != 0)
+  zambaLayers(r, s, LayerKind::Mamba2, zamba2DefaultLayers(), 54);
+  // Zamba2Config derives attention_hidden_size, attention_head_dim and mamba_headdim, but
+  // transformers 5.23 applies config.json's keys after __post_init__, so explicit ones win:
+  // attention_head_dim (or head_dim, its attribute_map alias) sets the shared block's heads;
+  // the other two must agree with what the modules are built from.
+  zambaBlockWidth(r, s);
+  const char *headKey = zambaHeadDimKey(r);
+  if (!r.has(headKey) && (2 * s.hidden_size) % s.attn.num_heads != 0)
     throw ConfigError(r.path("num_attention_heads"), "must divide 2 * hidden_size");
-  zambaAttention(r, s, 2 * s.hidden_size / s.attn.num_heads);
+  zambaAttention(r, s, r.getSize(headKey, 2 * s.hidden_size / s.attn.num_heads));
   s.attn.rope = r.getBool("use_mem_rope", false);
   if (r.getBool("use_long_context", false))
     s.max_positions = 16384; // all use_long_context does in transformers 5.23 (no RoPE rescaling)
@@ -139,11 +161,11 @@ FamilyTable zambaFamilies() {
   return {
       {"zamba",
        {{.max_positions = 4096, .norm_eps = 1e-5, .tie_word_embeddings = true, .act = "gelu",
-         .layers_derived = true, .kv_heads = 16},
+         .layers_derived = true, .kv_heads = 16, .layers_block_type = LayerListRule::Validated},
         parseZamba}},
       {"zamba2",
        {{.max_positions = 4096, .norm_eps = 1e-5, .tie_word_embeddings = true, .act = "gelu",
-         .layers_derived = true, .intermediate_optional = true},
+         .layers_derived = true, .intermediate_optional = true, .layers_block_type = LayerListRule::Validated},
         parseZamba2}},
   };
 }
