@@ -1,4 +1,5 @@
 #include "runtime/engine.h"
+#include "runtime/request_json.h"
 #include "tools/cbc/cli.h"
 #include "tools/cbc/commands.h"
 
@@ -16,64 +17,7 @@ namespace {
 
 using nlohmann::json;
 
-struct PromptLine {
-  std::vector<int32_t> ids;
-  rt::SamplingParams params;
-  json user_id;      // echoed back when given
-  std::string error; // a malformed line becomes a rejected request
-};
-
-// One JSONL line: either a list of token ids or an object with "prompt" and sampling fields.
-PromptLine parsePromptLine(const std::string &line, const rt::SamplingParams &defaults) {
-  PromptLine p;
-  p.params = defaults;
-  json j;
-  try {
-    j = json::parse(line);
-  } catch (const json::exception &e) {
-    p.error = std::string("malformed JSON: ") + e.what();
-    return p;
-  }
-  try {
-    const json *ids = &j;
-    if (j.is_object()) {
-      if (!j.contains("prompt")) {
-        p.error = "missing \"prompt\"";
-        return p;
-      }
-      ids = &j["prompt"];
-      if (j.contains("id")) p.user_id = j["id"];
-      if (j.contains("max_new_tokens")) p.params.max_new_tokens = j["max_new_tokens"].get<int64_t>();
-      if (j.contains("temperature")) p.params.temperature = j["temperature"].get<double>();
-      if (j.contains("top_k")) p.params.top_k = j["top_k"].get<int64_t>();
-      if (j.contains("top_p")) p.params.top_p = j["top_p"].get<double>();
-      if (j.contains("min_p")) p.params.min_p = j["min_p"].get<double>();
-      if (j.contains("seed")) p.params.seed = j["seed"].get<uint64_t>();
-      if (j.contains("ignore_eos")) p.params.ignore_eos = j["ignore_eos"].get<bool>();
-      if (j.contains("logprobs")) p.params.logprobs = j["logprobs"].get<bool>();
-      if (j.contains("stop_token_ids")) p.params.stop_token_ids = j["stop_token_ids"].get<std::vector<int64_t>>();
-    }
-    if (!ids->is_array()) {
-      p.error = "\"prompt\" must be a list of token ids";
-      return p;
-    }
-    for (const json &t : *ids) {
-      if (!t.is_number_integer()) {
-        p.error = "\"prompt\" must be a list of integer token ids";
-        return p;
-      }
-      int64_t v = t.get<int64_t>();
-      if (v < INT32_MIN || v > INT32_MAX) {
-        p.error = "token id " + std::to_string(v) + " is out of range";
-        return p;
-      }
-      p.ids.push_back((int32_t)v);
-    }
-  } catch (const json::exception &e) {
-    p.error = std::string("bad field: ") + e.what();
-  }
-  return p;
-}
+using PromptLine = rt::ParsedRequest;
 
 class Progress {
 public:
@@ -181,7 +125,7 @@ bool readPrompts(const std::string &path, const RunSettings &s, std::vector<Prom
       continue;
     rt::SamplingParams d = s.defaults;
     d.seed = s.weights.seed + prompts.size();
-    prompts.push_back(parsePromptLine(line, d));
+    prompts.push_back(rt::parseRequestLine(line, d));
   }
   return true;
 }

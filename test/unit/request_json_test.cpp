@@ -1,0 +1,89 @@
+// The JSONL request parser of `cbc run`: every bad line is an error naming the field, nothing is
+// truncated or cast out of range, and well-formed lines keep the defaults they do not override.
+#include "runtime/request_json.h"
+
+#include <gtest/gtest.h>
+
+#include <limits>
+
+namespace cbc::test {
+namespace {
+
+rt::ParsedRequest parse(const std::string &line) { return rt::parseRequestLine(line, rt::SamplingParams{}); }
+
+void expectError(const std::string &line, const std::vector<std::string> &mentions) {
+  rt::ParsedRequest p = parse(line);
+  ASSERT_FALSE(p.error.empty()) << line << " was accepted";
+  for (const std::string &m : mentions)
+    EXPECT_NE(p.error.find(m), std::string::npos) << line << ": '" << p.error << "' lacks '" << m << "'";
+}
+
+TEST(RequestJson, WellFormedLinesParse) {
+  rt::SamplingParams d;
+  d.max_new_tokens = 7;
+  d.seed = 42;
+  rt::ParsedRequest list = rt::parseRequestLine("[1, 2, 3]", d);
+  EXPECT_EQ(list.error, "");
+  EXPECT_EQ(list.ids, (std::vector<int32_t>{1, 2, 3}));
+  EXPECT_EQ(list.params.max_new_tokens, 7);
+  EXPECT_EQ(list.params.seed, 42u);
+
+  rt::ParsedRequest obj = rt::parseRequestLine(
+      R"({"prompt": [5], "id": "a", "max_new_tokens": 3, "temperature": 1, "top_k": 4, "top_p": 0.5,
+          "min_p": 0.1, "seed": 18446744073709551615, "ignore_eos": true, "logprobs": true,
+          "stop_token_ids": [9, 10]})", d);
+  EXPECT_EQ(obj.error, "");
+  EXPECT_EQ(obj.ids, (std::vector<int32_t>{5}));
+  EXPECT_EQ(obj.user_id, "a");
+  EXPECT_EQ(obj.params.max_new_tokens, 3);
+  EXPECT_EQ(obj.params.temperature, 1.0);
+  EXPECT_EQ(obj.params.top_k, 4);
+  EXPECT_EQ(obj.params.top_p, 0.5);
+  EXPECT_EQ(obj.params.min_p, 0.1);
+  EXPECT_EQ(obj.params.seed, std::numeric_limits<uint64_t>::max());
+  EXPECT_TRUE(obj.params.ignore_eos);
+  EXPECT_TRUE(obj.params.logprobs);
+  EXPECT_EQ(obj.params.stop_token_ids, (std::vector<int64_t>{9, 10}));
+}
+
+TEST(RequestJson, UnknownKeysAreErrorsWithASuggestion) {
+  expectError(R"({"prompt": [1], "max_tokens": 4})", {"unknown key \"max_tokens\"", "did you mean \"max_new_tokens\""});
+  expectError(R"({"prompt": [1], "bogus": 4})", {"unknown key \"bogus\""});
+}
+
+TEST(RequestJson, IntegerFieldsAreNeverTruncatedOrCastOutOfRange) {
+  for (const char *field : {"max_new_tokens", "top_k", "seed"}) {
+    for (const char *value : {"2.7", "1e30", "-1e30", "2.0", "\"3\"", "true", "99999999999999999999999"}) {
+      std::string line = std::string(R"({"prompt": [1], ")") + field + "\": " + value + "}";
+      expectError(line, {std::string("\"") + field + "\""});
+    }
+  }
+  expectError(R"({"prompt": [1], "seed": -1})", {"\"seed\""});
+  expectError(R"({"prompt": [1], "max_new_tokens": 0})", {"\"max_new_tokens\""});
+  expectError(R"({"prompt": [1], "max_new_tokens": -5})", {"\"max_new_tokens\""});
+  expectError(R"({"prompt": [1], "max_new_tokens": 9223372036854775808})", {"\"max_new_tokens\"", "out of range"});
+  expectError(R"({"prompt": [1], "top_k": -1})", {"\"top_k\""});
+  // Token ids: integers that fit int32, in the prompt and in the stop ids.
+  expectError("[1, 2.5]", {"\"prompt[1]\"", "integer"});
+  expectError("[1, 4294967296]", {"\"prompt[1]\"", "out of range"});
+  expectError("[18446744073709551615]", {"\"prompt[0]\"", "out of range"});
+  expectError(R"({"prompt": [1], "stop_token_ids": [2.7]})", {"\"stop_token_ids[0]\""});
+  expectError(R"({"prompt": [1], "stop_token_ids": 3})", {"\"stop_token_ids\""});
+}
+
+TEST(RequestJson, TypeErrorsNameTheField) {
+  expectError(R"({"prompt": [1], "temperature": "hot"})", {"\"temperature\" must be a number"});
+  expectError(R"({"prompt": [1], "top_p": null})", {"\"top_p\" must be a number"});
+  expectError(R"({"prompt": [1], "min_p": [0.1]})", {"\"min_p\" must be a number"});
+  expectError(R"({"prompt": [1], "temperature": 1e400})", {"1e400"});
+  expectError(R"({"prompt": [1], "ignore_eos": 1})", {"\"ignore_eos\""});
+  expectError(R"({"prompt": [1], "logprobs": "yes"})", {"\"logprobs\""});
+  expectError(R"({"prompt": "hello"})", {"\"prompt\" must be a list"});
+  expectError(R"({"max_new_tokens": 3})", {"missing \"prompt\""});
+  expectError("42", {"list of token ids"});
+  expectError("[1, 2", {"malformed JSON"});
+  expectError("", {"malformed JSON"});
+}
+
+} // namespace
+} // namespace cbc::test
