@@ -57,7 +57,7 @@ for t in $TARGETS; do
     echo "fuzz: $t replayed ${#regs[@]} regression input(s)"
   fi
   dict=()
-  case $t in config_fuzz | request_fuzz) dict=(-dict=test/fuzz/json.dict) ;; esac
+  case $t in config_fuzz | request_fuzz | safetensors_fuzz) dict=(-dict=test/fuzz/json.dict) ;; esac
   mkdir -p "$WORK/new-$t"
   "$bin" -max_total_time="$SECONDS_EACH" -seed="$SEED" -timeout=25 -rss_limit_mb=2048 \
     -print_final_stats=1 -artifact_prefix="$FINDINGS/$t-" "${dict[@]}" \
