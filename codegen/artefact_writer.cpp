@@ -1,6 +1,7 @@
 #include "codegen/artefact_writer.h"
 
 #include "dialects/cbc/CbcOps.h"
+#include "runtime/schema/integrity.h"
 #include "runtime/schema/model_generated.h"
 #include "runtime/schema/opcodes.h"
 #include "runtime/schema/step_abi.h"
@@ -496,7 +497,9 @@ FailureOr<std::vector<uint8_t>> writeArtefact(ModuleOp module, const ArtefactInp
   if (inputs.kernels)
     mb.add_kernels(kernels);
   fbb.Finish(mb.Finish(), fb::ModelIdentifier());
-  return std::vector<uint8_t>(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
+  std::vector<uint8_t> bytes(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
+  sealArtefact(bytes); // every byte the loader reads is covered by the trailer's hash
+  return bytes;
 }
 
 } // namespace cbc::codegen

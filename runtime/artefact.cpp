@@ -1,5 +1,7 @@
 #include "runtime/artefact.h"
 
+#include "runtime/artefact_check.h"
+#include "runtime/schema/integrity.h"
 #include "runtime/schema/opcodes.h"
 
 #include <cmath>
@@ -87,6 +89,7 @@ Instr readInstr(const fb::Instr &i, int numValues) {
       if (id < 0 || id >= numValues)
         throw ArtefactError("instruction refers to value " + std::to_string(id) + ", outside the program's " +
                             std::to_string(numValues) + " values");
+  checkInstr(in);
   return in;
 }
 
@@ -356,15 +359,32 @@ uint32_t formatVersion(const uint8_t *data, size_t size) {
   return model->GetField<uint32_t>(fb::Model::VT_FORMAT_VERSION, 0);
 }
 
-// The bytes, owned and aligned for the tables read in place, after the header checks.
-std::shared_ptr<const std::vector<uint8_t>> verifiedCopy(const uint8_t *data, size_t size) {
-  if (size < 8 || !flatbuffers::BufferHasIdentifier(data, fb::ModelIdentifier()))
-    throw ArtefactError("not a cbc artefact (missing the CBC1 file identifier)");
-  auto bytes = std::make_shared<std::vector<uint8_t>>(data, data + size);
-  uint32_t version = formatVersion(bytes->data(), bytes->size());
+void checkVersion(uint32_t version) {
   if (version != kFormatVersion)
     throw ArtefactError("artefact format version " + std::to_string(version) + " is not the runtime's version " +
                         std::to_string(kFormatVersion) + "; recompile it with this cbc");
+}
+
+// The FlatBuffer's length: the bytes before the integrity trailer, which is checked first so
+// that no changed byte reaches the parser. Bytes without a trailer are an artefact of a
+// version before the trailer (the version error says "recompile") or a damaged one.
+size_t checkedLength(const uint8_t *data, size_t size, bool verifyChecksum) {
+  if (!hasTrailer(data, size)) {
+    checkVersion(formatVersion(data, size));
+    throw ArtefactError("corrupt artefact: its checksum trailer is missing (truncated, or not written by cbc compile)");
+  }
+  if (verifyChecksum && !checksumMatches(data, size))
+    throw ArtefactError("corrupt artefact: checksum mismatch (the file was changed after cbc compile wrote it)");
+  return size - kTrailerBytes;
+}
+
+// The bytes, owned and aligned for the tables read in place, after the header checks.
+std::shared_ptr<const std::vector<uint8_t>> verifiedCopy(const uint8_t *data, size_t size, bool verifyChecksum) {
+  if (size < 8 || !flatbuffers::BufferHasIdentifier(data, fb::ModelIdentifier()))
+    throw ArtefactError("not a cbc artefact (missing the CBC1 file identifier)");
+  size_t length = checkedLength(data, size, verifyChecksum);
+  auto bytes = std::make_shared<std::vector<uint8_t>>(data, data + length);
+  checkVersion(formatVersion(bytes->data(), bytes->size()));
   flatbuffers::Verifier verifier(bytes->data(), bytes->size());
   if (!fb::VerifyModelBuffer(verifier))
     throw ArtefactError("corrupt artefact: the FlatBuffers verifier rejected it");
@@ -373,9 +393,9 @@ std::shared_ptr<const std::vector<uint8_t>> verifiedCopy(const uint8_t *data, si
 
 } // namespace
 
-Artefact Artefact::fromBytes(const uint8_t *data, size_t size) {
+Artefact Artefact::fromBytes(const uint8_t *data, size_t size, bool verifyChecksum) {
   Artefact a;
-  a.bytes = verifiedCopy(data, size);
+  a.bytes = verifiedCopy(data, size, verifyChecksum);
   const fb::Model *m = fb::GetModel(a.bytes->data());
   a.format_version = m->format_version();
   a.compiler = str(m->compiler());
@@ -393,8 +413,11 @@ Artefact Artefact::fromBytes(const uint8_t *data, size_t size) {
       if (v.shape != a.weights[v.weight].shape)
         throw ArtefactError("program value and weight '" + a.weights[v.weight].name + "' disagree on its shape");
     }
-  if (const fb::KernelBundle *k = m->kernels())
+  checkProgramAgainstPlan(a);
+  if (const fb::KernelBundle *k = m->kernels()) {
     a.kernels = readKernels(*k, a.program);
+    checkKernels(a);
+  }
   return a;
 }
 

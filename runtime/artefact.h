@@ -1,6 +1,7 @@
 // The artefact (model.fb) as plain C++ values, but for the instructions' parameter tables, which
-// are read in place. Loading verifies the FlatBuffer, its file identifier and format version and
-// that every instruction carries its opcode's table.
+// are read in place. Loading checks the integrity trailer (runtime/schema/integrity.h), then
+// verifies the FlatBuffer, its file identifier and format version and that every instruction
+// carries its opcode's table.
 #ifndef CBC_RUNTIME_ARTEFACT_H
 #define CBC_RUNTIME_ARTEFACT_H
 
@@ -168,7 +169,9 @@ struct Artefact {
   std::vector<WeightEntry> weights;
   std::optional<KernelBundle> kernels;
 
-  static Artefact fromBytes(const uint8_t *data, size_t size);
+  // verifyChecksum false skips the integrity trailer's hash (the trailer must still be there):
+  // for fuzzers and tests that patch fields, which reach the structural checks behind it.
+  static Artefact fromBytes(const uint8_t *data, size_t size, bool verifyChecksum = true);
   static Artefact load(const std::string &path);
 };
 

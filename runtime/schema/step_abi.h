@@ -15,7 +15,8 @@ namespace cbc {
 // of an older version would ignore the new field silently (FlatBuffers skips unknown fields).
 // 2: weight transforms block_diag and row_scales. 3: typed instructions (an opcode and one
 // parameter table per op), step arguments and per-step integers by enum, MXFP4 as a transform.
-constexpr uint32_t kFormatVersion = 3;
+// 4: the integrity trailer after the FlatBuffer (runtime/schema/integrity.h).
+constexpr uint32_t kFormatVersion = 4;
 
 // The step function's arguments, in order.
 enum class StepArg : uint8_t {

@@ -30,27 +30,100 @@ std::string shapeText(const std::vector<int64_t> &shape) {
   return s + "]";
 }
 
+// Float arrays with more elements than this print their first and last few and a summary
+// unless --full is given.
+constexpr size_t kShortFloatArray = 16;
+constexpr size_t kFloatArrayEnds = 4;
+
+std::string floatText(double x) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.9g", x); // enough digits to tell any two floats apart
+  return text;
+}
+
+// A float array (RoPE frequencies, decay rates): every value when short or with --full, else
+// the ends with the count, the range and how many are not finite, so that a changed value can
+// be seen.
+std::string floatArrayText(const std::vector<double> &v, bool full) {
+  std::string out = "[";
+  auto item = [&](size_t i) { out += std::string(i ? ", " : " ") + floatText(v[i]); };
+  if (full || v.size() <= kShortFloatArray) {
+    for (size_t i = 0; i < v.size(); ++i)
+      item(i);
+    return out + (v.empty() ? "]" : " ]");
+  }
+  for (size_t i = 0; i < kFloatArrayEnds; ++i)
+    item(i);
+  out += ", ...";
+  for (size_t i = v.size() - kFloatArrayEnds; i < v.size(); ++i)
+    item(i);
+  double lo = INFINITY, hi = -INFINITY;
+  size_t nonFinite = 0;
+  for (double x : v)
+    if (std::isfinite(x)) {
+      lo = std::min(lo, x);
+      hi = std::max(hi, x);
+    } else {
+      ++nonFinite;
+    }
+  out += " ] (" + std::to_string(v.size()) + " values, min " + floatText(lo) + ", max " + floatText(hi);
+  if (nonFinite)
+    out += ", " + std::to_string(nonFinite) + " not finite";
+  return out + "; --full prints all)";
+}
+
 // The reflection tables' text form, except that doubles too small for its 12 fixed decimals
-// (a renormalisation epsilon of 1e-20 would read 0.0) print in exponent form.
+// (a renormalisation epsilon of 1e-20 would read 0.0) print in exponent form, and float arrays
+// print through floatArrayText.
 struct ParamsVisitor : flatbuffers::ToStringVisitor {
-  ParamsVisitor() : ToStringVisitor(" ", false, "", false) {}
+  explicit ParamsVisitor(bool full) : ToStringVisitor(" ", false, "", false), full_(full) {}
   void Double(double x) override {
+    if (inFloats_)
+      return floats_.push_back(x);
     if (x == 0 || std::fabs(x) >= 1e-6)
       return ToStringVisitor::Double(x);
     char text[32];
     std::snprintf(text, sizeof text, "%g", x);
     s += text;
   }
+  void Float(float x) override {
+    if (inFloats_)
+      return floats_.push_back(x);
+    ToStringVisitor::Float(x);
+  }
+  void StartVector() override {
+    vectorAt_ = s.size();
+    floats_.clear();
+    ToStringVisitor::StartVector();
+  }
+  void Element(size_t i, flatbuffers::ElementaryType type, const flatbuffers::TypeTable *table,
+               const uint8_t *val) override {
+    inFloats_ = type == flatbuffers::ET_FLOAT || type == flatbuffers::ET_DOUBLE;
+    ToStringVisitor::Element(i, type, table, val);
+  }
+  void EndVector() override {
+    if (!inFloats_)
+      return ToStringVisitor::EndVector();
+    s.resize(vectorAt_);
+    s += floatArrayText(floats_, full_);
+    inFloats_ = false;
+  }
+
+private:
+  bool full_;
+  bool inFloats_ = false;
+  size_t vectorAt_ = 0;
+  std::vector<double> floats_;
 };
 
 // An instruction's parameter table as `field: value` pairs, read through the schema's
 // reflection tables, so that a new op's parameters print without code here.
-std::string paramsText(const rt::Instr &in) {
+std::string paramsText(const rt::Instr &in, bool full) {
   fb::OpParams type = opcodeInfo(in.opcode).params;
   if (!in.params || type == fb::OpParams::NONE)
     return "";
   const flatbuffers::TypeTable *table = fb::OpParamsTypeTable()->type_refs[(int)type - 1]();
-  ParamsVisitor visitor;
+  ParamsVisitor visitor(full);
   flatbuffers::IterateObject(static_cast<const uint8_t *>(in.params), table, &visitor);
   return visitor.s;
 }
@@ -111,7 +184,7 @@ void printSummary(const Artefact &a) {
   std::printf("kernels        %s\n", a.kernels ? std::to_string(a.kernels->names.size()).c_str() : "none");
 }
 
-void printProgram(const Artefact &a) {
+void printProgram(const Artefact &a, bool full) {
   const auto &p = a.program;
   std::printf("arena: %lld elements per token row, %lld per request row\n",
               (long long)p.token_row_elems, (long long)p.request_row_elems);
@@ -126,7 +199,7 @@ void printProgram(const Artefact &a) {
     std::printf("%4zu  %s%s%s", i, outs.c_str(), outs.empty() ? "" : " = ", in.op.c_str());
     for (size_t k = 0; k < in.inputs.size(); ++k)
       std::printf("%s%s", k ? ", " : " ", valueText(a, in.inputs[k]).c_str());
-    std::string params = paramsText(in);
+    std::string params = paramsText(in, full);
     if (!params.empty())
       std::printf("  %s", params.c_str());
     std::printf("\n");
@@ -363,6 +436,7 @@ int dumpMain(int argc, char **argv) {
   Args args("dump", "Inspects a cbc artefact. With no section flag it prints a summary.",
             {{"--ir", "", "the MLIR the artefact was lowered from"},
              {"--program", "", "the step program: instructions, values and arena slots"},
+             {"--full", "", "with --program: every value of long float arrays (RoPE frequencies, decays)"},
              {"--kernels", "", "the generated CUDA kernels with registers, spills and shared memory"},
              {"--kernel-source", "", "the generated CUDA C++ source"},
              {"--cache-plan", "", "cache groups, retention and bytes per token"},
@@ -379,6 +453,8 @@ int dumpMain(int argc, char **argv) {
       throw UsageError("expected exactly one MODEL argument");
     if (args.has("--weights-path") && !args.has("--weights"))
       throw UsageError("--weights-path goes with --weights");
+    if (args.has("--full") && !args.has("--program"))
+      throw UsageError("--full goes with --program");
   } catch (const UsageError &e) {
     std::fprintf(stderr, "cbc dump: error: %s\n", e.what());
     return 2;
@@ -393,7 +469,7 @@ int dumpMain(int argc, char **argv) {
   bool any = false;
   if (args.has("--ir")) { std::fputs(a.ir.c_str(), stdout); any = true; }
   if (args.has("--config")) { std::fputs(a.config_json.c_str(), stdout); any = true; }
-  if (args.has("--program")) { printProgram(a); any = true; }
+  if (args.has("--program")) { printProgram(a, args.has("--full")); any = true; }
   if (args.has("--cache-plan")) { printCachePlan(a); any = true; }
   if (args.has("--weights")) {
     std::unique_ptr<rt::Checkpoint> ckpt;
