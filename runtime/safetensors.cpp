@@ -195,6 +195,18 @@ SafetensorsFile::SafetensorsFile(const std::string &path) : path_(path) {
     map_ = nullptr;
     throw WeightError("cannot map checkpoint file '" + path + "'");
   }
+  // A constructor that throws runs no destructor: unmap here, or every rejected file stays mapped.
+  struct UnmapOnThrow {
+    void *&map;
+    size_t size;
+    bool armed = true;
+    ~UnmapOnThrow() {
+      if (armed) {
+        munmap(map, size);
+        map = nullptr;
+      }
+    }
+  } unmapOnThrow{map_, size_};
   const uint8_t *base = static_cast<const uint8_t *>(map_);
   uint64_t headerLen;
   std::memcpy(&headerLen, base, 8);
@@ -218,6 +230,7 @@ SafetensorsFile::SafetensorsFile(const std::string &path) : path_(path) {
     t.file = path;
     tensors_.emplace(name, std::move(t));
   }
+  unmapOnThrow.armed = false;
 }
 
 SafetensorsFile::~SafetensorsFile() {

@@ -31,6 +31,7 @@ fi
 
 BUILD=${BUILD_DIR:-build}
 RUNTIME_BUILD=${RUNTIME_BUILD_DIR:-build-runtime}
+FUZZ_BUILD=${FUZZ_BUILD_DIR:-build-fuzz}
 export CCACHE_BASEDIR="$PWD"
 COMMON=(-G Ninja -S . -DCMAKE_BUILD_TYPE=Release -DCMAKE_C_COMPILER=clang-22
         -DCMAKE_CXX_COMPILER=clang++-22 -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
@@ -41,5 +42,11 @@ fi
 # The runtime alone, configured with LLVM's prefix hidden: proof that serving needs no MLIR.
 if [ ! -f "$RUNTIME_BUILD/build.ninja" ]; then
   cmake "${COMMON[@]}" -B "$RUNTIME_BUILD" -DCBC_BUILD_COMPILER=OFF \
+    -DCMAKE_IGNORE_PREFIX_PATH=/usr/lib/llvm-22 >/dev/null
+fi
+# The runtime again with ASan, UBSan (fatal) and coverage feedback: its tests run there too, and
+# the libFuzzer targets (test/fuzz) of every parser of untrusted input are built there.
+if [ ! -f "$FUZZ_BUILD/build.ninja" ]; then
+  cmake "${COMMON[@]}" -B "$FUZZ_BUILD" -DCBC_BUILD_COMPILER=OFF -DCBC_FUZZ=ON \
     -DCMAKE_IGNORE_PREFIX_PATH=/usr/lib/llvm-22 >/dev/null
 fi

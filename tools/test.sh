@@ -1,13 +1,20 @@
 #!/usr/bin/env bash
 # Sets up, builds and runs every test suite (lit, unit, parity, emulation), and the runtime's
-# tests again in a build without the compiler. No GPU, no network, no torch needed.
+# tests again in a build without the compiler and once more under ASan and UBSan, then runs each
+# libFuzzer target for a minute (tools/fuzz.sh). No GPU, no network, no torch needed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/setup.sh
 BUILD=${BUILD_DIR:-build}
 RUNTIME_BUILD=${RUNTIME_BUILD_DIR:-build-runtime}
+FUZZ_BUILD=${FUZZ_BUILD_DIR:-build-fuzz}
 export CCACHE_BASEDIR="$PWD"
 ninja -C "$BUILD"
 ninja -C "$RUNTIME_BUILD"
+ninja -C "$FUZZ_BUILD"
 (cd "$RUNTIME_BUILD" && ctest --output-on-failure -j"$(nproc)" "$@")
+# Sanitizer findings are fatal (-fno-sanitize-recover=all); leaks fail too. The load test is
+# left out here: it bounds RSS growth, which ASan's quarantine (256 MiB) inflates by design.
+(cd "$FUZZ_BUILD" && UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j"$(nproc)" -LE load "$@")
+tools/fuzz.sh "$FUZZ_BUILD"
 cd "$BUILD" && ctest --output-on-failure -j"$(nproc)" "$@"

@@ -203,7 +203,8 @@ void kvAppend(const float *k, const float *v, int64_t T, const int32_t *position
     const int32_t *table = tables + (int64_t)slots[seqIds[t]] * tableWidth;
     float *row = pool + slotOf(table, positions[t], layout.block_size) * layout.row_elems;
     std::memcpy(row, k + t * layout.k_elems, layout.k_elems * sizeof(float));
-    std::memcpy(row + layout.k_elems, v + t * vElems, vElems * sizeof(float));
+    if (vElems) // a latent cache has no values (v may be null): memcpy from null is undefined
+      std::memcpy(row + layout.k_elems, v + t * vElems, vElems * sizeof(float));
   }
 }
 

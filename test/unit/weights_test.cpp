@@ -573,6 +573,20 @@ TEST_F(Weights, AnotherModelsCheckpointIsRefusedNamingTheKey) {
   EXPECT_NO_THROW(rt::WeightStore::load(*artefact_, {dir.str(), 0}));
 }
 
+// A rejected file must not stay mapped: a process that retries loads (the embedding API, a
+// fuzzer) would run out of mappings. Found by test/fuzz/safetensors_fuzz.
+TEST_F(Weights, RejectedFilesAreUnmapped) {
+  TempDir dir;
+  std::string path = dir / "model.safetensors";
+  writeBytes(path, rawHeader("{not json!", 10) + std::string(64, 'x'));
+  for (int i = 0; i < 3; ++i)
+    EXPECT_THROW(rt::SafetensorsFile f(path), rt::WeightError);
+  std::ifstream maps("/proc/self/maps");
+  std::string line;
+  while (std::getline(maps, line))
+    EXPECT_EQ(line.find(path), std::string::npos) << "still mapped: " << line;
+}
+
 TEST_F(Weights, MissingCheckpointsAreNamed) {
   expectWeightError([] { rt::Checkpoint ck("/nonexistent/cbc/ckpt"); }, {"/nonexistent/cbc/ckpt"},
                     "missing path");
