@@ -1,9 +1,9 @@
 #include "runtime/checkpoint_config.h"
 
 #include "runtime/safetensors.h"
+#include "runtime/schema/python_json.h"
 
 #include <cmath>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -15,29 +15,19 @@ using nlohmann::json;
 
 namespace {
 
-const char *const kPosInf = "<cbc:Infinity>", *const kNegInf = "<cbc:-Infinity>", *const kNaN = "<cbc:NaN>";
-
-// The marker a non-finite float becomes, whether written bare (Infinity), as transformers 5's
-// {"__float__": "Infinity"}, or already a marker; empty for anything else.
+// "Infinity", "-Infinity" or "NaN" for a non-finite float in any of its spellings (bare,
+// beyond double range, transformers 5's {"__float__": ...}); empty for anything else.
 std::string nonFinite(const json &v) {
-  if (v.is_string()) {
-    const std::string &s = v.get_ref<const std::string &>();
-    if (s == kPosInf || s == kNegInf || s == kNaN)
-      return s;
-  }
-  if (v.is_object() && v.size() == 1 && v.contains("__float__") && v["__float__"].is_string()) {
-    const std::string &s = v["__float__"].get_ref<const std::string &>();
-    if (s == "Infinity") return kPosInf;
-    if (s == "-Infinity") return kNegInf;
-    if (s == "NaN") return kNaN;
-  }
-  return "";
+  double d;
+  if (v.is_number() || !jsonNumber(v, d))
+    return "";
+  return std::isnan(d) ? "NaN" : d > 0 ? "Infinity" : "-Infinity";
 }
 
 std::string shown(const json &v) {
   std::string s = nonFinite(v);
   if (!s.empty())
-    return s.substr(5, s.size() - 6); // <cbc:Infinity> -> Infinity
+    return s;
   s = v.dump();
   return s.size() > 80 ? s.substr(0, 77) + "..." : s;
 }
@@ -52,33 +42,6 @@ std::string readText(const std::string &path) {
 }
 
 } // namespace
-
-json parsePythonJson(const std::string &text) {
-  std::string out;
-  out.reserve(text.size());
-  bool inString = false;
-  for (size_t i = 0; i < text.size(); ++i) {
-    char c = text[i];
-    if (inString) {
-      out += c;
-      if (c == '\\' && i + 1 < text.size())
-        out += text[++i];
-      else if (c == '"')
-        inString = false;
-      continue;
-    }
-    auto token = [&](const char *word) { return text.compare(i, std::strlen(word), word) == 0; };
-    const char *marker = token("-Infinity") ? kNegInf : token("Infinity") ? kPosInf : token("NaN") ? kNaN : nullptr;
-    if (marker) {
-      out += std::string("\"") + marker + "\"";
-      i += std::strlen(marker) - 7; // past the bare word: the marker less "<cbc:" and ">"
-      continue;
-    }
-    inString = c == '"';
-    out += c;
-  }
-  return json::parse(out);
-}
 
 bool sameConfigValue(const json &a, const json &b) {
   std::string fa = nonFinite(a), fb = nonFinite(b);

@@ -22,8 +22,6 @@ std::string checkpointConfigPath(const std::string &weightsPath);
 // artefact that lists no keys, checks nothing.
 void checkCheckpointConfig(const Artefact &artefact, const std::string &weightsPath);
 
-// config.json as Python's json module writes it: bare Infinity, -Infinity and NaN allowed.
-nlohmann::json parsePythonJson(const std::string &text);
 // The same value: numbers by value, non-finite floats in any of their spellings alike.
 bool sameConfigValue(const nlohmann::json &a, const nlohmann::json &b);
 

@@ -4,6 +4,7 @@
 #define CBC_FRONTENDS_HF_CONFIG_CONFIG_READER_H
 
 #include "frontends/hf_config/model_spec.h"
+#include "runtime/schema/python_json.h"
 
 #include <nlohmann/json.hpp>
 
@@ -12,13 +13,8 @@
 
 namespace cbc::hf {
 
-// Parses config.json as Python's json module writes it: besides standard JSON, the bare
-// tokens Infinity, -Infinity and NaN (older transformers saved time_step_limit = [0.0,
-// Infinity]). They become marker strings that the number accessors read back as IEEE values,
-// as is transformers 5's own {"__float__": "Infinity"} form.
-nlohmann::json parseConfigJson(const std::string &text);
-// A number, or one of the markers parseConfigJson leaves for Infinity, -Infinity and NaN.
-bool jsonNumber(const nlohmann::json &v, double &out);
+// config.json as Python's json module writes it (runtime/schema/python_json.h).
+inline nlohmann::json parseConfigJson(const std::string &text) { return parsePythonJson(text); }
 
 // The largest value of the size `key` (runtime/schema/limits.h): kMaxVocab for vocabulary
 // sizes, kMaxLayers, kMaxHeads, kMaxExperts and kMaxPositions for layer, head, expert and

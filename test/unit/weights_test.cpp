@@ -2,6 +2,7 @@
 // tensor or file; sharded checkpoints load like single files; dtype conversions; random weights.
 #include "runtime/checkpoint_config.h"
 #include "runtime/safetensors.h"
+#include "runtime/schema/python_json.h"
 #include "runtime/weights.h"
 #include "test/support/test_support.h"
 
@@ -512,13 +513,16 @@ TEST_F(Weights, HostileHeadersAreRejected) {
 // The config.json beside the weights must be the compiled model's on every key it read.
 TEST(CheckpointConfig, ValuesCompareAsTransformersReadsThem) {
   auto same = [](const std::string &a, const std::string &b) {
-    return rt::sameConfigValue(rt::parsePythonJson(a), rt::parsePythonJson(b));
+    return rt::sameConfigValue(parsePythonJson(a), parsePythonJson(b));
   };
   EXPECT_TRUE(same("1e-5", "1e-05"));
   EXPECT_TRUE(same("2", "2.0"));
   EXPECT_TRUE(same("[1, 2.0]", "[1.0, 2]"));
   EXPECT_TRUE(same(R"({"a": 1, "b": null})", R"({"a": 1.0})"));
   EXPECT_TRUE(same("[0.0, Infinity]", R"([0, {"__float__": "Infinity"}])"));
+  // Beyond double range reads as Infinity, as in Python and in the front end (one reader).
+  EXPECT_TRUE(same("[0.0, 1e400]", "[0, Infinity]"));
+  EXPECT_TRUE(same("-1e400", "-Infinity"));
   EXPECT_TRUE(same(R"("NaN")", R"("NaN")")); // a string, not the float
   EXPECT_FALSE(same(R"("NaN")", "NaN"));
   EXPECT_FALSE(same("Infinity", "-Infinity"));
