@@ -12,6 +12,8 @@
 #include "driver/compile.h"
 #include "runtime/cpu/kernels.h"
 #include "runtime/engine.h"
+#include "runtime/artefact.h"
+#include "runtime/backend.h"
 
 #include <algorithm>
 #include <chrono>

@@ -1,5 +1,10 @@
 #include "runtime/engine.h"
 
+#include "runtime/artefact.h"
+#include "runtime/backend.h"
+#include "runtime/cache.h"
+#include "runtime/scheduler.h"
+#include "runtime/weights.h"
 #include "runtime/cpu/cpu_backend.h"
 #include "runtime/cuda/gpu_backend.h"
 #include "runtime/memory_estimate.h"
@@ -83,7 +88,8 @@ std::unique_ptr<Backend> makeBackend(const Artefact &a, const WeightSource &weig
 
 Engine::Engine(std::unique_ptr<Artefact> artefact, std::unique_ptr<Backend> backend,
                const EngineOptions &options)
-    : artefact_(std::move(artefact)), backend_(std::move(backend)), options_(options) {
+    : artefact_(std::move(artefact)), backend_(std::move(backend)), options_(options),
+      plan_(std::make_unique<StepPlan>()), batch_(std::make_unique<StepBatch>()) {
   if (options_.max_batch_tokens < 1 || options_.max_requests < 1)
     throw std::runtime_error("the token budget and requests per step must be at least 1");
   if (options_.max_live_requests < 1)
@@ -222,6 +228,9 @@ bool Engine::cancel(RequestId id) {
 
 bool Engine::idle() const { return scheduler_->idle(); }
 
+size_t Engine::num_waiting() const { return scheduler_->numWaiting(); }
+size_t Engine::num_running() const { return scheduler_->numRunning(); }
+
 void Engine::buildBatch(const StepPlan &plan, StepBatch &b) const { buildStepBatch(plan, *cache_, b); }
 
 void buildStepBatch(const StepPlan &plan, const CacheManager &cache, StepBatch &b) {
@@ -271,7 +280,7 @@ std::vector<TokenEvent> Engine::step() {
   if (scheduler_->idle())
     return events;
   double t0 = now();
-  StepPlan &plan = plan_;
+  StepPlan &plan = *plan_;
   scheduler_->schedule(plan);
   // Counted before anything can return: a step whose every request was preempted runs nothing.
   stats_.preemptions += (int64_t)plan.preempted.size();
@@ -287,7 +296,7 @@ std::vector<TokenEvent> Engine::step() {
     }
     return events;
   }
-  buildBatch(plan, batch_);
+  buildBatch(plan, *batch_);
   double t1 = now();
   // Greedy rows that want neither logprobs nor logits can be sampled on the device.
   bool deviceGreedy = true;
@@ -295,10 +304,10 @@ std::vector<TokenEvent> Engine::step() {
     if (c.sample && (c.request->params.temperature != 0 || c.request->params.logprobs ||
                      c.request->params.keep_logits))
       deviceGreedy = false;
-  deviceGreedy = deviceGreedy && backend_->runGreedy(batch_, greedy_);
+  deviceGreedy = deviceGreedy && backend_->runGreedy(*batch_, greedy_);
   if (!deviceGreedy) {
-    backend_->run(batch_, logits_);
-    if ((int64_t)logits_.size() < batch_.num_logit_rows * artefact_->meta.vocab_size)
+    backend_->run(*batch_, logits_);
+    if ((int64_t)logits_.size() < batch_->num_logit_rows * artefact_->meta.vocab_size)
       throw std::runtime_error("the backend returned fewer logits than the step has rows");
   }
   double t2 = now();

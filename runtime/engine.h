@@ -9,18 +9,24 @@
 #ifndef CBC_RUNTIME_ENGINE_H
 #define CBC_RUNTIME_ENGINE_H
 
-#include "runtime/artefact.h"
-#include "runtime/backend.h"
-#include "runtime/cache.h"
 #include "runtime/request.h"
-#include "runtime/scheduler.h"
-#include "runtime/weights.h"
+#include "runtime/weight_source.h"
 
 #include <functional>
 #include <map>
 #include <memory>
 
 namespace cbc::rt {
+
+// Declared only: the embedding API does not bring in the loader, the backends, the cache
+// manager or the scheduler. Include their headers (runtime/artefact.h, backend.h, cache.h,
+// scheduler.h) to use what artefact(), backend(), cache() and buildBatch() expose.
+struct Artefact;
+class Backend;
+class CacheManager;
+class Scheduler;
+struct StepPlan;
+struct StepBatch;
 
 struct EngineOptions {
   std::string backend = "auto";        // auto (CUDA when a GPU is usable), cpu, cuda, null
@@ -93,8 +99,8 @@ public:
   const Artefact &artefact() const { return *artefact_; }
   const Backend &backend() const { return *backend_; }
   const CacheManager &cache() const { return *cache_; }
-  size_t num_waiting() const { return scheduler_->numWaiting(); }
-  size_t num_running() const { return scheduler_->numRunning(); }
+  size_t num_waiting() const;
+  size_t num_running() const;
 
   // Builds the step metadata for a plan (exposed for benchmarks).
   void buildBatch(const StepPlan &plan, StepBatch &batch) const;
@@ -117,8 +123,8 @@ private:
   RequestId nextId_ = 0;
   uint64_t nextArrival_ = 0;
   EngineStats stats_;
-  StepPlan plan_;
-  StepBatch batch_;
+  std::unique_ptr<StepPlan> plan_;   // this step's plan and metadata, reused across steps
+  std::unique_ptr<StepBatch> batch_;
   std::vector<float> logits_;
   std::vector<int32_t> greedy_;
 };

@@ -5,6 +5,7 @@
 
 #include "runtime/artefact.h"
 #include "runtime/safetensors.h"
+#include "runtime/weight_source.h"
 
 #include <functional>
 #include <map>
@@ -19,11 +20,6 @@ struct HostTensor {
     for (int64_t d : shape) n *= d;
     return n;
   }
-};
-
-struct WeightSource {
-  std::string checkpoint_dir;  // empty: random weights
-  uint64_t seed = 0;
 };
 
 class WeightStore {

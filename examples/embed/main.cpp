@@ -4,6 +4,12 @@
 //   cbc-embed model.fb CHECKPOINT
 #include "runtime/engine.h"
 
+// The embedding header stands alone: none of the runtime's internals come with it.
+#if defined(CBC_RUNTIME_CACHE_H) || defined(CBC_RUNTIME_SCHEDULER_H) || defined(CBC_RUNTIME_BACKEND_H) || \
+    defined(CBC_RUNTIME_ARTEFACT_H) || defined(CBC_RUNTIME_WEIGHTS_H)
+#error "runtime/engine.h includes the runtime's internals"
+#endif
+
 #include <cstdio>
 #include <map>
 

@@ -3,7 +3,12 @@
 #ifndef CBC_TEST_SUPPORT_TEST_SUPPORT_H
 #define CBC_TEST_SUPPORT_TEST_SUPPORT_H
 
+#include "runtime/artefact.h"
+#include "runtime/backend.h"
+#include "runtime/cache.h"
 #include "runtime/engine.h"
+#include "runtime/scheduler.h"
+#include "runtime/weights.h"
 
 #include <cstdint>
 #include <string>

@@ -1,4 +1,7 @@
 #include "runtime/engine.h"
+#include "runtime/artefact.h"
+#include "runtime/cache.h"
+#include "runtime/weights.h"
 #include "runtime/memory_estimate.h"
 #include "runtime/schema/limits.h"
 #include "tools/cbc/cli.h"
