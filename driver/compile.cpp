@@ -152,7 +152,8 @@ void validateOptions(const CompileOptions &options) {
 }
 
 CompileResult compileConfig(const std::string &configJson, const CompileOptions &options) {
-  validateOptions(options);
+  // The options are checked once, by compileSpec (which test callers reach directly too); cbc
+  // compile checks them before it even reads the config.
   // No progress line before the config is parsed: a bad config must print only its one error.
   auto start = std::chrono::steady_clock::now();
   hf::ModelSpec spec = hf::parseConfig(configJson);

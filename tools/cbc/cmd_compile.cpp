@@ -100,8 +100,8 @@ bool readText(const std::string &path, std::string &text) {
 int compileMain(int argc, char **argv) {
   Args args("compile",
             "Compiles a Hugging Face config.json (or a model folder holding one) into a cbc\n"
-            "artefact. A bad config exits with\n"
-            "status 2 and one line naming the key; no output file is written then.",
+            "artefact. A bad config exits with status 2 and one line naming the key; no output\n"
+            "file is written then.",
             {{"-o", "OUT", "artefact to write (default: model.fb)"},
              {"--dtype", "bf16|f16|f32", "weight, activation and cache dtype on the GPU (default bf16)"},
              {"--target", "sm_80,sm_90", "CUDA architectures (sm_NN) to compile kernels for (default sm_80,sm_90)"},
