@@ -137,17 +137,22 @@ void validateOptions(const CompileOptions &options) {
                       std::to_string(options.block_size));
   if (!options.emit_cuda)
     return;
+  if constexpr (!kBuiltWithCuda)
+    throw OptionError("this cbc was built without CUDA (CBC_CUDA=OFF) and generates no kernels, so --target "
+                      "is unavailable; its artefacts run on the CPU backend");
   if (options.dtype == "f16")
     throw OptionError("--dtype f16 has no CUDA code generation (the kernels take bf16 or f32); "
                       "use --dtype bf16 or f32, or add --no-cuda");
   if (options.targets.empty())
     throw OptionError("--target names no architecture; use --no-cuda for a CPU-only artefact");
-  std::vector<int> archs = codegen::supportedArchs();
-  std::set<std::string> seen;
-  for (const std::string &t : options.targets) {
-    validateTarget(t, archs);
-    if (!seen.insert(t).second)
-      throw OptionError("--target names '" + t + "' twice");
+  if constexpr (kBuiltWithCuda) { // NVRTC is linked only then
+    std::vector<int> archs = codegen::supportedArchs();
+    std::set<std::string> seen;
+    for (const std::string &t : options.targets) {
+      validateTarget(t, archs);
+      if (!seen.insert(t).second)
+        throw OptionError("--target names '" + t + "' twice");
+    }
   }
 }
 
@@ -201,24 +206,27 @@ CompileResult compileSpec(const hf::ModelSpec &spec, const std::string &configJs
 
   result.ir = printModule(*module);
   KernelBundleOut kernels;
-  if (options.emit_cuda) {
-    progress("generating CUDA kernels");
-    auto program = emitCuda(*module);
-    if (failed(program))
-      throw std::runtime_error("CUDA code generation failed:\n" + diags.messages);
-    kernels = std::move(*program);
-    timer.lap("codegen");
-    std::string targets;
-    for (const std::string &t : options.targets)
-      targets += (targets.empty() ? "" : ", ") + t;
-    progress("compiling " + std::to_string(kernels.names.size()) + " kernels with NVRTC for " + targets);
-    NvrtcOptions nv;
-    nv.targets = options.targets;
-    nv.cache_dir = options.kernel_cache_dir;
-    bool cached = compileKernels(kernels.source, kernels.names, nv, kernels);
-    if (cached)
-      progress("kernels found in the cache");
-    timer.lap("nvrtc");
+  // validateOptions refused emit_cuda in a build without CUDA, where NVRTC is not linked.
+  if constexpr (kBuiltWithCuda) {
+    if (options.emit_cuda) {
+      progress("generating CUDA kernels");
+      auto program = emitCuda(*module);
+      if (failed(program))
+        throw std::runtime_error("CUDA code generation failed:\n" + diags.messages);
+      kernels = std::move(*program);
+      timer.lap("codegen");
+      std::string targets;
+      for (const std::string &t : options.targets)
+        targets += (targets.empty() ? "" : ", ") + t;
+      progress("compiling " + std::to_string(kernels.names.size()) + " kernels with NVRTC for " + targets);
+      NvrtcOptions nv;
+      nv.targets = options.targets;
+      nv.cache_dir = options.kernel_cache_dir;
+      bool cached = compileKernels(kernels.source, kernels.names, nv, kernels);
+      if (cached)
+        progress("kernels found in the cache");
+      timer.lap("nvrtc");
+    }
   }
   ArtefactInputs inputs;
   if (options.emit_cuda)

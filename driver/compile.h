@@ -3,6 +3,8 @@
 #ifndef CBC_DRIVER_COMPILE_H
 #define CBC_DRIVER_COMPILE_H
 
+#include "runtime/build_config.h"
+
 #include <cstdint>
 #include <functional>
 #include <stdexcept>
@@ -22,7 +24,10 @@ struct CompileOptions {
   std::string dtype = "bf16";            // program weight and cache dtype: bf16, f16, f32
   std::vector<std::string> targets = {"sm_80", "sm_90"};
   int64_t block_size = 16;
-  bool emit_cuda = true;                 // generate and NVRTC-compile the CUDA kernels
+  // Generate and NVRTC-compile the CUDA kernels: by default wherever cbc is built with CUDA
+  // (whether or not this machine has a GPU: the artefact is the same everywhere). A build
+  // without CUDA refuses true.
+  bool emit_cuda = kBuiltWithCuda;
   bool fuse = true;                      // run the fusion passes
   std::string kernel_cache_dir;          // empty: no kernel cache
   std::function<void(const std::string &)> progress; // optional progress messages

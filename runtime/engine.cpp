@@ -1,6 +1,7 @@
 #include "runtime/engine.h"
 
 #include "runtime/artefact.h"
+#include "runtime/build_config.h"
 #include "runtime/backend.h"
 #include "runtime/cache.h"
 #include "runtime/scheduler.h"
@@ -61,27 +62,20 @@ std::unique_ptr<Backend> makeBackend(const Artefact &a, const WeightSource &weig
   if (options.backend != "cpu" && options.backend != "auto" && options.backend != "cuda")
     throw std::runtime_error("unknown backend '" + options.backend + "' (auto, cpu, cuda, null)");
   if (options.backend != "cpu") {
-    // CUDA when asked for, or for "auto" when a driver, a GPU and kernels are all there.
-    std::string why;
-    if (!a.kernels) {
-      why = "the artefact was compiled with --no-cuda";
-    } else {
-      try {
-        auto device = openCudaDevice();
-        checkFits(estimateGpuMemory(a, options.cache_memory_bytes, limits), device->freeMemory());
-        return makeGpuBackend(a, weights, std::move(device), limits);
-      } catch (const WeightError &) {
-        throw;
-      } catch (const MemoryError &) {
-        throw;
-      } catch (const std::exception &e) {
-        why = e.what();
-      }
+    if constexpr (kBuiltWithCuda) {
+      // CUDA when asked for, or for "auto" when a driver, a GPU and kernels are all there.
+      std::string why;
+      if (auto gpu = openCudaBackend(a, weights, options.cache_memory_bytes, limits, why))
+        return gpu;
+      if (options.backend == "cuda")
+        throw std::runtime_error("the CUDA backend is unavailable: " + why);
+      if (options.log)
+        options.log("CUDA backend unavailable (" + why + "); using the CPU backend");
+    } else if (options.backend == "cuda") {
+      // Built without CUDA (CBC_CUDA=OFF): "auto" is the CPU, quietly, kernels or not.
+      throw std::invalid_argument("the CUDA backend is not in this runtime: cbc was built without CUDA "
+                                  "(CBC_CUDA=OFF); use the cpu backend");
     }
-    if (options.backend == "cuda")
-      throw std::runtime_error("the CUDA backend is unavailable: " + why);
-    if (options.log)
-      options.log("CUDA backend unavailable (" + why + "); using the CPU backend");
   }
   return makeCpuBackend(a, loadForCpu(a, weights, options, limits), limits, defaultThreads(options.threads));
 }

@@ -1,5 +1,6 @@
 #include "runtime/cuda/gpu_backend.h"
 
+#include "runtime/memory_estimate.h"
 #include "runtime/safetensors.h"
 
 #include <algorithm>
@@ -407,8 +408,28 @@ bool GpuBackend::writeValue(int value, const std::vector<float> &in) {
 std::unique_ptr<Backend> makeGpuBackend(const Artefact &a, const WeightSource &weights,
                                         std::unique_ptr<Device> device, const BackendLimits &limits) {
   if (!a.kernels)
-    throw ArtefactError("the artefact has no CUDA kernels; compile it without --no-cuda");
+    throw ArtefactError("the artefact has no CUDA kernels; compile it without --no-cuda, with a cbc built with CUDA");
   return std::make_unique<GpuBackend>(a, weights, std::move(device), limits);
+}
+
+std::unique_ptr<Backend> openCudaBackend(const Artefact &a, const WeightSource &weights, int64_t cacheBytes,
+                                         const BackendLimits &limits, std::string &why) {
+  if (!a.kernels) {
+    why = "the artefact has no CUDA kernels: it was compiled with --no-cuda or by a cbc built without CUDA";
+    return nullptr;
+  }
+  try {
+    auto device = openCudaDevice();
+    checkFits(estimateGpuMemory(a, cacheBytes, limits), device->freeMemory());
+    return makeGpuBackend(a, weights, std::move(device), limits);
+  } catch (const WeightError &) {
+    throw;
+  } catch (const MemoryError &) {
+    throw;
+  } catch (const std::exception &e) {
+    why = e.what();
+    return nullptr;
+  }
 }
 
 } // namespace cbc::rt

@@ -14,6 +14,12 @@ namespace cbc::rt {
 std::unique_ptr<Backend> makeGpuBackend(const Artefact &a, const WeightSource &weights,
                                         std::unique_ptr<Device> device, const BackendLimits &limits);
 
+// The CUDA backend's factory, on the driver's device with a cache of `cacheBytes`: null, with
+// `why`, when the artefact has no kernels or no driver or GPU is usable; a weight error, or a
+// model and cache that do not fit the GPU, throw. Only in a build with CUDA (CBC_CUDA).
+std::unique_ptr<Backend> openCudaBackend(const Artefact &a, const WeightSource &weights, int64_t cacheBytes,
+                                         const BackendLimits &limits, std::string &why);
+
 } // namespace cbc::rt
 
 #endif

@@ -7,6 +7,11 @@ config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
 config.suffixes = [".mlir", ".test"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.cbc_obj_root, "test", "lit")
+# "cuda": cbc was built with CUDA (CBC_CUDA), so `cbc compile` generates kernels with NVRTC and
+# the runtime has the CUDA backend. Tests of kernels say REQUIRES: cuda; those of a CPU-only
+# build say UNSUPPORTED: cuda.
+if config.cbc_cuda:
+    config.available_features.add("cuda")
 config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py.in", "Inputs"]
 config.substitutions.append(("%src", config.cbc_src_root))
 config.substitutions.append(("%configs", os.path.join(config.cbc_src_root, "test", "configs")))

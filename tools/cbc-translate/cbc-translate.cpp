@@ -69,18 +69,22 @@ LogicalResult exportArtefact(Operation *op, llvm::raw_ostream &os) {
   inputs.ir = ir;
   cbc::codegen::KernelBundleOut kernels;
   if (!targets.empty()) {
-    FailureOr<cbc::codegen::KernelBundleOut> program = cbc::codegen::emitCuda(module);
-    if (failed(program))
-      return failure();
-    kernels = std::move(*program);
-    cbc::codegen::NvrtcOptions nv;
-    nv.targets.assign(targets.begin(), targets.end());
-    try {
-      cbc::codegen::compileKernels(kernels.source, kernels.names, nv, kernels);
-    } catch (const std::exception &e) {
-      return module.emitError(e.what());
+    if constexpr (!cbc::kBuiltWithCuda) { // NVRTC is linked only with CUDA
+      return module.emitError("--targets: this cbc was built without CUDA (CBC_CUDA=OFF) and compiles no kernels");
+    } else {
+      FailureOr<cbc::codegen::KernelBundleOut> program = cbc::codegen::emitCuda(module);
+      if (failed(program))
+        return failure();
+      kernels = std::move(*program);
+      cbc::codegen::NvrtcOptions nv;
+      nv.targets.assign(targets.begin(), targets.end());
+      try {
+        cbc::codegen::compileKernels(kernels.source, kernels.names, nv, kernels);
+      } catch (const std::exception &e) {
+        return module.emitError(e.what());
+      }
+      inputs.kernels = &kernels;
     }
-    inputs.kernels = &kernels;
   }
   FailureOr<std::vector<uint8_t>> bytes = cbc::codegen::writeArtefact(module, inputs);
   if (failed(bytes))

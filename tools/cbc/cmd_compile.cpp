@@ -1,5 +1,6 @@
 #include "driver/compile.h"
 #include "frontends/hf_config/model_spec.h"
+#include "runtime/build_config.h"
 #include "tools/cbc/cli.h"
 #include "tools/cbc/commands.h"
 
@@ -49,7 +50,9 @@ driver::CompileOptions compileOptions(const Args &args) {
   // An empty --target stays empty (and is refused), rather than meaning the default.
   if (args.has("--target"))
     options.targets = splitList(args.get("--target"));
-  options.emit_cuda = !args.has("--no-cuda");
+  // Kernels by default where cbc is built with CUDA (see kKernelsAbout); a CPU-only cbc makes
+  // none, and refuses --target (validateOptions) rather than ignore it.
+  options.emit_cuda = !args.has("--no-cuda") && (kBuiltWithCuda || args.has("--target"));
   options.fuse = !args.has("--no-fuse");
   options.kernel_cache_dir = args.get("--kernel-cache", "");
   options.block_size = args.getInt("--block-size", 16);
@@ -97,16 +100,30 @@ bool readText(const std::string &path, std::string &text) {
 
 } // namespace
 
+// What --help says about kernels: the default is fixed by how cbc was built, never by whether
+// this machine has a GPU, so that an artefact is the same wherever it is compiled.
+constexpr const char *kKernelsAbout =
+    kBuiltWithCuda
+        ? "CUDA kernels are generated for sm_80,sm_90 by default, on any machine: NVRTC needs\n"
+          "no GPU. The first compile of a model takes a few seconds; the kernel cache makes the\n"
+          "next ones about as quick as --no-cuda, which skips the kernels (CPU-only artefact)."
+        : "This cbc was built without CUDA (CBC_CUDA=OFF): it generates no kernels, its artefacts\n"
+          "run on the CPU backend, and --target is an error. A cbc built with CUDA generates\n"
+          "kernels for sm_80,sm_90 by default.";
+
 int compileMain(int argc, char **argv) {
   Args args("compile",
             "Compiles a Hugging Face config.json (or a model folder holding one) into a cbc\n"
             "artefact. A bad config exits with status 2 and one line naming the key; no output\n"
-            "file is written then.",
+            "file is written then.\n\n" + std::string(kKernelsAbout),
             {{"-o", "OUT", "artefact to write (default: model.fb)"},
              {"--dtype", "bf16|f16|f32", "weight, activation and cache dtype on the GPU (default bf16)"},
-             {"--target", "sm_80,sm_90", "CUDA architectures (sm_NN) to compile kernels for (default sm_80,sm_90)"},
+             {"--target", "sm_80,sm_90",
+              kBuiltWithCuda ? "CUDA architectures (sm_NN) to compile kernels for (default sm_80,sm_90)"
+                             : "unavailable: this cbc was built without CUDA"},
              {"--block-size", "N", "tokens per cache block, 1 to 1024 (default 16)"},
-             {"--no-cuda", "", "skip CUDA code generation (CPU-only artefact)"},
+             {"--no-cuda", "", kBuiltWithCuda ? "skip CUDA code generation (CPU-only artefact)"
+                                              : "no CUDA code generation (always so in this cbc)"},
              {"--no-fuse", "", "skip the fusion passes (for debugging)"},
              {"--kernel-cache", "DIR", "kernel cache directory (default $CBC_KERNEL_CACHE or ~/.cache/cbc)"},
              {"--emit-ir", "", "print the final IR to stdout as well"},

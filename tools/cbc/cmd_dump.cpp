@@ -392,7 +392,7 @@ void printGraph(const Artefact &a) {
 
 void printKernels(const Artefact &a) {
   if (!a.kernels) {
-    std::printf("no CUDA kernels (compiled with --no-cuda)\n");
+    std::printf("no CUDA kernels (compiled with --no-cuda, or by a cbc built without CUDA)\n");
     return;
   }
   const auto &k = a.kernels.value();

@@ -1,5 +1,6 @@
 #include "runtime/engine.h"
 #include "runtime/artefact.h"
+#include "runtime/build_config.h"
 #include "runtime/cache.h"
 #include "runtime/weights.h"
 #include "runtime/memory_estimate.h"
@@ -86,7 +87,9 @@ Args runArgs() {
                {"--top-p", "P", "default top-p, in (0, 1] (default 1)"},
                {"--min-p", "P", "default min-p, in [0, 1] (default 0)"},
                {"--logprobs", "", "report the log-probability of each generated token"},
-               {"--backend", "auto|cpu|cuda", "execution backend (default auto: CUDA if usable, else CPU)"},
+               {"--backend", "auto|cpu|cuda",
+                kBuiltWithCuda ? "execution backend (default auto: CUDA if usable, else CPU)"
+                               : "execution backend (default auto, which is the CPU: this cbc was built without CUDA)"},
                {"--max-batch-tokens", "N", "token budget per step, 1 to 2^20 (default 256)"},
                {"--max-requests", "N", "requests per step, 1 to 2^20 (default 64)"},
                {"--cache-memory", "MIB", "memory for the paged cache, 1 to 16777216 MiB (default 256)"},
@@ -141,6 +144,8 @@ RunSettings readSettings(const Args &args) {
   o.backend = args.get("--backend", "auto");
   if (o.backend != "auto" && o.backend != "cpu" && o.backend != "cuda")
     throw UsageError("--backend must be auto, cpu or cuda, got '" + o.backend + "'");
+  if (!kBuiltWithCuda && o.backend == "cuda")
+    throw UsageError("--backend cuda: this cbc was built without CUDA (CBC_CUDA=OFF); use --backend cpu or auto");
   o.max_batch_tokens = intFlag(args, "--max-batch-tokens", 256, 1, 1 << 20, "in [1, 2^20]");
   o.max_requests = intFlag(args, "--max-requests", 64, 1, 1 << 20, "in [1, 2^20]");
   // In MiB, shifted to bytes: bounded so that the shift cannot overflow (2^24 MiB: 16 TiB).

@@ -3,6 +3,7 @@
 // sigmoid scores with a selection bias, 4 experts in 2 groups scored by their top-2 sum, 1 kept,
 // -inf fill. Layer 1: softmax over 6 router columns (4 experts and 2 identity experts) in 3
 // groups scored by their max, 2 kept, zero fill.
+// REQUIRES: cuda
 
 // RUN: cbc-opt %s --cbc-pipeline -o %t.mlir
 // RUN: cbc-translate --cbc-to-artefact %t.mlir -o %t.fb
