@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Sets up, builds and runs every test suite (lit, unit, parity, emulation), and the runtime's
 # tests again in a build without the compiler and once more under ASan and UBSan, then runs each
-# libFuzzer target for a minute (tools/fuzz.sh). No GPU, no network, no torch needed.
+# libFuzzer target for a minute (tools/fuzz.sh), and the suites of a build without CUDA
+# (build-cpu). No GPU, no network, no torch needed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/setup.sh
 BUILD=${BUILD_DIR:-build}
 RUNTIME_BUILD=${RUNTIME_BUILD_DIR:-build-runtime}
 FUZZ_BUILD=${FUZZ_BUILD_DIR:-build-fuzz}
+CPU_BUILD=${CPU_BUILD_DIR:-build-cpu}
 export CCACHE_BASEDIR="$PWD"
 ninja -C "$BUILD"
 ninja -C "$RUNTIME_BUILD"
@@ -19,4 +21,8 @@ tools/check_install.sh "$RUNTIME_BUILD"
 # left out here: it bounds RSS growth, which ASan's quarantine (256 MiB) inflates by design.
 (cd "$FUZZ_BUILD" && UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j"$(nproc)" -LE load "$@")
 tools/fuzz.sh "$FUZZ_BUILD"
+# Without CUDA: the compiler and the runtime built with no toolkit, and their lit, unit and
+# parity suites (the load test is the same code as build-runtime's).
+ninja -C "$CPU_BUILD"
+(cd "$CPU_BUILD" && ctest --output-on-failure -j"$(nproc)" -LE load "$@")
 cd "$BUILD" && ctest --output-on-failure -j"$(nproc)" "$@"
