@@ -31,6 +31,6 @@ grep -q 'kBuiltWithCuda = false;' "$tmp/auto/runtime/build_config.h" || fail "bu
 status=0
 configure on -DCBC_CUDA=ON > "$tmp/on.log" 2>&1 || status=$?
 [ "$status" -ne 0 ] || fail "-DCBC_CUDA=ON configured without the toolkit"
-tr -s ' \n' ' ' < "$tmp/on.log" | grep -q 'CBC_CUDA=ON but the CUDA toolkit was not found: the CUDA backend needs its headers (cuda.h, cublasLt.h) and the compiler NVRTC (libnvrtc)' ||
+tr -s ' \n' ' ' < "$tmp/on.log" | grep -q 'CBC_CUDA=ON but the CUDA toolkit was not found: the CUDA backend needs its headers (cuda.h, cublasLt.h) and the compiler needs NVRTC (libnvrtc)' ||
   fail "-DCBC_CUDA=ON said: $(cat "$tmp/on.log")"
 echo "cpu-only configure: ok"
