@@ -1,6 +1,7 @@
 // A runtime built without CUDA (CBC_CUDA=OFF) has no CUDA backend: "auto" serves every artefact
 // on the CPU, kernels or not, without a note, and "cuda" is refused by name. In a build with
 // CUDA these tests are skipped: there "auto" tries the GPU, which cbc-gpu-check covers.
+#include "runtime/artefact_check.h"
 #include "runtime/build_config.h"
 #include "test/support/test_support.h"
 
@@ -11,8 +12,9 @@
 namespace cbc::test {
 namespace {
 
-// The committed llama artefact (compiled with --no-cuda) with a kernel bundle attached, as a
-// cbc built with CUDA would have written it: the CPU backend must not care.
+// The committed llama artefact (compiled with --no-cuda) with a kernel bundle attached, one the
+// loader's check accepts (as Artefact::fromBytes calls it), as a cbc built with CUDA would have
+// written it: the CPU backend must not care.
 rt::Artefact withKernels() {
   rt::Artefact a = committedArtefact("llama");
   rt::KernelBundle k;
@@ -24,6 +26,7 @@ rt::Artefact withKernels() {
   image.registers = image.spills = image.shared_bytes = {0};
   k.cubins.push_back(image);
   a.kernels = k;
+  rt::checkKernels(a);
   return a;
 }
 
