@@ -5,6 +5,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/setup.sh
+# The venv of the Python tests (build/pyenv) and the Python package in the build tree.
+tools/setup_python.sh
 BUILD=${BUILD_DIR:-build}
 RUNTIME_BUILD=${RUNTIME_BUILD_DIR:-build-runtime}
 FUZZ_BUILD=${FUZZ_BUILD_DIR:-build-fuzz}
