@@ -21,4 +21,6 @@ tools/check_install.sh "$RUNTIME_BUILD"
 # left out here: it bounds RSS growth, which ASan's quarantine (256 MiB) inflates by design.
 (cd "$FUZZ_BUILD" && UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j"$(nproc)" -LE load "$@")
 tools/fuzz.sh "$FUZZ_BUILD"
+# The Python package installed with pip into its own venv, tested there (not the build tree).
+tools/check_python_install.sh
 cd "$BUILD" && ctest --output-on-failure -j"$(nproc)" "$@"
