@@ -424,8 +424,12 @@ class CompilerUnavailable(RuntimeError):
 def compile(config, out, *, dtype: str = "bf16", target=None, block_size: int = 16,
             cuda: Optional[bool] = None, fuse: bool = True, kernel_cache=None, quiet: bool = True) -> str:
     """Compiles a Hugging Face config.json (or the folder holding one) into the artefact `out`,
-    as `cbc compile` does; returns out. A bad config or option raises ValueError with the
-    compiler's one-line message; nothing is written then."""
+    as `cbc compile` does; returns out. cuda: True generates the CUDA kernels (NVRTC; no GPU
+    needed), False makes a CPU-only artefact (--no-cuda), None does what cbc compile does by
+    default. target: "sm_80,sm_90" or a list. A bad config or option raises ValueError with the
+    compiler's one-line message; nothing is written then. Uses cbc._compiler when the package
+    was built with the compiler, else runs `cbc compile` (CBC_EXECUTABLE, or cbc on PATH), else
+    raises CompilerUnavailable."""
     from ._compile import compile_artefact
 
     return compile_artefact(config, out, dtype=dtype, target=target, block_size=block_size,

@@ -9,7 +9,7 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
+import threading
 from typing import Optional
 
 try:
@@ -52,8 +52,10 @@ def _targets(target) -> Optional[list]:
 
 
 def _write_atomically(path: str, data: bytes) -> None:
-    """A failure leaves no artefact: written beside the target, then renamed."""
-    fd, tmp = tempfile.mkstemp(prefix=os.path.basename(path) + ".", dir=os.path.dirname(path) or ".")
+    """A failure leaves no artefact: written beside the target, then renamed. Created as open()
+    creates files (0666 less the umask), as cbc compile's are."""
+    tmp = f"{path}.tmp.{os.getpid()}.{threading.get_ident()}"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o666)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
@@ -119,10 +121,13 @@ def compile_artefact(config, out, *, dtype, target, block_size, cuda, fuse, kern
             text = f.read().decode("utf-8")
     except (OSError, UnicodeDecodeError) as e:
         raise ValueError(f"cannot read config '{path}': {e}") from None
+    # Not told: kernels as cbc compile makes them by default (always, where this cbc has CUDA),
+    # and whenever targets are named.
+    emit = cuda if cuda is not None else bool(_compiler.default_emit_cuda or targets is not None)
     if targets is None:
         targets = list(_compiler.default_targets)
     try:
-        data = _compiler.compile_config(text, dtype, targets, block_size, cuda is not False, fuse,
+        data = _compiler.compile_config(text, dtype, targets, block_size, bool(emit), fuse,
                                         "" if kernel_cache is None else os.fspath(kernel_cache))
     except ValueError as e:
         raise ValueError(f"{path}: {e}") from None

@@ -38,6 +38,18 @@ def test_compile_equals_cbc_compile(tmp_path, family):
 
 
 @needs_compiler
+def test_default_kernels_equal_cbc_compile(tmp_path):
+    """cuda=None does what cbc compile does by default (kernels, where cbc has CUDA)."""
+    cache = tmp_path / "kernels"
+    ours = tmp_path / "py.fb"
+    cbc.compile(FIXTURES / "llama", ours, kernel_cache=cache)
+    r = cli_compile(FIXTURES / "llama", tmp_path / "cli.fb", "--kernel-cache", str(cache))
+    assert r.returncode == 0, r.stderr
+    assert ours.read_bytes() == (tmp_path / "cli.fb").read_bytes()
+    assert (ours.stat().st_mode & 0o777) == ((tmp_path / "cli.fb").stat().st_mode & 0o777)
+
+
+@needs_compiler
 def test_compiled_artefact_serves(tmp_path):
     out = tmp_path / "llama.fb"
     cbc.compile(FIXTURES / "llama" / "config.json", out, cuda=False, block_size=8)
