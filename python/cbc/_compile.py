@@ -93,6 +93,10 @@ def _compile_with_executable(exe, config, out, dtype, targets, block_size, cuda,
         return
     lines = [l for l in r.stderr.splitlines() if "error:" in l]
     message = lines[-1].split("error:", 1)[1].strip() if lines else r.stderr.strip()
+    if "built without the compiler" in message:  # a runtime-only cbc
+        from . import CompilerUnavailable
+
+        raise CompilerUnavailable(f"{exe}: {message}")
     if r.returncode == 2:  # bad input: the config or an option
         raise ValueError(message)
     raise RuntimeError(f"{exe} compile failed ({r.returncode}): {message}")
