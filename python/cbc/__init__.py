@@ -73,7 +73,8 @@ class GenerationOutput:
     finish_reason: Optional[str] = None
 
     def is_finished(self) -> bool:
-        return True
+        """As transformers': finished or failed (generate_batch returns only such outputs)."""
+        return self.status in ("finished", "failed")
 
 
 class StreamEvent(NamedTuple):
