@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """What the Python package costs over `cbc run`: the same requests, the same engine settings,
-generated tokens per second side by side (one run each, after the model is loaded).
+generated tokens per second side by side (the best of --repeat runs each, after the model
+is loaded).
 
     PYTHONPATH=build/python build/pyenv/bin/python bench/python_overhead.py [--build build]
 
@@ -55,15 +56,18 @@ def timed(fn):
     return tokens, time.perf_counter() - start
 
 
-def python_modes(eng, prompts, new_tokens):
-    def batch():
+def python_modes(load, prompts, new_tokens):
+    """Each interface on a freshly loaded engine (load not timed), as each cbc run loads its own:
+    both start with the cache and arenas untouched."""
+
+    def batch(eng):
         outs = eng.generate_batch(prompts, max_new_tokens=new_tokens)
         return sum(len(o.generated_tokens) for o in outs.values())
 
-    def stream():
+    def stream(eng):
         return sum(1 for ev in eng.stream(prompts, max_new_tokens=new_tokens) if ev.token is not None)
 
-    def loop():
+    def loop(eng):
         for p in prompts:
             eng.add_request(p, max_new_tokens=new_tokens)
         n = 0
@@ -72,19 +76,27 @@ def python_modes(eng, prompts, new_tokens):
         eng.take_finished()
         return n
 
-    return {"generate_batch": timed(batch), "stream": timed(stream), "add_request/step": timed(loop)}
+    results = {}
+    for mode, fn in (("generate_batch", batch), ("stream", stream), ("add_request/step", loop)):
+        eng = load()
+        results[mode] = timed(lambda: fn(eng))
+        del eng
+    return results
 
 
-def bench(exe, name, artefact, weights, seed, prompts, new_tokens, threads):
-    rows = []
-    n, s = cbc_run(exe, artefact, weights, prompts, new_tokens, threads)
-    rows.append((name, "cbc run", n, s))
+def bench(exe, name, artefact, weights, seed, prompts, new_tokens, threads, repeat):
+    """Best of `repeat` runs of each interface, interleaved so that load from elsewhere on the
+    machine falls on all of them alike."""
     kw = {"random_weights": True, "seed": seed} if weights is None else {}
-    eng = cbc.Engine(artefact, weights, threads=threads, **kw)
-    for mode, (tokens, secs) in python_modes(eng, prompts, new_tokens).items():
-        assert tokens == n, (mode, tokens, n)
-        rows.append((name, mode, tokens, secs))
-    return rows
+    load = lambda: cbc.Engine(artefact, weights, threads=threads, **kw)
+    best = {}
+    for _ in range(repeat):
+        n, s = cbc_run(exe, artefact, weights, prompts, new_tokens, threads)
+        best["cbc run"] = min(best.get("cbc run", (n, s)), (n, s), key=lambda x: x[1])
+        for mode, (tokens, secs) in python_modes(load, prompts, new_tokens).items():
+            assert tokens == n, (mode, tokens, n)
+            best[mode] = min(best.get(mode, (tokens, secs)), (tokens, secs), key=lambda x: x[1])
+    return [(name, mode, t, s) for mode, (t, s) in best.items()]
 
 
 def main():
@@ -92,12 +104,13 @@ def main():
     ap.add_argument("--build", default=str(REPO / "build"), help="build tree with bin/cbc")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--requests", type=int, default=128)
+    ap.add_argument("--repeat", type=int, default=3, help="runs of each; the best is shown")
     args = ap.parse_args()
     exe = str(Path(args.build) / "bin" / "cbc")
     rows = []
     tiny = cbc.Engine(REPO / "test" / "artefacts" / "llama.fb", FIXTURE, threads=args.threads)
     rows += bench(exe, "llama fixture (64 hidden, 2 layers)", str(REPO / "test" / "artefacts" / "llama.fb"),
-                  str(FIXTURE), 0, requests(tiny.vocab_size, args.requests, 32), 64, args.threads)
+                  str(FIXTURE), 0, requests(tiny.vocab_size, args.requests, 32), 64, args.threads, args.repeat)
     with tempfile.TemporaryDirectory() as tmp:
         config = json.loads((FIXTURE / "config.json").read_text())
         config.update(hidden_size=256, intermediate_size=704, num_hidden_layers=4, num_attention_heads=8,
@@ -106,7 +119,7 @@ def main():
         art = str(Path(tmp) / "medium.fb")
         cbc.compile(tmp, art, cuda=False)
         rows += bench(exe, "llama-shaped, random (256 hidden, 4 layers)", art, None, 0,
-                      requests(4096, args.requests // 2, 32), 32, args.threads)
+                      requests(4096, args.requests // 2, 32), 32, args.threads, args.repeat)
     print(f"| model | interface | generated tokens | seconds | tok/s | vs cbc run |")
     print(f"|---|---|---:|---:|---:|---:|")
     base = {}
