@@ -181,7 +181,7 @@ class Engine:
     def idle(self) -> bool:
         """True when nothing is waiting or running and step() has no event left to hand out."""
         with self._lock:
-            return not self._pending_events and self._rt.info()["idle"]
+            return not self._pending_events and self._rt.idle()
 
     def take_finished(self) -> list:
         """The RequestOutputs finished since the last call (not those of generate_batch/stream)."""

@@ -84,6 +84,12 @@ public:
     return out;
   }
 
+  bool idle() {
+    nb::gil_scoped_release release;
+    std::lock_guard<std::mutex> lock(mutex_);
+    return engine_->idle();
+  }
+
   bool cancel(int64_t id) {
     nb::gil_scoped_release release;
     std::lock_guard<std::mutex> lock(mutex_);
@@ -205,6 +211,7 @@ NB_MODULE(_runtime, m) {
            "stop_token_ids"_a, "ignore_eos"_a, "logprobs"_a)
       .def("step", &Engine::step)
       .def("cancel", &Engine::cancel, "id"_a)
+      .def("idle", &Engine::idle)
       .def("take_finished", &Engine::takeFinished)
       .def("info", &Engine::info)
       .def_prop_ro("eos_token_ids", &Engine::eosTokenIds)
