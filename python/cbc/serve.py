@@ -103,7 +103,7 @@ class EngineLoop(threading.Thread):
         self.commands: queue.SimpleQueue = queue.SimpleQueue()
         self.live: dict[int, Submission] = {}
         self.error: str | None = None
-        self._stop = False
+        self._stopping = False
 
     def submit(self, sub: Submission) -> None:
         self.commands.put(("add", sub))
@@ -112,12 +112,12 @@ class EngineLoop(threading.Thread):
         self.commands.put(("cancel", sub))
 
     def stop(self) -> None:
-        self._stop = True
+        self._stopping = True
         self.commands.put(("stop", None))
 
     def run(self) -> None:
         try:
-            while not self._stop:
+            while not self._stopping:
                 self._drain(block=not self.live and self.engine.idle())
                 if self.live or not self.engine.idle():
                     self._step()

@@ -8,7 +8,8 @@ import sys
 import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
+# The package as the build assembles it (build/python), unless PYTHONPATH already finds one.
+sys.path.append(os.environ.get("CBC_PYTHON_DIR", os.path.join(HERE, "..", "..", "build", "python")))
 
 from cbc.text import IncrementalDetokenizer, Tokenizer, TokenizerError  # noqa: E402
 
