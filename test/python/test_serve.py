@@ -314,3 +314,21 @@ def test_serve_bad_input_exits_2(tmp_path):
     assert r.returncode == 2 and "artefact" in r.stderr and "does not exist" in r.stderr
     r = run("--help")
     assert r.returncode == 0 and "/v1/chat/completions" in r.stdout
+
+
+CBC = os.path.join(ROOT, "build", "bin", "cbc")
+
+
+@pytest.mark.skipif(not os.path.exists(CBC), reason="no build/bin/cbc")
+def test_cbc_serve_subcommand(server, tmp_path):
+    """`cbc serve` runs this package's server with $CBC_PYTHON (the build tree's package found
+    beside the executable)."""
+    env = dict(os.environ, CBC_PYTHON=sys.executable)
+    env.pop("PYTHONPATH", None)
+    r = subprocess.run([CBC, "serve", "--help"], env=env, capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 0 and "usage: cbc serve" in r.stdout and "--artefact" in r.stdout
+    r = subprocess.run([CBC, "serve", str(tmp_path / "missing")], env=env, capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 2
+    assert r.stderr.strip().endswith("model folder '%s' does not exist" % (tmp_path / "missing"))
