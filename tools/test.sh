@@ -5,6 +5,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/setup.sh
+# The venv of the Python tests (build/pyenv) and the Python package in the build tree.
+tools/setup_python.sh
 BUILD=${BUILD_DIR:-build}
 RUNTIME_BUILD=${RUNTIME_BUILD_DIR:-build-runtime}
 FUZZ_BUILD=${FUZZ_BUILD_DIR:-build-fuzz}
@@ -19,4 +21,6 @@ tools/check_install.sh "$RUNTIME_BUILD"
 # left out here: it bounds RSS growth, which ASan's quarantine (256 MiB) inflates by design.
 (cd "$FUZZ_BUILD" && UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j"$(nproc)" -LE load "$@")
 tools/fuzz.sh "$FUZZ_BUILD"
+# The Python package installed with pip into its own venv, tested there (not the build tree).
+tools/check_python_install.sh
 cd "$BUILD" && ctest --output-on-failure -j"$(nproc)" "$@"
