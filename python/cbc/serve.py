@@ -627,12 +627,16 @@ def load(args) -> Served:
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        import uvicorn
-        served = load(args)
+        for name in ("fastapi", "uvicorn", "tokenizers", "jinja2"):
+            __import__(name)
     except ImportError as e:
-        print(f"cbc serve: error: {e}; install the server's packages: pip install "
-              "'cbc[serve]' (or python/requirements-test.txt)", file=sys.stderr)
+        print(f"cbc serve: error: {e}; install the server's packages: pip install '.[serve]' "
+              "from the cbc source (or pip install -r python/requirements-test.txt)",
+              file=sys.stderr)
         return 2
+    import uvicorn
+    try:
+        served = load(args)
     except (FileNotFoundError, ValueError, TokenizerError) as e:
         print(f"cbc serve: error: {e}", file=sys.stderr)
         return 2
