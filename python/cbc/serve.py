@@ -19,7 +19,6 @@ and a client that goes away cancels its request and frees its cache.
 import argparse
 import asyncio
 import collections
-import hashlib
 import json
 import os
 import queue
@@ -29,8 +28,8 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass, field
-from typing import Any
 
+from cbc.model_dir import find_artefact, generation_eos
 from cbc.serve_api import ApiError, CompletionParams, parse_chat, parse_completion
 from cbc.text import Tokenizer, TokenizerError
 
@@ -533,48 +532,6 @@ def render_metrics(served: Served) -> str:
 
 # -- command line ---------------------------------------------------------------------------------
 
-def _cache_dir() -> str:
-    base = os.environ.get("CBC_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "cbc")
-    os.makedirs(base, exist_ok=True)
-    return base
-
-
-def find_artefact(model_dir: str, artefact: str | None, dtype: str) -> str:
-    """--artefact, else MODEL_DIR/model.fb, else config.json compiled into the cache (keyed by
-    the config's bytes and the dtype, so a changed config compiles anew)."""
-    if artefact:
-        if not os.path.isfile(artefact):
-            raise FileNotFoundError(f"artefact '{artefact}' does not exist")
-        return artefact
-    local = os.path.join(model_dir, "model.fb")
-    if os.path.isfile(local):
-        return local
-    config = os.path.join(model_dir, "config.json")
-    if not os.path.isfile(config):
-        raise FileNotFoundError(f"'{model_dir}' has no config.json (and no model.fb); "
-                                "pass a Hugging Face model folder or --artefact")
-    with open(config, "rb") as f:
-        key = hashlib.sha256(f.read() + dtype.encode()).hexdigest()[:20]
-    out = os.path.join(_cache_dir(), f"{key}.fb")
-    if not os.path.isfile(out):
-        import cbc
-        print(f"cbc serve: compiling {config} into {out}", file=sys.stderr, flush=True)
-        cbc.compile(config, out, dtype=dtype)
-    return out
-
-
-def _generation_eos(model_dir: str) -> list:
-    path = os.path.join(model_dir, "generation_config.json")
-    if not os.path.isfile(path):
-        return []
-    with open(path, encoding="utf-8") as f:
-        eos = json.load(f).get("eos_token_id")
-    if eos is None:
-        return []
-    return [eos] if isinstance(eos, int) else [int(t) for t in eos]
-
-
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="cbc serve", description="Serve a model over an OpenAI-compatible HTTP API "
@@ -621,7 +578,7 @@ def load(args) -> Served:
         raise ValueError(f"the tokenizer has {tokenizer.vocab_size} ids but the model's "
                          f"vocabulary is {engine.vocab_size}: they do not belong together")
     name = args.served_model_name or os.path.basename(os.path.abspath(model_dir))
-    return Served(engine, tokenizer, name, _generation_eos(model_dir))
+    return Served(engine, tokenizer, name, generation_eos(model_dir))
 
 
 def main(argv=None) -> int:

@@ -339,3 +339,111 @@ class IncrementalDetokenizer:
         delta = stable[len(self._emitted):]
         self._emitted = stable
         return delta
+
+
+class TextDelta:
+    """A piece of one prompt's text from TextGenerator.stream: INDEX is the prompt's place in
+    the inputs; the last piece of a prompt has finished=True and its finish_reason ("eos",
+    "stop" or "length")."""
+
+    __slots__ = ("index", "text", "finished", "finish_reason")
+
+    def __init__(self, index, text, finished, finish_reason):
+        self.index, self.text, self.finished, self.finish_reason = (
+            index, text, finished, finish_reason)
+
+    def __repr__(self):
+        return (f"TextDelta(index={self.index}, text={self.text!r}, finished={self.finished}, "
+                f"finish_reason={self.finish_reason!r})")
+
+
+class TextGenerator:
+    """Text in, text out over a cbc.Engine: prompts are encoded with the tokenizer (special
+    tokens added as its post-processor says), conversations rendered with its chat template,
+    and the generated tokens decoded without special tokens. Generation stops at the model's
+    eos ids, the tokenizer's eos_token (ChatML's <|im_end|>, say) and EXTRA_STOP_IDS.
+
+        gen = TextGenerator.from_dir("model/")          # config.json, weights, tokenizer files
+        gen.generate(["Once upon a time"], max_new_tokens=32)
+        gen.chat([[{"role": "user", "content": "hi"}]])
+        for d in gen.stream(["hello"]): print(d.text, end="")
+    """
+
+    def __init__(self, engine, tokenizer: Tokenizer, extra_stop_ids: Iterable[int] = ()):
+        if tokenizer.vocab_size > engine.vocab_size:
+            raise ValueError(f"the tokenizer has {tokenizer.vocab_size} ids but the model's "
+                             f"vocabulary is {engine.vocab_size}: they do not belong together")
+        self.engine = engine
+        self.tokenizer = tokenizer
+        stops = set(engine.eos_token_ids) | set(extra_stop_ids)
+        if tokenizer.eos_token_id is not None:
+            stops.add(tokenizer.eos_token_id)
+        self.stop_token_ids = sorted(t for t in stops if 0 <= t < engine.vocab_size)
+
+    @classmethod
+    def from_dir(cls, model_dir: str, *, artefact: str | None = None,
+                 tokenizer_dir: str | None = None, dtype: str = "bf16", **engine_kwargs):
+        """MODEL_DIR's weights and tokenizer, and its artefact: ARTEFACT, else MODEL_DIR/model.fb,
+        else config.json compiled into the cache (as cbc serve finds it). ENGINE_KWARGS go to
+        cbc.Engine (backend, threads, max_batch_tokens, ...)."""
+        import cbc
+        from cbc.model_dir import find_artefact, generation_eos
+
+        tokenizer = Tokenizer.from_dir(tokenizer_dir or model_dir)
+        engine = cbc.Engine(find_artefact(model_dir, artefact, dtype), model_dir, **engine_kwargs)
+        return cls(engine, tokenizer, generation_eos(model_dir))
+
+    def encode_prompts(self, prompts) -> list[list[int]]:
+        if isinstance(prompts, str):
+            raise TypeError("prompts must be a list of strings (wrap one prompt in a list)")
+        ids = [self.tokenizer.encode(p) for p in prompts]
+        for i, p in enumerate(ids):
+            if not p:
+                raise ValueError(f"prompt {i} encodes to no tokens")
+        return ids
+
+    def encode_chats(self, conversations, add_generation_prompt: bool = True,
+                     **template_kwargs) -> list[list[int]]:
+        if not isinstance(conversations, list) or (conversations and
+                                                   isinstance(conversations[0], dict)):
+            raise TypeError("conversations must be a list of message lists (wrap one "
+                            "conversation in a list)")
+        return [self.tokenizer.apply_chat_template(c, add_generation_prompt=add_generation_prompt,
+                                                   tokenize=True, **template_kwargs)
+                for c in conversations]
+
+    def _generate(self, inputs, kwargs) -> list[str]:
+        out = self.engine.generate_batch(inputs, eos_token_id=self.stop_token_ids, **kwargs)
+        texts = []
+        for i in range(len(inputs)):
+            o = out[f"req_{i}"]
+            if o.error:
+                raise ValueError(f"prompt {i}: {o.error}")
+            texts.append(self.tokenizer.decode(o.generated_tokens, skip_special_tokens=True))
+        return texts
+
+    def generate(self, prompts, **kwargs) -> list[str]:
+        """The generated text of each prompt. KWARGS as cbc.Engine.generate_batch's
+        (max_new_tokens, do_sample, temperature, top_k, top_p, seed, generation_config)."""
+        return self._generate(self.encode_prompts(prompts), kwargs)
+
+    def chat(self, conversations, *, add_generation_prompt: bool = True, **kwargs) -> list[str]:
+        """The assistant's reply to each conversation (a list of {"role", "content"})."""
+        return self._generate(self.encode_chats(conversations, add_generation_prompt), kwargs)
+
+    def _stream(self, inputs, kwargs):
+        detoks = [self.tokenizer.detokenizer() for _ in inputs]
+        for ev in self.engine.stream(inputs, eos_token_id=self.stop_token_ids, **kwargs):
+            d = detoks[ev.index]
+            text = d.add(ev.token) if ev.token is not None else ""
+            if ev.finished:
+                text += d.finish()
+            if text or ev.finished:
+                yield TextDelta(ev.index, text, ev.finished, ev.finish_reason)
+
+    def stream(self, prompts, **kwargs):
+        """TextDeltas as the tokens come; each prompt's pieces add up to its generate() text."""
+        return self._stream(self.encode_prompts(prompts), kwargs)
+
+    def stream_chat(self, conversations, *, add_generation_prompt: bool = True, **kwargs):
+        return self._stream(self.encode_chats(conversations, add_generation_prompt), kwargs)

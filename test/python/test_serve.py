@@ -1,7 +1,6 @@
 """cbc serve with the official openai client as a real client, over loopback. Expected tokens
 come from cbc.Engine running the same request alone; expected text is the tokenizer's decode of
 those tokens."""
-import asyncio
 import json
 import os
 import socket
