@@ -125,6 +125,14 @@ class EngineLoop(threading.Thread):
             for sub in self.live.values():
                 sub.push(("error", 500, self.error))
             self.live.clear()
+            # Submissions still queued get the same answer (a handler may be waiting on one).
+            while True:
+                try:
+                    kind, sub = self.commands.get_nowait()
+                except queue.Empty:
+                    break
+                if kind == "add":
+                    sub.push(("error", 500, self.error))
 
     def _drain(self, block: bool) -> None:
         try:
@@ -408,36 +416,42 @@ async def _respond(request, served: Served, prompt: list, params: CompletionPara
 
     async def events():
         try:
-            if chat:
-                yield _sse(chat_chunk(served, rid, created, {"role": "assistant", "content": ""}))
-            while True:
-                piece = await gen.next_delta()
-                if piece is None:
-                    break
-                text, toks = piece
-                # A token that completed no character (half of a UTF-8 sequence, or text held
-                # back as the start of a stop string) sends nothing, unless logprobs are wanted.
-                if not text and (not toks or params.logprobs is None):
-                    continue
-                if chat:
-                    yield _sse(chat_chunk(served, rid, created, {"content": text},
-                                          gen=gen, toks=toks))
-                else:
-                    yield _sse(completion_chunk(served, gen, rid, created, text, toks))
-            final = (chat_chunk(served, rid, created, {}, finish=gen.finish_reason) if chat else
-                     completion_chunk(served, gen, rid, created, "", [], finish=gen.finish_reason))
-            yield _sse(final)
-            if params.include_usage:
-                usage = _usage(len(prompt), len(gen.tokens))
-                obj = "chat.completion.chunk" if chat else "text_completion"
-                yield _sse({"id": rid, "object": obj, "created": created, "model": served.name,
-                            "choices": [], "usage": usage})
-            yield "data: [DONE]\n\n"
+            async for event in _events():
+                yield event
+        except ApiError as e:  # the engine failed mid-stream: the error as the last event
+            yield _sse(_error_body(e.status, e.message, e.type, e.param, e.code))
         finally:
             # Reached on a normal end, and when the client disconnected (the response task is
             # cancelled): an unfinished request is cancelled and its cache freed.
             if not gen.engine_done:
                 served.loop_thread.cancel(gen.sub)
+
+    async def _events():
+        if chat:
+            yield _sse(chat_chunk(served, rid, created, {"role": "assistant", "content": ""}))
+        while True:
+            piece = await gen.next_delta()
+            if piece is None:
+                break
+            text, toks = piece
+            # A token that completed no character (half of a UTF-8 sequence, or text held
+            # back as the start of a stop string) sends nothing, unless logprobs are wanted.
+            if not text and (not toks or params.logprobs is None):
+                continue
+            if chat:
+                yield _sse(chat_chunk(served, rid, created, {"content": text},
+                                      gen=gen, toks=toks))
+            else:
+                yield _sse(completion_chunk(served, gen, rid, created, text, toks))
+        final = (chat_chunk(served, rid, created, {}, finish=gen.finish_reason) if chat else
+                 completion_chunk(served, gen, rid, created, "", [], finish=gen.finish_reason))
+        yield _sse(final)
+        if params.include_usage:
+            usage = _usage(len(prompt), len(gen.tokens))
+            obj = "chat.completion.chunk" if chat else "text_completion"
+            yield _sse({"id": rid, "object": obj, "created": created, "model": served.name,
+                        "choices": [], "usage": usage})
+        yield "data: [DONE]\n\n"
 
     return streaming(events(), media_type="text/event-stream",
                      headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
