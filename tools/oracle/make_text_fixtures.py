@@ -13,6 +13,8 @@ Writes, under OUT:
                  template with bos_token and raise_exception on roles. Its tokenizer_config says
                  add_bos_token false: transformers ignores that key when tokenizer.json exists,
                  and the fixture shows it.
+  tok_wordpiece/ a WordPiece tokenizer (not BPE) with clean_up_tokenization_spaces true, which
+                 transformers applies to such decodes (" ." -> "."), and no chat template.
   text_expected.json  what transformers makes of them: encodings (with and without special
                  tokens), decodings of fixed and random id sequences, and apply_chat_template
                  renderings and token ids for several conversations.
@@ -22,7 +24,8 @@ import os
 import random
 import sys
 
-from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+from tokenizers import (Tokenizer, decoders, models, normalizers, pre_tokenizers, processors,
+                        trainers)
 from transformers import AutoTokenizer
 
 SPECIALS = ["<pad>", "<s>", "</s>", "<|im_start|>", "<|im_end|>"]
@@ -98,6 +101,20 @@ def train():
     return tok
 
 
+def train_wordpiece():
+    tok = Tokenizer(models.WordPiece(unk_token="[UNK]"))
+    tok.normalizer = normalizers.BertNormalizer(lowercase=True)
+    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    # The decoder's own clean-up off: transformers' clean_up_tokenization_spaces does it.
+    tok.decoder = decoders.WordPiece(cleanup=False)
+    trainer = trainers.WordPieceTrainer(vocab_size=200, special_tokens=["[PAD]", "[UNK]", "[CLS]",
+                                                                        "[SEP]"],
+                                        show_progress=False)
+    tok.train_from_iterator(CORPUS * 4 + ["it's what they've done, isn't it? yes . no !"] * 4,
+                            trainer=trainer)
+    return tok
+
+
 def added(content):
     return {"__type": "AddedToken", "content": content, "lstrip": False, "rstrip": False,
             "normalized": False, "single_word": False, "special": True}
@@ -124,6 +141,13 @@ def oracle(path, rng):
     for ids in seqs:
         out["decode"].append({"ids": ids, "text": hf.decode(ids),
                               "text_skip": hf.decode(ids, skip_special_tokens=True)})
+    texts_extra = ["it's what they've done , isn't it ? yes . no !"]
+    for t in texts_extra:
+        ids = hf(t, add_special_tokens=False)["input_ids"]
+        out["decode"].append({"ids": ids, "text": hf.decode(ids),
+                              "text_skip": hf.decode(ids, skip_special_tokens=True)})
+    if hf.chat_template is None:
+        return out
     for conv in CONVERSATIONS:
         for gen in (False, True):
             try:
@@ -151,8 +175,12 @@ def main():
         "tokenizer_class": "PreTrainedTokenizerFast", "model_max_length": 256,
         "bos_token": "<s>", "eos_token": "</s>", "pad_token": "<pad>", "add_bos_token": False,
         "add_eos_token": False, "clean_up_tokenization_spaces": False, "chat_template": LLAMA2})
+    write_folder(os.path.join(out_dir, "tok_wordpiece"), train_wordpiece(), {
+        "tokenizer_class": "PreTrainedTokenizerFast", "unk_token": "[UNK]", "pad_token": "[PAD]",
+        "cls_token": "[CLS]", "sep_token": "[SEP]", "clean_up_tokenization_spaces": True})
     rng = random.Random(17)
-    expected = {name: oracle(os.path.join(out_dir, name), rng) for name in ("tok_chatml", "tok_bos")}
+    expected = {name: oracle(os.path.join(out_dir, name), rng)
+                for name in ("tok_chatml", "tok_bos", "tok_wordpiece")}
     with open(os.path.join(out_dir, "text_expected.json"), "w") as f:
         json.dump(expected, f, indent=1, ensure_ascii=False)
         f.write("\n")
