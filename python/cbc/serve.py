@@ -252,23 +252,32 @@ class Generation:
 
     async def next_delta(self) -> tuple[str, list] | None:
         """The next piece of text and the (token, logprob) pairs behind it; None at the end
-        (then finish_reason is set). Raises ApiError when the engine refused the request."""
+        (then finish_reason is set). Raises ApiError when the engine refused the request.
+        Takes every item already queued, so a stream that fell behind (a slow client, a busy
+        server) catches up in fewer, larger chunks."""
         if self.finish_reason is not None:
             return None
-        item = await self.sub.items.get()
-        kind = item[0]
-        if kind == "error":
-            raise ApiError(item[1], item[2], "invalid_request_error" if item[1] < 500
+        items = [await self.sub.items.get()]
+        while items[-1][0] == "token" and not self.sub.items.empty():
+            items.append(self.sub.items.get_nowait())
+        toks = [(item[1], item[2]) for item in items if item[0] == "token"]
+        text = ""
+        if toks:
+            self.tokens += [t for t, _ in toks]
+            self.logprobs += [lp for _, lp in toks]
+            text, toks = self._emit(self.detok.extend(t for t, _ in toks), toks, final=False)
+            if self.finish_reason is not None:  # a stop string ended it
+                return text, toks
+        last = items[-1]
+        if last[0] == "error":
+            raise ApiError(last[1], last[2], "invalid_request_error" if last[1] < 500
                            else "server_error")
-        if kind == "token":
-            self.tokens.append(item[1])
-            self.logprobs.append(item[2])
-            return self._emit(self.detok.add(item[1]), [(item[1], item[2])], final=False)
-        if kind == "end":
+        if last[0] == "end":
             self.engine_done = True
-            self.finish_reason = _finish_reason(item[1])
-            return self._emit(self.detok.finish(), [], final=True)
-        return "", []  # "accepted"
+            self.finish_reason = _finish_reason(last[1])
+            tail, _ = self._emit(self.detok.finish(), [], final=True)
+            text += tail
+        return text, toks
 
     def _emit(self, new: str, toks: list, final: bool) -> tuple[str, list]:
         self.pending += new

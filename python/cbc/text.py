@@ -108,6 +108,7 @@ class Tokenizer:
         model_type = json.loads(self._tok.to_str()).get("model", {}).get("type")
         self._cleanup = self.clean_up_tokenization_spaces and model_type != "BPE"
         self._template = None
+        self._vocab_size = self._tok.get_vocab_size(with_added_tokens=True)
 
     @classmethod
     def from_dir(cls, folder: str) -> "Tokenizer":
@@ -133,7 +134,7 @@ class Tokenizer:
     @property
     def vocab_size(self) -> int:
         """The number of ids, added tokens included (the largest id + 1)."""
-        return self._tok.get_vocab_size(with_added_tokens=True)
+        return self._vocab_size
 
     def token_to_id(self, token: str) -> int | None:
         return self._tok.token_to_id(token)
@@ -166,10 +167,17 @@ class Tokenizer:
 
     def decode(self, ids: Sequence[int], skip_special_tokens: bool = False) -> str:
         ids = list(ids)
-        bad = [i for i in ids if not isinstance(i, int) or i < 0 or i >= self.vocab_size]
-        if bad:
-            raise ValueError(f"token id {bad[0]!r} is outside the tokenizer's vocabulary "
-                             f"(0..{self.vocab_size - 1})")
+        self._check_ids(ids)
+        return self._decode_checked(ids, skip_special_tokens)
+
+    def _check_ids(self, ids: list) -> None:
+        n = self._vocab_size
+        for i in ids:
+            if not isinstance(i, int) or i < 0 or i >= n:
+                raise ValueError(f"token id {i!r} is outside the tokenizer's vocabulary "
+                                 f"(0..{n - 1})")
+
+    def _decode_checked(self, ids: list, skip_special_tokens: bool) -> str:
         text = self._tok.decode(ids, skip_special_tokens=skip_special_tokens)
         return self._clean_up(text) if self._cleanup else text
 
@@ -317,15 +325,17 @@ class IncrementalDetokenizer:
         return self.extend((token_id,))
 
     def extend(self, token_ids: Iterable[int]) -> str:
-        self._ids.extend(token_ids)
-        full = self._tok.decode(self._ids, skip_special_tokens=self._skip)
+        new = list(token_ids)
+        self._tok._check_ids(new)  # once per id: the whole sequence is decoded each time
+        self._ids.extend(new)
+        full = self._tok._decode_checked(self._ids, self._skip)
         stable = full.rstrip("\ufffd")
         if self._tok._cleanup:
             stable = stable[:max(0, len(stable) - _CLEANUP_HOLD)]
         return self._take(full, stable)
 
     def finish(self) -> str:
-        full = self._tok.decode(self._ids, skip_special_tokens=self._skip)
+        full = self._tok._decode_checked(self._ids, self._skip)
         return self._take(full, full)
 
     def _take(self, full: str, stable: str) -> str:
