@@ -178,7 +178,9 @@ class Engine:
             return self._rt.cancel(int(request_id))
 
     def idle(self) -> bool:
-        return self._rt.info()["idle"]
+        """True when nothing is waiting or running and step() has no event left to hand out."""
+        with self._lock:
+            return not self._pending_events and self._rt.info()["idle"]
 
     def take_finished(self) -> list:
         """The RequestOutputs finished since the last call (not those of generate_batch/stream)."""
@@ -236,6 +238,7 @@ class Engine:
         end-of-sequence ids. A rejected prompt gets status "failed" and its error."""
         params = _settings(generation_config, max_new_tokens, do_sample, temperature, top_k, top_p,
                            eos_token_id)
+        inputs = _prompts(inputs)
         owner, ids = self._start(inputs, params, seed, logprobs, False)
         try:
             while len(owner.outputs) < len(ids):
@@ -249,7 +252,7 @@ class Engine:
             if reason == "stop" and params["eos_as_stop"]:
                 reason = "eos"
             result[f"req_{i}"] = GenerationOutput(
-                request_id=f"req_{i}", prompt_ids=list(inputs[i]), generated_tokens=o.tokens,
+                request_id=f"req_{i}", prompt_ids=inputs[i], generated_tokens=o.tokens,
                 logprobs=o.logprobs, status="failed" if o.error else "finished", error=o.error,
                 finish_reason=reason)
         return result
@@ -262,6 +265,7 @@ class Engine:
         Leaving the loop early cancels the requests still running."""
         params = _settings(generation_config, max_new_tokens, do_sample, temperature, top_k, top_p,
                            eos_token_id)
+        inputs = _prompts(inputs)
         owner, ids = self._start(inputs, params, seed, False, True)
         index = {rid: i for i, rid in enumerate(ids)}
         done: set = set()
@@ -328,7 +332,7 @@ class Engine:
         return free
 
     def _start(self, inputs, params: dict, seed: int, logprobs: bool, want_events: bool):
-        if isinstance(inputs, (str, bytes)) or not isinstance(inputs, Sequence):
+        if isinstance(inputs, (str, bytes)) or not isinstance(inputs, Iterable):
             raise TypeError("inputs must be a list of prompts (lists of token ids)")
         seed = _nonnegative_int("seed", seed)
         owner = _Owner(want_events)
@@ -366,6 +370,19 @@ class Engine:
             self._pending_outputs.extend(self._route_outputs(self._rt.take_finished()))
             for rid in ids:
                 self._owners.pop(rid, None)
+
+
+def _prompts(inputs) -> list:
+    """The prompts as lists of ints (from lists, tuples, numpy arrays ...)."""
+    if isinstance(inputs, (str, bytes)) or not isinstance(inputs, Iterable):
+        raise TypeError("inputs must be a list of prompts (lists of token ids)")
+    out = []
+    for p in inputs:
+        if isinstance(p, (str, bytes)) or not isinstance(p, Iterable):
+            raise TypeError("each prompt must be a sequence of token ids, not "
+                            f"{type(p).__name__}")
+        out.append([int(t) for t in p])
+    return out
 
 
 def _attr(config: Any, name: str) -> Any:
@@ -407,8 +424,12 @@ class CompilerUnavailable(RuntimeError):
 def compile(config, out, *, dtype: str = "bf16", target=None, block_size: int = 16,
             cuda: Optional[bool] = None, fuse: bool = True, kernel_cache=None, quiet: bool = True) -> str:
     """Compiles a Hugging Face config.json (or the folder holding one) into the artefact `out`,
-    as `cbc compile` does; returns out. A bad config or option raises ValueError with the
-    compiler's one-line message; nothing is written then."""
+    as `cbc compile` does; returns out. cuda: True generates the CUDA kernels (NVRTC; no GPU
+    needed), False makes a CPU-only artefact (--no-cuda), None does what cbc compile does by
+    default. target: "sm_80,sm_90" or a list. A bad config or option raises ValueError with the
+    compiler's one-line message; nothing is written then. Uses cbc._compiler when the package
+    was built with the compiler, else runs `cbc compile` (CBC_EXECUTABLE, or cbc on PATH), else
+    raises CompilerUnavailable."""
     from ._compile import compile_artefact
 
     return compile_artefact(config, out, dtype=dtype, target=target, block_size=block_size,

@@ -9,7 +9,7 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
+import threading
 from typing import Optional
 
 try:
@@ -52,8 +52,10 @@ def _targets(target) -> Optional[list]:
 
 
 def _write_atomically(path: str, data: bytes) -> None:
-    """A failure leaves no artefact: written beside the target, then renamed."""
-    fd, tmp = tempfile.mkstemp(prefix=os.path.basename(path) + ".", dir=os.path.dirname(path) or ".")
+    """A failure leaves no artefact: written beside the target, then renamed. Created as open()
+    creates files (0666 less the umask), as cbc compile's are."""
+    tmp = f"{path}.tmp.{os.getpid()}.{threading.get_ident()}"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o666)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
@@ -91,6 +93,10 @@ def _compile_with_executable(exe, config, out, dtype, targets, block_size, cuda,
         return
     lines = [l for l in r.stderr.splitlines() if "error:" in l]
     message = lines[-1].split("error:", 1)[1].strip() if lines else r.stderr.strip()
+    if "built without the compiler" in message:  # a runtime-only cbc
+        from . import CompilerUnavailable
+
+        raise CompilerUnavailable(f"{exe}: {message}")
     if r.returncode == 2:  # bad input: the config or an option
         raise ValueError(message)
     raise RuntimeError(f"{exe} compile failed ({r.returncode}): {message}")
@@ -119,10 +125,13 @@ def compile_artefact(config, out, *, dtype, target, block_size, cuda, fuse, kern
             text = f.read().decode("utf-8")
     except (OSError, UnicodeDecodeError) as e:
         raise ValueError(f"cannot read config '{path}': {e}") from None
+    # Not told: kernels as cbc compile makes them by default (always, where this cbc has CUDA),
+    # and whenever targets are named.
+    emit = cuda if cuda is not None else bool(_compiler.default_emit_cuda or targets is not None)
     if targets is None:
         targets = list(_compiler.default_targets)
     try:
-        data = _compiler.compile_config(text, dtype, targets, block_size, cuda is not False, fuse,
+        data = _compiler.compile_config(text, dtype, targets, block_size, bool(emit), fuse,
                                         "" if kernel_cache is None else os.fspath(kernel_cache))
     except ValueError as e:
         raise ValueError(f"{path}: {e}") from None

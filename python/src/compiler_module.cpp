@@ -46,4 +46,6 @@ NB_MODULE(_compiler, m) {
   m.def("compile_config", &compileConfig, "config_json"_a, "dtype"_a, "targets"_a, "block_size"_a,
         "emit_cuda"_a, "fuse"_a, "kernel_cache_dir"_a);
   m.attr("default_targets") = nb::cast(cbc::driver::CompileOptions().targets);
+  // Whether kernels are generated when cbc.compile is not told (cuda=None), as cbc compile.
+  m.attr("default_emit_cuda") = cbc::driver::CompileOptions().emit_cuda;
 }

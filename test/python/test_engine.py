@@ -272,6 +272,24 @@ def test_bad_argument_types_raise_type_error():
         eng.generate_batch("hello")
 
 
+def test_inputs_may_be_any_iterables_of_ints():
+    eng = engine("llama")
+    ps = [[1, 2, 3], [4, 5]]
+    want = tokens_of(eng.generate_batch(ps, max_new_tokens=4))
+    got = eng.generate_batch((tuple(p) for p in ps), max_new_tokens=4)
+    assert tokens_of(got) == want
+    assert got["req_0"].prompt_ids == [1, 2, 3]
+
+
+def test_a_bad_prompt_in_the_inputs_raises_before_any_work():
+    eng = engine("llama")
+    with pytest.raises(TypeError, match="each prompt must be a sequence of token ids"):
+        eng.generate_batch([[1, 2], None], max_new_tokens=4)
+    with pytest.raises(TypeError):
+        list(eng.stream([[1, 2], "text"], max_new_tokens=4))
+    assert eng.idle() and eng.stats["prompt_tokens"] == 0 and eng.take_finished() == []
+
+
 def test_generate_batch_reports_a_rejected_prompt_and_serves_the_rest():
     eng = engine("llama")
     outs = eng.generate_batch([[1, 2], [], [3, 4]], max_new_tokens=3)
@@ -447,34 +465,39 @@ def test_two_threads_share_one_engine():
     """generate_batch from several threads at once, and a raw add_request/step loop beside them:
     each gets exactly its own results, equal to a run alone."""
     eng = engine("llama")
-    batches = [prompts(eng.vocab_size, n=5, seed=20 + k) for k in range(3)]
-    alone = [tokens_of(eng.generate_batch(b, max_new_tokens=6)) for b in batches]
+    batches = [prompts(eng.vocab_size, n=8, seed=20 + k) for k in range(3)]
+    alone = [tokens_of(eng.generate_batch(b, max_new_tokens=20)) for b in batches]
     results = [None] * len(batches)
     errors = []
 
     def worker(k):
         try:
-            results[k] = tokens_of(eng.generate_batch(batches[k], max_new_tokens=6))
+            results[k] = tokens_of(eng.generate_batch(batches[k], max_new_tokens=20))
         except BaseException as e:  # reported below
             errors.append(e)
 
     threads = [threading.Thread(target=worker, args=(k,)) for k in range(len(batches))]
     for t in threads:
         t.start()
-    raw = [eng.add_request(p, max_new_tokens=6) for p in batches[0]]
-    got = {}
+    raw = [eng.add_request(p, max_new_tokens=20) for p in batches[0]]
+    got, streamed = {}, {rid: [] for rid in raw}
     deadline = time.monotonic() + 60
     while len(got) < len(raw) and time.monotonic() < deadline:
-        eng.step()
+        for ev in eng.step():
+            streamed[ev.id].append(ev.token)
         for o in eng.take_finished():
             assert o.id not in got
             got[o.id] = o.tokens
     for t in threads:
         t.join()
+    # Events of the raw requests that another thread's step produced wait for step().
+    while not eng.idle():
+        for ev in eng.step():
+            streamed[ev.id].append(ev.token)
     assert not errors, errors
     assert results == alone
-    assert [got[rid] for rid in raw] == alone[0]
-    assert eng.idle() and eng.take_finished() == []
+    assert [got[rid] for rid in raw] == alone[0] == [streamed[rid] for rid in raw]
+    assert eng.take_finished() == [] and eng.step() == []
 
 
 def test_two_engines_step_concurrently():

@@ -21,12 +21,21 @@ needs_compiler = pytest.mark.skipif(cbc._compile._compiler is None,
                                     reason="this package was built without the compiler")
 
 
+def cli_has_compiler():
+    return CBC.exists() and subprocess.run([str(CBC), "compile", "--help"], capture_output=True).returncode == 0
+
+
+# The tests that compare with `cbc compile` need one that has the compiler.
+needs_cli = pytest.mark.skipif(not cli_has_compiler(), reason=f"no cbc executable with the compiler at {CBC}")
+
+
 def cli_compile(config, out, *flags):
     r = subprocess.run([str(CBC), "compile", str(config), "-o", str(out), "--quiet", *flags],
                        capture_output=True, text=True, timeout=300)
     return r
 
 
+@needs_cli
 @needs_compiler
 @pytest.mark.parametrize("family", ["llama", "qwen3_moe", "olmo_hybrid"])
 def test_compile_equals_cbc_compile(tmp_path, family):
@@ -35,6 +44,19 @@ def test_compile_equals_cbc_compile(tmp_path, family):
     r = cli_compile(FIXTURES / family, tmp_path / "cli.fb", "--no-cuda")
     assert r.returncode == 0, r.stderr
     assert ours.read_bytes() == (tmp_path / "cli.fb").read_bytes()
+
+
+@needs_cli
+@needs_compiler
+def test_default_kernels_equal_cbc_compile(tmp_path):
+    """cuda=None does what cbc compile does by default (kernels, where cbc has CUDA)."""
+    cache = tmp_path / "kernels"
+    ours = tmp_path / "py.fb"
+    cbc.compile(FIXTURES / "llama", ours, kernel_cache=cache)
+    r = cli_compile(FIXTURES / "llama", tmp_path / "cli.fb", "--kernel-cache", str(cache))
+    assert r.returncode == 0, r.stderr
+    assert ours.read_bytes() == (tmp_path / "cli.fb").read_bytes()
+    assert (ours.stat().st_mode & 0o777) == ((tmp_path / "cli.fb").stat().st_mode & 0o777)
 
 
 @needs_compiler
@@ -57,6 +79,7 @@ def bad_config(tmp_path):
     return path
 
 
+@needs_cli
 @needs_compiler
 def test_bad_config_raises_value_error_and_writes_nothing(tmp_path):
     path = bad_config(tmp_path)
@@ -100,9 +123,8 @@ def test_bad_paths(tmp_path):
         cbc.compile(FIXTURES / "llama", tmp_path / "out.fb", block_size="16")
 
 
+@needs_cli
 def test_without_the_module_runs_the_executable(tmp_path, monkeypatch):
-    if not CBC.exists():
-        pytest.skip(f"no cbc executable at {CBC}")
     monkeypatch.setattr(cbc._compile, "_compiler", None)
     monkeypatch.setenv("CBC_EXECUTABLE", str(CBC))
     out = tmp_path / "exe.fb"
@@ -121,3 +143,16 @@ def test_without_the_module_or_an_executable(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", str(tmp_path))
     with pytest.raises(cbc.CompilerUnavailable, match="built without the compiler"):
         cbc.compile(FIXTURES / "llama", tmp_path / "out.fb")
+
+
+def test_a_runtime_only_executable_is_unavailable(tmp_path, monkeypatch):
+    """A cbc built without the compiler says so; cbc.compile passes that on as unavailable."""
+    fake = tmp_path / "cbc"
+    fake.write_text("#!/bin/sh\necho 'cbc compile: error: this cbc was built without the compiler "
+                    "(CBC_BUILD_COMPILER=OFF); it can dump and run artefacts only' >&2\nexit 2\n")
+    fake.chmod(0o755)
+    monkeypatch.setattr(cbc._compile, "_compiler", None)
+    monkeypatch.setenv("CBC_EXECUTABLE", str(fake))
+    with pytest.raises(cbc.CompilerUnavailable, match="built without the compiler"):
+        cbc.compile(FIXTURES / "llama", tmp_path / "out.fb", cuda=False)
+    assert not (tmp_path / "out.fb").exists()
