@@ -313,6 +313,21 @@ def test_serve_bad_input_exits_2(tmp_path):
     assert r.returncode == 2 and "artefact" in r.stderr and "does not exist" in r.stderr
     r = run("--help")
     assert r.returncode == 0 and "/v1/chat/completions" in r.stdout
+    # A tokenizer with more ids than the model's vocabulary belongs to another model.
+    from tokenizers import Tokenizer as Backend
+    big = Backend.from_file(os.path.join(TOKENIZER, "tokenizer.json"))
+    big.add_tokens([f"<extra_{i}>" for i in range(300)])
+    (tmp_path / "big").mkdir()
+    big.save(str(tmp_path / "big" / "tokenizer.json"))
+    r = run(MODEL, "--artefact", ARTEFACT, "--tokenizer", str(tmp_path / "big"))
+    assert r.returncode == 2 and "do not belong together" in r.stderr, r.stderr
+    # A port already taken.
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = str(taken.getsockname()[1])
+        r = run(MODEL, "--artefact", ARTEFACT, "--tokenizer", TOKENIZER, "--port", port)
+    assert r.returncode == 2 and f"cannot listen on 127.0.0.1:{port}" in r.stderr, r.stderr
 
 
 CBC = os.path.join(ROOT, "build", "bin", "cbc")
