@@ -4,8 +4,8 @@ noisy, so only ratios measured together mean anything):
 
   compile      `cbc compile` of a config (default Llama-3.1-8B) with --no-cuda
   compile+nvrtc  the same with CUDA kernels compiled by NVRTC into a fresh (cold) kernel cache
-  cpu-run      generated tokens per second of the bundled example (tools/example.sh's job:
-               tiny-llama, random weights, the CPU backend), each binary on its own artefact
+  cpu-run      generated tokens per second of examples/tiny-llama (random weights, the CPU
+               backend), each binary on its own artefact
 
 Prints the median of each and the ratio new/old (time: below 1 is faster; throughput: above 1
 is faster). Exits 2 on bad arguments. Not a test: it asserts nothing.

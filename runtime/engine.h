@@ -101,6 +101,8 @@ public:
   const CacheManager &cache() const { return *cache_; }
   size_t num_waiting() const;
   size_t num_running() const;
+  // The longest request allowed (prompt + new tokens): max_model_len, or the model's.
+  int64_t max_model_len() const { return maxModelLen_; }
 
   // Builds the step metadata for a plan (exposed for benchmarks).
   void buildBatch(const StepPlan &plan, StepBatch &batch) const;

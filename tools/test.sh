@@ -6,6 +6,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/setup.sh
+# The venv of the Python tests (build/pyenv) and the Python package in the build tree.
+tools/setup_python.sh
 BUILD=${BUILD_DIR:-build}
 RUNTIME_BUILD=${RUNTIME_BUILD_DIR:-build-runtime}
 FUZZ_BUILD=${FUZZ_BUILD_DIR:-build-fuzz}
@@ -17,6 +19,8 @@ ninja -C "$FUZZ_BUILD"
 (cd "$RUNTIME_BUILD" && ctest --output-on-failure -j"$(nproc)" "$@")
 # The installed runtime: examples/embed built against it (CMake package and pkg-config).
 tools/check_install.sh "$RUNTIME_BUILD"
+# The Python package installed with pip into its own venv, tested there (not the build tree).
+tools/check_python_install.sh
 # Sanitizer findings are fatal (-fno-sanitize-recover=all); leaks fail too. The load test is
 # left out here: it bounds RSS growth, which ASan's quarantine (256 MiB) inflates by design.
 (cd "$FUZZ_BUILD" && UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j"$(nproc)" -LE load "$@")

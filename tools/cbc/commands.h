@@ -6,6 +6,8 @@ namespace cbc::cli {
 int compileMain(int argc, char **argv);
 int dumpMain(int argc, char **argv);
 int runMain(int argc, char **argv);
+// Replaces the process with the Python server (python -m cbc.serve); returns only on failure.
+int serveMain(int argc, char **argv);
 } // namespace cbc::cli
 
 #endif

@@ -16,7 +16,9 @@ const char *kUsage =
     "                          kernels and write the artefact\n"
     "  dump MODEL              inspect an artefact: IR, program, kernels, cache plan, weights,\n"
     "                          graph\n"
-    "  run MODEL               serve prompts (JSONL of token ids) with continuous batching\n\n"
+    "  run MODEL               serve prompts (JSONL of token ids) with continuous batching\n"
+    "  serve MODEL_DIR         OpenAI-compatible HTTP server with text in and out (needs the\n"
+    "                          cbc Python package)\n\n"
     "Run 'cbc <command> --help' for the options of each command.\n";
 }
 
@@ -32,6 +34,8 @@ int main(int argc, char **argv) {
     return cbc::cli::dumpMain(argc - 2, argv + 2);
   if (cmd == "run")
     return cbc::cli::runMain(argc - 2, argv + 2);
+  if (cmd == "serve")
+    return cbc::cli::serveMain(argc - 2, argv + 2);
   std::fprintf(stderr, "cbc: error: unknown command '%s'\n\n%s", cmd.c_str(), kUsage);
   return 2;
 }

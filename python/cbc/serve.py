@@ -1,0 +1,646 @@
+"""cbc serve: an OpenAI-compatible HTTP server over one cbc.Engine.
+
+    python -m cbc.serve MODEL_DIR [--artefact model.fb] [--host 127.0.0.1] [--port 8000]
+
+MODEL_DIR holds config.json, the weights (safetensors) and the tokenizer files (tokenizer.json,
+tokenizer_config.json with the chat template); --tokenizer names another folder for those. The
+artefact is --artefact, else MODEL_DIR/model.fb, else one compiled from config.json into a cache
+(cbc.compile; $CBC_CACHE_DIR, default ~/.cache/cbc).
+
+Endpoints: POST /v1/completions, POST /v1/chat/completions (stream=true: server-sent events),
+GET /v1/models, GET /health, GET /metrics (Prometheus text).
+
+One thread owns the engine and its step loop (EngineLoop); the asyncio handlers submit requests
+and cancellations to it through a thread-safe queue and get tokens back through
+loop.call_soon_threadsafe, so a request that arrives joins the running batch at the next step,
+and a client that goes away cancels its request and frees its cache.
+"""
+
+import argparse
+import asyncio
+import collections
+import json
+import os
+import queue
+import socket
+import sys
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+
+from cbc.model_dir import find_artefact, generation_eos
+from cbc.serve_api import ApiError, CompletionParams, parse_chat, parse_completion
+from cbc.text import Tokenizer, TokenizerError
+
+
+# -- the engine thread ----------------------------------------------------------------------------
+
+@dataclass
+class Submission:
+    """One request on its way to the engine and the channel its tokens come back on."""
+    prompt: list
+    params: CompletionParams
+    loop: asyncio.AbstractEventLoop
+    items: asyncio.Queue = field(default_factory=asyncio.Queue)
+    rid: int | None = None
+    arrived: float = field(default_factory=time.monotonic)
+    first_token: float | None = None
+
+    def push(self, item: tuple) -> None:
+        # Called on the engine thread: hands the item to the handler's event loop.
+        self.loop.call_soon_threadsafe(self.items.put_nowait, item)
+
+
+class Metrics:
+    """Counters the engine thread updates and /metrics reads (under one lock)."""
+
+    TTFT_BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+    RATE_WINDOW_S = 10.0
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.finished = collections.Counter()   # finish reason -> requests
+        self.rejected = 0
+        self.prompt_tokens = 0
+        self.generated_tokens = 0
+        self.ttft_counts = [0] * (len(self.TTFT_BUCKETS) + 1)
+        self.ttft_sum = 0.0
+        self.recent = collections.deque()        # (time, tokens) of the last RATE_WINDOW_S
+        self.started = time.monotonic()
+
+    def on_tokens(self, n: int, now: float) -> None:
+        with self.lock:
+            self.generated_tokens += n
+            self.recent.append((now, n))
+            while self.recent and self.recent[0][0] < now - self.RATE_WINDOW_S:
+                self.recent.popleft()
+
+    def on_first_token(self, seconds: float) -> None:
+        with self.lock:
+            self.ttft_sum += seconds
+            i = next((i for i, b in enumerate(self.TTFT_BUCKETS) if seconds <= b),
+                     len(self.TTFT_BUCKETS))
+            self.ttft_counts[i] += 1
+
+    def tokens_per_second(self, now: float) -> float:
+        with self.lock:
+            while self.recent and self.recent[0][0] < now - self.RATE_WINDOW_S:
+                self.recent.popleft()
+            span = min(self.RATE_WINDOW_S, max(now - self.started, 1e-9))
+            return sum(n for _, n in self.recent) / span
+
+
+class EngineLoop(threading.Thread):
+    """Owns the engine: adds what was submitted, steps while anything is running or waiting,
+    and routes each token to its submission. Blocks on the queue when the engine is idle."""
+
+    def __init__(self, engine, metrics: Metrics):
+        super().__init__(name="cbc-engine", daemon=True)
+        self.engine = engine
+        self.metrics = metrics
+        self.commands: queue.SimpleQueue = queue.SimpleQueue()
+        self.live: dict[int, Submission] = {}
+        self.error: str | None = None
+        self._stopping = False
+
+    def submit(self, sub: Submission) -> None:
+        self.commands.put(("add", sub))
+
+    def cancel(self, sub: Submission) -> None:
+        self.commands.put(("cancel", sub))
+
+    def stop(self) -> None:
+        self._stopping = True
+        self.commands.put(("stop", None))
+
+    def run(self) -> None:
+        try:
+            while not self._stopping:
+                self._drain(block=not self.live and self.engine.idle())
+                if self.live or not self.engine.idle():
+                    self._step()
+        except Exception as e:  # the engine failed: every request learns it, /health says so
+            self.error = f"engine failed: {e}"
+            for sub in self.live.values():
+                sub.push(("error", 500, self.error))
+            self.live.clear()
+            # Submissions still queued get the same answer (a handler may be waiting on one).
+            while True:
+                try:
+                    kind, sub = self.commands.get_nowait()
+                except queue.Empty:
+                    break
+                if kind == "add":
+                    sub.push(("error", 500, self.error))
+
+    def _drain(self, block: bool) -> None:
+        try:
+            cmd = self.commands.get(timeout=0.5) if block else self.commands.get_nowait()
+        except queue.Empty:
+            return
+        while True:
+            self._command(*cmd)
+            try:
+                cmd = self.commands.get_nowait()
+            except queue.Empty:
+                return
+
+    def _command(self, kind: str, sub: Submission | None) -> None:
+        if kind == "add":
+            p = sub.params
+            try:
+                sub.rid = self.engine.add_request(
+                    sub.prompt, max_new_tokens=p.max_tokens, temperature=p.temperature,
+                    top_k=p.top_k, top_p=p.top_p, min_p=p.min_p, seed=p.seed,
+                    stop_token_ids=p.stop_token_ids, ignore_eos=p.ignore_eos,
+                    logprobs=p.logprobs is not None)
+            except ValueError as e:
+                with self.metrics.lock:
+                    self.metrics.rejected += 1
+                sub.push(("error", 400, str(e)))
+                return
+            with self.metrics.lock:
+                self.metrics.prompt_tokens += len(sub.prompt)
+            self.live[sub.rid] = sub
+            sub.push(("accepted",))
+        elif kind == "cancel" and sub.rid in self.live:
+            self.engine.cancel(sub.rid)
+
+    def _step(self) -> None:
+        events = self.engine.step()
+        now = time.monotonic()
+        n = 0
+        for ev in events:
+            sub = self.live.get(ev.id)
+            if sub is None:
+                continue
+            if ev.token is not None and ev.finish_reason not in ("cancelled", "rejected"):
+                n += 1
+                if sub.first_token is None:
+                    sub.first_token = now
+                    self.metrics.on_first_token(now - sub.arrived)
+                sub.push(("token", ev.token, ev.logprob))
+            if ev.finished:
+                self._end(sub, ev.finish_reason)
+        if n:
+            self.metrics.on_tokens(n, now)
+        # Requests that ended without an event (cancelled while waiting, say).
+        for out in self.engine.take_finished():
+            sub = self.live.get(out.id)
+            if sub is not None:
+                self._end(sub, out.finish_reason)
+
+    def _end(self, sub: Submission, reason: str | None) -> None:
+        del self.live[sub.rid]
+        with self.metrics.lock:
+            self.metrics.finished[reason or "unknown"] += 1
+        sub.push(("end", reason))
+
+
+# -- the model being served -----------------------------------------------------------------------
+
+class Served:
+    """The engine, its tokenizer and name, and the loop thread: what the handlers share."""
+
+    def __init__(self, engine, tokenizer: Tokenizer, name: str, extra_stop_ids=()):
+        self.engine = engine
+        self.tokenizer = tokenizer
+        self.name = name
+        self.max_model_len = engine.max_model_len
+        self.vocab_size = engine.vocab_size
+        # The engine stops at the model's eos; a chat tokenizer's own end token (ChatML's
+        # <|im_end|>) and generation_config's eos ids stop the text too.
+        stops = set(extra_stop_ids)
+        if tokenizer.eos_token_id is not None:
+            stops.add(tokenizer.eos_token_id)
+        self.stop_ids = sorted(t for t in stops
+                               if t < self.vocab_size and t not in engine.eos_token_ids)
+        self.metrics = Metrics()
+        self.loop_thread = EngineLoop(engine, self.metrics)
+        self.created = int(time.time())
+
+    def start(self) -> None:
+        self.loop_thread.start()
+
+    def stop(self) -> None:
+        self.loop_thread.stop()
+        self.loop_thread.join(timeout=5)
+
+
+def _finish_reason(engine_reason: str | None) -> str:
+    # OpenAI's names: "stop" for an end token or a stop string, "length" for the token budget.
+    return "length" if engine_reason == "length" else "stop"
+
+
+class Generation:
+    """One request's text as it is generated: detokenises, applies stop strings, keeps
+    logprobs, and cancels the engine request when a stop string ends it early."""
+
+    def __init__(self, served: Served, sub: Submission):
+        self.served = served
+        self.sub = sub
+        self.detok = served.tokenizer.detokenizer(skip_special_tokens=True)
+        self.stops = sub.params.stop
+        self.hold = max((len(s) for s in self.stops), default=1) - 1
+        self.pending = ""          # decoded but not yet sent (might begin a stop string)
+        self.text = ""             # sent so far
+        self.tokens: list[int] = []
+        self.logprobs: list[float] = []
+        self.finish_reason: str | None = None
+        self.engine_done = False   # the engine has finished the request (it holds no cache)
+
+    async def next_delta(self) -> tuple[str, list] | None:
+        """The next piece of text and the (token, logprob) pairs behind it; None at the end
+        (then finish_reason is set). Raises ApiError when the engine refused the request.
+        Takes every item already queued, so a stream that fell behind (a slow client, a busy
+        server) catches up in fewer, larger chunks."""
+        if self.finish_reason is not None:
+            return None
+        items = [await self.sub.items.get()]
+        while items[-1][0] == "token" and not self.sub.items.empty():
+            items.append(self.sub.items.get_nowait())
+        toks = [(item[1], item[2]) for item in items if item[0] == "token"]
+        text = ""
+        if toks:
+            self.tokens += [t for t, _ in toks]
+            self.logprobs += [lp for _, lp in toks]
+            text, toks = self._emit(self.detok.extend(t for t, _ in toks), toks, final=False)
+            if self.finish_reason is not None:  # a stop string ended it
+                return text, toks
+        last = items[-1]
+        if last[0] == "error":
+            raise ApiError(last[1], last[2], "invalid_request_error" if last[1] < 500
+                           else "server_error")
+        if last[0] == "end":
+            self.engine_done = True
+            self.finish_reason = _finish_reason(last[1])
+            tail, _ = self._emit(self.detok.finish(), [], final=True)
+            text += tail
+        return text, toks
+
+    def _emit(self, new: str, toks: list, final: bool) -> tuple[str, list]:
+        self.pending += new
+        if self.stops:
+            cut = min((i for i in (self.pending.find(s) for s in self.stops) if i >= 0),
+                      default=-1)
+            if cut >= 0:
+                out, self.pending = self.pending[:cut], ""
+                self.text += out
+                if self.finish_reason is None:
+                    self.finish_reason = "stop"
+                    self.served.loop_thread.cancel(self.sub)
+                return out, toks
+        keep = 0 if final or not self.stops else self.hold
+        out = self.pending[:len(self.pending) - keep] if keep else self.pending
+        self.pending = self.pending[len(out):]
+        self.text += out
+        return out, toks
+
+
+# -- the HTTP application ---------------------------------------------------------------------------
+
+def _error_body(status: int, message: str, type_: str, param: str | None = None,
+                code: str | None = None) -> dict:
+    return {"error": {"message": message, "type": type_, "param": param, "code": code}}
+
+
+def create_app(served: Served):
+    """The FastAPI application over SERVED (whose loop thread the app's lifespan starts)."""
+    from contextlib import asynccontextmanager
+
+    from fastapi import FastAPI, Request
+    from fastapi.exceptions import RequestValidationError
+    from fastapi.responses import JSONResponse, PlainTextResponse, StreamingResponse
+    from starlette.exceptions import HTTPException as StarletteHTTPException
+
+    @asynccontextmanager
+    async def lifespan(app):
+        if not served.loop_thread.is_alive():
+            served.start()
+        yield
+        served.stop()
+
+    app = FastAPI(title="cbc serve", lifespan=lifespan)
+
+    @app.exception_handler(ApiError)
+    async def api_error(request, e: ApiError):
+        return JSONResponse(_error_body(e.status, e.message, e.type, e.param, e.code),
+                            status_code=e.status)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request, e):
+        kind = "not_found_error" if e.status_code == 404 else "invalid_request_error"
+        return JSONResponse(_error_body(e.status_code, str(e.detail), kind), status_code=e.status_code)
+
+    @app.exception_handler(RequestValidationError)
+    async def validation_error(request, e):
+        return JSONResponse(_error_body(400, str(e), "invalid_request_error"), status_code=400)
+
+    async def body_of(request: Request) -> dict:
+        raw = await request.body()
+        try:
+            body = json.loads(raw)
+        except (json.JSONDecodeError, UnicodeDecodeError) as e:
+            raise ApiError(400, f"the request body is not valid JSON: {e}") from None
+        if not isinstance(body, dict):
+            raise ApiError(400, "the request body must be a JSON object")
+        model = body.get("model")
+        if model is not None and model != served.name:
+            raise ApiError(404, f"The model '{model}' does not exist; this server serves "
+                           f"'{served.name}'", "not_found_error", "model", "model_not_found")
+        return body
+
+    @app.get("/health")
+    async def health():
+        if served.loop_thread.error or not served.loop_thread.is_alive():
+            return JSONResponse({"status": "error", "error": served.loop_thread.error
+                                 or "engine thread not running"}, status_code=503)
+        return {"status": "ok"}
+
+    @app.get("/v1/models")
+    async def models():
+        return {"object": "list", "data": [_model_card(served)]}
+
+    @app.get("/v1/models/{name}")
+    async def model(name: str):
+        if name != served.name:
+            raise ApiError(404, f"The model '{name}' does not exist", "not_found_error",
+                           "model", "model_not_found")
+        return _model_card(served)
+
+    @app.get("/metrics")
+    async def metrics():
+        return PlainTextResponse(render_metrics(served),
+                                 media_type="text/plain; version=0.0.4; charset=utf-8")
+
+    @app.post("/v1/completions")
+    async def completions(request: Request):
+        body = await body_of(request)
+        prompt, params = parse_completion(body, served)
+        return await _respond(request, served, prompt, params, chat=False,
+                              streaming=StreamingResponse)
+
+    @app.post("/v1/chat/completions")
+    async def chat_completions(request: Request):
+        body = await body_of(request)
+        prompt, params = parse_chat(body, served)
+        return await _respond(request, served, prompt, params, chat=True,
+                              streaming=StreamingResponse)
+
+    return app
+
+
+def _model_card(served: Served) -> dict:
+    return {"id": served.name, "object": "model", "created": served.created, "owned_by": "cbc",
+            "max_model_len": served.max_model_len}
+
+
+async def _submit(served: Served, prompt: list, params: CompletionParams) -> Generation:
+    """Hands the request to the engine thread and waits until the engine took or refused it."""
+    sub = Submission(prompt, params, asyncio.get_running_loop())
+    gen = Generation(served, sub)
+    served.loop_thread.submit(sub)
+    item = await sub.items.get()
+    if item[0] == "error":
+        raise ApiError(item[1], item[2], "invalid_request_error" if item[1] < 500
+                       else "server_error")
+    return gen
+
+
+async def _respond(request, served: Served, prompt: list, params: CompletionParams, chat: bool,
+                   streaming):
+    from cbc.serve_api import chat_chunk, chat_response, completion_chunk, completion_response
+    if served.loop_thread.error:
+        raise ApiError(503, served.loop_thread.error, "server_error")
+    gen = await _submit(served, prompt, params)
+    rid = ("chatcmpl-" if chat else "cmpl-") + uuid.uuid4().hex
+    created = int(time.time())
+    if not params.stream:
+        done = await _collect(request, served, gen)
+        if not done:  # the client went away; nobody reads this
+            return None
+        make = chat_response if chat else completion_response
+        return make(served, gen, rid, created, len(prompt))
+
+    async def events():
+        try:
+            async for event in _events():
+                yield event
+        except ApiError as e:  # the engine failed mid-stream: the error as the last event
+            yield _sse(_error_body(e.status, e.message, e.type, e.param, e.code))
+        finally:
+            # Reached on a normal end, and when the client disconnected (the response task is
+            # cancelled): an unfinished request is cancelled and its cache freed.
+            if not gen.engine_done:
+                served.loop_thread.cancel(gen.sub)
+
+    async def _events():
+        if chat:
+            yield _sse(chat_chunk(served, rid, created, {"role": "assistant", "content": ""}))
+        while True:
+            piece = await gen.next_delta()
+            if piece is None:
+                break
+            text, toks = piece
+            # A token that completed no character (half of a UTF-8 sequence, or text held
+            # back as the start of a stop string) sends nothing, unless logprobs are wanted.
+            if not text and (not toks or params.logprobs is None):
+                continue
+            if chat:
+                yield _sse(chat_chunk(served, rid, created, {"content": text},
+                                      gen=gen, toks=toks))
+            else:
+                yield _sse(completion_chunk(served, gen, rid, created, text, toks))
+        final = (chat_chunk(served, rid, created, {}, finish=gen.finish_reason) if chat else
+                 completion_chunk(served, gen, rid, created, "", [], finish=gen.finish_reason))
+        yield _sse(final)
+        if params.include_usage:
+            usage = _usage(len(prompt), len(gen.tokens))
+            obj = "chat.completion.chunk" if chat else "text_completion"
+            yield _sse({"id": rid, "object": obj, "created": created, "model": served.name,
+                        "choices": [], "usage": usage})
+        yield "data: [DONE]\n\n"
+
+    return streaming(events(), media_type="text/event-stream",
+                     headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+
+
+async def _collect(request, served: Served, gen: Generation) -> bool:
+    """Runs GEN to its end; False (and the request cancelled) when the client disconnects."""
+    async def watch():
+        while True:
+            message = await request.receive()
+            if message["type"] == "http.disconnect":
+                return
+
+    async def run():
+        while await gen.next_delta() is not None:
+            pass
+
+    watcher = asyncio.ensure_future(watch())
+    runner = asyncio.ensure_future(run())
+    try:
+        done, _ = await asyncio.wait({watcher, runner}, return_when=asyncio.FIRST_COMPLETED)
+        if runner in done:
+            runner.result()  # an ApiError from the engine propagates
+            return True
+        served.loop_thread.cancel(gen.sub)
+        return False
+    finally:
+        for t in (watcher, runner):
+            if not t.done():
+                t.cancel()
+
+
+def _usage(prompt_tokens: int, completion_tokens: int) -> dict:
+    return {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens}
+
+
+def _sse(obj: dict) -> str:
+    return "data: " + json.dumps(obj, ensure_ascii=False) + "\n\n"
+
+
+def render_metrics(served: Served) -> str:
+    """The Prometheus text exposition of the server's and the engine's state."""
+    m = served.metrics
+    eng = served.engine
+    now = time.monotonic()
+    lines = []
+
+    def metric(name, kind, help_, samples):
+        lines.append(f"# HELP {name} {help_}")
+        lines.append(f"# TYPE {name} {kind}")
+        for labels, value in samples:
+            lines.append(f"{name}{labels} {value}")
+
+    metric("cbc_requests_running", "gauge", "Requests in the running batch.",
+           [("", eng.num_running)])
+    metric("cbc_requests_waiting", "gauge", "Requests waiting for a place in the batch.",
+           [("", eng.num_waiting)])
+    metric("cbc_cache_usage", "gauge", "Fraction of the KV cache blocks / state slots in use.",
+           [("", f"{eng.cache_usage:.6f}")])
+    rate = m.tokens_per_second(now)
+    with m.lock:
+        finished = dict(m.finished)
+        metric("cbc_requests_finished_total", "counter", "Requests finished, by engine reason.",
+               [(f'{{reason="{r}"}}', n) for r, n in sorted(finished.items())] or
+               [('{reason="eos"}', 0)])
+        metric("cbc_requests_rejected_total", "counter", "Requests the engine refused.",
+               [("", m.rejected)])
+        metric("cbc_prompt_tokens_total", "counter", "Prompt tokens of accepted requests.",
+               [("", m.prompt_tokens)])
+        metric("cbc_generated_tokens_total", "counter", "Tokens generated.",
+               [("", m.generated_tokens)])
+        metric("cbc_generated_tokens_per_second", "gauge",
+               f"Tokens generated per second over the last {m.RATE_WINDOW_S:g} s.",
+               [("", f"{rate:.3f}")])
+        buckets, total = [], 0
+        for bound, count in zip(m.TTFT_BUCKETS, m.ttft_counts):
+            total += count
+            buckets.append((f'_bucket{{le="{bound:g}"}}', total))
+        total += m.ttft_counts[-1]
+        buckets += [('_bucket{le="+Inf"}', total), ("_sum", f"{m.ttft_sum:.6f}"),
+                    ("_count", total)]
+        metric("cbc_time_to_first_token_seconds", "histogram",
+               "Seconds from a request's arrival to its first token.", buckets)
+    stats = eng.stats
+    for key in ("steps", "preemptions"):
+        if key in stats:
+            metric(f"cbc_engine_{key}_total", "counter", f"Engine {key} since start.",
+                   [("", stats[key])])
+    return "\n".join(lines) + "\n"
+
+
+# -- command line ---------------------------------------------------------------------------------
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="cbc serve", description="Serve a model over an OpenAI-compatible HTTP API "
+        "(/v1/completions, /v1/chat/completions, /v1/models, /health, /metrics).")
+    p.add_argument("model_dir", metavar="MODEL_DIR",
+                   help="folder with config.json, the safetensors weights and the tokenizer files")
+    p.add_argument("--artefact", help="compiled model (default: MODEL_DIR/model.fb, else "
+                   "config.json compiled into $CBC_CACHE_DIR)")
+    p.add_argument("--tokenizer", help="folder with tokenizer.json and tokenizer_config.json "
+                   "(default: MODEL_DIR)")
+    p.add_argument("--random-weights", action="store_true",
+                   help="random weights from --seed instead of MODEL_DIR's (for tests)")
+    p.add_argument("--seed", type=int, default=0, help="seed of --random-weights")
+    p.add_argument("--served-model-name", help="the model's name in the API (default: the "
+                   "folder's name)")
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=8000, help="port (default 8000; 0: any free one, "
+                   "printed on stderr)")
+    p.add_argument("--backend", default="cpu", choices=("auto", "cpu", "cuda"))
+    p.add_argument("--threads", type=int, default=0, help="CPU threads (0: all)")
+    p.add_argument("--max-batch-tokens", type=int, default=256)
+    p.add_argument("--max-requests", type=int, default=64)
+    p.add_argument("--cache-memory-mib", type=int, default=256)
+    p.add_argument("--max-model-len", type=int, default=0, help="0: the model's own")
+    p.add_argument("--dtype", default="bf16", help="dtype when compiling (default bf16)")
+    p.add_argument("--log-level", default="warning",
+                   choices=("critical", "error", "warning", "info", "debug"))
+    return p
+
+
+def load(args) -> Served:
+    import cbc
+    model_dir = args.model_dir
+    if not os.path.isdir(model_dir):
+        raise FileNotFoundError(f"model folder '{model_dir}' does not exist")
+    tokenizer = Tokenizer.from_dir(args.tokenizer or model_dir)
+    artefact = find_artefact(model_dir, args.artefact, args.dtype)
+    weights = None if args.random_weights else model_dir
+    engine = cbc.Engine(artefact, weights, random_weights=args.random_weights, seed=args.seed,
+                        backend=args.backend, threads=args.threads,
+                        max_batch_tokens=args.max_batch_tokens, max_requests=args.max_requests,
+                        cache_memory_mib=args.cache_memory_mib, max_model_len=args.max_model_len)
+    if tokenizer.vocab_size > engine.vocab_size:
+        raise ValueError(f"the tokenizer has {tokenizer.vocab_size} ids but the model's "
+                         f"vocabulary is {engine.vocab_size}: they do not belong together")
+    name = args.served_model_name or os.path.basename(os.path.abspath(model_dir))
+    return Served(engine, tokenizer, name, generation_eos(model_dir))
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        for name in ("fastapi", "uvicorn", "tokenizers", "jinja2"):
+            __import__(name)
+    except ImportError as e:
+        print(f"cbc serve: error: {e}; install the server's packages: pip install '.[serve]' "
+              "from the cbc source (or pip install -r python/requirements-test.txt)",
+              file=sys.stderr)
+        return 2
+    import uvicorn
+    try:
+        served = load(args)
+    except (FileNotFoundError, ValueError, TokenizerError) as e:
+        print(f"cbc serve: error: {e}", file=sys.stderr)
+        return 2
+    sock = socket.socket(socket.AF_INET6 if ":" in args.host else socket.AF_INET)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((args.host, args.port))
+    except OSError as e:
+        print(f"cbc serve: error: cannot listen on {args.host}:{args.port}: {e.strerror}",
+              file=sys.stderr)
+        return 2
+    port = sock.getsockname()[1]
+    # The engine thread holds the GIL only between steps, but a waiting handler thread would
+    # still wait out the default 5 ms switch interval each time: a shorter one keeps the
+    # time to first token down under load.
+    sys.setswitchinterval(0.0005)
+    app = create_app(served)
+    config = uvicorn.Config(app, log_level=args.log_level, timeout_graceful_shutdown=2)
+    server = uvicorn.Server(config)
+    print(f"cbc serve: serving '{served.name}' on http://{args.host}:{port}", file=sys.stderr,
+          flush=True)
+    server.run(sockets=[sock])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

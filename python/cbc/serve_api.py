@@ -1,0 +1,308 @@
+"""The OpenAI request and response shapes of cbc serve: parsing and checking the request bodies
+(a bad one is an ApiError that the server turns into OpenAI's error object) and building the
+completion, chat completion and streamed chunk objects."""
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from typing import Any
+
+from cbc.text import TokenizerError
+
+
+class ApiError(Exception):
+    """An error reply: {"error": {"message", "type", "param", "code"}} with STATUS."""
+
+    def __init__(self, status: int, message: str, type_: str = "invalid_request_error",
+                 param: str | None = None, code: str | None = None):
+        super().__init__(message)
+        self.status, self.message, self.type, self.param, self.code = (
+            status, message, type_, param, code)
+
+
+@dataclass
+class CompletionParams:
+    max_tokens: int = 16
+    temperature: float = 1.0
+    top_p: float = 1.0
+    top_k: int = 0
+    min_p: float = 0.0
+    seed: int = 0
+    stop: list = field(default_factory=list)
+    stop_token_ids: list = field(default_factory=list)
+    ignore_eos: bool = False
+    logprobs: int | None = None      # None: no logprobs; 0: the sampled tokens' logprobs
+    stream: bool = False
+    include_usage: bool = False
+
+
+def _bad(message: str, param: str | None, code: str | None = None) -> ApiError:
+    return ApiError(400, message, "invalid_request_error", param, code)
+
+
+def _typed(body: dict, name: str, kinds: tuple, kind_name: str, default: Any) -> Any:
+    value = body.get(name, default)
+    if value is None:
+        return default
+    if isinstance(value, bool) and bool not in kinds:
+        raise _bad(f"'{name}' must be {kind_name}, got {value!r}", name, "invalid_type")
+    if not isinstance(value, kinds):
+        raise _bad(f"'{name}' must be {kind_name}, got {type(value).__name__}", name,
+                   "invalid_type")
+    return value
+
+
+def _number(body, name, default, lo=None, hi=None, integer=False):
+    value = _typed(body, name, (int,) if integer else (int, float),
+                   "an integer" if integer else "a number", default)
+    if value is None:
+        return None
+    if (lo is not None and value < lo) or (hi is not None and value > hi):
+        rng = f"at least {lo}" if hi is None else f"between {lo} and {hi}"
+        raise _bad(f"'{name}' must be {rng}, got {value}", name, "invalid_value")
+    return value
+
+
+def _unsupported(body: dict, name: str, allowed, why: str) -> None:
+    value = body.get(name)
+    if value is not None and value not in allowed:
+        raise _bad(f"'{name}'={value!r} is not supported: {why}", name, "unsupported_value")
+
+
+def _common(body: dict, served, prompt_len: int, default_max: int | None) -> CompletionParams:
+    """The sampling fields shared by completions and chat completions."""
+    for name in ("n", "best_of"):
+        _number(body, name, 1, 1, integer=True)
+        _unsupported(body, name, (1,), "cbc serve returns one choice per request")
+    for name in ("presence_penalty", "frequency_penalty"):
+        _number(body, name, 0, -2, 2)
+        _unsupported(body, name, (0, 0.0), "the engine has no repetition penalties")
+    _typed(body, "logit_bias", (dict,), "an object", None)
+    if body.get("logit_bias"):
+        raise _bad("'logit_bias' is not supported by the engine", "logit_bias",
+                   "unsupported_value")
+    p = CompletionParams()
+    p.temperature = float(_number(body, "temperature", 1.0, 0, 2))
+    p.top_p = float(_number(body, "top_p", 1.0, 0, 1))
+    if p.top_p == 0:
+        raise _bad("'top_p' must be greater than 0", "top_p", "invalid_value")
+    p.top_k = _number(body, "top_k", 0, -1, integer=True)
+    p.top_k = 0 if p.top_k < 0 else p.top_k
+    p.min_p = float(_number(body, "min_p", 0.0, 0, 1))
+    seed = _number(body, "seed", None, integer=True)
+    # No seed: a fresh one, as OpenAI samples differently each time; greedy ignores it.
+    p.seed = random.getrandbits(32) if seed is None else seed % (1 << 63)
+    p.ignore_eos = _typed(body, "ignore_eos", (bool,), "a boolean", False)
+    p.stream = _typed(body, "stream", (bool,), "a boolean", False)
+    opts = _typed(body, "stream_options", (dict,), "an object", {})
+    if opts and not p.stream:
+        raise _bad("'stream_options' is only allowed with stream=true", "stream_options")
+    p.include_usage = _typed(opts, "include_usage", (bool,), "a boolean", False)
+    p.stop = _stops(body)
+    p.stop_token_ids = list(served.stop_ids)
+    ids = _typed(body, "stop_token_ids", (list,), "a list of token ids", [])
+    p.stop_token_ids += [_token_id(t, served, "stop_token_ids") for t in ids]
+    p.max_tokens = _max_tokens(body, served, prompt_len, default_max)
+    return p
+
+
+def _stops(body: dict) -> list:
+    stop = body.get("stop")
+    if stop is None:
+        return []
+    stops = [stop] if isinstance(stop, str) else stop
+    if not isinstance(stops, list) or not all(isinstance(s, str) for s in stops):
+        raise _bad("'stop' must be a string or a list of strings", "stop", "invalid_type")
+    if len(stops) > 4:
+        raise _bad(f"'stop' may hold at most 4 sequences, got {len(stops)}", "stop",
+                   "invalid_value")
+    if any(s == "" for s in stops):
+        raise _bad("'stop' sequences must not be empty", "stop", "invalid_value")
+    return stops
+
+
+def _max_tokens(body: dict, served, prompt_len: int, default: int | None) -> int:
+    name = "max_completion_tokens" if body.get("max_completion_tokens") is not None else "max_tokens"
+    limit = served.max_model_len
+    if prompt_len >= limit:
+        raise _bad(f"This model's maximum context length is {limit} tokens. However, your "
+                   f"prompt is {prompt_len} tokens, which leaves no room for the completion.",
+                   "messages" if "messages" in body else "prompt", "context_length_exceeded")
+    value = _number(body, name, None, 1, integer=True)
+    if value is None:
+        return min(default, limit - prompt_len) if default is not None else limit - prompt_len
+    if prompt_len + value > limit:
+        raise _bad(f"This model's maximum context length is {limit} tokens. However, you "
+                   f"requested {prompt_len + value} tokens ({prompt_len} in the prompt, {value} "
+                   f"for the completion). Please reduce the prompt or {name}.", name,
+                   "context_length_exceeded")
+    return value
+
+
+def _token_id(t: Any, served, param: str) -> int:
+    if isinstance(t, bool) or not isinstance(t, int):
+        raise _bad(f"'{param}' must hold integer token ids, got {t!r}", param, "invalid_type")
+    if not 0 <= t < served.vocab_size:
+        raise _bad(f"token id {t} in '{param}' is outside the vocabulary (0..{served.vocab_size - 1})",
+                   param, "invalid_value")
+    return t
+
+
+def _prompt_ids(body: dict, served) -> list:
+    if "prompt" not in body or body["prompt"] is None:
+        raise _bad("'prompt' is required", "prompt", "missing")
+    prompt = body["prompt"]
+    # One prompt: a string, a list of token ids, or a list holding one of those.
+    if isinstance(prompt, list) and len(prompt) == 1 and isinstance(prompt[0], (str, list)):
+        prompt = prompt[0]
+    elif isinstance(prompt, list) and prompt and all(isinstance(p, (str, list)) for p in prompt):
+        raise _bad(f"'prompt' holds {len(prompt)} prompts; cbc serve takes one prompt per "
+                   "request (send them as separate requests: they are batched together)",
+                   "prompt", "unsupported_value")
+    if isinstance(prompt, str):
+        if not prompt:
+            raise _bad("'prompt' must not be empty", "prompt", "invalid_value")
+        ids = served.tokenizer.encode(prompt)
+        if not ids:
+            raise _bad("'prompt' encodes to no tokens", "prompt", "invalid_value")
+        return ids
+    if isinstance(prompt, list):
+        if not prompt:
+            raise _bad("'prompt' must not be empty", "prompt", "invalid_value")
+        return [_token_id(t, served, "prompt") for t in prompt]
+    raise _bad("'prompt' must be a string or a list of token ids", "prompt", "invalid_type")
+
+
+def parse_completion(body: dict, served) -> tuple[list, CompletionParams]:
+    if body.get("echo"):
+        raise _bad("'echo' is not supported", "echo", "unsupported_value")
+    if body.get("suffix"):
+        raise _bad("'suffix' is not supported", "suffix", "unsupported_value")
+    prompt = _prompt_ids(body, served)
+    params = _common(body, served, len(prompt), 16)
+    lp = _number(body, "logprobs", None, 0, 5, integer=True)
+    if lp:
+        raise _bad("'logprobs' above 0 is not supported: the engine reports the sampled "
+                   "token's logprob only (use logprobs=0)", "logprobs", "unsupported_value")
+    params.logprobs = lp
+    return prompt, params
+
+
+def _message(m: Any, i: int) -> dict:
+    where = f"messages[{i}]"
+    if not isinstance(m, dict):
+        raise _bad(f"'{where}' must be an object with 'role' and 'content'", where, "invalid_type")
+    role = m.get("role")
+    if role not in ("system", "developer", "user", "assistant", "tool"):
+        raise _bad(f"'{where}.role' must be one of system, developer, user, assistant, tool; "
+                   f"got {role!r}", f"{where}.role", "invalid_value")
+    content = m.get("content")
+    if isinstance(content, list):
+        texts = []
+        for part in content:
+            if not isinstance(part, dict) or part.get("type") != "text" or \
+                    not isinstance(part.get("text"), str):
+                raise _bad(f"'{where}.content' parts must be {{\"type\": \"text\", \"text\": ...}}"
+                           " (the model takes text only)", f"{where}.content", "unsupported_value")
+            texts.append(part["text"])
+        content = "".join(texts)
+    elif content is None and not (role == "assistant" and m.get("tool_calls")):
+        raise _bad(f"'{where}.content' is required", f"{where}.content", "missing")
+    elif content is not None and not isinstance(content, str):
+        raise _bad(f"'{where}.content' must be a string or a list of text parts",
+                   f"{where}.content", "invalid_type")
+    out = {k: v for k, v in m.items() if k != "content"}
+    out["content"] = content
+    return out
+
+
+def parse_chat(body: dict, served) -> tuple[list, CompletionParams]:
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages:
+        raise _bad("'messages' must be a non-empty list of messages", "messages",
+                   "missing" if messages is None else "invalid_value")
+    messages = [_message(m, i) for i, m in enumerate(messages)]
+    tools = _typed(body, "tools", (list,), "a list", None)
+    extra = _typed(body, "chat_template_kwargs", (dict,), "an object", {})
+    gen_prompt = _typed(body, "add_generation_prompt", (bool,), "a boolean", True)
+    try:
+        prompt = served.tokenizer.apply_chat_template(
+            messages, add_generation_prompt=gen_prompt, tokenize=True, tools=tools, **extra)
+    except (TokenizerError, TypeError) as e:
+        raise _bad(str(e), "messages", "invalid_value") from None
+    if not prompt:
+        raise _bad("the chat template made an empty prompt of these messages", "messages",
+                   "invalid_value")
+    params = _common(body, served, len(prompt), None)
+    want = _typed(body, "logprobs", (bool,), "a boolean", False)
+    top = _number(body, "top_logprobs", None, 0, 20, integer=True)
+    if top:
+        raise _bad("'top_logprobs' above 0 is not supported: the engine reports the sampled "
+                   "token's logprob only", "top_logprobs", "unsupported_value")
+    if top is not None and not want:
+        raise _bad("'top_logprobs' needs logprobs=true", "top_logprobs", "invalid_value")
+    params.logprobs = 0 if want else None
+    return prompt, params
+
+
+# -- responses ------------------------------------------------------------------------------------
+
+def _usage(prompt_tokens: int, completion_tokens: int) -> dict:
+    return {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens}
+
+
+def _completion_logprobs(served, toks: list, offset: int) -> dict:
+    pieces = [served.tokenizer.decode([t]) for t, _ in toks]
+    offsets, at = [], offset
+    for p in pieces:
+        offsets.append(at)
+        at += len(p)
+    return {"tokens": pieces, "token_logprobs": [lp for _, lp in toks],
+            "top_logprobs": None, "text_offset": offsets}
+
+
+def _chat_logprobs(served, toks: list) -> dict:
+    content = []
+    for t, lp in toks:
+        piece = served.tokenizer.decode([t])
+        content.append({"token": piece, "logprob": lp, "bytes": list(piece.encode("utf-8")),
+                        "top_logprobs": []})
+    return {"content": content}
+
+
+def completion_response(served, gen, rid: str, created: int, prompt_len: int) -> dict:
+    toks = list(zip(gen.tokens, gen.logprobs))
+    lp = _completion_logprobs(served, toks, 0) if gen.sub.params.logprobs is not None else None
+    return {"id": rid, "object": "text_completion", "created": created, "model": served.name,
+            "choices": [{"index": 0, "text": gen.text, "logprobs": lp,
+                         "finish_reason": gen.finish_reason}],
+            "usage": _usage(prompt_len, len(gen.tokens))}
+
+
+def chat_response(served, gen, rid: str, created: int, prompt_len: int) -> dict:
+    toks = list(zip(gen.tokens, gen.logprobs))
+    lp = _chat_logprobs(served, toks) if gen.sub.params.logprobs is not None else None
+    return {"id": rid, "object": "chat.completion", "created": created, "model": served.name,
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": gen.text},
+                         "logprobs": lp, "finish_reason": gen.finish_reason}],
+            "usage": _usage(prompt_len, len(gen.tokens))}
+
+
+def completion_chunk(served, gen, rid: str, created: int, text: str, toks: list,
+                     finish: str | None = None) -> dict:
+    lp = None
+    if gen.sub.params.logprobs is not None and toks:
+        lp = _completion_logprobs(served, toks, len(gen.text) - len(text))
+    return {"id": rid, "object": "text_completion", "created": created, "model": served.name,
+            "choices": [{"index": 0, "text": text, "logprobs": lp, "finish_reason": finish}]}
+
+
+def chat_chunk(served, rid: str, created: int, delta: dict, finish: str | None = None,
+               gen=None, toks=()) -> dict:
+    lp = None
+    if gen is not None and gen.sub.params.logprobs is not None and toks:
+        lp = _chat_logprobs(served, list(toks))
+    return {"id": rid, "object": "chat.completion.chunk", "created": created,
+            "model": served.name,
+            "choices": [{"index": 0, "delta": delta, "logprobs": lp, "finish_reason": finish}]}

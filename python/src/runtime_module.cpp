@@ -1,0 +1,221 @@
+// cbc._runtime: the engine (runtime/engine.h) for Python. The C++ engine is single-threaded, so
+// every method takes the engine's mutex; a thread waits for it, and steps, with the GIL released,
+// so other Python threads run meanwhile. Results cross over as plain tuples and lists; the
+// Python classes around them live in python/cbc/__init__.py.
+#include "runtime/artefact.h"
+#include "runtime/cache.h"
+#include "runtime/engine.h"
+#include "runtime/memory_estimate.h"
+#include "runtime/safetensors.h"
+
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <mutex>
+
+namespace nb = nanobind;
+using namespace nb::literals;
+
+namespace {
+
+using cbc::rt::FinishReason;
+
+nb::object reasonName(FinishReason r) {
+  if (r == FinishReason::None)
+    return nb::none();
+  return nb::str(cbc::rt::finishReasonName(r));
+}
+
+struct LoadOptions {
+  std::string backend = "cpu";
+  int threads = 0;
+  int64_t max_batch_tokens = 256, max_requests = 64, cache_memory_mib = 256, max_model_len = 0;
+};
+
+class Engine {
+public:
+  // checkpoint empty: random weights from `seed`.
+  Engine(const std::string &artefact, const std::string &checkpoint, uint64_t seed, const LoadOptions &o) {
+    cbc::rt::EngineOptions options;
+    options.backend = o.backend;
+    options.threads = o.threads;
+    options.max_batch_tokens = o.max_batch_tokens;
+    options.max_requests = o.max_requests;
+    options.cache_memory_bytes = o.cache_memory_mib << 20;
+    options.max_model_len = o.max_model_len;
+    cbc::rt::WeightSource weights{checkpoint, seed};
+    // Loading reads the weights: other threads run meanwhile. The runtime's refusals of the
+    // input (a bad artefact or checkpoint, a budget this machine cannot hold) are ValueErrors.
+    nb::gil_scoped_release release;
+    try {
+      engine_ = cbc::rt::Engine::load(artefact, weights, options);
+    } catch (const cbc::rt::ArtefactError &e) {
+      throw nb::value_error(e.what());
+    } catch (const cbc::rt::WeightError &e) {
+      throw nb::value_error(e.what());
+    } catch (const cbc::rt::MemoryError &e) {
+      throw nb::value_error(e.what());
+    }
+  }
+
+  // (id, accepted, error): the Python side raises for a rejected request.
+  nb::tuple addRequest(std::vector<int32_t> prompt, const cbc::rt::SamplingParams &params) {
+    cbc::rt::AddResult r;
+    {
+      nb::gil_scoped_release release;
+      std::lock_guard<std::mutex> lock(mutex_);
+      r = engine_->add_request(std::move(prompt), params);
+    }
+    return nb::make_tuple(r.id, r.accepted, r.error);
+  }
+
+  // [(id, token, logprob, finished, finish_reason)]
+  nb::list step() {
+    std::vector<cbc::rt::TokenEvent> events;
+    {
+      nb::gil_scoped_release release;
+      std::lock_guard<std::mutex> lock(mutex_);
+      events = engine_->step();
+    }
+    nb::list out;
+    for (const auto &e : events)
+      out.append(nb::make_tuple(e.id, e.token, e.logprob, e.finished, reasonName(e.reason)));
+    return out;
+  }
+
+  bool idle() {
+    nb::gil_scoped_release release;
+    std::lock_guard<std::mutex> lock(mutex_);
+    return engine_->idle();
+  }
+
+  bool cancel(int64_t id) {
+    nb::gil_scoped_release release;
+    std::lock_guard<std::mutex> lock(mutex_);
+    return engine_->cancel(id);
+  }
+
+  // [(id, prompt, tokens, logprobs, finish_reason, error, ttft_s, latency_s, preemptions)]
+  nb::list takeFinished() {
+    std::vector<cbc::rt::RequestOutput> done;
+    {
+      nb::gil_scoped_release release;
+      std::lock_guard<std::mutex> lock(mutex_);
+      done = engine_->take_finished();
+    }
+    nb::list out;
+    for (auto &o : done) {
+      nb::object error = o.error.empty() ? nb::none() : nb::object(nb::str(o.error.c_str()));
+      out.append(nb::make_tuple(o.id, nb::cast(o.prompt), nb::cast(o.tokens), nb::cast(o.logprobs),
+                                reasonName(o.finish), error, o.ttft_s, o.latency_s, o.preemptions));
+    }
+    return out;
+  }
+
+  // Everything a property reads, taken under one lock so the values agree with each other.
+  nb::dict info() {
+    cbc::rt::EngineStats s;
+    size_t waiting, running;
+    bool idle;
+    double usage;
+    {
+      nb::gil_scoped_release release;
+      std::lock_guard<std::mutex> lock(mutex_);
+      s = engine_->stats();
+      waiting = engine_->num_waiting();
+      running = engine_->num_running();
+      idle = engine_->idle();
+      usage = cacheUsage();
+    }
+    nb::dict stats;
+    stats["steps"] = s.steps;
+    stats["prompt_tokens"] = s.prompt_tokens;
+    stats["generated_tokens"] = s.generated_tokens;
+    stats["computed_tokens"] = s.computed_tokens;
+    stats["preemptions"] = s.preemptions;
+    stats["finished"] = s.finished;
+    stats["rejected"] = s.rejected;
+    stats["cancelled"] = s.cancelled;
+    stats["step_seconds"] = s.step_seconds;
+    stats["schedule_seconds"] = s.schedule_seconds;
+    nb::dict d;
+    d["stats"] = stats;
+    d["num_waiting"] = waiting;
+    d["num_running"] = running;
+    d["idle"] = idle;
+    d["cache_usage"] = usage;
+    return d;
+  }
+
+  // Fixed at load: no lock needed.
+  std::vector<int64_t> eosTokenIds() const { return engine_->artefact().meta.eos_token_ids; }
+  int64_t vocabSize() const { return engine_->artefact().meta.vocab_size; }
+  int64_t maxModelLen() const { return engine_->max_model_len(); }
+  std::string backendName() const { return engine_->backend().name(); }
+
+private:
+  // The larger of the two fractions in use: kv blocks (all groups) and request slots.
+  double cacheUsage() const {
+    const cbc::rt::CacheManager &c = engine_->cache();
+    double blocks = (double)c.blocksPerGroup() * c.numGroups();
+    double slots = (double)c.maxSlots();
+    double b = blocks > 0 ? (double)c.usedBlocks() / blocks : 0.0;
+    double s = slots > 0 ? (double)(c.maxSlots() - c.freeSlots()) / slots : 0.0;
+    return std::max(b, s);
+  }
+
+  std::unique_ptr<cbc::rt::Engine> engine_;
+  std::mutex mutex_;
+};
+
+cbc::rt::SamplingParams samplingParams(int64_t max_new_tokens, double temperature, int64_t top_k, double top_p,
+                                       double min_p, uint64_t seed, std::vector<int64_t> stop_token_ids,
+                                       bool ignore_eos, bool logprobs) {
+  cbc::rt::SamplingParams p;
+  p.max_new_tokens = max_new_tokens;
+  p.temperature = temperature;
+  p.top_k = top_k;
+  p.top_p = top_p;
+  p.min_p = min_p;
+  p.seed = seed;
+  p.stop_token_ids = std::move(stop_token_ids);
+  p.ignore_eos = ignore_eos;
+  p.logprobs = logprobs;
+  return p;
+}
+
+} // namespace
+
+NB_MODULE(_runtime, m) {
+  m.doc() = "The cbc runtime's engine (runtime/engine.h); use cbc.Engine, which wraps it.";
+  nb::class_<Engine>(m, "Engine")
+      .def("__init__",
+           [](Engine *self, const std::string &artefact, const std::string &checkpoint, uint64_t seed,
+              const std::string &backend, int threads, int64_t max_batch_tokens, int64_t max_requests,
+              int64_t cache_memory_mib, int64_t max_model_len) {
+             LoadOptions o{backend, threads, max_batch_tokens, max_requests, cache_memory_mib, max_model_len};
+             new (self) Engine(artefact, checkpoint, seed, o);
+           },
+           "artefact"_a, "checkpoint"_a, "seed"_a, "backend"_a, "threads"_a, "max_batch_tokens"_a,
+           "max_requests"_a, "cache_memory_mib"_a, "max_model_len"_a)
+      .def("add_request",
+           [](Engine &e, std::vector<int32_t> prompt, int64_t max_new_tokens, double temperature, int64_t top_k,
+              double top_p, double min_p, uint64_t seed, std::vector<int64_t> stop_token_ids, bool ignore_eos,
+              bool logprobs) {
+             return e.addRequest(std::move(prompt), samplingParams(max_new_tokens, temperature, top_k, top_p, min_p,
+                                                                   seed, std::move(stop_token_ids), ignore_eos,
+                                                                   logprobs));
+           },
+           "prompt"_a, "max_new_tokens"_a, "temperature"_a, "top_k"_a, "top_p"_a, "min_p"_a, "seed"_a,
+           "stop_token_ids"_a, "ignore_eos"_a, "logprobs"_a)
+      .def("step", &Engine::step)
+      .def("cancel", &Engine::cancel, "id"_a)
+      .def("idle", &Engine::idle)
+      .def("take_finished", &Engine::takeFinished)
+      .def("info", &Engine::info)
+      .def_prop_ro("eos_token_ids", &Engine::eosTokenIds)
+      .def_prop_ro("vocab_size", &Engine::vocabSize)
+      .def_prop_ro("max_model_len", &Engine::maxModelLen)
+      .def_prop_ro("backend", &Engine::backendName);
+}

@@ -1,0 +1,348 @@
+"""cbc serve with the official openai client as a real client, over loopback. Expected tokens
+come from cbc.Engine running the same request alone; expected text is the tokenizer's decode of
+those tokens."""
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+
+import httpx
+import openai
+import pytest
+
+from serve_util import ARTEFACT, MODEL, PYTHON_DIR, ROOT, TOKENIZER, Server, parse_metrics
+
+import cbc  # noqa: E402  (serve_util put the build's package on the path)
+from cbc.text import Tokenizer  # noqa: E402
+
+NAME = "llama"  # the served model's name: its folder's
+
+
+@pytest.fixture(scope="module")
+def server():
+    s = Server()
+    yield s
+    s.stop()
+
+
+@pytest.fixture(scope="module")
+def client(server):
+    return openai.OpenAI(base_url=server.url + "/v1", api_key="unused", max_retries=0, timeout=60)
+
+
+@pytest.fixture(scope="module")
+def tok():
+    return Tokenizer.from_dir(TOKENIZER)
+
+
+@pytest.fixture(scope="module")
+def alone(tok):
+    """Greedy tokens of one request run alone through cbc.Engine, with the stops the server
+    uses (the model's eos and the tokenizer's <|im_end|>)."""
+    eng = cbc.Engine(ARTEFACT, MODEL, threads=1)
+    stops = sorted(set(eng.eos_token_ids) | {tok.eos_token_id})
+
+    def run(prompt_ids, max_tokens):
+        out = eng.generate_batch([prompt_ids], max_new_tokens=max_tokens, eos_token_id=stops)
+        return out["req_0"].generated_tokens
+    return run
+
+
+def metrics(server):
+    return parse_metrics(httpx.get(server.url + "/metrics", timeout=10).text)
+
+
+PROMPTS = ["hello world", "the quick brown fox", "Café 🙂", "你好"]
+
+
+@pytest.mark.parametrize("prompt", PROMPTS)
+def test_completion_greedy_equals_engine_alone(client, tok, alone, prompt):
+    ids = tok.encode(prompt)
+    r = client.completions.create(model=NAME, prompt=prompt, max_tokens=40, temperature=0)
+    want = alone(ids, 40)
+    assert r.usage.prompt_tokens == len(ids)
+    assert r.usage.completion_tokens == len(want)
+    assert r.choices[0].text == tok.decode(want, skip_special_tokens=True)
+    assert r.choices[0].finish_reason == ("length" if len(want) == 40 else "stop")
+    assert r.model == NAME and r.object == "text_completion"
+
+
+def test_completion_from_token_ids_with_logprobs(client, tok, alone):
+    ids = [5, 17, 200, 33]
+    r = client.completions.create(model=NAME, prompt=ids, max_tokens=12, temperature=0, logprobs=0)
+    want = alone(ids, 12)
+    lp = r.choices[0].logprobs
+    assert lp.tokens == [tok.decode([t]) for t in want]
+    assert len(lp.token_logprobs) == len(want) and all(x <= 0 for x in lp.token_logprobs)
+    assert r.choices[0].text == tok.decode(want, skip_special_tokens=True)
+
+
+@pytest.mark.parametrize("prompt", PROMPTS[:2])
+def test_completion_stream_equals_non_stream(client, prompt):
+    whole = client.completions.create(model=NAME, prompt=prompt, max_tokens=30, temperature=0)
+    chunks = list(client.completions.create(model=NAME, prompt=prompt, max_tokens=30,
+                                            temperature=0, stream=True))
+    assert len(chunks) >= 2
+    assert "".join(c.choices[0].text for c in chunks) == whole.choices[0].text
+    assert [c.choices[0].finish_reason for c in chunks][-1] == whole.choices[0].finish_reason
+    assert all(c.choices[0].finish_reason is None for c in chunks[:-1])
+
+
+CHATS = [
+    [{"role": "user", "content": "hello there"}],
+    [{"role": "system", "content": "You are a helpful assistant."},
+     {"role": "user", "content": "how are you today?"}],
+]
+
+
+@pytest.mark.parametrize("messages", CHATS)
+def test_chat_greedy_equals_engine_alone(client, tok, alone, messages):
+    ids = tok.apply_chat_template(messages, add_generation_prompt=True, tokenize=True)
+    r = client.chat.completions.create(model=NAME, messages=messages, max_tokens=32,
+                                       temperature=0)
+    want = alone(ids, 32)
+    assert r.choices[0].message.role == "assistant"
+    assert r.choices[0].message.content == tok.decode(want, skip_special_tokens=True)
+    assert r.usage.prompt_tokens == len(ids) and r.usage.completion_tokens == len(want)
+
+
+def test_chat_stream(client, tok, alone):
+    messages = CHATS[1]
+    ids = tok.apply_chat_template(messages, add_generation_prompt=True, tokenize=True)
+    stream = client.chat.completions.create(model=NAME, messages=messages, max_tokens=32,
+                                            temperature=0, stream=True,
+                                            stream_options={"include_usage": True})
+    chunks = list(stream)
+    assert chunks[0].choices[0].delta.role == "assistant"
+    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    want = alone(ids, 32)
+    assert text == tok.decode(want, skip_special_tokens=True)
+    finals = [c.choices[0].finish_reason for c in chunks if c.choices]
+    assert finals[-1] in ("stop", "length") and all(f is None for f in finals[:-1])
+    assert chunks[-1].choices == [] and chunks[-1].usage.completion_tokens == len(want)
+
+
+def test_chat_content_parts_and_no_generation_prompt(client, tok, alone):
+    parts = [{"type": "text", "text": "hello "}, {"type": "text", "text": "there"}]
+    r = client.chat.completions.create(model=NAME, messages=[{"role": "user", "content": parts}],
+                                       max_tokens=8, temperature=0)
+    ids = tok.apply_chat_template([{"role": "user", "content": "hello there"}],
+                                  add_generation_prompt=True, tokenize=True)
+    assert r.choices[0].message.content == tok.decode(alone(ids, 8), skip_special_tokens=True)
+
+
+def test_stop_strings(client, tok, alone):
+    prompt = "the quick brown fox"
+    full = tok.decode(alone(tok.encode(prompt), 40), skip_special_tokens=True)
+    assert len(full) > 6
+    stop = full[3:5]  # a stop string that occurs: the text ends before its first occurrence
+    want = full[:full.find(stop)]
+    r = client.completions.create(model=NAME, prompt=prompt, max_tokens=40, temperature=0,
+                                  stop=[stop, "\x00never"])
+    assert r.choices[0].text == want and r.choices[0].finish_reason == "stop"
+    chunks = list(client.completions.create(model=NAME, prompt=prompt, max_tokens=40,
+                                            temperature=0, stop=stop, stream=True))
+    assert "".join(c.choices[0].text for c in chunks) == want
+    assert chunks[-1].choices[0].finish_reason == "stop"
+
+
+def test_seeded_sampling_repeats(client):
+    kw = dict(model=NAME, prompt="hello", max_tokens=20, temperature=1.0, top_p=0.9, seed=7)
+    a = client.completions.create(**kw).choices[0].text
+    b = client.completions.create(**kw).choices[0].text
+    assert a == b
+
+
+def test_models_and_health(client, server):
+    models = client.models.list()
+    assert [m.id for m in models.data] == [NAME]
+    assert client.models.retrieve(NAME).id == NAME
+    with pytest.raises(openai.NotFoundError):
+        client.models.retrieve("other")
+    h = httpx.get(server.url + "/health", timeout=10)
+    assert h.status_code == 200 and h.json() == {"status": "ok"}
+
+
+def _error(excinfo):
+    body = excinfo.value.body
+    assert set(body) >= {"message", "type", "param", "code"}, body
+    return body
+
+
+def test_errors(client):
+    with pytest.raises(openai.NotFoundError) as e:
+        client.completions.create(model="nope", prompt="hi")
+    assert _error(e)["code"] == "model_not_found"
+    cases = [
+        (dict(prompt="hi", max_tokens=1000), "max_tokens", "context_length_exceeded"),
+        (dict(prompt=""), "prompt", "invalid_value"),
+        (dict(prompt=[]), "prompt", "invalid_value"),
+        (dict(prompt=[1, 999]), "prompt", "invalid_value"),
+        (dict(prompt=list(range(1, 256)) * 2), "prompt", "context_length_exceeded"),
+        (dict(prompt="hi", n=2), "n", "unsupported_value"),
+        (dict(prompt="hi", temperature=5), "temperature", "invalid_value"),
+        (dict(prompt="hi", max_tokens=0), "max_tokens", "invalid_value"),
+        (dict(prompt="hi", stop=["a", "b", "c", "d", "e"]), "stop", "invalid_value"),
+        (dict(prompt=["a", "b"]), "prompt", "unsupported_value"),
+        (dict(prompt="hi", logprobs=3), "logprobs", "unsupported_value"),
+        (dict(prompt="hi", extra_body={"temperature": "hot"}), "temperature", "invalid_type"),
+    ]
+    for kw, param, code in cases:
+        with pytest.raises(openai.BadRequestError) as e:
+            client.completions.create(model=NAME, **kw)
+        err = _error(e)
+        assert (err["param"], err["code"], err["type"]) == (param, code, "invalid_request_error"), kw
+
+
+def test_chat_errors(client):
+    cases = [
+        (dict(messages=[]), "messages"),
+        (dict(messages=[{"role": "wizard", "content": "x"}]), "messages[0].role"),
+        (dict(messages=[{"role": "user", "content": 3}]), "messages[0].content"),
+        (dict(messages=[{"role": "user", "content": [{"type": "image_url", "image_url": {}}]}]),
+         "messages[0].content"),
+        (dict(messages=CHATS[0], max_tokens=300), "max_tokens"),
+        (dict(messages=CHATS[0], top_logprobs=2, logprobs=True), "top_logprobs"),
+    ]
+    for kw, param in cases:
+        with pytest.raises(openai.BadRequestError) as e:
+            client.chat.completions.create(model=NAME, **kw)
+        assert _error(e)["param"] == param, kw
+
+
+def test_malformed_bodies(server):
+    r = httpx.post(server.url + "/v1/completions", content=b"{not json", timeout=10)
+    assert r.status_code == 400 and r.json()["error"]["type"] == "invalid_request_error"
+    r = httpx.post(server.url + "/v1/chat/completions", json=[1, 2], timeout=10)
+    assert r.status_code == 400 and "JSON object" in r.json()["error"]["message"]
+    r = httpx.get(server.url + "/v1/nothing", timeout=10)
+    assert r.status_code == 404 and r.json()["error"]["type"] == "not_found_error"
+
+
+def test_metrics_after_requests(client, server):
+    before = metrics(server)
+    client.completions.create(model=NAME, prompt="hello", max_tokens=10, temperature=0,
+                              extra_body={"ignore_eos": True})
+    after = metrics(server)
+    assert after["cbc_generated_tokens_total"] - before["cbc_generated_tokens_total"] == 10
+    assert after['cbc_requests_finished_total{reason="length"}'] >= 1
+    assert after["cbc_time_to_first_token_seconds_count"] == \
+        before["cbc_time_to_first_token_seconds_count"] + 1
+    assert after['cbc_time_to_first_token_seconds_bucket{le="+Inf"}'] == \
+        after["cbc_time_to_first_token_seconds_count"]
+    assert after["cbc_prompt_tokens_total"] > before["cbc_prompt_tokens_total"]
+    assert after["cbc_generated_tokens_per_second"] > 0
+    for name in ("cbc_requests_running", "cbc_requests_waiting", "cbc_cache_usage"):
+        assert after[name] == 0
+    assert after["cbc_requests_rejected_total"] >= 0
+
+
+def _wait_metric(server, pred, timeout=30):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        m = metrics(server)
+        if pred(m):
+            return m
+        time.sleep(0.05)
+    raise AssertionError(f"metrics never satisfied the condition: {m}")
+
+
+LONG = 4000  # tokens: seconds of work for the long-context model below
+
+
+@pytest.fixture(scope="module")
+def long_server(tmp_path_factory):
+    """A server over a model with an 8192-token context (random weights), so that a request can
+    run long enough to be cancelled. Its folder has no artefact: cbc serve compiles config.json
+    into $CBC_CACHE_DIR."""
+    folder = tmp_path_factory.mktemp("long_model")
+    with open(os.path.join(MODEL, "config.json")) as f:
+        config = json.load(f)
+    config.update(max_position_embeddings=8192, hidden_size=256, intermediate_size=512,
+                  num_hidden_layers=4, head_dim=64)
+    (folder / "config.json").write_text(json.dumps(config))
+    for name in ("tokenizer.json", "tokenizer_config.json"):
+        (folder / name).write_bytes(open(os.path.join(TOKENIZER, name), "rb").read())
+    cache = tmp_path_factory.mktemp("cache")
+    os.environ["CBC_CACHE_DIR"] = str(cache)
+    try:
+        s = Server("--random-weights", "--cache-memory-mib", "64", model=str(folder),
+                   artefact=None, tokenizer=str(folder), timeout=300)
+    finally:
+        del os.environ["CBC_CACHE_DIR"]
+    assert [p.suffix for p in cache.iterdir()] == [".fb"]  # compiled on the fly
+    yield s
+    s.stop()
+
+
+@pytest.mark.parametrize("stream", [True, False])
+def test_disconnect_cancels_the_request(long_server, stream):
+    server = long_server
+    before = metrics(server)
+    cancelled = 'cbc_requests_finished_total{reason="cancelled"}'
+    body = json.dumps({"prompt": "hello", "max_tokens": LONG, "temperature": 0,
+                       "ignore_eos": True, "stream": stream}).encode()
+    s = socket.create_connection(("127.0.0.1", server.port))
+    s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+              b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+    if stream:
+        assert s.recv(64).startswith(b"HTTP/1.1 200")  # the stream has begun
+    _wait_metric(server, lambda m: m["cbc_requests_running"] == 1 and
+                 m["cbc_generated_tokens_total"] > before["cbc_generated_tokens_total"] + 10)
+    s.close()
+    m = _wait_metric(server, lambda m: m.get(cancelled, 0) == before.get(cancelled, 0) + 1)
+    # The slot and the cache are free, and the request stopped well before its end.
+    m = _wait_metric(server, lambda m: m["cbc_requests_running"] == 0 and
+                     m["cbc_cache_usage"] == 0)
+    assert m["cbc_generated_tokens_total"] - before["cbc_generated_tokens_total"] < LONG / 2
+
+
+def test_serve_bad_input_exits_2(tmp_path):
+    env = dict(os.environ, PYTHONPATH=PYTHON_DIR)
+
+    def run(*args):
+        return subprocess.run([sys.executable, "-m", "cbc.serve", *args], env=env,
+                              capture_output=True, text=True, timeout=60)
+    r = run(str(tmp_path / "missing"))
+    assert r.returncode == 2 and "model folder" in r.stderr and "does not exist" in r.stderr
+    r = run(MODEL, "--artefact", ARTEFACT)  # the fixture model folder has no tokenizer.json
+    assert r.returncode == 2 and "no tokenizer.json" in r.stderr
+    r = run(MODEL, "--artefact", str(tmp_path / "x.fb"), "--tokenizer", TOKENIZER)
+    assert r.returncode == 2 and "artefact" in r.stderr and "does not exist" in r.stderr
+    r = run("--help")
+    assert r.returncode == 0 and "/v1/chat/completions" in r.stdout
+    # A tokenizer with more ids than the model's vocabulary belongs to another model.
+    from tokenizers import Tokenizer as Backend
+    big = Backend.from_file(os.path.join(TOKENIZER, "tokenizer.json"))
+    big.add_tokens([f"<extra_{i}>" for i in range(300)])
+    (tmp_path / "big").mkdir()
+    big.save(str(tmp_path / "big" / "tokenizer.json"))
+    r = run(MODEL, "--artefact", ARTEFACT, "--tokenizer", str(tmp_path / "big"))
+    assert r.returncode == 2 and "do not belong together" in r.stderr, r.stderr
+    # A port already taken.
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = str(taken.getsockname()[1])
+        r = run(MODEL, "--artefact", ARTEFACT, "--tokenizer", TOKENIZER, "--port", port)
+    assert r.returncode == 2 and f"cannot listen on 127.0.0.1:{port}" in r.stderr, r.stderr
+
+
+CBC = os.path.join(ROOT, "build", "bin", "cbc")
+
+
+@pytest.mark.skipif(not os.path.exists(CBC), reason="no build/bin/cbc")
+def test_cbc_serve_subcommand(server, tmp_path):
+    """`cbc serve` runs this package's server with $CBC_PYTHON (the build tree's package found
+    beside the executable)."""
+    env = dict(os.environ, CBC_PYTHON=sys.executable)
+    env.pop("PYTHONPATH", None)
+    r = subprocess.run([CBC, "serve", "--help"], env=env, capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 0 and "usage: cbc serve" in r.stdout and "--artefact" in r.stdout
+    r = subprocess.run([CBC, "serve", str(tmp_path / "missing")], env=env, capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 2
+    assert r.stderr.strip().endswith("model folder '%s' does not exist" % (tmp_path / "missing"))
