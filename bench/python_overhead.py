@@ -88,7 +88,7 @@ def bench(exe, name, artefact, weights, seed, prompts, new_tokens, threads, repe
     """Best of `repeat` runs of each interface, interleaved so that load from elsewhere on the
     machine falls on all of them alike."""
     kw = {"random_weights": True, "seed": seed} if weights is None else {}
-    load = lambda: cbc.Engine(artefact, weights, threads=threads, **kw)
+    load = lambda: cbc.Engine(artefact, weights, threads=threads, backend="cpu", **kw)
     best = {}
     for _ in range(repeat):
         n, s = cbc_run(exe, artefact, weights, prompts, new_tokens, threads)
@@ -108,7 +108,7 @@ def main():
     args = ap.parse_args()
     exe = str(Path(args.build) / "bin" / "cbc")
     rows = []
-    tiny = cbc.Engine(REPO / "test" / "artefacts" / "llama.fb", FIXTURE, threads=args.threads)
+    tiny = cbc.Engine(REPO / "test" / "artefacts" / "llama.fb", FIXTURE, threads=args.threads, backend="cpu")
     rows += bench(exe, "llama fixture (64 hidden, 2 layers)", str(REPO / "test" / "artefacts" / "llama.fb"),
                   str(FIXTURE), 0, requests(tiny.vocab_size, args.requests, 32), 64, args.threads, args.repeat)
     with tempfile.TemporaryDirectory() as tmp:

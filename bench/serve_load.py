@@ -132,7 +132,7 @@ def run_alone(reqs, tokenizer_dir=TOKENIZER):
     from cbc.text import Tokenizer
 
     tok = Tokenizer.from_dir(tokenizer_dir)
-    eng = cbc.Engine(ARTEFACT, MODEL, threads=1)
+    eng = cbc.Engine(ARTEFACT, MODEL, threads=1, backend="cpu")
     stops = sorted(set(eng.eos_token_ids) | {tok.eos_token_id})
     out = []
     for r in reqs:

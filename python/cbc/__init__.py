@@ -125,7 +125,7 @@ class Engine:
     """
 
     def __init__(self, artefact, weights=None, *, random_weights: bool = False, seed: int = 0,
-                 backend: str = "cpu", threads: int = 0, max_batch_tokens: int = 256,
+                 backend: str = "auto", threads: int = 0, max_batch_tokens: int = 256,
                  max_requests: int = 64, cache_memory_mib: int = 256, max_model_len: int = 0):
         artefact = _path("artefact", artefact)
         if (weights is None) == (not random_weights):

@@ -573,11 +573,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8000, help="port (default 8000; 0: any free one, "
                    "printed on stderr)")
-    p.add_argument("--backend", default="cpu", choices=("auto", "cpu", "cuda"))
+    p.add_argument("--backend", default="auto", choices=("auto", "cpu", "cuda"),
+                   help="auto (default): CUDA when a GPU is usable, else the CPU")
     p.add_argument("--threads", type=int, default=0, help="CPU threads (0: all)")
     p.add_argument("--max-batch-tokens", type=int, default=256)
     p.add_argument("--max-requests", type=int, default=64)
-    p.add_argument("--cache-memory-mib", type=int, default=256)
+    # --cache-memory as in `cbc run`; --cache-memory-mib as cbc.Engine's keyword names it.
+    p.add_argument("--cache-memory", "--cache-memory-mib", dest="cache_memory_mib", type=int,
+                   default=256, metavar="MIB", help="memory for the paged cache (default 256)")
     p.add_argument("--max-model-len", type=int, default=0, help="0: the model's own")
     p.add_argument("--dtype", default="bf16", help="dtype when compiling (default bf16)")
     p.add_argument("--log-level", default="warning",

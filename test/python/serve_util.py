@@ -28,7 +28,7 @@ class Server:
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (PYTHON_DIR, env.get("PYTHONPATH")) if p)
         cmd = [sys.executable, "-m", "cbc.serve", model, "--tokenizer", tokenizer, "--port", "0",
-               "--threads", "1", *extra]
+               "--threads", "1", "--backend", "cpu", *extra]
         if artefact:
             cmd += ["--artefact", artefact]
         self.proc = subprocess.Popen(cmd, env=env, stderr=subprocess.PIPE, text=True)

@@ -60,7 +60,7 @@ def cbc_run(family, lines, *flags, weights=True):
 
 def engine(family, **kw):
     kw.setdefault("threads", 1)
-    return cbc.Engine(artefact(family), checkpoint(family), **kw)
+    return cbc.Engine(artefact(family), checkpoint(family), **{"backend": "cpu", **kw})
 
 
 def tokens_of(outs):
@@ -102,7 +102,7 @@ def test_generate_batch_sampled_equals_cbc_run(family):
 
 
 def test_random_weights_equal_cbc_run():
-    eng = cbc.Engine(artefact("llama"), random_weights=True, seed=3, threads=1)
+    eng = cbc.Engine(artefact("llama"), random_weights=True, seed=3, threads=1, backend="cpu")
     ps = prompts(eng.vocab_size, seed=2)
     expected = cbc_run("llama", ps, "--max-new-tokens", "8", "--seed", "3", weights=False)
     assert tokens_of(eng.generate_batch(ps, max_new_tokens=8)) == [e["tokens"] for e in expected]

@@ -63,8 +63,8 @@ def test_default_kernels_equal_cbc_compile(tmp_path):
 def test_compiled_artefact_serves(tmp_path):
     out = tmp_path / "llama.fb"
     cbc.compile(FIXTURES / "llama" / "config.json", out, cuda=False, block_size=8)
-    fresh = cbc.Engine(out, FIXTURES / "llama", threads=1)
-    committed = cbc.Engine(REPO / "test" / "artefacts" / "llama.fb", FIXTURES / "llama", threads=1)
+    fresh = cbc.Engine(out, FIXTURES / "llama", threads=1, backend="cpu")
+    committed = cbc.Engine(REPO / "test" / "artefacts" / "llama.fb", FIXTURES / "llama", threads=1, backend="cpu")
     ps = [[1, 2, 3, 4], [9, 8, 7]]
     a = fresh.generate_batch(ps, max_new_tokens=8)
     b = committed.generate_batch(ps, max_new_tokens=8)

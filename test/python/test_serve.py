@@ -41,7 +41,7 @@ def tok():
 def alone(tok):
     """Greedy tokens of one request run alone through cbc.Engine, with the stops the server
     uses (the model's eos and the tokenizer's <|im_end|>)."""
-    eng = cbc.Engine(ARTEFACT, MODEL, threads=1)
+    eng = cbc.Engine(ARTEFACT, MODEL, threads=1, backend="cpu")
     stops = sorted(set(eng.eos_token_ids) | {tok.eos_token_id})
 
     def run(prompt_ids, max_tokens):
@@ -268,7 +268,7 @@ def long_server(tmp_path_factory):
     cache = tmp_path_factory.mktemp("cache")
     os.environ["CBC_CACHE_DIR"] = str(cache)
     try:
-        s = Server("--random-weights", "--cache-memory-mib", "64", model=str(folder),
+        s = Server("--random-weights", "--cache-memory", "64", model=str(folder),
                    artefact=None, tokenizer=str(folder), timeout=300)
     finally:
         del os.environ["CBC_CACHE_DIR"]

@@ -14,7 +14,7 @@ from cbc.text import TextGenerator, Tokenizer  # noqa: E402
 
 @pytest.fixture(scope="module")
 def gen():
-    return TextGenerator(cbc.Engine(ARTEFACT, MODEL, threads=1), Tokenizer.from_dir(TOKENIZER))
+    return TextGenerator(cbc.Engine(ARTEFACT, MODEL, threads=1, backend="cpu"), Tokenizer.from_dir(TOKENIZER))
 
 
 def expected(gen, ids, n):
@@ -80,7 +80,7 @@ def test_from_dir(tmp_path):
         shutil.copy(os.path.join(TOKENIZER, name), tmp_path / name)
     shutil.copy(ARTEFACT, tmp_path / "model.fb")
     (tmp_path / "generation_config.json").write_text(json.dumps({"eos_token_id": [2, 7]}))
-    g = TextGenerator.from_dir(str(tmp_path), threads=1)
+    g = TextGenerator.from_dir(str(tmp_path), threads=1, backend="cpu")
     assert 7 in g.stop_token_ids
     assert g.generate(["hello world"], max_new_tokens=8) == \
         [expected(g, g.tokenizer.encode("hello world"), 8)]
