@@ -25,6 +25,10 @@
 
 inline void __syncthreads() { cbc_simt_syncthreads(); }
 
+struct alignas(16) uint4 { // as CUDA aligns it
+  unsigned x, y, z, w;
+};
+
 struct __nv_bfloat16 {
   uint16_t bits;
 };

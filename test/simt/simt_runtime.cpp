@@ -5,6 +5,10 @@
 #include <boost/context/fiber.hpp>
 #include <boost/context/pooled_fixedsize_stack.hpp>
 
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
 #include <stdexcept>
 #include <vector>
 
@@ -23,8 +27,22 @@ struct Block {
   std::vector<int> warpArrived;
   std::vector<uint64_t> warpGeneration;
   std::vector<uint32_t> exchange;
+  std::vector<unsigned char> gather; // kGatherBytes per thread
+  // Each thread's cp.async copies: the open group, then the committed ones, oldest first.
+  struct Copy {
+    void *dst;
+    const void *src;
+    int bytes;
+  };
+  struct AsyncCopies {
+    std::vector<Copy> open;
+    std::deque<std::vector<Copy>> committed;
+  };
+  std::vector<AsyncCopies> async;
   int current = -1;
 };
+
+constexpr int kGatherBytes = 64;
 
 thread_local Block *gBlock = nullptr;
 
@@ -87,6 +105,53 @@ extern "C" uint32_t cbc_simt_shuffle(uint32_t value, int mode, int arg, int widt
   return out;
 }
 
+extern "C" void cbc_simt_warp_gather(const void *mine, void *all, int bytes) {
+  if (bytes <= 0 || bytes > kGatherBytes)
+    cbc_simt_fault("warp gather of more than 64 bytes a lane");
+  Block &b = *gBlock;
+  int me = b.current, base = me - me % 32;
+  std::memcpy(&b.gather[(size_t)me * kGatherBytes], mine, bytes);
+  warpBarrier(b, me);
+  for (int lane = 0; lane < 32; ++lane) {
+    unsigned char *out = static_cast<unsigned char *>(all) + (size_t)lane * bytes;
+    if (base + lane < b.threads)
+      std::memcpy(out, &b.gather[(size_t)(base + lane) * kGatherBytes], bytes);
+    else
+      std::memset(out, 0, bytes);
+  }
+  warpBarrier(b, me); // nobody overwrites a deposit before everyone has read
+}
+
+extern "C" void cbc_simt_cp_async(void *dst, const void *src, int bytes) {
+  if (((uintptr_t)dst | (uintptr_t)src) % (uintptr_t)bytes != 0)
+    cbc_simt_fault("cp.async: an address is not aligned to the copy's size");
+  Block &b = *gBlock;
+  b.async[b.current].open.push_back({dst, src, bytes});
+}
+
+extern "C" void cbc_simt_cp_async_commit() {
+  Block::AsyncCopies &a = gBlock->async[gBlock->current];
+  a.committed.push_back(std::move(a.open));
+  a.open.clear();
+}
+
+// Performs the oldest committed groups until at most `pending` are left.
+extern "C" void cbc_simt_cp_async_wait(int pending) {
+  Block::AsyncCopies &a = gBlock->async[gBlock->current];
+  while ((int)a.committed.size() > pending) {
+    for (const Block::Copy &c : a.committed.front())
+      std::memcpy(c.dst, c.src, c.bytes);
+    a.committed.pop_front();
+  }
+}
+
+extern "C" void cbc_simt_fault(const char *what) {
+  CbcSimtThread *t = cbc_simt_thread();
+  std::fprintf(stderr, "simt: fault in block (%u, %u, %u) thread %u: %s\n", t->blockIdx.x, t->blockIdx.y,
+               t->blockIdx.z, t->threadIdx.x, what);
+  std::abort();
+}
+
 namespace cbc::simt {
 
 void launch(KernelFn fn, const uint32_t grid[3], int block, const CbcArgs &args) {
@@ -99,12 +164,14 @@ void launch(KernelFn fn, const uint32_t grid[3], int block, const CbcArgs &args)
   b.warpArrived.assign((block + 31) / 32, 0);
   b.warpGeneration.assign((block + 31) / 32, 0);
   b.exchange.assign(block, 0);
+  b.gather.assign((size_t)block * kGatherBytes, 0);
   Block *saved = gBlock;
   gBlock = &b;
   for (uint32_t z = 0; z < grid[2]; ++z)
     for (uint32_t y = 0; y < grid[1]; ++y)
       for (uint32_t x = 0; x < grid[0]; ++x) {
         b.arrived = 0;
+        b.async.assign(block, {}); // copies a block left unwaited die with its shared memory
         std::vector<ctx::fiber> fibers;
         fibers.reserve(block);
         for (int t = 0; t < block; ++t) {
