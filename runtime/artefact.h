@@ -148,6 +148,9 @@ struct WorkspaceDesc {
   std::string name;
   int64_t bytes_per_token = 0, bytes_fixed = 0;
 };
+// The threads a block the runtime launches the device argmax with (argmax.cuh strides its row
+// by blockDim, so any multiple of 32 works).
+constexpr int kArgmaxThreads = 256;
 struct KernelBundle {
   std::string source, ptx, ptx_arch, source_hash;
   std::vector<std::string> names;
@@ -155,7 +158,7 @@ struct KernelBundle {
   std::vector<Launch> launches;
   std::vector<WorkspaceDesc> workspaces;
   std::vector<DType> value_dtypes;
-  int argmax_kernel = -1;
+  int argmax_kernel = -1; // launched by the runtime itself, with kArgmaxThreads threads a block
 };
 
 struct Artefact {

@@ -354,7 +354,7 @@ bool GpuBackend::runGreedy(const StepBatch &b, std::vector<int32_t> &tokens) {
   args.p[0] = valuePtr(a_.program.output);
   args.p[1] = greedyTokens_;
   uint32_t grid[3] = {(uint32_t)b.num_logit_rows, 1, 1};
-  device_->launch(k_.argmax_kernel, grid, 256, 0, args);
+  device_->launch(k_.argmax_kernel, grid, kArgmaxThreads, 0, args);
   device_->download(tokens.data(), greedyTokens_, tokens.size() * 4);
   return true;
 }

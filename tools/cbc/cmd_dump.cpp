@@ -1,4 +1,5 @@
 #include "runtime/artefact.h"
+#include "runtime/occupancy.h"
 #include "runtime/weights.h"
 #include "runtime/schema/opcodes.h"
 #include "tools/cbc/cli.h"
@@ -390,6 +391,32 @@ void printGraph(const Artefact &a) {
   std::printf("}\n");
 }
 
+// How the kernels are launched: the largest block and dynamic shared memory of any launch of
+// each (the runtime launches the device argmax itself, with kArgmaxThreads).
+struct KernelShape {
+  int threads = 0, dynamic_smem = 0;
+};
+std::vector<KernelShape> kernelShapes(const rt::KernelBundle &k) {
+  std::vector<KernelShape> shapes(k.names.size());
+  for (const auto &l : k.launches)
+    if (l.kernel >= 0 && l.kernel < (int)shapes.size()) {
+      shapes[l.kernel].threads = std::max(shapes[l.kernel].threads, l.block);
+      shapes[l.kernel].dynamic_smem = std::max(shapes[l.kernel].dynamic_smem, l.smem);
+    }
+  if (k.argmax_kernel >= 0 && k.argmax_kernel < (int)shapes.size())
+    shapes[k.argmax_kernel].threads = rt::kArgmaxThreads;
+  return shapes;
+}
+
+// Appends "  threads T  blocks/SM B  occupancy P% (limit)" where the target's limits are known
+// and ptxas reported the kernel's resources; the shared memory counted is static plus dynamic.
+void printOccupancy(const std::optional<rt::SmLimits> &limits, const KernelShape &shape, int regs, int smem) {
+  if (!limits || shape.threads <= 0 || regs < 0 || smem < 0)
+    return;
+  rt::Occupancy o = rt::occupancy(*limits, shape.threads, regs, smem + shape.dynamic_smem);
+  std::printf("  threads %4d  blocks/SM %2d  occupancy %3d%% (%s)", shape.threads, o.blocks, o.percent, o.limit);
+}
+
 void printKernels(const Artefact &a) {
   if (!a.kernels) {
     std::printf("no CUDA kernels (compiled with --no-cuda, or by a cbc built without CUDA)\n");
@@ -420,13 +447,17 @@ void printKernels(const Artefact &a) {
                 (double)(inLayers - layerGemms) / (attention.size() - 1),
                 (double)layerGemms / (attention.size() - 1));
   }
+  std::vector<KernelShape> shapes = kernelShapes(k);
   for (const auto &c : k.cubins) {
+    std::optional<rt::SmLimits> limits = rt::smLimits(c.arch);
     std::printf("target %s: cubin %zu bytes\n", c.arch.c_str(), c.image.size());
-    for (size_t i = 0; i < k.names.size(); ++i)
-      std::printf("  %-40s regs %3d  spills %3d  smem %6d\n", k.names[i].c_str(),
-                  i < c.registers.size() ? c.registers[i] : -1,
-                  i < c.spills.size() ? c.spills[i] : -1,
-                  i < c.shared_bytes.size() ? c.shared_bytes[i] : -1);
+    for (size_t i = 0; i < k.names.size(); ++i) {
+      int regs = i < c.registers.size() ? c.registers[i] : -1, smem = i < c.shared_bytes.size() ? c.shared_bytes[i] : -1;
+      std::printf("  %-40s regs %3d  spills %3d  smem %6d", k.names[i].c_str(), regs,
+                  i < c.spills.size() ? c.spills[i] : -1, smem);
+      printOccupancy(limits, shapes[i], regs, smem);
+      std::printf("\n");
+    }
   }
 }
 
@@ -437,7 +468,7 @@ int dumpMain(int argc, char **argv) {
             {{"--ir", "", "the MLIR the artefact was lowered from"},
              {"--program", "", "the step program: instructions, values and arena slots"},
              {"--full", "", "with --program: every value of long float arrays (RoPE frequencies, decays)"},
-             {"--kernels", "", "the generated CUDA kernels with registers, spills and shared memory"},
+             {"--kernels", "", "the generated CUDA kernels: registers, spills, shared memory, block and occupancy per target"},
              {"--kernel-source", "", "the generated CUDA C++ source"},
              {"--cache-plan", "", "cache groups, retention and bytes per token"},
              {"--weights", "", "the weight manifest: program weights from HF tensors"},

@@ -1,6 +1,6 @@
 # Checks a `cbc dump --kernels` listing: it names N kernels, exactly the given targets have a
 # cubin, each target lists all N kernels, and every kernel has 0 spill bytes (-1, ptxas
-# reporting nothing for a kernel, fails too).
+# reporting nothing for a kernel, fails too) and an occupancy of at least one block per SM.
 #   sh check-kernels.sh LISTING TARGET...
 listing=$1
 shift
@@ -15,7 +15,7 @@ awk -v want="$*" '
   /^  cbc_/ {
     if (t == "") { fail("kernel before any target: " $0); next }
     count[t]++
-    if ($0 !~ /^  cbc_[a-z0-9_]+ +regs +[0-9]+  spills +0  smem +[0-9]+$/) fail(t ": " $0)
+    if ($0 !~ /^  cbc_[a-z0-9_]+ +regs +[0-9]+  spills +0  smem +[0-9]+  threads +[0-9]+  blocks\/SM +[1-9][0-9]*  occupancy +[0-9]+% \([a-z]+\)$/) fail(t ": " $0)
   }
   END {
     if (n <= 0) fail("no kernel count")
