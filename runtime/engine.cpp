@@ -34,21 +34,26 @@ int defaultThreads(int requested) {
 // MemoryError naming how far loading got, not a bare std::bad_alloc.
 WeightStore loadForCpu(const Artefact &a, const WeightSource &weights, const EngineOptions &options,
                        const BackendLimits &limits) {
-  MemoryEstimate need = estimateCpuMemory(a, options.cache_memory_bytes, limits);
+  std::vector<bool> bf16 = storedAsBf16(a, weights, cpuBf16Weights(a));
+  MemoryEstimate need = estimateCpuMemory(a, options.cache_memory_bytes, limits, bf16);
   checkFits(need, options.host_memory_available > 0 ? options.host_memory_available : availableHostMemory());
   int64_t done = 0;
   try {
-    return WeightStore::load(a, weights, [&](size_t index, size_t) {
-      int64_t n = 4;
-      for (int64_t d : a.weights[index].shape)
-        n *= d;
-      done += n;
-      if (options.load_progress)
-        options.load_progress(done, need.weights);
-    });
+    return WeightStore::load(
+        a, weights,
+        [&](size_t index, size_t) {
+          int64_t n = bf16[index] ? 2 : 4;
+          for (int64_t d : a.weights[index].shape)
+            n *= d;
+          done += n;
+          if (options.load_progress)
+            options.load_progress(done, need.weights);
+        },
+        bf16);
   } catch (const std::bad_alloc &) {
     throw MemoryError("ran out of host memory loading the weights, after " + gigabytes(done) + " of " +
-                      gigabytes(need.weights) + " (as f32); " + gigabytes(availableHostMemory()) + " available now");
+                      gigabytes(need.weights) + " (as " + need.weight_dtype + "); " +
+                      gigabytes(availableHostMemory()) + " available now");
   }
 }
 

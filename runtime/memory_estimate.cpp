@@ -34,22 +34,28 @@ int64_t stepBuffers(const Artefact &a, const BackendLimits &limits) {
 
 } // namespace
 
-MemoryEstimate estimateCpuMemory(const Artefact &a, int64_t cacheBytes, const BackendLimits &limits) {
+MemoryEstimate estimateCpuMemory(const Artefact &a, int64_t cacheBytes, const BackendLimits &limits,
+                                 const std::vector<bool> &bf16) {
   MemoryEstimate e;
   e.where = "host";
-  e.weight_dtype = "f32";
   // A weight read as stored is moved into the store; one concatenated, stacked, transposed or
   // regrouped passes through up to two more float32 buffers of its size (the growing
-  // concatenation, the transposed copy) while it is assembled, one weight at a time.
+  // concatenation, the transposed copy) while it is assembled, one weight at a time; one held
+  // as bf16 is assembled as float32 first.
   int64_t transient = 0;
-  for (const WeightEntry &w : a.weights) {
-    int64_t bytes = 4 * elems(w.shape);
-    e.weights += bytes;
+  bool anyF32 = false, anyBf16 = false;
+  for (size_t wi = 0; wi < a.weights.size(); ++wi) {
+    const WeightEntry &w = a.weights[wi];
+    bool half = wi < bf16.size() && bf16[wi];
+    int64_t f32Bytes = 4 * elems(w.shape);
+    e.weights += half ? f32Bytes / 2 : f32Bytes;
+    (half ? anyBf16 : anyF32) = true;
     bool reshaped = w.parts.size() > 1 || (!w.parts.empty() && w.parts[0].size() > 1) || w.stack || w.transpose ||
                     !w.regroup.empty() || w.block_diag > 0 || w.flatten;
-    if (reshaped)
-      transient = std::max(transient, 2 * bytes);
+    int64_t copies = (reshaped ? 2 : 0) + (half ? 1 : 0);
+    transient = std::max(transient, copies * f32Bytes);
   }
+  e.weight_dtype = anyBf16 && anyF32 ? "bf16 and f32" : anyBf16 ? "bf16" : "f32";
   e.cache = cacheBytes;
   e.workspaces = stepBuffers(a, limits) + transient;
   return e;

@@ -11,6 +11,7 @@
 #include <functional>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace cbc::rt {
 
@@ -29,9 +30,12 @@ struct MemoryEstimate {
   int64_t total() const { return weights + cache + workspaces; }
 };
 
-// The CPU backend keeps every weight, the cache and its arenas as float32 in host memory, and
-// assembling a concatenated or transposed weight holds two more float32 copies of it.
-MemoryEstimate estimateCpuMemory(const Artefact &a, int64_t cacheBytes, const BackendLimits &limits);
+// The CPU backend keeps the cache and its arenas as float32 in host memory, and every weight as
+// float32 except those `bf16` marks (weights.h storedAsBf16), held as bf16. Assembling a weight
+// passes through float32 buffers: two more copies of a concatenated or transposed weight, and
+// the float32 form of one held as bf16.
+MemoryEstimate estimateCpuMemory(const Artefact &a, int64_t cacheBytes, const BackendLimits &limits,
+                                 const std::vector<bool> &bf16 = {});
 // The GPU backend keeps each weight in the dtype of its program value and its cache and
 // workspaces on the device.
 MemoryEstimate estimateGpuMemory(const Artefact &a, int64_t cacheBytes, const BackendLimits &limits);

@@ -388,15 +388,69 @@ void WeightStore::stream(const Artefact &a, const WeightSource &source,
     consume((int)wi, ckpt ? assemble(a.weights[wi], *ckpt, a.meta) : randomTensor(a.weights[wi], source.seed));
 }
 
+namespace {
+
+// Float32 values whose low 16 bits are all zero are bf16 values: keeping the high halves loses
+// nothing. Leaves `t` float32 when any value is not.
+void keepAsBf16(HostTensor &t) {
+  const float *f = t.data.data();
+  size_t n = t.data.size();
+  for (size_t i = 0; i < n; ++i) {
+    uint32_t u;
+    std::memcpy(&u, f + i, 4);
+    if (u & 0xffffu)
+      return;
+  }
+  t.bf16.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    uint32_t u;
+    std::memcpy(&u, f + i, 4);
+    t.bf16[i] = (uint16_t)(u >> 16);
+  }
+  std::vector<float>().swap(t.data);
+  t.isBf16 = true;
+}
+
+} // namespace
+
 WeightStore WeightStore::load(const Artefact &a, const WeightSource &source,
-                              const std::function<void(size_t, size_t)> &progress) {
+                              const std::function<void(size_t, size_t)> &progress,
+                              const std::vector<bool> &keepBf16) {
   WeightStore store;
   stream(a, source, [&](int index, HostTensor &&t) {
+    if ((size_t)index < keepBf16.size() && keepBf16[index])
+      keepAsBf16(t);
     if (progress)
       progress((size_t)index, a.weights.size());
     store.tensors_.push_back(std::move(t));
   });
   return store;
+}
+
+std::vector<bool> storedAsBf16(const Artefact &a, const WeightSource &source, const std::vector<bool> &candidates) {
+  std::vector<bool> out(a.weights.size(), false);
+  if (source.checkpoint_dir.empty())
+    return out;
+  std::unique_ptr<Checkpoint> opened;
+  try {
+    opened = std::make_unique<Checkpoint>(source.checkpoint_dir);
+  } catch (const std::exception &) {
+    return out; // loading reports what is wrong with the checkpoint, in its own words
+  }
+  const Checkpoint &ckpt = *opened;
+  for (size_t wi = 0; wi < a.weights.size() && wi < candidates.size(); ++wi) {
+    const WeightEntry &w = a.weights[wi];
+    if (!candidates[wi] || w.mxfp4 || !w.row_scales.empty() || w.parts.empty())
+      continue;
+    bool all = true;
+    for (const auto &part : w.parts)
+      for (const std::string &n : part) {
+        std::string name = resolveName(ckpt, n, a.meta);
+        all = all && ckpt.has(name) && ckpt.get(name).dtype == StDType::BF16;
+      }
+    out[wi] = all;
+  }
+  return out;
 }
 
 namespace {

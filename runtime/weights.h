@@ -1,5 +1,6 @@
-// Program weights as host float32 tensors, assembled from a checkpoint by the artefact's
-// weight manifest, or generated from a seed.
+// Program weights as host tensors, assembled from a checkpoint by the artefact's weight
+// manifest, or generated from a seed: float32, or bf16 where the loader is asked to keep a
+// weight so and every value of it is a bf16 value (exact: the checkpoint stored it in bf16).
 #ifndef CBC_RUNTIME_WEIGHTS_H
 #define CBC_RUNTIME_WEIGHTS_H
 
@@ -14,7 +15,9 @@ namespace cbc::rt {
 
 struct HostTensor {
   std::vector<int64_t> shape;
-  std::vector<float> data;
+  std::vector<float> data;     // float32 values, unless held as bf16
+  std::vector<uint16_t> bf16;  // bf16 bit patterns, when isBf16
+  bool isBf16 = false;
   int64_t numel() const {
     int64_t n = 1;
     for (int64_t d : shape) n *= d;
@@ -25,8 +28,11 @@ struct HostTensor {
 class WeightStore {
 public:
   // Loads every manifest entry. Throws WeightError naming the tensor or file at fault.
+  // keepBf16[i]: hold weight i as bf16 when all of its values are bf16 values (so nothing is
+  // rounded); otherwise, and for the rest, as float32.
   static WeightStore load(const Artefact &artefact, const WeightSource &source,
-                          const std::function<void(size_t, size_t)> &progress = nullptr);
+                          const std::function<void(size_t, size_t)> &progress = nullptr,
+                          const std::vector<bool> &keepBf16 = {});
   // The same tensors one at a time, so a device can upload them without holding them all.
   static void stream(const Artefact &artefact, const WeightSource &source,
                      const std::function<void(int index, HostTensor &&tensor)> &consume);
@@ -36,6 +42,12 @@ public:
 private:
   std::vector<HostTensor> tensors_;
 };
+
+// Which of `candidates` the checkpoint stores wholly in BF16 with no rescaling on assembly
+// (no row scales, no MXFP4 or FP8 dequantisation): those load as bf16 when asked. Random
+// weights are float32, so none of them.
+std::vector<bool> storedAsBf16(const Artefact &artefact, const WeightSource &source,
+                               const std::vector<bool> &candidates);
 
 // Reads one HF tensor as float32 (bf16, f16, f32; F8_E4M3 dequantised with its block scales
 // <name>_scale_inv when the model has fp8 quantization).

@@ -171,6 +171,28 @@ bool CpuBackend::writeValue(int value, const std::vector<float> &in) {
 
 } // namespace
 
+std::vector<bool> cpuBf16Weights(const Artefact &a) {
+  const Program &p = a.program;
+  std::vector<int> matrixUses(a.weights.size(), 0), uses(a.weights.size(), 0);
+  for (const Instr &in : p.instrs)
+    for (size_t i = 0; i < in.inputs.size(); ++i) {
+      int v = in.inputs[i];
+      if (v < 0 || v >= (int)p.values.size() || p.values[v].kind != Value::Weight)
+        continue;
+      int w = p.values[v].weight;
+      if (w < 0 || w >= (int)a.weights.size())
+        continue;
+      ++uses[w];
+      bool matrix = ((in.opcode == fb::Opcode::Linear || in.opcode == fb::Opcode::Embed) && i == 1) ||
+                    (in.opcode == fb::Opcode::MoeExperts && (i == 3 || i == 4));
+      matrixUses[w] += matrix;
+    }
+  std::vector<bool> out(a.weights.size());
+  for (size_t w = 0; w < out.size(); ++w)
+    out[w] = uses[w] > 0 && uses[w] == matrixUses[w];
+  return out;
+}
+
 std::unique_ptr<Backend> makeCpuBackend(const Artefact &a, WeightStore weights, const BackendLimits &limits,
                                         int threads) {
   return std::make_unique<CpuBackend>(a, std::move(weights), limits, threads);

@@ -1,5 +1,7 @@
 #include "runtime/cpu/kernels.h"
 
+#include "runtime/safetensors.h"
+
 #include <cblas.h>
 
 #include <algorithm>
@@ -15,20 +17,27 @@ void serialFor(int64_t n, const std::function<void(int64_t)> &fn) {
     fn(i);
 }
 
-void embed(const int32_t *tokens, int64_t T, const float *table, int64_t H, float scale, float *out) {
+void embed(const int32_t *tokens, int64_t T, Matrix table, int64_t H, float scale, float *out) {
   for (int64_t t = 0; t < T; ++t) {
-    const float *row = table + (int64_t)tokens[t] * H;
-    for (int64_t j = 0; j < H; ++j)
-      out[t * H + j] = row[j] * scale;
+    int64_t at = (int64_t)tokens[t] * H;
+    if (table.bf16)
+      for (int64_t j = 0; j < H; ++j)
+        out[t * H + j] = bf16ToFloat(table.bf16[at + j]) * scale;
+    else
+      for (int64_t j = 0; j < H; ++j)
+        out[t * H + j] = table.f32[at + j] * scale;
   }
 }
 
-void linear(const float *x, int64_t M, int64_t K, const float *w, int64_t N, const float *bias,
-            float *y) {
+void linear(const float *x, int64_t M, int64_t K, Matrix w, int64_t N, const float *bias, float *y,
+            const ParallelFor &pfor) {
   if (M == 0)
     return;
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)M, (int)N, (int)K, 1.0f, x, (int)K, w,
-              (int)K, 0.0f, y, (int)N);
+  if (w.bf16)
+    matmulBf16(x, M, K, w.bf16, N, y, pfor);
+  else
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)M, (int)N, (int)K, 1.0f, x, (int)K, w.f32, (int)K, 0.0f,
+                y, (int)N);
   if (bias)
     for (int64_t m = 0; m < M; ++m)
       for (int64_t n = 0; n < N; ++n)
@@ -520,7 +529,8 @@ void concatColumns(const std::vector<std::pair<const float *, int64_t>> &inputs,
 }
 
 void moeExperts(const float *x, int64_t T, const int32_t *ids, const float *weights, int64_t k,
-                const ExpertWeights &w, Act act, bool interleaved, const SwigluClamp *clamp, float *out) {
+                const ExpertWeights &w, Act act, bool interleaved, const SwigluClamp *clamp, float *out,
+                const ParallelFor &pfor) {
   int64_t H = w.H, I = w.I, G = w.ungated ? I : 2 * I; // gate_up rows per expert
   std::fill(out, out + T * H, 0.0f);
   // Tokens grouped by expert, experts in ascending order: one GEMM pair per expert.
@@ -550,8 +560,8 @@ void moeExperts(const float *x, int64_t T, const int32_t *ids, const float *weig
         xs[i * H + h] = scale * row[h];
     }
     gu.resize(n * G);
-    linear(xs.data(), n, H, w.gate_up + e * G * H, G, w.gate_up_bias ? w.gate_up_bias + e * G : nullptr,
-           gu.data());
+    linear(xs.data(), n, H, w.gate_up.at(e * G * H), G, w.gate_up_bias ? w.gate_up_bias + e * G : nullptr,
+           gu.data(), pfor);
     act1.resize(n * I);
     if (w.ungated)
       for (int64_t i = 0; i < n * I; ++i)
@@ -559,8 +569,8 @@ void moeExperts(const float *x, int64_t T, const int32_t *ids, const float *weig
     else
       glu(gu.data(), n, I, act, interleaved, clamp, act1.data());
     ys.resize(n * H);
-    linear(act1.data(), n, I, w.down + e * H * I, H, w.down_bias ? w.down_bias + e * H : nullptr,
-           ys.data());
+    linear(act1.data(), n, I, w.down.at(e * H * I), H, w.down_bias ? w.down_bias + e * H : nullptr,
+           ys.data(), pfor);
     for (int64_t i = 0; i < n; ++i) {
       float *o = out + routed[e][i].first * H;
       float wt = w.scale_input ? 1.0f : routed[e][i].second;

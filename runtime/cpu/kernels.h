@@ -4,6 +4,7 @@
 #ifndef CBC_RUNTIME_CPU_KERNELS_H
 #define CBC_RUNTIME_CPU_KERNELS_H
 
+#include "runtime/cpu/matrix.h"
 #include "runtime/schema/model_generated.h"
 
 #include <cstdint>
@@ -14,15 +15,14 @@
 
 namespace cbc::rt::cpu {
 
-// Runs fn(i) for i in [0, n) on the backend's threads.
-using ParallelFor = std::function<void(int64_t n, const std::function<void(int64_t)> &fn)>;
+// Runs fn(i) for i in [0, n) on the backend's threads (ParallelFor: runtime/cpu/matrix.h).
 void serialFor(int64_t n, const std::function<void(int64_t)> &fn);
 
-void embed(const int32_t *tokens, int64_t T, const float *table, int64_t H, float scale, float *out);
+void embed(const int32_t *tokens, int64_t T, Matrix table, int64_t H, float scale, float *out);
 
-// y[M, N] = x[M, K] . w[N, K]^T + bias[N]
-void linear(const float *x, int64_t M, int64_t K, const float *w, int64_t N, const float *bias,
-            float *y);
+// y[M, N] = x[M, K] . w[N, K]^T + bias[N]; a bf16 w is widened to float32 on the fly.
+void linear(const float *x, int64_t M, int64_t K, Matrix w, int64_t N, const float *bias, float *y,
+            const ParallelFor &pfor = serialFor);
 
 // Per head h of `heads`: W_h = rows [offset, offset + rows) of block h of w [heads * R, C];
 // y[t, h] = W_h x[t, h] ([T, heads * rows] from [T, heads * C]), or W_h^T x[t, h] with
@@ -175,8 +175,8 @@ void moeRoute(const float *logits, int64_t T, int64_t E, int64_t k, const RouteP
               int32_t *ids);
 
 struct ExpertWeights {
-  const float *gate_up;       // [E, 2I, H]; ungated: the up projection [E, I, H]
-  const float *down;          // [E, H, I]
+  Matrix gate_up;             // [E, 2I, H]; ungated: the up projection [E, I, H]
+  Matrix down;                // [E, H, I]
   const float *gate_up_bias;  // [E, 2I] ([E, I] ungated) or null
   const float *down_bias;     // [E, H] or null
   int64_t E = 0, I = 0, H = 0;
@@ -186,7 +186,8 @@ struct ExpertWeights {
 };
 
 void moeExperts(const float *x, int64_t T, const int32_t *ids, const float *weights, int64_t k,
-                const ExpertWeights &w, Act act, bool interleaved, const SwigluClamp *clamp, float *out);
+                const ExpertWeights &w, Act act, bool interleaved, const SwigluClamp *clamp, float *out,
+                const ParallelFor &pfor = serialFor);
 
 // Gated RMS norm over groups: norm first, y = rmsnorm(x) * (w + offset) * act(z), or gate first,
 // y = rmsnorm(x * act(z)) * (w + offset). `w` has `group` entries shared by every group, or

@@ -16,7 +16,19 @@ const float *StepEnv::weight(int value) const {
   const Value &v = artefact->program.values[value];
   if (v.kind != Value::Weight)
     throw std::runtime_error("cpu backend: value " + std::to_string(value) + " is not a weight");
-  return weights->get(v.weight).data.data();
+  const HostTensor &t = weights->get(v.weight);
+  // Only the operands cpuBf16Weights() names read bf16 weights; any other is a backend bug.
+  if (t.isBf16)
+    throw std::logic_error("cpu backend: weight " + std::to_string(v.weight) + " is held as bf16");
+  return t.data.data();
+}
+
+Matrix StepEnv::matrix(int value) const {
+  const Value &v = artefact->program.values[value];
+  if (v.kind != Value::Weight)
+    throw std::runtime_error("cpu backend: value " + std::to_string(value) + " is not a weight");
+  const HostTensor &t = weights->get(v.weight);
+  return t.isBf16 ? Matrix(t.bf16.data()) : Matrix(t.data.data());
 }
 
 int64_t StepEnv::rows(int value) const {

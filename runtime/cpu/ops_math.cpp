@@ -13,7 +13,7 @@ Exec compileEmbed(const OpContext &c) {
   const auto &shape = c.weightShape(table);
   c.check(shape.size() == 2 && shape[1] == H && shape[0] >= c.artefact.meta.vocab_size,
           "has an embedding table that does not match the vocabulary and width");
-  return [=](StepEnv &e) { embed(e.arg(StepArg::Tokens), e.batch->num_tokens, e.weight(table), H, scale, e.f32(out)); };
+  return [=](StepEnv &e) { embed(e.arg(StepArg::Tokens), e.batch->num_tokens, e.matrix(table), H, scale, e.f32(out)); };
 }
 
 Exec compileLinear(const OpContext &c) {
@@ -25,7 +25,7 @@ Exec compileLinear(const OpContext &c) {
           "has a weight whose shape is not [out, in]");
   c.check(bias < 0 || c.weightNumel(bias) == N, "has a bias of the wrong size");
   return [=](StepEnv &e) {
-    linear(e.f32(x), e.rows(x), K, e.weight(w), N, bias >= 0 ? e.weight(bias) : nullptr, e.f32(out));
+    linear(e.f32(x), e.rows(x), K, e.matrix(w), N, bias >= 0 ? e.weight(bias) : nullptr, e.f32(out), e.pfor);
   };
 }
 

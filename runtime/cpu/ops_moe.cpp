@@ -83,10 +83,10 @@ Exec compileMoeExperts(const OpContext &c) {
           "has expert biases of the wrong shape");
   std::vector<int> in(I.begin(), I.begin() + (biases ? 7 : 5));
   return [=](StepEnv &e) {
-    ExpertWeights w{e.weight(in[3]), e.weight(in[4]), biases ? e.weight(in[5]) : nullptr,
+    ExpertWeights w{e.matrix(in[3]), e.matrix(in[4]), biases ? e.weight(in[5]) : nullptr,
                     biases ? e.weight(in[6]) : nullptr, E, inter1, H, ungated, identity, scale_input};
     moeExperts(e.f32(in[0]), e.rows(in[0]), e.i32(in[1]), e.f32(in[2]), k, w, act, inter, clamp ? &*clamp : nullptr,
-               e.f32(out));
+               e.f32(out), e.pfor);
   };
 }
 

@@ -3,6 +3,7 @@
 // std::bad_alloc a minute into loading. Published configs give real sizes; the "available"
 // figure is passed in, so no big machine is needed.
 #include "runtime/engine.h"
+#include "runtime/cpu/cpu_backend.h"
 #include "runtime/memory_estimate.h"
 #include "test/support/compile_support.h"
 
@@ -25,6 +26,23 @@ std::string refusal(const rt::MemoryEstimate &e, int64_t available) {
     return err.what();
   }
   return "";
+}
+
+// Held as bf16 (a bf16 checkpoint), the matrices count two bytes an element and the norm scales
+// four; each matrix is assembled as float32 before it is narrowed.
+TEST(MemoryEstimate, Llama8bOnTheCpuInBf16) {
+  rt::BackendLimits limits{256, 64};
+  std::vector<bool> bf16 = rt::cpuBf16Weights(llama8b());
+  rt::MemoryEstimate e = rt::estimateCpuMemory(llama8b(), 256ll << 20, limits, bf16);
+  int64_t norms = 4096ll * (2 * 32 + 1); // two per layer and the final one, float32
+  EXPECT_EQ(e.weights, 2 * (8'030'261'248ll - norms) + 4 * norms);
+  EXPECT_EQ(e.weight_dtype, "bf16 and f32");
+  // The embedding's float32 form (128256 x 4096) outweighs gate_up's two assembly copies and
+  // its float32 form (3 x 2 x 14336 x 4096 floats).
+  int64_t logits = 4 * 64 * 128256ll, embed = 4 * 128256ll * 4096;
+  EXPECT_GT(e.workspaces, logits + embed);
+  EXPECT_LT(e.workspaces, logits + embed + (200ll << 20));
+  EXPECT_LT(e.total(), 24ll << 30) << "an 8B model in bf16 fits a 24 GiB machine";
 }
 
 TEST(MemoryEstimate, Llama8bOnTheCpuIsItsParametersAsF32) {

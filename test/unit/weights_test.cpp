@@ -1,6 +1,7 @@
 // Safetensors checkpoints and the weight manifest: every fault is a WeightError naming the
 // tensor or file; sharded checkpoints load like single files; dtype conversions; random weights.
 #include "runtime/checkpoint_config.h"
+#include "runtime/cpu/cpu_backend.h"
 #include "runtime/safetensors.h"
 #include "runtime/schema/python_json.h"
 #include "runtime/weights.h"
@@ -130,6 +131,37 @@ TEST_F(Weights, FixtureLoads) {
   EXPECT_EQ(s.size(), artefact_->weights.size());
   for (size_t i = 0; i < s.size(); ++i)
     EXPECT_EQ(s.get((int)i).shape, artefact_->weights[i].shape) << artefact_->weights[i].name;
+}
+
+// The fixture stores bf16: its matrices load as bf16 when asked, with the values the float32
+// load gives, and the rest (norm scales, and everything when not asked) stays float32.
+TEST_F(Weights, Bf16FixtureMatricesStayBf16) {
+  rt::WeightSource src{fixtureDir("llama"), 0};
+  std::vector<bool> want = rt::storedAsBf16(*artefact_, src, rt::cpuBf16Weights(*artefact_));
+  rt::WeightStore f32 = rt::WeightStore::load(*artefact_, src);
+  rt::WeightStore held = rt::WeightStore::load(*artefact_, src, nullptr, want);
+  int bf16 = 0, kept = 0;
+  for (size_t i = 0; i < held.size(); ++i) {
+    const rt::HostTensor &h = held.get((int)i), &f = f32.get((int)i);
+    const std::string &name = artefact_->weights[i].name;
+    EXPECT_FALSE(f.isBf16) << name;
+    EXPECT_EQ(h.isBf16, (bool)want[i]) << name;
+    if (!h.isBf16) {
+      EXPECT_EQ(h.data, f.data) << name;
+      ++kept;
+      continue;
+    }
+    ++bf16;
+    EXPECT_TRUE(h.data.empty()) << name;
+    ASSERT_EQ((int64_t)h.bf16.size(), f.numel()) << name;
+    for (size_t j = 0; j < h.bf16.size(); ++j)
+      ASSERT_EQ(rt::bf16ToFloat(h.bf16[j]), f.data[j]) << name << " at " << j;
+  }
+  EXPECT_GT(bf16, 0) << "no matrix held as bf16";
+  EXPECT_GT(kept, 0) << "norm scales must stay float32";
+  // Random weights are float32 values: none is held as bf16.
+  for (bool b : rt::storedAsBf16(*artefact_, {"", 0}, rt::cpuBf16Weights(*artefact_)))
+    EXPECT_FALSE(b);
 }
 
 TEST_F(Weights, MissingTensorIsNamed) {
