@@ -19,11 +19,16 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <memory>
 #include <random>
 #include <sstream>
 #include <string>
+
+#include <cblas.h>
+#include <thread>
+#include <vector>
 
 extern "C" void openblas_set_num_threads(int);
 
@@ -369,6 +374,50 @@ void dsaBench() {
   }
 }
 
+// The machine's two ceilings for the CPU backend, on `threads` threads: streaming-read memory
+// bandwidth (each thread sums its slice of a 1 GiB buffer, far larger than the caches; best of
+// 5) and the fp32 GEMM peak (OpenBLAS sgemm, 2048 cubed; best of 3). bench/cpu_roofline.py
+// divides a step's bytes and FLOPs by them.
+void rooflineBench(int threads) {
+  const size_t n = (size_t(1) << 30) / sizeof(float);
+  std::vector<float> buf(n, 1.0f);
+  std::vector<double> partial(threads);
+  auto sweep = [&] {
+    std::vector<std::thread> pool;
+    for (int t = 0; t < threads; ++t)
+      pool.emplace_back([&, t] {
+        size_t lo = n * t / threads, hi = n * (t + 1) / threads;
+        // Eight accumulators: the loop is bound by memory, not by one add's latency.
+        float acc[8] = {};
+        for (size_t i = lo; i + 8 <= hi; i += 8)
+          for (int k = 0; k < 8; ++k)
+            acc[k] += buf[i + k];
+        double sum = 0;
+        for (float a : acc)
+          sum += a;
+        partial[t] = sum;
+      });
+    for (auto &th : pool)
+      th.join();
+  };
+  double ms = bestMs(5, sweep);
+  double check = 0;
+  for (double v : partial)
+    check += v;
+  if (check != (double)(n / 8 * 8))
+    throw std::runtime_error("the bandwidth sweep summed the wrong total");
+  std::printf("threads %d\n", threads);
+  std::printf("read bandwidth %.2f GB/s (1 GiB streamed, best of 5)\n", (double)(n * sizeof(float)) / (ms * 1e6));
+  openblas_set_num_threads(threads);
+  const int d = 2048;
+  std::vector<float> a(size_t(d) * d, 0.5f), b(size_t(d) * d, 0.25f), c(size_t(d) * d);
+  double gemm = bestMs(3, [&] {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, d, d, d, 1.0f, a.data(), d, b.data(), d, 0.0f, c.data(), d);
+  });
+  std::printf("sgemm peak %.2f GFLOP/s (OpenBLAS, %d x %d x %d, best of 3)\n", 2.0 * d * d * d / (gemm * 1e6), d,
+              d, d);
+}
+
 const char *const kUsage =
     "usage: cbc-bench-runtime [MODE]\n"
     "Runtime benchmarks (figures, not tests). MODE is one of:\n"
@@ -378,6 +427,8 @@ const char *const kUsage =
     "  cpu        the CPU backend's throughput on the bundled example (examples/tiny-llama)\n"
     "  scans      the CPU cost per token of each state scan, one thread, prefill and decode\n"
     "  dsa        DeepSeek-V3.2's sparse attention per decoded token at 1k, 8k and 32k cached tokens\n"
+    "  roofline [THREADS]  memory read bandwidth and the fp32 sgemm peak on THREADS threads\n"
+    "             (default: all cores), for bench/cpu_roofline.py; not part of all\n"
     "  -h, --help this text\n";
 
 } // namespace
@@ -389,6 +440,25 @@ int main(int argc, char **argv) {
     return 0;
   }
   bool known = what == "all" || what == "scheduler" || what == "cpu" || what == "scans" || what == "dsa";
+  if (what == "roofline") {
+    int threads = (int)std::thread::hardware_concurrency();
+    if (argc > 2) {
+      char *end = nullptr;
+      long v = std::strtol(argv[2], &end, 10);
+      if (argc > 3 || *end != '\0' || v < 1 || v > 1024) {
+        std::fprintf(stderr, "cbc-bench-runtime: error: roofline THREADS must be in [1, 1024]\n%s", kUsage);
+        return 2;
+      }
+      threads = (int)v;
+    }
+    try {
+      rooflineBench(std::max(1, threads));
+    } catch (const std::exception &e) {
+      std::fprintf(stderr, "bench: %s\n", e.what());
+      return 1;
+    }
+    return 0;
+  }
   if (!known || argc > 2) {
     std::fprintf(stderr, "cbc-bench-runtime: error: %s\n%s",
                  known ? ("unexpected argument '" + std::string(argv[2]) + "'").c_str()
