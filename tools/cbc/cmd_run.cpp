@@ -213,10 +213,14 @@ std::unique_ptr<rt::Engine> loadEngine(const std::string &model, const RunSettin
     status = 2;
   } catch (const std::bad_alloc &) {
     // What the flags asked for (or the model) does not fit this machine: bad input, not a bug.
+    // A budget left to the engine (0) is named as chosen: its figure was not kept.
+    auto given = [](int64_t v, const char *unit) {
+      return v ? std::to_string(v) + unit : std::string("chosen from the machine");
+    };
     std::fprintf(stderr,
-                 "cbc run: error: out of memory loading the model and its buffers (--cache-memory %lld MiB, "
-                 "--max-batch-tokens %lld, --max-requests %lld); lower them\n",
-                 (long long)(s.options.cache_memory_bytes >> 20), (long long)s.options.max_batch_tokens,
+                 "cbc run: error: out of memory loading the model and its buffers (--cache-memory %s, "
+                 "--max-batch-tokens %s, --max-requests %lld); lower them\n",
+                 given(s.options.cache_memory_bytes >> 20, " MiB").c_str(), given(s.options.max_batch_tokens, "").c_str(),
                  (long long)s.options.max_requests);
     status = 2;
   } catch (const std::exception &e) {
