@@ -57,10 +57,17 @@ def hf_generate(side, prompts, n):
 def hf_generate_batch(side, prompts, n):
     torch, tf, model = side
     t0 = time.perf_counter()
-    with torch.inference_mode():
+    # no_grad, not inference_mode: generate_batch's loop runs in its own thread, where tensors
+    # made under inference_mode here cannot be updated in place (every request failed so).
+    with torch.no_grad():
         res = model.generate_batch(inputs=prompts, generation_config=hf_config(tf, n), progress_bar=False)
     seconds = time.perf_counter() - t0
-    return seconds, [list(r.generated_tokens) for r in res.values()]
+    toks = [list(r.generated_tokens) for r in res.values()]
+    # A failed request comes back short: a time without every token is no figure.
+    if len(toks) != len(prompts) or any(len(t) != n for t in toks):
+        raise RuntimeError(f"generate_batch returned {sum(len(t) == n for t in toks)} of {len(prompts)} "
+                           f"complete requests: no figure")
+    return seconds, toks
 
 
 def agree(a, b):
