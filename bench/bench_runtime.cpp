@@ -19,11 +19,16 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <memory>
 #include <random>
 #include <sstream>
 #include <string>
+
+#include <cblas.h>
+#include <thread>
+#include <vector>
 
 extern "C" void openblas_set_num_threads(int);
 
@@ -58,37 +63,54 @@ void schedulerBench(const std::string &config) {
               "device, so no logits reach the host; %s)\n", config.c_str());
   std::printf("%12s %12s %14s %14s\n", "concurrent", "steps", "us/step", "ns/request");
   for (int64_t n : {1, 64, 1024, 4096}) {
+    // Every request stays live through the timed steps: it is asked for more tokens than the
+    // prefill (the first requests decode while the last are prefilled: about 200 steps at 64),
+    // the warm-up and the timed steps produce, so no timed step runs with fewer than n.
+    const int steps = n >= 1024 ? 200 : 2000, warmup = 4;
+    const int64_t maxPrompt = 64, newTokens = 4 * steps;
     rt::EngineOptions o;
     o.backend = "null";
     o.max_batch_tokens = n;
     o.max_requests = n;
     o.max_live_requests = n;
-    o.max_model_len = 2048;
-    o.cache_memory_bytes = n * 2048; // the null backend stores 1 byte per token: room for 2048 tokens each
+    o.max_model_len = maxPrompt + newTokens;
+    // The null backend stores 1 byte per token: room for every request at full length, and a
+    // block's rounding each.
+    o.cache_memory_bytes = n * (o.max_model_len + 64);
     auto engine = rt::Engine::withBackend(a, rt::makeNullBackend(a), o);
     std::mt19937 rng(1);
     for (int64_t i = 0; i < n; ++i) {
       rt::SamplingParams p;
-      p.max_new_tokens = 1000;
+      p.max_new_tokens = newTokens;
       p.ignore_eos = true;
-      std::vector<int32_t> prompt(1 + rng() % 64);
+      std::vector<int32_t> prompt(1 + rng() % maxPrompt);
       for (auto &t : prompt)
         t = (int32_t)(rng() % a.meta.vocab_size);
-      engine->add_request(prompt, p);
+      if (!engine->add_request(prompt, p).accepted)
+        throw std::runtime_error("the scheduler benchmark's request was rejected");
     }
-    // Prefill everything, then time pure decode steps.
-    while (engine->num_waiting() > 0)
+    // Prefill everything (until a step samples a token for every request: a request is running,
+    // not waiting, while its prompt is still in chunks), then time pure decode steps.
+    while ((int64_t)engine->step().size() != n)
+      ;
+    for (int i = 0; i < warmup; ++i)
       engine->step();
-    for (int i = 0; i < 4; ++i)
-      engine->step();
-    int steps = n >= 1024 ? 200 : 2000;
     auto before = engine->stats();
     auto t0 = Clock::now();
     for (int i = 0; i < steps; ++i)
       engine->step();
     auto t1 = Clock::now();
+    const auto &after = engine->stats();
+    // Each timed step decoded one token of every request: a request that finished or was
+    // preempted early would make the figure per step too low.
+    if ((int64_t)engine->num_running() != n || after.generated_tokens - before.generated_tokens != n * steps ||
+        after.preemptions != before.preemptions)
+      throw std::runtime_error("the scheduler benchmark's requests did not all stay live (" +
+                               std::to_string(engine->num_running()) + " of " + std::to_string(n) + " running, " +
+                               std::to_string(after.generated_tokens - before.generated_tokens) + " tokens, " +
+                               std::to_string(after.preemptions - before.preemptions) + " preemptions)");
     double us = seconds(t0, t1) / steps * 1e6;
-    double schedUs = (engine->stats().schedule_seconds - before.schedule_seconds) / steps * 1e6;
+    double schedUs = (after.schedule_seconds - before.schedule_seconds) / steps * 1e6;
     std::printf("%12lld %12d %14.2f %14.1f   (of which schedule+metadata %.2f us)\n", (long long)n,
                 steps, us, us * 1e3 / n, schedUs);
   }
@@ -352,10 +374,98 @@ void dsaBench() {
   }
 }
 
+// The machine's two ceilings for the CPU backend, on `threads` threads: streaming-read memory
+// bandwidth (each thread sums its slice of a 1 GiB buffer, far larger than the caches; best of
+// 5) and the fp32 GEMM peak (OpenBLAS sgemm, 2048 cubed; best of 3). bench/cpu_roofline.py
+// divides a step's bytes and FLOPs by them.
+void rooflineBench(int threads) {
+  const size_t n = (size_t(1) << 30) / sizeof(float);
+  std::vector<float> buf(n, 1.0f);
+  std::vector<double> partial(threads);
+  auto sweep = [&] {
+    std::vector<std::thread> pool;
+    for (int t = 0; t < threads; ++t)
+      pool.emplace_back([&, t] {
+        size_t lo = n * t / threads, hi = n * (t + 1) / threads;
+        // Eight accumulators: the loop is bound by memory, not by one add's latency.
+        float acc[8] = {};
+        for (size_t i = lo; i + 8 <= hi; i += 8)
+          for (int k = 0; k < 8; ++k)
+            acc[k] += buf[i + k];
+        double sum = 0;
+        for (float a : acc)
+          sum += a;
+        partial[t] = sum;
+      });
+    for (auto &th : pool)
+      th.join();
+  };
+  double ms = bestMs(5, sweep);
+  double check = 0;
+  for (double v : partial)
+    check += v;
+  if (check != (double)(n / 8 * 8))
+    throw std::runtime_error("the bandwidth sweep summed the wrong total");
+  std::printf("threads %d\n", threads);
+  std::printf("read bandwidth %.2f GB/s (1 GiB streamed, best of 5)\n", (double)(n * sizeof(float)) / (ms * 1e6));
+  openblas_set_num_threads(threads);
+  const int d = 2048;
+  std::vector<float> a(size_t(d) * d, 0.5f), b(size_t(d) * d, 0.25f), c(size_t(d) * d);
+  double gemm = bestMs(3, [&] {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, d, d, d, 1.0f, a.data(), d, b.data(), d, 0.0f, c.data(), d);
+  });
+  std::printf("sgemm peak %.2f GFLOP/s (OpenBLAS, %d x %d x %d, best of 3)\n", 2.0 * d * d * d / (gemm * 1e6), d,
+              d, d);
+}
+
+const char *const kUsage =
+    "usage: cbc-bench-runtime [MODE]\n"
+    "Runtime benchmarks (figures, not tests). MODE is one of:\n"
+    "  all        every mode below, in this order (the default)\n"
+    "  scheduler  scheduler plus step-metadata cost per decode step, null backend, at 1, 64, 1024\n"
+    "             and 4096 concurrent requests, every request live through the timed steps\n"
+    "  cpu        the CPU backend's throughput on the bundled example (examples/tiny-llama)\n"
+    "  scans      the CPU cost per token of each state scan, one thread, prefill and decode\n"
+    "  dsa        DeepSeek-V3.2's sparse attention per decoded token at 1k, 8k and 32k cached tokens\n"
+    "  roofline [THREADS]  memory read bandwidth and the fp32 sgemm peak on THREADS threads\n"
+    "             (default: all cores), for bench/cpu_roofline.py; not part of all\n"
+    "  -h, --help this text\n";
+
 } // namespace
 
 int main(int argc, char **argv) {
   std::string what = argc > 1 ? argv[1] : "all";
+  if (what == "-h" || what == "--help") {
+    std::fputs(kUsage, stdout);
+    return 0;
+  }
+  bool known = what == "all" || what == "scheduler" || what == "cpu" || what == "scans" || what == "dsa";
+  if (what == "roofline") {
+    int threads = (int)std::thread::hardware_concurrency();
+    if (argc > 2) {
+      char *end = nullptr;
+      long v = std::strtol(argv[2], &end, 10);
+      if (argc > 3 || *end != '\0' || v < 1 || v > 1024) {
+        std::fprintf(stderr, "cbc-bench-runtime: error: roofline THREADS must be in [1, 1024]\n%s", kUsage);
+        return 2;
+      }
+      threads = (int)v;
+    }
+    try {
+      rooflineBench(std::max(1, threads));
+    } catch (const std::exception &e) {
+      std::fprintf(stderr, "bench: %s\n", e.what());
+      return 1;
+    }
+    return 0;
+  }
+  if (!known || argc > 2) {
+    std::fprintf(stderr, "cbc-bench-runtime: error: %s\n%s",
+                 known ? ("unexpected argument '" + std::string(argv[2]) + "'").c_str()
+                       : ("unknown mode '" + what + "'").c_str(),
+                 kUsage);
+    return 2;
+  }
   std::string root = CBC_SOURCE_DIR;
   try {
     if (what == "scheduler" || what == "all")

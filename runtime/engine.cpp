@@ -8,6 +8,7 @@
 #include "runtime/weights.h"
 #include "runtime/cpu/cpu_backend.h"
 #include "runtime/cuda/gpu_backend.h"
+#include "runtime/engine_sizing.h"
 #include "runtime/memory_estimate.h"
 #include "runtime/sampler.h"
 
@@ -59,18 +60,32 @@ WeightStore loadForCpu(const Artefact &a, const WeightSource &weights, const Eng
 
 } // namespace
 
-std::unique_ptr<Backend> makeBackend(const Artefact &a, const WeightSource &weights,
-                                     const EngineOptions &options) {
-  BackendLimits limits{options.max_batch_tokens, options.max_requests};
-  if (options.backend == "null")
+namespace {
+
+int64_t hostAvailable(const EngineOptions &o) {
+  return o.host_memory_available > 0 ? o.host_memory_available : availableHostMemory();
+}
+
+// The host's defaults: the cache from the memory left beside the weights and workspaces.
+EngineOptions sizeForHost(const Artefact &a, const EngineOptions &options) {
+  return sizeFromMachine(a, options, false, hostAvailable(options), [&](const EngineOptions &o) {
+    return estimateCpuMemory(a, 0, {o.max_batch_tokens, o.max_requests}).total();
+  });
+}
+
+// makeBackend, writing the budgets it chose for a 0 (runtime/engine_sizing.h) back to `options`.
+std::unique_ptr<Backend> makeSizedBackend(const Artefact &a, const WeightSource &weights, EngineOptions &options) {
+  if (options.backend == "null") {
+    options = sizeForHost(a, options);
     return makeNullBackend(a);
+  }
   if (options.backend != "cpu" && options.backend != "auto" && options.backend != "cuda")
     throw std::runtime_error("unknown backend '" + options.backend + "' (auto, cpu, cuda, null)");
   if (options.backend != "cpu") {
     if constexpr (kBuiltWithCuda) {
       // CUDA when asked for, or for "auto" when a driver, a GPU and kernels are all there.
       std::string why;
-      if (auto gpu = openCudaBackend(a, weights, options.cache_memory_bytes, limits, why))
+      if (auto gpu = openCudaBackend(a, weights, options, why))
         return gpu;
       if (options.backend == "cuda")
         throw std::runtime_error("the CUDA backend is unavailable: " + why);
@@ -82,13 +97,27 @@ std::unique_ptr<Backend> makeBackend(const Artefact &a, const WeightSource &weig
                                   "(CBC_CUDA=OFF); use the cpu backend");
     }
   }
+  options = sizeForHost(a, options);
+  BackendLimits limits{options.max_batch_tokens, options.max_requests};
   return makeCpuBackend(a, loadForCpu(a, weights, options, limits), limits, defaultThreads(options.threads));
+}
+
+} // namespace
+
+std::unique_ptr<Backend> makeBackend(const Artefact &a, const WeightSource &weights,
+                                     const EngineOptions &options) {
+  EngineOptions sized = options;
+  return makeSizedBackend(a, weights, sized);
 }
 
 Engine::Engine(std::unique_ptr<Artefact> artefact, std::unique_ptr<Backend> backend,
                const EngineOptions &options)
     : artefact_(std::move(artefact)), backend_(std::move(backend)), options_(options),
       plan_(std::make_unique<StepPlan>()), batch_(std::make_unique<StepBatch>()) {
+  // withBackend's callers (tests, benchmarks) may leave the budgets to the machine too.
+  if (options_.max_batch_tokens == 0 || options_.cache_memory_bytes == 0)
+    options_ = sizeFromMachine(*artefact_, options_, backend_->name().rfind("cuda", 0) == 0, hostAvailable(options_),
+                               nullptr);
   if (options_.max_batch_tokens < 1 || options_.max_requests < 1)
     throw std::runtime_error("the token budget and requests per step must be at least 1");
   if (options_.max_live_requests < 1)
@@ -137,11 +166,12 @@ std::unique_ptr<Engine> Engine::withBackend(Artefact artefact, std::unique_ptr<B
 std::unique_ptr<Engine> Engine::create(Artefact artefact, const WeightSource &weights,
                                        const EngineOptions &options) {
   auto owned = std::make_unique<Artefact>(std::move(artefact));
-  auto backend = makeBackend(*owned, weights, options);
+  EngineOptions sized = options;
+  auto backend = makeSizedBackend(*owned, weights, sized);
   try {
-    return std::unique_ptr<Engine>(new Engine(std::move(owned), std::move(backend), options));
+    return std::unique_ptr<Engine>(new Engine(std::move(owned), std::move(backend), sized));
   } catch (const std::bad_alloc &) {
-    throw MemoryError("ran out of memory allocating the cache (" + gigabytes(options.cache_memory_bytes) +
+    throw MemoryError("ran out of memory allocating the cache (" + gigabytes(sized.cache_memory_bytes) +
                       ") after loading the weights; lower --cache-memory");
   }
 }

@@ -30,11 +30,13 @@ struct StepBatch;
 
 struct EngineOptions {
   std::string backend = "auto";        // auto (CUDA when a GPU is usable), cpu, cuda, null
-  int64_t max_batch_tokens = 256;      // token budget per step
+  // 0 (the default) for either budget: chosen from the machine and the backend when the engine
+  // is made (runtime/engine_sizing.h); Engine::options() says what was chosen.
+  int64_t max_batch_tokens = 0;        // token budget per step
   int64_t max_requests = 64;           // requests per step
   int64_t max_live_requests = 256;     // requests holding cache at once (cache slots)
   int64_t max_model_len = 0;           // longest request (prompt + new tokens); 0: the model's
-  int64_t cache_memory_bytes = 256ll << 20; // memory for the paged cache and state slots
+  int64_t cache_memory_bytes = 0;      // memory for the paged cache and state slots
   // Per-request states (one slot per live request) take at most this share of the memory; the
   // rest holds kv blocks. Fewer slots than max_live_requests means fewer requests at once.
   double max_state_fraction = 0.5;
@@ -99,6 +101,8 @@ public:
   const Artefact &artefact() const { return *artefact_; }
   const Backend &backend() const { return *backend_; }
   const CacheManager &cache() const { return *cache_; }
+  // The options in force: the budgets left at 0 are the ones chosen from the machine.
+  const EngineOptions &options() const { return options_; }
   size_t num_waiting() const;
   size_t num_running() const;
   // The longest request allowed (prompt + new tokens): max_model_len, or the model's.

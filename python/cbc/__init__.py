@@ -121,12 +121,14 @@ class Engine:
     weights: a checkpoint directory, a .safetensors file, its model.safetensors.index.json or
     the config.json beside it (as `cbc run --weights`); or random_weights=True with a seed (as
     `cbc run --random-weights --seed`). A missing file raises FileNotFoundError; a bad artefact,
-    checkpoint or budget raises ValueError with the runtime's message.
+    checkpoint or budget raises ValueError with the runtime's message. max_batch_tokens and
+    cache_memory_mib left as None are chosen from the machine and the backend, as `cbc run`
+    does; the properties of the same names say what was chosen.
     """
 
     def __init__(self, artefact, weights=None, *, random_weights: bool = False, seed: int = 0,
-                 backend: str = "auto", threads: int = 0, max_batch_tokens: int = 256,
-                 max_requests: int = 64, cache_memory_mib: int = 256, max_model_len: int = 0):
+                 backend: str = "auto", threads: int = 0, max_batch_tokens: Optional[int] = None,
+                 max_requests: int = 64, cache_memory_mib: Optional[int] = None, max_model_len: int = 0):
         artefact = _path("artefact", artefact)
         if (weights is None) == (not random_weights):
             raise ValueError("give either weights=CHECKPOINT or random_weights=True")
@@ -135,9 +137,16 @@ class Engine:
         if backend not in ("auto", "cpu", "cuda"):
             raise ValueError(f"backend must be 'auto', 'cpu' or 'cuda', got {backend!r}")
         threads = _nonnegative_int("threads", threads)
-        _nonnegative_int("max_batch_tokens", max_batch_tokens, 1)
+        # None: 0 to the runtime, which chooses from the machine; a given 0 is refused.
+        if max_batch_tokens is None:
+            max_batch_tokens = 0
+        else:
+            _nonnegative_int("max_batch_tokens", max_batch_tokens, 1)
         _nonnegative_int("max_requests", max_requests, 1)
-        _nonnegative_int("cache_memory_mib", cache_memory_mib, 1)
+        if cache_memory_mib is None:
+            cache_memory_mib = 0
+        else:
+            _nonnegative_int("cache_memory_mib", cache_memory_mib, 1)
         if cache_memory_mib > 1 << 24:
             raise ValueError(f"cache_memory_mib must be at most {1 << 24}, got {cache_memory_mib}")
         _nonnegative_int("max_model_len", max_model_len)
@@ -223,6 +232,16 @@ class Engine:
     @property
     def backend(self) -> str:
         return self._rt.backend
+
+    @property
+    def cache_memory_mib(self) -> int:
+        """The cache budget in force: the one given, or the one chosen from the machine."""
+        return self._rt.cache_memory_mib
+
+    @property
+    def max_batch_tokens(self) -> int:
+        """The token budget per step in force: the one given, or the one chosen for the backend."""
+        return self._rt.max_batch_tokens
 
     # --- whole batches ----------------------------------------------------------------------------
 

@@ -30,7 +30,8 @@ nb::object reasonName(FinishReason r) {
 struct LoadOptions {
   std::string backend = "cpu";
   int threads = 0;
-  int64_t max_batch_tokens = 256, max_requests = 64, cache_memory_mib = 256, max_model_len = 0;
+  // 0 for either budget: the engine chooses it from the machine (runtime/engine_sizing.h).
+  int64_t max_batch_tokens = 0, max_requests = 64, cache_memory_mib = 0, max_model_len = 0;
 };
 
 class Engine {
@@ -153,6 +154,9 @@ public:
   int64_t vocabSize() const { return engine_->artefact().meta.vocab_size; }
   int64_t maxModelLen() const { return engine_->max_model_len(); }
   std::string backendName() const { return engine_->backend().name(); }
+  // The budgets in force, chosen from the machine when none was given.
+  int64_t cacheMemoryMib() const { return engine_->options().cache_memory_bytes >> 20; }
+  int64_t maxBatchTokens() const { return engine_->options().max_batch_tokens; }
 
 private:
   // The larger of the two fractions in use: kv blocks (all groups) and request slots.
@@ -217,5 +221,7 @@ NB_MODULE(_runtime, m) {
       .def_prop_ro("eos_token_ids", &Engine::eosTokenIds)
       .def_prop_ro("vocab_size", &Engine::vocabSize)
       .def_prop_ro("max_model_len", &Engine::maxModelLen)
-      .def_prop_ro("backend", &Engine::backendName);
+      .def_prop_ro("backend", &Engine::backendName)
+      .def_prop_ro("cache_memory_mib", &Engine::cacheMemoryMib)
+      .def_prop_ro("max_batch_tokens", &Engine::maxBatchTokens);
 }

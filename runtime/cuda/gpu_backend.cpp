@@ -1,5 +1,6 @@
 #include "runtime/cuda/gpu_backend.h"
 
+#include "runtime/engine_sizing.h"
 #include "runtime/memory_estimate.h"
 #include "runtime/safetensors.h"
 
@@ -412,16 +413,23 @@ std::unique_ptr<Backend> makeGpuBackend(const Artefact &a, const WeightSource &w
   return std::make_unique<GpuBackend>(a, weights, std::move(device), limits);
 }
 
-std::unique_ptr<Backend> openCudaBackend(const Artefact &a, const WeightSource &weights, int64_t cacheBytes,
-                                         const BackendLimits &limits, std::string &why) {
+std::unique_ptr<Backend> openCudaBackend(const Artefact &a, const WeightSource &weights, EngineOptions &options,
+                                         std::string &why) {
   if (!a.kernels) {
     why = "the artefact has no CUDA kernels: it was compiled with --no-cuda or by a cbc built without CUDA";
     return nullptr;
   }
   try {
     auto device = openCudaDevice();
-    checkFits(estimateGpuMemory(a, cacheBytes, limits), device->freeMemory());
-    return makeGpuBackend(a, weights, std::move(device), limits);
+    int64_t free = device->freeMemory();
+    EngineOptions sized = sizeFromMachine(a, options, true, free, [&](const EngineOptions &o) {
+      return estimateGpuMemory(a, 0, {o.max_batch_tokens, o.max_requests}).total();
+    });
+    BackendLimits limits{sized.max_batch_tokens, sized.max_requests};
+    checkFits(estimateGpuMemory(a, sized.cache_memory_bytes, limits), free);
+    auto backend = makeGpuBackend(a, weights, std::move(device), limits);
+    options = sized;
+    return backend;
   } catch (const WeightError &) {
     throw;
   } catch (const MemoryError &) {

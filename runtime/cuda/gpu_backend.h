@@ -6,6 +6,7 @@
 
 #include "runtime/backend.h"
 #include "runtime/cuda/device.h"
+#include "runtime/engine.h"
 #include "runtime/weights.h"
 
 namespace cbc::rt {
@@ -14,11 +15,13 @@ namespace cbc::rt {
 std::unique_ptr<Backend> makeGpuBackend(const Artefact &a, const WeightSource &weights,
                                         std::unique_ptr<Device> device, const BackendLimits &limits);
 
-// The CUDA backend's factory, on the driver's device with a cache of `cacheBytes`: null, with
-// `why`, when the artefact has no kernels or no driver or GPU is usable; a weight error, or a
-// model and cache that do not fit the GPU, throw. Only in a build with CUDA (CBC_CUDA).
-std::unique_ptr<Backend> openCudaBackend(const Artefact &a, const WeightSource &weights, int64_t cacheBytes,
-                                         const BackendLimits &limits, std::string &why);
+// The CUDA backend's factory, on the driver's device with a cache of options.cache_memory_bytes:
+// null, with `why`, when the artefact has no kernels or no driver or GPU is usable; a weight
+// error, or a model and cache that do not fit the GPU, throw. A cache budget or token budget
+// of 0 is chosen from the device's free memory (runtime/engine_sizing.h) and written back to
+// `options` when the backend opens. Only in a build with CUDA (CBC_CUDA).
+std::unique_ptr<Backend> openCudaBackend(const Artefact &a, const WeightSource &weights, EngineOptions &options,
+                                         std::string &why);
 
 } // namespace cbc::rt
 

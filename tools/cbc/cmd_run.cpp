@@ -90,9 +90,11 @@ Args runArgs() {
                {"--backend", "auto|cpu|cuda",
                 kBuiltWithCuda ? "execution backend (default auto: CUDA if usable, else CPU)"
                                : "execution backend (default auto, which is the CPU: this cbc was built without CUDA)"},
-               {"--max-batch-tokens", "N", "token budget per step, 1 to 2^20 (default 256)"},
+               {"--max-batch-tokens", "N", "token budget per step, 1 to 2^20 (default: chosen for the backend, 1024 on the CPU)"},
                {"--max-requests", "N", "requests per step, 1 to 2^20 (default 64)"},
-               {"--cache-memory", "MIB", "memory for the paged cache, 1 to 16777216 MiB (default 256)"},
+               {"--cache-memory", "MIB",
+                "memory for the paged cache, 1 to 16777216 MiB (default: half the host memory left beside the "
+                "weights, 0.9 of the GPU's; at least 256, at most what the live requests can use)"},
                {"--threads", "N", "CPU threads, 1 to 1024 (default 0: all cores)"},
                {"--quiet", "", "no progress bar or summary"}},
               "MODEL");
@@ -146,10 +148,13 @@ RunSettings readSettings(const Args &args) {
     throw UsageError("--backend must be auto, cpu or cuda, got '" + o.backend + "'");
   if (!kBuiltWithCuda && o.backend == "cuda")
     throw UsageError("--backend cuda: this cbc was built without CUDA (CBC_CUDA=OFF); use --backend cpu or auto");
-  o.max_batch_tokens = intFlag(args, "--max-batch-tokens", 256, 1, 1 << 20, "in [1, 2^20]");
+  // Left at 0 unless given: the engine chooses them from the machine (runtime/engine_sizing.h).
+  if (args.has("--max-batch-tokens"))
+    o.max_batch_tokens = intFlag(args, "--max-batch-tokens", 0, 1, 1 << 20, "in [1, 2^20]");
   o.max_requests = intFlag(args, "--max-requests", 64, 1, 1 << 20, "in [1, 2^20]");
   // In MiB, shifted to bytes: bounded so that the shift cannot overflow (2^24 MiB: 16 TiB).
-  o.cache_memory_bytes = intFlag(args, "--cache-memory", 256, 1, int64_t(1) << 24, "in [1, 16777216] MiB") << 20;
+  if (args.has("--cache-memory"))
+    o.cache_memory_bytes = intFlag(args, "--cache-memory", 0, 1, int64_t(1) << 24, "in [1, 16777216] MiB") << 20;
   o.threads = (int)intFlag(args, "--threads", 0, 0, 1024, "in [1, 1024], or 0 for all cores");
   r.quiet = args.has("--quiet");
   r.stream = args.has("--stream");
@@ -186,10 +191,16 @@ std::unique_ptr<rt::Engine> loadEngine(const std::string &model, const RunSettin
     if (!s.quiet && isatty(2))
       options.load_progress = rt::terminalLoadProgress("cbc run: ");
     auto engine = rt::Engine::load(model, s.weights, options);
-    if (!s.quiet)
-      std::fprintf(stderr, "cbc run: %s backend, %d cache blocks per group of %d tokens\n",
-                   engine->backend().name().c_str(), engine->cache().blocksPerGroup(),
-                   engine->cache().blockSize());
+    if (!s.quiet) {
+      // What the engine chose for the budgets not given (sized from the machine).
+      const rt::EngineOptions &in = engine->options();
+      std::fprintf(stderr,
+                   "cbc run: %s backend, %d cache blocks per group of %d tokens, cache memory %lld MiB%s, "
+                   "%lld tokens a step%s\n",
+                   engine->backend().name().c_str(), engine->cache().blocksPerGroup(), engine->cache().blockSize(),
+                   (long long)(in.cache_memory_bytes >> 20), s.options.cache_memory_bytes ? "" : " (chosen)",
+                   (long long)in.max_batch_tokens, s.options.max_batch_tokens ? "" : " (chosen)");
+    }
     return engine;
   } catch (const rt::ArtefactError &e) {
     std::fprintf(stderr, "cbc run: error: %s\n", e.what());
@@ -202,10 +213,14 @@ std::unique_ptr<rt::Engine> loadEngine(const std::string &model, const RunSettin
     status = 2;
   } catch (const std::bad_alloc &) {
     // What the flags asked for (or the model) does not fit this machine: bad input, not a bug.
+    // A budget left to the engine (0) is named as chosen: its figure was not kept.
+    auto given = [](int64_t v, const char *unit) {
+      return v ? std::to_string(v) + unit : std::string("chosen from the machine");
+    };
     std::fprintf(stderr,
-                 "cbc run: error: out of memory loading the model and its buffers (--cache-memory %lld MiB, "
-                 "--max-batch-tokens %lld, --max-requests %lld); lower them\n",
-                 (long long)(s.options.cache_memory_bytes >> 20), (long long)s.options.max_batch_tokens,
+                 "cbc run: error: out of memory loading the model and its buffers (--cache-memory %s, "
+                 "--max-batch-tokens %s, --max-requests %lld); lower them\n",
+                 given(s.options.cache_memory_bytes >> 20, " MiB").c_str(), given(s.options.max_batch_tokens, "").c_str(),
                  (long long)s.options.max_requests);
     status = 2;
   } catch (const std::exception &e) {
@@ -331,15 +346,17 @@ private:
   size_t done_ = 0, malformed_ = 0;
 };
 
-void printSummary(const rt::EngineStats &s, size_t prompts, size_t malformed, double elapsed) {
+void printSummary(const rt::EngineStats &s, const rt::EngineOptions &o, size_t prompts, size_t malformed,
+                  double elapsed) {
   std::fprintf(stderr,
                "cbc run: %zu requests (%lld rejected), %lld prompt tokens, %lld generated tokens "
-               "in %.2f s: %.1f generated tok/s, %.1f processed tok/s, %lld steps, %lld preemptions\n",
+               "in %.2f s: %.1f generated tok/s, %.1f processed tok/s, %lld steps, %lld preemptions "
+               "(cache memory %lld MiB, %lld tokens a step)\n",
                prompts, (long long)(s.rejected + malformed), (long long)s.prompt_tokens,
                (long long)s.generated_tokens, elapsed,
                elapsed > 0 ? s.generated_tokens / elapsed : 0.0,
                elapsed > 0 ? s.computed_tokens / elapsed : 0.0, (long long)s.steps,
-               (long long)s.preemptions);
+               (long long)s.preemptions, (long long)(o.cache_memory_bytes >> 20), (long long)o.max_batch_tokens);
 }
 
 // Everything that can be refused before work: the flags, the prompts file and the output file.
@@ -400,7 +417,7 @@ int runMain(int argc, char **argv) {
   }
   double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (!settings.quiet)
-    printSummary(engine->stats(), reader.count(), server.malformed(), elapsed);
+    printSummary(engine->stats(), engine->options(), reader.count(), server.malformed(), elapsed);
   return 0;
 }
 
