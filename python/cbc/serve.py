@@ -576,11 +576,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--backend", default="auto", choices=("auto", "cpu", "cuda"),
                    help="auto (default): CUDA when a GPU is usable, else the CPU")
     p.add_argument("--threads", type=int, default=0, help="CPU threads (0: all)")
-    p.add_argument("--max-batch-tokens", type=int, default=256)
+    p.add_argument("--max-batch-tokens", type=int, default=None,
+                   help="token budget per step (default: chosen for the backend, as cbc run)")
     p.add_argument("--max-requests", type=int, default=64)
     # --cache-memory as in `cbc run`; --cache-memory-mib as cbc.Engine's keyword names it.
     p.add_argument("--cache-memory", "--cache-memory-mib", dest="cache_memory_mib", type=int,
-                   default=256, metavar="MIB", help="memory for the paged cache (default 256)")
+                   default=None, metavar="MIB", help="memory for the paged cache (default: "
+                   "chosen from the machine, as cbc run)")
     p.add_argument("--max-model-len", type=int, default=0, help="0: the model's own")
     p.add_argument("--dtype", default="bf16", help="dtype when compiling (default bf16)")
     p.add_argument("--log-level", default="warning",
