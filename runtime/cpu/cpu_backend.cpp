@@ -41,11 +41,11 @@ private:
 
 CpuBackend::CpuBackend(const Artefact &a, WeightStore weights, const BackendLimits &limits, int threads)
     : artefact_(a), weights_(std::move(weights)), limits_(limits), pool_(threads) {
-  // OpenBLAS keeps its own threads, one per core unless told: without this, --threads 1 still
-  // ran every GEMM on all cores and idle BLAS threads spun in sched_yield between steps. The
-  // setting is process-wide; the last backend built decides it.
-  if (threads > 0)
-    openblas_set_num_threads(threads);
+  // The pool is the only owner of the cores: every BLAS call runs on the thread that makes it
+  // (the GEMMs split their columns over the pool, runtime/cpu/matrix.h). OpenBLAS's own
+  // threads, one per core unless told, would otherwise run beside the pool's (oversubscribing
+  // the cores: --threads 1 was faster than 2) and spin in sched_yield between calls.
+  openblas_set_num_threads(1);
   checkArenaSlots();
   env_.artefact = &artefact_;
   env_.weights = &weights_;

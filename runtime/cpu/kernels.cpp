@@ -33,11 +33,7 @@ void linear(const float *x, int64_t M, int64_t K, Matrix w, int64_t N, const flo
             const ParallelFor &pfor) {
   if (M == 0)
     return;
-  if (w.bf16)
-    matmulBf16(x, M, K, w.bf16, N, y, pfor);
-  else
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)M, (int)N, (int)K, 1.0f, x, (int)K, w.f32, (int)K, 0.0f,
-                y, (int)N);
+  matmul(x, M, K, w, N, y, pfor);
   if (bias)
     for (int64_t m = 0; m < M; ++m)
       for (int64_t n = 0; n < N; ++n)
@@ -45,16 +41,16 @@ void linear(const float *x, int64_t M, int64_t K, Matrix w, int64_t N, const flo
 }
 
 void headLinear(const float *x, int64_t T, const float *w, int64_t heads, int64_t R, int64_t C, int64_t offset,
-                int64_t rows, bool transpose, float *y) {
+                int64_t rows, bool transpose, float *y, const ParallelFor &pfor) {
   if (T == 0)
     return;
   int64_t in = transpose ? rows : C, out = transpose ? C : rows;
-  for (int64_t h = 0; h < heads; ++h) {
+  pfor(heads, [&](int64_t h) {
     const float *wh = w + (h * R + offset) * C;
     // y_h [T, out] = x_h [T, in] . op(W_h), rows of x and y strided by all heads.
     cblas_sgemm(CblasRowMajor, CblasNoTrans, transpose ? CblasNoTrans : CblasTrans, (int)T, (int)out, (int)in, 1.0f,
                 x + h * in, (int)(heads * in), wh, (int)C, 0.0f, y + h * out, (int)(heads * out));
-  }
+  });
 }
 
 void positionScale(const float *x, int64_t T, int64_t width, const int32_t *positions, float beta, int64_t period,

@@ -28,7 +28,7 @@ void linear(const float *x, int64_t M, int64_t K, Matrix w, int64_t N, const flo
 // y[t, h] = W_h x[t, h] ([T, heads * rows] from [T, heads * C]), or W_h^T x[t, h] with
 // `transpose` ([T, heads * C] from [T, heads * rows]).
 void headLinear(const float *x, int64_t T, const float *w, int64_t heads, int64_t R, int64_t C, int64_t offset,
-                int64_t rows, bool transpose, float *y);
+                int64_t rows, bool transpose, float *y, const ParallelFor &pfor = serialFor);
 
 // y[t] = x[t] * (1 + beta * log(1 + floor((positions[t] + offset) / period))), or with
 // `logRatio` x[t] * (1 + beta * log(max((positions[t] + offset) / period, 1))) in real division.

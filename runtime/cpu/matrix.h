@@ -23,14 +23,21 @@ struct Matrix {
   explicit operator bool() const { return f32 || bf16; }
 };
 
-// At most this many rows of x take the bf16 matrix-vector path, which reads each weight row
-// once and converts it on the fly; more rows convert blocks of weight rows to float32 and hand
-// them to BLAS, whose blocked GEMM then wins (measured: bench in the commit message).
-constexpr int64_t kBf16GemvRows = 8;
+// At most this many rows of x take the matrix-vector path, which streams each weight row once
+// (widening bf16 in registers) and dots it with every x row; more rows go to BLAS's blocked
+// GEMM, which wins once a weight row is reused enough (bench/cpu_roofline.py measures both).
+constexpr int64_t kGemvRows = 8;
 
-// y[M, N] = x[M, K] . w[N, K]^T for bf16 w, float32 accumulation; the GEMV path splits N over
-// `pfor`.
-void matmulBf16(const float *x, int64_t M, int64_t K, const uint16_t *w, int64_t N, float *y, const ParallelFor &pfor);
+// y[M, N] = x[M, K] . w[N, K]^T in float32 accumulation, for a float32 or bf16 w. The output
+// columns are split over `pfor` (the backend's threads; BLAS itself runs on one thread, so
+// --threads is the only owner of the cores). Each output element is computed by one task in a
+// fixed order, so results do not depend on the thread count.
+void matmul(const float *x, int64_t M, int64_t K, Matrix w, int64_t N, float *y, const ParallelFor &pfor);
+
+// Which matrix-vector kernel this CPU runs ("avx512" or "portable"), for tests and benchmarks;
+// `forcePortable` makes every later call use the portable kernel (tests compare the two).
+const char *gemvKernel();
+void setGemvPortable(bool forcePortable);
 
 } // namespace cbc::rt::cpu
 

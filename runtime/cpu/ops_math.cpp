@@ -43,7 +43,7 @@ Exec compileHeadLinear(const OpContext &c) {
   c.check(c.cols(x) == heads * (transpose ? rows : C) && c.cols(out) == heads * (transpose ? C : rows),
           "has widths that do not match its weight");
   return [=](StepEnv &e) {
-    headLinear(e.f32(x), e.rows(x), e.weight(w), heads, R, C, offset, rows, transpose, e.f32(out));
+    headLinear(e.f32(x), e.rows(x), e.weight(w), heads, R, C, offset, rows, transpose, e.f32(out), e.pfor);
   };
 }
 

@@ -1,13 +1,12 @@
-// The bf16 weight product (runtime/cpu/matrix.h) against BLAS on the same weights widened to
-// float32: both paths (GEMV for few rows, blocked GEMM for more), shapes that leave partial
-// vector lanes and partial row blocks, and the same bits whatever the thread count.
+// The weight product (runtime/cpu/matrix.h) on every path (the AVX-512 and portable
+// matrix-vector kernels, the blocked BLAS GEMM) over bf16 and float32 weights, against a double
+// sum; shapes that leave partial vector lanes and partial row blocks; the same bits whatever
+// the thread count.
 #include "runtime/cpu/kernels.h"
 #include "runtime/safetensors.h"
 #include "runtime/thread_pool.h"
 
 #include <gtest/gtest.h>
-
-#include <cblas.h>
 
 #include <cmath>
 #include <random>
@@ -34,23 +33,53 @@ Case makeCase(int64_t M, int64_t K, int64_t N, unsigned seed) {
   return c;
 }
 
-TEST(Bf16Matrix, MatchesBlasOnTheWidenedWeights) {
+// Every path of the product (the AVX-512 and the portable matrix-vector kernels for up to
+// kGemvRows rows of x, the blocked BLAS GEMM beyond), over bf16 and float32 weights, against a
+// double-precision sum: shapes leave partial vector lanes (K = 70 = 4 * 16 + 6), partial tiles
+// of four rows and partial column blocks (N = 197), and partial blocks of four x rows.
+TEST(Matrix, EveryPathMatchesADoubleSum) {
   rt::ThreadPool pool(3);
   rt::cpu::ParallelFor pfor = [&](int64_t n, const std::function<void(int64_t)> &fn) { pool.parallelFor(n, fn); };
-  const int64_t K = 70, N = 197; // 70 = 2 lanes of 32 + 6; 197 = 3 blocks of 64 + 5 rows
-  for (int64_t M : std::vector<int64_t>{1, 3, rt::cpu::kBf16GemvRows, rt::cpu::kBf16GemvRows + 1, 130}) {
-    Case c = makeCase(M, K, N, 7 + (unsigned)M);
-    std::vector<float> want(M * N), got(M * N), serial(M * N);
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)M, (int)N, (int)K, 1.0f, c.x.data(), (int)K,
-                c.wf.data(), (int)K, 0.0f, want.data(), (int)N);
-    rt::cpu::linear(c.x.data(), M, K, rt::cpu::Matrix(c.w.data()), N, nullptr, got.data(), pfor);
-    rt::cpu::linear(c.x.data(), M, K, rt::cpu::Matrix(c.w.data()), N, nullptr, serial.data());
-    for (int64_t i = 0; i < M * N; ++i) {
-      // Sums of 70 products of magnitude <= 1, in another order: float32 rounding only.
-      ASSERT_NEAR(got[i], want[i], 1e-5f * (1 + std::fabs(want[i]))) << "M=" << M << " at " << i;
-      ASSERT_EQ(got[i], serial[i]) << "M=" << M << ": the thread count changed a result";
+  const int64_t K = 70, N = 197;
+  std::vector<int64_t> rows = {1, 2, 3, 4, 5, 7, rt::cpu::kGemvRows, rt::cpu::kGemvRows + 1, 130};
+  for (bool portable : {false, true}) {
+    rt::cpu::setGemvPortable(portable);
+    for (int64_t M : rows) {
+      Case c = makeCase(M, K, N, 7 + (unsigned)M);
+      for (bool bf16 : {true, false}) {
+        rt::cpu::Matrix w = bf16 ? rt::cpu::Matrix(c.w.data()) : rt::cpu::Matrix(c.wf.data());
+        std::vector<float> got(M * N), serial(M * N);
+        rt::cpu::linear(c.x.data(), M, K, w, N, nullptr, got.data(), pfor);
+        rt::cpu::linear(c.x.data(), M, K, w, N, nullptr, serial.data());
+        for (int64_t m = 0; m < M; ++m)
+          for (int64_t n = 0; n < N; ++n) {
+            double want = 0, mag = 0;
+            for (int64_t k = 0; k < K; ++k) {
+              want += (double)c.x[m * K + k] * c.wf[n * K + k];
+              mag += std::fabs((double)c.x[m * K + k] * c.wf[n * K + k]);
+            }
+            // 70 float32 products summed in some order: a few ulp of the sum of magnitudes.
+            ASSERT_NEAR(got[m * N + n], want, 1e-6 * mag + 1e-30)
+                << rt::cpu::gemvKernel() << (bf16 ? " bf16" : " f32") << " M=" << M << " at " << m << "," << n;
+            ASSERT_EQ(got[m * N + n], serial[m * N + n]) << "M=" << M << ": the thread count changed a result";
+          }
+      }
     }
   }
+  rt::cpu::setGemvPortable(false);
+}
+
+// This machine's CPU has AVX-512 (the CI machines do too): the fast kernel is the one tested
+// above, not only the portable one.
+TEST(Matrix, Avx512KernelIsUsedWhereTheCpuHasIt) {
+  __builtin_cpu_init();
+  if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512bw") ||
+      !__builtin_cpu_supports("avx512vl"))
+    GTEST_SKIP() << "no AVX-512 on this CPU";
+  EXPECT_STREQ(rt::cpu::gemvKernel(), "avx512");
+  rt::cpu::setGemvPortable(true);
+  EXPECT_STREQ(rt::cpu::gemvKernel(), "portable");
+  rt::cpu::setGemvPortable(false);
 }
 
 TEST(Bf16Matrix, BiasAndEmbeddingReadBf16) {

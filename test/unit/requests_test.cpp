@@ -12,6 +12,7 @@
 
 // OpenBLAS's own, declared here because the tests do not see its header.
 extern "C" int openblas_get_num_threads(void);
+extern "C" void openblas_set_num_threads(int);
 
 namespace cbc::test {
 namespace {
@@ -371,13 +372,15 @@ TEST_F(Requests, PreemptionsAreCountedEvenInStepsThatRunNothing) {
 // OpenBLAS's own thread count follows EngineOptions::threads: before, --threads 1 still ran
 // every GEMM on all cores and idle BLAS threads spun between steps.
 
-TEST_F(Requests, TheThreadsOptionAlsoBoundsBlasThreads) {
-  for (int threads : {2, 1}) {
+// --threads owns the cores: BLAS runs on the calling thread, whatever the pool's size.
+TEST_F(Requests, BlasRunsOnTheCallingThread) {
+  for (int threads : {2, 1, 0}) {
+    openblas_set_num_threads(2);
     rt::EngineOptions o;
     o.backend = "cpu";
     o.threads = threads;
     auto e = rt::Engine::create(*artefact_, {fixtureDir("llama"), 0}, o);
-    EXPECT_EQ(openblas_get_num_threads(), threads);
+    EXPECT_EQ(openblas_get_num_threads(), 1) << "--threads " << threads;
   }
 }
 
