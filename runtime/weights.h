@@ -18,6 +18,9 @@ struct HostTensor {
   std::vector<float> data;     // float32 values, unless held as bf16
   std::vector<uint16_t> bf16;  // bf16 bit patterns, when isBf16
   bool isBf16 = false;
+  // bf16 matrices stored in the CPU backend's packed panels (runtime/cpu/matrix.h), which the
+  // backend arranges after loading.
+  bool packed = false;
   int64_t numel() const {
     int64_t n = 1;
     for (int64_t d : shape) n *= d;
@@ -37,6 +40,7 @@ public:
   static void stream(const Artefact &artefact, const WeightSource &source,
                      const std::function<void(int index, HostTensor &&tensor)> &consume);
   const HostTensor &get(int index) const { return tensors_.at(index); }
+  HostTensor &get(int index) { return tensors_.at(index); }
   size_t size() const { return tensors_.size(); }
 
 private:

@@ -7,11 +7,51 @@
 #include <cblas.h>
 #include <limits>
 #include <map>
+#include <optional>
 #include <stdexcept>
 
 namespace cbc::rt {
 
 namespace {
+
+// The matrices a weight holds for the products that read it: (rows, columns) of one matrix of
+// a linear's [N, K] weight or of an expert stack's [E, N, K]; nothing when any use is not a
+// product or the uses disagree.
+std::optional<std::pair<int64_t, int64_t>> productShape(const Artefact &a, const HostTensor &t, int weight) {
+  std::optional<std::pair<int64_t, int64_t>> shape;
+  for (const Instr &in : a.program.instrs)
+    for (size_t i = 0; i < in.inputs.size(); ++i) {
+      int v = in.inputs[i];
+      if (v < 0 || v >= (int)a.program.values.size() || a.program.values[v].kind != Value::Weight ||
+          a.program.values[v].weight != weight)
+        continue;
+      bool linear = in.opcode == fb::Opcode::Linear && i == 1 && t.shape.size() == 2;
+      bool experts = in.opcode == fb::Opcode::MoeExperts && (i == 3 || i == 4) && t.shape.size() == 3;
+      if (!linear && !experts)
+        return std::nullopt;
+      std::pair<int64_t, int64_t> s = {t.shape[t.shape.size() - 2], t.shape.back()};
+      if (shape && *shape != s)
+        return std::nullopt;
+      shape = s;
+    }
+  return shape;
+}
+
+// bf16 weights read only by matrix products, in shapes that allow it, go to the packed layout
+// the AMX GEMM and the matrix-vector kernels read fastest (runtime/cpu/matrix.h). The embedding
+// table stays row-major: a token reads its row.
+void packMatrices(const Artefact &a, WeightStore &w) {
+  for (int i = 0; i < (int)w.size(); ++i) {
+    HostTensor &t = w.get(i);
+    if (!t.isBf16 || t.packed)
+      continue;
+    auto shape = productShape(a, t, i);
+    if (!shape || !cpu::packable(shape->first, shape->second))
+      continue;
+    cpu::packBf16(t.bf16.data(), t.numel() / (shape->first * shape->second), shape->first, shape->second);
+    t.packed = true;
+  }
+}
 
 class CpuBackend : public Backend {
 public:
@@ -47,6 +87,7 @@ CpuBackend::CpuBackend(const Artefact &a, WeightStore weights, const BackendLimi
   // the cores: --threads 1 was faster than 2) and spin in sched_yield between calls.
   openblas_set_num_threads(1);
   checkArenaSlots();
+  packMatrices(a, weights_);
   env_.artefact = &artefact_;
   env_.weights = &weights_;
   env_.limits = limits;

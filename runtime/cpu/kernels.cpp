@@ -213,54 +213,62 @@ void kvAppend(const float *k, const float *v, int64_t T, const int32_t *position
   }
 }
 
+namespace {
+// Query heads per attention task: a task reads each cached row once for all its heads (a GQA
+// group, or a block of a latent layer's heads, which all share one row).
+constexpr int64_t kHeadsPerTask = 8;
+} // namespace
+
 void pagedAttention(const float *q, int64_t T, const int32_t *positions, const int32_t *seqIds,
                     const int32_t *slots, const int32_t *tables, int64_t tableWidth,
                     const KvLayout &layout,
                     const float *pool, const AttentionParams &p, float *out,
                     const ParallelFor &pfor) {
   int64_t H = p.num_heads, D = p.head_dim, Dv = p.v_head_dim;
-  int64_t group = H / p.num_kv_heads;
-  pfor(T * H, [&](int64_t th) {
-    int64_t t = th / H, h = th % H, kvh = h / group;
+  int64_t group = H / p.num_kv_heads, perTask = std::min(group, kHeadsPerTask);
+  int64_t blocks = (group + perTask - 1) / perTask; // tasks per (token, kv head)
+  pfor(T * p.num_kv_heads * blocks, [&](int64_t task) {
+    int64_t t = task / (p.num_kv_heads * blocks), kvh = task / blocks % p.num_kv_heads;
+    int64_t h0 = kvh * group + task % blocks * perTask, h1 = std::min(kvh * group + group, h0 + perTask);
     int64_t pos = positions[t];
     int64_t lo = 0;
     if (p.window > 0)
       lo = std::max<int64_t>(0, pos - p.window + 1);
     if (p.chunk > 0)
       lo = pos / p.chunk * p.chunk;
-    const float *qh = q + (t * H + h) * D;
+    int64_t n = pos - lo + 1, G = h1 - h0;
     const int32_t *table = tables + (int64_t)slots[seqIds[t]] * tableWidth;
-    std::vector<float> scores(pos - lo + 1);
-    float maxScore = -INFINITY;
+    thread_local std::vector<const float *> keys, values;
+    thread_local std::vector<float> scores; // [G][n]
+    keys.resize(n), values.resize(n), scores.resize(G * n);
     for (int64_t j = lo; j <= pos; ++j) {
-      const float *kr = pool + slotOf(table, j, layout.block_size) * layout.row_elems + kvh * D;
-      float dot = 0;
-      for (int64_t d = 0; d < D; ++d)
-        dot += qh[d] * kr[d];
-      float s = dot * p.scale;
-      if (p.softcap > 0)
-        s = p.softcap * std::tanh(s / p.softcap);
-      if (p.distance_bias && pos - j < p.bias_extent)
-        s += p.distance_bias[(t * H + h) * p.bias_extent + (pos - j)];
-      scores[j - lo] = s;
-      maxScore = std::max(maxScore, s);
+      const float *row = pool + slotOf(table, j, layout.block_size) * layout.row_elems;
+      keys[j - lo] = row + kvh * D;
+      values[j - lo] = row + layout.k_elems + kvh * Dv;
     }
-    float sink = p.sinks ? p.sinks[h] : -INFINITY;
-    maxScore = std::max(maxScore, sink);
-    double denom = p.sinks ? std::exp((double)sink - maxScore) : 0.0;
-    for (float &s : scores) {
-      s = std::exp(s - maxScore);
-      denom += s;
+    scoreKeys(q + (t * H + h0) * D, G, D, keys.data(), n, scores.data());
+    for (int64_t h = h0; h < h1; ++h) {
+      float *sc = scores.data() + (h - h0) * n;
+      for (int64_t j = 0; j < n; ++j) {
+        float s = sc[j] * p.scale;
+        if (p.softcap > 0)
+          s = p.softcap * std::tanh(s / p.softcap);
+        if (p.distance_bias && pos - (lo + j) < p.bias_extent)
+          s += p.distance_bias[(t * H + h) * p.bias_extent + (pos - lo - j)];
+        sc[j] = s;
+      }
+      float sink = p.sinks ? p.sinks[h] : -INFINITY;
+      float maxScore = std::max(sink, *std::max_element(sc, sc + n));
+      double denom = p.sinks ? std::exp((double)sink - maxScore) : 0.0;
+      for (int64_t j = 0; j < n; ++j) {
+        sc[j] = std::exp(sc[j] - maxScore);
+        denom += sc[j];
+      }
+      float scale = (float)(1.0 / denom);
+      for (int64_t j = 0; j < n; ++j)
+        sc[j] *= scale;
     }
-    float *oh = out + (t * H + h) * Dv;
-    std::fill(oh, oh + Dv, 0.0f);
-    for (int64_t j = lo; j <= pos; ++j) {
-      const float *vr =
-          pool + slotOf(table, j, layout.block_size) * layout.row_elems + layout.k_elems + kvh * Dv;
-      float w = (float)(scores[j - lo] / denom);
-      for (int64_t d = 0; d < Dv; ++d)
-        oh[d] += w * vr[d];
-    }
+    sumValues(scores.data(), G, n, values.data(), Dv, out + (t * H + h0) * Dv);
   });
 }
 

@@ -1,7 +1,8 @@
 #include "runtime/cpu/matrix.h"
 
+#include "runtime/cpu/matrix_x86.h"
+
 #include <cblas.h>
-#include <immintrin.h>
 
 #include <algorithm>
 #include <atomic>
@@ -19,86 +20,22 @@ inline float bf16Value(uint16_t h) {
   return f;
 }
 
-// ---- the AVX-512 matrix-vector kernel ----
-// A tile is R weight rows against MB rows of x: R * MB accumulators of 16 lanes, so each weight
-// vector is loaded (and a bf16 one widened, two integer instructions) once for MB products and
-// each x vector once for R. With R = MB = 4 that is 16 accumulators plus 5 operands, inside the
-// 32 vector registers. A decode step streams its weights once, so this loop only has to keep up
-// with memory; the lanes are summed by one fixed tree at the end.
-#define CBC_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl")))
-
-CBC_AVX512 inline __m512 load16(const float *p, __mmask16 m) { return _mm512_maskz_loadu_ps(m, p); }
-CBC_AVX512 inline __m512 load16(const uint16_t *p, __mmask16 m) {
-  __m512i wide = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, p));
-  return _mm512_castsi512_ps(_mm512_slli_epi32(wide, 16));
+inline int64_t packedIndex(int64_t n, int64_t k, int64_t K) {
+  return ((n / kPanelRows) * (K / 2) + k / 2) * 32 + (n % kPanelRows) * 2 + k % 2;
 }
 
-template <int R, int MB, class T>
-CBC_AVX512 inline __attribute__((always_inline)) void tileStep(const float *x, int64_t K, const T *w, int64_t k,
-                                                               __mmask16 mask, __m512 (&acc)[MB][R]) {
-  __m512 wv[R];
-  for (int r = 0; r < R; ++r)
-    wv[r] = load16(w + r * K + k, mask);
-  for (int m = 0; m < MB; ++m) {
-    __m512 xv = _mm512_maskz_loadu_ps(mask, x + m * K + k);
-    for (int r = 0; r < R; ++r)
-      acc[m][r] = _mm512_fmadd_ps(wv[r], xv, acc[m][r]);
-  }
-}
+std::atomic<bool> portableOnly{false}, blasOnly{false};
 
-// y[m, r] (row stride N) for m < MB, r < R.
-template <int R, int MB, class T> CBC_AVX512 void tile(const float *x, int64_t K, const T *w, float *y, int64_t N) {
-  __m512 acc[MB][R];
-  for (int m = 0; m < MB; ++m)
-    for (int r = 0; r < R; ++r)
-      acc[m][r] = _mm512_setzero_ps();
-  int64_t k = 0;
-  for (; k + 16 <= K; k += 16)
-    tileStep<R, MB>(x, K, w, k, (__mmask16)0xffff, acc);
-  if (k < K)
-    tileStep<R, MB>(x, K, w, k, (__mmask16)((1u << (K - k)) - 1), acc);
-  for (int m = 0; m < MB; ++m)
-    for (int r = 0; r < R; ++r)
-      y[m * N + r] = _mm512_reduce_add_ps(acc[m][r]);
+bool useAvx512() {
+  static const bool supported = x86::hasAvx512();
+  return supported && !portableOnly.load(std::memory_order_relaxed);
 }
+bool useAmx() { return !blasOnly.load(std::memory_order_relaxed) && useAvx512() && x86::hasAmx(); }
 
-template <int R, class T>
-CBC_AVX512 void tileRows(int mb, const float *x, int64_t K, const T *w, float *y, int64_t N) {
-  switch (mb) {
-  case 1:
-    return tile<R, 1>(x, K, w, y, N);
-  case 2:
-    return tile<R, 2>(x, K, w, y, N);
-  case 3:
-    return tile<R, 3>(x, K, w, y, N);
-  default:
-    return tile<R, 4>(x, K, w, y, N);
-  }
-}
-
-// Output columns [n0, n1): four weight rows at a time (one row at the end), each against every
-// x row in blocks of four while the rows are still in L1.
-template <class T>
-CBC_AVX512 void gemvAvx512(const float *x, int64_t M, int64_t K, const T *w, int64_t n0, int64_t n1, int64_t N,
-                           float *y) {
-  for (int64_t n = n0; n < n1;) {
-    bool four = n + 4 <= n1;
-    for (int64_t m0 = 0; m0 < M; m0 += 4) {
-      int mb = (int)std::min<int64_t>(4, M - m0);
-      if (four)
-        tileRows<4>(mb, x + m0 * K, K, w + n * K, y + m0 * N + n, N);
-      else
-        tileRows<1>(mb, x + m0 * K, K, w + n * K, y + m0 * N + n, N);
-    }
-    n += four ? 4 : 1;
-  }
-}
-
-// ---- the portable matrix-vector kernel (CPUs without AVX-512) ----
-// Each weight row widened once into `row` (L1-resident), then dotted with every x row through
-// lane-wise accumulators that the compiler vectorises without reassociating.
-__attribute__((target_clones("avx2", "default"))) void gemvPortableRows(const float *x, int64_t M, int64_t K,
-                                                                        const float *row, float *y, int64_t N) {
+// ---- portable kernels (CPUs without AVX-512; also the reference the tests hold them to) ----
+// Lane-wise accumulators that the compiler vectorises without reassociating.
+__attribute__((target_clones("avx2", "default"))) void dotRows(const float *x, int64_t M, int64_t K,
+                                                               const float *row, float *y, int64_t N) {
   constexpr int L = 32;
   for (int64_t m = 0; m < M; ++m) {
     const float *xr = x + m * K;
@@ -116,77 +53,137 @@ __attribute__((target_clones("avx2", "default"))) void gemvPortableRows(const fl
   }
 }
 
-__attribute__((target_clones("avx512f", "avx2", "default"))) void toFloat(const uint16_t *w, int64_t n, float *out) {
-  for (int64_t i = 0; i < n; ++i)
-    out[i] = bf16Value(w[i]);
+// Rows [n0, n0 + rows) of w as float32, from any layout.
+void widenRows(Matrix w, int64_t K, int64_t n0, int64_t rows, float *out) {
+  if (w.f32) {
+    std::memcpy(out, w.f32 + n0 * K, rows * K * sizeof(float));
+  } else if (!w.packed) {
+    for (int64_t i = 0; i < rows * K; ++i)
+      out[i] = bf16Value(w.bf16[n0 * K + i]);
+  } else {
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t k = 0; k < K; ++k)
+        out[r * K + k] = bf16Value(w.bf16[packedIndex(n0 + r, k, K)]);
+  }
 }
 
 void gemvPortable(const float *x, int64_t M, int64_t K, Matrix w, int64_t n0, int64_t n1, int64_t N, float *y) {
   thread_local std::vector<float> row;
   row.resize(K);
   for (int64_t n = n0; n < n1; ++n) {
-    const float *r = w.f32 ? w.f32 + n * K : row.data();
-    if (w.bf16)
-      toFloat(w.bf16 + n * K, K, row.data());
-    gemvPortableRows(x, M, K, r, y + n, N);
+    widenRows(w, K, n, 1, row.data());
+    dotRows(x, M, K, row.data(), y + n, N);
   }
-}
-
-bool hasAvx512() {
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-         __builtin_cpu_supports("avx512vl");
-}
-
-std::atomic<bool> forcePortable{false};
-
-bool useAvx512() {
-  static const bool supported = hasAvx512();
-  return supported && !forcePortable.load(std::memory_order_relaxed);
 }
 
 void gemv(const float *x, int64_t M, int64_t K, Matrix w, int64_t n0, int64_t n1, int64_t N, float *y) {
   if (!useAvx512())
     gemvPortable(x, M, K, w, n0, n1, N, y);
-  else if (w.bf16)
-    gemvAvx512(x, M, K, w.bf16, n0, n1, N, y);
+  else if (w.f32)
+    x86::gemvRows(x, M, K, w.f32, n0, n1, N, y);
+  else if (w.packed)
+    x86::gemvPacked(x, M, K, w.bf16, n0, n1, N, y);
   else
-    gemvAvx512(x, M, K, w.f32, n0, n1, N, y);
+    x86::gemvRows(x, M, K, w.bf16, n0, n1, N, y);
 }
 
-// Rows of w per task of the blocked GEMM: a bf16 panel is widened into a scratch buffer of at
-// most 1 MiB (it stays in L2 while BLAS packs it), at least 16 rows so that BLAS's own
-// blocking has room; the same for float32 panels, so both split alike.
-int64_t panelRows(int64_t K) { return std::max<int64_t>(16, (int64_t(1) << 18) / std::max<int64_t>(K, 1)); }
+// Columns per task of the AMX GEMM: their panels (2 K bytes a column) within about 1 MiB, so
+// they stay in L2 while every block of x rows passes over them; whole pairs of panels.
+int64_t amxColumnsPerTask(int64_t K) { return std::clamp<int64_t>((int64_t(1) << 19) / K / 32 * 32, 32, 256); }
 
-} // namespace
+void gemmAmx(const float *x, int64_t M, int64_t K, const uint16_t *w, int64_t N, float *y, const ParallelFor &pfor) {
+  int64_t rows = (M + 15) / 16 * 16;
+  // The caller's buffer, reached by the workers through `planes` (a thread_local named inside the
+  // tasks would be each worker's own).
+  thread_local std::vector<uint16_t> buffer;
+  buffer.resize(3 * rows * K);
+  uint16_t *planes = buffer.data();
+  // Split in blocks of 16 rows over the threads; the last block zeroes its padding rows.
+  pfor(rows / 16, [&](int64_t b) {
+    int64_t m0 = b * 16, m1 = std::min(M, m0 + 16);
+    uint16_t *p = planes + m0 * K;
+    x86::splitBf16x3(x + m0 * K, m1 - m0, K, rows * K, p);
+    for (int part = 0; part < 3; ++part)
+      std::memset(p + part * rows * K + (m1 - m0) * K, 0, (m0 + 16 - m1) * K * sizeof(uint16_t));
+  });
+  int64_t per = amxColumnsPerTask(K);
+  pfor((N + per - 1) / per, [&](int64_t t) {
+    x86::amxColumns(planes, M, rows, K, w, t * per, std::min(N, (t + 1) * per), N, y);
+  });
+}
 
-const char *gemvKernel() { return useAvx512() ? "avx512" : "portable"; }
-void setGemvPortable(bool portable) { forcePortable.store(portable, std::memory_order_relaxed); }
+// Rows of w per task of the BLAS GEMM: a bf16 panel is widened into a scratch buffer of at most
+// 1 MiB (it stays in L2 while BLAS packs it), at least 16 rows so that BLAS's own blocking has
+// room; float32 panels are split alike.
+int64_t blasRowsPerTask(int64_t K) { return std::max<int64_t>(16, (int64_t(1) << 18) / std::max<int64_t>(K, 1)); }
 
-void matmul(const float *x, int64_t M, int64_t K, Matrix w, int64_t N, float *y, const ParallelFor &pfor) {
-  if (M == 0 || N == 0)
-    return;
-  if (M <= kGemvRows) {
-    // Blocks of output columns small enough to balance two to a few threads, large enough that
-    // handing one out costs little against streaming its rows.
-    const int64_t per = 64;
-    pfor((N + per - 1) / per, [&](int64_t t) { gemv(x, M, K, w, t * per, std::min(N, (t + 1) * per), N, y); });
-    return;
-  }
-  const int64_t per = panelRows(K);
+void gemmBlas(const float *x, int64_t M, int64_t K, Matrix w, int64_t N, float *y, const ParallelFor &pfor) {
+  int64_t per = blasRowsPerTask(K);
+  if (w.packed)
+    per = (per + kPanelRows - 1) / kPanelRows * kPanelRows;
   pfor((N + per - 1) / per, [&](int64_t t) {
     int64_t n0 = t * per, rows = std::min(per, N - n0);
     const float *panel = w.f32 ? w.f32 + n0 * K : nullptr;
     thread_local std::vector<float> wide;
-    if (w.bf16) {
+    if (!panel) {
       wide.resize(rows * K);
-      toFloat(w.bf16 + n0 * K, rows * K, wide.data());
+      widenRows(w, K, n0, rows, wide.data());
       panel = wide.data();
     }
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)M, (int)rows, (int)K, 1.0f, x, (int)K, panel, (int)K,
                 0.0f, y + n0, (int)N);
   });
+}
+
+} // namespace
+
+void packBf16(uint16_t *w, int64_t count, int64_t N, int64_t K) {
+  std::vector<uint16_t> panel(kPanelRows * K);
+  for (int64_t p = 0; p < count * N / kPanelRows; ++p) {
+    uint16_t *dst = w + p * kPanelRows * K;
+    std::memcpy(panel.data(), dst, panel.size() * sizeof(uint16_t));
+    for (int64_t r = 0; r < kPanelRows; ++r)
+      for (int64_t k = 0; k < K; ++k)
+        dst[packedIndex(r, k, K)] = panel[r * K + k];
+  }
+}
+
+void scoreKeys(const float *q, int64_t G, int64_t D, const float *const *keys, int64_t n, float *scores) {
+  if (useAvx512() && D % 16 == 0)
+    return x86::scoreKeys(q, G, D, keys, n, scores);
+  for (int64_t g = 0; g < G; ++g)
+    for (int64_t j = 0; j < n; ++j)
+      dotRows(q + g * D, 1, D, keys[j], scores + g * n + j, 1);
+}
+
+void sumValues(const float *scores, int64_t G, int64_t n, const float *const *values, int64_t Dv, float *out) {
+  if (useAvx512() && Dv % 32 == 0)
+    return x86::sumValues(scores, G, n, values, Dv, out);
+  std::fill(out, out + G * Dv, 0.0f);
+  for (int64_t g = 0; g < G; ++g)
+    for (int64_t j = 0; j < n; ++j)
+      for (int64_t d = 0; d < Dv; ++d)
+        out[g * Dv + d] += scores[g * n + j] * values[j][d];
+}
+
+const char *gemvKernel() { return useAvx512() ? "avx512" : "portable"; }
+const char *gemmKernel() { return useAmx() ? "amx" : "blas"; }
+void setGemvPortable(bool portable) { portableOnly.store(portable, std::memory_order_relaxed); }
+void setGemmBlas(bool blas) { blasOnly.store(blas, std::memory_order_relaxed); }
+
+void matmul(const float *x, int64_t M, int64_t K, Matrix w, int64_t N, float *y, const ParallelFor &pfor) {
+  if (M == 0 || N == 0)
+    return;
+  if (M <= kGemvRows) {
+    // Blocks of output columns (whole panels) small enough to balance two to a few threads,
+    // large enough that handing one out costs little against streaming its rows.
+    const int64_t per = 64;
+    pfor((N + per - 1) / per, [&](int64_t t) { gemv(x, M, K, w, t * per, std::min(N, (t + 1) * per), N, y); });
+  } else if (w.packed && useAmx()) {
+    gemmAmx(x, M, K, w.bf16, N, y, pfor);
+  } else {
+    gemmBlas(x, M, K, w, N, y, pfor);
+  }
 }
 
 } // namespace cbc::rt::cpu

@@ -28,7 +28,7 @@ Matrix StepEnv::matrix(int value) const {
   if (v.kind != Value::Weight)
     throw std::runtime_error("cpu backend: value " + std::to_string(value) + " is not a weight");
   const HostTensor &t = weights->get(v.weight);
-  return t.isBf16 ? Matrix(t.bf16.data()) : Matrix(t.data.data());
+  return t.isBf16 ? Matrix(t.bf16.data(), t.packed) : Matrix(t.data.data());
 }
 
 int64_t StepEnv::rows(int value) const {
