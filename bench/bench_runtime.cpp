@@ -14,6 +14,9 @@
 #include "runtime/engine.h"
 #include "runtime/artefact.h"
 #include "runtime/backend.h"
+#include "runtime/cpu/matrix.h"
+#include "runtime/safetensors.h"
+#include "runtime/thread_pool.h"
 
 #include <algorithm>
 #include <chrono>
@@ -374,26 +377,31 @@ void dsaBench() {
   }
 }
 
-// The machine's two ceilings for the CPU backend, on `threads` threads: streaming-read memory
-// bandwidth (each thread sums its slice of a 1 GiB buffer, far larger than the caches; best of
-// 5) and the fp32 GEMM peak (OpenBLAS sgemm, 2048 cubed; best of 3). bench/cpu_roofline.py
-// divides a step's bytes and FLOPs by them.
+// The machine's ceilings for the CPU backend, on `threads` threads, for bench/cpu_roofline.py:
+// streaming-read memory bandwidth (each thread sums its slice of a 1 GiB buffer of 64-bit
+// integers, far larger than the caches, with eight accumulators so that the adds never limit
+// it; best of 5), the fp32 GEMM peak of OpenBLAS (sgemm, 2048 cubed, its own threads; best of
+// 3), and cbc's own product kernels (runtime/cpu/matrix.h) on a packed bf16 weight: the GEMM
+// at 512 rows (AMX where the CPU has it) and the matrix-vector product at one row, as the
+// bandwidth it streams the weight with (256 MiB, past the caches).
 void rooflineBench(int threads) {
-  const size_t n = (size_t(1) << 30) / sizeof(float);
-  std::vector<float> buf(n, 1.0f);
-  std::vector<double> partial(threads);
+  const size_t n = (size_t(1) << 30) / sizeof(uint64_t);
+  std::vector<uint64_t> buf(n, 1);
+  std::vector<uint64_t> partial(threads);
   auto sweep = [&] {
     std::vector<std::thread> pool;
     for (int t = 0; t < threads; ++t)
       pool.emplace_back([&, t] {
         size_t lo = n * t / threads, hi = n * (t + 1) / threads;
-        // Eight accumulators: the loop is bound by memory, not by one add's latency.
-        float acc[8] = {};
-        for (size_t i = lo; i + 8 <= hi; i += 8)
+        uint64_t acc[8] = {};
+        size_t i = lo;
+        for (; i + 8 <= hi; i += 8)
           for (int k = 0; k < 8; ++k)
             acc[k] += buf[i + k];
-        double sum = 0;
-        for (float a : acc)
+        for (; i < hi; ++i)
+          acc[0] += buf[i];
+        uint64_t sum = 0;
+        for (uint64_t a : acc)
           sum += a;
         partial[t] = sum;
       });
@@ -401,13 +409,14 @@ void rooflineBench(int threads) {
       th.join();
   };
   double ms = bestMs(5, sweep);
-  double check = 0;
-  for (double v : partial)
+  uint64_t check = 0;
+  for (uint64_t v : partial)
     check += v;
-  if (check != (double)(n / 8 * 8))
+  if (check != n)
     throw std::runtime_error("the bandwidth sweep summed the wrong total");
   std::printf("threads %d\n", threads);
-  std::printf("read bandwidth %.2f GB/s (1 GiB streamed, best of 5)\n", (double)(n * sizeof(float)) / (ms * 1e6));
+  std::printf("read bandwidth %.2f GB/s (1 GiB streamed, best of 5)\n", (double)(n * sizeof(uint64_t)) / (ms * 1e6));
+
   openblas_set_num_threads(threads);
   const int d = 2048;
   std::vector<float> a(size_t(d) * d, 0.5f), b(size_t(d) * d, 0.25f), c(size_t(d) * d);
@@ -416,6 +425,25 @@ void rooflineBench(int threads) {
   });
   std::printf("sgemm peak %.2f GFLOP/s (OpenBLAS, %d x %d x %d, best of 3)\n", 2.0 * d * d * d / (gemm * 1e6), d,
               d, d);
+  openblas_set_num_threads(1);
+
+  rt::ThreadPool pool(threads);
+  rt::cpu::ParallelFor pfor = [&](int64_t count, const std::function<void(int64_t)> &fn) {
+    pool.parallelFor(count, fn);
+  };
+  const int64_t K = 4096, N = 32768, M = 512; // 256 MiB of bf16
+  std::vector<uint16_t> w(size_t(N) * K, rt::floatToBf16(0.125f));
+  rt::cpu::packBf16(w.data(), 1, N, K);
+  std::vector<float> x(size_t(M) * K, 0.5f), y(size_t(M) * N);
+  rt::cpu::Matrix packed(w.data(), true);
+  const int64_t gemmN = 4096; // the GEMM's weight: the first 4096 rows (32 MiB)
+  double cbcGemm = bestMs(3, [&] { rt::cpu::matmul(x.data(), M, K, packed, gemmN, y.data(), pfor); });
+  std::printf("cbc gemm peak %.2f GFLOP/s (%s, packed bf16, %lld x %lld x %lld, best of 3)\n",
+              2.0 * M * gemmN * K / (cbcGemm * 1e6), rt::cpu::gemmKernel(), (long long)M, (long long)gemmN,
+              (long long)K);
+  double gemv = bestMs(5, [&] { rt::cpu::matmul(x.data(), 1, K, packed, N, y.data(), pfor); });
+  std::printf("cbc gemv bandwidth %.2f GB/s (%s, packed bf16, 1 x %lld x %lld, best of 5)\n",
+              (double)N * K * 2 / (gemv * 1e6), rt::cpu::gemvKernel(), (long long)N, (long long)K);
 }
 
 const char *const kUsage =
@@ -427,8 +455,9 @@ const char *const kUsage =
     "  cpu        the CPU backend's throughput on the bundled example (examples/tiny-llama)\n"
     "  scans      the CPU cost per token of each state scan, one thread, prefill and decode\n"
     "  dsa        DeepSeek-V3.2's sparse attention per decoded token at 1k, 8k and 32k cached tokens\n"
-    "  roofline [THREADS]  memory read bandwidth and the fp32 sgemm peak on THREADS threads\n"
-    "             (default: all cores), for bench/cpu_roofline.py; not part of all\n"
+    "  roofline [THREADS]  memory read bandwidth, the fp32 sgemm peak and cbc's own GEMM and\n"
+    "             matrix-vector kernels on THREADS threads (default: all cores), for\n"
+    "             bench/cpu_roofline.py; not part of all\n"
     "  -h, --help this text\n";
 
 } // namespace
