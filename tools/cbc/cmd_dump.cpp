@@ -5,6 +5,7 @@
 #include "runtime/schema/opcodes.h"
 #include "tools/cbc/cli.h"
 #include "tools/cbc/commands.h"
+#include "tools/cbc/dump_launches.h"
 
 #include <cstdio>
 #include <iostream>
@@ -492,6 +493,7 @@ int dumpMain(int argc, char **argv) {
              {"--full", "", "with --program: every value of long float arrays (RoPE frequencies, decays)"},
              {"--kernels", "", "the generated CUDA kernels: registers, spills, shared memory, block and occupancy per target; mma, ldmatrix, 128-bit load and cp.async counts in the PTX"},
              {"--kernel-source", "", "the generated CUDA C++ source"},
+             {"--launches", "", "the step as JSON: values, instructions, launches and cache plan (for bench/roofline.py)"},
              {"--cache-plan", "", "cache groups, retention and bytes per token"},
              {"--weights", "", "the weight manifest: program weights from HF tensors"},
              {"--weights-path", "CHECKPOINT",
@@ -538,6 +540,7 @@ int dumpMain(int argc, char **argv) {
   }
   if (args.has("--graph")) { printGraph(a); any = true; }
   if (args.has("--kernels")) { printKernels(a); any = true; }
+  if (args.has("--launches")) { std::fputs(launchesJson(a).c_str(), stdout); any = true; }
   if (args.has("--kernel-source")) {
     std::fputs(a.kernels ? a.kernels->source.c_str() : "no CUDA kernels\n", stdout);
     any = true;
