@@ -7,7 +7,11 @@
 # NoPE latent attention): decode tokens/s at concurrency 1, 16, 64 and 256,
 # prefill tokens/s, and the fraction of the H200's 4.8 TB/s a decode step reaches. Where torch and transformers
 # are installed it serves the same workload with transformers' generate_batch and prints
-# cbc's throughput as a ratio to it. Without a GPU it stops at once.
+# cbc's throughput as a ratio to it. Then, time allowing, it measures every launch of a step
+# (CUDA events around each launch, outside graphs, averaged over several steps) of Llama-3.1-8B
+# and Qwen3-30B-A3B on bench/roofline.py's workloads (decode of 1, 64 and 256 requests with 1024
+# cached tokens each, a 2048-token prefill) and prints the times beside the roofline's
+# prediction. Without a GPU it stops at once.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 start=$(date +%s)
@@ -49,6 +53,20 @@ KDA_CONFIG=${KDA_CONFIG:-test/configs/bench/kimi-linear-48b-a3b-4layers.json}
 left=$(( 480 - ($(date +%s) - start) ))
 timeout $(( left > 60 ? left - 30 : 30 )) "$BUILD/bin/cbc-gpu-check" "$out/fixtures" "$out/bench.fb" "$out/bench-states.fb" "$out/bench-mla.fb" "$out/bench-kda.fb" | tee "$out/report.txt"
 status=${PIPESTATUS[0]}
+
+# Measured per-launch times beside the roofline (bench/README.md), one model at a time.
+MOE_CONFIG=${MOE_CONFIG:-test/configs/published/qwen3-30b-a3b.json}
+"$BUILD/bin/cbc" compile "$MOE_CONFIG" -o "$out/bench-moe.fb" --target sm_90,sm_80 --kernel-cache "$out/kernels" --quiet || exit 1
+for model in bench bench-moe; do
+  left=$(( 480 - ($(date +%s) - start) ))
+  if [ "$left" -lt 150 ]; then
+    echo "gpu_check: no time left to profile $model.fb launch by launch"
+    continue
+  fi
+  if timeout $(( left - 100 )) "$BUILD/bin/cbc-gpu-check" --launch-times "$out/$model.launches.csv" "$out/$model.fb"; then
+    python3 bench/roofline.py "$out/$model.fb" --cbc "$BUILD/bin/cbc" --measured "$out/$model.launches.csv" | tee -a "$out/report.txt"
+  fi
+done
 
 left=$(( 480 - ($(date +%s) - start) ))
 if [ "$left" -gt 90 ] && python3 -c 'import torch, transformers; assert torch.cuda.is_available()' 2>/dev/null; then
