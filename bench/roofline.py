@@ -340,6 +340,14 @@ def short_kernels(kernels):
     return " ".join(k if n == 1 else f"{k}×{n}" for k, n in names.items()) or "-"
 
 
+def step_summary(work, rows, total):
+    """The step's totals: time, tokens/s, bytes, FLOPs, the share of time in HBM-bound rows."""
+    hbm = sum(r["time"] * r["count"] for r in rows if r["bound"] == "HBM")
+    return {"ms": total * 1e3, "rate": (work.requests if work.kind == "decode" else work.tokens) / total,
+            "gb": sum(r["bytes"] * r["count"] for r in rows) / 1e9,
+            "tflop": sum(r["flops"] * r["count"] for r in rows) / 1e12, "hbm": hbm / total}
+
+
 def print_markdown(title, doc, work, rows, total, with_measured):
     print(f"#### {title}: {work.describe()}\n")
     head = "| count | op | weights | kernels | MB each | GFLOP each | unit | µs each | bound | µs all | share |"
@@ -357,14 +365,11 @@ def print_markdown(title, doc, work, rows, total, with_measured):
             m = sum(r["measured"]) / len(r["measured"]) if r["measured"] else None
             line += (f" {m * 1e6:.2f} | {m / r['time']:.2f} |" if m is not None and r["time"] > 0 else " - | - |")
         print(line)
-    hbm = sum(r["time"] * r["count"] for r in rows if r["bound"] == "HBM")
-    nbytes = sum(r["bytes"] * r["count"] for r in rows)
-    flops = sum(r["flops"] * r["count"] for r in rows)
-    rate = work.requests / total if work.kind == "decode" else work.tokens / total
-    print(f"\npredicted step: {total * 1e3:.3f} ms, {rate:,.0f} tokens/s "
+    t = step_summary(work, rows, total)
+    print(f"\npredicted step: {t['ms']:.3f} ms, {t['rate']:,.0f} tokens/s "
           f"({'decode: one token per request' if work.kind == 'decode' else 'prompt tokens'}); "
-          f"{nbytes / 1e9:.3f} GB and {flops / 1e12:.3f} TFLOP a step; "
-          f"{100 * hbm / total:.0f}% of the time in HBM-bound kernels")
+          f"{t['gb']:.3f} GB and {t['tflop']:.3f} TFLOP a step; "
+          f"{100 * t['hbm']:.0f}% of the time in HBM-bound kernels")
     if with_measured:
         ms = [sum(r["measured"]) / len(r["measured"]) * r["count"] for r in rows if r["measured"]]
         if ms:
@@ -416,6 +421,7 @@ def main():
     if writer:
         writer.writerow(["model", "workload", "op", "weights", "kernels", "count", "instrs", "bytes", "flops", "unit",
                          "predicted_us", "bound", "measured_us"])
+    summary = []
     for path in models:
         doc = load_doc(path, args.cbc, args.kernel_cache)
         title = os.path.basename(path).removesuffix(".json").removesuffix(".fb")
@@ -428,6 +434,15 @@ def main():
                 print_csv(writer, title, work, rows, total)
             else:
                 print_markdown(title, doc, work, rows, total, bool(args.measured))
+                summary.append((title, work, step_summary(work, rows, total)))
+    if len(summary) > 1:
+        print("### Summary\n")
+        print("| model | workload | predicted step ms | tokens/s | GB a step | TFLOP a step | time HBM-bound |")
+        print("|---|---|---:|---:|---:|---:|---:|")
+        for title, work, t in summary:
+            print(f"| {title} | {work.name} | {t['ms']:.3f} | {t['rate']:,.0f} | {t['gb']:.2f} | {t['tflop']:.3f} | "
+                  f"{100 * t['hbm']:.0f}% |")
+        print()
     return 0
 
 
