@@ -146,6 +146,13 @@ TEST(LaunchProfile, SimtStepsAreTimedLaunchByLaunchAndTheRooflineJoinsThem) {
   EXPECT_EQ(steps["prefill-16"], 1);
   EXPECT_GT(joined["decode-2x8"], 3);
   EXPECT_GT(joined["prefill-16"], 3);
+  // The Markdown form prints the measured columns and the measured step.
+  std::string md = run("python3 " + std::string(CBC_SOURCE_DIR) + "/bench/roofline.py " + p.path + " --cbc " + CBC_EXE +
+                           " --workload decode:2:8 --measured " + csv.string(),
+                       status);
+  ASSERT_EQ(status, 0) << md;
+  EXPECT_NE(md.find("| measured µs each | measured / predicted |"), std::string::npos) << md;
+  EXPECT_NE(md.find("measured step (sum of the launches' mean times): "), std::string::npos) << md;
   fs::remove_all(dir);
 }
 

@@ -24,16 +24,25 @@ size_t timedStep(rt::Engine &e, rt::Backend &b, rt::LaunchTimes &times) {
   return sampled;
 }
 
-// R requests prefilled until each has its first token, then `steps` decode steps of all R.
-void profileDecode(rt::Engine &e, rt::Backend &b, const rt::Artefact &a, const ProfileWorkload &w,
-                   rt::LaunchTimes &times) {
+// R requests prefilled until each has its first token, then `steps` decode steps of all R;
+// the requests are cancelled after. Those that start first decode while the others prefill
+// (their contexts grow by up to that many steps), so each may generate one token a step until
+// all have started, plus the profiled steps.
+void profileDecode(rt::Engine &e, rt::Backend &b, const rt::Artefact &a, const rt::EngineOptions &o,
+                   const ProfileWorkload &w, rt::LaunchTimes &times) {
   std::mt19937 rng(7);
+  int prompt = std::max(1, w.context);
+  int64_t startSteps = w.requests + (int64_t)w.requests * prompt / std::max<int64_t>(1, o.max_batch_tokens - w.requests);
   rt::SamplingParams s;
-  s.max_new_tokens = w.steps + 2; // none finishes inside the profiled steps
+  s.max_new_tokens = w.steps + 2 + startSteps;
   s.ignore_eos = true;
-  for (int r = 0; r < w.requests; ++r)
-    if (!e.add_request(randomPrompt(rng, a.meta.vocab_size, std::max(1, w.context)), s).accepted)
-      throw std::runtime_error("the engine rejected a profiling request");
+  std::vector<rt::RequestId> ids;
+  for (int r = 0; r < w.requests; ++r) {
+    rt::AddResult added = e.add_request(randomPrompt(rng, a.meta.vocab_size, prompt), s);
+    if (!added.accepted)
+      throw std::runtime_error("the engine rejected a profiling request: " + added.error);
+    ids.push_back(added.id);
+  }
   std::set<rt::RequestId> started;
   while ((int)started.size() < w.requests && !e.idle())
     for (const rt::TokenEvent &ev : e.step())
@@ -42,6 +51,8 @@ void profileDecode(rt::Engine &e, rt::Backend &b, const rt::Artefact &a, const P
     if (timedStep(e, b, times) != (size_t)w.requests)
       throw std::runtime_error("a profiled decode step did not hold all " + std::to_string(w.requests) +
                                " requests (raise the engine's budgets)");
+  for (rt::RequestId id : ids)
+    e.cancel(id);
   while (!e.idle())
     e.step();
   e.take_finished();
@@ -55,8 +66,9 @@ void profilePrefill(rt::Engine &e, rt::Backend &b, const rt::Artefact &a, const 
   s.max_new_tokens = 1;
   s.ignore_eos = true;
   for (int i = 0; i < w.steps; ++i) {
-    if (!e.add_request(randomPrompt(rng, a.meta.vocab_size, w.tokens), s).accepted)
-      throw std::runtime_error("the engine rejected a profiling request");
+    rt::AddResult added = e.add_request(randomPrompt(rng, a.meta.vocab_size, w.tokens), s);
+    if (!added.accepted)
+      throw std::runtime_error("the engine rejected a profiling request: " + added.error);
     if (timedStep(e, b, times) != 1)
       throw std::runtime_error("a profiled prefill step did not hold the whole " + std::to_string(w.tokens) +
                                "-token prompt (raise the engine's token budget)");
@@ -85,7 +97,7 @@ std::vector<LaunchProfile> profileLaunches(const rt::Artefact &a, std::unique_pt
   for (const ProfileWorkload &w : workloads) {
     out.push_back({w, {}});
     if (w.decode)
-      profileDecode(*engine, b, a, w, out.back().times);
+      profileDecode(*engine, b, a, options, w, out.back().times);
     else
       profilePrefill(*engine, b, a, w, out.back().times);
   }
