@@ -4,9 +4,10 @@
 
 DIR holds one listing per model and target, DIR/NAME.TARGET.txt, of an artefact compiled for
 that target alone (so the PTX it carries, which `cbc dump --kernels` counts, is that target's).
-For every listing: the target's cubin is listed, every kernel spills 0 bytes, every kernel is
-in the PTX, every kernel of a kind in REQUIRED issues that kind's instruction, and the model has
-at least one kernel of each KIND given for it. Every failure is printed, naming the model,
+For every listing: the target's cubin is listed, every kernel spills 0 bytes and fits at least
+one block on an SM (where `cbc dump` prints its occupancy), every kernel is in the PTX, every
+kernel of a kind in REQUIRED issues that kind's instruction, and the model has at least one
+kernel of each KIND given for it. Every failure is printed, naming the model,
 target, kernel and the missing instruction; the exit status is 1 if there was any.
 """
 import argparse
@@ -29,14 +30,15 @@ REQUIRED = {
 INSTRUCTIONS = ("mma", "ldmatrix", "ld.global.128", "cp.async")
 
 CUBIN = re.compile(r"^target (\S+): cubin (\d+) bytes$")
-KERNEL = re.compile(r"^  (cbc_\S+) +regs +(-?\d+)  spills +(-?\d+)  smem +(-?\d+)")
+KERNEL = re.compile(r"^  (cbc_\S+) +regs +(-?\d+)  spills +(-?\d+)  smem +(-?\d+)(?:  threads +\d+  blocks/SM +(\d+))?")
 PTX = re.compile(r"^ptx (\S+): \d+ bytes;")
 PTX_ROW = re.compile(r"^  ptx (cbc_\S+) +(.*)$")
 KIND = re.compile(r"^cbc_(.+)_[0-9]+$")
 
 
 def parse(path):
-    """The listing's cubin targets with their kernels' spills, and the PTX target with counts."""
+    """The listing's cubin targets with their kernels' (spills, blocks per SM or None), and the PTX
+    target with its counts."""
     cubins, ptx_arch, counts, target = {}, None, {}, None
     with open(path) as f:
         for line in f:
@@ -47,7 +49,8 @@ def parse(path):
             elif m := PTX.match(line):
                 ptx_arch, target = m.group(1), None
             elif (m := KERNEL.match(line)) and target:
-                cubins[target][m.group(1)] = int(m.group(3))
+                blocks = int(m.group(5)) if m.group(5) is not None else None
+                cubins[target][m.group(1)] = (int(m.group(3)), blocks)
             elif m := PTX_ROW.match(line):
                 fields = re.findall(r"(mma|ldmatrix|ld\.global\.128|cp\.async) +(\d+)", m.group(2))
                 counts[m.group(1)] = {k: int(v) for k, v in fields} if fields else None
@@ -67,9 +70,11 @@ def check(model, target, path, kinds):
     spills = cubins.get(target, {})
     if not spills:
         errors.append(f"{where}: no kernels listed")
-    for name, s in spills.items():
+    for name, (s, blocks) in spills.items():
         if s != 0:
             errors.append(f"{where}: {name} spills {s} bytes (every kernel must spill 0; -1: ptxas reported nothing)")
+        if blocks == 0:
+            errors.append(f"{where}: {name} fits no block on an SM (occupancy 0: too many registers or too much shared memory)")
     present = set()
     for name in spills:
         c = counts.get(name)
