@@ -72,8 +72,9 @@ def check_llama(cfg, doc, rows, steps):
     att = [i for i, ins in enumerate(doc["instrs"]) if ins["op"] == "cbc.kv.attention"][0]
     r = rows[("decode-64x1024", att)]
     expect(r, "attention", "flops", 4 * heads * hd * 64 * 1025)
+    # q, out and the step's arguments add about 1% (2% where activations are f32: no kernels).
     kv_bytes = 64 * 1025 * 2 * kv * hd * 2
-    if not kv_bytes <= float(r["bytes"]) <= kv_bytes + 64 * 2 * heads * hd * 4 + 64 * 64:
+    if not kv_bytes <= float(r["bytes"]) <= kv_bytes * 1.02:
         fail(f"decode-64x1024 attention bytes {r['bytes']}, expected the cache's {kv_bytes} plus q and out")
     r = rows[("prefill-2048", att)]
     expect(r, "prefill attention", "flops", 4 * heads * hd * 2048 * 2049 // 2)
