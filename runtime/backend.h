@@ -32,6 +32,14 @@ struct StepBatch {
   void clear();
 };
 
+// Device time per launch of the artefact's launch table (KernelBundle::launches), summed over
+// the steps run while attached to a backend (Backend::setLaunchTimes), for profiling.
+struct LaunchTimes {
+  std::vector<double> ms;      // per launch index: milliseconds, summed
+  std::vector<int64_t> calls;  // per launch index: the steps that issued it (an empty grid is not issued)
+  int64_t steps = 0;
+};
+
 struct BackendLimits {
   int64_t max_tokens = 512;   // token budget per step
   int64_t max_requests = 256; // rows per step
@@ -58,6 +66,10 @@ public:
   virtual void setObserver(std::function<void(int instr)> observer) { (void)observer; }
   virtual bool readValue(int value, std::vector<float> &out) { return false; }
   virtual bool writeValue(int value, const std::vector<float> &in) { return false; }
+  // Profiling: while `times` is set (null detaches), every step issues its launches one by one
+  // (no graph replay) with a device timestamp after each, and adds each launch's time to
+  // `times`. False when the backend has no launch table or its device no timers.
+  virtual bool setLaunchTimes(LaunchTimes *times) { return times == nullptr; }
 };
 
 // A backend that computes nothing (scheduler benchmarks): its logits favour one token.

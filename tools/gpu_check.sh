@@ -7,10 +7,20 @@
 # NoPE latent attention): decode tokens/s at concurrency 1, 16, 64 and 256,
 # prefill tokens/s, and the fraction of the H200's 4.8 TB/s a decode step reaches. Where torch and transformers
 # are installed it serves the same workload with transformers' generate_batch and prints
-# cbc's throughput as a ratio to it. Without a GPU it stops at once.
+# cbc's throughput as a ratio to it. Then, time allowing, it measures every launch of a step
+# (CUDA events around each launch, outside graphs, averaged over several steps) of Llama-3.1-8B
+# and Qwen3-30B-A3B on bench/roofline.py's workloads (decode of 1, 64 and 256 requests with 1024
+# cached tokens each, a 2048-token prefill) and prints the times beside the roofline's
+# prediction; `tools/gpu_check.sh --launch-times` does only that. Without a GPU it stops at once.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 start=$(date +%s)
+ONLY_LAUNCH_TIMES=0
+case "${1:-}" in
+  "") ;;
+  --launch-times) ONLY_LAUNCH_TIMES=1 ;;
+  *) echo "usage: tools/gpu_check.sh [--launch-times]" >&2; exit 2 ;;
+esac
 
 if ! { ldconfig -p 2>/dev/null | grep -q 'libcuda\.so\.1' || [ -e /usr/lib/x86_64-linux-gnu/libcuda.so.1 ] || [ -e /usr/lib64/libcuda.so.1 ]; }; then
   echo "gpu_check: no CUDA driver on this machine (libcuda.so.1 not found); nothing to check." >&2
@@ -29,11 +39,14 @@ echo "gpu_check: built in $(( $(date +%s) - start )) s"
 
 out="$BUILD/gpu-check"
 mkdir -p "$out/fixtures"
+: > "$out/report.txt"
+CONFIG=${CONFIG:-test/configs/published/llama-3.1-8b.json}
+status=0
+if [ "$ONLY_LAUNCH_TIMES" = 0 ]; then
 for cfg in test/parity/fixtures/*/config.json; do
   fam=$(basename "$(dirname "$cfg")")
   "$BUILD/bin/cbc" compile "$cfg" -o "$out/fixtures/$fam.fb" --target sm_90,sm_80 --kernel-cache "$out/kernels" --quiet || exit 1
 done
-CONFIG=${CONFIG:-test/configs/published/llama-3.1-8b.json}
 "$BUILD/bin/cbc" compile "$CONFIG" -o "$out/bench.fb" --target sm_90,sm_80 --kernel-cache "$out/kernels" --quiet || exit 1
 STATE_CONFIG=${STATE_CONFIG:-test/configs/bench/qwen3-next-80b-a3b-8layers.json}
 "$BUILD/bin/cbc" compile "$STATE_CONFIG" -o "$out/bench-states.fb" --target sm_90,sm_80 --kernel-cache "$out/kernels" --quiet || exit 1
@@ -49,9 +62,26 @@ KDA_CONFIG=${KDA_CONFIG:-test/configs/bench/kimi-linear-48b-a3b-4layers.json}
 left=$(( 480 - ($(date +%s) - start) ))
 timeout $(( left > 60 ? left - 30 : 30 )) "$BUILD/bin/cbc-gpu-check" "$out/fixtures" "$out/bench.fb" "$out/bench-states.fb" "$out/bench-mla.fb" "$out/bench-kda.fb" | tee "$out/report.txt"
 status=${PIPESTATUS[0]}
+else
+  "$BUILD/bin/cbc" compile "$CONFIG" -o "$out/bench.fb" --target sm_90,sm_80 --kernel-cache "$out/kernels" --quiet || exit 1
+fi
+
+# Measured per-launch times beside the roofline (bench/README.md), one model at a time.
+MOE_CONFIG=${MOE_CONFIG:-test/configs/published/qwen3-30b-a3b.json}
+"$BUILD/bin/cbc" compile "$MOE_CONFIG" -o "$out/bench-moe.fb" --target sm_90,sm_80 --kernel-cache "$out/kernels" --quiet || exit 1
+for model in bench bench-moe; do
+  left=$(( 480 - ($(date +%s) - start) ))
+  if [ "$left" -lt 150 ]; then
+    echo "gpu_check: no time left to profile $model.fb launch by launch"
+    continue
+  fi
+  if timeout $(( left - 100 )) "$BUILD/bin/cbc-gpu-check" --launch-times "$out/$model.launches.csv" "$out/$model.fb"; then
+    python3 bench/roofline.py "$out/$model.fb" --cbc "$BUILD/bin/cbc" --measured "$out/$model.launches.csv" | tee -a "$out/report.txt"
+  fi
+done
 
 left=$(( 480 - ($(date +%s) - start) ))
-if [ "$left" -gt 90 ] && python3 -c 'import torch, transformers; assert torch.cuda.is_available()' 2>/dev/null; then
+if [ "$ONLY_LAUNCH_TIMES" = 0 ] && [ "$left" -gt 90 ] && python3 -c 'import torch, transformers; assert torch.cuda.is_available()' 2>/dev/null; then
   echo "gpu_check: transformers generate_batch on the same workload (concurrency 256)"
   timeout $(( left - 20 )) python3 tools/gpu_check/hf_generate_batch.py "$CONFIG" 256 512 128 | tee -a "$out/report.txt"
   cbc=$(grep -o 'CBC_THROUGHPUT_256_[a-z0-9_]* [0-9.]*' "$out/report.txt" | head -1 | awk '{print $2}')
@@ -59,7 +89,7 @@ if [ "$left" -gt 90 ] && python3 -c 'import torch, transformers; assert torch.cu
   if [ -n "$cbc" ] && [ -n "$hf" ]; then
     echo "cbc / transformers generate_batch throughput at 256 concurrent requests: $(echo "$cbc / $hf" | bc -l | cut -c1-6)x"
   fi
-else
+elif [ "$ONLY_LAUNCH_TIMES" = 0 ]; then
   echo "gpu_check: torch/transformers with CUDA not available or no time left; skipping the generate_batch comparison"
 fi
 echo "gpu_check: done in $(( $(date +%s) - start )) s"

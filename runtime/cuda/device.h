@@ -42,6 +42,13 @@ public:
   virtual bool beginCapture() { return false; }
   virtual bool endCaptureAndReplay(uint64_t key) { (void)key; return false; }
   virtual bool replay(uint64_t key) { (void)key; return false; }
+  // Profiling timestamps on the device's stream (CUDA events): recordTimestamp() marks the
+  // point after the work issued so far and returns its id, or -1 on a device without timers;
+  // elapsedMs(a, b) is the time between two marks, valid once synchronize() has returned;
+  // resetTimestamps() forgets every mark.
+  virtual int recordTimestamp() { return -1; }
+  virtual double elapsedMs(int from, int to) { (void)from, (void)to; return 0; }
+  virtual void resetTimestamps() {}
 };
 
 // The CUDA driver and cuBLASLt, loaded with dlopen. Throws std::runtime_error with a clear

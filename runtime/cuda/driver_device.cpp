@@ -44,6 +44,9 @@ struct Driver {
   CBC_CU(cuGraphInstantiateWithFlags)
   CBC_CU(cuGraphLaunch)
   CBC_CU(cuGraphDestroy)
+  CBC_CU(cuEventCreate)
+  CBC_CU(cuEventRecord)
+  CBC_CU(cuEventElapsedTime)
   CBC_CU(cuGetErrorString)
 #undef CBC_CU
 };
@@ -98,6 +101,13 @@ Driver loadDriver() {
   bind(d.lib, d.cuGraphLaunch, "cuGraphLaunch");
   bind(d.lib, d.cuGraphDestroy, "cuGraphDestroy");
   bind(d.lib, d.cuGetErrorString, "cuGetErrorString");
+  bind(d.lib, d.cuEventCreate, "cuEventCreate");
+  bind(d.lib, d.cuEventRecord, "cuEventRecord");
+  // CUDA 13's header names the _v2 entry point; older drivers export only the first one, with
+  // the same signature.
+  d.cuEventElapsedTime = reinterpret_cast<decltype(d.cuEventElapsedTime)>(dlsym(d.lib, "cuEventElapsedTime_v2"));
+  if (!d.cuEventElapsedTime)
+    bind(d.lib, d.cuEventElapsedTime, "cuEventElapsedTime");
   return d;
 }
 
@@ -244,6 +254,23 @@ public:
     return true;
   }
 
+  // Events are created once and reused: a profiled step records one per launch.
+  int recordTimestamp() override {
+    if (eventsUsed_ == events_.size()) {
+      CUevent e = nullptr;
+      check(d_.cuEventCreate(&e, CU_EVENT_DEFAULT), "cuEventCreate");
+      events_.push_back(e);
+    }
+    check(d_.cuEventRecord(events_[eventsUsed_], stream_), "cuEventRecord");
+    return (int)eventsUsed_++;
+  }
+  double elapsedMs(int from, int to) override {
+    float ms = 0;
+    check(d_.cuEventElapsedTime(&ms, events_.at(from), events_.at(to)), "cuEventElapsedTime");
+    return ms;
+  }
+  void resetTimestamps() override { eventsUsed_ = 0; }
+
 private:
   struct Plan {
     bool ready = false;
@@ -306,6 +333,8 @@ private:
   size_t workspaceBytes_ = 0;
   std::map<std::tuple<int64_t, int64_t, int64_t, int, int, int, bool, int>, Plan> plans_;
   std::map<uint64_t, CUgraphExec> graphs_;
+  std::vector<CUevent> events_;
+  size_t eventsUsed_ = 0;
 };
 
 } // namespace

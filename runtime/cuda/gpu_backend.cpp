@@ -38,13 +38,15 @@ public:
   void setObserver(std::function<void(int)> observer) override { observer_ = std::move(observer); }
   bool readValue(int value, std::vector<float> &out) override;
   bool writeValue(int value, const std::vector<float> &in) override;
+  bool setLaunchTimes(LaunchTimes *times) override;
 
 private:
   void *valuePtr(int v) const;
   void execute(const StepBatch &batch);
   void launchAll(const RuntimeVars &vars);
   int64_t gridDim(const GridDim &g, const RuntimeVars &vars) const;
-  void launchGemm(const Launch &l, const uint32_t grid[3]);
+  bool launchGemm(const Launch &l, const uint32_t grid[3]);
+  void addLaunchTimes(int start, const std::vector<std::pair<size_t, int>> &marks);
   CbcArgs kernelArgs(const Launch &l, const RuntimeVars &vars);
   void uploadBatch(const StepBatch &b);
   void *alloc(size_t bytes) {
@@ -69,6 +71,7 @@ private:
   size_t tableBytes_ = 0;
   void *greedyTokens_ = nullptr;
   std::function<void(int)> observer_;
+  LaunchTimes *times_ = nullptr;
   const StepBatch *batch_ = nullptr;
 };
 
@@ -196,7 +199,7 @@ int64_t GpuBackend::gridDim(const GridDim &g, const RuntimeVars &vars) const {
   return base + g.add;
 }
 
-void GpuBackend::launchGemm(const Launch &l, const uint32_t grid[3]) {
+bool GpuBackend::launchGemm(const Launch &l, const uint32_t grid[3]) {
   const GemmDesc &g = *l.gemm;
   const Value &w = a_.program.values[g.w];
   GemmCall call;
@@ -213,6 +216,7 @@ void GpuBackend::launchGemm(const Launch &l, const uint32_t grid[3]) {
   call.out_type = k_.value_dtypes[g.out];
   if (call.M > 0)
     device_->gemm(call);
+  return call.M > 0;
 }
 
 // A launch's arguments packed by kind, in order, as the kernels' CbcArgs reads them.
@@ -246,6 +250,9 @@ CbcArgs GpuBackend::kernelArgs(const Launch &l, const RuntimeVars &vars) {
 }
 
 void GpuBackend::launchAll(const RuntimeVars &vars) {
+  // Profiling: a timestamp before the first launch and one after each launch issued.
+  int start = times_ ? device_->recordTimestamp() : -1;
+  std::vector<std::pair<size_t, int>> marks;
   for (size_t li = 0; li < k_.launches.size(); ++li) {
     const Launch &l = k_.launches[li];
     // The observer sees each instruction once its last launch has run.
@@ -268,11 +275,44 @@ void GpuBackend::launchAll(const RuntimeVars &vars) {
       empty |= n <= 0;
       grid[d] = (uint32_t)std::max<int64_t>(n, 0);
     }
+    bool issued = false;
     if (l.gemm)
-      launchGemm(l, grid);
-    else if (!empty)
+      issued = launchGemm(l, grid);
+    else if (!empty) {
       device_->launch(l.kernel, grid, l.block, l.smem, kernelArgs(l, vars));
+      issued = true;
+    }
+    if (times_ && issued)
+      marks.emplace_back(li, device_->recordTimestamp());
   }
+  if (times_)
+    addLaunchTimes(start, marks);
+}
+
+// Each issued launch's time is the time from the mark before it to the mark after it.
+void GpuBackend::addLaunchTimes(int start, const std::vector<std::pair<size_t, int>> &marks) {
+  device_->synchronize();
+  int prev = start;
+  for (const auto &[li, mark] : marks) {
+    times_->ms[li] += device_->elapsedMs(prev, mark);
+    times_->calls[li] += 1;
+    prev = mark;
+  }
+  times_->steps += 1;
+  device_->resetTimestamps();
+}
+
+bool GpuBackend::setLaunchTimes(LaunchTimes *times) {
+  if (times) {
+    if (device_->recordTimestamp() < 0)
+      return false;
+    device_->synchronize();
+    device_->resetTimestamps();
+    times->ms.resize(k_.launches.size(), 0.0);
+    times->calls.resize(k_.launches.size(), 0);
+  }
+  times_ = times;
+  return true;
 }
 
 void GpuBackend::uploadBatch(const StepBatch &b) {
@@ -322,7 +362,7 @@ void GpuBackend::execute(const StepBatch &b) {
   bool decode = b.num_tokens == b.num_requests;
   uint64_t key = ((uint64_t)b.num_tokens << 40) ^ ((uint64_t)b.num_logit_rows << 24) ^ ((uint64_t)splits << 16) ^
                  ((uint64_t)b.table_width << 1) ^ (uint64_t)b.table_slots ^ ((uint64_t)(uintptr_t)tables_ << 3);
-  decode = decode && !observer_; // an observer needs every launch issued, not replayed
+  decode = decode && !observer_ && !times_; // an observer or a profile needs every launch issued, not replayed
   if (decode && device_->replay(key))
     return;
   if (decode && device_->beginCapture()) {

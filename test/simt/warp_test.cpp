@@ -13,6 +13,7 @@
 // PTX: the same source compiled by NVRTC for sm_80 and sm_90 issues the instructions, and
 // ptxas reports no spills for any test kernel.
 #include "codegen/cuda/nvrtc.h"
+#include "runtime/ptx_stats.h"
 #include "runtime/safetensors.h"
 #include "test/simt/simt_device.h"
 #include "test/simt/simt_runtime.h"
@@ -382,6 +383,31 @@ TEST(WarpPtx, NvrtcIssuesTheInstructionsForSm80AndSm90) {
       EXPECT_EQ(img.spills[k], 0) << arch << " " << kNames[k];
       EXPECT_GT(img.registers[k], 0) << arch << " " << kNames[k];
     }
+  }
+}
+
+// The counts `cbc dump --kernels` prints (runtime/ptx_stats.h), on the PTX NVRTC really emits:
+// each test kernel's tensor-core, ldmatrix, cp.async and 128-bit global load instructions are
+// found in it and in no kernel that lacks them.
+TEST(WarpPtx, InstructionCountsFindEachWrapperInItsKernel) {
+  for (const std::string arch : {"sm_80", "sm_90"}) {
+    codegen::NvrtcOptions o;
+    o.targets = {arch};
+    codegen::KernelBundleOut bundle;
+    codegen::compileKernels(testSource(), kNames, o, bundle);
+    std::map<std::string, rt::PtxCounts> c = rt::ptxInstructionCounts(bundle.ptx);
+    ASSERT_EQ(c.size(), kNames.size()) << arch;
+    EXPECT_EQ(c["cbc_test_mma_layout"].mma, 1) << arch;
+    EXPECT_EQ(c["cbc_test_mma_layout"].ldmatrix + c["cbc_test_mma_layout"].cp_async, 0) << arch;
+    EXPECT_EQ(c["cbc_test_mma_ldmatrix"].mma, 2) << arch;
+    EXPECT_EQ(c["cbc_test_mma_ldmatrix"].ldmatrix, 3) << arch;
+    EXPECT_EQ(c["cbc_test_mma_ldmatrix"].cp_async, 3) << arch;
+    EXPECT_EQ(c["cbc_test_ldmatrix_forms"].ldmatrix, 6) << arch;
+    EXPECT_EQ(c["cbc_test_ldmatrix_forms"].mma, 0) << arch;
+    EXPECT_EQ(c["cbc_test_cp_async"].cp_async, 3) << arch;
+    EXPECT_EQ(c["cbc_test_cp_async"].mma + c["cbc_test_cp_async"].ldmatrix, 0) << arch;
+    EXPECT_EQ(c["cbc_test_ld128"].ld128, 1) << arch;
+    EXPECT_EQ(c["cbc_test_ld128"].mma + c["cbc_test_ld128"].ldmatrix + c["cbc_test_ld128"].cp_async, 0) << arch;
   }
 }
 

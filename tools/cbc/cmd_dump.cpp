@@ -1,9 +1,11 @@
 #include "runtime/artefact.h"
 #include "runtime/occupancy.h"
+#include "runtime/ptx_stats.h"
 #include "runtime/weights.h"
 #include "runtime/schema/opcodes.h"
 #include "tools/cbc/cli.h"
 #include "tools/cbc/commands.h"
+#include "tools/cbc/dump_launches.h"
 
 #include <cstdio>
 #include <iostream>
@@ -417,6 +419,26 @@ void printOccupancy(const std::optional<rt::SmLimits> &limits, const KernelShape
   std::printf("  threads %4d  blocks/SM %2d  occupancy %3d%% (%s)", shape.threads, o.blocks, o.percent, o.limit);
 }
 
+// What each kernel's PTX issues (runtime/ptx_stats.h), for the one target whose PTX the artefact
+// carries (the first): tensor-core mma, ldmatrix, 128-bit global loads and cp.async copies.
+// Rows start "  ptx " so that they never read as a target's kernel rows.
+void printPtxCounts(const rt::KernelBundle &k) {
+  if (k.ptx.empty())
+    return;
+  std::map<std::string, rt::PtxCounts> counts = rt::ptxInstructionCounts(k.ptx);
+  std::printf("ptx %s: %zu bytes; instructions per kernel (static counts)\n", k.ptx_arch.c_str(), k.ptx.size());
+  for (const std::string &name : k.names) {
+    auto it = counts.find(name);
+    if (it == counts.end()) {
+      std::printf("  ptx %-40s not in the PTX\n", name.c_str());
+      continue;
+    }
+    const rt::PtxCounts &c = it->second;
+    std::printf("  ptx %-40s mma %3d  ldmatrix %3d  ld.global.128 %3d  cp.async %3d\n", name.c_str(), c.mma,
+                c.ldmatrix, c.ld128, c.cp_async);
+  }
+}
+
 void printKernels(const Artefact &a) {
   if (!a.kernels) {
     std::printf("no CUDA kernels (compiled with --no-cuda, or by a cbc built without CUDA)\n");
@@ -459,6 +481,7 @@ void printKernels(const Artefact &a) {
       std::printf("\n");
     }
   }
+  printPtxCounts(k);
 }
 
 } // namespace
@@ -468,8 +491,9 @@ int dumpMain(int argc, char **argv) {
             {{"--ir", "", "the MLIR the artefact was lowered from"},
              {"--program", "", "the step program: instructions, values and arena slots"},
              {"--full", "", "with --program: every value of long float arrays (RoPE frequencies, decays)"},
-             {"--kernels", "", "the generated CUDA kernels: registers, spills, shared memory, block and occupancy per target"},
+             {"--kernels", "", "the generated CUDA kernels: registers, spills, shared memory, block and occupancy per target; mma, ldmatrix, 128-bit load and cp.async counts in the PTX"},
              {"--kernel-source", "", "the generated CUDA C++ source"},
+             {"--launches", "", "the step as JSON: values, instructions, launches and cache plan (for bench/roofline.py)"},
              {"--cache-plan", "", "cache groups, retention and bytes per token"},
              {"--weights", "", "the weight manifest: program weights from HF tensors"},
              {"--weights-path", "CHECKPOINT",
@@ -516,6 +540,7 @@ int dumpMain(int argc, char **argv) {
   }
   if (args.has("--graph")) { printGraph(a); any = true; }
   if (args.has("--kernels")) { printKernels(a); any = true; }
+  if (args.has("--launches")) { std::fputs(launchesJson(a).c_str(), stdout); any = true; }
   if (args.has("--kernel-source")) {
     std::fputs(a.kernels ? a.kernels->source.c_str() : "no CUDA kernels\n", stdout);
     any = true;

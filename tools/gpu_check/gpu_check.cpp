@@ -4,11 +4,15 @@
 // decode tokens/s at several concurrencies, prefill tokens/s, and the fraction of HBM bandwidth
 // a decode step reaches, counting weights, the kv cache and per-request states.
 // Prints figures; exits non-zero only when the CUDA backend is unusable or disagrees with the
-// CPU backend.
+// CPU backend. (3) With --launch-times CSV ARTEFACT it profiles bench/roofline.py's workloads
+// (decode of 1, 64 and 256 requests with 1024 cached tokens each, a 2048-token prefill) launch
+// by launch with CUDA events and writes the mean time of each launch to CSV, which
+// `bench/roofline.py ARTEFACT --measured CSV` prints beside its prediction.
 #include "runtime/cpu/cpu_backend.h"
 #include "runtime/cuda/gpu_backend.h"
 #include "runtime/engine.h"
 #include "runtime/safetensors.h"
+#include "tools/gpu_check/launch_profile.h"
 
 #include <nlohmann/json.hpp>
 
@@ -189,15 +193,48 @@ bool benchModel(const rt::Artefact &a) {
   return ok;
 }
 
+// Per-launch times of the roofline's workloads, outside graphs, averaged over several steps.
+bool profileModel(const std::string &artefactPath, const std::string &csvPath) {
+  rt::Artefact a = rt::Artefact::load(artefactPath);
+  rt::EngineOptions o;
+  o.backend = "cuda";
+  o.max_batch_tokens = 8192;
+  o.max_requests = 256;
+  o.max_live_requests = 256;
+  o.max_model_len = 2048 + 16;
+  o.cache_memory_bytes = 40ll << 30;
+  std::vector<gpu_check::ProfileWorkload> works;
+  for (int r : {1, 64, 256})
+    works.push_back({true, r, 1024, 1, 10});
+  works.push_back({false, 1, 0, 2048, 5});
+  try {
+    auto backend = rt::makeGpuBackend(a, rt::WeightSource{"", 0}, rt::openCudaDevice(),
+                                      {o.max_batch_tokens, o.max_requests});
+    auto profiles = gpu_check::profileLaunches(a, std::move(backend), o, works);
+    std::ofstream out(csvPath);
+    gpu_check::writeLaunchCsv(out, a, profiles);
+    if (!out)
+      throw std::runtime_error("cannot write " + csvPath);
+  } catch (const std::exception &e) {
+    std::fprintf(stderr, "cbc-gpu-check: profiling %s: %s\n", artefactPath.c_str(), e.what());
+    return false;
+  }
+  std::printf("launch times of %s written to %s\n", artefactPath.c_str(), csvPath.c_str());
+  return true;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
+  if (argc == 4 && std::string(argv[1]) == "--launch-times")
+    return profileModel(argv[3], argv[2]) ? 0 : 1;
   std::vector<std::string> positional;
   bool skipParity = false;
   for (int i = 1; i < argc; ++i)
     (std::string(argv[i]) == "--skip-parity" ? (void)(skipParity = true) : positional.push_back(argv[i]));
   if (positional.size() < 2) {
-    std::fprintf(stderr, "usage: cbc-gpu-check FIXTURE_ARTEFACT_DIR BENCH_ARTEFACT... [--skip-parity]\n");
+    std::fprintf(stderr, "usage: cbc-gpu-check FIXTURE_ARTEFACT_DIR BENCH_ARTEFACT... [--skip-parity]\n"
+                         "       cbc-gpu-check --launch-times CSV ARTEFACT\n");
     return 2;
   }
   std::string fixtures = positional[0];
