@@ -44,7 +44,7 @@ struct ExpertWorkspaces {
 };
 
 // Tiles of the expert GEMMs, at most ceil(T K / TM) + E (a partial tile per expert at most):
-// the grid's x, a per-step integer, whatever the routing.
+// the grid's y, a per-step integer, whatever the routing.
 GridDimOut tileGrid(Emitter &e, MoeExpertsOp op, const ExpertShape &s) {
   return {e.rowsVar(op.getX()), s.K, kernels::kMoeTileM, s.E};
 }
@@ -75,8 +75,8 @@ void emitExpertGemms(Emitter &e, MoeExpertsOp op, const ExpertShape &s, const Ex
       .set(U::Alpha, unit.alpha);
   LaunchOut &l1 = e.launch(k1, kernels::kMoeThreads, up);
   int64_t units = op.getUngated() ? TN : TN / 2;
-  l1.grid[0] = tileGrid(e, op, s);
-  l1.grid[1] = {std::nullopt, 1, 1, (s.I + units - 1) / units};
+  l1.grid[0] = {std::nullopt, 1, 1, (s.I + units - 1) / units};
+  l1.grid[1] = tileGrid(e, op, s);
 
   int k2 = e.kernel("moe_down", "moe.cuh",
                     instance("moe_down", {actType, e.type(op.getDown()), e.type(op.getDownBias()), num(s.E),
@@ -89,8 +89,8 @@ void emitExpertGemms(Emitter &e, MoeExpertsOp op, const ExpertShape &s, const Ex
       .set(D::Out, ws.out)
       .set(D::Tiles, ws.tiles);
   LaunchOut &l2 = e.launch(k2, kernels::kMoeThreads, down);
-  l2.grid[0] = tileGrid(e, op, s);
-  l2.grid[1] = {std::nullopt, 1, 1, (s.H + TN - 1) / TN};
+  l2.grid[0] = {std::nullopt, 1, 1, (s.H + TN - 1) / TN};
+  l2.grid[1] = tileGrid(e, op, s);
 }
 
 void emitExperts(Emitter &e, MoeExpertsOp op) {

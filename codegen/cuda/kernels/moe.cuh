@@ -279,12 +279,14 @@ struct MoeTile {
   int expert, row0, rows; // rows: positions row0 .. row0 + rows - 1
 };
 
-// Tile blockIdx.x of the plan's table; false past the last tile.
+// Tile blockIdx.y of the plan's table; false past the last tile. The grid's x is the weight's
+// column blocks, so that consecutive blocks share their tile's positions, and an expert's
+// consecutive tiles its weight, in L2.
 template <int E> __device__ __forceinline__ bool moe_tile(const int *offsets, const int *tiles, MoeTile &t) {
-  t.expert = tiles[2 * blockIdx.x];
+  t.expert = tiles[2 * blockIdx.y];
   if (t.expert < 0)
     return false;
-  t.row0 = tiles[2 * blockIdx.x + 1];
+  t.row0 = tiles[2 * blockIdx.y + 1];
   int left = offsets[t.expert + 1] - t.row0;
   t.rows = left < kMoeTileM ? left : kMoeTileM;
   return true;
@@ -299,7 +301,7 @@ __device__ __forceinline__ bool gated_is_up(int j) { return (j >> 3) & 1; }
 // gate_up is [E, GU, H] with GU = I (ungated) or 2I rows; the unit's result goes to the act
 // workspace [T * K, I] of TR (the dtype the down projection reads). With SCALE_IN each row is
 // the token's input times its routing weight, applied to the products (gate and up are linear
-// in the input) before the biases. Grid: tiles x ceil(I / units per block).
+// in the input) before the biases. Grid: ceil(I / units per block) x tiles.
 template <class TX, class TW, class TB, class TR, int E, int I, int H, int K, Glu L, Unit U, Act A,
           bool SCALE_IN = false>
 __device__ __forceinline__ void moe_gate_up(const CbcArgs &a) {
@@ -314,7 +316,7 @@ __device__ __forceinline__ void moe_gate_up(const CbcArgs &a) {
   const int *perm = offsets + E + 1;
   const TX *x = (const TX *)a.p[S::X];
   const TW *w = (const TW *)a.p[S::W] + (long long)tile.expert * GU * H;
-  int u0 = blockIdx.y * UNITS;
+  int u0 = blockIdx.x * UNITS;
   auto wRow = [&](int u, bool up) { return ungated ? u : inter ? 2 * u + up : up * I + u; };
   const TX *aRows[Sh::RA];
   const TW *wRows[Sh::RW];
@@ -363,7 +365,7 @@ __device__ __forceinline__ void moe_gate_up(const CbcArgs &a) {
 }
 
 // down is [E, H, I], reading the act workspace [T * K, I] of TA; the fp32 results go to the
-// out workspace [T * K, H]. Grid: tiles x ceil(H / kMoeTileN).
+// out workspace [T * K, H]. Grid: ceil(H / kMoeTileN) x tiles.
 template <class TA, class TW, class TB, int E, int I, int H> __device__ __forceinline__ void moe_down(const CbcArgs &a) {
   using S = slots::MoeDown;
   using Sh = MoeMma;
@@ -374,7 +376,7 @@ template <class TA, class TW, class TB, int E, int I, int H> __device__ __forcei
     return;
   const TA *act = (const TA *)a.p[S::Act];
   const TW *w = (const TW *)a.p[S::W] + (long long)tile.expert * H * I;
-  int col0 = blockIdx.y * Sh::BN;
+  int col0 = blockIdx.x * Sh::BN;
   const TA *aRows[Sh::RA];
   const TW *wRows[Sh::RW];
   for (int j = 0; j < Sh::RA; ++j) {
