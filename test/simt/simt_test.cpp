@@ -341,13 +341,14 @@ protected:
   }
 };
 
-// Widths that are multiples of 8 but not of the tile: hidden 72 (the last slice of gate_up's
-// columns is 8 wide, down's second column block has 8 columns), intermediate 40 (gate_up's
-// second block of 32 units has 8, down's last slice is 8 wide). bf16 rows through cp.async.
+// Widths that are multiples of 8 but not of the tile: hidden 136 and intermediate 168 leave an
+// 8-wide last slice of 32 columns in both GEMMs (cp.async then zero-fills the rest, where the
+// slot still holds the slice staged 4 slices before), down's last column block 8 of 64 wide
+// and gate_up's last block of 32 units 8 wide. bf16 rows through cp.async.
 TEST_F(SimtMoeGemms, ManyPositionsPerExpertPartialTiles) {
-  rt::Artefact a = compile(72, 40, "bf16");
-  ASSERT_NE(a.ir.find("tensor<16x80x72xbf16>"), std::string::npos) << "gate_up is [E, 2I, H]";
-  run(a, "moe gemms 72x40");
+  rt::Artefact a = compile(136, 168, "bf16");
+  ASSERT_NE(a.ir.find("tensor<16x336x136xbf16>"), std::string::npos) << "gate_up is [E, 2I, H]";
+  run(a, "moe gemms 136x168");
 }
 
 // Widths that are not multiples of 8 (hidden 60, intermediate 36): rows are not 16-byte
@@ -362,8 +363,8 @@ TEST_F(SimtMoeGemms, UnalignedWidthsTakeTheConvertingLoads) {
 // cores keep ~16 bits of mantissa, so every kernel is held to 1/100 of the bf16 tolerance
 // (3e-4 relative): bf16 operands (2^-9) would fail it.
 TEST_F(SimtMoeGemms, Fp32OperandsSplitIntoBf16Parts) {
-  rt::Artefact a = compile(72, 40, "f32");
-  ASSERT_NE(a.ir.find("tensor<16x80x72xf32>"), std::string::npos);
+  rt::Artefact a = compile(136, 168, "f32");
+  ASSERT_NE(a.ir.find("tensor<16x336x136xf32>"), std::string::npos);
   run(a, "moe gemms fp32", 0.01);
 }
 
