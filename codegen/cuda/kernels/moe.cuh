@@ -282,7 +282,7 @@ struct MoeTile {
 // Tile blockIdx.y of the plan's table; false past the last tile. The grid's x is the weight's
 // column blocks, so that consecutive blocks share their tile's positions, and an expert's
 // consecutive tiles its weight, in L2.
-template <int E> __device__ __forceinline__ bool moe_tile(const int *offsets, const int *tiles, MoeTile &t) {
+__device__ __forceinline__ bool moe_tile(const int *offsets, const int *tiles, MoeTile &t) {
   t.expert = tiles[2 * blockIdx.y];
   if (t.expert < 0)
     return false;
@@ -311,7 +311,7 @@ __device__ __forceinline__ void moe_gate_up(const CbcArgs &a) {
   constexpr int GU = ungated ? I : 2 * I, UNITS = ungated ? Sh::BN : Sh::BN / 2, ST = kMoeStages<TX, TW>;
   const int *offsets = (const int *)a.p[S::Plan];
   MoeTile tile;
-  if (!moe_tile<E>(offsets, (const int *)a.p[S::Tiles], tile))
+  if (!moe_tile(offsets, (const int *)a.p[S::Tiles], tile))
     return;
   const int *perm = offsets + E + 1;
   const TX *x = (const TX *)a.p[S::X];
@@ -372,7 +372,7 @@ template <class TA, class TW, class TB, int E, int I, int H> __device__ __forcei
   constexpr int ST = kMoeStages<TA, TW>;
   const int *offsets = (const int *)a.p[S::Plan];
   MoeTile tile;
-  if (!moe_tile<E>(offsets, (const int *)a.p[S::Tiles], tile))
+  if (!moe_tile(offsets, (const int *)a.p[S::Tiles], tile))
     return;
   const TA *act = (const TA *)a.p[S::Act];
   const TW *w = (const TW *)a.p[S::W] + (long long)tile.expert * H * I;
