@@ -1,11 +1,14 @@
 // Mixture of experts. moe_route: one warp per token scores the experts and picks k. The experts
-// run as grouped GEMMs: moe_plan groups the (token, choice) pairs by expert in token order,
-// moe_gate_up and moe_down run every expert's rows in tiles (the GLU fused into the first),
-// and moe_combine mixes each token's k results in choice order (identity experts, which the
-// plan leaves out, straight from the input row).
+// run as grouped GEMMs: moe_plan groups the (token, choice) pairs by expert in token order and
+// lists the tiles, moe_gate_up and moe_down run every expert's rows in tiles on the tensor
+// cores (mma_tile.cuh; the GLU fused into the first), and moe_combine mixes each token's k
+// results in choice order (identity experts, which the plan leaves out, straight from the input
+// row). The GEMMs' grids are sized by the step's token count alone and find their tiles in the
+// plan, so a decode step replays in one CUDA Graph whatever the routing.
 #ifndef CBC_CODEGEN_CUDA_KERNELS_MOE_CUH
 #define CBC_CODEGEN_CUDA_KERNELS_MOE_CUH
 
+#include "codegen/cuda/kernels/mma_tile.cuh"
 #include "codegen/cuda/kernels/prelude.cuh"
 
 namespace cbc {
@@ -195,170 +198,217 @@ template <class TL, class TB, int E, int NS, int K> __device__ __forceinline__ v
 }
 
 // The plan: offsets [E + 1], then perm [T * K] (position -> token * K + choice), then where
-// [T * K] (token * K + choice -> position). One thread per expert counts and then places its
-// pairs in token order.
+// [T * K] (token * K + choice -> position); and the tile table: (expert, first position) of
+// each tile of kMoeTileM positions of one expert, experts in order, then (-1, 0) up to the
+// bound the GEMMs' grids are sized by, ceil(T * K / kMoeTileM) + E. One block: the pairs are
+// counted and placed by shared-memory atomics, so a prefill's T * K pairs cost T * K / 256
+// steps a thread. Within an expert the positions are in no particular order; no result
+// depends on it (a position's GEMM rows are its own, and the combine finds it through where).
 template <int E, int K> __device__ __forceinline__ void moe_plan(const CbcArgs &a) {
   using S = slots::MoePlan;
+  constexpr int TM = kMoeTileM;
   const int *ids = (const int *)a.p[S::Ids];
   int *offsets = (int *)a.p[S::Plan];
+  int *tiles = (int *)a.p[S::Tiles];
   int *perm = offsets + E + 1;
   int *where = perm + a.i[S::Rows] * K;
   long long n = a.i[S::Rows] * K;
-  for (int e = threadIdx.x; e < E; e += blockDim.x) {
-    int c = 0;
-    for (long long i = 0; i < n; ++i)
-      c += ids[i] == e;
-    offsets[e + 1] = c;
+  __shared__ unsigned cursor[E];
+  __shared__ int firstTile[E + 1];
+  for (int e = threadIdx.x; e < E; e += blockDim.x)
+    cursor[e] = 0;
+  __syncthreads();
+  for (long long i = threadIdx.x; i < n; i += blockDim.x) {
+    int e = ids[i];
+    if (e >= 0 && e < E) // ids from E on are identity experts, which the combine takes
+      atomicAdd(&cursor[e], 1u);
   }
   __syncthreads();
   if (threadIdx.x == 0) {
-    offsets[0] = 0;
-    for (int e = 0; e < E; ++e)
-      offsets[e + 1] += offsets[e];
+    int rows = 0, tile = 0;
+    for (int e = 0; e < E; ++e) {
+      int c = (int)cursor[e];
+      offsets[e] = rows;
+      firstTile[e] = tile;
+      cursor[e] = (unsigned)rows;
+      rows += c;
+      tile += (c + TM - 1) / TM;
+    }
+    offsets[E] = rows;
+    firstTile[E] = tile;
   }
   __syncthreads();
-  for (int e = threadIdx.x; e < E; e += blockDim.x) {
-    int p = offsets[e];
-    for (long long i = 0; i < n; ++i)
-      if (ids[i] == e) {
-        perm[p] = (int)i;
-        where[i] = p;
-        ++p;
+  for (long long i = threadIdx.x; i < n; i += blockDim.x) {
+    int e = ids[i];
+    if (e >= 0 && e < E) {
+      int p = (int)atomicAdd(&cursor[e], 1u);
+      perm[p] = (int)i;
+      where[i] = p;
+    }
+  }
+  long long bound = (n + TM - 1) / TM + E;
+  for (long long t = threadIdx.x; t < bound; t += blockDim.x) {
+    int e = -1, row0 = 0;
+    if (t < firstTile[E]) {
+      // The expert whose tiles hold t: the last with firstTile[e] <= t.
+      int lo = 0, hi = E - 1;
+      while (lo < hi) {
+        int mid = (lo + hi + 1) / 2;
+        if (firstTile[mid] <= t)
+          lo = mid;
+        else
+          hi = mid - 1;
       }
+      e = lo;
+      row0 = offsets[e] + (int)(t - firstTile[e]) * TM;
+    }
+    tiles[2 * t] = e;
+    tiles[2 * t + 1] = row0;
   }
 }
 
-// Tile blockIdx.x of the grid maps to (expert, first row) by walking the experts' tile
-// counts; false when the tile is past the last expert's rows.
-template <int E> __device__ __forceinline__ bool moe_tile(const int *offsets, int &expert, int &row0, int &rowEnd) {
-  int tile = blockIdx.x;
-  expert = -1;
-  row0 = 0;
-  for (int e = 0, seen = 0; e < E; ++e) {
-    int rows = offsets[e + 1] - offsets[e], tiles = (rows + kMoeTileM - 1) / kMoeTileM;
-    if (tile < seen + tiles) {
-      expert = e;
-      row0 = offsets[e] + (tile - seen) * kMoeTileM;
-      break;
-    }
-    seen += tiles;
-  }
-  if (expert < 0)
+// The experts' GEMM tiles: 64 positions of one expert x 64 weight rows, 4 warps of 32 x 32,
+// slices of 32 columns. All-bf16 operands pipeline 4 slices deep (a decode step's tile reads
+// 64 weight rows and one or two positions: bandwidth, so keep copies in flight); split fp32
+// operands take twice the shared memory a slice and pipeline 2 deep. 40 KB either way.
+using MoeMma = MmaTile<kMoeTileM, kMoeTileN, kMoeTileK, 2, 2>;
+template <class TA, class TW> constexpr int kMoeStages = kBf16Parts<TA> + kBf16Parts<TW> == 2 ? 4 : 2;
+static_assert(MoeMma::kThreads == kMoeThreads, "the launch's block is the tile's warps");
+
+struct MoeTile {
+  int expert, row0, rows; // rows: positions row0 .. row0 + rows - 1
+};
+
+// Tile blockIdx.y of the plan's table; false past the last tile. The grid's x is the weight's
+// column blocks, so that consecutive blocks share their tile's positions, and an expert's
+// consecutive tiles its weight, in L2.
+__device__ __forceinline__ bool moe_tile(const int *offsets, const int *tiles, MoeTile &t) {
+  t.expert = tiles[2 * blockIdx.y];
+  if (t.expert < 0)
     return false;
-  rowEnd = offsets[expert + 1];
+  t.row0 = tiles[2 * blockIdx.y + 1];
+  int left = offsets[t.expert + 1] - t.row0;
+  t.rows = left < kMoeTileM ? left : kMoeTileM;
   return true;
 }
 
-// gate_up is [E, GU, H] with GU = I (ungated) or 2I rows; the unit's result, rounded to TR (the
-// dtype the down projection would read), goes to the fp32 act workspace [T * K, I]. With
-// SCALE_IN each row is the token's input times its routing weight.
+// gate_up's staged weight row j (of kMoeTileN) for a gated unit: rows 16 q .. 16 q + 7 are the
+// gates of units 8 q .. 8 q + 7 of the block, the next 8 their ups, so that a warp's
+// accumulator fragments 2 q' and 2 q' + 1 hold the gate and the up of the same units.
+__device__ __forceinline__ int gated_unit(int j) { return 8 * (j >> 4) + (j & 7); }
+__device__ __forceinline__ bool gated_is_up(int j) { return (j >> 3) & 1; }
+
+// gate_up is [E, GU, H] with GU = I (ungated) or 2I rows; the unit's result goes to the act
+// workspace [T * K, I] of TR (the dtype the down projection reads). With SCALE_IN each row is
+// the token's input times its routing weight, applied to the products (gate and up are linear
+// in the input) before the biases. Grid: ceil(I / units per block) x tiles.
 template <class TX, class TW, class TB, class TR, int E, int I, int H, int K, Glu L, Unit U, Act A,
           bool SCALE_IN = false>
 __device__ __forceinline__ void moe_gate_up(const CbcArgs &a) {
   using S = slots::MoeGateUp;
-  constexpr int TM = kMoeTileM, TN = kMoeTileN, TK = kMoeTileK;
+  using Sh = MoeMma;
   constexpr bool ungated = U == Unit::ungated, inter = L == Glu::interleaved;
-  constexpr int GU = ungated ? I : 2 * I;
-  static_assert(kMoeThreads / TN * 2 == TM, "each thread accumulates two rows of the tile");
+  constexpr int GU = ungated ? I : 2 * I, UNITS = ungated ? Sh::BN : Sh::BN / 2, ST = kMoeStages<TX, TW>;
   const int *offsets = (const int *)a.p[S::Plan];
-  int expert, row0, rowEnd;
-  if (!moe_tile<E>(offsets, expert, row0, rowEnd))
+  MoeTile tile;
+  if (!moe_tile(offsets, (const int *)a.p[S::Tiles], tile))
     return;
   const int *perm = offsets + E + 1;
   const TX *x = (const TX *)a.p[S::X];
-  const TW *w = (const TW *)a.p[S::W] + (long long)expert * GU * H;
+  const TW *w = (const TW *)a.p[S::W] + (long long)tile.expert * GU * H;
+  int u0 = blockIdx.x * UNITS;
+  auto wRow = [&](int u, bool up) { return ungated ? u : inter ? 2 * u + up : up * I + u; };
+  const TX *aRows[Sh::RA];
+  const TW *wRows[Sh::RW];
+  for (int j = 0; j < Sh::RA; ++j) {
+    int r = staged_row<Sh>(j);
+    aRows[j] = r < tile.rows ? x + (long long)(perm[tile.row0 + r] / K) * H : nullptr;
+  }
+  for (int j = 0; j < Sh::RW; ++j) {
+    int r = staged_row<Sh>(j), u = u0 + (ungated ? r : gated_unit(r));
+    wRows[j] = u < I ? w + (long long)wRow(u, !ungated && gated_is_up(r)) * H : nullptr;
+  }
+  __shared__ TileRows<Sh::BM, Sh::BK, kBf16Parts<TX>> sa[ST];
+  __shared__ TileRows<Sh::BN, Sh::BK, kBf16Parts<TW>> sw[ST];
+  float acc[Sh::MF][Sh::NF][4] = {};
+  mma_tile<Sh, H, ST>(sa, sw, aRows, wRows, aligned16(x), aligned16(w), active_frags<Sh>(tile.rows), acc);
+
   const TB *bias = (const TB *)a.p[S::Bias];
-  float *act = (float *)a.p[S::Act];
-  __shared__ float xs[TM][TK + 1], gs[TN][TK + 1], us[TN][TK + 1];
-  int col0 = blockIdx.y * TN;
-  int r = threadIdx.x / TN, c = threadIdx.x % TN; // 8 rows x 32 cols of threads, 2 rows each
-  float accg[2] = {0.0f, 0.0f}, accu[2] = {0.0f, 0.0f};
-  for (int k0 = 0; k0 < H; k0 += TK) {
-    for (int idx = threadIdx.x; idx < TM * TK; idx += blockDim.x) {
-      int rr = idx / TK, kk = idx % TK, row = row0 + rr;
-      float v = row < rowEnd && k0 + kk < H ? ld(x, (long long)(perm[row] / K) * H + k0 + kk) : 0.0f;
-      if constexpr (SCALE_IN)
-        v *= row < rowEnd ? ((const float *)a.p[S::Weights])[perm[row]] : 0.0f;
-      xs[rr][kk] = v;
-    }
-    for (int idx = threadIdx.x; idx < TN * TK; idx += blockDim.x) {
-      int cc = idx / TK, kk = idx % TK, col = col0 + cc;
-      bool ok = col < I && k0 + kk < H;
-      int gr = inter ? 2 * col : col, ur = ungated ? col : inter ? 2 * col + 1 : I + col;
-      if constexpr (!ungated)
-        gs[cc][kk] = ok ? ld(w, (long long)gr * H + k0 + kk) : 0.0f;
-      us[cc][kk] = ok ? ld(w, (long long)ur * H + k0 + kk) : 0.0f;
-    }
-    __syncthreads();
-    for (int kk = 0; kk < TK; ++kk)
-      for (int q = 0; q < 2; ++q) {
-        if constexpr (!ungated)
-          accg[q] += xs[r * 2 + q][kk] * gs[c][kk];
-        accu[q] += xs[r * 2 + q][kk] * us[c][kk];
-      }
-    __syncthreads();
-  }
-  int col = col0 + c;
-  if (col >= I)
-    return;
+  long long b0 = (long long)tile.expert * GU;
+  TR *act = (TR *)a.p[S::Act];
   float limit = a.f[S::Limit], alpha = a.f[S::Alpha];
-  for (int q = 0; q < 2; ++q) {
-    int row = row0 + r * 2 + q;
-    if (row >= rowEnd)
-      continue;
-    float g = accg[q], u = accu[q];
-    if constexpr (present<TB>) {
-      if constexpr (!ungated)
-        g += ld(bias, (long long)expert * GU + (inter ? 2 * col : col));
-      u += ld(bias, (long long)expert * GU + (ungated ? col : inter ? 2 * col + 1 : I + col));
+  for (int m = 0; m < Sh::MF; ++m)
+    for (int i = 0; i < 4; ++i) {
+      int r = frag_row<Sh>(m, i);
+      if (r >= tile.rows)
+        continue;
+      long long p = tile.row0 + r;
+      float scale = 1.0f;
+      if constexpr (SCALE_IN)
+        scale = ((const float *)a.p[S::Weights])[perm[p]];
+      // Gated: fragment n is a gate when n is even, and n + 1 holds the ups of its units.
+      for (int n = 0; n < Sh::NF; n += ungated ? 1 : 2) {
+        int c = frag_col<Sh>(n, i), u = u0 + (ungated ? c : gated_unit(c));
+        if (u >= I)
+          continue;
+        float g = 0.0f, v = acc[m][ungated ? n : n + 1][i] * scale;
+        if constexpr (!ungated)
+          g = acc[m][n][i] * scale;
+        if constexpr (present<TB>) {
+          if constexpr (!ungated)
+            g += ld(bias, b0 + wRow(u, false));
+          v += ld(bias, b0 + wRow(u, !ungated));
+        }
+        st(act, p * I + u, glu_unit<U, A>(g, v, limit, alpha));
+      }
     }
-    act[(long long)row * I + col] = round_to<TR>(glu_unit<U, A>(g, u, limit, alpha));
-  }
 }
 
-// down is [E, H, I]; the fp32 results go to the out workspace [T * K, H].
-template <class TW, class TB, int E, int I, int H> __device__ __forceinline__ void moe_down(const CbcArgs &a) {
+// down is [E, H, I], reading the act workspace [T * K, I] of TA; the fp32 results go to the
+// out workspace [T * K, H]. Grid: ceil(H / kMoeTileN) x tiles.
+template <class TA, class TW, class TB, int E, int I, int H> __device__ __forceinline__ void moe_down(const CbcArgs &a) {
   using S = slots::MoeDown;
-  constexpr int TM = kMoeTileM, TN = kMoeTileN, TK = kMoeTileK;
+  using Sh = MoeMma;
+  constexpr int ST = kMoeStages<TA, TW>;
   const int *offsets = (const int *)a.p[S::Plan];
-  int expert, row0, rowEnd;
-  if (!moe_tile<E>(offsets, expert, row0, rowEnd))
+  MoeTile tile;
+  if (!moe_tile(offsets, (const int *)a.p[S::Tiles], tile))
     return;
-  const float *act = (const float *)a.p[S::Act];
-  const TW *w = (const TW *)a.p[S::W] + (long long)expert * H * I;
+  const TA *act = (const TA *)a.p[S::Act];
+  const TW *w = (const TW *)a.p[S::W] + (long long)tile.expert * H * I;
+  int col0 = blockIdx.x * Sh::BN;
+  const TA *aRows[Sh::RA];
+  const TW *wRows[Sh::RW];
+  for (int j = 0; j < Sh::RA; ++j) {
+    int r = staged_row<Sh>(j);
+    aRows[j] = r < tile.rows ? act + (long long)(tile.row0 + r) * I : nullptr;
+  }
+  for (int j = 0; j < Sh::RW; ++j) {
+    int c = col0 + staged_row<Sh>(j);
+    wRows[j] = c < H ? w + (long long)c * I : nullptr;
+  }
+  __shared__ TileRows<Sh::BM, Sh::BK, kBf16Parts<TA>> sa[ST];
+  __shared__ TileRows<Sh::BN, Sh::BK, kBf16Parts<TW>> sw[ST];
+  float acc[Sh::MF][Sh::NF][4] = {};
+  mma_tile<Sh, I, ST>(sa, sw, aRows, wRows, aligned16(act), aligned16(w), active_frags<Sh>(tile.rows), acc);
+
   const TB *bias = (const TB *)a.p[S::Bias];
   float *out = (float *)a.p[S::Out];
-  __shared__ float xs[TM][TK + 1], ws_[TN][TK + 1];
-  int col0 = blockIdx.y * TN;
-  int r = threadIdx.x / TN, c = threadIdx.x % TN;
-  float acc[2] = {0.0f, 0.0f};
-  for (int k0 = 0; k0 < I; k0 += TK) {
-    for (int idx = threadIdx.x; idx < TM * TK; idx += blockDim.x) {
-      int rr = idx / TK, kk = idx % TK, row = row0 + rr;
-      xs[rr][kk] = row < rowEnd && k0 + kk < I ? act[(long long)row * I + k0 + kk] : 0.0f;
+  for (int m = 0; m < Sh::MF; ++m)
+    for (int i = 0; i < 4; ++i) {
+      int r = frag_row<Sh>(m, i);
+      if (r >= tile.rows)
+        continue;
+      for (int n = 0; n < Sh::NF; ++n) {
+        int c = col0 + frag_col<Sh>(n, i);
+        if (c >= H)
+          continue;
+        float b = 0.0f;
+        if constexpr (present<TB>)
+          b = ld(bias, (long long)tile.expert * H + c);
+        out[(long long)(tile.row0 + r) * H + c] = acc[m][n][i] + b;
+      }
     }
-    for (int idx = threadIdx.x; idx < TN * TK; idx += blockDim.x) {
-      int cc = idx / TK, kk = idx % TK, col = col0 + cc;
-      ws_[cc][kk] = col < H && k0 + kk < I ? ld(w, (long long)col * I + k0 + kk) : 0.0f;
-    }
-    __syncthreads();
-    for (int kk = 0; kk < TK; ++kk)
-      for (int q = 0; q < 2; ++q)
-        acc[q] += xs[r * 2 + q][kk] * ws_[c][kk];
-    __syncthreads();
-  }
-  int col = col0 + c;
-  if (col >= H)
-    return;
-  for (int q = 0; q < 2; ++q) {
-    int row = row0 + r * 2 + q;
-    if (row >= rowEnd)
-      continue;
-    float b = 0.0f;
-    if constexpr (present<TB>)
-      b = ld(bias, (long long)expert * H + col);
-    out[(long long)row * H + col] = acc[q] + b;
-  }
 }
 
 // Z > 0: ids E .. E + Z - 1 are identity experts, which mix in the input row x (of type TX).

@@ -37,7 +37,9 @@ enum class GateOrder { norm_gate, gate_norm };
 // arrays sized by them).
 inline constexpr int kAttentionWarps = 4;
 inline constexpr int kHeadLinearTokens = 8, kHeadLinearThreads = 128; // tokens and outputs per block
-inline constexpr int kMoeTileM = 16, kMoeTileN = 32, kMoeTileK = 32, kMoeThreads = 256;
+// MoE expert GEMMs (moe.cuh): tiles of kMoeTileM positions of one expert x kMoeTileN weight
+// rows (gate_up: kMoeTileN / 2 gated units), kMoeTileK columns a pipeline slice.
+inline constexpr int kMoeTileM = 64, kMoeTileN = 64, kMoeTileK = 32, kMoeThreads = 128;
 inline constexpr int kSsdThreads = 128, kSsdRows = 16; // threads, head_dim rows per block
 inline constexpr int kGatedDeltaWarps = 4, kGatedDeltaCols = 32;
 inline constexpr int kLightningWarps = 4, kLightningCols = 32;
@@ -178,24 +180,25 @@ struct RopeAppend {
   enum Flt { Eps, NormOffset, AttentionFactor, DynamicBase, DynamicFactor, NumFlt };
 };
 
-// Experts: `Plan` is the moe_plan workspace (offsets per expert, then the permutation).
+// Experts: `Plan` is the moe_plan workspace (offsets per expert, then the permutation), `Tiles`
+// its table of the GEMMs' tiles.
 struct MoeRoute {
   enum Ptr { Logits, Weights, Ids, Bias, NumPtr };
   enum Int { NumInt };
   enum Flt { RenormEps, Scaling, NumFlt };
 };
 struct MoePlan {
-  enum Ptr { Ids, Plan, NumPtr };
+  enum Ptr { Ids, Plan, Tiles, NumPtr };
   enum Int { Rows, NumInt };
   enum Flt { NumFlt };
 };
 struct MoeGateUp {
-  enum Ptr { Plan, X, W, Bias, Act, Weights, NumPtr }; // Weights: with SCALE_IN only
+  enum Ptr { Plan, X, W, Bias, Act, Weights, Tiles, NumPtr }; // Weights: with SCALE_IN only
   enum Int { NumInt };
   enum Flt { Limit, Alpha, NumFlt };
 };
 struct MoeDown {
-  enum Ptr { Plan, Act, W, Bias, Out, NumPtr };
+  enum Ptr { Plan, Act, W, Bias, Out, Tiles, NumPtr };
   enum Int { NumInt };
   enum Flt { NumFlt };
 };
