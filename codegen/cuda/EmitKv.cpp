@@ -1,7 +1,6 @@
 // The paged cache: appending rows, the fused RoPE-and-append prologue, and attention.
 #include "codegen/cuda/Emitter.h"
 
-#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/Support/MathExtras.h"
 
 namespace cbc::codegen::cuda {
@@ -53,16 +52,9 @@ void emitAppend(Emitter &e, KvAppendOp op) {
   l.grid[0] = {RuntimeVar::NumTokens, 1, 1, 0};
 }
 
-// The step argument `which` (the step function's arguments are the step ABI's, in order): the
-// attention kernels split the step's tokens by chunk length, which cu_seqlens gives, whether or
-// not the op names it.
-Value stepArg(Operation *op, StepArg which) {
-  return op->getParentOfType<func::FuncOp>().getBody().front().getArgument((int)which);
-}
-
 // The merge of the attention splits (and the sinks) per (token, head) into `result`: of the
-// one-token requests' tokens, or with `all` of every token.
-void emitCombine(Emitter &e, Operation *op, KernelArgOut partials, Value result, Value sinks, int64_t H, int64_t Dv,
+// one-token chunks' tokens (cu_seqlens tells), or with `all` of every token.
+void emitCombine(Emitter &e, Value cuSeqlens, KernelArgOut partials, Value result, Value sinks, int64_t H, int64_t Dv,
                  bool all) {
   using C = slots::AttentionCombine;
   std::vector<std::string> targs = {e.type(result), e.type(sinks), num(H), num(Dv)};
@@ -73,7 +65,7 @@ void emitCombine(Emitter &e, Operation *op, KernelArgOut partials, Value result,
   cargs.set(C::Partials, partials)
       .set(C::Out, e.arg(result))
       .set(C::Sinks, e.arg(sinks))
-      .set(C::CuSeqlens, e.arg(stepArg(op, StepArg::CuSeqlens)))
+      .set(C::CuSeqlens, e.arg(cuSeqlens))
       .set(C::Splits, Emitter::runtime(RuntimeVar::AttnSplits));
   LaunchOut &c = e.launch(kc, Dv >= 128 ? 128 : 64, cargs);
   c.grid[0] = {all ? RuntimeVar::NumTokens : RuntimeVar::NumRequests, 1, 1, 0};
@@ -82,13 +74,13 @@ void emitCombine(Emitter &e, Operation *op, KernelArgOut partials, Value result,
 
 // The plan of the step's prefill tiles of `tokens` tokens, in a workspace of its own; one block,
 // launched only in steps with a prefill chunk (the grid is min(1, PrefillTiles)).
-KernelArgOut emitPlan(Emitter &e, Operation *op, int tokens) {
+KernelArgOut emitPlan(Emitter &e, Value cuSeqlens, int tokens) {
   using P = slots::AttentionPlan;
   // The count, then two ints a tile; a tile has at least two tokens.
   KernelArgOut plan = e.workspace("attention_plan_" + std::to_string(tokens), 4, 16);
   int k = e.kernel("attention_plan", "attention_prefill.cuh", instance("attention_plan", {num(tokens)}));
   SlotArgs<P> args;
-  args.set(P::CuSeqlens, e.arg(stepArg(op, StepArg::CuSeqlens)))
+  args.set(P::CuSeqlens, e.arg(cuSeqlens))
       .set(P::Plan, plan)
       .set(P::Requests, Emitter::runtime(RuntimeVar::NumRequests));
   LaunchOut &l = e.launch(k, kernels::kAttentionPlanThreads, args);
@@ -123,7 +115,7 @@ void emitAttentionPrefill(Emitter &e, KvAttentionOp op, KernelArgOut plan) {
       .set(S::Tables, e.arg(op.getBlockTables()))
       .set(S::Pool, Emitter::cache(op.getLayer()))
       .set(S::Plan, plan)
-      .set(S::CuSeqlens, e.arg(stepArg(op, StepArg::CuSeqlens)))
+      .set(S::CuSeqlens, e.arg(op.getCuSeqlens()))
       .set(S::Out, e.arg(op.getResult()))
       .set(S::Sinks, e.arg(op.getSinks()))
       .set(S::DistanceBias, e.arg(op.getDistanceBias()))
@@ -145,7 +137,7 @@ void emitAttention(Emitter &e, KvAttentionOp op) {
   bool tiled = kernels::prefillWarps((int)(H / Hkv), (int)Dv) <= 8;
   if (tiled) {
     int G = (int)(H / Hkv);
-    KernelArgOut plan = emitPlan(e, op, kernels::prefillTileTokens(kernels::prefillHeadsPerBlock(G, (int)Dv)));
+    KernelArgOut plan = emitPlan(e, op.getCuSeqlens(), kernels::prefillTileTokens(kernels::prefillHeadsPerBlock(G, (int)Dv)));
     emitAttentionPrefill(e, op, plan);
   }
   KernelArgOut partials = e.workspace("attention_partials", H * (Dv + 2) * 4, 0);
@@ -173,7 +165,7 @@ void emitAttention(Emitter &e, KvAttentionOp op) {
       .set(S::Pool, Emitter::cache(op.getLayer()))
       .set(S::Partials, partials)
       .set(S::DistanceBias, e.arg(op.getDistanceBias()))
-      .set(S::CuSeqlens, e.arg(stepArg(op, StepArg::CuSeqlens)))
+      .set(S::CuSeqlens, e.arg(op.getCuSeqlens()))
       .set(S::Splits, Emitter::runtime(RuntimeVar::AttnSplits))
       .set(S::ScoreScale, op.getScale().convertToDouble())
       .set(S::ScoreCap, softcap ? op.getSoftcapAttr().getValueAsDouble() : 0.0);
@@ -182,7 +174,7 @@ void emitAttention(Emitter &e, KvAttentionOp op) {
   l.grid[0] = {tiled ? RuntimeVar::NumRequests : RuntimeVar::NumTokens, 1, 1, 0};
   l.grid[1] = {std::nullopt, 1, 1, Hkv};
   l.grid[2] = {RuntimeVar::AttnSplits, 1, 1, 0};
-  emitCombine(e, op, partials, op.getResult(), op.getSinks(), H, Dv, !tiled);
+  emitCombine(e, op.getCuSeqlens(), partials, op.getResult(), op.getSinks(), H, Dv, !tiled);
 }
 
 // Heads per block of latent (decode) attention: as many as keep the per-warp partial latents
@@ -219,7 +211,7 @@ void emitLatentPrefill(Emitter &e, KvLatentAttentionOp op, KernelArgOut plan, in
       .set(S::Tables, e.arg(op.getBlockTables()))
       .set(S::Pool, Emitter::cache(op.getLayer()))
       .set(S::Plan, plan)
-      .set(S::CuSeqlens, e.arg(stepArg(op, StepArg::CuSeqlens)))
+      .set(S::CuSeqlens, e.arg(op.getCuSeqlens()))
       .set(S::Out, e.arg(op.getResult()))
       .set(S::ScoreScale, op.getScale().convertToDouble());
   setTableSlots(args, op.getGroupAttr());
@@ -240,7 +232,7 @@ void emitLatentAttention(Emitter &e, KvLatentAttentionOp op) {
   bool tiled = !op.getSelection() && kernels::prefillWarps((int)H, (int)L) <= 8;
   if (tiled) {
     int tokens = kernels::prefillTileTokens(kernels::prefillHeadsPerBlock((int)H, (int)L));
-    emitLatentPrefill(e, op, emitPlan(e, op, tokens), row);
+    emitLatentPrefill(e, op, emitPlan(e, op.getCuSeqlens(), tokens), row);
   }
   KernelArgOut partials = e.workspace("attention_partials", H * (L + 2) * 4, 0);
   std::vector<std::string> targs = {e.type(op.getQLatent()), e.kvType(), num(H), num(L), num(R), num(HG),
@@ -263,7 +255,7 @@ void emitLatentAttention(Emitter &e, KvLatentAttentionOp op) {
       .set(S::Tables, e.arg(op.getBlockTables()))
       .set(S::Pool, Emitter::cache(op.getLayer()))
       .set(S::Partials, partials)
-      .set(S::CuSeqlens, e.arg(stepArg(op, StepArg::CuSeqlens)))
+      .set(S::CuSeqlens, e.arg(op.getCuSeqlens()))
       .set(S::Splits, Emitter::runtime(RuntimeVar::AttnSplits))
       .set(S::ScoreScale, op.getScale().convertToDouble());
   args.set(S::Selection, e.arg(op.getSelection())); // null without a selection
@@ -272,7 +264,7 @@ void emitLatentAttention(Emitter &e, KvLatentAttentionOp op) {
   l.grid[0] = {tiled ? RuntimeVar::NumRequests : RuntimeVar::NumTokens, 1, 1, 0};
   l.grid[1] = {std::nullopt, 1, 1, H / HG};
   l.grid[2] = {RuntimeVar::AttnSplits, 1, 1, 0};
-  emitCombine(e, op, partials, op.getResult(), Value(), H, L, !tiled);
+  emitCombine(e, op.getCuSeqlens(), partials, op.getResult(), Value(), H, L, !tiled);
 }
 
 void emitIndexAppend(Emitter &e, KvIndexAppendOp op) {

@@ -73,27 +73,36 @@ void checkSelection(const std::vector<float> &got, const std::vector<float> &wan
                                     << selected << " selected positions differ from the CPU's in step " << step;
 }
 
+// The serving shape of a teacher-forced run: the step's token budget and rows, the cache's
+// blocks, the tokens generated per request, and an optional look at each step's batch.
+struct MatchOptions {
+  int64_t max_tokens = 16, max_requests = 8;
+  int32_t blocks = 64, table_width = 16; // table_width: blocks a request may hold
+  int64_t new_tokens = 3;
+  std::function<void(const rt::StepBatch &)> step;
+};
+
 // Teacher-forced: the CPU backend runs each step, then the GPU backend instruction by
 // instruction, each output compared with the CPU's and replaced by it. `name` labels messages;
 // `seen`, when given, sees every CPU output.
 void kernelsMatchCpu(const rt::Artefact &a, const rt::WeightSource &weights,
                      const std::vector<std::vector<int32_t>> &prompts, const std::string &name,
-                     const CpuValueSeen &seen = nullptr) {
-  rt::BackendLimits limits{16, 8};
+                     const CpuValueSeen &seen = nullptr, const MatchOptions &opt = {}) {
+  rt::BackendLimits limits{opt.max_tokens, opt.max_requests};
   auto cpu = rt::makeCpuBackend(a, rt::WeightStore::load(a, weights), limits, 1);
   auto gpu = rt::makeGpuBackend(a, weights, simt::makeSimtDevice(cacheDir()), limits);
-  const int32_t blocks = 64, slots = 8;
+  const int32_t blocks = opt.blocks, slots = 8;
   cpu->allocateCache(blocks, slots);
   gpu->allocateCache(blocks, slots);
-  rt::CacheManager cache(a.cache_plan, blocks, slots, 16);
-  rt::Scheduler sched({16, 8}, cache);
+  rt::CacheManager cache(a.cache_plan, blocks, slots, opt.table_width);
+  rt::Scheduler sched({opt.max_tokens, opt.max_requests}, cache);
   std::vector<std::unique_ptr<rt::Request>> reqs;
   for (const auto &p : prompts) {
     auto r = std::make_unique<rt::Request>();
     r->id = (rt::RequestId)reqs.size();
     r->arrival = reqs.size();
     r->prompt = p;
-    r->params.max_new_tokens = 3;
+    r->params.max_new_tokens = opt.new_tokens;
     sched.enqueue(r.get());
     reqs.push_back(std::move(r));
   }
@@ -113,6 +122,8 @@ void kernelsMatchCpu(const rt::Artefact &a, const rt::WeightSource &weights,
     ASSERT_FALSE(plan.chunks.empty());
     rt::StepBatch batch;
     rt::buildStepBatch(plan, cache, batch);
+    if (opt.step)
+      opt.step(batch);
 
     cpuValues.clear();
     cpu->setObserver([&](int instr) {
@@ -277,6 +288,109 @@ TEST_F(SimtMoeVariants, IdentityExpertsAndMaxGroups) {
                   });
   EXPECT_GT(identity, 0);
 }
+
+// Attention on long multi-request prefills. The fixture prompts are a few tokens, at most one
+// tile of the prefill kernels, so these run prompts of 9, 150, 301 and 70 tokens under a budget
+// of 96 tokens a step: chunks longer than the largest tile (64 tokens), chunks that continue a
+// cached prefix from a position inside a tile, steps that mix decode tokens (the decode kernels)
+// with prefill chunks (the tiled kernels), and contexts past 256 keys, where decode splits the
+// keys (attention_combine merges the splits). Each case is a fixture's model, some with their
+// attention edited, on random weights, checked teacher-forced against the CPU backend.
+struct AttentionCase {
+  std::string name, family;
+  std::function<void(hf::ModelSpec &)> edit; // null: the fixture's model as it is
+  std::string dtype = "bf16";
+  std::vector<std::pair<std::string, std::string>> config; // text replaced in config.json first
+};
+
+void PrintTo(const AttentionCase &c, std::ostream *os) { *os << c.name; }
+
+class SimtAttention : public ::testing::TestWithParam<AttentionCase> {};
+
+TEST_P(SimtAttention, LongPrefillsMatchCpu) {
+  const AttentionCase &c = GetParam();
+  std::string config = readFile(fixtureDir(c.family) + "/config.json");
+  for (const auto &[from, to] : c.config) {
+    size_t at = config.find(from);
+    ASSERT_NE(at, std::string::npos) << from;
+    config.replace(at, from.size(), to);
+  }
+  hf::ModelSpec spec = hf::parseConfig(config);
+  if (c.edit)
+    c.edit(spec);
+  driver::CompileOptions o;
+  o.dtype = c.dtype;
+  o.kernel_cache_dir = cacheDir() + "/nvrtc";
+  auto r = driver::compileSpec(spec, config, o);
+  rt::Artefact a = rt::Artefact::fromBytes(r.artefact.data(), r.artefact.size());
+  std::vector<std::vector<int32_t>> prompts;
+  for (int64_t n : {9, 150, 301, 70}) {
+    std::vector<int32_t> p;
+    for (int64_t k = 0; k < n; ++k)
+      p.push_back((int32_t)((prompts.size() * 31 + k * 17 + 3) % spec.vocab_size));
+    prompts.push_back(p);
+  }
+  int64_t longChunks = 0, continued = 0, mixed = 0, context = 0;
+  MatchOptions opt;
+  opt.max_tokens = 96;
+  opt.blocks = 160;
+  opt.table_width = 32; // 512 positions, past the fixtures' 256 (RoPE does not mind)
+  opt.new_tokens = 4;
+  opt.step = [&](const rt::StepBatch &b) {
+    bool decode = false, prefill = false;
+    for (int64_t q = 0; q < b.num_requests; ++q) {
+      int32_t n = b.cu_seqlens[q + 1] - b.cu_seqlens[q], start = b.positions[b.cu_seqlens[q]];
+      decode |= n == 1;
+      prefill |= n > 1;
+      longChunks += n > 64;
+      continued += n > 1 && start % 16 != 0;
+      context = std::max<int64_t>(context, start + n);
+    }
+    mixed += decode && prefill;
+  };
+  kernelsMatchCpu(a, rt::WeightSource{"", 11}, prompts, c.name, nullptr, opt);
+  EXPECT_GT(longChunks, 0);
+  EXPECT_GT(continued, 0);
+  EXPECT_GT(mixed, 0);
+  EXPECT_GT(context, 256);
+}
+
+void heads(hf::ModelSpec &s, int64_t h, int64_t kv) {
+  s.attn.num_heads = h;
+  s.attn.num_kv_heads = kv;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, SimtAttention,
+    ::testing::Values(
+        // GQA groups of 4 (one 16-token tile of 4 heads, 4 warps), 3 (3 warps), 8 (8 warps) and
+        // 1 (64-token tiles) over 16-wide heads.
+        AttentionCase{"gqa4", "llama", [](hf::ModelSpec &s) { heads(s, 8, 2); }},
+        AttentionCase{"gqa3", "llama", [](hf::ModelSpec &s) { heads(s, 6, 2); }},
+        AttentionCase{"gqa8", "llama", [](hf::ModelSpec &s) { heads(s, 16, 2); }},
+        AttentionCase{"mha", "llama", [](hf::ModelSpec &s) { heads(s, 4, 4); }},
+        // Sliding windows of 8 keys, smaller than a tile; with softcapping; with sinks.
+        AttentionCase{"window", "mistral", nullptr}, AttentionCase{"softcap_window", "gemma2", nullptr},
+        AttentionCase{"sinks_window", "gpt_oss", nullptr},
+        // Chunked retention (chunks of 8 positions) beside full layers.
+        AttentionCase{"chunked", "llama4_text", nullptr},
+        // The distance bias, and heads of 12 (rows gathered element by element, not 16-byte
+        // chunks; the scalar decode path).
+        AttentionCase{"distance_bias", "inkling_text", nullptr}, AttentionCase{"head_dim_12", "falcon_h1", nullptr},
+        // Latent attention: rows of 32 + 8, and of 512 + 64 (two warps share each 16 rows'
+        // value columns).
+        AttentionCase{"mla", "deepseek_v3", nullptr},
+        AttentionCase{"mla_wide",
+                      "deepseek_v3",
+                      nullptr,
+                      "bf16",
+                      {{"\"kv_lora_rank\": 32", "\"kv_lora_rank\": 512"},
+                       {"\"qk_rope_head_dim\": 8", "\"qk_rope_head_dim\": 64"},
+                       {"\"head_dim\": 8", "\"head_dim\": 64"}}},
+        // fp32: the same tiles with fp32 products.
+        AttentionCase{"gqa4_f32", "llama", [](hf::ModelSpec &s) { heads(s, 8, 2); }, "f32"},
+        AttentionCase{"mla_f32", "deepseek_v3", nullptr, "f32"}),
+    [](const auto &info) { return info.param.name; });
 
 // The whole step on the emulated GPU: bf16 end to end against the fp32 CPU backend.
 TEST_P(Simt, EndToEndCloseToCpu) {
