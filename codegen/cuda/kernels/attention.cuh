@@ -47,6 +47,7 @@ template <class T, int N> struct Packed {
   unsigned w[W];
 };
 template <class T, int N> __device__ __forceinline__ void packed_zero(Packed<T, N> &p) {
+  #pragma unroll
   for (int i = 0; i < Packed<T, N>::W; ++i)
     p.w[i] = 0;
 }
@@ -59,6 +60,7 @@ template <class T, int N> __device__ __forceinline__ float packed_at(const Packe
 // p[0..N) element by element (any alignment).
 template <class T, int N> __device__ __forceinline__ void packed_load_elems(Packed<T, N> &p, const T *src) {
   packed_zero(p);
+  #pragma unroll
   for (int i = 0; i < N; ++i) {
     if constexpr (same<T, bf16>)
       p.w[i >> 1] |= bf16_bits(src[i]) << (16 * (i & 1));
@@ -124,10 +126,13 @@ template <int G, class SH> struct DecodeState {
   float m[G], l[G], acc[G][SH::VC][SH::VEC];
 };
 template <int G, class SH> __device__ __forceinline__ void decode_state_init(DecodeState<G, SH> &st) {
+  #pragma unroll
   for (int g = 0; g < G; ++g) {
     st.m[g] = -INFINITY;
     st.l[g] = 0.0f;
+    #pragma unroll
     for (int e = 0; e < SH::VC; ++e)
+      #pragma unroll
       for (int i = 0; i < SH::VEC; ++i)
         st.acc[g][e][i] = 0.0f;
   }
@@ -141,7 +146,9 @@ __device__ __forceinline__ void decode_step(DecodeState<G, SH> &st, int g, float
   float mn = fmaxf(st.m[g], s);
   float corr = expf(st.m[g] - mn), p = expf(s - mn);
   st.l[g] = st.l[g] * corr + p;
+  #pragma unroll
   for (int e = 0; e < SH::VC; ++e)
+    #pragma unroll
     for (int i = 0; i < SH::VEC; ++i)
       st.acc[g][e][i] = st.acc[g][e][i] * corr + p * packed_at(v[e], i);
   st.m[g] = mn;
@@ -149,6 +156,7 @@ __device__ __forceinline__ void decode_step(DecodeState<G, SH> &st, int g, float
 
 // Sum over the LPK lanes of a key.
 template <int LPK> __device__ __forceinline__ float key_sum(float v) {
+  #pragma unroll
   for (int o = LPK / 2; o > 0; o >>= 1)
     v += __shfl_xor_sync(0xffffffffu, v, o);
   return v;
@@ -169,10 +177,12 @@ __device__ __forceinline__ void decode_keys(DecodeState<G, SH> &st, const Packed
     Packed<TKV, VEC> kc[U][KC], vc[U][VL];
     bool ok[U];
     int js[U];
+    #pragma unroll
     for (int u = 0; u < U; ++u) {
       int i = base + u * KPW + grp;
       const TKV *kr = nullptr, *vr = nullptr;
       ok[u] = i < end && row(i, js[u], kr, vr);
+      #pragma unroll
       for (int e = 0; e < KC; ++e) {
         int c = sub + LPK * e;
         if (ok[u] && c < SH::KCH)
@@ -180,6 +190,7 @@ __device__ __forceinline__ void decode_keys(DecodeState<G, SH> &st, const Packed
         else
           packed_zero(kc[u][e]);
       }
+      #pragma unroll
       for (int e = 0; e < VL && !VALUE_IN_KEY; ++e) {
         int c = sub + LPK * e;
         if (ok[u] && c < SH::VCH)
@@ -188,10 +199,14 @@ __device__ __forceinline__ void decode_keys(DecodeState<G, SH> &st, const Packed
           packed_zero(vc[u][e]);
       }
     }
+    #pragma unroll
     for (int u = 0; u < U; ++u)
+      #pragma unroll
       for (int g = 0; g < G; ++g) {
         float dot = 0.0f;
+        #pragma unroll
         for (int e = 0; e < KC; ++e)
+          #pragma unroll
           for (int x = 0; x < VEC; ++x)
             dot += packed_at(q[g][e], x) * packed_at(kc[u][e], x);
         float s = key_sum<LPK>(dot); // every lane takes part, with or without a key
@@ -212,25 +227,32 @@ __device__ __forceinline__ void decode_finish(DecodeState<G, SH> &st, float (*sm
                                               float (*sm_acc)[G][DV], float *part, long long t, int kvh, int split,
                                               long long splits) {
   int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  #pragma unroll
   for (int o = SH::LPK; o < 32; o <<= 1)
+    #pragma unroll
     for (int g = 0; g < G; ++g) {
       float mo = __shfl_xor_sync(0xffffffffu, st.m[g], o), lo = __shfl_xor_sync(0xffffffffu, st.l[g], o);
       float mn = fmaxf(st.m[g], mo);
       float x = st.m[g] == -INFINITY ? 0.0f : expf(st.m[g] - mn), y = mo == -INFINITY ? 0.0f : expf(mo - mn);
       st.l[g] = st.l[g] * x + lo * y;
+      #pragma unroll
       for (int e = 0; e < SH::VC; ++e)
+        #pragma unroll
         for (int i = 0; i < SH::VEC; ++i)
           st.acc[g][e][i] = st.acc[g][e][i] * x + __shfl_xor_sync(0xffffffffu, st.acc[g][e][i], o) * y;
       st.m[g] = mn;
     }
+  #pragma unroll
   for (int g = 0; g < G; ++g) {
     if (lane == 0) {
       sm_m[warp][g] = st.m[g];
       sm_l[warp][g] = st.l[g];
     }
+    #pragma unroll
     for (int e = 0; e < SH::VC; ++e) {
       int c = lane + SH::LPK * e;
       if (lane < SH::LPK && c < SH::VCH)
+        #pragma unroll
         for (int i = 0; i < SH::VEC; ++i)
           sm_acc[warp][g][c * SH::VEC + i] = st.acc[g][e][i];
     }
@@ -273,7 +295,9 @@ __device__ __forceinline__ void attention(const CbcArgs &a) {
   const int *table = tables + (long long)((const int *)a.p[S::Slots])[((const int *)a.p[S::SeqIds])[t]] *
                                   a.i[S::TableWidth];
   Packed<TQ, SH::VEC> qv[G][SH::KC];
+  #pragma unroll
   for (int g = 0; g < G; ++g)
+    #pragma unroll
     for (int e = 0; e < SH::KC; ++e) {
       int c = sub + SH::LPK * e;
       packed_zero(qv[g][e]);
@@ -337,7 +361,9 @@ __device__ __forceinline__ void latent_attention(const CbcArgs &a) {
                                   a.i[S::TableWidth];
   // A chunk lies wholly in the latent or the rope part (WIDE needs L % VEC == 0).
   Packed<TQ, SH::VEC> qv[HG][SH::KC];
+  #pragma unroll
   for (int g = 0; g < HG; ++g)
+    #pragma unroll
     for (int e = 0; e < SH::KC; ++e) {
       int c = sub + SH::LPK * e, d = c * SH::VEC;
       long long h = hb * HG + g;

@@ -46,6 +46,7 @@ template <int TT> __device__ __forceinline__ void attention_plan(const CbcArgs &
   for (long long r0 = 0; r0 < requests; r0 += blockDim.x) {
     long long r = r0 + threadIdx.x;
     int n = r < requests ? cu[r + 1] - cu[r] : 0, tiles = n >= 2 ? (n + TT - 1) / TT : 0, sum = tiles;
+    #pragma unroll
     for (int o = 1; o < 32; o <<= 1) {
       int x = __shfl_up_sync(0xffffffffu, sum, o);
       if (lane >= o)
@@ -117,6 +118,7 @@ __device__ __forceinline__ PrefillRows prefill_rows(const int *positions, int t0
   int lane = threadIdx.x & 31, wm = (threadIdx.x >> 5) % PS::WM, first = t0 + wm * 16 % PS::TOK;
   PrefillRows w;
   w.head = wm * 16 / PS::TOK;
+  #pragma unroll
   for (int hf = 0; hf < 2; ++hf) {
     w.t[hf] = first + (lane >> 2) + 8 * hf;
     w.pos[hf] = w.t[hf] < t1 ? positions[w.t[hf]] : -1;
@@ -178,6 +180,7 @@ __device__ __forceinline__ void prefill_load(TKV *kb, TKV *vb, int j0, int jhi, 
 // ks * 16 + 2t (+ 8) and the next. qPair(hf, col) is row half hf's pair at col, col + 1.
 template <class QPair> __device__ __forceinline__ void prefill_qfrag(unsigned a[4], int ks, QPair qPair) {
   int tq = threadIdx.x & 3;
+  #pragma unroll
   for (int rr = 0; rr < 4; ++rr)
     a[rr] = qPair(rr & 1, ks * 16 + 2 * tq + 8 * (rr >> 1));
 }
@@ -187,14 +190,17 @@ template <class PS, class QPair>
 __device__ __forceinline__ void prefill_qk_mma(float (&s)[PS::KT / 8][4], const unsigned (&qf)[PS::QREG ? PS::DP / 16 : 1][4],
                                                const bf16 *kb, QPair qPair) {
   int lane = threadIdx.x & 31;
+  #pragma unroll
   for (int n = 0; n < PS::KT / 8; ++n)
     s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.0f;
+  #pragma unroll
   for (int ks = 0; ks < PS::DP / 16; ++ks) {
     unsigned a[4];
     if constexpr (PS::QREG)
       a[0] = qf[ks][0], a[1] = qf[ks][1], a[2] = qf[ks][2], a[3] = qf[ks][3];
     else
       prefill_qfrag(a, ks, qPair);
+    #pragma unroll
     for (int np = 0; np < PS::KT / 16; ++np) {
       unsigned b[4]; // keys np*16 (+8), columns ks*16 (+8): the B fragments of two key octets
       ldmatrix_x4(b, kb + (np * 16 + (lane >> 4) * 8 + (lane & 7)) * PS::KS + ks * 16 + ((lane >> 3) & 1) * 8);
@@ -208,11 +214,14 @@ __device__ __forceinline__ void prefill_qk_mma(float (&s)[PS::KT / 8][4], const 
 template <class PS, class QAt>
 __device__ __forceinline__ void prefill_qk_f32(float (&s)[PS::KT / 8][4], const float *kb, QAt qAt) {
   int tq = threadIdx.x & 3;
+  #pragma unroll
   for (int n = 0; n < PS::KT / 8; ++n)
     s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.0f;
   for (int k = 0; k < PS::KD; ++k) {
     float q0 = qAt(0, k), q1 = qAt(1, k);
+    #pragma unroll
     for (int n = 0; n < PS::KT / 8; ++n)
+      #pragma unroll
       for (int e = 0; e < 2; ++e) {
         float kv = kb[(n * 8 + 2 * tq + e) * PS::KS + k];
         s[n][e] += q0 * kv;
@@ -228,14 +237,18 @@ template <class PS, class Score>
 __device__ __forceinline__ void prefill_softmax(float (&s)[PS::KT / 8][4], float (&o)[PS::DVW / 8][4], float (&m)[2],
                                                 float (&l)[2], const PrefillRows &w, int j0, Score score) {
   int tq = threadIdx.x & 3;
+  #pragma unroll
   for (int n = 0; n < PS::KT / 8; ++n)
+    #pragma unroll
     for (int i = 0; i < 4; ++i) {
       int hf = i >> 1, j = j0 + n * 8 + 2 * tq + (i & 1);
       float v = score(hf, s[n][i], j);
       s[n][i] = j >= w.lo[hf] && j <= w.pos[hf] ? v : -INFINITY;
     }
+  #pragma unroll
   for (int hf = 0; hf < 2; ++hf) {
     float mx = -INFINITY;
+    #pragma unroll
     for (int n = 0; n < PS::KT / 8; ++n)
       mx = fmaxf(mx, fmaxf(s[n][2 * hf], s[n][2 * hf + 1]));
     mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
@@ -243,13 +256,16 @@ __device__ __forceinline__ void prefill_softmax(float (&s)[PS::KT / 8][4], float
     // A row that has seen no key yet keeps max -inf: exponents then are taken against 0.
     float mn = fmaxf(m[hf], mx), ref = mn == -INFINITY ? 0.0f : mn, corr = expf(m[hf] - ref), sum = 0.0f;
     m[hf] = mn;
+    #pragma unroll
     for (int n = 0; n < PS::KT / 8; ++n)
+      #pragma unroll
       for (int e = 0; e < 2; ++e) {
         float p = expf(s[n][2 * hf + e] - ref);
         s[n][2 * hf + e] = p;
         sum += p;
       }
     l[hf] = l[hf] * corr + sum;
+    #pragma unroll
     for (int n = 0; n < PS::DVW / 8; ++n)
       o[n][2 * hf] *= corr, o[n][2 * hf + 1] *= corr;
   }
@@ -261,9 +277,11 @@ template <class PS>
 __device__ __forceinline__ void prefill_pv_mma(float (&o)[PS::DVW / 8][4], const float (&s)[PS::KT / 8][4],
                                                const bf16 *vb, int col0) {
   int lane = threadIdx.x & 31;
+#pragma unroll
   for (int kk = 0; kk < PS::KT / 16; ++kk) {
     unsigned a[4] = {pack_bf16x2(s[2 * kk][0], s[2 * kk][1]), pack_bf16x2(s[2 * kk][2], s[2 * kk][3]),
                      pack_bf16x2(s[2 * kk + 1][0], s[2 * kk + 1][1]), pack_bf16x2(s[2 * kk + 1][2], s[2 * kk + 1][3])};
+    #pragma unroll
     for (int np = 0; np < PS::DVW / 16; ++np) {
       unsigned b[4]; // keys kk*16 (+8), columns np*16 (+8), transposed: two column octets' B fragments
       ldmatrix_x4_trans(b, vb + (kk * 16 + ((lane >> 3) & 1) * 8 + (lane & 7)) * PS::VS + col0 + np * 16 +
@@ -279,13 +297,17 @@ template <class PS>
 __device__ __forceinline__ void prefill_pv_f32(float (&o)[PS::DVW / 8][4], const float (&s)[PS::KT / 8][4],
                                                const float *vb, float *pw, int col0) {
   int lane = threadIdx.x & 31, g = lane >> 2, tq = lane & 3;
+  #pragma unroll
   for (int n = 0; n < PS::KT / 8; ++n)
+    #pragma unroll
     for (int i = 0; i < 4; ++i)
       pw[(g + 8 * (i >> 1)) * PS::KT + n * 8 + 2 * tq + (i & 1)] = s[n][i];
   warp_sync();
   for (int k = 0; k < PS::KT; ++k) {
     float p0 = pw[g * PS::KT + k], p1 = pw[(g + 8) * PS::KT + k];
+    #pragma unroll
     for (int n = 0; n < PS::DVW / 8; ++n)
+      #pragma unroll
       for (int e = 0; e < 2; ++e) {
         float v = vb[k * PS::VS + col0 + n * 8 + 2 * tq + e];
         o[n][e] += p0 * v;
@@ -301,6 +323,7 @@ template <class PS, class Sink, class Out>
 __device__ __forceinline__ void prefill_store(const float (&o)[PS::DVW / 8][4], const float (&m)[2], const float (&l)[2],
                                               const PrefillRows &w, int col0, Sink sink, Out out) {
   int tq = threadIdx.x & 3;
+  #pragma unroll
   for (int hf = 0; hf < 2; ++hf) {
     float lt = l[hf], scale = 1.0f;
     lt += __shfl_xor_sync(0xffffffffu, lt, 1);
@@ -309,7 +332,9 @@ __device__ __forceinline__ void prefill_store(const float (&o)[PS::DVW / 8][4], 
       continue;
     sink(m[hf], lt, scale);
     float f = scale / lt;
+    #pragma unroll
     for (int n = 0; n < PS::DVW / 8; ++n)
+      #pragma unroll
       for (int e = 0; e < 2; ++e) {
         int col = col0 + n * 8 + 2 * tq + e;
         if (col < PS::VD)
@@ -334,9 +359,11 @@ __device__ __forceinline__ void prefill_run(const PrefillRows &w, int jlo, int j
   int col0 = (int)(threadIdx.x >> 5) / PS::WM * PS::DVW;
   unsigned qf[PS::QREG ? PS::DP / 16 : 1][4];
   if constexpr (PS::QREG)
+    #pragma unroll
     for (int ks = 0; ks < PS::DP / 16; ++ks)
       prefill_qfrag(qf[ks], ks, qPair);
   float o[PS::DVW / 8][4], m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
+  #pragma unroll
   for (int n = 0; n < PS::DVW / 8; ++n)
     o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
   int tiles = (jhi - jlo + KT - 1) / KT;
