@@ -77,7 +77,7 @@ void checkSelection(const std::vector<float> &got, const std::vector<float> &wan
 // blocks, the tokens generated per request, and an optional look at each step's batch.
 struct MatchOptions {
   int64_t max_tokens = 16, max_requests = 8;
-  int32_t blocks = 64, table_width = 16; // table_width: blocks a request may hold
+  int32_t blocks = 64, table_width = 16, slots = 8; // table_width: blocks a request may hold
   int64_t new_tokens = 3;
   std::function<void(const rt::StepBatch &)> step;
 };
@@ -91,7 +91,7 @@ void kernelsMatchCpu(const rt::Artefact &a, const rt::WeightSource &weights,
   rt::BackendLimits limits{opt.max_tokens, opt.max_requests};
   auto cpu = rt::makeCpuBackend(a, rt::WeightStore::load(a, weights), limits, 1);
   auto gpu = rt::makeGpuBackend(a, weights, simt::makeSimtDevice(cacheDir()), limits);
-  const int32_t blocks = opt.blocks, slots = 8;
+  const int32_t blocks = opt.blocks, slots = opt.slots;
   cpu->allocateCache(blocks, slots);
   gpu->allocateCache(blocks, slots);
   rt::CacheManager cache(a.cache_plan, blocks, slots, opt.table_width);
@@ -391,6 +391,26 @@ INSTANTIATE_TEST_SUITE_P(
         AttentionCase{"gqa4_f32", "llama", [](hf::ModelSpec &s) { heads(s, 8, 2); }, "f32"},
         AttentionCase{"mla_f32", "deepseek_v3", nullptr, "f32"}),
     [](const auto &info) { return info.param.name; });
+
+// The prefill tile plan scans the requests in rounds of its 256 threads: 300 requests in one
+// step, of 1 to 3 prompt tokens (the one-token chunks go to the decode kernels, the others are
+// prefill tiles), then their decode steps, on the llama fixture.
+TEST(SimtAttentionPlan, ManyRequestsInOneStep) {
+  rt::Artefact a = compileWithKernels("llama", true);
+  std::vector<std::vector<int32_t>> prompts;
+  for (int32_t i = 0; i < 300; ++i)
+    prompts.push_back(std::vector<int32_t>(1 + i % 3, 1 + i % 200));
+  MatchOptions opt;
+  opt.max_tokens = 1024;
+  opt.max_requests = 512;
+  opt.slots = 320;
+  opt.blocks = 700;
+  opt.new_tokens = 2;
+  int64_t most = 0;
+  opt.step = [&](const rt::StepBatch &b) { most = std::max(most, b.num_requests); };
+  kernelsMatchCpu(a, rt::WeightSource{fixtureDir("llama"), 0}, prompts, "300 requests", nullptr, opt);
+  EXPECT_EQ(most, 300);
+}
 
 // The whole step on the emulated GPU: bf16 end to end against the fp32 CPU backend.
 TEST_P(Simt, EndToEndCloseToCpu) {
