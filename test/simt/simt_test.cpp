@@ -401,6 +401,13 @@ INSTANTIATE_TEST_SUITE_P(
                       {{"\"kv_lora_rank\": 32", "\"kv_lora_rank\": 512"},
                        {"\"qk_rope_head_dim\": 8", "\"qk_rope_head_dim\": 64"},
                        {"\"head_dim\": 8", "\"head_dim\": 64"}}},
+        // Latent rows of 32 + 6: not whole 16-byte chunks (the scalar decode path, element-wise
+        // gathers in the prefill kernel).
+        AttentionCase{"mla_rope6",
+                      "deepseek_v3",
+                      nullptr,
+                      "bf16",
+                      {{"\"qk_rope_head_dim\": 8", "\"qk_rope_head_dim\": 6"}, {"\"head_dim\": 8", "\"head_dim\": 6"}}},
         // fp32: the same tiles with fp32 products.
         AttentionCase{"gqa4_f32", "llama", [](hf::ModelSpec &s) { heads(s, 8, 2); }, "f32"},
         AttentionCase{"mla_f32", "deepseek_v3", nullptr, "f32"}),
