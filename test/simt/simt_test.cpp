@@ -414,8 +414,8 @@ INSTANTIATE_TEST_SUITE_P(
     [](const auto &info) { return info.param.name; });
 
 // Keys and values of different widths: no front end lowers a kv.attention with D != DV, so a
-// hand-written one-layer step (4 heads over 2 kv heads, keys of 16, values of 24) goes through
-// the pipeline, the CUDA emitter and NVRTC as `cbc compile` runs them, then the long prefills.
+// hand-written one-layer step (4 heads over 2 kv heads, keys of 16, values of DV: VW = 2 DV,
+// AW = 4 DV) goes through the pipeline, the CUDA emitter and NVRTC as `cbc compile` runs them.
 const char *kWideValuesStep = R"mlir(
 module attributes {cbc.model = #cbc.model<model_type = "test", vocab_size = 256, hidden_size = 64, num_layers = 1, max_positions = 512, eos_token_ids = [2], bos_token_id = 1, checkpoint_dtype = "bfloat16">} {
   func.func @step(%arg0: tensor<?xi32> {cbc.name = "tokens"}, %arg1: tensor<?xi32> {cbc.name = "positions"}, %arg2: tensor<?xi32> {cbc.name = "seq_ids"}, %arg3: tensor<?xi32> {cbc.name = "cu_seqlens"}, %arg4: tensor<?xi32> {cbc.name = "kv_lens"}, %arg5: tensor<?x?x?xi32> {cbc.name = "block_tables"}, %arg6: tensor<?xi32> {cbc.name = "logit_rows"}, %arg7: tensor<?xi32> {cbc.name = "prompt_lens"}, %arg8: tensor<?xi32> {cbc.name = "slots"}, %arg9: tensor<?xi32> {cbc.name = "has_initial_state"}) -> tensor<?x256xf32> {
@@ -423,14 +423,14 @@ module attributes {cbc.model = #cbc.model<model_type = "test", vocab_size = 256,
     %x = cbc.math.embed %arg0, %embed : tensor<?xi32>, tensor<256x64xbf16> -> tensor<?x64xf32>
     %wq = cbc.weight.ref "layers.0.attn.q" {sources = [["q.weight"]]} : tensor<64x64xbf16>
     %wk = cbc.weight.ref "layers.0.attn.k" {sources = [["k.weight"]]} : tensor<32x64xbf16>
-    %wv = cbc.weight.ref "layers.0.attn.v" {sources = [["v.weight"]]} : tensor<48x64xbf16>
+    %wv = cbc.weight.ref "layers.0.attn.v" {sources = [["v.weight"]]} : tensor<VWx64xbf16>
     %q = cbc.math.linear %x, %wq : tensor<?x64xf32>, tensor<64x64xbf16> -> tensor<?x64xf32>
     %k = cbc.math.linear %x, %wk : tensor<?x64xf32>, tensor<32x64xbf16> -> tensor<?x32xf32>
-    %v = cbc.math.linear %x, %wv : tensor<?x64xf32>, tensor<48x64xbf16> -> tensor<?x48xf32>
-    cbc.kv.append %k, %v, %arg1, %arg2, %arg8, %arg5 {group = 0 : i64, head_dim = 16 : i64, layer = 0 : i64, num_kv_heads = 2 : i64} : tensor<?x32xf32>, tensor<?x48xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
-    %o = cbc.kv.attention %q, %arg1, %arg2, %arg3, %arg4, %arg8, %arg5 {group = 0 : i64, head_dim = 16 : i64, layer = 0 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, scale = 2.500000e-01 : f64} : tensor<?x64xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?x96xf32>
-    %wo = cbc.weight.ref "layers.0.attn.o" {sources = [["o.weight"]]} : tensor<64x96xbf16>
-    %y = cbc.math.linear %o, %wo : tensor<?x96xf32>, tensor<64x96xbf16> -> tensor<?x64xf32>
+    %v = cbc.math.linear %x, %wv : tensor<?x64xf32>, tensor<VWx64xbf16> -> tensor<?xVWxf32>
+    cbc.kv.append %k, %v, %arg1, %arg2, %arg8, %arg5 {group = 0 : i64, head_dim = 16 : i64, layer = 0 : i64, num_kv_heads = 2 : i64} : tensor<?x32xf32>, tensor<?xVWxf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
+    %o = cbc.kv.attention %q, %arg1, %arg2, %arg3, %arg4, %arg8, %arg5 {group = 0 : i64, head_dim = 16 : i64, layer = 0 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, scale = 2.500000e-01 : f64} : tensor<?x64xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?xAWxf32>
+    %wo = cbc.weight.ref "layers.0.attn.o" {sources = [["o.weight"]]} : tensor<64xAWxbf16>
+    %y = cbc.math.linear %o, %wo : tensor<?xAWxf32>, tensor<64xAWxbf16> -> tensor<?x64xf32>
     %x1 = cbc.math.add %x, %y : tensor<?x64xf32>
     %g = cbc.rows.gather %x1, %arg6 : tensor<?x64xf32>, tensor<?xi32> -> tensor<?x64xf32>
     %head = cbc.weight.ref "lm_head" {sources = [["lm_head.weight"]]} : tensor<256x64xbf16>
@@ -439,6 +439,14 @@ module attributes {cbc.model = #cbc.model<model_type = "test", vocab_size = 256,
   }
 }
 )mlir";
+
+std::string wideValuesStep(int64_t dv) {
+  std::string ir = kWideValuesStep;
+  for (auto [key, value] : {std::pair<std::string, int64_t>{"VW", 2 * dv}, {"AW", 4 * dv}})
+    for (size_t at; (at = ir.find(key)) != std::string::npos;)
+      ir.replace(at, key.size(), std::to_string(value));
+  return ir;
+}
 
 // The artefact of hand-written cbc IR with its kernels, as driver::compileSpec makes one after
 // lowering.
@@ -471,9 +479,19 @@ rt::Artefact compileIr(const std::string &ir) {
 }
 
 TEST(SimtAttentionWideValues, LongPrefillsMatchCpu) {
-  rt::Artefact a = compileIr(kWideValuesStep);
+  rt::Artefact a = compileIr(wideValuesStep(24));
   ASSERT_NE(a.kernels->source.find("cbc::attention_prefill<bf16, bf16, bf16, void, 4, 2, 16, 24,"), std::string::npos);
   longPrefillsMatchCpu(a, 256, "values wider than keys");
+}
+
+// Values of 528: a prefill block would need 12 warps (three column groups), so every token of
+// the layer takes flash-decoding (its all-token form), prefill chunks included.
+TEST(SimtAttentionWideValues, TooWideForTilesStayOnDecode) {
+  rt::Artefact a = compileIr(wideValuesStep(528));
+  EXPECT_EQ(a.kernels->source.find("cbc::attention_prefill<"), std::string::npos);
+  ASSERT_NE(a.kernels->source.find("cbc::attention<bf16, bf16, 4, 2, 16, 528, 16, cbc::Retention::all, 0, false, void, 0, true>"),
+            std::string::npos);
+  longPrefillsMatchCpu(a, 256, "values too wide for tiles");
 }
 
 // The prefill tile plan scans the requests in rounds of its 256 threads: 300 requests in one
