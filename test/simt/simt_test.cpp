@@ -377,11 +377,12 @@ void heads(hf::ModelSpec &s, int64_t h, int64_t kv) {
 INSTANTIATE_TEST_SUITE_P(
     Cases, SimtAttention,
     ::testing::Values(
-        // GQA groups of 4 (one 16-token tile of 4 heads, 4 warps), 3 (3 warps), 8 (8 warps) and
-        // 1 (64-token tiles) over 16-wide heads.
+        // GQA groups of 4 (one 16-token tile of 4 heads, 4 warps), 3 (3 warps), 8 (8 warps), 16
+        // (two blocks of 8 heads per kv head) and 1 (64-token tiles) over 16-wide heads.
         AttentionCase{"gqa4", "llama", [](hf::ModelSpec &s) { heads(s, 8, 2); }},
         AttentionCase{"gqa3", "llama", [](hf::ModelSpec &s) { heads(s, 6, 2); }},
         AttentionCase{"gqa8", "llama", [](hf::ModelSpec &s) { heads(s, 16, 2); }},
+        AttentionCase{"gqa16", "llama", [](hf::ModelSpec &s) { heads(s, 32, 2); }},
         AttentionCase{"mha", "llama", [](hf::ModelSpec &s) { heads(s, 4, 4); }},
         // Sliding windows of 8 keys, smaller than a tile; with softcapping; with sinks.
         AttentionCase{"window", "mistral", nullptr}, AttentionCase{"softcap_window", "gemma2", nullptr},
