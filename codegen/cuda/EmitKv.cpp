@@ -1,6 +1,8 @@
 // The paged cache: appending rows, the fused RoPE-and-append prologue, and attention.
 #include "codegen/cuda/Emitter.h"
 
+#include "llvm/Support/MathExtras.h"
+
 namespace cbc::codegen::cuda {
 
 using namespace mlir;
@@ -50,36 +52,109 @@ void emitAppend(Emitter &e, KvAppendOp op) {
   l.grid[0] = {RuntimeVar::NumTokens, 1, 1, 0};
 }
 
-// The merge of the attention splits (and the sinks) per (token, head) into `result`.
-void emitCombine(Emitter &e, KernelArgOut partials, Value result, Value sinks, int64_t H, int64_t Dv) {
+// The merge of the attention splits (and the sinks) per (token, head) into `result`: of the
+// one-token chunks' tokens (cu_seqlens tells), or with `all` of every token.
+void emitCombine(Emitter &e, Value cuSeqlens, KernelArgOut partials, Value result, Value sinks, int64_t H, int64_t Dv,
+                 bool all) {
   using C = slots::AttentionCombine;
-  int kc = e.kernel("attention_combine", "attention.cuh",
-                    instance("attention_combine", {e.type(result), e.type(sinks), num(H), num(Dv)}));
+  std::vector<std::string> targs = {e.type(result), e.type(sinks), num(H), num(Dv)};
+  if (all)
+    targs.push_back(flag(true));
+  int kc = e.kernel("attention_combine", "attention.cuh", instance("attention_combine", targs));
   SlotArgs<C> cargs;
   cargs.set(C::Partials, partials)
       .set(C::Out, e.arg(result))
       .set(C::Sinks, e.arg(sinks))
+      .set(C::CuSeqlens, e.arg(cuSeqlens))
       .set(C::Splits, Emitter::runtime(RuntimeVar::AttnSplits));
   LaunchOut &c = e.launch(kc, Dv >= 128 ? 128 : 64, cargs);
-  c.grid[0] = {RuntimeVar::NumTokens, 1, 1, 0};
+  c.grid[0] = {all ? RuntimeVar::NumTokens : RuntimeVar::NumRequests, 1, 1, 0};
   c.grid[1] = {std::nullopt, 1, 1, H};
 }
 
-// Flash-decoding: the partial softmax per (token, kv head, split), then the merge of the splits
-// (and the sinks) per (token, head).
+// The plan of the step's prefill tiles of `tokens` tokens, in a workspace of its own; one block,
+// launched only in steps with a prefill chunk (the grid is min(1, PrefillTiles)).
+KernelArgOut emitPlan(Emitter &e, Value cuSeqlens, int tokens) {
+  using P = slots::AttentionPlan;
+  // The count, then two ints a tile; a tile has at least two tokens.
+  KernelArgOut plan = e.workspace("attention_plan_" + std::to_string(tokens), 4, 16);
+  int k = e.kernel("attention_plan", "attention_prefill.cuh", instance("attention_plan", {num(tokens)}));
+  SlotArgs<P> args;
+  args.set(P::CuSeqlens, e.arg(cuSeqlens))
+      .set(P::Plan, plan)
+      .set(P::Requests, Emitter::runtime(RuntimeVar::NumRequests));
+  LaunchOut &l = e.launch(k, kernels::kAttentionPlanThreads, args);
+  l.grid[0] = {RuntimeVar::PrefillTiles, 1, 1 << 30, 0};
+  return plan;
+}
+
+// The template arguments of a layer's retention: its kind and its tokens.
+std::vector<std::string> retentionArgs(RetentionAttr retention) {
+  return {spell(retention.getKind()), num(retention.getKind() == RetentionKind::all ? 0 : retention.getTokens())};
+}
+
+// Tiled prefill attention over the plan's tiles (of chunks of two or more tokens): block (tile,
+// kv head x head block), its result written directly.
+void emitAttentionPrefill(Emitter &e, KvAttentionOp op, KernelArgOut plan) {
+  using S = slots::AttentionPrefill;
+  int64_t H = op.getNumHeads(), Hkv = op.getNumKvHeads(), D = op.getHeadDim(), Dv = cols(op.getResult()) / H;
+  int G = (int)(H / Hkv), GB = kernels::prefillHeadsPerBlock(G, (int)Dv);
+  bool softcap = (bool)op.getSoftcapAttr();
+  std::vector<std::string> targs = {e.type(op.getQ()), e.kvType(), e.type(op.getResult()), e.type(op.getSinks()),
+                                    num(H), num(Hkv), num(D), num(Dv), num(e.blockSize())};
+  for (std::string &r : retentionArgs(op.getRetention()))
+    targs.push_back(std::move(r));
+  targs.push_back(flag(softcap));
+  if (Value bias = op.getDistanceBias())
+    targs.insert(targs.end(), {e.type(bias), num(op.getBiasExtent())});
+  int k = e.kernel("attention_prefill", "attention_prefill.cuh", instance("attention_prefill", targs));
+  SlotArgs<S> args;
+  args.set(S::Q, e.arg(op.getQ()))
+      .set(S::Positions, e.arg(op.getPositions()))
+      .set(S::Slots, e.arg(op.getSlots()))
+      .set(S::Tables, e.arg(op.getBlockTables()))
+      .set(S::Pool, Emitter::cache(op.getLayer()))
+      .set(S::Plan, plan)
+      .set(S::CuSeqlens, e.arg(op.getCuSeqlens()))
+      .set(S::Out, e.arg(op.getResult()))
+      .set(S::Sinks, e.arg(op.getSinks()))
+      .set(S::DistanceBias, e.arg(op.getDistanceBias()))
+      .set(S::ScoreScale, op.getScale().convertToDouble())
+      .set(S::ScoreCap, softcap ? op.getSoftcapAttr().getValueAsDouble() : 0.0);
+  setTableSlots(args, op.getGroupAttr());
+  LaunchOut &l = e.launch(k, 32 * kernels::prefillWarps(G, (int)Dv), args);
+  l.grid[0] = {RuntimeVar::PrefillTiles, 1, 1, 0};
+  l.grid[1] = {std::nullopt, 1, 1, Hkv * (G / GB)};
+}
+
+// Attention: the one-token chunks by flash-decoding (the partial softmax per (request, kv
+// head, split), then the merge of the splits and the sinks), the longer chunks by the tiled
+// prefill kernel. Heads too wide for a prefill block stay on flash-decoding for every token.
 void emitAttention(Emitter &e, KvAttentionOp op) {
   using S = slots::Attention;
   int64_t H = op.getNumHeads(), Hkv = op.getNumKvHeads(), D = op.getHeadDim(), Dv = cols(op.getResult()) / H;
-  RetentionAttr retention = op.getRetention();
   bool softcap = (bool)op.getSoftcapAttr();
+  bool tiled = kernels::prefillWarps((int)(H / Hkv), (int)Dv) <= 8;
+  if (tiled) {
+    int G = (int)(H / Hkv);
+    KernelArgOut plan = emitPlan(e, op.getCuSeqlens(), kernels::prefillTileTokens(kernels::prefillHeadsPerBlock(G, (int)Dv)));
+    emitAttentionPrefill(e, op, plan);
+  }
   KernelArgOut partials = e.workspace("attention_partials", H * (Dv + 2) * 4, 0);
   std::vector<std::string> targs = {e.type(op.getQ()), e.kvType(), num(H), num(Hkv), num(D), num(Dv),
-                                    num(e.blockSize()), spell(retention.getKind()),
-                                    num(retention.getKind() == RetentionKind::all ? 0 : retention.getTokens()),
-                                    flag(softcap)};
-  // The distance bias is a template argument only where present, so other instances keep their names.
+                                    num(e.blockSize())};
+  for (std::string &r : retentionArgs(op.getRetention()))
+    targs.push_back(std::move(r));
+  targs.push_back(flag(softcap));
+  // The distance bias and the all-token form are template arguments only where needed, so that
+  // other instances keep their names.
   if (Value bias = op.getDistanceBias())
     targs.insert(targs.end(), {e.type(bias), num(op.getBiasExtent())});
+  if (!tiled) {
+    if (!op.getDistanceBias())
+      targs.insert(targs.end(), {"void", "0"});
+    targs.push_back(flag(true));
+  }
   int k = e.kernel("attention", "attention.cuh", instance("attention", targs));
   SlotArgs<S> args;
   args.set(S::Q, e.arg(op.getQ()))
@@ -90,41 +165,86 @@ void emitAttention(Emitter &e, KvAttentionOp op) {
       .set(S::Pool, Emitter::cache(op.getLayer()))
       .set(S::Partials, partials)
       .set(S::DistanceBias, e.arg(op.getDistanceBias()))
+      .set(S::CuSeqlens, e.arg(op.getCuSeqlens()))
       .set(S::Splits, Emitter::runtime(RuntimeVar::AttnSplits))
       .set(S::ScoreScale, op.getScale().convertToDouble())
       .set(S::ScoreCap, softcap ? op.getSoftcapAttr().getValueAsDouble() : 0.0);
   setTableSlots(args, op.getGroupAttr());
   LaunchOut &l = e.launch(k, 32 * kernels::kAttentionWarps, args);
-  l.grid[0] = {RuntimeVar::NumTokens, 1, 1, 0};
+  l.grid[0] = {tiled ? RuntimeVar::NumRequests : RuntimeVar::NumTokens, 1, 1, 0};
   l.grid[1] = {std::nullopt, 1, 1, Hkv};
   l.grid[2] = {RuntimeVar::AttnSplits, 1, 1, 0};
-  emitCombine(e, partials, op.getResult(), op.getSinks(), H, Dv);
+  emitCombine(e, op.getCuSeqlens(), partials, op.getResult(), op.getSinks(), H, Dv, !tiled);
 }
 
-// Heads per block of latent attention: as many as keep the per-warp partial latents within
-// 32 KiB of shared memory, dividing the head count.
-int64_t latentHeadsPerBlock(int64_t H, int64_t L) {
+// Heads per block of latent (decode) attention: as many as keep the per-warp partial latents
+// within 32 KiB of shared memory and q and the accumulators within about 128 registers a lane
+// (the kernel's row split: 16-byte chunks of `vec` elements round-robin over up to 32 lanes),
+// dividing the head count.
+int64_t latentHeadsPerBlock(int64_t H, int64_t L, int64_t R, int64_t vec) {
+  auto lanes = [](int64_t chunks) { return std::min<int64_t>(32, (int64_t)llvm::PowerOf2Ceil(chunks)); };
+  int64_t lpk = lanes((L + R) / vec), kc = ((L + R) / vec + lpk - 1) / lpk, vc = (L / vec + lpk - 1) / lpk;
+  int64_t regs = kc * vec / 2 + vc * vec; // q packed, the accumulators in fp32
   for (int64_t hg : {8, 4, 2})
-    if (H % hg == 0 && kernels::kAttentionWarps * hg * L * 4 <= 32 * 1024)
+    if (H % hg == 0 && kernels::kAttentionWarps * hg * L * 4 <= 32 * 1024 && hg * regs <= 128)
       return hg;
   return 1;
 }
 
-// Latent attention: the partial softmax per (token, head block, split) over the cached latent
-// rows, then the same merge as attention.
+// The prefill form of latent attention over the plan's tiles: block (tile, head block).
+void emitLatentPrefill(Emitter &e, KvLatentAttentionOp op, KernelArgOut plan, int64_t row) {
+  using S = slots::LatentAttentionPrefill;
+  int64_t H = op.getNumHeads(), L = op.getLatentDim(), R = op.getRopeDim();
+  int GB = kernels::prefillHeadsPerBlock((int)H, (int)L);
+  std::vector<std::string> targs = {e.type(op.getQLatent()), e.kvType(), e.type(op.getResult()), num(H), num(L),
+                                    num(R), num(e.blockSize())};
+  for (std::string &r : retentionArgs(op.getRetention()))
+    targs.push_back(std::move(r));
+  if (row > L + R)
+    targs.push_back(num(row));
+  int k = e.kernel("latent_attention_prefill", "attention_prefill.cuh", instance("latent_attention_prefill", targs));
+  SlotArgs<S> args;
+  args.set(S::QLatent, e.arg(op.getQLatent()))
+      .set(S::QRope, e.arg(op.getQRope()))
+      .set(S::Positions, e.arg(op.getPositions()))
+      .set(S::Slots, e.arg(op.getSlots()))
+      .set(S::Tables, e.arg(op.getBlockTables()))
+      .set(S::Pool, Emitter::cache(op.getLayer()))
+      .set(S::Plan, plan)
+      .set(S::CuSeqlens, e.arg(op.getCuSeqlens()))
+      .set(S::Out, e.arg(op.getResult()))
+      .set(S::ScoreScale, op.getScale().convertToDouble());
+  setTableSlots(args, op.getGroupAttr());
+  LaunchOut &l = e.launch(k, 32 * kernels::prefillWarps((int)H, (int)L), args);
+  l.grid[0] = {RuntimeVar::PrefillTiles, 1, 1, 0};
+  l.grid[1] = {std::nullopt, 1, 1, H / GB};
+}
+
+// Latent attention: as attention, one-token chunks by flash-decoding over the cached latent rows
+// and longer chunks by the tiled kernel. With a selection (sparse attention) each token has keys
+// of its own, so flash-decoding takes every token.
 void emitLatentAttention(Emitter &e, KvLatentAttentionOp op) {
   using S = slots::LatentAttention;
-  int64_t H = op.getNumHeads(), L = op.getLatentDim(), R = op.getRopeDim(), HG = latentHeadsPerBlock(H, L);
-  RetentionAttr retention = op.getRetention();
+  int64_t H = op.getNumHeads(), L = op.getLatentDim(), R = op.getRopeDim();
+  int64_t vec = e.kvType() == "bf16" ? 8 : 4, row = planRowElems(op, op.getLayer());
+  bool wide = L % vec == 0 && R % vec == 0 && std::max<int64_t>(row, L + R) % vec == 0;
+  int64_t HG = latentHeadsPerBlock(H, L, R, wide ? vec : 1);
+  bool tiled = !op.getSelection() && kernels::prefillWarps((int)H, (int)L) <= 8;
+  if (tiled) {
+    int tokens = kernels::prefillTileTokens(kernels::prefillHeadsPerBlock((int)H, (int)L));
+    emitLatentPrefill(e, op, emitPlan(e, op.getCuSeqlens(), tokens), row);
+  }
   KernelArgOut partials = e.workspace("attention_partials", H * (L + 2) * 4, 0);
   std::vector<std::string> targs = {e.type(op.getQLatent()), e.kvType(), num(H), num(L), num(R), num(HG),
-                                    num(e.blockSize()), spell(retention.getKind()),
-                                    num(retention.getKind() == RetentionKind::all ? 0 : retention.getTokens())};
-  int64_t row = planRowElems(op, op.getLayer());
-  if (row > L + R || op.getSelection()) {
+                                    num(e.blockSize())};
+  for (std::string &r : retentionArgs(op.getRetention()))
+    targs.push_back(std::move(r));
+  if (row > L + R || op.getSelection() || !tiled) {
     targs.push_back(num(std::max<int64_t>(row, L + R)));
     targs.push_back(num(op.getSelection() ? cols(op.getSelection()) : 0));
   }
+  if (!tiled && !op.getSelection())
+    targs.push_back(flag(true));
   int k = e.kernel("latent_attention", "attention.cuh", instance("latent_attention", targs));
   SlotArgs<S> args;
   args.set(S::QLatent, e.arg(op.getQLatent()))
@@ -135,15 +255,16 @@ void emitLatentAttention(Emitter &e, KvLatentAttentionOp op) {
       .set(S::Tables, e.arg(op.getBlockTables()))
       .set(S::Pool, Emitter::cache(op.getLayer()))
       .set(S::Partials, partials)
+      .set(S::CuSeqlens, e.arg(op.getCuSeqlens()))
       .set(S::Splits, Emitter::runtime(RuntimeVar::AttnSplits))
       .set(S::ScoreScale, op.getScale().convertToDouble());
   args.set(S::Selection, e.arg(op.getSelection())); // null without a selection
   setTableSlots(args, op.getGroupAttr());
   LaunchOut &l = e.launch(k, 32 * kernels::kAttentionWarps, args);
-  l.grid[0] = {RuntimeVar::NumTokens, 1, 1, 0};
+  l.grid[0] = {tiled ? RuntimeVar::NumRequests : RuntimeVar::NumTokens, 1, 1, 0};
   l.grid[1] = {std::nullopt, 1, 1, H / HG};
   l.grid[2] = {RuntimeVar::AttnSplits, 1, 1, 0};
-  emitCombine(e, partials, op.getResult(), Value(), H, L);
+  emitCombine(e, op.getCuSeqlens(), partials, op.getResult(), Value(), H, L, !tiled);
 }
 
 void emitIndexAppend(Emitter &e, KvIndexAppendOp op) {

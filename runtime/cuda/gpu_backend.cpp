@@ -358,6 +358,7 @@ void GpuBackend::execute(const StepBatch &b) {
   vars[(int)RuntimeVar::TableSlots] = b.table_slots;
   vars[(int)RuntimeVar::AttnSplits] = splits;
   vars[(int)RuntimeVar::MaxTokens] = limits_.max_tokens;
+  vars[(int)RuntimeVar::PrefillTiles] = prefillTiles(b.cu_seqlens.data(), b.num_requests);
   // Pure decode steps replay as CUDA Graphs, keyed by everything baked into the launches.
   bool decode = b.num_tokens == b.num_requests;
   uint64_t key = ((uint64_t)b.num_tokens << 40) ^ ((uint64_t)b.num_logit_rows << 24) ^ ((uint64_t)splits << 16) ^

@@ -42,15 +42,31 @@ enum class RuntimeVar : uint8_t {
   TableSlots,
   AttnSplits,
   MaxTokens,
+  // Tiles of kPrefillTileTokens tokens over the step's prefill chunks (those of two or more
+  // tokens): the grid bound of the tiled prefill attention. 0 in a decode step, whose launches
+  // of the prefill kernels are then empty and left out (of CUDA Graphs too).
+  PrefillTiles,
 };
-constexpr int kNumRuntimeVars = 7;
+constexpr int kNumRuntimeVars = 8;
+constexpr int kPrefillTileTokens = 16;
+
+// RuntimeVar::PrefillTiles of a step with these request row starts (cu_seqlens, R + 1 entries).
+inline int64_t prefillTiles(const int32_t *cuSeqlens, int64_t requests) {
+  int64_t tiles = 0;
+  for (int64_t r = 0; r < requests; ++r) {
+    int64_t n = cuSeqlens[r + 1] - cuSeqlens[r];
+    if (n >= 2)
+      tiles += (n + kPrefillTileTokens - 1) / kPrefillTileTokens;
+  }
+  return tiles;
+}
 
 constexpr std::string_view kStepArgNames[kNumStepArgs] = {
     "tokens",     "positions",   "seq_ids", "cu_seqlens", "kv_lens",          "block_tables",
     "logit_rows", "prompt_lens", "slots",   "has_initial_state"};
 constexpr std::string_view kRuntimeVarNames[kNumRuntimeVars] = {
     "num_tokens", "num_requests", "num_logit_rows", "table_width", "table_slots", "attn_splits",
-    "max_tokens"};
+    "max_tokens", "prefill_tiles"};
 
 constexpr std::string_view stepArgName(StepArg a) { return kStepArgNames[(int)a]; }
 constexpr std::string_view runtimeVarName(RuntimeVar v) { return kRuntimeVarNames[(int)v]; }

@@ -8,7 +8,12 @@
 // the CPU saw. Tolerance: |gpu - cpu| <= 0.03 * (|cpu| + 1) per element, which covers bf16
 // rounding of inputs, outputs and the cache (2^-8 relative each) with fp32 accumulation.
 #include "codegen/cuda/kernels/slots.h"
+#include "codegen/artefact_writer.h"
+#include "codegen/cuda/emit.h"
+#include "codegen/cuda/nvrtc.h"
+#include "dialects/cbc/CbcOps.h"
 #include "driver/compile.h"
+#include "passes/Passes.h"
 #include "frontends/hf_config/model_spec.h"
 #include "runtime/cpu/cpu_backend.h"
 #include "runtime/cuda/gpu_backend.h"
@@ -19,6 +24,10 @@
 #include "test/support/compile_support.h"
 
 #include <gtest/gtest.h>
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
 
 #include <algorithm>
 #include <cmath>
@@ -74,28 +83,37 @@ void checkSelection(const std::vector<float> &got, const std::vector<float> &wan
                                     << selected << " selected positions differ from the CPU's in step " << step;
 }
 
+// The serving shape of a teacher-forced run: the step's token budget and rows, the cache's
+// blocks, the tokens generated per request, and an optional look at each step's batch.
+struct MatchOptions {
+  int64_t max_tokens = 16, max_requests = 8;
+  int32_t blocks = 64, table_width = 16, slots = 8; // table_width: blocks a request may hold
+  int64_t new_tokens = 3;
+  std::function<void(const rt::StepBatch &)> step;
+  double tol_scale = 1.0; // fp32 programs can be held far tighter than bf16 rounding allows
+};
+
 // Teacher-forced: the CPU backend runs each step, then the GPU backend instruction by
 // instruction, each output compared with the CPU's and replaced by it. `name` labels messages;
-// `seen`, when given, sees every CPU output; `tolScale` scales the tolerance (fp32 programs can
-// be held far tighter than bf16 rounding allows).
+// `seen`, when given, sees every CPU output.
 void kernelsMatchCpu(const rt::Artefact &a, const rt::WeightSource &weights,
                      const std::vector<std::vector<int32_t>> &prompts, const std::string &name,
-                     const CpuValueSeen &seen = nullptr, rt::BackendLimits limits = {16, 8},
-                     double tolScale = 1.0) {
+                     const CpuValueSeen &seen = nullptr, const MatchOptions &opt = {}) {
+  rt::BackendLimits limits{opt.max_tokens, opt.max_requests};
   auto cpu = rt::makeCpuBackend(a, rt::WeightStore::load(a, weights), limits, 1);
   auto gpu = rt::makeGpuBackend(a, weights, simt::makeSimtDevice(cacheDir()), limits);
-  const int32_t blocks = 64, slots = 8;
+  const int32_t blocks = opt.blocks, slots = opt.slots;
   cpu->allocateCache(blocks, slots);
   gpu->allocateCache(blocks, slots);
-  rt::CacheManager cache(a.cache_plan, blocks, slots, 16);
-  rt::Scheduler sched({limits.max_tokens, limits.max_requests}, cache);
+  rt::CacheManager cache(a.cache_plan, blocks, slots, opt.table_width);
+  rt::Scheduler sched({opt.max_tokens, opt.max_requests}, cache);
   std::vector<std::unique_ptr<rt::Request>> reqs;
   for (const auto &p : prompts) {
     auto r = std::make_unique<rt::Request>();
     r->id = (rt::RequestId)reqs.size();
     r->arrival = reqs.size();
     r->prompt = p;
-    r->params.max_new_tokens = 3;
+    r->params.max_new_tokens = opt.new_tokens;
     sched.enqueue(r.get());
     reqs.push_back(std::move(r));
   }
@@ -115,6 +133,8 @@ void kernelsMatchCpu(const rt::Artefact &a, const rt::WeightSource &weights,
     ASSERT_FALSE(plan.chunks.empty());
     rt::StepBatch batch;
     rt::buildStepBatch(plan, cache, batch);
+    if (opt.step)
+      opt.step(batch);
 
     cpuValues.clear();
     cpu->setObserver([&](int instr) {
@@ -155,7 +175,7 @@ void kernelsMatchCpu(const rt::Artefact &a, const rt::WeightSource &weights,
         for (size_t i = 0; i < got.size(); ++i) {
           double err = std::fabs((double)got[i] - want[i]);
           double tol =
-              isInt ? 0.0 : tolScale * std::max(kRelTol * (std::fabs(want[i]) + 1.0), kScaleTol * scale);
+              isInt ? 0.0 : opt.tol_scale * std::max(kRelTol * (std::fabs(want[i]) + 1.0), kScaleTol * scale);
           if (err / (tol + 1e-30) > worst && !isInt) {
             worst = err / (tol + 1e-30);
             worstWhere = in.op + " (instruction " + std::to_string(instr) + ")";
@@ -320,6 +340,9 @@ protected:
   // more than two tiles.
   void run(const rt::Artefact &a, const std::string &name, double tolScale = 1.0) {
     int64_t biggest = 0, empty = 0, experts = 16;
+    MatchOptions opt;
+    opt.max_tokens = 256;
+    opt.tol_scale = tolScale;
     kernelsMatchCpu(
         a, rt::WeightSource{"", 11}, longPrompts(), name,
         [&](const rt::Instr &in, int value, const std::vector<float> &cpu) {
@@ -335,7 +358,7 @@ protected:
             std::printf(" %lld", (long long)r);
           std::printf("\n");
         },
-        {256, 8}, tolScale);
+        opt);
     EXPECT_GT(biggest, 2 * kernels::kMoeTileM) << "no expert spans three tiles";
     EXPECT_GT(empty, 0) << "no expert was left without positions";
   }
@@ -366,6 +389,222 @@ TEST_F(SimtMoeGemms, Fp32OperandsSplitIntoBf16Parts) {
   rt::Artefact a = compile(136, 168, "f32");
   ASSERT_NE(a.ir.find("tensor<16x336x136xf32>"), std::string::npos);
   run(a, "moe gemms fp32", 0.01);
+
+// Attention on long multi-request prefills. The fixture prompts are a few tokens, at most one
+// tile of the prefill kernels, so these run prompts of 9, 150, 301 and 70 tokens under a budget
+// of 96 tokens a step: chunks longer than the largest tile (64 tokens), chunks that continue a
+// cached prefix from a position inside a tile, steps that mix decode tokens (the decode kernels)
+// with prefill chunks (the tiled kernels), and contexts past 256 keys, where decode splits the
+// keys (attention_combine merges the splits). Each case is a fixture's model, some with their
+// attention edited, on random weights, checked teacher-forced against the CPU backend.
+struct AttentionCase {
+  std::string name, family;
+  std::function<void(hf::ModelSpec &)> edit; // null: the fixture's model as it is
+  std::string dtype = "bf16";
+  std::vector<std::pair<std::string, std::string>> config; // text replaced in config.json first
+};
+
+void PrintTo(const AttentionCase &c, std::ostream *os) { *os << c.name; }
+
+class SimtAttention : public ::testing::TestWithParam<AttentionCase> {};
+
+// Prompts of 9, 150, 301 and 70 tokens through `a` teacher-forced under a 96-token budget,
+// checking that the schedule has the shapes the tests are for.
+void longPrefillsMatchCpu(const rt::Artefact &a, int64_t vocab, const std::string &name) {
+  std::vector<std::vector<int32_t>> prompts;
+  for (int64_t n : {9, 150, 301, 70}) {
+    std::vector<int32_t> p;
+    for (int64_t k = 0; k < n; ++k)
+      p.push_back((int32_t)((prompts.size() * 31 + k * 17 + 3) % vocab));
+    prompts.push_back(p);
+  }
+  int64_t longChunks = 0, continued = 0, mixed = 0, context = 0;
+  MatchOptions opt;
+  opt.max_tokens = 96;
+  opt.blocks = 160;
+  opt.table_width = 32; // 512 positions, past the fixtures' 256 (RoPE does not mind)
+  opt.new_tokens = 4;
+  opt.step = [&](const rt::StepBatch &b) {
+    bool decode = false, prefill = false;
+    for (int64_t q = 0; q < b.num_requests; ++q) {
+      int32_t n = b.cu_seqlens[q + 1] - b.cu_seqlens[q], start = b.positions[b.cu_seqlens[q]];
+      decode |= n == 1;
+      prefill |= n > 1;
+      longChunks += n > 64;
+      continued += n > 1 && start % 16 != 0;
+      context = std::max<int64_t>(context, start + n);
+    }
+    mixed += decode && prefill;
+  };
+  kernelsMatchCpu(a, rt::WeightSource{"", 11}, prompts, name, nullptr, opt);
+  EXPECT_GT(longChunks, 0);
+  EXPECT_GT(continued, 0);
+  EXPECT_GT(mixed, 0);
+  EXPECT_GT(context, 256);
+}
+
+TEST_P(SimtAttention, LongPrefillsMatchCpu) {
+  const AttentionCase &c = GetParam();
+  std::string config = readFile(fixtureDir(c.family) + "/config.json");
+  for (const auto &[from, to] : c.config) {
+    size_t at = config.find(from);
+    ASSERT_NE(at, std::string::npos) << from;
+    config.replace(at, from.size(), to);
+  }
+  hf::ModelSpec spec = hf::parseConfig(config);
+  if (c.edit)
+    c.edit(spec);
+  driver::CompileOptions o;
+  o.dtype = c.dtype;
+  o.kernel_cache_dir = cacheDir() + "/nvrtc";
+  auto r = driver::compileSpec(spec, config, o);
+  longPrefillsMatchCpu(rt::Artefact::fromBytes(r.artefact.data(), r.artefact.size()), spec.vocab_size, c.name);
+}
+
+void heads(hf::ModelSpec &s, int64_t h, int64_t kv) {
+  s.attn.num_heads = h;
+  s.attn.num_kv_heads = kv;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, SimtAttention,
+    ::testing::Values(
+        // GQA groups of 4 (one 16-token tile of 4 heads, 4 warps), 3 (3 warps), 8 (8 warps), 16
+        // (two blocks of 8 heads per kv head) and 1 (64-token tiles) over 16-wide heads.
+        AttentionCase{"gqa4", "llama", [](hf::ModelSpec &s) { heads(s, 8, 2); }},
+        AttentionCase{"gqa3", "llama", [](hf::ModelSpec &s) { heads(s, 6, 2); }},
+        AttentionCase{"gqa8", "llama", [](hf::ModelSpec &s) { heads(s, 16, 2); }},
+        AttentionCase{"gqa16", "llama", [](hf::ModelSpec &s) { heads(s, 32, 2); }},
+        AttentionCase{"mha", "llama", [](hf::ModelSpec &s) { heads(s, 4, 4); }},
+        // Sliding windows of 8 keys, smaller than a tile; with softcapping; with sinks.
+        AttentionCase{"window", "mistral", nullptr}, AttentionCase{"softcap_window", "gemma2", nullptr},
+        AttentionCase{"sinks_window", "gpt_oss", nullptr},
+        // Chunked retention (chunks of 8 positions) beside full layers.
+        AttentionCase{"chunked", "llama4_text", nullptr},
+        // The distance bias, and heads of 12 (rows gathered element by element, not 16-byte
+        // chunks; the scalar decode path).
+        AttentionCase{"distance_bias", "inkling_text", nullptr}, AttentionCase{"head_dim_12", "falcon_h1", nullptr},
+        // Latent attention: rows of 32 + 8, and of 512 + 64 (two warps share each 16 rows'
+        // value columns).
+        AttentionCase{"mla", "deepseek_v3", nullptr},
+        AttentionCase{"mla_wide",
+                      "deepseek_v3",
+                      nullptr,
+                      "bf16",
+                      {{"\"kv_lora_rank\": 32", "\"kv_lora_rank\": 512"},
+                       {"\"qk_rope_head_dim\": 8", "\"qk_rope_head_dim\": 64"},
+                       {"\"head_dim\": 8", "\"head_dim\": 64"}}},
+        // Latent rows of 32 + 6: not whole 16-byte chunks (the scalar decode path, element-wise
+        // gathers in the prefill kernel).
+        AttentionCase{"mla_rope6",
+                      "deepseek_v3",
+                      nullptr,
+                      "bf16",
+                      {{"\"qk_rope_head_dim\": 8", "\"qk_rope_head_dim\": 6"}, {"\"head_dim\": 8", "\"head_dim\": 6"}}},
+        // fp32: the same tiles with fp32 products.
+        AttentionCase{"gqa4_f32", "llama", [](hf::ModelSpec &s) { heads(s, 8, 2); }, "f32"},
+        AttentionCase{"mla_f32", "deepseek_v3", nullptr, "f32"}),
+    [](const auto &info) { return info.param.name; });
+
+// Keys and values of different widths: no front end lowers a kv.attention with D != DV, so a
+// hand-written one-layer step (4 heads over 2 kv heads, keys of 16, values of DV: VW = 2 DV,
+// AW = 4 DV) goes through the pipeline, the CUDA emitter and NVRTC as `cbc compile` runs them.
+const char *kWideValuesStep = R"mlir(
+module attributes {cbc.model = #cbc.model<model_type = "test", vocab_size = 256, hidden_size = 64, num_layers = 1, max_positions = 512, eos_token_ids = [2], bos_token_id = 1, checkpoint_dtype = "bfloat16">} {
+  func.func @step(%arg0: tensor<?xi32> {cbc.name = "tokens"}, %arg1: tensor<?xi32> {cbc.name = "positions"}, %arg2: tensor<?xi32> {cbc.name = "seq_ids"}, %arg3: tensor<?xi32> {cbc.name = "cu_seqlens"}, %arg4: tensor<?xi32> {cbc.name = "kv_lens"}, %arg5: tensor<?x?x?xi32> {cbc.name = "block_tables"}, %arg6: tensor<?xi32> {cbc.name = "logit_rows"}, %arg7: tensor<?xi32> {cbc.name = "prompt_lens"}, %arg8: tensor<?xi32> {cbc.name = "slots"}, %arg9: tensor<?xi32> {cbc.name = "has_initial_state"}) -> tensor<?x256xf32> {
+    %embed = cbc.weight.ref "embed" {sources = [["embed.weight"]]} : tensor<256x64xbf16>
+    %x = cbc.math.embed %arg0, %embed : tensor<?xi32>, tensor<256x64xbf16> -> tensor<?x64xf32>
+    %wq = cbc.weight.ref "layers.0.attn.q" {sources = [["q.weight"]]} : tensor<64x64xbf16>
+    %wk = cbc.weight.ref "layers.0.attn.k" {sources = [["k.weight"]]} : tensor<32x64xbf16>
+    %wv = cbc.weight.ref "layers.0.attn.v" {sources = [["v.weight"]]} : tensor<VWx64xbf16>
+    %q = cbc.math.linear %x, %wq : tensor<?x64xf32>, tensor<64x64xbf16> -> tensor<?x64xf32>
+    %k = cbc.math.linear %x, %wk : tensor<?x64xf32>, tensor<32x64xbf16> -> tensor<?x32xf32>
+    %v = cbc.math.linear %x, %wv : tensor<?x64xf32>, tensor<VWx64xbf16> -> tensor<?xVWxf32>
+    cbc.kv.append %k, %v, %arg1, %arg2, %arg8, %arg5 {group = 0 : i64, head_dim = 16 : i64, layer = 0 : i64, num_kv_heads = 2 : i64} : tensor<?x32xf32>, tensor<?xVWxf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
+    %o = cbc.kv.attention %q, %arg1, %arg2, %arg3, %arg4, %arg8, %arg5 {group = 0 : i64, head_dim = 16 : i64, layer = 0 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, scale = 2.500000e-01 : f64} : tensor<?x64xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?xAWxf32>
+    %wo = cbc.weight.ref "layers.0.attn.o" {sources = [["o.weight"]]} : tensor<64xAWxbf16>
+    %y = cbc.math.linear %o, %wo : tensor<?xAWxf32>, tensor<64xAWxbf16> -> tensor<?x64xf32>
+    %x1 = cbc.math.add %x, %y : tensor<?x64xf32>
+    %g = cbc.rows.gather %x1, %arg6 : tensor<?x64xf32>, tensor<?xi32> -> tensor<?x64xf32>
+    %head = cbc.weight.ref "lm_head" {sources = [["lm_head.weight"]]} : tensor<256x64xbf16>
+    %logits = cbc.math.linear %g, %head : tensor<?x64xf32>, tensor<256x64xbf16> -> tensor<?x256xf32>
+    return %logits : tensor<?x256xf32>
+  }
+}
+)mlir";
+
+std::string wideValuesStep(int64_t dv) {
+  std::string ir = kWideValuesStep;
+  for (auto [key, value] : {std::pair<std::string, int64_t>{"VW", 2 * dv}, {"AW", 4 * dv}})
+    for (size_t at; (at = ir.find(key)) != std::string::npos;)
+      ir.replace(at, key.size(), std::to_string(value));
+  return ir;
+}
+
+// The artefact of hand-written cbc IR with its kernels, as driver::compileSpec makes one after
+// lowering.
+rt::Artefact compileIr(const std::string &ir) {
+  mlir::MLIRContext ctx;
+  mlir::DialectRegistry registry;
+  registry.insert<CbcDialect, mlir::func::FuncDialect>();
+  ctx.appendDialectRegistry(registry);
+  mlir::OwningOpRef<mlir::ModuleOp> module = mlir::parseSourceString<mlir::ModuleOp>(ir, &ctx);
+  if (!module)
+    throw std::runtime_error("the test IR does not parse");
+  mlir::PassManager pm(&ctx);
+  buildCbcPipeline(pm, CbcPipelineOptions());
+  if (mlir::failed(pm.run(*module)))
+    throw std::runtime_error("the pipeline rejects the test IR");
+  auto kernels = codegen::emitCuda(*module);
+  if (mlir::failed(kernels))
+    throw std::runtime_error("the CUDA emitter rejects the test IR");
+  codegen::NvrtcOptions nv;
+  nv.targets = {"sm_80", "sm_90"};
+  nv.cache_dir = cacheDir() + "/nvrtc";
+  codegen::compileKernels(kernels->source, kernels->names, nv, *kernels);
+  codegen::ArtefactInputs inputs;
+  inputs.kernels = &*kernels;
+  inputs.compiler = driver::kCompilerName;
+  auto bytes = codegen::writeArtefact(*module, inputs);
+  if (mlir::failed(bytes))
+    throw std::runtime_error("the artefact writer rejects the test IR");
+  return rt::Artefact::fromBytes(bytes->data(), bytes->size());
+}
+
+TEST(SimtAttentionWideValues, LongPrefillsMatchCpu) {
+  rt::Artefact a = compileIr(wideValuesStep(24));
+  ASSERT_NE(a.kernels->source.find("cbc::attention_prefill<bf16, bf16, bf16, void, 4, 2, 16, 24,"), std::string::npos);
+  longPrefillsMatchCpu(a, 256, "values wider than keys");
+}
+
+// Values of 528: a prefill block would need 12 warps (three column groups), so every token of
+// the layer takes flash-decoding (its all-token form), prefill chunks included.
+TEST(SimtAttentionWideValues, TooWideForTilesStayOnDecode) {
+  rt::Artefact a = compileIr(wideValuesStep(528));
+  EXPECT_EQ(a.kernels->source.find("cbc::attention_prefill<"), std::string::npos);
+  ASSERT_NE(a.kernels->source.find("cbc::attention<bf16, bf16, 4, 2, 16, 528, 16, cbc::Retention::all, 0, false, void, 0, true>"),
+            std::string::npos);
+  longPrefillsMatchCpu(a, 256, "values too wide for tiles");
+}
+
+// The prefill tile plan scans the requests in rounds of its 256 threads: 300 requests in one
+// step, of 1 to 3 prompt tokens (the one-token chunks go to the decode kernels, the others are
+// prefill tiles), then their decode steps, on the llama fixture.
+TEST(SimtAttentionPlan, ManyRequestsInOneStep) {
+  rt::Artefact a = compileWithKernels("llama", true);
+  std::vector<std::vector<int32_t>> prompts;
+  for (int32_t i = 0; i < 300; ++i)
+    prompts.push_back(std::vector<int32_t>(1 + i % 3, 1 + i % 200));
+  MatchOptions opt;
+  opt.max_tokens = 1024;
+  opt.max_requests = 512;
+  opt.slots = 320;
+  opt.blocks = 700;
+  opt.new_tokens = 2;
+  int64_t most = 0;
+  opt.step = [&](const rt::StepBatch &b) { most = std::max(most, b.num_requests); };
+  kernelsMatchCpu(a, rt::WeightSource{fixtureDir("llama"), 0}, prompts, "300 requests", nullptr, opt);
+  EXPECT_EQ(most, 300);
 }
 
 // The whole step on the emulated GPU: bf16 end to end against the fp32 CPU backend.

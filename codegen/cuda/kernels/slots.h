@@ -10,6 +10,14 @@
 #ifndef CBC_CODEGEN_CUDA_KERNELS_SLOTS_H
 #define CBC_CODEGEN_CUDA_KERNELS_SLOTS_H
 
+// Shape rules the emitter and the device code both evaluate: constexpr functions that NVRTC
+// (which takes no host functions) sees as host-device ones.
+#if defined(__CUDACC__)
+#define CBC_SHAPE_FN __host__ __device__ constexpr
+#else
+#define CBC_SHAPE_FN constexpr
+#endif
+
 namespace cbc::kernels {
 
 // The launch arguments every kernel takes by value. The runtime's declaration
@@ -36,6 +44,29 @@ enum class GateOrder { norm_gate, gate_norm };
 // Launch shapes shared by the emitter (block and grid) and the device code (loops and shared
 // arrays sized by them).
 inline constexpr int kAttentionWarps = 4;
+// Tiled prefill attention (attention_prefill.cuh): a block takes a tile of TT tokens of one
+// request times GB query heads of one kv head's group, 16 rows a warp, and WN warps share each
+// 16 rows' value columns (WN > 1 only where one warp's accumulators would pass 256 fp32
+// columns). At most 8 warps, so that any register count launches; TT is a multiple of the step
+// ABI's 16-token tile, so that the step's tile count bounds the grid.
+CBC_SHAPE_FN int prefillColumnGroups(int DV) {
+  int tiles = (DV + 15) / 16, wn = 1; // 16-column tiles of the (padded) values
+  while (tiles / wn > 16 || tiles % wn != 0)
+    ++wn;
+  return wn;
+}
+CBC_SHAPE_FN int prefillHeadsPerBlock(int G, int DV) {
+  int gb = 1;
+  for (int d = 1; d <= 8 / prefillColumnGroups(DV) && d <= G; ++d)
+    if (G % d == 0)
+      gb = d;
+  return gb;
+}
+CBC_SHAPE_FN int prefillTileTokens(int GB) { return GB >= 3 ? 16 : 64 / GB; }
+CBC_SHAPE_FN int prefillWarps(int G, int DV) {
+  return prefillHeadsPerBlock(G, DV) * prefillTileTokens(prefillHeadsPerBlock(G, DV)) / 16 * prefillColumnGroups(DV);
+}
+inline constexpr int kAttentionPlanThreads = 256;
 inline constexpr int kHeadLinearTokens = 8, kHeadLinearThreads = 128; // tokens and outputs per block
 // MoE expert GEMMs (moe.cuh): tiles of kMoeTileM positions of one expert x kMoeTileN weight
 // rows (gate_up: kMoeTileN / 2 gated units), kMoeTileK columns a pipeline slice.
@@ -149,14 +180,32 @@ struct KvAppend {
   enum Int { Group, TableSlots, TableWidth, NumInt };
   enum Flt { NumFlt };
 };
+// Decode attention runs the requests whose chunk is one token (CuSeqlens tells), or every token
+// where the kernel has no prefill form; the prefill forms take the tiles of AttentionPlan's
+// plan and write the result themselves (Out, Sinks).
 struct Attention {
-  enum Ptr { Q, Positions, SeqIds, Slots, Tables, Pool, Partials, DistanceBias, NumPtr };
+  enum Ptr { Q, Positions, SeqIds, Slots, Tables, Pool, Partials, DistanceBias, CuSeqlens, NumPtr };
   enum Int { Group, TableSlots, TableWidth, Splits, NumInt };
   enum Flt { ScoreScale, ScoreCap, NumFlt };
 };
 struct LatentAttention {
-  enum Ptr { QLatent, QRope, Positions, SeqIds, Slots, Tables, Pool, Partials, Selection, NumPtr };
+  enum Ptr { QLatent, QRope, Positions, SeqIds, Slots, Tables, Pool, Partials, Selection, CuSeqlens, NumPtr };
   enum Int { Group, TableSlots, TableWidth, Splits, NumInt };
+  enum Flt { ScoreScale, NumFlt };
+};
+struct AttentionPlan { // Plan: the tile count, then (request, first token) per tile
+  enum Ptr { CuSeqlens, Plan, NumPtr };
+  enum Int { Requests, NumInt };
+  enum Flt { NumFlt };
+};
+struct AttentionPrefill {
+  enum Ptr { Q, Positions, Slots, Tables, Pool, Plan, CuSeqlens, Out, Sinks, DistanceBias, NumPtr };
+  enum Int { Group, TableSlots, TableWidth, NumInt };
+  enum Flt { ScoreScale, ScoreCap, NumFlt };
+};
+struct LatentAttentionPrefill {
+  enum Ptr { QLatent, QRope, Positions, Slots, Tables, Pool, Plan, CuSeqlens, Out, NumPtr };
+  enum Int { Group, TableSlots, TableWidth, NumInt };
   enum Flt { ScoreScale, NumFlt };
 };
 struct IndexAppend {
@@ -170,7 +219,7 @@ struct IndexSelect {
   enum Flt { KeyScale, WeightScale, NumFlt };
 };
 struct AttentionCombine {
-  enum Ptr { Partials, Out, Sinks, NumPtr };
+  enum Ptr { Partials, Out, Sinks, CuSeqlens, NumPtr };
   enum Int { Splits, NumInt };
   enum Flt { NumFlt };
 };
