@@ -389,6 +389,7 @@ TEST_F(SimtMoeGemms, Fp32OperandsSplitIntoBf16Parts) {
   rt::Artefact a = compile(136, 168, "f32");
   ASSERT_NE(a.ir.find("tensor<16x336x136xf32>"), std::string::npos);
   run(a, "moe gemms fp32", 0.01);
+}
 
 // Attention on long multi-request prefills. The fixture prompts are a few tokens, at most one
 // tile of the prefill kernels, so these run prompts of 9, 150, 301 and 70 tokens under a budget
