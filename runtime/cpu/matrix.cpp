@@ -91,7 +91,7 @@ void gemv(const float *x, int64_t M, int64_t K, Matrix w, int64_t n0, int64_t n1
 // they stay in L2 while every block of x rows passes over them; whole pairs of panels.
 int64_t amxColumnsPerTask(int64_t K) { return std::clamp<int64_t>((int64_t(1) << 19) / K / 32 * 32, 32, 256); }
 
-void gemmAmx(const float *x, int64_t M, int64_t K, const uint16_t *w, int64_t N, float *y, const ParallelFor &pfor) {
+void amxGemm(const float *x, int64_t M, int64_t K, const uint16_t *w, int64_t N, float *y, const ParallelFor &pfor) {
   int64_t rows = (M + 15) / 16 * 16;
   // The caller's buffer, reached by the workers through `planes` (a thread_local named inside the
   // tasks would be each worker's own).
@@ -117,7 +117,7 @@ void gemmAmx(const float *x, int64_t M, int64_t K, const uint16_t *w, int64_t N,
 // room; float32 panels are split alike.
 int64_t blasRowsPerTask(int64_t K) { return std::max<int64_t>(16, (int64_t(1) << 18) / std::max<int64_t>(K, 1)); }
 
-void gemmBlas(const float *x, int64_t M, int64_t K, Matrix w, int64_t N, float *y, const ParallelFor &pfor) {
+void blasGemm(const float *x, int64_t M, int64_t K, Matrix w, int64_t N, float *y, const ParallelFor &pfor) {
   int64_t per = blasRowsPerTask(K);
   if (w.packed)
     per = (per + kPanelRows - 1) / kPanelRows * kPanelRows;
@@ -180,9 +180,9 @@ void matmul(const float *x, int64_t M, int64_t K, Matrix w, int64_t N, float *y,
     const int64_t per = 64;
     pfor((N + per - 1) / per, [&](int64_t t) { gemv(x, M, K, w, t * per, std::min(N, (t + 1) * per), N, y); });
   } else if (w.packed && useAmx()) {
-    gemmAmx(x, M, K, w.bf16, N, y, pfor);
+    amxGemm(x, M, K, w.bf16, N, y, pfor);
   } else {
-    gemmBlas(x, M, K, w, N, y, pfor);
+    blasGemm(x, M, K, w, N, y, pfor);
   }
 }
 
