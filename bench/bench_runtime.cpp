@@ -379,11 +379,29 @@ void dsaBench() {
 
 // The machine's ceilings for the CPU backend, on `threads` threads, for bench/cpu_roofline.py:
 // streaming-read memory bandwidth (each thread sums its slice of a 1 GiB buffer of 64-bit
-// integers, far larger than the caches, with eight accumulators so that the adds never limit
-// it; best of 5), the fp32 GEMM peak of OpenBLAS (sgemm, 2048 cubed, its own threads; best of
+// integers, far larger than the caches, in the widest vectors the CPU has so that the loads
+// and adds never limit it; best of 5), the fp32 GEMM peak of OpenBLAS (sgemm, 2048 cubed, its own threads; best of
 // 3), and cbc's own product kernels (runtime/cpu/matrix.h) on a packed bf16 weight: the GEMM
 // at 512 rows (AMX where the CPU has it) and the matrix-vector product at one row, as the
 // bandwidth it streams the weight with (256 MiB, past the caches).
+// A slice's sum in four vectors of eight 64-bit lanes, built for the widest vectors the CPU
+// has: scalar or narrow loads would bound the sweep by the core, not by memory.
+typedef uint64_t U64x8 __attribute__((vector_size(64), aligned(8)));
+__attribute__((target_clones("avx512f", "avx2", "default"))) uint64_t sumSlice(const uint64_t *p, size_t n) {
+  U64x8 acc[4] = {};
+  size_t i = 0;
+  for (; i + 32 <= n; i += 32)
+    for (int k = 0; k < 4; ++k)
+      acc[k] += *(const U64x8 *)(p + i + 8 * k);
+  uint64_t sum = 0;
+  for (; i < n; ++i)
+    sum += p[i];
+  for (int k = 0; k < 4; ++k)
+    for (int l = 0; l < 8; ++l)
+      sum += acc[k][l];
+  return sum;
+}
+
 void rooflineBench(int threads) {
   const size_t n = (size_t(1) << 30) / sizeof(uint64_t);
   std::vector<uint64_t> buf(n, 1);
@@ -393,17 +411,7 @@ void rooflineBench(int threads) {
     for (int t = 0; t < threads; ++t)
       pool.emplace_back([&, t] {
         size_t lo = n * t / threads, hi = n * (t + 1) / threads;
-        uint64_t acc[8] = {};
-        size_t i = lo;
-        for (; i + 8 <= hi; i += 8)
-          for (int k = 0; k < 8; ++k)
-            acc[k] += buf[i + k];
-        for (; i < hi; ++i)
-          acc[0] += buf[i];
-        uint64_t sum = 0;
-        for (uint64_t a : acc)
-          sum += a;
-        partial[t] = sum;
+        partial[t] = sumSlice(buf.data() + lo, hi - lo);
       });
     for (auto &th : pool)
       th.join();
