@@ -21,7 +21,10 @@ namespace cbc {
 
 template <int CH, int DKP> struct GatedDeltaChunkSmem {
   static constexpr int BV = kGatedDeltaCols, LDK = DKP + 8, LDV = BV + 8, LDC = CH + 8;
-  alignas(16) unsigned short q[CH][LDK]; // the chunk's raw q rows, then -W
+  union alignas(16) {
+    unsigned short q[CH][LDK]; // the chunk's raw q rows, then -W
+    float t[CH][CH + 1];       // T, while the solve runs (q is dead in between)
+  } qt;
   alignas(16) unsigned short k[CH][LDK];
   alignas(16) unsigned short v[CH][LDV];  // this block's value columns
   alignas(16) unsigned short st[BV][LDK]; // the state at the chunk's start, transposed, in bf16
@@ -45,7 +48,7 @@ __device__ __forceinline__ void gdc_load(Smem &sm, const TQ *q, const TK *k, con
     int i = e / DKP, d = e - i * DKP;
     bool in = i < L && d < DK;
     long long at = (t + i) * HK * DK + kh * DK + d;
-    sm.q[i][d] = in ? bf16_of(ld(q, at)) : 0;
+    sm.qt.q[i][d] = in ? bf16_of(ld(q, at)) : 0;
     sm.k[i][d] = in ? bf16_of(ld(k, at)) : 0;
   }
   for (int e = threadIdx.x; e < CH * BV; e += kScanChunkThreads) {
@@ -63,7 +66,7 @@ __device__ __forceinline__ void gdc_rows(Smem &sm, const TA *av, const TB *bv, l
   for (int i = warp; i < CH; i += kScanChunkThreads / 32) {
     float pq = 0.0f, pk = 0.0f;
     for (int d = lane; d < DKP; d += 32) {
-      float x = float_of(sm.q[i][d]), y = float_of(sm.k[i][d]);
+      float x = float_of(sm.qt.q[i][d]), y = float_of(sm.k[i][d]);
       pq += x * x;
       pk += y * y;
     }
@@ -103,7 +106,7 @@ __device__ __forceinline__ void gdc_pairs(Smem &sm, float (&o)[CH / 16][4], floa
       for (int m = 0; m < MC; ++m) {
         frag_a(x, &sm.k[0][0], LDK, 16 * m, 16 * kt);
         mma_m16n8k16_bf16(kk[m], x, b, kk[m]);
-        frag_a(x, &sm.q[0][0], LDK, 16 * m, 16 * kt);
+        frag_a(x, &sm.qt.q[0][0], LDK, 16 * m, 16 * kt);
         mma_m16n8k16_bf16(qk[m], x, b, qk[m]);
       }
     }
@@ -119,33 +122,28 @@ __device__ __forceinline__ void gdc_pairs(Smem &sm, float (&o)[CH / 16][4], floa
   for (int kt = 0; kt < MK; ++kt) {
     frag_b(b, &sm.st[0][0], LDK, 16 * kt, 8 * warp);
     for (int m = 0; m < MC; ++m) {
-      frag_a(x, &sm.q[0][0], LDK, 16 * m, 16 * kt);
+      frag_a(x, &sm.qt.q[0][0], LDK, 16 * m, 16 * kt);
       mma_m16n8k16_bf16(o[m], x, b, o[m]);
     }
   }
 }
 
-// T = (I + A)^-1 by forward substitution in fp32: thread j solves column j, x_i = [i == j] -
-// sum_{k<i} A[i][k] x_k (no barrier: the columns are independent). Then T with its columns
-// scaled for U and for W, rounded to bf16.
+// T = (I + A)^-1 by forward substitution in fp32: thread j solves column j, T[i][j] = [i == j] -
+// sum_{k<i} A[i][k] T[k][j] (no barrier: the columns are independent; T is in shared memory,
+// where a column a thread costs no bank conflicts, to keep registers for the accumulators). T
+// with its columns scaled for U and for W is rounded to bf16.
 template <int CH, class Smem> __device__ __forceinline__ void gdc_solve(Smem &sm) {
   int j = threadIdx.x;
   if (j >= CH)
     return;
-  float x[CH];
-#pragma unroll
-  for (int i = 0; i < CH; ++i) {
-    float s = i == j ? 1.0f : 0.0f;
-#pragma unroll
-    for (int k = 0; k < i; ++k)
-      s -= sm.u.a[i][k] * x[k];
-    x[i] = s;
-  }
   float su = sm.beta[j], sw = su * expf(sm.cum[j]) * sm.ik[j];
-#pragma unroll
   for (int i = 0; i < CH; ++i) {
-    sm.tu[i][j] = bf16_of(x[i] * su);
-    sm.tw[i][j] = bf16_of(x[i] * sw);
+    float x = i == j ? 1.0f : 0.0f;
+    for (int k = j; k < i; ++k) // T[k][j] = 0 for k < j
+      x -= sm.u.a[i][k] * sm.qt.t[k][j];
+    sm.qt.t[i][j] = x;
+    sm.tu[i][j] = bf16_of(x * su);
+    sm.tw[i][j] = bf16_of(x * sw);
   }
 }
 
@@ -174,7 +172,7 @@ template <int CH, int DKP, class Smem> __device__ __forceinline__ void gdc_uw(Sm
     }
     for (int m = 0; m < MC; ++m)
       for (int e = 0; e < 4; ++e)
-        sm.q[acc_row(16 * m, e)][acc_col(8 * nt, e)] = bf16_of(-w[m][e]);
+        sm.qt.q[acc_row(16 * m, e)][acc_col(8 * nt, e)] = bf16_of(-w[m][e]);
   }
 }
 
@@ -186,7 +184,7 @@ template <int CH, int DKP, class Smem> __device__ __forceinline__ void gdc_vnew(
   for (int kt = 0; kt < DKP / 16; ++kt) {
     frag_b(b, &sm.st[0][0], LDK, 16 * kt, 8 * warp);
     for (int m = 0; m < MC; ++m) {
-      frag_a(x, &sm.q[0][0], LDK, 16 * m, 16 * kt);
+      frag_a(x, &sm.qt.q[0][0], LDK, 16 * m, 16 * kt);
       mma_m16n8k16_bf16(u[m], x, b, u[m]);
     }
   }

@@ -57,10 +57,11 @@ inline constexpr int kKdaWarps = 4, kKdaCols = 32;
 inline constexpr int kScanChunkSmemBytes = 48 * 1024;
 inline constexpr int kScanChunkThreads = 128;
 CBC_SHAPE_FN int roundUp16(int v) { return (v + 15) / 16 * 16; }
-// Bytes of gated_delta_chunked's shared struct (bf16 tiles, the fp32 solve, per-row scalars).
+// Bytes of gated_delta_chunked's shared struct (bf16 tiles, A and T in fp32, per-row scalars).
 CBC_SHAPE_FN int gatedDeltaChunkBytes(int dk, int ch) {
   int ldk = roundUp16(dk) + 8, ldv = kGatedDeltaCols + 8, ldc = ch + 8;
-  int tiles = 2 * (2 * ch * ldk + ch * ldv + kGatedDeltaCols * ldk + 3 * ch * ldc);
+  int q = 2 * ch * ldk > 4 * ch * (ch + 1) ? 2 * ch * ldk : 4 * ch * (ch + 1); // q's rows or the solve's T
+  int tiles = q + 2 * (ch * ldk + ch * ldv + kGatedDeltaCols * ldk + 3 * ch * ldc);
   int solve = 4 * ch * (ch + 1) > 4 * ch * ldv ? 4 * ch * (ch + 1) : 4 * ch * ldv;
   return tiles + solve + 16 * ch + 64;
 }
