@@ -87,21 +87,50 @@ struct MatchOptions {
   std::set<std::string> compare;
 };
 
+// ||got - want|| / ||want||.
+double relativeL2(const std::vector<float> &got, const std::vector<float> &want) {
+  double errSq = 0, sumSq = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    errSq += ((double)got[i] - want[i]) * ((double)got[i] - want[i]);
+    sumSq += (double)want[i] * want[i];
+  }
+  return std::sqrt(errSq / std::max(sumSq, 1e-30));
+}
+
+void printRelativeL2(const std::string &name, const std::map<std::string, double> &worst, const MatchOptions &opts) {
+  for (const auto &[op, rel] : worst)
+    std::printf("[ simt ] %s: %s relative l2 error at most %.2e (bound %.0e)\n", name.c_str(), op.c_str(), rel,
+                opts.rel_l2.at(op));
+}
+
+// After a step: each sampling chunk's request takes the CPU's greedy token, and finishes at its
+// max_new_tokens.
+void sampleGreedy(rt::Scheduler &sched, const rt::StepPlan &plan, const std::vector<float> &logits, int64_t vocab) {
+  int64_t row = 0;
+  for (const rt::ScheduledChunk &c : plan.chunks) {
+    if (!c.sample)
+      continue;
+    rt::SamplingParams greedy;
+    c.request->generated.push_back(rt::sampleToken(logits.data() + (row++) * vocab, vocab, greedy, 0).token);
+    if ((int64_t)c.request->generated.size() >= c.request->params.max_new_tokens)
+      sched.finish(c.request);
+  }
+}
+
 // Teacher-forced: the CPU backend runs each step, then the GPU backend instruction by
 // instruction, each output compared with the CPU's and replaced by it. `name` labels messages;
 // `seen`, when given, sees every CPU output.
 void kernelsMatchCpu(const rt::Artefact &a, const rt::WeightSource &weights,
                      const std::vector<std::vector<int32_t>> &prompts, const std::string &name,
                      const CpuValueSeen &seen = nullptr, const MatchOptions &opts = {}) {
-  const int32_t budget = opts.budget;
-  rt::BackendLimits limits{budget, 8};
+  rt::BackendLimits limits{opts.budget, 8};
   auto cpu = rt::makeCpuBackend(a, rt::WeightStore::load(a, weights), limits, 1);
   auto gpu = rt::makeGpuBackend(a, weights, simt::makeSimtDevice(cacheDir()), limits);
   const int32_t blocks = 64, slots = 8;
   cpu->allocateCache(blocks, slots);
   gpu->allocateCache(blocks, slots);
   rt::CacheManager cache(a.cache_plan, blocks, slots, 16);
-  rt::Scheduler sched({budget, 8}, cache);
+  rt::Scheduler sched({opts.budget, 8}, cache);
   std::vector<std::unique_ptr<rt::Request>> reqs;
   for (const auto &p : prompts) {
     auto r = std::make_unique<rt::Request>();
@@ -184,12 +213,7 @@ void kernelsMatchCpu(const rt::Artefact &a, const rt::WeightSource &weights,
                               << " in step " << steps;
         }
         if (auto bound = opts.rel_l2.find(in.op); bound != opts.rel_l2.end()) {
-          double errSq = 0, sumSq = 0;
-          for (size_t i = 0; i < got.size(); ++i) {
-            errSq += ((double)got[i] - want[i]) * ((double)got[i] - want[i]);
-            sumSq += (double)want[i] * want[i];
-          }
-          double rel = std::sqrt(errSq / std::max(sumSq, 1e-30));
+          double rel = relativeL2(got, want);
           worstRel[in.op] = std::max(worstRel[in.op], rel);
           ASSERT_LE(rel, bound->second) << name << ": " << in.op << " (instruction " << instr
                                         << ") relative l2 error in step " << steps;
@@ -203,15 +227,7 @@ void kernelsMatchCpu(const rt::Artefact &a, const rt::WeightSource &weights,
     ASSERT_EQ(gpuLogits.size(), cpuLogits.size());
 
     sched.commit(plan);
-    int64_t vocab = a.meta.vocab_size, row = 0;
-    for (const rt::ScheduledChunk &c : plan.chunks) {
-      if (!c.sample)
-        continue;
-      rt::SamplingParams greedy;
-      c.request->generated.push_back(rt::sampleToken(cpuLogits.data() + (row++) * vocab, vocab, greedy, 0).token);
-      if ((int64_t)c.request->generated.size() >= c.request->params.max_new_tokens)
-        sched.finish(c.request);
-    }
+    sampleGreedy(sched, plan, cpuLogits, a.meta.vocab_size);
     ++steps;
   }
   // Every instruction kind of the model ran and was compared.
@@ -220,9 +236,7 @@ void kernelsMatchCpu(const rt::Artefact &a, const rt::WeightSource &weights,
   ::testing::Test::RecordProperty("worst_error_over_tolerance", std::to_string(worst) + " at " + worstWhere);
   std::printf("[ simt ] %s: %d steps, %zu instruction kinds, worst error %.3f of the tolerance at %s\n",
               name.c_str(), steps, checked.size(), worst, worstWhere.c_str());
-  for (const auto &[op, rel] : worstRel)
-    std::printf("[ simt ] %s: %s relative l2 error at most %.2e (bound %.0e)\n", name.c_str(), op.c_str(), rel,
-                opts.rel_l2.at(op));
+  printRelativeL2(name, worstRel, opts);
 }
 
 class Simt : public ::testing::TestWithParam<FamilyVariant> {
