@@ -85,15 +85,16 @@ void emitGatedDelta(Emitter &e, GatedDeltaOp op) {
                 kernels::kScanChunkThreads, args));
 }
 
-// Block (request, head, 32 value columns), as the gated delta rule.
+// Two launches as the gated delta rule's, block (request, head, 32 value columns).
 void emitKda(Emitter &e, KdaOp op) {
   using S = slots::Kda;
   int64_t dk = op.getKDim(), dv = op.getVDim();
   bool bounded = op.getGate() == DecayGate::bounded_sigmoid;
-  int k = e.kernel("kda", "kda.cuh",
-                   instance("kda", {e.type(op.getQ()), e.type(op.getK()), e.type(op.getV()), e.type(op.getF()),
-                                    e.type(op.getB()), e.type(op.getALog()), e.type(op.getDtBias()),
-                                    e.type(op.getResult()), num(op.getNumHeads()), num(dk), num(dv), flag(bounded)}));
+  std::vector<std::string> targs = {e.type(op.getQ()),    e.type(op.getK()),      e.type(op.getV()),
+                                    e.type(op.getF()),    e.type(op.getB()),      e.type(op.getALog()),
+                                    e.type(op.getDtBias()), e.type(op.getResult()), num(op.getNumHeads()),
+                                    num(dk),              num(dv),                flag(bounded)};
+  int chunk = bf16Operands(e, {op.getQ(), op.getK(), op.getV()}) ? kernels::kdaChunk((int)dk) : 0;
   SlotArgs<S> args;
   args.set(S::Q, e.arg(op.getQ()))
       .set(S::K, e.arg(op.getK()))
@@ -102,13 +103,21 @@ void emitKda(Emitter &e, KdaOp op) {
       .set(S::B, e.arg(op.getB()))
       .set(S::ALog, e.arg(op.getALog()))
       .set(S::DtBias, e.arg(op.getDtBias()))
+      .set(S::RecurrentMax, Emitter::integer(recurrentMax(chunk)))
       .set(S::LowerBound, bounded ? op.getLowerBoundAttr().getValueAsDouble() : 0.0)
       .set(S::QScale, (float)(1.0 / std::sqrt((double)dk)));
   setScanSlots(e, args, op);
-  LaunchOut &l = e.launch(k, 32 * kernels::kKdaWarps, args);
-  l.grid[0] = {RuntimeVar::NumRequests, 1, 1, 0};
-  l.grid[1] = {std::nullopt, 1, 1, (int64_t)op.getNumHeads()};
-  l.grid[2] = {std::nullopt, 1, 1, (dv + kernels::kKdaCols - 1) / kernels::kKdaCols};
+  auto grid = [&](LaunchOut &l) {
+    l.grid[0] = {RuntimeVar::NumRequests, 1, 1, 0};
+    l.grid[1] = {std::nullopt, 1, 1, (int64_t)op.getNumHeads()};
+    l.grid[2] = {std::nullopt, 1, 1, (dv + kernels::kKdaCols - 1) / kernels::kKdaCols};
+  };
+  grid(e.launch(e.kernel("kda", "kda.cuh", instance("kda", targs)), 32 * kernels::kKdaWarps, args));
+  if (!chunk)
+    return;
+  targs.push_back(num(chunk));
+  grid(e.launch(e.kernel("kda_chunked", "kda_chunked.cuh", instance("kda_chunked", targs)),
+                kernels::kScanChunkThreads, args));
 }
 
 // Two launches, as the gated delta rule: the token-recurrent kernel, block (request, head,

@@ -435,7 +435,7 @@ TEST_P(Simt, Fp32KernelsMatchTransformers) {
 INSTANTIATE_TEST_SUITE_P(Fixtures, Simt, ::testing::ValuesIn(familyVariants()),
                          [](const auto &info) { return variantName(info.param); });
 
-// The chunked scans (gated_delta_chunked, ssd_chunked) on prefills longer than the fixtures'
+// The chunked scans (gated_delta_chunked, kda_chunked, ssd_chunked) on prefills longer than the fixtures'
 // prompts, teacher-forced against the CPU backend as above. Prefill chunks (more than one token
 // of a request in a step) take the chunked kernel, decode tokens the token-recurrent one. Each
 // scenario is one shape of step, and must have produced it:
@@ -457,8 +457,11 @@ constexpr double kScanRelL2 = 0.02;
 void chunkedScanScenarios(const rt::Artefact &a, const rt::WeightSource &weights, const std::string &label,
                           bool onlyScan = false, double relL2 = kScanRelL2) {
   ASSERT_TRUE(a.kernels.has_value());
-  bool ssd = a.ir.find("cbc.state.ssd") != std::string::npos;
-  const std::string chunked = ssd ? "ssd_chunked" : "gated_delta_chunked";
+  std::string scan = "gated_delta";
+  for (const char *other : {"ssd", "kda"})
+    if (a.ir.find(std::string("cbc.state.") + other + " ") != std::string::npos)
+      scan = other;
+  const std::string chunked = scan + "_chunked";
   bool present = false;
   for (const std::string &name : a.kernels->names)
     present |= name.find("cbc_" + chunked + "_") == 0;
@@ -475,7 +478,7 @@ void chunkedScanScenarios(const rt::Artefact &a, const rt::WeightSource &weights
     }
     MatchOptions o;
     o.budget = budget;
-    const std::string op = ssd ? "cbc.state.ssd" : "cbc.state.gated_delta";
+    const std::string op = "cbc.state." + scan;
     o.rel_l2[op] = relL2;
     if (onlyScan)
       o.compare = {op};
@@ -513,7 +516,8 @@ TEST_P(SimtChunkedScans, LongPrefillsMatchCpu) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Scans, SimtChunkedScans,
-                         ::testing::Values("qwen3_next", "olmo_hybrid", "mamba2", "nemotron_h"),
+                         ::testing::Values("qwen3_next", "olmo_hybrid", "kimi_linear", "bailing_hybrid", "mamba2",
+                                           "nemotron_h"),
                          [](const auto &info) { return info.param; });
 
 // At the published models' head sizes and at ragged ones, on a fixture's config with its state
@@ -525,7 +529,7 @@ INSTANTIATE_TEST_SUITE_P(Scans, SimtChunkedScans,
 // tolerance).
 struct ScanShape {
   std::string name, family;
-  std::map<std::string, int> config; // top-level keys replaced
+  std::map<std::string, int> config; // values replaced, by JSON pointer
   double rel_l2 = kScanRelL2;
 };
 
@@ -537,7 +541,7 @@ TEST_P(SimtChunkedScanShapes, LongPrefillsMatchCpu) {
   const ScanShape &shape = GetParam();
   nlohmann::json config = hf::parseConfigJson(readFile(fixtureDir(shape.family) + "/config.json"));
   for (const auto &[key, value] : shape.config)
-    config[key] = value;
+    config[nlohmann::json::json_pointer(key)] = value;
   driver::CompileOptions o;
   o.emit_cuda = true;
   o.kernel_cache_dir = cacheDir() + "/nvrtc";
@@ -550,20 +554,26 @@ INSTANTIATE_TEST_SUITE_P(
     Scans, SimtChunkedScanShapes,
     ::testing::Values(
         // Qwen3-Next's heads: 128 x 128, four 32-column blocks, chunks of 32.
-        ScanShape{"gated_delta_128x128", "qwen3_next", {{"linear_key_head_dim", 128}, {"linear_value_head_dim", 128}}},
+        ScanShape{"gated_delta_128x128",
+                  "qwen3_next",
+                  {{"/linear_key_head_dim", 128}, {"/linear_value_head_dim", 128}}},
         // Chunks of 16, a last value block of 16 columns.
         ScanShape{"gated_delta_192x80",
                   "qwen3_next",
-                  {{"linear_key_head_dim", 192}, {"linear_value_head_dim", 80}, {"linear_num_key_heads", 1},
-                   {"linear_num_value_heads", 2}}},
+                  {{"/linear_key_head_dim", 192},
+                   {"/linear_value_head_dim", 80},
+                   {"/linear_num_key_heads", 1},
+                   {"/linear_num_value_heads", 2}}},
+        // Kimi-Linear's heads: 128 x 128.
+        ScanShape{"kda_128x128", "kimi_linear", {{"/linear_attn_config/head_dim", 128}}},
         // Mamba2-2.7B's heads: head_dim 64 in two blocks of 32 rows, state 128.
-        ScanShape{"ssd_64x128", "mamba2", {{"num_heads", 2}, {"head_dim", 64}, {"state_size", 128}}},
+        ScanShape{"ssd_64x128", "mamba2", {{"/num_heads", 2}, {"/head_dim", 64}, {"/state_size", 128}}},
         // head_dim 40 (a last block of 8 rows), state 48 (six 8-column tiles over four warps).
         // These random weights make y cancel: the token-recurrent kernel's relative error reaches
         // 1.75e-2 on the same steps, the chunked one's 1.71e-2.
         ScanShape{"ssd_40x48",
                   "nemotron_h",
-                  {{"mamba_num_heads", 2}, {"mamba_head_dim", 40}, {"ssm_state_size", 48}},
+                  {{"/mamba_num_heads", 2}, {"/mamba_head_dim", 40}, {"/ssm_state_size", 48}},
                   0.05}),
     [](const auto &info) { return info.param.name; });
 

@@ -43,7 +43,7 @@ inline constexpr int kGatedDeltaWarps = 4, kGatedDeltaCols = 32;
 inline constexpr int kLightningWarps = 4, kLightningCols = 32;
 inline constexpr int kKdaWarps = 4, kKdaCols = 32;
 
-// The chunked scans (gated_delta_chunked, ssd_chunked): chunks of CH tokens whose products run on
+// The chunked scans (gated_delta_chunked, kda_chunked, ssd_chunked): chunks of CH tokens whose products run on
 // tensor cores, a block's tiles in static shared memory (at most 48 KB without an opt-in) and
 // its slice of the state in mma accumulators. The emitter picks the tiles with the functions
 // below (the kernels assert that their shared structs fit the same bound); 0 means the chunked
@@ -57,13 +57,19 @@ inline constexpr int kKdaWarps = 4, kKdaCols = 32;
 inline constexpr int kScanChunkSmemBytes = 48 * 1024;
 inline constexpr int kScanChunkThreads = 128;
 CBC_SHAPE_FN int roundUp16(int v) { return (v + 15) / 16 * 16; }
-// Bytes of gated_delta_chunked's shared struct (bf16 tiles, A and T in fp32, per-row scalars).
-CBC_SHAPE_FN int gatedDeltaChunkBytes(int dk, int ch) {
-  int ldk = roundUp16(dk) + 8, ldv = kGatedDeltaCols + 8, ldc = ch + 8;
+// Bytes of the delta rule's chunked shared struct (delta_chunked.cuh: bf16 tiles, A and T in
+// fp32, per-row scalars and per-state-row decays), without a kernel's own part.
+CBC_SHAPE_FN int deltaChunkBytes(int dk, int ch) {
+  int dkp = roundUp16(dk), ldk = dkp + 8, ldv = kGatedDeltaCols + 8, ldc = ch + 8;
   int q = 2 * ch * ldk > 4 * ch * (ch + 1) ? 2 * ch * ldk : 4 * ch * (ch + 1); // q's rows or the solve's T
   int tiles = q + 2 * (ch * ldk + ch * ldv + kGatedDeltaCols * ldk + 3 * ch * ldc);
   int solve = 4 * ch * (ch + 1) > 4 * ch * ldv ? 4 * ch * (ch + 1) : 4 * ch * ldv;
-  return tiles + solve + 16 * ch + 64;
+  return tiles + solve + 4 * (6 * ch + dkp) + 64;
+}
+// gated_delta_chunked adds the running sums; KDA a bf16 tile and the per-channel sums in fp32.
+CBC_SHAPE_FN int gatedDeltaChunkBytes(int dk, int ch) { return deltaChunkBytes(dk, ch) + 4 * ch; }
+CBC_SHAPE_FN int kdaChunkBytes(int dk, int ch) {
+  return deltaChunkBytes(dk, ch) + 2 * ch * (roundUp16(dk) + 8) + 4 * ch * (roundUp16(dk) + 1);
 }
 // The chunk length: 32 tokens, or 16 where 32 do not fit; 0 for key heads above 256 (the state
 // slice would take more than 64 accumulator registers a thread).
@@ -74,6 +80,8 @@ CBC_SHAPE_FN int gatedDeltaChunk(int dk) {
          : gatedDeltaChunkBytes(dk, 16) <= kScanChunkSmemBytes ? 16
                                                                 : 0;
 }
+// KDA's chunks are 16 tokens: its per-channel decays need more shared memory a row.
+CBC_SHAPE_FN int kdaChunk(int dk) { return dk <= 256 && kdaChunkBytes(dk, 16) <= kScanChunkSmemBytes ? 16 : 0; }
 // ssd_chunked: blocks of PT head_dim rows; bytes of the shared struct.
 CBC_SHAPE_FN int ssdChunkBytes(int n, int pt, int ch) {
   int ldn = roundUp16(n) + 8;
@@ -262,8 +270,8 @@ struct Conv1d {
   enum Int { NumInt };
   enum Flt { NumFlt };
 };
-// The token-recurrent kernel (gated_delta, ssd) takes the requests with at most RecurrentMax
-// tokens in the step, the chunked one (same slots) the others: both are launched, and each block
+// The token-recurrent kernel (gated_delta, kda, ssd) takes the requests with at most
+// RecurrentMax tokens in the step, the chunked one (same slots) the others: both are launched, and each block
 // decides from cu_seqlens on the device, so no launch depends on the step's request lengths.
 struct GatedDelta {
   enum Ptr { Q, K, V, A, B, ALog, DtBias, CuSeqlens, Slots, HasInitial, Pool, Out, NumPtr };
@@ -272,7 +280,7 @@ struct GatedDelta {
 };
 struct Kda {
   enum Ptr { Q, K, V, F, B, ALog, DtBias, CuSeqlens, Slots, HasInitial, Pool, Out, NumPtr };
-  enum Int { NumInt };
+  enum Int { RecurrentMax, NumInt };
   enum Flt { LowerBound, QScale, NumFlt };
 };
 struct Ssd {
