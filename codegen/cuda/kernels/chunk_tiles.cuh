@@ -1,6 +1,7 @@
-// What the chunked scans (gated_delta_chunked, ssd_chunked) share: bf16 tiles in shared memory
-// (raw bits, so that the shared structs stay trivially constructible), their mma fragments
-// loaded with ldmatrix, the accumulator layout, and the warp prefix sum of the chunk's decays.
+// What the chunked scans (gated_delta_chunked, kda_chunked, ssd_chunked) share: bf16 tiles in
+// shared memory (raw bits, so that the shared structs stay trivially constructible) loaded with
+// cp.async where aligned, their mma fragments loaded with ldmatrix, the accumulator layout, and
+// the warp prefix sum of the chunk's decays.
 //
 // Tiles are row-major with a leading dimension of a multiple of 8 elements plus 8: every row
 // starts 16-byte aligned, as ldmatrix needs, and consecutive rows start in different banks.
@@ -39,6 +40,35 @@ __device__ __forceinline__ void frag_b(unsigned b[2], const unsigned short *s, i
 __device__ __forceinline__ void frag_b_trans(unsigned b[2], const unsigned short *s, int ld, int k0, int n0) {
   int lane = threadIdx.x & 15;
   ldmatrix_x2_trans(b, s + (k0 + lane) * ld + n0);
+}
+
+// Rows [0, CH) of a bf16 tile with leading dimension `lead`, NP columns (a multiple of 8): row i
+// < L holds elements [0, n) of the global row at src + base + i * stride, the rest zero. Aligned
+// 16-byte pieces of bf16 rows go by cp.async (the caller commits, waits and syncs), the others
+// element by element.
+template <class T, int CH, int NP>
+__device__ __forceinline__ void load_tile(unsigned short *dst, int lead, const T *src, long long base,
+                                          long long stride, int L, int n) {
+  constexpr int PIECES = NP / 8;
+  for (int e = threadIdx.x; e < CH * PIECES; e += kScanChunkThreads) {
+    int i = e / PIECES, d = (e - i * PIECES) * 8;
+    unsigned short *to = dst + i * lead + d;
+    const T *from = src + (i < L ? base + i * stride + d : 0);
+    if constexpr (same<T, bf16>) {
+      if (i < L && d + 8 <= n && ((unsigned long long)from & 15) == 0) {
+        cp_async16(to, from);
+        continue;
+      }
+    }
+    for (int k = 0; k < 8; ++k)
+      to[k] = i < L && d + k < n ? bf16_of(ld(from, k)) : 0;
+  }
+}
+// Completes this thread's copies of load_tile, then the block's.
+__device__ __forceinline__ void load_tiles_done() {
+  cp_async_commit();
+  cp_async_wait<0>();
+  __syncthreads();
 }
 
 // acc = 0.

@@ -41,23 +41,16 @@ template <int CH, int DKP, class Extra> struct DeltaChunkSmem {
 };
 
 // The chunk's raw rows of q and k (key head kh of HK) and of v (value head h of HV, columns
-// c0..c0+31) from token t on, zero past L rows and past the heads' columns.
+// c0..c0+31) from token t on, zero past L rows and past the heads' columns; then a barrier.
 template <class TQ, class TK, class TV, int HK, int HV, int DK, int DV, int CH, int DKP, class Smem>
 __device__ __forceinline__ void dc_load(Smem &sm, const TQ *q, const TK *k, const TV *v, long long t, int L, int kh,
                                         int h, int c0) {
   constexpr int BV = Smem::BV;
-  for (int e = threadIdx.x; e < CH * DKP; e += kScanChunkThreads) {
-    int i = e / DKP, d = e - i * DKP;
-    bool in = i < L && d < DK;
-    long long at = (t + i) * HK * DK + kh * DK + d;
-    sm.qt.q[i][d] = in ? bf16_of(ld(q, at)) : 0;
-    sm.k[i][d] = in ? bf16_of(ld(k, at)) : 0;
-  }
-  for (int e = threadIdx.x; e < CH * BV; e += kScanChunkThreads) {
-    int i = e / BV, c = e - i * BV;
-    bool in = i < L && c0 + c < DV;
-    sm.v[i][c] = in ? bf16_of(ld(v, (t + i) * HV * DV + h * DV + c0 + c)) : 0;
-  }
+  load_tile<TQ, CH, DKP>(&sm.qt.q[0][0], Smem::LDK, q, t * HK * DK + kh * DK, HK * DK, L, DK);
+  load_tile<TK, CH, DKP>(&sm.k[0][0], Smem::LDK, k, t * HK * DK + kh * DK, HK * DK, L, DK);
+  load_tile<TV, CH, BV>(&sm.v[0][0], Smem::LDV, v, t * HV * DV + h * DV + c0, HV * DV, L,
+                        DV - c0 < BV ? DV - c0 : BV);
+  load_tiles_done();
 }
 
 // 1/|q| and 1/|k| of each row (eps 1e-6 inside the root), or 1 where `l2` is off; warp w takes

@@ -105,7 +105,6 @@ __device__ __forceinline__ void gated_delta_chunked(const CbcArgs &a) {
     int L = n - base < CH ? n - base : CH;
     dc_load<TQ, TK, TV, HK, HV, DK, DV, CH, DKP>(sm, (const TQ *)a.p[S::Q], (const TK *)a.p[S::K],
                                                  (const TV *)a.p[S::V], t0 + base, L, kh, h, c0);
-    __syncthreads();
     gdc_rows<TA, TB, HV, CH, DKP>(sm, (const TA *)a.p[S::A], (const TB *)a.p[S::B], t0 + base, L, h, A, dtb,
                                   betaScale, qScale, L2);
     gdc_pairs<CH, DKP>(sm, qScale);

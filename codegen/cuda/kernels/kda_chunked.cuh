@@ -101,7 +101,6 @@ __device__ __forceinline__ void kda_chunked(const CbcArgs &a) {
     int L = n - base < CH ? n - base : CH;
     dc_load<TQ, TK, TV, H, H, DK, DV, CH, DKP>(sm, (const TQ *)a.p[S::Q], (const TK *)a.p[S::K],
                                                (const TV *)a.p[S::V], t0 + base, L, h, h, c0);
-    __syncthreads();
     kdac_rows<TF, TB, TDT, H, DK, CH, DKP, BOUNDED>(sm, (const TF *)a.p[S::F], (const TB *)a.p[S::B],
                                                     (const TDT *)a.p[S::DtBias], t0 + base, L, h, rate, lowerBound,
                                                     qScale);

@@ -28,24 +28,16 @@ template <int CH, int PT, int NP> struct SsdChunkSmem {
 };
 
 // The chunk's raw rows of x (head h, rows p0..p0+PT), B and C (group g) from token t on, zero
-// past L rows and past the head's columns; dt per row and its running sum of dt a.
+// past L rows and past the head's columns; dt per row and its running sum of dt a; then a
+// barrier.
 template <class TX, class TDT, class TB, class TC, int H, int P, int G, int N, int CH, class Smem>
 __device__ __forceinline__ void ssdc_load(Smem &sm, const TX *x, const TDT *dtv, const TB *Bm, const TC *Cm,
                                           long long t, int L, int h, int g, int p0, float A, float dtb, float dtMin,
                                           float dtMax) {
   constexpr int PT = Smem::LDP - 8, NP = Smem::LDN - 8;
-  for (int e = threadIdx.x; e < CH * PT; e += kScanChunkThreads) {
-    int i = e / PT, p = e - i * PT;
-    bool in = i < L && p0 + p < P;
-    sm.x[i][p] = in ? bf16_of(ld(x, (t + i) * H * P + h * P + p0 + p)) : 0;
-  }
-  for (int e = threadIdx.x; e < CH * NP; e += kScanChunkThreads) {
-    int i = e / NP, n = e - i * NP;
-    bool in = i < L && n < N;
-    long long at = (t + i) * G * N + g * N + n;
-    sm.b[i][n] = in ? bf16_of(ld(Bm, at)) : 0;
-    sm.c[i][n] = in ? bf16_of(ld(Cm, at)) : 0;
-  }
+  load_tile<TX, CH, PT>(&sm.x[0][0], Smem::LDP, x, t * H * P + h * P + p0, H * P, L, P - p0 < PT ? P - p0 : PT);
+  load_tile<TB, CH, NP>(&sm.b[0][0], Smem::LDN, Bm, t * G * N + g * N, G * N, L, N);
+  load_tile<TC, CH, NP>(&sm.c[0][0], Smem::LDN, Cm, t * G * N + g * N, G * N, L, N);
   if (threadIdx.x < CH) {
     int i = threadIdx.x;
     float d = 0.0f;
@@ -56,8 +48,9 @@ __device__ __forceinline__ void ssdc_load(Smem &sm, const TX *x, const TDT *dtv,
     sm.dt[i] = d;
     sm.cum[i] = d * A;
   }
-  __syncthreads();
+  load_tiles_done();
   warp_prefix_sum(sm.cum, CH);
+  __syncthreads();
 }
 
 // M from C B^T (warp w: columns 8w..8w+7), and y = C S^T with the state's bf16 copy (warp w:
@@ -220,7 +213,6 @@ __device__ __forceinline__ void ssd_chunked(const CbcArgs &a) {
     ssdc_load<TX, TDT, TB, TC, H, P, G, N, CH>(sm, (const TX *)a.p[S::X], (const TDT *)a.p[S::Dt],
                                                (const TB *)a.p[S::B], (const TC *)a.p[S::C], t0 + base, L, h, g, p0,
                                                A, dtb, a.f[S::DtMin], a.f[S::DtMax]);
-    __syncthreads();
     ssdc_pairs<CH, PT, NP>(sm, y);
     __syncthreads();
     ssdc_out<TO, H, P, CH, PT, NP>(sm, y, (TO *)a.p[S::Out], t0 + base, L, h, p0, D);
