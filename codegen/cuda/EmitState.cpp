@@ -90,10 +90,10 @@ void emitKda(Emitter &e, KdaOp op) {
   using S = slots::Kda;
   int64_t dk = op.getKDim(), dv = op.getVDim();
   bool bounded = op.getGate() == DecayGate::bounded_sigmoid;
-  std::vector<std::string> targs = {e.type(op.getQ()),    e.type(op.getK()),      e.type(op.getV()),
-                                    e.type(op.getF()),    e.type(op.getB()),      e.type(op.getALog()),
+  std::vector<std::string> targs = {e.type(op.getQ()),      e.type(op.getK()),      e.type(op.getV()),
+                                    e.type(op.getF()),      e.type(op.getB()),      e.type(op.getALog()),
                                     e.type(op.getDtBias()), e.type(op.getResult()), num(op.getNumHeads()),
-                                    num(dk),              num(dv),                flag(bounded)};
+                                    num(dk),                num(dv),                flag(bounded)};
   int chunk = bf16Operands(e, {op.getQ(), op.getK(), op.getV()}) ? kernels::kdaChunk((int)dk) : 0;
   SlotArgs<S> args;
   args.set(S::Q, e.arg(op.getQ()))
@@ -125,10 +125,10 @@ void emitKda(Emitter &e, KdaOp op) {
 void emitSsd(Emitter &e, SsdOp op) {
   using S = slots::Ssd;
   int64_t H = op.getNumHeads(), P = op.getHeadDim(), N = op.getStateSize();
-  std::vector<std::string> targs = {e.type(op.getX()),    e.type(op.getDt()),     e.type(op.getB()),
-                                    e.type(op.getC()),    e.type(op.getALog()),   e.type(op.getDtBias()),
-                                    e.type(op.getD()),    e.type(op.getResult()), num(H),
-                                    num(P),               num(op.getNGroups()),   num(N)};
+  std::vector<std::string> targs = {e.type(op.getX()), e.type(op.getDt()),     e.type(op.getB()),
+                                    e.type(op.getC()), e.type(op.getALog()),   e.type(op.getDtBias()),
+                                    e.type(op.getD()), e.type(op.getResult()), num(H),
+                                    num(P),            num(op.getNGroups()),   num(N)};
   int chunk = bf16Operands(e, {op.getX(), op.getB(), op.getC()}) ? kernels::ssdChunk((int)P, (int)N) : 0;
   SlotArgs<S> args;
   args.set(S::X, e.arg(op.getX()))

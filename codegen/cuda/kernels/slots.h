@@ -43,12 +43,12 @@ inline constexpr int kGatedDeltaWarps = 4, kGatedDeltaCols = 32;
 inline constexpr int kLightningWarps = 4, kLightningCols = 32;
 inline constexpr int kKdaWarps = 4, kKdaCols = 32;
 
-// The chunked scans (gated_delta_chunked, kda_chunked, ssd_chunked): chunks of CH tokens whose products run on
-// tensor cores, a block's tiles in static shared memory (at most 48 KB without an opt-in) and
-// its slice of the state in mma accumulators. The emitter picks the tiles with the functions
-// below (the kernels assert that their shared structs fit the same bound); 0 means the chunked
-// form does not fit and the token-recurrent kernel takes every request.
-// The functions are constexpr on both sides: NVRTC treats an unannotated function as host code.
+// The chunked scans (gated_delta_chunked, kda_chunked, ssd_chunked): chunks of CH tokens whose
+// products run on tensor cores, a block's tiles in static shared memory (at most 48 KB without
+// an opt-in) and its slice of the state in mma accumulators. The emitter picks the tiles with
+// the functions below (the kernels assert that their shared structs fit the same bound); 0
+// means the chunked form does not fit and the token-recurrent kernel takes every request. The
+// functions are constexpr on both sides: NVRTC treats an unannotated function as host code.
 #ifdef __CUDACC__
 #define CBC_SHAPE_FN __host__ __device__ constexpr
 #else
@@ -99,7 +99,9 @@ CBC_SHAPE_FN int ssdChunk(int p, int n) {
   int pt = ssdChunkRows(p, n);
   if (pt == 0)
     return 0;
-  return ssdChunkBytes(n, pt, 32) <= kScanChunkSmemBytes ? 32 : ssdChunkBytes(n, pt, 16) <= kScanChunkSmemBytes ? 16 : 0;
+  return ssdChunkBytes(n, pt, 32) <= kScanChunkSmemBytes   ? 32
+         : ssdChunkBytes(n, pt, 16) <= kScanChunkSmemBytes ? 16
+                                                            : 0;
 }
 
 namespace slots {
@@ -271,8 +273,9 @@ struct Conv1d {
   enum Flt { NumFlt };
 };
 // The token-recurrent kernel (gated_delta, kda, ssd) takes the requests with at most
-// RecurrentMax tokens in the step, the chunked one (same slots) the others: both are launched, and each block
-// decides from cu_seqlens on the device, so no launch depends on the step's request lengths.
+// RecurrentMax tokens in the step, the chunked one (same slots) the others: both are launched,
+// and each block decides from cu_seqlens on the device, so no launch depends on the step's
+// request lengths (decode steps replay as CUDA Graphs).
 struct GatedDelta {
   enum Ptr { Q, K, V, A, B, ALog, DtBias, CuSeqlens, Slots, HasInitial, Pool, Out, NumPtr };
   enum Int { RecurrentMax, NumInt };
