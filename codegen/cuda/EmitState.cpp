@@ -2,6 +2,8 @@
 // layer's state pool in the request's slot.
 #include "codegen/cuda/Emitter.h"
 
+#include <limits>
+
 namespace cbc::codegen::cuda {
 
 using namespace mlir;
@@ -36,15 +38,27 @@ void emitConv1d(Emitter &e, StateConv1dOp op) {
   l.grid[1] = {std::nullopt, 1, 1, (C + 127) / 128};
 }
 
-// Block (request, value head, 32 value columns).
+// The chunked scans take bf16 operands: an f32 artefact, kept for its fp32 precision, runs every
+// request through the token-recurrent kernel on CUDA cores.
+bool bf16Operands(Emitter &e, std::initializer_list<Value> vs) {
+  return llvm::all_of(vs, [&](Value v) { return e.type(v) == "bf16"; });
+}
+
+// Requests longer than one token (prefill chunks) take the chunked kernel where it fits; the
+// token-recurrent one takes the others (decode), or every request where it does not.
+int64_t recurrentMax(int chunk) { return chunk ? 1 : std::numeric_limits<int32_t>::max(); }
+
+// Two launches, the token-recurrent kernel and the chunked one, each block (request, value head,
+// 32 value columns) exiting at once where the request is the other kernel's.
 void emitGatedDelta(Emitter &e, GatedDeltaOp op) {
   using S = slots::GatedDelta;
   int64_t dk = op.getKDim(), dv = op.getVDim();
-  int k = e.kernel("gated_delta", "gated_delta.cuh",
-                   instance("gated_delta", {e.type(op.getQ()), e.type(op.getK()), e.type(op.getV()), e.type(op.getA()),
-                                            e.type(op.getB()), e.type(op.getALog()), e.type(op.getDtBias()),
-                                            e.type(op.getResult()), num(op.getNumKHeads()), num(op.getNumVHeads()),
-                                            num(dk), num(dv), flag(op.getQkL2norm())}));
+  std::vector<std::string> targs = {e.type(op.getQ()),      e.type(op.getK()),      e.type(op.getV()),
+                                    e.type(op.getA()),      e.type(op.getB()),      e.type(op.getALog()),
+                                    e.type(op.getDtBias()), e.type(op.getResult()), num(op.getNumKHeads()),
+                                    num(op.getNumVHeads()), num(dk),                num(dv),
+                                    flag(op.getQkL2norm())};
+  int chunk = bf16Operands(e, {op.getQ(), op.getK(), op.getV()}) ? kernels::gatedDeltaChunk((int)dk) : 0;
   SlotArgs<S> args;
   args.set(S::Q, e.arg(op.getQ()))
       .set(S::K, e.arg(op.getK()))
@@ -53,24 +67,34 @@ void emitGatedDelta(Emitter &e, GatedDeltaOp op) {
       .set(S::B, e.arg(op.getB()))
       .set(S::ALog, e.arg(op.getALog()))
       .set(S::DtBias, e.arg(op.getDtBias()))
+      .set(S::RecurrentMax, Emitter::integer(recurrentMax(chunk)))
       .set(S::BetaScale, op.getBetaScale().convertToDouble())
       .set(S::QScale, (float)(1.0 / std::sqrt((double)dk)));
   setScanSlots(e, args, op);
-  LaunchOut &l = e.launch(k, 32 * kernels::kGatedDeltaWarps, args);
-  l.grid[0] = {RuntimeVar::NumRequests, 1, 1, 0};
-  l.grid[1] = {std::nullopt, 1, 1, (int64_t)op.getNumVHeads()};
-  l.grid[2] = {std::nullopt, 1, 1, (dv + kernels::kGatedDeltaCols - 1) / kernels::kGatedDeltaCols};
+  auto grid = [&](LaunchOut &l) {
+    l.grid[0] = {RuntimeVar::NumRequests, 1, 1, 0};
+    l.grid[1] = {std::nullopt, 1, 1, (int64_t)op.getNumVHeads()};
+    l.grid[2] = {std::nullopt, 1, 1, (dv + kernels::kGatedDeltaCols - 1) / kernels::kGatedDeltaCols};
+  };
+  grid(e.launch(e.kernel("gated_delta", "gated_delta.cuh", instance("gated_delta", targs)),
+                32 * kernels::kGatedDeltaWarps, args));
+  if (!chunk)
+    return;
+  targs.push_back(num(chunk));
+  grid(e.launch(e.kernel("gated_delta_chunked", "gated_delta_chunked.cuh", instance("gated_delta_chunked", targs)),
+                kernels::kScanChunkThreads, args));
 }
 
-// Block (request, head, 32 value columns), as the gated delta rule.
+// Two launches as the gated delta rule's, block (request, head, 32 value columns).
 void emitKda(Emitter &e, KdaOp op) {
   using S = slots::Kda;
   int64_t dk = op.getKDim(), dv = op.getVDim();
   bool bounded = op.getGate() == DecayGate::bounded_sigmoid;
-  int k = e.kernel("kda", "kda.cuh",
-                   instance("kda", {e.type(op.getQ()), e.type(op.getK()), e.type(op.getV()), e.type(op.getF()),
-                                    e.type(op.getB()), e.type(op.getALog()), e.type(op.getDtBias()),
-                                    e.type(op.getResult()), num(op.getNumHeads()), num(dk), num(dv), flag(bounded)}));
+  std::vector<std::string> targs = {e.type(op.getQ()),      e.type(op.getK()),      e.type(op.getV()),
+                                    e.type(op.getF()),      e.type(op.getB()),      e.type(op.getALog()),
+                                    e.type(op.getDtBias()), e.type(op.getResult()), num(op.getNumHeads()),
+                                    num(dk),                num(dv),                flag(bounded)};
+  int chunk = bf16Operands(e, {op.getQ(), op.getK(), op.getV()}) ? kernels::kdaChunk((int)dk) : 0;
   SlotArgs<S> args;
   args.set(S::Q, e.arg(op.getQ()))
       .set(S::K, e.arg(op.getK()))
@@ -79,24 +103,33 @@ void emitKda(Emitter &e, KdaOp op) {
       .set(S::B, e.arg(op.getB()))
       .set(S::ALog, e.arg(op.getALog()))
       .set(S::DtBias, e.arg(op.getDtBias()))
+      .set(S::RecurrentMax, Emitter::integer(recurrentMax(chunk)))
       .set(S::LowerBound, bounded ? op.getLowerBoundAttr().getValueAsDouble() : 0.0)
       .set(S::QScale, (float)(1.0 / std::sqrt((double)dk)));
   setScanSlots(e, args, op);
-  LaunchOut &l = e.launch(k, 32 * kernels::kKdaWarps, args);
-  l.grid[0] = {RuntimeVar::NumRequests, 1, 1, 0};
-  l.grid[1] = {std::nullopt, 1, 1, (int64_t)op.getNumHeads()};
-  l.grid[2] = {std::nullopt, 1, 1, (dv + kernels::kKdaCols - 1) / kernels::kKdaCols};
+  auto grid = [&](LaunchOut &l) {
+    l.grid[0] = {RuntimeVar::NumRequests, 1, 1, 0};
+    l.grid[1] = {std::nullopt, 1, 1, (int64_t)op.getNumHeads()};
+    l.grid[2] = {std::nullopt, 1, 1, (dv + kernels::kKdaCols - 1) / kernels::kKdaCols};
+  };
+  grid(e.launch(e.kernel("kda", "kda.cuh", instance("kda", targs)), 32 * kernels::kKdaWarps, args));
+  if (!chunk)
+    return;
+  targs.push_back(num(chunk));
+  grid(e.launch(e.kernel("kda_chunked", "kda_chunked.cuh", instance("kda_chunked", targs)),
+                kernels::kScanChunkThreads, args));
 }
 
-// Block (request, head, kSsdRows rows of head_dim).
+// Two launches, as the gated delta rule: the token-recurrent kernel, block (request, head,
+// kSsdRows rows of head_dim), and the chunked one, block (request, head, PT rows of head_dim).
 void emitSsd(Emitter &e, SsdOp op) {
   using S = slots::Ssd;
-  int64_t H = op.getNumHeads(), P = op.getHeadDim();
-  int k =
-      e.kernel("ssd", "ssd.cuh",
-               instance("ssd", {e.type(op.getX()), e.type(op.getDt()), e.type(op.getB()), e.type(op.getC()),
-                                e.type(op.getALog()), e.type(op.getDtBias()), e.type(op.getD()), e.type(op.getResult()),
-                                num(H), num(P), num(op.getNGroups()), num(op.getStateSize())}));
+  int64_t H = op.getNumHeads(), P = op.getHeadDim(), N = op.getStateSize();
+  std::vector<std::string> targs = {e.type(op.getX()), e.type(op.getDt()),     e.type(op.getB()),
+                                    e.type(op.getC()), e.type(op.getALog()),   e.type(op.getDtBias()),
+                                    e.type(op.getD()), e.type(op.getResult()), num(H),
+                                    num(P),            num(op.getNGroups()),   num(N)};
+  int chunk = bf16Operands(e, {op.getX(), op.getB(), op.getC()}) ? kernels::ssdChunk((int)P, (int)N) : 0;
   SlotArgs<S> args;
   args.set(S::X, e.arg(op.getX()))
       .set(S::Dt, e.arg(op.getDt()))
@@ -105,13 +138,24 @@ void emitSsd(Emitter &e, SsdOp op) {
       .set(S::ALog, e.arg(op.getALog()))
       .set(S::DtBias, e.arg(op.getDtBias()))
       .set(S::D, e.arg(op.getD()))
+      .set(S::RecurrentMax, Emitter::integer(recurrentMax(chunk)))
       .set(S::DtMin, op.getDtMin().convertToDouble())
       .set(S::DtMax, op.getDtMax().convertToDouble());
   setScanSlots(e, args, op);
-  LaunchOut &l = e.launch(k, kernels::kSsdThreads, args);
-  l.grid[0] = {RuntimeVar::NumRequests, 1, 1, 0};
-  l.grid[1] = {std::nullopt, 1, 1, H};
-  l.grid[2] = {std::nullopt, 1, 1, (P + kernels::kSsdRows - 1) / kernels::kSsdRows};
+  auto grid = [&](LaunchOut &l, int64_t rows) {
+    l.grid[0] = {RuntimeVar::NumRequests, 1, 1, 0};
+    l.grid[1] = {std::nullopt, 1, 1, H};
+    l.grid[2] = {std::nullopt, 1, 1, (P + rows - 1) / rows};
+  };
+  grid(e.launch(e.kernel("ssd", "ssd.cuh", instance("ssd", targs)), kernels::kSsdThreads, args), kernels::kSsdRows);
+  if (!chunk)
+    return;
+  int rows = kernels::ssdChunkRows((int)P, (int)N);
+  targs.push_back(num(chunk));
+  targs.push_back(num(rows));
+  grid(e.launch(e.kernel("ssd_chunked", "ssd_chunked.cuh", instance("ssd_chunked", targs)),
+                kernels::kScanChunkThreads, args),
+       rows);
 }
 
 // One thread per (request, channel).

@@ -1,5 +1,7 @@
 // The gated delta rule, token by token: block (request, value head, 32 value columns) keeps
 // its [DK, 32] slice of the state in registers (delta_rule.cuh); one decay per head and token.
+// It takes the requests with at most RecurrentMax tokens in the step (decode): the chunked form
+// (gated_delta_chunked.cuh) takes the others, unless the emitter found that it does not fit.
 #ifndef CBC_CODEGEN_CUDA_KERNELS_GATED_DELTA_CUH
 #define CBC_CODEGEN_CUDA_KERNELS_GATED_DELTA_CUH
 
@@ -28,6 +30,8 @@ __device__ __forceinline__ void gated_delta(const CbcArgs &a) {
   TO *out = (TO *)a.p[S::Out];
   float betaScale = a.f[S::BetaScale], qScale = a.f[S::QScale];
   int r = blockIdx.x, h = blockIdx.y, col = blockIdx.z * 32 + (threadIdx.x & 31), warp = threadIdx.x >> 5;
+  if (cu[r + 1] - cu[r] > a.i[S::RecurrentMax])
+    return; // gated_delta_chunked's request
   int kh = h / (HV / HK);
   float *St = pool + ((long long)slots[r] * HV + h) * DK * DV;
   float s[ROWS];

@@ -1,6 +1,8 @@
 // KDA (the delta rule decaying per key channel) token by token: block (request, head, 32 value
 // columns) keeps its [DK, 32] slice of the state in registers (delta_rule.cuh); each state row
-// decays by its own key channel's gate.
+// decays by its own key channel's gate. It takes the requests with at most RecurrentMax tokens
+// in the step (decode): the chunked form (kda_chunked.cuh) takes the others, unless the emitter
+// found that it does not fit.
 #ifndef CBC_CODEGEN_CUDA_KERNELS_KDA_CUH
 #define CBC_CODEGEN_CUDA_KERNELS_KDA_CUH
 
@@ -30,6 +32,8 @@ __device__ __forceinline__ void kda(const CbcArgs &a) {
   TO *out = (TO *)a.p[S::Out];
   float lowerBound = a.f[S::LowerBound], qScale = a.f[S::QScale];
   int r = blockIdx.x, h = blockIdx.y, col = blockIdx.z * 32 + (threadIdx.x & 31), warp = threadIdx.x >> 5;
+  if (cu[r + 1] - cu[r] > a.i[S::RecurrentMax])
+    return; // kda_chunked's request
   float *St = pool + ((long long)slots[r] * H + h) * DK * DV;
   float s[ROWS], dtb[ROWS];
   delta_load_state<DK, DV>(s, St, has_initial[r], col);

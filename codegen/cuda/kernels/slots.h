@@ -76,6 +76,67 @@ inline constexpr int kGatedDeltaWarps = 4, kGatedDeltaCols = 32;
 inline constexpr int kLightningWarps = 4, kLightningCols = 32;
 inline constexpr int kKdaWarps = 4, kKdaCols = 32;
 
+// The chunked scans (gated_delta_chunked, kda_chunked, ssd_chunked): chunks of CH tokens whose
+// products run on tensor cores, a block's tiles in static shared memory (at most 48 KB without
+// an opt-in) and its slice of the state in mma accumulators. The emitter picks the tiles with
+// the functions below (the kernels assert that their shared structs fit the same bound); 0
+// means the chunked form does not fit and the token-recurrent kernel takes every request. The
+// functions are constexpr on both sides: NVRTC treats an unannotated function as host code.
+#ifdef __CUDACC__
+#define CBC_SHAPE_FN __host__ __device__ constexpr
+#else
+#define CBC_SHAPE_FN constexpr
+#endif
+inline constexpr int kScanChunkSmemBytes = 48 * 1024;
+inline constexpr int kScanChunkThreads = 128;
+CBC_SHAPE_FN int roundUp16(int v) { return (v + 15) / 16 * 16; }
+// Bytes of the delta rule's chunked shared struct (delta_chunked.cuh: bf16 tiles, A and T in
+// fp32, per-row scalars and per-state-row decays), without a kernel's own part.
+CBC_SHAPE_FN int deltaChunkBytes(int dk, int ch) {
+  int dkp = roundUp16(dk), ldk = dkp + 8, ldv = kGatedDeltaCols + 8, ldc = ch + 8;
+  int q = 2 * ch * ldk > 4 * ch * (ch + 1) ? 2 * ch * ldk : 4 * ch * (ch + 1); // q's rows or the solve's T
+  int tiles = q + 2 * (ch * ldk + ch * ldv + kGatedDeltaCols * ldk + 3 * ch * ldc);
+  int solve = 4 * ch * (ch + 1) > 4 * ch * ldv ? 4 * ch * (ch + 1) : 4 * ch * ldv;
+  return tiles + solve + 4 * (6 * ch + dkp) + 64;
+}
+// gated_delta_chunked adds the running sums; KDA a bf16 tile and the per-channel sums in fp32.
+CBC_SHAPE_FN int gatedDeltaChunkBytes(int dk, int ch) { return deltaChunkBytes(dk, ch) + 4 * ch; }
+CBC_SHAPE_FN int kdaChunkBytes(int dk, int ch) {
+  return deltaChunkBytes(dk, ch) + 2 * ch * (roundUp16(dk) + 8) + 4 * ch * (roundUp16(dk) + 1);
+}
+// The chunk length: 32 tokens, or 16 where 32 do not fit; 0 for key heads above 256 (the state
+// slice would take more than 64 accumulator registers a thread).
+CBC_SHAPE_FN int gatedDeltaChunk(int dk) {
+  if (dk > 256)
+    return 0;
+  return gatedDeltaChunkBytes(dk, 32) <= kScanChunkSmemBytes   ? 32
+         : gatedDeltaChunkBytes(dk, 16) <= kScanChunkSmemBytes ? 16
+                                                                : 0;
+}
+// KDA's chunks are 16 tokens: its per-channel decays need more shared memory a row.
+CBC_SHAPE_FN int kdaChunk(int dk) { return dk <= 256 && kdaChunkBytes(dk, 16) <= kScanChunkSmemBytes ? 16 : 0; }
+// ssd_chunked: blocks of PT head_dim rows; bytes of the shared struct.
+CBC_SHAPE_FN int ssdChunkBytes(int n, int pt, int ch) {
+  int ldn = roundUp16(n) + 8;
+  return 2 * (ch * (pt + 8) + 2 * ch * ldn + pt * ldn + ch * (ch + 8)) + 8 * ch + 64;
+}
+// Head_dim rows per block: 32 (16 for head_dim <= 16) while the state slice keeps at most 32
+// accumulators a thread, else 16 up to 64 of them; 0 beyond.
+CBC_SHAPE_FN int ssdChunkRows(int p, int n) {
+  int np = roundUp16(n);
+  if (p > 16 && 32 * np <= 32 * kScanChunkThreads)
+    return 32;
+  return 16 * np <= 64 * kScanChunkThreads ? 16 : 0;
+}
+CBC_SHAPE_FN int ssdChunk(int p, int n) {
+  int pt = ssdChunkRows(p, n);
+  if (pt == 0)
+    return 0;
+  return ssdChunkBytes(n, pt, 32) <= kScanChunkSmemBytes   ? 32
+         : ssdChunkBytes(n, pt, 16) <= kScanChunkSmemBytes ? 16
+                                                            : 0;
+}
+
 namespace slots {
 
 struct Embed {
@@ -263,19 +324,23 @@ struct Conv1d {
   enum Int { NumInt };
   enum Flt { NumFlt };
 };
+// The token-recurrent kernel (gated_delta, kda, ssd) takes the requests with at most
+// RecurrentMax tokens in the step, the chunked one (same slots) the others: both are launched,
+// and each block decides from cu_seqlens on the device, so no launch depends on the step's
+// request lengths (decode steps replay as CUDA Graphs).
 struct GatedDelta {
   enum Ptr { Q, K, V, A, B, ALog, DtBias, CuSeqlens, Slots, HasInitial, Pool, Out, NumPtr };
-  enum Int { NumInt };
+  enum Int { RecurrentMax, NumInt };
   enum Flt { BetaScale, QScale, NumFlt };
 };
 struct Kda {
   enum Ptr { Q, K, V, F, B, ALog, DtBias, CuSeqlens, Slots, HasInitial, Pool, Out, NumPtr };
-  enum Int { NumInt };
+  enum Int { RecurrentMax, NumInt };
   enum Flt { LowerBound, QScale, NumFlt };
 };
 struct Ssd {
   enum Ptr { X, Dt, B, C, ALog, DtBias, D, CuSeqlens, Slots, HasInitial, Pool, Out, NumPtr };
-  enum Int { NumInt };
+  enum Int { RecurrentMax, NumInt };
   enum Flt { DtMin, DtMax, NumFlt };
 };
 struct SelectiveScan {

@@ -1,6 +1,8 @@
 // The state space dual scan, token by token: block (request, head, kSsdRows rows of head_dim
 // P); each thread keeps its state columns (N over the block's threads) of those rows in
-// registers, and y = S C + D x is a block reduction per row.
+// registers, and y = S C + D x is a block reduction per row. It takes the requests with at most
+// RecurrentMax tokens in the step (decode): the chunked form (ssd_chunked.cuh) takes the others,
+// unless the emitter found that it does not fit.
 #ifndef CBC_CODEGEN_CUDA_KERNELS_SSD_CUH
 #define CBC_CODEGEN_CUDA_KERNELS_SSD_CUH
 
@@ -28,6 +30,8 @@ __device__ __forceinline__ void ssd(const CbcArgs &a) {
   TO *out = (TO *)a.p[S::Out];
   float dtMin = a.f[S::DtMin], dtMax = a.f[S::DtMax];
   int r = blockIdx.x, h = blockIdx.y, p0 = blockIdx.z * PB, lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  if (cu[r + 1] - cu[r] > a.i[S::RecurrentMax])
+    return; // ssd_chunked's request
   int g = h / (H / G);
   float *St = pool + ((long long)slots[r] * H + h) * P * N;
   float s[PB][NJ];
