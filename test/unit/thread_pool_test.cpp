@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <ctime>
@@ -55,15 +56,21 @@ TEST(ThreadPool, AnItemsExceptionReachesTheCallerAndThePoolGoesOn) {
   EXPECT_EQ(sum.load(), 4950);
 }
 
-// Workers spin only briefly after a parallel-for: an idle pool of 8 uses about no CPU.
+// Workers spin only briefly after a parallel-for: an idle pool of 8 uses about no CPU. The
+// quietest of three windows counts, so that a one-off (the process's start, a library's own
+// threads) cannot fail it, while workers that kept spinning would show in every window.
 TEST(ThreadPool, IdleWorkersSleep) {
   rt::ThreadPool pool(8);
   pool.parallelFor(64, [](int64_t) {});
   std::this_thread::sleep_for(std::chrono::milliseconds(20)); // past the spin
-  double before = processCpuSeconds();
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  // 7 spinning workers would burn up to 2.1 CPU seconds here.
-  EXPECT_LT(processCpuSeconds() - before, 0.05);
+  double quietest = 1e9;
+  for (int window = 0; window < 3; ++window) {
+    double before = processCpuSeconds();
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    quietest = std::min(quietest, processCpuSeconds() - before);
+  }
+  // 7 spinning workers would burn up to 0.7 CPU seconds in each window.
+  EXPECT_LT(quietest, 0.02);
 }
 
 } // namespace
