@@ -88,8 +88,8 @@ void gemv(const float *x, int64_t M, int64_t K, Matrix w, int64_t n0, int64_t n1
 }
 
 // Columns per task of the AMX GEMM: their panels (2 K bytes a column) within about 1 MiB, so
-// they stay in L2 while every block of x rows passes over them; whole pairs of panels.
-int64_t amxColumnsPerTask(int64_t K) { return std::clamp<int64_t>((int64_t(1) << 19) / K / 32 * 32, 32, 256); }
+// they stay in L2 while every block of x rows passes over them; whole threes of panels.
+int64_t amxColumnsPerTask(int64_t K) { return std::clamp<int64_t>((int64_t(1) << 19) / K / 48 * 48, 48, 240); }
 
 void amxGemm(const float *x, int64_t M, int64_t K, const uint16_t *w, int64_t N, float *y, const ParallelFor &pfor) {
   int64_t rows = (M + 15) / 16 * 16;

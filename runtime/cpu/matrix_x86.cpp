@@ -258,9 +258,11 @@ CBC_AVX512 void splitBf16x3(const float *x, int64_t M, int64_t K, int64_t plane,
 }
 
 // ---- the AMX GEMM ----
-// Eight tiles of 16 rows x 64 bytes: C in 0-3 (two 16-row blocks of x by two panels), x's
-// blocks in 4-5, the panels in 6-7. Each k step of 32 loads the panels once and x's three
-// planes in turn, so a weight tile serves three products.
+// Eight tiles of 16 rows x 64 bytes: C in 0-2 (16 rows of x by three panels), the panels in 3-5,
+// x's planes in 6 and 7 in turn. Each k step of 32 loads the three panels once and x's three
+// planes one after another, so a weight tile serves three products; the planes alternate
+// between two tiles because a tile being loaded must wait for the products still reading it
+// (measured: 15-25 % faster than two x blocks by two panels, whose planes shared one pair).
 struct TileConfig {
   uint8_t palette = 1, startRow = 0;
   uint8_t reserved[14] = {};
@@ -277,68 +279,67 @@ CBC_AMX void configureTiles() {
   _tile_loadconfig(&c);
 }
 
-// C[16 * MA, 16 * NB] (row stride 32 floats) for MA blocks of x rows at `a` (plane stride
-// `plane`) and NB panels at `b`.
-template <int MA, int NB>
-CBC_AMX void amxBlock(const uint16_t *a, int64_t plane, int64_t K, const uint16_t *b, float *c) {
+// C[16, 16 * NB] (row stride ldc floats) for 16 rows of x at `a` (plane stride `plane`) and NB
+// panels at `b`.
+template <int NB>
+CBC_AMX void amxBlock(const uint16_t *a, int64_t plane, int64_t K, const uint16_t *b, float *c, int64_t ldc) {
   _tile_zero(0);
   if constexpr (NB > 1)
     _tile_zero(1);
-  if constexpr (MA > 1)
+  if constexpr (NB > 2)
     _tile_zero(2);
-  if constexpr (MA > 1 && NB > 1)
-    _tile_zero(3);
   const int64_t lda = K * 2;
   for (int64_t k = 0; k < K; k += 32) {
-    _tile_loadd(6, b + k * 16, 64);
+    _tile_loadd(3, b + k * 16, 64);
     if constexpr (NB > 1)
-      _tile_loadd(7, b + 16 * K + k * 16, 64);
-    for (int p = 0; p < 3; ++p) {
-      const uint16_t *ap = a + p * plane + k;
-      _tile_loadd(4, ap, lda);
-      if constexpr (MA > 1)
-        _tile_loadd(5, ap + 16 * K, lda);
-      _tile_dpbf16ps(0, 4, 6);
-      if constexpr (NB > 1)
-        _tile_dpbf16ps(1, 4, 7);
-      if constexpr (MA > 1)
-        _tile_dpbf16ps(2, 5, 6);
-      if constexpr (MA > 1 && NB > 1)
-        _tile_dpbf16ps(3, 5, 7);
-    }
+      _tile_loadd(4, b + 16 * K + k * 16, 64);
+    if constexpr (NB > 2)
+      _tile_loadd(5, b + 32 * K + k * 16, 64);
+#define CBC_AMX_PART(T)                                                                                              \
+  _tile_dpbf16ps(0, T, 3);                                                                                           \
+  if constexpr (NB > 1)                                                                                              \
+    _tile_dpbf16ps(1, T, 4);                                                                                         \
+  if constexpr (NB > 2)                                                                                              \
+    _tile_dpbf16ps(2, T, 5);
+    _tile_loadd(6, a + k, lda);
+    CBC_AMX_PART(6)
+    _tile_loadd(7, a + plane + k, lda);
+    CBC_AMX_PART(7)
+    _tile_loadd(6, a + 2 * plane + k, lda);
+    CBC_AMX_PART(6)
+#undef CBC_AMX_PART
   }
-  _tile_stored(0, c, 128);
+  _tile_stored(0, c, ldc * 4);
   if constexpr (NB > 1)
-    _tile_stored(1, c + 16, 128);
-  if constexpr (MA > 1)
-    _tile_stored(2, c + 16 * 32, 128);
-  if constexpr (MA > 1 && NB > 1)
-    _tile_stored(3, c + 16 * 32 + 16, 128);
+    _tile_stored(1, c + 16, ldc * 4);
+  if constexpr (NB > 2)
+    _tile_stored(2, c + 32, ldc * 4);
 }
 
-// Rows of x in blocks of 32 (16 at the end), each against the columns in pairs of panels: the
-// columns' panels (sized by the caller to stay in L2) are read once per block of x rows, a
-// block's planes once per pair of panels.
+// Rows of x in blocks of 16, each against the columns in threes of panels: the columns' panels
+// (sized by the caller to stay in L2) are read once per block of x rows. A whole block stores
+// its tiles straight into y; the last, partial one through a scratch tile.
 CBC_AMX void amxColumns(const uint16_t *planes, int64_t M, int64_t rows, int64_t K, const uint16_t *w, int64_t n0,
                         int64_t n1, int64_t N, float *y) {
-  alignas(64) float c[32 * 32];
+  alignas(64) float scratch[16 * 48];
   configureTiles();
-  for (int64_t m0 = 0; m0 < rows; m0 += 32) {
-    bool twoA = rows - m0 >= 32;
-    for (int64_t n = n0; n < n1; n += 32) {
-      bool twoB = n1 - n >= 32;
+  for (int64_t m0 = 0; m0 < rows; m0 += 16) {
+    bool whole = M - m0 >= 16;
+    for (int64_t n = n0; n < n1;) {
+      int nb = (int)std::min<int64_t>(3, (n1 - n) / 16);
       const uint16_t *a = planes + m0 * K, *b = w + n * K;
-      if (twoA && twoB)
-        amxBlock<2, 2>(a, rows * K, K, b, c);
-      else if (twoA)
-        amxBlock<2, 1>(a, rows * K, K, b, c);
-      else if (twoB)
-        amxBlock<1, 2>(a, rows * K, K, b, c);
+      float *c = whole ? y + m0 * N + n : scratch;
+      int64_t ldc = whole ? N : 48;
+      if (nb == 3)
+        amxBlock<3>(a, rows * K, K, b, c, ldc);
+      else if (nb == 2)
+        amxBlock<2>(a, rows * K, K, b, c, ldc);
       else
-        amxBlock<1, 1>(a, rows * K, K, b, c);
-      int64_t width = twoB ? 32 : 16, valid = std::min<int64_t>(M - m0, twoA ? 32 : 16);
-      for (int64_t i = 0; i < valid; ++i)
-        std::memcpy(y + (m0 + i) * N + n, c + i * 32, width * sizeof(float));
+        amxBlock<1>(a, rows * K, K, b, c, ldc);
+      if (!whole)
+        for (int64_t i = 0; i < M - m0; ++i)
+          std::memcpy(y + (m0 + i) * N + n, scratch + i * 48, nb * 16 * sizeof(float));
+      n += nb * 16;
     }
   }
   _tile_release();

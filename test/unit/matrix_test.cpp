@@ -49,7 +49,8 @@ struct KernelChoice {
 // a double-precision sum: the AVX-512 and portable matrix-vector kernels up to kGemvRows rows of
 // x, AMX (packed only) and BLAS beyond. Shapes leave partial vector lanes (K = 70 for the
 // row-major layouts), partial tiles of four rows and of four panels (N = 197, 208 = 13 panels),
-// partial blocks of four and of 16 and 32 x rows (M up to 130), and several column tasks.
+// partial blocks of four and of 16 x rows (M up to 130), and AMX's last one or two panels of
+// three (N = 208 and 224 packed).
 TEST(Matrix, EveryPathMatchesADoubleSum) {
   rt::ThreadPool pool(3);
   rt::cpu::ParallelFor pfor = [&](int64_t n, const std::function<void(int64_t)> &fn) { pool.parallelFor(n, fn); };
@@ -57,11 +58,11 @@ TEST(Matrix, EveryPathMatchesADoubleSum) {
   for (auto [portable, blas] : std::vector<std::pair<bool, bool>>{{false, false}, {true, true}, {false, true}}) {
     KernelChoice choice(portable, blas);
     for (int64_t M : rows)
-      for (int layout = 0; layout < 3; ++layout) { // f32, bf16, packed bf16
-        int64_t K = layout == 2 ? 96 : 70, N = layout == 2 ? 208 : 197;
+      for (int layout = 0; layout < 4; ++layout) { // f32, bf16, packed bf16 (two widths)
+        int64_t K = layout >= 2 ? 96 : 70, N = layout == 2 ? 208 : layout == 3 ? 224 : 197;
         Case c = makeCase(M, K, N, 7 + (unsigned)M);
         std::vector<uint16_t> packed = c.w;
-        if (layout == 2)
+        if (layout >= 2)
           rt::cpu::packBf16(packed.data(), 1, N, K);
         rt::cpu::Matrix w = layout == 0   ? rt::cpu::Matrix(c.wf.data())
                             : layout == 1 ? rt::cpu::Matrix(c.w.data())
@@ -123,6 +124,27 @@ TEST(Matrix, AttentionProductsMatchDoubleSums) {
           }
       }
   }
+}
+
+// A deep product (K = 4096) gives each AMX task fewer columns than N (their panels stay within
+// L2): the tasks' column ranges must tile the output exactly, with whole panels, on 3 threads.
+TEST(Matrix, AmxSplitsDeepProductsIntoColumnTasks) {
+  rt::ThreadPool pool(3);
+  rt::cpu::ParallelFor pfor = [&](int64_t n, const std::function<void(int64_t)> &fn) { pool.parallelFor(n, fn); };
+  const int64_t M = 20, K = 4096, N = 224;
+  Case c = makeCase(M, K, N, 3);
+  rt::cpu::packBf16(c.w.data(), 1, N, K);
+  std::vector<float> got(M * N, NAN);
+  rt::cpu::linear(c.x.data(), M, K, rt::cpu::Matrix(c.w.data(), true), N, nullptr, got.data(), pfor);
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t n = 0; n < N; ++n) {
+      double want = 0, mag = 0;
+      for (int64_t k = 0; k < K; ++k) {
+        want += (double)c.x[m * K + k] * c.wf[n * K + k];
+        mag += std::fabs((double)c.x[m * K + k] * c.wf[n * K + k]);
+      }
+      ASSERT_NEAR(got[m * N + n], want, 1e-6 * mag) << rt::cpu::gemmKernel() << " at " << m << "," << n;
+    }
 }
 
 // The exact split behind the AMX path: x values that need all 24 bits of their significand,
