@@ -383,7 +383,7 @@ void dsaBench() {
 // and adds never limit it; best of 5), the fp32 GEMM peak of OpenBLAS (sgemm, 2048 cubed, its own threads; best of
 // 3), and cbc's own product kernels (runtime/cpu/matrix.h) on a packed bf16 weight: the GEMM
 // at 512 rows (AMX where the CPU has it) and the matrix-vector product at one row, as the
-// bandwidth it streams the weight with (256 MiB, past the caches).
+// bandwidth it streams the weight with (1 GiB, past the caches).
 // A slice's sum in four vectors of eight 64-bit lanes, built for the widest vectors the CPU
 // has: scalar or narrow loads would bound the sweep by the core, not by memory.
 typedef uint64_t U64x8 __attribute__((vector_size(64), aligned(8)));
@@ -439,12 +439,13 @@ void rooflineBench(int threads) {
   rt::cpu::ParallelFor pfor = [&](int64_t count, const std::function<void(int64_t)> &fn) {
     pool.parallelFor(count, fn);
   };
-  const int64_t K = 4096, N = 32768, M = 512; // 256 MiB of bf16
+  // 1 GiB of bf16, as the sweep: past any cache (this VM reports a 480 MiB L3).
+  const int64_t K = 8192, N = 65536, M = 512;
   std::vector<uint16_t> w(size_t(N) * K, rt::floatToBf16(0.125f));
   rt::cpu::packBf16(w.data(), 1, N, K);
   std::vector<float> x(size_t(M) * K, 0.5f), y(size_t(M) * N);
   rt::cpu::Matrix packed(w.data(), true);
-  const int64_t gemmN = 4096; // the GEMM's weight: the first 4096 rows (32 MiB)
+  const int64_t gemmN = 2048; // the GEMM's weight: the first 2048 rows (32 MiB)
   double cbcGemm = bestMs(3, [&] { rt::cpu::matmul(x.data(), M, K, packed, gemmN, y.data(), pfor); });
   std::printf("cbc gemm peak %.2f GFLOP/s (%s, packed bf16, %lld x %lld x %lld, best of 3)\n",
               2.0 * M * gemmN * K / (cbcGemm * 1e6), rt::cpu::gemmKernel(), (long long)M, (long long)gemmN,

@@ -15,8 +15,8 @@ What is counted (the minimum traffic, each byte once):
     experts (those the step's tokens touch: under uniform routing of T tokens choosing k of E
     experts, an expert is untouched with probability (1 - k/E)^T, so E * (1 - (1 - k/E)^T)
     experts are read); the experts' FLOPs are 2 * T * k * (gate_up + down elements per expert);
-    their intermediate rows (T*k*I and T*k*H fp32, the moe_act and moe_out workspaces) are
-    written and read once;
+    their intermediate rows (T*k*I in the down projection's dtype and T*k*H fp32, the moe_act
+    and moe_out workspaces) are written and read once;
   * activations and step arguments: each input read and each output written once, rows as the
     step has them (tokens, or logit rows), in the value's device dtype;
   * attention: each request's cached rows read once (min(length, window) of them), all the
@@ -220,7 +220,9 @@ def cost_moe(step, ins, p):
     elems = (math.prod(step.values[gate_up]["shape"]) + math.prod(step.values[down]["shape"])) // E
     inter = step.values[down]["shape"][2]  # I
     hidden = step.values[down]["shape"][1]  # H
-    scratch = 2 * T * k * (inter + hidden) * 4
+    # The act rows in the down projection's dtype (what its GEMM reads), the out rows in fp32.
+    act_bytes = DTYPE_BYTES[step.values[down]["device_dtype"]]
+    scratch = 2 * T * k * (inter * act_bytes + hidden * 4)
     acts = operand_bytes(step, ins, skip={gate_up, down, *biases})
     return acts + weights + scratch, 2 * T * k * elems, "tensor"
 
