@@ -238,6 +238,13 @@ SafetensorsFile::~SafetensorsFile() {
     munmap(map_, size_);
 }
 
+void SafetensorsFile::releasePages() const {
+  // A private read-only file mapping: MADV_DONTNEED unmaps the pages and a later read refaults
+  // them from the file, unchanged. Failure only means the pages stay resident.
+  if (map_)
+    madvise(map_, size_, MADV_DONTNEED);
+}
+
 const TensorView &SafetensorsFile::get(const std::string &name) const {
   auto it = tensors_.find(name);
   if (it == tensors_.end())
@@ -332,6 +339,11 @@ const TensorView &Checkpoint::get(const std::string &name) const {
   if (it == index_.end())
     throw WeightError("checkpoint is missing tensor '" + name + "'");
   return files_[it->second]->get(name);
+}
+
+void Checkpoint::releasePages() const {
+  for (const auto &f : files_)
+    f->releasePages();
 }
 
 std::vector<std::string> Checkpoint::names() const {

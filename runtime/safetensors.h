@@ -45,6 +45,9 @@ public:
   const TensorView &get(const std::string &name) const;
   std::vector<std::string> names() const;
   const std::string &path() const { return path_; }
+  // Drops the mapped pages read so far from this process (they stay in the page cache and fault
+  // back in if read again), so that loading holds one copy of the weights, not two.
+  void releasePages() const;
 
 private:
   std::string path_;
@@ -60,6 +63,7 @@ public:
   bool has(const std::string &name) const;
   const TensorView &get(const std::string &name) const; // throws WeightError naming the tensor
   std::vector<std::string> names() const;
+  void releasePages() const; // every file's, as SafetensorsFile::releasePages
 
 private:
   std::vector<std::unique_ptr<SafetensorsFile>> files_;

@@ -375,17 +375,79 @@ HostTensor assemble(const WeightEntry &w, const Checkpoint &ckpt, const ModelMet
   return out;
 }
 
+// A weight read straight into bf16 when the checkpoint stores every part of it in BF16 and
+// assembling only concatenates and stacks (byte copies): no float32 copy of it ever exists, so
+// loading peaks at the weights' own size. Returns false, having read nothing, for any other
+// weight (or a shape the float path must report), which then takes the float path.
+bool assembleBf16(const WeightEntry &w, const Checkpoint &ckpt, const ModelMeta &meta, HostTensor &out) {
+  if (w.mxfp4 || w.transpose || w.flatten || w.block_diag > 0 || !w.regroup.empty() || !w.row_scales.empty() ||
+      w.parts.empty() || (!w.stack && w.parts.size() != 1))
+    return false;
+  std::vector<std::vector<const TensorView *>> views;
+  std::vector<int64_t> partShape;
+  for (const auto &names : w.parts) {
+    std::vector<const TensorView *> part;
+    std::vector<int64_t> shape;
+    for (const std::string &n : names) {
+      std::string name = resolveName(ckpt, n, meta);
+      if (!ckpt.has(name))
+        return false;
+      const TensorView &v = ckpt.get(name);
+      if (v.dtype != StDType::BF16 || v.shape.empty())
+        return false;
+      if (shape.empty())
+        shape = v.shape;
+      else if (v.shape.size() != shape.size() || !std::equal(v.shape.begin() + 1, v.shape.end(), shape.begin() + 1))
+        return false;
+      else
+        shape[0] += v.shape[0];
+      part.push_back(&v);
+    }
+    if (!partShape.empty() && shape != partShape)
+      return false;
+    partShape = shape;
+    views.push_back(std::move(part));
+  }
+  std::vector<int64_t> shape = partShape;
+  if (w.stack)
+    shape.insert(shape.begin(), (int64_t)views.size());
+  if (shape != w.shape)
+    return false;
+  out.shape = shape;
+  out.bf16.resize(out.numel());
+  uint8_t *dst = reinterpret_cast<uint8_t *>(out.bf16.data());
+  for (const auto &part : views)
+    for (const TensorView *v : part) {
+      std::memcpy(dst, v->data, v->bytes);
+      dst += v->bytes;
+    }
+  out.isBf16 = true;
+  return true;
+}
+
 } // namespace
 
 void WeightStore::stream(const Artefact &a, const WeightSource &source,
-                         const std::function<void(int, HostTensor &&)> &consume) {
+                         const std::function<void(int, HostTensor &&)> &consume, const std::vector<bool> &asBf16) {
   std::unique_ptr<Checkpoint> ckpt;
   if (!source.checkpoint_dir.empty()) {
     checkCheckpointConfig(a, source.checkpoint_dir);
     ckpt = std::make_unique<Checkpoint>(source.checkpoint_dir);
   }
-  for (size_t wi = 0; wi < a.weights.size(); ++wi)
-    consume((int)wi, ckpt ? assemble(a.weights[wi], *ckpt, a.meta) : randomTensor(a.weights[wi], source.seed));
+  for (size_t wi = 0; wi < a.weights.size(); ++wi) {
+    if (!ckpt) {
+      consume((int)wi, randomTensor(a.weights[wi], source.seed));
+      continue;
+    }
+    HostTensor t;
+    bool bf16 = wi < asBf16.size() && asBf16[wi] && assembleBf16(a.weights[wi], *ckpt, a.meta, t);
+    if (!bf16)
+      t = assemble(a.weights[wi], *ckpt, a.meta);
+    // The mapped pages this weight was read from are copied: without this, peak resident memory
+    // holds the checkpoint twice (its file pages and the weights made of them).
+    ckpt->releasePages();
+    consume((int)wi, std::move(t));
+  }
 }
 
 namespace {
@@ -393,6 +455,8 @@ namespace {
 // Float32 values whose low 16 bits are all zero are bf16 values: keeping the high halves loses
 // nothing. Leaves `t` float32 when any value is not.
 void keepAsBf16(HostTensor &t) {
+  if (t.isBf16)
+    return;
   const float *f = t.data.data();
   size_t n = t.data.size();
   for (size_t i = 0; i < n; ++i) {
@@ -417,13 +481,16 @@ WeightStore WeightStore::load(const Artefact &a, const WeightSource &source,
                               const std::function<void(size_t, size_t)> &progress,
                               const std::vector<bool> &keepBf16) {
   WeightStore store;
-  stream(a, source, [&](int index, HostTensor &&t) {
-    if ((size_t)index < keepBf16.size() && keepBf16[index])
-      keepAsBf16(t);
-    if (progress)
-      progress((size_t)index, a.weights.size());
-    store.tensors_.push_back(std::move(t));
-  });
+  stream(
+      a, source,
+      [&](int index, HostTensor &&t) {
+        if ((size_t)index < keepBf16.size() && keepBf16[index])
+          keepAsBf16(t);
+        if (progress)
+          progress((size_t)index, a.weights.size());
+        store.tensors_.push_back(std::move(t));
+      },
+      keepBf16);
   return store;
 }
 

@@ -37,8 +37,11 @@ public:
                           const std::function<void(size_t, size_t)> &progress = nullptr,
                           const std::vector<bool> &keepBf16 = {});
   // The same tensors one at a time, so a device can upload them without holding them all.
+  // asBf16[i]: weight i may come as bf16 when the checkpoint stores it so and assembling it only
+  // concatenates or stacks; otherwise it comes as float32.
   static void stream(const Artefact &artefact, const WeightSource &source,
-                     const std::function<void(int index, HostTensor &&tensor)> &consume);
+                     const std::function<void(int index, HostTensor &&tensor)> &consume,
+                     const std::vector<bool> &asBf16 = {});
   const HostTensor &get(int index) const { return tensors_.at(index); }
   HostTensor &get(int index) { return tensors_.at(index); }
   size_t size() const { return tensors_.size(); }
