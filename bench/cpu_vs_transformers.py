@@ -16,6 +16,7 @@ Figures on a shared machine are noisy: run it when the machine is otherwise idle
 
 import argparse
 import os
+import resource
 import sys
 import tempfile
 import time
@@ -119,7 +120,7 @@ def main():
             tokens["cbc"] = r["tokens"]
             if run == 0:
                 print(f"# {name}: cbc chose cache memory {r['cache_mib']} MiB, {r['step_tokens']} tokens a step; "
-                      f"{r['steps']} steps, {r['preemptions']} preemptions")
+                      f"{r['steps']} steps, {r['preemptions']} preemptions; peak RSS {r['peak_rss_mb']} MB")
             if side:
                 runs = [("generate", hf_generate)] if name == "decode" else \
                     [("generate_batch", hf_generate_batch), ("padded generate", hf_generate)]
@@ -140,6 +141,9 @@ def main():
                 line += f"   cbc ratio {min(ts) / cb:5.2f}x (best), {w.median(ts) / cm:5.2f}x (median); "
                 line += "greedy tokens: " + agree(tokens["cbc"], tokens[label])
             print(line)
+    if side:
+        # This process ran transformers (and nothing else large): its peak is transformers'.
+        print(f"\n# transformers' peak RSS (this process): {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / 1e6:.0f} MB")
     return 0
 
 

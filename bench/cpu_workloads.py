@@ -90,9 +90,12 @@ def write_checkpoint(directory, seed=0):
             if len(shape) == 1:
                 f.write(b"\x80\x3f" * n)  # 1.0
                 continue
-            data = bytearray(r.randbytes(2 * n))
-            data[1::2] = data[1::2].translate(high)
-            f.write(data)
+            # In pieces of at most 64 MiB: randbytes cannot draw 2^28 bytes at once (an 8B model's
+            # embedding is 1 GB), and smaller tensors get the bytes one draw gives.
+            for start in range(0, 2 * n, 1 << 26):
+                data = bytearray(r.randbytes(min(1 << 26, 2 * n - start)))
+                data[1::2] = data[1::2].translate(high)
+                f.write(data)
     os.replace(path + ".tmp", path)
     return path
 
@@ -102,23 +105,27 @@ SUMMARY = re.compile(r"cbc run: (\d+) requests \((\d+) rejected\), (\d+) prompt 
 
 
 def cbc_run(cbc, artefact, prompts_path, out_path, threads, weights=None, extra=()):
-    """Runs `cbc run` and returns its summary figures and the tokens of each request."""
+    """Runs `cbc run` and returns its summary figures, its peak resident memory and the tokens of
+    each request."""
     cmd = [cbc, "run", artefact, "--prompts", prompts_path, "-o", out_path, "--backend", "cpu",
            "--threads", str(threads)] + (["--weights", weights] if weights else ["--random-weights"]) + list(extra)
     p = subprocess.run(cmd, capture_output=True, text=True)
+    stderr = p.stderr
     if p.returncode != 0:
-        raise RuntimeError(f"{' '.join(cmd)} failed ({p.returncode}): {p.stderr[-2000:]}")
-    m = SUMMARY.search(p.stderr)
+        raise RuntimeError(f"{' '.join(cmd)} failed ({p.returncode}): {stderr[-2000:]}")
+    m = SUMMARY.search(stderr)
     if not m:
-        raise RuntimeError("no summary line in cbc run's output: " + p.stderr[-2000:])
-    chosen = re.search(r"cache memory (\d+) MiB.*?, (\d+) tokens a step", p.stderr)
+        raise RuntimeError("no summary line in cbc run's output: " + stderr[-2000:])
+    chosen = re.search(r"cache memory (\d+) MiB.*?, (\d+) tokens a step", stderr)
+    # cbc's own peak (VmHWM): a forked child's ru_maxrss would count this process's memory too.
+    rss = re.search(r"peak RSS (\d+) MB", stderr)
     tokens = {}
     with open(out_path) as f:
         for line in f:
             r = json.loads(line)
             tokens[r["index"]] = r["tokens"]
     return {"requests": int(m[1]), "prompt_tokens": int(m[3]), "generated": int(m[4]), "seconds": float(m[5]),
-            "steps": int(m[6]), "preemptions": int(m[7]),
+            "steps": int(m[6]), "preemptions": int(m[7]), "peak_rss_mb": int(rss[1]) if rss else None,
             "cache_mib": int(chosen[1]) if chosen else None, "step_tokens": int(chosen[2]) if chosen else None,
             "tokens": [tokens[i] for i in sorted(tokens)]}
 

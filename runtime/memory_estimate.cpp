@@ -109,6 +109,19 @@ int64_t availableHostMemory() {
                              readFileText("/sys/fs/cgroup/memory.current"));
 }
 
+int64_t peakResidentMemory(const std::string &status) {
+  std::istringstream lines(status);
+  std::string line;
+  while (std::getline(lines, line)) {
+    long long kb;
+    if (std::sscanf(line.c_str(), "VmHWM: %lld kB", &kb) == 1)
+      return (int64_t)kb * 1024;
+  }
+  return -1;
+}
+
+int64_t peakResidentMemory() { return peakResidentMemory(readFileText("/proc/self/status")); }
+
 std::string gigabytes(int64_t bytes) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.1f GB", (double)bytes / 1e9);

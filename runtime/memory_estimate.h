@@ -46,6 +46,12 @@ int64_t availableHostMemory();
 // The same from given file contents (tests): meminfo text, memory.max and memory.current.
 int64_t availableHostMemory(const std::string &meminfo, const std::string &cgroupMax, const std::string &cgroupCurrent);
 
+// The most resident memory this process has held (VmHWM of /proc/self/status: this program's
+// own, not a parent's it was forked from, as getrusage's ru_maxrss can be); -1 when unknown.
+int64_t peakResidentMemory();
+// The same from given /proc/<pid>/status text (tests).
+int64_t peakResidentMemory(const std::string &status);
+
 // Throws MemoryError when the estimate exceeds `available` bytes (available < 0: unknown, no
 // check), e.g. "the model needs 32.1 GB of host memory (weights 30.0 GB as f32, cache 0.3 GB,
 // workspaces 1.8 GB), 22.8 GB available".

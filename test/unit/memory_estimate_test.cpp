@@ -9,6 +9,8 @@
 
 #include <gtest/gtest.h>
 
+#include <vector>
+
 #include <chrono>
 
 namespace cbc::test {
@@ -103,6 +105,16 @@ TEST(MemoryEstimate, AvailableHostMemoryIsTheLowerOfMeminfoAndTheCgroup) {
   EXPECT_EQ(rt::availableHostMemory(meminfo, "1000\n", "2000\n"), 0); // over its limit already
   EXPECT_EQ(rt::availableHostMemory("", "", ""), -1);
   EXPECT_GT(rt::availableHostMemory(), 0); // this machine says something
+}
+
+TEST(MemoryEstimate, PeakResidentMemoryIsVmHwm) {
+  EXPECT_EQ(rt::peakResidentMemory("Name:\tcbc\nVmPeak:\t  900 kB\nVmHWM:\t    5120 kB\nVmRSS:\t 4096 kB\n"),
+            5120ll * 1024);
+  EXPECT_EQ(rt::peakResidentMemory("Name:\tcbc\n"), -1);
+  // This process's own: at least the 64 MiB it has just touched.
+  std::vector<char> touched(64 << 20, 1);
+  asm volatile("" : : "r"(touched.data()) : "memory"); // the writes must happen
+  EXPECT_GE(rt::peakResidentMemory(), (int64_t)touched.size());
 }
 
 } // namespace

@@ -348,15 +348,18 @@ private:
 
 void printSummary(const rt::EngineStats &s, const rt::EngineOptions &o, size_t prompts, size_t malformed,
                   double elapsed) {
+  int64_t rss = rt::peakResidentMemory();
+  std::string peak = rss < 0 ? "unknown" : std::to_string((rss + 500'000) / 1'000'000) + " MB";
   std::fprintf(stderr,
                "cbc run: %zu requests (%lld rejected), %lld prompt tokens, %lld generated tokens "
                "in %.2f s: %.1f generated tok/s, %.1f processed tok/s, %lld steps, %lld preemptions "
-               "(cache memory %lld MiB, %lld tokens a step)\n",
+               "(cache memory %lld MiB, %lld tokens a step, peak RSS %s)\n",
                prompts, (long long)(s.rejected + malformed), (long long)s.prompt_tokens,
                (long long)s.generated_tokens, elapsed,
                elapsed > 0 ? s.generated_tokens / elapsed : 0.0,
                elapsed > 0 ? s.computed_tokens / elapsed : 0.0, (long long)s.steps,
-               (long long)s.preemptions, (long long)(o.cache_memory_bytes >> 20), (long long)o.max_batch_tokens);
+               (long long)s.preemptions, (long long)(o.cache_memory_bytes >> 20), (long long)o.max_batch_tokens,
+               peak.c_str());
 }
 
 // Everything that can be refused before work: the flags, the prompts file and the output file.
