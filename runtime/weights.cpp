@@ -104,7 +104,9 @@ HostTensor randomTensor(const WeightEntry &w, uint64_t seed) {
     int64_t end = std::min<int64_t>(t.numel(), (c + 1) * chunk);
     for (int64_t i = c * chunk; i < end; ++i) {
       double u = (double)(splitmix(state) >> 11) / (double)(1ull << 53) * 2 - 1;
-      t.data[i] = (float)((isNorm ? 1.0 : 0.0) + u * scale);
+      // bf16 values, as a bf16 checkpoint's: every backend holds them as it would a checkpoint's
+      // (the CPU backend's matrices in bf16, exactly), so a large model fits as it would.
+      t.data[i] = bf16ToFloat(floatToBf16((float)((isNorm ? 1.0 : 0.0) + u * scale)));
     }
   };
   int threads = (int)std::min<int64_t>(chunks, std::max(1u, std::thread::hardware_concurrency()));
@@ -496,8 +498,11 @@ WeightStore WeightStore::load(const Artefact &a, const WeightSource &source,
 
 std::vector<bool> storedAsBf16(const Artefact &a, const WeightSource &source, const std::vector<bool> &candidates) {
   std::vector<bool> out(a.weights.size(), false);
-  if (source.checkpoint_dir.empty())
+  if (source.checkpoint_dir.empty()) { // random weights: bf16 values, none rescaled
+    for (size_t wi = 0; wi < out.size() && wi < candidates.size(); ++wi)
+      out[wi] = candidates[wi];
     return out;
+  }
   std::unique_ptr<Checkpoint> opened;
   try {
     opened = std::make_unique<Checkpoint>(source.checkpoint_dir);

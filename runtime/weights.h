@@ -52,7 +52,7 @@ private:
 
 // Which of `candidates` the checkpoint stores wholly in BF16 with no rescaling on assembly
 // (no row scales, no MXFP4 or FP8 dequantisation): those load as bf16 when asked. Random
-// weights are float32, so none of them.
+// weights are bf16 values, so all of them.
 std::vector<bool> storedAsBf16(const Artefact &artefact, const WeightSource &source,
                                const std::vector<bool> &candidates);
 

@@ -84,10 +84,11 @@ TEST(MemoryEstimate, TheEngineRefusesBeforeLoadingAnything) {
   o.host_memory_available = 8'000'000'000; // a small machine
   auto start = std::chrono::steady_clock::now();
   try {
-    rt::Engine::create(llama8b(), {"", 0}, o); // random weights: 32 GB of floats if it tried
+    rt::Engine::create(llama8b(), {"", 0}, o); // random weights: 16 GB of bf16 matrices if it tried
     ADD_FAILURE() << "no MemoryError";
   } catch (const rt::MemoryError &e) {
-    EXPECT_NE(std::string(e.what()).find("of host memory (weights 32.1 GB as f32"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("of host memory (weights 16.1 GB as bf16 and f32"), std::string::npos)
+        << e.what();
     EXPECT_NE(std::string(e.what()).find("8.0 GB available"), std::string::npos) << e.what();
   }
   EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 5.0);

@@ -172,9 +172,16 @@ TEST_F(Weights, Bf16FixtureMatricesStayBf16) {
   // Stacked experts (qwen3_moe, deepseek_v3) and experts the manifest transposes (gpt_oss).
   for (const char *family : {"qwen3_moe", "deepseek_v3", "gpt_oss"})
     EXPECT_GT(expectBf16LoadsExactly(committedArtefact(family), family), 0) << family;
-  // Random weights are float32 values: none is held as bf16.
-  for (bool b : rt::storedAsBf16(*artefact_, {"", 0}, rt::cpuBf16Weights(*artefact_)))
-    EXPECT_FALSE(b);
+  // Random weights are bf16 values: every candidate is held as bf16, with the same values.
+  std::vector<bool> candidates = rt::cpuBf16Weights(*artefact_);
+  EXPECT_EQ(rt::storedAsBf16(*artefact_, {"", 3}, candidates), candidates);
+  rt::WeightStore f32 = rt::WeightStore::load(*artefact_, {"", 3});
+  rt::WeightStore held = rt::WeightStore::load(*artefact_, {"", 3}, nullptr, candidates);
+  for (size_t i = 0; i < held.size(); ++i) {
+    EXPECT_EQ(held.get((int)i).isBf16, (bool)candidates[i]) << artefact_->weights[i].name;
+    for (size_t j = 0; j < held.get((int)i).bf16.size(); ++j)
+      ASSERT_EQ(rt::bf16ToFloat(held.get((int)i).bf16[j]), f32.get((int)i).data[j]) << artefact_->weights[i].name;
+  }
 }
 
 TEST_F(Weights, MissingTensorIsNamed) {
