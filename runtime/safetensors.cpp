@@ -22,12 +22,6 @@ using nlohmann::json;
 // safetensors' own bound on the header (its MAX_HEADER_SIZE).
 constexpr uint64_t kMaxSafetensorsHeader = 100'000'000;
 
-float bf16ToFloat(uint16_t v) {
-  uint32_t bits = (uint32_t)v << 16;
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
-}
 
 uint16_t floatToBf16(float f) {
   uint32_t bits;

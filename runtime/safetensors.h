@@ -5,6 +5,7 @@
 #define CBC_RUNTIME_SAFETENSORS_H
 
 #include <cstdint>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <stdexcept>
@@ -74,7 +75,13 @@ private:
 void writeSafetensors(const std::string &path,
                       const std::vector<std::pair<std::string, TensorView>> &tensors);
 
-float bf16ToFloat(uint16_t v);
+// Inline: the CPU backend widens bf16 weights with it in its matrix kernels.
+inline float bf16ToFloat(uint16_t v) {
+  uint32_t bits = (uint32_t)v << 16;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
 uint16_t floatToBf16(float f);
 float f16ToFloat(uint16_t v);
 

@@ -14,41 +14,46 @@ namespace cbc::rt {
 
 namespace {
 
-// The matrices a weight holds for the products that read it: (rows, columns) of one matrix of
-// a linear's [N, K] weight or of an expert stack's [E, N, K]; nothing when any use is not a
-// product or the uses disagree.
-std::optional<std::pair<int64_t, int64_t>> productShape(const Artefact &a, const HostTensor &t, int weight) {
-  std::optional<std::pair<int64_t, int64_t>> shape;
-  for (const Instr &in : a.program.instrs)
+// Calls fn(instruction, input index, weight index) for every input that is a weight.
+template <class Fn> void forEachWeightUse(const Artefact &a, Fn fn) {
+  const Program &p = a.program;
+  for (const Instr &in : p.instrs)
     for (size_t i = 0; i < in.inputs.size(); ++i) {
       int v = in.inputs[i];
-      if (v < 0 || v >= (int)a.program.values.size() || a.program.values[v].kind != Value::Weight ||
-          a.program.values[v].weight != weight)
+      if (v < 0 || v >= (int)p.values.size() || p.values[v].kind != Value::Weight)
         continue;
-      bool linear = in.opcode == fb::Opcode::Linear && i == 1 && t.shape.size() == 2;
-      bool experts = in.opcode == fb::Opcode::MoeExperts && (i == 3 || i == 4) && t.shape.size() == 3;
-      if (!linear && !experts)
-        return std::nullopt;
-      std::pair<int64_t, int64_t> s = {t.shape[t.shape.size() - 2], t.shape.back()};
-      if (shape && *shape != s)
-        return std::nullopt;
-      shape = s;
+      int w = p.values[v].weight;
+      if (w >= 0 && w < (int)a.weights.size())
+        fn(in, i, w);
     }
-  return shape;
+}
+
+// The input is a matrix product's weight: a linear's [N, K] or an expert stack's [E, N, K].
+bool productWeight(const Instr &in, size_t i) {
+  return (in.opcode == fb::Opcode::Linear && i == 1) || (in.opcode == fb::Opcode::MoeExperts && (i == 3 || i == 4));
 }
 
 // bf16 weights read only by matrix products, in shapes that allow it, go to the packed layout
 // the AMX GEMM and the matrix-vector kernels read fastest (runtime/cpu/matrix.h). The embedding
 // table stays row-major: a token reads its row.
 void packMatrices(const Artefact &a, WeightStore &w) {
+  // Per weight, the (rows, columns) of the matrices its uses multiply by; cleared for good when
+  // a use is not a product or the uses disagree.
+  std::vector<std::optional<std::pair<int64_t, int64_t>>> shape(w.size());
+  std::vector<bool> product(w.size(), true);
+  forEachWeightUse(a, [&](const Instr &in, size_t i, int wi) {
+    const std::vector<int64_t> &dims = w.get(wi).shape;
+    size_t rank = in.opcode == fb::Opcode::Linear ? 2 : 3;
+    std::pair<int64_t, int64_t> s = dims.size() == rank ? std::pair{dims[rank - 2], dims[rank - 1]} : std::pair{0l, 0l};
+    if (!productWeight(in, i) || dims.size() != rank || (shape[wi] && *shape[wi] != s))
+      product[wi] = false;
+    shape[wi] = s;
+  });
   for (int i = 0; i < (int)w.size(); ++i) {
     HostTensor &t = w.get(i);
-    if (!t.isBf16 || t.packed)
+    if (!t.isBf16 || t.packed || !product[i] || !shape[i] || !cpu::packable(shape[i]->first, shape[i]->second))
       continue;
-    auto shape = productShape(a, t, i);
-    if (!shape || !cpu::packable(shape->first, shape->second))
-      continue;
-    cpu::packBf16(t.bf16.data(), t.numel() / (shape->first * shape->second), shape->first, shape->second);
+    cpu::packBf16(t.bf16.data(), t.numel() / (shape[i]->first * shape[i]->second), shape[i]->first, shape[i]->second);
     t.packed = true;
   }
 }
@@ -213,21 +218,11 @@ bool CpuBackend::writeValue(int value, const std::vector<float> &in) {
 } // namespace
 
 std::vector<bool> cpuBf16Weights(const Artefact &a) {
-  const Program &p = a.program;
   std::vector<int> matrixUses(a.weights.size(), 0), uses(a.weights.size(), 0);
-  for (const Instr &in : p.instrs)
-    for (size_t i = 0; i < in.inputs.size(); ++i) {
-      int v = in.inputs[i];
-      if (v < 0 || v >= (int)p.values.size() || p.values[v].kind != Value::Weight)
-        continue;
-      int w = p.values[v].weight;
-      if (w < 0 || w >= (int)a.weights.size())
-        continue;
-      ++uses[w];
-      bool matrix = ((in.opcode == fb::Opcode::Linear || in.opcode == fb::Opcode::Embed) && i == 1) ||
-                    (in.opcode == fb::Opcode::MoeExperts && (i == 3 || i == 4));
-      matrixUses[w] += matrix;
-    }
+  forEachWeightUse(a, [&](const Instr &in, size_t i, int w) {
+    ++uses[w];
+    matrixUses[w] += productWeight(in, i) || (in.opcode == fb::Opcode::Embed && i == 1);
+  });
   std::vector<bool> out(a.weights.size());
   for (size_t w = 0; w < out.size(); ++w)
     out[w] = uses[w] > 0 && uses[w] == matrixUses[w];

@@ -1,6 +1,7 @@
 #include "runtime/cpu/matrix.h"
 
 #include "runtime/cpu/matrix_x86.h"
+#include "runtime/safetensors.h"
 
 #include <cblas.h>
 
@@ -12,13 +13,6 @@
 namespace cbc::rt::cpu {
 
 namespace {
-
-inline float bf16Value(uint16_t h) {
-  uint32_t u = (uint32_t)h << 16;
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
 
 inline int64_t packedIndex(int64_t n, int64_t k, int64_t K) {
   return ((n / kPanelRows) * (K / 2) + k / 2) * 32 + (n % kPanelRows) * 2 + k % 2;
@@ -59,11 +53,11 @@ void widenRows(Matrix w, int64_t K, int64_t n0, int64_t rows, float *out) {
     std::memcpy(out, w.f32 + n0 * K, rows * K * sizeof(float));
   } else if (!w.packed) {
     for (int64_t i = 0; i < rows * K; ++i)
-      out[i] = bf16Value(w.bf16[n0 * K + i]);
+      out[i] = bf16ToFloat(w.bf16[n0 * K + i]);
   } else {
     for (int64_t r = 0; r < rows; ++r)
       for (int64_t k = 0; k < K; ++k)
-        out[r * K + k] = bf16Value(w.bf16[packedIndex(n0 + r, k, K)]);
+        out[r * K + k] = bf16ToFloat(w.bf16[packedIndex(n0 + r, k, K)]);
   }
 }
 
