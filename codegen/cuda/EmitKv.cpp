@@ -9,9 +9,14 @@ using namespace mlir;
 
 namespace {
 
-// The slots that locate this layer's block tables.
-template <class S> void setTableSlots(SlotArgs<S> &args, IntegerAttr group) {
-  args.set(S::Group, Emitter::integer(group.getInt()))
+// The slots every kernel over the paged cache takes alike: the tokens' positions and request
+// slots, the layer's pool, and what locates its block tables.
+template <class S, class Op> void setCacheSlots(SlotArgs<S> &args, Emitter &e, Op op) {
+  args.set(S::Positions, e.arg(op.getPositions()))
+      .set(S::Slots, e.arg(op.getSlots()))
+      .set(S::Tables, e.arg(op.getBlockTables()))
+      .set(S::Pool, Emitter::cache(op.getLayer()))
+      .set(S::Group, Emitter::integer(op.getGroupAttr().getInt()))
       .set(S::TableSlots, Emitter::runtime(RuntimeVar::TableSlots))
       .set(S::TableWidth, Emitter::runtime(RuntimeVar::TableWidth));
 }
@@ -42,12 +47,8 @@ void emitAppend(Emitter &e, KvAppendOp op) {
   SlotArgs<S> args;
   args.set(S::K, e.arg(op.getK()))
       .set(S::V, e.arg(op.getV()))
-      .set(S::Positions, e.arg(op.getPositions()))
-      .set(S::SeqIds, e.arg(op.getSeqIds()))
-      .set(S::Slots, e.arg(op.getSlots()))
-      .set(S::Tables, e.arg(op.getBlockTables()))
-      .set(S::Pool, Emitter::cache(op.getLayer()));
-  setTableSlots(args, op.getGroupAttr());
+      .set(S::SeqIds, e.arg(op.getSeqIds()));
+  setCacheSlots(args, e, op);
   LaunchOut &l = e.launch(k, 128, args);
   l.grid[0] = {RuntimeVar::NumTokens, 1, 1, 0};
 }
@@ -110,10 +111,6 @@ void emitAttentionPrefill(Emitter &e, KvAttentionOp op, KernelArgOut plan) {
   int k = e.kernel("attention_prefill", "attention_prefill.cuh", instance("attention_prefill", targs));
   SlotArgs<S> args;
   args.set(S::Q, e.arg(op.getQ()))
-      .set(S::Positions, e.arg(op.getPositions()))
-      .set(S::Slots, e.arg(op.getSlots()))
-      .set(S::Tables, e.arg(op.getBlockTables()))
-      .set(S::Pool, Emitter::cache(op.getLayer()))
       .set(S::Plan, plan)
       .set(S::CuSeqlens, e.arg(op.getCuSeqlens()))
       .set(S::Out, e.arg(op.getResult()))
@@ -121,7 +118,7 @@ void emitAttentionPrefill(Emitter &e, KvAttentionOp op, KernelArgOut plan) {
       .set(S::DistanceBias, e.arg(op.getDistanceBias()))
       .set(S::ScoreScale, op.getScale().convertToDouble())
       .set(S::ScoreCap, softcap ? op.getSoftcapAttr().getValueAsDouble() : 0.0);
-  setTableSlots(args, op.getGroupAttr());
+  setCacheSlots(args, e, op);
   LaunchOut &l = e.launch(k, 32 * kernels::prefillWarps(G, (int)Dv), args);
   l.grid[0] = {RuntimeVar::PrefillTiles, 1, 1, 0};
   l.grid[1] = {std::nullopt, 1, 1, Hkv * (G / GB)};
@@ -158,18 +155,14 @@ void emitAttention(Emitter &e, KvAttentionOp op) {
   int k = e.kernel("attention", "attention.cuh", instance("attention", targs));
   SlotArgs<S> args;
   args.set(S::Q, e.arg(op.getQ()))
-      .set(S::Positions, e.arg(op.getPositions()))
       .set(S::SeqIds, e.arg(op.getSeqIds()))
-      .set(S::Slots, e.arg(op.getSlots()))
-      .set(S::Tables, e.arg(op.getBlockTables()))
-      .set(S::Pool, Emitter::cache(op.getLayer()))
       .set(S::Partials, partials)
       .set(S::DistanceBias, e.arg(op.getDistanceBias()))
       .set(S::CuSeqlens, e.arg(op.getCuSeqlens()))
       .set(S::Splits, Emitter::runtime(RuntimeVar::AttnSplits))
       .set(S::ScoreScale, op.getScale().convertToDouble())
       .set(S::ScoreCap, softcap ? op.getSoftcapAttr().getValueAsDouble() : 0.0);
-  setTableSlots(args, op.getGroupAttr());
+  setCacheSlots(args, e, op);
   LaunchOut &l = e.launch(k, 32 * kernels::kAttentionWarps, args);
   l.grid[0] = {tiled ? RuntimeVar::NumRequests : RuntimeVar::NumTokens, 1, 1, 0};
   l.grid[1] = {std::nullopt, 1, 1, Hkv};
@@ -206,15 +199,11 @@ void emitLatentPrefill(Emitter &e, KvLatentAttentionOp op, KernelArgOut plan, in
   SlotArgs<S> args;
   args.set(S::QLatent, e.arg(op.getQLatent()))
       .set(S::QRope, e.arg(op.getQRope()))
-      .set(S::Positions, e.arg(op.getPositions()))
-      .set(S::Slots, e.arg(op.getSlots()))
-      .set(S::Tables, e.arg(op.getBlockTables()))
-      .set(S::Pool, Emitter::cache(op.getLayer()))
       .set(S::Plan, plan)
       .set(S::CuSeqlens, e.arg(op.getCuSeqlens()))
       .set(S::Out, e.arg(op.getResult()))
       .set(S::ScoreScale, op.getScale().convertToDouble());
-  setTableSlots(args, op.getGroupAttr());
+  setCacheSlots(args, e, op);
   LaunchOut &l = e.launch(k, 32 * kernels::prefillWarps((int)H, (int)L), args);
   l.grid[0] = {RuntimeVar::PrefillTiles, 1, 1, 0};
   l.grid[1] = {std::nullopt, 1, 1, H / GB};
@@ -249,17 +238,13 @@ void emitLatentAttention(Emitter &e, KvLatentAttentionOp op) {
   SlotArgs<S> args;
   args.set(S::QLatent, e.arg(op.getQLatent()))
       .set(S::QRope, e.arg(op.getQRope()))
-      .set(S::Positions, e.arg(op.getPositions()))
       .set(S::SeqIds, e.arg(op.getSeqIds()))
-      .set(S::Slots, e.arg(op.getSlots()))
-      .set(S::Tables, e.arg(op.getBlockTables()))
-      .set(S::Pool, Emitter::cache(op.getLayer()))
       .set(S::Partials, partials)
       .set(S::CuSeqlens, e.arg(op.getCuSeqlens()))
       .set(S::Splits, Emitter::runtime(RuntimeVar::AttnSplits))
       .set(S::ScoreScale, op.getScale().convertToDouble());
   args.set(S::Selection, e.arg(op.getSelection())); // null without a selection
-  setTableSlots(args, op.getGroupAttr());
+  setCacheSlots(args, e, op);
   LaunchOut &l = e.launch(k, 32 * kernels::kAttentionWarps, args);
   l.grid[0] = {tiled ? RuntimeVar::NumRequests : RuntimeVar::NumTokens, 1, 1, 0};
   l.grid[1] = {std::nullopt, 1, 1, H / HG};
@@ -274,12 +259,8 @@ void emitIndexAppend(Emitter &e, KvIndexAppendOp op) {
                    instance("index_append", {e.type(op.getIndexKey()), e.kvType(), num(DI), num(row), num(e.blockSize())}));
   SlotArgs<S> args;
   args.set(S::Key, e.arg(op.getIndexKey()))
-      .set(S::Positions, e.arg(op.getPositions()))
-      .set(S::SeqIds, e.arg(op.getSeqIds()))
-      .set(S::Slots, e.arg(op.getSlots()))
-      .set(S::Tables, e.arg(op.getBlockTables()))
-      .set(S::Pool, Emitter::cache(op.getLayer()));
-  setTableSlots(args, op.getGroupAttr());
+      .set(S::SeqIds, e.arg(op.getSeqIds()));
+  setCacheSlots(args, e, op);
   LaunchOut &l = e.launch(k, 128, args);
   l.grid[0] = {RuntimeVar::NumTokens, 1, 1, 0};
 }
@@ -295,15 +276,11 @@ void emitIndexSelect(Emitter &e, KvIndexSelectOp op) {
   SlotArgs<S> args;
   args.set(S::Q, e.arg(op.getQ()))
       .set(S::W, e.arg(op.getWeights()))
-      .set(S::Positions, e.arg(op.getPositions()))
       .set(S::SeqIds, e.arg(op.getSeqIds()))
-      .set(S::Slots, e.arg(op.getSlots()))
-      .set(S::Tables, e.arg(op.getBlockTables()))
-      .set(S::Pool, Emitter::cache(op.getLayer()))
       .set(S::Out, e.arg(op.getResult()))
       .set(S::KeyScale, op.getKeyScale().convertToDouble())
       .set(S::WeightScale, op.getWeightScale().convertToDouble());
-  setTableSlots(args, op.getGroupAttr());
+  setCacheSlots(args, e, op);
   LaunchOut &l = e.launch(k, 128, args);
   l.grid[0] = {RuntimeVar::NumTokens, 1, 1, 0};
 }
@@ -321,18 +298,14 @@ void emitRopeAppend(Emitter &e, KvRopeAppendOp op) {
   int k = e.kernel("rope_append", "rope_append.cuh", instance("rope_append", targs));
   SlotArgs<S> args;
   args.set(S::Qkv, e.arg(op.getQkv()))
-      .set(S::Positions, e.arg(op.getPositions()))
       .set(S::SeqIds, e.arg(op.getSeqIds()))
       .set(S::PromptLens, e.arg(op.getPromptLens()))
-      .set(S::Slots, e.arg(op.getSlots()))
-      .set(S::Tables, e.arg(op.getBlockTables()))
       .set(S::QNorm, e.arg(op.getQNorm()))
       .set(S::KNorm, e.arg(op.getKNorm()))
       .set(S::QOut, e.arg(op.getQ()))
-      .set(S::Pool, Emitter::cache(op.getLayer()))
       .set(S::Eps, op.getEpsAttr() ? op.getEpsAttr().getValueAsDouble() : 1e-6)
       .set(S::NormOffset, op.getNormOffset().convertToDouble());
-  setTableSlots(args, op.getGroupAttr());
+  setCacheSlots(args, e, op);
   setRopeSlots(args, rope);
   LaunchOut &l = e.launch(k, 128, args);
   l.grid[0] = {RuntimeVar::NumTokens, 1, 1, 0};

@@ -71,6 +71,15 @@ __device__ __forceinline__ void load_tiles_done() {
   __syncthreads();
 }
 
+// The request of this block (blockIdx.x): its first token t0 and its n tokens. False when it is
+// short enough for the token-recurrent kernel, which takes it instead (both are launched).
+template <class S> __device__ __forceinline__ bool chunked_request(const CbcArgs &a, long long &t0, int &n) {
+  const int *cu = (const int *)a.p[S::CuSeqlens];
+  t0 = cu[blockIdx.x];
+  n = cu[blockIdx.x + 1] - cu[blockIdx.x];
+  return n > a.i[S::RecurrentMax];
+}
+
 // acc = 0.
 template <int M> __device__ __forceinline__ void acc_zero(float (&acc)[M][4]) {
   for (int m = 0; m < M; ++m)

@@ -88,12 +88,10 @@ __device__ __forceinline__ void gated_delta_chunked(const CbcArgs &a) {
   static_assert(sizeof(Smem) <= gatedDeltaChunkBytes(DK, CH) && gatedDeltaChunkBytes(DK, CH) <= kScanChunkSmemBytes,
                 "the shared tiles exceed what the emitter planned");
   __shared__ Smem sm;
-  const int *cu = (const int *)a.p[S::CuSeqlens];
-  int r = blockIdx.x;
-  long long t0 = cu[r];
-  int n = cu[r + 1] - cu[r];
-  if (n <= a.i[S::RecurrentMax])
-    return; // the token-recurrent kernel's request
+  long long t0;
+  int n, r = blockIdx.x;
+  if (!chunked_request<S>(a, t0, n))
+    return;
   int h = blockIdx.y, c0 = blockIdx.z * kGatedDeltaCols, kh = h / (HV / HK);
   float betaScale = a.f[S::BetaScale], qScale = a.f[S::QScale];
   float *St = (float *)a.p[S::Pool] + ((long long)((const int *)a.p[S::Slots])[r] * HV + h) * DK * DV;

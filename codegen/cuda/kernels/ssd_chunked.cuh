@@ -194,12 +194,10 @@ __device__ __forceinline__ void ssd_chunked(const CbcArgs &a) {
   static_assert(sizeof(Smem) <= ssdChunkBytes(N, PT, CH) && ssdChunkBytes(N, PT, CH) <= kScanChunkSmemBytes,
                 "the shared tiles exceed what the emitter planned");
   __shared__ Smem sm;
-  const int *cu = (const int *)a.p[S::CuSeqlens];
-  int r = blockIdx.x;
-  long long t0 = cu[r];
-  int n = cu[r + 1] - cu[r];
-  if (n <= a.i[S::RecurrentMax])
-    return; // the token-recurrent kernel's request
+  long long t0;
+  int n, r = blockIdx.x;
+  if (!chunked_request<S>(a, t0, n))
+    return;
   const int *slots = (const int *)a.p[S::Slots];
   int h = blockIdx.y, p0 = blockIdx.z * PT, g = h / (H / G);
   float *St = (float *)a.p[S::Pool] + ((long long)slots[r] * H + h) * P * N;
