@@ -448,7 +448,7 @@ struct AttentionCase {
   std::string name, family;
   std::function<void(hf::ModelSpec &)> edit; // null: the fixture's model as it is
   std::string dtype = "bf16";
-  std::vector<std::pair<std::string, std::string>> config; // text replaced in config.json first
+  std::vector<std::pair<std::string, std::string>> config = {}; // text replaced in config.json first
 };
 
 void PrintTo(const AttentionCase &c, std::ostream *os) { *os << c.name; }
