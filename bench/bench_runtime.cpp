@@ -186,7 +186,7 @@ struct Rows {
       cu[r] = (int32_t)(r * n);
     for (int64_t r = 0; r < R; ++r)
       slots[r] = (int32_t)r;
-    view = {cu.data(), slots.data(), has.data(), R};
+    view = {cu.data(), slots.data(), slots.data(), has.data(), R};
   }
 };
 

@@ -68,6 +68,15 @@ fb::Retention toFb(RetentionKind r) {
   llvm_unreachable("unknown retention");
 }
 
+fb::CacheKind toFb(CacheKind k) {
+  switch (k) {
+  case CacheKind::paged: return fb::CacheKind::Paged;
+  case CacheKind::state: return fb::CacheKind::State;
+  case CacheKind::static_rows: return fb::CacheKind::Static;
+  }
+  llvm_unreachable("unknown cache kind");
+}
+
 fb::RouteScore toFb(RouteScore s) {
   switch (s) {
   case RouteScore::softmax: return fb::RouteScore::Softmax;
@@ -112,6 +121,11 @@ fbs::Offset<fb::GluParams> writeGlu(fbs::FlatBufferBuilder &fbb, Attribute act, 
 
 fb::CacheSite cacheSite(int64_t layer, IntegerAttr group, RetentionAttr r) {
   return fb::CacheSite((int32_t)layer, group ? (int32_t)group.getInt() : -1, toFb(r.getKind()), r.getTokens());
+}
+
+// A state op's site: its layer and the name of its state.
+fbs::Offset<fb::StateSite> stateSite(fbs::FlatBufferBuilder &fbb, StatefulOpInterface op) {
+  return fb::CreateStateSite(fbb, (int32_t)op.getStateLayer(), fbb.CreateString(op.getStateName().str()));
 }
 
 fbs::Offset<fb::NormParams> writeNorm(fbs::FlatBufferBuilder &fbb, FloatAttr eps, FloatAttr offset,
@@ -201,36 +215,36 @@ Params writeParams(fbs::FlatBufferBuilder &fbb, Operation &op) {
       })
       .Case([&](StateConv1dOp o) {
         return params(P::Conv1dParams,
-                      fb::CreateConv1dParams(fbb, o.getLayer(), fbb.CreateString(o.getState().str()), toFb(o.getAct()),
+                      fb::CreateConv1dParams(fbb, stateSite(fbb, o), toFb(o.getAct()),
                                              o.getResidual()));
       })
       .Case([&](GatedDeltaOp o) {
         return params(P::GatedDeltaParams,
-                      fb::CreateGatedDeltaParams(fbb, o.getLayer(), fbb.CreateString(o.getState().str()),
+                      fb::CreateGatedDeltaParams(fbb, stateSite(fbb, o),
                                                  o.getNumKHeads(), o.getNumVHeads(), o.getKDim(), o.getVDim(),
                                                  f64(o.getBetaScaleAttr()), o.getQkL2norm()));
       })
       .Case([&](KdaOp o) {
         auto gate = o.getGate() == DecayGate::bounded_sigmoid ? fb::DecayGate::BoundedSigmoid : fb::DecayGate::Softplus;
         return params(P::KdaParams,
-                      fb::CreateKdaParams(fbb, o.getLayer(), fbb.CreateString(o.getState().str()), o.getNumHeads(),
+                      fb::CreateKdaParams(fbb, stateSite(fbb, o), o.getNumHeads(),
                                           o.getKDim(), o.getVDim(), gate,
                                           o.getLowerBoundAttr() ? f64(o.getLowerBoundAttr()) : 0.0));
       })
       .Case([&](SsdOp o) {
         return params(P::SsdParams,
-                      fb::CreateSsdParams(fbb, o.getLayer(), fbb.CreateString(o.getState().str()), o.getNumHeads(),
+                      fb::CreateSsdParams(fbb, stateSite(fbb, o), o.getNumHeads(),
                                           o.getHeadDim(), o.getNGroups(), o.getStateSize(), f64(o.getDtMinAttr()),
                                           f64(o.getDtMaxAttr())));
       })
       .Case([&](SelectiveScanOp o) {
         return params(P::SelectiveScanParams,
-                      fb::CreateSelectiveScanParams(fbb, o.getLayer(), fbb.CreateString(o.getState().str()),
+                      fb::CreateSelectiveScanParams(fbb, stateSite(fbb, o),
                                                     o.getNGroups(), o.getStateSize()));
       })
       .Case([&](LightningOp o) {
         return params(P::LightningParams,
-                      fb::CreateLightningParams(fbb, o.getLayer(), fbb.CreateString(o.getState().str()),
+                      fb::CreateLightningParams(fbb, stateSite(fbb, o),
                                                 o.getNumHeads(), o.getHeadDim(),
                                                 fbb.CreateVector(o.getDecay().data(), o.getDecay().size())));
       })
@@ -390,7 +404,7 @@ FailureOr<fbs::Offset<fb::CachePlan>> writeCachePlan(fbs::FlatBufferBuilder &fbb
     std::vector<int> layers(g.getLayers().begin(), g.getLayers().end());
     groups.push_back(fb::CreateCacheGroup(fbb, (int)g.getId(), toFb(g.getRetention().getKind()),
                                           g.getRetention().getTokens(), fbb.CreateVector(layers),
-                                          g.getBytesPerToken()));
+                                          g.getBytesPerToken(), toFb(g.getKind()), g.getBytesPerUnit()));
   }
   std::vector<fbs::Offset<fb::CacheLayer>> layers;
   for (CacheLayerAttr l : plan.getLayers()) {

@@ -16,12 +16,14 @@ def CbcPlanCache : Pass<"cbc-plan-cache", "::mlir::ModuleOp"> {
   let description = [{
     Every `cbc.kv.append` declares the rows its layer keeps per token (`k` and `v`, with their
     widths) and its retention (`#cbc.retention<all>`, a window or the current chunk). Layers
-    with the same retention share block tables and form one group. Every op with
+    with the same retention share block tables and form one paged group. Every op with
     `StatefulOpInterface` declares a fixed-size per-request state by name (`conv [C, K-1]`,
-    `recurrent [Hv, dk, dv]`, ...), kept in fp32 in a slot per live request. The pass assigns
-    `group` to every `cbc.kv.*` op and records the plan in the module attribute
-    `cbc.cache_plan = #cbc.cache_plan<...>`: the block size, per group its retention, layers
-    and bytes per token at the cache dtype, and the states with their bytes per request.
+    `recurrent [Hv, dk, dv]`, ...), kept in fp32; all of them form the state group, one unit of
+    which is a snapshot of every state of a request. The pass assigns `group` to every
+    `cbc.kv.*` op and records the plan in the module attribute
+    `cbc.cache_plan = #cbc.cache_plan<...>`: the block size, the groups (per paged group its
+    retention, layers and bytes per token at the cache dtype; the state group's layers and
+    bytes per unit), the attention layers' rows and the states with their bytes.
   }];
   let options = [
     Option<"kvDtype", "kv-dtype", "::cbc::StorageType", /*default=*/"::cbc::StorageType::bf16",

@@ -1,4 +1,5 @@
-// cbc-plan-cache: groups layers by retention and sizes the paged cache and the per-request states.
+// cbc-plan-cache: the cache's groups. Attention layers form paged groups by retention; every layer's
+// per-request states form the state group, whose unit is one snapshot of all of them.
 #include "dialects/cbc/CbcOps.h"
 #include "passes/Passes.h"
 
@@ -43,10 +44,9 @@ public:
     if (failed(collectLayers(module, layers)) || failed(assignGroups(module, layers, groups)))
       return signalPassFailure();
     SmallVector<StateDeclAttr> states;
-    int64_t stateBytes = 0;
-    if (failed(collectStates(module, states, stateBytes)))
+    if (failed(collectStates(module, states)))
       return signalPassFailure();
-    module->setAttr("cbc.cache_plan", buildPlan(module.getContext(), layers, groups, states, stateBytes));
+    module->setAttr("cbc.cache_plan", buildPlan(module.getContext(), layers, groups, states));
   }
 
 private:
@@ -134,8 +134,8 @@ private:
     return success();
   }
 
-  // Per-request states, by name: fixed size, fp32, one slot per live request.
-  LogicalResult collectStates(ModuleOp module, SmallVector<StateDeclAttr> &states, int64_t &bytes) {
+  // Per-request states, by name: fixed size, fp32.
+  LogicalResult collectStates(ModuleOp module, SmallVector<StateDeclAttr> &states) {
     std::set<std::pair<int64_t, std::string>> declared;
     WalkResult walk = module.walk([&](StatefulOpInterface op) {
       SmallVector<int64_t> shape = op.getStateShape();
@@ -149,7 +149,6 @@ private:
                                             << op.getStateLayer() << " twice";
         return WalkResult::interrupt();
       }
-      bytes += n * 4;
       states.push_back(
           StateDeclAttr::get(module.getContext(), op.getStateLayer(), op.getStateName(), shape, n * 4));
       return WalkResult::advance();
@@ -158,8 +157,7 @@ private:
   }
 
   CachePlanAttr buildPlan(MLIRContext *ctx, const std::map<int64_t, LayerRows> &layers,
-                          ArrayRef<RetentionAttr> groups, ArrayRef<StateDeclAttr> states,
-                          int64_t stateBytes) {
+                          ArrayRef<RetentionAttr> groups, ArrayRef<StateDeclAttr> states) {
     int64_t elemBytes = storageBytes(kvDtype);
     SmallVector<CacheGroupAttr> groupAttrs;
     for (auto [g, retention] : llvm::enumerate(groups)) {
@@ -170,8 +168,10 @@ private:
           members.push_back(layer);
           bytes += (rows.kElems + rows.vElems + rows.indexElems) * elemBytes;
         }
-      groupAttrs.push_back(CacheGroupAttr::get(ctx, g, retention, members, bytes));
+      groupAttrs.push_back(CacheGroupAttr::get(ctx, g, CacheKind::paged, retention, members, bytes, 0));
     }
+    if (!states.empty())
+      groupAttrs.push_back(stateGroup(ctx, groupAttrs.size(), states));
     SmallVector<CacheLayerAttr> layerAttrs;
     for (auto &[layer, rows] : layers) {
       SmallVector<CacheRowAttr> rowAttrs = {CacheRowAttr::get(ctx, rows.latent ? "latent" : "k", rows.kElems),
@@ -180,7 +180,21 @@ private:
         rowAttrs.push_back(CacheRowAttr::get(ctx, "index_key", rows.indexElems));
       layerAttrs.push_back(CacheLayerAttr::get(ctx, layer, rows.group, rowAttrs));
     }
-    return CachePlanAttr::get(ctx, blockSize, kvDtype, groupAttrs, layerAttrs, states, stateBytes);
+    return CachePlanAttr::get(ctx, blockSize, kvDtype, groupAttrs, layerAttrs, states);
+  }
+
+  // One unit of the state group is a snapshot of every state: forking or rolling back a request
+  // copies or keeps all of its layers' states together.
+  CacheGroupAttr stateGroup(MLIRContext *ctx, int64_t id, ArrayRef<StateDeclAttr> states) {
+    SmallVector<int64_t> layers;
+    int64_t bytes = 0;
+    for (StateDeclAttr s : states) {
+      if (!llvm::is_contained(layers, s.getLayer()))
+        layers.push_back(s.getLayer());
+      bytes += s.getBytes();
+    }
+    llvm::sort(layers);
+    return CacheGroupAttr::get(ctx, id, CacheKind::state, RetentionAttr::all(ctx), layers, 0, bytes);
   }
 };
 

@@ -4,6 +4,7 @@
 #include "runtime/schema/integrity.h"
 #include "runtime/schema/opcodes.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -22,6 +23,42 @@ const char *dtypeName(DType d) {
 }
 
 size_t dtypeBytes(DType d) { return d == DType::BF16 || d == DType::F16 ? 2 : 4; }
+
+// The sites come from the op table: a new cache or state op needs no case here, and one whose
+// table lacks its site field does not compile. CBC_SITE_<kind>_<site> is the case of an opcode
+// whose op's site is <site>, in the function that returns sites of <kind>.
+#define CBC_SITE_Cache_Cache(NAME, PARAMS)                                                                             \
+  case fb::Opcode::NAME: return in.get<fb::PARAMS>().site();
+#define CBC_SITE_Cache_State(NAME, PARAMS)
+#define CBC_SITE_Cache_None(NAME, PARAMS)
+#define CBC_SITE_State_State(NAME, PARAMS)                                                                             \
+  case fb::Opcode::NAME: return in.get<fb::PARAMS>().state();
+#define CBC_SITE_State_Cache(NAME, PARAMS)
+#define CBC_SITE_State_None(NAME, PARAMS)
+
+const fb::CacheSite *cacheSiteOf(const Instr &in) {
+  switch (in.opcode) {
+#define CBC_OP(NAME, CODE, OP_NAME, PARAMS, MIN_IN, MAX_IN, MIN_OUT, MAX_OUT, SITE) CBC_SITE_Cache_##SITE(NAME, PARAMS)
+#include "runtime/schema/ops.inc"
+  default: return nullptr;
+  }
+}
+
+const fb::StateSite *stateSiteOf(const Instr &in) {
+  switch (in.opcode) {
+#define CBC_OP(NAME, CODE, OP_NAME, PARAMS, MIN_IN, MAX_IN, MIN_OUT, MAX_OUT, SITE) CBC_SITE_State_##SITE(NAME, PARAMS)
+#include "runtime/schema/ops.inc"
+  default: return nullptr;
+  }
+}
+
+std::optional<int> layerOf(const Instr &in) {
+  if (const fb::CacheSite *site = cacheSiteOf(in))
+    return site->layer();
+  if (const fb::StateSite *site = stateSiteOf(in))
+    return site->layer();
+  return std::nullopt;
+}
 
 namespace {
 
@@ -116,20 +153,27 @@ CacheGroup readGroup(const fb::CacheGroup &g) {
   if ((int)g.retention() < 0 || (int)g.retention() > 2)
     throw ArtefactError("cache group has an unknown retention");
   grp.retention = (CacheGroup::Retention)g.retention();
+  if ((int)g.kind() < 0 || (int)g.kind() > 2)
+    throw ArtefactError("cache group has an unknown kind");
+  grp.kind = (CacheGroup::Kind)g.kind();
   grp.tokens = g.tokens();
   grp.layers = vec<int>(g.layers());
   grp.bytes_per_token = g.bytes_per_token();
+  grp.bytes_per_unit = g.bytes_per_unit();
+  if (grp.bytes_per_token < 0 || grp.bytes_per_token > (1ll << 40) || grp.bytes_per_unit < 0 ||
+      grp.bytes_per_unit > (1ll << 40))
+    throw ArtefactError("a cache group has implausible sizes");
   // Window and chunk lengths divide positions; a bound keeps block arithmetic in range.
   if (grp.retention != CacheGroup::All && (grp.tokens <= 0 || grp.tokens > (1ll << 40)))
     throw ArtefactError("a windowed cache group has a window of " + std::to_string(grp.tokens) + " tokens");
   return grp;
 }
 
-CacheLayer readLayer(const fb::CacheLayer &l, size_t numGroups) {
+CacheLayer readLayer(const fb::CacheLayer &l, const std::vector<CacheGroup> &groups) {
   CacheLayer layer;
   layer.layer = l.layer();
   layer.group = l.group();
-  if (layer.group < 0 || layer.group >= (int)numGroups)
+  if (layer.group < 0 || layer.group >= (int)groups.size() || groups[layer.group].kind == CacheGroup::State)
     throw ArtefactError("cache layer refers to an unknown group");
   if (l.rows())
     for (const fb::CacheRow *r : *l.rows()) {
@@ -157,6 +201,30 @@ StateDecl readState(const fb::StateDecl &sd) {
   return st;
 }
 
+// Block tables are numbered by group from 0, so the groups that have them come first.
+void checkGroupOrder(const std::vector<CacheGroup> &groups) {
+  auto rank = [](CacheGroup::Kind k) { return k == CacheGroup::Paged ? 0 : k == CacheGroup::Static ? 1 : 2; };
+  for (size_t i = 1; i < groups.size(); ++i)
+    if (rank(groups[i].kind) < rank(groups[i - 1].kind) || groups[i - 1].kind == CacheGroup::State)
+      throw ArtefactError("cache groups are not ordered paged, static, then one state group");
+}
+
+// Every state belongs to the state group, whose unit holds exactly all of them.
+void checkStateGroup(const CachePlan &plan) {
+  const CacheGroup *group = nullptr;
+  for (const CacheGroup &g : plan.groups)
+    if (g.kind == CacheGroup::State)
+      group = &g;
+  int64_t bytes = 0;
+  for (const StateDecl &s : plan.states) {
+    if (!group || std::find(group->layers.begin(), group->layers.end(), s.layer) == group->layers.end())
+      throw ArtefactError("the state '" + s.name + "' of layer " + std::to_string(s.layer) + " is in no state group");
+    bytes += s.elems() * 4;
+  }
+  if (group && group->bytes_per_unit != bytes)
+    throw ArtefactError("the state group's unit is not the size of its states");
+}
+
 CachePlan readCachePlan(const fb::CachePlan &c) {
   CachePlan out;
   out.block_size = c.block_size();
@@ -169,12 +237,14 @@ CachePlan readCachePlan(const fb::CachePlan &c) {
       if (out.groups.back().id != (int)out.groups.size() - 1)
         throw ArtefactError("cache groups are not numbered in order");
     }
+  checkGroupOrder(out.groups);
   if (c.layers())
     for (const fb::CacheLayer *l : *c.layers())
-      out.layers.push_back(readLayer(*l, out.groups.size()));
+      out.layers.push_back(readLayer(*l, out.groups));
   if (c.states())
     for (const fb::StateDecl *sd : *c.states())
       out.states.push_back(readState(*sd));
+  checkStateGroup(out);
   return out;
 }
 

@@ -39,6 +39,13 @@ struct Instr {
   template <typename T> const T &get() const { return *static_cast<const T *>(params); }
 };
 
+// Where an instruction keeps data across steps (its op's site in the op table), read from its
+// parameter table: a cache op's cache site, a state op's state site; null for other ops.
+const fb::CacheSite *cacheSiteOf(const Instr &in);
+const fb::StateSite *stateSiteOf(const Instr &in);
+// The decoder layer of an instruction with a cache or state site.
+std::optional<int> layerOf(const Instr &in);
+
 struct Value {
   enum Kind { Argument, Weight, Activation } kind = Activation;
   DType dtype = DType::F32;
@@ -81,12 +88,16 @@ struct CacheLayer {
     return n;
   }
 };
+// A group of the cache's one memory model: paged rows per token (block tables, a retention), the
+// per-request states (one unit is a snapshot of all of them), or static rows written once.
 struct CacheGroup {
   int id = 0;
+  enum Kind { Paged, State, Static } kind = Paged; // the schema's CacheKind values
   enum Retention { All, Window, Chunk } retention = All;
   int64_t tokens = 0;
   std::vector<int> layers;
   int64_t bytes_per_token = 0;
+  int64_t bytes_per_unit = 0; // the state group's bytes of one snapshot
 };
 struct StateDecl {
   int layer = 0;
@@ -101,9 +112,16 @@ struct StateDecl {
 struct CachePlan {
   int block_size = 16;
   DType kv_dtype = DType::BF16;
-  std::vector<CacheGroup> groups;
+  std::vector<CacheGroup> groups; // paged, then static, then at most one state group
   std::vector<CacheLayer> layers;
-  std::vector<StateDecl> states;
+  std::vector<StateDecl> states;  // those of the state group's layers
+  // The groups with block tables (paged and static), numbered from 0.
+  int tableGroups() const {
+    int n = 0;
+    for (const CacheGroup &g : groups)
+      n += g.kind != CacheGroup::State;
+    return n;
+  }
 };
 
 struct ModelMeta {

@@ -4,9 +4,11 @@
 #include "runtime/schema/limits.h"
 #include "runtime/schema/opcodes.h"
 
-#include <flatbuffers/minireflect.h>
+#include "runtime/schema/model_bfbs_generated.h"
 
-#include <array>
+#include <flatbuffers/reflection.h>
+
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <set>
@@ -18,180 +20,139 @@ namespace {
 
 using fb::Opcode;
 
-// Operand counts per opcode, as the ops' definitions (dialects/cbc) and the backends read them:
-// inputs in [min_in, max_in], exactly `outs` outputs (-1: one or more).
-struct Arity {
-  Opcode opcode;
-  int min_in, max_in, outs;
-};
-constexpr int kManyOperands = 1 << 16;
-constexpr std::array<Arity, kNumOpcodes> kArity = {{
-    {Opcode::Embed, 2, 2, 1},
-    {Opcode::Linear, 2, 3, 1},             // bias
-    {Opcode::RmsNorm, 1, 2, 1},            // weight
-    {Opcode::Add, 2, 2, 1},
-    {Opcode::Mul, 2, 2, 1},
-    {Opcode::Gate, 2, 2, 1},
-    {Opcode::Glu, 1, 1, 1},
-    {Opcode::Split, 1, 1, -1},
-    {Opcode::Concat, 1, kManyOperands, 1},
-    {Opcode::Rope, 4, 4, 1},
-    {Opcode::Act, 1, 1, 1},
-    {Opcode::Softcap, 1, 1, 1},
-    {Opcode::AddRmsNorm, 2, 3, 2},         // weight
-    {Opcode::RmsNormGated, 2, 3, 1},       // weight
-    {Opcode::KvAppend, 6, 6, 0},
-    {Opcode::KvAttention, 7, 9, 1},        // sinks, distance bias
-    {Opcode::KvRopeAppend, 6, 8, 1},       // q and k norms
-    {Opcode::StateConv1d, 5, 6, 1},        // bias
-    {Opcode::GatedDelta, 10, 10, 1},
-    {Opcode::Ssd, 10, 10, 1},
-    {Opcode::SelectiveScan, 10, 11, 1},    // gate
-    {Opcode::RowsGather, 2, 2, 1},
-    {Opcode::MoeRoute, 1, 2, 2},           // selection bias
-    {Opcode::MoeExperts, 5, 7, 1},         // biases
-    {Opcode::KvLatentAttention, 8, 9, 1},  // sparse selection
-    {Opcode::HeadLinear, 2, 2, 1},
-    {Opcode::PositionScale, 2, 2, 1},
-    {Opcode::Lightning, 6, 6, 1},
-    {Opcode::Kda, 10, 10, 1},
-    {Opcode::KvIndexAppend, 5, 5, 0},
-    {Opcode::KvIndexSelect, 8, 8, 1},
-    {Opcode::LayerNorm, 3, 3, 1},
-}};
-constexpr bool arityIndexedByOpcode() {
-  for (int i = 0; i < kNumOpcodes; ++i)
-    if ((int)kArity[i].opcode != i)
-      return false;
-  return true;
-}
-static_assert(arityIndexedByOpcode(), "kArity must list the opcodes in order");
-
-// Parameter-table fields a writer may leave out (absent: the feature is off). Every other
-// table, struct, string and vector field must be there: the backends and `cbc dump` read them.
-bool mayBeAbsent(std::string_view table, std::string_view field) {
-  return (table == "RopeParams" && field == "inv_freq_long") || (table == "GluParams" && field == "clamp") ||
-         (table == "MoeRouteParams" && field == "groups");
+// The schema's reflection data, embedded at build time: each parameter field's declared kind.
+const reflection::Schema &schema() {
+  static const reflection::Schema *s = reflection::GetSchema(fb::ModelBinarySchema::data());
+  return *s;
 }
 
-bool isHeadCount(std::string_view field) { return field == "heads" || field.find("_heads") != std::string_view::npos; }
-bool isDimension(std::string_view field) {
-  return field == "state_size" || field == "n_groups" || (field.size() > 4 && field.substr(field.size() - 4) == "_dim");
+bool declares(const reflection::Field &f, const char *kind) {
+  return f.attributes() && f.attributes()->LookupByKey(kind) != nullptr;
 }
 
-// Walks a parameter table through the schema's reflection tables, so that a new op's fields
-// are checked without code here: every enum a known enumerator, no NaN, required fields
-// present, counts and sizes within runtime/schema/limits.h.
-struct ParamsChecker : flatbuffers::IterationVisitor {
-  std::vector<const flatbuffers::TypeTable *> tables; // the objects being walked, innermost last
-  const flatbuffers::TypeTable *pending = nullptr;    // the next object's type
-  const flatbuffers::TypeTable *fieldType = nullptr;
-  std::string_view field;
-  bool inVector = false;
+bool isScalar(reflection::BaseType t) { return t >= reflection::UType && t <= reflection::Double; }
+bool isReal(reflection::BaseType t) { return t == reflection::Float || t == reflection::Double; }
+
+// Scalars of base type `t` at `p`. FlatBuffers' own GetAnyValueI lives in its static library,
+// which Debian builds without -fPIC, so the Python module (a shared object) cannot link it.
+int64_t intAt(reflection::BaseType t, const uint8_t *p) {
+  using flatbuffers::ReadScalar;
+  switch (t) {
+  case reflection::Byte: return ReadScalar<int8_t>(p);
+  case reflection::Short: return ReadScalar<int16_t>(p);
+  case reflection::UShort: return ReadScalar<uint16_t>(p);
+  case reflection::Int: return ReadScalar<int32_t>(p);
+  case reflection::UInt: return ReadScalar<uint32_t>(p);
+  case reflection::Long:
+  case reflection::ULong: return ReadScalar<int64_t>(p);
+  default: return ReadScalar<uint8_t>(p); // UType, Bool, UByte
+  }
+}
+double realAt(reflection::BaseType t, const uint8_t *p) {
+  return t == reflection::Float ? flatbuffers::ReadScalar<float>(p) : flatbuffers::ReadScalar<double>(p);
+}
+
+// Walks a parameter table by the schema, so that a new op's fields are checked without code
+// here: every enum a known enumerator, no NaN, and the kind each field declares (see model.fbs)
+// within runtime/schema/limits.h. Presence of `required` fields is the FlatBuffers verifier's.
+class ParamsChecker {
+public:
   std::string error;
 
-  void fail(const std::string &why) {
-    if (error.empty())
-      error = "field '" + std::string(field) + "' " + why;
+  void table(const reflection::Object &obj, const flatbuffers::Table &t) {
+    for (const reflection::Field *f : fieldsOf(obj)) {
+      reflection::BaseType type = f->type()->base_type();
+      const uint8_t *p = t.GetAddressOf(f->offset()); // absent: the field's default
+      if (isReal(type))
+        real(*f, p ? realAt(type, p) : f->default_real(), false);
+      else if (isScalar(type))
+        integer(*f, p ? intAt(type, p) : f->default_integer());
+      else if (type == reflection::Vector)
+        vector(*f, flatbuffers::GetFieldAnyV(t, *f));
+      else if (type == reflection::Obj)
+        object(*f, t);
+    }
   }
-  void StartSequence() override { tables.push_back(pending); }
-  void EndSequence() override { tables.pop_back(); }
-  void StartVector() override { inVector = true; }
-  void EndVector() override { inVector = false; }
 
-  void Field(size_t, size_t, flatbuffers::ElementaryType type, bool repeating, const flatbuffers::TypeTable *ref,
-             const char *name, const uint8_t *val) override {
-    field = name ? name : "?";
-    fieldType = ref;
-    pending = ref; // a nested table or struct starts its sequence next
-    const flatbuffers::TypeTable *owner = tables.back();
-    bool object = type == flatbuffers::ET_SEQUENCE && ref && ref->st != flatbuffers::ST_ENUM;
-    if (!val && (repeating || object || type == flatbuffers::ET_STRING) &&
-        !mayBeAbsent(owner ? tableName(owner) : "", field))
-      fail("is missing");
+private:
+  // In declaration order, so that the first fault reported is the first field's.
+  static std::vector<const reflection::Field *> fieldsOf(const reflection::Object &obj) {
+    std::vector<const reflection::Field *> fields(obj.fields()->begin(), obj.fields()->end());
+    std::sort(fields.begin(), fields.end(), [](auto *a, auto *b) { return a->id() < b->id(); });
+    return fields;
   }
-  // The reflection tables carry no type names: the union's entry that matches identifies it.
-  static std::string_view tableName(const flatbuffers::TypeTable *t) {
-    const flatbuffers::TypeTable *u = fb::OpParamsTypeTable();
-    for (size_t i = 0; i < u->num_elems; ++i)
-      if (u->type_codes[i].sequence_ref >= 0 && u->type_refs[u->type_codes[i].sequence_ref]() == t)
-        return u->names[i];
-    return "";
+
+  void fail(const reflection::Field &f, const std::string &why) {
+    if (error.empty())
+      error = "field '" + f.name()->str() + "' " + why;
   }
-  void enumValue(int64_t v, const char *name) {
-    if (fieldType && fieldType->st == flatbuffers::ST_ENUM && !name)
-      fail("has the unknown value " + std::to_string(v));
+
+  void object(const reflection::Field &f, const flatbuffers::Table &t) {
+    const reflection::Object &obj = *schema().objects()->Get(f.type()->index());
+    if (!obj.is_struct()) {
+      if (const flatbuffers::Table *inner = flatbuffers::GetFieldT(t, f))
+        table(obj, *inner);
+      return;
+    }
+    const flatbuffers::Struct *st = flatbuffers::GetFieldStruct(t, f);
+    for (const reflection::Field *sf : st ? fieldsOf(obj) : std::vector<const reflection::Field *>{}) {
+      reflection::BaseType type = sf->type()->base_type();
+      const uint8_t *p = st->GetAddressOf(sf->offset());
+      if (isReal(type))
+        real(*sf, realAt(type, p), false);
+      else if (isScalar(type))
+        integer(*sf, intAt(type, p));
+    }
   }
-  void Char(int8_t v, const char *name) override { enumValue(v, name); }
-  void UChar(uint8_t v, const char *name) override { enumValue(v, name); }
-  void Short(int16_t v, const char *name) override { enumValue(v, name); }
-  void UShort(uint16_t v, const char *name) override { enumValue(v, name); }
-  void Int(int32_t v, const char *name) override {
-    enumValue(v, name);
-    if (field == "layer" && (v < 0 || v >= limits::kMaxLayers))
-      fail("is no layer (" + std::to_string(v) + ")");
+
+  void vector(const reflection::Field &f, const flatbuffers::VectorOfAny *v) {
+    reflection::BaseType element = f.type()->element();
+    for (flatbuffers::uoffset_t i = 0; v && isReal(element) && i < v->size(); ++i)
+      real(f, realAt(element, v->Data() + flatbuffers::GetTypeSize(element) * i), true);
   }
-  void UInt(uint32_t v, const char *name) override { enumValue(v, name); }
-  void Long(int64_t v) override {
-    if (isHeadCount(field) && (v < 1 || v > limits::kMaxHeads))
-      fail("has " + std::to_string(v) + " heads, outside [1, " + std::to_string(limits::kMaxHeads) + "]");
-    else if (isDimension(field) && (v < 0 || v > limits::kMaxDim))
-      fail("is " + std::to_string(v) + ", outside [0, " + std::to_string(limits::kMaxDim) + "]");
-    else if (v < 0 || v > limits::kMaxTensorElems)
-      fail("is " + std::to_string(v) + ", outside [0, 2^40]");
+
+  void integer(const reflection::Field &f, int64_t v) {
+    std::string n = std::to_string(v);
+    if (f.type()->index() >= 0) { // an enum
+      if (!schema().enums()->Get(f.type()->index())->values()->LookupByKey(v))
+        fail(f, "has the unknown value " + n);
+    } else if (declares(f, "layer")) {
+      if (v < 0 || v >= limits::kMaxLayers)
+        fail(f, "is no layer (" + n + ")");
+    } else if (declares(f, "heads")) {
+      if (v < 1 || v > limits::kMaxHeads)
+        fail(f, "has " + n + " heads, outside [1, " + std::to_string(limits::kMaxHeads) + "]");
+    } else if (declares(f, "dim")) {
+      if (v < 0 || v > limits::kMaxDim)
+        fail(f, "is " + n + ", outside [0, " + std::to_string(limits::kMaxDim) + "]");
+    } else if (f.type()->base_type() == reflection::Long && (v < 0 || v > limits::kMaxTensorElems)) {
+      fail(f, "is " + n + ", outside [0, 2^40]");
+    }
   }
-  // Scalars may be infinite (a dt limit of inf); array elements (frequencies, decay rates) not,
-  // and an inverse frequency is positive.
-  void real(double v) {
+
+  // Scalars may be infinite (a dt limit of inf); vector elements (frequencies, decay rates) not.
+  void real(const reflection::Field &f, double v, bool element) {
     if (std::isnan(v))
-      fail("is NaN");
-    else if (inVector && !std::isfinite(v))
-      fail("has an infinite element");
-    else if (inVector && field.substr(0, 8) == "inv_freq" && v <= 0)
-      fail("has the non-positive frequency " + std::to_string(v));
+      fail(f, "is NaN");
+    else if (element && !std::isfinite(v))
+      fail(f, "has an infinite element");
+    else if (element && declares(f, "positive") && v <= 0)
+      fail(f, "has the non-positive element " + std::to_string(v));
   }
-  void Float(float v) override { real(v); }
-  void Double(double v) override { real(v); }
 };
 
 std::string paramsError(const Instr &in) {
   fb::OpParams type = opcodeInfo(in.opcode).params;
   if (type == fb::OpParams::NONE || !in.params)
     return "";
+  // The union's member names its table: OpParams's enumerator is the table's name.
+  std::string name = "cbc.fb." + std::string(fb::EnumNameOpParams(type));
+  const reflection::Object *obj = schema().objects()->LookupByKey(name.c_str());
+  if (!obj)
+    return "table " + name + " is not in the schema";
   ParamsChecker checker;
-  checker.tables.push_back(nullptr); // the union member's own sequence is pushed next
-  checker.pending = fb::OpParamsTypeTable()->type_refs[(int)type - 1]();
-  flatbuffers::IterateObject(static_cast<const uint8_t *>(in.params), checker.pending, &checker);
+  checker.table(*obj, *static_cast<const flatbuffers::Table *>(in.params));
   return checker.error;
-}
-
-// The cache site of a cache op, or null.
-const fb::CacheSite *siteOf(const Instr &in) {
-  using P = fb::OpParams;
-  switch (opcodeInfo(in.opcode).params) {
-  case P::KvAppendParams: return in.get<fb::KvAppendParams>().site();
-  case P::KvAttentionParams: return in.get<fb::KvAttentionParams>().site();
-  case P::KvRopeAppendParams: return in.get<fb::KvRopeAppendParams>().site();
-  case P::KvLatentAttentionParams: return in.get<fb::KvLatentAttentionParams>().site();
-  case P::KvIndexAppendParams: return in.get<fb::KvIndexAppendParams>().site();
-  case P::KvIndexSelectParams: return in.get<fb::KvIndexSelectParams>().site();
-  default: return nullptr;
-  }
-}
-
-// The layer and state name of a state op; layer -1 for other ops.
-std::pair<int, const flatbuffers::String *> stateOf(const Instr &in) {
-  using P = fb::OpParams;
-  switch (opcodeInfo(in.opcode).params) {
-  case P::Conv1dParams: return {in.get<fb::Conv1dParams>().layer(), in.get<fb::Conv1dParams>().state()};
-  case P::GatedDeltaParams: return {in.get<fb::GatedDeltaParams>().layer(), in.get<fb::GatedDeltaParams>().state()};
-  case P::SsdParams: return {in.get<fb::SsdParams>().layer(), in.get<fb::SsdParams>().state()};
-  case P::SelectiveScanParams:
-    return {in.get<fb::SelectiveScanParams>().layer(), in.get<fb::SelectiveScanParams>().state()};
-  case P::LightningParams: return {in.get<fb::LightningParams>().layer(), in.get<fb::LightningParams>().state()};
-  case P::KdaParams: return {in.get<fb::KdaParams>().layer(), in.get<fb::KdaParams>().state()};
-  default: return {-1, nullptr};
-  }
 }
 
 void checkSite(const Instr &in, const fb::CacheSite &site, const CachePlan &plan) {
@@ -205,12 +166,12 @@ void checkSite(const Instr &in, const fb::CacheSite &site, const CachePlan &plan
                       " in group " + std::to_string(site.group()) + ", which the cache plan lacks");
 }
 
-void checkState(const Instr &in, int layer, const flatbuffers::String &name, const CachePlan &plan) {
+void checkState(const Instr &in, const fb::StateSite &site, const CachePlan &plan) {
   for (const StateDecl &d : plan.states)
-    if (d.layer == layer && d.name == name.str())
+    if (d.layer == site.layer() && d.name == site.name()->str())
       return;
-  throw ArtefactError("instruction " + in.op + " uses the state '" + name.str() + "' of layer " +
-                      std::to_string(layer) + ", which the cache plan lacks");
+  throw ArtefactError("instruction " + in.op + " uses the state '" + site.name()->str() + "' of layer " +
+                      std::to_string(site.layer()) + ", which the cache plan lacks");
 }
 
 // Dynamic dimensions: an argument's any (block tables are [requests, ?]), an activation's rows.
@@ -312,18 +273,19 @@ void checkProgramAgainstPlan(const Artefact &a) {
   checkValueShapes(a.program);
   checkArenas(a.program);
   for (const Instr &in : a.program.instrs) {
-    if (const fb::CacheSite *site = siteOf(in))
+    if (const fb::CacheSite *site = cacheSiteOf(in))
       checkSite(in, *site, a.cache_plan);
-    auto [layer, state] = stateOf(in);
-    if (state)
-      checkState(in, layer, *state, a.cache_plan);
+    if (const fb::StateSite *site = stateSiteOf(in))
+      checkState(in, *site, a.cache_plan);
   }
 }
 
 void checkInstr(const Instr &in) {
-  const Arity &arity = kArity[(int)in.opcode];
+  // The counts the op's ODS operand and result lists allow (runtime/schema/ops.inc).
+  const OpcodeInfo &op = opcodeInfo(in.opcode);
+  auto within = [](int n, int min, int max) { return n >= min && (max < 0 || n <= max); };
   int nIn = (int)in.inputs.size(), nOut = (int)in.outputs.size();
-  if (nIn < arity.min_in || nIn > arity.max_in || (arity.outs >= 0 ? nOut != arity.outs : nOut < 1))
+  if (!within(nIn, op.min_inputs, op.max_inputs) || !within(nOut, op.min_outputs, op.max_outputs))
     throw ArtefactError("instruction " + in.op + " has " + std::to_string(nIn) + " inputs and " +
                         std::to_string(nOut) + " outputs, which the op does not take");
   std::string err = paramsError(in);

@@ -12,6 +12,8 @@ void StepBatch::clear() {
   prompt_lens.clear();
   slots.clear();
   has_initial_state.clear();
+  state_in.clear();
+  state_out.clear();
 }
 
 namespace {
@@ -21,6 +23,7 @@ public:
   std::string name() const override { return "null"; }
   int64_t cacheBytesPerToken(int) const override { return 1; }
   void allocateCache(int32_t, int32_t) override {}
+  void copyUnits(const std::vector<UnitCopy> &) override {}
   void run(const StepBatch &batch, std::vector<float> &logits) override {
     // Row r always favours token r % vocab, so the buffer only needs filling once per size.
     size_t n = (size_t)(batch.num_logit_rows * vocab_);

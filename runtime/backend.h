@@ -3,6 +3,7 @@
 #define CBC_RUNTIME_BACKEND_H
 
 #include "runtime/artefact.h"
+#include "runtime/cache/managers.h"
 
 #include <cstdint>
 #include <functional>
@@ -17,8 +18,8 @@ struct StepBatch {
   int64_t num_tokens = 0;     // T
   int64_t num_requests = 0;   // R: requests in the step
   int64_t num_logit_rows = 0; // requests that sample this step
-  int64_t num_groups = 0;
-  // The cache manager's persistent block tables: [num_groups, table_slots, table_width].
+  int64_t num_groups = 0;      // the cache groups with block tables (paged and static)
+  // The cache coordinator's persistent block tables: [num_groups, table_slots, table_width].
   const int32_t *block_tables = nullptr;
   int64_t table_slots = 0, table_width = 0;
   std::vector<int32_t> tokens, positions, seq_ids;  // [T]
@@ -26,8 +27,9 @@ struct StepBatch {
   std::vector<int32_t> kv_lens;                     // [R]
   std::vector<int32_t> logit_rows;                  // [num_logit_rows]
   std::vector<int32_t> prompt_lens;                 // [R]: each request's original prompt length
-  std::vector<int32_t> slots;                       // [R]: each request's cache slot
+  std::vector<int32_t> slots;                       // [R]: each request's slot (block-table row)
   std::vector<int32_t> has_initial_state;           // [R]
+  std::vector<int32_t> state_in, state_out;         // [R]: the state units read and written
 
   void clear();
 };
@@ -49,11 +51,15 @@ class Backend {
 public:
   virtual ~Backend() = default;
   virtual std::string name() const = 0;
-  // Bytes the backend stores per cached token of a group, and per request state slot.
+  // Bytes the backend stores per cached token of a group with block tables, and per unit of the
+  // state group (one snapshot of every state).
   virtual int64_t cacheBytesPerToken(int group) const = 0;
-  virtual int64_t stateBytesPerSlot() const { return 0; }
-  // Blocks per cache group, and request slots (rows of the block tables, state slots).
-  virtual void allocateCache(int32_t blocksPerGroup, int32_t slots) = 0;
+  virtual int64_t stateBytesPerUnit() const { return 0; }
+  // Blocks per group with block tables, and units of the state group.
+  virtual void allocateCache(int32_t blocksPerGroup, int32_t stateUnits) = 0;
+  // Copies cache units before a step: blocks of a group with block tables in every layer of the
+  // group, or state units in every state (CacheCoordinator::fork says which).
+  virtual void copyUnits(const std::vector<UnitCopy> &copies) = 0;
   // Runs the step; writes [num_logit_rows, vocab] logits.
   virtual void run(const StepBatch &batch, std::vector<float> &logits) = 0;
   // Runs the step and returns each logit row's argmax (first index on ties), so that the

@@ -3,7 +3,7 @@
 #include "runtime/artefact.h"
 #include "runtime/build_config.h"
 #include "runtime/backend.h"
-#include "runtime/cache.h"
+#include "runtime/cache/coordinator.h"
 #include "runtime/scheduler.h"
 #include "runtime/weights.h"
 #include "runtime/cpu/cpu_backend.h"
@@ -124,10 +124,10 @@ Engine::Engine(std::unique_ptr<Artefact> artefact, std::unique_ptr<Backend> back
     throw std::runtime_error("max_live_requests must be at least 1");
   const CachePlan &plan = artefact_->cache_plan;
   int64_t bytesPerBlockRow = 0;
-  for (size_t g = 0; g < plan.groups.size(); ++g)
-    bytesPerBlockRow += backend_->cacheBytesPerToken((int)g) * plan.block_size;
-  // Slots hold the per-request states; what is left of the budget holds cache blocks.
-  int64_t stateBytes = backend_->stateBytesPerSlot();
+  for (int g = 0; g < plan.tableGroups(); ++g)
+    bytesPerBlockRow += backend_->cacheBytesPerToken(g) * plan.block_size;
+  // One state unit per live request; what is left of the budget holds cache blocks.
+  int64_t stateBytes = backend_->stateBytesPerUnit();
   int64_t budget = options_.cache_memory_bytes;
   int32_t slots = (int32_t)std::min<int64_t>(options_.max_live_requests, 1 << 20);
   if (options_.max_state_fraction <= 0 || options_.max_state_fraction > 1)
@@ -142,7 +142,7 @@ Engine::Engine(std::unique_ptr<Artefact> artefact, std::unique_ptr<Backend> back
   int32_t blocks = bytesPerBlockRow > 0
                        ? (int32_t)std::min<int64_t>(budget / bytesPerBlockRow, 1 << 30)
                        : 0;
-  if (!plan.groups.empty() && blocks < 1)
+  if (plan.tableGroups() > 0 && blocks < 1)
     throw std::runtime_error("the cache memory budget (" + std::to_string(options_.cache_memory_bytes) +
                              " bytes) is smaller than one cache block");
   maxModelLen_ = options_.max_model_len > 0
@@ -150,7 +150,7 @@ Engine::Engine(std::unique_ptr<Artefact> artefact, std::unique_ptr<Backend> back
                      : artefact_->meta.max_positions;
   int32_t width = (int32_t)((maxModelLen_ + plan.block_size - 1) / plan.block_size);
   backend_->allocateCache(blocks, slots);
-  cache_ = std::make_unique<CacheManager>(plan, blocks, slots, width);
+  cache_ = std::make_unique<CacheCoordinator>(plan, blocks, slots, slots, width);
   scheduler_ = std::make_unique<Scheduler>(
       SchedulerOptions{options_.max_batch_tokens, options_.max_requests}, *cache_);
 }
@@ -198,7 +198,7 @@ std::string Engine::validate(const std::vector<int32_t> &prompt, const SamplingP
            std::to_string(p.max_new_tokens) + ") exceeds the " + std::to_string(maxModelLen_) +
            " positions allowed" + (maxModelLen_ < m.max_positions ? " (max_model_len)" : " by the model");
   int64_t length = (int64_t)prompt.size() + p.max_new_tokens;
-  for (int g = 0; g < cache_->numGroups(); ++g) {
+  for (int g = 0; g < cache_->numPagedGroups(); ++g) {
     int64_t need = cache_->maxBlocksFor(g, length, options_.max_batch_tokens);
     if (need > cache_->blocksPerGroup())
       return "needs " + std::to_string(need) + " cache blocks but the cache holds " +
@@ -260,18 +260,17 @@ bool Engine::idle() const { return scheduler_->idle(); }
 size_t Engine::num_waiting() const { return scheduler_->numWaiting(); }
 size_t Engine::num_running() const { return scheduler_->numRunning(); }
 
-void Engine::buildBatch(const StepPlan &plan, StepBatch &b) const { buildStepBatch(plan, *cache_, b); }
+void Engine::buildBatch(const StepPlan &plan, StepBatch &b) { buildStepBatch(plan, *cache_, b); }
 
-void buildStepBatch(const StepPlan &plan, const CacheManager &cache, StepBatch &b) {
+void buildStepBatch(const StepPlan &plan, CacheCoordinator &cache, StepBatch &b, bool keepStates) {
   // Written by index into buffers reused from step to step.
-  const CacheManager *cache_ = &cache;
   int64_t R = (int64_t)plan.chunks.size(), T = plan.tokens;
   b.num_requests = R;
   b.num_tokens = T;
-  b.num_groups = cache_->numGroups();
-  b.block_tables = cache_->tables();
-  b.table_slots = cache_->maxSlots();
-  b.table_width = cache_->tableWidth();
+  b.num_groups = cache.numTableGroups();
+  b.block_tables = cache.tables();
+  b.table_slots = cache.maxSlots();
+  b.table_width = cache.tableWidth();
   b.tokens.resize(T);
   b.positions.resize(T);
   b.seq_ids.resize(T);
@@ -280,6 +279,8 @@ void buildStepBatch(const StepPlan &plan, const CacheManager &cache, StepBatch &
   b.prompt_lens.resize(R);
   b.slots.resize(R);
   b.has_initial_state.resize(R);
+  b.state_in.resize(R);
+  b.state_out.resize(R);
   b.logit_rows.clear();
   int32_t t = 0;
   b.cu_seqlens[0] = 0;
@@ -300,6 +301,11 @@ void buildStepBatch(const StepPlan &plan, const CacheManager &cache, StepBatch &
     b.prompt_lens[r] = (int32_t)q.prompt.size();
     b.slots[r] = q.slot;
     b.has_initial_state[r] = c.start > 0 ? 1 : 0;
+    StateUnits units = cache.stateUnits(q.slot, keepStates);
+    if (cache.hasStates() && units.out < 0)
+      throw std::logic_error("no free state unit for a scheduled request");
+    b.state_in[r] = units.in;
+    b.state_out[r] = units.out;
   }
   b.num_logit_rows = (int64_t)b.logit_rows.size();
 }

@@ -19,11 +19,12 @@
 namespace cbc::rt {
 
 // Declared only: the embedding API does not bring in the loader, the backends, the cache
-// manager or the scheduler. Include their headers (runtime/artefact.h, backend.h, cache.h,
-// scheduler.h) to use what artefact(), backend(), cache() and buildBatch() expose.
+// coordinator or the scheduler. Include their headers (runtime/artefact.h, backend.h,
+// cache/coordinator.h, scheduler.h) to use what artefact(), backend(), cache() and buildBatch()
+// expose.
 struct Artefact;
 class Backend;
-class CacheManager;
+class CacheCoordinator;
 class Scheduler;
 struct StepPlan;
 struct StepBatch;
@@ -100,7 +101,7 @@ public:
   const EngineStats &stats() const { return stats_; }
   const Artefact &artefact() const { return *artefact_; }
   const Backend &backend() const { return *backend_; }
-  const CacheManager &cache() const { return *cache_; }
+  const CacheCoordinator &cache() const { return *cache_; }
   // The options in force: the budgets left at 0 are the ones chosen from the machine.
   const EngineOptions &options() const { return options_; }
   size_t num_waiting() const;
@@ -108,8 +109,9 @@ public:
   // The longest request allowed (prompt + new tokens): max_model_len, or the model's.
   int64_t max_model_len() const { return maxModelLen_; }
 
-  // Builds the step metadata for a plan (exposed for benchmarks).
-  void buildBatch(const StepPlan &plan, StepBatch &batch) const;
+  // Builds the step metadata for a plan (exposed for benchmarks). It takes the scheduled requests'
+  // state units for the step, which the step's commit then advances.
+  void buildBatch(const StepPlan &plan, StepBatch &batch);
 
 private:
   Engine(std::unique_ptr<Artefact> artefact, std::unique_ptr<Backend> backend,
@@ -121,7 +123,7 @@ private:
   std::unique_ptr<Artefact> artefact_;
   std::unique_ptr<Backend> backend_;
   EngineOptions options_;
-  std::unique_ptr<CacheManager> cache_;
+  std::unique_ptr<CacheCoordinator> cache_;
   std::unique_ptr<Scheduler> scheduler_;
   std::map<RequestId, std::unique_ptr<Request>> requests_;
   std::vector<RequestId> finished_;
@@ -135,8 +137,10 @@ private:
   std::vector<int32_t> greedy_;
 };
 
-// The step metadata of a plan: O(tokens + requests); the block tables are the cache manager's.
-void buildStepBatch(const StepPlan &plan, const CacheManager &cache, StepBatch &batch);
+// The step metadata of a plan: O(tokens + requests); the block tables are the cache coordinator's.
+// `keepStates`: every request's states are written to a new unit, keeping the input for a
+// rollback (CacheCoordinator::stateUnits).
+void buildStepBatch(const StepPlan &plan, CacheCoordinator &cache, StepBatch &batch, bool keepStates = false);
 
 // Chooses and builds a backend: CUDA when requested or (for "auto") when a driver and GPU are
 // usable, else the CPU backend.

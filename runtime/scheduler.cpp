@@ -16,7 +16,7 @@ const char *finishReasonName(FinishReason r) {
   return "?";
 }
 
-Scheduler::Scheduler(const SchedulerOptions &options, CacheManager &cache)
+Scheduler::Scheduler(const SchedulerOptions &options, CacheCoordinator &cache)
     : options_(options), cache_(cache) {}
 
 void Scheduler::enqueue(Request *r) {
@@ -57,7 +57,7 @@ void Scheduler::preempt(Request *victim, StepPlan &plan, int64_t &budget) {
 // Reserves the cache for `count` more tokens of a running request, preempting younger running
 // requests when blocks run out. Returns false if the request itself had to be preempted.
 bool Scheduler::tryReserve(Request *r, int64_t count, StepPlan &plan, int64_t &budget) {
-  while (!cache_.reserve(r->slot, r->computed + count)) {
+  while (!cache_.allocate(r->slot, r->computed + count)) {
     Request *victim = running_.back(); // the youngest
     preempt(victim, plan, budget);
     if (victim == r)
@@ -118,7 +118,7 @@ void Scheduler::schedule(StepPlan &plan) {
     bool newSlot = r->slot < 0;
     if (newSlot && (r->slot = cache_.acquireSlot()) < 0)
       break;
-    if (!cache_.reserve(r->slot, r->computed + count)) {
+    if (!cache_.allocate(r->slot, r->computed + count)) {
       if (newSlot)
         releaseCache(r);
       break;
@@ -137,7 +137,7 @@ void Scheduler::schedule(StepPlan &plan) {
 void Scheduler::commit(const StepPlan &plan) {
   for (const ScheduledChunk &c : plan.chunks) {
     c.request->computed = c.start + c.count;
-    cache_.releaseOutOfWindow(c.request->slot, c.request->computed);
+    cache_.commit(c.request->slot, c.request->computed);
   }
 }
 

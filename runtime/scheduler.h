@@ -1,10 +1,11 @@
 // The continuous-batching scheduler: a token budget per step, decode first, then chunked
 // prefill, admission by cache capacity, preemption by recompute, FIFO. It knows nothing about
-// model families: every layer's needs arrive through the CacheManager.
+// model families: every layer's needs arrive through the CacheCoordinator, whose verbs it uses
+// (allocate, commit, free).
 #ifndef CBC_RUNTIME_SCHEDULER_H
 #define CBC_RUNTIME_SCHEDULER_H
 
-#include "runtime/cache.h"
+#include "runtime/cache/coordinator.h"
 #include "runtime/request.h"
 
 #include <deque>
@@ -32,13 +33,14 @@ struct StepPlan {
 
 class Scheduler {
 public:
-  Scheduler(const SchedulerOptions &options, CacheManager &cache);
+  Scheduler(const SchedulerOptions &options, CacheCoordinator &cache);
 
   void enqueue(Request *r);            // a new request joins the FIFO queue
   StepPlan schedule();
   // The same, filling a plan whose buffers are reused from step to step.
   void schedule(StepPlan &plan);
-  // After the backend ran the plan: advances `computed` and releases out-of-window blocks.
+  // After the backend ran the plan: advances `computed` and commits it in the cache (the step's
+  // states become current; blocks out of every window are released).
   void commit(const StepPlan &plan);
   void finish(Request *r);             // frees the request's cache and forgets it
   bool remove(Request *r);             // cancel: forget a waiting or running request
@@ -55,7 +57,7 @@ private:
   void releaseCache(Request *r);
 
   SchedulerOptions options_;
-  CacheManager &cache_;
+  CacheCoordinator &cache_;
   std::deque<Request *> waiting_;
   std::vector<Request *> running_; // in arrival order
   std::vector<Request *> order_;   // scratch for schedule()

@@ -10,6 +10,7 @@ PACKAGES=(
   flatbuffers-compiler libflatbuffers-dev
   libgtest-dev libgmock-dev libboost-context-dev
   libopenblas-dev nlohmann-json3-dev libxxhash-dev libclang-rt-22-dev
+  libzstd-dev
 )
 
 missing=()

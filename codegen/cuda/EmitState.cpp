@@ -1,5 +1,5 @@
-// Per-request recurrences: short convolutions and the scans, each reading and writing its
-// layer's state pool in the request's slot.
+// Per-request recurrences: short convolutions and the scans, each reading its layer's state
+// pool in the request's input unit and writing it in its output unit.
 #include "codegen/cuda/Emitter.h"
 
 #include <limits>
@@ -13,7 +13,8 @@ namespace {
 // The step's per-request metadata and the state pool, which every scan names alike.
 template <class S, class Op> void setScanSlots(Emitter &e, SlotArgs<S> &args, Op op) {
   args.set(S::CuSeqlens, e.arg(op.getCuSeqlens()))
-      .set(S::Slots, e.arg(op.getSlots()))
+      .set(S::StateIn, e.arg(op.getStateIn()))
+      .set(S::StateOut, e.arg(op.getStateOut()))
       .set(S::HasInitial, e.arg(op.getHasInitialState()))
       .set(S::Pool, Emitter::state(op.getLayer(), op.getState()))
       .set(S::Out, e.arg(op.getResult()));

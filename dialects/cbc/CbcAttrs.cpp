@@ -75,21 +75,32 @@ LogicalResult RouteGroupsAttr::verify(function_ref<InFlightDiagnostic()> emitErr
 
 LogicalResult CachePlanAttr::verify(function_ref<InFlightDiagnostic()> emitError, int64_t blockSize,
                                     StorageType, ArrayRef<CacheGroupAttr> groups,
-                                    ArrayRef<CacheLayerAttr> layers, ArrayRef<StateDeclAttr> states,
-                                    int64_t stateBytesPerSlot) {
+                                    ArrayRef<CacheLayerAttr> layers, ArrayRef<StateDeclAttr> states) {
   if (blockSize <= 0)
     return emitError() << "cache plan block_size must be positive";
-  for (auto [i, g] : llvm::enumerate(groups))
+  // Paged groups, then static ones (both have block tables, numbered from 0), then one state group.
+  CacheGroupAttr stateGroup;
+  for (auto [i, g] : llvm::enumerate(groups)) {
     if (g.getId() != (int64_t)i)
       return emitError() << "cache plan groups must be numbered in order";
+    if (stateGroup || (i > 0 && g.getKind() == CacheKind::paged && groups[i - 1].getKind() != CacheKind::paged))
+      return emitError() << "cache plan groups must come paged first, then static, then one state group";
+    if (g.getKind() == CacheKind::state)
+      stateGroup = g;
+  }
   for (CacheLayerAttr l : layers)
-    if (l.getGroup() < 0 || l.getGroup() >= (int64_t)groups.size())
-      return emitError() << "cache plan layer " << l.getLayer() << " is in no group";
+    if (l.getGroup() < 0 || l.getGroup() >= (int64_t)groups.size() ||
+        groups[l.getGroup()].getKind() == CacheKind::state)
+      return emitError() << "cache plan layer " << l.getLayer() << " is in no paged or static group";
   int64_t bytes = 0;
-  for (StateDeclAttr s : states)
+  for (StateDeclAttr s : states) {
     bytes += s.getBytes();
-  if (bytes != stateBytesPerSlot)
-    return emitError() << "cache plan state_bytes_per_slot must be the sum of the states' bytes";
+    if (!stateGroup || !llvm::is_contained(stateGroup.getLayers(), s.getLayer()))
+      return emitError() << "cache plan state '" << s.getName() << "' of layer " << s.getLayer()
+                         << " is in no state group";
+  }
+  if (stateGroup && stateGroup.getBytesPerUnit() != bytes)
+    return emitError() << "cache plan state group's bytes_per_unit must be the sum of the states' bytes";
   return success();
 }
 

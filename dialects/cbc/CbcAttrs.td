@@ -166,9 +166,19 @@ def Cbc_CacheLayerAttr : Cbc_Attr<"CacheLayer", "cache_layer"> {
 }
 
 def Cbc_CacheGroupAttr : Cbc_Attr<"CacheGroup", "cache_group"> {
-  let summary = "Layers that share block tables: one retention, its bytes per token.";
-  let parameters = (ins "int64_t":$id, "RetentionAttr":$retention,
-                        Cbc_IntListParameter<"layers">:$layers, "int64_t":$bytes_per_token);
+  let summary = "Layers whose cache is kept together: one kind, one retention, one unit size.";
+  let description = [{
+    A `paged` group's layers share block tables and keep rows per token in blocks of the plan's
+    block size (`bytes_per_token` for all of them together, at the cache dtype); its retention
+    says which tokens they keep. A `static` group keeps rows the same way but writes them once
+    per request (an encoder's output). The `state` group keeps the per-request states of its
+    layers (the plan's `states`): one unit is one snapshot of all of them, `bytes_per_unit`
+    bytes; its retention is unused. Groups come paged first, then static, then the state group.
+  }];
+  let parameters = (ins "int64_t":$id, Cbc_EnumParameter<Cbc_CacheKind, "paged">:$kind,
+                        "RetentionAttr":$retention, Cbc_IntListParameter<"layers">:$layers,
+                        DefaultValuedParameter<"int64_t", "0">:$bytes_per_token,
+                        DefaultValuedParameter<"int64_t", "0">:$bytes_per_unit);
   let assemblyFormat = "`<` struct(params) `>`";
 }
 
@@ -180,17 +190,16 @@ def Cbc_StateDeclAttr : Cbc_Attr<"StateDecl", "state_decl"> {
 }
 
 def Cbc_CachePlanAttr : Cbc_Attr<"CachePlan", "cache_plan"> {
-  let summary = "The paged cache and the per-request states, as cbc-plan-cache decided them.";
+  let summary = "The cache's groups, layers and states, as cbc-plan-cache decided them.";
   let description = [{
-    The block size and element type of the paged cache; per group its retention, layers and
-    bytes per token; per attention layer its rows; the per-request states with their bytes,
-    and their sum per request slot.
+    The block size and element type of the paged cache; the cache groups (see
+    `#cbc.cache_group`); per attention layer its rows and group; the per-request states with
+    their bytes, which the state group keeps.
   }];
   let parameters = (ins "int64_t":$block_size, EnumParameter<Cbc_StorageType>:$kv_dtype,
                         Cbc_AttrListParameter<"CacheGroupAttr", "groups">:$groups,
                         Cbc_AttrListParameter<"CacheLayerAttr", "layers">:$layers,
-                        Cbc_AttrListParameter<"StateDeclAttr", "states">:$states,
-                        DefaultValuedParameter<"int64_t", "0">:$state_bytes_per_slot);
+                        Cbc_AttrListParameter<"StateDeclAttr", "states">:$states);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
 }

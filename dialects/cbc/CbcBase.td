@@ -35,8 +35,26 @@ def Cbc_Dialect : Dialect {
   }];
 }
 
+// Where an instruction keeps data across steps, which the loader checks against the cache plan:
+// nowhere, in its layer's paged cache (its parameter table starts with `site: CacheSite`), or in
+// a per-request state (its table starts with `state: StateSite`).
+class Cbc_SiteKind<string kindName> { string name = kindName; }
+def Cbc_NoSite : Cbc_SiteKind<"None">;
+def Cbc_CacheSite : Cbc_SiteKind<"Cache">;
+def Cbc_StateSite : Cbc_SiteKind<"State">;
+
+// Every op but cbc.weight.ref is an instruction of the artefact. These fields are its entry in
+// the op table that cbc-tblgen generates (runtime/schema/ops.inc), from which the opcode names,
+// the loader's operand counts and site checks, `cbc dump` and the CPU dispatch are expanded.
 class Cbc_Op<string mnemonic, list<Trait> traits = []> :
-    Op<Cbc_Dialect, mnemonic, traits>;
+    Op<Cbc_Dialect, mnemonic, traits> {
+  // The instruction's `Opcode` in runtime/schema/model.fbs, whose enumerator is the def's name
+  // without `Cbc_` and `Op`. Stored in artefacts: never renumbered. -1: not an instruction.
+  int opcode = -1;
+  // Its parameter table in model.fbs's `OpParams`; empty: the op has none.
+  string params = "";
+  Cbc_SiteKind site = Cbc_NoSite;
+}
 
 class Cbc_Attr<string name, string attrMnemonic, list<Trait> traits = []> :
     AttrDef<Cbc_Dialect, name, traits> {
@@ -73,6 +91,10 @@ def Cbc_BlockTables : Type<And<[
     CPred<"::llvm::cast<::mlir::RankedTensorType>($_self).getRank() == 3">,
     CPred<"::llvm::cast<::mlir::RankedTensorType>($_self).getElementType().isInteger(32)">]>,
     "block tables (tensor<?x?x?xi32>)">;
+
+// A variadic list of at least one value: cbc-tblgen's op table reads `minSize` as the list's
+// least operand (or result) count, which the op's verifier also requires.
+class Cbc_NonEmpty<Type type> : Variadic<type> { let minSize = 1; }
 
 // A checkpoint tensor of static shape.
 def Cbc_Weight : Type<And<[

@@ -92,6 +92,13 @@ def Cbc_RetentionKind : Cbc_Enum<"RetentionKind", "which tokens a cache layer ke
     I32EnumAttrCase<"window", 1>, // the last `tokens` tokens
     I32EnumAttrCase<"chunk", 2>]>; // the current chunk of `tokens` tokens
 
+// The three kinds of cache group: the cache's one memory model (cbc-plan-cache, and the
+// runtime's coordinator with one manager per kind).
+def Cbc_CacheKind : Cbc_Enum<"CacheKind", "what a cache group holds", [
+    I32EnumAttrCase<"paged", 0>,               // rows per token, in blocks through block tables
+    I32EnumAttrCase<"state", 1>,               // per-request states; a unit is one snapshot of them
+    I32EnumAttrCase<"static_rows", 2, "static">]>; // rows written once per request, in blocks
+
 def Cbc_StorageType : Cbc_Enum<"StorageType", "an element type of the cache", [
     I32EnumAttrCase<"f32", 0>,
     I32EnumAttrCase<"bf16", 1>,

@@ -1,6 +1,7 @@
 // The op verifiers: how each op's attributes fit its operands. Closed sets are enums and
 // parameter bundles verify themselves (CbcAttrs.cpp), so what is left here is shapes.
 #include "dialects/cbc/CbcOps.h"
+#include "runtime/schema/shape_rules.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
@@ -14,9 +15,12 @@ namespace {
 int64_t cols(Value v) { return llvm::cast<RankedTensorType>(v.getType()).getDimSize(1); }
 RankedTensorType tensorType(Value v) { return llvm::cast<RankedTensorType>(v.getType()); }
 
-// A weight of exactly `n` elements, whatever its rank (per-head parameters keep the
-// checkpoint's own shape).
-bool hasElements(Value v, int64_t n) { return tensorType(v).getNumElements() == n; }
+int64_t numel(Value v) { return tensorType(v).getNumElements(); }
+// The elements of a vector weight; -1 for any other rank, which no rule accepts.
+int64_t vectorLength(Value v) { return tensorType(v).getRank() == 1 ? tensorType(v).getDimSize(0) : -1; }
+
+// The shared shape rules (runtime/schema/shape_rules.h) as the op's verifier.
+LogicalResult verifyShape(Operation *op, shape::Error error) { return error ? op->emitOpError(error) : success(); }
 
 // The factor of cbc.math.mul and cbc.math.gate: one per group of equal columns (as wide as x,
 // one per head, or one per row).
@@ -25,14 +29,6 @@ LogicalResult verifyRowFactor(Operation *op, Value x, Value g, Value result) {
     return op->emitOpError("gate width must divide the input width");
   if (cols(result) != cols(x))
     return op->emitOpError("result width must equal the input width");
-  return success();
-}
-
-LogicalResult verifyHeads(Operation *op, int64_t heads, int64_t kvHeads, int64_t headDim) {
-  if (heads <= 0 || kvHeads <= 0 || headDim <= 0)
-    return op->emitOpError("head counts and head_dim must be positive");
-  if (heads % kvHeads != 0)
-    return op->emitOpError("num_heads must be a multiple of num_kv_heads");
   return success();
 }
 
@@ -188,17 +184,12 @@ LogicalResult ConcatOp::verify() {
 }
 
 LogicalResult HeadLinearOp::verify() {
-  int64_t heads = getHeads(), offset = getOffset(), rows = getRows();
   auto w = tensorType(getWeight());
-  if (heads <= 0 || w.getRank() != 2 || w.getDimSize(0) % heads != 0)
-    return emitOpError("weight must be [heads * R, C] with heads positive");
-  int64_t R = w.getDimSize(0) / heads, C = w.getDimSize(1);
-  if (offset < 0 || rows <= 0 || offset + rows > R)
-    return emitOpError("rows [offset, offset + rows) must lie within each head's ") << R << " weight rows";
-  int64_t in = getTranspose() ? rows : C, out = getTranspose() ? C : rows;
-  if (cols(getX()) != heads * in || cols(getResult()) != heads * out)
-    return emitOpError("x and result widths must be heads * ") << in << " and heads * " << out;
-  return success();
+  bool matrix = w.getRank() == 2;
+  return verifyShape(*this, shape::check(shape::HeadLinear{(int64_t)getHeads(), (int64_t)getOffset(), (int64_t)getRows(),
+                                                           w.getRank(), matrix ? w.getDimSize(0) : 0,
+                                                           matrix ? w.getDimSize(1) : 0, getTranspose(), cols(getX()),
+                                                           cols(getResult())}));
 }
 
 LogicalResult PositionScaleOp::verify() {
@@ -274,15 +265,11 @@ LogicalResult KvAppendOp::verify() {
 }
 
 LogicalResult KvLatentAttentionOp::verify() {
-  int64_t heads = getNumHeads(), latent = getLatentDim(), rope = getRopeDim();
-  if (heads <= 0 || latent <= 0 || rope < 0)
-    return emitOpError("num_heads and latent_dim must be positive and rope_dim not negative");
-  if (cols(getQLatent()) != heads * latent || cols(getResult()) != heads * latent)
-    return emitOpError("q_latent and result width must be num_heads * latent_dim");
-  if (cols(getQRope()) != heads * rope)
-    return emitOpError("q_rope width must be num_heads * rope_dim");
-  if (getSelection() && cols(getSelection()) <= 0)
-    return emitOpError("selection must list at least one row per query");
+  if (failed(verifyShape(*this, shape::check(shape::KvLatentAttention{
+                                    (int64_t)getNumHeads(), (int64_t)getLatentDim(), (int64_t)getRopeDim(),
+                                    cols(getQLatent()), cols(getQRope()), cols(getResult()),
+                                    getSelection() ? cols(getSelection()) : -1}))))
+    return failure();
   if (getSelection() && getRetention().getKind() != RetentionKind::all)
     return emitOpError("a selection reads layers that keep every token");
   return success();
@@ -311,51 +298,29 @@ LogicalResult KvIndexAppendOp::verify() {
 }
 
 LogicalResult KvIndexSelectOp::verify() {
-  int64_t heads = getNumHeads(), dim = getHeadDim();
-  if (heads <= 0 || dim <= 0 || getTopk() <= 0)
-    return emitOpError("num_heads, head_dim and topk must be positive");
-  if (cols(getQ()) != heads * dim)
-    return emitOpError("q width must be num_heads * head_dim");
-  if (cols(getWeights()) != heads)
-    return emitOpError("weights must have one column per head");
-  if (cols(getResult()) != getTopk())
-    return emitOpError("result width must be topk");
-  return success();
+  return verifyShape(*this, shape::check(shape::KvIndexSelect{(int64_t)getNumHeads(), (int64_t)getHeadDim(),
+                                                              (int64_t)getTopk(), cols(getQ()), cols(getWeights()),
+                                                              cols(getResult())}));
 }
 
 LogicalResult KvAttentionOp::verify() {
-  int64_t heads = getNumHeads();
-  if (failed(verifyHeads(*this, heads, getNumKvHeads(), getHeadDim())))
+  if (failed(verifyShape(*this, shape::check(shape::KvAttention{
+                                    (int64_t)getNumHeads(), (int64_t)getNumKvHeads(), (int64_t)getHeadDim(),
+                                    (int64_t)getBiasExtent(), cols(getQ()), cols(getResult()),
+                                    getDistanceBias() ? cols(getDistanceBias()) : 0, (bool)getDistanceBias(),
+                                    getSinks() ? vectorLength(getSinks()) : 0, (bool)getSinks()}))))
     return failure();
-  if (cols(getQ()) != heads * (int64_t)getHeadDim())
-    return emitOpError("q width must be num_heads * head_dim");
-  if (cols(getResult()) % heads != 0)
-    return emitOpError("result width must be a multiple of num_heads");
-  if (getSinks()) {
-    auto s = tensorType(getSinks());
-    if (s.getRank() != 1 || s.getDimSize(0) != heads)
-      return emitOpError("sinks must have one entry per query head");
-  }
   if (getSoftcap() && getSoftcap()->convertToDouble() <= 0)
     return emitOpError("softcap must be positive");
-  int64_t extent = getBiasExtent();
-  if ((bool)getDistanceBias() != (extent > 0))
-    return emitOpError("a distance bias needs a positive bias_extent, and bias_extent a distance bias");
-  if (getDistanceBias() && cols(getDistanceBias()) != heads * extent)
-    return emitOpError("distance_bias width must be num_heads * bias_extent");
   return success();
 }
 
 LogicalResult KvRopeAppendOp::verify() {
-  int64_t heads = getNumHeads(), kvHeads = getNumKvHeads(), headDim = getHeadDim();
-  if (failed(verifyHeads(*this, heads, kvHeads, headDim)))
+  int64_t headDim = getHeadDim();
+  if (failed(verifyShape(*this, shape::check(shape::KvRopeAppend{(int64_t)getNumHeads(), (int64_t)getNumKvHeads(),
+                                                                 headDim, (int64_t)getRope().getHeadDim(),
+                                                                 cols(getQkv()), cols(getQ())}))))
     return failure();
-  if (cols(getQkv()) != (heads + 2 * kvHeads) * headDim)
-    return emitOpError("qkv width must be (num_heads + 2 * num_kv_heads) * head_dim");
-  if (cols(getQ()) != heads * headDim)
-    return emitOpError("result width must be num_heads * head_dim");
-  if (getRope().getHeadDim() != headDim)
-    return emitOpError("rope head_dim must equal head_dim");
   if ((bool)getQNorm() != (bool)getKNorm())
     return emitOpError("give both q and k norm weights or neither");
   if (getQNorm()) {
@@ -370,55 +335,37 @@ LogicalResult KvRopeAppendOp::verify() {
   return success();
 }
 
-LogicalResult StateConv1dOp::verify() {
-  int64_t channels = cols(getX());
-  auto w = tensorType(getWeight());
-  // The layout of a depthwise torch Conv1d weight, so checkpoints load without reshaping.
-  if (w.getRank() != 3 || w.getDimSize(0) != channels || w.getDimSize(1) != 1 || w.getDimSize(2) < 1)
-    return emitOpError("weight must be [channels, 1, kernel]");
-  if (getBias()) {
-    auto b = tensorType(getBias());
-    if (b.getRank() != 1 || b.getDimSize(0) != channels)
-      return emitOpError("bias must have one entry per channel");
-  }
-  if (cols(getResult()) != channels)
-    return emitOpError("result width must equal the channel count");
-  return success();
+// The torch depthwise Conv1d weight layout, so checkpoints load without reshaping.
+static shape::Conv1d conv1dShape(StateConv1dOp op) {
+  auto w = tensorType(op.getWeight());
+  bool rank3 = w.getRank() == 3;
+  return {cols(op.getX()), w.getRank(), rank3 ? w.getDimSize(0) : 0, rank3 ? w.getDimSize(1) : 0,
+          rank3 ? w.getDimSize(2) : 0, op.getBias() ? vectorLength(op.getBias()) : 0, cols(op.getResult()),
+          (bool)op.getBias()};
 }
+LogicalResult StateConv1dOp::verify() { return verifyShape(*this, shape::check(conv1dShape(*this))); }
 
+static shape::GatedDelta gatedDeltaShape(GatedDeltaOp op) {
+  return {(int64_t)op.getNumKHeads(), (int64_t)op.getNumVHeads(), (int64_t)op.getKDim(), (int64_t)op.getVDim(),
+          cols(op.getQ()), cols(op.getK()), cols(op.getV()), cols(op.getA()), cols(op.getB()), cols(op.getResult()),
+          numel(op.getALog()), numel(op.getDtBias())};
+}
 LogicalResult GatedDeltaOp::verify() {
-  int64_t hk = getNumKHeads(), hv = getNumVHeads(), dk = getKDim(), dv = getVDim();
-  if (hk <= 0 || hv <= 0 || dk <= 0 || dv <= 0 || hv % hk != 0)
-    return emitOpError("num_v_heads must be a positive multiple of num_k_heads");
-  if (cols(getQ()) != hk * dk || cols(getK()) != hk * dk || cols(getV()) != hv * dv)
-    return emitOpError("q and k must be [T, num_k_heads * k_dim] and v [T, num_v_heads * v_dim]");
-  if (cols(getA()) != hv || cols(getB()) != hv)
-    return emitOpError("a and b must be [T, num_v_heads]");
-  if (!hasElements(getALog(), hv) || !hasElements(getDtBias(), hv))
-    return emitOpError("A_log and dt_bias must have num_v_heads entries");
-  if (cols(getResult()) != hv * dv)
-    return emitOpError("result width must be num_v_heads * v_dim");
+  if (failed(verifyShape(*this, shape::check(gatedDeltaShape(*this)))))
+    return failure();
   if (getBetaScale().convertToDouble() <= 0)
     return emitOpError("beta_scale must be positive");
   return success();
 }
 
+static shape::Kda kdaShape(KdaOp op) {
+  return {(int64_t)op.getNumHeads(), (int64_t)op.getKDim(), (int64_t)op.getVDim(), cols(op.getQ()), cols(op.getK()),
+          cols(op.getV()), cols(op.getF()), cols(op.getB()), cols(op.getResult()), numel(op.getALog()),
+          numel(op.getDtBias())};
+}
 LogicalResult KdaOp::verify() {
-  int64_t H = getNumHeads(), dk = getKDim(), dv = getVDim();
-  if (H <= 0 || dk <= 0 || dv <= 0)
-    return emitOpError("num_heads, k_dim and v_dim must be positive");
-  if (cols(getQ()) != H * dk || cols(getK()) != H * dk || cols(getV()) != H * dv)
-    return emitOpError("q and k must be [T, num_heads * k_dim] and v [T, num_heads * v_dim]");
-  if (cols(getF()) != H * dk)
-    return emitOpError("f must be [T, num_heads * k_dim]");
-  if (cols(getB()) != H)
-    return emitOpError("b must be [T, num_heads]");
-  if (!hasElements(getALog(), H))
-    return emitOpError("A_log must have num_heads entries");
-  if (!hasElements(getDtBias(), H * dk))
-    return emitOpError("dt_bias must have num_heads * k_dim entries");
-  if (cols(getResult()) != H * dv)
-    return emitOpError("result width must be num_heads * v_dim");
+  if (failed(verifyShape(*this, shape::check(kdaShape(*this)))))
+    return failure();
   bool bounded = getGate() == DecayGate::bounded_sigmoid;
   if (bounded != (bool)getLowerBoundAttr())
     return emitOpError("lower_bound is given with the bounded_sigmoid gate and only with it");
@@ -427,51 +374,34 @@ LogicalResult KdaOp::verify() {
   return success();
 }
 
+static shape::Ssd ssdShape(SsdOp op) {
+  return {(int64_t)op.getNumHeads(), (int64_t)op.getHeadDim(), (int64_t)op.getNGroups(), (int64_t)op.getStateSize(),
+          cols(op.getX()), cols(op.getDt()), cols(op.getB()), cols(op.getC()), cols(op.getResult()),
+          numel(op.getALog()), numel(op.getDtBias()), numel(op.getD())};
+}
 LogicalResult SsdOp::verify() {
-  int64_t H = getNumHeads(), P = getHeadDim(), G = getNGroups(), N = getStateSize();
-  if (H <= 0 || P <= 0 || G <= 0 || N <= 0 || H % G != 0)
-    return emitOpError("num_heads must be a positive multiple of n_groups");
-  if (cols(getX()) != H * P || cols(getDt()) != H)
-    return emitOpError("x must be [T, num_heads * head_dim] and dt [T, num_heads]");
-  if (cols(getB()) != G * N || cols(getC()) != G * N)
-    return emitOpError("B and C must be [T, n_groups * state_size]");
-  if (!hasElements(getALog(), H) || !hasElements(getDtBias(), H) || !hasElements(getD(), H))
-    return emitOpError("A_log, dt_bias and D must have num_heads entries");
-  if (cols(getResult()) != H * P)
-    return emitOpError("result width must be num_heads * head_dim");
+  if (failed(verifyShape(*this, shape::check(ssdShape(*this)))))
+    return failure();
   double lo = getDtMin().convertToDouble(), hi = getDtMax().convertToDouble();
   if (!(lo <= hi) || lo < 0)
     return emitOpError("dt limits must satisfy 0 <= dt_min <= dt_max");
   return success();
 }
 
-LogicalResult SelectiveScanOp::verify() {
-  int64_t I = cols(getX()), G = getNGroups(), N = getStateSize();
-  if (I <= 0 || cols(getDt()) != I || (getZ() && cols(getZ()) != I))
-    return emitOpError("x, dt and z must be [T, channels]");
-  if (G <= 0 || N <= 0 || I % G != 0)
-    return emitOpError("n_groups must divide the channel count");
-  if (cols(getB()) != G * N || cols(getC()) != G * N)
-    return emitOpError("B and C must be [T, n_groups * state_size]");
-  if (!hasElements(getALog(), I * N))
-    return emitOpError("A_log must be [channels, state_size]");
-  if (!hasElements(getDtBias(), I) || !hasElements(getD(), I))
-    return emitOpError("dt_bias and D must have one entry per channel");
-  if (cols(getResult()) != I)
-    return emitOpError("result width must equal the channel count");
-  return success();
+static shape::SelectiveScan selectiveScanShape(SelectiveScanOp op) {
+  return {cols(op.getX()), (int64_t)op.getNGroups(), (int64_t)op.getStateSize(), cols(op.getDt()),
+          op.getZ() ? cols(op.getZ()) : 0, cols(op.getB()), cols(op.getC()), cols(op.getResult()), (bool)op.getZ(),
+          numel(op.getALog()), numel(op.getDtBias()), numel(op.getD())};
 }
+LogicalResult SelectiveScanOp::verify() { return verifyShape(*this, shape::check(selectiveScanShape(*this))); }
 
+static shape::Lightning lightningShape(LightningOp op) {
+  return {(int64_t)op.getNumHeads(), (int64_t)op.getHeadDim(), (int64_t)op.getDecay().size(), cols(op.getQ()),
+          cols(op.getK()), cols(op.getV()), cols(op.getResult())};
+}
 LogicalResult LightningOp::verify() {
-  int64_t H = getNumHeads(), d = getHeadDim();
-  if (H <= 0 || d <= 0)
-    return emitOpError("num_heads and head_dim must be positive");
-  if (cols(getQ()) != H * d || cols(getK()) != H * d || cols(getV()) != H * d)
-    return emitOpError("q, k and v must be [T, num_heads * head_dim]");
-  if (cols(getResult()) != H * d)
-    return emitOpError("result width must be num_heads * head_dim");
-  if ((int64_t)getDecay().size() != H)
-    return emitOpError("decay must have num_heads entries");
+  if (failed(verifyShape(*this, shape::check(lightningShape(*this)))))
+    return failure();
   for (double s : getDecay())
     if (!(s >= 0) || !std::isfinite(s))
       return emitOpError("decay rates must be finite and not negative");
@@ -556,25 +486,15 @@ LogicalResult MoeExpertsOp::verify() {
   return success();
 }
 
-// The states the recurrences keep per request.
-SmallVector<int64_t> StateConv1dOp::getStateShape() { // the last K - 1 inputs per channel
-  auto w = tensorType(getWeight());
-  return {w.getDimSize(0), w.getDimSize(2) - 1};
-}
-SmallVector<int64_t> GatedDeltaOp::getStateShape() { // one dk x dv matrix per value head
-  return {(int64_t)getNumVHeads(), (int64_t)getKDim(), (int64_t)getVDim()};
-}
-SmallVector<int64_t> KdaOp::getStateShape() { // one dk x dv matrix per head
-  return {(int64_t)getNumHeads(), (int64_t)getKDim(), (int64_t)getVDim()};
-}
-SmallVector<int64_t> SsdOp::getStateShape() { // one head_dim x state_size matrix per head
-  return {(int64_t)getNumHeads(), (int64_t)getHeadDim(), (int64_t)getStateSize()};
-}
-SmallVector<int64_t> LightningOp::getStateShape() { // one d x d matrix (k^T v) per head
-  return {(int64_t)getNumHeads(), (int64_t)getHeadDim(), (int64_t)getHeadDim()};
-}
-SmallVector<int64_t> SelectiveScanOp::getStateShape() { // state_size values per channel
-  return {cols(getX()), (int64_t)getStateSize()};
+// The states the recurrences keep per request, as runtime/schema/shape_rules.h gives them.
+template <size_t N> static SmallVector<int64_t> shapeVector(const std::array<int64_t, N> &a) { return {a.begin(), a.end()}; }
+SmallVector<int64_t> StateConv1dOp::getStateShape() { return shapeVector(shape::stateShape(conv1dShape(*this))); }
+SmallVector<int64_t> GatedDeltaOp::getStateShape() { return shapeVector(shape::stateShape(gatedDeltaShape(*this))); }
+SmallVector<int64_t> KdaOp::getStateShape() { return shapeVector(shape::stateShape(kdaShape(*this))); }
+SmallVector<int64_t> SsdOp::getStateShape() { return shapeVector(shape::stateShape(ssdShape(*this))); }
+SmallVector<int64_t> LightningOp::getStateShape() { return shapeVector(shape::stateShape(lightningShape(*this))); }
+SmallVector<int64_t> SelectiveScanOp::getStateShape() {
+  return shapeVector(shape::stateShape(selectiveScanShape(*this)));
 }
 
 #include "dialects/cbc/CbcInterfaces.cpp.inc"

@@ -84,6 +84,8 @@ def Cbc_MathGroup : OpDocGroup {
 let opDocGroup = Cbc_MathGroup in {
 
 def Cbc_EmbedOp : Cbc_Op<"math.embed", [Pure]> {
+  let opcode = 0;
+  let params = "EmbedParams";
   let summary = "Token embedding gather, with an optional scale.";
   let description = [{
     `result[t] = table[tokens[t]] * scale`. A scale that the checkpoint's own dtype rounds is
@@ -97,6 +99,7 @@ def Cbc_EmbedOp : Cbc_Op<"math.embed", [Pure]> {
 }
 
 def Cbc_LinearOp : Cbc_Op<"math.linear", [Pure]> {
+  let opcode = 1;
   let summary = "Row-wise matrix product with a [N, K] weight and optional bias.";
   let description = [{
     `result[t, n] = sum_k x[t, k] * weight[n, k] + bias[n]`. This is the GEMM of the step; the
@@ -109,6 +112,8 @@ def Cbc_LinearOp : Cbc_Op<"math.linear", [Pure]> {
 }
 
 def Cbc_RmsNormOp : Cbc_Op<"math.rms_norm", [Pure]> {
+  let opcode = 2;
+  let params = "NormParams";
   let summary = "RMS normalisation over groups of `group` features.";
   let description = [{
     Each row is split into groups of `group` features (the whole row by default; one head for
@@ -124,6 +129,8 @@ def Cbc_RmsNormOp : Cbc_Op<"math.rms_norm", [Pure]> {
 }
 
 def Cbc_LayerNormOp : Cbc_Op<"math.layer_norm", [Pure]> {
+  let opcode = 31;
+  let params = "NormParams";
   let summary = "Layer normalisation of each row, with a weight and a bias.";
   let description = [{
     `result = (x - mean(x)) * rsqrt(var(x) + eps) * weight + bias` per row, with the biased
@@ -137,6 +144,7 @@ def Cbc_LayerNormOp : Cbc_Op<"math.layer_norm", [Pure]> {
 }
 
 def Cbc_AddOp : Cbc_Op<"math.add", [Pure, SameOperandsAndResultType]> {
+  let opcode = 3;
   let summary = "Elementwise sum (the residual add).";
   let description = [{ `result = lhs + rhs`, for packed rows of the same shape. }];
   let arguments = (ins Cbc_Rows:$lhs, Cbc_Rows:$rhs);
@@ -145,6 +153,7 @@ def Cbc_AddOp : Cbc_Op<"math.add", [Pure, SameOperandsAndResultType]> {
 }
 
 def Cbc_MulOp : Cbc_Op<"math.mul", [Pure]> {
+  let opcode = 4;
   let summary = "Elementwise product, with one factor per row broadcast.";
   let description = [{
     `result = x * g`, where the width of `g` divides that of `x` (as cbc.math.gate: per element,
@@ -159,6 +168,7 @@ def Cbc_MulOp : Cbc_Op<"math.mul", [Pure]> {
 }
 
 def Cbc_GateOp : Cbc_Op<"math.gate", [Pure]> {
+  let opcode = 5;
   let summary = "Multiplies rows by a sigmoid gate.";
   let description = [{
     `result = x * sigmoid(g)`, where the width of `g` divides that of `x`: column `j` of a row
@@ -172,6 +182,8 @@ def Cbc_GateOp : Cbc_Op<"math.gate", [Pure]> {
 }
 
 def Cbc_GluOp : Cbc_Op<"math.glu", [Pure]> {
+  let opcode = 6;
+  let params = "GluParams";
   let summary = "Gated linear unit over a fused [gate | up] row.";
   let description = [{
     Splits each row of width `2I` into gate and up halves (`layout = halves`) or alternating
@@ -187,31 +199,35 @@ def Cbc_GluOp : Cbc_Op<"math.glu", [Pure]> {
 }
 
 def Cbc_SplitOp : Cbc_Op<"math.split", [Pure]> {
+  let opcode = 7;
   let summary = "Splits rows into consecutive column blocks.";
   let description = [{
     Returns the column blocks of `x` in order; their widths must add up to the width of `x`.
     Used after a fused projection (q|k|v).
   }];
   let arguments = (ins Cbc_Rows:$x);
-  let results = (outs Variadic<Cbc_Rows>:$results);
+  let results = (outs Cbc_NonEmpty<Cbc_Rows>:$results);
   let assemblyFormat = "$x attr-dict `:` type($x) `->` type($results)";
   let hasVerifier = 1;
 }
 
 def Cbc_ConcatOp : Cbc_Op<"math.concat", [Pure]> {
+  let opcode = 8;
   let summary = "Concatenates rows column-wise.";
   let description = [{
     `result[t] = [x0[t] | x1[t] | ...]`: the inputs' columns side by side, in operand order; the
     result width is the sum of the input widths. The inverse of `cbc.math.split`: blocks that
     read the residual stream next to the original embeddings.
   }];
-  let arguments = (ins Variadic<Cbc_Rows>:$inputs);
+  let arguments = (ins Cbc_NonEmpty<Cbc_Rows>:$inputs);
   let results = (outs Cbc_Rows:$result);
   let assemblyFormat = "$inputs attr-dict `:` type($inputs) `->` type($result)";
   let hasVerifier = 1;
 }
 
 def Cbc_RopeOp : Cbc_Op<"math.rope", [Pure]> {
+  let opcode = 9;
+  let params = "RopeParams";
   let summary = "Rotary position embedding applied per head.";
   let description = [{
     Rotates every head of `x` by the schedule `rope` (see `#cbc.rope`) at each token's position,
@@ -225,6 +241,8 @@ def Cbc_RopeOp : Cbc_Op<"math.rope", [Pure]> {
 }
 
 def Cbc_ActOp : Cbc_Op<"math.act", [Pure, SameOperandsAndResultType]> {
+  let opcode = 10;
+  let params = "ActParams";
   let summary = "Elementwise activation, then a constant factor.";
   let description = [{
     `result = scale * act(x)`. Serves plain (ungated) MLPs and the constant multipliers on
@@ -238,6 +256,8 @@ def Cbc_ActOp : Cbc_Op<"math.act", [Pure, SameOperandsAndResultType]> {
 }
 
 def Cbc_SoftcapOp : Cbc_Op<"math.softcap", [Pure, SameOperandsAndResultType]> {
+  let opcode = 11;
+  let params = "SoftcapParams";
   let summary = "Logit soft-capping: cap * tanh(x / cap).";
   let description = [{ Applied to the final logits of models that cap them. }];
   let arguments = (ins Cbc_Rows:$x, F64Attr:$cap);
@@ -247,6 +267,8 @@ def Cbc_SoftcapOp : Cbc_Op<"math.softcap", [Pure, SameOperandsAndResultType]> {
 }
 
 def Cbc_HeadLinearOp : Cbc_Op<"math.head_linear", [Pure]> {
+  let opcode = 25;
+  let params = "HeadLinearParams";
   let summary = "A matrix product per head with a slice of each head's rows of one weight.";
   let description = [{
     The weight `[heads * R, C]` holds `heads` blocks of `R` rows; each head uses rows
@@ -264,6 +286,8 @@ def Cbc_HeadLinearOp : Cbc_Op<"math.head_linear", [Pure]> {
 }
 
 def Cbc_PositionScaleOp : Cbc_Op<"math.position_scale", [Pure]> {
+  let opcode = 26;
+  let params = "PositionScaleParams";
   let summary = "Scales each row by a factor that grows with the log of its token's position.";
   let description = [{
     `result[t] = x[t] * (1 + beta * log(1 + floor((positions[t] + offset) / period)))`: the
@@ -280,6 +304,8 @@ def Cbc_PositionScaleOp : Cbc_Op<"math.position_scale", [Pure]> {
 }
 
 def Cbc_AddRmsNormOp : Cbc_Op<"math.add_rms_norm", [Pure]> {
+  let opcode = 12;
+  let params = "NormParams";
   let summary = "Residual add fused with the RMS norm that follows it.";
   let description = [{
     Returns `sum = lhs + rhs` and `rms_norm(sum, weight)` (see `cbc.math.rms_norm`, over whole
@@ -293,6 +319,8 @@ def Cbc_AddRmsNormOp : Cbc_Op<"math.add_rms_norm", [Pure]> {
 }
 
 def Cbc_RmsNormGatedOp : Cbc_Op<"math.rms_norm_gated", [Pure]> {
+  let opcode = 13;
+  let params = "GatedNormParams";
   let summary = "RMS norm combined with an activated gate, in either order.";
   let description = [{
     Over groups of `group` features: with `order = norm_gate`,
@@ -329,6 +357,9 @@ defvar Cbc_AllTokens = "::cbc::RetentionAttr::all($_builder.getContext())";
 let opDocGroup = Cbc_KvGroup in {
 
 def Cbc_KvAppendOp : Cbc_Op<"kv.append", [MemoryEffects<[MemWrite]>]> {
+  let opcode = 14;
+  let params = "KvAppendParams";
+  let site = Cbc_CacheSite;
   let summary = "Writes this step's key and value rows into the paged cache.";
   let description = [{
     Token `t` of request row `r = seq_ids[t]` at `p = positions[t]` is written to the block
@@ -349,6 +380,9 @@ def Cbc_KvAppendOp : Cbc_Op<"kv.append", [MemoryEffects<[MemWrite]>]> {
 }
 
 def Cbc_KvAttentionOp : Cbc_Op<"kv.attention", [MemoryEffects<[MemRead]>, AttrSizedOperandSegments]> {
+  let opcode = 15;
+  let params = "KvAttentionParams";
+  let site = Cbc_CacheSite;
   let summary = "Causal attention of this step's queries over the paged cache.";
   let description = [{
     Query row `t` (request row `r = seq_ids[t]`, position `p = positions[t]`) attends to the
@@ -376,6 +410,9 @@ def Cbc_KvAttentionOp : Cbc_Op<"kv.attention", [MemoryEffects<[MemRead]>, AttrSi
 }
 
 def Cbc_KvLatentAttentionOp : Cbc_Op<"kv.latent_attention", [MemoryEffects<[MemRead]>]> {
+  let opcode = 24;
+  let params = "KvLatentAttentionParams";
+  let site = Cbc_CacheSite;
   let summary = "Multi-head latent attention over a layer's cached latents, weights absorbed.";
   let description = [{
     Reads only the rows a `latent` `cbc.kv.append` keeps: per cached token `j`, the latent
@@ -402,6 +439,9 @@ def Cbc_KvLatentAttentionOp : Cbc_Op<"kv.latent_attention", [MemoryEffects<[MemR
 }
 
 def Cbc_KvIndexAppendOp : Cbc_Op<"kv.index_append", [MemoryEffects<[MemWrite]>]> {
+  let opcode = 29;
+  let params = "KvIndexAppendParams";
+  let site = Cbc_CacheSite;
   let summary = "Writes this step's indexer keys as the layer's `index_key` cache row.";
   let description = [{
     A sparse (indexed) attention layer keeps, beside the rows its `cbc.kv.append` declares, one
@@ -419,6 +459,9 @@ def Cbc_KvIndexAppendOp : Cbc_Op<"kv.index_append", [MemoryEffects<[MemWrite]>]>
 }
 
 def Cbc_KvIndexSelectOp : Cbc_Op<"kv.index_select", [MemoryEffects<[MemRead]>]> {
+  let opcode = 30;
+  let params = "KvIndexSelectParams";
+  let site = Cbc_CacheSite;
   let summary = "Lightning-indexer scores over a layer's cached index keys, and each query's top-k.";
   let description = [{
     Query row `t` (request `seq_ids[t]`, position `p = positions[t]`) scores every cached
@@ -441,6 +484,9 @@ def Cbc_KvIndexSelectOp : Cbc_Op<"kv.index_select", [MemoryEffects<[MemRead]>]> 
 }
 
 def Cbc_KvRopeAppendOp : Cbc_Op<"kv.rope_append", [MemoryEffects<[MemWrite]>, AttrSizedOperandSegments]> {
+  let opcode = 16;
+  let params = "KvRopeAppendParams";
+  let site = Cbc_CacheSite;
   let summary = "Splits a fused q|k|v row, normalises and rotates q and k, appends k and v.";
   let description = [{
     The attention prologue in one op, formed by `cbc-fuse-attention-inputs`: `qkv` holds
@@ -472,21 +518,26 @@ def Cbc_KvRopeAppendOp : Cbc_Op<"kv.rope_append", [MemoryEffects<[MemWrite]>, At
 def Cbc_StateGroup : OpDocGroup {
   let summary = "Per-request states";
   let description = [{
-    Ops that scan each request's rows in order from a fixed-size state kept in the request's
-    slot, and write the final state back. Each declares its state through
-    `StatefulOpInterface`.
+    Ops that scan each request's rows in order from a fixed-size state and leave the final
+    state behind. Request `r` starts from the state in unit `state_in[r]` of the cache's state
+    group (zeros unless `has_initial_state[r]`) and leaves its final state in unit
+    `state_out[r]`; unit `state_in[r]` is left as it was unless the two are the same. They are
+    the same but after a fork (the input is shared) or in a step that keeps its input for a
+    rollback. Each op declares its state through `StatefulOpInterface`.
   }];
 }
 
 // A recurrence over each request's rows: its own operands, then the step's per-request
-// metadata `cu_seqlens, slots, has_initial_state`; `layer` and the state's name.
+// metadata `cu_seqlens, state_in, state_out, has_initial_state`; `layer` and the state's name.
+// Kernels read a request's state from its input unit and write it to its output unit.
 class Cbc_StateScanOp<string mnemonic, dag operands, dag attributes,
                       string stateName = "recurrent"> :
     Cbc_Op<mnemonic, [MemoryEffects<[MemRead, MemWrite]>,
                       DeclareOpInterfaceMethods<Cbc_StatefulOpInterface>]> {
+  let site = Cbc_StateSite;
   let arguments = !con(operands,
-                       (ins Cbc_Index:$cu_seqlens, Cbc_Index:$slots, Cbc_Index:$has_initial_state,
-                            I64Attr:$layer),
+                       (ins Cbc_Index:$cu_seqlens, Cbc_Index:$state_in, Cbc_Index:$state_out,
+                            Cbc_Index:$has_initial_state, I64Attr:$layer),
                        attributes,
                        (ins DefaultValuedStrAttr<StrAttr, stateName>:$state));
   let results = (outs Cbc_Rows:$result);
@@ -498,18 +549,20 @@ let opDocGroup = Cbc_StateGroup in {
 def Cbc_StateConv1dOp : Cbc_StateScanOp<"state.conv1d",
     (ins Cbc_Rows:$x, Cbc_Weight:$weight, Optional<Cbc_Weight>:$bias),
     (ins DefaultValuedAttr<Cbc_ActivationAttr, "::cbc::Activation::none">:$act, UnitAttr:$residual), "conv"> {
+  let opcode = 17;
+  let params = "Conv1dParams";
   let summary = "Causal depthwise convolution over packed rows, carrying inputs per request.";
   let description = [{
     For each request `r` (rows `cu_seqlens[r]` to `cu_seqlens[r+1]`), the rows are prefixed
     with the request's state, the last `K - 1` inputs it has seen (zeros unless
     `has_initial_state[r]`), and channel `c` of row `t` becomes
     `act(bias[c] + sum_j weight[c, j] * xe[t + j])`, where tap `K - 1` is the row itself.
-    The state in slot `slots[r]` is then the last `K - 1` inputs: the layer declares the state
+    The state left in unit `state_out[r]` is then the last `K - 1` inputs: the layer declares the state
     `state` (default `conv`) of shape `[C, K - 1]`. With `residual` the row itself is added,
     `x[t, c] + act(...)`, before the result is rounded to its type (a residual short conv
     computed in fp32).
   }];
-  let assemblyFormat = "$x `,` $weight (`bias` `(` $bias^ `)`)? `,` $cu_seqlens `,` $slots `,` $has_initial_state attr-dict `:` functional-type(operands, $result)";
+  let assemblyFormat = "$x `,` $weight (`bias` `(` $bias^ `)`)? `,` $cu_seqlens `,` $state_in `,` $state_out `,` $has_initial_state attr-dict `:` functional-type(operands, $result)";
 }
 
 def Cbc_GatedDeltaOp : Cbc_StateScanOp<"state.gated_delta",
@@ -517,6 +570,8 @@ def Cbc_GatedDeltaOp : Cbc_StateScanOp<"state.gated_delta",
          Cbc_Weight:$dt_bias),
     (ins I64Attr:$num_k_heads, I64Attr:$num_v_heads, I64Attr:$k_dim, I64Attr:$v_dim,
          DefaultValuedAttr<F64Attr, "1.0">:$beta_scale, UnitAttr:$qk_l2norm)> {
+  let opcode = 18;
+  let params = "GatedDeltaParams";
   let summary = "The gated delta rule, per value head, with a matrix state per request.";
   let description = [{
     Inputs `q, k [T, Hk * dk]`, `v [T, Hv * dv]`, `a, b [T, Hv]` and weights
@@ -526,7 +581,7 @@ def Cbc_GatedDeltaOp : Cbc_StateScanOp<"state.gated_delta",
     `S = exp(g) S; S += k (beta (v - S^T k))^T; o = S^T q` with `S [Hv, dk, dv]`, the state
     `recurrent` in fp32. The result is `[T, Hv * dv]`.
   }];
-  let assemblyFormat = "$q `,` $k `,` $v `,` $a `,` $b `,` $A_log `,` $dt_bias `,` $cu_seqlens `,` $slots `,` $has_initial_state attr-dict `:` functional-type(operands, $result)";
+  let assemblyFormat = "$q `,` $k `,` $v `,` $a `,` $b `,` $A_log `,` $dt_bias `,` $cu_seqlens `,` $state_in `,` $state_out `,` $has_initial_state attr-dict `:` functional-type(operands, $result)";
 }
 
 def Cbc_KdaOp : Cbc_StateScanOp<"state.kda",
@@ -534,6 +589,8 @@ def Cbc_KdaOp : Cbc_StateScanOp<"state.kda",
          Cbc_Weight:$dt_bias),
     (ins I64Attr:$num_heads, I64Attr:$k_dim, I64Attr:$v_dim, Cbc_DecayGateAttr:$gate,
          OptionalAttr<F64Attr>:$lower_bound)> {
+  let opcode = 28;
+  let params = "KdaParams";
   let summary = "The delta rule with a log decay per key channel, a matrix state per request.";
   let description = [{
     KDA: the gated delta rule with a decay per key channel. Inputs `q, k [T, H * dk]`,
@@ -547,7 +604,7 @@ def Cbc_KdaOp : Cbc_StateScanOp<"state.kda",
     o = S^T q` with `S [H, dk, dv]`, the state `recurrent` in fp32. Backends may run long rows
     in chunks; the result is the same. The result is `[T, H * dv]`.
   }];
-  let assemblyFormat = "$q `,` $k `,` $v `,` $f `,` $b `,` $A_log `,` $dt_bias `,` $cu_seqlens `,` $slots `,` $has_initial_state attr-dict `:` functional-type(operands, $result)";
+  let assemblyFormat = "$q `,` $k `,` $v `,` $f `,` $b `,` $A_log `,` $dt_bias `,` $cu_seqlens `,` $state_in `,` $state_out `,` $has_initial_state attr-dict `:` functional-type(operands, $result)";
 }
 
 def Cbc_SsdOp : Cbc_StateScanOp<"state.ssd",
@@ -556,6 +613,8 @@ def Cbc_SsdOp : Cbc_StateScanOp<"state.ssd",
     (ins I64Attr:$num_heads, I64Attr:$head_dim, I64Attr:$n_groups, I64Attr:$state_size,
          DefaultValuedAttr<F64Attr, "0.0">:$dt_min,
          DefaultValuedAttr<F64Attr, "std::numeric_limits<double>::infinity()">:$dt_max)> {
+  let opcode = 19;
+  let params = "SsdParams";
   let summary = "The state space dual scan: a scalar decay per head, a matrix state.";
   let description = [{
     Inputs `x [T, H * P]`, `dt [T, H]`, `B, C [T, G * N]` and weights `A_log, dt_bias, D [H]`,
@@ -565,13 +624,15 @@ def Cbc_SsdOp : Cbc_StateScanOp<"state.ssd",
     with `S [H, P, N]`, the state `recurrent`. Backends may run long rows in chunks (the SSD
     form); the result is the same. The result is `[T, H * P]`.
   }];
-  let assemblyFormat = "$x `,` $dt `,` $B `,` $C `,` $A_log `,` $dt_bias `,` $D `,` $cu_seqlens `,` $slots `,` $has_initial_state attr-dict `:` functional-type(operands, $result)";
+  let assemblyFormat = "$x `,` $dt `,` $B `,` $C `,` $A_log `,` $dt_bias `,` $D `,` $cu_seqlens `,` $state_in `,` $state_out `,` $has_initial_state attr-dict `:` functional-type(operands, $result)";
 }
 
 def Cbc_SelectiveScanOp : Cbc_StateScanOp<"state.selective_scan",
     (ins Cbc_Rows:$x, Cbc_Rows:$dt, Cbc_Rows:$B, Cbc_Rows:$C, Cbc_Weight:$A_log,
          Cbc_Weight:$dt_bias, Cbc_Weight:$D, Optional<Cbc_Rows>:$z),
     (ins I64Attr:$n_groups, I64Attr:$state_size)> {
+  let opcode = 20;
+  let params = "SelectiveScanParams";
   let summary = "The selective scan: a decay per channel and state entry, a vector state.";
   let description = [{
     Inputs `x, dt [T, I]`, `B, C [T, G * N]`, weights `A_log [I, N]`, `dt_bias, D [I]`, and
@@ -580,12 +641,14 @@ def Cbc_SelectiveScanOp : Cbc_StateScanOp<"state.selective_scan",
     dt B[n] x[i]`, `y[i] = sum_n S[i, n] C[n] + D[i] x[i]`, times `silu(z[i])` when gated. The
     state `recurrent` is `[I, N]`. The result is `[T, I]`.
   }];
-  let assemblyFormat = "$x `,` $dt `,` $B `,` $C `,` $A_log `,` $dt_bias `,` $D (`gate` `(` $z^ `)`)? `,` $cu_seqlens `,` $slots `,` $has_initial_state attr-dict `:` functional-type(operands, $result)";
+  let assemblyFormat = "$x `,` $dt `,` $B `,` $C `,` $A_log `,` $dt_bias `,` $D (`gate` `(` $z^ `)`)? `,` $cu_seqlens `,` $state_in `,` $state_out `,` $has_initial_state attr-dict `:` functional-type(operands, $result)";
 }
 
 def Cbc_LightningOp : Cbc_StateScanOp<"state.lightning",
     (ins Cbc_Rows:$q, Cbc_Rows:$k, Cbc_Rows:$v),
     (ins I64Attr:$num_heads, I64Attr:$head_dim, DenseF64ArrayAttr:$decay)> {
+  let opcode = 27;
+  let params = "LightningParams";
   let summary = "Linear attention with a constant decay per head and a matrix state per request.";
   let description = [{
     Inputs `q, k, v [T, H * d]` taken as given (no activation, no normalisation, no `d^-1/2`)
@@ -595,7 +658,7 @@ def Cbc_LightningOp : Cbc_StateScanOp<"state.lightning",
     `(q k^T masked by exp(-decay (i - j))) v`, inter-block `exp(-decay (i + 1)) q S`); the
     result is the same up to rounding. The result is `[T, H * d]`.
   }];
-  let assemblyFormat = "$q `,` $k `,` $v `,` $cu_seqlens `,` $slots `,` $has_initial_state attr-dict `:` functional-type(operands, $result)";
+  let assemblyFormat = "$q `,` $k `,` $v `,` $cu_seqlens `,` $state_in `,` $state_out `,` $has_initial_state attr-dict `:` functional-type(operands, $result)";
 }
 
 } // Cbc_StateGroup
@@ -612,6 +675,7 @@ def Cbc_RowsGroup : OpDocGroup {
 let opDocGroup = Cbc_RowsGroup in {
 
 def Cbc_RowsGatherOp : Cbc_Op<"rows.gather", [Pure]> {
+  let opcode = 21;
   let summary = "Gathers selected rows (each request's last row for the logits).";
   let description = [{ `result[r] = x[rows[r]]`. Keeps the LM head to one row per request. }];
   let arguments = (ins Cbc_Rows:$x, Cbc_Index:$rows);
@@ -634,6 +698,8 @@ def Cbc_MoeGroup : OpDocGroup {
 let opDocGroup = Cbc_MoeGroup in {
 
 def Cbc_MoeRouteOp : Cbc_Op<"moe.route", [Pure]> {
+  let opcode = 22;
+  let params = "MoeRouteParams";
   let summary = "Chooses `k` experts per token and their mixing weights.";
   let description = [{
     From router logits `[T, E]`:
@@ -672,6 +738,8 @@ def Cbc_MoeRouteOp : Cbc_Op<"moe.route", [Pure]> {
 }
 
 def Cbc_MoeExpertsOp : Cbc_Op<"moe.experts", [Pure, AttrSizedOperandSegments]> {
+  let opcode = 23;
+  let params = "MoeExpertsParams";
   let summary = "Runs each token through its chosen experts and mixes the results.";
   let description = [{
     `result[t] = sum_j weights[t, j] * down_e(glu(gate_up_e(x[t])))` with `e = ids[t, j]`.

@@ -3,7 +3,7 @@
 // so other Python threads run meanwhile. Results cross over as plain tuples and lists; the
 // Python classes around them live in python/cbc/__init__.py.
 #include "runtime/artefact.h"
-#include "runtime/cache.h"
+#include "runtime/cache/coordinator.h"
 #include "runtime/engine.h"
 #include "runtime/memory_estimate.h"
 #include "runtime/safetensors.h"
@@ -159,10 +159,11 @@ public:
   int64_t maxBatchTokens() const { return engine_->options().max_batch_tokens; }
 
 private:
-  // The larger of the two fractions in use: kv blocks (all groups) and request slots.
+  // The larger of the two fractions in use: kv blocks (all groups with block tables) and request
+  // slots (each holding one state unit).
   double cacheUsage() const {
-    const cbc::rt::CacheManager &c = engine_->cache();
-    double blocks = (double)c.blocksPerGroup() * c.numGroups();
+    const cbc::rt::CacheCoordinator &c = engine_->cache();
+    double blocks = (double)c.blocksPerGroup() * c.numTableGroups();
     double slots = (double)c.maxSlots();
     double b = blocks > 0 ? (double)c.usedBlocks() / blocks : 0.0;
     double s = slots > 0 ? (double)(c.maxSlots() - c.freeSlots()) / slots : 0.0;

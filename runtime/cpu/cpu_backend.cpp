@@ -64,8 +64,9 @@ public:
 
   std::string name() const override { return "cpu"; }
   int64_t cacheBytesPerToken(int group) const override;
-  int64_t stateBytesPerSlot() const override;
-  void allocateCache(int32_t blocksPerGroup, int32_t stateSlots) override;
+  int64_t stateBytesPerUnit() const override;
+  void allocateCache(int32_t blocksPerGroup, int32_t stateUnits) override;
+  void copyUnits(const std::vector<UnitCopy> &copies) override;
   void run(const StepBatch &batch, std::vector<float> &logits) override;
   void setObserver(std::function<void(int)> observer) override { observer_ = std::move(observer); }
   bool readValue(int value, std::vector<float> &out) override;
@@ -80,6 +81,7 @@ private:
   ThreadPool pool_;
   cpu::StepEnv env_;
   std::map<int, int> layerGroup_;
+  int32_t blocksPerGroup_ = 0, stateUnits_ = 0;
   std::vector<cpu::Exec> program_;
   std::function<void(int)> observer_;
 };
@@ -153,20 +155,47 @@ int64_t CpuBackend::cacheBytesPerToken(int group) const {
   return bytes;
 }
 
-int64_t CpuBackend::stateBytesPerSlot() const {
+int64_t CpuBackend::stateBytesPerUnit() const {
   int64_t bytes = 0;
   for (const StateDecl &s : artefact_.cache_plan.states)
     bytes += s.elems() * 4;
   return bytes;
 }
 
-void CpuBackend::allocateCache(int32_t blocksPerGroup, int32_t slots) {
+void CpuBackend::allocateCache(int32_t blocksPerGroup, int32_t stateUnits) {
   // States are read only after a request's first chunk wrote them: zero-filled once here.
   for (const StateDecl &s : artefact_.cache_plan.states)
-    env_.statePools[{s.layer, s.name}].assign((size_t)slots * s.elems(), 0.0f);
+    env_.statePools[{s.layer, s.name}].assign((size_t)stateUnits * s.elems(), 0.0f);
   for (auto &[layer, layout] : env_.kvLayouts)
     env_.kvPools[layer].reset(
         new float[std::max<size_t>(1, (size_t)blocksPerGroup * layout.block_size * layout.row_elems)]);
+  blocksPerGroup_ = blocksPerGroup;
+  stateUnits_ = stateUnits;
+}
+
+void CpuBackend::copyUnits(const std::vector<UnitCopy> &copies) {
+  const CachePlan &plan = artefact_.cache_plan;
+  for (const UnitCopy &c : copies) {
+    if (c.group < 0 || c.group >= (int)plan.groups.size())
+      throw std::logic_error("cpu backend: a unit copy names no cache group");
+    bool state = plan.groups[c.group].kind == CacheGroup::State;
+    int32_t units = state ? stateUnits_ : blocksPerGroup_;
+    if (c.src < 0 || c.src >= units || c.dst < 0 || c.dst >= units)
+      throw std::logic_error("cpu backend: a unit copy names no unit of its group");
+    if (state) {
+      for (auto &[key, pool] : env_.statePools) {
+        size_t n = pool.size() / stateUnits_;
+        std::copy_n(pool.data() + c.src * n, n, pool.data() + c.dst * n);
+      }
+      continue;
+    }
+    for (auto &[layer, layout] : env_.kvLayouts)
+      if (layerGroup_.at(layer) == c.group) {
+        int64_t n = layout.block_size * layout.row_elems;
+        float *pool = env_.kvPools.at(layer).get();
+        std::copy_n(pool + c.src * n, n, pool + c.dst * n);
+      }
+  }
 }
 
 void CpuBackend::run(const StepBatch &batch, std::vector<float> &logits) {

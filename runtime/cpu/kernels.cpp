@@ -620,14 +620,22 @@ void rmsNormGated(const float *x, const float *z, int64_t M, int64_t width, int6
     }
 }
 
+float *startState(const StateRows &rows, float *pool, int64_t r, int64_t stride, int64_t size) {
+  float *S = pool + rows.state_out[r] * stride;
+  const float *in = pool + rows.state_in[r] * stride;
+  if (!rows.has_initial[r])
+    std::fill(S, S + size, 0.0f);
+  else if (in != S)
+    std::copy(in, in + size, S);
+  return S;
+}
+
 void conv1dStates(const float *x, int64_t C, int64_t K, const float *w, const float *bias, Act act,
                   const StateRows &rows, float *pool, float *y, const ParallelFor &pfor, bool residual) {
   int64_t H = K - 1;
   pfor(rows.num_requests, [&](int64_t r) {
     int64_t begin = rows.cu_seqlens[r], end = rows.cu_seqlens[r + 1];
-    float *state = pool + (int64_t)rows.slots[r] * C * H;
-    if (!rows.has_initial[r])
-      std::fill(state, state + C * H, 0.0f);
+    float *state = startState(rows, pool, r, C * H, C * H);
     std::vector<float> hist(H);
     for (int64_t c = 0; c < C; ++c) {
       std::copy(state + c * H, state + (c + 1) * H, hist.begin());

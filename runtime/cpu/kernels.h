@@ -196,12 +196,20 @@ void rmsNormGated(const float *x, const float *z, int64_t M, int64_t width, int6
                   const float *w, bool perRow, float eps, float offset, Act act, bool normFirst, float *y);
 
 // The per-request metadata every state op reads.
+// The step's per-request rows of the state scans: request r reads its state from unit
+// state_in[r] of the pool (unless it starts fresh) and leaves it in unit state_out[r].
 struct StateRows {
   const int32_t *cu_seqlens = nullptr; // [R + 1]
-  const int32_t *slots = nullptr;      // [R]
+  const int32_t *state_in = nullptr;   // [R]
+  const int32_t *state_out = nullptr;  // [R]
   const int32_t *has_initial = nullptr;
   int64_t num_requests = 0;
 };
+
+// Request r's state, `size` floats at the start of each unit of `stride` floats in `pool`: the
+// copy in unit state_out[r], holding what the request starts from (zeros for a fresh request,
+// else what unit state_in[r] holds).
+float *startState(const StateRows &rows, float *pool, int64_t r, int64_t stride, int64_t size);
 
 // Causal depthwise conv over each request's rows, carrying the last K-1 inputs per request in
 // `pool` ([slots][C][K-1], oldest first). `residual`: y = x + act(conv x).

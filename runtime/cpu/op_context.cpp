@@ -48,6 +48,8 @@ const int32_t *StepEnv::arg(StepArg a) const {
   case StepArg::PromptLens: return b.prompt_lens.data();
   case StepArg::Slots: return b.slots.data();
   case StepArg::HasInitialState: return b.has_initial_state.data();
+  case StepArg::StateIn: return b.state_in.data();
+  case StepArg::StateOut: return b.state_out.data();
   }
   throw std::runtime_error("cpu backend: unknown step argument");
 }

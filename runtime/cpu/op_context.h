@@ -6,8 +6,10 @@
 
 #include "runtime/backend.h"
 #include "runtime/cpu/kernels.h"
+#include "runtime/schema/shape_rules.h"
 #include "runtime/weights.h"
 
+#include <array>
 #include <functional>
 #include <initializer_list>
 #include <map>
@@ -43,7 +45,8 @@ struct StepEnv {
   float *kvPool(int layer) { return kvPools.at(layer).get(); }
   float *statePool(int layer, const std::string &name);
   StateRows stateRows() const {
-    return {batch->cu_seqlens.data(), batch->slots.data(), batch->has_initial_state.data(), batch->num_requests};
+    return {batch->cu_seqlens.data(), batch->state_in.data(), batch->state_out.data(),
+            batch->has_initial_state.data(), batch->num_requests};
   }
   // The length each token's RoPE schedule sees: its prompt, or its own position once past it.
   const int64_t *seqLengths();
@@ -83,8 +86,19 @@ public:
   int64_t weightNumel(int v) const;
   // The layer's cache layout, checking that the plan has the layer in `group`.
   const KvLayout &kvLayout(int layer, int group) const;
+  // The shapes fit the op's rules (runtime/schema/shape_rules.h): `error` is the rule's verdict.
+  void checkShape(shape::Error error) const {
+    if (error)
+      fail(std::string("breaks a shape rule: ") + error);
+  }
   // The cache plan declares state `name` of `elems` elements for `layer`.
   void checkState(int layer, const std::string &name, int64_t elems) const;
+  template <size_t N> void checkState(const fb::StateSite &site, const std::array<int64_t, N> &shape) const {
+    int64_t elems = 1;
+    for (int64_t d : shape)
+      elems *= d;
+    checkState(site.layer(), site.name()->str(), elems);
+  }
 
 private:
   const WeightStore &weights_;
@@ -94,42 +108,13 @@ private:
 
 using CompileFn = Exec (*)(const OpContext &);
 
-// The compile function of every opcode (op_table.cpp); null where none exists.
+// The compile function of every opcode (op_table.cpp).
 CompileFn compileFunction(fb::Opcode opcode);
 
-// Per op group (ops_*.cpp).
-Exec compileEmbed(const OpContext &c);
-Exec compileLinear(const OpContext &c);
-Exec compileRmsNorm(const OpContext &c);
-Exec compileAdd(const OpContext &c);
-Exec compileMul(const OpContext &c);
-Exec compileGate(const OpContext &c);
-Exec compileGlu(const OpContext &c);
-Exec compileSplit(const OpContext &c);
-Exec compileConcat(const OpContext &c);
-Exec compileRope(const OpContext &c);
-Exec compileAct(const OpContext &c);
-Exec compileSoftcap(const OpContext &c);
-Exec compileAddRmsNorm(const OpContext &c);
-Exec compileRmsNormGated(const OpContext &c);
-Exec compileKvAppend(const OpContext &c);
-Exec compileKvAttention(const OpContext &c);
-Exec compileKvRopeAppend(const OpContext &c);
-Exec compileConv1d(const OpContext &c);
-Exec compileGatedDelta(const OpContext &c);
-Exec compileKda(const OpContext &c);
-Exec compileSsd(const OpContext &c);
-Exec compileSelectiveScan(const OpContext &c);
-Exec compileRowsGather(const OpContext &c);
-Exec compileMoeRoute(const OpContext &c);
-Exec compileMoeExperts(const OpContext &c);
-Exec compileKvLatentAttention(const OpContext &c);
-Exec compileKvIndexAppend(const OpContext &c);
-Exec compileLayerNorm(const OpContext &c);
-Exec compileKvIndexSelect(const OpContext &c);
-Exec compileHeadLinear(const OpContext &c);
-Exec compilePositionScale(const OpContext &c);
-Exec compileLightning(const OpContext &c);
+// One per instruction op of the op table, named compile<Opcode> (ops_*.cpp): an op without one
+// does not link.
+#define CBC_OP(NAME, ...) Exec compile##NAME(const OpContext &c);
+#include "runtime/schema/ops.inc"
 
 // Shared by the ops that read a RoPE schedule.
 RopeParams ropeParams(const fb::RopeParams &p);

@@ -54,19 +54,14 @@ Exec compileKvAttention(const OpContext &c) {
   p.bias_extent = params.bias_extent();
   int bias = p.bias_extent > 0 ? c.I.back() : -1;
   int sinks = c.I.size() > (size_t)(bias >= 0 ? 8 : 7) ? c.I[7] : -1;
-  c.check(p.bias_extent >= 0 && p.bias_extent <= (1 << 24) && (bias < 0 || c.I.size() >= 8),
-          "has a bad bias extent");
-  if (bias >= 0) {
+  c.check(p.bias_extent <= (1 << 24) && (bias < 0 || c.I.size() >= 8), "has a bad bias extent");
+  if (bias >= 0)
     c.acts({q, bias});
-    c.check(c.cols(bias) == params.num_heads() * p.bias_extent, "has a distance bias of the wrong width");
-  }
-  const int64_t maxHeads = 1 << 20;
-  c.check(p.num_heads > 0 && p.num_kv_heads > 0 && p.num_heads % p.num_kv_heads == 0 && p.head_dim > 0 &&
-              p.num_heads <= maxHeads && p.num_kv_heads <= maxHeads && p.head_dim <= maxHeads &&
-              c.cols(q) == p.num_heads * p.head_dim && c.cols(out) == p.num_heads * p.v_head_dim &&
-              p.num_kv_heads * p.head_dim <= kv.k_elems && p.num_kv_heads * p.v_head_dim <= kv.row_elems - kv.k_elems,
-          "has heads that do not match its operands or the cache plan");
-  c.check(sinks < 0 || c.weightNumel(sinks) == p.num_heads, "has sinks of the wrong size");
+  c.checkShape(shape::check(shape::KvAttention{p.num_heads, p.num_kv_heads, p.head_dim, p.bias_extent, c.cols(q),
+                                                c.cols(out), bias >= 0 ? c.cols(bias) : 0, bias >= 0,
+                                                sinks >= 0 ? c.weightNumel(sinks) : 0, sinks >= 0}));
+  c.check(p.num_kv_heads * p.head_dim <= kv.k_elems && p.num_kv_heads * p.v_head_dim <= kv.row_elems - kv.k_elems,
+          "has heads that do not fit the cache plan's rows");
   c.needArg(1, StepArg::Positions);
   c.needArg(2, StepArg::SeqIds);
   c.needArg(5, StepArg::Slots);
@@ -96,17 +91,16 @@ Exec compileKvLatentAttention(const OpContext &c) {
   p.scale = (float)params.scale();
   p.window = windowOf(*params.site());
   p.chunk = chunkOf(*params.site());
-  int64_t H = p.num_heads, L = p.latent_dim, R = p.rope_dim;
-  c.check(H > 0 && L > 0 && R >= 0 && H <= (1 << 20) && L <= (1 << 20) && R <= (1 << 20) &&
-              c.cols(ql) == H * L && c.cols(qr) == H * R && c.cols(out) == H * L && kv.k_elems == L &&
-              kv.row_elems - kv.index_elems == L + R,
-          "has widths that do not match its heads or the cache plan");
+  int64_t L = p.latent_dim, R = p.rope_dim;
   int sel = c.I.size() == 9 ? c.I[8] : -1;
+  c.checkShape(shape::check(shape::KvLatentAttention{p.num_heads, L, R, c.cols(ql), c.cols(qr), c.cols(out),
+                                                      sel >= 0 ? c.cols(sel) : -1}));
+  c.check(kv.k_elems == L && kv.row_elems - kv.index_elems == L + R, "has widths that do not fit the cache plan's rows");
   int64_t K = 0;
   if (sel >= 0) {
     c.acts({sel});
     K = c.cols(sel);
-    c.check(K > 0 && K <= (1 << 24) && p.window == 0 && p.chunk == 0, "has a bad selection");
+    c.check(K <= (1 << 24) && p.window == 0 && p.chunk == 0, "has a bad selection");
   }
   c.needArg(2, StepArg::Positions);
   c.needArg(3, StepArg::SeqIds);
@@ -162,10 +156,8 @@ Exec compileKvIndexSelect(const OpContext &c) {
   p.topk = params.topk();
   p.key_scale = (float)params.key_scale();
   p.weight_scale = (float)params.weight_scale();
-  c.check(p.num_heads > 0 && p.num_heads <= (1 << 20) && p.head_dim > 0 && p.head_dim == kv.index_elems &&
-              p.topk > 0 && p.topk <= (1 << 24) && c.cols(q) == p.num_heads * p.head_dim &&
-              c.cols(w) == p.num_heads && c.cols(out) == p.topk,
-          "has widths that do not match its heads or the cache plan");
+  c.checkShape(shape::check(shape::KvIndexSelect{p.num_heads, p.head_dim, p.topk, c.cols(q), c.cols(w), c.cols(out)}));
+  c.check(p.head_dim == kv.index_elems && p.topk <= (1 << 24), "has index keys that do not fit the cache plan's rows");
   c.needArg(2, StepArg::Positions);
   c.needArg(3, StepArg::SeqIds);
   c.needArg(6, StepArg::Slots);
@@ -185,11 +177,10 @@ Exec compileKvRopeAppend(const OpContext &c) {
   const KvLayout &kv = siteLayout(c, params.site());
   int layer = params.site()->layer(), group = params.site()->group(), qkv = c.I[0], out = c.O[0];
   int64_t H = params.num_heads(), Hkv = params.num_kv_heads(), D = params.head_dim();
-  c.check(H > 0 && Hkv > 0 && D > 0 && H <= (1 << 20) && Hkv <= (1 << 20) && D <= (1 << 20), "has bad head counts");
+  c.check(c.isAct(qkv) && c.isAct(out), "expects activation operands");
+  c.checkShape(shape::check(shape::KvRopeAppend{H, Hkv, D, params.rope()->head_dim(), c.cols(qkv), c.cols(out)}));
   int64_t qw = H * D, kw = Hkv * D;
-  c.check(c.isAct(qkv) && c.isAct(out) && c.cols(qkv) == qw + 2 * kw && c.cols(out) == qw && kv.k_elems == kw &&
-              kv.row_elems == 2 * kw,
-          "has widths that do not match its heads or the cache plan");
+  c.check(kv.k_elems == kw && kv.row_elems == 2 * kw, "has widths that do not fit the cache plan's rows");
   c.check(c.isArg(c.I[1], StepArg::Positions) && c.isArg(c.I[2], StepArg::SeqIds) &&
               c.isArg(c.I[3], StepArg::PromptLens) && c.isArg(c.I[4], StepArg::Slots) &&
               c.isArg(c.I[5], StepArg::BlockTables),
@@ -199,7 +190,6 @@ Exec compileKvRopeAppend(const OpContext &c) {
           "has norm weights of the wrong size");
   int qn = norms ? c.I[6] : -1, kn = norms ? c.I[7] : -1;
   float eps = (float)params.norm_eps(), offset = (float)params.norm_offset();
-  c.check(params.rope() != nullptr, "has no RoPE schedule");
   RopeParams p = ropeParams(*params.rope());
   p.head_dim = D;
   checkRope(c, p);

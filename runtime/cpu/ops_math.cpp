@@ -36,12 +36,11 @@ Exec compileHeadLinear(const OpContext &c) {
   int x = c.I[0], w = c.I[1], out = c.O[0];
   int64_t heads = p.heads(), offset = p.offset(), rows = p.rows();
   bool transpose = p.transpose();
-  const auto &shape = c.weightShape(w);
-  c.check(heads > 0 && heads <= (1 << 20) && shape.size() == 2 && shape[0] % heads == 0, "has a bad head count");
-  int64_t R = shape[0] / heads, C = shape[1];
-  c.check(offset >= 0 && rows > 0 && offset + rows <= R, "has rows outside its heads' weight blocks");
-  c.check(c.cols(x) == heads * (transpose ? rows : C) && c.cols(out) == heads * (transpose ? C : rows),
-          "has widths that do not match its weight");
+  const auto &ws = c.weightShape(w);
+  bool matrix = ws.size() == 2;
+  c.checkShape(shape::check(shape::HeadLinear{heads, offset, rows, (int64_t)ws.size(), matrix ? ws[0] : 0,
+                                              matrix ? ws[1] : 0, transpose, c.cols(x), c.cols(out)}));
+  int64_t R = ws[0] / heads, C = ws[1];
   return [=](StepEnv &e) {
     headLinear(e.f32(x), e.rows(x), e.weight(w), heads, R, C, offset, rows, transpose, e.f32(out), e.pfor);
   };

@@ -1,39 +1,46 @@
-// The CPU compile functions of the per-request state ops (cbc.state.*).
+// The CPU compile functions of the per-request state ops (cbc.state.*). The shapes are checked
+// by the rules the ops' verifiers use (runtime/schema/shape_rules.h); what is left here is what
+// the kernels need besides: activations where rows are read, and the sizes their buffers bound.
 #include "runtime/cpu/op_context.h"
 
 namespace cbc::rt::cpu {
 
 namespace {
-// The step's per-request metadata, the last three operands of every state op.
+// The step's per-request metadata, the last four operands of every state op.
 void checkStateMeta(const OpContext &c, size_t first) {
-  c.check(c.I.size() == first + 3 && c.O.size() == 1, "has the wrong number of operands");
-  c.check(c.isArg(c.I[first], StepArg::CuSeqlens) && c.isArg(c.I[first + 1], StepArg::Slots) &&
-              c.isArg(c.I[first + 2], StepArg::HasInitialState),
+  c.check(c.I.size() == first + 4 && c.O.size() == 1, "has the wrong number of operands");
+  c.check(c.isArg(c.I[first], StepArg::CuSeqlens) && c.isArg(c.I[first + 1], StepArg::StateIn) &&
+              c.isArg(c.I[first + 2], StepArg::StateOut) && c.isArg(c.I[first + 3], StepArg::HasInitialState),
           "expects the step's metadata arguments");
 }
 
-std::string stateName(const flatbuffers::String *s) { return s ? s->str() : std::string(); }
+void checkActs(const OpContext &c, std::initializer_list<int> ids) {
+  for (int v : ids)
+    c.check(c.isAct(v), "expects an activation operand");
+}
+
+// The scans keep per-head scratch of at most these sizes.
+constexpr int64_t kMaxStateDim = 4096, kMaxStateHeads = 65536;
 } // namespace
 
-Exec compileConv1d(const OpContext &c) {
-  c.check(c.I.size() >= 5 && c.O.size() == 1, "has the wrong number of operands");
-  bool hasBias = c.I.size() == 6;
+Exec compileStateConv1d(const OpContext &c) {
+  c.check(c.I.size() >= 6 && c.O.size() == 1, "has the wrong number of operands");
+  bool hasBias = c.I.size() == 7;
   checkStateMeta(c, hasBias ? 3 : 2);
   const fb::Conv1dParams &p = c.params<fb::Conv1dParams>();
   int x = c.I[0], w = c.I[1], bias = hasBias ? c.I[2] : -1, out = c.O[0];
-  int64_t C = c.cols(x);
-  const Value &wv = c.value(w);
-  c.check(wv.kind == Value::Weight && wv.shape.size() == 3 && wv.shape[0] == C && wv.shape[1] == 1 && wv.shape[2] >= 1,
-          "has a weight that is not [channels, 1, kernel]");
-  int64_t K = wv.shape[2];
-  c.check(bias < 0 || c.weightNumel(bias) == C, "has a bias of the wrong size");
-  c.check(c.isAct(x) && c.isAct(out) && c.cols(out) == C && c.value(x).arena == 0, "has operands of different widths");
-  int layer = p.layer();
-  std::string state = stateName(p.state());
+  const std::vector<int64_t> &ws = c.weightShape(w);
+  shape::Conv1d s{c.cols(x), (int64_t)ws.size(), ws.size() == 3 ? ws[0] : 0, ws.size() == 3 ? ws[1] : 0,
+                  ws.size() == 3 ? ws[2] : 0, bias >= 0 ? c.weightNumel(bias) : 0, c.cols(out), bias >= 0};
+  c.checkShape(shape::check(s));
+  c.check(c.isAct(x) && c.isAct(out) && c.value(x).arena == 0, "expects per-token activations");
+  int64_t C = s.channels, K = s.kernel;
+  int layer = p.state()->layer();
+  std::string state = p.state()->name()->str();
   Act act = p.act();
   bool residual = p.residual();
   if (K > 1)
-    c.checkState(layer, state, C * (K - 1));
+    c.checkState(*p.state(), shape::stateShape(s));
   return [=](StepEnv &e) {
     conv1dStates(e.f32(x), C, K, e.weight(w), bias >= 0 ? e.weight(bias) : nullptr, act, e.stateRows(),
                  K > 1 ? e.statePool(layer, state) : nullptr, e.f32(out), e.pfor, residual);
@@ -43,28 +50,25 @@ Exec compileConv1d(const OpContext &c) {
 Exec compileGatedDelta(const OpContext &c) {
   checkStateMeta(c, 7);
   const fb::GatedDeltaParams &params = c.params<fb::GatedDeltaParams>();
-  GatedDeltaParams p;
-  p.k_heads = params.num_k_heads();
-  p.v_heads = params.num_v_heads();
-  p.k_dim = params.k_dim();
-  p.v_dim = params.v_dim();
-  p.beta_scale = (float)params.beta_scale();
-  p.qk_l2norm = params.qk_l2norm();
   const auto &I = c.I;
   int out = c.O[0];
-  c.check(p.k_heads > 0 && p.v_heads > 0 && p.k_dim > 0 && p.v_dim > 0 && p.v_heads % p.k_heads == 0 &&
-              p.k_dim <= 4096 && p.v_dim <= 4096 && p.v_heads <= 65536,
-          "has bad head counts");
-  c.check(c.isAct(I[0]) && c.isAct(I[1]) && c.isAct(I[2]) && c.isAct(I[3]) && c.isAct(I[4]) && c.isAct(out) &&
-              c.cols(I[0]) == p.k_heads * p.k_dim && c.cols(I[1]) == p.k_heads * p.k_dim &&
-              c.cols(I[2]) == p.v_heads * p.v_dim && c.cols(I[3]) == p.v_heads && c.cols(I[4]) == p.v_heads &&
-              c.cols(out) == p.v_heads * p.v_dim,
-          "has operands that do not match its heads");
-  c.check(c.weightNumel(I[5]) == p.v_heads && c.weightNumel(I[6]) == p.v_heads,
-          "has A_log or dt_bias of the wrong size");
-  int layer = params.layer();
-  std::string state = stateName(params.state());
-  c.checkState(layer, state, p.v_heads * p.k_dim * p.v_dim);
+  checkActs(c, {I[0], I[1], I[2], I[3], I[4], out});
+  shape::GatedDelta s{params.num_k_heads(), params.num_v_heads(), params.k_dim(), params.v_dim(),
+                      c.cols(I[0]), c.cols(I[1]), c.cols(I[2]), c.cols(I[3]), c.cols(I[4]), c.cols(out),
+                      c.weightNumel(I[5]), c.weightNumel(I[6])};
+  c.checkShape(shape::check(s));
+  c.check(s.k_dim <= kMaxStateDim && s.v_dim <= kMaxStateDim && s.v_heads <= kMaxStateHeads,
+          "has heads larger than the CPU backend's scans take");
+  c.checkState(*params.state(), shape::stateShape(s));
+  GatedDeltaParams p;
+  p.k_heads = s.k_heads;
+  p.v_heads = s.v_heads;
+  p.k_dim = s.k_dim;
+  p.v_dim = s.v_dim;
+  p.beta_scale = (float)params.beta_scale();
+  p.qk_l2norm = params.qk_l2norm();
+  int layer = params.state()->layer();
+  std::string state = params.state()->name()->str();
   std::vector<int> in(I.begin(), I.begin() + 7);
   return [=](StepEnv &e) mutable {
     p.A_log = e.weight(in[5]);
@@ -77,26 +81,24 @@ Exec compileGatedDelta(const OpContext &c) {
 Exec compileKda(const OpContext &c) {
   checkStateMeta(c, 7);
   const fb::KdaParams &params = c.params<fb::KdaParams>();
-  KdaParams p;
-  p.heads = params.num_heads();
-  p.k_dim = params.k_dim();
-  p.v_dim = params.v_dim();
-  p.bounded = params.gate() == fb::DecayGate::BoundedSigmoid;
-  p.lower_bound = (float)params.lower_bound();
   const auto &I = c.I;
   int out = c.O[0];
-  c.check(p.heads > 0 && p.k_dim > 0 && p.v_dim > 0 && p.k_dim <= 4096 && p.v_dim <= 4096 && p.heads <= 65536,
-          "has bad head counts");
+  checkActs(c, {I[0], I[1], I[2], I[3], I[4], out});
+  shape::Kda s{params.num_heads(), params.k_dim(), params.v_dim(), c.cols(I[0]), c.cols(I[1]), c.cols(I[2]),
+               c.cols(I[3]), c.cols(I[4]), c.cols(out), c.weightNumel(I[5]), c.weightNumel(I[6])};
+  c.checkShape(shape::check(s));
+  c.check(s.k_dim <= kMaxStateDim && s.v_dim <= kMaxStateDim && s.heads <= kMaxStateHeads,
+          "has heads larger than the CPU backend's scans take");
+  KdaParams p;
+  p.heads = s.heads;
+  p.k_dim = s.k_dim;
+  p.v_dim = s.v_dim;
+  p.bounded = params.gate() == fb::DecayGate::BoundedSigmoid;
+  p.lower_bound = (float)params.lower_bound();
   c.check(!p.bounded || p.lower_bound < 0, "has a bounded gate without a negative lower bound");
-  int64_t kw = p.heads * p.k_dim, vw = p.heads * p.v_dim;
-  c.check(c.isAct(I[0]) && c.isAct(I[1]) && c.isAct(I[2]) && c.isAct(I[3]) && c.isAct(I[4]) && c.isAct(out) &&
-              c.cols(I[0]) == kw && c.cols(I[1]) == kw && c.cols(I[2]) == vw && c.cols(I[3]) == kw &&
-              c.cols(I[4]) == p.heads && c.cols(out) == vw,
-          "has operands that do not match its heads");
-  c.check(c.weightNumel(I[5]) == p.heads && c.weightNumel(I[6]) == kw, "has A_log or dt_bias of the wrong size");
-  int layer = params.layer();
-  std::string state = stateName(params.state());
-  c.checkState(layer, state, p.heads * p.k_dim * p.v_dim);
+  c.checkState(*params.state(), shape::stateShape(s));
+  int layer = params.state()->layer();
+  std::string state = params.state()->name()->str();
   std::vector<int> in(I.begin(), I.begin() + 7);
   return [=](StepEnv &e) mutable {
     p.A_log = e.weight(in[5]);
@@ -109,27 +111,25 @@ Exec compileKda(const OpContext &c) {
 Exec compileSsd(const OpContext &c) {
   checkStateMeta(c, 7);
   const fb::SsdParams &params = c.params<fb::SsdParams>();
-  SsdParams p;
-  p.heads = params.num_heads();
-  p.head_dim = params.head_dim();
-  p.groups = params.n_groups();
-  p.state = params.state_size();
-  p.dt_min = (float)params.dt_min();
-  p.dt_max = (float)params.dt_max();
   const auto &I = c.I;
   int out = c.O[0];
-  c.check(p.heads > 0 && p.head_dim > 0 && p.groups > 0 && p.state > 0 && p.heads % p.groups == 0 &&
-              p.head_dim <= 4096 && p.state <= 4096 && p.heads <= 65536,
-          "has bad head counts");
-  c.check(c.isAct(I[0]) && c.isAct(I[1]) && c.isAct(I[2]) && c.isAct(I[3]) && c.isAct(out) &&
-              c.cols(I[0]) == p.heads * p.head_dim && c.cols(I[1]) == p.heads && c.cols(I[2]) == p.groups * p.state &&
-              c.cols(I[3]) == p.groups * p.state && c.cols(out) == p.heads * p.head_dim,
-          "has operands that do not match its heads");
-  c.check(c.weightNumel(I[4]) == p.heads && c.weightNumel(I[5]) == p.heads && c.weightNumel(I[6]) == p.heads,
-          "has A_log, dt_bias or D of the wrong size");
-  int layer = params.layer();
-  std::string state = stateName(params.state());
-  c.checkState(layer, state, p.heads * p.head_dim * p.state);
+  checkActs(c, {I[0], I[1], I[2], I[3], out});
+  shape::Ssd s{params.num_heads(), params.head_dim(), params.n_groups(), params.state_size(),
+               c.cols(I[0]), c.cols(I[1]), c.cols(I[2]), c.cols(I[3]), c.cols(out),
+               c.weightNumel(I[4]), c.weightNumel(I[5]), c.weightNumel(I[6])};
+  c.checkShape(shape::check(s));
+  c.check(s.head_dim <= kMaxStateDim && s.state_size <= kMaxStateDim && s.heads <= kMaxStateHeads,
+          "has heads larger than the CPU backend's scans take");
+  c.checkState(*params.state(), shape::stateShape(s));
+  SsdParams p;
+  p.heads = s.heads;
+  p.head_dim = s.head_dim;
+  p.groups = s.groups;
+  p.state = s.state_size;
+  p.dt_min = (float)params.dt_min();
+  p.dt_max = (float)params.dt_max();
+  int layer = params.state()->layer();
+  std::string state = params.state()->name()->str();
   std::vector<int> in(I.begin(), I.begin() + 7);
   return [=](StepEnv &e) mutable {
     p.A_log = e.weight(in[4]);
@@ -141,26 +141,26 @@ Exec compileSsd(const OpContext &c) {
 }
 
 Exec compileSelectiveScan(const OpContext &c) {
-  bool gated = c.I.size() == 11;
+  bool gated = c.I.size() == 12;
   checkStateMeta(c, gated ? 8 : 7);
   const fb::SelectiveScanParams &params = c.params<fb::SelectiveScanParams>();
   const auto &I = c.I;
   int out = c.O[0];
+  checkActs(c, {I[0], I[1], I[2], I[3], out});
+  if (gated)
+    checkActs(c, {I[7]});
+  shape::SelectiveScan s{c.cols(I[0]), params.n_groups(), params.state_size(), c.cols(I[1]),
+                         gated ? c.cols(I[7]) : 0, c.cols(I[2]), c.cols(I[3]), c.cols(out), gated,
+                         c.weightNumel(I[4]), c.weightNumel(I[5]), c.weightNumel(I[6])};
+  c.checkShape(shape::check(s));
+  c.check(s.state_size <= kMaxStateDim, "has a state larger than the CPU backend's scan takes");
+  c.checkState(*params.state(), shape::stateShape(s));
   SelectiveParams p;
-  p.channels = c.cols(I[0]);
-  p.groups = params.n_groups();
-  p.state = params.state_size();
-  c.check(p.groups > 0 && p.state > 0 && p.state <= 4096 && p.channels % p.groups == 0, "has bad group counts");
-  c.check(c.isAct(I[0]) && c.isAct(I[1]) && c.isAct(I[2]) && c.isAct(I[3]) && c.isAct(out) &&
-              (!gated || (c.isAct(I[7]) && c.cols(I[7]) == p.channels)) && c.cols(I[1]) == p.channels &&
-              c.cols(I[2]) == p.groups * p.state && c.cols(I[3]) == p.groups * p.state && c.cols(out) == p.channels,
-          "has operands that do not match its channels");
-  c.check(c.weightNumel(I[4]) == p.channels * p.state && c.weightNumel(I[5]) == p.channels &&
-              c.weightNumel(I[6]) == p.channels,
-          "has A_log, dt_bias or D of the wrong size");
-  int layer = params.layer();
-  std::string state = stateName(params.state());
-  c.checkState(layer, state, p.channels * p.state);
+  p.channels = s.channels;
+  p.groups = s.groups;
+  p.state = s.state_size;
+  int layer = params.state()->layer();
+  std::string state = params.state()->name()->str();
   std::vector<int> in(I.begin(), I.begin() + (gated ? 8 : 7));
   return [=](StepEnv &e) mutable {
     p.A_log = e.weight(in[4]);
@@ -174,24 +174,23 @@ Exec compileSelectiveScan(const OpContext &c) {
 Exec compileLightning(const OpContext &c) {
   checkStateMeta(c, 3);
   const fb::LightningParams &params = c.params<fb::LightningParams>();
-  LightningParams p;
-  p.heads = params.num_heads();
-  p.head_dim = params.head_dim();
   const auto &I = c.I;
   int out = c.O[0];
-  c.check(p.heads > 0 && p.head_dim > 0 && p.head_dim <= 4096 && p.heads <= 65536, "has bad head counts");
-  c.check(params.decay() && (int64_t)params.decay()->size() == p.heads, "has no decay rate per head");
-  for (double s : *params.decay()) {
-    c.check(std::isfinite(s) && s >= 0, "has a negative or non-finite decay rate");
-    p.decay.push_back((float)s);
+  checkActs(c, {I[0], I[1], I[2], out});
+  shape::Lightning s{params.num_heads(), params.head_dim(), (int64_t)params.decay()->size(),
+                     c.cols(I[0]), c.cols(I[1]), c.cols(I[2]), c.cols(out)};
+  c.checkShape(shape::check(s));
+  c.check(s.head_dim <= kMaxStateDim && s.heads <= kMaxStateHeads, "has heads larger than the CPU backend's scans take");
+  c.checkState(*params.state(), shape::stateShape(s));
+  LightningParams p;
+  p.heads = s.heads;
+  p.head_dim = s.head_dim;
+  for (double r : *params.decay()) {
+    c.check(std::isfinite(r) && r >= 0, "has a negative or non-finite decay rate");
+    p.decay.push_back((float)r);
   }
-  int64_t w = p.heads * p.head_dim;
-  c.check(c.isAct(I[0]) && c.isAct(I[1]) && c.isAct(I[2]) && c.isAct(out) && c.cols(I[0]) == w &&
-              c.cols(I[1]) == w && c.cols(I[2]) == w && c.cols(out) == w,
-          "has operands that do not match its heads");
-  int layer = params.layer();
-  std::string state = stateName(params.state());
-  c.checkState(layer, state, p.heads * p.head_dim * p.head_dim);
+  int layer = params.state()->layer();
+  std::string state = params.state()->name()->str();
   int q = I[0], k = I[1], v = I[2];
   return [=](StepEnv &e) {
     lightningScan(e.f32(q), e.f32(k), e.f32(v), p, e.stateRows(), e.statePool(layer, state), e.f32(out), e.pfor);

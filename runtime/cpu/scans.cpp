@@ -31,13 +31,10 @@ void decayRows(float *dst, const float *src, int64_t stride, int64_t L, int64_t 
   }
 }
 
-// The state of (request r, head h) in a pool of `heads` states of `size` floats per slot, zeroed
-// when the request starts without one.
+// The state of (request r, head h) in a pool of `heads` states of `size` floats per unit, in the
+// request's output unit and holding what it starts from.
 float *headState(const StateRows &rows, float *pool, int64_t r, int64_t heads, int64_t h, int64_t size) {
-  float *S = pool + ((int64_t)rows.slots[r] * heads + h) * size;
-  if (!rows.has_initial[r])
-    std::fill(S, S + size, 0.0f);
-  return S;
+  return startState(rows, pool + h * size, r, heads * size, size);
 }
 
 // l2-normalised copies of q (also scaled by dk^-1/2) and k.

@@ -32,6 +32,8 @@ public:
   virtual int64_t freeMemory() { return -1; }
   virtual void upload(void *dst, const void *src, size_t bytes) = 0;
   virtual void download(void *dst, const void *src, size_t bytes) = 0;
+  // Device to device, ordered after the work issued so far (cache units copied before a step).
+  virtual void copy(void *dst, const void *src, size_t bytes) = 0;
   // Makes the artefact's kernels launchable (module load, or host compilation in the tests).
   virtual void loadKernels(const KernelBundle &kernels) = 0;
   virtual void launch(int kernel, const uint32_t grid[3], int block, int smem, const CbcArgs &args) = 0;

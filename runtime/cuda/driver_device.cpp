@@ -37,6 +37,7 @@ struct Driver {
   CBC_CU(cuMemsetD8Async)
   CBC_CU(cuMemcpyHtoDAsync)
   CBC_CU(cuMemcpyDtoHAsync)
+  CBC_CU(cuMemcpyDtoDAsync)
   CBC_CU(cuStreamCreate)
   CBC_CU(cuStreamSynchronize)
   CBC_CU(cuStreamBeginCapture)
@@ -93,6 +94,7 @@ Driver loadDriver() {
   bind(d.lib, d.cuMemsetD8Async, "cuMemsetD8Async");
   bind(d.lib, d.cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2");
   bind(d.lib, d.cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2");
+  bind(d.lib, d.cuMemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2");
   bind(d.lib, d.cuStreamCreate, "cuStreamCreate");
   bind(d.lib, d.cuStreamSynchronize, "cuStreamSynchronize");
   bind(d.lib, d.cuStreamBeginCapture, "cuStreamBeginCapture_v2");
@@ -182,6 +184,10 @@ public:
   void download(void *dst, const void *src, size_t bytes) override {
     check(d_.cuMemcpyDtoHAsync(dst, reinterpret_cast<CUdeviceptr>(src), bytes, stream_), "cuMemcpyDtoH");
     synchronize();
+  }
+  void copy(void *dst, const void *src, size_t bytes) override {
+    check(d_.cuMemcpyDtoDAsync(reinterpret_cast<CUdeviceptr>(dst), reinterpret_cast<CUdeviceptr>(src), bytes, stream_),
+          "cuMemcpyDtoD");
   }
   void synchronize() override { check(d_.cuStreamSynchronize(stream_), "cuStreamSynchronize"); }
 

@@ -26,13 +26,14 @@ public:
 
   std::string name() const override { return "cuda (" + device_->name() + ")"; }
   int64_t cacheBytesPerToken(int group) const override;
-  int64_t stateBytesPerSlot() const override {
+  int64_t stateBytesPerUnit() const override {
     int64_t bytes = 0;
     for (const StateDecl &s : a_.cache_plan.states)
       bytes += s.elems() * 4;
     return bytes;
   }
-  void allocateCache(int32_t blocksPerGroup, int32_t slots) override;
+  void allocateCache(int32_t blocksPerGroup, int32_t stateUnits) override;
+  void copyUnits(const std::vector<UnitCopy> &copies) override;
   void run(const StepBatch &batch, std::vector<float> &logits) override;
   bool runGreedy(const StepBatch &batch, std::vector<int32_t> &tokens) override;
   void setObserver(std::function<void(int)> observer) override { observer_ = std::move(observer); }
@@ -65,7 +66,8 @@ private:
   int64_t arenaRows_[2] = {0, 0};
   void *args_[kNumStepArgs] = {};      // step argument buffers (block tables apart)
   std::map<int, void *> caches_;       // layer -> paged cache
-  std::map<std::pair<int, std::string>, void *> states_; // (layer, name) -> [slots][elems] fp32
+  std::map<std::pair<int, std::string>, void *> states_; // (layer, name) -> [units][elems] fp32
+  int32_t blocksPerGroup_ = 0, stateUnits_ = 0;
   std::vector<void *> workspaces_;
   void *tables_ = nullptr;
   size_t tableBytes_ = 0;
@@ -171,12 +173,38 @@ int64_t GpuBackend::cacheBytesPerToken(int group) const {
   return bytes;
 }
 
-void GpuBackend::allocateCache(int32_t blocksPerGroup, int32_t slots) {
+void GpuBackend::allocateCache(int32_t blocksPerGroup, int32_t stateUnits) {
   for (const StateDecl &st : a_.cache_plan.states)
-    states_[{st.layer, st.name}] = alloc((size_t)slots * st.elems() * 4);
+    states_[{st.layer, st.name}] = alloc((size_t)stateUnits * st.elems() * 4);
   for (const CacheLayer &l : a_.cache_plan.layers)
     caches_[l.layer] = alloc((size_t)blocksPerGroup * a_.cache_plan.block_size * l.elemsPerToken() *
                              dtypeBytes(a_.cache_plan.kv_dtype));
+  blocksPerGroup_ = blocksPerGroup;
+  stateUnits_ = stateUnits;
+}
+
+void GpuBackend::copyUnits(const std::vector<UnitCopy> &copies) {
+  const CachePlan &plan = a_.cache_plan;
+  for (const UnitCopy &c : copies) {
+    if (c.group < 0 || c.group >= (int)plan.groups.size())
+      throw std::logic_error("gpu backend: a unit copy names no cache group");
+    bool state = plan.groups[c.group].kind == CacheGroup::State;
+    int32_t units = state ? stateUnits_ : blocksPerGroup_;
+    if (c.src < 0 || c.src >= units || c.dst < 0 || c.dst >= units)
+      throw std::logic_error("gpu backend: a unit copy names no unit of its group");
+    auto copyUnit = [&](void *pool, size_t bytes) {
+      device_->copy(static_cast<char *>(pool) + c.dst * bytes, static_cast<char *>(pool) + c.src * bytes, bytes);
+    };
+    if (state) {
+      for (const StateDecl &st : plan.states)
+        copyUnit(states_.at({st.layer, st.name}), (size_t)st.elems() * 4);
+      continue;
+    }
+    for (const CacheLayer &l : plan.layers)
+      if (l.group == c.group)
+        copyUnit(caches_.at(l.layer),
+                 (size_t)plan.block_size * l.elemsPerToken() * dtypeBytes(plan.kv_dtype));
+  }
 }
 
 void *GpuBackend::valuePtr(int v) const {
@@ -329,6 +357,8 @@ void GpuBackend::uploadBatch(const StepBatch &b) {
   up(StepArg::PromptLens, b.prompt_lens);
   up(StepArg::Slots, b.slots);
   up(StepArg::HasInitialState, b.has_initial_state);
+  up(StepArg::StateIn, b.state_in);
+  up(StepArg::StateOut, b.state_out);
   size_t tableBytes = (size_t)(b.num_groups * b.table_slots * b.table_width) * 4;
   if (tableBytes > tableBytes_) {
     tables_ = alloc(tableBytes);

@@ -9,49 +9,32 @@ namespace {
 using fb::Opcode;
 using fb::OpParams;
 
+#define CBC_MANY -1
 constexpr std::array<OpcodeInfo, kNumOpcodes> kOpcodes = {{
-    {Opcode::Embed, "cbc.math.embed", OpParams::EmbedParams},
-    {Opcode::Linear, "cbc.math.linear", OpParams::NONE},
-    {Opcode::RmsNorm, "cbc.math.rms_norm", OpParams::NormParams},
-    {Opcode::Add, "cbc.math.add", OpParams::NONE},
-    {Opcode::Mul, "cbc.math.mul", OpParams::NONE},
-    {Opcode::Gate, "cbc.math.gate", OpParams::NONE},
-    {Opcode::Glu, "cbc.math.glu", OpParams::GluParams},
-    {Opcode::Split, "cbc.math.split", OpParams::NONE},
-    {Opcode::Concat, "cbc.math.concat", OpParams::NONE},
-    {Opcode::Rope, "cbc.math.rope", OpParams::RopeParams},
-    {Opcode::Act, "cbc.math.act", OpParams::ActParams},
-    {Opcode::Softcap, "cbc.math.softcap", OpParams::SoftcapParams},
-    {Opcode::AddRmsNorm, "cbc.math.add_rms_norm", OpParams::NormParams},
-    {Opcode::RmsNormGated, "cbc.math.rms_norm_gated", OpParams::GatedNormParams},
-    {Opcode::KvAppend, "cbc.kv.append", OpParams::KvAppendParams},
-    {Opcode::KvAttention, "cbc.kv.attention", OpParams::KvAttentionParams},
-    {Opcode::KvRopeAppend, "cbc.kv.rope_append", OpParams::KvRopeAppendParams},
-    {Opcode::StateConv1d, "cbc.state.conv1d", OpParams::Conv1dParams},
-    {Opcode::GatedDelta, "cbc.state.gated_delta", OpParams::GatedDeltaParams},
-    {Opcode::Ssd, "cbc.state.ssd", OpParams::SsdParams},
-    {Opcode::SelectiveScan, "cbc.state.selective_scan", OpParams::SelectiveScanParams},
-    {Opcode::RowsGather, "cbc.rows.gather", OpParams::NONE},
-    {Opcode::MoeRoute, "cbc.moe.route", OpParams::MoeRouteParams},
-    {Opcode::MoeExperts, "cbc.moe.experts", OpParams::MoeExpertsParams},
-    {Opcode::KvLatentAttention, "cbc.kv.latent_attention", OpParams::KvLatentAttentionParams},
-    {Opcode::HeadLinear, "cbc.math.head_linear", OpParams::HeadLinearParams},
-    {Opcode::PositionScale, "cbc.math.position_scale", OpParams::PositionScaleParams},
-    {Opcode::Lightning, "cbc.state.lightning", OpParams::LightningParams},
-    {Opcode::Kda, "cbc.state.kda", OpParams::KdaParams},
-    {Opcode::KvIndexAppend, "cbc.kv.index_append", OpParams::KvIndexAppendParams},
-    {Opcode::KvIndexSelect, "cbc.kv.index_select", OpParams::KvIndexSelectParams},
-    {Opcode::LayerNorm, "cbc.math.layer_norm", OpParams::NormParams},
+#define CBC_OP(NAME, CODE, OP_NAME, PARAMS, MIN_IN, MAX_IN, MIN_OUT, MAX_OUT, SITE)                              \
+  {Opcode::NAME, OP_NAME, OpParams::PARAMS, MIN_IN, MAX_IN, MIN_OUT, MAX_OUT, OpSite::SITE},
+#include "runtime/schema/ops.inc"
 }};
+#undef CBC_MANY
 
-// The table is indexed by opcode: a reordering is a compile error, not a silent mismatch.
+// The generated table and the hand-written schema (model.fbs) agree, or this does not compile:
+// every row's opcode is the schema enumerator of its name, every row names a member of OpParams
+// (above), and the schema has no opcode without a row.
+#define CBC_OP(NAME, CODE, ...) static_assert((int)Opcode::NAME == CODE, "model.fbs numbers opcode " #NAME " differently");
+#include "runtime/schema/ops.inc"
+constexpr int kTableRows = 0
+#define CBC_OP(...) +1
+#include "runtime/schema/ops.inc"
+    ;
+static_assert(kTableRows == kNumOpcodes, "model.fbs has an opcode that no cbc op defines");
+
 constexpr bool indexedByOpcode() {
   for (int i = 0; i < kNumOpcodes; ++i)
     if ((int)kOpcodes[i].opcode != i)
       return false;
   return true;
 }
-static_assert(indexedByOpcode(), "kOpcodes must list the opcodes in order");
+static_assert(indexedByOpcode(), "runtime/schema/ops.inc must list the opcodes in order");
 
 } // namespace
 

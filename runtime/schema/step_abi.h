@@ -15,8 +15,11 @@ namespace cbc {
 // of an older version would ignore the new field silently (FlatBuffers skips unknown fields).
 // 2: weight transforms block_diag and row_scales. 3: typed instructions (an opcode and one
 // parameter table per op), step arguments and per-step integers by enum, MXFP4 as a transform.
-// 4: the integrity trailer after the FlatBuffer (runtime/schema/integrity.h).
-constexpr uint32_t kFormatVersion = 4;
+// 4: the integrity trailer after the FlatBuffer (runtime/schema/integrity.h). 5: the cache's one
+// memory model: cache groups of three kinds, the states in a state group, state ops reading and
+// writing state units (the step arguments state_in and state_out) and starting their tables with
+// a StateSite; parameter tables' mandatory fields are `required`.
+constexpr uint32_t kFormatVersion = 5;
 
 // The step function's arguments, in order.
 enum class StepArg : uint8_t {
@@ -28,10 +31,12 @@ enum class StepArg : uint8_t {
   BlockTables,     // [groups, slots, blocks] the cache manager's persistent tables
   LogitRows,       // [L] the rows whose logits are sampled
   PromptLens,      // [R] each request's original prompt length
-  Slots,           // [R] each request's cache and state slot
+  Slots,           // [R] each request's slot: its row of the block tables
   HasInitialState, // [R] whether a request's states carry over from an earlier step
+  StateIn,         // [R] the state-group unit each request's states are read from
+  StateOut,        // [R] the unit they are left in (the same unless after a fork or for a rollback)
 };
-constexpr int kNumStepArgs = 10;
+constexpr int kNumStepArgs = 12;
 
 // The integers a launch may read per step, besides its constants.
 enum class RuntimeVar : uint8_t {
@@ -63,7 +68,7 @@ inline int64_t prefillTiles(const int32_t *cuSeqlens, int64_t requests) {
 
 constexpr std::string_view kStepArgNames[kNumStepArgs] = {
     "tokens",     "positions",   "seq_ids", "cu_seqlens", "kv_lens",          "block_tables",
-    "logit_rows", "prompt_lens", "slots",   "has_initial_state"};
+    "logit_rows", "prompt_lens", "slots",   "has_initial_state", "state_in", "state_out"};
 constexpr std::string_view kRuntimeVarNames[kNumRuntimeVars] = {
     "num_tokens", "num_requests", "num_logit_rows", "table_width", "table_slots", "attn_splits",
     "max_tokens", "prefill_tiles"};

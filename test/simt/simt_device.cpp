@@ -39,6 +39,7 @@ public:
   void release(void *p) override { std::free(p); }
   void upload(void *dst, const void *src, size_t bytes) override { std::memcpy(dst, src, bytes); }
   void download(void *dst, const void *src, size_t bytes) override { std::memcpy(dst, src, bytes); }
+  void copy(void *dst, const void *src, size_t bytes) override { std::memmove(dst, src, bytes); }
   void synchronize() override {}
 
   void loadKernels(const rt::KernelBundle &k) override {

@@ -96,6 +96,9 @@ struct MatchOptions {
   int64_t max_tokens = 16, max_requests = 8;
   int32_t blocks = 64, table_width = 16, slots = 8; // table_width: blocks a request may hold
   int64_t new_tokens = 3;
+  // Every step keeps its states' input and writes them to a new unit (as a step that may be
+  // rolled back does): the scans must read and write the units the batch names.
+  bool keep_states = false;
   std::function<void(const rt::StepPlan &)> plan_seen;
   std::function<void(const rt::StepBatch &)> step;
   double tol_scale = 1.0;
@@ -142,10 +145,10 @@ void kernelsMatchCpu(const rt::Artefact &a, const rt::WeightSource &weights,
   rt::BackendLimits limits{opt.max_tokens, opt.max_requests};
   auto cpu = rt::makeCpuBackend(a, rt::WeightStore::load(a, weights), limits, 1);
   auto gpu = rt::makeGpuBackend(a, weights, simt::makeSimtDevice(cacheDir()), limits);
-  const int32_t blocks = opt.blocks, slots = opt.slots;
-  cpu->allocateCache(blocks, slots);
-  gpu->allocateCache(blocks, slots);
-  rt::CacheManager cache(a.cache_plan, blocks, slots, opt.table_width);
+  const int32_t blocks = opt.blocks, slots = opt.slots, stateUnits = opt.keep_states ? 2 * slots : slots;
+  cpu->allocateCache(blocks, stateUnits);
+  gpu->allocateCache(blocks, stateUnits);
+  rt::CacheCoordinator cache(a.cache_plan, blocks, stateUnits, slots, opt.table_width);
   rt::Scheduler sched({opt.max_tokens, opt.max_requests}, cache);
   std::vector<std::unique_ptr<rt::Request>> reqs;
   for (const auto &p : prompts) {
@@ -175,7 +178,10 @@ void kernelsMatchCpu(const rt::Artefact &a, const rt::WeightSource &weights,
     if (opt.plan_seen)
       opt.plan_seen(plan);
     rt::StepBatch batch;
-    rt::buildStepBatch(plan, cache, batch);
+    rt::buildStepBatch(plan, cache, batch, opt.keep_states);
+    if (opt.keep_states && cache.hasStates())
+      for (int64_t r = 0; r < batch.num_requests; ++r)
+        ASSERT_NE(batch.state_in[r], batch.state_out[r]);
     if (opt.step)
       opt.step(batch);
 
@@ -273,6 +279,70 @@ protected:
 
 TEST_P(Simt, KernelsMatchCpuInstructionByInstruction) {
   kernelsMatchCpu(artefact_, weights_, loadExpected(family_).prompts, variantName(GetParam()));
+}
+
+// The state kernels read each request's state from the unit state_in names and leave it in the
+// one state_out names: every step here moves every request's states to a new unit.
+TEST(SimtStateUnits, ScansReadTheInputUnitAndWriteTheOutputUnit) {
+  // Every kind of scan: gated delta, KDA, SSD, the selective scan, lightning, and conv1d in each.
+  for (const char *family : {"qwen3_next", "kimi_linear", "mamba2", "falcon_mamba", "minimax"}) {
+    rt::Artefact a = compileWithKernels(family, true);
+    MatchOptions opt;
+    opt.keep_states = true;
+    opt.new_tokens = 2;
+    std::vector<std::vector<int32_t>> prompts = loadExpected(family).prompts;
+    prompts.resize(std::min<size_t>(prompts.size(), 2));
+    rt::WeightSource weights;
+    weights.checkpoint_dir = fixtureDir(family);
+    kernelsMatchCpu(a, weights, prompts, std::string(family) + " (moving states)", nullptr, opt);
+  }
+}
+
+// The GPU backend's copy of cache units (Device::copy): a request forked after a prompt that ends
+// inside a block continues as its parent, the partial block copied and the state copied on write.
+TEST(SimtStateUnits, AForkedRequestContinuesAsItsParent) {
+  rt::Artefact a = compileWithKernels("olmo_hybrid", true);
+  rt::WeightSource weights;
+  weights.checkpoint_dir = fixtureDir("olmo_hybrid");
+  auto gpu = rt::makeGpuBackend(a, weights, simt::makeSimtDevice(cacheDir()), {16, 4});
+  const int32_t blocks = 16, units = 4;
+  gpu->allocateCache(blocks, units);
+  rt::CacheCoordinator cache(a.cache_plan, blocks, units, 4, 8);
+  rt::Request parent, child;
+  parent.prompt = {5, 9, 14, 3, 22, 7, 11};
+  parent.slot = cache.acquireSlot();
+  child.slot = cache.acquireSlot();
+  auto step = [&](std::vector<rt::Request *> rs, int64_t count) {
+    rt::StepPlan plan;
+    for (rt::Request *r : rs) {
+      EXPECT_TRUE(cache.allocate(r->slot, r->computed + count));
+      plan.chunks.push_back({r, r->computed, count, true});
+      plan.tokens += count;
+    }
+    rt::StepBatch batch;
+    rt::buildStepBatch(plan, cache, batch);
+    std::vector<float> logits;
+    gpu->run(batch, logits);
+    for (rt::Request *r : rs) {
+      r->computed += count;
+      cache.commit(r->slot, r->computed);
+    }
+    return logits;
+  };
+  step({&parent}, 7);
+  std::vector<rt::UnitCopy> copies;
+  ASSERT_TRUE(cache.fork(parent.slot, child.slot, copies));
+  ASSERT_EQ(copies.size(), 1u);
+  gpu->copyUnits(copies);
+  child.prompt = parent.prompt;
+  child.computed = parent.computed;
+  for (rt::Request *r : {&parent, &child})
+    r->prompt.push_back(40);
+  std::vector<float> logits = step({&parent, &child}, 1);
+  int64_t vocab = a.meta.vocab_size;
+  ASSERT_EQ((int64_t)logits.size(), 2 * vocab);
+  for (int64_t i = 0; i < vocab; ++i)
+    ASSERT_EQ(logits[i], logits[vocab + i]) << "logit " << i;
 }
 
 // Router and expert variants that no fixture has yet, on the qwen3_moe fixture's model with its

@@ -5,7 +5,7 @@
 
 #include "runtime/artefact.h"
 #include "runtime/backend.h"
-#include "runtime/cache.h"
+#include "runtime/cache/coordinator.h"
 #include "runtime/engine.h"
 #include "runtime/scheduler.h"
 #include "runtime/weights.h"

@@ -2,6 +2,7 @@
 // cancellations, each request gets exactly the tokens it gets when run alone, and no request
 // is lost. Real fixture models (CPU backend, fp32), a small token budget and a cache too small
 // for the load, so that chunked prefill, sliding-window release and preemption all happen.
+#include "runtime/cache/coordinator.h"
 #include "runtime/cpu/cpu_backend.h"
 #include "runtime/weights.h"
 #include "test/support/compile_support.h"
@@ -30,6 +31,7 @@ struct Observed {
   // State handover: a chunk must carry its slot's state exactly when it continues a sequence,
   // and slots must be handed on to new (or restarted) requests.
   int64_t stateFlagErrors = 0, reusedSlots = 0;
+  int64_t movedStates = 0, sharedStateUnits = 0, unitCopies = 0;
   std::set<int32_t> usedSlots;
 };
 
@@ -39,9 +41,11 @@ public:
       : inner_(std::move(inner)), plan_(plan), seen_(seen) {}
   std::string name() const override { return inner_->name(); }
   int64_t cacheBytesPerToken(int g) const override { return inner_->cacheBytesPerToken(g); }
-  int64_t stateBytesPerSlot() const override { return inner_->stateBytesPerSlot(); }
-  void allocateCache(int32_t blocks, int32_t slots) override {
-    inner_->allocateCache(blocks, slots);
+  int64_t stateBytesPerUnit() const override { return inner_->stateBytesPerUnit(); }
+  void allocateCache(int32_t blocks, int32_t stateUnits) override { inner_->allocateCache(blocks, stateUnits); }
+  void copyUnits(const std::vector<rt::UnitCopy> &copies) override {
+    seen_.unitCopies += (int64_t)copies.size();
+    inner_->copyUnits(copies);
   }
   void run(const rt::StepBatch &b, std::vector<float> &logits) override {
     seen_.steps++;
@@ -60,6 +64,13 @@ public:
         seen_.stateFlagErrors++;
       if (count > 0 && b.positions[begin] == 0 && !seen_.usedSlots.insert(b.slots[r]).second)
         seen_.reusedSlots++;
+      // Without forks, every request's states are read and written in place, each in a unit of
+      // its own.
+      if (b.state_in[r] != b.state_out[r])
+        seen_.movedStates++;
+      for (int64_t q = 0; q < r; ++q)
+        if (b.state_out[r] >= 0 && b.state_out[q] == b.state_out[r])
+          seen_.sharedStateUnits++;
       // A window group whose table has a released (-1) block below the live range.
       for (int64_t g = 0; g < b.num_groups; ++g) {
         if (plan_.groups[g].retention == rt::CacheGroup::All)
@@ -119,7 +130,7 @@ protected:
     auto cpu =
         rt::makeCpuBackend(artefact_, weights_, {o.max_batch_tokens, o.max_requests}, o.threads);
     // State families also run short of slots: few requests may hold state at once.
-    int64_t stateBytes = cpu->stateBytesPerSlot();
+    int64_t stateBytes = cpu->stateBytesPerUnit();
     if (stateBytes > 0) {
       o.max_live_requests = kStateSlots;
       o.max_state_fraction = 1.0;
@@ -222,9 +233,9 @@ protected:
 void Invariance::check(uint64_t seed, int64_t budget, int64_t maxRequests, int32_t extraBlocks) {
   std::vector<test::Run> runs = makeRuns(seed);
 
-  rt::CacheManager probe(artefact_.cache_plan, 1 << 20, 1, 1);
+  rt::CacheCoordinator probe(artefact_.cache_plan, 1 << 20, 1, 1, 1);
   int64_t need = 0;
-  for (int g = 0; g < probe.numGroups(); ++g)
+  for (int g = 0; g < probe.numPagedGroups(); ++g)
     need = std::max(need, probe.maxBlocksFor(g, kMaxPrompt + kMaxNew, budget));
   int32_t blocks = (int32_t)need + extraBlocks;
 
@@ -281,6 +292,9 @@ void Invariance::check(uint64_t seed, int64_t budget, int64_t maxRequests, int32
   EXPECT_LE(batched.seen.maxRequestsInStep, maxRequests);
   EXPECT_EQ(batched.seen.stateFlagErrors, 0) << "has_initial_state disagrees with the positions";
   EXPECT_GT(batched.seen.reusedSlots, 0) << "no request slot was ever handed on";
+  EXPECT_EQ(batched.seen.movedStates, 0) << "a state moved between units although nothing forked";
+  EXPECT_EQ(batched.seen.sharedStateUnits, 0) << "two requests of a step wrote one state unit";
+  EXPECT_EQ(batched.seen.unitCopies, 0) << "units copied although nothing forked";
   RecordProperty("preemptions", std::to_string(batched.stats.preemptions));
   RecordProperty("steps", std::to_string(batched.stats.steps));
 

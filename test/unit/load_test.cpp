@@ -224,9 +224,9 @@ protected:
     o.max_live_requests = c.liveRequests;
     o.max_state_fraction = 1.0;
     int64_t bytesPerBlockRow = 0;
-    for (size_t g = 0; g < artefact_->cache_plan.groups.size(); ++g)
-      bytesPerBlockRow += probe.cacheBytesPerToken((int)g) * artefact_->cache_plan.block_size;
-    o.cache_memory_bytes = c.blocksPerGroup * bytesPerBlockRow + c.liveRequests * probe.stateBytesPerSlot();
+    for (int g = 0; g < artefact_->cache_plan.tableGroups(); ++g)
+      bytesPerBlockRow += probe.cacheBytesPerToken(g) * artefact_->cache_plan.block_size;
+    o.cache_memory_bytes = c.blocksPerGroup * bytesPerBlockRow + c.liveRequests * probe.stateBytesPerUnit();
     auto e = rt::Engine::create(*artefact_, weights_, o);
     EXPECT_EQ(e->cache().blocksPerGroup(), c.blocksPerGroup);
     EXPECT_EQ(e->cache().maxSlots(), c.liveRequests);

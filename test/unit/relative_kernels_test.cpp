@@ -128,7 +128,8 @@ TEST(Conv1d, ResidualAddsTheRow) {
   std::vector<int32_t> cu = {0, 6}, cu2 = {0, 3}, slots = {0}, none = {0}, carried = {1};
   std::vector<float> plain(n * C), res(n * C), pool1(C * (K - 1)), pool2(C * (K - 1));
   // Rows 0-5 in one step, 6-8 in the next from the carried state.
-  StateRows first{cu.data(), slots.data(), none.data(), 1}, second{cu2.data(), slots.data(), carried.data(), 1};
+  StateRows first{cu.data(), slots.data(), slots.data(), none.data(), 1},
+      second{cu2.data(), slots.data(), slots.data(), carried.data(), 1};
   conv1dStates(x.data(), C, K, w.data(), nullptr, Act::None, first, pool1.data(), plain.data(), serial);
   conv1dStates(x.data() + 6 * C, C, K, w.data(), nullptr, Act::None, second, pool1.data(), plain.data() + 6 * C,
                serial);

@@ -1,4 +1,4 @@
-// Scheduler decisions on a hand-built CacheManager: token budget, decode-first order, chunked
+// Scheduler decisions on a hand-built CacheCoordinator: token budget, decode-first order, chunked
 // prefill, FIFO admission, preemption by recompute, and cancel.
 #include "runtime/scheduler.h"
 
@@ -51,7 +51,7 @@ void checkPlan(const StepPlan &plan, int64_t budget, int64_t maxRequests) {
 class Harness {
 public:
   Harness(int blockSize, int32_t blocks, int64_t budget, int64_t maxRequests = 256)
-      : cache(onePlan(blockSize), blocks, 64, 1024), sched({budget, maxRequests}, cache), budget(budget),
+      : cache(onePlan(blockSize), blocks, 64, 64, 1024), sched({budget, maxRequests}, cache), budget(budget),
         maxRequests(maxRequests) {}
 
   Request *add(int64_t promptLen, int64_t maxNew = 4) {
@@ -92,7 +92,7 @@ public:
     return nullptr;
   }
 
-  CacheManager cache;
+  CacheCoordinator cache;
   Scheduler sched;
   int64_t budget, maxRequests;
   std::vector<std::unique_ptr<Request>> reqs;

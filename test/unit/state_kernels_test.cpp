@@ -94,7 +94,7 @@ void runInPieces(int64_t n, const std::vector<int64_t> &cuts, int32_t slot, Op o
     if (end <= begin)
       continue;
     int32_t cu[2] = {0, (int32_t)(end - begin)}, slots[1] = {slot}, has[1] = {begin > 0};
-    StateRows rows{cu, slots, has, 1};
+    StateRows rows{cu, slots, slots, has, 1};
     op(rows, begin, end);
     begin = end;
   }
@@ -241,7 +241,7 @@ TEST(Kda, FreshRequestIgnoresStaleSlot) {
   for (int32_t n : {1, 20}) {
     std::vector<float> clean(16, 0.0f), stale(16, 50.0f), a(n * 4), c(n * 4);
     int32_t cu[2] = {0, n}, slots[1] = {0}, has[1] = {0};
-    StateRows rows{cu, slots, has, 1};
+    StateRows rows{cu, slots, slots, has, 1};
     kdaScan(q.data(), k.data(), v.data(), f.data(), b.data(), p, rows, clean.data(), a.data(), serial);
     kdaScan(q.data(), k.data(), v.data(), f.data(), b.data(), p, rows, stale.data(), c.data(), serial);
     EXPECT_EQ(a, c) << n << " rows";
@@ -444,10 +444,94 @@ TEST(Conv1d, FreshRequestIgnoresStaleSlot) {
   int64_t C = 3, K = 3;
   std::vector<float> x = {1, 2, 3}, w(C * K, 1.0f), y(C), pool(C * (K - 1), 99.0f);
   int32_t cu[2] = {0, 1}, slots[1] = {0}, has[1] = {0};
-  conv1dStates(x.data(), C, K, w.data(), nullptr, Act::None, StateRows{cu, slots, has, 1}, pool.data(),
+  conv1dStates(x.data(), C, K, w.data(), nullptr, Act::None, StateRows{cu, slots, slots, has, 1}, pool.data(),
                y.data(), serial);
   EXPECT_EQ(y, x);
   EXPECT_EQ(pool, (std::vector<float>{0, 1, 0, 2, 0, 3}));
+}
+
+// Every scan reads a request's state from its input unit and leaves it in its output unit,
+// leaving the input as it was: a second step from unit 1 into unit 2 gives what the same step in
+// place in unit 1 gives, unit 1 keeps the first step's state, and unit 0 is never touched. (Forks
+// and rollbacks step so: runtime/cache/coordinator.h.)
+template <class Scan>
+void expectStateMovesBetweenUnits(int64_t n, int64_t split, int64_t stateElems, int64_t outWidth, Scan scan) {
+  std::vector<float> inPlace(3 * stateElems, 7.0f), moved(3 * stateElems, 7.0f);
+  std::vector<float> outInPlace(n * outWidth), outMoved(n * outWidth);
+  int32_t cuA[2] = {0, (int32_t)split}, cuB[2] = {0, (int32_t)(n - split)};
+  int32_t one[1] = {1}, two[1] = {2}, fresh[1] = {0}, carried[1] = {1};
+  StateRows first{cuA, one, one, fresh, 1}, again{cuB, one, one, carried, 1}, across{cuB, one, two, carried, 1};
+  scan(first, 0, inPlace.data(), outInPlace.data());
+  scan(again, split, inPlace.data(), outInPlace.data());
+  scan(first, 0, moved.data(), outMoved.data());
+  std::vector<float> afterFirst(moved.begin() + stateElems, moved.begin() + 2 * stateElems);
+  scan(across, split, moved.data(), outMoved.data());
+  EXPECT_EQ(outMoved, outInPlace);
+  for (int64_t i = 0; i < stateElems; ++i) {
+    ASSERT_EQ(moved[i], 7.0f) << "unit 0 was written";
+    ASSERT_EQ(moved[stateElems + i], afterFirst[i]) << "the input unit was written";
+    ASSERT_EQ(moved[2 * stateElems + i], inPlace[stateElems + i]) << "the output unit holds another state";
+  }
+}
+
+TEST(StateUnits, EveryScanReadsItsInputUnitAndWritesItsOutputUnit) {
+  std::mt19937 rng(5);
+  const int64_t n = 70, split = 40; // the second step is long enough for the chunked forms
+  {
+    GatedDeltaParams p;
+    p.k_heads = 1, p.v_heads = 2, p.k_dim = 4, p.v_dim = 3;
+    auto q = randoms(n * 4, rng), k = randoms(n * 4, rng), v = randoms(n * 6, rng), a = randoms(n * 2, rng),
+         b = randoms(n * 2, rng), A_log = randoms(2, rng), dt_bias = randoms(2, rng);
+    p.A_log = A_log.data(), p.dt_bias = dt_bias.data();
+    expectStateMovesBetweenUnits(n, split, 2 * 4 * 3, 6, [&](const StateRows &rows, int64_t t, float *pool, float *out) {
+      gatedDeltaScan(&q[t * 4], &k[t * 4], &v[t * 6], &a[t * 2], &b[t * 2], p, rows, pool, &out[t * 6], serial, 16);
+    });
+  }
+  {
+    KdaParams p;
+    p.heads = 2, p.k_dim = 4, p.v_dim = 3;
+    auto q = randoms(n * 8, rng), k = randoms(n * 8, rng), v = randoms(n * 6, rng), f = randoms(n * 8, rng),
+         b = randoms(n * 2, rng), A_log = randoms(2, rng), dt_bias = randoms(8, rng);
+    p.A_log = A_log.data(), p.dt_bias = dt_bias.data();
+    expectStateMovesBetweenUnits(n, split, 2 * 4 * 3, 6, [&](const StateRows &rows, int64_t t, float *pool, float *out) {
+      kdaScan(&q[t * 8], &k[t * 8], &v[t * 6], &f[t * 8], &b[t * 2], p, rows, pool, &out[t * 6], serial, 16);
+    });
+  }
+  {
+    SsdParams p;
+    p.heads = 2, p.head_dim = 3, p.groups = 1, p.state = 4;
+    auto x = randoms(n * 6, rng), dt = randoms(n * 2, rng), B = randoms(n * 4, rng), C = randoms(n * 4, rng),
+         A_log = randoms(2, rng), dt_bias = randoms(2, rng), D = randoms(2, rng);
+    p.A_log = A_log.data(), p.dt_bias = dt_bias.data(), p.D = D.data();
+    expectStateMovesBetweenUnits(n, split, 2 * 3 * 4, 6, [&](const StateRows &rows, int64_t t, float *pool, float *out) {
+      ssdScan(&x[t * 6], &dt[t * 2], &B[t * 4], &C[t * 4], p, rows, pool, &out[t * 6], serial, 16);
+    });
+  }
+  {
+    SelectiveParams p;
+    p.channels = 4, p.groups = 2, p.state = 3;
+    auto x = randoms(n * 4, rng), dt = randoms(n * 4, rng), B = randoms(n * 6, rng), C = randoms(n * 6, rng),
+         z = randoms(n * 4, rng), A_log = randoms(12, rng), dt_bias = randoms(4, rng), D = randoms(4, rng);
+    p.A_log = A_log.data(), p.dt_bias = dt_bias.data(), p.D = D.data();
+    expectStateMovesBetweenUnits(n, split, 4 * 3, 4, [&](const StateRows &rows, int64_t t, float *pool, float *out) {
+      selectiveScan(&x[t * 4], &dt[t * 4], &B[t * 6], &C[t * 6], &z[t * 4], p, rows, pool, &out[t * 4], serial);
+    });
+  }
+  {
+    LightningParams p;
+    p.heads = 2, p.head_dim = 3, p.decay = {0.1f, 0.4f};
+    auto q = randoms(n * 6, rng), k = randoms(n * 6, rng), v = randoms(n * 6, rng);
+    expectStateMovesBetweenUnits(n, split, 2 * 3 * 3, 6, [&](const StateRows &rows, int64_t t, float *pool, float *out) {
+      lightningScan(&q[t * 6], &k[t * 6], &v[t * 6], p, rows, pool, &out[t * 6], serial, 16);
+    });
+  }
+  {
+    const int64_t C = 3, K = 4;
+    auto x = randoms(n * C, rng), w = randoms(C * K, rng);
+    expectStateMovesBetweenUnits(n, split, C * (K - 1), C, [&](const StateRows &rows, int64_t t, float *pool, float *out) {
+      conv1dStates(&x[t * C], C, K, w.data(), nullptr, Act::Silu, rows, pool, &out[t * C], serial);
+    });
+  }
 }
 
 } // namespace

@@ -131,23 +131,6 @@ std::string paramsText(const rt::Instr &in, bool full) {
   return visitor.s;
 }
 
-// The decoder layer an instruction belongs to, for the graph's labels.
-std::optional<int> layerOf(const rt::Instr &in) {
-  using P = fb::OpParams;
-  switch (opcodeInfo(in.opcode).params) {
-  case P::KvAppendParams: return in.get<fb::KvAppendParams>().site()->layer();
-  case P::KvAttentionParams: return in.get<fb::KvAttentionParams>().site()->layer();
-  case P::KvRopeAppendParams: return in.get<fb::KvRopeAppendParams>().site()->layer();
-  case P::Conv1dParams: return in.get<fb::Conv1dParams>().layer();
-  case P::GatedDeltaParams: return in.get<fb::GatedDeltaParams>().layer();
-  case P::SsdParams: return in.get<fb::SsdParams>().layer();
-  case P::SelectiveScanParams: return in.get<fb::SelectiveScanParams>().layer();
-  case P::LightningParams: return in.get<fb::LightningParams>().layer();
-  case P::KdaParams: return in.get<fb::KdaParams>().layer();
-  default: return std::nullopt;
-  }
-}
-
 std::string valueText(const Artefact &a, int id) {
   const rt::Value &v = a.program.values[id];
   std::string name = "%" + std::to_string(id);
@@ -239,6 +222,16 @@ void printCachePlan(const Artefact &a) {
   std::printf("block size: %d tokens; kv dtype: %s\n", c.block_size, rt::dtypeName(c.kv_dtype));
   int64_t total = 0;
   for (const auto &g : c.groups) {
+    if (g.kind == rt::CacheGroup::State) {
+      std::printf("group %d: the states of %zu layers [%s], %lld bytes a unit (one snapshot of them all)\n", g.id,
+                  g.layers.size(), rangeText(g.layers).c_str(), (long long)g.bytes_per_unit);
+      continue;
+    }
+    if (g.kind == rt::CacheGroup::Static) {
+      std::printf("group %d: static rows of %zu layers [%s], written once per request, %lld bytes/token\n", g.id,
+                  g.layers.size(), rangeText(g.layers).c_str(), (long long)g.bytes_per_token);
+      continue;
+    }
     std::string retention = g.retention == rt::CacheGroup::All ? "all tokens"
                             : g.retention == rt::CacheGroup::Window
                                 ? "last " + std::to_string(g.tokens) + " tokens (window)"

@@ -1,7 +1,7 @@
 #include "runtime/engine.h"
 #include "runtime/artefact.h"
 #include "runtime/build_config.h"
-#include "runtime/cache.h"
+#include "runtime/cache/coordinator.h"
 #include "runtime/weights.h"
 #include "runtime/memory_estimate.h"
 #include "runtime/schema/limits.h"

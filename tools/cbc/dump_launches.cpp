@@ -81,10 +81,12 @@ json launchesJson(const rt::KernelBundle &k) {
 
 json cacheJson(const rt::CachePlan &c) {
   static const char *retention[] = {"all", "window", "chunk"};
+  static const char *kind[] = {"paged", "state", "static"};
   json groups = json::array(), layers = json::array(), states = json::array();
   for (const rt::CacheGroup &g : c.groups)
-    groups.push_back({{"id", g.id}, {"retention", retention[(int)g.retention]}, {"tokens", g.tokens},
-                      {"layers", g.layers}, {"bytes_per_token", g.bytes_per_token}});
+    groups.push_back({{"id", g.id}, {"kind", kind[(int)g.kind]}, {"retention", retention[(int)g.retention]},
+                      {"tokens", g.tokens}, {"layers", g.layers}, {"bytes_per_token", g.bytes_per_token},
+                      {"bytes_per_unit", g.bytes_per_unit}});
   for (const rt::CacheLayer &l : c.layers)
     layers.push_back({{"layer", l.layer}, {"group", l.group}, {"elems_per_token", l.elemsPerToken()}});
   for (const rt::StateDecl &s : c.states) // per-request states are fp32 on both backends

@@ -1,6 +1,6 @@
 // The causal depthwise convolution over each request's rows: one thread per (request,
 // channel) walks the rows in order with the K - 1 carried inputs in registers, starting from
-// the request's state and leaving the last K - 1 inputs in it.
+// the request's state (its input unit) and leaving the last K - 1 inputs in its output unit.
 #ifndef CBC_CODEGEN_CUDA_KERNELS_CONV1D_CUH
 #define CBC_CODEGEN_CUDA_KERNELS_CONV1D_CUH
 
@@ -17,7 +17,7 @@ __device__ __forceinline__ void conv1d(const CbcArgs &a) {
   const TW *w = (const TW *)a.p[S::Weight];
   const TB *bias = (const TB *)a.p[S::Bias];
   const int *cu = (const int *)a.p[S::CuSeqlens];
-  const int *slots = (const int *)a.p[S::Slots];
+  const int *state_in = (const int *)a.p[S::StateIn], *state_out = (const int *)a.p[S::StateOut];
   const int *has_initial = (const int *)a.p[S::HasInitial];
   float *pool = (float *)a.p[S::Pool];
   TY *y = (TY *)a.p[S::Out];
@@ -26,9 +26,10 @@ __device__ __forceinline__ void conv1d(const CbcArgs &a) {
   if (c >= C)
     return;
   float hist[HIST1];
-  float *state = HIST > 0 ? pool + ((long long)slots[r] * C + c) * HIST : 0;
+  const float *start = HIST > 0 ? pool + ((long long)state_in[r] * C + c) * HIST : 0;
+  float *state = HIST > 0 ? pool + ((long long)state_out[r] * C + c) * HIST : 0;
   for (int j = 0; j < HIST; ++j)
-    hist[j] = has_initial[r] ? state[j] : 0.0f;
+    hist[j] = has_initial[r] ? start[j] : 0.0f;
   float wr[K];
   for (int j = 0; j < K; ++j)
     wr[j] = ld(w, (long long)c * K + j);

@@ -24,7 +24,7 @@ __device__ __forceinline__ void gated_delta(const CbcArgs &a) {
   const TAL *A_log = (const TAL *)a.p[S::ALog];
   const TDT *dt_bias = (const TDT *)a.p[S::DtBias];
   const int *cu = (const int *)a.p[S::CuSeqlens];
-  const int *slots = (const int *)a.p[S::Slots];
+  const int *state_in = (const int *)a.p[S::StateIn], *state_out = (const int *)a.p[S::StateOut];
   const int *has_initial = (const int *)a.p[S::HasInitial];
   float *pool = (float *)a.p[S::Pool];
   TO *out = (TO *)a.p[S::Out];
@@ -33,9 +33,10 @@ __device__ __forceinline__ void gated_delta(const CbcArgs &a) {
   if (cu[r + 1] - cu[r] > a.i[S::RecurrentMax])
     return; // gated_delta_chunked's request
   int kh = h / (HV / HK);
-  float *St = pool + ((long long)slots[r] * HV + h) * DK * DV;
+  const float *Sin = pool + ((long long)state_in[r] * HV + h) * DK * DV;
+  float *St = pool + ((long long)state_out[r] * HV + h) * DK * DV;
   float s[ROWS];
-  delta_load_state<DK, DV>(s, St, has_initial[r], col);
+  delta_load_state<DK, DV>(s, Sin, has_initial[r], col);
   float A = -expf(ld(A_log, h)), dtb = ld(dt_bias, h);
   for (int t = cu[r]; t < cu[r + 1]; ++t) {
     // q and k of this key head, l2-normalised (q also scaled by DK^-1/2), staged in shared memory.

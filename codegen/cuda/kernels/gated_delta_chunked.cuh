@@ -94,9 +94,11 @@ __device__ __forceinline__ void gated_delta_chunked(const CbcArgs &a) {
     return;
   int h = blockIdx.y, c0 = blockIdx.z * kGatedDeltaCols, kh = h / (HV / HK);
   float betaScale = a.f[S::BetaScale], qScale = a.f[S::QScale];
-  float *St = (float *)a.p[S::Pool] + ((long long)((const int *)a.p[S::Slots])[r] * HV + h) * DK * DV;
+  float *pool = (float *)a.p[S::Pool];
+  float *Sin = pool + ((long long)((const int *)a.p[S::StateIn])[r] * HV + h) * DK * DV;
+  float *St = pool + ((long long)((const int *)a.p[S::StateOut])[r] * HV + h) * DK * DV;
   float s[DKP / 16][4];
-  dc_state_io<DK, DV, DKP>(s, St, c0, true, ((const int *)a.p[S::HasInitial])[r] != 0);
+  dc_state_io<DK, DV, DKP>(s, Sin, c0, true, ((const int *)a.p[S::HasInitial])[r] != 0);
   dc_copy_state<DKP>(sm, s);
   float A = -expf(ld((const TAL *)a.p[S::ALog], h)), dtb = ld((const TDT *)a.p[S::DtBias], h);
   for (int base = 0; base < n; base += CH) {

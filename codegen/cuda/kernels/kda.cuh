@@ -26,7 +26,7 @@ __device__ __forceinline__ void kda(const CbcArgs &a) {
   const TAL *A_log = (const TAL *)a.p[S::ALog];
   const TDT *dt_bias = (const TDT *)a.p[S::DtBias];
   const int *cu = (const int *)a.p[S::CuSeqlens];
-  const int *slots = (const int *)a.p[S::Slots];
+  const int *state_in = (const int *)a.p[S::StateIn], *state_out = (const int *)a.p[S::StateOut];
   const int *has_initial = (const int *)a.p[S::HasInitial];
   float *pool = (float *)a.p[S::Pool];
   TO *out = (TO *)a.p[S::Out];
@@ -34,9 +34,10 @@ __device__ __forceinline__ void kda(const CbcArgs &a) {
   int r = blockIdx.x, h = blockIdx.y, col = blockIdx.z * 32 + (threadIdx.x & 31), warp = threadIdx.x >> 5;
   if (cu[r + 1] - cu[r] > a.i[S::RecurrentMax])
     return; // kda_chunked's request
-  float *St = pool + ((long long)slots[r] * H + h) * DK * DV;
+  const float *Sin = pool + ((long long)state_in[r] * H + h) * DK * DV;
+  float *St = pool + ((long long)state_out[r] * H + h) * DK * DV;
   float s[ROWS], dtb[ROWS];
-  delta_load_state<DK, DV>(s, St, has_initial[r], col);
+  delta_load_state<DK, DV>(s, Sin, has_initial[r], col);
   for (int m = 0; m < ROWS; ++m) {
     int i = warp + kDeltaRuleWarps * m;
     dtb[m] = i < DK ? ld(dt_bias, h * DK + i) : 0.0f;

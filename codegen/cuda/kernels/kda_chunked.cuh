@@ -91,9 +91,11 @@ __device__ __forceinline__ void kda_chunked(const CbcArgs &a) {
     return;
   int h = blockIdx.y, c0 = blockIdx.z * kKdaCols;
   float lowerBound = a.f[S::LowerBound], qScale = a.f[S::QScale], rate = expf(ld((const TAL *)a.p[S::ALog], h));
-  float *St = (float *)a.p[S::Pool] + ((long long)((const int *)a.p[S::Slots])[r] * H + h) * DK * DV;
+  float *pool = (float *)a.p[S::Pool];
+  float *Sin = pool + ((long long)((const int *)a.p[S::StateIn])[r] * H + h) * DK * DV;
+  float *St = pool + ((long long)((const int *)a.p[S::StateOut])[r] * H + h) * DK * DV;
   float s[DKP / 16][4];
-  dc_state_io<DK, DV, DKP>(s, St, c0, true, ((const int *)a.p[S::HasInitial])[r] != 0);
+  dc_state_io<DK, DV, DKP>(s, Sin, c0, true, ((const int *)a.p[S::HasInitial])[r] != 0);
   dc_copy_state<DKP>(sm, s);
   for (int base = 0; base < n; base += CH) {
     int L = n - base < CH ? n - base : CH;

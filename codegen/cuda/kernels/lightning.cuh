@@ -18,16 +18,17 @@ __device__ __forceinline__ void lightning(const CbcArgs &a) {
   const TK *k = (const TK *)a.p[S::K];
   const TV *v = (const TV *)a.p[S::V];
   const int *cu = (const int *)a.p[S::CuSeqlens];
-  const int *slots = (const int *)a.p[S::Slots];
+  const int *state_in = (const int *)a.p[S::StateIn], *state_out = (const int *)a.p[S::StateOut];
   const int *has_initial = (const int *)a.p[S::HasInitial];
   float *pool = (float *)a.p[S::Pool];
   TO *out = (TO *)a.p[S::Out];
   int r = blockIdx.x, h = blockIdx.y, lane = threadIdx.x & 31, col = blockIdx.z * 32 + lane, warp = threadIdx.x >> 5;
-  float *St = pool + ((long long)slots[r] * H + h) * D * D;
+  const float *Sin = pool + ((long long)state_in[r] * H + h) * D * D;
+  float *St = pool + ((long long)state_out[r] * H + h) * D * D;
   float s[ROWS];
   for (int m = 0; m < ROWS; ++m) {
     int i = warp + 4 * m;
-    s[m] = (i < D && col < D && has_initial[r]) ? St[(long long)i * D + col] : 0.0f;
+    s[m] = (i < D && col < D && has_initial[r]) ? Sin[(long long)i * D + col] : 0.0f;
   }
   float decay = expf(-DECAY[h]);
   for (int t = cu[r]; t < cu[r + 1]; ++t) {

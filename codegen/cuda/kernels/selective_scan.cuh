@@ -20,7 +20,7 @@ __device__ __forceinline__ void selective_scan(const CbcArgs &a) {
   const TD *Dv = (const TD *)a.p[S::D];
   const TZ *z = (const TZ *)a.p[S::Z];
   const int *cu = (const int *)a.p[S::CuSeqlens];
-  const int *slots = (const int *)a.p[S::Slots];
+  const int *state_in = (const int *)a.p[S::StateIn], *state_out = (const int *)a.p[S::StateOut];
   const int *has_initial = (const int *)a.p[S::HasInitial];
   float *pool = (float *)a.p[S::Pool];
   TO *out = (TO *)a.p[S::Out];
@@ -28,10 +28,11 @@ __device__ __forceinline__ void selective_scan(const CbcArgs &a) {
   if (i >= I)
     return;
   int g = i / (I / G);
-  float *St = pool + ((long long)slots[r] * I + i) * N;
+  const float *Sin = pool + ((long long)state_in[r] * I + i) * N;
+  float *St = pool + ((long long)state_out[r] * I + i) * N;
   float s[N], A[N];
   for (int n = 0; n < N; ++n) {
-    s[n] = has_initial[r] ? St[n] : 0.0f;
+    s[n] = has_initial[r] ? Sin[n] : 0.0f;
     A[n] = -expf(ld(A_log, (long long)i * N + n));
   }
   float dtb = ld(dt_bias, i), D = ld(Dv, i);

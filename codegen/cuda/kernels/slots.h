@@ -318,9 +318,10 @@ struct MoeCombine { // Ids and X: for the identity experts
   enum Flt { NumFlt };
 };
 
-// Per-request recurrences: the request metadata and the state pool follow the inputs.
+// Per-request recurrences: the request metadata and the state pool follow the inputs. A request
+// reads its state from unit StateIn[r] of the pool and leaves it in unit StateOut[r].
 struct Conv1d {
-  enum Ptr { X, Weight, Bias, CuSeqlens, Slots, HasInitial, Pool, Out, NumPtr };
+  enum Ptr { X, Weight, Bias, CuSeqlens, StateIn, StateOut, HasInitial, Pool, Out, NumPtr };
   enum Int { NumInt };
   enum Flt { NumFlt };
 };
@@ -329,27 +330,27 @@ struct Conv1d {
 // and each block decides from cu_seqlens on the device, so no launch depends on the step's
 // request lengths (decode steps replay as CUDA Graphs).
 struct GatedDelta {
-  enum Ptr { Q, K, V, A, B, ALog, DtBias, CuSeqlens, Slots, HasInitial, Pool, Out, NumPtr };
+  enum Ptr { Q, K, V, A, B, ALog, DtBias, CuSeqlens, StateIn, StateOut, HasInitial, Pool, Out, NumPtr };
   enum Int { RecurrentMax, NumInt };
   enum Flt { BetaScale, QScale, NumFlt };
 };
 struct Kda {
-  enum Ptr { Q, K, V, F, B, ALog, DtBias, CuSeqlens, Slots, HasInitial, Pool, Out, NumPtr };
+  enum Ptr { Q, K, V, F, B, ALog, DtBias, CuSeqlens, StateIn, StateOut, HasInitial, Pool, Out, NumPtr };
   enum Int { RecurrentMax, NumInt };
   enum Flt { LowerBound, QScale, NumFlt };
 };
 struct Ssd {
-  enum Ptr { X, Dt, B, C, ALog, DtBias, D, CuSeqlens, Slots, HasInitial, Pool, Out, NumPtr };
+  enum Ptr { X, Dt, B, C, ALog, DtBias, D, CuSeqlens, StateIn, StateOut, HasInitial, Pool, Out, NumPtr };
   enum Int { RecurrentMax, NumInt };
   enum Flt { DtMin, DtMax, NumFlt };
 };
 struct SelectiveScan {
-  enum Ptr { X, Dt, B, C, ALog, DtBias, D, Z, CuSeqlens, Slots, HasInitial, Pool, Out, NumPtr };
+  enum Ptr { X, Dt, B, C, ALog, DtBias, D, Z, CuSeqlens, StateIn, StateOut, HasInitial, Pool, Out, NumPtr };
   enum Int { NumInt };
   enum Flt { NumFlt };
 };
 struct Lightning { // the decay rates are a table in the kernel's template arguments
-  enum Ptr { Q, K, V, CuSeqlens, Slots, HasInitial, Pool, Out, NumPtr };
+  enum Ptr { Q, K, V, CuSeqlens, StateIn, StateOut, HasInitial, Pool, Out, NumPtr };
   enum Int { NumInt };
   enum Flt { NumFlt };
 };

@@ -24,7 +24,7 @@ __device__ __forceinline__ void ssd(const CbcArgs &a) {
   const TDB *dt_bias = (const TDB *)a.p[S::DtBias];
   const TD *Dv = (const TD *)a.p[S::D];
   const int *cu = (const int *)a.p[S::CuSeqlens];
-  const int *slots = (const int *)a.p[S::Slots];
+  const int *state_in = (const int *)a.p[S::StateIn], *state_out = (const int *)a.p[S::StateOut];
   const int *has_initial = (const int *)a.p[S::HasInitial];
   float *pool = (float *)a.p[S::Pool];
   TO *out = (TO *)a.p[S::Out];
@@ -33,12 +33,13 @@ __device__ __forceinline__ void ssd(const CbcArgs &a) {
   if (cu[r + 1] - cu[r] > a.i[S::RecurrentMax])
     return; // ssd_chunked's request
   int g = h / (H / G);
-  float *St = pool + ((long long)slots[r] * H + h) * P * N;
+  const float *Sin = pool + ((long long)state_in[r] * H + h) * P * N;
+  float *St = pool + ((long long)state_out[r] * H + h) * P * N;
   float s[PB][NJ];
   for (int i = 0; i < PB; ++i)
     for (int j = 0; j < NJ; ++j) {
       int p = p0 + i, n = threadIdx.x + j * THREADS;
-      s[i][j] = (p < P && n < N && has_initial[r]) ? St[(long long)p * N + n] : 0.0f;
+      s[i][j] = (p < P && n < N && has_initial[r]) ? Sin[(long long)p * N + n] : 0.0f;
     }
   float A = -expf(ld(A_log, h)), dtb = ld(dt_bias, h), D = ld(Dv, h);
   for (int t = cu[r]; t < cu[r + 1]; ++t) {

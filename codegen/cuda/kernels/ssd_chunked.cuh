@@ -198,13 +198,14 @@ __device__ __forceinline__ void ssd_chunked(const CbcArgs &a) {
   int n, r = blockIdx.x;
   if (!chunked_request<S>(a, t0, n))
     return;
-  const int *slots = (const int *)a.p[S::Slots];
+  const int *state_in = (const int *)a.p[S::StateIn], *state_out = (const int *)a.p[S::StateOut];
   int h = blockIdx.y, p0 = blockIdx.z * PT, g = h / (H / G);
-  float *St = (float *)a.p[S::Pool] + ((long long)slots[r] * H + h) * P * N;
+  float *Sin = (float *)a.p[S::Pool] + ((long long)state_in[r] * H + h) * P * N;
+  float *St = (float *)a.p[S::Pool] + ((long long)state_out[r] * H + h) * P * N;
   float A = -expf(ld((const TAL *)a.p[S::ALog], h)), dtb = ld((const TDB *)a.p[S::DtBias], h);
   float D = ld((const TD *)a.p[S::D], h);
   float s[NW][PT / 16][4], y[YW][CH / 16][4];
-  ssdc_state_io<P, N, PT, NP>(s, St, p0, true, ((const int *)a.p[S::HasInitial])[r] != 0);
+  ssdc_state_io<P, N, PT, NP>(s, Sin, p0, true, ((const int *)a.p[S::HasInitial])[r] != 0);
   ssdc_copy_state<PT, NP>(sm, s);
   for (int base = 0; base < n; base += CH) {
     int L = n - base < CH ? n - base : CH;

@@ -34,8 +34,8 @@ Value StepBuilder::kdaAttention(int64_t layer, Value x) {
   Value aLog = fp32Weight(prog(layer, "kda.A_log"), aLogShape, m("A_log"));
   Value dtBias = fp32Weight(prog(layer, "kda.dt_bias"), {W}, m("dt_bias"));
   auto gateKind = s.bounded ? DecayGate::bounded_sigmoid : DecayGate::softplus;
-  Value o = KdaOp::create(b_, loc_, rows(W), qkv[0], qkv[1], qkv[2], f, p[2], aLog, dtBias, cuSeqlens_, slots_,
-                          hasInitial_, b_.getI64IntegerAttr(layer), b_.getI64IntegerAttr(s.heads),
+  Value o = KdaOp::create(b_, loc_, rows(W), qkv[0], qkv[1], qkv[2], f, p[2], aLog, dtBias, cuSeqlens_, stateIn_,
+                          stateOut_, hasInitial_, b_.getI64IntegerAttr(layer), b_.getI64IntegerAttr(s.heads),
                           b_.getI64IntegerAttr(d), b_.getI64IntegerAttr(d),
                           DecayGateAttr::get(b_.getContext(), gateKind),
                           s.bounded ? b_.getF64FloatAttr(s.lower_bound) : FloatAttr(), b_.getStringAttr("recurrent"))

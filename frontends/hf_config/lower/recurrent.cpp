@@ -43,7 +43,7 @@ Value StepBuilder::gatedDeltaNet(int64_t layer, Value x) {
   Value aLog = fp32Weight(prog(layer, "gdn.A_log"), {nv}, m("A_log"));
   Value dtBias = fp32Weight(prog(layer, "gdn.dt_bias"), {nv}, m("dt_bias"));
   Value o = GatedDeltaOp::create(b_, loc_, rows(vd), qkvParts[0], qkvParts[1], qkvParts[2], a, b, aLog, dtBias,
-                                 cuSeqlens_, slots_, hasInitial_, b_.getI64IntegerAttr(layer),
+                                 cuSeqlens_, stateIn_, stateOut_, hasInitial_, b_.getI64IntegerAttr(layer),
                                  b_.getI64IntegerAttr(g.k_heads), b_.getI64IntegerAttr(g.v_heads),
                                  b_.getI64IntegerAttr(g.k_dim), b_.getI64IntegerAttr(g.v_dim),
                                  b_.getF64FloatAttr(g.beta_scale), b_.getUnitAttr(), b_.getStringAttr("recurrent"))
@@ -67,8 +67,8 @@ Value StepBuilder::lightningAttention(int64_t layer, Value x) {
                       {.parts = {{m("qkv_proj.weight")}}, .regroup = {g.heads, d, d, d}});
   auto qkv = split(act(linear(x, wqkv), "silu"), {W, W, W});
   const std::vector<double> &decay = spec_.layers[layer].lightning_decay;
-  Value o = LightningOp::create(b_, loc_, rows(W), qkv[0], qkv[1], qkv[2], cuSeqlens_, slots_, hasInitial_,
-                                b_.getI64IntegerAttr(layer), b_.getI64IntegerAttr(g.heads),
+  Value o = LightningOp::create(b_, loc_, rows(W), qkv[0], qkv[1], qkv[2], cuSeqlens_, stateIn_, stateOut_,
+                                hasInitial_, b_.getI64IntegerAttr(layer), b_.getI64IntegerAttr(g.heads),
                                 b_.getI64IntegerAttr(d), b_.getDenseF64ArrayAttr(decay),
                                 b_.getStringAttr("recurrent"))
                 .getResult();
@@ -127,8 +127,8 @@ Value StepBuilder::mamba2(int64_t layer, Value x, const std::string &module) {
   Value dtBias = fp32Weight(prog(layer, "mamba.dt_bias"), {s.heads}, m("dt_bias"));
   Value d = fp32Weight(prog(layer, "mamba.D"), {s.heads}, m("D"));
   Value y = SsdOp::create(b_, loc_, rows(I), parts[0], zxd[2], parts[1], parts[2], aLog, dtBias, d, cuSeqlens_,
-                          slots_, hasInitial_, b_.getI64IntegerAttr(layer), b_.getI64IntegerAttr(s.heads),
-                          b_.getI64IntegerAttr(s.head_dim), b_.getI64IntegerAttr(s.groups),
+                          stateIn_, stateOut_, hasInitial_, b_.getI64IntegerAttr(layer),
+                          b_.getI64IntegerAttr(s.heads), b_.getI64IntegerAttr(s.head_dim), b_.getI64IntegerAttr(s.groups),
                           b_.getI64IntegerAttr(s.state), b_.getF64FloatAttr(s.dt_min), b_.getF64FloatAttr(s.dt_max),
                           b_.getStringAttr("recurrent"))
                 .getResult();
@@ -198,8 +198,8 @@ Value StepBuilder::mamba1(int64_t layer, Value x, const std::string &module) {
   Value dtBias = fp32Weight(prog(layer, "mamba.dt_bias"), cShape, m(multi ? "dt_proj_bias" : "dt_proj.bias"));
   Value d = fp32Weight(prog(layer, "mamba.D"), cShape, m("D"));
   Value y = SelectiveScanOp::create(b_, loc_, rows(I), xs, dt, dbc[1], dbc[2], aLog, dtBias, d, xz[1], cuSeqlens_,
-                                    slots_, hasInitial_, b_.getI64IntegerAttr(layer), b_.getI64IntegerAttr(s.groups),
-                                    b_.getI64IntegerAttr(N), b_.getStringAttr("recurrent"))
+                                    stateIn_, stateOut_, hasInitial_, b_.getI64IntegerAttr(layer),
+                                    b_.getI64IntegerAttr(s.groups), b_.getI64IntegerAttr(N), b_.getStringAttr("recurrent"))
                 .getResult();
   return linear(y, weight(prog(layer, "mamba.out"), {H, I}, m("out_proj.weight")), outBias);
 }

@@ -36,6 +36,8 @@ func::FuncOp StepBuilder::declareStep(ModuleOp module) {
   promptLens_ = arg(StepArg::PromptLens);
   slots_ = arg(StepArg::Slots);
   hasInitial_ = arg(StepArg::HasInitialState);
+  stateIn_ = arg(StepArg::StateIn);
+  stateOut_ = arg(StepArg::StateOut);
   return func;
 }
 

@@ -137,7 +137,7 @@ Value StepBuilder::linear(Value x, Value w, Value bias) {
 
 Value StepBuilder::conv1d(int64_t layer, Value x, Value w, Value bias, StringRef act, StringRef state,
                           bool residual) {
-  return StateConv1dOp::create(b_, loc_, x.getType(), x, w, bias, cuSeqlens_, slots_, hasInitial_,
+  return StateConv1dOp::create(b_, loc_, x.getType(), x, w, bias, cuSeqlens_, stateIn_, stateOut_, hasInitial_,
                                b_.getI64IntegerAttr(layer), actAttr(act.str()),
                                residual ? b_.getUnitAttr() : UnitAttr(), b_.getStringAttr(state))
       .getResult();

@@ -133,7 +133,7 @@ private:
   mlir::Type wtype_;
   // step arguments
   Value tokens_, positions_, seqIds_, cuSeqlens_, kvLens_, blockTables_, logitRows_, promptLens_, slots_,
-      hasInitial_;
+      hasInitial_, stateIn_, stateOut_;
 };
 
 } // namespace cbc::hf::lower

@@ -4,7 +4,9 @@
   family   no model family's name in the code (comments aside) of dialects/, passes/, codegen/
            or runtime/: below the front end, ops, kernels and the runtime name what they compute;
   include  each layer includes only what it may: runtime/ no compiler and no MLIR, dialects/
-           itself, passes/ the dialect, codegen/ the dialect and runtime/schema/, the config
+           itself and the shape rules its verifiers share with the CPU backend
+           (runtime/schema/shape_rules.h, which includes nothing of the project), passes/ the
+           dialect, codegen/ the dialect and runtime/schema/, the config
            parser no MLIR (and of runtime/ only runtime/schema/, whose limits.h bounds the
            sizes both the front end and the loader accept).
 
@@ -23,7 +25,7 @@ SOURCES = (".cpp", ".h", ".cuh", ".td", ".fbs", ".cmake", ".txt")
 # Project include roots each layer may use (system, mlir/ and llvm/ headers aside, where allowed).
 INCLUDES = {
     "runtime": (("runtime/",), False),
-    "dialects": (("dialects/",), True),
+    "dialects": (("dialects/", "runtime/schema/shape_rules.h"), True),
     "passes": (("dialects/", "passes/"), True),
     "codegen": (("dialects/", "runtime/schema/", "codegen/"), True),
     "frontends/hf_config/families": (("frontends/hf_config/", "runtime/schema/"), False),

@@ -3,7 +3,8 @@
   python3 verifier-coverage.py SOURCE.cpp... -- FILE.mlir...
 
 Collects the first string literal of every `emitOpError("...")` and `emitError() << "..."` in
-the sources (the part before any streamed value) and counts it covered when some
+the sources (the part before any streamed value), and every `return "...";` (the shape rules of
+runtime/schema/shape_rules.h, which the verifiers emit), and counts it covered when some
 `expected-error {{...}}` in the files contains it. Prints one line per message and exits 1 if
 any message has no case.
 """
@@ -21,6 +22,7 @@ missing = total = 0
 for path in args[:split]:
     src = open(path).read()
     found = re.findall(r'emitOpError\(' + LITERALS, src) + re.findall(r'emitError\(\)\s*<<' + LITERALS, src)
+    found += re.findall(r'return' + LITERALS + r'\s*;', src)
     for literal in found:
         msg = "".join(re.findall(r'"((?:[^"\\]|\\.)*)"', literal)).replace('\\"', '"')
         n = sum(msg in e for e in expected)

@@ -7,7 +7,7 @@
 
 // CHECK-LABEL: module attributes
 // CHECK-SAME: cbc.arena = #cbc.arena<token_row_elems = 128, request_row_elems = 32>
-// CHECK-SAME: cbc.cache_plan = #cbc.cache_plan<block_size = 16, kv_dtype = bf16, groups = [#cbc.cache_group<id = 0, retention = <all>, layers = [0, 2], bytes_per_token = 64>, #cbc.cache_group<id = 1, retention = <window, 4096>, layers = [1], bytes_per_token = 32>], layers = [#cbc.cache_layer<layer = 0, group = 0, rows = [#cbc.cache_row<"k", 8>, #cbc.cache_row<"v", 8>]>], states = [#cbc.state_decl<layer = 3, name = "conv", shape = [8, 3], bytes = 96>], state_bytes_per_slot = 96>
+// CHECK-SAME: cbc.cache_plan = #cbc.cache_plan<block_size = 16, kv_dtype = bf16, groups = [#cbc.cache_group<id = 0, retention = <all>, layers = [0, 2], bytes_per_token = 64>, #cbc.cache_group<id = 1, retention = <window, 4096>, layers = [1], bytes_per_token = 32>, #cbc.cache_group<id = 2, kind = static, retention = <all>, layers = [4], bytes_per_token = 16>, #cbc.cache_group<id = 3, kind = state, retention = <all>, layers = [3], bytes_per_unit = 96>], layers = [#cbc.cache_layer<layer = 0, group = 0, rows = [#cbc.cache_row<"k", 8>, #cbc.cache_row<"v", 8>]>], states = [#cbc.state_decl<layer = 3, name = "conv", shape = [8, 3], bytes = 96>]>
 // CHECK-SAME: cbc.model = #cbc.model<model_type = "llama", vocab_size = 256, hidden_size = 64, num_layers = 4, max_positions = 2048, eos_token_ids = [2, 7], checkpoint_dtype = "bfloat16", weight_aliases = [#cbc.weight_alias<"model.", "language_model.model.">]>
 // CHECK-SAME: test.clamp = #cbc.clamped_swiglu<limit = 7.000000e+00, alpha = 1.702000e+00>
 // CHECK-SAME: test.fp8 = #cbc.model<model_type = "llama", vocab_size = 8, hidden_size = 8, num_layers = 1, max_positions = 8, checkpoint_dtype = "bfloat16", quantization = "fp8", fp8_block = [128, 64]>
@@ -19,9 +19,12 @@ module attributes {
   cbc.arena = #cbc.arena<token_row_elems = 128, request_row_elems = 32>,
   cbc.cache_plan = #cbc.cache_plan<block_size = 16, kv_dtype = bf16,
       groups = [#cbc.cache_group<id = 0, retention = #cbc.retention<all>, layers = [0, 2], bytes_per_token = 64>,
-                #cbc.cache_group<id = 1, retention = #cbc.retention<window, 4096>, layers = [1], bytes_per_token = 32>],
+                #cbc.cache_group<id = 1, retention = #cbc.retention<window, 4096>, layers = [1], bytes_per_token = 32>,
+                #cbc.cache_group<id = 2, kind = static, retention = #cbc.retention<all>, layers = [4],
+                                 bytes_per_token = 16>,
+                #cbc.cache_group<id = 3, kind = state, retention = #cbc.retention<all>, layers = [3], bytes_per_unit = 96>],
       layers = [#cbc.cache_layer<layer = 0, group = 0, rows = [#cbc.cache_row<"k", 8>, #cbc.cache_row<"v", 8>]>],
-      states = [#cbc.state_decl<layer = 3, name = "conv", shape = [8, 3], bytes = 96>], state_bytes_per_slot = 96>,
+      states = [#cbc.state_decl<layer = 3, name = "conv", shape = [8, 3], bytes = 96>]>,
   cbc.model = #cbc.model<model_type = "llama", vocab_size = 256, hidden_size = 64, num_layers = 4,
       max_positions = 2048, eos_token_ids = [2, 7], checkpoint_dtype = "bfloat16",
       weight_aliases = [#cbc.weight_alias<"model.", "language_model.model.">]>,

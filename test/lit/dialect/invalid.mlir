@@ -535,7 +535,7 @@ func.func @head_linear_weight(%x: tensor<?x16xf32>, %w: tensor<9x8xbf16>) {
 // -----
 
 func.func @head_linear_rows(%x: tensor<?x16xf32>, %w: tensor<12x8xbf16>) {
-  // expected-error @+1 {{'cbc.math.head_linear' op rows [offset, offset + rows) must lie within each head's 6 weight rows}}
+  // expected-error @+1 {{'cbc.math.head_linear' op rows [offset, offset + rows) must lie within each head's weight rows}}
   %y = cbc.math.head_linear %x, %w {heads = 2 : i64, offset = 4 : i64, rows = 4 : i64} : tensor<?x16xf32>, tensor<12x8xbf16> -> tensor<?x8xf32>
   return
 }
@@ -543,7 +543,7 @@ func.func @head_linear_rows(%x: tensor<?x16xf32>, %w: tensor<12x8xbf16>) {
 // -----
 
 func.func @head_linear_widths(%x: tensor<?x16xf32>, %w: tensor<12x8xbf16>) {
-  // expected-error @+1 {{'cbc.math.head_linear' op x and result widths must be heads * 4 and heads * 8}}
+  // expected-error @+1 {{'cbc.math.head_linear' op x and result widths must be heads times the rows (or columns) each head reads and writes}}
   %y = cbc.math.head_linear %x, %w {heads = 2 : i64, offset = 2 : i64, rows = 4 : i64, transpose} : tensor<?x16xf32>, tensor<12x8xbf16> -> tensor<?x8xf32>
   return
 }
@@ -754,7 +754,7 @@ func.func @attention_missing_scale(%q: tensor<?x16xf32>, %p: tensor<?xi32>, %bt:
 
 func.func @conv_weight_rank(%x: tensor<?x8xf32>, %w: tensor<8x4xbf16>, %i: tensor<?xi32>) {
   // expected-error @+1 {{'cbc.state.conv1d' op weight must be [channels, 1, kernel]}}
-  %0 = cbc.state.conv1d %x, %w, %i, %i, %i {layer = 0 : i64} : (tensor<?x8xf32>, tensor<8x4xbf16>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  %0 = cbc.state.conv1d %x, %w, %i, %i, %i, %i {layer = 0 : i64} : (tensor<?x8xf32>, tensor<8x4xbf16>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
   return
 }
 
@@ -762,7 +762,7 @@ func.func @conv_weight_rank(%x: tensor<?x8xf32>, %w: tensor<8x4xbf16>, %i: tenso
 
 func.func @conv_weight_channels(%x: tensor<?x8xf32>, %w: tensor<4x1x4xbf16>, %i: tensor<?xi32>) {
   // expected-error @+1 {{'cbc.state.conv1d' op weight must be [channels, 1, kernel]}}
-  %0 = cbc.state.conv1d %x, %w, %i, %i, %i {layer = 0 : i64} : (tensor<?x8xf32>, tensor<4x1x4xbf16>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  %0 = cbc.state.conv1d %x, %w, %i, %i, %i, %i {layer = 0 : i64} : (tensor<?x8xf32>, tensor<4x1x4xbf16>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
   return
 }
 
@@ -771,7 +771,7 @@ func.func @conv_weight_channels(%x: tensor<?x8xf32>, %w: tensor<4x1x4xbf16>, %i:
 // Not depthwise: the middle dimension (input channels per group) must be 1.
 func.func @conv_weight_middle(%x: tensor<?x8xf32>, %w: tensor<8x2x4xbf16>, %i: tensor<?xi32>) {
   // expected-error @+1 {{'cbc.state.conv1d' op weight must be [channels, 1, kernel]}}
-  %0 = cbc.state.conv1d %x, %w, %i, %i, %i {layer = 0 : i64} : (tensor<?x8xf32>, tensor<8x2x4xbf16>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  %0 = cbc.state.conv1d %x, %w, %i, %i, %i, %i {layer = 0 : i64} : (tensor<?x8xf32>, tensor<8x2x4xbf16>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
   return
 }
 
@@ -779,7 +779,7 @@ func.func @conv_weight_middle(%x: tensor<?x8xf32>, %w: tensor<8x2x4xbf16>, %i: t
 
 func.func @conv_weight_empty_kernel(%x: tensor<?x8xf32>, %w: tensor<8x1x0xbf16>, %i: tensor<?xi32>) {
   // expected-error @+1 {{'cbc.state.conv1d' op weight must be [channels, 1, kernel]}}
-  %0 = cbc.state.conv1d %x, %w, %i, %i, %i {layer = 0 : i64} : (tensor<?x8xf32>, tensor<8x1x0xbf16>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  %0 = cbc.state.conv1d %x, %w, %i, %i, %i, %i {layer = 0 : i64} : (tensor<?x8xf32>, tensor<8x1x0xbf16>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
   return
 }
 
@@ -787,7 +787,7 @@ func.func @conv_weight_empty_kernel(%x: tensor<?x8xf32>, %w: tensor<8x1x0xbf16>,
 
 func.func @conv_bias(%x: tensor<?x8xf32>, %w: tensor<8x1x4xbf16>, %b: tensor<4xbf16>, %i: tensor<?xi32>) {
   // expected-error @+1 {{'cbc.state.conv1d' op bias must have one entry per channel}}
-  %0 = cbc.state.conv1d %x, %w bias(%b), %i, %i, %i {layer = 0 : i64} : (tensor<?x8xf32>, tensor<8x1x4xbf16>, tensor<4xbf16>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  %0 = cbc.state.conv1d %x, %w bias(%b), %i, %i, %i, %i {layer = 0 : i64} : (tensor<?x8xf32>, tensor<8x1x4xbf16>, tensor<4xbf16>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
   return
 }
 
@@ -795,7 +795,7 @@ func.func @conv_bias(%x: tensor<?x8xf32>, %w: tensor<8x1x4xbf16>, %b: tensor<4xb
 
 func.func @conv_bias_rank(%x: tensor<?x8xf32>, %w: tensor<8x1x4xbf16>, %b: tensor<8x1xbf16>, %i: tensor<?xi32>) {
   // expected-error @+1 {{'cbc.state.conv1d' op bias must have one entry per channel}}
-  %0 = cbc.state.conv1d %x, %w bias(%b), %i, %i, %i {layer = 0 : i64} : (tensor<?x8xf32>, tensor<8x1x4xbf16>, tensor<8x1xbf16>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  %0 = cbc.state.conv1d %x, %w bias(%b), %i, %i, %i, %i {layer = 0 : i64} : (tensor<?x8xf32>, tensor<8x1x4xbf16>, tensor<8x1xbf16>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
   return
 }
 
@@ -803,7 +803,7 @@ func.func @conv_bias_rank(%x: tensor<?x8xf32>, %w: tensor<8x1x4xbf16>, %b: tenso
 
 func.func @conv_result(%x: tensor<?x8xf32>, %w: tensor<8x1x4xbf16>, %i: tensor<?xi32>) {
   // expected-error @+1 {{'cbc.state.conv1d' op result width must equal the channel count}}
-  %0 = cbc.state.conv1d %x, %w, %i, %i, %i {layer = 0 : i64} : (tensor<?x8xf32>, tensor<8x1x4xbf16>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x4xf32>
+  %0 = cbc.state.conv1d %x, %w, %i, %i, %i, %i {layer = 0 : i64} : (tensor<?x8xf32>, tensor<8x1x4xbf16>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x4xf32>
   return
 }
 
@@ -811,7 +811,7 @@ func.func @conv_result(%x: tensor<?x8xf32>, %w: tensor<8x1x4xbf16>, %i: tensor<?
 
 func.func @conv_no_layer(%x: tensor<?x8xf32>, %w: tensor<8x1x4xbf16>, %i: tensor<?xi32>) {
   // expected-error @+1 {{'cbc.state.conv1d' op requires attribute 'layer'}}
-  %0 = cbc.state.conv1d %x, %w, %i, %i, %i : (tensor<?x8xf32>, tensor<8x1x4xbf16>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  %0 = cbc.state.conv1d %x, %w, %i, %i, %i, %i : (tensor<?x8xf32>, tensor<8x1x4xbf16>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
   return
 }
 
@@ -819,7 +819,7 @@ func.func @conv_no_layer(%x: tensor<?x8xf32>, %w: tensor<8x1x4xbf16>, %i: tensor
 
 func.func @conv_slots_type(%x: tensor<?x8xf32>, %w: tensor<8x1x4xbf16>, %i: tensor<?xi32>, %s: tensor<?xi64>) {
   // expected-error @+1 {{'cbc.state.conv1d' op operand #3 must be int32 vector (tensor<?xi32>), but got 'tensor<?xi64>'}}
-  %0 = cbc.state.conv1d %x, %w, %i, %s, %i {layer = 0 : i64} : (tensor<?x8xf32>, tensor<8x1x4xbf16>, tensor<?xi32>, tensor<?xi64>, tensor<?xi32>) -> tensor<?x8xf32>
+  %0 = cbc.state.conv1d %x, %w, %i, %s, %s, %i {layer = 0 : i64} : (tensor<?x8xf32>, tensor<8x1x4xbf16>, tensor<?xi32>, tensor<?xi64>, tensor<?xi64>, tensor<?xi32>) -> tensor<?x8xf32>
   return
 }
 
@@ -827,7 +827,7 @@ func.func @conv_slots_type(%x: tensor<?x8xf32>, %w: tensor<8x1x4xbf16>, %i: tens
 
 func.func @conv_dynamic_weight(%x: tensor<?x8xf32>, %w: tensor<8x1x?xbf16>, %i: tensor<?xi32>) {
   // expected-error @+1 {{'cbc.state.conv1d' op operand #1 must be statically shaped weight tensor, but got 'tensor<8x1x?xbf16>'}}
-  %0 = cbc.state.conv1d %x, %w, %i, %i, %i {layer = 0 : i64} : (tensor<?x8xf32>, tensor<8x1x?xbf16>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  %0 = cbc.state.conv1d %x, %w, %i, %i, %i, %i {layer = 0 : i64} : (tensor<?x8xf32>, tensor<8x1x?xbf16>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
   return
 }
 
@@ -835,8 +835,8 @@ func.func @conv_dynamic_weight(%x: tensor<?x8xf32>, %w: tensor<8x1x?xbf16>, %i: 
 
 // has_initial_state as i64.
 func.func @scan_metadata_type(%q: tensor<?x8xf32>, %a: tensor<?x4xf32>, %w: tensor<4xf32>, %i: tensor<?xi32>, %h: tensor<?xi64>) {
-  // expected-error @+1 {{'cbc.state.gated_delta' op operand #9 must be int32 vector (tensor<?xi32>), but got 'tensor<?xi64>'}}
-  %0 = cbc.state.gated_delta %q, %q, %q, %a, %a, %w, %w, %i, %i, %h {layer = 0 : i64, num_k_heads = 2 : i64, num_v_heads = 4 : i64, k_dim = 4 : i64, v_dim = 2 : i64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi64>) -> tensor<?x8xf32>
+  // expected-error @+1 {{'cbc.state.gated_delta' op operand #10 must be int32 vector (tensor<?xi32>), but got 'tensor<?xi64>'}}
+  %0 = cbc.state.gated_delta %q, %q, %q, %a, %a, %w, %w, %i, %i, %i, %h {layer = 0 : i64, num_k_heads = 2 : i64, num_v_heads = 4 : i64, k_dim = 4 : i64, v_dim = 2 : i64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi64>) -> tensor<?x8xf32>
   return
 }
 
@@ -845,7 +845,7 @@ func.func @scan_metadata_type(%q: tensor<?x8xf32>, %a: tensor<?x4xf32>, %w: tens
 // cu_seqlens as packed rows rather than a vector.
 func.func @scan_metadata_rank(%q: tensor<?x8xf32>, %a: tensor<?x4xf32>, %w: tensor<4xf32>, %i: tensor<?xi32>, %c: tensor<?x1xi32>) {
   // expected-error @+1 {{'cbc.state.gated_delta' op operand #7 must be int32 vector (tensor<?xi32>), but got 'tensor<?x1xi32>'}}
-  %0 = cbc.state.gated_delta %q, %q, %q, %a, %a, %w, %w, %c, %i, %i {layer = 0 : i64, num_k_heads = 2 : i64, num_v_heads = 4 : i64, k_dim = 4 : i64, v_dim = 2 : i64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<?x1xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  %0 = cbc.state.gated_delta %q, %q, %q, %a, %a, %w, %w, %c, %i, %i, %i {layer = 0 : i64, num_k_heads = 2 : i64, num_v_heads = 4 : i64, k_dim = 4 : i64, v_dim = 2 : i64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<?x1xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
   return
 }
 
@@ -853,7 +853,7 @@ func.func @scan_metadata_rank(%q: tensor<?x8xf32>, %a: tensor<?x4xf32>, %w: tens
 
 func.func @scan_missing_v_dim(%q: tensor<?x8xf32>, %a: tensor<?x4xf32>, %w: tensor<4xf32>, %i: tensor<?xi32>) {
   // expected-error @+1 {{'cbc.state.gated_delta' op requires attribute 'v_dim'}}
-  %0 = cbc.state.gated_delta %q, %q, %q, %a, %a, %w, %w, %i, %i, %i {layer = 0 : i64, num_k_heads = 2 : i64, num_v_heads = 4 : i64, k_dim = 4 : i64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  %0 = cbc.state.gated_delta %q, %q, %q, %a, %a, %w, %w, %i, %i, %i, %i {layer = 0 : i64, num_k_heads = 2 : i64, num_v_heads = 4 : i64, k_dim = 4 : i64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
   return
 }
 
@@ -861,7 +861,7 @@ func.func @scan_missing_v_dim(%q: tensor<?x8xf32>, %a: tensor<?x4xf32>, %w: tens
 
 func.func @scan_missing_heads(%q: tensor<?x8xf32>, %a: tensor<?x4xf32>, %w: tensor<4xf32>, %i: tensor<?xi32>) {
   // expected-error @+1 {{'cbc.state.gated_delta' op requires attribute 'num_k_heads'}}
-  %0 = cbc.state.gated_delta %q, %q, %q, %a, %a, %w, %w, %i, %i, %i {layer = 0 : i64, k_dim = 4 : i64, v_dim = 2 : i64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  %0 = cbc.state.gated_delta %q, %q, %q, %a, %a, %w, %w, %i, %i, %i, %i {layer = 0 : i64, k_dim = 4 : i64, v_dim = 2 : i64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
   return
 }
 
@@ -870,7 +870,7 @@ func.func @scan_missing_heads(%q: tensor<?x8xf32>, %a: tensor<?x4xf32>, %w: tens
 // 4 value heads cannot share 3 key heads.
 func.func @scan_heads_not_multiple(%q: tensor<?x12xf32>, %v: tensor<?x8xf32>, %a: tensor<?x4xf32>, %w: tensor<4xf32>, %i: tensor<?xi32>) {
   // expected-error @+1 {{'cbc.state.gated_delta' op num_v_heads must be a positive multiple of num_k_heads}}
-  %0 = cbc.state.gated_delta %q, %q, %v, %a, %a, %w, %w, %i, %i, %i {layer = 0 : i64, num_k_heads = 3 : i64, num_v_heads = 4 : i64, k_dim = 4 : i64, v_dim = 2 : i64} : (tensor<?x12xf32>, tensor<?x12xf32>, tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  %0 = cbc.state.gated_delta %q, %q, %v, %a, %a, %w, %w, %i, %i, %i, %i {layer = 0 : i64, num_k_heads = 3 : i64, num_v_heads = 4 : i64, k_dim = 4 : i64, v_dim = 2 : i64} : (tensor<?x12xf32>, tensor<?x12xf32>, tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
   return
 }
 
@@ -878,7 +878,7 @@ func.func @scan_heads_not_multiple(%q: tensor<?x12xf32>, %v: tensor<?x8xf32>, %a
 
 func.func @scan_zero_k_heads(%q: tensor<?x8xf32>, %a: tensor<?x4xf32>, %w: tensor<4xf32>, %i: tensor<?xi32>) {
   // expected-error @+1 {{'cbc.state.gated_delta' op num_v_heads must be a positive multiple of num_k_heads}}
-  %0 = cbc.state.gated_delta %q, %q, %q, %a, %a, %w, %w, %i, %i, %i {layer = 0 : i64, num_k_heads = 0 : i64, num_v_heads = 4 : i64, k_dim = 4 : i64, v_dim = 2 : i64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  %0 = cbc.state.gated_delta %q, %q, %q, %a, %a, %w, %w, %i, %i, %i, %i {layer = 0 : i64, num_k_heads = 0 : i64, num_v_heads = 4 : i64, k_dim = 4 : i64, v_dim = 2 : i64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
   return
 }
 
@@ -887,7 +887,7 @@ func.func @scan_zero_k_heads(%q: tensor<?x8xf32>, %a: tensor<?x4xf32>, %w: tenso
 // The same check guards the head sizes.
 func.func @scan_negative_k_dim(%q: tensor<?x8xf32>, %a: tensor<?x4xf32>, %w: tensor<4xf32>, %i: tensor<?xi32>) {
   // expected-error @+1 {{'cbc.state.gated_delta' op num_v_heads must be a positive multiple of num_k_heads}}
-  %0 = cbc.state.gated_delta %q, %q, %q, %a, %a, %w, %w, %i, %i, %i {layer = 0 : i64, num_k_heads = 2 : i64, num_v_heads = 4 : i64, k_dim = -4 : i64, v_dim = 2 : i64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  %0 = cbc.state.gated_delta %q, %q, %q, %a, %a, %w, %w, %i, %i, %i, %i {layer = 0 : i64, num_k_heads = 2 : i64, num_v_heads = 4 : i64, k_dim = -4 : i64, v_dim = 2 : i64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
   return
 }
 
@@ -895,7 +895,7 @@ func.func @scan_negative_k_dim(%q: tensor<?x8xf32>, %a: tensor<?x4xf32>, %w: ten
 
 func.func @scan_q_width(%q: tensor<?x6xf32>, %k: tensor<?x8xf32>, %a: tensor<?x4xf32>, %w: tensor<4xf32>, %i: tensor<?xi32>) {
   // expected-error @+1 {{'cbc.state.gated_delta' op q and k must be [T, num_k_heads * k_dim] and v [T, num_v_heads * v_dim]}}
-  %0 = cbc.state.gated_delta %q, %k, %k, %a, %a, %w, %w, %i, %i, %i {layer = 0 : i64, num_k_heads = 2 : i64, num_v_heads = 4 : i64, k_dim = 4 : i64, v_dim = 2 : i64} : (tensor<?x6xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  %0 = cbc.state.gated_delta %q, %k, %k, %a, %a, %w, %w, %i, %i, %i, %i {layer = 0 : i64, num_k_heads = 2 : i64, num_v_heads = 4 : i64, k_dim = 4 : i64, v_dim = 2 : i64} : (tensor<?x6xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
   return
 }
 
@@ -904,7 +904,7 @@ func.func @scan_q_width(%q: tensor<?x6xf32>, %k: tensor<?x8xf32>, %a: tensor<?x4
 // v_dim 4 makes v [T, 16].
 func.func @scan_v_width(%q: tensor<?x8xf32>, %a: tensor<?x4xf32>, %w: tensor<4xf32>, %i: tensor<?xi32>) {
   // expected-error @+1 {{'cbc.state.gated_delta' op q and k must be [T, num_k_heads * k_dim] and v [T, num_v_heads * v_dim]}}
-  %0 = cbc.state.gated_delta %q, %q, %q, %a, %a, %w, %w, %i, %i, %i {layer = 0 : i64, num_k_heads = 2 : i64, num_v_heads = 4 : i64, k_dim = 4 : i64, v_dim = 4 : i64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x16xf32>
+  %0 = cbc.state.gated_delta %q, %q, %q, %a, %a, %w, %w, %i, %i, %i, %i {layer = 0 : i64, num_k_heads = 2 : i64, num_v_heads = 4 : i64, k_dim = 4 : i64, v_dim = 4 : i64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x16xf32>
   return
 }
 
@@ -913,7 +913,7 @@ func.func @scan_v_width(%q: tensor<?x8xf32>, %a: tensor<?x4xf32>, %w: tensor<4xf
 // Activations must be f32 packed rows.
 func.func @scan_k_type(%q: tensor<?x8xf32>, %k: tensor<?x8xbf16>, %a: tensor<?x4xf32>, %w: tensor<4xf32>, %i: tensor<?xi32>) {
   // expected-error @+1 {{'cbc.state.gated_delta' op operand #1 must be packed rows (tensor<?xNxf32>), but got 'tensor<?x8xbf16>'}}
-  %0 = cbc.state.gated_delta %q, %k, %q, %a, %a, %w, %w, %i, %i, %i {layer = 0 : i64, num_k_heads = 2 : i64, num_v_heads = 4 : i64, k_dim = 4 : i64, v_dim = 2 : i64} : (tensor<?x8xf32>, tensor<?x8xbf16>, tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  %0 = cbc.state.gated_delta %q, %k, %q, %a, %a, %w, %w, %i, %i, %i, %i {layer = 0 : i64, num_k_heads = 2 : i64, num_v_heads = 4 : i64, k_dim = 4 : i64, v_dim = 2 : i64} : (tensor<?x8xf32>, tensor<?x8xbf16>, tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
   return
 }
 
@@ -921,7 +921,7 @@ func.func @scan_k_type(%q: tensor<?x8xf32>, %k: tensor<?x8xbf16>, %a: tensor<?x4
 
 func.func @scan_b_width(%q: tensor<?x8xf32>, %a: tensor<?x4xf32>, %b: tensor<?x2xf32>, %w: tensor<4xf32>, %i: tensor<?xi32>) {
   // expected-error @+1 {{'cbc.state.gated_delta' op a and b must be [T, num_v_heads]}}
-  %0 = cbc.state.gated_delta %q, %q, %q, %a, %b, %w, %w, %i, %i, %i {layer = 0 : i64, num_k_heads = 2 : i64, num_v_heads = 4 : i64, k_dim = 4 : i64, v_dim = 2 : i64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x2xf32>, tensor<4xf32>, tensor<4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  %0 = cbc.state.gated_delta %q, %q, %q, %a, %b, %w, %w, %i, %i, %i, %i {layer = 0 : i64, num_k_heads = 2 : i64, num_v_heads = 4 : i64, k_dim = 4 : i64, v_dim = 2 : i64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x2xf32>, tensor<4xf32>, tensor<4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
   return
 }
 
@@ -930,7 +930,7 @@ func.func @scan_b_width(%q: tensor<?x8xf32>, %a: tensor<?x4xf32>, %b: tensor<?x2
 // a given per token with a static row count is not packed rows.
 func.func @scan_a_static(%q: tensor<?x8xf32>, %a: tensor<3x4xf32>, %b: tensor<?x4xf32>, %w: tensor<4xf32>, %i: tensor<?xi32>) {
   // expected-error @+1 {{'cbc.state.gated_delta' op operand #3 must be packed rows (tensor<?xNxf32>), but got 'tensor<3x4xf32>'}}
-  %0 = cbc.state.gated_delta %q, %q, %q, %a, %b, %w, %w, %i, %i, %i {layer = 0 : i64, num_k_heads = 2 : i64, num_v_heads = 4 : i64, k_dim = 4 : i64, v_dim = 2 : i64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<3x4xf32>, tensor<?x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  %0 = cbc.state.gated_delta %q, %q, %q, %a, %b, %w, %w, %i, %i, %i, %i {layer = 0 : i64, num_k_heads = 2 : i64, num_v_heads = 4 : i64, k_dim = 4 : i64, v_dim = 2 : i64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<3x4xf32>, tensor<?x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
   return
 }
 
@@ -938,7 +938,7 @@ func.func @scan_a_static(%q: tensor<?x8xf32>, %a: tensor<3x4xf32>, %b: tensor<?x
 
 func.func @scan_a_log(%q: tensor<?x8xf32>, %a: tensor<?x4xf32>, %w: tensor<4xf32>, %w2: tensor<2xf32>, %i: tensor<?xi32>) {
   // expected-error @+1 {{'cbc.state.gated_delta' op A_log and dt_bias must have num_v_heads entries}}
-  %0 = cbc.state.gated_delta %q, %q, %q, %a, %a, %w2, %w, %i, %i, %i {layer = 0 : i64, num_k_heads = 2 : i64, num_v_heads = 4 : i64, k_dim = 4 : i64, v_dim = 2 : i64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x4xf32>, tensor<2xf32>, tensor<4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  %0 = cbc.state.gated_delta %q, %q, %q, %a, %a, %w2, %w, %i, %i, %i, %i {layer = 0 : i64, num_k_heads = 2 : i64, num_v_heads = 4 : i64, k_dim = 4 : i64, v_dim = 2 : i64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x4xf32>, tensor<2xf32>, tensor<4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
   return
 }
 
@@ -947,7 +947,7 @@ func.func @scan_a_log(%q: tensor<?x8xf32>, %a: tensor<?x4xf32>, %w: tensor<4xf32
 // A weight must have a static shape.
 func.func @scan_dt_bias_dynamic(%q: tensor<?x8xf32>, %a: tensor<?x4xf32>, %w: tensor<4xf32>, %d: tensor<?xf32>, %i: tensor<?xi32>) {
   // expected-error @+1 {{'cbc.state.gated_delta' op operand #6 must be statically shaped weight tensor, but got 'tensor<?xf32>'}}
-  %0 = cbc.state.gated_delta %q, %q, %q, %a, %a, %w, %d, %i, %i, %i {layer = 0 : i64, num_k_heads = 2 : i64, num_v_heads = 4 : i64, k_dim = 4 : i64, v_dim = 2 : i64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x4xf32>, tensor<4xf32>, tensor<?xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  %0 = cbc.state.gated_delta %q, %q, %q, %a, %a, %w, %d, %i, %i, %i, %i {layer = 0 : i64, num_k_heads = 2 : i64, num_v_heads = 4 : i64, k_dim = 4 : i64, v_dim = 2 : i64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x4xf32>, tensor<4xf32>, tensor<?xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
   return
 }
 
@@ -955,7 +955,7 @@ func.func @scan_dt_bias_dynamic(%q: tensor<?x8xf32>, %a: tensor<?x4xf32>, %w: te
 
 func.func @scan_result(%q: tensor<?x8xf32>, %a: tensor<?x4xf32>, %w: tensor<4xf32>, %i: tensor<?xi32>) {
   // expected-error @+1 {{'cbc.state.gated_delta' op result width must be num_v_heads * v_dim}}
-  %0 = cbc.state.gated_delta %q, %q, %q, %a, %a, %w, %w, %i, %i, %i {layer = 0 : i64, num_k_heads = 2 : i64, num_v_heads = 4 : i64, k_dim = 4 : i64, v_dim = 2 : i64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x4xf32>
+  %0 = cbc.state.gated_delta %q, %q, %q, %a, %a, %w, %w, %i, %i, %i, %i {layer = 0 : i64, num_k_heads = 2 : i64, num_v_heads = 4 : i64, k_dim = 4 : i64, v_dim = 2 : i64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x4xf32>
   return
 }
 
@@ -963,7 +963,7 @@ func.func @scan_result(%q: tensor<?x8xf32>, %a: tensor<?x4xf32>, %w: tensor<4xf3
 
 func.func @scan_beta_scale(%q: tensor<?x8xf32>, %a: tensor<?x4xf32>, %w: tensor<4xf32>, %i: tensor<?xi32>) {
   // expected-error @+1 {{'cbc.state.gated_delta' op beta_scale must be positive}}
-  %0 = cbc.state.gated_delta %q, %q, %q, %a, %a, %w, %w, %i, %i, %i {layer = 0 : i64, num_k_heads = 2 : i64, num_v_heads = 4 : i64, k_dim = 4 : i64, v_dim = 2 : i64, beta_scale = 0.0 : f64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  %0 = cbc.state.gated_delta %q, %q, %q, %a, %a, %w, %w, %i, %i, %i, %i {layer = 0 : i64, num_k_heads = 2 : i64, num_v_heads = 4 : i64, k_dim = 4 : i64, v_dim = 2 : i64, beta_scale = 0.0 : f64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
   return
 }
 
@@ -1517,7 +1517,7 @@ func.func @experts_ungated_bias(%x: tensor<?x8xf32>, %ids: tensor<?x2xi32>, %w: 
 // The metadata are type-checked too: slots as i64.
 func.func @ssd_metadata_type(%x: tensor<?x8xf32>, %dt: tensor<?x4xf32>, %b: tensor<?x6xf32>, %w: tensor<4xf32>, %i: tensor<?xi32>, %l: tensor<?xi64>) {
   // expected-error @+1 {{'cbc.state.ssd' op operand #8 must be int32 vector (tensor<?xi32>), but got 'tensor<?xi64>'}}
-  %0 = cbc.state.ssd %x, %dt, %b, %b, %w, %w, %w, %i, %l, %i {layer = 0 : i64, num_heads = 4 : i64, head_dim = 2 : i64, n_groups = 2 : i64, state_size = 3 : i64} : (tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x6xf32>, tensor<?x6xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<?xi32>, tensor<?xi64>, tensor<?xi32>) -> tensor<?x8xf32>
+  %0 = cbc.state.ssd %x, %dt, %b, %b, %w, %w, %w, %i, %l, %l, %i {layer = 0 : i64, num_heads = 4 : i64, head_dim = 2 : i64, n_groups = 2 : i64, state_size = 3 : i64} : (tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x6xf32>, tensor<?x6xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<?xi32>, tensor<?xi64>, tensor<?xi64>, tensor<?xi32>) -> tensor<?x8xf32>
   return
 }
 
@@ -1526,7 +1526,7 @@ func.func @ssd_metadata_type(%x: tensor<?x8xf32>, %dt: tensor<?x4xf32>, %b: tens
 // Without num_heads.
 func.func @ssd_no_num_heads(%x: tensor<?x8xf32>, %dt: tensor<?x4xf32>, %b: tensor<?x6xf32>, %w: tensor<4xf32>, %i: tensor<?xi32>) {
   // expected-error @+1 {{'cbc.state.ssd' op requires attribute 'num_heads'}}
-  %0 = cbc.state.ssd %x, %dt, %b, %b, %w, %w, %w, %i, %i, %i {layer = 0 : i64, head_dim = 2 : i64, n_groups = 2 : i64, state_size = 3 : i64} : (tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x6xf32>, tensor<?x6xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  %0 = cbc.state.ssd %x, %dt, %b, %b, %w, %w, %w, %i, %i, %i, %i {layer = 0 : i64, head_dim = 2 : i64, n_groups = 2 : i64, state_size = 3 : i64} : (tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x6xf32>, tensor<?x6xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
   return
 }
 
@@ -1535,7 +1535,7 @@ func.func @ssd_no_num_heads(%x: tensor<?x8xf32>, %dt: tensor<?x4xf32>, %b: tenso
 // Without head_dim.
 func.func @ssd_no_head_dim(%x: tensor<?x8xf32>, %dt: tensor<?x4xf32>, %b: tensor<?x6xf32>, %w: tensor<4xf32>, %i: tensor<?xi32>) {
   // expected-error @+1 {{'cbc.state.ssd' op requires attribute 'head_dim'}}
-  %0 = cbc.state.ssd %x, %dt, %b, %b, %w, %w, %w, %i, %i, %i {layer = 0 : i64, num_heads = 4 : i64, n_groups = 2 : i64, state_size = 3 : i64} : (tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x6xf32>, tensor<?x6xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  %0 = cbc.state.ssd %x, %dt, %b, %b, %w, %w, %w, %i, %i, %i, %i {layer = 0 : i64, num_heads = 4 : i64, n_groups = 2 : i64, state_size = 3 : i64} : (tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x6xf32>, tensor<?x6xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
   return
 }
 
@@ -1544,7 +1544,7 @@ func.func @ssd_no_head_dim(%x: tensor<?x8xf32>, %dt: tensor<?x4xf32>, %b: tensor
 // Without n_groups.
 func.func @ssd_no_n_groups(%x: tensor<?x8xf32>, %dt: tensor<?x4xf32>, %b: tensor<?x6xf32>, %w: tensor<4xf32>, %i: tensor<?xi32>) {
   // expected-error @+1 {{'cbc.state.ssd' op requires attribute 'n_groups'}}
-  %0 = cbc.state.ssd %x, %dt, %b, %b, %w, %w, %w, %i, %i, %i {layer = 0 : i64, num_heads = 4 : i64, head_dim = 2 : i64, state_size = 3 : i64} : (tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x6xf32>, tensor<?x6xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  %0 = cbc.state.ssd %x, %dt, %b, %b, %w, %w, %w, %i, %i, %i, %i {layer = 0 : i64, num_heads = 4 : i64, head_dim = 2 : i64, state_size = 3 : i64} : (tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x6xf32>, tensor<?x6xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
   return
 }
 
@@ -1553,7 +1553,7 @@ func.func @ssd_no_n_groups(%x: tensor<?x8xf32>, %dt: tensor<?x4xf32>, %b: tensor
 // Without state_size.
 func.func @ssd_no_state_size(%x: tensor<?x8xf32>, %dt: tensor<?x4xf32>, %b: tensor<?x6xf32>, %w: tensor<4xf32>, %i: tensor<?xi32>) {
   // expected-error @+1 {{'cbc.state.ssd' op requires attribute 'state_size'}}
-  %0 = cbc.state.ssd %x, %dt, %b, %b, %w, %w, %w, %i, %i, %i {layer = 0 : i64, num_heads = 4 : i64, head_dim = 2 : i64, n_groups = 2 : i64} : (tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x6xf32>, tensor<?x6xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  %0 = cbc.state.ssd %x, %dt, %b, %b, %w, %w, %w, %i, %i, %i, %i {layer = 0 : i64, num_heads = 4 : i64, head_dim = 2 : i64, n_groups = 2 : i64} : (tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x6xf32>, tensor<?x6xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
   return
 }
 
@@ -1562,7 +1562,7 @@ func.func @ssd_no_state_size(%x: tensor<?x8xf32>, %dt: tensor<?x4xf32>, %b: tens
 // 4 heads in 3 groups (B and C [T, 3 x 2]).
 func.func @ssd_heads_not_multiple(%x: tensor<?x8xf32>, %dt: tensor<?x4xf32>, %b: tensor<?x6xf32>, %w: tensor<4xf32>, %i: tensor<?xi32>) {
   // expected-error @+1 {{'cbc.state.ssd' op num_heads must be a positive multiple of n_groups}}
-  %0 = cbc.state.ssd %x, %dt, %b, %b, %w, %w, %w, %i, %i, %i {layer = 0 : i64, num_heads = 4 : i64, head_dim = 2 : i64, n_groups = 3 : i64, state_size = 2 : i64} : (tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x6xf32>, tensor<?x6xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  %0 = cbc.state.ssd %x, %dt, %b, %b, %w, %w, %w, %i, %i, %i, %i {layer = 0 : i64, num_heads = 4 : i64, head_dim = 2 : i64, n_groups = 3 : i64, state_size = 2 : i64} : (tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x6xf32>, tensor<?x6xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
   return
 }
 
@@ -1571,7 +1571,7 @@ func.func @ssd_heads_not_multiple(%x: tensor<?x8xf32>, %dt: tensor<?x4xf32>, %b:
 // num_heads 0.
 func.func @ssd_num_heads_0(%x: tensor<?x8xf32>, %dt: tensor<?x4xf32>, %b: tensor<?x6xf32>, %w: tensor<4xf32>, %i: tensor<?xi32>) {
   // expected-error @+1 {{'cbc.state.ssd' op num_heads must be a positive multiple of n_groups}}
-  %0 = cbc.state.ssd %x, %dt, %b, %b, %w, %w, %w, %i, %i, %i {layer = 0 : i64, num_heads = 0 : i64, head_dim = 2 : i64, n_groups = 2 : i64, state_size = 3 : i64} : (tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x6xf32>, tensor<?x6xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  %0 = cbc.state.ssd %x, %dt, %b, %b, %w, %w, %w, %i, %i, %i, %i {layer = 0 : i64, num_heads = 0 : i64, head_dim = 2 : i64, n_groups = 2 : i64, state_size = 3 : i64} : (tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x6xf32>, tensor<?x6xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
   return
 }
 
@@ -1580,7 +1580,7 @@ func.func @ssd_num_heads_0(%x: tensor<?x8xf32>, %dt: tensor<?x4xf32>, %b: tensor
 // head_dim 0.
 func.func @ssd_head_dim_0(%x: tensor<?x8xf32>, %dt: tensor<?x4xf32>, %b: tensor<?x6xf32>, %w: tensor<4xf32>, %i: tensor<?xi32>) {
   // expected-error @+1 {{'cbc.state.ssd' op num_heads must be a positive multiple of n_groups}}
-  %0 = cbc.state.ssd %x, %dt, %b, %b, %w, %w, %w, %i, %i, %i {layer = 0 : i64, num_heads = 4 : i64, head_dim = 0 : i64, n_groups = 2 : i64, state_size = 3 : i64} : (tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x6xf32>, tensor<?x6xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  %0 = cbc.state.ssd %x, %dt, %b, %b, %w, %w, %w, %i, %i, %i, %i {layer = 0 : i64, num_heads = 4 : i64, head_dim = 0 : i64, n_groups = 2 : i64, state_size = 3 : i64} : (tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x6xf32>, tensor<?x6xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
   return
 }
 
@@ -1589,7 +1589,7 @@ func.func @ssd_head_dim_0(%x: tensor<?x8xf32>, %dt: tensor<?x4xf32>, %b: tensor<
 // n_groups 0.
 func.func @ssd_n_groups_0(%x: tensor<?x8xf32>, %dt: tensor<?x4xf32>, %b: tensor<?x6xf32>, %w: tensor<4xf32>, %i: tensor<?xi32>) {
   // expected-error @+1 {{'cbc.state.ssd' op num_heads must be a positive multiple of n_groups}}
-  %0 = cbc.state.ssd %x, %dt, %b, %b, %w, %w, %w, %i, %i, %i {layer = 0 : i64, num_heads = 4 : i64, head_dim = 2 : i64, n_groups = 0 : i64, state_size = 3 : i64} : (tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x6xf32>, tensor<?x6xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  %0 = cbc.state.ssd %x, %dt, %b, %b, %w, %w, %w, %i, %i, %i, %i {layer = 0 : i64, num_heads = 4 : i64, head_dim = 2 : i64, n_groups = 0 : i64, state_size = 3 : i64} : (tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x6xf32>, tensor<?x6xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
   return
 }
 
@@ -1598,7 +1598,7 @@ func.func @ssd_n_groups_0(%x: tensor<?x8xf32>, %dt: tensor<?x4xf32>, %b: tensor<
 // state_size 0.
 func.func @ssd_state_size_0(%x: tensor<?x8xf32>, %dt: tensor<?x4xf32>, %b: tensor<?x6xf32>, %w: tensor<4xf32>, %i: tensor<?xi32>) {
   // expected-error @+1 {{'cbc.state.ssd' op num_heads must be a positive multiple of n_groups}}
-  %0 = cbc.state.ssd %x, %dt, %b, %b, %w, %w, %w, %i, %i, %i {layer = 0 : i64, num_heads = 4 : i64, head_dim = 2 : i64, n_groups = 2 : i64, state_size = 0 : i64} : (tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x6xf32>, tensor<?x6xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  %0 = cbc.state.ssd %x, %dt, %b, %b, %w, %w, %w, %i, %i, %i, %i {layer = 0 : i64, num_heads = 4 : i64, head_dim = 2 : i64, n_groups = 2 : i64, state_size = 0 : i64} : (tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x6xf32>, tensor<?x6xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
   return
 }
 
@@ -1607,7 +1607,7 @@ func.func @ssd_state_size_0(%x: tensor<?x8xf32>, %dt: tensor<?x4xf32>, %b: tenso
 // head_dim -2.
 func.func @ssd_head_dim_neg2(%x: tensor<?x8xf32>, %dt: tensor<?x4xf32>, %b: tensor<?x6xf32>, %w: tensor<4xf32>, %i: tensor<?xi32>) {
   // expected-error @+1 {{'cbc.state.ssd' op num_heads must be a positive multiple of n_groups}}
-  %0 = cbc.state.ssd %x, %dt, %b, %b, %w, %w, %w, %i, %i, %i {layer = 0 : i64, num_heads = 4 : i64, head_dim = -2 : i64, n_groups = 2 : i64, state_size = 3 : i64} : (tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x6xf32>, tensor<?x6xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  %0 = cbc.state.ssd %x, %dt, %b, %b, %w, %w, %w, %i, %i, %i, %i {layer = 0 : i64, num_heads = 4 : i64, head_dim = -2 : i64, n_groups = 2 : i64, state_size = 3 : i64} : (tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x6xf32>, tensor<?x6xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
   return
 }
 
@@ -1616,7 +1616,7 @@ func.func @ssd_head_dim_neg2(%x: tensor<?x8xf32>, %dt: tensor<?x4xf32>, %b: tens
 // n_groups -2.
 func.func @ssd_n_groups_neg2(%x: tensor<?x8xf32>, %dt: tensor<?x4xf32>, %b: tensor<?x6xf32>, %w: tensor<4xf32>, %i: tensor<?xi32>) {
   // expected-error @+1 {{'cbc.state.ssd' op num_heads must be a positive multiple of n_groups}}
-  %0 = cbc.state.ssd %x, %dt, %b, %b, %w, %w, %w, %i, %i, %i {layer = 0 : i64, num_heads = 4 : i64, head_dim = 2 : i64, n_groups = -2 : i64, state_size = 3 : i64} : (tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x6xf32>, tensor<?x6xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  %0 = cbc.state.ssd %x, %dt, %b, %b, %w, %w, %w, %i, %i, %i, %i {layer = 0 : i64, num_heads = 4 : i64, head_dim = 2 : i64, n_groups = -2 : i64, state_size = 3 : i64} : (tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x6xf32>, tensor<?x6xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
   return
 }
 
@@ -1625,7 +1625,7 @@ func.func @ssd_n_groups_neg2(%x: tensor<?x8xf32>, %dt: tensor<?x4xf32>, %b: tens
 // state_size -3.
 func.func @ssd_state_size_neg3(%x: tensor<?x8xf32>, %dt: tensor<?x4xf32>, %b: tensor<?x6xf32>, %w: tensor<4xf32>, %i: tensor<?xi32>) {
   // expected-error @+1 {{'cbc.state.ssd' op num_heads must be a positive multiple of n_groups}}
-  %0 = cbc.state.ssd %x, %dt, %b, %b, %w, %w, %w, %i, %i, %i {layer = 0 : i64, num_heads = 4 : i64, head_dim = 2 : i64, n_groups = 2 : i64, state_size = -3 : i64} : (tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x6xf32>, tensor<?x6xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  %0 = cbc.state.ssd %x, %dt, %b, %b, %w, %w, %w, %i, %i, %i, %i {layer = 0 : i64, num_heads = 4 : i64, head_dim = 2 : i64, n_groups = 2 : i64, state_size = -3 : i64} : (tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x6xf32>, tensor<?x6xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
   return
 }
 
@@ -1634,7 +1634,7 @@ func.func @ssd_state_size_neg3(%x: tensor<?x8xf32>, %dt: tensor<?x4xf32>, %b: te
 // x of 6 columns for 4 heads of 2.
 func.func @ssd_x_width(%x: tensor<?x8xf32>, %dt: tensor<?x4xf32>, %b: tensor<?x6xf32>, %w: tensor<4xf32>, %i: tensor<?xi32>, %x6: tensor<?x6xf32>) {
   // expected-error @+1 {{'cbc.state.ssd' op x must be [T, num_heads * head_dim] and dt [T, num_heads]}}
-  %0 = cbc.state.ssd %x6, %dt, %b, %b, %w, %w, %w, %i, %i, %i {layer = 0 : i64, num_heads = 4 : i64, head_dim = 2 : i64, n_groups = 2 : i64, state_size = 3 : i64} : (tensor<?x6xf32>, tensor<?x4xf32>, tensor<?x6xf32>, tensor<?x6xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  %0 = cbc.state.ssd %x6, %dt, %b, %b, %w, %w, %w, %i, %i, %i, %i {layer = 0 : i64, num_heads = 4 : i64, head_dim = 2 : i64, n_groups = 2 : i64, state_size = 3 : i64} : (tensor<?x6xf32>, tensor<?x4xf32>, tensor<?x6xf32>, tensor<?x6xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
   return
 }
 
@@ -1643,7 +1643,7 @@ func.func @ssd_x_width(%x: tensor<?x8xf32>, %dt: tensor<?x4xf32>, %b: tensor<?x6
 // x as bf16 rows.
 func.func @ssd_x_bf16(%x: tensor<?x8xf32>, %dt: tensor<?x4xf32>, %b: tensor<?x6xf32>, %w: tensor<4xf32>, %i: tensor<?xi32>, %xb: tensor<?x8xbf16>) {
   // expected-error @+1 {{'cbc.state.ssd' op operand #0 must be packed rows (tensor<?xNxf32>), but got 'tensor<?x8xbf16>'}}
-  %0 = cbc.state.ssd %xb, %dt, %b, %b, %w, %w, %w, %i, %i, %i {layer = 0 : i64, num_heads = 4 : i64, head_dim = 2 : i64, n_groups = 2 : i64, state_size = 3 : i64} : (tensor<?x8xbf16>, tensor<?x4xf32>, tensor<?x6xf32>, tensor<?x6xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  %0 = cbc.state.ssd %xb, %dt, %b, %b, %w, %w, %w, %i, %i, %i, %i {layer = 0 : i64, num_heads = 4 : i64, head_dim = 2 : i64, n_groups = 2 : i64, state_size = 3 : i64} : (tensor<?x8xbf16>, tensor<?x4xf32>, tensor<?x6xf32>, tensor<?x6xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
   return
 }
 
@@ -1652,7 +1652,7 @@ func.func @ssd_x_bf16(%x: tensor<?x8xf32>, %dt: tensor<?x4xf32>, %b: tensor<?x6x
 // x with a static row count is not packed rows.
 func.func @ssd_x_static(%x: tensor<?x8xf32>, %dt: tensor<?x4xf32>, %b: tensor<?x6xf32>, %w: tensor<4xf32>, %i: tensor<?xi32>, %xs: tensor<5x8xf32>) {
   // expected-error @+1 {{'cbc.state.ssd' op operand #0 must be packed rows (tensor<?xNxf32>), but got 'tensor<5x8xf32>'}}
-  %0 = cbc.state.ssd %xs, %dt, %b, %b, %w, %w, %w, %i, %i, %i {layer = 0 : i64, num_heads = 4 : i64, head_dim = 2 : i64, n_groups = 2 : i64, state_size = 3 : i64} : (tensor<5x8xf32>, tensor<?x4xf32>, tensor<?x6xf32>, tensor<?x6xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  %0 = cbc.state.ssd %xs, %dt, %b, %b, %w, %w, %w, %i, %i, %i, %i {layer = 0 : i64, num_heads = 4 : i64, head_dim = 2 : i64, n_groups = 2 : i64, state_size = 3 : i64} : (tensor<5x8xf32>, tensor<?x4xf32>, tensor<?x6xf32>, tensor<?x6xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
   return
 }
 
@@ -1661,7 +1661,7 @@ func.func @ssd_x_static(%x: tensor<?x8xf32>, %dt: tensor<?x4xf32>, %b: tensor<?x
 // dt with one column per channel (the selective scan's layout) instead of per head.
 func.func @ssd_dt_width(%x: tensor<?x8xf32>, %dt: tensor<?x4xf32>, %b: tensor<?x6xf32>, %w: tensor<4xf32>, %i: tensor<?xi32>) {
   // expected-error @+1 {{'cbc.state.ssd' op x must be [T, num_heads * head_dim] and dt [T, num_heads]}}
-  %0 = cbc.state.ssd %x, %x, %b, %b, %w, %w, %w, %i, %i, %i {layer = 0 : i64, num_heads = 4 : i64, head_dim = 2 : i64, n_groups = 2 : i64, state_size = 3 : i64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x6xf32>, tensor<?x6xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  %0 = cbc.state.ssd %x, %x, %b, %b, %w, %w, %w, %i, %i, %i, %i {layer = 0 : i64, num_heads = 4 : i64, head_dim = 2 : i64, n_groups = 2 : i64, state_size = 3 : i64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x6xf32>, tensor<?x6xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
   return
 }
 
@@ -1670,7 +1670,7 @@ func.func @ssd_dt_width(%x: tensor<?x8xf32>, %dt: tensor<?x4xf32>, %b: tensor<?x
 // B of one group only.
 func.func @ssd_b_width(%x: tensor<?x8xf32>, %dt: tensor<?x4xf32>, %b: tensor<?x6xf32>, %w: tensor<4xf32>, %i: tensor<?xi32>, %b3: tensor<?x3xf32>) {
   // expected-error @+1 {{'cbc.state.ssd' op B and C must be [T, n_groups * state_size]}}
-  %0 = cbc.state.ssd %x, %dt, %b3, %b, %w, %w, %w, %i, %i, %i {layer = 0 : i64, num_heads = 4 : i64, head_dim = 2 : i64, n_groups = 2 : i64, state_size = 3 : i64} : (tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x3xf32>, tensor<?x6xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  %0 = cbc.state.ssd %x, %dt, %b3, %b, %w, %w, %w, %i, %i, %i, %i {layer = 0 : i64, num_heads = 4 : i64, head_dim = 2 : i64, n_groups = 2 : i64, state_size = 3 : i64} : (tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x3xf32>, tensor<?x6xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
   return
 }
 
@@ -1679,7 +1679,7 @@ func.func @ssd_b_width(%x: tensor<?x8xf32>, %dt: tensor<?x4xf32>, %b: tensor<?x6
 // C of one group only.
 func.func @ssd_c_width(%x: tensor<?x8xf32>, %dt: tensor<?x4xf32>, %b: tensor<?x6xf32>, %w: tensor<4xf32>, %i: tensor<?xi32>, %b3: tensor<?x3xf32>) {
   // expected-error @+1 {{'cbc.state.ssd' op B and C must be [T, n_groups * state_size]}}
-  %0 = cbc.state.ssd %x, %dt, %b, %b3, %w, %w, %w, %i, %i, %i {layer = 0 : i64, num_heads = 4 : i64, head_dim = 2 : i64, n_groups = 2 : i64, state_size = 3 : i64} : (tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x6xf32>, tensor<?x3xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  %0 = cbc.state.ssd %x, %dt, %b, %b3, %w, %w, %w, %i, %i, %i, %i {layer = 0 : i64, num_heads = 4 : i64, head_dim = 2 : i64, n_groups = 2 : i64, state_size = 3 : i64} : (tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x6xf32>, tensor<?x3xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
   return
 }
 
@@ -1688,7 +1688,7 @@ func.func @ssd_c_width(%x: tensor<?x8xf32>, %dt: tensor<?x4xf32>, %b: tensor<?x6
 // C as a vector.
 func.func @ssd_c_rank(%x: tensor<?x8xf32>, %dt: tensor<?x4xf32>, %b: tensor<?x6xf32>, %w: tensor<4xf32>, %i: tensor<?xi32>, %v: tensor<6xf32>) {
   // expected-error @+1 {{'cbc.state.ssd' op operand #3 must be packed rows (tensor<?xNxf32>), but got 'tensor<6xf32>'}}
-  %0 = cbc.state.ssd %x, %dt, %b, %v, %w, %w, %w, %i, %i, %i {layer = 0 : i64, num_heads = 4 : i64, head_dim = 2 : i64, n_groups = 2 : i64, state_size = 3 : i64} : (tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x6xf32>, tensor<6xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  %0 = cbc.state.ssd %x, %dt, %b, %v, %w, %w, %w, %i, %i, %i, %i {layer = 0 : i64, num_heads = 4 : i64, head_dim = 2 : i64, n_groups = 2 : i64, state_size = 3 : i64} : (tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x6xf32>, tensor<6xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
   return
 }
 
@@ -1697,7 +1697,7 @@ func.func @ssd_c_rank(%x: tensor<?x8xf32>, %dt: tensor<?x4xf32>, %b: tensor<?x6x
 // A_log with one entry per channel.
 func.func @ssd_alog_entries(%x: tensor<?x8xf32>, %dt: tensor<?x4xf32>, %b: tensor<?x6xf32>, %w: tensor<4xf32>, %i: tensor<?xi32>, %w8: tensor<8xf32>) {
   // expected-error @+1 {{'cbc.state.ssd' op A_log, dt_bias and D must have num_heads entries}}
-  %0 = cbc.state.ssd %x, %dt, %b, %b, %w8, %w, %w, %i, %i, %i {layer = 0 : i64, num_heads = 4 : i64, head_dim = 2 : i64, n_groups = 2 : i64, state_size = 3 : i64} : (tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x6xf32>, tensor<?x6xf32>, tensor<8xf32>, tensor<4xf32>, tensor<4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  %0 = cbc.state.ssd %x, %dt, %b, %b, %w8, %w, %w, %i, %i, %i, %i {layer = 0 : i64, num_heads = 4 : i64, head_dim = 2 : i64, n_groups = 2 : i64, state_size = 3 : i64} : (tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x6xf32>, tensor<?x6xf32>, tensor<8xf32>, tensor<4xf32>, tensor<4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
   return
 }
 
@@ -1706,7 +1706,7 @@ func.func @ssd_alog_entries(%x: tensor<?x8xf32>, %dt: tensor<?x4xf32>, %b: tenso
 // dt_bias of 2 entries.
 func.func @ssd_dt_bias_entries(%x: tensor<?x8xf32>, %dt: tensor<?x4xf32>, %b: tensor<?x6xf32>, %w: tensor<4xf32>, %i: tensor<?xi32>, %w2: tensor<2xf32>) {
   // expected-error @+1 {{'cbc.state.ssd' op A_log, dt_bias and D must have num_heads entries}}
-  %0 = cbc.state.ssd %x, %dt, %b, %b, %w, %w2, %w, %i, %i, %i {layer = 0 : i64, num_heads = 4 : i64, head_dim = 2 : i64, n_groups = 2 : i64, state_size = 3 : i64} : (tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x6xf32>, tensor<?x6xf32>, tensor<4xf32>, tensor<2xf32>, tensor<4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  %0 = cbc.state.ssd %x, %dt, %b, %b, %w, %w2, %w, %i, %i, %i, %i {layer = 0 : i64, num_heads = 4 : i64, head_dim = 2 : i64, n_groups = 2 : i64, state_size = 3 : i64} : (tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x6xf32>, tensor<?x6xf32>, tensor<4xf32>, tensor<2xf32>, tensor<4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
   return
 }
 
@@ -1715,7 +1715,7 @@ func.func @ssd_dt_bias_entries(%x: tensor<?x8xf32>, %dt: tensor<?x4xf32>, %b: te
 // D per channel.
 func.func @ssd_d_entries(%x: tensor<?x8xf32>, %dt: tensor<?x4xf32>, %b: tensor<?x6xf32>, %w: tensor<4xf32>, %i: tensor<?xi32>, %w8: tensor<8xbf16>) {
   // expected-error @+1 {{'cbc.state.ssd' op A_log, dt_bias and D must have num_heads entries}}
-  %0 = cbc.state.ssd %x, %dt, %b, %b, %w, %w, %w8, %i, %i, %i {layer = 0 : i64, num_heads = 4 : i64, head_dim = 2 : i64, n_groups = 2 : i64, state_size = 3 : i64} : (tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x6xf32>, tensor<?x6xf32>, tensor<4xf32>, tensor<4xf32>, tensor<8xbf16>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  %0 = cbc.state.ssd %x, %dt, %b, %b, %w, %w, %w8, %i, %i, %i, %i {layer = 0 : i64, num_heads = 4 : i64, head_dim = 2 : i64, n_groups = 2 : i64, state_size = 3 : i64} : (tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x6xf32>, tensor<?x6xf32>, tensor<4xf32>, tensor<4xf32>, tensor<8xbf16>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
   return
 }
 
@@ -1724,7 +1724,7 @@ func.func @ssd_d_entries(%x: tensor<?x8xf32>, %dt: tensor<?x4xf32>, %b: tensor<?
 // D of dynamic size.
 func.func @ssd_d_dynamic(%x: tensor<?x8xf32>, %dt: tensor<?x4xf32>, %b: tensor<?x6xf32>, %w: tensor<4xf32>, %i: tensor<?xi32>, %wd: tensor<?xf32>) {
   // expected-error @+1 {{'cbc.state.ssd' op operand #6 must be statically shaped weight tensor, but got 'tensor<?xf32>'}}
-  %0 = cbc.state.ssd %x, %dt, %b, %b, %w, %w, %wd, %i, %i, %i {layer = 0 : i64, num_heads = 4 : i64, head_dim = 2 : i64, n_groups = 2 : i64, state_size = 3 : i64} : (tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x6xf32>, tensor<?x6xf32>, tensor<4xf32>, tensor<4xf32>, tensor<?xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  %0 = cbc.state.ssd %x, %dt, %b, %b, %w, %w, %wd, %i, %i, %i, %i {layer = 0 : i64, num_heads = 4 : i64, head_dim = 2 : i64, n_groups = 2 : i64, state_size = 3 : i64} : (tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x6xf32>, tensor<?x6xf32>, tensor<4xf32>, tensor<4xf32>, tensor<?xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
   return
 }
 
@@ -1733,7 +1733,7 @@ func.func @ssd_d_dynamic(%x: tensor<?x8xf32>, %dt: tensor<?x4xf32>, %b: tensor<?
 // A result of one head's width.
 func.func @ssd_result_width(%x: tensor<?x8xf32>, %dt: tensor<?x4xf32>, %b: tensor<?x6xf32>, %w: tensor<4xf32>, %i: tensor<?xi32>) {
   // expected-error @+1 {{'cbc.state.ssd' op result width must be num_heads * head_dim}}
-  %0 = cbc.state.ssd %x, %dt, %b, %b, %w, %w, %w, %i, %i, %i {layer = 0 : i64, num_heads = 4 : i64, head_dim = 2 : i64, n_groups = 2 : i64, state_size = 3 : i64} : (tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x6xf32>, tensor<?x6xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x2xf32>
+  %0 = cbc.state.ssd %x, %dt, %b, %b, %w, %w, %w, %i, %i, %i, %i {layer = 0 : i64, num_heads = 4 : i64, head_dim = 2 : i64, n_groups = 2 : i64, state_size = 3 : i64} : (tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x6xf32>, tensor<?x6xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x2xf32>
   return
 }
 
@@ -1742,7 +1742,7 @@ func.func @ssd_result_width(%x: tensor<?x8xf32>, %dt: tensor<?x4xf32>, %b: tenso
 // time_step_limit [0.2, 0.1].
 func.func @ssd_dt_min_above_max(%x: tensor<?x8xf32>, %dt: tensor<?x4xf32>, %b: tensor<?x6xf32>, %w: tensor<4xf32>, %i: tensor<?xi32>) {
   // expected-error @+1 {{'cbc.state.ssd' op dt limits must satisfy 0 <= dt_min <= dt_max}}
-  %0 = cbc.state.ssd %x, %dt, %b, %b, %w, %w, %w, %i, %i, %i {layer = 0 : i64, num_heads = 4 : i64, head_dim = 2 : i64, n_groups = 2 : i64, state_size = 3 : i64, dt_min = 0.2 : f64, dt_max = 0.1 : f64} : (tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x6xf32>, tensor<?x6xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  %0 = cbc.state.ssd %x, %dt, %b, %b, %w, %w, %w, %i, %i, %i, %i {layer = 0 : i64, num_heads = 4 : i64, head_dim = 2 : i64, n_groups = 2 : i64, state_size = 3 : i64, dt_min = 0.2 : f64, dt_max = 0.1 : f64} : (tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x6xf32>, tensor<?x6xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
   return
 }
 
@@ -1751,7 +1751,7 @@ func.func @ssd_dt_min_above_max(%x: tensor<?x8xf32>, %dt: tensor<?x4xf32>, %b: t
 // A negative lower limit.
 func.func @ssd_dt_min_negative(%x: tensor<?x8xf32>, %dt: tensor<?x4xf32>, %b: tensor<?x6xf32>, %w: tensor<4xf32>, %i: tensor<?xi32>) {
   // expected-error @+1 {{'cbc.state.ssd' op dt limits must satisfy 0 <= dt_min <= dt_max}}
-  %0 = cbc.state.ssd %x, %dt, %b, %b, %w, %w, %w, %i, %i, %i {layer = 0 : i64, num_heads = 4 : i64, head_dim = 2 : i64, n_groups = 2 : i64, state_size = 3 : i64, dt_min = -0.001 : f64} : (tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x6xf32>, tensor<?x6xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  %0 = cbc.state.ssd %x, %dt, %b, %b, %w, %w, %w, %i, %i, %i, %i {layer = 0 : i64, num_heads = 4 : i64, head_dim = 2 : i64, n_groups = 2 : i64, state_size = 3 : i64, dt_min = -0.001 : f64} : (tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x6xf32>, tensor<?x6xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
   return
 }
 
@@ -1760,7 +1760,7 @@ func.func @ssd_dt_min_negative(%x: tensor<?x8xf32>, %dt: tensor<?x4xf32>, %b: te
 // A negative upper limit with the default lower one (0).
 func.func @ssd_dt_max_negative(%x: tensor<?x8xf32>, %dt: tensor<?x4xf32>, %b: tensor<?x6xf32>, %w: tensor<4xf32>, %i: tensor<?xi32>) {
   // expected-error @+1 {{'cbc.state.ssd' op dt limits must satisfy 0 <= dt_min <= dt_max}}
-  %0 = cbc.state.ssd %x, %dt, %b, %b, %w, %w, %w, %i, %i, %i {layer = 0 : i64, num_heads = 4 : i64, head_dim = 2 : i64, n_groups = 2 : i64, state_size = 3 : i64, dt_max = -1.0 : f64} : (tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x6xf32>, tensor<?x6xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  %0 = cbc.state.ssd %x, %dt, %b, %b, %w, %w, %w, %i, %i, %i, %i {layer = 0 : i64, num_heads = 4 : i64, head_dim = 2 : i64, n_groups = 2 : i64, state_size = 3 : i64, dt_max = -1.0 : f64} : (tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x6xf32>, tensor<?x6xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
   return
 }
 
@@ -1769,7 +1769,7 @@ func.func @ssd_dt_max_negative(%x: tensor<?x8xf32>, %dt: tensor<?x4xf32>, %b: te
 // A NaN lower limit.
 func.func @ssd_dt_min_nan(%x: tensor<?x8xf32>, %dt: tensor<?x4xf32>, %b: tensor<?x6xf32>, %w: tensor<4xf32>, %i: tensor<?xi32>) {
   // expected-error @+1 {{'cbc.state.ssd' op dt limits must satisfy 0 <= dt_min <= dt_max}}
-  %0 = cbc.state.ssd %x, %dt, %b, %b, %w, %w, %w, %i, %i, %i {layer = 0 : i64, num_heads = 4 : i64, head_dim = 2 : i64, n_groups = 2 : i64, state_size = 3 : i64, dt_min = 0x7FF8000000000000 : f64} : (tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x6xf32>, tensor<?x6xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  %0 = cbc.state.ssd %x, %dt, %b, %b, %w, %w, %w, %i, %i, %i, %i {layer = 0 : i64, num_heads = 4 : i64, head_dim = 2 : i64, n_groups = 2 : i64, state_size = 3 : i64, dt_min = 0x7FF8000000000000 : f64} : (tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x6xf32>, tensor<?x6xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
   return
 }
 
@@ -1778,7 +1778,7 @@ func.func @ssd_dt_min_nan(%x: tensor<?x8xf32>, %dt: tensor<?x4xf32>, %b: tensor<
 // A NaN upper limit.
 func.func @ssd_dt_max_nan(%x: tensor<?x8xf32>, %dt: tensor<?x4xf32>, %b: tensor<?x6xf32>, %w: tensor<4xf32>, %i: tensor<?xi32>) {
   // expected-error @+1 {{'cbc.state.ssd' op dt limits must satisfy 0 <= dt_min <= dt_max}}
-  %0 = cbc.state.ssd %x, %dt, %b, %b, %w, %w, %w, %i, %i, %i {layer = 0 : i64, num_heads = 4 : i64, head_dim = 2 : i64, n_groups = 2 : i64, state_size = 3 : i64, dt_max = 0x7FF8000000000000 : f64} : (tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x6xf32>, tensor<?x6xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  %0 = cbc.state.ssd %x, %dt, %b, %b, %w, %w, %w, %i, %i, %i, %i {layer = 0 : i64, num_heads = 4 : i64, head_dim = 2 : i64, n_groups = 2 : i64, state_size = 3 : i64, dt_max = 0x7FF8000000000000 : f64} : (tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x6xf32>, tensor<?x6xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
   return
 }
 
@@ -1787,7 +1787,7 @@ func.func @ssd_dt_max_nan(%x: tensor<?x8xf32>, %dt: tensor<?x4xf32>, %b: tensor<
 // An infinite lower limit is above any finite upper limit.
 func.func @ssd_dt_min_inf(%x: tensor<?x8xf32>, %dt: tensor<?x4xf32>, %b: tensor<?x6xf32>, %w: tensor<4xf32>, %i: tensor<?xi32>) {
   // expected-error @+1 {{'cbc.state.ssd' op dt limits must satisfy 0 <= dt_min <= dt_max}}
-  %0 = cbc.state.ssd %x, %dt, %b, %b, %w, %w, %w, %i, %i, %i {layer = 0 : i64, num_heads = 4 : i64, head_dim = 2 : i64, n_groups = 2 : i64, state_size = 3 : i64, dt_min = 0x7FF0000000000000 : f64, dt_max = 1.0 : f64} : (tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x6xf32>, tensor<?x6xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  %0 = cbc.state.ssd %x, %dt, %b, %b, %w, %w, %w, %i, %i, %i, %i {layer = 0 : i64, num_heads = 4 : i64, head_dim = 2 : i64, n_groups = 2 : i64, state_size = 3 : i64, dt_min = 0x7FF0000000000000 : f64, dt_max = 1.0 : f64} : (tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x6xf32>, tensor<?x6xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
   return
 }
 
@@ -1796,7 +1796,7 @@ func.func @ssd_dt_min_inf(%x: tensor<?x8xf32>, %dt: tensor<?x4xf32>, %b: tensor<
 // dt_max -inf.
 func.func @ssd_dt_max_neg_inf(%x: tensor<?x8xf32>, %dt: tensor<?x4xf32>, %b: tensor<?x6xf32>, %w: tensor<4xf32>, %i: tensor<?xi32>) {
   // expected-error @+1 {{'cbc.state.ssd' op dt limits must satisfy 0 <= dt_min <= dt_max}}
-  %0 = cbc.state.ssd %x, %dt, %b, %b, %w, %w, %w, %i, %i, %i {layer = 0 : i64, num_heads = 4 : i64, head_dim = 2 : i64, n_groups = 2 : i64, state_size = 3 : i64, dt_max = 0xFFF0000000000000 : f64} : (tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x6xf32>, tensor<?x6xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  %0 = cbc.state.ssd %x, %dt, %b, %b, %w, %w, %w, %i, %i, %i, %i {layer = 0 : i64, num_heads = 4 : i64, head_dim = 2 : i64, n_groups = 2 : i64, state_size = 3 : i64, dt_max = 0xFFF0000000000000 : f64} : (tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x6xf32>, tensor<?x6xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
   return
 }
 
@@ -1808,8 +1808,8 @@ func.func @ssd_dt_max_neg_inf(%x: tensor<?x8xf32>, %dt: tensor<?x4xf32>, %b: ten
 
 // has_initial_state as packed rows.
 func.func @sel_metadata_type(%x: tensor<?x8xf32>, %b: tensor<?x3xf32>, %a: tensor<8x3xf32>, %w: tensor<8xf32>, %i: tensor<?xi32>, %h: tensor<?x1xi32>) {
-  // expected-error @+1 {{'cbc.state.selective_scan' op operand #10 must be int32 vector (tensor<?xi32>), but got 'tensor<?x1xi32>'}}
-  %0 = cbc.state.selective_scan %x, %x, %b, %b, %a, %w, %w gate(%x), %i, %i, %h {layer = 0 : i64, n_groups = 1 : i64, state_size = 3 : i64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x3xf32>, tensor<?x3xf32>, tensor<8x3xf32>, tensor<8xf32>, tensor<8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?x1xi32>) -> tensor<?x8xf32>
+  // expected-error @+1 {{'cbc.state.selective_scan' op operand #11 must be int32 vector (tensor<?xi32>), but got 'tensor<?x1xi32>'}}
+  %0 = cbc.state.selective_scan %x, %x, %b, %b, %a, %w, %w gate(%x), %i, %i, %i, %h {layer = 0 : i64, n_groups = 1 : i64, state_size = 3 : i64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x3xf32>, tensor<?x3xf32>, tensor<8x3xf32>, tensor<8xf32>, tensor<8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x1xi32>) -> tensor<?x8xf32>
   return
 }
 
@@ -1818,7 +1818,7 @@ func.func @sel_metadata_type(%x: tensor<?x8xf32>, %b: tensor<?x3xf32>, %a: tenso
 // Without n_groups.
 func.func @sel_no_n_groups(%x: tensor<?x8xf32>, %b: tensor<?x3xf32>, %a: tensor<8x3xf32>, %w: tensor<8xf32>, %i: tensor<?xi32>) {
   // expected-error @+1 {{'cbc.state.selective_scan' op requires attribute 'n_groups'}}
-  %0 = cbc.state.selective_scan %x, %x, %b, %b, %a, %w, %w gate(%x), %i, %i, %i {layer = 0 : i64, state_size = 3 : i64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x3xf32>, tensor<?x3xf32>, tensor<8x3xf32>, tensor<8xf32>, tensor<8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  %0 = cbc.state.selective_scan %x, %x, %b, %b, %a, %w, %w gate(%x), %i, %i, %i, %i {layer = 0 : i64, state_size = 3 : i64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x3xf32>, tensor<?x3xf32>, tensor<8x3xf32>, tensor<8xf32>, tensor<8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
   return
 }
 
@@ -1827,7 +1827,7 @@ func.func @sel_no_n_groups(%x: tensor<?x8xf32>, %b: tensor<?x3xf32>, %a: tensor<
 // Without state_size (the ssd attributes do not stand in for it).
 func.func @sel_no_state_size(%x: tensor<?x8xf32>, %b: tensor<?x3xf32>, %a: tensor<8x3xf32>, %w: tensor<8xf32>, %i: tensor<?xi32>) {
   // expected-error @+1 {{'cbc.state.selective_scan' op requires attribute 'state_size'}}
-  %0 = cbc.state.selective_scan %x, %x, %b, %b, %a, %w, %w gate(%x), %i, %i, %i {layer = 0 : i64, n_groups = 1 : i64, num_heads = 8 : i64, head_dim = 1 : i64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x3xf32>, tensor<?x3xf32>, tensor<8x3xf32>, tensor<8xf32>, tensor<8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  %0 = cbc.state.selective_scan %x, %x, %b, %b, %a, %w, %w gate(%x), %i, %i, %i, %i {layer = 0 : i64, n_groups = 1 : i64, num_heads = 8 : i64, head_dim = 1 : i64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x3xf32>, tensor<?x3xf32>, tensor<8x3xf32>, tensor<8xf32>, tensor<8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
   return
 }
 
@@ -1836,7 +1836,7 @@ func.func @sel_no_state_size(%x: tensor<?x8xf32>, %b: tensor<?x3xf32>, %a: tenso
 // dt of 4 columns (the SSD scan's per-head dt).
 func.func @sel_dt_width(%x: tensor<?x8xf32>, %b: tensor<?x3xf32>, %a: tensor<8x3xf32>, %w: tensor<8xf32>, %i: tensor<?xi32>, %d4: tensor<?x4xf32>) {
   // expected-error @+1 {{'cbc.state.selective_scan' op x, dt and z must be [T, channels]}}
-  %0 = cbc.state.selective_scan %x, %d4, %b, %b, %a, %w, %w gate(%x), %i, %i, %i {layer = 0 : i64, n_groups = 1 : i64, state_size = 3 : i64} : (tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x3xf32>, tensor<?x3xf32>, tensor<8x3xf32>, tensor<8xf32>, tensor<8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  %0 = cbc.state.selective_scan %x, %d4, %b, %b, %a, %w, %w gate(%x), %i, %i, %i, %i {layer = 0 : i64, n_groups = 1 : i64, state_size = 3 : i64} : (tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x3xf32>, tensor<?x3xf32>, tensor<8x3xf32>, tensor<8xf32>, tensor<8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
   return
 }
 
@@ -1845,7 +1845,7 @@ func.func @sel_dt_width(%x: tensor<?x8xf32>, %b: tensor<?x3xf32>, %a: tensor<8x3
 // z of 4 columns.
 func.func @sel_z_width(%x: tensor<?x8xf32>, %b: tensor<?x3xf32>, %a: tensor<8x3xf32>, %w: tensor<8xf32>, %i: tensor<?xi32>, %z4: tensor<?x4xf32>) {
   // expected-error @+1 {{'cbc.state.selective_scan' op x, dt and z must be [T, channels]}}
-  %0 = cbc.state.selective_scan %x, %x, %b, %b, %a, %w, %w gate(%z4), %i, %i, %i {layer = 0 : i64, n_groups = 1 : i64, state_size = 3 : i64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x3xf32>, tensor<?x3xf32>, tensor<8x3xf32>, tensor<8xf32>, tensor<8xf32>, tensor<?x4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  %0 = cbc.state.selective_scan %x, %x, %b, %b, %a, %w, %w gate(%z4), %i, %i, %i, %i {layer = 0 : i64, n_groups = 1 : i64, state_size = 3 : i64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x3xf32>, tensor<?x3xf32>, tensor<8x3xf32>, tensor<8xf32>, tensor<8xf32>, tensor<?x4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
   return
 }
 
@@ -1854,7 +1854,7 @@ func.func @sel_z_width(%x: tensor<?x8xf32>, %b: tensor<?x3xf32>, %a: tensor<8x3x
 // z as bf16 rows.
 func.func @sel_z_bf16(%x: tensor<?x8xf32>, %b: tensor<?x3xf32>, %a: tensor<8x3xf32>, %w: tensor<8xf32>, %i: tensor<?xi32>, %zb: tensor<?x8xbf16>) {
   // expected-error @+1 {{'cbc.state.selective_scan' op operand #7 must be packed rows (tensor<?xNxf32>), but got 'tensor<?x8xbf16>'}}
-  %0 = cbc.state.selective_scan %x, %x, %b, %b, %a, %w, %w gate(%zb), %i, %i, %i {layer = 0 : i64, n_groups = 1 : i64, state_size = 3 : i64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x3xf32>, tensor<?x3xf32>, tensor<8x3xf32>, tensor<8xf32>, tensor<8xf32>, tensor<?x8xbf16>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  %0 = cbc.state.selective_scan %x, %x, %b, %b, %a, %w, %w gate(%zb), %i, %i, %i, %i {layer = 0 : i64, n_groups = 1 : i64, state_size = 3 : i64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x3xf32>, tensor<?x3xf32>, tensor<8x3xf32>, tensor<8xf32>, tensor<8xf32>, tensor<?x8xbf16>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
   return
 }
 
@@ -1863,7 +1863,7 @@ func.func @sel_z_bf16(%x: tensor<?x8xf32>, %b: tensor<?x3xf32>, %a: tensor<8x3xf
 // x as bf16 rows: no channel count at all.
 func.func @sel_x_bf16(%x: tensor<?x8xf32>, %b: tensor<?x3xf32>, %a: tensor<8x3xf32>, %w: tensor<8xf32>, %i: tensor<?xi32>, %xb: tensor<?x8xbf16>) {
   // expected-error @+1 {{'cbc.state.selective_scan' op operand #0 must be packed rows (tensor<?xNxf32>), but got 'tensor<?x8xbf16>'}}
-  %0 = cbc.state.selective_scan %xb, %x, %b, %b, %a, %w, %w gate(%x), %i, %i, %i {layer = 0 : i64, n_groups = 1 : i64, state_size = 3 : i64} : (tensor<?x8xbf16>, tensor<?x8xf32>, tensor<?x3xf32>, tensor<?x3xf32>, tensor<8x3xf32>, tensor<8xf32>, tensor<8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  %0 = cbc.state.selective_scan %xb, %x, %b, %b, %a, %w, %w gate(%x), %i, %i, %i, %i {layer = 0 : i64, n_groups = 1 : i64, state_size = 3 : i64} : (tensor<?x8xbf16>, tensor<?x8xf32>, tensor<?x3xf32>, tensor<?x3xf32>, tensor<8x3xf32>, tensor<8xf32>, tensor<8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
   return
 }
 
@@ -1872,7 +1872,7 @@ func.func @sel_x_bf16(%x: tensor<?x8xf32>, %b: tensor<?x3xf32>, %a: tensor<8x3xf
 // 3 groups over 8 channels (B and C [T, 3 x 1]).
 func.func @sel_groups_not_dividing(%x: tensor<?x8xf32>, %b: tensor<?x3xf32>, %a: tensor<8x3xf32>, %w: tensor<8xf32>, %i: tensor<?xi32>) {
   // expected-error @+1 {{'cbc.state.selective_scan' op n_groups must divide the channel count}}
-  %0 = cbc.state.selective_scan %x, %x, %b, %b, %a, %w, %w gate(%x), %i, %i, %i {layer = 0 : i64, n_groups = 3 : i64, state_size = 1 : i64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x3xf32>, tensor<?x3xf32>, tensor<8x3xf32>, tensor<8xf32>, tensor<8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  %0 = cbc.state.selective_scan %x, %x, %b, %b, %a, %w, %w gate(%x), %i, %i, %i, %i {layer = 0 : i64, n_groups = 3 : i64, state_size = 1 : i64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x3xf32>, tensor<?x3xf32>, tensor<8x3xf32>, tensor<8xf32>, tensor<8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
   return
 }
 
@@ -1881,7 +1881,7 @@ func.func @sel_groups_not_dividing(%x: tensor<?x8xf32>, %b: tensor<?x3xf32>, %a:
 // n_groups 0.
 func.func @sel_groups_zero(%x: tensor<?x8xf32>, %b: tensor<?x3xf32>, %a: tensor<8x3xf32>, %w: tensor<8xf32>, %i: tensor<?xi32>) {
   // expected-error @+1 {{'cbc.state.selective_scan' op n_groups must divide the channel count}}
-  %0 = cbc.state.selective_scan %x, %x, %b, %b, %a, %w, %w gate(%x), %i, %i, %i {layer = 0 : i64, n_groups = 0 : i64, state_size = 3 : i64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x3xf32>, tensor<?x3xf32>, tensor<8x3xf32>, tensor<8xf32>, tensor<8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  %0 = cbc.state.selective_scan %x, %x, %b, %b, %a, %w, %w gate(%x), %i, %i, %i, %i {layer = 0 : i64, n_groups = 0 : i64, state_size = 3 : i64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x3xf32>, tensor<?x3xf32>, tensor<8x3xf32>, tensor<8xf32>, tensor<8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
   return
 }
 
@@ -1890,7 +1890,7 @@ func.func @sel_groups_zero(%x: tensor<?x8xf32>, %b: tensor<?x3xf32>, %a: tensor<
 // state_size 0.
 func.func @sel_state_zero(%x: tensor<?x8xf32>, %b: tensor<?x3xf32>, %a: tensor<8x3xf32>, %w: tensor<8xf32>, %i: tensor<?xi32>) {
   // expected-error @+1 {{'cbc.state.selective_scan' op n_groups must divide the channel count}}
-  %0 = cbc.state.selective_scan %x, %x, %b, %b, %a, %w, %w gate(%x), %i, %i, %i {layer = 0 : i64, n_groups = 1 : i64, state_size = 0 : i64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x3xf32>, tensor<?x3xf32>, tensor<8x3xf32>, tensor<8xf32>, tensor<8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  %0 = cbc.state.selective_scan %x, %x, %b, %b, %a, %w, %w gate(%x), %i, %i, %i, %i {layer = 0 : i64, n_groups = 1 : i64, state_size = 0 : i64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x3xf32>, tensor<?x3xf32>, tensor<8x3xf32>, tensor<8xf32>, tensor<8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
   return
 }
 
@@ -1899,7 +1899,7 @@ func.func @sel_state_zero(%x: tensor<?x8xf32>, %b: tensor<?x3xf32>, %a: tensor<8
 // state_size -3.
 func.func @sel_state_negative(%x: tensor<?x8xf32>, %b: tensor<?x3xf32>, %a: tensor<8x3xf32>, %w: tensor<8xf32>, %i: tensor<?xi32>) {
   // expected-error @+1 {{'cbc.state.selective_scan' op n_groups must divide the channel count}}
-  %0 = cbc.state.selective_scan %x, %x, %b, %b, %a, %w, %w gate(%x), %i, %i, %i {layer = 0 : i64, n_groups = 1 : i64, state_size = -3 : i64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x3xf32>, tensor<?x3xf32>, tensor<8x3xf32>, tensor<8xf32>, tensor<8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  %0 = cbc.state.selective_scan %x, %x, %b, %b, %a, %w, %w gate(%x), %i, %i, %i, %i {layer = 0 : i64, n_groups = 1 : i64, state_size = -3 : i64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x3xf32>, tensor<?x3xf32>, tensor<8x3xf32>, tensor<8xf32>, tensor<8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
   return
 }
 
@@ -1908,7 +1908,7 @@ func.func @sel_state_negative(%x: tensor<?x8xf32>, %b: tensor<?x3xf32>, %a: tens
 // B for two groups while n_groups is 1.
 func.func @sel_b_width(%x: tensor<?x8xf32>, %b: tensor<?x3xf32>, %a: tensor<8x3xf32>, %w: tensor<8xf32>, %i: tensor<?xi32>, %b6: tensor<?x6xf32>) {
   // expected-error @+1 {{'cbc.state.selective_scan' op B and C must be [T, n_groups * state_size]}}
-  %0 = cbc.state.selective_scan %x, %x, %b6, %b, %a, %w, %w gate(%x), %i, %i, %i {layer = 0 : i64, n_groups = 1 : i64, state_size = 3 : i64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x6xf32>, tensor<?x3xf32>, tensor<8x3xf32>, tensor<8xf32>, tensor<8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  %0 = cbc.state.selective_scan %x, %x, %b6, %b, %a, %w, %w gate(%x), %i, %i, %i, %i {layer = 0 : i64, n_groups = 1 : i64, state_size = 3 : i64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x6xf32>, tensor<?x3xf32>, tensor<8x3xf32>, tensor<8xf32>, tensor<8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
   return
 }
 
@@ -1917,7 +1917,7 @@ func.func @sel_b_width(%x: tensor<?x8xf32>, %b: tensor<?x3xf32>, %a: tensor<8x3x
 // C of 2 columns.
 func.func @sel_c_width(%x: tensor<?x8xf32>, %b: tensor<?x3xf32>, %a: tensor<8x3xf32>, %w: tensor<8xf32>, %i: tensor<?xi32>, %c2: tensor<?x2xf32>) {
   // expected-error @+1 {{'cbc.state.selective_scan' op B and C must be [T, n_groups * state_size]}}
-  %0 = cbc.state.selective_scan %x, %x, %b, %c2, %a, %w, %w gate(%x), %i, %i, %i {layer = 0 : i64, n_groups = 1 : i64, state_size = 3 : i64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x3xf32>, tensor<?x2xf32>, tensor<8x3xf32>, tensor<8xf32>, tensor<8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  %0 = cbc.state.selective_scan %x, %x, %b, %c2, %a, %w, %w gate(%x), %i, %i, %i, %i {layer = 0 : i64, n_groups = 1 : i64, state_size = 3 : i64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x3xf32>, tensor<?x2xf32>, tensor<8x3xf32>, tensor<8xf32>, tensor<8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
   return
 }
 
@@ -1926,7 +1926,7 @@ func.func @sel_c_width(%x: tensor<?x8xf32>, %b: tensor<?x3xf32>, %a: tensor<8x3x
 // A_log with one entry per channel (Mamba2's per-head layout).
 func.func @sel_alog_per_channel(%x: tensor<?x8xf32>, %b: tensor<?x3xf32>, %a: tensor<8x3xf32>, %w: tensor<8xf32>, %i: tensor<?xi32>) {
   // expected-error @+1 {{'cbc.state.selective_scan' op A_log must be [channels, state_size]}}
-  %0 = cbc.state.selective_scan %x, %x, %b, %b, %w, %w, %w gate(%x), %i, %i, %i {layer = 0 : i64, n_groups = 1 : i64, state_size = 3 : i64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x3xf32>, tensor<?x3xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  %0 = cbc.state.selective_scan %x, %x, %b, %b, %w, %w, %w gate(%x), %i, %i, %i, %i {layer = 0 : i64, n_groups = 1 : i64, state_size = 3 : i64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x3xf32>, tensor<?x3xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
   return
 }
 
@@ -1935,7 +1935,7 @@ func.func @sel_alog_per_channel(%x: tensor<?x8xf32>, %b: tensor<?x3xf32>, %a: te
 // A_log of dynamic shape.
 func.func @sel_alog_dynamic(%x: tensor<?x8xf32>, %b: tensor<?x3xf32>, %a: tensor<8x3xf32>, %w: tensor<8xf32>, %i: tensor<?xi32>, %ad: tensor<8x?xf32>) {
   // expected-error @+1 {{'cbc.state.selective_scan' op operand #4 must be statically shaped weight tensor, but got 'tensor<8x?xf32>'}}
-  %0 = cbc.state.selective_scan %x, %x, %b, %b, %ad, %w, %w gate(%x), %i, %i, %i {layer = 0 : i64, n_groups = 1 : i64, state_size = 3 : i64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x3xf32>, tensor<?x3xf32>, tensor<8x?xf32>, tensor<8xf32>, tensor<8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  %0 = cbc.state.selective_scan %x, %x, %b, %b, %ad, %w, %w gate(%x), %i, %i, %i, %i {layer = 0 : i64, n_groups = 1 : i64, state_size = 3 : i64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x3xf32>, tensor<?x3xf32>, tensor<8x?xf32>, tensor<8xf32>, tensor<8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
   return
 }
 
@@ -1944,7 +1944,7 @@ func.func @sel_alog_dynamic(%x: tensor<?x8xf32>, %b: tensor<?x3xf32>, %a: tensor
 // dt_bias of 4 entries.
 func.func @sel_dt_bias_entries(%x: tensor<?x8xf32>, %b: tensor<?x3xf32>, %a: tensor<8x3xf32>, %w: tensor<8xf32>, %i: tensor<?xi32>, %w4: tensor<4xf32>) {
   // expected-error @+1 {{'cbc.state.selective_scan' op dt_bias and D must have one entry per channel}}
-  %0 = cbc.state.selective_scan %x, %x, %b, %b, %a, %w4, %w gate(%x), %i, %i, %i {layer = 0 : i64, n_groups = 1 : i64, state_size = 3 : i64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x3xf32>, tensor<?x3xf32>, tensor<8x3xf32>, tensor<4xf32>, tensor<8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  %0 = cbc.state.selective_scan %x, %x, %b, %b, %a, %w4, %w gate(%x), %i, %i, %i, %i {layer = 0 : i64, n_groups = 1 : i64, state_size = 3 : i64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x3xf32>, tensor<?x3xf32>, tensor<8x3xf32>, tensor<4xf32>, tensor<8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
   return
 }
 
@@ -1953,7 +1953,7 @@ func.func @sel_dt_bias_entries(%x: tensor<?x8xf32>, %b: tensor<?x3xf32>, %a: ten
 // D of 16 entries, without z.
 func.func @sel_d_entries(%x: tensor<?x8xf32>, %b: tensor<?x3xf32>, %a: tensor<8x3xf32>, %w: tensor<8xf32>, %i: tensor<?xi32>, %w16: tensor<16xf32>) {
   // expected-error @+1 {{'cbc.state.selective_scan' op dt_bias and D must have one entry per channel}}
-  %0 = cbc.state.selective_scan %x, %x, %b, %b, %a, %w, %w16, %i, %i, %i {layer = 0 : i64, n_groups = 1 : i64, state_size = 3 : i64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x3xf32>, tensor<?x3xf32>, tensor<8x3xf32>, tensor<8xf32>, tensor<16xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  %0 = cbc.state.selective_scan %x, %x, %b, %b, %a, %w, %w16, %i, %i, %i, %i {layer = 0 : i64, n_groups = 1 : i64, state_size = 3 : i64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x3xf32>, tensor<?x3xf32>, tensor<8x3xf32>, tensor<8xf32>, tensor<16xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
   return
 }
 
@@ -1962,7 +1962,7 @@ func.func @sel_d_entries(%x: tensor<?x8xf32>, %b: tensor<?x3xf32>, %a: tensor<8x
 // A result of 16 columns.
 func.func @sel_result_width(%x: tensor<?x8xf32>, %b: tensor<?x3xf32>, %a: tensor<8x3xf32>, %w: tensor<8xf32>, %i: tensor<?xi32>) {
   // expected-error @+1 {{'cbc.state.selective_scan' op result width must equal the channel count}}
-  %0 = cbc.state.selective_scan %x, %x, %b, %b, %a, %w, %w gate(%x), %i, %i, %i {layer = 0 : i64, n_groups = 1 : i64, state_size = 3 : i64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x3xf32>, tensor<?x3xf32>, tensor<8x3xf32>, tensor<8xf32>, tensor<8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x16xf32>
+  %0 = cbc.state.selective_scan %x, %x, %b, %b, %a, %w, %w gate(%x), %i, %i, %i, %i {layer = 0 : i64, n_groups = 1 : i64, state_size = 3 : i64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x3xf32>, tensor<?x3xf32>, tensor<8x3xf32>, tensor<8xf32>, tensor<8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x16xf32>
   return
 }
 
@@ -1971,7 +1971,7 @@ func.func @sel_result_width(%x: tensor<?x8xf32>, %b: tensor<?x3xf32>, %a: tensor
 // A result of 4 columns, without z.
 func.func @sel_result_width_no_z(%x: tensor<?x8xf32>, %b: tensor<?x3xf32>, %a: tensor<8x3xf32>, %w: tensor<8xf32>, %i: tensor<?xi32>) {
   // expected-error @+1 {{'cbc.state.selective_scan' op result width must equal the channel count}}
-  %0 = cbc.state.selective_scan %x, %x, %b, %b, %a, %w, %w, %i, %i, %i {layer = 0 : i64, n_groups = 1 : i64, state_size = 3 : i64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x3xf32>, tensor<?x3xf32>, tensor<8x3xf32>, tensor<8xf32>, tensor<8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x4xf32>
+  %0 = cbc.state.selective_scan %x, %x, %b, %b, %a, %w, %w, %i, %i, %i, %i {layer = 0 : i64, n_groups = 1 : i64, state_size = 3 : i64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x3xf32>, tensor<?x3xf32>, tensor<8x3xf32>, tensor<8xf32>, tensor<8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x4xf32>
   return
 }
 
@@ -2065,7 +2065,7 @@ func.func @rng_weight_too_long(%x: tensor<?x16xf32>, %w: tensor<32xbf16>) {
 // x of zero channels.
 func.func @sel_x_empty(%x: tensor<?x8xf32>, %b: tensor<?x3xf32>, %a: tensor<8x3xf32>, %w: tensor<8xf32>, %i: tensor<?xi32>, %x0: tensor<?x0xf32>, %a0: tensor<0x3xf32>, %w0: tensor<0xf32>) {
   // expected-error @+1 {{'cbc.state.selective_scan' op x, dt and z must be [T, channels]}}
-  %0 = cbc.state.selective_scan %x0, %x0, %b, %b, %a0, %w0, %w0, %i, %i, %i {layer = 0 : i64, n_groups = 1 : i64, state_size = 3 : i64} : (tensor<?x0xf32>, tensor<?x0xf32>, tensor<?x3xf32>, tensor<?x3xf32>, tensor<0x3xf32>, tensor<0xf32>, tensor<0xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x0xf32>
+  %0 = cbc.state.selective_scan %x0, %x0, %b, %b, %a0, %w0, %w0, %i, %i, %i, %i {layer = 0 : i64, n_groups = 1 : i64, state_size = 3 : i64} : (tensor<?x0xf32>, tensor<?x0xf32>, tensor<?x3xf32>, tensor<?x3xf32>, tensor<0x3xf32>, tensor<0xf32>, tensor<0xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x0xf32>
   return
 }
 
@@ -2126,13 +2126,35 @@ func.func private @plan_groups() attributes {test.p = #cbc.cache_plan<block_size
 
 // -----
 
-// expected-error @+1 {{cache plan layer 3 is in no group}}
+// expected-error @+1 {{cache plan layer 3 is in no paged or static group}}
 func.func private @plan_layer() attributes {test.p = #cbc.cache_plan<block_size = 16, kv_dtype = bf16, layers = [#cbc.cache_layer<layer = 3, group = 0, rows = [#cbc.cache_row<"k", 4>]>]>}
 
 // -----
 
-// expected-error @+1 {{cache plan state_bytes_per_slot must be the sum of the states' bytes}}
-func.func private @plan_state_bytes() attributes {test.p = #cbc.cache_plan<block_size = 16, kv_dtype = f32, states = [#cbc.state_decl<layer = 0, name = "conv", shape = [8, 3], bytes = 96>], state_bytes_per_slot = 95>}
+// An attention layer's rows belong in a paged group, not the state group.
+// expected-error @+1 {{cache plan layer 3 is in no paged or static group}}
+func.func private @plan_layer_in_states() attributes {test.p = #cbc.cache_plan<block_size = 16, kv_dtype = bf16, groups = [#cbc.cache_group<id = 0, kind = state, retention = #cbc.retention<all>, layers = [3]>], layers = [#cbc.cache_layer<layer = 3, group = 0, rows = [#cbc.cache_row<"k", 4>]>]>}
+
+// -----
+
+// expected-error @+1 {{cache plan state group's bytes_per_unit must be the sum of the states' bytes}}
+func.func private @plan_state_bytes() attributes {test.p = #cbc.cache_plan<block_size = 16, kv_dtype = f32, groups = [#cbc.cache_group<id = 0, kind = state, retention = #cbc.retention<all>, layers = [0], bytes_per_unit = 95>], states = [#cbc.state_decl<layer = 0, name = "conv", shape = [8, 3], bytes = 96>]>}
+
+// -----
+
+// expected-error @+1 {{cache plan state 'conv' of layer 0 is in no state group}}
+func.func private @plan_state_group() attributes {test.p = #cbc.cache_plan<block_size = 16, kv_dtype = f32, states = [#cbc.state_decl<layer = 0, name = "conv", shape = [8, 3], bytes = 96>]>}
+
+// -----
+
+// Block tables number the paged and static groups from 0: the state group comes last.
+// expected-error @+1 {{cache plan groups must come paged first, then static, then one state group}}
+func.func private @plan_group_order() attributes {test.p = #cbc.cache_plan<block_size = 16, kv_dtype = f32, groups = [#cbc.cache_group<id = 0, kind = state, retention = #cbc.retention<all>, layers = [0]>, #cbc.cache_group<id = 1, retention = #cbc.retention<all>, layers = [1], bytes_per_token = 4>]>}
+
+// -----
+
+// expected-error @+1 {{cache plan groups must come paged first, then static, then one state group}}
+func.func private @plan_static_then_paged() attributes {test.p = #cbc.cache_plan<block_size = 16, kv_dtype = f32, groups = [#cbc.cache_group<id = 0, kind = static, retention = #cbc.retention<all>, layers = [0], bytes_per_token = 4>, #cbc.cache_group<id = 1, retention = #cbc.retention<all>, layers = [1], bytes_per_token = 4>]>}
 
 // -----
 
@@ -2221,7 +2243,7 @@ func.func private @model_block_without_fp8() attributes {test.m = #cbc.model<mod
 
 func.func @kda_zero_heads(%q: tensor<?x8xf32>, %v: tensor<?x6xf32>, %b: tensor<?x2xf32>, %w: tensor<2xf32>, %dt: tensor<8xf32>, %i: tensor<?xi32>) {
   // expected-error @+1 {{'cbc.state.kda' op num_heads, k_dim and v_dim must be positive}}
-  %0 = cbc.state.kda %q, %q, %v, %q, %b, %w, %dt, %i, %i, %i {layer = 0 : i64, num_heads = 0 : i64, k_dim = 4 : i64, v_dim = 3 : i64, gate = #cbc.decay_gate<softplus>} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x6xf32>, tensor<?x8xf32>, tensor<?x2xf32>, tensor<2xf32>, tensor<8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x6xf32>
+  %0 = cbc.state.kda %q, %q, %v, %q, %b, %w, %dt, %i, %i, %i, %i {layer = 0 : i64, num_heads = 0 : i64, k_dim = 4 : i64, v_dim = 3 : i64, gate = #cbc.decay_gate<softplus>} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x6xf32>, tensor<?x8xf32>, tensor<?x2xf32>, tensor<2xf32>, tensor<8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x6xf32>
   return
 }
 
@@ -2230,7 +2252,7 @@ func.func @kda_zero_heads(%q: tensor<?x8xf32>, %v: tensor<?x6xf32>, %b: tensor<?
 // v is [T, 6] but v_dim 2 asks for [T, 4].
 func.func @kda_q_width(%q: tensor<?x8xf32>, %v: tensor<?x6xf32>, %b: tensor<?x2xf32>, %w: tensor<2xf32>, %dt: tensor<8xf32>, %i: tensor<?xi32>) {
   // expected-error @+1 {{'cbc.state.kda' op q and k must be [T, num_heads * k_dim] and v [T, num_heads * v_dim]}}
-  %0 = cbc.state.kda %q, %q, %v, %q, %b, %w, %dt, %i, %i, %i {layer = 0 : i64, num_heads = 2 : i64, k_dim = 4 : i64, v_dim = 2 : i64, gate = #cbc.decay_gate<softplus>} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x6xf32>, tensor<?x8xf32>, tensor<?x2xf32>, tensor<2xf32>, tensor<8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x4xf32>
+  %0 = cbc.state.kda %q, %q, %v, %q, %b, %w, %dt, %i, %i, %i, %i {layer = 0 : i64, num_heads = 2 : i64, k_dim = 4 : i64, v_dim = 2 : i64, gate = #cbc.decay_gate<softplus>} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x6xf32>, tensor<?x8xf32>, tensor<?x2xf32>, tensor<2xf32>, tensor<8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x4xf32>
   return
 }
 
@@ -2238,7 +2260,7 @@ func.func @kda_q_width(%q: tensor<?x8xf32>, %v: tensor<?x6xf32>, %b: tensor<?x2x
 
 func.func @kda_result_width(%q: tensor<?x8xf32>, %v: tensor<?x6xf32>, %b: tensor<?x2xf32>, %w: tensor<2xf32>, %dt: tensor<8xf32>, %i: tensor<?xi32>) {
   // expected-error @+1 {{'cbc.state.kda' op result width must be num_heads * v_dim}}
-  %0 = cbc.state.kda %q, %q, %v, %q, %b, %w, %dt, %i, %i, %i {layer = 0 : i64, num_heads = 2 : i64, k_dim = 4 : i64, v_dim = 3 : i64, gate = #cbc.decay_gate<softplus>} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x6xf32>, tensor<?x8xf32>, tensor<?x2xf32>, tensor<2xf32>, tensor<8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  %0 = cbc.state.kda %q, %q, %v, %q, %b, %w, %dt, %i, %i, %i, %i {layer = 0 : i64, num_heads = 2 : i64, k_dim = 4 : i64, v_dim = 3 : i64, gate = #cbc.decay_gate<softplus>} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x6xf32>, tensor<?x8xf32>, tensor<?x2xf32>, tensor<2xf32>, tensor<8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
   return
 }
 
@@ -2246,7 +2268,7 @@ func.func @kda_result_width(%q: tensor<?x8xf32>, %v: tensor<?x6xf32>, %b: tensor
 
 func.func @kda_missing_gate(%q: tensor<?x8xf32>, %v: tensor<?x6xf32>, %b: tensor<?x2xf32>, %w: tensor<2xf32>, %dt: tensor<8xf32>, %i: tensor<?xi32>) {
   // expected-error @+1 {{'cbc.state.kda' op requires attribute 'gate'}}
-  %0 = cbc.state.kda %q, %q, %v, %q, %b, %w, %dt, %i, %i, %i {layer = 0 : i64, num_heads = 2 : i64, k_dim = 4 : i64, v_dim = 3 : i64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x6xf32>, tensor<?x8xf32>, tensor<?x2xf32>, tensor<2xf32>, tensor<8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x6xf32>
+  %0 = cbc.state.kda %q, %q, %v, %q, %b, %w, %dt, %i, %i, %i, %i {layer = 0 : i64, num_heads = 2 : i64, k_dim = 4 : i64, v_dim = 3 : i64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x6xf32>, tensor<?x8xf32>, tensor<?x2xf32>, tensor<2xf32>, tensor<8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x6xf32>
   return
 }
 
@@ -2254,7 +2276,7 @@ func.func @kda_missing_gate(%q: tensor<?x8xf32>, %v: tensor<?x6xf32>, %b: tensor
 
 func.func @kda_lower_bound_without_bounded(%q: tensor<?x8xf32>, %v: tensor<?x6xf32>, %b: tensor<?x2xf32>, %w: tensor<2xf32>, %dt: tensor<8xf32>, %i: tensor<?xi32>) {
   // expected-error @+1 {{'cbc.state.kda' op lower_bound is given with the bounded_sigmoid gate and only with it}}
-  %0 = cbc.state.kda %q, %q, %v, %q, %b, %w, %dt, %i, %i, %i {layer = 0 : i64, num_heads = 2 : i64, k_dim = 4 : i64, v_dim = 3 : i64, gate = #cbc.decay_gate<softplus>, lower_bound = -5.0 : f64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x6xf32>, tensor<?x8xf32>, tensor<?x2xf32>, tensor<2xf32>, tensor<8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x6xf32>
+  %0 = cbc.state.kda %q, %q, %v, %q, %b, %w, %dt, %i, %i, %i, %i {layer = 0 : i64, num_heads = 2 : i64, k_dim = 4 : i64, v_dim = 3 : i64, gate = #cbc.decay_gate<softplus>, lower_bound = -5.0 : f64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x6xf32>, tensor<?x8xf32>, tensor<?x2xf32>, tensor<2xf32>, tensor<8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x6xf32>
   return
 }
 
@@ -2262,7 +2284,7 @@ func.func @kda_lower_bound_without_bounded(%q: tensor<?x8xf32>, %v: tensor<?x6xf
 
 func.func @kda_bounded_without_lower_bound(%q: tensor<?x8xf32>, %v: tensor<?x6xf32>, %b: tensor<?x2xf32>, %w: tensor<2xf32>, %dt: tensor<8xf32>, %i: tensor<?xi32>) {
   // expected-error @+1 {{'cbc.state.kda' op lower_bound is given with the bounded_sigmoid gate and only with it}}
-  %0 = cbc.state.kda %q, %q, %v, %q, %b, %w, %dt, %i, %i, %i {layer = 0 : i64, num_heads = 2 : i64, k_dim = 4 : i64, v_dim = 3 : i64, gate = #cbc.decay_gate<bounded_sigmoid>} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x6xf32>, tensor<?x8xf32>, tensor<?x2xf32>, tensor<2xf32>, tensor<8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x6xf32>
+  %0 = cbc.state.kda %q, %q, %v, %q, %b, %w, %dt, %i, %i, %i, %i {layer = 0 : i64, num_heads = 2 : i64, k_dim = 4 : i64, v_dim = 3 : i64, gate = #cbc.decay_gate<bounded_sigmoid>} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x6xf32>, tensor<?x8xf32>, tensor<?x2xf32>, tensor<2xf32>, tensor<8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x6xf32>
   return
 }
 
@@ -2270,7 +2292,7 @@ func.func @kda_bounded_without_lower_bound(%q: tensor<?x8xf32>, %v: tensor<?x6xf
 
 func.func @kda_positive_lower_bound(%q: tensor<?x8xf32>, %v: tensor<?x6xf32>, %b: tensor<?x2xf32>, %w: tensor<2xf32>, %dt: tensor<8xf32>, %i: tensor<?xi32>) {
   // expected-error @+1 {{'cbc.state.kda' op lower_bound must be negative}}
-  %0 = cbc.state.kda %q, %q, %v, %q, %b, %w, %dt, %i, %i, %i {layer = 0 : i64, num_heads = 2 : i64, k_dim = 4 : i64, v_dim = 3 : i64, gate = #cbc.decay_gate<bounded_sigmoid>, lower_bound = 1.0 : f64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x6xf32>, tensor<?x8xf32>, tensor<?x2xf32>, tensor<2xf32>, tensor<8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x6xf32>
+  %0 = cbc.state.kda %q, %q, %v, %q, %b, %w, %dt, %i, %i, %i, %i {layer = 0 : i64, num_heads = 2 : i64, k_dim = 4 : i64, v_dim = 3 : i64, gate = #cbc.decay_gate<bounded_sigmoid>, lower_bound = 1.0 : f64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x6xf32>, tensor<?x8xf32>, tensor<?x2xf32>, tensor<2xf32>, tensor<8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x6xf32>
   return
 }
 
@@ -2279,7 +2301,7 @@ func.func @kda_positive_lower_bound(%q: tensor<?x8xf32>, %v: tensor<?x6xf32>, %b
 // f must have a gate input per key channel.
 func.func @kda_f_width(%q: tensor<?x8xf32>, %v: tensor<?x6xf32>, %f: tensor<?x2xf32>, %w: tensor<2xf32>, %dt: tensor<8xf32>, %i: tensor<?xi32>) {
   // expected-error @+1 {{'cbc.state.kda' op f must be [T, num_heads * k_dim]}}
-  %0 = cbc.state.kda %q, %q, %v, %f, %f, %w, %dt, %i, %i, %i {layer = 0 : i64, num_heads = 2 : i64, k_dim = 4 : i64, v_dim = 3 : i64, gate = #cbc.decay_gate<softplus>} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x6xf32>, tensor<?x2xf32>, tensor<?x2xf32>, tensor<2xf32>, tensor<8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x6xf32>
+  %0 = cbc.state.kda %q, %q, %v, %f, %f, %w, %dt, %i, %i, %i, %i {layer = 0 : i64, num_heads = 2 : i64, k_dim = 4 : i64, v_dim = 3 : i64, gate = #cbc.decay_gate<softplus>} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x6xf32>, tensor<?x2xf32>, tensor<?x2xf32>, tensor<2xf32>, tensor<8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x6xf32>
   return
 }
 
@@ -2287,7 +2309,7 @@ func.func @kda_f_width(%q: tensor<?x8xf32>, %v: tensor<?x6xf32>, %f: tensor<?x2x
 
 func.func @kda_b_width(%q: tensor<?x8xf32>, %v: tensor<?x6xf32>, %w: tensor<2xf32>, %dt: tensor<8xf32>, %i: tensor<?xi32>) {
   // expected-error @+1 {{'cbc.state.kda' op b must be [T, num_heads]}}
-  %0 = cbc.state.kda %q, %q, %v, %q, %q, %w, %dt, %i, %i, %i {layer = 0 : i64, num_heads = 2 : i64, k_dim = 4 : i64, v_dim = 3 : i64, gate = #cbc.decay_gate<softplus>} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x6xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<2xf32>, tensor<8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x6xf32>
+  %0 = cbc.state.kda %q, %q, %v, %q, %q, %w, %dt, %i, %i, %i, %i {layer = 0 : i64, num_heads = 2 : i64, k_dim = 4 : i64, v_dim = 3 : i64, gate = #cbc.decay_gate<softplus>} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x6xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<2xf32>, tensor<8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x6xf32>
   return
 }
 
@@ -2295,7 +2317,7 @@ func.func @kda_b_width(%q: tensor<?x8xf32>, %v: tensor<?x6xf32>, %w: tensor<2xf3
 
 func.func @kda_a_log_size(%q: tensor<?x8xf32>, %v: tensor<?x6xf32>, %b: tensor<?x2xf32>, %dt: tensor<8xf32>, %i: tensor<?xi32>) {
   // expected-error @+1 {{'cbc.state.kda' op A_log must have num_heads entries}}
-  %0 = cbc.state.kda %q, %q, %v, %q, %b, %dt, %dt, %i, %i, %i {layer = 0 : i64, num_heads = 2 : i64, k_dim = 4 : i64, v_dim = 3 : i64, gate = #cbc.decay_gate<softplus>} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x6xf32>, tensor<?x8xf32>, tensor<?x2xf32>, tensor<8xf32>, tensor<8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x6xf32>
+  %0 = cbc.state.kda %q, %q, %v, %q, %b, %dt, %dt, %i, %i, %i, %i {layer = 0 : i64, num_heads = 2 : i64, k_dim = 4 : i64, v_dim = 3 : i64, gate = #cbc.decay_gate<softplus>} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x6xf32>, tensor<?x8xf32>, tensor<?x2xf32>, tensor<8xf32>, tensor<8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x6xf32>
   return
 }
 
@@ -2304,7 +2326,7 @@ func.func @kda_a_log_size(%q: tensor<?x8xf32>, %v: tensor<?x6xf32>, %b: tensor<?
 // dt_bias is per key channel, not per head as in the gated delta rule.
 func.func @kda_dt_bias_size(%q: tensor<?x8xf32>, %v: tensor<?x6xf32>, %b: tensor<?x2xf32>, %w: tensor<2xf32>, %i: tensor<?xi32>) {
   // expected-error @+1 {{'cbc.state.kda' op dt_bias must have num_heads * k_dim entries}}
-  %0 = cbc.state.kda %q, %q, %v, %q, %b, %w, %w, %i, %i, %i {layer = 0 : i64, num_heads = 2 : i64, k_dim = 4 : i64, v_dim = 3 : i64, gate = #cbc.decay_gate<softplus>} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x6xf32>, tensor<?x8xf32>, tensor<?x2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x6xf32>
+  %0 = cbc.state.kda %q, %q, %v, %q, %b, %w, %w, %i, %i, %i, %i {layer = 0 : i64, num_heads = 2 : i64, k_dim = 4 : i64, v_dim = 3 : i64, gate = #cbc.decay_gate<softplus>} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x6xf32>, tensor<?x8xf32>, tensor<?x2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x6xf32>
   return
 }
 
@@ -2317,7 +2339,7 @@ func.func @kda_dt_bias_size(%q: tensor<?x8xf32>, %v: tensor<?x6xf32>, %b: tensor
 // Heads of zero width.
 func.func @lightning_zero_head_dim(%q: tensor<?x8xf32>, %i: tensor<?xi32>) {
   // expected-error @+1 {{'cbc.state.lightning' op num_heads and head_dim must be positive}}
-  %0 = cbc.state.lightning %q, %q, %q, %i, %i, %i {layer = 0 : i64, num_heads = 2 : i64, head_dim = 0 : i64, decay = array<f64: 0.5, 0.25>} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  %0 = cbc.state.lightning %q, %q, %q, %i, %i, %i, %i {layer = 0 : i64, num_heads = 2 : i64, head_dim = 0 : i64, decay = array<f64: 0.5, 0.25>} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
   return
 }
 
@@ -2326,7 +2348,7 @@ func.func @lightning_zero_head_dim(%q: tensor<?x8xf32>, %i: tensor<?xi32>) {
 // v of 6 columns.
 func.func @lightning_v_width(%q: tensor<?x8xf32>, %v: tensor<?x6xf32>, %i: tensor<?xi32>) {
   // expected-error @+1 {{'cbc.state.lightning' op q, k and v must be [T, num_heads * head_dim]}}
-  %0 = cbc.state.lightning %q, %q, %v, %i, %i, %i {layer = 0 : i64, num_heads = 2 : i64, head_dim = 4 : i64, decay = array<f64: 0.5, 0.25>} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x6xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  %0 = cbc.state.lightning %q, %q, %v, %i, %i, %i, %i {layer = 0 : i64, num_heads = 2 : i64, head_dim = 4 : i64, decay = array<f64: 0.5, 0.25>} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x6xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
   return
 }
 
@@ -2335,7 +2357,7 @@ func.func @lightning_v_width(%q: tensor<?x8xf32>, %v: tensor<?x6xf32>, %i: tenso
 // A result of 4 columns.
 func.func @lightning_result_width(%q: tensor<?x8xf32>, %i: tensor<?xi32>) {
   // expected-error @+1 {{'cbc.state.lightning' op result width must be num_heads * head_dim}}
-  %0 = cbc.state.lightning %q, %q, %q, %i, %i, %i {layer = 0 : i64, num_heads = 2 : i64, head_dim = 4 : i64, decay = array<f64: 0.5, 0.25>} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x4xf32>
+  %0 = cbc.state.lightning %q, %q, %q, %i, %i, %i, %i {layer = 0 : i64, num_heads = 2 : i64, head_dim = 4 : i64, decay = array<f64: 0.5, 0.25>} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x4xf32>
   return
 }
 
@@ -2344,7 +2366,7 @@ func.func @lightning_result_width(%q: tensor<?x8xf32>, %i: tensor<?xi32>) {
 // One decay rate for two heads.
 func.func @lightning_decay_count(%q: tensor<?x8xf32>, %i: tensor<?xi32>) {
   // expected-error @+1 {{'cbc.state.lightning' op decay must have num_heads entries}}
-  %0 = cbc.state.lightning %q, %q, %q, %i, %i, %i {layer = 0 : i64, num_heads = 2 : i64, head_dim = 4 : i64, decay = array<f64: 0.5>} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  %0 = cbc.state.lightning %q, %q, %q, %i, %i, %i, %i {layer = 0 : i64, num_heads = 2 : i64, head_dim = 4 : i64, decay = array<f64: 0.5>} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
   return
 }
 
@@ -2353,7 +2375,7 @@ func.func @lightning_decay_count(%q: tensor<?x8xf32>, %i: tensor<?xi32>) {
 // A negative rate would grow the state without bound.
 func.func @lightning_negative_decay(%q: tensor<?x8xf32>, %i: tensor<?xi32>) {
   // expected-error @+1 {{'cbc.state.lightning' op decay rates must be finite and not negative}}
-  %0 = cbc.state.lightning %q, %q, %q, %i, %i, %i {layer = 0 : i64, num_heads = 2 : i64, head_dim = 4 : i64, decay = array<f64: 0.5, -0.25>} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  %0 = cbc.state.lightning %q, %q, %q, %i, %i, %i, %i {layer = 0 : i64, num_heads = 2 : i64, head_dim = 4 : i64, decay = array<f64: 0.5, -0.25>} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
   return
 }
 
@@ -2362,7 +2384,7 @@ func.func @lightning_negative_decay(%q: tensor<?x8xf32>, %i: tensor<?xi32>) {
 // Without the decay rates.
 func.func @lightning_no_decay(%q: tensor<?x8xf32>, %i: tensor<?xi32>) {
   // expected-error @+1 {{'cbc.state.lightning' op requires attribute 'decay'}}
-  %0 = cbc.state.lightning %q, %q, %q, %i, %i, %i {layer = 0 : i64, num_heads = 2 : i64, head_dim = 4 : i64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  %0 = cbc.state.lightning %q, %q, %q, %i, %i, %i, %i {layer = 0 : i64, num_heads = 2 : i64, head_dim = 4 : i64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
   return
 }
 

@@ -235,19 +235,21 @@ func.func @appended_twice(%k: tensor<?x8xf32>, %p: tensor<?xi32>, %bt: tensor<?x
 // -----
 
 // Per-request states. Each stateful op declares one fp32 state of its layer, by name, whatever
-// the kv dtype; the plan lists them in program order with their bytes, and
-// state_bytes_per_slot is what one request slot holds. Layers 0 and 2 are gated delta nets
+// the kv dtype; the plan lists them in program order with their bytes, and they form the state
+// group (after the paged ones), whose unit, one snapshot of them all, is what a request holds.
+// Layers 0 and 2 are gated delta nets
 // (2 key heads of 4, 4 value heads of 2), layer 1 attention, layer 3 an LFM2 short conv and
 // layer 4 a conv of kernel 1, which keeps no inputs and so declares no state.
 //
 //   conv channels q|k|v = 2x4 + 2x4 + 4x2 = 24, kernel 4: conv [24, 3] = 72 x 4 = 288 bytes
 //   recurrent [v_heads, k_dim, v_dim] = [4, 4, 2]       = 32 x 4 = 128 bytes
 //   short conv over 8 channels, kernel 3: conv [8, 2]   = 16 x 4 =  64 bytes
-//   per slot: 2 x (288 + 128) + 64 = 896 bytes
+//   per unit: 2 x (288 + 128) + 64 = 896 bytes
 // The attention layer keeps (8 + 8) x 2 = 32 bytes per token (bf16), 64 (f32).
 
 // CHECK-LABEL: module attributes {cbc.cache_plan = #cbc.cache_plan<
-// CHECK-SAME: groups = [#cbc.cache_group<id = 0, retention = <all>, layers = [1], bytes_per_token = 32>]
+// CHECK-SAME: groups = [#cbc.cache_group<id = 0, retention = <all>, layers = [1], bytes_per_token = 32>,
+// CHECK-SAME: #cbc.cache_group<id = 1, kind = state, retention = <all>, layers = [0, 2, 3], bytes_per_unit = 896>]
 // CHECK-SAME: layers = [#cbc.cache_layer<layer = 1, group = 0, rows = [#cbc.cache_row<"k", 8>, #cbc.cache_row<"v", 8>]>]
 // CHECK-SAME: states = [
 // CHECK-SAME: #cbc.state_decl<layer = 0, name = "conv", shape = [24, 3], bytes = 288>,
@@ -255,7 +257,7 @@ func.func @appended_twice(%k: tensor<?x8xf32>, %p: tensor<?xi32>, %bt: tensor<?x
 // CHECK-SAME: #cbc.state_decl<layer = 2, name = "conv", shape = [24, 3], bytes = 288>,
 // CHECK-SAME: #cbc.state_decl<layer = 2, name = "recurrent", shape = [4, 4, 2], bytes = 128>,
 // The list closes after layer 3: nothing for layer 4.
-// CHECK-SAME: #cbc.state_decl<layer = 3, name = "conv", shape = [8, 2], bytes = 64>], state_bytes_per_slot = 896>}
+// CHECK-SAME: #cbc.state_decl<layer = 3, name = "conv", shape = [8, 2], bytes = 64>]>}
 // CHECK-LABEL: func.func @states
 // The state ops themselves are left as they are.
 // CHECK: cbc.state.conv1d {{.*}} {act = #cbc.act<silu>, layer = 0 : i64}
@@ -264,29 +266,28 @@ func.func @appended_twice(%k: tensor<?x8xf32>, %p: tensor<?xi32>, %bt: tensor<?x
 // CHECK: cbc.kv.attention {{.*}} {group = 0 : i64, {{.*}}layer = 1 : i64
 
 // States are fp32 whatever the kv dtype: the same bytes under kv-dtype=f32.
-// F32: module attributes {cbc.cache_plan = #cbc.cache_plan<block_size = 32, kv_dtype = f32, groups = [#cbc.cache_group<id = 0, retention = <all>, layers = [1], bytes_per_token = 64>],
+// F32: module attributes {cbc.cache_plan = #cbc.cache_plan<block_size = 32, kv_dtype = f32, groups = [#cbc.cache_group<id = 0, retention = <all>, layers = [1], bytes_per_token = 64>, #cbc.cache_group<id = 1, kind = state, retention = <all>, layers = [0, 2, 3], bytes_per_unit = 896>],
 // F32-SAME: states = [#cbc.state_decl<layer = 0, name = "conv", shape = [24, 3], bytes = 288>,
-// F32-SAME: state_bytes_per_slot = 896>
 // F32-LABEL: func.func @states
 func.func @states(%x: tensor<?x8xf32>, %q: tensor<?x16xf32>, %qkv: tensor<?x24xf32>, %ab: tensor<?x4xf32>,
                   %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>,
                   %cw: tensor<24x1x4xbf16>, %alog: tensor<4xf32>, %dt: tensor<4xbf16>,
                   %sw: tensor<8x1x3xbf16>, %w1: tensor<8x1x1xbf16>) {
   // Layer 0: gated delta net.
-  %c0 = cbc.state.conv1d %qkv, %cw, %p, %p, %p {layer = 0 : i64, act = #cbc.act<silu>} : (tensor<?x24xf32>, tensor<24x1x4xbf16>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x24xf32>
+  %c0 = cbc.state.conv1d %qkv, %cw, %p, %p, %p, %p {layer = 0 : i64, act = #cbc.act<silu>} : (tensor<?x24xf32>, tensor<24x1x4xbf16>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x24xf32>
   %s0:3 = cbc.math.split %c0 : tensor<?x24xf32> -> tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>
-  %o0 = cbc.state.gated_delta %s0#0, %s0#1, %s0#2, %ab, %ab, %alog, %dt, %p, %p, %p {layer = 0 : i64, num_k_heads = 2 : i64, num_v_heads = 4 : i64, k_dim = 4 : i64, v_dim = 2 : i64, qk_l2norm} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x4xf32>, tensor<4xf32>, tensor<4xbf16>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  %o0 = cbc.state.gated_delta %s0#0, %s0#1, %s0#2, %ab, %ab, %alog, %dt, %p, %p, %p, %p {layer = 0 : i64, num_k_heads = 2 : i64, num_v_heads = 4 : i64, k_dim = 4 : i64, v_dim = 2 : i64, qk_l2norm} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x4xf32>, tensor<4xf32>, tensor<4xbf16>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
   // Layer 1: attention.
   cbc.kv.append %x, %x, %p, %p, %p, %bt {layer = 1 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64} : tensor<?x8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
   %a1 = cbc.kv.attention %q, %p, %p, %p, %p, %p, %bt {layer = 1 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, scale = 0.5 : f64} : tensor<?x16xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?x16xf32>
   // Layer 2: gated delta net, the same state names in another layer.
-  %c2 = cbc.state.conv1d %qkv, %cw, %p, %p, %p {layer = 2 : i64, act = #cbc.act<silu>} : (tensor<?x24xf32>, tensor<24x1x4xbf16>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x24xf32>
+  %c2 = cbc.state.conv1d %qkv, %cw, %p, %p, %p, %p {layer = 2 : i64, act = #cbc.act<silu>} : (tensor<?x24xf32>, tensor<24x1x4xbf16>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x24xf32>
   %s2:3 = cbc.math.split %c2 : tensor<?x24xf32> -> tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>
-  %o2 = cbc.state.gated_delta %s2#0, %s2#1, %s2#2, %ab, %ab, %alog, %dt, %p, %p, %p {layer = 2 : i64, num_k_heads = 2 : i64, num_v_heads = 4 : i64, k_dim = 4 : i64, v_dim = 2 : i64, qk_l2norm} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x4xf32>, tensor<4xf32>, tensor<4xbf16>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  %o2 = cbc.state.gated_delta %s2#0, %s2#1, %s2#2, %ab, %ab, %alog, %dt, %p, %p, %p, %p {layer = 2 : i64, num_k_heads = 2 : i64, num_v_heads = 4 : i64, k_dim = 4 : i64, v_dim = 2 : i64, qk_l2norm} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x4xf32>, tensor<4xf32>, tensor<4xbf16>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
   // Layer 3: short conv.
-  %c3 = cbc.state.conv1d %x, %sw, %p, %p, %p {layer = 3 : i64} : (tensor<?x8xf32>, tensor<8x1x3xbf16>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  %c3 = cbc.state.conv1d %x, %sw, %p, %p, %p, %p {layer = 3 : i64} : (tensor<?x8xf32>, tensor<8x1x3xbf16>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
   // Layer 4: kernel 1.
-  %c4 = cbc.state.conv1d %x, %w1, %p, %p, %p {layer = 4 : i64} : (tensor<?x8xf32>, tensor<8x1x1xbf16>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  %c4 = cbc.state.conv1d %x, %w1, %p, %p, %p, %p {layer = 4 : i64} : (tensor<?x8xf32>, tensor<8x1x1xbf16>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
   return
 }
 
@@ -297,8 +298,8 @@ func.func @states(%x: tensor<?x8xf32>, %q: tensor<?x16xf32>, %qkv: tensor<?x24xf
 // CHECK-LABEL: module attributes {cbc.cache_plan = #cbc.cache_plan<block_size = 16, kv_dtype = bf16>}
 // CHECK-LABEL: func.func @kernel_one
 func.func @kernel_one(%x: tensor<?x8xf32>, %w1: tensor<8x1x1xbf16>, %p: tensor<?xi32>) {
-  %0 = cbc.state.conv1d %x, %w1, %p, %p, %p {layer = 0 : i64} : (tensor<?x8xf32>, tensor<8x1x1xbf16>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
-  %1 = cbc.state.conv1d %x, %w1, %p, %p, %p {layer = 0 : i64} : (tensor<?x8xf32>, tensor<8x1x1xbf16>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  %0 = cbc.state.conv1d %x, %w1, %p, %p, %p, %p {layer = 0 : i64} : (tensor<?x8xf32>, tensor<8x1x1xbf16>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  %1 = cbc.state.conv1d %x, %w1, %p, %p, %p, %p {layer = 0 : i64} : (tensor<?x8xf32>, tensor<8x1x1xbf16>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
   return
 }
 
@@ -316,9 +317,9 @@ func.func @attention_only(%k: tensor<?x8xf32>, %p: tensor<?xi32>, %bt: tensor<?x
 
 // Two convs name the same state in one layer.
 func.func @state_twice(%x: tensor<?x8xf32>, %w: tensor<8x1x4xbf16>, %p: tensor<?xi32>) {
-  %0 = cbc.state.conv1d %x, %w, %p, %p, %p {layer = 5 : i64} : (tensor<?x8xf32>, tensor<8x1x4xbf16>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  %0 = cbc.state.conv1d %x, %w, %p, %p, %p, %p {layer = 5 : i64} : (tensor<?x8xf32>, tensor<8x1x4xbf16>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
   // expected-error @+1 {{'cbc.state.conv1d' op declares state 'conv' of layer 5 twice}}
-  %1 = cbc.state.conv1d %0, %w, %p, %p, %p {layer = 5 : i64, act = #cbc.act<silu>} : (tensor<?x8xf32>, tensor<8x1x4xbf16>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  %1 = cbc.state.conv1d %0, %w, %p, %p, %p, %p {layer = 5 : i64, act = #cbc.act<silu>} : (tensor<?x8xf32>, tensor<8x1x4xbf16>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
   return
 }
 
@@ -327,9 +328,9 @@ func.func @state_twice(%x: tensor<?x8xf32>, %w: tensor<8x1x4xbf16>, %p: tensor<?
 // Names are shared across op kinds: a conv whose state is called "recurrent" clashes with the
 // scan of its layer.
 func.func @state_name_clash(%x: tensor<?x8xf32>, %a: tensor<?x4xf32>, %cw: tensor<8x1x4xbf16>, %w: tensor<4xf32>, %p: tensor<?xi32>) {
-  %0 = cbc.state.conv1d %x, %cw, %p, %p, %p {layer = 2 : i64, state = "recurrent"} : (tensor<?x8xf32>, tensor<8x1x4xbf16>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  %0 = cbc.state.conv1d %x, %cw, %p, %p, %p, %p {layer = 2 : i64, state = "recurrent"} : (tensor<?x8xf32>, tensor<8x1x4xbf16>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
   // expected-error @+1 {{'cbc.state.gated_delta' op declares state 'recurrent' of layer 2 twice}}
-  %1 = cbc.state.gated_delta %0, %x, %x, %a, %a, %w, %w, %p, %p, %p {layer = 2 : i64, num_k_heads = 2 : i64, num_v_heads = 4 : i64, k_dim = 4 : i64, v_dim = 2 : i64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  %1 = cbc.state.gated_delta %0, %x, %x, %a, %a, %w, %w, %p, %p, %p, %p {layer = 2 : i64, num_k_heads = 2 : i64, num_v_heads = 4 : i64, k_dim = 4 : i64, v_dim = 2 : i64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
   return
 }
 
@@ -344,33 +345,34 @@ func.func @state_name_clash(%x: tensor<?x8xf32>, %a: tensor<?x4xf32>, %cw: tenso
 //   layer 0: conv [20, 3]  = 60 x 4 = 240 bytes; recurrent [heads, head_dim, state] = [4, 2, 3] = 24 x 4 = 96 bytes
 //   layer 1: conv [8, 3]   = 24 x 4 =  96 bytes; recurrent [channels, state]        = [8, 3]    = 24 x 4 = 96 bytes
 //   layer 2: recurrent [8, 3] = 96 bytes
-//   per slot: 240 + 96 + 96 + 96 + 96 = 624 bytes, whatever the kv dtype; no kv groups.
+//   per unit: 240 + 96 + 96 + 96 + 96 = 624 bytes, whatever the kv dtype; the state group alone.
 
 // CHECK-LABEL: module attributes {cbc.cache_plan = #cbc.cache_plan<block_size = 16, kv_dtype = bf16,
+// CHECK-SAME: groups = [#cbc.cache_group<id = 0, kind = state, retention = <all>, layers = [0, 1, 2], bytes_per_unit = 624>]
 // CHECK-SAME: states = [
 // CHECK-SAME: #cbc.state_decl<layer = 0, name = "conv", shape = [20, 3], bytes = 240>,
 // CHECK-SAME: #cbc.state_decl<layer = 0, name = "recurrent", shape = [4, 2, 3], bytes = 96>,
 // CHECK-SAME: #cbc.state_decl<layer = 1, name = "conv", shape = [8, 3], bytes = 96>,
 // CHECK-SAME: #cbc.state_decl<layer = 1, name = "recurrent", shape = [8, 3], bytes = 96>,
-// CHECK-SAME: #cbc.state_decl<layer = 2, name = "recurrent", shape = [8, 3], bytes = 96>], state_bytes_per_slot = 624>}
+// CHECK-SAME: #cbc.state_decl<layer = 2, name = "recurrent", shape = [8, 3], bytes = 96>]>}
 // CHECK-LABEL: func.func @mamba_states
 // CHECK: cbc.state.ssd {{.*}}layer = 0 : i64
 // CHECK: cbc.state.selective_scan {{.*}}layer = 1 : i64
 // CHECK: cbc.state.selective_scan {{.*}}layer = 2 : i64
-// F32: module attributes {cbc.cache_plan = #cbc.cache_plan<block_size = 32, kv_dtype = f32, states = [#cbc.state_decl<layer = 0, name = "conv", shape = [20, 3], bytes = 240>, #cbc.state_decl<layer = 0, name = "recurrent", shape = [4, 2, 3], bytes = 96>, #cbc.state_decl<layer = 1, name = "conv", shape = [8, 3], bytes = 96>, #cbc.state_decl<layer = 1, name = "recurrent", shape = [8, 3], bytes = 96>, #cbc.state_decl<layer = 2, name = "recurrent", shape = [8, 3], bytes = 96>], state_bytes_per_slot = 624>}
+// F32: module attributes {cbc.cache_plan = #cbc.cache_plan<block_size = 32, kv_dtype = f32, groups = [#cbc.cache_group<id = 0, kind = state, retention = <all>, layers = [0, 1, 2], bytes_per_unit = 624>], states = [#cbc.state_decl<layer = 0, name = "conv", shape = [20, 3], bytes = 240>, #cbc.state_decl<layer = 0, name = "recurrent", shape = [4, 2, 3], bytes = 96>, #cbc.state_decl<layer = 1, name = "conv", shape = [8, 3], bytes = 96>, #cbc.state_decl<layer = 1, name = "recurrent", shape = [8, 3], bytes = 96>, #cbc.state_decl<layer = 2, name = "recurrent", shape = [8, 3], bytes = 96>]>}
 // F32-LABEL: func.func @mamba_states
 func.func @mamba_states(%xbc: tensor<?x20xf32>, %dt: tensor<?x4xf32>, %h: tensor<4xf32>, %cw: tensor<20x1x4xbf16>,
                         %x: tensor<?x8xf32>, %b: tensor<?x3xf32>, %b2: tensor<?x6xf32>, %alog: tensor<8x3xf32>,
                         %c: tensor<8xf32>, %cw1: tensor<8x1x4xbf16>, %p: tensor<?xi32>) {
   // Layer 0: an SSD mixer.
-  %c0 = cbc.state.conv1d %xbc, %cw, %p, %p, %p {layer = 0 : i64, act = #cbc.act<silu>} : (tensor<?x20xf32>, tensor<20x1x4xbf16>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x20xf32>
+  %c0 = cbc.state.conv1d %xbc, %cw, %p, %p, %p, %p {layer = 0 : i64, act = #cbc.act<silu>} : (tensor<?x20xf32>, tensor<20x1x4xbf16>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x20xf32>
   %s0:3 = cbc.math.split %c0 : tensor<?x20xf32> -> tensor<?x8xf32>, tensor<?x6xf32>, tensor<?x6xf32>
-  %o0 = cbc.state.ssd %s0#0, %dt, %s0#1, %s0#2, %h, %h, %h, %p, %p, %p {layer = 0 : i64, num_heads = 4 : i64, head_dim = 2 : i64, n_groups = 2 : i64, state_size = 3 : i64, dt_min = 0.001 : f64, dt_max = 0.1 : f64} : (tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x6xf32>, tensor<?x6xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  %o0 = cbc.state.ssd %s0#0, %dt, %s0#1, %s0#2, %h, %h, %h, %p, %p, %p, %p {layer = 0 : i64, num_heads = 4 : i64, head_dim = 2 : i64, n_groups = 2 : i64, state_size = 3 : i64, dt_min = 0.001 : f64, dt_max = 0.1 : f64} : (tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x6xf32>, tensor<?x6xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
   // Layer 1: a selective scan with its gate.
-  %c1 = cbc.state.conv1d %x, %cw1, %p, %p, %p {layer = 1 : i64, act = #cbc.act<silu>} : (tensor<?x8xf32>, tensor<8x1x4xbf16>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
-  %o1 = cbc.state.selective_scan %c1, %x, %b, %b, %alog, %c, %c gate(%x), %p, %p, %p {layer = 1 : i64, n_groups = 1 : i64, state_size = 3 : i64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x3xf32>, tensor<?x3xf32>, tensor<8x3xf32>, tensor<8xf32>, tensor<8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  %c1 = cbc.state.conv1d %x, %cw1, %p, %p, %p, %p {layer = 1 : i64, act = #cbc.act<silu>} : (tensor<?x8xf32>, tensor<8x1x4xbf16>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  %o1 = cbc.state.selective_scan %c1, %x, %b, %b, %alog, %c, %c gate(%x), %p, %p, %p, %p {layer = 1 : i64, n_groups = 1 : i64, state_size = 3 : i64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x3xf32>, tensor<?x3xf32>, tensor<8x3xf32>, tensor<8xf32>, tensor<8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
   // Layer 2: two groups, no z.
-  %o2 = cbc.state.selective_scan %x, %x, %b2, %b2, %alog, %c, %c, %p, %p, %p {layer = 2 : i64, n_groups = 2 : i64, state_size = 3 : i64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x6xf32>, tensor<?x6xf32>, tensor<8x3xf32>, tensor<8xf32>, tensor<8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  %o2 = cbc.state.selective_scan %x, %x, %b2, %b2, %alog, %c, %c, %p, %p, %p, %p {layer = 2 : i64, n_groups = 2 : i64, state_size = 3 : i64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x6xf32>, tensor<?x6xf32>, tensor<8x3xf32>, tensor<8xf32>, tensor<8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
   return
 }
 
@@ -378,8 +380,8 @@ func.func @mamba_states(%xbc: tensor<?x20xf32>, %dt: tensor<?x4xf32>, %h: tensor
 
 // An SSD scan and its conv name the same state of a layer.
 func.func @mamba_state_clash(%x: tensor<?x8xf32>, %dt: tensor<?x4xf32>, %b: tensor<?x6xf32>, %h: tensor<4xf32>, %cw: tensor<8x1x4xbf16>, %p: tensor<?xi32>) {
-  %0 = cbc.state.conv1d %x, %cw, %p, %p, %p {layer = 3 : i64, state = "ssm"} : (tensor<?x8xf32>, tensor<8x1x4xbf16>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  %0 = cbc.state.conv1d %x, %cw, %p, %p, %p, %p {layer = 3 : i64, state = "ssm"} : (tensor<?x8xf32>, tensor<8x1x4xbf16>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
   // expected-error @+1 {{'cbc.state.ssd' op declares state 'ssm' of layer 3 twice}}
-  %1 = cbc.state.ssd %0, %dt, %b, %b, %h, %h, %h, %p, %p, %p {layer = 3 : i64, num_heads = 4 : i64, head_dim = 2 : i64, n_groups = 2 : i64, state_size = 3 : i64, state = "ssm"} : (tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x6xf32>, tensor<?x6xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  %1 = cbc.state.ssd %0, %dt, %b, %b, %h, %h, %h, %p, %p, %p, %p {layer = 3 : i64, num_heads = 4 : i64, head_dim = 2 : i64, n_groups = 2 : i64, state_size = 3 : i64, state = "ssm"} : (tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x6xf32>, tensor<?x6xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
   return
 }

@@ -1,0 +1,255 @@
+// The shape rules of the instruction ops that both sides check: the ops' verifiers
+// (dialects/cbc/CbcOps.cpp) when the compiler builds a program, and the CPU backend
+// (runtime/cpu/ops_*.cpp) when it loads an artefact, which is untrusted input and must be refused
+// before a kernel indexes out of bounds. Each rule takes the op's sizes (widths of its row
+// operands, element counts of its weights, its integer attributes) and returns the message of the
+// first rule they break, or nullptr when they fit; the verifier emits it as the op's error and the
+// loader names the instruction before it. A state op's state shape is here too: the cache plan
+// declares it from the verifier's side and the CPU backend checks the plan against it.
+#ifndef CBC_RUNTIME_SCHEMA_SHAPE_RULES_H
+#define CBC_RUNTIME_SCHEMA_SHAPE_RULES_H
+
+#include <array>
+#include <cstdint>
+
+namespace cbc::shape {
+
+using Error = const char *; // nullptr: the shapes fit
+
+// cbc.state.conv1d: x [T, channels], a torch depthwise weight [channels, 1, kernel].
+struct Conv1d {
+  int64_t channels, weight_rank, weight_channels, weight_unit, kernel, bias, result;
+  bool has_bias;
+};
+constexpr Error check(const Conv1d &s) {
+  if (s.weight_rank != 3 || s.weight_channels != s.channels || s.weight_unit != 1 || s.kernel < 1)
+    return "weight must be [channels, 1, kernel]";
+  if (s.has_bias && s.bias != s.channels)
+    return "bias must have one entry per channel";
+  if (s.result != s.channels)
+    return "result width must equal the channel count";
+  return nullptr;
+}
+// The last kernel - 1 inputs of every channel.
+constexpr std::array<int64_t, 2> stateShape(const Conv1d &s) { return {s.channels, s.kernel - 1}; }
+
+// cbc.state.gated_delta.
+struct GatedDelta {
+  int64_t k_heads, v_heads, k_dim, v_dim;
+  int64_t q, k, v, a, b, result; // widths
+  int64_t a_log, dt_bias;        // elements
+};
+constexpr Error check(const GatedDelta &s) {
+  if (s.k_heads <= 0 || s.v_heads <= 0 || s.k_dim <= 0 || s.v_dim <= 0 || s.v_heads % s.k_heads != 0)
+    return "num_v_heads must be a positive multiple of num_k_heads";
+  if (s.q != s.k_heads * s.k_dim || s.k != s.k_heads * s.k_dim || s.v != s.v_heads * s.v_dim)
+    return "q and k must be [T, num_k_heads * k_dim] and v [T, num_v_heads * v_dim]";
+  if (s.a != s.v_heads || s.b != s.v_heads)
+    return "a and b must be [T, num_v_heads]";
+  if (s.a_log != s.v_heads || s.dt_bias != s.v_heads)
+    return "A_log and dt_bias must have num_v_heads entries";
+  if (s.result != s.v_heads * s.v_dim)
+    return "result width must be num_v_heads * v_dim";
+  return nullptr;
+}
+// One k_dim x v_dim matrix per value head.
+constexpr std::array<int64_t, 3> stateShape(const GatedDelta &s) { return {s.v_heads, s.k_dim, s.v_dim}; }
+
+// cbc.state.kda.
+struct Kda {
+  int64_t heads, k_dim, v_dim;
+  int64_t q, k, v, f, b, result; // widths
+  int64_t a_log, dt_bias;        // elements
+};
+constexpr Error check(const Kda &s) {
+  if (s.heads <= 0 || s.k_dim <= 0 || s.v_dim <= 0)
+    return "num_heads, k_dim and v_dim must be positive";
+  if (s.q != s.heads * s.k_dim || s.k != s.heads * s.k_dim || s.v != s.heads * s.v_dim)
+    return "q and k must be [T, num_heads * k_dim] and v [T, num_heads * v_dim]";
+  if (s.f != s.heads * s.k_dim)
+    return "f must be [T, num_heads * k_dim]";
+  if (s.b != s.heads)
+    return "b must be [T, num_heads]";
+  if (s.a_log != s.heads)
+    return "A_log must have num_heads entries";
+  if (s.dt_bias != s.heads * s.k_dim)
+    return "dt_bias must have num_heads * k_dim entries";
+  if (s.result != s.heads * s.v_dim)
+    return "result width must be num_heads * v_dim";
+  return nullptr;
+}
+// One k_dim x v_dim matrix per head.
+constexpr std::array<int64_t, 3> stateShape(const Kda &s) { return {s.heads, s.k_dim, s.v_dim}; }
+
+// cbc.state.ssd.
+struct Ssd {
+  int64_t heads, head_dim, groups, state_size;
+  int64_t x, dt, B, C, result; // widths
+  int64_t a_log, dt_bias, D;   // elements
+};
+constexpr Error check(const Ssd &s) {
+  if (s.heads <= 0 || s.head_dim <= 0 || s.groups <= 0 || s.state_size <= 0 || s.heads % s.groups != 0)
+    return "num_heads must be a positive multiple of n_groups";
+  if (s.x != s.heads * s.head_dim || s.dt != s.heads)
+    return "x must be [T, num_heads * head_dim] and dt [T, num_heads]";
+  if (s.B != s.groups * s.state_size || s.C != s.groups * s.state_size)
+    return "B and C must be [T, n_groups * state_size]";
+  if (s.a_log != s.heads || s.dt_bias != s.heads || s.D != s.heads)
+    return "A_log, dt_bias and D must have num_heads entries";
+  if (s.result != s.heads * s.head_dim)
+    return "result width must be num_heads * head_dim";
+  return nullptr;
+}
+// One head_dim x state_size matrix per head.
+constexpr std::array<int64_t, 3> stateShape(const Ssd &s) { return {s.heads, s.head_dim, s.state_size}; }
+
+// cbc.state.selective_scan: `channels` is the width of x.
+struct SelectiveScan {
+  int64_t channels, groups, state_size;
+  int64_t dt, z, B, C, result; // widths; z 0 without a gate
+  bool gated;
+  int64_t a_log, dt_bias, D; // elements
+};
+constexpr Error check(const SelectiveScan &s) {
+  if (s.channels <= 0 || s.dt != s.channels || (s.gated && s.z != s.channels))
+    return "x, dt and z must be [T, channels]";
+  if (s.groups <= 0 || s.state_size <= 0 || s.channels % s.groups != 0)
+    return "n_groups must divide the channel count";
+  if (s.B != s.groups * s.state_size || s.C != s.groups * s.state_size)
+    return "B and C must be [T, n_groups * state_size]";
+  if (s.a_log != s.channels * s.state_size)
+    return "A_log must be [channels, state_size]";
+  if (s.dt_bias != s.channels || s.D != s.channels)
+    return "dt_bias and D must have one entry per channel";
+  if (s.result != s.channels)
+    return "result width must equal the channel count";
+  return nullptr;
+}
+// state_size values per channel.
+constexpr std::array<int64_t, 2> stateShape(const SelectiveScan &s) { return {s.channels, s.state_size}; }
+
+// cbc.state.lightning.
+struct Lightning {
+  int64_t heads, head_dim, decay_rates;
+  int64_t q, k, v, result; // widths
+};
+constexpr Error check(const Lightning &s) {
+  if (s.heads <= 0 || s.head_dim <= 0)
+    return "num_heads and head_dim must be positive";
+  int64_t w = s.heads * s.head_dim;
+  if (s.q != w || s.k != w || s.v != w)
+    return "q, k and v must be [T, num_heads * head_dim]";
+  if (s.result != w)
+    return "result width must be num_heads * head_dim";
+  if (s.decay_rates != s.heads)
+    return "decay must have num_heads entries";
+  return nullptr;
+}
+// One head_dim x head_dim matrix (k^T v) per head.
+constexpr std::array<int64_t, 3> stateShape(const Lightning &s) { return {s.heads, s.head_dim, s.head_dim}; }
+
+// Grouped-query heads, shared by the attention ops.
+constexpr Error checkHeads(int64_t heads, int64_t kv_heads, int64_t head_dim) {
+  if (heads <= 0 || kv_heads <= 0 || head_dim <= 0)
+    return "head counts and head_dim must be positive";
+  if (heads % kv_heads != 0)
+    return "num_heads must be a multiple of num_kv_heads";
+  return nullptr;
+}
+
+// cbc.kv.attention: the value head width is result / heads.
+struct KvAttention {
+  int64_t heads, kv_heads, head_dim, bias_extent;
+  int64_t q, result, distance_bias; // widths; distance_bias 0 without one
+  bool has_bias;
+  int64_t sinks; // elements (-1: not a vector)
+  bool has_sinks;
+};
+constexpr Error check(const KvAttention &s) {
+  if (Error e = checkHeads(s.heads, s.kv_heads, s.head_dim))
+    return e;
+  if (s.q != s.heads * s.head_dim)
+    return "q width must be num_heads * head_dim";
+  if (s.result % s.heads != 0)
+    return "result width must be a multiple of num_heads";
+  if (s.has_sinks && s.sinks != s.heads)
+    return "sinks must have one entry per query head";
+  if (s.has_bias != (s.bias_extent > 0))
+    return "a distance bias needs a positive bias_extent, and bias_extent a distance bias";
+  if (s.has_bias && s.distance_bias != s.heads * s.bias_extent)
+    return "distance_bias width must be num_heads * bias_extent";
+  return nullptr;
+}
+
+// cbc.kv.rope_append: the fused q|k|v row and the rotated q it returns.
+struct KvRopeAppend {
+  int64_t heads, kv_heads, head_dim, rope_head_dim;
+  int64_t qkv, q; // widths
+};
+constexpr Error check(const KvRopeAppend &s) {
+  if (Error e = checkHeads(s.heads, s.kv_heads, s.head_dim))
+    return e;
+  if (s.qkv != (s.heads + 2 * s.kv_heads) * s.head_dim)
+    return "qkv width must be (num_heads + 2 * num_kv_heads) * head_dim";
+  if (s.q != s.heads * s.head_dim)
+    return "result width must be num_heads * head_dim";
+  if (s.rope_head_dim != s.head_dim)
+    return "rope head_dim must equal head_dim";
+  return nullptr;
+}
+
+// cbc.kv.latent_attention.
+struct KvLatentAttention {
+  int64_t heads, latent_dim, rope_dim;
+  int64_t q_latent, q_rope, result, selection; // widths; selection -1 without one
+};
+constexpr Error check(const KvLatentAttention &s) {
+  if (s.heads <= 0 || s.latent_dim <= 0 || s.rope_dim < 0)
+    return "num_heads and latent_dim must be positive and rope_dim not negative";
+  if (s.q_latent != s.heads * s.latent_dim || s.result != s.heads * s.latent_dim)
+    return "q_latent and result width must be num_heads * latent_dim";
+  if (s.q_rope != s.heads * s.rope_dim)
+    return "q_rope width must be num_heads * rope_dim";
+  if (s.selection == 0)
+    return "selection must list at least one row per query";
+  return nullptr;
+}
+
+// cbc.kv.index_select.
+struct KvIndexSelect {
+  int64_t heads, head_dim, topk;
+  int64_t q, weights, result; // widths
+};
+constexpr Error check(const KvIndexSelect &s) {
+  if (s.heads <= 0 || s.head_dim <= 0 || s.topk <= 0)
+    return "num_heads, head_dim and topk must be positive";
+  if (s.q != s.heads * s.head_dim)
+    return "q width must be num_heads * head_dim";
+  if (s.weights != s.heads)
+    return "weights must have one column per head";
+  if (s.result != s.topk)
+    return "result width must be topk";
+  return nullptr;
+}
+
+// cbc.math.head_linear: a [weight_rows, weight_cols] weight of `heads` blocks.
+struct HeadLinear {
+  int64_t heads, offset, rows, weight_rank, weight_rows, weight_cols;
+  bool transpose;
+  int64_t x, result; // widths
+};
+constexpr Error check(const HeadLinear &s) {
+  if (s.heads <= 0 || s.weight_rank != 2 || s.weight_rows % s.heads != 0)
+    return "weight must be [heads * R, C] with heads positive";
+  int64_t R = s.weight_rows / s.heads;
+  if (s.offset < 0 || s.rows <= 0 || s.offset + s.rows > R)
+    return "rows [offset, offset + rows) must lie within each head's weight rows";
+  int64_t in = s.transpose ? s.rows : s.weight_cols, out = s.transpose ? s.weight_cols : s.rows;
+  if (s.x != s.heads * in || s.result != s.heads * out)
+    return "x and result widths must be heads times the rows (or columns) each head reads and writes";
+  return nullptr;
+}
+
+} // namespace cbc::shape
+
+#endif
