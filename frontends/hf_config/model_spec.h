@@ -1,9 +1,11 @@
 // The normalised, validated description of a model that the front end derives from a Hugging Face
 // config.json. Every derivation rule (layer types, RoPE, windows, MoE placement, tensor names)
 // lives in parse_config.cpp and the family files under families/; the lowering to the cbc
-// dialect reads only this struct.
+// dialect reads only this struct. Its closed sets are the enums of spec_enums.h.
 #ifndef CBC_FRONTENDS_HF_CONFIG_MODEL_SPEC_H
 #define CBC_FRONTENDS_HF_CONFIG_MODEL_SPEC_H
+
+#include "frontends/hf_config/spec_enums.h"
 
 #include <cmath>
 #include <cstdint>
@@ -27,10 +29,10 @@ private:
 };
 
 struct RopeSpec {
-  std::string type = "default"; // default, linear, dynamic, yarn, llama3, longrope
+  RopeType type = RopeType::Default;
   double theta = 10000.0;
   int64_t rotary_dim = 0;
-  std::string pairing = "half";
+  RotaryPairing pairing = RotaryPairing::Half;
   std::vector<float> inv_freq;
   double attention_factor = 1.0;
   // longrope: the long frequencies, used once a request reaches `long_after` positions.
@@ -98,7 +100,7 @@ struct AttentionSpec {
   bool output_gate = false; // q_proj also yields a per-head gate: o * sigmoid(gate) (Qwen3-Next)
   bool rope = true;         // false: no position embedding (NoPE)
   bool qk_norm_whole = false; // q/k norms over the whole projection rather than per head (OLMo)
-  std::string rope_pairing = "half"; // which features RoPE pairs: half (rotate_half) or interleaved
+  RotaryPairing rope_pairing = RotaryPairing::Half; // which features RoPE pairs
   bool qk_l2_norm = false; // weightless RMS norm of each q and k head after RoPE, on RoPE layers (Llama 4)
   // NoPE layers scale q by 1 + beta * log(1 + floor((position + 1) / period)) (Llama 4's attention
   // temperature tuning); beta 0: none.
@@ -125,7 +127,7 @@ struct AttentionSpec {
 // rope_dim features of both; attention reads only the `topk` best cached tokens.
 struct IndexerSpec {
   int64_t heads = 0, head_dim = 0, topk = 0; // heads 0: no indexer
-  std::string rope_pairing = "half";          // the indexer's own pairing (not the attention's)
+  RotaryPairing rope_pairing = RotaryPairing::Half; // the indexer's own pairing (not the attention's)
   double norm_eps = 1e-6;                     // k_norm (a LayerNorm with a bias)
 };
 
@@ -190,7 +192,7 @@ struct ShortConvSpec {
 
 struct MlpSpec {
   int64_t intermediate = 0;
-  std::string act = "silu"; // silu, gelu_tanh, gelu; relu2 for ungated MLPs
+  FfnActivation act = FfnActivation::Silu; // never ClampedSwiglu
   bool bias = false;
   bool gated = true;        // false: down(act(up(x))), no gate projection (Nemotron-H)
   bool global_scale = false; // the output times a learned scalar, <mlp>.global_scale (Inkling)
@@ -242,7 +244,7 @@ struct ExpertNaming {
   // dequantised at load.
   bool mxfp4 = false;
   ExpertTensors experts;      // biases: fused experts only
-  std::string glu = "halves"; // how gate and up share the gate_up rows: halves or interleaved
+  GateUpLayout glu = GateUpLayout::Halves; // how gate and up share the gate_up rows
   ExpertTensors shared;       // the shared expert, when shared_intermediate > 0 (biases: ungated only)
   std::string shared_gate;    // optional: sigmoid(x . w) scales the shared expert
   std::string global_scale;   // optional: a learned scalar on every routing weight
@@ -251,14 +253,14 @@ struct ExpertNaming {
 // Group-limited routing: `count` groups of experts, the `keep` best compete (count 0: none).
 struct RouteGroupsSpec {
   int64_t count = 0, keep = 0;
-  std::string score = "top2_sum"; // a group's score: top2_sum or max of its selection scores
-  std::string fill = "neg_inf";   // the selection score of dropped groups' experts: neg_inf or zero
+  GroupScoring score = GroupScoring::Top2Sum;   // a group's score from its experts' selection scores
+  DroppedGroupFill fill = DroppedGroupFill::NegInf; // the selection score of dropped groups' experts
 };
 
 struct MoeSpec {
   int64_t num_experts = 0, top_k = 0, intermediate = 0;
   int64_t zero_experts = 0;      // identity experts after the routed ones: the router scores E + Z
-  std::string score = "softmax"; // softmax, topk_softmax, sigmoid
+  ExpertScoring score = ExpertScoring::Softmax;
   RouteGroupsSpec groups;
   bool renorm = false;
   double renorm_eps = 0.0;       // added to the sum when renormalising (LFM2-MoE: 1e-6)
@@ -266,7 +268,7 @@ struct MoeSpec {
   // Sink experts (Inkling's shared experts): the router scores E + sinks logits and every token
   // takes the sinks, weighted in one normalisation with its chosen experts.
   int64_t sinks = 0;
-  std::string act = "silu";      // silu or clamped_swiglu (with limit and alpha)
+  FfnActivation act = FfnActivation::Silu; // ClampedSwiglu with limit and alpha (gated experts only)
   double limit = 0.0, alpha = 0.0;
   int64_t shared_intermediate = 0; // 0 = no shared expert
   bool gated = true;               // false: experts and shared expert are down(act(up x)) (Nemotron-H)
@@ -359,8 +361,8 @@ struct ModelSpec {
   std::vector<LayerSpec> layers;
   std::string prefix = "model.";      // HF prefix of the decoder's tensors
   std::string lm_head = "lm_head.weight";
-  std::string quantization;           // honoured quantisation ("mxfp4", "fp8"), empty if none
-  // quantization "fp8": the [rows, cols] block of a weight that one weight_scale_inv value scales.
+  Quantization quantization = Quantization::None; // the honoured quantisation
+  // Quantization::Fp8: the [rows, cols] block of a weight that one weight_scale_inv value scales.
   std::vector<int64_t> fp8_block;
   // Other spellings checkpoints use: a tensor missing under a name containing `first` is
   // looked up with `first` replaced by `second`.

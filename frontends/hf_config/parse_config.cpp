@@ -134,12 +134,12 @@ void parseQuantization(const ConfigReader &top, const std::string &modelType, Mo
   // gpt-oss ships its experts in MXFP4; the loader dequantises them, as transformers does
   // without its Triton kernels.
   if (method == "mxfp4" && modelType == "gpt_oss") {
-    spec.quantization = method;
+    spec.quantization = Quantization::Mxfp4;
     return;
   }
   if (method == "fp8") {
     spec.fp8_block = parseFp8(q);
-    spec.quantization = method;
+    spec.quantization = Quantization::Fp8;
     return;
   }
   throw ConfigError(q.path("quant_method"),

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 namespace cbc::hf {
 
@@ -115,13 +116,25 @@ void computeLongrope(const ConfigReader &p, const RopeContext &ctx, int64_t dim,
   rope.long_after = orig;
 }
 
+// The rope type named by `key` (transformers' ROPE_INIT_FUNCTIONS keys cbc computes).
+RopeType ropeType(const ConfigReader &p, const char *key) {
+  static const std::map<std::string, RopeType> types = {
+      {"default", RopeType::Default}, {"linear", RopeType::Linear}, {"dynamic", RopeType::Dynamic},
+      {"yarn", RopeType::Yarn},       {"llama3", RopeType::Llama3}, {"longrope", RopeType::LongRope}};
+  std::string name = p.getString(key, "default");
+  auto it = types.find(name);
+  if (it == types.end())
+    throw ConfigError(p.path(key), "unsupported RoPE type '" + name +
+                                       "' (supported: default, linear, dynamic, yarn, llama3, longrope)");
+  return it->second;
+}
+
 } // namespace
 
 RopeSpec computeRope(const ConfigReader &p, const RopeContext &ctx) {
   RopeSpec rope;
-  rope.type = p.has("rope_type") ? p.getString("rope_type", "default")
-                                 : p.getString("type", "default");
-  std::string typeKey = p.has("rope_type") ? "rope_type" : "type";
+  const char *typeKey = p.has("rope_type") ? "rope_type" : "type";
+  rope.type = ropeType(p, typeKey);
   rope.theta = p.requireNumber("rope_theta");
   if (rope.theta <= 0)
     throw ConfigError(p.path("rope_theta"), "must be positive");
@@ -129,9 +142,9 @@ RopeSpec computeRope(const ConfigReader &p, const RopeContext &ctx) {
   if (partial <= 0 || partial > 1)
     throw ConfigError(p.path("partial_rotary_factor"), "must be in (0, 1]");
   if (!ctx.partial_rotary && partial != 1.0) {
-    if (rope.type != "default")
+    if (rope.type != RopeType::Default)
       throw ConfigError(p.path("partial_rotary_factor"),
-                        "a partial rotary factor with RoPE type '" + rope.type +
+                        "a partial rotary factor with RoPE type '" + p.getString(typeKey, "default") +
                             "' is not supported for this family");
     partial = 1.0; // transformers' default schedule ignores it here
   }
@@ -148,26 +161,30 @@ RopeSpec computeRope(const ConfigReader &p, const RopeContext &ctx) {
     return p.getSize("original_max_position_embeddings", ctx.max_positions);
   };
 
-  if (rope.type == "default") {
-  } else if (rope.type == "linear") {
+  switch (rope.type) {
+  case RopeType::Default:
+    break;
+  case RopeType::Linear: {
     double factor = p.requireNumber("factor");
     if (factor <= 0)
       throw ConfigError(p.path("factor"), "must be positive");
     for (float &f : rope.inv_freq)
       f = (float)(f / factor);
-  } else if (rope.type == "dynamic") {
+    break;
+  }
+  case RopeType::Dynamic:
     rope.dynamic_factor = p.requireNumber("factor");
     rope.dynamic_max_positions = ctx.max_positions;
-  } else if (rope.type == "yarn") {
+    break;
+  case RopeType::Yarn:
     computeYarn(p, ctx, dim, originalMax(), rope);
-  } else if (rope.type == "llama3") {
+    break;
+  case RopeType::Llama3:
     computeLlama3(p, originalMax(), rope);
-  } else if (rope.type == "longrope") {
+    break;
+  case RopeType::LongRope:
     computeLongrope(p, ctx, dim, originalMax(), rope);
-  } else {
-    throw ConfigError(p.path(typeKey), "unsupported RoPE type '" + rope.type +
-                                           "' (supported: default, linear, dynamic, yarn, "
-                                           "llama3, longrope)");
+    break;
   }
   return rope;
 }

@@ -370,11 +370,11 @@ TEST_F(SimtMoeVariants, GroupLimitedSigmoidRouting) {
   rt::Artefact a = compile([](hf::MoeSpec &m) {
     m.num_experts = 8;
     m.top_k = 3;
-    m.score = "sigmoid";
+    m.score = hf::ExpertScoring::Sigmoid;
     m.renorm = true;
     m.renorm_eps = 1e-20;
     m.scaling = 2.5;
-    m.groups = {4, 2, "top2_sum", "neg_inf"};
+    m.groups = {4, 2, hf::GroupScoring::Top2Sum, hf::DroppedGroupFill::NegInf};
   });
   ASSERT_NE(a.ir.find("groups = #cbc.route_groups<count = 4, keep = 2, score = top2_sum, fill = neg_inf>"),
             std::string::npos);
@@ -401,10 +401,10 @@ TEST_F(SimtMoeVariants, IdentityExpertsAndMaxGroups) {
     m.num_experts = 4;
     m.zero_experts = 2;
     m.top_k = 2;
-    m.score = "softmax";
+    m.score = hf::ExpertScoring::Softmax;
     m.renorm = false;
     m.scaling = 6.0;
-    m.groups = {3, 2, "max", "zero"};
+    m.groups = {3, 2, hf::GroupScoring::Max, hf::DroppedGroupFill::Zero};
   });
   ASSERT_NE(a.ir.find("identity_experts = 2 : i64"), std::string::npos);
   int64_t identity = 0;
@@ -431,7 +431,7 @@ protected:
     spec.moe.intermediate = intermediate;
     spec.moe.num_experts = 16;
     spec.moe.top_k = 3;
-    spec.moe.score = "sigmoid";
+    spec.moe.score = hf::ExpertScoring::Sigmoid;
     spec.moe.renorm = true;
     spec.moe.names.selection_bias = "mlp.gate.e_score_correction_bias";
     driver::CompileOptions o;

@@ -65,8 +65,8 @@ void checkIndexedLayers(const ConfigReader &r, int64_t layers) {
 // "shared" layers without an indexer.
 void parseGlmMoeDsa(const ConfigReader &r, ModelSpec &s) {
   parseMla(r, s, {.q_lora_rank = 2048, .kv_lora_rank = 512, .nope = 192, .rope = 64, .v = 256}, true);
-  s.attn.rope_pairing = "interleaved"; // always: the family has no rope_interleave switch
-  parseIndexer(r, s, "interleaved");   // the indexer pairs interleaved too (DeepSeek-V3.2: halves)
+  s.attn.rope_pairing = RotaryPairing::Interleaved; // always: the family has no rope_interleave switch
+  parseIndexer(r, s, RotaryPairing::Interleaved); // the indexer pairs interleaved too (DeepSeek-V3.2: halves)
   if (!r.has("index_n_heads"))
     s.mla.indexer.heads = 32; // GlmMoeDsaConfig's default
   checkIndexedLayers(r, s.num_layers);
@@ -85,9 +85,9 @@ void parseAxk2(const ConfigReader &r, ModelSpec &s) {
   if (r.contains("q_lora_rank") && (!r.has("q_lora_rank") || r.getInt("q_lora_rank", 0) <= 0))
     throw ConfigError(r.path("q_lora_rank"), "must be positive: the indexer and the output gate read the query LoRA");
   parseMla(r, s, {.q_lora_rank = 384, .kv_lora_rank = 128, .nope = 64, .rope = 32, .v = 64}, true);
-  s.attn.rope_pairing = "interleaved";
+  s.attn.rope_pairing = RotaryPairing::Interleaved;
   s.mla.query_gate = true;
-  parseIndexer(r, s, "half"); // DeepSeek-V3.2's indexer unchanged
+  parseIndexer(r, s, RotaryPairing::Half); // DeepSeek-V3.2's indexer unchanged
   if (!r.has("index_n_heads"))
     s.mla.indexer.heads = 16; // AXK2Config's default
   checkIndexedLayers(r, s.num_layers);
@@ -95,9 +95,10 @@ void parseAxk2(const ConfigReader &r, ModelSpec &s) {
     throw ConfigError(r.path(r.has("n_group") ? "topk_group" : "n_group"),
                       "must be set together with " + std::string(r.has("n_group") ? "n_group" : "topk_group") +
                           " (both null: no expert groups)");
-  RouterRule rule = {.score = "sigmoid", .group_score = "top2_sum", .group_fill = "zero"};
+  RouterRule rule = {.score = ExpertScoring::Sigmoid, .group_score = GroupScoring::Top2Sum,
+                     .group_fill = DroppedGroupFill::Zero};
   if (!r.has("n_group"))
-    rule.group_score.clear();
+    rule.group_score.reset();
   parseDeepseekMoe(r, s, rule, {.experts = 128, .top_k = 8, .groups = 1, .keep = 1, .intermediate = 512});
   int64_t first = r.getInt("first_k_dense_replace", 1), freq = r.getSize("moe_layer_freq", 1);
   moeByLayerTypes(r, s, [&](int64_t i) { return i >= first && i % freq == 0; });

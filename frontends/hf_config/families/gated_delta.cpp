@@ -63,7 +63,7 @@ void parseQwen35MoeText(const ConfigReader &r, ModelSpec &s) {
                m);
   m.intermediate = r.getSize("moe_intermediate_size", 512);
   m.shared_intermediate = r.getSize("shared_expert_intermediate_size", 512);
-  m.score = "softmax";
+  m.score = ExpertScoring::Softmax;
   m.renorm = true; // this router always renormalises
   m.act = s.mlp.act;
   m.names = perExpertNames(s.names, "gate", /*gated=*/true);

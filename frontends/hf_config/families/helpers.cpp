@@ -4,17 +4,18 @@
 
 namespace cbc::hf {
 
-std::string activation(const ConfigReader &r, const char *key, const char *fallback) {
+FfnActivation activation(const ConfigReader &r, const char *key, const char *fallback) {
+  // transformers' ACT2FN names for the activations cbc implements.
+  static const std::map<std::string, FfnActivation> names = {
+      {"silu", FfnActivation::Silu}, {"swish", FfnActivation::Silu},
+      {"gelu_pytorch_tanh", FfnActivation::GeluTanh}, {"gelu_new", FfnActivation::GeluTanh},
+      {"gelu_fast", FfnActivation::GeluTanh}, {"gelu", FfnActivation::Gelu},
+      {"relu", FfnActivation::Relu}, {"relu2", FfnActivation::Relu2}};
   std::string act = r.getString(key, fallback);
-  if (act == "silu" || act == "swish")
-    return "silu";
-  if (act == "gelu_pytorch_tanh" || act == "gelu_new" || act == "gelu_fast")
-    return "gelu_tanh";
-  if (act == "gelu")
-    return "gelu";
-  if (act == "relu" || act == "relu2")
-    return act;
-  throw ConfigError(r.path(key), "unsupported activation '" + act + "'");
+  auto it = names.find(act);
+  if (it == names.end())
+    throw ConfigError(r.path(key), "unsupported activation '" + act + "'");
+  return it->second;
 }
 
 void requireSilu(const ConfigReader &r, const char *key, const std::string &mixer) {
@@ -186,7 +187,7 @@ void parseQwenMoe(const ConfigReader &r, ModelSpec &spec, const QwenMoeDefaults 
                m);
   m.intermediate = r.getSize("moe_intermediate_size", d.intermediate);
   m.renorm = r.getBool("norm_topk_prob", d.renorm);
-  m.score = "softmax";
+  m.score = ExpertScoring::Softmax;
   m.act = spec.mlp.act;
   m.names = perExpertNames(spec.names, "gate", /*gated=*/true);
   if (d.shared_intermediate) {

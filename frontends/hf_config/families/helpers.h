@@ -14,8 +14,8 @@ namespace cbc::hf {
 
 // ----- config values --------------------------------------------------------------------------
 
-// The activation named by `key`, normalised (silu, gelu_tanh, gelu, relu, relu2).
-std::string activation(const ConfigReader &r, const char *key, const char *fallback);
+// The activation named by `key`, whichever of transformers' spellings names it.
+FfnActivation activation(const ConfigReader &r, const char *key, const char *fallback);
 // Mixers whose convolution runs SiLU only: `key` must name silu (or be absent).
 void requireSilu(const ConfigReader &r, const char *key, const std::string &mixer);
 // `key` is the string "auto" (a size the family derives).

@@ -115,7 +115,7 @@ void parseGraniteMoeHybrid(const ConfigReader &r, ModelSpec &s) {
     return;
   m.top_k = expertTopK(r, 2, m.num_experts, "num_local_experts");
   m.intermediate = r.getSize("intermediate_size", 11008);
-  m.score = "topk_softmax";
+  m.score = ExpertScoring::TopkSoftmax;
   m.act = s.mlp.act;
   m.plus_dense = true;
   m.names = graniteNames();
@@ -203,7 +203,7 @@ void nemotronMoe(const ConfigReader &r, ModelSpec &s) {
   parseExperts(r, {.count = experts, .experts = 8, .top_k = 2, .count_name = experts}, m);
   m.intermediate = r.getSize("moe_intermediate_size", 7688);
   m.shared_intermediate = r.getSize("moe_shared_expert_intermediate_size", 7688);
-  m.score = "sigmoid";
+  m.score = ExpertScoring::Sigmoid;
   m.renorm = r.getBool("norm_topk_prob", true);
   m.renorm_eps = m.renorm ? 1e-20 : 0.0;
   m.scaling = r.getNumber("routed_scaling_factor", 1.0);
@@ -323,7 +323,7 @@ void parseJamba(const ConfigReader &r, ModelSpec &s) {
   parseExperts(r, {.count = "num_experts", .experts = 16, .top_k = 2, .count_name = "num_experts", .routed_from = 2},
                m);
   m.intermediate = s.mlp.intermediate;
-  m.score = "softmax";
+  m.score = ExpertScoring::Softmax;
   m.renorm = false;
   m.act = s.mlp.act;
   for (int64_t i = 0; i < s.num_layers; ++i)

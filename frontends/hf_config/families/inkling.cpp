@@ -103,9 +103,9 @@ void inklingMlp(const ConfigReader &r, ModelSpec &s) {
     throw ConfigError(r.path("num_experts_per_tok"), "exceeds the " + std::to_string(m.num_experts) + " experts");
   // Every token takes the shared experts, which the router scores as sinks.
   m.sinks = r.getSize("n_shared_experts", 2);
-  m.score = "sigmoid";
+  m.score = ExpertScoring::Sigmoid;
   m.scaling = r.getNumber("route_scale", 8.0);
-  m.act = "silu";
+  m.act = FfnActivation::Silu;
   ExpertNaming &n = m.names;
   n.router = "mlp.gate.weight";
   n.selection_bias = "mlp.gate.e_score_correction_bias";

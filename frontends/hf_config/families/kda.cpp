@@ -118,7 +118,7 @@ void parseBailingHybrid(const ConfigReader &r0, ModelSpec &s) {
   ConfigReader r = r0.sameKeys(j);
   s.max_positions = r.getSize("model_max_length", s.max_positions);
   parseMla(r, s, {.q_lora_rank = 0, .kv_lora_rank = 512, .nope = 128, .rope = 64, .v = 128}, true);
-  s.attn.rope_pairing = "interleaved"; // always: the class has no rope_interleave switch
+  s.attn.rope_pairing = RotaryPairing::Interleaved; // always: the class has no rope_interleave switch
   s.mla.head_gate = true;
   int64_t group = r.getSize("layer_group_size", 6);
   std::vector<LayerKind> kinds =

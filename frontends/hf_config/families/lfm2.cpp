@@ -81,14 +81,14 @@ void parseLfm2Moe(const ConfigReader &r, ModelSpec &s) {
   MoeSpec &m = s.moe;
   parseExperts(r, {.count = "num_experts", .experts = 32, .top_k = 4, .count_name = "num_experts"}, m);
   m.intermediate = r.getSize("moe_intermediate_size", 1792);
-  m.score = "sigmoid";
+  m.score = ExpertScoring::Sigmoid;
   m.names = perExpertNames(s.names, "gate", /*gated=*/true);
   if (r.getBool("use_expert_bias", true))
     m.names.selection_bias = s.names.mlp + ".expert_bias";
   m.renorm = r.getBool("norm_topk_prob", true);
   m.renorm_eps = 1e-6;
   m.scaling = r.getNumber("routed_scaling_factor", 1.0);
-  m.act = "silu";
+  m.act = FfnActivation::Silu;
   int64_t dense = r.getSize("num_dense_layers", 2);
   for (int64_t i = 0; i < s.num_layers; ++i)
     s.layers[i].moe = i >= dense;

@@ -65,7 +65,7 @@ void llama4MoeLayers(const ConfigReader &r, ModelSpec &s) {
 
 void parseLlama4Text(const ConfigReader &r, ModelSpec &s) {
   attentionBiases(r, s);
-  s.attn.rope_pairing = "interleaved";
+  s.attn.rope_pairing = RotaryPairing::Interleaved;
   s.attn.qk_l2_norm = r.getBool("use_qk_norm", true);
   if (r.getBool("attn_temperature_tuning", true)) {
     s.attn.temperature_beta = r.getNumber("attn_scale", 0.1);
@@ -79,7 +79,7 @@ void parseLlama4Text(const ConfigReader &r, ModelSpec &s) {
                m);
   m.intermediate = s.mlp.intermediate; // intermediate_size: the experts' and the shared expert's width
   m.shared_intermediate = m.intermediate;
-  m.score = "sigmoid";
+  m.score = ExpertScoring::Sigmoid;
   m.scale_input = true;
   s.mlp.intermediate = r.getSize("intermediate_size_mlp", 16384);
   ExpertNaming &n = m.names;

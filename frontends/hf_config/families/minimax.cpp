@@ -96,7 +96,7 @@ void parseMiniMax(const ConfigReader &r, ModelSpec &s) {
                    .count_name = "num_local_experts"},
                m);
   m.intermediate = s.mlp.intermediate;
-  m.score = "softmax";
+  m.score = ExpertScoring::Softmax;
   m.renorm = true;
   m.act = s.mlp.act;
   m.names.router = "block_sparse_moe.gate.weight";

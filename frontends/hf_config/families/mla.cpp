@@ -66,7 +66,8 @@ void parseMla(const ConfigReader &r, ModelSpec &s, const MlaDefaults &d, bool in
   s.attn.head_dim = m.rope_dim; // the rotated part's heads
   s.attn.num_kv_heads = s.attn.num_heads;
   s.attn.scale = latentScale(r, d.rope_dicts ? d.rope_dicts(r) : ropeDictionaries(r, 10000.0), m.nope_dim + m.rope_dim);
-  s.attn.rope_pairing = r.getBool("rope_interleave", interleaveByDefault) ? "interleaved" : "half";
+  s.attn.rope_pairing =
+      r.getBool("rope_interleave", interleaveByDefault) ? RotaryPairing::Interleaved : RotaryPairing::Half;
   for (LayerSpec &l : s.layers)
     l.kind = LayerKind::LatentAttention;
 }
@@ -85,14 +86,14 @@ void parseDeepseekMoe(const ConfigReader &r, ModelSpec &s, const RouterRule &rul
   m.renorm_eps = m.renorm ? 1e-20 : 0.0;
   m.scaling = r.getNumber("routed_scaling_factor", d.scaling);
   int64_t nGroup = r.getSize("n_group", d.groups), topkGroup = r.getSize("topk_group", d.keep);
-  if (!rule.group_score.empty() && nGroup > 1) {
+  if (rule.group_score && nGroup > 1) {
     if (m.num_experts % nGroup != 0)
       throw ConfigError(r.path("n_group"), "must divide n_routed_experts (" + std::to_string(m.num_experts) + ")");
-    if (rule.group_score == "top2_sum" && m.num_experts / nGroup < 2)
+    if (*rule.group_score == GroupScoring::Top2Sum && m.num_experts / nGroup < 2)
       throw ConfigError(r.path("n_group"), "leaves fewer than 2 experts per group, which a top-2 group score needs");
     if (topkGroup > nGroup || topkGroup * (m.num_experts / nGroup) < m.top_k)
       throw ConfigError(r.path("topk_group"), "keeps fewer experts than num_experts_per_tok");
-    m.groups = {.count = nGroup, .keep = topkGroup, .score = rule.group_score, .fill = rule.group_fill};
+    m.groups = {.count = nGroup, .keep = topkGroup, .score = *rule.group_score, .fill = rule.group_fill};
   }
   m.shared_intermediate = m.intermediate * r.getCount("n_shared_experts", d.shared);
   // The shared experts run as one MLP of their summed width, a dimension like any other.
@@ -141,7 +142,7 @@ void moeByLayerTypes(const ConfigReader &r, ModelSpec &s, const std::function<bo
 }
 
 // The lightning indexer's sizes (DeepSeek-V3.2's config keys and defaults).
-void parseIndexer(const ConfigReader &r, ModelSpec &s, const std::string &ropePairing) {
+void parseIndexer(const ConfigReader &r, ModelSpec &s, RotaryPairing ropePairing) {
   IndexerSpec &ix = s.mla.indexer;
   ix.heads = r.getSize("index_n_heads", 64);
   ix.head_dim = r.getSize("index_head_dim", 128);
@@ -154,7 +155,8 @@ void parseIndexer(const ConfigReader &r, ModelSpec &s, const std::string &ropePa
                                                     "): the indexer rotates its first qk_rope_head_dim features");
 }
 
-const RouterRule kSigmoidGroups = {.score = "sigmoid", .group_score = "top2_sum", .group_fill = "neg_inf"};
+const RouterRule kSigmoidGroups = {.score = ExpertScoring::Sigmoid, .group_score = GroupScoring::Top2Sum,
+                                   .group_fill = DroppedGroupFill::NegInf};
 
 namespace {
 
@@ -170,13 +172,13 @@ void parseDeepseekV3(const ConfigReader &r, ModelSpec &s) {
 // to the groups with the best maximum; the weights are never renormalised.
 void parseDeepseekV2(const ConfigReader &r, ModelSpec &s) {
   parseMla(r, s, {}, true);
-  s.attn.rope_pairing = "interleaved";
+  s.attn.rope_pairing = RotaryPairing::Interleaved;
   std::string method = r.getString("topk_method", "greedy");
   if (method != "greedy" && method != "group_limited_greedy")
     throw ConfigError(r.path("topk_method"), "unsupported '" + method + "' (greedy or group_limited_greedy)");
-  RouterRule rule = {.score = "softmax", .renorm_key = false, .selection_bias = false};
+  RouterRule rule = {.score = ExpertScoring::Softmax, .renorm_key = false, .selection_bias = false};
   if (method == "group_limited_greedy")
-    rule.group_score = "max", rule.group_fill = "zero";
+    rule.group_score = GroupScoring::Max, rule.group_fill = DroppedGroupFill::Zero;
   // num_experts_per_tok has no default: transformers cannot route without it.
   parseDeepseekMoe(r, s, rule,
                    {.experts = 64, .top_k = 0, .groups = 1, .keep = 1, .intermediate = 1407, .shared = 2, .scaling = 1.0});
@@ -207,7 +209,8 @@ void parseAxk1(const ConfigReader &r, ModelSpec &s) {
 void parseMistral4(const ConfigReader &r, ModelSpec &s) {
   parseMla(r, s, {.q_lora_rank = 1024, .kv_lora_rank = 256, .nope = 64, .rope = 64, .v = 128,
                   .rope_dicts = mistral4RopeDicts}, true);
-  RouterRule rule = {.score = "softmax", .group_score = "top2_sum", .group_fill = "zero", .selection_bias = false};
+  RouterRule rule = {.score = ExpertScoring::Softmax, .group_score = GroupScoring::Top2Sum,
+                     .group_fill = DroppedGroupFill::Zero, .selection_bias = false};
   parseDeepseekMoe(r, s, rule,
                    {.experts = 128, .top_k = 4, .groups = 1, .keep = 1, .scaling = 1.0, .fused = true});
   moeFrom(r, s, 0);
@@ -231,7 +234,7 @@ void parseLongcatFlash(const ConfigReader &r, ModelSpec &s) {
   s.layers.assign(s.num_layers, LayerSpec{});
   s.dual_sublayers = true;
   parseMla(r, s, {}, true);
-  s.attn.rope_pairing = "interleaved"; // always: LongCat has no rope_interleave switch
+  s.attn.rope_pairing = RotaryPairing::Interleaved; // always: LongCat has no rope_interleave switch
   if (r.getSize("head_dim", 64) != s.mla.rope_dim)
     throw ConfigError(r.path("head_dim"), "must equal qk_rope_head_dim (" + std::to_string(s.mla.rope_dim) +
                                               "): LongCat rotates head_dim features of the rope part");
@@ -245,7 +248,7 @@ void parseLongcatFlash(const ConfigReader &r, ModelSpec &s) {
   if (m.top_k > m.num_experts + m.zero_experts)
     throw ConfigError(r.path(topKey), "exceeds n_routed_experts + zero_expert_num");
   m.intermediate = r.getSize(r.has("expert_ffn_hidden_size") ? "expert_ffn_hidden_size" : "moe_intermediate_size", 2048);
-  m.score = "softmax";
+  m.score = ExpertScoring::Softmax;
   m.scaling = r.getNumber("routed_scaling_factor", 6.0);
   m.names = perExpertNames(s.names, "router.classifier", /*gated=*/true);
   m.names.selection_bias = "mlp.router.e_score_correction_bias";
@@ -259,8 +262,8 @@ void parseLongcatFlash(const ConfigReader &r, ModelSpec &s) {
 // first_k_dense_replace.
 void parseDeepseekV32(const ConfigReader &r, ModelSpec &s) {
   parseMla(r, s, {}, true);
-  s.attn.rope_pairing = "interleaved";
-  parseIndexer(r, s, "half");
+  s.attn.rope_pairing = RotaryPairing::Interleaved;
+  parseIndexer(r, s, RotaryPairing::Half);
   std::vector<std::string> types = r.getStringList("layer_types");
   if (!types.empty())
     checkLayerCount(r, "layer_types", types.size(), s.num_layers);
@@ -283,7 +286,7 @@ void parseYoutu(const ConfigReader &r, ModelSpec &s) { parseMla(r, s, {.head_dim
 void parseMiniCpm3(const ConfigReader &r, ModelSpec &s) {
   parseMla(r, s, {.q_lora_rank = 768, .kv_lora_rank = 256, .nope = 64, .rope = 32, .v = s.hidden_size / s.attn.num_heads},
            false);
-  s.attn.rope_pairing = "half"; // MiniCPM3 has no rope_interleave
+  s.attn.rope_pairing = RotaryPairing::Half; // MiniCPM3 has no rope_interleave
   s.embed_scale = r.getNumber("scale_emb", 12);
   s.embed_scale_rounded = true;
   double depth = r.has("scale_depth") ? r.getNumber("scale_depth", 1.4) : std::sqrt((double)s.num_layers);

@@ -6,6 +6,7 @@
 #include "frontends/hf_config/family_registry.h"
 
 #include <functional>
+#include <optional>
 
 namespace cbc::hf {
 
@@ -29,13 +30,13 @@ void parseMla(const ConfigReader &r, ModelSpec &s, const MlaDefaults &d, bool in
 
 // The lightning indexer of sparse attention (index_n_heads, index_head_dim, index_topk), its
 // RoPE pairing the family's. Needs the q LoRA (the indexer reads its normed output).
-void parseIndexer(const ConfigReader &r, ModelSpec &s, const std::string &ropePairing);
+void parseIndexer(const ConfigReader &r, ModelSpec &s, RotaryPairing ropePairing);
 
 // How a family's router turns logits into weights.
 struct RouterRule {
-  std::string score;          // softmax or sigmoid
-  std::string group_score;    // top2_sum or max; empty: no groups
-  std::string group_fill;     // neg_inf or zero
+  ExpertScoring score = ExpertScoring::Softmax;
+  std::optional<GroupScoring> group_score = std::nullopt; // none: no groups
+  DroppedGroupFill group_fill = DroppedGroupFill::NegInf;
   bool renorm_key = true;     // norm_topk_prob decides renormalisation (DeepSeek-V2 never renormalises)
   bool selection_bias = true; // e_score_correction_bias steers the choice
 };

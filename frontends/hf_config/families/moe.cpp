@@ -23,7 +23,7 @@ void parseMixtral(const ConfigReader &r, ModelSpec &s) {
                    .count_name = "num_local_experts"},
                m);
   m.intermediate = s.mlp.intermediate;
-  m.score = "softmax";
+  m.score = ExpertScoring::Softmax;
   m.renorm = true;
   m.act = s.mlp.act;
   m.names = mixtralNames();
@@ -64,7 +64,7 @@ ExpertNaming gptOssNames(bool mxfp4) {
   n.experts.down = tensor("mlp.experts.down_proj");
   n.experts.gate_up_bias = {"mlp.experts.gate_up_proj_bias"};
   n.experts.down_bias = "mlp.experts.down_proj_bias";
-  n.glu = "interleaved";
+  n.glu = GateUpLayout::Interleaved;
   return n;
 }
 
@@ -77,11 +77,11 @@ void parseGptOss(const ConfigReader &r, ModelSpec &s) {
                    .count_name = "num_local_experts"},
                m);
   m.intermediate = s.mlp.intermediate;
-  m.score = "topk_softmax";
-  m.act = "clamped_swiglu";
+  m.score = ExpertScoring::TopkSoftmax;
+  m.act = FfnActivation::ClampedSwiglu;
   m.limit = r.getNumber("swiglu_limit", 7.0);
   m.alpha = r.getNumber("swiglu_alpha", 1.702);
-  m.names = gptOssNames(s.quantization == "mxfp4");
+  m.names = gptOssNames(s.quantization == Quantization::Mxfp4);
   allLayersMoe(s);
 }
 
@@ -105,7 +105,7 @@ void parseMiniMaxM2(const ConfigReader &r, ModelSpec &s) {
                    .count_name = "num_local_experts"},
                m);
   m.intermediate = r.getSize("intermediate_size", 1536);
-  m.score = "sigmoid";
+  m.score = ExpertScoring::Sigmoid;
   m.renorm = true;
   m.act = s.mlp.act;
   m.names = mixtralNames();

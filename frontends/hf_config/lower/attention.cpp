@@ -8,12 +8,12 @@ namespace cbc::hf::lower {
 using namespace mlir;
 
 // headDim / pairing: a rope over heads other than the attention's (the sparse attention indexer).
-Value StepBuilder::rope(const RopeSpec &r, Value x, int64_t headDim, std::optional<std::string> pairing) {
+Value StepBuilder::rope(const RopeSpec &r, Value x, int64_t headDim, std::optional<RotaryPairing> pairing) {
   auto width = llvm::cast<RankedTensorType>(x.getType()).getDimSize(1);
   bool dynamic = r.dynamic_factor != 0, longRope = !r.inv_freq_long.empty();
   auto schedule = RopeAttr::get(
       b_.getContext(), headDim ? headDim : spec_.attn.head_dim, r.rotary_dim,
-      pairing.value_or(r.pairing) == "interleaved" ? RopePairing::interleaved : RopePairing::half,
+      toDialect(pairing.value_or(r.pairing)),
       b_.getDenseF32ArrayAttr(r.inv_freq), llvm::APFloat(r.attention_factor),
       longRope ? b_.getDenseF32ArrayAttr(r.inv_freq_long) : DenseF32ArrayAttr(), longRope ? r.long_after : 0,
       llvm::APFloat(dynamic ? r.theta : 0.0), llvm::APFloat(dynamic ? r.dynamic_factor : 0.0),

@@ -21,7 +21,8 @@ Value StepBuilder::denseMlp(int64_t layer, Value x, const std::string &module) {
       bdown = weight(prog(layer, base + ".down_bias"), {H}, name(nm.down + ".bias"));
     }
     Value up = linear(x, weight(prog(layer, base + ".up"), {I, H}, name(nm.up + ".weight")), bup);
-    return linear(act(up, spec_.mlp.act), weight(prog(layer, base + ".down"), {H, I}, name(nm.down + ".weight")), bdown);
+    Value h = act(up, toDialect(spec_.mlp.act));
+    return linear(h, weight(prog(layer, base + ".down"), {H, I}, name(nm.down + ".weight")), bdown);
   }
   // Multipliers on the gate projection's output and on the MLP's output.
   auto guScales = scales({{I, spec_.mup.mlp_gate}, {I, 1.0}});
@@ -55,8 +56,8 @@ Value StepBuilder::sharedExpert(int64_t layer, Value x) {
       bdown = weight(prog(layer, "moe.shared.down_bias"), {H}, hf(layer, se.down_bias));
     }
     Value up = linear(x, weight(prog(layer, "moe.shared.up"), {I, H}, hf(layer, se.gate_up[0])), bup);
-    return linear(act(up, spec_.moe.act), weight(prog(layer, "moe.shared.down"), {H, I}, hf(layer, se.down[0])),
-                  bdown);
+    Value h = act(up, toDialect(spec_.moe.act));
+    return linear(h, weight(prog(layer, "moe.shared.down"), {H, I}, hf(layer, se.down[0])), bdown);
   }
   Value wgu = weight(prog(layer, "moe.shared.gate_up"), {2 * I, H},
                      {.parts = {{hf(layer, se.gate_up[0]), hf(layer, se.gate_up[1])}}});
@@ -144,16 +145,15 @@ Value StepBuilder::moeMlp(int64_t layer, Value x) {
   RouteGroupsAttr groups;
   if (m.groups.count > 0)
     groups = RouteGroupsAttr::get(b_.getContext(), m.groups.count, m.groups.keep,
-                                  symbolizeGroupScore(m.groups.score).value(),
-                                  symbolizeGroupFill(m.groups.fill).value());
+                                  toDialect(m.groups.score), toDialect(m.groups.fill));
   auto route = MoeRouteOp::create(b_, loc_, TypeRange{rows(m.top_k), rowsI32(m.top_k)}, logits, selectionBias,
                                   b_.getI64IntegerAttr(m.top_k),
-                                  RouteScoreAttr::get(b_.getContext(), symbolizeRouteScore(m.score).value()),
+                                  RouteScoreAttr::get(b_.getContext(), toDialect(m.score)),
                                   b_.getBoolAttr(m.renorm), b_.getF64FloatAttr(m.renorm_eps),
                                   b_.getF64FloatAttr(m.scaling), groups);
   Value wgu = weight(prog(layer, "moe.gate_up"), {E, m.gated ? 2 * I : I, H}, gateUp);
   Value wd = weight(prog(layer, "moe.down"), {E, H, I}, down);
-  auto layout = GluLayoutAttr::get(b_.getContext(), symbolizeGluLayout(n.glu).value());
+  auto layout = GluLayoutAttr::get(b_.getContext(), toDialect(n.glu));
   Value out = MoeExpertsOp::create(b_, loc_, rows(H), x, route.getIds(), route.getWeights(), wgu, wd, gateUpBias,
                                    downBias, gluAct(m.act, m.limit, m.alpha), layout,
                                    m.gated ? UnitAttr() : b_.getUnitAttr(),

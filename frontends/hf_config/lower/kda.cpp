@@ -29,7 +29,7 @@ Value StepBuilder::kdaAttention(int64_t layer, Value x) {
   // The checkpoint keeps one depthwise kernel per projection; they concatenate as q|k|v does.
   Value convW = weight(prog(layer, "kda.conv"), {3 * W, 1, s.conv_kernel},
                        {.parts = {{m("q_conv1d.weight"), m("k_conv1d.weight"), m("v_conv1d.weight")}}});
-  auto qkv = split(conv1d(layer, p[0], convW, Value(), "silu"), {W, W, W});
+  auto qkv = split(conv1d(layer, p[0], convW, Value(), Activation::silu), {W, W, W});
   SmallVector<int64_t> aLogShape = s.a_log_4d ? SmallVector<int64_t>{1, 1, s.heads, 1} : SmallVector<int64_t>{s.heads};
   Value aLog = fp32Weight(prog(layer, "kda.A_log"), aLogShape, m("A_log"));
   Value dtBias = fp32Weight(prog(layer, "kda.dt_bias"), {W}, m("dt_bias"));

@@ -39,7 +39,7 @@ Value StepBuilder::gatedDeltaNet(int64_t layer, Value x) {
                                                                           m("v_conv1d.weight")}
                                                 : std::vector<std::string>{m("conv1d.weight")};
   Value convW = weight(prog(layer, "gdn.conv"), {C, 1, g.conv_kernel}, {.parts = {convNames}});
-  auto qkvParts = split(conv1d(layer, qkv, convW, Value(), "silu"), {kd, kd, vd});
+  auto qkvParts = split(conv1d(layer, qkv, convW, Value(), Activation::silu), {kd, kd, vd});
   Value aLog = fp32Weight(prog(layer, "gdn.A_log"), {nv}, m("A_log"));
   Value dtBias = fp32Weight(prog(layer, "gdn.dt_bias"), {nv}, m("dt_bias"));
   Value o = GatedDeltaOp::create(b_, loc_, rows(vd), qkvParts[0], qkvParts[1], qkvParts[2], a, b, aLog, dtBias,
@@ -65,7 +65,7 @@ Value StepBuilder::lightningAttention(int64_t layer, Value x) {
   auto m = [&](const std::string &rest) { return hf(layer, spec_.names.attn + "." + rest); };
   Value wqkv = weight(prog(layer, "lightning.qkv"), {3 * W, H},
                       {.parts = {{m("qkv_proj.weight")}}, .regroup = {g.heads, d, d, d}});
-  auto qkv = split(act(linear(x, wqkv), "silu"), {W, W, W});
+  auto qkv = split(act(linear(x, wqkv), Activation::silu), {W, W, W});
   const std::vector<double> &decay = spec_.layers[layer].lightning_decay;
   Value o = LightningOp::create(b_, loc_, rows(W), qkv[0], qkv[1], qkv[2], cuSeqlens_, stateIn_, stateOut_,
                                 hasInitial_, b_.getI64IntegerAttr(layer), b_.getI64IntegerAttr(g.heads),
@@ -92,7 +92,7 @@ Value StepBuilder::shortConv(int64_t layer, Value x) {
   auto bcx = split(linear(x, weight(prog(layer, "conv.in"), {3 * H, H}, m("in_proj.weight")), inBias), {H, H, H});
   Value bx = mul(bcx[0], bcx[2]);
   Value convW = weight(prog(layer, "conv.conv"), {H, 1, c.kernel}, m("conv.weight"));
-  Value y = mul(bcx[1], conv1d(layer, bx, convW, convBias, "none"));
+  Value y = mul(bcx[1], conv1d(layer, bx, convW, convBias, Activation::none));
   return linear(y, weight(prog(layer, "conv.out"), {H, H}, m("out_proj.weight")), outBias);
 }
 
@@ -121,7 +121,7 @@ Value StepBuilder::mamba2(int64_t layer, Value x, const std::string &module) {
                      {.parts = {{m("in_proj.weight")}}, .row_scales = inScales(mu.ssm_in)});
   auto zxd = split(linear(x, win, inBias), {I, C, s.heads});
   Value xbc = conv1d(layer, zxd[1], weight(prog(layer, "mamba.conv"), {C, 1, s.conv_kernel}, m("conv1d.weight")),
-                     convBias, "silu");
+                     convBias, Activation::silu);
   auto parts = split(xbc, {I, GN, GN});
   Value aLog = fp32Weight(prog(layer, "mamba.A_log"), {s.heads}, m("A_log"));
   Value dtBias = fp32Weight(prog(layer, "mamba.dt_bias"), {s.heads}, m("dt_bias"));
@@ -140,7 +140,7 @@ Value StepBuilder::mamba2(int64_t layer, Value x, const std::string &module) {
                                NormGateOrderAttr::get(b_.getContext(), order))
             .getResult();
   } else {
-    y = mul(y, act(zxd[0], "silu")); // no norm: y * silu(z)
+    y = mul(y, act(zxd[0], Activation::silu)); // no norm: y * silu(z)
   }
   return linear(y, weight(prog(layer, "mamba.out"), {H, I}, {.parts = {{m("out_proj.weight")}}, .row_scales = outScales}),
                 outBias);
@@ -169,7 +169,7 @@ Value StepBuilder::mamba1(int64_t layer, Value x, const std::string &module) {
   Value win = weight(prog(layer, "mamba.in"), {2 * I, H}, {.parts = {{m("in_proj.weight")}}, .regroup = inRegroup});
   auto xz = split(linear(x, win, inBias), {I, I});
   Value xs = conv1d(layer, xz[0], weight(prog(layer, "mamba.conv"), {I, 1, s.conv_kernel}, m("conv1d.weight")),
-                    convBias, "silu");
+                    convBias, Activation::silu);
   Value xproj = multi ? weight(prog(layer, "mamba.x_proj"), {nh * (R + 2 * N), I},
                                {.parts = {{m("x_proj_weight")}}, .regroup = {nh, R, N, N}, .block_diag = nh})
                       : weight(prog(layer, "mamba.x_proj"), {R + 2 * N, I}, m("x_proj.weight"));

@@ -15,7 +15,7 @@ Value StepBuilder::residualConv(int64_t layer, Value h, const std::string &modul
   // transformers keeps these convs in fp32 (_keep_in_fp32_modules_strict): fp32 weights, and the
   // residual sum rounded once.
   Value w = fp32Weight(prog(layer, module), {C, 1, K}, hf(layer, module + ".conv1d.weight"));
-  return conv1d(layer, h, w, Value(), "none", state, /*residual=*/true);
+  return conv1d(layer, h, w, Value(), Activation::none, state, /*residual=*/true);
 }
 
 Value StepBuilder::relativeAttention(int64_t layer, Value x, const AttnSite &site) {

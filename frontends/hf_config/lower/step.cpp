@@ -74,7 +74,7 @@ Value StepBuilder::decoderLayer(int64_t l, Value x) {
   bool post = L.post_norm, hasMixer = L.kind != LayerKind::None;
   auto residual = [&](Value h) {
     if (spec_.residual_scale != 1.0)
-      h = act(h, "none", spec_.residual_scale);
+      h = scaleBy(h, spec_.residual_scale);
     return add(x, h);
   };
   if (hasMixer) {
@@ -106,7 +106,7 @@ Value StepBuilder::decoderLayer(int64_t l, Value x) {
 Value StepBuilder::normedResidualLayer(int64_t l, Value x) {
   const LayerSpec &L = spec_.layers[l];
   auto mix = [&](Value h, Value f, double alpha, double beta) {
-    return add(alpha == 1.0 ? h : act(h, "none", alpha), beta == 1.0 ? f : act(f, "none", beta));
+    return add(alpha == 1.0 ? h : scaleBy(h, alpha), beta == 1.0 ? f : scaleBy(f, beta));
   };
   Value h = layerNorm(l, spec_.names.input_norm, x);
   x = mix(h, mixer(l, h), L.mixer_alpha, L.mixer_beta);
@@ -173,7 +173,7 @@ Value StepBuilder::head(Value x, Value table) {
   if (rows != spec_.vocab_size) // a padded head: the logits keep the first vocab_size columns
     logits = split(logits, {spec_.vocab_size, rows - spec_.vocab_size})[0];
   if (spec_.logits_scale != 1.0)
-    logits = act(logits, "none", spec_.logits_scale);
+    logits = scaleBy(logits, spec_.logits_scale);
   if (spec_.final_softcap > 0)
     logits = SoftcapOp::create(b_, loc_, logits, b_.getF64FloatAttr(spec_.final_softcap)).getResult();
   return logits;
@@ -194,7 +194,7 @@ Attribute StepBuilder::modelAttr() {
     alias(from, to);
   return ModelAttr::get(b_.getContext(), spec_.model_type, spec_.outer_model_type, spec_.vocab_size,
                         spec_.hidden_size, spec_.num_layers, spec_.max_positions, spec_.eos_token_ids,
-                        spec_.bos_token_id, spec_.dtype, spec_.quantization, spec_.fp8_block, aliases);
+                        spec_.bos_token_id, spec_.dtype, toDialect(spec_.quantization), spec_.fp8_block, aliases);
 }
 
 OwningOpRef<ModuleOp> StepBuilder::build() {

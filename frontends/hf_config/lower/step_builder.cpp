@@ -90,14 +90,10 @@ AttnSite StepBuilder::attnSite(int64_t layer) const {
 
 ActivationAttr StepBuilder::actAttr(Activation a) { return ActivationAttr::get(b_.getContext(), a); }
 
-ActivationAttr StepBuilder::actAttr(const std::string &name) {
-  return actAttr(symbolizeActivation(name).value());
-}
-
-Attribute StepBuilder::gluAct(const std::string &name, double limit, double alpha) {
-  if (name == "clamped_swiglu")
+Attribute StepBuilder::gluAct(FfnActivation a, double limit, double alpha) {
+  if (a == FfnActivation::ClampedSwiglu)
     return ClampedSwigluAttr::get(b_.getContext(), llvm::APFloat(limit), llvm::APFloat(alpha));
-  return actAttr(name);
+  return actAttr(toDialect(a));
 }
 
 Value StepBuilder::glu(Value x, int64_t width, Attribute act, GluLayout layout) {
@@ -126,7 +122,7 @@ Value StepBuilder::layerNorm(int64_t layer, const std::string &hfName, Value x, 
   Value down = weight(prog(layer, p + "gate_down"), {g.rank, H}, hf(layer, hfp + g.down));
   Value up = weight(prog(layer, p + "gate_up"), {H, g.rank}, hf(layer, hfp + g.up));
   // The gate reads the normed y, not x.
-  Value gate = linear(act(linear(y, down), "silu"), up);
+  Value gate = linear(act(linear(y, down), Activation::silu), up);
   return GateOp::create(b_, loc_, rows(H), y, gate).getResult();
 }
 
@@ -135,16 +131,20 @@ Value StepBuilder::linear(Value x, Value w, Value bias) {
   return LinearOp::create(b_, loc_, rows(n), x, w, bias).getResult();
 }
 
-Value StepBuilder::conv1d(int64_t layer, Value x, Value w, Value bias, StringRef act, StringRef state,
+Value StepBuilder::conv1d(int64_t layer, Value x, Value w, Value bias, Activation act, StringRef state,
                           bool residual) {
   return StateConv1dOp::create(b_, loc_, x.getType(), x, w, bias, cuSeqlens_, stateIn_, stateOut_, hasInitial_,
-                               b_.getI64IntegerAttr(layer), actAttr(act.str()),
+                               b_.getI64IntegerAttr(layer), actAttr(act),
                                residual ? b_.getUnitAttr() : UnitAttr(), b_.getStringAttr(state))
       .getResult();
 }
 
-Value StepBuilder::act(Value x, StringRef kind, double scale) {
-  return ActOp::create(b_, loc_, x.getType(), x, actAttr(kind.str()), b_.getF64FloatAttr(scale)).getResult();
+Value StepBuilder::act(Value x, Activation kind) {
+  return ActOp::create(b_, loc_, x.getType(), x, actAttr(kind), b_.getF64FloatAttr(1.0)).getResult();
+}
+
+Value StepBuilder::scaleBy(Value x, double factor) {
+  return ActOp::create(b_, loc_, x.getType(), x, actAttr(Activation::none), b_.getF64FloatAttr(factor)).getResult();
 }
 
 SmallVector<Value> StepBuilder::split(Value x, ArrayRef<int64_t> widths) {

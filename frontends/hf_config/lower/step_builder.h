@@ -7,6 +7,7 @@
 #define CBC_FRONTENDS_HF_CONFIG_LOWER_STEP_BUILDER_H
 
 #include "dialects/cbc/CbcOps.h"
+#include "frontends/hf_config/lower/dialect_enums.h"
 #include "frontends/hf_config/lower_to_cbc.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -66,7 +67,7 @@ private:
   Value relativeAttention(int64_t layer, Value x, const AttnSite &site);
   // h + depthwise_conv(h) with a per-request state `state`; `module` holds conv1d.weight.
   Value residualConv(int64_t layer, Value h, const std::string &module, const std::string &state);
-  Value rope(const RopeSpec &r, Value x, int64_t headDim = 0, std::optional<std::string> pairing = std::nullopt);
+  Value rope(const RopeSpec &r, Value x, int64_t headDim = 0, std::optional<RotaryPairing> pairing = std::nullopt);
   // Latent attention; `cacheLayer` is the cache layer it keeps (a decoder layer may hold two).
   Value latentAttention(int64_t layer, Value x) { return latentAttention(x, attnSite(layer), layer, layer); }
   Value latentAttention(Value x, const AttnSite &site, int64_t layer, int64_t cacheLayer);
@@ -109,18 +110,19 @@ private:
 
   // ---- ops ----
   ActivationAttr actAttr(Activation a);
-  ActivationAttr actAttr(const std::string &name); // a name the parser validated
   // A gated unit's activation: a plain one, or the clamped form with its limit and alpha.
-  mlir::Attribute gluAct(const std::string &name, double limit = 0, double alpha = 0);
+  mlir::Attribute gluAct(FfnActivation a, double limit = 0, double alpha = 0);
   Value glu(Value x, int64_t width, mlir::Attribute act, GluLayout layout = GluLayout::halves);
   Value norm(Value x, Value w, std::optional<int64_t> group = std::nullopt, std::optional<double> eps = std::nullopt);
   Value layerNorm(int64_t layer, const std::string &hfName, Value x);
   // layerNorm, or with `gated` the NormGateSpec norm and its low-rank sigmoid gate.
   Value layerNorm(int64_t layer, const std::string &hfName, Value x, bool gated);
   Value linear(Value x, Value w, Value bias = {});
-  Value conv1d(int64_t layer, Value x, Value w, Value bias, llvm::StringRef act, llvm::StringRef state = "conv",
+  Value conv1d(int64_t layer, Value x, Value w, Value bias, Activation act, llvm::StringRef state = "conv",
                bool residual = false);
-  Value act(Value x, llvm::StringRef kind, double scale = 1.0);
+  Value act(Value x, Activation kind);
+  // x times a constant: cbc.math.act with no activation (the dialect has no scale op).
+  Value scaleBy(Value x, double factor);
   llvm::SmallVector<Value> split(Value x, llvm::ArrayRef<int64_t> widths);
   Value mul(Value x, Value g);
   Value add(Value a, Value b);

@@ -1,0 +1,69 @@
+#include "frontends/hf_config/lower/dialect_enums.h"
+
+#include "llvm/Support/ErrorHandling.h"
+
+namespace cbc::hf::lower {
+
+Activation toDialect(FfnActivation a) {
+  switch (a) {
+  case FfnActivation::Silu: return Activation::silu;
+  case FfnActivation::Gelu: return Activation::gelu;
+  case FfnActivation::GeluTanh: return Activation::gelu_tanh;
+  case FfnActivation::Relu: return Activation::relu;
+  case FfnActivation::Relu2: return Activation::relu2;
+  case FfnActivation::ClampedSwiglu: break; // the parser gives it to gated experts alone
+  }
+  llvm_unreachable("clamped_swiglu is a gated unit's activation, not an elementwise one");
+}
+
+RopePairing toDialect(RotaryPairing p) {
+  switch (p) {
+  case RotaryPairing::Half: return RopePairing::half;
+  case RotaryPairing::Interleaved: return RopePairing::interleaved;
+  }
+  llvm_unreachable("unknown rotary pairing");
+}
+
+GluLayout toDialect(GateUpLayout l) {
+  switch (l) {
+  case GateUpLayout::Halves: return GluLayout::halves;
+  case GateUpLayout::Interleaved: return GluLayout::interleaved;
+  }
+  llvm_unreachable("unknown gate/up layout");
+}
+
+RouteScore toDialect(ExpertScoring s) {
+  switch (s) {
+  case ExpertScoring::Softmax: return RouteScore::softmax;
+  case ExpertScoring::TopkSoftmax: return RouteScore::topk_softmax;
+  case ExpertScoring::Sigmoid: return RouteScore::sigmoid;
+  }
+  llvm_unreachable("unknown expert scoring");
+}
+
+GroupScore toDialect(GroupScoring s) {
+  switch (s) {
+  case GroupScoring::Top2Sum: return GroupScore::top2_sum;
+  case GroupScoring::Max: return GroupScore::max;
+  }
+  llvm_unreachable("unknown group scoring");
+}
+
+GroupFill toDialect(DroppedGroupFill f) {
+  switch (f) {
+  case DroppedGroupFill::NegInf: return GroupFill::neg_inf;
+  case DroppedGroupFill::Zero: return GroupFill::zero;
+  }
+  llvm_unreachable("unknown group fill");
+}
+
+llvm::StringRef toDialect(Quantization q) {
+  switch (q) {
+  case Quantization::None: return "";
+  case Quantization::Mxfp4: return "mxfp4";
+  case Quantization::Fp8: return "fp8";
+  }
+  llvm_unreachable("unknown quantization");
+}
+
+} // namespace cbc::hf::lower

@@ -1,0 +1,59 @@
+// The closed sets of ModelSpec. The parser and the family files turn config strings into these
+// once; the lowering maps each onto the cbc dialect's enum once (lower/dialect_enums.h). A plain
+// header: the parser also builds without MLIR (the fuzz tree).
+#ifndef CBC_FRONTENDS_HF_CONFIG_SPEC_ENUMS_H
+#define CBC_FRONTENDS_HF_CONFIG_SPEC_ENUMS_H
+
+namespace cbc::hf {
+
+// How a rope dictionary's frequencies are derived (its rope_type).
+enum class RopeType { Default, Linear, Dynamic, Yarn, Llama3, LongRope };
+
+// Which features a rotation pairs.
+enum class RotaryPairing {
+  Half,        // i with i + rotary_dim / 2 (rotate_half)
+  Interleaved, // 2i with 2i + 1
+};
+
+// A feed-forward block's activation: the dense MLP's, the experts' and the shared expert's.
+enum class FfnActivation {
+  Silu,
+  Gelu,     // the exact, erf form
+  GeluTanh, // the tanh approximation
+  Relu,
+  Relu2,         // squared ReLU
+  ClampedSwiglu, // gpt-oss's gated unit with MoeSpec::limit and alpha; gated experts only
+};
+
+// How the gate and up projections share a fused gate_up tensor's rows.
+enum class GateUpLayout {
+  Halves,      // [gate | up]
+  Interleaved, // gate, up, gate, up, ...
+};
+
+// How a router turns its logits into the scores it selects experts by.
+enum class ExpertScoring {
+  Softmax,     // over all experts, then the top k
+  TopkSoftmax, // the top k logits, then a softmax over them
+  Sigmoid,
+};
+
+// How group-limited routing scores a group of experts.
+enum class GroupScoring {
+  Top2Sum, // the sum of the group's two best selection scores
+  Max,     // the group's best selection score
+};
+
+// The selection score of the experts in the groups routing drops.
+enum class DroppedGroupFill { NegInf, Zero };
+
+// A checkpoint format the loader undoes.
+enum class Quantization {
+  None,
+  Mxfp4, // gpt-oss's experts, MXFP4 [blocks, scales] pairs
+  Fp8,   // block-scaled e4m3 weights (ModelSpec::fp8_block)
+};
+
+} // namespace cbc::hf
+
+#endif
