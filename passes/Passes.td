@@ -54,11 +54,12 @@ def CbcFuseAddNorm : Pass<"cbc-fuse-add-norm", "::mlir::ModuleOp"> {
 
 def CbcAssignDeviceTypes : Pass<"cbc-assign-device-types", "::mlir::ModuleOp"> {
   let dependentDialects = ["::cbc::CbcDialect"];
-  let summary = "Decides the element type every value of the step has on the device.";
+  let summary = "Gives every value of the step the element type the device holds it in.";
   let description = [{
-    Activations take the activation type and weights their `cbc.weight.ref` element type; the
-    step's metadata is i32 and the logits leave the device in f32. Some values stay f32 where
-    rounding them would change a discrete choice or round twice:
+    Rewrites the element type of every result: activations take the activation type and
+    weights keep their `cbc.weight.ref` element type; the step's metadata is i32 and the logits
+    leave the device in f32. Some values stay f32 where rounding them would change a discrete
+    choice or round twice:
     * router logits and a router bias (two experts a few thousandths apart round to one bf16
       value and the choice flips; cuBLASLt adds a bias of the output's type);
     * the q|k|v input of `cbc.kv.rope_append` when a kernel rather than a GEMM makes it (the
@@ -67,7 +68,9 @@ def CbcAssignDeviceTypes : Pass<"cbc-assign-device-types", "::mlir::ModuleOp"> {
     * the query and head weights of `cbc.kv.index_select` (its scores choose keys, like a router's);
     * a router's mixing weights, and whatever weights `cbc.moe.experts` mixes with (a learned
       scale applied to the router's, say): its kernels read them as f32.
-    Every op with results gets `cbc.device_types = [...]`, one type per result.
+    A weight held in f32 this way keeps the type the front end declared in `declared`, for the
+    artefact's weight manifest. The program's semantics stay f32 (the artefact's program records
+    f32 activations); the device types are what the CUDA code generation reads.
   }];
   let options = [
     Option<"activationDtype", "activation-dtype", "::cbc::StorageType",
@@ -83,7 +86,8 @@ def CbcScheduleStep : Pass<"cbc-schedule-step", "::mlir::ModuleOp"> {
     Checks that the step is a straight-line program whose cache reads follow the writes of the
     same layer, numbers its instructions, and packs every activation into one arena by liveness.
     Activations have a row class: per token (`T` rows) or per request (`R` rows, after
-    `cbc.rows.gather`). Each class gets one arena; offsets are in 4-byte elements per row, so a
+    `cbc.rows.gather`). Each class gets one arena; offsets are in 4-byte elements per row
+    whatever the value's element type (a bf16 value fills half the space planned for it), so a
     backend sizes the arena as `row_elems * max_rows`. Results carry `cbc.buffers`
     (`[class, offset]` per result) and the module carries `cbc.arena = #cbc.arena<...>`.
   }];

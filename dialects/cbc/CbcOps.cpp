@@ -58,6 +58,8 @@ LogicalResult WeightRefOp::verify() {
       return emitOpError("with dequant, each source part names its blocks and its scales");
   }
   auto type = llvm::cast<RankedTensorType>(getType());
+  if (getDeclaredAttr() && *getDeclared() == type.getElementType())
+    return emitOpError("declared records the type a plain weight was widened from, so it must differ from its type");
   int64_t rows = type.getRank() ? type.getDimSize(0) : 0;
   if (getFlatten()) {
     if (getCombine() != WeightCombine::none || getTranspose() || type.getRank() < 1)
@@ -575,6 +577,44 @@ SmallVector<int64_t> LightningOp::getStateShape() { // one d x d matrix (k^T v) 
 }
 SmallVector<int64_t> SelectiveScanOp::getStateShape() { // state_size values per channel
   return {cols(getX()), (int64_t)getStateSize()};
+}
+
+// Elementwise ops print one type while their operands and result share it (always before
+// cbc-assign-device-types) and a functional type once the device types differ.
+static ParseResult parseRowsTypes(OpAsmParser &parser, ArrayRef<Type *> operands, Type &result) {
+  Type type;
+  llvm::SMLoc loc = parser.getCurrentLocation();
+  if (parser.parseType(type))
+    return failure();
+  auto fn = llvm::dyn_cast<FunctionType>(type);
+  if (!fn) {
+    for (Type *t : operands)
+      *t = type;
+    result = type;
+    return success();
+  }
+  if (fn.getNumInputs() != operands.size() || fn.getNumResults() != 1)
+    return parser.emitError(loc, "expected ") << operands.size() << " operand types and one result type";
+  for (auto [t, in] : llvm::zip(operands, fn.getInputs()))
+    *t = in;
+  result = fn.getResult(0);
+  return success();
+}
+static ParseResult parseRowsTypes(OpAsmParser &parser, Type &x, Type &result) {
+  return parseRowsTypes(parser, {&x}, result);
+}
+static ParseResult parseRowsTypes(OpAsmParser &parser, Type &lhs, Type &rhs, Type &result) {
+  return parseRowsTypes(parser, {&lhs, &rhs}, result);
+}
+static void printRowsTypes(OpAsmPrinter &p, ArrayRef<Type> operands, Type result) {
+  if (llvm::all_of(operands, [&](Type t) { return t == result; }))
+    p << result;
+  else
+    p << FunctionType::get(result.getContext(), operands, result);
+}
+static void printRowsTypes(OpAsmPrinter &p, Operation *, Type x, Type result) { printRowsTypes(p, {x}, result); }
+static void printRowsTypes(OpAsmPrinter &p, Operation *, Type lhs, Type rhs, Type result) {
+  printRowsTypes(p, {lhs, rhs}, result);
 }
 
 #include "dialects/cbc/CbcInterfaces.cpp.inc"

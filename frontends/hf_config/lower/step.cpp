@@ -173,7 +173,8 @@ Value StepBuilder::head(Value x, Value table) {
   if (spec_.logits_scale != 1.0)
     logits = act(logits, "none", spec_.logits_scale);
   if (spec_.final_softcap > 0)
-    logits = SoftcapOp::create(b_, loc_, logits, b_.getF64FloatAttr(spec_.final_softcap)).getResult();
+    logits = SoftcapOp::create(b_, loc_, logits.getType(), logits, b_.getF64FloatAttr(spec_.final_softcap))
+                 .getResult();
   return logits;
 }
 

@@ -45,7 +45,7 @@ Value StepBuilder::weight(const std::string &name, ArrayRef<int64_t> shape, cons
       ref.regroup.empty() ? DenseI64ArrayAttr() : b_.getDenseI64ArrayAttr(ref.regroup),
       ref.block_diag ? b_.getI64IntegerAttr(ref.block_diag) : IntegerAttr(),
       ref.row_scales.empty() ? DenseF64ArrayAttr() : b_.getDenseF64ArrayAttr(ref.row_scales),
-      ref.flatten ? b_.getUnitAttr() : UnitAttr());
+      ref.flatten ? b_.getUnitAttr() : UnitAttr(), TypeAttr());
   weights_[name] = op.getResult();
   return op.getResult();
 }
@@ -160,6 +160,6 @@ Value StepBuilder::mul(Value x, Value g) {
   return MulOp::create(b_, loc_, rows(width), x, g).getResult();
 }
 
-Value StepBuilder::add(Value a, Value b) { return AddOp::create(b_, loc_, a, b).getResult(); }
+Value StepBuilder::add(Value a, Value b) { return AddOp::create(b_, loc_, a.getType(), a, b).getResult(); }
 
 } // namespace cbc::hf::lower
