@@ -304,10 +304,13 @@ struct ProgramWriter {
   }
 
   // Weights are values, not instructions; one manifest entry per name.
-  int weightEntry(WeightRefOp w) {
+  FailureOr<int> weightEntry(WeightRefOp w) {
     std::string name = w.getName().str();
     if (auto it = weightIndex.find(name); it != weightIndex.end())
       return it->second;
+    if (auto format = llvm::cast<RankedTensorType>(w.getType()).getEncoding())
+      return w.emitOpError("is still quantised (") << format
+             << "), which the weight manifest cannot describe; run cbc-select-weight-formats first";
     std::vector<fbs::Offset<fb::WeightPart>> parts;
     for (Attribute part : w.getSources()) {
       std::vector<std::string> names;
@@ -374,7 +377,10 @@ struct ProgramWriter {
           return ret.emitError("the step must return exactly the logits");
         output = ids.at(ret.getOperand(0).getAsOpaquePointer());
       } else if (auto w = dyn_cast<WeightRefOp>(op)) {
-        addValue(w.getResult(), fb::ValueKind::Weight, 0, weightEntry(w), -1, 0);
+        FailureOr<int> entry = weightEntry(w);
+        if (failed(entry))
+          return failure();
+        addValue(w.getResult(), fb::ValueKind::Weight, 0, *entry, -1, 0);
       } else {
         auto in = instr(op);
         if (failed(in))

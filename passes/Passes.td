@@ -10,6 +10,22 @@ defvar Cbc_StorageTypeValues = [{::llvm::cl::values(
     clEnumValN(::cbc::StorageType::f16, "f16", "float16"),
     clEnumValN(::cbc::StorageType::f32, "f32", "float32"))}];
 
+def CbcSelectWeightFormats : Pass<"cbc-select-weight-formats", "::mlir::ModuleOp"> {
+  let dependentDialects = ["::cbc::CbcDialect"];
+  let summary = "Chooses per quantised weight: dequantise it at load or run it quantised.";
+  let description = [{
+    The front end types each weight the checkpoint stores quantised with its format
+    (`#cbc.quant`); this pass chooses, per weight, from the format and the kernels the target
+    has. No backend runs a quantised format yet, so every such weight is dequantised at load:
+    its type becomes the plain element type, and the loader is told what it cannot see from the
+    tensors' dtypes. An MXFP4 weight gets `dequant = mxfp4` (each part names a
+    `[blocks, scales]` pair). A block-scaled FP8 weight needs nothing per weight: the loader
+    dequantises every F8_E4M3 tensor of a model whose `#cbc.model` says `quantization = "fp8"`
+    with the weight's block as `fp8_block`, which the pass checks. Passes after it see only
+    plain types.
+  }];
+}
+
 def CbcPlanCache : Pass<"cbc-plan-cache", "::mlir::ModuleOp"> {
   let dependentDialects = ["::cbc::CbcDialect"];
   let summary = "Plans the paged cache from the rows each layer declares.";

@@ -168,7 +168,11 @@ LogicalResult Emitter::numberValues(Block &block) {
     if (isa<func::ReturnOp>(op))
       continue;
     for (Value r : op.getResults()) {
-      Type t = elementType(r);
+      auto type = llvm::cast<RankedTensorType>(r.getType());
+      if (type.getEncoding())
+        return op.emitError("CUDA code generation takes plain weights, not ")
+               << type.getEncoding() << "; run cbc-select-weight-formats first";
+      Type t = type.getElementType();
       if (t.isF16())
         return op.emitError("CUDA code generation takes bf16 or f32 values, not f16 (use --dtype bf16 or f32, "
                             "or --no-cuda)");

@@ -21,7 +21,7 @@ def Cbc_Dialect : Dialect {
     of tokens in the step (or the number of requests for per-request values). The step computes
     in f32; `cbc-assign-device-types` then gives every value the element type the device holds
     it in (bf16, f16 or f32), and an op whose operands and result differ converts as it reads
-    and writes. Batch metadata
+    and writes. Weights may carry their quantised storage format (`#cbc.quant`). Batch metadata
     (token ids, positions, `cu_seqlens`, request slots, block tables and logit rows) enters as
     explicit operands of the step function.
 
@@ -80,10 +80,12 @@ def Cbc_BlockTables : Type<And<[
     CPred<"::llvm::cast<::mlir::RankedTensorType>($_self).getElementType().isInteger(32)">]>,
     "block tables (tensor<?x?x?xi32>)">;
 
-// A checkpoint tensor of static shape.
+// A checkpoint tensor of static shape, plain or with its quantised storage format.
 def Cbc_Weight : Type<And<[
     CPred<"::llvm::isa<::mlir::RankedTensorType>($_self)">,
-    CPred<"::llvm::cast<::mlir::RankedTensorType>($_self).hasStaticShape()">]>,
-    "statically shaped weight tensor">;
+    CPred<"::llvm::cast<::mlir::RankedTensorType>($_self).hasStaticShape()">,
+    CPred<"!::llvm::cast<::mlir::RankedTensorType>($_self).getEncoding() || "
+          "::llvm::isa<::cbc::QuantAttr>(::llvm::cast<::mlir::RankedTensorType>($_self).getEncoding())">]>,
+    "statically shaped weight tensor (plain or #cbc.quant)">;
 
 #endif // CBC_BASE_TD

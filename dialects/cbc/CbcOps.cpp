@@ -42,6 +42,24 @@ LogicalResult verifyRopeFits(Operation *op, RopeAttr rope, int64_t width) {
     return op->emitOpError("rope head_dim must divide the row width");
   return success();
 }
+
+// A quantised weight's type is checked here too: types built in C++ are not verified on their own.
+LogicalResult verifyFormat(WeightRefOp op) {
+  auto type = llvm::cast<RankedTensorType>(op.getType());
+  auto quant = llvm::dyn_cast_or_null<QuantAttr>(type.getEncoding());
+  if (quant && failed(quant.verifyEncoding(type.getShape(), type.getElementType(),
+                                            [&] { return op.emitOpError(); })))
+    return failure();
+  if (quant && op.getDequant())
+    return op.emitOpError("dequant expands a weight at load, so its type must be plain, not #cbc.quant");
+  if (op.getDeclaredAttr() && (quant || *op.getDeclared() == type.getElementType()))
+    return op.emitOpError("declared records the type a plain weight was widened from, so it must differ from its type");
+  bool pairs = op.getDequant() || (quant && quant.getScheme() == QuantScheme::mxfp4);
+  for (Attribute part : op.getSources())
+    if (pairs && llvm::cast<ArrayAttr>(part).size() != 2)
+      return op.emitOpError("an MXFP4 weight's source parts each name its blocks and its scales");
+  return success();
+}
 } // namespace
 
 LogicalResult WeightRefOp::verify() {
@@ -54,12 +72,10 @@ LogicalResult WeightRefOp::verify() {
     if (!names || names.empty() ||
         !llvm::all_of(names, [](Attribute a) { return llvm::isa<StringAttr>(a); }))
       return emitOpError("each source part must be a non-empty list of tensor names");
-    if (getDequant() && names.size() != 2)
-      return emitOpError("with dequant, each source part names its blocks and its scales");
   }
+  if (failed(verifyFormat(*this)))
+    return failure();
   auto type = llvm::cast<RankedTensorType>(getType());
-  if (getDeclaredAttr() && *getDeclared() == type.getElementType())
-    return emitOpError("declared records the type a plain weight was widened from, so it must differ from its type");
   int64_t rows = type.getRank() ? type.getDimSize(0) : 0;
   if (getFlatten()) {
     if (getCombine() != WeightCombine::none || getTranspose() || type.getRank() < 1)

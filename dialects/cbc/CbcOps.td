@@ -36,14 +36,17 @@ def Cbc_WeightRefOp : Cbc_Op<"weight.ref", [Pure]> {
     The loader checks every source's shape against the result; singleton dimensions may differ
     (a `[C, 1, K]` conv weight serves as `[C, K]`).
 
-    When `cbc-assign-device-types` holds a weight in a wider type than the front end declared (a
-    router's bias in f32), `declared` keeps the declared element type, which the artefact's
-    weight manifest records.
+    A weight the checkpoint stores quantised has a `#cbc.quant` type: with `mxfp4` each part
+    names two tensors, MXFP4 blocks `[E, R, G, 16]` and scales `[E, R, G]`.
+    `cbc-select-weight-formats` dequantises such a weight at load by giving it the plain type
+    and, where the loader cannot tell the format from the tensors' dtypes, a `dequant`
+    transform: `dequant = mxfp4` has the loader expand each pair into the `[E, R, G * 32]`
+    tensor it encodes, first of all. When `cbc-assign-device-types` holds a weight in a wider
+    type than the front end declared (a router's bias in f32), `declared` keeps the declared
+    element type, which the artefact's weight manifest records.
 
-    Three transforms serve checkpoints whose layout differs from a plain concatenation:
-    `dequant = mxfp4` makes each part name two tensors, MXFP4 blocks `[E, R, G, 16]` and scales
-    `[E, R, G]`, which the loader expands into the `[E, R, G * 32]` tensor they encode, first of
-    all. `block_diag = n` (with `combine = none`) views the concatenated part as a matrix
+    Other transforms serve checkpoints whose layout differs from a plain concatenation:
+    `block_diag = n` (with `combine = none`) views the concatenated part as a matrix
     `[R, C]` (leading dimensions flattened into rows), cuts it into `n` blocks of `R / n` rows and
     places them along the diagonal of a zero `[R, n * C]` matrix, before `regroup`: per-head
     projections or several low-rank adapters become one GEMM. `row_scales = [rows0, f0, rows1,

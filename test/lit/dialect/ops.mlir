@@ -18,11 +18,16 @@ func.func @weights() -> (tensor<8x4xbf16>, tensor<2x6x4xbf16>, tensor<1x4x6xf32>
   return %0, %1, %2 : tensor<8x4xbf16>, tensor<2x6x4xbf16>, tensor<1x4x6xf32>
 }
 
-// A weight held wider than it was declared.
-// CHECK-LABEL: func.func @weight_declared
-func.func @weight_declared() {
+// Weights with their storage format, as the front end declares them, and a weight held wider
+// than it was declared.
+// CHECK-LABEL: func.func @weight_formats
+func.func @weight_formats() {
+  // CHECK: cbc.weight.ref "mxq" {sources = {{\[\[}}"e.blocks", "e.scales"]], transpose} : tensor<2x8x64xbf16, #cbc.quant<mxfp4, block = [1, 32], scale = f8E8M0FNU>>
+  %0 = cbc.weight.ref "mxq" {sources = [["e.blocks", "e.scales"]], transpose} : tensor<2x8x64xbf16, #cbc.quant<mxfp4, block = [1, 32], scale = f8E8M0FNU>>
+  // CHECK: cbc.weight.ref "fp8" {sources = {{\[\[}}"q", "k"]]} : tensor<12x4xf32, #cbc.quant<fp8_e4m3, block = [128, 128], scale = f32>>
+  %1 = cbc.weight.ref "fp8" {sources = [["q", "k"]]} : tensor<12x4xf32, #cbc.quant<fp8_e4m3, block = [128, 128], scale = f32>>
   // CHECK: cbc.weight.ref "bias" {declared = bf16, sources = {{\[\[}}"b"]]} : tensor<4xf32>
-  %0 = cbc.weight.ref "bias" {declared = bf16, sources = [["b"]]} : tensor<4xf32>
+  %2 = cbc.weight.ref "bias" {declared = bf16, sources = [["b"]]} : tensor<4xf32>
   return
 }
 
