@@ -36,6 +36,15 @@ fb::DType dtypeOf(StorageType t) {
   llvm_unreachable("unknown storage type");
 }
 
+// The program's type of a value, which the artefact's program records: the step computes in
+// f32 whatever the device holds, and a weight is what the front end declared it as.
+fb::DType programDtypeOf(Value v) {
+  Type element = llvm::cast<RankedTensorType>(v.getType()).getElementType();
+  if (auto w = v.getDefiningOp<WeightRefOp>())
+    return dtypeOf(w.getDeclaredAttr() ? *w.getDeclared() : element);
+  return element.isInteger(32) ? fb::DType::I32 : fb::DType::F32;
+}
+
 std::vector<int64_t> shapeOf(Type t) {
   auto tt = llvm::cast<RankedTensorType>(t);
   std::vector<int64_t> shape;
@@ -296,7 +305,7 @@ struct ProgramWriter {
     auto shape = fbb.CreateVector(shapeOf(v.getType()));
     fb::ValueBuilder vb(fbb);
     vb.add_kind(kind);
-    vb.add_dtype(dtypeOf(llvm::cast<RankedTensorType>(v.getType()).getElementType()));
+    vb.add_dtype(programDtypeOf(v));
     vb.add_shape(shape);
     vb.add_arg(arg);
     vb.add_weight(weight);
@@ -309,10 +318,13 @@ struct ProgramWriter {
   }
 
   // Weights are values, not instructions; one manifest entry per name.
-  int weightEntry(WeightRefOp w) {
+  FailureOr<int> weightEntry(WeightRefOp w) {
     std::string name = w.getName().str();
     if (auto it = weightIndex.find(name); it != weightIndex.end())
       return it->second;
+    if (auto format = llvm::cast<RankedTensorType>(w.getType()).getEncoding())
+      return w.emitOpError("is still quantised (") << format
+             << "), which the weight manifest cannot describe; run cbc-select-weight-formats first";
     std::vector<fbs::Offset<fb::WeightPart>> parts;
     for (Attribute part : w.getSources()) {
       std::vector<std::string> names;
@@ -329,7 +341,7 @@ struct ProgramWriter {
       rowScales.assign(r.asArrayRef().begin(), r.asArrayRef().end());
     int64_t blockDiag = w.getBlockDiagAttr() ? w.getBlockDiagAttr().getInt() : 0;
     auto entry = fb::CreateWeightEntry(
-        fbb, fbb.CreateString(name), dtypeOf(type.getElementType()), fbb.CreateVector(shapeOf(type)),
+        fbb, fbb.CreateString(name), programDtypeOf(w.getResult()), fbb.CreateVector(shapeOf(type)),
         fbb.CreateVector(parts), w.getCombine() == WeightCombine::stack ? fb::Combine::Stack : fb::Combine::None,
         w.getTranspose(), w.getDequant() ? fb::Dequant::Mxfp4 : fb::Dequant::None, fbb.CreateVector(regroup),
         blockDiag, rowScales.empty() ? 0 : fbb.CreateVector(rowScales), isNormScale(w.getResult()), w.getFlatten());
@@ -379,7 +391,10 @@ struct ProgramWriter {
           return ret.emitError("the step must return exactly the logits");
         output = ids.at(ret.getOperand(0).getAsOpaquePointer());
       } else if (auto w = dyn_cast<WeightRefOp>(op)) {
-        addValue(w.getResult(), fb::ValueKind::Weight, 0, weightEntry(w), -1, 0);
+        FailureOr<int> entry = weightEntry(w);
+        if (failed(entry))
+          return failure();
+        addValue(w.getResult(), fb::ValueKind::Weight, 0, *entry, -1, 0);
       } else {
         auto in = instr(op);
         if (failed(in))

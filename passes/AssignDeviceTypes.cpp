@@ -1,4 +1,5 @@
-// cbc-assign-device-types: the element type of every value of the step on the device.
+// cbc-assign-device-types: rewrites every value of the step to the element type the device holds
+// it in.
 #include "dialects/cbc/CbcOps.h"
 #include "passes/Passes.h"
 
@@ -37,17 +38,22 @@ public:
       for (Value r : op.getResults())
         types[r] = defaultType(op, r);
     keepFp32(block, types, b.getF32Type());
-    for (Operation &op : block) {
-      if (op.getNumResults() == 0)
-        continue;
-      SmallVector<Attribute> attrs;
+    for (Operation &op : block)
       for (Value r : op.getResults())
-        attrs.push_back(TypeAttr::get(types[r]));
-      op.setAttr("cbc.device_types", b.getArrayAttr(attrs));
-    }
+        retype(r, types[r]);
   }
 
 private:
+  // The manifest still records the type the front end declared for a weight held wider.
+  static void retype(Value v, Type element) {
+    auto type = llvm::cast<RankedTensorType>(v.getType());
+    if (type.getElementType() == element)
+      return;
+    if (auto w = v.getDefiningOp<WeightRefOp>(); w && !w.getDeclaredAttr())
+      w.setDeclaredAttr(TypeAttr::get(type.getElementType()));
+    v.setType(type.clone(element));
+  }
+
   Type defaultType(Operation &op, Value r) {
     Type element = llvm::cast<RankedTensorType>(r.getType()).getElementType();
     if (isa<WeightRefOp>(op) || element.isInteger(32))

@@ -29,8 +29,8 @@ struct CbcPipelineOptions : public mlir::PassPipelineOptions<CbcPipelineOptions>
   Option<bool> fuse{*this, "fuse", llvm::cl::desc("Run the fusion passes"), llvm::cl::init(true)};
 };
 
-// plan-cache, fuse-attention-inputs, fuse-add-norm (with `fuse`), assign-device-types,
-// schedule-step.
+// select-weight-formats, plan-cache, fuse-attention-inputs, fuse-add-norm (with `fuse`),
+// assign-device-types, schedule-step.
 void buildCbcPipeline(mlir::OpPassManager &pm, const CbcPipelineOptions &options);
 void registerCbcPipeline();
 

@@ -10,6 +10,22 @@ defvar Cbc_StorageTypeValues = [{::llvm::cl::values(
     clEnumValN(::cbc::StorageType::f16, "f16", "float16"),
     clEnumValN(::cbc::StorageType::f32, "f32", "float32"))}];
 
+def CbcSelectWeightFormats : Pass<"cbc-select-weight-formats", "::mlir::ModuleOp"> {
+  let dependentDialects = ["::cbc::CbcDialect"];
+  let summary = "Chooses per quantised weight: dequantise it at load or run it quantised.";
+  let description = [{
+    The front end types each weight the checkpoint stores quantised with its format
+    (`#cbc.quant`); this pass chooses, per weight, from the format and the kernels the target
+    has. No backend runs a quantised format yet, so every such weight is dequantised at load:
+    its type becomes the plain element type, and the loader is told what it cannot see from the
+    tensors' dtypes. An MXFP4 weight gets `dequant = mxfp4` (each part names a
+    `[blocks, scales]` pair). A block-scaled FP8 weight needs nothing per weight: the loader
+    dequantises every F8_E4M3 tensor of a model whose `#cbc.model` says `quantization = "fp8"`
+    with the weight's block as `fp8_block`, which the pass checks. Passes after it see only
+    plain types.
+  }];
+}
+
 def CbcPlanCache : Pass<"cbc-plan-cache", "::mlir::ModuleOp"> {
   let dependentDialects = ["::cbc::CbcDialect"];
   let summary = "Plans the paged cache from the rows each layer declares.";
@@ -56,11 +72,12 @@ def CbcFuseAddNorm : Pass<"cbc-fuse-add-norm", "::mlir::ModuleOp"> {
 
 def CbcAssignDeviceTypes : Pass<"cbc-assign-device-types", "::mlir::ModuleOp"> {
   let dependentDialects = ["::cbc::CbcDialect"];
-  let summary = "Decides the element type every value of the step has on the device.";
+  let summary = "Gives every value of the step the element type the device holds it in.";
   let description = [{
-    Activations take the activation type and weights their `cbc.weight.ref` element type; the
-    step's metadata is i32 and the logits leave the device in f32. Some values stay f32 where
-    rounding them would change a discrete choice or round twice:
+    Rewrites the element type of every result: activations take the activation type and
+    weights keep their `cbc.weight.ref` element type; the step's metadata is i32 and the logits
+    leave the device in f32. Some values stay f32 where rounding them would change a discrete
+    choice or round twice:
     * router logits and a router bias (two experts a few thousandths apart round to one bf16
       value and the choice flips; cuBLASLt adds a bias of the output's type);
     * the q|k|v input of `cbc.kv.rope_append` when a kernel rather than a GEMM makes it (the
@@ -69,7 +86,9 @@ def CbcAssignDeviceTypes : Pass<"cbc-assign-device-types", "::mlir::ModuleOp"> {
     * the query and head weights of `cbc.kv.index_select` (its scores choose keys, like a router's);
     * a router's mixing weights, and whatever weights `cbc.moe.experts` mixes with (a learned
       scale applied to the router's, say): its kernels read them as f32.
-    Every op with results gets `cbc.device_types = [...]`, one type per result.
+    A weight held in f32 this way keeps the type the front end declared in `declared`, for the
+    artefact's weight manifest. The program's semantics stay f32 (the artefact's program records
+    f32 activations); the device types are what the CUDA code generation reads.
   }];
   let options = [
     Option<"activationDtype", "activation-dtype", "::cbc::StorageType",
@@ -85,7 +104,8 @@ def CbcScheduleStep : Pass<"cbc-schedule-step", "::mlir::ModuleOp"> {
     Checks that the step is a straight-line program whose cache reads follow the writes of the
     same layer, numbers its instructions, and packs every activation into one arena by liveness.
     Activations have a row class: per token (`T` rows) or per request (`R` rows, after
-    `cbc.rows.gather`). Each class gets one arena; offsets are in 4-byte elements per row, so a
+    `cbc.rows.gather`). Each class gets one arena; offsets are in 4-byte elements per row
+    whatever the value's element type (a bf16 value fills half the space planned for it), so a
     backend sizes the arena as `row_elems * max_rows`. Results carry `cbc.buffers`
     (`[class, offset]` per result) and the module carries `cbc.arena = #cbc.arena<...>`.
   }];

@@ -8,6 +8,7 @@
 namespace cbc {
 
 void buildCbcPipeline(mlir::OpPassManager &pm, const CbcPipelineOptions &options) {
+  pm.addPass(createCbcSelectWeightFormats());
   CbcPlanCacheOptions plan;
   plan.kvDtype = options.dtype;
   plan.blockSize = options.blockSize;
@@ -24,7 +25,8 @@ void buildCbcPipeline(mlir::OpPassManager &pm, const CbcPipelineOptions &options
 
 void registerCbcPipeline() {
   mlir::PassPipelineRegistration<CbcPipelineOptions>(
-      "cbc-pipeline", "The passes cbc compile runs: plan the cache, fuse, assign device types, schedule",
+      "cbc-pipeline", "The passes cbc compile runs: select weight formats, plan the cache, fuse, assign device types, "
+      "schedule",
       buildCbcPipeline);
 }
 

@@ -63,6 +63,9 @@ void inlineFile(llvm::StringRef path, std::set<std::string> &done, std::string &
   }
 }
 
+// The element type the device holds a value in (cbc-assign-device-types rewrote the types).
+Type elementType(Value v) { return llvm::cast<RankedTensorType>(v.getType()).getElementType(); }
+
 std::string hexFloat(float v) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%af", v);
@@ -74,11 +77,11 @@ std::string hexFloat(float v) {
 std::string Emitter::type(Value v) const {
   if (!v)
     return "void";
-  int d = prog_.value_dtypes[id(v)];
-  return d == (int)fb::DType::BF16 ? "bf16" : d == (int)fb::DType::I32 ? "int" : "float";
+  Type t = elementType(v);
+  return t.isBF16() ? "bf16" : t.isInteger(32) ? "int" : "float";
 }
 
-bool Emitter::isF32(Value v) const { return prog_.value_dtypes[id(v)] == (int)fb::DType::F32; }
+bool Emitter::isF32(Value v) const { return elementType(v).isF32(); }
 
 KernelArgOut Emitter::workspace(llvm::StringRef name, int64_t perToken, int64_t fixed) {
   auto it = workspaceByName_.find(name.str());
@@ -153,7 +156,7 @@ std::string Emitter::assembleSource() const {
 }
 
 // Value ids, numbered as the artefact writer numbers them (step arguments, then op results in
-// order), with the device types cbc-assign-device-types chose.
+// order), with the element types cbc-assign-device-types gave them.
 LogicalResult Emitter::numberValues(Block &block) {
   auto add = [&](Value v, fb::DType d) {
     ids_[v.getAsOpaquePointer()] = (int)prog_.value_dtypes.size();
@@ -164,11 +167,12 @@ LogicalResult Emitter::numberValues(Block &block) {
   for (Operation &op : block) {
     if (isa<func::ReturnOp>(op))
       continue;
-    auto types = op.getAttrOfType<ArrayAttr>("cbc.device_types");
-    if (op.getNumResults() && (!types || types.size() != op.getNumResults()))
-      return op.emitError("op has no device types; run cbc-assign-device-types first");
-    for (auto [i, r] : llvm::enumerate(op.getResults())) {
-      Type t = llvm::cast<TypeAttr>(types[i]).getValue();
+    for (Value r : op.getResults()) {
+      auto type = llvm::cast<RankedTensorType>(r.getType());
+      if (type.getEncoding())
+        return op.emitError("CUDA code generation takes plain weights, not ")
+               << type.getEncoding() << "; run cbc-select-weight-formats first";
+      Type t = type.getElementType();
       if (t.isF16())
         return op.emitError("CUDA code generation takes bf16 or f32 values, not f16 (use --dtype bf16 or f32, "
                             "or --no-cuda)");

@@ -17,8 +17,7 @@ namespace cbc::codegen {
 using CudaProgram = KernelBundleOut;
 
 // Value ids follow the artefact writer's numbering (step arguments, then op results in order).
-// Reads the device types cbc-assign-device-types chose (`cbc.device_types`); f16 values have no
-// kernels.
+// Reads the element types cbc-assign-device-types gave the values; f16 values have no kernels.
 mlir::FailureOr<CudaProgram> emitCuda(mlir::ModuleOp module);
 
 // Whether emitCuda handles ops named `opName` (e.g. "cbc.math.rms_norm"). cbc.weight.ref has no

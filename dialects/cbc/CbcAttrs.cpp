@@ -115,3 +115,36 @@ LogicalResult ModelAttr::verify(function_ref<InFlightDiagnostic()> emitError, St
     return emitError() << "fp8_block belongs to quantization \"fp8\" only";
   return success();
 }
+
+// A scheme fixes its block and scale type where the format itself does (MXFP4); block-scaled FP8
+// takes the checkpoint's block and the float scales its loader reads.
+LogicalResult QuantAttr::verify(function_ref<InFlightDiagnostic()> emitError, QuantScheme scheme,
+                                ArrayRef<int64_t> block, Type scale) {
+  if (block.size() != 2 || block[0] <= 0 || block[1] <= 0)
+    return emitError() << "quant block must be [rows, cols], both positive";
+  switch (scheme) {
+  case QuantScheme::mxfp4:
+    if (block[0] != 1 || block[1] != 32 || !llvm::isa<Float8E8M0FNUType>(scale))
+      return emitError() << "mxfp4 stores blocks of [1, 32] with f8E8M0FNU scales";
+    break;
+  case QuantScheme::fp8_e4m3:
+    if (!scale.isF32() && !scale.isBF16() && !scale.isF16())
+      return emitError() << "fp8_e4m3 scales must be f32, bf16 or f16";
+    break;
+  }
+  return success();
+}
+
+// The tensor a quantised weight encodes: its element type is what dequantising yields, and its
+// last two dimensions are the ones the blocks tile.
+LogicalResult QuantAttr::verifyEncoding(ArrayRef<int64_t> shape, Type elementType,
+                                        function_ref<InFlightDiagnostic()> emitError) const {
+  if (!elementType.isBF16() && !elementType.isF16() && !elementType.isF32())
+    return emitError() << "a quantised weight's element type is its dequantised type: bf16, f16 or f32";
+  if (shape.size() < 2)
+    return emitError() << "a quantised weight needs at least 2 dimensions for its blocks to tile";
+  // MXFP4 codes come in whole blocks of 32 per row.
+  if (getScheme() == QuantScheme::mxfp4 && shape.back() % getBlock()[1] != 0)
+    return emitError() << "an mxfp4 weight's last dimension must be a multiple of 32";
+  return success();
+}

@@ -11,6 +11,7 @@
 
 include "dialects/cbc/CbcEnums.td"
 include "mlir/IR/BuiltinAttributeInterfaces.td"
+include "mlir/IR/TensorEncoding.td"
 
 // A bracketed list of integers: `[0, 1, 2]`.
 class Cbc_IntListParameter<string desc> : ArrayRefParameter<"int64_t", desc> {
@@ -232,9 +233,39 @@ def Cbc_ModelAttr : Cbc_Attr<"Model", "model"> {
     `quantization` names a checkpoint format the loader undoes. With `"fp8"` (block-scaled
     e4m3 FP8), `fp8_block` is the `[rows, cols]` block of a weight that one element of its
     `weight_scale_inv` scales; which tensors are stored in FP8 is the checkpoint's to say, so
-    the loader decides per tensor.
+    the loader decides per tensor. The weights the front end expects in FP8 carry the same block
+    in their `#cbc.quant` type.
   }];
   let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
+def Cbc_QuantAttr : Cbc_Attr<"Quant", "quant", [DeclareAttrInterfaceMethods<VerifiableTensorEncoding>]> {
+  let summary = "A weight's quantised storage format: the encoding of its tensor type.";
+  let description = [{
+    A weight that the checkpoint stores quantised says so in its type, as a layout is part of a
+    tensor's type: the element type stays the one its consumers compute in (what dequantising
+    yields) and the encoding says how the elements are stored. `scheme` names the stored codes;
+    each `block = [rows, cols]` tile of the last two dimensions shares one scale of type
+    `scale` (tiles at the edges may be partial where the scheme allows).
+
+    ```mlir
+    tensor<32x5760x2880xbf16, #cbc.quant<mxfp4, block = [1, 32], scale = f8E8M0FNU>>
+    tensor<4096x4096xbf16, #cbc.quant<fp8_e4m3, block = [128, 128], scale = f32>>
+    ```
+
+    `mxfp4` is OCP MXFP4: blocks of 32 codes along the last dimension with a power-of-two
+    scale; each source part of the weight names its `[blocks, scales]` tensor pair. `fp8_e4m3`
+    is block-scaled FP8 (e4m3fn codes): every checkpoint tensor the weight is assembled from is
+    tiled by the block on its own, its scales kept beside it as `<name>_scale_inv`.
+
+    The front end declares what the checkpoint's config announces; `cbc-select-weight-formats`
+    then chooses per weight to dequantise it at load (the type becomes plain) or to keep it
+    quantised for a kernel that reads the format.
+  }];
+  let parameters = (ins EnumParameter<Cbc_QuantScheme>:$scheme, Cbc_IntListParameter<"block">:$block,
+                        "::mlir::Type":$scale);
+  let assemblyFormat = "`<` $scheme `,` `block` `=` $block `,` `scale` `=` $scale `>`";
   let genVerifyDecl = 1;
 }
 

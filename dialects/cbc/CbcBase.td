@@ -18,7 +18,10 @@ def Cbc_Dialect : Dialect {
   let description = [{
     The `cbc` dialect describes one scheduling step of a language model serving many requests
     at once. Activations are packed rows `tensor<?xFxf32>`: the dynamic dimension is the number
-    of tokens in the step (or the number of requests for per-request values). Batch metadata
+    of tokens in the step (or the number of requests for per-request values). The step computes
+    in f32; `cbc-assign-device-types` then gives every value the element type the device holds
+    it in (bf16, f16 or f32), and an op whose operands and result differ converts as it reads
+    and writes. Weights may carry their quantised storage format (`#cbc.quant`). Batch metadata
     (token ids, positions, `cu_seqlens`, request slots, block tables and logit rows) enters as
     explicit operands of the step function.
 
@@ -61,14 +64,17 @@ class Cbc_Attr<string name, string attrMnemonic, list<Trait> traits = []> :
   let mnemonic = attrMnemonic;
 }
 
-// Packed rows: a rank-2 f32 tensor whose leading (row) dimension is dynamic.
+// Packed rows: a rank-2 float tensor whose leading (row) dimension is dynamic. The step's
+// semantics are f32; cbc-assign-device-types gives each value the type the device holds it in.
 def Cbc_Rows : Type<And<[
     CPred<"::llvm::isa<::mlir::RankedTensorType>($_self)">,
     CPred<"::llvm::cast<::mlir::RankedTensorType>($_self).getRank() == 2">,
     CPred<"::llvm::cast<::mlir::RankedTensorType>($_self).isDynamicDim(0)">,
     CPred<"!::llvm::cast<::mlir::RankedTensorType>($_self).isDynamicDim(1)">,
-    CPred<"::llvm::cast<::mlir::RankedTensorType>($_self).getElementType().isF32()">]>,
-    "packed rows (tensor<?xNxf32>)">;
+    CPred<"!::llvm::cast<::mlir::RankedTensorType>($_self).getEncoding()">,
+    CPred<"::llvm::isa<::mlir::Float32Type, ::mlir::BFloat16Type, ::mlir::Float16Type>("
+          "::llvm::cast<::mlir::RankedTensorType>($_self).getElementType())">]>,
+    "packed rows (tensor<?xNxf32>, bf16 or f16)">;
 
 // Packed int32 rows (a router's expert ids).
 def Cbc_RowsI32 : Type<And<[
@@ -96,10 +102,12 @@ def Cbc_BlockTables : Type<And<[
 // least operand (or result) count, which the op's verifier also requires.
 class Cbc_NonEmpty<Type type> : Variadic<type> { let minSize = 1; }
 
-// A checkpoint tensor of static shape.
+// A checkpoint tensor of static shape, plain or with its quantised storage format.
 def Cbc_Weight : Type<And<[
     CPred<"::llvm::isa<::mlir::RankedTensorType>($_self)">,
-    CPred<"::llvm::cast<::mlir::RankedTensorType>($_self).hasStaticShape()">]>,
-    "statically shaped weight tensor">;
+    CPred<"::llvm::cast<::mlir::RankedTensorType>($_self).hasStaticShape()">,
+    CPred<"!::llvm::cast<::mlir::RankedTensorType>($_self).getEncoding() || "
+          "::llvm::isa<::cbc::QuantAttr>(::llvm::cast<::mlir::RankedTensorType>($_self).getEncoding())">]>,
+    "statically shaped weight tensor (plain or #cbc.quant)">;
 
 #endif // CBC_BASE_TD

@@ -5,6 +5,7 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Dialect.h"
 #include "mlir/IR/DialectImplementation.h"
+#include "mlir/IR/TensorEncoding.h"
 
 #include "dialects/cbc/CbcOpsDialect.h.inc"
 #include "dialects/cbc/CbcEnums.h.inc"

@@ -83,9 +83,17 @@ def Cbc_WeightCombine : Cbc_Enum<"WeightCombine", "how a weight's source parts c
     I32EnumAttrCase<"stack", 1>]>; // parts stacked along a new leading dimension
 def Cbc_WeightCombineAttr : Cbc_EnumAttr<Cbc_WeightCombine, "combine">;
 
+// What the loader must be told to expand a weight it cannot recognise by its tensors' dtypes;
+// cbc-select-weight-formats sets it on a weight it dequantises at load.
 def Cbc_Dequant : Cbc_Enum<"Dequant", "a quantised checkpoint format the loader expands", [
     I32EnumAttrCase<"mxfp4", 0>]>;
 def Cbc_DequantAttr : Cbc_EnumAttr<Cbc_Dequant, "dequant">;
+
+// The stored element of a quantised weight (#cbc.quant); int4, int8 and nvfp4 fit the same
+// parameters (a block of the last two dimensions, a scale type) when a loader or kernel reads them.
+def Cbc_QuantScheme : Cbc_Enum<"QuantScheme", "how a quantised weight stores its elements", [
+    I32EnumAttrCase<"fp8_e4m3", 0>, // e4m3fn codes, a scale per block (block-scaled FP8)
+    I32EnumAttrCase<"mxfp4", 1>]>;  // e2m1 codes in blocks of 32 with a power-of-two (e8m0) scale
 
 def Cbc_RetentionKind : Cbc_Enum<"RetentionKind", "which tokens a cache layer keeps", [
     I32EnumAttrCase<"all", 0>,

@@ -38,6 +38,24 @@ LogicalResult verifyRopeFits(Operation *op, RopeAttr rope, int64_t width) {
     return op->emitOpError("rope head_dim must divide the row width");
   return success();
 }
+
+// A quantised weight's type is checked here too: types built in C++ are not verified on their own.
+LogicalResult verifyFormat(WeightRefOp op) {
+  auto type = llvm::cast<RankedTensorType>(op.getType());
+  auto quant = llvm::dyn_cast_or_null<QuantAttr>(type.getEncoding());
+  if (quant && failed(quant.verifyEncoding(type.getShape(), type.getElementType(),
+                                            [&] { return op.emitOpError(); })))
+    return failure();
+  if (quant && op.getDequant())
+    return op.emitOpError("dequant expands a weight at load, so its type must be plain, not #cbc.quant");
+  if (op.getDeclaredAttr() && (quant || *op.getDeclared() == type.getElementType()))
+    return op.emitOpError("declared records the type a plain weight was widened from, so it must differ from its type");
+  bool pairs = op.getDequant() || (quant && quant.getScheme() == QuantScheme::mxfp4);
+  for (Attribute part : op.getSources())
+    if (pairs && llvm::cast<ArrayAttr>(part).size() != 2)
+      return op.emitOpError("an MXFP4 weight's source parts each name its blocks and its scales");
+  return success();
+}
 } // namespace
 
 LogicalResult WeightRefOp::verify() {
@@ -50,9 +68,9 @@ LogicalResult WeightRefOp::verify() {
     if (!names || names.empty() ||
         !llvm::all_of(names, [](Attribute a) { return llvm::isa<StringAttr>(a); }))
       return emitOpError("each source part must be a non-empty list of tensor names");
-    if (getDequant() && names.size() != 2)
-      return emitOpError("with dequant, each source part names its blocks and its scales");
   }
+  if (failed(verifyFormat(*this)))
+    return failure();
   auto type = llvm::cast<RankedTensorType>(getType());
   int64_t rows = type.getRank() ? type.getDimSize(0) : 0;
   if (getFlatten()) {
@@ -495,6 +513,44 @@ SmallVector<int64_t> SsdOp::getStateShape() { return shapeVector(shape::stateSha
 SmallVector<int64_t> LightningOp::getStateShape() { return shapeVector(shape::stateShape(lightningShape(*this))); }
 SmallVector<int64_t> SelectiveScanOp::getStateShape() {
   return shapeVector(shape::stateShape(selectiveScanShape(*this)));
+}
+
+// Elementwise ops print one type while their operands and result share it (always before
+// cbc-assign-device-types) and a functional type once the device types differ.
+static ParseResult parseRowsTypes(OpAsmParser &parser, ArrayRef<Type *> operands, Type &result) {
+  Type type;
+  llvm::SMLoc loc = parser.getCurrentLocation();
+  if (parser.parseType(type))
+    return failure();
+  auto fn = llvm::dyn_cast<FunctionType>(type);
+  if (!fn) {
+    for (Type *t : operands)
+      *t = type;
+    result = type;
+    return success();
+  }
+  if (fn.getNumInputs() != operands.size() || fn.getNumResults() != 1)
+    return parser.emitError(loc, "expected ") << operands.size() << " operand types and one result type";
+  for (auto [t, in] : llvm::zip(operands, fn.getInputs()))
+    *t = in;
+  result = fn.getResult(0);
+  return success();
+}
+static ParseResult parseRowsTypes(OpAsmParser &parser, Type &x, Type &result) {
+  return parseRowsTypes(parser, {&x}, result);
+}
+static ParseResult parseRowsTypes(OpAsmParser &parser, Type &lhs, Type &rhs, Type &result) {
+  return parseRowsTypes(parser, {&lhs, &rhs}, result);
+}
+static void printRowsTypes(OpAsmPrinter &p, ArrayRef<Type> operands, Type result) {
+  if (llvm::all_of(operands, [&](Type t) { return t == result; }))
+    p << result;
+  else
+    p << FunctionType::get(result.getContext(), operands, result);
+}
+static void printRowsTypes(OpAsmPrinter &p, Operation *, Type x, Type result) { printRowsTypes(p, {x}, result); }
+static void printRowsTypes(OpAsmPrinter &p, Operation *, Type lhs, Type rhs, Type result) {
+  printRowsTypes(p, {lhs, rhs}, result);
 }
 
 #include "dialects/cbc/CbcInterfaces.cpp.inc"

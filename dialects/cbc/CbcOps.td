@@ -36,10 +36,17 @@ def Cbc_WeightRefOp : Cbc_Op<"weight.ref", [Pure]> {
     The loader checks every source's shape against the result; singleton dimensions may differ
     (a `[C, 1, K]` conv weight serves as `[C, K]`).
 
-    Three transforms serve checkpoints whose layout differs from a plain concatenation:
-    `dequant = mxfp4` makes each part name two tensors, MXFP4 blocks `[E, R, G, 16]` and scales
-    `[E, R, G]`, which the loader expands into the `[E, R, G * 32]` tensor they encode, first of
-    all. `block_diag = n` (with `combine = none`) views the concatenated part as a matrix
+    A weight the checkpoint stores quantised has a `#cbc.quant` type: with `mxfp4` each part
+    names two tensors, MXFP4 blocks `[E, R, G, 16]` and scales `[E, R, G]`.
+    `cbc-select-weight-formats` dequantises such a weight at load by giving it the plain type
+    and, where the loader cannot tell the format from the tensors' dtypes, a `dequant`
+    transform: `dequant = mxfp4` has the loader expand each pair into the `[E, R, G * 32]`
+    tensor it encodes, first of all. When `cbc-assign-device-types` holds a weight in a wider
+    type than the front end declared (a router's bias in f32), `declared` keeps the declared
+    element type, which the artefact's weight manifest records.
+
+    Other transforms serve checkpoints whose layout differs from a plain concatenation:
+    `block_diag = n` (with `combine = none`) views the concatenated part as a matrix
     `[R, C]` (leading dimensions flattened into rows), cuts it into `n` blocks of `R / n` rows and
     places them along the diagonal of a zero `[R, n * C]` matrix, before `regroup`: per-head
     projections or several low-rank adapters become one GEMM. `row_scales = [rows0, f0, rows1,
@@ -64,7 +71,8 @@ def Cbc_WeightRefOp : Cbc_Op<"weight.ref", [Pure]> {
                    OptionalAttr<DenseI64ArrayAttr>:$regroup,
                    OptionalAttr<I64Attr>:$block_diag,
                    OptionalAttr<DenseF64ArrayAttr>:$row_scales,
-                   UnitAttr:$flatten);
+                   UnitAttr:$flatten,
+                   OptionalAttr<TypeAttrOf<AnyTypeOf<[BF16, F16, F32]>>>:$declared);
   let results = (outs Cbc_Weight:$result);
   let assemblyFormat = "$name attr-dict `:` type($result)";
   let hasVerifier = 1;
@@ -143,13 +151,13 @@ def Cbc_LayerNormOp : Cbc_Op<"math.layer_norm", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Cbc_AddOp : Cbc_Op<"math.add", [Pure, SameOperandsAndResultType]> {
+def Cbc_AddOp : Cbc_Op<"math.add", [Pure, SameOperandsAndResultShape]> {
   let opcode = 3;
   let summary = "Elementwise sum (the residual add).";
   let description = [{ `result = lhs + rhs`, for packed rows of the same shape. }];
   let arguments = (ins Cbc_Rows:$lhs, Cbc_Rows:$rhs);
   let results = (outs Cbc_Rows:$result);
-  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($result)";
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` custom<RowsTypes>(type($lhs), type($rhs), type($result))";
 }
 
 def Cbc_MulOp : Cbc_Op<"math.mul", [Pure]> {
@@ -240,7 +248,7 @@ def Cbc_RopeOp : Cbc_Op<"math.rope", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Cbc_ActOp : Cbc_Op<"math.act", [Pure, SameOperandsAndResultType]> {
+def Cbc_ActOp : Cbc_Op<"math.act", [Pure, SameOperandsAndResultShape]> {
   let opcode = 10;
   let params = "ActParams";
   let summary = "Elementwise activation, then a constant factor.";
@@ -251,18 +259,18 @@ def Cbc_ActOp : Cbc_Op<"math.act", [Pure, SameOperandsAndResultType]> {
   let arguments = (ins Cbc_Rows:$x, Cbc_ActivationAttr:$act,
                    DefaultValuedAttr<F64Attr, "1.0">:$scale);
   let results = (outs Cbc_Rows:$result);
-  let assemblyFormat = "$x attr-dict `:` type($result)";
+  let assemblyFormat = "$x attr-dict `:` custom<RowsTypes>(type($x), type($result))";
   let hasVerifier = 1;
 }
 
-def Cbc_SoftcapOp : Cbc_Op<"math.softcap", [Pure, SameOperandsAndResultType]> {
+def Cbc_SoftcapOp : Cbc_Op<"math.softcap", [Pure, SameOperandsAndResultShape]> {
   let opcode = 11;
   let params = "SoftcapParams";
   let summary = "Logit soft-capping: cap * tanh(x / cap).";
   let description = [{ Applied to the final logits of models that cap them. }];
   let arguments = (ins Cbc_Rows:$x, F64Attr:$cap);
   let results = (outs Cbc_Rows:$result);
-  let assemblyFormat = "$x attr-dict `:` type($result)";
+  let assemblyFormat = "$x attr-dict `:` custom<RowsTypes>(type($x), type($result))";
   let hasVerifier = 1;
 }
 

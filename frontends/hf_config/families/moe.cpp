@@ -82,6 +82,11 @@ void parseGptOss(const ConfigReader &r, ModelSpec &s) {
   m.limit = r.getNumber("swiglu_limit", 7.0);
   m.alpha = r.getNumber("swiglu_alpha", 1.702);
   m.names = gptOssNames(s.quantization == Quantization::Mxfp4);
+  // MXFP4 codes come in blocks of 32 along each expert row, of hidden_size or intermediate_size.
+  for (auto [key, size] : {std::pair{"hidden_size", s.hidden_size}, {"intermediate_size", m.intermediate}})
+    if (m.names.mxfp4 && size % 32 != 0)
+      throw ConfigError(r.path(key), "must be a multiple of 32 for MXFP4 experts (blocks of 32 values), got " +
+                                         std::to_string(size));
   allLayersMoe(s);
 }
 

@@ -5,6 +5,7 @@
 #include "runtime/schema/step_abi.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/MapVector.h"
 
 namespace cbc::hf {
 
@@ -175,7 +176,8 @@ Value StepBuilder::head(Value x, Value table) {
   if (spec_.logits_scale != 1.0)
     logits = scaleBy(logits, spec_.logits_scale);
   if (spec_.final_softcap > 0)
-    logits = SoftcapOp::create(b_, loc_, logits, b_.getF64FloatAttr(spec_.final_softcap)).getResult();
+    logits = SoftcapOp::create(b_, loc_, logits.getType(), logits, b_.getF64FloatAttr(spec_.final_softcap))
+                 .getResult();
   return logits;
 }
 
@@ -197,6 +199,37 @@ Attribute StepBuilder::modelAttr() {
                         spec_.bos_token_id, spec_.dtype, toDialect(spec_.quantization), spec_.fp8_block, aliases);
 }
 
+// A block-scaled FP8 checkpoint (transformers' FineGrainedFP8) stores the matrix of every linear
+// layer in FP8 but the LM head, and the published ones keep their routers in bf16: those GEMM
+// matrices are declared FP8 here (a weight used in any other way is not). Which tensors are FP8
+// stays the checkpoint's to say: the loader dequantises exactly those stored F8_E4M3.
+void StepBuilder::declareFp8Weights(Block &step) {
+  auto isMatrix = [](Operation &op, Value w) {
+    if (auto l = dyn_cast<LinearOp>(op))
+      return l.getWeight() == w && !llvm::any_of(l->getUsers(), [](Operation *u) { return isa<MoeRouteOp>(u); });
+    if (auto h = dyn_cast<HeadLinearOp>(op))
+      return h.getWeight() == w;
+    if (auto e = dyn_cast<MoeExpertsOp>(op))
+      return e.getGateUp() == w || e.getDown() == w;
+    return false;
+  };
+  llvm::MapVector<Value, bool> matrixOnly;
+  for (Operation &op : step)
+    for (Value v : op.getOperands())
+      if (v.getDefiningOp<WeightRefOp>()) {
+        auto [it, fresh] = matrixOnly.try_emplace(v, true);
+        it->second = it->second && isMatrix(op, v);
+      }
+  auto it = weights_.find("lm_head");
+  Value lmHead = it == weights_.end() ? Value() : it->second;
+  auto fp8 = QuantAttr::get(b_.getContext(), QuantScheme::fp8_e4m3, spec_.fp8_block, b_.getF32Type());
+  for (auto [w, only] : matrixOnly)
+    if (only && w != lmHead) {
+      auto t = llvm::cast<RankedTensorType>(w.getType());
+      w.setType(RankedTensorType::get(t.getShape(), t.getElementType(), fp8));
+    }
+}
+
 OwningOpRef<ModuleOp> StepBuilder::build() {
   OwningOpRef<ModuleOp> module = ModuleOp::create(loc_);
   declareStep(*module);
@@ -205,6 +238,8 @@ OwningOpRef<ModuleOp> StepBuilder::build() {
   for (int64_t l = 0; l < spec_.num_layers; ++l)
     x = decoderLayer(l, x);
   func::ReturnOp::create(b_, loc_, head(x, table));
+  if (spec_.quantization == "fp8")
+    declareFp8Weights(*b_.getInsertionBlock());
   (*module)->setAttr("cbc.model", modelAttr());
   return module;
 }

@@ -24,8 +24,12 @@ RankedTensorType StepBuilder::rowsI32(int64_t width) {
 }
 
 Value StepBuilder::weight(const std::string &name, ArrayRef<int64_t> shape, const WeightRef &ref) {
+  MLIRContext *ctx = b_.getContext();
+  // MXFP4 blocks of 32 codes along each row, each with a power-of-two scale.
+  Attribute format = ref.mxfp4 ? QuantAttr::get(ctx, QuantScheme::mxfp4, {1, 32}, b_.getType<Float8E8M0FNUType>())
+                               : Attribute();
+  auto type = RankedTensorType::get(shape, wtype_, format);
   // A program name met before (a shared block's weights) is the same weight.
-  auto type = RankedTensorType::get(shape, wtype_);
   if (auto it = weights_.find(name); it != weights_.end()) {
     assert(it->second.getType() == type && "one program weight name, two shapes");
     return it->second;
@@ -37,15 +41,14 @@ Value StepBuilder::weight(const std::string &name, ArrayRef<int64_t> shape, cons
       n.push_back(b_.getStringAttr(s));
     parts.push_back(b_.getArrayAttr(n));
   }
-  MLIRContext *ctx = b_.getContext();
   auto op = WeightRefOp::create(
       b_, loc_, type, b_.getStringAttr(name), b_.getArrayAttr(parts),
       WeightCombineAttr::get(ctx, ref.stack ? WeightCombine::stack : WeightCombine::none),
-      ref.transpose ? b_.getUnitAttr() : UnitAttr(), ref.mxfp4 ? DequantAttr::get(ctx, Dequant::mxfp4) : DequantAttr(),
+      ref.transpose ? b_.getUnitAttr() : UnitAttr(), DequantAttr(),
       ref.regroup.empty() ? DenseI64ArrayAttr() : b_.getDenseI64ArrayAttr(ref.regroup),
       ref.block_diag ? b_.getI64IntegerAttr(ref.block_diag) : IntegerAttr(),
       ref.row_scales.empty() ? DenseF64ArrayAttr() : b_.getDenseF64ArrayAttr(ref.row_scales),
-      ref.flatten ? b_.getUnitAttr() : UnitAttr());
+      ref.flatten ? b_.getUnitAttr() : UnitAttr(), TypeAttr());
   weights_[name] = op.getResult();
   return op.getResult();
 }
@@ -160,6 +163,6 @@ Value StepBuilder::mul(Value x, Value g) {
   return MulOp::create(b_, loc_, rows(width), x, g).getResult();
 }
 
-Value StepBuilder::add(Value a, Value b) { return AddOp::create(b_, loc_, a, b).getResult(); }
+Value StepBuilder::add(Value a, Value b) { return AddOp::create(b_, loc_, a.getType(), a, b).getResult(); }
 
 } // namespace cbc::hf::lower

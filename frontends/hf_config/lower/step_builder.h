@@ -57,6 +57,7 @@ private:
   Value normedResidualLayer(int64_t layer, Value x);
   Value head(Value x, Value table);
   mlir::Attribute modelAttr();
+  void declareFp8Weights(mlir::Block &step);
   Value mixer(int64_t layer, Value x);
 
   // ---- mixers and feed-forward blocks, one file per kind ----

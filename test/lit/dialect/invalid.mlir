@@ -122,8 +122,122 @@ func.func @weight_regroup_not_i64_array() {
 // -----
 
 func.func @weight_dynamic_shape() {
-  // expected-error @+1 {{'cbc.weight.ref' op result #0 must be statically shaped weight tensor, but got 'tensor<?x4xbf16>'}}
+  // expected-error @+1 {{'cbc.weight.ref' op result #0 must be statically shaped weight tensor (plain or #cbc.quant), but got 'tensor<?x4xbf16>'}}
   %0 = cbc.weight.ref "w" {sources = [["a"]]} : tensor<?x4xbf16>
+  return
+}
+
+// -----
+
+// A weight's storage format: #cbc.quant, the encoding of its type.
+func.func @weight_quant_block() {
+  // expected-error @+1 {{quant block must be [rows, cols], both positive}}
+  %0 = cbc.weight.ref "w" {sources = [["a"]]} : tensor<4x32xbf16, #cbc.quant<fp8_e4m3, block = [0, 32], scale = f32>>
+  return
+}
+
+// -----
+
+func.func @weight_quant_block_rank() {
+  // expected-error @+1 {{quant block must be [rows, cols], both positive}}
+  %0 = cbc.weight.ref "w" {sources = [["a"]]} : tensor<4x32xbf16, #cbc.quant<fp8_e4m3, block = [32], scale = f32>>
+  return
+}
+
+// -----
+
+func.func @weight_mxfp4_block() {
+  // expected-error @+1 {{mxfp4 stores blocks of [1, 32] with f8E8M0FNU scales}}
+  %0 = cbc.weight.ref "w" {sources = [["b", "s"]]} : tensor<4x32xbf16, #cbc.quant<mxfp4, block = [1, 16], scale = f8E8M0FNU>>
+  return
+}
+
+// -----
+
+func.func @weight_mxfp4_scale() {
+  // expected-error @+1 {{mxfp4 stores blocks of [1, 32] with f8E8M0FNU scales}}
+  %0 = cbc.weight.ref "w" {sources = [["b", "s"]]} : tensor<4x32xbf16, #cbc.quant<mxfp4, block = [1, 32], scale = f32>>
+  return
+}
+
+// -----
+
+func.func @weight_fp8_scale() {
+  // expected-error @+1 {{fp8_e4m3 scales must be f32, bf16 or f16}}
+  %0 = cbc.weight.ref "w" {sources = [["a"]]} : tensor<4x32xbf16, #cbc.quant<fp8_e4m3, block = [2, 2], scale = i8>>
+  return
+}
+
+// -----
+
+// The element type is what dequantising yields, not the stored codes.
+func.func @weight_quant_element() {
+  // expected-error @+1 {{a quantised weight's element type is its dequantised type: bf16, f16 or f32}}
+  %0 = cbc.weight.ref "w" {sources = [["a"]]} : tensor<4x32xf8E4M3FN, #cbc.quant<fp8_e4m3, block = [2, 2], scale = f32>>
+  return
+}
+
+// -----
+
+func.func @weight_quant_rank() {
+  // expected-error @+1 {{a quantised weight needs at least 2 dimensions for its blocks to tile}}
+  %0 = cbc.weight.ref "w" {sources = [["a"]]} : tensor<32xbf16, #cbc.quant<fp8_e4m3, block = [2, 2], scale = f32>>
+  return
+}
+
+// -----
+
+func.func @weight_mxfp4_width() {
+  // expected-error @+1 {{an mxfp4 weight's last dimension must be a multiple of 32}}
+  %0 = cbc.weight.ref "w" {sources = [["b", "s"]]} : tensor<2x4x48xbf16, #cbc.quant<mxfp4, block = [1, 32], scale = f8E8M0FNU>>
+  return
+}
+
+// -----
+
+func.func @weight_mxfp4_pairs() {
+  // expected-error @+1 {{'cbc.weight.ref' op an MXFP4 weight's source parts each name its blocks and its scales}}
+  %0 = cbc.weight.ref "w" {sources = [["b"]]} : tensor<2x4x64xbf16, #cbc.quant<mxfp4, block = [1, 32], scale = f8E8M0FNU>>
+  return
+}
+
+// -----
+
+func.func @weight_quant_and_dequant() {
+  // expected-error @+1 {{'cbc.weight.ref' op dequant expands a weight at load, so its type must be plain, not #cbc.quant}}
+  %0 = cbc.weight.ref "w" {dequant = #cbc.dequant<mxfp4>, sources = [["b", "s"]]} : tensor<2x4x64xbf16, #cbc.quant<mxfp4, block = [1, 32], scale = f8E8M0FNU>>
+  return
+}
+
+// -----
+
+func.func @weight_other_encoding() {
+  // expected-error @+1 {{'cbc.weight.ref' op result #0 must be statically shaped weight tensor (plain or #cbc.quant), but got 'tensor<4xbf16, "dense">'}}
+  %0 = cbc.weight.ref "w" {sources = [["a"]]} : tensor<4xbf16, "dense">
+  return
+}
+
+// -----
+
+func.func @weight_declared_same() {
+  // expected-error @+1 {{'cbc.weight.ref' op declared records the type a plain weight was widened from, so it must differ from its type}}
+  %0 = cbc.weight.ref "w" {declared = f32, sources = [["a"]]} : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @weight_declared_quant() {
+  // expected-error @+1 {{'cbc.weight.ref' op declared records the type a plain weight was widened from, so it must differ from its type}}
+  %0 = cbc.weight.ref "w" {declared = bf16, sources = [["a"]]} : tensor<4x4xf32, #cbc.quant<fp8_e4m3, block = [2, 2], scale = f32>>
+  return
+}
+
+// -----
+
+func.func @weight_declared_type() {
+  // expected-error @+1 {{'cbc.weight.ref' op attribute 'declared' failed to satisfy constraint}}
+  %0 = cbc.weight.ref "w" {declared = i32, sources = [["a"]]} : tensor<4xf32>
   return
 }
 
@@ -134,23 +248,49 @@ func.func @weight_dynamic_shape() {
 // -----
 
 func.func @rows_static_leading_dim(%x: tensor<4x8xf32>) {
-  // expected-error @+1 {{'cbc.math.add' op operand #0 must be packed rows (tensor<?xNxf32>), but got 'tensor<4x8xf32>'}}
+  // expected-error @+1 {{'cbc.math.add' op operand #0 must be packed rows (tensor<?xNxf32>, bf16 or f16), but got 'tensor<4x8xf32>'}}
   %0 = cbc.math.add %x, %x : tensor<4x8xf32>
   return
 }
 
 // -----
 
-func.func @rows_not_f32(%x: tensor<?x8xbf16>) {
-  // expected-error @+1 {{'cbc.math.softcap' op operand #0 must be packed rows (tensor<?xNxf32>), but got 'tensor<?x8xbf16>'}}
-  %0 = cbc.math.softcap %x {cap = 1.0 : f64} : tensor<?x8xbf16>
+func.func @rows_not_float(%x: tensor<?x8xf64>) {
+  // expected-error @+1 {{'cbc.math.softcap' op operand #0 must be packed rows (tensor<?xNxf32>, bf16 or f16), but got 'tensor<?x8xf64>'}}
+  %0 = cbc.math.softcap %x {cap = 1.0 : f64} : tensor<?x8xf64>
+  return
+}
+
+// -----
+
+// A storage format belongs to weights; rows are plain.
+func.func @rows_encoded(%x: tensor<?x32xbf16, #cbc.quant<fp8_e4m3, block = [1, 32], scale = f32>>) {
+  // expected-error @+1 {{'cbc.math.act' op operand #0 must be packed rows (tensor<?xNxf32>, bf16 or f16), but got 'tensor<?x32xbf16, #cbc.quant<fp8_e4m3, block = [1, 32], scale = f32>>'}}
+  %0 = cbc.math.act %x {act = #cbc.act<silu>} : (tensor<?x32xbf16, #cbc.quant<fp8_e4m3, block = [1, 32], scale = f32>>) -> tensor<?x32xbf16>
+  return
+}
+
+// -----
+
+// The functional form of an elementwise op's types lists each operand's.
+func.func @rows_types_count(%x: tensor<?x8xbf16>) {
+  // expected-error @+1 {{expected 2 operand types and one result type}}
+  %0 = cbc.math.add %x, %x : (tensor<?x8xbf16>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @rows_types_shape(%x: tensor<?x8xbf16>, %y: tensor<?x4xbf16>) {
+  // expected-error @+1 {{'cbc.math.add' op requires the same shape for all operands and results}}
+  %0 = cbc.math.add %x, %y : (tensor<?x8xbf16>, tensor<?x4xbf16>) -> tensor<?x8xf32>
   return
 }
 
 // -----
 
 func.func @rows_dynamic_width(%x: tensor<?x?xf32>, %rows: tensor<?xi32>) {
-  // expected-error @+1 {{'cbc.rows.gather' op operand #0 must be packed rows (tensor<?xNxf32>), but got 'tensor<?x?xf32>'}}
+  // expected-error @+1 {{'cbc.rows.gather' op operand #0 must be packed rows (tensor<?xNxf32>, bf16 or f16), but got 'tensor<?x?xf32>'}}
   %0 = cbc.rows.gather %x, %rows : tensor<?x?xf32>, tensor<?xi32> -> tensor<?x?xf32>
   return
 }
@@ -174,7 +314,7 @@ func.func @block_tables_rank(%k: tensor<?x8xf32>, %pos: tensor<?xi32>, %bt: tens
 // -----
 
 func.func @weight_operand_dynamic(%x: tensor<?x8xf32>, %w: tensor<?x8xbf16>) {
-  // expected-error @+1 {{'cbc.math.linear' op operand #1 must be statically shaped weight tensor, but got 'tensor<?x8xbf16>'}}
+  // expected-error @+1 {{'cbc.math.linear' op operand #1 must be statically shaped weight tensor (plain or #cbc.quant), but got 'tensor<?x8xbf16>'}}
   %0 = cbc.math.linear %x, %w : tensor<?x8xf32>, tensor<?x8xbf16> -> tensor<?x8xf32>
   return
 }
@@ -290,7 +430,7 @@ func.func @norm_result(%x: tensor<?x8xf32>) {
 // -----
 
 func.func @add_types(%x: tensor<?x8xf32>, %y: tensor<?x4xf32>) {
-  // expected-error @+1 {{'cbc.math.add' op requires the same type for all operands and results}}
+  // expected-error @+1 {{'cbc.math.add' op requires the same shape for all operands and results}}
   %0 = "cbc.math.add"(%x, %y) : (tensor<?x8xf32>, tensor<?x4xf32>) -> tensor<?x8xf32>
   return
 }
@@ -518,9 +658,9 @@ func.func @rms_norm_gated_no_eps(%x: tensor<?x16xf32>) {
 
 // -----
 
-func.func @rms_norm_gated_z_type(%x: tensor<?x16xf32>, %z: tensor<?x16xbf16>) {
-  // expected-error @+1 {{'cbc.math.rms_norm_gated' op operand #1 must be packed rows (tensor<?xNxf32>), but got 'tensor<?x16xbf16>'}}
-  %0 = cbc.math.rms_norm_gated %x, %z {eps = 1.0e-6 : f64} : tensor<?x16xf32>, tensor<?x16xbf16> -> tensor<?x16xf32>
+func.func @rms_norm_gated_z_type(%x: tensor<?x16xf32>, %z: tensor<?x16xi8>) {
+  // expected-error @+1 {{'cbc.math.rms_norm_gated' op operand #1 must be packed rows (tensor<?xNxf32>, bf16 or f16), but got 'tensor<?x16xi8>'}}
+  %0 = cbc.math.rms_norm_gated %x, %z {eps = 1.0e-6 : f64} : tensor<?x16xf32>, tensor<?x16xi8> -> tensor<?x16xf32>
   return
 }
 
@@ -826,7 +966,7 @@ func.func @conv_slots_type(%x: tensor<?x8xf32>, %w: tensor<8x1x4xbf16>, %i: tens
 // -----
 
 func.func @conv_dynamic_weight(%x: tensor<?x8xf32>, %w: tensor<8x1x?xbf16>, %i: tensor<?xi32>) {
-  // expected-error @+1 {{'cbc.state.conv1d' op operand #1 must be statically shaped weight tensor, but got 'tensor<8x1x?xbf16>'}}
+  // expected-error @+1 {{'cbc.state.conv1d' op operand #1 must be statically shaped weight tensor (plain or #cbc.quant), but got 'tensor<8x1x?xbf16>'}}
   %0 = cbc.state.conv1d %x, %w, %i, %i, %i, %i {layer = 0 : i64} : (tensor<?x8xf32>, tensor<8x1x?xbf16>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
   return
 }
@@ -910,10 +1050,10 @@ func.func @scan_v_width(%q: tensor<?x8xf32>, %a: tensor<?x4xf32>, %w: tensor<4xf
 
 // -----
 
-// Activations must be f32 packed rows.
-func.func @scan_k_type(%q: tensor<?x8xf32>, %k: tensor<?x8xbf16>, %a: tensor<?x4xf32>, %w: tensor<4xf32>, %i: tensor<?xi32>) {
-  // expected-error @+1 {{'cbc.state.gated_delta' op operand #1 must be packed rows (tensor<?xNxf32>), but got 'tensor<?x8xbf16>'}}
-  %0 = cbc.state.gated_delta %q, %k, %q, %a, %a, %w, %w, %i, %i, %i, %i {layer = 0 : i64, num_k_heads = 2 : i64, num_v_heads = 4 : i64, k_dim = 4 : i64, v_dim = 2 : i64} : (tensor<?x8xf32>, tensor<?x8xbf16>, tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+// Activations must be float packed rows.
+func.func @scan_k_type(%q: tensor<?x8xf32>, %k: tensor<?x8xi32>, %a: tensor<?x4xf32>, %w: tensor<4xf32>, %i: tensor<?xi32>) {
+  // expected-error @+1 {{'cbc.state.gated_delta' op operand #1 must be packed rows (tensor<?xNxf32>, bf16 or f16), but got 'tensor<?x8xi32>'}}
+  %0 = cbc.state.gated_delta %q, %k, %q, %a, %a, %w, %w, %i, %i, %i, %i {layer = 0 : i64, num_k_heads = 2 : i64, num_v_heads = 4 : i64, k_dim = 4 : i64, v_dim = 2 : i64} : (tensor<?x8xf32>, tensor<?x8xi32>, tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
   return
 }
 
@@ -929,7 +1069,7 @@ func.func @scan_b_width(%q: tensor<?x8xf32>, %a: tensor<?x4xf32>, %b: tensor<?x2
 
 // a given per token with a static row count is not packed rows.
 func.func @scan_a_static(%q: tensor<?x8xf32>, %a: tensor<3x4xf32>, %b: tensor<?x4xf32>, %w: tensor<4xf32>, %i: tensor<?xi32>) {
-  // expected-error @+1 {{'cbc.state.gated_delta' op operand #3 must be packed rows (tensor<?xNxf32>), but got 'tensor<3x4xf32>'}}
+  // expected-error @+1 {{'cbc.state.gated_delta' op operand #3 must be packed rows (tensor<?xNxf32>, bf16 or f16), but got 'tensor<3x4xf32>'}}
   %0 = cbc.state.gated_delta %q, %q, %q, %a, %b, %w, %w, %i, %i, %i, %i {layer = 0 : i64, num_k_heads = 2 : i64, num_v_heads = 4 : i64, k_dim = 4 : i64, v_dim = 2 : i64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<3x4xf32>, tensor<?x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
   return
 }
@@ -946,7 +1086,7 @@ func.func @scan_a_log(%q: tensor<?x8xf32>, %a: tensor<?x4xf32>, %w: tensor<4xf32
 
 // A weight must have a static shape.
 func.func @scan_dt_bias_dynamic(%q: tensor<?x8xf32>, %a: tensor<?x4xf32>, %w: tensor<4xf32>, %d: tensor<?xf32>, %i: tensor<?xi32>) {
-  // expected-error @+1 {{'cbc.state.gated_delta' op operand #6 must be statically shaped weight tensor, but got 'tensor<?xf32>'}}
+  // expected-error @+1 {{'cbc.state.gated_delta' op operand #6 must be statically shaped weight tensor (plain or #cbc.quant), but got 'tensor<?xf32>'}}
   %0 = cbc.state.gated_delta %q, %q, %q, %a, %a, %w, %d, %i, %i, %i, %i {layer = 0 : i64, num_k_heads = 2 : i64, num_v_heads = 4 : i64, k_dim = 4 : i64, v_dim = 2 : i64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x4xf32>, tensor<4xf32>, tensor<?xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
   return
 }
@@ -1467,7 +1607,7 @@ func.func @concat_empty() {
 // -----
 
 func.func @concat_not_rows(%x: tensor<8x8xf32>) {
-  // expected-error @+1 {{'cbc.math.concat' op operand #0 must be variadic of packed rows (tensor<?xNxf32>), but got 'tensor<8x8xf32>'}}
+  // expected-error @+1 {{'cbc.math.concat' op operand #0 must be variadic of packed rows (tensor<?xNxf32>, bf16 or f16), but got 'tensor<8x8xf32>'}}
   %0 = "cbc.math.concat"(%x) : (tensor<8x8xf32>) -> tensor<?x8xf32>
   return
 }
@@ -1640,10 +1780,10 @@ func.func @ssd_x_width(%x: tensor<?x8xf32>, %dt: tensor<?x4xf32>, %b: tensor<?x6
 
 // -----
 
-// x as bf16 rows.
-func.func @ssd_x_bf16(%x: tensor<?x8xf32>, %dt: tensor<?x4xf32>, %b: tensor<?x6xf32>, %w: tensor<4xf32>, %i: tensor<?xi32>, %xb: tensor<?x8xbf16>) {
-  // expected-error @+1 {{'cbc.state.ssd' op operand #0 must be packed rows (tensor<?xNxf32>), but got 'tensor<?x8xbf16>'}}
-  %0 = cbc.state.ssd %xb, %dt, %b, %b, %w, %w, %w, %i, %i, %i, %i {layer = 0 : i64, num_heads = 4 : i64, head_dim = 2 : i64, n_groups = 2 : i64, state_size = 3 : i64} : (tensor<?x8xbf16>, tensor<?x4xf32>, tensor<?x6xf32>, tensor<?x6xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+// x as f64 rows.
+func.func @ssd_x_f64(%x: tensor<?x8xf32>, %dt: tensor<?x4xf32>, %b: tensor<?x6xf32>, %w: tensor<4xf32>, %i: tensor<?xi32>, %xb: tensor<?x8xf64>) {
+  // expected-error @+1 {{'cbc.state.ssd' op operand #0 must be packed rows (tensor<?xNxf32>, bf16 or f16), but got 'tensor<?x8xf64>'}}
+  %0 = cbc.state.ssd %xb, %dt, %b, %b, %w, %w, %w, %i, %i, %i, %i {layer = 0 : i64, num_heads = 4 : i64, head_dim = 2 : i64, n_groups = 2 : i64, state_size = 3 : i64} : (tensor<?x8xf64>, tensor<?x4xf32>, tensor<?x6xf32>, tensor<?x6xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
   return
 }
 
@@ -1651,7 +1791,7 @@ func.func @ssd_x_bf16(%x: tensor<?x8xf32>, %dt: tensor<?x4xf32>, %b: tensor<?x6x
 
 // x with a static row count is not packed rows.
 func.func @ssd_x_static(%x: tensor<?x8xf32>, %dt: tensor<?x4xf32>, %b: tensor<?x6xf32>, %w: tensor<4xf32>, %i: tensor<?xi32>, %xs: tensor<5x8xf32>) {
-  // expected-error @+1 {{'cbc.state.ssd' op operand #0 must be packed rows (tensor<?xNxf32>), but got 'tensor<5x8xf32>'}}
+  // expected-error @+1 {{'cbc.state.ssd' op operand #0 must be packed rows (tensor<?xNxf32>, bf16 or f16), but got 'tensor<5x8xf32>'}}
   %0 = cbc.state.ssd %xs, %dt, %b, %b, %w, %w, %w, %i, %i, %i, %i {layer = 0 : i64, num_heads = 4 : i64, head_dim = 2 : i64, n_groups = 2 : i64, state_size = 3 : i64} : (tensor<5x8xf32>, tensor<?x4xf32>, tensor<?x6xf32>, tensor<?x6xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
   return
 }
@@ -1687,7 +1827,7 @@ func.func @ssd_c_width(%x: tensor<?x8xf32>, %dt: tensor<?x4xf32>, %b: tensor<?x6
 
 // C as a vector.
 func.func @ssd_c_rank(%x: tensor<?x8xf32>, %dt: tensor<?x4xf32>, %b: tensor<?x6xf32>, %w: tensor<4xf32>, %i: tensor<?xi32>, %v: tensor<6xf32>) {
-  // expected-error @+1 {{'cbc.state.ssd' op operand #3 must be packed rows (tensor<?xNxf32>), but got 'tensor<6xf32>'}}
+  // expected-error @+1 {{'cbc.state.ssd' op operand #3 must be packed rows (tensor<?xNxf32>, bf16 or f16), but got 'tensor<6xf32>'}}
   %0 = cbc.state.ssd %x, %dt, %b, %v, %w, %w, %w, %i, %i, %i, %i {layer = 0 : i64, num_heads = 4 : i64, head_dim = 2 : i64, n_groups = 2 : i64, state_size = 3 : i64} : (tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x6xf32>, tensor<6xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
   return
 }
@@ -1723,7 +1863,7 @@ func.func @ssd_d_entries(%x: tensor<?x8xf32>, %dt: tensor<?x4xf32>, %b: tensor<?
 
 // D of dynamic size.
 func.func @ssd_d_dynamic(%x: tensor<?x8xf32>, %dt: tensor<?x4xf32>, %b: tensor<?x6xf32>, %w: tensor<4xf32>, %i: tensor<?xi32>, %wd: tensor<?xf32>) {
-  // expected-error @+1 {{'cbc.state.ssd' op operand #6 must be statically shaped weight tensor, but got 'tensor<?xf32>'}}
+  // expected-error @+1 {{'cbc.state.ssd' op operand #6 must be statically shaped weight tensor (plain or #cbc.quant), but got 'tensor<?xf32>'}}
   %0 = cbc.state.ssd %x, %dt, %b, %b, %w, %w, %wd, %i, %i, %i, %i {layer = 0 : i64, num_heads = 4 : i64, head_dim = 2 : i64, n_groups = 2 : i64, state_size = 3 : i64} : (tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x6xf32>, tensor<?x6xf32>, tensor<4xf32>, tensor<4xf32>, tensor<?xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
   return
 }
@@ -1851,19 +1991,19 @@ func.func @sel_z_width(%x: tensor<?x8xf32>, %b: tensor<?x3xf32>, %a: tensor<8x3x
 
 // -----
 
-// z as bf16 rows.
-func.func @sel_z_bf16(%x: tensor<?x8xf32>, %b: tensor<?x3xf32>, %a: tensor<8x3xf32>, %w: tensor<8xf32>, %i: tensor<?xi32>, %zb: tensor<?x8xbf16>) {
-  // expected-error @+1 {{'cbc.state.selective_scan' op operand #7 must be packed rows (tensor<?xNxf32>), but got 'tensor<?x8xbf16>'}}
-  %0 = cbc.state.selective_scan %x, %x, %b, %b, %a, %w, %w gate(%zb), %i, %i, %i, %i {layer = 0 : i64, n_groups = 1 : i64, state_size = 3 : i64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x3xf32>, tensor<?x3xf32>, tensor<8x3xf32>, tensor<8xf32>, tensor<8xf32>, tensor<?x8xbf16>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+// z as f64 rows.
+func.func @sel_z_f64(%x: tensor<?x8xf32>, %b: tensor<?x3xf32>, %a: tensor<8x3xf32>, %w: tensor<8xf32>, %i: tensor<?xi32>, %zb: tensor<?x8xf64>) {
+  // expected-error @+1 {{'cbc.state.selective_scan' op operand #7 must be packed rows (tensor<?xNxf32>, bf16 or f16), but got 'tensor<?x8xf64>'}}
+  %0 = cbc.state.selective_scan %x, %x, %b, %b, %a, %w, %w gate(%zb), %i, %i, %i, %i {layer = 0 : i64, n_groups = 1 : i64, state_size = 3 : i64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x3xf32>, tensor<?x3xf32>, tensor<8x3xf32>, tensor<8xf32>, tensor<8xf32>, tensor<?x8xf64>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
   return
 }
 
 // -----
 
-// x as bf16 rows: no channel count at all.
-func.func @sel_x_bf16(%x: tensor<?x8xf32>, %b: tensor<?x3xf32>, %a: tensor<8x3xf32>, %w: tensor<8xf32>, %i: tensor<?xi32>, %xb: tensor<?x8xbf16>) {
-  // expected-error @+1 {{'cbc.state.selective_scan' op operand #0 must be packed rows (tensor<?xNxf32>), but got 'tensor<?x8xbf16>'}}
-  %0 = cbc.state.selective_scan %xb, %x, %b, %b, %a, %w, %w gate(%x), %i, %i, %i, %i {layer = 0 : i64, n_groups = 1 : i64, state_size = 3 : i64} : (tensor<?x8xbf16>, tensor<?x8xf32>, tensor<?x3xf32>, tensor<?x3xf32>, tensor<8x3xf32>, tensor<8xf32>, tensor<8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+// x as f64 rows: no channel count at all.
+func.func @sel_x_f64(%x: tensor<?x8xf32>, %b: tensor<?x3xf32>, %a: tensor<8x3xf32>, %w: tensor<8xf32>, %i: tensor<?xi32>, %xb: tensor<?x8xf64>) {
+  // expected-error @+1 {{'cbc.state.selective_scan' op operand #0 must be packed rows (tensor<?xNxf32>, bf16 or f16), but got 'tensor<?x8xf64>'}}
+  %0 = cbc.state.selective_scan %xb, %x, %b, %b, %a, %w, %w gate(%x), %i, %i, %i, %i {layer = 0 : i64, n_groups = 1 : i64, state_size = 3 : i64} : (tensor<?x8xf64>, tensor<?x8xf32>, tensor<?x3xf32>, tensor<?x3xf32>, tensor<8x3xf32>, tensor<8xf32>, tensor<8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
   return
 }
 
@@ -1934,7 +2074,7 @@ func.func @sel_alog_per_channel(%x: tensor<?x8xf32>, %b: tensor<?x3xf32>, %a: te
 
 // A_log of dynamic shape.
 func.func @sel_alog_dynamic(%x: tensor<?x8xf32>, %b: tensor<?x3xf32>, %a: tensor<8x3xf32>, %w: tensor<8xf32>, %i: tensor<?xi32>, %ad: tensor<8x?xf32>) {
-  // expected-error @+1 {{'cbc.state.selective_scan' op operand #4 must be statically shaped weight tensor, but got 'tensor<8x?xf32>'}}
+  // expected-error @+1 {{'cbc.state.selective_scan' op operand #4 must be statically shaped weight tensor (plain or #cbc.quant), but got 'tensor<8x?xf32>'}}
   %0 = cbc.state.selective_scan %x, %x, %b, %b, %ad, %w, %w gate(%x), %i, %i, %i, %i {layer = 0 : i64, n_groups = 1 : i64, state_size = 3 : i64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x3xf32>, tensor<?x3xf32>, tensor<8x?xf32>, tensor<8xf32>, tensor<8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
   return
 }
@@ -2022,10 +2162,10 @@ func.func @act_no_act(%x: tensor<?x8xf32>) {
 
 // -----
 
-// Operand and result are packed f32 rows of one type.
-func.func @act_type(%x: tensor<?x8xbf16>) {
-  // expected-error @+1 {{'cbc.math.act' op operand #0 must be packed rows (tensor<?xNxf32>), but got 'tensor<?x8xbf16>'}}
-  %0 = cbc.math.act %x {act = #cbc.act<silu>} : tensor<?x8xbf16>
+// Operand and result are packed float rows.
+func.func @act_type(%x: tensor<?x8xf64>) {
+  // expected-error @+1 {{'cbc.math.act' op operand #0 must be packed rows (tensor<?xNxf32>, bf16 or f16), but got 'tensor<?x8xf64>'}}
+  %0 = cbc.math.act %x {act = #cbc.act<silu>} : tensor<?x8xf64>
   return
 }
 
@@ -2072,7 +2212,7 @@ func.func @sel_x_empty(%x: tensor<?x8xf32>, %b: tensor<?x3xf32>, %a: tensor<8x3x
 // -----
 
 func.func @weight_dequant_part() {
-  // expected-error @+1 {{'cbc.weight.ref' op with dequant, each source part names its blocks and its scales}}
+  // expected-error @+1 {{'cbc.weight.ref' op an MXFP4 weight's source parts each name its blocks and its scales}}
   %0 = cbc.weight.ref "w" {dequant = #cbc.dequant<mxfp4>, sources = [["e.blocks"]]} : tensor<2x64x8xbf16>
   return
 }

@@ -18,6 +18,33 @@ func.func @weights() -> (tensor<8x4xbf16>, tensor<2x6x4xbf16>, tensor<1x4x6xf32>
   return %0, %1, %2 : tensor<8x4xbf16>, tensor<2x6x4xbf16>, tensor<1x4x6xf32>
 }
 
+// Weights with their storage format, as the front end declares them, and a weight held wider
+// than it was declared.
+// CHECK-LABEL: func.func @weight_formats
+func.func @weight_formats() {
+  // CHECK: cbc.weight.ref "mxq" {sources = {{\[\[}}"e.blocks", "e.scales"]], transpose} : tensor<2x8x64xbf16, #cbc.quant<mxfp4, block = [1, 32], scale = f8E8M0FNU>>
+  %0 = cbc.weight.ref "mxq" {sources = [["e.blocks", "e.scales"]], transpose} : tensor<2x8x64xbf16, #cbc.quant<mxfp4, block = [1, 32], scale = f8E8M0FNU>>
+  // CHECK: cbc.weight.ref "fp8" {sources = {{\[\[}}"q", "k"]]} : tensor<12x4xf32, #cbc.quant<fp8_e4m3, block = [128, 128], scale = f32>>
+  %1 = cbc.weight.ref "fp8" {sources = [["q", "k"]]} : tensor<12x4xf32, #cbc.quant<fp8_e4m3, block = [128, 128], scale = f32>>
+  // CHECK: cbc.weight.ref "bias" {declared = bf16, sources = {{\[\[}}"b"]]} : tensor<4xf32>
+  %2 = cbc.weight.ref "bias" {declared = bf16, sources = [["b"]]} : tensor<4xf32>
+  return
+}
+
+// Elementwise ops whose operands and result have different device types print a functional type.
+// CHECK-LABEL: func.func @device_types
+func.func @device_types(%x: tensor<?x8xbf16>, %y: tensor<?x8xf32>) -> tensor<?x8xf32> {
+  // CHECK: cbc.math.add %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}} : (tensor<?x8xbf16>, tensor<?x8xf32>) -> tensor<?x8xf32>
+  %a = cbc.math.add %x, %y : (tensor<?x8xbf16>, tensor<?x8xf32>) -> tensor<?x8xf32>
+  // CHECK: cbc.math.add %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}} : tensor<?x8xbf16>{{$}}
+  %b = cbc.math.add %x, %x : (tensor<?x8xbf16>, tensor<?x8xbf16>) -> tensor<?x8xbf16>
+  // CHECK: cbc.math.act %{{[a-z0-9_#]+}} {act = #cbc.act<none>, scale = 2.000000e+00 : f64} : (tensor<?x8xbf16>) -> tensor<?x8xf32>
+  %c = cbc.math.act %b {act = #cbc.act<none>, scale = 2.0 : f64} : (tensor<?x8xbf16>) -> tensor<?x8xf32>
+  // CHECK: cbc.math.softcap %{{[a-z0-9_#]+}} {cap = 3.000000e+01 : f64} : (tensor<?x8xf32>) -> tensor<?x8xbf16>
+  %d = cbc.math.softcap %c {cap = 30.0 : f64} : (tensor<?x8xf32>) -> tensor<?x8xbf16>
+  return %a : tensor<?x8xf32>
+}
+
 // CHECK-LABEL: func.func @dense
 func.func @dense(%tok: tensor<?xi32>, %table: tensor<16x8xbf16>, %w: tensor<12x8xbf16>,
                  %b: tensor<12xbf16>, %nw: tensor<8xbf16>, %hw: tensor<4xbf16>) -> tensor<?x8xf32> {

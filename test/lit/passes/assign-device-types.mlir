@@ -3,24 +3,25 @@
 
 // Tests that activations take the activation type, weights their own element type and index
 // rows i32, and that the values whose rounding would flip a discrete choice or round twice stay
-// f32: the router's logits and its bias, the mixing weights, the logits leaving the device and
-// the input of the final softcap.
+// f32: the router's logits and its bias (which keeps the type it was declared in), the mixing
+// weights, the logits leaving the device and the input of the final softcap.
 
 // CHECK-LABEL: func.func @step
-// CHECK: cbc.weight.ref "router" {cbc.device_types = [bf16]
-// CHECK: cbc.weight.ref "router_bias" {cbc.device_types = [f32]
-// CHECK: cbc.weight.ref "head" {cbc.device_types = [bf16]
-// CHECK: cbc.math.embed {{.*}}cbc.device_types = [bf16]
-// CHECK: cbc.math.linear {{.*}}cbc.device_types = [f32]
-// CHECK: cbc.moe.route {{.*}}cbc.device_types = [f32, i32]
-// CHECK: cbc.math.linear {{.*}}cbc.device_types = [bf16]
-// CHECK: cbc.math.linear {{.*}}cbc.device_types = [f32]
-// CHECK: cbc.math.softcap {{.*}}cbc.device_types = [f32]
+// CHECK: cbc.weight.ref "router" {{.*}} : tensor<4x4xbf16>{{$}}
+// CHECK: cbc.weight.ref "router_bias" {declared = bf16, {{.*}} : tensor<4xf32>{{$}}
+// CHECK: cbc.weight.ref "head" {{.*}} : tensor<8x4xbf16>{{$}}
+// CHECK: cbc.math.embed {{.*}} -> tensor<?x4xbf16>{{$}}
+// CHECK: cbc.math.linear {{.*}} -> tensor<?x4xf32>{{$}}
+// CHECK: cbc.moe.route {{.*}} -> tensor<?x2xf32>, tensor<?x2xi32>{{$}}
+// CHECK: cbc.math.linear {{.*}} -> tensor<?x4xbf16>{{$}}
+// CHECK: cbc.math.linear {{.*}} -> tensor<?x8xf32>{{$}}
+// CHECK: cbc.math.softcap {{.*}} : tensor<?x8xf32>{{$}}
 // F32-LABEL: func.func @step
-// F32: cbc.weight.ref "router" {cbc.device_types = [bf16]
-// F32: cbc.weight.ref "head" {cbc.device_types = [bf16]
-// F32: cbc.math.embed {{.*}}cbc.device_types = [f32]
-// F32: cbc.math.linear {{.*}}cbc.device_types = [f32]
+// F32: cbc.weight.ref "router" {sources = {{.*}} : tensor<4x4xbf16>{{$}}
+// F32: cbc.weight.ref "router_bias" {declared = bf16, {{.*}} : tensor<4xf32>{{$}}
+// F32: cbc.weight.ref "head" {sources = {{.*}} : tensor<8x4xbf16>{{$}}
+// F32: cbc.math.embed {{.*}} -> tensor<?x4xf32>{{$}}
+// F32: cbc.math.linear {{.*}} -> tensor<?x4xf32>{{$}}
 func.func @step(%tok: tensor<?xi32>) -> tensor<?x8xf32> {
   %table = cbc.weight.ref "embed" {sources = [["embed"]]} : tensor<8x4xbf16>
   %router = cbc.weight.ref "router" {sources = [["router"]]} : tensor<4x4xbf16>
@@ -38,11 +39,12 @@ func.func @step(%tok: tensor<?xi32>) -> tensor<?x8xf32> {
 // -----
 
 // Tests that the q|k|v input of cbc.kv.rope_append stays f32 when a kernel makes it (here an
-// add), so that the cached k is rounded once, and keeps the activation type from a GEMM.
+// add, which then reads bf16 and writes f32), so that the cached k is rounded once, and keeps
+// the activation type from a GEMM.
 // CHECK-LABEL: func.func @step
-// CHECK: %[[GEMM:.*]] = cbc.math.linear {{.*}}cbc.device_types = [bf16]
+// CHECK: %[[GEMM:.*]] = cbc.math.linear {{.*}} -> tensor<?x12xbf16>{{$}}
 // CHECK: cbc.kv.rope_append %[[GEMM]]
-// CHECK: %[[SUM:.*]] = cbc.math.add {{.*}}cbc.device_types = [f32]
+// CHECK: %[[SUM:.*]] = cbc.math.add {{.*}} : (tensor<?x12xbf16>, tensor<?x12xbf16>) -> tensor<?x12xf32>{{$}}
 // CHECK: cbc.kv.rope_append %[[SUM]]
 func.func @step(%x: tensor<?x4xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>) -> tensor<?x4xf32> {
   %w = cbc.weight.ref "qkv" {sources = [["qkv"]]} : tensor<12x4xbf16>
@@ -52,4 +54,17 @@ func.func @step(%x: tensor<?x4xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>) 
   %q1 = cbc.kv.rope_append %sum, %p, %p, %p, %p, %bt {layer = 1 : i64, num_heads = 1 : i64, num_kv_heads = 1 : i64, head_dim = 4 : i64, rope = #cbc.rope<head_dim = 4, rotary_dim = 4, inv_freq = array<f32: 1.0, 0.1>>} : (tensor<?x12xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>) -> tensor<?x4xf32>
   %o = cbc.math.add %q0, %q1 : tensor<?x4xf32>
   return %o : tensor<?x4xf32>
+}
+
+// -----
+
+// Tests that a second run leaves the device types, and the type a weight was declared in, as they are.
+// CHECK-LABEL: func.func @step
+// CHECK: cbc.weight.ref "router_bias" {declared = bf16, {{.*}} : tensor<4xf32>{{$}}
+func.func @step(%x: tensor<?x4xf32>) -> tensor<?x4xf32> {
+  %router = cbc.weight.ref "router" {sources = [["router"]]} : tensor<4x4xbf16>
+  %rbias = cbc.weight.ref "router_bias" {declared = bf16, sources = [["router_bias"]]} : tensor<4xf32>
+  %logits = cbc.math.linear %x, %router, %rbias : tensor<?x4xf32>, tensor<4x4xbf16>, tensor<4xf32> -> tensor<?x4xf32>
+  %w, %ids = cbc.moe.route %logits {k = 2 : i64, score = #cbc.score<softmax>} : tensor<?x4xf32> -> tensor<?x2xf32>, tensor<?x2xi32>
+  return %logits : tensor<?x4xf32>
 }
