@@ -53,8 +53,9 @@ void widenRows(Matrix w, int64_t K, int64_t n0, int64_t rows, float *out) {
 void gemvPortable(const float *x, int64_t M, int64_t K, Matrix w, int64_t n0, int64_t n1, int64_t N, float *y) {
   thread_local std::vector<float> row;
   row.resize(K);
+  auto toFloatRow = storageTraits(w.format).toFloatRow;
   for (int64_t n = n0; n < n1; ++n) {
-    widenRows(w, K, n, 1, row.data());
+    toFloatRow(w.data, K, n, row.data());
     dotRows(x, M, K, row.data(), y + n, N);
   }
 }
