@@ -226,6 +226,24 @@ TEST_F(Weights, WrongShapeIsNamed) {
   }
 }
 
+// A tensor the manifest transposes, with an empty dimension: named by the shape check (the
+// transposition of no rows once divided by zero).
+class GptOssWeights : public FixtureWeights<GptOssWeights> {
+public:
+  static constexpr const char *kFamily = "gpt_oss";
+};
+
+TEST_F(GptOssWeights, AnEmptyTransposedTensorIsNamed) {
+  const std::string name = "model.layers.0.mlp.experts.down_proj";
+  TempDir dir;
+  Tensors ts = tensors_;
+  rt::TensorView &t = tensor(ts, name);
+  ASSERT_EQ(t.shape, (std::vector<int64_t>{4, 96, 64}));
+  t.shape = {4, 0, 64};
+  t.bytes = 0;
+  expectWeightError([&] { load(ts, dir); }, {name, "shape [4, 64, 0]", "[4, 64, 96]"}, name);
+}
+
 TEST_F(Weights, UnsupportedDtypeIsNamed) {
   for (std::string dtype : {"I64", "F64", "I32", "U8", "I8"}) {
     TempDir dir;
