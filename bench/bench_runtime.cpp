@@ -444,7 +444,7 @@ void rooflineBench(int threads) {
   std::vector<uint16_t> w(size_t(N) * K, rt::floatToBf16(0.125f));
   rt::cpu::packBf16(w.data(), 1, N, K);
   std::vector<float> x(size_t(M) * K, 0.5f), y(size_t(M) * N);
-  rt::cpu::Matrix packed(w.data(), true);
+  rt::cpu::Matrix packed(w.data(), rt::Storage::BF16Panels);
   const int64_t gemmN = 2048; // the GEMM's weight: the first 2048 rows (32 MiB)
   double cbcGemm = bestMs(3, [&] { rt::cpu::matmul(x.data(), M, K, packed, gemmN, y.data(), pfor); });
   std::printf("cbc gemm peak %.2f GFLOP/s (%s, packed bf16, %lld x %lld x %lld, best of 3)\n",

@@ -43,10 +43,10 @@ WeightStore loadForCpu(const Artefact &a, const WeightSource &weights, const Eng
     return WeightStore::load(
         a, weights,
         [&](size_t index, size_t) {
-          int64_t n = bf16[index] ? 2 : 4;
+          int64_t n = 1;
           for (int64_t d : a.weights[index].shape)
             n *= d;
-          done += n;
+          done += formatBytes(bf16[index] ? Storage::BF16 : Storage::F32, n);
           if (options.load_progress)
             options.load_progress(done, need.weights);
         },

@@ -1,5 +1,7 @@
 #include "runtime/memory_estimate.h"
 
+#include "runtime/tensor.h"
+
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
@@ -47,8 +49,8 @@ MemoryEstimate estimateCpuMemory(const Artefact &a, int64_t cacheBytes, const Ba
   for (size_t wi = 0; wi < a.weights.size(); ++wi) {
     const WeightEntry &w = a.weights[wi];
     bool half = wi < bf16.size() && bf16[wi];
-    int64_t f32Bytes = 4 * elems(w.shape);
-    e.weights += half ? f32Bytes / 2 : f32Bytes;
+    int64_t f32Bytes = formatBytes(Storage::F32, elems(w.shape));
+    e.weights += formatBytes(half ? Storage::BF16 : Storage::F32, elems(w.shape));
     (half ? anyBf16 : anyF32) = true;
     bool reshaped = w.parts.size() > 1 || (!w.parts.empty() && w.parts[0].size() > 1) || w.stack || w.transpose ||
                     !w.regroup.empty() || w.block_diag > 0 || w.flatten;

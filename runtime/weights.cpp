@@ -48,9 +48,8 @@ HostTensor dequantMxfp4(const TensorView &blocks, const TensorView &scales, cons
     throw WeightError("tensor '" + name + "': MXFP4 blocks/scales have unexpected shapes or dtypes");
   int64_t E = blocks.shape[0], R = blocks.shape[1], G = blocks.shape[2];
   int64_t C = G * 32;
-  HostTensor out;
-  out.shape = {E, C, R};
-  out.data.resize(E * C * R);
+  HostTensor out(Storage::F32, {E, C, R});
+  float *o = out.f32().data();
   for (int64_t e = 0; e < E; ++e)
     for (int64_t r = 0; r < R; ++r)
       for (int64_t g = 0; g < G; ++g) {
@@ -58,24 +57,27 @@ HostTensor dequantMxfp4(const TensorView &blocks, const TensorView &scales, cons
         const uint8_t *b = blocks.data + ((e * R + r) * G + g) * 16;
         for (int i = 0; i < 16; ++i) {
           int64_t c = g * 32 + 2 * i;
-          out.data[(e * C + c) * R + r] = std::ldexp(kFp4Values[b[i] & 0x0f], exp);
-          out.data[(e * C + c + 1) * R + r] = std::ldexp(kFp4Values[b[i] >> 4], exp);
+          o[(e * C + c) * R + r] = std::ldexp(kFp4Values[b[i] & 0x0f], exp);
+          o[(e * C + c + 1) * R + r] = std::ldexp(kFp4Values[b[i] >> 4], exp);
         }
       }
   return out;
 }
 
 void transposeLastTwo(HostTensor &t) {
-  size_t rank = t.shape.size();
-  int64_t rows = t.shape[rank - 2], cols = t.shape[rank - 1];
-  int64_t batch = t.numel() / (rows * cols);
-  std::vector<float> out(t.data.size());
+  std::vector<int64_t> shape = t.shape();
+  size_t rank = shape.size();
+  int64_t rows = shape[rank - 2], cols = shape[rank - 1];
+  int64_t batch = rows * cols ? t.numel() / (rows * cols) : 0;
+  std::swap(shape[rank - 2], shape[rank - 1]);
+  HostTensor out(Storage::F32, shape);
+  const float *in = t.f32().data();
+  float *o = out.f32().data();
   for (int64_t b = 0; b < batch; ++b)
     for (int64_t i = 0; i < rows; ++i)
       for (int64_t j = 0; j < cols; ++j)
-        out[(b * cols + j) * rows + i] = t.data[(b * rows + i) * cols + j];
-  t.data = std::move(out);
-  std::swap(t.shape[rank - 2], t.shape[rank - 1]);
+        o[(b * cols + j) * rows + i] = in[(b * rows + i) * cols + j];
+  t = std::move(out);
 }
 
 // splitmix64: the random weights depend only on the seed and the weight's name.
@@ -87,9 +89,8 @@ uint64_t splitmix(uint64_t &state) {
 }
 
 HostTensor randomTensor(const WeightEntry &w, uint64_t seed) {
-  HostTensor t;
-  t.shape = w.shape;
-  t.data.resize(t.numel());
+  HostTensor t(Storage::F32, w.shape);
+  float *data = t.f32().data();
   uint64_t nameHash = seed;
   for (char c : w.name)
     nameHash = nameHash * 1099511628211ull ^ (uint8_t)c;
@@ -106,7 +107,7 @@ HostTensor randomTensor(const WeightEntry &w, uint64_t seed) {
       double u = (double)(splitmix(state) >> 11) / (double)(1ull << 53) * 2 - 1;
       // bf16 values, as a bf16 checkpoint's: every backend holds them as it would a checkpoint's
       // (the CPU backend's matrices in bf16, exactly), so a large model fits as it would.
-      t.data[i] = bf16ToFloat(floatToBf16((float)((isNorm ? 1.0 : 0.0) + u * scale)));
+      data[i] = bf16ToFloat(floatToBf16((float)((isNorm ? 1.0 : 0.0) + u * scale)));
     }
   };
   int threads = (int)std::min<int64_t>(chunks, std::max(1u, std::thread::hardware_concurrency()));
@@ -140,26 +141,26 @@ namespace {
 
 // A stored tensor as float32: F32, BF16 and F16 convert exactly.
 HostTensor toFloat(const TensorView &v, const std::string &name) {
-  HostTensor t;
-  t.shape = v.shape;
+  HostTensor t(Storage::F32, v.shape);
   int64_t n = v.numel();
-  t.data.resize(n);
+  float *out = t.f32().data();
   switch (v.dtype) {
   case StDType::F32:
-    std::memcpy(t.data.data(), v.data, n * 4);
+    if (n)
+      std::memcpy(out, v.data, n * 4);
     break;
   case StDType::BF16:
     for (int64_t i = 0; i < n; ++i) {
       uint16_t h;
       std::memcpy(&h, v.data + 2 * i, 2);
-      t.data[i] = bf16ToFloat(h);
+      out[i] = bf16ToFloat(h);
     }
     break;
   case StDType::F16:
     for (int64_t i = 0; i < n; ++i) {
       uint16_t h;
       std::memcpy(&h, v.data + 2 * i, 2);
-      t.data[i] = f16ToFloat(h);
+      out[i] = f16ToFloat(h);
     }
     break;
   default:
@@ -217,19 +218,19 @@ HostTensor dequantFp8Blocks(const TensorView &q, const HostTensor &scale, int64_
   int64_t SR = R ? (R - 1) / blockRows + 1 : 0, SC = C ? (C - 1) / blockCols + 1 : 0;
   want.push_back(SR);
   want.push_back(SC);
-  if (scale.shape != want)
-    throw WeightError("tensor '" + scaleName + "' has shape " + shapeText(scale.shape) + ", but F8_E4M3 tensor '" +
+  if (scale.shape() != want)
+    throw WeightError("tensor '" + scaleName + "' has shape " + shapeText(scale.shape()) + ", but F8_E4M3 tensor '" +
                       name + "' of shape " + shapeText(q.shape) + " in blocks of " + std::to_string(blockRows) +
                       "x" + std::to_string(blockCols) + " needs " + shapeText(want));
-  HostTensor out;
-  out.shape = q.shape;
-  out.data.resize(q.numel());
+  HostTensor out(Storage::F32, q.shape);
+  const float *s = scale.f32().data();
+  float *o = out.f32().data();
   int64_t batch = R * C ? q.numel() / (R * C) : 0;
   for (int64_t b = 0; b < batch; ++b)
     for (int64_t i = 0; i < R; ++i) {
-      const float *srow = &scale.data[(b * SR + i / blockRows) * SC];
+      const float *srow = s + (b * SR + i / blockRows) * SC;
       const uint8_t *qrow = q.data + (b * R + i) * C;
-      float *orow = &out.data[(b * R + i) * C];
+      float *orow = o + (b * R + i) * C;
       for (int64_t j = 0; j < C; ++j)
         orow[j] = fp8E4m3ToFloat(qrow[j]) * srow[j / blockCols];
     }
@@ -252,83 +253,107 @@ HostTensor readTensorAsFloat(const Checkpoint &ckpt, const std::string &requeste
 
 namespace {
 
+// Tensors of one format laid end to end in one of `shape` (as many elements as they hold).
+HostTensor joined(const std::vector<HostTensor> &pieces, const std::vector<int64_t> &shape) {
+  HostTensor out(pieces[0].format(), shape);
+  uint8_t *dst = out.data();
+  for (const HostTensor &p : pieces) {
+    if (p.bytes())
+      std::memcpy(dst, p.data(), p.bytes());
+    dst += p.bytes();
+  }
+  return out;
+}
+
 // Rows viewed as [outer][segments...], reordered to [segments...][outer].
 void regroupRows(HostTensor &t, const std::vector<int64_t> &regroup, const std::string &name) {
   int64_t outer = regroup[0], perGroup = 0;
   for (size_t i = 1; i < regroup.size(); ++i)
     perGroup += regroup[i];
-  int64_t rows = t.shape.empty() ? 0 : t.shape[0];
+  int64_t rows = t.shape().empty() ? 0 : t.shape()[0];
   if (rows < outer * perGroup)
     throw WeightError("weight '" + name + "' has " + std::to_string(rows) +
                       " rows, fewer than the regroup covers");
   int64_t rowElems = rows ? t.numel() / rows : 0;
-  std::vector<float> out(t.data); // rows past the regrouped ones stay in place
+  HostTensor out = t; // rows past the regrouped ones stay in place
+  const float *in = t.f32().data();
+  float *o = out.f32().data();
   int64_t dst = 0;
   for (size_t s = 1, segStart = 0; s < regroup.size(); segStart += regroup[s], ++s)
     for (int64_t g = 0; g < outer; ++g)
       for (int64_t r = 0; r < regroup[s]; ++r, ++dst)
-        std::copy_n(&t.data[(g * perGroup + segStart + r) * rowElems], rowElems, &out[dst * rowElems]);
-  t.data = std::move(out);
+        std::copy_n(in + (g * perGroup + segStart + r) * rowElems, rowElems, o + dst * rowElems);
+  t = std::move(out);
 }
 
 // The part as [R, C] (leading dimensions flattened), cut into n blocks of R / n rows placed
 // along the diagonal of a zero [R, n * C] matrix.
 void blockDiagonal(HostTensor &t, int64_t n, const std::string &name) {
-  if (t.shape.empty())
+  if (t.shape().empty())
     throw WeightError("weight '" + name + "' has no dimensions to place on a diagonal");
-  int64_t C = t.shape.back(), R = C ? t.numel() / C : 0;
+  int64_t C = t.shape().back(), R = C ? t.numel() / C : 0;
   if (R % n != 0)
     throw WeightError("weight '" + name + "' has " + std::to_string(R) + " rows, which " +
                       std::to_string(n) + " diagonal blocks cannot share");
   int64_t per = R / n;
-  std::vector<float> out((size_t)(R * n * C), 0.0f);
+  HostTensor out(Storage::F32, {R, n * C}); // zero-filled
+  const float *in = t.f32().data();
+  float *o = out.f32().data();
   for (int64_t r = 0; r < R; ++r)
-    std::copy_n(&t.data[r * C], C, &out[r * n * C + (r / per) * C]);
-  t.data = std::move(out);
-  t.shape = {R, n * C};
+    std::copy_n(in + r * C, C, o + r * n * C + (r / per) * C);
+  t = std::move(out);
 }
 
 // Runs of leading-dimension rows multiplied by their factors: [rows, factor, ...].
 void scaleRows(HostTensor &t, const std::vector<double> &scales, const std::string &name) {
-  int64_t rows = t.shape.empty() ? 0 : t.shape[0], covered = 0;
+  int64_t rows = t.shape().empty() ? 0 : t.shape()[0], covered = 0;
   for (size_t i = 0; i + 1 < scales.size(); i += 2)
     covered += (int64_t)scales[i];
   if (covered != rows)
     throw WeightError("weight '" + name + "' has " + std::to_string(rows) + " rows but its row_scales cover " +
                       std::to_string(covered));
   int64_t rowElems = rows ? t.numel() / rows : 0, row = 0;
+  float *data = t.f32().data();
   for (size_t i = 0; i + 1 < scales.size(); i += 2) {
     float f = (float)scales[i + 1];
     for (int64_t end = row + (int64_t)scales[i]; row < end; ++row)
       for (int64_t j = 0; j < rowElems; ++j)
-        t.data[row * rowElems + j] *= f;
+        data[row * rowElems + j] *= f;
   }
+}
+
+// One part of a program weight: its tensors read as float32 and concatenated along dimension 0
+// (their trailing dimensions must agree), each first flattened to a matrix when asked.
+HostTensor readConcatenated(const Checkpoint &ckpt, const std::vector<std::string> &names, const WeightEntry &w,
+                            const ModelMeta &meta) {
+  std::vector<HostTensor> pieces;
+  std::vector<int64_t> shape;
+  for (const std::string &n : names) {
+    HostTensor t = readTensorAsFloat(ckpt, n, meta);
+    const std::vector<int64_t> &s = t.shape();
+    if (w.flatten && !s.empty()) // a matrix of the last dimension, whatever the rank
+      t.reshape({s.back() ? t.numel() / s.back() : 0, s.back()});
+    if (!pieces.empty() && (t.shape().empty() || t.shape().size() != shape.size() ||
+                            !std::equal(t.shape().begin() + 1, t.shape().end(), shape.begin() + 1)))
+      throw WeightError("tensor '" + n + "' has shape " + shapeText(t.shape()) +
+                        ", which cannot be concatenated with " + shapeText(shape) + " for program weight '" +
+                        w.name + "'");
+    if (pieces.empty())
+      shape = t.shape();
+    else
+      shape[0] += t.shape()[0];
+    pieces.push_back(std::move(t));
+  }
+  if (pieces.size() == 1)
+    return std::move(pieces[0]);
+  return joined(pieces, shape);
 }
 
 // One program weight from the checkpoint: parts concatenated, transposed, stacked, checked.
 HostTensor assemble(const WeightEntry &w, const Checkpoint &ckpt, const ModelMeta &meta) {
   std::vector<HostTensor> parts;
   for (const auto &names : w.parts) {
-    HostTensor part;
-    if (w.mxfp4)
-      part = readMxfp4(ckpt, names, meta);
-    for (const std::string &n : w.mxfp4 ? std::vector<std::string>{} : names) {
-      HostTensor t = readTensorAsFloat(ckpt, n, meta);
-      if (w.flatten && !t.shape.empty()) // a matrix of the last dimension, whatever the rank
-        t.shape = {t.shape.back() ? t.numel() / t.shape.back() : 0, t.shape.back()};
-      if (part.shape.empty()) {
-        part = std::move(t);
-        continue;
-      }
-      // Concatenate along dimension 0: trailing dimensions must agree.
-      if (t.shape.size() != part.shape.size() ||
-          !std::equal(t.shape.begin() + 1, t.shape.end(), part.shape.begin() + 1))
-        throw WeightError("tensor '" + n + "' has shape " + shapeText(t.shape) +
-                          ", which cannot be concatenated with " + shapeText(part.shape) +
-                          " for program weight '" + w.name + "'");
-      part.shape[0] += t.shape[0];
-      part.data.insert(part.data.end(), t.data.begin(), t.data.end());
-    }
+    HostTensor part = w.mxfp4 ? readMxfp4(ckpt, names, meta) : readConcatenated(ckpt, names, w, meta);
     if (w.block_diag > 0)
       blockDiagonal(part, w.block_diag, w.name);
     if (!w.regroup.empty())
@@ -340,10 +365,10 @@ HostTensor assemble(const WeightEntry &w, const Checkpoint &ckpt, const ModelMet
       if (part.numel() != want)
         throw WeightError("tensor '" + names[0] + "' and the rest of its part hold " + std::to_string(part.numel()) +
                           " elements but '" + w.name + "' needs " + shapeText(w.shape));
-      part.shape = w.shape;
+      part.reshape(w.shape);
     }
     if (w.transpose) {
-      if (part.shape.size() < 2)
+      if (part.shape().size() < 2)
         throw WeightError("tensor '" + names[0] + "' must have at least 2 dimensions");
       transposeLastTwo(part);
     }
@@ -351,25 +376,24 @@ HostTensor assemble(const WeightEntry &w, const Checkpoint &ckpt, const ModelMet
   }
   HostTensor out;
   if (w.stack) {
-    out.shape = {(int64_t)parts.size()};
-    out.shape.insert(out.shape.end(), parts[0].shape.begin(), parts[0].shape.end());
-    for (const HostTensor &p : parts) {
-      if (p.shape != parts[0].shape)
-        throw WeightError("expert tensors of '" + w.name + "' differ in shape: " +
-                          shapeText(p.shape) + " vs " + shapeText(parts[0].shape));
-      out.data.insert(out.data.end(), p.data.begin(), p.data.end());
-    }
+    for (const HostTensor &p : parts)
+      if (p.shape() != parts[0].shape())
+        throw WeightError("expert tensors of '" + w.name + "' differ in shape: " + shapeText(p.shape()) + " vs " +
+                          shapeText(parts[0].shape()));
+    std::vector<int64_t> shape = {(int64_t)parts.size()};
+    shape.insert(shape.end(), parts[0].shape().begin(), parts[0].shape().end());
+    out = joined(parts, shape);
   } else {
     out = std::move(parts[0]);
   }
-  if (out.shape != w.shape) {
+  if (out.shape() != w.shape) {
     std::string names;
     for (const auto &p : w.parts)
       for (const auto &n : p)
         names += (names.empty() ? "" : " + ") + n;
     if (names.size() > 160)
       names = names.substr(0, 160) + "...";
-    throw WeightError("tensor '" + names + "' has shape " + shapeText(out.shape) +
+    throw WeightError("tensor '" + names + "' has shape " + shapeText(out.shape()) +
                       " but the model needs " + shapeText(w.shape) + " for '" + w.name + "'");
   }
   if (!w.row_scales.empty())
@@ -415,15 +439,14 @@ bool assembleBf16(const WeightEntry &w, const Checkpoint &ckpt, const ModelMeta 
     shape.insert(shape.begin(), (int64_t)views.size());
   if (shape != w.shape)
     return false;
-  out.shape = shape;
-  out.bf16.resize(out.numel());
-  uint8_t *dst = reinterpret_cast<uint8_t *>(out.bf16.data());
+  out = HostTensor(Storage::BF16, shape);
+  uint8_t *dst = out.data();
   for (const auto &part : views)
     for (const TensorView *v : part) {
-      std::memcpy(dst, v->data, v->bytes);
+      if (v->bytes)
+        std::memcpy(dst, v->data, v->bytes);
       dst += v->bytes;
     }
-  out.isBf16 = true;
   return true;
 }
 
@@ -457,24 +480,24 @@ namespace {
 // Float32 values whose low 16 bits are all zero are bf16 values: keeping the high halves loses
 // nothing. Leaves `t` float32 when any value is not.
 void keepAsBf16(HostTensor &t) {
-  if (t.isBf16)
+  if (t.format() != Storage::F32)
     return;
-  const float *f = t.data.data();
-  size_t n = t.data.size();
+  const float *f = t.f32().data();
+  size_t n = (size_t)t.numel();
   for (size_t i = 0; i < n; ++i) {
     uint32_t u;
     std::memcpy(&u, f + i, 4);
     if (u & 0xffffu)
       return;
   }
-  t.bf16.resize(n);
+  HostTensor held(Storage::BF16, t.shape());
+  uint16_t *h = held.bf16().data();
   for (size_t i = 0; i < n; ++i) {
     uint32_t u;
     std::memcpy(&u, f + i, 4);
-    t.bf16[i] = (uint16_t)(u >> 16);
+    h[i] = (uint16_t)(u >> 16);
   }
-  std::vector<float>().swap(t.data);
-  t.isBf16 = true;
+  t = std::move(held);
 }
 
 } // namespace

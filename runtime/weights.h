@@ -1,32 +1,19 @@
-// Program weights as host tensors, assembled from a checkpoint by the artefact's weight
-// manifest, or generated from a seed: float32, or bf16 where the loader is asked to keep a
-// weight so and every value of it is a bf16 value (exact: the checkpoint stored it in bf16).
+// Program weights as host tensors (runtime/tensor.h), assembled from a checkpoint by the
+// artefact's weight manifest, or generated from a seed: F32, or BF16 where the loader is asked to
+// keep a weight so and every value of it is a bf16 value (exact: the checkpoint stored it in
+// bf16). Quantized checkpoints (MXFP4 experts, block-scaled FP8) are dequantised as they load.
 #ifndef CBC_RUNTIME_WEIGHTS_H
 #define CBC_RUNTIME_WEIGHTS_H
 
 #include "runtime/artefact.h"
 #include "runtime/safetensors.h"
+#include "runtime/tensor.h"
 #include "runtime/weight_source.h"
 
 #include <functional>
 #include <map>
 
 namespace cbc::rt {
-
-struct HostTensor {
-  std::vector<int64_t> shape;
-  std::vector<float> data;     // float32 values, unless held as bf16
-  std::vector<uint16_t> bf16;  // bf16 bit patterns, when isBf16
-  bool isBf16 = false;
-  // bf16 matrices stored in the CPU backend's packed panels (runtime/cpu/matrix.h), which the
-  // backend arranges after loading.
-  bool packed = false;
-  int64_t numel() const {
-    int64_t n = 1;
-    for (int64_t d : shape) n *= d;
-    return n;
-  }
-};
 
 class WeightStore {
 public:

@@ -33,29 +33,25 @@ bool productWeight(const Instr &in, size_t i) {
   return (in.opcode == fb::Opcode::Linear && i == 1) || (in.opcode == fb::Opcode::MoeExperts && (i == 3 || i == 4));
 }
 
-// bf16 weights read only by matrix products, in shapes that allow it, go to the packed layout
-// the AMX GEMM and the matrix-vector kernels read fastest (runtime/cpu/matrix.h). The embedding
-// table stays row-major: a token reads its row.
+// Weights read only by matrix products go to the format those read fastest where theirs packs
+// (bf16 into the panels the AMX GEMM and the matrix-vector kernels read, runtime/cpu/formats.h)
+// and their shape allows it. The embedding table stays row-major: a token reads its row.
 void packMatrices(const Artefact &a, WeightStore &w) {
   // Per weight, the (rows, columns) of the matrices its uses multiply by; cleared for good when
   // a use is not a product or the uses disagree.
   std::vector<std::optional<std::pair<int64_t, int64_t>>> shape(w.size());
   std::vector<bool> product(w.size(), true);
   forEachWeightUse(a, [&](const Instr &in, size_t i, int wi) {
-    const std::vector<int64_t> &dims = w.get(wi).shape;
+    const std::vector<int64_t> &dims = w.get(wi).shape();
     size_t rank = in.opcode == fb::Opcode::Linear ? 2 : 3;
     std::pair<int64_t, int64_t> s = dims.size() == rank ? std::pair{dims[rank - 2], dims[rank - 1]} : std::pair{0l, 0l};
     if (!productWeight(in, i) || dims.size() != rank || (shape[wi] && *shape[wi] != s))
       product[wi] = false;
     shape[wi] = s;
   });
-  for (int i = 0; i < (int)w.size(); ++i) {
-    HostTensor &t = w.get(i);
-    if (!t.isBf16 || t.packed || !product[i] || !shape[i] || !cpu::packable(shape[i]->first, shape[i]->second))
-      continue;
-    cpu::packBf16(t.bf16.data(), t.numel() / (shape[i]->first * shape[i]->second), shape[i]->first, shape[i]->second);
-    t.packed = true;
-  }
+  for (int i = 0; i < (int)w.size(); ++i)
+    if (product[i] && shape[i])
+      cpu::packForProducts(w.get(i));
 }
 
 class CpuBackend : public Backend {

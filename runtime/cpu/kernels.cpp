@@ -18,14 +18,12 @@ void serialFor(int64_t n, const std::function<void(int64_t)> &fn) {
 }
 
 void embed(const int32_t *tokens, int64_t T, Matrix table, int64_t H, float scale, float *out) {
+  auto toFloatRow = storageTraits(table.format).toFloatRow;
   for (int64_t t = 0; t < T; ++t) {
-    int64_t at = (int64_t)tokens[t] * H;
-    if (table.bf16)
-      for (int64_t j = 0; j < H; ++j)
-        out[t * H + j] = bf16ToFloat(table.bf16[at + j]) * scale;
-    else
-      for (int64_t j = 0; j < H; ++j)
-        out[t * H + j] = table.f32[at + j] * scale;
+    float *row = out + t * H;
+    toFloatRow(table.data, H, tokens[t], row);
+    for (int64_t j = 0; j < H; ++j)
+      row[j] *= scale;
   }
 }
 

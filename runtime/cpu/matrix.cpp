@@ -14,10 +14,6 @@ namespace cbc::rt::cpu {
 
 namespace {
 
-inline int64_t packedIndex(int64_t n, int64_t k, int64_t K) {
-  return ((n / kPanelRows) * (K / 2) + k / 2) * 32 + (n % kPanelRows) * 2 + k % 2;
-}
-
 std::atomic<bool> portableOnly{false}, blasOnly{false};
 
 bool useAvx512() {
@@ -47,38 +43,29 @@ __attribute__((target_clones("avx2", "default"))) void dotRows(const float *x, i
   }
 }
 
-// Rows [n0, n0 + rows) of w as float32, from any layout.
+// Rows [n0, n0 + rows) of w as float32, from any format.
 void widenRows(Matrix w, int64_t K, int64_t n0, int64_t rows, float *out) {
-  if (w.f32) {
-    std::memcpy(out, w.f32 + n0 * K, rows * K * sizeof(float));
-  } else if (!w.packed) {
-    for (int64_t i = 0; i < rows * K; ++i)
-      out[i] = bf16ToFloat(w.bf16[n0 * K + i]);
-  } else {
-    for (int64_t r = 0; r < rows; ++r)
-      for (int64_t k = 0; k < K; ++k)
-        out[r * K + k] = bf16ToFloat(w.bf16[packedIndex(n0 + r, k, K)]);
-  }
+  auto toFloatRow = storageTraits(w.format).toFloatRow;
+  for (int64_t r = 0; r < rows; ++r)
+    toFloatRow(w.data, K, n0 + r, out + r * K);
 }
 
 void gemvPortable(const float *x, int64_t M, int64_t K, Matrix w, int64_t n0, int64_t n1, int64_t N, float *y) {
   thread_local std::vector<float> row;
   row.resize(K);
+  auto toFloatRow = storageTraits(w.format).toFloatRow;
   for (int64_t n = n0; n < n1; ++n) {
-    widenRows(w, K, n, 1, row.data());
+    toFloatRow(w.data, K, n, row.data());
     dotRows(x, M, K, row.data(), y + n, N);
   }
 }
 
 void gemv(const float *x, int64_t M, int64_t K, Matrix w, int64_t n0, int64_t n1, int64_t N, float *y) {
-  if (!useAvx512())
-    gemvPortable(x, M, K, w, n0, n1, N, y);
-  else if (w.f32)
-    x86::gemvRows(x, M, K, w.f32, n0, n1, N, y);
-  else if (w.packed)
-    x86::gemvPacked(x, M, K, w.bf16, n0, n1, N, y);
+  GemvFn fast = formatKernels(w.format).gemvAvx512;
+  if (fast && useAvx512())
+    fast(x, M, K, w.data, n0, n1, N, y);
   else
-    x86::gemvRows(x, M, K, w.bf16, n0, n1, N, y);
+    gemvPortable(x, M, K, w, n0, n1, N, y);
 }
 
 // Columns per task of the AMX GEMM: their panels (2 K bytes a column) within about 1 MiB, so
@@ -106,18 +93,17 @@ void amxGemm(const float *x, int64_t M, int64_t K, const uint16_t *w, int64_t N,
   });
 }
 
-// Rows of w per task of the BLAS GEMM: a bf16 panel is widened into a scratch buffer of at most
-// 1 MiB (it stays in L2 while BLAS packs it), at least 16 rows so that BLAS's own blocking has
-// room; float32 panels are split alike.
+// Rows of w per task of the BLAS GEMM: a block of rows sgemm cannot read as stored (bf16) is
+// widened into a scratch buffer of at most 1 MiB (it stays in L2 while BLAS packs it), at least
+// 16 rows so that BLAS's own blocking has room; float32 rows are split alike.
 int64_t blasRowsPerTask(int64_t K) { return std::max<int64_t>(16, (int64_t(1) << 18) / std::max<int64_t>(K, 1)); }
 
 void blasGemm(const float *x, int64_t M, int64_t K, Matrix w, int64_t N, float *y, const ParallelFor &pfor) {
-  int64_t per = blasRowsPerTask(K);
-  if (w.packed)
-    per = (per + kPanelRows - 1) / kPanelRows * kPanelRows;
+  const FormatKernels &kernels = formatKernels(w.format);
+  int64_t per = (blasRowsPerTask(K) + kernels.rowBlock - 1) / kernels.rowBlock * kernels.rowBlock;
   pfor((N + per - 1) / per, [&](int64_t t) {
     int64_t n0 = t * per, rows = std::min(per, N - n0);
-    const float *panel = w.f32 ? w.f32 + n0 * K : nullptr;
+    const float *panel = kernels.sgemmReads ? reinterpret_cast<const float *>(w.data) + n0 * K : nullptr;
     thread_local std::vector<float> wide;
     if (!panel) {
       wide.resize(rows * K);
@@ -130,17 +116,6 @@ void blasGemm(const float *x, int64_t M, int64_t K, Matrix w, int64_t N, float *
 }
 
 } // namespace
-
-void packBf16(uint16_t *w, int64_t count, int64_t N, int64_t K) {
-  std::vector<uint16_t> panel(kPanelRows * K);
-  for (int64_t p = 0; p < count * N / kPanelRows; ++p) {
-    uint16_t *dst = w + p * kPanelRows * K;
-    std::memcpy(panel.data(), dst, panel.size() * sizeof(uint16_t));
-    for (int64_t r = 0; r < kPanelRows; ++r)
-      for (int64_t k = 0; k < K; ++k)
-        dst[packedIndex(r, k, K)] = panel[r * K + k];
-  }
-}
 
 void scoreKeys(const float *q, int64_t G, int64_t D, const float *const *keys, int64_t n, float *scores) {
   if (useAvx512() && D % 16 == 0)
@@ -173,8 +148,8 @@ void matmul(const float *x, int64_t M, int64_t K, Matrix w, int64_t N, float *y,
     // large enough that handing one out costs little against streaming its rows.
     const int64_t per = 64;
     pfor((N + per - 1) / per, [&](int64_t t) { gemv(x, M, K, w, t * per, std::min(N, (t + 1) * per), N, y); });
-  } else if (w.packed && useAmx()) {
-    amxGemm(x, M, K, w.bf16, N, y, pfor);
+  } else if (formatKernels(w.format).amxTiles && useAmx()) {
+    amxGemm(x, M, K, reinterpret_cast<const uint16_t *>(w.data), N, y, pfor);
   } else {
     blasGemm(x, M, K, w, N, y, pfor);
   }

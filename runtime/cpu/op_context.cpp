@@ -18,17 +18,17 @@ const float *StepEnv::weight(int value) const {
     throw std::runtime_error("cpu backend: value " + std::to_string(value) + " is not a weight");
   const HostTensor &t = weights->get(v.weight);
   // Only the operands cpuBf16Weights() names read bf16 weights; any other is a backend bug.
-  if (t.isBf16)
-    throw std::logic_error("cpu backend: weight " + std::to_string(v.weight) + " is held as bf16");
-  return t.data.data();
+  if (t.format() != Storage::F32)
+    throw std::logic_error("cpu backend: weight " + std::to_string(v.weight) + " is held as " +
+                           formatName(t.format()));
+  return t.f32().data();
 }
 
 Matrix StepEnv::matrix(int value) const {
   const Value &v = artefact->program.values[value];
   if (v.kind != Value::Weight)
     throw std::runtime_error("cpu backend: value " + std::to_string(value) + " is not a weight");
-  const HostTensor &t = weights->get(v.weight);
-  return t.isBf16 ? Matrix(t.bf16.data(), t.packed) : Matrix(t.data.data());
+  return Matrix(weights->get(v.weight));
 }
 
 int64_t StepEnv::rows(int value) const {
@@ -95,7 +95,7 @@ void OpContext::needArg(size_t input, StepArg a) const {
 const std::vector<int64_t> &OpContext::weightShape(int v) const {
   if (value(v).kind != Value::Weight)
     fail("expects a weight operand");
-  return weights_.get(value(v).weight).shape;
+  return weights_.get(value(v).weight).shape();
 }
 
 int64_t OpContext::weightNumel(int v) const {

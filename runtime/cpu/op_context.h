@@ -36,7 +36,7 @@ struct StepEnv {
   float *f32(int value);
   int32_t *i32(int value) { return reinterpret_cast<int32_t *>(f32(value)); }
   const float *weight(int value) const; // a weight held as float32
-  Matrix matrix(int value) const;       // a weight held as float32 or bf16
+  Matrix matrix(int value) const;       // a weight in any format
   int64_t rows(int value) const; // the step's rows of an activation: tokens or logit rows
   const int32_t *arg(StepArg a) const;
   const int32_t *groupTables(int group) const {

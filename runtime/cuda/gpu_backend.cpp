@@ -79,18 +79,29 @@ private:
 
 size_t elemBytes(DType d) { return d == DType::BF16 || d == DType::F16 ? 2 : 4; }
 
-// Host fp32 to the device dtype.
+// A host tensor in the device dtype: its bytes when its format is that dtype's, else its rows
+// widened to float32 (exact) and, for bf16, rounded.
 std::vector<uint8_t> convert(const HostTensor &t, DType d) {
-  std::vector<uint8_t> out(t.data.size() * elemBytes(d));
-  if (d == DType::F32) {
-    if (!out.empty()) // an empty vector's data() may be null: memcpy's arguments must not be
-      std::memcpy(out.data(), t.data.data(), out.size());
-  } else if (d == DType::BF16) {
-    auto *p = reinterpret_cast<uint16_t *>(out.data());
-    for (size_t i = 0; i < t.data.size(); ++i)
-      p[i] = floatToBf16(t.data[i]);
-  } else {
+  if (d != DType::F32 && d != DType::BF16)
     throw std::runtime_error("gpu backend: weights must be bf16 or f32 on the device");
+  Format want = d == DType::F32 ? Storage::F32 : Storage::BF16;
+  std::vector<uint8_t> out(formatBytes(want, t.numel()));
+  if (out.empty()) // an empty vector's data() may be null: memcpy's arguments must not be
+    return out;
+  if (t.format() == want) {
+    std::memcpy(out.data(), t.data(), out.size());
+    return out;
+  }
+  int64_t cols = t.shape().empty() ? 1 : t.shape().back(), rows = t.numel() / cols;
+  auto toFloatRow = storageTraits(t.format()).toFloatRow;
+  std::vector<float> row(cols);
+  auto *f32 = reinterpret_cast<float *>(out.data());
+  auto *bf16 = reinterpret_cast<uint16_t *>(out.data());
+  for (int64_t r = 0; r < rows; ++r) {
+    toFloatRow(t.data(), cols, r, want == Storage::F32 ? f32 + r * cols : row.data());
+    if (want == Storage::BF16)
+      for (int64_t c = 0; c < cols; ++c)
+        bf16[r * cols + c] = floatToBf16(row[c]);
   }
   return out;
 }

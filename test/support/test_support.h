@@ -21,6 +21,12 @@ std::string readFile(const std::string &path);
 std::vector<std::string> fixtureFamilies();   // directories under test/parity/fixtures
 std::string fixtureDir(const std::string &family);
 
+// An F32 host tensor's values, to compare whole (any other format throws std::logic_error).
+inline std::vector<float> floats(const rt::HostTensor &t) {
+  std::span<const float> v = t.f32();
+  return {v.begin(), v.end()};
+}
+
 // The committed artefact of a parity fixture, test/artefacts/<family>.fb (cbc compile --no-cuda
 // of its config; tools/refresh_test_artefacts.sh writes them and a compiler unit test checks
 // they are current), so that the runtime's tests need no compiler. Read once per process.

@@ -47,9 +47,9 @@ TEST(WeightTransforms, ZambaPerHeadProjectionsOnBlockDiagonals) {
   // x_proj_weight [2 heads, R + 2N = 2 + 32, hd = 32]: program rows [dt of both heads | B | C],
   // columns the 64 channels; head h's block is x_proj_weight[h] at columns h * 32.
   rt::HostTensor xp = z.raw("model.layers.0.mamba.x_proj_weight");
-  ASSERT_EQ(xp.shape, (std::vector<int64_t>{2, 34, 32}));
+  ASSERT_EQ(xp.shape(), (std::vector<int64_t>{2, 34, 32}));
   const rt::HostTensor &w = z.weight("layers.0.mamba.x_proj");
-  ASSERT_EQ(w.shape, (std::vector<int64_t>{68, 64}));
+  ASSERT_EQ(w.shape(), (std::vector<int64_t>{68, 64}));
   const int64_t R = 2, N = 16, hd = 32, nh = 2, rows = R + 2 * N;
   for (int64_t h = 0; h < nh; ++h)
     for (int64_t seg = 0; seg < 3; ++seg) {
@@ -57,26 +57,26 @@ TEST(WeightTransforms, ZambaPerHeadProjectionsOnBlockDiagonals) {
       int64_t dst0 = seg == 0 ? 0 : seg == 1 ? nh * R : nh * (R + N);
       for (int64_t r = 0; r < size; ++r)
         for (int64_t c = 0; c < nh * hd; ++c) {
-          float want = c / hd == h ? xp.data[(h * rows + src0 + r) * hd + c % hd] : 0.0f;
-          ASSERT_EQ(w.data[(dst0 + h * size + r) * nh * hd + c], want) << "head " << h << " segment " << seg;
+          float want = c / hd == h ? xp.f32()[(h * rows + src0 + r) * hd + c % hd] : 0.0f;
+          ASSERT_EQ(w.f32()[(dst0 + h * size + r) * nh * hd + c], want) << "head " << h << " segment " << seg;
         }
     }
   // dt_proj_weight [2, hd, R]: program [64, 2 x R], channel c of head h reads head h's dt.
   rt::HostTensor dp = z.raw("model.layers.0.mamba.dt_proj_weight");
   const rt::HostTensor &d = z.weight("layers.0.mamba.dt_proj");
-  ASSERT_EQ(d.shape, (std::vector<int64_t>{64, 4}));
+  ASSERT_EQ(d.shape(), (std::vector<int64_t>{64, 4}));
   for (int64_t c = 0; c < nh * hd; ++c)
     for (int64_t j = 0; j < nh * R; ++j)
-      ASSERT_EQ(d.data[c * nh * R + j], j / R == c / hd ? dp.data[c * R + j % R] : 0.0f) << c << ", " << j;
+      ASSERT_EQ(d.f32()[c * nh * R + j], j / R == c / hd ? dp.f32()[c * R + j % R] : 0.0f) << c << ", " << j;
   // in_proj interleaves x (even rows) and z (odd rows): program rows [x | z].
   rt::HostTensor ip = z.raw("model.layers.0.mamba.in_proj.weight");
   const rt::HostTensor &in = z.weight("layers.0.mamba.in");
   const int64_t I = nh * hd, H = 32;
-  ASSERT_EQ(in.shape, (std::vector<int64_t>{2 * I, H}));
+  ASSERT_EQ(in.shape(), (std::vector<int64_t>{2 * I, H}));
   for (int64_t c = 0; c < I; ++c)
     for (int64_t k = 0; k < H; ++k) {
-      ASSERT_EQ(in.data[c * H + k], ip.data[(2 * c) * H + k]);
-      ASSERT_EQ(in.data[(I + c) * H + k], ip.data[(2 * c + 1) * H + k]);
+      ASSERT_EQ(in.f32()[c * H + k], ip.f32()[(2 * c) * H + k]);
+      ASSERT_EQ(in.f32()[(I + c) * H + k], ip.f32()[(2 * c + 1) * H + k]);
     }
 }
 
@@ -89,46 +89,46 @@ TEST(WeightTransforms, InklingSinkExpertsLeadTheRoutedOnes) {
   rt::HostTensor g = k.raw("model.layers.1.mlp.shared_experts.gate_proj");
   rt::HostTensor u = k.raw("model.layers.1.mlp.shared_experts.up_proj");
   rt::HostTensor r = k.raw("model.layers.1.mlp.experts.gate_up_proj");
-  ASSERT_EQ(g.shape, (std::vector<int64_t>{S, I, H}));
-  ASSERT_EQ(r.shape, (std::vector<int64_t>{E, 2 * I, H}));
+  ASSERT_EQ(g.shape(), (std::vector<int64_t>{S, I, H}));
+  ASSERT_EQ(r.shape(), (std::vector<int64_t>{E, 2 * I, H}));
   const rt::HostTensor &w = k.weight("layers.1.moe.gate_up");
-  ASSERT_EQ(w.shape, (std::vector<int64_t>{S + E, 2 * I, H}));
+  ASSERT_EQ(w.shape(), (std::vector<int64_t>{S + E, 2 * I, H}));
   for (int64_t e = 0; e < S + E; ++e)
     for (int64_t row = 0; row < 2 * I; ++row)
       for (int64_t c = 0; c < H; ++c) {
-        float want = e >= S      ? r.data[((e - S) * 2 * I + row) * H + c]
-                     : row < I   ? g.data[(e * I + row) * H + c]
-                                 : u.data[(e * I + row - I) * H + c];
-        ASSERT_EQ(w.data[(e * 2 * I + row) * H + c], want) << "expert " << e << " row " << row;
+        float want = e >= S      ? r.f32()[((e - S) * 2 * I + row) * H + c]
+                     : row < I   ? g.f32()[(e * I + row) * H + c]
+                                 : u.f32()[(e * I + row - I) * H + c];
+        ASSERT_EQ(w.f32()[(e * 2 * I + row) * H + c], want) << "expert " << e << " row " << row;
       }
   rt::HostTensor sd = k.raw("model.layers.1.mlp.shared_experts.down_proj");
   rt::HostTensor rd = k.raw("model.layers.1.mlp.experts.down_proj");
   const rt::HostTensor &d = k.weight("layers.1.moe.down");
-  ASSERT_EQ(d.shape, (std::vector<int64_t>{S + E, H, I}));
+  ASSERT_EQ(d.shape(), (std::vector<int64_t>{S + E, H, I}));
   for (int64_t i = 0; i < S * H * I; ++i)
-    ASSERT_EQ(d.data[i], sd.data[i]);
+    ASSERT_EQ(d.f32()[i], sd.f32()[i]);
   for (int64_t i = 0; i < E * H * I; ++i)
-    ASSERT_EQ(d.data[S * H * I + i], rd.data[i]);
+    ASSERT_EQ(d.f32()[S * H * I + i], rd.f32()[i]);
   rt::HostTensor bank = k.raw("model.layers.2.self_attn.rel_logits_proj.proj");
   const rt::HostTensor &rp = k.weight("layers.2.attn.rel_proj");
-  ASSERT_EQ(rp.shape, (std::vector<int64_t>{4 * 4, 24}));
+  ASSERT_EQ(rp.shape(), (std::vector<int64_t>{4 * 4, 24}));
   for (int64_t i = 0; i < 16 * 24; ++i)
-    ASSERT_EQ(rp.data[i], bank.data[i % (4 * 24)]);
+    ASSERT_EQ(rp.f32()[i], bank.f32()[i % (4 * 24)]);
 }
 
 TEST(WeightTransforms, Zamba2AdapterUpProjectionsOnABlockDiagonal) {
   Loaded z("zamba2");
   const rt::HostTensor &up = z.weight("layers.4.attn.adapter_up");
-  ASSERT_EQ(up.shape, (std::vector<int64_t>{192, 24}));
+  ASSERT_EQ(up.shape(), (std::vector<int64_t>{192, 24}));
   const char *which[] = {"q", "k", "v"};
   for (int b = 0; b < 3; ++b) {
     // Slot 2 (hybrid ordinal 2) of block 0, stored under layer 1.
     rt::HostTensor t = z.raw(std::string("model.layers.1.shared_transformer.self_attn.linear_") + which[b] +
                              "_adapter_list.2.1.weight");
-    ASSERT_EQ(t.shape, (std::vector<int64_t>{64, 8}));
+    ASSERT_EQ(t.shape(), (std::vector<int64_t>{64, 8}));
     for (int64_t r = 0; r < 64; ++r)
       for (int64_t c = 0; c < 24; ++c)
-        ASSERT_EQ(up.data[(b * 64 + r) * 24 + c], c / 8 == b ? t.data[r * 8 + c % 8] : 0.0f);
+        ASSERT_EQ(up.f32()[(b * 64 + r) * 24 + c], c / 8 == b ? t.f32()[r * 8 + c % 8] : 0.0f);
   }
 }
 
@@ -138,29 +138,29 @@ TEST(WeightTransforms, FalconH1MultipliersScaleRuns) {
   const int64_t H = 32;
   rt::HostTensor ip = f.raw("model.layers.1.mamba.in_proj.weight");
   const rt::HostTensor &in = f.weight("layers.1.mamba.in");
-  ASSERT_EQ(in.shape, ip.shape);
-  ASSERT_EQ(in.shape, (std::vector<int64_t>{166, H}));
+  ASSERT_EQ(in.shape(), ip.shape());
+  ASSERT_EQ(in.shape(), (std::vector<int64_t>{166, H}));
   const double mup[] = {0.5, 1.25, 0.75, 1.5, 0.8};
   const int64_t ends[] = {48, 96, 128, 160, 166};
   for (int64_t r = 0, s = 0; r < 166; ++r) {
     if (r == ends[s])
       ++s;
     for (int64_t k = 0; k < H; ++k)
-      ASSERT_EQ(in.data[r * H + k], ip.data[r * H + k] * (float)(0.7 * mup[s])) << "row " << r;
+      ASSERT_EQ(in.f32()[r * H + k], ip.f32()[r * H + k] * (float)(0.7 * mup[s])) << "row " << r;
   }
   // q (4 heads x 12 = 48 rows), k, v (2 x 12 = 24 rows each): attention_in_multiplier 1.5, and
   // key_multiplier 0.5 on k.
   const rt::HostTensor &qkv = f.weight("layers.1.attn.qkv");
   rt::HostTensor k = f.raw("model.layers.1.self_attn.k_proj.weight");
-  ASSERT_EQ(k.shape, (std::vector<int64_t>{24, H}));
+  ASSERT_EQ(k.shape(), (std::vector<int64_t>{24, H}));
   for (int64_t r = 0; r < 24; ++r)
     for (int64_t c = 0; c < H; ++c)
-      ASSERT_EQ(qkv.data[(48 + r) * H + c], k.data[r * H + c] * (float)(1.5 * 0.5));
+      ASSERT_EQ(qkv.f32()[(48 + r) * H + c], k.f32()[r * H + c] * (float)(1.5 * 0.5));
   // The MLP's down projection: down_multiplier 1.5 on every row.
   rt::HostTensor down = f.raw("model.layers.1.feed_forward.down_proj.weight");
   const rt::HostTensor &dw = f.weight("layers.1.mlp.down");
-  for (size_t i = 0; i < down.data.size(); ++i)
-    ASSERT_EQ(dw.data[i], down.data[i] * 1.5f);
+  for (size_t i = 0; i < down.f32().size(); ++i)
+    ASSERT_EQ(dw.f32()[i], down.f32()[i] * 1.5f);
   EXPECT_EQ(f.entry("layers.1.mlp.down").row_scales, (std::vector<double>{32, 1.5}));
 }
 

@@ -66,7 +66,7 @@ TEST(Matrix, EveryPathMatchesADoubleSum) {
           rt::cpu::packBf16(packed.data(), 1, N, K);
         rt::cpu::Matrix w = layout == 0   ? rt::cpu::Matrix(c.wf.data())
                             : layout == 1 ? rt::cpu::Matrix(c.w.data())
-                                          : rt::cpu::Matrix(packed.data(), true);
+                                          : rt::cpu::Matrix(packed.data(), rt::Storage::BF16Panels);
         std::vector<float> got(M * N), serial(M * N);
         rt::cpu::linear(c.x.data(), M, K, w, N, nullptr, got.data(), pfor);
         rt::cpu::linear(c.x.data(), M, K, w, N, nullptr, serial.data());
@@ -135,7 +135,7 @@ TEST(Matrix, AmxSplitsDeepProductsIntoColumnTasks) {
   Case c = makeCase(M, K, N, 3);
   rt::cpu::packBf16(c.w.data(), 1, N, K);
   std::vector<float> got(M * N, NAN);
-  rt::cpu::linear(c.x.data(), M, K, rt::cpu::Matrix(c.w.data(), true), N, nullptr, got.data(), pfor);
+  rt::cpu::linear(c.x.data(), M, K, rt::cpu::Matrix(c.w.data(), rt::Storage::BF16Panels), N, nullptr, got.data(), pfor);
   for (int64_t m = 0; m < M; ++m)
     for (int64_t n = 0; n < N; ++n) {
       double want = 0, mag = 0;
@@ -163,7 +163,7 @@ TEST(Matrix, AmxKeepsEveryBitOfX) {
   x[5 * K + 3] = INFINITY;
   rt::cpu::packBf16(w.data(), 1, N, K);
   std::vector<float> y(M * N);
-  rt::cpu::linear(x.data(), M, K, rt::cpu::Matrix(w.data(), true), N, nullptr, y.data());
+  rt::cpu::linear(x.data(), M, K, rt::cpu::Matrix(w.data(), rt::Storage::BF16Panels), N, nullptr, y.data());
   for (int64_t m = 0; m < M; ++m)
     for (int64_t n = 0; n < N; ++n)
       if (m != 5)
@@ -181,14 +181,15 @@ TEST(Matrix, PackingKeepsStackedMatricesInPlace) {
   rt::cpu::packBf16(packed.data(), E, N, K);
   for (int64_t e = 0; e < E; ++e) {
     std::vector<float> got(N), want(N);
-    rt::cpu::linear(c.x.data(), 1, K, rt::cpu::Matrix(packed.data(), true).at(e * N * K), N, nullptr, got.data());
+    rt::cpu::Matrix panels(packed.data(), rt::Storage::BF16Panels);
+    rt::cpu::linear(c.x.data(), 1, K, panels.at(e * N * K), N, nullptr, got.data());
     rt::cpu::linear(c.x.data(), 1, K, rt::cpu::Matrix(c.w.data()).at(e * N * K), N, nullptr, want.data());
     for (int64_t n = 0; n < N; ++n)
       EXPECT_NEAR(got[n], want[n], 1e-5f * (1 + std::fabs(want[n]))) << e << "," << n;
   }
-  EXPECT_TRUE(rt::cpu::packable(16, 32));
-  EXPECT_FALSE(rt::cpu::packable(24, 32));
-  EXPECT_FALSE(rt::cpu::packable(16, 48));
+  EXPECT_TRUE(rt::panelsFit(16, 32));
+  EXPECT_FALSE(rt::panelsFit(24, 32));
+  EXPECT_FALSE(rt::panelsFit(16, 48));
 }
 
 // This machine's CPU has AVX-512 and AMX (the CI machines do too): the fast kernels are the
