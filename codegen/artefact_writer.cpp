@@ -1,5 +1,7 @@
 #include "codegen/artefact_writer.h"
 
+#include "codegen/step_values.h"
+
 #include "dialects/cbc/CbcOps.h"
 #include "runtime/schema/integrity.h"
 #include "runtime/schema/model_generated.h"
@@ -297,11 +299,13 @@ bool isNormScale(Value w) {
 struct ProgramWriter {
   fbs::FlatBufferBuilder &fbb;
   std::vector<fbs::Offset<fb::WeightEntry>> &weights;
-  std::map<const void *, int> ids;
+  const StepValueIds &ids; // the order in which values are written
   std::vector<fbs::Offset<fb::Value>> values;
   std::map<std::string, int> weightIndex;
 
-  int addValue(Value v, fb::ValueKind kind, uint8_t arg, int weight, int arena, int64_t offset) {
+  void addValue(Value v, fb::ValueKind kind, uint8_t arg, int weight, int arena, int64_t offset) {
+    if (ids.at(v) != (int)values.size())
+      llvm::report_fatal_error("cbc codegen: the step's values are written out of their numbering");
     auto shape = fbb.CreateVector(shapeOf(v.getType()));
     fb::ValueBuilder vb(fbb);
     vb.add_kind(kind);
@@ -311,10 +315,7 @@ struct ProgramWriter {
     vb.add_weight(weight);
     vb.add_arena((int8_t)arena);
     vb.add_offset(offset);
-    int id = (int)values.size();
     values.push_back(vb.Finish());
-    ids[v.getAsOpaquePointer()] = id;
-    return id;
   }
 
   // Weights are values, not instructions; one manifest entry per name.
@@ -356,19 +357,18 @@ struct ProgramWriter {
     Params p = writeParams(fbb, op);
     if (p.type != opcodeInfo(*opcode).params)
       return op.emitError("internal error: no parameter table written for ") << op.getName();
-    auto buffers = op.getAttrOfType<ArrayAttr>("cbc.buffers");
-    if (op.getNumResults() && (!buffers || buffers.size() != op.getNumResults()))
-      return op.emitError("op has no buffer plan; run cbc-schedule-step first");
     std::vector<int> inputs, outputs;
     for (Value v : op.getOperands()) {
-      auto it = ids.find(v.getAsOpaquePointer());
-      if (it == ids.end())
+      if (!ids.contains(v) || ids.at(v) >= (int)values.size())
         return op.emitError("operand defined outside the step");
-      inputs.push_back(it->second);
+      inputs.push_back(ids.at(v));
     }
-    for (auto [i, r] : llvm::enumerate(op.getResults())) {
-      auto slot = llvm::cast<DenseI64ArrayAttr>(buffers[i]).asArrayRef();
-      outputs.push_back(addValue(r, fb::ValueKind::Activation, 0, -1, (int)slot[0], slot[1]));
+    for (Value r : op.getResults()) {
+      std::optional<BufferSlot> slot = bufferSlot(r);
+      if (!slot)
+        return op.emitError("op has no buffer plan; run cbc-schedule-step first");
+      outputs.push_back(ids.at(r));
+      addValue(r, fb::ValueKind::Activation, 0, -1, (int)slot->rows, slot->offset);
     }
     return fb::CreateInstr(fbb, *opcode, p.type, p.table, fbb.CreateVector(inputs), fbb.CreateVector(outputs));
   }
@@ -389,7 +389,7 @@ struct ProgramWriter {
       if (auto ret = dyn_cast<func::ReturnOp>(op)) {
         if (ret.getNumOperands() != 1)
           return ret.emitError("the step must return exactly the logits");
-        output = ids.at(ret.getOperand(0).getAsOpaquePointer());
+        output = ids.at(ret.getOperand(0));
       } else if (auto w = dyn_cast<WeightRefOp>(op)) {
         FailureOr<int> entry = weightEntry(w);
         if (failed(entry))
@@ -497,7 +497,8 @@ FailureOr<std::vector<uint8_t>> writeArtefact(ModuleOp module, const ArtefactInp
   // Every field is stored, defaults too, so that tests can mutate any of them in place.
   fbb.ForceDefaults(true);
   std::vector<fbs::Offset<fb::WeightEntry>> weights;
-  ProgramWriter writer{fbb, weights, {}, {}, {}};
+  StepValueIds ids(func.getBody().front());
+  ProgramWriter writer{fbb, weights, ids, {}, {}};
   auto program = writer.program(module, func);
   if (failed(program))
     return failure();

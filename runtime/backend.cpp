@@ -1,5 +1,7 @@
 #include "runtime/backend.h"
 
+#include <stdexcept>
+
 namespace cbc::rt {
 
 void StepBatch::clear() {
@@ -14,6 +16,17 @@ void StepBatch::clear() {
   has_initial_state.clear();
   state_in.clear();
   state_out.clear();
+}
+
+bool Backend::isStateCopy(const CachePlan &plan, const UnitCopy &c, int32_t blocksPerGroup, int32_t stateUnits,
+                          const std::string &backend) {
+  if (c.group < 0 || c.group >= (int)plan.groups.size())
+    throw std::logic_error(backend + " backend: a unit copy names no cache group");
+  bool state = plan.groups[c.group].kind == CacheGroup::State;
+  int32_t units = state ? stateUnits : blocksPerGroup;
+  if (c.src < 0 || c.src >= units || c.dst < 0 || c.dst >= units)
+    throw std::logic_error(backend + " backend: a unit copy names no unit of its group");
+  return state;
 }
 
 namespace {

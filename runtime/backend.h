@@ -60,6 +60,10 @@ public:
   // Copies cache units before a step: blocks of a group with block tables in every layer of the
   // group, or state units in every state (CacheCoordinator::fork says which).
   virtual void copyUnits(const std::vector<UnitCopy> &copies) = 0;
+  // Whether `c` copies a state unit rather than blocks; throws std::logic_error naming the
+  // backend when it names no group of `plan` or no unit of its group (the units allocateCache made).
+  static bool isStateCopy(const CachePlan &plan, const UnitCopy &c, int32_t blocksPerGroup, int32_t stateUnits,
+                          const std::string &backend);
   // Runs the step; writes [num_logit_rows, vocab] logits.
   virtual void run(const StepBatch &batch, std::vector<float> &logits) = 0;
   // Runs the step and returns each logit row's argmax (first index on ties), so that the

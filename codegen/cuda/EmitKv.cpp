@@ -7,11 +7,10 @@ namespace cbc::codegen::cuda {
 
 using namespace mlir;
 
-namespace {
 
 // The slots every kernel over the paged cache takes alike: the tokens' positions and request
 // slots, the layer's pool, and what locates its block tables.
-template <class S, class Op> void setCacheSlots(SlotArgs<S> &args, Emitter &e, Op op) {
+template <class S, class Op> static void setCacheSlots(SlotArgs<S> &args, Emitter &e, Op op) {
   args.set(S::Positions, e.arg(op.getPositions()))
       .set(S::Slots, e.arg(op.getSlots()))
       .set(S::Tables, e.arg(op.getBlockTables()))
@@ -22,7 +21,7 @@ template <class S, class Op> void setCacheSlots(SlotArgs<S> &args, Emitter &e, O
 }
 
 // The elements of a pool row of `layer` as the cache plan lays it out (0: no such layer).
-int64_t planRowElems(Operation *op, int64_t layer) {
+static int64_t planRowElems(Operation *op, int64_t layer) {
   auto plan = op->getParentOfType<ModuleOp>()->getAttrOfType<CachePlanAttr>("cbc.cache_plan");
   if (plan)
     for (CacheLayerAttr l : plan.getLayers())
@@ -35,15 +34,19 @@ int64_t planRowElems(Operation *op, int64_t layer) {
   return 0;
 }
 
-void emitAppend(Emitter &e, KvAppendOp op) {
+void emitKvAppend(Emitter &e, KvAppendOp op) {
   using S = slots::KvAppend;
-  std::vector<std::string> targs = {e.type(op.getK()), e.type(op.getV()), e.kvType(), num(cols(op.getK())),
-                                    num(cols(op.getV())), num(e.blockSize())};
   // A layer with an index_key row has a longer pool row than k | v.
   int64_t row = planRowElems(op, op.getLayer());
-  if (row > cols(op.getK()) + cols(op.getV()))
-    targs.push_back(num(row));
-  int k = e.kernel("kv_append", "kv_append.cuh", instance("kv_append", targs));
+  int k = e.kernel("kv_append", "kv_append.cuh",
+                   Instance("kv_append")
+                       .type(op.getK())
+                       .type(op.getV())
+                       .type(e.kvType())
+                       .integer(cols(op.getK()))
+                       .integer(cols(op.getV()))
+                       .integer(e.blockSize())
+                       .integer(std::max(row, cols(op.getK()) + cols(op.getV()))));
   SlotArgs<S> args;
   args.set(S::K, e.arg(op.getK()))
       .set(S::V, e.arg(op.getV()))
@@ -55,13 +58,11 @@ void emitAppend(Emitter &e, KvAppendOp op) {
 
 // The merge of the attention splits (and the sinks) per (token, head) into `result`: of the
 // one-token chunks' tokens (cu_seqlens tells), or with `all` of every token.
-void emitCombine(Emitter &e, Value cuSeqlens, KernelArgOut partials, Value result, Value sinks, int64_t H, int64_t Dv,
+static void emitCombine(Emitter &e, Value cuSeqlens, KernelArgOut partials, Value result, Value sinks, int64_t H, int64_t Dv,
                  bool all) {
   using C = slots::AttentionCombine;
-  std::vector<std::string> targs = {e.type(result), e.type(sinks), num(H), num(Dv)};
-  if (all)
-    targs.push_back(flag(true));
-  int kc = e.kernel("attention_combine", "attention.cuh", instance("attention_combine", targs));
+  int kc = e.kernel("attention_combine", "attention.cuh",
+                    Instance("attention_combine").type(result).type(sinks).integer(H).integer(Dv).flag(all));
   SlotArgs<C> cargs;
   cargs.set(C::Partials, partials)
       .set(C::Out, e.arg(result))
@@ -75,11 +76,11 @@ void emitCombine(Emitter &e, Value cuSeqlens, KernelArgOut partials, Value resul
 
 // The plan of the step's prefill tiles of `tokens` tokens, in a workspace of its own; one block,
 // launched only in steps with a prefill chunk (the grid is min(1, PrefillTiles)).
-KernelArgOut emitPlan(Emitter &e, Value cuSeqlens, int tokens) {
+static KernelArgOut emitPlan(Emitter &e, Value cuSeqlens, int tokens) {
   using P = slots::AttentionPlan;
   // The count, then two ints a tile; a tile has at least two tokens.
   KernelArgOut plan = e.workspace("attention_plan_" + std::to_string(tokens), 4, 16);
-  int k = e.kernel("attention_plan", "attention_prefill.cuh", instance("attention_plan", {num(tokens)}));
+  int k = e.kernel("attention_plan", "attention_prefill.cuh", Instance("attention_plan").integer(tokens));
   SlotArgs<P> args;
   args.set(P::CuSeqlens, e.arg(cuSeqlens))
       .set(P::Plan, plan)
@@ -90,25 +91,24 @@ KernelArgOut emitPlan(Emitter &e, Value cuSeqlens, int tokens) {
 }
 
 // The template arguments of a layer's retention: its kind and its tokens.
-std::vector<std::string> retentionArgs(RetentionAttr retention) {
-  return {spell(retention.getKind()), num(retention.getKind() == RetentionKind::all ? 0 : retention.getTokens())};
+static Instance &addRetentionArgs(Instance &inst, RetentionAttr retention) {
+  return inst.choice(retention.getKind())
+      .integer(retention.getKind() == RetentionKind::all ? 0 : retention.getTokens());
 }
 
 // Tiled prefill attention over the plan's tiles (of chunks of two or more tokens): block (tile,
 // kv head x head block), its result written directly.
-void emitAttentionPrefill(Emitter &e, KvAttentionOp op, KernelArgOut plan) {
+static void emitAttentionPrefill(Emitter &e, KvAttentionOp op, KernelArgOut plan) {
   using S = slots::AttentionPrefill;
   int64_t H = op.getNumHeads(), Hkv = op.getNumKvHeads(), D = op.getHeadDim(), Dv = cols(op.getResult()) / H;
   int G = (int)(H / Hkv), GB = kernels::prefillHeadsPerBlock(G, (int)Dv);
   bool softcap = (bool)op.getSoftcapAttr();
-  std::vector<std::string> targs = {e.type(op.getQ()), e.kvType(), e.type(op.getResult()), e.type(op.getSinks()),
-                                    num(H), num(Hkv), num(D), num(Dv), num(e.blockSize())};
-  for (std::string &r : retentionArgs(op.getRetention()))
-    targs.push_back(std::move(r));
-  targs.push_back(flag(softcap));
-  if (Value bias = op.getDistanceBias())
-    targs.insert(targs.end(), {e.type(bias), num(op.getBiasExtent())});
-  int k = e.kernel("attention_prefill", "attention_prefill.cuh", instance("attention_prefill", targs));
+  Instance inst("attention_prefill");
+  inst.type(op.getQ()).type(e.kvType()).type(op.getResult()).type(op.getSinks());
+  inst.integer(H).integer(Hkv).integer(D).integer(Dv).integer(e.blockSize());
+  addRetentionArgs(inst, op.getRetention()).flag(softcap);
+  inst.type(op.getDistanceBias()).integer(op.getDistanceBias() ? op.getBiasExtent() : 0);
+  int k = e.kernel("attention_prefill", "attention_prefill.cuh", inst);
   SlotArgs<S> args;
   args.set(S::Q, e.arg(op.getQ()))
       .set(S::Plan, plan)
@@ -127,7 +127,7 @@ void emitAttentionPrefill(Emitter &e, KvAttentionOp op, KernelArgOut plan) {
 // Attention: the one-token chunks by flash-decoding (the partial softmax per (request, kv
 // head, split), then the merge of the splits and the sinks), the longer chunks by the tiled
 // prefill kernel. Heads too wide for a prefill block stay on flash-decoding for every token.
-void emitAttention(Emitter &e, KvAttentionOp op) {
+void emitKvAttention(Emitter &e, KvAttentionOp op) {
   using S = slots::Attention;
   int64_t H = op.getNumHeads(), Hkv = op.getNumKvHeads(), D = op.getHeadDim(), Dv = cols(op.getResult()) / H;
   bool softcap = (bool)op.getSoftcapAttr();
@@ -138,21 +138,11 @@ void emitAttention(Emitter &e, KvAttentionOp op) {
     emitAttentionPrefill(e, op, plan);
   }
   KernelArgOut partials = e.workspace("attention_partials", H * (Dv + 2) * 4, 0);
-  std::vector<std::string> targs = {e.type(op.getQ()), e.kvType(), num(H), num(Hkv), num(D), num(Dv),
-                                    num(e.blockSize())};
-  for (std::string &r : retentionArgs(op.getRetention()))
-    targs.push_back(std::move(r));
-  targs.push_back(flag(softcap));
-  // The distance bias and the all-token form are template arguments only where needed, so that
-  // other instances keep their names.
-  if (Value bias = op.getDistanceBias())
-    targs.insert(targs.end(), {e.type(bias), num(op.getBiasExtent())});
-  if (!tiled) {
-    if (!op.getDistanceBias())
-      targs.insert(targs.end(), {"void", "0"});
-    targs.push_back(flag(true));
-  }
-  int k = e.kernel("attention", "attention.cuh", instance("attention", targs));
+  Instance inst("attention");
+  inst.type(op.getQ()).type(e.kvType()).integer(H).integer(Hkv).integer(D).integer(Dv).integer(e.blockSize());
+  addRetentionArgs(inst, op.getRetention()).flag(softcap);
+  inst.type(op.getDistanceBias()).integer(op.getDistanceBias() ? op.getBiasExtent() : 0).flag(!tiled);
+  int k = e.kernel("attention", "attention.cuh", inst);
   SlotArgs<S> args;
   args.set(S::Q, e.arg(op.getQ()))
       .set(S::SeqIds, e.arg(op.getSeqIds()))
@@ -174,7 +164,7 @@ void emitAttention(Emitter &e, KvAttentionOp op) {
 // within 32 KiB of shared memory and q and the accumulators within about 128 registers a lane
 // (the kernel's row split: 16-byte chunks of `vec` elements round-robin over up to 32 lanes),
 // dividing the head count.
-int64_t latentHeadsPerBlock(int64_t H, int64_t L, int64_t R, int64_t vec) {
+static int64_t latentHeadsPerBlock(int64_t H, int64_t L, int64_t R, int64_t vec) {
   auto lanes = [](int64_t chunks) { return std::min<int64_t>(32, (int64_t)llvm::PowerOf2Ceil(chunks)); };
   int64_t lpk = lanes((L + R) / vec), kc = ((L + R) / vec + lpk - 1) / lpk, vc = (L / vec + lpk - 1) / lpk;
   int64_t regs = kc * vec / 2 + vc * vec; // q packed, the accumulators in fp32
@@ -185,17 +175,15 @@ int64_t latentHeadsPerBlock(int64_t H, int64_t L, int64_t R, int64_t vec) {
 }
 
 // The prefill form of latent attention over the plan's tiles: block (tile, head block).
-void emitLatentPrefill(Emitter &e, KvLatentAttentionOp op, KernelArgOut plan, int64_t row) {
+static void emitLatentPrefill(Emitter &e, KvLatentAttentionOp op, KernelArgOut plan, int64_t row) {
   using S = slots::LatentAttentionPrefill;
   int64_t H = op.getNumHeads(), L = op.getLatentDim(), R = op.getRopeDim();
   int GB = kernels::prefillHeadsPerBlock((int)H, (int)L);
-  std::vector<std::string> targs = {e.type(op.getQLatent()), e.kvType(), e.type(op.getResult()), num(H), num(L),
-                                    num(R), num(e.blockSize())};
-  for (std::string &r : retentionArgs(op.getRetention()))
-    targs.push_back(std::move(r));
-  if (row > L + R)
-    targs.push_back(num(row));
-  int k = e.kernel("latent_attention_prefill", "attention_prefill.cuh", instance("latent_attention_prefill", targs));
+  Instance inst("latent_attention_prefill");
+  inst.type(op.getQLatent()).type(e.kvType()).type(op.getResult()).integer(H).integer(L).integer(R);
+  inst.integer(e.blockSize());
+  addRetentionArgs(inst, op.getRetention()).integer(std::max(row, L + R));
+  int k = e.kernel("latent_attention_prefill", "attention_prefill.cuh", inst);
   SlotArgs<S> args;
   args.set(S::QLatent, e.arg(op.getQLatent()))
       .set(S::QRope, e.arg(op.getQRope()))
@@ -212,10 +200,10 @@ void emitLatentPrefill(Emitter &e, KvLatentAttentionOp op, KernelArgOut plan, in
 // Latent attention: as attention, one-token chunks by flash-decoding over the cached latent rows
 // and longer chunks by the tiled kernel. With a selection (sparse attention) each token has keys
 // of its own, so flash-decoding takes every token.
-void emitLatentAttention(Emitter &e, KvLatentAttentionOp op) {
+void emitKvLatentAttention(Emitter &e, KvLatentAttentionOp op) {
   using S = slots::LatentAttention;
   int64_t H = op.getNumHeads(), L = op.getLatentDim(), R = op.getRopeDim();
-  int64_t vec = e.kvType() == "bf16" ? 8 : 4, row = planRowElems(op, op.getLayer());
+  int64_t vec = e.kvType() == DeviceType::Bf16 ? 8 : 4, row = planRowElems(op, op.getLayer());
   bool wide = L % vec == 0 && R % vec == 0 && std::max<int64_t>(row, L + R) % vec == 0;
   int64_t HG = latentHeadsPerBlock(H, L, R, wide ? vec : 1);
   bool tiled = !op.getSelection() && kernels::prefillWarps((int)H, (int)L) <= 8;
@@ -224,17 +212,11 @@ void emitLatentAttention(Emitter &e, KvLatentAttentionOp op) {
     emitLatentPrefill(e, op, emitPlan(e, op.getCuSeqlens(), tokens), row);
   }
   KernelArgOut partials = e.workspace("attention_partials", H * (L + 2) * 4, 0);
-  std::vector<std::string> targs = {e.type(op.getQLatent()), e.kvType(), num(H), num(L), num(R), num(HG),
-                                    num(e.blockSize())};
-  for (std::string &r : retentionArgs(op.getRetention()))
-    targs.push_back(std::move(r));
-  if (row > L + R || op.getSelection() || !tiled) {
-    targs.push_back(num(std::max<int64_t>(row, L + R)));
-    targs.push_back(num(op.getSelection() ? cols(op.getSelection()) : 0));
-  }
-  if (!tiled && !op.getSelection())
-    targs.push_back(flag(true));
-  int k = e.kernel("latent_attention", "attention.cuh", instance("latent_attention", targs));
+  Instance inst("latent_attention");
+  inst.type(op.getQLatent()).type(e.kvType()).integer(H).integer(L).integer(R).integer(HG).integer(e.blockSize());
+  addRetentionArgs(inst, op.getRetention()).integer(std::max(row, L + R));
+  inst.integer(op.getSelection() ? cols(op.getSelection()) : 0).flag(!tiled);
+  int k = e.kernel("latent_attention", "attention.cuh", inst);
   SlotArgs<S> args;
   args.set(S::QLatent, e.arg(op.getQLatent()))
       .set(S::QRope, e.arg(op.getQRope()))
@@ -252,11 +234,16 @@ void emitLatentAttention(Emitter &e, KvLatentAttentionOp op) {
   emitCombine(e, op.getCuSeqlens(), partials, op.getResult(), Value(), H, L, !tiled);
 }
 
-void emitIndexAppend(Emitter &e, KvIndexAppendOp op) {
+void emitKvIndexAppend(Emitter &e, KvIndexAppendOp op) {
   using S = slots::IndexAppend;
   int64_t DI = op.getHeadDim(), row = planRowElems(op, op.getLayer());
   int k = e.kernel("index_append", "index_select.cuh",
-                   instance("index_append", {e.type(op.getIndexKey()), e.kvType(), num(DI), num(row), num(e.blockSize())}));
+                   Instance("index_append")
+                       .type(op.getIndexKey())
+                       .type(e.kvType())
+                       .integer(DI)
+                       .integer(row)
+                       .integer(e.blockSize()));
   SlotArgs<S> args;
   args.set(S::Key, e.arg(op.getIndexKey()))
       .set(S::SeqIds, e.arg(op.getSeqIds()));
@@ -266,13 +253,20 @@ void emitIndexAppend(Emitter &e, KvIndexAppendOp op) {
 }
 
 // One block of 128 threads per query token (the kernel's scans assume 128).
-void emitIndexSelect(Emitter &e, KvIndexSelectOp op) {
+void emitKvIndexSelect(Emitter &e, KvIndexSelectOp op) {
   using S = slots::IndexSelect;
   int64_t row = planRowElems(op, op.getLayer());
   int k = e.kernel("index_select", "index_select.cuh",
-                   instance("index_select", {e.type(op.getQ()), e.type(op.getWeights()), e.kvType(),
-                                             e.type(op.getResult()), num(op.getNumHeads()), num(op.getHeadDim()),
-                                             num(op.getTopk()), num(row), num(e.blockSize())}));
+                   Instance("index_select")
+                       .type(op.getQ())
+                       .type(op.getWeights())
+                       .type(e.kvType())
+                       .type(op.getResult())
+                       .integer(op.getNumHeads())
+                       .integer(op.getHeadDim())
+                       .integer(op.getTopk())
+                       .integer(row)
+                       .integer(e.blockSize()));
   SlotArgs<S> args;
   args.set(S::Q, e.arg(op.getQ()))
       .set(S::W, e.arg(op.getWeights()))
@@ -287,15 +281,14 @@ void emitIndexSelect(Emitter &e, KvIndexSelectOp op) {
 
 // The attention prologue for one token per block: q and k heads normalised, rotated, and
 // written out (q) or appended with v (k).
-void emitRopeAppend(Emitter &e, KvRopeAppendOp op) {
+void emitKvRopeAppend(Emitter &e, KvRopeAppendOp op) {
   using S = slots::RopeAppend;
   RopeAttr rope = op.getRope();
-  std::vector<std::string> targs = {e.type(op.getQkv()),  e.type(op.getQ()),     e.type(op.getQNorm()),
-                                    e.kvType(),           num(op.getNumHeads()), num(op.getNumKvHeads()),
-                                    num(op.getHeadDim()), num(e.blockSize())};
-  for (std::string &a : ropeTemplateArgs(e, rope))
-    targs.push_back(std::move(a));
-  int k = e.kernel("rope_append", "rope_append.cuh", instance("rope_append", targs));
+  Instance inst("rope_append");
+  inst.type(op.getQkv()).type(op.getQ()).type(op.getQNorm()).type(e.kvType());
+  inst.integer(op.getNumHeads()).integer(op.getNumKvHeads()).integer(op.getHeadDim()).integer(e.blockSize());
+  addRopeArgs(inst, e, rope);
+  int k = e.kernel("rope_append", "rope_append.cuh", inst);
   SlotArgs<S> args;
   args.set(S::Qkv, e.arg(op.getQkv()))
       .set(S::SeqIds, e.arg(op.getSeqIds()))
@@ -309,17 +302,6 @@ void emitRopeAppend(Emitter &e, KvRopeAppendOp op) {
   setRopeSlots(args, rope);
   LaunchOut &l = e.launch(k, 128, args);
   l.grid[0] = {RuntimeVar::NumTokens, 1, 1, 0};
-}
-
-} // namespace
-
-void addKvEmitters(EmitterTable &t) {
-  t.add(emitAppend);
-  t.add(emitAttention);
-  t.add(emitLatentAttention);
-  t.add(emitRopeAppend);
-  t.add(emitIndexAppend);
-  t.add(emitIndexSelect);
 }
 
 } // namespace cbc::codegen::cuda

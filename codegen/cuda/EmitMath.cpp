@@ -6,14 +6,12 @@ namespace cbc::codegen::cuda {
 
 using namespace mlir;
 
-namespace {
-
 // Threads per block for a norm over groups of g features.
-int normBlock(int64_t g) { return g >= 256 ? 256 : g >= 128 ? 128 : g >= 64 ? 64 : 32; }
+static int normBlock(int64_t g) { return g >= 256 ? 256 : g >= 128 ? 128 : g >= 64 ? 64 : 32; }
 
 // Elementwise kernels: one thread per element of `out`, 256 per block.
 template <class S>
-void elementwise(Emitter &e, llvm::StringRef hint, const std::string &inst, Value out, SlotArgs<S> args) {
+static void elementwise(Emitter &e, llvm::StringRef hint, const Instance &inst, Value out, SlotArgs<S> args) {
   int k = e.kernel(hint, "elementwise.cuh", inst);
   args.set(S::Rows, Emitter::runtime(e.rowsVar(out)));
   LaunchOut &l = e.launch(k, 256, args);
@@ -23,7 +21,7 @@ void elementwise(Emitter &e, llvm::StringRef hint, const std::string &inst, Valu
 void emitEmbed(Emitter &e, EmbedOp op) {
   using S = slots::Embed;
   int64_t H = cols(op.getResult());
-  int k = e.kernel("embed", "embed.cuh", instance("embed", {e.type(op.getTable()), e.type(op.getResult()), num(H)}));
+  int k = e.kernel("embed", "embed.cuh", Instance("embed").type(op.getTable()).type(op.getResult()).integer(H));
   SlotArgs<S> args;
   args.set(S::Tokens, e.arg(op.getTokens()))
       .set(S::Table, e.arg(op.getTable()))
@@ -38,7 +36,7 @@ void emitRmsNorm(Emitter &e, RmsNormOp op) {
   int64_t W = cols(op.getX());
   int64_t G = op.getGroupAttr() ? op.getGroupAttr().getInt() : W;
   int k = e.kernel("rms_norm", "norm.cuh",
-                   instance("rms_norm", {e.type(op.getX()), e.type(op.getResult()), e.type(op.getWeight()), num(G)}));
+                   Instance("rms_norm").type(op.getX()).type(op.getResult()).type(op.getWeight()).integer(G));
   SlotArgs<S> args;
   args.set(S::X, e.arg(op.getX()))
       .set(S::Out, e.arg(op.getResult()))
@@ -53,8 +51,12 @@ void emitLayerNorm(Emitter &e, LayerNormOp op) {
   using S = slots::LayerNorm;
   int64_t W = cols(op.getX());
   int k = e.kernel("layer_norm", "norm.cuh",
-                   instance("layer_norm", {e.type(op.getX()), e.type(op.getResult()), e.type(op.getWeight()),
-                                           e.type(op.getBias()), num(W)}));
+                   Instance("layer_norm")
+                       .type(op.getX())
+                       .type(op.getResult())
+                       .type(op.getWeight())
+                       .type(op.getBias())
+                       .integer(W));
   SlotArgs<S> args;
   args.set(S::X, e.arg(op.getX()))
       .set(S::Out, e.arg(op.getResult()))
@@ -70,8 +72,13 @@ void emitAddRmsNorm(Emitter &e, AddRmsNormOp op) {
   using S = slots::AddRmsNorm;
   int64_t W = cols(op.getLhs());
   int k = e.kernel("add_rms_norm", "norm.cuh",
-                   instance("add_rms_norm", {e.type(op.getLhs()), e.type(op.getRhs()), e.type(op.getSum()),
-                                             e.type(op.getNormed()), e.type(op.getWeight()), num(W)}));
+                   Instance("add_rms_norm")
+                       .type(op.getLhs())
+                       .type(op.getRhs())
+                       .type(op.getSum())
+                       .type(op.getNormed())
+                       .type(op.getWeight())
+                       .integer(W));
   SlotArgs<S> args;
   args.set(S::Lhs, e.arg(op.getLhs()))
       .set(S::Rhs, e.arg(op.getRhs()))
@@ -92,8 +99,15 @@ void emitRmsNormGated(Emitter &e, RmsNormGatedOp op) {
   // A weight with one entry per feature of the row rather than of the group.
   bool perRow = w && llvm::cast<RankedTensorType>(w.getType()).getDimSize(0) == W && W != G;
   int k = e.kernel("rms_norm_gated", "norm.cuh",
-                   instance("rms_norm_gated", {e.type(op.getX()), e.type(op.getZ()), e.type(op.getResult()), e.type(w),
-                                               num(G), num(perRow ? W : 0), spell(op.getAct()), spell(op.getOrder())}));
+                   Instance("rms_norm_gated")
+                       .type(op.getX())
+                       .type(op.getZ())
+                       .type(op.getResult())
+                       .type(w)
+                       .integer(G)
+                       .integer(perRow ? W : 0)
+                       .choice(op.getAct())
+                       .choice(op.getOrder()));
   SlotArgs<S> args;
   args.set(S::X, e.arg(op.getX()))
       .set(S::Z, e.arg(op.getZ()))
@@ -110,7 +124,7 @@ void emitAdd(Emitter &e, AddOp op) {
   Value out = op.getResult();
   SlotArgs<S> args;
   args.set(S::Lhs, e.arg(op.getLhs())).set(S::Rhs, e.arg(op.getRhs())).set(S::Out, e.arg(out));
-  elementwise(e, "add", instance("add", {e.type(op.getLhs()), e.type(op.getRhs()), e.type(out), num(cols(out))}), out,
+  elementwise(e, "add", Instance("add").type(op.getLhs()).type(op.getRhs()).type(out).integer(cols(out)), out,
               args);
 }
 
@@ -119,7 +133,7 @@ void emitAct(Emitter &e, ActOp op) {
   Value out = op.getResult();
   SlotArgs<S> args;
   args.set(S::X, e.arg(op.getX())).set(S::Out, e.arg(out)).set(S::Scale, op.getScale().convertToDouble());
-  elementwise(e, "act", instance("activation", {e.type(op.getX()), e.type(out), num(cols(out)), spell(op.getAct())}),
+  elementwise(e, "act", Instance("activation").type(op.getX()).type(out).integer(cols(out)).choice(op.getAct()),
               out, args);
 }
 
@@ -128,19 +142,18 @@ void emitSoftcap(Emitter &e, SoftcapOp op) {
   Value out = op.getResult();
   SlotArgs<S> args;
   args.set(S::X, e.arg(op.getX())).set(S::Out, e.arg(out)).set(S::Cap, op.getCap().convertToDouble());
-  elementwise(e, "softcap", instance("softcap", {e.type(op.getX()), e.type(out), num(cols(out))}), out, args);
+  elementwise(e, "softcap", Instance("softcap").type(op.getX()).type(out).integer(cols(out)), out, args);
 }
 
 // x * sigmoid(g) (gate) and x * g (mul), one g per group of columns (per element, head or row).
-template <class Op> void emitScale(Emitter &e, Op op, llvm::StringRef name) {
+template <class Op> static void emitScale(Emitter &e, Op op, llvm::StringRef name) {
   using S = slots::Gate;
   Value out = op.getResult();
   SlotArgs<S> args;
   args.set(S::X, e.arg(op.getX())).set(S::G, e.arg(op.getG())).set(S::Out, e.arg(out));
-  elementwise(
-      e, name,
-      instance(name, {e.type(op.getX()), e.type(op.getG()), e.type(out), num(cols(out)), num(cols(op.getG()))}),
-      out, args);
+  elementwise(e, name,
+              Instance(name).type(op.getX()).type(op.getG()).type(out).integer(cols(out)).integer(cols(op.getG())),
+              out, args);
 }
 void emitGate(Emitter &e, GateOp op) { emitScale(e, op, "gate"); }
 void emitMul(Emitter &e, MulOp op) {
@@ -153,7 +166,7 @@ void emitMul(Emitter &e, MulOp op) {
   SlotArgs<S> args;
   args.set(S::X, e.arg(op.getX())).set(S::G, e.arg(op.getG())).set(S::Out, e.arg(out));
   elementwise(e, "mul_scalar",
-              instance("mul_scalar", {e.type(op.getX()), e.type(op.getG()), e.type(out), num(cols(out))}), out, args);
+              Instance("mul_scalar").type(op.getX()).type(op.getG()).type(out).integer(cols(out)), out, args);
 }
 
 void emitGlu(Emitter &e, GluOp op) {
@@ -162,23 +175,23 @@ void emitGlu(Emitter &e, GluOp op) {
   GluUnit unit = gluUnit(op.getAct(), false);
   SlotArgs<S> args;
   args.set(S::X, e.arg(op.getX())).set(S::Out, e.arg(out)).set(S::Limit, unit.limit).set(S::Alpha, unit.alpha);
-  elementwise(
-      e, "glu",
-      instance("glu", {e.type(op.getX()), e.type(out), num(cols(out)), spell(op.getLayout()), unit.unit, unit.act}),
-      out, args);
+  Instance inst("glu");
+  inst.type(op.getX()).type(out).integer(cols(out)).choice(op.getLayout()).choice(unit.kind).choice(unit.act);
+  elementwise(e, "glu", inst, out, args);
 }
 
 void emitSplit(Emitter &e, SplitOp op) {
   using S = slots::Split;
   Value x = op.getX();
-  std::vector<std::string> targs = {e.type(x), num(cols(x))};
+  Instance inst("split");
+  inst.type(x).integer(cols(x));
   SlotArgs<S> args((int)op.getNumResults());
   args.set(S::X, e.arg(x)).set(S::Rows, Emitter::runtime(e.rowsVar(x)));
   for (auto [k, r] : llvm::enumerate(op.getResults())) {
-    targs.push_back(instance("col", {e.type(r), num(cols(r))}));
+    inst.instance(Instance("col").type(r).integer(cols(r)));
     args.setAt(S::Parts, k, e.arg(r));
   }
-  int k = e.kernel("split", "elementwise.cuh", instance("split", targs));
+  int k = e.kernel("split", "elementwise.cuh", inst);
   LaunchOut &l = e.launch(k, 256, args);
   l.grid[0] = {e.rowsVar(x), cols(x), 256, 0};
 }
@@ -187,24 +200,24 @@ void emitSplit(Emitter &e, SplitOp op) {
 void emitConcat(Emitter &e, ConcatOp op) {
   using S = slots::Concat;
   Value out = op.getResult();
-  std::vector<std::string> targs = {e.type(out), num(cols(out))};
+  Instance inst("concat");
+  inst.type(out).integer(cols(out));
   SlotArgs<S> args((int)op.getInputs().size());
   args.set(S::Out, e.arg(out));
   for (auto [k, x] : llvm::enumerate(op.getInputs())) {
-    targs.push_back(instance("col", {e.type(x), num(cols(x))}));
+    inst.instance(Instance("col").type(x).integer(cols(x)));
     args.setAt(S::Parts, k, e.arg(x));
   }
-  elementwise(e, "concat", instance("concat", targs), out, args);
+  elementwise(e, "concat", inst, out, args);
 }
 
 void emitRope(Emitter &e, RopeOp op) {
   using S = slots::Rope;
   RopeAttr rope = op.getRope();
-  std::vector<std::string> targs = {e.type(op.getX()), e.type(op.getResult()), num(cols(op.getX())),
-                                    num(rope.getHeadDim())};
-  for (std::string &a : ropeTemplateArgs(e, rope))
-    targs.push_back(std::move(a));
-  int k = e.kernel("rope", "rope.cuh", instance("rope", targs));
+  Instance inst("rope");
+  inst.type(op.getX()).type(op.getResult()).integer(cols(op.getX())).integer(rope.getHeadDim());
+  addRopeArgs(inst, e, rope);
+  int k = e.kernel("rope", "rope.cuh", inst);
   SlotArgs<S> args;
   args.set(S::X, e.arg(op.getX()))
       .set(S::Positions, e.arg(op.getPositions()))
@@ -224,15 +237,10 @@ void emitPositionScale(Emitter &e, PositionScaleOp op) {
       .set(S::Positions, e.arg(op.getPositions()))
       .set(S::Out, e.arg(out))
       .set(S::Beta, op.getBeta().convertToDouble());
-  elementwise(e, "position_scale",
-              instance("position_scale", [&] {
-                std::vector<std::string> t = {e.type(op.getX()), e.type(out), num(cols(out)), num(op.getPeriod()),
-                                              num(op.getOffset())};
-                if (op.getForm() == PositionScaleForm::log_ratio) // other instances keep their names
-                  t.push_back(flag(true));
-                return t;
-              }()),
-              out, args);
+  Instance inst("position_scale");
+  inst.type(op.getX()).type(out).integer(cols(out)).integer(op.getPeriod()).integer(op.getOffset());
+  inst.flag(op.getForm() == PositionScaleForm::log_ratio);
+  elementwise(e, "position_scale", inst, out, args);
 }
 
 // Per head: block (token tile, head, output tile).
@@ -242,9 +250,16 @@ void emitHeadLinear(Emitter &e, HeadLinearOp op) {
   int64_t heads = op.getHeads(), R = w.getDimSize(0) / heads, C = w.getDimSize(1);
   int64_t out = op.getTranspose() ? C : op.getRows();
   int k = e.kernel("head_linear", "head_linear.cuh",
-                   instance("head_linear", {e.type(op.getX()), e.type(op.getWeight()), e.type(op.getResult()),
-                                            num(heads), num(R), num(C), num(op.getOffset()), num(op.getRows()),
-                                            flag(op.getTranspose())}));
+                   Instance("head_linear")
+                       .type(op.getX())
+                       .type(op.getWeight())
+                       .type(op.getResult())
+                       .integer(heads)
+                       .integer(R)
+                       .integer(C)
+                       .integer(op.getOffset())
+                       .integer(op.getRows())
+                       .flag(op.getTranspose()));
   SlotArgs<S> args;
   args.set(S::X, e.arg(op.getX()))
       .set(S::W, e.arg(op.getWeight()))
@@ -256,10 +271,10 @@ void emitHeadLinear(Emitter &e, HeadLinearOp op) {
   l.grid[2] = {std::nullopt, 1, 1, (out + kernels::kHeadLinearThreads - 1) / kernels::kHeadLinearThreads};
 }
 
-void emitGather(Emitter &e, RowsGatherOp op) {
+void emitRowsGather(Emitter &e, RowsGatherOp op) {
   using S = slots::Gather;
   int k = e.kernel("gather_rows", "gather.cuh",
-                   instance("gather_rows", {e.type(op.getX()), e.type(op.getResult()), num(cols(op.getX()))}));
+                   Instance("gather_rows").type(op.getX()).type(op.getResult()).integer(cols(op.getX())));
   SlotArgs<S> args;
   args.set(S::X, e.arg(op.getX())).set(S::Rows, e.arg(op.getRows())).set(S::Out, e.arg(op.getResult()));
   LaunchOut &l = e.launch(k, 128, args);
@@ -276,31 +291,8 @@ void emitLinear(Emitter &e, LinearOp op) {
   l.grid[0] = {e.rowsVar(op.getX()), 1, 1, 0};
 }
 
-} // namespace
-
 int emitArgmax(Emitter &e, Value logits) {
-  return e.kernel("argmax", "argmax.cuh", instance("argmax", {e.type(logits), num(cols(logits))}));
-}
-
-void addMathEmitters(EmitterTable &t) {
-  t.add(emitEmbed);
-  t.add(emitRmsNorm);
-  t.add(emitLayerNorm);
-  t.add(emitAddRmsNorm);
-  t.add(emitRmsNormGated);
-  t.add(emitAdd);
-  t.add(emitAct);
-  t.add(emitSoftcap);
-  t.add(emitGate);
-  t.add(emitMul);
-  t.add(emitGlu);
-  t.add(emitSplit);
-  t.add(emitConcat);
-  t.add(emitRope);
-  t.add(emitGather);
-  t.add(emitPositionScale);
-  t.add(emitHeadLinear);
-  t.add(emitLinear);
+  return e.kernel("argmax", "argmax.cuh", Instance("argmax").type(logits).integer(cols(logits)));
 }
 
 } // namespace cbc::codegen::cuda

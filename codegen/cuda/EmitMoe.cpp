@@ -5,24 +5,25 @@ namespace cbc::codegen::cuda {
 
 using namespace mlir;
 
-namespace {
 
 // One warp per token.
-void emitRoute(Emitter &e, MoeRouteOp op) {
+void emitMoeRoute(Emitter &e, MoeRouteOp op) {
   using S = slots::MoeRoute;
   int64_t E = cols(op.getLogits()), K = op.getKAttr().getInt(), NS = op.getSinks();
-  std::vector<std::string> targs = {e.type(op.getLogits()), e.type(op.getSelectionBias()), num(E), num(K),
-                                    spell(op.getScore()), flag(op.getRenorm())};
-  if (auto g = op.getGroupsAttr()) {
-    targs.push_back(num(g.getCount()));
-    targs.push_back(num(g.getKeep()));
-    targs.push_back(g.getScore() == GroupScore::max ? "cbc::GroupScore::max" : "cbc::GroupScore::top2_sum");
-    targs.push_back(g.getFill() == GroupFill::zero ? "cbc::GroupFill::zero" : "cbc::GroupFill::neg_inf");
-  }
+  // Without groups, every expert is in the one kept group (the kernel then masks nothing).
+  RouteGroupsAttr g = op.getGroupsAttr();
+  Instance inst("moe_route");
+  inst.type(op.getLogits()).type(op.getSelectionBias()).integer(E).integer(K).choice(op.getScore());
+  inst.flag(op.getRenorm()).integer(g ? g.getCount() : 0).integer(g ? g.getKeep() : 0);
+  inst.choice(g ? g.getScore() : GroupScore::top2_sum).choice(g ? g.getFill() : GroupFill::neg_inf);
   if (NS > 0)
-    targs = {e.type(op.getLogits()), e.type(op.getSelectionBias()), num(E - NS), num(NS), num(K)};
-  const char *name = NS > 0 ? "moe_route_sinks" : "moe_route";
-  int k = e.kernel(name, "moe.cuh", instance(name, targs));
+    inst = Instance("moe_route_sinks")
+               .type(op.getLogits())
+               .type(op.getSelectionBias())
+               .integer(E - NS)
+               .integer(NS)
+               .integer(K);
+  int k = e.kernel(NS > 0 ? "moe_route_sinks" : "moe_route", "moe.cuh", inst);
   SlotArgs<S> args;
   args.set(S::Logits, e.arg(op.getLogits()))
       .set(S::Weights, e.arg(op.getWeights()))
@@ -33,6 +34,8 @@ void emitRoute(Emitter &e, MoeRouteOp op) {
   LaunchOut &l = e.launch(k, 32, args);
   l.grid[0] = {e.rowsVar(op.getLogits()), 1, 1, 0};
 }
+
+namespace {
 
 struct ExpertShape {
   int64_t E, I, H, K;
@@ -45,24 +48,26 @@ struct ExpertWorkspaces {
 
 // Tiles of the expert GEMMs, at most ceil(T K / TM) + E (a partial tile per expert at most):
 // the grid's y, a per-step integer, whatever the routing.
-GridDimOut tileGrid(Emitter &e, MoeExpertsOp op, const ExpertShape &s) {
+
+} // namespace
+
+static GridDimOut tileGrid(Emitter &e, MoeExpertsOp op, const ExpertShape &s) {
   return {e.rowsVar(op.getX()), s.K, kernels::kMoeTileM, s.E};
 }
 
 // gate_up runs with the unit fused in, then down, each over the plan's tiles of one expert's
 // positions x kMoeTileN weight rows.
-void emitExpertGemms(Emitter &e, MoeExpertsOp op, const ExpertShape &s, const ExpertWorkspaces &ws,
-                     const std::string &actType) {
+static void emitExpertGemms(Emitter &e, MoeExpertsOp op, const ExpertShape &s, const ExpertWorkspaces &ws,
+                     DeviceType actType) {
   using U = slots::MoeGateUp;
   using D = slots::MoeDown;
   constexpr int TN = kernels::kMoeTileN;
   GluUnit unit = gluUnit(op.getAct(), op.getUngated());
-  std::vector<std::string> targs = {e.type(op.getX()), e.type(op.getGateUp()), e.type(op.getGateUpBias()),
-                                    actType, num(s.E), num(s.I), num(s.H),
-                                    num(s.K), spell(op.getLayout()), unit.unit, unit.act};
-  if (op.getScaleInput())
-    targs.push_back(flag(true));
-  int k1 = e.kernel("moe_gate_up", "moe.cuh", instance("moe_gate_up", targs));
+  Instance inst("moe_gate_up");
+  inst.type(op.getX()).type(op.getGateUp()).type(op.getGateUpBias()).type(actType);
+  inst.integer(s.E).integer(s.I).integer(s.H).integer(s.K).choice(op.getLayout()).choice(unit.kind);
+  inst.choice(unit.act).flag(op.getScaleInput());
+  int k1 = e.kernel("moe_gate_up", "moe.cuh", inst);
   SlotArgs<U> up;
   up.set(U::Plan, ws.plan)
       .set(U::X, e.arg(op.getX()))
@@ -79,8 +84,13 @@ void emitExpertGemms(Emitter &e, MoeExpertsOp op, const ExpertShape &s, const Ex
   l1.grid[1] = tileGrid(e, op, s);
 
   int k2 = e.kernel("moe_down", "moe.cuh",
-                    instance("moe_down", {actType, e.type(op.getDown()), e.type(op.getDownBias()), num(s.E),
-                                          num(s.I), num(s.H)}));
+                    Instance("moe_down")
+                        .type(actType)
+                        .type(op.getDown())
+                        .type(op.getDownBias())
+                        .integer(s.E)
+                        .integer(s.I)
+                        .integer(s.H));
   SlotArgs<D> down;
   down.set(D::Plan, ws.plan)
       .set(D::Act, ws.act)
@@ -93,7 +103,7 @@ void emitExpertGemms(Emitter &e, MoeExpertsOp op, const ExpertShape &s, const Ex
   l2.grid[1] = tileGrid(e, op, s);
 }
 
-void emitExperts(Emitter &e, MoeExpertsOp op) {
+void emitMoeExperts(Emitter &e, MoeExpertsOp op) {
   using P = slots::MoePlan;
   using C = slots::MoeCombine;
   auto gu = llvm::cast<RankedTensorType>(op.getGateUp().getType());
@@ -101,13 +111,13 @@ void emitExperts(Emitter &e, MoeExpertsOp op) {
   ExpertShape s{gu.getDimSize(0), ungated ? gu.getDimSize(1) : gu.getDimSize(1) / 2, gu.getDimSize(2),
                 cols(op.getIds())};
   // The unit's results are rounded to the dtype the down projection reads, and kept in it.
-  std::string actType = e.isF32(op.getResult()) ? "float" : "bf16";
-  int64_t actBytes = actType == "float" ? 4 : 2, tm = kernels::kMoeTileM;
+  DeviceType actType = deviceType(op.getResult()) == DeviceType::F32 ? DeviceType::F32 : DeviceType::Bf16;
+  int64_t actBytes = actType == DeviceType::F32 ? 4 : 2, tm = kernels::kMoeTileM;
   ExpertWorkspaces ws{e.workspace("moe_plan", s.K * 8, (s.E + 1) * 4),
                       e.workspace("moe_tiles", (8 * s.K + tm - 1) / tm, 8 * (s.E + 1)),
                       e.workspace("moe_act", s.K * s.I * actBytes, 0), e.workspace("moe_out", s.K * s.H * 4, 0)};
   Value x = op.getX();
-  int kp = e.kernel("moe_plan", "moe.cuh", instance("moe_plan", {num(s.E), num(s.K)}));
+  int kp = e.kernel("moe_plan", "moe.cuh", Instance("moe_plan").integer(s.E).integer(s.K));
   SlotArgs<P> pargs;
   pargs.set(P::Ids, e.arg(op.getIds()))
       .set(P::Plan, ws.plan)
@@ -118,14 +128,15 @@ void emitExperts(Emitter &e, MoeExpertsOp op) {
 
   emitExpertGemms(e, op, s, ws, actType);
 
-  std::vector<std::string> cargsT = {e.type(op.getResult()), num(s.E), num(s.K), num(s.H)};
-  if (int64_t Z = op.getIdentityExperts(); Z || op.getScaleInput()) {
-    cargsT.push_back(num(Z));
-    cargsT.push_back(e.type(x));
-    if (op.getScaleInput())
-      cargsT.push_back(flag(true));
-  }
-  int kc = e.kernel("moe_combine", "moe.cuh", instance("moe_combine", cargsT));
+  int kc = e.kernel("moe_combine", "moe.cuh",
+                    Instance("moe_combine")
+                        .type(op.getResult())
+                        .integer(s.E)
+                        .integer(s.K)
+                        .integer(s.H)
+                        .integer(op.getIdentityExperts())
+                        .type(x)
+                        .flag(op.getScaleInput()));
   SlotArgs<C> cargs;
   cargs.set(C::Plan, ws.plan)
       .set(C::Partial, ws.out)
@@ -136,13 +147,6 @@ void emitExperts(Emitter &e, MoeExpertsOp op) {
       .set(C::Rows, Emitter::runtime(e.rowsVar(x)));
   LaunchOut &lc = e.launch(kc, 128, cargs);
   lc.grid[0] = {e.rowsVar(x), 1, 1, 0};
-}
-
-} // namespace
-
-void addMoeEmitters(EmitterTable &t) {
-  t.add(emitRoute);
-  t.add(emitExperts);
 }
 
 } // namespace cbc::codegen::cuda

@@ -8,10 +8,9 @@ namespace cbc::codegen::cuda {
 
 using namespace mlir;
 
-namespace {
 
 // The step's per-request metadata and the state pool, which every scan names alike.
-template <class S, class Op> void setScanSlots(Emitter &e, SlotArgs<S> &args, Op op) {
+template <class S, class Op> static void setScanSlots(Emitter &e, SlotArgs<S> &args, Op op) {
   args.set(S::CuSeqlens, e.arg(op.getCuSeqlens()))
       .set(S::StateIn, e.arg(op.getStateIn()))
       .set(S::StateOut, e.arg(op.getStateOut()))
@@ -21,16 +20,14 @@ template <class S, class Op> void setScanSlots(Emitter &e, SlotArgs<S> &args, Op
 }
 
 // One thread per (request, channel).
-void emitConv1d(Emitter &e, StateConv1dOp op) {
+void emitStateConv1d(Emitter &e, StateConv1dOp op) {
   using S = slots::Conv1d;
   int64_t C = cols(op.getX());
   int64_t K = llvm::cast<RankedTensorType>(op.getWeight().getType()).getDimSize(2);
-  std::vector<std::string> targs = {e.type(op.getX()),      e.type(op.getWeight()), e.type(op.getBias()),
-                                    e.type(op.getResult()), num(C),                num(K),
-                                    spell(op.getAct())};
-  if (op.getResidual()) // other instances keep their names
-    targs.push_back(flag(true));
-  int k = e.kernel("conv1d", "conv1d.cuh", instance("conv1d", targs));
+  Instance inst("conv1d");
+  inst.type(op.getX()).type(op.getWeight()).type(op.getBias()).type(op.getResult());
+  inst.integer(C).integer(K).choice(op.getAct()).flag(op.getResidual());
+  int k = e.kernel("conv1d", "conv1d.cuh", inst);
   SlotArgs<S> args;
   args.set(S::X, e.arg(op.getX())).set(S::Weight, e.arg(op.getWeight())).set(S::Bias, e.arg(op.getBias()));
   setScanSlots(e, args, op);
@@ -41,25 +38,24 @@ void emitConv1d(Emitter &e, StateConv1dOp op) {
 
 // The chunked scans take bf16 operands: an f32 artefact, kept for its fp32 precision, runs every
 // request through the token-recurrent kernel on CUDA cores.
-bool bf16Operands(Emitter &e, std::initializer_list<Value> vs) {
-  return llvm::all_of(vs, [&](Value v) { return e.type(v) == "bf16"; });
+static bool bf16Operands(std::initializer_list<Value> vs) {
+  return llvm::all_of(vs, [](Value v) { return deviceType(v) == DeviceType::Bf16; });
 }
 
 // Requests longer than one token (prefill chunks) take the chunked kernel where it fits; the
 // token-recurrent one takes the others (decode), or every request where it does not.
-int64_t recurrentMax(int chunk) { return chunk ? 1 : std::numeric_limits<int32_t>::max(); }
+static int64_t recurrentMax(int chunk) { return chunk ? 1 : std::numeric_limits<int32_t>::max(); }
 
 // Two launches, the token-recurrent kernel and the chunked one, each block (request, value head,
 // 32 value columns) exiting at once where the request is the other kernel's.
 void emitGatedDelta(Emitter &e, GatedDeltaOp op) {
   using S = slots::GatedDelta;
   int64_t dk = op.getKDim(), dv = op.getVDim();
-  std::vector<std::string> targs = {e.type(op.getQ()),      e.type(op.getK()),      e.type(op.getV()),
-                                    e.type(op.getA()),      e.type(op.getB()),      e.type(op.getALog()),
-                                    e.type(op.getDtBias()), e.type(op.getResult()), num(op.getNumKHeads()),
-                                    num(op.getNumVHeads()), num(dk),                num(dv),
-                                    flag(op.getQkL2norm())};
-  int chunk = bf16Operands(e, {op.getQ(), op.getK(), op.getV()}) ? kernels::gatedDeltaChunk((int)dk) : 0;
+  Instance inst("gated_delta");
+  inst.type(op.getQ()).type(op.getK()).type(op.getV()).type(op.getA()).type(op.getB()).type(op.getALog());
+  inst.type(op.getDtBias()).type(op.getResult());
+  inst.integer(op.getNumKHeads()).integer(op.getNumVHeads()).integer(dk).integer(dv).flag(op.getQkL2norm());
+  int chunk = bf16Operands({op.getQ(), op.getK(), op.getV()}) ? kernels::gatedDeltaChunk((int)dk) : 0;
   SlotArgs<S> args;
   args.set(S::Q, e.arg(op.getQ()))
       .set(S::K, e.arg(op.getK()))
@@ -77,12 +73,11 @@ void emitGatedDelta(Emitter &e, GatedDeltaOp op) {
     l.grid[1] = {std::nullopt, 1, 1, (int64_t)op.getNumVHeads()};
     l.grid[2] = {std::nullopt, 1, 1, (dv + kernels::kGatedDeltaCols - 1) / kernels::kGatedDeltaCols};
   };
-  grid(e.launch(e.kernel("gated_delta", "gated_delta.cuh", instance("gated_delta", targs)),
-                32 * kernels::kGatedDeltaWarps, args));
+  grid(e.launch(e.kernel("gated_delta", "gated_delta.cuh", inst), 32 * kernels::kGatedDeltaWarps, args));
   if (!chunk)
     return;
-  targs.push_back(num(chunk));
-  grid(e.launch(e.kernel("gated_delta_chunked", "gated_delta_chunked.cuh", instance("gated_delta_chunked", targs)),
+  grid(e.launch(e.kernel("gated_delta_chunked", "gated_delta_chunked.cuh",
+                         inst.renamed("gated_delta_chunked").integer(chunk)),
                 kernels::kScanChunkThreads, args));
 }
 
@@ -91,11 +86,10 @@ void emitKda(Emitter &e, KdaOp op) {
   using S = slots::Kda;
   int64_t dk = op.getKDim(), dv = op.getVDim();
   bool bounded = op.getGate() == DecayGate::bounded_sigmoid;
-  std::vector<std::string> targs = {e.type(op.getQ()),      e.type(op.getK()),      e.type(op.getV()),
-                                    e.type(op.getF()),      e.type(op.getB()),      e.type(op.getALog()),
-                                    e.type(op.getDtBias()), e.type(op.getResult()), num(op.getNumHeads()),
-                                    num(dk),                num(dv),                flag(bounded)};
-  int chunk = bf16Operands(e, {op.getQ(), op.getK(), op.getV()}) ? kernels::kdaChunk((int)dk) : 0;
+  Instance inst("kda");
+  inst.type(op.getQ()).type(op.getK()).type(op.getV()).type(op.getF()).type(op.getB()).type(op.getALog());
+  inst.type(op.getDtBias()).type(op.getResult()).integer(op.getNumHeads()).integer(dk).integer(dv).flag(bounded);
+  int chunk = bf16Operands({op.getQ(), op.getK(), op.getV()}) ? kernels::kdaChunk((int)dk) : 0;
   SlotArgs<S> args;
   args.set(S::Q, e.arg(op.getQ()))
       .set(S::K, e.arg(op.getK()))
@@ -113,11 +107,10 @@ void emitKda(Emitter &e, KdaOp op) {
     l.grid[1] = {std::nullopt, 1, 1, (int64_t)op.getNumHeads()};
     l.grid[2] = {std::nullopt, 1, 1, (dv + kernels::kKdaCols - 1) / kernels::kKdaCols};
   };
-  grid(e.launch(e.kernel("kda", "kda.cuh", instance("kda", targs)), 32 * kernels::kKdaWarps, args));
+  grid(e.launch(e.kernel("kda", "kda.cuh", inst), 32 * kernels::kKdaWarps, args));
   if (!chunk)
     return;
-  targs.push_back(num(chunk));
-  grid(e.launch(e.kernel("kda_chunked", "kda_chunked.cuh", instance("kda_chunked", targs)),
+  grid(e.launch(e.kernel("kda_chunked", "kda_chunked.cuh", inst.renamed("kda_chunked").integer(chunk)),
                 kernels::kScanChunkThreads, args));
 }
 
@@ -126,11 +119,10 @@ void emitKda(Emitter &e, KdaOp op) {
 void emitSsd(Emitter &e, SsdOp op) {
   using S = slots::Ssd;
   int64_t H = op.getNumHeads(), P = op.getHeadDim(), N = op.getStateSize();
-  std::vector<std::string> targs = {e.type(op.getX()), e.type(op.getDt()),     e.type(op.getB()),
-                                    e.type(op.getC()), e.type(op.getALog()),   e.type(op.getDtBias()),
-                                    e.type(op.getD()), e.type(op.getResult()), num(H),
-                                    num(P),            num(op.getNGroups()),   num(N)};
-  int chunk = bf16Operands(e, {op.getX(), op.getB(), op.getC()}) ? kernels::ssdChunk((int)P, (int)N) : 0;
+  Instance inst("ssd");
+  inst.type(op.getX()).type(op.getDt()).type(op.getB()).type(op.getC()).type(op.getALog()).type(op.getDtBias());
+  inst.type(op.getD()).type(op.getResult()).integer(H).integer(P).integer(op.getNGroups()).integer(N);
+  int chunk = bf16Operands({op.getX(), op.getB(), op.getC()}) ? kernels::ssdChunk((int)P, (int)N) : 0;
   SlotArgs<S> args;
   args.set(S::X, e.arg(op.getX()))
       .set(S::Dt, e.arg(op.getDt()))
@@ -148,13 +140,11 @@ void emitSsd(Emitter &e, SsdOp op) {
     l.grid[1] = {std::nullopt, 1, 1, H};
     l.grid[2] = {std::nullopt, 1, 1, (P + rows - 1) / rows};
   };
-  grid(e.launch(e.kernel("ssd", "ssd.cuh", instance("ssd", targs)), kernels::kSsdThreads, args), kernels::kSsdRows);
+  grid(e.launch(e.kernel("ssd", "ssd.cuh", inst), kernels::kSsdThreads, args), kernels::kSsdRows);
   if (!chunk)
     return;
   int rows = kernels::ssdChunkRows((int)P, (int)N);
-  targs.push_back(num(chunk));
-  targs.push_back(num(rows));
-  grid(e.launch(e.kernel("ssd_chunked", "ssd_chunked.cuh", instance("ssd_chunked", targs)),
+  grid(e.launch(e.kernel("ssd_chunked", "ssd_chunked.cuh", inst.renamed("ssd_chunked").integer(chunk).integer(rows)),
                 kernels::kScanChunkThreads, args),
        rows);
 }
@@ -163,11 +153,11 @@ void emitSsd(Emitter &e, SsdOp op) {
 void emitSelectiveScan(Emitter &e, SelectiveScanOp op) {
   using S = slots::SelectiveScan;
   int64_t I = cols(op.getX());
-  int k = e.kernel(
-      "selective_scan", "selective_scan.cuh",
-      instance("selective_scan", {e.type(op.getX()), e.type(op.getDt()), e.type(op.getB()), e.type(op.getC()),
-                                  e.type(op.getALog()), e.type(op.getDtBias()), e.type(op.getD()), e.type(op.getZ()),
-                                  e.type(op.getResult()), num(I), num(op.getNGroups()), num(op.getStateSize())}));
+  Instance inst("selective_scan");
+  inst.type(op.getX()).type(op.getDt()).type(op.getB()).type(op.getC()).type(op.getALog()).type(op.getDtBias());
+  inst.type(op.getD()).type(op.getZ()).type(op.getResult()).integer(I).integer(op.getNGroups());
+  inst.integer(op.getStateSize());
+  int k = e.kernel("selective_scan", "selective_scan.cuh", inst);
   SlotArgs<S> args;
   args.set(S::X, e.arg(op.getX()))
       .set(S::Dt, e.arg(op.getDt()))
@@ -190,8 +180,14 @@ void emitLightning(Emitter &e, LightningOp op) {
   std::vector<float> decay(op.getDecay().begin(), op.getDecay().end());
   std::string table = e.table(decay);
   int k = e.kernel("lightning", "lightning.cuh",
-                   instance("lightning", {e.type(op.getQ()), e.type(op.getK()), e.type(op.getV()),
-                                          e.type(op.getResult()), num(H), num(d), table}));
+                   Instance("lightning")
+                       .type(op.getQ())
+                       .type(op.getK())
+                       .type(op.getV())
+                       .type(op.getResult())
+                       .integer(H)
+                       .integer(d)
+                       .table(table));
   SlotArgs<S> args;
   args.set(S::Q, e.arg(op.getQ())).set(S::K, e.arg(op.getK())).set(S::V, e.arg(op.getV()));
   setScanSlots(e, args, op);
@@ -199,17 +195,6 @@ void emitLightning(Emitter &e, LightningOp op) {
   l.grid[0] = {RuntimeVar::NumRequests, 1, 1, 0};
   l.grid[1] = {std::nullopt, 1, 1, H};
   l.grid[2] = {std::nullopt, 1, 1, (d + kernels::kLightningCols - 1) / kernels::kLightningCols};
-}
-
-} // namespace
-
-void addStateEmitters(EmitterTable &t) {
-  t.add(emitConv1d);
-  t.add(emitGatedDelta);
-  t.add(emitKda);
-  t.add(emitSsd);
-  t.add(emitSelectiveScan);
-  t.add(emitLightning);
 }
 
 } // namespace cbc::codegen::cuda

@@ -63,9 +63,6 @@ void inlineFile(llvm::StringRef path, std::set<std::string> &done, std::string &
   }
 }
 
-// The element type the device holds a value in (cbc-assign-device-types rewrote the types).
-Type elementType(Value v) { return llvm::cast<RankedTensorType>(v.getType()).getElementType(); }
-
 std::string hexFloat(float v) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%af", v);
@@ -73,15 +70,6 @@ std::string hexFloat(float v) {
 }
 
 } // namespace
-
-std::string Emitter::type(Value v) const {
-  if (!v)
-    return "void";
-  Type t = elementType(v);
-  return t.isBF16() ? "bf16" : t.isInteger(32) ? "int" : "float";
-}
-
-bool Emitter::isF32(Value v) const { return elementType(v).isF32(); }
 
 KernelArgOut Emitter::workspace(llvm::StringRef name, int64_t perToken, int64_t fixed) {
   auto it = workspaceByName_.find(name.str());
@@ -99,7 +87,8 @@ KernelArgOut Emitter::workspace(llvm::StringRef name, int64_t perToken, int64_t 
   return {KernelArgOut::Workspace, index, "", 0, 0};
 }
 
-int Emitter::kernel(llvm::StringRef hint, llvm::StringRef header, const std::string &inst) {
+int Emitter::kernel(llvm::StringRef hint, llvm::StringRef header, const Instance &instance) {
+  std::string inst = instance.text();
   std::string path = (llvm::Twine(kKernelDir) + header).str();
   if (std::find(headers_.begin(), headers_.end(), path) == headers_.end())
     headers_.push_back(path);
@@ -155,18 +144,11 @@ std::string Emitter::assembleSource() const {
   return out;
 }
 
-// Value ids, numbered as the artefact writer numbers them (step arguments, then op results in
-// order), with the element types cbc-assign-device-types gave them.
+// The device type of every value, by its id: an argument's int32, a result's element type.
 LogicalResult Emitter::numberValues(Block &block) {
-  auto add = [&](Value v, fb::DType d) {
-    ids_[v.getAsOpaquePointer()] = (int)prog_.value_dtypes.size();
-    prog_.value_dtypes.push_back((int)d);
-  };
-  for (BlockArgument arg : block.getArguments())
-    add(arg, fb::DType::I32);
-  for (Operation &op : block) {
-    if (isa<func::ReturnOp>(op))
-      continue;
+  ids_.emplace(block);
+  prog_.value_dtypes.assign(ids_->size(), (int)fb::DType::I32);
+  for (Operation &op : block)
     for (Value r : op.getResults()) {
       auto type = llvm::cast<RankedTensorType>(r.getType());
       if (type.getEncoding())
@@ -176,15 +158,9 @@ LogicalResult Emitter::numberValues(Block &block) {
       if (t.isF16())
         return op.emitError("CUDA code generation takes bf16 or f32 values, not f16 (use --dtype bf16 or f32, "
                             "or --no-cuda)");
-      add(r, t.isF32() ? fb::DType::F32 : t.isInteger(32) ? fb::DType::I32 : fb::DType::BF16);
-      if (isa<RowsGatherOp>(op))
-        perRequest_.insert(r.getAsOpaquePointer());
-      else
-        for (Value in : op.getOperands())
-          if (perRequest_.count(in.getAsOpaquePointer()))
-            perRequest_.insert(r.getAsOpaquePointer());
+      fb::DType d = t.isF32() ? fb::DType::F32 : t.isInteger(32) ? fb::DType::I32 : fb::DType::BF16;
+      prog_.value_dtypes[id(r)] = (int)d;
     }
-  }
   return success();
 }
 
@@ -196,7 +172,7 @@ FailureOr<KernelBundleOut> Emitter::run() {
   auto plan = module_->getAttrOfType<CachePlanAttr>("cbc.cache_plan");
   if (!plan || plan.getKvDtype() == StorageType::f16)
     return module_.emitError("CUDA code generation needs a bf16 or f32 kv cache plan");
-  kvType_ = plan.getKvDtype() == StorageType::f32 ? "float" : "bf16";
+  kvType_ = plan.getKvDtype() == StorageType::f32 ? DeviceType::F32 : DeviceType::Bf16;
   blockSize_ = plan.getBlockSize();
   if (failed(numberValues(block)))
     return failure();
@@ -222,89 +198,126 @@ FailureOr<KernelBundleOut> Emitter::run() {
 
 // ---- template arguments ----
 
-std::string instance(llvm::StringRef name, llvm::ArrayRef<std::string> args) {
-  std::string s = "cbc::" + name.str() + "<";
-  for (size_t i = 0; i < args.size(); ++i)
-    s += (i ? ", " : "") + args[i];
-  return s + ">";
+DeviceType deviceType(Value v) {
+  if (!v)
+    return DeviceType::Void;
+  Type t = llvm::cast<RankedTensorType>(v.getType()).getElementType();
+  return t.isBF16() ? DeviceType::Bf16 : t.isInteger(32) ? DeviceType::I32 : DeviceType::F32;
 }
 
-std::string num(int64_t v) { return std::to_string(v); }
-std::string flag(bool b) { return b ? "true" : "false"; }
-
-std::string spell(Activation a) {
-  switch (a) {
-  case Activation::none: return "cbc::Act::none";
-  case Activation::silu: return "cbc::Act::silu";
-  case Activation::gelu: return "cbc::Act::gelu";
-  case Activation::gelu_tanh: return "cbc::Act::gelu_tanh";
-  case Activation::relu: return "cbc::Act::relu";
-  case Activation::relu2: return "cbc::Act::relu2";
-  case Activation::sigmoid: return "cbc::Act::sigmoid";
+Instance &Instance::type(DeviceType t) {
+  switch (t) {
+  case DeviceType::Void: return add("void");
+  case DeviceType::Bf16: return add("bf16");
+  case DeviceType::F32: return add("float");
+  case DeviceType::I32: return add("int");
   }
-  llvm_unreachable("an activation without a device function");
+  llvm_unreachable("a device type without a name");
 }
 
-std::string spell(GluLayout l) {
+Instance &Instance::integer(int64_t v) { return add(std::to_string(v)); }
+Instance &Instance::flag(bool b) { return add(b ? "true" : "false"); }
+
+Instance &Instance::choice(Activation a) {
+  switch (a) {
+  case Activation::none: return add("cbc::Act::none");
+  case Activation::silu: return add("cbc::Act::silu");
+  case Activation::gelu: return add("cbc::Act::gelu");
+  case Activation::gelu_tanh: return add("cbc::Act::gelu_tanh");
+  case Activation::relu: return add("cbc::Act::relu");
+  case Activation::relu2: return add("cbc::Act::relu2");
+  case Activation::sigmoid: return add("cbc::Act::sigmoid");
+  }
+  llvm_unreachable("an activation without a kernel");
+}
+
+Instance &Instance::choice(GluLayout l) {
   switch (l) {
-  case GluLayout::halves: return "cbc::Glu::halves";
-  case GluLayout::interleaved: return "cbc::Glu::interleaved";
+  case GluLayout::halves: return add("cbc::Glu::halves");
+  case GluLayout::interleaved: return add("cbc::Glu::interleaved");
   }
   llvm_unreachable("a GLU layout without a kernel");
 }
 
-std::string spell(RopePairing p) {
+Instance &Instance::choice(RopePairing p) {
   switch (p) {
-  case RopePairing::half: return "cbc::Pairing::half";
-  case RopePairing::interleaved: return "cbc::Pairing::interleaved";
+  case RopePairing::half: return add("cbc::Pairing::half");
+  case RopePairing::interleaved: return add("cbc::Pairing::interleaved");
   }
   llvm_unreachable("a RoPE pairing without a kernel");
 }
 
-std::string spell(RouteScore s) {
+Instance &Instance::choice(RouteScore s) {
   switch (s) {
-  case RouteScore::softmax: return "cbc::Score::softmax";
-  case RouteScore::topk_softmax: return "cbc::Score::topk_softmax";
-  case RouteScore::sigmoid: return "cbc::Score::sigmoid";
+  case RouteScore::softmax: return add("cbc::Score::softmax");
+  case RouteScore::topk_softmax: return add("cbc::Score::topk_softmax");
+  case RouteScore::sigmoid: return add("cbc::Score::sigmoid");
   }
   llvm_unreachable("a route score without a kernel");
 }
 
-std::string spell(NormGateOrder o) {
+Instance &Instance::choice(GroupScore s) {
+  return add(s == GroupScore::max ? "cbc::GroupScore::max" : "cbc::GroupScore::top2_sum");
+}
+
+Instance &Instance::choice(GroupFill f) {
+  return add(f == GroupFill::zero ? "cbc::GroupFill::zero" : "cbc::GroupFill::neg_inf");
+}
+
+Instance &Instance::choice(NormGateOrder o) {
   switch (o) {
-  case NormGateOrder::norm_gate: return "cbc::GateOrder::norm_gate";
-  case NormGateOrder::gate_norm: return "cbc::GateOrder::gate_norm";
+  case NormGateOrder::norm_gate: return add("cbc::GateOrder::norm_gate");
+  case NormGateOrder::gate_norm: return add("cbc::GateOrder::gate_norm");
   }
   llvm_unreachable("a gate order without a kernel");
 }
 
-std::string spell(RetentionKind r) {
+Instance &Instance::choice(RetentionKind r) {
   switch (r) {
-  case RetentionKind::all: return "cbc::Retention::all";
-  case RetentionKind::window: return "cbc::Retention::window";
-  case RetentionKind::chunk: return "cbc::Retention::chunk";
+  case RetentionKind::all: return add("cbc::Retention::all");
+  case RetentionKind::window: return add("cbc::Retention::window");
+  case RetentionKind::chunk: return add("cbc::Retention::chunk");
   }
   llvm_unreachable("a retention without a kernel");
 }
 
+Instance &Instance::choice(GluUnit::Kind u) {
+  switch (u) {
+  case GluUnit::Gated: return add("cbc::Unit::gated");
+  case GluUnit::Ungated: return add("cbc::Unit::ungated");
+  case GluUnit::ClampedSwiglu: return add("cbc::Unit::clamped_swiglu");
+  }
+  llvm_unreachable("a gated unit without a kernel");
+}
+
+Instance &Instance::table(const std::string &name) { return add(name.empty() ? "nullptr" : name); }
+Instance &Instance::instance(const Instance &inner) { return add(inner.text()); }
+
+std::string Instance::text() const {
+  std::string s = "cbc::" + name_ + "<";
+  for (size_t i = 0; i < args_.size(); ++i)
+    s += (i ? ", " : "") + args_[i];
+  return s + ">";
+}
+
 GluUnit gluUnit(Attribute act, bool ungated) {
   if (auto clamp = llvm::dyn_cast<ClampedSwigluAttr>(act))
-    return {"cbc::Unit::clamped_swiglu", spell(Activation::none), clamp.getLimit().convertToDouble(),
+    return {GluUnit::ClampedSwiglu, Activation::none, clamp.getLimit().convertToDouble(),
             clamp.getAlpha().convertToDouble()};
-  return {ungated ? "cbc::Unit::ungated" : "cbc::Unit::gated", spell(llvm::cast<ActivationAttr>(act).getValue())};
+  return {ungated ? GluUnit::Ungated : GluUnit::Gated, llvm::cast<ActivationAttr>(act).getValue()};
 }
 
 int64_t cols(Value v) { return llvm::cast<RankedTensorType>(v.getType()).getDimSize(1); }
 
-std::vector<std::string> ropeTemplateArgs(Emitter &e, RopeAttr rope) {
+void addRopeArgs(Instance &inst, Emitter &e, RopeAttr rope) {
   bool isLong = (bool)rope.getInvFreqLong(), dynamic = rope.getDynamicBase().convertToDouble() != 0;
-  return {num(rope.getRotaryDim()),
-          spell(rope.getPairing()),
-          e.table(rope.getInvFreq().asArrayRef()),
-          isLong ? e.table(rope.getInvFreqLong().asArrayRef()) : "nullptr",
-          num(isLong ? rope.getLongAfter() : 0),
-          flag(dynamic),
-          num(dynamic ? rope.getDynamicMaxPositions() : 0)};
+  inst.integer(rope.getRotaryDim())
+      .choice(rope.getPairing())
+      .table(e.table(rope.getInvFreq().asArrayRef()))
+      .table(isLong ? e.table(rope.getInvFreqLong().asArrayRef()) : "")
+      .integer(isLong ? rope.getLongAfter() : 0)
+      .flag(dynamic)
+      .integer(dynamic ? rope.getDynamicMaxPositions() : 0);
 }
 
 // ---- the op table ----
@@ -312,10 +325,8 @@ std::vector<std::string> ropeTemplateArgs(Emitter &e, RopeAttr rope) {
 const EmitterTable &emitterTable() {
   static const EmitterTable table = [] {
     EmitterTable t;
-    addMathEmitters(t);
-    addKvEmitters(t);
-    addStateEmitters(t);
-    addMoeEmitters(t);
+#define CBC_OP(NAME, ...) t.add(emit##NAME);
+#include "runtime/schema/ops.inc"
     return t;
   }();
   return table;

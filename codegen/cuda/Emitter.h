@@ -6,6 +6,7 @@
 #define CBC_CODEGEN_CUDA_EMITTER_H
 
 #include "codegen/artefact_writer.h"
+#include "codegen/step_values.h"
 #include "codegen/cuda/kernels/slots.h"
 #include "dialects/cbc/CbcOps.h"
 #include "runtime/schema/kernel_abi.h"
@@ -27,6 +28,14 @@
 namespace cbc::codegen::cuda {
 
 namespace slots = kernels::slots;
+
+class Instance;
+
+// A device element type as the kernel templates name it (bf16, float, int); Void for an absent
+// operand.
+enum class DeviceType { Void, Bf16, F32, I32 };
+DeviceType deviceType(mlir::Value v);
+
 
 // The arguments of one launch, placed by the slot names of the kernel's slot struct S. take()
 // lays them out as the runtime packs them (pointers, then integers, then floats, each in slot
@@ -86,16 +95,15 @@ public:
   mlir::FailureOr<KernelBundleOut> run();
 
   // ---- values ----
-  int id(mlir::Value v) const { return ids_.at(v.getAsOpaquePointer()); }
-  // The device element type as the templates spell it: bf16, float or int; void for an absent
-  // (null) operand.
-  std::string type(mlir::Value v) const;
-  bool isF32(mlir::Value v) const;
-  // Values derived from the gathered logit rows have one row per request.
+  // The value's id in the artefact (codegen/step_values.h).
+  int id(mlir::Value v) const { return ids_->at(v); }
+  // The rows of an activation, as cbc-schedule-step placed it: one per token, or one per request
+  // (values derived from the gathered logit rows).
   RuntimeVar rowsVar(mlir::Value v) const {
-    return perRequest_.count(v.getAsOpaquePointer()) ? RuntimeVar::NumLogitRows : RuntimeVar::NumTokens;
+    std::optional<BufferSlot> slot = bufferSlot(v);
+    return slot && slot->rows == RowClass::Requests ? RuntimeVar::NumLogitRows : RuntimeVar::NumTokens;
   }
-  const std::string &kvType() const { return kvType_; } // the kv pool's element type
+  DeviceType kvType() const { return kvType_; } // the kv pool's element type
   int64_t blockSize() const { return blockSize_; }
 
   // ---- launch arguments ----
@@ -112,10 +120,9 @@ public:
   KernelArgOut workspace(llvm::StringRef name, int64_t bytesPerToken, int64_t bytesFixed);
 
   // ---- kernels and launches ----
-  // The kernel that runs `instance`, a call of a template of `header` (in codegen/cuda/kernels)
-  // such as "cbc::rms_norm<bf16, bf16, bf16, 64>"; named after `hint`. Identical instances share
-  // one kernel.
-  int kernel(llvm::StringRef hint, llvm::StringRef header, const std::string &instance);
+  // The kernel that runs `instance`, a template of `header` (in codegen/cuda/kernels) with its
+  // arguments; named after `hint`. Identical instances share one kernel.
+  int kernel(llvm::StringRef hint, llvm::StringRef header, const Instance &instance);
   // The name of a __device__ const float table with these values, to pass as a template
   // argument; the table is emitted before the first kernel that uses it.
   std::string table(llvm::ArrayRef<float> values);
@@ -142,11 +149,10 @@ private:
   std::string assembleSource() const;
 
   mlir::ModuleOp module_;
-  std::string kvType_ = "bf16";
+  DeviceType kvType_ = DeviceType::Bf16;
   int64_t blockSize_ = 16;
   KernelBundleOut prog_;
-  std::map<const void *, int> ids_;
-  std::set<const void *> perRequest_;
+  std::optional<StepValueIds> ids_;
   std::vector<Kernel> kernels_;
   std::map<std::string, int> kernelByInstance_;
   std::vector<std::string> headers_; // in the order first needed
@@ -158,30 +164,61 @@ private:
 };
 
 // ---- template arguments ----
-// "cbc::name<args...>".
-std::string instance(llvm::StringRef name, llvm::ArrayRef<std::string> args);
-std::string num(int64_t v);
-std::string flag(bool b);
-std::string spell(Activation a);
-std::string spell(GluLayout l);
-std::string spell(RopePairing p);
-std::string spell(RouteScore s);
-std::string spell(NormGateOrder o);
-std::string spell(RetentionKind r);
-// A gated unit's template arguments {Unit, Act} for a GLU activation attribute, and its
-// clamped-SwiGLU limit and alpha (0 for the other units).
+// A gated unit of the GLU and expert kernels, and its activation: from a GLU activation attribute,
+// with the clamped-SwiGLU limit and alpha (0 for the other units).
 struct GluUnit {
-  std::string unit, act;
+  enum Kind { Gated, Ungated, ClampedSwiglu } kind = Gated;
+  Activation act = Activation::none;
   double limit = 0, alpha = 0;
 };
 GluUnit gluUnit(mlir::Attribute act, bool ungated);
+
+// A kernel instance: a template of codegen/cuda/kernels and its arguments, each added from what it
+// stands for (a value's device type, an integer, a flag, an enumerator of a closed set, a table
+// Emitter::table made, a nested instance), so that each kind of argument is spelled one way for
+// every kernel. text() is the call the generated source makes: "cbc::rms_norm<bf16, float, bf16, 64>".
+class Instance {
+public:
+  explicit Instance(llvm::StringRef name) : name_(name.str()) {}
+  Instance &type(DeviceType t);
+  Instance &type(mlir::Value v) { return type(deviceType(v)); }
+  Instance &integer(int64_t v);
+  Instance &flag(bool b);
+  Instance &choice(Activation a);
+  Instance &choice(GluLayout l);
+  Instance &choice(RopePairing p);
+  Instance &choice(RouteScore s);
+  Instance &choice(GroupScore s);
+  Instance &choice(GroupFill f);
+  Instance &choice(NormGateOrder o);
+  Instance &choice(RetentionKind r);
+  Instance &choice(GluUnit::Kind u);
+  // A __device__ table's name, or a null pointer when `name` is empty.
+  Instance &table(const std::string &name);
+  Instance &instance(const Instance &inner);
+  // The same arguments for another template (a kernel's chunked form, which takes more after them).
+  Instance renamed(llvm::StringRef name) const {
+    Instance other = *this;
+    other.name_ = name.str();
+    return other;
+  }
+  std::string text() const;
+
+private:
+  Instance &add(std::string arg) {
+    args_.push_back(std::move(arg));
+    return *this;
+  }
+  std::string name_;
+  std::vector<std::string> args_;
+};
 
 int64_t cols(mlir::Value v);
 
 // RoPE, shared by cbc.math.rope and cbc.kv.rope_append: the template arguments
 // {RD, Pairing, FREQ, FREQ_LONG, LONG_AFTER, DYNAMIC, DYN_MAX} (see rope.cuh) and the slots
 // every rotating kernel names alike.
-std::vector<std::string> ropeTemplateArgs(Emitter &e, RopeAttr rope);
+void addRopeArgs(Instance &inst, Emitter &e, RopeAttr rope);
 template <class S> void setRopeSlots(SlotArgs<S> &args, RopeAttr rope) {
   args.set(S::AttentionFactor, rope.getAttentionFactor().convertToDouble())
       .set(S::DynamicBase, rope.getDynamicBase().convertToDouble())
@@ -203,10 +240,10 @@ public:
 private:
   llvm::StringMap<OpEmitter> map_;
 };
-void addMathEmitters(EmitterTable &table);
-void addKvEmitters(EmitterTable &table);
-void addStateEmitters(EmitterTable &table);
-void addMoeEmitters(EmitterTable &table);
+// One emitter per instruction op of the op table (runtime/schema/ops.inc), emit<Opcode>, in the
+// Emit<Group>.cpp of its op group: an op without one does not link.
+#define CBC_OP(NAME, ...) void emit##NAME(Emitter &e, NAME##Op op);
+#include "runtime/schema/ops.inc"
 const EmitterTable &emitterTable();
 
 // Greedy sampling over the output logits; the runtime launches it itself.

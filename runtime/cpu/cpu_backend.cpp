@@ -172,12 +172,7 @@ void CpuBackend::allocateCache(int32_t blocksPerGroup, int32_t stateUnits) {
 void CpuBackend::copyUnits(const std::vector<UnitCopy> &copies) {
   const CachePlan &plan = artefact_.cache_plan;
   for (const UnitCopy &c : copies) {
-    if (c.group < 0 || c.group >= (int)plan.groups.size())
-      throw std::logic_error("cpu backend: a unit copy names no cache group");
-    bool state = plan.groups[c.group].kind == CacheGroup::State;
-    int32_t units = state ? stateUnits_ : blocksPerGroup_;
-    if (c.src < 0 || c.src >= units || c.dst < 0 || c.dst >= units)
-      throw std::logic_error("cpu backend: a unit copy names no unit of its group");
+    bool state = isStateCopy(plan, c, blocksPerGroup_, stateUnits_, "cpu");
     if (state) {
       for (auto &[key, pool] : env_.statePools) {
         size_t n = pool.size() / stateUnits_;

@@ -197,12 +197,7 @@ void GpuBackend::allocateCache(int32_t blocksPerGroup, int32_t stateUnits) {
 void GpuBackend::copyUnits(const std::vector<UnitCopy> &copies) {
   const CachePlan &plan = a_.cache_plan;
   for (const UnitCopy &c : copies) {
-    if (c.group < 0 || c.group >= (int)plan.groups.size())
-      throw std::logic_error("gpu backend: a unit copy names no cache group");
-    bool state = plan.groups[c.group].kind == CacheGroup::State;
-    int32_t units = state ? stateUnits_ : blocksPerGroup_;
-    if (c.src < 0 || c.src >= units || c.dst < 0 || c.dst >= units)
-      throw std::logic_error("gpu backend: a unit copy names no unit of its group");
+    bool state = isStateCopy(plan, c, blocksPerGroup_, stateUnits_, "gpu");
     auto copyUnit = [&](void *pool, size_t bytes) {
       device_->copy(static_cast<char *>(pool) + c.dst * bytes, static_cast<char *>(pool) + c.src * bytes, bytes);
     };

@@ -660,18 +660,9 @@ std::string wideValuesStep(int64_t dv) {
 
 // The artefact of hand-written cbc IR with its kernels, as driver::compileSpec makes one after
 // lowering.
-rt::Artefact compileIr(const std::string &ir) {
+rt::Artefact compileIrWithKernels(const std::string &ir) {
   mlir::MLIRContext ctx;
-  mlir::DialectRegistry registry;
-  registry.insert<CbcDialect, mlir::func::FuncDialect>();
-  ctx.appendDialectRegistry(registry);
-  mlir::OwningOpRef<mlir::ModuleOp> module = mlir::parseSourceString<mlir::ModuleOp>(ir, &ctx);
-  if (!module)
-    throw std::runtime_error("the test IR does not parse");
-  mlir::PassManager pm(&ctx);
-  buildCbcPipeline(pm, CbcPipelineOptions());
-  if (mlir::failed(pm.run(*module)))
-    throw std::runtime_error("the pipeline rejects the test IR");
+  mlir::OwningOpRef<mlir::ModuleOp> module = runPipeline(ctx, ir);
   auto kernels = codegen::emitCuda(*module);
   if (mlir::failed(kernels))
     throw std::runtime_error("the CUDA emitter rejects the test IR");
@@ -679,17 +670,11 @@ rt::Artefact compileIr(const std::string &ir) {
   nv.targets = {"sm_80", "sm_90"};
   nv.cache_dir = cacheDir() + "/nvrtc";
   codegen::compileKernels(kernels->source, kernels->names, nv, *kernels);
-  codegen::ArtefactInputs inputs;
-  inputs.kernels = &*kernels;
-  inputs.compiler = driver::kCompilerName;
-  auto bytes = codegen::writeArtefact(*module, inputs);
-  if (mlir::failed(bytes))
-    throw std::runtime_error("the artefact writer rejects the test IR");
-  return rt::Artefact::fromBytes(bytes->data(), bytes->size());
+  return writeTestArtefact(*module, &*kernels);
 }
 
 TEST(SimtAttentionWideValues, LongPrefillsMatchCpu) {
-  rt::Artefact a = compileIr(wideValuesStep(24));
+  rt::Artefact a = compileIrWithKernels(wideValuesStep(24));
   ASSERT_NE(a.kernels->source.find("cbc::attention_prefill<bf16, bf16, bf16, void, 4, 2, 16, 24,"), std::string::npos);
   longPrefillsMatchCpu(a, 256, "values wider than keys");
 }
@@ -697,7 +682,7 @@ TEST(SimtAttentionWideValues, LongPrefillsMatchCpu) {
 // Values of 528: a prefill block would need 12 warps (three column groups), so every token of
 // the layer takes flash-decoding (its all-token form), prefill chunks included.
 TEST(SimtAttentionWideValues, TooWideForTilesStayOnDecode) {
-  rt::Artefact a = compileIr(wideValuesStep(528));
+  rt::Artefact a = compileIrWithKernels(wideValuesStep(528));
   EXPECT_EQ(a.kernels->source.find("cbc::attention_prefill<"), std::string::npos);
   ASSERT_NE(a.kernels->source.find("cbc::attention<bf16, bf16, 4, 2, 16, 528, 16, cbc::Retention::all, 0, false, void, 0, true>"),
             std::string::npos);

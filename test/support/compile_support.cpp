@@ -1,8 +1,15 @@
 #include "test/support/compile_support.h"
 
+#include "codegen/artefact_writer.h"
+#include "dialects/cbc/CbcOps.h"
 #include "driver/compile.h"
 #include "frontends/hf_config/config_reader.h"
 #include "runtime/safetensors.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "passes/Passes.h"
 
 #include <nlohmann/json.hpp>
 
@@ -25,6 +32,49 @@ rt::Artefact compileArtefact(const std::string &configJson, const std::string &d
   o.fuse = fuse;
   auto result = driver::compileConfig(configJson, o);
   return rt::Artefact::fromBytes(result.artefact.data(), result.artefact.size());
+}
+
+mlir::OwningOpRef<mlir::ModuleOp> runPipeline(mlir::MLIRContext &ctx, const std::string &ir) {
+  mlir::DialectRegistry registry;
+  registry.insert<CbcDialect, mlir::func::FuncDialect>();
+  ctx.appendDialectRegistry(registry);
+  mlir::OwningOpRef<mlir::ModuleOp> module = mlir::parseSourceString<mlir::ModuleOp>(ir, &ctx);
+  if (!module)
+    throw std::runtime_error("the test IR does not parse");
+  mlir::PassManager pm(&ctx);
+  buildCbcPipeline(pm, CbcPipelineOptions());
+  if (mlir::failed(pm.run(*module)))
+    throw std::runtime_error("the pipeline rejects the test IR");
+  return module;
+}
+
+rt::Artefact writeTestArtefact(mlir::ModuleOp module, const codegen::KernelBundleOut *kernels) {
+  codegen::ArtefactInputs inputs;
+  inputs.compiler = driver::kCompilerName;
+  inputs.kernels = kernels;
+  auto bytes = codegen::writeArtefact(module, inputs);
+  if (mlir::failed(bytes))
+    throw std::runtime_error("the artefact writer rejects the test IR");
+  return rt::Artefact::fromBytes(bytes->data(), bytes->size());
+}
+
+std::string stepReturning(int64_t width, const std::string &body) {
+  std::string ir = R"mlir(module attributes {cbc.model = #cbc.model<model_type = "test", vocab_size = @W@, hidden_size = @W@, num_layers = 1, max_positions = 1024, eos_token_ids = [2], bos_token_id = 1, checkpoint_dtype = "float32">} {
+  func.func @step(%arg0: tensor<?xi32> {cbc.name = "tokens"}, %arg1: tensor<?xi32> {cbc.name = "positions"}, %arg2: tensor<?xi32> {cbc.name = "seq_ids"}, %arg3: tensor<?xi32> {cbc.name = "cu_seqlens"}, %arg4: tensor<?xi32> {cbc.name = "kv_lens"}, %arg5: tensor<?x?x?xi32> {cbc.name = "block_tables"}, %arg6: tensor<?xi32> {cbc.name = "logit_rows"}) -> tensor<?x@W@xf32> {
+@BODY@    %rows = cbc.rows.gather %out, %arg6 : tensor<?x@W@xf32>, tensor<?xi32> -> tensor<?x@W@xf32>
+    return %rows : tensor<?x@W@xf32>
+  }
+}
+)mlir";
+  ir.replace(ir.find("@BODY@"), 6, body);
+  for (size_t at; (at = ir.find("@W@")) != std::string::npos;)
+    ir.replace(at, 3, std::to_string(width));
+  return ir;
+}
+
+rt::Artefact compileIr(const std::string &ir) {
+  mlir::MLIRContext ctx;
+  return writeTestArtefact(*runPipeline(ctx, ir));
 }
 
 Expected loadExpected(const std::string &family) {

@@ -5,13 +5,33 @@
 
 #include "test/support/test_support.h"
 
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/OwningOpRef.h"
+
 #include <ostream>
+
+namespace cbc::codegen {
+struct KernelBundleOut;
+}
 
 namespace cbc::test {
 
 // Compiles a config (text) to an artefact, CPU-only, in-process.
 rt::Artefact compileArtefact(const std::string &configJson, const std::string &dtype = "bf16",
                              bool fuse = true);
+
+// Hand-written cbc IR (a module with one func @step) through the pass pipeline, as `cbc compile`
+// runs it after lowering, in `ctx`; throws std::runtime_error naming the stage that rejects it.
+mlir::OwningOpRef<mlir::ModuleOp> runPipeline(mlir::MLIRContext &ctx, const std::string &ir);
+// The artefact of a module runPipeline returned, with `kernels` if given.
+rt::Artefact writeTestArtefact(mlir::ModuleOp module, const codegen::KernelBundleOut *kernels = nullptr);
+// A step without weights or cache whose logits (vocab_size = width) are the rows of %out at the
+// sampled positions: `body` defines %out, a [tokens, width] f32 value, from the step's arguments
+// (%arg0 the tokens, %arg1 the positions, ..., in runtime/schema/step_abi.h's order).
+std::string stepReturning(int64_t width, const std::string &body);
+// Hand-written IR as a CPU-only artefact: a test of an op that no family lowers to yet.
+rt::Artefact compileIr(const std::string &ir);
 
 // Test parameters: every fixture family, with and without the fusion passes.
 struct FamilyVariant {

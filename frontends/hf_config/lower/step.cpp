@@ -238,7 +238,7 @@ OwningOpRef<ModuleOp> StepBuilder::build() {
   for (int64_t l = 0; l < spec_.num_layers; ++l)
     x = decoderLayer(l, x);
   func::ReturnOp::create(b_, loc_, head(x, table));
-  if (spec_.quantization == "fp8")
+  if (spec_.quantization == Quantization::Fp8)
     declareFp8Weights(*b_.getInsertionBlock());
   (*module)->setAttr("cbc.model", modelAttr());
   return module;

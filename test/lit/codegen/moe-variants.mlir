@@ -24,11 +24,11 @@
 // RUN: cbc-translate --cbc-to-cuda %t.mlir | FileCheck %s --check-prefix=CUDA
 // CUDA: cbc::moe_route<float, float, 4, 2, cbc::Score::sigmoid, true, 2, 1, cbc::GroupScore::top2_sum, cbc::GroupFill::neg_inf>(a); }
 // CUDA-NEXT: cbc::moe_plan<4, 2>(a); }
-// CUDA-NEXT: cbc::moe_gate_up<bf16, bf16, void, bf16, 4, 32, 64, 2, cbc::Glu::halves, cbc::Unit::gated, cbc::Act::silu>(a); }
+// CUDA-NEXT: cbc::moe_gate_up<bf16, bf16, void, bf16, 4, 32, 64, 2, cbc::Glu::halves, cbc::Unit::gated, cbc::Act::silu, false>(a); }
 // CUDA-NEXT: cbc::moe_down<bf16, bf16, void, 4, 32, 64>(a); }
-// CUDA-NEXT: cbc::moe_combine<bf16, 4, 2, 64>(a); }
+// CUDA-NEXT: cbc::moe_combine<bf16, 4, 2, 64, 0, bf16, false>(a); }
 // CUDA:      cbc::moe_route<float, void, 6, 2, cbc::Score::softmax, false, 3, 2, cbc::GroupScore::max, cbc::GroupFill::zero>(a); }
-// CUDA-NEXT: cbc::moe_combine<bf16, 4, 2, 64, 2, bf16>(a); }
+// CUDA-NEXT: cbc::moe_combine<bf16, 4, 2, 64, 2, bf16, false>(a); }
 
 // NVRTC compiles them for both targets without spills.
 // RUN: cbc-translate --cbc-to-artefact --targets sm_80,sm_90 %t.mlir -o %t.cuda.fb
