@@ -216,6 +216,12 @@ Params writeParams(fbs::FlatBufferBuilder &fbb, Operation &op) {
                                                         ? fb::PositionScaleForm::LogRatio
                                                         : fb::PositionScaleForm::Log1pFloor));
       })
+      .Case([&](SinusoidalPositionOp o) {
+        IntegerAttr pad = o.getPaddingRowAttr();
+        return params(P::SinusoidalPositionParams,
+                      fb::CreateSinusoidalPositionParams(fbb, o.getOffsetAttr().getInt(), f64(o.getBaseAttr()),
+                                                         (bool)pad, pad ? pad.getInt() : 0));
+      })
       .Case([&](KvRopeAppendOp o) {
         fb::CacheSite site = cacheSite(o.getLayer(), o.getGroupAttr(), o.getRetention());
         auto rope = writeRope(fbb, o.getRope());

@@ -243,6 +243,19 @@ void emitPositionScale(Emitter &e, PositionScaleOp op) {
   elementwise(e, "position_scale", inst, out, args);
 }
 
+void emitSinusoidalPosition(Emitter &e, SinusoidalPositionOp op) {
+  using S = slots::SinusoidalPosition;
+  Value out = op.getResult();
+  IntegerAttr pad = op.getPaddingRowAttr();
+  SlotArgs<S> args;
+  args.set(S::Positions, e.arg(op.getPositions()))
+      .set(S::Out, e.arg(out))
+      .set(S::Step, (float)(-std::log(op.getBase().convertToDouble()) / (double)(cols(out) / 2 - 1)));
+  Instance inst("sinusoidal_position");
+  inst.type(out).integer(cols(out)).integer(op.getOffsetAttr().getInt()).integer(pad ? pad.getInt() : -1);
+  elementwise(e, "sinusoidal_position", inst, out, args);
+}
+
 // Per head: block (token tile, head, output tile).
 void emitHeadLinear(Emitter &e, HeadLinearOp op) {
   using S = slots::HeadLinear;

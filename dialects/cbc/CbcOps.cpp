@@ -218,6 +218,16 @@ LogicalResult PositionScaleOp::verify() {
   return success();
 }
 
+LogicalResult SinusoidalPositionOp::verify() {
+  if (failed(verifyShape(*this, shape::check(shape::SinusoidalPosition{cols(getResult())}))))
+    return failure();
+  if (getOffsetAttr().getInt() < 0 || (getPaddingRowAttr() && getPaddingRowAttr().getInt() < 0))
+    return emitOpError("offset and padding_row must not be negative");
+  if (!(getBase().convertToDouble() > 1) || !std::isfinite(getBase().convertToDouble()))
+    return emitOpError("base must be finite and above 1");
+  return success();
+}
+
 LogicalResult RopeOp::verify() {
   if (failed(verifyRopeFits(*this, getRope(), cols(getX()))))
     return failure();

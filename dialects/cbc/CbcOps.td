@@ -293,6 +293,31 @@ def Cbc_HeadLinearOp : Cbc_Op<"math.head_linear", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Cbc_SinusoidalPositionOp : Cbc_Op<"math.sinusoidal_position", [Pure]> {
+  let opcode = 32;
+  let params = "SinusoidalPositionParams";
+  let summary = "Sinusoidal position embeddings, computed from each token's position.";
+  let description = [{
+    Absolute positions with no table to load (the tensor2tensor form of XGLM and fairseq's
+    decoders). For result width `D` and `h = D / 2`, row `t` is the sine then the cosine of
+    `n f_i` for `i < h`, where `n = positions[t] + offset` and
+    `f_i = exp(i * -(ln(base) / (h - 1)))`, with a last column of zeros when `D` is odd, all in
+    fp32 as transformers computes them: the step and each `i * step` rounded to fp32 before
+    `exp`, and `n f_i` rounded before `sin` and `cos`. The row of `n == padding_row`, when given,
+    is zeros (a padding position's). `D` is at least 4.
+
+    ```mlir
+    %p = cbc.math.sinusoidal_position %positions {offset = 2 : i64, padding_row = 1 : i64}
+           : tensor<?xi32> -> tensor<?x64xf32>
+    ```
+  }];
+  let arguments = (ins Cbc_Index:$positions, DefaultValuedAttr<I64Attr, "0">:$offset,
+                   DefaultValuedAttr<F64Attr, "10000.0">:$base, OptionalAttr<I64Attr>:$padding_row);
+  let results = (outs Cbc_Rows:$result);
+  let assemblyFormat = "$positions attr-dict `:` type($positions) `->` type($result)";
+  let hasVerifier = 1;
+}
+
 def Cbc_PositionScaleOp : Cbc_Op<"math.position_scale", [Pure]> {
   let opcode = 26;
   let params = "PositionScaleParams";

@@ -51,6 +51,26 @@ void headLinear(const float *x, int64_t T, const float *w, int64_t heads, int64_
   });
 }
 
+void sinusoidalPosition(const int32_t *positions, int64_t T, int64_t D, int64_t offset, float step,
+                        int64_t paddingRow, float *y) {
+  int64_t h = D / 2;
+  std::vector<float> freq(h);
+  for (int64_t i = 0; i < h; ++i) // rounded as torch's exp(arange(h).float() * -step)
+    freq[i] = std::exp((float)i * step);
+  for (int64_t t = 0; t < T; ++t) {
+    float *row = y + t * D;
+    int64_t n = positions[t] + offset;
+    std::fill(row, row + D, 0.0f);
+    if (n == paddingRow)
+      continue;
+    for (int64_t i = 0; i < h; ++i) {
+      float q = (float)n * freq[i];
+      row[i] = std::sin(q);
+      row[h + i] = std::cos(q);
+    }
+  }
+}
+
 void positionScale(const float *x, int64_t T, int64_t width, const int32_t *positions, float beta, int64_t period,
                    int64_t offset, float *y, bool logRatio) {
   for (int64_t t = 0; t < T; ++t) {

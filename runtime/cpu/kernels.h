@@ -35,6 +35,11 @@ void headLinear(const float *x, int64_t T, const float *w, int64_t heads, int64_
 void positionScale(const float *x, int64_t T, int64_t width, const int32_t *positions, float beta, int64_t period,
                    int64_t offset, float *y, bool logRatio = false);
 
+// Sinusoidal position rows [T, D] (cbc.math.sinusoidal_position): sin | cos of n * f_i for the
+// token's n = position + offset, f_i = exp(i * step) in fp32; a zero row for n == paddingRow.
+void sinusoidalPosition(const int32_t *positions, int64_t T, int64_t D, int64_t offset, float step,
+                        int64_t paddingRow, float *y);
+
 // RMS norm over groups of `group` features: y = x * rsqrt(mean(x^2) + eps) * (w + offset).
 void rmsNorm(const float *x, int64_t M, int64_t width, int64_t group, const float *w, float eps,
              float offset, float *y);

@@ -62,6 +62,22 @@ Exec compilePositionScale(const OpContext &c) {
   };
 }
 
+Exec compileSinusoidalPosition(const OpContext &c) {
+  c.need(1, 1);
+  c.needArg(0, StepArg::Positions);
+  c.acts({c.O[0]});
+  const fb::SinusoidalPositionParams &p = c.params<fb::SinusoidalPositionParams>();
+  int out = c.O[0];
+  int64_t D = c.cols(out), offset = p.offset(), pad = p.has_padding_row() ? p.padding_row() : -1;
+  c.checkShape(shape::check(shape::SinusoidalPosition{D}));
+  c.check(p.base() > 1 && std::isfinite(p.base()), "has a base that is not finite and above 1");
+  // The step as transformers rounds it: ln(base) / (h - 1) in double, then fp32.
+  float step = (float)(-std::log(p.base()) / (double)(D / 2 - 1));
+  return [=](StepEnv &e) {
+    sinusoidalPosition(e.arg(StepArg::Positions), e.rows(out), D, offset, step, pad, e.f32(out));
+  };
+}
+
 Exec compileRmsNorm(const OpContext &c) {
   c.need(1, 1);
   c.acts({c.I[0], c.O[0]});

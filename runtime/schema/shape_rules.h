@@ -250,6 +250,16 @@ constexpr Error check(const HeadLinear &s) {
   return nullptr;
 }
 
+// cbc.math.sinusoidal_position: its frequencies need two of them, ln(base) / (h - 1) with h > 1.
+struct SinusoidalPosition {
+  int64_t width;
+};
+constexpr Error check(const SinusoidalPosition &s) {
+  if (s.width < 4)
+    return "result width must be at least 4 (two frequencies)";
+  return nullptr;
+}
+
 } // namespace cbc::shape
 
 #endif

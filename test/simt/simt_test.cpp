@@ -689,6 +689,20 @@ TEST(SimtAttentionWideValues, TooWideForTilesStayOnDecode) {
   longPrefillsMatchCpu(a, 256, "values too wide for tiles");
 }
 
+// cbc.math.sinusoidal_position, which no family lowers to yet (test/unit/op_oracle_test.cpp
+// checks the CPU backend against transformers): XGLM's form (width 64, offset 2, padding row 1)
+// beside an odd width whose padding row position 3 reaches, at positions up to 300.
+TEST(SimtSinusoidalPosition, KernelMatchesCpu) {
+  rt::Artefact a = compileIrWithKernels(stepReturning(73, R"mlir(
+    %a = cbc.math.sinusoidal_position %arg1 {offset = 2 : i64, padding_row = 1 : i64} : tensor<?xi32> -> tensor<?x64xf32>
+    %b = cbc.math.sinusoidal_position %arg1 {base = 500.0 : f64, padding_row = 3 : i64} : tensor<?xi32> -> tensor<?x9xf32>
+    %out = cbc.math.concat %a, %b : tensor<?x64xf32>, tensor<?x9xf32> -> tensor<?x73xf32>
+)mlir"));
+  ASSERT_NE(a.kernels->source.find("cbc::sinusoidal_position<bf16, 64, 2, 1>"), std::string::npos);
+  ASSERT_NE(a.kernels->source.find("cbc::sinusoidal_position<bf16, 9, 0, 3>"), std::string::npos);
+  kernelsMatchCpu(a, rt::WeightSource{}, {{3}, {3, 3, 3, 3, 3}, std::vector<int32_t>(300, 3)}, "sinusoidal_position");
+}
+
 // The prefill tile plan scans the requests in rounds of its 256 threads: 300 requests in one
 // step, of 1 to 3 prompt tokens (the one-token chunks go to the decode kernels, the others are
 // prefill tiles), then their decode steps, on the llama fixture.

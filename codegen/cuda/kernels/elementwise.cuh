@@ -49,6 +49,26 @@ __device__ __forceinline__ void position_scale(const CbcArgs &a) {
   });
 }
 
+// Sinusoidal positions: sin | cos of n * exp(i * step) with n = position + OFFSET, a zero last
+// column when W is odd, a zero row for n == PAD (PAD < 0: none).
+template <class TY, int W, long long OFFSET, long long PAD>
+__device__ __forceinline__ void sinusoidal_position(const CbcArgs &a) {
+  using S = slots::SinusoidalPosition;
+  constexpr int H = W / 2;
+  const int *positions = (const int *)a.p[S::Positions];
+  TY *y = (TY *)a.p[S::Out];
+  float step = a.f[S::Step];
+  for_element<W>(a.i[S::Rows], [&](long long i, long long r, long long c) {
+    long long n = positions[r] + OFFSET;
+    float v = 0.0f;
+    if (n != PAD && c < 2 * H) {
+      float q = (float)n * expf((float)(c < H ? c : c - H) * step);
+      v = c < H ? sinf(q) : cosf(q);
+    }
+    st(y, i, v);
+  });
+}
+
 template <class TX, class TY, int W> __device__ __forceinline__ void softcap(const CbcArgs &a) {
   using S = slots::Softcap;
   const TX *x = (const TX *)a.p[S::X];

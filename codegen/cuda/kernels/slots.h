@@ -227,6 +227,11 @@ struct PositionScale {
   enum Int { Rows, NumInt };
   enum Flt { Beta, NumFlt };
 };
+struct SinusoidalPosition { // Step: -ln(base) / (D / 2 - 1), rounded to fp32 by the host
+  enum Ptr { Positions, Out, NumPtr };
+  enum Int { Rows, NumInt };
+  enum Flt { Step, NumFlt };
+};
 
 struct Rope {
   enum Ptr { X, Positions, SeqIds, PromptLens, Out, NumPtr };

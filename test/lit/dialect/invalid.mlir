@@ -2667,3 +2667,27 @@ func.func @layer_norm_eps(%x: tensor<?x6xf32>, %w: tensor<6xbf16>) {
   %o = cbc.math.layer_norm %x, %w, %w {eps = 0.0 : f64} : tensor<?x6xf32>, tensor<6xbf16>, tensor<6xbf16> -> tensor<?x6xf32>
   return
 }
+
+// -----
+
+func.func @sinusoidal_width(%pos: tensor<?xi32>) {
+  // expected-error @+1 {{'cbc.math.sinusoidal_position' op result width must be at least 4 (two frequencies)}}
+  %o = cbc.math.sinusoidal_position %pos : tensor<?xi32> -> tensor<?x3xf32>
+  return
+}
+
+// -----
+
+func.func @sinusoidal_offset(%pos: tensor<?xi32>) {
+  // expected-error @+1 {{'cbc.math.sinusoidal_position' op offset and padding_row must not be negative}}
+  %o = cbc.math.sinusoidal_position %pos {padding_row = -1 : i64} : tensor<?xi32> -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @sinusoidal_base(%pos: tensor<?xi32>) {
+  // expected-error @+1 {{'cbc.math.sinusoidal_position' op base must be finite and above 1}}
+  %o = cbc.math.sinusoidal_position %pos {base = 1.0 : f64} : tensor<?xi32> -> tensor<?x8xf32>
+  return
+}

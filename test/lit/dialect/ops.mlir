@@ -145,6 +145,15 @@ func.func @latent(%lat: tensor<?x8xf32>, %kr: tensor<?x4xf32>, %qn: tensor<?x12x
   return %v : tensor<?x8xf32>
 }
 
+// CHECK-LABEL: func.func @sinusoidal
+func.func @sinusoidal(%pos: tensor<?xi32>) -> tensor<?x9xf32> {
+  // CHECK: %{{[a-z0-9_#]+}} = cbc.math.sinusoidal_position %{{[a-z0-9_#]+}} {offset = 2 : i64, padding_row = 1 : i64} : tensor<?xi32> -> tensor<?x64xf32>
+  %a = cbc.math.sinusoidal_position %pos {offset = 2 : i64, padding_row = 1 : i64} : tensor<?xi32> -> tensor<?x64xf32>
+  // CHECK: %{{[a-z0-9_#]+}} = cbc.math.sinusoidal_position %{{[a-z0-9_#]+}} {base = 5.000000e+02 : f64} : tensor<?xi32> -> tensor<?x9xf32>
+  %b = cbc.math.sinusoidal_position %pos {base = 500.0 : f64} : tensor<?xi32> -> tensor<?x9xf32>
+  return %b : tensor<?x9xf32>
+}
+
 // CHECK-LABEL: func.func @indexed
 func.func @indexed(%k: tensor<?x6xf32>, %w6: tensor<6xbf16>, %iq: tensor<?x12xf32>, %iw: tensor<?x2xf32>,
                    %ql: tensor<?x16xf32>, %qr: tensor<?x8xf32>, %pos: tensor<?xi32>, %bt: tensor<?x?x?xi32>) -> tensor<?x16xf32> {
