@@ -143,6 +143,19 @@ def _cfg_qwen3():
     )
 
 
+def _cfg_olmo2():
+    from transformers import Olmo2Config
+
+    return Olmo2Config(
+        **COMMON,
+        num_hidden_layers=2,
+        rms_norm_eps=1e-6,
+        attention_bias=True,
+        tie_word_embeddings=False,
+        rope_parameters={"rope_type": "default", "rope_theta": 500000.0},
+    )
+
+
 def _cfg_gemma2():
     from transformers import Gemma2Config
 
@@ -1486,6 +1499,17 @@ FAMILIES = {
             "per-head q_norm/k_norm (RMSNorm over head_dim, before rope)",
             "use_sliding_window=true, max_window_layers=1 -> layer_types [full, sliding], window 8",
             "decoupled head_dim=32 (q_proj 64->128, o_proj 128->64)",
+        ],
+    ),
+    "olmo2": dict(
+        seed=14028,
+        build=_cfg_olmo2,
+        zero_centred_norms=False,
+        features=[
+            "post-norm layers: x + norm(attn(x)), then x + norm(mlp(x)); no input norm",
+            "q_norm/k_norm: RMSNorm over the whole q and k projections (64 and 32 wide), before rope",
+            "attention_bias=true: q/k/v and o biases",
+            "GQA 4q/2kv, head_dim 16",
         ],
     ),
     "gemma2": dict(

@@ -1,4 +1,4 @@
-// Dense attention decoders: Llama, Mistral, Qwen2, Qwen3 and Phi-3.
+// Dense attention decoders: Llama, Mistral, Qwen2, Qwen3, Phi-3 and OLMo-2.
 #include "frontends/hf_config/families/families.h"
 #include "frontends/hf_config/families/helpers.h"
 #include "frontends/hf_config/parse_config.h"
@@ -50,6 +50,17 @@ RopeDicts phi3RopeDicts(const ConfigReader &r) {
   return dicts;
 }
 
+// OLMo-2: post-norm layers (x + norm(f(x)) for attention and MLP, no input norm) and RMS norms
+// over the whole q and k projections, before RoPE.
+void parseOlmo2(const ConfigReader &r, ModelSpec &s) {
+  attentionBiases(r, s);
+  s.attn.qk_norm = true;
+  s.attn.qk_norm_whole = true;
+  uniformWindowLayers(s, 0);
+  for (LayerSpec &l : s.layers)
+    l.post_norm = true;
+}
+
 } // namespace
 
 FamilyTable denseFamilies() {
@@ -59,6 +70,7 @@ FamilyTable denseFamilies() {
       {"qwen2", {{.max_positions = 32768}, parseQwen2}},
       {"qwen3", {{.head_dim = 128, .max_positions = 32768}, parseQwen3}},
       {"phi3", {{.max_positions = 4096, .norm_eps = 1e-5, .partial_rotary = true}, parsePhi3, phi3RopeDicts}},
+      {"olmo2", {{.max_positions = 2048, .norm_eps = 1e-5}, parseOlmo2}},
   };
 }
 
