@@ -156,6 +156,19 @@ def _cfg_olmo2():
     )
 
 
+def _cfg_gemma():
+    from transformers import GemmaConfig
+
+    return GemmaConfig(
+        **{**COMMON, "num_key_value_heads": 1},
+        num_hidden_layers=2,
+        head_dim=32,
+        rms_norm_eps=1e-6,
+        tie_word_embeddings=True,
+        rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+    )
+
+
 def _cfg_gemma2():
     from transformers import Gemma2Config
 
@@ -1510,6 +1523,19 @@ FAMILIES = {
             "q_norm/k_norm: RMSNorm over the whole q and k projections (64 and 32 wide), before rope",
             "attention_bias=true: q/k/v and o biases",
             "GQA 4q/2kv, head_dim 16",
+        ],
+    ),
+    "gemma": dict(
+        seed=14143,
+        build=_cfg_gemma,
+        zero_centred_norms=True,
+        std=TIED_GEMMA_STD,
+        norm_mean=TIED_GEMMA_NORM_MEAN,
+        features=[
+            "multi-query attention: 4 heads, 1 kv head",
+            "decoupled head_dim=32 (q_proj 64->128, o_proj 128->64), scale 32^-0.5",
+            "tied embeddings, embed scale sqrt(64)=8",
+            "(1+w) RMSNorm, pre-norm only, gelu_pytorch_tanh MLP",
         ],
     ),
     "gemma2": dict(

@@ -1,4 +1,5 @@
-// Gemma 2 and Gemma 3 (text): alternating sliding and global attention, (1 + w) sandwich norms.
+// Gemma, Gemma 2 and Gemma 3 (text): (1 + w) norms and scaled embeddings; from Gemma 2 on,
+// alternating sliding and global attention and sandwich norms.
 #include "frontends/hf_config/families/families.h"
 #include "frontends/hf_config/families/helpers.h"
 #include "frontends/hf_config/parse_config.h"
@@ -22,6 +23,26 @@ void gemmaLayout(const ConfigReader &r, ModelSpec &s) {
   s.embed_scale_rounded = true;
 }
 
+void refuseBidirectional(const ConfigReader &r) {
+  if (r.getBool("use_bidirectional_attention", false))
+    throw ConfigError(r.path("use_bidirectional_attention"),
+                      "bidirectional Gemma (an encoder) is not a decoder cbc serves");
+}
+
+// Gemma: pre-norm Llama layers with (1 + w) norms, embeddings scaled by sqrt(hidden_size) rounded
+// to the weight dtype, and 1/sqrt(head_dim) attention. GemmaConfig turns the released files'
+// hidden_act "gelu" into gelu_pytorch_tanh, whatever else they say.
+void parseGemma(const ConfigReader &r, ModelSpec &s) {
+  refuseBidirectional(r);
+  attentionBiases(r, s);
+  s.norm_offset = 1.0;
+  s.embed_scale = (float)std::sqrt((double)s.hidden_size);
+  s.embed_scale_rounded = true;
+  if (r.getString("hidden_act", "gelu_pytorch_tanh") == "gelu")
+    s.mlp.act = FfnActivation::GeluTanh;
+  uniformWindowLayers(s, 0);
+}
+
 void parseGemma2(const ConfigReader &r, ModelSpec &s) {
   gemmaLayout(r, s);
   s.attn.softcap = r.getNumber("attn_logit_softcapping", 50.0);
@@ -30,9 +51,7 @@ void parseGemma2(const ConfigReader &r, ModelSpec &s) {
 }
 
 void parseGemma3Text(const ConfigReader &r, ModelSpec &s) {
-  if (r.getBool("use_bidirectional_attention", false))
-    throw ConfigError(r.path("use_bidirectional_attention"),
-                      "bidirectional Gemma 3 (an encoder) is not a decoder cbc serves");
+  refuseBidirectional(r);
   gemmaLayout(r, s);
   // transformers reads attn_logit_softcapping for Gemma 3 but never applies it, and applies
   // final_logit_softcapping only in the text-only causal LM.
@@ -63,6 +82,7 @@ RopeDicts gemma3RopeDicts(const ConfigReader &r) {
 
 FamilyTable gemmaFamilies() {
   return {
+      {"gemma", {{.head_dim = 256, .max_positions = 8192, .tie_word_embeddings = true, .act = "gelu_pytorch_tanh"}, parseGemma}},
       {"gemma2",
        {{.head_dim = 256, .max_positions = 8192, .tie_word_embeddings = true, .act_key = "hidden_activation",
          .act = "gelu_pytorch_tanh", .heads_divide_hidden = true},
