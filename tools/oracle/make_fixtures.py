@@ -156,6 +156,22 @@ def _cfg_olmo2():
     )
 
 
+def _cfg_smollm3():
+    from transformers import SmolLM3Config
+
+    return SmolLM3Config(
+        **COMMON,
+        num_hidden_layers=3,
+        rms_norm_eps=1e-6,
+        mlp_bias=True,
+        use_sliding_window=True,
+        sliding_window=8,
+        no_rope_layer_interval=3,
+        tie_word_embeddings=False,
+        rope_parameters={"rope_type": "default", "rope_theta": 50000.0},
+    )
+
+
 def _cfg_gemma():
     from transformers import GemmaConfig
 
@@ -1522,6 +1538,17 @@ FAMILIES = {
             "post-norm layers: x + norm(attn(x)), then x + norm(mlp(x)); no input norm",
             "q_norm/k_norm: RMSNorm over the whole q and k projections (64 and 32 wide), before rope",
             "attention_bias=true: q/k/v and o biases",
+            "GQA 4q/2kv, head_dim 16",
+        ],
+    ),
+    "smollm3": dict(
+        seed=14207,
+        build=_cfg_smollm3,
+        zero_centred_norms=False,
+        features=[
+            "no_rope_layer_interval=3 -> no_rope_layers [1, 1, 0]: layer 2 is NoPE",
+            "use_sliding_window + sliding_window=8 without layer_types -> the NoPE layer slides: [full, full, sliding]",
+            "mlp_bias=true (gate/up/down biases)",
             "GQA 4q/2kv, head_dim 16",
         ],
     ),

@@ -1,4 +1,4 @@
-// Dense attention decoders: Llama, Mistral, Qwen2, Qwen3, Phi-3 and OLMo-2.
+// Dense attention decoders: Llama, Mistral, Qwen2, Qwen3, Phi-3, OLMo-2 and SmolLM3.
 #include "frontends/hf_config/families/families.h"
 #include "frontends/hf_config/families/helpers.h"
 #include "frontends/hf_config/parse_config.h"
@@ -61,6 +61,24 @@ void parseOlmo2(const ConfigReader &r, ModelSpec &s) {
     l.post_norm = true;
 }
 
+// SmolLM3: NoPE on every no_rope_layer_interval-th layer (or as no_rope_layers says). Without
+// layer_types, SmolLM3Config makes the NoPE layers the sliding ones when use_sliding_window and
+// sliding_window are both set; an explicit layer_types wins, and its sliding layers get the
+// sliding mask whatever use_sliding_window says, as the model builds its masks.
+void parseSmolLM3(const ConfigReader &r, ModelSpec &s) {
+  attentionBiases(r, s);
+  s.mlp.bias = r.getBool("mlp_bias", false);
+  std::vector<bool> rope = ropeLayers(r, s.num_layers);
+  bool nopeSlides = r.getBool("use_sliding_window", false) && r.has("sliding_window");
+  std::vector<LayerKind> kinds =
+      r.has("layer_types") ? explicitLayerTypes(r, s.num_layers)
+                           : kindsWhere(s.num_layers, [&](int64_t i) { return nopeSlides && !rope[i]; },
+                                        LayerKind::SlidingAttention, LayerKind::FullAttention);
+  setLayers(s, kinds, optionalWindow(r));
+  for (int64_t i = 0; i < s.num_layers; ++i)
+    s.layers[i].nope = !rope[i];
+}
+
 } // namespace
 
 FamilyTable denseFamilies() {
@@ -71,6 +89,7 @@ FamilyTable denseFamilies() {
       {"qwen3", {{.head_dim = 128, .max_positions = 32768}, parseQwen3}},
       {"phi3", {{.max_positions = 4096, .norm_eps = 1e-5, .partial_rotary = true}, parsePhi3, phi3RopeDicts}},
       {"olmo2", {{.max_positions = 2048, .norm_eps = 1e-5}, parseOlmo2}},
+      {"smollm3", {{.max_positions = 32768, .tie_word_embeddings = true, .kv_heads = 4}, parseSmolLM3}},
   };
 }
 

@@ -80,6 +80,23 @@ void setLayers(ModelSpec &spec, const std::vector<LayerKind> &kinds, int64_t win
   }
 }
 
+// no_rope_layers holds 1 for a layer that uses RoPE (the config's own, inverted, naming); empty
+// or absent: every no_rope_layer_interval-th layer is NoPE.
+std::vector<bool> ropeLayers(const ConfigReader &r, int64_t layers) {
+  std::vector<int64_t> flags = r.getIntList("no_rope_layers");
+  std::vector<bool> rope(layers);
+  if (flags.empty()) {
+    int64_t interval = r.getSize("no_rope_layer_interval", 4);
+    for (int64_t i = 0; i < layers; ++i)
+      rope[i] = (i + 1) % interval != 0;
+    return rope;
+  }
+  checkLayerCount(r, "no_rope_layers", flags.size(), layers);
+  for (int64_t i = 0; i < layers; ++i)
+    rope[i] = flags[i] != 0;
+  return rope;
+}
+
 int64_t optionalWindow(const ConfigReader &r, const char *key) {
   return r.getCount(key, 0);
 }

@@ -25,6 +25,10 @@ void attentionBiases(const ConfigReader &r, ModelSpec &s, bool fallback = false)
 
 // ----- layer kinds and windows -----------------------------------------------------------------
 
+// Which layers use RoPE: no_rope_layers (1 = RoPE; the config's own, inverted, naming), else
+// every no_rope_layer_interval-th layer (default 4) is NoPE.
+std::vector<bool> ropeLayers(const ConfigReader &r, int64_t layers);
+
 using KindNames = std::map<std::string, LayerKind>;
 // full_attention (or attention) and sliding_attention.
 const KindNames &attentionKinds();
