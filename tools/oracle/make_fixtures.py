@@ -172,6 +172,21 @@ def _cfg_smollm3():
     )
 
 
+def _cfg_helium():
+    from transformers import HeliumConfig
+
+    return HeliumConfig(
+        **COMMON,
+        num_hidden_layers=2,
+        head_dim=16,
+        rms_norm_eps=1e-6,
+        attention_bias=True,
+        mlp_bias=True,
+        tie_word_embeddings=False,
+        rope_parameters={"rope_type": "default", "rope_theta": 20000.0},
+    )
+
+
 def _cfg_gemma():
     from transformers import GemmaConfig
 
@@ -1548,6 +1563,17 @@ FAMILIES = {
         features=[
             "no_rope_layer_interval=3 -> no_rope_layers [1, 1, 0]: layer 2 is NoPE",
             "use_sliding_window + sliding_window=8 without layer_types -> the NoPE layer slides: [full, full, sliding]",
+            "mlp_bias=true (gate/up/down biases)",
+            "GQA 4q/2kv, head_dim 16",
+        ],
+    ),
+    "helium": dict(
+        seed=14324,
+        build=_cfg_helium,
+        zero_centred_norms=False,
+        features=[
+            "rope over interleaved pairs (2i, 2i+1) (cos/sin repeat_interleave, rotate_half on x[0::2], x[1::2])",
+            "attention_bias=true: q/k/v biases, o_proj never has one",
             "mlp_bias=true (gate/up/down biases)",
             "GQA 4q/2kv, head_dim 16",
         ],

@@ -1,4 +1,4 @@
-// Dense attention decoders: Llama, Mistral, Qwen2, Qwen3, Phi-3, OLMo-2 and SmolLM3.
+// Dense attention decoders: Llama, Mistral, Qwen2, Qwen3, Phi-3, OLMo-2, SmolLM3 and Helium.
 #include "frontends/hf_config/families/families.h"
 #include "frontends/hf_config/families/helpers.h"
 #include "frontends/hf_config/parse_config.h"
@@ -79,6 +79,18 @@ void parseSmolLM3(const ConfigReader &r, ModelSpec &s) {
     s.layers[i].nope = !rope[i];
 }
 
+// Helium: RoPE over interleaved feature pairs (2i, 2i + 1), q/k/v biases from attention_bias but
+// never an o bias, and an o_proj that maps hidden_size features, so the heads must fill it.
+void parseHelium(const ConfigReader &r, ModelSpec &s) {
+  s.attn.qkv_bias = r.getBool("attention_bias", false);
+  s.mlp.bias = r.getBool("mlp_bias", false);
+  s.attn.rope_pairing = RotaryPairing::Interleaved;
+  if (s.attn.num_heads * s.attn.head_dim != s.hidden_size)
+    throw ConfigError(r.path("head_dim"), "num_attention_heads x head_dim must equal hidden_size (" +
+                                              std::to_string(s.hidden_size) + "): Helium's o_proj reads that many");
+  uniformWindowLayers(s, 0);
+}
+
 } // namespace
 
 FamilyTable denseFamilies() {
@@ -89,6 +101,7 @@ FamilyTable denseFamilies() {
       {"qwen3", {{.head_dim = 128, .max_positions = 32768}, parseQwen3}},
       {"phi3", {{.max_positions = 4096, .norm_eps = 1e-5, .partial_rotary = true}, parsePhi3, phi3RopeDicts}},
       {"olmo2", {{.max_positions = 2048, .norm_eps = 1e-5}, parseOlmo2}},
+      {"helium", {{.head_dim = 128, .max_positions = 4096, .norm_eps = 1e-8}, parseHelium}},
       {"smollm3", {{.max_positions = 32768, .tie_word_embeddings = true, .kv_heads = 4}, parseSmolLM3}},
   };
 }
