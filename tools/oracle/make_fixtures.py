@@ -187,6 +187,22 @@ def _cfg_helium():
     )
 
 
+def _cfg_granite():
+    from transformers import GraniteConfig
+
+    return GraniteConfig(
+        **COMMON,
+        num_hidden_layers=2,
+        rms_norm_eps=1e-6,
+        embedding_multiplier=4.0,  # all four != 1 (and attention_multiplier != head_dim^-0.5) so each one shows
+        residual_multiplier=0.5,
+        attention_multiplier=0.2,
+        logits_scaling=0.5,
+        tie_word_embeddings=False,
+        rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+    )
+
+
 def _cfg_gemma():
     from transformers import GemmaConfig
 
@@ -1575,6 +1591,18 @@ FAMILIES = {
             "rope over interleaved pairs (2i, 2i+1) (cos/sin repeat_interleave, rotate_half on x[0::2], x[1::2])",
             "attention_bias=true: q/k/v biases, o_proj never has one",
             "mlp_bias=true (gate/up/down biases)",
+            "GQA 4q/2kv, head_dim 16",
+        ],
+    ),
+    "granite": dict(
+        seed=14427,
+        build=_cfg_granite,
+        zero_centred_norms=False,
+        features=[
+            "embedding_multiplier=4.0 (embeddings x 4)",
+            "residual_multiplier=0.5 (each attention and MLP output x 0.5 before the residual add)",
+            "attention_multiplier=0.2 as the softmax scale (not 16^-0.5 = 0.25)",
+            "logits_scaling=0.5 (logits / 0.5)",
             "GQA 4q/2kv, head_dim 16",
         ],
     ),

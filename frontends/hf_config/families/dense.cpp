@@ -1,4 +1,5 @@
-// Dense attention decoders: Llama, Mistral, Qwen2, Qwen3, Phi-3, OLMo-2, SmolLM3 and Helium.
+// Dense attention decoders: Llama, Mistral, Qwen2, Qwen3, Phi-3, OLMo-2, SmolLM3, Helium and
+// Granite.
 #include "frontends/hf_config/families/families.h"
 #include "frontends/hf_config/families/helpers.h"
 #include "frontends/hf_config/parse_config.h"
@@ -91,6 +92,15 @@ void parseHelium(const ConfigReader &r, ModelSpec &s) {
   uniformWindowLayers(s, 0);
 }
 
+// Granite: Llama with Granite's multipliers (embeddings, residual branches, attention scale,
+// logits).
+void parseGranite(const ConfigReader &r, ModelSpec &s) {
+  attentionBiases(r, s);
+  s.mlp.bias = r.getBool("mlp_bias", false);
+  graniteMultipliers(r, s);
+  uniformWindowLayers(s, 0);
+}
+
 } // namespace
 
 FamilyTable denseFamilies() {
@@ -101,6 +111,7 @@ FamilyTable denseFamilies() {
       {"qwen3", {{.head_dim = 128, .max_positions = 32768}, parseQwen3}},
       {"phi3", {{.max_positions = 4096, .norm_eps = 1e-5, .partial_rotary = true}, parsePhi3, phi3RopeDicts}},
       {"olmo2", {{.max_positions = 2048, .norm_eps = 1e-5}, parseOlmo2}},
+      {"granite", {{.max_positions = 2048}, parseGranite}},
       {"helium", {{.head_dim = 128, .max_positions = 4096, .norm_eps = 1e-8}, parseHelium}},
       {"smollm3", {{.max_positions = 32768, .tie_word_embeddings = true, .kv_heads = 4}, parseSmolLM3}},
   };

@@ -31,6 +31,16 @@ void attentionBiases(const ConfigReader &r, ModelSpec &s, bool fallback) {
   s.attn.qkv_bias = s.attn.o_bias = r.getBool("attention_bias", fallback);
 }
 
+void graniteMultipliers(const ConfigReader &r, ModelSpec &s) {
+  s.embed_scale = r.getNumber("embedding_multiplier", 1.0);
+  s.residual_scale = r.getNumber("residual_multiplier", 1.0);
+  s.attn.scale = r.getNumber("attention_multiplier", 1.0);
+  double logitsScaling = r.getNumber("logits_scaling", 1.0);
+  if (logitsScaling == 0)
+    throw ConfigError(r.path("logits_scaling"), "must not be zero");
+  s.logits_scale = 1.0 / logitsScaling;
+}
+
 // ----- layer kinds and windows -----------------------------------------------------------------
 
 const KindNames &attentionKinds() {

@@ -22,6 +22,9 @@ void requireSilu(const ConfigReader &r, const char *key, const std::string &mixe
 bool isAuto(const ConfigReader &r, const char *key);
 // attention_bias sets the q/k/v and the o projections' biases together.
 void attentionBiases(const ConfigReader &r, ModelSpec &s, bool fallback = false);
+// Granite's multipliers: embeddings, residual branches, the attention scale (instead of
+// 1/sqrt(head_dim)) and logits (divided by logits_scaling).
+void graniteMultipliers(const ConfigReader &r, ModelSpec &s);
 
 // ----- layer kinds and windows -----------------------------------------------------------------
 

@@ -91,13 +91,7 @@ ExpertNaming graniteNames() {
 // per position_embedding_type.
 void parseGraniteMoeHybrid(const ConfigReader &r, ModelSpec &s) {
   hybridMamba2Layers(r, s);
-  s.embed_scale = r.getNumber("embedding_multiplier", 1.0);
-  s.residual_scale = r.getNumber("residual_multiplier", 1.0);
-  s.attn.scale = r.getNumber("attention_multiplier", 1.0);
-  double logitsScaling = r.getNumber("logits_scaling", 1.0);
-  if (logitsScaling == 0)
-    throw ConfigError(r.path("logits_scaling"), "must not be zero");
-  s.logits_scale = 1.0 / logitsScaling;
+  graniteMultipliers(r, s);
   std::string pos = r.getString("position_embedding_type", "nope");
   if (pos != "rope" && pos != "nope")
     throw ConfigError(r.path("position_embedding_type"), "must be 'rope' or 'nope'");
