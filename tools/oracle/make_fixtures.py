@@ -203,6 +203,21 @@ def _cfg_granite():
     )
 
 
+def _cfg_ministral():
+    from transformers import MinistralConfig
+
+    return MinistralConfig(
+        **COMMON,
+        num_hidden_layers=2,
+        head_dim=16,  # transformers 5.23's MinistralAttention cannot size its heads without it
+        rms_norm_eps=1e-5,
+        sliding_window=8,
+        layer_types=["sliding_attention", "full_attention"],
+        tie_word_embeddings=False,
+        rope_parameters={"rope_type": "default", "rope_theta": 100000000.0},
+    )
+
+
 def _cfg_gemma():
     from transformers import GemmaConfig
 
@@ -1603,6 +1618,16 @@ FAMILIES = {
             "residual_multiplier=0.5 (each attention and MLP output x 0.5 before the residual add)",
             "attention_multiplier=0.2 as the softmax scale (not 16^-0.5 = 0.25)",
             "logits_scaling=0.5 (logits / 0.5)",
+            "GQA 4q/2kv, head_dim 16",
+        ],
+    ),
+    "ministral": dict(
+        seed=14537,
+        build=_cfg_ministral,
+        zero_centred_norms=False,
+        features=[
+            "layer_types [sliding, full] with sliding_window=8 (prompts 13 and 29 cross it)",
+            "rope_theta 1e8 (Ministral-8B's)",
             "GQA 4q/2kv, head_dim 16",
         ],
     ),

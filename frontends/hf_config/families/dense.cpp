@@ -1,5 +1,5 @@
-// Dense attention decoders: Llama, Mistral, Qwen2, Qwen3, Phi-3, OLMo-2, SmolLM3, Helium and
-// Granite.
+// Dense attention decoders: Llama, Mistral, Ministral, Qwen2, Qwen3, Phi-3, OLMo-2, SmolLM3,
+// Helium and Granite.
 #include "frontends/hf_config/families/families.h"
 #include "frontends/hf_config/families/helpers.h"
 #include "frontends/hf_config/parse_config.h"
@@ -15,6 +15,17 @@ void parseLlama(const ConfigReader &r, ModelSpec &s) {
 }
 
 void parseMistral(const ConfigReader &r, ModelSpec &s) { uniformWindowLayers(s, windowOrClassDefault(r, 4096)); }
+
+// Ministral: Mistral with per-layer layer_types; without them every layer slides when
+// sliding_window (class default 4096) is set.
+void parseMinistral(const ConfigReader &r, ModelSpec &s) {
+  int64_t window = windowOrClassDefault(r, 4096);
+  std::vector<LayerKind> kinds =
+      r.has("layer_types") ? explicitLayerTypes(r, s.num_layers)
+                           : kindsWhere(s.num_layers, [&](int64_t) { return window > 0; }, LayerKind::SlidingAttention,
+                                        LayerKind::FullAttention);
+  setLayers(s, kinds, window);
+}
 
 // Qwen2 and Qwen3 slide from layer max_window_layers on.
 bool qwenSlides(int64_t layer, int64_t maxWindowLayers) { return layer >= maxWindowLayers; }
@@ -107,6 +118,7 @@ FamilyTable denseFamilies() {
   return {
       {"llama", {{.max_positions = 2048, .heads_divide_hidden = true}, parseLlama}},
       {"mistral", {{.max_positions = 4096 * 32}, parseMistral}},
+      {"ministral", {{.max_positions = 4096 * 32, .kv_heads = 8}, parseMinistral}},
       {"qwen2", {{.max_positions = 32768}, parseQwen2}},
       {"qwen3", {{.head_dim = 128, .max_positions = 32768}, parseQwen3}},
       {"phi3", {{.max_positions = 4096, .norm_eps = 1e-5, .partial_rotary = true}, parsePhi3, phi3RopeDicts}},
