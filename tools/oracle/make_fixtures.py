@@ -156,6 +156,20 @@ def _cfg_olmo2():
     )
 
 
+def _cfg_olmo3():
+    from transformers import Olmo3Config
+
+    return Olmo3Config(
+        **COMMON,
+        num_hidden_layers=3,
+        rms_norm_eps=1e-6,
+        sliding_window=8,
+        layer_types=["sliding_attention", "full_attention", "sliding_attention"],
+        rope_theta=10000.0,  # legacy key: Olmo3Config gives it to the full layers only (sliding: 500000)
+        tie_word_embeddings=False,
+    )
+
+
 def _cfg_smollm3():
     from transformers import SmolLM3Config
 
@@ -1584,6 +1598,17 @@ FAMILIES = {
             "post-norm layers: x + norm(attn(x)), then x + norm(mlp(x)); no input norm",
             "q_norm/k_norm: RMSNorm over the whole q and k projections (64 and 32 wide), before rope",
             "attention_bias=true: q/k/v and o biases",
+            "GQA 4q/2kv, head_dim 16",
+        ],
+    ),
+    "olmo3": dict(
+        seed=14626,
+        build=_cfg_olmo3,
+        zero_centred_norms=False,
+        features=[
+            "layer_types [sliding, full, sliding], sliding_window=8",
+            "legacy rope_theta=10000 reaches the full layer only; the sliding layers get the class's 500000",
+            "post-norm layers and whole-projection q/k RMSNorm (as olmo2)",
             "GQA 4q/2kv, head_dim 16",
         ],
     ),

@@ -1,5 +1,5 @@
-// Dense attention decoders: Llama, Mistral, Ministral, Qwen2, Qwen3, Phi-3, OLMo-2, SmolLM3,
-// Helium and Granite.
+// Dense attention decoders: Llama, Mistral, Ministral, Qwen2, Qwen3, Phi-3, OLMo-2, OLMo-3,
+// SmolLM3, Helium and Granite.
 #include "frontends/hf_config/families/families.h"
 #include "frontends/hf_config/families/helpers.h"
 #include "frontends/hf_config/parse_config.h"
@@ -7,6 +7,8 @@
 namespace cbc::hf {
 
 namespace {
+
+using nlohmann::json;
 
 void parseLlama(const ConfigReader &r, ModelSpec &s) {
   attentionBiases(r, s);
@@ -64,13 +66,56 @@ RopeDicts phi3RopeDicts(const ConfigReader &r) {
 
 // OLMo-2: post-norm layers (x + norm(f(x)) for attention and MLP, no input norm) and RMS norms
 // over the whole q and k projections, before RoPE.
+void olmoPostNorms(ModelSpec &s) {
+  for (LayerSpec &l : s.layers)
+    l.post_norm = true;
+}
+
 void parseOlmo2(const ConfigReader &r, ModelSpec &s) {
   attentionBiases(r, s);
   s.attn.qk_norm = true;
   s.attn.qk_norm_whole = true;
   uniformWindowLayers(s, 0);
-  for (LayerSpec &l : s.layers)
-    l.post_norm = true;
+  olmoPostNorms(s);
+}
+
+// OLMo-3: OLMo-2 with three sliding layers (window sliding_window, class default 4096) in four.
+void parseOlmo3(const ConfigReader &r, ModelSpec &s) {
+  attentionBiases(r, s);
+  s.attn.qk_norm = true;
+  s.attn.qk_norm_whole = true;
+  alternatingLayers(r, s, windowOrClassDefault(r, 4096), 4);
+  olmoPostNorms(s);
+}
+
+// Olmo3Config's RoPE: the legacy top-level rope_theta (a key it pops once) and rope_scaling reach
+// only the full layers; a sliding layer without its own rope_theta gets the class default
+// 500000 whatever the file says. A flat rope_parameters it replaces by default RoPE on both
+// kinds, so cbc refuses it rather than read it differently.
+RopeDicts olmo3RopeDicts(const ConfigReader &r) {
+  constexpr double kDefaultTheta = 500000.0;
+  json full = json::object(), sliding = json::object();
+  if (r.has("rope_parameters")) {
+    if (!ropeByLayerType(r))
+      throw ConfigError(r.path("rope_parameters"),
+                        "must be keyed by layer type (full_attention, sliding_attention): Olmo3Config "
+                        "replaces a flat one by default RoPE");
+    const json &rp = r.raw("rope_parameters");
+    if (rp.contains("full_attention") && rp["full_attention"].is_object())
+      full = rp["full_attention"];
+    if (rp.contains("sliding_attention") && rp["sliding_attention"].is_object())
+      sliding = rp["sliding_attention"];
+  }
+  if (r.has("rope_scaling")) {
+    if (!r.raw("rope_scaling").is_object())
+      throw ConfigError(r.path("rope_scaling"), "expected an object");
+    full.update(r.raw("rope_scaling"));
+  }
+  if (!full.contains("rope_theta") || full["rope_theta"].is_null())
+    full["rope_theta"] = r.getNumber("rope_theta", kDefaultTheta);
+  if (!sliding.contains("rope_theta") || sliding["rope_theta"].is_null())
+    sliding["rope_theta"] = kDefaultTheta;
+  return {{"full_attention", full}, {"sliding_attention", sliding}};
 }
 
 // SmolLM3: NoPE on every no_rope_layer_interval-th layer (or as no_rope_layers says). Without
@@ -123,6 +168,7 @@ FamilyTable denseFamilies() {
       {"qwen3", {{.head_dim = 128, .max_positions = 32768}, parseQwen3}},
       {"phi3", {{.max_positions = 4096, .norm_eps = 1e-5, .partial_rotary = true}, parsePhi3, phi3RopeDicts}},
       {"olmo2", {{.max_positions = 2048, .norm_eps = 1e-5}, parseOlmo2}},
+      {"olmo3", {{.max_positions = 2048, .norm_eps = 1e-5, .rope_theta = 500000.0}, parseOlmo3, olmo3RopeDicts}},
       {"granite", {{.max_positions = 2048}, parseGranite}},
       {"helium", {{.head_dim = 128, .max_positions = 4096, .norm_eps = 1e-8}, parseHelium}},
       {"smollm3", {{.max_positions = 32768, .tie_word_embeddings = true, .kv_heads = 4}, parseSmolLM3}},
