@@ -170,6 +170,32 @@ def _cfg_olmo3():
     )
 
 
+def _cfg_glm():
+    from transformers import GlmConfig
+
+    return GlmConfig(
+        **COMMON,
+        num_hidden_layers=2,
+        head_dim=16,
+        rms_norm_eps=1e-6,
+        tie_word_embeddings=False,
+        rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.5},
+    )
+
+
+def _cfg_glm4():
+    from transformers import Glm4Config
+
+    return Glm4Config(
+        **COMMON,
+        num_hidden_layers=2,
+        head_dim=16,
+        rms_norm_eps=1e-6,
+        tie_word_embeddings=False,
+        rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.5},
+    )
+
+
 def _cfg_smollm3():
     from transformers import SmolLM3Config
 
@@ -1609,6 +1635,26 @@ FAMILIES = {
             "layer_types [sliding, full, sliding], sliding_window=8",
             "legacy rope_theta=10000 reaches the full layer only; the sliding layers get the class's 500000",
             "post-norm layers and whole-projection q/k RMSNorm (as olmo2)",
+            "GQA 4q/2kv, head_dim 16",
+        ],
+    ),
+    "glm": dict(
+        seed=14733,
+        build=_cfg_glm,
+        zero_centred_norms=False,
+        features=[
+            "rope on interleaved pairs of the first half of each head (partial_rotary_factor 0.5: 8 of 16)",
+            "attention_bias default true: q/k/v biases, no o bias",
+            "fused gate_up_proj (Phi-3's MLP)",
+            "GQA 4q/2kv, head_dim 16",
+        ],
+    ),
+    "glm4": dict(
+        seed=14826,
+        build=_cfg_glm4,
+        zero_centred_norms=False,
+        features=[
+            "as glm, with sandwich norms: post_self_attn_layernorm, post_attention_layernorm (pre-MLP), post_mlp_layernorm",
             "GQA 4q/2kv, head_dim 16",
         ],
     ),

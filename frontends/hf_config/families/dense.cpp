@@ -1,5 +1,5 @@
 // Dense attention decoders: Llama, Mistral, Ministral, Qwen2, Qwen3, Phi-3, OLMo-2, OLMo-3,
-// SmolLM3, Helium and Granite.
+// SmolLM3, Helium, Granite, GLM and GLM-4.
 #include "frontends/hf_config/families/families.h"
 #include "frontends/hf_config/families/helpers.h"
 #include "frontends/hf_config/parse_config.h"
@@ -157,7 +157,33 @@ void parseGranite(const ConfigReader &r, ModelSpec &s) {
   uniformWindowLayers(s, 0);
 }
 
+// GLM (glm-4-9b-chat-hf): q/k/v biases from attention_bias (on by default) but no o bias, RoPE
+// on interleaved pairs of the first partial_rotary_factor (default 0.5) of each head, and
+// Phi-3's fused gate_up_proj.
+void parseGlm(const ConfigReader &r, ModelSpec &s) {
+  s.attn.qkv_bias = r.getBool("attention_bias", true);
+  s.attn.rope_pairing = RotaryPairing::Interleaved;
+  s.names.gate_up = "gate_up_proj";
+  uniformWindowLayers(s, 0);
+}
+
+// GLM-4 (GLM-4-0414): GLM with sandwich norms, named post_self_attn_layernorm (after attention),
+// post_attention_layernorm (before the MLP) and post_mlp_layernorm.
+void parseGlm4(const ConfigReader &r, ModelSpec &s) {
+  parseGlm(r, s);
+  s.sandwich_norms = true;
+  s.names.post_attn_norm = "post_self_attn_layernorm";
+  s.names.pre_ff_norm = "post_attention_layernorm";
+  s.names.post_ff_norm = "post_mlp_layernorm";
+}
+
 } // namespace
+
+// GlmConfig and Glm4Config: the same defaults.
+static FamilyDefaults glmDefaults() {
+  return {.head_dim = 128, .max_positions = 131072, .norm_eps = 1.5625e-7, .partial_rotary = true,
+          .partial_rotary_factor = 0.5, .kv_heads = 2};
+}
 
 FamilyTable denseFamilies() {
   return {
@@ -170,6 +196,8 @@ FamilyTable denseFamilies() {
       {"olmo2", {{.max_positions = 2048, .norm_eps = 1e-5}, parseOlmo2}},
       {"olmo3", {{.max_positions = 2048, .norm_eps = 1e-5, .rope_theta = 500000.0}, parseOlmo3, olmo3RopeDicts}},
       {"granite", {{.max_positions = 2048}, parseGranite}},
+      {"glm", {glmDefaults(), parseGlm}},
+      {"glm4", {glmDefaults(), parseGlm4}},
       {"helium", {{.head_dim = 128, .max_positions = 4096, .norm_eps = 1e-8}, parseHelium}},
       {"smollm3", {{.max_positions = 32768, .tie_word_embeddings = true, .kv_heads = 4}, parseSmolLM3}},
   };
