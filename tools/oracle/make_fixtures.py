@@ -196,6 +196,20 @@ def _cfg_glm4():
     )
 
 
+def _cfg_ernie4_5():
+    from transformers import Ernie4_5Config
+
+    return Ernie4_5Config(
+        **COMMON,
+        num_hidden_layers=2,
+        head_dim=16,
+        rms_norm_eps=1e-5,
+        use_bias=True,
+        tie_word_embeddings=False,
+        rope_parameters={"rope_type": "default", "rope_theta": 500000.0},
+    )
+
+
 def _cfg_smollm3():
     from transformers import SmolLM3Config
 
@@ -1655,6 +1669,16 @@ FAMILIES = {
         zero_centred_norms=False,
         features=[
             "as glm, with sandwich norms: post_self_attn_layernorm, post_attention_layernorm (pre-MLP), post_mlp_layernorm",
+            "GQA 4q/2kv, head_dim 16",
+        ],
+    ),
+    "ernie4_5": dict(
+        seed=14903,
+        build=_cfg_ernie4_5,
+        zero_centred_norms=False,
+        features=[
+            "rope on interleaved pairs (cos/sin repeat_interleave, rotated in fp32)",
+            "use_bias=true: q/k/v/o and gate/up/down biases",
             "GQA 4q/2kv, head_dim 16",
         ],
     ),

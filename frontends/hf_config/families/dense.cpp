@@ -1,5 +1,5 @@
 // Dense attention decoders: Llama, Mistral, Ministral, Qwen2, Qwen3, Phi-3, OLMo-2, OLMo-3,
-// SmolLM3, Helium, Granite, GLM and GLM-4.
+// SmolLM3, Helium, Granite, GLM, GLM-4 and ERNIE-4.5.
 #include "frontends/hf_config/families/families.h"
 #include "frontends/hf_config/families/helpers.h"
 #include "frontends/hf_config/parse_config.h"
@@ -177,6 +177,14 @@ void parseGlm4(const ConfigReader &r, ModelSpec &s) {
   s.names.post_ff_norm = "post_mlp_layernorm";
 }
 
+// ERNIE-4.5: RoPE on interleaved pairs, and use_bias for every projection of attention and MLP.
+void parseErnie45(const ConfigReader &r, ModelSpec &s) {
+  bool bias = r.getBool("use_bias", false);
+  s.attn.qkv_bias = s.attn.o_bias = s.mlp.bias = bias;
+  s.attn.rope_pairing = RotaryPairing::Interleaved;
+  uniformWindowLayers(s, 0);
+}
+
 } // namespace
 
 // GlmConfig and Glm4Config: the same defaults.
@@ -198,6 +206,9 @@ FamilyTable denseFamilies() {
       {"granite", {{.max_positions = 2048}, parseGranite}},
       {"glm", {glmDefaults(), parseGlm}},
       {"glm4", {glmDefaults(), parseGlm4}},
+      {"ernie4_5",
+       {{.head_dim = 128, .max_positions = 131072, .norm_eps = 1e-5, .tie_word_embeddings = true, .kv_heads = 2},
+        parseErnie45}},
       {"helium", {{.head_dim = 128, .max_positions = 4096, .norm_eps = 1e-8}, parseHelium}},
       {"smollm3", {{.max_positions = 32768, .tie_word_embeddings = true, .kv_heads = 4}, parseSmolLM3}},
   };
