@@ -210,6 +210,24 @@ def _cfg_ernie4_5():
     )
 
 
+def _cfg_seed_oss():
+    from transformers import SeedOssConfig
+
+    return SeedOssConfig(
+        **COMMON,
+        num_hidden_layers=2,
+        head_dim=16,
+        rms_norm_eps=1e-6,
+        attention_bias=True,
+        attention_out_bias=True,
+        mlp_bias=True,
+        attention_dropout=0.0,
+        residual_dropout=0.0,
+        tie_word_embeddings=False,
+        rope_parameters={"rope_type": "default", "rope_theta": 10000000.0},
+    )
+
+
 def _cfg_smollm3():
     from transformers import SmolLM3Config
 
@@ -1679,6 +1697,16 @@ FAMILIES = {
         features=[
             "rope on interleaved pairs (cos/sin repeat_interleave, rotated in fp32)",
             "use_bias=true: q/k/v/o and gate/up/down biases",
+            "GQA 4q/2kv, head_dim 16",
+        ],
+    ),
+    "seed_oss": dict(
+        seed=15019,
+        build=_cfg_seed_oss,
+        zero_centred_norms=False,
+        features=[
+            "attention_bias: q/k/v biases; attention_out_bias: the o bias, a key of its own",
+            "mlp_bias=true (gate/up/down biases)",
             "GQA 4q/2kv, head_dim 16",
         ],
     ),

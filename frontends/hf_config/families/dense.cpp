@@ -1,5 +1,5 @@
 // Dense attention decoders: Llama, Mistral, Ministral, Qwen2, Qwen3, Phi-3, OLMo-2, OLMo-3,
-// SmolLM3, Helium, Granite, GLM, GLM-4 and ERNIE-4.5.
+// SmolLM3, Helium, Granite, GLM, GLM-4, ERNIE-4.5 and Seed-OSS.
 #include "frontends/hf_config/families/families.h"
 #include "frontends/hf_config/families/helpers.h"
 #include "frontends/hf_config/parse_config.h"
@@ -185,6 +185,15 @@ void parseErnie45(const ConfigReader &r, ModelSpec &s) {
   uniformWindowLayers(s, 0);
 }
 
+// Seed-OSS: q/k/v biases (attention_bias, on by default), an o bias of its own
+// (attention_out_bias, off by default) and MLP biases (mlp_bias).
+void parseSeedOss(const ConfigReader &r, ModelSpec &s) {
+  s.attn.qkv_bias = r.getBool("attention_bias", true);
+  s.attn.o_bias = r.getBool("attention_out_bias", false);
+  s.mlp.bias = r.getBool("mlp_bias", false);
+  uniformWindowLayers(s, 0);
+}
+
 } // namespace
 
 // GlmConfig and Glm4Config: the same defaults.
@@ -206,6 +215,7 @@ FamilyTable denseFamilies() {
       {"granite", {{.max_positions = 2048}, parseGranite}},
       {"glm", {glmDefaults(), parseGlm}},
       {"glm4", {glmDefaults(), parseGlm4}},
+      {"seed_oss", {{.head_dim = 128, .max_positions = 524288, .kv_heads = 8}, parseSeedOss}},
       {"ernie4_5",
        {{.head_dim = 128, .max_positions = 131072, .norm_eps = 1e-5, .tie_word_embeddings = true, .kv_heads = 2},
         parseErnie45}},
