@@ -143,164 +143,38 @@ def _cfg_qwen3():
     )
 
 
-def _cfg_olmo2():
-    from transformers import Olmo2Config
-
-    return Olmo2Config(
-        **COMMON,
-        num_hidden_layers=2,
-        rms_norm_eps=1e-6,
-        attention_bias=True,
-        tie_word_embeddings=False,
-        rope_parameters={"rope_type": "default", "rope_theta": 500000.0},
-    )
 
 
-def _cfg_olmo3():
-    from transformers import Olmo3Config
-
-    return Olmo3Config(
-        **COMMON,
-        num_hidden_layers=3,
-        rms_norm_eps=1e-6,
-        sliding_window=8,
-        layer_types=["sliding_attention", "full_attention", "sliding_attention"],
-        rope_theta=10000.0,  # legacy key: Olmo3Config gives it to the full layers only (sliding: 500000)
-        tie_word_embeddings=False,
-    )
 
 
-def _cfg_glm():
-    from transformers import GlmConfig
-
-    return GlmConfig(
-        **COMMON,
-        num_hidden_layers=2,
-        head_dim=16,
-        rms_norm_eps=1e-6,
-        tie_word_embeddings=False,
-        rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.5},
-    )
 
 
-def _cfg_glm4():
-    from transformers import Glm4Config
-
-    return Glm4Config(
-        **COMMON,
-        num_hidden_layers=2,
-        head_dim=16,
-        rms_norm_eps=1e-6,
-        tie_word_embeddings=False,
-        rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.5},
-    )
 
 
-def _cfg_ernie4_5():
-    from transformers import Ernie4_5Config
-
-    return Ernie4_5Config(
-        **COMMON,
-        num_hidden_layers=2,
-        head_dim=16,
-        rms_norm_eps=1e-5,
-        use_bias=True,
-        tie_word_embeddings=False,
-        rope_parameters={"rope_type": "default", "rope_theta": 500000.0},
-    )
 
 
-def _cfg_seed_oss():
-    from transformers import SeedOssConfig
-
-    return SeedOssConfig(
-        **COMMON,
-        num_hidden_layers=2,
-        head_dim=16,
-        rms_norm_eps=1e-6,
-        attention_bias=True,
-        attention_out_bias=True,
-        mlp_bias=True,
-        attention_dropout=0.0,
-        residual_dropout=0.0,
-        tie_word_embeddings=False,
-        rope_parameters={"rope_type": "default", "rope_theta": 10000000.0},
-    )
 
 
-def _cfg_smollm3():
-    from transformers import SmolLM3Config
-
-    return SmolLM3Config(
-        **COMMON,
-        num_hidden_layers=3,
-        rms_norm_eps=1e-6,
-        mlp_bias=True,
-        use_sliding_window=True,
-        sliding_window=8,
-        no_rope_layer_interval=3,
-        tie_word_embeddings=False,
-        rope_parameters={"rope_type": "default", "rope_theta": 50000.0},
-    )
 
 
-def _cfg_helium():
-    from transformers import HeliumConfig
-
-    return HeliumConfig(
-        **COMMON,
-        num_hidden_layers=2,
-        head_dim=16,
-        rms_norm_eps=1e-6,
-        attention_bias=True,
-        mlp_bias=True,
-        tie_word_embeddings=False,
-        rope_parameters={"rope_type": "default", "rope_theta": 20000.0},
-    )
 
 
-def _cfg_granite():
-    from transformers import GraniteConfig
-
-    return GraniteConfig(
-        **COMMON,
-        num_hidden_layers=2,
-        rms_norm_eps=1e-6,
-        embedding_multiplier=4.0,  # all four != 1 (and attention_multiplier != head_dim^-0.5) so each one shows
-        residual_multiplier=0.5,
-        attention_multiplier=0.2,
-        logits_scaling=0.5,
-        tie_word_embeddings=False,
-        rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
-    )
 
 
-def _cfg_ministral():
-    from transformers import MinistralConfig
-
-    return MinistralConfig(
-        **COMMON,
-        num_hidden_layers=2,
-        head_dim=16,  # transformers 5.23's MinistralAttention cannot size its heads without it
-        rms_norm_eps=1e-5,
-        sliding_window=8,
-        layer_types=["sliding_attention", "full_attention"],
-        tie_word_embeddings=False,
-        rope_parameters={"rope_type": "default", "rope_theta": 100000000.0},
-    )
 
 
-def _cfg_gemma():
-    from transformers import GemmaConfig
 
-    return GemmaConfig(
-        **{**COMMON, "num_key_value_heads": 1},
-        num_hidden_layers=2,
-        head_dim=32,
-        rms_norm_eps=1e-6,
-        tie_word_embeddings=True,
-        rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
-    )
+
+def _config(cls_name: str, **kwargs):
+    """A family's config builder in one table entry: transformers.<cls_name>(**COMMON, **kwargs), the
+    entry's keys winning over COMMON's. For the Llama-like families a front-end mapping serves."""
+
+    def build():
+        import transformers
+
+        return getattr(transformers, cls_name)(**{**COMMON, **kwargs})
+
+    return build
 
 
 def _cfg_gemma2():
@@ -1650,7 +1524,14 @@ FAMILIES = {
     ),
     "olmo2": dict(
         seed=14028,
-        build=_cfg_olmo2,
+        build=_config(
+            "Olmo2Config",
+            num_hidden_layers=2,
+            rms_norm_eps=1e-6,
+            attention_bias=True,
+            tie_word_embeddings=False,
+            rope_parameters={"rope_type": "default", "rope_theta": 500000.0},
+        ),
         zero_centred_norms=False,
         features=[
             "post-norm layers: x + norm(attn(x)), then x + norm(mlp(x)); no input norm",
@@ -1661,7 +1542,15 @@ FAMILIES = {
     ),
     "olmo3": dict(
         seed=14626,
-        build=_cfg_olmo3,
+        build=_config(
+            "Olmo3Config",
+            num_hidden_layers=3,
+            rms_norm_eps=1e-6,
+            sliding_window=8,
+            layer_types=["sliding_attention", "full_attention", "sliding_attention"],
+            rope_theta=10000.0,  # legacy key: Olmo3Config gives it to the full layers only (sliding: 500000)
+            tie_word_embeddings=False,
+        ),
         zero_centred_norms=False,
         features=[
             "layer_types [sliding, full, sliding], sliding_window=8",
@@ -1672,7 +1561,14 @@ FAMILIES = {
     ),
     "glm": dict(
         seed=14733,
-        build=_cfg_glm,
+        build=_config(
+            "GlmConfig",
+            num_hidden_layers=2,
+            head_dim=16,
+            rms_norm_eps=1e-6,
+            tie_word_embeddings=False,
+            rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.5},
+        ),
         zero_centred_norms=False,
         features=[
             "rope on interleaved pairs of the first half of each head (partial_rotary_factor 0.5: 8 of 16)",
@@ -1683,7 +1579,14 @@ FAMILIES = {
     ),
     "glm4": dict(
         seed=14826,
-        build=_cfg_glm4,
+        build=_config(
+            "Glm4Config",
+            num_hidden_layers=2,
+            head_dim=16,
+            rms_norm_eps=1e-6,
+            tie_word_embeddings=False,
+            rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.5},
+        ),
         zero_centred_norms=False,
         features=[
             "as glm, with sandwich norms: post_self_attn_layernorm, post_attention_layernorm (pre-MLP), post_mlp_layernorm",
@@ -1692,7 +1595,15 @@ FAMILIES = {
     ),
     "ernie4_5": dict(
         seed=14903,
-        build=_cfg_ernie4_5,
+        build=_config(
+            "Ernie4_5Config",
+            num_hidden_layers=2,
+            head_dim=16,
+            rms_norm_eps=1e-5,
+            use_bias=True,
+            tie_word_embeddings=False,
+            rope_parameters={"rope_type": "default", "rope_theta": 500000.0},
+        ),
         zero_centred_norms=False,
         features=[
             "rope on interleaved pairs (cos/sin repeat_interleave, rotated in fp32)",
@@ -1702,7 +1613,19 @@ FAMILIES = {
     ),
     "seed_oss": dict(
         seed=15019,
-        build=_cfg_seed_oss,
+        build=_config(
+            "SeedOssConfig",
+            num_hidden_layers=2,
+            head_dim=16,
+            rms_norm_eps=1e-6,
+            attention_bias=True,
+            attention_out_bias=True,
+            mlp_bias=True,
+            attention_dropout=0.0,
+            residual_dropout=0.0,
+            tie_word_embeddings=False,
+            rope_parameters={"rope_type": "default", "rope_theta": 10000000.0},
+        ),
         zero_centred_norms=False,
         features=[
             "attention_bias: q/k/v biases; attention_out_bias: the o bias, a key of its own",
@@ -1712,7 +1635,17 @@ FAMILIES = {
     ),
     "smollm3": dict(
         seed=14207,
-        build=_cfg_smollm3,
+        build=_config(
+            "SmolLM3Config",
+            num_hidden_layers=3,
+            rms_norm_eps=1e-6,
+            mlp_bias=True,
+            use_sliding_window=True,
+            sliding_window=8,
+            no_rope_layer_interval=3,
+            tie_word_embeddings=False,
+            rope_parameters={"rope_type": "default", "rope_theta": 50000.0},
+        ),
         zero_centred_norms=False,
         features=[
             "no_rope_layer_interval=3 -> no_rope_layers [1, 1, 0]: layer 2 is NoPE",
@@ -1723,7 +1656,16 @@ FAMILIES = {
     ),
     "helium": dict(
         seed=14324,
-        build=_cfg_helium,
+        build=_config(
+            "HeliumConfig",
+            num_hidden_layers=2,
+            head_dim=16,
+            rms_norm_eps=1e-6,
+            attention_bias=True,
+            mlp_bias=True,
+            tie_word_embeddings=False,
+            rope_parameters={"rope_type": "default", "rope_theta": 20000.0},
+        ),
         zero_centred_norms=False,
         features=[
             "rope over interleaved pairs (2i, 2i+1) (cos/sin repeat_interleave, rotate_half on x[0::2], x[1::2])",
@@ -1734,7 +1676,17 @@ FAMILIES = {
     ),
     "granite": dict(
         seed=14427,
-        build=_cfg_granite,
+        build=_config(
+            "GraniteConfig",
+            num_hidden_layers=2,
+            rms_norm_eps=1e-6,
+            embedding_multiplier=4.0,  # all four != 1 (and attention_multiplier != head_dim^-0.5) so each one shows
+            residual_multiplier=0.5,
+            attention_multiplier=0.2,
+            logits_scaling=0.5,
+            tie_word_embeddings=False,
+            rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+        ),
         zero_centred_norms=False,
         features=[
             "embedding_multiplier=4.0 (embeddings x 4)",
@@ -1746,7 +1698,16 @@ FAMILIES = {
     ),
     "ministral": dict(
         seed=14537,
-        build=_cfg_ministral,
+        build=_config(
+            "MinistralConfig",
+            num_hidden_layers=2,
+            head_dim=16,  # transformers 5.23's MinistralAttention cannot size its heads without it
+            rms_norm_eps=1e-5,
+            sliding_window=8,
+            layer_types=["sliding_attention", "full_attention"],
+            tie_word_embeddings=False,
+            rope_parameters={"rope_type": "default", "rope_theta": 100000000.0},
+        ),
         zero_centred_norms=False,
         features=[
             "layer_types [sliding, full] with sliding_window=8 (prompts 13 and 29 cross it)",
@@ -1756,7 +1717,15 @@ FAMILIES = {
     ),
     "gemma": dict(
         seed=14143,
-        build=_cfg_gemma,
+        build=_config(
+            "GemmaConfig",
+            num_key_value_heads=1,
+            num_hidden_layers=2,
+            head_dim=32,
+            rms_norm_eps=1e-6,
+            tie_word_embeddings=True,
+            rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+        ),
         zero_centred_norms=True,
         std=TIED_GEMMA_STD,
         norm_mean=TIED_GEMMA_NORM_MEAN,
