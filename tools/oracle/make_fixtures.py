@@ -1611,6 +1611,24 @@ FAMILIES = {
             "GQA 4q/2kv, head_dim 16",
         ],
     ),
+    "internlm3": dict(
+        seed=15117,
+        build=_config(
+            "InternLM3Config",
+            num_hidden_layers=2,
+            head_dim=16,
+            rms_norm_eps=1e-5,
+            attention_bias=True,
+            mlp_bias=True,
+            tie_word_embeddings=False,
+            rope_parameters={"rope_type": "default", "rope_theta": 50000000.0},
+        ),
+        zero_centred_norms=False,
+        features=[
+            "run by transformers as LlamaForCausalLM: attention_bias (q/k/v and o) and mlp_bias, equal as InternLM3Config requires",
+            "GQA 4q/2kv, head_dim 16",
+        ],
+    ),
     "seed_oss": dict(
         seed=15019,
         build=_config(

@@ -1,5 +1,5 @@
 // Dense attention decoders: Llama, Mistral, Ministral, Qwen2, Qwen3, Phi-3, OLMo-2, OLMo-3,
-// SmolLM3, Helium, Granite, GLM, GLM-4, ERNIE-4.5 and Seed-OSS.
+// SmolLM3, Helium, Granite, GLM, GLM-4, ERNIE-4.5, Seed-OSS and InternLM3.
 #include "frontends/hf_config/families/families.h"
 #include "frontends/hf_config/families/helpers.h"
 #include "frontends/hf_config/parse_config.h"
@@ -194,6 +194,24 @@ void parseSeedOss(const ConfigReader &r, ModelSpec &s) {
   uniformWindowLayers(s, 0);
 }
 
+// A boolean under its transformers name, else under the spelling InternLM3Config's
+// attribute_map aliases to it.
+bool aliasedBool(const ConfigReader &r, const char *key, const char *alias) {
+  return r.has(key) ? r.getBool(key, false) : r.getBool(alias, false);
+}
+
+// InternLM3: Llama (transformers runs it as LlamaForCausalLM) whose config spells the biases
+// qkv_bias and bias; InternLM3Config refuses the two differing, since Llama's attention_bias
+// covers q/k/v and o together.
+void parseInternLM3(const ConfigReader &r, ModelSpec &s) {
+  bool attn = aliasedBool(r, "attention_bias", "qkv_bias"), mlp = aliasedBool(r, "mlp_bias", "bias");
+  if (attn != mlp)
+    throw ConfigError(r.path(r.has("attention_bias") ? "attention_bias" : "qkv_bias"),
+                      "must equal mlp_bias (bias) for internlm3: InternLM3Config refuses them differing");
+  s.attn.qkv_bias = s.attn.o_bias = s.mlp.bias = attn;
+  uniformWindowLayers(s, 0);
+}
+
 } // namespace
 
 // GlmConfig and Glm4Config: the same defaults.
@@ -215,6 +233,9 @@ FamilyTable denseFamilies() {
       {"granite", {{.max_positions = 2048}, parseGranite}},
       {"glm", {glmDefaults(), parseGlm}},
       {"glm4", {glmDefaults(), parseGlm4}},
+      {"internlm3",
+       {{.head_dim = 128, .max_positions = 32768, .norm_eps = 1e-5, .kv_heads = 2, .heads_divide_hidden = true},
+        parseInternLM3}},
       {"seed_oss", {{.head_dim = 128, .max_positions = 524288, .kv_heads = 8}, parseSeedOss}},
       {"ernie4_5",
        {{.head_dim = 128, .max_positions = 131072, .norm_eps = 1e-5, .tie_word_embeddings = true, .kv_heads = 2},
