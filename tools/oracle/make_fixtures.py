@@ -1823,6 +1823,27 @@ FAMILIES = {
             "checkpoint names block_sparse_moe.experts.N.w1/w2/w3 (save_pretrained reverts the fused layout)",
         ],
     ),
+    "olmoe": dict(
+        atol_note="Routing weights are top-2 softmax probabilities in fp32, not renormalised.",
+        seed=15210,
+        build=_config(
+            "OlmoeConfig",
+            num_hidden_layers=2,
+            rms_norm_eps=1e-6,
+            num_experts=4,
+            num_experts_per_tok=2,
+            intermediate_size=32,
+            norm_topk_prob=False,
+            tie_word_embeddings=False,
+            rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+        ),
+        zero_centred_norms=False,
+        features=[
+            "MoE 4 experts top-2 on every layer, softmax (fp32) -> top-2, not renormalised (norm_topk_prob=false)",
+            "RMS q/k norms over the whole q and k projections (OLMo's), before RoPE",
+            "checkpoint names mlp.gate and mlp.experts.N.{gate,up,down}_proj (save_pretrained reverts the fused layout)",
+        ],
+    ),
     "qwen2_moe": dict(
         atol_note="Routing weights are top-2 softmax probabilities (not renormalised); the shared expert's sigmoid gate is smooth.",
         seed=2024,

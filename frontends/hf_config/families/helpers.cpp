@@ -31,6 +31,11 @@ void attentionBiases(const ConfigReader &r, ModelSpec &s, bool fallback) {
   s.attn.qkv_bias = s.attn.o_bias = r.getBool("attention_bias", fallback);
 }
 
+void refuseClipQkv(const ConfigReader &r) {
+  if (r.has("clip_qkv"))
+    throw ConfigError(r.path("clip_qkv"), "clamping q, k and v is not supported; it must be null or absent");
+}
+
 void graniteMultipliers(const ConfigReader &r, ModelSpec &s) {
   s.embed_scale = r.getNumber("embedding_multiplier", 1.0);
   s.residual_scale = r.getNumber("residual_multiplier", 1.0);

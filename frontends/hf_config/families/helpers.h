@@ -22,6 +22,8 @@ void requireSilu(const ConfigReader &r, const char *key, const std::string &mixe
 bool isAuto(const ConfigReader &r, const char *key);
 // attention_bias sets the q/k/v and the o projections' biases together.
 void attentionBiases(const ConfigReader &r, ModelSpec &s, bool fallback = false);
+// clip_qkv (OLMo, OLMoE, DBRX) clamps q, k and v; cbc refuses a config that sets it.
+void refuseClipQkv(const ConfigReader &r);
 // Granite's multipliers: embeddings, residual branches, the attention scale (instead of
 // 1/sqrt(head_dim)) and logits (divided by logits_scaling).
 void graniteMultipliers(const ConfigReader &r, ModelSpec &s);

@@ -1,4 +1,5 @@
-// Attention decoders with routed experts: Mixtral, Qwen2-MoE, Qwen3-MoE and gpt-oss.
+// Attention decoders with routed experts: Mixtral, Qwen2-MoE, Qwen3-MoE, gpt-oss, MiniMax-M2 and
+// OLMoE.
 #include "frontends/hf_config/families/families.h"
 #include "frontends/hf_config/families/helpers.h"
 #include "frontends/hf_config/parse_config.h"
@@ -131,6 +132,28 @@ RopeDicts miniMaxM2RopeDicts(const ConfigReader &r) {
   return dicts;
 }
 
+// OLMoE: OLMo's RMS q/k norms over the whole projection (q_norm sized hidden_size, k_norm
+// hidden_size / heads x kv heads, so the heads must fill hidden_size), a softmax router over
+// experts on every layer, renormalised only with norm_topk_prob (default off).
+void parseOlmoe(const ConfigReader &r, ModelSpec &s) {
+  refuseClipQkv(r);
+  attentionBiases(r, s);
+  s.attn.qk_norm = s.attn.qk_norm_whole = true;
+  if (s.attn.num_heads * s.attn.head_dim != s.hidden_size)
+    throw ConfigError(r.path("head_dim"), "num_attention_heads x head_dim must equal hidden_size (" +
+                                              std::to_string(s.hidden_size) + "): OLMoE's q_norm has that many weights");
+  uniformWindowLayers(s, 0);
+  MoeSpec &m = s.moe;
+  parseExperts(r, {.count = expertCountKey(r, "num_experts"), .experts = 64, .top_k = 8, .count_name = "num_experts"},
+               m);
+  m.intermediate = s.mlp.intermediate;
+  m.score = ExpertScoring::Softmax;
+  m.renorm = r.getBool("norm_topk_prob", false);
+  m.act = s.mlp.act;
+  m.names = perExpertNames(s.names, "gate", /*gated=*/true);
+  allLayersMoe(s);
+}
+
 } // namespace
 
 FamilyTable moeFamilies() {
@@ -142,6 +165,7 @@ FamilyTable moeFamilies() {
        {{.head_dim = 128, .max_positions = 196608, .rope_theta = 5000000.0, .partial_rotary = true, .moe_only = true,
          .kv_heads = 8},
         parseMiniMaxM2, miniMaxM2RopeDicts}},
+      {"olmoe", {{.max_positions = 4096, .norm_eps = 1e-5}, parseOlmoe}},
       {"gpt_oss",
        {{.head_dim = 64, .max_positions = 131072, .norm_eps = 1e-5, .rope_theta = 150000.0}, parseGptOss,
         gptOssRopeDicts}},
