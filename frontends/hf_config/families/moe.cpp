@@ -1,7 +1,8 @@
-// Attention decoders with routed experts: Mixtral, Qwen2-MoE, Qwen3-MoE, gpt-oss, MiniMax-M2 and
-// OLMoE.
+// Attention decoders with routed experts: Mixtral, Qwen2-MoE, Qwen3-MoE, gpt-oss, MiniMax-M2,
+// OLMoE and GLM-4.5.
 #include "frontends/hf_config/families/families.h"
 #include "frontends/hf_config/families/helpers.h"
+#include "frontends/hf_config/families/mla.h"
 #include "frontends/hf_config/parse_config.h"
 
 namespace cbc::hf {
@@ -154,6 +155,20 @@ void parseOlmoe(const ConfigReader &r, ModelSpec &s) {
   allLayersMoe(s);
 }
 
+// GLM-4.5 (GLM-4.5/4.6/4.7): GQA attention with q/k/v biases (attention_bias) but no o bias,
+// optional per-head q/k norms (use_qk_norm), rotate-half RoPE on the first
+// partial_rotary_factor (default 0.5) of each head, and DeepSeek-V3's router (sigmoid, a
+// correction bias steering the choice, groups, renormalised, routed scaling) with shared experts
+// from first_k_dense_replace on.
+void parseGlm4Moe(const ConfigReader &r, ModelSpec &s) {
+  s.attn.qkv_bias = r.getBool("attention_bias", false);
+  s.attn.qk_norm = r.getBool("use_qk_norm", false);
+  uniformWindowLayers(s, 0);
+  parseDeepseekMoe(r, s, kSigmoidGroups,
+                   {.experts = 128, .top_k = 8, .groups = 1, .keep = 1, .intermediate = 1408, .scaling = 1.0});
+  moeFrom(r, s, 1);
+}
+
 } // namespace
 
 FamilyTable moeFamilies() {
@@ -166,6 +181,10 @@ FamilyTable moeFamilies() {
          .kv_heads = 8},
         parseMiniMaxM2, miniMaxM2RopeDicts}},
       {"olmoe", {{.max_positions = 4096, .norm_eps = 1e-5}, parseOlmoe}},
+      {"glm4_moe",
+       {{.max_positions = 131072, .norm_eps = 1e-5, .partial_rotary = true, .partial_rotary_factor = 0.5,
+         .kv_heads = 8},
+        parseGlm4Moe}},
       {"gpt_oss",
        {{.head_dim = 64, .max_positions = 131072, .norm_eps = 1e-5, .rope_theta = 150000.0}, parseGptOss,
         gptOssRopeDicts}},
