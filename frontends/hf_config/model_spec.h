@@ -237,6 +237,7 @@ struct ExpertNaming {
   std::string router;         // the router's [E, H] weight
   std::string router_bias;    // optional
   std::string selection_bias; // optional: a per-expert bias that only steers the choice
+  bool selection_bias_row = false; // the selection bias is stored [1, E] (ERNIE-4.5), read as [E]
   // One fused [E, ...] tensor per projection (stored [E, in, out] when transposed), or one tensor
   // set per expert, named with "{e}" for the expert's index and stacked at load.
   bool fused = false, transposed = false;
@@ -245,7 +246,7 @@ struct ExpertNaming {
   bool mxfp4 = false;
   ExpertTensors experts;      // biases: fused experts only
   GateUpLayout glu = GateUpLayout::Halves; // how gate and up share the gate_up rows
-  ExpertTensors shared;       // the shared expert, when shared_intermediate > 0 (biases: ungated only)
+  ExpertTensors shared;       // the shared expert, when shared_intermediate > 0
   std::string shared_gate;    // optional: sigmoid(x . w) scales the shared expert
   std::string global_scale;   // optional: a learned scalar on every routing weight
 };
@@ -361,6 +362,7 @@ struct ModelSpec {
   std::vector<LayerSpec> layers;
   std::string prefix = "model.";      // HF prefix of the decoder's tensors
   std::string lm_head = "lm_head.weight";
+  std::string lm_head_bias;           // the head's bias (ERNIE-4.5-MoE's use_bias); empty: none
   Quantization quantization = Quantization::None; // the honoured quantisation
   // Quantization::Fp8: the [rows, cols] block of a weight that one weight_scale_inv value scales.
   std::vector<int64_t> fp8_block;

@@ -151,16 +151,16 @@ int64_t expertCount(const ConfigReader &r, const std::string &key, int64_t fallb
 }
 
 int64_t expertTopK(const ConfigReader &r, int64_t fallback, int64_t experts, const std::string &countName,
-                   int64_t routedFrom) {
-  int64_t topK = r.getSize("num_experts_per_tok", fallback);
+                   int64_t routedFrom, const std::string &key) {
+  int64_t topK = r.getSize(key, fallback);
   if (experts >= routedFrom && topK > experts)
-    throw ConfigError(r.path("num_experts_per_tok"), "exceeds " + countName);
+    throw ConfigError(r.path(key), "exceeds " + countName);
   return topK;
 }
 
 void parseExperts(const ConfigReader &r, const ExpertKeys &keys, MoeSpec &m) {
   m.num_experts = expertCount(r, keys.count, keys.experts, keys.none_allowed);
-  m.top_k = expertTopK(r, keys.top_k, m.num_experts, keys.count_name, keys.routed_from);
+  m.top_k = expertTopK(r, keys.top_k, m.num_experts, keys.count_name, keys.routed_from, keys.top_k_key);
 }
 
 ExpertNaming perExpertNames(const Names &n, const std::string &router, bool gated) {

@@ -65,7 +65,7 @@ int64_t expertCount(const ConfigReader &r, const std::string &key, int64_t fallb
 // num_experts_per_tok; it must not exceed the count once there are at least `routedFrom` experts
 // (fewer route nothing). `countName` is the count as the family's error names it.
 int64_t expertTopK(const ConfigReader &r, int64_t fallback, int64_t experts, const std::string &countName,
-                   int64_t routedFrom = 1);
+                   int64_t routedFrom = 1, const std::string &key = "num_experts_per_tok");
 
 // How a family reads its routed experts' count and top-k.
 struct ExpertKeys {
@@ -74,6 +74,7 @@ struct ExpertKeys {
   std::string count_name;         // how "exceeds ..." names the count: the families word it differently
   bool none_allowed = false;      // see expertCount
   int64_t routed_from = 1;        // see expertTopK
+  std::string top_k_key = "num_experts_per_tok";
 };
 void parseExperts(const ConfigReader &r, const ExpertKeys &keys, MoeSpec &m);
 

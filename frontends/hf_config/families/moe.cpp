@@ -1,5 +1,5 @@
 // Attention decoders with routed experts: Mixtral, Qwen2-MoE, Qwen3-MoE, gpt-oss, MiniMax-M2,
-// OLMoE and GLM-4.5.
+// OLMoE, GLM-4.5 and ERNIE-4.5-MoE.
 #include "frontends/hf_config/families/families.h"
 #include "frontends/hf_config/families/helpers.h"
 #include "frontends/hf_config/families/mla.h"
@@ -169,6 +169,52 @@ void parseGlm4Moe(const ConfigReader &r, ModelSpec &s) {
   moeFrom(r, s, 1);
 }
 
+// A key under its transformers name, else under the name the config class's attribute_map
+// aliases to it.
+std::string aliasedKey(const ConfigReader &r, const char *key, const char *alias) {
+  return !r.has(key) && r.has(alias) ? alias : key;
+}
+
+// ERNIE-4.5-MoE: ERNIE-4.5's attention (RoPE on interleaved pairs, use_bias on q/k/v/o), MoE on
+// the layers i with (i + 1) % moe_layer_interval == 0 between moe_layer_start_index and
+// moe_layer_end_index (-1: the last), each an fp32 softmax router whose [1, E] correction bias
+// is added to the probabilities for the choice only, always renormalised, plus ungated-sum shared
+// experts. use_bias also gives the dense MLPs, the shared experts and the LM head biases, but
+// never the routed experts. The renormalisation divides by max(sum, moe_norm_min = 1e-12); the
+// top-k sum of a softmax is at least k / E, so the clamp never binds and cbc divides by the sum.
+void parseErnie45Moe(const ConfigReader &r, ModelSpec &s) {
+  bool bias = r.getBool("use_bias", false);
+  s.attn.qkv_bias = s.attn.o_bias = s.mlp.bias = bias;
+  s.attn.rope_pairing = RotaryPairing::Interleaved;
+  uniformWindowLayers(s, 0);
+  MoeSpec &m = s.moe;
+  parseExperts(r, {.count = aliasedKey(r, "moe_num_experts", "num_experts"), .experts = 64, .top_k = 6,
+                   .count_name = "moe_num_experts", .top_k_key = aliasedKey(r, "moe_k", "num_experts_per_tok")},
+               m);
+  m.intermediate = r.getSize("moe_intermediate_size", 1536);
+  m.score = ExpertScoring::Softmax;
+  m.renorm = true;
+  m.act = s.mlp.act;
+  m.shared_intermediate = m.intermediate * r.getCount("moe_num_shared_experts", 2);
+  ExpertNaming &n = m.names;
+  n = perExpertNames(s.names, "gate", /*gated=*/true);
+  n.selection_bias = "mlp.moe_statics.e_score_correction_bias";
+  n.selection_bias_row = true;
+  n.shared.gate_up = {"mlp.shared_experts.gate_proj.weight", "mlp.shared_experts.up_proj.weight"};
+  n.shared.down = {"mlp.shared_experts.down_proj.weight"};
+  if (bias) {
+    n.shared.gate_up_bias = {"mlp.shared_experts.gate_proj.bias", "mlp.shared_experts.up_proj.bias"};
+    n.shared.down_bias = "mlp.shared_experts.down_proj.bias";
+    s.lm_head_bias = "lm_head.bias";
+  }
+  int64_t start = r.getInt("moe_layer_start_index", 1), end = r.getInt("moe_layer_end_index", -1);
+  int64_t interval = r.getSize("moe_layer_interval", 1);
+  if (end == -1)
+    end = s.num_layers - 1;
+  for (int64_t i = 0; i < s.num_layers; ++i)
+    s.layers[i].moe = (i + 1) % interval == 0 && i >= start && i <= end;
+}
+
 } // namespace
 
 FamilyTable moeFamilies() {
@@ -185,6 +231,10 @@ FamilyTable moeFamilies() {
        {{.max_positions = 131072, .norm_eps = 1e-5, .partial_rotary = true, .partial_rotary_factor = 0.5,
          .kv_heads = 8},
         parseGlm4Moe}},
+      {"ernie4_5_moe",
+       {{.max_positions = 131072, .norm_eps = 1e-5, .tie_word_embeddings = true, .rope_theta = 500000.0,
+         .kv_heads = 4},
+        parseErnie45Moe}},
       {"gpt_oss",
        {{.head_dim = 64, .max_positions = 131072, .norm_eps = 1e-5, .rope_theta = 150000.0}, parseGptOss,
         gptOssRopeDicts}},

@@ -61,8 +61,14 @@ Value StepBuilder::sharedExpert(int64_t layer, Value x) {
   }
   Value wgu = weight(prog(layer, "moe.shared.gate_up"), {2 * I, H},
                      {.parts = {{hf(layer, se.gate_up[0]), hf(layer, se.gate_up[1])}}});
-  Value g = glu(linear(x, wgu), I, gluAct(spec_.moe.act));
-  Value out = linear(g, weight(prog(layer, "moe.shared.down"), {H, I}, hf(layer, se.down[0])));
+  Value bgu, bdown;
+  if (!se.gate_up_bias.empty()) {
+    bgu = weight(prog(layer, "moe.shared.gate_up_bias"), {2 * I},
+                 {.parts = {{hf(layer, se.gate_up_bias[0]), hf(layer, se.gate_up_bias[1])}}});
+    bdown = weight(prog(layer, "moe.shared.down_bias"), {H}, hf(layer, se.down_bias));
+  }
+  Value g = glu(linear(x, wgu, bgu), I, gluAct(spec_.moe.act));
+  Value out = linear(g, weight(prog(layer, "moe.shared.down"), {H, I}, hf(layer, se.down[0])), bdown);
   if (!spec_.moe.names.shared_gate.empty()) {
     Value gate = linear(x, weight(prog(layer, "moe.shared.gate"), {1, H}, hf(layer, spec_.moe.names.shared_gate)));
     out = GateOp::create(b_, loc_, rows(H), out, gate).getResult();
@@ -140,7 +146,8 @@ Value StepBuilder::moeMlp(int64_t layer, Value x) {
   if (!n.router_bias.empty())
     routerBias = weight(prog(layer, "moe.router_bias"), {routed}, hf(layer, n.router_bias));
   if (!n.selection_bias.empty())
-    selectionBias = fp32Weight(prog(layer, "moe.selection_bias"), {routed}, hf(layer, n.selection_bias));
+    selectionBias = fp32Weight(prog(layer, "moe.selection_bias"), {routed},
+                               {.parts = {{hf(layer, n.selection_bias)}}, .flatten = n.selection_bias_row});
   Value logits = linear(x, router, routerBias);
   RouteGroupsAttr groups;
   if (m.groups.count > 0)

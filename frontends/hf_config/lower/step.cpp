@@ -170,7 +170,8 @@ Value StepBuilder::head(Value x, Value table) {
   x = norm(x, weight("final_norm", {H}, spec_.prefix + spec_.names.final_norm + ".weight"));
   int64_t rows = spec_.padded_vocab ? spec_.padded_vocab : spec_.vocab_size;
   Value head = spec_.tie_word_embeddings ? table : weight("lm_head", {rows, H}, spec_.lm_head);
-  Value logits = linear(x, head);
+  Value bias = spec_.lm_head_bias.empty() ? Value() : weight("lm_head_bias", {rows}, spec_.lm_head_bias);
+  Value logits = linear(x, head, bias);
   if (rows != spec_.vocab_size) // a padded head: the logits keep the first vocab_size columns
     logits = split(logits, {spec_.vocab_size, rows - spec_.vocab_size})[0];
   if (spec_.logits_scale != 1.0)

@@ -53,10 +53,10 @@ Value StepBuilder::weight(const std::string &name, ArrayRef<int64_t> shape, cons
   return op.getResult();
 }
 
-Value StepBuilder::fp32Weight(const std::string &name, ArrayRef<int64_t> shape, const std::string &hfName) {
+Value StepBuilder::fp32Weight(const std::string &name, ArrayRef<int64_t> shape, const WeightRef &ref) {
   auto saved = wtype_;
   wtype_ = b_.getF32Type();
-  Value w = weight(name, shape, hfName);
+  Value w = weight(name, shape, ref);
   wtype_ = saved;
   return w;
 }

@@ -101,7 +101,10 @@ private:
     return weight(name, shape, WeightRef{.parts = {{hfName}}});
   }
   // Small parameters transformers reads in fp32 whatever the model dtype.
-  Value fp32Weight(const std::string &name, llvm::ArrayRef<int64_t> shape, const std::string &hfName);
+  Value fp32Weight(const std::string &name, llvm::ArrayRef<int64_t> shape, const WeightRef &ref);
+  Value fp32Weight(const std::string &name, llvm::ArrayRef<int64_t> shape, const std::string &hfName) {
+    return fp32Weight(name, shape, WeightRef{.parts = {{hfName}}});
+  }
   // [rows, factor] runs for a weight's row_scales; none when every factor is 1.
   static llvm::SmallVector<double> scales(std::initializer_list<std::pair<int64_t, double>> runs);
   std::string hf(int64_t layer, const std::string &rest) const;
