@@ -95,6 +95,7 @@ struct AttentionSpec {
   double scale = 1.0;
   bool qkv_bias = false, o_bias = false;
   bool qk_norm = false;  // RMSNorm over each head of q and k, before RoPE
+  bool qk_norm_after_rope = false; // the q/k norms follow RoPE (Hunyuan)
   double softcap = 0.0;  // attention score soft-capping; 0 = none
   bool sinks = false;    // one learned logit per head in the softmax denominator
   bool output_gate = false; // q_proj also yields a per-head gate: o * sigmoid(gate) (Qwen3-Next)

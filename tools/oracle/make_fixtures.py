@@ -1611,6 +1611,25 @@ FAMILIES = {
             "GQA 4q/2kv, head_dim 16",
         ],
     ),
+    "hunyuan_v1_dense": dict(
+        seed=15625,
+        build=_config(
+            "HunYuanDenseV1Config",
+            num_hidden_layers=2,
+            head_dim=16,
+            rms_norm_eps=1e-6,
+            attention_bias=True,
+            tie_word_embeddings=False,
+            rope_parameters={"rope_type": "dynamic", "factor": 1.0, "alpha": 50.0, "rope_theta": 10000.0},
+        ),
+        zero_centred_norms=False,
+        features=[
+            "per-head q/k RMS norms (query_layernorm, key_layernorm) after RoPE",
+            "attention_bias: q/k/v and o biases",
+            "RoPE 'dynamic' with alpha 50: static NTK base 10000 x 50^(16/14)",
+            "GQA 4q/2kv, head_dim 16",
+        ],
+    ),
     "internlm3": dict(
         seed=15117,
         build=_config(
@@ -1878,7 +1897,7 @@ FAMILIES = {
     ),
     "ernie4_5_moe": dict(
         atol_note="Routing: fp32 softmax, the correction bias added to the probabilities for the choice only, the chosen unbiased probabilities renormalised; smooth once the choice is made.",
-        seed=15423,
+        seed=15444,
         build=_config(
             "Ernie4_5_MoeConfig",
             num_hidden_layers=3,
@@ -1888,19 +1907,43 @@ FAMILIES = {
             moe_k=2,
             moe_intermediate_size=16,
             moe_num_shared_experts=1,
-            moe_layer_start_index=1,
+            moe_layer_start_index=2,
             moe_layer_end_index=-1,
             moe_layer_interval=1,
             tie_word_embeddings=False,
             rope_parameters={"rope_type": "default", "rope_theta": 500000.0},
         ),
+        # A decisive router: the choice ranks probabilities (gaps in probability units).
+        init_rules=[(r"mlp\.gate\.weight$", 0.0, 2.0)],
         buffer_init=[(r"moe_statics\.e_score_correction_bias$", 0.0, 0.1)],
         zero_centred_norms=False,
         features=[
-            "MoE on layers 1-2 (moe_layer_start_index 1, end -1 = last), layer 0 dense",
+            "MoE on layer 2 only (moe_layer_start_index 2, end -1 = the last), layers 0-1 dense",
             "fp32 softmax router; the [1, E] correction bias (N(0, 0.1)) added to the probabilities for the top-2 choice only; always renormalised",
             "one shared expert (16) with biases; use_bias: q/k/v/o, dense MLP and LM head biases, none on the routed experts",
             "RoPE on interleaved pairs; an untied LM head with its own bias",
+        ],
+    ),
+    "hunyuan_v1_moe": dict(
+        atol_note="Routing weights are top-2 fp32 softmax probabilities renormalised; smooth once the choice is made.",
+        seed=15512,
+        build=_config(
+            "HunYuanMoEV1Config",
+            num_hidden_layers=2,
+            head_dim=16,
+            intermediate_size=32,
+            rms_norm_eps=1e-6,
+            attention_bias=False,
+            num_experts=4,
+            moe_topk=2,
+            tie_word_embeddings=False,
+            rope_parameters={"rope_type": "dynamic", "factor": 1.0, "alpha": 1000.0, "rope_theta": 10000.0},
+        ),
+        zero_centred_norms=False,
+        features=[
+            "MoE on every layer: fp32 softmax router mlp.gate.wg, top-2 (moe_topk), always renormalised, + one shared MLP (shared_mlp) of intermediate_size",
+            "per-head q/k RMS norms (query_layernorm, key_layernorm) after RoPE",
+            "RoPE 'dynamic' with alpha 1000: static NTK base 10000 x 1000^(16/14)",
         ],
     ),
     "qwen2_moe": dict(
@@ -2830,6 +2873,10 @@ def _same_sets(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return (a.sort(-1).values == b.sort(-1).values).all(-1)
 
 
+# Routers whose class name does not say so; they return (logits, weights, indices) and have top_k.
+PLAIN_ROUTERS = {"HunYuanMoEV1Gate"}
+
+
 class RouterProbe:
     """Records the smallest gap between the k-th and (k+1)-th router logit.
 
@@ -2858,7 +2905,7 @@ class RouterProbe:
         for name, mod in model.named_modules():
             if type(mod).__name__ in STATS_ROUTERS:
                 self.handles.append(mod.register_forward_hook(self._stats_hook(name)))
-            elif type(mod).__name__.endswith(("TopKRouter", "TopkRouter")):
+            elif type(mod).__name__.endswith(("TopKRouter", "TopkRouter")) or type(mod).__name__ in PLAIN_ROUTERS:
                 if type(mod).__name__ in MLA_ROUTERS:
                     self.handles.append(mod.register_forward_hook(self._mla_hook(name)))
                 else:
@@ -2933,6 +2980,10 @@ class RouterProbe:
         if type(mod).__name__ == "MiniMaxM2TopKRouter":
             # ranks sigmoid(logits) + e_score_correction_bias, the bias passed in by the MoE block (args[1])
             return logits.sigmoid() + args[1].float(), 2.0
+        if hasattr(mod, "moe_statics"):
+            # Ernie4_5_MoeTopKRouter ranks softmax(logits) + e_score_correction_bias. A logit error e moves each
+            # probability by at most 2e p (1 - p) <= e / 2, so flipping two experts needs e >= their gap: factor 1.
+            return logits.softmax(-1) + mod.moe_statics.e_score_correction_bias.float().reshape(-1), 1.0
         if hasattr(mod, "e_score_correction_bias"):
             # NemotronHTopkRouter (DeepseekV3 style, n_group 1) ranks sigmoid(logits) + e_score_correction_bias:
             # the same logit-equivalent bound as above.

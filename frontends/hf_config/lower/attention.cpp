@@ -78,12 +78,14 @@ Value StepBuilder::attention(int64_t layer, Value x, const AttnSite &site) {
   Value qkv = qkvProjection(layer, x, site);
   SmallVector<Value> parts = a.output_gate ? split(qkv, {qw, qw, kw, kw}) : split(qkv, {qw, kw, kw});
   Value q = parts[0], k = parts[a.output_gate ? 2 : 1], v = parts[a.output_gate ? 3 : 2];
-  if (a.qk_norm) {
-    // Per head, or over the whole projection.
+  // Per head, or over the whole projection; before RoPE, or after it.
+  auto qkNorms = [&] {
     int64_t qg = a.qk_norm_whole ? qw : D, kg = a.qk_norm_whole ? kw : D;
     q = norm(q, weight(site.prog + "q_norm", {qg}, site.hf + n.q_norm + ".weight"), qg);
     k = norm(k, weight(site.prog + "k_norm", {kg}, site.hf + n.k_norm + ".weight"), kg);
-  }
+  };
+  if (a.qk_norm && !a.qk_norm_after_rope)
+    qkNorms();
   bool roped = a.rope && !L.nope;
   if (roped) {
     q = rope(L.rope, q);
@@ -97,6 +99,8 @@ Value StepBuilder::attention(int64_t layer, Value x, const AttnSite &site) {
                                 b_.getI64IntegerAttr(a.temperature_period), b_.getI64IntegerAttr(1))
             .getResult();
   }
+  if (a.qk_norm && a.qk_norm_after_rope)
+    qkNorms();
 
   auto retention = L.window > 0  ? RetentionAttr::get(b_.getContext(), RetentionKind::window, L.window)
                    : L.chunk > 0 ? RetentionAttr::get(b_.getContext(), RetentionKind::chunk, L.chunk)
