@@ -1,5 +1,5 @@
 // Attention decoders with routed experts: Mixtral, Qwen2-MoE, Qwen3-MoE, gpt-oss, MiniMax-M2,
-// OLMoE, GLM-4.5 and ERNIE-4.5-MoE.
+// OLMoE, FlexOlmo, GLM-4.5, dots.llm1 and ERNIE-4.5-MoE.
 #include "frontends/hf_config/families/families.h"
 #include "frontends/hf_config/families/helpers.h"
 #include "frontends/hf_config/families/mla.h"
@@ -136,8 +136,7 @@ RopeDicts miniMaxM2RopeDicts(const ConfigReader &r) {
 // OLMoE: OLMo's RMS q/k norms over the whole projection (q_norm sized hidden_size, k_norm
 // hidden_size / heads x kv heads, so the heads must fill hidden_size), a softmax router over
 // experts on every layer, renormalised only with norm_topk_prob (default off).
-void parseOlmoe(const ConfigReader &r, ModelSpec &s) {
-  refuseClipQkv(r);
+void olmoeLayers(const ConfigReader &r, ModelSpec &s, const ExpertKeys &keys) {
   attentionBiases(r, s);
   s.attn.qk_norm = s.attn.qk_norm_whole = true;
   if (s.attn.num_heads * s.attn.head_dim != s.hidden_size)
@@ -145,14 +144,50 @@ void parseOlmoe(const ConfigReader &r, ModelSpec &s) {
                                               std::to_string(s.hidden_size) + "): OLMoE's q_norm has that many weights");
   uniformWindowLayers(s, 0);
   MoeSpec &m = s.moe;
-  parseExperts(r, {.count = expertCountKey(r, "num_experts"), .experts = 64, .top_k = 8, .count_name = "num_experts"},
-               m);
+  parseExperts(r, keys, m);
   m.intermediate = s.mlp.intermediate;
   m.score = ExpertScoring::Softmax;
   m.renorm = r.getBool("norm_topk_prob", false);
   m.act = s.mlp.act;
   m.names = perExpertNames(s.names, "gate", /*gated=*/true);
   allLayersMoe(s);
+}
+
+void parseOlmoe(const ConfigReader &r, ModelSpec &s) {
+  refuseClipQkv(r);
+  olmoeLayers(r, s, {.count = expertCountKey(r, "num_experts"), .experts = 64, .top_k = 8, .count_name = "num_experts"});
+}
+
+// FlexOlmo: OLMoE's attention and router in OLMo-2's post-norm layers (the attention and expert
+// outputs normed before each residual add, no input norm).
+void parseFlexOlmo(const ConfigReader &r, ModelSpec &s) {
+  olmoeLayers(r, s, {.count = expertCountKey(r, "num_experts"), .experts = 7, .top_k = 5, .count_name = "num_experts"});
+  for (LayerSpec &l : s.layers)
+    l.post_norm = true;
+}
+
+// dots.llm1: Qwen3's attention (per-head q/k norms before RoPE, attention_bias on q/k/v and o),
+// sliding layers from max_window_layers on (no use_sliding_window flag), and DeepSeek-V3's
+// router and shared experts from first_k_dense_replace (default 0) on. Dots1Config has no
+// defaults for the expert counts and top-k: transformers cannot build a model without them.
+void parseDots1(const ConfigReader &r, ModelSpec &s) {
+  for (const char *key : {"n_routed_experts", "n_shared_experts", "num_experts_per_tok"})
+    if (!r.has(key))
+      throw ConfigError(r.path(key), "is required: Dots1Config has no default for it");
+  attentionBiases(r, s);
+  s.attn.qk_norm = true;
+  int64_t window = windowOrClassDefault(r, 4096);
+  int64_t maxWindowLayers = r.getCount("max_window_layers", 62);
+  std::vector<LayerKind> kinds =
+      r.has("layer_types") ? explicitLayerTypes(r, s.num_layers)
+                           : kindsWhere(s.num_layers, [&](int64_t i) { return window > 0 && i >= maxWindowLayers; },
+                                        LayerKind::SlidingAttention, LayerKind::FullAttention);
+  setLayers(s, kinds, window);
+  parseDeepseekMoe(r, s, kSigmoidGroups,
+                   {.experts = 0, .top_k = 0, .groups = 1, .keep = 1, .intermediate = 1408, .shared = 0, .scaling = 1.0});
+  s.moe.renorm = r.getBool("norm_topk_prob", false);
+  s.moe.renorm_eps = s.moe.renorm ? 1e-20 : 0.0;
+  moeFrom(r, s, 0);
 }
 
 // GLM-4.5 (GLM-4.5/4.6/4.7): GQA attention with q/k/v biases (attention_bias) but no o bias,
@@ -235,6 +270,8 @@ FamilyTable moeFamilies() {
        {{.max_positions = 131072, .norm_eps = 1e-5, .tie_word_embeddings = true, .rope_theta = 500000.0,
          .kv_heads = 4},
         parseErnie45Moe}},
+      {"flex_olmo", {{.max_positions = 4096, .norm_eps = 1e-6, .rope_theta = 500000.0}, parseFlexOlmo}},
+      {"dots1", {{.max_positions = 2048, .norm_eps = 1e-6}, parseDots1}},
       {"gpt_oss",
        {{.head_dim = 64, .max_positions = 131072, .norm_eps = 1e-5, .rope_theta = 150000.0}, parseGptOss,
         gptOssRopeDicts}},
