@@ -1630,6 +1630,76 @@ FAMILIES = {
             "GQA 4q/2kv, head_dim 16",
         ],
     ),
+    "iquestcoder": dict(
+        seed=15929,
+        build=_config(
+            "IQuestCoderConfig",
+            num_hidden_layers=2,
+            head_dim=16,
+            rms_norm_eps=1e-6,
+            attention_bias=True,
+            mlp_bias=True,
+            tie_word_embeddings=False,
+            rope_parameters={"rope_type": "default", "rope_theta": 500000.0},
+        ),
+        zero_centred_norms=False,
+        features=[
+            "run by transformers as LlamaForCausalLM (iquestcoder has no modeling file)",
+            "attention_bias (q/k/v and o) and mlp_bias",
+            "GQA 4q/2kv, head_dim 16",
+        ],
+    ),
+    "arcee": dict(
+        seed=16015,
+        build=_config(
+            "ArceeConfig",
+            num_hidden_layers=2,
+            rms_norm_eps=1e-6,
+            tie_word_embeddings=False,
+            rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+        ),
+        zero_centred_norms=False,
+        features=[
+            "ungated ReLU^2 MLP: down(relu(up x)^2), no gate_proj (hidden_act relu2, the class default)",
+            "GQA 4q/2kv, head_dim 16",
+        ],
+    ),
+    "cwm": dict(
+        seed=16111,
+        build=_config(
+            "CwmConfig",
+            num_hidden_layers=5,
+            head_dim=16,
+            rms_norm_eps=1e-6,
+            sliding_window=8,
+            tie_word_embeddings=False,
+            rope_parameters={"rope_type": "default", "rope_theta": 1000000.0},
+        ),
+        zero_centred_norms=False,
+        features=[
+            "layers 0 and 4 full, 1-3 sliding (window 8; the prompts of 13 and 29 tokens cross it): the class's i % 4 rule",
+            "GQA 4q/2kv, head_dim 16",
+        ],
+    ),
+    "exaone4": dict(
+        seed=16206,
+        build=_config(
+            "Exaone4Config",
+            num_hidden_layers=4,
+            num_key_value_heads=2,
+            rms_norm_eps=1e-6,
+            sliding_window=8,
+            sliding_window_pattern=2,
+            tie_word_embeddings=False,
+            rope_parameters={"rope_type": "default", "rope_theta": 1000000.0},
+        ),
+        zero_centred_norms=False,
+        features=[
+            "post-norm layers: x + norm(attn(x)), then x + norm(mlp(x)); no input norm",
+            "sliding_window_pattern 2: layers 0, 2 sliding (window 8, RoPE), layers 1, 3 full and NoPE",
+            "per-head q/k RMS norms before RoPE",
+        ],
+    ),
     "internlm3": dict(
         seed=15117,
         build=_config(

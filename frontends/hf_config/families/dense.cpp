@@ -1,5 +1,6 @@
 // Dense attention decoders: Llama, Mistral, Ministral, Qwen2, Qwen3, Phi-3, OLMo-2, OLMo-3,
-// SmolLM3, Helium, Granite, GLM, GLM-4, ERNIE-4.5, Seed-OSS and InternLM3.
+// SmolLM3, Helium, Granite, GLM, GLM-4, ERNIE-4.5, Seed-OSS, InternLM3, IQuest-Coder, Arcee,
+// CWM and EXAONE 4.
 #include "frontends/hf_config/families/families.h"
 #include "frontends/hf_config/families/helpers.h"
 #include "frontends/hf_config/parse_config.h"
@@ -212,6 +213,71 @@ void parseInternLM3(const ConfigReader &r, ModelSpec &s) {
   uniformWindowLayers(s, 0);
 }
 
+// IQuest-Coder: transformers runs it as LlamaForCausalLM; its config class refuses clip_qkv and
+// a truthy use_sliding_window, and so does cbc.
+void parseIQuestCoder(const ConfigReader &r, ModelSpec &s) {
+  refuseClipQkv(r);
+  if (r.getBool("use_sliding_window", false))
+    throw ConfigError(r.path("use_sliding_window"), "is not supported by IQuest-Coder (IQuestCoderConfig refuses it)");
+  parseLlama(r, s);
+}
+
+// Arcee (AFM): Llama with an ungated ReLU^2 MLP, down(relu(up x)^2).
+void parseArcee(const ConfigReader &r, ModelSpec &s) {
+  parseLlama(r, s);
+  s.mlp.gated = false;
+}
+
+// CWM: Llama without biases, every fourth layer (from 0) full and the others sliding
+// (sliding_window, class default 8192) unless layer_types says otherwise.
+void parseCwm(const ConfigReader &r, ModelSpec &s) {
+  s.mlp.bias = r.getBool("mlp_bias", false);
+  int64_t window = windowOrClassDefault(r, 8192);
+  std::vector<LayerKind> kinds =
+      r.has("layer_types") ? explicitLayerTypes(r, s.num_layers)
+                           : kindsWhere(s.num_layers, [](int64_t i) { return i % 4 != 0; }, LayerKind::SlidingAttention,
+                                        LayerKind::FullAttention);
+  setLayers(s, kinds, window);
+}
+
+// CwmConfig: without rope_parameters (and without a legacy rope_scaling) the RoPE is llama3
+// scaling over theta 1e6, whatever a top-level rope_theta says.
+RopeDicts cwmRopeDicts(const ConfigReader &r) {
+  if (r.has("rope_parameters") || r.has("rope_scaling"))
+    return ropeDictionaries(r, 1000000.0);
+  json d = {{"rope_type", "llama3"}, {"rope_theta", 1000000.0}, {"factor", 16.0}, {"high_freq_factor", 4.0},
+            {"low_freq_factor", 1.0}, {"original_max_position_embeddings", 8192}};
+  return {{"full_attention", d}, {"sliding_attention", d}};
+}
+
+// EXAONE 4: post-norm layers (OLMo-2's: no input norm), per-head q/k norms before RoPE, and
+// without layer_types every sliding_window_pattern-th layer full, the others sliding. With a
+// window only the sliding layers rotate (the full layers are NoPE); without one, every layer
+// rotates. Exaone4Config cannot build its layer_types from a string pattern or without a window.
+void parseExaone4(const ConfigReader &r, ModelSpec &s) {
+  s.attn.qk_norm = true;
+  int64_t window = windowOrClassDefault(r, 4096);
+  std::vector<LayerKind> kinds;
+  if (r.has("layer_types")) {
+    kinds = explicitLayerTypes(r, s.num_layers);
+  } else {
+    if (window == 0)
+      throw ConfigError(r.path("sliding_window"),
+                        "must be set when layer_types is absent: Exaone4Config derives the layers from it");
+    if (r.has("sliding_window_pattern") && !r.raw("sliding_window_pattern").is_number_integer())
+      throw ConfigError(r.path("sliding_window_pattern"),
+                        "must be an integer when layer_types is absent (Exaone4Config cannot read a string pattern)");
+    int64_t pattern = r.getSize("sliding_window_pattern", 4);
+    kinds = kindsWhere(s.num_layers, [&](int64_t i) { return (i + 1) % pattern != 0; }, LayerKind::SlidingAttention,
+                       LayerKind::FullAttention);
+  }
+  setLayers(s, kinds, window);
+  for (LayerSpec &l : s.layers) {
+    l.post_norm = true;
+    l.nope = window > 0 && l.kind != LayerKind::SlidingAttention;
+  }
+}
+
 } // namespace
 
 // GlmConfig and Glm4Config: the same defaults.
@@ -241,6 +307,15 @@ FamilyTable denseFamilies() {
        {{.head_dim = 128, .max_positions = 131072, .norm_eps = 1e-5, .tie_word_embeddings = true, .kv_heads = 2},
         parseErnie45}},
       {"helium", {{.head_dim = 128, .max_positions = 4096, .norm_eps = 1e-8}, parseHelium}},
+      {"iquestcoder",
+       {{.head_dim = 128, .max_positions = 131072, .norm_eps = 1e-5, .kv_heads = 8, .heads_divide_hidden = true},
+        parseIQuestCoder}},
+      {"arcee", {{.max_positions = 4096, .norm_eps = 1e-5, .act = "relu2", .heads_divide_hidden = true}, parseArcee}},
+      {"cwm",
+       {{.head_dim = 128, .max_positions = 131072, .norm_eps = 1e-5, .rope_theta = 1000000.0, .kv_heads = 8,
+         .heads_divide_hidden = true},
+        parseCwm, cwmRopeDicts}},
+      {"exaone4", {{.max_positions = 2048, .norm_eps = 1e-5, .kv_heads = 32}, parseExaone4}},
       {"smollm3", {{.max_positions = 32768, .tie_word_embeddings = true, .kv_heads = 4}, parseSmolLM3}},
   };
 }
