@@ -1859,6 +1859,28 @@ FAMILIES = {
             "sandwich norms, (1+w) RMSNorm, gelu_pytorch_tanh MLP",
         ],
     ),
+    "vaultgemma": dict(
+        atol_note="Softcaps are tanh (1-Lipschitz) and do not amplify error.",
+        seed=16321,
+        build=_config(
+            "VaultGemmaConfig",
+            num_hidden_layers=2,
+            head_dim=32,
+            rms_norm_eps=1e-6,
+            sliding_window=8,
+            query_pre_attn_scalar=24,
+            attn_logit_softcapping=4.0,
+            final_logit_softcapping=6.0,
+            tie_word_embeddings=False,
+            rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+        ),
+        zero_centred_norms=True,
+        features=[
+            "Gemma 2 without post norms: input_layernorm and pre_feedforward_layernorm only, (1+w) RMSNorm",
+            "layer_types default (i+1)%2 -> [sliding, full], window 8; softcaps 4 (attention) and 6 (logits)",
+            "query_pre_attn_scalar=24 != head_dim=32; embed scale sqrt(64)=8; an untied head (tied, the random embeddings echo the input)",
+        ],
+    ),
     "gemma3_text": dict(
         atol_note="The final norm's effective scale ~4 (init) scales hidden-state error by ~4, already inside the measured noise.",
         seed=1602,

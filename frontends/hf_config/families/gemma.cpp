@@ -1,5 +1,5 @@
-// Gemma, Gemma 2 and Gemma 3 (text): (1 + w) norms and scaled embeddings; from Gemma 2 on,
-// alternating sliding and global attention and sandwich norms.
+// Gemma, Gemma 2, VaultGemma and Gemma 3 (text): (1 + w) norms and scaled embeddings; from
+// Gemma 2 on, alternating sliding and global attention and (but for VaultGemma) sandwich norms.
 #include "frontends/hf_config/families/families.h"
 #include "frontends/hf_config/families/helpers.h"
 #include "frontends/hf_config/parse_config.h"
@@ -50,6 +50,14 @@ void parseGemma2(const ConfigReader &r, ModelSpec &s) {
   alternatingLayers(r, s, windowOrClassDefault(r, 4096), 2);
 }
 
+// VaultGemma: Gemma 2 without the sandwich's post norms: pre-norm layers whose feed-forward norm
+// is pre_feedforward_layernorm.
+void parseVaultGemma(const ConfigReader &r, ModelSpec &s) {
+  parseGemma2(r, s);
+  s.sandwich_norms = false;
+  s.names.post_attn_norm = "pre_feedforward_layernorm";
+}
+
 void parseGemma3Text(const ConfigReader &r, ModelSpec &s) {
   refuseBidirectional(r);
   gemmaLayout(r, s);
@@ -87,6 +95,10 @@ FamilyTable gemmaFamilies() {
        {{.head_dim = 256, .max_positions = 8192, .tie_word_embeddings = true, .act_key = "hidden_activation",
          .act = "gelu_pytorch_tanh", .heads_divide_hidden = true},
         parseGemma2}},
+      {"vaultgemma",
+       {{.head_dim = 256, .max_positions = 8192, .tie_word_embeddings = true, .act_key = "hidden_activation",
+         .act = "gelu_pytorch_tanh", .heads_divide_hidden = true},
+        parseVaultGemma}},
       {"gemma3_text",
        {{.head_dim = 256, .max_positions = 131072, .tie_word_embeddings = true, .rope_theta = 1000000.0,
          .act_key = "hidden_activation", .act = "gelu_pytorch_tanh",
