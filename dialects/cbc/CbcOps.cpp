@@ -307,7 +307,11 @@ LogicalResult LayerNormOp::verify() {
   int64_t width = cols(getX());
   if (cols(getResult()) != width)
     return emitOpError("result width must be the input width");
+  if (getBias() && !getWeight())
+    return emitOpError("a bias needs a weight");
   for (Value w : {getWeight(), getBias()}) {
+    if (!w)
+      continue;
     auto t = llvm::cast<RankedTensorType>(w.getType());
     if (t.getRank() != 1 || t.getDimSize(0) != width)
       return emitOpError("weight and bias must have one entry per feature");

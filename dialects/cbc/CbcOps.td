@@ -136,18 +136,20 @@ def Cbc_RmsNormOp : Cbc_Op<"math.rms_norm", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Cbc_LayerNormOp : Cbc_Op<"math.layer_norm", [Pure]> {
+def Cbc_LayerNormOp : Cbc_Op<"math.layer_norm", [Pure, AttrSizedOperandSegments]> {
   let opcode = 31;
   let params = "NormParams";
-  let summary = "Layer normalisation of each row, with a weight and a bias.";
+  let summary = "Layer normalisation of each row, with an optional weight and bias.";
   let description = [{
     `result = (x - mean(x)) * rsqrt(var(x) + eps) * weight + bias` per row, with the biased
-    variance (the mean of the squared deviations), as `torch.nn.LayerNorm` computes it (the
-    sparse attention indexer's key norm).
+    variance (the mean of the squared deviations), as `torch.nn.LayerNorm` computes it: the
+    sparse attention indexer's key norm (weight and bias), Cohere's layer norms (a weight, no
+    bias) and OLMo's (neither: weight 1, bias 0). A bias comes only with a weight, so the
+    operand list says which is which.
   }];
-  let arguments = (ins Cbc_Rows:$x, Cbc_Weight:$weight, Cbc_Weight:$bias, F64Attr:$eps);
+  let arguments = (ins Cbc_Rows:$x, Optional<Cbc_Weight>:$weight, Optional<Cbc_Weight>:$bias, F64Attr:$eps);
   let results = (outs Cbc_Rows:$result);
-  let assemblyFormat = "$x `,` $weight `,` $bias attr-dict `:` type(operands) `->` type($result)";
+  let assemblyFormat = "$x (`,` $weight^)? (`,` $bias^)? attr-dict `:` type(operands) `->` type($result)";
   let hasVerifier = 1;
 }
 

@@ -13,7 +13,7 @@ const FamilyTable &families() {
     for (const FamilyTable &group : {denseFamilies(), gemmaFamilies(), moeFamilies(), gatedDeltaFamilies(),
                                      lfm2Families(), mambaFamilies(), hybridFamilies(), zambaFamilies(), mlaFamilies(),
                                      llama4Families(), miniMaxFamilies(), kdaFamilies(), inklingFamilies(),
-                                     dsaVariantFamilies(), hunyuanFamilies()})
+                                     dsaVariantFamilies(), hunyuanFamilies(), cohereFamilies()})
       for (const auto &[type, family] : group)
         if (!all.emplace(type, family).second)
           throw std::logic_error("model_type '" + type + "' is registered by two family groups");

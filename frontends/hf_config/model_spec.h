@@ -67,6 +67,7 @@ struct LayerSpec {
   bool moe = false;   // MoE MLP rather than the dense MLP
   bool mlp = true;    // false: the layer has no feed-forward block (Mamba blocks)
   bool post_norm = false; // x + norm(f(x)) rather than x + f(norm(x)) (OLMo attention layers)
+  bool parallel = false;  // x + f(norm(x)) + mlp(norm(x)): one norm, mixer and MLP side by side (Cohere)
   // The residual is the normed input: h = norm(x); x = alpha * h + beta * f(h), for the mixer and
   // then the feed-forward block, with their own (alpha, beta) (MiniMax-Text-01).
   bool normed_residual = false;
@@ -329,6 +330,8 @@ struct ModelSpec {
   int64_t bos_token_id = -1;
   double norm_eps = 1e-6;
   double norm_offset = 0.0;     // 1 for zero-centred (1 + w) norms
+  NormKind norm_kind = NormKind::Rms;
+  bool norm_weight = true, norm_bias = false; // a LayerNorm's affine parameters (RMS norms: weight only)
   bool sandwich_norms = false;  // Gemma: post-attention and post-feedforward norms
   double embed_scale = 1.0;
   bool embed_scale_rounded = false; // the scale is a tensor of the weight dtype (Gemma), not a float

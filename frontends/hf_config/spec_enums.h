@@ -47,6 +47,12 @@ enum class GroupScoring {
 // The selection score of the experts in the groups routing drops.
 enum class DroppedGroupFill { NegInf, Zero };
 
+// The decoder's own norms (the layers' and the final one).
+enum class NormKind {
+  Rms,   // RMSNorm, w * x / rms(x) (with ModelSpec::norm_offset)
+  Layer, // LayerNorm, (x - mean) / std * w + b, weight and bias as ModelSpec says
+};
+
 // A checkpoint format the loader undoes.
 enum class Quantization {
   None,

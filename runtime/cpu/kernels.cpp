@@ -342,7 +342,7 @@ void layerNorm(const float *x, int64_t rows, int64_t width, const float *w, cons
       var += (xr[j] - mean) * (xr[j] - mean);
     float inv = 1.0f / std::sqrt(var / (float)width + eps);
     for (int64_t j = 0; j < width; ++j)
-      y[r * width + j] = (xr[j] - mean) * inv * w[j] + b[j];
+      y[r * width + j] = (xr[j] - mean) * inv * (w ? w[j] : 1.0f) + (b ? b[j] : 0.0f);
   }
 }
 

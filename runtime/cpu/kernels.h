@@ -138,7 +138,8 @@ void latentAttention(const float *qLatent, const float *qRope, int64_t T, const 
 // index_key row; indexSelect scores, per query t, every visible cached key j <= positions[t]
 // with sum_h w[t,h] * weightScale * relu(keyScale * q[t,h] . k_j), and keeps the topk best in
 // ascending position order, equal scores to the lower position, padded with -1 when fewer are visible.
-// torch.nn.LayerNorm over rows of `width`: (x - mean) * rsqrt(biased var + eps) * w + b.
+// torch.nn.LayerNorm over rows of `width`: (x - mean) * rsqrt(biased var + eps) * w + b; a null
+// w is 1 and a null b is 0.
 void layerNorm(const float *x, int64_t rows, int64_t width, const float *w, const float *b, float eps, float *y);
 
 struct IndexSelectParams {

@@ -92,16 +92,21 @@ Exec compileRmsNorm(const OpContext &c) {
   };
 }
 
+// Inputs x, then an optional weight, then an optional bias (only with a weight).
 Exec compileLayerNorm(const OpContext &c) {
-  c.need(3, 1);
+  c.need(1, 1);
   c.acts({c.I[0], c.O[0]});
   const fb::NormParams &p = c.params<fb::NormParams>();
-  int x = c.I[0], w = c.I[1], bias = c.I[2], out = c.O[0];
+  int x = c.I[0], out = c.O[0];
+  int w = c.I.size() > 1 ? c.I[1] : -1, bias = c.I.size() > 2 ? c.I[2] : -1;
   int64_t width = c.cols(x);
   float eps = (float)p.eps();
-  c.check(c.cols(out) == width && c.weightNumel(w) == width && c.weightNumel(bias) == width,
+  c.check(c.cols(out) == width && (w < 0 || c.weightNumel(w) == width) && (bias < 0 || c.weightNumel(bias) == width),
           "has a weight or bias of the wrong size");
-  return [=](StepEnv &e) { layerNorm(e.f32(x), e.rows(x), width, e.weight(w), e.weight(bias), eps, e.f32(out)); };
+  return [=](StepEnv &e) {
+    layerNorm(e.f32(x), e.rows(x), width, w >= 0 ? e.weight(w) : nullptr, bias >= 0 ? e.weight(bias) : nullptr, eps,
+              e.f32(out));
+  };
 }
 
 Exec compileAdd(const OpContext &c) {

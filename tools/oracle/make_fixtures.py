@@ -1700,6 +1700,59 @@ FAMILIES = {
             "per-head q/k RMS norms before RoPE",
         ],
     ),
+    "olmo": dict(
+        seed=16422,
+        build=_config(
+            "OlmoConfig",
+            num_hidden_layers=2,
+            attention_bias=True,
+            tie_word_embeddings=False,
+            rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+        ),
+        zero_centred_norms=False,
+        features=[
+            "LayerNorms without weight or bias (eps 1e-5, fixed) before attention, MLP and head",
+            "attention_bias: q/k/v and o biases",
+            "GQA 4q/2kv, head_dim 16",
+        ],
+    ),
+    "cohere": dict(
+        seed=16500,
+        build=_config(
+            "CohereConfig",
+            num_hidden_layers=2,
+            layer_norm_eps=1e-5,
+            logit_scale=0.5,
+            attention_bias=True,
+            tie_word_embeddings=False,
+            rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+        ),
+        zero_centred_norms=False,
+        features=[
+            "parallel block: x + attn(LN(x)) + mlp(LN(x)), one LayerNorm (weight, no bias) per layer",
+            "RoPE on interleaved pairs; logits x logit_scale 0.5; attention_bias on q/k/v and o",
+            "an untied head (the class ties by default)",
+        ],
+    ),
+    "cohere2": dict(
+        seed=16623,
+        build=_config(
+            "Cohere2Config",
+            num_hidden_layers=4,
+            layer_norm_eps=1e-5,
+            logit_scale=0.5,
+            sliding_window=8,
+            sliding_window_pattern=2,
+            tie_word_embeddings=False,
+            rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+        ),
+        zero_centred_norms=False,
+        features=[
+            "parallel block over one bias-free LayerNorm; logits x logit_scale 0.5",
+            "sliding_window_pattern 2: layers 0, 2 sliding (window 8) with interleaved RoPE, layers 1, 3 full and NoPE",
+            "an untied head (the class ties by default)",
+        ],
+    ),
     "internlm3": dict(
         seed=15117,
         build=_config(

@@ -15,6 +15,14 @@ template <class TW> __device__ __forceinline__ float norm_weight(const TW *w, lo
     return 1.0f;
 }
 
+// What is added to a normalised feature: the bias, or 0 without one.
+template <class TB> __device__ __forceinline__ float norm_bias(const TB *b, long long j) {
+  if constexpr (present<TB>)
+    return ld(b, j);
+  else
+    return 0.0f;
+}
+
 // Groups of G features; the grid has one block per (row, group).
 template <class TI, class TO, class TW, int G> __device__ __forceinline__ void rms_norm(const CbcArgs &a) {
   using S = slots::RmsNorm;
@@ -35,8 +43,8 @@ template <class TI, class TO, class TW, int G> __device__ __forceinline__ void r
     st(y, base + j, ld(x, base + j) * inv * norm_weight(w, j, offset));
 }
 
-// LayerNorm of rows of W (the mean, then the biased variance, both reduced in fp32); one block
-// per row.
+// LayerNorm of rows of W (the mean, then the biased variance, both reduced in fp32), with an
+// optional weight and bias; one block per row.
 template <class TI, class TO, class TW, class TB, int W> __device__ __forceinline__ void layer_norm(const CbcArgs &a) {
   using S = slots::LayerNorm;
   __shared__ float scratch[32];
@@ -57,7 +65,7 @@ template <class TI, class TO, class TW, class TB, int W> __device__ __forceinlin
   }
   float inv = rsqrtf(block_sum(ss, scratch) / (float)W + a.f[S::Eps]);
   for (int j = threadIdx.x; j < W; j += blockDim.x)
-    st(y, base + j, (ld(x, base + j) - mean) * inv * ld(w, j) + ld(b, j));
+    st(y, base + j, (ld(x, base + j) - mean) * inv * norm_weight(w, j, 0.0f) + norm_bias(b, j));
 }
 
 // The residual add and the norm of the sum in one pass over rows of W.

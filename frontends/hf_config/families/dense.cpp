@@ -1,6 +1,6 @@
 // Dense attention decoders: Llama, Mistral, Ministral, Qwen2, Qwen3, Phi-3, OLMo-2, OLMo-3,
 // SmolLM3, Helium, Granite, GLM, GLM-4, ERNIE-4.5, Seed-OSS, InternLM3, IQuest-Coder, Arcee,
-// CWM and EXAONE 4.
+// CWM, EXAONE 4 and OLMo.
 #include "frontends/hf_config/families/families.h"
 #include "frontends/hf_config/families/helpers.h"
 #include "frontends/hf_config/parse_config.h"
@@ -278,6 +278,17 @@ void parseExaone4(const ConfigReader &r, ModelSpec &s) {
   }
 }
 
+// OLMo (the first): Llama with LayerNorms that have no weight or bias, eps fixed at 1e-5
+// (OlmoConfig has no eps key), attention biases from attention_bias.
+void parseOlmo(const ConfigReader &r, ModelSpec &s) {
+  refuseClipQkv(r);
+  attentionBiases(r, s);
+  s.norm_kind = NormKind::Layer;
+  s.norm_weight = s.norm_bias = false;
+  s.norm_eps = 1e-5;
+  uniformWindowLayers(s, 0);
+}
+
 } // namespace
 
 // GlmConfig and Glm4Config: the same defaults.
@@ -316,6 +327,7 @@ FamilyTable denseFamilies() {
          .heads_divide_hidden = true},
         parseCwm, cwmRopeDicts}},
       {"exaone4", {{.max_positions = 2048, .norm_eps = 1e-5, .kv_heads = 32}, parseExaone4}},
+      {"olmo", {{.max_positions = 2048, .norm_eps = 1e-5}, parseOlmo}},
       {"smollm3", {{.max_positions = 32768, .tie_word_embeddings = true, .kv_heads = 4}, parseSmolLM3}},
   };
 }

@@ -78,6 +78,13 @@ Value StepBuilder::decoderLayer(int64_t l, Value x) {
       h = scaleBy(h, spec_.residual_scale);
     return add(x, h);
   };
+  if (L.parallel) {
+    Value h = layerNorm(l, nm.input_norm, x);
+    Value a = mixer(l, h);
+    Value m = L.moe ? moeMlp(l, h) : denseMlp(l, h);
+    x = residual(a);
+    return residual(m);
+  }
   if (hasMixer) {
     // A shared-block layer norms its own inputs (it reads the residual stream itself).
     bool raw = post || L.kind == LayerKind::SharedBlock;
@@ -167,7 +174,7 @@ Value StepBuilder::mixer(int64_t layer, Value x) {
 Value StepBuilder::head(Value x, Value table) {
   int64_t H = spec_.hidden_size;
   x = RowsGatherOp::create(b_, loc_, rows(H), x, logitRows_).getResult();
-  x = norm(x, weight("final_norm", {H}, spec_.prefix + spec_.names.final_norm + ".weight"));
+  x = modelNorm("final_norm", spec_.prefix + spec_.names.final_norm, x);
   int64_t rows = spec_.padded_vocab ? spec_.padded_vocab : spec_.vocab_size;
   Value head = spec_.tie_word_embeddings ? table : weight("lm_head", {rows, H}, spec_.lm_head);
   Value bias = spec_.lm_head_bias.empty() ? Value() : weight("lm_head_bias", {rows}, spec_.lm_head_bias);

@@ -119,6 +119,9 @@ private:
   Value glu(Value x, int64_t width, mlir::Attribute act, GluLayout layout = GluLayout::halves);
   Value norm(Value x, Value w, std::optional<int64_t> group = std::nullopt, std::optional<double> eps = std::nullopt);
   Value layerNorm(int64_t layer, const std::string &hfName, Value x);
+  // One of the decoder's own norms (ModelSpec::norm_kind) over hidden_size: weight <hf>.weight,
+  // bias <hf>.bias, as the spec says.
+  Value modelNorm(const std::string &progName, const std::string &hf, Value x);
   // layerNorm, or with `gated` the NormGateSpec norm and its low-rank sigmoid gate.
   Value layerNorm(int64_t layer, const std::string &hfName, Value x, bool gated);
   Value linear(Value x, Value w, Value bias = {});

@@ -2662,6 +2662,15 @@ func.func @layer_norm_weight(%x: tensor<?x6xf32>, %w: tensor<6xbf16>, %b: tensor
 
 // -----
 
+func.func @layer_norm_bias_without_weight(%x: tensor<?x6xf32>, %b: tensor<6xbf16>) {
+  // The custom form reads a lone operand as the weight; the generic form can give a lone bias.
+  // expected-error @+1 {{'cbc.math.layer_norm' op a bias needs a weight}}
+  %o = "cbc.math.layer_norm"(%x, %b) <{eps = 1.0e-6 : f64, operandSegmentSizes = array<i32: 1, 0, 1>}> : (tensor<?x6xf32>, tensor<6xbf16>) -> tensor<?x6xf32>
+  return
+}
+
+// -----
+
 func.func @layer_norm_eps(%x: tensor<?x6xf32>, %w: tensor<6xbf16>) {
   // expected-error @+1 {{'cbc.math.layer_norm' op eps must be positive}}
   %o = cbc.math.layer_norm %x, %w, %w {eps = 0.0 : f64} : tensor<?x6xf32>, tensor<6xbf16>, tensor<6xbf16> -> tensor<?x6xf32>
