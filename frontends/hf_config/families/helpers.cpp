@@ -174,6 +174,21 @@ ExpertNaming perExpertNames(const Names &n, const std::string &router, bool gate
   return names;
 }
 
+ExpertNaming graniteNames() {
+  ExpertNaming n;
+  n.router = "block_sparse_moe.router.layer.weight";
+  n.fused = true;
+  n.experts.gate_up = {"block_sparse_moe.input_linear.weight"};
+  n.experts.down = {"block_sparse_moe.output_linear.weight"};
+  return n;
+}
+
+void graniteSharedMlpNames(Names &n) {
+  n.mlp = "shared_mlp";
+  n.gate_up = "input_linear";
+  n.down = "output_linear";
+}
+
 void allLayersMoe(ModelSpec &spec) {
   for (LayerSpec &l : spec.layers)
     l.moe = true;

@@ -83,6 +83,13 @@ void parseExperts(const ConfigReader &r, const ExpertKeys &keys, MoeSpec &m);
 ExpertNaming perExpertNames(const Names &n, const std::string &router, bool gated);
 void allLayersMoe(ModelSpec &spec);
 
+// Granite's MoE: block_sparse_moe.router.layer over fused experts, input_linear [E, 2I, H] (gate
+// and up halves) and output_linear [E, H, I].
+ExpertNaming graniteNames();
+// Granite's shared MLP as the layer's dense MLP: shared_mlp.input_linear ([gate | up]) and
+// shared_mlp.output_linear.
+void graniteSharedMlpNames(Names &n);
+
 // ----- Qwen ------------------------------------------------------------------------------------
 
 // Qwen2-family sliding windows exist only with use_sliding_window.

@@ -75,17 +75,6 @@ RopeDicts bambaRopeDicts(const ConfigReader &r) {
   return dicts;
 }
 
-// block_sparse_moe.router.layer over fused experts: input_linear [E, 2I, H] (gate and up
-// halves) and output_linear [E, H, I].
-ExpertNaming graniteNames() {
-  ExpertNaming n;
-  n.router = "block_sparse_moe.router.layer.weight";
-  n.fused = true;
-  n.experts.gate_up = {"block_sparse_moe.input_linear.weight"};
-  n.experts.down = {"block_sparse_moe.output_linear.weight"};
-  return n;
-}
-
 // GraniteMoeHybrid: as Bamba, with Granite's multipliers (embeddings, residual branches,
 // attention scale, logits), a top-k-softmax MoE plus the always-on shared_mlp, and NoPE or RoPE
 // per position_embedding_type.
@@ -96,13 +85,8 @@ void parseGraniteMoeHybrid(const ConfigReader &r, ModelSpec &s) {
   if (pos != "rope" && pos != "nope")
     throw ConfigError(r.path("position_embedding_type"), "must be 'rope' or 'nope'");
   s.attn.rope = pos == "rope";
-  // The shared MLP is the layer's dense MLP, fused [gate | up] in input_linear.
   s.mlp.intermediate = r.getSize("shared_intermediate_size", 1024);
-  Names &n = s.names;
-  n.mlp = "shared_mlp";
-  n.gate_up = "input_linear";
-  n.down = "output_linear";
-  n.final_norm = "norm";
+  graniteSharedMlpNames(s.names);
   MoeSpec &m = s.moe;
   m.num_experts = expertCount(r, "num_local_experts", 8, /*noneAllowed=*/true);
   if (m.num_experts == 0)

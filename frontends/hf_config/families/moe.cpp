@@ -1,5 +1,5 @@
 // Attention decoders with routed experts: Mixtral, Qwen2-MoE, Qwen3-MoE, gpt-oss, MiniMax-M2,
-// OLMoE, FlexOlmo, GLM-4.5, dots.llm1 and ERNIE-4.5-MoE.
+// OLMoE, FlexOlmo, GLM-4.5, dots.llm1, ERNIE-4.5-MoE, GraniteMoE and GraniteMoeShared.
 #include "frontends/hf_config/families/families.h"
 #include "frontends/hf_config/families/helpers.h"
 #include "frontends/hf_config/families/mla.h"
@@ -250,6 +250,33 @@ void parseErnie45Moe(const ConfigReader &r, ModelSpec &s) {
     s.layers[i].moe = (i + 1) % interval == 0 && i >= start && i <= end;
 }
 
+// GraniteMoE: Granite's multipliers (embeddings, residual branches, attention scale, logits)
+// over top-k-softmax experts of intermediate_size on every layer, stored fused.
+void parseGraniteMoe(const ConfigReader &r, ModelSpec &s) {
+  attentionBiases(r, s);
+  graniteMultipliers(r, s);
+  uniformWindowLayers(s, 0);
+  MoeSpec &m = s.moe;
+  parseExperts(r, {.count = "num_local_experts", .experts = 8, .top_k = 2, .count_name = "num_local_experts"}, m);
+  m.intermediate = s.mlp.intermediate;
+  m.score = ExpertScoring::TopkSoftmax;
+  m.act = s.mlp.act;
+  m.names = graniteNames();
+  allLayersMoe(s);
+}
+
+// GraniteMoeShared: GraniteMoE plus, when shared_intermediate_size (default 0) is set, a shared
+// MLP on the same normed input whose output adds to the experts'.
+void parseGraniteMoeShared(const ConfigReader &r, ModelSpec &s) {
+  parseGraniteMoe(r, s);
+  int64_t shared = r.getCount("shared_intermediate_size", 0);
+  if (shared == 0)
+    return;
+  s.mlp.intermediate = shared;
+  graniteSharedMlpNames(s.names);
+  s.moe.plus_dense = true;
+}
+
 } // namespace
 
 FamilyTable moeFamilies() {
@@ -272,6 +299,8 @@ FamilyTable moeFamilies() {
         parseErnie45Moe}},
       {"flex_olmo", {{.max_positions = 4096, .norm_eps = 1e-6, .rope_theta = 500000.0}, parseFlexOlmo}},
       {"dots1", {{.max_positions = 2048, .norm_eps = 1e-6}, parseDots1}},
+      {"granitemoe", {{.max_positions = 2048}, parseGraniteMoe}},
+      {"granitemoeshared", {{.max_positions = 2048}, parseGraniteMoeShared}},
       {"gpt_oss",
        {{.head_dim = 64, .max_positions = 131072, .norm_eps = 1e-5, .rope_theta = 150000.0}, parseGptOss,
         gptOssRopeDicts}},
