@@ -108,6 +108,10 @@ struct AttentionSpec {
   // temperature tuning); beta 0: none.
   double temperature_beta = 0.0;
   int64_t temperature_period = 0;
+  // Roped queries scaled by 1 + beta * log(1 + floor(position / period)) after RoPE (Ministral 3's
+  // llama_4_scaling_beta); beta 0: none.
+  double query_scale_beta = 0.0;
+  int64_t query_scale_period = 0;
   // A relative-position bias from each token's hidden state (Inkling): r_proj gives rel_dim
   // features per head, which rel_logits_proj.proj [rel_dim, extent] turns into one bias per
   // backward distance below the extent: rel_extent on full layers, the window on sliding ones.

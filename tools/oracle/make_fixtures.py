@@ -1753,6 +1753,67 @@ FAMILIES = {
             "an untied head (the class ties by default)",
         ],
     ),
+    "ministral3": dict(
+        seed=16924,
+        build=_config(
+            "Ministral3Config",
+            num_hidden_layers=2,
+            head_dim=16,
+            rms_norm_eps=1e-6,
+            tie_word_embeddings=False,
+            rope_parameters={
+                "rope_type": "yarn",
+                "rope_theta": 1000000.0,
+                "factor": 4.0,
+                "original_max_position_embeddings": 16,
+                "beta_fast": 32.0,
+                "beta_slow": 1.0,
+                "mscale": 1.0,
+                "mscale_all_dim": 1.0,
+                "llama_4_scaling_beta": 0.5,
+            },
+        ),
+        zero_centred_norms=False,
+        features=[
+            "YaRN RoPE (factor 4 over 16 positions, mscale = mscale_all_dim = 1)",
+            "roped queries x 1 + 0.5 log(1 + floor(p / 16)): the prompts of 29 and 64+ tokens cross 16, 32, 48",
+            "GQA 4q/2kv, head_dim 16",
+        ],
+    ),
+    "jais2": dict(
+        seed=17000,
+        build=_config(
+            "Jais2Config",
+            num_hidden_layers=2,
+            layer_norm_eps=1e-5,
+            tie_word_embeddings=False,
+            rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+        ),
+        zero_centred_norms=False,
+        features=[
+            "LayerNorms with weight and bias (layer_norm_eps 1e-5) before attention, MLP and head",
+            "ungated ReLU^2 MLP with biases; q/k/v/o biases (attention_bias, mlp_bias default true)",
+        ],
+    ),
+    "hyperclovax": dict(
+        seed=17125,
+        build=_config(
+            "HyperCLOVAXConfig",
+            num_hidden_layers=2,
+            rms_norm_eps=1e-6,
+            embedding_multiplier=2.0,
+            residual_multiplier=0.5,
+            logits_scaling=0.5,
+            use_post_norm=True,
+            tie_word_embeddings=False,
+            rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+        ),
+        zero_centred_norms=False,
+        features=[
+            "peri-norms: x + post_norm1(attn(norm(x))) x0.5, x + post_norm2(mlp(norm(x))) x0.5",
+            "embeddings x2; logits MULTIPLIED by logits_scaling 0.5; attention scale 1/sqrt(head_dim) (attention_multiplier None)",
+        ],
+    ),
     "internlm3": dict(
         seed=15117,
         build=_config(

@@ -1,6 +1,6 @@
 // Dense attention decoders: Llama, Mistral, Ministral, Qwen2, Qwen3, Phi-3, OLMo-2, OLMo-3,
 // SmolLM3, Helium, Granite, GLM, GLM-4, ERNIE-4.5, Seed-OSS, InternLM3, IQuest-Coder, Arcee,
-// CWM, EXAONE 4 and OLMo.
+// CWM, EXAONE 4, OLMo, Ministral 3, Jais 2 and HyperCLOVA X.
 #include "frontends/hf_config/families/families.h"
 #include "frontends/hf_config/families/helpers.h"
 #include "frontends/hf_config/parse_config.h"
@@ -289,6 +289,64 @@ void parseOlmo(const ConfigReader &r, ModelSpec &s) {
   uniformWindowLayers(s, 0);
 }
 
+// Ministral3Config: without rope_parameters, YaRN (factor 16 over 16384 positions, theta 1e6)
+// with the query scale's beta 0.1, whatever a top-level rope_theta says.
+RopeDicts ministral3RopeDicts(const ConfigReader &r) {
+  if (r.has("rope_parameters") || r.has("rope_scaling"))
+    return ropeDictionaries(r, 1000000.0);
+  json d = {{"rope_type", "yarn"}, {"rope_theta", 1000000.0}, {"factor", 16.0},
+            {"original_max_position_embeddings", 16384}, {"beta_fast", 32.0}, {"beta_slow", 1.0},
+            {"mscale_all_dim", 1.0}, {"mscale", 1.0}, {"llama_4_scaling_beta", 0.1}};
+  return {{"full_attention", d}, {"sliding_attention", d}};
+}
+
+// Ministral 3: Mistral with YaRN and roped queries scaled by
+// 1 + llama_4_scaling_beta * log(1 + floor(position / original_max_position_embeddings)), both
+// read from the rope dictionary (transformers cannot run a dictionary without them).
+void parseMinistral3(const ConfigReader &r, ModelSpec &s) {
+  uniformWindowLayers(s, optionalWindow(r));
+  nlohmann::json d = ministral3RopeDicts(r).at("full_attention");
+  for (const char *key : {"llama_4_scaling_beta", "original_max_position_embeddings"})
+    if (!d.contains(key) || !d[key].is_number())
+      throw ConfigError(ropePath(r, "full_attention", false) + key,
+                        "is required: Ministral 3 scales its queries by it");
+  s.attn.query_scale_beta = d["llama_4_scaling_beta"].get<double>();
+  s.attn.query_scale_period = d["original_max_position_embeddings"].get<int64_t>();
+  if (s.attn.query_scale_period <= 0)
+    throw ConfigError(ropePath(r, "full_attention", false) + "original_max_position_embeddings", "must be positive");
+}
+
+// Jais 2: Llama with LayerNorms (weight and bias, layer_norm_eps), biases on every attention
+// and MLP projection by default, and an ungated ReLU^2 MLP.
+void parseJais2(const ConfigReader &r, ModelSpec &s) {
+  s.attn.qkv_bias = s.attn.o_bias = r.getBool("attention_bias", true);
+  s.mlp.bias = r.getBool("mlp_bias", true);
+  s.mlp.gated = false;
+  s.norm_kind = NormKind::Layer;
+  s.norm_bias = true;
+  uniformWindowLayers(s, 0);
+}
+
+// HyperCLOVA X: Granite's multipliers, but the logits are multiplied by logits_scaling and the
+// attention scale defaults to 1/sqrt(head_dim); with use_post_norm (default) peri-norms: the
+// attention and MLP outputs pass post_norm1 / post_norm2 before the residual add.
+void parseHyperClovaX(const ConfigReader &r, ModelSpec &s) {
+  attentionBiases(r, s);
+  s.mlp.bias = r.getBool("mlp_bias", false);
+  s.embed_scale = r.getNumber("embedding_multiplier", 1.0);
+  s.residual_scale = r.getNumber("residual_multiplier", 1.0);
+  s.logits_scale = r.getNumber("logits_scaling", 1.0);
+  if (r.has("attention_multiplier"))
+    s.attn.scale = r.getNumber("attention_multiplier", 1.0);
+  if (r.getBool("use_post_norm", true)) {
+    s.sandwich_norms = true;
+    s.names.post_attn_norm = "post_norm1";
+    s.names.pre_ff_norm = "post_attention_layernorm";
+    s.names.post_ff_norm = "post_norm2";
+  }
+  uniformWindowLayers(s, 0);
+}
+
 } // namespace
 
 // GlmConfig and Glm4Config: the same defaults.
@@ -328,6 +386,14 @@ FamilyTable denseFamilies() {
         parseCwm, cwmRopeDicts}},
       {"exaone4", {{.max_positions = 2048, .norm_eps = 1e-5, .kv_heads = 32}, parseExaone4}},
       {"olmo", {{.max_positions = 2048, .norm_eps = 1e-5}, parseOlmo}},
+      {"ministral3",
+       {{.head_dim = 128, .max_positions = 262144, .norm_eps = 1e-5, .rope_theta = 1000000.0, .kv_heads = 8},
+        parseMinistral3, ministral3RopeDicts}},
+      {"jais2",
+       {{.max_positions = 8192, .norm_eps = 1e-5, .act = "relu2", .norm_eps_key = "layer_norm_eps",
+         .heads_divide_hidden = true},
+        parseJais2}},
+      {"hyperclovax", {{.max_positions = 2048, .heads_divide_hidden = true}, parseHyperClovaX}},
       {"smollm3", {{.max_positions = 32768, .tie_word_embeddings = true, .kv_heads = 4}, parseSmolLM3}},
   };
 }

@@ -99,6 +99,10 @@ Value StepBuilder::attention(int64_t layer, Value x, const AttnSite &site) {
                                 b_.getI64IntegerAttr(a.temperature_period), b_.getI64IntegerAttr(1))
             .getResult();
   }
+  if (roped && a.query_scale_beta != 0)
+    q = PositionScaleOp::create(b_, loc_, rows(qw), q, positions_, b_.getF64FloatAttr(a.query_scale_beta),
+                                b_.getI64IntegerAttr(a.query_scale_period), b_.getI64IntegerAttr(0))
+            .getResult();
   if (a.qk_norm && a.qk_norm_after_rope)
     qkNorms();
 
