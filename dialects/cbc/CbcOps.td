@@ -142,10 +142,10 @@ def Cbc_LayerNormOp : Cbc_Op<"math.layer_norm", [Pure, AttrSizedOperandSegments]
   let summary = "Layer normalisation of each row, with an optional weight and bias.";
   let description = [{
     `result = (x - mean(x)) * rsqrt(var(x) + eps) * weight + bias` per row, with the biased
-    variance (the mean of the squared deviations), as `torch.nn.LayerNorm` computes it: the
-    sparse attention indexer's key norm (weight and bias), Cohere's layer norms (a weight, no
-    bias) and OLMo's (neither: weight 1, bias 0). A bias comes only with a weight, so the
-    operand list says which is which.
+    variance (the mean of the squared deviations), as `torch.nn.LayerNorm` computes it. The
+    weight and the bias are optional (an absent weight is 1, an absent bias 0): decoders norm
+    with all three forms, and the sparse attention indexer's key norm has both. A bias comes
+    only with a weight, so the operand list says which is which.
   }];
   let arguments = (ins Cbc_Rows:$x, Optional<Cbc_Weight>:$weight, Optional<Cbc_Weight>:$bias, F64Attr:$eps);
   let results = (outs Cbc_Rows:$result);
