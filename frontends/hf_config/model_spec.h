@@ -104,6 +104,7 @@ struct AttentionSpec {
   bool qk_norm_whole = false; // q/k norms over the whole projection rather than per head (OLMo)
   RotaryPairing rope_pairing = RotaryPairing::Half; // which features RoPE pairs
   bool qk_l2_norm = false; // weightless RMS norm of each q and k head after RoPE, on RoPE layers (Llama 4)
+  bool rope_reversed = false; // rotations by -angle (NanoChat's rotate_half with the signs flipped)
   // NoPE layers scale q by 1 + beta * log(1 + floor((position + 1) / period)) (Llama 4's attention
   // temperature tuning); beta 0: none.
   double temperature_beta = 0.0;
@@ -335,7 +336,7 @@ struct ModelSpec {
   double norm_eps = 1e-6;
   double norm_offset = 0.0;     // 1 for zero-centred (1 + w) norms
   NormKind norm_kind = NormKind::Rms;
-  bool norm_weight = true, norm_bias = false; // a LayerNorm's affine parameters (RMS norms: weight only)
+  bool norm_weight = true, norm_bias = false; // the norms' affine parameters (RMS norms: a weight or none)
   bool sandwich_norms = false;  // Gemma: post-attention and post-feedforward norms
   double embed_scale = 1.0;
   bool embed_scale_rounded = false; // the scale is a tensor of the weight dtype (Gemma), not a float

@@ -1814,6 +1814,24 @@ FAMILIES = {
             "embeddings x2; logits MULTIPLIED by logits_scaling 0.5; attention scale 1/sqrt(head_dim) (attention_multiplier None)",
         ],
     ),
+    "nanochat": dict(
+        atol_note="The final softcap is tanh (1-Lipschitz).",
+        seed=17209,
+        build=_config(
+            "NanoChatConfig",
+            num_hidden_layers=2,
+            rms_norm_eps=1e-6,
+            final_logit_softcapping=6.0,
+            tie_word_embeddings=False,
+            rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+        ),
+        zero_centred_norms=False,
+        features=[
+            "RMS norms without weights (embeddings, layers, final); q/k weightless RMS norms after RoPE",
+            "RoPE with rotate_half's signs flipped (rotation by -angle)",
+            "ungated ReLU^2 MLP (fc1, fc2); final_logit_softcapping 6 (small so tanh bends)",
+        ],
+    ),
     "internlm3": dict(
         seed=15117,
         build=_config(

@@ -1,6 +1,6 @@
 // Dense attention decoders: Llama, Mistral, Ministral, Qwen2, Qwen3, Phi-3, OLMo-2, OLMo-3,
 // SmolLM3, Helium, Granite, GLM, GLM-4, ERNIE-4.5, Seed-OSS, InternLM3, IQuest-Coder, Arcee,
-// CWM, EXAONE 4, OLMo, Ministral 3, Jais 2 and HyperCLOVA X.
+// CWM, EXAONE 4, OLMo, Ministral 3, Jais 2, HyperCLOVA X and NanoChat.
 #include "frontends/hf_config/families/families.h"
 #include "frontends/hf_config/families/helpers.h"
 #include "frontends/hf_config/parse_config.h"
@@ -347,6 +347,26 @@ void parseHyperClovaX(const ConfigReader &r, ModelSpec &s) {
   uniformWindowLayers(s, 0);
 }
 
+// NanoChat: RMS norms without weights everywhere, the embeddings normed too, RoPE turning the
+// other way (rotate_half with the signs flipped) followed by weightless q/k norms, an ungated
+// ReLU^2 MLP (fc1, fc2) and softcapped logits (final_logit_softcapping, default 15).
+void parseNanoChat(const ConfigReader &r, ModelSpec &s) {
+  // Dynamic NTK recomputes the frequencies from the base as the request grows, unreversed.
+  for (const auto &[kind, d] : ropeDictionaries(r, 10000.0))
+    if (d.value(d.contains("rope_type") ? "rope_type" : "type", std::string("default")) == "dynamic")
+      throw ConfigError(ropePath(r, kind, false) + "rope_type", "dynamic RoPE is not supported with NanoChat's reversed rotation");
+  attentionBiases(r, s);
+  s.norm_weight = false;
+  s.embed_norm = true;
+  s.attn.rope_reversed = true;
+  s.attn.qk_l2_norm = true;
+  s.mlp.gated = false;
+  s.names.up = "fc1";
+  s.names.down = "fc2";
+  s.final_softcap = r.getNumber("final_logit_softcapping", 15.0);
+  uniformWindowLayers(s, 0);
+}
+
 } // namespace
 
 // GlmConfig and Glm4Config: the same defaults.
@@ -394,6 +414,7 @@ FamilyTable denseFamilies() {
          .heads_divide_hidden = true},
         parseJais2}},
       {"hyperclovax", {{.max_positions = 2048, .heads_divide_hidden = true}, parseHyperClovaX}},
+      {"nanochat", {{.max_positions = 2048}, parseNanoChat}},
       {"smollm3", {{.max_positions = 32768, .tie_word_embeddings = true, .kv_heads = 4}, parseSmolLM3}},
   };
 }

@@ -11,11 +11,19 @@ using namespace mlir;
 Value StepBuilder::rope(const RopeSpec &r, Value x, int64_t headDim, std::optional<RotaryPairing> pairing) {
   auto width = llvm::cast<RankedTensorType>(x.getType()).getDimSize(1);
   bool dynamic = r.dynamic_factor != 0, longRope = !r.inv_freq_long.empty();
+  // A reversed rotation turns by -angle: the same frequencies, negated.
+  auto freqs = [&](const std::vector<float> &f) {
+    std::vector<float> out(f);
+    if (spec_.attn.rope_reversed)
+      for (float &v : out)
+        v = -v;
+    return b_.getDenseF32ArrayAttr(out);
+  };
   auto schedule = RopeAttr::get(
       b_.getContext(), headDim ? headDim : spec_.attn.head_dim, r.rotary_dim,
       toDialect(pairing.value_or(r.pairing)),
-      b_.getDenseF32ArrayAttr(r.inv_freq), llvm::APFloat(r.attention_factor),
-      longRope ? b_.getDenseF32ArrayAttr(r.inv_freq_long) : DenseF32ArrayAttr(), longRope ? r.long_after : 0,
+      freqs(r.inv_freq), llvm::APFloat(r.attention_factor), longRope ? freqs(r.inv_freq_long) : DenseF32ArrayAttr(),
+      longRope ? r.long_after : 0,
       llvm::APFloat(dynamic ? r.theta : 0.0), llvm::APFloat(dynamic ? r.dynamic_factor : 0.0),
       dynamic ? r.dynamic_max_positions : 0);
   return RopeOp::create(b_, loc_, rows(width), x, positions_, seqIds_, promptLens_, schedule).getResult();

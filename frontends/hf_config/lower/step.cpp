@@ -59,7 +59,9 @@ Value StepBuilder::embed(Value &table) {
   }
   embeddings_ = EmbedOp::create(b_, loc_, rows(H), tokens_, table, b_.getF64FloatAttr(embedScale)).getResult();
   if (spec_.embed_norm)
-    embeddings_ = norm(embeddings_, weight("embed_norm", {H}, spec_.prefix + spec_.names.embed + ".embed_norm.weight"));
+    embeddings_ = norm(embeddings_, spec_.norm_weight ? weight("embed_norm", {H}, spec_.prefix + spec_.names.embed +
+                                                                               ".embed_norm.weight")
+                                                      : Value());
   return embeddings_;
 }
 

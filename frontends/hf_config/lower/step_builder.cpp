@@ -118,7 +118,7 @@ Value StepBuilder::layerNorm(int64_t layer, const std::string &hfName, Value x) 
 Value StepBuilder::modelNorm(const std::string &progName, const std::string &hfName, Value x) {
   int64_t H = spec_.hidden_size;
   if (spec_.norm_kind == NormKind::Rms)
-    return norm(x, weight(progName, {H}, hfName + ".weight"));
+    return norm(x, spec_.norm_weight ? weight(progName, {H}, hfName + ".weight") : Value());
   Value w = spec_.norm_weight ? weight(progName, {H}, hfName + ".weight") : Value();
   Value b = spec_.norm_bias ? weight(progName + "_bias", {H}, hfName + ".bias") : Value();
   return LayerNormOp::create(b_, loc_, rows(H), x, w, b, b_.getF64FloatAttr(spec_.norm_eps)).getResult();
