@@ -1,5 +1,6 @@
 // Attention decoders with routed experts: Mixtral, Qwen2-MoE, Qwen3-MoE, gpt-oss, MiniMax-M2,
-// OLMoE, FlexOlmo, GLM-4.5, dots.llm1, ERNIE-4.5-MoE, GraniteMoE and GraniteMoeShared.
+// OLMoE, FlexOlmo, GLM-4.5, Solar Open, dots.llm1, ERNIE-4.5-MoE, GraniteMoE and
+// GraniteMoeShared.
 #include "frontends/hf_config/families/families.h"
 #include "frontends/hf_config/families/helpers.h"
 #include "frontends/hf_config/families/mla.h"
@@ -166,6 +167,16 @@ void parseFlexOlmo(const ConfigReader &r, ModelSpec &s) {
     l.post_norm = true;
 }
 
+// Solar Open: GLM-4.5's attention (q/k/v biases from attention_bias, no o bias, no q/k norms)
+// and router on every layer; the config has no dense intermediate_size.
+void parseSolarOpen(const ConfigReader &r, ModelSpec &s) {
+  s.attn.qkv_bias = r.getBool("attention_bias", false);
+  uniformWindowLayers(s, 0);
+  parseDeepseekMoe(r, s, kSigmoidGroups,
+                   {.experts = 128, .top_k = 8, .groups = 1, .keep = 1, .intermediate = 1280, .scaling = 1.0});
+  allLayersMoe(s);
+}
+
 // dots.llm1: Qwen3's attention (per-head q/k norms before RoPE, attention_bias on q/k/v and o),
 // sliding layers from max_window_layers on (no use_sliding_window flag), and DeepSeek-V3's
 // router and shared experts from first_k_dense_replace (default 0) on. Dots1Config has no
@@ -298,6 +309,10 @@ FamilyTable moeFamilies() {
          .kv_heads = 4},
         parseErnie45Moe}},
       {"flex_olmo", {{.max_positions = 4096, .norm_eps = 1e-6, .rope_theta = 500000.0}, parseFlexOlmo}},
+      {"solar_open",
+       {{.head_dim = 128, .max_positions = 131072, .norm_eps = 1e-5, .rope_theta = 1000000.0, .partial_rotary = true,
+         .moe_only = true, .kv_heads = 8},
+        parseSolarOpen}},
       {"dots1", {{.max_positions = 2048, .norm_eps = 1e-6}, parseDots1}},
       {"granitemoe", {{.max_positions = 2048}, parseGraniteMoe}},
       {"granitemoeshared", {{.max_positions = 2048}, parseGraniteMoeShared}},
