@@ -1,6 +1,6 @@
 // Attention decoders with routed experts: Mixtral, Qwen2-MoE, Qwen3-MoE, gpt-oss, MiniMax-M2,
-// OLMoE, FlexOlmo, GLM-4.5, Solar Open, dots.llm1, ERNIE-4.5-MoE, GraniteMoE and
-// GraniteMoeShared.
+// OLMoE, FlexOlmo, GLM-4.5, Solar Open, dots.llm1, ERNIE-4.5-MoE, GraniteMoE, GraniteMoeShared
+// and Mellum.
 #include "frontends/hf_config/families/families.h"
 #include "frontends/hf_config/families/helpers.h"
 #include "frontends/hf_config/families/mla.h"
@@ -177,6 +177,39 @@ void parseSolarOpen(const ConfigReader &r, ModelSpec &s) {
   allLayersMoe(s);
 }
 
+// Mellum: Qwen3-MoE's attention and router (no shared expert) with sliding layers from
+// layer_types (window sliding_window, default 1024) and MoE layers from mlp_layer_types (default
+// all sparse). MellumConfig refuses more than one MTP layer, which cbc does not read.
+void parseMellum(const ConfigReader &r, ModelSpec &s) {
+  if (r.has("num_mtp_layers") && r.getCount("num_mtp_layers", 0) > 1)
+    throw ConfigError(r.path("num_mtp_layers"), "must be at most 1 (MellumConfig refuses more)");
+  attentionBiases(r, s);
+  s.attn.qk_norm = true;
+  int64_t window = windowOrClassDefault(r, 1024);
+  std::vector<LayerKind> kinds = r.has("layer_types")
+                                     ? explicitLayerTypes(r, s.num_layers)
+                                     : std::vector<LayerKind>(s.num_layers, LayerKind::FullAttention);
+  setLayers(s, kinds, window);
+  MoeSpec &m = s.moe;
+  parseExperts(r, {.count = expertCountKey(r, "num_experts"), .experts = 64, .top_k = 8, .count_name = "num_experts"},
+               m);
+  m.intermediate = r.getSize("moe_intermediate_size", 896);
+  m.score = ExpertScoring::Softmax;
+  m.renorm = r.getBool("norm_topk_prob", true);
+  m.act = s.mlp.act;
+  m.names = perExpertNames(s.names, "gate", /*gated=*/true);
+  moeByLayerTypes(r, s, [](int64_t) { return true; });
+}
+
+// MellumConfig: without rope_parameters, theta 5e5 on full layers and 1e4 on sliding ones,
+// whatever a top-level rope_theta says.
+RopeDicts mellumRopeDicts(const ConfigReader &r) {
+  if (r.has("rope_parameters") || r.has("rope_scaling"))
+    return ropeDictionaries(r, 10000.0);
+  return {{"full_attention", {{"rope_type", "default"}, {"rope_theta", 500000.0}}},
+          {"sliding_attention", {{"rope_type", "default"}, {"rope_theta", 10000.0}}}};
+}
+
 // dots.llm1: Qwen3's attention (per-head q/k norms before RoPE, attention_bias on q/k/v and o),
 // sliding layers from max_window_layers on (no use_sliding_window flag), and DeepSeek-V3's
 // router and shared experts from first_k_dense_replace (default 0) on. Dots1Config has no
@@ -313,6 +346,8 @@ FamilyTable moeFamilies() {
        {{.head_dim = 128, .max_positions = 131072, .norm_eps = 1e-5, .rope_theta = 1000000.0, .partial_rotary = true,
          .moe_only = true, .kv_heads = 8},
         parseSolarOpen}},
+      {"mellum",
+       {{.head_dim = 128, .max_positions = 131072, .norm_eps = 1e-6, .kv_heads = 4}, parseMellum, mellumRopeDicts}},
       {"dots1", {{.max_positions = 2048, .norm_eps = 1e-6}, parseDots1}},
       {"granitemoe", {{.max_positions = 2048}, parseGraniteMoe}},
       {"granitemoeshared", {{.max_positions = 2048}, parseGraniteMoeShared}},
