@@ -2322,6 +2322,30 @@ FAMILIES = {
             "per-head q/k norms",
         ],
     ),
+    "hy_v3": dict(
+        atol_note=SIGMOID_ROUTER_NOTE,
+        seed=17509,
+        build=_config(
+            "HYV3Config",
+            num_hidden_layers=2,
+            head_dim=16,
+            rms_norm_eps=1e-6,
+            num_experts=4,
+            num_experts_per_tok=2,
+            num_shared_experts=1,
+            moe_intermediate_size=16,
+            router_scaling_factor=2.0,
+            tie_word_embeddings=False,
+            rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+        ),
+        buffer_init=[(r"e_score_correction_bias$", 0.0, 0.3)],
+        zero_centred_norms=False,
+        features=[
+            "mlp_layer_types default: layer 0 dense, layer 1 MoE",
+            "sigmoid router (fp32) + correction bias (N(0,0.3), on the MoE block, mlp.expert_bias on disk) for the choice, top-2 of 4, renormalised (+1e-20) x router_scaling_factor 2.0; one shared expert (shared_mlp, 16)",
+            "per-head q/k norms",
+        ],
+    ),
     "qwen2_moe": dict(
         atol_note="Routing weights are top-2 softmax probabilities (not renormalised); the shared expert's sigmoid gate is smooth.",
         seed=2024,
@@ -3353,7 +3377,7 @@ class RouterProbe:
             # at most e/4, so flipping two experts needs e >= 2 * (s_k - s_k+1): report that
             # logit-equivalent bound so the gap compares with the other routers'.
             return logits.sigmoid() + args[1].float(), 2.0
-        if type(mod).__name__ == "MiniMaxM2TopKRouter":
+        if type(mod).__name__ in ("MiniMaxM2TopKRouter", "HYV3TopKRouter"):
             # ranks sigmoid(logits) + e_score_correction_bias, the bias passed in by the MoE block (args[1])
             return logits.sigmoid() + args[1].float(), 2.0
         if hasattr(mod, "moe_statics"):

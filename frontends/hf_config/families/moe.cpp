@@ -1,6 +1,6 @@
 // Attention decoders with routed experts: Mixtral, Qwen2-MoE, Qwen3-MoE, gpt-oss, MiniMax-M2,
-// OLMoE, FlexOlmo, GLM-4.5, Solar Open, dots.llm1, ERNIE-4.5-MoE, GraniteMoE, GraniteMoeShared
-// and Mellum.
+// OLMoE, FlexOlmo, GLM-4.5, Solar Open, dots.llm1, ERNIE-4.5-MoE, GraniteMoE, GraniteMoeShared,
+// Mellum and Hunyuan 3 (hy_v3).
 #include "frontends/hf_config/families/families.h"
 #include "frontends/hf_config/families/helpers.h"
 #include "frontends/hf_config/families/mla.h"
@@ -210,6 +210,33 @@ RopeDicts mellumRopeDicts(const ConfigReader &r) {
           {"sliding_attention", {{"rope_type", "default"}, {"rope_theta", 10000.0}}}};
 }
 
+// Hunyuan 3 (hy_v3): Llama attention with per-head q/k norms, MoE layers from mlp_layer_types
+// (default: all but the first), an fp32 sigmoid router whose correction bias (on the MoE block,
+// mlp.expert_bias in the checkpoint) steers the choice, always renormalised (+1e-20) and scaled
+// by router_scaling_factor, plus shared experts (shared_mlp). The MTP layer is not read.
+void parseHyV3(const ConfigReader &r, ModelSpec &s) {
+  attentionBiases(r, s);
+  s.mlp.bias = r.getBool("mlp_bias", false);
+  s.attn.qk_norm = true;
+  uniformWindowLayers(s, 0);
+  MoeSpec &m = s.moe;
+  parseExperts(r, {.count = expertCountKey(r, "num_experts"), .experts = 192, .top_k = 8, .count_name = "num_experts"},
+               m);
+  m.intermediate = r.getSize("moe_intermediate_size", 1536);
+  m.score = ExpertScoring::Sigmoid;
+  m.renorm = true;
+  m.renorm_eps = 1e-20;
+  m.scaling = r.getNumber("router_scaling_factor", 2.826);
+  m.act = s.mlp.act;
+  m.shared_intermediate = m.intermediate * r.getCount("num_shared_experts", 1);
+  ExpertNaming &n = m.names;
+  n = perExpertNames(s.names, "router.gate", /*gated=*/true);
+  n.selection_bias = "mlp.expert_bias";
+  n.shared.gate_up = {"mlp.shared_mlp.gate_proj.weight", "mlp.shared_mlp.up_proj.weight"};
+  n.shared.down = {"mlp.shared_mlp.down_proj.weight"};
+  moeByLayerTypes(r, s, [](int64_t i) { return i > 0; });
+}
+
 // dots.llm1: Qwen3's attention (per-head q/k norms before RoPE, attention_bias on q/k/v and o),
 // sliding layers from max_window_layers on (no use_sliding_window flag), and DeepSeek-V3's
 // router and shared experts from first_k_dense_replace (default 0) on. Dots1Config has no
@@ -348,6 +375,9 @@ FamilyTable moeFamilies() {
         parseSolarOpen}},
       {"mellum",
        {{.head_dim = 128, .max_positions = 131072, .norm_eps = 1e-6, .kv_heads = 4}, parseMellum, mellumRopeDicts}},
+      {"hy_v3",
+       {{.head_dim = 128, .max_positions = 131072, .norm_eps = 1e-5, .rope_theta = 11158840.0, .kv_heads = 8},
+        parseHyV3}},
       {"dots1", {{.max_positions = 2048, .norm_eps = 1e-6}, parseDots1}},
       {"granitemoe", {{.max_positions = 2048}, parseGraniteMoe}},
       {"granitemoeshared", {{.max_positions = 2048}, parseGraniteMoeShared}},
