@@ -250,32 +250,11 @@ RopeDicts cwmRopeDicts(const ConfigReader &r) {
   return {{"full_attention", d}, {"sliding_attention", d}};
 }
 
-// EXAONE 4: post-norm layers (OLMo-2's: no input norm), per-head q/k norms before RoPE, and
-// without layer_types every sliding_window_pattern-th layer full, the others sliding. With a
-// window only the sliding layers rotate (the full layers are NoPE); without one, every layer
-// rotates. Exaone4Config cannot build its layer_types from a string pattern or without a window.
+// EXAONE 4: post-norm layers (OLMo-2's: no input norm) over EXAONE's attention layers.
 void parseExaone4(const ConfigReader &r, ModelSpec &s) {
-  s.attn.qk_norm = true;
-  int64_t window = windowOrClassDefault(r, 4096);
-  std::vector<LayerKind> kinds;
-  if (r.has("layer_types")) {
-    kinds = explicitLayerTypes(r, s.num_layers);
-  } else {
-    if (window == 0)
-      throw ConfigError(r.path("sliding_window"),
-                        "must be set when layer_types is absent: Exaone4Config derives the layers from it");
-    if (r.has("sliding_window_pattern") && !r.raw("sliding_window_pattern").is_number_integer())
-      throw ConfigError(r.path("sliding_window_pattern"),
-                        "must be an integer when layer_types is absent (Exaone4Config cannot read a string pattern)");
-    int64_t pattern = r.getSize("sliding_window_pattern", 4);
-    kinds = kindsWhere(s.num_layers, [&](int64_t i) { return (i + 1) % pattern != 0; }, LayerKind::SlidingAttention,
-                       LayerKind::FullAttention);
-  }
-  setLayers(s, kinds, window);
-  for (LayerSpec &l : s.layers) {
+  exaoneLayers(r, s);
+  for (LayerSpec &l : s.layers)
     l.post_norm = true;
-    l.nope = window > 0 && l.kind != LayerKind::SlidingAttention;
-  }
 }
 
 // OLMo (the first): Llama with LayerNorms that have no weight or bias, eps fixed at 1e-5

@@ -135,6 +135,28 @@ void alternatingLayers(const ConfigReader &r, ModelSpec &spec, int64_t window, i
   setLayers(spec, kinds, window);
 }
 
+void exaoneLayers(const ConfigReader &r, ModelSpec &s) {
+  s.attn.qk_norm = true;
+  int64_t window = windowOrClassDefault(r, 4096);
+  std::vector<LayerKind> kinds;
+  if (r.has("layer_types")) {
+    kinds = explicitLayerTypes(r, s.num_layers);
+  } else {
+    if (window == 0)
+      throw ConfigError(r.path("sliding_window"),
+                        "must be set when layer_types is absent: the config class derives the layers from it");
+    if (r.has("sliding_window_pattern") && !r.raw("sliding_window_pattern").is_number_integer())
+      throw ConfigError(r.path("sliding_window_pattern"),
+                        "must be an integer when layer_types is absent (the config class cannot read a string pattern)");
+    int64_t pattern = r.getSize("sliding_window_pattern", 4);
+    kinds = kindsWhere(s.num_layers, [&](int64_t i) { return (i + 1) % pattern != 0; }, LayerKind::SlidingAttention,
+                       LayerKind::FullAttention);
+  }
+  setLayers(s, kinds, window);
+  for (LayerSpec &l : s.layers)
+    l.nope = window > 0 && l.kind != LayerKind::SlidingAttention;
+}
+
 // ----- experts ---------------------------------------------------------------------------------
 
 std::string expertCountKey(const ConfigReader &r, const char *preferred) {

@@ -56,6 +56,12 @@ void uniformWindowLayers(ModelSpec &spec, int64_t window);
 // layer_types, else every pattern-th layer full and the others sliding (Gemma, gpt-oss).
 void alternatingLayers(const ConfigReader &r, ModelSpec &spec, int64_t window, int64_t pattern);
 
+// EXAONE 4 and K-EXAONE: per-head q/k norms before RoPE, and without layer_types every
+// sliding_window_pattern-th layer full, the others sliding; with a window only the sliding
+// layers rotate (the full ones are NoPE). Their config classes cannot build layer_types from a
+// string pattern or without a window: refused.
+void exaoneLayers(const ConfigReader &r, ModelSpec &s);
+
 // ----- experts ---------------------------------------------------------------------------------
 
 // The expert count's key: transformers maps num_experts and num_local_experts onto each other.

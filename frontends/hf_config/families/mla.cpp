@@ -78,8 +78,7 @@ void parseMla(const ConfigReader &r, ModelSpec &s, const MlaDefaults &d, bool in
 // router mlp.gate and the shared experts' one MLP of width moe_intermediate_size * n_shared.
 void parseDeepseekMoe(const ConfigReader &r, ModelSpec &s, const RouterRule &rule, const MoeDefaults &d) {
   MoeSpec &m = s.moe;
-  parseExperts(r, {.count = "n_routed_experts", .experts = d.experts, .top_k = d.top_k, .count_name = "n_routed_experts"},
-               m);
+  parseExperts(r, {.count = d.count_key, .experts = d.experts, .top_k = d.top_k, .count_name = d.count_key}, m);
   m.intermediate = r.getSize("moe_intermediate_size", d.intermediate);
   m.score = rule.score;
   m.renorm = rule.renorm_key && r.getBool("norm_topk_prob", true);
@@ -88,17 +87,17 @@ void parseDeepseekMoe(const ConfigReader &r, ModelSpec &s, const RouterRule &rul
   int64_t nGroup = r.getSize("n_group", d.groups), topkGroup = r.getSize("topk_group", d.keep);
   if (rule.group_score && nGroup > 1) {
     if (m.num_experts % nGroup != 0)
-      throw ConfigError(r.path("n_group"), "must divide n_routed_experts (" + std::to_string(m.num_experts) + ")");
+      throw ConfigError(r.path("n_group"), std::string("must divide ") + d.count_key + " (" + std::to_string(m.num_experts) + ")");
     if (*rule.group_score == GroupScoring::Top2Sum && m.num_experts / nGroup < 2)
       throw ConfigError(r.path("n_group"), "leaves fewer than 2 experts per group, which a top-2 group score needs");
     if (topkGroup > nGroup || topkGroup * (m.num_experts / nGroup) < m.top_k)
       throw ConfigError(r.path("topk_group"), "keeps fewer experts than num_experts_per_tok");
     m.groups = {.count = nGroup, .keep = topkGroup, .score = *rule.group_score, .fill = rule.group_fill};
   }
-  m.shared_intermediate = m.intermediate * r.getCount("n_shared_experts", d.shared);
+  m.shared_intermediate = m.intermediate * r.getCount(d.shared_key, d.shared);
   // The shared experts run as one MLP of their summed width, a dimension like any other.
   if (m.shared_intermediate > limits::kMaxDim)
-    throw ConfigError(r.path("n_shared_experts"), "gives a shared expert " + std::to_string(m.shared_intermediate) +
+    throw ConfigError(r.path(d.shared_key), "gives a shared expert " + std::to_string(m.shared_intermediate) +
                                                       " wide, above the largest cbc supports (" +
                                                       std::to_string(limits::kMaxDim) + ")");
   ExpertNaming &n = m.names;

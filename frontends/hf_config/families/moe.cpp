@@ -1,6 +1,6 @@
 // Attention decoders with routed experts: Mixtral, Qwen2-MoE, Qwen3-MoE, gpt-oss, MiniMax-M2,
 // OLMoE, FlexOlmo, GLM-4.5, Solar Open, dots.llm1, ERNIE-4.5-MoE, GraniteMoE, GraniteMoeShared,
-// Mellum and Hunyuan 3 (hy_v3).
+// Mellum, Hunyuan 3 (hy_v3) and K-EXAONE.
 #include "frontends/hf_config/families/families.h"
 #include "frontends/hf_config/families/helpers.h"
 #include "frontends/hf_config/families/mla.h"
@@ -237,6 +237,19 @@ void parseHyV3(const ConfigReader &r, ModelSpec &s) {
   moeByLayerTypes(r, s, [](int64_t i) { return i > 0; });
 }
 
+// K-EXAONE (exaone_moe): pre-norm layers over EXAONE's attention, DeepSeek-V3's router
+// (correction bias mlp.e_score_correction_bias, routed scaling 2.5) and shared experts from
+// mlp_layer_types, else from first_k_dense_replace (default 1) on.
+void parseExaoneMoe(const ConfigReader &r, ModelSpec &s) {
+  exaoneLayers(r, s);
+  parseDeepseekMoe(r, s, kSigmoidGroups,
+                   {.experts = 64, .top_k = 8, .groups = 1, .keep = 1, .intermediate = 1024, .scaling = 2.5,
+                    .count_key = "num_experts", .shared_key = "num_shared_experts"});
+  s.moe.names.selection_bias = "mlp.e_score_correction_bias";
+  int64_t first = r.getInt("first_k_dense_replace", 1);
+  moeByLayerTypes(r, s, [first](int64_t i) { return i >= first; });
+}
+
 // dots.llm1: Qwen3's attention (per-head q/k norms before RoPE, attention_bias on q/k/v and o),
 // sliding layers from max_window_layers on (no use_sliding_window flag), and DeepSeek-V3's
 // router and shared experts from first_k_dense_replace (default 0) on. Dots1Config has no
@@ -378,6 +391,7 @@ FamilyTable moeFamilies() {
       {"hy_v3",
        {{.head_dim = 128, .max_positions = 131072, .norm_eps = 1e-5, .rope_theta = 11158840.0, .kv_heads = 8},
         parseHyV3}},
+      {"exaone_moe", {{.max_positions = 2048, .norm_eps = 1e-5, .kv_heads = 32}, parseExaoneMoe}},
       {"dots1", {{.max_positions = 2048, .norm_eps = 1e-6}, parseDots1}},
       {"granitemoe", {{.max_positions = 2048}, parseGraniteMoe}},
       {"granitemoeshared", {{.max_positions = 2048}, parseGraniteMoeShared}},
