@@ -51,6 +51,12 @@ RopeDicts ropeDictionaries(const ConfigReader &r, double defaultTheta) {
   return {{"full_attention", flat}, {"sliding_attention", flat}};
 }
 
+RopeDicts ropeOrClassDefaults(const ConfigReader &r, double defaultTheta, const json &full, const json &sliding) {
+  if (r.has("rope_parameters") || r.has("rope_scaling"))
+    return ropeDictionaries(r, defaultTheta);
+  return {{"full_attention", full}, {"sliding_attention", sliding}};
+}
+
 std::string ropePath(const ConfigReader &r, const std::string &kind, bool nested) {
   std::string base = r.has("rope_parameters") ? "rope_parameters" : "rope_scaling";
   return r.path(base + "." + (nested ? kind + "." : ""));

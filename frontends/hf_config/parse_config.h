@@ -11,6 +11,11 @@ namespace cbc::hf {
 // rope_parameters (flat, or keyed by layer type) or the legacy rope_scaling; a flat dictionary
 // serves both layer types.
 RopeDicts ropeDictionaries(const ConfigReader &r, double defaultTheta);
+// The file's own RoPE (rope_parameters or a legacy rope_scaling) over defaultTheta; without
+// either, the config class's dictionaries, which then win over a top-level rope_theta (CWM,
+// Ministral 3 and Mellum set them in __post_init__).
+RopeDicts ropeOrClassDefaults(const ConfigReader &r, double defaultTheta, const nlohmann::json &full,
+                              const nlohmann::json &sliding);
 
 // Whether rope_parameters is keyed by layer type rather than one flat dictionary.
 bool ropeByLayerType(const ConfigReader &r);

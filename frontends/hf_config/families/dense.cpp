@@ -243,11 +243,9 @@ void parseCwm(const ConfigReader &r, ModelSpec &s) {
 // CwmConfig: without rope_parameters (and without a legacy rope_scaling) the RoPE is llama3
 // scaling over theta 1e6, whatever a top-level rope_theta says.
 RopeDicts cwmRopeDicts(const ConfigReader &r) {
-  if (r.has("rope_parameters") || r.has("rope_scaling"))
-    return ropeDictionaries(r, 1000000.0);
   json d = {{"rope_type", "llama3"}, {"rope_theta", 1000000.0}, {"factor", 16.0}, {"high_freq_factor", 4.0},
             {"low_freq_factor", 1.0}, {"original_max_position_embeddings", 8192}};
-  return {{"full_attention", d}, {"sliding_attention", d}};
+  return ropeOrClassDefaults(r, 1000000.0, d, d);
 }
 
 // EXAONE 4: post-norm layers (OLMo-2's: no input norm) over EXAONE's attention layers.
@@ -271,12 +269,10 @@ void parseOlmo(const ConfigReader &r, ModelSpec &s) {
 // Ministral3Config: without rope_parameters, YaRN (factor 16 over 16384 positions, theta 1e6)
 // with the query scale's beta 0.1, whatever a top-level rope_theta says.
 RopeDicts ministral3RopeDicts(const ConfigReader &r) {
-  if (r.has("rope_parameters") || r.has("rope_scaling"))
-    return ropeDictionaries(r, 1000000.0);
   json d = {{"rope_type", "yarn"}, {"rope_theta", 1000000.0}, {"factor", 16.0},
             {"original_max_position_embeddings", 16384}, {"beta_fast", 32.0}, {"beta_slow", 1.0},
             {"mscale_all_dim", 1.0}, {"mscale", 1.0}, {"llama_4_scaling_beta", 0.1}};
-  return {{"full_attention", d}, {"sliding_attention", d}};
+  return ropeOrClassDefaults(r, 1000000.0, d, d);
 }
 
 // Ministral 3: Mistral with YaRN and roped queries scaled by

@@ -204,10 +204,8 @@ void parseMellum(const ConfigReader &r, ModelSpec &s) {
 // MellumConfig: without rope_parameters, theta 5e5 on full layers and 1e4 on sliding ones,
 // whatever a top-level rope_theta says.
 RopeDicts mellumRopeDicts(const ConfigReader &r) {
-  if (r.has("rope_parameters") || r.has("rope_scaling"))
-    return ropeDictionaries(r, 10000.0);
-  return {{"full_attention", {{"rope_type", "default"}, {"rope_theta", 500000.0}}},
-          {"sliding_attention", {{"rope_type", "default"}, {"rope_theta", 10000.0}}}};
+  return ropeOrClassDefaults(r, 10000.0, {{"rope_type", "default"}, {"rope_theta", 500000.0}},
+                             {{"rope_type", "default"}, {"rope_theta", 10000.0}});
 }
 
 // Hunyuan 3 (hy_v3): Llama attention with per-head q/k norms, MoE layers from mlp_layer_types
