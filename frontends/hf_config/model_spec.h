@@ -63,6 +63,7 @@ struct LayerSpec {
   int64_t window = 0; // keys with j > p - window; 0 = unbounded
   int64_t chunk = 0;  // keys in the query's chunk of `chunk` positions, j / chunk == p / chunk; 0 = none
   bool nope = false;  // this attention layer has no position embedding, whatever AttentionSpec::rope says
+  double rope_theta = 0; // this layer's own RoPE base over its layer type's dictionary (Granite-SWA); 0: none
   RopeSpec rope;
   bool moe = false;   // MoE MLP rather than the dense MLP
   bool mlp = true;    // false: the layer has no feed-forward block (Mamba blocks)

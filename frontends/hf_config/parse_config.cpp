@@ -85,9 +85,17 @@ void assignRope(const ConfigReader &r, ModelSpec &spec, const RopeDicts &dicts, 
     computed[kind] = computeRope(reader, ctx);
     computed[kind].pairing = spec.attn.rope_pairing;
   }
-  for (LayerSpec &layer : spec.layers)
-    layer.rope = computed[layer.kind == LayerKind::SlidingAttention ? "sliding_attention"
-                                                                    : "full_attention"];
+  for (LayerSpec &layer : spec.layers) {
+    std::string kind = layer.kind == LayerKind::SlidingAttention ? "sliding_attention" : "full_attention";
+    if (layer.rope_theta > 0) { // the layer's own base over its type's dictionary
+      nlohmann::json dict = dicts.at(kind);
+      dict["rope_theta"] = layer.rope_theta;
+      layer.rope = computeRope(ConfigReader(dict, ropePath(r, kind, nested)), ctx);
+      layer.rope.pairing = spec.attn.rope_pairing;
+    } else {
+      layer.rope = computed[kind];
+    }
+  }
 }
 
 std::string parseDtype(const ConfigReader &r) {

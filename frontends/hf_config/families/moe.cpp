@@ -1,6 +1,6 @@
 // Attention decoders with routed experts: Mixtral, Qwen2-MoE, Qwen3-MoE, gpt-oss, MiniMax-M2,
 // OLMoE, FlexOlmo, GLM-4.5, Solar Open, dots.llm1, ERNIE-4.5-MoE, GraniteMoE, GraniteMoeShared,
-// Mellum, Hunyuan 3 (hy_v3) and K-EXAONE.
+// Mellum, Hunyuan 3 (hy_v3), K-EXAONE, Granite-SWA and GraniteMoE-SWA.
 #include "frontends/hf_config/families/families.h"
 #include "frontends/hf_config/families/helpers.h"
 #include "frontends/hf_config/families/mla.h"
@@ -359,6 +359,50 @@ void parseGraniteMoeShared(const ConfigReader &r, ModelSpec &s) {
   s.moe.plus_dense = true;
 }
 
+// Granite-SWA's attention: learned sinks per head, every fourth layer (from 0) full and the
+// others sliding (sliding_window, default 128), and a RoPE base per layer (layer_rope_theta; 0:
+// that layer is NoPE).
+void graniteSwaAttention(const ConfigReader &r, ModelSpec &s) {
+  s.attn.sinks = true;
+  int64_t window = windowOrClassDefault(r, 128);
+  std::vector<LayerKind> kinds =
+      r.has("layer_types") ? explicitLayerTypes(r, s.num_layers)
+                           : kindsWhere(s.num_layers, [](int64_t i) { return i % 4 != 0; }, LayerKind::SlidingAttention,
+                                        LayerKind::FullAttention);
+  setLayers(s, kinds, window);
+  if (!r.has("layer_rope_theta"))
+    return;
+  std::vector<double> thetas = r.getNumberList("layer_rope_theta");
+  checkLayerCount(r, "layer_rope_theta", thetas.size(), s.num_layers);
+  for (int64_t i = 0; i < s.num_layers; ++i) {
+    if (thetas[i] < 0)
+      throw ConfigError(r.path("layer_rope_theta"), "must not hold a negative base");
+    s.layers[i].nope = thetas[i] == 0;
+    s.layers[i].rope_theta = thetas[i];
+  }
+}
+
+// Granite-SWA: Granite with Granite-SWA's attention.
+void parseGraniteSwa(const ConfigReader &r, ModelSpec &s) {
+  attentionBiases(r, s);
+  s.mlp.bias = r.getBool("mlp_bias", false);
+  graniteMultipliers(r, s);
+  graniteSwaAttention(r, s);
+}
+
+// GraniteMoE-SWA: GraniteMoeShared with Granite-SWA's attention; its checkpoints keep
+// transformers' fused names (block_sparse_moe.router, experts.gate_up_proj [E, 2I, H],
+// experts.down_proj [E, H, I]), which no conversion renames.
+void parseGraniteMoeSwa(const ConfigReader &r, ModelSpec &s) {
+  parseGraniteMoeShared(r, s);
+  graniteSwaAttention(r, s); // sets the layers afresh: MoE on every one again
+  allLayersMoe(s);
+  ExpertNaming &n = s.moe.names;
+  n.router = "block_sparse_moe.router.weight";
+  n.experts.gate_up = {"block_sparse_moe.experts.gate_up_proj"};
+  n.experts.down = {"block_sparse_moe.experts.down_proj"};
+}
+
 } // namespace
 
 FamilyTable moeFamilies() {
@@ -390,6 +434,9 @@ FamilyTable moeFamilies() {
        {{.head_dim = 128, .max_positions = 131072, .norm_eps = 1e-5, .rope_theta = 11158840.0, .kv_heads = 8},
         parseHyV3}},
       {"exaone_moe", {{.max_positions = 2048, .norm_eps = 1e-5, .kv_heads = 32}, parseExaoneMoe}},
+      {"granite_swa",
+       {{.max_positions = 8192, .norm_eps = 1e-5, .tie_word_embeddings = true, .kv_heads = 4}, parseGraniteSwa}},
+      {"granitemoe_swa", {{.max_positions = 2048, .tie_word_embeddings = false}, parseGraniteMoeSwa}},
       {"dots1", {{.max_positions = 2048, .norm_eps = 1e-6}, parseDots1}},
       {"granitemoe", {{.max_positions = 2048}, parseGraniteMoe}},
       {"granitemoeshared", {{.max_positions = 2048}, parseGraniteMoeShared}},
