@@ -93,6 +93,7 @@ fb::RouteScore toFb(RouteScore s) {
   case RouteScore::softmax: return fb::RouteScore::Softmax;
   case RouteScore::topk_softmax: return fb::RouteScore::TopkSoftmax;
   case RouteScore::sigmoid: return fb::RouteScore::Sigmoid;
+  case RouteScore::sparsemixer: return fb::RouteScore::Sparsemixer;
   }
   llvm_unreachable("unknown route score");
 }
@@ -274,7 +275,8 @@ Params writeParams(fbs::FlatBufferBuilder &fbb, Operation &op) {
         return params(P::MoeRouteParams,
                       fb::CreateMoeRouteParams(fbb, o.getK(), toFb(o.getScore()), o.getRenorm(),
                                                f64(o.getRenormEpsAttr()), f64(o.getScalingAttr()),
-                                               groups ? &*groups : nullptr, o.getSinks()));
+                                               groups ? &*groups : nullptr, o.getSinks(),
+                                               f64(o.getThresholdAttr())));
       })
       .Case([&](MoeExpertsOp o) {
         auto glu = writeGlu(fbb, o.getAct(), o.getLayout());

@@ -30,7 +30,8 @@ void emitMoeRoute(Emitter &e, MoeRouteOp op) {
       .set(S::Ids, e.arg(op.getIds()))
       .set(S::Bias, e.arg(op.getSelectionBias()))
       .set(S::RenormEps, op.getRenormEps().convertToDouble())
-      .set(S::Scaling, op.getScaling().convertToDouble());
+      .set(S::Scaling, op.getScaling().convertToDouble())
+      .set(S::Threshold, op.getThreshold().convertToDouble());
   LaunchOut &l = e.launch(k, 32, args);
   l.grid[0] = {e.rowsVar(op.getLogits()), 1, 1, 0};
 }

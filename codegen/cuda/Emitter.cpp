@@ -252,6 +252,7 @@ Instance &Instance::choice(RouteScore s) {
   case RouteScore::softmax: return add("cbc::Score::softmax");
   case RouteScore::topk_softmax: return add("cbc::Score::topk_softmax");
   case RouteScore::sigmoid: return add("cbc::Score::sigmoid");
+  case RouteScore::sparsemixer: return add("cbc::Score::sparsemixer");
   }
   llvm_unreachable("a route score without a kernel");
 }

@@ -49,7 +49,8 @@ def Cbc_RopePairing : Cbc_Enum<"RopePairing", "which features a rotation pairs",
 def Cbc_RouteScore : Cbc_Enum<"RouteScore", "how a router scores experts", [
     I32EnumAttrCase<"softmax", 0>,
     I32EnumAttrCase<"topk_softmax", 1>,
-    I32EnumAttrCase<"sigmoid", 2>]>;
+    I32EnumAttrCase<"sigmoid", 2>,
+    I32EnumAttrCase<"sparsemixer", 3>]>; // k rounds of argmax, each weighted by a masked softmax
 def Cbc_RouteScoreAttr : Cbc_EnumAttr<Cbc_RouteScore, "score">;
 
 // The factor cbc.math.position_scale applies at position p (offset o, period n, strength beta).

@@ -465,6 +465,11 @@ LogicalResult MoeRouteOp::verify() {
   }
   if (getRenormEps().convertToDouble() < 0)
     return emitOpError("renorm_eps must not be negative");
+  bool mixer = getScore() == RouteScore::sparsemixer;
+  if (mixer && (getSelectionBias() || getGroupsAttr() || getRenorm()))
+    return emitOpError("sparsemixer scores take no selection bias, groups or renorm");
+  if (getThreshold().convertToDouble() < 0 || (!mixer && getThreshold().convertToDouble() != 0))
+    return emitOpError("a threshold must not be negative, and needs sparsemixer scores");
   if (auto groups = getGroupsAttr()) {
     if (getScore() == RouteScore::topk_softmax)
       return emitOpError("route groups need softmax or sigmoid scores");

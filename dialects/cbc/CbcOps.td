@@ -741,7 +741,11 @@ def Cbc_MoeRouteOp : Cbc_Op<"moe.route", [Pure]> {
     * `score = softmax`: softmax over all experts, take the top `k`, optionally renormalise
       them to sum to one (`renorm`);
     * `score = topk_softmax`: take the top `k` logits, then softmax over those `k`;
-    * `score = sigmoid`: a sigmoid per expert, top `k`, optionally renormalised.
+    * `score = sigmoid`: a sigmoid per expert, top `k`, optionally renormalised;
+    * `score = sparsemixer`: the top `k` logits `l`, in rounds; round `j` chooses
+      the best expert not yet chosen, with logit `m`, and weighs it `1 / sum exp(l_e - m)` over
+      the experts `e` not chosen before it whose `(m - l_e) / max(|l_e|, m)` does not exceed
+      `threshold`. The weights are not renormalised.
     With `selection_bias` (`[E]`, softmax or sigmoid scores only) the experts are chosen by
     the selection score `score + bias` but weighted by the unbiased score. With `groups`
     (`#cbc.route_groups`, softmax or sigmoid scores only) the choice is group-limited: experts
@@ -763,7 +767,8 @@ def Cbc_MoeRouteOp : Cbc_Op<"moe.route", [Pure]> {
                    DefaultValuedAttr<F64Attr, "0.0">:$renorm_eps,
                    DefaultValuedAttr<F64Attr, "1.0">:$scaling,
                    OptionalAttr<Cbc_RouteGroupsAttr>:$groups,
-                   DefaultValuedAttr<I64Attr, "0">:$sinks);
+                   DefaultValuedAttr<I64Attr, "0">:$sinks,
+                   DefaultValuedAttr<F64Attr, "0.0">:$threshold);
   let results = (outs Cbc_Rows:$weights, Cbc_RowsI32:$ids);
   let assemblyFormat = [{
     $logits (`bias` `(` $selection_bias^ `:` type($selection_bias) `)`)? attr-dict `:` type($logits)

@@ -274,6 +274,7 @@ struct MoeSpec {
   bool renorm = false;
   double renorm_eps = 0.0;       // added to the sum when renormalising (LFM2-MoE: 1e-6)
   double scaling = 1.0;          // routed_scaling_factor
+  double threshold = 0.0;        // sparsemixer scores: the relative gap that drops an expert
   // Sink experts (Inkling's shared experts): the router scores E + sinks logits and every token
   // takes the sinks, weighted in one normalisation with its chosen experts.
   int64_t sinks = 0;

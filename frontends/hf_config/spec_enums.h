@@ -36,6 +36,7 @@ enum class ExpertScoring {
   Softmax,     // over all experts, then the top k
   TopkSoftmax, // the top k logits, then a softmax over them
   Sigmoid,
+  Sparsemixer, // the top k logits, each weighted by a softmax masked by a relative threshold
 };
 
 // How group-limited routing scores a group of experts.

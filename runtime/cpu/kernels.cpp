@@ -499,6 +499,21 @@ void moeRouteSinks(const float *logits, int64_t T, int64_t E, int64_t k, const R
       w[j] = (float)(w[j] / sum) * p.scaling;
   }
 }
+// Sparsemixer weights of the k experts chosen by logit: round j weighs its expert (logit m) by
+// its softmax among the experts not chosen before it and within `threshold` of m, relatively:
+// (m - l) / max(|l|, m) <= threshold (a NaN quotient keeps the expert, as in transformers).
+void sparsemixerWeights(const float *l, int64_t E, const int32_t *id, int64_t k, float threshold, float *w) {
+  for (int64_t j = 0; j < k; ++j) {
+    float m = l[id[j]];
+    double sum = 0;
+    for (int64_t e = 0; e < E; ++e) {
+      if (std::find(id, id + j, (int32_t)e) != id + j || (m - l[e]) / std::max(std::fabs(l[e]), m) > threshold)
+        continue;
+      sum += std::exp((double)(l[e] - m));
+    }
+    w[j] = (float)(1.0 / sum);
+  }
+}
 } // namespace
 
 void moeRoute(const float *logits, int64_t T, int64_t E, int64_t k, const RouteParams &p, float *weights,
@@ -509,7 +524,7 @@ void moeRoute(const float *logits, int64_t T, int64_t E, int64_t k, const RouteP
   std::vector<int32_t> order(E);
   for (int64_t t = 0; t < T; ++t) {
     const float *l = logits + t * E;
-    if (p.score == RouteScore::TopkSoftmax) {
+    if (p.score == RouteScore::TopkSoftmax || p.score == RouteScore::Sparsemixer) {
       std::copy(l, l + E, probs.begin());
     } else if (p.score == RouteScore::Sigmoid) {
       for (int64_t e = 0; e < E; ++e)
@@ -533,7 +548,9 @@ void moeRoute(const float *logits, int64_t T, int64_t E, int64_t k, const RouteP
       ids[t * k + j] = order[j];
       w[j] = probs[order[j]];
     }
-    if (p.score == RouteScore::TopkSoftmax) {
+    if (p.score == RouteScore::Sparsemixer) {
+      sparsemixerWeights(l, E, ids + t * k, k, p.threshold, w);
+    } else if (p.score == RouteScore::TopkSoftmax) {
       float m = w[0];
       double sum = 0;
       for (int64_t j = 0; j < k; ++j)

@@ -176,6 +176,7 @@ struct RouteParams {
   fb::GroupFill group_fill = fb::GroupFill::NegInf;
   // The last `sinks` logits are sink experts every token takes, normalised with the chosen ones.
   int64_t sinks = 0;
+  float threshold = 0.0f; // sparsemixer: the relative gap below a round's best that drops an expert
 };
 void moeRoute(const float *logits, int64_t T, int64_t E, int64_t k, const RouteParams &p, float *weights,
               int32_t *ids);

@@ -28,12 +28,17 @@ Exec compileMoeRoute(const OpContext &c) {
   c.check(k >= 1 && k <= E - S && c.cols(weights) == S + k && c.cols(ids) == S + k, "has an inconsistent k");
   c.check(bias < 0 || c.weightNumel(bias) == E - S, "has a selection bias of the wrong size");
   c.check(params.score() >= fb::RouteScore::MIN && params.score() <= fb::RouteScore::MAX, "has an unknown score");
+  bool mixer = params.score() == fb::RouteScore::Sparsemixer;
+  c.check(!mixer || (bias < 0 && !params.groups() && !params.renorm()),
+          "has sparsemixer scores with a selection bias, groups or renorm");
+  c.check(params.threshold() >= 0 && (mixer || params.threshold() == 0), "has a threshold without sparsemixer scores");
   RouteParams p;
   p.sinks = S;
   p.score = params.score();
   p.renorm = params.renorm();
   p.renorm_eps = (float)params.renorm_eps();
   p.scaling = (float)params.scaling();
+  p.threshold = (float)params.threshold();
   if (const fb::RouteGroups *g = params.groups()) {
     c.check(g->count() > 0 && E % g->count() == 0 && g->keep() > 0 && g->keep() <= g->count() &&
                 k <= g->keep() * (E / g->count()) && (g->score() == fb::GroupScore::Max || E / g->count() >= 2),

@@ -177,5 +177,23 @@ TEST(MoeExperts, ScaleInputWeighsTheInputNotTheOutput) {
   EXPECT_FLOAT_EQ(out[0], silu(1.0f) * 1.0f); // down(silu(g) * u) at 0.5 * x = 1
 }
 
+// Sparsemixer (Phi-3.5-MoE), threshold 0.2 over logits 2.0, 1.9, 0.5, -1.0. Round 0 (m = 2.0):
+// expert 1's gap 0.1 / 2 is within, expert 2's 1.5 / 2 and expert 3's 3 / max(1, 2) are not, so
+// w0 = 1 / (1 + e^-0.1). Round 1 (m = 1.9, expert 0 taken): 1.4 / 1.9 and 2.9 / 1.9 are out, w1 = 1.
+// Threshold 0.8 lets expert 2 into both rounds: w0 = 1 / (1 + e^-0.1 + e^-1.5), w1 = 1 / (1 + e^-1.4).
+TEST(MoeRoute, SparsemixerWeighsEachRoundByItsMaskedSoftmax) {
+  RouteParams p;
+  p.score = RouteScore::Sparsemixer;
+  p.threshold = 0.2f;
+  std::vector<float> logits = {2.0f, 1.9f, 0.5f, -1.0f};
+  Routed r = route(logits, 2, p);
+  EXPECT_EQ(r.ids, (std::vector<int32_t>{0, 1}));
+  expectWeights(r, {1 / (1 + std::exp(-0.1)), 1.0});
+  p.threshold = 0.8f;
+  r = route(logits, 2, p);
+  EXPECT_EQ(r.ids, (std::vector<int32_t>{0, 1}));
+  expectWeights(r, {1 / (1 + std::exp(-0.1) + std::exp(-1.5)), 1 / (1 + std::exp(-1.4))});
+}
+
 } // namespace
 } // namespace cbc::rt::cpu

@@ -2446,6 +2446,44 @@ FAMILIES = {
             "fused v5 names: block_sparse_moe.router, experts.gate_up_proj / down_proj (no conversion renames them)",
         ],
     ),
+    "phimoe": dict(
+        atol_note="Sparsemixer weights: each of the two experts' softmax among those within the relative "
+        "threshold 2 * router_jitter_noise of its round's best; piecewise smooth, the seed keeps every "
+        "logit >= 0.01 from a threshold crossing and from the top-2 cut.",
+        seed=18003,
+        build=_config(
+            "PhimoeConfig",
+            num_hidden_layers=2,
+            intermediate_size=32,
+            rms_norm_eps=1e-5,
+            sliding_window=8,
+            num_local_experts=4,
+            num_experts_per_tok=2,
+            router_jitter_noise=0.1,
+            attention_bias=True,
+            lm_head_bias=True,
+            tie_word_embeddings=False,
+            rope_parameters={
+                "rope_type": "longrope",
+                "rope_theta": 10000.0,
+                "short_factor": [1.0, 1.1, 1.25, 1.5, 2.0, 3.0, 4.0, 6.0],
+                "long_factor": [2.0, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0, 12.0],
+                "short_mscale": 1.25,
+                "long_mscale": 1.25,
+                "original_max_position_embeddings": 64,
+            },
+            max_position_embeddings=256,
+        ),
+        init_rules=[(r"mlp\.router\.weight$", 0.0, 1.0)],  # a decisive router
+        zero_centred_norms=False,
+        features=[
+            "sparsemixer router over 4 experts: top-2 by logit, each weighted by a masked softmax "
+            "(threshold 2 * router_jitter_noise = 0.2), unnormalised",
+            "LayerNorm (weight and bias) everywhere, q/k/v/o biases, an LM-head bias",
+            "longrope: short factors at every length, cos/sin scaled by short_mscale = long_mscale = 1.25",
+            "sliding_window=8 on every layer; checkpoint names block_sparse_moe.experts.N.w1/w2/w3",
+        ],
+    ),
     "qwen2_moe": dict(
         atol_note="Routing weights are top-2 softmax probabilities (not renormalised); the shared expert's sigmoid gate is smooth.",
         seed=2024,
@@ -3490,12 +3528,32 @@ class RouterProbe:
             return logits.sigmoid() + mod.e_score_correction_bias.float(), 2.0
         return logits, 1.0
 
+    @staticmethod
+    def _sparsemixer_gap(logits, order, jitter):
+        """PhimoeTopKRouter's weights drop an expert whose relative gap (m - l) / max(|l|, m) below a
+        round's best m exceeds 2 * jitter: the smallest distance of any expert's gap from that threshold,
+        in logit units (the gap times its denominator), says how far logits may drift before a weight
+        jumps."""
+        best = math.inf
+        for j in range(2):
+            m = logits.gather(-1, order[:, j : j + 1])
+            factor = logits.abs().clamp(min=m)
+            ratio = (m - logits) / factor
+            earlier = torch.zeros_like(logits, dtype=torch.bool).scatter_(-1, order[:, :j], True) if j else None
+            dist = (ratio - 2 * jitter).abs() * factor
+            if earlier is not None:
+                dist = dist.masked_fill(earlier, math.inf)
+            best = min(best, float(dist.min()))
+        return best
+
     def _hook(self, mod, args, out):
         logits = out[0].detach().float().reshape(-1, out[0].shape[-1])
         scores, scale = self._scores(mod, args, logits)
         top = torch.topk(scores, mod.top_k + 1, dim=-1)
         gap = scale * float((top.values[:, mod.top_k - 1] - top.values[:, mod.top_k]).min())
         self.min_gap = min(self.min_gap, gap)
+        if hasattr(mod, "router_jitter_noise"):
+            self.min_gap = min(self.min_gap, self._sparsemixer_gap(logits, top.indices, mod.router_jitter_noise))
         rounded, _ = self._scores(mod, args, logits.to(torch.bfloat16).float())
         chosen = torch.zeros_like(rounded, dtype=torch.bool).scatter_(-1, top.indices[:, : mod.top_k], True)
         lowest_chosen = rounded.masked_fill(~chosen, math.inf).min(-1).values
@@ -3671,6 +3729,24 @@ class ClampProbe:
         for _, mod in model.named_modules():
             if type(mod).__name__ == "GptOssExperts":
                 self.handles.append(mod.register_forward_hook(self._hook))
+
+    @staticmethod
+    def _sparsemixer_gap(logits, order, jitter):
+        """PhimoeTopKRouter's weights drop an expert whose relative gap (m - l) / max(|l|, m) below a
+        round's best m exceeds 2 * jitter: the smallest distance of any expert's gap from that threshold,
+        in logit units (the gap times its denominator), says how far logits may drift before a weight
+        jumps."""
+        best = math.inf
+        for j in range(2):
+            m = logits.gather(-1, order[:, j : j + 1])
+            factor = logits.abs().clamp(min=m)
+            ratio = (m - logits) / factor
+            earlier = torch.zeros_like(logits, dtype=torch.bool).scatter_(-1, order[:, :j], True) if j else None
+            dist = (ratio - 2 * jitter).abs() * factor
+            if earlier is not None:
+                dist = dist.masked_fill(earlier, math.inf)
+            best = min(best, float(dist.min()))
+        return best
 
     def _hook(self, mod, args, out):
         hs, idx = args[0], args[1]

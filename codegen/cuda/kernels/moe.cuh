@@ -84,6 +84,27 @@ __device__ __forceinline__ void route_mask_groups(float (&key)[EL]) {
   }
 }
 
+// Sparsemixer weights: round j weighs its expert, of logit m, by its softmax over
+// the experts not chosen before it whose relative gap (m - l) / max(|l|, m) stays within the
+// threshold (a NaN gap keeps the expert). Every lane holds the same chosen ids after the top k.
+template <int E, int K, int EL>
+__device__ __forceinline__ void route_sparsemixer(const float (&v)[EL], float (&chosen)[K], const int (&chosenId)[K],
+                                                  float threshold) {
+  int lane = threadIdx.x;
+  for (int j = 0; j < K; ++j) {
+    float m = chosen[j], sum = 0.0f;
+    for (int e = 0; e < EL; ++e) {
+      int x = lane + 32 * e;
+      bool before = false;
+      for (int i = 0; i < j; ++i)
+        before |= chosenId[i] == x;
+      if (x < E && !before && !((m - v[e]) / fmaxf(fabsf(v[e]), m) > threshold))
+        sum += expf(v[e] - m);
+    }
+    chosen[j] = 1.0f / warp_sum(sum);
+  }
+}
+
 // Router logits [T, E] -> k weights and expert ids per token. TB is the selection bias's type
 // (void: none); G > 0 limits the choice to the KEEP best of G expert groups.
 template <class TL, class TB, int E, int K, Score SC, bool RENORM, int G = 0, int KEEP = 0,
@@ -130,6 +151,8 @@ __device__ __forceinline__ void moe_route(const CbcArgs &a) {
   float chosen[K];
   int chosenId[K];
   route_top_k<E, K, EL>(v, key, chosen, chosenId);
+  if constexpr (SC == Score::sparsemixer)
+    route_sparsemixer<E, K, EL>(v, chosen, chosenId, a.f[S::Threshold]);
   if (lane == 0) {
     if constexpr (SC == Score::topk_softmax) {
       float mx = chosen[0], sum = 0.0f;

@@ -1,6 +1,6 @@
 // Attention decoders with routed experts: Mixtral, Qwen2-MoE, Qwen3-MoE, gpt-oss, MiniMax-M2,
 // OLMoE, FlexOlmo, GLM-4.5, Solar Open, dots.llm1, ERNIE-4.5-MoE, GraniteMoE, GraniteMoeShared,
-// Mellum, Hunyuan 3 (hy_v3), K-EXAONE, Granite-SWA and GraniteMoE-SWA.
+// Mellum, Hunyuan 3 (hy_v3), K-EXAONE, Granite-SWA, GraniteMoE-SWA and Phi-3.5-MoE.
 #include "frontends/hf_config/families/families.h"
 #include "frontends/hf_config/families/helpers.h"
 #include "frontends/hf_config/families/mla.h"
@@ -403,6 +403,62 @@ void parseGraniteMoeSwa(const ConfigReader &r, ModelSpec &s) {
   n.experts.down = {"block_sparse_moe.experts.down_proj"};
 }
 
+// Phi-3.5-MoE: Mixtral's experts and names with LayerNorms (weight and bias, eps rms_norm_eps),
+// q/k/v/o biases from attention_bias, an optional LM-head bias and the sparsemixer router, which
+// always picks two experts (cbc refuses another num_experts_per_tok rather than run two) and
+// weighs each by a softmax masked at 2 * router_jitter_noise, unnormalised.
+void parsePhimoe(const ConfigReader &r, ModelSpec &s) {
+  uniformWindowLayers(s, optionalWindow(r));
+  attentionBiases(r, s);
+  s.norm_kind = NormKind::Layer;
+  s.norm_bias = true;
+  if (r.getBool("lm_head_bias", false))
+    s.lm_head_bias = "lm_head.bias";
+  MoeSpec &m = s.moe;
+  parseExperts(r, {.count = expertCountKey(r, "num_local_experts"), .experts = 16, .top_k = 2,
+                   .count_name = "num_local_experts"},
+               m);
+  if (m.top_k != 2)
+    throw ConfigError(r.path("num_experts_per_tok"),
+                      "must be 2: the sparsemixer router always chooses two experts, got " + std::to_string(m.top_k));
+  double jitter = r.getNumber("router_jitter_noise", 0.01);
+  if (jitter < 0)
+    throw ConfigError(r.path("router_jitter_noise"), "must not be negative");
+  m.intermediate = s.mlp.intermediate;
+  m.score = ExpertScoring::Sparsemixer;
+  m.threshold = 2 * jitter;
+  m.act = s.mlp.act;
+  m.names = mixtralNames();
+  allLayersMoe(s);
+}
+
+// PhimoeRotaryEmbedding: longrope keeps the short factors at every length and scales cos and sin
+// by short_mscale up to original_max_position_embeddings, by long_mscale beyond. cbc runs the
+// short factors with one mscale, so the two must agree (they do in Phi-3.5-MoE).
+RopeDicts phimoeRopeDicts(const ConfigReader &r) {
+  RopeDicts dicts = ropeDictionaries(r, 1000000.0);
+  for (auto &[kind, d] : dicts) {
+    std::string key = d.contains("rope_type") ? "rope_type" : "type";
+    std::string type = d.value(key, std::string("default"));
+    if (type == "default")
+      continue;
+    if (type != "longrope")
+      throw ConfigError(ropePath(r, kind, false) + key,
+                        "unsupported RoPE type '" + type + "' for phimoe (default or longrope)");
+    for (const char *mscale : {"short_mscale", "long_mscale"})
+      if (!d.contains(mscale) || !d[mscale].is_number())
+        throw ConfigError(ropePath(r, kind, false) + mscale, "must be a number with longrope");
+    if (d["short_mscale"].get<double>() != d["long_mscale"].get<double>())
+      throw ConfigError(ropePath(r, kind, false) + "long_mscale",
+                        "must equal short_mscale: cbc does not switch the RoPE scale past "
+                        "original_max_position_embeddings");
+    if (d.contains("short_factor"))
+      d["long_factor"] = d["short_factor"];
+    d["attention_factor"] = d["short_mscale"];
+  }
+  return dicts;
+}
+
 } // namespace
 
 FamilyTable moeFamilies() {
@@ -439,6 +495,9 @@ FamilyTable moeFamilies() {
       {"granitemoe_swa", {{.max_positions = 2048, .tie_word_embeddings = false}, parseGraniteMoeSwa}},
       {"dots1", {{.max_positions = 2048, .norm_eps = 1e-6}, parseDots1}},
       {"granitemoe", {{.max_positions = 2048}, parseGraniteMoe}},
+      {"phimoe",
+       {{.max_positions = 4096 * 32, .norm_eps = 1e-5, .rope_theta = 1000000.0, .kv_heads = 8}, parsePhimoe,
+        phimoeRopeDicts}},
       {"granitemoeshared", {{.max_positions = 2048}, parseGraniteMoeShared}},
       {"gpt_oss",
        {{.head_dim = 64, .max_positions = 131072, .norm_eps = 1e-5, .rope_theta = 150000.0}, parseGptOss,

@@ -37,6 +37,7 @@ RouteScore toDialect(ExpertScoring s) {
   case ExpertScoring::Softmax: return RouteScore::softmax;
   case ExpertScoring::TopkSoftmax: return RouteScore::topk_softmax;
   case ExpertScoring::Sigmoid: return RouteScore::sigmoid;
+  case ExpertScoring::Sparsemixer: return RouteScore::sparsemixer;
   }
   llvm_unreachable("unknown expert scoring");
 }

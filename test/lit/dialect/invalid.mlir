@@ -1170,6 +1170,30 @@ func.func @route_renorm_eps(%l: tensor<?x4xf32>) {
 
 // -----
 
+func.func @route_sparsemixer_renorm(%l: tensor<?x4xf32>) {
+  // expected-error @+1 {{'cbc.moe.route' op sparsemixer scores take no selection bias, groups or renorm}}
+  %w, %ids = cbc.moe.route %l {k = 2 : i64, score = #cbc.score<sparsemixer>, renorm = true} : tensor<?x4xf32> -> tensor<?x2xf32>, tensor<?x2xi32>
+  return
+}
+
+// -----
+
+func.func @route_threshold_score(%l: tensor<?x4xf32>) {
+  // expected-error @+1 {{'cbc.moe.route' op a threshold must not be negative, and needs sparsemixer scores}}
+  %w, %ids = cbc.moe.route %l {k = 2 : i64, score = #cbc.score<softmax>, threshold = 2.0e-1 : f64} : tensor<?x4xf32> -> tensor<?x2xf32>, tensor<?x2xi32>
+  return
+}
+
+// -----
+
+func.func @route_threshold_negative(%l: tensor<?x4xf32>) {
+  // expected-error @+1 {{'cbc.moe.route' op a threshold must not be negative, and needs sparsemixer scores}}
+  %w, %ids = cbc.moe.route %l {k = 2 : i64, score = #cbc.score<sparsemixer>, threshold = -1.0e-1 : f64} : tensor<?x4xf32> -> tensor<?x2xf32>, tensor<?x2xi32>
+  return
+}
+
+// -----
+
 func.func @route_weights_columns(%l: tensor<?x4xf32>) {
   // expected-error @+1 {{'cbc.moe.route' op weights and ids must have k columns}}
   %w, %ids = cbc.moe.route %l {k = 2 : i64, score = #cbc.score<softmax>} : tensor<?x4xf32> -> tensor<?x3xf32>, tensor<?x2xi32>
