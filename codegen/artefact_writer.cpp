@@ -183,6 +183,7 @@ Params writeParams(fbs::FlatBufferBuilder &fbb, Operation &op) {
         return params(P::ActParams, fb::CreateActParams(fbb, toFb(o.getAct()), f64(o.getScaleAttr())));
       })
       .Case([&](SoftcapOp o) { return params(P::SoftcapParams, fb::CreateSoftcapParams(fbb, f64(o.getCapAttr()))); })
+      .Case([&](ClampOp o) { return params(P::ClampParams, fb::CreateClampParams(fbb, f64(o.getLimitAttr()))); })
       .Case([&](RmsNormGatedOp o) {
         auto norm = writeNorm(fbb, o.getEpsAttr(), o.getOffsetAttr(), o.getGroupAttr());
         auto order = o.getOrder() == NormGateOrder::gate_norm ? fb::NormGateOrder::GateNorm : fb::NormGateOrder::NormGate;

@@ -365,7 +365,11 @@ HostTensor assemble(const WeightEntry &w, const Checkpoint &ckpt, const ModelMet
       if (part.numel() != want)
         throw WeightError("tensor '" + names[0] + "' and the rest of its part hold " + std::to_string(part.numel()) +
                           " elements but '" + w.name + "' needs " + shapeText(w.shape));
-      part.reshape(w.shape);
+      // With a transpose the part holds the result's last two dimensions swapped.
+      std::vector<int64_t> shape = w.shape;
+      if (w.transpose && shape.size() >= 2)
+        std::swap(shape[shape.size() - 1], shape[shape.size() - 2]);
+      part.reshape(shape);
     }
     if (w.transpose) {
       if (part.shape().size() < 2)

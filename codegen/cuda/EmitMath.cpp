@@ -145,6 +145,14 @@ void emitSoftcap(Emitter &e, SoftcapOp op) {
   elementwise(e, "softcap", Instance("softcap").type(op.getX()).type(out).integer(cols(out)), out, args);
 }
 
+void emitClamp(Emitter &e, ClampOp op) {
+  using S = slots::Clamp;
+  Value out = op.getResult();
+  SlotArgs<S> args;
+  args.set(S::X, e.arg(op.getX())).set(S::Out, e.arg(out)).set(S::Limit, op.getLimit().convertToDouble());
+  elementwise(e, "clamp", Instance("clamp").type(op.getX()).type(out).integer(cols(out)), out, args);
+}
+
 // x * sigmoid(g) (gate) and x * g (mul), one g per group of columns (per element, head or row).
 template <class Op> static void emitScale(Emitter &e, Op op, llvm::StringRef name) {
   using S = slots::Gate;

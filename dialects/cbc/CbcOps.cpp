@@ -74,10 +74,11 @@ LogicalResult WeightRefOp::verify() {
   auto type = llvm::cast<RankedTensorType>(getType());
   int64_t rows = type.getRank() ? type.getDimSize(0) : 0;
   if (getFlatten()) {
-    if (getCombine() != WeightCombine::none || getTranspose() || type.getRank() < 1)
-      return emitOpError("flatten needs combine 'none', no transpose and a ranked weight");
-    // Regrouping reorders the rows of the flattened part.
-    int64_t last = type.getDimSize(type.getRank() - 1);
+    if (getCombine() != WeightCombine::none || type.getRank() < (getTranspose() ? 2 : 1))
+      return emitOpError("flatten needs combine 'none' and a ranked weight (rank 2 with transpose)");
+    // Regrouping reorders the rows of the flattened part, whose rows are the result's last
+    // dimension (the one before it with transpose).
+    int64_t last = type.getDimSize(type.getRank() - (getTranspose() ? 2 : 1));
     rows = last ? type.getNumElements() / last : 0;
   }
   if (auto regroup = getRegroupAttr()) {
@@ -245,6 +246,13 @@ LogicalResult ActOp::verify() {
 LogicalResult SoftcapOp::verify() {
   if (getCap().convertToDouble() <= 0)
     return emitOpError("cap must be positive");
+  return success();
+}
+
+LogicalResult ClampOp::verify() {
+  double limit = getLimit().convertToDouble();
+  if (!(limit > 0) || !std::isfinite(limit))
+    return emitOpError("limit must be positive and finite");
   return success();
 }
 

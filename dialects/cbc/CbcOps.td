@@ -53,10 +53,12 @@ def Cbc_WeightRefOp : Cbc_Op<"weight.ref", [Pure]> {
     f1, ...]` multiplies the first `rows0` rows of the assembled weight by `f0`, the next `rows1`
     by `f1`, and so on over all of its leading dimension, last of all: constant multipliers on a
     projection's output (or, on the weight only, its input) are folded in at load time.
-    `flatten` (with `combine = none`, no `transpose`) reads every source tensor as a matrix of
-    its last dimension (leading dimensions flattened into rows), so that tensors of different
-    ranks concatenate, and reads the assembled part in the result's shape (the element counts
-    must agree): `[S, I, H]` shared-expert projections join `[E, 2I, H]` fused experts this way.
+    `flatten` (with `combine = none`) reads every source tensor as a matrix of its last
+    dimension (leading dimensions flattened into rows), so that tensors of different ranks
+    concatenate, and reads the assembled part in the result's shape (the element counts must
+    agree): `[S, I, H]` shared-expert projections join `[E, 2I, H]` fused experts this way. With
+    `transpose` too, the part is read in the result's shape with its last two dimensions
+    swapped, then transposed: experts stored as `[E * I, H]` row blocks become `[E, H, I]`.
 
     ```mlir
     %w = cbc.weight.ref "layers.0.gate_up" {
@@ -271,6 +273,20 @@ def Cbc_SoftcapOp : Cbc_Op<"math.softcap", [Pure, SameOperandsAndResultShape]> {
   let summary = "Logit soft-capping: cap * tanh(x / cap).";
   let description = [{ Applied to the final logits of models that cap them. }];
   let arguments = (ins Cbc_Rows:$x, F64Attr:$cap);
+  let results = (outs Cbc_Rows:$result);
+  let assemblyFormat = "$x attr-dict `:` custom<RowsTypes>(type($x), type($result))";
+  let hasVerifier = 1;
+}
+
+def Cbc_ClampOp : Cbc_Op<"math.clamp", [Pure, SameOperandsAndResultShape]> {
+  let opcode = 33;
+  let params = "ClampParams";
+  let summary = "Clamps every element to [-limit, limit].";
+  let description = [{
+    `result = min(max(x, -limit), limit)`. Checkpoints trained with clipped projections apply it
+    to the fused q/k/v rows before RoPE (`clip_qkv`).
+  }];
+  let arguments = (ins Cbc_Rows:$x, F64Attr:$limit);
   let results = (outs Cbc_Rows:$result);
   let assemblyFormat = "$x attr-dict `:` custom<RowsTypes>(type($x), type($result))";
   let hasVerifier = 1;

@@ -60,6 +60,10 @@ struct Family {
   void (*parse)(const ConfigReader &, ModelSpec &) = nullptr;
   // The family's own rope dictionary resolution; null: ropeDictionaries with its rope_theta.
   RopeDicts (*ropeDicts)(const ConfigReader &) = nullptr;
+  // A copy of the config under the key names every other step reads, for a config class with
+  // its own spellings (attribute_map, nested sub-configs); it reads, and so checks, each key it
+  // moves. Null: the config as written.
+  nlohmann::json (*rewrite)(const ConfigReader &) = nullptr;
 };
 
 using FamilyTable = std::map<std::string, Family>;

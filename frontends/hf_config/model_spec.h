@@ -99,6 +99,7 @@ struct AttentionSpec {
   bool qk_norm = false;  // RMSNorm over each head of q and k, before RoPE
   bool qk_norm_after_rope = false; // the q/k norms follow RoPE (Hunyuan)
   double softcap = 0.0;  // attention score soft-capping; 0 = none
+  double clip_qkv = 0.0; // q, k and v clamped to [-clip_qkv, clip_qkv] after projection; 0 = none
   bool sinks = false;    // one learned logit per head in the softmax denominator
   bool output_gate = false; // q_proj also yields a per-head gate: o * sigmoid(gate) (Qwen3-Next)
   bool rope = true;         // false: no position embedding (NoPE)
@@ -252,6 +253,9 @@ struct ExpertNaming {
   // Each expert projection is one MXFP4 [blocks, scales] pair (gpt-oss's released checkpoints),
   // dequantised at load.
   bool mxfp4 = false;
+  // Fused experts stored as row blocks (DBRX): gate and up as two [E * I, H] tensors, down as one
+  // [E * I, H] tensor holding each expert's down projection transposed.
+  bool row_blocks = false;
   ExpertTensors experts;      // biases: fused experts only
   GateUpLayout glu = GateUpLayout::Halves; // how gate and up share the gate_up rows
   ExpertTensors shared;       // the shared expert, when shared_intermediate > 0
@@ -301,6 +305,7 @@ struct Names {
   std::string conv = "conv";               // LFM2's short-conv module
   std::string mamba = "mixer";             // the Mamba mixer module
   std::string embed = "embed_tokens";
+  std::string layers = "layers";           // the decoder layers' module list
 };
 
 // Constant multipliers folded into the weights at load time (Falcon-H1's muP); 1 = none.

@@ -328,13 +328,15 @@ ModelSpec parseConfig(const std::string &text) {
   auto wrapper = multimodalWrappers().find(modelType);
   bool multimodal = wrapper != multimodalWrappers().end();
   // Multimodal checkpoints run text-only: the decoder is the text_config.
-  ConfigReader r = multimodal ? top.child("text_config") : top;
+  ConfigReader written = multimodal ? top.child("text_config") : top;
   if (multimodal) {
     spec.outer_model_type = modelType;
-    modelType = r.getString("model_type", wrapper->second);
+    modelType = written.getString("model_type", wrapper->second);
     spec.prefix = "model.language_model.";
   }
-  const Family &family = findFamily(r, modelType);
+  const Family &family = findFamily(written, modelType);
+  json rewritten = family.rewrite ? family.rewrite(written) : json();
+  ConfigReader r = family.rewrite ? written.sameKeys(rewritten) : written;
   checkLayerLists(r, family.defaults, modelType);
   spec.model_type = modelType;
   parseQuantization(top, modelType, spec);

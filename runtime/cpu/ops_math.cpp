@@ -1,6 +1,9 @@
 // The CPU compile functions of the dense math ops (cbc.math.*).
 #include "runtime/cpu/op_context.h"
 
+#include <algorithm>
+#include <cmath>
+
 namespace cbc::rt::cpu {
 
 Exec compileEmbed(const OpContext &c) {
@@ -275,6 +278,22 @@ Exec compileSoftcap(const OpContext &c) {
   c.check(c.cols(out) == c.cols(x), "changes the width");
   int64_t width = c.cols(x);
   return [=](StepEnv &e) { softcap(e.f32(x), e.rows(x) * width, cap, e.f32(out)); };
+}
+
+Exec compileClamp(const OpContext &c) {
+  c.need(1, 1);
+  float limit = (float)c.params<fb::ClampParams>().limit();
+  c.check(limit > 0 && std::isfinite(limit), "has a limit that is not positive and finite");
+  int x = c.I[0], out = c.O[0];
+  c.acts({x, out});
+  c.check(c.cols(out) == c.cols(x), "changes the width");
+  int64_t width = c.cols(x);
+  return [=](StepEnv &e) {
+    const float *in = e.f32(x);
+    float *y = e.f32(out);
+    for (int64_t i = 0, n = e.rows(x) * width; i < n; ++i)
+      y[i] = std::min(std::max(in[i], -limit), limit);
+  };
 }
 
 // The fused ops run the reference kernels of the ops they replace.

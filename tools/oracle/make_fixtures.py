@@ -2484,6 +2484,30 @@ FAMILIES = {
             "sliding_window=8 on every layer; checkpoint names block_sparse_moe.experts.N.w1/w2/w3",
         ],
     ),
+    "dbrx": dict(
+        atol_note="Routing weights are top-2 softmax probabilities over their sum; the q/k/v clamp is "
+        "1-Lipschitz.",
+        seed=18199,
+        build=_config(
+            "DbrxConfig",
+            d_model=64,
+            n_heads=4,
+            n_layers=2,
+            max_seq_len=256,
+            attn_config={"clip_qkv": 1.5, "kv_n_heads": 2, "rope_theta": 10000.0},
+            ffn_config={"ffn_hidden_size": 32, "moe_num_experts": 4, "moe_top_k": 2},
+            tie_word_embeddings=False,
+            rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+        ),
+        init_rules=[(r"ffn\.router\.layer\.weight$", 0.0, 1.0)],  # a decisive router
+        zero_centred_norms=False,
+        features=[
+            "nested attn_config (kv_n_heads 2, clip_qkv 1.5 clamps about 13% of the fused Wqkv outputs) and ffn_config",
+            "softmax router over 4 experts, top-2, divided by the L1 norm (moe_normalize_expert_weights 1)",
+            "experts as row blocks transformer.blocks.N.ffn.experts.mlp.w1 / v1 / w2 of [4 * 32, 64]",
+            "LayerNorms with a weight and no bias; names transformer.wte, blocks.N.norm_attn_norm.*, norm_f",
+        ],
+    ),
     "qwen2_moe": dict(
         atol_note="Routing weights are top-2 softmax probabilities (not renormalised); the shared expert's sigmoid gate is smooth.",
         seed=2024,
@@ -3443,6 +3467,8 @@ class RouterProbe:
         for name, mod in model.named_modules():
             if type(mod).__name__ in STATS_ROUTERS:
                 self.handles.append(mod.register_forward_hook(self._stats_hook(name)))
+            elif type(mod).__name__ == "DbrxFFN":  # its router returns bare logits; the FFN holds top_k
+                self.handles.append(mod.router.register_forward_hook(self._logits_hook(mod.top_k)))
             elif type(mod).__name__.endswith(("TopKRouter", "TopkRouter")) or type(mod).__name__ in PLAIN_ROUTERS:
                 if type(mod).__name__ in MLA_ROUTERS:
                     self.handles.append(mod.register_forward_hook(self._mla_hook(name)))
@@ -3545,6 +3571,21 @@ class RouterProbe:
                 dist = dist.masked_fill(earlier, math.inf)
             best = min(best, float(dist.min()))
         return best
+
+    def _logits_hook(self, k):
+        """A router module that returns its logits alone: the same gap and bf16 check as _hook."""
+
+        def hook(mod, args, out):
+            logits = out.detach().float().reshape(-1, out.shape[-1])
+            top = torch.topk(logits, k + 1, dim=-1)
+            self.min_gap = min(self.min_gap, float((top.values[:, k - 1] - top.values[:, k]).min()))
+            rounded = logits.to(torch.bfloat16).float()
+            chosen = torch.zeros_like(rounded, dtype=torch.bool).scatter_(-1, top.indices[:, :k], True)
+            if bool((rounded.masked_fill(~chosen, math.inf).min(-1).values
+                     <= rounded.masked_fill(chosen, -math.inf).max(-1).values).any()):
+                self.bf16_stable = False
+
+        return hook
 
     def _hook(self, mod, args, out):
         logits = out[0].detach().float().reshape(-1, out[0].shape[-1])
@@ -4369,10 +4410,13 @@ def _layer_summary(model, cfg) -> dict:
         sw = getattr(text_cfg, "sliding_window", None)
         layer_types = ["sliding_attention" if sw else "full_attention"] * text_cfg.num_hidden_layers
     mlp_kinds = []
-    for layer in model.model.layers:
+    base = model.model if hasattr(model, "model") else model.transformer  # DBRX: transformer.blocks
+    for layer in getattr(base, "layers", None) or base.blocks:
         mlp = getattr(layer, "mlp", None)
         if mlp is None:
             mlp = getattr(layer, "block_sparse_moe", None)
+        if mlp is None:
+            mlp = getattr(layer, "ffn", None)
         if mlp is None:
             mlp = getattr(layer, "feed_forward")
         mlp_kinds.append("moe" if hasattr(mlp, "experts") else "dense")

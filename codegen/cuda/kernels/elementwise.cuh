@@ -77,6 +77,14 @@ template <class TX, class TY, int W> __device__ __forceinline__ void softcap(con
   for_element<W>(a.i[S::Rows], [&](long long i, long long, long long) { st(y, i, cap * tanhf(ld(x, i) / cap)); });
 }
 
+template <class TX, class TY, int W> __device__ __forceinline__ void clamp(const CbcArgs &a) {
+  using S = slots::Clamp;
+  const TX *x = (const TX *)a.p[S::X];
+  TY *y = (TY *)a.p[S::Out];
+  float limit = a.f[S::Limit];
+  for_element<W>(a.i[S::Rows], [&](long long i, long long, long long) { st(y, i, fminf(fmaxf(ld(x, i), -limit), limit)); });
+}
+
 // x * sigmoid(g), g of GW columns, one per W / GW columns of x.
 template <class TX, class TG, class TY, int W, int GW> __device__ __forceinline__ void gate(const CbcArgs &a) {
   using S = slots::Gate;

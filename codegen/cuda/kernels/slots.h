@@ -193,6 +193,11 @@ struct Softcap {
   enum Int { Rows, NumInt };
   enum Flt { Cap, NumFlt };
 };
+struct Clamp {
+  enum Ptr { X, Out, NumPtr };
+  enum Int { Rows, NumInt };
+  enum Flt { Limit, NumFlt };
+};
 // x * sigmoid(g) and x * g, g per element or per row.
 struct Gate {
   enum Ptr { X, G, Out, NumPtr };

@@ -1,6 +1,6 @@
 // Attention decoders with routed experts: Mixtral, Qwen2-MoE, Qwen3-MoE, gpt-oss, MiniMax-M2,
 // OLMoE, FlexOlmo, GLM-4.5, Solar Open, dots.llm1, ERNIE-4.5-MoE, GraniteMoE, GraniteMoeShared,
-// Mellum, Hunyuan 3 (hy_v3), K-EXAONE, Granite-SWA, GraniteMoE-SWA and Phi-3.5-MoE.
+// Mellum, Hunyuan 3 (hy_v3), K-EXAONE, Granite-SWA, GraniteMoE-SWA, Phi-3.5-MoE and DBRX.
 #include "frontends/hf_config/families/families.h"
 #include "frontends/hf_config/families/helpers.h"
 #include "frontends/hf_config/families/mla.h"
@@ -432,6 +432,80 @@ void parsePhimoe(const ConfigReader &r, ModelSpec &s) {
   allLayersMoe(s);
 }
 
+// DbrxConfig's own spellings under the names the common parser reads: its attribute_map
+// (d_model, n_heads, n_layers, max_seq_len), with the class defaults for absent ones;
+// num_key_value_heads from attn_config.kv_n_heads (default 1) and hidden_act from
+// ffn_config.ffn_act_fn.name (default silu), whatever top-level keys of those names say, as
+// DbrxConfig.__post_init__ and DbrxExpertGLU read them.
+nlohmann::json dbrxKeys(const ConfigReader &r) {
+  nlohmann::json j = r.objectToCopy();
+  static const struct {
+    const char *saved, *name;
+    int64_t fallback;
+  } kAttributeMap[] = {{"d_model", "hidden_size", 2048},
+                       {"n_heads", "num_attention_heads", 16},
+                       {"n_layers", "num_hidden_layers", 24},
+                       {"max_seq_len", "max_position_embeddings", 2048}};
+  for (const auto &a : kAttributeMap)
+    j[a.name] = r.has(a.saved) ? r.requireSize(a.saved) : r.getSize(a.name, a.fallback);
+  j["vocab_size"] = r.getSize("vocab_size", 32000);
+  j["num_key_value_heads"] = r.has("attn_config") ? r.child("attn_config").getSize("kv_n_heads", 1) : 1;
+  j["hidden_act"] = "silu";
+  if (r.has("ffn_config") && r.child("ffn_config").has("ffn_act_fn"))
+    j["hidden_act"] = r.child("ffn_config").child("ffn_act_fn").getString("name", "silu");
+  j.erase("head_dim");
+  return j;
+}
+
+// DBRX: pre-LayerNorm blocks (weight only, eps 1e-5) under transformer.blocks.N, one fused Wqkv
+// clamped to [-clip_qkv, clip_qkv], a softmax router whose top-k weights are divided by their
+// L1 norm (moe_normalize_expert_weights 1; null: not at all), experts stored as row blocks w1, v1
+// and w2 of [E * ffn_hidden_size, d_model]. attn_config.rope_theta is not read: DbrxConfig's RoPE
+// is its top-level rope_parameters (theta 10000 by default), as transformers 5.23 runs it.
+void parseDbrx(const ConfigReader &r, ModelSpec &s) {
+  if (s.tie_word_embeddings)
+    throw ConfigError(r.path("tie_word_embeddings"), "must be false: DBRX unties its head (transformers refuses it)");
+  nlohmann::json none = nlohmann::json::object();
+  ConfigReader attn = r.has("attn_config") ? r.child("attn_config") : ConfigReader(none, "attn_config.");
+  ConfigReader ffn = r.has("ffn_config") ? r.child("ffn_config") : ConfigReader(none, "ffn_config.");
+  s.prefix = "transformer.";
+  Names &n = s.names;
+  n.layers = "blocks";
+  n.embed = "wte";
+  n.final_norm = "norm_f";
+  n.input_norm = "norm_attn_norm.norm_1";
+  n.post_attn_norm = "norm_attn_norm.norm_2";
+  n.attn = "norm_attn_norm.attn";
+  n.qkv = "Wqkv";
+  n.o_proj = "out_proj";
+  s.norm_kind = NormKind::Layer;
+  s.norm_eps = 1e-5;
+  if (attn.has("clip_qkv")) {
+    s.attn.clip_qkv = attn.requireNumber("clip_qkv");
+    if (!(s.attn.clip_qkv > 0))
+      throw ConfigError(attn.path("clip_qkv"), "must be positive or null");
+  }
+  uniformWindowLayers(s, 0);
+  MoeSpec &m = s.moe;
+  m.num_experts = ffn.getSize("moe_num_experts", 4);
+  m.top_k = ffn.getSize("moe_top_k", 1);
+  if (m.top_k > m.num_experts)
+    throw ConfigError(ffn.path("moe_top_k"), "must not exceed moe_num_experts (" + std::to_string(m.num_experts) + ")");
+  m.intermediate = ffn.getSize("ffn_hidden_size", 3584);
+  m.score = ExpertScoring::Softmax;
+  m.renorm = !ffn.contains("moe_normalize_expert_weights") || ffn.has("moe_normalize_expert_weights");
+  if (m.renorm && ffn.getNumber("moe_normalize_expert_weights", 1.0) != 1.0)
+    throw ConfigError(ffn.path("moe_normalize_expert_weights"),
+                      "must be 1 (weights over their sum) or null: other p-norms are not supported");
+  m.act = s.mlp.act;
+  ExpertNaming &e = m.names;
+  e.router = "ffn.router.layer.weight";
+  e.fused = e.row_blocks = true;
+  e.experts.gate_up = {"ffn.experts.mlp.w1", "ffn.experts.mlp.v1"};
+  e.experts.down = {"ffn.experts.mlp.w2"};
+  allLayersMoe(s);
+}
+
 // PhimoeRotaryEmbedding: longrope keeps the short factors at every length and scales cos and sin
 // by short_mscale up to original_max_position_embeddings, by long_mscale beyond. cbc runs the
 // short factors with one mscale, so the two must agree (they do in Phi-3.5-MoE).
@@ -495,6 +569,9 @@ FamilyTable moeFamilies() {
       {"granitemoe_swa", {{.max_positions = 2048, .tie_word_embeddings = false}, parseGraniteMoeSwa}},
       {"dots1", {{.max_positions = 2048, .norm_eps = 1e-6}, parseDots1}},
       {"granitemoe", {{.max_positions = 2048}, parseGraniteMoe}},
+      {"dbrx",
+       {{.max_positions = 2048, .norm_eps = 1e-5, .moe_only = true, .head_dim_unused = true}, parseDbrx, nullptr,
+        dbrxKeys}},
       {"phimoe",
        {{.max_positions = 4096 * 32, .norm_eps = 1e-5, .rope_theta = 1000000.0, .kv_heads = 8}, parsePhimoe,
         phimoeRopeDicts}},

@@ -84,6 +84,8 @@ Value StepBuilder::attention(int64_t layer, Value x, const AttnSite &site) {
   int64_t D = a.head_dim, qw = a.num_heads * D, kw = a.num_kv_heads * D;
   int64_t H = spec_.hidden_size;
   Value qkv = qkvProjection(layer, x, site);
+  if (a.clip_qkv > 0)
+    qkv = ClampOp::create(b_, loc_, qkv.getType(), qkv, b_.getF64FloatAttr(a.clip_qkv)).getResult();
   SmallVector<Value> parts = a.output_gate ? split(qkv, {qw, qw, kw, kw}) : split(qkv, {qw, kw, kw});
   Value q = parts[0], k = parts[a.output_gate ? 2 : 1], v = parts[a.output_gate ? 3 : 2];
   // Per head, or over the whole projection; before RoPE, or after it.

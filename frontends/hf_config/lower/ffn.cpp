@@ -133,6 +133,13 @@ Value StepBuilder::moeMlp(int64_t layer, Value x) {
     gateUp.parts.push_back(layerNames(n.experts.gate_up, e));
     down.parts.push_back(layerNames(n.experts.down, e));
   }
+  if (n.row_blocks) {
+    // [gate blocks | up blocks] regrouped expert by expert into [E, 2I, H]; down read as
+    // [E, I, H] and transposed.
+    gateUp.regroup = {2};
+    gateUp.regroup.append(E, I);
+    gateUp.flatten = down.flatten = down.transpose = true;
+  }
   // The expert biases' weight refs come before the router's, as they always have in the IR.
   Value gateUpBias, downBias;
   if (!n.experts.gate_up_bias.empty())

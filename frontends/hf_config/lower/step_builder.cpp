@@ -76,7 +76,7 @@ SmallVector<double> StepBuilder::scales(std::initializer_list<std::pair<int64_t,
 }
 
 std::string StepBuilder::hf(int64_t layer, const std::string &rest) const {
-  return spec_.prefix + "layers." + std::to_string(layer) + "." + rest;
+  return spec_.prefix + spec_.names.layers + "." + std::to_string(layer) + "." + rest;
 }
 
 std::string StepBuilder::mlpName(int64_t layer, const std::string &rest) const {

@@ -543,6 +543,14 @@ func.func @rope_result(%x: tensor<?x8xf32>, %p: tensor<?xi32>) {
 
 // -----
 
+func.func @clamp_limit(%x: tensor<?x8xf32>) {
+  // expected-error @+1 {{'cbc.math.clamp' op limit must be positive and finite}}
+  %0 = cbc.math.clamp %x {limit = 0.0 : f64} : tensor<?x8xf32>
+  return
+}
+
+// -----
+
 func.func @softcap_cap(%x: tensor<?x8xf32>) {
   // expected-error @+1 {{'cbc.math.softcap' op cap must be positive}}
   %0 = cbc.math.softcap %x {cap = -30.0 : f64} : tensor<?x8xf32>
@@ -2599,8 +2607,8 @@ func.func @mul_weight_not_scalar(%x: tensor<?x8xf32>, %g: tensor<2xbf16>) {
 // -----
 
 func.func @weight_flatten_transpose() {
-  // expected-error @+1 {{'cbc.weight.ref' op flatten needs combine 'none', no transpose and a ranked weight}}
-  %0 = cbc.weight.ref "w" {sources = [["a", "b"]], flatten, transpose} : tensor<4x8x2xbf16>
+  // expected-error @+1 {{'cbc.weight.ref' op flatten needs combine 'none' and a ranked weight (rank 2 with transpose)}}
+  %0 = cbc.weight.ref "w" {sources = [["a", "b"]], flatten, transpose} : tensor<8xbf16>
   return
 }
 

@@ -42,6 +42,8 @@ func.func @device_types(%x: tensor<?x8xbf16>, %y: tensor<?x8xf32>) -> tensor<?x8
   %c = cbc.math.act %b {act = #cbc.act<none>, scale = 2.0 : f64} : (tensor<?x8xbf16>) -> tensor<?x8xf32>
   // CHECK: cbc.math.softcap %{{[a-z0-9_#]+}} {cap = 3.000000e+01 : f64} : (tensor<?x8xf32>) -> tensor<?x8xbf16>
   %d = cbc.math.softcap %c {cap = 30.0 : f64} : (tensor<?x8xf32>) -> tensor<?x8xbf16>
+  // CHECK: cbc.math.clamp %{{[a-z0-9_#]+}} {limit = 8.000000e+00 : f64} : (tensor<?x8xbf16>) -> tensor<?x8xf32>
+  %e = cbc.math.clamp %d {limit = 8.0 : f64} : (tensor<?x8xbf16>) -> tensor<?x8xf32>
   return %a : tensor<?x8xf32>
 }
 
