@@ -256,9 +256,14 @@ void parseExaone4(const ConfigReader &r, ModelSpec &s) {
 }
 
 // OLMo (the first): Llama with LayerNorms that have no weight or bias, eps fixed at 1e-5
-// (OlmoConfig has no eps key), attention biases from attention_bias.
+// (OlmoConfig has no eps key), attention biases from attention_bias, q, k and v clamped to
+// [-clip_qkv, clip_qkv] after their projections (as DBRX's fused Wqkv).
 void parseOlmo(const ConfigReader &r, ModelSpec &s) {
-  refuseClipQkv(r);
+  if (r.has("clip_qkv")) {
+    s.attn.clip_qkv = r.requireNumber("clip_qkv");
+    if (!(s.attn.clip_qkv > 0))
+      throw ConfigError(r.path("clip_qkv"), "must be positive or null");
+  }
   attentionBiases(r, s);
   s.norm_kind = NormKind::Layer;
   s.norm_weight = s.norm_bias = false;
