@@ -277,7 +277,7 @@ Params writeParams(fbs::FlatBufferBuilder &fbb, Operation &op) {
                       fb::CreateMoeRouteParams(fbb, o.getK(), toFb(o.getScore()), o.getRenorm(),
                                                f64(o.getRenormEpsAttr()), f64(o.getScalingAttr()),
                                                groups ? &*groups : nullptr, o.getSinks(),
-                                               f64(o.getThresholdAttr())));
+                                               f64(o.getThresholdAttr()), o.getBiasOnLogits()));
       })
       .Case([&](MoeExpertsOp o) {
         auto glu = writeGlu(fbb, o.getAct(), o.getLayout());

@@ -16,6 +16,7 @@ void emitMoeRoute(Emitter &e, MoeRouteOp op) {
   inst.type(op.getLogits()).type(op.getSelectionBias()).integer(E).integer(K).choice(op.getScore());
   inst.flag(op.getRenorm()).integer(g ? g.getCount() : 0).integer(g ? g.getKeep() : 0);
   inst.choice(g ? g.getScore() : GroupScore::top2_sum).choice(g ? g.getFill() : GroupFill::neg_inf);
+  inst.flag(op.getBiasOnLogits());
   if (NS > 0)
     inst = Instance("moe_route_sinks")
                .type(op.getLogits())

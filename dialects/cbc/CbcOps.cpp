@@ -473,6 +473,8 @@ LogicalResult MoeRouteOp::verify() {
   }
   if (getRenormEps().convertToDouble() < 0)
     return emitOpError("renorm_eps must not be negative");
+  if (getBiasOnLogits() && !getSelectionBias())
+    return emitOpError("bias_on_logits needs a selection bias");
   bool mixer = getScore() == RouteScore::sparsemixer;
   if (mixer && (getSelectionBias() || getGroupsAttr() || getRenorm()))
     return emitOpError("sparsemixer scores take no selection bias, groups or renorm");

@@ -763,7 +763,8 @@ def Cbc_MoeRouteOp : Cbc_Op<"moe.route", [Pure]> {
       the experts `e` not chosen before it whose `(m - l_e) / max(|l_e|, m)` does not exceed
       `threshold`. The weights are not renormalised.
     With `selection_bias` (`[E]`, softmax or sigmoid scores only) the experts are chosen by
-    the selection score `score + bias` but weighted by the unbiased score. With `groups`
+    the selection score `score + bias` (`logit + bias` with `bias_on_logits`) but weighted by
+    the unbiased score. With `groups`
     (`#cbc.route_groups`, softmax or sigmoid scores only) the choice is group-limited: experts
     outside the kept groups get the group's fill as their selection score, and are still
     weighted by their unbiased score should one be chosen. Renormalising divides by the sum of
@@ -784,7 +785,8 @@ def Cbc_MoeRouteOp : Cbc_Op<"moe.route", [Pure]> {
                    DefaultValuedAttr<F64Attr, "1.0">:$scaling,
                    OptionalAttr<Cbc_RouteGroupsAttr>:$groups,
                    DefaultValuedAttr<I64Attr, "0">:$sinks,
-                   DefaultValuedAttr<F64Attr, "0.0">:$threshold);
+                   DefaultValuedAttr<F64Attr, "0.0">:$threshold,
+                   DefaultValuedAttr<BoolAttr, "false">:$bias_on_logits);
   let results = (outs Cbc_Rows:$weights, Cbc_RowsI32:$ids);
   let assemblyFormat = [{
     $logits (`bias` `(` $selection_bias^ `:` type($selection_bias) `)`)? attr-dict `:` type($logits)

@@ -538,7 +538,7 @@ void moeRoute(const float *logits, int64_t T, int64_t E, int64_t k, const RouteP
         q = (float)(q / sum);
     }
     for (int64_t e = 0; e < E; ++e)
-      keys[e] = p.selection_bias ? probs[e] + p.selection_bias[e] : probs[e];
+      keys[e] = p.selection_bias ? (p.bias_on_logits ? l[e] : probs[e]) + p.selection_bias[e] : probs[e];
     if (p.group_count > 0)
       maskRouteGroups(keys.data(), E, p);
     std::iota(order.begin(), order.end(), 0);

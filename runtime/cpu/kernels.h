@@ -177,6 +177,7 @@ struct RouteParams {
   // The last `sinks` logits are sink experts every token takes, normalised with the chosen ones.
   int64_t sinks = 0;
   float threshold = 0.0f; // sparsemixer: the relative gap below a round's best that drops an expert
+  bool bias_on_logits = false; // selection keys are logit + bias rather than score + bias
 };
 void moeRoute(const float *logits, int64_t T, int64_t E, int64_t k, const RouteParams &p, float *weights,
               int32_t *ids);

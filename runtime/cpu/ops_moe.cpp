@@ -39,6 +39,8 @@ Exec compileMoeRoute(const OpContext &c) {
   p.renorm_eps = (float)params.renorm_eps();
   p.scaling = (float)params.scaling();
   p.threshold = (float)params.threshold();
+  c.check(!params.bias_on_logits() || bias >= 0, "has bias_on_logits without a selection bias");
+  p.bias_on_logits = params.bias_on_logits();
   if (const fb::RouteGroups *g = params.groups()) {
     c.check(g->count() > 0 && E % g->count() == 0 && g->keep() > 0 && g->keep() <= g->count() &&
                 k <= g->keep() * (E / g->count()) && (g->score() == fb::GroupScore::Max || E / g->count() >= 2),

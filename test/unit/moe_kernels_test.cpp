@@ -195,5 +195,23 @@ TEST(MoeRoute, SparsemixerWeighsEachRoundByItsMaskedSoftmax) {
   expectWeights(r, {1 / (1 + std::exp(-0.1) + std::exp(-1.5)), 1 / (1 + std::exp(-1.4))});
 }
 
+// A selection bias on the logits (Kolibri-1) rather than on the sigmoid scores: logits 4, 0, 2, -1
+// with bias 3.5 on expert 1 rank 4 > 3.5 (expert 0), where on the scores sigmoid(0) + 3.5 would
+// beat sigmoid(4) (expert 1). The weight is the unbiased sigmoid either way.
+TEST(MoeRoute, ABiasOnTheLogitsRanksLogitPlusBias) {
+  std::vector<float> logits = {4.0f, 0.0f, 2.0f, -1.0f}, bias = {0, 3.5f, 0, 0};
+  RouteParams p;
+  p.score = RouteScore::Sigmoid;
+  p.selection_bias = bias.data();
+  p.bias_on_logits = true;
+  Routed r = route(logits, 1, p);
+  EXPECT_EQ(r.ids, (std::vector<int32_t>{0}));
+  expectWeights(r, {1 / (1 + std::exp(-4.0))});
+  p.bias_on_logits = false;
+  r = route(logits, 1, p);
+  EXPECT_EQ(r.ids, (std::vector<int32_t>{1}));
+  expectWeights(r, {0.5});
+}
+
 } // namespace
 } // namespace cbc::rt::cpu

@@ -2508,6 +2508,32 @@ FAMILIES = {
             "LayerNorms with a weight and no bias; names transformer.wte, blocks.N.norm_attn_norm.*, norm_f",
         ],
     ),
+    "kolibri1": dict(
+        atol_note="Routing weights are sigmoids of the chosen logits over their sum; smooth once the choice is made.",
+        seed=18223,
+        build=_config(
+            "Kolibri1Config",
+            num_hidden_layers=2,
+            head_dim=16,
+            layer_types=["sliding_attention", "full_attention"],
+            sliding_window=8,
+            num_experts=4,
+            num_experts_per_tok=2,
+            moe_intermediate_size=32,
+            shared_expert_intermediate_size=48,
+            norm_topk_prob=True,
+            tie_word_embeddings=False,
+            rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+        ),
+        init_rules=[(r"mlp\.gate\.weight$", 0.0, 1.0)],  # a decisive router
+        buffer_init=[(r"gate\.e_score_correction_bias$", 0.0, 3.0)],  # on the logits' scale: it steers choices
+        zero_centred_norms=False,
+        features=[
+            "GLM-4 sandwich norms; EXAONE-4 attention: per-head q/k norms, layer 0 sliding (window 8, RoPE), layer 1 full and NoPE",
+            "router: top-2 of 4 by logit + correction bias (N(0, 3)), weighted by sigmoid(logit), renormalised (norm_topk_prob)",
+            "an ungated-by-router shared expert (48) on every layer; fused experts saved per expert",
+        ],
+    ),
     "qwen2_moe": dict(
         atol_note="Routing weights are top-2 softmax probabilities (not renormalised); the shared expert's sigmoid gate is smooth.",
         seed=2024,
@@ -3548,6 +3574,9 @@ class RouterProbe:
             # Ernie4_5_MoeTopKRouter ranks softmax(logits) + e_score_correction_bias. A logit error e moves each
             # probability by at most 2e p (1 - p) <= e / 2, so flipping two experts needs e >= their gap: factor 1.
             return logits.softmax(-1) + mod.moe_statics.e_score_correction_bias.float().reshape(-1), 1.0
+        if type(mod).__name__ == "Kolibri1TopKRouter":
+            # ranks logits + e_score_correction_bias (the bias on the raw logits, sigmoid only for the weights)
+            return logits + mod.e_score_correction_bias.float(), 1.0
         if hasattr(mod, "e_score_correction_bias"):
             # NemotronHTopkRouter (DeepseekV3 style, n_group 1) ranks sigmoid(logits) + e_score_correction_bias:
             # the same logit-equivalent bound as above.

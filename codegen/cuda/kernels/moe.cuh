@@ -106,9 +106,10 @@ __device__ __forceinline__ void route_sparsemixer(const float (&v)[EL], float (&
 }
 
 // Router logits [T, E] -> k weights and expert ids per token. TB is the selection bias's type
-// (void: none); G > 0 limits the choice to the KEEP best of G expert groups.
+// (void: none), added to the scores or, with BIAS_ON_LOGITS, to the raw logits; G > 0 limits
+// the choice to the KEEP best of G expert groups.
 template <class TL, class TB, int E, int K, Score SC, bool RENORM, int G = 0, int KEEP = 0,
-          GroupScore GS = GroupScore::top2_sum, GroupFill GF = GroupFill::neg_inf>
+          GroupScore GS = GroupScore::top2_sum, GroupFill GF = GroupFill::neg_inf, bool BIAS_ON_LOGITS = false>
 __device__ __forceinline__ void moe_route(const CbcArgs &a) {
   using S = slots::MoeRoute;
   constexpr int EL = (E + 31) / 32;
@@ -118,10 +119,10 @@ __device__ __forceinline__ void moe_route(const CbcArgs &a) {
   const TB *bias = (const TB *)a.p[S::Bias];
   long long t = blockIdx.x;
   int lane = threadIdx.x;
-  float v[EL], key[EL];
+  float v[EL], key[EL], raw[EL];
   for (int e = 0; e < EL; ++e) {
     int x = lane + 32 * e;
-    v[e] = x < E ? ld(logits, t * E + x) : -INFINITY;
+    v[e] = raw[e] = x < E ? ld(logits, t * E + x) : -INFINITY;
   }
   if constexpr (SC == Score::softmax) {
     float mx = -INFINITY;
@@ -144,7 +145,7 @@ __device__ __forceinline__ void moe_route(const CbcArgs &a) {
     key[e] = v[e];
     if constexpr (present<TB>)
       if (lane + 32 * e < E)
-        key[e] = v[e] + ld(bias, lane + 32 * e);
+        key[e] = (BIAS_ON_LOGITS ? raw[e] : v[e]) + ld(bias, lane + 32 * e);
   }
   if constexpr (G > 0)
     route_mask_groups<E, EL, G, KEEP, GS, GF>(key);

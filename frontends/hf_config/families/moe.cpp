@@ -1,6 +1,7 @@
 // Attention decoders with routed experts: Mixtral, Qwen2-MoE, Qwen3-MoE, gpt-oss, MiniMax-M2,
 // OLMoE, FlexOlmo, GLM-4.5, Solar Open, dots.llm1, ERNIE-4.5-MoE, GraniteMoE, GraniteMoeShared,
-// Mellum, Hunyuan 3 (hy_v3), K-EXAONE, Granite-SWA, GraniteMoE-SWA, Phi-3.5-MoE and DBRX.
+// Mellum, Hunyuan 3 (hy_v3), K-EXAONE, Granite-SWA, GraniteMoE-SWA, Phi-3.5-MoE, DBRX and
+// Kolibri-1.
 #include "frontends/hf_config/families/families.h"
 #include "frontends/hf_config/families/helpers.h"
 #include "frontends/hf_config/families/mla.h"
@@ -506,6 +507,44 @@ void parseDbrx(const ConfigReader &r, ModelSpec &s) {
   allLayersMoe(s);
 }
 
+// Kolibri-1: GLM-4's sandwich norms (post_attn_norm, post_attention_layernorm before the MLP,
+// post_ffn_norm) around EXAONE-4's attention (per-head q/k norms; full layers are NoPE when
+// sliding_window is set), layer_types else full attention on every fifth layer (window 513 by
+// default); on every layer a router choosing the top k of logit + moe.router.expert_bias and
+// weighing them by sigmoid(logit), renormalised with norm_topk_prob, and a shared expert.
+void parseKolibri1(const ConfigReader &r, ModelSpec &s) {
+  s.attn.qk_norm = true;
+  int64_t window = windowOrClassDefault(r, 513);
+  std::vector<LayerKind> kinds =
+      r.has("layer_types") ? explicitLayerTypes(r, s.num_layers)
+                           : kindsWhere(s.num_layers, [](int64_t i) { return (i + 1) % 5 != 0; },
+                                        LayerKind::SlidingAttention, LayerKind::FullAttention);
+  if (window == 0 && std::count(kinds.begin(), kinds.end(), LayerKind::SlidingAttention) > 0)
+    throw ConfigError(r.path("sliding_window"), "must be positive: sliding-attention layers need one");
+  setLayers(s, kinds, window);
+  for (LayerSpec &l : s.layers)
+    l.nope = window > 0 && l.kind != LayerKind::SlidingAttention;
+  s.sandwich_norms = true;
+  s.names.post_attn_norm = "post_attn_norm";
+  s.names.pre_ff_norm = "post_attention_layernorm";
+  s.names.post_ff_norm = "post_ffn_norm";
+  MoeSpec &m = s.moe;
+  parseExperts(r, {.count = expertCountKey(r, "num_experts"), .experts = 384, .top_k = 6, .count_name = "num_experts"},
+               m);
+  m.intermediate = r.getSize("moe_intermediate_size", 512);
+  m.score = ExpertScoring::Sigmoid;
+  m.renorm = r.getBool("norm_topk_prob", false);
+  m.bias_on_logits = true;
+  m.act = s.mlp.act;
+  m.shared_intermediate = r.getSize("shared_expert_intermediate_size", 512);
+  ExpertNaming &n = m.names;
+  n = perExpertNames(s.names, "gate", /*gated=*/true);
+  n.selection_bias = "moe.router.expert_bias";
+  n.shared.gate_up = {"mlp.shared_experts.gate_proj.weight", "mlp.shared_experts.up_proj.weight"};
+  n.shared.down = {"mlp.shared_experts.down_proj.weight"};
+  allLayersMoe(s);
+}
+
 // PhimoeRotaryEmbedding: longrope keeps the short factors at every length and scales cos and sin
 // by short_mscale up to original_max_position_embeddings, by long_mscale beyond. cbc runs the
 // short factors with one mscale, so the two must agree (they do in Phi-3.5-MoE).
@@ -569,6 +608,9 @@ FamilyTable moeFamilies() {
       {"granitemoe_swa", {{.max_positions = 2048, .tie_word_embeddings = false}, parseGraniteMoeSwa}},
       {"dots1", {{.max_positions = 2048, .norm_eps = 1e-6}, parseDots1}},
       {"granitemoe", {{.max_positions = 2048}, parseGraniteMoe}},
+      {"kolibri1",
+       {{.head_dim = 128, .max_positions = 262144, .norm_eps = 1e-6, .moe_only = true, .kv_heads = 4},
+        parseKolibri1}},
       {"dbrx",
        {{.max_positions = 2048, .norm_eps = 1e-5, .moe_only = true, .head_dim_unused = true}, parseDbrx, nullptr,
         dbrxKeys}},

@@ -91,7 +91,7 @@ Value StepBuilder::sinkMoeMlp(int64_t layer, Value x) {
                                   selectionBias, b_.getI64IntegerAttr(m.top_k),
                                   RouteScoreAttr::get(b_.getContext(), RouteScore::sigmoid), b_.getBoolAttr(false),
                                   b_.getF64FloatAttr(0.0), b_.getF64FloatAttr(m.scaling), RouteGroupsAttr(),
-                                  b_.getI64IntegerAttr(S), b_.getF64FloatAttr(0.0));
+                                  b_.getI64IntegerAttr(S), b_.getF64FloatAttr(0.0), b_.getBoolAttr(false));
   Value w = route.getWeights();
   if (!n.global_scale.empty())
     w = mul(w, fp32Weight(prog(layer, "moe.global_scale"), {1}, hf(layer, n.global_scale)));
@@ -165,7 +165,7 @@ Value StepBuilder::moeMlp(int64_t layer, Value x) {
                                   RouteScoreAttr::get(b_.getContext(), toDialect(m.score)),
                                   b_.getBoolAttr(m.renorm), b_.getF64FloatAttr(m.renorm_eps),
                                   b_.getF64FloatAttr(m.scaling), groups, b_.getI64IntegerAttr(0),
-                                  b_.getF64FloatAttr(m.threshold));
+                                  b_.getF64FloatAttr(m.threshold), b_.getBoolAttr(m.bias_on_logits));
   Value wgu = weight(prog(layer, "moe.gate_up"), {E, m.gated ? 2 * I : I, H}, gateUp);
   Value wd = weight(prog(layer, "moe.down"), {E, H, I}, down);
   auto layout = GluLayoutAttr::get(b_.getContext(), toDialect(n.glu));

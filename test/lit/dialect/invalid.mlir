@@ -1178,6 +1178,14 @@ func.func @route_renorm_eps(%l: tensor<?x4xf32>) {
 
 // -----
 
+func.func @route_bias_on_logits(%l: tensor<?x4xf32>) {
+  // expected-error @+1 {{'cbc.moe.route' op bias_on_logits needs a selection bias}}
+  %w, %ids = cbc.moe.route %l {k = 2 : i64, score = #cbc.score<sigmoid>, bias_on_logits = true} : tensor<?x4xf32> -> tensor<?x2xf32>, tensor<?x2xi32>
+  return
+}
+
+// -----
+
 func.func @route_sparsemixer_renorm(%l: tensor<?x4xf32>) {
   // expected-error @+1 {{'cbc.moe.route' op sparsemixer scores take no selection bias, groups or renorm}}
   %w, %ids = cbc.moe.route %l {k = 2 : i64, score = #cbc.score<sparsemixer>, renorm = true} : tensor<?x4xf32> -> tensor<?x2xf32>, tensor<?x2xi32>
