@@ -3800,24 +3800,6 @@ class ClampProbe:
             if type(mod).__name__ == "GptOssExperts":
                 self.handles.append(mod.register_forward_hook(self._hook))
 
-    @staticmethod
-    def _sparsemixer_gap(logits, order, jitter):
-        """PhimoeTopKRouter's weights drop an expert whose relative gap (m - l) / max(|l|, m) below a
-        round's best m exceeds 2 * jitter: the smallest distance of any expert's gap from that threshold,
-        in logit units (the gap times its denominator), says how far logits may drift before a weight
-        jumps."""
-        best = math.inf
-        for j in range(2):
-            m = logits.gather(-1, order[:, j : j + 1])
-            factor = logits.abs().clamp(min=m)
-            ratio = (m - logits) / factor
-            earlier = torch.zeros_like(logits, dtype=torch.bool).scatter_(-1, order[:, :j], True) if j else None
-            dist = (ratio - 2 * jitter).abs() * factor
-            if earlier is not None:
-                dist = dist.masked_fill(earlier, math.inf)
-            best = min(best, float(dist.min()))
-        return best
-
     def _hook(self, mod, args, out):
         hs, idx = args[0], args[1]
         for t in range(hs.shape[0]):
