@@ -286,6 +286,9 @@ struct MoeSpec {
   FfnActivation act = FfnActivation::Silu; // ClampedSwiglu with limit and alpha (gated experts only)
   double limit = 0.0, alpha = 0.0;
   int64_t shared_intermediate = 0; // 0 = no shared expert
+  // The shared expert's activation where it differs from the routed experts' (Aria's follows
+  // hidden_act, its routed experts are always SiLU); none: act.
+  std::optional<FfnActivation> shared_act;
   bool gated = true;               // false: experts and shared expert are down(act(up x)) (Nemotron-H)
   bool plus_dense = false;         // the layer's dense MLP runs too and adds in (Granite's shared_mlp)
   std::string output_norm;         // a layer-level RMSNorm over the block's output (AX-K1); empty: none
@@ -298,6 +301,7 @@ struct Names {
   std::string input_norm = "input_layernorm", post_attn_norm = "post_attention_layernorm";
   std::string pre_ff_norm = "pre_feedforward_layernorm", post_ff_norm = "post_feedforward_layernorm";
   std::string attn = "self_attn", o_proj = "o_proj", q_norm = "q_norm", k_norm = "k_norm";
+  std::string sinks = "sinks";             // the attention's per-head sink logits
   std::string qkv;                         // one fused q|k|v projection (Phi-3), if set
   std::string mlp = "mlp", gate = "gate_proj", up = "up_proj", down = "down_proj";
   std::string gate_up;                     // one fused [gate | up] tensor (Phi-3, Granite), if set

@@ -345,7 +345,7 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, Invariance,
                          ::testing::Values("llama", "gemma2", "gpt_oss", "qwen3_moe", "qwen3_next", "lfm2",
                                            "jamba", "falcon_h1", "nemotron_h", "zamba", "zamba2", "deepseek_v3",
                                            "longcat_flash", "llama4_text", "minimax", "kimi_linear",
-                                           "bailing_hybrid", "inkling_text", "deepseek_v32", "glm_moe_dsa", "axk2", "olmo2", "gemma", "smollm3", "helium", "granite", "ministral", "olmo3", "glm", "glm4", "ernie4_5", "seed_oss", "internlm3", "olmoe", "glm4_moe", "ernie4_5_moe", "hunyuan_v1_dense", "hunyuan_v1_moe", "flex_olmo", "dots1", "iquestcoder", "arcee", "cwm", "exaone4", "vaultgemma", "olmo", "cohere", "cohere2", "granitemoe", "granitemoeshared", "ministral3", "jais2", "hyperclovax", "nanochat", "solar_open", "mellum", "hy_v3", "exaone_moe", "cohere2_moe", "granite_swa", "granitemoe_swa", "phimoe", "dbrx", "kolibri1"),
+                                           "bailing_hybrid", "inkling_text", "deepseek_v32", "glm_moe_dsa", "axk2", "olmo2", "gemma", "smollm3", "helium", "granite", "ministral", "olmo3", "glm", "glm4", "ernie4_5", "seed_oss", "internlm3", "olmoe", "glm4_moe", "ernie4_5_moe", "hunyuan_v1_dense", "hunyuan_v1_moe", "flex_olmo", "dots1", "iquestcoder", "arcee", "cwm", "exaone4", "vaultgemma", "olmo", "cohere", "cohere2", "granitemoe", "granitemoeshared", "ministral3", "jais2", "hyperclovax", "nanochat", "solar_open", "mellum", "hy_v3", "exaone_moe", "cohere2_moe", "granite_swa", "granitemoe_swa", "phimoe", "dbrx", "kolibri1", "cohere_compass_text", "aria_text", "flint"),
                          [](const auto &info) { return info.param; });
 
 } // namespace

@@ -2534,6 +2534,76 @@ FAMILIES = {
             "an ungated-by-router shared expert (48) on every layer; fused experts saved per expert",
         ],
     ),
+    "cohere_compass_text": dict(
+        seed=18319,
+        build=_config(
+            "CohereCompassTextConfig",
+            num_hidden_layers=4,
+            layer_norm_eps=1e-5,
+            logit_scale=0.5,
+            sliding_window=8,
+            layer_types=["sliding_attention", "full_attention", "sliding_attention", "full_attention"],
+            tie_word_embeddings=False,
+            rope_parameters={"sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}, "full_attention": None},
+        ),
+        zero_centred_norms=False,
+        features=[
+            "parallel block over one bias-free LayerNorm; logits x logit_scale 0.5",
+            "RoPE by layer type: sliding layers 0, 2 (window 8) rotate half-split pairs, full layers 1, 3 NoPE (null)",
+            "head_dim derived from hidden_size / num_attention_heads; an untied head (the class ties by default)",
+        ],
+    ),
+    "aria_text": dict(
+        atol_note="Routing weights are a softmax over the top-2 logits; smooth once the choice is made.",
+        seed=18411,
+        build=_config(
+            "AriaTextConfig",
+            num_hidden_layers=2,
+            hidden_act="gelu_pytorch_tanh",
+            moe_num_experts=4,
+            moe_topk=2,
+            moe_num_shared_experts=2,
+            intermediate_size=32,
+            mlp_bias=True,
+            attention_bias=True,
+            tie_word_embeddings=False,
+            rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+        ),
+        init_rules=[(r"mlp\.router\.weight$", 0.0, 1.0)],  # a decisive router
+        zero_centred_norms=False,
+        features=[
+            "MoE on every layer: top-2 of 4 logits, softmax over the chosen; experts fused and transposed (fc1 [E, H, 2I], fc2 [E, I, H]), SiLU-gated",
+            "a shared expert 2 x 32 wide with biases (mlp_bias) following hidden_act gelu_pytorch_tanh, unlike the routed experts",
+            "attention_bias: q/k/v and o biases",
+        ],
+    ),
+    "flint": dict(
+        atol_note="Routing weights are sigmoids of the chosen logits over their sum; smooth once the choice is made.",
+        seed=18524,
+        build=_config(
+            "FlintConfig",
+            num_hidden_layers=4,
+            head_dim=16,
+            sliding_window=8,
+            num_experts=4,
+            num_experts_per_tok=2,
+            moe_intermediate_size=32,
+            shared_expert_intermediate_size=48,
+            mlp_only_layers=[0],
+            tie_word_embeddings=False,
+            rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+        ),
+        init_rules=[
+            (r"mlp\.gate\.weight$", 0.0, 1.0),  # a decisive router
+            (r"self_attn\.sinks$", 0.0, 1.0),  # sinks that weigh in the softmax
+        ],
+        zero_centred_norms=False,
+        features=[
+            "the class's layer pattern over 4 layers: 0, 1, 3 full and NoPE, 2 sliding (window 8) with RoPE; per-head q/k RMS norms; learned sinks (N(0, 1))",
+            "layer 0 dense (mlp_only_layers), layers 1-3 MoE: top-2 of 4 by sigmoid(logit) in fp32, renormalised, plus an ungated shared expert (48)",
+            "sinks stored as self_attn.softmax_offset; experts saved per expert",
+        ],
+    ),
     "qwen2_moe": dict(
         atol_note="Routing weights are top-2 softmax probabilities (not renormalised); the shared expert's sigmoid gate is smooth.",
         seed=2024,

@@ -1,10 +1,13 @@
-// Cohere decoders: cohere (Command-R), cohere2 (Command-R7B, Command-A) and cohere2_moe: parallel
+// Cohere decoders: cohere (Command-R), cohere2 (Command-R7B, Command-A), cohere2_moe and
+// cohere_compass_text (North): parallel
 // blocks over one LayerNorm (weight, no bias), RoPE on interleaved pairs, logits scaled by
 // logit_scale.
 #include "frontends/hf_config/families/families.h"
 #include "frontends/hf_config/families/helpers.h"
 #include "frontends/hf_config/families/mla.h"
 #include "frontends/hf_config/parse_config.h"
+
+#include <set>
 
 namespace cbc::hf {
 
@@ -115,6 +118,63 @@ void parseCohere2Moe(const ConfigReader &r, ModelSpec &s) {
   }
 }
 
+// The class reads rope_parameters[layer_type] for every type it has, so they must be nested by
+// type (a flat dictionary fails in transformers); a type's rope_theta falls back on a top-level
+// rope_theta, which it must then have.
+RopeDicts cohereCompassRope(const ConfigReader &r) {
+  if (!r.has("rope_parameters") || !ropeByLayerType(r))
+    throw ConfigError(r.path("rope_parameters"),
+                      "must map each layer type (full_attention, sliding_attention) to its RoPE dictionary or null: "
+                      "the config class reads it by layer type");
+  const nlohmann::json &rp = r.raw("rope_parameters");
+  std::set<std::string> used;
+  for (const std::string &t : r.has("layer_types") ? r.getStringList("layer_types") : std::vector<std::string>{})
+    used.insert(t == "sliding_attention" ? t : "full_attention");
+  if (used.empty())
+    used.insert("full_attention");
+  RopeDicts out;
+  for (const char *kind : {"full_attention", "sliding_attention"}) {
+    if (used.count(kind) && !rp.contains(kind))
+      throw ConfigError(r.path(std::string("rope_parameters.") + kind),
+                        "is missing: the layers of that type read it (null: no RoPE)");
+    nlohmann::json d = rp.contains(kind) && rp[kind].is_object() ? rp[kind] : nlohmann::json::object();
+    if (!d.contains("rope_theta") || d["rope_theta"].is_null()) {
+      if (used.count(kind) && !rp[kind].is_null() && !r.has("rope_theta"))
+        throw ConfigError(r.path(std::string("rope_parameters.") + kind + ".rope_theta"), "is required");
+      d["rope_theta"] = r.getNumber("rope_theta", 10000.0);
+    }
+    out[kind] = d;
+  }
+  return out;
+}
+
+// North (cohere_compass_text): cohere's parallel block and bias-free LayerNorm with RoPE over
+// rotate-half pairs, layers from layer_types (default all full; sliding ones windowed by
+// sliding_window, class default 4096) and logits x logit_scale (none: 1). The class derives
+// head_dim = hidden_size / num_attention_heads whatever the file says, so a contradicting
+// head_dim is refused.
+void parseCohereCompassText(const ConfigReader &r, ModelSpec &s) {
+  int64_t derived = s.hidden_size / s.attn.num_heads;
+  if (r.has("head_dim") && r.requireSize("head_dim") != derived)
+    throw ConfigError(r.path("head_dim"), "must equal hidden_size / num_attention_heads (" + std::to_string(derived) +
+                                              "): the config class derives it whatever the file says");
+  std::vector<LayerKind> kinds = r.has("layer_types") ? explicitLayerTypes(r, s.num_layers)
+                                                      : std::vector<LayerKind>(s.num_layers, LayerKind::FullAttention);
+  int64_t window = windowOrClassDefault(r, 4096);
+  requireWindowForSliding(r, kinds, window);
+  setLayers(s, kinds, window);
+  cohereLayout(r, s);
+  s.attn.rope_pairing = RotaryPairing::Half;
+  s.logits_scale = r.has("logit_scale") ? r.getNumber("logit_scale", 1.0) : 1.0;
+  // rope_parameters[type] null: that type's layers have no position embedding.
+  cohereCompassRope(r); // checks the dictionaries before they are read here
+  const nlohmann::json &rp = r.raw("rope_parameters");
+  for (LayerSpec &l : s.layers)
+    l.nope = rp.value(l.kind == LayerKind::SlidingAttention ? "sliding_attention" : "full_attention",
+                      nlohmann::json::object())
+                 .is_null();
+}
+
 } // namespace
 
 FamilyTable cohereFamilies() {
@@ -131,6 +191,10 @@ FamilyTable cohereFamilies() {
        {{.head_dim = 128, .max_positions = 8192, .norm_eps = 1e-5, .tie_word_embeddings = true, .rope_theta = 10000.0,
          .norm_eps_key = "layer_norm_eps"},
         parseCohere2Moe}},
+      {"cohere_compass_text",
+       {{.max_positions = 8192, .norm_eps = 1e-5, .tie_word_embeddings = true, .head_dim_unused = true,
+         .norm_eps_key = "layer_norm_eps"},
+        parseCohereCompassText, cohereCompassRope}},
   };
 }
 

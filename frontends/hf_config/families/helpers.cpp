@@ -1,5 +1,7 @@
 #include "frontends/hf_config/families/helpers.h"
 
+#include <algorithm>
+
 #include <set>
 
 namespace cbc::hf {
@@ -110,6 +112,11 @@ std::vector<bool> ropeLayers(const ConfigReader &r, int64_t layers) {
   for (int64_t i = 0; i < layers; ++i)
     rope[i] = flags[i] != 0;
   return rope;
+}
+
+void requireWindowForSliding(const ConfigReader &r, const std::vector<LayerKind> &kinds, int64_t window) {
+  if (window == 0 && std::count(kinds.begin(), kinds.end(), LayerKind::SlidingAttention) > 0)
+    throw ConfigError(r.path("sliding_window"), "must be positive: sliding-attention layers need one");
 }
 
 int64_t optionalWindow(const ConfigReader &r, const char *key) {
@@ -236,9 +243,9 @@ void qwenWindowLayers(const ConfigReader &r, ModelSpec &spec, bool (*slides)(int
 }
 
 namespace {
-// mlp_only_layers, else every decoder_sparse_step-th layer.
-void qwenMoePlacement(const ConfigReader &r, ModelSpec &spec) {
-  auto dense = r.getIntList("mlp_only_layers");
+// mlp_only_layers (absent or null: the class's list), else every decoder_sparse_step-th layer.
+void qwenMoePlacement(const ConfigReader &r, ModelSpec &spec, const std::vector<int64_t> &classDense) {
+  auto dense = r.has("mlp_only_layers") ? r.getIntList("mlp_only_layers") : classDense;
   std::set<int64_t> denseSet(dense.begin(), dense.end());
   for (int64_t i : denseSet)
     if (i < 0 || i >= spec.num_layers)
@@ -263,7 +270,7 @@ void parseQwenMoe(const ConfigReader &r, ModelSpec &spec, const QwenMoeDefaults 
     m.shared_intermediate = r.getSize("shared_expert_intermediate_size", d.shared_intermediate);
     qwenSharedExpert(m.names);
   }
-  qwenMoePlacement(r, spec);
+  qwenMoePlacement(r, spec, d.mlp_only);
 }
 
 void qwenSharedExpert(ExpertNaming &n) {

@@ -47,6 +47,9 @@ std::vector<LayerKind> kindsWhere(int64_t layers, const std::function<bool(int64
                                   LayerKind no);
 // Sets the layers' kinds and windows; a sliding layer without a window attends to everything.
 void setLayers(ModelSpec &spec, const std::vector<LayerKind> &kinds, int64_t window);
+// Sliding layers need a window where the class masks them with one (transformers' sliding mask
+// refuses a missing window).
+void requireWindowForSliding(const ConfigReader &r, const std::vector<LayerKind> &kinds, int64_t window);
 // sliding_window when set (it must not be negative), else 0.
 int64_t optionalWindow(const ConfigReader &r, const char *key = "sliding_window");
 // An absent sliding_window takes the config class's default; an explicit null means no window.
@@ -108,6 +111,7 @@ struct QwenMoeDefaults {
   int64_t experts, top_k, intermediate;
   int64_t shared_intermediate; // 0: no shared expert
   bool renorm;
+  std::vector<int64_t> mlp_only = {}; // mlp_only_layers when the config has none
 };
 // Qwen2-MoE, Qwen3-MoE, Qwen3-Next: experts placed by mlp_only_layers and decoder_sparse_step.
 void parseQwenMoe(const ConfigReader &r, ModelSpec &spec, const QwenMoeDefaults &d);

@@ -519,8 +519,7 @@ void parseKolibri1(const ConfigReader &r, ModelSpec &s) {
       r.has("layer_types") ? explicitLayerTypes(r, s.num_layers)
                            : kindsWhere(s.num_layers, [](int64_t i) { return (i + 1) % 5 != 0; },
                                         LayerKind::SlidingAttention, LayerKind::FullAttention);
-  if (window == 0 && std::count(kinds.begin(), kinds.end(), LayerKind::SlidingAttention) > 0)
-    throw ConfigError(r.path("sliding_window"), "must be positive: sliding-attention layers need one");
+  requireWindowForSliding(r, kinds, window);
   setLayers(s, kinds, window);
   for (LayerSpec &l : s.layers)
     l.nope = window > 0 && l.kind != LayerKind::SlidingAttention;
@@ -572,6 +571,68 @@ RopeDicts phimoeRopeDicts(const ConfigReader &r) {
   return dicts;
 }
 
+// Aria's text decoder: MoE on every layer, the top moe_topk of moe_num_experts logits weighted by
+// a softmax over them; experts fused and transposed (fc1 [E, H, 2I] gate then up, fc2 [E, I, H]),
+// always SiLU-gated; moe_num_shared_experts x intermediate_size of shared expert following
+// hidden_act, with biases from mlp_bias; q/k/v/o biases from attention_bias.
+void parseAriaText(const ConfigReader &r, ModelSpec &s) {
+  attentionBiases(r, s);
+  uniformWindowLayers(s, 0);
+  MoeSpec &m = s.moe;
+  parseExperts(r, {.count = "moe_num_experts", .experts = 8, .top_k = 2, .count_name = "moe_num_experts",
+                   .top_k_key = "moe_topk"},
+               m);
+  m.intermediate = s.mlp.intermediate;
+  m.score = ExpertScoring::TopkSoftmax;
+  m.act = FfnActivation::Silu;
+  m.shared_act = s.mlp.act;
+  m.shared_intermediate = m.intermediate * r.getCount("moe_num_shared_experts", 2);
+  bool bias = r.getBool("mlp_bias", false);
+  if (bias && m.shared_intermediate == 0)
+    throw ConfigError(r.path("moe_num_shared_experts"),
+                      "must be positive with mlp_bias: an empty shared expert still adds its down_proj bias, "
+                      "which cbc does not lower");
+  ExpertNaming &n = m.names;
+  n.router = "mlp.router.weight";
+  n.fused = n.transposed = true;
+  n.experts.gate_up = {"mlp.experts.fc1.weight"};
+  n.experts.down = {"mlp.experts.fc2.weight"};
+  n.shared.gate_up = {"mlp.shared_experts.gate_proj.weight", "mlp.shared_experts.up_proj.weight"};
+  n.shared.down = {"mlp.shared_experts.down_proj.weight"};
+  if (bias) {
+    n.shared.gate_up_bias = {"mlp.shared_experts.gate_proj.bias", "mlp.shared_experts.up_proj.bias"};
+    n.shared.down_bias = "mlp.shared_experts.down_proj.bias";
+  }
+  allLayersMoe(s);
+}
+
+// Flint: per-head q/k RMS norms before RoPE, learned attention sinks (stored as
+// self_attn.softmax_offset), layer_types else full attention on layers 0, 1, every fourth from 1
+// and the last, the others sliding (sliding_window, default 513); only sliding layers rotate.
+// Experts placed as Qwen2-MoE places them (mlp_only_layers, default [0, 1]), chosen by the top
+// sigmoid(logit), those renormalised with norm_topk_prob, and a shared expert added ungated.
+void parseFlint(const ConfigReader &r, ModelSpec &s) {
+  s.attn.qk_norm = true;
+  s.attn.sinks = true;
+  s.names.sinks = "softmax_offset";
+  attentionBiases(r, s);
+  int64_t window = windowOrClassDefault(r, 513);
+  int64_t last = s.num_layers - 1;
+  std::vector<LayerKind> kinds =
+      r.has("layer_types") ? explicitLayerTypes(r, s.num_layers)
+                           : kindsWhere(s.num_layers, [last](int64_t i) { return !(i < 2 || i % 4 == 1 || i == last); },
+                                        LayerKind::SlidingAttention, LayerKind::FullAttention);
+  requireWindowForSliding(r, kinds, window);
+  setLayers(s, kinds, window);
+  for (LayerSpec &l : s.layers)
+    l.nope = l.kind != LayerKind::SlidingAttention;
+  parseQwenMoe(r, s,
+               {.experts = 256, .top_k = 6, .intermediate = 512, .shared_intermediate = 1024, .renorm = true,
+                .mlp_only = {0, 1}});
+  s.moe.score = ExpertScoring::Sigmoid;
+  s.moe.names.shared_gate.clear();
+}
+
 } // namespace
 
 FamilyTable moeFamilies() {
@@ -618,6 +679,9 @@ FamilyTable moeFamilies() {
        {{.max_positions = 4096 * 32, .norm_eps = 1e-5, .rope_theta = 1000000.0, .kv_heads = 8}, parsePhimoe,
         phimoeRopeDicts}},
       {"granitemoeshared", {{.max_positions = 2048}, parseGraniteMoeShared}},
+      {"flint",
+       {{.head_dim = 128, .max_positions = 262144, .norm_eps = 1e-6, .kv_heads = 4}, parseFlint}},
+      {"aria_text", {{.max_positions = 2048, .heads_divide_hidden = true}, parseAriaText}},
       {"gpt_oss",
        {{.head_dim = 64, .max_positions = 131072, .norm_eps = 1e-5, .rope_theta = 150000.0}, parseGptOss,
         gptOssRopeDicts}},

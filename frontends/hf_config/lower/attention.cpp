@@ -123,7 +123,7 @@ Value StepBuilder::attention(int64_t layer, Value x, const AttnSite &site) {
                      b_.getI64IntegerAttr(a.num_kv_heads), b_.getI64IntegerAttr(D), retention, IntegerAttr());
   Value sinks;
   if (a.sinks)
-    sinks = weight(site.prog + "sinks", {a.num_heads}, site.hf + "sinks");
+    sinks = weight(site.prog + "sinks", {a.num_heads}, site.hf + spec_.names.sinks);
   Value o = KvAttentionOp::create(b_, loc_, rows(qw), q, positions_, seqIds_, cuSeqlens_, kvLens_, slots_,
                                   blockTables_, sinks, Value(), b_.getI64IntegerAttr(layer), b_.getI64IntegerAttr(a.num_heads),
                                   b_.getI64IntegerAttr(a.num_kv_heads), b_.getI64IntegerAttr(D),

@@ -48,6 +48,7 @@ Value StepBuilder::denseMlp(int64_t layer, Value x, const std::string &module) {
 Value StepBuilder::sharedExpert(int64_t layer, Value x) {
   int64_t I = spec_.moe.shared_intermediate, H = spec_.hidden_size;
   const ExpertTensors &se = spec_.moe.names.shared;
+  FfnActivation a = spec_.moe.shared_act.value_or(spec_.moe.act);
   if (!spec_.moe.gated) {
     // Ungated: down(act(up x)).
     Value bup, bdown;
@@ -56,7 +57,7 @@ Value StepBuilder::sharedExpert(int64_t layer, Value x) {
       bdown = weight(prog(layer, "moe.shared.down_bias"), {H}, hf(layer, se.down_bias));
     }
     Value up = linear(x, weight(prog(layer, "moe.shared.up"), {I, H}, hf(layer, se.gate_up[0])), bup);
-    Value h = act(up, toDialect(spec_.moe.act));
+    Value h = act(up, toDialect(a));
     return linear(h, weight(prog(layer, "moe.shared.down"), {H, I}, hf(layer, se.down[0])), bdown);
   }
   Value wgu = weight(prog(layer, "moe.shared.gate_up"), {2 * I, H},
@@ -67,7 +68,7 @@ Value StepBuilder::sharedExpert(int64_t layer, Value x) {
                  {.parts = {{hf(layer, se.gate_up_bias[0]), hf(layer, se.gate_up_bias[1])}}});
     bdown = weight(prog(layer, "moe.shared.down_bias"), {H}, hf(layer, se.down_bias));
   }
-  Value g = glu(linear(x, wgu, bgu), I, gluAct(spec_.moe.act));
+  Value g = glu(linear(x, wgu, bgu), I, gluAct(a));
   Value out = linear(g, weight(prog(layer, "moe.shared.down"), {H, I}, hf(layer, se.down[0])), bdown);
   if (!spec_.moe.names.shared_gate.empty()) {
     Value gate = linear(x, weight(prog(layer, "moe.shared.gate"), {1, H}, hf(layer, spec_.moe.names.shared_gate)));
