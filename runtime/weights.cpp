@@ -390,6 +390,9 @@ HostTensor assemble(const WeightEntry &w, const Checkpoint &ckpt, const ModelMet
   } else {
     out = std::move(parts[0]);
   }
+  // A scalar stored 0-dimensional (a module's buffer, xIELU's beta) fills a one-element weight.
+  if (out.shape().empty() && w.shape == std::vector<int64_t>{1})
+    out.reshape(w.shape);
   if (out.shape() != w.shape) {
     std::string names;
     for (const auto &p : w.parts)

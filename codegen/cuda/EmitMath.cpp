@@ -153,6 +153,17 @@ void emitClamp(Emitter &e, ClampOp op) {
   elementwise(e, "clamp", Instance("clamp").type(op.getX()).type(out).integer(cols(out)), out, args);
 }
 
+// The four parameters share one element type (the verifier sees to their shapes).
+void emitXielu(Emitter &e, XieluOp op) {
+  using S = slots::Xielu;
+  Value out = op.getResult();
+  SlotArgs<S> args;
+  args.set(S::X, e.arg(op.getX())).set(S::AlphaP, e.arg(op.getAlphaP())).set(S::AlphaN, e.arg(op.getAlphaN()));
+  args.set(S::Beta, e.arg(op.getBeta())).set(S::Eps, e.arg(op.getEps())).set(S::Out, e.arg(out));
+  elementwise(e, "xielu", Instance("xielu").type(op.getX()).type(op.getAlphaP()).type(out).integer(cols(out)), out,
+              args);
+}
+
 // x * sigmoid(g) (gate) and x * g (mul), one g per group of columns (per element, head or row).
 template <class Op> static void emitScale(Emitter &e, Op op, llvm::StringRef name) {
   using S = slots::Gate;

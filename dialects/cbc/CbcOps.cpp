@@ -256,6 +256,20 @@ LogicalResult ClampOp::verify() {
   return success();
 }
 
+LogicalResult XieluOp::verify() {
+  Type element = llvm::cast<RankedTensorType>(getAlphaP().getType()).getElementType();
+  for (Value w : {getAlphaP(), getAlphaN(), getBeta(), getEps()}) {
+    auto t = llvm::cast<RankedTensorType>(w.getType());
+    if (t.getNumElements() != 1)
+      return emitOpError("parameters must each have exactly one element");
+    if (t.getElementType() != element)
+      return emitOpError("parameters must share one element type");
+  }
+  if (cols(getResult()) != cols(getX()))
+    return emitOpError("result width must equal the input width");
+  return success();
+}
+
 LogicalResult AddRmsNormOp::verify() {
   int64_t width = cols(getLhs());
   if (cols(getRhs()) != width || cols(getSum()) != width || cols(getNormed()) != width)

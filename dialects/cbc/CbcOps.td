@@ -292,6 +292,24 @@ def Cbc_ClampOp : Cbc_Op<"math.clamp", [Pure, SameOperandsAndResultShape]> {
   let hasVerifier = 1;
 }
 
+def Cbc_XieluOp : Cbc_Op<"math.xielu", [Pure]> {
+  let opcode = 34;
+  let summary = "The xIELU activation, its parameters learned scalars.";
+  let description = [{
+    With `ap = softplus(alpha_p)` and `an = beta + softplus(alpha_n)`, each element becomes
+    `ap * x^2 + beta * x` where `x > 0`, else `(expm1(min(x, eps)) - x) * an + beta * x`. The four
+    parameters are one-element weights of the layer (Apertus learns `alpha_p` and `alpha_n` per
+    MLP; `beta` and `eps`, normally 0.5 and -1e-6, are stored beside them).
+  }];
+  let arguments = (ins Cbc_Rows:$x, Cbc_Weight:$alpha_p, Cbc_Weight:$alpha_n, Cbc_Weight:$beta, Cbc_Weight:$eps);
+  let results = (outs Cbc_Rows:$result);
+  let assemblyFormat = [{
+    $x `,` $alpha_p `,` $alpha_n `,` $beta `,` $eps attr-dict `:` type($x) `,` type($alpha_p) `,` type($alpha_n) `,`
+    type($beta) `,` type($eps) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
 def Cbc_HeadLinearOp : Cbc_Op<"math.head_linear", [Pure]> {
   let opcode = 25;
   let params = "HeadLinearParams";

@@ -314,6 +314,14 @@ void checkLayerLists(const ConfigReader &r, const FamilyDefaults &d, const std::
     validateLayerList(r, "mlp_layer_types", {"dense", "sparse"}, "MLP type");
 }
 
+// xIELU's parameters are weights of each MLP, which cbc lowers for ungated dense MLPs only.
+void checkXielu(const ConfigReader &r, const FamilyDefaults &d, const ModelSpec &s) {
+  bool experts = std::any_of(s.layers.begin(), s.layers.end(), [](const LayerSpec &l) { return l.moe; });
+  bool expertsXielu = experts && (s.moe.act == FfnActivation::Xielu || s.moe.shared_act == FfnActivation::Xielu);
+  if ((s.mlp.act == FfnActivation::Xielu && s.mlp.gated) || expertsXielu)
+    throw ConfigError(r.path(d.act_key), "xielu is supported only in ungated dense MLPs");
+}
+
 } // namespace
 
 ModelSpec parseConfig(const std::string &text) {
@@ -343,6 +351,7 @@ ModelSpec parseConfig(const std::string &text) {
   parseCommon(r, top, family.defaults, multimodal, spec);
   spec.layers.assign(spec.num_layers, LayerSpec{});
   family.parse(r, spec);
+  checkXielu(r, family.defaults, spec);
   if (!family.defaults.attention_free && !family.defaults.rope_free)
     assignRope(r, spec, family.ropeDicts ? family.ropeDicts(r) : ropeDictionaries(r, family.defaults.rope_theta),
                family.defaults);

@@ -23,6 +23,7 @@ enum class FfnActivation {
   Relu,
   Relu2,         // squared ReLU
   ClampedSwiglu, // gpt-oss's gated unit with MoeSpec::limit and alpha; gated experts only
+  Xielu,         // xIELU, its parameters learned per MLP (under <mlp>.act_fn); ungated dense MLPs only
 };
 
 // How the gate and up projections share a fused gate_up tensor's rows.

@@ -296,6 +296,30 @@ Exec compileClamp(const OpContext &c) {
   };
 }
 
+// torch's softplus: log(1 + e^v), v itself above 20.
+static float softplus(float v) { return v > 20.0f ? v : std::log1p(std::exp(v)); }
+
+Exec compileXielu(const OpContext &c) {
+  c.need(5, 1);
+  int x = c.I[0], out = c.O[0];
+  c.acts({x, out});
+  c.check(c.cols(out) == c.cols(x), "changes the width");
+  for (int i = 1; i < 5; ++i)
+    c.check(c.weightNumel(c.I[i]) == 1, "has a parameter that is not one scalar");
+  int64_t width = c.cols(x);
+  int ap = c.I[1], an = c.I[2], b = c.I[3], ep = c.I[4];
+  return [=](StepEnv &e) {
+    float beta = *e.weight(b), eps = *e.weight(ep);
+    float alphaP = softplus(*e.weight(ap)), alphaN = beta + softplus(*e.weight(an));
+    const float *in = e.f32(x);
+    float *y = e.f32(out);
+    for (int64_t i = 0, n = e.rows(x) * width; i < n; ++i) {
+      float v = in[i];
+      y[i] = v > 0 ? alphaP * v * v + beta * v : (std::expm1(std::min(v, eps)) - v) * alphaN + beta * v;
+    }
+  };
+}
+
 // The fused ops run the reference kernels of the ops they replace.
 Exec compileAddRmsNorm(const OpContext &c) {
   c.check(c.I.size() >= 2 && c.O.size() == 2, "has the wrong number of operands");

@@ -2604,6 +2604,32 @@ FAMILIES = {
             "sinks stored as self_attn.softmax_offset; experts saved per expert",
         ],
     ),
+    "apertus": dict(
+        seed=18604,
+        build=_config(
+            "ApertusConfig",
+            num_hidden_layers=2,
+            tie_word_embeddings=False,
+            rope_parameters={
+                "rope_type": "llama3",
+                "rope_theta": 12000000.0,
+                "factor": 8.0,
+                "original_max_position_embeddings": 32,
+                "low_freq_factor": 1.0,
+                "high_freq_factor": 4.0,
+            },
+        ),
+        init_rules=[
+            (r"act_fn\.alpha_p$", 0.2, 0.3),  # around the class's softplus^-1(0.8), different per layer
+            (r"act_fn\.alpha_n$", -1.0, 0.3),  # around softplus^-1(0.8 - beta)
+        ],
+        zero_centred_norms=False,
+        features=[
+            "ungated MLP with xIELU (hidden_act default): alpha_p, alpha_n learned per layer, beta 0.5 and eps -1e-6 stored beside them",
+            "per-head q/k RMS norms before RoPE; norms named attention_layernorm / feedforward_layernorm",
+            "Llama 3 RoPE scaling (factor 8 over 32 positions) at theta 1.2e7",
+        ],
+    ),
     "qwen2_moe": dict(
         atol_note="Routing weights are top-2 softmax probabilities (not renormalised); the shared expert's sigmoid gate is smooth.",
         seed=2024,

@@ -198,6 +198,11 @@ struct Clamp {
   enum Int { Rows, NumInt };
   enum Flt { Limit, NumFlt };
 };
+struct Xielu {
+  enum Ptr { X, AlphaP, AlphaN, Beta, Eps, Out, NumPtr };
+  enum Int { Rows, NumInt };
+  enum Flt { NumFlt };
+};
 // x * sigmoid(g) and x * g, g per element or per row.
 struct Gate {
   enum Ptr { X, G, Out, NumPtr };

@@ -248,6 +248,26 @@ RopeDicts cwmRopeDicts(const ConfigReader &r) {
   return ropeOrClassDefaults(r, 1000000.0, d, d);
 }
 
+// Apertus: Llama attention with per-head q/k RMS norms before RoPE, its two norms named
+// attention_layernorm and feedforward_layernorm, and an ungated MLP whose activation defaults to
+// xIELU (parameters under mlp.act_fn).
+void parseApertus(const ConfigReader &r, ModelSpec &s) {
+  attentionBiases(r, s);
+  s.attn.qk_norm = true;
+  s.mlp.gated = false;
+  s.names.input_norm = "attention_layernorm";
+  s.names.post_attn_norm = "feedforward_layernorm";
+  uniformWindowLayers(s, 0);
+}
+
+// ApertusConfig: without rope_parameters, Llama 3 scaling (factor 8 over 8192 positions) at
+// theta 1.2e7, which is also the base of a dictionary that has none.
+RopeDicts apertusRopeDicts(const ConfigReader &r) {
+  json d = {{"rope_type", "llama3"}, {"rope_theta", 12000000.0}, {"factor", 8.0}, {"high_freq_factor", 4.0},
+            {"low_freq_factor", 1.0}, {"original_max_position_embeddings", 8192}};
+  return ropeOrClassDefaults(r, 12000000.0, d, d);
+}
+
 // EXAONE 4: post-norm layers (OLMo-2's: no input norm) over EXAONE's attention layers.
 void parseExaone4(const ConfigReader &r, ModelSpec &s) {
   exaoneLayers(r, s);
@@ -386,6 +406,9 @@ FamilyTable denseFamilies() {
         parseCwm, cwmRopeDicts}},
       {"exaone4", {{.max_positions = 2048, .norm_eps = 1e-5, .kv_heads = 32}, parseExaone4}},
       {"olmo", {{.max_positions = 2048, .norm_eps = 1e-5}, parseOlmo}},
+      {"apertus",
+       {{.max_positions = 65536, .norm_eps = 1e-5, .rope_theta = 12000000.0, .act = "xielu"}, parseApertus,
+        apertusRopeDicts}},
       {"ministral3",
        {{.head_dim = 128, .max_positions = 262144, .norm_eps = 1e-5, .rope_theta = 1000000.0, .kv_heads = 8},
         parseMinistral3, ministral3RopeDicts}},

@@ -12,7 +12,7 @@ FfnActivation activation(const ConfigReader &r, const char *key, const char *fal
       {"silu", FfnActivation::Silu}, {"swish", FfnActivation::Silu},
       {"gelu_pytorch_tanh", FfnActivation::GeluTanh}, {"gelu_new", FfnActivation::GeluTanh},
       {"gelu_fast", FfnActivation::GeluTanh}, {"gelu", FfnActivation::Gelu},
-      {"relu", FfnActivation::Relu}, {"relu2", FfnActivation::Relu2}};
+      {"relu", FfnActivation::Relu}, {"relu2", FfnActivation::Relu2}, {"xielu", FfnActivation::Xielu}};
   std::string act = r.getString(key, fallback);
   auto it = names.find(act);
   if (it == names.end())

@@ -12,8 +12,9 @@ Activation toDialect(FfnActivation a) {
   case FfnActivation::Relu: return Activation::relu;
   case FfnActivation::Relu2: return Activation::relu2;
   case FfnActivation::ClampedSwiglu: break; // the parser gives it to gated experts alone
+  case FfnActivation::Xielu: break;         // an op of its own with weights (StepBuilder::denseMlp)
   }
-  llvm_unreachable("clamped_swiglu is a gated unit's activation, not an elementwise one");
+  llvm_unreachable("clamped_swiglu and xielu have no cbc.math.act kind");
 }
 
 RopePairing toDialect(RotaryPairing p) {

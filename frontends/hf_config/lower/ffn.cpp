@@ -21,7 +21,8 @@ Value StepBuilder::denseMlp(int64_t layer, Value x, const std::string &module) {
       bdown = weight(prog(layer, base + ".down_bias"), {H}, name(nm.down + ".bias"));
     }
     Value up = linear(x, weight(prog(layer, base + ".up"), {I, H}, name(nm.up + ".weight")), bup);
-    Value h = act(up, toDialect(spec_.mlp.act));
+    Value h = spec_.mlp.act == FfnActivation::Xielu ? xielu(up, prog(layer, base + ".act."), name("act_fn."))
+                                                    : act(up, toDialect(spec_.mlp.act));
     return linear(h, weight(prog(layer, base + ".down"), {H, I}, name(nm.down + ".weight")), bdown);
   }
   // Multipliers on the gate projection's output and on the MLP's output.

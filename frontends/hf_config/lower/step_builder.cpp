@@ -155,6 +155,13 @@ Value StepBuilder::act(Value x, Activation kind) {
   return ActOp::create(b_, loc_, x.getType(), x, actAttr(kind), b_.getF64FloatAttr(1.0)).getResult();
 }
 
+Value StepBuilder::xielu(Value x, const std::string &progPrefix, const std::string &hfPrefix) {
+  // beta and eps are stored 0-dimensional (buffers), which the loader reads as [1].
+  auto param = [&](const char *name) { return weight(progPrefix + name, {1}, hfPrefix + name); };
+  return XieluOp::create(b_, loc_, x.getType(), x, param("alpha_p"), param("alpha_n"), param("beta"), param("eps"))
+      .getResult();
+}
+
 Value StepBuilder::scaleBy(Value x, double factor) {
   return ActOp::create(b_, loc_, x.getType(), x, actAttr(Activation::none), b_.getF64FloatAttr(factor)).getResult();
 }

@@ -128,6 +128,8 @@ private:
   Value conv1d(int64_t layer, Value x, Value w, Value bias, Activation act, llvm::StringRef state = "conv",
                bool residual = false);
   Value act(Value x, Activation kind);
+  // xIELU with its parameters alpha_p, alpha_n, beta and eps at <hfPrefix><name>.
+  Value xielu(Value x, const std::string &progPrefix, const std::string &hfPrefix);
   // x times a constant: cbc.math.act with no activation (the dialect has no scale op).
   Value scaleBy(Value x, double factor);
   llvm::SmallVector<Value> split(Value x, llvm::ArrayRef<int64_t> widths);

@@ -551,6 +551,30 @@ func.func @clamp_limit(%x: tensor<?x8xf32>) {
 
 // -----
 
+func.func @xielu_param_not_scalar(%x: tensor<?x8xf32>, %a: tensor<2xbf16>, %b: tensor<1xbf16>) {
+  // expected-error @+1 {{'cbc.math.xielu' op parameters must each have exactly one element}}
+  %0 = cbc.math.xielu %x, %a, %b, %b, %b : tensor<?x8xf32>, tensor<2xbf16>, tensor<1xbf16>, tensor<1xbf16>, tensor<1xbf16> -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @xielu_param_types(%x: tensor<?x8xf32>, %a: tensor<1xf32>, %b: tensor<1xbf16>) {
+  // expected-error @+1 {{'cbc.math.xielu' op parameters must share one element type}}
+  %0 = cbc.math.xielu %x, %b, %a, %b, %b : tensor<?x8xf32>, tensor<1xbf16>, tensor<1xf32>, tensor<1xbf16>, tensor<1xbf16> -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @xielu_width(%x: tensor<?x8xf32>, %b: tensor<1xbf16>) {
+  // expected-error @+1 {{'cbc.math.xielu' op result width must equal the input width}}
+  %0 = cbc.math.xielu %x, %b, %b, %b, %b : tensor<?x8xf32>, tensor<1xbf16>, tensor<1xbf16>, tensor<1xbf16>, tensor<1xbf16> -> tensor<?x4xf32>
+  return
+}
+
+// -----
+
 func.func @softcap_cap(%x: tensor<?x8xf32>) {
   // expected-error @+1 {{'cbc.math.softcap' op cap must be positive}}
   %0 = cbc.math.softcap %x {cap = -30.0 : f64} : tensor<?x8xf32>
