@@ -101,7 +101,8 @@ struct AttentionSpec {
   double softcap = 0.0;  // attention score soft-capping; 0 = none
   double clip_qkv = 0.0; // q, k and v clamped to [-clip_qkv, clip_qkv] after projection; 0 = none
   bool sinks = false;    // one learned logit per head in the softmax denominator
-  bool output_gate = false; // q_proj also yields a per-head gate: o * sigmoid(gate) (Qwen3-Next)
+  bool output_gate = false; // a per-element gate on the output: o * sigmoid(gate), from q_proj
+                            // (per head, Qwen3-Next) or from Names::attn_gate
   bool rope = true;         // false: no position embedding (NoPE)
   bool qk_norm_whole = false; // q/k norms over the whole projection rather than per head (OLMo)
   RotaryPairing rope_pairing = RotaryPairing::Half; // which features RoPE pairs
@@ -302,6 +303,8 @@ struct Names {
   std::string pre_ff_norm = "pre_feedforward_layernorm", post_ff_norm = "post_feedforward_layernorm";
   std::string attn = "self_attn", o_proj = "o_proj", q_norm = "q_norm", k_norm = "k_norm";
   std::string sinks = "sinks";             // the attention's per-head sink logits
+  std::string attn_gate;                   // the output gate's own [heads * head_dim, H] projection
+                                           // (AFMoE's gate_proj, no bias); empty: it rides in q_proj
   std::string qkv;                         // one fused q|k|v projection (Phi-3), if set
   std::string mlp = "mlp", gate = "gate_proj", up = "up_proj", down = "down_proj";
   std::string gate_up;                     // one fused [gate | up] tensor (Phi-3, Granite), if set

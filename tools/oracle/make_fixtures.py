@@ -2630,6 +2630,38 @@ FAMILIES = {
             "Llama 3 RoPE scaling (factor 8 over 32 positions) at theta 1.2e7",
         ],
     ),
+    "afmoe": dict(
+        atol_note="Routing weights are sigmoids of the chosen logits over their sum; smooth once the choice is made.",
+        seed=18701,
+        build=_config(
+            "AfmoeConfig",
+            num_hidden_layers=4,
+            head_dim=16,
+            global_attn_every_n_layers=2,
+            sliding_window=8,
+            num_dense_layers=1,
+            num_experts=4,
+            num_experts_per_tok=2,
+            num_shared_experts=1,
+            moe_intermediate_size=32,
+            route_scale=1.5,
+            mup_enabled=True,
+            tie_word_embeddings=False,
+            rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+        ),
+        init_rules=[
+            (r"mlp\.router\.gate\.weight$", 0.0, 1.0),  # a decisive router
+            (r"mlp\.expert_bias$", 0.0, 0.3),  # on the sigmoid scores' scale: it steers choices
+            (r"embed_tokens\.weight$", 0.0, 0.125),  # x sqrt(64) = 8 under mup_enabled: unit-scale inputs
+        ],
+        zero_centred_norms=False,
+        features=[
+            "four RMSNorms per layer; per-head q/k norms; o * sigmoid(gate_proj(x)) before o_proj",
+            "global_attn_every_n_layers 2: layers 0, 2 sliding (window 8, RoPE), 1, 3 full and NoPE",
+            "layer 0 dense, 1-3 MoE: top-2 of 4 by sigmoid + expert_bias, sigmoid weights renormalised x route_scale 1.5, a 32-wide shared expert",
+            "mup_enabled: embeddings x sqrt(64)",
+        ],
+    ),
     "qwen2_moe": dict(
         atol_note="Routing weights are top-2 softmax probabilities (not renormalised); the shared expert's sigmoid gate is smooth.",
         seed=2024,
@@ -3558,7 +3590,7 @@ def _same_sets(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 
 
 # Routers whose class name does not say so; they return (logits, weights, indices) and have top_k.
-PLAIN_ROUTERS = {"HunYuanMoEV1Gate"}
+PLAIN_ROUTERS = {"HunYuanMoEV1Gate", "AfmoeTokenChoiceRouter"}
 
 
 class RouterProbe:
@@ -3663,7 +3695,7 @@ class RouterProbe:
             # at most e/4, so flipping two experts needs e >= 2 * (s_k - s_k+1): report that
             # logit-equivalent bound so the gap compares with the other routers'.
             return logits.sigmoid() + args[1].float(), 2.0
-        if type(mod).__name__ in ("MiniMaxM2TopKRouter", "HYV3TopKRouter"):
+        if type(mod).__name__ in ("MiniMaxM2TopKRouter", "HYV3TopKRouter", "AfmoeTokenChoiceRouter"):
             # ranks sigmoid(logits) + e_score_correction_bias, the bias passed in by the MoE block (args[1])
             return logits.sigmoid() + args[1].float(), 2.0
         if hasattr(mod, "moe_statics"):

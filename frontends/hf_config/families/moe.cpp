@@ -633,6 +633,54 @@ void parseFlint(const ConfigReader &r, ModelSpec &s) {
   s.moe.names.shared_gate.clear();
 }
 
+// AFMoE: four RMSNorms per layer (input, post_attention, pre_mlp, post_mlp), per-head q/k norms,
+// an output gate of its own (self_attn.gate_proj, o * sigmoid(gate)), layer_types else every
+// global_attn_every_n_layers-th layer full (default 4) and the others sliding (window 1024); only
+// sliding layers rotate. Layers from num_dense_layers on are MoE: the top k of sigmoid(logit) +
+// mlp.expert_bias, weighted by sigmoid(logit) renormalised (+1e-20) and scaled by route_scale,
+// plus num_shared_experts x moe_intermediate_size of shared expert. mup_enabled scales the
+// embeddings by sqrt(hidden_size).
+void parseAfmoe(const ConfigReader &r, ModelSpec &s) {
+  if (r.getBool("attention_bias", false))
+    throw ConfigError(r.path("attention_bias"), "q/k/v biases beside the bias-free output gate are not supported");
+  s.attn.qk_norm = true;
+  s.attn.output_gate = true;
+  s.names.attn_gate = "gate_proj";
+  int64_t window = windowOrClassDefault(r, 1024);
+  int64_t every = r.getSize("global_attn_every_n_layers", 4);
+  std::vector<LayerKind> kinds =
+      r.has("layer_types") ? explicitLayerTypes(r, s.num_layers)
+                           : kindsWhere(s.num_layers, [every](int64_t i) { return (i + 1) % every != 0; },
+                                        LayerKind::SlidingAttention, LayerKind::FullAttention);
+  requireWindowForSliding(r, kinds, window);
+  setLayers(s, kinds, window);
+  for (LayerSpec &l : s.layers)
+    l.nope = l.kind != LayerKind::SlidingAttention;
+  s.sandwich_norms = true;
+  s.names.post_attn_norm = "post_attention_layernorm";
+  s.names.pre_ff_norm = "pre_mlp_layernorm";
+  s.names.post_ff_norm = "post_mlp_layernorm";
+  if (r.getBool("mup_enabled", false))
+    s.embed_scale = std::sqrt((double)s.hidden_size);
+  MoeSpec &m = s.moe;
+  parseExperts(r, {.count = "num_experts", .experts = 64, .top_k = 6, .count_name = "num_experts"}, m);
+  m.intermediate = r.getSize("moe_intermediate_size", 1408);
+  m.score = ExpertScoring::Sigmoid;
+  m.renorm = true;
+  m.renorm_eps = 1e-20;
+  m.scaling = r.getNumber("route_scale", 1.0);
+  m.act = s.mlp.act;
+  m.shared_intermediate = m.intermediate * r.getCount("num_shared_experts", 2);
+  ExpertNaming &n = m.names;
+  n = perExpertNames(s.names, "router.gate", /*gated=*/true);
+  n.selection_bias = "mlp.expert_bias";
+  n.shared.gate_up = {"mlp.shared_experts.gate_proj.weight", "mlp.shared_experts.up_proj.weight"};
+  n.shared.down = {"mlp.shared_experts.down_proj.weight"};
+  int64_t dense = r.getCount("num_dense_layers", 1);
+  for (int64_t i = 0; i < s.num_layers; ++i)
+    s.layers[i].moe = i >= dense;
+}
+
 } // namespace
 
 FamilyTable moeFamilies() {
@@ -679,6 +727,7 @@ FamilyTable moeFamilies() {
        {{.max_positions = 4096 * 32, .norm_eps = 1e-5, .rope_theta = 1000000.0, .kv_heads = 8}, parsePhimoe,
         phimoeRopeDicts}},
       {"granitemoeshared", {{.max_positions = 2048}, parseGraniteMoeShared}},
+      {"afmoe", {{.head_dim = 128, .max_positions = 16384, .norm_eps = 1e-5}, parseAfmoe}},
       {"flint",
        {{.head_dim = 128, .max_positions = 262144, .norm_eps = 1e-6, .kv_heads = 4}, parseFlint}},
       {"aria_text", {{.max_positions = 2048, .heads_divide_hidden = true}, parseAriaText}},

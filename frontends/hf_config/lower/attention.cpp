@@ -29,7 +29,8 @@ Value StepBuilder::rope(const RopeSpec &r, Value x, int64_t headDim, std::option
   return RopeOp::create(b_, loc_, rows(width), x, positions_, seqIds_, promptLens_, schedule).getResult();
 }
 
-// [q | gate | k | v] rows (gate only with an output gate), one GEMM per layer.
+// [q | gate | k | v] rows (gate only with an output gate), one GEMM per layer. The gate rows
+// come interleaved per head with q_proj's or, with Names::attn_gate, from their own projection.
 Value StepBuilder::qkvProjection(int64_t layer, Value x, const AttnSite &site) {
   const AttentionSpec &a = spec_.attn;
   const Names &n = spec_.names;
@@ -47,10 +48,13 @@ Value StepBuilder::qkvProjection(int64_t layer, Value x, const AttnSite &site) {
   } else {
     // q_proj interleaves [q | gate] per head; regrouping makes it [q all | gate all].
     SmallVector<int64_t> regroup;
-    if (a.output_gate)
+    std::vector<std::string> names = {site.hf + "q_proj.weight", site.hf + "k_proj.weight", site.hf + "v_proj.weight"};
+    if (a.output_gate && !n.attn_gate.empty())
+      names.insert(names.begin() + 1, site.hf + n.attn_gate + ".weight");
+    else if (a.output_gate)
       regroup = {a.num_heads, D, D};
     wqkv = weight(site.prog + "qkv", {qw + gw + 2 * kw, in},
-                  {.parts = {{site.hf + "q_proj.weight", site.hf + "k_proj.weight", site.hf + "v_proj.weight"}},
+                  {.parts = {names},
                    .regroup = regroup,
                    .row_scales = wScales});
     if (a.qkv_bias)
