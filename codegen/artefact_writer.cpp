@@ -66,6 +66,7 @@ fb::Activation toFb(Activation a) {
   case Activation::relu: return fb::Activation::Relu;
   case Activation::relu2: return fb::Activation::Relu2;
   case Activation::sigmoid: return fb::Activation::Sigmoid;
+  case Activation::softplus: return fb::Activation::Softplus;
   }
   llvm_unreachable("unknown activation");
 }

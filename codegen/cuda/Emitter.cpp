@@ -227,6 +227,7 @@ Instance &Instance::choice(Activation a) {
   case Activation::relu: return add("cbc::Act::relu");
   case Activation::relu2: return add("cbc::Act::relu2");
   case Activation::sigmoid: return add("cbc::Act::sigmoid");
+  case Activation::softplus: return add("cbc::Act::softplus");
   }
   llvm_unreachable("an activation without a kernel");
 }

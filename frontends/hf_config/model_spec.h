@@ -101,8 +101,10 @@ struct AttentionSpec {
   double softcap = 0.0;  // attention score soft-capping; 0 = none
   double clip_qkv = 0.0; // q, k and v clamped to [-clip_qkv, clip_qkv] after projection; 0 = none
   bool sinks = false;    // one learned logit per head in the softmax denominator
-  bool output_gate = false; // a per-element gate on the output: o * sigmoid(gate), from q_proj
-                            // (per head, Qwen3-Next) or from Names::attn_gate
+  bool output_gate = false; // a gate on the output: o * sigmoid(gate), from q_proj (per head,
+                            // Qwen3-Next) or from Names::attn_gate
+  bool gate_per_head = false; // one gate value per head (Names::attn_gate only), not per element
+  bool gate_softplus = false; // o * softplus(gate) rather than o * sigmoid(gate) (Laguna)
   bool rope = true;         // false: no position embedding (NoPE)
   bool qk_norm_whole = false; // q/k norms over the whole projection rather than per head (OLMo)
   RotaryPairing rope_pairing = RotaryPairing::Half; // which features RoPE pairs

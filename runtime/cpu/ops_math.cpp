@@ -296,9 +296,6 @@ Exec compileClamp(const OpContext &c) {
   };
 }
 
-// torch's softplus: log(1 + e^v), v itself above 20.
-static float softplus(float v) { return v > 20.0f ? v : std::log1p(std::exp(v)); }
-
 Exec compileXielu(const OpContext &c) {
   c.need(5, 1);
   int x = c.I[0], out = c.O[0];
@@ -310,7 +307,7 @@ Exec compileXielu(const OpContext &c) {
   int ap = c.I[1], an = c.I[2], b = c.I[3], ep = c.I[4];
   return [=](StepEnv &e) {
     float beta = *e.weight(b), eps = *e.weight(ep);
-    float alphaP = softplus(*e.weight(ap)), alphaN = beta + softplus(*e.weight(an));
+    float alphaP = activate(Act::Softplus, *e.weight(ap)), alphaN = beta + activate(Act::Softplus, *e.weight(an));
     const float *in = e.f32(x);
     float *y = e.f32(out);
     for (int64_t i = 0, n = e.rows(x) * width; i < n; ++i) {

@@ -85,16 +85,14 @@ template <class TX, class TY, int W> __device__ __forceinline__ void clamp(const
   for_element<W>(a.i[S::Rows], [&](long long i, long long, long long) { st(y, i, fminf(fmaxf(ld(x, i), -limit), limit)); });
 }
 
-// xIELU with its four one-element parameters (TP: their type); softplus as torch's (identity
-// above 20).
+// xIELU with its four one-element parameters (TP: their type).
 template <class TX, class TP, class TY, int W> __device__ __forceinline__ void xielu(const CbcArgs &a) {
   using S = slots::Xielu;
   const TX *x = (const TX *)a.p[S::X];
   TY *y = (TY *)a.p[S::Out];
-  auto softplus = [](float v) { return v > 20.0f ? v : log1pf(expf(v)); };
   float beta = ld((const TP *)a.p[S::Beta], 0), eps = ld((const TP *)a.p[S::Eps], 0);
-  float ap = softplus(ld((const TP *)a.p[S::AlphaP], 0));
-  float an = beta + softplus(ld((const TP *)a.p[S::AlphaN], 0));
+  float ap = act_softplus(ld((const TP *)a.p[S::AlphaP], 0));
+  float an = beta + act_softplus(ld((const TP *)a.p[S::AlphaN], 0));
   for_element<W>(a.i[S::Rows], [&](long long i, long long, long long) {
     float v = ld(x, i);
     st(y, i, v > 0.0f ? ap * v * v + beta * v : (expm1f(fminf(v, eps)) - v) * an + beta * v);

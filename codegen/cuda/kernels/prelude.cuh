@@ -77,6 +77,7 @@ __device__ __forceinline__ float act_gelu_tanh(float x) {
 __device__ __forceinline__ float act_relu(float x) { return x > 0.0f ? x : 0.0f; }
 __device__ __forceinline__ float act_relu2(float x) { return x > 0.0f ? x * x : 0.0f; }
 __device__ __forceinline__ float act_sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
+__device__ __forceinline__ float act_softplus(float x) { return x > 20.0f ? x : log1pf(expf(x)); }
 
 template <Act A> __device__ __forceinline__ float act(float x) {
   if constexpr (A == Act::none)
@@ -91,6 +92,8 @@ template <Act A> __device__ __forceinline__ float act(float x) {
     return act_relu(x);
   else if constexpr (A == Act::relu2)
     return act_relu2(x);
+  else if constexpr (A == Act::softplus)
+    return act_softplus(x);
   else
     return act_sigmoid(x);
 }

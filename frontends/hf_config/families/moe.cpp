@@ -7,6 +7,8 @@
 #include "frontends/hf_config/families/mla.h"
 #include "frontends/hf_config/parse_config.h"
 
+#include <set>
+
 namespace cbc::hf {
 
 namespace {
@@ -681,6 +683,91 @@ void parseAfmoe(const ConfigReader &r, ModelSpec &s) {
     s.layers[i].moe = i >= dense;
 }
 
+// LagunaConfig reads rope_parameters[layer_type] as written (no defaults filled in): nested by
+// type, each used type's dictionary with its rope_type and rope_theta; without rope_parameters,
+// theta 5e5 rotating half of each head on full layers and 1e4 rotating all on sliding ones.
+RopeDicts lagunaRopeDicts(const ConfigReader &r) {
+  if (!r.has("rope_parameters"))
+    return {{"full_attention", {{"rope_type", "default"}, {"rope_theta", 500000.0}, {"partial_rotary_factor", 0.5}}},
+            {"sliding_attention", {{"rope_type", "default"}, {"rope_theta", 10000.0}, {"partial_rotary_factor", 1.0}}}};
+  if (!ropeByLayerType(r))
+    throw ConfigError(r.path("rope_parameters"), "must map each layer type (full_attention, sliding_attention) to its "
+                                                 "RoPE dictionary: the config class reads it by layer type");
+  const nlohmann::json &rp = r.raw("rope_parameters");
+  std::set<std::string> used = {"full_attention"};
+  if (r.has("layer_types")) {
+    used.clear();
+    for (const std::string &t : r.getStringList("layer_types"))
+      used.insert(t == "sliding_attention" ? t : "full_attention");
+  }
+  RopeDicts out;
+  for (const char *kind : {"full_attention", "sliding_attention"}) {
+    std::string path = std::string("rope_parameters.") + kind;
+    bool needed = used.count(kind) > 0;
+    if (needed && (!rp.contains(kind) || !rp[kind].is_object()))
+      throw ConfigError(r.path(path), "must be a RoPE dictionary: the layers of that type rotate");
+    nlohmann::json d = rp.contains(kind) && rp[kind].is_object() ? rp[kind] : nlohmann::json::object();
+    for (const char *key : {"rope_type", "rope_theta"})
+      if (needed && (!d.contains(key) || d[key].is_null()))
+        throw ConfigError(r.path(path + "." + key), "is required (the config class fills in no default)");
+    if (!needed)
+      d = {{"rope_type", "default"}, {"rope_theta", 10000.0}};
+    out[kind] = d;
+  }
+  return out;
+}
+
+// Laguna: per-head q/k RMS norms, q head counts per layer (num_attention_heads_per_layer), an
+// output gate o * softplus(g_proj(x)) per head (gating true or "per-head") or per element,
+// layer_types else all full (sliding ones windowed by sliding_window, default 512), partial RoPE
+// by layer type. MoE on mlp_layer_types' sparse layers (default all but the first): the top k of
+// sigmoid(logit) + a correction bias (stored under mlp.experts), sigmoid weights renormalised and
+// the routed sum scaled by moe_routed_scaling_factor, plus an ungated shared expert.
+void parseLaguna(const ConfigReader &r, ModelSpec &s) {
+  if (r.getBool("attention_bias", false))
+    throw ConfigError(r.path("attention_bias"), "q/k/v biases beside the bias-free output gate are not supported");
+  if (r.getBool("moe_apply_router_weight_on_input", false))
+    throw ConfigError(r.path("moe_apply_router_weight_on_input"), "must be false (transformers does not run it)");
+  if (r.getNumber("moe_router_logit_softcapping", 0.0) != 0.0)
+    throw ConfigError(r.path("moe_router_logit_softcapping"), "router logit soft-capping is not supported");
+  s.attn.qk_norm = true;
+  s.attn.output_gate = s.attn.gate_softplus = true;
+  s.names.attn_gate = "g_proj";
+  const nlohmann::json gating = r.has("gating") ? r.raw("gating") : nlohmann::json(true);
+  s.attn.gate_per_head = gating == true || gating == "per-head";
+  int64_t window = windowOrClassDefault(r, 512);
+  std::vector<LayerKind> kinds = r.has("layer_types") ? explicitLayerTypes(r, s.num_layers)
+                                                      : std::vector<LayerKind>(s.num_layers, LayerKind::FullAttention);
+  requireWindowForSliding(r, kinds, window);
+  setLayers(s, kinds, window);
+  if (r.has("num_attention_heads_per_layer")) {
+    std::vector<int64_t> heads = r.getIntList("num_attention_heads_per_layer");
+    checkLayerCount(r, "num_attention_heads_per_layer", heads.size(), s.num_layers);
+    for (int64_t i = 0; i < s.num_layers; ++i) {
+      if (heads[i] <= 0 || heads[i] % s.attn.num_kv_heads != 0)
+        throw ConfigError(r.path("num_attention_heads_per_layer"),
+                          "layer " + std::to_string(i) + ": must be a positive multiple of num_key_value_heads (" +
+                              std::to_string(s.attn.num_kv_heads) + ")");
+      s.layers[i].num_heads = heads[i];
+    }
+  }
+  lagunaRopeDicts(r); // checks the dictionaries before any layer is built
+  MoeSpec &m = s.moe;
+  parseExperts(r, {.count = "num_experts", .experts = 256, .top_k = 8, .count_name = "num_experts"}, m);
+  m.intermediate = r.getSize("moe_intermediate_size", 512);
+  m.score = ExpertScoring::Sigmoid;
+  m.renorm = true;
+  m.scaling = r.getNumber("moe_routed_scaling_factor", 1.0);
+  m.act = s.mlp.act;
+  m.shared_intermediate = r.getCount("shared_expert_intermediate_size", 512);
+  ExpertNaming &n = m.names;
+  n = perExpertNames(s.names, "gate", /*gated=*/true);
+  n.selection_bias = "mlp.experts.e_score_correction_bias";
+  n.shared.gate_up = {"mlp.shared_expert.gate_proj.weight", "mlp.shared_expert.up_proj.weight"};
+  n.shared.down = {"mlp.shared_expert.down_proj.weight"};
+  moeByLayerTypes(r, s, [](int64_t i) { return i > 0; });
+}
+
 } // namespace
 
 FamilyTable moeFamilies() {
@@ -728,6 +815,9 @@ FamilyTable moeFamilies() {
         phimoeRopeDicts}},
       {"granitemoeshared", {{.max_positions = 2048}, parseGraniteMoeShared}},
       {"afmoe", {{.head_dim = 128, .max_positions = 16384, .norm_eps = 1e-5}, parseAfmoe}},
+      {"laguna",
+       {{.head_dim = 128, .max_positions = 131072, .partial_rotary = true, .kv_heads = 8}, parseLaguna,
+        lagunaRopeDicts}},
       {"flint",
        {{.head_dim = 128, .max_positions = 262144, .norm_eps = 1e-6, .kv_heads = 4}, parseFlint}},
       {"aria_text", {{.max_positions = 2048, .heads_divide_hidden = true}, parseAriaText}},

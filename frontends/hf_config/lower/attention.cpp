@@ -29,13 +29,27 @@ Value StepBuilder::rope(const RopeSpec &r, Value x, int64_t headDim, std::option
   return RopeOp::create(b_, loc_, rows(width), x, positions_, seqIds_, promptLens_, schedule).getResult();
 }
 
+AttentionSpec StepBuilder::layerAttention(int64_t layer) const {
+  AttentionSpec a = spec_.attn;
+  const LayerSpec &L = spec_.layers[layer];
+  a.num_heads = L.num_heads ? L.num_heads : a.num_heads;
+  a.num_kv_heads = L.num_kv_heads ? L.num_kv_heads : a.num_kv_heads;
+  a.head_dim = L.head_dim ? L.head_dim : a.head_dim;
+  return a;
+}
+
+// The output gate's width: one per head or one per element of q.
+static int64_t gateWidth(const AttentionSpec &a) {
+  return !a.output_gate ? 0 : a.gate_per_head ? a.num_heads : a.num_heads * a.head_dim;
+}
+
 // [q | gate | k | v] rows (gate only with an output gate), one GEMM per layer. The gate rows
 // come interleaved per head with q_proj's or, with Names::attn_gate, from their own projection.
 Value StepBuilder::qkvProjection(int64_t layer, Value x, const AttnSite &site) {
-  const AttentionSpec &a = spec_.attn;
+  const AttentionSpec a = layerAttention(layer);
   const Names &n = spec_.names;
   int64_t D = a.head_dim, qw = a.num_heads * D, kw = a.num_kv_heads * D;
-  int64_t gw = a.output_gate ? qw : 0; // the per-head output gate rides in q_proj
+  int64_t gw = gateWidth(a);
   int64_t in = site.in;
   // Multipliers on the input (the weights only) and on k (weight and bias).
   const Multipliers &mu = spec_.mup;
@@ -82,7 +96,7 @@ Value StepBuilder::qkvProjection(int64_t layer, Value x, const AttnSite &site) {
 Value StepBuilder::attention(int64_t layer, Value x, const AttnSite &site) {
   if (spec_.attn.rel_dim > 0)
     return relativeAttention(layer, x, site);
-  const AttentionSpec &a = spec_.attn;
+  const AttentionSpec a = layerAttention(layer);
   const Names &n = spec_.names;
   const LayerSpec &L = spec_.layers[layer];
   int64_t D = a.head_dim, qw = a.num_heads * D, kw = a.num_kv_heads * D;
@@ -90,7 +104,7 @@ Value StepBuilder::attention(int64_t layer, Value x, const AttnSite &site) {
   Value qkv = qkvProjection(layer, x, site);
   if (a.clip_qkv > 0)
     qkv = ClampOp::create(b_, loc_, qkv.getType(), qkv, b_.getF64FloatAttr(a.clip_qkv)).getResult();
-  SmallVector<Value> parts = a.output_gate ? split(qkv, {qw, qw, kw, kw}) : split(qkv, {qw, kw, kw});
+  SmallVector<Value> parts = a.output_gate ? split(qkv, {qw, gateWidth(a), kw, kw}) : split(qkv, {qw, kw, kw});
   Value q = parts[0], k = parts[a.output_gate ? 2 : 1], v = parts[a.output_gate ? 3 : 2];
   // Per head, or over the whole projection; before RoPE, or after it.
   auto qkNorms = [&] {
@@ -102,8 +116,8 @@ Value StepBuilder::attention(int64_t layer, Value x, const AttnSite &site) {
     qkNorms();
   bool roped = a.rope && !L.nope;
   if (roped) {
-    q = rope(L.rope, q);
-    k = rope(L.rope, k);
+    q = rope(L.rope, q, D);
+    k = rope(L.rope, k, D);
     if (a.qk_l2_norm) {
       q = norm(q, Value(), D);
       k = norm(k, Value(), D);
@@ -135,7 +149,9 @@ Value StepBuilder::attention(int64_t layer, Value x, const AttnSite &site) {
                                   a.softcap > 0 ? b_.getF64FloatAttr(a.softcap) : FloatAttr(), IntegerAttr(),
                                   b_.getI64IntegerAttr(0))
                 .getResult();
-  if (a.output_gate)
+  if (a.output_gate && a.gate_softplus)
+    o = mul(o, act(parts[1], Activation::softplus));
+  else if (a.output_gate)
     o = GateOp::create(b_, loc_, rows(qw), o, parts[1]).getResult();
   auto oScales = scales({{H, spec_.mup.attn_out}});
   Value wo = weight(site.prog + "o", {H, qw}, {.parts = {{site.hf + n.o_proj + ".weight"}}, .row_scales = oScales});

@@ -64,6 +64,8 @@ private:
   Value attention(int64_t layer, Value x) { return attention(layer, x, attnSite(layer)); }
   Value attention(int64_t layer, Value x, const AttnSite &site);
   Value qkvProjection(int64_t layer, Value x, const AttnSite &site);
+  // The attention spec with the layer's own head counts and width where it has them.
+  AttentionSpec layerAttention(int64_t layer) const;
   // Attention with a relative-position bias from the hidden state (relative_attention.cpp).
   Value relativeAttention(int64_t layer, Value x, const AttnSite &site);
   // h + depthwise_conv(h) with a per-request state `state`; `module` holds conv1d.weight.

@@ -50,6 +50,8 @@ func.func @device_types(%x: tensor<?x8xbf16>, %y: tensor<?x8xf32>) -> tensor<?x8
   %ep = cbc.weight.ref "eps" {sources = [["a.eps"]]} : tensor<1xbf16>
   // CHECK: cbc.math.xielu %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}} : tensor<?x8xf32>, tensor<1xbf16>, tensor<1xbf16>, tensor<1xbf16>, tensor<1xbf16> -> tensor<?x8xf32>
   %f = cbc.math.xielu %e, %ap, %an, %be, %ep : tensor<?x8xf32>, tensor<1xbf16>, tensor<1xbf16>, tensor<1xbf16>, tensor<1xbf16> -> tensor<?x8xf32>
+  // CHECK: cbc.math.act %{{[a-z0-9_#]+}} {act = #cbc.act<softplus>} : tensor<?x8xf32>
+  %g = cbc.math.act %f {act = #cbc.act<softplus>} : tensor<?x8xf32>
   return %a : tensor<?x8xf32>
 }
 
