@@ -113,8 +113,7 @@ void parseCohere2Moe(const ConfigReader &r, ModelSpec &s) {
     if (combine != "sum")
       throw ConfigError(r.path("shared_expert_combination_strategy"),
                         "'" + combine + "' is not supported with shared experts (only 'sum')");
-    m.names.shared.gate_up = {"mlp.shared_experts.gate_proj.weight", "mlp.shared_experts.up_proj.weight"};
-    m.names.shared.down = {"mlp.shared_experts.down_proj.weight"};
+    gatedSharedExpert(m.names, "mlp.shared_experts");
   }
 }
 

@@ -203,6 +203,11 @@ ExpertNaming perExpertNames(const Names &n, const std::string &router, bool gate
   return names;
 }
 
+void gatedSharedExpert(ExpertNaming &n, const std::string &module) {
+  n.shared.gate_up = {module + ".gate_proj.weight", module + ".up_proj.weight"};
+  n.shared.down = {module + ".down_proj.weight"};
+}
+
 ExpertNaming graniteNames() {
   ExpertNaming n;
   n.router = "block_sparse_moe.router.layer.weight";
@@ -274,8 +279,7 @@ void parseQwenMoe(const ConfigReader &r, ModelSpec &spec, const QwenMoeDefaults 
 }
 
 void qwenSharedExpert(ExpertNaming &n) {
-  n.shared.gate_up = {"mlp.shared_expert.gate_proj.weight", "mlp.shared_expert.up_proj.weight"};
-  n.shared.down = {"mlp.shared_expert.down_proj.weight"};
+  gatedSharedExpert(n, "mlp.shared_expert");
   n.shared_gate = "mlp.shared_expert_gate.weight";
 }
 

@@ -87,6 +87,8 @@ struct ExpertKeys {
 };
 void parseExperts(const ConfigReader &r, const ExpertKeys &keys, MoeSpec &m);
 
+// A gated shared expert under `module`: <module>.{gate,up,down}_proj.weight.
+void gatedSharedExpert(ExpertNaming &n, const std::string &module);
 // One tensor set per expert under <mlp>.experts.{e}, named by the family's Names (gate/up/down),
 // routed by <mlp>.<router>.
 ExpertNaming perExpertNames(const Names &n, const std::string &router, bool gated);

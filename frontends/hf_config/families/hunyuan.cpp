@@ -62,8 +62,7 @@ void parseHunyuanMoe(const ConfigReader &r, ModelSpec &s) {
   m.act = s.mlp.act;
   m.shared_intermediate = s.mlp.intermediate;
   m.names = perExpertNames(s.names, "gate.wg", /*gated=*/true);
-  m.names.shared.gate_up = {"mlp.shared_mlp.gate_proj.weight", "mlp.shared_mlp.up_proj.weight"};
-  m.names.shared.down = {"mlp.shared_mlp.down_proj.weight"};
+  gatedSharedExpert(m.names, "mlp.shared_mlp");
   allLayersMoe(s);
 }
 

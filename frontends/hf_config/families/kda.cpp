@@ -101,9 +101,7 @@ void parseKimiLinear(const ConfigReader &r0, ModelSpec &s) {
   n.selection_bias = "block_sparse_moe.gate.e_score_correction_bias";
   n.experts.gate_up = {"block_sparse_moe.experts.{e}.w1.weight", "block_sparse_moe.experts.{e}.w3.weight"};
   n.experts.down = {"block_sparse_moe.experts.{e}.w2.weight"};
-  n.shared.gate_up = {"block_sparse_moe.shared_experts.gate_proj.weight",
-                      "block_sparse_moe.shared_experts.up_proj.weight"};
-  n.shared.down = {"block_sparse_moe.shared_experts.down_proj.weight"};
+  gatedSharedExpert(n, "block_sparse_moe.shared_experts");
   // Moonshot's checkpoints name the dense layers' MLP mlp.*; save_pretrained writes block_sparse_moe.*.
   s.weight_aliases = {{".block_sparse_moe.", ".mlp."}};
   int64_t first = r.getInt("first_k_dense_replace", 1);

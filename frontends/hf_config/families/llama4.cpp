@@ -70,8 +70,7 @@ void parseLlama4Text(const ConfigReader &r, ModelSpec &s) {
   n.fused = n.transposed = true; // gate_up_proj [E, H, 2I] (gate then up), down_proj [E, I, H]
   n.experts.gate_up = {"feed_forward.experts.gate_up_proj"};
   n.experts.down = {"feed_forward.experts.down_proj"};
-  n.shared.gate_up = {"feed_forward.shared_expert.gate_proj.weight", "feed_forward.shared_expert.up_proj.weight"};
-  n.shared.down = {"feed_forward.shared_expert.down_proj.weight"};
+  gatedSharedExpert(n, "feed_forward.shared_expert");
   llama4MoeLayers(r, s);
 }
 

@@ -111,8 +111,7 @@ void parseDeepseekMoe(const ConfigReader &r, ModelSpec &s, const RouterRule &rul
   }
   if (rule.selection_bias)
     n.selection_bias = "mlp.gate.e_score_correction_bias";
-  n.shared.gate_up = {"mlp.shared_experts.gate_proj.weight", "mlp.shared_experts.up_proj.weight"};
-  n.shared.down = {"mlp.shared_experts.down_proj.weight"};
+  gatedSharedExpert(n, "mlp.shared_experts");
 }
 
 // Layers from first_k_dense_replace on are MoE.

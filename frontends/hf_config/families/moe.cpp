@@ -233,8 +233,7 @@ void parseHyV3(const ConfigReader &r, ModelSpec &s) {
   ExpertNaming &n = m.names;
   n = perExpertNames(s.names, "router.gate", /*gated=*/true);
   n.selection_bias = "mlp.expert_bias";
-  n.shared.gate_up = {"mlp.shared_mlp.gate_proj.weight", "mlp.shared_mlp.up_proj.weight"};
-  n.shared.down = {"mlp.shared_mlp.down_proj.weight"};
+  gatedSharedExpert(n, "mlp.shared_mlp");
   moeByLayerTypes(r, s, [](int64_t i) { return i > 0; });
 }
 
@@ -320,8 +319,7 @@ void parseErnie45Moe(const ConfigReader &r, ModelSpec &s) {
   n = perExpertNames(s.names, "gate", /*gated=*/true);
   n.selection_bias = "mlp.moe_statics.e_score_correction_bias";
   n.selection_bias_row = true;
-  n.shared.gate_up = {"mlp.shared_experts.gate_proj.weight", "mlp.shared_experts.up_proj.weight"};
-  n.shared.down = {"mlp.shared_experts.down_proj.weight"};
+  gatedSharedExpert(n, "mlp.shared_experts");
   if (bias) {
     n.shared.gate_up_bias = {"mlp.shared_experts.gate_proj.bias", "mlp.shared_experts.up_proj.bias"};
     n.shared.down_bias = "mlp.shared_experts.down_proj.bias";
@@ -541,8 +539,7 @@ void parseKolibri1(const ConfigReader &r, ModelSpec &s) {
   ExpertNaming &n = m.names;
   n = perExpertNames(s.names, "gate", /*gated=*/true);
   n.selection_bias = "moe.router.expert_bias";
-  n.shared.gate_up = {"mlp.shared_experts.gate_proj.weight", "mlp.shared_experts.up_proj.weight"};
-  n.shared.down = {"mlp.shared_experts.down_proj.weight"};
+  gatedSharedExpert(n, "mlp.shared_experts");
   allLayersMoe(s);
 }
 
@@ -599,8 +596,7 @@ void parseAriaText(const ConfigReader &r, ModelSpec &s) {
   n.fused = n.transposed = true;
   n.experts.gate_up = {"mlp.experts.fc1.weight"};
   n.experts.down = {"mlp.experts.fc2.weight"};
-  n.shared.gate_up = {"mlp.shared_experts.gate_proj.weight", "mlp.shared_experts.up_proj.weight"};
-  n.shared.down = {"mlp.shared_experts.down_proj.weight"};
+  gatedSharedExpert(n, "mlp.shared_experts");
   if (bias) {
     n.shared.gate_up_bias = {"mlp.shared_experts.gate_proj.bias", "mlp.shared_experts.up_proj.bias"};
     n.shared.down_bias = "mlp.shared_experts.down_proj.bias";
@@ -676,8 +672,7 @@ void parseAfmoe(const ConfigReader &r, ModelSpec &s) {
   ExpertNaming &n = m.names;
   n = perExpertNames(s.names, "router.gate", /*gated=*/true);
   n.selection_bias = "mlp.expert_bias";
-  n.shared.gate_up = {"mlp.shared_experts.gate_proj.weight", "mlp.shared_experts.up_proj.weight"};
-  n.shared.down = {"mlp.shared_experts.down_proj.weight"};
+  gatedSharedExpert(n, "mlp.shared_experts");
   int64_t dense = r.getCount("num_dense_layers", 1);
   for (int64_t i = 0; i < s.num_layers; ++i)
     s.layers[i].moe = i >= dense;
@@ -763,8 +758,7 @@ void parseLaguna(const ConfigReader &r, ModelSpec &s) {
   ExpertNaming &n = m.names;
   n = perExpertNames(s.names, "gate", /*gated=*/true);
   n.selection_bias = "mlp.experts.e_score_correction_bias";
-  n.shared.gate_up = {"mlp.shared_expert.gate_proj.weight", "mlp.shared_expert.up_proj.weight"};
-  n.shared.down = {"mlp.shared_expert.down_proj.weight"};
+  gatedSharedExpert(n, "mlp.shared_expert");
   moeByLayerTypes(r, s, [](int64_t i) { return i > 0; });
 }
 
