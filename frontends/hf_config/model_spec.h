@@ -308,6 +308,9 @@ struct Names {
   std::string attn_gate;                   // the output gate's own [heads * head_dim, H] projection
                                            // (AFMoE's gate_proj, no bias); empty: it rides in q_proj
   std::string qkv;                         // one fused q|k|v projection (Phi-3), if set
+  // Norms inside the blocks (BitNet's sub-norms): over the attention output before o_proj, and
+  // over the MLP's act(gate) * up before down_proj; empty: none.
+  std::string attn_sub_norm, ffn_sub_norm;
   std::string mlp = "mlp", gate = "gate_proj", up = "up_proj", down = "down_proj";
   std::string gate_up;                     // one fused [gate | up] tensor (Phi-3, Granite), if set
   std::string final_norm = "norm";

@@ -2699,6 +2699,22 @@ FAMILIES = {
             "layer 0 dense, 1-3 MoE: top-2 of 4 by sigmoid + correction bias, renormalised, x 2.0, plus a 48-wide shared expert",
         ],
     ),
+    "bitnet": dict(
+        seed=19009,
+        build=_config(
+            "BitNetConfig",
+            num_hidden_layers=2,
+            tie_word_embeddings=False,
+            rope_parameters={"rope_type": "default", "rope_theta": 500000.0},
+        ),
+        zero_centred_norms=False,
+        features=[
+            "RMS sub-norms inside both blocks: attn_sub_norm over the attention output before o_proj, "
+            "ffn_sub_norm over relu2(gate) * up before down_proj",
+            "gated ReLU^2 MLP (hidden_act relu2, the class default)",
+            "GQA 4q/2kv, head_dim 16; unquantised linears (no quantization_config)",
+        ],
+    ),
     "qwen2_moe": dict(
         atol_note="Routing weights are top-2 softmax probabilities (not renormalised); the shared expert's sigmoid gate is smooth.",
         seed=2024,

@@ -228,6 +228,21 @@ void parseArcee(const ConfigReader &r, ModelSpec &s) {
   s.mlp.gated = false;
 }
 
+// BitNet: Llama with RMS sub-norms inside both blocks (over the attention output before o_proj,
+// over relu2(gate) * up before down_proj). The attention sub-norm is hidden_size wide, so heads
+// must tile hidden_size exactly (transformers fails with a shape error otherwise). The ternary
+// checkpoints (quantization_config bitnet) are refused by parseQuantization.
+void parseBitNet(const ConfigReader &r, ModelSpec &s) {
+  if (s.attn.num_heads * s.attn.head_dim != s.hidden_size)
+    throw ConfigError(r.path("head_dim"), "num_attention_heads * head_dim must equal hidden_size (" +
+                                              std::to_string(s.hidden_size) +
+                                              "): BitNet's attn_sub_norm is hidden_size wide");
+  attentionBiases(r, s);
+  s.names.attn_sub_norm = "attn_sub_norm";
+  s.names.ffn_sub_norm = "ffn_sub_norm";
+  uniformWindowLayers(s, 0);
+}
+
 // CWM: Llama without biases, every fourth layer (from 0) full and the others sliding
 // (sliding_window, class default 8192) unless layer_types says otherwise.
 void parseCwm(const ConfigReader &r, ModelSpec &s) {
@@ -400,6 +415,9 @@ FamilyTable denseFamilies() {
        {{.head_dim = 128, .max_positions = 131072, .norm_eps = 1e-5, .kv_heads = 8, .heads_divide_hidden = true},
         parseIQuestCoder}},
       {"arcee", {{.max_positions = 4096, .norm_eps = 1e-5, .act = "relu2", .heads_divide_hidden = true}, parseArcee}},
+      {"bitnet",
+       {{.max_positions = 2048, .norm_eps = 1e-5, .rope_theta = 500000.0, .act = "relu2", .kv_heads = 5},
+        parseBitNet}},
       {"cwm",
        {{.head_dim = 128, .max_positions = 131072, .norm_eps = 1e-5, .rope_theta = 1000000.0, .kv_heads = 8,
          .heads_divide_hidden = true},

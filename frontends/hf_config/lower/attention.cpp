@@ -153,6 +153,8 @@ Value StepBuilder::attention(int64_t layer, Value x, const AttnSite &site) {
     o = mul(o, act(parts[1], Activation::softplus));
   else if (a.output_gate)
     o = GateOp::create(b_, loc_, rows(qw), o, parts[1]).getResult();
+  if (!n.attn_sub_norm.empty())
+    o = norm(o, weight(site.prog + "sub_norm", {qw}, site.hf + n.attn_sub_norm + ".weight"));
   auto oScales = scales({{H, spec_.mup.attn_out}});
   Value wo = weight(site.prog + "o", {H, qw}, {.parts = {{site.hf + n.o_proj + ".weight"}}, .row_scales = oScales});
   Value bo;

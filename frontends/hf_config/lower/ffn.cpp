@@ -39,6 +39,8 @@ Value StepBuilder::denseMlp(int64_t layer, Value x, const std::string &module) {
     bdown = weight(prog(layer, base + ".down_bias"), {H}, {.parts = {{name(nm.down + ".bias")}}, .row_scales = downScales});
   }
   Value g = glu(linear(x, wgu, bgu), I, gluAct(spec_.mlp.act));
+  if (!nm.ffn_sub_norm.empty())
+    g = norm(g, weight(prog(layer, base + ".sub_norm"), {I}, name(nm.ffn_sub_norm + ".weight")));
   Value wdown = weight(prog(layer, base + ".down"), {H, I}, {.parts = {{name(nm.down + ".weight")}}, .row_scales = downScales});
   Value out = linear(g, wdown, bdown);
   if (spec_.mlp.global_scale)
