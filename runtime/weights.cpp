@@ -165,7 +165,7 @@ HostTensor toFloat(const TensorView &v, const std::string &name) {
     break;
   default:
     throw WeightError("tensor '" + name + "' in '" + v.file + "' has dtype " + v.dtype_name +
-                      "; cbc reads F32, BF16, F16 and block-scaled F8_E4M3");
+                      "; cbc reads F32, BF16, F16, block-scaled F8_E4M3 and, in BitNet models, packed ternary U8");
   }
   return t;
 }
@@ -186,6 +186,36 @@ HostTensor readFp8(const Checkpoint &ckpt, const std::string &name, const Tensor
     throw WeightError("tensor '" + scaleName + "' (the block scales of '" + name + "') has dtype " + s.dtype_name +
                       "; block scales must be F32, BF16 or F16");
   return dequantFp8Blocks(q, toFloat(s, scaleName), meta.fp8_block_rows, meta.fp8_block_cols, name, scaleName);
+}
+
+// A BitLinear weight: U8 [R / 4, C], four ternary codes per byte (bits 2i..2i+1 of row r hold
+// row i * R / 4 + r, as code + 1), and its one-element <name>_scale; w = code / scale.
+HostTensor readTernary(const Checkpoint &ckpt, const std::string &name, const TensorView &q) {
+  std::string scaleName = name + "_scale";
+  if (q.shape.size() != 2)
+    throw WeightError("packed ternary tensor '" + name + "' has shape " + shapeText(q.shape) +
+                      "; BitLinear weights are [rows / 4, cols]");
+  if (!ckpt.has(scaleName))
+    throw WeightError("checkpoint is missing tensor '" + scaleName + "', the scale of packed ternary tensor '" +
+                      name + "'");
+  HostTensor s = toFloat(ckpt.get(scaleName), scaleName);
+  float scale = s.numel() == 1 ? s.f32()[0] : 0.0f;
+  if (s.numel() != 1 || !(scale > 0.0f) || !std::isfinite(scale))
+    throw WeightError("tensor '" + scaleName + "' (the scale of '" + name +
+                      "') must hold one positive finite value");
+  int64_t R4 = q.shape[0], C = q.shape[1];
+  HostTensor out(Storage::F32, {4 * R4, C});
+  float *o = out.f32().data();
+  for (int i = 0; i < 4; ++i)
+    for (int64_t r = 0; r < R4; ++r)
+      for (int64_t c = 0; c < C; ++c) {
+        int code = (q.data[r * C + c] >> (2 * i)) & 3;
+        if (code == 3)
+          throw WeightError("packed ternary tensor '" + name + "' holds the code 3 (row " + std::to_string(r) +
+                            ", column " + std::to_string(c) + "), which is not a ternary value");
+        o[(i * R4 + r) * C + c] = (float)(code - 1) / scale;
+      }
+  return out;
 }
 
 } // namespace
@@ -245,6 +275,8 @@ HostTensor readTensorAsFloat(const Checkpoint &ckpt, const std::string &requeste
   const TensorView &v = ckpt.get(name);
   if (v.dtype == StDType::F8E4M3)
     return readFp8(ckpt, name, v, meta);
+  if (v.dtype == StDType::U8 && meta.quantization == "bitnet")
+    return readTernary(ckpt, name, v);
   if (v.dtype == StDType::F8E5M2)
     throw WeightError("tensor '" + name + "' in '" + v.file +
                       "' has dtype F8_E5M2; cbc dequantises FP8 stored as F8_E4M3 (e4m3fn) only");
@@ -592,9 +624,12 @@ std::map<std::string, TensorRole> checkpointRoles(const Artefact &a, const Check
         if (n.empty())
           continue;
         bool fp8 = !w.mxfp4 && ckpt.get(n).dtype == StDType::F8E4M3;
-        roles[n] = fp8 ? TensorRole::Fp8 : TensorRole::Read;
+        bool ternary = a.meta.quantization == "bitnet" && ckpt.get(n).dtype == StDType::U8;
+        roles[n] = fp8 ? TensorRole::Fp8 : ternary ? TensorRole::Ternary : TensorRole::Read;
         if (fp8 && ckpt.has(n + "_scale_inv"))
           roles[n + "_scale_inv"] = TensorRole::Fp8Scales;
+        if (ternary && ckpt.has(n + "_scale"))
+          roles[n + "_scale"] = TensorRole::TernaryScales;
       }
   for (auto &[n, role] : roles)
     if (role == TensorRole::Unused && isMtpTensor(n, a.meta.num_layers))

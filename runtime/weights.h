@@ -63,7 +63,7 @@ HostTensor dequantFp8Blocks(const TensorView &q, const HostTensor &scale, int64_
 // block scales of one, skipped as a multi-token-prediction layer the step does not run (decoder
 // layers past the model's num_layers, or an `mtp.` module), or not used at all. Loading never
 // reads the last two kinds, so nothing in them can fail it.
-enum class TensorRole { Read, Fp8, Fp8Scales, MtpLayer, Unused };
+enum class TensorRole { Read, Fp8, Fp8Scales, Ternary, TernaryScales, MtpLayer, Unused };
 std::map<std::string, TensorRole> checkpointRoles(const Artefact &artefact, const Checkpoint &ckpt);
 // The checkpoint's spelling of a manifest tensor name: the name itself, else an alias it has;
 // empty when it has neither.

@@ -67,6 +67,16 @@ void emitLayerNorm(Emitter &e, LayerNormOp op) {
   l.grid[0] = {e.rowsVar(op.getX()), 1, 1, 0};
 }
 
+void emitActQuant(Emitter &e, ActQuantOp op) {
+  using S = slots::ActQuant;
+  int64_t W = cols(op.getX());
+  int k = e.kernel("act_quant", "norm.cuh", Instance("act_quant").type(op.getX()).type(op.getResult()).integer(W));
+  SlotArgs<S> args;
+  args.set(S::X, e.arg(op.getX())).set(S::Out, e.arg(op.getResult()));
+  LaunchOut &l = e.launch(k, normBlock(W), args);
+  l.grid[0] = {e.rowsVar(op.getX()), 1, 1, 0};
+}
+
 // Residual add and RMS norm: one pass writes the sum and the normalised row.
 void emitAddRmsNorm(Emitter &e, AddRmsNormOp op) {
   using S = slots::AddRmsNorm;

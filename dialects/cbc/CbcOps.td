@@ -310,6 +310,20 @@ def Cbc_XieluOp : Cbc_Op<"math.xielu", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Cbc_ActQuantOp : Cbc_Op<"math.act_quant", [Pure, SameOperandsAndResultShape]> {
+  let opcode = 35;
+  let summary = "Per-row symmetric int8 fake quantisation of activations (absmax).";
+  let description = [{
+    With `s = 127 / max(max_j |x[t, j]|, 1e-5)` per row, `result[t, j] = clamp(round(x[t, j] * s),
+    -128, 127) / s`, rounding half to even. BitNet's linear layers (W1.58A8) quantise their input
+    rows this way before the product with ternary weights; the quantised values stay in float,
+    exact multiples of `1 / s`, so the product that follows is the one the int8 kernel computes.
+  }];
+  let arguments = (ins Cbc_Rows:$x);
+  let results = (outs Cbc_Rows:$result);
+  let assemblyFormat = "$x attr-dict `:` custom<RowsTypes>(type($x), type($result))";
+}
+
 def Cbc_HeadLinearOp : Cbc_Op<"math.head_linear", [Pure]> {
   let opcode = 25;
   let params = "HeadLinearParams";

@@ -140,6 +140,31 @@ std::vector<int64_t> parseFp8(const ConfigReader &q) {
   return block;
 }
 
+// BitNetQuantConfig as cbc loads it: BitLinear layers (packed ternary weights) everywhere but
+// the LM head, without their optional input RMSNorm.
+void parseBitNetQuantization(const ConfigReader &q) {
+  std::string linear = q.getString("linear_class", "bitlinear");
+  if (linear != "bitlinear")
+    throw ConfigError(q.path("linear_class"), "'" + linear +
+                                                  "' is not supported; cbc loads BitNet checkpoints of packed "
+                                                  "ternary weights (linear_class bitlinear)");
+  std::string mode = q.getString("quantization_mode", "offline");
+  if (mode != "offline" && mode != "online")
+    throw ConfigError(q.path("quantization_mode"), "must be 'online' or 'offline' (BitNetQuantConfig refuses '" +
+                                                       mode + "')");
+  if (q.getBool("use_rms_norm", false))
+    throw ConfigError(q.path("use_rms_norm"),
+                      "BitLinear's input RMSNorm is not supported; it must be false or absent");
+  // Null: transformers keeps the LM head unquantised; a list replaces that default, so it must
+  // name the head and nothing else for every other linear layer to be a BitLinear one.
+  if (q.has("modules_to_not_convert")) {
+    std::vector<std::string> kept = q.getStringList("modules_to_not_convert");
+    if (kept.empty() || std::any_of(kept.begin(), kept.end(), [](const std::string &m) { return m != "lm_head"; }))
+      throw ConfigError(q.path("modules_to_not_convert"),
+                        "must be null or [\"lm_head\"]: cbc quantises every linear layer but the LM head");
+  }
+}
+
 void parseQuantization(const ConfigReader &top, const std::string &modelType, ModelSpec &spec) {
   if (!top.has("quantization_config"))
     return;
@@ -151,6 +176,11 @@ void parseQuantization(const ConfigReader &top, const std::string &modelType, Mo
     spec.quantization = Quantization::Mxfp4;
     return;
   }
+  if (method == "bitnet" && modelType == "bitnet") {
+    parseBitNetQuantization(q);
+    spec.quantization = Quantization::BitNet;
+    return;
+  }
   if (method == "fp8") {
     spec.fp8_block = parseFp8(q);
     spec.quantization = Quantization::Fp8;
@@ -158,8 +188,8 @@ void parseQuantization(const ConfigReader &top, const std::string &modelType, Mo
   }
   throw ConfigError(q.path("quant_method"),
                     "quantisation '" + method + "' is not supported for " + modelType +
-                        "; cbc loads bf16, fp16 or fp32 checkpoints, block-scaled FP8 (quant_method fp8) "
-                        "and gpt-oss MXFP4 experts");
+                        "; cbc loads bf16, fp16 or fp32 checkpoints, block-scaled FP8 (quant_method fp8), "
+                        "gpt-oss MXFP4 experts and BitNet's ternary weights (quant_method bitnet)");
 }
 
 void parseTokenIds(const ConfigReader &r, const ConfigReader &top, ModelSpec &s) {

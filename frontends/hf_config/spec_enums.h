@@ -60,6 +60,9 @@ enum class Quantization {
   None,
   Mxfp4, // gpt-oss's experts, MXFP4 [blocks, scales] pairs
   Fp8,   // block-scaled e4m3 weights (ModelSpec::fp8_block)
+  // BitNet's BitLinear layers: ternary weights packed four to a byte with a weight_scale each,
+  // and every linear layer's input quantised per row to int8 (cbc.math.act_quant).
+  BitNet,
 };
 
 } // namespace cbc::hf

@@ -317,6 +317,28 @@ Exec compileXielu(const OpContext &c) {
   };
 }
 
+// Per row: s = 127 / max(absmax, 1e-5), x -> clamp(round(x s), -128, 127) / s, rounding half to
+// even as torch does (nearbyint in the default rounding mode).
+Exec compileActQuant(const OpContext &c) {
+  c.need(1, 1);
+  int x = c.I[0], out = c.O[0];
+  c.acts({x, out});
+  c.check(c.cols(out) == c.cols(x), "changes the width");
+  int64_t width = c.cols(x);
+  return [=](StepEnv &e) {
+    for (int64_t r = 0, rows = e.rows(x); r < rows; ++r) {
+      const float *in = e.f32(x) + r * width;
+      float *y = e.f32(out) + r * width;
+      float absmax = 0.0f;
+      for (int64_t j = 0; j < width; ++j)
+        absmax = std::max(absmax, std::fabs(in[j]));
+      float scale = 127.0f / std::max(absmax, 1e-5f);
+      for (int64_t j = 0; j < width; ++j)
+        y[j] = std::min(std::max(std::nearbyint(in[j] * scale), -128.0f), 127.0f) / scale;
+    }
+  };
+}
+
 // The fused ops run the reference kernels of the ops they replace.
 Exec compileAddRmsNorm(const OpContext &c) {
   c.check(c.I.size() >= 2 && c.O.size() == 2, "has the wrong number of operands");

@@ -330,8 +330,12 @@ void Invariance::check(uint64_t seed, int64_t budget, int64_t maxRequests, int32
     }
   }
   // Token identity is the contract; logprobs agreeing to fp32 noise shows that the batched
-  // numerics are not just close enough to keep the argmax.
-  EXPECT_LE(maxLogprobDiff, 1e-3) << family_;
+  // numerics are not just close enough to keep the argmax. Int8-quantised activations
+  // (cbc.math.act_quant) round: fp32 noise from a GEMM of another batch shape can move an element
+  // across a rounding boundary, one quantum of its row, so there the logprobs agree to 5e-2.
+  bool roundsActivations = std::any_of(artefact_.program.instrs.begin(), artefact_.program.instrs.end(),
+                                       [](const rt::Instr &in) { return in.opcode == fb::Opcode::ActQuant; });
+  EXPECT_LE(maxLogprobDiff, roundsActivations ? 5e-2 : 1e-3) << family_;
   RecordProperty("max_logprob_diff", std::to_string(maxLogprobDiff));
 }
 
@@ -345,7 +349,7 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, Invariance,
                          ::testing::Values("llama", "gemma2", "gpt_oss", "qwen3_moe", "qwen3_next", "lfm2",
                                            "jamba", "falcon_h1", "nemotron_h", "zamba", "zamba2", "deepseek_v3",
                                            "longcat_flash", "llama4_text", "minimax", "kimi_linear",
-                                           "bailing_hybrid", "inkling_text", "deepseek_v32", "glm_moe_dsa", "axk2", "olmo2", "gemma", "smollm3", "helium", "granite", "ministral", "olmo3", "glm", "glm4", "ernie4_5", "seed_oss", "internlm3", "olmoe", "glm4_moe", "ernie4_5_moe", "hunyuan_v1_dense", "hunyuan_v1_moe", "flex_olmo", "dots1", "iquestcoder", "arcee", "cwm", "exaone4", "vaultgemma", "olmo", "cohere", "cohere2", "granitemoe", "granitemoeshared", "ministral3", "jais2", "hyperclovax", "nanochat", "solar_open", "mellum", "hy_v3", "exaone_moe", "cohere2_moe", "granite_swa", "granitemoe_swa", "phimoe", "dbrx", "kolibri1", "cohere_compass_text", "aria_text", "flint", "apertus", "afmoe", "laguna", "bitnet"),
+                                           "bailing_hybrid", "inkling_text", "deepseek_v32", "glm_moe_dsa", "axk2", "olmo2", "gemma", "smollm3", "helium", "granite", "ministral", "olmo3", "glm", "glm4", "ernie4_5", "seed_oss", "internlm3", "olmoe", "glm4_moe", "ernie4_5_moe", "hunyuan_v1_dense", "hunyuan_v1_moe", "flex_olmo", "dots1", "iquestcoder", "arcee", "cwm", "exaone4", "vaultgemma", "olmo", "cohere", "cohere2", "granitemoe", "granitemoeshared", "ministral3", "jais2", "hyperclovax", "nanochat", "solar_open", "mellum", "hy_v3", "exaone_moe", "cohere2_moe", "granite_swa", "granitemoe_swa", "phimoe", "dbrx", "kolibri1", "cohere_compass_text", "aria_text", "flint", "apertus", "afmoe", "laguna", "bitnet", "bitnet_ternary"),
                          [](const auto &info) { return info.param; });
 
 } // namespace

@@ -1254,5 +1254,106 @@ TEST_F(Fp8Weights, UnusedAndMtpTensorsAreNotRead) {
   EXPECT_EQ(scales, 14);
 }
 
+// bitnet's fixture as BitNet b1.58 checkpoints are published: BitLinear weights of ternary codes
+// packed four to a byte, U8 [rows / 4, cols], each with a one-element weight_scale.
+class TernaryWeights : public FixtureWeights<TernaryWeights> {
+public:
+  static constexpr const char *kFamily = "bitnet_ternary";
+
+protected:
+  // The tensors with `name` replaced by `standIn`.
+  Tensors with(const std::string &name, const rt::TensorView &standIn) const {
+    Tensors ts;
+    for (const auto &[n, t] : tensors_)
+      ts.emplace_back(n, n == name ? standIn : t);
+    return ts;
+  }
+};
+
+constexpr const char *kTernaryO = "model.layers.0.self_attn.o_proj.weight";
+constexpr const char *kTernaryOScale = "model.layers.0.self_attn.o_proj.weight_scale";
+
+// Row i * R / 4 + r of the weight is bits 2i..2i+1 of packed row r, less one, over the scale.
+TEST_F(TernaryWeights, CodesUnpackByRowBlocksOverTheScale) {
+  EXPECT_EQ(artefact_->meta.quantization, "bitnet");
+  rt::Checkpoint ck(fixtureDir(kFamily));
+  const rt::TensorView &q = ck.get(kTernaryO);
+  ASSERT_EQ(q.dtype, rt::StDType::U8);
+  ASSERT_EQ(q.shape, (std::vector<int64_t>{16, 64}));
+  float scale = rt::readTensorAsFloat(ck, kTernaryOScale, artefact_->meta).f32()[0];
+  ASSERT_GT(scale, 0.0f);
+  EXPECT_NE(scale, 1.0f); // the fixture's scales are powers of two other than 1
+  rt::HostTensor got = rt::readTensorAsFloat(ck, kTernaryO, artefact_->meta);
+  ASSERT_EQ(got.shape(), (std::vector<int64_t>{64, 64}));
+  int counts[3] = {0, 0, 0};
+  for (int i = 0; i < 4; ++i)
+    for (int64_t r = 0; r < 16; ++r)
+      for (int64_t c = 0; c < 64; ++c) {
+        int code = ((q.data[r * 64 + c] >> (2 * i)) & 3) - 1;
+        ASSERT_EQ(got.f32()[(i * 16 + r) * 64 + c], (float)code / scale) << i << "," << r << "," << c;
+        ++counts[code + 1];
+      }
+  EXPECT_GT(counts[0], 0);
+  EXPECT_GT(counts[1], 0);
+  EXPECT_GT(counts[2], 0);
+  rt::WeightStore store = rt::WeightStore::load(*artefact_, {fixtureDir(kFamily), 0});
+  EXPECT_EQ(store.size(), artefact_->weights.size());
+  // dump's roles: 14 packed linears with their scales; the norms, embedding and head as stored.
+  auto roles = rt::checkpointRoles(*artefact_, ck);
+  int ternary = 0, scales = 0;
+  for (const auto &[n, r] : roles) {
+    ternary += r == rt::TensorRole::Ternary;
+    scales += r == rt::TensorRole::TernaryScales;
+  }
+  EXPECT_EQ(ternary, 14);
+  EXPECT_EQ(scales, 14);
+  EXPECT_EQ(roles.at("lm_head.weight"), rt::TensorRole::Read);
+}
+
+TEST_F(TernaryWeights, BadPackedTensorsAndScalesAreNamed) {
+  const rt::TensorView &q = tensor(tensors_, kTernaryO);
+  // The code 3 (bits 11) is no ternary value.
+  std::vector<uint8_t> codes(q.data, q.data + q.bytes);
+  codes[5 * 64 + 7] |= 0xC0;
+  rt::TensorView three = q;
+  three.data = codes.data();
+  TempDir d1;
+  expectWeightError([&] { load(with(kTernaryO, three), d1); }, {"'" + std::string(kTernaryO) + "'", "code 3", "row 5, column 7"},
+                    "code 3");
+  // A scale of zero (or several) cannot divide the codes.
+  std::vector<float> zero = {0.0f}, two = {1.0f, 2.0f};
+  for (const std::vector<float> *bad : {&zero, &two}) {
+    rt::TensorView s = tensor(tensors_, kTernaryOScale);
+    s.dtype_name = "F32";
+    s.shape = {(int64_t)bad->size()};
+    s.data = reinterpret_cast<const uint8_t *>(bad->data());
+    s.bytes = bad->size() * 4;
+    TempDir d;
+    expectWeightError([&] { load(with(kTernaryOScale, s), d); },
+                      {"'" + std::string(kTernaryOScale) + "'", "one positive finite value"}, "bad scale");
+  }
+  // Without its scale the packed tensor cannot be read.
+  Tensors noScale;
+  for (const auto &[n, t] : tensors_)
+    if (n != kTernaryOScale)
+      noScale.emplace_back(n, t);
+  TempDir d2;
+  expectWeightError([&] { load(noScale, d2); }, {"'" + std::string(kTernaryOScale) + "'", "missing"}, "no scale");
+  // Packed codes must be a matrix.
+  rt::TensorView flat = q;
+  flat.shape = {16 * 64};
+  TempDir d3;
+  expectWeightError([&] { load(with(kTernaryO, flat), d3); }, {"'" + std::string(kTernaryO) + "'", "[rows / 4, cols]"},
+                    "flat");
+}
+
+// Outside a bitnet model a U8 tensor is no weight format cbc reads.
+TEST_F(TernaryWeights, PackedTensorsNeedABitNetModel) {
+  const rt::Artefact &plain = committedArtefact("llama");
+  TempDir dir;
+  fs::create_symlink(fixtureDir(kFamily) + "/model.safetensors", dir / "model.safetensors");
+  expectWeightError([&] { rt::WeightStore::load(plain, {dir.str(), 0}); }, {"U8"}, "plain artefact");
+}
+
 } // namespace
 } // namespace cbc::test

@@ -291,7 +291,10 @@ std::string sourceText(const std::string &name, const Artefact &a, const rt::Che
   if (found.empty())
     return name + " (missing)";
   std::string out = found == name ? name : name + " (as " + found + ")";
-  return roles.at(found) == rt::TensorRole::Fp8 ? out + " (fp8 dequantised)" : out;
+  rt::TensorRole role = roles.at(found);
+  return role == rt::TensorRole::Fp8       ? out + " (fp8 dequantised)"
+         : role == rt::TensorRole::Ternary ? out + " (ternary unpacked)"
+                                           : out;
 }
 
 // The checkpoint tensors the manifest does not read: skipped MTP layers, grouped by layer
@@ -316,6 +319,9 @@ void printCheckpointSummary(const Artefact &a, const std::string &path,
               count[rt::TensorRole::Fp8Scales]);
   if (count[rt::TensorRole::Fp8])
     std::printf(" (blocks of %lldx%lld)", (long long)a.meta.fp8_block_rows, (long long)a.meta.fp8_block_cols);
+  if (count[rt::TensorRole::Ternary])
+    std::printf(", %d packed ternary unpacked with %d scales", count[rt::TensorRole::Ternary],
+                count[rt::TensorRole::TernaryScales]);
   std::printf("; %d skipped, %zu unused\n", count[rt::TensorRole::MtpLayer], unused.size());
   for (const auto &[prefix, n] : mtpGroups)
     std::printf("skipped %s* (%d tensors): MTP layer, not run (the model runs %lld decoder layers)\n",

@@ -3377,6 +3377,28 @@ FAMILIES["gpt_oss_mxfp4"] = dict(
     ],
 )
 
+# bitnet's fixture again, as BitNet b1.58 checkpoints are published: every decoder linear a BitLinear layer
+# (transformers' own class runs the reference), its weight ternary codes packed four to a byte with a
+# weight_scale, its input rows quantised to int8 per token (absmax); lm_head stays bf16.
+FAMILIES["bitnet_ternary"] = dict(
+    FAMILIES["bitnet"],
+    model_type="bitnet",
+    bitnet_ternary=True,
+    seed=19106,
+    features=[
+        "bitnet's tiny config (its features apply: RMS sub-norms in both blocks, gated ReLU^2 MLP, GQA 4q/2kv), "
+        "with quantization_config quant_method bitnet, linear_class bitlinear, quantization_mode offline: every "
+        "decoder nn.Linear (q/k/v/o, gate/up/down) replaced by transformers' BitLinear",
+        "BitLinear checkpoint format: <w>.weight U8 [out / 4, in], four ternary codes per byte (code + 1 in bits "
+        "2i..2i+1 of row r for row i * out / 4 + r), <w>.weight_scale [1]; w = code / weight_scale",
+        "ternary codes from each random weight by absmean rounding (round(W / mean|W|) clamped to [-1, 1]); "
+        "weight_scale the power of two nearest 1 / mean|W| (so code / scale is bf16-exact), a different one per "
+        "tensor",
+        "activations: y = F.linear(round(x * s).clamp(-128, 127), w_codes) / (weight_scale * s), s = 127 / "
+        "max|x| per row; BitLinear's torch.compile disabled for the reference (eager semantics)",
+    ],
+)
+
 # llama's fixture again, with its decoder linears stored as block-scaled FP8 (any family can take
 # `fp8_block`: every nn.Linear inside the decoder layers is quantised). Blocks of 40x48 on hidden 64 /
 # intermediate 96 leave partial blocks at the bottom and right edges, and k/v (32 rows) sit in one block
@@ -4286,6 +4308,41 @@ def mxfp4_round_experts_(model) -> None:
                 p.copy_(convert_moe_packed_tensors(blocks, scales, dtype=torch.float32))
 
 
+BITNET_QUANTIZATION = {"quant_method": "bitnet", "linear_class": "bitlinear", "quantization_mode": "offline"}
+
+
+def bitnet_linears_(model) -> None:
+    """Replaces every nn.Linear inside the decoder layers by transformers' BitLinear holding the ternary codes of its
+    weight (absmean rounding) packed by transformers' pack_weights, and a power-of-two weight_scale near
+    1 / mean|W|. BitLinear's activation quantisation is torch.compile'd; the reference runs it eagerly."""
+    import torch._dynamo
+    from transformers.integrations.bitnet import BitLinear, pack_weights
+
+    torch._dynamo.config.disable = True
+    for name, mod in list(model.named_modules()):
+        if ".layers." not in f".{name}" or not isinstance(mod, torch.nn.Linear):
+            continue
+        w = mod.weight.detach()
+        scale = 2.0 ** round(math.log2(1.0 / float(w.abs().mean())))
+        codes = (w * scale).round().clamp(-1, 1).to(torch.int8)
+        bit = BitLinear(mod.in_features, mod.out_features, bias=mod.bias is not None, dtype=torch.float32)
+        bit.weight = pack_weights(codes.clone())
+        bit.weight_scale = torch.tensor([scale], dtype=torch.float32)
+        if mod.bias is not None:
+            bit.bias = mod.bias.detach().clone()
+        model.set_submodule(name, bit)
+
+
+def _write_bitnet_config(fam_dir: Path) -> None:
+    """Marks a saved BitLinear checkpoint (save_pretrained kept the U8 codes and scales) as transformers' bitnet
+    quantizer expects."""
+    with safe_open(str(fam_dir / "model.safetensors"), "pt") as f:
+        assert any(f.get_slice(k).get_dtype() == "U8" for k in f.keys())
+    cfg = json.loads((fam_dir / "config.json").read_text())
+    cfg["quantization_config"] = dict(BITNET_QUANTIZATION)
+    (fam_dir / "config.json").write_text(json.dumps(cfg, indent=2, sort_keys=True) + "\n")
+
+
 def _write_mxfp4_checkpoint(fam_dir: Path) -> None:
     """Stores the expert weights of a saved checkpoint as MXFP4 blocks and scales (exact: make_model rounded
     them already) and marks the config quantized."""
@@ -4652,6 +4709,8 @@ def make_model(family: str, seed: int):
         mxfp4_round_experts_(model)
     if spec.get("fp8_block"):
         model.fp8_encoded = fp8_round_linears_(model, spec["fp8_block"])
+    if spec.get("bitnet_ternary"):
+        bitnet_linears_(model)
     return cfg, model
 
 
@@ -4748,6 +4807,8 @@ def build_family(family: str, out_dir: Path, verbose: bool = True) -> dict:
         _write_mxfp4_checkpoint(fam_dir)
     if spec.get("fp8_block"):
         _write_fp8_checkpoint(fam_dir, model.fp8_encoded, spec["fp8_block"])
+    if spec.get("bitnet_ternary"):
+        _write_bitnet_config(fam_dir)
 
     prompts = make_prompts(spec.get("prompt_lengths", PROMPT_LENGTHS))
     mamba = spec.get("mamba", False)  # Mamba families: explicit position_ids and the extra checks

@@ -68,6 +68,21 @@ template <class TI, class TO, class TW, class TB, int W> __device__ __forceinlin
     st(y, base + j, (ld(x, base + j) - mean) * inv * norm_weight(w, j, 0.0f) + norm_bias(b, j));
 }
 
+// Per-row int8 fake quantisation (absmax, BitNet's activations): one block per row of W.
+template <class TI, class TO, int W> __device__ __forceinline__ void act_quant(const CbcArgs &a) {
+  using S = slots::ActQuant;
+  __shared__ float scratch[32];
+  const TI *x = (const TI *)a.p[S::X];
+  TO *y = (TO *)a.p[S::Out];
+  long long base = (long long)blockIdx.x * W;
+  float m = 0.0f;
+  for (int j = threadIdx.x; j < W; j += blockDim.x)
+    m = fmaxf(m, fabsf(ld(x, base + j)));
+  float scale = 127.0f / fmaxf(block_max(m, scratch), 1e-5f); // IEEE division: NVRTC runs without fast math
+  for (int j = threadIdx.x; j < W; j += blockDim.x)
+    st(y, base + j, fminf(fmaxf(rintf(ld(x, base + j) * scale), -128.0f), 127.0f) / scale);
+}
+
 // The residual add and the norm of the sum in one pass over rows of W.
 template <class TA, class TB, class TS, class TN, class TW, int W>
 __device__ __forceinline__ void add_rms_norm(const CbcArgs &a) {

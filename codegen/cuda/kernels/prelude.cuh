@@ -68,6 +68,20 @@ __device__ float block_sum(float v, float *scratch) {
   return total;
 }
 
+// Block-wide maximum, the same value in every thread; `scratch` holds 32 floats.
+__device__ float block_max(float v, float *scratch) {
+  int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = (blockDim.x + 31) >> 5;
+  v = warp_max(v);
+  __syncthreads();
+  if (lane == 0)
+    scratch[warp] = v;
+  __syncthreads();
+  float m = scratch[0];
+  for (int w = 1; w < warps; ++w)
+    m = fmaxf(m, scratch[w]);
+  return m;
+}
+
 __device__ __forceinline__ float act_none(float x) { return x; }
 __device__ __forceinline__ float act_silu(float x) { return x / (1.0f + expf(-x)); }
 __device__ __forceinline__ float act_gelu(float x) { return 0.5f * x * (1.0f + erff(x * 0.7071067811865476f)); }

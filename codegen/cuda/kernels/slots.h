@@ -198,6 +198,11 @@ struct Clamp {
   enum Int { Rows, NumInt };
   enum Flt { Limit, NumFlt };
 };
+struct ActQuant {
+  enum Ptr { X, Out, NumPtr };
+  enum Int { NumInt };
+  enum Flt { NumFlt };
+};
 struct Xielu {
   enum Ptr { X, AlphaP, AlphaN, Beta, Eps, Out, NumPtr };
   enum Int { Rows, NumInt };

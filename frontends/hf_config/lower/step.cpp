@@ -240,6 +240,31 @@ void StepBuilder::declareFp8Weights(Block &step) {
     }
 }
 
+// BitLinear layers quantise their input rows to int8 before the product: every linear layer of
+// the step but the LM head (its own weight or the tied embedding) reads its input through
+// cbc.math.act_quant, one per distinct input (the fused q|k|v and gate|up GEMMs read one).
+void StepBuilder::quantizeLinearInputs(Block &step) {
+  llvm::DenseMap<Value, Value> quantized;
+  OpBuilder::InsertionGuard guard(b_);
+  auto isHead = [&](Value w) {
+    for (const char *name : {"lm_head", "embed"})
+      if (auto it = weights_.find(name); it != weights_.end() && it->second == w)
+        return true;
+    return false;
+  };
+  for (LinearOp op : llvm::to_vector(step.getOps<LinearOp>())) {
+    if (isHead(op.getWeight()))
+      continue;
+    Value x = op.getX();
+    auto [it, fresh] = quantized.try_emplace(x, Value());
+    if (fresh) {
+      b_.setInsertionPoint(op);
+      it->second = ActQuantOp::create(b_, loc_, x.getType(), x).getResult();
+    }
+    op.getXMutable().assign(it->second);
+  }
+}
+
 OwningOpRef<ModuleOp> StepBuilder::build() {
   OwningOpRef<ModuleOp> module = ModuleOp::create(loc_);
   declareStep(*module);
@@ -250,6 +275,8 @@ OwningOpRef<ModuleOp> StepBuilder::build() {
   func::ReturnOp::create(b_, loc_, head(x, table));
   if (spec_.quantization == Quantization::Fp8)
     declareFp8Weights(*b_.getInsertionBlock());
+  if (spec_.quantization == Quantization::BitNet)
+    quantizeLinearInputs(*b_.getInsertionBlock());
   (*module)->setAttr("cbc.model", modelAttr());
   return module;
 }

@@ -58,6 +58,7 @@ private:
   Value head(Value x, Value table);
   mlir::Attribute modelAttr();
   void declareFp8Weights(mlir::Block &step);
+  void quantizeLinearInputs(mlir::Block &step);
   Value mixer(int64_t layer, Value x);
 
   // ---- mixers and feed-forward blocks, one file per kind ----

@@ -543,6 +543,14 @@ func.func @rope_result(%x: tensor<?x8xf32>, %p: tensor<?xi32>) {
 
 // -----
 
+func.func @act_quant_width(%x: tensor<?x8xf32>) {
+  // expected-error @+1 {{'cbc.math.act_quant' op requires the same shape for all operands and results}}
+  %0 = cbc.math.act_quant %x : (tensor<?x8xf32>) -> tensor<?x4xf32>
+  return
+}
+
+// -----
+
 func.func @clamp_limit(%x: tensor<?x8xf32>) {
   // expected-error @+1 {{'cbc.math.clamp' op limit must be positive and finite}}
   %0 = cbc.math.clamp %x {limit = 0.0 : f64} : tensor<?x8xf32>

@@ -44,6 +44,8 @@ func.func @device_types(%x: tensor<?x8xbf16>, %y: tensor<?x8xf32>) -> tensor<?x8
   %d = cbc.math.softcap %c {cap = 30.0 : f64} : (tensor<?x8xf32>) -> tensor<?x8xbf16>
   // CHECK: cbc.math.clamp %{{[a-z0-9_#]+}} {limit = 8.000000e+00 : f64} : (tensor<?x8xbf16>) -> tensor<?x8xf32>
   %e = cbc.math.clamp %d {limit = 8.0 : f64} : (tensor<?x8xbf16>) -> tensor<?x8xf32>
+  // CHECK: cbc.math.act_quant %{{[a-z0-9_#]+}} : tensor<?x8xf32>
+  %aq = cbc.math.act_quant %e : tensor<?x8xf32>
   %ap = cbc.weight.ref "alpha_p" {sources = [["a.alpha_p"]]} : tensor<1xbf16>
   %an = cbc.weight.ref "alpha_n" {sources = [["a.alpha_n"]]} : tensor<1xbf16>
   %be = cbc.weight.ref "beta" {sources = [["a.beta"]]} : tensor<1xbf16>
