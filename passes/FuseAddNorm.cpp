@@ -22,7 +22,9 @@ public:
       int64_t width = llvm::cast<RankedTensorType>(norm.getX().getType()).getDimSize(1);
       bool wholeRow = !norm.getGroupAttr() || norm.getGroupAttr().getInt() == width;
       // The first norm reading the sum takes the fusion; the sum stays available to others.
-      if (!add || !wholeRow || add->getBlock() != norm->getBlock() ||
+      // A weight addend (one row for every row) has no fused form.
+      if (!add || !wholeRow || !llvm::isa<RankedTensorType>(add.getRhs().getType()) ||
+          llvm::cast<RankedTensorType>(add.getRhs().getType()).getRank() != 2 || add->getBlock() != norm->getBlock() ||
           llvm::any_of(pairs, [&](auto &p) { return p.first == add; }))
         return;
       // The fused op replaces the add at the norm's place, so no reader of the sum may come

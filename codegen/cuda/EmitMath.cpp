@@ -134,7 +134,10 @@ void emitAdd(Emitter &e, AddOp op) {
   Value out = op.getResult();
   SlotArgs<S> args;
   args.set(S::Lhs, e.arg(op.getLhs())).set(S::Rhs, e.arg(op.getRhs())).set(S::Out, e.arg(out));
-  elementwise(e, "add", Instance("add").type(op.getLhs()).type(op.getRhs()).type(out).integer(cols(out)), out,
+  auto rhs = llvm::cast<RankedTensorType>(op.getRhs().getType());
+  bool row = rhs.getRank() == 1; // a weight added to every row
+  elementwise(e, "add",
+              Instance("add").type(op.getLhs()).type(op.getRhs()).type(out).integer(cols(out)).flag(row), out,
               args);
 }
 

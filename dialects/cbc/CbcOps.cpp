@@ -161,6 +161,19 @@ LogicalResult RmsNormOp::verify() {
   return success();
 }
 
+LogicalResult AddOp::verify() {
+  int64_t width = cols(getLhs());
+  if (auto w = llvm::dyn_cast<RankedTensorType>(getRhs().getType()); w && w.hasStaticShape()) {
+    if (w.getRank() != 1 || w.getDimSize(0) != width)
+      return emitOpError("a weight addend must be one row of the operand's width");
+  } else if (cols(getRhs()) != width) {
+    return emitOpError("requires the same shape for all operands and results");
+  }
+  if (cols(getResult()) != width)
+    return emitOpError("requires the same shape for all operands and results");
+  return success();
+}
+
 LogicalResult MulOp::verify() {
   // A weight factor is one learned scalar.
   if (auto w = llvm::dyn_cast<RankedTensorType>(getG().getType()); w && w.hasStaticShape()) {

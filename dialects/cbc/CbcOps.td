@@ -155,13 +155,17 @@ def Cbc_LayerNormOp : Cbc_Op<"math.layer_norm", [Pure, AttrSizedOperandSegments]
   let hasVerifier = 1;
 }
 
-def Cbc_AddOp : Cbc_Op<"math.add", [Pure, SameOperandsAndResultShape]> {
+def Cbc_AddOp : Cbc_Op<"math.add", [Pure]> {
   let opcode = 3;
-  let summary = "Elementwise sum (the residual add).";
-  let description = [{ `result = lhs + rhs`, for packed rows of the same shape. }];
-  let arguments = (ins Cbc_Rows:$lhs, Cbc_Rows:$rhs);
+  let summary = "Elementwise sum (the residual add), or a learned row added to every row.";
+  let description = [{
+    `result = lhs + rhs`, for packed rows of the same shape. `rhs` may also be a weight of
+    `[width]`, added to every row: a learned vector such as a recurrent stack's initial state.
+  }];
+  let arguments = (ins Cbc_Rows:$lhs, AnyTypeOf<[Cbc_Rows, Cbc_Weight]>:$rhs);
   let results = (outs Cbc_Rows:$result);
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` custom<RowsTypes>(type($lhs), type($rhs), type($result))";
+  let hasVerifier = 1;
 }
 
 def Cbc_MulOp : Cbc_Op<"math.mul", [Pure]> {

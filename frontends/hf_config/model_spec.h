@@ -105,6 +105,7 @@ struct AttentionSpec {
                             // Qwen3-Next) or from Names::attn_gate
   bool gate_per_head = false; // one gate value per head (Names::attn_gate only), not per element
   bool gate_softplus = false; // o * softplus(gate) rather than o * sigmoid(gate) (Laguna)
+  bool gate_leads = false;    // the fused Names::qkv projection holds [gate | q | k | v] (HRM's gqkv_proj)
   bool rope = true;         // false: no position embedding (NoPE)
   bool qk_norm_whole = false; // q/k norms over the whole projection rather than per head (OLMo)
   RotaryPairing rope_pairing = RotaryPairing::Half; // which features RoPE pairs
@@ -343,6 +344,18 @@ struct SharedBlockSpec {
   LayerKind mamba = LayerKind::Mamba1;  // the hybrid layer's own mixer
 };
 
+// Hierarchical recurrent stacks (HRM): two weight-shared stacks of `depth` decoder layers, the
+// low one under <prefix><low>.layers.<i>. and the high one under <prefix><high>.layers.<i>., each
+// ending in the model's (weightless) norm. Per token, for each of `outer` cycles the low stack
+// runs `inner` times on z_L + z_H (z_L starting at the learned <prefix><low_init>), then the high
+// stack once on z_H + z_L (z_H starting at the scaled embeddings); the head reads z_H. Every
+// stack call has its own cache layers: ModelSpec::num_layers is depth * outer * (inner + 1), and
+// layer n is call n / depth (the high stack's where call % (inner + 1) == inner), layer n % depth.
+struct RecurrentStacksSpec {
+  int64_t depth = 0, outer = 1, inner = 1; // depth 0: none
+  std::string low = "L_module", high = "H_module", low_init = "z_L_init";
+};
+
 struct ModelSpec {
   std::string model_type;         // as written in config.json (text part for multimodal)
   // The top-level config.json keys parsing looked at (present or not): the runtime refuses a
@@ -387,6 +400,7 @@ struct ModelSpec {
   Mamba1Spec mamba1;
   Multipliers mup;
   SharedBlockSpec shared;
+  RecurrentStacksSpec stacks;
   Names names;
   std::vector<LayerSpec> layers;
   std::string prefix = "model.";      // HF prefix of the decoder's tensors

@@ -114,8 +114,21 @@ Exec compileLayerNorm(const OpContext &c) {
 
 Exec compileAdd(const OpContext &c) {
   c.need(2, 1);
-  c.acts({c.I[0], c.I[1], c.O[0]});
   int a = c.I[0], b = c.I[1], out = c.O[0];
+  // A weight of one row, added to every row.
+  if (c.value(b).kind == Value::Weight) {
+    c.acts({a, out});
+    int64_t width = c.cols(a);
+    c.check(c.cols(out) == width && c.weightNumel(b) == width, "adds a weight that is not one row of its width");
+    return [=](StepEnv &e) {
+      const float *x = e.f32(a), *w = e.weight(b);
+      float *y = e.f32(out);
+      for (int64_t r = 0, rows = e.rows(a); r < rows; ++r)
+        for (int64_t j = 0; j < width; ++j)
+          y[r * width + j] = x[r * width + j] + w[j];
+    };
+  }
+  c.acts({a, b, out});
   int64_t width = c.cols(a);
   c.check(c.cols(b) == width && c.cols(out) == width, "adds operands of different widths");
   return [=](StepEnv &e) { add(e.f32(a), e.f32(b), e.rows(a) * width, e.f32(out)); };

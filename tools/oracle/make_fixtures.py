@@ -2715,6 +2715,29 @@ FAMILIES = {
             "GQA 4q/2kv, head_dim 16; unquantised linears (no quantization_config)",
         ],
     ),
+    "hrm_text": dict(
+        seed=19203,
+        build=_config(
+            "HrmTextConfig",
+            num_hidden_layers=2,
+            head_dim=16,
+            H_cycles=2,
+            L_cycles=2,
+            attention_bias=True,
+            tie_word_embeddings=False,
+            rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+        ),
+        zero_centred_norms=False,
+        features=[
+            "two weight-shared stacks (L_module, H_module) of 2 layers in HRM's loop: for each of H_cycles 2, "
+            "L_cycles 2 calls of the L stack on z_L + z_H (z_L from the learned z_L_init), then the H stack on "
+            "z_H + z_L; 2 x (2 + 1) = 6 stack calls, 12 cache layers (the class rewrites num_hidden_layers 2 to 12 "
+            "and saves num_layers_per_stack 2)",
+            "weightless RMS norms everywhere (each stack ends in one); MHA 4 heads of 16 with a sigmoid output gate "
+            "from self_attn.gate_proj; attention_bias on q/k/v/gate/o",
+            "embeddings times embedding_scale = 1 / initializer_range = 50 (derived by the class, saved)",
+        ],
+    ),
     "qwen2_moe": dict(
         atol_note="Routing weights are top-2 softmax probabilities (not renormalised); the shared expert's sigmoid gate is smooth.",
         seed=2024,
@@ -4660,7 +4683,8 @@ def _layer_summary(model, cfg) -> dict:
         layer_types = ["sliding_attention" if sw else "full_attention"] * text_cfg.num_hidden_layers
     mlp_kinds = []
     base = model.model if hasattr(model, "model") else model.transformer  # DBRX: transformer.blocks
-    for layer in getattr(base, "layers", None) or base.blocks:
+    stacks = [m.layers for m in (getattr(base, "L_module", None), getattr(base, "H_module", None)) if m is not None]
+    for layer in getattr(base, "layers", None) or getattr(base, "blocks", None) or [l for s in stacks for l in s]:
         mlp = getattr(layer, "mlp", None)
         if mlp is None:
             mlp = getattr(layer, "block_sparse_moe", None)

@@ -16,12 +16,13 @@ template <int W, class F> __device__ __forceinline__ void for_element(long long 
   f(i, i / W, i % W);
 }
 
-template <class TA, class TB, class TY, int W> __device__ __forceinline__ void add(const CbcArgs &a) {
+// lhs + rhs; with ROW, rhs is one row of W (a weight) added to every row.
+template <class TA, class TB, class TY, int W, bool ROW> __device__ __forceinline__ void add(const CbcArgs &a) {
   using S = slots::Add;
   const TA *x0 = (const TA *)a.p[S::Lhs];
   const TB *x1 = (const TB *)a.p[S::Rhs];
   TY *y = (TY *)a.p[S::Out];
-  for_element<W>(a.i[S::Rows], [&](long long i, long long, long long) { st(y, i, ld(x0, i) + ld(x1, i)); });
+  for_element<W>(a.i[S::Rows], [&](long long i, long long, long long c) { st(y, i, ld(x0, i) + ld(x1, ROW ? c : i)); });
 }
 
 // scale * act(x).

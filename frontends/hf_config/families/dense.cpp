@@ -243,6 +243,46 @@ void parseBitNet(const ConfigReader &r, ModelSpec &s) {
   uniformWindowLayers(s, 0);
 }
 
+// HRM text: two weight-shared stacks of num_layers_per_stack Llama layers run in HRM's nested
+// loop (RecurrentStacksSpec), H_cycles x (L_cycles + 1) calls per token, each with its own cache
+// layers. Every norm is a weightless RMS norm; MHA (the class has no num_key_value_heads) with a
+// sigmoid output gate from self_attn.gate_proj; embeddings times embedding_scale, which the class
+// derives as 1 / initializer_range when absent.
+void parseHrmText(const ConfigReader &r, ModelSpec &s) {
+  RecurrentStacksSpec &st = s.stacks;
+  st.outer = r.getSize("H_cycles", 2);
+  st.inner = r.getSize("L_cycles", 3);
+  // Without num_layers_per_stack, num_hidden_layers is the stack depth (the class then rewrites
+  // num_hidden_layers to the number of calls, as a saved config states it); with it, the file's
+  // num_hidden_layers sizes transformers' cache and must cover every call.
+  int64_t calls = st.outer * (st.inner + 1);
+  st.depth = r.has("num_layers_per_stack") ? r.getSize("num_layers_per_stack", 0) : s.num_layers;
+  if (st.depth > (1 << 16) / calls)
+    throw ConfigError(r.path("num_layers_per_stack"), "gives more than 65536 stack calls");
+  if (r.has("num_layers_per_stack") && s.num_layers < st.depth * calls)
+    throw ConfigError(r.path("num_hidden_layers"),
+                      "must be at least num_layers_per_stack * H_cycles * (L_cycles + 1) = " +
+                          std::to_string(st.depth * calls) + " (one cache layer per stack call)");
+  s.num_layers = st.depth * calls;
+  s.attn.num_kv_heads = s.attn.num_heads;
+  attentionBiases(r, s);
+  s.mlp.bias = r.getBool("mlp_bias", false);
+  // The checkpoint layout transformers saves and converts on load: attn.gqkv_proj ([gate | q | k
+  // | v] rows) and attn.o_proj, mlp.gate_up_proj; biases stay under self_attn.
+  s.attn.output_gate = s.attn.gate_leads = true;
+  s.names.attn = "attn";
+  s.names.qkv = "gqkv_proj";
+  s.names.attn_gate = "gate_proj";
+  s.names.gate_up = "gate_up_proj";
+  s.weight_aliases.emplace_back(".attn.", ".self_attn.");
+  s.norm_weight = false;
+  double init = r.getNumber("initializer_range", 0.02);
+  if (!r.has("embedding_scale") && !(init > 0.0 && init <= 1.0))
+    throw ConfigError(r.path("initializer_range"), "must be in (0, 1] to derive embedding_scale (1 / it)");
+  s.embed_scale = r.has("embedding_scale") ? r.getNumber("embedding_scale", 1.0) : 1.0 / init;
+  uniformWindowLayers(s, 0);
+}
+
 // CWM: Llama without biases, every fourth layer (from 0) full and the others sliding
 // (sliding_window, class default 8192) unless layer_types says otherwise.
 void parseCwm(const ConfigReader &r, ModelSpec &s) {
@@ -418,6 +458,8 @@ FamilyTable denseFamilies() {
       {"bitnet",
        {{.max_positions = 2048, .norm_eps = 1e-5, .rope_theta = 500000.0, .act = "relu2", .kv_heads = 5},
         parseBitNet}},
+      {"hrm_text",
+       {{.head_dim = 128, .max_positions = 2048, .heads_divide_hidden = true}, parseHrmText}},
       {"cwm",
        {{.head_dim = 128, .max_positions = 131072, .norm_eps = 1e-5, .rope_theta = 1000000.0, .kv_heads = 8,
          .heads_divide_hidden = true},

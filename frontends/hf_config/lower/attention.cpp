@@ -53,12 +53,22 @@ Value StepBuilder::qkvProjection(int64_t layer, Value x, const AttnSite &site) {
   int64_t in = site.in;
   // Multipliers on the input (the weights only) and on k (weight and bias).
   const Multipliers &mu = spec_.mup;
-  auto wScales = scales({{qw, mu.attn_in}, {gw, mu.attn_in}, {kw, mu.attn_in * mu.key}, {kw, mu.attn_in}});
+  auto wScales = a.gate_leads ? scales({{gw, mu.attn_in}, {qw, mu.attn_in}, {kw, mu.attn_in * mu.key}, {kw, mu.attn_in}})
+                              : scales({{qw, mu.attn_in}, {gw, mu.attn_in}, {kw, mu.attn_in * mu.key}, {kw, mu.attn_in}});
   auto bScales = scales({{qw, 1.0}, {gw, 1.0}, {kw, mu.key}, {kw, 1.0}});
   Value wqkv, bqkv;
   if (!n.qkv.empty()) {
-    wqkv = weight(site.prog + "qkv", {qw + 2 * kw, in},
-                  {.parts = {{site.hf + n.qkv + ".weight"}}, .row_scales = wScales});
+    // One fused tensor, its rows in the checkpoint's order ([gate | q | k | v] with gate_leads);
+    // biases, where there are any, are per projection.
+    wqkv = weight(site.prog + "qkv", {qw + gw + 2 * kw, in},
+                  {.parts = {{site.hf + n.qkv + ".weight"}},
+                   .row_scales = wScales});
+    if (a.qkv_bias) {
+      std::vector<std::string> biases = {site.hf + "q_proj.bias", site.hf + "k_proj.bias", site.hf + "v_proj.bias"};
+      if (a.gate_leads)
+        biases.insert(biases.begin(), site.hf + n.attn_gate + ".bias");
+      bqkv = weight(site.prog + "qkv_bias", {qw + gw + 2 * kw}, {.parts = {biases}});
+    }
   } else {
     // q_proj interleaves [q | gate] per head; regrouping makes it [q all | gate all].
     SmallVector<int64_t> regroup;
@@ -71,11 +81,13 @@ Value StepBuilder::qkvProjection(int64_t layer, Value x, const AttnSite &site) {
                   {.parts = {names},
                    .regroup = regroup,
                    .row_scales = wScales});
-    if (a.qkv_bias)
+    if (a.qkv_bias) {
+      std::vector<std::string> biases = {site.hf + "q_proj.bias", site.hf + "k_proj.bias", site.hf + "v_proj.bias"};
+      if (a.output_gate && !n.attn_gate.empty())
+        biases.insert(biases.begin() + 1, site.hf + n.attn_gate + ".bias");
       bqkv = weight(site.prog + "qkv_bias", {qw + gw + 2 * kw},
-                    {.parts = {{site.hf + "q_proj.bias", site.hf + "k_proj.bias", site.hf + "v_proj.bias"}},
-                     .regroup = regroup,
-                     .row_scales = bScales});
+                    {.parts = {biases}, .regroup = regroup, .row_scales = bScales});
+    }
   }
   Value qkv = linear(x, wqkv, bqkv);
   if (site.adapter_slot.empty())
@@ -104,8 +116,13 @@ Value StepBuilder::attention(int64_t layer, Value x, const AttnSite &site) {
   Value qkv = qkvProjection(layer, x, site);
   if (a.clip_qkv > 0)
     qkv = ClampOp::create(b_, loc_, qkv.getType(), qkv, b_.getF64FloatAttr(a.clip_qkv)).getResult();
-  SmallVector<Value> parts = a.output_gate ? split(qkv, {qw, gateWidth(a), kw, kw}) : split(qkv, {qw, kw, kw});
-  Value q = parts[0], k = parts[a.output_gate ? 2 : 1], v = parts[a.output_gate ? 3 : 2];
+  // [q | gate | k | v], or [gate | q | k | v] with gate_leads; no gate without an output gate.
+  int64_t gw = gateWidth(a);
+  SmallVector<Value> parts = a.gate_leads ? split(qkv, {gw, qw, kw, kw})
+                             : a.output_gate ? split(qkv, {qw, gw, kw, kw})
+                                             : split(qkv, {qw, kw, kw});
+  Value gate = a.gate_leads ? parts[0] : a.output_gate ? parts[1] : Value();
+  Value q = parts[a.gate_leads ? 1 : 0], k = parts[a.output_gate ? 2 : 1], v = parts[a.output_gate ? 3 : 2];
   // Per head, or over the whole projection; before RoPE, or after it.
   auto qkNorms = [&] {
     int64_t qg = a.qk_norm_whole ? qw : D, kg = a.qk_norm_whole ? kw : D;
@@ -150,9 +167,9 @@ Value StepBuilder::attention(int64_t layer, Value x, const AttnSite &site) {
                                   b_.getI64IntegerAttr(0))
                 .getResult();
   if (a.output_gate && a.gate_softplus)
-    o = mul(o, act(parts[1], Activation::softplus));
+    o = mul(o, act(gate, Activation::softplus));
   else if (a.output_gate)
-    o = GateOp::create(b_, loc_, rows(qw), o, parts[1]).getResult();
+    o = GateOp::create(b_, loc_, rows(qw), o, gate).getResult();
   if (!n.attn_sub_norm.empty())
     o = norm(o, weight(site.prog + "sub_norm", {qw}, site.hf + n.attn_sub_norm + ".weight"));
   auto oScales = scales({{H, spec_.mup.attn_out}});

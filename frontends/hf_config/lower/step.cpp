@@ -265,13 +265,38 @@ void StepBuilder::quantizeLinearInputs(Block &step) {
   }
 }
 
+// RecurrentStacksSpec's loop, unrolled: cache layers in call order. Each call ends in a
+// weightless norm; the last high-stack call leaves its own to the head's final norm (the model's
+// norms are weightless, and a row-wise norm commutes with the gather).
+Value StepBuilder::recurrentStacks(Value zH) {
+  const RecurrentStacksSpec &st = spec_.stacks;
+  int64_t H = spec_.hidden_size, layer = 0;
+  auto stack = [&](Value x, bool last) {
+    for (int64_t i = 0; i < st.depth; ++i)
+      x = decoderLayer(layer++, x);
+    return last ? x : norm(x, Value());
+  };
+  // z_L starts as a learned row, the same for every token.
+  Value init = weight("stacks.low_init", {H}, spec_.prefix + st.low_init);
+  Value zL;
+  for (int64_t h = 0; h < st.outer; ++h) {
+    for (int64_t l = 0; l < st.inner; ++l)
+      zL = stack(zL ? add(zL, zH) : AddOp::create(b_, loc_, rows(H), zH, init).getResult(), false);
+    zH = stack(add(zH, zL), h + 1 == st.outer);
+  }
+  return zH;
+}
+
 OwningOpRef<ModuleOp> StepBuilder::build() {
   OwningOpRef<ModuleOp> module = ModuleOp::create(loc_);
   declareStep(*module);
   Value table;
   Value x = embed(table);
-  for (int64_t l = 0; l < spec_.num_layers; ++l)
-    x = decoderLayer(l, x);
+  if (spec_.stacks.depth > 0)
+    x = recurrentStacks(x);
+  else
+    for (int64_t l = 0; l < spec_.num_layers; ++l)
+      x = decoderLayer(l, x);
   func::ReturnOp::create(b_, loc_, head(x, table));
   if (spec_.quantization == Quantization::Fp8)
     declareFp8Weights(*b_.getInsertionBlock());

@@ -75,8 +75,18 @@ SmallVector<double> StepBuilder::scales(std::initializer_list<std::pair<int64_t,
   return out;
 }
 
+// The module of decoder layer `layer`: <layers>.<n>, or with recurrent stacks the stack layer
+// that cache layer runs (one weight set for all its calls).
+std::string StepBuilder::layerModule(int64_t layer) const {
+  const RecurrentStacksSpec &st = spec_.stacks;
+  if (st.depth == 0)
+    return spec_.names.layers + "." + std::to_string(layer);
+  bool high = layer / st.depth % (st.inner + 1) == st.inner;
+  return (high ? st.high : st.low) + ".layers." + std::to_string(layer % st.depth);
+}
+
 std::string StepBuilder::hf(int64_t layer, const std::string &rest) const {
-  return spec_.prefix + spec_.names.layers + "." + std::to_string(layer) + "." + rest;
+  return spec_.prefix + layerModule(layer) + "." + rest;
 }
 
 std::string StepBuilder::mlpName(int64_t layer, const std::string &rest) const {
@@ -84,7 +94,7 @@ std::string StepBuilder::mlpName(int64_t layer, const std::string &rest) const {
 }
 
 std::string StepBuilder::prog(int64_t layer, const std::string &rest) const {
-  return "layers." + std::to_string(layer) + "." + rest;
+  return (spec_.stacks.depth ? layerModule(layer) : "layers." + std::to_string(layer)) + "." + rest;
 }
 
 AttnSite StepBuilder::attnSite(int64_t layer) const {

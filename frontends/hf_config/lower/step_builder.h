@@ -58,6 +58,7 @@ private:
   Value head(Value x, Value table);
   mlir::Attribute modelAttr();
   void declareFp8Weights(mlir::Block &step);
+  Value recurrentStacks(Value embeddings);
   void quantizeLinearInputs(mlir::Block &step);
   Value mixer(int64_t layer, Value x);
 
@@ -110,6 +111,7 @@ private:
   }
   // [rows, factor] runs for a weight's row_scales; none when every factor is 1.
   static llvm::SmallVector<double> scales(std::initializer_list<std::pair<int64_t, double>> runs);
+  std::string layerModule(int64_t layer) const;
   std::string hf(int64_t layer, const std::string &rest) const;
   std::string mlpName(int64_t layer, const std::string &rest) const;
   std::string prog(int64_t layer, const std::string &rest) const;

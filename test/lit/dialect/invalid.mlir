@@ -429,6 +429,15 @@ func.func @norm_result(%x: tensor<?x8xf32>) {
 
 // -----
 
+func.func @add_weight_width(%x: tensor<?x8xf32>) {
+  %w = cbc.weight.ref "z" {sources = [["z"]]} : tensor<4xbf16>
+  // expected-error @+1 {{'cbc.math.add' op a weight addend must be one row of the operand's width}}
+  %0 = cbc.math.add %x, %w : (tensor<?x8xf32>, tensor<4xbf16>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
 func.func @add_types(%x: tensor<?x8xf32>, %y: tensor<?x4xf32>) {
   // expected-error @+1 {{'cbc.math.add' op requires the same shape for all operands and results}}
   %0 = "cbc.math.add"(%x, %y) : (tensor<?x8xf32>, tensor<?x4xf32>) -> tensor<?x8xf32>

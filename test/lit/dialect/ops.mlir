@@ -46,6 +46,9 @@ func.func @device_types(%x: tensor<?x8xbf16>, %y: tensor<?x8xf32>) -> tensor<?x8
   %e = cbc.math.clamp %d {limit = 8.0 : f64} : (tensor<?x8xbf16>) -> tensor<?x8xf32>
   // CHECK: cbc.math.act_quant %{{[a-z0-9_#]+}} : tensor<?x8xf32>
   %aq = cbc.math.act_quant %e : tensor<?x8xf32>
+  %z0 = cbc.weight.ref "z0" {sources = [["a.z0"]]} : tensor<8xbf16>
+  // CHECK: cbc.math.add %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}} : (tensor<?x8xf32>, tensor<8xbf16>) -> tensor<?x8xf32>
+  %az = cbc.math.add %aq, %z0 : (tensor<?x8xf32>, tensor<8xbf16>) -> tensor<?x8xf32>
   %ap = cbc.weight.ref "alpha_p" {sources = [["a.alpha_p"]]} : tensor<1xbf16>
   %an = cbc.weight.ref "alpha_n" {sources = [["a.alpha_n"]]} : tensor<1xbf16>
   %be = cbc.weight.ref "beta" {sources = [["a.beta"]]} : tensor<1xbf16>
