@@ -77,6 +77,7 @@ struct LayerSpec {
   // This attention layer's own head counts and head width (Inkling's sliding layers); 0: the
   // AttentionSpec's.
   int64_t num_heads = 0, num_kv_heads = 0, head_dim = 0;
+  std::optional<bool> sinks; // this layer's own sinks choice (MiMo-V2: sliding layers); none: AttentionSpec's
   // A sparse attention layer without its own indexer: it reads the previous layer's selection.
   bool shared_indexer = false;
   // The mixer's input norm and the feed-forward block's norm are followed by the low-rank gate of
@@ -94,6 +95,8 @@ struct NormGateSpec {
 
 struct AttentionSpec {
   int64_t num_heads = 0, num_kv_heads = 0, head_dim = 0;
+  int64_t v_head_dim = 0;   // value heads' width where it differs from head_dim (MiMo-V2); 0: head_dim
+  double value_scale = 1.0; // v is scaled before the cache, folded into v_proj's rows (MiMo-V2)
   double scale = 1.0;
   bool qkv_bias = false, o_bias = false;
   bool qk_norm = false;  // RMSNorm over each head of q and k, before RoPE

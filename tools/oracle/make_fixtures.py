@@ -2738,6 +2738,45 @@ FAMILIES = {
             "embeddings times embedding_scale = 1 / initializer_range = 50 (derived by the class, saved)",
         ],
     ),
+    "mimo_v2_flash": dict(
+        seed=19349,
+        build=_config(
+            "MiMoV2FlashConfig",
+            num_hidden_layers=3,
+            num_attention_heads=4,
+            num_key_value_heads=1,
+            head_dim=24,
+            v_head_dim=16,
+            sliding_window=8,
+            attention_bias=True,
+            n_routed_experts=6,
+            num_experts_per_tok=2,
+            moe_intermediate_size=16,
+            n_group=2,
+            topk_group=1,
+            routed_scaling_factor=2.5,
+            mlp_layer_types=["dense", "sparse", "dense"],
+            tie_word_embeddings=False,
+            rope_parameters={
+                "full_attention": {"rope_type": "default", "rope_theta": 5000000.0, "partial_rotary_factor": 0.334},
+                "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+            },
+        ),
+        zero_centred_norms=False,
+        features=[
+            "q/k heads of 24 and value heads of 16 (v_head_dim): the cache rows differ in width, o_proj reads 4 x 16; "
+            "v scaled by attention_value_scale 0.707 before the cache",
+            "layer 0 full (1 KV head, no sinks, theta 5e6), layers 1-2 sliding (window 8, 2 KV heads, per-head sinks "
+            "attention_sink_bias, theta 1e4); RoPE on int(24 x 0.334) = 8 of 24 dims (the sliding dictionary "
+            "omits the factor: the class's 0.334 fallback)",
+            "q/k/v biases (attention_bias), no o_proj bias",
+            "mlp_layer_types: layer 1 MoE, layers 0 and 2 dense: sigmoid router (std 0.6) with e_score_correction_bias (N(0, 0.3)), 6 experts in 2 groups (1 "
+            "kept), top-2, renormalised, x 2.5; no shared expert; experts stored per expert",
+        ],
+        buffer_init=[(r"gate\.e_score_correction_bias$", 0.0, 0.3)],
+        std={"router": 0.6},
+        atol_note=SIGMOID_ROUTER_NOTE,
+    ),
     "qwen2_moe": dict(
         atol_note="Routing weights are top-2 softmax probabilities (not renormalised); the shared expert's sigmoid gate is smooth.",
         seed=2024,

@@ -762,6 +762,68 @@ void parseLaguna(const ConfigReader &r, ModelSpec &s) {
   moeByLayerTypes(r, s, [](int64_t i) { return i > 0; });
 }
 
+// MiMo-V2-Flash: q/k heads of head_dim (192) and value heads of v_head_dim (128), v scaled by
+// attention_value_scale before the cache (0.707 when absent, 1 when null); layer_types else layer
+// 0 and every sixth full, the rest sliding (window sliding_window, default 129, or
+// sliding_window_size + 1 as the class reads it) with twice the KV heads and per-head sinks
+// (attention_sink_bias); q/k/v biases with attention_bias, o_proj never; DeepSeek-V3's router
+// without shared experts, MoE on all but layer 0 unless mlp_layer_types says otherwise.
+void parseMimoV2Flash(const ConfigReader &r, ModelSpec &s) {
+  s.attn.qkv_bias = r.getBool("attention_bias", false);
+  s.attn.v_head_dim = r.getSize("v_head_dim", 128);
+  s.attn.value_scale = r.has("attention_value_scale")      ? r.getNumber("attention_value_scale", 1.0)
+                       : r.contains("attention_value_scale") ? 1.0
+                                                            : 0.707;
+  int64_t window = r.has("sliding_window_size") ? r.getSize("sliding_window_size", 0) + 1
+                                                : windowOrClassDefault(r, 129);
+  std::vector<LayerKind> kinds =
+      r.has("layer_types")
+          ? explicitLayerTypes(r, s.num_layers)
+          : kindsWhere(s.num_layers, [](int64_t i) { return i != 0 && (i + 1) % 6 != 0; }, LayerKind::SlidingAttention,
+                       LayerKind::FullAttention);
+  requireWindowForSliding(r, kinds, window);
+  setLayers(s, kinds, window);
+  if (s.attn.num_heads % (2 * s.attn.num_kv_heads) != 0)
+    throw ConfigError(r.path("num_key_value_heads"),
+                      "twice it (the sliding layers' KV heads) must divide num_attention_heads (" +
+                          std::to_string(s.attn.num_heads) + ")");
+  for (LayerSpec &l : s.layers) {
+    bool sliding = l.kind == LayerKind::SlidingAttention;
+    l.num_kv_heads = sliding ? 2 * s.attn.num_kv_heads : 0;
+    l.sinks = sliding;
+  }
+  s.names.sinks = "attention_sink_bias";
+  parseDeepseekMoe(r, s, kSigmoidGroups,
+                   {.experts = 256, .top_k = 8, .groups = 1, .keep = 1, .intermediate = 2048, .shared = 0,
+                    .scaling = 1.0});
+  moeByLayerTypes(r, s, [](int64_t i) { return i > 0; });
+}
+
+// MiMoV2FlashConfig reads rope_parameters by layer type only (a flat dictionary fails in
+// transformers, a top-level rope_theta or partial_rotary_factor is never read); without it, theta
+// 5e6 on full layers and 1e4 on sliding ones. Every dictionary rotates 0.334 of each head unless
+// it says otherwise.
+RopeDicts mimoV2FlashRopeDicts(const ConfigReader &r) {
+  RopeDicts out = {
+      {"full_attention", {{"rope_type", "default"}, {"rope_theta", 5000000.0}, {"partial_rotary_factor", 0.334}}},
+      {"sliding_attention", {{"rope_type", "default"}, {"rope_theta", 10000.0}, {"partial_rotary_factor", 0.334}}}};
+  if (!r.has("rope_parameters"))
+    return out;
+  if (!ropeByLayerType(r))
+    throw ConfigError(r.path("rope_parameters"),
+                      "must map each layer type (full_attention, sliding_attention) to its RoPE dictionary: the config "
+                      "class reads it by layer type");
+  const nlohmann::json &rp = r.raw("rope_parameters");
+  for (auto &[kind, d] : out) {
+    if (!rp.contains(kind) || !rp[kind].is_object())
+      throw ConfigError(r.path("rope_parameters." + kind), "is missing: the layers of that type read it");
+    d = rp[kind];
+    if (!d.contains("partial_rotary_factor"))
+      d["partial_rotary_factor"] = 0.334;
+  }
+  return out;
+}
+
 } // namespace
 
 FamilyTable moeFamilies() {
@@ -789,6 +851,10 @@ FamilyTable moeFamilies() {
         parseSolarOpen}},
       {"mellum",
        {{.head_dim = 128, .max_positions = 131072, .norm_eps = 1e-6, .kv_heads = 4}, parseMellum, mellumRopeDicts}},
+      {"mimo_v2_flash",
+       {{.head_dim = 192, .max_positions = 131072, .norm_eps = 1e-5, .partial_rotary = true,
+         .partial_rotary_factor = 0.334, .kv_heads = 4},
+        parseMimoV2Flash, mimoV2FlashRopeDicts}},
       {"hy_v3",
        {{.head_dim = 128, .max_positions = 131072, .norm_eps = 1e-5, .rope_theta = 11158840.0, .kv_heads = 8},
         parseHyV3}},

@@ -35,8 +35,12 @@ AttentionSpec StepBuilder::layerAttention(int64_t layer) const {
   a.num_heads = L.num_heads ? L.num_heads : a.num_heads;
   a.num_kv_heads = L.num_kv_heads ? L.num_kv_heads : a.num_kv_heads;
   a.head_dim = L.head_dim ? L.head_dim : a.head_dim;
+  a.sinks = L.sinks.value_or(a.sinks);
   return a;
 }
+
+// The width of a value head (and of each head of the attention output).
+static int64_t valueDim(const AttentionSpec &a) { return a.v_head_dim ? a.v_head_dim : a.head_dim; }
 
 // The output gate's width: one per head or one per element of q.
 static int64_t gateWidth(const AttentionSpec &a) {
@@ -48,26 +52,28 @@ static int64_t gateWidth(const AttentionSpec &a) {
 Value StepBuilder::qkvProjection(int64_t layer, Value x, const AttnSite &site) {
   const AttentionSpec a = layerAttention(layer);
   const Names &n = spec_.names;
-  int64_t D = a.head_dim, qw = a.num_heads * D, kw = a.num_kv_heads * D;
+  int64_t D = a.head_dim, qw = a.num_heads * D, kw = a.num_kv_heads * D, vw = a.num_kv_heads * valueDim(a);
   int64_t gw = gateWidth(a);
   int64_t in = site.in;
   // Multipliers on the input (the weights only) and on k (weight and bias).
   const Multipliers &mu = spec_.mup;
-  auto wScales = a.gate_leads ? scales({{gw, mu.attn_in}, {qw, mu.attn_in}, {kw, mu.attn_in * mu.key}, {kw, mu.attn_in}})
-                              : scales({{qw, mu.attn_in}, {gw, mu.attn_in}, {kw, mu.attn_in * mu.key}, {kw, mu.attn_in}});
-  auto bScales = scales({{qw, 1.0}, {gw, 1.0}, {kw, mu.key}, {kw, 1.0}});
+  double vs = a.value_scale;
+  auto wScales = a.gate_leads
+                     ? scales({{gw, mu.attn_in}, {qw, mu.attn_in}, {kw, mu.attn_in * mu.key}, {vw, mu.attn_in * vs}})
+                     : scales({{qw, mu.attn_in}, {gw, mu.attn_in}, {kw, mu.attn_in * mu.key}, {vw, mu.attn_in * vs}});
+  auto bScales = scales({{qw, 1.0}, {gw, 1.0}, {kw, mu.key}, {vw, vs}});
   Value wqkv, bqkv;
   if (!n.qkv.empty()) {
     // One fused tensor, its rows in the checkpoint's order ([gate | q | k | v] with gate_leads);
     // biases, where there are any, are per projection.
-    wqkv = weight(site.prog + "qkv", {qw + gw + 2 * kw, in},
+    wqkv = weight(site.prog + "qkv", {qw + gw + kw + vw, in},
                   {.parts = {{site.hf + n.qkv + ".weight"}},
                    .row_scales = wScales});
     if (a.qkv_bias) {
       std::vector<std::string> biases = {site.hf + "q_proj.bias", site.hf + "k_proj.bias", site.hf + "v_proj.bias"};
       if (a.gate_leads)
         biases.insert(biases.begin(), site.hf + n.attn_gate + ".bias");
-      bqkv = weight(site.prog + "qkv_bias", {qw + gw + 2 * kw}, {.parts = {biases}});
+      bqkv = weight(site.prog + "qkv_bias", {qw + gw + kw + vw}, {.parts = {biases}});
     }
   } else {
     // q_proj interleaves [q | gate] per head; regrouping makes it [q all | gate all].
@@ -77,7 +83,7 @@ Value StepBuilder::qkvProjection(int64_t layer, Value x, const AttnSite &site) {
       names.insert(names.begin() + 1, site.hf + n.attn_gate + ".weight");
     else if (a.output_gate)
       regroup = {a.num_heads, D, D};
-    wqkv = weight(site.prog + "qkv", {qw + gw + 2 * kw, in},
+    wqkv = weight(site.prog + "qkv", {qw + gw + kw + vw, in},
                   {.parts = {names},
                    .regroup = regroup,
                    .row_scales = wScales});
@@ -85,7 +91,7 @@ Value StepBuilder::qkvProjection(int64_t layer, Value x, const AttnSite &site) {
       std::vector<std::string> biases = {site.hf + "q_proj.bias", site.hf + "k_proj.bias", site.hf + "v_proj.bias"};
       if (a.output_gate && !n.attn_gate.empty())
         biases.insert(biases.begin() + 1, site.hf + n.attn_gate + ".bias");
-      bqkv = weight(site.prog + "qkv_bias", {qw + gw + 2 * kw},
+      bqkv = weight(site.prog + "qkv_bias", {qw + gw + kw + vw},
                     {.parts = {biases}, .regroup = regroup, .row_scales = bScales});
     }
   }
@@ -112,15 +118,16 @@ Value StepBuilder::attention(int64_t layer, Value x, const AttnSite &site) {
   const Names &n = spec_.names;
   const LayerSpec &L = spec_.layers[layer];
   int64_t D = a.head_dim, qw = a.num_heads * D, kw = a.num_kv_heads * D;
+  int64_t vw = a.num_kv_heads * valueDim(a), ow = a.num_heads * valueDim(a);
   int64_t H = spec_.hidden_size;
   Value qkv = qkvProjection(layer, x, site);
   if (a.clip_qkv > 0)
     qkv = ClampOp::create(b_, loc_, qkv.getType(), qkv, b_.getF64FloatAttr(a.clip_qkv)).getResult();
   // [q | gate | k | v], or [gate | q | k | v] with gate_leads; no gate without an output gate.
   int64_t gw = gateWidth(a);
-  SmallVector<Value> parts = a.gate_leads ? split(qkv, {gw, qw, kw, kw})
-                             : a.output_gate ? split(qkv, {qw, gw, kw, kw})
-                                             : split(qkv, {qw, kw, kw});
+  SmallVector<Value> parts = a.gate_leads ? split(qkv, {gw, qw, kw, vw})
+                             : a.output_gate ? split(qkv, {qw, gw, kw, vw})
+                                             : split(qkv, {qw, kw, vw});
   Value gate = a.gate_leads ? parts[0] : a.output_gate ? parts[1] : Value();
   Value q = parts[a.gate_leads ? 1 : 0], k = parts[a.output_gate ? 2 : 1], v = parts[a.output_gate ? 3 : 2];
   // Per head, or over the whole projection; before RoPE, or after it.
@@ -159,7 +166,7 @@ Value StepBuilder::attention(int64_t layer, Value x, const AttnSite &site) {
   Value sinks;
   if (a.sinks)
     sinks = weight(site.prog + "sinks", {a.num_heads}, site.hf + spec_.names.sinks);
-  Value o = KvAttentionOp::create(b_, loc_, rows(qw), q, positions_, seqIds_, cuSeqlens_, kvLens_, slots_,
+  Value o = KvAttentionOp::create(b_, loc_, rows(ow), q, positions_, seqIds_, cuSeqlens_, kvLens_, slots_,
                                   blockTables_, sinks, Value(), b_.getI64IntegerAttr(layer), b_.getI64IntegerAttr(a.num_heads),
                                   b_.getI64IntegerAttr(a.num_kv_heads), b_.getI64IntegerAttr(D),
                                   b_.getF64FloatAttr(a.scale), retention,
@@ -169,11 +176,11 @@ Value StepBuilder::attention(int64_t layer, Value x, const AttnSite &site) {
   if (a.output_gate && a.gate_softplus)
     o = mul(o, act(gate, Activation::softplus));
   else if (a.output_gate)
-    o = GateOp::create(b_, loc_, rows(qw), o, gate).getResult();
+    o = GateOp::create(b_, loc_, rows(ow), o, gate).getResult();
   if (!n.attn_sub_norm.empty())
-    o = norm(o, weight(site.prog + "sub_norm", {qw}, site.hf + n.attn_sub_norm + ".weight"));
+    o = norm(o, weight(site.prog + "sub_norm", {ow}, site.hf + n.attn_sub_norm + ".weight"));
   auto oScales = scales({{H, spec_.mup.attn_out}});
-  Value wo = weight(site.prog + "o", {H, qw}, {.parts = {{site.hf + n.o_proj + ".weight"}}, .row_scales = oScales});
+  Value wo = weight(site.prog + "o", {H, ow}, {.parts = {{site.hf + n.o_proj + ".weight"}}, .row_scales = oScales});
   Value bo;
   if (a.o_bias)
     bo = weight(site.prog + "o_bias", {H}, {.parts = {{site.hf + n.o_proj + ".bias"}}, .row_scales = oScales});
