@@ -185,6 +185,9 @@ Params writeParams(fbs::FlatBufferBuilder &fbb, Operation &op) {
       })
       .Case([&](SoftcapOp o) { return params(P::SoftcapParams, fb::CreateSoftcapParams(fbb, f64(o.getCapAttr()))); })
       .Case([&](ClampOp o) { return params(P::ClampParams, fb::CreateClampParams(fbb, f64(o.getLimitAttr()))); })
+      .Case([&](DiffHeadsOp o) {
+        return params(P::DiffHeadsParams, fb::CreateDiffHeadsParams(fbb, f64(o.getLambdaInitAttr())));
+      })
       .Case([&](RmsNormGatedOp o) {
         auto norm = writeNorm(fbb, o.getEpsAttr(), o.getOffsetAttr(), o.getGroupAttr());
         auto order = o.getOrder() == NormGateOrder::gate_norm ? fb::NormGateOrder::GateNorm : fb::NormGateOrder::NormGate;

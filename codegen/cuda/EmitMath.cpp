@@ -67,6 +67,19 @@ void emitLayerNorm(Emitter &e, LayerNormOp op) {
   l.grid[0] = {e.rowsVar(op.getX()), 1, 1, 0};
 }
 
+void emitDiffHeads(Emitter &e, DiffHeadsOp op) {
+  using S = slots::DiffHeads;
+  Value out = op.getResult();
+  int64_t d = llvm::cast<RankedTensorType>(op.getQ1().getType()).getDimSize(0);
+  SlotArgs<S> args;
+  args.set(S::X, e.arg(op.getX())).set(S::Q1, e.arg(op.getQ1())).set(S::K1, e.arg(op.getK1()));
+  args.set(S::Q2, e.arg(op.getQ2())).set(S::K2, e.arg(op.getK2())).set(S::Out, e.arg(out));
+  args.set(S::LambdaInit, op.getLambdaInit().convertToDouble());
+  elementwise(e, "diff_heads",
+              Instance("diff_heads").type(op.getX()).type(op.getQ1()).type(out).integer(cols(out)).integer(d), out,
+              args);
+}
+
 void emitActQuant(Emitter &e, ActQuantOp op) {
   using S = slots::ActQuant;
   int64_t W = cols(op.getX());

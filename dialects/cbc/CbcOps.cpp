@@ -161,6 +161,20 @@ LogicalResult RmsNormOp::verify() {
   return success();
 }
 
+LogicalResult DiffHeadsOp::verify() {
+  if (cols(getX()) != 2 * cols(getResult()))
+    return emitOpError("input width must be twice the result width");
+  auto q1 = llvm::cast<RankedTensorType>(getQ1().getType());
+  for (Value w : {getQ1(), getK1(), getQ2(), getK2()}) {
+    auto t = llvm::cast<RankedTensorType>(w.getType());
+    if (t.getRank() != 1 || t.getShape() != q1.getShape() || t.getElementType() != q1.getElementType())
+      return emitOpError("lambda vectors must be four of one length and element type");
+  }
+  if (!std::isfinite(getLambdaInit().convertToDouble()))
+    return emitOpError("lambda_init must be finite");
+  return success();
+}
+
 LogicalResult AddOp::verify() {
   int64_t width = cols(getLhs());
   if (auto w = llvm::dyn_cast<RankedTensorType>(getRhs().getType()); w && w.hasStaticShape()) {

@@ -328,6 +328,26 @@ def Cbc_ActQuantOp : Cbc_Op<"math.act_quant", [Pure, SameOperandsAndResultShape]
   let assemblyFormat = "$x attr-dict `:` custom<RowsTypes>(type($x), type($result))";
 }
 
+def Cbc_DiffHeadsOp : Cbc_Op<"math.diff_heads", [Pure]> {
+  let opcode = 36;
+  let params = "DiffHeadsParams";
+  let summary = "Differential attention's combination: one half of the heads minus lambda times the other.";
+  let description = [{
+    With `W` the result width and `lambda = exp(sum(q1 * k1)) - exp(sum(q2 * k2)) + lambda_init`
+    (the four learned vectors of the layer, the sums in fp32), `result[t, j] = x[t, j] - lambda *
+    x[t, W + j]`: head `h` of the first half minus lambda times head `h` of the second
+    (DiffLlama, where each head's output is twice head_dim wide).
+  }];
+  let arguments = (ins Cbc_Rows:$x, Cbc_Weight:$q1, Cbc_Weight:$k1, Cbc_Weight:$q2, Cbc_Weight:$k2,
+                   F64Attr:$lambda_init);
+  let results = (outs Cbc_Rows:$result);
+  let assemblyFormat = [{
+    $x `,` $q1 `,` $k1 `,` $q2 `,` $k2 attr-dict `:` type($x) `,` type($q1) `,` type($k1) `,` type($q2) `,`
+    type($k2) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
 def Cbc_HeadLinearOp : Cbc_Op<"math.head_linear", [Pure]> {
   let opcode = 25;
   let params = "HeadLinearParams";

@@ -78,6 +78,7 @@ struct LayerSpec {
   // AttentionSpec's.
   int64_t num_heads = 0, num_kv_heads = 0, head_dim = 0;
   std::optional<bool> sinks; // this layer's own sinks choice (MiMo-V2: sliding layers); none: AttentionSpec's
+  double lambda_init = 0.0;  // differential attention's lambda_init for this layer
   // A sparse attention layer without its own indexer: it reads the previous layer's selection.
   bool shared_indexer = false;
   // The mixer's input norm and the feed-forward block's norm are followed by the low-rank gate of
@@ -97,6 +98,11 @@ struct AttentionSpec {
   int64_t num_heads = 0, num_kv_heads = 0, head_dim = 0;
   int64_t v_head_dim = 0;   // value heads' width where it differs from head_dim (MiMo-V2); 0: head_dim
   double value_scale = 1.0; // v is scaled before the cache, folded into v_proj's rows (MiMo-V2)
+  // Differential attention (DiffLlama): KV head j caches the value heads j mod (kv / 2) and
+  // kv / 2 + j mod (kv / 2) side by side, so each head's output is [o1 | o2]; the first half of
+  // the heads minus lambda times the second (cbc.math.diff_heads, lambda from <attn>.lambda_{q,k}{1,2}
+  // and LayerSpec::lambda_init), a weightless RMS norm over each 2 * head_dim, times 1 - lambda_init.
+  bool differential = false;
   double scale = 1.0;
   bool qkv_bias = false, o_bias = false;
   bool qk_norm = false;  // RMSNorm over each head of q and k, before RoPE

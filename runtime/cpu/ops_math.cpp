@@ -352,6 +352,33 @@ Exec compileActQuant(const OpContext &c) {
   };
 }
 
+// lambda = exp(q1 . k1) - exp(q2 . k2) + lambda_init (sums in fp32), then x[:W] - lambda x[W:].
+Exec compileDiffHeads(const OpContext &c) {
+  c.need(5, 1);
+  int x = c.I[0], out = c.O[0];
+  c.acts({x, out});
+  int64_t width = c.cols(out), d = c.weightNumel(c.I[1]);
+  c.check(c.cols(x) == 2 * width, "has an input that is not twice the result width");
+  for (int i = 2; i < 5; ++i)
+    c.check(c.weightNumel(c.I[i]) == d, "has lambda vectors of different lengths");
+  float lambdaInit = (float)c.params<fb::DiffHeadsParams>().lambda_init();
+  int q1 = c.I[1], k1 = c.I[2], q2 = c.I[3], k2 = c.I[4];
+  return [=](StepEnv &e) {
+    auto dot = [&](int a, int b) {
+      float s = 0.0f;
+      for (int64_t j = 0; j < d; ++j)
+        s += e.weight(a)[j] * e.weight(b)[j];
+      return s;
+    };
+    float lambda = std::exp(dot(q1, k1)) - std::exp(dot(q2, k2)) + lambdaInit;
+    const float *in = e.f32(x);
+    float *y = e.f32(out);
+    for (int64_t r = 0, rows = e.rows(x); r < rows; ++r)
+      for (int64_t j = 0; j < width; ++j)
+        y[r * width + j] = in[r * 2 * width + j] - lambda * in[r * 2 * width + width + j];
+  };
+}
+
 // The fused ops run the reference kernels of the ops they replace.
 Exec compileAddRmsNorm(const OpContext &c) {
   c.check(c.I.size() >= 2 && c.O.size() == 2, "has the wrong number of operands");

@@ -2777,6 +2777,24 @@ FAMILIES = {
         std={"router": 0.6},
         atol_note=SIGMOID_ROUTER_NOTE,
     ),
+    "diffllama": dict(
+        seed=19406,
+        build=_config(
+            "DiffLlamaConfig",
+            num_hidden_layers=2,
+            attention_bias=True,
+            tie_word_embeddings=False,
+            rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+        ),
+        zero_centred_norms=False,
+        features=[
+            "differential attention: two attention calls sharing q and k over the two halves of v (2 KV heads: head 0 "
+            "and head 1), concatenated per head; heads 0-1 minus lambda x heads 2-3, lambda = exp(lambda_q1 . "
+            "lambda_k1) - exp(lambda_q2 . lambda_k2) + lambda_init (0.2, then 0.8 - 0.6 exp(-0.3)); a weightless RMS "
+            "norm over each 32 wide head, times 1 - lambda_init",
+            "GQA 4q/2kv, head_dim 16; attention_bias on q/k/v/o",
+        ],
+    ),
     "qwen2_moe": dict(
         atol_note="Routing weights are top-2 softmax probabilities (not renormalised); the shared expert's sigmoid gate is smooth.",
         seed=2024,

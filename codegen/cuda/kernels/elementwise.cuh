@@ -100,6 +100,24 @@ template <class TX, class TP, class TY, int W> __device__ __forceinline__ void x
   });
 }
 
+// Differential attention's combination over rows of 2W: x[:W] - lambda x[W:], lambda from the four
+// learned vectors of D (TL: their type), recomputed by each thread (4D products, beside a GEMM's).
+template <class TX, class TL, class TY, int W, int D> __device__ __forceinline__ void diff_heads(const CbcArgs &a) {
+  using S = slots::DiffHeads;
+  const TX *x = (const TX *)a.p[S::X];
+  TY *y = (TY *)a.p[S::Out];
+  auto dot = [&](int p, int q) {
+    float s = 0.0f;
+    for (int j = 0; j < D; ++j)
+      s += ld((const TL *)a.p[p], j) * ld((const TL *)a.p[q], j);
+    return s;
+  };
+  float lambda = expf(dot(S::Q1, S::K1)) - expf(dot(S::Q2, S::K2)) + a.f[S::LambdaInit];
+  for_element<W>(a.i[S::Rows], [&](long long i, long long r, long long c) {
+    st(y, i, ld(x, r * 2 * W + c) - lambda * ld(x, r * 2 * W + W + c));
+  });
+}
+
 // x * sigmoid(g), g of GW columns, one per W / GW columns of x.
 template <class TX, class TG, class TY, int W, int GW> __device__ __forceinline__ void gate(const CbcArgs &a) {
   using S = slots::Gate;

@@ -198,6 +198,11 @@ struct Clamp {
   enum Int { Rows, NumInt };
   enum Flt { Limit, NumFlt };
 };
+struct DiffHeads {
+  enum Ptr { X, Q1, K1, Q2, K2, Out, NumPtr };
+  enum Int { Rows, NumInt };
+  enum Flt { LambdaInit, NumFlt };
+};
 struct ActQuant {
   enum Ptr { X, Out, NumPtr };
   enum Int { NumInt };

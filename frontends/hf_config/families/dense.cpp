@@ -283,6 +283,23 @@ void parseHrmText(const ConfigReader &r, ModelSpec &s) {
   uniformWindowLayers(s, 0);
 }
 
+// DiffLlama: Llama with differential attention (AttentionSpec::differential): lambda_init
+// 0.8 - 0.6 exp(-0.3 layer) per layer, the group norm's eps rms_norm_eps. The class refuses an
+// odd KV head count and attention dropout; its MLP has no biases.
+void parseDiffLlama(const ConfigReader &r, ModelSpec &s) {
+  if (s.attn.num_kv_heads % 2 != 0)
+    throw ConfigError(r.path("num_key_value_heads"),
+                      "must be even: differential attention splits the value heads in two (DiffLlamaConfig refuses " +
+                          std::to_string(s.attn.num_kv_heads) + ")");
+  if (r.getNumber("attention_dropout", 0.0) > 0.0)
+    throw ConfigError(r.path("attention_dropout"), "must be 0: DiffLlama refuses attention dropout");
+  attentionBiases(r, s);
+  s.attn.differential = true;
+  uniformWindowLayers(s, 0);
+  for (int64_t i = 0; i < s.num_layers; ++i)
+    s.layers[i].lambda_init = 0.8 - 0.6 * std::exp(-0.3 * (double)i);
+}
+
 // CWM: Llama without biases, every fourth layer (from 0) full and the others sliding
 // (sliding_window, class default 8192) unless layer_types says otherwise.
 void parseCwm(const ConfigReader &r, ModelSpec &s) {
@@ -460,6 +477,7 @@ FamilyTable denseFamilies() {
         parseBitNet}},
       {"hrm_text",
        {{.head_dim = 128, .max_positions = 2048, .heads_divide_hidden = true}, parseHrmText}},
+      {"diffllama", {{.max_positions = 2048, .norm_eps = 1e-5}, parseDiffLlama}},
       {"cwm",
        {{.head_dim = 128, .max_positions = 131072, .norm_eps = 1e-5, .rope_theta = 1000000.0, .kv_heads = 8,
          .heads_divide_hidden = true},

@@ -111,6 +111,29 @@ Value StepBuilder::qkvProjection(int64_t layer, Value x, const AttnSite &site) {
   return add(qkv, linear(linear(x, down), up));
 }
 
+// Differential attention's value rows: KV head j holds [v_(j mod h) | v_(h + j mod h)], h = kv / 2
+// (DiffLlama's two halves of v, each repeated to every KV head).
+Value StepBuilder::pairValueHeads(Value v, int64_t kvHeads, int64_t dim) {
+  SmallVector<Value> heads = split(v, SmallVector<int64_t>(kvHeads, dim));
+  SmallVector<Value> paired;
+  for (int64_t j = 0, h = kvHeads / 2; j < kvHeads; ++j)
+    paired.append({heads[j % h], heads[h + j % h]});
+  return ConcatOp::create(b_, loc_, rows(2 * kvHeads * dim), paired).getResult();
+}
+
+// The first half of the heads minus lambda times the second, each of 2 * dim, then a weightless
+// RMS norm per head and the factor 1 - lambda_init.
+Value StepBuilder::differentialHeads(Value o, const AttnSite &site, int64_t dim, double lambdaInit) {
+  auto lambda = [&](const char *which) {
+    return weight(site.prog + "lambda_" + which, {dim}, site.hf + "lambda_" + which);
+  };
+  int64_t width = llvm::cast<RankedTensorType>(o.getType()).getDimSize(1) / 2;
+  o = DiffHeadsOp::create(b_, loc_, rows(width), o, lambda("q1"), lambda("k1"), lambda("q2"), lambda("k2"),
+                          b_.getF64FloatAttr(lambdaInit))
+          .getResult();
+  return scaleBy(norm(o, Value(), 2 * dim), 1.0 - lambdaInit);
+}
+
 Value StepBuilder::attention(int64_t layer, Value x, const AttnSite &site) {
   if (spec_.attn.rel_dim > 0)
     return relativeAttention(layer, x, site);
@@ -118,7 +141,9 @@ Value StepBuilder::attention(int64_t layer, Value x, const AttnSite &site) {
   const Names &n = spec_.names;
   const LayerSpec &L = spec_.layers[layer];
   int64_t D = a.head_dim, qw = a.num_heads * D, kw = a.num_kv_heads * D;
-  int64_t vw = a.num_kv_heads * valueDim(a), ow = a.num_heads * valueDim(a);
+  // Differential attention caches two value heads per KV head: the output heads are twice as wide.
+  int64_t cachedDim = (a.differential ? 2 : 1) * valueDim(a);
+  int64_t vw = a.num_kv_heads * valueDim(a), ow = a.num_heads * cachedDim;
   int64_t H = spec_.hidden_size;
   Value qkv = qkvProjection(layer, x, site);
   if (a.clip_qkv > 0)
@@ -158,6 +183,8 @@ Value StepBuilder::attention(int64_t layer, Value x, const AttnSite &site) {
   if (a.qk_norm && a.qk_norm_after_rope)
     qkNorms();
 
+  if (a.differential)
+    v = pairValueHeads(v, a.num_kv_heads, valueDim(a));
   auto retention = L.window > 0  ? RetentionAttr::get(b_.getContext(), RetentionKind::window, L.window)
                    : L.chunk > 0 ? RetentionAttr::get(b_.getContext(), RetentionKind::chunk, L.chunk)
                                  : RetentionAttr::all(b_.getContext());
@@ -177,6 +204,10 @@ Value StepBuilder::attention(int64_t layer, Value x, const AttnSite &site) {
     o = mul(o, act(gate, Activation::softplus));
   else if (a.output_gate)
     o = GateOp::create(b_, loc_, rows(ow), o, gate).getResult();
+  if (a.differential) {
+    o = differentialHeads(o, site, valueDim(a), L.lambda_init);
+    ow /= 2;
+  }
   if (!n.attn_sub_norm.empty())
     o = norm(o, weight(site.prog + "sub_norm", {ow}, site.hf + n.attn_sub_norm + ".weight"));
   auto oScales = scales({{H, spec_.mup.attn_out}});

@@ -59,6 +59,8 @@ private:
   mlir::Attribute modelAttr();
   void declareFp8Weights(mlir::Block &step);
   Value recurrentStacks(Value embeddings);
+  Value pairValueHeads(Value v, int64_t kvHeads, int64_t dim);
+  Value differentialHeads(Value o, const AttnSite &site, int64_t dim, double lambdaInit);
   void quantizeLinearInputs(mlir::Block &step);
   Value mixer(int64_t layer, Value x);
 

@@ -552,6 +552,30 @@ func.func @rope_result(%x: tensor<?x8xf32>, %p: tensor<?xi32>) {
 
 // -----
 
+func.func @diff_heads_width(%x: tensor<?x8xf32>, %l: tensor<4xbf16>) {
+  // expected-error @+1 {{'cbc.math.diff_heads' op input width must be twice the result width}}
+  %0 = cbc.math.diff_heads %x, %l, %l, %l, %l {lambda_init = 0.2 : f64} : tensor<?x8xf32>, tensor<4xbf16>, tensor<4xbf16>, tensor<4xbf16>, tensor<4xbf16> -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @diff_heads_lambdas(%x: tensor<?x8xf32>, %l: tensor<4xbf16>, %m: tensor<2xbf16>) {
+  // expected-error @+1 {{'cbc.math.diff_heads' op lambda vectors must be four of one length and element type}}
+  %0 = cbc.math.diff_heads %x, %l, %l, %m, %l {lambda_init = 0.2 : f64} : tensor<?x8xf32>, tensor<4xbf16>, tensor<4xbf16>, tensor<2xbf16>, tensor<4xbf16> -> tensor<?x4xf32>
+  return
+}
+
+// -----
+
+func.func @diff_heads_init(%x: tensor<?x8xf32>, %l: tensor<4xbf16>) {
+  // expected-error @+1 {{'cbc.math.diff_heads' op lambda_init must be finite}}
+  %0 = cbc.math.diff_heads %x, %l, %l, %l, %l {lambda_init = 0x7FF0000000000000 : f64} : tensor<?x8xf32>, tensor<4xbf16>, tensor<4xbf16>, tensor<4xbf16>, tensor<4xbf16> -> tensor<?x4xf32>
+  return
+}
+
+// -----
+
 func.func @act_quant_width(%x: tensor<?x8xf32>) {
   // expected-error @+1 {{'cbc.math.act_quant' op requires the same shape for all operands and results}}
   %0 = cbc.math.act_quant %x : (tensor<?x8xf32>) -> tensor<?x4xf32>

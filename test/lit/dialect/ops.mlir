@@ -46,6 +46,9 @@ func.func @device_types(%x: tensor<?x8xbf16>, %y: tensor<?x8xf32>) -> tensor<?x8
   %e = cbc.math.clamp %d {limit = 8.0 : f64} : (tensor<?x8xbf16>) -> tensor<?x8xf32>
   // CHECK: cbc.math.act_quant %{{[a-z0-9_#]+}} : tensor<?x8xf32>
   %aq = cbc.math.act_quant %e : tensor<?x8xf32>
+  %lq = cbc.weight.ref "lambda_q1" {sources = [["a.lambda_q1"]]} : tensor<2xbf16>
+  // CHECK: cbc.math.diff_heads %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}} {lambda_init = 2.000000e-01 : f64} : tensor<?x8xf32>, tensor<2xbf16>, tensor<2xbf16>, tensor<2xbf16>, tensor<2xbf16> -> tensor<?x4xf32>
+  %dh = cbc.math.diff_heads %aq, %lq, %lq, %lq, %lq {lambda_init = 0.2 : f64} : tensor<?x8xf32>, tensor<2xbf16>, tensor<2xbf16>, tensor<2xbf16>, tensor<2xbf16> -> tensor<?x4xf32>
   %z0 = cbc.weight.ref "z0" {sources = [["a.z0"]]} : tensor<8xbf16>
   // CHECK: cbc.math.add %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}} : (tensor<?x8xf32>, tensor<8xbf16>) -> tensor<?x8xf32>
   %az = cbc.math.add %aq, %z0 : (tensor<?x8xf32>, tensor<8xbf16>) -> tensor<?x8xf32>
