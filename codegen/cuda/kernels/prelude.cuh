@@ -53,33 +53,27 @@ __device__ __forceinline__ float warp_max(float v) {
     v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
   return v;
 }
-// Block-wide sum, the same value in every thread; the per-warp partials are added in warp
-// order, so the result does not depend on scheduling. `scratch` holds 32 floats.
-__device__ float block_sum(float v, float *scratch) {
+// Block-wide reduction by the associative `op`, the same value in every thread: each warp reduces
+// by shuffles, then the per-warp partials combine in warp order, so the result does not depend
+// on scheduling. `scratch` holds 32 floats.
+template <class Op> __device__ float block_reduce(float v, float *scratch, Op op) {
   int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = (blockDim.x + 31) >> 5;
-  v = warp_sum(v);
+  for (int o = 16; o > 0; o >>= 1)
+    v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
   __syncthreads();
   if (lane == 0)
     scratch[warp] = v;
   __syncthreads();
-  float total = 0.0f;
-  for (int w = 0; w < warps; ++w)
-    total += scratch[w];
+  float total = scratch[0];
+  for (int w = 1; w < warps; ++w)
+    total = op(total, scratch[w]);
   return total;
 }
-
-// Block-wide maximum, the same value in every thread; `scratch` holds 32 floats.
+__device__ float block_sum(float v, float *scratch) {
+  return block_reduce(v, scratch, [](float a, float b) { return a + b; });
+}
 __device__ float block_max(float v, float *scratch) {
-  int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = (blockDim.x + 31) >> 5;
-  v = warp_max(v);
-  __syncthreads();
-  if (lane == 0)
-    scratch[warp] = v;
-  __syncthreads();
-  float m = scratch[0];
-  for (int w = 1; w < warps; ++w)
-    m = fmaxf(m, scratch[w]);
-  return m;
+  return block_reduce(v, scratch, [](float a, float b) { return fmaxf(a, b); });
 }
 
 __device__ __forceinline__ float act_none(float x) { return x; }
