@@ -165,7 +165,7 @@ HostTensor toFloat(const TensorView &v, const std::string &name) {
     break;
   default:
     throw WeightError("tensor '" + name + "' in '" + v.file + "' has dtype " + v.dtype_name +
-                      "; cbc reads F32, BF16, F16, block-scaled F8_E4M3 and, in BitNet models, packed ternary U8");
+                      "; cbc reads F32, BF16, F16, block-scaled F8_E4M3 and, in ternary models, packed ternary U8");
   }
   return t;
 }
@@ -188,7 +188,7 @@ HostTensor readFp8(const Checkpoint &ckpt, const std::string &name, const Tensor
   return dequantFp8Blocks(q, toFloat(s, scaleName), meta.fp8_block_rows, meta.fp8_block_cols, name, scaleName);
 }
 
-// A BitLinear weight: U8 [R / 4, C], four ternary codes per byte (bits 2i..2i+1 of row r hold
+// A packed ternary weight (BitLinear's): U8 [R / 4, C], four ternary codes per byte (bits 2i..2i+1 of row r hold
 // row i * R / 4 + r, as code + 1), and its one-element <name>_scale; w = code / scale.
 HostTensor readTernary(const Checkpoint &ckpt, const std::string &name, const TensorView &q) {
   std::string scaleName = name + "_scale";
@@ -275,7 +275,7 @@ HostTensor readTensorAsFloat(const Checkpoint &ckpt, const std::string &requeste
   const TensorView &v = ckpt.get(name);
   if (v.dtype == StDType::F8E4M3)
     return readFp8(ckpt, name, v, meta);
-  if (v.dtype == StDType::U8 && meta.quantization == "bitnet")
+  if (v.dtype == StDType::U8 && meta.quantization == "ternary")
     return readTernary(ckpt, name, v);
   if (v.dtype == StDType::F8E5M2)
     throw WeightError("tensor '" + name + "' in '" + v.file +
@@ -624,7 +624,7 @@ std::map<std::string, TensorRole> checkpointRoles(const Artefact &a, const Check
         if (n.empty())
           continue;
         bool fp8 = !w.mxfp4 && ckpt.get(n).dtype == StDType::F8E4M3;
-        bool ternary = a.meta.quantization == "bitnet" && ckpt.get(n).dtype == StDType::U8;
+        bool ternary = a.meta.quantization == "ternary" && ckpt.get(n).dtype == StDType::U8;
         roles[n] = fp8 ? TensorRole::Fp8 : ternary ? TensorRole::Ternary : TensorRole::Read;
         if (fp8 && ckpt.has(n + "_scale_inv"))
           roles[n + "_scale_inv"] = TensorRole::Fp8Scales;

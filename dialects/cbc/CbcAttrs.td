@@ -234,7 +234,8 @@ def Cbc_ModelAttr : Cbc_Attr<"Model", "model"> {
     e4m3 FP8), `fp8_block` is the `[rows, cols]` block of a weight that one element of its
     `weight_scale_inv` scales; which tensors are stored in FP8 is the checkpoint's to say, so
     the loader decides per tensor. The weights the front end expects in FP8 carry the same block
-    in their `#cbc.quant` type.
+    in their `#cbc.quant` type. With `"ternary"`, a weight stored `U8` holds four ternary codes
+    a byte (a BitLinear checkpoint) with a one-element `<name>_scale`, which the loader unpacks.
   }];
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;

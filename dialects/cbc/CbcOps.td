@@ -319,8 +319,8 @@ def Cbc_ActQuantOp : Cbc_Op<"math.act_quant", [Pure, SameOperandsAndResultShape]
   let summary = "Per-row symmetric int8 fake quantisation of activations (absmax).";
   let description = [{
     With `s = 127 / max(max_j |x[t, j]|, 1e-5)` per row, `result[t, j] = clamp(round(x[t, j] * s),
-    -128, 127) / s`, rounding half to even. BitNet's linear layers (W1.58A8) quantise their input
-    rows this way before the product with ternary weights; the quantised values stay in float,
+    -128, 127) / s`, rounding half to even. Linear layers over ternary weights (W1.58A8) quantise
+    their input rows this way; the quantised values stay in float,
     exact multiples of `1 / s`, so the product that follows is the one the int8 kernel computes.
   }];
   let arguments = (ins Cbc_Rows:$x);
@@ -336,7 +336,7 @@ def Cbc_DiffHeadsOp : Cbc_Op<"math.diff_heads", [Pure]> {
     With `W` the result width and `lambda = exp(sum(q1 * k1)) - exp(sum(q2 * k2)) + lambda_init`
     (the four learned vectors of the layer, the sums in fp32), `result[t, j] = x[t, j] - lambda *
     x[t, W + j]`: head `h` of the first half minus lambda times head `h` of the second
-    (DiffLlama, where each head's output is twice head_dim wide).
+    (differential attention, where each head's output is twice head_dim wide).
   }];
   let arguments = (ins Cbc_Rows:$x, Cbc_Weight:$q1, Cbc_Weight:$k1, Cbc_Weight:$q2, Cbc_Weight:$k2,
                    F64Attr:$lambda_init);

@@ -1275,7 +1275,7 @@ constexpr const char *kTernaryOScale = "model.layers.0.self_attn.o_proj.weight_s
 
 // Row i * R / 4 + r of the weight is bits 2i..2i+1 of packed row r, less one, over the scale.
 TEST_F(TernaryWeights, CodesUnpackByRowBlocksOverTheScale) {
-  EXPECT_EQ(artefact_->meta.quantization, "bitnet");
+  EXPECT_EQ(artefact_->meta.quantization, "ternary");
   rt::Checkpoint ck(fixtureDir(kFamily));
   const rt::TensorView &q = ck.get(kTernaryO);
   ASSERT_EQ(q.dtype, rt::StDType::U8);
@@ -1347,7 +1347,7 @@ TEST_F(TernaryWeights, BadPackedTensorsAndScalesAreNamed) {
                     "flat");
 }
 
-// Outside a bitnet model a U8 tensor is no weight format cbc reads.
+// Outside a ternary model a U8 tensor is no weight format cbc reads.
 TEST_F(TernaryWeights, PackedTensorsNeedABitNetModel) {
   const rt::Artefact &plain = committedArtefact("llama");
   TempDir dir;

@@ -68,7 +68,8 @@ template <class TI, class TO, class TW, class TB, int W> __device__ __forceinlin
     st(y, base + j, (ld(x, base + j) - mean) * inv * norm_weight(w, j, 0.0f) + norm_bias(b, j));
 }
 
-// Per-row int8 fake quantisation (absmax, BitNet's activations): one block per row of W.
+// Per-row int8 fake quantisation (absmax, the activations of ternary linear layers): one block
+// per row of W.
 template <class TI, class TO, int W> __device__ __forceinline__ void act_quant(const CbcArgs &a) {
   using S = slots::ActQuant;
   __shared__ float scratch[32];

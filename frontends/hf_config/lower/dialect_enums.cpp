@@ -64,7 +64,7 @@ llvm::StringRef toDialect(Quantization q) {
   case Quantization::None: return "";
   case Quantization::Mxfp4: return "mxfp4";
   case Quantization::Fp8: return "fp8";
-  case Quantization::BitNet: return "bitnet";
+  case Quantization::BitNet: return "ternary";
   }
   llvm_unreachable("unknown quantization");
 }
