@@ -167,6 +167,48 @@ Params writeSparseAttentionParams(fbs::FlatBufferBuilder &fbb, Operation &op) {
       .Default([](Operation *) { return Params{}; });
 }
 
+// The state mixers' tables (each names its state); any other op goes on to the sparse attention ops.
+Params writeStateParams(fbs::FlatBufferBuilder &fbb, Operation &op) {
+  using P = fb::OpParams;
+  return llvm::TypeSwitch<Operation *, Params>(&op)
+      .Case([&](StateConv1dOp o) {
+        return params(P::Conv1dParams,
+                      fb::CreateConv1dParams(fbb, stateSite(fbb, o), toFb(o.getAct()),
+                                             o.getResidual()));
+      })
+      .Case([&](GatedDeltaOp o) {
+        return params(P::GatedDeltaParams,
+                      fb::CreateGatedDeltaParams(fbb, stateSite(fbb, o),
+                                                 o.getNumKHeads(), o.getNumVHeads(), o.getKDim(), o.getVDim(),
+                                                 f64(o.getBetaScaleAttr()), o.getQkL2norm()));
+      })
+      .Case([&](KdaOp o) {
+        auto gate = o.getGate() == DecayGate::bounded_sigmoid ? fb::DecayGate::BoundedSigmoid : fb::DecayGate::Softplus;
+        return params(P::KdaParams,
+                      fb::CreateKdaParams(fbb, stateSite(fbb, o), o.getNumHeads(),
+                                          o.getKDim(), o.getVDim(), gate,
+                                          o.getLowerBoundAttr() ? f64(o.getLowerBoundAttr()) : 0.0));
+      })
+      .Case([&](SsdOp o) {
+        return params(P::SsdParams,
+                      fb::CreateSsdParams(fbb, stateSite(fbb, o), o.getNumHeads(),
+                                          o.getHeadDim(), o.getNGroups(), o.getStateSize(), f64(o.getDtMinAttr()),
+                                          f64(o.getDtMaxAttr())));
+      })
+      .Case([&](SelectiveScanOp o) {
+        return params(P::SelectiveScanParams,
+                      fb::CreateSelectiveScanParams(fbb, stateSite(fbb, o),
+                                                    o.getNGroups(), o.getStateSize()));
+      })
+      .Case([&](LightningOp o) {
+        return params(P::LightningParams,
+                      fb::CreateLightningParams(fbb, stateSite(fbb, o),
+                                                o.getNumHeads(), o.getHeadDim(),
+                                                fbb.CreateVector(o.getDecay().data(), o.getDecay().size())));
+      })
+      .Default([&](Operation *other) { return writeSparseAttentionParams(fbb, *other); });
+}
+
 // One case per op with attributes; the others carry no table.
 Params writeParams(fbs::FlatBufferBuilder &fbb, Operation &op) {
   using P = fb::OpParams;
@@ -236,41 +278,6 @@ Params writeParams(fbs::FlatBufferBuilder &fbb, Operation &op) {
                                                    o.getEpsAttr() ? f64(o.getEpsAttr()) : 1e-6,
                                                    f64(o.getNormOffsetAttr()), rope));
       })
-      .Case([&](StateConv1dOp o) {
-        return params(P::Conv1dParams,
-                      fb::CreateConv1dParams(fbb, stateSite(fbb, o), toFb(o.getAct()),
-                                             o.getResidual()));
-      })
-      .Case([&](GatedDeltaOp o) {
-        return params(P::GatedDeltaParams,
-                      fb::CreateGatedDeltaParams(fbb, stateSite(fbb, o),
-                                                 o.getNumKHeads(), o.getNumVHeads(), o.getKDim(), o.getVDim(),
-                                                 f64(o.getBetaScaleAttr()), o.getQkL2norm()));
-      })
-      .Case([&](KdaOp o) {
-        auto gate = o.getGate() == DecayGate::bounded_sigmoid ? fb::DecayGate::BoundedSigmoid : fb::DecayGate::Softplus;
-        return params(P::KdaParams,
-                      fb::CreateKdaParams(fbb, stateSite(fbb, o), o.getNumHeads(),
-                                          o.getKDim(), o.getVDim(), gate,
-                                          o.getLowerBoundAttr() ? f64(o.getLowerBoundAttr()) : 0.0));
-      })
-      .Case([&](SsdOp o) {
-        return params(P::SsdParams,
-                      fb::CreateSsdParams(fbb, stateSite(fbb, o), o.getNumHeads(),
-                                          o.getHeadDim(), o.getNGroups(), o.getStateSize(), f64(o.getDtMinAttr()),
-                                          f64(o.getDtMaxAttr())));
-      })
-      .Case([&](SelectiveScanOp o) {
-        return params(P::SelectiveScanParams,
-                      fb::CreateSelectiveScanParams(fbb, stateSite(fbb, o),
-                                                    o.getNGroups(), o.getStateSize()));
-      })
-      .Case([&](LightningOp o) {
-        return params(P::LightningParams,
-                      fb::CreateLightningParams(fbb, stateSite(fbb, o),
-                                                o.getNumHeads(), o.getHeadDim(),
-                                                fbb.CreateVector(o.getDecay().data(), o.getDecay().size())));
-      })
       .Case([&](MoeRouteOp o) {
         std::optional<fb::RouteGroups> groups;
         if (auto g = o.getGroupsAttr())
@@ -289,7 +296,7 @@ Params writeParams(fbs::FlatBufferBuilder &fbb, Operation &op) {
                       fb::CreateMoeExpertsParams(fbb, glu, o.getUngated(), o.getIdentityExperts(),
                                                                o.getScaleInput()));
       })
-      .Default([&](Operation *other) { return writeSparseAttentionParams(fbb, *other); });
+      .Default([&](Operation *other) { return writeStateParams(fbb, *other); });
 }
 
 // ---- the program --------------------------------------------------------------------------

@@ -1348,7 +1348,7 @@ TEST_F(TernaryWeights, BadPackedTensorsAndScalesAreNamed) {
 }
 
 // Outside a ternary model a U8 tensor is no weight format cbc reads.
-TEST_F(TernaryWeights, PackedTensorsNeedABitNetModel) {
+TEST_F(TernaryWeights, PackedTensorsNeedATernaryModel) {
   const rt::Artefact &plain = committedArtefact("llama");
   TempDir dir;
   fs::create_symlink(fixtureDir(kFamily) + "/model.safetensors", dir / "model.safetensors");

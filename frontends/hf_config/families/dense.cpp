@@ -230,8 +230,8 @@ void parseArcee(const ConfigReader &r, ModelSpec &s) {
 
 // BitNet: Llama with RMS sub-norms inside both blocks (over the attention output before o_proj,
 // over relu2(gate) * up before down_proj). The attention sub-norm is hidden_size wide, so heads
-// must tile hidden_size exactly (transformers fails with a shape error otherwise). The ternary
-// checkpoints (quantization_config bitnet) are refused by parseQuantization.
+// must tile hidden_size exactly (transformers fails with a shape error otherwise). Its ternary
+// checkpoints (quantization_config bitnet) are Quantization::BitNet (parseQuantization).
 void parseBitNet(const ConfigReader &r, ModelSpec &s) {
   if (s.attn.num_heads * s.attn.head_dim != s.hidden_size)
     throw ConfigError(r.path("head_dim"), "num_attention_heads * head_dim must equal hidden_size (" +
