@@ -89,6 +89,15 @@ fb::CacheKind toFb(CacheKind k) {
   llvm_unreachable("unknown cache kind");
 }
 
+fb::PositionScaleForm toFb(PositionScaleForm f) {
+  switch (f) {
+  case PositionScaleForm::log1p_floor: return fb::PositionScaleForm::Log1pFloor;
+  case PositionScaleForm::log_ratio: return fb::PositionScaleForm::LogRatio;
+  case PositionScaleForm::power: return fb::PositionScaleForm::Power;
+  }
+  llvm_unreachable("unknown position scale form");
+}
+
 fb::RouteScore toFb(RouteScore s) {
   switch (s) {
   case RouteScore::softmax: return fb::RouteScore::Softmax;
@@ -260,9 +269,7 @@ Params writeParams(fbs::FlatBufferBuilder &fbb, Operation &op) {
       .Case([&](PositionScaleOp o) {
         return params(P::PositionScaleParams,
                       fb::CreatePositionScaleParams(fbb, f64(o.getBetaAttr()), o.getPeriod(), o.getOffset(),
-                                                    o.getForm() == PositionScaleForm::log_ratio
-                                                        ? fb::PositionScaleForm::LogRatio
-                                                        : fb::PositionScaleForm::Log1pFloor));
+                                                    toFb(o.getForm())));
       })
       .Case([&](SinusoidalPositionOp o) {
         IntegerAttr pad = o.getPaddingRowAttr();

@@ -148,9 +148,9 @@ void emitAdd(Emitter &e, AddOp op) {
   SlotArgs<S> args;
   args.set(S::Lhs, e.arg(op.getLhs())).set(S::Rhs, e.arg(op.getRhs())).set(S::Out, e.arg(out));
   auto rhs = llvm::cast<RankedTensorType>(op.getRhs().getType());
-  bool row = rhs.getRank() == 1; // a weight added to every row
+  int64_t row = rhs.getRank() == 1 ? rhs.getDimSize(0) : 0; // a weight added to every row
   elementwise(e, "add",
-              Instance("add").type(op.getLhs()).type(op.getRhs()).type(out).integer(cols(out)).flag(row), out,
+              Instance("add").type(op.getLhs()).type(op.getRhs()).type(out).integer(cols(out)).integer(row), out,
               args);
 }
 
@@ -284,7 +284,7 @@ void emitPositionScale(Emitter &e, PositionScaleOp op) {
       .set(S::Beta, op.getBeta().convertToDouble());
   Instance inst("position_scale");
   inst.type(op.getX()).type(out).integer(cols(out)).integer(op.getPeriod()).integer(op.getOffset());
-  inst.flag(op.getForm() == PositionScaleForm::log_ratio);
+  inst.integer((int64_t)op.getForm());
   elementwise(e, "position_scale", inst, out, args);
 }
 

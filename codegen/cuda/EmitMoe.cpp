@@ -53,8 +53,43 @@ struct ExpertWorkspaces {
 
 } // namespace
 
-static GridDimOut tileGrid(Emitter &e, MoeExpertsOp op, const ExpertShape &s) {
-  return {e.rowsVar(op.getX()), s.K, kernels::kMoeTileM, s.E};
+static GridDimOut tileGrid(Emitter &e, Value x, const ExpertShape &s) {
+  return {e.rowsVar(x), s.K, kernels::kMoeTileM, s.E};
+}
+
+// Groups the (token, choice) pairs by expert and lists the GEMMs' tiles.
+static void emitPlan(Emitter &e, Value ids, Value x, const ExpertShape &s, const ExpertWorkspaces &ws) {
+  using P = slots::MoePlan;
+  int kp = e.kernel("moe_plan", "moe.cuh", Instance("moe_plan").integer(s.E).integer(s.K));
+  SlotArgs<P> pargs;
+  pargs.set(P::Ids, e.arg(ids)).set(P::Plan, ws.plan).set(P::Tiles, ws.tiles).set(P::Rows, Emitter::runtime(e.rowsVar(x)));
+  LaunchOut &lp = e.launch(kp, 256, pargs);
+  lp.grid[0] = {std::nullopt, 1, 1, 1};
+}
+
+// Mixes each token's k results (of width s.H, in the out workspace) by their weights.
+static void emitCombine(Emitter &e, Value ids, Value weights, Value result, Value x, const ExpertShape &s,
+                        const ExpertWorkspaces &ws, int64_t identity, bool scaleInput) {
+  using C = slots::MoeCombine;
+  int kc = e.kernel("moe_combine", "moe.cuh",
+                    Instance("moe_combine")
+                        .type(result)
+                        .integer(s.E)
+                        .integer(s.K)
+                        .integer(s.H)
+                        .integer(identity)
+                        .type(x)
+                        .flag(scaleInput));
+  SlotArgs<C> cargs;
+  cargs.set(C::Plan, ws.plan)
+      .set(C::Partial, ws.out)
+      .set(C::Weights, e.arg(weights))
+      .set(C::Out, e.arg(result))
+      .set(C::Ids, e.arg(ids))
+      .set(C::X, e.arg(x))
+      .set(C::Rows, Emitter::runtime(e.rowsVar(x)));
+  LaunchOut &lc = e.launch(kc, 128, cargs);
+  lc.grid[0] = {e.rowsVar(x), 1, 1, 0};
 }
 
 // gate_up runs with the unit fused in, then down, each over the plan's tiles of one expert's
@@ -83,7 +118,7 @@ static void emitExpertGemms(Emitter &e, MoeExpertsOp op, const ExpertShape &s, c
   LaunchOut &l1 = e.launch(k1, kernels::kMoeThreads, up);
   int64_t units = op.getUngated() ? TN : TN / 2;
   l1.grid[0] = {std::nullopt, 1, 1, (s.I + units - 1) / units};
-  l1.grid[1] = tileGrid(e, op, s);
+  l1.grid[1] = tileGrid(e, op.getX(), s);
 
   int k2 = e.kernel("moe_down", "moe.cuh",
                     Instance("moe_down")
@@ -102,12 +137,10 @@ static void emitExpertGemms(Emitter &e, MoeExpertsOp op, const ExpertShape &s, c
       .set(D::Tiles, ws.tiles);
   LaunchOut &l2 = e.launch(k2, kernels::kMoeThreads, down);
   l2.grid[0] = {std::nullopt, 1, 1, (s.H + TN - 1) / TN};
-  l2.grid[1] = tileGrid(e, op, s);
+  l2.grid[1] = tileGrid(e, op.getX(), s);
 }
 
 void emitMoeExperts(Emitter &e, MoeExpertsOp op) {
-  using P = slots::MoePlan;
-  using C = slots::MoeCombine;
   auto gu = llvm::cast<RankedTensorType>(op.getGateUp().getType());
   bool ungated = op.getUngated(); // gate_up holds only up: [E, I, H]
   ExpertShape s{gu.getDimSize(0), ungated ? gu.getDimSize(1) : gu.getDimSize(1) / 2, gu.getDimSize(2),
@@ -119,36 +152,44 @@ void emitMoeExperts(Emitter &e, MoeExpertsOp op) {
                       e.workspace("moe_tiles", (8 * s.K + tm - 1) / tm, 8 * (s.E + 1)),
                       e.workspace("moe_act", s.K * s.I * actBytes, 0), e.workspace("moe_out", s.K * s.H * 4, 0)};
   Value x = op.getX();
-  int kp = e.kernel("moe_plan", "moe.cuh", Instance("moe_plan").integer(s.E).integer(s.K));
-  SlotArgs<P> pargs;
-  pargs.set(P::Ids, e.arg(op.getIds()))
-      .set(P::Plan, ws.plan)
-      .set(P::Tiles, ws.tiles)
-      .set(P::Rows, Emitter::runtime(e.rowsVar(x)));
-  LaunchOut &lp = e.launch(kp, 256, pargs);
-  lp.grid[0] = {std::nullopt, 1, 1, 1};
-
+  emitPlan(e, op.getIds(), x, s, ws);
   emitExpertGemms(e, op, s, ws, actType);
+  emitCombine(e, op.getIds(), op.getWeights(), op.getResult(), x, s, ws, op.getIdentityExperts(), op.getScaleInput());
+}
 
-  int kc = e.kernel("moe_combine", "moe.cuh",
-                    Instance("moe_combine")
-                        .type(op.getResult())
-                        .integer(s.E)
-                        .integer(s.K)
-                        .integer(s.H)
-                        .integer(op.getIdentityExperts())
-                        .type(x)
-                        .flag(op.getScaleInput()));
-  SlotArgs<C> cargs;
-  cargs.set(C::Plan, ws.plan)
-      .set(C::Partial, ws.out)
-      .set(C::Weights, e.arg(op.getWeights()))
-      .set(C::Out, e.arg(op.getResult()))
-      .set(C::Ids, e.arg(op.getIds()))
-      .set(C::X, e.arg(x))
-      .set(C::Rows, Emitter::runtime(e.rowsVar(x)));
-  LaunchOut &lc = e.launch(kc, 128, cargs);
-  lc.grid[0] = {e.rowsVar(x), 1, 1, 0};
+// Grouped like the experts: the plan, one GEMM of each choice's expert over the plan's tiles and,
+// when the choices mix, the combine.
+void emitMoeSlotLinear(Emitter &e, MoeSlotLinearOp op) {
+  using S = slots::MoeSlotLinear;
+  auto w = llvm::cast<RankedTensorType>(op.getWeight().getType());
+  int64_t N = w.getDimSize(1), KD = w.getDimSize(2);
+  bool mix = (bool)op.getWeights();
+  ExpertShape s{w.getDimSize(0), 0, N, cols(op.getIds())};
+  int64_t tm = kernels::kMoeTileM;
+  ExpertWorkspaces ws{e.workspace("moe_plan", s.K * 8, (s.E + 1) * 4),
+                      e.workspace("moe_tiles", (8 * s.K + tm - 1) / tm, 8 * (s.E + 1)), KernelArgOut(),
+                      mix ? e.workspace("moe_out", s.K * N * 4, 0) : KernelArgOut()};
+  Value x = op.getX();
+  emitPlan(e, op.getIds(), x, s, ws);
+  Instance inst("moe_slot_linear");
+  inst.type(x).type(op.getWeight());
+  if (mix)
+    inst.type(DeviceType::F32);
+  else
+    inst.type(op.getResult());
+  inst.integer(s.E).integer(N).integer(KD).integer(s.K).flag(mix);
+  int k = e.kernel("moe_slot_linear", "moe.cuh", inst);
+  SlotArgs<S> args;
+  args.set(S::Plan, ws.plan)
+      .set(S::X, e.arg(x))
+      .set(S::W, e.arg(op.getWeight()))
+      .set(S::Out, mix ? ws.out : e.arg(op.getResult()))
+      .set(S::Tiles, ws.tiles);
+  LaunchOut &l = e.launch(k, kernels::kMoeThreads, args);
+  l.grid[0] = {std::nullopt, 1, 1, (N + kernels::kMoeTileN - 1) / kernels::kMoeTileN};
+  l.grid[1] = tileGrid(e, x, s);
+  if (mix)
+    emitCombine(e, op.getIds(), op.getWeights(), op.getResult(), x, s, ws, 0, false);
 }
 
 } // namespace cbc::codegen::cuda

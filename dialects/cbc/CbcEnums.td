@@ -57,7 +57,8 @@ def Cbc_RouteScoreAttr : Cbc_EnumAttr<Cbc_RouteScore, "score">;
 // The factor cbc.math.position_scale applies at position p (offset o, period n, strength beta).
 def Cbc_PositionScaleForm : Cbc_Enum<"PositionScaleForm", "how a position scale grows with the position", [
     I32EnumAttrCase<"log1p_floor", 0>,  // 1 + beta * log(1 + floor((p + o) / n))
-    I32EnumAttrCase<"log_ratio", 1>]>;  // 1 + beta * log(max((p + o) / n, 1)), a real quotient
+    I32EnumAttrCase<"log_ratio", 1>,    // 1 + beta * log(max((p + o) / n, 1)), a real quotient
+    I32EnumAttrCase<"power", 2>]>;      // (1 + (p + o) / n) ^ beta, a real quotient
 def Cbc_PositionScaleFormAttr : Cbc_EnumAttr<Cbc_PositionScaleForm, "position_scale_form">;
 
 def Cbc_GroupScore : Cbc_Enum<"GroupScore", "how group-limited routing scores a group of experts", [

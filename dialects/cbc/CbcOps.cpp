@@ -178,8 +178,8 @@ LogicalResult DiffHeadsOp::verify() {
 LogicalResult AddOp::verify() {
   int64_t width = cols(getLhs());
   if (auto w = llvm::dyn_cast<RankedTensorType>(getRhs().getType()); w && w.hasStaticShape()) {
-    if (w.getRank() != 1 || w.getDimSize(0) != width)
-      return emitOpError("a weight addend must be one row of the operand's width");
+    if (w.getRank() != 1 || w.getDimSize(0) == 0 || width % w.getDimSize(0) != 0)
+      return emitOpError("a weight addend must be one row whose length divides the operand's width");
   } else if (cols(getRhs()) != width) {
     return emitOpError("requires the same shape for all operands and results");
   }
@@ -571,6 +571,20 @@ LogicalResult MoeExpertsOp::verify() {
         b2.getRank() != 2 || b2.getDimSize(0) != e || b2.getDimSize(1) != h)
       return emitOpError("biases must be [experts, gate_up rows] and [experts, hidden]");
   }
+  return success();
+}
+
+LogicalResult MoeSlotLinearOp::verify() {
+  auto w = tensorType(getWeight());
+  if (w.getRank() != 3)
+    return emitOpError("weight must be [experts, out, in]");
+  int64_t n = w.getDimSize(1), in = w.getDimSize(2), k = cols(getIds());
+  if (!getWeights() && (cols(getX()) != in || cols(getResult()) != k * n))
+    return emitOpError("without weights, x must be [tokens, in] and the result [tokens, choices * out]");
+  if (getWeights() && (cols(getX()) != k * in || cols(getResult()) != n))
+    return emitOpError("with weights, x must be [tokens, choices * in] and the result [tokens, out]");
+  if (getWeights() && cols(getWeights()) != k)
+    return emitOpError("ids and weights must have the same number of columns");
   return success();
 }
 

@@ -160,7 +160,9 @@ def Cbc_AddOp : Cbc_Op<"math.add", [Pure]> {
   let summary = "Elementwise sum (the residual add), or a learned row added to every row.";
   let description = [{
     `result = lhs + rhs`, for packed rows of the same shape. `rhs` may also be a weight of
-    `[width]`, added to every row: a learned vector such as a recurrent stack's initial state.
+    `[width]`, added to every row: a learned vector such as a recurrent stack's initial state. A
+    weight of `[g]`, `g` dividing the width, adds entry `i` to the `width / g` columns of group
+    `i` (one learned bias per head).
   }];
   let arguments = (ins Cbc_Rows:$lhs, AnyTypeOf<[Cbc_Rows, Cbc_Weight]>:$rhs);
   let results = (outs Cbc_Rows:$result);
@@ -395,12 +397,14 @@ def Cbc_SinusoidalPositionOp : Cbc_Op<"math.sinusoidal_position", [Pure]> {
 def Cbc_PositionScaleOp : Cbc_Op<"math.position_scale", [Pure]> {
   let opcode = 26;
   let params = "PositionScaleParams";
-  let summary = "Scales each row by a factor that grows with the log of its token's position.";
+  let summary = "Scales each row by a factor that grows slowly with its token's position.";
   let description = [{
     `result[t] = x[t] * (1 + beta * log(1 + floor((positions[t] + offset) / period)))`: the
     position-dependent query scaling (attention temperature tuning) of long-context attention.
     With `form = log_ratio` the factor is `1 + beta * log(max((positions[t] + offset) / period,
     1))` with a real quotient: one before position `period - offset`, then logarithmic growth.
+    With `form = power` it is `(1 + (positions[t] + offset) / period) ^ beta`, a real quotient
+    (scalable softmax on the queries of position-free layers).
   }];
   let arguments = (ins Cbc_Rows:$x, Cbc_Index:$positions, F64Attr:$beta, I64Attr:$period,
                    DefaultValuedAttr<I64Attr, "0">:$offset,
@@ -875,6 +879,27 @@ def Cbc_MoeExpertsOp : Cbc_Op<"moe.experts", [Pure, AttrSizedOperandSegments]> {
                    UnitAttr:$scale_input);
   let results = (outs Cbc_Rows:$result);
   let assemblyFormat = "$x `,` $ids `,` $weights `,` $gate_up `,` $down (`bias` `(` $gate_up_bias^ `,` $down_bias `)`)? attr-dict `:` functional-type(operands, $result)";
+  let hasVerifier = 1;
+}
+
+def Cbc_MoeSlotLinearOp : Cbc_Op<"moe.slot_linear", [Pure]> {
+  let opcode = 37;
+  let summary = "One linear layer per routing choice: each token's chosen experts project it.";
+  let description = [{
+    `weight` is `[E, N, K]` and `ids` `[T, k]`. Without `weights` every choice projects the
+    token's row: `x` is `[T, K]` and `result[t, j N : (j + 1) N] = weight[ids[t, j]] . x[t]`,
+    `[T, k N]` (a mixture of attention heads' queries: one block of heads per choice). With
+    `weights` (`[T, k]`) each choice projects its own block of `x` (`[T, k K]`) and the results
+    mix: `result[t] = sum_j weights[t, j] * weight[ids[t, j]] . x[t, j K : (j + 1) K]`, `[T, N]`
+    (the same heads' output projection). Backends group the choices by expert, as for
+    `cbc.moe.experts`.
+  }];
+  let arguments = (ins Cbc_Rows:$x, Cbc_RowsI32:$ids, Cbc_Weight:$weight, Optional<Cbc_Rows>:$weights);
+  let results = (outs Cbc_Rows:$result);
+  let assemblyFormat = [{
+    $x `,` $ids `,` $weight (`mix` `(` $weights^ `:` type($weights) `)`)? attr-dict `:` type($x) `,` type($ids) `,`
+    type($weight) `->` type($result)
+  }];
   let hasVerifier = 1;
 }
 

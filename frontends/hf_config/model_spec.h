@@ -72,6 +72,9 @@ struct LayerSpec {
   // The residual is the normed input: h = norm(x); x = alpha * h + beta * f(h), for the mixer and
   // then the feed-forward block, with their own (alpha, beta) (MiniMax-Text-01).
   bool normed_residual = false;
+  // Each residual add is alpha * r + beta * f, r the stream (the normed input with
+  // normed_residual): the mixer's and the feed-forward block's own factors (MiniMax-Text-01,
+  // Beam's depth scaling).
   double mixer_alpha = 1.0, mixer_beta = 1.0, mlp_alpha = 1.0, mlp_beta = 1.0;
   std::vector<double> lightning_decay; // Lightning layers: the decay rate of each head
   // This attention layer's own head counts and head width (Inkling's sliding layers); 0: the
@@ -92,6 +95,16 @@ struct LayerSpec {
 struct NormGateSpec {
   int64_t rank = 0;
   std::string weight = "norm.weight", down = "W_down.weight", up = "W_up.weight";
+};
+
+// A mixture of attention heads (JetMoE): a router over `experts` picks `top_k` per token; the
+// chosen experts project q (each num_kv_heads * head_dim rows, one block of query heads reading
+// the kv heads in order) and project their blocks of the output back, mixed by the routing
+// weights, plus an unweighted bias. k and v come from one shared projection (k rows first).
+struct HeadExpertsSpec {
+  int64_t experts = 0, top_k = 0; // experts 0: none
+  std::string router = "experts.router.layer.weight", q = "experts.input_linear.weight",
+              o = "experts.output_linear.weight", o_bias = "experts.bias", kv = "kv_proj.weight";
 };
 
 struct AttentionSpec {
@@ -124,6 +137,7 @@ struct AttentionSpec {
   // temperature tuning); beta 0: none.
   double temperature_beta = 0.0;
   int64_t temperature_period = 0;
+  QueryTemperature temperature_form = QueryTemperature::LogFloor;
   // Roped queries scaled by 1 + beta * log(1 + floor(position / period)) after RoPE (Ministral 3's
   // llama_4_scaling_beta); beta 0: none.
   double query_scale_beta = 0.0;
@@ -138,6 +152,7 @@ struct AttentionSpec {
   int64_t log_scale_floor = 0;
   bool scale_inverse_dim = false; // the softmax scale is 1 / head_dim of each layer, not `scale`
   int64_t kv_conv_kernel = 0; // k and v each pass a residual depthwise conv, x + conv(x); 0: none
+  HeadExpertsSpec head_experts;
 };
 
 // Multi-head latent attention: the query through q_a -> norm -> q_b (or q_proj), keys and values
@@ -274,6 +289,7 @@ struct ExpertNaming {
   ExpertTensors shared;       // the shared expert, when shared_intermediate > 0
   std::string shared_gate;    // optional: sigmoid(x . w) scales the shared expert
   std::string global_scale;   // optional: a learned scalar on every routing weight
+  std::string output_bias;    // optional: an unweighted [H] bias on the mixed output (JetMoE)
 };
 
 // Group-limited routing: `count` groups of experts, the `keep` best compete (count 0: none).
@@ -317,6 +333,8 @@ struct Names {
   std::string sinks = "sinks";             // the attention's per-head sink logits
   std::string attn_gate;                   // the output gate's own [heads * head_dim, H] projection
                                            // (AFMoE's gate_proj, no bias); empty: it rides in q_proj
+  std::string attn_gate_bias;              // a learned [heads] bias on the gate, one per head (Beam's
+                                           // gate_bias); empty: none
   std::string qkv;                         // one fused q|k|v projection (Phi-3), if set
   // Norms inside the blocks (BitNet's sub-norms): over the attention output before o_proj, and
   // over the MLP's act(gate) * up before down_proj; empty: none.
@@ -376,6 +394,7 @@ struct ModelSpec {
   std::vector<int64_t> eos_token_ids;
   int64_t bos_token_id = -1;
   double norm_eps = 1e-6;
+  std::optional<double> layer_norm_eps; // the decoder layers' norms' own eps (JetMoE); none: norm_eps
   double norm_offset = 0.0;     // 1 for zero-centred (1 + w) norms
   NormKind norm_kind = NormKind::Rms;
   bool norm_weight = true, norm_bias = false; // the norms' affine parameters (RMS norms: a weight or none)

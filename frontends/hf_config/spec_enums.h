@@ -49,6 +49,10 @@ enum class GroupScoring {
 // The selection score of the experts in the groups routing drops.
 enum class DroppedGroupFill { NegInf, Zero };
 
+// How the queries of position-free layers scale with the position n = p + 1 (temperature
+// tuning): 1 + beta * log(1 + floor(n / period)) (Llama 4), or (1 + n / period) ^ beta (Beam).
+enum class QueryTemperature { LogFloor, Power };
+
 // The decoder's own norms (the layers' and the final one).
 enum class NormKind {
   Rms,   // RMSNorm, w * x / rms(x) (with ModelSpec::norm_offset)

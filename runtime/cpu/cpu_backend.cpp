@@ -30,7 +30,8 @@ template <class Fn> void forEachWeightUse(const Artefact &a, Fn fn) {
 
 // The input is a matrix product's weight: a linear's [N, K] or an expert stack's [E, N, K].
 bool productWeight(const Instr &in, size_t i) {
-  return (in.opcode == fb::Opcode::Linear && i == 1) || (in.opcode == fb::Opcode::MoeExperts && (i == 3 || i == 4));
+  return (in.opcode == fb::Opcode::Linear && i == 1) || (in.opcode == fb::Opcode::MoeExperts && (i == 3 || i == 4)) ||
+         (in.opcode == fb::Opcode::MoeSlotLinear && i == 2);
 }
 
 // Weights read only by matrix products go to the format those read fastest where theirs packs

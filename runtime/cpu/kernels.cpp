@@ -72,10 +72,13 @@ void sinusoidalPosition(const int32_t *positions, int64_t T, int64_t D, int64_t 
 }
 
 void positionScale(const float *x, int64_t T, int64_t width, const int32_t *positions, float beta, int64_t period,
-                   int64_t offset, float *y, bool logRatio) {
+                   int64_t offset, float *y, fb::PositionScaleForm form) {
   for (int64_t t = 0; t < T; ++t) {
-    float f = logRatio ? 1.0f + beta * std::log(std::max((float)(positions[t] + offset) / (float)period, 1.0f))
-                       : 1.0f + beta * std::log(1.0f + (float)((positions[t] + offset) / period));
+    int64_t n = positions[t] + offset;
+    // The power form as transformers computes it: exp(beta * log1p(n / period)) in fp32.
+    float f = form == fb::PositionScaleForm::LogRatio ? 1.0f + beta * std::log(std::max((float)n / (float)period, 1.0f))
+              : form == fb::PositionScaleForm::Power  ? std::exp(beta * std::log1p((float)n / (float)period))
+                                                      : 1.0f + beta * std::log(1.0f + (float)(n / period));
     for (int64_t j = 0; j < width; ++j)
       y[t * width + j] = x[t * width + j] * f;
   }
@@ -631,6 +634,45 @@ void moeExperts(const float *x, int64_t T, const int32_t *ids, const float *weig
       float wt = w.scale_input ? 1.0f : routed[e][i].second;
       for (int64_t h = 0; h < H; ++h)
         o[h] += wt * ys[i * H + h];
+    }
+  }
+}
+
+void moeSlotLinear(const float *x, int64_t T, const int32_t *ids, const float *mix, int64_t k, Matrix w, int64_t E,
+                   int64_t N, int64_t K, float *out, const ParallelFor &pfor) {
+  if (mix)
+    std::fill(out, out + T * N, 0.0f);
+  // The pairs grouped by expert, experts in ascending order: one GEMM per expert.
+  std::vector<std::vector<int64_t>> routed(E);
+  for (int64_t pair = 0; pair < T * k; ++pair) {
+    int32_t e = ids[pair];
+    if (e < 0 || e >= E)
+      throw std::runtime_error("moe: expert id out of range");
+    routed[e].push_back(pair);
+  }
+  std::vector<float> xs, ys;
+  for (int64_t e = 0; e < E; ++e) {
+    int64_t n = (int64_t)routed[e].size();
+    if (n == 0)
+      continue;
+    xs.resize(n * K);
+    for (int64_t i = 0; i < n; ++i) {
+      int64_t pair = routed[e][i];
+      const float *row = x + (mix ? pair : pair / k) * K;
+      std::copy(row, row + K, xs.begin() + i * K);
+    }
+    ys.resize(n * N);
+    linear(xs.data(), n, K, w.at(e * N * K), N, nullptr, ys.data(), pfor);
+    for (int64_t i = 0; i < n; ++i) {
+      int64_t pair = routed[e][i];
+      const float *y = ys.data() + i * N;
+      if (!mix) {
+        std::copy(y, y + N, out + pair * N);
+        continue;
+      }
+      float *o = out + pair / k * N;
+      for (int64_t c = 0; c < N; ++c)
+        o[c] += mix[pair] * y[c];
     }
   }
 }

@@ -30,10 +30,11 @@ void linear(const float *x, int64_t M, int64_t K, Matrix w, int64_t N, const flo
 void headLinear(const float *x, int64_t T, const float *w, int64_t heads, int64_t R, int64_t C, int64_t offset,
                 int64_t rows, bool transpose, float *y, const ParallelFor &pfor = serialFor);
 
-// y[t] = x[t] * (1 + beta * log(1 + floor((positions[t] + offset) / period))), or with
-// `logRatio` x[t] * (1 + beta * log(max((positions[t] + offset) / period, 1))) in real division.
+// y[t] = x[t] * f(positions[t] + offset), f(n) = 1 + beta * log(1 + floor(n / period)) (Log1pFloor),
+// 1 + beta * log(max(n / period, 1)) (LogRatio) or (1 + n / period) ^ beta (Power), the last two
+// in real division.
 void positionScale(const float *x, int64_t T, int64_t width, const int32_t *positions, float beta, int64_t period,
-                   int64_t offset, float *y, bool logRatio = false);
+                   int64_t offset, float *y, fb::PositionScaleForm form = fb::PositionScaleForm::Log1pFloor);
 
 // Sinusoidal position rows [T, D] (cbc.math.sinusoidal_position): sin | cos of n * f_i for the
 // token's n = position + offset, f_i = exp(i * step) in fp32; a zero row for n == paddingRow.
@@ -196,6 +197,12 @@ struct ExpertWeights {
 void moeExperts(const float *x, int64_t T, const int32_t *ids, const float *weights, int64_t k,
                 const ExpertWeights &w, Act act, bool interleaved, const SwigluClamp *clamp, float *out,
                 const ParallelFor &pfor = serialFor);
+
+// Each (token, choice) pair's expert w[ids[pair]] ([E, N, K]) projects the token's row of x
+// ([T, K]) into the pair's block of out ([T, k N]); with `mix` ([T, k]) it projects the pair's
+// block of x ([T, k K]) and adds mix[pair] times the result into the token's row of out ([T, N]).
+void moeSlotLinear(const float *x, int64_t T, const int32_t *ids, const float *mix, int64_t k, Matrix w, int64_t E,
+                   int64_t N, int64_t K, float *out, const ParallelFor &pfor = serialFor);
 
 // Gated RMS norm over groups: norm first, y = rmsnorm(x) * (w + offset) * act(z), or gate first,
 // y = rmsnorm(x * act(z)) * (w + offset). `w` has `group` entries shared by every group, or

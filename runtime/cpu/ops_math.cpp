@@ -57,11 +57,11 @@ Exec compilePositionScale(const OpContext &c) {
   int x = c.I[0], out = c.O[0];
   int64_t width = c.cols(x), period = p.period(), offset = p.offset();
   float beta = (float)p.beta();
-  bool logRatio = p.form() == fb::PositionScaleForm::LogRatio;
   c.check(period > 0 && offset >= 0 && c.cols(out) == width, "has a bad period, offset or width");
   c.check(p.form() >= fb::PositionScaleForm::MIN && p.form() <= fb::PositionScaleForm::MAX, "has an unknown form");
+  fb::PositionScaleForm form = p.form();
   return [=](StepEnv &e) {
-    positionScale(e.f32(x), e.rows(x), width, e.arg(StepArg::Positions), beta, period, offset, e.f32(out), logRatio);
+    positionScale(e.f32(x), e.rows(x), width, e.arg(StepArg::Positions), beta, period, offset, e.f32(out), form);
   };
 }
 
@@ -115,17 +115,18 @@ Exec compileLayerNorm(const OpContext &c) {
 Exec compileAdd(const OpContext &c) {
   c.need(2, 1);
   int a = c.I[0], b = c.I[1], out = c.O[0];
-  // A weight of one row, added to every row.
+  // A weight added to every row, each of its g entries to width / g consecutive columns.
   if (c.value(b).kind == Value::Weight) {
     c.acts({a, out});
-    int64_t width = c.cols(a);
-    c.check(c.cols(out) == width && c.weightNumel(b) == width, "adds a weight that is not one row of its width");
+    int64_t width = c.cols(a), g = c.weightNumel(b);
+    c.check(c.cols(out) == width && g > 0 && width % g == 0, "adds a weight whose length does not divide its width");
+    int64_t group = width / g;
     return [=](StepEnv &e) {
       const float *x = e.f32(a), *w = e.weight(b);
       float *y = e.f32(out);
       for (int64_t r = 0, rows = e.rows(a); r < rows; ++r)
         for (int64_t j = 0; j < width; ++j)
-          y[r * width + j] = x[r * width + j] + w[j];
+          y[r * width + j] = x[r * width + j] + w[j / group];
     };
   }
   c.acts({a, b, out});

@@ -97,4 +97,21 @@ Exec compileMoeExperts(const OpContext &c) {
   };
 }
 
+Exec compileMoeSlotLinear(const OpContext &c) {
+  c.need(3, 1);
+  int x = c.I[0], ids = c.I[1], w = c.I[2], out = c.O[0], mix = c.I.size() > 3 ? c.I[3] : -1;
+  const std::vector<int64_t> &shape = c.value(w).shape;
+  c.check(shape.size() == 3 && c.weightShape(w) == shape, "needs a weight of rank 3");
+  int64_t E = shape[0], N = shape[1], K = shape[2], k = c.cols(ids);
+  c.acts({x, ids, out});
+  if (mix >= 0)
+    c.acts({mix});
+  c.check(mix < 0 ? c.cols(x) == K && c.cols(out) == k * N : c.cols(x) == k * K && c.cols(out) == N && c.cols(mix) == k,
+          "has operands that do not match its weight");
+  return [=](StepEnv &e) {
+    moeSlotLinear(e.f32(x), e.rows(x), e.i32(ids), mix >= 0 ? e.f32(mix) : nullptr, k, e.matrix(w), E, N, K,
+                  e.f32(out), e.pfor);
+  };
+}
+
 } // namespace cbc::rt::cpu

@@ -177,6 +177,23 @@ TEST(MoeExperts, ScaleInputWeighsTheInputNotTheOutput) {
   EXPECT_FLOAT_EQ(out[0], silu(1.0f) * 1.0f); // down(silu(g) * u) at 0.5 * x = 1
 }
 
+// Two experts of [N = 2, K = 2]: expert 0 = [[1, 0], [0, 2]], expert 1 = [[0, 1], [1, 1]].
+// Fanned out, token x = [3, 4] with ids {1, 0} gets [expert 1 . x | expert 0 . x] = [4, 7 | 3, 8].
+// Mixed, the token's blocks [1, 2] (choice 0, expert 1) and [3, -1] (choice 1, expert 0) with
+// weights {0.5, 2}: 0.5 * [2, 3] + 2 * [3, -2] = [7, -2.5].
+TEST(MoeSlotLinear, ProjectsEachChoiceByItsExpert) {
+  std::vector<float> w = {1, 0, 0, 2, 0, 1, 1, 1};
+  std::vector<int32_t> ids = {1, 0};
+  std::vector<float> x = {3, 4}, out(4);
+  moeSlotLinear(x.data(), 1, ids.data(), nullptr, 2, w.data(), 2, 2, 2, out.data());
+  EXPECT_EQ(out, (std::vector<float>{4, 7, 3, 8}));
+  std::vector<float> blocks = {1, 2, 3, -1}, mix = {0.5f, 2.0f}, mixed(2);
+  moeSlotLinear(blocks.data(), 1, ids.data(), mix.data(), 2, w.data(), 2, 2, 2, mixed.data());
+  EXPECT_EQ(mixed, (std::vector<float>{7, -2.5f}));
+  ids = {1, 2}; // past the last expert
+  EXPECT_THROW(moeSlotLinear(x.data(), 1, ids.data(), nullptr, 2, w.data(), 2, 2, 2, out.data()), std::runtime_error);
+}
+
 // Sparsemixer (Phi-3.5-MoE), threshold 0.2 over logits 2.0, 1.9, 0.5, -1.0. Round 0 (m = 2.0):
 // expert 1's gap 0.1 / 2 is within, expert 2's 1.5 / 2 and expert 3's 3 / max(1, 2) are not, so
 // w0 = 1 / (1 + e^-0.1). Round 1 (m = 1.9, expert 0 taken): 1.4 / 1.9 and 2.9 / 1.9 are out, w1 = 1.

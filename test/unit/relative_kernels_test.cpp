@@ -88,7 +88,7 @@ TEST(PositionScale, LogRatioFormula) {
   std::vector<float> x = {2, 2, 2, 2};
   std::vector<int32_t> positions = {0, 15, 31, 100};
   std::vector<float> y(4);
-  positionScale(x.data(), 4, 1, positions.data(), 0.3f, 16, 1, y.data(), true);
+  positionScale(x.data(), 4, 1, positions.data(), 0.3f, 16, 1, y.data(), fb::PositionScaleForm::LogRatio);
   EXPECT_FLOAT_EQ(y[0], 2.0f);
   EXPECT_FLOAT_EQ(y[1], 2.0f);
   EXPECT_NEAR(y[2], 2.0 * (1 + 0.3 * std::log(2.0)), 1e-6);
@@ -96,6 +96,17 @@ TEST(PositionScale, LogRatioFormula) {
   // The floor form is unchanged: 1 + beta * log(1 + floor((p + 1) / 16)).
   positionScale(x.data(), 4, 1, positions.data(), 0.3f, 16, 1, y.data());
   EXPECT_NEAR(y[2], 2.0 * (1 + 0.3 * std::log(3.0)), 1e-6);
+}
+
+TEST(PositionScale, PowerFormula) {
+  // (1 + (p + 1) / 16) ^ 0.3, a real quotient: grows from the first position.
+  std::vector<float> x = {2, 2, 2};
+  std::vector<int32_t> positions = {0, 15, 100};
+  std::vector<float> y(3);
+  positionScale(x.data(), 3, 1, positions.data(), 0.3f, 16, 1, y.data(), fb::PositionScaleForm::Power);
+  EXPECT_NEAR(y[0], 2.0 * std::pow(1 + 1 / 16.0, 0.3), 1e-6);
+  EXPECT_NEAR(y[1], 2.0 * std::pow(2.0, 0.3), 1e-6);
+  EXPECT_NEAR(y[2], 2.0 * std::pow(1 + 101 / 16.0, 0.3), 1e-5);
 }
 
 TEST(MoeRoute, SinksShareTheNormalisation) {

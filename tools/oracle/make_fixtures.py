@@ -2795,6 +2795,65 @@ FAMILIES = {
             "GQA 4q/2kv, head_dim 16; attention_bias on q/k/v/o",
         ],
     ),
+    "beam": dict(
+        atol_note=SIGMOID_ROUTER_NOTE,
+        seed=19608,
+        build=_config(
+            "BeamConfig",
+            num_hidden_layers=4,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            head_dim=16,
+            sliding_window=8,
+            mlp_layer_types=["dense", "sparse", "dense", "sparse"],
+            num_experts=8,
+            num_experts_per_tok=2,
+            n_group=2,
+            topk_group=1,
+            moe_intermediate_size=16,
+            final_logit_softcapping=10.0,
+        ),
+        buffer_init=[(r"gate\.e_score_correction_bias$", 0.0, 0.3)],
+        std={"router": 1.0},
+        zero_centred_norms=False,
+        features=[
+            "sandwich norms; per-head q/k norms; an output gate sigmoid(gate_proj(h) + gate_bias[head]) per element",
+            "layers 0-2 sliding (window 8, RoPE theta 1e4 by default), layer 3 (the last) full and NoPE with its "
+            "queries scaled by (1 + (p + 1) / 2048) ^ 0.1",
+            "depth-scaled residual adds: x sqrt((n - 1) / n) + f / sqrt(n), n = 2(l + 1) after attention, +1 after the MLP",
+            "mlp_layer_types dense, sparse, dense, sparse: DeepSeek-V3's router (sigmoid + correction bias N(0,0.3), "
+            "2 groups keep 1, top-2 of 8, renormalised) x 2.5, no shared expert; per-expert checkpoint names",
+            "final logits soft-capped at 10",
+        ],
+    ),
+    "jetmoe": dict(
+        atol_note="Routing weights (attention and MLP) are a softmax over the top-2 router logits; smooth once the choice is made.",
+        init_rules=[(r"router\.layer\.weight$", 0.0, 1.0)],  # decisive routers
+        seed=19505,
+        build=_config(
+            "JetMoeConfig",
+            num_hidden_layers=2,
+            num_attention_heads=6,
+            num_key_value_heads=3,
+            kv_channels=16,
+            intermediate_size=32,
+            num_local_experts=4,
+            num_experts_per_tok=2,
+            rms_norm_eps=1e-5,
+            tie_word_embeddings=False,
+            rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+        ),
+        zero_centred_norms=False,
+        features=[
+            "mixture of attention heads: per layer a router (top-2 of 4, softmax over the two logits) picks two "
+            "experts whose input_linear [4, 48, 64] projects three query heads each over the shared kv_proj's 3 KV "
+            "heads (query head c*3 + j reads KV head j: the regrouping is not its own inverse), and whose "
+            "output_linear projects each choice's heads back, mixed by the routing weights, plus experts.bias",
+            "MoE MLP under mlp: the same router form over input_linear [4, 64, 64] (gate first) and output_linear, "
+            "plus mlp.bias",
+            "the layers' RMS norms use eps 1e-6, the final norm rms_norm_eps 1e-5",
+        ],
+    ),
     "qwen2_moe": dict(
         atol_note="Routing weights are top-2 softmax probabilities (not renormalised); the shared expert's sigmoid gate is smooth.",
         seed=2024,
@@ -3638,6 +3697,7 @@ MLA_ROUTERS = {
     "Glm4MoeLiteTopkRouter": ("sigmoid", True, "top2sum", "-inf"),
     "AXK1TopkRouter": ("sigmoid", True, "top2sum", "-inf"),
     "GlmMoeDsaTopkRouter": ("sigmoid", True, "top2sum", "-inf"),
+    "BeamTopKRouter": ("sigmoid", True, "top2sum", "-inf"),
     "AXK2TopkRouter": ("sigmoid", True, "top2sum", "0"),  # grouping optional (n_group None: no groups)
     "DeepseekV2TopkRouter": ("softmax", False, "max", "0"),  # group_limited_greedy (greedy: no groups)
     "Mistral4TopkRouter": ("softmax", False, "top2sum", "0"),
@@ -3778,6 +3838,8 @@ class RouterProbe:
                 self.handles.append(mod.register_forward_hook(self._stats_hook(name)))
             elif type(mod).__name__ == "DbrxFFN":  # its router returns bare logits; the FFN holds top_k
                 self.handles.append(mod.router.register_forward_hook(self._logits_hook(mod.top_k)))
+            elif type(mod).__name__ == "JetMoeTopKGating":  # returns a grouping; its linear layer the logits
+                self.handles.append(mod.layer.register_forward_hook(self._logits_hook(mod.top_k)))
             elif type(mod).__name__.endswith(("TopKRouter", "TopkRouter")) or type(mod).__name__ in PLAIN_ROUTERS:
                 if type(mod).__name__ in MLA_ROUTERS:
                     self.handles.append(mod.register_forward_hook(self._mla_hook(name)))

@@ -16,13 +16,16 @@ template <int W, class F> __device__ __forceinline__ void for_element(long long 
   f(i, i / W, i % W);
 }
 
-// lhs + rhs; with ROW, rhs is one row of W (a weight) added to every row.
-template <class TA, class TB, class TY, int W, bool ROW> __device__ __forceinline__ void add(const CbcArgs &a) {
+// lhs + rhs; with ROW > 0, rhs is a weight of ROW entries added to every row, each entry to its
+// W / ROW consecutive columns.
+template <class TA, class TB, class TY, int W, int ROW> __device__ __forceinline__ void add(const CbcArgs &a) {
   using S = slots::Add;
   const TA *x0 = (const TA *)a.p[S::Lhs];
   const TB *x1 = (const TB *)a.p[S::Rhs];
   TY *y = (TY *)a.p[S::Out];
-  for_element<W>(a.i[S::Rows], [&](long long i, long long, long long c) { st(y, i, ld(x0, i) + ld(x1, ROW ? c : i)); });
+  for_element<W>(a.i[S::Rows], [&](long long i, long long, long long c) {
+    st(y, i, ld(x0, i) + ld(x1, ROW ? c / (W / (ROW ? ROW : 1)) : i));
+  });
 }
 
 // scale * act(x).
@@ -34,9 +37,10 @@ template <class TX, class TY, int W, Act A> __device__ __forceinline__ void acti
   for_element<W>(a.i[S::Rows], [&](long long i, long long, long long) { st(y, i, scale * act<A>(ld(x, i))); });
 }
 
-// x * (1 + beta * log(1 + floor((pos + OFFSET) / PERIOD))), per row's position; with LOG_RATIO,
-// x * (1 + beta * log(max((pos + OFFSET) / PERIOD, 1))) in real division.
-template <class TX, class TY, int W, long long PERIOD, long long OFFSET, bool LOG_RATIO = false>
+// x * f(pos + OFFSET) per row's position, FORM as cbc::PositionScaleForm numbers it: 0 is
+// 1 + beta * log(1 + floor(n / PERIOD)), 1 is 1 + beta * log(max(n / PERIOD, 1)) and 2 is
+// (1 + n / PERIOD) ^ beta as exp(beta * log1p(n / PERIOD)), the last two in real division.
+template <class TX, class TY, int W, long long PERIOD, long long OFFSET, int FORM = 0>
 __device__ __forceinline__ void position_scale(const CbcArgs &a) {
   using S = slots::PositionScale;
   const TX *x = (const TX *)a.p[S::X];
@@ -44,8 +48,10 @@ __device__ __forceinline__ void position_scale(const CbcArgs &a) {
   TY *y = (TY *)a.p[S::Out];
   float beta = a.f[S::Beta];
   for_element<W>(a.i[S::Rows], [&](long long i, long long r, long long) {
-    float f = LOG_RATIO ? 1.0f + beta * logf(fmaxf((float)(positions[r] + OFFSET) / (float)PERIOD, 1.0f))
-                        : 1.0f + beta * logf(1.0f + (float)((positions[r] + OFFSET) / PERIOD));
+    long long n = positions[r] + OFFSET;
+    float f = FORM == 1   ? 1.0f + beta * logf(fmaxf((float)n / (float)PERIOD, 1.0f))
+              : FORM == 2 ? expf(beta * log1pf((float)n / (float)PERIOD))
+                          : 1.0f + beta * logf(1.0f + (float)(n / PERIOD));
     st(y, i, ld(x, i) * f);
   });
 }

@@ -388,51 +388,85 @@ __device__ __forceinline__ void moe_gate_up(const CbcArgs &a) {
     }
 }
 
-// down is [E, H, I], reading the act workspace [T * K, I] of TA; the fp32 results go to the
-// out workspace [T * K, H]. Grid: ceil(H / kMoeTileN) x tiles.
-template <class TA, class TW, class TB, int E, int I, int H> __device__ __forceinline__ void moe_down(const CbcArgs &a) {
-  using S = slots::MoeDown;
+// Which row a GEMM row of the plan's position p reads or writes: the position's own (the act and
+// out workspaces), its (token, choice) pair's perm[p], or its token's perm[p] / K.
+enum class MoeRow { Position, Pair, Token };
+template <MoeRow R, int K> __device__ __forceinline__ long long moe_row(const int *perm, long long p) {
+  if constexpr (R == MoeRow::Position)
+    return p;
+  else if constexpr (R == MoeRow::Pair)
+    return perm[p];
+  else
+    return perm[p] / K;
+}
+
+// One expert linear layer over the plan's tiles: w is [E, N, KD] (bias [E, N] of TB); position
+// p reads row moe_row<RX>(p) of x [., KD] and writes row moe_row<RY>(p) of y [., N].
+// Grid: ceil(N / kMoeTileN) x tiles.
+template <class TX, class TW, class TB, class TY, int E, int N, int KD, int K, MoeRow RX, MoeRow RY>
+__device__ __forceinline__ void moe_linear(const int *offsets, const int *tiles, const TX *x, const TW *wAll,
+                                           const TB *bias, TY *y) {
   using Sh = MoeMma;
-  constexpr int ST = kMoeStages<TA, TW>;
-  const int *offsets = (const int *)a.p[S::Plan];
+  constexpr int ST = kMoeStages<TX, TW>;
   MoeTile tile;
-  if (!moe_tile(offsets, (const int *)a.p[S::Tiles], tile))
+  if (!moe_tile(offsets, tiles, tile))
     return;
-  const TA *act = (const TA *)a.p[S::Act];
-  const TW *w = (const TW *)a.p[S::W] + (long long)tile.expert * H * I;
+  const int *perm = offsets + E + 1;
+  const TW *w = wAll + (long long)tile.expert * N * KD;
   int col0 = blockIdx.x * Sh::BN;
-  const TA *aRows[Sh::RA];
+  const TX *aRows[Sh::RA];
   const TW *wRows[Sh::RW];
   for (int j = 0; j < Sh::RA; ++j) {
     int r = staged_row<Sh>(j);
-    aRows[j] = r < tile.rows ? act + (long long)(tile.row0 + r) * I : nullptr;
+    aRows[j] = r < tile.rows ? x + moe_row<RX, K>(perm, tile.row0 + r) * KD : nullptr;
   }
   for (int j = 0; j < Sh::RW; ++j) {
     int c = col0 + staged_row<Sh>(j);
-    wRows[j] = c < H ? w + (long long)c * I : nullptr;
+    wRows[j] = c < N ? w + (long long)c * KD : nullptr;
   }
-  __shared__ TileRows<Sh::BM, Sh::BK, kBf16Parts<TA>> sa[ST];
+  __shared__ TileRows<Sh::BM, Sh::BK, kBf16Parts<TX>> sa[ST];
   __shared__ TileRows<Sh::BN, Sh::BK, kBf16Parts<TW>> sw[ST];
   float acc[Sh::MF][Sh::NF][4] = {};
-  mma_tile<Sh, I, ST>(sa, sw, aRows, wRows, aligned16(act), aligned16(w), active_frags<Sh>(tile.rows), acc);
+  mma_tile<Sh, KD, ST>(sa, sw, aRows, wRows, aligned16(x), aligned16(w), active_frags<Sh>(tile.rows), acc);
 
-  const TB *bias = (const TB *)a.p[S::Bias];
-  float *out = (float *)a.p[S::Out];
   for (int m = 0; m < Sh::MF; ++m)
     for (int i = 0; i < 4; ++i) {
       int r = frag_row<Sh>(m, i);
       if (r >= tile.rows)
         continue;
+      long long row = moe_row<RY, K>(perm, tile.row0 + r);
       for (int n = 0; n < Sh::NF; ++n) {
         int c = col0 + frag_col<Sh>(n, i);
-        if (c >= H)
+        if (c >= N)
           continue;
         float b = 0.0f;
         if constexpr (present<TB>)
-          b = ld(bias, (long long)tile.expert * H + c);
-        out[(long long)(tile.row0 + r) * H + c] = acc[m][n][i] + b;
+          b = ld(bias, (long long)tile.expert * N + c);
+        st(y, row * N + c, acc[m][n][i] + b);
       }
     }
+}
+
+// down is [E, H, I], reading the act workspace [T * K, I] of TA; the fp32 results go to the
+// out workspace [T * K, H].
+template <class TA, class TW, class TB, int E, int I, int H> __device__ __forceinline__ void moe_down(const CbcArgs &a) {
+  using S = slots::MoeDown;
+  moe_linear<TA, TW, TB, float, E, H, I, 1, MoeRow::Position, MoeRow::Position>(
+      (const int *)a.p[S::Plan], (const int *)a.p[S::Tiles], (const TA *)a.p[S::Act], (const TW *)a.p[S::W],
+      (const TB *)a.p[S::Bias], (float *)a.p[S::Out]);
+}
+
+// One linear layer per (token, choice) pair: w is [E, N, KD]. Without MIX a position reads its
+// token's row of x [T, KD] and writes the pair's block of the result [T, K N] (TY); with MIX it
+// reads the pair's block of x [T, K KD] and writes fp32 to the out workspace [T K, N], which
+// moe_combine mixes.
+template <class TX, class TW, class TY, int E, int N, int KD, int K, bool MIX>
+__device__ __forceinline__ void moe_slot_linear(const CbcArgs &a) {
+  using S = slots::MoeSlotLinear;
+  constexpr MoeRow RX = MIX ? MoeRow::Pair : MoeRow::Token, RY = MIX ? MoeRow::Position : MoeRow::Pair;
+  moe_linear<TX, TW, void, TY, E, N, KD, K, RX, RY>((const int *)a.p[S::Plan], (const int *)a.p[S::Tiles],
+                                                     (const TX *)a.p[S::X], (const TW *)a.p[S::W], nullptr,
+                                                     (TY *)a.p[S::Out]);
 }
 
 // Z > 0: ids E .. E + Z - 1 are identity experts, which mix in the input row x (of type TX).

@@ -337,6 +337,11 @@ struct MoeDown {
   enum Int { NumInt };
   enum Flt { NumFlt };
 };
+struct MoeSlotLinear {
+  enum Ptr { Plan, X, W, Out, Tiles, NumPtr };
+  enum Int { NumInt };
+  enum Flt { NumFlt };
+};
 struct MoeCombine { // Ids and X: for the identity experts
   enum Ptr { Plan, Partial, Weights, Out, Ids, X, NumPtr };
   enum Int { Rows, NumInt };

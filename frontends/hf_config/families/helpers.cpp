@@ -208,13 +208,24 @@ void gatedSharedExpert(ExpertNaming &n, const std::string &module) {
   n.shared.down = {module + ".down_proj.weight"};
 }
 
-ExpertNaming graniteNames() {
+ExpertNaming graniteNames(const std::string &module) {
   ExpertNaming n;
-  n.router = "block_sparse_moe.router.layer.weight";
+  n.router = module + ".router.layer.weight";
   n.fused = true;
-  n.experts.gate_up = {"block_sparse_moe.input_linear.weight"};
-  n.experts.down = {"block_sparse_moe.output_linear.weight"};
+  n.experts.gate_up = {module + ".input_linear.weight"};
+  n.experts.down = {module + ".output_linear.weight"};
   return n;
+}
+
+void topkSoftmaxExperts(const ConfigReader &r, ModelSpec &s, ExpertNaming names) {
+  uniformWindowLayers(s, 0);
+  MoeSpec &m = s.moe;
+  parseExperts(r, {.count = "num_local_experts", .experts = 8, .top_k = 2, .count_name = "num_local_experts"}, m);
+  m.intermediate = s.mlp.intermediate;
+  m.score = ExpertScoring::TopkSoftmax;
+  m.act = s.mlp.act;
+  m.names = std::move(names);
+  allLayersMoe(s);
 }
 
 void graniteSharedMlpNames(Names &n) {

@@ -94,9 +94,12 @@ void gatedSharedExpert(ExpertNaming &n, const std::string &module);
 ExpertNaming perExpertNames(const Names &n, const std::string &router, bool gated);
 void allLayersMoe(ModelSpec &spec);
 
-// Granite's MoE: block_sparse_moe.router.layer over fused experts, input_linear [E, 2I, H] (gate
-// and up halves) and output_linear [E, H, I].
-ExpertNaming graniteNames();
+// Granite's MoE: <module>.router.layer over fused experts, input_linear [E, 2I, H] (gate and up
+// halves) and output_linear [E, H, I] (block_sparse_moe in GraniteMoE, mlp in JetMoE).
+ExpertNaming graniteNames(const std::string &module = "block_sparse_moe");
+// Full-attention layers, each with experts routed by a softmax over the top-k logits (GraniteMoE,
+// JetMoE): num_local_experts (8), num_experts_per_tok (2), intermediate_size wide, hidden_act.
+void topkSoftmaxExperts(const ConfigReader &r, ModelSpec &s, ExpertNaming names);
 // Granite's shared MLP as the layer's dense MLP: shared_mlp.input_linear ([gate | up]) and
 // shared_mlp.output_linear.
 void graniteSharedMlpNames(Names &n);

@@ -94,7 +94,7 @@ void parseDeepseekMoe(const ConfigReader &r, ModelSpec &s, const RouterRule &rul
       throw ConfigError(r.path("topk_group"), "keeps fewer experts than num_experts_per_tok");
     m.groups = {.count = nGroup, .keep = topkGroup, .score = *rule.group_score, .fill = rule.group_fill};
   }
-  m.shared_intermediate = m.intermediate * r.getCount(d.shared_key, d.shared);
+  m.shared_intermediate = d.shared_key ? m.intermediate * r.getCount(d.shared_key, d.shared) : 0;
   // The shared experts run as one MLP of their summed width, a dimension like any other.
   if (m.shared_intermediate > limits::kMaxDim)
     throw ConfigError(r.path(d.shared_key), "gives a shared expert " + std::to_string(m.shared_intermediate) +

@@ -46,7 +46,8 @@ struct MoeDefaults {
   int64_t experts = 256, top_k = 8, groups = 8, keep = 4, intermediate = 2048, shared = 1;
   double scaling = 2.5;
   bool fused = false; // mlp.experts.gate_up_proj [E, 2I, H] and down_proj [E, H, I]
-  const char *count_key = "n_routed_experts", *shared_key = "n_shared_experts"; // the family's spellings
+  // The family's spellings; no shared_key: no shared experts, whatever the config says.
+  const char *count_key = "n_routed_experts", *shared_key = "n_shared_experts";
 };
 
 // Routed experts under mlp.experts.{e} (per expert, or fused), the router mlp.gate and the

@@ -1,7 +1,7 @@
 // Attention decoders with routed experts: Mixtral, Qwen2-MoE, Qwen3-MoE, gpt-oss, MiniMax-M2,
 // OLMoE, FlexOlmo, GLM-4.5, Solar Open, dots.llm1, ERNIE-4.5-MoE, GraniteMoE, GraniteMoeShared,
-// Mellum, Hunyuan 3 (hy_v3), K-EXAONE, Granite-SWA, GraniteMoE-SWA, Phi-3.5-MoE, DBRX and
-// Kolibri-1.
+// Mellum, Hunyuan 3 (hy_v3), K-EXAONE, Granite-SWA, GraniteMoE-SWA, Phi-3.5-MoE, DBRX,
+// Kolibri-1, JetMoE and Beam.
 #include "frontends/hf_config/families/families.h"
 #include "frontends/hf_config/families/helpers.h"
 #include "frontends/hf_config/families/mla.h"
@@ -338,14 +338,7 @@ void parseErnie45Moe(const ConfigReader &r, ModelSpec &s) {
 void parseGraniteMoe(const ConfigReader &r, ModelSpec &s) {
   attentionBiases(r, s);
   graniteMultipliers(r, s);
-  uniformWindowLayers(s, 0);
-  MoeSpec &m = s.moe;
-  parseExperts(r, {.count = "num_local_experts", .experts = 8, .top_k = 2, .count_name = "num_local_experts"}, m);
-  m.intermediate = s.mlp.intermediate;
-  m.score = ExpertScoring::TopkSoftmax;
-  m.act = s.mlp.act;
-  m.names = graniteNames();
-  allLayersMoe(s);
+  topkSoftmaxExperts(r, s, graniteNames());
 }
 
 // GraniteMoeShared: GraniteMoE plus, when shared_intermediate_size (default 0) is set, a shared
@@ -505,6 +498,109 @@ void parseDbrx(const ConfigReader &r, ModelSpec &s) {
   e.experts.gate_up = {"ffn.experts.mlp.w1", "ffn.experts.mlp.v1"};
   e.experts.down = {"ffn.experts.mlp.w2"};
   allLayersMoe(s);
+}
+
+// JetMoeConfig: head_dim is an alias of kv_channels (default 128), and num_attention_heads is
+// num_key_value_heads (default 16) * num_experts_per_tok (default 2) whatever the file says, as
+// __post_init__ writes it (nothing in the model reads the key).
+nlohmann::json jetmoeKeys(const ConfigReader &r) {
+  nlohmann::json j = r.objectToCopy();
+  int64_t dim = r.has("kv_channels") ? r.requireSize("kv_channels") : r.getSize("head_dim", 128);
+  if (r.has("kv_channels") && r.has("head_dim") && r.requireSize("head_dim") != dim)
+    throw ConfigError(r.path("head_dim"), "contradicts kv_channels (" + std::to_string(dim) + "), whose alias it is");
+  j["head_dim"] = dim;
+  int64_t kvHeads = r.getSize("num_key_value_heads", 16);
+  j["num_key_value_heads"] = kvHeads;
+  j["num_attention_heads"] = kvHeads * r.getSize("num_experts_per_tok", 2);
+  return j;
+}
+
+// JetMoE: a mixture of attention heads (HeadExpertsSpec) under self_attention, and GraniteMoE's
+// experts under mlp (the top k logits softmaxed; input_linear [E, 2I, H], gate first), each
+// block with an unweighted output bias. The layers' norms keep eps 1e-6 whatever rms_norm_eps
+// says (it is the final norm's).
+void parseJetMoe(const ConfigReader &r, ModelSpec &s) {
+  ExpertNaming n = graniteNames("mlp");
+  n.output_bias = "mlp.bias";
+  topkSoftmaxExperts(r, s, n);
+  s.names.attn = "self_attention";
+  s.attn.head_experts.experts = s.moe.num_experts;
+  s.attn.head_experts.top_k = s.moe.top_k;
+  s.layer_norm_eps = 1e-6;
+}
+
+// Beam's rope_parameters: one dictionary (or null: NoPE) per layer type; without the key, RoPE
+// theta 1e4 on sliding layers and NoPE on full ones. A top-level rope_theta is not read (BeamConfig
+// ignores it), and neither is partial_rotary_factor (its RoPE turns whole heads).
+nlohmann::json beamRopeParameters(const ConfigReader &r) {
+  nlohmann::json byType = {{"full_attention", nullptr},
+                           {"sliding_attention", {{"rope_type", "default"}, {"rope_theta", 10000.0}}}};
+  if (r.has("rope_scaling") && !r.has("rope_parameters"))
+    throw ConfigError(r.path("rope_scaling"), "is not supported for beam: give rope_parameters by layer type");
+  if (!r.has("rope_parameters"))
+    return byType;
+  if (!ropeByLayerType(r))
+    throw ConfigError(r.path("rope_parameters"),
+                      "must map each layer type (full_attention, sliding_attention) to its RoPE dictionary or null");
+  const nlohmann::json &rp = r.raw("rope_parameters");
+  for (const std::string kind : {"full_attention", "sliding_attention"}) {
+    if (!rp.contains(kind))
+      throw ConfigError(r.path("rope_parameters." + kind), "is missing: the layers of that type read it (null: NoPE)");
+    if (!rp[kind].is_null() && !(rp[kind].is_object() && rp[kind].contains("rope_theta")))
+      throw ConfigError(r.path("rope_parameters." + kind + ".rope_theta"), "is missing");
+    byType[kind] = rp[kind];
+  }
+  return byType;
+}
+
+RopeDicts beamRopeDicts(const ConfigReader &r) {
+  nlohmann::json byType = beamRopeParameters(r);
+  RopeDicts out;
+  for (const std::string kind : {"full_attention", "sliding_attention"}) {
+    nlohmann::json d = byType[kind];
+    out[kind] = d.is_null() ? nlohmann::json{{"rope_type", "default"}, {"rope_theta", 10000.0}} : d;
+    out[kind]["partial_rotary_factor"] = 1.0;
+  }
+  return out;
+}
+
+// Beam: sandwich norms, per-head q/k norms, an output gate from its own gate_proj plus one bias
+// per head (gate_bias); layer_types, else full attention on every sixth layer and the last
+// (sliding_window 512 on the others). Layer types without RoPE (by default the full ones) scale
+// their queries by (1 + (p + 1) / 2048) ^ 0.1. The n-th residual add (n = 2(l + 1) after the
+// attention, n + 1 after the MLP) is depth-scaled, x sqrt((n - 1) / n) + f / sqrt(n).
+// DeepSeek-V3's router without shared experts on the layers mlp_layer_types calls sparse (by
+// default all but the first three), and logits soft-capped at final_logit_softcapping (30).
+void parseBeam(const ConfigReader &r, ModelSpec &s) {
+  s.attn.qk_norm = true;
+  s.attn.output_gate = true;
+  s.names.attn_gate = "gate_proj";
+  s.names.attn_gate_bias = "gate_bias";
+  s.sandwich_norms = true;
+  int64_t window = windowOrClassDefault(r, 512), last = s.num_layers - 1;
+  std::vector<LayerKind> kinds =
+      r.has("layer_types") ? explicitLayerTypes(r, s.num_layers)
+                           : kindsWhere(s.num_layers, [last](int64_t i) { return (i + 1) % 6 != 0 && i != last; },
+                                        LayerKind::SlidingAttention, LayerKind::FullAttention);
+  requireWindowForSliding(r, kinds, window);
+  setLayers(s, kinds, window);
+  nlohmann::json rope = beamRopeParameters(r);
+  for (int64_t l = 0; l < s.num_layers; ++l) {
+    LayerSpec &L = s.layers[l];
+    L.nope = rope[kinds[l] == LayerKind::SlidingAttention ? "sliding_attention" : "full_attention"].is_null();
+    double n = 2.0 * (l + 1);
+    L.mixer_alpha = std::sqrt((n - 1) / n), L.mixer_beta = 1 / std::sqrt(n);
+    L.mlp_alpha = std::sqrt(n / (n + 1)), L.mlp_beta = 1 / std::sqrt(n + 1);
+  }
+  s.attn.temperature_beta = 0.1;
+  s.attn.temperature_period = 2048;
+  s.attn.temperature_form = QueryTemperature::Power;
+  parseDeepseekMoe(r, s, kSigmoidGroups,
+                   {.experts = 256, .top_k = 8, .groups = 8, .keep = 4, .intermediate = 2560, .scaling = 2.5,
+                    .count_key = "num_experts", .shared_key = nullptr});
+  moeByLayerTypes(r, s, [](int64_t i) { return i >= 3; });
+  bool uncapped = r.contains("final_logit_softcapping") && !r.has("final_logit_softcapping"); // null: none
+  s.final_softcap = uncapped ? 0.0 : r.getNumber("final_logit_softcapping", 30.0);
 }
 
 // Kolibri-1: GLM-4's sandwich norms (post_attn_norm, post_attention_layernorm before the MLP,
@@ -881,6 +977,11 @@ FamilyTable moeFamilies() {
       {"flint",
        {{.head_dim = 128, .max_positions = 262144, .norm_eps = 1e-6, .kv_heads = 4}, parseFlint}},
       {"aria_text", {{.max_positions = 2048, .heads_divide_hidden = true}, parseAriaText}},
+      {"beam",
+       {{.head_dim = 128, .max_positions = 8192, .norm_eps = 1e-6, .kv_heads = 8}, parseBeam, beamRopeDicts}},
+      {"jetmoe",
+       {{.max_positions = 4096, .norm_eps = 1e-6, .tie_word_embeddings = true, .act_key = "activation_function"},
+        parseJetMoe, nullptr, jetmoeKeys}},
       {"gpt_oss",
        {{.head_dim = 64, .max_positions = 131072, .norm_eps = 1e-5, .rope_theta = 150000.0}, parseGptOss,
         gptOssRopeDicts}},

@@ -1,6 +1,7 @@
 // Attention over the paged cache: the q|k|v projection (fused, regrouped, with optional biases,
 // multipliers and rank-r adapters), q/k norms, RoPE, the cache write, paged attention with
-// optional sinks and softcap, the optional output gate and the output projection.
+// optional sinks and softcap, the optional output gate and the output projection; or a mixture of
+// attention heads, whose routed experts project q and the output.
 #include "frontends/hf_config/lower/step_builder.h"
 
 namespace cbc::hf::lower {
@@ -134,9 +135,70 @@ Value StepBuilder::differentialHeads(Value o, const AttnSite &site, int64_t dim,
   return scaleBy(norm(o, Value(), 2 * dim), 1.0 - lambdaInit);
 }
 
+// Writes k and v to the layer's cache and attends q over it, with the layer's sinks if it has
+// them: the output is `width` wide.
+Value StepBuilder::cachedAttention(int64_t layer, const AttentionSpec &a, const AttnSite &site, Value q, Value k,
+                                   Value v, int64_t width) {
+  const LayerSpec &L = spec_.layers[layer];
+  auto retention = L.window > 0  ? RetentionAttr::get(b_.getContext(), RetentionKind::window, L.window)
+                   : L.chunk > 0 ? RetentionAttr::get(b_.getContext(), RetentionKind::chunk, L.chunk)
+                                 : RetentionAttr::all(b_.getContext());
+  KvAppendOp::create(b_, loc_, k, v, positions_, seqIds_, slots_, blockTables_, b_.getI64IntegerAttr(layer),
+                     b_.getI64IntegerAttr(a.num_kv_heads), b_.getI64IntegerAttr(a.head_dim), retention, IntegerAttr());
+  Value sinks;
+  if (a.sinks)
+    sinks = weight(site.prog + "sinks", {a.num_heads}, site.hf + spec_.names.sinks);
+  return KvAttentionOp::create(b_, loc_, rows(width), q, positions_, seqIds_, cuSeqlens_, kvLens_, slots_,
+                               blockTables_, sinks, Value(), b_.getI64IntegerAttr(layer),
+                               b_.getI64IntegerAttr(a.num_heads), b_.getI64IntegerAttr(a.num_kv_heads),
+                               b_.getI64IntegerAttr(a.head_dim), b_.getF64FloatAttr(a.scale), retention,
+                               a.softcap > 0 ? b_.getF64FloatAttr(a.softcap) : FloatAttr(), IntegerAttr(),
+                               b_.getI64IntegerAttr(0))
+      .getResult();
+}
+
+// `blocks` blocks of `per` heads of `dim` features, regrouped head-major: block b's head h moves
+// to place h * blocks + b.
+Value StepBuilder::transposeHeads(Value x, int64_t blocks, int64_t per, int64_t dim) {
+  SmallVector<Value> heads = split(x, SmallVector<int64_t>(blocks * per, dim));
+  SmallVector<Value> moved;
+  for (int64_t h = 0; h < per; ++h)
+    for (int64_t b = 0; b < blocks; ++b)
+      moved.push_back(heads[b * per + h]);
+  return ConcatOp::create(b_, loc_, rows(blocks * per * dim), moved).getResult();
+}
+
+// A mixture of attention heads: each of the token's top_k expert choices projects a block of
+// kv-head-many query heads that reads the kv heads in order (query head c * kv + j reads kv head
+// j), and projects its block of the output back, mixed by the routing weights. Regrouped
+// head-major (j * top_k + c) the query heads read their kv heads as grouped-query attention does.
+Value StepBuilder::headExpertsAttention(int64_t layer, Value x, const AttnSite &site) {
+  const AttentionSpec a = layerAttention(layer);
+  const HeadExpertsSpec &m = a.head_experts;
+  int64_t D = a.head_dim, KV = a.num_kv_heads, E = m.experts, K = m.top_k, H = spec_.hidden_size;
+  Value router = weight(site.prog + "router", {E, H}, site.hf + m.router);
+  auto route = MoeRouteOp::create(b_, loc_, TypeRange{rows(K), rowsI32(K)}, linear(x, router), Value(),
+                                  b_.getI64IntegerAttr(K), RouteScoreAttr::get(b_.getContext(), RouteScore::topk_softmax),
+                                  b_.getBoolAttr(false), b_.getF64FloatAttr(0.0), b_.getF64FloatAttr(1.0),
+                                  RouteGroupsAttr(), b_.getI64IntegerAttr(0), b_.getF64FloatAttr(0.0),
+                                  b_.getBoolAttr(false));
+  Value wq = weight(site.prog + "q_experts", {E, KV * D, H}, site.hf + m.q);
+  Value q = MoeSlotLinearOp::create(b_, loc_, rows(K * KV * D), x, route.getIds(), wq, Value()).getResult();
+  SmallVector<Value> kv = split(linear(x, weight(site.prog + "kv", {2 * KV * D, H}, site.hf + m.kv)), {KV * D, KV * D});
+  const RopeSpec &r = spec_.layers[layer].rope;
+  q = rope(r, transposeHeads(q, K, KV, D), D);
+  Value o = cachedAttention(layer, a, site, q, rope(r, kv[0], D), kv[1], K * KV * D);
+  Value wo = weight(site.prog + "o_experts", {E, H, KV * D}, site.hf + m.o);
+  o = MoeSlotLinearOp::create(b_, loc_, rows(H), transposeHeads(o, KV, K, D), route.getIds(), wo, route.getWeights())
+          .getResult();
+  return add(o, weight(site.prog + "o_bias", {H}, site.hf + m.o_bias));
+}
+
 Value StepBuilder::attention(int64_t layer, Value x, const AttnSite &site) {
   if (spec_.attn.rel_dim > 0)
     return relativeAttention(layer, x, site);
+  if (spec_.attn.head_experts.experts > 0)
+    return headExpertsAttention(layer, x, site);
   const AttentionSpec a = layerAttention(layer);
   const Names &n = spec_.names;
   const LayerSpec &L = spec_.layers[layer];
@@ -154,6 +216,8 @@ Value StepBuilder::attention(int64_t layer, Value x, const AttnSite &site) {
                              : a.output_gate ? split(qkv, {qw, gw, kw, vw})
                                              : split(qkv, {qw, kw, vw});
   Value gate = a.gate_leads ? parts[0] : a.output_gate ? parts[1] : Value();
+  if (!n.attn_gate_bias.empty())
+    gate = add(gate, weight(site.prog + "gate_bias", {a.num_heads}, site.hf + n.attn_gate_bias));
   Value q = parts[a.gate_leads ? 1 : 0], k = parts[a.output_gate ? 2 : 1], v = parts[a.output_gate ? 3 : 2];
   // Per head, or over the whole projection; before RoPE, or after it.
   auto qkNorms = [&] {
@@ -173,7 +237,8 @@ Value StepBuilder::attention(int64_t layer, Value x, const AttnSite &site) {
     }
   } else if (a.temperature_beta != 0) {
     q = PositionScaleOp::create(b_, loc_, rows(qw), q, positions_, b_.getF64FloatAttr(a.temperature_beta),
-                                b_.getI64IntegerAttr(a.temperature_period), b_.getI64IntegerAttr(1))
+                                b_.getI64IntegerAttr(a.temperature_period), b_.getI64IntegerAttr(1),
+                                PositionScaleFormAttr::get(b_.getContext(), toDialect(a.temperature_form)))
             .getResult();
   }
   if (roped && a.query_scale_beta != 0)
@@ -185,21 +250,7 @@ Value StepBuilder::attention(int64_t layer, Value x, const AttnSite &site) {
 
   if (a.differential)
     v = pairValueHeads(v, a.num_kv_heads, valueDim(a));
-  auto retention = L.window > 0  ? RetentionAttr::get(b_.getContext(), RetentionKind::window, L.window)
-                   : L.chunk > 0 ? RetentionAttr::get(b_.getContext(), RetentionKind::chunk, L.chunk)
-                                 : RetentionAttr::all(b_.getContext());
-  KvAppendOp::create(b_, loc_, k, v, positions_, seqIds_, slots_, blockTables_, b_.getI64IntegerAttr(layer),
-                     b_.getI64IntegerAttr(a.num_kv_heads), b_.getI64IntegerAttr(D), retention, IntegerAttr());
-  Value sinks;
-  if (a.sinks)
-    sinks = weight(site.prog + "sinks", {a.num_heads}, site.hf + spec_.names.sinks);
-  Value o = KvAttentionOp::create(b_, loc_, rows(ow), q, positions_, seqIds_, cuSeqlens_, kvLens_, slots_,
-                                  blockTables_, sinks, Value(), b_.getI64IntegerAttr(layer), b_.getI64IntegerAttr(a.num_heads),
-                                  b_.getI64IntegerAttr(a.num_kv_heads), b_.getI64IntegerAttr(D),
-                                  b_.getF64FloatAttr(a.scale), retention,
-                                  a.softcap > 0 ? b_.getF64FloatAttr(a.softcap) : FloatAttr(), IntegerAttr(),
-                                  b_.getI64IntegerAttr(0))
-                .getResult();
+  Value o = cachedAttention(layer, a, site, q, k, v, ow);
   if (a.output_gate && a.gate_softplus)
     o = mul(o, act(gate, Activation::softplus));
   else if (a.output_gate)

@@ -51,6 +51,14 @@ GroupScore toDialect(GroupScoring s) {
   llvm_unreachable("unknown group scoring");
 }
 
+PositionScaleForm toDialect(QueryTemperature t) {
+  switch (t) {
+  case QueryTemperature::LogFloor: return PositionScaleForm::log1p_floor;
+  case QueryTemperature::Power: return PositionScaleForm::power;
+  }
+  llvm_unreachable("unknown query temperature");
+}
+
 GroupFill toDialect(DroppedGroupFill f) {
   switch (f) {
   case DroppedGroupFill::NegInf: return GroupFill::neg_inf;

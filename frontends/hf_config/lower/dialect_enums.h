@@ -18,6 +18,7 @@ GluLayout toDialect(GateUpLayout l);
 RouteScore toDialect(ExpertScoring s);
 GroupScore toDialect(GroupScoring s);
 GroupFill toDialect(DroppedGroupFill f);
+PositionScaleForm toDialect(QueryTemperature t);
 // The model attribute's quantization string, as the artefact's ModelMeta keeps it ("" for none).
 llvm::StringRef toDialect(Quantization q);
 

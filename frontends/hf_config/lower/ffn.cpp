@@ -179,6 +179,8 @@ Value StepBuilder::moeMlp(int64_t layer, Value x) {
                                    b_.getI64IntegerAttr(m.zero_experts),
                                    m.scale_input ? b_.getUnitAttr() : UnitAttr())
                   .getResult();
+  if (!n.output_bias.empty())
+    out = add(out, weight(prog(layer, "moe.output_bias"), {H}, hf(layer, n.output_bias)));
   if (m.shared_intermediate > 0)
     out = add(out, sharedExpert(layer, x));
   if (m.plus_dense)

@@ -66,7 +66,8 @@ Value StepBuilder::embed(Value &table) {
 }
 
 // Pre-norm (x + f(norm(x))), sandwich (x + norm(f(norm(x)))) or post-norm (x + norm(f(x))), for
-// the mixer and then the feed-forward block, each where the layer has one.
+// the mixer and then the feed-forward block, each where the layer has one; each add may weigh
+// the stream and the branch (LayerSpec's alpha and beta).
 Value StepBuilder::decoderLayer(int64_t l, Value x) {
   if (spec_.dual_sublayers)
     return dualSublayerLayer(l, x);
@@ -75,17 +76,17 @@ Value StepBuilder::decoderLayer(int64_t l, Value x) {
   const LayerSpec &L = spec_.layers[l];
   const Names &nm = spec_.names;
   bool post = L.post_norm, hasMixer = L.kind != LayerKind::None;
-  auto residual = [&](Value h) {
-    if (spec_.residual_scale != 1.0)
-      h = scaleBy(h, spec_.residual_scale);
-    return add(x, h);
+  // alpha * x + beta * h, beta with the model's residual scale.
+  auto residual = [&](Value h, double alpha, double beta) {
+    beta *= spec_.residual_scale;
+    return add(alpha == 1.0 ? x : scaleBy(x, alpha), beta == 1.0 ? h : scaleBy(h, beta));
   };
   if (L.parallel) {
     Value h = layerNorm(l, nm.input_norm, x);
     Value a = mixer(l, h);
     Value m = L.moe ? moeMlp(l, h) : denseMlp(l, h);
-    x = residual(a);
-    return residual(m);
+    x = residual(a, L.mixer_alpha, L.mixer_beta);
+    return residual(m, L.mlp_alpha, L.mlp_beta);
   }
   if (hasMixer) {
     // A shared-block layer norms its own inputs (it reads the residual stream itself).
@@ -95,7 +96,7 @@ Value StepBuilder::decoderLayer(int64_t l, Value x) {
       h = layerNorm(l, nm.post_attn_norm, h);
     if (spec_.branch_conv_kernel > 0)
       h = residualConv(l, h, "attn_sconv", "attn_conv");
-    x = residual(h);
+    x = residual(h, L.mixer_alpha, L.mixer_beta);
   }
   if (L.mlp) {
     // A feed-forward-only layer has a single norm, the input norm.
@@ -106,7 +107,7 @@ Value StepBuilder::decoderLayer(int64_t l, Value x) {
       m = layerNorm(l, nm.post_ff_norm, m);
     if (spec_.branch_conv_kernel > 0)
       m = residualConv(l, m, "mlp_sconv", "mlp_conv");
-    x = residual(m);
+    x = residual(m, L.mlp_alpha, L.mlp_beta);
   }
   return x;
 }

@@ -122,16 +122,16 @@ Value StepBuilder::norm(Value x, Value w, std::optional<int64_t> group, std::opt
 }
 
 Value StepBuilder::layerNorm(int64_t layer, const std::string &hfName, Value x) {
-  return modelNorm(prog(layer, hfName), hf(layer, hfName), x);
+  return modelNorm(prog(layer, hfName), hf(layer, hfName), x, spec_.layer_norm_eps.value_or(spec_.norm_eps));
 }
 
-Value StepBuilder::modelNorm(const std::string &progName, const std::string &hfName, Value x) {
+Value StepBuilder::modelNorm(const std::string &progName, const std::string &hfName, Value x, double eps) {
   int64_t H = spec_.hidden_size;
   if (spec_.norm_kind == NormKind::Rms)
-    return norm(x, spec_.norm_weight ? weight(progName, {H}, hfName + ".weight") : Value());
+    return norm(x, spec_.norm_weight ? weight(progName, {H}, hfName + ".weight") : Value(), std::nullopt, eps);
   Value w = spec_.norm_weight ? weight(progName, {H}, hfName + ".weight") : Value();
   Value b = spec_.norm_bias ? weight(progName + "_bias", {H}, hfName + ".bias") : Value();
-  return LayerNormOp::create(b_, loc_, rows(H), x, w, b, b_.getF64FloatAttr(spec_.norm_eps)).getResult();
+  return LayerNormOp::create(b_, loc_, rows(H), x, w, b, b_.getF64FloatAttr(eps)).getResult();
 }
 
 Value StepBuilder::layerNorm(int64_t layer, const std::string &hfName, Value x, bool gated) {

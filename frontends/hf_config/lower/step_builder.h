@@ -68,6 +68,10 @@ private:
   Value attention(int64_t layer, Value x) { return attention(layer, x, attnSite(layer)); }
   Value attention(int64_t layer, Value x, const AttnSite &site);
   Value qkvProjection(int64_t layer, Value x, const AttnSite &site);
+  Value cachedAttention(int64_t layer, const AttentionSpec &a, const AttnSite &site, Value q, Value k, Value v,
+                        int64_t width);
+  Value transposeHeads(Value x, int64_t blocks, int64_t per, int64_t dim);
+  Value headExpertsAttention(int64_t layer, Value x, const AttnSite &site);
   // The attention spec with the layer's own head counts and width where it has them.
   AttentionSpec layerAttention(int64_t layer) const;
   // Attention with a relative-position bias from the hidden state (relative_attention.cpp).
@@ -128,7 +132,10 @@ private:
   Value layerNorm(int64_t layer, const std::string &hfName, Value x);
   // One of the decoder's own norms (ModelSpec::norm_kind) over hidden_size: weight <hf>.weight,
   // bias <hf>.bias, as the spec says.
-  Value modelNorm(const std::string &progName, const std::string &hf, Value x);
+  Value modelNorm(const std::string &progName, const std::string &hf, Value x) {
+    return modelNorm(progName, hf, x, spec_.norm_eps);
+  }
+  Value modelNorm(const std::string &progName, const std::string &hf, Value x, double eps);
   // layerNorm, or with `gated` the NormGateSpec norm and its low-rank sigmoid gate.
   Value layerNorm(int64_t layer, const std::string &hfName, Value x, bool gated);
   Value linear(Value x, Value w, Value bias = {});

@@ -430,9 +430,9 @@ func.func @norm_result(%x: tensor<?x8xf32>) {
 // -----
 
 func.func @add_weight_width(%x: tensor<?x8xf32>) {
-  %w = cbc.weight.ref "z" {sources = [["z"]]} : tensor<4xbf16>
-  // expected-error @+1 {{'cbc.math.add' op a weight addend must be one row of the operand's width}}
-  %0 = cbc.math.add %x, %w : (tensor<?x8xf32>, tensor<4xbf16>) -> tensor<?x8xf32>
+  %w = cbc.weight.ref "z" {sources = [["z"]]} : tensor<3xbf16>
+  // expected-error @+1 {{'cbc.math.add' op a weight addend must be one row whose length divides the operand's width}}
+  %0 = cbc.math.add %x, %w : (tensor<?x8xf32>, tensor<3xbf16>) -> tensor<?x8xf32>
   return
 }
 
@@ -2803,5 +2803,37 @@ func.func @sinusoidal_offset(%pos: tensor<?xi32>) {
 func.func @sinusoidal_base(%pos: tensor<?xi32>) {
   // expected-error @+1 {{'cbc.math.sinusoidal_position' op base must be finite and above 1}}
   %o = cbc.math.sinusoidal_position %pos {base = 1.0 : f64} : tensor<?xi32> -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @slot_linear_rank(%x: tensor<?x8xf32>, %ids: tensor<?x2xi32>, %w: tensor<6x8xbf16>) {
+  // expected-error @+1 {{'cbc.moe.slot_linear' op weight must be [experts, out, in]}}
+  %0 = cbc.moe.slot_linear %x, %ids, %w : tensor<?x8xf32>, tensor<?x2xi32>, tensor<6x8xbf16> -> tensor<?x12xf32>
+  return
+}
+
+// -----
+
+func.func @slot_linear_fan_out(%x: tensor<?x8xf32>, %ids: tensor<?x2xi32>, %w: tensor<4x6x8xbf16>) {
+  // expected-error @+1 {{'cbc.moe.slot_linear' op without weights, x must be [tokens, in] and the result [tokens, choices * out]}}
+  %0 = cbc.moe.slot_linear %x, %ids, %w : tensor<?x8xf32>, tensor<?x2xi32>, tensor<4x6x8xbf16> -> tensor<?x6xf32>
+  return
+}
+
+// -----
+
+func.func @slot_linear_mix(%x: tensor<?x8xf32>, %ids: tensor<?x2xi32>, %w: tensor<4x6x8xbf16>, %m: tensor<?x2xf32>) {
+  // expected-error @+1 {{'cbc.moe.slot_linear' op with weights, x must be [tokens, choices * in] and the result [tokens, out]}}
+  %0 = cbc.moe.slot_linear %x, %ids, %w mix(%m : tensor<?x2xf32>) : tensor<?x8xf32>, tensor<?x2xi32>, tensor<4x6x8xbf16> -> tensor<?x6xf32>
+  return
+}
+
+// -----
+
+func.func @slot_linear_mix_columns(%x: tensor<?x16xf32>, %ids: tensor<?x2xi32>, %w: tensor<4x6x8xbf16>, %m: tensor<?x3xf32>) {
+  // expected-error @+1 {{'cbc.moe.slot_linear' op ids and weights must have the same number of columns}}
+  %0 = cbc.moe.slot_linear %x, %ids, %w mix(%m : tensor<?x3xf32>) : tensor<?x16xf32>, tensor<?x2xi32>, tensor<4x6x8xbf16> -> tensor<?x6xf32>
   return
 }

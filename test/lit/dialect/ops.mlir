@@ -52,6 +52,9 @@ func.func @device_types(%x: tensor<?x8xbf16>, %y: tensor<?x8xf32>) -> tensor<?x8
   %z0 = cbc.weight.ref "z0" {sources = [["a.z0"]]} : tensor<8xbf16>
   // CHECK: cbc.math.add %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}} : (tensor<?x8xf32>, tensor<8xbf16>) -> tensor<?x8xf32>
   %az = cbc.math.add %aq, %z0 : (tensor<?x8xf32>, tensor<8xbf16>) -> tensor<?x8xf32>
+  // CHECK: cbc.math.add %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}} : (tensor<?x8xf32>, tensor<2xbf16>) -> tensor<?x8xf32>
+  %hb = cbc.weight.ref "hb" {sources = [["hb"]]} : tensor<2xbf16>
+  %ah = cbc.math.add %az, %hb : (tensor<?x8xf32>, tensor<2xbf16>) -> tensor<?x8xf32>
   %ap = cbc.weight.ref "alpha_p" {sources = [["a.alpha_p"]]} : tensor<1xbf16>
   %an = cbc.weight.ref "alpha_n" {sources = [["a.alpha_n"]]} : tensor<1xbf16>
   %be = cbc.weight.ref "beta" {sources = [["a.beta"]]} : tensor<1xbf16>
@@ -200,7 +203,8 @@ func.func @rows(%x: tensor<?x8xf32>, %rows: tensor<?xi32>) -> tensor<?x8xf32> {
 
 // CHECK-LABEL: func.func @moe
 func.func @moe(%x: tensor<?x8xf32>, %logits: tensor<?x4xf32>, %gu: tensor<4x12x8xbf16>,
-               %down: tensor<4x8x6xbf16>, %gub: tensor<4x12xbf16>, %db: tensor<4x8xbf16>) -> tensor<?x8xf32> {
+               %down: tensor<4x8x6xbf16>, %gub: tensor<4x12xbf16>, %db: tensor<4x8xbf16>,
+               %qw: tensor<4x6x8xbf16>) -> tensor<?x8xf32> {
   // CHECK: %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}} = cbc.moe.route %{{[a-z0-9_#]+}} {k = 2 : i64, score = #cbc.score<softmax>} : tensor<?x4xf32> -> tensor<?x2xf32>, tensor<?x2xi32>
   %w, %ids = cbc.moe.route %logits {k = 2 : i64, score = #cbc.score<softmax>} : tensor<?x4xf32> -> tensor<?x2xf32>, tensor<?x2xi32>
   // CHECK: %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}} = cbc.moe.route %{{[a-z0-9_#]+}} {k = 2 : i64, renorm = true, scaling = 2.500000e+00 : f64, score = #cbc.score<softmax>} : tensor<?x4xf32> -> tensor<?x2xf32>, tensor<?x2xi32>
@@ -211,6 +215,10 @@ func.func @moe(%x: tensor<?x8xf32>, %logits: tensor<?x4xf32>, %gu: tensor<4x12x8
   %y = cbc.moe.experts %x, %ids, %w, %gu, %down {act = #cbc.act<silu>} : (tensor<?x8xf32>, tensor<?x2xi32>, tensor<?x2xf32>, tensor<4x12x8xbf16>, tensor<4x8x6xbf16>) -> tensor<?x8xf32>
   // CHECK: %{{[a-z0-9_#]+}} = cbc.moe.experts %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}} bias(%{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}}) {act = #cbc.clamped_swiglu<limit = 7.000000e+00, alpha = 1.702000e+00>, layout = #cbc.glu_layout<interleaved>} : (tensor<?x8xf32>, tensor<?x4xi32>, tensor<?x4xf32>, tensor<4x12x8xbf16>, tensor<4x8x6xbf16>, tensor<4x12xbf16>, tensor<4x8xbf16>) -> tensor<?x8xf32>
   %y2 = cbc.moe.experts %y, %ids2, %w2, %gu, %down bias(%gub, %db) {act = #cbc.clamped_swiglu<limit = 7.0, alpha = 1.702>, layout = #cbc.glu_layout<interleaved>} : (tensor<?x8xf32>, tensor<?x4xi32>, tensor<?x4xf32>, tensor<4x12x8xbf16>, tensor<4x8x6xbf16>, tensor<4x12xbf16>, tensor<4x8xbf16>) -> tensor<?x8xf32>
+  // CHECK: %{{[a-z0-9_#]+}} = cbc.moe.slot_linear %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}} : tensor<?x8xf32>, tensor<?x2xi32>, tensor<4x6x8xbf16> -> tensor<?x12xf32>
+  %q = cbc.moe.slot_linear %x, %ids, %qw : tensor<?x8xf32>, tensor<?x2xi32>, tensor<4x6x8xbf16> -> tensor<?x12xf32>
+  // CHECK: %{{[a-z0-9_#]+}} = cbc.moe.slot_linear %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}} mix(%{{[a-z0-9_#]+}} : tensor<?x2xf32>) : tensor<?x12xf32>, tensor<?x2xi32>, tensor<4x8x6xbf16> -> tensor<?x8xf32>
+  %o = cbc.moe.slot_linear %q, %ids, %down mix(%w : tensor<?x2xf32>) : tensor<?x12xf32>, tensor<?x2xi32>, tensor<4x8x6xbf16> -> tensor<?x8xf32>
   return %y2 : tensor<?x8xf32>
 }
 
