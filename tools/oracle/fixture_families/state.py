@@ -1,0 +1,489 @@
+"""Per-request-state families: gated DeltaNet, short-conv, KDA and lightning-attention hybrids.
+
+Each FAMILIES entry: a seed, a config builder, whether the norms are zero-centred and the features
+the fixture exercises (make_fixtures.py reads them)."""
+
+from oracle_common import *  # noqa: F401,F403
+
+# --------------------------------------------------------------------------------------
+# Per-request-state families (linear attention / short conv hybrids). Four layers each, with
+# the recurrent layers on both sides of the attention layer, so a state carried wrongly through
+# an attention layer shows up. Prompts are longer (PROMPT_LENGTHS_STATE) so that the 80-token
+# prompt crosses the 64-token chunk of transformers' torch chunked gated-delta kernel.
+# --------------------------------------------------------------------------------------
+
+# Seeds: the best of each family's block by the same criteria as above, but with the floor at 0.01
+# (margins and router gaps; more positions and routed layers make large gaps rare) and >= 6
+# distinct tokens: qwen3_next 3000-3299, qwen3_5_text 3300-3399, qwen3_5_moe_text 3400-3699,
+# olmo_hybrid 3700-3799, lfm2 3800-3899, lfm2_moe 3900-4499.
+
+# GDN dims: 2 key heads, 4 value heads (GVA r=2: value head h reads q/k head h // 2).
+GDN_DIMS = dict(
+    linear_conv_kernel_dim=4,
+    linear_num_key_heads=2,
+    linear_num_value_heads=4,
+    linear_key_head_dim=16,
+    linear_value_head_dim=16,
+)
+
+
+def _cfg_qwen3_next():
+    from transformers import Qwen3NextConfig
+
+    return Qwen3NextConfig(
+        **COMMON,
+        **GDN_DIMS,
+        num_hidden_layers=4,
+        full_attention_interval=3,  # legacy key -> layer_types [linear, linear, full, linear]
+        head_dim=32,
+        rms_norm_eps=1e-6,
+        rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.25},
+        num_experts=4,
+        num_experts_per_tok=2,
+        moe_intermediate_size=32,
+        shared_expert_intermediate_size=48,
+        norm_topk_prob=True,
+        decoder_sparse_step=1,
+        mlp_only_layers=[1],  # layers 0, 2, 3 MoE; 1 dense
+    )
+
+
+def _cfg_qwen3_5_text():
+    from transformers import Qwen3_5TextConfig
+
+    return Qwen3_5TextConfig(
+        **COMMON,
+        **GDN_DIMS,
+        num_hidden_layers=4,
+        full_attention_interval=3,
+        head_dim=32,
+        rms_norm_eps=1e-6,
+        rope_parameters={
+            "rope_type": "default",
+            "rope_theta": 10000.0,
+            "partial_rotary_factor": 0.25,
+            "mrope_section": [2, 1, 1],  # sums to rotary_dim/2 = 4, as [11, 11, 10] does for 64
+            "mrope_interleaved": True,
+        },
+    )
+
+
+def _cfg_qwen3_5_moe_text():
+    from transformers import Qwen3_5MoeTextConfig
+
+    common = {k: v for k, v in COMMON.items() if k != "intermediate_size"}  # every layer is MoE
+    return Qwen3_5MoeTextConfig(
+        **common,
+        **GDN_DIMS,
+        num_hidden_layers=4,
+        full_attention_interval=3,
+        head_dim=32,
+        rms_norm_eps=1e-6,
+        rope_parameters={
+            "rope_type": "default",
+            "rope_theta": 10000.0,
+            "partial_rotary_factor": 0.25,
+            "mrope_section": [2, 1, 1],
+            "mrope_interleaved": True,
+        },
+        num_experts=4,
+        num_experts_per_tok=2,
+        moe_intermediate_size=32,
+        shared_expert_intermediate_size=48,
+    )
+
+
+def _cfg_olmo_hybrid():
+    from transformers import OlmoHybridConfig
+
+    return OlmoHybridConfig(
+        **COMMON,
+        num_hidden_layers=4,
+        layer_types=["linear_attention", "linear_attention", "full_attention", "linear_attention"],
+        rms_norm_eps=1e-6,
+        rope_theta=None,  # NoPE, as the released checkpoint (OLMo-core writes "rope_theta": null)
+        linear_conv_kernel_dim=4,
+        linear_num_key_heads=2,
+        linear_num_value_heads=4,
+        linear_key_head_dim=16,
+        linear_value_head_dim=32,  # dv = 2 dk as in the release; dk != dv catches a transposed state
+        linear_allow_neg_eigval=True,
+    )
+
+
+def _cfg_lfm2():
+    from transformers import Lfm2Config
+
+    return Lfm2Config(
+        **{**COMMON, "intermediate_size": 200},  # auto-adjust: int(2*200/3)=133 -> round up to 32k -> 160
+        num_hidden_layers=4,
+        full_attn_idxs=[2],  # legacy key -> layer_types [conv, conv, full_attention, conv]
+        conv_L_cache=3,
+        conv_bias=False,
+        norm_eps=1e-5,
+        block_auto_adjust_ff_dim=True,
+        block_ffn_dim_multiplier=1.0,
+        block_multiple_of=32,
+        tie_word_embeddings=True,
+        rope_parameters={"rope_type": "default", "rope_theta": 1000000.0},
+    )
+
+
+def _cfg_lfm2_moe():
+    from transformers import Lfm2MoeConfig
+
+    return Lfm2MoeConfig(
+        **COMMON,
+        num_hidden_layers=4,
+        layer_types=["conv", "conv", "full_attention", "conv"],  # required: lfm2_moe has no default
+        conv_L_cache=3,
+        conv_bias=False,
+        norm_eps=1e-5,
+        num_dense_layers=1,  # layer 0 dense (intermediate_size, no auto-adjust), 1..3 MoE
+        num_experts=4,
+        num_experts_per_tok=2,
+        moe_intermediate_size=32,
+        use_expert_bias=True,
+        routed_scaling_factor=1.5,  # released 1.0; != 1 so a missing multiply shows
+        norm_topk_prob=True,
+        tie_word_embeddings=True,
+        rope_parameters={"rope_type": "default", "rope_theta": 1000000.0},
+    )
+
+
+# Init rules for the state families (regex on the in-memory parameter name -> mean, std), checked
+# before the shared table. A_log ~ N(-3, 1) puts the typical per-token decay exp(g) near 0.97
+# (g = -exp(A_log) * softplus(a + dt_bias)), so the state of many heads survives the 64-token chunk
+# boundary, while the tail of the distribution forgets within a few tokens.
+# Conv taps at std 0.5 make the short conv an O(1) map, so silu and tap order matter.
+GDN_INIT_RULES = [
+    (r"\.A_log$", -3.0, 1.0),
+    (r"\.dt_bias$", 0.0, 0.5),
+    (r"conv1d\.weight$", 0.0, 0.5),
+]
+LFM2_INIT_RULES = [
+    (r"\.conv\.conv\.weight$", 0.0, 0.5),
+    (r"feed_forward\.gate\.weight$", 0.0, 0.3),  # router, as BASE_STD["router"]
+]
+
+
+# --------------------------------------------------------------------------------------
+# KDA hybrids (kimi_linear, bailing_hybrid; SEMANTICS_KDA.md): Kimi delta attention layers on both sides of one
+# MLA layer, [kda, kda, full, kda], DSMoE routers (12 experts in 4 groups of 3, top-3, one shared expert) on
+# layers 1-3. KDA: 4 heads of 16, short conv K=4. Prompts are the state families' (5, 23, 80): the 80-token
+# prompt runs transformers' chunked KDA over two 64-row chunks. kimi_linear: softplus gate, low-rank f_a/f_b
+# and g_a/g_b, A_log [1, 1, H, 1], NoPE MLA (the shared rope part of the key, 8 wide, stays unrotated).
+# bailing_hybrid: the bounded gate (-5 * sigmoid(exp(A_log) * x)), full-rank f_proj/g_proj, MLA with interleaved
+# RoPE over 16 dims and a sigmoid gate per head. Its config class takes the KDA head_dim from head_dim, which it
+# then overwrites (and saves) as qk_rope_head_dim; the two are equal (16) so the saved config reloads the same
+# model.
+# --------------------------------------------------------------------------------------
+
+KDA_MOE = dict(
+    moe_intermediate_size=8,
+    n_group=4,  # groups of 3
+    topk_group=2,
+    num_experts_per_tok=3,
+    n_shared_experts=1,
+    first_k_dense_replace=1,
+    norm_topk_prob=True,
+)
+
+
+def _cfg_kimi_linear():
+    from transformers import KimiLinearConfig
+
+    return KimiLinearConfig(
+        **{**MLA_COMMON, "num_key_value_heads": 4},
+        **{**KDA_MOE, "first_k_dense_replace": 2},  # layers 0-1 dense, 2-3 MoE: fewer routed layers, wider router gaps
+        num_hidden_layers=4,
+        num_local_experts=12,
+        routed_scaling_factor=2.446,
+        kv_lora_rank=32,
+        q_lora_rank=None,
+        qk_nope_head_dim=16,
+        qk_rope_head_dim=8,
+        v_head_dim=12,
+        rms_norm_eps=1e-5,
+        tie_word_embeddings=False,
+        # the checkpoint's form: 1-indexed lists
+        linear_attn_config={"head_dim": 16, "num_heads": 2, "short_conv_kernel_size": 4,
+                            "full_attn_layers": [3], "kda_layers": [1, 2, 4]},
+    )
+
+
+def _cfg_bailing_hybrid():
+    from transformers import BailingHybridConfig
+
+    return BailingHybridConfig(
+        **{**MLA_COMMON, "num_key_value_heads": 4},
+        **KDA_MOE,
+        num_hidden_layers=4,
+        layer_group_size=3,  # full iff (i + 1) % 3 == 0: [kda, kda, full, kda]
+        num_local_experts=12,
+        routed_scaling_factor=2.5,
+        kv_lora_rank=32,
+        qk_nope_head_dim=16,
+        qk_rope_head_dim=8,
+        head_dim=8,  # the KDA head_dim, = qk_rope_head_dim (see above)
+        v_head_dim=12,
+        rms_norm_eps=1e-6,
+        rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+        kda_safe_gate=True,
+        kda_lower_bound=-5.0,
+        num_mtp_layers=0,
+        tie_word_embeddings=False,
+    )
+
+
+# KDA init: the conv taps as GDN's. kimi_linear's softplus gate with A_log ~ N(-3, 1) and dt_bias ~ N(0, 0.5) decays
+# each channel by ~0.97 a token (the state crosses the 64-row chunk); bailing's bounded gate -5 sigmoid(exp(A_log) x)
+# with A_log ~ N(0.5, 0.5) and dt_bias ~ N(-2, 1) puts exp(A_log) x near -3.3 +- 2.3, so channels range from
+# nearly keeping their state (g ~ -0.02) to forgetting within a few tokens (g ~ -1.4).
+KDA_INIT_RULES = {
+    "kimi_linear": [(r"\.A_log$", -3.0, 1.0), (r"\.dt_bias$", 0.0, 0.5), (r"conv1d\.weight$", 0.0, 0.5)],
+    "bailing_hybrid": [(r"\.A_log$", 0.5, 0.5), (r"\.dt_bias$", -2.0, 1.0), (r"conv1d\.weight$", 0.0, 0.5)],
+}
+KDA_FAMILY = dict(
+    zero_centred_norms=False,
+    prompt_lengths=PROMPT_LENGTHS_STATE,
+    state=True,
+    atol=5e-4,
+    buffer_init=[(r"gate\.e_score_correction_bias$", 0.0, 0.3)],
+)
+
+
+# --------------------------------------------------------------------------------------
+# MiniMax-Text-01 (minimax; SEMANTICS_LIGHTNING.md). 4 layers, the default schedule written out:
+# [full, linear, full, linear] (full on the even layers), so a lightning state is carried past an
+# attention layer and the last layer's decay (factor ~1e-5) is nearly none. block_size 16 (released 256):
+# the prompts of PROMPT_LENGTHS_STATE (5, 23, 80) prefill 1, 2 and 5 blocks in transformers' block form,
+# and the saved decay buffers (diagonal_decay [1, H, B, B]) stay small. The residual mixing factors are
+# all different from 1 and from each other, so a swapped alpha/beta or a full/linear mix-up shows.
+# Seed: of 11000-11301 (floor 0.01 for margins and router gaps, >= 6 distinct tokens) 11030 scores best (margin
+# 0.0168, router gap 0.0137) but its choices flip once router logits are rounded to bf16; 11037 (margin 0.0560,
+# router gap 0.0129) does not, and is used.
+# --------------------------------------------------------------------------------------
+
+MINIMAX_BLOCK = 16
+
+
+def _cfg_minimax():
+    from transformers import MiniMaxConfig
+
+    common = {k: v for k, v in COMMON.items() if k != "intermediate_size"}
+    return MiniMaxConfig(
+        **common,
+        intermediate_size=16,  # per expert
+        head_dim=16,
+        num_hidden_layers=4,  # layer_types default [full, linear, full, linear], written out
+        rms_norm_eps=1e-5,
+        tie_word_embeddings=False,
+        num_local_experts=4,
+        num_experts_per_tok=2,
+        block_size=MINIMAX_BLOCK,
+        full_attn_alpha_factor=0.75,
+        full_attn_beta_factor=1.25,
+        linear_attn_alpha_factor=1.5,
+        linear_attn_beta_factor=0.5,
+        mlp_alpha_factor=0.875,
+        mlp_beta_factor=1.125,
+        rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+    )
+
+
+MINIMAX_INIT_RULES = [(r"mlp\.experts\.down_proj$", 0.0, 0.25)]
+
+FAMILIES = {
+    # ---- per-request-state families (see PROMPT_LENGTHS_STATE and the *_INIT_RULES above) ----
+    "qwen3_next": dict(
+        atol_note="Routing weights are renormalised top-2 softmax; the shared expert's sigmoid gate is smooth. The GDN recurrence is a contraction (|exp(g)| <= 1, (I - beta k k^T) with beta in (0,1) and |k| = 1), so state error does not grow over the 96 positions.",
+        seed=3270,
+        atol=5e-4,
+        build=_cfg_qwen3_next,
+        zero_centred_norms=True,
+        norm_mean={"linear_attn.norm.": 1.0},  # the gated norm is w*x (init ones), not (1+w)*x
+        init_rules=GDN_INIT_RULES,
+        prompt_lengths=PROMPT_LENGTHS_STATE,
+        state=True,
+        features=[
+            "layer_types from legacy full_attention_interval=3 -> [linear, linear, full, linear] (written out as layer_types)",
+            "gated DeltaNet: grouped in_proj_qkvz [nk, (dk|dk|r*dv|r*dv)] and in_proj_ba [nk, (r|r)], GVA nk=2 nv=4 (r=2), dk=dv=16",
+            "short conv K=4 over cat(q,k,v) (128 channels, no bias) + silu; conv state carried",
+            "l2norm(q,k) eps 1e-6, q * dk^-0.5, g = -exp(A_log)*softplus(a+dt_bias), beta = sigmoid(b)",
+            "gated RMSNorm over dv (w*x, eps rms_norm_eps) * silu(z)",
+            "gated attention: q_proj -> per head [q (32) | gate (32)], o *= sigmoid(gate); q_norm/k_norm (1+w) per head",
+            "partial rotary 0.25 (rotary dim 8 of head_dim 32, leading slice, rotate_half)",
+            "zero-centred (1+w) RMSNorm for layer norms, q/k norms and final norm",
+            "MoE 4 experts top-2 softmax renormalised + shared expert (48) with sigmoid gate; mlp_only_layers=[1] dense",
+            "prompt 80 > 64: chunked prefill kernel runs two chunks",
+        ],
+    ),
+    "qwen3_5_text": dict(
+        atol_note="The GDN recurrence is a contraction, so state error does not grow over the 96 positions.",
+        seed=3375,
+        atol=5e-4,
+        build=_cfg_qwen3_5_text,
+        zero_centred_norms=True,
+        norm_mean={"linear_attn.norm.": 1.0},
+        init_rules=GDN_INIT_RULES,
+        prompt_lengths=PROMPT_LENGTHS_STATE,
+        state=True,
+        features=[
+            "text model of the qwen3_5 VL composite (Qwen3_5ForCausalLM, model_type qwen3_5_text), dense MLP",
+            "layer_types from legacy full_attention_interval=3 -> [linear, linear, full, linear]",
+            "gated DeltaNet with flat in_proj_qkv [q all | k all | v all], in_proj_z, in_proj_b, in_proj_a; GVA nk=2 nv=4",
+            "short conv K=4 + silu, gated RMSNorm * silu(z)",
+            "gated attention (per-head [q | gate] in q_proj), (1+w) q/k norms, partial rotary 0.25",
+            "interleaved MRoPE (mrope_section [2,1,1]); text-only positions make it plain RoPE on the rotary dims",
+            "prompt 80 > 64: chunked prefill kernel runs two chunks",
+        ],
+    ),
+    "qwen3_5_moe_text": dict(
+        atol_note="Routing weights are top-2 softmax, always renormalised (no norm_topk_prob key); the shared expert's sigmoid gate is smooth.",
+        seed=3411,
+        atol=5e-4,
+        build=_cfg_qwen3_5_moe_text,
+        zero_centred_norms=True,
+        norm_mean={"linear_attn.norm.": 1.0},
+        init_rules=GDN_INIT_RULES,
+        prompt_lengths=PROMPT_LENGTHS_STATE,
+        state=True,
+        features=[
+            "text model of the qwen3_5_moe VL composite (Qwen3_5MoeForCausalLM, model_type qwen3_5_moe_text)",
+            "every layer MoE: 4 experts top-2, softmax -> top-2 -> always renormalised, + shared expert (48) with sigmoid gate",
+            "gated DeltaNet with flat in_proj_qkv/z/b/a, GVA nk=2 nv=4, short conv K=4 + silu",
+            "gated attention, (1+w) norms, partial rotary 0.25, interleaved MRoPE section [2,1,1]",
+            "checkpoint names mlp.experts.N.{gate,up,down}_proj (save_pretrained reverts the fused layout)",
+            "prompt 80 > 64: chunked prefill kernel runs two chunks",
+        ],
+    ),
+    "olmo_hybrid": dict(
+        atol_note="beta = 2*sigmoid(b) lies in (0,2), so (I - beta k k^T) may reflect (eigenvalue down to -1) but stays non-expansive; state error does not grow.",
+        seed=3779,
+        atol=5e-4,
+        build=_cfg_olmo_hybrid,
+        zero_centred_norms=False,
+        init_rules=GDN_INIT_RULES,
+        prompt_lengths=PROMPT_LENGTHS_STATE,
+        state=True,
+        checkpoint_fix="olmo_conv_split",
+        features=[
+            "NoPE (rope_theta null, as the released Olmo-Hybrid-7B): no rotary anywhere",
+            "layer_types [linear, linear, full, linear]",
+            "GDN with separate q/k/v/a/b/g projections, GVA nk=2 nv=4, dk=16 dv=32",
+            "linear_allow_neg_eigval: beta = 2*sigmoid(b_proj(x))",
+            "gated RMSNorm o_norm with eps 1e-5 hard-coded (rms_norm_eps is 1e-6)",
+            "linear layers pre-norm (input_layernorm / post_attention_layernorm), attention layer OLMo post-norm (norm on attn output and on MLP output)",
+            "attention q_norm/k_norm over the whole projection (q [64], k [32]), Olmo RMSNorm (w*x in fp32)",
+            "checkpoint names as save_pretrained writes them: attention_layer_norm, feedforward_layer_norm, q/k/v_conv1d (split fixed, see notes)",
+            "prompt 80 > 64: chunked prefill kernel runs two chunks",
+        ],
+    ),
+    "lfm2": dict(
+        atol_note="The short conv is linear and C-gated; no recurrence amplifies error.",
+        seed=3805,
+        atol=2.5e-4,
+        build=_cfg_lfm2,
+        zero_centred_norms=False,
+        init_rules=LFM2_INIT_RULES,
+        prompt_lengths=PROMPT_LENGTHS_STATE,
+        state=True,
+        features=[
+            "layer_types from legacy full_attn_idxs=[2] -> [conv, conv, full_attention, conv]",
+            "gated short conv: in_proj -> chunk(3) B, C, x; y = C * conv_L(B * x); no activation; conv_L_cache=3, no bias",
+            "conv state holds the last L_cache pre-conv B*x columns",
+            "attention q_layernorm/k_layernorm per head (w*x), out_proj, RoPE theta 1e6",
+            "MLP w1/w3/w2 with block_auto_adjust_ff_dim: 200 -> int(2*200/3)=133 -> *1.0 -> round up to 32 -> 160",
+            "operator_norm / ffn_norm pre-norm; final norm named embedding_norm; tied embeddings",
+        ],
+    ),
+    "lfm2_moe": dict(
+        atol_note="Routing uses sigmoid(logits) + expert_bias for the choice and renormalised sigmoid weights times routed_scaling_factor; both are smooth. The router gap reported is logit-equivalent: 2 x the smallest k-th/(k+1)-th gap of sigmoid(logit) + expert_bias (a logit error e moves a sigmoid by at most e/4).",
+        seed=3911,
+        atol=2.5e-4,
+        build=_cfg_lfm2_moe,
+        zero_centred_norms=False,
+        init_rules=LFM2_INIT_RULES,
+        buffer_init=[(r"feed_forward\.expert_bias$", 0.0, 0.15)],
+        prompt_lengths=PROMPT_LENGTHS_STATE,
+        state=True,
+        features=[
+            "layer_types [conv, conv, full_attention, conv] (explicit: lfm2_moe has no layer_types default)",
+            "gated short conv as lfm2 (conv_L_cache=3)",
+            "num_dense_layers=1: layer 0 dense MLP (intermediate_size 96, no auto-adjust), layers 1..3 MoE",
+            "router: sigmoid(logits); top-2 chosen on sigmoid + expert_bias (buffer, N(0,0.15)); weights = unbiased sigmoid, renormalised (+1e-6), x routed_scaling_factor 1.5",
+            "checkpoint names feed_forward.experts.N.w1/w3/w2, feed_forward.gate.weight, feed_forward.expert_bias",
+            "tied embeddings, final norm embedding_norm",
+        ],
+    ),
+    # ---- MLA families (see MLA_DIMS and mla_init_rules above; SEMANTICS_MLA.md) ----
+    # ---- KDA hybrids (KDA_FAMILY above; SEMANTICS_KDA.md) ----
+    "kimi_linear": dict(
+        KDA_FAMILY,
+        seed=12029,
+        build=_cfg_kimi_linear,
+        init_rules=KDA_INIT_RULES["kimi_linear"] + mla_init_rules(kv_lora=32, expert_width=8, shared_width=8),
+        atol_note=MLA_ATOL_NOTE + " " + SIGMOID_ROUTER_NOTE + " The KDA recurrence is a contraction per channel (exp(g) <= 1, beta in (0,1), |k| = 1).",
+        features=[
+            "layers [kda, kda, full, kda] from linear_attn_config full_attn_layers [3], kda_layers [1, 2, 4] (1-indexed)",
+            "KDA: q/k/v_proj 64->4x16 each, q/k/v_conv1d K=4 (concatenated on load) + silu, conv state carried",
+            "l2norm(q,k) eps 1e-6 in fp32, q * 16^-0.5, beta = sigmoid(b_proj x) per head",
+            "forget gate per channel: g = -exp(A_log[h]) * softplus(f_b(f_a(x)) + dt_bias), f_a 64->16, f_b 16->64, A_log [1,1,4,1], dt_bias [64]",
+            "output: o_proj(RMSNorm_fp32(o) per head (eps rms_norm_eps 1e-5) * o_norm.weight * sigmoid(g_b(g_a(x))))",
+            "MLA without q-LoRA (q_proj 64->4x24) and without RoPE: the shared 8-wide key part is cached and used unrotated; scale 24^-0.5",
+            "first_k_dense_replace 1: layer 0 dense MLP (64), layers 1-3 DSMoE",
+            "checkpoint names block_sparse_moe.gate.{weight,e_score_correction_bias}, block_sparse_moe.experts.N.w{1,2,3}, block_sparse_moe.shared_experts.*, and block_sparse_moe.{gate,up,down}_proj for the dense layer (save_pretrained reverts the mlp rename everywhere)",
+            "prompt 80 > 64: chunked prefill kernel runs two chunks",
+        ],
+    ),
+    "bailing_hybrid": dict(
+        KDA_FAMILY,
+        seed=13054,
+        build=_cfg_bailing_hybrid,
+        std={"router": 0.6},  # routers on 3 layers x 108 positions: wider logits, wider gaps
+        init_rules=KDA_INIT_RULES["bailing_hybrid"] + mla_init_rules(kv_lora=32, expert_width=8, shared_width=8),
+        atol_note=MLA_ATOL_NOTE + " " + SIGMOID_ROUTER_NOTE + " The KDA recurrence is a contraction per channel (exp(g) <= 1, beta in (0,1), |k| = 1).",
+        features=[
+            "layers [kda, kda, full, kda] from layer_group_size 3 (full iff (i+1) % 3 == 0)",
+            "KDA with the bounded (safe) gate: g = -5 * sigmoid(exp(A_log[h]) * (f_proj(x) + dt_bias)), full-rank f_proj 64->64, A_log [4]",
+            "KDA head_dim from head_dim (16) = qk_rope_head_dim, heads = num_attention_heads; output gate full-rank g_proj 64->64, sigmoid",
+            "MLA without q-LoRA (q_proj 64->4x32), interleaved RoPE over qk_rope_head_dim 16 (theta 10000), per-head output gate sigmoid(g_proj(x)) [4] before dense",
+            "first_k_dense_replace 1: layer 0 dense MLP, layers 1-3 DSMoE with mlp.gate.expert_bias",
+            "checkpoint names model.word_embeddings, attention.*, attention.dense, mlp.gate.expert_bias",
+            "num_mtp_layers 0; prompt 80 > 64: chunked prefill kernel runs two chunks",
+        ],
+    ),
+
+    "minimax": dict(
+        seed=11037,
+        build=_cfg_minimax,
+        zero_centred_norms=False,
+        init_rules=MINIMAX_INIT_RULES,
+        prompt_lengths=PROMPT_LENGTHS_STATE,
+        state=True,
+        atol_note="Routing weights are renormalised top-2 softmax (smooth once the choice is made). The lightning state is "
+        "not a contraction (exp(-s) < 1 but k^T v accumulates: the last layer's rates are 5e-8 to 3e-6 per token), so its "
+        "entries grow with the length; the RMSNorm over all heads after the scan makes the output scale-free. transformers' "
+        "prefill (block form) and its decode (token recurrence) differ by up to 1.2e-5, hence the atol/10 flag below. "
+        "reload_row0_max_abs is ~2e-3 because the reloaded model reads the decay buffers (slope_rate, query/key/diagonal_decay) "
+        "back from the bf16 checkpoint; the expected rows use the fp32 buffers the config gives, as cbc computes them.",
+        features=[
+            "layer_types default written out: [full_attention, linear_attention, full_attention, linear_attention]",
+            "lightning attention (linear layers): qkv_proj rows per head [q (16) | k (16) | v (16)], silu on all of q|k|v, "
+            "no q/k norm and no 1/sqrt(d); per-head decay s_h = (2^(-8/H))^(h+1) * (1 - l/(L-1+1e-5) + 1e-5) (H 4, L 4); "
+            "S = exp(-s) S + k^T v, o = q S (state [4, 16, 16]); block form (block_size 16) when the layer has no state, "
+            "the token recurrence for every later forward",
+            "lightning output: RMSNorm over all 64 channels with eps 1e-6 (not rms_norm_eps), times sigmoid(output_gate x), "
+            "out_proj",
+            "residual after the norm: h = input_layernorm(x); h = alpha h + beta mixer(h) (full 0.75 / 1.25, linear "
+            "1.5 / 0.5); h2 = post_attention_layernorm(h); out = 0.875 h2 + 1.125 MoE(h2)",
+            "full layers: GQA 4q/2kv, head_dim 16, rotate-half RoPE over the whole head (theta 1e4), scale 16^-0.5",
+            "MoE on every layer: Mixtral router softmax (fp32) top-2 of 4 renormalised, SwiGLU experts width 16; checkpoint "
+            "names block_sparse_moe.gate.weight, block_sparse_moe.experts.N.{w1,w3,w2}.weight",
+            "saved buffers self_attn.{slope_rate, query_decay, key_decay, diagonal_decay} on the linear layers (bf16 in "
+            "the checkpoint; a reader recomputes the decays in fp32 from the formula)",
+            "prompt 80 > 64 and > 5 blocks of 16; the continuation check feeds multi-token pieces through the recurrence",
+        ],
+    ),
+}

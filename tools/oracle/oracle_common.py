@@ -1,0 +1,120 @@
+"""What make_fixtures.py and the family tables under fixture_families/ share: paths, the pinned
+release, prompt and vocabulary sizes, the config builder every table entry uses, and the
+constants more than one family group reads."""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import inspect
+import json
+import math
+import os
+import re
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+import safetensors
+import torch
+import transformers
+from safetensors import safe_open
+from safetensors.torch import save_file
+from transformers import AutoModelForCausalLM, DynamicCache
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+DEFAULT_OUT = REPO_ROOT / "test" / "parity" / "fixtures"
+
+PINNED_TRANSFORMERS = "5.23.0"
+FIXTURE_FORMAT = 1
+NEW_TOKENS = 16
+PROMPT_LENGTHS = (5, 13, 29)
+VOCAB = 256
+PROMPT_SEED = 20240611  # prompts: token ids drawn from [3, VOCAB) so bos/eos/pad (1/2/0) stay out
+FILES = ("config.json", "model.safetensors", "expected.safetensors", "meta.json")
+
+# Shared shape of every tiny config. Token ids are valid inside the vocab.
+COMMON = dict(
+    vocab_size=VOCAB,
+    hidden_size=64,
+    intermediate_size=96,
+    num_attention_heads=4,
+    num_key_value_heads=2,
+    max_position_embeddings=256,
+    bos_token_id=1,
+    eos_token_id=2,
+    pad_token_id=0,
+)
+
+DEFAULT_ATOL = 1e-4
+
+
+def _config(cls_name: str, **kwargs):
+    """A family's config builder in one table entry: transformers.<cls_name>(**COMMON, **kwargs), the
+    entry's keys winning over COMMON's. For the Llama-like families a front-end mapping serves."""
+
+    def build():
+        import transformers
+
+        return getattr(transformers, cls_name)(**{**COMMON, **kwargs})
+
+    return build
+
+
+PHI3_ORIGINAL_MAX = 24
+
+
+# The per-request-state and sparse-attention families' prompts: longer, so that the 80-token prompt
+# crosses the 64-token chunk of transformers' torch chunked gated-delta kernel.
+PROMPT_LENGTHS_STATE = (5, 23, 80)
+
+
+# The MLA families' shared shape (fixture_families/latent.py).
+MLA_DIMS = dict(
+    q_lora_rank=32,
+    kv_lora_rank=32,
+    qk_nope_head_dim=16,
+    qk_rope_head_dim=8,
+)
+MLA_COMMON = {**COMMON, "num_key_value_heads": 4, "intermediate_size": 64}
+
+
+# MLA init: every weight at BASE_STD's 0.125 (~1/sqrt(64)) except those whose fan-in is not 64, which get
+# 1/sqrt(fan_in): q_b_proj (fan-in q_lora_rank), kv_b_proj (kv_lora_rank), the routed and shared experts'
+# down_proj (their widths). Norm weights (q_a_layernorm, kv_a_layernorm, post_mlp_layernorm, ...) are N(1, 0.1)
+# by the shared table; routers N(0, 0.3); the e_score_correction_bias buffers are redrawn (buffer_init) so the
+# biased choice differs from the unbiased one.
+def mla_init_rules(kv_lora: int, expert_width: int | None = None, shared_width: int | None = None, q_lora: int = 32):
+    rules = [
+        (r"q_b_proj\.weight$", 0.0, round(q_lora**-0.5, 4)),
+        (r"kv_b_proj\.weight$", 0.0, round(kv_lora**-0.5, 4)),
+    ]
+    if expert_width:
+        rules.append((r"mlp\.experts\.down_proj$", 0.0, round(expert_width**-0.5, 4)))
+    if shared_width:
+        rules.append((r"mlp\.shared_experts\.down_proj\.weight$", 0.0, round(shared_width**-0.5, 4)))
+    return rules
+
+
+MLA_ATOL_NOTE = (
+    "MLA re-expands K/V from the cached latent every step, so the cached and uncached paths run different "
+    "matmul shapes; that is all the measured noise."
+)
+SIGMOID_ROUTER_NOTE = (
+    "Routing: sigmoid(logits) + e_score_correction_bias chooses (group top-2 sums, then the experts of the kept "
+    "groups); weights are the unbiased sigmoids renormalised x routed_scaling_factor, smooth once the choice is made."
+)
+
+
+def new_cache(model):
+    """The cache generate() would make: MiniMax refuses anything but its own MiniMaxCache."""
+    if model.config.model_type == "minimax":
+        from transformers.models.minimax.modeling_minimax import MiniMaxCache
+
+        return MiniMaxCache()
+    return DynamicCache(config=model.config)
+
+
+# Everything above, underscored names included, for `from oracle_common import *`.
+__all__ = [name for name in dir() if not name.startswith("__")]
