@@ -229,7 +229,8 @@ struct ShortConvSpec {
 
 struct MlpSpec {
   int64_t intermediate = 0;
-  FfnActivation act = FfnActivation::Silu; // never ClampedSwiglu
+  FfnActivation act = FfnActivation::Silu;
+  double limit = 0.0, alpha = 0.0; // ClampedSwiglu's (MiniMax-M3)
   bool bias = false;
   bool gated = true;        // false: down(act(up(x))), no gate projection (Nemotron-H)
   bool global_scale = false; // the output times a learned scalar, <mlp>.global_scale (Inkling)
@@ -262,7 +263,7 @@ struct Mamba1Spec {
 
 // One set of expert projections, named relative to the decoder layer.
 struct ExpertTensors {
-  std::vector<std::string> gate_up;      // gate then up, concatenated; up alone when ungated
+  std::vector<std::string> gate_up;      // gate then up, concatenated (or one fused tensor); up alone when ungated
   std::vector<std::string> down;         // one tensor (or one [blocks, scales] pair)
   std::vector<std::string> gate_up_bias; // empty: no biases
   std::string down_bias;

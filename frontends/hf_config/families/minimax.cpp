@@ -1,8 +1,10 @@
 // MiniMax-Text-01 (model_type minimax): lightning attention (linear attention with a constant
 // decay per head) alternating with GQA attention, Mixtral experts on every layer, and a residual
-// stream that carries the normed input with (alpha, beta) mixing.
+// stream that carries the normed input with (alpha, beta) mixing. MiniMax-M3's text decoder
+// (minimax_m3_vl_text) without its block-sparse attention layers.
 #include "frontends/hf_config/families/families.h"
 #include "frontends/hf_config/families/helpers.h"
+#include "frontends/hf_config/families/mla.h"
 
 #include <cmath>
 
@@ -105,12 +107,94 @@ void parseMiniMax(const ConfigReader &r, ModelSpec &s) {
   allLayersMoe(s);
 }
 
+// MiniMaxM3VLTextConfig forces hidden_act to silu (checkpoints say "swigluoai"): no key names
+// the activation, which is always the clamped SwiGLU.
+nlohmann::json miniMaxM3Keys(const ConfigReader &r) {
+  nlohmann::json j = r.objectToCopy();
+  j["hidden_act"] = "silu";
+  return j;
+}
+
+// Every layer full attention: layer_types, else the legacy sparse_attention_config's
+// sparse_attention_freq (1: sparse). Block-sparse attention layers (minimax_m3_sparse: a lightning
+// indexer choosing key blocks per group of heads) are refused; cbc has no block-selecting indexer.
+void miniMaxM3Layers(const ConfigReader &r, ModelSpec &s) {
+  if (r.has("layer_types")) {
+    std::vector<std::string> types = r.getStringList("layer_types");
+    checkLayerCount(r, "layer_types", types.size(), s.num_layers);
+    for (size_t i = 0; i < types.size(); ++i)
+      if (types[i] != "full_attention")
+        throw ConfigError(r.path("layer_types"),
+                          "layer " + std::to_string(i) + " is '" + types[i] +
+                              (types[i] == "minimax_m3_sparse"
+                                   ? "': block-sparse lightning-indexer attention is not supported yet"
+                                   : "', not a layer type of minimax_m3_vl_text (full_attention, minimax_m3_sparse)"));
+  } else if (r.has("sparse_attention_config") && r.child("sparse_attention_config").has("sparse_attention_freq")) {
+    ConfigReader sparse = r.child("sparse_attention_config");
+    for (int64_t f : sparse.getIntList("sparse_attention_freq"))
+      if (f != 0)
+        throw ConfigError(sparse.path("sparse_attention_freq"),
+                          "makes sparse layers: block-sparse lightning-indexer attention is not supported yet");
+  }
+  uniformWindowLayers(s, 0);
+}
+
+// MiniMax-M3's text decoder: Gemma's 1 + w RMS norms everywhere (the per-head q/k norms before
+// RoPE too), RoPE on the leading partial_rotary_factor of each head (rotary_dim is never read),
+// GPT-OSS's clamped SwiGLU (swiglu_limit, swiglu_alpha) with gate and up in halves for the dense
+// MLP (dense_intermediate_size), the shared expert and the routed experts, and MiniMax-M2's
+// sigmoid router (correction bias for the choice, always renormalised) times
+// routed_scaling_factor beside one shared expert (shared_intermediate_size). MLP types from
+// mlp_layer_types, else the legacy moe_layer_freq (1: sparse), else all sparse.
+void parseMiniMaxM3(const ConfigReader &r, ModelSpec &s) {
+  miniMaxM3Layers(r, s);
+  s.norm_offset = 1.0;
+  s.attn.qk_norm = true;
+  s.names.gate_up = "gate_up_proj";
+  MlpSpec &d = s.mlp;
+  d.intermediate = r.getSize("dense_intermediate_size", 12288);
+  d.act = FfnActivation::ClampedSwiglu;
+  d.limit = r.getNumber("swiglu_limit", 7.0);
+  d.alpha = r.getNumber("swiglu_alpha", 1.702);
+  MoeSpec &m = s.moe;
+  parseExperts(r, {.count = expertCountKey(r, "num_local_experts"), .experts = 128, .top_k = 4,
+                   .count_name = "num_local_experts"},
+               m);
+  m.intermediate = r.getSize("intermediate_size", 3072);
+  m.score = ExpertScoring::Sigmoid;
+  m.renorm = true;
+  m.scaling = r.getNumber("routed_scaling_factor", 2.0);
+  m.act = FfnActivation::ClampedSwiglu;
+  m.limit = d.limit, m.alpha = d.alpha;
+  m.shared_intermediate = r.getSize("shared_intermediate_size", 3072);
+  ExpertNaming &n = m.names;
+  n.router = "mlp.gate.weight";
+  n.selection_bias = "mlp.gate.e_score_correction_bias";
+  n.fused = true;
+  n.experts.gate_up = {"mlp.experts.gate_up_proj"};
+  n.experts.down = {"mlp.experts.down_proj"};
+  n.shared.gate_up = {"mlp.shared_experts.gate_up_proj.weight"};
+  n.shared.down = {"mlp.shared_experts.down_proj.weight"};
+  if (!r.has("mlp_layer_types") && r.has("moe_layer_freq")) {
+    std::vector<int64_t> freq = r.getIntList("moe_layer_freq");
+    checkLayerCount(r, "moe_layer_freq", freq.size(), s.num_layers);
+    for (int64_t i = 0; i < s.num_layers; ++i)
+      s.layers[i].moe = freq[i] != 0;
+  } else {
+    moeByLayerTypes(r, s, [](int64_t) { return true; });
+  }
+}
+
 } // namespace
 
 FamilyTable miniMaxFamilies() {
   return {
       {"minimax",
        {{.max_positions = 4096 * 32, .norm_eps = 1e-5, .rope_theta = 1000000.0, .kv_heads = 8}, parseMiniMax}},
+      {"minimax_m3_vl_text",
+       {{.head_dim = 128, .max_positions = 524288, .norm_eps = 1e-6, .rope_theta = 5000000.0, .partial_rotary = true,
+         .kv_heads = 4, .layer_types = LayerListRule::Own},
+        parseMiniMaxM3, nullptr, miniMaxM3Keys}},
   };
 }
 

@@ -38,7 +38,7 @@ Value StepBuilder::denseMlp(int64_t layer, Value x, const std::string &module) {
                  {.parts = {{name(nm.gate + ".bias"), name(nm.up + ".bias")}}, .row_scales = guScales});
     bdown = weight(prog(layer, base + ".down_bias"), {H}, {.parts = {{name(nm.down + ".bias")}}, .row_scales = downScales});
   }
-  Value g = glu(linear(x, wgu, bgu), I, gluAct(spec_.mlp.act));
+  Value g = glu(linear(x, wgu, bgu), I, gluAct(spec_.mlp.act, spec_.mlp.limit, spec_.mlp.alpha));
   if (!nm.ffn_sub_norm.empty())
     g = norm(g, weight(prog(layer, base + ".sub_norm"), {I}, name(nm.ffn_sub_norm + ".weight")));
   Value wdown = weight(prog(layer, base + ".down"), {H, I}, {.parts = {{name(nm.down + ".weight")}}, .row_scales = downScales});
@@ -63,15 +63,18 @@ Value StepBuilder::sharedExpert(int64_t layer, Value x) {
     Value h = act(up, toDialect(a));
     return linear(h, weight(prog(layer, "moe.shared.down"), {H, I}, hf(layer, se.down[0])), bdown);
   }
-  Value wgu = weight(prog(layer, "moe.shared.gate_up"), {2 * I, H},
-                     {.parts = {{hf(layer, se.gate_up[0]), hf(layer, se.gate_up[1])}}});
+  // gate and up, or one fused [gate | up] tensor.
+  std::vector<std::string> gateUp;
+  for (const std::string &name : se.gate_up)
+    gateUp.push_back(hf(layer, name));
+  Value wgu = weight(prog(layer, "moe.shared.gate_up"), {2 * I, H}, {.parts = {gateUp}});
   Value bgu, bdown;
   if (!se.gate_up_bias.empty()) {
     bgu = weight(prog(layer, "moe.shared.gate_up_bias"), {2 * I},
                  {.parts = {{hf(layer, se.gate_up_bias[0]), hf(layer, se.gate_up_bias[1])}}});
     bdown = weight(prog(layer, "moe.shared.down_bias"), {H}, hf(layer, se.down_bias));
   }
-  Value g = glu(linear(x, wgu, bgu), I, gluAct(a));
+  Value g = glu(linear(x, wgu, bgu), I, gluAct(a, spec_.moe.limit, spec_.moe.alpha));
   Value out = linear(g, weight(prog(layer, "moe.shared.down"), {H, I}, hf(layer, se.down[0])), bdown);
   if (!spec_.moe.names.shared_gate.empty()) {
     Value gate = linear(x, weight(prog(layer, "moe.shared.gate"), {1, H}, hf(layer, spec_.moe.names.shared_gate)));

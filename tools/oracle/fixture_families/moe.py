@@ -743,6 +743,40 @@ FAMILIES = {
             "final logits soft-capped at 10",
         ],
     ),
+    "minimax_m3_vl_text": dict(
+        atol_note=SIGMOID_ROUTER_NOTE,
+        seed=19724,
+        build=_config(
+            "MiniMaxM3VLTextConfig",
+            num_hidden_layers=3,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            head_dim=16,
+            rotary_dim=4,
+            intermediate_size=16,
+            dense_intermediate_size=32,
+            shared_intermediate_size=24,
+            num_local_experts=4,
+            num_experts_per_tok=2,
+            routed_scaling_factor=2.0,
+            swiglu_limit=1.5,
+            mlp_layer_types=["dense", "sparse", "sparse"],
+            tie_word_embeddings=False,
+            rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.5},
+        ),
+        buffer_init=[(r"gate\.e_score_correction_bias$", 0.0, 0.3)],
+        std={"router": 0.6},
+        zero_centred_norms=True,
+        features=[
+            "1 + w RMS norms everywhere, per-head q/k norms before RoPE; RoPE on the first half of each head "
+            "(partial_rotary_factor 0.5; rotary_dim 4 is never read)",
+            "GPT-OSS's clamped SwiGLU (limit 1.5, so the clamps bite; alpha 1.702) with gate and up in halves: the "
+            "dense MLP (32) on layer 0, the shared expert (24) and the routed experts (16) on layers 1-2",
+            "sigmoid router + e_score_correction_bias (N(0,0.3)) for the choice, top-2 of 4, renormalised, x 2.0 on "
+            "the routed sum only",
+            "every layer full attention (the block-sparse minimax_m3_sparse layers are refused)",
+        ],
+    ),
     "jetmoe": dict(
         atol_note="Routing weights (attention and MLP) are a softmax over the top-2 router logits; smooth once the choice is made.",
         init_rules=[(r"router\.layer\.weight$", 0.0, 1.0)],  # decisive routers
