@@ -81,6 +81,8 @@ private:
         types[select.getWeights()] = f32;
       } else if (auto experts = dyn_cast<MoeExpertsOp>(op)) {
         types[experts.getWeights()] = f32;
+      } else if (auto slots = dyn_cast<MoeSlotLinearOp>(op); slots && slots.getWeights()) {
+        types[slots.getWeights()] = f32;
       } else if (auto append = dyn_cast<KvRopeAppendOp>(op)) {
         Operation *def = append.getQkv().getDefiningOp();
         if (def && !isa<LinearOp, WeightRefOp>(def))

@@ -68,3 +68,22 @@ func.func @step(%x: tensor<?x4xf32>) -> tensor<?x4xf32> {
   %w, %ids = cbc.moe.route %logits {k = 2 : i64, score = #cbc.score<softmax>} : tensor<?x4xf32> -> tensor<?x2xf32>, tensor<?x2xi32>
   return %logits : tensor<?x4xf32>
 }
+
+// -----
+
+// Tests that the weights cbc.moe.slot_linear mixes with stay f32 whatever makes them (here a
+// learned scale on the router's, which would otherwise take the activation type), as its
+// combine kernel reads them.
+// CHECK-LABEL: func.func @step
+// CHECK: %[[MIX:.*]] = cbc.math.mul {{.*}} -> tensor<?x2xf32>{{$}}
+// CHECK: cbc.moe.slot_linear {{.*}} mix(%[[MIX]] : tensor<?x2xf32>)
+func.func @step(%x: tensor<?x4xf32>, %h: tensor<?x8xf32>) -> tensor<?x4xf32> {
+  %router = cbc.weight.ref "router" {sources = [["router"]]} : tensor<4x4xbf16>
+  %scale = cbc.weight.ref "scale" {sources = [["scale"]]} : tensor<1xbf16>
+  %wo = cbc.weight.ref "wo" {sources = [["wo"]]} : tensor<4x4x4xbf16>
+  %logits = cbc.math.linear %x, %router : tensor<?x4xf32>, tensor<4x4xbf16> -> tensor<?x4xf32>
+  %w, %ids = cbc.moe.route %logits {k = 2 : i64, score = #cbc.score<topk_softmax>} : tensor<?x4xf32> -> tensor<?x2xf32>, tensor<?x2xi32>
+  %ws = cbc.math.mul %w, %scale : tensor<?x2xf32>, tensor<1xbf16> -> tensor<?x2xf32>
+  %o = cbc.moe.slot_linear %h, %ids, %wo mix(%ws : tensor<?x2xf32>) : tensor<?x8xf32>, tensor<?x2xi32>, tensor<4x4x4xbf16> -> tensor<?x4xf32>
+  return %o : tensor<?x4xf32>
+}
