@@ -73,8 +73,12 @@ private:
             types[cap.getX()] = f32;
         }
       } else if (auto route = dyn_cast<MoeRouteOp>(op)) {
-        types[route.getLogits()] = f32;
-        if (auto linear = route.getLogits().getDefiningOp<LinearOp>(); linear && linear.getBias())
+        // Through a soft cap on the logits too: the cap's input is the GEMM's result.
+        Value logits = route.getLogits();
+        types[logits] = f32;
+        if (auto cap = logits.getDefiningOp<SoftcapOp>())
+          types[logits = cap.getX()] = f32;
+        if (auto linear = logits.getDefiningOp<LinearOp>(); linear && linear.getBias())
           types[linear.getBias()] = f32;
       } else if (auto select = dyn_cast<KvIndexSelectOp>(op)) {
         types[select.getQ()] = f32;

@@ -79,7 +79,8 @@ def CbcAssignDeviceTypes : Pass<"cbc-assign-device-types", "::mlir::ModuleOp"> {
     leave the device in f32. Some values stay f32 where rounding them would change a discrete
     choice or round twice:
     * router logits and a router bias (two experts a few thousandths apart round to one bf16
-      value and the choice flips; cuBLASLt adds a bias of the output's type);
+      value and the choice flips; cuBLASLt adds a bias of the output's type), before and after
+      a soft cap on them;
     * the q|k|v input of `cbc.kv.rope_append` when a kernel rather than a GEMM makes it (the
       fused prologue would otherwise round k once more than `cbc.kv.append` does);
     * the input of a final logit softcap;

@@ -310,6 +310,7 @@ struct MoeSpec {
   double scaling = 1.0;          // routed_scaling_factor
   double threshold = 0.0;        // sparsemixer scores: the relative gap that drops an expert
   bool bias_on_logits = false;   // the selection bias adds to the raw logits, not the scores
+  double router_softcap = 0.0;   // the router logits soft-capped first, cap * tanh(l / cap) (Laguna); 0: none
   // Sink experts (Inkling's shared experts): the router scores E + sinks logits and every token
   // takes the sinks, weighted in one normalisation with its chosen experts.
   int64_t sinks = 0;

@@ -812,15 +812,14 @@ RopeDicts lagunaRopeDicts(const ConfigReader &r) {
 // output gate o * softplus(g_proj(x)) per head (gating true or "per-head") or per element,
 // layer_types else all full (sliding ones windowed by sliding_window, default 512), partial RoPE
 // by layer type. MoE on mlp_layer_types' sparse layers (default all but the first): the top k of
-// sigmoid(logit) + a correction bias (stored under mlp.experts), sigmoid weights renormalised and
-// the routed sum scaled by moe_routed_scaling_factor, plus an ungated shared expert.
+// sigmoid(logit) + a correction bias (stored under mlp.experts), the logits first soft-capped at
+// moe_router_logit_softcapping where it is positive, sigmoid weights renormalised and the routed
+// sum scaled by moe_routed_scaling_factor, plus an ungated shared expert.
 void parseLaguna(const ConfigReader &r, ModelSpec &s) {
   if (r.getBool("attention_bias", false))
     throw ConfigError(r.path("attention_bias"), "q/k/v biases beside the bias-free output gate are not supported");
   if (r.getBool("moe_apply_router_weight_on_input", false))
     throw ConfigError(r.path("moe_apply_router_weight_on_input"), "must be false (transformers does not run it)");
-  if (r.getNumber("moe_router_logit_softcapping", 0.0) != 0.0)
-    throw ConfigError(r.path("moe_router_logit_softcapping"), "router logit soft-capping is not supported");
   s.attn.qk_norm = true;
   s.attn.output_gate = s.attn.gate_softplus = true;
   s.names.attn_gate = "g_proj";
@@ -849,6 +848,8 @@ void parseLaguna(const ConfigReader &r, ModelSpec &s) {
   m.score = ExpertScoring::Sigmoid;
   m.renorm = true;
   m.scaling = r.getNumber("moe_routed_scaling_factor", 1.0);
+  // Only a positive cap applies, as LagunaTopKRouter reads it.
+  m.router_softcap = std::max(r.getNumber("moe_router_logit_softcapping", 0.0), 0.0);
   m.act = s.mlp.act;
   m.shared_intermediate = r.getCount("shared_expert_intermediate_size", 512);
   ExpertNaming &n = m.names;

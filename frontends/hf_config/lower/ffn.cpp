@@ -163,6 +163,8 @@ Value StepBuilder::moeMlp(int64_t layer, Value x) {
     selectionBias = fp32Weight(prog(layer, "moe.selection_bias"), {routed},
                                {.parts = {{hf(layer, n.selection_bias)}}, .flatten = n.selection_bias_row});
   Value logits = linear(x, router, routerBias);
+  if (m.router_softcap > 0)
+    logits = SoftcapOp::create(b_, loc_, logits.getType(), logits, b_.getF64FloatAttr(m.router_softcap)).getResult();
   RouteGroupsAttr groups;
   if (m.groups.count > 0)
     groups = RouteGroupsAttr::get(b_.getContext(), m.groups.count, m.groups.keep,

@@ -87,3 +87,17 @@ func.func @step(%x: tensor<?x4xf32>, %h: tensor<?x8xf32>) -> tensor<?x4xf32> {
   %o = cbc.moe.slot_linear %h, %ids, %wo mix(%ws : tensor<?x2xf32>) : tensor<?x8xf32>, tensor<?x2xi32>, tensor<4x4x4xbf16> -> tensor<?x4xf32>
   return %o : tensor<?x4xf32>
 }
+
+// -----
+
+// Tests that router logits soft-capped before the route stay f32 on both sides of the cap.
+// CHECK-LABEL: func.func @step
+// CHECK: %[[L:.*]] = cbc.math.linear {{.*}} -> tensor<?x4xf32>{{$}}
+// CHECK: cbc.math.softcap %[[L]] {{.*}} : tensor<?x4xf32>{{$}}
+func.func @step(%x: tensor<?x4xf32>) -> tensor<?x2xf32> {
+  %router = cbc.weight.ref "router" {sources = [["router"]]} : tensor<4x4xbf16>
+  %logits = cbc.math.linear %x, %router : tensor<?x4xf32>, tensor<4x4xbf16> -> tensor<?x4xf32>
+  %capped = cbc.math.softcap %logits {cap = 2.0 : f64} : tensor<?x4xf32>
+  %w, %ids = cbc.moe.route %capped {k = 2 : i64, score = #cbc.score<sigmoid>} : tensor<?x4xf32> -> tensor<?x2xf32>, tensor<?x2xi32>
+  return %w : tensor<?x2xf32>
+}

@@ -81,6 +81,26 @@ def _cfg_qwen3_moe():
         rope_parameters={"rope_type": "default", "rope_theta": 1000000.0},
     )
 
+# Laguna's tiny shape, shared by its two fixtures.
+LAGUNA_KWARGS = dict(
+    num_hidden_layers=4,
+    head_dim=16,
+    num_attention_heads_per_layer=[4, 2, 6, 4],
+    layer_types=["full_attention", "sliding_attention", "full_attention", "sliding_attention"],
+    sliding_window=8,
+    num_experts=4,
+    num_experts_per_tok=2,
+    moe_intermediate_size=32,
+    shared_expert_intermediate_size=48,
+    moe_routed_scaling_factor=2.0,
+    tie_word_embeddings=False,
+    rope_parameters={
+        "full_attention": {"rope_type": "default", "rope_theta": 500000.0, "partial_rotary_factor": 0.5},
+        "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 1.0},
+    },
+)
+
+
 FAMILIES = {
     "gpt_oss": dict(
         atol_note="The swiglu clamps are 1-Lipschitz; a value within ~1e-6 of the limit can only move its output by that much. Sinks only add to the softmax denominator.",
@@ -643,24 +663,7 @@ FAMILIES = {
         "SIMT test's bf16 activations (seed 18827 did, at 0.028, and flipped an expert there).",
         seed=18978,
         atol=2.5e-4,
-        build=_config(
-            "LagunaConfig",
-            num_hidden_layers=4,
-            head_dim=16,
-            num_attention_heads_per_layer=[4, 2, 6, 4],
-            layer_types=["full_attention", "sliding_attention", "full_attention", "sliding_attention"],
-            sliding_window=8,
-            num_experts=4,
-            num_experts_per_tok=2,
-            moe_intermediate_size=32,
-            shared_expert_intermediate_size=48,
-            moe_routed_scaling_factor=2.0,
-            tie_word_embeddings=False,
-            rope_parameters={
-                "full_attention": {"rope_type": "default", "rope_theta": 500000.0, "partial_rotary_factor": 0.5},
-                "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 1.0},
-            },
-        ),
+        build=_config("LagunaConfig", **LAGUNA_KWARGS),
         init_rules=[
             (r"mlp\.gate\.weight$", 0.0, 0.5),  # a decisive router, its sigmoids not saturated
             (r"mlp\.gate\.e_score_correction_bias$", 0.0, 0.3),  # on the sigmoid scores' scale
@@ -671,6 +674,23 @@ FAMILIES = {
             "q heads per layer 4, 2, 6, 4 over 2 kv heads; per-head q/k norms; o x softplus(g_proj(x)) per head",
             "full layers 0, 2 rotate the first half of each head (theta 5e5), sliding 1, 3 (window 8) all of it (theta 1e4)",
             "layer 0 dense, 1-3 MoE: top-2 of 4 by sigmoid + correction bias, renormalised, x 2.0, plus a 48-wide shared expert",
+        ],
+    ),
+    "laguna_router_cap": dict(
+        atol_note="As laguna's: softplus head gates and the routed sum x 2 put fp32 cached/uncached noise at ~1e-5.",
+        model_type="laguna",
+        seed=19810,
+        atol=2.5e-4,
+        build=_config("LagunaConfig", **LAGUNA_KWARGS, moe_router_logit_softcapping=2.0),
+        init_rules=[
+            (r"mlp\.gate\.weight$", 0.0, 0.5),  # a decisive router, its sigmoids not saturated
+            (r"mlp\.gate\.e_score_correction_bias$", 0.0, 0.3),  # on the sigmoid scores' scale
+            (r"self_attn\.g_proj\.weight$", 0.0, 0.3),  # softplus gates that vary by head and token
+        ],
+        zero_centred_norms=False,
+        features=[
+            "laguna's tiny config (its features apply), with the router logits soft-capped first: "
+            "2 tanh(l / 2) before the sigmoid scores (moe_router_logit_softcapping 2.0, where the logits reach ~4)",
         ],
     ),
     "mimo_v2_flash": dict(
