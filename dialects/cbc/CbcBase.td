@@ -57,6 +57,9 @@ class Cbc_Op<string mnemonic, list<Trait> traits = []> :
   // Its parameter table in model.fbs's `OpParams`; empty: the op has none.
   string params = "";
   Cbc_SiteKind site = Cbc_NoSite;
+  // The weight operands the op multiplies as matrices ([N, K], or stacked [E, N, K]), which a
+  // backend may keep in the format its matrix products read fastest.
+  list<string> matrices = [];
 }
 
 class Cbc_Attr<string name, string attrMnemonic, list<Trait> traits = []> :

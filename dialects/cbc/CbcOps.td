@@ -109,6 +109,7 @@ def Cbc_EmbedOp : Cbc_Op<"math.embed", [Pure]> {
 }
 
 def Cbc_LinearOp : Cbc_Op<"math.linear", [Pure]> {
+  let matrices = ["weight"];
   let opcode = 1;
   let summary = "Row-wise matrix product with a [N, K] weight and optional bias.";
   let description = [{
@@ -858,6 +859,7 @@ def Cbc_MoeRouteOp : Cbc_Op<"moe.route", [Pure]> {
 def Cbc_MoeExpertsOp : Cbc_Op<"moe.experts", [Pure, AttrSizedOperandSegments]> {
   let opcode = 23;
   let params = "MoeExpertsParams";
+  let matrices = ["gate_up", "down"];
   let summary = "Runs each token through its chosen experts and mixes the results.";
   let description = [{
     `result[t] = sum_j weights[t, j] * down_e(glu(gate_up_e(x[t])))` with `e = ids[t, j]`.
@@ -884,6 +886,7 @@ def Cbc_MoeExpertsOp : Cbc_Op<"moe.experts", [Pure, AttrSizedOperandSegments]> {
 
 def Cbc_MoeSlotLinearOp : Cbc_Op<"moe.slot_linear", [Pure]> {
   let opcode = 37;
+  let matrices = ["weight"];
   let summary = "One linear layer per routing choice: each token's chosen experts project it.";
   let description = [{
     `weight` is `[E, N, K]` and `ids` `[T, k]`. Without `weights` every choice projects the

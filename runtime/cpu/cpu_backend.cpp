@@ -28,10 +28,21 @@ template <class Fn> void forEachWeightUse(const Artefact &a, Fn fn) {
     }
 }
 
-// The input is a matrix product's weight: a linear's [N, K] or an expert stack's [E, N, K].
+// The input is a matrix product's weight: a linear's [N, K] or an expert stack's [E, N, K], as
+// the ops' ODS `matrices` list them.
 bool productWeight(const Instr &in, size_t i) {
-  return (in.opcode == fb::Opcode::Linear && i == 1) || (in.opcode == fb::Opcode::MoeExperts && (i == 3 || i == 4)) ||
-         (in.opcode == fb::Opcode::MoeSlotLinear && i == 2);
+  static constexpr struct {
+    fb::Opcode opcode;
+    size_t input;
+  } kMatrices[] = {
+#define CBC_OP(...)
+#define CBC_MATRIX(NAME, INPUT) {fb::Opcode::NAME, INPUT},
+#include "runtime/schema/ops.inc"
+  };
+  for (const auto &m : kMatrices)
+    if (m.opcode == in.opcode && m.input == i)
+      return true;
+  return false;
 }
 
 // Weights read only by matrix products go to the format those read fastest where theirs packs

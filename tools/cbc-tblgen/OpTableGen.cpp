@@ -28,6 +28,7 @@ struct Row {
   std::string params;  // "KvAttentionParams", or NONE
   int minIn = 0, maxIn = 0, minOut = 0, maxOut = 0; // -1: no upper bound (variadic)
   std::string site;
+  std::vector<int> matrices; // operand positions of the `matrices` operands
 };
 
 // How many values a list of ODS operands or results takes: at least the required ones and each
@@ -61,6 +62,19 @@ Row rowOf(const Record &def) {
   if (r.site != "None" && r.params == "NONE")
     llvm::PrintFatalError(&def, "an op with a cache or state site needs a parameter table to hold it");
   countValues(op.getNumOperands(), [&](int i) -> const auto & { return op.getOperand(i); }, r.minIn, r.maxIn);
+  for (StringRef matrix : def.getValueAsListOfStrings("matrices")) {
+    int at = -1;
+    for (int i = 0; i < op.getNumOperands(); ++i)
+      if (op.getOperand(i).name == matrix)
+        at = i;
+    if (at < 0)
+      llvm::PrintFatalError(&def, "matrices names '" + matrix + "', which is not an operand");
+    // The instruction's input position is the operand's only while nothing before it may be absent.
+    for (int i = 0; i < at; ++i)
+      if (op.getOperand(i).isVariadic() || op.getOperand(i).isOptional())
+        llvm::PrintFatalError(&def, "matrix operand '" + matrix + "' follows an optional or variadic operand");
+    r.matrices.push_back(at);
+  }
   countValues(op.getNumResults(), [&](int i) -> const auto & { return op.getResult(i); }, r.minOut, r.maxOut);
   return r;
 }
@@ -91,13 +105,21 @@ bool emitOpTable(const RecordKeeper &records, llvm::raw_ostream &os) {
         "// CBC_OP(Name, opcode, \"cbc.op\", ParamsTable, min_in, max_in, min_out, max_out, Site)\n"
         "//   Name: the fb::Opcode enumerator; ParamsTable: the fb::OpParams member, NONE without one;\n"
         "//   max_in, max_out: CBC_MANY for a variadic list; Site: None, Cache or State.\n"
+        "// CBC_MATRIX(Name, input): input `input` is a weight the op multiplies as a matrix (ODS\n"
+        "//   `matrices`); expanded only where CBC_MATRIX is defined.\n"
         "#ifndef CBC_OP\n"
         "#error \"define CBC_OP before including runtime/schema/ops.inc\"\n"
         "#endif\n";
   for (const auto &[opcode, r] : byOpcode)
     os << llvm::formatv("CBC_OP({0}, {1}, \"{2}\", {3}, {4}, {5}, {6}, {7}, {8})\n", r.name, opcode, r.opName,
                         r.params, r.minIn, bound(r.maxIn), r.minOut, bound(r.maxOut), r.site);
-  os << "#undef CBC_OP\n";
+  os << "#undef CBC_OP\n"
+        "#ifdef CBC_MATRIX\n";
+  for (const auto &[opcode, r] : byOpcode)
+    for (int input : r.matrices)
+      os << llvm::formatv("CBC_MATRIX({0}, {1})\n", r.name, input);
+  os << "#undef CBC_MATRIX\n"
+        "#endif\n";
   return false;
 }
 
