@@ -183,7 +183,10 @@ Params writeStateParams(fbs::FlatBufferBuilder &fbb, Operation &op) {
       .Case([&](StateConv1dOp o) {
         return params(P::Conv1dParams,
                       fb::CreateConv1dParams(fbb, stateSite(fbb, o), toFb(o.getAct()),
-                                             o.getResidual()));
+                                             o.getResidual(), (bool)o.getInitial()));
+      })
+      .Case([&](StateShiftOp o) {
+        return params(P::ShiftParams, fb::CreateShiftParams(fbb, stateSite(fbb, o)));
       })
       .Case([&](GatedDeltaOp o) {
         return params(P::GatedDeltaParams,
@@ -301,7 +304,7 @@ Params writeParams(fbs::FlatBufferBuilder &fbb, Operation &op) {
         auto glu = writeGlu(fbb, o.getAct(), o.getLayout());
         return params(P::MoeExpertsParams,
                       fb::CreateMoeExpertsParams(fbb, glu, o.getUngated(), o.getIdentityExperts(),
-                                                               o.getScaleInput()));
+                                                 o.getScaleInput(), o.getNullExperts()));
       })
       .Default([&](Operation *other) { return writeStateParams(fbb, *other); });
 }

@@ -205,13 +205,14 @@ void emitMul(Emitter &e, MulOp op) {
   auto g = llvm::cast<RankedTensorType>(op.getG().getType());
   if (g.getRank() == 2 && g.isDynamicDim(0))
     return emitScale(e, op, "mul");
-  // A one-element weight: a learned scalar.
+  // A weight on every row: a learned scalar, or one entry per group of columns.
   using S = slots::Gate;
   Value out = op.getResult();
   SlotArgs<S> args;
   args.set(S::X, e.arg(op.getX())).set(S::G, e.arg(op.getG())).set(S::Out, e.arg(out));
-  elementwise(e, "mul_scalar",
-              Instance("mul_scalar").type(op.getX()).type(op.getG()).type(out).integer(cols(out)), out, args);
+  elementwise(e, "mul_weight",
+              Instance("mul_weight").type(op.getX()).type(op.getG()).type(out).integer(cols(out)).integer(g.getNumElements()),
+              out, args);
 }
 
 void emitGlu(Emitter &e, GluOp op) {

@@ -69,7 +69,7 @@ static void emitPlan(Emitter &e, Value ids, Value x, const ExpertShape &s, const
 
 // Mixes each token's k results (of width s.H, in the out workspace) by their weights.
 static void emitCombine(Emitter &e, Value ids, Value weights, Value result, Value x, const ExpertShape &s,
-                        const ExpertWorkspaces &ws, int64_t identity, bool scaleInput) {
+                        const ExpertWorkspaces &ws, int64_t identity, bool scaleInput, int64_t null = 0) {
   using C = slots::MoeCombine;
   int kc = e.kernel("moe_combine", "moe.cuh",
                     Instance("moe_combine")
@@ -79,7 +79,8 @@ static void emitCombine(Emitter &e, Value ids, Value weights, Value result, Valu
                         .integer(s.H)
                         .integer(identity)
                         .type(x)
-                        .flag(scaleInput));
+                        .flag(scaleInput)
+                        .integer(null));
   SlotArgs<C> cargs;
   cargs.set(C::Plan, ws.plan)
       .set(C::Partial, ws.out)
@@ -154,7 +155,8 @@ void emitMoeExperts(Emitter &e, MoeExpertsOp op) {
   Value x = op.getX();
   emitPlan(e, op.getIds(), x, s, ws);
   emitExpertGemms(e, op, s, ws, actType);
-  emitCombine(e, op.getIds(), op.getWeights(), op.getResult(), x, s, ws, op.getIdentityExperts(), op.getScaleInput());
+  emitCombine(e, op.getIds(), op.getWeights(), op.getResult(), x, s, ws, op.getIdentityExperts(), op.getScaleInput(),
+              op.getNullExperts());
 }
 
 // Grouped like the experts: the plan, one GEMM of each choice's expert over the plan's tiles and,

@@ -19,17 +19,36 @@ template <class S, class Op> static void setScanSlots(Emitter &e, SlotArgs<S> &a
       .set(S::Out, e.arg(op.getResult()));
 }
 
-// One thread per (request, channel).
+// One thread per (request, channel); a grouped convolution's block is one group.
 void emitStateConv1d(Emitter &e, StateConv1dOp op) {
   using S = slots::Conv1d;
   int64_t C = cols(op.getX());
-  int64_t K = llvm::cast<RankedTensorType>(op.getWeight().getType()).getDimSize(2);
+  auto w = llvm::cast<RankedTensorType>(op.getWeight().getType());
+  int64_t G = w.getDimSize(1), K = w.getDimSize(2);
   Instance inst("conv1d");
   inst.type(op.getX()).type(op.getWeight()).type(op.getBias()).type(op.getResult());
-  inst.integer(C).integer(K).choice(op.getAct()).flag(op.getResidual());
+  inst.integer(C).integer(K).choice(op.getAct()).flag(op.getResidual()).integer(G).type(op.getInitial());
   int k = e.kernel("conv1d", "conv1d.cuh", inst);
   SlotArgs<S> args;
   args.set(S::X, e.arg(op.getX())).set(S::Weight, e.arg(op.getWeight())).set(S::Bias, e.arg(op.getBias()));
+  args.set(S::Initial, e.arg(op.getInitial()));
+  setScanSlots(e, args, op);
+  // Depthwise: 128 channels a block; grouped: one group a block, of whole warps up to 128 threads.
+  int64_t block = G > 1 ? std::min<int64_t>((G + 31) / 32 * 32, 128) : 128, perBlock = G > 1 ? G : 128;
+  LaunchOut &l = e.launch(k, (int)block, args);
+  l.grid[0] = {RuntimeVar::NumRequests, 1, 1, 0};
+  l.grid[1] = {std::nullopt, 1, 1, (C + perBlock - 1) / perBlock};
+}
+
+// One thread per (request, channel).
+void emitStateShift(Emitter &e, StateShiftOp op) {
+  using S = slots::Shift;
+  int64_t C = cols(op.getX());
+  Instance inst("shift");
+  inst.type(op.getX()).type(op.getInitial()).type(op.getResult()).integer(C);
+  int k = e.kernel("shift", "conv1d.cuh", inst);
+  SlotArgs<S> args;
+  args.set(S::X, e.arg(op.getX())).set(S::Initial, e.arg(op.getInitial()));
   setScanSlots(e, args, op);
   LaunchOut &l = e.launch(k, 128, args);
   l.grid[0] = {RuntimeVar::NumRequests, 1, 1, 0};

@@ -189,10 +189,11 @@ LogicalResult AddOp::verify() {
 }
 
 LogicalResult MulOp::verify() {
-  // A weight factor is one learned scalar.
+  // A weight factor is a learned scalar or one entry per group of columns.
   if (auto w = llvm::dyn_cast<RankedTensorType>(getG().getType()); w && w.hasStaticShape()) {
-    if (w.getNumElements() != 1)
-      return emitOpError("a weight factor must have exactly one element");
+    int64_t n = w.getNumElements();
+    if (w.getRank() > 1 || n == 0 || cols(getX()) % n != 0)
+      return emitOpError("a weight factor must be one row whose length divides the operand's width");
     if (cols(getResult()) != cols(getX()))
       return emitOpError("result width must equal the input width");
     return success();
@@ -416,15 +417,21 @@ LogicalResult KvRopeAppendOp::verify() {
   return success();
 }
 
-// The torch depthwise Conv1d weight layout, so checkpoints load without reshaping.
+// The torch Conv1d weight layout, so checkpoints load without reshaping.
 static shape::Conv1d conv1dShape(StateConv1dOp op) {
   auto w = tensorType(op.getWeight());
   bool rank3 = w.getRank() == 3;
   return {cols(op.getX()), w.getRank(), rank3 ? w.getDimSize(0) : 0, rank3 ? w.getDimSize(1) : 0,
           rank3 ? w.getDimSize(2) : 0, op.getBias() ? vectorLength(op.getBias()) : 0, cols(op.getResult()),
-          (bool)op.getBias()};
+          (bool)op.getBias(), op.getInitial() ? vectorLength(op.getInitial()) : 0, (bool)op.getInitial()};
 }
 LogicalResult StateConv1dOp::verify() { return verifyShape(*this, shape::check(conv1dShape(*this))); }
+
+static shape::Shift shiftShape(StateShiftOp op) {
+  return {cols(op.getX()), op.getInitial() ? vectorLength(op.getInitial()) : 0, cols(op.getResult()),
+          (bool)op.getInitial()};
+}
+LogicalResult StateShiftOp::verify() { return verifyShape(*this, shape::check(shiftShape(*this))); }
 
 static shape::GatedDelta gatedDeltaShape(GatedDeltaOp op) {
   return {(int64_t)op.getNumKHeads(), (int64_t)op.getNumVHeads(), (int64_t)op.getKDim(), (int64_t)op.getVDim(),
@@ -557,12 +564,12 @@ LogicalResult MoeExpertsOp::verify() {
     return emitOpError("input and result width must equal the hidden size");
   if (cols(getIds()) != cols(getWeights()))
     return emitOpError("ids and weights must have the same number of columns");
-  int64_t identity = getIdentityExperts();
-  if (identity < 0)
-    return emitOpError("identity_experts must not be negative");
-  if (auto route = getIds().getDefiningOp<MoeRouteOp>(); route && cols(route.getLogits()) != e + identity)
-    return emitOpError("the router must score the experts plus identity_experts (")
-           << e + identity << " columns)";
+  int64_t identity = getIdentityExperts(), null = getNullExperts();
+  if (identity < 0 || null < 0)
+    return emitOpError("identity_experts and null_experts must not be negative");
+  if (auto route = getIds().getDefiningOp<MoeRouteOp>(); route && cols(route.getLogits()) != e + identity + null)
+    return emitOpError("the router must score the experts plus identity_experts and null_experts (")
+           << e + identity + null << " columns)";
   if ((bool)getGateUpBias() != (bool)getDownBias())
     return emitOpError("give both biases or neither");
   if (getGateUpBias()) {
@@ -591,6 +598,7 @@ LogicalResult MoeSlotLinearOp::verify() {
 // The states the recurrences keep per request, as runtime/schema/shape_rules.h gives them.
 template <size_t N> static SmallVector<int64_t> shapeVector(const std::array<int64_t, N> &a) { return {a.begin(), a.end()}; }
 SmallVector<int64_t> StateConv1dOp::getStateShape() { return shapeVector(shape::stateShape(conv1dShape(*this))); }
+SmallVector<int64_t> StateShiftOp::getStateShape() { return shapeVector(shape::stateShape(shiftShape(*this))); }
 SmallVector<int64_t> GatedDeltaOp::getStateShape() { return shapeVector(shape::stateShape(gatedDeltaShape(*this))); }
 SmallVector<int64_t> KdaOp::getStateShape() { return shapeVector(shape::stateShape(kdaShape(*this))); }
 SmallVector<int64_t> SsdOp::getStateShape() { return shapeVector(shape::stateShape(ssdShape(*this))); }

@@ -177,8 +177,9 @@ def Cbc_MulOp : Cbc_Op<"math.mul", [Pure]> {
   let description = [{
     `result = x * g`, where the width of `g` divides that of `x` (as cbc.math.gate: per element,
     per group of columns or, with width 1, per row). Gated convolutions multiply their
-    projections this way. `g` may also be a one-element weight, a learned scalar that
-    multiplies every element (a block's learned output scale).
+    projections this way. `g` may also be a weight of `[n]`, `n` dividing the width: entry `i`
+    multiplies the `width / n` columns of group `i` (one element: a block's learned output
+    scale; one per head: a learned key temperature; one per column: an affine scale).
   }];
   let arguments = (ins Cbc_Rows:$x, AnyTypeOf<[Cbc_Rows, Cbc_Weight]>:$g);
   let results = (outs Cbc_Rows:$result);
@@ -643,9 +644,9 @@ def Cbc_StateGroup : OpDocGroup {
 // metadata `cu_seqlens, state_in, state_out, has_initial_state`; `layer` and the state's name.
 // Kernels read a request's state from its input unit and write it to its output unit.
 class Cbc_StateScanOp<string mnemonic, dag operands, dag attributes,
-                      string stateName = "recurrent"> :
-    Cbc_Op<mnemonic, [MemoryEffects<[MemRead, MemWrite]>,
-                      DeclareOpInterfaceMethods<Cbc_StatefulOpInterface>]> {
+                      string stateName = "recurrent", list<Trait> traits = []> :
+    Cbc_Op<mnemonic, !listconcat([MemoryEffects<[MemRead, MemWrite]>,
+                                  DeclareOpInterfaceMethods<Cbc_StatefulOpInterface>], traits)> {
   let site = Cbc_StateSite;
   let arguments = !con(operands,
                        (ins Cbc_Index:$cu_seqlens, Cbc_Index:$state_in, Cbc_Index:$state_out,
@@ -659,22 +660,42 @@ class Cbc_StateScanOp<string mnemonic, dag operands, dag attributes,
 let opDocGroup = Cbc_StateGroup in {
 
 def Cbc_StateConv1dOp : Cbc_StateScanOp<"state.conv1d",
-    (ins Cbc_Rows:$x, Cbc_Weight:$weight, Optional<Cbc_Weight>:$bias),
-    (ins DefaultValuedAttr<Cbc_ActivationAttr, "::cbc::Activation::none">:$act, UnitAttr:$residual), "conv"> {
+    (ins Cbc_Rows:$x, Cbc_Weight:$weight, Optional<Cbc_Weight>:$bias, Optional<Cbc_Weight>:$initial),
+    (ins DefaultValuedAttr<Cbc_ActivationAttr, "::cbc::Activation::none">:$act, UnitAttr:$residual), "conv",
+    [AttrSizedOperandSegments]> {
   let opcode = 17;
   let params = "Conv1dParams";
-  let summary = "Causal depthwise convolution over packed rows, carrying inputs per request.";
+  let summary = "Causal (depthwise or grouped) convolution over packed rows, carrying inputs per request.";
   let description = [{
-    For each request `r` (rows `cu_seqlens[r]` to `cu_seqlens[r+1]`), the rows are prefixed
-    with the request's state, the last `K - 1` inputs it has seen (zeros unless
-    `has_initial_state[r]`), and channel `c` of row `t` becomes
-    `act(bias[c] + sum_j weight[c, j] * xe[t + j])`, where tap `K - 1` is the row itself.
-    The state left in unit `state_out[r]` is then the last `K - 1` inputs: the layer declares the state
-    `state` (default `conv`) of shape `[C, K - 1]`. With `residual` the row itself is added,
+    `weight` is torch's Conv1d layout `[C, G, K]`: `G = 1` is a depthwise convolution, a larger
+    `G` (dividing `C`) a grouped one whose groups of `G` channels mix inside the group. For each
+    request `r` (rows `cu_seqlens[r]` to `cu_seqlens[r+1]`), the rows are prefixed with the
+    request's state, the last `K - 1` inputs it has seen, and channel `c` of row `t` becomes
+    `act(bias[c] + sum_{i, j} weight[c, i, j] * xe[t + j, g + i])`, where `g` is the first channel
+    of `c`'s group and tap `K - 1` is the row itself. A fresh request (`has_initial_state[r]`
+    false) starts from inputs of `initial[c]` (zeros without it): a convolution stacked on a
+    biased one sees its predecessor's bias before the first row. The state left in unit
+    `state_out[r]` is then the last `K - 1` inputs: the layer declares the state `state`
+    (default `conv`) of shape `[C, K - 1]`. With `residual` the row itself is added,
     `x[t, c] + act(...)`, before the result is rounded to its type (a residual short conv
     computed in fp32).
   }];
-  let assemblyFormat = "$x `,` $weight (`bias` `(` $bias^ `)`)? `,` $cu_seqlens `,` $state_in `,` $state_out `,` $has_initial_state attr-dict `:` functional-type(operands, $result)";
+  let assemblyFormat = "$x `,` $weight (`bias` `(` $bias^ `)`)? (`initial` `(` $initial^ `)`)? `,` $cu_seqlens `,` $state_in `,` $state_out `,` $has_initial_state attr-dict `:` functional-type(operands, $result)";
+}
+
+def Cbc_StateShiftOp : Cbc_StateScanOp<"state.shift",
+    (ins Cbc_Rows:$x, Optional<Cbc_Weight>:$initial), (ins), "shift"> {
+  let opcode = 38;
+  let params = "ShiftParams";
+  let summary = "Each request's rows one row later: every row becomes the request's previous input.";
+  let description = [{
+    A token shift. For each request `r`, row `t` of the result is the request's input row
+    `t - 1`, and its first row is the input before the step: the request's state, which a fresh
+    request (`has_initial_state[r]` false) starts as `initial` (zeros without it). The state
+    left in unit `state_out[r]` is the last input, `[C, 1]`. Value heads computed from the
+    previous token (ZAYA's delayed values) and RWKV's time shift read their input this way.
+  }];
+  let assemblyFormat = "$x (`initial` `(` $initial^ `)`)? `,` $cu_seqlens `,` $state_in `,` $state_out `,` $has_initial_state attr-dict `:` functional-type(operands, $result)";
 }
 
 def Cbc_GatedDeltaOp : Cbc_StateScanOp<"state.gated_delta",
@@ -868,7 +889,9 @@ def Cbc_MoeExpertsOp : Cbc_Op<"moe.experts", [Pure, AttrSizedOperandSegments]> {
     `gate_up` holds only the up projection `[E, I, H]` (bias `[E, I]`) and each expert computes
     `down_e(act(up_e(x[t])))` with a plain activation. With `identity_experts = Z` the router
     chooses among `E + Z` experts, and an id `e >= E` is an identity expert: it contributes
-    `weights[t, j] * x[t]`. With `scale_input` the weight scales the expert's input instead of
+    `weights[t, j] * x[t]`. With `null_experts = N` the ids from `E + Z` to `E + Z + N - 1` are
+    null experts, which contribute nothing (a router's option to skip the block). With
+    `scale_input` the weight scales the expert's input instead of
     its output: `result[t] = sum_j down_e(glu(gate_up_e(weights[t, j] * x[t])))`. Backends group
     tokens by expert (grouped GEMM on the GPU).
   }];
@@ -878,7 +901,7 @@ def Cbc_MoeExpertsOp : Cbc_Op<"moe.experts", [Pure, AttrSizedOperandSegments]> {
                    Cbc_GluActivation:$act,
                    DefaultValuedAttr<Cbc_GluLayoutAttr, "::cbc::GluLayout::halves">:$layout,
                    UnitAttr:$ungated, DefaultValuedAttr<I64Attr, "0">:$identity_experts,
-                   UnitAttr:$scale_input);
+                   UnitAttr:$scale_input, DefaultValuedAttr<I64Attr, "0">:$null_experts);
   let results = (outs Cbc_Rows:$result);
   let assemblyFormat = "$x `,` $ids `,` $weights `,` $gate_up `,` $down (`bias` `(` $gate_up_bias^ `,` $down_bias `)`)? attr-dict `:` functional-type(operands, $result)";
   let hasVerifier = 1;

@@ -13,7 +13,8 @@ const FamilyTable &families() {
     for (const FamilyTable &group : {denseFamilies(), gemmaFamilies(), moeFamilies(), gatedDeltaFamilies(),
                                      lfm2Families(), mambaFamilies(), hybridFamilies(), zambaFamilies(), mlaFamilies(),
                                      llama4Families(), miniMaxFamilies(), kdaFamilies(), inklingFamilies(),
-                                     dsaVariantFamilies(), hunyuanFamilies(), cohereFamilies()})
+                                     dsaVariantFamilies(), hunyuanFamilies(), cohereFamilies(),
+                                     zayaFamilies()})
       for (const auto &[type, family] : group)
         if (!all.emplace(type, family).second)
           throw std::logic_error("model_type '" + type + "' is registered by two family groups");

@@ -107,6 +107,19 @@ struct HeadExpertsSpec {
               o = "experts.output_linear.weight", o_bias = "experts.bias", kv = "kv_proj.weight";
 };
 
+// Compressed convolutional attention (ZAYA's CCA), under <attn>.qkv_proj: q, k and two half-width
+// value projections (v_proj_current, v_proj_delayed) in one GEMM. q|k pass a depthwise causal
+// conv of kernel t0 (conv_qk_depthwise) and a conv of kernel t1 grouped per head
+// (conv_qk_grouped), which sees the first conv's bias before a request's first token; q adds
+// (q + k of its group) / 2 and k that mean over its group. The value heads are
+// [v_current | v_delayed of the previous token] (the delayed bias before the first token). q and
+// k are scaled to norm sqrt(head_dim) (an RMS norm with eps `norm_eps`), k times a learned
+// temperature per KV head (<attn>.qk_norm.temp), then RoPE.
+struct CcaSpec {
+  int64_t t0 = 0, t1 = 0; // t0 0: not CCA
+  double norm_eps = 0.0;
+};
+
 struct AttentionSpec {
   int64_t num_heads = 0, num_kv_heads = 0, head_dim = 0;
   int64_t v_head_dim = 0;   // value heads' width where it differs from head_dim (MiMo-V2); 0: head_dim
@@ -153,6 +166,7 @@ struct AttentionSpec {
   bool scale_inverse_dim = false; // the softmax scale is 1 / head_dim of each layer, not `scale`
   int64_t kv_conv_kernel = 0; // k and v each pass a residual depthwise conv, x + conv(x); 0: none
   HeadExpertsSpec head_experts;
+  CcaSpec cca;
 };
 
 // Multi-head latent attention: the query through q_a -> norm -> q_b (or q_proj), keys and values
@@ -293,6 +307,15 @@ struct ExpertNaming {
   std::string output_bias;    // optional: an unweighted [H] bias on the mixed output (JetMoE)
 };
 
+// A router that is a small MLP (ZAYA), its tensors under the layer's <mlp>.gate: r = down_proj(x)
+// (with its bias), plus the previous MoE layer's r times router_states_scale where there is one;
+// the logits are router_mlp.out_proj(gelu(fc2(gelu(fc1(rms_norm(r)))))), fc1 and fc2 with
+// biases, the norm router_mlp.norm with the model's eps.
+struct RouterMlpSpec {
+  int64_t hidden = 0; // 0: a linear router
+  std::string module = "mlp.gate";
+};
+
 // Group-limited routing: `count` groups of experts, the `keep` best compete (count 0: none).
 struct RouteGroupsSpec {
   int64_t count = 0, keep = 0;
@@ -303,6 +326,7 @@ struct RouteGroupsSpec {
 struct MoeSpec {
   int64_t num_experts = 0, top_k = 0, intermediate = 0;
   int64_t zero_experts = 0;      // identity experts after the routed ones: the router scores E + Z
+  int64_t null_experts = 0;      // after those, choices that skip the block (output zero): E + Z + N
   ExpertScoring score = ExpertScoring::Softmax;
   RouteGroupsSpec groups;
   bool renorm = false;
@@ -324,6 +348,7 @@ struct MoeSpec {
   bool plus_dense = false;         // the layer's dense MLP runs too and adds in (Granite's shared_mlp)
   std::string output_norm;         // a layer-level RMSNorm over the block's output (AX-K1); empty: none
   bool scale_input = false;        // the routing weight scales the expert's input, not its output (Llama 4)
+  RouterMlpSpec router_mlp;
   ExpertNaming names;
 };
 
@@ -348,6 +373,12 @@ struct Names {
   std::string conv = "conv";               // LFM2's short-conv module
   std::string mamba = "mixer";             // the Mamba mixer module
   std::string embed = "embed_tokens";
+  // Affine maps on the residual stream (ZAYA), empty: none. The embedding rows become
+  // (e + <prefix><embed_affine>_bias) * <prefix><embed_affine>_scale; each residual add after the
+  // mixer (site affine_mixer) and the feed-forward block (affine_mlp) becomes
+  // (f + hidden_states_bias) * hidden_states_scale + (x + residual_bias) * residual_scale, the
+  // vectors under <layer>.<site>.
+  std::string embed_affine, affine_mixer, affine_mlp;
   std::string layers = "layers";           // the decoder layers' module list
 };
 

@@ -596,8 +596,10 @@ void moeExperts(const float *x, int64_t T, const int32_t *ids, const float *weig
   for (int64_t t = 0; t < T; ++t)
     for (int64_t j = 0; j < k; ++j) {
       int32_t e = ids[t * k + j];
-      if (e < 0 || e >= w.E + w.identity)
+      if (e < 0 || e >= w.E + w.identity + w.null)
         throw std::runtime_error("moe: expert id out of range");
+      if (e >= w.E + w.identity) // a null expert: the token skips the block
+        continue;
       if (e >= w.E) { // an identity expert
         for (int64_t h = 0; h < H; ++h)
           out[t * H + h] += weights[t * k + j] * x[t * H + h];
@@ -710,27 +712,51 @@ float *startState(const StateRows &rows, float *pool, int64_t r, int64_t stride,
 }
 
 void conv1dStates(const float *x, int64_t C, int64_t K, const float *w, const float *bias, Act act,
-                  const StateRows &rows, float *pool, float *y, const ParallelFor &pfor, bool residual) {
+                  const StateRows &rows, float *pool, float *y, const ParallelFor &pfor, bool residual, int64_t G,
+                  const float *initial) {
   int64_t H = K - 1;
   pfor(rows.num_requests, [&](int64_t r) {
     int64_t begin = rows.cu_seqlens[r], end = rows.cu_seqlens[r + 1];
     float *state = startState(rows, pool, r, C * H, C * H);
-    std::vector<float> hist(H);
-    for (int64_t c = 0; c < C; ++c) {
-      std::copy(state + c * H, state + (c + 1) * H, hist.begin());
+    if (initial && !rows.has_initial[r])
+      for (int64_t c = 0; c < C; ++c)
+        std::fill(state + c * H, state + (c + 1) * H, initial[c]);
+    // One group of G channels at a time: its outputs read only its own inputs.
+    std::vector<float> hist(G * H);
+    for (int64_t g0 = 0; g0 < C; g0 += G) {
+      std::copy(state + g0 * H, state + (g0 + G) * H, hist.begin());
       for (int64_t t = begin; t < end; ++t) {
-        float xv = x[t * C + c];
-        float acc = bias ? bias[c] : 0.0f;
-        for (int64_t j = 0; j < H; ++j)
-          acc += w[c * K + j] * hist[j];
-        acc += w[c * K + H] * xv;
-        y[t * C + c] = activate(act, acc) + (residual ? xv : 0.0f);
-        if (H > 0) {
-          std::copy(hist.begin() + 1, hist.end(), hist.begin());
-          hist[H - 1] = xv;
+        const float *xr = x + t * C + g0;
+        for (int64_t c = g0; c < g0 + G; ++c) {
+          const float *wc = w + c * G * K;
+          float acc = bias ? bias[c] : 0.0f;
+          for (int64_t i = 0; i < G; ++i) {
+            for (int64_t j = 0; j < H; ++j)
+              acc += wc[i * K + j] * hist[i * H + j];
+            acc += wc[i * K + H] * xr[i];
+          }
+          y[t * C + c] = activate(act, acc) + (residual ? x[t * C + c] : 0.0f);
+        }
+        for (int64_t i = 0; H > 0 && i < G; ++i) {
+          std::copy(hist.begin() + i * H + 1, hist.begin() + (i + 1) * H, hist.begin() + i * H);
+          hist[i * H + H - 1] = xr[i];
         }
       }
-      std::copy(hist.begin(), hist.end(), state + c * H);
+      std::copy(hist.begin(), hist.end(), state + g0 * H);
+    }
+  });
+}
+
+void shiftStates(const float *x, int64_t C, const float *initial, const StateRows &rows, float *pool, float *y,
+                 const ParallelFor &pfor) {
+  pfor(rows.num_requests, [&](int64_t r) {
+    int64_t begin = rows.cu_seqlens[r], end = rows.cu_seqlens[r + 1];
+    float *state = startState(rows, pool, r, C, C);
+    if (initial && !rows.has_initial[r])
+      std::copy(initial, initial + C, state);
+    for (int64_t t = begin; t < end; ++t) {
+      std::copy(state, state + C, y + t * C);
+      std::copy(x + t * C, x + (t + 1) * C, state);
     }
   });
 }

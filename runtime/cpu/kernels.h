@@ -192,6 +192,7 @@ struct ExpertWeights {
   bool ungated = false;       // down(act(up x)) rather than down(glu(gate_up x))
   int64_t identity = 0;       // ids E .. E + identity - 1 are identity experts: weight * x
   bool scale_input = false;   // the weight scales the expert's input, not its output
+  int64_t null = 0;           // the next `null` ids are null experts: they contribute nothing
 };
 
 void moeExperts(const float *x, int64_t T, const int32_t *ids, const float *weights, int64_t k,
@@ -226,10 +227,18 @@ struct StateRows {
 // else what unit state_in[r] holds).
 float *startState(const StateRows &rows, float *pool, int64_t r, int64_t stride, int64_t size);
 
-// Causal depthwise conv over each request's rows, carrying the last K-1 inputs per request in
-// `pool` ([slots][C][K-1], oldest first). `residual`: y = x + act(conv x).
+// Causal conv over each request's rows, carrying the last K-1 inputs per request in `pool`
+// ([slots][C][K-1], oldest first). w is [C, G, K]: groups of G channels mix inside the group (1:
+// depthwise). `residual`: y = x + act(conv x). `initial` (or zeros): a fresh request's inputs
+// before its first row.
 void conv1dStates(const float *x, int64_t C, int64_t K, const float *w, const float *bias, Act act,
-                  const StateRows &rows, float *pool, float *y, const ParallelFor &pfor, bool residual = false);
+                  const StateRows &rows, float *pool, float *y, const ParallelFor &pfor, bool residual = false,
+                  int64_t G = 1, const float *initial = nullptr);
+
+// Each request's rows one row later (cbc.state.shift): the state ([slots][C]) is the previous
+// input, `initial` (or zeros) for a fresh request.
+void shiftStates(const float *x, int64_t C, const float *initial, const StateRows &rows, float *pool, float *y,
+                 const ParallelFor &pfor);
 
 struct GatedDeltaParams {
   int64_t k_heads = 0, v_heads = 0, k_dim = 0, v_dim = 0;

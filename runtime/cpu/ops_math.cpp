@@ -112,23 +112,30 @@ Exec compileLayerNorm(const OpContext &c) {
   };
 }
 
+namespace {
+// x + w or x * w for a weight w on every row, each of its n entries on width / n consecutive
+// columns (cbc.math.add and cbc.math.mul with a weight operand).
+Exec rowWeight(const OpContext &c, bool multiply) {
+  int a = c.I[0], b = c.I[1], out = c.O[0];
+  c.acts({a, out});
+  int64_t width = c.cols(a), n = c.weightNumel(b);
+  c.check(c.cols(out) == width && n > 0 && width % n == 0, "has a weight whose length does not divide its width");
+  int64_t group = width / n;
+  return [=](StepEnv &e) {
+    const float *x = e.f32(a), *w = e.weight(b);
+    float *y = e.f32(out);
+    for (int64_t r = 0, rows = e.rows(a); r < rows; ++r)
+      for (int64_t j = 0; j < width; ++j)
+        y[r * width + j] = multiply ? x[r * width + j] * w[j / group] : x[r * width + j] + w[j / group];
+  };
+}
+} // namespace
+
 Exec compileAdd(const OpContext &c) {
   c.need(2, 1);
   int a = c.I[0], b = c.I[1], out = c.O[0];
-  // A weight added to every row, each of its g entries to width / g consecutive columns.
-  if (c.value(b).kind == Value::Weight) {
-    c.acts({a, out});
-    int64_t width = c.cols(a), g = c.weightNumel(b);
-    c.check(c.cols(out) == width && g > 0 && width % g == 0, "adds a weight whose length does not divide its width");
-    int64_t group = width / g;
-    return [=](StepEnv &e) {
-      const float *x = e.f32(a), *w = e.weight(b);
-      float *y = e.f32(out);
-      for (int64_t r = 0, rows = e.rows(a); r < rows; ++r)
-        for (int64_t j = 0; j < width; ++j)
-          y[r * width + j] = x[r * width + j] + w[j / group];
-    };
-  }
+  if (c.value(b).kind == Value::Weight)
+    return rowWeight(c, false);
   c.acts({a, b, out});
   int64_t width = c.cols(a);
   c.check(c.cols(b) == width && c.cols(out) == width, "adds operands of different widths");
@@ -155,14 +162,9 @@ std::optional<SwigluClamp> clampOf(const fb::GluParams &p) {
 } // namespace
 
 Exec compileMul(const OpContext &c) {
-  // A one-element weight: a learned scalar on every element.
   if (c.I.size() == 2 && c.value(c.I[1]).kind == Value::Weight) {
     c.need(2, 1);
-    c.acts({c.I[0], c.O[0]});
-    int x = c.I[0], g = c.I[1], out = c.O[0];
-    int64_t width = c.cols(x);
-    c.check(c.cols(out) == width && c.weightNumel(g) == 1, "has a weight factor that is not one scalar");
-    return [=](StepEnv &e) { sigmoidGate(e.f32(x), e.weight(g), e.rows(x), width, 0, e.f32(out), false); };
+    return rowWeight(c, true);
   }
   return rowFactor(c, false);
 }

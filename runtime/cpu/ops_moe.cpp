@@ -78,9 +78,9 @@ Exec compileMoeExperts(const OpContext &c) {
   int64_t E = guShape[0], I2 = guShape[1], H = guShape[2], k = c.cols(I[1]);
   int64_t inter1 = ungated ? I2 : I2 / 2; // the intermediate width
   bool biases = I.size() > 5;
-  int64_t identity = params.identity_experts();
+  int64_t identity = params.identity_experts(), null = params.null_experts();
   bool scale_input = params.scale_input();
-  c.check(identity >= 0, "has a negative number of identity experts");
+  c.check(identity >= 0 && null >= 0, "has a negative number of identity or null experts");
   c.acts({I[0], I[1], I[2], out});
   c.check(c.weightShape(I[3]) == guShape && (ungated || I2 % 2 == 0) && c.cols(I[0]) == H && c.cols(out) == H &&
               c.cols(I[2]) == k && c.weightShape(I[4]) == std::vector<int64_t>{E, H, inter1},
@@ -91,7 +91,7 @@ Exec compileMoeExperts(const OpContext &c) {
   std::vector<int> in(I.begin(), I.begin() + (biases ? 7 : 5));
   return [=](StepEnv &e) {
     ExpertWeights w{e.matrix(in[3]), e.matrix(in[4]), biases ? e.weight(in[5]) : nullptr,
-                    biases ? e.weight(in[6]) : nullptr, E, inter1, H, ungated, identity, scale_input};
+                    biases ? e.weight(in[6]) : nullptr, E, inter1, H, ungated, identity, scale_input, null};
     moeExperts(e.f32(in[0]), e.rows(in[0]), e.i32(in[1]), e.f32(in[2]), k, w, act, inter, clamp ? &*clamp : nullptr,
                e.f32(out), e.pfor);
   };

@@ -23,18 +23,24 @@ void checkActs(const OpContext &c, std::initializer_list<int> ids) {
 constexpr int64_t kMaxStateDim = 4096, kMaxStateHeads = 65536;
 } // namespace
 
+// Operands x, weight, then the optional bias and initial inputs (Conv1dParams says whether the
+// last optional one is the initial), then the metadata.
 Exec compileStateConv1d(const OpContext &c) {
-  c.check(c.I.size() >= 6 && c.O.size() == 1, "has the wrong number of operands");
-  bool hasBias = c.I.size() == 7;
-  checkStateMeta(c, hasBias ? 3 : 2);
   const fb::Conv1dParams &p = c.params<fb::Conv1dParams>();
-  int x = c.I[0], w = c.I[1], bias = hasBias ? c.I[2] : -1, out = c.O[0];
+  size_t optional = c.I.size() >= 6 ? c.I.size() - 6 : 0;
+  c.check(c.I.size() >= 6 && c.O.size() == 1 && optional <= 2 && optional >= (p.initial() ? 1u : 0u),
+          "has the wrong number of operands");
+  bool hasInitial = p.initial(), hasBias = optional - hasInitial == 1;
+  checkStateMeta(c, 2 + optional);
+  int x = c.I[0], w = c.I[1], bias = hasBias ? c.I[2] : -1, initial = hasInitial ? c.I[1 + optional] : -1;
+  int out = c.O[0];
   const std::vector<int64_t> &ws = c.weightShape(w);
   shape::Conv1d s{c.cols(x), (int64_t)ws.size(), ws.size() == 3 ? ws[0] : 0, ws.size() == 3 ? ws[1] : 0,
-                  ws.size() == 3 ? ws[2] : 0, bias >= 0 ? c.weightNumel(bias) : 0, c.cols(out), bias >= 0};
+                  ws.size() == 3 ? ws[2] : 0, bias >= 0 ? c.weightNumel(bias) : 0, c.cols(out), bias >= 0,
+                  initial >= 0 ? c.weightNumel(initial) : 0, initial >= 0};
   c.checkShape(shape::check(s));
   c.check(c.isAct(x) && c.isAct(out) && c.value(x).arena == 0, "expects per-token activations");
-  int64_t C = s.channels, K = s.kernel;
+  int64_t C = s.channels, K = s.kernel, G = s.group;
   int layer = p.state()->layer();
   std::string state = p.state()->name()->str();
   Act act = p.act();
@@ -43,7 +49,27 @@ Exec compileStateConv1d(const OpContext &c) {
     c.checkState(*p.state(), shape::stateShape(s));
   return [=](StepEnv &e) {
     conv1dStates(e.f32(x), C, K, e.weight(w), bias >= 0 ? e.weight(bias) : nullptr, act, e.stateRows(),
-                 K > 1 ? e.statePool(layer, state) : nullptr, e.f32(out), e.pfor, residual);
+                 K > 1 ? e.statePool(layer, state) : nullptr, e.f32(out), e.pfor, residual, G,
+                 initial >= 0 ? e.weight(initial) : nullptr);
+  };
+}
+
+Exec compileStateShift(const OpContext &c) {
+  c.check((c.I.size() == 5 || c.I.size() == 6) && c.O.size() == 1, "has the wrong number of operands");
+  bool hasInitial = c.I.size() == 6;
+  checkStateMeta(c, hasInitial ? 2 : 1);
+  const fb::ShiftParams &p = c.params<fb::ShiftParams>();
+  int x = c.I[0], initial = hasInitial ? c.I[1] : -1, out = c.O[0];
+  shape::Shift s{c.cols(x), initial >= 0 ? c.weightNumel(initial) : 0, c.cols(out), initial >= 0};
+  c.checkShape(shape::check(s));
+  c.check(c.isAct(x) && c.isAct(out) && c.value(x).arena == 0, "expects per-token activations");
+  c.checkState(*p.state(), shape::stateShape(s));
+  int layer = p.state()->layer();
+  std::string state = p.state()->name()->str();
+  int64_t C = s.channels;
+  return [=](StepEnv &e) {
+    shiftStates(e.f32(x), C, initial >= 0 ? e.weight(initial) : nullptr, e.stateRows(), e.statePool(layer, state),
+                e.f32(out), e.pfor);
   };
 }
 

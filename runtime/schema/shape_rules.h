@@ -16,22 +16,43 @@ namespace cbc::shape {
 
 using Error = const char *; // nullptr: the shapes fit
 
-// cbc.state.conv1d: x [T, channels], a torch depthwise weight [channels, 1, kernel].
+// cbc.state.conv1d: x [T, channels], a torch Conv1d weight [channels, group, kernel] (group 1:
+// depthwise).
 struct Conv1d {
-  int64_t channels, weight_rank, weight_channels, weight_unit, kernel, bias, result;
+  int64_t channels, weight_rank, weight_channels, group, kernel, bias, result;
   bool has_bias;
+  int64_t initial = 0;
+  bool has_initial = false;
 };
 constexpr Error check(const Conv1d &s) {
-  if (s.weight_rank != 3 || s.weight_channels != s.channels || s.weight_unit != 1 || s.kernel < 1)
-    return "weight must be [channels, 1, kernel]";
+  if (s.weight_rank != 3 || s.weight_channels != s.channels || s.group < 1 || s.channels % s.group != 0 ||
+      s.kernel < 1)
+    return "weight must be [channels, group, kernel] with group dividing channels";
   if (s.has_bias && s.bias != s.channels)
     return "bias must have one entry per channel";
+  if (s.has_initial && s.initial != s.channels)
+    return "initial must have one entry per channel";
   if (s.result != s.channels)
     return "result width must equal the channel count";
   return nullptr;
 }
 // The last kernel - 1 inputs of every channel.
 constexpr std::array<int64_t, 2> stateShape(const Conv1d &s) { return {s.channels, s.kernel - 1}; }
+
+// cbc.state.shift: x [T, channels]; initial [channels].
+struct Shift {
+  int64_t channels, initial, result;
+  bool has_initial;
+};
+constexpr Error check(const Shift &s) {
+  if (s.has_initial && s.initial != s.channels)
+    return "initial must have one entry per channel";
+  if (s.result != s.channels)
+    return "result width must equal the channel count";
+  return nullptr;
+}
+// The last input of every channel.
+constexpr std::array<int64_t, 2> stateShape(const Shift &s) { return {s.channels, 1}; }
 
 // cbc.state.gated_delta.
 struct GatedDelta {

@@ -162,6 +162,23 @@ TEST(MoeExperts, IdentityExpertsAddTheWeightedInput) {
                std::runtime_error);
 }
 
+// A null expert after the identity experts adds nothing: the same two tokens as above with
+// token 0's identity choice replaced by the null expert (id 4) keep only 0.5 * 11 * [1, -1].
+TEST(MoeExperts, NullExpertsAddNothing) {
+  std::vector<float> up = {1, 2, 0, 1}, down = {1, -1, 2, 0};
+  ExpertWeights w{up.data(), down.data(), nullptr, nullptr, 2, 1, 2, /*ungated=*/true, /*identity=*/2};
+  w.null = 1;
+  std::vector<float> x = {3, 4, 1, -1}, weights = {0.5f, 0.25f, 2.0f, 0.5f}, out(4);
+  std::vector<int32_t> ids = {0, 4, 3, 1};
+  moeExperts(x.data(), 2, ids.data(), weights.data(), 2, w, Act::None, false, nullptr, out.data());
+  std::vector<float> want = {5.5f, -5.5f, 1.0f, -2.0f};
+  for (int i = 0; i < 4; ++i)
+    EXPECT_FLOAT_EQ(out[i], want[i]) << i;
+  ids = {0, 5, 3, 1}; // past the null expert
+  EXPECT_THROW(moeExperts(x.data(), 2, ids.data(), weights.data(), 2, w, Act::None, false, nullptr, out.data()),
+               std::runtime_error);
+}
+
 // Llama 4 scales the expert's input by the routing weight: silu is not homogeneous, so the two
 // placements differ. One gated expert of width 1 over H = 1: gate = up = x, down = 1.
 TEST(MoeExperts, ScaleInputWeighsTheInputNotTheOutput) {

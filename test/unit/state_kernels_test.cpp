@@ -534,5 +534,58 @@ TEST(StateUnits, EveryScanReadsItsInputUnitAndWritesItsOutputUnit) {
   }
 }
 
+
+// The grouped conv against its definition on the whole sequence, in one step and split into
+// steps of 1, 2 and 4 rows: groups of G = 3 channels mix inside the group, and a fresh request's
+// inputs before its first row are `initial`.
+TEST(Conv1d, GroupedWithInitialInputsCarriesAcrossSteps) {
+  std::mt19937 rng(11);
+  const int64_t C = 6, G = 3, K = 3, n = 7;
+  auto x = randoms(n * C, rng), w = randoms(C * G * K, rng), bias = randoms(C, rng), init = randoms(C, rng);
+  // xe[m] for m in [-(K-1), n): initial before the first row.
+  auto input = [&](int64_t m, int64_t c) { return m < 0 ? init[c] : x[m * C + c]; };
+  std::vector<float> want(n * C);
+  for (int64_t t = 0; t < n; ++t)
+    for (int64_t c = 0; c < C; ++c) {
+      double acc = bias[c];
+      for (int64_t i = 0; i < G; ++i)
+        for (int64_t j = 0; j < K; ++j)
+          acc += (double)w[(c * G + i) * K + j] * input(t - (K - 1) + j, c / G * G + i);
+      want[t * C + c] = (float)acc;
+    }
+  for (int64_t piece : {7, 1, 2, 4}) {
+    std::vector<float> got(n * C, NAN), pool(C * (K - 1), NAN);
+    std::vector<int32_t> slots = {0};
+    for (int64_t t0 = 0; t0 < n; t0 += piece) {
+      int64_t rows = std::min(piece, n - t0);
+      std::vector<int32_t> cu = {0, (int32_t)rows}, carried = {t0 > 0};
+      StateRows step{cu.data(), slots.data(), slots.data(), carried.data(), 1};
+      conv1dStates(x.data() + t0 * C, C, K, w.data(), bias.data(), Act::None, step, pool.data(), got.data() + t0 * C,
+                   serial, false, G, init.data());
+    }
+    EXPECT_LE(maxRelDiff(got, want), 1e-5) << "steps of " << piece;
+    for (int64_t c = 0; c < C; ++c) // the state is the last K - 1 inputs
+      for (int64_t j = 0; j < K - 1; ++j)
+        EXPECT_EQ(pool[c * (K - 1) + j], x[(n - (K - 1) + j) * C + c]);
+  }
+}
+
+// The shift hands each row the previous one: the first row of a fresh request gets `initial`
+// (or zeros), a carried request's the last row of its previous step.
+TEST(Shift, EachRowReadsThePreviousOne) {
+  const int64_t C = 2;
+  std::vector<float> x = {1, 2, 3, 4, 5, 6}, init = {-1, -2}, pool(C, NAN), got(6, NAN);
+  std::vector<int32_t> cu = {0, 2}, cu2 = {0, 1}, slots = {0}, fresh = {0}, carried = {1};
+  StateRows first{cu.data(), slots.data(), slots.data(), fresh.data(), 1},
+      second{cu2.data(), slots.data(), slots.data(), carried.data(), 1};
+  shiftStates(x.data(), C, init.data(), first, pool.data(), got.data(), serial);
+  shiftStates(x.data() + 4, C, init.data(), second, pool.data(), got.data() + 4, serial);
+  EXPECT_EQ(got, (std::vector<float>{-1, -2, 1, 2, 3, 4}));
+  EXPECT_EQ(pool, (std::vector<float>{5, 6}));
+  shiftStates(x.data(), C, nullptr, first, pool.data(), got.data(), serial);
+  EXPECT_EQ(got[0], 0.0f);
+  EXPECT_EQ(got[1], 0.0f);
+}
+
 } // namespace
 } // namespace cbc::rt::cpu

@@ -300,6 +300,8 @@ class RouterProbe:
                 self.handles.append(mod.router.register_forward_hook(self._logits_hook(mod.top_k)))
             elif type(mod).__name__ == "JetMoeTopKGating":  # returns a grouping; its linear layer the logits
                 self.handles.append(mod.layer.register_forward_hook(self._logits_hook(mod.top_k)))
+            elif type(mod).__name__ == "ZayaRouter":  # top-1 of softmax + balancing_biases over E + 1 (skip) classes
+                self.handles.append(mod.register_forward_hook(self._zaya_hook(name)))
             elif type(mod).__name__.endswith(("TopKRouter", "TopkRouter")) or type(mod).__name__ in PLAIN_ROUTERS:
                 if type(mod).__name__ in MLA_ROUTERS:
                     self.handles.append(mod.register_forward_hook(self._mla_hook(name)))
@@ -470,10 +472,64 @@ class RouterProbe:
 
         return hook
 
+    def _zaya_hook(self, name):
+        """ZayaRouter (top-1, E real experts + a skip class, index E): e* = argmax(softmax(logits) + balancing_biases),
+        the softmax taken in the model dtype and the sum in fp32. The gap is between the best and second-best biased
+        probability: a logit error e moves each probability by at most e/2 (as for Ernie4_5_MoeTopKRouter), so it is
+        already logit-equivalent. Its outputs are (logits [T, E+1], the chosen probability [T, 1] (0 for the skip
+        class), the chosen index [T, 1] (0 for the skip class), the router state passed to the next layer)."""
+
+        def hook(mod, args, out):
+            logits = out[0].detach().float().reshape(-1, out[0].shape[-1])
+            E = logits.shape[-1] - 1
+            bias = mod.balancing_biases.float()
+            probs = logits.softmax(-1)
+            top = torch.topk(probs + bias, 2, dim=-1)
+            self.min_gap = min(self.min_gap, float((top.values[:, 0] - top.values[:, 1]).min()))
+            choice = top.indices[:, 0]
+            skip = choice == E
+            # the module's own choice: index (skip -> 0) and weight (skip -> 0, else the unbiased probability)
+            idx, w = out[2].detach().reshape(-1), out[1].detach().float().reshape(-1)
+            chosen_p = probs.gather(1, choice[:, None])[:, 0]
+            agree = torch.where(skip, (idx == 0) & (w == 0), (idx == choice) & (w == chosen_p))
+            self.mismatches += int((~agree).sum())
+            # bf16: logits rounded, softmax rounded (what a bf16 transformers model computes), bias added in fp32
+            rounded = logits.to(torch.bfloat16).softmax(-1).float() + bias
+            best = rounded.gather(1, choice[:, None])[:, 0]
+            others = rounded.scatter(1, choice[:, None], -math.inf).max(-1).values
+            if bool((best <= others).any()):
+                self.bf16_stable = False
+            if self.recording:
+                st = self.plain_stats.setdefault(
+                    name, {"tokens": 0, "expert_counts": [0] * (E + 1), "skip_selections": 0, "choice_changed_by_bias": 0}
+                )
+                st["tokens"] += logits.shape[0]
+                for e, n in enumerate(torch.bincount(choice, minlength=E + 1).tolist()):
+                    st["expert_counts"][e] += n
+                st["skip_selections"] += int(skip.sum())
+                st["choice_changed_by_bias"] += int((probs.argmax(-1) != choice).sum())
+                self.zaya_routers = True
+
+        return hook
+
     def plain_summary(self) -> dict | None:
-        """meta.json's checks.routers for the STATS_ROUTERS families (None for the others)."""
+        """meta.json's checks.routers for the STATS_ROUTERS families and zaya (None for the others)."""
         if not self.plain_stats:
             return None
+        if getattr(self, "zaya_routers", False):
+            skips = sum(st["skip_selections"] for st in self.plain_stats.values())
+            total = sum(st["tokens"] for st in self.plain_stats.values())
+            return {
+                "note": "ZayaRouter: top-1 of softmax(logits) + balancing_biases over E + 1 classes, the last the skip "
+                "class (zero MoE output); expert_counts[E] counts it. Gap = best minus second-best biased probability "
+                "(logit-equivalent, see RouterProbe._zaya_hook); choice_changed_by_bias counts the tokens whose "
+                "argmax of the unbiased probabilities differs. Counts over one uncached forward of prompt+tokens[:-1] "
+                "per prompt",
+                "min_top_k_gap": self.min_gap,
+                "skip_fraction": skips / total,
+                "recomputed_choice_mismatches": self.mismatches,
+                "per_router": dict(sorted(self.plain_stats.items())),
+            }
         return {
             "note": "gap in logit units (raw logits for Llama4Router; 2 x the biased-score gap for MiniMaxM2TopKRouter); "
             "counts over one uncached forward of prompt+tokens[:-1] per prompt",
@@ -1196,6 +1252,41 @@ def feature_effects(model, kind: str, prompts, token_lists) -> dict:
         out["qk_norm_per_head_not_whole_projection"] = delta()
         for n in norms:
             del n.forward
+    elif kind == "zaya":
+        layers = model.model.layers
+        gates = [layer.mlp.gate for layer in layers]
+
+        def switched(tensors, value, name):
+            saved = [t.detach().clone() for t in tensors]
+            for t in tensors:
+                value(t)
+            out[name] = delta()
+            for t, v in zip(tensors, saved):
+                t.copy_(v)
+
+        switched([g.balancing_biases for g in gates], lambda t: t.zero_(), "no_balancing_biases")
+        switched([g.balancing_biases[-1:] for g in gates], lambda t: t.fill_(-10.0), "skip_class_never_chosen")
+        switched([g.router_states_scale for g in gates if g.use_eda], lambda t: t.zero_(), "no_eda_router_state")
+        switched([layer.self_attn.qk_norm.temp for layer in layers], lambda t: t.fill_(1.0), "key_temperature_one")
+        switched(
+            [p for layer in layers for r in (layer.post_attention_residual_scale, layer.post_mlp_residual_scale)
+             for p in (r.hidden_states_scale, r.residual_scale)]
+            + [model.model.input_hidden_states_scale],
+            lambda t: t.fill_(1.0),
+            "residual_and_input_scales_one",
+        )
+        switched(
+            [p for layer in layers for r in (layer.post_attention_residual_scale, layer.post_mlp_residual_scale)
+             for p in (r.hidden_states_bias, r.residual_bias)]
+            + [model.model.input_hidden_states_bias],
+            lambda t: t.zero_(),
+            "residual_and_input_biases_zero",
+        )
+        switched(
+            [layer.self_attn.qkv_proj.v_proj_delayed.bias for layer in layers],
+            lambda t: t.zero_(),
+            "v_proj_delayed_bias_zero",
+        )
     assert max(float((a - b).abs().max()) for a, b in zip(base, rows())) == 0.0  # everything restored
     return {
         "note": "max |dlogit| over every position of one uncached forward of prompt+tokens[:-1] (all prompts) with "
@@ -1308,6 +1399,8 @@ def make_model(family: str, seed: int):
     )
     if spec.get("row_scale"):
         row_scale_(model, spec["row_scale"])
+    if spec.get("buffer_set"):
+        buffer_set_(model, spec["buffer_set"])
     if spec.get("mxfp4"):
         mxfp4_round_experts_(model)
     if spec.get("fp8_block"):
@@ -1315,6 +1408,18 @@ def make_model(family: str, seed: int):
     if spec.get("bitnet_ternary"):
         bitnet_linears_(model)
     return cfg, model
+
+
+def buffer_set_(model, rules) -> None:
+    """Sets element `index` of every matching buffer to `value` (bf16-exact) after the draw: for a value the family's
+    loader forces whatever the checkpoint holds (zaya's from_pretrained sets balancing_biases[-1] to -1.0), so that
+    the checkpoint, the oracle model and a model reloaded from the checkpoint agree."""
+    with torch.no_grad():
+        for name, b in model.named_buffers():
+            for pattern, index, value in rules:
+                if re.search(pattern, name):
+                    assert float(torch.tensor(value).to(torch.bfloat16)) == value, value
+                    b[index] = value
 
 
 def row_scale_(model, rules) -> None:
@@ -1654,6 +1759,13 @@ def build_family(family: str, out_dir: Path, verbose: bool = True) -> dict:
             "head rather than over the whole projection; both far above atol. checks.routers counts the tokens whose "
             "expert set the bias changes."
         )
+    if spec.get("feature_effects") == "zaya":
+        notes.append(
+            "checks.feature_effects: how far the rows move with the balancing biases zeroed, the skip class never "
+            "chosen (its bias -10), the EDA router state dropped (router_states_scale 0), the key temperature 1, the "
+            "residual-scaling and input scales 1 or their biases 0, and v_proj_delayed's bias (v of the delayed half at "
+            "position 0) zeroed; each is far above atol. checks.routers counts the skip class (expert_counts[E])."
+        )
     if spec.get("fp8_block"):
         bR, bC = spec["fp8_block"]
         fp8_experts = (
@@ -1752,6 +1864,11 @@ def build_family(family: str, out_dir: Path, verbose: bool = True) -> dict:
         )
     if spec.get("buffer_init"):
         meta["init"]["buffers"] = [list(r) for r in spec["buffer_init"]]
+    if spec.get("buffer_set"):
+        meta["init"]["buffer_set"] = {
+            "note": "after the draw: element index of matching buffers set to value",
+            "rules": [list(r) for r in spec["buffer_set"]],
+        }
     if spec.get("row_scale"):
         meta["init"]["row_scale"] = {
             "note": "after the draw: rows [0, rows) (all if null) of matching weights x factor (a power of two)",

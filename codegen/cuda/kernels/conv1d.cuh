@@ -1,6 +1,6 @@
-// The causal depthwise convolution over each request's rows: one thread per (request,
-// channel) walks the rows in order with the K - 1 carried inputs in registers, starting from
-// the request's state (its input unit) and leaving the last K - 1 inputs in its output unit.
+// The causal convolution over each request's rows: one thread per (request, channel) walks the
+// rows in order, starting from the request's state (its input unit) and leaving the last K - 1
+// inputs in its output unit. Also the token shift, the same walk with no weights.
 #ifndef CBC_CODEGEN_CUDA_KERNELS_CONV1D_CUH
 #define CBC_CODEGEN_CUDA_KERNELS_CONV1D_CUH
 
@@ -8,14 +8,111 @@
 
 namespace cbc {
 
-// RES: the row itself is added in fp32, x + act(conv x), before the one rounding to TY.
-template <class TX, class TW, class TB, class TY, int C, int K, Act A, bool RES = false>
+// The input of channel `c` at request row m (0-based; m < 0: before the step, from the state
+// or, for a fresh request, `initial`).
+template <class TX, class TI, int C, int HIST>
+__device__ __forceinline__ float conv1d_input(const TX *x, const TI *initial, const float *start, bool fresh,
+                                              int first, int m, int c) {
+  if (m >= 0)
+    return ld(x, (long long)(first + m) * C + c);
+  if (fresh)
+    return ld_or_zero(initial, c);
+  return start[(long long)c * HIST + HIST + m];
+}
+
+// RES: the row itself is added in fp32, x + act(conv x), before the one rounding to TY. G: the
+// channels per group (1: depthwise, the K - 1 carried inputs in registers; more: the block is
+// one group, whose threads read each other's inputs and state). TI: the inputs a fresh
+// request starts from (void: zeros).
+template <class TX, class TW, class TB, class TY, int C, int K, Act A, bool RES = false, int G = 1,
+          class TI = void>
 __device__ __forceinline__ void conv1d(const CbcArgs &a) {
   using S = slots::Conv1d;
   constexpr int HIST = K - 1, HIST1 = HIST > 1 ? HIST : 1;
   const TX *x = (const TX *)a.p[S::X];
   const TW *w = (const TW *)a.p[S::Weight];
   const TB *bias = (const TB *)a.p[S::Bias];
+  const TI *initial = (const TI *)a.p[S::Initial];
+  const int *cu = (const int *)a.p[S::CuSeqlens];
+  const int *state_in = (const int *)a.p[S::StateIn], *state_out = (const int *)a.p[S::StateOut];
+  const int *has_initial = (const int *)a.p[S::HasInitial];
+  float *pool = (float *)a.p[S::Pool];
+  TY *y = (TY *)a.p[S::Out];
+  int r = blockIdx.x;
+  bool fresh = !has_initial[r];
+  const float *start = HIST > 0 ? pool + (long long)state_in[r] * C * HIST : 0;
+  float *state = HIST > 0 ? pool + (long long)state_out[r] * C * HIST : 0;
+  int first = cu[r], n = cu[r + 1] - cu[r];
+  if constexpr (G == 1) {
+    int c = blockIdx.y * blockDim.x + threadIdx.x;
+    if (c >= C)
+      return;
+    float b = 0.0f;
+    if constexpr (present<TB>)
+      b = ld(bias, c);
+    float hist[HIST1];
+    for (int j = 0; j < HIST; ++j)
+      hist[j] = conv1d_input<TX, TI, C, HIST>(x, initial, start, fresh, first, j - HIST, c);
+    float wr[K];
+    for (int j = 0; j < K; ++j)
+      wr[j] = ld(w, (long long)c * K + j);
+    for (int t = 0; t < n; ++t) {
+      float xv = ld(x, (long long)(first + t) * C + c);
+      float acc = b + wr[K - 1] * xv;
+      for (int j = 0; j < HIST; ++j)
+        acc += wr[j] * hist[j];
+      st(y, (long long)(first + t) * C + c, RES ? act<A>(acc) + xv : act<A>(acc));
+      for (int j = 0; j + 1 < HIST; ++j)
+        hist[j] = hist[j + 1];
+      if constexpr (HIST > 0)
+        hist[HIST - 1] = xv;
+    }
+    for (int j = 0; j < HIST; ++j)
+      state[(long long)c * HIST + j] = hist[j];
+  } else {
+    // Block y is group y; its threads stride over the group's channels.
+    int g0 = blockIdx.y * G;
+    for (int c = g0 + threadIdx.x; c < g0 + G; c += blockDim.x) {
+      float b = 0.0f;
+      if constexpr (present<TB>)
+        b = ld(bias, c);
+      for (int t = 0; t < n; ++t) {
+        float acc = b;
+        for (int i = 0; i < G; ++i)
+          for (int j = 0; j < K; ++j)
+            acc += ld(w, ((long long)c * G + i) * K + j) *
+                   conv1d_input<TX, TI, C, HIST>(x, initial, start, fresh, first, t - HIST + j, g0 + i);
+        float xv = ld(x, (long long)(first + t) * C + c);
+        st(y, (long long)(first + t) * C + c, RES ? act<A>(acc) + xv : act<A>(acc));
+      }
+    }
+    // Every thread of the group has read the input state before any overwrites it (the input
+    // and output units may be one).
+    constexpr int PER = 8; // channels a thread holds across the barrier, in rounds of PER
+    for (int base = g0; base < g0 + G; base += PER * (int)blockDim.x) {
+      float last[PER][HIST1];
+      for (int k = 0; k < PER; ++k) {
+        int c = base + k * (int)blockDim.x + threadIdx.x;
+        for (int j = 0; j < HIST && c < g0 + G; ++j)
+          last[k][j] = conv1d_input<TX, TI, C, HIST>(x, initial, start, fresh, first, n - HIST + j, c);
+      }
+      __syncthreads();
+      for (int k = 0; k < PER; ++k) {
+        int c = base + k * (int)blockDim.x + threadIdx.x;
+        for (int j = 0; j < HIST && c < g0 + G; ++j)
+          state[(long long)c * HIST + j] = last[k][j];
+      }
+      __syncthreads();
+    }
+  }
+}
+
+// Each request's rows one row later: one thread per (request, channel) carries the previous
+// input, starting from the state (or, for a fresh request, `initial`, TI void: zeros).
+template <class TX, class TI, class TY, int C> __device__ __forceinline__ void shift(const CbcArgs &a) {
+  using S = slots::Shift;
+  const TX *x = (const TX *)a.p[S::X];
+  const TI *initial = (const TI *)a.p[S::Initial];
   const int *cu = (const int *)a.p[S::CuSeqlens];
   const int *state_in = (const int *)a.p[S::StateIn], *state_out = (const int *)a.p[S::StateOut];
   const int *has_initial = (const int *)a.p[S::HasInitial];
@@ -25,30 +122,12 @@ __device__ __forceinline__ void conv1d(const CbcArgs &a) {
   int c = blockIdx.y * blockDim.x + threadIdx.x;
   if (c >= C)
     return;
-  float hist[HIST1];
-  const float *start = HIST > 0 ? pool + ((long long)state_in[r] * C + c) * HIST : 0;
-  float *state = HIST > 0 ? pool + ((long long)state_out[r] * C + c) * HIST : 0;
-  for (int j = 0; j < HIST; ++j)
-    hist[j] = has_initial[r] ? start[j] : 0.0f;
-  float wr[K];
-  for (int j = 0; j < K; ++j)
-    wr[j] = ld(w, (long long)c * K + j);
-  float b = 0.0f;
-  if constexpr (present<TB>)
-    b = ld(bias, c);
+  float prev = has_initial[r] ? pool[(long long)state_in[r] * C + c] : ld_or_zero(initial, c);
   for (int t = cu[r]; t < cu[r + 1]; ++t) {
-    float xv = ld(x, (long long)t * C + c);
-    float acc = b + wr[K - 1] * xv;
-    for (int j = 0; j < HIST; ++j)
-      acc += wr[j] * hist[j];
-    st(y, (long long)t * C + c, RES ? act<A>(acc) + xv : act<A>(acc));
-    for (int j = 0; j + 1 < HIST; ++j)
-      hist[j] = hist[j + 1];
-    if constexpr (HIST > 0)
-      hist[HIST - 1] = xv;
+    st(y, (long long)t * C + c, prev);
+    prev = ld(x, (long long)t * C + c);
   }
-  for (int j = 0; j < HIST; ++j)
-    state[j] = hist[j];
+  pool[(long long)state_out[r] * C + c] = prev;
 }
 
 } // namespace cbc

@@ -145,14 +145,14 @@ template <class TX, class TG, class TY, int W, int GW> __device__ __forceinline_
                  [&](long long i, long long r, long long c) { st(y, i, ld(x, i) * ld(g, r * GW + c / (W / GW))); });
 }
 
-// x * g[0]: one learned scalar on every element.
-template <class TX, class TG, class TY, int W> __device__ __forceinline__ void mul_scalar(const CbcArgs &a) {
+// x * g for a weight g of N entries on every row, each on W / N consecutive columns (N = 1: a
+// learned scalar).
+template <class TX, class TG, class TY, int W, int N> __device__ __forceinline__ void mul_weight(const CbcArgs &a) {
   using S = slots::Mul;
   const TX *x = (const TX *)a.p[S::X];
   const TG *g = (const TG *)a.p[S::G];
   TY *y = (TY *)a.p[S::Out];
-  float f = ld(g, 0);
-  for_element<W>(a.i[S::Rows], [&](long long i, long long, long long) { st(y, i, ld(x, i) * f); });
+  for_element<W>(a.i[S::Rows], [&](long long i, long long, long long c) { st(y, i, ld(x, i) * ld(g, c / (W / N))); });
 }
 
 // A GLU over rows of 2I: gate and up as halves or interleaved columns.

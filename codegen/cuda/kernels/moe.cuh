@@ -471,7 +471,8 @@ __device__ __forceinline__ void moe_slot_linear(const CbcArgs &a) {
 
 // Z > 0: ids E .. E + Z - 1 are identity experts, which mix in the input row x (of type TX).
 // With SCALE_IN the weights already scaled the experts' inputs, so their outputs add as they are.
-template <class TO, int E, int K, int H, int Z = 0, class TX = float, bool SCALE_IN = false>
+// NUL > 0: the ids after those are null experts, which add nothing.
+template <class TO, int E, int K, int H, int Z = 0, class TX = float, bool SCALE_IN = false, int NUL = 0>
 __device__ __forceinline__ void moe_combine(const CbcArgs &a) {
   using S = slots::MoeCombine;
   const int *offsets = (const int *)a.p[S::Plan];
@@ -485,9 +486,10 @@ __device__ __forceinline__ void moe_combine(const CbcArgs &a) {
   for (int h = threadIdx.x; h < H; h += blockDim.x) {
     float v = 0.0f;
     for (int j = 0; j < K; ++j) {
-      if constexpr (Z > 0)
+      if constexpr (Z > 0 || NUL > 0)
         if (ids[t * K + j] >= E) {
-          v += weights[t * K + j] * ld(x, t * H + h);
+          if (ids[t * K + j] < E + Z)
+            v += weights[t * K + j] * ld(x, t * H + h);
           continue;
         }
       v += (SCALE_IN ? 1.0f : weights[t * K + j]) * out[(long long)where[t * K + j] * H + h];

@@ -32,6 +32,13 @@ __device__ __forceinline__ void st(float *p, long long i, float v) { p[i] = v; }
 // An optional operand is absent when its element type is void (its slot holds a null pointer).
 template <class T> constexpr bool present = true;
 template <> constexpr bool present<void> = false;
+// Element i of an optional operand, 0 where it is absent.
+template <class T> __device__ __forceinline__ float ld_or_zero(const T *p, long long i) {
+  if constexpr (present<T>)
+    return ld(p, i);
+  else
+    return 0.0f;
+}
 template <class A, class B> constexpr bool same = false;
 template <class A> constexpr bool same<A, A> = true;
 

@@ -351,7 +351,12 @@ struct MoeCombine { // Ids and X: for the identity experts
 // Per-request recurrences: the request metadata and the state pool follow the inputs. A request
 // reads its state from unit StateIn[r] of the pool and leaves it in unit StateOut[r].
 struct Conv1d {
-  enum Ptr { X, Weight, Bias, CuSeqlens, StateIn, StateOut, HasInitial, Pool, Out, NumPtr };
+  enum Ptr { X, Weight, Bias, CuSeqlens, StateIn, StateOut, HasInitial, Pool, Out, Initial, NumPtr };
+  enum Int { NumInt };
+  enum Flt { NumFlt };
+};
+struct Shift {
+  enum Ptr { X, Initial, CuSeqlens, StateIn, StateOut, HasInitial, Pool, Out, NumPtr };
   enum Int { NumInt };
   enum Flt { NumFlt };
 };

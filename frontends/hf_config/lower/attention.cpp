@@ -199,6 +199,8 @@ Value StepBuilder::attention(int64_t layer, Value x, const AttnSite &site) {
     return relativeAttention(layer, x, site);
   if (spec_.attn.head_experts.experts > 0)
     return headExpertsAttention(layer, x, site);
+  if (spec_.attn.cca.t0 > 0)
+    return ccaAttention(layer, x, site);
   const AttentionSpec a = layerAttention(layer);
   const Names &n = spec_.names;
   const LayerSpec &L = spec_.layers[layer];

@@ -114,8 +114,28 @@ Value StepBuilder::sinkMoeMlp(int64_t layer, Value x) {
                     {.parts = {{hf(layer, n.shared.down[0]), hf(layer, n.experts.down[0])}}});
   auto layout = GluLayoutAttr::get(b_.getContext(), GluLayout::halves);
   return MoeExpertsOp::create(b_, loc_, rows(H), x, route.getIds(), w, wgu, wd, Value(), Value(), gluAct(m.act), layout,
-                              UnitAttr(), b_.getI64IntegerAttr(0), UnitAttr())
+                              UnitAttr(), b_.getI64IntegerAttr(0), UnitAttr(), b_.getI64IntegerAttr(0))
       .getResult();
+}
+
+// RouterMlpSpec's router; its state r carries from one MoE layer to the next.
+Value StepBuilder::routerMlp(int64_t layer, Value x, int64_t columns) {
+  const RouterMlpSpec &rm = spec_.moe.router_mlp;
+  int64_t R = rm.hidden, H = spec_.hidden_size;
+  auto tensor = [&](const std::string &name) { return hf(layer, rm.module + "." + name); };
+  auto dense = [&](Value in, const std::string &name, int64_t out, int64_t width) {
+    std::string p = "moe.router." + name.substr(name.rfind('.') + 1);
+    return linear(in, weight(prog(layer, p), {out, width}, tensor(name + ".weight")),
+                  weight(prog(layer, p + "_bias"), {out}, tensor(name + ".bias")));
+  };
+  Value r = dense(x, "down_proj", R, H);
+  if (routerState_)
+    r = add(r, mul(routerState_, weight(prog(layer, "moe.router.state_scale"), {R}, tensor("router_states_scale"))));
+  routerState_ = r;
+  Value h = norm(r, weight(prog(layer, "moe.router.norm"), {R}, tensor("router_mlp.norm.weight")));
+  h = act(dense(h, "router_mlp.fc1", R, R), Activation::gelu);
+  h = act(dense(h, "router_mlp.fc2", R, R), Activation::gelu);
+  return linear(h, weight(prog(layer, "moe.router.out"), {columns, R}, tensor("router_mlp.out_proj.weight")));
 }
 
 Value StepBuilder::moeMlp(int64_t layer, Value x) {
@@ -153,16 +173,18 @@ Value StepBuilder::moeMlp(int64_t layer, Value x) {
     gateUpBias = weight(prog(layer, "moe.gate_up_bias"), {E, 2 * I}, {.parts = {layerNames(n.experts.gate_up_bias, 0)}});
   if (!n.experts.down_bias.empty())
     downBias = weight(prog(layer, "moe.down_bias"), {E, H}, hf(layer, n.experts.down_bias));
-  // The router scores the routed experts and then the identity (zero) experts.
-  int64_t routed = E + m.zero_experts;
-  Value router = weight(prog(layer, "moe.router"), {routed, H}, hf(layer, n.router));
-  Value routerBias, selectionBias;
+  // The router scores the routed experts, then the identity (zero) experts, then the null ones.
+  int64_t routed = E + m.zero_experts + m.null_experts;
+  bool mlpRouter = m.router_mlp.hidden > 0;
+  Value router, routerBias, selectionBias;
+  if (!mlpRouter)
+    router = weight(prog(layer, "moe.router"), {routed, H}, hf(layer, n.router));
   if (!n.router_bias.empty())
     routerBias = weight(prog(layer, "moe.router_bias"), {routed}, hf(layer, n.router_bias));
   if (!n.selection_bias.empty())
     selectionBias = fp32Weight(prog(layer, "moe.selection_bias"), {routed},
                                {.parts = {{hf(layer, n.selection_bias)}}, .flatten = n.selection_bias_row});
-  Value logits = linear(x, router, routerBias);
+  Value logits = mlpRouter ? routerMlp(layer, x, routed) : linear(x, router, routerBias);
   if (m.router_softcap > 0)
     logits = SoftcapOp::create(b_, loc_, logits.getType(), logits, b_.getF64FloatAttr(m.router_softcap)).getResult();
   RouteGroupsAttr groups;
@@ -182,7 +204,8 @@ Value StepBuilder::moeMlp(int64_t layer, Value x) {
                                    downBias, gluAct(m.act, m.limit, m.alpha), layout,
                                    m.gated ? UnitAttr() : b_.getUnitAttr(),
                                    b_.getI64IntegerAttr(m.zero_experts),
-                                   m.scale_input ? b_.getUnitAttr() : UnitAttr())
+                                   m.scale_input ? b_.getUnitAttr() : UnitAttr(),
+                                   b_.getI64IntegerAttr(m.null_experts))
                   .getResult();
   if (!n.output_bias.empty())
     out = add(out, weight(prog(layer, "moe.output_bias"), {H}, hf(layer, n.output_bias)));

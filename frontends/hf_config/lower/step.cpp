@@ -58,6 +58,10 @@ Value StepBuilder::embed(Value &table) {
     embedScale = scale.convertToFloat();
   }
   embeddings_ = EmbedOp::create(b_, loc_, rows(H), tokens_, table, b_.getF64FloatAttr(embedScale)).getResult();
+  if (const std::string &affine = spec_.names.embed_affine; !affine.empty()) {
+    embeddings_ = add(embeddings_, weight("embed_bias", {H}, spec_.prefix + affine + "_bias"));
+    embeddings_ = mul(embeddings_, weight("embed_scale", {H}, spec_.prefix + affine + "_scale"));
+  }
   if (spec_.embed_norm)
     embeddings_ = norm(embeddings_, spec_.norm_weight ? weight("embed_norm", {H}, spec_.prefix + spec_.names.embed +
                                                                                ".embed_norm.weight")
@@ -76,8 +80,10 @@ Value StepBuilder::decoderLayer(int64_t l, Value x) {
   const LayerSpec &L = spec_.layers[l];
   const Names &nm = spec_.names;
   bool post = L.post_norm, hasMixer = L.kind != LayerKind::None;
-  // alpha * x + beta * h, beta with the model's residual scale.
-  auto residual = [&](Value h, double alpha, double beta) {
+  // alpha * x + beta * h, beta with the model's residual scale; or the affine form of `site`.
+  auto residual = [&](Value h, double alpha, double beta, const std::string &site = "") {
+    if (!site.empty())
+      return affineResidual(l, site, x, h);
     beta *= spec_.residual_scale;
     return add(alpha == 1.0 ? x : scaleBy(x, alpha), beta == 1.0 ? h : scaleBy(h, beta));
   };
@@ -96,7 +102,7 @@ Value StepBuilder::decoderLayer(int64_t l, Value x) {
       h = layerNorm(l, nm.post_attn_norm, h);
     if (spec_.branch_conv_kernel > 0)
       h = residualConv(l, h, "attn_sconv", "attn_conv");
-    x = residual(h, L.mixer_alpha, L.mixer_beta);
+    x = residual(h, L.mixer_alpha, L.mixer_beta, nm.affine_mixer);
   }
   if (L.mlp) {
     // A feed-forward-only layer has a single norm, the input norm.
@@ -107,9 +113,18 @@ Value StepBuilder::decoderLayer(int64_t l, Value x) {
       m = layerNorm(l, nm.post_ff_norm, m);
     if (spec_.branch_conv_kernel > 0)
       m = residualConv(l, m, "mlp_sconv", "mlp_conv");
-    x = residual(m, L.mlp_alpha, L.mlp_beta);
+    x = residual(m, L.mlp_alpha, L.mlp_beta, nm.affine_mlp);
   }
   return x;
+}
+
+Value StepBuilder::affineResidual(int64_t l, const std::string &site, Value x, Value f) {
+  int64_t H = spec_.hidden_size;
+  auto vec = [&](const char *name) {
+    return weight(prog(l, site + "." + name), {H}, hf(l, site + "." + name));
+  };
+  Value branch = mul(add(f, vec("hidden_states_bias")), vec("hidden_states_scale"));
+  return add(branch, mul(add(x, vec("residual_bias")), vec("residual_scale")));
 }
 
 // The residual stream carries the normed input: h = norm(x); x = alpha h + beta mixer(h); then

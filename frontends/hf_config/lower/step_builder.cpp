@@ -154,8 +154,8 @@ Value StepBuilder::linear(Value x, Value w, Value bias) {
 }
 
 Value StepBuilder::conv1d(int64_t layer, Value x, Value w, Value bias, Activation act, StringRef state,
-                          bool residual) {
-  return StateConv1dOp::create(b_, loc_, x.getType(), x, w, bias, cuSeqlens_, stateIn_, stateOut_, hasInitial_,
+                          bool residual, Value initial) {
+  return StateConv1dOp::create(b_, loc_, x.getType(), x, w, bias, initial, cuSeqlens_, stateIn_, stateOut_, hasInitial_,
                                b_.getI64IntegerAttr(layer), actAttr(act),
                                residual ? b_.getUnitAttr() : UnitAttr(), b_.getStringAttr(state))
       .getResult();

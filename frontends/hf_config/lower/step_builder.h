@@ -72,6 +72,10 @@ private:
                         int64_t width);
   Value transposeHeads(Value x, int64_t blocks, int64_t per, int64_t dim);
   Value headExpertsAttention(int64_t layer, Value x, const AttnSite &site);
+  // Compressed convolutional attention (cca.cpp) and its head regroupings.
+  Value ccaAttention(int64_t layer, Value x, const AttnSite &site);
+  Value repeatHeads(Value x, int64_t heads, int64_t dim, int64_t times);
+  Value meanHeads(Value x, int64_t heads, int64_t dim, int64_t group);
   // The attention spec with the layer's own head counts and width where it has them.
   AttentionSpec layerAttention(int64_t layer) const;
   // Attention with a relative-position bias from the hidden state (relative_attention.cpp).
@@ -99,6 +103,11 @@ private:
   // The dense MLP; `module` names another MLP module of the layer than Names::mlp.
   Value denseMlp(int64_t layer, Value x, const std::string &module = "");
   Value moeMlp(int64_t layer, Value x);
+  // RouterMlpSpec's router: its logits over `columns` choices.
+  Value routerMlp(int64_t layer, Value x, int64_t columns);
+  Value routerState_; // the last MoE layer's RouterMlpSpec state r, which the next one adds in
+  // (f + fb) * fs + (x + xb) * xs with the vectors of <layer>.<site> (Names::affine_mixer/mlp).
+  Value affineResidual(int64_t layer, const std::string &site, Value x, Value f);
   Value sharedExpert(int64_t layer, Value x);
   // Routed experts with sink experts in one normalisation (MoeSpec::sinks).
   Value sinkMoeMlp(int64_t layer, Value x);
@@ -140,7 +149,7 @@ private:
   Value layerNorm(int64_t layer, const std::string &hfName, Value x, bool gated);
   Value linear(Value x, Value w, Value bias = {});
   Value conv1d(int64_t layer, Value x, Value w, Value bias, Activation act, llvm::StringRef state = "conv",
-               bool residual = false);
+               bool residual = false, Value initial = {});
   Value act(Value x, Activation kind);
   // xIELU with its parameters alpha_p, alpha_n, beta and eps at <hfPrefix><name>.
   Value xielu(Value x, const std::string &progPrefix, const std::string &hfPrefix);

@@ -9,9 +9,9 @@
 // RUN: cbc-translate --cbc-to-artefact %t.mlir -o %t.fb
 // RUN: cbc dump %t.fb --program | FileCheck %s --check-prefix=PROGRAM
 // PROGRAM: cbc.moe.route %{{[0-9]+}}, %{{[0-9]+}}(layers.0.moe.selection_bias)  { k: 2, score: Sigmoid, renorm: true, renorm_eps: 0.0, scaling: 2.5, groups: { count: 2, keep: 1, score: Top2Sum, fill: NegInf }, sinks: 0, threshold: 0.0, bias_on_logits: false }
-// PROGRAM: cbc.moe.experts {{.*}}(layers.0.moe.down)  { glu: { act: Silu, layout: Halves }, ungated: false, identity_experts: 0, scale_input: false }
+// PROGRAM: cbc.moe.experts {{.*}}(layers.0.moe.down)  { glu: { act: Silu, layout: Halves }, ungated: false, identity_experts: 0, scale_input: false, null_experts: 0 }
 // PROGRAM: cbc.moe.route %{{[0-9]+}}  { k: 2, score: Softmax, renorm: false, renorm_eps: 0.0, scaling: 6.0, groups: { count: 3, keep: 2, score: Max, fill: Zero }, sinks: 0, threshold: 0.0, bias_on_logits: false }
-// PROGRAM: cbc.moe.experts {{.*}}(layers.1.moe.down)  { glu: { act: Silu, layout: Halves }, ungated: false, identity_experts: 2, scale_input: false }
+// PROGRAM: cbc.moe.experts {{.*}}(layers.1.moe.down)  { glu: { act: Silu, layout: Halves }, ungated: false, identity_experts: 2, scale_input: false, null_experts: 0 }
 
 // The CPU backend serves it (random weights).
 // RUN: echo '[5, 6, 7, 8]' > %t.prompts
@@ -26,9 +26,9 @@
 // CUDA-NEXT: cbc::moe_plan<4, 2>(a); }
 // CUDA-NEXT: cbc::moe_gate_up<bf16, bf16, void, bf16, 4, 32, 64, 2, cbc::Glu::halves, cbc::Unit::gated, cbc::Act::silu, false>(a); }
 // CUDA-NEXT: cbc::moe_down<bf16, bf16, void, 4, 32, 64>(a); }
-// CUDA-NEXT: cbc::moe_combine<bf16, 4, 2, 64, 0, bf16, false>(a); }
+// CUDA-NEXT: cbc::moe_combine<bf16, 4, 2, 64, 0, bf16, false, 0>(a); }
 // CUDA:      cbc::moe_route<float, void, 6, 2, cbc::Score::softmax, false, 3, 2, cbc::GroupScore::max, cbc::GroupFill::zero, false>(a); }
-// CUDA-NEXT: cbc::moe_combine<bf16, 4, 2, 64, 2, bf16, false>(a); }
+// CUDA-NEXT: cbc::moe_combine<bf16, 4, 2, 64, 2, bf16, false, 0>(a); }
 
 // NVRTC compiles them for both targets without spills.
 // RUN: cbc-translate --cbc-to-artefact --targets sm_80,sm_90 %t.mlir -o %t.cuda.fb

@@ -966,7 +966,7 @@ func.func @attention_missing_scale(%q: tensor<?x16xf32>, %p: tensor<?xi32>, %bt:
 // -----
 
 func.func @conv_weight_rank(%x: tensor<?x8xf32>, %w: tensor<8x4xbf16>, %i: tensor<?xi32>) {
-  // expected-error @+1 {{'cbc.state.conv1d' op weight must be [channels, 1, kernel]}}
+  // expected-error @+1 {{'cbc.state.conv1d' op weight must be [channels, group, kernel] with group dividing channels}}
   %0 = cbc.state.conv1d %x, %w, %i, %i, %i, %i {layer = 0 : i64} : (tensor<?x8xf32>, tensor<8x4xbf16>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
   return
 }
@@ -974,24 +974,48 @@ func.func @conv_weight_rank(%x: tensor<?x8xf32>, %w: tensor<8x4xbf16>, %i: tenso
 // -----
 
 func.func @conv_weight_channels(%x: tensor<?x8xf32>, %w: tensor<4x1x4xbf16>, %i: tensor<?xi32>) {
-  // expected-error @+1 {{'cbc.state.conv1d' op weight must be [channels, 1, kernel]}}
+  // expected-error @+1 {{'cbc.state.conv1d' op weight must be [channels, group, kernel] with group dividing channels}}
   %0 = cbc.state.conv1d %x, %w, %i, %i, %i, %i {layer = 0 : i64} : (tensor<?x8xf32>, tensor<4x1x4xbf16>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
   return
 }
 
 // -----
 
-// Not depthwise: the middle dimension (input channels per group) must be 1.
-func.func @conv_weight_middle(%x: tensor<?x8xf32>, %w: tensor<8x2x4xbf16>, %i: tensor<?xi32>) {
-  // expected-error @+1 {{'cbc.state.conv1d' op weight must be [channels, 1, kernel]}}
-  %0 = cbc.state.conv1d %x, %w, %i, %i, %i, %i {layer = 0 : i64} : (tensor<?x8xf32>, tensor<8x2x4xbf16>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+// Grouped: the middle dimension (input channels per group) must divide the channels.
+func.func @conv_weight_middle(%x: tensor<?x8xf32>, %w: tensor<8x3x4xbf16>, %i: tensor<?xi32>) {
+  // expected-error @+1 {{'cbc.state.conv1d' op weight must be [channels, group, kernel] with group dividing channels}}
+  %0 = cbc.state.conv1d %x, %w, %i, %i, %i, %i {layer = 0 : i64} : (tensor<?x8xf32>, tensor<8x3x4xbf16>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @conv_initial_length(%x: tensor<?x8xf32>, %w: tensor<8x1x4xbf16>, %b: tensor<4xbf16>, %i: tensor<?xi32>) {
+  // expected-error @+1 {{'cbc.state.conv1d' op initial must have one entry per channel}}
+  %0 = cbc.state.conv1d %x, %w initial(%b), %i, %i, %i, %i {layer = 0 : i64} : (tensor<?x8xf32>, tensor<8x1x4xbf16>, tensor<4xbf16>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @shift_initial_length(%x: tensor<?x8xf32>, %b: tensor<4xbf16>, %i: tensor<?xi32>) {
+  // expected-error @+1 {{'cbc.state.shift' op initial must have one entry per channel}}
+  %0 = cbc.state.shift %x initial(%b), %i, %i, %i, %i {layer = 0 : i64} : (tensor<?x8xf32>, tensor<4xbf16>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @shift_result_width(%x: tensor<?x8xf32>, %i: tensor<?xi32>) {
+  // expected-error @+1 {{'cbc.state.shift' op result width must equal the channel count}}
+  %0 = cbc.state.shift %x, %i, %i, %i, %i {layer = 0 : i64} : (tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x4xf32>
   return
 }
 
 // -----
 
 func.func @conv_weight_empty_kernel(%x: tensor<?x8xf32>, %w: tensor<8x1x0xbf16>, %i: tensor<?xi32>) {
-  // expected-error @+1 {{'cbc.state.conv1d' op weight must be [channels, 1, kernel]}}
+  // expected-error @+1 {{'cbc.state.conv1d' op weight must be [channels, group, kernel] with group dividing channels}}
   %0 = cbc.state.conv1d %x, %w, %i, %i, %i, %i {layer = 0 : i64} : (tensor<?x8xf32>, tensor<8x1x0xbf16>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
   return
 }
@@ -2454,8 +2478,16 @@ func.func @route_groups_k(%l: tensor<?x8xf32>) {
 // -----
 
 func.func @experts_identity_negative(%x: tensor<?x8xf32>, %ids: tensor<?x2xi32>, %w: tensor<?x2xf32>, %gu: tensor<4x12x8xbf16>, %d: tensor<4x8x6xbf16>) {
-  // expected-error @+1 {{'cbc.moe.experts' op identity_experts must not be negative}}
+  // expected-error @+1 {{'cbc.moe.experts' op identity_experts and null_experts must not be negative}}
   %0 = cbc.moe.experts %x, %ids, %w, %gu, %d {act = #cbc.act<silu>, identity_experts = -1 : i64} : (tensor<?x8xf32>, tensor<?x2xi32>, tensor<?x2xf32>, tensor<4x12x8xbf16>, tensor<4x8x6xbf16>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @experts_null_negative(%x: tensor<?x8xf32>, %ids: tensor<?x2xi32>, %w: tensor<?x2xf32>, %gu: tensor<4x12x8xbf16>, %d: tensor<4x8x6xbf16>) {
+  // expected-error @+1 {{'cbc.moe.experts' op identity_experts and null_experts must not be negative}}
+  %0 = cbc.moe.experts %x, %ids, %w, %gu, %d {act = #cbc.act<silu>, null_experts = -1 : i64} : (tensor<?x8xf32>, tensor<?x2xi32>, tensor<?x2xf32>, tensor<4x12x8xbf16>, tensor<4x8x6xbf16>) -> tensor<?x8xf32>
   return
 }
 
@@ -2464,7 +2496,7 @@ func.func @experts_identity_negative(%x: tensor<?x8xf32>, %ids: tensor<?x2xi32>,
 // The router scores 4 experts, but gate_up has 4 and there are 2 identity experts.
 func.func @experts_identity_router(%x: tensor<?x8xf32>, %l: tensor<?x4xf32>, %gu: tensor<4x12x8xbf16>, %d: tensor<4x8x6xbf16>) {
   %w, %ids = cbc.moe.route %l {k = 2 : i64, score = #cbc.score<softmax>} : tensor<?x4xf32> -> tensor<?x2xf32>, tensor<?x2xi32>
-  // expected-error @+1 {{'cbc.moe.experts' op the router must score the experts plus identity_experts (6 columns)}}
+  // expected-error @+1 {{'cbc.moe.experts' op the router must score the experts plus identity_experts and null_experts (6 columns)}}
   %0 = cbc.moe.experts %x, %ids, %w, %gu, %d {act = #cbc.act<silu>, identity_experts = 2 : i64} : (tensor<?x8xf32>, tensor<?x2xi32>, tensor<?x2xf32>, tensor<4x12x8xbf16>, tensor<4x8x6xbf16>) -> tensor<?x8xf32>
   return
 }
@@ -2671,9 +2703,9 @@ func.func @route_sinks_columns(%l: tensor<?x6xf32>) {
 
 // -----
 
-func.func @mul_weight_not_scalar(%x: tensor<?x8xf32>, %g: tensor<2xbf16>) {
-  // expected-error @+1 {{'cbc.math.mul' op a weight factor must have exactly one element}}
-  %0 = cbc.math.mul %x, %g : tensor<?x8xf32>, tensor<2xbf16> -> tensor<?x8xf32>
+func.func @mul_weight_not_dividing(%x: tensor<?x8xf32>, %g: tensor<3xbf16>) {
+  // expected-error @+1 {{'cbc.math.mul' op a weight factor must be one row whose length divides the operand's width}}
+  %0 = cbc.math.mul %x, %g : tensor<?x8xf32>, tensor<3xbf16> -> tensor<?x8xf32>
   return
 }
 

@@ -316,6 +316,28 @@ func.func @state_conv1d(%x: tensor<?x8xf32>, %w: tensor<8x1x4xbf16>, %b: tensor<
   return %0, %1, %2 : tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>
 }
 
+// A conv grouped in 2 groups of 4 channels (weight [C, 4, K]) that a fresh request starts from
+// `initial` inputs, and a token shift with and without its initial row.
+// CHECK-LABEL: func.func @state_grouped_conv_and_shift
+func.func @state_grouped_conv_and_shift(%x: tensor<?x8xf32>, %w: tensor<8x4x2xbf16>, %b: tensor<8xbf16>,
+                                        %cu: tensor<?xi32>) -> (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>) {
+  // CHECK: cbc.state.conv1d %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}} bias(%{{[a-z0-9_#]+}}) initial(%{{[a-z0-9_#]+}}), {{.*}} {layer = 0 : i64, state = "g"} : (tensor<?x8xf32>, tensor<8x4x2xbf16>, tensor<8xbf16>, tensor<8xbf16>,
+  %0 = cbc.state.conv1d %x, %w bias(%b) initial(%b), %cu, %cu, %cu, %cu {layer = 0 : i64, state = "g"} : (tensor<?x8xf32>, tensor<8x4x2xbf16>, tensor<8xbf16>, tensor<8xbf16>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  // CHECK: cbc.state.shift %{{[a-z0-9_#]+}} initial(%{{[a-z0-9_#]+}}), {{.*}} {layer = 0 : i64} : (tensor<?x8xf32>, tensor<8xbf16>,
+  %1 = cbc.state.shift %0 initial(%b), %cu, %cu, %cu, %cu {layer = 0 : i64} : (tensor<?x8xf32>, tensor<8xbf16>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  // CHECK: cbc.state.shift %{{[a-z0-9_#]+}}, {{.*}} {layer = 1 : i64, state = "s"} : (tensor<?x8xf32>, tensor<?xi32>,
+  %2 = cbc.state.shift %1, %cu, %cu, %cu, %cu {layer = 1 : i64, state = "s"} : (tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  return %0, %1, %2 : tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>
+}
+
+// A weight factor of one entry per group of columns (a learned temperature per head).
+// CHECK-LABEL: func.func @mul_per_group_weight
+func.func @mul_per_group_weight(%x: tensor<?x8xf32>, %g: tensor<2xbf16>) -> tensor<?x8xf32> {
+  // CHECK: cbc.math.mul %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}} : tensor<?x8xf32>, tensor<2xbf16> -> tensor<?x8xf32>
+  %0 = cbc.math.mul %x, %g : tensor<?x8xf32>, tensor<2xbf16> -> tensor<?x8xf32>
+  return %0 : tensor<?x8xf32>
+}
+
 // A gated delta scan: 2 key heads of 4 and 4 value heads of 2, so q and k are [T, 8], v is
 // [T, 8], a and b are [T, 4], and the result is [T, 8].
 // CHECK-LABEL: func.func @state_scan

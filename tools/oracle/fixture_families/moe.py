@@ -101,6 +101,63 @@ LAGUNA_KWARGS = dict(
 )
 
 
+# ZAYA1 (model_type zaya)'s tiny shape. COMMON without intermediate_size: ZayaConfig has no dense MLP (every
+# layer is MoE), and the key would only land unread in config.json.
+ZAYA_KWARGS = dict(
+    num_hidden_layers=3,
+    num_attention_heads=4,
+    num_key_value_heads=2,
+    head_dim=16,
+    num_experts=4,
+    num_experts_per_tok=1,
+    moe_intermediate_size=16,  # 32 would put the directory at ~415 kB, over the 400 kB limit; 16 gives 340 kB
+    router_hidden_size=16,
+    cca_time0=2,
+    cca_time1=3,
+    attention_bias=True,
+    lm_head_bias=False,
+    tie_word_embeddings=False,
+    layer_types=["hybrid", "hybrid_sliding", "hybrid"],
+    sliding_window=8,
+    rope_parameters={
+        "hybrid": {"rope_type": "default", "rope_theta": 5000000.0, "partial_rotary_factor": 0.5},
+        "hybrid_sliding": {"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.5},
+    },
+)
+
+
+def _cfg_zaya():
+    from transformers import ZayaConfig
+
+    common = {k: v for k, v in COMMON.items() if k != "intermediate_size"}
+    return ZayaConfig(**{**common, **ZAYA_KWARGS})
+
+
+# ZAYA's upstream init leaves several vectors degenerate (qk_norm.temp 0, so every key is 0; the residual-scaling
+# and input affine vectors at exactly 1 / 0; router_states_scale 1; balancing_biases 0 with the skip class at -1,
+# so the skip class is never chosen). Every one is redrawn here (balancing_biases by the entry's buffer_init) so
+# that a reimplementation that drops or misplaces it fails.
+ZAYA_INIT_RULES = [
+    (r"qk_norm\.temp$", 1.0, 0.3),  # the per-KV-head key temperature
+    (r"input_hidden_states_scale$", 1.0, 0.2),
+    (r"input_hidden_states_bias$", 0.0, 0.2),
+    (r"_residual_scale\.(hidden_states|residual)_scale$", 1.0, 0.2),
+    (r"_residual_scale\.(hidden_states|residual)_bias$", 0.0, 0.2),
+    (r"gate\.router_states_scale$", 0.5, 0.3),  # EDA: how much of the previous layer's router state is added
+    (r"conv_qk_depthwise\.weight$", 0.0, 0.5),  # 2 taps: fan-in 2
+    (r"conv_qk_grouped\.weight$", 0.0, 0.15),  # 16 channels x 3 taps: fan-in 48
+    (r"conv_qk_(depthwise|grouped)\.bias$", 0.0, 0.2),
+    (r"qkv_proj\.(q_proj|k_proj|v_proj_current|v_proj_delayed)\.bias$", 0.0, 0.2),  # v_proj_delayed's is v at t=0
+    (r"self_attn\.o_proj\.bias$", 0.0, 0.1),
+    (r"router_mlp\.fc[12]\.weight$", 0.0, 0.5),  # fan-in 16
+    (r"router_mlp\.fc[12]\.bias$", 0.0, 0.2),
+    (r"router_mlp\.out_proj\.weight$", 0.0, 2.0),  # a decisive router over E+1 classes (logit std ~10-20)
+    # token embeddings well above the input/residual biases, or every position's hidden state looks alike and the
+    # router sends every token of a layer to one class
+    (r"embed_tokens\.weight$", 0.0, 1.0),
+]
+
+
 FAMILIES = {
     "gpt_oss": dict(
         atol_note="The swiglu clamps are 1-Lipschitz; a value within ~1e-6 of the limit can only move its output by that much. Sinks only add to the softmax denominator.",
@@ -795,6 +852,57 @@ FAMILIES = {
             "sigmoid router + e_score_correction_bias (N(0,0.3)) for the choice, top-2 of 4, renormalised, x 2.0 on "
             "the routed sum only",
             "every layer full attention (the block-sparse minimax_m3_sparse layers are refused)",
+        ],
+    ),
+    "zaya": dict(
+        atol_note="Routing: top-1 over E+1 = 5 classes by softmax(router logits) + balancing_biases (the skip class "
+        "last); the weight is the chosen class's unbiased softmax probability, not renormalised, and the skip class "
+        "gives a zero MoE output. The router gap is in logit units: a logit error e moves each probability by at "
+        "most e/2, so flipping two classes needs e >= their biased-probability gap, which is what is reported. The "
+        "weights are smooth once the choice is made.",
+        seed=20083,
+        build=_cfg_zaya,
+        init_rules=ZAYA_INIT_RULES,
+        # transformers' from_pretrained sets balancing_biases[E] (the skip class) to -1.0 whatever the checkpoint holds
+        # (ZayaPreTrainedModel._init_weights assigns it outside the initialised-tensor guard), so the checkpoint holds
+        # -1.0 there too; the real experts' biases sit around -0.8 so that the skip class still wins when its
+        # probability leads the best real expert's by about 0.2 (or trails it a little), where that expert's weight
+        # would not be negligible
+        buffer_init=[(r"mlp\.gate\.balancing_biases$", -0.8, 0.15)],
+        buffer_set=[(r"mlp\.gate\.balancing_biases$", -1, -1.0)],
+        zero_centred_norms=False,
+        prompt_lengths=PROMPT_LENGTHS_STATE,
+        state=True,
+        feature_effects="zaya",
+        features=[
+            "ZayaForCausalLM, 3 layers, each CCA attention then a top-1 MoE: layer_types [hybrid, hybrid_sliding, "
+            "hybrid] (layer 1 sliding, window 8: a query sees its last 8 keys); every layer carries a conv state and a "
+            "delayed-value state besides K/V",
+            "CCA projection: q_proj [64, 64] and k_proj [32, 64] with biases; residual q = (q + k[h // 2]) / 2, "
+            "residual k = mean of the residual q over its 2-head group; [q | k] (96 channels) through a depthwise "
+            "conv (kernel cca_time0 2) then a grouped conv (kernel cca_time1 3, 6 groups of 16 channels), both with "
+            "biases, zero left padding (the biases still apply there), added to the residual q / k; conv state = the "
+            "last (2 - 1) + (3 - 1) = 3 raw [q | k] projections, all 3 read (the two convs span 4 positions)",
+            "delayed value: v = concat(v_proj_current(x_t), v_proj_delayed(x_{t-1})) [16 + 16] viewed as 2 KV heads "
+            "of 16, so KV head 0 is all current token and head 1 all previous token; at position 0 the delayed half is "
+            "v_proj_delayed's bias (N(0, 0.2)); state = the last v_proj_delayed output",
+            "q/k L2-normalised per head to sqrt(16) (eps finfo(fp32).eps), keys x qk_norm.temp (N(1, 0.3); 0 "
+            "upstream), then RoPE on the first 8 of 16 dims (rotate-half; theta 5e6 on hybrid, 1e4 on hybrid_sliding "
+            "layers); GQA 4q/2kv, scale 16^-0.5, o_proj with bias, no output gate",
+            "affine input (embed + input_hidden_states_bias) x input_hidden_states_scale; fp32 residual stream; after "
+            "attention and after the MoE x = (f + hidden_states_bias) x hidden_states_scale + (x + residual_bias) x "
+            "residual_scale (scales N(1, 0.2), biases N(0, 0.2))",
+            "router: down_proj 64 -> 16 with bias, plus the previous layer's router state x router_states_scale on "
+            "layers 1-2 (EDA, N(0.5, 0.3)); RMSNorm(16), fc1 and fc2 16 -> 16 with biases and exact GELU, out_proj "
+            "16 -> 5 without bias; softmax over 4 experts + the skip class; top-1 on probabilities + balancing_biases "
+            "(experts N(-0.8, 0.15), skip -1.0); weight = the unbiased probability, not renormalised; the skip class "
+            "gives a zero MoE output (chosen for 80, 6 and 92 of 153 positions in layers 0-2; every expert is chosen in "
+            "every layer)",
+            "experts fused and stored fused: mlp.experts.gate_up_proj [4, 32, 64] (rows 0-15 gate, 16-31 up; "
+            "SiLU(gate) x up) and mlp.experts.down_proj [4, 64, 16], no .weight suffix; mlp.gate.balancing_biases [5] "
+            "is a checkpoint tensor",
+            "untied lm_head without bias; prompts 5, 23, 80 and the piecewise continuations carry both states across "
+            "forwards",
         ],
     ),
     "jetmoe": dict(
