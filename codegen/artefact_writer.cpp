@@ -167,6 +167,12 @@ Params writeSparseAttentionParams(fbs::FlatBufferBuilder &fbb, Operation &op) {
         fb::CacheSite site = cacheSite(o.getLayer(), o.getGroupAttr(), RetentionAttr::all(o.getContext()));
         return params(P::KvIndexAppendParams, fb::CreateKvIndexAppendParams(fbb, &site, o.getHeadDim()));
       })
+      .Case([&](KvBlockSelectOp o) {
+        fb::CacheSite site = cacheSite(o.getLayer(), o.getGroupAttr(), RetentionAttr::all(o.getContext()));
+        return params(P::KvBlockSelectParams,
+                      fb::CreateKvBlockSelectParams(fbb, &site, o.getNumHeads(), o.getHeadDim(), o.getBlock(),
+                                                    o.getTopk(), o.getLocal()));
+      })
       .Case([&](KvIndexSelectOp o) {
         fb::CacheSite site = cacheSite(o.getLayer(), o.getGroupAttr(), RetentionAttr::all(o.getContext()));
         return params(P::KvIndexSelectParams,
@@ -257,7 +263,7 @@ Params writeParams(fbs::FlatBufferBuilder &fbb, Operation &op) {
                       fb::CreateKvAttentionParams(fbb, &site, o.getNumHeads(), o.getNumKvHeads(), o.getHeadDim(),
                                                   f64(o.getScaleAttr()),
                                                   o.getSoftcapAttr() ? f64(o.getSoftcapAttr()) : 0.0,
-                                                  o.getBiasExtent()));
+                                                  o.getBiasExtent(), o.getSelectionHeads(), o.getSelectionBlock()));
       })
       .Case([&](KvLatentAttentionOp o) {
         fb::CacheSite site = cacheSite(o.getLayer(), o.getGroupAttr(), o.getRetention());

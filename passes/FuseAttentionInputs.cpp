@@ -2,6 +2,7 @@
 #include "dialects/cbc/CbcOps.h"
 #include "passes/Passes.h"
 
+#include "llvm/ADT/DenseSet.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 
@@ -89,8 +90,13 @@ std::optional<Chain> match(KvAppendOp append) {
 class FuseAttentionInputs : public impl::CbcFuseAttentionInputsBase<FuseAttentionInputs> {
 public:
   void runOnOperation() override {
+    // A layer that also keeps an index_key row has pool rows wider than the fused op's k | v.
+    llvm::DenseSet<int64_t> indexed;
+    getOperation().walk([&](KvIndexAppendOp op) { indexed.insert(op.getLayer()); });
     SmallVector<Chain> chains;
     getOperation().walk([&](KvAppendOp append) {
+      if (indexed.contains(append.getLayer()))
+        return;
       if (auto c = match(append))
         chains.push_back(*c);
     });

@@ -65,12 +65,12 @@ private:
     });
     if (walk.wasInterrupted())
       return failure();
-    // The indexer key row goes after the layer's rows; only a latent layer that keeps every
-    // token has one (the selection lists positions of the whole context).
+    // The indexer key row goes after the layer's rows; only a layer that keeps every token has
+    // one (the selection lists positions, or blocks, of the whole context).
     walk = module.walk([&](KvIndexAppendOp op) {
       auto it = layers.find(op.getLayer());
-      if (it == layers.end() || !it->second.latent || it->second.retention.getKind() != RetentionKind::all) {
-        op.emitOpError("layer ") << op.getLayer() << " has no latent cbc.kv.append that keeps every token";
+      if (it == layers.end() || it->second.retention.getKind() != RetentionKind::all) {
+        op.emitOpError("layer ") << op.getLayer() << " has no cbc.kv.append that keeps every token";
         return WalkResult::interrupt();
       }
       if (it->second.indexElems != 0) {
@@ -100,13 +100,11 @@ private:
       } else if (auto append = dyn_cast<KvIndexAppendOp>(op)) {
         append.setGroupAttr(b.getI64IntegerAttr(layers[append.getLayer()].group));
       } else if (auto select = dyn_cast<KvIndexSelectOp>(op)) {
-        auto it = layers.find(select.getLayer());
-        if (it == layers.end() || it->second.indexElems != select.getHeadDim()) {
-          select.emitOpError("reads index keys of layer ") << select.getLayer() << ", which no cbc.kv.index_append of head_dim "
-                                                          << select.getHeadDim() << " writes";
+        if (failed(assignIndexReader(select, layers)))
           return WalkResult::interrupt();
-        }
-        select.setGroupAttr(b.getI64IntegerAttr(it->second.group));
+      } else if (auto select = dyn_cast<KvBlockSelectOp>(op)) {
+        if (failed(assignIndexReader(select, layers)))
+          return WalkResult::interrupt();
       } else if (auto attn = dyn_cast<KvAttentionOp>(op)) {
         if (failed(assignReader(attn, layers, /*latent=*/false)))
           return WalkResult::interrupt();
@@ -117,6 +115,16 @@ private:
       return WalkResult::advance();
     });
     return failure(walk.wasInterrupted());
+  }
+
+  // An indexer reads the index_key rows of its layer, of its head_dim.
+  template <class SelectOp> LogicalResult assignIndexReader(SelectOp select, std::map<int64_t, LayerRows> &layers) {
+    auto it = layers.find(select.getLayer());
+    if (it == layers.end() || it->second.indexElems != (int64_t)select.getHeadDim())
+      return select.emitOpError("reads index keys of layer ")
+             << select.getLayer() << ", which no cbc.kv.index_append of head_dim " << select.getHeadDim() << " writes";
+    select.setGroupAttr(Builder(select.getContext()).getI64IntegerAttr(it->second.group));
+    return success();
   }
 
   // A reader gets its writer's group; it must keep what the writer keeps, in its row form.

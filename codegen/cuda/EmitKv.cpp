@@ -131,7 +131,10 @@ void emitKvAttention(Emitter &e, KvAttentionOp op) {
   using S = slots::Attention;
   int64_t H = op.getNumHeads(), Hkv = op.getNumKvHeads(), D = op.getHeadDim(), Dv = cols(op.getResult()) / H;
   bool softcap = (bool)op.getSoftcapAttr();
-  bool tiled = kernels::prefillWarps((int)(H / Hkv), (int)Dv) <= 8;
+  // A block selection has no tiled form: each token's keys are its own.
+  Value sel = op.getBlockSelection();
+  bool tiled = !sel && kernels::prefillWarps((int)(H / Hkv), (int)Dv) <= 8;
+  int64_t row = planRowElems(op, op.getLayer());
   if (tiled) {
     int G = (int)(H / Hkv);
     KernelArgOut plan = emitPlan(e, op.getCuSeqlens(), kernels::prefillTileTokens(kernels::prefillHeadsPerBlock(G, (int)Dv)));
@@ -142,12 +145,16 @@ void emitKvAttention(Emitter &e, KvAttentionOp op) {
   inst.type(op.getQ()).type(e.kvType()).integer(H).integer(Hkv).integer(D).integer(Dv).integer(e.blockSize());
   addRetentionArgs(inst, op.getRetention()).flag(softcap);
   inst.type(op.getDistanceBias()).integer(op.getDistanceBias() ? op.getBiasExtent() : 0).flag(!tiled);
+  inst.integer(row > Hkv * (D + Dv) ? row : 0);
+  inst.integer(sel ? op.getSelectionHeads() : 0).integer(sel ? cols(sel) / op.getSelectionHeads() : 0);
+  inst.integer(sel ? op.getSelectionBlock() : 0);
   int k = e.kernel("attention", "attention.cuh", inst);
   SlotArgs<S> args;
   args.set(S::Q, e.arg(op.getQ()))
       .set(S::SeqIds, e.arg(op.getSeqIds()))
       .set(S::Partials, partials)
       .set(S::DistanceBias, e.arg(op.getDistanceBias()))
+      .set(S::Selection, e.arg(sel))
       .set(S::CuSeqlens, e.arg(op.getCuSeqlens()))
       .set(S::Splits, Emitter::runtime(RuntimeVar::AttnSplits))
       .set(S::ScoreScale, op.getScale().convertToDouble())
@@ -253,6 +260,30 @@ void emitKvIndexAppend(Emitter &e, KvIndexAppendOp op) {
 }
 
 // One block of 128 threads per query token (the kernel's scans assume 128).
+// One block per (token, head).
+void emitKvBlockSelect(Emitter &e, KvBlockSelectOp op) {
+  using S = slots::BlockSelect;
+  int64_t row = planRowElems(op, op.getLayer());
+  int k = e.kernel("block_select", "index_select.cuh",
+                   Instance("block_select")
+                       .type(op.getQ())
+                       .type(e.kvType())
+                       .type(op.getResult())
+                       .integer(op.getNumHeads())
+                       .integer(op.getHeadDim())
+                       .integer(op.getBlock())
+                       .integer(op.getTopk())
+                       .integer(op.getLocal())
+                       .integer(row)
+                       .integer(e.blockSize()));
+  SlotArgs<S> args;
+  args.set(S::Q, e.arg(op.getQ())).set(S::SeqIds, e.arg(op.getSeqIds())).set(S::Out, e.arg(op.getResult()));
+  setCacheSlots(args, e, op);
+  LaunchOut &l = e.launch(k, 128, args);
+  l.grid[0] = {RuntimeVar::NumTokens, 1, 1, 0};
+  l.grid[1] = {std::nullopt, 1, 1, (int64_t)op.getNumHeads()};
+}
+
 void emitKvIndexSelect(Emitter &e, KvIndexSelectOp op) {
   using S = slots::IndexSelect;
   int64_t row = planRowElems(op, op.getLayer());

@@ -385,12 +385,20 @@ LogicalResult KvIndexSelectOp::verify() {
                                                               cols(getResult())}));
 }
 
+LogicalResult KvBlockSelectOp::verify() {
+  return verifyShape(*this, shape::check(shape::KvBlockSelect{(int64_t)getNumHeads(), (int64_t)getHeadDim(),
+                                                              (int64_t)getBlock(), (int64_t)getTopk(),
+                                                              (int64_t)getLocal(), cols(getQ()), cols(getResult())}));
+}
+
 LogicalResult KvAttentionOp::verify() {
   if (failed(verifyShape(*this, shape::check(shape::KvAttention{
                                     (int64_t)getNumHeads(), (int64_t)getNumKvHeads(), (int64_t)getHeadDim(),
                                     (int64_t)getBiasExtent(), cols(getQ()), cols(getResult()),
                                     getDistanceBias() ? cols(getDistanceBias()) : 0, (bool)getDistanceBias(),
-                                    getSinks() ? vectorLength(getSinks()) : 0, (bool)getSinks()}))))
+                                    getSinks() ? vectorLength(getSinks()) : 0, (bool)getSinks(),
+                                    getBlockSelection() ? cols(getBlockSelection()) : 0, (int64_t)getSelectionHeads(),
+                                    (int64_t)getSelectionBlock(), (bool)getBlockSelection()}))))
     return failure();
   if (getSoftcap() && getSoftcap()->convertToDouble() <= 0)
     return emitOpError("softcap must be positive");

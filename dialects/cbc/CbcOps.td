@@ -506,19 +506,24 @@ def Cbc_KvAttentionOp : Cbc_Op<"kv.attention", [MemoryEffects<[MemRead]>, AttrSi
     denominator only. With `distance_bias` (`[T, num_heads * bias_extent]`, computed per query
     token from its hidden state), the score of query `t`, head `h` for the key at position `j`
     gains `distance_bias[t, h * bias_extent + (p - j)]` when `p - j < bias_extent`, and nothing
-    beyond: a relative-position bias, added after `scale` (and after `softcap`).
+    beyond: a relative-position bias, added after `scale` (and after `softcap`). With
+    `block_selection` (`[T, selection_heads * k]` block indices from `cbc.kv.block_select`, -1
+    for none), query head `h` reads only the keys whose position `j` lies in one of the blocks
+    (`j / selection_block`) that selection head `h / (num_heads / selection_heads)` lists.
   }];
   let arguments = (ins Cbc_Rows:$q, Cbc_Index:$positions, Cbc_Index:$seq_ids,
                    Cbc_Index:$cu_seqlens, Cbc_Index:$kv_lens, Cbc_Index:$slots,
                    Cbc_BlockTables:$block_tables, Optional<Cbc_Weight>:$sinks,
-                   Optional<Cbc_Rows>:$distance_bias,
+                   Optional<Cbc_Rows>:$distance_bias, Optional<Cbc_RowsI32>:$block_selection,
                    I64Attr:$layer, I64Attr:$num_heads, I64Attr:$num_kv_heads, I64Attr:$head_dim,
                    F64Attr:$scale,
                    DefaultValuedAttr<Cbc_RetentionAttr, Cbc_AllTokens>:$retention,
                    OptionalAttr<F64Attr>:$softcap, OptionalAttr<I64Attr>:$group,
-                   DefaultValuedAttr<I64Attr, "0">:$bias_extent);
+                   DefaultValuedAttr<I64Attr, "0">:$bias_extent,
+                   DefaultValuedAttr<I64Attr, "0">:$selection_heads,
+                   DefaultValuedAttr<I64Attr, "0">:$selection_block);
   let results = (outs Cbc_Rows:$result);
-  let assemblyFormat = "$q `,` $positions `,` $seq_ids `,` $cu_seqlens `,` $kv_lens `,` $slots `,` $block_tables (`,` $sinks^)? (`distance_bias` `(` $distance_bias^ `)`)? attr-dict `:` type(operands) `->` type($result)";
+  let assemblyFormat = "$q `,` $positions `,` $seq_ids `,` $cu_seqlens `,` $kv_lens `,` $slots `,` $block_tables (`,` $sinks^)? (`distance_bias` `(` $distance_bias^ `)`)? (`blocks` `(` $block_selection^ `)`)? attr-dict `:` type(operands) `->` type($result)";
   let hasVerifier = 1;
 }
 
@@ -593,6 +598,32 @@ def Cbc_KvIndexSelectOp : Cbc_Op<"kv.index_select", [MemoryEffects<[MemRead]>]> 
                    F64Attr:$key_scale, F64Attr:$weight_scale, OptionalAttr<I64Attr>:$group);
   let results = (outs Cbc_RowsI32:$result);
   let assemblyFormat = "$q `,` $weights `,` $positions `,` $seq_ids `,` $cu_seqlens `,` $kv_lens `,` $slots `,` $block_tables attr-dict `:` type(operands) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Cbc_KvBlockSelectOp : Cbc_Op<"kv.block_select", [MemoryEffects<[MemRead]>]> {
+  let opcode = 39;
+  let params = "KvBlockSelectParams";
+  let site = Cbc_CacheSite;
+  let summary = "Lightning-indexer block scores over a layer's cached index keys, and each head's top-k blocks.";
+  let description = [{
+    Query row `t` (request `seq_ids[t]`, position `p = positions[t]`) scores every cached
+    indexer key `k_j` of its request with `j <= p` (the `index_key` rows of layer `layer`) with
+    `s(h, j) = q[t, h] . k_j` for each of its `num_heads` query heads of `head_dim` in `q`. A
+    block `b` of `block` positions scores the maximum of its visible keys; the `local` blocks
+    ending at the query's own (`p / block`, `p / block - 1`, ..., not below 0) score +inf, so
+    they are always taken. Row `t` holds, for each head `h`, the `topk` best visible blocks in
+    ascending order (among equal scores the lower block), padded with -1 when fewer are
+    visible: `[T, num_heads * topk]`. `cbc.kv.attention` with `block_selection` attends to
+    exactly these blocks.
+  }];
+  let arguments = (ins Cbc_Rows:$q, Cbc_Index:$positions, Cbc_Index:$seq_ids,
+                   Cbc_Index:$cu_seqlens, Cbc_Index:$kv_lens, Cbc_Index:$slots,
+                   Cbc_BlockTables:$block_tables,
+                   I64Attr:$layer, I64Attr:$num_heads, I64Attr:$head_dim, I64Attr:$block, I64Attr:$topk,
+                   DefaultValuedAttr<I64Attr, "1">:$local, OptionalAttr<I64Attr>:$group);
+  let results = (outs Cbc_RowsI32:$result);
+  let assemblyFormat = "$q `,` $positions `,` $seq_ids `,` $cu_seqlens `,` $kv_lens `,` $slots `,` $block_tables attr-dict `:` type(operands) `->` type($result)";
   let hasVerifier = 1;
 }
 

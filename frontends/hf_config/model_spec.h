@@ -84,6 +84,7 @@ struct LayerSpec {
   double lambda_init = 0.0;  // differential attention's lambda_init for this layer
   // A sparse attention layer without its own indexer: it reads the previous layer's selection.
   bool shared_indexer = false;
+  bool block_sparse = false; // attention restricted to the blocks AttentionSpec::block_indexer picks
   // The mixer's input norm and the feed-forward block's norm are followed by the low-rank gate of
   // NormGateSpec (A.X-K2: every layer's input norm, MoE layers' feed-forward norm).
   bool gated_input_norm = false, gated_ff_norm = false;
@@ -118,6 +119,15 @@ struct HeadExpertsSpec {
 struct CcaSpec {
   int64_t t0 = 0, t1 = 0; // t0 0: not CCA
   double norm_eps = 0.0;
+};
+
+// MiniMax-M3's block-sparse attention: on LayerSpec::block_sparse layers a lightning indexer under
+// <attn>.indexer (q_proj [heads * head_dim], k_proj [head_dim], per-head q_norm and k_norm, the
+// layer's RoPE over heads of head_dim) caches one key per token and picks, per indexer head, the
+// topk blocks of `block` positions by their best q . k (the `local` blocks ending at the query's
+// own always); query head h reads only the blocks of indexer head h / (heads_q / heads).
+struct BlockIndexerSpec {
+  int64_t heads = 0, head_dim = 0, block = 0, topk = 0, local = 1;
 };
 
 struct AttentionSpec {
@@ -167,6 +177,7 @@ struct AttentionSpec {
   int64_t kv_conv_kernel = 0; // k and v each pass a residual depthwise conv, x + conv(x); 0: none
   HeadExpertsSpec head_experts;
   CcaSpec cca;
+  BlockIndexerSpec block_indexer;
 };
 
 // Multi-head latent attention: the query through q_a -> norm -> q_b (or q_proj), keys and values

@@ -286,7 +286,19 @@ void pagedAttention(const float *q, int64_t T, const int32_t *positions, const i
     scoreKeys(q + (t * H + h0) * D, G, D, keys.data(), n, scores.data());
     for (int64_t h = h0; h < h1; ++h) {
       float *sc = scores.data() + (h - h0) * n;
+      // The blocks this head's selection lists, if it has one.
+      const int32_t *listed = p.block_selection ? p.block_selection + (t * p.selection_heads + h * p.selection_heads / H) *
+                                                                          p.selection_topk
+                                                : nullptr;
+      auto selected = [&](int64_t j) {
+        return !listed || std::find(listed, listed + p.selection_topk, (int32_t)(j / p.selection_block)) !=
+                              listed + p.selection_topk;
+      };
       for (int64_t j = 0; j < n; ++j) {
+        if (!selected(lo + j)) {
+          sc[j] = -INFINITY;
+          continue;
+        }
         float s = sc[j] * p.scale;
         if (p.softcap > 0)
           s = p.softcap * std::tanh(s / p.softcap);
@@ -393,6 +405,37 @@ void indexSelect(const float *q, const float *w, int64_t T, const int32_t *posit
     // Written in ascending position order, as the CUDA kernel writes them.
     std::sort(order.begin(), order.begin() + keep);
     int32_t *o = out + t * K;
+    std::copy(order.begin(), order.begin() + keep, o);
+    std::fill(o + keep, o + K, -1);
+  });
+}
+
+void blockSelect(const float *q, int64_t T, const int32_t *positions, const int32_t *seqIds, const int32_t *slots,
+                 const int32_t *tables, int64_t tableWidth, const KvLayout &layout, const float *pool,
+                 const BlockSelectParams &p, int32_t *out, const ParallelFor &pfor) {
+  int64_t H = p.num_heads, D = p.head_dim, B = p.block, K = p.topk;
+  pfor(T * H, [&](int64_t th) {
+    int64_t t = th / H, h = th % H, pos = positions[t], nb = pos / B + 1;
+    const int32_t *table = tables + (int64_t)slots[seqIds[t]] * tableWidth;
+    const float *qh = q + th * D;
+    std::vector<float> score(nb, -INFINITY);
+    for (int64_t j = 0; j <= pos; ++j) {
+      const float *k = pool + slotOf(table, j, layout.block_size) * layout.row_elems + layout.indexOffset();
+      float dot = 0;
+      for (int64_t d = 0; d < D; ++d)
+        dot += qh[d] * k[d];
+      score[j / B] = std::max(score[j / B], dot);
+    }
+    for (int64_t i = 0; i < p.local; ++i)
+      score[std::max<int64_t>(nb - 1 - i, 0)] = INFINITY;
+    int64_t keep = std::min(K, nb);
+    std::vector<int32_t> order(nb);
+    std::iota(order.begin(), order.end(), 0);
+    std::partial_sort(order.begin(), order.begin() + keep, order.end(), [&](int32_t a, int32_t b) {
+      return score[a] > score[b] || (score[a] == score[b] && a < b);
+    });
+    std::sort(order.begin(), order.begin() + keep);
+    int32_t *o = out + th * K;
     std::copy(order.begin(), order.begin() + keep, o);
     std::fill(o + keep, o + K, -1);
   });

@@ -115,6 +115,10 @@ struct AttentionParams {
   // [T, num_heads * bias_extent]: added to the score of the key at distance p - j < bias_extent.
   const float *distance_bias = nullptr;
   int64_t bias_extent = 0;
+  // [T, selection_heads * selection_topk] blocks of selection_block positions (-1: none): query
+  // head h reads only the keys in the blocks selection head h / (H / selection_heads) lists.
+  const int32_t *block_selection = nullptr;
+  int64_t selection_heads = 0, selection_topk = 0, selection_block = 0;
 };
 
 void pagedAttention(const float *q, int64_t T, const int32_t *positions, const int32_t *seqIds,
@@ -153,6 +157,16 @@ void indexAppend(const float *key, int64_t T, const int32_t *positions, const in
 void indexSelect(const float *q, const float *w, int64_t T, const int32_t *positions, const int32_t *seqIds,
                  const int32_t *slots, const int32_t *tables, int64_t tableWidth, const KvLayout &layout,
                  const float *pool, const IndexSelectParams &p, int32_t *out, const ParallelFor &pfor);
+// Block selection (cbc.kv.block_select): per query t and head h, s(j) = q[t,h] . k_j over the
+// visible index keys j <= positions[t]; each block of `block` positions scores its maximum, the
+// `local` blocks ending at the query's own score +inf; the topk best blocks in ascending order
+// (equal scores to the lower block), -1 padded.
+struct BlockSelectParams {
+  int64_t num_heads = 0, head_dim = 0, block = 0, topk = 0, local = 1;
+};
+void blockSelect(const float *q, int64_t T, const int32_t *positions, const int32_t *seqIds, const int32_t *slots,
+                 const int32_t *tables, int64_t tableWidth, const KvLayout &layout, const float *pool,
+                 const BlockSelectParams &p, int32_t *out, const ParallelFor &pfor);
 // Latent attention of query t over only the rows selection[t, 0..k) (-1: none): the work per
 // query is k rows, independent of the context length.
 void sparseLatentAttention(const float *qLatent, const float *qRope, int64_t T, const int32_t *seqIds,

@@ -50,16 +50,30 @@ Exec compileKvAttention(const OpContext &c) {
   p.window = windowOf(*params.site());
   p.chunk = chunkOf(*params.site());
   p.softcap = (float)params.softcap();
-  // Optional operands: sinks, then the distance bias (present when bias_extent > 0).
+  // Optional operands: sinks, then the distance bias (present when bias_extent > 0), then the
+  // block selection (present when selection_heads > 0).
   p.bias_extent = params.bias_extent();
-  int bias = p.bias_extent > 0 ? c.I.back() : -1;
-  int sinks = c.I.size() > (size_t)(bias >= 0 ? 8 : 7) ? c.I[7] : -1;
-  c.check(p.bias_extent <= (1 << 24) && (bias < 0 || c.I.size() >= 8), "has a bad bias extent");
+  p.selection_heads = params.selection_heads();
+  p.selection_block = params.selection_block();
+  size_t optional = (p.bias_extent > 0) + (p.selection_heads > 0);
+  c.check(p.bias_extent <= (1 << 24) && p.selection_heads >= 0 && p.selection_block >= 0 &&
+              c.I.size() >= 7 + optional && c.I.size() <= 8 + optional,
+          "has a bad bias extent or block selection");
+  int sel = p.selection_heads > 0 ? c.I.back() : -1;
+  int bias = p.bias_extent > 0 ? c.I[c.I.size() - 1 - (sel >= 0)] : -1;
+  int sinks = c.I.size() > 7 + optional ? c.I[7] : -1;
   if (bias >= 0)
     c.acts({q, bias});
+  if (sel >= 0) {
+    c.acts({q, sel});
+    p.selection_topk = c.cols(sel) / p.selection_heads;
+    c.check(p.selection_topk <= (1 << 24) && p.window == 0 && p.chunk == 0, "has a bad block selection");
+  }
   c.checkShape(shape::check(shape::KvAttention{p.num_heads, p.num_kv_heads, p.head_dim, p.bias_extent, c.cols(q),
                                                 c.cols(out), bias >= 0 ? c.cols(bias) : 0, bias >= 0,
-                                                sinks >= 0 ? c.weightNumel(sinks) : 0, sinks >= 0}));
+                                                sinks >= 0 ? c.weightNumel(sinks) : 0, sinks >= 0,
+                                                sel >= 0 ? c.cols(sel) : 0, p.selection_heads, p.selection_block,
+                                                sel >= 0}));
   c.check(p.num_kv_heads * p.head_dim <= kv.k_elems && p.num_kv_heads * p.v_head_dim <= kv.row_elems - kv.k_elems,
           "has heads that do not fit the cache plan's rows");
   c.needArg(1, StepArg::Positions);
@@ -70,6 +84,7 @@ Exec compileKvAttention(const OpContext &c) {
     const StepBatch &b = *e.batch;
     p.sinks = sinks >= 0 ? e.weight(sinks) : nullptr;
     p.distance_bias = bias >= 0 ? e.f32(bias) : nullptr;
+    p.block_selection = sel >= 0 ? e.i32(sel) : nullptr;
     pagedAttention(e.f32(q), b.num_tokens, b.positions.data(), b.seq_ids.data(), b.slots.data(),
                    e.groupTables(group), b.table_width, e.kvLayouts.at(layer), e.kvPool(layer), p, e.f32(out),
                    e.pfor);
@@ -141,6 +156,33 @@ Exec compileKvIndexAppend(const OpContext &c) {
     const StepBatch &b = *e.batch;
     indexAppend(e.f32(key), b.num_tokens, b.positions.data(), b.seq_ids.data(), b.slots.data(), e.groupTables(group),
                 b.table_width, e.kvLayouts.at(layer), e.kvPool(layer));
+  };
+}
+
+Exec compileKvBlockSelect(const OpContext &c) {
+  c.need(7, 1);
+  const fb::KvBlockSelectParams &params = c.params<fb::KvBlockSelectParams>();
+  const KvLayout &kv = siteLayout(c, params.site());
+  int layer = params.site()->layer(), group = params.site()->group(), q = c.I[0], out = c.O[0];
+  c.acts({q, out});
+  BlockSelectParams p;
+  p.num_heads = params.num_heads();
+  p.head_dim = params.head_dim();
+  p.block = params.block();
+  p.topk = params.topk();
+  p.local = params.local();
+  c.checkShape(shape::check(shape::KvBlockSelect{p.num_heads, p.head_dim, p.block, p.topk, p.local, c.cols(q),
+                                                 c.cols(out)}));
+  c.check(p.head_dim == kv.index_elems && p.topk <= (1 << 24) && p.block <= (1 << 24),
+          "has index keys that do not fit the cache plan's rows");
+  c.needArg(1, StepArg::Positions);
+  c.needArg(2, StepArg::SeqIds);
+  c.needArg(5, StepArg::Slots);
+  c.needArg(6, StepArg::BlockTables);
+  return [=](StepEnv &e) {
+    const StepBatch &b = *e.batch;
+    blockSelect(e.f32(q), b.num_tokens, b.positions.data(), b.seq_ids.data(), b.slots.data(), e.groupTables(group),
+                b.table_width, e.kvLayouts.at(layer), e.kvPool(layer), p, e.i32(out), e.pfor);
   };
 }
 

@@ -185,6 +185,8 @@ struct KvAttention {
   bool has_bias;
   int64_t sinks; // elements (-1: not a vector)
   bool has_sinks;
+  int64_t selection = 0, selection_heads = 0, selection_block = 0; // selection: its width (0: none)
+  bool has_selection = false;
 };
 constexpr Error check(const KvAttention &s) {
   if (Error e = checkHeads(s.heads, s.kv_heads, s.head_dim))
@@ -199,6 +201,10 @@ constexpr Error check(const KvAttention &s) {
     return "a distance bias needs a positive bias_extent, and bias_extent a distance bias";
   if (s.has_bias && s.distance_bias != s.heads * s.bias_extent)
     return "distance_bias width must be num_heads * bias_extent";
+  if (s.has_selection != (s.selection_heads > 0) || (s.has_selection && s.selection_block <= 0))
+    return "a block selection needs positive selection_heads and selection_block, and they a block selection";
+  if (s.has_selection && (s.heads % s.selection_heads != 0 || s.selection % s.selection_heads != 0))
+    return "selection_heads must divide num_heads and the block selection's width";
   return nullptr;
 }
 
@@ -250,6 +256,23 @@ constexpr Error check(const KvIndexSelect &s) {
     return "weights must have one column per head";
   if (s.result != s.topk)
     return "result width must be topk";
+  return nullptr;
+}
+
+// cbc.kv.block_select.
+struct KvBlockSelect {
+  int64_t heads, head_dim, block, topk, local;
+  int64_t q, result; // widths
+};
+constexpr Error check(const KvBlockSelect &s) {
+  if (s.heads <= 0 || s.head_dim <= 0 || s.block <= 0 || s.topk <= 0)
+    return "num_heads, head_dim, block and topk must be positive";
+  if (s.local < 0 || s.local > s.topk)
+    return "local must be between 0 and topk";
+  if (s.q != s.heads * s.head_dim)
+    return "q width must be num_heads * head_dim";
+  if (s.result != s.heads * s.topk)
+    return "result width must be num_heads * topk";
   return nullptr;
 }
 

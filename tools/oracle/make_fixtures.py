@@ -564,7 +564,8 @@ class IndexerProbe:
         self.handles = []
         self._saved = None
         for _, mod in model.named_modules():
-            if type(mod).__name__.endswith("Indexer"):
+            # MiniMaxM3VLIndexer (block selection, no index_topk) is BlockIndexerProbe's
+            if type(mod).__name__.endswith("Indexer") and hasattr(mod, "index_topk"):
                 self.handles.append(mod.register_forward_pre_hook(self._pre))
                 self.handles.append(mod.register_forward_hook(self._post))
 
@@ -618,6 +619,194 @@ class IndexerProbe:
     def close(self):
         for h in self.handles:
             h.remove()
+
+
+# Block-selecting indexers: they rank key blocks, not keys (BlockIndexerProbe, block_sparse_effect).
+BLOCK_INDEXERS = ("MiniMaxM3VLIndexer",)
+
+
+class BlockIndexerProbe:
+    """MiniMax-M3's block-sparse indexers (BLOCK_INDEXERS): how far each block selection is from a tie.
+
+    The indexer ranks block_scores [B, Hi, Sq, nb] (per indexer head: the max over each block of index_block_size keys of the fp32
+    score q_h.k, -inf for future keys and the padding of the last block, and +inf on the index_local_blocks local
+    blocks) with one topk(min(index_topk_blocks, nb)); selected -inf blocks become -1. While the indexer runs,
+    Tensor.topk is wrapped so the probe sees exactly the tensor the module ranks. For every row (query, indexer
+    head) whose finite candidates (visible non-local blocks) outnumber the slots the local blocks leave free, it
+    records the gap between the last chosen and the best unchosen candidate, in raw score units, and that gap over
+    the spread (std) of the row's candidate scores. It also recomputes the selection and counts disagreements with
+    the module's output, and whether torch.topk's tie-breaking could matter: a tie at the cut, or more +inf local
+    blocks than slots (ties among selected -inf blocks do not matter, they all become -1).
+    """
+
+    def __init__(self, model):
+        self.gaps = []  # every choosing row's gap, for the distribution
+        self.min_gap = math.inf
+        self.min_rel_gap = math.inf
+        self.rows = 0
+        self.choosing_rows = 0
+        self.rows_all_candidates_fit = 0  # rows whose visible non-local blocks all fit in the free slots
+        self.rows_with_empty_slots = 0  # rows where a slot falls on a -inf block (-1 in the indices)
+        self.ties_at_cut = 0
+        self.local_overflow = 0
+        self.mismatches = 0
+        self.max_abs_score = 0.0
+        self.params = None
+        self.handles = []
+        self._saved = None
+        self._expected = None
+        for _, mod in model.named_modules():
+            if type(mod).__name__ in BLOCK_INDEXERS:
+                self.handles.append(mod.register_forward_pre_hook(self._pre))
+                self.handles.append(mod.register_forward_hook(self._post))
+
+    def _pre(self, mod, args):
+        original = torch.Tensor.topk
+        probe = self
+        self.params = {
+            "index_n_heads": mod.num_heads,
+            "index_block_size": mod.block_size,
+            "index_topk_blocks": mod.topk_blocks,
+            "index_local_blocks": mod.local_blocks,
+        }
+
+        def recording_topk(t, k, *a, **kw):
+            probe._expected = probe._record(t, k)
+            return original(t, k, *a, **kw)
+
+        self._saved = original
+        torch.Tensor.topk = recording_topk
+
+    def _post(self, mod, args, out):
+        torch.Tensor.topk = self._saved
+        self._saved = None
+        got = out.detach().reshape(-1, out.shape[-1])
+        got_sets = torch.zeros_like(self._expected).scatter_(1, (got + 1).clamp(min=0), True)[:, 1:]
+        self.mismatches += int((got_sets != self._expected[:, 1:]).any(-1).sum())
+        self._expected = None
+
+    def _record(self, scores, k):
+        """Returns the recomputed selection as a [rows, 1 + nb] bool mask (column 0 unused)."""
+        rows = scores.detach().float().reshape(-1, scores.shape[-1])
+        nb = rows.shape[-1]
+        pinf, ninf = rows == math.inf, rows == -math.inf
+        finite = ~pinf & ~ninf
+        n_local = pinf.sum(-1)
+        n_cand = finite.sum(-1)
+        free = (k - n_local).clamp(min=0)
+        self.rows += rows.shape[0]
+        self.local_overflow += int((n_local > k).sum())
+        self.rows_with_empty_slots += int((n_local + n_cand < k).sum())
+        if bool(finite.any()):
+            self.max_abs_score = max(self.max_abs_score, float(rows[finite].abs().max()))
+        choose = (free >= 1) & (n_cand > free)
+        self.rows_all_candidates_fit += int(((n_cand > 0) & (n_cand <= free)).sum())
+        cand = rows.masked_fill(~finite, -math.inf)
+        order = cand.sort(-1, descending=True)
+        # expected selection: the local blocks, then the `free` best candidates (as far as they exist)
+        rank = torch.empty_like(order.indices).scatter_(1, order.indices, torch.arange(nb).expand_as(order.indices))
+        chosen = pinf | (finite & (rank < free[:, None]))
+        expected = torch.cat([torch.zeros_like(chosen[:, :1]), chosen], dim=1)
+        if bool(choose.any()):
+            v = order.values[choose]
+            f = free[choose]
+            last = v.gather(1, (f - 1)[:, None])[:, 0]
+            nxt = v.gather(1, f[:, None])[:, 0]
+            gap = last - nxt
+            fc = finite[choose]
+            cnt = fc.sum(-1).float()
+            vals = rows[choose].masked_fill(~fc, 0.0)
+            mean = vals.sum(-1) / cnt
+            std = (((vals - mean[:, None]) ** 2) * fc).sum(-1).div(cnt).sqrt()
+            self.choosing_rows += int(choose.sum())
+            self.ties_at_cut += int((gap <= 0).sum())
+            self.gaps.extend(gap.tolist())
+            self.min_gap = min(self.min_gap, float(gap.min()))
+            self.min_rel_gap = min(self.min_rel_gap, float((gap / std.clamp_min(1e-30)).min()))
+        return expected
+
+    def summary(self) -> dict | None:
+        if self.params is None:
+            return None
+        g = torch.tensor(sorted(self.gaps)) if self.gaps else None
+        dist = None
+        if g is not None:
+            dist = {
+                "smallest_10": [round(x, 6) for x in g[:10].tolist()],
+                "quantiles_1_5_50_pct": [float(torch.quantile(g, q)) for q in (0.01, 0.05, 0.5)],
+                "below_0.05": int((g < 0.05).sum()),
+                "below_0.1": int((g < 0.1).sum()),
+                "below_0.5": int((g < 0.5).sum()),
+            }
+        return {
+            "note": "raw block-score units (max over a block's keys of the fp32 q_h.k, no scaling); one row = one "
+            "(query, indexer head) of one indexer call; counts over every indexer call of the fixture run (cached "
+            "greedy + uncached), so most rows appear twice. A choosing row has more visible non-local blocks than "
+            "the slots index_topk_blocks leaves after its +inf local blocks; gap = last chosen minus best unchosen "
+            "candidate",
+            **self.params,
+            "rows": self.rows,
+            "choosing_rows": self.choosing_rows,
+            "rows_whose_candidates_all_fit": self.rows_all_candidates_fit,
+            "rows_with_a_minus_one_slot": self.rows_with_empty_slots,
+            "min_selection_gap": None if math.isinf(self.min_gap) else self.min_gap,
+            "min_selection_gap_over_row_candidate_std": None if math.isinf(self.min_rel_gap) else self.min_rel_gap,
+            "max_abs_block_score": self.max_abs_score,
+            "selection_gap_distribution": dist,
+            "ties_at_cut": self.ties_at_cut,
+            "rows_with_more_local_blocks_than_slots": self.local_overflow,
+            "topk_tie_breaking_irrelevant": self.ties_at_cut == 0 and self.local_overflow == 0,
+            "recomputed_selection_mismatches": self.mismatches,
+        }
+
+    def close(self):
+        for h in self.handles:
+            h.remove()
+
+
+@torch.no_grad()
+def block_sparse_effect(model, prompts, token_lists) -> dict:
+    """What the block selection does to the fixture: the rows with every block-sparse indexer keeping every visible
+    block (index_topk_blocks raised past the context: plain causal attention), and with the local-block boost off
+    (index_local_blocks 0: the top-k over all visible blocks by score), against the fixture's own rows (one uncached
+    forward of prompt+tokens[:-1] per prompt), plus the greedy tokens with every block kept."""
+    indexers = [m for m in model.modules() if type(m).__name__ in BLOCK_INDEXERS]
+    base = [uncached_rows(model, p, t) for p, t in zip(prompts, token_lists)]
+
+    def delta():
+        return max(float((a - uncached_rows(model, p, t)).abs().max()) for a, p, t in zip(base, prompts, token_lists))
+
+    saved = [(m.topk_blocks, m.local_blocks) for m in indexers]
+    per_prompt = []
+    try:
+        for m in indexers:
+            m.topk_blocks = 1 << 20
+        all_blocks = delta()
+        for prompt, tokens in zip(prompts, token_lists):
+            _, full_tokens = greedy(model, prompt)
+            per_prompt.append(
+                {
+                    "prompt_len": len(prompt),
+                    "tokens_with_every_block": full_tokens,
+                    "tokens_differ": full_tokens != tokens,
+                    "first_differing_step": next((j for j, (a, b) in enumerate(zip(full_tokens, tokens)) if a != b), None),
+                }
+            )
+        for m, (k, _) in zip(indexers, saved):
+            m.topk_blocks = k
+            m.local_blocks = 0
+        no_local = delta()
+    finally:
+        for m, (k, lc) in zip(indexers, saved):
+            m.topk_blocks, m.local_blocks = k, lc
+    assert delta() == 0.0  # restored
+    return {
+        "note": "max |dlogit| over every position of one uncached forward of prompt+tokens[:-1] (all prompts)",
+        "every_visible_block_kept_max_abs": all_blocks,
+        "no_local_block_boost_max_abs": no_local,
+        "greedy_with_every_block_kept": per_prompt,
+        "prompts_whose_tokens_change": sum(p["tokens_differ"] for p in per_prompt),
+    }
 
 
 @torch.no_grad()
@@ -1441,14 +1630,18 @@ def score_seed(family: str, seed: int) -> dict:
     mamba = spec.get("mamba", False)
     router = RouterProbe(model)
     indexer = IndexerProbe(model)
+    blocks = BlockIndexerProbe(model)
     dt_probe = DtProbe(model) if mamba else None
     margin, distinct = math.inf, math.inf
     for prompt in make_prompts(spec.get("prompt_lengths", PROMPT_LENGTHS)):
         rows, tokens = greedy(model, prompt, mamba)
         margin = min(margin, top2_margin(rows))
         distinct = min(distinct, len(set(tokens)))
+        if blocks.handles:  # the fixture's selections include the uncached forward's
+            uncached_rows(model, prompt, tokens, mamba)
     router.close()
     indexer.close()
+    blocks.close()
     dt = dt_probe.summary() if dt_probe else None
     if dt_probe:
         dt_probe.close()
@@ -1457,6 +1650,9 @@ def score_seed(family: str, seed: int) -> dict:
         "margin": margin,
         "router_gap": router.min_gap,
         "index_gap": indexer.min_gap,
+        "block_gap": blocks.min_gap,
+        "block_rel_gap": blocks.min_rel_gap,
+        "block_gaps_below_0.05": sum(g < 0.05 for g in blocks.gaps),
         "router_bf16_stable": router.bf16_stable,
         "distinct": distinct,
         "clamp_bites": bool(dt and dt["clamp_bites"]),
@@ -1471,11 +1667,17 @@ def search_seeds(family: str, start: int, count: int, floor: float, min_distinct
     best, best_score = None, -math.inf
     for seed in range(start, start + count):
         r = score_seed(family, seed)
-        score = min(r["margin"], r["router_gap"], r["index_gap"])
+        score = min(r["margin"], r["router_gap"], r["index_gap"], r["block_gap"])
         ok = score >= floor and r["distinct"] >= min_distinct and not r["clamp_bites"]
         print(
             f"{family} seed {seed}: margin {r['margin']:.4f} router gap {r['router_gap']:.4f} "
             + ("" if math.isinf(r["index_gap"]) else f"index gap {r['index_gap']:.4f} ")
+            + (
+                ""
+                if math.isinf(r["block_gap"])
+                else f"block gap {r['block_gap']:.4f} ({r['block_rel_gap']:.4f} of std, "
+                f"{r['block_gaps_below_0.05']} below 0.05) "
+            )
             +
             f"{'' if r['router_bf16_stable'] else '(flips in bf16) '}"
             f"distinct {r['distinct']} clamp {'bites' if r['clamp_bites'] else 'inactive'}"
@@ -1523,6 +1725,7 @@ def build_family(family: str, out_dir: Path, verbose: bool = True) -> dict:
     router = RouterProbe(model)
     clamp = ClampProbe(model)
     indexer = IndexerProbe(model)
+    blocks = BlockIndexerProbe(model)
     dt_probe = DtProbe(model) if mamba else None
     tensors = {}
     per_prompt = []
@@ -1553,6 +1756,7 @@ def build_family(family: str, out_dir: Path, verbose: bool = True) -> dict:
         # below runs the routers on states that the fixture rows never see; keep its gaps out of the guard.
         router.close()
     indexer.close()
+    blocks.close()
     state_checks = (
         state_family_checks(model, prompts, [p["tokens"] for p in per_prompt], mamba)
         if spec.get("state") or spec.get("dsa")
@@ -1562,6 +1766,10 @@ def build_family(family: str, out_dir: Path, verbose: bool = True) -> dict:
     clamp.close()
     dsa_effect = (
         dsa_full_attention_effect(model, prompts, [p["tokens"] for p in per_prompt]) if spec.get("dsa") else None
+    )
+    block_summary = blocks.summary()
+    block_effect = (
+        block_sparse_effect(model, prompts, [p["tokens"] for p in per_prompt]) if block_summary is not None else None
     )
     mamba_checks = None
     if mamba:
@@ -1637,6 +1845,11 @@ def build_family(family: str, out_dir: Path, verbose: bool = True) -> dict:
     guard = f"min top-1/top-2 logit margin {margin:.3g}"
     mla_routers = router.summary()
     indexer_summary = indexer.summary()
+    if block_summary is not None:
+        guard += (
+            f" and min block-selection cut {blocks.min_gap:.3g} (last chosen vs best unchosen key block in raw "
+            f"block-score units, {blocks.min_rel_gap:.2g} of that row's candidate spread, checks.block_indexer)"
+        )
     if indexer_summary is not None:
         guard += (
             f" and min index-score cut {indexer.min_gap:.3g} (k-th vs next visible key in index-score units, "
@@ -1663,6 +1876,13 @@ def build_family(family: str, out_dir: Path, verbose: bool = True) -> dict:
             f" (the logit and router gaps; the index-score cut is {indexer.min_gap / 1e-6:.0f}x the ~1e-6 by which fp32 "
             "reordering moves an O(1) index score)"
             if indexer_summary is not None
+            else ""
+        )
+        + (
+            f" (the logit and router gaps; the block-selection cut is {blocks.min_gap / blocks.max_abs_score:.2g} of "
+            f"the largest |block score| {blocks.max_abs_score:.3g}, against the ~1e-6 relative error of fp32 "
+            "reordering)"
+            if block_summary is not None
             else ""
         )
         + ", so no token, expert or key choice can flip inside the tolerance."
@@ -1724,6 +1944,17 @@ def build_family(family: str, out_dir: Path, verbose: bool = True) -> dict:
                 if carried
                 else "does NOT carry state across multi-token continuations; cbc must, and these rows do not test it."
             )
+        )
+    if block_summary is not None:
+        notes.append(
+            f"Block selection: {block_summary['choosing_rows']} of {block_summary['rows']} indexer rows (query x "
+            f"indexer head, cached and uncached runs) have more visible non-local blocks than the "
+            f"index_topk_blocks {block_summary['index_topk_blocks']} - index_local_blocks "
+            f"{block_summary['index_local_blocks']} free slots, so their selection matters; torch.topk's tie-breaking "
+            f"does not (no tie at any cut, no more local blocks than slots: checks.block_indexer). Keeping every "
+            f"visible block (plain causal attention) moves the rows by up to "
+            f"{block_effect['every_visible_block_kept_max_abs']:.3g} and dropping the local-block boost by up to "
+            f"{block_effect['no_local_block_boost_max_abs']:.3g} (checks.block_sparse_vs_full_attention)."
         )
     if spec.get("checkpoint_fix") == "olmo_conv_split":
         notes.append(
@@ -1848,6 +2079,10 @@ def build_family(family: str, out_dir: Path, verbose: bool = True) -> dict:
         meta["checks"]["feature_effects"] = effects
     if indexer_summary is not None:
         meta["checks"]["indexer"] = indexer_summary
+    if block_summary is not None:
+        meta["checks"]["block_indexer"] = block_summary
+        meta["checks"]["block_sparse_vs_full_attention"] = block_effect
+        assert block_summary["recomputed_selection_mismatches"] == 0, block_summary  # the probe must agree
     if dsa_effect is not None:
         meta["checks"]["top_k_vs_full_attention"] = dsa_effect
     if spec.get("composite_checkpoint"):

@@ -271,12 +271,17 @@ __device__ __forceinline__ void split_range(int first, int n, int last, long lon
 
 // TB, BIAS: the distance bias [T, H * BIAS] added to the score of the key at distance pos - j <
 // BIAS (void, 0: none). ALL: block x takes token x, for heads too wide for the prefill kernel.
+// ROWS: the pool row's stride where the layer keeps an index_key row after k | v (0: k | v).
+// SELH > 0: the block selection [T, SELH * SELK] of blocks of SELB positions; the block's keys
+// are those its heads' selection lists (one list for all G heads: H / SELH is a multiple of G),
+// so the work per query is SELK * SELB keys whatever the context length.
 template <class TQ, class TKV, int H, int HKV, int D, int DV, int B, Retention R, int TOKENS, bool SOFTCAP,
-          class TB = void, int BIAS = 0, bool ALL = false>
+          class TB = void, int BIAS = 0, bool ALL = false, int ROWS = 0, int SELH = 0, int SELK = 0, int SELB = 0>
 __device__ __forceinline__ void attention(const CbcArgs &a) {
   using S = slots::Attention;
   constexpr int G = H / HKV, V16 = 16 / (int)sizeof(TKV), WARPS = kAttentionWarps;
-  constexpr int ROW = HKV * (D + DV), KELEMS = HKV * D;
+  constexpr int ROW = ROWS > 0 ? ROWS : HKV * (D + DV), KELEMS = HKV * D;
+  static_assert(SELH == 0 || (H / SELH) % G == 0, "a key head's query heads must share one block selection");
   using SH = DecodeShape<TKV, D, DV, D % V16 == 0 && DV % V16 == 0>;
   __shared__ float sm_m[WARPS][G], sm_l[WARPS][G];
   __shared__ float sm_acc[WARPS][G][DV];
@@ -291,7 +296,13 @@ __device__ __forceinline__ void attention(const CbcArgs &a) {
   int kvh = blockIdx.y, split = blockIdx.z, sub = (threadIdx.x & 31) % SH::LPK;
   int pos = ((const int *)a.p[S::Positions])[t];
   int lo = first_visible<R, TOKENS>(pos), begin, end;
-  split_range(lo, pos - lo + 1, pos + 1, a.i[S::Splits], split, begin, end);
+  constexpr int SELN = SELK * SELB; // loop indices over the selected blocks' positions
+  if constexpr (SELH > 0)
+    split_range(0, SELN, SELN, a.i[S::Splits], split, begin, end);
+  else
+    split_range(lo, pos - lo + 1, pos + 1, a.i[S::Splits], split, begin, end);
+  const int *sel = SELH > 0 ? (const int *)a.p[S::Selection] + (t * SELH + kvh * G / (H / (SELH ? SELH : 1))) * SELK
+                            : nullptr;
   const int *table = tables + (long long)((const int *)a.p[S::Slots])[((const int *)a.p[S::SeqIds])[t]] *
                                   a.i[S::TableWidth];
   Packed<TQ, SH::VEC> qv[G][SH::KC];
@@ -306,6 +317,12 @@ __device__ __forceinline__ void attention(const CbcArgs &a) {
     }
   auto row = [&](int i, int &j, const TKV *&kr, const TKV *&vr) {
     j = i;
+    if constexpr (SELH > 0) {
+      int blk = sel[i / (SELB ? SELB : 1)];
+      j = blk * SELB + i % (SELB ? SELB : 1);
+      if (blk < 0 || j > pos)
+        return false;
+    }
     const TKV *r = pool + ((long long)table[j / B] * B + j % B) * ROW;
     kr = r + kvh * D;
     vr = r + KELEMS + kvh * DV;

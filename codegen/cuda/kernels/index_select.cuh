@@ -1,5 +1,6 @@
-// Sparse (indexed) attention's indexer: the index_key row append and the per-query top-k
-// selection (cbc.kv.index_append, cbc.kv.index_select). One block per token.
+// Sparse (indexed) attention's indexer: the index_key row append, the per-query top-k
+// selection (cbc.kv.index_append, cbc.kv.index_select; one block per token) and the per-head
+// top-k blocks (cbc.kv.block_select; one block per token and head).
 #ifndef CBC_CODEGEN_CUDA_KERNELS_INDEX_SELECT_CUH
 #define CBC_CODEGEN_CUDA_KERNELS_INDEX_SELECT_CUH
 
@@ -43,30 +44,15 @@ __device__ __forceinline__ float index_score(const CbcArgs &a, const int *table,
   return s;
 }
 
-// Radix select of the K best scores among positions 0..pos (four passes of 8 bits over the
-// scores, recomputed rather than buffered, since the context has no compile-time bound), then
-// the selected positions written in ascending order: every key above the K-th best, and as many
-// keys equal to it as are missing, lower positions first. Fewer than K visible: all, -1 padded.
-template <class TQ, class TW, class TKV, class TO, int H, int D, int K, int ROW, int B>
-__device__ __forceinline__ void index_select(const CbcArgs &a) {
-  using S = slots::IndexSelect;
+// Radix select of the K best of n > K scores score(j), j in [0, n) (four passes of 8 bits over
+// the scores, recomputed rather than buffered, since n has no compile-time bound), then the
+// selected indices written to out[0..K) in ascending order: every index above the K-th best, and
+// as many equal to it as are missing, lower indices first. Every thread of the block calls it.
+template <int K, class TO, class Score> __device__ __forceinline__ void select_top(TO *out, int n, Score score) {
   constexpr int THREADS = 128;
   __shared__ unsigned hist[256];
   __shared__ unsigned prefix, mask;
   __shared__ int remaining, base, scan[THREADS], tiesBefore;
-  const int *positions = (const int *)a.p[S::Positions];
-  const int *seq_ids = (const int *)a.p[S::SeqIds];
-  const int *slots = (const int *)a.p[S::Slots];
-  TO *out = (TO *)a.p[S::Out];
-  long long t = blockIdx.x;
-  int n = positions[t] + 1;
-  const int *table = group_tables<S>(a) + (long long)slots[seq_ids[t]] * a.i[S::TableWidth];
-  float ks = a.f[S::KeyScale], ws = a.f[S::WeightScale];
-  if (n <= K) {
-    for (int i = threadIdx.x; i < K; i += blockDim.x)
-      out[t * K + i] = i < n ? i : -1;
-    return;
-  }
   if (threadIdx.x == 0) {
     prefix = 0;
     mask = 0;
@@ -77,7 +63,7 @@ __device__ __forceinline__ void index_select(const CbcArgs &a) {
       hist[i] = 0;
     __syncthreads();
     for (int j = threadIdx.x; j < n; j += blockDim.x) {
-      unsigned key = score_key(index_score<TQ, TW, TKV, H, D, ROW, B>(a, table, t, j, ks, ws));
+      unsigned key = score_key(score(j));
       if ((key & mask) == prefix)
         atomicAdd(&hist[(key >> shift) & 255u], 1u);
     }
@@ -100,9 +86,9 @@ __device__ __forceinline__ void index_select(const CbcArgs &a) {
   __syncthreads();
   for (int j0 = 0; j0 < n; j0 += THREADS) {
     int j = j0 + threadIdx.x;
-    unsigned key = j < n ? score_key(index_score<TQ, TW, TKV, H, D, ROW, B>(a, table, t, j, ks, ws)) : 0u;
+    unsigned key = j < n ? score_key(score(j)) : 0u;
     int tie = j < n && key == prefix, above = j < n && key > prefix;
-    // An inclusive scan of the ties in this chunk ranks them by position.
+    // An inclusive scan of the ties in this chunk ranks them by index.
     scan[threadIdx.x] = tie;
     __syncthreads();
     for (int off = 1; off < THREADS; off <<= 1) {
@@ -123,7 +109,7 @@ __device__ __forceinline__ void index_select(const CbcArgs &a) {
       __syncthreads();
     }
     if (take)
-      out[t * K + base + scan[threadIdx.x] - 1] = j;
+      out[base + scan[threadIdx.x] - 1] = j;
     __syncthreads();
     if (threadIdx.x == 0) {
       base += scan[THREADS - 1];
@@ -131,6 +117,64 @@ __device__ __forceinline__ void index_select(const CbcArgs &a) {
     }
     __syncthreads();
   }
+}
+
+// The K best keys among positions 0..pos by index_score. Fewer than K visible: all, -1 padded.
+template <class TQ, class TW, class TKV, class TO, int H, int D, int K, int ROW, int B>
+__device__ __forceinline__ void index_select(const CbcArgs &a) {
+  using S = slots::IndexSelect;
+  const int *positions = (const int *)a.p[S::Positions];
+  const int *seq_ids = (const int *)a.p[S::SeqIds];
+  const int *slots = (const int *)a.p[S::Slots];
+  TO *out = (TO *)a.p[S::Out];
+  long long t = blockIdx.x;
+  int n = positions[t] + 1;
+  const int *table = group_tables<S>(a) + (long long)slots[seq_ids[t]] * a.i[S::TableWidth];
+  float ks = a.f[S::KeyScale], ws = a.f[S::WeightScale];
+  if (n <= K) {
+    for (int i = threadIdx.x; i < K; i += blockDim.x)
+      out[t * K + i] = i < n ? i : -1;
+    return;
+  }
+  select_top<K>(out + t * K, n,
+                [&](int j) { return index_score<TQ, TW, TKV, H, D, ROW, B>(a, table, t, j, ks, ws); });
+}
+
+// Block selection (cbc.kv.block_select): block (token t, head h) scores each visible block of
+// BS positions by the maximum of q[t, h] . k_j over its keys j <= pos (the LOCAL blocks ending
+// at the query's own score +inf) and keeps the K best, ascending; fewer than K visible: all, -1
+// padded.
+template <class TQ, class TKV, class TO, int H, int D, int BS, int K, int LOCAL, int ROW, int B>
+__device__ __forceinline__ void block_select(const CbcArgs &a) {
+  using S = slots::BlockSelect;
+  const TQ *q = (const TQ *)a.p[S::Q];
+  const TKV *pool = (const TKV *)a.p[S::Pool];
+  const int *positions = (const int *)a.p[S::Positions];
+  const int *seq_ids = (const int *)a.p[S::SeqIds];
+  const int *slots = (const int *)a.p[S::Slots];
+  long long t = blockIdx.x;
+  int h = blockIdx.y, pos = positions[t], nb = pos / BS + 1;
+  TO *out = (TO *)a.p[S::Out] + (t * H + h) * K;
+  if (nb <= K) {
+    for (int i = threadIdx.x; i < K; i += blockDim.x)
+      out[i] = i < nb ? i : -1;
+    return;
+  }
+  const int *table = group_tables<S>(a) + (long long)slots[seq_ids[t]] * a.i[S::TableWidth];
+  auto score = [&](int b) {
+    if (b >= nb - LOCAL)
+      return INFINITY;
+    float best = -INFINITY;
+    for (int j = b * BS; j < b * BS + BS && j <= pos; ++j) {
+      const TKV *k = pool + ((long long)table[j / B] * B + j % B) * ROW + (ROW - D);
+      float dot = 0.0f;
+      for (int d = 0; d < D; ++d)
+        dot += ld(q, (t * H + h) * D + d) * ld(k, d);
+      best = fmaxf(best, dot);
+    }
+    return best;
+  };
+  select_top<K>(out, nb, score);
 }
 
 } // namespace cbc

@@ -270,7 +270,7 @@ struct KvAppend {
 // where the kernel has no prefill form; the prefill forms take the tiles of AttentionPlan's
 // plan and write the result themselves (Out, Sinks).
 struct Attention {
-  enum Ptr { Q, Positions, SeqIds, Slots, Tables, Pool, Partials, DistanceBias, CuSeqlens, NumPtr };
+  enum Ptr { Q, Positions, SeqIds, Slots, Tables, Pool, Partials, DistanceBias, CuSeqlens, Selection, NumPtr };
   enum Int { Group, TableSlots, TableWidth, Splits, NumInt };
   enum Flt { ScoreScale, ScoreCap, NumFlt };
 };
@@ -303,6 +303,11 @@ struct IndexSelect {
   enum Ptr { Q, W, Positions, SeqIds, Slots, Tables, Pool, Out, NumPtr };
   enum Int { Group, TableSlots, TableWidth, NumInt };
   enum Flt { KeyScale, WeightScale, NumFlt };
+};
+struct BlockSelect {
+  enum Ptr { Q, Positions, SeqIds, Slots, Tables, Pool, Out, NumPtr };
+  enum Int { Group, TableSlots, TableWidth, NumInt };
+  enum Flt { NumFlt };
 };
 struct AttentionCombine {
   enum Ptr { Partials, Out, Sinks, CuSeqlens, NumPtr };

@@ -1,11 +1,12 @@
 // MiniMax-Text-01 (model_type minimax): lightning attention (linear attention with a constant
 // decay per head) alternating with GQA attention, Mixtral experts on every layer, and a residual
 // stream that carries the normed input with (alpha, beta) mixing. MiniMax-M3's text decoder
-// (minimax_m3_vl_text) without its block-sparse attention layers.
+// (minimax_m3_vl_text) with its block-sparse attention layers.
 #include "frontends/hf_config/families/families.h"
 #include "frontends/hf_config/families/helpers.h"
 #include "frontends/hf_config/families/mla.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace cbc::hf {
@@ -115,28 +116,76 @@ nlohmann::json miniMaxM3Keys(const ConfigReader &r) {
   return j;
 }
 
-// Every layer full attention: layer_types, else the legacy sparse_attention_config's
-// sparse_attention_freq (1: sparse). Block-sparse attention layers (minimax_m3_sparse: a lightning
-// indexer choosing key blocks per group of heads) are refused; cbc has no block-selecting indexer.
+// The share of each head RoPE turns: rope_parameters' partial_rotary_factor, else the top-level
+// key (which the config class moves there), else all of it.
+double miniMaxM3RotaryShare(const ConfigReader &r) {
+  if (r.has("rope_parameters") && r.raw("rope_parameters").is_object() &&
+      r.raw("rope_parameters").contains("partial_rotary_factor"))
+    return r.child("rope_parameters").getNumber("partial_rotary_factor", 1.0);
+  return r.getNumber("partial_rotary_factor", 1.0);
+}
+
+// The lightning indexer's sizes (BlockIndexerSpec): the index_* keys, which the legacy
+// sparse_attention_config's sparse_* keys override, as the config class's __post_init__ does.
+void miniMaxM3Indexer(const ConfigReader &r, ModelSpec &s) {
+  nlohmann::json none = nlohmann::json::object();
+  ConfigReader legacy = r.has("sparse_attention_config") ? r.child("sparse_attention_config")
+                                                         : ConfigReader(none, "sparse_attention_config.");
+  auto size = [&](const char *key, const char *legacyKey, int64_t fallback, bool zeroAllowed = false) {
+    const ConfigReader &from = legacy.has(legacyKey) ? legacy : r;
+    const char *name = legacy.has(legacyKey) ? legacyKey : key;
+    return zeroAllowed ? from.getCount(name, fallback) : from.getSize(name, fallback);
+  };
+  BlockIndexerSpec &ix = s.attn.block_indexer;
+  ix.heads = size("index_n_heads", "sparse_num_index_heads", 4);
+  ix.head_dim = size("index_head_dim", "sparse_index_dim", 128);
+  ix.block = size("index_block_size", "sparse_block_size", 128);
+  ix.topk = size("index_topk_blocks", "sparse_topk_blocks", 16);
+  ix.local = size("index_local_blocks", "sparse_local_block", 1, true);
+  const AttentionSpec &a = s.attn;
+  if (a.num_heads % ix.heads != 0)
+    throw ConfigError(r.path("index_n_heads"), "must divide num_attention_heads (each query head reads one "
+                                               "indexer head's blocks)");
+  if (a.num_kv_heads % ix.heads != 0)
+    throw ConfigError(r.path("index_n_heads"), "must divide num_key_value_heads: cbc's attention kernels read one "
+                                               "block selection per key head");
+  if (ix.local > ix.topk)
+    throw ConfigError(r.path("index_local_blocks"), "must not exceed index_topk_blocks: the local blocks take "
+                                                    "top-k places");
+  // The indexer's RoPE takes the first index_head_dim of the attention's rotary features; a
+  // shorter indexer head would pair features transformers' slice leaves mismatched.
+  int64_t rotary = (int64_t)((double)a.head_dim * miniMaxM3RotaryShare(r));
+  if (ix.head_dim < rotary)
+    throw ConfigError(r.path("index_head_dim"), "must be at least the rotary dimension (" + std::to_string(rotary) +
+                                                    "): a shorter indexer head mispairs RoPE's features");
+}
+
+// Full-attention and block-sparse (minimax_m3_sparse) layers: layer_types, else the legacy
+// sparse_attention_config's sparse_attention_freq (1: sparse), else all full attention.
 void miniMaxM3Layers(const ConfigReader &r, ModelSpec &s) {
+  std::vector<bool> sparse(s.num_layers, false);
   if (r.has("layer_types")) {
     std::vector<std::string> types = r.getStringList("layer_types");
     checkLayerCount(r, "layer_types", types.size(), s.num_layers);
-    for (size_t i = 0; i < types.size(); ++i)
-      if (types[i] != "full_attention")
+    for (size_t i = 0; i < types.size(); ++i) {
+      if (types[i] != "full_attention" && types[i] != "minimax_m3_sparse")
         throw ConfigError(r.path("layer_types"),
                           "layer " + std::to_string(i) + " is '" + types[i] +
-                              (types[i] == "minimax_m3_sparse"
-                                   ? "': block-sparse lightning-indexer attention is not supported yet"
-                                   : "', not a layer type of minimax_m3_vl_text (full_attention, minimax_m3_sparse)"));
+                              "', not a layer type of minimax_m3_vl_text (full_attention, minimax_m3_sparse)");
+      sparse[i] = types[i] == "minimax_m3_sparse";
+    }
   } else if (r.has("sparse_attention_config") && r.child("sparse_attention_config").has("sparse_attention_freq")) {
-    ConfigReader sparse = r.child("sparse_attention_config");
-    for (int64_t f : sparse.getIntList("sparse_attention_freq"))
-      if (f != 0)
-        throw ConfigError(sparse.path("sparse_attention_freq"),
-                          "makes sparse layers: block-sparse lightning-indexer attention is not supported yet");
+    ConfigReader legacy = r.child("sparse_attention_config");
+    std::vector<int64_t> freq = legacy.getIntList("sparse_attention_freq");
+    checkLayerCount(legacy, "sparse_attention_freq", freq.size(), s.num_layers);
+    for (size_t i = 0; i < freq.size(); ++i)
+      sparse[i] = freq[i] != 0;
   }
   uniformWindowLayers(s, 0);
+  for (int64_t i = 0; i < s.num_layers; ++i)
+    s.layers[i].block_sparse = sparse[i];
+  if (std::find(sparse.begin(), sparse.end(), true) != sparse.end())
+    miniMaxM3Indexer(r, s);
 }
 
 // MiniMax-M3's text decoder: Gemma's 1 + w RMS norms everywhere (the per-head q/k norms before

@@ -138,7 +138,7 @@ Value StepBuilder::differentialHeads(Value o, const AttnSite &site, int64_t dim,
 // Writes k and v to the layer's cache and attends q over it, with the layer's sinks if it has
 // them: the output is `width` wide.
 Value StepBuilder::cachedAttention(int64_t layer, const AttentionSpec &a, const AttnSite &site, Value q, Value k,
-                                   Value v, int64_t width) {
+                                   Value v, int64_t width, const BlockSelection &selection) {
   const LayerSpec &L = spec_.layers[layer];
   auto retention = L.window > 0  ? RetentionAttr::get(b_.getContext(), RetentionKind::window, L.window)
                    : L.chunk > 0 ? RetentionAttr::get(b_.getContext(), RetentionKind::chunk, L.chunk)
@@ -149,12 +149,37 @@ Value StepBuilder::cachedAttention(int64_t layer, const AttentionSpec &a, const 
   if (a.sinks)
     sinks = weight(site.prog + "sinks", {a.num_heads}, site.hf + spec_.names.sinks);
   return KvAttentionOp::create(b_, loc_, rows(width), q, positions_, seqIds_, cuSeqlens_, kvLens_, slots_,
-                               blockTables_, sinks, Value(), b_.getI64IntegerAttr(layer),
+                               blockTables_, sinks, Value(), selection.blocks, b_.getI64IntegerAttr(layer),
                                b_.getI64IntegerAttr(a.num_heads), b_.getI64IntegerAttr(a.num_kv_heads),
                                b_.getI64IntegerAttr(a.head_dim), b_.getF64FloatAttr(a.scale), retention,
                                a.softcap > 0 ? b_.getF64FloatAttr(a.softcap) : FloatAttr(), IntegerAttr(),
-                               b_.getI64IntegerAttr(0))
+                               b_.getI64IntegerAttr(0), b_.getI64IntegerAttr(selection.heads),
+                               b_.getI64IntegerAttr(selection.block))
       .getResult();
+}
+
+// The indexer's normed, roped queries and key; the key is cached as the layer's index_key row
+// and the queries pick their blocks over the cached keys.
+BlockSelection StepBuilder::blockIndexer(int64_t layer, Value x, const AttnSite &site) {
+  const BlockIndexerSpec &ix = spec_.attn.block_indexer;
+  int64_t Hi = ix.heads, Di = ix.head_dim;
+  std::string hfi = site.hf + "indexer.", progi = site.prog + "indexer.";
+  Value iq = linear(x, weight(progi + "q", {Hi * Di, site.in}, hfi + "q_proj.weight"));
+  Value ik = linear(x, weight(progi + "k", {Di, site.in}, hfi + "k_proj.weight"));
+  iq = norm(iq, weight(progi + "q_norm", {Di}, hfi + "q_norm.weight"), Di);
+  ik = norm(ik, weight(progi + "k_norm", {Di}, hfi + "k_norm.weight"), Di);
+  const RopeSpec &r = spec_.layers[layer].rope;
+  iq = rope(r, iq, Di);
+  ik = rope(r, ik, Di);
+  KvIndexAppendOp::create(b_, loc_, ik, positions_, seqIds_, slots_, blockTables_, b_.getI64IntegerAttr(layer),
+                          b_.getI64IntegerAttr(Di), IntegerAttr());
+  Value blocks = KvBlockSelectOp::create(b_, loc_, rowsI32(Hi * ix.topk), iq, positions_, seqIds_, cuSeqlens_,
+                                         kvLens_, slots_, blockTables_, b_.getI64IntegerAttr(layer),
+                                         b_.getI64IntegerAttr(Hi), b_.getI64IntegerAttr(Di),
+                                         b_.getI64IntegerAttr(ix.block), b_.getI64IntegerAttr(ix.topk),
+                                         b_.getI64IntegerAttr(ix.local), IntegerAttr())
+                     .getResult();
+  return {blocks, Hi, ix.block};
 }
 
 // `blocks` blocks of `per` heads of `dim` features, regrouped head-major: block b's head h moves
@@ -252,7 +277,8 @@ Value StepBuilder::attention(int64_t layer, Value x, const AttnSite &site) {
 
   if (a.differential)
     v = pairValueHeads(v, a.num_kv_heads, valueDim(a));
-  Value o = cachedAttention(layer, a, site, q, k, v, ow);
+  BlockSelection selection = L.block_sparse ? blockIndexer(layer, x, site) : BlockSelection{};
+  Value o = cachedAttention(layer, a, site, q, k, v, ow, selection);
   if (a.output_gate && a.gate_softplus)
     o = mul(o, act(gate, Activation::softplus));
   else if (a.output_gate)

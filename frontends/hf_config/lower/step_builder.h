@@ -43,6 +43,12 @@ struct AttnSite {
   std::string adapter_slot;
 };
 
+// A block selection restricting each query head to its selection head's listed blocks.
+struct BlockSelection {
+  Value blocks;                 // [T, heads * topk] from cbc.kv.block_select; none: every key
+  int64_t heads = 0, block = 0; // selection heads, positions per block
+};
+
 class StepBuilder {
 public:
   StepBuilder(const ModelSpec &spec, mlir::MLIRContext &ctx, const LowerOptions &options);
@@ -69,7 +75,9 @@ private:
   Value attention(int64_t layer, Value x, const AttnSite &site);
   Value qkvProjection(int64_t layer, Value x, const AttnSite &site);
   Value cachedAttention(int64_t layer, const AttentionSpec &a, const AttnSite &site, Value q, Value k, Value v,
-                        int64_t width);
+                        int64_t width, const BlockSelection &selection = {});
+  // The lightning indexer's block selection of a block-sparse layer (BlockIndexerSpec).
+  BlockSelection blockIndexer(int64_t layer, Value x, const AttnSite &site);
   Value transposeHeads(Value x, int64_t blocks, int64_t per, int64_t dim);
   Value headExpertsAttention(int64_t layer, Value x, const AttnSite &site);
   // Compressed convolutional attention (cca.cpp) and its head regroupings.

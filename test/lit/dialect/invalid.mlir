@@ -2869,3 +2869,51 @@ func.func @slot_linear_mix_columns(%x: tensor<?x16xf32>, %ids: tensor<?x2xi32>, 
   %0 = cbc.moe.slot_linear %x, %ids, %w mix(%m : tensor<?x3xf32>) : tensor<?x16xf32>, tensor<?x2xi32>, tensor<4x6x8xbf16> -> tensor<?x6xf32>
   return
 }
+
+// -----
+
+func.func @block_select_shape(%q: tensor<?x8xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>) {
+  // expected-error @+1 {{'cbc.kv.block_select' op num_heads, head_dim, block and topk must be positive}}
+  %0 = cbc.kv.block_select %q, %p, %p, %p, %p, %p, %bt {layer = 0 : i64, num_heads = 2 : i64, head_dim = 4 : i64, block = 0 : i64, topk = 2 : i64} : tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?x4xi32>
+  return
+}
+
+// -----
+
+func.func @block_select_local(%q: tensor<?x8xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>) {
+  // expected-error @+1 {{'cbc.kv.block_select' op local must be between 0 and topk}}
+  %0 = cbc.kv.block_select %q, %p, %p, %p, %p, %p, %bt {layer = 0 : i64, num_heads = 2 : i64, head_dim = 4 : i64, block = 4 : i64, topk = 2 : i64, local = 3 : i64} : tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?x4xi32>
+  return
+}
+
+// -----
+
+func.func @block_select_q(%q: tensor<?x6xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>) {
+  // expected-error @+1 {{'cbc.kv.block_select' op q width must be num_heads * head_dim}}
+  %0 = cbc.kv.block_select %q, %p, %p, %p, %p, %p, %bt {layer = 0 : i64, num_heads = 2 : i64, head_dim = 4 : i64, block = 4 : i64, topk = 2 : i64} : tensor<?x6xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?x4xi32>
+  return
+}
+
+// -----
+
+func.func @block_select_result(%q: tensor<?x8xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>) {
+  // expected-error @+1 {{'cbc.kv.block_select' op result width must be num_heads * topk}}
+  %0 = cbc.kv.block_select %q, %p, %p, %p, %p, %p, %bt {layer = 0 : i64, num_heads = 2 : i64, head_dim = 4 : i64, block = 4 : i64, topk = 2 : i64} : tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?x3xi32>
+  return
+}
+
+// -----
+
+func.func @attention_selection_attrs(%q: tensor<?x16xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>, %sel: tensor<?x4xi32>) {
+  // expected-error @+1 {{'cbc.kv.attention' op a block selection needs positive selection_heads and selection_block, and they a block selection}}
+  %o = cbc.kv.attention %q, %p, %p, %p, %p, %p, %bt blocks(%sel) {layer = 0 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, scale = 0.5 : f64, selection_heads = 2 : i64} : tensor<?x16xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>, tensor<?x4xi32> -> tensor<?x16xf32>
+  return
+}
+
+// -----
+
+func.func @attention_selection_heads(%q: tensor<?x16xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>, %sel: tensor<?x6xi32>) {
+  // expected-error @+1 {{'cbc.kv.attention' op selection_heads must divide num_heads and the block selection's width}}
+  %o = cbc.kv.attention %q, %p, %p, %p, %p, %p, %bt blocks(%sel) {layer = 0 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, scale = 0.5 : f64, selection_heads = 3 : i64, selection_block = 4 : i64} : tensor<?x16xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>, tensor<?x6xi32> -> tensor<?x16xf32>
+  return
+}

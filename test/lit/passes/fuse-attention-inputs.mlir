@@ -359,3 +359,20 @@ func.func @q_side_after_append(%qkv: tensor<?x16xf32>, %pos: tensor<?xi32>, %seq
   %q = cbc.math.rope %qn, %pos, %seq, %plen {rope = #cbc.rope<head_dim = 4, rotary_dim = 4, inv_freq = array<f32: 1.0, 0.01>>} : tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x8xf32>
   return %q : tensor<?x8xf32>
 }
+
+// A layer that also keeps an index_key row (block-sparse attention) has pool rows wider than the
+// fused op's k | v: its chain stays unfused.
+// CHECK-LABEL: func.func @indexed_layer
+// CHECK-NOT: cbc.kv.rope_append
+// CHECK: cbc.kv.append
+func.func @indexed_layer(%qkv: tensor<?x16xf32>, %pos: tensor<?xi32>, %seq: tensor<?xi32>, %cu: tensor<?xi32>,
+                         %kvl: tensor<?xi32>, %plen: tensor<?xi32>, %slots: tensor<?xi32>, %bt: tensor<?x?x?xi32>,
+                         %ik: tensor<?x4xf32>) -> tensor<?x8xf32> {
+  %s:3 = cbc.math.split %qkv : tensor<?x16xf32> -> tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x4xf32>
+  %q = cbc.math.rope %s#0, %pos, %seq, %plen {rope = #cbc.rope<head_dim = 4, rotary_dim = 4, inv_freq = array<f32: 1.0, 0.01>>} : tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x8xf32>
+  %k = cbc.math.rope %s#1, %pos, %seq, %plen {rope = #cbc.rope<head_dim = 4, rotary_dim = 4, inv_freq = array<f32: 1.0, 0.01>>} : tensor<?x4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x4xf32>
+  cbc.kv.index_append %ik, %pos, %seq, %slots, %bt {layer = 9 : i64, head_dim = 4 : i64} : tensor<?x4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
+  cbc.kv.append %k, %s#2, %pos, %seq, %slots, %bt {layer = 9 : i64, num_kv_heads = 1 : i64, head_dim = 4 : i64} : tensor<?x4xf32>, tensor<?x4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
+  %o = cbc.kv.attention %q, %pos, %seq, %cu, %kvl, %slots, %bt {layer = 9 : i64, num_heads = 2 : i64, num_kv_heads = 1 : i64, head_dim = 4 : i64, scale = 0.5 : f64} : tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?x8xf32>
+  return %o : tensor<?x8xf32>
+}

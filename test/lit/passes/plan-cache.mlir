@@ -180,8 +180,33 @@ func.func @indexed(%lat: tensor<?x8xf32>, %kr: tensor<?x4xf32>, %ik: tensor<?x6x
 
 // -----
 
-func.func @index_append_without_latent(%lat: tensor<?x8xf32>, %kr: tensor<?x4xf32>, %ik: tensor<?x6xf32>, %iq: tensor<?x12xf32>, %iw: tensor<?x2xf32>, %ql: tensor<?x16xf32>, %qr: tensor<?x8xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>) {
-  // expected-error @+1 {{'cbc.kv.index_append' op layer 1 has no latent cbc.kv.append that keeps every token}}
+// A plain attention layer may keep an index_key row too (block-sparse attention): its rows are
+// k | v | index_key.
+// CHECK-LABEL: func.func @block_indexed
+// CHECK: cbc.kv.index_append {{.*}} {group = 0 : i64, head_dim = 4 : i64, layer = 0 : i64}
+// CHECK: cbc.kv.block_select {{.*}}group = 0 : i64
+// CHECK: cbc.kv.attention {{.*}} blocks({{.*}}) {group = 0 : i64
+func.func @block_indexed(%k: tensor<?x8xf32>, %ik: tensor<?x4xf32>, %iq: tensor<?x8xf32>, %q: tensor<?x16xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>) {
+  cbc.kv.append %k, %k, %p, %p, %p, %bt {layer = 0 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64} : tensor<?x8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
+  cbc.kv.index_append %ik, %p, %p, %p, %bt {layer = 0 : i64, head_dim = 4 : i64} : tensor<?x4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
+  %sel = cbc.kv.block_select %iq, %p, %p, %p, %p, %p, %bt {layer = 0 : i64, num_heads = 2 : i64, head_dim = 4 : i64, block = 4 : i64, topk = 2 : i64} : tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?x4xi32>
+  %o = cbc.kv.attention %q, %p, %p, %p, %p, %p, %bt blocks(%sel) {layer = 0 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, scale = 0.5 : f64, selection_heads = 2 : i64, selection_block = 4 : i64} : tensor<?x16xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>, tensor<?x4xi32> -> tensor<?x16xf32>
+  return
+}
+
+// -----
+
+func.func @block_select_without_index(%iq: tensor<?x8xf32>, %k: tensor<?x8xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>) {
+  cbc.kv.append %k, %k, %p, %p, %p, %bt {layer = 0 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64} : tensor<?x8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
+  // expected-error @+1 {{'cbc.kv.block_select' op reads index keys of layer 0, which no cbc.kv.index_append of head_dim 4 writes}}
+  %sel = cbc.kv.block_select %iq, %p, %p, %p, %p, %p, %bt {layer = 0 : i64, num_heads = 2 : i64, head_dim = 4 : i64, block = 4 : i64, topk = 2 : i64} : tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?x4xi32>
+  return
+}
+
+// -----
+
+func.func @index_append_without_append(%lat: tensor<?x8xf32>, %kr: tensor<?x4xf32>, %ik: tensor<?x6xf32>, %iq: tensor<?x12xf32>, %iw: tensor<?x2xf32>, %ql: tensor<?x16xf32>, %qr: tensor<?x8xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>) {
+  // expected-error @+1 {{'cbc.kv.index_append' op layer 1 has no cbc.kv.append that keeps every token}}
   cbc.kv.index_append %ik, %p, %p, %p, %bt {layer = 1 : i64, head_dim = 6 : i64} : tensor<?x6xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
   return
 }

@@ -101,6 +101,34 @@ LAGUNA_KWARGS = dict(
 )
 
 
+# minimax_m3_vl_text's tiny shape, shared by its two fixtures (all layers full attention, and with block-sparse layers).
+MINIMAX_M3_TEXT_KWARGS = dict(
+    num_hidden_layers=3,
+    num_attention_heads=4,
+    num_key_value_heads=2,
+    head_dim=16,
+    rotary_dim=4,
+    intermediate_size=16,
+    dense_intermediate_size=32,
+    shared_intermediate_size=24,
+    num_local_experts=4,
+    num_experts_per_tok=2,
+    routed_scaling_factor=2.0,
+    swiglu_limit=1.5,
+    mlp_layer_types=["dense", "sparse", "sparse"],
+    tie_word_embeddings=False,
+    rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.5},
+)
+
+
+# minimax_m3_vl_text_sparse's indexer norms: 1 + w with w ~ N(1, 0.1), a gain of about 2 on both the indexer query
+# and key, so the block scores (|q . k| <= 16 x 4) spread over ~+-50 and the seed's selection cut is large in raw
+# score units (the cut relative to the scores' spread is what a gain cannot change; checks.block_indexer has both).
+MINIMAX_M3_INDEXER_INIT_RULES = [
+    (r"self_attn\.indexer\.[qk]_norm\.weight$", 1.0, 0.1),
+]
+
+
 # ZAYA1 (model_type zaya)'s tiny shape. COMMON without intermediate_size: ZayaConfig has no dense MLP (every
 # layer is MoE), and the key would only land unread in config.json.
 ZAYA_KWARGS = dict(
@@ -823,24 +851,7 @@ FAMILIES = {
     "minimax_m3_vl_text": dict(
         atol_note=SIGMOID_ROUTER_NOTE,
         seed=19724,
-        build=_config(
-            "MiniMaxM3VLTextConfig",
-            num_hidden_layers=3,
-            num_attention_heads=4,
-            num_key_value_heads=2,
-            head_dim=16,
-            rotary_dim=4,
-            intermediate_size=16,
-            dense_intermediate_size=32,
-            shared_intermediate_size=24,
-            num_local_experts=4,
-            num_experts_per_tok=2,
-            routed_scaling_factor=2.0,
-            swiglu_limit=1.5,
-            mlp_layer_types=["dense", "sparse", "sparse"],
-            tie_word_embeddings=False,
-            rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.5},
-        ),
+        build=_config("MiniMaxM3VLTextConfig", **MINIMAX_M3_TEXT_KWARGS),
         buffer_init=[(r"gate\.e_score_correction_bias$", 0.0, 0.3)],
         std={"router": 0.6},
         zero_centred_norms=True,
@@ -851,7 +862,53 @@ FAMILIES = {
             "dense MLP (32) on layer 0, the shared expert (24) and the routed experts (16) on layers 1-2",
             "sigmoid router + e_score_correction_bias (N(0,0.3)) for the choice, top-2 of 4, renormalised, x 2.0 on "
             "the routed sum only",
-            "every layer full attention (the block-sparse minimax_m3_sparse layers are refused)",
+            "every layer full attention (the block-sparse minimax_m3_sparse layers are the minimax_m3_vl_text_sparse variant)",
+        ],
+    ),
+    # minimax_m3_vl_text's fixture again, with layers 1 and 2 block-sparse (minimax_m3_sparse): the lightning indexer
+    # picks, per query and indexer head, its own key block plus the best other block of 4 keys.
+    "minimax_m3_vl_text_sparse": dict(
+        atol_note=SIGMOID_ROUTER_NOTE
+        + " Block selection: which key blocks a query attends to is decided by the ranking of block scores, a "
+        "discontinuous choice like the router's; checks.block_indexer reports how far each choosing ranking is from a "
+        "tie (raw score units, the scores reach ~50 here; both indexer norms carry a gain of about 2 so the cut is "
+        "large in raw units, yet it is the gap over the scores' spread that a relative error has to beat). Once the "
+        "blocks are chosen the attention is smooth.",
+        model_type="minimax_m3_vl_text",
+        seed=20292,
+        build=_config(
+            "MiniMaxM3VLTextConfig",
+            **{
+                **MINIMAX_M3_TEXT_KWARGS,
+                "layer_types": ["full_attention", "minimax_m3_sparse", "minimax_m3_sparse"],
+                "index_n_heads": 2,
+                "index_head_dim": 16,
+                "index_block_size": 4,
+                "index_topk_blocks": 2,
+                "index_local_blocks": 1,
+            },
+        ),
+        init_rules=MINIMAX_M3_INDEXER_INIT_RULES,
+        buffer_init=[(r"gate\.e_score_correction_bias$", 0.0, 0.3)],
+        std={"router": 0.6},
+        zero_centred_norms=True,
+        features=[
+            "minimax_m3_vl_text's tiny config (its features apply: 1 + w norms, per-head q/k norms, RoPE on the first "
+            "8 of 16 dims, the clamped SwiGLU in halves, the biased sigmoid router, dense layer 0), with layer_types "
+            "[full_attention, minimax_m3_sparse, minimax_m3_sparse]: layers 1-2 restrict attention to key blocks a "
+            "lightning indexer selects",
+            "indexer per sparse layer (self_attn.indexer.*): q_proj [2 x 16, 64] (index_n_heads 2, index_head_dim 16), "
+            "k_proj [16, 64] (one key head shared by both indexer heads), 1 + w q_norm/k_norm [16] per head (w drawn "
+            "N(1, 0.1), a gain of about 2), then RoPE on the first 8 dims with the main heads' cos/sin (pairs i, i + 4); "
+            "the indexer key of every token is kept per sparse layer beside K/V and every cached one is scored",
+            "block scores: s[h, t] = q_h . k_t in fp32 (no scale, weights or ReLU), -inf for t > the query's position; "
+            "max over blocks of index_block_size 4 slots (the last block padded with -inf); the query's own block "
+            "(position // 4, index_local_blocks 1) set to +inf; top-k of index_topk_blocks 2, a selected -inf block "
+            "dropped (-1): each query sees its own block up to itself plus the best other visible block, <= 8 keys",
+            "one selection per indexer head: query heads 0-1 use indexer head 0 and 2-3 head 1 (h // 2, the same "
+            "grouping as their KV heads); the mask is the causal one restricted to the selected blocks. Every query "
+            "at position p >= 8 chooses 1 of its p // 4 >= 2 earlier blocks, in prefill and decode alike: "
+            "up to 10 candidates by prompt 29's last step (44 tokens, 11 blocks)",
         ],
     ),
     "zaya": dict(
