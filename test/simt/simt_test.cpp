@@ -684,7 +684,7 @@ TEST(SimtAttentionWideValues, LongPrefillsMatchCpu) {
 TEST(SimtAttentionWideValues, TooWideForTilesStayOnDecode) {
   rt::Artefact a = compileIrWithKernels(wideValuesStep(528));
   EXPECT_EQ(a.kernels->source.find("cbc::attention_prefill<"), std::string::npos);
-  ASSERT_NE(a.kernels->source.find("cbc::attention<bf16, bf16, 4, 2, 16, 528, 16, cbc::Retention::all, 0, false, void, 0, true>"),
+  ASSERT_NE(a.kernels->source.find("cbc::attention<bf16, bf16, 4, 2, 16, 528, 16, cbc::Retention::all, 0, false, void, 0, true, 0, 0, 0, 0>"),
             std::string::npos);
   longPrefillsMatchCpu(a, 256, "values too wide for tiles");
 }
