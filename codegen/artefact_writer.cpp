@@ -161,7 +161,8 @@ Params writeSparseAttentionParams(fbs::FlatBufferBuilder &fbb, Operation &op) {
   using P = fb::OpParams;
   return llvm::TypeSwitch<Operation *, Params>(&op)
       .Case([&](LayerNormOp o) {
-        return params(P::NormParams, fb::CreateNormParams(fbb, f64(o.getEpsAttr()), 0.0, 0));
+        return params(P::NormParams, fb::CreateNormParams(fbb, f64(o.getEpsAttr()), f64(o.getOffsetAttr()),
+                                                          o.getGroupAttr() ? o.getGroupAttr().getInt() : 0));
       })
       .Case([&](KvIndexAppendOp o) {
         fb::CacheSite site = cacheSite(o.getLayer(), o.getGroupAttr(), RetentionAttr::all(o.getContext()));
@@ -231,7 +232,7 @@ Params writeStateParams(fbs::FlatBufferBuilder &fbb, Operation &op) {
 Params writeParams(fbs::FlatBufferBuilder &fbb, Operation &op) {
   using P = fb::OpParams;
   return llvm::TypeSwitch<Operation *, Params>(&op)
-      .Case([&](EmbedOp o) { return params(P::EmbedParams, fb::CreateEmbedParams(fbb, f64(o.getScaleAttr()))); })
+      .Case([&](EmbedOp o) { return params(P::EmbedParams, fb::CreateEmbedParams(fbb, f64(o.getScaleAttr()), o.getOffset())); })
       .Case([&](RmsNormOp o) {
         return params(P::NormParams, writeNorm(fbb, o.getEpsAttr(), o.getOffsetAttr(), o.getGroupAttr()));
       })

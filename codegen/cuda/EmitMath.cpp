@@ -26,7 +26,8 @@ void emitEmbed(Emitter &e, EmbedOp op) {
   args.set(S::Tokens, e.arg(op.getTokens()))
       .set(S::Table, e.arg(op.getTable()))
       .set(S::Out, e.arg(op.getResult()))
-      .set(S::Scale, op.getScale().convertToDouble());
+      .set(S::Scale, op.getScale().convertToDouble())
+      .set(S::Offset, Emitter::integer(op.getOffset()));
   LaunchOut &l = e.launch(k, 128, args);
   l.grid[0] = {RuntimeVar::NumTokens, 1, 1, 0};
 }
@@ -47,24 +48,29 @@ void emitRmsNorm(Emitter &e, RmsNormOp op) {
   l.grid[0] = {e.rowsVar(op.getX()), W / G, 1, 0};
 }
 
+// One block per group of G features (a whole row by default).
 void emitLayerNorm(Emitter &e, LayerNormOp op) {
   using S = slots::LayerNorm;
   int64_t W = cols(op.getX());
+  int64_t G = op.getGroupAttr() ? op.getGroupAttr().getInt() : W;
+  bool perFeature = op.getWeight() && llvm::cast<RankedTensorType>(op.getWeight().getType()).getDimSize(0) != G;
   int k = e.kernel("layer_norm", "norm.cuh",
                    Instance("layer_norm")
                        .type(op.getX())
                        .type(op.getResult())
                        .type(op.getWeight())
                        .type(op.getBias())
-                       .integer(W));
+                       .integer(G));
   SlotArgs<S> args;
   args.set(S::X, e.arg(op.getX()))
       .set(S::Out, e.arg(op.getResult()))
       .set(S::Weight, e.arg(op.getWeight()))
       .set(S::Bias, e.arg(op.getBias()))
-      .set(S::Eps, op.getEps().convertToDouble());
-  LaunchOut &l = e.launch(k, normBlock(W), args);
-  l.grid[0] = {e.rowsVar(op.getX()), 1, 1, 0};
+      .set(S::RowGroups, Emitter::integer(perFeature ? W / G : 0))
+      .set(S::Eps, op.getEps().convertToDouble())
+      .set(S::Offset, op.getOffset().convertToDouble());
+  LaunchOut &l = e.launch(k, normBlock(G), args);
+  l.grid[0] = {e.rowsVar(op.getX()), W / G, 1, 0};
 }
 
 void emitDiffHeads(Emitter &e, DiffHeadsOp op) {

@@ -124,6 +124,8 @@ LogicalResult EmbedOp::verify() {
     return emitOpError("table must be [vocab, hidden]");
   if (table.getDimSize(1) != cols(getResult()))
     return emitOpError("result width must equal the table's hidden size");
+  if (getOffsetAttr().getInt() < 0)
+    return emitOpError("offset must not be negative");
   return success();
 }
 
@@ -357,14 +359,20 @@ LogicalResult LayerNormOp::verify() {
   int64_t width = cols(getX());
   if (cols(getResult()) != width)
     return emitOpError("result width must be the input width");
+  int64_t group = getGroupAttr() ? getGroupAttr().getInt() : width;
+  if (group <= 0 || width % group != 0)
+    return emitOpError("group must divide the width");
   if (getBias() && !getWeight())
     return emitOpError("a bias needs a weight");
+  int64_t entries = 0;
   for (Value w : {getWeight(), getBias()}) {
     if (!w)
       continue;
     auto t = llvm::cast<RankedTensorType>(w.getType());
-    if (t.getRank() != 1 || t.getDimSize(0) != width)
-      return emitOpError("weight and bias must have one entry per feature");
+    if (t.getRank() != 1 || (t.getDimSize(0) != group && t.getDimSize(0) != width) ||
+        (entries && t.getDimSize(0) != entries))
+      return emitOpError("weight and bias must have one entry per feature of a group or of the row");
+    entries = t.getDimSize(0);
   }
   if (getEps().convertToDouble() <= 0)
     return emitOpError("eps must be positive");

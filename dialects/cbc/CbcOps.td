@@ -96,13 +96,16 @@ let opDocGroup = Cbc_MathGroup in {
 def Cbc_EmbedOp : Cbc_Op<"math.embed", [Pure]> {
   let opcode = 0;
   let params = "EmbedParams";
-  let summary = "Token embedding gather, with an optional scale.";
+  let summary = "Embedding gather by token or by position, with an optional offset and scale.";
   let description = [{
-    `result[t] = table[tokens[t]] * scale`. A scale that the checkpoint's own dtype rounds is
-    rounded by the front end before it becomes `scale`.
+    `result[t] = table[tokens[t] + offset] * scale`. `tokens` is the step's token ids or its
+    positions: learned absolute position embeddings are a table indexed by position, some
+    starting `offset` rows in (OPT and BioGPT keep two rows before position 0). A scale that the
+    checkpoint's own dtype rounds is rounded by the front end before it becomes `scale`.
   }];
   let arguments = (ins Cbc_Index:$tokens, Cbc_Weight:$table,
-                   DefaultValuedAttr<F64Attr, "1.0">:$scale);
+                   DefaultValuedAttr<F64Attr, "1.0">:$scale,
+                   DefaultValuedAttr<I64Attr, "0">:$offset);
   let results = (outs Cbc_Rows:$result);
   let assemblyFormat = "$tokens `,` $table attr-dict `:` type($tokens) `,` type($table) `->` type($result)";
   let hasVerifier = 1;
@@ -142,15 +145,20 @@ def Cbc_RmsNormOp : Cbc_Op<"math.rms_norm", [Pure]> {
 def Cbc_LayerNormOp : Cbc_Op<"math.layer_norm", [Pure, AttrSizedOperandSegments]> {
   let opcode = 31;
   let params = "NormParams";
-  let summary = "Layer normalisation of each row, with an optional weight and bias.";
+  let summary = "Layer normalisation over groups of `group` features, with an optional weight and bias.";
   let description = [{
-    `result = (x - mean(x)) * rsqrt(var(x) + eps) * weight + bias` per row, with the biased
-    variance (the mean of the squared deviations), as `torch.nn.LayerNorm` computes it. The
-    weight and the bias are optional (an absent weight is 1, an absent bias 0): decoders norm
-    with all three forms, and the sparse attention indexer's key norm has both. A bias comes
-    only with a weight, so the operand list says which is which.
+    Each row is split into groups of `group` features (the whole row by default; one head for
+    q/k norms), and each group becomes `(x - mean(x)) * rsqrt(var(x) + eps) * (weight + offset)
+    + bias`, with the biased variance (the mean of the squared deviations), as
+    `torch.nn.LayerNorm` computes it. The weight and the bias are optional (an absent weight is
+    1, an absent bias 0): decoders norm with all three forms, and the sparse attention indexer's
+    key norm has both. A bias comes only with a weight, so the operand list says which is which.
+    Both hold one entry per feature of a group (shared by the groups) or one per feature of the
+    row (a norm per head with its own weights). `offset = 1` serves weights stored as
+    `weight - 1` (zero-centred LayerNorm weights).
   }];
-  let arguments = (ins Cbc_Rows:$x, Optional<Cbc_Weight>:$weight, Optional<Cbc_Weight>:$bias, F64Attr:$eps);
+  let arguments = (ins Cbc_Rows:$x, Optional<Cbc_Weight>:$weight, Optional<Cbc_Weight>:$bias, F64Attr:$eps,
+                   DefaultValuedAttr<F64Attr, "0.0">:$offset, OptionalAttr<I64Attr>:$group);
   let results = (outs Cbc_Rows:$result);
   let assemblyFormat = "$x (`,` $weight^)? (`,` $bias^)? attr-dict `:` type(operands) `->` type($result)";
   let hasVerifier = 1;

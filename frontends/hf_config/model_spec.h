@@ -69,6 +69,9 @@ struct LayerSpec {
   bool mlp = true;    // false: the layer has no feed-forward block (Mamba blocks)
   bool post_norm = false; // x + norm(f(x)) rather than x + f(norm(x)) (OLMo attention layers)
   bool parallel = false;  // x + f(norm(x)) + mlp(norm(x)): one norm, mixer and MLP side by side (Cohere)
+  // With `parallel`, the MLP reads its own norm (Names::post_attn_norm) of the same x:
+  // x + f(norm1(x)) + mlp(norm2(x)) (GPT-NeoX, Falcon's two-norm blocks).
+  bool parallel_norms = false;
   // The residual is the normed input: h = norm(x); x = alpha * h + beta * f(h), for the mixer and
   // then the feed-forward block, with their own (alpha, beta) (MiniMax-Text-01).
   bool normed_residual = false;
@@ -81,6 +84,7 @@ struct LayerSpec {
   // AttentionSpec's.
   int64_t num_heads = 0, num_kv_heads = 0, head_dim = 0;
   std::optional<bool> sinks; // this layer's own sinks choice (MiMo-V2: sliding layers); none: AttentionSpec's
+  double scale_factor = 1.0; // the softmax scale times this (GPT-2's scale_attn_by_inverse_layer_idx)
   double lambda_init = 0.0;  // differential attention's lambda_init for this layer
   // A sparse attention layer without its own indexer: it reads the previous layer's selection.
   bool shared_indexer = false;
@@ -143,6 +147,10 @@ struct AttentionSpec {
   bool qkv_bias = false, o_bias = false;
   bool qk_norm = false;  // RMSNorm over each head of q and k, before RoPE
   bool qk_norm_after_rope = false; // the q/k norms follow RoPE (Hunyuan)
+  // The q/k norms are LayerNorms over each head (eps ModelSpec::norm_eps): with a bias
+  // (Persimmon, Phi), or with one weight per head, <q_norm>.norms.<h>.weight, and no bias
+  // (StableLM-2-12B).
+  bool qk_layer_norm = false, qk_norm_bias = false, qk_norm_per_head = false;
   double softcap = 0.0;  // attention score soft-capping; 0 = none
   double clip_qkv = 0.0; // q, k and v clamped to [-clip_qkv, clip_qkv] after projection; 0 = none
   bool sinks = false;    // one learned logit per head in the softmax denominator
@@ -151,6 +159,9 @@ struct AttentionSpec {
   bool gate_per_head = false; // one gate value per head (Names::attn_gate only), not per element
   bool gate_softplus = false; // o * softplus(gate) rather than o * sigmoid(gate) (Laguna)
   bool gate_leads = false;    // the fused Names::qkv projection holds [gate | q | k | v] (HRM's gqkv_proj)
+  // The fused Names::qkv projection (and its bias) interleaves its rows per KV head: the group's
+  // query heads, then its key and its value head (GPT-NeoX and BLOOM per head, Falcon per group).
+  bool qkv_grouped = false;
   bool rope = true;         // false: no position embedding (NoPE)
   bool qk_norm_whole = false; // q/k norms over the whole projection rather than per head (OLMo)
   RotaryPairing rope_pairing = RotaryPairing::Half; // which features RoPE pairs
@@ -374,6 +385,8 @@ struct Names {
   std::string attn_gate_bias;              // a learned [heads] bias on the gate, one per head (Beam's
                                            // gate_bias); empty: none
   std::string qkv;                         // one fused q|k|v projection (Phi-3), if set
+  std::string qkv_bias;                    // the fused projection's own bias tensor (GPT-NeoX's
+                                           // query_key_value.bias); empty: q/k/v_proj biases
   // Norms inside the blocks (BitNet's sub-norms): over the attention output before o_proj, and
   // over the MLP's act(gate) * up before down_proj; empty: none.
   std::string attn_sub_norm, ffn_sub_norm;
@@ -427,6 +440,16 @@ struct RecurrentStacksSpec {
   std::string low = "L_module", high = "H_module", low_init = "z_L_init";
 };
 
+// Absolute position embeddings, added to the (scaled) token embeddings. A learned table of `rows`
+// rows is <prefix><table>, read `offset` rows in; sinusoidal ones are computed (base 10000) at
+// position + offset, the row of position `padding_row` zero.
+struct PositionEmbeddingSpec {
+  AbsolutePositions kind = AbsolutePositions::None;
+  std::string table;
+  int64_t rows = 0, offset = 0;
+  std::optional<int64_t> padding_row;
+};
+
 struct ModelSpec {
   std::string model_type;         // as written in config.json (text part for multimodal)
   // The top-level config.json keys parsing looked at (present or not): the runtime refuses a
@@ -443,6 +466,9 @@ struct ModelSpec {
   NormKind norm_kind = NormKind::Rms;
   bool norm_weight = true, norm_bias = false; // the norms' affine parameters (RMS norms: a weight or none)
   bool sandwich_norms = false;  // Gemma: post-attention and post-feedforward norms
+  PositionEmbeddingSpec positions;
+  // The attention and MLP projections are stored [in, out] (GPT-2's Conv1D), transposed at load.
+  bool linears_transposed = false;
   double embed_scale = 1.0;
   bool embed_scale_rounded = false; // the scale is a tensor of the weight dtype (Gemma), not a float
   double residual_scale = 1.0;  // branch outputs are scaled before each residual add (Granite)

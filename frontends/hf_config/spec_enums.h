@@ -59,6 +59,13 @@ enum class NormKind {
   Layer, // LayerNorm, (x - mean) / std * w + b, weight and bias as ModelSpec says
 };
 
+// Absolute position embeddings added to the token embeddings.
+enum class AbsolutePositions {
+  None,
+  Learned,    // a trained [rows, hidden] table indexed by position (GPT-2, OPT)
+  Sinusoidal, // fixed sines and cosines computed from the position (XGLM)
+};
+
 // A checkpoint format the loader undoes.
 enum class Quantization {
   None,

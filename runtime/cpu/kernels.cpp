@@ -17,11 +17,11 @@ void serialFor(int64_t n, const std::function<void(int64_t)> &fn) {
     fn(i);
 }
 
-void embed(const int32_t *tokens, int64_t T, Matrix table, int64_t H, float scale, float *out) {
+void embed(const int32_t *tokens, int64_t T, Matrix table, int64_t H, float scale, float *out, int64_t offset) {
   auto toFloatRow = storageTraits(table.format).toFloatRow;
   for (int64_t t = 0; t < T; ++t) {
     float *row = out + t * H;
-    toFloatRow(table.data, H, tokens[t], row);
+    toFloatRow(table.data, H, tokens[t] + offset, row);
     for (int64_t j = 0; j < H; ++j)
       row[j] *= scale;
   }
@@ -347,19 +347,21 @@ void latentAttention(const float *qLatent, const float *qRope, int64_t T, const 
   pagedAttention(q.data(), T, positions, seqIds, slots, tables, tableWidth, valueAtStart, pool, a, out, pfor);
 }
 
-void layerNorm(const float *x, int64_t rows, int64_t width, const float *w, const float *b, float eps, float *y) {
-  for (int64_t r = 0; r < rows; ++r) {
-    const float *xr = x + r * width;
+void layerNorm(const float *x, int64_t rows, int64_t width, int64_t group, const float *w, const float *b,
+               bool perFeature, float eps, float offset, float *y) {
+  for (int64_t i = 0; i < rows * width; i += group) {
+    const float *xr = x + i;
+    int64_t wi = perFeature ? i % width : 0; // where this group's weight and bias entries start
     float mean = 0;
-    for (int64_t j = 0; j < width; ++j)
+    for (int64_t j = 0; j < group; ++j)
       mean += xr[j];
-    mean /= (float)width;
+    mean /= (float)group;
     float var = 0;
-    for (int64_t j = 0; j < width; ++j)
+    for (int64_t j = 0; j < group; ++j)
       var += (xr[j] - mean) * (xr[j] - mean);
-    float inv = 1.0f / std::sqrt(var / (float)width + eps);
-    for (int64_t j = 0; j < width; ++j)
-      y[r * width + j] = (xr[j] - mean) * inv * (w ? w[j] : 1.0f) + (b ? b[j] : 0.0f);
+    float inv = 1.0f / std::sqrt(var / (float)group + eps);
+    for (int64_t j = 0; j < group; ++j)
+      y[i + j] = (xr[j] - mean) * inv * (w ? w[wi + j] + offset : 1.0f) + (b ? b[wi + j] : 0.0f);
   }
 }
 

@@ -18,7 +18,7 @@ namespace cbc::rt::cpu {
 // Runs fn(i) for i in [0, n) on the backend's threads (ParallelFor: runtime/cpu/matrix.h).
 void serialFor(int64_t n, const std::function<void(int64_t)> &fn);
 
-void embed(const int32_t *tokens, int64_t T, Matrix table, int64_t H, float scale, float *out);
+void embed(const int32_t *tokens, int64_t T, Matrix table, int64_t H, float scale, float *out, int64_t offset = 0);
 
 // y[M, N] = x[M, K] . w[N, K]^T + bias[N]; a bf16 w is widened to float32 on the fly.
 void linear(const float *x, int64_t M, int64_t K, Matrix w, int64_t N, const float *bias, float *y,
@@ -143,9 +143,11 @@ void latentAttention(const float *qLatent, const float *qRope, int64_t T, const 
 // index_key row; indexSelect scores, per query t, every visible cached key j <= positions[t]
 // with sum_h w[t,h] * weightScale * relu(keyScale * q[t,h] . k_j), and keeps the topk best in
 // ascending position order, equal scores to the lower position, padded with -1 when fewer are visible.
-// torch.nn.LayerNorm over rows of `width`: (x - mean) * rsqrt(biased var + eps) * w + b; a null
-// w is 1 and a null b is 0.
-void layerNorm(const float *x, int64_t rows, int64_t width, const float *w, const float *b, float eps, float *y);
+// torch.nn.LayerNorm over each group of `group` features of rows of `width`: (x - mean) *
+// rsqrt(biased var + eps) * (w + offset) + b; a null w is 1 and a null b is 0. w and b hold one
+// entry per feature of a group, or with `perFeature` one per feature of the row.
+void layerNorm(const float *x, int64_t rows, int64_t width, int64_t group, const float *w, const float *b,
+               bool perFeature, float eps, float offset, float *y);
 
 struct IndexSelectParams {
   int64_t num_heads = 0, head_dim = 0, topk = 0;

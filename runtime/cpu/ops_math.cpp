@@ -6,17 +6,23 @@
 
 namespace cbc::rt::cpu {
 
+// By token id, or by position (a learned position table); either way every index the step can
+// hold must have its row: the vocabulary, or max_positions (which bounds max_model_len).
 Exec compileEmbed(const OpContext &c) {
   c.need(2, 1);
-  c.needArg(0, StepArg::Tokens);
+  StepArg by = c.isArg(c.I[0], StepArg::Positions) ? StepArg::Positions : StepArg::Tokens;
+  c.needArg(0, by);
   c.acts({c.O[0]});
   int table = c.I[1], out = c.O[0];
-  float scale = (float)c.params<fb::EmbedParams>().scale();
-  int64_t H = c.cols(out);
+  const fb::EmbedParams &p = c.params<fb::EmbedParams>();
+  float scale = (float)p.scale();
+  int64_t offset = p.offset(), H = c.cols(out);
+  int64_t indices = by == StepArg::Tokens ? c.artefact.meta.vocab_size : c.artefact.meta.max_positions;
   const auto &shape = c.weightShape(table);
-  c.check(shape.size() == 2 && shape[1] == H && shape[0] >= c.artefact.meta.vocab_size,
-          "has an embedding table that does not match the vocabulary and width");
-  return [=](StepEnv &e) { embed(e.arg(StepArg::Tokens), e.batch->num_tokens, e.matrix(table), H, scale, e.f32(out)); };
+  c.check(offset >= 0 && shape.size() == 2 && shape[1] == H && shape[0] >= indices + offset,
+          by == StepArg::Tokens ? "has an embedding table that does not match the vocabulary and width"
+                                : "has a position table that does not cover max_positions rows after its offset");
+  return [=](StepEnv &e) { embed(e.arg(by), e.batch->num_tokens, e.matrix(table), H, scale, e.f32(out), offset); };
 }
 
 Exec compileLinear(const OpContext &c) {
@@ -102,13 +108,17 @@ Exec compileLayerNorm(const OpContext &c) {
   const fb::NormParams &p = c.params<fb::NormParams>();
   int x = c.I[0], out = c.O[0];
   int w = c.I.size() > 1 ? c.I[1] : -1, bias = c.I.size() > 2 ? c.I[2] : -1;
-  int64_t width = c.cols(x);
-  float eps = (float)p.eps();
-  c.check(c.cols(out) == width && (w < 0 || c.weightNumel(w) == width) && (bias < 0 || c.weightNumel(bias) == width),
+  int64_t width = c.cols(x), group = p.group() ? p.group() : width;
+  float eps = (float)p.eps(), offset = (float)p.offset();
+  c.check(group > 0 && width % group == 0 && c.cols(out) == width, "has an inconsistent width or group");
+  // One entry per feature of a group, or per feature of the row; the bias as the weight.
+  int64_t n = w >= 0 ? c.weightNumel(w) : group;
+  c.check((n == group || n == width) && (bias < 0 || c.weightNumel(bias) == n),
           "has a weight or bias of the wrong size");
+  bool perFeature = n != group;
   return [=](StepEnv &e) {
-    layerNorm(e.f32(x), e.rows(x), width, w >= 0 ? e.weight(w) : nullptr, bias >= 0 ? e.weight(bias) : nullptr, eps,
-              e.f32(out));
+    layerNorm(e.f32(x), e.rows(x), width, group, w >= 0 ? e.weight(w) : nullptr, bias >= 0 ? e.weight(bias) : nullptr,
+              perFeature, eps, offset, e.f32(out));
   };
 }
 

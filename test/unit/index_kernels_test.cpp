@@ -35,7 +35,7 @@ struct Request {
 TEST(LayerNorm, HandWorkedRow) {
   // Row [1, 2, 3, 6]: mean 3, biased variance (4 + 1 + 0 + 9) / 4 = 3.5.
   std::vector<float> x = {1, 2, 3, 6}, w = {1, 2, 1, 0.5f}, b = {0, 1, -1, 0}, y(4);
-  layerNorm(x.data(), 1, 4, w.data(), b.data(), 0.0f, y.data());
+  layerNorm(x.data(), 1, 4, 4, w.data(), b.data(), false, 0.0f, 0.0f, y.data());
   float inv = 1.0f / std::sqrt(3.5f);
   EXPECT_FLOAT_EQ(y[0], -2 * inv);
   EXPECT_FLOAT_EQ(y[1], -1 * inv * 2 + 1);

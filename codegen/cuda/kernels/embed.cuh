@@ -1,4 +1,5 @@
-// The token embedding: one block per token copies its table row, scaled.
+// The embedding by token id or by position: one block per token copies its table row (offset
+// rows in), scaled.
 #ifndef CBC_CODEGEN_CUDA_KERNELS_EMBED_CUH
 #define CBC_CODEGEN_CUDA_KERNELS_EMBED_CUH
 
@@ -12,7 +13,7 @@ template <class TW, class TO, int H> __device__ __forceinline__ void embed(const
   const TW *table = (const TW *)a.p[S::Table];
   TO *out = (TO *)a.p[S::Out];
   float scale = a.f[S::Scale];
-  long long t = blockIdx.x, row = tok[t];
+  long long t = blockIdx.x, row = tok[t] + a.i[S::Offset];
   for (int j = threadIdx.x; j < H; j += blockDim.x)
     st(out, t * H + j, ld(table, row * H + j) * scale);
 }

@@ -43,15 +43,22 @@ template <class TI, class TO, class TW, int G> __device__ __forceinline__ void r
     st(y, base + j, ld(x, base + j) * inv * norm_weight(w, j, offset));
 }
 
-// LayerNorm of rows of W (the mean, then the biased variance, both reduced in fp32), with an
-// optional weight and bias; one block per row.
+// LayerNorm of groups of W features (the mean, then the biased variance, both reduced in fp32),
+// with an optional weight + offset and bias, one entry per feature of a group or, with
+// RowGroups set (the groups per row), per feature of the row; one block per group.
 template <class TI, class TO, class TW, class TB, int W> __device__ __forceinline__ void layer_norm(const CbcArgs &a) {
   using S = slots::LayerNorm;
   __shared__ float scratch[32];
   const TI *x = (const TI *)a.p[S::X];
   TO *y = (TO *)a.p[S::Out];
+  const long long wo = a.i[S::RowGroups] ? (long long)(blockIdx.x % a.i[S::RowGroups]) * W : 0;
   const TW *w = (const TW *)a.p[S::Weight];
   const TB *b = (const TB *)a.p[S::Bias];
+  if constexpr (present<TW>)
+    w += wo;
+  if constexpr (present<TB>)
+    b += wo;
+  float offset = a.f[S::Offset];
   long long base = (long long)blockIdx.x * W;
   float s = 0.0f;
   for (int j = threadIdx.x; j < W; j += blockDim.x)
@@ -65,7 +72,7 @@ template <class TI, class TO, class TW, class TB, int W> __device__ __forceinlin
   }
   float inv = rsqrtf(block_sum(ss, scratch) / (float)W + a.f[S::Eps]);
   for (int j = threadIdx.x; j < W; j += blockDim.x)
-    st(y, base + j, (ld(x, base + j) - mean) * inv * norm_weight(w, j, 0.0f) + norm_bias(b, j));
+    st(y, base + j, (ld(x, base + j) - mean) * inv * norm_weight(w, j, offset) + norm_bias(b, j));
 }
 
 // Per-row int8 fake quantisation (absmax, the activations of ternary linear layers): one block

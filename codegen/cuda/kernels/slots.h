@@ -141,7 +141,7 @@ namespace slots {
 
 struct Embed {
   enum Ptr { Tokens, Table, Out, NumPtr };
-  enum Int { NumInt };
+  enum Int { Offset, NumInt };
   enum Flt { Scale, NumFlt };
 };
 struct Gather {
@@ -158,8 +158,8 @@ struct Argmax {
 
 struct LayerNorm {
   enum Ptr { X, Out, Weight, Bias, NumPtr };
-  enum Int { NumInt };
-  enum Flt { Eps, NumFlt };
+  enum Int { RowGroups, NumInt }; // groups per row with per-feature weights, else 0
+  enum Flt { Eps, Offset, NumFlt };
 };
 struct RmsNorm {
   enum Ptr { X, Out, Weight, NumPtr };

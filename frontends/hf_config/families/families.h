@@ -24,6 +24,8 @@ FamilyTable dsaVariantFamilies(); // dsa_variants.cpp: glm_moe_dsa, axk2
 FamilyTable hunyuanFamilies();    // hunyuan.cpp: hunyuan_v1_dense, hunyuan_v1_moe
 FamilyTable cohereFamilies();     // cohere.cpp: cohere, cohere2, cohere2_moe, cohere_compass_text
 FamilyTable zayaFamilies();       // zaya.cpp: zaya
+FamilyTable gptFamilies();        // gpt.cpp: gpt2, gpt-sw3, gpt_bigcode, gpt_neo, opt, biogpt, xglm, gpt_neox,
+                                  //   gptj, phi, stablelm, starcoder2, persimmon, nemotron, falcon
 
 // mamba.cpp: the original state-spaces (mamba_ssm) config format, which has no model_type,
 // rewritten into transformers' mamba / mamba2 keys.

@@ -37,6 +37,7 @@ AttentionSpec StepBuilder::layerAttention(int64_t layer) const {
   a.num_kv_heads = L.num_kv_heads ? L.num_kv_heads : a.num_kv_heads;
   a.head_dim = L.head_dim ? L.head_dim : a.head_dim;
   a.sinks = L.sinks.value_or(a.sinks);
+  a.scale *= L.scale_factor;
   return a;
 }
 
@@ -46,6 +47,27 @@ static int64_t valueDim(const AttentionSpec &a) { return a.v_head_dim ? a.v_head
 // The output gate's width: one per head or one per element of q.
 static int64_t gateWidth(const AttentionSpec &a) {
   return !a.output_gate ? 0 : a.gate_per_head ? a.num_heads : a.num_heads * a.head_dim;
+}
+
+// A LayerNorm over each of `heads` heads of `dim` features: one weight (and bias) for every
+// head, or with qk_norm_per_head each head's own weight.
+Value StepBuilder::qkLayerNorm(Value x, const AttnSite &site, const std::string &module, int64_t heads, int64_t dim) {
+  const AttentionSpec &a = spec_.attn;
+  std::string hfName = site.hf + module, progName = site.prog + module;
+  Value w, b;
+  if (a.qk_norm_per_head) {
+    std::vector<std::string> perHead;
+    for (int64_t h = 0; h < heads; ++h)
+      perHead.push_back(hfName + ".norms." + std::to_string(h) + ".weight");
+    w = weight(progName, {heads * dim}, {.parts = {perHead}});
+  } else {
+    w = weight(progName, {dim}, hfName + ".weight");
+  }
+  if (a.qk_norm_bias)
+    b = weight(progName + "_bias", {a.qk_norm_per_head ? heads * dim : dim}, hfName + ".bias");
+  return LayerNormOp::create(b_, loc_, rows(heads * dim), x, w, b, b_.getF64FloatAttr(spec_.norm_eps),
+                             b_.getF64FloatAttr(0.0), b_.getI64IntegerAttr(dim))
+      .getResult();
 }
 
 // [q | gate | k | v] rows (gate only with an output gate), one GEMM per layer. The gate rows
@@ -65,12 +87,21 @@ Value StepBuilder::qkvProjection(int64_t layer, Value x, const AttnSite &site) {
   auto bScales = scales({{qw, 1.0}, {gw, 1.0}, {kw, mu.key}, {vw, vs}});
   Value wqkv, bqkv;
   if (!n.qkv.empty()) {
-    // One fused tensor, its rows in the checkpoint's order ([gate | q | k | v] with gate_leads);
-    // biases, where there are any, are per projection.
+    // One fused tensor, its rows in the checkpoint's order ([gate | q | k | v] with gate_leads,
+    // or per KV group, regrouped to [q | k | v]); biases, where there are any, are the fused
+    // tensor's own or per projection.
+    SmallVector<int64_t> regroup;
+    if (a.qkv_grouped)
+      regroup = {a.num_kv_heads, qw / a.num_kv_heads, D, valueDim(a)};
     wqkv = weight(site.prog + "qkv", {qw + gw + kw + vw, in},
                   {.parts = {{site.hf + n.qkv + ".weight"}},
+                   .transpose = spec_.linears_transposed,
+                   .regroup = regroup,
                    .row_scales = wScales});
-    if (a.qkv_bias) {
+    if (a.qkv_bias && !n.qkv_bias.empty()) {
+      bqkv = weight(site.prog + "qkv_bias", {qw + gw + kw + vw},
+                    {.parts = {{site.hf + n.qkv_bias}}, .regroup = regroup});
+    } else if (a.qkv_bias) {
       std::vector<std::string> biases = {site.hf + "q_proj.bias", site.hf + "k_proj.bias", site.hf + "v_proj.bias"};
       if (a.gate_leads)
         biases.insert(biases.begin(), site.hf + n.attn_gate + ".bias");
@@ -248,6 +279,11 @@ Value StepBuilder::attention(int64_t layer, Value x, const AttnSite &site) {
   Value q = parts[a.gate_leads ? 1 : 0], k = parts[a.output_gate ? 2 : 1], v = parts[a.output_gate ? 3 : 2];
   // Per head, or over the whole projection; before RoPE, or after it.
   auto qkNorms = [&] {
+    if (a.qk_layer_norm) {
+      q = qkLayerNorm(q, site, n.q_norm, a.num_heads, D);
+      k = qkLayerNorm(k, site, n.k_norm, a.num_kv_heads, D);
+      return;
+    }
     int64_t qg = a.qk_norm_whole ? qw : D, kg = a.qk_norm_whole ? kw : D;
     q = norm(q, weight(site.prog + "q_norm", {qg}, site.hf + n.q_norm + ".weight"), qg);
     k = norm(k, weight(site.prog + "k_norm", {kg}, site.hf + n.k_norm + ".weight"), kg);
@@ -290,7 +326,10 @@ Value StepBuilder::attention(int64_t layer, Value x, const AttnSite &site) {
   if (!n.attn_sub_norm.empty())
     o = norm(o, weight(site.prog + "sub_norm", {ow}, site.hf + n.attn_sub_norm + ".weight"));
   auto oScales = scales({{H, spec_.mup.attn_out}});
-  Value wo = weight(site.prog + "o", {H, ow}, {.parts = {{site.hf + n.o_proj + ".weight"}}, .row_scales = oScales});
+  Value wo = weight(site.prog + "o", {H, ow},
+                    {.parts = {{site.hf + n.o_proj + ".weight"}},
+                     .transpose = spec_.linears_transposed,
+                     .row_scales = oScales});
   Value bo;
   if (a.o_bias)
     bo = weight(site.prog + "o_bias", {H}, {.parts = {{site.hf + n.o_proj + ".bias"}}, .row_scales = oScales});

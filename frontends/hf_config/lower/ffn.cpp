@@ -20,10 +20,13 @@ Value StepBuilder::denseMlp(int64_t layer, Value x, const std::string &module) {
       bup = weight(prog(layer, base + ".up_bias"), {I}, name(nm.up + ".bias"));
       bdown = weight(prog(layer, base + ".down_bias"), {H}, name(nm.down + ".bias"));
     }
-    Value up = linear(x, weight(prog(layer, base + ".up"), {I, H}, name(nm.up + ".weight")), bup);
+    bool t = spec_.linears_transposed;
+    Value wup = weight(prog(layer, base + ".up"), {I, H}, {.parts = {{name(nm.up + ".weight")}}, .transpose = t});
+    Value up = linear(x, wup, bup);
     Value h = spec_.mlp.act == FfnActivation::Xielu ? xielu(up, prog(layer, base + ".act."), name("act_fn."))
                                                     : act(up, toDialect(spec_.mlp.act));
-    return linear(h, weight(prog(layer, base + ".down"), {H, I}, name(nm.down + ".weight")), bdown);
+    Value wdown = weight(prog(layer, base + ".down"), {H, I}, {.parts = {{name(nm.down + ".weight")}}, .transpose = t});
+    return linear(h, wdown, bdown);
   }
   // Multipliers on the gate projection's output and on the MLP's output.
   auto guScales = scales({{I, spec_.mup.mlp_gate}, {I, 1.0}});

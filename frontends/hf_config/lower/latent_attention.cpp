@@ -122,7 +122,8 @@ Value StepBuilder::indexerSelection(Value x, Value qResid, const AttnSite &site,
   Value q = linear(qResid, weight(site.prog + "index_q", {H * D, m.q_lora_rank}, w + "wq_b.weight"));
   Value k = linear(x, weight(site.prog + "index_k", {D, site.in}, w + "wk.weight"));
   k = LayerNormOp::create(b_, loc_, rows(D), k, weight(site.prog + "index_k_norm", {D}, w + "k_norm.weight"),
-                          weight(site.prog + "index_k_norm_bias", {D}, w + "k_norm.bias"), b_.getF64FloatAttr(ix.norm_eps))
+                          weight(site.prog + "index_k_norm_bias", {D}, w + "k_norm.bias"), b_.getF64FloatAttr(ix.norm_eps),
+                          b_.getF64FloatAttr(0.0), IntegerAttr())
           .getResult();
   if (m.rope_dim > 0 && !L.nope) {
     q = rope(L.rope, q, D, ix.rope_pairing);

@@ -57,7 +57,11 @@ Value StepBuilder::embed(Value &table) {
     scale.convert(llvm::APFloat::IEEEsingle(), llvm::APFloat::rmNearestTiesToEven, &lost);
     embedScale = scale.convertToFloat();
   }
-  embeddings_ = EmbedOp::create(b_, loc_, rows(H), tokens_, table, b_.getF64FloatAttr(embedScale)).getResult();
+  embeddings_ = EmbedOp::create(b_, loc_, rows(H), tokens_, table, b_.getF64FloatAttr(embedScale),
+                                b_.getI64IntegerAttr(0))
+                    .getResult();
+  if (spec_.positions.kind != AbsolutePositions::None)
+    embeddings_ = add(embeddings_, absolutePositions());
   if (const std::string &affine = spec_.names.embed_affine; !affine.empty()) {
     embeddings_ = add(embeddings_, weight("embed_bias", {H}, spec_.prefix + affine + "_bias"));
     embeddings_ = mul(embeddings_, weight("embed_scale", {H}, spec_.prefix + affine + "_scale"));
@@ -67,6 +71,21 @@ Value StepBuilder::embed(Value &table) {
                                                                                ".embed_norm.weight")
                                                       : Value());
   return embeddings_;
+}
+
+// Learned rows of a position table, or sinusoidal ones computed from the position.
+Value StepBuilder::absolutePositions() {
+  const PositionEmbeddingSpec &p = spec_.positions;
+  int64_t H = spec_.hidden_size;
+  if (p.kind == AbsolutePositions::Sinusoidal)
+    return SinusoidalPositionOp::create(b_, loc_, rows(H), positions_, b_.getI64IntegerAttr(p.offset),
+                                        b_.getF64FloatAttr(10000.0),
+                                        p.padding_row ? b_.getI64IntegerAttr(*p.padding_row) : IntegerAttr())
+        .getResult();
+  Value table = weight("positions", {p.rows, H}, spec_.prefix + p.table);
+  return EmbedOp::create(b_, loc_, rows(H), positions_, table, b_.getF64FloatAttr(1.0),
+                         b_.getI64IntegerAttr(p.offset))
+      .getResult();
 }
 
 // Pre-norm (x + f(norm(x))), sandwich (x + norm(f(norm(x)))) or post-norm (x + norm(f(x))), for
@@ -90,6 +109,8 @@ Value StepBuilder::decoderLayer(int64_t l, Value x) {
   if (L.parallel) {
     Value h = layerNorm(l, nm.input_norm, x);
     Value a = mixer(l, h);
+    if (L.parallel_norms)
+      h = layerNorm(l, nm.post_attn_norm, x);
     Value m = L.moe ? moeMlp(l, h) : denseMlp(l, h);
     x = residual(a, L.mixer_alpha, L.mixer_beta);
     return residual(m, L.mlp_alpha, L.mlp_beta);

@@ -89,8 +89,9 @@ std::string StepBuilder::hf(int64_t layer, const std::string &rest) const {
   return spec_.prefix + layerModule(layer) + "." + rest;
 }
 
+// An empty Names::mlp: the MLP's projections sit in the layer itself (OPT's fc1, fc2).
 std::string StepBuilder::mlpName(int64_t layer, const std::string &rest) const {
-  return hf(layer, spec_.names.mlp + "." + rest);
+  return hf(layer, spec_.names.mlp.empty() ? rest : spec_.names.mlp + "." + rest);
 }
 
 std::string StepBuilder::prog(int64_t layer, const std::string &rest) const {
@@ -131,7 +132,9 @@ Value StepBuilder::modelNorm(const std::string &progName, const std::string &hfN
     return norm(x, spec_.norm_weight ? weight(progName, {H}, hfName + ".weight") : Value(), std::nullopt, eps);
   Value w = spec_.norm_weight ? weight(progName, {H}, hfName + ".weight") : Value();
   Value b = spec_.norm_bias ? weight(progName + "_bias", {H}, hfName + ".bias") : Value();
-  return LayerNormOp::create(b_, loc_, rows(H), x, w, b, b_.getF64FloatAttr(eps)).getResult();
+  return LayerNormOp::create(b_, loc_, rows(H), x, w, b, b_.getF64FloatAttr(eps), b_.getF64FloatAttr(spec_.norm_offset),
+                             IntegerAttr())
+      .getResult();
 }
 
 Value StepBuilder::layerNorm(int64_t layer, const std::string &hfName, Value x, bool gated) {

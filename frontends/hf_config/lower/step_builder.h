@@ -58,6 +58,7 @@ private:
   // ---- the skeleton (step.cpp) ----
   mlir::func::FuncOp declareStep(mlir::ModuleOp module);
   Value embed(Value &table);
+  Value absolutePositions(); // PositionEmbeddingSpec's rows for the step's positions
   Value decoderLayer(int64_t layer, Value x);
   Value dualSublayerLayer(int64_t layer, Value x);
   Value normedResidualLayer(int64_t layer, Value x);
@@ -74,6 +75,7 @@ private:
   Value attention(int64_t layer, Value x) { return attention(layer, x, attnSite(layer)); }
   Value attention(int64_t layer, Value x, const AttnSite &site);
   Value qkvProjection(int64_t layer, Value x, const AttnSite &site);
+  Value qkLayerNorm(Value x, const AttnSite &site, const std::string &module, int64_t heads, int64_t dim);
   Value cachedAttention(int64_t layer, const AttentionSpec &a, const AttnSite &site, Value q, Value k, Value v,
                         int64_t width, const BlockSelection &selection = {});
   // The lightning indexer's block selection of a block-sparse layer (BlockIndexerSpec).

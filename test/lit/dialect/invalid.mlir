@@ -349,6 +349,14 @@ func.func @embed_width(%tok: tensor<?xi32>, %t: tensor<16x8xbf16>) {
 
 // -----
 
+func.func @embed_offset(%pos: tensor<?xi32>, %t: tensor<16x8xbf16>) {
+  // expected-error @+1 {{'cbc.math.embed' op offset must not be negative}}
+  %0 = cbc.math.embed %pos, %t {offset = -2 : i64} : tensor<?xi32>, tensor<16x8xbf16> -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
 func.func @linear_weight_rank(%x: tensor<?x8xf32>, %w: tensor<2x4x8xbf16>) {
   // expected-error @+1 {{'cbc.math.linear' op weight must be [out, in]}}
   %0 = cbc.math.linear %x, %w : tensor<?x8xf32>, tensor<2x4x8xbf16> -> tensor<?x4xf32>
@@ -2792,8 +2800,16 @@ func.func @layer_norm_result(%x: tensor<?x6xf32>, %w: tensor<6xbf16>) {
 // -----
 
 func.func @layer_norm_weight(%x: tensor<?x6xf32>, %w: tensor<6xbf16>, %b: tensor<4xbf16>) {
-  // expected-error @+1 {{'cbc.math.layer_norm' op weight and bias must have one entry per feature}}
+  // expected-error @+1 {{'cbc.math.layer_norm' op weight and bias must have one entry per feature of a group or of the row}}
   %o = cbc.math.layer_norm %x, %w, %b {eps = 1.0e-6 : f64} : tensor<?x6xf32>, tensor<6xbf16>, tensor<4xbf16> -> tensor<?x6xf32>
+  return
+}
+
+// -----
+
+func.func @layer_norm_group(%x: tensor<?x6xf32>, %w: tensor<4xbf16>) {
+  // expected-error @+1 {{'cbc.math.layer_norm' op group must divide the width}}
+  %o = cbc.math.layer_norm %x, %w {eps = 1.0e-6 : f64, group = 4 : i64} : tensor<?x6xf32>, tensor<4xbf16> -> tensor<?x6xf32>
   return
 }
 

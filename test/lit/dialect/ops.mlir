@@ -73,6 +73,8 @@ func.func @dense(%tok: tensor<?xi32>, %table: tensor<16x8xbf16>, %w: tensor<12x8
   %e = cbc.math.embed %tok, %table : tensor<?xi32>, tensor<16x8xbf16> -> tensor<?x8xf32>
   // CHECK: %{{[a-z0-9_#]+}} = cbc.math.embed %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}} {scale = 4.800000e+01 : f64} : tensor<?xi32>, tensor<16x8xbf16> -> tensor<?x8xf32>
   %es = cbc.math.embed %tok, %table {scale = 48.0 : f64} : tensor<?xi32>, tensor<16x8xbf16> -> tensor<?x8xf32>
+  // CHECK: %{{[a-z0-9_#]+}} = cbc.math.embed %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}} {offset = 2 : i64} : tensor<?xi32>, tensor<16x8xbf16> -> tensor<?x8xf32>
+  %ep = cbc.math.embed %tok, %table {offset = 2 : i64} : tensor<?xi32>, tensor<16x8xbf16> -> tensor<?x8xf32>
   // CHECK: %{{[a-z0-9_#]+}} = cbc.math.linear %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}} : tensor<?x8xf32>, tensor<12x8xbf16> -> tensor<?x12xf32>
   %l = cbc.math.linear %e, %w : tensor<?x8xf32>, tensor<12x8xbf16> -> tensor<?x12xf32>
   // CHECK: %{{[a-z0-9_#]+}} = cbc.math.linear %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}} : tensor<?x8xf32>, tensor<12x8xbf16>, tensor<12xbf16> -> tensor<?x12xf32>
@@ -176,7 +178,7 @@ func.func @sinusoidal(%pos: tensor<?xi32>) -> tensor<?x9xf32> {
 }
 
 // CHECK-LABEL: func.func @indexed
-func.func @indexed(%k: tensor<?x6xf32>, %w6: tensor<6xbf16>, %iq: tensor<?x12xf32>, %iw: tensor<?x2xf32>,
+func.func @indexed(%k: tensor<?x6xf32>, %w6: tensor<6xbf16>, %w3: tensor<3xbf16>, %iq: tensor<?x12xf32>, %iw: tensor<?x2xf32>,
                    %ql: tensor<?x16xf32>, %qr: tensor<?x8xf32>, %pos: tensor<?xi32>, %bt: tensor<?x?x?xi32>) -> tensor<?x16xf32> {
   // CHECK: %{{[a-z0-9_#]+}} = cbc.math.layer_norm %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}} {eps = 9.9999999999999995E-7 : f64} : tensor<?x6xf32>, tensor<6xbf16>, tensor<6xbf16> -> tensor<?x6xf32>
   %kn = cbc.math.layer_norm %k, %w6, %w6 {eps = 1.0e-6 : f64} : tensor<?x6xf32>, tensor<6xbf16>, tensor<6xbf16> -> tensor<?x6xf32>
@@ -185,6 +187,8 @@ func.func @indexed(%k: tensor<?x6xf32>, %w6: tensor<6xbf16>, %iq: tensor<?x12xf3
   %kw = cbc.math.layer_norm %k, %w6 {eps = 1.0e-5 : f64} : tensor<?x6xf32>, tensor<6xbf16> -> tensor<?x6xf32>
   // CHECK: cbc.math.layer_norm %{{[a-z0-9_#]+}} {eps = 1.000000e-05 : f64} : tensor<?x6xf32> -> tensor<?x6xf32>
   %kp = cbc.math.layer_norm %k {eps = 1.0e-5 : f64} : tensor<?x6xf32> -> tensor<?x6xf32>
+  // CHECK: cbc.math.layer_norm %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}} {eps = 1.000000e-05 : f64, group = 3 : i64, offset = 1.000000e+00 : f64} : tensor<?x6xf32>, tensor<3xbf16>, tensor<3xbf16> -> tensor<?x6xf32>
+  %kg = cbc.math.layer_norm %k, %w3, %w3 {eps = 1.0e-5 : f64, group = 3 : i64, offset = 1.0 : f64} : tensor<?x6xf32>, tensor<3xbf16>, tensor<3xbf16> -> tensor<?x6xf32>
   // CHECK: cbc.kv.index_append %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}} {head_dim = 6 : i64, layer = 0 : i64} : tensor<?x6xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
   cbc.kv.index_append %kn, %pos, %pos, %pos, %bt {layer = 0 : i64, head_dim = 6 : i64} : tensor<?x6xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
   // CHECK: %[[SEL:[a-z0-9_#]+]] = cbc.kv.index_select {{.*}} {head_dim = 6 : i64, key_scale = 5.000000e-01 : f64, layer = 0 : i64, num_heads = 2 : i64, topk = 3 : i64, weight_scale = 0.69999999999999996 : f64} : tensor<?x12xf32>, tensor<?x2xf32>, {{.*}} -> tensor<?x3xi32>
