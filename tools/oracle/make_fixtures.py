@@ -1537,20 +1537,28 @@ def _json_dump(obj, path: Path):
 def _layer_summary(model, cfg) -> dict:
     text_cfg = cfg.get_text_config(decoder=True)
     layer_types = getattr(text_cfg, "layer_types", None)
+    if layer_types is None and getattr(text_cfg, "attention_layers", None):  # GPT-Neo: global / local (window_size)
+        layer_types = [{"global": "full_attention", "local": "sliding_attention"}[t] for t in text_cfg.attention_layers]
     if layer_types is None:
         sw = getattr(text_cfg, "sliding_window", None)
         layer_types = ["sliding_attention" if sw else "full_attention"] * text_cfg.num_hidden_layers
     mlp_kinds = []
-    base = model.model if hasattr(model, "model") else model.transformer  # DBRX: transformer.blocks
+    # DBRX: transformer.blocks; GPT-2 line: transformer.h; BioGPT: biogpt.layers (base_model); OPT: model.decoder.layers
+    base = model.model if hasattr(model, "model") else getattr(model, "transformer", None) or model.base_model
+    if not hasattr(base, "layers") and hasattr(base, "decoder"):
+        base = base.decoder
     stacks = [m.layers for m in (getattr(base, "L_module", None), getattr(base, "H_module", None)) if m is not None]
-    for layer in getattr(base, "layers", None) or getattr(base, "blocks", None) or [l for s in stacks for l in s]:
+    for layer in (
+        getattr(base, "layers", None) or getattr(base, "blocks", None) or getattr(base, "h", None)
+        or [l for s in stacks for l in s]
+    ):
         mlp = getattr(layer, "mlp", None)
         if mlp is None:
             mlp = getattr(layer, "block_sparse_moe", None)
         if mlp is None:
             mlp = getattr(layer, "ffn", None)
         if mlp is None:
-            mlp = getattr(layer, "feed_forward")
+            mlp = getattr(layer, "feed_forward", None)  # None: fc1/fc2 on the layer itself (OPT, BioGPT, XGLM)
         mlp_kinds.append("moe" if hasattr(mlp, "experts") else "dense")
     out = {"layer_types": list(layer_types), "mlp_kinds": mlp_kinds}
     if cfg.model_type == "longcat_flash":
