@@ -260,11 +260,14 @@ Params writeParams(fbs::FlatBufferBuilder &fbb, Operation &op) {
       })
       .Case([&](KvAttentionOp o) {
         fb::CacheSite site = cacheSite(o.getLayer(), o.getGroupAttr(), o.getRetention());
+        auto slopes = o.getAlibiSlopes() ? fbb.CreateVector(o.getAlibiSlopes()->data(), o.getAlibiSlopes()->size())
+                                         : fbs::Offset<fbs::Vector<float>>();
         return params(P::KvAttentionParams,
                       fb::CreateKvAttentionParams(fbb, &site, o.getNumHeads(), o.getNumKvHeads(), o.getHeadDim(),
                                                   f64(o.getScaleAttr()),
                                                   o.getSoftcapAttr() ? f64(o.getSoftcapAttr()) : 0.0,
-                                                  o.getBiasExtent(), o.getSelectionHeads(), o.getSelectionBlock()));
+                                                  o.getBiasExtent(), o.getSelectionHeads(), o.getSelectionBlock(),
+                                                  slopes));
       })
       .Case([&](KvLatentAttentionOp o) {
         fb::CacheSite site = cacheSite(o.getLayer(), o.getGroupAttr(), o.getRetention());
@@ -285,7 +288,9 @@ Params writeParams(fbs::FlatBufferBuilder &fbb, Operation &op) {
         IntegerAttr pad = o.getPaddingRowAttr();
         return params(P::SinusoidalPositionParams,
                       fb::CreateSinusoidalPositionParams(fbb, o.getOffsetAttr().getInt(), f64(o.getBaseAttr()),
-                                                         (bool)pad, pad ? pad.getInt() : 0));
+                                                         (bool)pad, pad ? pad.getInt() : 0,
+                                                         o.getForm() == SinusoidForm::power ? fb::SinusoidForm::Power
+                                                                                            : fb::SinusoidForm::LogStep));
       })
       .Case([&](KvRopeAppendOp o) {
         fb::CacheSite site = cacheSite(o.getLayer(), o.getGroupAttr(), o.getRetention());

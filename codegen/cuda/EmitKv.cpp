@@ -108,6 +108,8 @@ static void emitAttentionPrefill(Emitter &e, KvAttentionOp op, KernelArgOut plan
   inst.integer(H).integer(Hkv).integer(D).integer(Dv).integer(e.blockSize());
   addRetentionArgs(inst, op.getRetention()).flag(softcap);
   inst.type(op.getDistanceBias()).integer(op.getDistanceBias() ? op.getBiasExtent() : 0);
+  if (auto slopes = op.getAlibiSlopes()) // only then: the instances without ALiBi keep their spelling
+    inst.table(e.table(*slopes));
   int k = e.kernel("attention_prefill", "attention_prefill.cuh", inst);
   SlotArgs<S> args;
   args.set(S::Q, e.arg(op.getQ()))
@@ -148,6 +150,8 @@ void emitKvAttention(Emitter &e, KvAttentionOp op) {
   inst.integer(row > Hkv * (D + Dv) ? row : 0);
   inst.integer(sel ? op.getSelectionHeads() : 0).integer(sel ? cols(sel) / op.getSelectionHeads() : 0);
   inst.integer(sel ? op.getSelectionBlock() : 0);
+  if (auto slopes = op.getAlibiSlopes())
+    inst.table(e.table(*slopes));
   int k = e.kernel("attention", "attention.cuh", inst);
   SlotArgs<S> args;
   args.set(S::Q, e.arg(op.getQ()))

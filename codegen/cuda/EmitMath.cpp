@@ -299,12 +299,16 @@ void emitSinusoidalPosition(Emitter &e, SinusoidalPositionOp op) {
   using S = slots::SinusoidalPosition;
   Value out = op.getResult();
   IntegerAttr pad = op.getPaddingRowAttr();
+  bool power = op.getForm() == SinusoidForm::power;
   SlotArgs<S> args;
   args.set(S::Positions, e.arg(op.getPositions()))
       .set(S::Out, e.arg(out))
-      .set(S::Step, (float)(-std::log(op.getBase().convertToDouble()) / (double)(cols(out) / 2 - 1)));
+      .set(S::Step, power ? (float)op.getBase().convertToDouble()
+                          : (float)(-std::log(op.getBase().convertToDouble()) / (double)(cols(out) / 2 - 1)));
   Instance inst("sinusoidal_position");
   inst.type(out).integer(cols(out)).integer(op.getOffsetAttr().getInt()).integer(pad ? pad.getInt() : -1);
+  if (power) // only then: the log-step instances keep their spelling
+    inst.flag(true);
   elementwise(e, "sinusoidal_position", inst, out, args);
 }
 

@@ -61,6 +61,12 @@ def Cbc_PositionScaleForm : Cbc_Enum<"PositionScaleForm", "how a position scale 
     I32EnumAttrCase<"power", 2>]>;      // (1 + (p + o) / n) ^ beta, a real quotient
 def Cbc_PositionScaleFormAttr : Cbc_EnumAttr<Cbc_PositionScaleForm, "position_scale_form">;
 
+// The frequencies f_i (i < D / 2) of cbc.math.sinusoidal_position's sines and cosines.
+def Cbc_SinusoidForm : Cbc_Enum<"SinusoidForm", "how sinusoidal positions space their frequencies", [
+    I32EnumAttrCase<"log_step", 0>,  // exp(-i * ln(base) / (D / 2 - 1)) (tensor2tensor: XGLM)
+    I32EnumAttrCase<"power", 1>]>;   // 1 / base ^ (2i / D) (the original Transformer's: CTRL)
+def Cbc_SinusoidFormAttr : Cbc_EnumAttr<Cbc_SinusoidForm, "sinusoid_form">;
+
 def Cbc_GroupScore : Cbc_Enum<"GroupScore", "how group-limited routing scores a group of experts", [
     I32EnumAttrCase<"top2_sum", 0>, // the sum of the group's two best selection scores
     I32EnumAttrCase<"max", 1>]>;     // the group's best selection score

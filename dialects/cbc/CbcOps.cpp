@@ -256,6 +256,8 @@ LogicalResult SinusoidalPositionOp::verify() {
     return emitOpError("offset and padding_row must not be negative");
   if (!(getBase().convertToDouble() > 1) || !std::isfinite(getBase().convertToDouble()))
     return emitOpError("base must be finite and above 1");
+  if (getForm() == SinusoidForm::power && cols(getResult()) % 2 != 0)
+    return emitOpError("the power form needs an even width");
   return success();
 }
 
@@ -410,6 +412,12 @@ LogicalResult KvAttentionOp::verify() {
     return failure();
   if (getSoftcap() && getSoftcap()->convertToDouble() <= 0)
     return emitOpError("softcap must be positive");
+  if (auto slopes = getAlibiSlopes()) {
+    if ((int64_t)slopes->size() != (int64_t)getNumHeads())
+      return emitOpError("alibi_slopes must have one entry per query head");
+    if (llvm::any_of(*slopes, [](float s) { return !std::isfinite(s); }))
+      return emitOpError("alibi_slopes must be finite");
+  }
   return success();
 }
 

@@ -390,7 +390,9 @@ def Cbc_SinusoidalPositionOp : Cbc_Op<"math.sinusoidal_position", [Pure]> {
     `f_i = exp(i * -(ln(base) / (h - 1)))`, with a last column of zeros when `D` is odd, all in
     fp32 as transformers computes them: the step and each `i * step` rounded to fp32 before
     `exp`, and `n f_i` rounded before `sin` and `cos`. The row of `n == padding_row`, when given,
-    is zeros (a padding position's). `D` is at least 4.
+    is zeros (a padding position's). `D` is at least 4. With `form = power` (CTRL) the
+    frequencies are `f_i = 1 / base ^ (2i / D)` instead, the exponent, the power and its
+    reciprocal each in fp32, and `D` must be even.
 
     ```mlir
     %p = cbc.math.sinusoidal_position %positions {offset = 2 : i64, padding_row = 1 : i64}
@@ -398,7 +400,8 @@ def Cbc_SinusoidalPositionOp : Cbc_Op<"math.sinusoidal_position", [Pure]> {
     ```
   }];
   let arguments = (ins Cbc_Index:$positions, DefaultValuedAttr<I64Attr, "0">:$offset,
-                   DefaultValuedAttr<F64Attr, "10000.0">:$base, OptionalAttr<I64Attr>:$padding_row);
+                   DefaultValuedAttr<F64Attr, "10000.0">:$base, OptionalAttr<I64Attr>:$padding_row,
+                   DefaultValuedAttr<Cbc_SinusoidFormAttr, "::cbc::SinusoidForm::log_step">:$form);
   let results = (outs Cbc_Rows:$result);
   let assemblyFormat = "$positions attr-dict `:` type($positions) `->` type($result)";
   let hasVerifier = 1;
@@ -518,6 +521,9 @@ def Cbc_KvAttentionOp : Cbc_Op<"kv.attention", [MemoryEffects<[MemRead]>, AttrSi
     `block_selection` (`[T, selection_heads * k]` block indices from `cbc.kv.block_select`, -1
     for none), query head `h` reads only the keys whose position `j` lies in one of the blocks
     (`j / selection_block`) that selection head `h / (num_heads / selection_heads)` lists.
+    With `alibi_slopes` (one per query head), the score of head `h` for the key at position `j`
+    gains `-alibi_slopes[h] * (p - j)`, after `scale`: ALiBi's linear bias (BLOOM, MPT; a constant
+    per query row does not change the softmax, so biases anchored at the key alone agree).
   }];
   let arguments = (ins Cbc_Rows:$q, Cbc_Index:$positions, Cbc_Index:$seq_ids,
                    Cbc_Index:$cu_seqlens, Cbc_Index:$kv_lens, Cbc_Index:$slots,
@@ -529,7 +535,8 @@ def Cbc_KvAttentionOp : Cbc_Op<"kv.attention", [MemoryEffects<[MemRead]>, AttrSi
                    OptionalAttr<F64Attr>:$softcap, OptionalAttr<I64Attr>:$group,
                    DefaultValuedAttr<I64Attr, "0">:$bias_extent,
                    DefaultValuedAttr<I64Attr, "0">:$selection_heads,
-                   DefaultValuedAttr<I64Attr, "0">:$selection_block);
+                   DefaultValuedAttr<I64Attr, "0">:$selection_block,
+                   OptionalAttr<DenseF32ArrayAttr>:$alibi_slopes);
   let results = (outs Cbc_Rows:$result);
   let assemblyFormat = "$q `,` $positions `,` $seq_ids `,` $cu_seqlens `,` $kv_lens `,` $slots `,` $block_tables (`,` $sinks^)? (`distance_bias` `(` $distance_bias^ `)`)? (`blocks` `(` $block_selection^ `)`)? attr-dict `:` type(operands) `->` type($result)";
   let hasVerifier = 1;

@@ -68,6 +68,8 @@ struct LayerSpec {
   bool moe = false;   // MoE MLP rather than the dense MLP
   bool mlp = true;    // false: the layer has no feed-forward block (Mamba blocks)
   bool post_norm = false; // x + norm(f(x)) rather than x + f(norm(x)) (OLMo attention layers)
+  bool norm_after_add = false; // norm(x + f(x)), the mixer's and then the MLP's (the original GPT)
+  bool input_norm = true; // false: the mixer reads the stream unnormed (ModernBERT-decoder's layer 0)
   bool parallel = false;  // x + f(norm(x)) + mlp(norm(x)): one norm, mixer and MLP side by side (Cohere)
   // With `parallel`, the MLP reads its own norm (Names::post_attn_norm) of the same x:
   // x + f(norm1(x)) + mlp(norm2(x)) (GPT-NeoX, Falcon's two-norm blocks).
@@ -84,6 +86,7 @@ struct LayerSpec {
   // AttentionSpec's.
   int64_t num_heads = 0, num_kv_heads = 0, head_dim = 0;
   std::optional<bool> sinks; // this layer's own sinks choice (MiMo-V2: sliding layers); none: AttentionSpec's
+  std::optional<bool> o_bias; // this layer's own output-bias choice (GPT-NeoX-Japanese: the last); none: AttentionSpec's
   double scale_factor = 1.0; // the softmax scale times this (GPT-2's scale_attn_by_inverse_layer_idx)
   double lambda_init = 0.0;  // differential attention's lambda_init for this layer
   // A sparse attention layer without its own indexer: it reads the previous layer's selection.
@@ -162,7 +165,13 @@ struct AttentionSpec {
   // The fused Names::qkv projection (and its bias) interleaves its rows per KV head: the group's
   // query heads, then its key and its value head (GPT-NeoX and BLOOM per head, Falcon per group).
   bool qkv_grouped = false;
+  // The fused Names::qkv projection is `qkv_shards` blocks of rows (model-parallel shards), each
+  // [q | v | k] of its 1 / qkv_shards of the heads (CodeGen's qkv_proj); 0: none.
+  int64_t qkv_shards = 0;
   bool rope = true;         // false: no position embedding (NoPE)
+  // ALiBi: one slope per query head; the score of the key at distance p - j gains
+  // -slope * (p - j) (BLOOM, MPT). Empty: none.
+  std::vector<float> alibi_slopes;
   bool qk_norm_whole = false; // q/k norms over the whole projection rather than per head (OLMo)
   RotaryPairing rope_pairing = RotaryPairing::Half; // which features RoPE pairs
   bool qk_l2_norm = false; // weightless RMS norm of each q and k head after RoPE, on RoPE layers (Llama 4)
@@ -379,6 +388,8 @@ struct Names {
   std::string input_norm = "input_layernorm", post_attn_norm = "post_attention_layernorm";
   std::string pre_ff_norm = "pre_feedforward_layernorm", post_ff_norm = "post_feedforward_layernorm";
   std::string attn = "self_attn", o_proj = "o_proj", q_norm = "q_norm", k_norm = "k_norm";
+  std::string q_proj = "q_proj", k_proj = "k_proj", v_proj = "v_proj"; // separate attention projections
+  std::string o_bias;                      // the output projection's bias under attn; empty: <o_proj>.bias
   std::string sinks = "sinks";             // the attention's per-head sink logits
   std::string attn_gate;                   // the output gate's own [heads * head_dim, H] projection
                                            // (AFMoE's gate_proj, no bias); empty: it rides in q_proj
@@ -392,11 +403,12 @@ struct Names {
   std::string attn_sub_norm, ffn_sub_norm;
   std::string mlp = "mlp", gate = "gate_proj", up = "up_proj", down = "down_proj";
   std::string gate_up;                     // one fused [gate | up] tensor (Phi-3, Granite), if set
-  std::string final_norm = "norm";
+  std::string final_norm = "norm";         // empty: none
   std::string linear_attn = "linear_attn"; // the gated delta net module
   std::string conv = "conv";               // LFM2's short-conv module
   std::string mamba = "mixer";             // the Mamba mixer module
   std::string embed = "embed_tokens";
+  std::string embed_norm;                  // the embedding norm's module under the prefix; empty: <embed>.embed_norm
   // Affine maps on the residual stream (ZAYA), empty: none. The embedding rows become
   // (e + <prefix><embed_affine>_bias) * <prefix><embed_affine>_scale; each residual add after the
   // mixer (site affine_mixer) and the feed-forward block (affine_mlp) becomes
@@ -448,6 +460,7 @@ struct PositionEmbeddingSpec {
   std::string table;
   int64_t rows = 0, offset = 0;
   std::optional<int64_t> padding_row;
+  bool power = false; // sinusoidal frequencies 1 / base^(2i / D) (CTRL) rather than tensor2tensor's
 };
 
 struct ModelSpec {
@@ -481,7 +494,7 @@ struct ModelSpec {
   // The embedding and the head hold this many rows, padded beyond the vocab_size the logits keep
   // (Inkling's unpadded_vocab_size slices them); 0: vocab_size rows.
   int64_t padded_vocab = 0;
-  bool embed_norm = false;        // the embedding rows pass an RMSNorm, <embed>.embed_norm (Inkling)
+  bool embed_norm = false;        // the embedding rows pass one of the model's norms, Names::embed_norm (Inkling, BLOOM)
   // The mixer's and the feed-forward block's outputs each pass a residual depthwise conv of this
   // kernel, h + conv(h), before the residual add (attn_sconv, mlp_sconv); 0: none.
   int64_t branch_conv_kernel = 0;
@@ -504,6 +517,12 @@ struct ModelSpec {
   std::string prefix = "model.";      // HF prefix of the decoder's tensors
   std::string lm_head = "lm_head.weight";
   std::string lm_head_bias;           // the head's bias (ERNIE-4.5-MoE's use_bias); empty: none
+  // A transform before the head (ModernBERT-decoder's prediction head): the final norm's output
+  // through <head_transform>.dense (hidden x hidden, with a bias when head_transform_bias), the
+  // activation, and the model's norm <head_transform>.norm. Empty: none.
+  std::string head_transform;
+  bool head_transform_bias = false;
+  FfnActivation head_transform_act = FfnActivation::Gelu;
   Quantization quantization = Quantization::None; // the honoured quantisation
   // Quantization::Fp8: the [rows, cols] block of a weight that one weight_scale_inv value scales.
   std::vector<int64_t> fp8_block;

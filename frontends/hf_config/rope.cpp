@@ -116,11 +116,29 @@ void computeLongrope(const ConfigReader &p, const RopeContext &ctx, int64_t dim,
   rope.long_after = orig;
 }
 
+// Proportional RoPE: every pair (i, i + head_dim / 2) of the head, the first
+// int(partial * head_dim / 2) turning at base^(-2i / head_dim) (over the whole head, not the
+// rotated part), the others not at all, every frequency divided by `factor` (default 1).
+RopeSpec proportionalRope(const ConfigReader &p, const RopeContext &ctx, RopeSpec rope, double partial) {
+  int64_t dim = ctx.head_dim, angles = (int64_t)std::floor(partial * (double)dim / 2.0);
+  double factor = p.getNumber("factor", 1.0);
+  if (factor <= 0)
+    throw ConfigError(p.path("factor"), "must be positive");
+  if (angles < 1)
+    throw ConfigError(p.path("partial_rotary_factor"), "leaves no pair of features to rotate");
+  rope.rotary_dim = dim;
+  rope.inv_freq = baseInvFreq(rope.theta, dim);
+  for (int64_t i = 0; i < dim / 2; ++i)
+    rope.inv_freq[i] = i < angles ? (float)(rope.inv_freq[i] / factor) : 0.0f;
+  return rope;
+}
+
 // The rope type named by `key` (transformers' ROPE_INIT_FUNCTIONS keys cbc computes).
 RopeType ropeType(const ConfigReader &p, const char *key) {
   static const std::map<std::string, RopeType> types = {
       {"default", RopeType::Default}, {"linear", RopeType::Linear}, {"dynamic", RopeType::Dynamic},
-      {"yarn", RopeType::Yarn},       {"llama3", RopeType::Llama3}, {"longrope", RopeType::LongRope}};
+      {"yarn", RopeType::Yarn},       {"llama3", RopeType::Llama3}, {"longrope", RopeType::LongRope},
+      {"proportional", RopeType::Proportional}};
   std::string name = p.getString(key, "default");
   auto it = types.find(name);
   if (it == types.end())
@@ -141,6 +159,8 @@ RopeSpec computeRope(const ConfigReader &p, const RopeContext &ctx) {
   double partial = p.getNumber("partial_rotary_factor", ctx.partial_rotary_factor);
   if (partial <= 0 || partial > 1)
     throw ConfigError(p.path("partial_rotary_factor"), "must be in (0, 1]");
+  if (rope.type == RopeType::Proportional)
+    return proportionalRope(p, ctx, rope, partial);
   if (!ctx.partial_rotary && partial != 1.0) {
     if (rope.type != RopeType::Default)
       throw ConfigError(p.path("partial_rotary_factor"),
@@ -163,6 +183,7 @@ RopeSpec computeRope(const ConfigReader &p, const RopeContext &ctx) {
 
   switch (rope.type) {
   case RopeType::Default:
+  case RopeType::Proportional: // computed above
     break;
   case RopeType::Linear: {
     double factor = p.requireNumber("factor");

@@ -7,7 +7,7 @@
 namespace cbc::hf {
 
 // How a rope dictionary's frequencies are derived (its rope_type).
-enum class RopeType { Default, Linear, Dynamic, Yarn, Llama3, LongRope };
+enum class RopeType { Default, Linear, Dynamic, Yarn, Llama3, LongRope, Proportional };
 
 // Which features a rotation pairs.
 enum class RotaryPairing {

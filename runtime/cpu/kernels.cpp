@@ -51,12 +51,9 @@ void headLinear(const float *x, int64_t T, const float *w, int64_t heads, int64_
   });
 }
 
-void sinusoidalPosition(const int32_t *positions, int64_t T, int64_t D, int64_t offset, float step,
+void sinusoidalPosition(const int32_t *positions, int64_t T, int64_t D, int64_t offset, const float *freq,
                         int64_t paddingRow, float *y) {
   int64_t h = D / 2;
-  std::vector<float> freq(h);
-  for (int64_t i = 0; i < h; ++i) // rounded as torch's exp(arange(h).float() * -step)
-    freq[i] = std::exp((float)i * step);
   for (int64_t t = 0; t < T; ++t) {
     float *row = y + t * D;
     int64_t n = positions[t] + offset;
@@ -304,6 +301,8 @@ void pagedAttention(const float *q, int64_t T, const int32_t *positions, const i
           s = p.softcap * std::tanh(s / p.softcap);
         if (p.distance_bias && pos - (lo + j) < p.bias_extent)
           s += p.distance_bias[(t * H + h) * p.bias_extent + (pos - lo - j)];
+        if (!p.alibi_slopes.empty())
+          s -= p.alibi_slopes[h] * (float)(pos - lo - j);
         sc[j] = s;
       }
       float sink = p.sinks ? p.sinks[h] : -INFINITY;

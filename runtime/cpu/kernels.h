@@ -38,7 +38,7 @@ void positionScale(const float *x, int64_t T, int64_t width, const int32_t *posi
 
 // Sinusoidal position rows [T, D] (cbc.math.sinusoidal_position): sin | cos of n * f_i for the
 // token's n = position + offset, f_i = exp(i * step) in fp32; a zero row for n == paddingRow.
-void sinusoidalPosition(const int32_t *positions, int64_t T, int64_t D, int64_t offset, float step,
+void sinusoidalPosition(const int32_t *positions, int64_t T, int64_t D, int64_t offset, const float *freq,
                         int64_t paddingRow, float *y);
 
 // RMS norm over groups of `group` features: y = x * rsqrt(mean(x^2) + eps) * (w + offset).
@@ -119,6 +119,8 @@ struct AttentionParams {
   // head h reads only the keys in the blocks selection head h / (H / selection_heads) lists.
   const int32_t *block_selection = nullptr;
   int64_t selection_heads = 0, selection_topk = 0, selection_block = 0;
+  // One ALiBi slope per query head: the score of the key at distance p - j gains -slope * (p - j).
+  std::vector<float> alibi_slopes;
 };
 
 void pagedAttention(const float *q, int64_t T, const int32_t *positions, const int32_t *seqIds,

@@ -1,6 +1,8 @@
 // The CPU compile functions of the paged-cache ops (cbc.kv.*).
 #include "runtime/cpu/op_context.h"
 
+#include <algorithm>
+#include <cmath>
 #include <stdexcept>
 
 namespace cbc::rt::cpu {
@@ -55,6 +57,12 @@ Exec compileKvAttention(const OpContext &c) {
   p.bias_extent = params.bias_extent();
   p.selection_heads = params.selection_heads();
   p.selection_block = params.selection_block();
+  if (const auto *slopes = params.alibi_slopes()) {
+    p.alibi_slopes.assign(slopes->begin(), slopes->end());
+    c.check((int64_t)p.alibi_slopes.size() == p.num_heads &&
+                std::all_of(p.alibi_slopes.begin(), p.alibi_slopes.end(), [](float s) { return std::isfinite(s); }),
+            "has ALiBi slopes that are not one finite value per query head");
+  }
   size_t optional = (p.bias_extent > 0) + (p.selection_heads > 0);
   c.check(p.bias_extent <= (1 << 24) && p.selection_heads >= 0 && p.selection_block >= 0 &&
               c.I.size() >= 7 + optional && c.I.size() <= 8 + optional,

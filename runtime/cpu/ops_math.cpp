@@ -80,10 +80,17 @@ Exec compileSinusoidalPosition(const OpContext &c) {
   int64_t D = c.cols(out), offset = p.offset(), pad = p.has_padding_row() ? p.padding_row() : -1;
   c.checkShape(shape::check(shape::SinusoidalPosition{D}));
   c.check(p.base() > 1 && std::isfinite(p.base()), "has a base that is not finite and above 1");
-  // The step as transformers rounds it: ln(base) / (h - 1) in double, then fp32.
+  bool power = p.form() == fb::SinusoidForm::Power;
+  c.check(p.form() >= fb::SinusoidForm::MIN && p.form() <= fb::SinusoidForm::MAX && (!power || D % 2 == 0),
+          "has an unknown form or an odd width for the power form");
+  // The frequencies as transformers rounds them: exp(i * step), the step ln(base) / (h - 1) in
+  // double then fp32 (XGLM); or 1 / base ^ (2i / D) with each operation in fp32 (CTRL).
+  std::vector<float> freq(D / 2);
   float step = (float)(-std::log(p.base()) / (double)(D / 2 - 1));
+  for (int64_t i = 0; i < D / 2; ++i)
+    freq[i] = power ? 1.0f / std::pow((float)p.base(), (float)(2 * i) / (float)D) : std::exp((float)i * step);
   return [=](StepEnv &e) {
-    sinusoidalPosition(e.arg(StepArg::Positions), e.rows(out), D, offset, step, pad, e.f32(out));
+    sinusoidalPosition(e.arg(StepArg::Positions), e.rows(out), D, offset, freq.data(), pad, e.f32(out));
   };
 }
 

@@ -274,9 +274,12 @@ __device__ __forceinline__ void split_range(int first, int n, int last, long lon
 // ROWS: the pool row's stride where the layer keeps an index_key row after k | v (0: k | v).
 // SELH > 0: the block selection [T, SELH * SELK] of blocks of SELB positions; the block's keys
 // are those its heads' selection lists (one list for all G heads: H / SELH is a multiple of G),
-// so the work per query is SELK * SELB keys whatever the context length.
+// so the work per query is SELK * SELB keys whatever the context length. ALIBI: a table of one
+// slope per query head (null: none); the score of the key at distance pos - j gains
+// -slope * (pos - j).
 template <class TQ, class TKV, int H, int HKV, int D, int DV, int B, Retention R, int TOKENS, bool SOFTCAP,
-          class TB = void, int BIAS = 0, bool ALL = false, int ROWS = 0, int SELH = 0, int SELK = 0, int SELB = 0>
+          class TB = void, int BIAS = 0, bool ALL = false, int ROWS = 0, int SELH = 0, int SELK = 0, int SELB = 0,
+          const float *ALIBI = nullptr>
 __device__ __forceinline__ void attention(const CbcArgs &a) {
   using S = slots::Attention;
   constexpr int G = H / HKV, V16 = 16 / (int)sizeof(TKV), WARPS = kAttentionWarps;
@@ -335,6 +338,8 @@ __device__ __forceinline__ void attention(const CbcArgs &a) {
     if constexpr (present<TB>)
       if (pos - j < BIAS)
         s += ld(bias, (t * H + kvh * G + g) * BIAS + (pos - j));
+    if constexpr (ALIBI != nullptr)
+      s -= ALIBI[kvh * G + g] * (float)(pos - j);
     return s;
   };
   DecodeState<G, SH> st;

@@ -406,9 +406,9 @@ __device__ __forceinline__ void prefill_run(const PrefillRows &w, int jlo, int j
 
 // Prefill attention over the paged cache (cbc.kv.attention), the kernel attention's variants:
 // TO the result's type, TS the sinks' (void: none), TB and BIAS the distance bias (void, 0:
-// none). Block (tile, kv head x head block).
+// none), ALIBI the slopes of ALiBi's linear bias (null: none). Block (tile, kv head x head block).
 template <class TQ, class TKV, class TO, class TS, int H, int HKV, int D, int DV, int B, Retention R, int TOKENS,
-          bool SOFTCAP, class TB = void, int BIAS = 0>
+          bool SOFTCAP, class TB = void, int BIAS = 0, const float *ALIBI = nullptr>
 __device__ __forceinline__ void attention_prefill(const CbcArgs &a) {
   using S = slots::AttentionPrefill;
   constexpr int G = H / HKV, GB = prefillHeadsPerBlock(G, DV), TT = prefillTileTokens(GB);
@@ -448,6 +448,8 @@ __device__ __forceinline__ void attention_prefill(const CbcArgs &a) {
     if constexpr (present<TB>)
       if (w.pos[hf] - j >= 0 && w.pos[hf] - j < BIAS)
         s += ld(bias, (w.t[hf] * H + h) * BIAS + (w.pos[hf] - j));
+    if constexpr (ALIBI != nullptr)
+      s -= ALIBI[h] * (float)(w.pos[hf] - j);
     return s;
   };
   auto sink = [&](float m, float &l, float &scale) {

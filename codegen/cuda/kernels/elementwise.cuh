@@ -57,8 +57,9 @@ __device__ __forceinline__ void position_scale(const CbcArgs &a) {
 }
 
 // Sinusoidal positions: sin | cos of n * exp(i * step) with n = position + OFFSET, a zero last
-// column when W is odd, a zero row for n == PAD (PAD < 0: none).
-template <class TY, int W, long long OFFSET, long long PAD>
+// column when W is odd, a zero row for n == PAD (PAD < 0: none); with POWER the frequencies are
+// 1 / base ^ (2i / W) instead (the slot Step holds the base).
+template <class TY, int W, long long OFFSET, long long PAD, bool POWER = false>
 __device__ __forceinline__ void sinusoidal_position(const CbcArgs &a) {
   using S = slots::SinusoidalPosition;
   constexpr int H = W / 2;
@@ -69,7 +70,9 @@ __device__ __forceinline__ void sinusoidal_position(const CbcArgs &a) {
     long long n = positions[r] + OFFSET;
     float v = 0.0f;
     if (n != PAD && c < 2 * H) {
-      float q = (float)n * expf((float)(c < H ? c : c - H) * step);
+      int k = (int)(c < H ? c : c - H);
+      float f = POWER ? 1.0f / powf(step, (float)(2 * k) / (float)W) : expf((float)k * step);
+      float q = (float)n * f;
       v = c < H ? sinf(q) : cosf(q);
     }
     st(y, i, v);

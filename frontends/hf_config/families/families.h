@@ -10,7 +10,7 @@ FamilyTable denseFamilies();      // dense.cpp: llama, mistral, qwen2, qwen3, ph
 FamilyTable gemmaFamilies();      // gemma.cpp: gemma2, gemma3_text
 FamilyTable moeFamilies();        // moe.cpp: mixtral, qwen2_moe, qwen3_moe, gpt_oss
 FamilyTable gatedDeltaFamilies(); // gated_delta.cpp: qwen3_next, qwen3_5_text, qwen3_5_moe_text, olmo_hybrid
-FamilyTable lfm2Families();       // lfm2.cpp: lfm2, lfm2_moe
+FamilyTable lfm2Families();       // lfm2.cpp: lfm2, lfm2_moe, lfm3
 FamilyTable mambaFamilies();      // mamba.cpp: mamba, mamba2, falcon_mamba
 FamilyTable hybridFamilies();     // hybrids.cpp: bamba, granitemoehybrid, nemotron_h, falcon_h1, jamba
 FamilyTable zambaFamilies();      // zamba.cpp: zamba, zamba2
@@ -24,8 +24,9 @@ FamilyTable dsaVariantFamilies(); // dsa_variants.cpp: glm_moe_dsa, axk2
 FamilyTable hunyuanFamilies();    // hunyuan.cpp: hunyuan_v1_dense, hunyuan_v1_moe
 FamilyTable cohereFamilies();     // cohere.cpp: cohere, cohere2, cohere2_moe, cohere_compass_text
 FamilyTable zayaFamilies();       // zaya.cpp: zaya
-FamilyTable gptFamilies();        // gpt.cpp: gpt2, gpt-sw3, gpt_bigcode, gpt_neo, opt, biogpt, xglm, gpt_neox,
-                                  //   gptj, phi, stablelm, starcoder2, persimmon, nemotron, falcon
+FamilyTable gptFamilies();        // gpt.cpp: gpt2, gpt-sw3, openai-gpt, gpt_bigcode, gpt_neo, opt, biogpt, xglm, gpt_neox, gpt_neox_japanese,
+                                  //   gptj, codegen, phi, stablelm, starcoder2, persimmon, nemotron, falcon, bloom, mpt, modernbert-decoder,
+                                  //   ctrl
 
 // mamba.cpp: the original state-spaces (mamba_ssm) config format, which has no model_type,
 // rewritten into transformers' mamba / mamba2 keys.

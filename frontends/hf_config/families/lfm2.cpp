@@ -1,6 +1,7 @@
-// LFM2 and LFM2-MoE: gated short convolutions and attention, named differently from Llama.
+// LFM2, LFM2-MoE and LFM3: gated short convolutions and attention, named differently from Llama.
 #include "frontends/hf_config/families/families.h"
 #include "frontends/hf_config/families/helpers.h"
+#include "frontends/hf_config/parse_config.h"
 
 #include <set>
 
@@ -94,6 +95,57 @@ void parseLfm2Moe(const ConfigReader &r, ModelSpec &s) {
     s.layers[i].moe = i >= dense;
 }
 
+const KindNames &lfm3Kinds() {
+  static const KindNames k = {{"full_attention", LayerKind::FullAttention},
+                              {"sliding_attention", LayerKind::SlidingAttention},
+                              {"conv", LayerKind::ShortConv}};
+  return k;
+}
+
+// LFM3: LFM2's short convolutions and names, with sandwich norms (post_operator_norm,
+// post_ffn_norm) under use_sandwich_norm, Qwen3's attention (per-head q_norm / k_norm, o_proj)
+// with a sigmoid output gate per head from g_proj under use_attention_gate, and sliding layers
+// (sliding_window, default 256). layer_types, else layer i full when i % 4 == 2, sliding when
+// i % 4 == 0 and i > 0, a conv otherwise; RoPE by layer type (the class default: plain RoPE at
+// 10000 on sliding layers, proportional RoPE at 1e6 over half of each head on full ones).
+void parseLfm3(const ConfigReader &r, ModelSpec &s) {
+  parseLfm2Common(r, s);
+  s.tie_word_embeddings = r.getBool("tie_word_embeddings", true);
+  Names &n = s.names;
+  n.q_norm = "q_norm";
+  n.k_norm = "k_norm";
+  n.o_proj = "o_proj";
+  if (r.getBool("use_sandwich_norm", true)) {
+    s.sandwich_norms = true;
+    n.post_attn_norm = "post_operator_norm";
+    n.pre_ff_norm = "ffn_norm";
+    n.post_ff_norm = "post_ffn_norm";
+  }
+  if (r.getBool("use_attention_gate", true)) {
+    s.attn.output_gate = s.attn.gate_per_head = true;
+    n.attn_gate = "g_proj";
+  }
+  attentionBiases(r, s);
+  std::vector<LayerKind> kinds =
+      r.has("layer_types") ? explicitLayerTypes(r, s.num_layers, lfm3Kinds())
+                           : kindsWhere(s.num_layers, [](int64_t i) { return i % 4 == 2; }, LayerKind::FullAttention,
+                                        LayerKind::ShortConv);
+  if (!r.has("layer_types"))
+    for (int64_t i = 4; i < s.num_layers; i += 4)
+      kinds[i] = LayerKind::SlidingAttention;
+  int64_t window = windowOrClassDefault(r, 256);
+  requireWindowForSliding(r, kinds, window);
+  setLayers(s, kinds, window);
+}
+
+// The class's RoPE dictionaries when config.json has none.
+RopeDicts lfm3Rope(const ConfigReader &r) {
+  return ropeOrClassDefaults(
+      r, 10000.0,
+      {{"rope_type", "proportional"}, {"rope_theta", 1000000.0}, {"partial_rotary_factor", 0.5}},
+      {{"rope_type", "default"}, {"rope_theta", 10000.0}});
+}
+
 } // namespace
 
 FamilyTable lfm2Families() {
@@ -102,6 +154,10 @@ FamilyTable lfm2Families() {
        {{.max_positions = 128000, .norm_eps = 1e-5, .tie_word_embeddings = true, .rope_theta = 1000000.0,
          .intermediate_alias = "block_ff_dim"},
         parseLfm2}},
+      {"lfm3",
+       {{.head_dim = 128, .max_positions = 128000, .norm_eps = 1e-5, .tie_word_embeddings = true,
+         .norm_eps_key = "norm_eps", .kv_heads = 4, .layer_types = LayerListRule::Own},
+        parseLfm3, lfm3Rope}},
       {"lfm2_moe",
        {{.max_positions = 128000, .norm_eps = 1e-5, .tie_word_embeddings = true, .rope_theta = 1000000.0},
         parseLfm2Moe}},

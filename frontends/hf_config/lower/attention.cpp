@@ -37,6 +37,7 @@ AttentionSpec StepBuilder::layerAttention(int64_t layer) const {
   a.num_kv_heads = L.num_kv_heads ? L.num_kv_heads : a.num_kv_heads;
   a.head_dim = L.head_dim ? L.head_dim : a.head_dim;
   a.sinks = L.sinks.value_or(a.sinks);
+  a.o_bias = L.o_bias.value_or(a.o_bias);
   a.scale *= L.scale_factor;
   return a;
 }
@@ -93,6 +94,8 @@ Value StepBuilder::qkvProjection(int64_t layer, Value x, const AttnSite &site) {
     SmallVector<int64_t> regroup;
     if (a.qkv_grouped)
       regroup = {a.num_kv_heads, qw / a.num_kv_heads, D, valueDim(a)};
+    if (int64_t n = a.qkv_shards) // regrouped to [q | v | k], which attention() splits so
+      regroup = {n, qw / n, vw / n, kw / n};
     wqkv = weight(site.prog + "qkv", {qw + gw + kw + vw, in},
                   {.parts = {{site.hf + n.qkv + ".weight"}},
                    .transpose = spec_.linears_transposed,
@@ -102,7 +105,7 @@ Value StepBuilder::qkvProjection(int64_t layer, Value x, const AttnSite &site) {
       bqkv = weight(site.prog + "qkv_bias", {qw + gw + kw + vw},
                     {.parts = {{site.hf + n.qkv_bias}}, .regroup = regroup});
     } else if (a.qkv_bias) {
-      std::vector<std::string> biases = {site.hf + "q_proj.bias", site.hf + "k_proj.bias", site.hf + "v_proj.bias"};
+      std::vector<std::string> biases = {site.hf + n.q_proj + ".bias", site.hf + n.k_proj + ".bias", site.hf + n.v_proj + ".bias"};
       if (a.gate_leads)
         biases.insert(biases.begin(), site.hf + n.attn_gate + ".bias");
       bqkv = weight(site.prog + "qkv_bias", {qw + gw + kw + vw}, {.parts = {biases}});
@@ -110,7 +113,8 @@ Value StepBuilder::qkvProjection(int64_t layer, Value x, const AttnSite &site) {
   } else {
     // q_proj interleaves [q | gate] per head; regrouping makes it [q all | gate all].
     SmallVector<int64_t> regroup;
-    std::vector<std::string> names = {site.hf + "q_proj.weight", site.hf + "k_proj.weight", site.hf + "v_proj.weight"};
+    std::vector<std::string> names = {site.hf + n.q_proj + ".weight", site.hf + n.k_proj + ".weight",
+                                      site.hf + n.v_proj + ".weight"};
     if (a.output_gate && !n.attn_gate.empty())
       names.insert(names.begin() + 1, site.hf + n.attn_gate + ".weight");
     else if (a.output_gate)
@@ -120,7 +124,7 @@ Value StepBuilder::qkvProjection(int64_t layer, Value x, const AttnSite &site) {
                    .regroup = regroup,
                    .row_scales = wScales});
     if (a.qkv_bias) {
-      std::vector<std::string> biases = {site.hf + "q_proj.bias", site.hf + "k_proj.bias", site.hf + "v_proj.bias"};
+      std::vector<std::string> biases = {site.hf + n.q_proj + ".bias", site.hf + n.k_proj + ".bias", site.hf + n.v_proj + ".bias"};
       if (a.output_gate && !n.attn_gate.empty())
         biases.insert(biases.begin() + 1, site.hf + n.attn_gate + ".bias");
       bqkv = weight(site.prog + "qkv_bias", {qw + gw + kw + vw},
@@ -185,7 +189,8 @@ Value StepBuilder::cachedAttention(int64_t layer, const AttentionSpec &a, const 
                                b_.getI64IntegerAttr(a.head_dim), b_.getF64FloatAttr(a.scale), retention,
                                a.softcap > 0 ? b_.getF64FloatAttr(a.softcap) : FloatAttr(), IntegerAttr(),
                                b_.getI64IntegerAttr(0), b_.getI64IntegerAttr(selection.heads),
-                               b_.getI64IntegerAttr(selection.block))
+                               b_.getI64IntegerAttr(selection.block),
+                               a.alibi_slopes.empty() ? DenseF32ArrayAttr() : b_.getDenseF32ArrayAttr(a.alibi_slopes))
       .getResult();
 }
 
@@ -272,7 +277,10 @@ Value StepBuilder::attention(int64_t layer, Value x, const AttnSite &site) {
   int64_t gw = gateWidth(a);
   SmallVector<Value> parts = a.gate_leads ? split(qkv, {gw, qw, kw, vw})
                              : a.output_gate ? split(qkv, {qw, gw, kw, vw})
+                             : a.qkv_shards  ? split(qkv, {qw, vw, kw})
                                              : split(qkv, {qw, kw, vw});
+  if (a.qkv_shards)
+    std::swap(parts[1], parts[2]); // [q | v | k]
   Value gate = a.gate_leads ? parts[0] : a.output_gate ? parts[1] : Value();
   if (!n.attn_gate_bias.empty())
     gate = add(gate, weight(site.prog + "gate_bias", {a.num_heads}, site.hf + n.attn_gate_bias));
@@ -332,7 +340,8 @@ Value StepBuilder::attention(int64_t layer, Value x, const AttnSite &site) {
                      .row_scales = oScales});
   Value bo;
   if (a.o_bias)
-    bo = weight(site.prog + "o_bias", {H}, {.parts = {{site.hf + n.o_proj + ".bias"}}, .row_scales = oScales});
+    bo = weight(site.prog + "o_bias", {H},
+                {.parts = {{site.hf + (n.o_bias.empty() ? n.o_proj + ".bias" : n.o_bias)}}, .row_scales = oScales});
   return linear(o, wo, bo);
 }
 

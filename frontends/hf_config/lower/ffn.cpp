@@ -37,8 +37,10 @@ Value StepBuilder::denseMlp(int64_t layer, Value x, const std::string &module) {
   Value wgu = weight(prog(layer, base + ".gate_up"), {2 * I, H}, {.parts = {gateUp}, .row_scales = guScales});
   Value bgu, bdown;
   if (spec_.mlp.bias) {
-    bgu = weight(prog(layer, base + ".gate_up_bias"), {2 * I},
-                 {.parts = {{name(nm.gate + ".bias"), name(nm.up + ".bias")}}, .row_scales = guScales});
+    std::vector<std::string> biases = nm.gate_up.empty()
+                                          ? std::vector<std::string>{name(nm.gate + ".bias"), name(nm.up + ".bias")}
+                                          : std::vector<std::string>{name(nm.gate_up + ".bias")};
+    bgu = weight(prog(layer, base + ".gate_up_bias"), {2 * I}, {.parts = {biases}, .row_scales = guScales});
     bdown = weight(prog(layer, base + ".down_bias"), {H}, {.parts = {{name(nm.down + ".bias")}}, .row_scales = downScales});
   }
   Value g = glu(linear(x, wgu, bgu), I, gluAct(spec_.mlp.act, spec_.mlp.limit, spec_.mlp.alpha));

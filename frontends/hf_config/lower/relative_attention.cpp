@@ -65,7 +65,7 @@ Value StepBuilder::relativeAttention(int64_t layer, Value x, const AttnSite &sit
                                   b_.getI64IntegerAttr(heads), b_.getI64IntegerAttr(kvHeads),
                                   b_.getI64IntegerAttr(D), b_.getF64FloatAttr(a.scale_inverse_dim ? 1.0 / (double)D : a.scale), retention, FloatAttr(),
                                   IntegerAttr(), b_.getI64IntegerAttr(extent), b_.getI64IntegerAttr(0),
-                                  b_.getI64IntegerAttr(0))
+                                  b_.getI64IntegerAttr(0), DenseF32ArrayAttr())
                 .getResult();
   return linear(o, weight(site.prog + "o", {H, qw}, hfName(spec_.names.o_proj + ".weight")));
 }

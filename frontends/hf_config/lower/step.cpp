@@ -66,10 +66,13 @@ Value StepBuilder::embed(Value &table) {
     embeddings_ = add(embeddings_, weight("embed_bias", {H}, spec_.prefix + affine + "_bias"));
     embeddings_ = mul(embeddings_, weight("embed_scale", {H}, spec_.prefix + affine + "_scale"));
   }
-  if (spec_.embed_norm)
-    embeddings_ = norm(embeddings_, spec_.norm_weight ? weight("embed_norm", {H}, spec_.prefix + spec_.names.embed +
-                                                                               ".embed_norm.weight")
-                                                      : Value());
+  if (spec_.embed_norm) {
+    const Names &nm = spec_.names;
+    std::string module = spec_.prefix + (nm.embed_norm.empty() ? nm.embed + ".embed_norm" : nm.embed_norm);
+    embeddings_ = spec_.norm_kind == NormKind::Rms
+                      ? norm(embeddings_, spec_.norm_weight ? weight("embed_norm", {H}, module + ".weight") : Value())
+                      : modelNorm("embed_norm", module, embeddings_);
+  }
   return embeddings_;
 }
 
@@ -78,9 +81,10 @@ Value StepBuilder::absolutePositions() {
   const PositionEmbeddingSpec &p = spec_.positions;
   int64_t H = spec_.hidden_size;
   if (p.kind == AbsolutePositions::Sinusoidal)
-    return SinusoidalPositionOp::create(b_, loc_, rows(H), positions_, b_.getI64IntegerAttr(p.offset),
-                                        b_.getF64FloatAttr(10000.0),
-                                        p.padding_row ? b_.getI64IntegerAttr(*p.padding_row) : IntegerAttr())
+    return SinusoidalPositionOp::create(
+               b_, loc_, rows(H), positions_, b_.getI64IntegerAttr(p.offset), b_.getF64FloatAttr(10000.0),
+               p.padding_row ? b_.getI64IntegerAttr(*p.padding_row) : IntegerAttr(),
+               SinusoidFormAttr::get(b_.getContext(), p.power ? SinusoidForm::power : SinusoidForm::log_step))
         .getResult();
   Value table = weight("positions", {p.rows, H}, spec_.prefix + p.table);
   return EmbedOp::create(b_, loc_, rows(H), positions_, table, b_.getF64FloatAttr(1.0),
@@ -106,6 +110,10 @@ Value StepBuilder::decoderLayer(int64_t l, Value x) {
     beta *= spec_.residual_scale;
     return add(alpha == 1.0 ? x : scaleBy(x, alpha), beta == 1.0 ? h : scaleBy(h, beta));
   };
+  if (L.norm_after_add) {
+    x = layerNorm(l, nm.input_norm, add(x, mixer(l, x)));
+    return layerNorm(l, nm.post_attn_norm, add(x, L.moe ? moeMlp(l, x) : denseMlp(l, x)));
+  }
   if (L.parallel) {
     Value h = layerNorm(l, nm.input_norm, x);
     Value a = mixer(l, h);
@@ -117,7 +125,7 @@ Value StepBuilder::decoderLayer(int64_t l, Value x) {
   }
   if (hasMixer) {
     // A shared-block layer norms its own inputs (it reads the residual stream itself).
-    bool raw = post || L.kind == LayerKind::SharedBlock;
+    bool raw = post || L.kind == LayerKind::SharedBlock || !L.input_norm;
     Value h = mixer(l, raw ? x : layerNorm(l, nm.input_norm, x, L.gated_input_norm));
     if (spec_.sandwich_norms || post)
       h = layerNorm(l, nm.post_attn_norm, h);
@@ -213,7 +221,13 @@ Value StepBuilder::mixer(int64_t layer, Value x) {
 Value StepBuilder::head(Value x, Value table) {
   int64_t H = spec_.hidden_size;
   x = RowsGatherOp::create(b_, loc_, rows(H), x, logitRows_).getResult();
-  x = modelNorm("final_norm", spec_.prefix + spec_.names.final_norm, x);
+  if (!spec_.names.final_norm.empty()) // post-norm layers end normed (the original GPT)
+    x = modelNorm("final_norm", spec_.prefix + spec_.names.final_norm, x);
+  if (const std::string &t = spec_.head_transform; !t.empty()) {
+    Value bias = spec_.head_transform_bias ? weight("head_transform.dense_bias", {H}, t + ".dense.bias") : Value();
+    x = linear(x, weight("head_transform.dense", {H, H}, t + ".dense.weight"), bias);
+    x = modelNorm("head_transform.norm", t + ".norm", act(x, toDialect(spec_.head_transform_act)));
+  }
   int64_t rows = spec_.padded_vocab ? spec_.padded_vocab : spec_.vocab_size;
   Value head = spec_.tie_word_embeddings ? table : weight("lm_head", {rows, H}, spec_.lm_head);
   Value bias = spec_.lm_head_bias.empty() ? Value() : weight("lm_head_bias", {rows}, spec_.lm_head_bias);

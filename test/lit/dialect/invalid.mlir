@@ -953,6 +953,22 @@ func.func @attention_sinks_rank(%q: tensor<?x16xf32>, %p: tensor<?xi32>, %bt: te
 
 // -----
 
+func.func @attention_alibi_count(%q: tensor<?x16xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>) {
+  // expected-error @+1 {{'cbc.kv.attention' op alibi_slopes must have one entry per query head}}
+  %0 = cbc.kv.attention %q, %p, %p, %p, %p, %p, %bt {layer = 0 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, scale = 0.5 : f64, alibi_slopes = array<f32: 0.5, 0.25>} : tensor<?x16xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?x16xf32>
+  return
+}
+
+// -----
+
+func.func @attention_alibi_finite(%q: tensor<?x16xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>) {
+  // expected-error @+1 {{'cbc.kv.attention' op alibi_slopes must be finite}}
+  %0 = cbc.kv.attention %q, %p, %p, %p, %p, %p, %bt {layer = 0 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, scale = 0.5 : f64, alibi_slopes = array<f32: 0.5, 0.25, 0x7F800000, 0.125>} : tensor<?x16xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?x16xf32>
+  return
+}
+
+// -----
+
 func.func @attention_softcap(%q: tensor<?x16xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>) {
   // expected-error @+1 {{'cbc.kv.attention' op softcap must be positive}}
   %0 = cbc.kv.attention %q, %p, %p, %p, %p, %p, %bt {layer = 0 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, scale = 0.5 : f64, softcap = 0.0 : f64} : tensor<?x16xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?x16xf32>
@@ -2851,6 +2867,14 @@ func.func @sinusoidal_offset(%pos: tensor<?xi32>) {
 func.func @sinusoidal_base(%pos: tensor<?xi32>) {
   // expected-error @+1 {{'cbc.math.sinusoidal_position' op base must be finite and above 1}}
   %o = cbc.math.sinusoidal_position %pos {base = 1.0 : f64} : tensor<?xi32> -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @sinusoidal_power_odd(%pos: tensor<?xi32>) {
+  // expected-error @+1 {{'cbc.math.sinusoidal_position' op the power form needs an even width}}
+  %o = cbc.math.sinusoidal_position %pos {form = #cbc.sinusoid_form<power>} : tensor<?xi32> -> tensor<?x9xf32>
   return
 }
 

@@ -143,6 +143,8 @@ func.func @cache(%q: tensor<?x16xf32>, %k: tensor<?x8xf32>, %v: tensor<?x8xf32>,
   cbc.kv.append %k, %v, %pos, %seq, %seq, %bt {layer = 2 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, retention = #cbc.retention<chunk, 8192>} : tensor<?x8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
   // CHECK: %{{[a-z0-9_#]+}} = cbc.kv.attention %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}} {head_dim = 4 : i64, layer = 0 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, scale = 5.000000e-01 : f64} : tensor<?x16xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?x16xf32>
   %o = cbc.kv.attention %q, %pos, %seq, %cu, %kvl, %seq, %bt {layer = 0 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, scale = 0.5 : f64} : tensor<?x16xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?x16xf32>
+  // CHECK: cbc.kv.attention {{.*}}{alibi_slopes = array<f32: 5.000000e-01, 2.500000e-01, 1.250000e-01, 6.250000e-02>, head_dim = 4 : i64
+  %oa = cbc.kv.attention %q, %pos, %seq, %cu, %kvl, %seq, %bt {layer = 0 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, scale = 0.5 : f64, alibi_slopes = array<f32: 0.5, 0.25, 0.125, 0.0625>} : tensor<?x16xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?x16xf32>
   // Sinks are an optional trailing operand.
   // CHECK: %{{[a-z0-9_#]+}} = cbc.kv.attention %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}} {group = 1 : i64, head_dim = 4 : i64, layer = 1 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, retention = #cbc.retention<window, 4096>, scale = 5.000000e-01 : f64, softcap = 5.000000e+01 : f64} : tensor<?x16xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>, tensor<4xbf16> -> tensor<?x16xf32>
   %o1 = cbc.kv.attention %o, %pos, %seq, %cu, %kvl, %seq, %bt, %sinks {layer = 1 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, scale = 0.5 : f64, retention = #cbc.retention<window, 4096>, softcap = 50.0 : f64, group = 1 : i64} : tensor<?x16xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>, tensor<4xbf16> -> tensor<?x16xf32>
@@ -172,6 +174,8 @@ func.func @latent(%lat: tensor<?x8xf32>, %kr: tensor<?x4xf32>, %qn: tensor<?x12x
 func.func @sinusoidal(%pos: tensor<?xi32>) -> tensor<?x9xf32> {
   // CHECK: %{{[a-z0-9_#]+}} = cbc.math.sinusoidal_position %{{[a-z0-9_#]+}} {offset = 2 : i64, padding_row = 1 : i64} : tensor<?xi32> -> tensor<?x64xf32>
   %a = cbc.math.sinusoidal_position %pos {offset = 2 : i64, padding_row = 1 : i64} : tensor<?xi32> -> tensor<?x64xf32>
+  // CHECK: cbc.math.sinusoidal_position %{{[a-z0-9_#]+}} {form = #cbc.sinusoid_form<power>} : tensor<?xi32> -> tensor<?x64xf32>
+  %ap = cbc.math.sinusoidal_position %pos {form = #cbc.sinusoid_form<power>} : tensor<?xi32> -> tensor<?x64xf32>
   // CHECK: %{{[a-z0-9_#]+}} = cbc.math.sinusoidal_position %{{[a-z0-9_#]+}} {base = 5.000000e+02 : f64} : tensor<?xi32> -> tensor<?x9xf32>
   %b = cbc.math.sinusoidal_position %pos {base = 500.0 : f64} : tensor<?xi32> -> tensor<?x9xf32>
   return %b : tensor<?x9xf32>
