@@ -881,9 +881,23 @@ def forward(model, ids: list[int], cache=None, start: int = 0, positions: bool =
     return model(**kwargs)
 
 
+def takes_cache(model) -> bool:
+    """Whether the model's forward takes a cache. OpenAIGPTLMHeadModel has none (it swallows past_key_values and
+    use_cache in **kwargs and would run a lone token at position 0)."""
+    params = inspect.signature(model.forward).parameters
+    return "past_key_values" in params or "cache_params" in params
+
+
 @torch.no_grad()
 def greedy(model, prompt: list[int], positions: bool = False):
-    """Prefill with a fresh DynamicCache, then 15 one-token cached steps. Returns (rows, tokens)."""
+    """Prefill with a fresh DynamicCache, then 15 one-token cached steps. Returns (rows, tokens). A model without a
+    cache (takes_cache) runs each step as one uncached forward over prompt + the tokens so far instead."""
+    if not takes_cache(model):
+        rows, tokens = [], []
+        for _ in range(NEW_TOKENS):
+            rows.append(forward(model, prompt + tokens, None, 0, positions).logits[0, -1].float().clone())
+            tokens.append(int(torch.argmax(rows[-1])))
+        return torch.stack(rows), tokens
     cache = new_cache(model)
     out = forward(model, prompt, cache, 0, positions)
     rows = [out.logits[0, -1].float().clone()]
@@ -1897,6 +1911,12 @@ def build_family(family: str, out_dir: Path, verbose: bool = True) -> dict:
     ]
     if spec.get("atol_note"):
         notes.append(spec["atol_note"])
+    if not takes_cache(model):
+        notes.append(
+            f"No KV cache: {type(model).__name__}.forward takes none, so row j is the last row of one uncached forward "
+            "over prompt + tokens[:j] (position ids 0..), and cached_vs_uncached compares those rows with one forward "
+            "over prompt + tokens[:-1]."
+        )
     if disagreements:
         notes.append(
             "cached vs uncached paths DISAGREE beyond atol/10 for prompt(s) "

@@ -1,5 +1,6 @@
-"""Learned and sinusoidal absolute positions: the GPT-2 line (gpt2, gpt-sw3, gpt_bigcode, gpt_neo) and the
-fairseq-style decoders (opt, biogpt, xglm). No RoPE: a position table (or XGLM's sinusoidal buffer) is added to
+"""Learned and sinusoidal absolute positions: the GPT-2 line (gpt2, gpt-sw3, gpt_bigcode, gpt_neo), the original
+GPT (openai-gpt: post-LN, no final norm, no KV cache in transformers), the fairseq-style decoders (opt, biogpt,
+xglm) and CTRL. No RoPE: a position table (or XGLM's / CTRL's sinusoidal buffer) is added to
 the token embedding before the first block; LayerNorms with weight and bias throughout.
 
 These config classes spell the tiny shape with their own keys (n_embd, n_layer, n_head, n_positions, n_inner,
@@ -58,6 +59,36 @@ XGLM_STD = {"embed": 0.125}
 XGLM_INIT = [(r"\.fc(1|2)\.weight$", 0.0, 0.5)]
 XGLM_NORM_MEAN = {"model.layer_norm.": 4.0}
 
+# The original GPT (post-LN, no final norm, tied head): LayerNorms ln_1 / ln_2, token table tokens_embed, position
+# table positions_embed. HEAVY matrices with GPT-2's tables made the next token a function of the context alone: every
+# block's output is re-normalised, the attention output (a context average, nearly the same whatever the last token)
+# and the positive mean of the GELU outputs were most of each stream, and 253 different last tokens after one context
+# gave 4-18 different greedy ids (one of them for up to 248), so greedy runs sat on one token (0 of 40 seeds passed).
+# The attention output projection at 1/8 of HEAVY and the position table at half the token table's std keep the last
+# token dominant (30-48 different next ids) while the attention still moves the logits far past the tolerance;
+# c_attn at QK_SOFT_FUSED's 0.177 keeps the scores moderate (std ~2) for the bf16 SIMT test.
+OPENAI_GPT_INIT = [
+    (r"\.ln_(1|2)\.weight$", 1.0, 0.1),
+    (r"\.tokens_embed\.weight$", 0.0, 0.25),
+    (r"\.positions_embed\.weight$", 0.0, 0.125),
+    (r"\.attn\.c_proj\.weight$", 0.0, 0.03125),
+] + QK_SOFT_FUSED
+OPENAI_GPT_POSITIONS = 64
+
+# CTRL (token embedding x sqrt(64) = 8, sinusoidal rows of rms 0.71, tied head with a bias): XGLM's recipe did not
+# carry over (0 of 10 seeds, greedy runs settling on a token that predicts itself); what does: HEAVY matrices, the
+# token table transformer.w at 1/16 (scaled row std 0.5), ffn.0 / ffn.2 at 1.0 (a token-specific MLP that outweighs
+# the raw token the tied head reads back), the attention output projection dense at 1/8 of HEAVY (as openai-gpt),
+# Wq / Wk at the shared 0.125 (score std ~1 for the bf16 SIMT test), the final layernorm at N(8, 0.1).
+CTRL_INIT = [
+    (r"^transformer\.w\.weight$", 0.0, 0.0625),
+    (r"\.multi_head_attention\.W(q|k)\.weight$", 0.0, 0.125),
+    (r"\.multi_head_attention\.dense\.weight$", 0.0, 0.03125),
+    (r"\.ffn\.(0|2)\.weight$", 0.0, 1.0),
+]
+CTRL_NORM_MEAN = {"transformer.layernorm.": 8.0}
+CTRL_POSITIONS = 64
+
 N_LAYERS = 2
 
 
@@ -102,6 +133,25 @@ def _cfg_gpt_sw3():
 
         _GPT_SW3_CONFIG = GPTSw3Config
     return _GPT_SW3_CONFIG(**_gpt2_keys(layer_norm_epsilon=1e-5, activation_function="gelu"))
+
+
+def _cfg_openai_gpt():
+    """OpenAIGPTConfig in its own spelling; no n_inner (the MLP is 4 * n_embd), n_positions 64 (the fixtures reach
+    position 43) to keep the checkpoint small."""
+    from transformers import OpenAIGPTConfig
+
+    return OpenAIGPTConfig(
+        vocab_size=COMMON["vocab_size"],
+        n_embd=COMMON["hidden_size"],
+        n_layer=N_LAYERS,
+        n_head=COMMON["num_attention_heads"],
+        n_positions=OPENAI_GPT_POSITIONS,
+        afn="gelu",
+        layer_norm_epsilon=1e-5,
+        bos_token_id=COMMON["bos_token_id"],
+        eos_token_id=COMMON["eos_token_id"],
+        pad_token_id=COMMON["pad_token_id"],
+    )
 
 
 def _cfg_gpt_bigcode():
@@ -183,6 +233,24 @@ def _cfg_xglm():
     )
 
 
+def _cfg_ctrl():
+    """CTRLConfig in its own spelling (n_embd, n_layer, n_head, dff, n_positions); n_positions 64 (the fixtures reach
+    position 43). The position table is a non-persistent buffer (nothing in the checkpoint)."""
+    from transformers import CTRLConfig
+
+    return CTRLConfig(
+        vocab_size=COMMON["vocab_size"],
+        n_embd=COMMON["hidden_size"],
+        n_layer=N_LAYERS,
+        n_head=COMMON["num_attention_heads"],
+        dff=COMMON["intermediate_size"],
+        n_positions=CTRL_POSITIONS,
+        layer_norm_epsilon=1e-6,
+        bos_token_id=COMMON["bos_token_id"],
+        eos_token_id=COMMON["eos_token_id"],
+        pad_token_id=COMMON["pad_token_id"],
+    )
+
 # Seeds (block searched, smallest greedy top-1/top-2 margin over all 48 rows, fewest distinct ids of a prompt):
 # gpt2 21005 (21000-21039: 0.079, 10), opt 21166 (21160-21199: 0.058, 10), biogpt 21237 (21200-21239: 0.112, 10),
 # xglm 21251 (21240-21279: 0.047, 7).
@@ -190,6 +258,8 @@ def _cfg_xglm():
 # failed the bf16 SIMT test at cbc.kv.attention, worst 1.68x, 1.79x (a layer_norm after it) and 1.27x its
 # tolerance), with the SIMT worst error as a fraction of the tolerance: gpt_sw3 22416 (22400-22439: 0.053, 8;
 # SIMT 0.41), gpt_bigcode 22441 (22440-22479: 0.068, 8; SIMT 0.52), gpt_neo 22484 (22480-22519: 0.058, 11; SIMT 0.39).
+# openai_gpt 23236 (23200-23239 under OPENAI_GPT_INIT: 0.073, 6; SIMT 0.29).
+# ctrl 24411 (24400-24439 under CTRL_INIT: 0.055, 11; SIMT 0.30).
 FAMILIES = {
     "gpt2": dict(
         seed=21005,
@@ -224,6 +294,28 @@ FAMILIES = {
             "bf16 SIMT test",
         ],
     ),
+    "openai_gpt": dict(
+        seed=23236,
+        build=_cfg_openai_gpt,
+        model_type="openai-gpt",
+        zero_centred_norms=False,
+        init_rules=OPENAI_GPT_INIT,
+        std=HEAVY,
+        features=[
+            "model_type openai-gpt (OpenAIGPTConfig, OpenAIGPTLMHeadModel): the original GPT",
+            "post-LN blocks: x = ln_1(x + attn(x)); x = ln_2(x + mlp(x)); no final norm (the last ln_2 feeds the head)",
+            "learned absolute positions transformer.positions_embed [n_positions 64, 64], row p for position p; token "
+            "table transformer.tokens_embed",
+            "Conv1D weights stored [in, out]: c_attn [64, 192] = q | k | v columns, attn.c_proj, mlp.c_fc [64, 256], "
+            "mlp.c_proj [256, 64], all with biases; MLP width fixed at 4 * n_embd = 256 (no config key)",
+            "afn gelu = gelu_new (tanh approximation, modeling_openai's ACT_FNS); scores / sqrt(head_dim); causal mask "
+            "as w * tril + -1e4 * (1 - tril)",
+            "tied lm_head (no lm_head.weight in the checkpoint); no KV cache in transformers (see notes)",
+            "init: tokens_embed N(0, 0.25), positions_embed N(0, 0.125), attn.c_proj at 0.031 (the last token, not the "
+            "context, decides the next id), c_attn at 0.177 (moderate scores for the bf16 SIMT test), the other "
+            "matrices at 0.25",
+        ],
+    ),
     "gpt_bigcode": dict(
         seed=22441,
         build=_cfg_gpt_bigcode,
@@ -252,6 +344,27 @@ FAMILIES = {
             "learned absolute positions (wpe, no offset); tied lm_head; gelu_new",
             "init: q_proj / k_proj drawn at 0.088, the other matrices at 0.25: the unscaled q.k logits stay moderate "
             "(std ~2) for the bf16 SIMT test and the heavier v / out_proj / MLP keep the greedy runs from repeating",
+        ],
+    ),
+    "ctrl": dict(
+        seed=24411,
+        build=_cfg_ctrl,
+        zero_centred_norms=False,
+        init_rules=CTRL_INIT,
+        std=HEAVY,
+        norm_mean=CTRL_NORM_MEAN,
+        features=[
+            "model_type ctrl (CTRLConfig, CTRLLMHeadModel): token embedding transformer.w x sqrt(n_embd) = 8",
+            "sinusoidal positions (no tensor in the checkpoint: pos_encoding is a non-persistent fp32 buffer), row p for "
+            "position p: [sin | cos](p / 10000^(2k/d)), k = 0..d/2-1, sines in the first d/2 columns; n_positions 64",
+            "pre-LN layers transformer.h.N: layernorm1 -> multi_head_attention (Wq, Wk, Wv, dense, all with biases, "
+            "scores / sqrt(head_dim)) -> residual; layernorm2 -> ffn.0 -> relu -> ffn.2 -> residual; layernorm1/2 eps "
+            "1e-6 fixed in the layers",
+            "final transformer.layernorm at layer_norm_epsilon 1e-6; tied lm_head (no lm_head.weight) with its own "
+            "lm_head.bias [vocab]",
+            "MHA 4 heads, head_dim 16, dff 96",
+            "init: transformer.w N(0, 0.0625), ffn.0 / ffn.2 at 1.0, dense at 0.031, Wq / Wk at 0.125 (score std ~1 for "
+            "the bf16 SIMT test), Wv at 0.25, final layernorm N(8, 0.1)",
         ],
     ),
     "opt": dict(
