@@ -59,6 +59,19 @@ void ungatedMlp(ModelSpec &s, const std::string &module, const std::string &up, 
   s.names.down = down;
 }
 
+// Megatron's layout (GPT-NeoX, BLOOM, Falcon, Persimmon): under `attn` one query_key_value
+// interleaved per KV group (its bias fused too) and dense, then mlp.dense_h_to_4h -> act ->
+// mlp.dense_4h_to_h, the MLP's biases as `mlpBias` says.
+void megatronNames(ModelSpec &s, const std::string &attn, bool mlpBias = true) {
+  Names &n = s.names;
+  n.attn = attn;
+  n.qkv = "query_key_value";
+  n.qkv_bias = "query_key_value.bias";
+  n.o_proj = "dense";
+  s.attn.qkv_grouped = true;
+  ungatedMlp(s, "mlp", "dense_h_to_4h", "dense_4h_to_h", mlpBias);
+}
+
 // The GPT-2 layout (transformer.h.N: ln_1, attn.c_attn, attn.c_proj, ln_2, mlp.c_fc, mlp.c_proj,
 // transformer.ln_f), learned positions transformer.wpe of max_position_embeddings rows, no RoPE.
 void gpt2Layout(ModelSpec &s) {
@@ -332,14 +345,9 @@ void parseGptNeox(const ConfigReader &r, ModelSpec &s) {
   Names &n = s.names;
   n.embed = "embed_in";
   n.final_norm = "final_layer_norm";
-  n.attn = "attention";
-  n.qkv = "query_key_value";
-  n.qkv_bias = "query_key_value.bias";
-  n.o_proj = "dense";
-  ungatedMlp(s, "mlp", "dense_h_to_4h", "dense_4h_to_h");
+  megatronNames(s, "attention");
   s.lm_head = "embed_out.weight";
   attentionBiases(r, s, true);
-  s.attn.qkv_grouped = true;
   uniformWindowLayers(s, 0);
   if (r.getBool("use_parallel_residual", true))
     for (LayerSpec &l : s.layers)
@@ -470,11 +478,8 @@ void parsePersimmon(const ConfigReader &r, ModelSpec &s) {
   layerNorms(s);
   Names &n = s.names;
   n.final_norm = "final_layernorm";
-  n.qkv = "query_key_value";
-  n.qkv_bias = "query_key_value.bias";
-  n.o_proj = "dense";
-  ungatedMlp(s, "mlp", "dense_h_to_4h", "dense_4h_to_h");
-  s.attn.qkv_bias = s.attn.o_bias = s.attn.qkv_grouped = true;
+  megatronNames(s, "self_attn");
+  s.attn.qkv_bias = s.attn.o_bias = true;
   if (r.getBool("qk_layernorm", true))
     qkLayerNorms(s);
   uniformWindowLayers(s, 0);
@@ -529,13 +534,8 @@ void parseFalcon(const ConfigReader &r, ModelSpec &s) {
   n.layers = "h";
   n.embed = "word_embeddings";
   n.final_norm = "ln_f";
-  n.attn = "self_attention";
-  n.qkv = "query_key_value";
-  n.qkv_bias = "query_key_value.bias";
-  n.o_proj = "dense";
-  ungatedMlp(s, "mlp", "dense_h_to_4h", "dense_4h_to_h", r.getBool("bias", false));
+  megatronNames(s, "self_attention", r.getBool("bias", false));
   s.attn.qkv_bias = s.attn.o_bias = s.mlp.bias;
-  s.attn.qkv_grouped = true;
   uniformWindowLayers(s, 0);
   bool parallel = r.getBool("parallel_attn", true);
   bool newArch = r.getBool("new_decoder_architecture", false);
@@ -618,13 +618,9 @@ void parseBloom(const ConfigReader &r, ModelSpec &s) {
   n.embed = "word_embeddings";
   n.embed_norm = "word_embeddings_layernorm";
   n.final_norm = "ln_f";
-  n.attn = "self_attention";
-  n.qkv = "query_key_value";
-  n.qkv_bias = "query_key_value.bias";
-  n.o_proj = "dense";
-  ungatedMlp(s, "mlp", "dense_h_to_4h", "dense_4h_to_h");
+  megatronNames(s, "self_attention");
   s.embed_norm = true;
-  s.attn.qkv_bias = s.attn.o_bias = s.attn.qkv_grouped = true;
+  s.attn.qkv_bias = s.attn.o_bias = true;
   s.attn.rope = false;
   s.attn.alibi_slopes = bloomAlibiSlopes(s.attn.num_heads);
   uniformWindowLayers(s, 0);
