@@ -138,8 +138,6 @@ private:
       fail(f, "has an infinite element");
     else if (element && declares(f, "positive") && v <= 0)
       fail(f, "has the non-positive element " + std::to_string(v));
-    else if (element && declares(f, "nonzero") && v == 0)
-      fail(f, "has a zero element");
   }
 };
 

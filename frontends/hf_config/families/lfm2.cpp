@@ -123,7 +123,9 @@ void parseLfm3(const ConfigReader &r, ModelSpec &s) {
   }
   if (r.getBool("use_attention_gate", true)) {
     s.attn.output_gate = s.attn.gate_per_head = true;
-    n.attn_gate = "g_proj";
+    // The module is g_proj; transformers saves it as gate_proj (its conversion mapping).
+    n.attn_gate = "gate_proj";
+    s.weight_aliases.emplace_back(".self_attn.gate_proj.", ".self_attn.g_proj.");
   }
   attentionBiases(r, s);
   std::vector<LayerKind> kinds =
