@@ -480,6 +480,11 @@ struct ModelSpec {
   bool norm_weight = true, norm_bias = false; // the norms' affine parameters (RMS norms: a weight or none)
   bool sandwich_norms = false;  // Gemma: post-attention and post-feedforward norms
   PositionEmbeddingSpec positions;
+  // Embeddings narrower than the model (OPT-350m's word_embed_proj_dim): the table is
+  // [vocab, embed_dim], projected up by <prefix><embed_proj> before the positions are added and
+  // down by <prefix><head_proj> after the final norm (both without biases). 0: hidden_size.
+  int64_t embed_dim = 0;
+  std::string embed_proj, head_proj;
   // The attention and MLP projections are stored [in, out] (GPT-2's Conv1D), transposed at load.
   bool linears_transposed = false;
   double embed_scale = 1.0;

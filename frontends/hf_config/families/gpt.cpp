@@ -244,13 +244,11 @@ nlohmann::json optKeys(const ConfigReader &r) {
 }
 
 // OPT: positions from a learned table of max_position_embeddings + 2 rows read 2 rows in;
-// pre-norm only (do_layer_norm_before false, OPT-350m's post-norm, is refused), and a
-// word_embed_proj_dim other than hidden_size (project_in / project_out) is refused.
+// pre-norm layers with a final norm (unless _remove_final_layer_norm), or with
+// do_layer_norm_before false post-norm ones without (OPT-350m); a word_embed_proj_dim other
+// than hidden_size projects the embeddings up (project_in) and the head's input down
+// (project_out).
 void parseOpt(const ConfigReader &r, ModelSpec &s) {
-  if (!r.getBool("do_layer_norm_before", true))
-    throw ConfigError(r.path("do_layer_norm_before"), "post-norm OPT layers are not supported; it must be true");
-  if (r.has("word_embed_proj_dim") && r.requireSize("word_embed_proj_dim") != s.hidden_size)
-    throw ConfigError(r.path("word_embed_proj_dim"), "must equal hidden_size: project_in / project_out are not supported");
   if (!r.getBool("enable_bias", true))
     throw ConfigError(r.path("enable_bias"), "must be true: OPT without biases is not supported");
   if (!r.getBool("layer_norm_elementwise_affine", true))
@@ -259,6 +257,18 @@ void parseOpt(const ConfigReader &r, ModelSpec &s) {
   s.prefix = "model.decoder.";
   s.names.final_norm = "final_layer_norm";
   learnedPositions(s, "embed_positions.weight", s.max_positions + 2, 2);
+  bool preNorm = r.getBool("do_layer_norm_before", true);
+  if (!preNorm)
+    for (LayerSpec &l : s.layers)
+      l.norm_after_add = true;
+  if (!preNorm || r.getBool("_remove_final_layer_norm", false))
+    s.names.final_norm.clear();
+  int64_t e = r.getSize("word_embed_proj_dim", s.hidden_size);
+  if (e != s.hidden_size) {
+    s.embed_dim = e;
+    s.embed_proj = "project_in";
+    s.head_proj = "project_out";
+  }
 }
 
 // BioGPT: OPT's layer under biogpt., embeddings scaled by sqrt(hidden_size) with

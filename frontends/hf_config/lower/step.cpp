@@ -44,8 +44,8 @@ func::FuncOp StepBuilder::declareStep(ModuleOp module) {
 
 // The embedding rows; `table` is the embedding weight (a tied head reuses it).
 Value StepBuilder::embed(Value &table) {
-  int64_t H = spec_.hidden_size;
-  table = weight("embed", {spec_.padded_vocab ? spec_.padded_vocab : spec_.vocab_size, H},
+  int64_t H = spec_.hidden_size, E = spec_.embed_dim ? spec_.embed_dim : H;
+  table = weight("embed", {spec_.padded_vocab ? spec_.padded_vocab : spec_.vocab_size, E},
                  spec_.prefix + spec_.names.embed + ".weight");
   // Some families round the embedding scale to the weight dtype before multiplying; Python-float
   // multipliers are not rounded.
@@ -57,9 +57,11 @@ Value StepBuilder::embed(Value &table) {
     scale.convert(llvm::APFloat::IEEEsingle(), llvm::APFloat::rmNearestTiesToEven, &lost);
     embedScale = scale.convertToFloat();
   }
-  embeddings_ = EmbedOp::create(b_, loc_, rows(H), tokens_, table, b_.getF64FloatAttr(embedScale),
+  embeddings_ = EmbedOp::create(b_, loc_, rows(E), tokens_, table, b_.getF64FloatAttr(embedScale),
                                 b_.getI64IntegerAttr(0))
                     .getResult();
+  if (!spec_.embed_proj.empty())
+    embeddings_ = linear(embeddings_, weight("embed_proj", {H, E}, spec_.prefix + spec_.embed_proj + ".weight"));
   if (spec_.positions.kind != AbsolutePositions::None)
     embeddings_ = add(embeddings_, absolutePositions());
   if (const std::string &affine = spec_.names.embed_affine; !affine.empty()) {
@@ -228,8 +230,11 @@ Value StepBuilder::head(Value x, Value table) {
     x = linear(x, weight("head_transform.dense", {H, H}, t + ".dense.weight"), bias);
     x = modelNorm("head_transform.norm", t + ".norm", act(x, toDialect(spec_.head_transform_act)));
   }
+  int64_t E = spec_.embed_dim ? spec_.embed_dim : H;
+  if (!spec_.head_proj.empty())
+    x = linear(x, weight("head_proj", {E, H}, spec_.prefix + spec_.head_proj + ".weight"));
   int64_t rows = spec_.padded_vocab ? spec_.padded_vocab : spec_.vocab_size;
-  Value head = spec_.tie_word_embeddings ? table : weight("lm_head", {rows, H}, spec_.lm_head);
+  Value head = spec_.tie_word_embeddings ? table : weight("lm_head", {rows, E}, spec_.lm_head);
   Value bias = spec_.lm_head_bias.empty() ? Value() : weight("lm_head_bias", {rows}, spec_.lm_head_bias);
   Value logits = linear(x, head, bias);
   if (rows != spec_.vocab_size) // a padded head: the logits keep the first vocab_size columns
