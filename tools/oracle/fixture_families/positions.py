@@ -89,6 +89,16 @@ CTRL_INIT = [
 CTRL_NORM_MEAN = {"transformer.layernorm.": 8.0}
 CTRL_POSITIONS = 64
 
+# OPT-350m's layout (post-norm, word_embed_proj_dim 32 under hidden 64): like openai-gpt's post-LN blocks, the
+# attention output projection at 1/8 of HEAVY keeps the last token (not the context average) deciding the next id;
+# q/k at QK_SOFT_FUSED's 0.177 keep the scores moderate for the bf16 SIMT test.
+OPT_350M_EMBED_DIM = 32
+OPT_350M_INIT = [
+    (r"embed_positions\.weight$", 0.0, 0.25),
+    (r"\.self_attn\.out_proj\.weight$", 0.0, 0.03125),
+    (r"\.self_attn\.(q_proj|k_proj)\.weight$", 0.0, 0.1768),
+]
+
 N_LAYERS = 2
 
 
@@ -199,6 +209,28 @@ def _cfg_opt():
     )
 
 
+def _cfg_opt_350m():
+    """OPT-350m's layout at the tiny size: post-norm layers (do_layer_norm_before false, no decoder-level final norm)
+    and word_embed_proj_dim 32 under hidden 64 (project_in / project_out)."""
+    from transformers import OPTConfig
+
+    return OPTConfig(
+        vocab_size=COMMON["vocab_size"],
+        hidden_size=COMMON["hidden_size"],
+        num_hidden_layers=N_LAYERS,
+        num_attention_heads=COMMON["num_attention_heads"],
+        ffn_dim=COMMON["intermediate_size"],
+        max_position_embeddings=COMMON["max_position_embeddings"],
+        word_embed_proj_dim=OPT_350M_EMBED_DIM,
+        do_layer_norm_before=False,
+        enable_bias=True,
+        activation_function="relu",
+        bos_token_id=COMMON["bos_token_id"],
+        eos_token_id=COMMON["eos_token_id"],
+        pad_token_id=COMMON["pad_token_id"],
+    )
+
+
 def _cfg_biogpt():
     from transformers import BioGptConfig
 
@@ -260,6 +292,7 @@ def _cfg_ctrl():
 # SIMT 0.41), gpt_bigcode 22441 (22440-22479: 0.068, 8; SIMT 0.52), gpt_neo 22484 (22480-22519: 0.058, 11; SIMT 0.39).
 # openai_gpt 23236 (23200-23239 under OPENAI_GPT_INIT: 0.073, 6; SIMT 0.29).
 # ctrl 24411 (24400-24439 under CTRL_INIT: 0.055, 11; SIMT 0.30).
+# opt_350m 25213 (25200-25239 under OPT_350M_INIT: 0.074, 8; SIMT 0.42).
 FAMILIES = {
     "gpt2": dict(
         seed=21005,
@@ -380,6 +413,22 @@ FAMILIES = {
             "project_in / project_out)",
             "enable_bias true (q/k/v/out and fc1/fc2 biases); relu; q scaled by 1/sqrt(head_dim) after q_proj's bias",
             "tied lm_head",
+        ],
+    ),
+    "opt_350m": dict(
+        seed=25213,
+        build=_cfg_opt_350m,
+        model_type="opt",
+        zero_centred_norms=False,
+        init_rules=OPT_350M_INIT,
+        std=HEAVY,
+        features=[
+            "OPT-350m's layout: do_layer_norm_before false, post-norm layers x = self_attn_layer_norm(x + attn(x)); "
+            "x = final_layer_norm(x + fc2(relu(fc1(x)))); no decoder-level final norm",
+            "word_embed_proj_dim 32 under hidden 64: embed_tokens [vocab, 32], project_in [64, 32] (no bias) applied "
+            "before the learned position row (offset 2) is added, project_out [32, 64] (no bias) before the tied head",
+            "tied lm_head = embed_tokens [vocab, 32]; enable_bias true; relu; q scaled after q_proj's bias",
+            "init: out_proj at 0.031, q_proj / k_proj at 0.177, embed_positions N(0, 0.25), other matrices at 0.25",
         ],
     ),
     "biogpt": dict(
