@@ -100,7 +100,7 @@ def Cbc_EmbedOp : Cbc_Op<"math.embed", [Pure]> {
   let description = [{
     `result[t] = table[tokens[t] + offset] * scale`. `tokens` is the step's token ids or its
     positions: learned absolute position embeddings are a table indexed by position, some
-    starting `offset` rows in (OPT and BioGPT keep two rows before position 0). A scale that the
+    starting `offset` rows in (some keep two rows before position 0). A scale that the
     checkpoint's own dtype rounds is rounded by the front end before it becomes `scale`.
   }];
   let arguments = (ins Cbc_Index:$tokens, Cbc_Weight:$table,
@@ -390,7 +390,8 @@ def Cbc_SinusoidalPositionOp : Cbc_Op<"math.sinusoidal_position", [Pure]> {
     `f_i = exp(i * -(ln(base) / (h - 1)))`, with a last column of zeros when `D` is odd, all in
     fp32 as transformers computes them: the step and each `i * step` rounded to fp32 before
     `exp`, and `n f_i` rounded before `sin` and `cos`. The row of `n == padding_row`, when given,
-    is zeros (a padding position's). `D` is at least 4. With `form = power` (CTRL) the
+    is zeros (a padding position's). `D` is at least 4. With `form = power` (the original
+    Transformer's spacing) the
     frequencies are `f_i = 1 / base ^ (2i / D)` instead, the exponent, the power and its
     reciprocal each in fp32, and `D` must be even.
 
@@ -522,7 +523,7 @@ def Cbc_KvAttentionOp : Cbc_Op<"kv.attention", [MemoryEffects<[MemRead]>, AttrSi
     for none), query head `h` reads only the keys whose position `j` lies in one of the blocks
     (`j / selection_block`) that selection head `h / (num_heads / selection_heads)` lists.
     With `alibi_slopes` (one per query head), the score of head `h` for the key at position `j`
-    gains `-alibi_slopes[h] * (p - j)`, after `scale`: ALiBi's linear bias (BLOOM, MPT; a constant
+    gains `-alibi_slopes[h] * (p - j)`, after `scale`: ALiBi's linear bias (a constant
     per query row does not change the softmax, so biases anchored at the key alone agree).
   }];
   let arguments = (ins Cbc_Rows:$q, Cbc_Index:$positions, Cbc_Index:$seq_ids,
