@@ -150,8 +150,15 @@ void emitKvAttention(Emitter &e, KvAttentionOp op) {
   inst.integer(row > Hkv * (D + Dv) ? row : 0);
   inst.integer(sel ? op.getSelectionHeads() : 0).integer(sel ? cols(sel) / op.getSelectionHeads() : 0);
   inst.integer(sel ? op.getSelectionBlock() : 0);
-  if (auto slopes = op.getAlibiSlopes())
-    inst.table(e.table(*slopes));
+  // Query heads per block: all of a KV head's but for heads too many or too wide (only then is
+  // the argument spelled, after ALiBi's table, so the other instances keep their spelling).
+  int64_t G = H / Hkv, v16 = e.kvType() == DeviceType::F32 ? 4 : 8;
+  int64_t GB = kernels::decodeHeadsPerBlock((int)G, (int)D, (int)Dv, D % v16 == 0 && Dv % v16 == 0 ? (int)v16 : 1);
+  auto slopes = op.getAlibiSlopes();
+  if (slopes || GB < G)
+    inst.table(slopes ? e.table(*slopes) : std::string());
+  if (GB < G)
+    inst.integer(GB);
   int k = e.kernel("attention", "attention.cuh", inst);
   SlotArgs<S> args;
   args.set(S::Q, e.arg(op.getQ()))
@@ -166,7 +173,7 @@ void emitKvAttention(Emitter &e, KvAttentionOp op) {
   setCacheSlots(args, e, op);
   LaunchOut &l = e.launch(k, 32 * kernels::kAttentionWarps, args);
   l.grid[0] = {tiled ? RuntimeVar::NumRequests : RuntimeVar::NumTokens, 1, 1, 0};
-  l.grid[1] = {std::nullopt, 1, 1, Hkv};
+  l.grid[1] = {std::nullopt, 1, 1, Hkv * (G / GB)};
   l.grid[2] = {RuntimeVar::AttnSplits, 1, 1, 0};
   emitCombine(e, op.getCuSeqlens(), partials, op.getResult(), op.getSinks(), H, Dv, !tiled);
 }

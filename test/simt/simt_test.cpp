@@ -519,6 +519,7 @@ struct AttentionCase {
   std::function<void(hf::ModelSpec &)> edit; // null: the fixture's model as it is
   std::string dtype = "bf16";
   std::vector<std::pair<std::string, std::string>> config = {}; // text replaced in config.json first
+  std::string kernel = ""; // text the kernel source must hold (the instance the case is for)
 };
 
 void PrintTo(const AttentionCase &c, std::ostream *os) { *os << c.name; }
@@ -575,7 +576,10 @@ TEST_P(SimtAttention, LongPrefillsMatchCpu) {
   o.dtype = c.dtype;
   o.kernel_cache_dir = cacheDir() + "/nvrtc";
   auto r = driver::compileSpec(spec, config, o);
-  longPrefillsMatchCpu(rt::Artefact::fromBytes(r.artefact.data(), r.artefact.size()), spec.vocab_size, c.name);
+  rt::Artefact a = rt::Artefact::fromBytes(r.artefact.data(), r.artefact.size());
+  if (!c.kernel.empty())
+    ASSERT_NE(a.kernels->source.find(c.kernel), std::string::npos) << c.kernel;
+  longPrefillsMatchCpu(a, spec.vocab_size, c.name);
 }
 
 void heads(hf::ModelSpec &s, int64_t h, int64_t kv) {
@@ -593,6 +597,12 @@ INSTANTIATE_TEST_SUITE_P(
         AttentionCase{"gqa8", "llama", [](hf::ModelSpec &s) { heads(s, 16, 2); }},
         AttentionCase{"gqa16", "llama", [](hf::ModelSpec &s) { heads(s, 32, 2); }},
         AttentionCase{"mha", "llama", [](hf::ModelSpec &s) { heads(s, 4, 4); }},
+        // Groups whose decode block would hold too many heads' accumulators: 32 heads on one kv
+        // head take two blocks of 16, Falcon-7B's 71 (a prime) one block each.
+        AttentionCase{"gqa32_split", "llama", [](hf::ModelSpec &s) { heads(s, 32, 1); }, "bf16", {},
+                      "cbc::attention<bf16, bf16, 32, 1, 16, 16, 16, cbc::Retention::all, 0, false, void, 0, false, 0, 0, 0, 0, nullptr, 16>"},
+        AttentionCase{"mqa71_split", "llama", [](hf::ModelSpec &s) { heads(s, 71, 1); }, "bf16", {},
+                      "cbc::attention<bf16, bf16, 71, 1, 16, 16, 16, cbc::Retention::all, 0, false, void, 0, false, 0, 0, 0, 0, nullptr, 1>"},
         // Sliding windows of 8 keys, smaller than a tile; with softcapping; with sinks.
         AttentionCase{"window", "mistral", nullptr}, AttentionCase{"softcap_window", "gemma2", nullptr},
         AttentionCase{"sinks_window", "gpt_oss", nullptr},

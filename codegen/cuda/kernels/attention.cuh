@@ -78,13 +78,6 @@ template <class T, int N> __device__ __forceinline__ void packed_load(Packed<T, 
   }
 }
 
-// The lanes a row of `chunks` chunks is spread over: a power of two, at most a warp.
-CBC_SHAPE_FN int decodeLanes(int chunks) {
-  int lanes = 1;
-  while (lanes < chunks && lanes < 32)
-    lanes *= 2;
-  return lanes;
-}
 
 // How the decode kernels spread rows over lanes: chunks of VEC elements (16 bytes where WIDE,
 // else one element), KCH and VCH in a key and a value row, LPK lanes a key, KPW keys a warp at
@@ -276,13 +269,15 @@ __device__ __forceinline__ void split_range(int first, int n, int last, long lon
 // are those its heads' selection lists (one list for all G heads: H / SELH is a multiple of G),
 // so the work per query is SELK * SELB keys whatever the context length. ALIBI: a table of one
 // slope per query head (null: none); the score of the key at distance pos - j gains
-// -slope * (pos - j).
+// -slope * (pos - j). GB > 0: a block takes GB of a KV head's query heads (decodeHeadsPerBlock),
+// block y the heads y * GB ... of KV head y / (H / HKV / GB); 0: all of them.
 template <class TQ, class TKV, int H, int HKV, int D, int DV, int B, Retention R, int TOKENS, bool SOFTCAP,
           class TB = void, int BIAS = 0, bool ALL = false, int ROWS = 0, int SELH = 0, int SELK = 0, int SELB = 0,
-          const float *ALIBI = nullptr>
+          const float *ALIBI = nullptr, int GB = 0>
 __device__ __forceinline__ void attention(const CbcArgs &a) {
   using S = slots::Attention;
-  constexpr int G = H / HKV, V16 = 16 / (int)sizeof(TKV), WARPS = kAttentionWarps;
+  constexpr int G = GB > 0 ? GB : H / HKV, V16 = 16 / (int)sizeof(TKV), WARPS = kAttentionWarps;
+  static_assert((H / HKV) % G == 0, "a block's query heads divide the KV head's");
   constexpr int ROW = ROWS > 0 ? ROWS : HKV * (D + DV), KELEMS = HKV * D;
   static_assert(SELH == 0 || (H / SELH) % G == 0, "a key head's query heads must share one block selection");
   using SH = DecodeShape<TKV, D, DV, D % V16 == 0 && DV % V16 == 0>;
@@ -296,7 +291,8 @@ __device__ __forceinline__ void attention(const CbcArgs &a) {
   const TKV *pool = (const TKV *)a.p[S::Pool];
   const TB *bias = (const TB *)a.p[S::DistanceBias];
   float scoreScale = a.f[S::ScoreScale], cap = a.f[S::ScoreCap];
-  int kvh = blockIdx.y, split = blockIdx.z, sub = (threadIdx.x & 31) % SH::LPK;
+  // hb: the block's heads hb * G ...; kvh: their KV head.
+  int hb = blockIdx.y, kvh = hb / (H / HKV / G), split = blockIdx.z, sub = (threadIdx.x & 31) % SH::LPK;
   int pos = ((const int *)a.p[S::Positions])[t];
   int lo = first_visible<R, TOKENS>(pos), begin, end;
   constexpr int SELN = SELK * SELB; // loop indices over the selected blocks' positions
@@ -304,7 +300,7 @@ __device__ __forceinline__ void attention(const CbcArgs &a) {
     split_range(0, SELN, SELN, a.i[S::Splits], split, begin, end);
   else
     split_range(lo, pos - lo + 1, pos + 1, a.i[S::Splits], split, begin, end);
-  const int *sel = SELH > 0 ? (const int *)a.p[S::Selection] + (t * SELH + kvh * G / (H / (SELH ? SELH : 1))) * SELK
+  const int *sel = SELH > 0 ? (const int *)a.p[S::Selection] + (t * SELH + hb * G / (H / (SELH ? SELH : 1))) * SELK
                             : nullptr;
   const int *table = tables + (long long)((const int *)a.p[S::Slots])[((const int *)a.p[S::SeqIds])[t]] *
                                   a.i[S::TableWidth];
@@ -316,7 +312,7 @@ __device__ __forceinline__ void attention(const CbcArgs &a) {
       int c = sub + SH::LPK * e;
       packed_zero(qv[g][e]);
       if (c < SH::KCH)
-        packed_load_elems(qv[g][e], q + (t * H + kvh * G + g) * D + c * SH::VEC);
+        packed_load_elems(qv[g][e], q + (t * H + hb * G + g) * D + c * SH::VEC);
     }
   auto row = [&](int i, int &j, const TKV *&kr, const TKV *&vr) {
     j = i;
@@ -337,15 +333,15 @@ __device__ __forceinline__ void attention(const CbcArgs &a) {
       s = cap * tanhf(s / cap);
     if constexpr (present<TB>)
       if (pos - j < BIAS)
-        s += ld(bias, (t * H + kvh * G + g) * BIAS + (pos - j));
+        s += ld(bias, (t * H + hb * G + g) * BIAS + (pos - j));
     if constexpr (ALIBI != nullptr)
-      s -= ALIBI[kvh * G + g] * (float)(pos - j);
+      s -= ALIBI[hb * G + g] * (float)(pos - j);
     return s;
   };
   DecodeState<G, SH> st;
   decode_state_init(st);
   decode_keys<G, SH, WARPS, false, TQ, TKV>(st, qv, begin, end, row, score);
-  decode_finish<G, DV, H, WARPS>(st, sm_m, sm_l, sm_acc, (float *)a.p[S::Partials], t, kvh, split,
+  decode_finish<G, DV, H, WARPS>(st, sm_m, sm_l, sm_acc, (float *)a.p[S::Partials], t, hb, split,
                                  a.i[S::Splits]);
 }
 

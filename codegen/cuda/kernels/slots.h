@@ -44,6 +44,26 @@ enum class GateOrder { norm_gate, gate_norm };
 // Launch shapes shared by the emitter (block and grid) and the device code (loops and shared
 // arrays sized by them).
 inline constexpr int kAttentionWarps = 4;
+// The lanes a row of `chunks` chunks is spread over: a power of two, at most a warp.
+CBC_SHAPE_FN int decodeLanes(int chunks) {
+  int lanes = 1;
+  while (lanes < chunks && lanes < 32)
+    lanes *= 2;
+  return lanes;
+}
+// Decode attention (attention.cuh): a block takes a KV head's G query heads or, where the warps'
+// partial values would pass 32 KiB of static shared memory or q and the accumulators about 192
+// registers a lane (Gemma 4's 512-wide heads, Falcon-7B's 71 heads on one KV head), the largest
+// divisor of G that fits. `vec`: the elements a lane loads at once.
+CBC_SHAPE_FN int decodeHeadsPerBlock(int G, int D, int DV, int vec) {
+  int kch = D / vec, vch = DV / vec, lanes = decodeLanes(kch > vch ? kch : vch);
+  int regs = (kch + lanes - 1) / lanes * vec / 2 + (vch + lanes - 1) / lanes * vec;
+  int gb = 1;
+  for (int d = 1; d <= G; ++d)
+    if (G % d == 0 && kAttentionWarps * d * DV * 4 <= 32 * 1024 && d * regs <= 192)
+      gb = d;
+  return gb;
+}
 // Tiled prefill attention (attention_prefill.cuh): a block takes a tile of TT tokens of one
 // request times GB query heads of one kv head's group, 16 rows a warp, and WN warps share each
 // 16 rows' value columns (WN > 1 only where one warp's accumulators would pass 256 fp32
