@@ -232,7 +232,11 @@ Params writeStateParams(fbs::FlatBufferBuilder &fbb, Operation &op) {
 Params writeParams(fbs::FlatBufferBuilder &fbb, Operation &op) {
   using P = fb::OpParams;
   return llvm::TypeSwitch<Operation *, Params>(&op)
-      .Case([&](EmbedOp o) { return params(P::EmbedParams, fb::CreateEmbedParams(fbb, f64(o.getScaleAttr()), o.getOffset())); })
+      .Case([&](EmbedOp o) {
+        auto oov = o.getOovRowAttr();
+        return params(P::EmbedParams, fb::CreateEmbedParams(fbb, f64(o.getScaleAttr()), o.getOffset(), (bool)oov,
+                                                            oov ? oov.getInt() : 0));
+      })
       .Case([&](RmsNormOp o) {
         return params(P::NormParams, writeNorm(fbb, o.getEpsAttr(), o.getOffsetAttr(), o.getGroupAttr()));
       })
@@ -246,6 +250,10 @@ Params writeParams(fbs::FlatBufferBuilder &fbb, Operation &op) {
       })
       .Case([&](SoftcapOp o) { return params(P::SoftcapParams, fb::CreateSoftcapParams(fbb, f64(o.getCapAttr()))); })
       .Case([&](ClampOp o) { return params(P::ClampParams, fb::CreateClampParams(fbb, f64(o.getLimitAttr()))); })
+      .Case([&](MatchRmsOp o) { return params(P::MatchRmsParams, fb::CreateMatchRmsParams(fbb, f64(o.getFloorAttr()))); })
+      .Case([&](GaussianTopkOp o) {
+        return params(P::GaussianTopkParams, fb::CreateGaussianTopkParams(fbb, f64(o.getMultiplierAttr())));
+      })
       .Case([&](DiffHeadsOp o) {
         return params(P::DiffHeadsParams, fb::CreateDiffHeadsParams(fbb, f64(o.getLambdaInitAttr())));
       })

@@ -27,7 +27,9 @@ void emitEmbed(Emitter &e, EmbedOp op) {
       .set(S::Table, e.arg(op.getTable()))
       .set(S::Out, e.arg(op.getResult()))
       .set(S::Scale, op.getScale().convertToDouble())
-      .set(S::Offset, Emitter::integer(op.getOffset()));
+      .set(S::Offset, Emitter::integer(op.getOffset()))
+      .set(S::Rows, Emitter::integer(op.getOovRowAttr() ? llvm::cast<RankedTensorType>(op.getTable().getType()).getDimSize(0) : 0))
+      .set(S::OovRow, Emitter::integer(op.getOovRowAttr() ? op.getOovRowAttr().getInt() : 0));
   LaunchOut &l = e.launch(k, 128, args);
   l.grid[0] = {RuntimeVar::NumTokens, 1, 1, 0};
 }
@@ -92,6 +94,31 @@ void emitActQuant(Emitter &e, ActQuantOp op) {
   int k = e.kernel("act_quant", "norm.cuh", Instance("act_quant").type(op.getX()).type(op.getResult()).integer(W));
   SlotArgs<S> args;
   args.set(S::X, e.arg(op.getX())).set(S::Out, e.arg(op.getResult()));
+  LaunchOut &l = e.launch(k, normBlock(W), args);
+  l.grid[0] = {e.rowsVar(op.getX()), 1, 1, 0};
+}
+
+void emitMatchRms(Emitter &e, MatchRmsOp op) {
+  using S = slots::MatchRms;
+  int64_t W = cols(op.getX()), RW = cols(op.getRef());
+  int k = e.kernel("match_rms", "norm.cuh",
+                   Instance("match_rms").type(op.getX()).type(op.getRef()).type(op.getResult()).integer(W).integer(RW));
+  SlotArgs<S> args;
+  args.set(S::X, e.arg(op.getX()))
+      .set(S::Ref, e.arg(op.getRef()))
+      .set(S::Out, e.arg(op.getResult()))
+      .set(S::Floor, op.getFloor().convertToDouble());
+  LaunchOut &l = e.launch(k, normBlock(std::max(W, RW)), args);
+  l.grid[0] = {e.rowsVar(op.getX()), 1, 1, 0};
+}
+
+void emitGaussianTopk(Emitter &e, GaussianTopkOp op) {
+  using S = slots::GaussianTopk;
+  int64_t W = cols(op.getX());
+  int k = e.kernel("gaussian_topk", "norm.cuh",
+                   Instance("gaussian_topk").type(op.getX()).type(op.getResult()).integer(W));
+  SlotArgs<S> args;
+  args.set(S::X, e.arg(op.getX())).set(S::Out, e.arg(op.getResult())).set(S::Multiplier, op.getMultiplier().convertToDouble());
   LaunchOut &l = e.launch(k, normBlock(W), args);
   l.grid[0] = {e.rowsVar(op.getX()), 1, 1, 0};
 }

@@ -126,6 +126,8 @@ LogicalResult EmbedOp::verify() {
     return emitOpError("result width must equal the table's hidden size");
   if (getOffsetAttr().getInt() < 0)
     return emitOpError("offset must not be negative");
+  if (auto oov = getOovRowAttr(); oov && (oov.getInt() < 0 || oov.getInt() >= table.getDimSize(0)))
+    return emitOpError("oov_row must be a row of the table");
   return success();
 }
 
@@ -278,6 +280,21 @@ LogicalResult ActOp::verify() {
 LogicalResult SoftcapOp::verify() {
   if (getCap().convertToDouble() <= 0)
     return emitOpError("cap must be positive");
+  return success();
+}
+
+LogicalResult MatchRmsOp::verify() {
+  if (cols(getResult()) != cols(getX()))
+    return emitOpError("result width must equal the input's");
+  double floor = getFloor().convertToDouble();
+  if (!(floor > 0) || !std::isfinite(floor))
+    return emitOpError("floor must be positive and finite");
+  return success();
+}
+
+LogicalResult GaussianTopkOp::verify() {
+  if (!std::isfinite(getMultiplier().convertToDouble()))
+    return emitOpError("multiplier must be finite");
   return success();
 }
 

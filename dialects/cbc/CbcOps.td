@@ -101,11 +101,14 @@ def Cbc_EmbedOp : Cbc_Op<"math.embed", [Pure]> {
     `result[t] = table[tokens[t] + offset] * scale`. `tokens` is the step's token ids or its
     positions: learned absolute position embeddings are a table indexed by position, some
     starting `offset` rows in (some keep two rows before position 0). A scale that the
-    checkpoint's own dtype rounds is rounded by the front end before it becomes `scale`.
+    checkpoint's own dtype rounds is rounded by the front end before it becomes `scale`. With
+    `oov_row`, a token id at or past the table's rows reads that row instead: a table shorter
+    than the vocabulary (per-layer embedding tables that skip a model's multimodal ids).
   }];
   let arguments = (ins Cbc_Index:$tokens, Cbc_Weight:$table,
                    DefaultValuedAttr<F64Attr, "1.0">:$scale,
-                   DefaultValuedAttr<I64Attr, "0">:$offset);
+                   DefaultValuedAttr<I64Attr, "0">:$offset,
+                   OptionalAttr<I64Attr>:$oov_row);
   let results = (outs Cbc_Rows:$result);
   let assemblyFormat = "$tokens `,` $table attr-dict `:` type($tokens) `,` type($table) `->` type($result)";
   let hasVerifier = 1;
@@ -338,6 +341,37 @@ def Cbc_ActQuantOp : Cbc_Op<"math.act_quant", [Pure, SameOperandsAndResultShape]
   let arguments = (ins Cbc_Rows:$x);
   let results = (outs Cbc_Rows:$result);
   let assemblyFormat = "$x attr-dict `:` custom<RowsTypes>(type($x), type($result))";
+}
+
+def Cbc_MatchRmsOp : Cbc_Op<"math.match_rms", [Pure]> {
+  let opcode = 40;
+  let params = "MatchRmsParams";
+  let summary = "Rescales each row to the root mean square of a reference row.";
+  let description = [{
+    `result[t] = x[t] * sqrt(mean_j ref[t, j]^2) / sqrt(max(mean_j x[t, j]^2, floor))`, both
+    means in fp32 over their own rows. AltUp's extra residual streams start, and end, as
+    projections of the main one brought to its magnitude this way.
+  }];
+  let arguments = (ins Cbc_Rows:$x, Cbc_Rows:$ref, DefaultValuedAttr<F64Attr, "1e-5">:$floor);
+  let results = (outs Cbc_Rows:$result);
+  let assemblyFormat = "$x `,` $ref attr-dict `:` type($x) `,` type($ref) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Cbc_GaussianTopkOp : Cbc_Op<"math.gaussian_topk", [Pure, SameOperandsAndResultShape]> {
+  let opcode = 41;
+  let params = "GaussianTopkParams";
+  let summary = "Keeps each row's entries above a Gaussian quantile, shifted down to it.";
+  let description = [{
+    `result[t, j] = max(x[t, j] - (mean_t + multiplier * std_t), 0)`, the row's mean and
+    population standard deviation in fp32. With `multiplier` the standard normal quantile of a
+    target sparsity, a row drawn from a Gaussian keeps about `1 - sparsity` of its entries:
+    activation-sparse MLPs apply it to the gate projection before the activation.
+  }];
+  let arguments = (ins Cbc_Rows:$x, F64Attr:$multiplier);
+  let results = (outs Cbc_Rows:$result);
+  let assemblyFormat = "$x attr-dict `:` custom<RowsTypes>(type($x), type($result))";
+  let hasVerifier = 1;
 }
 
 def Cbc_DiffHeadsOp : Cbc_Op<"math.diff_heads", [Pure]> {

@@ -95,6 +95,11 @@ struct LayerSpec {
   // The mixer's input norm and the feed-forward block's norm are followed by the low-rank gate of
   // NormGateSpec (A.X-K2: every layer's input norm, MoE layers' feed-forward norm).
   bool gated_input_norm = false, gated_ff_norm = false;
+  // KV sharing (Gemma 4's num_kv_shared_layers): this attention layer projects only q and
+  // attends over the cache layer `kv_layer` writes, a layer of its own kind before it; -1: its own.
+  int64_t kv_layer = -1;
+  bool value_is_key = false; // v is the key projection's output (before k's norm and RoPE): no v_proj
+  int64_t intermediate = 0;  // this layer's dense MLP width (Gemma 4's double-wide MLPs); 0: MlpSpec's
 };
 
 // A low-rank, input-dependent gate on a norm's output: y = RMSNorm(x) * w, then
@@ -175,6 +180,7 @@ struct AttentionSpec {
   bool qk_norm_whole = false; // q/k norms over the whole projection rather than per head (OLMo)
   RotaryPairing rope_pairing = RotaryPairing::Half; // which features RoPE pairs
   bool qk_l2_norm = false; // weightless RMS norm of each q and k head after RoPE, on RoPE layers (Llama 4)
+  bool v_norm = false;     // weightless RMS norm of each value head before the cache (Gemma 4)
   bool rope_reversed = false; // rotations by -angle (NanoChat's rotate_half with the signs flipped)
   // NoPE layers scale q by 1 + beta * log(1 + floor((position + 1) / period)) (Llama 4's attention
   // temperature tuning); beta 0: none.
@@ -409,6 +415,8 @@ struct Names {
   std::string mamba = "mixer";             // the Mamba mixer module
   std::string embed = "embed_tokens";
   std::string embed_norm;                  // the embedding norm's module under the prefix; empty: <embed>.embed_norm
+  std::string layer_scalar;                // a learned [1] scalar the layer's output is multiplied by
+                                           // (Gemma 4's layer_scalar); empty: none
   // Affine maps on the residual stream (ZAYA), empty: none. The embedding rows become
   // (e + <prefix><embed_affine>_bias) * <prefix><embed_affine>_scale; each residual add after the
   // mixer (site affine_mixer) and the feed-forward block (affine_mlp) becomes
@@ -463,6 +471,20 @@ struct PositionEmbeddingSpec {
   bool power = false; // sinusoidal frequencies 1 / base^(2i / D) (CTRL) rather than tensor2tensor's
 };
 
+// Per-layer inputs (Gemma 4's and Gemma 3n's per-layer embeddings): a second table
+// <prefix><embed> [vocab, layers * dim] scaled by sqrt(dim) (rounded like the main scale), plus
+// the scaled embeddings through <prefix><projection> [layers * dim, hidden] times hidden^-1/2, RMS
+// normed per layer slice by <prefix><norm> [dim]; the sum times 2^-1/2. Layer l's slice gates a
+// residual branch after the feed-forward block: x + <layer_norm>(<layer_projection>(
+// act(<gate>(x)) * slice)), act the MLP's, the three under the decoder layer.
+struct PerLayerInputSpec {
+  int64_t dim = 0, vocab = 0; // dim 0: none
+  std::string embed = "embed_tokens_per_layer", projection = "per_layer_model_projection",
+              norm = "per_layer_projection_norm";
+  std::string gate = "per_layer_input_gate", layer_projection = "per_layer_projection",
+              layer_norm = "post_per_layer_input_norm";
+};
+
 struct ModelSpec {
   std::string model_type;         // as written in config.json (text part for multimodal)
   // The top-level config.json keys parsing looked at (present or not): the runtime refuses a
@@ -504,6 +526,7 @@ struct ModelSpec {
   // kernel, h + conv(h), before the residual add (attn_sconv, mlp_sconv); 0: none.
   int64_t branch_conv_kernel = 0;
   NormGateSpec norm_gate;
+  PerLayerInputSpec per_layer_inputs;
   AttentionSpec attn;
   MlaSpec mla;
   MlpSpec mlp;

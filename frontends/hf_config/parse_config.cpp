@@ -75,26 +75,35 @@ RopeContext ropeContext(const ConfigReader &r, const ModelSpec &spec, const Fami
   return ctx;
 }
 
-// Computes each layer's RoPE from the dictionaries of its layer type.
+// Computes each layer's RoPE from the dictionaries of its layer type, over its own head width.
 void assignRope(const ConfigReader &r, ModelSpec &spec, const RopeDicts &dicts, const FamilyDefaults &d) {
   bool nested = ropeByLayerType(r);
   RopeContext ctx = ropeContext(r, spec, d);
-  std::map<std::string, RopeSpec> computed;
+  std::map<std::pair<std::string, int64_t>, RopeSpec> computed;
+  // Every dictionary is checked, whether or not a layer of its type uses it.
   for (const auto &[kind, dict] : dicts) {
-    ConfigReader reader(dict, ropePath(r, kind, nested));
-    computed[kind] = computeRope(reader, ctx);
-    computed[kind].pairing = spec.attn.rope_pairing;
+    RopeSpec rope = computeRope(ConfigReader(dict, ropePath(r, kind, nested)), ctx);
+    rope.pairing = spec.attn.rope_pairing;
+    computed[{kind, ctx.head_dim}] = rope;
   }
   for (LayerSpec &layer : spec.layers) {
     std::string kind = layer.kind == LayerKind::SlidingAttention ? "sliding_attention" : "full_attention";
-    if (layer.rope_theta > 0) { // the layer's own base over its type's dictionary
-      nlohmann::json dict = dicts.at(kind);
+    RopeContext layerCtx = ctx;
+    layerCtx.head_dim = layer.head_dim ? layer.head_dim : ctx.head_dim;
+    nlohmann::json dict = dicts.at(kind);
+    if (layer.rope_theta > 0) // the layer's own base over its type's dictionary
       dict["rope_theta"] = layer.rope_theta;
-      layer.rope = computeRope(ConfigReader(dict, ropePath(r, kind, nested)), ctx);
-      layer.rope.pairing = spec.attn.rope_pairing;
-    } else {
-      layer.rope = computed[kind];
+    auto key = std::make_pair(kind, layerCtx.head_dim);
+    if (layer.rope_theta > 0 || !computed.count(key)) {
+      RopeSpec rope = computeRope(ConfigReader(dict, ropePath(r, kind, nested)), layerCtx);
+      rope.pairing = spec.attn.rope_pairing;
+      if (layer.rope_theta > 0) {
+        layer.rope = rope;
+        continue;
+      }
+      computed[key] = rope;
     }
+    layer.rope = computed[key];
   }
 }
 

@@ -17,13 +17,44 @@ void serialFor(int64_t n, const std::function<void(int64_t)> &fn) {
     fn(i);
 }
 
-void embed(const int32_t *tokens, int64_t T, Matrix table, int64_t H, float scale, float *out, int64_t offset) {
+void embed(const int32_t *tokens, int64_t T, Matrix table, int64_t H, float scale, float *out, int64_t offset,
+           int64_t rows, int64_t oovRow) {
   auto toFloatRow = storageTraits(table.format).toFloatRow;
   for (int64_t t = 0; t < T; ++t) {
     float *row = out + t * H;
-    toFloatRow(table.data, H, tokens[t] + offset, row);
+    int64_t index = tokens[t] + offset;
+    toFloatRow(table.data, H, rows > 0 && index >= rows ? oovRow : index, row);
     for (int64_t j = 0; j < H; ++j)
       row[j] *= scale;
+  }
+}
+
+void matchRms(const float *x, const float *ref, int64_t T, int64_t W, int64_t refW, float floor, float *out) {
+  for (int64_t t = 0; t < T; ++t) {
+    const float *xr = x + t * W, *rr = ref + t * refW;
+    float xs = 0.0f, rs = 0.0f;
+    for (int64_t j = 0; j < W; ++j)
+      xs += xr[j] * xr[j];
+    for (int64_t j = 0; j < refW; ++j)
+      rs += rr[j] * rr[j];
+    float factor = std::sqrt(rs / (float)refW) / std::sqrt(std::max(xs / (float)W, floor));
+    for (int64_t j = 0; j < W; ++j)
+      out[t * W + j] = xr[j] * factor;
+  }
+}
+
+void gaussianTopk(const float *x, int64_t T, int64_t W, float multiplier, float *out) {
+  for (int64_t t = 0; t < T; ++t) {
+    const float *xr = x + t * W;
+    float sum = 0.0f;
+    for (int64_t j = 0; j < W; ++j)
+      sum += xr[j];
+    float mean = sum / (float)W, ss = 0.0f;
+    for (int64_t j = 0; j < W; ++j)
+      ss += (xr[j] - mean) * (xr[j] - mean);
+    float cutoff = mean + std::sqrt(ss / (float)W) * multiplier;
+    for (int64_t j = 0; j < W; ++j)
+      out[t * W + j] = std::max(xr[j] - cutoff, 0.0f);
   }
 }
 

@@ -19,10 +19,15 @@ Exec compileEmbed(const OpContext &c) {
   int64_t offset = p.offset(), H = c.cols(out);
   int64_t indices = by == StepArg::Tokens ? c.artefact.meta.vocab_size : c.artefact.meta.max_positions;
   const auto &shape = c.weightShape(table);
-  c.check(offset >= 0 && shape.size() == 2 && shape[1] == H && shape[0] >= indices + offset,
+  // With an oov_row, ids past a shorter table read that row.
+  int64_t oov = p.has_oov_row() ? p.oov_row() : -1;
+  c.check(offset >= 0 && shape.size() == 2 && shape[1] == H && (shape[0] >= indices + offset || (oov >= 0 && oov < shape[0])),
           by == StepArg::Tokens ? "has an embedding table that does not match the vocabulary and width"
                                 : "has a position table that does not cover max_positions rows after its offset");
-  return [=](StepEnv &e) { embed(e.arg(by), e.batch->num_tokens, e.matrix(table), H, scale, e.f32(out), offset); };
+  int64_t rows = shape[0];
+  return [=](StepEnv &e) {
+    embed(e.arg(by), e.batch->num_tokens, e.matrix(table), H, scale, e.f32(out), offset, oov >= 0 ? rows : 0, oov);
+  };
 }
 
 Exec compileLinear(const OpContext &c) {
@@ -327,6 +332,28 @@ Exec compileClamp(const OpContext &c) {
     for (int64_t i = 0, n = e.rows(x) * width; i < n; ++i)
       y[i] = std::min(std::max(in[i], -limit), limit);
   };
+}
+
+Exec compileMatchRms(const OpContext &c) {
+  c.need(2, 1);
+  int x = c.I[0], ref = c.I[1], out = c.O[0];
+  c.acts({x, ref, out});
+  c.check(c.cols(out) == c.cols(x), "changes the width");
+  float floor = (float)c.params<fb::MatchRmsParams>().floor();
+  c.check(floor > 0 && std::isfinite(floor), "has a floor that is not positive and finite");
+  int64_t width = c.cols(x), refWidth = c.cols(ref);
+  return [=](StepEnv &e) { matchRms(e.f32(x), e.f32(ref), e.rows(x), width, refWidth, floor, e.f32(out)); };
+}
+
+Exec compileGaussianTopk(const OpContext &c) {
+  c.need(1, 1);
+  int x = c.I[0], out = c.O[0];
+  c.acts({x, out});
+  c.check(c.cols(out) == c.cols(x), "changes the width");
+  float multiplier = (float)c.params<fb::GaussianTopkParams>().multiplier();
+  c.check(std::isfinite(multiplier), "has a multiplier that is not finite");
+  int64_t width = c.cols(x);
+  return [=](StepEnv &e) { gaussianTopk(e.f32(x), e.rows(x), width, multiplier, e.f32(out)); };
 }
 
 Exec compileXielu(const OpContext &c) {

@@ -713,6 +713,24 @@ TEST(SimtSinusoidalPosition, KernelMatchesCpu) {
   kernelsMatchCpu(a, rt::WeightSource{}, {{3}, {3, 3, 3, 3, 3}, std::vector<int32_t>(300, 3)}, "sinusoidal_position");
 }
 
+// AltUp's row ops (Gemma 3n): an embedding table shorter than the vocabulary (ids 40 and past
+// read row 3), rows brought to the magnitude of rows of another width, and the Gaussian top-k.
+TEST(SimtAltUpRows, KernelsMatchCpu) {
+  rt::Artefact a = compileIrWithKernels(stepReturning(72, R"mlir(
+    %t = cbc.weight.ref "table" {sources = [["table.weight"]]} : tensor<40x72xbf16>
+    %e = cbc.math.embed %arg0, %t {oov_row = 3 : i64, scale = 2.0 : f64} : tensor<?xi32>, tensor<40x72xbf16> -> tensor<?x72xf32>
+    %r = cbc.math.sinusoidal_position %arg1 : tensor<?xi32> -> tensor<?x9xf32>
+    %m = cbc.math.match_rms %e, %r : tensor<?x72xf32>, tensor<?x9xf32> -> tensor<?x72xf32>
+    %out = cbc.math.gaussian_topk %m {multiplier = 0.5 : f64} : tensor<?x72xf32>
+)mlir"));
+  ASSERT_NE(a.kernels->source.find("cbc::match_rms<bf16, bf16, bf16, 72, 9>"), std::string::npos);
+  ASSERT_NE(a.kernels->source.find("cbc::gaussian_topk<bf16, bf16, 72>"), std::string::npos);
+  std::vector<int32_t> every;
+  for (int32_t i = 0; i < 300; ++i)
+    every.push_back(i % 72);
+  kernelsMatchCpu(a, rt::WeightSource{"", 11}, {{3}, {50, 7, 45, 39, 40}, every}, "altup rows");
+}
+
 // The prefill tile plan scans the requests in rounds of its 256 threads: 300 requests in one
 // step, of 1 to 3 prompt tokens (the one-token chunks go to the decode kernels, the others are
 // prefill tiles), then their decode steps, on the llama fixture.

@@ -36,6 +36,8 @@ MODEL_TYPES = (
     "inkling_text",
     "glm_moe_dsa",  # GlmMoeDsaConfig's defaults are GLM-5's shape (its docstring checkpoint zai-org/GLM-5)
     "axk2",  # AXK2Config's: A.X-K2-Light's shape (no expert groups)
+    "gemma4_text",  # per-layer inputs of 256 on by default; per_layer_config for the global layers
+    "gemma4_unified_text",
 )
 
 

@@ -14,6 +14,8 @@ template <class TW, class TO, int H> __device__ __forceinline__ void embed(const
   TO *out = (TO *)a.p[S::Out];
   float scale = a.f[S::Scale];
   long long t = blockIdx.x, row = tok[t] + a.i[S::Offset];
+  if (a.i[S::Rows] > 0 && row >= a.i[S::Rows])
+    row = a.i[S::OovRow];
   for (int j = threadIdx.x; j < H; j += blockDim.x)
     st(out, t * H + j, ld(table, row * H + j) * scale);
 }

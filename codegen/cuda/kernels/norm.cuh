@@ -91,6 +91,53 @@ template <class TI, class TO, int W> __device__ __forceinline__ void act_quant(c
     st(y, base + j, fminf(fmaxf(rintf(ld(x, base + j) * scale), -128.0f), 127.0f) / scale);
 }
 
+// x * rms(ref) / sqrt(max(mean(x^2), floor)) over rows of W (ref: rows of RW), one block a row.
+template <class TX, class TR, class TO, int W, int RW> __device__ __forceinline__ void match_rms(const CbcArgs &a) {
+  using S = slots::MatchRms;
+  __shared__ float scratch[32];
+  const TX *x = (const TX *)a.p[S::X];
+  const TR *ref = (const TR *)a.p[S::Ref];
+  TO *y = (TO *)a.p[S::Out];
+  long long base = (long long)blockIdx.x * W, rbase = (long long)blockIdx.x * RW;
+  float xs = 0.0f, rs = 0.0f;
+  for (int j = threadIdx.x; j < W; j += blockDim.x) {
+    float v = ld(x, base + j);
+    xs += v * v;
+  }
+  xs = block_sum(xs, scratch);
+  __syncthreads();
+  for (int j = threadIdx.x; j < RW; j += blockDim.x) {
+    float v = ld(ref, rbase + j);
+    rs += v * v;
+  }
+  rs = block_sum(rs, scratch);
+  float factor = sqrtf(rs / (float)RW) / sqrtf(fmaxf(xs / (float)W, a.f[S::Floor]));
+  for (int j = threadIdx.x; j < W; j += blockDim.x)
+    st(y, base + j, ld(x, base + j) * factor);
+}
+
+// max(x - mean - multiplier * std, 0) over rows of W (the population std), one block a row.
+template <class TX, class TO, int W> __device__ __forceinline__ void gaussian_topk(const CbcArgs &a) {
+  using S = slots::GaussianTopk;
+  __shared__ float scratch[32];
+  const TX *x = (const TX *)a.p[S::X];
+  TO *y = (TO *)a.p[S::Out];
+  long long base = (long long)blockIdx.x * W;
+  float s = 0.0f;
+  for (int j = threadIdx.x; j < W; j += blockDim.x)
+    s += ld(x, base + j);
+  float mean = block_sum(s, scratch) / (float)W;
+  __syncthreads();
+  float ss = 0.0f;
+  for (int j = threadIdx.x; j < W; j += blockDim.x) {
+    float d = ld(x, base + j) - mean;
+    ss += d * d;
+  }
+  float cutoff = mean + sqrtf(block_sum(ss, scratch) / (float)W) * a.f[S::Multiplier];
+  for (int j = threadIdx.x; j < W; j += blockDim.x)
+    st(y, base + j, fmaxf(ld(x, base + j) - cutoff, 0.0f));
+}
+
 // The residual add and the norm of the sum in one pass over rows of W.
 template <class TA, class TB, class TS, class TN, class TW, int W>
 __device__ __forceinline__ void add_rms_norm(const CbcArgs &a) {

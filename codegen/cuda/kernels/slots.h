@@ -53,7 +53,7 @@ CBC_SHAPE_FN int decodeLanes(int chunks) {
 }
 // Decode attention (attention.cuh): a block takes a KV head's G query heads or, where the warps'
 // partial values would pass 32 KiB of static shared memory or q and the accumulators about 192
-// registers a lane (Gemma 4's 512-wide heads, Falcon-7B's 71 heads on one KV head), the largest
+// registers a lane (heads 512 wide, or 71 query heads on one KV head), the largest
 // divisor of G that fits. `vec`: the elements a lane loads at once.
 CBC_SHAPE_FN int decodeHeadsPerBlock(int G, int D, int DV, int vec) {
   int kch = D / vec, vch = DV / vec, lanes = decodeLanes(kch > vch ? kch : vch);
@@ -159,9 +159,9 @@ CBC_SHAPE_FN int ssdChunk(int p, int n) {
 
 namespace slots {
 
-struct Embed {
+struct Embed { // Rows 0: no oov_row; else ids at or past Rows read row OovRow
   enum Ptr { Tokens, Table, Out, NumPtr };
-  enum Int { Offset, NumInt };
+  enum Int { Offset, Rows, OovRow, NumInt };
   enum Flt { Scale, NumFlt };
 };
 struct Gather {
@@ -222,6 +222,16 @@ struct DiffHeads {
   enum Ptr { X, Q1, K1, Q2, K2, Out, NumPtr };
   enum Int { Rows, NumInt };
   enum Flt { LambdaInit, NumFlt };
+};
+struct MatchRms {
+  enum Ptr { X, Ref, Out, NumPtr };
+  enum Int { NumInt };
+  enum Flt { Floor, NumFlt };
+};
+struct GaussianTopk {
+  enum Ptr { X, Out, NumPtr };
+  enum Int { NumInt };
+  enum Flt { Multiplier, NumFlt };
 };
 struct ActQuant {
   enum Ptr { X, Out, NumPtr };

@@ -1,5 +1,7 @@
-// Gemma, Gemma 2, VaultGemma and Gemma 3 (text): (1 + w) norms and scaled embeddings; from
-// Gemma 2 on, alternating sliding and global attention and (but for VaultGemma) sandwich norms.
+// Gemma, Gemma 2, VaultGemma, Gemma 3 and Gemma 4 (text): scaled embeddings, (1 + w) norms until
+// Gemma 4; from Gemma 2 on, alternating sliding and global attention and (but for VaultGemma)
+// sandwich norms. Gemma 4 adds per-layer head sizes, values from the key projection, KV shared
+// across layers and per-layer embeddings.
 #include "frontends/hf_config/families/families.h"
 #include "frontends/hf_config/families/helpers.h"
 #include "frontends/hf_config/parse_config.h"
@@ -86,6 +88,123 @@ RopeDicts gemma3RopeDicts(const ConfigReader &r) {
   return {{"full_attention", full}, {"sliding_attention", local}};
 }
 
+// Gemma 4's global layers: per_layer_config's overrides where the file has them (a config saved
+// by transformers 5.23), else Gemma4TextConfig's derivation from global_head_dim and, with
+// attention_k_eq_v, num_global_key_value_heads.
+void gemma4HeadSizes(const ConfigReader &r, ModelSpec &s, bool kEqV) {
+  if (r.has("per_layer_config")) {
+    const json &overrides = r.raw("per_layer_config");
+    if (!overrides.is_object())
+      throw ConfigError(r.path("per_layer_config"), "expected an object keyed by layer index");
+    ConfigReader all = r.child("per_layer_config");
+    for (const auto &[key, value] : overrides.items()) {
+      size_t used = 0;
+      int64_t layer = -1;
+      try {
+        layer = std::stoll(key, &used);
+      } catch (const std::exception &) {
+      }
+      if (used != key.size() || layer < 0 || layer >= s.num_layers)
+        throw ConfigError(all.path(key), "is not a layer index below num_hidden_layers");
+      ConfigReader o = all.child(key);
+      for (const auto &[name, _] : value.items())
+        if (name != "head_dim" && name != "num_key_value_heads")
+          throw ConfigError(o.path(name), "cbc reads per-layer head_dim and num_key_value_heads only");
+      s.layers[layer].head_dim = o.getSize("head_dim", 0);
+      s.layers[layer].num_kv_heads = o.getSize("num_key_value_heads", 0);
+    }
+    return;
+  }
+  int64_t globalDim = r.getSize("global_head_dim", 512);
+  int64_t globalKv = kEqV ? r.getSize("num_global_key_value_heads", 0) : 0;
+  for (LayerSpec &l : s.layers)
+    if (l.kind == LayerKind::FullAttention) {
+      l.head_dim = globalDim;
+      l.num_kv_heads = globalKv;
+    }
+}
+
+// The last num_kv_shared_layers layers read the cache of the last earlier layer of their kind
+// (Gemma4TextConfig.kv_sharing_modes), and with use_double_wide_mlp have MLPs twice as wide.
+void gemma4KvSharing(const ConfigReader &r, ModelSpec &s) {
+  int64_t shared = r.getCount("num_kv_shared_layers", 0);
+  if (shared >= s.num_layers && shared > 0)
+    throw ConfigError(r.path("num_kv_shared_layers"), "leaves no layer to write the cache");
+  int64_t first = s.num_layers - shared;
+  bool doubleWide = r.getBool("use_double_wide_mlp", false);
+  for (int64_t i = first; i < s.num_layers; ++i) {
+    LayerSpec &l = s.layers[i];
+    for (int64_t j = first - 1; j >= 0 && l.kv_layer < 0; --j)
+      if (s.layers[j].kind == l.kind)
+        l.kv_layer = j;
+    if (l.kv_layer < 0)
+      throw ConfigError(r.path("num_kv_shared_layers"),
+                        "shares the cache of a layer type no earlier layer writes (transformers refuses it)");
+    const LayerSpec &p = s.layers[l.kv_layer];
+    if (p.head_dim != l.head_dim || p.num_kv_heads != l.num_kv_heads || p.value_is_key != l.value_is_key)
+      throw ConfigError(r.path("per_layer_config"), "layer " + std::to_string(i) + " shares the cache of layer " +
+                                                        std::to_string(l.kv_layer) + ", whose heads differ");
+    if (doubleWide)
+      l.intermediate = 2 * s.mlp.intermediate;
+  }
+}
+
+// Gemma 4 (text): plain-weight norms (not 1 + w) in the sandwich, q/k norms and a weightless
+// norm of v, unscaled attention (the norms set the scale), sqrt(hidden) embeddings rounded to
+// the weight dtype, a learned scalar on each layer's output, and final soft-capping in the
+// causal LM and the multimodal model alike. `window`: the class's sliding_window.
+void gemma4Decoder(const ConfigReader &r, ModelSpec &s, int64_t window) {
+  std::string bidirectional = r.getString("use_bidirectional_attention", "");
+  if (bidirectional == "all")
+    throw ConfigError(r.path("use_bidirectional_attention"),
+                      "bidirectional Gemma 4 (an encoder) is not a decoder cbc serves");
+  if (!bidirectional.empty() && bidirectional != "vision")
+    throw ConfigError(r.path("use_bidirectional_attention"), "must be \"all\", \"vision\" or null");
+  attentionBiases(r, s);
+  s.attn.scale = 1.0;
+  s.attn.qk_norm = true;
+  s.attn.v_norm = true;
+  s.sandwich_norms = true;
+  s.embed_scale = (float)std::sqrt((double)s.hidden_size);
+  s.embed_scale_rounded = true;
+  s.final_softcap = r.getNumber("final_logit_softcapping", 0.0);
+  s.names.layer_scalar = "layer_scalar";
+  alternatingLayers(r, s, r.getSize("sliding_window", window), 6);
+  // Gemma4TextConfig forces the last layer to full attention, whatever layer_types says.
+  s.layers.back().kind = LayerKind::FullAttention;
+  s.layers.back().window = 0;
+  bool kEqV = r.getBool("attention_k_eq_v", false);
+  for (LayerSpec &l : s.layers)
+    l.value_is_key = kEqV && l.kind == LayerKind::FullAttention;
+  gemma4HeadSizes(r, s, kEqV);
+  gemma4KvSharing(r, s);
+}
+
+// Gemma 4 with its per-layer embeddings (on by default) and, refused here, its MoE block.
+void parseGemma4Text(const ConfigReader &r, ModelSpec &s) {
+  if (r.getBool("enable_moe_block", false))
+    throw ConfigError(r.path("enable_moe_block"),
+                      "Gemma 4's MoE block (experts beside the dense MLP) is not supported yet");
+  gemma4Decoder(r, s, 512);
+  if (int64_t dim = r.getCount("hidden_size_per_layer_input", 256)) {
+    s.per_layer_inputs.dim = dim;
+    s.per_layer_inputs.vocab = r.getSize("vocab_size_per_layer_input", 262144);
+    if (s.per_layer_inputs.vocab < s.vocab_size)
+      throw ConfigError(r.path("vocab_size_per_layer_input"),
+                        "is below vocab_size: transformers fails on the token ids past it");
+  }
+}
+
+// Gemma 4 unified: Gemma 4 without per-layer embeddings or experts (its class never reads
+// those keys, whatever they say), a window of 1024 by default.
+void parseGemma4UnifiedText(const ConfigReader &r, ModelSpec &s) { gemma4Decoder(r, s, 1024); }
+
+RopeDicts gemma4RopeDicts(const ConfigReader &r) {
+  return ropeOrClassDefaults(r, 10000.0,
+                             {{"rope_type", "proportional"}, {"partial_rotary_factor", 0.25}, {"rope_theta", 1000000.0}},
+                             {{"rope_type", "default"}, {"rope_theta", 10000.0}});
+}
+
 } // namespace
 
 FamilyTable gemmaFamilies() {
@@ -106,6 +225,20 @@ FamilyTable gemmaFamilies() {
                                {"num_hidden_layers", 26}, {"num_attention_heads", 8},
                                {"num_key_value_heads", 4}}},
         parseGemma3Text, gemma3RopeDicts}},
+      {"gemma4_text",
+       {{.head_dim = 256, .max_positions = 131072, .tie_word_embeddings = true, .act_key = "hidden_activation",
+         .act = "gelu_pytorch_tanh", .kv_heads = 4,
+         .text_config_sizes = {{"vocab_size", 262144}, {"hidden_size", 2304}, {"intermediate_size", 9216},
+                               {"num_hidden_layers", 30}, {"num_attention_heads", 8},
+                               {"num_key_value_heads", 4}}},
+        parseGemma4Text, gemma4RopeDicts}},
+      {"gemma4_unified_text",
+       {{.head_dim = 256, .max_positions = 262144, .tie_word_embeddings = true, .act_key = "hidden_activation",
+         .act = "gelu_pytorch_tanh", .kv_heads = 4,
+         .text_config_sizes = {{"vocab_size", 262144}, {"hidden_size", 2304}, {"intermediate_size", 9216},
+                               {"num_hidden_layers", 30}, {"num_attention_heads", 8},
+                               {"num_key_value_heads", 4}}},
+        parseGemma4UnifiedText, gemma4RopeDicts}},
   };
 }
 

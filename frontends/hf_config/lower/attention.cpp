@@ -79,6 +79,12 @@ Value StepBuilder::qkvProjection(int64_t layer, Value x, const AttnSite &site) {
   int64_t D = a.head_dim, qw = a.num_heads * D, kw = a.num_kv_heads * D, vw = a.num_kv_heads * valueDim(a);
   int64_t gw = gateWidth(a);
   int64_t in = site.in;
+  // A layer reading another's cache projects q alone; one whose v is its k has no v_proj (the
+  // separate projections only: no fused checkpoint shares K/V).
+  const LayerSpec &L = spec_.layers[layer];
+  size_t projections = L.kv_layer >= 0 ? 1 : L.value_is_key ? 2 : 3;
+  kw = projections > 1 ? kw : 0;
+  vw = projections > 2 ? vw : 0;
   // Multipliers on the input (the weights only) and on k (weight and bias).
   const Multipliers &mu = spec_.mup;
   double vs = a.value_scale;
@@ -115,6 +121,7 @@ Value StepBuilder::qkvProjection(int64_t layer, Value x, const AttnSite &site) {
     SmallVector<int64_t> regroup;
     std::vector<std::string> names = {site.hf + n.q_proj + ".weight", site.hf + n.k_proj + ".weight",
                                       site.hf + n.v_proj + ".weight"};
+    names.resize(projections);
     if (a.output_gate && !n.attn_gate.empty())
       names.insert(names.begin() + 1, site.hf + n.attn_gate + ".weight");
     else if (a.output_gate)
@@ -125,6 +132,7 @@ Value StepBuilder::qkvProjection(int64_t layer, Value x, const AttnSite &site) {
                    .row_scales = wScales});
     if (a.qkv_bias) {
       std::vector<std::string> biases = {site.hf + n.q_proj + ".bias", site.hf + n.k_proj + ".bias", site.hf + n.v_proj + ".bias"};
+      biases.resize(projections);
       if (a.output_gate && !n.attn_gate.empty())
         biases.insert(biases.begin() + 1, site.hf + n.attn_gate + ".bias");
       bqkv = weight(site.prog + "qkv_bias", {qw + gw + kw + vw},
@@ -178,13 +186,16 @@ Value StepBuilder::cachedAttention(int64_t layer, const AttentionSpec &a, const 
   auto retention = L.window > 0  ? RetentionAttr::get(b_.getContext(), RetentionKind::window, L.window)
                    : L.chunk > 0 ? RetentionAttr::get(b_.getContext(), RetentionKind::chunk, L.chunk)
                                  : RetentionAttr::all(b_.getContext());
-  KvAppendOp::create(b_, loc_, k, v, positions_, seqIds_, slots_, blockTables_, b_.getI64IntegerAttr(layer),
-                     b_.getI64IntegerAttr(a.num_kv_heads), b_.getI64IntegerAttr(a.head_dim), retention, IntegerAttr());
+  // A layer sharing another's KV attends over that layer's cache and writes none of its own.
+  int64_t cacheLayer = L.kv_layer >= 0 ? L.kv_layer : layer;
+  if (L.kv_layer < 0)
+    KvAppendOp::create(b_, loc_, k, v, positions_, seqIds_, slots_, blockTables_, b_.getI64IntegerAttr(layer),
+                       b_.getI64IntegerAttr(a.num_kv_heads), b_.getI64IntegerAttr(a.head_dim), retention, IntegerAttr());
   Value sinks;
   if (a.sinks)
     sinks = weight(site.prog + "sinks", {a.num_heads}, site.hf + spec_.names.sinks);
   return KvAttentionOp::create(b_, loc_, rows(width), q, positions_, seqIds_, cuSeqlens_, kvLens_, slots_,
-                               blockTables_, sinks, Value(), selection.blocks, b_.getI64IntegerAttr(layer),
+                               blockTables_, sinks, Value(), selection.blocks, b_.getI64IntegerAttr(cacheLayer),
                                b_.getI64IntegerAttr(a.num_heads), b_.getI64IntegerAttr(a.num_kv_heads),
                                b_.getI64IntegerAttr(a.head_dim), b_.getF64FloatAttr(a.scale), retention,
                                a.softcap > 0 ? b_.getF64FloatAttr(a.softcap) : FloatAttr(), IntegerAttr(),
@@ -275,10 +286,15 @@ Value StepBuilder::attention(int64_t layer, Value x, const AttnSite &site) {
     qkv = ClampOp::create(b_, loc_, qkv.getType(), qkv, b_.getF64FloatAttr(a.clip_qkv)).getResult();
   // [q | gate | k | v], or [gate | q | k | v] with gate_leads; no gate without an output gate.
   int64_t gw = gateWidth(a);
+  bool ownKv = L.kv_layer < 0;
   SmallVector<Value> parts = a.gate_leads ? split(qkv, {gw, qw, kw, vw})
                              : a.output_gate ? split(qkv, {qw, gw, kw, vw})
                              : a.qkv_shards  ? split(qkv, {qw, vw, kw})
+                             : !ownKv        ? SmallVector<Value>{qkv, Value(), Value()}
+                             : L.value_is_key ? split(qkv, {qw, kw})
                                              : split(qkv, {qw, kw, vw});
+  if (L.value_is_key)
+    parts.push_back(parts[1]);
   if (a.qkv_shards)
     std::swap(parts[1], parts[2]); // [q | v | k]
   Value gate = a.gate_leads ? parts[0] : a.output_gate ? parts[1] : Value();
@@ -289,19 +305,22 @@ Value StepBuilder::attention(int64_t layer, Value x, const AttnSite &site) {
   auto qkNorms = [&] {
     if (a.qk_layer_norm) {
       q = qkLayerNorm(q, site, n.q_norm, a.num_heads, D);
-      k = qkLayerNorm(k, site, n.k_norm, a.num_kv_heads, D);
+      if (ownKv)
+        k = qkLayerNorm(k, site, n.k_norm, a.num_kv_heads, D);
       return;
     }
     int64_t qg = a.qk_norm_whole ? qw : D, kg = a.qk_norm_whole ? kw : D;
     q = norm(q, weight(site.prog + "q_norm", {qg}, site.hf + n.q_norm + ".weight"), qg);
-    k = norm(k, weight(site.prog + "k_norm", {kg}, site.hf + n.k_norm + ".weight"), kg);
+    if (ownKv)
+      k = norm(k, weight(site.prog + "k_norm", {kg}, site.hf + n.k_norm + ".weight"), kg);
   };
   if (a.qk_norm && !a.qk_norm_after_rope)
     qkNorms();
   bool roped = a.rope && !L.nope;
   if (roped) {
     q = rope(L.rope, q, D);
-    k = rope(L.rope, k, D);
+    if (ownKv)
+      k = rope(L.rope, k, D);
     if (a.qk_l2_norm) {
       q = norm(q, Value(), D);
       k = norm(k, Value(), D);
@@ -321,6 +340,8 @@ Value StepBuilder::attention(int64_t layer, Value x, const AttnSite &site) {
 
   if (a.differential)
     v = pairValueHeads(v, a.num_kv_heads, valueDim(a));
+  if (a.v_norm && ownKv)
+    v = norm(v, Value(), valueDim(a));
   BlockSelection selection = L.block_sparse ? blockIndexer(layer, x, site) : BlockSelection{};
   Value o = cachedAttention(layer, a, site, q, k, v, ow, selection);
   if (a.output_gate && a.gate_softplus)

@@ -8,7 +8,8 @@ using namespace mlir;
 
 Value StepBuilder::denseMlp(int64_t layer, Value x, const std::string &module) {
   const Names &nm = spec_.names;
-  int64_t I = spec_.mlp.intermediate, H = spec_.hidden_size;
+  int64_t I = spec_.layers[layer].intermediate ? spec_.layers[layer].intermediate : spec_.mlp.intermediate;
+  int64_t H = spec_.hidden_size;
   auto name = [&](const std::string &tensor) {
     return module.empty() ? mlpName(layer, tensor) : hf(layer, module + "." + tensor);
   };

@@ -7,6 +7,8 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/MapVector.h"
 
+#include <cmath>
+
 namespace cbc::hf {
 
 using namespace mlir;
@@ -47,18 +49,8 @@ Value StepBuilder::embed(Value &table) {
   int64_t H = spec_.hidden_size, E = spec_.embed_dim ? spec_.embed_dim : H;
   table = weight("embed", {spec_.padded_vocab ? spec_.padded_vocab : spec_.vocab_size, E},
                  spec_.prefix + spec_.names.embed + ".weight");
-  // Some families round the embedding scale to the weight dtype before multiplying; Python-float
-  // multipliers are not rounded.
-  double embedScale = spec_.embed_scale;
-  if (auto ft = llvm::dyn_cast<FloatType>(wtype_); ft && spec_.embed_scale_rounded) {
-    llvm::APFloat scale((float)embedScale);
-    bool lost;
-    scale.convert(ft.getFloatSemantics(), llvm::APFloat::rmNearestTiesToEven, &lost);
-    scale.convert(llvm::APFloat::IEEEsingle(), llvm::APFloat::rmNearestTiesToEven, &lost);
-    embedScale = scale.convertToFloat();
-  }
-  embeddings_ = EmbedOp::create(b_, loc_, rows(E), tokens_, table, b_.getF64FloatAttr(embedScale),
-                                b_.getI64IntegerAttr(0))
+  embeddings_ = EmbedOp::create(b_, loc_, rows(E), tokens_, table, b_.getF64FloatAttr(embedScale(spec_.embed_scale)),
+                                b_.getI64IntegerAttr(0), IntegerAttr())
                     .getResult();
   if (!spec_.embed_proj.empty())
     embeddings_ = linear(embeddings_, weight("embed_proj", {H, E}, spec_.prefix + spec_.embed_proj + ".weight"));
@@ -78,6 +70,53 @@ Value StepBuilder::embed(Value &table) {
   return embeddings_;
 }
 
+// Some families round the embedding scale to the weight dtype before multiplying; Python-float
+// multipliers are not rounded.
+double StepBuilder::embedScale(double scale) const {
+  auto ft = llvm::dyn_cast<FloatType>(wtype_);
+  if (!ft || !spec_.embed_scale_rounded)
+    return scale;
+  llvm::APFloat rounded((float)scale);
+  bool lost;
+  rounded.convert(ft.getFloatSemantics(), llvm::APFloat::rmNearestTiesToEven, &lost);
+  rounded.convert(llvm::APFloat::IEEEsingle(), llvm::APFloat::rmNearestTiesToEven, &lost);
+  return rounded.convertToFloat();
+}
+
+// PerLayerInputSpec's inputs, one [T, dim] slice per layer: the token's rows of the per-layer
+// table and the projected embeddings, normed per slice, summed and scaled by 2^-1/2.
+void StepBuilder::perLayerInputs() {
+  const PerLayerInputSpec &p = spec_.per_layer_inputs;
+  int64_t L = spec_.num_layers, D = p.dim, H = spec_.hidden_size;
+  Value table = weight("per_layer.embed", {p.vocab, L * D}, spec_.prefix + p.embed + ".weight");
+  // A table shorter than the vocabulary: the ids past it read row 0 (Gemma 3n's masking).
+  IntegerAttr oov = p.vocab < spec_.vocab_size ? b_.getI64IntegerAttr(0) : IntegerAttr();
+  Value byToken = EmbedOp::create(b_, loc_, rows(L * D), tokens_, table,
+                                  b_.getF64FloatAttr(embedScale(std::sqrt((double)D))), b_.getI64IntegerAttr(0), oov)
+                      .getResult();
+  Value projected = linear(embeddings_, weight("per_layer.projection", {L * D, H}, spec_.prefix + p.projection + ".weight"));
+  projected = norm(scaleBy(projected, 1.0 / std::sqrt((double)H)),
+                   weight("per_layer.norm", {D}, spec_.prefix + p.norm + ".weight"), D);
+  SmallVector<Value> slices = split(scaleBy(add(projected, byToken), 1.0 / std::sqrt(2.0)), SmallVector<int64_t>(L, D));
+  perLayerSlices_.assign(slices.begin(), slices.end());
+}
+
+// After the layer's blocks: the per-layer input's gated branch, then the layer's learned scalar.
+Value StepBuilder::layerEpilogue(int64_t l, Value x) {
+  const PerLayerInputSpec &p = spec_.per_layer_inputs;
+  int64_t D = p.dim, H = spec_.hidden_size;
+  if (D > 0) {
+    Value g = act(linear(x, weight(prog(l, "per_layer.gate"), {D, H}, hf(l, p.gate + ".weight"))),
+                  toDialect(spec_.mlp.act));
+    Value h = linear(mul(g, perLayerSlices_[l]),
+                     weight(prog(l, "per_layer.projection"), {H, D}, hf(l, p.layer_projection + ".weight")));
+    x = add(x, norm(h, weight(prog(l, "per_layer.norm"), {H}, hf(l, p.layer_norm + ".weight"))));
+  }
+  if (!spec_.names.layer_scalar.empty())
+    x = mul(x, weight(prog(l, "layer_scalar"), {1}, hf(l, spec_.names.layer_scalar)));
+  return x;
+}
+
 // Learned rows of a position table, or sinusoidal ones computed from the position.
 Value StepBuilder::absolutePositions() {
   const PositionEmbeddingSpec &p = spec_.positions;
@@ -90,14 +129,16 @@ Value StepBuilder::absolutePositions() {
         .getResult();
   Value table = weight("positions", {p.rows, H}, spec_.prefix + p.table);
   return EmbedOp::create(b_, loc_, rows(H), positions_, table, b_.getF64FloatAttr(1.0),
-                         b_.getI64IntegerAttr(p.offset))
+                         b_.getI64IntegerAttr(p.offset), IntegerAttr())
       .getResult();
 }
 
 // Pre-norm (x + f(norm(x))), sandwich (x + norm(f(norm(x)))) or post-norm (x + norm(f(x))), for
 // the mixer and then the feed-forward block, each where the layer has one; each add may weigh
 // the stream and the branch (LayerSpec's alpha and beta).
-Value StepBuilder::decoderLayer(int64_t l, Value x) {
+Value StepBuilder::decoderLayer(int64_t l, Value x) { return layerEpilogue(l, decoderBlocks(l, x)); }
+
+Value StepBuilder::decoderBlocks(int64_t l, Value x) {
   if (spec_.dual_sublayers)
     return dualSublayerLayer(l, x);
   if (spec_.layers[l].normed_residual)
@@ -348,6 +389,8 @@ OwningOpRef<ModuleOp> StepBuilder::build() {
   declareStep(*module);
   Value table;
   Value x = embed(table);
+  if (spec_.per_layer_inputs.dim > 0)
+    perLayerInputs();
   if (spec_.stacks.depth > 0)
     x = recurrentStacks(x);
   else

@@ -60,6 +60,11 @@ private:
   Value embed(Value &table);
   Value absolutePositions(); // PositionEmbeddingSpec's rows for the step's positions
   Value decoderLayer(int64_t layer, Value x);
+  Value decoderBlocks(int64_t layer, Value x); // the mixer and feed-forward blocks with their residuals
+  double embedScale(double scale) const;
+  void perLayerInputs();
+  Value layerEpilogue(int64_t layer, Value x);
+  std::vector<Value> perLayerSlices_; // PerLayerInputSpec's [T, dim] input of each layer
   Value dualSublayerLayer(int64_t layer, Value x);
   Value normedResidualLayer(int64_t layer, Value x);
   Value head(Value x, Value table);

@@ -2957,3 +2957,35 @@ func.func @attention_selection_heads(%q: tensor<?x16xf32>, %p: tensor<?xi32>, %b
   %o = cbc.kv.attention %q, %p, %p, %p, %p, %p, %bt blocks(%sel) {layer = 0 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, scale = 0.5 : f64, selection_heads = 3 : i64, selection_block = 4 : i64} : tensor<?x16xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>, tensor<?x6xi32> -> tensor<?x16xf32>
   return
 }
+
+// -----
+
+func.func @match_rms_width(%x: tensor<?x8xf32>, %r: tensor<?x4xf32>) {
+  // expected-error @+1 {{'cbc.math.match_rms' op result width must equal the input's}}
+  %o = cbc.math.match_rms %x, %r : tensor<?x8xf32>, tensor<?x4xf32> -> tensor<?x4xf32>
+  return
+}
+
+// -----
+
+func.func @match_rms_floor(%x: tensor<?x8xf32>, %r: tensor<?x4xf32>) {
+  // expected-error @+1 {{'cbc.math.match_rms' op floor must be positive and finite}}
+  %o = cbc.math.match_rms %x, %r {floor = 0.0 : f64} : tensor<?x8xf32>, tensor<?x4xf32> -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @gaussian_topk_multiplier(%x: tensor<?x8xf32>) {
+  // expected-error @+1 {{'cbc.math.gaussian_topk' op multiplier must be finite}}
+  %o = cbc.math.gaussian_topk %x {multiplier = 0x7FF0000000000000 : f64} : tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @embed_oov_row(%tok: tensor<?xi32>, %t: tensor<6x8xbf16>) {
+  // expected-error @+1 {{'cbc.math.embed' op oov_row must be a row of the table}}
+  %o = cbc.math.embed %tok, %t {oov_row = 6 : i64} : tensor<?xi32>, tensor<6x8xbf16> -> tensor<?x8xf32>
+  return
+}

@@ -181,6 +181,20 @@ func.func @sinusoidal(%pos: tensor<?xi32>) -> tensor<?x9xf32> {
   return %b : tensor<?x9xf32>
 }
 
+// CHECK-LABEL: func.func @altup_rows
+func.func @altup_rows(%x: tensor<?x8xf32>, %r: tensor<?x4xf32>, %tok: tensor<?xi32>, %t: tensor<6x8xbf16>) -> tensor<?x8xf32> {
+  // CHECK: %{{[a-z0-9_#]+}} = cbc.math.match_rms %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}} : tensor<?x8xf32>, tensor<?x4xf32> -> tensor<?x8xf32>
+  %m = cbc.math.match_rms %x, %r : tensor<?x8xf32>, tensor<?x4xf32> -> tensor<?x8xf32>
+  // CHECK: cbc.math.match_rms %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}} {floor = 1.000000e-03 : f64}
+  %f = cbc.math.match_rms %m, %x {floor = 1.0e-3 : f64} : tensor<?x8xf32>, tensor<?x8xf32> -> tensor<?x8xf32>
+  // CHECK: %{{[a-z0-9_#]+}} = cbc.math.gaussian_topk %{{[a-z0-9_#]+}} {multiplier = 1.6484375 : f64} : tensor<?x8xf32>
+  %g = cbc.math.gaussian_topk %f {multiplier = 1.6484375 : f64} : tensor<?x8xf32>
+  // CHECK: cbc.math.embed %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}} {oov_row = 0 : i64} : tensor<?xi32>, tensor<6x8xbf16> -> tensor<?x8xf32>
+  %e = cbc.math.embed %tok, %t {oov_row = 0 : i64} : tensor<?xi32>, tensor<6x8xbf16> -> tensor<?x8xf32>
+  %o = cbc.math.add %g, %e : tensor<?x8xf32>
+  return %o : tensor<?x8xf32>
+}
+
 // CHECK-LABEL: func.func @indexed
 func.func @indexed(%k: tensor<?x6xf32>, %w6: tensor<6xbf16>, %w3: tensor<3xbf16>, %iq: tensor<?x12xf32>, %iw: tensor<?x2xf32>,
                    %ql: tensor<?x16xf32>, %qr: tensor<?x8xf32>, %pos: tensor<?xi32>, %bt: tensor<?x?x?xi32>) -> tensor<?x16xf32> {
