@@ -67,6 +67,7 @@ fb::Activation toFb(Activation a) {
   case Activation::relu2: return fb::Activation::Relu2;
   case Activation::sigmoid: return fb::Activation::Sigmoid;
   case Activation::softplus: return fb::Activation::Softplus;
+  case Activation::exp: return fb::Activation::Exp;
   }
   llvm_unreachable("unknown activation");
 }
@@ -251,6 +252,9 @@ Params writeParams(fbs::FlatBufferBuilder &fbb, Operation &op) {
       .Case([&](SoftcapOp o) { return params(P::SoftcapParams, fb::CreateSoftcapParams(fbb, f64(o.getCapAttr()))); })
       .Case([&](ClampOp o) { return params(P::ClampParams, fb::CreateClampParams(fbb, f64(o.getLimitAttr()))); })
       .Case([&](MatchRmsOp o) { return params(P::MatchRmsParams, fb::CreateMatchRmsParams(fbb, f64(o.getFloorAttr()))); })
+      .Case([&](HeadPadOp o) {
+        return params(P::HeadPadParams, fb::CreateHeadPadParams(fbb, o.getHeads(), o.getWidth(), f64(o.getValueAttr())));
+      })
       .Case([&](GaussianTopkOp o) {
         return params(P::GaussianTopkParams, fb::CreateGaussianTopkParams(fbb, f64(o.getMultiplierAttr())));
       })

@@ -112,6 +112,18 @@ void emitMatchRms(Emitter &e, MatchRmsOp op) {
   l.grid[0] = {e.rowsVar(op.getX()), 1, 1, 0};
 }
 
+void emitHeadPad(Emitter &e, HeadPadOp op) {
+  using S = slots::HeadPad;
+  Value out = op.getResult();
+  int64_t heads = op.getHeads(), width = op.getWidth(), D = cols(op.getX()) / heads;
+  SlotArgs<S> args;
+  args.set(S::X, e.arg(op.getX())).set(S::Extra, e.arg(op.getExtra())).set(S::Out, e.arg(out));
+  args.set(S::Value, op.getValue().convertToDouble());
+  elementwise(e, "head_pad",
+              Instance("head_pad").type(op.getX()).type(op.getExtra()).type(out).integer(heads).integer(D).integer(width),
+              out, args);
+}
+
 void emitGaussianTopk(Emitter &e, GaussianTopkOp op) {
   using S = slots::GaussianTopk;
   int64_t W = cols(op.getX());

@@ -228,6 +228,7 @@ Instance &Instance::choice(Activation a) {
   case Activation::relu2: return add("cbc::Act::relu2");
   case Activation::sigmoid: return add("cbc::Act::sigmoid");
   case Activation::softplus: return add("cbc::Act::softplus");
+  case Activation::exp: return add("cbc::Act::exp");
   }
   llvm_unreachable("an activation without a kernel");
 }

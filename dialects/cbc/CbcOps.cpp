@@ -292,6 +292,21 @@ LogicalResult MatchRmsOp::verify() {
   return success();
 }
 
+LogicalResult HeadPadOp::verify() {
+  int64_t heads = getHeads(), width = getWidth();
+  if (heads <= 0 || width <= 0)
+    return emitOpError("heads and width must be positive");
+  if (cols(getX()) % heads != 0)
+    return emitOpError("input width must be a multiple of heads");
+  if (cols(getResult()) != cols(getX()) + heads * width)
+    return emitOpError("result width must be the input's plus heads * width");
+  if (getExtra() && cols(getExtra()) != heads)
+    return emitOpError("extra must hold one value per head");
+  if (!std::isfinite(getValue().convertToDouble()))
+    return emitOpError("value must be finite");
+  return success();
+}
+
 LogicalResult GaussianTopkOp::verify() {
   if (!std::isfinite(getMultiplier().convertToDouble()))
     return emitOpError("multiplier must be finite");

@@ -374,6 +374,24 @@ def Cbc_GaussianTopkOp : Cbc_Op<"math.gaussian_topk", [Pure, SameOperandsAndResu
   let hasVerifier = 1;
 }
 
+def Cbc_HeadPadOp : Cbc_Op<"math.head_pad", [Pure]> {
+  let opcode = 42;
+  let params = "HeadPadParams";
+  let summary = "Widens every head by `width` features: one value, then zeros.";
+  let description = [{
+    `x` holds `heads` heads of `D` features; each is followed by `width` more, the first of them
+    `extra[t, h]` (one per head) or, without `extra`, `value`, the others zero. A per-key score
+    bias rides through attention this way: keys padded with their bias, queries with the
+    reciprocal of the softmax scale, so `q' . k'` adds the bias over the scale; a `width` of 8
+    keeps the heads whole 16-byte chunks.
+  }];
+  let arguments = (ins Cbc_Rows:$x, Optional<Cbc_Rows>:$extra, I64Attr:$heads, I64Attr:$width,
+                   DefaultValuedAttr<F64Attr, "0.0">:$value);
+  let results = (outs Cbc_Rows:$result);
+  let assemblyFormat = "$x (`,` $extra^)? attr-dict `:` type($x) (`,` type($extra)^)? `->` type($result)";
+  let hasVerifier = 1;
+}
+
 def Cbc_DiffHeadsOp : Cbc_Op<"math.diff_heads", [Pure]> {
   let opcode = 36;
   let params = "DiffHeadsParams";

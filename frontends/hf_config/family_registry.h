@@ -39,6 +39,7 @@ struct FamilyDefaults {
   const char *norm_eps_key = "rms_norm_eps";
   bool layers_derived = false;  // the layer count comes from a per-layer list, not num_hidden_layers
   bool intermediate_optional = false; // the family derives intermediate_size when it is absent
+  bool intermediate_list = false; // intermediate_size may be one width per layer (the family reads the list)
   int64_t kv_heads = 0;         // num_key_value_heads when absent; 0: num_attention_heads
   // Sizes the config class fills in when a multimodal wrapper's text_config omits them; a
   // top-level config must state its sizes.

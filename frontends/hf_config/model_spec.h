@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -100,6 +101,10 @@ struct LayerSpec {
   int64_t kv_layer = -1;
   bool value_is_key = false; // v is the key projection's output (before k's norm and RoPE): no v_proj
   int64_t intermediate = 0;  // this layer's dense MLP width (Gemma 4's double-wide MLPs); 0: MlpSpec's
+  // The dense MLP's gate projection keeps only what lies above its row's mean plus this many
+  // standard deviations, shifted down to it (cbc.math.gaussian_topk; Gemma 3n's activation
+  // sparsity, the normal quantile of the target); none: no sparsity.
+  std::optional<double> gate_quantile;
 };
 
 // A low-rank, input-dependent gate on a norm's output: y = RMSNorm(x) * w, then
@@ -181,6 +186,10 @@ struct AttentionSpec {
   RotaryPairing rope_pairing = RotaryPairing::Half; // which features RoPE pairs
   bool qk_l2_norm = false; // weightless RMS norm of each q and k head after RoPE, on RoPE layers (Llama 4)
   bool v_norm = false;     // weightless RMS norm of each value head before the cache (Gemma 4)
+  // A score bias per key and KV head (Doge's dynamic mask): exp(A * softplus(dt_proj(v))) of the
+  // key's value rows (all KV heads'), <attn>.A [kv] and <attn>.dt_proj [kv, kv * v_dim] (with a
+  // bias when qkv_bias). It rides in the cache as an extra key feature (cbc.math.head_pad).
+  bool key_bias = false;
   bool rope_reversed = false; // rotations by -angle (NanoChat's rotate_half with the signs flipped)
   // NoPE layers scale q by 1 + beta * log(1 + floor((position + 1) / period)) (Llama 4's attention
   // temperature tuning); beta 0: none.
@@ -232,6 +241,9 @@ struct MlaSpec {
   int64_t position_period = 0;
   // The attention output of each head times sigmoid(g_proj(x)) [heads], before o_proj (Ling).
   bool head_gate = false;
+  // The shared key part passes a learned RMS norm (<attn>.k_rope_only_layernorm, eps norm_eps)
+  // before RoPE (Dots3).
+  bool k_rope_norm = false;
   // One projection q_b_proj over [norm(q_a) | q_a] (2 q_lora_rank wide) yields, per head,
   // [q nope | q rope | gate of v_dim]; the attention output is multiplied by sigmoid(gate) per
   // element before o_proj (A.X-K2, whose runtime module calls it q_gate_proj).
@@ -415,6 +427,9 @@ struct Names {
   std::string mamba = "mixer";             // the Mamba mixer module
   std::string embed = "embed_tokens";
   std::string embed_norm;                  // the embedding norm's module under the prefix; empty: <embed>.embed_norm
+  // Learned [hidden] vectors scaling the stream (not the branch) before the mixer's and the
+  // feed-forward block's residual adds (Doge's input_residual, post_attention_residual); empty: none.
+  std::string mixer_residual_scale, mlp_residual_scale;
   std::string layer_scalar;                // a learned [1] scalar the layer's output is multiplied by
                                            // (Gemma 4's layer_scalar); empty: none
   // Affine maps on the residual stream (ZAYA), empty: none. The embedding rows become
@@ -483,6 +498,30 @@ struct PerLayerInputSpec {
               norm = "per_layer_projection_norm";
   std::string gate = "per_layer_input_gate", layer_projection = "per_layer_projection",
               layer_norm = "post_per_layer_input_norm";
+  bool scales_rounded = false; // hidden^-1/2 and 2^-1/2 rounded to the weight dtype (Gemma 3n's buffers)
+};
+
+// AltUp (Gemma 3n): the residual stream is `streams` streams of hidden_size. The first starts as
+// the embeddings, stream i as <prefix><projections>.<i-1> of them brought to their RMS
+// (cbc.math.match_rms). Each layer predicts every stream from all of them with per-token
+// coefficients (<altup>.prediction_coefs over the router's modalities, tanh(router(norm(x) / H))
+// with <altup>.router_norm and <altup>.modality_router on the first stream), runs its blocks on
+// the first prediction, and corrects every prediction by the innovation (the blocks' output minus
+// the first prediction) times 1 + <altup>.correction_coefs of the modalities of the output. The
+// per-layer input branch reads the first corrected stream times <altup>.correct_output_scale and
+// adds to the other streams. At the end, stream i > 0 passes <prefix><unembed>.<i-1>, brought to
+// the first stream's RMS, and the streams are averaged.
+struct AltUpSpec {
+  int64_t streams = 0; // 0: none
+  bool correct_scale = true;
+  std::string module = "altup", projections = "altup_projections", unembed = "altup_unembed_projections";
+};
+
+// LAuReL (Gemma 3n): a low-rank residual on the mixer's normed input h, h + <norm>(<right>(<left>(h))),
+// added to the mixer's residual sum, the two averaged as (x + mixer + laurel) / sqrt(2).
+struct LaurelSpec {
+  int64_t rank = 0; // 0: none
+  std::string left = "laurel.linear_left", right = "laurel.linear_right", norm = "laurel.post_laurel_norm";
 };
 
 struct ModelSpec {
@@ -527,8 +566,14 @@ struct ModelSpec {
   int64_t branch_conv_kernel = 0;
   NormGateSpec norm_gate;
   PerLayerInputSpec per_layer_inputs;
+  AltUpSpec altup;
+  LaurelSpec laurel;
   AttentionSpec attn;
   MlaSpec mla;
+  // Latent-attention layers with their own MLA geometry (Dots3's sliding layers: other head
+  // counts, latent and nope widths, scales, no indexer); the others use `mla`. Their head count
+  // and softmax scale are the LayerSpec's (num_heads, scale_factor).
+  std::map<int64_t, MlaSpec> layer_mla;
   MlpSpec mlp;
   MoeSpec moe;
   GdnSpec gdn;

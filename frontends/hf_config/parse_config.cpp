@@ -87,7 +87,9 @@ void assignRope(const ConfigReader &r, ModelSpec &spec, const RopeDicts &dicts, 
     computed[{kind, ctx.head_dim}] = rope;
   }
   for (LayerSpec &layer : spec.layers) {
-    std::string kind = layer.kind == LayerKind::SlidingAttention ? "sliding_attention" : "full_attention";
+    // Windowed latent attention (Dots3) reads the sliding dictionary too.
+    bool sliding = layer.kind == LayerKind::SlidingAttention || (layer.kind == LayerKind::LatentAttention && layer.window > 0);
+    std::string kind = sliding ? "sliding_attention" : "full_attention";
     RopeContext layerCtx = ctx;
     layerCtx.head_dim = layer.head_dim ? layer.head_dim : ctx.head_dim;
     nlohmann::json dict = dicts.at(kind);
@@ -249,6 +251,8 @@ void parseAttentionAndMlp(const ConfigReader &r, const FamilyDefaults &d, bool n
   s.max_positions = r.getSize("max_position_embeddings", d.max_positions);
   if (d.moe_only || (d.intermediate_optional && !r.has("intermediate_size")))
     s.mlp.intermediate = 0;
+  else if (d.intermediate_list && r.has("intermediate_size") && r.raw("intermediate_size").is_array())
+    s.mlp.intermediate = 0; // the family sets each layer's width
   else if (d.intermediate_alias && !r.has("intermediate_size") && r.has(d.intermediate_alias))
     s.mlp.intermediate = r.requireSize(d.intermediate_alias);
   else

@@ -152,6 +152,8 @@ float activate(Act act, float x) {
     return 1.0f / (1.0f + std::exp(-x));
   case Act::Softplus: // torch's threshold: x itself above 20
     return x > 20.0f ? x : std::log1p(std::exp(x));
+  case Act::Exp:
+    return std::exp(x);
   }
   return x;
 }

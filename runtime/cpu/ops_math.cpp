@@ -345,6 +345,33 @@ Exec compileMatchRms(const OpContext &c) {
   return [=](StepEnv &e) { matchRms(e.f32(x), e.f32(ref), e.rows(x), width, refWidth, floor, e.f32(out)); };
 }
 
+// Each of `heads` heads of x, then `width` features: extra's value for the head (or `value`),
+// then zeros.
+Exec compileHeadPad(const OpContext &c) {
+  const fb::HeadPadParams &p = c.params<fb::HeadPadParams>();
+  int x = c.I[0], extra = c.I.size() > 1 ? c.I[1] : -1, out = c.O[0];
+  c.acts({x, out});
+  if (extra >= 0)
+    c.acts({extra});
+  int64_t heads = p.heads(), width = p.width(), in = c.cols(x);
+  c.check(heads > 0 && width > 0 && in % heads == 0 && c.cols(out) == in + heads * width &&
+              (extra < 0 || c.cols(extra) == heads),
+          "has inconsistent widths");
+  int64_t d = in / heads;
+  float value = (float)p.value();
+  return [=](StepEnv &e) {
+    const float *src = e.f32(x), *ex = extra >= 0 ? e.f32(extra) : nullptr;
+    float *dst = e.f32(out);
+    for (int64_t t = 0, rows = e.rows(x); t < rows; ++t)
+      for (int64_t h = 0; h < heads; ++h) {
+        float *o = dst + t * (in + heads * width) + h * (d + width);
+        std::copy(src + t * in + h * d, src + t * in + (h + 1) * d, o);
+        o[d] = ex ? ex[t * heads + h] : value;
+        std::fill(o + d + 1, o + d + width, 0.0f);
+      }
+  };
+}
+
 Exec compileGaussianTopk(const OpContext &c) {
   c.need(1, 1);
   int x = c.I[0], out = c.O[0];

@@ -38,6 +38,8 @@ MODEL_TYPES = (
     "axk2",  # AXK2Config's: A.X-K2-Light's shape (no expert groups)
     "gemma4_text",  # per-layer inputs of 256 on by default; per_layer_config for the global layers
     "gemma4_unified_text",
+    "gemma3n_text",  # Gemma-3n-E4B's shape; intermediate_size saved as a per-layer list
+    "dots3_note_text",  # dots3-note-prev's shape; per_layer_config (zero-padded keys) for the sliding layers
 )
 
 

@@ -87,6 +87,27 @@ template <class TX, class TY, int W> __device__ __forceinline__ void softcap(con
   for_element<W>(a.i[S::Rows], [&](long long i, long long, long long) { st(y, i, cap * tanhf(ld(x, i) / cap)); });
 }
 
+// Heads of D features, each followed by P more: the head's extra value (TE void: Value), then zeros.
+template <class TX, class TE, class TY, int HEADS, int D, int P> __device__ __forceinline__ void head_pad(const CbcArgs &a) {
+  using S = slots::HeadPad;
+  const TX *x = (const TX *)a.p[S::X];
+  const TE *extra = (const TE *)a.p[S::Extra];
+  TY *y = (TY *)a.p[S::Out];
+  for_element<HEADS *(D + P)>(a.i[S::Rows], [&](long long i, long long r, long long c) {
+    long long h = c / (D + P), j = c % (D + P);
+    float v = 0.0f;
+    if (j < D)
+      v = ld(x, r * HEADS * D + h * D + j);
+    else if (j == D) {
+      if constexpr (present<TE>)
+        v = ld(extra, r * HEADS + h);
+      else
+        v = a.f[S::Value];
+    }
+    st(y, i, v);
+  });
+}
+
 template <class TX, class TY, int W> __device__ __forceinline__ void clamp(const CbcArgs &a) {
   using S = slots::Clamp;
   const TX *x = (const TX *)a.p[S::X];

@@ -109,6 +109,8 @@ template <Act A> __device__ __forceinline__ float act(float x) {
     return act_relu2(x);
   else if constexpr (A == Act::softplus)
     return act_softplus(x);
+  else if constexpr (A == Act::exp)
+    return expf(x);
   else
     return act_sigmoid(x);
 }

@@ -29,7 +29,7 @@ struct CbcArgs {
 };
 
 // Template arguments: one enumerator per value of the dialect enum of the same meaning.
-enum class Act { none, silu, gelu, gelu_tanh, relu, relu2, sigmoid, softplus };
+enum class Act { none, silu, gelu, gelu_tanh, relu, relu2, sigmoid, softplus, exp };
 enum class Glu { halves, interleaved }; // where a GLU's gate and up columns sit
 // What an expert or a GLU applies to its gate g and up u: act(g) * u, act(u) (no gate), or
 // the clamped SwiGLU over limit and alpha.
@@ -227,6 +227,11 @@ struct MatchRms {
   enum Ptr { X, Ref, Out, NumPtr };
   enum Int { NumInt };
   enum Flt { Floor, NumFlt };
+};
+struct HeadPad {
+  enum Ptr { X, Extra, Out, NumPtr };
+  enum Int { Rows, NumInt };
+  enum Flt { Value, NumFlt };
 };
 struct GaussianTopk {
   enum Ptr { X, Out, NumPtr };

@@ -441,6 +441,26 @@ void parseNanoChat(const ConfigReader &r, ModelSpec &s) {
 
 } // namespace
 
+// Doge (dense): Llama with per-head q/k norms, a per-key score bias from each key's values
+// (AttentionSpec::key_bias), learned vectors scaling the stream before each residual add, and a
+// window on every layer when sliding_window is set. Past keep_window_size keys its mask keeps
+// only the keys of largest bias (ties left to torch.topk, not reproducible): the artefact serves
+// that many positions at most. The experts (is_moe) route from a view that mixes the tokens of a
+// forward call in transformers, and are refused.
+void parseDoge(const ConfigReader &r, ModelSpec &s) {
+  if (r.getBool("is_moe", false))
+    throw ConfigError(r.path("is_moe"), "Doge's cross-domain experts are not supported (transformers routes them from "
+                                        "a view that mixes the tokens of a forward call)");
+  attentionBiases(r, s);
+  s.mlp.bias = r.getBool("mlp_bias", false);
+  s.attn.qk_norm = true;
+  s.attn.key_bias = true;
+  s.names.mixer_residual_scale = "input_residual";
+  s.names.mlp_residual_scale = "post_attention_residual";
+  s.max_positions = std::min(s.max_positions, r.getSize("keep_window_size", 2048));
+  uniformWindowLayers(s, optionalWindow(r));
+}
+
 // GlmConfig and Glm4Config: the same defaults.
 static FamilyDefaults glmDefaults() {
   return {.head_dim = 128, .max_positions = 131072, .norm_eps = 1.5625e-7, .partial_rotary = true,
@@ -450,6 +470,7 @@ static FamilyDefaults glmDefaults() {
 FamilyTable denseFamilies() {
   return {
       {"llama", {{.max_positions = 2048, .heads_divide_hidden = true}, parseLlama}},
+      {"doge", {{.max_positions = 2048, .norm_eps = 1e-6}, parseDoge}},
       {"mistral", {{.max_positions = 4096 * 32}, parseMistral}},
       {"ministral", {{.max_positions = 4096 * 32, .kv_heads = 8}, parseMinistral}},
       {"qwen2", {{.max_positions = 32768}, parseQwen2}},

@@ -1,13 +1,18 @@
 // DeepSeek sparse attention (DSA) variants on MLA: GLM-5 (glm_moe_dsa), whose "shared" layers reuse
 // the previous layer's top-k selection and whose indexer pairs its RoPE features interleaved, and
 // A.X-K2 (axk2), with a fused query / output-gate projection, low-rank gated RMSNorms and optional
-// expert groups whose dropped experts score 0. tools/oracle/SEMANTICS_DSA_VARIANTS.md has the
-// transformers lines.
+// expert groups whose dropped experts score 0, and Dots3 (dots3_note_text), GLM-5's indexed layers
+// beside sliding MLA layers of their own geometry. tools/oracle/SEMANTICS_DSA_VARIANTS.md has the
+// transformers lines of the first two.
 #include "frontends/hf_config/families/dsa_variants.h"
 #include "frontends/hf_config/families/families.h"
 #include "frontends/hf_config/families/helpers.h"
 #include "frontends/hf_config/families/mla.h"
 #include "frontends/hf_config/parse_config.h"
+
+#include <algorithm>
+#include <optional>
+#include <cmath>
 
 namespace cbc::hf {
 
@@ -111,10 +116,190 @@ void parseAxk2(const ConfigReader &r, ModelSpec &s) {
 
 } // namespace
 
+// One layer's MLA geometry as Dots3NoteTextConfig spells it.
+struct Dots3Geometry {
+  int64_t heads = 0, kv_heads = 0, q_lora = 0, kv_lora = 0, head_dim = 0, nope = 0, rope = 0, v = 0;
+};
+
+// Dots3's geometry keys, in the order per_layer_config and the swa_ aliases name them.
+const std::vector<std::pair<const char *, int64_t Dots3Geometry::*>> &dots3GeometryKeys() {
+  static const std::vector<std::pair<const char *, int64_t Dots3Geometry::*>> keys = {
+      {"num_attention_heads", &Dots3Geometry::heads}, {"num_key_value_heads", &Dots3Geometry::kv_heads},
+      {"q_lora_rank", &Dots3Geometry::q_lora},        {"kv_lora_rank", &Dots3Geometry::kv_lora},
+      {"head_dim", &Dots3Geometry::head_dim},         {"qk_nope_head_dim", &Dots3Geometry::nope},
+      {"v_head_dim", &Dots3Geometry::v},              {"qk_rope_head_dim", &Dots3Geometry::rope}};
+  return keys;
+}
+
+// layer_types, else the class's pattern (indexed on layers 0, 1 and 4k + 1, sliding elsewhere,
+// unless use_sliding_window is off); a config without per_layer_config (the released files)
+// spells indexed layers full_attention, which use_dsa (default on) renames, or with use_dsa off
+// the reverse: full_attention is MLA without the indexer.
+std::vector<std::string> dots3LayerTypes(const ConfigReader &r, int64_t layers) {
+  bool saved = r.has("per_layer_config");
+  std::optional<bool> useDsa;
+  if (r.has("use_dsa"))
+    useDsa = r.getBool("use_dsa", true);
+  else if (!saved)
+    useDsa = true;
+  std::vector<std::string> types = r.getStringList("layer_types");
+  if (!r.has("layer_types")) {
+    bool sliding = r.getBool("use_sliding_window", true);
+    for (int64_t i = 0; i < layers; ++i)
+      types.push_back(!sliding || i < 2 || i % 4 == 1 ? (useDsa == false ? "full_attention" : "indexed_attention")
+                                                    : "sliding_attention");
+  }
+  checkLayerCount(r, "layer_types", types.size(), layers);
+  for (std::string &t : types) {
+    if (useDsa && t == (*useDsa ? "full_attention" : "indexed_attention"))
+      t = *useDsa ? "indexed_attention" : "full_attention";
+    if (t != "indexed_attention" && t != "sliding_attention" && t != "full_attention")
+      throw ConfigError(r.path("layer_types"), "unsupported layer type '" + t +
+                                                   "' (indexed_attention, sliding_attention, full_attention)");
+  }
+  return types;
+}
+
+// Dots3: MLA whose sliding layers have their own geometry (per_layer_config, else the released
+// files' swa_ keys), a window and no indexer; the indexed layers GLM-5's interleaved indexer.
+// Every layer's latents are scaled by sqrt(hidden / rank), its shared key part normed before
+// RoPE, its heads gated by sigmoid(g_proj x); the softmax scale is (nope + rope)^-1/2 per layer,
+// without YaRN's correction; q_a, kv_a and k_rope norms take rms_norm_eps.
+void parseDots3NoteText(const ConfigReader &r, ModelSpec &s) {
+  if (r.has("text_config"))
+    throw ConfigError(r.path("text_config"), "cbc reads dots3_note's text keys at the top level, as the released "
+                                             "files have them; compile the nested text_config on its own");
+  parseMla(r, s, {.q_lora_rank = 1024, .kv_lora_rank = 512, .nope = 128, .rope = 64, .v = 128}, true);
+  s.attn.rope_pairing = RotaryPairing::Interleaved; // the class has no rope_interleave switch
+  s.mla.norm_eps = s.norm_eps;
+  s.mla.head_gate = true;
+  s.mla.k_rope_norm = true;
+  parseIndexer(r, s, RotaryPairing::Interleaved);
+  Dots3Geometry global{s.attn.num_heads, r.getSize("num_key_value_heads", s.attn.num_heads), s.mla.q_lora_rank,
+                       s.mla.kv_lora_rank, r.getSize("head_dim", 256), s.mla.nope_dim, s.mla.rope_dim, s.mla.v_dim};
+  std::vector<std::string> types = dots3LayerTypes(r, s.num_layers);
+  std::vector<Dots3Geometry> geometry(s.num_layers, global);
+  if (r.has("per_layer_config")) {
+    ConfigReader all = r.child("per_layer_config");
+    for (const auto &[key, value] : r.raw("per_layer_config").items()) {
+      size_t used = 0;
+      int64_t layer = -1;
+      try {
+        layer = std::stoll(key, &used);
+      } catch (const std::exception &) {
+      }
+      if (used != key.size() || layer < 0 || layer >= s.num_layers)
+        throw ConfigError(all.path(key), "is not a layer index below num_hidden_layers");
+      ConfigReader o = all.child(key);
+      for (const auto &[name, _] : value.items()) {
+        auto it = std::find_if(dots3GeometryKeys().begin(), dots3GeometryKeys().end(),
+                               [&](const auto &k) { return name == k.first; });
+        if (it == dots3GeometryKeys().end())
+          throw ConfigError(o.path(name), "cbc reads the per-layer MLA geometry only");
+        geometry[layer].*(it->second) = o.requireSize(name);
+      }
+    }
+  } else {
+    Dots3Geometry swa{64, 64, 1024, 1024, 256, 192, 0, 128};
+    for (const auto &[name, field] : dots3GeometryKeys())
+      if (std::string(name) != "qk_rope_head_dim")
+        swa.*field = r.getSize(std::string("swa_") + name, swa.*field);
+    swa.rope = r.getSize("swa_qk_rope_head_dim", swa.head_dim - swa.nope);
+    for (int64_t i = 0; i < s.num_layers; ++i)
+      if (types[i] == "sliding_attention")
+        geometry[i] = swa;
+  }
+  int64_t window = r.has("sliding_window") ? r.requireSize("sliding_window") : r.getSize("sliding_window_size", 512);
+  const MlaSpec base = s.mla;
+  for (int64_t i = 0; i < s.num_layers; ++i) {
+    const Dots3Geometry &g = geometry[i];
+    std::string at = "layer " + std::to_string(i) + " ";
+    if (g.kv_heads != g.heads)
+      throw ConfigError(r.path("num_key_value_heads"), at + "has KV heads other than its heads (the class refuses it)");
+    if (g.rope % 2 != 0)
+      throw ConfigError(r.path("qk_rope_head_dim"), at + "has an odd rope width");
+    if (types[i] == "sliding_attention" && g.head_dim != g.nope + g.rope)
+      throw ConfigError(r.path("head_dim"), at + "is sliding with head_dim other than qk_nope + qk_rope (the class refuses it)");
+    if (types[i] == "indexed_attention" && g.rope > s.mla.indexer.head_dim)
+      throw ConfigError(r.path("index_head_dim"), at + "rotates more features than index_head_dim holds");
+    if (g.rope != global.rope)
+      throw ConfigError(r.path("qk_rope_head_dim"), at + "has a rope width other than the model's (one RoPE per model)");
+    LayerSpec &l = s.layers[i];
+    l.window = types[i] == "sliding_attention" ? window : 0;
+    MlaSpec m = base;
+    m.q_lora_rank = g.q_lora;
+    m.kv_lora_rank = g.kv_lora;
+    m.nope_dim = g.nope;
+    m.v_dim = g.v;
+    m.q_scale = std::sqrt((double)s.hidden_size / (double)g.q_lora);
+    m.latent_scale = std::sqrt((double)s.hidden_size / (double)g.kv_lora);
+    if (types[i] != "indexed_attention")
+      m.indexer = IndexerSpec{};
+    l.num_heads = g.heads;
+    l.num_kv_heads = g.heads;
+    l.scale_factor = 1.0 / std::sqrt((double)(g.nope + g.rope)) / s.attn.scale;
+    if (i == 0)
+      s.mla = m; // layer 0 stands for the others that share its geometry
+    else
+      s.layer_mla[i] = m;
+  }
+  parseDeepseekMoe(r, s, kSigmoidGroups,
+                   {.experts = 256, .top_k = 8, .groups = 1, .keep = 1, .intermediate = 1536, .scaling = 1.0});
+  int64_t shared = r.getSize("n_shared_experts", 1);
+  const char *sharedKey = r.has("shared_experts_intermediate_size") || !r.has("moe_shared_expert_intermediate_size")
+                              ? "shared_experts_intermediate_size"
+                              : "moe_shared_expert_intermediate_size";
+  s.moe.shared_intermediate = r.getSize(sharedKey, 1536) * shared;
+  int64_t first = r.getInt("first_k_dense_replace", 1);
+  std::vector<int64_t> freqs = r.has("moe_layer_freq") && r.raw("moe_layer_freq").is_array()
+                                   ? r.getIntList("moe_layer_freq")
+                                   : std::vector<int64_t>{};
+  if (!freqs.empty())
+    checkLayerCount(r, "moe_layer_freq", freqs.size(), s.num_layers);
+  int64_t freq = freqs.empty() ? r.getSize("moe_layer_freq", 1) : 1;
+  moeByLayerTypes(r, s, [&](int64_t i) { return i >= first && (freqs.empty() ? i % freq == 0 : freqs[i] != 0); });
+}
+
+// Dots3's rope dictionaries: rope_parameters by layer type (indexed_attention for the full
+// dictionary), a flat one for both types, else rope_theta (default 8e7) and swa_rope_theta (5e4);
+// the rotated part's frequencies over its own width (the class injects a partial_rotary_factor of
+// rope / head_dim, over heads cbc's rope part already is).
+RopeDicts dots3RopeDicts(const ConfigReader &r) {
+  double theta = r.getNumber("rope_theta", 80000000.0);
+  RopeDicts dicts = {{"full_attention", {{"rope_type", "default"}, {"rope_theta", theta}}},
+                     {"sliding_attention", {{"rope_type", "default"}, {"rope_theta", r.getNumber("swa_rope_theta", 50000.0)}}}};
+  const char *key = r.has("rope_parameters") ? "rope_parameters" : r.has("rope_scaling") ? "rope_scaling" : nullptr;
+  if (key) {
+    const nlohmann::json &p = r.raw(key);
+    if (!p.is_object())
+      throw ConfigError(r.path(key), "expected an object");
+    bool nested = p.contains("indexed_attention") || p.contains("sliding_attention") || p.contains("full_attention");
+    for (auto &[kind, d] : dicts) {
+      nlohmann::json given = !nested ? p
+                             : kind == "sliding_attention" ? p.value("sliding_attention", nlohmann::json::object())
+                             : p.contains("indexed_attention") ? p["indexed_attention"]
+                                                               : p.value("full_attention", nlohmann::json::object());
+      if (!nested) // a flat dictionary serves both types at the global theta
+        given["rope_theta"] = given.contains("rope_theta") && given["rope_theta"].is_number() ? given["rope_theta"] : nlohmann::json(theta);
+      for (const auto &[k, v] : given.items())
+        d[k] = v;
+    }
+  }
+  for (auto &[kind, d] : dicts)
+    d["partial_rotary_factor"] = 1.0;
+  return dicts;
+}
+
 FamilyTable dsaVariantFamilies() {
   return {
       {"glm_moe_dsa", {{.max_positions = 202752, .norm_eps = 1e-5, .head_dim_unused = true}, parseGlmMoeDsa}},
       {"axk2", {{.max_positions = 131072, .head_dim_unused = true}, parseAxk2}},
+      {"dots3_note_text",
+       {{.max_positions = 524288, .norm_eps = 1e-5, .head_dim_unused = true, .layer_types = LayerListRule::Own},
+        parseDots3NoteText, dots3RopeDicts}},
+      {"dots3_note",
+       {{.max_positions = 524288, .norm_eps = 1e-5, .head_dim_unused = true, .layer_types = LayerListRule::Own},
+        parseDots3NoteText, dots3RopeDicts}},
   };
 }
 

@@ -126,8 +126,8 @@ void gemma4HeadSizes(const ConfigReader &r, ModelSpec &s, bool kEqV) {
 
 // The last num_kv_shared_layers layers read the cache of the last earlier layer of their kind
 // (Gemma4TextConfig.kv_sharing_modes), and with use_double_wide_mlp have MLPs twice as wide.
-void gemma4KvSharing(const ConfigReader &r, ModelSpec &s) {
-  int64_t shared = r.getCount("num_kv_shared_layers", 0);
+void gemma4KvSharing(const ConfigReader &r, ModelSpec &s, int64_t defaultShared = 0) {
+  int64_t shared = r.getCount("num_kv_shared_layers", defaultShared);
   if (shared >= s.num_layers && shared > 0)
     throw ConfigError(r.path("num_kv_shared_layers"), "leaves no layer to write the cache");
   int64_t first = s.num_layers - shared;
@@ -199,6 +199,84 @@ void parseGemma4Text(const ConfigReader &r, ModelSpec &s) {
 // those keys, whatever they say), a window of 1024 by default.
 void parseGemma4UnifiedText(const ConfigReader &r, ModelSpec &s) { gemma4Decoder(r, s, 1024); }
 
+// Phi^-1(p), the standard normal quantile, by Newton's method on 0.5 erfc(-x / sqrt 2) from the
+// mean (monotone: Phi is concave past its root for p > 1/2, convex before it for p < 1/2).
+double normalQuantile(double p) {
+  double x = 0.0;
+  for (int i = 0; i < 100; ++i) {
+    double step = (0.5 * std::erfc(-x / std::sqrt(2.0)) - p) / (std::exp(-0.5 * x * x) / std::sqrt(2.0 * M_PI));
+    x -= step;
+    if (std::fabs(step) < 1e-15)
+      break;
+  }
+  return x;
+}
+
+// intermediate_size as one width for every layer, or a list of one per layer.
+void gemma3nWidths(const ConfigReader &r, ModelSpec &s) {
+  if (s.mlp.intermediate > 0)
+    return;
+  std::vector<int64_t> widths = r.getIntList("intermediate_size");
+  checkLayerCount(r, "intermediate_size", widths.size(), s.num_layers);
+  for (size_t i = 0; i < widths.size(); ++i) {
+    if (widths[i] <= 0)
+      throw ConfigError(r.path("intermediate_size"), "has a width that is not positive");
+    s.layers[i].intermediate = widths[i];
+  }
+  s.mlp.intermediate = widths[0];
+}
+
+// activation_sparsity_pattern, else 0.95 on the first ten layers of a model with more than ten:
+// each layer's gate keeps what lies above the target's normal quantile, computed in fp32.
+void gemma3nSparsity(const ConfigReader &r, ModelSpec &s) {
+  std::vector<double> pattern;
+  if (r.has("activation_sparsity_pattern")) {
+    pattern = r.getNumberList("activation_sparsity_pattern");
+    checkLayerCount(r, "activation_sparsity_pattern", pattern.size(), s.num_layers);
+  } else {
+    int64_t sparse = s.num_layers > 10 ? 10 : 0;
+    for (int64_t i = 0; i < s.num_layers; ++i)
+      pattern.push_back(i < sparse ? 0.95 : 0.0);
+  }
+  for (size_t i = 0; i < pattern.size(); ++i) {
+    if (pattern[i] >= 1.0 || !std::isfinite(pattern[i]))
+      throw ConfigError(r.path("activation_sparsity_pattern"), "has a target sparsity that is not below 1");
+    if (pattern[i] > 0.0)
+      s.layers[i].gate_quantile = (double)(float)normalQuantile(pattern[i]);
+  }
+}
+
+// Gemma 3n (text): Gemma 4's attention (plain-weight norms, q/k norms and a weightless v norm,
+// unscaled) and KV sharing, every fifth layer full, under AltUp's residual streams with LAuReL
+// beside the attention; per-layer inputs (ids past their table read row 0, the scales in the
+// weight dtype), activation-sparse MLPs and a width per layer; final soft-capping (30 unless
+// null) in the causal LM and the multimodal model alike.
+void parseGemma3nText(const ConfigReader &r, ModelSpec &s) {
+  attentionBiases(r, s);
+  s.attn.scale = 1.0;
+  s.attn.qk_norm = true;
+  s.attn.v_norm = true;
+  s.embed_scale = (float)std::sqrt((double)s.hidden_size);
+  s.embed_scale_rounded = true;
+  s.final_softcap = r.contains("final_logit_softcapping") && !r.has("final_logit_softcapping")
+                        ? 0.0
+                        : r.getNumber("final_logit_softcapping", 30.0);
+  alternatingLayers(r, s, r.getSize("sliding_window", 512), 5);
+  gemma3nWidths(r, s);
+  gemma3nSparsity(r, s);
+  gemma4KvSharing(r, s, 15);
+  if (r.getInt("altup_active_idx", 0) != 0)
+    throw ConfigError(r.path("altup_active_idx"), "cbc runs AltUp's blocks on stream 0 only");
+  s.altup.streams = r.getSize("altup_num_inputs", 4);
+  if (s.altup.streams < 2)
+    throw ConfigError(r.path("altup_num_inputs"), "must be at least 2 (one stream leaves the per-layer inputs unused)");
+  s.altup.correct_scale = r.getBool("altup_correct_scale", true);
+  s.laurel.rank = r.getSize("laurel_rank", 64);
+  s.per_layer_inputs.dim = r.getSize("hidden_size_per_layer_input", 256);
+  s.per_layer_inputs.vocab = r.getSize("vocab_size_per_layer_input", 262144);
+  s.per_layer_inputs.scales_rounded = true;
+}
+
 RopeDicts gemma4RopeDicts(const ConfigReader &r) {
   return ropeOrClassDefaults(r, 10000.0,
                              {{"rope_type", "proportional"}, {"partial_rotary_factor", 0.25}, {"rope_theta", 1000000.0}},
@@ -232,6 +310,14 @@ FamilyTable gemmaFamilies() {
                                {"num_hidden_layers", 30}, {"num_attention_heads", 8},
                                {"num_key_value_heads", 4}}},
         parseGemma4Text, gemma4RopeDicts}},
+      {"gemma3n_text",
+       {{.head_dim = 256, .max_positions = 32768, .tie_word_embeddings = true, .act_key = "hidden_activation",
+         .act = "gelu_pytorch_tanh", .intermediate_list = true, .kv_heads = 2,
+         .text_config_sizes = {{"vocab_size", 262400}, {"hidden_size", 2048}, {"intermediate_size", 16384},
+                               {"num_hidden_layers", 35}, {"num_attention_heads", 8},
+                               {"num_key_value_heads", 2}},
+         .heads_divide_hidden = true},
+        parseGemma3nText, gemma3RopeDicts}},
       {"gemma4_unified_text",
        {{.head_dim = 256, .max_positions = 262144, .tie_word_embeddings = true, .act_key = "hidden_activation",
          .act = "gelu_pytorch_tanh", .kv_heads = 4,

@@ -343,7 +343,28 @@ Value StepBuilder::attention(int64_t layer, Value x, const AttnSite &site) {
   if (a.v_norm && ownKv)
     v = norm(v, Value(), valueDim(a));
   BlockSelection selection = L.block_sparse ? blockIndexer(layer, x, site) : BlockSelection{};
-  Value o = cachedAttention(layer, a, site, q, k, v, ow, selection);
+  Value o;
+  if (a.key_bias) {
+    // Each key's bias as one more key feature, each query's as 1 / scale, so q . k gains the
+    // bias over the scale; eight features keep the heads whole 16-byte chunks.
+    constexpr int64_t kPad = 8;
+    Value dtBias = a.qkv_bias ? weight(site.prog + "dt_bias", {a.num_kv_heads}, site.hf + "dt_proj.bias") : Value();
+    Value dt = linear(v, weight(site.prog + "dt", {a.num_kv_heads, vw}, site.hf + "dt_proj.weight"), dtBias);
+    Value bias = act(mul(act(dt, Activation::softplus), weight(site.prog + "A", {a.num_kv_heads}, site.hf + "A")),
+                     Activation::exp);
+    q = HeadPadOp::create(b_, loc_, rows(qw + a.num_heads * kPad), q, Value(), b_.getI64IntegerAttr(a.num_heads),
+                          b_.getI64IntegerAttr(kPad), b_.getF64FloatAttr(1.0 / a.scale))
+            .getResult();
+    k = HeadPadOp::create(b_, loc_, rows(kw + a.num_kv_heads * kPad), k, bias, b_.getI64IntegerAttr(a.num_kv_heads),
+                          b_.getI64IntegerAttr(kPad), b_.getF64FloatAttr(0.0))
+            .getResult();
+    AttentionSpec padded = a;
+    padded.v_head_dim = valueDim(a);
+    padded.head_dim = D + kPad;
+    o = cachedAttention(layer, padded, site, q, k, v, ow, selection);
+  } else {
+    o = cachedAttention(layer, a, site, q, k, v, ow, selection);
+  }
   if (a.output_gate && a.gate_softplus)
     o = mul(o, act(gate, Activation::softplus));
   else if (a.output_gate)

@@ -44,7 +44,15 @@ Value StepBuilder::denseMlp(int64_t layer, Value x, const std::string &module) {
     bgu = weight(prog(layer, base + ".gate_up_bias"), {2 * I}, {.parts = {biases}, .row_scales = guScales});
     bdown = weight(prog(layer, base + ".down_bias"), {H}, {.parts = {{name(nm.down + ".bias")}}, .row_scales = downScales});
   }
-  Value g = glu(linear(x, wgu, bgu), I, gluAct(spec_.mlp.act, spec_.mlp.limit, spec_.mlp.alpha));
+  Value gu = linear(x, wgu, bgu);
+  if (std::optional<double> q = spec_.layers[layer].gate_quantile) {
+    // Activation sparsity on the gate half, the quantile in the weight dtype as transformers has it.
+    SmallVector<Value> halves = split(gu, {I, I});
+    Value gate = GaussianTopkOp::create(b_, loc_, halves[0].getType(), halves[0], b_.getF64FloatAttr(toWeightDtype(*q)))
+                     .getResult();
+    gu = ConcatOp::create(b_, loc_, rows(2 * I), ValueRange{gate, halves[1]}).getResult();
+  }
+  Value g = glu(gu, I, gluAct(spec_.mlp.act, spec_.mlp.limit, spec_.mlp.alpha));
   if (!nm.ffn_sub_norm.empty())
     g = norm(g, weight(prog(layer, base + ".sub_norm"), {I}, name(nm.ffn_sub_norm + ".weight")));
   Value wdown = weight(prog(layer, base + ".down"), {H, I}, {.parts = {{name(nm.down + ".weight")}}, .row_scales = downScales});

@@ -14,9 +14,15 @@ using namespace mlir;
 // checkpoint's per-head [nope | rope] order.
 // With query_gate, q_b_proj reads [norm(q_a) | q_a] and each head's rows end in its output gate:
 // [q_nope all | q_rope all | gate all] after regrouping.
-Value StepBuilder::latentQuery(Value x, const AttnSite &site, Value *qResid, Value *gate) {
-  const MlaSpec &m = spec_.mla;
-  int64_t H = spec_.attn.num_heads, qw = H * (m.nope_dim + m.rope_dim);
+// The MLA geometry of latent-attention layer `layer`.
+const MlaSpec &StepBuilder::layerMla(int64_t layer) const {
+  auto it = spec_.layer_mla.find(layer);
+  return it == spec_.layer_mla.end() ? spec_.mla : it->second;
+}
+
+Value StepBuilder::latentQuery(int64_t layer, Value x, const AttnSite &site, Value *qResid, Value *gate) {
+  const MlaSpec &m = layerMla(layer);
+  int64_t H = layerAttention(layer).num_heads, qw = H * (m.nope_dim + m.rope_dim);
   SmallVector<int64_t> regroup = {H, m.nope_dim, m.rope_dim};
   if (m.query_gate)
     regroup.push_back(m.v_dim);
@@ -46,11 +52,12 @@ Value StepBuilder::latentQuery(Value x, const AttnSite &site, Value *qResid, Val
 }
 
 Value StepBuilder::latentAttention(Value x, const AttnSite &site, int64_t layer, int64_t cacheLayer) {
-  const MlaSpec &m = spec_.mla;
+  const MlaSpec &m = layerMla(layer);
   const LayerSpec &L = spec_.layers[layer];
-  int64_t H = spec_.attn.num_heads, r = m.kv_lora_rank;
+  const AttentionSpec a = layerAttention(layer);
+  int64_t H = a.num_heads, r = m.kv_lora_rank;
   Value qResid, outGate;
-  Value q = latentQuery(x, site, &qResid, &outGate);
+  Value q = latentQuery(layer, x, site, &qResid, &outGate);
   if (m.position_beta != 0)
     q = PositionScaleOp::create(b_, loc_, rows(H * (m.nope_dim + m.rope_dim)), q, positions_,
                                 b_.getF64FloatAttr(m.position_beta), b_.getI64IntegerAttr(m.position_period),
@@ -66,12 +73,16 @@ Value StepBuilder::latentAttention(Value x, const AttnSite &site, int64_t layer,
                             {.parts = {{site.hf + "kv_a_layernorm.weight"}}, .row_scales = scales({{r, m.latent_scale}})});
   Value latent = norm(kvParts[0], latentNorm, std::nullopt, m.norm_eps);
   Value qRope = qParts[1], kRope = kvParts[1];
+  if (m.k_rope_norm)
+    kRope = norm(kRope, weight(site.prog + "k_rope_norm", {m.rope_dim}, site.hf + "k_rope_only_layernorm.weight"),
+                 std::nullopt, m.norm_eps);
   // A NoPE layer still has the shared key part, unrotated (Kimi Linear).
   if (m.rope_dim > 0 && !L.nope) {
     qRope = rope(L.rope, qRope);
     kRope = rope(L.rope, kRope);
   }
-  auto retention = RetentionAttr::all(b_.getContext());
+  auto retention = L.window > 0 ? RetentionAttr::get(b_.getContext(), RetentionKind::window, L.window)
+                                 : RetentionAttr::all(b_.getContext());
   KvAppendOp::create(b_, loc_, latent, kRope, positions_, seqIds_, slots_, blockTables_,
                      b_.getI64IntegerAttr(cacheLayer), b_.getI64IntegerAttr(1), b_.getI64IntegerAttr(r), retention,
                      IntegerAttr(), b_.getUnitAttr());
@@ -90,7 +101,7 @@ Value StepBuilder::latentAttention(Value x, const AttnSite &site, int64_t layer,
   Value o = KvLatentAttentionOp::create(b_, loc_, rows(H * r), qLatent, qRope, positions_, seqIds_, cuSeqlens_,
                                         kvLens_, slots_, blockTables_, b_.getI64IntegerAttr(cacheLayer),
                                         b_.getI64IntegerAttr(H), b_.getI64IntegerAttr(r),
-                                        b_.getI64IntegerAttr(m.rope_dim), b_.getF64FloatAttr(spec_.attn.scale),
+                                        b_.getI64IntegerAttr(m.rope_dim), b_.getF64FloatAttr(a.scale),
                                         retention, IntegerAttr(), selection)
                 .getResult();
   o = headLinear(o, m.nope_dim, m.v_dim, false);
@@ -112,7 +123,7 @@ Value StepBuilder::latentAttention(Value x, const AttnSite &site, int64_t layer,
 // topk best of score = sum_h (w_h(x) H^-1/2) relu(q_h . k d^-1/2). A shared-indexer layer
 // reuses the previous layer's selection and keeps no key.
 Value StepBuilder::indexerSelection(Value x, Value qResid, const AttnSite &site, int64_t layer, int64_t cacheLayer) {
-  const MlaSpec &m = spec_.mla;
+  const MlaSpec &m = layerMla(layer);
   const IndexerSpec &ix = m.indexer;
   const LayerSpec &L = spec_.layers[layer];
   if (L.shared_indexer)

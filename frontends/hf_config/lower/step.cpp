@@ -70,18 +70,21 @@ Value StepBuilder::embed(Value &table) {
   return embeddings_;
 }
 
-// Some families round the embedding scale to the weight dtype before multiplying; Python-float
-// multipliers are not rounded.
-double StepBuilder::embedScale(double scale) const {
+// A multiplier the checkpoint's dtype holds (a tensor buffer, not a Python float), rounded to it.
+double StepBuilder::toWeightDtype(double value) const {
   auto ft = llvm::dyn_cast<FloatType>(wtype_);
-  if (!ft || !spec_.embed_scale_rounded)
-    return scale;
-  llvm::APFloat rounded((float)scale);
+  if (!ft)
+    return value;
+  llvm::APFloat rounded((float)value);
   bool lost;
   rounded.convert(ft.getFloatSemantics(), llvm::APFloat::rmNearestTiesToEven, &lost);
   rounded.convert(llvm::APFloat::IEEEsingle(), llvm::APFloat::rmNearestTiesToEven, &lost);
   return rounded.convertToFloat();
 }
+
+// Some families round the embedding scale to the weight dtype before multiplying; Python-float
+// multipliers are not rounded.
+double StepBuilder::embedScale(double scale) const { return spec_.embed_scale_rounded ? toWeightDtype(scale) : scale; }
 
 // PerLayerInputSpec's inputs, one [T, dim] slice per layer: the token's rows of the per-layer
 // table and the projected embeddings, normed per slice, summed and scaled by 2^-1/2.
@@ -95,23 +98,29 @@ void StepBuilder::perLayerInputs() {
                                   b_.getF64FloatAttr(embedScale(std::sqrt((double)D))), b_.getI64IntegerAttr(0), oov)
                       .getResult();
   Value projected = linear(embeddings_, weight("per_layer.projection", {L * D, H}, spec_.prefix + p.projection + ".weight"));
-  projected = norm(scaleBy(projected, 1.0 / std::sqrt((double)H)),
+  auto factor = [&](double f) { return p.scales_rounded ? toWeightDtype(f) : f; };
+  projected = norm(scaleBy(projected, factor(1.0 / std::sqrt((double)H))),
                    weight("per_layer.norm", {D}, spec_.prefix + p.norm + ".weight"), D);
-  SmallVector<Value> slices = split(scaleBy(add(projected, byToken), 1.0 / std::sqrt(2.0)), SmallVector<int64_t>(L, D));
+  SmallVector<Value> slices =
+      split(scaleBy(add(projected, byToken), factor(1.0 / std::sqrt(2.0))), SmallVector<int64_t>(L, D));
   perLayerSlices_.assign(slices.begin(), slices.end());
+}
+
+// The per-layer input's branch on x: norm(projection(act(gate(x)) * the layer's input slice)).
+Value StepBuilder::perLayerBranch(int64_t l, Value x) {
+  const PerLayerInputSpec &p = spec_.per_layer_inputs;
+  int64_t D = p.dim, H = spec_.hidden_size;
+  Value g = act(linear(x, weight(prog(l, "per_layer.gate"), {D, H}, hf(l, p.gate + ".weight"))),
+                toDialect(spec_.mlp.act));
+  Value h = linear(mul(g, perLayerSlices_[l]),
+                   weight(prog(l, "per_layer.projection"), {H, D}, hf(l, p.layer_projection + ".weight")));
+  return norm(h, weight(prog(l, "per_layer.norm"), {H}, hf(l, p.layer_norm + ".weight")));
 }
 
 // After the layer's blocks: the per-layer input's gated branch, then the layer's learned scalar.
 Value StepBuilder::layerEpilogue(int64_t l, Value x) {
-  const PerLayerInputSpec &p = spec_.per_layer_inputs;
-  int64_t D = p.dim, H = spec_.hidden_size;
-  if (D > 0) {
-    Value g = act(linear(x, weight(prog(l, "per_layer.gate"), {D, H}, hf(l, p.gate + ".weight"))),
-                  toDialect(spec_.mlp.act));
-    Value h = linear(mul(g, perLayerSlices_[l]),
-                     weight(prog(l, "per_layer.projection"), {H, D}, hf(l, p.layer_projection + ".weight")));
-    x = add(x, norm(h, weight(prog(l, "per_layer.norm"), {H}, hf(l, p.layer_norm + ".weight"))));
-  }
+  if (spec_.per_layer_inputs.dim > 0)
+    x = add(x, perLayerBranch(l, x));
   if (!spec_.names.layer_scalar.empty())
     x = mul(x, weight(prog(l, "layer_scalar"), {1}, hf(l, spec_.names.layer_scalar)));
   return x;
@@ -136,7 +145,11 @@ Value StepBuilder::absolutePositions() {
 // Pre-norm (x + f(norm(x))), sandwich (x + norm(f(norm(x)))) or post-norm (x + norm(f(x))), for
 // the mixer and then the feed-forward block, each where the layer has one; each add may weigh
 // the stream and the branch (LayerSpec's alpha and beta).
-Value StepBuilder::decoderLayer(int64_t l, Value x) { return layerEpilogue(l, decoderBlocks(l, x)); }
+Value StepBuilder::decoderLayer(int64_t l, Value x) {
+  if (spec_.altup.streams > 0)
+    return altUpLayer(l, x);
+  return layerEpilogue(l, decoderBlocks(l, x));
+}
 
 Value StepBuilder::decoderBlocks(int64_t l, Value x) {
   if (spec_.dual_sublayers)
@@ -146,12 +159,17 @@ Value StepBuilder::decoderBlocks(int64_t l, Value x) {
   const LayerSpec &L = spec_.layers[l];
   const Names &nm = spec_.names;
   bool post = L.post_norm, hasMixer = L.kind != LayerKind::None;
-  // alpha * x + beta * h, beta with the model's residual scale; or the affine form of `site`.
-  auto residual = [&](Value h, double alpha, double beta, const std::string &site = "") {
+  // alpha * x + beta * h, beta with the model's residual scale, x times a learned vector where
+  // the layer has one; or the affine form of `site`.
+  auto residual = [&](Value h, double alpha, double beta, const std::string &site = "",
+                      const std::string &scale = "") {
     if (!site.empty())
       return affineResidual(l, site, x, h);
     beta *= spec_.residual_scale;
-    return add(alpha == 1.0 ? x : scaleBy(x, alpha), beta == 1.0 ? h : scaleBy(h, beta));
+    Value r = alpha == 1.0 ? x : scaleBy(x, alpha);
+    if (!scale.empty())
+      r = mul(r, weight(prog(l, scale), {spec_.hidden_size}, hf(l, scale)));
+    return add(r, beta == 1.0 ? h : scaleBy(h, beta));
   };
   if (L.norm_after_add) {
     x = layerNorm(l, nm.input_norm, add(x, mixer(l, x)));
@@ -174,7 +192,7 @@ Value StepBuilder::decoderBlocks(int64_t l, Value x) {
       h = layerNorm(l, nm.post_attn_norm, h);
     if (spec_.branch_conv_kernel > 0)
       h = residualConv(l, h, "attn_sconv", "attn_conv");
-    x = residual(h, L.mixer_alpha, L.mixer_beta, nm.affine_mixer);
+    x = residual(h, L.mixer_alpha, L.mixer_beta, nm.affine_mixer, nm.mixer_residual_scale);
   }
   if (L.mlp) {
     // A feed-forward-only layer has a single norm, the input norm.
@@ -185,7 +203,7 @@ Value StepBuilder::decoderBlocks(int64_t l, Value x) {
       m = layerNorm(l, nm.post_ff_norm, m);
     if (spec_.branch_conv_kernel > 0)
       m = residualConv(l, m, "mlp_sconv", "mlp_conv");
-    x = residual(m, L.mlp_alpha, L.mlp_beta, nm.affine_mlp);
+    x = residual(m, L.mlp_alpha, L.mlp_beta, nm.affine_mlp, nm.mlp_residual_scale);
   }
   return x;
 }
@@ -263,7 +281,10 @@ Value StepBuilder::mixer(int64_t layer, Value x) {
 // The LM head runs only on each request's last row.
 Value StepBuilder::head(Value x, Value table) {
   int64_t H = spec_.hidden_size;
-  x = RowsGatherOp::create(b_, loc_, rows(H), x, logitRows_).getResult();
+  int64_t width = llvm::cast<RankedTensorType>(x.getType()).getDimSize(1);
+  x = RowsGatherOp::create(b_, loc_, rows(width), x, logitRows_).getResult();
+  if (spec_.altup.streams > 0) // row-wise: the gathered rows alone
+    x = altUpCollapse(x);
   if (!spec_.names.final_norm.empty()) // post-norm layers end normed (the original GPT)
     x = modelNorm("final_norm", spec_.prefix + spec_.names.final_norm, x);
   if (const std::string &t = spec_.head_transform; !t.empty()) {
@@ -391,6 +412,8 @@ OwningOpRef<ModuleOp> StepBuilder::build() {
   Value x = embed(table);
   if (spec_.per_layer_inputs.dim > 0)
     perLayerInputs();
+  if (spec_.altup.streams > 0)
+    x = altUpStreams(x);
   if (spec_.stacks.depth > 0)
     x = recurrentStacks(x);
   else

@@ -180,6 +180,23 @@ Value StepBuilder::scaleBy(Value x, double factor) {
 }
 
 SmallVector<Value> StepBuilder::split(Value x, ArrayRef<int64_t> widths) {
+  // A kernel launch passes one pointer per output (runtime/schema/kernel_abi.h has room for 24):
+  // more pieces split in two levels, runs of 16 first.
+  constexpr size_t kRun = 16;
+  if (widths.size() > kRun) {
+    SmallVector<int64_t> runs;
+    for (size_t i = 0; i < widths.size(); i += kRun) {
+      int64_t w = 0;
+      for (size_t j = i; j < std::min(widths.size(), i + kRun); ++j)
+        w += widths[j];
+      runs.push_back(w);
+    }
+    SmallVector<Value> out;
+    SmallVector<Value> parts = split(x, runs);
+    for (size_t r = 0; r < parts.size(); ++r)
+      out.append(split(parts[r], widths.slice(r * kRun, std::min(kRun, widths.size() - r * kRun))));
+    return out;
+  }
   SmallVector<Type> types;
   for (int64_t w : widths)
     types.push_back(rows(w));

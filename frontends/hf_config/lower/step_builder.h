@@ -62,8 +62,17 @@ private:
   Value decoderLayer(int64_t layer, Value x);
   Value decoderBlocks(int64_t layer, Value x); // the mixer and feed-forward blocks with their residuals
   double embedScale(double scale) const;
+  double toWeightDtype(double value) const;
   void perLayerInputs();
+  Value perLayerBranch(int64_t layer, Value x);
   Value layerEpilogue(int64_t layer, Value x);
+  // AltUp's streams (altup.cpp).
+  Value altUpStreams(Value embeddings);
+  Value altUpLayer(int64_t layer, Value streams);
+  Value altUpCollapse(Value streams);
+  Value altUpModalities(int64_t layer, Value x);
+  Value projectedStream(Value x, Value ref, const std::string &projections, int64_t i);
+  Value laurel(int64_t layer, Value x);
   std::vector<Value> perLayerSlices_; // PerLayerInputSpec's [T, dim] input of each layer
   Value dualSublayerLayer(int64_t layer, Value x);
   Value normedResidualLayer(int64_t layer, Value x);
@@ -103,7 +112,8 @@ private:
   Value latentAttention(Value x, const AttnSite &site, int64_t layer, int64_t cacheLayer);
   // *qResid receives the normed q_a (the indexer's input); with MlaSpec::query_gate, *gate the
   // per-element output gate [T, H * v_dim].
-  Value latentQuery(Value x, const AttnSite &site, Value *qResid = nullptr, Value *gate = nullptr);
+  Value latentQuery(int64_t layer, Value x, const AttnSite &site, Value *qResid = nullptr, Value *gate = nullptr);
+  const MlaSpec &layerMla(int64_t layer) const;
   Value indexerSelection(Value x, Value qResid, const AttnSite &site, int64_t layer, int64_t cacheLayer);
   Value selection_; // the last indexed layer's selection, which shared-indexer layers reuse
   Value gatedDeltaNet(int64_t layer, Value x);

@@ -2989,3 +2989,43 @@ func.func @embed_oov_row(%tok: tensor<?xi32>, %t: tensor<6x8xbf16>) {
   %o = cbc.math.embed %tok, %t {oov_row = 6 : i64} : tensor<?xi32>, tensor<6x8xbf16> -> tensor<?x8xf32>
   return
 }
+
+// -----
+
+func.func @head_pad_heads(%x: tensor<?x8xf32>) {
+  // expected-error @+1 {{'cbc.math.head_pad' op heads and width must be positive}}
+  %o = cbc.math.head_pad %x {heads = 0 : i64, width = 8 : i64} : tensor<?x8xf32> -> tensor<?x24xf32>
+  return
+}
+
+// -----
+
+func.func @head_pad_split(%x: tensor<?x8xf32>) {
+  // expected-error @+1 {{'cbc.math.head_pad' op input width must be a multiple of heads}}
+  %o = cbc.math.head_pad %x {heads = 3 : i64, width = 8 : i64} : tensor<?x8xf32> -> tensor<?x32xf32>
+  return
+}
+
+// -----
+
+func.func @head_pad_result(%x: tensor<?x8xf32>) {
+  // expected-error @+1 {{'cbc.math.head_pad' op result width must be the input's plus heads * width}}
+  %o = cbc.math.head_pad %x {heads = 2 : i64, width = 8 : i64} : tensor<?x8xf32> -> tensor<?x16xf32>
+  return
+}
+
+// -----
+
+func.func @head_pad_value(%x: tensor<?x8xf32>) {
+  // expected-error @+1 {{'cbc.math.head_pad' op value must be finite}}
+  %o = cbc.math.head_pad %x {heads = 2 : i64, width = 8 : i64, value = 0x7FF0000000000000 : f64} : tensor<?x8xf32> -> tensor<?x24xf32>
+  return
+}
+
+// -----
+
+func.func @head_pad_extra(%x: tensor<?x8xf32>, %e: tensor<?x3xf32>) {
+  // expected-error @+1 {{'cbc.math.head_pad' op extra must hold one value per head}}
+  %o = cbc.math.head_pad %x, %e {heads = 2 : i64, width = 8 : i64} : tensor<?x8xf32>, tensor<?x3xf32> -> tensor<?x24xf32>
+  return
+}

@@ -195,6 +195,18 @@ func.func @altup_rows(%x: tensor<?x8xf32>, %r: tensor<?x4xf32>, %tok: tensor<?xi
   return %o : tensor<?x8xf32>
 }
 
+// CHECK-LABEL: func.func @key_bias
+func.func @key_bias(%q: tensor<?x8xf32>, %b: tensor<?x2xf32>) -> tensor<?x24xf32> {
+  // CHECK: %{{[a-z0-9_#]+}} = cbc.math.act %{{[a-z0-9_#]+}} {act = #cbc.act<exp>} : tensor<?x2xf32>
+  %e = cbc.math.act %b {act = #cbc.act<exp>} : tensor<?x2xf32>
+  // CHECK: cbc.math.head_pad %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}} {heads = 2 : i64, width = 8 : i64} : tensor<?x8xf32>, tensor<?x2xf32> -> tensor<?x24xf32>
+  %k = cbc.math.head_pad %q, %e {heads = 2 : i64, width = 8 : i64} : tensor<?x8xf32>, tensor<?x2xf32> -> tensor<?x24xf32>
+  // CHECK: cbc.math.head_pad %{{[a-z0-9_#]+}} {heads = 2 : i64, value = 4.000000e+00 : f64, width = 8 : i64} : tensor<?x8xf32> -> tensor<?x24xf32>
+  %p = cbc.math.head_pad %q {heads = 2 : i64, width = 8 : i64, value = 4.0 : f64} : tensor<?x8xf32> -> tensor<?x24xf32>
+  %o = cbc.math.add %k, %p : tensor<?x24xf32>
+  return %o : tensor<?x24xf32>
+}
+
 // CHECK-LABEL: func.func @indexed
 func.func @indexed(%k: tensor<?x6xf32>, %w6: tensor<6xbf16>, %w3: tensor<3xbf16>, %iq: tensor<?x12xf32>, %iw: tensor<?x2xf32>,
                    %ql: tensor<?x16xf32>, %qr: tensor<?x8xf32>, %pos: tensor<?xi32>, %bt: tensor<?x?x?xi32>) -> tensor<?x16xf32> {
