@@ -43,6 +43,25 @@ template <class TI, class TO, class TW, int G> __device__ __forceinline__ void r
     st(y, base + j, ld(x, base + j) * inv * norm_weight(w, j, offset));
 }
 
+// The mean of the W features from base and their mean squared deviation from it, each reduced
+// over the block in fp32 (one block per group).
+struct Moments {
+  float mean, var;
+};
+template <class TI, int W> __device__ __forceinline__ Moments group_moments(const TI *x, long long base, float *scratch) {
+  float s = 0.0f;
+  for (int j = threadIdx.x; j < W; j += blockDim.x)
+    s += ld(x, base + j);
+  float mean = block_sum(s, scratch) / (float)W;
+  __syncthreads();
+  float ss = 0.0f;
+  for (int j = threadIdx.x; j < W; j += blockDim.x) {
+    float d = ld(x, base + j) - mean;
+    ss += d * d;
+  }
+  return {mean, block_sum(ss, scratch) / (float)W};
+}
+
 // LayerNorm of groups of W features (the mean, then the biased variance, both reduced in fp32),
 // with an optional weight + offset and bias, one entry per feature of a group or, with
 // RowGroups set (the groups per row), per feature of the row; one block per group.
@@ -60,19 +79,10 @@ template <class TI, class TO, class TW, class TB, int W> __device__ __forceinlin
     b += wo;
   float offset = a.f[S::Offset];
   long long base = (long long)blockIdx.x * W;
-  float s = 0.0f;
+  Moments m = group_moments<TI, W>(x, base, scratch);
+  float inv = rsqrtf(m.var + a.f[S::Eps]);
   for (int j = threadIdx.x; j < W; j += blockDim.x)
-    s += ld(x, base + j);
-  float mean = block_sum(s, scratch) / (float)W;
-  __syncthreads();
-  float ss = 0.0f;
-  for (int j = threadIdx.x; j < W; j += blockDim.x) {
-    float d = ld(x, base + j) - mean;
-    ss += d * d;
-  }
-  float inv = rsqrtf(block_sum(ss, scratch) / (float)W + a.f[S::Eps]);
-  for (int j = threadIdx.x; j < W; j += blockDim.x)
-    st(y, base + j, (ld(x, base + j) - mean) * inv * norm_weight(w, j, offset) + norm_bias(b, j));
+    st(y, base + j, (ld(x, base + j) - m.mean) * inv * norm_weight(w, j, offset) + norm_bias(b, j));
 }
 
 // Per-row int8 fake quantisation (absmax, the activations of ternary linear layers): one block
@@ -123,17 +133,8 @@ template <class TX, class TO, int W> __device__ __forceinline__ void gaussian_to
   const TX *x = (const TX *)a.p[S::X];
   TO *y = (TO *)a.p[S::Out];
   long long base = (long long)blockIdx.x * W;
-  float s = 0.0f;
-  for (int j = threadIdx.x; j < W; j += blockDim.x)
-    s += ld(x, base + j);
-  float mean = block_sum(s, scratch) / (float)W;
-  __syncthreads();
-  float ss = 0.0f;
-  for (int j = threadIdx.x; j < W; j += blockDim.x) {
-    float d = ld(x, base + j) - mean;
-    ss += d * d;
-  }
-  float cutoff = mean + sqrtf(block_sum(ss, scratch) / (float)W) * a.f[S::Multiplier];
+  Moments m = group_moments<TX, W>(x, base, scratch);
+  float cutoff = m.mean + sqrtf(m.var) * a.f[S::Multiplier];
   for (int j = threadIdx.x; j < W; j += blockDim.x)
     st(y, base + j, fmaxf(ld(x, base + j) - cutoff, 0.0f));
 }

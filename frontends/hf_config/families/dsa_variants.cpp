@@ -180,25 +180,16 @@ void parseDots3NoteText(const ConfigReader &r, ModelSpec &s) {
   std::vector<std::string> types = dots3LayerTypes(r, s.num_layers);
   std::vector<Dots3Geometry> geometry(s.num_layers, global);
   if (r.has("per_layer_config")) {
-    ConfigReader all = r.child("per_layer_config");
-    for (const auto &[key, value] : r.raw("per_layer_config").items()) {
-      size_t used = 0;
-      int64_t layer = -1;
-      try {
-        layer = std::stoll(key, &used);
-      } catch (const std::exception &) {
-      }
-      if (used != key.size() || layer < 0 || layer >= s.num_layers)
-        throw ConfigError(all.path(key), "is not a layer index below num_hidden_layers");
-      ConfigReader o = all.child(key);
-      for (const auto &[name, _] : value.items()) {
-        auto it = std::find_if(dots3GeometryKeys().begin(), dots3GeometryKeys().end(),
-                               [&](const auto &k) { return name == k.first; });
-        if (it == dots3GeometryKeys().end())
-          throw ConfigError(o.path(name), "cbc reads the per-layer MLA geometry only");
-        geometry[layer].*(it->second) = o.requireSize(name);
-      }
-    }
+    auto field = [](const std::string &k) {
+      return std::find_if(dots3GeometryKeys().begin(), dots3GeometryKeys().end(),
+                          [&](const auto &g) { return k == g.first; });
+    };
+    perLayerOverrides(
+        r, s.num_layers, [&](const std::string &k) { return field(k) != dots3GeometryKeys().end(); },
+        "cbc reads the per-layer MLA geometry only",
+        [&](int64_t layer, const ConfigReader &o, const std::string &k) {
+          geometry[layer].*(field(k)->second) = o.requireSize(k);
+        });
   } else {
     Dots3Geometry swa{64, 64, 1024, 1024, 256, 192, 0, 128};
     for (const auto &[name, field] : dots3GeometryKeys())

@@ -93,26 +93,12 @@ RopeDicts gemma3RopeDicts(const ConfigReader &r) {
 // attention_k_eq_v, num_global_key_value_heads.
 void gemma4HeadSizes(const ConfigReader &r, ModelSpec &s, bool kEqV) {
   if (r.has("per_layer_config")) {
-    const json &overrides = r.raw("per_layer_config");
-    if (!overrides.is_object())
-      throw ConfigError(r.path("per_layer_config"), "expected an object keyed by layer index");
-    ConfigReader all = r.child("per_layer_config");
-    for (const auto &[key, value] : overrides.items()) {
-      size_t used = 0;
-      int64_t layer = -1;
-      try {
-        layer = std::stoll(key, &used);
-      } catch (const std::exception &) {
-      }
-      if (used != key.size() || layer < 0 || layer >= s.num_layers)
-        throw ConfigError(all.path(key), "is not a layer index below num_hidden_layers");
-      ConfigReader o = all.child(key);
-      for (const auto &[name, _] : value.items())
-        if (name != "head_dim" && name != "num_key_value_heads")
-          throw ConfigError(o.path(name), "cbc reads per-layer head_dim and num_key_value_heads only");
-      s.layers[layer].head_dim = o.getSize("head_dim", 0);
-      s.layers[layer].num_kv_heads = o.getSize("num_key_value_heads", 0);
-    }
+    perLayerOverrides(
+        r, s.num_layers, [](const std::string &k) { return k == "head_dim" || k == "num_key_value_heads"; },
+        "cbc reads per-layer head_dim and num_key_value_heads only",
+        [&](int64_t layer, const ConfigReader &o, const std::string &k) {
+          (k == "head_dim" ? s.layers[layer].head_dim : s.layers[layer].num_kv_heads) = o.requireSize(k);
+        });
     return;
   }
   int64_t globalDim = r.getSize("global_head_dim", 512);

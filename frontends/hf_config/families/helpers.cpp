@@ -33,6 +33,31 @@ void attentionBiases(const ConfigReader &r, ModelSpec &s, bool fallback) {
   s.attn.qkv_bias = s.attn.o_bias = r.getBool("attention_bias", fallback);
 }
 
+void perLayerOverrides(const ConfigReader &r, int64_t layers, const std::function<bool(const std::string &)> &allowed,
+                       const std::string &refusal,
+                       const std::function<void(int64_t, const ConfigReader &, const std::string &)> &apply) {
+  const nlohmann::json &overrides = r.raw("per_layer_config");
+  if (!overrides.is_object())
+    throw ConfigError(r.path("per_layer_config"), "expected an object keyed by layer index");
+  ConfigReader all = r.child("per_layer_config");
+  for (const auto &[key, value] : overrides.items()) {
+    size_t used = 0;
+    int64_t layer = -1;
+    try {
+      layer = std::stoll(key, &used);
+    } catch (const std::exception &) {
+    }
+    if (used != key.size() || layer < 0 || layer >= layers)
+      throw ConfigError(all.path(key), "is not a layer index below num_hidden_layers");
+    ConfigReader o = all.child(key);
+    for (const auto &[name, _] : value.items()) {
+      if (!allowed(name))
+        throw ConfigError(o.path(name), refusal);
+      apply(layer, o, name);
+    }
+  }
+}
+
 void refuseClipQkv(const ConfigReader &r) {
   if (r.has("clip_qkv"))
     throw ConfigError(r.path("clip_qkv"), "clamping q, k and v is not supported; it must be null or absent");

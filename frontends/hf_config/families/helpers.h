@@ -28,6 +28,13 @@ void refuseClipQkv(const ConfigReader &r);
 // 1/sqrt(head_dim)) and logits (divided by logits_scaling).
 void graniteMultipliers(const ConfigReader &r, ModelSpec &s);
 
+// per_layer_config (transformers 5.23's heterogeneous configs), an object keyed by layer index
+// (possibly zero-padded): apply(layer, reader of its overrides, key) for each override, each key
+// one `allowed` accepts, else a ConfigError with `refusal`.
+void perLayerOverrides(const ConfigReader &r, int64_t layers, const std::function<bool(const std::string &)> &allowed,
+                       const std::string &refusal,
+                       const std::function<void(int64_t, const ConfigReader &, const std::string &)> &apply);
+
 // ----- layer kinds and windows -----------------------------------------------------------------
 
 // Which layers use RoPE: no_rope_layers (1 = RoPE; the config's own, inverted, naming), else
