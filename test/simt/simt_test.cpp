@@ -598,9 +598,9 @@ INSTANTIATE_TEST_SUITE_P(
         AttentionCase{"gqa16", "llama", [](hf::ModelSpec &s) { heads(s, 32, 2); }},
         AttentionCase{"mha", "llama", [](hf::ModelSpec &s) { heads(s, 4, 4); }},
         // Groups whose decode block would hold too many heads' accumulators: 32 heads on one kv
-        // head take two blocks of 16, Falcon-7B's 71 (a prime) one block each.
+        // head take four blocks of 8, Falcon-7B's 71 (a prime) one block each.
         AttentionCase{"gqa32_split", "llama", [](hf::ModelSpec &s) { heads(s, 32, 1); }, "bf16", {},
-                      "cbc::attention<bf16, bf16, 32, 1, 16, 16, 16, cbc::Retention::all, 0, false, void, 0, false, 0, 0, 0, 0, nullptr, 16>"},
+                      "cbc::attention<bf16, bf16, 32, 1, 16, 16, 16, cbc::Retention::all, 0, false, void, 0, false, 0, 0, 0, 0, nullptr, 8>"},
         AttentionCase{"mqa71_split", "llama", [](hf::ModelSpec &s) { heads(s, 71, 1); }, "bf16", {},
                       "cbc::attention<bf16, bf16, 71, 1, 16, 16, 16, cbc::Retention::all, 0, false, void, 0, false, 0, 0, 0, 0, nullptr, 1>"},
         // Sliding windows of 8 keys, smaller than a tile; with softcapping; with sinks.

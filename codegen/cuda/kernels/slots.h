@@ -52,15 +52,15 @@ CBC_SHAPE_FN int decodeLanes(int chunks) {
   return lanes;
 }
 // Decode attention (attention.cuh): a block takes a KV head's G query heads or, where the warps'
-// partial values would pass 32 KiB of static shared memory or q and the accumulators about 192
-// registers a lane (heads 512 wide, or 71 query heads on one KV head), the largest
-// divisor of G that fits. `vec`: the elements a lane loads at once.
+// partial values would pass 32 KiB of static shared memory or q and the accumulators about 128
+// registers a lane (heads 512 wide, or 12 and more query heads of 128 on one KV head, which spill
+// otherwise), the largest divisor of G that fits. `vec`: the elements a lane loads at once.
 CBC_SHAPE_FN int decodeHeadsPerBlock(int G, int D, int DV, int vec) {
   int kch = D / vec, vch = DV / vec, lanes = decodeLanes(kch > vch ? kch : vch);
   int regs = (kch + lanes - 1) / lanes * vec / 2 + (vch + lanes - 1) / lanes * vec;
   int gb = 1;
   for (int d = 1; d <= G; ++d)
-    if (G % d == 0 && kAttentionWarps * d * DV * 4 <= 32 * 1024 && d * regs <= 192)
+    if (G % d == 0 && kAttentionWarps * d * DV * 4 <= 32 * 1024 && d * regs <= 128)
       gb = d;
   return gb;
 }
