@@ -207,8 +207,6 @@ void parseDots3NoteText(const ConfigReader &r, ModelSpec &s) {
     std::string at = "layer " + std::to_string(i) + " ";
     if (g.kv_heads != g.heads)
       throw ConfigError(r.path("num_key_value_heads"), at + "has KV heads other than its heads (the class refuses it)");
-    if (g.rope % 2 != 0)
-      throw ConfigError(r.path("qk_rope_head_dim"), at + "has an odd rope width");
     if (types[i] == "sliding_attention" && g.head_dim != g.nope + g.rope)
       throw ConfigError(r.path("head_dim"), at + "is sliding with head_dim other than qk_nope + qk_rope (the class refuses it)");
     if (types[i] == "indexed_attention" && g.rope > s.mla.indexer.head_dim)
