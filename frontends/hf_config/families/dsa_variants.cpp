@@ -119,6 +119,7 @@ void parseAxk2(const ConfigReader &r, ModelSpec &s) {
 // One layer's MLA geometry as Dots3NoteTextConfig spells it.
 struct Dots3Geometry {
   int64_t heads = 0, kv_heads = 0, q_lora = 0, kv_lora = 0, head_dim = 0, nope = 0, rope = 0, v = 0;
+  bool operator==(const Dots3Geometry &) const = default;
 };
 
 // Dots3's geometry keys, in the order per_layer_config and the swa_ aliases name them.
@@ -227,9 +228,10 @@ void parseDots3NoteText(const ConfigReader &r, ModelSpec &s) {
     l.num_heads = g.heads;
     l.num_kv_heads = g.heads;
     l.scale_factor = 1.0 / std::sqrt((double)(g.nope + g.rope)) / s.attn.scale;
+    // Layer 0's geometry is the model's; a layer differing from it (or from its indexer) keeps its own.
     if (i == 0)
-      s.mla = m; // layer 0 stands for the others that share its geometry
-    else
+      s.mla = m;
+    else if (geometry[i] != geometry[0] || (types[i] == "indexed_attention") != (types[0] == "indexed_attention"))
       s.layer_mla[i] = m;
   }
   parseDeepseekMoe(r, s, kSigmoidGroups,
