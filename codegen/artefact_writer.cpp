@@ -464,6 +464,23 @@ struct ProgramWriter {
   }
 };
 
+// The length above which some RoPE schedule of the step switches with the sequence's length
+// (0: none does): the cached rows of a longer sequence are not those of its prefix.
+int64_t lengthDependentAbove(ModuleOp module) {
+  int64_t above = 0;
+  auto lower = [&](int64_t at) { above = above == 0 ? at : std::min(above, at); };
+  module.walk([&](Operation *op) {
+    for (NamedAttribute a : op->getAttrs())
+      if (auto r = llvm::dyn_cast<RopeAttr>(a.getValue())) {
+        if (r.getInvFreqLong())
+          lower(std::max<int64_t>(1, r.getLongAfter()));
+        if (f64(r.getDynamicBase()) != 0)
+          lower(std::max<int64_t>(1, r.getDynamicMaxPositions()));
+      }
+  });
+  return above;
+}
+
 FailureOr<fbs::Offset<fb::CachePlan>> writeCachePlan(fbs::FlatBufferBuilder &fbb, ModuleOp module) {
   auto plan = module->getAttrOfType<CachePlanAttr>("cbc.cache_plan");
   if (!plan)
@@ -488,7 +505,7 @@ FailureOr<fbs::Offset<fb::CachePlan>> writeCachePlan(fbs::FlatBufferBuilder &fbb
                                          fbb.CreateVector(std::vector<int64_t>(s.getShape().begin(), s.getShape().end())),
                                          fb::DType::F32, s.getBytes()));
   return fb::CreateCachePlan(fbb, (int)plan.getBlockSize(), dtypeOf(plan.getKvDtype()), fbb.CreateVector(groups),
-                             fbb.CreateVector(layers), fbb.CreateVector(states));
+                             fbb.CreateVector(layers), fbb.CreateVector(states), lengthDependentAbove(module));
 }
 
 FailureOr<fbs::Offset<fb::ModelMeta>> writeMeta(fbs::FlatBufferBuilder &fbb, ModuleOp module) {

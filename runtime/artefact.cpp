@@ -231,6 +231,9 @@ CachePlan readCachePlan(const fb::CachePlan &c) {
   if (out.block_size <= 0 || out.block_size > (1 << 20))
     throw ArtefactError("cache plan has a block size of " + std::to_string(out.block_size));
   out.kv_dtype = toDType(c.kv_dtype());
+  out.length_dependent_above = c.length_dependent_above();
+  if (out.length_dependent_above < 0)
+    throw ArtefactError("cache plan has a negative length_dependent_above");
   if (c.groups())
     for (const fb::CacheGroup *g : *c.groups()) {
       out.groups.push_back(readGroup(*g));

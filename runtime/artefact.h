@@ -115,6 +115,8 @@ struct CachePlan {
   std::vector<CacheGroup> groups; // paged, then static, then at most one state group
   std::vector<CacheLayer> layers;
   std::vector<StateDecl> states;  // those of the state group's layers
+  // The cached rows depend on the sequence's length above this many tokens (0: never).
+  int64_t length_dependent_above = 0;
   // The groups with block tables (paged and static), numbered from 0.
   int tableGroups() const {
     int n = 0;

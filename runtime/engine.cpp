@@ -4,6 +4,7 @@
 #include "runtime/build_config.h"
 #include "runtime/backend.h"
 #include "runtime/cache/coordinator.h"
+#include "runtime/cache/prefix_hash.h"
 #include "runtime/scheduler.h"
 #include "runtime/weights.h"
 #include "runtime/cpu/cpu_backend.h"
@@ -139,6 +140,16 @@ Engine::Engine(std::unique_ptr<Artefact> artefact, std::unique_ptr<Backend> back
                                std::to_string(stateBytes) + " bytes)");
     budget -= slots * stateBytes;
   }
+  // State snapshots for prefix caching: spare state units, which a live request may also take.
+  int32_t snapshots = 0;
+  if (stateBytes > 0 && options_.prefix_caching) {
+    if (options_.snapshot_memory_bytes < -1)
+      throw std::runtime_error("snapshot_memory_bytes must be -1 (a fifth of the cache memory) or at least 0");
+    int64_t share = std::min<int64_t>(
+        options_.snapshot_memory_bytes < 0 ? options_.cache_memory_bytes / 5 : options_.snapshot_memory_bytes, budget);
+    snapshots = (int32_t)std::min<int64_t>(share / stateBytes, 1 << 20);
+    budget -= snapshots * stateBytes;
+  }
   int32_t blocks = bytesPerBlockRow > 0
                        ? (int32_t)std::min<int64_t>(budget / bytesPerBlockRow, 1 << 30)
                        : 0;
@@ -149,10 +160,25 @@ Engine::Engine(std::unique_ptr<Artefact> artefact, std::unique_ptr<Backend> back
                      ? std::min<int64_t>(options_.max_model_len, artefact_->meta.max_positions)
                      : artefact_->meta.max_positions;
   int32_t width = (int32_t)((maxModelLen_ + plan.block_size - 1) / plan.block_size);
-  backend_->allocateCache(blocks, slots);
-  cache_ = std::make_unique<CacheCoordinator>(plan, blocks, slots, slots, width);
-  scheduler_ = std::make_unique<Scheduler>(
-      SchedulerOptions{options_.max_batch_tokens, options_.max_requests}, *cache_);
+  backend_->allocateCache(blocks, slots + snapshots);
+  cache_ = std::make_unique<CacheCoordinator>(plan, blocks, slots + snapshots, slots, width);
+  stats_.snapshot_capacity = snapshots;
+  if (options_.snapshot_interval < 0)
+    throw std::runtime_error("snapshot_interval must be at least 0");
+  SchedulerOptions so{options_.max_batch_tokens, options_.max_requests};
+  so.prefix_caching = options_.prefix_caching;
+  so.snapshot_interval = options_.snapshot_interval;
+  so.length_dependent_above = plan.length_dependent_above;
+  scheduler_ = std::make_unique<Scheduler>(so, *cache_);
+  fingerprint_ = modelFingerprint(*artefact_);
+  if (options_.log && options_.prefix_caching) {
+    if (!cache_->cachesPrefixes())
+      options_.log("prefix caching is off for this model: its cache has rows computed from another input "
+                   "than the tokens (an encoder's)");
+    else if (stateBytes > 0 && snapshots == 0)
+      options_.log("prefix caching finds no hits for this model: its recurrent states need snapshots and the "
+                   "cache memory leaves none (raise the cache memory or the snapshot memory)");
+  }
 }
 
 Engine::~Engine() = default;
@@ -208,22 +234,77 @@ std::string Engine::validate(const std::vector<int32_t> &prompt, const SamplingP
 }
 
 AddResult Engine::add_request(std::vector<int32_t> prompt, const SamplingParams &params) {
-  auto r = std::make_unique<Request>();
-  r->id = nextId_++;
-  r->prompt = std::move(prompt);
-  r->params = params;
-  r->arrival = nextArrival_++;
-  r->arrival_time = now();
-  Request *raw = r.get();
-  requests_[r->id] = std::move(r);
-  std::string why = validate(raw->prompt, params);
+  auto make = [&](std::vector<int32_t> tokens, const SamplingParams &p) {
+    auto r = std::make_unique<Request>();
+    r->id = nextId_++;
+    r->prompt = std::move(tokens);
+    r->params = p;
+    r->arrival = nextArrival_++;
+    r->arrival_time = now();
+    r->hash_seed = prefixSeed(fingerprint_, p.cache_salt);
+    Request *raw = r.get();
+    requests_[r->id] = std::move(r);
+    return raw;
+  };
+  Request *parent = make(std::move(prompt), params);
+  std::string why = validate(parent->prompt, params);
+  if (why.empty() && (params.n < 1 || params.n > 1024))
+    why = "n must be in [1, 1024], not " + std::to_string(params.n);
   if (!why.empty()) {
-    reject(raw, why);
-    return {raw->id, false, why};
+    reject(parent, why);
+    return {parent->id, false, why};
   }
-  stats_.prompt_tokens += (int64_t)raw->prompt.size();
-  scheduler_->enqueue(raw);
-  return {raw->id, true, ""};
+  AddResult added{parent->id, true, "", {}};
+  // Forks: each a request of its own (its own seed), waiting for the parent's prompt unless the
+  // prompt is one token long and there is nothing to share.
+  for (int64_t i = 1; i < params.n; ++i) {
+    SamplingParams p = params;
+    p.n = 1;
+    p.seed = params.seed + 0x9E3779B97F4A7C15ull * (uint64_t)i;
+    Request *fork = make(parent->prompt, p);
+    fork->fork_index = i;
+    added.forks.push_back(fork->id);
+    stats_.prompt_tokens += (int64_t)fork->prompt.size();
+    if (parent->prompt.size() > 1) {
+      fork->fork_parent = parent;
+      parent->forks.push_back(fork);
+    }
+  }
+  stats_.prompt_tokens += (int64_t)parent->prompt.size();
+  scheduler_->enqueue(parent);
+  for (RequestId id : added.forks)
+    if (Request *f = requests_[id].get(); f->fork_parent == nullptr)
+      scheduler_->enqueue(f);
+    else
+      f->status = RequestStatus::Waiting;
+  return added;
+}
+
+void Engine::flushCopies() {
+  std::vector<UnitCopy> &copies = cache_->pendingCopies();
+  if (!copies.empty()) {
+    backend_->copyUnits(copies);
+    stats_.unit_copies += (int64_t)copies.size();
+  }
+  cache_->copiesDone();
+}
+
+const EngineStats &Engine::stats() const {
+  const PrefixStats &p = scheduler_->prefixStats();
+  stats_.prefix_queries = p.queries;
+  stats_.prefix_hits = p.hits;
+  stats_.prefix_limited_by_state = p.limited_by_state;
+  stats_.forks = p.forks;
+  stats_.fork_fallbacks = p.fork_fallbacks;
+  const PrefixCounters &c = cache_->prefixCounters();
+  stats_.block_evictions = c.block_evictions;
+  stats_.snapshots = c.snapshots;
+  stats_.snapshot_drops = c.snapshot_drops;
+  stats_.snapshot_evictions = c.snapshot_evictions;
+  stats_.cached_blocks = cache_->cachedBlocks();
+  stats_.cached_snapshots = cache_->cachedSnapshots();
+  stats_.snapshot_bytes = stats_.cached_snapshots * backend_->stateBytesPerUnit();
+  return stats_;
 }
 
 void Engine::reject(Request *r, const std::string &why) {
@@ -331,6 +412,7 @@ std::vector<TokenEvent> Engine::step() {
     }
     return events;
   }
+  flushCopies(); // snapshots copied in for this step's cache hits
   buildBatch(plan, *batch_);
   double t1 = now();
   // Greedy rows that want neither logprobs nor logits can be sampled on the device.
@@ -347,6 +429,7 @@ std::vector<TokenEvent> Engine::step() {
   }
   double t2 = now();
   scheduler_->commit(plan);
+  flushCopies(); // snapshots kept and forks made at the commit
   stats_.steps++;
   stats_.computed_tokens += plan.tokens;
   stats_.step_seconds += t2 - t1;
@@ -407,6 +490,9 @@ std::vector<RequestOutput> Engine::take_finished() {
     o.ttft_s = r.first_token_time > 0 ? r.first_token_time - r.arrival_time : 0;
     o.latency_s = r.finish_time - r.arrival_time;
     o.preemptions = r.preemptions;
+    o.cached_tokens = r.cached_tokens;
+    o.fork_index = r.fork_index;
+    o.parent = r.fork_index > 0 ? r.id - r.fork_index : -1;
     out.push_back(std::move(o));
     requests_.erase(it);
   }

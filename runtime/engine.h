@@ -47,12 +47,21 @@ struct EngineOptions {
   std::function<void(int64_t done, int64_t total)> load_progress;
   // Bytes of host memory to plan with; 0: what the machine has (MemAvailable, the cgroup's limit).
   int64_t host_memory_available = 0;
+  // Prefix caching (runtime/cache/coordinator.h): a request starts past the longest prefix of its
+  // prompt whose rows are cached, freed blocks stay findable until reused.
+  bool prefix_caching = true;
+  // State models: the bytes of the cache memory that keep state snapshots (prefix caching's hits
+  // for recurrent layers; -1: a fifth of it), and a snapshot every this many prompt tokens
+  // besides the prompt's end, marks and junctions (0: none).
+  int64_t snapshot_memory_bytes = -1;
+  int64_t snapshot_interval = 0;
 };
 
 struct AddResult {
   RequestId id = -1;
   bool accepted = false;
   std::string error; // why the request was rejected
+  std::vector<RequestId> forks; // with SamplingParams::n > 1: the ids of the n - 1 forks
 };
 
 struct TokenEvent {
@@ -72,6 +81,9 @@ struct RequestOutput {
   std::string error;
   double ttft_s = 0, latency_s = 0;
   int64_t preemptions = 0;
+  int64_t cached_tokens = 0; // prompt tokens its (last) admission took from the prefix cache
+  RequestId parent = -1;     // a fork: the request it forked from (-1 otherwise)
+  int64_t fork_index = 0;    // 0 for the parent, 1..n-1 for its forks
 };
 
 struct EngineStats {
@@ -79,6 +91,16 @@ struct EngineStats {
   int64_t preemptions = 0, finished = 0, rejected = 0, cancelled = 0;
   double step_seconds = 0;      // time inside the backend
   double schedule_seconds = 0;  // scheduling and step metadata
+  // Prefix caching, in tokens: looked up over admissions, found cached, and lost for want of a
+  // state snapshot where the attention rows were cached.
+  int64_t prefix_queries = 0, prefix_hits = 0, prefix_limited_by_state = 0;
+  int64_t cached_blocks = 0;      // blocks findable now (held or free), over the paged groups
+  int64_t block_evictions = 0;    // cached blocks reused for other content
+  int64_t snapshots = 0, snapshot_drops = 0, snapshot_evictions = 0;
+  int64_t cached_snapshots = 0, snapshot_bytes = 0; // kept now
+  int64_t snapshot_capacity = 0;  // state units beyond one per live request
+  int64_t forks = 0, fork_fallbacks = 0;
+  int64_t unit_copies = 0;        // blocks and states copied (snapshots, forks)
 };
 
 class Engine {
@@ -98,7 +120,8 @@ public:
   bool idle() const;
   std::vector<RequestOutput> take_finished();
 
-  const EngineStats &stats() const { return stats_; }
+  // The counters, with the cache's gauges read now.
+  const EngineStats &stats() const;
   const Artefact &artefact() const { return *artefact_; }
   const Backend &backend() const { return *backend_; }
   const CacheCoordinator &cache() const { return *cache_; }
@@ -130,7 +153,9 @@ private:
   int64_t maxModelLen_ = 0;
   RequestId nextId_ = 0;
   uint64_t nextArrival_ = 0;
-  EngineStats stats_;
+  void flushCopies();
+  mutable EngineStats stats_;
+  uint64_t fingerprint_ = 0;
   std::unique_ptr<StepPlan> plan_;   // this step's plan and metadata, reused across steps
   std::unique_ptr<StepBatch> batch_;
   std::vector<float> logits_;

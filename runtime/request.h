@@ -21,6 +21,15 @@ struct SamplingParams {
   bool ignore_eos = false;
   bool logprobs = false;    // report the log-probability of each sampled token
   bool keep_logits = false; // keep every sampled row's logits (tests and debugging)
+  // Prefix caching: a salt keeps the request's cached blocks apart from those of other salts
+  // (tenants); marks are prompt positions (a chat message's start) where a state snapshot is
+  // worth keeping; read_cache false computes the whole prompt (it is still published).
+  std::string cache_salt;
+  std::vector<int64_t> cache_marks;
+  bool read_cache = true;
+  // Sequences to return for the prompt (num_return_sequences): n - 1 forks share its prompt's
+  // cache; sampled forks draw with seeds derived from `seed`.
+  int64_t n = 1;
 };
 
 enum class RequestStatus { Waiting, Running, Finished };
@@ -42,6 +51,17 @@ struct Request {
   uint64_t arrival = 0; // FIFO order
   int64_t preemptions = 0;
   double arrival_time = 0, first_token_time = 0, finish_time = 0;
+  // Prefix caching: the chained hashes of its full blocks (runtime/cache/prefix_hash.h), from the
+  // chain's seed; the tokens its latest admission found cached; the positions (on the snapshot
+  // grid) where its state is to be kept.
+  std::vector<uint64_t> block_hashes;
+  uint64_t hash_seed = 0;
+  int64_t cached_tokens = 0;
+  std::vector<int64_t> snapshot_at;
+  // Forks: the request whose prompt a fork waits for, and a parent's forks waiting for it.
+  Request *fork_parent = nullptr;
+  std::vector<Request *> forks;
+  int64_t fork_index = 0; // 0: the parent (or a request without forks)
 
   int64_t total() const { return (int64_t)(prompt.size() + generated.size()); }
   int32_t tokenAt(int64_t i) const {

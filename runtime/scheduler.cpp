@@ -1,5 +1,7 @@
 #include "runtime/scheduler.h"
 
+#include "runtime/cache/prefix_hash.h"
+
 #include <algorithm>
 
 namespace cbc::rt {
@@ -100,7 +102,7 @@ void Scheduler::schedule(StepPlan &plan) {
       continue; // preempted earlier in this loop
     if (budget == 0 || (int64_t)plan.chunks.size() >= options_.max_requests)
       break;
-    int64_t count = std::min(r->remaining(), budget);
+    int64_t count = chunkFor(r, budget);
     if (!tryReserve(r, count, plan, budget))
       continue;
     plan.chunks.push_back({r, r->computed, count, r->computed + count == r->total()});
@@ -114,14 +116,22 @@ void Scheduler::schedule(StepPlan &plan) {
     Request *r = waiting_.front();
     if (std::find(plan.preempted.begin(), plan.preempted.end(), r) != plan.preempted.end())
       break; // do not readmit in the step that preempted it
-    int64_t count = std::min(r->remaining(), budget);
     bool newSlot = r->slot < 0;
     if (newSlot && (r->slot = cache_.acquireSlot()) < 0)
       break;
+    if (newSlot && r->computed == 0)
+      admitFromCache(r);
+    int64_t count = chunkFor(r, budget);
     if (!cache_.allocate(r->slot, r->computed + count)) {
-      if (newSlot)
+      if (newSlot) {
         releaseCache(r);
+        r->computed = 0;
+      }
       break;
+    }
+    if (newSlot && cacheable(r)) {
+      prefix_.queries += (int64_t)r->prompt.size();
+      prefix_.hits += r->computed;
     }
     waiting_.pop_front();
     r->status = RequestStatus::Running;
@@ -137,8 +147,115 @@ void Scheduler::schedule(StepPlan &plan) {
 void Scheduler::commit(const StepPlan &plan) {
   for (const ScheduledChunk &c : plan.chunks) {
     c.request->computed = c.start + c.count;
-    cache_.commit(c.request->slot, c.request->computed);
+    afterCommit(c.request);
   }
+}
+
+bool Scheduler::cacheable(const Request *r) const {
+  return options_.prefix_caching && cache_.cachesPrefixes() &&
+         (options_.length_dependent_above == 0 || (int64_t)r->prompt.size() <= options_.length_dependent_above);
+}
+
+int64_t Scheduler::chunkFor(const Request *r, int64_t budget) const {
+  int64_t count = std::min(r->remaining(), budget);
+  int64_t end = r->computed + count;
+  if (!r->forks.empty() && r->computed < (int64_t)r->prompt.size() - 1)
+    end = std::min<int64_t>(end, (int64_t)r->prompt.size() - 1);
+  for (int64_t at : r->snapshot_at)
+    if (at > r->computed) {
+      end = std::min(end, at);
+      break;
+    }
+  return end - r->computed;
+}
+
+void Scheduler::admitFromCache(Request *r) {
+  r->cached_tokens = 0;
+  r->snapshot_at.clear();
+  if (!cacheable(r))
+    return;
+  int64_t prompt = (int64_t)r->prompt.size();
+  extendBlockHashes(r->block_hashes, *r, r->hash_seed, cache_.blockSize(), prompt);
+  PrefixMatch match;
+  if (r->params.read_cache) {
+    // At least the prompt's last token is computed, for its logits; a request with forks stops
+    // before it, where they fork, so its hit ends earlier still.
+    match = cache_.findPrefix(r->block_hashes, prompt - (r->forks.empty() ? 1 : 2));
+    if (match.tokens > 0 && cache_.takePrefix(r->slot, r->block_hashes, match.tokens))
+      r->computed = r->cached_tokens = match.tokens;
+    else
+      match.tokens = 0;
+    if (cache_.hasStates())
+      prefix_.limited_by_state += match.attention - match.tokens;
+  }
+  if (!cache_.hasStates())
+    return;
+  // Where the state is worth keeping: the last grid point of the prompt (a request sharing the
+  // whole prompt resumes there), the marks, a junction (where the attention rows matched further
+  // than a snapshot: the next request with this prefix finds one), and the interval's points.
+  int64_t grid = cache_.snapshotGrid(), last = prompt - 1;
+  auto down = [&](int64_t pos) { return pos / grid * grid; };
+  std::vector<int64_t> &at = r->snapshot_at;
+  at.push_back(down(last));
+  at.push_back(down(std::min(match.attention, last)));
+  for (int64_t m : r->params.cache_marks)
+    if (m >= 0 && m <= last)
+      at.push_back(down(m));
+  int64_t every = options_.snapshot_interval > 0 ? (options_.snapshot_interval + grid - 1) / grid * grid : 0;
+  for (int64_t p = every; every > 0 && p <= last; p += every)
+    at.push_back(p);
+  std::sort(at.begin(), at.end());
+  at.erase(std::unique(at.begin(), at.end()), at.end());
+  at.erase(std::remove_if(at.begin(), at.end(), [&](int64_t p) { return p <= r->computed; }), at.end());
+}
+
+void Scheduler::afterCommit(Request *r) {
+  if (cacheable(r)) {
+    int64_t known = r->computed;
+    if (options_.length_dependent_above > 0)
+      known = std::min(known, options_.length_dependent_above);
+    extendBlockHashes(r->block_hashes, *r, r->hash_seed, cache_.blockSize(), known);
+    cache_.publish(r->slot, r->block_hashes, known);
+  }
+  cache_.commit(r->slot, r->computed);
+  if (!r->snapshot_at.empty() && r->snapshot_at.front() == r->computed) {
+    r->snapshot_at.erase(r->snapshot_at.begin());
+    cache_.snapshot(r->slot, r->block_hashes);
+  }
+  if (!r->forks.empty() && r->computed == (int64_t)r->prompt.size() - 1)
+    forkChildren(r);
+}
+
+void Scheduler::forkChildren(Request *parent) {
+  for (Request *child : parent->forks) {
+    child->fork_parent = nullptr;
+    int32_t slot = cache_.acquireSlot();
+    if (slot < 0 || !cache_.forkPending(parent->slot, slot)) {
+      if (slot >= 0)
+        cache_.free(slot);
+      prefix_.fork_fallbacks++;
+      requeue(child);
+      continue;
+    }
+    child->slot = slot;
+    child->computed = parent->computed;
+    child->block_hashes = parent->block_hashes;
+    child->snapshot_at = parent->snapshot_at;
+    child->status = RequestStatus::Running;
+    running_.insert(std::upper_bound(running_.begin(), running_.end(), child,
+                                     [](Request *a, Request *b) { return a->arrival < b->arrival; }),
+                    child);
+    prefix_.forks++;
+  }
+  parent->forks.clear();
+}
+
+void Scheduler::releaseForks(Request *parent) {
+  for (Request *child : parent->forks) {
+    child->fork_parent = nullptr;
+    requeue(child);
+  }
+  parent->forks.clear();
 }
 
 void Scheduler::releaseCache(Request *r) {
@@ -148,6 +265,7 @@ void Scheduler::releaseCache(Request *r) {
 }
 
 void Scheduler::finish(Request *r) {
+  releaseForks(r);
   releaseCache(r);
   auto it = std::find(running_.begin(), running_.end(), r);
   if (it != running_.end())
@@ -156,6 +274,13 @@ void Scheduler::finish(Request *r) {
 }
 
 bool Scheduler::remove(Request *r) {
+  if (Request *parent = r->fork_parent) { // a fork still waiting for its parent's prompt
+    parent->forks.erase(std::find(parent->forks.begin(), parent->forks.end(), r));
+    r->fork_parent = nullptr;
+    r->status = RequestStatus::Finished;
+    return true;
+  }
+  releaseForks(r);
   auto w = std::find(waiting_.begin(), waiting_.end(), r);
   if (w != waiting_.end()) {
     waiting_.erase(w);

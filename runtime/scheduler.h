@@ -1,7 +1,9 @@
 // The continuous-batching scheduler: a token budget per step, decode first, then chunked
 // prefill, admission by cache capacity, preemption by recompute, FIFO. It knows nothing about
 // model families: every layer's needs arrive through the CacheCoordinator, whose verbs it uses
-// (allocate, commit, free).
+// (allocate, commit, free, fork, and prefix caching's findPrefix, takePrefix, publish, snapshot).
+// A request admitted with a cached prefix starts past it; a request with forks stops its prefill
+// before the prompt's last token, where its forks take a share of its cache.
 #ifndef CBC_RUNTIME_SCHEDULER_H
 #define CBC_RUNTIME_SCHEDULER_H
 
@@ -16,6 +18,22 @@ namespace cbc::rt {
 struct SchedulerOptions {
   int64_t max_batch_tokens = 512; // token budget per step
   int64_t max_requests = 256;     // rows per step
+  bool prefix_caching = true;
+  // Besides the prompt's end, marks and junctions: keep a state snapshot every this many prompt
+  // tokens (a multiple of the snapshot grid; 0: none).
+  int64_t snapshot_interval = 0;
+  // The cache plan's length_dependent_above: longer prompts are neither looked up nor published,
+  // and blocks past it are not published.
+  int64_t length_dependent_above = 0;
+};
+
+// Prefix caching and forks, as counted since the scheduler was made (tokens where it says so).
+struct PrefixStats {
+  int64_t queries = 0;          // prompt tokens looked up, over admissions
+  int64_t hits = 0;             // of them, taken from the cache
+  int64_t limited_by_state = 0; // tokens the full-attention groups had but no state snapshot
+  int64_t forks = 0;            // forks that took a share of their parent's cache
+  int64_t fork_fallbacks = 0;   // forks that found no slot or block and compute their prompt
 };
 
 struct ScheduledChunk {
@@ -49,8 +67,20 @@ public:
   size_t numRunning() const { return running_.size(); }
   bool idle() const { return waiting_.empty() && running_.empty(); }
   int64_t preemptions() const { return preemptions_; }
+  const PrefixStats &prefixStats() const { return prefix_; }
 
 private:
+  // The tokens the request's next chunk may take: its remaining ones within the budget, ending
+  // at its next snapshot position or fork point.
+  int64_t chunkFor(const Request *r, int64_t budget) const;
+  // A request just given a slot starts from the longest cached prefix of its tokens.
+  void admitFromCache(Request *r);
+  bool cacheable(const Request *r) const;
+  // After a committed chunk: publish its full blocks, keep a snapshot where one is due, fork.
+  void afterCommit(Request *r);
+  void forkChildren(Request *parent);
+  // Forks still waiting for a parent that will not compute their prompt now join the queue.
+  void releaseForks(Request *parent);
   void preempt(Request *r, StepPlan &plan, int64_t &budget);
   void requeue(Request *r);
   bool tryReserve(Request *r, int64_t count, StepPlan &plan, int64_t &budget);
@@ -62,6 +92,7 @@ private:
   std::vector<Request *> running_; // in arrival order
   std::vector<Request *> order_;   // scratch for schedule()
   int64_t preemptions_ = 0;
+  PrefixStats prefix_;
 };
 
 } // namespace cbc::rt

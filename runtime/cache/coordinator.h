@@ -8,8 +8,11 @@
 //   fork(seq, child)      the child continues the sequence's committed positions, sharing its units
 //   free(seq)             everything the sequence holds is given back
 //
-// Preemption, prefix caching, forked requests (`n`), speculative rollback and encoder caches are
-// to be uses of these verbs, with no bookkeeping of their own beside them. A sequence is a live
+// Preemption, forked requests (`n`), speculative rollback and encoder caches are uses of these
+// verbs. Prefix caching adds three more: findPrefix/takePrefix (a new sequence starts from the
+// longest cached prefix every group can serve), publish (a sequence's full blocks become
+// findable by their content hashes, runtime/cache/prefix_hash.h) and snapshot (a copy of its
+// state, kept in the state pool's spare units under the hash of the block it ends). A sequence is a live
 // request's slot, a row of the persistent block tables the backends read; the coordinator holds
 // no tensors and knows nothing about model families.
 #ifndef CBC_RUNTIME_CACHE_COORDINATOR_H
@@ -20,9 +23,24 @@
 
 #include <cstdint>
 #include <memory>
+#include <unordered_map>
 #include <vector>
 
 namespace cbc::rt {
+
+// A prefix lookup: the hit, and how far the groups with every row (full attention, latent rows,
+// indexer keys) alone would have matched; the difference is what windows and states cost.
+struct PrefixMatch {
+  int64_t tokens = 0, attention = 0;
+};
+
+// Prefix caching's counters since the coordinator was made.
+struct PrefixCounters {
+  int64_t snapshots = 0;         // state snapshots published
+  int64_t snapshot_drops = 0;    // snapshots dropped because a block before them was evicted
+  int64_t block_evictions = 0;   // cached blocks handed out again (over the paged groups)
+  int64_t snapshot_evictions = 0; // cached snapshots handed out again
+};
 
 class CacheCoordinator {
 public:
@@ -59,6 +77,8 @@ public:
   // and states; `copies` receives the units the backend must copy before either appends (the
   // partial last blocks). False, changing nothing, when a partial block finds no free block.
   bool fork(int32_t seq, int32_t child, std::vector<UnitCopy> &copies);
+  // fork() whose copies join pendingCopies(), their units held until copiesDone().
+  bool forkPending(int32_t seq, int32_t child);
   // Gives back everything the sequence holds, and its slot.
   void free(int32_t seq);
 
@@ -92,7 +112,37 @@ public:
   // output, written once).
   bool allocateStatic(int32_t seq, int64_t rows);
 
+  // ---- prefix caching (hashes: a sequence's block hashes, runtime/cache/prefix_hash.h) ----
+  // Whether cached prefixes can be shared at all: not with static groups, whose rows come from
+  // another input than the tokens.
+  bool cachesPrefixes() const { return static_.empty(); }
+  // The grid state snapshots are taken on, in tokens (a multiple of the block size).
+  int64_t snapshotGrid() const { return grid_; }
+  // The longest prefix of at most `maxTokens` tokens whose rows every group has cached: whole
+  // blocks of the groups keeping every row, the blocks a query after it still sees of windowed
+  // and chunked groups, and a state snapshot at its end.
+  PrefixMatch findPrefix(const std::vector<uint64_t> &hashes, int64_t maxTokens) const;
+  // A sequence that holds nothing takes a findPrefix() hit of `tokens`: the blocks, shared, and a
+  // copy of the snapshot in a unit of its own. False, changing nothing, when no state unit is free.
+  bool takePrefix(int32_t seq, const std::vector<uint64_t> &hashes, int64_t tokens);
+  // The sequence's blocks that are full below `pos` become findable. Call before commit(seq, pos),
+  // which may release windowed blocks.
+  void publish(int32_t seq, const std::vector<uint64_t> &hashes, int64_t pos);
+  // Keeps a copy of the sequence's current state, at its committed position (a multiple of the
+  // grid), under that position's block hash. False when no unit could be spared.
+  bool snapshot(int32_t seq, const std::vector<uint64_t> &hashes);
+  // The unit copies the backend must make before the next step (snapshots in and out, forks'
+  // partial blocks), in order; copiesDone() after it made them lets go of the units they pinned.
+  std::vector<UnitCopy> &pendingCopies() { return pending_; }
+  void copiesDone();
+  const PrefixCounters &prefixCounters() const;
+  // Units findable by their hashes now: blocks over the paged groups, and state snapshots.
+  int64_t cachedBlocks() const;
+  int64_t cachedSnapshots() const;
+
 private:
+  void pin(int group, int32_t unit);
+  void onBlockEvicted(uint64_t hash);
   const TableRows &tableGroup(int group) const;
 
   int blockSize_;
@@ -105,7 +155,14 @@ private:
   std::unique_ptr<StateManager> state_;
   int stateGroup_ = -1;
   std::vector<int64_t> committed_;
+  std::vector<int64_t> published_; // per sequence: blocks [0, published) named
   std::vector<bool> live_;
+  int64_t grid_ = 64;
+  std::vector<UnitCopy> pending_;
+  std::vector<std::pair<int, int32_t>> pinned_; // (group, unit) held until the copies are made
+  // The snapshots that depend on a block: its hash -> (snapshot unit, snapshot hash).
+  std::unordered_map<uint64_t, std::vector<std::pair<int32_t, uint64_t>>> dependents_;
+  mutable PrefixCounters counters_;
   std::vector<int32_t> freeSeqs_;
 };
 

@@ -18,7 +18,9 @@ void TableRows::grow(int32_t seq, int64_t blocks) {
 
 void TableRows::shrink(int32_t seq, int64_t from) {
   int32_t *r = row(seq);
-  for (int64_t b = from; b < length_[seq]; ++b)
+  // Last block first: in the free queue a prefix's tail is then evicted before its head, which
+  // more requests share.
+  for (int64_t b = length_[seq] - 1; b >= from; --b)
     if (r[b] >= 0) {
       pool_.unref(r[b]);
       r[b] = -1;
@@ -95,6 +97,22 @@ int64_t PagedManager::maxBlocksFor(int64_t length, int64_t maxChunk) const {
   return std::min(all, (group_.tokens + maxChunk) / blockSize_ + 2);
 }
 
+void PagedManager::adopt(int32_t seq, const std::vector<uint64_t> &hashes, int64_t blocks) {
+  int64_t first = std::min(blocks, firstNeededBlock(blocks * blockSize_));
+  int32_t *r = row(seq);
+  for (int64_t b = 0; b < blocks; ++b)
+    if ((r[b] = b < first ? -1 : pool_.lookup(hashes[b])) < 0 && b >= first)
+      throw std::logic_error("a cached block vanished while a prefix was taken");
+  length_[seq] = blocks;
+  released_[seq] = first;
+}
+
+void PagedManager::publish(int32_t seq, const std::vector<uint64_t> &hashes, int64_t from, int64_t to) {
+  for (int64_t b = from; b < std::min(to, held(seq)); ++b)
+    if (int32_t u = at(seq, b); u >= 0 && !pool_.hasHash(u))
+      pool_.setHash(u, hashes[b]);
+}
+
 StaticManager::StaticManager(int blockSize, int32_t blocks, int32_t *rows, int32_t seqs, int32_t width)
     : TableRows(blocks, rows, seqs, width), blockSize_(blockSize) {}
 
@@ -113,6 +131,21 @@ bool StateManager::allocate(int32_t seq) {
     return true;
   seqs_[seq].current = pool_.allocate();
   return seqs_[seq].current >= 0;
+}
+
+bool StateManager::needsUnit(int32_t seq) const {
+  const Seq &s = seqs_[seq];
+  return s.current < 0 || (!s.stepped() && pool_.refCount(s.current) > 1);
+}
+
+bool StateManager::reserve(int32_t seq) {
+  Seq &s = seqs_[seq];
+  if (s.current < 0)
+    return allocate(seq);
+  if (s.stepped() || pool_.refCount(s.current) == 1)
+    return true;
+  s.pending = pool_.allocate();
+  return s.pending >= 0;
 }
 
 StateUnits StateManager::step(int32_t seq, bool keepInput) {

@@ -74,6 +74,15 @@ public:
   // adds at most `maxChunk` of them.
   int64_t maxBlocksFor(int64_t length, int64_t maxChunk) const;
 
+  // Prefix caching. The first block a query at `pos` (and every later one) sees.
+  int64_t firstNeededBlock(int64_t pos) const { return firstVisible(pos) / blockSize_; }
+  bool keepsAll() const { return group_.retention == CacheGroup::All; }
+  // The sequence (holding nothing) takes the cached blocks of hashes [first needed, blocks) for
+  // positions [0, blocks * B); the caller checked that the pool has them all.
+  void adopt(int32_t seq, const std::vector<uint64_t> &hashes, int64_t blocks);
+  // Names the sequence's blocks [from, to) by their hashes, where it still holds them.
+  void publish(int32_t seq, const std::vector<uint64_t> &hashes, int64_t from, int64_t to);
+
 private:
   int64_t firstVisible(int64_t pos) const;
   CacheGroup group_;
@@ -110,6 +119,12 @@ public:
   BlockPool &pool() { return pool_; }
   const BlockPool &pool() const { return pool_; }
   bool holds(int32_t seq) const { return seqs_[seq].current >= 0; }
+  int32_t current(int32_t seq) const { return seqs_[seq].current; }
+  // Whether the sequence's next step needs a unit from the pool: it holds none, or it shares its
+  // current one (a fork) and has not reserved its output yet.
+  bool needsUnit(int32_t seq) const;
+  // Takes the unit needsUnit() asked for; false when none is free.
+  bool reserve(int32_t seq);
   // A fresh (zero) state for a sequence that has none; false when no unit is free.
   bool allocate(int32_t seq);
   // The units of the sequence's next step. A new output unit is taken when the current one is

@@ -351,18 +351,25 @@ TEST(BlockPool, SharedUnitsReturnWithTheirLastHolder) {
   EXPECT_THROW(a.ref(u), std::logic_error) << "a free unit cannot gain a holder but through lookup";
 }
 
-// Least recently freed first: a unit freed just now is the last to be handed out again.
-TEST(BlockPool, TheFreeQueueHandsOutTheLeastRecentlyFreed) {
-  BlockPool a(4);
+// The free queue is the eviction order. Units with a hash are handed out least recently freed
+// first, so that content freed just now is the last to be forgotten; units without one (nothing
+// can look them up) are handed out before any of them, most recently freed first.
+TEST(BlockPool, TheFreeQueueForgetsTheLeastRecentlyFreedContentLast) {
+  BlockPool a(6);
   std::vector<int32_t> u;
-  for (int i = 0; i < 4; ++i)
+  for (int i = 0; i < 6; ++i)
     u.push_back(a.allocate());
-  EXPECT_EQ(u, (std::vector<int32_t>{0, 1, 2, 3})) << "low ids first";
-  for (int i : {2, 0, 3, 1})
+  EXPECT_EQ(u, (std::vector<int32_t>{0, 1, 2, 3, 4, 5})) << "low ids first";
+  for (int i : {0, 1, 2, 3})
+    a.setHash(u[i], 100 + i);
+  for (int i : {2, 4, 0, 3, 5, 1})
     a.unref(u[i]);
-  for (int i : {2, 0, 3, 1})
+  EXPECT_EQ(a.hashedCount(), 4);
+  for (int i : {5, 4, 2, 0, 3, 1})
     EXPECT_EQ(a.allocate(), u[i]);
   EXPECT_EQ(a.allocate(), -1);
+  EXPECT_EQ(a.evictions(), 4) << "four units with content were handed out again";
+  EXPECT_EQ(a.hashedCount(), 0);
 }
 
 TEST(BlockPool, AHashFindsItsUnitWhetherHeldOrFreeUntilItIsReused) {
@@ -375,16 +382,39 @@ TEST(BlockPool, AHashFindsItsUnitWhetherHeldOrFreeUntilItIsReused) {
   a.unref(u);
   a.unref(u);
   ASSERT_EQ(a.freeCount(), 2);
+  EXPECT_EQ(a.find(0xabc), u) << "find changes nothing";
+  EXPECT_EQ(a.refCount(u), 0);
   EXPECT_EQ(a.lookup(0xabc), u) << "a free unit keeps its content until reused";
   EXPECT_EQ(a.refCount(u), 1);
   EXPECT_EQ(a.freeCount(), 1) << "taken out of the middle of the free queue";
   a.unref(u);
   a.unref(v);
-  // The queue is now [2, u, v]: reusing u forgets its hash.
+  // The queue is now [v, 2, u]: v has no content, and reusing u forgets its hash.
+  std::vector<uint64_t> evicted;
+  a.setEvictHook([&](uint64_t h) { evicted.push_back(h); });
+  EXPECT_EQ(a.allocate(), v);
   EXPECT_EQ(a.allocate(), 2);
+  EXPECT_TRUE(evicted.empty());
   EXPECT_EQ(a.allocate(), u);
+  EXPECT_EQ(evicted, std::vector<uint64_t>{0xabc});
   EXPECT_EQ(a.lookup(0xabc), -1);
+  a.unref(v);
   EXPECT_THROW(a.setHash(v, 1), std::logic_error) << "a free unit has no content to name";
+}
+
+TEST(BlockPool, ADroppedHashIsNotFoundAndItsUnitIsReusedFirst) {
+  BlockPool a(3);
+  int32_t u = a.allocate(), v = a.allocate(), w = a.allocate();
+  a.setHash(u, 1);
+  a.setHash(v, 2);
+  a.unref(u);
+  a.unref(v);
+  a.unref(w);
+  a.dropHash(v);
+  EXPECT_EQ(a.find(2), -1);
+  EXPECT_EQ(a.allocate(), v) << "no content left: the head of the queue";
+  EXPECT_EQ(a.allocate(), w);
+  EXPECT_EQ(a.allocate(), u);
 }
 
 // ---- fork, truncate and commit -----------------------------------------------------------------
@@ -665,6 +695,129 @@ TEST(CacheCoordinator, RandomForksTruncatesAndCommitsLeakNothing) {
   EXPECT_EQ(cm.usedBlocks(), 0);
   EXPECT_EQ(cm.usedStateUnits(), 0);
   EXPECT_EQ(cm.freeSlots(), 6);
+}
+
+// ---- prefix caching: findPrefix, takePrefix, publish, snapshot ---------------------------------
+
+namespace prefix {
+
+// Hashes for `blocks` blocks: the content names the tests give blocks.
+std::vector<uint64_t> hashes(int64_t blocks, uint64_t salt = 0) {
+  std::vector<uint64_t> h;
+  for (int64_t b = 0; b < blocks; ++b)
+    h.push_back(1000 * (salt + 1) + (uint64_t)b);
+  return h;
+}
+
+// A sequence computes `length` positions and publishes them, as the scheduler does.
+int32_t computed(CacheCoordinator &cm, const std::vector<uint64_t> &h, int64_t length) {
+  int32_t s = cm.acquireSlot();
+  EXPECT_TRUE(cm.allocate(s, length));
+  cm.publish(s, h, length);
+  cm.commit(s, length);
+  return s;
+}
+
+} // namespace prefix
+
+// Full attention: the longest run of cached blocks from the start, capped by maxTokens, whether
+// the blocks are still held or already freed; a taken prefix shares them.
+TEST(PrefixCaching, FullAttentionHitsTheLongestCachedRun) {
+  CacheCoordinator cm = manager(plan(4, {group(0, CacheGroup::All)}), 16);
+  std::vector<uint64_t> h = prefix::hashes(5);
+  int32_t a = prefix::computed(cm, h, 18); // 4 full blocks and a partial one
+  EXPECT_EQ(cm.cachedBlocks(), 4);
+  EXPECT_EQ(cm.findPrefix(h, 100).tokens, 16);
+  EXPECT_EQ(cm.findPrefix(h, 15).tokens, 12) << "at most maxTokens, in whole blocks";
+  std::vector<uint64_t> other = h;
+  other[2] = 77;
+  EXPECT_EQ(cm.findPrefix(other, 100).tokens, 8) << "the chain stops at the first miss";
+  cm.free(a);
+  EXPECT_EQ(cm.findPrefix(h, 100).tokens, 16) << "freed blocks stay findable";
+  int32_t b = cm.acquireSlot();
+  ASSERT_TRUE(cm.takePrefix(b, h, 16));
+  EXPECT_EQ(cm.committed(b), 16);
+  EXPECT_EQ(cm.heldBlocks(b, 0), 4);
+  ASSERT_TRUE(cm.allocate(b, 20));
+  EXPECT_EQ(cm.heldBlocks(b, 0), 5);
+  cm.free(b);
+  EXPECT_EQ(cm.usedBlocks(), 0);
+}
+
+// Evicted blocks are forgotten: a later lookup stops before them.
+TEST(PrefixCaching, EvictedBlocksAreNotHit) {
+  CacheCoordinator cm = manager(plan(4, {group(0, CacheGroup::All)}), 4);
+  std::vector<uint64_t> h = prefix::hashes(4);
+  cm.free(prefix::computed(cm, h, 16));
+  EXPECT_EQ(cm.findPrefix(h, 100).tokens, 16);
+  // Another sequence takes three blocks. The four were freed together, tail first, so the head
+  // of the chain survives longest.
+  int32_t s = prefix::computed(cm, prefix::hashes(3, 9), 12);
+  EXPECT_EQ(cm.findPrefix(h, 100).tokens, 4) << "only the first block is left";
+  EXPECT_EQ(cm.prefixCounters().block_evictions, 3);
+  cm.free(s);
+}
+
+// A sliding window needs only the blocks a query after the hit still sees: the released ones
+// before them may be gone.
+TEST(PrefixCaching, AWindowNeedsOnlyTheVisibleBlocks) {
+  // Window of 6 tokens, blocks of 4: a query at 16 sees 11..16, blocks 2 and 3.
+  CacheCoordinator cm = manager(plan(4, {group(0, CacheGroup::Window, 6)}), 16);
+  std::vector<uint64_t> h = prefix::hashes(5);
+  int32_t a = prefix::computed(cm, h, 20);
+  EXPECT_LT(cm.tableAt(a, 0, 0), 0) << "released by the window, but still cached";
+  EXPECT_EQ(cm.findPrefix(h, 17).tokens, 16);
+  int32_t b = cm.acquireSlot();
+  ASSERT_TRUE(cm.takePrefix(b, h, 16));
+  EXPECT_LT(cm.tableAt(b, 0, 0), 0);
+  EXPECT_LT(cm.tableAt(b, 0, 1), 0);
+  EXPECT_GE(cm.tableAt(b, 0, 2), 0) << "the visible blocks: one a released, still cached";
+  EXPECT_EQ(cm.tableAt(b, 0, 3), cm.tableAt(a, 0, 3)) << "and one a still holds, shared";
+  cm.free(a);
+  cm.free(b);
+  EXPECT_EQ(cm.usedBlocks(), 0);
+}
+
+// A state group hits only at a snapshot on the grid; the full-attention rows may match further
+// (the difference is counted as limited by state); a snapshot goes when a block before it is
+// evicted.
+TEST(PrefixCaching, StatesHitAtASnapshotOnTheGrid) {
+  CacheCoordinator cm(plan(16, {group(0, CacheGroup::All), stateGroup(1, {1})}), 16, 6, 4, 32);
+  ASSERT_EQ(cm.snapshotGrid(), 64);
+  std::vector<uint64_t> h = prefix::hashes(8);
+  int32_t a = prefix::computed(cm, h, 64);
+  EXPECT_EQ(cm.findPrefix(h, 200).tokens, 0) << "no snapshot yet";
+  EXPECT_EQ(cm.findPrefix(h, 200).attention, 64);
+  ASSERT_TRUE(cm.snapshot(a, h));
+  ASSERT_EQ(cm.pendingCopies().size(), 1u) << "copied out of the live unit, never aliased";
+  EXPECT_NE(cm.pendingCopies()[0].src, cm.pendingCopies()[0].dst);
+  cm.copiesDone();
+  EXPECT_EQ(cm.cachedSnapshots(), 1);
+  ASSERT_TRUE(cm.allocate(a, 128));
+  cm.publish(a, h, 128);
+  cm.commit(a, 128);
+  PrefixMatch m = cm.findPrefix(h, 200);
+  EXPECT_EQ(m.tokens, 64);
+  EXPECT_EQ(m.attention, 128);
+  int32_t b = cm.acquireSlot();
+  ASSERT_TRUE(cm.takePrefix(b, h, 64));
+  ASSERT_EQ(cm.pendingCopies().size(), 1u) << "the snapshot is copied into the sequence's own unit";
+  EXPECT_EQ(cm.pendingCopies()[0].dst, cm.stateUnits(b).in);
+  cm.copiesDone();
+  cm.free(a);
+  cm.free(b);
+  // Evicting the first block drops the snapshot that depends on it.
+  int32_t c = prefix::computed(cm, prefix::hashes(16, 5), 256);
+  EXPECT_EQ(cm.prefixCounters().snapshot_drops, 1);
+  EXPECT_EQ(cm.cachedSnapshots(), 0);
+  cm.free(c);
+  EXPECT_EQ(cm.usedBlocks(), 0);
+  EXPECT_EQ(cm.usedStateUnits(), 0);
+}
+
+TEST(PrefixCaching, PlansWithStaticRowsDoNotCache) {
+  CacheCoordinator cm = manager(plan(4, {group(0, CacheGroup::All), staticGroup(1)}), 8);
+  EXPECT_FALSE(cm.cachesPrefixes());
 }
 
 } // namespace

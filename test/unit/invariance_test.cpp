@@ -21,7 +21,11 @@ namespace {
 
 constexpr int kRequests = 64;
 constexpr int64_t kMaxPrompt = 40, kMaxNew = 12, kMaxArrival = 30;
-constexpr int64_t kStateSlots = 6;
+constexpr int64_t kStateSlots = 6, kSnapshots = 4;
+// The shared-prefix workload's stems: within the first block, across blocks, past the 64-token
+// snapshot grid.
+constexpr int64_t kStems[] = {7, 33, 70};
+constexpr int64_t kLongestStem = 70;
 
 // What the backend saw, step by step: evidence that the batched run really exercised
 // chunked prefill, mixed decode/prefill steps and window release.
@@ -135,7 +139,9 @@ protected:
       o.max_live_requests = kStateSlots;
       o.max_state_fraction = 1.0;
     }
-    o.cache_memory_bytes = blocksPerGroup * bytesPerBlockRow() + (stateBytes > 0 ? kStateSlots * stateBytes : 0);
+    o.snapshot_memory_bytes = kSnapshots * stateBytes;
+    o.cache_memory_bytes =
+        blocksPerGroup * bytesPerBlockRow() + (stateBytes > 0 ? (kStateSlots + kSnapshots) * stateBytes : 0);
     auto e = rt::Engine::withBackend(
         artefact_, std::make_unique<RecordingBackend>(std::move(cpu), artefact_.cache_plan, seen),
         o);
@@ -186,15 +192,26 @@ protected:
     return res;
   }
 
-  std::vector<test::Run> makeRuns(uint64_t seed) const {
+  // `shared`: half the prompts start with one of kStems' stems.
+  std::vector<test::Run> makeRuns(uint64_t seed, bool shared) const {
     std::mt19937_64 rng(seed);
     auto uniform = [&](int64_t lo, int64_t hi) {
       return lo + (int64_t)(rng() % (uint64_t)(hi - lo + 1));
     };
     int64_t vocab = artefact_.meta.vocab_size;
+    std::vector<std::vector<int32_t>> stems;
+    for (int64_t n : kStems) {
+      if (n + kMaxPrompt + kMaxNew > artefact_.meta.max_positions)
+        continue; // a model of few positions
+      stems.emplace_back();
+      for (int64_t j = 0; j < n; ++j)
+        stems.back().push_back((int32_t)uniform(0, vocab - 1));
+    }
     std::vector<test::Run> runs(kRequests);
     for (int i = 0; i < kRequests; ++i) {
       test::Run &r = runs[i];
+      if (shared && !stems.empty() && uniform(0, 1) == 0)
+        r.prompt = stems[uniform(0, (int64_t)stems.size() - 1)];
       int64_t len = uniform(1, kMaxPrompt);
       for (int64_t j = 0; j < len; ++j)
         r.prompt.push_back((int32_t)uniform(0, vocab - 1));
@@ -221,7 +238,7 @@ protected:
     return runs;
   }
 
-  void check(uint64_t seed, int64_t budget, int64_t maxRequests, int32_t extraBlocks);
+  void check(uint64_t seed, int64_t budget, int64_t maxRequests, int32_t extraBlocks, bool shared = false);
 
   std::string family_;
   rt::Artefact artefact_;
@@ -230,13 +247,13 @@ protected:
 
 // One batched run of a random workload, then every request alone. `extraBlocks`: cache blocks
 // per group beyond what the longest request needs alone.
-void Invariance::check(uint64_t seed, int64_t budget, int64_t maxRequests, int32_t extraBlocks) {
-  std::vector<test::Run> runs = makeRuns(seed);
+void Invariance::check(uint64_t seed, int64_t budget, int64_t maxRequests, int32_t extraBlocks, bool shared) {
+  std::vector<test::Run> runs = makeRuns(seed, shared);
 
   rt::CacheCoordinator probe(artefact_.cache_plan, 1 << 20, 1, 1, 1);
   int64_t need = 0;
   for (int g = 0; g < probe.numPagedGroups(); ++g)
-    need = std::max(need, probe.maxBlocksFor(g, kMaxPrompt + kMaxNew, budget));
+    need = std::max(need, probe.maxBlocksFor(g, kMaxPrompt + kMaxNew + (shared ? kLongestStem : 0), budget));
   int32_t blocks = (int32_t)need + extraBlocks;
 
   Outcome batched = serveAll(runs, budget, maxRequests, blocks);
@@ -294,7 +311,15 @@ void Invariance::check(uint64_t seed, int64_t budget, int64_t maxRequests, int32
   EXPECT_GT(batched.seen.reusedSlots, 0) << "no request slot was ever handed on";
   EXPECT_EQ(batched.seen.movedStates, 0) << "a state moved between units although nothing forked";
   EXPECT_EQ(batched.seen.sharedStateUnits, 0) << "two requests of a step wrote one state unit";
-  EXPECT_EQ(batched.seen.unitCopies, 0) << "units copied although nothing forked";
+  // Random prompts share nothing (a preempted request finds its own blocks, though) and end
+  // before the snapshot grid: no snapshot is copied in or out.
+  if (!shared)
+    EXPECT_EQ(batched.seen.unitCopies, 0) << "units copied although nothing forked or was cached";
+  else if (probe.cachesPrefixes() && artefact_.cache_plan.length_dependent_above == 0) {
+    EXPECT_GT(batched.stats.prefix_hits, 0) << "no prompt found its stem cached";
+  }
+  RecordProperty("prefix_hits", std::to_string(batched.stats.prefix_hits));
+  RecordProperty("snapshots", std::to_string(batched.stats.snapshots));
   RecordProperty("preemptions", std::to_string(batched.stats.preemptions));
   RecordProperty("steps", std::to_string(batched.stats.steps));
 
@@ -344,6 +369,11 @@ TEST_P(Invariance, TightCacheBudget16) { check(0xC0FFEE, 16, 64, 1); }
 
 // A tiny token budget and few rows per step: long prompts take many chunks.
 TEST_P(Invariance, TinyBudgetFewRows) { check(0xBEEF, 5, 4, 1); }
+
+// Prompts sharing stems, on a tight cache: prefix-cache hits on held, freed and evicted blocks
+// (and state snapshots), under preemption and cancellation, still give every request its solo
+// tokens.
+TEST_P(Invariance, SharedPrefixesTightCache) { check(0x5EED, 16, 64, 2, true); }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, Invariance,
                          ::testing::Values("llama", "gemma2", "gpt_oss", "qwen3_moe", "qwen3_next", "lfm2",

@@ -3,7 +3,9 @@
 // and cancellations of waiting, running, finished, rejected and unknown ids, on a cache small
 // enough that preemption happens hundreds of times. Every request must come back exactly once
 // with a consistent finish reason, its streamed tokens must be its output, and its tokens must
-// be those it gets alone; the resident memory must not grow once the engine is warm.
+// be those it gets alone; the resident memory must not grow once the engine is warm. A quarter
+// of the prompts start with one of a few shared stems (prefix caching hits, on live and freed
+// blocks and state snapshots, under eviction) and some ask for n = 2 or 3 sequences (forks).
 // Committed artefacts and the CPU backend: no compiler, no GPU. ctest label "load".
 #include "runtime/sampler.h"
 #include "test/support/test_support.h"
@@ -101,6 +103,7 @@ struct Spec {
   std::vector<int32_t> prompt;
   rt::SamplingParams params;
   bool bad = false;         // meant to be rejected
+  int64_t forkOf = -1;      // a fork of the spec at this index (not added itself: its id comes from the parent's)
   int64_t cancelAfter = -1;  // steps after its arrival at which it is cancelled; -1: never
   int64_t cancelAtTokens = -1; // cancelled once it has streamed this many tokens; -1: never
 };
@@ -130,6 +133,7 @@ struct Figures {
   int64_t rssStart = 0, rssMiddle = 0, rssEnd = 0;
   int64_t heapStart = 0, heapMiddle = 0, heapEnd = 0; // bytes in use
   int64_t maxInFlight = 0, inFlightAtMiddle = 0; // requests waiting or running
+  int64_t forks = 0, prefixHits = 0, prefixQueries = 0, snapshots = 0, forked = 0;
   double seconds = 0, soloSeconds = 0;
 };
 
@@ -145,10 +149,20 @@ struct Problems {
 std::vector<Spec> makeSpecs(const rt::Artefact &a, int n, std::mt19937_64 &rng) {
   auto uniform = [&](int64_t lo, int64_t hi) { return lo + (int64_t)(rng() % (uint64_t)(hi - lo + 1)); };
   const int64_t vocab = a.meta.vocab_size, block = a.cache_plan.block_size;
+  // Shared stems: within a block, at a block boundary, and past the 64-token snapshot grid.
+  std::vector<std::vector<int32_t>> stems;
+  for (int64_t len : {block + 5, 2 * block, 70l}) {
+    stems.emplace_back();
+    for (int64_t j = 0; j < len; ++j)
+      stems.back().push_back((int32_t)uniform(0, vocab - 1));
+  }
   std::vector<Spec> specs(n);
-  for (Spec &s : specs) {
-    // Mostly short prompts; one in eight spans several cache blocks.
+  for (size_t i = 0; i < specs.size(); ++i) {
+    Spec &s = specs[i];
+    // Mostly short prompts; one in eight spans several cache blocks; a quarter start with a stem.
     int64_t len = uniform(0, 7) == 0 ? uniform(block + 1, 5 * block) : uniform(1, 36);
+    if (uniform(0, 3) == 0)
+      s.prompt = stems[uniform(0, (int64_t)stems.size() - 1)];
     for (int64_t j = 0; j < len; ++j)
       s.prompt.push_back((int32_t)uniform(0, vocab - 1));
     rt::SamplingParams &p = s.params;
@@ -165,8 +179,12 @@ std::vector<Spec> makeSpecs(const rt::Artefact &a, int n, std::mt19937_64 &rng) 
       p.min_p = uniform(0, 3) == 0 ? 0.05 : 0.0;
       p.seed = rng();
     }
+    // One in twenty asks for 2 or 3 sequences: the specs after it are its forks.
+    if (i + 3 < specs.size() && uniform(0, 19) == 0)
+      p.n = uniform(2, 3);
     if (uniform(0, 99) == 0) { // bad input: rejected on arrival, the others carry on
       s.bad = true;
+      p.n = 1;
       switch (uniform(0, 3)) {
       case 0: s.prompt[0] = (int32_t)(vocab + uniform(0, 9)); break;
       case 1: p.max_new_tokens = 0; break;
@@ -180,6 +198,18 @@ std::vector<Spec> makeSpecs(const rt::Artefact &a, int n, std::mt19937_64 &rng) 
       s.cancelAfter = uniform(0, 1) ? uniform(0, 3) : uniform(4, 400);
     else if (uniform(0, 9) < 2)
       s.cancelAtTokens = uniform(1, std::max<int64_t>(1, p.max_new_tokens));
+    // The forks: their prompt and parameters (n = 1, the engine's derived seeds), tracked as
+    // requests of their own.
+    for (int64_t k = 1; k < p.n; ++k) {
+      Spec &f = specs[i + k];
+      f = s;
+      f.forkOf = (int64_t)i;
+      f.params.n = 1;
+      f.params.seed = p.seed + 0x9E3779B97F4A7C15ull * (uint64_t)k;
+      f.cancelAfter = uniform(0, 4) == 0 ? uniform(0, 6) : -1;
+      f.cancelAtTokens = -1;
+    }
+    i += p.n - 1;
   }
   return specs;
 }
@@ -226,7 +256,9 @@ protected:
     int64_t bytesPerBlockRow = 0;
     for (int g = 0; g < artefact_->cache_plan.tableGroups(); ++g)
       bytesPerBlockRow += probe.cacheBytesPerToken(g) * artefact_->cache_plan.block_size;
-    o.cache_memory_bytes = c.blocksPerGroup * bytesPerBlockRow + c.liveRequests * probe.stateBytesPerUnit();
+    // State models keep four snapshots besides the slots.
+    o.snapshot_memory_bytes = 4 * probe.stateBytesPerUnit();
+    o.cache_memory_bytes = c.blocksPerGroup * bytesPerBlockRow + (c.liveRequests + 4) * probe.stateBytesPerUnit();
     auto e = rt::Engine::create(*artefact_, weights_, o);
     EXPECT_EQ(e->cache().blocksPerGroup(), c.blocksPerGroup);
     EXPECT_EQ(e->cache().maxSlots(), c.liveRequests);
@@ -245,6 +277,7 @@ protected:
   static rt::RequestOutput runAlone(rt::Engine &e, const Spec &s) {
     rt::SamplingParams p = s.params;
     p.keep_logits = true;
+    p.n = 1; // a parent alone: its forks are specs of their own
     rt::AddResult added = e.add_request(s.prompt, p);
     EXPECT_TRUE(added.accepted) << added.error;
     int64_t before = e.stats().preemptions;
@@ -307,6 +340,20 @@ void Load::serve(rt::Engine &e, const std::vector<Spec> &specs, std::vector<Trac
         cancelAt.emplace(step + specs[next].cancelAfter, next);
       if (specs[next].bad && rng() % 2) // a rejected request cannot be cancelled
         cancel(e, tracks, next, f, bad);
+      // The forks, added with their parent: tracked under the ids it returned.
+      if (r.accepted && (int64_t)r.forks.size() != specs[next].params.n - 1)
+        bad.add("request " + std::to_string(next) + ": " + std::to_string(r.forks.size()) + " forks");
+      size_t parent = next;
+      for (rt::RequestId forkId : r.forks) {
+        ++next;
+        if (specs[next].forkOf != (int64_t)parent || !index.add(forkId, next))
+          bad.add("fork id " + std::to_string(forkId) + " of request " + std::to_string(parent));
+        tracks[next].id = forkId;
+        tracks[next].accepted = true;
+        f.forks++;
+        if (specs[next].cancelAfter >= 0)
+          cancelAt.emplace(step + specs[next].cancelAfter, next);
+      }
     }
     for (auto it = cancelAt.begin(); it != cancelAt.end() && it->first <= step;)
       cancel(e, tracks, it->second, f, bad), it = cancelAt.erase(it);
@@ -369,6 +416,10 @@ void Load::serve(rt::Engine &e, const std::vector<Spec> &specs, std::vector<Trac
   f.heapEnd = heapInUse();
   f.steps = e.stats().steps;
   f.preemptions = e.stats().preemptions;
+  f.prefixHits = e.stats().prefix_hits;
+  f.prefixQueries = e.stats().prefix_queries;
+  f.snapshots = e.stats().snapshots;
+  f.forked = e.stats().forks;
 }
 
 // An output as it is taken: the request's prompt, its streamed tokens and logprobs, and for a
@@ -551,7 +602,9 @@ TEST_P(Load, EveryRequestOnceAndAsIfAlone) {
           << "; in flight at most " << f.maxInFlight << ", at the middle " << f.inFlightAtMiddle
           << "; RSS KiB start " << f.rssStart << ", middle " << f.rssMiddle << ", end " << f.rssEnd
           << "; heap in use bytes start " << f.heapStart << ", middle " << f.heapMiddle << ", end "
-          << f.heapEnd << "; load " << f.seconds << " s, solo " << f.soloSeconds << " s; problems " << bad.count;
+          << f.heapEnd << "; forks " << f.forks << " (" << f.forked << " took a share of their parent's cache)"
+          << ", prefix cache hits " << f.prefixHits << " of " << f.prefixQueries << " tokens, snapshots " << f.snapshots
+          << "; load " << f.seconds << " s, solo " << f.soloSeconds << " s; problems " << bad.count;
   std::cout << "[load] " << figures.str() << "\n";
   for (auto [key, value] : std::initializer_list<std::pair<const char *, int64_t>>{
            {"requests", f.requests}, {"accepted", f.accepted}, {"rejected", f.rejected},
@@ -574,6 +627,9 @@ TEST_P(Load, EveryRequestOnceAndAsIfAlone) {
   EXPECT_GE(f.preemptions, c.minPreemptions) << "the cache is meant to force preemption";
   EXPECT_GT(f.greedyCompared, 100);
   EXPECT_GT(f.sampledCompared, 50);
+  EXPECT_GT(f.forks, 20);
+  EXPECT_GT(f.forked, 0) << "no fork took a share of its parent's cache";
+  EXPECT_GT(f.prefixHits, 0) << "no prompt found a cached prefix";
   // Rounding-level ties are rare (measured: 0 at the default size, 1 in 4000 comparisons at
   // CBC_LOAD_SCALE=4); more than one in a hundred means the numerics drifted apart.
   EXPECT_LE(f.nearTies * 100, f.greedyCompared + f.sampledCompared);

@@ -51,7 +51,9 @@ void checkPlan(const StepPlan &plan, int64_t budget, int64_t maxRequests) {
 class Harness {
 public:
   Harness(int blockSize, int32_t blocks, int64_t budget, int64_t maxRequests = 256)
-      : cache(onePlan(blockSize), blocks, 64, 64, 1024), sched({budget, maxRequests}, cache), budget(budget),
+      // Without prefix caching: the prompts here share their tokens, and the policy under test is
+      // the one of requests computed from scratch (prefix_cache_test.cpp tests the caching).
+      : cache(onePlan(blockSize), blocks, 64, 64, 1024), sched({budget, maxRequests, false}, cache), budget(budget),
         maxRequests(maxRequests) {}
 
   Request *add(int64_t promptLen, int64_t maxNew = 4) {

@@ -220,6 +220,10 @@ void printStates(const std::vector<rt::StateDecl> &states) {
 void printCachePlan(const Artefact &a) {
   const auto &c = a.cache_plan;
   std::printf("block size: %d tokens; kv dtype: %s\n", c.block_size, rt::dtypeName(c.kv_dtype));
+  if (c.length_dependent_above > 0)
+    std::printf("rows depend on the sequence's length above %lld tokens (RoPE schedule): prefixes are shared "
+                "below it\n",
+                (long long)c.length_dependent_above);
   int64_t total = 0;
   for (const auto &g : c.groups) {
     if (g.kind == rt::CacheGroup::State) {
