@@ -64,6 +64,13 @@ public:
   // backend when it names no group of `plan` or no unit of its group (the units allocateCache made).
   static bool isStateCopy(const CachePlan &plan, const UnitCopy &c, int32_t blocksPerGroup, int32_t stateUnits,
                           const std::string &backend);
+  // Swapping: copies units of a group (blocks of a group with block tables, over its layers in
+  // the plan's order, or state units, over the plan's states) out to host memory, unit after
+  // unit, or back in. A unit takes cacheBytesPerToken(group) * block_size bytes, or
+  // stateBytesPerUnit(). False where the backend cannot (the engine then recomputes).
+  virtual bool transferUnits(int group, const std::vector<int32_t> &units, uint8_t *host, bool toHost) {
+    return false;
+  }
   // Runs the step; writes [num_logit_rows, vocab] logits.
   virtual void run(const StepBatch &batch, std::vector<float> &logits) = 0;
   // Runs the step and returns each logit row's argmax (first index on ties), so that the

@@ -169,6 +169,17 @@ Engine::Engine(std::unique_ptr<Artefact> artefact, std::unique_ptr<Backend> back
   so.prefix_caching = options_.prefix_caching;
   so.snapshot_interval = options_.snapshot_interval;
   so.length_dependent_above = plan.length_dependent_above;
+  if (options_.swap_space_bytes < 0)
+    throw std::runtime_error("swap_space_bytes must be at least 0");
+  // Swapping where the backend can move units to host memory (asked with no units).
+  if (options_.swap_space_bytes > 0 && cache_->canSwap() && backend_->transferUnits(0, {}, nullptr, true)) {
+    so.swap_bytes = options_.swap_space_bytes;
+    for (const CacheGroup &g : plan.groups)
+      so.unit_bytes.push_back(unitBytes(g.id));
+  } else if (options_.swap_space_bytes > 0 && options_.log) {
+    options_.log("swap space is ignored: the " + backend_->name() +
+                 " backend cannot move this model's cache to host memory; preempted requests are recomputed");
+  }
   scheduler_ = std::make_unique<Scheduler>(so, *cache_);
   fingerprint_ = modelFingerprint(*artefact_);
   if (options_.log && options_.prefix_caching) {
@@ -289,8 +300,45 @@ void Engine::flushCopies() {
   cache_->copiesDone();
 }
 
+int64_t Engine::unitBytes(int group) const {
+  const CachePlan &plan = artefact_->cache_plan;
+  return plan.groups.at(group).kind == CacheGroup::State ? backend_->stateBytesPerUnit()
+                                                         : backend_->cacheBytesPerToken(group) * plan.block_size;
+}
+
+void Engine::runSwaps(const StepPlan &plan) {
+  // Out first: a resumed request may take units a preempted one just gave back.
+  for (const SwapJob &j : plan.swap_out) {
+    int64_t bytes = 0;
+    for (const UnitRef &u : j.units)
+      bytes += unitBytes(u.group);
+    std::vector<uint8_t> &host = swapped_[j.request->id];
+    host.resize(bytes);
+    uint8_t *at = host.data();
+    for (const UnitRef &u : j.units) {
+      backend_->transferUnits(u.group, {u.unit}, at, true);
+      at += unitBytes(u.group);
+    }
+  }
+  for (const SwapJob &j : plan.swap_in) {
+    auto it = swapped_.find(j.request->id);
+    if (it == swapped_.end())
+      throw std::logic_error("a request resumes from a swap that was never made");
+    uint8_t *at = it->second.data();
+    for (const UnitRef &u : j.units) {
+      backend_->transferUnits(u.group, {u.unit}, at, false);
+      at += unitBytes(u.group);
+    }
+    swapped_.erase(it);
+  }
+}
+
 const EngineStats &Engine::stats() const {
   const PrefixStats &p = scheduler_->prefixStats();
+  stats_.swaps_out = p.swaps_out;
+  stats_.swaps_in = p.swaps_in;
+  stats_.swap_fallbacks = p.swap_fallbacks;
+  stats_.swap_bytes = p.swap_bytes_used;
   stats_.prefix_queries = p.queries;
   stats_.prefix_hits = p.hits;
   stats_.prefix_limited_by_state = p.limited_by_state;
@@ -308,6 +356,7 @@ const EngineStats &Engine::stats() const {
 }
 
 void Engine::reject(Request *r, const std::string &why) {
+  swapped_.erase(r->id);
   r->error = why;
   r->status = RequestStatus::Finished;
   r->finish = FinishReason::Rejected;
@@ -329,6 +378,7 @@ bool Engine::cancel(RequestId id) {
   if (it == requests_.end() || it->second->status == RequestStatus::Finished)
     return false;
   scheduler_->remove(it->second.get());
+  swapped_.erase(id);
   it->second->finish = FinishReason::Cancelled;
   it->second->finish_time = now();
   stats_.cancelled++;
@@ -398,8 +448,11 @@ std::vector<TokenEvent> Engine::step() {
   double t0 = now();
   StepPlan &plan = *plan_;
   scheduler_->schedule(plan);
-  // Counted before anything can return: a step whose every request was preempted runs nothing.
+  // Counted before anything can return: a step whose every request was preempted runs nothing
+  // (but their units are saved now, before any other request reuses them).
   stats_.preemptions += (int64_t)plan.preempted.size();
+  if (plan.chunks.empty())
+    runSwaps(plan);
   if (plan.chunks.empty()) {
     // Nothing fits although nothing else holds the cache: the head request never will.
     if (scheduler_->numRunning() == 0 && scheduler_->numWaiting() > 0) {
@@ -412,6 +465,7 @@ std::vector<TokenEvent> Engine::step() {
     }
     return events;
   }
+  runSwaps(plan);
   flushCopies(); // snapshots copied in for this step's cache hits
   buildBatch(plan, *batch_);
   double t1 = now();

@@ -55,6 +55,9 @@ struct EngineOptions {
   // besides the prompt's end, marks and junctions (0: none).
   int64_t snapshot_memory_bytes = -1;
   int64_t snapshot_interval = 0;
+  // Host memory for the cache of preempted requests, copied back when they resume instead of
+  // recomputed (0: always recompute; recompute also when it is full or the backend cannot).
+  int64_t swap_space_bytes = 0;
 };
 
 struct AddResult {
@@ -101,6 +104,9 @@ struct EngineStats {
   int64_t snapshot_capacity = 0;  // state units beyond one per live request
   int64_t forks = 0, fork_fallbacks = 0;
   int64_t unit_copies = 0;        // blocks and states copied (snapshots, forks)
+  // Preemption by swapping: requests saved to host memory and restored, preemptions recomputed
+  // for want of room, and the host bytes in use now.
+  int64_t swaps_out = 0, swaps_in = 0, swap_fallbacks = 0, swap_bytes = 0;
 };
 
 class Engine {
@@ -154,6 +160,9 @@ private:
   RequestId nextId_ = 0;
   uint64_t nextArrival_ = 0;
   void flushCopies();
+  void runSwaps(const StepPlan &plan);
+  int64_t unitBytes(int group) const; // one cache unit of a group, as the backend stores it
+  std::map<RequestId, std::vector<uint8_t>> swapped_; // host copies of preempted requests' units
   mutable EngineStats stats_;
   uint64_t fingerprint_ = 0;
   std::unique_ptr<StepPlan> plan_;   // this step's plan and metadata, reused across steps

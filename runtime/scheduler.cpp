@@ -46,8 +46,25 @@ void Scheduler::preempt(Request *victim, StepPlan &plan, int64_t &budget) {
     plan.tokens -= it->count;
     plan.chunks.erase(it);
   }
+  // Swap: save the units to host memory when there is room, and resume where it stopped.
+  std::vector<UnitRef> units;
+  bool swapped = false;
+  if (options_.swap_bytes > 0 && victim->slot >= 0 && cache_.canSwap() && victim->computed > 0) {
+    SwapLayout layout = cache_.swapLayout(victim->slot, units);
+    int64_t bytes = swapBytes(units);
+    if (prefix_.swap_bytes_used + bytes <= options_.swap_bytes) {
+      swapped_[victim] = {layout, bytes};
+      prefix_.swap_bytes_used += bytes;
+      prefix_.swaps_out++;
+      plan.swap_out.push_back({victim, std::move(units)});
+      swapped = true;
+    } else {
+      prefix_.swap_fallbacks++;
+    }
+  }
   releaseCache(victim);
-  victim->computed = 0;
+  if (!swapped)
+    victim->computed = 0;
   victim->preemptions++;
   preemptions_++;
   running_.erase(std::find(running_.begin(), running_.end(), victim));
@@ -77,6 +94,8 @@ StepPlan Scheduler::schedule() {
 void Scheduler::schedule(StepPlan &plan) {
   plan.chunks.clear();
   plan.preempted.clear();
+  plan.swap_out.clear();
+  plan.swap_in.clear();
   plan.tokens = 0;
   int64_t budget = options_.max_batch_tokens;
 
@@ -119,17 +138,33 @@ void Scheduler::schedule(StepPlan &plan) {
     bool newSlot = r->slot < 0;
     if (newSlot && (r->slot = cache_.acquireSlot()) < 0)
       break;
-    if (newSlot && r->computed == 0)
+    auto swap = newSlot ? swapped_.find(r) : swapped_.end();
+    bool resumed = swap != swapped_.end();
+    std::vector<UnitRef> units;
+    if (resumed) {
+      // Back from host memory: fresh units, loaded before the step.
+      if (!cache_.restore(r->slot, swap->second.layout, units)) {
+        releaseCache(r);
+        break;
+      }
+    } else if (newSlot && r->computed == 0) {
       admitFromCache(r);
+    }
     int64_t count = chunkFor(r, budget);
     if (!cache_.allocate(r->slot, r->computed + count)) {
       if (newSlot) {
         releaseCache(r);
-        r->computed = 0;
+        if (!resumed)
+          r->computed = 0;
       }
       break;
     }
-    if (newSlot && cacheable(r)) {
+    if (resumed) {
+      plan.swap_in.push_back({r, std::move(units)});
+      prefix_.swaps_in++;
+      dropSwap(r);
+    }
+    if (newSlot && !resumed && cacheable(r)) {
       prefix_.queries += (int64_t)r->prompt.size();
       prefix_.hits += r->computed;
     }
@@ -250,6 +285,21 @@ void Scheduler::forkChildren(Request *parent) {
   parent->forks.clear();
 }
 
+int64_t Scheduler::swapBytes(const std::vector<UnitRef> &units) const {
+  int64_t bytes = 0;
+  for (const UnitRef &u : units)
+    bytes += options_.unit_bytes.at(u.group);
+  return bytes;
+}
+
+void Scheduler::dropSwap(Request *r) {
+  auto it = swapped_.find(r);
+  if (it == swapped_.end())
+    return;
+  prefix_.swap_bytes_used -= it->second.bytes;
+  swapped_.erase(it);
+}
+
 void Scheduler::releaseForks(Request *parent) {
   for (Request *child : parent->forks) {
     child->fork_parent = nullptr;
@@ -266,6 +316,7 @@ void Scheduler::releaseCache(Request *r) {
 
 void Scheduler::finish(Request *r) {
   releaseForks(r);
+  dropSwap(r);
   releaseCache(r);
   auto it = std::find(running_.begin(), running_.end(), r);
   if (it != running_.end())
@@ -281,6 +332,7 @@ bool Scheduler::remove(Request *r) {
     return true;
   }
   releaseForks(r);
+  dropSwap(r);
   auto w = std::find(waiting_.begin(), waiting_.end(), r);
   if (w != waiting_.end()) {
     waiting_.erase(w);

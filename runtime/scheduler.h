@@ -11,6 +11,7 @@
 #include "runtime/request.h"
 
 #include <deque>
+#include <unordered_map>
 #include <vector>
 
 namespace cbc::rt {
@@ -25,6 +26,10 @@ struct SchedulerOptions {
   // The cache plan's length_dependent_above: longer prompts are neither looked up nor published,
   // and blocks past it are not published.
   int64_t length_dependent_above = 0;
+  // Preemption by swapping: host memory for preempted requests' cache units (0: recompute
+  // always), and the bytes of one unit of each cache group (the plan's group ids).
+  int64_t swap_bytes = 0;
+  std::vector<int64_t> unit_bytes;
 };
 
 // Prefix caching and forks, as counted since the scheduler was made (tokens where it says so).
@@ -34,6 +39,15 @@ struct PrefixStats {
   int64_t limited_by_state = 0; // tokens the full-attention groups had but no state snapshot
   int64_t forks = 0;            // forks that took a share of their parent's cache
   int64_t fork_fallbacks = 0;   // forks that found no slot or block and compute their prompt
+  int64_t swaps_out = 0, swaps_in = 0; // preempted requests saved to host memory, and restored
+  int64_t swap_fallbacks = 0;   // preempted with swapping on but recomputed: no room left
+  int64_t swap_bytes_used = 0;  // host memory holding swapped requests now
+};
+
+// Cache units to copy between the backend and host memory for a request, in its layout's order.
+struct SwapJob {
+  Request *request;
+  std::vector<UnitRef> units;
 };
 
 struct ScheduledChunk {
@@ -47,6 +61,9 @@ struct StepPlan {
   std::vector<ScheduledChunk> chunks;
   int64_t tokens = 0;
   std::vector<Request *> preempted; // requests sent back to the queue in this step
+  // Before the step runs: save these (preempted in this step) to host memory, then load these
+  // (resumed in this step) back.
+  std::vector<SwapJob> swap_out, swap_in;
 };
 
 class Scheduler {
@@ -81,6 +98,14 @@ private:
   void forkChildren(Request *parent);
   // Forks still waiting for a parent that will not compute their prompt now join the queue.
   void releaseForks(Request *parent);
+  // Swapping: the bytes a request's units take, and forgetting a swapped request's record.
+  int64_t swapBytes(const std::vector<UnitRef> &units) const;
+  void dropSwap(Request *r);
+  struct Swapped {
+    SwapLayout layout;
+    int64_t bytes = 0;
+  };
+  std::unordered_map<const Request *, Swapped> swapped_;
   void preempt(Request *r, StepPlan &plan, int64_t &budget);
   void requeue(Request *r);
   bool tryReserve(Request *r, int64_t count, StepPlan &plan, int64_t &budget);

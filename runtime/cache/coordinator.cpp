@@ -184,6 +184,50 @@ int64_t CacheCoordinator::maxBlocksFor(int group, int64_t length, int64_t maxChu
   return paged_.at(group)->maxBlocksFor(length, maxChunk);
 }
 
+SwapLayout CacheCoordinator::swapLayout(int32_t seq, std::vector<UnitRef> &units) const {
+  SwapLayout layout;
+  layout.committed = committed_[seq];
+  units.clear();
+  for (size_t g = 0; g < paged_.size(); ++g) {
+    const PagedManager &m = *paged_[g];
+    int64_t first = std::min(m.firstHeld(seq), m.held(seq)), end = m.held(seq);
+    layout.blocks.push_back({first, end});
+    for (int64_t b = first; b < end; ++b)
+      units.push_back({(int)g, m.at(seq, b)});
+  }
+  if (state_ && state_->holds(seq)) {
+    layout.state = true;
+    units.push_back({stateGroup_, state_->current(seq)});
+  }
+  return layout;
+}
+
+bool CacheCoordinator::restore(int32_t seq, const SwapLayout &layout, std::vector<UnitRef> &units) {
+  if (layout.blocks.size() != paged_.size())
+    throw std::logic_error("a swap layout of another cache plan");
+  for (size_t g = 0; g < paged_.size(); ++g) {
+    auto [first, end] = layout.blocks[g];
+    if (end > width_ || end - first > paged_[g]->pool().freeCount())
+      return false;
+  }
+  if (layout.state && state_->pool().freeCount() < 1)
+    return false;
+  units.clear();
+  for (size_t g = 0; g < paged_.size(); ++g) {
+    auto [first, end] = layout.blocks[g];
+    paged_[g]->restore(seq, first, end);
+    for (int64_t b = first; b < end; ++b)
+      units.push_back({(int)g, paged_[g]->at(seq, b)});
+  }
+  if (layout.state) {
+    state_->allocate(seq);
+    units.push_back({stateGroup_, state_->current(seq)});
+  }
+  committed_[seq] = layout.committed;
+  published_[seq] = 0;
+  return true;
+}
+
 PrefixMatch CacheCoordinator::findPrefix(const std::vector<uint64_t> &hashes, int64_t maxTokens) const {
   int64_t most = std::min<int64_t>((int64_t)hashes.size(), std::max<int64_t>(0, maxTokens) / blockSize_);
   most = std::min<int64_t>(most, width_);

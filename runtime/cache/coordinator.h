@@ -28,6 +28,19 @@
 
 namespace cbc::rt {
 
+// What a sequence held when it was swapped out: the units, in the order their bytes were saved
+// (each paged group's blocks [first, end) that it still held, then its state unit), and its
+// committed position. restore() takes fresh units of the same shape.
+struct SwapLayout {
+  std::vector<std::pair<int64_t, int64_t>> blocks; // per paged group: [first, end)
+  bool state = false;
+  int64_t committed = 0;
+};
+struct UnitRef {
+  int group = 0;
+  int32_t unit = -1;
+};
+
 // A prefix lookup: the hit, and how far the groups with every row (full attention, latent rows,
 // indexer keys) alone would have matched; the difference is what windows and states cost.
 struct PrefixMatch {
@@ -79,6 +92,13 @@ public:
   bool fork(int32_t seq, int32_t child, std::vector<UnitCopy> &copies);
   // fork() whose copies join pendingCopies(), their units held until copiesDone().
   bool forkPending(int32_t seq, int32_t child);
+  // Swapping. Whether a sequence's cache can be saved and restored (no static rows), what it holds
+  // now (`units` receives them in the layout's order), and a just-acquired sequence taking fresh
+  // units for a saved layout, committed at its position (`units` receives them, to be loaded);
+  // false, changing nothing, when the pools lack them.
+  bool canSwap() const { return static_.empty(); }
+  SwapLayout swapLayout(int32_t seq, std::vector<UnitRef> &units) const;
+  bool restore(int32_t seq, const SwapLayout &layout, std::vector<UnitRef> &units);
   // Gives back everything the sequence holds, and its slot.
   void free(int32_t seq);
 

@@ -107,6 +107,15 @@ void PagedManager::adopt(int32_t seq, const std::vector<uint64_t> &hashes, int64
   released_[seq] = first;
 }
 
+void PagedManager::restore(int32_t seq, int64_t first, int64_t end) {
+  int32_t *r = row(seq);
+  for (int64_t b = 0; b < end; ++b)
+    if ((r[b] = b < first ? -1 : pool_.allocate()) < 0 && b >= first)
+      throw std::logic_error("cache blocks restored beyond what the pool holds");
+  length_[seq] = end;
+  released_[seq] = first;
+}
+
 void PagedManager::publish(int32_t seq, const std::vector<uint64_t> &hashes, int64_t from, int64_t to) {
   for (int64_t b = from; b < std::min(to, held(seq)); ++b)
     if (int32_t u = at(seq, b); u >= 0 && !pool_.hasHash(u))

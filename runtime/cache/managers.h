@@ -80,6 +80,10 @@ public:
   // The sequence (holding nothing) takes the cached blocks of hashes [first needed, blocks) for
   // positions [0, blocks * B); the caller checked that the pool has them all.
   void adopt(int32_t seq, const std::vector<uint64_t> &hashes, int64_t blocks);
+  // Swapping: the first block the sequence still holds, and fresh blocks for [first, end) of an
+  // empty row (the caller checked the pool has them).
+  int64_t firstHeld(int32_t seq) const { return released_[seq]; }
+  void restore(int32_t seq, int64_t first, int64_t end);
   // Names the sequence's blocks [from, to) by their hashes, where it still holds them.
   void publish(int32_t seq, const std::vector<uint64_t> &hashes, int64_t from, int64_t to);
 

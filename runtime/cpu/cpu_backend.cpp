@@ -4,6 +4,7 @@
 #include "runtime/thread_pool.h"
 
 #include <algorithm>
+#include <cstring>
 #include <cblas.h>
 #include <limits>
 #include <map>
@@ -75,6 +76,7 @@ public:
   int64_t stateBytesPerUnit() const override;
   void allocateCache(int32_t blocksPerGroup, int32_t stateUnits) override;
   void copyUnits(const std::vector<UnitCopy> &copies) override;
+  bool transferUnits(int group, const std::vector<int32_t> &units, uint8_t *host, bool toHost) override;
   void run(const StepBatch &batch, std::vector<float> &logits) override;
   void setObserver(std::function<void(int)> observer) override { observer_ = std::move(observer); }
   bool readValue(int value, std::vector<float> &out) override;
@@ -199,6 +201,37 @@ void CpuBackend::copyUnits(const std::vector<UnitCopy> &copies) {
         std::copy_n(pool + c.src * n, n, pool + c.dst * n);
       }
   }
+}
+
+bool CpuBackend::transferUnits(int group, const std::vector<int32_t> &units, uint8_t *host, bool toHost) {
+  const CachePlan &plan = artefact_.cache_plan;
+  if (group < 0 || group >= (int)plan.groups.size())
+    throw std::logic_error("cpu backend: a unit transfer names no cache group");
+  bool state = plan.groups[group].kind == CacheGroup::State;
+  auto move = [&](float *unit, int64_t n) {
+    if (toHost)
+      std::memcpy(host, unit, n * sizeof(float));
+    else
+      std::memcpy(unit, host, n * sizeof(float));
+    host += n * sizeof(float);
+  };
+  for (int32_t u : units) {
+    if (u < 0 || u >= (state ? stateUnits_ : blocksPerGroup_))
+      throw std::logic_error("cpu backend: a unit transfer names no unit of its group");
+    if (state) {
+      for (auto &[key, pool] : env_.statePools) {
+        int64_t n = (int64_t)pool.size() / stateUnits_;
+        move(pool.data() + u * n, n);
+      }
+      continue;
+    }
+    for (auto &[layer, layout] : env_.kvLayouts)
+      if (layerGroup_.at(layer) == group) {
+        int64_t n = layout.block_size * layout.row_elems;
+        move(env_.kvPools.at(layer).get() + u * n, n);
+      }
+  }
+  return true;
 }
 
 void CpuBackend::run(const StepBatch &batch, std::vector<float> &logits) {

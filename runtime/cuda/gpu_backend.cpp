@@ -34,6 +34,7 @@ public:
   }
   void allocateCache(int32_t blocksPerGroup, int32_t stateUnits) override;
   void copyUnits(const std::vector<UnitCopy> &copies) override;
+  bool transferUnits(int group, const std::vector<int32_t> &units, uint8_t *host, bool toHost) override;
   void run(const StepBatch &batch, std::vector<float> &logits) override;
   bool runGreedy(const StepBatch &batch, std::vector<int32_t> &tokens) override;
   void setObserver(std::function<void(int)> observer) override { observer_ = std::move(observer); }
@@ -408,6 +409,34 @@ void GpuBackend::execute(const StepBatch &b) {
       return;
   }
   launchAll(vars);
+}
+
+bool GpuBackend::transferUnits(int group, const std::vector<int32_t> &units, uint8_t *host, bool toHost) {
+  const CachePlan &plan = a_.cache_plan;
+  if (group < 0 || group >= (int)plan.groups.size())
+    throw std::logic_error("gpu backend: a unit transfer names no cache group");
+  bool state = plan.groups[group].kind == CacheGroup::State;
+  auto move = [&](void *pool, int32_t unit, size_t bytes) {
+    char *at = static_cast<char *>(pool) + unit * bytes;
+    if (toHost)
+      device_->download(host, at, bytes);
+    else
+      device_->upload(at, host, bytes);
+    host += bytes;
+  };
+  for (int32_t u : units) {
+    if (u < 0 || u >= (state ? stateUnits_ : blocksPerGroup_))
+      throw std::logic_error("gpu backend: a unit transfer names no unit of its group");
+    if (state) {
+      for (const StateDecl &st : plan.states)
+        move(states_.at({st.layer, st.name}), u, (size_t)st.elems() * 4);
+      continue;
+    }
+    for (const CacheLayer &l : plan.layers)
+      if (l.group == group)
+        move(caches_.at(l.layer), u, (size_t)plan.block_size * l.elemsPerToken() * dtypeBytes(plan.kv_dtype));
+  }
+  return true;
 }
 
 void GpuBackend::run(const StepBatch &b, std::vector<float> &logits) {

@@ -133,6 +133,54 @@ TEST_F(Fork, CopiesNamingNoUnitAreRefused) {
   EXPECT_THROW(backend_->copyUnits({{0, 0, kBlocks}}), std::logic_error);
   EXPECT_THROW(backend_->copyUnits({{1, -1, 0}}), std::logic_error);
   EXPECT_NO_THROW(backend_->copyUnits({{1, 0, kUnits - 1}}));
+  std::vector<uint8_t> host(1 << 20);
+  EXPECT_THROW(backend_->transferUnits(5, {0}, host.data(), true), std::logic_error);
+  EXPECT_THROW(backend_->transferUnits(0, {kBlocks}, host.data(), true), std::logic_error);
+  EXPECT_THROW(backend_->transferUnits(1, {-1}, host.data(), false), std::logic_error);
+}
+
+// A request's units saved to host memory and loaded into other units (swapping) continue it
+// exactly: the next token's logits are those of the request never moved.
+TEST_F(Fork, UnitsSavedToHostAndLoadedElsewhereContinueTheRequest) {
+  Request *kept = request({5, 9, 14, 3, 22, 7, 11, 2, 8, 30, 1, 4, 6, 19, 23, 17, 12, 13});
+  Request *moved = request(kept->prompt);
+  step({{kept, 18}, {moved, 18}});
+  commit(kept, 18);
+  commit(moved, 18);
+  std::vector<UnitRef> units;
+  SwapLayout layout = cache_->swapLayout(moved->slot, units);
+  std::vector<uint8_t> host;
+  for (const UnitRef &u : units) {
+    int64_t bytes = artefact_->cache_plan.groups[u.group].kind == CacheGroup::State
+                        ? backend_->stateBytesPerUnit()
+                        : backend_->cacheBytesPerToken(u.group) * artefact_->cache_plan.block_size;
+    size_t at = host.size();
+    host.resize(at + bytes);
+    ASSERT_TRUE(backend_->transferUnits(u.group, {u.unit}, host.data() + at, true));
+  }
+  // Another request takes the freed units and overwrites them; the moved one comes back elsewhere.
+  cache_->free(moved->slot);
+  Request *other = request({40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58});
+  step({{other, 19}});
+  commit(other, 19);
+  moved->slot = cache_->acquireSlot();
+  std::vector<UnitRef> fresh;
+  ASSERT_TRUE(cache_->restore(moved->slot, layout, fresh));
+  ASSERT_EQ(fresh.size(), units.size());
+  size_t at = 0;
+  for (const UnitRef &u : fresh) {
+    ASSERT_TRUE(backend_->transferUnits(u.group, {u.unit}, host.data() + at, false));
+    at += artefact_->cache_plan.groups[u.group].kind == CacheGroup::State
+              ? backend_->stateBytesPerUnit()
+              : backend_->cacheBytesPerToken(u.group) * artefact_->cache_plan.block_size;
+  }
+  for (Request *r : {kept, moved})
+    r->prompt.push_back(40);
+  std::vector<std::vector<float>> next = step({{kept, 1}, {moved, 1}});
+  EXPECT_EQ(next[0], next[1]);
+  for (Request *r : {kept, moved, other})
+    cache_->free(r->slot);
+  EXPECT_EQ(cache_->usedBlocks(), 0);
 }
 
 } // namespace

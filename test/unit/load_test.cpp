@@ -134,6 +134,7 @@ struct Figures {
   int64_t heapStart = 0, heapMiddle = 0, heapEnd = 0; // bytes in use
   int64_t maxInFlight = 0, inFlightAtMiddle = 0; // requests waiting or running
   int64_t forks = 0, prefixHits = 0, prefixQueries = 0, snapshots = 0, forked = 0;
+  int64_t swapsOut = 0, swapsIn = 0, swapFallbacks = 0;
   double seconds = 0, soloSeconds = 0;
 };
 
@@ -256,8 +257,10 @@ protected:
     int64_t bytesPerBlockRow = 0;
     for (int g = 0; g < artefact_->cache_plan.tableGroups(); ++g)
       bytesPerBlockRow += probe.cacheBytesPerToken(g) * artefact_->cache_plan.block_size;
-    // State models keep four snapshots besides the slots.
+    // State models keep four snapshots besides the slots. Host memory for a few short preempted
+    // requests: some are swapped out and back, the others recomputed.
     o.snapshot_memory_bytes = 4 * probe.stateBytesPerUnit();
+    o.swap_space_bytes = 3 * bytesPerBlockRow + probe.stateBytesPerUnit();
     o.cache_memory_bytes = c.blocksPerGroup * bytesPerBlockRow + (c.liveRequests + 4) * probe.stateBytesPerUnit();
     auto e = rt::Engine::create(*artefact_, weights_, o);
     EXPECT_EQ(e->cache().blocksPerGroup(), c.blocksPerGroup);
@@ -420,6 +423,9 @@ void Load::serve(rt::Engine &e, const std::vector<Spec> &specs, std::vector<Trac
   f.prefixQueries = e.stats().prefix_queries;
   f.snapshots = e.stats().snapshots;
   f.forked = e.stats().forks;
+  f.swapsOut = e.stats().swaps_out;
+  f.swapsIn = e.stats().swaps_in;
+  f.swapFallbacks = e.stats().swap_fallbacks;
 }
 
 // An output as it is taken: the request's prompt, its streamed tokens and logprobs, and for a
@@ -603,7 +609,8 @@ TEST_P(Load, EveryRequestOnceAndAsIfAlone) {
           << "; RSS KiB start " << f.rssStart << ", middle " << f.rssMiddle << ", end " << f.rssEnd
           << "; heap in use bytes start " << f.heapStart << ", middle " << f.heapMiddle << ", end "
           << f.heapEnd << "; forks " << f.forks << " (" << f.forked << " took a share of their parent's cache)"
-          << ", prefix cache hits " << f.prefixHits << " of " << f.prefixQueries << " tokens, snapshots " << f.snapshots
+          << ", swaps out " << f.swapsOut << ", in " << f.swapsIn << ", recomputed for want of room "
+          << f.swapFallbacks << ", prefix cache hits " << f.prefixHits << " of " << f.prefixQueries << " tokens, snapshots " << f.snapshots
           << "; load " << f.seconds << " s, solo " << f.soloSeconds << " s; problems " << bad.count;
   std::cout << "[load] " << figures.str() << "\n";
   for (auto [key, value] : std::initializer_list<std::pair<const char *, int64_t>>{
@@ -630,6 +637,9 @@ TEST_P(Load, EveryRequestOnceAndAsIfAlone) {
   EXPECT_GT(f.forks, 20);
   EXPECT_GT(f.forked, 0) << "no fork took a share of its parent's cache";
   EXPECT_GT(f.prefixHits, 0) << "no prompt found a cached prefix";
+  EXPECT_GT(f.swapsIn, 0) << "no preempted request came back from host memory";
+  EXPECT_GT(f.swapFallbacks, 0) << "the swap space is meant to run out";
+  EXPECT_EQ(e->stats().swap_bytes, 0) << "every swapped request was restored or cancelled";
   // Rounding-level ties are rare (measured: 0 at the default size, 1 in 4000 comparisons at
   // CBC_LOAD_SCALE=4); more than one in a hundred means the numerics drifted apart.
   EXPECT_LE(f.nearTies * 100, f.greedyCompared + f.sampledCompared);
