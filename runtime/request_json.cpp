@@ -20,7 +20,8 @@ const char *suggestionFor(const std::string &key) {
       {"stop", "stop_token_ids"}, {"stop_ids", "stop_token_ids"},
       {"eos_token_id", "stop_token_ids"}, {"tokens", "prompt"},
       {"input_ids", "prompt"}, {"prompt_token_ids", "prompt"},
-      {"random_seed", "seed"}, {"logprob", "logprobs"}};
+      {"random_seed", "seed"}, {"logprob", "logprobs"},
+      {"num_return_sequences", "n"}, {"best_of", "n"}, {"salt", "cache_salt"}};
   for (const auto &[from, to] : kNear)
     if (key == from)
       return to;
@@ -129,6 +130,27 @@ std::string readField(const std::string &key, const json &v, ParsedRequest &p) {
     return readBool(v, key, s.ignore_eos);
   if (key == "logprobs")
     return readBool(v, key, s.logprobs);
+  if (key == "n")
+    return readInt(v, key, 1, 1024, s.n);
+  if (key == "cache_salt") {
+    if (!v.is_string())
+      return "\"cache_salt\" must be a string";
+    s.cache_salt = v.get<std::string>();
+    return "";
+  }
+  if (key == "cache_marks") {
+    if (!v.is_array())
+      return "\"cache_marks\" must be a list of prompt positions";
+    s.cache_marks.clear();
+    for (size_t i = 0; i < v.size(); ++i) {
+      int64_t at = 0;
+      std::string bad = readInt(v[i], key + "[" + std::to_string(i) + "]", 0, kMax, at);
+      if (!bad.empty())
+        return bad;
+      s.cache_marks.push_back(at);
+    }
+    return "";
+  }
   if (key == "stop_token_ids") {
     std::vector<int32_t> ids;
     std::string bad = readTokenIds(v, key, ids);

@@ -129,10 +129,16 @@ void Scheduler::schedule(StepPlan &plan) {
     budget -= count;
   }
 
-  // Admission, strictly FIFO: a request that does not fit blocks the ones behind it.
-  while (!waiting_.empty() && budget > 0 &&
-         (int64_t)plan.chunks.size() < options_.max_requests) {
-    Request *r = waiting_.front();
+  // Blocks this step's chunks will publish: a waiting request whose next uncached block is one
+  // of them waits a step and then finds it cached (prefix sharing within a batch).
+  inFlight_.clear();
+  for (const ScheduledChunk &c : plan.chunks)
+    markInFlight(c);
+
+  // Admission, FIFO: a request that does not fit blocks the ones behind it; one that waits for
+  // a block another computes now lets them pass.
+  for (size_t i = 0; i < waiting_.size() && budget > 0 && (int64_t)plan.chunks.size() < options_.max_requests;) {
+    Request *r = waiting_[i];
     if (std::find(plan.preempted.begin(), plan.preempted.end(), r) != plan.preempted.end())
       break; // do not readmit in the step that preempted it
     bool newSlot = r->slot < 0;
@@ -149,6 +155,12 @@ void Scheduler::schedule(StepPlan &plan) {
       }
     } else if (newSlot && r->computed == 0) {
       admitFromCache(r);
+      if (waitsForInFlight(r)) {
+        releaseCache(r);
+        r->computed = r->cached_tokens = 0;
+        ++i;
+        continue;
+      }
     }
     int64_t count = chunkFor(r, budget);
     if (!cache_.allocate(r->slot, r->computed + count)) {
@@ -168,7 +180,7 @@ void Scheduler::schedule(StepPlan &plan) {
       prefix_.queries += (int64_t)r->prompt.size();
       prefix_.hits += r->computed;
     }
-    waiting_.pop_front();
+    waiting_.erase(waiting_.begin() + (std::ptrdiff_t)i);
     r->status = RequestStatus::Running;
     running_.insert(std::upper_bound(running_.begin(), running_.end(), r,
                                      [](Request *a, Request *b) { return a->arrival < b->arrival; }),
@@ -176,7 +188,44 @@ void Scheduler::schedule(StepPlan &plan) {
     plan.chunks.push_back({r, r->computed, count, r->computed + count == r->total()});
     plan.tokens += count;
     budget -= count;
+    markInFlight(plan.chunks.back());
   }
+}
+
+void Scheduler::markInFlight(const ScheduledChunk &c) {
+  const Request *q = c.request;
+  if (!cacheable(q))
+    return;
+  int64_t B = cache_.blockSize();
+  int64_t end = std::min<int64_t>((c.start + c.count) / B, (int64_t)q->block_hashes.size());
+  for (int64_t b = c.start / B; b < end; ++b)
+    inFlight_[q->block_hashes[b]] = c.request;
+}
+
+bool Scheduler::waitsForInFlight(Request *r) {
+  if (!cacheable(r) || !r->params.read_cache)
+    return false;
+  int64_t B = cache_.blockSize(), next = r->computed / B;
+  // Only blocks the hit may still reach: the prompt's last token is always computed.
+  if ((next + 1) * B > (int64_t)r->prompt.size() - 1)
+    return false;
+  auto it = inFlight_.find(r->block_hashes[next]);
+  if (it == inFlight_.end() || it->second == r)
+    return false;
+  // A recurrent state is cached only at snapshots: the request computing the shared blocks keeps
+  // one where the two part (on the grid), so that this one can start there.
+  if (cache_.hasStates()) {
+    Request *q = it->second;
+    size_t common = next;
+    while (common < r->block_hashes.size() && common < q->block_hashes.size() &&
+           r->block_hashes[common] == q->block_hashes[common])
+      ++common;
+    int64_t grid = cache_.snapshotGrid(), at = (int64_t)common * B / grid * grid;
+    auto &points = q->snapshot_at;
+    if (at > q->computed && !std::binary_search(points.begin(), points.end(), at))
+      points.insert(std::upper_bound(points.begin(), points.end(), at), at);
+  }
+  return true;
 }
 
 void Scheduler::commit(const StepPlan &plan) {
@@ -253,6 +302,9 @@ void Scheduler::afterCommit(Request *r) {
     cache_.publish(r->slot, r->block_hashes, known);
   }
   cache_.commit(r->slot, r->computed);
+  // Points passed inside a chunk (added after it was planned) are dropped.
+  while (!r->snapshot_at.empty() && r->snapshot_at.front() < r->computed)
+    r->snapshot_at.erase(r->snapshot_at.begin());
   if (!r->snapshot_at.empty() && r->snapshot_at.front() == r->computed) {
     r->snapshot_at.erase(r->snapshot_at.begin());
     cache_.snapshot(r->slot, r->block_hashes);

@@ -98,6 +98,11 @@ private:
   void forkChildren(Request *parent);
   // Forks still waiting for a parent that will not compute their prompt now join the queue.
   void releaseForks(Request *parent);
+  // Prefix sharing within a batch: the blocks a planned chunk publishes at the commit, and
+  // whether a request just admitted should rather wait for one of them.
+  void markInFlight(const ScheduledChunk &c);
+  bool waitsForInFlight(Request *r);
+  std::unordered_map<uint64_t, Request *> inFlight_;
   // Swapping: the bytes a request's units take, and forgetting a swapped request's record.
   int64_t swapBytes(const std::vector<UnitRef> &units) const;
   void dropSwap(Request *r);

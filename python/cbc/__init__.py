@@ -57,6 +57,9 @@ class RequestOutput:
     ttft_s: float
     latency_s: float
     preemptions: int
+    cached_tokens: int = 0          # prompt tokens found in the prefix cache
+    parent: Optional[int] = None    # a fork (n > 1): the id of the request it forked from
+    fork_index: int = 0             # 0 for the parent, 1..n-1 for its forks
 
 
 @dataclass
@@ -113,6 +116,7 @@ class _Owner:
         self.want_events = want_events  # generate_batch needs the results only
         self.events: list = []
         self.outputs: dict = {}
+        self.groups: list = []  # per prompt: its request's id, then its forks'
 
 
 class Engine:
@@ -124,11 +128,20 @@ class Engine:
     checkpoint or budget raises ValueError with the runtime's message. max_batch_tokens and
     cache_memory_mib left as None are chosen from the machine and the backend, as `cbc run`
     does; the properties of the same names say what was chosen.
+
+    prefix_caching (on by default): a prompt starts past the longest prefix whose cache rows an
+    earlier request left. Recurrent models find hits at state snapshots, kept in
+    snapshot_memory_mib of the cache memory (None: a fifth) at the prompt's end, at marks, where
+    attention matched further, and every snapshot_interval prompt tokens (a multiple of 64; 0:
+    none). swap_space_mib of host memory keeps preempted requests' cache, restored when they
+    resume instead of recomputed (0: recompute). stats counts hits, snapshots, forks and swaps.
     """
 
     def __init__(self, artefact, weights=None, *, random_weights: bool = False, seed: int = 0,
                  backend: str = "auto", threads: int = 0, max_batch_tokens: Optional[int] = None,
-                 max_requests: int = 64, cache_memory_mib: Optional[int] = None, max_model_len: int = 0):
+                 max_requests: int = 64, cache_memory_mib: Optional[int] = None, max_model_len: int = 0,
+                 prefix_caching: bool = True, snapshot_memory_mib: Optional[int] = None,
+                 snapshot_interval: int = 0, swap_space_mib: int = 0):
         artefact = _path("artefact", artefact)
         if (weights is None) == (not random_weights):
             raise ValueError("give either weights=CHECKPOINT or random_weights=True")
@@ -150,8 +163,22 @@ class Engine:
         if cache_memory_mib > 1 << 24:
             raise ValueError(f"cache_memory_mib must be at most {1 << 24}, got {cache_memory_mib}")
         _nonnegative_int("max_model_len", max_model_len)
+        if not isinstance(prefix_caching, bool):
+            raise TypeError(f"prefix_caching must be a bool, got {type(prefix_caching).__name__}")
+        if snapshot_memory_mib is None:
+            snapshot_memory_mib = -1
+        else:
+            _nonnegative_int("snapshot_memory_mib", snapshot_memory_mib)
+        _nonnegative_int("snapshot_interval", snapshot_interval)
+        if snapshot_interval % 64:
+            raise ValueError(f"snapshot_interval must be a multiple of 64 (the snapshot grid), got {snapshot_interval}")
+        _nonnegative_int("swap_space_mib", swap_space_mib)
+        for name, mib in (("snapshot_memory_mib", snapshot_memory_mib), ("swap_space_mib", swap_space_mib)):
+            if mib > 1 << 24:
+                raise ValueError(f"{name} must be at most {1 << 24}, got {mib}")
         self._rt = _runtime.Engine(artefact, checkpoint, seed, backend, threads, max_batch_tokens,
-                                   max_requests, cache_memory_mib, max_model_len)
+                                   max_requests, cache_memory_mib, max_model_len, prefix_caching,
+                                   snapshot_memory_mib, snapshot_interval, swap_space_mib)
         # Serialises this wrapper's bookkeeping with the engine calls (acquire releases the GIL).
         self._lock = threading.RLock()
         self._owners: dict = {}          # engine id -> _Owner of generate_batch / stream
@@ -163,15 +190,40 @@ class Engine:
     def add_request(self, prompt_ids: Sequence[int], *, max_new_tokens: int = 16,
                     temperature: float = 0.0, top_k: int = 0, top_p: float = 1.0, min_p: float = 0.0,
                     seed: int = 0, stop_token_ids: Iterable[int] = (), ignore_eos: bool = False,
-                    logprobs: bool = False) -> int:
-        """Queues a request and returns its id; a rejected request raises ValueError(reason)."""
+                    logprobs: bool = False, n: int = 1, cache_salt: str = "",
+                    cache_marks: Iterable[int] = ()) -> int:
+        """Queues a request and returns its id; a rejected request raises ValueError(reason).
+        n > 1 also queues n - 1 forks sharing the prompt's cache: their outputs carry parent (this
+        id) and fork_index 1..n-1, and sample with seeds derived from seed. cache_salt keeps the
+        request's prefix cache apart from other salts'; cache_marks are prompt positions (a chat
+        message's start) where a recurrent model's state is worth keeping."""
         with self._lock:
-            rid, err = self._add(prompt_ids, max_new_tokens, temperature, top_k, top_p, min_p, seed,
-                                 stop_token_ids, ignore_eos, logprobs)
+            rid, err, _ = self._add(prompt_ids, max_new_tokens, temperature, top_k, top_p, min_p, seed,
+                                    stop_token_ids, ignore_eos, logprobs, n, cache_salt, cache_marks)
             if err is not None:
                 self._forget(rid)
                 raise ValueError(err)
             return rid
+
+    def add_forked_request(self, prompt_ids: Sequence[int], n: int, **kwargs) -> list:
+        """As add_request with n sequences (num_return_sequences): returns the n ids, the
+        request's first, then its forks' (which share its prompt's cache)."""
+        with self._lock:
+            params = dict(max_new_tokens=16, temperature=0.0, top_k=0, top_p=1.0, min_p=0.0, seed=0,
+                          stop_token_ids=(), ignore_eos=False, logprobs=False, cache_salt="",
+                          cache_marks=())
+            unknown = set(kwargs) - set(params)
+            if unknown:
+                raise TypeError(f"unexpected keyword {sorted(unknown)[0]!r}")
+            params.update(kwargs)
+            rid, err, forks = self._add(prompt_ids, params["max_new_tokens"], params["temperature"],
+                                        params["top_k"], params["top_p"], params["min_p"], params["seed"],
+                                        params["stop_token_ids"], params["ignore_eos"], params["logprobs"],
+                                        n, params["cache_salt"], params["cache_marks"])
+            if err is not None:
+                self._forget(rid)
+                raise ValueError(err)
+            return [rid] + forks
 
     def step(self) -> list:
         """Runs one engine step (GIL released) and returns its TokenEvents."""
@@ -249,32 +301,39 @@ class Engine:
                        max_new_tokens: Optional[int] = None, do_sample: Optional[bool] = None,
                        temperature: Optional[float] = None, top_k: Optional[int] = None,
                        top_p: Optional[float] = None, eos_token_id: Any = None, seed: int = 0,
-                       logprobs: bool = False) -> dict:
+                       logprobs: bool = False, num_return_sequences: Optional[int] = None) -> dict:
         """Generates for every prompt, as transformers' generate_batch: a dict "req_0", "req_1",
         ... (input order) -> GenerationOutput. Settings come from the keywords, else from
         generation_config (any object with those attributes), else the defaults (16 new tokens,
         greedy). do_sample False means greedy whatever the temperature. Prompt i samples with
         seed + i, as `cbc run --seed` does. eos_token_id (an int or a list) replaces the model's
-        end-of-sequence ids. A rejected prompt gets status "failed" and its error."""
+        end-of-sequence ids. A rejected prompt gets status "failed" and its error.
+        num_return_sequences (or generation_config's) n > 1 returns n sequences a prompt, which
+        share its cache: as transformers, "req_i__child#0" .. "req_i__child#{n-2}" (forks, with
+        seeds derived from seed + i), then "req_i"."""
         params = _settings(generation_config, max_new_tokens, do_sample, temperature, top_k, top_p,
                            eos_token_id)
+        n = num_return_sequences if num_return_sequences is not None else _attr(generation_config, "num_return_sequences")
+        n = _nonnegative_int("num_return_sequences", 1 if n is None else n, 1)
         inputs = _prompts(inputs)
-        owner, ids = self._start(inputs, params, seed, logprobs, False)
+        owner, ids = self._start(inputs, params, seed, logprobs, False, n)
         try:
             while len(owner.outputs) < len(ids):
                 self._advance(owner)
         finally:
             self._end(owner, ids)
         result = {}
-        for i, rid in enumerate(ids):
-            o = owner.outputs[rid]
-            reason = o.finish_reason
-            if reason == "stop" and params["eos_as_stop"]:
-                reason = "eos"
-            result[f"req_{i}"] = GenerationOutput(
-                request_id=f"req_{i}", prompt_ids=inputs[i], generated_tokens=o.tokens,
-                logprobs=o.logprobs, status="failed" if o.error else "finished", error=o.error,
-                finish_reason=reason)
+        for i, group in enumerate(owner.groups):
+            names = [f"req_{i}__child#{k}" for k in range(len(group) - 1)] + [f"req_{i}"]
+            for name, rid in zip(names, group[1:] + group[:1]):
+                o = owner.outputs[rid]
+                reason = o.finish_reason
+                if reason == "stop" and params["eos_as_stop"]:
+                    reason = "eos"
+                result[name] = GenerationOutput(
+                    request_id=name, prompt_ids=inputs[i], generated_tokens=o.tokens,
+                    logprobs=o.logprobs, status="failed" if o.error else "finished", error=o.error,
+                    finish_reason=reason)
         return result
 
     def stream(self, inputs: Sequence[Sequence[int]], generation_config: Any = None, *,
@@ -311,17 +370,22 @@ class Engine:
     # --- internals --------------------------------------------------------------------------------
 
     def _add(self, prompt_ids, max_new_tokens, temperature, top_k, top_p, min_p, seed,
-             stop_token_ids, ignore_eos, logprobs):
-        """(id, error or None); the caller holds the lock."""
+             stop_token_ids, ignore_eos, logprobs, n=1, cache_salt="", cache_marks=()):
+        """(id, error or None, fork ids); the caller holds the lock."""
         if isinstance(prompt_ids, (str, bytes)):
             raise TypeError("prompt_ids must be a sequence of token ids, not text")
         prompt = [int(t) for t in prompt_ids]
         stops = [int(t) for t in stop_token_ids]
         seed = _nonnegative_int("seed", seed)
-        rid, accepted, err = self._rt.add_request(
+        if not isinstance(cache_salt, str):
+            raise TypeError(f"cache_salt must be a str, got {type(cache_salt).__name__}")
+        marks = [_nonnegative_int("cache_marks[]", int(m)) for m in cache_marks]
+        if isinstance(n, bool) or not isinstance(n, int):
+            raise TypeError(f"n must be an int, got {type(n).__name__}")
+        rid, accepted, err, forks = self._rt.add_request(
             prompt, int(max_new_tokens), float(temperature), int(top_k), float(top_p), float(min_p),
-            seed, stops, bool(ignore_eos), bool(logprobs))
-        return rid, (None if accepted else err)
+            seed, stops, bool(ignore_eos), bool(logprobs), n, cache_salt, marks)
+        return rid, (None if accepted else err), list(forks)
 
     def _forget(self, rid: int) -> None:
         """Drops a rejected request's result, which the caller has had as an exception."""
@@ -351,7 +415,7 @@ class Engine:
                 owner.outputs[o.id] = o
         return free
 
-    def _start(self, inputs, params: dict, seed: int, logprobs: bool, want_events: bool):
+    def _start(self, inputs, params: dict, seed: int, logprobs: bool, want_events: bool, n: int = 1):
         if isinstance(inputs, (str, bytes)) or not isinstance(inputs, Iterable):
             raise TypeError("inputs must be a list of prompts (lists of token ids)")
         seed = _nonnegative_int("seed", seed)
@@ -360,11 +424,13 @@ class Engine:
         with self._lock:
             try:
                 for i, prompt in enumerate(inputs):
-                    rid, _ = self._add(prompt, params["max_new_tokens"], params["temperature"],
-                                       params["top_k"], params["top_p"], 0.0, seed + i,
-                                       params["stop_token_ids"], params["ignore_eos"], logprobs)
-                    self._owners[rid] = owner
-                    ids.append(rid)
+                    rid, _, forks = self._add(prompt, params["max_new_tokens"], params["temperature"],
+                                              params["top_k"], params["top_p"], 0.0, seed + i,
+                                              params["stop_token_ids"], params["ignore_eos"], logprobs, n)
+                    owner.groups.append([rid] + forks)
+                    for r in [rid] + forks:
+                        self._owners[r] = owner
+                        ids.append(r)
             except BaseException:
                 self._end(owner, ids)
                 raise

@@ -46,6 +46,8 @@ class Submission:
     rid: int | None = None
     arrived: float = field(default_factory=time.monotonic)
     first_token: float | None = None
+    # n > 1: the submissions of the other choices, which the engine forks from this one.
+    forks: list = field(default_factory=list)
 
     def push(self, item: tuple) -> None:
         # Called on the engine thread: hands the item to the handler's event loop.
@@ -149,21 +151,25 @@ class EngineLoop(threading.Thread):
     def _command(self, kind: str, sub: Submission | None) -> None:
         if kind == "add":
             p = sub.params
+            subs = [sub] + sub.forks
             try:
-                sub.rid = self.engine.add_request(
-                    sub.prompt, max_new_tokens=p.max_tokens, temperature=p.temperature,
+                ids = self.engine.add_forked_request(
+                    sub.prompt, len(subs), max_new_tokens=p.max_tokens, temperature=p.temperature,
                     top_k=p.top_k, top_p=p.top_p, min_p=p.min_p, seed=p.seed,
                     stop_token_ids=p.stop_token_ids, ignore_eos=p.ignore_eos,
                     logprobs=p.logprobs is not None)
             except ValueError as e:
                 with self.metrics.lock:
                     self.metrics.rejected += 1
-                sub.push(("error", 400, str(e)))
+                for s in subs:
+                    s.push(("error", 400, str(e)))
                 return
             with self.metrics.lock:
-                self.metrics.prompt_tokens += len(sub.prompt)
-            self.live[sub.rid] = sub
-            sub.push(("accepted",))
+                self.metrics.prompt_tokens += len(sub.prompt) * len(subs)
+            for s, rid in zip(subs, ids):
+                s.rid = rid
+                self.live[rid] = s
+                s.push(("accepted",))
         elif kind == "cancel" and sub.rid in self.live:
             self.engine.cancel(sub.rid)
 
@@ -396,16 +402,20 @@ def _model_card(served: Served) -> dict:
             "max_model_len": served.max_model_len}
 
 
-async def _submit(served: Served, prompt: list, params: CompletionParams) -> Generation:
-    """Hands the request to the engine thread and waits until the engine took or refused it."""
-    sub = Submission(prompt, params, asyncio.get_running_loop())
-    gen = Generation(served, sub)
-    served.loop_thread.submit(sub)
-    item = await sub.items.get()
-    if item[0] == "error":
-        raise ApiError(item[1], item[2], "invalid_request_error" if item[1] < 500
-                       else "server_error")
-    return gen
+async def _submit(served: Served, prompt: list, params: CompletionParams) -> list:
+    """Hands the request to the engine thread and waits until the engine took or refused it:
+    a Generation per choice (n of them, forked by the engine from the first)."""
+    loop = asyncio.get_running_loop()
+    subs = [Submission(prompt, params, loop) for _ in range(params.n)]
+    subs[0].forks = subs[1:]
+    gens = [Generation(served, sub) for sub in subs]
+    served.loop_thread.submit(subs[0])
+    for sub in subs:
+        item = await sub.items.get()
+        if item[0] == "error":
+            raise ApiError(item[1], item[2], "invalid_request_error" if item[1] < 500
+                           else "server_error")
+    return gens
 
 
 async def _respond(request, served: Served, prompt: list, params: CompletionParams, chat: bool,
@@ -413,15 +423,15 @@ async def _respond(request, served: Served, prompt: list, params: CompletionPara
     from cbc.serve_api import chat_chunk, chat_response, completion_chunk, completion_response
     if served.loop_thread.error:
         raise ApiError(503, served.loop_thread.error, "server_error")
-    gen = await _submit(served, prompt, params)
+    gens = await _submit(served, prompt, params)
     rid = ("chatcmpl-" if chat else "cmpl-") + uuid.uuid4().hex
     created = int(time.time())
     if not params.stream:
-        done = await _collect(request, served, gen)
+        done = await _collect(request, served, gens)
         if not done:  # the client went away; nobody reads this
             return None
         make = chat_response if chat else completion_response
-        return make(served, gen, rid, created, len(prompt))
+        return make(served, gens, rid, created, len(prompt))
 
     async def events():
         try:
@@ -432,31 +442,54 @@ async def _respond(request, served: Served, prompt: list, params: CompletionPara
         finally:
             # Reached on a normal end, and when the client disconnected (the response task is
             # cancelled): an unfinished request is cancelled and its cache freed.
-            if not gen.engine_done:
-                served.loop_thread.cancel(gen.sub)
+            for gen in gens:
+                if not gen.engine_done:
+                    served.loop_thread.cancel(gen.sub)
 
     async def _events():
         if chat:
-            yield _sse(chat_chunk(served, rid, created, {"role": "assistant", "content": ""}))
-        while True:
-            piece = await gen.next_delta()
-            if piece is None:
-                break
-            text, toks = piece
-            # A token that completed no character (half of a UTF-8 sequence, or text held
-            # back as the start of a stop string) sends nothing, unless logprobs are wanted.
-            if not text and (not toks or params.logprobs is None):
-                continue
-            if chat:
-                yield _sse(chat_chunk(served, rid, created, {"content": text},
-                                      gen=gen, toks=toks))
-            else:
-                yield _sse(completion_chunk(served, gen, rid, created, text, toks))
-        final = (chat_chunk(served, rid, created, {}, finish=gen.finish_reason) if chat else
-                 completion_chunk(served, gen, rid, created, "", [], finish=gen.finish_reason))
-        yield _sse(final)
+            for i in range(len(gens)):
+                yield _sse(chat_chunk(served, rid, created, {"role": "assistant", "content": ""}, index=i))
+        # The choices' pieces as they come, each tagged with its choice's index.
+        pieces: asyncio.Queue = asyncio.Queue()
+
+        async def pump(i, gen):
+            try:
+                while (piece := await gen.next_delta()) is not None:
+                    await pieces.put((i, piece))
+                await pieces.put((i, None))
+            except ApiError as e:
+                await pieces.put((i, e))
+        tasks = [asyncio.ensure_future(pump(i, g)) for i, g in enumerate(gens)]
+        try:
+            left = len(gens)
+            while left:
+                i, piece = await pieces.get()
+                gen = gens[i]
+                if isinstance(piece, ApiError):
+                    raise piece
+                if piece is None:
+                    left -= 1
+                    yield _sse(chat_chunk(served, rid, created, {}, finish=gen.finish_reason, index=i) if chat
+                               else completion_chunk(served, gen, rid, created, "", [],
+                                                     finish=gen.finish_reason, index=i))
+                    continue
+                text, toks = piece
+                # A token that completed no character (half of a UTF-8 sequence, or text held
+                # back as the start of a stop string) sends nothing, unless logprobs are wanted.
+                if not text and (not toks or params.logprobs is None):
+                    continue
+                if chat:
+                    yield _sse(chat_chunk(served, rid, created, {"content": text},
+                                          gen=gen, toks=toks, index=i))
+                else:
+                    yield _sse(completion_chunk(served, gen, rid, created, text, toks, index=i))
+        finally:
+            for t in tasks:
+                if not t.done():
+                    t.cancel()
         if params.include_usage:
-            usage = _usage(len(prompt), len(gen.tokens))
+            usage = _usage(len(prompt), sum(len(g.tokens) for g in gens))
             obj = "chat.completion.chunk" if chat else "text_completion"
             yield _sse({"id": rid, "object": obj, "created": created, "model": served.name,
                         "choices": [], "usage": usage})
@@ -466,8 +499,9 @@ async def _respond(request, served: Served, prompt: list, params: CompletionPara
                      headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
 
 
-async def _collect(request, served: Served, gen: Generation) -> bool:
-    """Runs GEN to its end; False (and the request cancelled) when the client disconnects."""
+async def _collect(request, served: Served, gens: list) -> bool:
+    """Runs every choice to its end; False (and the requests cancelled) when the client
+    disconnects."""
     async def watch():
         while True:
             message = await request.receive()
@@ -475,8 +509,9 @@ async def _collect(request, served: Served, gen: Generation) -> bool:
                 return
 
     async def run():
-        while await gen.next_delta() is not None:
-            pass
+        for gen in gens:
+            while await gen.next_delta() is not None:
+                pass
 
     watcher = asyncio.ensure_future(watch())
     runner = asyncio.ensure_future(run())
@@ -485,7 +520,8 @@ async def _collect(request, served: Served, gen: Generation) -> bool:
         if runner in done:
             runner.result()  # an ApiError from the engine propagates
             return True
-        served.loop_thread.cancel(gen.sub)
+        for gen in gens:
+            served.loop_thread.cancel(gen.sub)
         return False
     finally:
         for t in (watcher, runner):
@@ -500,6 +536,28 @@ def _usage(prompt_tokens: int, completion_tokens: int) -> dict:
 
 def _sse(obj: dict) -> str:
     return "data: " + json.dumps(obj, ensure_ascii=False) + "\n\n"
+
+
+# The engine's prefix-cache, fork and swap figures on /metrics: (stats key, kind, help).
+_CACHE_METRICS = (
+    ("prefix_queries", "counter", "Prompt tokens looked up in the prefix cache."),
+    ("prefix_hits", "counter", "Prompt tokens found in the prefix cache (not computed)."),
+    ("prefix_limited_by_state", "counter",
+     "Prompt tokens whose attention rows were cached but no recurrent-state snapshot was."),
+    ("cached_blocks", "gauge", "KV blocks findable by the prefix cache now."),
+    ("block_evictions", "counter", "Cached KV blocks reused for other content."),
+    ("cached_snapshots", "gauge", "Recurrent-state snapshots kept now."),
+    ("snapshot_bytes", "gauge", "Bytes of the recurrent-state snapshots kept now."),
+    ("snapshots", "counter", "Recurrent-state snapshots taken."),
+    ("snapshot_drops", "counter", "Snapshots dropped because a block before them was evicted."),
+    ("snapshot_evictions", "counter", "Snapshots reused for other content."),
+    ("forks", "counter", "Sequences (n > 1) that shared their prompt's cache."),
+    ("fork_fallbacks", "counter", "Sequences (n > 1) that found no room to share and computed it."),
+    ("swaps_out", "counter", "Preempted requests saved to host memory."),
+    ("swaps_in", "counter", "Swapped requests restored from host memory."),
+    ("swap_fallbacks", "counter", "Preempted requests recomputed for want of swap space."),
+    ("swap_bytes", "gauge", "Host memory holding swapped requests now."),
+)
 
 
 def render_metrics(served: Served) -> str:
@@ -550,6 +608,9 @@ def render_metrics(served: Served) -> str:
         if key in stats:
             metric(f"cbc_engine_{key}_total", "counter", f"Engine {key} since start.",
                    [("", stats[key])])
+    for key, kind, help_ in _CACHE_METRICS:
+        if key in stats:
+            metric(f"cbc_{key}" + ("_total" if kind == "counter" else ""), kind, help_, [("", stats[key])])
     return "\n".join(lines) + "\n"
 
 
@@ -584,6 +645,17 @@ def build_parser() -> argparse.ArgumentParser:
                    default=None, metavar="MIB", help="memory for the paged cache (default: "
                    "chosen from the machine, as cbc run)")
     p.add_argument("--max-model-len", type=int, default=0, help="0: the model's own")
+    p.add_argument("--no-prefix-cache", dest="prefix_caching", action="store_false",
+                   help="compute every prompt whole: no prefix caching")
+    p.add_argument("--snapshot-memory", dest="snapshot_memory_mib", type=int, default=None,
+                   metavar="MIB", help="recurrent models: cache memory for state snapshots "
+                   "(default: a fifth of the cache memory)")
+    p.add_argument("--snapshot-interval", type=int, default=0, metavar="N",
+                   help="recurrent models: a state snapshot every N prompt tokens, a multiple of 64 "
+                   "(default 0: at the prompt's end and where attention matched further)")
+    p.add_argument("--swap-space", dest="swap_space_mib", type=int, default=0, metavar="MIB",
+                   help="host memory for preempted requests' cache, restored instead of "
+                   "recomputed (default 0: recompute)")
     p.add_argument("--dtype", default="bf16", help="dtype when compiling (default bf16)")
     p.add_argument("--log-level", default="warning",
                    choices=("critical", "error", "warning", "info", "debug"))
@@ -601,7 +673,9 @@ def load(args) -> Served:
     engine = cbc.Engine(artefact, weights, random_weights=args.random_weights, seed=args.seed,
                         backend=args.backend, threads=args.threads,
                         max_batch_tokens=args.max_batch_tokens, max_requests=args.max_requests,
-                        cache_memory_mib=args.cache_memory_mib, max_model_len=args.max_model_len)
+                        cache_memory_mib=args.cache_memory_mib, max_model_len=args.max_model_len,
+                        prefix_caching=args.prefix_caching, snapshot_memory_mib=args.snapshot_memory_mib,
+                        snapshot_interval=args.snapshot_interval, swap_space_mib=args.swap_space_mib)
     if tokenizer.vocab_size > engine.vocab_size:
         raise ValueError(f"the tokenizer has {tokenizer.vocab_size} ids but the model's "
                          f"vocabulary is {engine.vocab_size}: they do not belong together")

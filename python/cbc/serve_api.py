@@ -34,6 +34,7 @@ class CompletionParams:
     logprobs: int | None = None      # None: no logprobs; 0: the sampled tokens' logprobs
     stream: bool = False
     include_usage: bool = False
+    n: int = 1                       # choices: the prompt's cache is shared by all of them
 
 
 def _bad(message: str, param: str | None, code: str | None = None) -> ApiError:
@@ -71,9 +72,9 @@ def _unsupported(body: dict, name: str, allowed, why: str) -> None:
 
 def _common(body: dict, served, prompt_len: int, default_max: int | None) -> CompletionParams:
     """The sampling fields shared by completions and chat completions."""
-    for name in ("n", "best_of"):
-        _number(body, name, 1, 1, integer=True)
-        _unsupported(body, name, (1,), "cbc serve returns one choice per request")
+    n = _number(body, "n", 1, 1, 128, integer=True)
+    _number(body, "best_of", n, 1, integer=True)
+    _unsupported(body, "best_of", (n,), "cbc serve returns every sequence it generates (best_of = n)")
     for name in ("presence_penalty", "frequency_penalty"):
         _number(body, name, 0, -2, 2)
         _unsupported(body, name, (0, 0.0), "the engine has no repetition penalties")
@@ -103,6 +104,7 @@ def _common(body: dict, served, prompt_len: int, default_max: int | None) -> Com
     ids = _typed(body, "stop_token_ids", (list,), "a list of token ids", [])
     p.stop_token_ids += [_token_id(t, served, "stop_token_ids") for t in ids]
     p.max_tokens = _max_tokens(body, served, prompt_len, default_max)
+    p.n = n
     return p
 
 
@@ -271,38 +273,41 @@ def _chat_logprobs(served, toks: list) -> dict:
     return {"content": content}
 
 
-def completion_response(served, gen, rid: str, created: int, prompt_len: int) -> dict:
-    toks = list(zip(gen.tokens, gen.logprobs))
-    lp = _completion_logprobs(served, toks, 0) if gen.sub.params.logprobs is not None else None
+def completion_response(served, gens: list, rid: str, created: int, prompt_len: int) -> dict:
+    choices = []
+    for i, gen in enumerate(gens):
+        toks = list(zip(gen.tokens, gen.logprobs))
+        lp = _completion_logprobs(served, toks, 0) if gen.sub.params.logprobs is not None else None
+        choices.append({"index": i, "text": gen.text, "logprobs": lp, "finish_reason": gen.finish_reason})
     return {"id": rid, "object": "text_completion", "created": created, "model": served.name,
-            "choices": [{"index": 0, "text": gen.text, "logprobs": lp,
-                         "finish_reason": gen.finish_reason}],
-            "usage": _usage(prompt_len, len(gen.tokens))}
+            "choices": choices, "usage": _usage(prompt_len, sum(len(g.tokens) for g in gens))}
 
 
-def chat_response(served, gen, rid: str, created: int, prompt_len: int) -> dict:
-    toks = list(zip(gen.tokens, gen.logprobs))
-    lp = _chat_logprobs(served, toks) if gen.sub.params.logprobs is not None else None
+def chat_response(served, gens: list, rid: str, created: int, prompt_len: int) -> dict:
+    choices = []
+    for i, gen in enumerate(gens):
+        toks = list(zip(gen.tokens, gen.logprobs))
+        lp = _chat_logprobs(served, toks) if gen.sub.params.logprobs is not None else None
+        choices.append({"index": i, "message": {"role": "assistant", "content": gen.text},
+                        "logprobs": lp, "finish_reason": gen.finish_reason})
     return {"id": rid, "object": "chat.completion", "created": created, "model": served.name,
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": gen.text},
-                         "logprobs": lp, "finish_reason": gen.finish_reason}],
-            "usage": _usage(prompt_len, len(gen.tokens))}
+            "choices": choices, "usage": _usage(prompt_len, sum(len(g.tokens) for g in gens))}
 
 
 def completion_chunk(served, gen, rid: str, created: int, text: str, toks: list,
-                     finish: str | None = None) -> dict:
+                     finish: str | None = None, index: int = 0) -> dict:
     lp = None
     if gen.sub.params.logprobs is not None and toks:
         lp = _completion_logprobs(served, toks, len(gen.text) - len(text))
     return {"id": rid, "object": "text_completion", "created": created, "model": served.name,
-            "choices": [{"index": 0, "text": text, "logprobs": lp, "finish_reason": finish}]}
+            "choices": [{"index": index, "text": text, "logprobs": lp, "finish_reason": finish}]}
 
 
 def chat_chunk(served, rid: str, created: int, delta: dict, finish: str | None = None,
-               gen=None, toks=()) -> dict:
+               gen=None, toks=(), index: int = 0) -> dict:
     lp = None
     if gen is not None and gen.sub.params.logprobs is not None and toks:
         lp = _chat_logprobs(served, list(toks))
     return {"id": rid, "object": "chat.completion.chunk", "created": created,
             "model": served.name,
-            "choices": [{"index": 0, "delta": delta, "logprobs": lp, "finish_reason": finish}]}
+            "choices": [{"index": index, "delta": delta, "logprobs": lp, "finish_reason": finish}]}

@@ -32,6 +32,8 @@ struct LoadOptions {
   int threads = 0;
   // 0 for either budget: the engine chooses it from the machine (runtime/engine_sizing.h).
   int64_t max_batch_tokens = 0, max_requests = 64, cache_memory_mib = 0, max_model_len = 0;
+  bool prefix_caching = true;
+  int64_t snapshot_memory_mib = -1, snapshot_interval = 0, swap_space_mib = 0; // -1: the engine's default
 };
 
 class Engine {
@@ -45,6 +47,10 @@ public:
     options.max_requests = o.max_requests;
     options.cache_memory_bytes = o.cache_memory_mib << 20;
     options.max_model_len = o.max_model_len;
+    options.prefix_caching = o.prefix_caching;
+    options.snapshot_memory_bytes = o.snapshot_memory_mib < 0 ? -1 : o.snapshot_memory_mib << 20;
+    options.snapshot_interval = o.snapshot_interval;
+    options.swap_space_bytes = o.swap_space_mib << 20;
     cbc::rt::WeightSource weights{checkpoint, seed};
     // Loading reads the weights: other threads run meanwhile. The runtime's refusals of the
     // input (a bad artefact or checkpoint, a budget this machine cannot hold) are ValueErrors.
@@ -60,7 +66,7 @@ public:
     }
   }
 
-  // (id, accepted, error): the Python side raises for a rejected request.
+  // (id, accepted, error, fork ids): the Python side raises for a rejected request.
   nb::tuple addRequest(std::vector<int32_t> prompt, const cbc::rt::SamplingParams &params) {
     cbc::rt::AddResult r;
     {
@@ -68,7 +74,7 @@ public:
       std::lock_guard<std::mutex> lock(mutex_);
       r = engine_->add_request(std::move(prompt), params);
     }
-    return nb::make_tuple(r.id, r.accepted, r.error);
+    return nb::make_tuple(r.id, r.accepted, r.error, nb::cast(r.forks));
   }
 
   // [(id, token, logprob, finished, finish_reason)]
@@ -97,7 +103,8 @@ public:
     return engine_->cancel(id);
   }
 
-  // [(id, prompt, tokens, logprobs, finish_reason, error, ttft_s, latency_s, preemptions)]
+  // [(id, prompt, tokens, logprobs, finish_reason, error, ttft_s, latency_s, preemptions,
+  //   cached_tokens, parent, fork_index)]
   nb::list takeFinished() {
     std::vector<cbc::rt::RequestOutput> done;
     {
@@ -109,7 +116,9 @@ public:
     for (auto &o : done) {
       nb::object error = o.error.empty() ? nb::none() : nb::object(nb::str(o.error.c_str()));
       out.append(nb::make_tuple(o.id, nb::cast(o.prompt), nb::cast(o.tokens), nb::cast(o.logprobs),
-                                reasonName(o.finish), error, o.ttft_s, o.latency_s, o.preemptions));
+                                reasonName(o.finish), error, o.ttft_s, o.latency_s, o.preemptions,
+                                o.cached_tokens, o.parent >= 0 ? nb::object(nb::int_(o.parent)) : nb::none(),
+                                o.fork_index));
     }
     return out;
   }
@@ -140,6 +149,22 @@ public:
     stats["cancelled"] = s.cancelled;
     stats["step_seconds"] = s.step_seconds;
     stats["schedule_seconds"] = s.schedule_seconds;
+    stats["prefix_queries"] = s.prefix_queries;
+    stats["prefix_hits"] = s.prefix_hits;
+    stats["prefix_limited_by_state"] = s.prefix_limited_by_state;
+    stats["cached_blocks"] = s.cached_blocks;
+    stats["block_evictions"] = s.block_evictions;
+    stats["snapshots"] = s.snapshots;
+    stats["snapshot_drops"] = s.snapshot_drops;
+    stats["snapshot_evictions"] = s.snapshot_evictions;
+    stats["cached_snapshots"] = s.cached_snapshots;
+    stats["snapshot_bytes"] = s.snapshot_bytes;
+    stats["forks"] = s.forks;
+    stats["fork_fallbacks"] = s.fork_fallbacks;
+    stats["swaps_out"] = s.swaps_out;
+    stats["swaps_in"] = s.swaps_in;
+    stats["swap_fallbacks"] = s.swap_fallbacks;
+    stats["swap_bytes"] = s.swap_bytes;
     nb::dict d;
     d["stats"] = stats;
     d["num_waiting"] = waiting;
@@ -176,8 +201,12 @@ private:
 
 cbc::rt::SamplingParams samplingParams(int64_t max_new_tokens, double temperature, int64_t top_k, double top_p,
                                        double min_p, uint64_t seed, std::vector<int64_t> stop_token_ids,
-                                       bool ignore_eos, bool logprobs) {
+                                       bool ignore_eos, bool logprobs, int64_t n, std::string cache_salt,
+                                       std::vector<int64_t> cache_marks) {
   cbc::rt::SamplingParams p;
+  p.n = n;
+  p.cache_salt = std::move(cache_salt);
+  p.cache_marks = std::move(cache_marks);
   p.max_new_tokens = max_new_tokens;
   p.temperature = temperature;
   p.top_k = top_k;
@@ -198,22 +227,28 @@ NB_MODULE(_runtime, m) {
       .def("__init__",
            [](Engine *self, const std::string &artefact, const std::string &checkpoint, uint64_t seed,
               const std::string &backend, int threads, int64_t max_batch_tokens, int64_t max_requests,
-              int64_t cache_memory_mib, int64_t max_model_len) {
-             LoadOptions o{backend, threads, max_batch_tokens, max_requests, cache_memory_mib, max_model_len};
+              int64_t cache_memory_mib, int64_t max_model_len, bool prefix_caching, int64_t snapshot_memory_mib,
+              int64_t snapshot_interval, int64_t swap_space_mib) {
+             LoadOptions o{backend,       threads,        max_batch_tokens,    max_requests,
+                           cache_memory_mib, max_model_len, prefix_caching, snapshot_memory_mib,
+                           snapshot_interval, swap_space_mib};
              new (self) Engine(artefact, checkpoint, seed, o);
            },
            "artefact"_a, "checkpoint"_a, "seed"_a, "backend"_a, "threads"_a, "max_batch_tokens"_a,
-           "max_requests"_a, "cache_memory_mib"_a, "max_model_len"_a)
+           "max_requests"_a, "cache_memory_mib"_a, "max_model_len"_a, "prefix_caching"_a = true,
+           "snapshot_memory_mib"_a = -1, "snapshot_interval"_a = 0, "swap_space_mib"_a = 0)
       .def("add_request",
            [](Engine &e, std::vector<int32_t> prompt, int64_t max_new_tokens, double temperature, int64_t top_k,
               double top_p, double min_p, uint64_t seed, std::vector<int64_t> stop_token_ids, bool ignore_eos,
-              bool logprobs) {
-             return e.addRequest(std::move(prompt), samplingParams(max_new_tokens, temperature, top_k, top_p, min_p,
-                                                                   seed, std::move(stop_token_ids), ignore_eos,
-                                                                   logprobs));
+              bool logprobs, int64_t n, std::string cache_salt, std::vector<int64_t> cache_marks) {
+             return e.addRequest(std::move(prompt),
+                                 samplingParams(max_new_tokens, temperature, top_k, top_p, min_p, seed,
+                                                std::move(stop_token_ids), ignore_eos, logprobs, n,
+                                                std::move(cache_salt), std::move(cache_marks)));
            },
            "prompt"_a, "max_new_tokens"_a, "temperature"_a, "top_k"_a, "top_p"_a, "min_p"_a, "seed"_a,
-           "stop_token_ids"_a, "ignore_eos"_a, "logprobs"_a)
+           "stop_token_ids"_a, "ignore_eos"_a, "logprobs"_a, "n"_a = 1, "cache_salt"_a = "",
+           "cache_marks"_a = std::vector<int64_t>{})
       .def("step", &Engine::step)
       .def("cancel", &Engine::cancel, "id"_a)
       .def("idle", &Engine::idle)

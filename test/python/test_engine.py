@@ -343,6 +343,10 @@ def test_bad_artefact_and_weights_raise_value_error(tmp_path):
     ({"max_requests": 0}, "max_requests must be >= 1"),
     ({"threads": -1}, "threads must be >= 0"),
     ({"seed": -5}, "seed must be >= 0"),
+    ({"snapshot_interval": 65}, "multiple of 64"),
+    ({"snapshot_memory_mib": -2}, "snapshot_memory_mib must be >= 0"),
+    ({"swap_space_mib": -1}, "swap_space_mib must be >= 0"),
+    ({"swap_space_mib": 1 << 25}, "swap_space_mib must be at most"),
 ])
 def test_bad_engine_options_raise_value_error(kwargs, message):
     with pytest.raises(ValueError, match=message):
@@ -517,3 +521,65 @@ def test_two_engines_step_concurrently():
     for t in threads:
         t.join()
     assert results == alone
+
+
+# --- prefix caching, forks and swapping -----------------------------------------------------------
+
+@pytest.mark.parametrize("family", ["llama", "olmo_hybrid"])
+def test_num_return_sequences_equal_cbc_run_n(family):
+    """generate_batch(num_return_sequences=3) names the sequences as transformers does and gives
+    cbc run's "n": 3 tokens, greedy (all equal) and sampled (seeded, each its own)."""
+    eng = engine(family)
+    ps = prompts(eng.vocab_size, n=2, seed=5, longest=30)
+    for temperature in (0.0, 0.9):
+        outs = eng.generate_batch(ps, max_new_tokens=6, do_sample=temperature > 0, temperature=temperature,
+                                  seed=11, num_return_sequences=3)
+        assert list(outs) == ["req_0__child#0", "req_0__child#1", "req_0",
+                              "req_1__child#0", "req_1__child#1", "req_1"]
+        lines = [{"prompt": p, "max_new_tokens": 6, "temperature": temperature, "seed": 11 + i, "n": 3}
+                 for i, p in enumerate(ps)]
+        want = cbc_run(family, lines)
+        for i in range(2):
+            runs = {r["sequence"]: r["tokens"] for r in want if r["index"] == i}
+            assert outs[f"req_{i}"].generated_tokens == runs[0]
+            assert [outs[f"req_{i}__child#{k}"].generated_tokens for k in range(2)] == [runs[1], runs[2]]
+            if temperature == 0:
+                assert runs[0] == runs[1] == runs[2]
+    assert eng.stats["forks"] > 0
+
+
+def test_prefix_cache_hits_and_can_be_turned_off():
+    eng = engine("llama")
+    p = list(range(1, 50))
+    first = eng.generate_batch([p], max_new_tokens=4)["req_0"].generated_tokens
+    again = eng.generate_batch([p], max_new_tokens=4)["req_0"].generated_tokens
+    assert again == first
+    s = eng.stats
+    assert s["prefix_queries"] == 2 * len(p) and s["prefix_hits"] == 48
+    rid = eng.add_request(p, max_new_tokens=1, cache_salt="other tenant")
+    while not eng.idle():
+        eng.step()
+    (out,) = eng.take_finished()
+    assert out.id == rid and out.cached_tokens == 0, "another salt finds nothing"
+    off = engine("llama", prefix_caching=False)
+    off.generate_batch([p], max_new_tokens=4)
+    assert off.generate_batch([p], max_new_tokens=4)["req_0"].generated_tokens == first
+    assert off.stats["prefix_hits"] == 0
+
+
+def test_add_forked_request_and_swap_space():
+    eng = engine("olmo_hybrid", swap_space_mib=16, max_batch_tokens=16, cache_memory_mib=1)
+    ids = eng.add_forked_request(list(range(3, 40)), 3, max_new_tokens=5)
+    assert len(ids) == 3
+    while not eng.idle():
+        eng.step()
+    outs = {o.id: o for o in eng.take_finished()}
+    assert [outs[i].fork_index for i in ids] == [0, 1, 2]
+    assert [outs[i].parent for i in ids] == [None, ids[0], ids[0]]
+    assert outs[ids[1]].tokens == outs[ids[0]].tokens
+    for key in ("swaps_out", "swaps_in", "swap_fallbacks", "swap_bytes", "snapshots", "cached_snapshots"):
+        assert key in eng.stats
+    with pytest.raises(TypeError):
+        eng.add_forked_request([1, 2], 2, colour="red")
+    with pytest.raises(ValueError, match="n must be"):
+        eng.add_forked_request([1, 2], 0)

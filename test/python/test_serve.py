@@ -90,6 +90,42 @@ def test_completion_stream_equals_non_stream(client, prompt):
     assert all(c.choices[0].finish_reason is None for c in chunks[:-1])
 
 
+def test_n_choices_share_the_prompt_and_stream(client, server, tok, alone):
+    """n greedy choices: each is the request alone; the engine forked them from one prompt."""
+    before = metrics(server)
+    r = client.completions.create(model=NAME, prompt="hello world", max_tokens=12, temperature=0, n=3)
+    want_ids = alone(tok.encode("hello world"), 12)
+    want = tok.decode(want_ids, skip_special_tokens=True)
+    assert [c.index for c in r.choices] == [0, 1, 2]
+    assert all(c.text == want for c in r.choices)
+    assert r.usage.completion_tokens == 3 * len(want_ids)
+    after = metrics(server)
+    assert after["cbc_forks_total"] - before["cbc_forks_total"] == 2
+    # Streamed: every choice's chunks carry its index and end with its finish reason.
+    chunks = list(client.completions.create(model=NAME, prompt="hello world", max_tokens=12,
+                                            temperature=0, n=2, stream=True))
+    for i in range(2):
+        mine = [c.choices[0] for c in chunks if c.choices[0].index == i]
+        assert "".join(c.text for c in mine) == want
+        assert mine[-1].finish_reason is not None
+    chat = client.chat.completions.create(model=NAME, messages=[{"role": "user", "content": "hi"}],
+                                          max_tokens=8, temperature=1.0, seed=7, n=2)
+    assert [c.index for c in chat.choices] == [0, 1]
+
+
+def test_prefix_cache_metrics(client, server):
+    """A prompt sent twice finds its whole blocks cached the second time."""
+    prompt = list(range(1, 60))
+    before = metrics(server)
+    for _ in range(2):
+        client.completions.create(model=NAME, prompt=prompt, max_tokens=2, temperature=0)
+    after = metrics(server)
+    assert after["cbc_prefix_queries_total"] - before["cbc_prefix_queries_total"] == 2 * len(prompt)
+    assert after["cbc_prefix_hits_total"] - before["cbc_prefix_hits_total"] >= 48
+    for name in ("cbc_cached_blocks", "cbc_swaps_out_total", "cbc_snapshots_total", "cbc_swap_bytes"):
+        assert name in after
+
+
 CHATS = [
     [{"role": "user", "content": "hello there"}],
     [{"role": "system", "content": "You are a helpful assistant."},
@@ -181,7 +217,9 @@ def test_errors(client):
         (dict(prompt=[]), "prompt", "invalid_value"),
         (dict(prompt=[1, 999]), "prompt", "invalid_value"),
         (dict(prompt=list(range(1, 256)) * 2), "prompt", "context_length_exceeded"),
-        (dict(prompt="hi", n=2), "n", "unsupported_value"),
+        (dict(prompt="hi", n=0), "n", "invalid_value"),
+        (dict(prompt="hi", n=129), "n", "invalid_value"),
+        (dict(prompt="hi", n=2, best_of=3), "best_of", "unsupported_value"),
         (dict(prompt="hi", temperature=5), "temperature", "invalid_value"),
         (dict(prompt="hi", max_tokens=0), "max_tokens", "invalid_value"),
         (dict(prompt="hi", stop=["a", "b", "c", "d", "e"]), "stop", "invalid_value"),

@@ -345,6 +345,74 @@ TEST(SimtStateUnits, AForkedRequestContinuesAsItsParent) {
     ASSERT_EQ(logits[i], logits[vocab + i]) << "logit " << i;
 }
 
+// The GPU backend's host transfers (swapping): a request whose blocks and state went to host
+// memory and came back into other units, after another request overwrote the old ones, continues
+// as a request never moved.
+TEST(SimtStateUnits, UnitsSwappedToHostAndBackContinueTheRequest) {
+  rt::Artefact a = compileWithKernels("olmo_hybrid", true);
+  rt::WeightSource weights;
+  weights.checkpoint_dir = fixtureDir("olmo_hybrid");
+  auto gpu = rt::makeGpuBackend(a, weights, simt::makeSimtDevice(cacheDir()), {64, 4});
+  const int32_t blocks = 16, units = 4;
+  gpu->allocateCache(blocks, units);
+  rt::CacheCoordinator cache(a.cache_plan, blocks, units, 4, 8);
+  rt::Request kept, moved, other;
+  kept.prompt = moved.prompt = {5, 9, 14, 3, 22, 7, 11, 2, 8, 30, 1, 4, 6, 19, 23, 17, 12, 13};
+  other.prompt = {40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58};
+  auto step = [&](std::vector<rt::Request *> rs, int64_t count) {
+    rt::StepPlan plan;
+    for (rt::Request *r : rs) {
+      EXPECT_TRUE(cache.allocate(r->slot, r->computed + count));
+      plan.chunks.push_back({r, r->computed, count, true});
+      plan.tokens += count;
+    }
+    rt::StepBatch batch;
+    rt::buildStepBatch(plan, cache, batch);
+    std::vector<float> logits;
+    gpu->run(batch, logits);
+    for (rt::Request *r : rs) {
+      r->computed += count;
+      cache.commit(r->slot, r->computed);
+    }
+    return logits;
+  };
+  auto unitBytes = [&](int group) {
+    return a.cache_plan.groups[group].kind == rt::CacheGroup::State
+               ? gpu->stateBytesPerUnit()
+               : gpu->cacheBytesPerToken(group) * a.cache_plan.block_size;
+  };
+  kept.slot = cache.acquireSlot();
+  moved.slot = cache.acquireSlot();
+  step({&kept, &moved}, 18);
+  std::vector<rt::UnitRef> out;
+  rt::SwapLayout layout = cache.swapLayout(moved.slot, out);
+  std::vector<uint8_t> host;
+  for (const rt::UnitRef &u : out) {
+    size_t at = host.size();
+    host.resize(at + unitBytes(u.group));
+    ASSERT_TRUE(gpu->transferUnits(u.group, {u.unit}, host.data() + at, true));
+  }
+  cache.free(moved.slot);
+  other.slot = cache.acquireSlot();
+  step({&other}, 19);
+  moved.slot = cache.acquireSlot();
+  std::vector<rt::UnitRef> in;
+  ASSERT_TRUE(cache.restore(moved.slot, layout, in));
+  size_t at = 0;
+  for (const rt::UnitRef &u : in) {
+    ASSERT_TRUE(gpu->transferUnits(u.group, {u.unit}, host.data() + at, false));
+    at += unitBytes(u.group);
+  }
+  for (rt::Request *r : {&kept, &moved})
+    r->prompt.push_back(40);
+  std::vector<float> logits = step({&kept, &moved}, 1);
+  int64_t vocab = a.meta.vocab_size;
+  ASSERT_EQ((int64_t)logits.size(), 2 * vocab);
+  for (int64_t i = 0; i < vocab; ++i)
+    ASSERT_EQ(logits[i], logits[vocab + i]) << "logit " << i;
+  EXPECT_THROW(gpu->transferUnits(0, {blocks}, host.data(), true), std::logic_error);
+}
+
 // Router and expert variants that no fixture has yet, on the qwen3_moe fixture's model with its
 // MoeSpec edited and random weights: group-limited sigmoid routing with a selection bias, and
 // identity experts with max-scored, zero-filled groups over all E + Z router columns.

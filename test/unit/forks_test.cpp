@@ -1,7 +1,8 @@
 // Forked requests (SamplingParams::n, num_return_sequences) through the engine: the forks share
 // the prompt's cache (blocks and states), greedy forks equal the parent's solo tokens, sampled
 // forks with a seed reproduce across runs and differ from each other, a waiting fork can be
-// cancelled alone, and a bad n is refused. A dense model and a hybrid with states.
+// cancelled alone, and a bad n is refused; requests sharing a prefix that arrive together share
+// the first one's blocks. A dense model and a hybrid with states.
 #include "test/support/test_support.h"
 
 #include <gtest/gtest.h>
@@ -118,6 +119,34 @@ TEST_P(Forks, AWaitingForkIsCancelledAloneAndABadNIsRefused) {
   }
   drain(*e);
   EXPECT_EQ(e->cache().usedBlocks(), 0);
+}
+
+// Requests sharing a prefix that arrive together: the first computes it, the others wait a step
+// for its blocks (and, for a recurrent model, the snapshot it keeps where they part) and find them
+// cached, instead of all computing it at once.
+TEST_P(Forks, RequestsArrivingTogetherShareTheFirstOnesPrefix) {
+  auto e = engine();
+  std::vector<int32_t> stem = prompt(70);
+  std::vector<rt::RequestId> ids;
+  for (int32_t k = 0; k < 3; ++k) {
+    std::vector<int32_t> p = stem;
+    p.push_back(100 + k);
+    p.push_back(150 + k);
+    ids.push_back(e->add_request(p, params(1)).id);
+  }
+  auto out = drain(*e);
+  EXPECT_EQ(out.at(ids[0]).cached_tokens, 0);
+  EXPECT_GT(out.at(ids[2]).cached_tokens, 0) << GetParam();
+  EXPECT_GE(e->stats().prefix_hits, 64);
+  // The same tokens as each alone.
+  for (int32_t k = 0; k < 3; ++k) {
+    auto alone = engine();
+    std::vector<int32_t> p = stem;
+    p.push_back(100 + k);
+    p.push_back(150 + k);
+    rt::AddResult a = alone->add_request(p, params(1));
+    EXPECT_EQ(drain(*alone).at(a.id).tokens, out.at(ids[k]).tokens) << k;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, Forks, ::testing::Values("llama", "olmo_hybrid"),

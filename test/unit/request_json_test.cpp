@@ -91,5 +91,21 @@ TEST(RequestJson, TypeErrorsNameTheField) {
   expectError("", {"malformed JSON"});
 }
 
+// Prefix caching's and forks' fields: n in [1, 1024], a salt, marks at prompt positions.
+TEST(RequestJson, ForksAndCacheFields) {
+  rt::ParsedRequest p = parse(R"({"prompt": [1, 2], "n": 3, "cache_salt": "tenant-a", "cache_marks": [0, 17]})");
+  EXPECT_EQ(p.error, "");
+  EXPECT_EQ(p.params.n, 3);
+  EXPECT_EQ(p.params.cache_salt, "tenant-a");
+  EXPECT_EQ(p.params.cache_marks, (std::vector<int64_t>{0, 17}));
+  expectError(R"({"prompt": [1], "n": 0})", {"\"n\"", "[1, 1024]"});
+  expectError(R"({"prompt": [1], "n": 1025})", {"\"n\""});
+  expectError(R"({"prompt": [1], "n": 2.0})", {"\"n\"", "integer"});
+  expectError(R"({"prompt": [1], "cache_salt": 5})", {"cache_salt", "string"});
+  expectError(R"({"prompt": [1], "cache_marks": 5})", {"cache_marks", "list"});
+  expectError(R"({"prompt": [1], "cache_marks": [-1]})", {"cache_marks[0]", ">= 0"});
+  expectError(R"({"prompt": [1], "num_return_sequences": 2})", {"did you mean \"n\""});
+}
+
 } // namespace
 } // namespace cbc::test

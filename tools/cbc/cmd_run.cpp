@@ -67,9 +67,14 @@ const char *kRunAbout =
     "as it finishes: results come in completion order, not input order. A line is a list of token\n"
     "ids or an object {\"prompt\": [...], \"id\": ANY, \"max_new_tokens\": N, \"temperature\": T,\n"
     "\"top_k\": K, \"top_p\": P, \"min_p\": M, \"seed\": S, \"stop_token_ids\": [...],\n"
-    "\"ignore_eos\": B, \"logprobs\": B}. Every line gets exactly one result: a bad one (malformed,\n"
-    "an unknown key, a wrong type or range) is \"rejected\" with an \"error\" naming its line and\n"
-    "field, and the others go on. With --stream, each generated token is also printed as\n"
+    "\"ignore_eos\": B, \"logprobs\": B, \"n\": N, \"cache_salt\": S, \"cache_marks\": [...]}. Every\n"
+    "line gets exactly one result, or one per sequence with \"n\" (each with its \"sequence\", from 0;\n"
+    "the n sequences share the prompt's cache): a bad one (malformed, an unknown key, a wrong type\n"
+    "or range) is \"rejected\" with an \"error\" naming its line and field, and the others go on.\n"
+    "Prefix caching is on unless --no-prefix-cache: a prompt starts past the longest prefix whose\n"
+    "cache rows an earlier request left (\"cached_tokens\" in its result); \"cache_salt\" keeps\n"
+    "prompts of different salts apart, and \"cache_marks\" names prompt positions (a chat\n"
+    "message's start) where a recurrent model's state is worth keeping. With --stream, each generated token is also printed as\n"
     "{\"index\": I, \"token\": T} (with \"logprob\" when asked for) as it is generated. A bad flag\n"
     "or prompts file exits with status 2 before any work.";
 
@@ -96,6 +101,16 @@ Args runArgs() {
                 "memory for the paged cache, 1 to 16777216 MiB (default: half the host memory left beside the "
                 "weights, 0.9 of the GPU's; at least 256, at most what the live requests can use)"},
                {"--threads", "N", "CPU threads, 1 to 1024 (default 0: all cores)"},
+               {"--no-prefix-cache", "", "compute every prompt whole: no prefix caching"},
+               {"--snapshot-memory", "MIB",
+                "recurrent models: cache memory for state snapshots (prefix-cache hits), 0 to 16777216 MiB "
+                "(default: a fifth of the cache memory)"},
+               {"--snapshot-interval", "N",
+                "recurrent models: also keep a state snapshot every N prompt tokens, a multiple of 64 "
+                "(default 0: only at the prompt's end, at marks and where attention matched further)"},
+               {"--swap-space", "MIB",
+                "host memory for preempted requests' cache, restored when they resume instead of recomputed, "
+                "0 to 16777216 MiB (default 0: recompute)"},
                {"--quiet", "", "no progress bar or summary"}},
               "MODEL");
 }
@@ -156,6 +171,14 @@ RunSettings readSettings(const Args &args) {
   if (args.has("--cache-memory"))
     o.cache_memory_bytes = intFlag(args, "--cache-memory", 0, 1, int64_t(1) << 24, "in [1, 16777216] MiB") << 20;
   o.threads = (int)intFlag(args, "--threads", 0, 0, 1024, "in [1, 1024], or 0 for all cores");
+  o.prefix_caching = !args.has("--no-prefix-cache");
+  if (args.has("--snapshot-memory"))
+    o.snapshot_memory_bytes = intFlag(args, "--snapshot-memory", 0, 0, int64_t(1) << 24, "in [0, 16777216] MiB") << 20;
+  o.snapshot_interval = intFlag(args, "--snapshot-interval", 0, 0, int64_t(1) << 40, "a multiple of 64, >= 0");
+  if (o.snapshot_interval % 64 != 0)
+    throw UsageError("--snapshot-interval must be a multiple of 64 (the snapshot grid), got " +
+                     std::to_string(o.snapshot_interval));
+  o.swap_space_bytes = intFlag(args, "--swap-space", 0, 0, int64_t(1) << 24, "in [0, 16777216] MiB") << 20;
   r.quiet = args.has("--quiet");
   r.stream = args.has("--stream");
   bool quiet = r.quiet;
@@ -234,7 +257,9 @@ json resultLine(const rt::RequestOutput &o, const PromptLine &p) {
   json r = {{"index", p.index}, {"tokens", o.tokens}, {"finish_reason", rt::finishReasonName(o.finish)},
             {"prompt_tokens", o.prompt.size()}, {"generated_tokens", o.tokens.size()},
             {"ttft_ms", o.ttft_s * 1e3}, {"latency_ms", o.latency_s * 1e3},
-            {"preemptions", o.preemptions}};
+            {"preemptions", o.preemptions}, {"cached_tokens", o.cached_tokens}};
+  if (p.request.params.n > 1)
+    r["sequence"] = o.fork_index;
   if (!p.request.user_id.is_null())
     r["id"] = p.request.user_id;
   if (!o.error.empty())
@@ -301,15 +326,24 @@ private:
       ++malformed_;
       return;
     }
-    // The engine keeps the prompt; the line keeps what its result echoes.
-    rt::RequestId id = engine_.add_request(std::move(p.request.ids), p.request.params).id;
-    lines_[id] = std::move(p);
+    // The engine keeps the prompt; the line keeps what its result echoes (once per sequence).
+    rt::AddResult added = engine_.add_request(std::move(p.request.ids), p.request.params);
+    for (rt::RequestId fork : added.forks)
+      lines_[fork] = p;
+    sequencesLeft_[p.index] = 1 + (int64_t)added.forks.size();
+    lines_[added.id] = std::move(p);
   }
 
   void collect() {
     for (const rt::RequestOutput &o : engine_.take_finished()) {
       auto it = lines_.find(o.id);
-      emit(resultLine(o, it->second));
+      write(resultLine(o, it->second));
+      // A line is done when its last sequence is.
+      auto left = sequencesLeft_.find(it->second.index);
+      if (--left->second == 0) {
+        sequencesLeft_.erase(left);
+        ++done_;
+      }
       lines_.erase(it);
     }
   }
@@ -343,6 +377,7 @@ private:
   bool stream_;
   Progress progress_;
   std::map<rt::RequestId, PromptLine> lines_;
+  std::map<int64_t, int64_t> sequencesLeft_; // by line index
   size_t done_ = 0, malformed_ = 0;
 };
 
@@ -360,6 +395,25 @@ void printSummary(const rt::EngineStats &s, const rt::EngineOptions &o, size_t p
                elapsed > 0 ? s.computed_tokens / elapsed : 0.0, (long long)s.steps,
                (long long)s.preemptions, (long long)(o.cache_memory_bytes >> 20), (long long)o.max_batch_tokens,
                peak.c_str());
+  if (!o.prefix_caching) {
+    std::fprintf(stderr, "cbc run: prefix cache off\n");
+  } else {
+    std::fprintf(stderr,
+                 "cbc run: prefix cache: %lld of %lld prompt tokens found cached (%.1f%%), %lld more had attention "
+                 "rows but no state snapshot; %lld blocks cached, %lld evicted; %lld state snapshots kept "
+                 "(%.1f MB), %lld taken, %lld dropped, %lld evicted\n",
+                 (long long)s.prefix_hits, (long long)s.prefix_queries,
+                 s.prefix_queries > 0 ? 100.0 * (double)s.prefix_hits / (double)s.prefix_queries : 0.0,
+                 (long long)s.prefix_limited_by_state, (long long)s.cached_blocks, (long long)s.block_evictions,
+                 (long long)s.cached_snapshots, (double)s.snapshot_bytes / 1e6, (long long)s.snapshots,
+                 (long long)s.snapshot_drops, (long long)s.snapshot_evictions);
+  }
+  if (s.forks + s.fork_fallbacks + s.swaps_out + s.swap_fallbacks > 0)
+    std::fprintf(stderr,
+                 "cbc run: %lld forks shared their prompt's cache (%lld computed it alone); %lld preempted requests "
+                 "swapped to host memory, %lld back, %lld recomputed for want of swap space\n",
+                 (long long)s.forks, (long long)s.fork_fallbacks, (long long)s.swaps_out, (long long)s.swaps_in,
+                 (long long)s.swap_fallbacks);
 }
 
 // Everything that can be refused before work: the flags, the prompts file and the output file.
