@@ -325,26 +325,23 @@ bool CacheCoordinator::snapshot(int32_t seq, const std::vector<uint64_t> &hashes
   return true;
 }
 
-void CacheCoordinator::pin(int group, int32_t unit) {
+BlockPool &CacheCoordinator::poolOf(int group) {
   if (group == stateGroup_)
-    state_->pool().ref(unit);
-  else if (group < (int)paged_.size())
-    paged_[group]->pool().ref(unit);
-  else
-    static_.at(group - paged_.size())->pool().ref(unit);
+    return state_->pool();
+  if (group < (int)paged_.size())
+    return paged_[group]->pool();
+  return static_.at(group - paged_.size())->pool();
+}
+
+void CacheCoordinator::pin(int group, int32_t unit) {
+  poolOf(group).ref(unit);
   pinned_.push_back({group, unit});
 }
 
 void CacheCoordinator::copiesDone() {
   pending_.clear();
-  for (auto [group, unit] : pinned_) {
-    if (group == stateGroup_)
-      state_->pool().unref(unit);
-    else if (group < (int)paged_.size())
-      paged_[group]->pool().unref(unit);
-    else
-      static_.at(group - paged_.size())->pool().unref(unit);
-  }
+  for (auto [group, unit] : pinned_)
+    poolOf(group).unref(unit);
   pinned_.clear();
 }
 

@@ -161,6 +161,7 @@ public:
   int64_t cachedSnapshots() const;
 
 private:
+  BlockPool &poolOf(int group); // a plan group id's pool
   void pin(int group, int32_t unit);
   void onBlockEvicted(uint64_t hash);
   const TableRows &tableGroup(int group) const;

@@ -298,6 +298,26 @@ TEST(SimtStateUnits, ScansReadTheInputUnitAndWriteTheOutputUnit) {
   }
 }
 
+// One step of `rs` through a backend and its cache, `count` tokens each, committed; the logits.
+std::vector<float> stepRequests(rt::Backend &gpu, rt::CacheCoordinator &cache, std::vector<rt::Request *> rs,
+                                int64_t count) {
+  rt::StepPlan plan;
+  for (rt::Request *r : rs) {
+    EXPECT_TRUE(cache.allocate(r->slot, r->computed + count));
+    plan.chunks.push_back({r, r->computed, count, true});
+    plan.tokens += count;
+  }
+  rt::StepBatch batch;
+  rt::buildStepBatch(plan, cache, batch);
+  std::vector<float> logits;
+  gpu.run(batch, logits);
+  for (rt::Request *r : rs) {
+    r->computed += count;
+    cache.commit(r->slot, r->computed);
+  }
+  return logits;
+}
+
 // The GPU backend's copy of cache units (Device::copy): a request forked after a prompt that ends
 // inside a block continues as its parent, the partial block copied and the state copied on write.
 TEST(SimtStateUnits, AForkedRequestContinuesAsItsParent) {
@@ -312,23 +332,7 @@ TEST(SimtStateUnits, AForkedRequestContinuesAsItsParent) {
   parent.prompt = {5, 9, 14, 3, 22, 7, 11};
   parent.slot = cache.acquireSlot();
   child.slot = cache.acquireSlot();
-  auto step = [&](std::vector<rt::Request *> rs, int64_t count) {
-    rt::StepPlan plan;
-    for (rt::Request *r : rs) {
-      EXPECT_TRUE(cache.allocate(r->slot, r->computed + count));
-      plan.chunks.push_back({r, r->computed, count, true});
-      plan.tokens += count;
-    }
-    rt::StepBatch batch;
-    rt::buildStepBatch(plan, cache, batch);
-    std::vector<float> logits;
-    gpu->run(batch, logits);
-    for (rt::Request *r : rs) {
-      r->computed += count;
-      cache.commit(r->slot, r->computed);
-    }
-    return logits;
-  };
+  auto step = [&](std::vector<rt::Request *> rs, int64_t count) { return stepRequests(*gpu, cache, rs, count); };
   step({&parent}, 7);
   std::vector<rt::UnitCopy> copies;
   ASSERT_TRUE(cache.fork(parent.slot, child.slot, copies));
@@ -359,23 +363,7 @@ TEST(SimtStateUnits, UnitsSwappedToHostAndBackContinueTheRequest) {
   rt::Request kept, moved, other;
   kept.prompt = moved.prompt = {5, 9, 14, 3, 22, 7, 11, 2, 8, 30, 1, 4, 6, 19, 23, 17, 12, 13};
   other.prompt = {40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58};
-  auto step = [&](std::vector<rt::Request *> rs, int64_t count) {
-    rt::StepPlan plan;
-    for (rt::Request *r : rs) {
-      EXPECT_TRUE(cache.allocate(r->slot, r->computed + count));
-      plan.chunks.push_back({r, r->computed, count, true});
-      plan.tokens += count;
-    }
-    rt::StepBatch batch;
-    rt::buildStepBatch(plan, cache, batch);
-    std::vector<float> logits;
-    gpu->run(batch, logits);
-    for (rt::Request *r : rs) {
-      r->computed += count;
-      cache.commit(r->slot, r->computed);
-    }
-    return logits;
-  };
+  auto step = [&](std::vector<rt::Request *> rs, int64_t count) { return stepRequests(*gpu, cache, rs, count); };
   auto unitBytes = [&](int group) {
     return a.cache_plan.groups[group].kind == rt::CacheGroup::State
                ? gpu->stateBytesPerUnit()
