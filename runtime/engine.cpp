@@ -186,7 +186,10 @@ Engine::Engine(std::unique_ptr<Artefact> artefact, std::unique_ptr<Backend> back
     if (!cache_->cachesPrefixes())
       options_.log("prefix caching is off for this model: its cache has rows computed from another input "
                    "than the tokens (an encoder's)");
-    else if (stateBytes > 0 && snapshots == 0)
+    else if (plan.length_dependent_above > 0)
+      options_.log("prefix caching shares only prompts of at most " + std::to_string(plan.length_dependent_above) +
+                   " tokens for this model: its RoPE schedule changes with the sequence's length above that");
+    if (cache_->cachesPrefixes() && stateBytes > 0 && snapshots == 0)
       options_.log("prefix caching finds no hits for this model: its recurrent states need snapshots and the "
                    "cache memory leaves none (raise the cache memory or the snapshot memory)");
   }

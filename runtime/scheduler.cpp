@@ -305,10 +305,14 @@ void Scheduler::afterCommit(Request *r) {
   // Points passed inside a chunk (added after it was planned) are dropped.
   while (!r->snapshot_at.empty() && r->snapshot_at.front() < r->computed)
     r->snapshot_at.erase(r->snapshot_at.begin());
-  if (!r->snapshot_at.empty() && r->snapshot_at.front() == r->computed) {
+  bool due = !r->snapshot_at.empty() && r->snapshot_at.front() == r->computed;
+  if (due)
     r->snapshot_at.erase(r->snapshot_at.begin());
+  // From the prompt's end on, every grid point the request reaches is kept too: a chat's next
+  // turn, which extends the answer, resumes from the last one.
+  bool decoding = r->computed >= (int64_t)r->prompt.size() && r->computed % cache_.snapshotGrid() == 0;
+  if (cache_.hasStates() && cacheable(r) && (due || decoding))
     cache_.snapshot(r->slot, r->block_hashes);
-  }
   if (!r->forks.empty() && r->computed == (int64_t)r->prompt.size() - 1)
     forkChildren(r);
 }

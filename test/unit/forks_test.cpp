@@ -149,6 +149,22 @@ TEST_P(Forks, RequestsArrivingTogetherShareTheFirstOnesPrefix) {
   }
 }
 
+// A backend that cannot move units to host memory: swap space is ignored, said at start-up, and
+// preempted requests are recomputed.
+TEST(SwapSpace, IgnoredWhereTheBackendCannotMoveUnits) {
+  const rt::Artefact &a = committedArtefact("llama");
+  std::vector<std::string> said;
+  rt::EngineOptions o;
+  o.max_batch_tokens = 64;
+  o.cache_memory_bytes = 1 << 20;
+  o.swap_space_bytes = 1 << 20;
+  o.log = [&](const std::string &m) { said.push_back(m); };
+  auto e = rt::Engine::withBackend(a, rt::makeNullBackend(a), o);
+  ASSERT_EQ(said.size(), 1u);
+  EXPECT_EQ(said[0], "swap space is ignored: the null backend cannot move this model's cache to host memory; "
+                     "preempted requests are recomputed");
+}
+
 INSTANTIATE_TEST_SUITE_P(Fixtures, Forks, ::testing::Values("llama", "olmo_hybrid"),
                          [](const auto &info) { return info.param; });
 
