@@ -454,9 +454,9 @@ std::vector<TokenEvent> Engine::step() {
   // Counted before anything can return: a step whose every request was preempted runs nothing
   // (but their units are saved now, before any other request reuses them).
   stats_.preemptions += (int64_t)plan.preempted.size();
-  if (plan.chunks.empty())
-    runSwaps(plan);
   if (plan.chunks.empty()) {
+    runSwaps(plan);
+    flushCopies(); // and the holds of a prefix hit whose request then did not fit are let go
     // Nothing fits although nothing else holds the cache: the head request never will.
     if (scheduler_->numRunning() == 0 && scheduler_->numWaiting() > 0) {
       for (auto &[id, r] : requests_)
