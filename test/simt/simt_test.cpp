@@ -149,7 +149,9 @@ void kernelsMatchCpu(const rt::Artefact &a, const rt::WeightSource &weights,
   cpu->allocateCache(blocks, stateUnits);
   gpu->allocateCache(blocks, stateUnits);
   rt::CacheCoordinator cache(a.cache_plan, blocks, stateUnits, slots, opt.table_width);
-  rt::Scheduler sched({opt.max_tokens, opt.max_requests}, cache);
+  // Without prefix caching: the steps are the shapes a test asks for (a snapshot point would split
+  // a long prefill), and nothing here makes the cache's copies.
+  rt::Scheduler sched({opt.max_tokens, opt.max_requests, false}, cache);
   std::vector<std::unique_ptr<rt::Request>> reqs;
   for (const auto &p : prompts) {
     auto r = std::make_unique<rt::Request>();
