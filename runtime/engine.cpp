@@ -124,53 +124,67 @@ Engine::Engine(std::unique_ptr<Artefact> artefact, std::unique_ptr<Backend> back
   if (options_.max_live_requests < 1)
     throw std::runtime_error("max_live_requests must be at least 1");
   const CachePlan &plan = artefact_->cache_plan;
+  CacheSizes sizes = sizeCache();
+  maxModelLen_ = options_.max_model_len > 0
+                     ? std::min<int64_t>(options_.max_model_len, artefact_->meta.max_positions)
+                     : artefact_->meta.max_positions;
+  int32_t width = (int32_t)((maxModelLen_ + plan.block_size - 1) / plan.block_size);
+  int32_t stateUnits = sizes.slots + sizes.snapshots;
+  backend_->allocateCache(sizes.blocks, stateUnits);
+  cache_ = std::make_unique<CacheCoordinator>(plan, sizes.blocks, stateUnits, sizes.slots, width);
+  stats_.snapshot_capacity = sizes.snapshots;
+  scheduler_ = std::make_unique<Scheduler>(schedulerOptions(), *cache_);
+  fingerprint_ = modelFingerprint(*artefact_);
+  if (options_.log && options_.prefix_caching)
+    sayPrefixLimits(sizes.snapshots);
+}
+
+Engine::CacheSizes Engine::sizeCache() const {
+  const CachePlan &plan = artefact_->cache_plan;
   int64_t bytesPerBlockRow = 0;
   for (int g = 0; g < plan.tableGroups(); ++g)
     bytesPerBlockRow += backend_->cacheBytesPerToken(g) * plan.block_size;
   // One state unit per live request; what is left of the budget holds cache blocks.
   int64_t stateBytes = backend_->stateBytesPerUnit();
   int64_t budget = options_.cache_memory_bytes;
-  int32_t slots = (int32_t)std::min<int64_t>(options_.max_live_requests, 1 << 20);
+  CacheSizes sizes;
+  sizes.slots = (int32_t)std::min<int64_t>(options_.max_live_requests, 1 << 20);
   if (options_.max_state_fraction <= 0 || options_.max_state_fraction > 1)
     throw std::runtime_error("max_state_fraction must be in (0, 1]");
   if (stateBytes > 0) {
-    slots = (int32_t)std::min<int64_t>(slots, (int64_t)((double)budget * options_.max_state_fraction) / stateBytes);
-    if (slots < 1)
+    sizes.slots =
+        (int32_t)std::min<int64_t>(sizes.slots, (int64_t)((double)budget * options_.max_state_fraction) / stateBytes);
+    if (sizes.slots < 1)
       throw std::runtime_error("the cache memory budget cannot hold one request's state (" +
                                std::to_string(stateBytes) + " bytes)");
-    budget -= slots * stateBytes;
+    budget -= sizes.slots * stateBytes;
   }
   // State snapshots for prefix caching: spare state units, which a live request may also take.
-  int32_t snapshots = 0;
   if (stateBytes > 0 && options_.prefix_caching) {
     if (options_.snapshot_memory_bytes < -1)
       throw std::runtime_error("snapshot_memory_bytes must be -1 (a fifth of the cache memory) or at least 0");
     int64_t share = std::min<int64_t>(
         options_.snapshot_memory_bytes < 0 ? options_.cache_memory_bytes / 5 : options_.snapshot_memory_bytes, budget);
-    snapshots = (int32_t)std::min<int64_t>(share / stateBytes, 1 << 20);
-    budget -= snapshots * stateBytes;
+    sizes.snapshots = (int32_t)std::min<int64_t>(share / stateBytes, 1 << 20);
+    budget -= sizes.snapshots * stateBytes;
   }
-  int32_t blocks = bytesPerBlockRow > 0
-                       ? (int32_t)std::min<int64_t>(budget / bytesPerBlockRow, 1 << 30)
-                       : 0;
-  if (plan.tableGroups() > 0 && blocks < 1)
+  sizes.blocks = bytesPerBlockRow > 0 ? (int32_t)std::min<int64_t>(budget / bytesPerBlockRow, 1 << 30) : 0;
+  if (plan.tableGroups() > 0 && sizes.blocks < 1)
     throw std::runtime_error("the cache memory budget (" + std::to_string(options_.cache_memory_bytes) +
                              " bytes) is smaller than one cache block");
-  maxModelLen_ = options_.max_model_len > 0
-                     ? std::min<int64_t>(options_.max_model_len, artefact_->meta.max_positions)
-                     : artefact_->meta.max_positions;
-  int32_t width = (int32_t)((maxModelLen_ + plan.block_size - 1) / plan.block_size);
-  backend_->allocateCache(blocks, slots + snapshots);
-  cache_ = std::make_unique<CacheCoordinator>(plan, blocks, slots + snapshots, slots, width);
-  stats_.snapshot_capacity = snapshots;
+  return sizes;
+}
+
+SchedulerOptions Engine::schedulerOptions() const {
+  const CachePlan &plan = artefact_->cache_plan;
   if (options_.snapshot_interval < 0)
     throw std::runtime_error("snapshot_interval must be at least 0");
+  if (options_.swap_space_bytes < 0)
+    throw std::runtime_error("swap_space_bytes must be at least 0");
   SchedulerOptions so{options_.max_batch_tokens, options_.max_requests};
   so.prefix_caching = options_.prefix_caching;
   so.snapshot_interval = options_.snapshot_interval;
   so.length_dependent_above = plan.length_dependent_above;
-  if (options_.swap_space_bytes < 0)
-    throw std::runtime_error("swap_space_bytes must be at least 0");
   // Swapping where the backend can move units to host memory (asked with no units).
   if (options_.swap_space_bytes > 0 && cache_->canSwap() && backend_->transferUnits(0, {}, nullptr, true)) {
     so.swap_bytes = options_.swap_space_bytes;
@@ -180,19 +194,20 @@ Engine::Engine(std::unique_ptr<Artefact> artefact, std::unique_ptr<Backend> back
     options_.log("swap space is ignored: the " + backend_->name() +
                  " backend cannot move this model's cache to host memory; preempted requests are recomputed");
   }
-  scheduler_ = std::make_unique<Scheduler>(so, *cache_);
-  fingerprint_ = modelFingerprint(*artefact_);
-  if (options_.log && options_.prefix_caching) {
-    if (!cache_->cachesPrefixes())
-      options_.log("prefix caching is off for this model: its cache has rows computed from another input "
-                   "than the tokens (an encoder's)");
-    else if (plan.length_dependent_above > 0)
-      options_.log("prefix caching shares only prompts of at most " + std::to_string(plan.length_dependent_above) +
-                   " tokens for this model: its RoPE schedule changes with the sequence's length above that");
-    if (cache_->cachesPrefixes() && stateBytes > 0 && snapshots == 0)
-      options_.log("prefix caching finds no hits for this model: its recurrent states need snapshots and the "
-                   "cache memory leaves none (raise the cache memory or the snapshot memory)");
-  }
+  return so;
+}
+
+void Engine::sayPrefixLimits(int32_t snapshots) const {
+  int64_t bound = artefact_->cache_plan.length_dependent_above;
+  if (!cache_->cachesPrefixes())
+    options_.log("prefix caching is off for this model: its cache has rows computed from another input "
+                 "than the tokens (an encoder's)");
+  else if (bound > 0)
+    options_.log("prefix caching shares only prompts of at most " + std::to_string(bound) +
+                 " tokens for this model: its RoPE schedule changes with the sequence's length above that");
+  if (cache_->cachesPrefixes() && backend_->stateBytesPerUnit() > 0 && snapshots == 0)
+    options_.log("prefix caching finds no hits for this model: its recurrent states need snapshots and the "
+                 "cache memory leaves none (raise the cache memory or the snapshot memory)");
 }
 
 Engine::~Engine() = default;

@@ -27,6 +27,7 @@ class Backend;
 class CacheCoordinator;
 class Scheduler;
 struct StepPlan;
+struct SchedulerOptions;
 struct StepBatch;
 
 struct EngineOptions {
@@ -159,6 +160,14 @@ private:
   int64_t maxModelLen_ = 0;
   RequestId nextId_ = 0;
   uint64_t nextArrival_ = 0;
+  // The cache's units from the budget: blocks per group, state slots (one per live request) and
+  // spare state units for snapshots.
+  struct CacheSizes {
+    int32_t blocks = 0, slots = 0, snapshots = 0;
+  };
+  CacheSizes sizeCache() const;
+  SchedulerOptions schedulerOptions() const;
+  void sayPrefixLimits(int32_t snapshots) const; // start-up: where prefix caching cannot help
   void flushCopies();
   void runSwaps(const StepPlan &plan);
   int64_t unitBytes(int group) const; // one cache unit of a group, as the backend stores it

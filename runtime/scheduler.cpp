@@ -98,8 +98,27 @@ void Scheduler::schedule(StepPlan &plan) {
   plan.swap_in.clear();
   plan.tokens = 0;
   int64_t budget = options_.max_batch_tokens;
+  scheduleRunning(plan, budget);
+  // Blocks this step's chunks will publish: a waiting request whose next uncached block is one
+  // of them waits a step and then finds it cached (prefix sharing within a batch).
+  inFlight_.clear();
+  for (const ScheduledChunk &c : plan.chunks)
+    markInFlight(c);
+  // Admission, FIFO: a request that does not fit blocks the ones behind it; one that waits for
+  // a block another computes now lets them pass.
+  for (size_t i = 0; i < waiting_.size() && budget > 0 && (int64_t)plan.chunks.size() < options_.max_requests;) {
+    Admission a = admit(waiting_[i], plan, budget);
+    if (a == Admission::Stop)
+      break;
+    if (a == Admission::Deferred)
+      ++i;
+    else
+      waiting_.erase(waiting_.begin() + (std::ptrdiff_t)i);
+  }
+}
 
-  // Running requests: decodes first, then prefill remainders, each oldest first.
+void Scheduler::scheduleRunning(StepPlan &plan, int64_t &budget) {
+  // Decodes first, then prefill remainders, each oldest first.
   std::vector<Request *> &order = order_;
   order.clear();
   size_t prefills = 0;
@@ -128,68 +147,57 @@ void Scheduler::schedule(StepPlan &plan) {
     plan.tokens += count;
     budget -= count;
   }
+}
 
-  // Blocks this step's chunks will publish: a waiting request whose next uncached block is one
-  // of them waits a step and then finds it cached (prefix sharing within a batch).
-  inFlight_.clear();
-  for (const ScheduledChunk &c : plan.chunks)
-    markInFlight(c);
-
-  // Admission, FIFO: a request that does not fit blocks the ones behind it; one that waits for
-  // a block another computes now lets them pass.
-  for (size_t i = 0; i < waiting_.size() && budget > 0 && (int64_t)plan.chunks.size() < options_.max_requests;) {
-    Request *r = waiting_[i];
-    if (std::find(plan.preempted.begin(), plan.preempted.end(), r) != plan.preempted.end())
-      break; // do not readmit in the step that preempted it
-    bool newSlot = r->slot < 0;
-    if (newSlot && (r->slot = cache_.acquireSlot()) < 0)
-      break;
-    auto swap = newSlot ? swapped_.find(r) : swapped_.end();
-    bool resumed = swap != swapped_.end();
-    std::vector<UnitRef> units;
-    if (resumed) {
-      // Back from host memory: fresh units, loaded before the step.
-      if (!cache_.restore(r->slot, swap->second.layout, units)) {
-        releaseCache(r);
-        break;
-      }
-    } else if (newSlot && r->computed == 0) {
-      admitFromCache(r);
-      if (waitsForInFlight(r)) {
-        releaseCache(r);
-        r->computed = r->cached_tokens = 0;
-        ++i;
-        continue;
-      }
+Scheduler::Admission Scheduler::admit(Request *r, StepPlan &plan, int64_t &budget) {
+  if (std::find(plan.preempted.begin(), plan.preempted.end(), r) != plan.preempted.end())
+    return Admission::Stop; // do not readmit in the step that preempted it
+  bool newSlot = r->slot < 0;
+  if (newSlot && (r->slot = cache_.acquireSlot()) < 0)
+    return Admission::Stop;
+  auto swap = newSlot ? swapped_.find(r) : swapped_.end();
+  bool resumed = swap != swapped_.end();
+  std::vector<UnitRef> units;
+  if (resumed) {
+    // Back from host memory: fresh units, loaded before the step.
+    if (!cache_.restore(r->slot, swap->second.layout, units)) {
+      releaseCache(r);
+      return Admission::Stop;
     }
-    int64_t count = chunkFor(r, budget);
-    if (!cache_.allocate(r->slot, r->computed + count)) {
-      if (newSlot) {
-        releaseCache(r);
-        if (!resumed)
-          r->computed = 0;
-      }
-      break;
+  } else if (newSlot && r->computed == 0) {
+    admitFromCache(r);
+    if (waitsForInFlight(r)) {
+      releaseCache(r);
+      r->computed = r->cached_tokens = 0;
+      return Admission::Deferred;
     }
-    if (resumed) {
-      plan.swap_in.push_back({r, std::move(units)});
-      prefix_.swaps_in++;
-      dropSwap(r);
-    }
-    if (newSlot && !resumed && cacheable(r)) {
-      prefix_.queries += (int64_t)r->prompt.size();
-      prefix_.hits += r->computed;
-    }
-    waiting_.erase(waiting_.begin() + (std::ptrdiff_t)i);
-    r->status = RequestStatus::Running;
-    running_.insert(std::upper_bound(running_.begin(), running_.end(), r,
-                                     [](Request *a, Request *b) { return a->arrival < b->arrival; }),
-                    r);
-    plan.chunks.push_back({r, r->computed, count, r->computed + count == r->total()});
-    plan.tokens += count;
-    budget -= count;
-    markInFlight(plan.chunks.back());
   }
+  int64_t count = chunkFor(r, budget);
+  if (!cache_.allocate(r->slot, r->computed + count)) {
+    if (newSlot) {
+      releaseCache(r);
+      if (!resumed)
+        r->computed = 0;
+    }
+    return Admission::Stop;
+  }
+  if (resumed) {
+    plan.swap_in.push_back({r, std::move(units)});
+    prefix_.swaps_in++;
+    dropSwap(r);
+  } else if (newSlot && cacheable(r)) {
+    prefix_.queries += (int64_t)r->prompt.size();
+    prefix_.hits += r->computed;
+  }
+  r->status = RequestStatus::Running;
+  running_.insert(std::upper_bound(running_.begin(), running_.end(), r,
+                                   [](Request *a, Request *b) { return a->arrival < b->arrival; }),
+                  r);
+  plan.chunks.push_back({r, r->computed, count, r->computed + count == r->total()});
+  plan.tokens += count;
+  budget -= count;
+  markInFlight(plan.chunks.back());
+  return Admission::Admitted;
 }
 
 void Scheduler::markInFlight(const ScheduledChunk &c) {

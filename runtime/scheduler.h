@@ -87,6 +87,12 @@ public:
   const PrefixStats &prefixStats() const { return prefix_; }
 
 private:
+  // The running requests' chunks, preempting where the cache runs out.
+  void scheduleRunning(StepPlan &plan, int64_t &budget);
+  // One waiting request: admitted with its first chunk, deferred a step (it waits for blocks
+  // another computes now), or not (it does not fit: the ones behind it wait too).
+  enum class Admission { Admitted, Deferred, Stop };
+  Admission admit(Request *r, StepPlan &plan, int64_t &budget);
   // The tokens the request's next chunk may take: its remaining ones within the budget, ending
   // at its next snapshot position or fork point.
   int64_t chunkFor(const Request *r, int64_t budget) const;
