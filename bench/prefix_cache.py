@@ -31,6 +31,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import cpu_vs_transformers as cvt  # noqa: E402
 import cpu_workloads as w  # noqa: E402
 
 HYBRID = os.path.join(w.ROOT, "test", "configs", "bench", "olmo-hybrid-1024h-8layers.json")
@@ -81,24 +82,14 @@ def run_chat(engine, args, vocab):
 
 
 def transformers_system(ckpt, prompts, new, threads):
+    """(seconds, tokens) of transformers' generate_batch, or None; and what ran (or why not)."""
+    side, why = cvt.transformers_side(ckpt, threads)
+    if side is None:
+        return None, why
     try:
-        import torch
-        import transformers
-    except ImportError as e:
-        return None, f"transformers is absent ({e.name} not importable)"
-    torch.set_num_threads(threads)
-    model = transformers.AutoModelForCausalLM.from_pretrained(ckpt, dtype=torch.float32, attn_implementation="sdpa")
-    model.eval()
-    cfg = transformers.GenerationConfig(max_new_tokens=new, min_new_tokens=new, do_sample=False, eos_token_id=None,
-                                        pad_token_id=0)
-    t0 = time.perf_counter()
-    with torch.no_grad():
-        res = model.generate_batch(inputs=prompts, generation_config=cfg, progress_bar=False)
-    seconds = time.perf_counter() - t0
-    toks = [list(r.generated_tokens) for r in res.values()]
-    if len(toks) != len(prompts) or any(len(t) != new for t in toks):
-        return None, "generate_batch returned incomplete requests: no figure"
-    return (seconds, toks), f"transformers {transformers.__version__}, torch {torch.__version__}"
+        return cvt.hf_generate_batch(side, prompts, new), why
+    except RuntimeError as e:  # incomplete requests: no figure
+        return None, str(e)
 
 
 def ms(xs):

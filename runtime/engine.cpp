@@ -289,7 +289,7 @@ AddResult Engine::add_request(std::vector<int32_t> prompt, const SamplingParams 
   for (int64_t i = 1; i < params.n; ++i) {
     SamplingParams p = params;
     p.n = 1;
-    p.seed = params.seed + 0x9E3779B97F4A7C15ull * (uint64_t)i;
+    p.seed = forkSeed(params.seed, i);
     Request *fork = make(parent->prompt, p);
     fork->fork_index = i;
     added.forks.push_back(fork->id);
@@ -362,7 +362,7 @@ const EngineStats &Engine::stats() const {
   stats_.prefix_limited_by_state = p.limited_by_state;
   stats_.forks = p.forks;
   stats_.fork_fallbacks = p.fork_fallbacks;
-  const PrefixCounters &c = cache_->prefixCounters();
+  PrefixCounters c = cache_->prefixCounters();
   stats_.block_evictions = c.block_evictions;
   stats_.snapshots = c.snapshots;
   stats_.snapshot_drops = c.snapshot_drops;

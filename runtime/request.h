@@ -23,14 +23,16 @@ struct SamplingParams {
   bool keep_logits = false; // keep every sampled row's logits (tests and debugging)
   // Prefix caching: a salt keeps the request's cached blocks apart from those of other salts
   // (tenants); marks are prompt positions (a chat message's start) where a state snapshot is
-  // worth keeping; read_cache false computes the whole prompt (it is still published).
+  // worth keeping.
   std::string cache_salt;
   std::vector<int64_t> cache_marks;
-  bool read_cache = true;
   // Sequences to return for the prompt (num_return_sequences): n - 1 forks share its prompt's
   // cache; sampled forks draw with seeds derived from `seed`.
   int64_t n = 1;
 };
+
+// The seed fork `index` (1..n-1) of a request sampling with `seed` draws with.
+inline uint64_t forkSeed(uint64_t seed, int64_t index) { return seed + 0x9E3779B97F4A7C15ull * (uint64_t)index; }
 
 enum class RequestStatus { Waiting, Running, Finished };
 enum class FinishReason { None, Eos, Stop, Length, Cancelled, Rejected };

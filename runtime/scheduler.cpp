@@ -211,7 +211,7 @@ void Scheduler::markInFlight(const ScheduledChunk &c) {
 }
 
 bool Scheduler::waitsForInFlight(Request *r) {
-  if (!cacheable(r) || !r->params.read_cache)
+  if (!cacheable(r))
     return false;
   int64_t B = cache_.blockSize(), next = r->computed / B;
   // Only blocks the hit may still reach: the prompt's last token is always computed.
@@ -268,20 +268,16 @@ void Scheduler::admitFromCache(Request *r) {
     return;
   int64_t prompt = (int64_t)r->prompt.size();
   extendBlockHashes(r->block_hashes, *r, r->hash_seed, cache_.blockSize(), prompt);
-  PrefixMatch match;
-  if (r->params.read_cache) {
-    // At least the prompt's last token is computed, for its logits; a request with forks stops
-    // before it, where they fork, so its hit ends earlier still.
-    match = cache_.findPrefix(r->block_hashes, prompt - (r->forks.empty() ? 1 : 2));
-    if (match.tokens > 0 && cache_.takePrefix(r->slot, r->block_hashes, match.tokens))
-      r->computed = r->cached_tokens = match.tokens;
-    else
-      match.tokens = 0;
-    if (cache_.hasStates())
-      prefix_.limited_by_state += match.attention - match.tokens;
-  }
+  // At least the prompt's last token is computed, for its logits; a request with forks stops
+  // before it, where they fork, so its hit ends earlier still.
+  PrefixMatch match = cache_.findPrefix(r->block_hashes, prompt - (r->forks.empty() ? 1 : 2));
+  if (match.tokens > 0 && cache_.takePrefix(r->slot, r->block_hashes, match.tokens))
+    r->computed = r->cached_tokens = match.tokens;
+  else
+    match.tokens = 0;
   if (!cache_.hasStates())
     return;
+  prefix_.limited_by_state += match.attention - match.tokens;
   // Where the state is worth keeping: the last grid point of the prompt (a request sharing the
   // whole prompt resumes there), the marks, a junction (where the attention rows matched further
   // than a snapshot: the next request with this prefix finds one), and the interval's points.

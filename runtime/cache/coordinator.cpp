@@ -357,12 +357,12 @@ void CacheCoordinator::onBlockEvicted(uint64_t hash) {
   dependents_.erase(it);
 }
 
-const PrefixCounters &CacheCoordinator::prefixCounters() const {
-  counters_.block_evictions = 0;
+PrefixCounters CacheCoordinator::prefixCounters() const {
+  PrefixCounters c = counters_;
   for (const auto &m : paged_)
-    counters_.block_evictions += m->pool().evictions();
-  counters_.snapshot_evictions = state_ ? state_->pool().evictions() : 0;
-  return counters_;
+    c.block_evictions += m->pool().evictions();
+  c.snapshot_evictions = state_ ? state_->pool().evictions() : 0;
+  return c;
 }
 
 int64_t CacheCoordinator::cachedBlocks() const {

@@ -155,7 +155,7 @@ public:
   // partial blocks), in order; copiesDone() after it made them lets go of the units they pinned.
   std::vector<UnitCopy> &pendingCopies() { return pending_; }
   void copiesDone();
-  const PrefixCounters &prefixCounters() const;
+  PrefixCounters prefixCounters() const;
   // Units findable by their hashes now: blocks over the paged groups, and state snapshots.
   int64_t cachedBlocks() const;
   int64_t cachedSnapshots() const;
@@ -183,7 +183,7 @@ private:
   std::vector<std::pair<int, int32_t>> pinned_; // (group, unit) held until the copies are made
   // The snapshots that depend on a block: its hash -> (snapshot unit, snapshot hash).
   std::unordered_map<uint64_t, std::vector<std::pair<int32_t, uint64_t>>> dependents_;
-  mutable PrefixCounters counters_;
+  PrefixCounters counters_; // evictions are the pools', read when asked
   std::vector<int32_t> freeSeqs_;
 };
 

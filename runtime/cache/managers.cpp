@@ -100,8 +100,9 @@ int64_t PagedManager::maxBlocksFor(int64_t length, int64_t maxChunk) const {
 void PagedManager::adopt(int32_t seq, const std::vector<uint64_t> &hashes, int64_t blocks) {
   int64_t first = std::min(blocks, firstNeededBlock(blocks * blockSize_));
   int32_t *r = row(seq);
-  for (int64_t b = 0; b < blocks; ++b)
-    if ((r[b] = b < first ? -1 : pool_.lookup(hashes[b])) < 0 && b >= first)
+  std::fill(r, r + first, -1);
+  for (int64_t b = first; b < blocks; ++b)
+    if ((r[b] = pool_.lookup(hashes[b])) < 0)
       throw std::logic_error("a cached block vanished while a prefix was taken");
   length_[seq] = blocks;
   released_[seq] = first;
@@ -109,8 +110,9 @@ void PagedManager::adopt(int32_t seq, const std::vector<uint64_t> &hashes, int64
 
 void PagedManager::restore(int32_t seq, int64_t first, int64_t end) {
   int32_t *r = row(seq);
-  for (int64_t b = 0; b < end; ++b)
-    if ((r[b] = b < first ? -1 : pool_.allocate()) < 0 && b >= first)
+  std::fill(r, r + first, -1);
+  for (int64_t b = first; b < end; ++b)
+    if ((r[b] = pool_.allocate()) < 0)
       throw std::logic_error("cache blocks restored beyond what the pool holds");
   length_[seq] = end;
   released_[seq] = first;

@@ -90,7 +90,7 @@ TEST_P(Forks, SampledForksReproduceAcrossRuns) {
     // Each fork alone, with the seed the engine derived for it, gives its tokens.
     for (size_t i = 1; i < seqs.size(); ++i) {
       rt::SamplingParams p = params(1, 1.0);
-      p.seed = 1234 + 0x9E3779B97F4A7C15ull * i;
+      p.seed = rt::forkSeed(1234, (int64_t)i);
       rt::AddResult s = e->add_request(prompt(21), p);
       EXPECT_EQ(drain(*e).at(s.id).tokens, seqs[i]) << "fork " << i;
     }

@@ -206,7 +206,7 @@ std::vector<Spec> makeSpecs(const rt::Artefact &a, int n, std::mt19937_64 &rng) 
       f = s;
       f.forkOf = (int64_t)i;
       f.params.n = 1;
-      f.params.seed = p.seed + 0x9E3779B97F4A7C15ull * (uint64_t)k;
+      f.params.seed = rt::forkSeed(p.seed, k);
       f.cancelAfter = uniform(0, 4) == 0 ? uniform(0, 6) : -1;
       f.cancelAtTokens = -1;
     }
