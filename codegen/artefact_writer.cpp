@@ -328,8 +328,10 @@ Params writeParams(fbs::FlatBufferBuilder &fbb, Operation &op) {
         auto glu = writeGlu(fbb, o.getAct(), o.getLayout());
         return params(P::MoeExpertsParams,
                       fb::CreateMoeExpertsParams(fbb, glu, o.getUngated(), o.getIdentityExperts(),
-                                                 o.getScaleInput(), o.getNullExperts()));
+                                                 o.getScaleInput(), o.getNullExperts(), o.getExpertRanks()));
       })
+      .Case([&](AllReduceOp o) { return params(P::CommParams, fb::CreateCommParams(fbb, o.getRanks())); })
+      .Case([&](AllGatherOp o) { return params(P::CommParams, fb::CreateCommParams(fbb, o.getRanks())); })
       .Default([&](Operation *other) { return writeStateParams(fbb, *other); });
 }
 
@@ -395,11 +397,15 @@ struct ProgramWriter {
     if (auto r = w.getRowScalesAttr())
       rowScales.assign(r.asArrayRef().begin(), r.asArrayRef().end());
     int64_t blockDiag = w.getBlockDiagAttr() ? w.getBlockDiagAttr().getInt() : 0;
+    fbs::Offset<fb::Shard> shard;
+    if (ShardAttr sh = w.getShardAttr())
+      shard = fb::CreateShard(fbb, sh.getRanks(), (int32_t)sh.getDim(), fbb.CreateVector(sh.getSegments().vec()),
+                              fbb.CreateVector(sh.getPieces().vec()));
     auto entry = fb::CreateWeightEntry(
         fbb, fbb.CreateString(name), programDtypeOf(w.getResult()), fbb.CreateVector(shapeOf(type)),
         fbb.CreateVector(parts), w.getCombine() == WeightCombine::stack ? fb::Combine::Stack : fb::Combine::None,
         w.getTranspose(), w.getDequant() ? fb::Dequant::Mxfp4 : fb::Dequant::None, fbb.CreateVector(regroup),
-        blockDiag, rowScales.empty() ? 0 : fbb.CreateVector(rowScales), isNormScale(w.getResult()), w.getFlatten());
+        blockDiag, rowScales.empty() ? 0 : fbb.CreateVector(rowScales), isNormScale(w.getResult()), w.getFlatten(), shard);
     weights.push_back(entry);
     return weightIndex[name] = (int)weights.size() - 1;
   }
@@ -599,6 +605,8 @@ FailureOr<std::vector<uint8_t>> writeArtefact(ModuleOp module, const ArtefactInp
   if (inputs.kernels)
     mb.add_kernels(kernels);
   mb.add_config_keys(configKeys);
+  if (auto ranks = module->getAttrOfType<IntegerAttr>(kRanksAttr))
+    mb.add_ranks(ranks.getInt());
   fbb.Finish(mb.Finish(), fb::ModelIdentifier());
   std::vector<uint8_t> bytes(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
   sealArtefact(bytes); // every byte the loader reads is covered by the trailer's hash

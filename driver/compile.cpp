@@ -6,6 +6,7 @@
 #include "dialects/cbc/CbcOps.h"
 #include "frontends/hf_config/lower_to_cbc.h"
 #include "passes/Passes.h"
+#include "passes/ShardSupport.h"
 #include "runtime/schema/limits.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -135,7 +136,13 @@ void validateOptions(const CompileOptions &options) {
   if (options.block_size <= 0 || options.block_size > limits::kMaxBlockSize)
     throw OptionError("--block-size must be between 1 and " + std::to_string(limits::kMaxBlockSize) + ", got " +
                       std::to_string(options.block_size));
-  if (!options.emit_cuda)
+  if (options.tp < 1 || options.tp > limits::kMaxRanks)
+    throw OptionError("--tp must be between 1 and " + std::to_string(limits::kMaxRanks) + ", got " +
+                      std::to_string(options.tp));
+  if (options.ep != 1 && options.ep != options.tp)
+    throw OptionError("--ep must be 1 (experts divided by features) or equal to --tp (" + std::to_string(options.tp) +
+                      ", experts divided among the ranks), got " + std::to_string(options.ep));
+  if (!options.emit_cuda || options.tp > 1)
     return;
   if constexpr (!kBuiltWithCuda)
     throw OptionError("this cbc was built without CUDA (CBC_CUDA=OFF) and generates no kernels, so --target "
@@ -190,12 +197,19 @@ CompileResult compileSpec(const hf::ModelSpec &spec, const std::string &configJs
     throw std::runtime_error("internal error: the front end produced invalid IR:\n" + diags.messages);
   checkWeightSizes(*module);
   timer.lap("lower");
+  if (options.tp > 1) {
+    std::string why = shard::brokenRule(shard::allRules(*module, options.ep > 1), options.tp);
+    if (!why.empty())
+      throw OptionError(why);
+  }
 
   PassManager pm(&ctx);
   CbcPipelineOptions pipeline;
   pipeline.dtype = *symbolizeStorageType(options.dtype);
   pipeline.blockSize = options.block_size;
   pipeline.fuse = options.fuse;
+  pipeline.tp = options.tp;
+  pipeline.expertParallel = options.ep > 1;
   buildCbcPipeline(pm, pipeline);
   if (failed(pm.run(*module)))
     throw std::runtime_error("compilation failed:\n" + diags.messages);
@@ -206,9 +220,13 @@ CompileResult compileSpec(const hf::ModelSpec &spec, const std::string &configJs
 
   result.ir = printModule(*module);
   KernelBundleOut kernels;
+  bool withKernels = options.emit_cuda && options.tp == 1;
+  if (options.emit_cuda && options.tp > 1)
+    progress("no CUDA kernels for --tp " + std::to_string(options.tp) +
+             " (the CUDA backend has no collectives yet): the artefact runs on the CPU backend");
   // validateOptions refused emit_cuda in a build without CUDA, where NVRTC is not linked.
   if constexpr (kBuiltWithCuda) {
-    if (options.emit_cuda) {
+    if (withKernels) {
       progress("generating CUDA kernels");
       auto program = emitCuda(*module);
       if (failed(program))
@@ -229,7 +247,7 @@ CompileResult compileSpec(const hf::ModelSpec &spec, const std::string &configJs
     }
   }
   ArtefactInputs inputs;
-  if (options.emit_cuda)
+  if (withKernels)
     inputs.kernels = &kernels;
   inputs.compiler = kCompilerName;
   inputs.config_json = configJson;

@@ -27,9 +27,14 @@ struct CbcPipelineOptions : public mlir::PassPipelineOptions<CbcPipelineOptions>
   Option<int64_t> blockSize{*this, "block-size", llvm::cl::desc("Tokens per cache block"),
                             llvm::cl::init(16)};
   Option<bool> fuse{*this, "fuse", llvm::cl::desc("Run the fusion passes"), llvm::cl::init(true)};
+  Option<int64_t> tp{*this, "tp", llvm::cl::desc("Ranks of the tensor-parallel group (the cbc-shard-* passes)"),
+                     llvm::cl::init(1)};
+  Option<bool> expertParallel{*this, "expert-parallel",
+                              llvm::cl::desc("Divide MoE layers by experts rather than by features"),
+                              llvm::cl::init(false)};
 };
 
-// select-weight-formats, plan-cache, fuse-attention-inputs, fuse-add-norm (with `fuse`),
+// select-weight-formats, with `tp > 1` the shard passes (attention, mlp, experts, vocab), plan-cache, fuse-attention-inputs, fuse-add-norm (with `fuse`),
 // assign-device-types, schedule-step.
 void buildCbcPipeline(mlir::OpPassManager &pm, const CbcPipelineOptions &options);
 void registerCbcPipeline();

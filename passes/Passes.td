@@ -26,6 +26,70 @@ def CbcSelectWeightFormats : Pass<"cbc-select-weight-formats", "::mlir::ModuleOp
   }];
 }
 
+class CbcShardPass<string name, string what> : Pass<name, "::mlir::ModuleOp"> {
+  let dependentDialects = ["::cbc::CbcDialect"];
+  let options = [
+    Option<"ranks", "ranks", "int64_t", /*default=*/"1", "Ranks of the tensor-parallel group (1: nothing to do)">,
+  ];
+}
+
+def CbcShardAttention : CbcShardPass<"cbc-shard-attention", "attention"> {
+  let summary = "Divides each attention layer's heads among the ranks.";
+  let description = [{
+    For `ranks = N > 1`, every attention layer in the plain form (a fused q|k|v `cbc.math.linear`,
+    a `cbc.math.split`, per-head ops such as RoPE and q/k norms, the layer's `cbc.kv.append` and
+    `cbc.kv.attention`, then the output linear) becomes one rank's part: the fused projection is
+    column-parallel (its weight `#cbc.shard` keeps the rank's q, k and v heads), the cache and
+    the attention see `num_heads / N` heads and `num_kv_heads / N` KV heads (one KV head copied
+    to `N / num_kv_heads` ranks when the ranks outnumber them), and the output linear is
+    row-parallel: its partial product is summed by a `cbc.comm.all_reduce`, which adds the
+    output bias once. Run before `cbc-plan-cache`, which then plans one rank's cache. A size
+    that does not divide the heads (nor, for KV heads, is divided by them) is an error listing
+    the sizes the model takes. Layers in other forms (latent attention, ALiBi, relative
+    biases, shared caches) stay whole on every rank, which is correct, only not divided.
+  }];
+}
+
+def CbcShardMlp : CbcShardPass<"cbc-shard-mlp", "mlp"> {
+  let summary = "Divides each dense MLP's intermediate features among the ranks.";
+  let description = [{
+    For `ranks = N > 1`, an up (or fused gate|up) `cbc.math.linear` read only by a
+    `cbc.math.glu` or `cbc.math.act`, read only by a down linear, becomes one rank's part: the
+    up projection keeps the rank's `I / N` gate and up rows (halves) or its block of rows
+    (interleaved pairs, ungated), the down projection the same columns, and a
+    `cbc.comm.all_reduce` sums the partial products (adding the down bias once). An `I` the
+    size does not divide is an error listing the sizes the model takes.
+  }];
+}
+
+def CbcShardExperts : CbcShardPass<"cbc-shard-experts", "experts"> {
+  let summary = "Divides each MoE layer's experts, or their features, among the ranks.";
+  let description = [{
+    For `ranks = N > 1`: with `expert-parallel`, rank `r` holds experts `r * E / N` onwards
+    (`expert_ranks = N` on `cbc.moe.experts`, which skips the other ranks' ids); otherwise
+    every expert's intermediate features are divided as a dense MLP's (layers with a down bias
+    or identity experts stay whole: their terms would be added on every rank). Either way a
+    `cbc.comm.all_reduce` sums the ranks' partial results. Every rank sees every token (the
+    attention before it is replicated or reduced), so no all-to-all is needed: the partial
+    sums are combined in the same all-reduce form as vLLM's all-gather/reduce-scatter
+    backend.
+  }];
+  let options = [
+    Option<"ranks", "ranks", "int64_t", /*default=*/"1", "Ranks of the tensor-parallel group (1: nothing to do)">,
+    Option<"expertParallel", "expert-parallel", "bool", /*default=*/"false", "Divide by experts (EP), not by features">,
+  ];
+}
+
+def CbcShardVocab : CbcShardPass<"cbc-shard-vocab", "vocab"> {
+  let summary = "Divides the LM head's vocabulary among the ranks and gathers the logits.";
+  let description = [{
+    For `ranks = N > 1`, the linear the step's logits come from (through a softcap or an
+    activation) keeps the rank's `V / N` rows, and a `cbc.comm.all_gather` joins the ranks'
+    logits: exact, nothing is summed. A vocabulary `N` does not divide leaves the head whole.
+    The pass records `cbc.ranks = N` on the module, which the artefact keeps.
+  }];
+}
+
 def CbcPlanCache : Pass<"cbc-plan-cache", "::mlir::ModuleOp"> {
   let dependentDialects = ["::cbc::CbcDialect"];
   let summary = "Plans the paged cache from the rows each layer declares.";

@@ -9,6 +9,13 @@ namespace cbc {
 
 void buildCbcPipeline(mlir::OpPassManager &pm, const CbcPipelineOptions &options) {
   pm.addPass(createCbcSelectWeightFormats());
+  if (options.tp > 1) {
+    // Before the cache is planned: the plan is one rank's.
+    pm.addPass(createCbcShardAttention({options.tp}));
+    pm.addPass(createCbcShardMlp({options.tp}));
+    pm.addPass(createCbcShardExperts({options.tp, options.expertParallel}));
+    pm.addPass(createCbcShardVocab({options.tp}));
+  }
   CbcPlanCacheOptions plan;
   plan.kvDtype = options.dtype;
   plan.blockSize = options.blockSize;
@@ -25,7 +32,7 @@ void buildCbcPipeline(mlir::OpPassManager &pm, const CbcPipelineOptions &options
 
 void registerCbcPipeline() {
   mlir::PassPipelineRegistration<CbcPipelineOptions>(
-      "cbc-pipeline", "The passes cbc compile runs: select weight formats, plan the cache, fuse, assign device types, "
+      "cbc-pipeline", "The passes cbc compile runs: select weight formats, shard (tp > 1), plan the cache, fuse, assign device types, "
       "schedule",
       buildCbcPipeline);
 }

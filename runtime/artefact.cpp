@@ -2,6 +2,7 @@
 
 #include "runtime/artefact_check.h"
 #include "runtime/schema/integrity.h"
+#include "runtime/schema/limits.h"
 #include "runtime/schema/opcodes.h"
 
 #include <algorithm>
@@ -298,6 +299,18 @@ void checkWeight(const WeightEntry &e) {
   }
   if (e.shape.empty() || e.parts.empty())
     throw ArtefactError("weight '" + e.name + "' has no shape or no checkpoint tensors");
+  if (e.shard_dim >= 0) {
+    bool ok = e.shard_dim < (int)e.shape.size() && e.shard_ranks >= 2 && e.shard_ranks <= limits::kMaxRanks &&
+              !e.shard_segments.empty() && e.shard_segments.size() == e.shard_pieces.size();
+    int64_t extent = 0;
+    for (size_t i = 0; ok && i < e.shard_segments.size(); ++i) {
+      int64_t seg = e.shard_segments[i], p = e.shard_pieces[i];
+      ok = p >= 1 && e.shard_ranks % p == 0 && seg >= 1 && seg <= (1ll << 40) && seg % p == 0;
+      extent += ok ? seg / p : 0;
+    }
+    if (!ok || extent != e.shape[e.shard_dim])
+      throw ArtefactError("weight '" + e.name + "' has a bad shard");
+  }
   for (const auto &names : e.parts)
     if (names.empty() || (e.mxfp4 && names.size() != 2))
       throw ArtefactError("weight '" + e.name + "' has an empty part, or an MXFP4 part without blocks and scales");
@@ -324,6 +337,12 @@ WeightEntry readWeight(const fb::WeightEntry &w) {
   e.regroup = vec<int64_t>(w.regroup());
   e.block_diag = w.block_diag();
   e.row_scales = vec<double>(w.row_scales());
+  if (const fb::Shard *sh = w.shard()) {
+    e.shard_dim = sh->dim() < 0 ? (int)e.shape.size() : sh->dim(); // a negative dim fails the check
+    e.shard_ranks = sh->ranks();
+    e.shard_segments = vec<int64_t>(sh->segments());
+    e.shard_pieces = vec<int64_t>(sh->pieces());
+  }
   checkWeight(e);
   return e;
 }
@@ -477,6 +496,10 @@ Artefact Artefact::fromBytes(const uint8_t *data, size_t size, bool verifyChecks
     for (const flatbuffers::String *k : *m->config_keys())
       a.config_keys.push_back(str(k));
   a.ir = str(m->ir());
+  a.ranks = m->ranks();
+  if (a.ranks < 1 || a.ranks > limits::kMaxRanks)
+    throw ArtefactError("artefact names " + std::to_string(a.ranks) + " tensor-parallel ranks (1 to " +
+                        std::to_string(limits::kMaxRanks) + ")");
   a.meta = readMeta(*m->meta());
   a.program = readProgram(*m->program());
   a.cache_plan = readCachePlan(*m->cache_plan());
@@ -509,6 +532,16 @@ Artefact Artefact::load(const std::string &path) {
   } catch (const ArtefactError &e) {
     throw ArtefactError(path + ": " + e.what());
   }
+}
+
+std::vector<int64_t> WeightEntry::wholeShape() const {
+  std::vector<int64_t> whole = shape;
+  if (shard_dim >= 0) {
+    whole[shard_dim] = 0;
+    for (int64_t s : shard_segments)
+      whole[shard_dim] += s;
+  }
+  return whole;
 }
 
 } // namespace cbc::rt

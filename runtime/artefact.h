@@ -77,6 +77,13 @@ struct WeightEntry {
   int64_t block_diag = 0;          // 0: none
   std::vector<double> row_scales;  // [rows, factor, ...]
   bool flatten = false;            // sources read as [rows, last dim], the part read in `shape`
+  // Tensor parallelism (#cbc.shard): along shard_dim (-1: none), segments of the assembled
+  // weight, each cut in its pieces; rank r keeps piece r * pieces[i] / shard_ranks of each.
+  int shard_dim = -1;
+  int64_t shard_ranks = 1;
+  std::vector<int64_t> shard_segments, shard_pieces;
+  // The assembled weight's shape before a rank takes its slice.
+  std::vector<int64_t> wholeShape() const;
 };
 
 struct CacheLayer {
@@ -192,6 +199,7 @@ struct Artefact {
   CachePlan cache_plan;
   std::vector<WeightEntry> weights;
   std::optional<KernelBundle> kernels;
+  int64_t ranks = 1; // the tensor-parallel ranks the program was compiled for (cbc compile --tp)
 
   // verifyChecksum false skips the integrity trailer's hash (the trailer must still be there):
   // for fuzzers and tests that patch fields, which reach the structural checks behind it.

@@ -1,4 +1,5 @@
 #include "runtime/engine.h"
+#include "runtime/comm/ranks.h"
 
 #include "runtime/artefact.h"
 #include "runtime/build_config.h"
@@ -13,6 +14,7 @@
 #include "runtime/memory_estimate.h"
 #include "runtime/sampler.h"
 
+#include <cstring>
 #include <algorithm>
 #include <chrono>
 #include <thread>
@@ -74,6 +76,23 @@ EngineOptions sizeForHost(const Artefact &a, const EngineOptions &options) {
   });
 }
 
+// Every rank sizes its arenas and cache as rank 0 chose (the others' free memory may differ):
+// rank 0's budgets are sent to the rest.
+void shareBudgets(Communicator &comm, EngineOptions &options) {
+  if (comm.size() == 1)
+    return;
+  std::vector<uint8_t> bytes(3 * sizeof(int64_t));
+  int64_t budgets[3] = {options.max_batch_tokens, options.max_requests, options.cache_memory_bytes};
+  std::memcpy(bytes.data(), budgets, sizeof budgets);
+  comm.broadcast(bytes, true);
+  if (bytes.size() != sizeof budgets)
+    comm.abort("rank " + std::to_string(comm.rank()) + ": a malformed budget message from rank 0");
+  std::memcpy(budgets, bytes.data(), sizeof budgets);
+  options.max_batch_tokens = budgets[0];
+  options.max_requests = budgets[1];
+  options.cache_memory_bytes = budgets[2];
+}
+
 // makeBackend, writing the budgets it chose for a 0 (runtime/engine_sizing.h) back to `options`.
 std::unique_ptr<Backend> makeSizedBackend(const Artefact &a, const WeightSource &weights, EngineOptions &options) {
   if (options.backend == "null") {
@@ -82,7 +101,10 @@ std::unique_ptr<Backend> makeSizedBackend(const Artefact &a, const WeightSource 
   }
   if (options.backend != "cpu" && options.backend != "auto" && options.backend != "cuda")
     throw std::runtime_error("unknown backend '" + options.backend + "' (auto, cpu, cuda, null)");
-  if (options.backend != "cpu") {
+  if (a.ranks > 1 && options.backend == "cuda")
+    throw std::invalid_argument("the CUDA backend does not run tensor-parallel artefacts yet (compiled with --tp " +
+                                std::to_string(a.ranks) + "); use the cpu backend");
+  if (options.backend != "cpu" && a.ranks == 1) {
     if constexpr (kBuiltWithCuda) {
       // CUDA when asked for, or for "auto" when a driver, a GPU and kernels are all there.
       std::string why;
@@ -98,9 +120,16 @@ std::unique_ptr<Backend> makeSizedBackend(const Artefact &a, const WeightSource 
                                   "(CBC_CUDA=OFF); use the cpu backend");
     }
   }
+  std::shared_ptr<Communicator> comm = options.communicator ? options.communicator : singleRank();
+  checkRanks(a.ranks, *comm); // before loading: a wrong group is a usage error, not a load failure
   options = sizeForHost(a, options);
+  shareBudgets(*comm, options);
   BackendLimits limits{options.max_batch_tokens, options.max_requests};
-  return makeCpuBackend(a, loadForCpu(a, weights, options, limits), limits, defaultThreads(options.threads));
+  WeightSource slice = weights;
+  slice.rank = comm->rank();
+  // The ranks of a group share the host's cores (the test and bench machines run them on one).
+  int threads = options.threads > 0 ? options.threads : std::max(1, defaultThreads(0) / comm->size());
+  return makeCpuBackend(a, loadForCpu(a, slice, options, limits), limits, threads, comm);
 }
 
 } // namespace
@@ -223,12 +252,22 @@ std::unique_ptr<Engine> Engine::create(Artefact artefact, const WeightSource &we
   auto owned = std::make_unique<Artefact>(std::move(artefact));
   EngineOptions sized = options;
   auto backend = makeSizedBackend(*owned, weights, sized);
+  if (sized.communicator && sized.communicator->size() > 1)
+    backend = leadRanks(std::move(backend), sized.communicator);
   try {
     return std::unique_ptr<Engine>(new Engine(std::move(owned), std::move(backend), sized));
   } catch (const std::bad_alloc &) {
     throw MemoryError("ran out of memory allocating the cache (" + gigabytes(sized.cache_memory_bytes) +
                       ") after loading the weights; lower --cache-memory");
   }
+}
+
+void followRank0(const Artefact &artefact, const WeightSource &weights, const EngineOptions &options) {
+  if (!options.communicator || options.communicator->rank() == 0)
+    throw std::logic_error("followRank0 runs on the ranks other than 0");
+  EngineOptions sized = options;
+  auto backend = makeSizedBackend(artefact, weights, sized);
+  followRank0(*backend, *options.communicator);
 }
 
 std::unique_ptr<Engine> Engine::load(const std::string &path, const WeightSource &weights,

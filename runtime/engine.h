@@ -9,6 +9,7 @@
 #ifndef CBC_RUNTIME_ENGINE_H
 #define CBC_RUNTIME_ENGINE_H
 
+#include "runtime/comm/communicator.h"
 #include "runtime/request.h"
 #include "runtime/weight_source.h"
 
@@ -42,7 +43,10 @@ struct EngineOptions {
   // Per-request states (one slot per live request) take at most this share of the memory; the
   // rest holds kv blocks. Fewer slots than max_live_requests means fewer requests at once.
   double max_state_fraction = 0.5;
-  int threads = 0;                     // CPU threads; 0: all cores
+  int threads = 0;                     // CPU threads; 0: all cores (shared among the ranks on one host)
+  // This process's rank of the tensor-parallel group (runtime/comm/ranks.h); null: a group of one.
+  // The backend keeps its rank's slices of the weights and joins the program's collectives.
+  std::shared_ptr<Communicator> communicator;
   std::function<void(const std::string &)> log; // backend choice and warnings
   // Called as the CPU backend reads the weights: bytes (as float32) assembled so far, of all.
   std::function<void(int64_t done, int64_t total)> load_progress;
@@ -184,6 +188,11 @@ private:
 // `keepStates`: every request's states are written to a new unit, keeping the input for a
 // rollback (CacheCoordinator::stateUnits).
 void buildStepBatch(const StepPlan &plan, CacheCoordinator &cache, StepBatch &batch, bool keepStates = false);
+
+// A rank other than 0 of a tensor-parallel group (options.communicator): builds the backend of
+// its shard as rank 0's engine does, then runs rank 0's calls until rank 0 stops
+// (runtime/comm/ranks.h).
+void followRank0(const Artefact &artefact, const WeightSource &weights, const EngineOptions &options);
 
 // Chooses and builds a backend: CUDA when requested or (for "auto") when a driver and GPU are
 // usable, else the CPU backend.

@@ -11,6 +11,7 @@ namespace cbc::rt {
 struct WeightSource {
   std::string checkpoint_dir;  // empty: random weights
   uint64_t seed = 0;
+  int rank = 0; // the rank whose slices of sharded weights to keep (cbc compile --tp)
 };
 
 } // namespace cbc::rt

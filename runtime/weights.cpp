@@ -89,14 +89,16 @@ uint64_t splitmix(uint64_t &state) {
 }
 
 HostTensor randomTensor(const WeightEntry &w, uint64_t seed) {
-  HostTensor t(Storage::F32, w.shape);
+  // The whole weight, whatever slice this rank keeps: every --tp draws the same model.
+  std::vector<int64_t> whole = w.wholeShape();
+  HostTensor t(Storage::F32, whole);
   float *data = t.f32().data();
   uint64_t nameHash = seed;
   for (char c : w.name)
     nameHash = nameHash * 1099511628211ull ^ (uint8_t)c;
   bool isNorm = w.norm_scale;
   // Uniform with variance 1/fan_in keeps activations and logits well spread.
-  double scale = isNorm ? 0.1 : std::sqrt(3.0 / (double)std::max<int64_t>(1, w.shape.back()));
+  double scale = isNorm ? 0.1 : std::sqrt(3.0 / (double)std::max<int64_t>(1, whole.back()));
   // Chunks with their own streams, so large tensors fill in parallel with the same values.
   const int64_t chunk = 1 << 20;
   int64_t chunks = (t.numel() + chunk - 1) / chunk;
@@ -383,6 +385,7 @@ HostTensor readConcatenated(const Checkpoint &ckpt, const std::vector<std::strin
 
 // One program weight from the checkpoint: parts concatenated, transposed, stacked, checked.
 HostTensor assemble(const WeightEntry &w, const Checkpoint &ckpt, const ModelMeta &meta) {
+  const std::vector<int64_t> whole = w.wholeShape(); // before a rank takes its slice
   std::vector<HostTensor> parts;
   for (const auto &names : w.parts) {
     HostTensor part = w.mxfp4 ? readMxfp4(ckpt, names, meta) : readConcatenated(ckpt, names, w, meta);
@@ -392,13 +395,13 @@ HostTensor assemble(const WeightEntry &w, const Checkpoint &ckpt, const ModelMet
       regroupRows(part, w.regroup, w.name);
     if (w.flatten) {
       int64_t want = 1;
-      for (int64_t d : w.shape)
+      for (int64_t d : whole)
         want *= d;
       if (part.numel() != want)
         throw WeightError("tensor '" + names[0] + "' and the rest of its part hold " + std::to_string(part.numel()) +
-                          " elements but '" + w.name + "' needs " + shapeText(w.shape));
+                          " elements but '" + w.name + "' needs " + shapeText(whole));
       // With a transpose the part holds the result's last two dimensions swapped.
-      std::vector<int64_t> shape = w.shape;
+      std::vector<int64_t> shape = whole;
       if (w.transpose && shape.size() >= 2)
         std::swap(shape[shape.size() - 1], shape[shape.size() - 2]);
       part.reshape(shape);
@@ -423,9 +426,9 @@ HostTensor assemble(const WeightEntry &w, const Checkpoint &ckpt, const ModelMet
     out = std::move(parts[0]);
   }
   // A scalar stored 0-dimensional (a module's buffer, xIELU's beta) fills a one-element weight.
-  if (out.shape().empty() && w.shape == std::vector<int64_t>{1})
-    out.reshape(w.shape);
-  if (out.shape() != w.shape) {
+  if (out.shape().empty() && whole == std::vector<int64_t>{1})
+    out.reshape(whole);
+  if (out.shape() != whole) {
     std::string names;
     for (const auto &p : w.parts)
       for (const auto &n : p)
@@ -433,7 +436,7 @@ HostTensor assemble(const WeightEntry &w, const Checkpoint &ckpt, const ModelMet
     if (names.size() > 160)
       names = names.substr(0, 160) + "...";
     throw WeightError("tensor '" + names + "' has shape " + shapeText(out.shape()) +
-                      " but the model needs " + shapeText(w.shape) + " for '" + w.name + "'");
+                      " but the model needs " + shapeText(whole) + " for '" + w.name + "'");
   }
   if (!w.row_scales.empty())
     scaleRows(out, w.row_scales, w.name);
@@ -445,7 +448,7 @@ HostTensor assemble(const WeightEntry &w, const Checkpoint &ckpt, const ModelMet
 // loading peaks at the weights' own size. Returns false, having read nothing, for any other
 // weight (or a shape the float path must report), which then takes the float path.
 bool assembleBf16(const WeightEntry &w, const Checkpoint &ckpt, const ModelMeta &meta, HostTensor &out) {
-  if (w.mxfp4 || w.transpose || w.flatten || w.block_diag > 0 || !w.regroup.empty() || !w.row_scales.empty() ||
+  if (w.shard_dim >= 0 || w.mxfp4 || w.transpose || w.flatten || w.block_diag > 0 || !w.regroup.empty() || !w.row_scales.empty() ||
       w.parts.empty() || (!w.stack && w.parts.size() != 1))
     return false;
   std::vector<std::vector<const TensorView *>> views;
@@ -491,6 +494,32 @@ bool assembleBf16(const WeightEntry &w, const Checkpoint &ckpt, const ModelMeta 
 
 } // namespace
 
+HostTensor takeShard(const HostTensor &whole, const WeightEntry &w, int rank) {
+  if (w.shard_dim < 0)
+    throw std::logic_error("takeShard: weight '" + w.name + "' has no shard");
+  const std::vector<int64_t> &shape = whole.shape();
+  int64_t outer = 1, inner = 1, dim = shape[w.shard_dim];
+  for (int d = 0; d < w.shard_dim; ++d)
+    outer *= shape[d];
+  for (size_t d = w.shard_dim + 1; d < shape.size(); ++d)
+    inner *= shape[d];
+  HostTensor out(Storage::F32, w.shape);
+  const float *src = whole.f32().data();
+  float *dst = out.f32().data();
+  int64_t kept = w.shape[w.shard_dim];
+  for (int64_t o = 0; o < outer; ++o) {
+    int64_t start = 0, at = 0;
+    for (size_t i = 0; i < w.shard_segments.size(); ++i) {
+      int64_t seg = w.shard_segments[i], p = w.shard_pieces[i], piece = seg / p;
+      int64_t first = start + (rank * p / w.shard_ranks) * piece;
+      std::copy_n(src + (o * dim + first) * inner, piece * inner, dst + (o * kept + at) * inner);
+      start += seg;
+      at += piece;
+    }
+  }
+  return out;
+}
+
 void WeightStore::stream(const Artefact &a, const WeightSource &source,
                          const std::function<void(int, HostTensor &&)> &consume, const std::vector<bool> &asBf16) {
   std::unique_ptr<Checkpoint> ckpt;
@@ -499,14 +528,18 @@ void WeightStore::stream(const Artefact &a, const WeightSource &source,
     ckpt = std::make_unique<Checkpoint>(source.checkpoint_dir);
   }
   for (size_t wi = 0; wi < a.weights.size(); ++wi) {
+    const WeightEntry &w = a.weights[wi];
+    HostTensor t;
+    if (!ckpt)
+      t = randomTensor(w, source.seed);
+    else if (!(wi < asBf16.size() && asBf16[wi] && assembleBf16(w, *ckpt, a.meta, t)))
+      t = assemble(w, *ckpt, a.meta);
+    if (w.shard_dim >= 0)
+      t = takeShard(t, w, source.rank);
     if (!ckpt) {
-      consume((int)wi, randomTensor(a.weights[wi], source.seed));
+      consume((int)wi, std::move(t));
       continue;
     }
-    HostTensor t;
-    bool bf16 = wi < asBf16.size() && asBf16[wi] && assembleBf16(a.weights[wi], *ckpt, a.meta, t);
-    if (!bf16)
-      t = assemble(a.weights[wi], *ckpt, a.meta);
     // The mapped pages this weight was read from are copied: without this, peak resident memory
     // holds the checkpoint twice (its file pages and the weights made of them).
     ckpt->releasePages();

@@ -48,6 +48,9 @@ std::vector<bool> storedAsBf16(const Artefact &artefact, const WeightSource &sou
 HostTensor readTensorAsFloat(const Checkpoint &ckpt, const std::string &name,
                              const ModelMeta &meta);
 
+// Rank `rank`'s slice of a sharded weight (WeightEntry::shard_*), from the whole float32 one.
+HostTensor takeShard(const HostTensor &whole, const WeightEntry &w, int rank);
+
 // e4m3fn: 1 sign, 4 exponent (bias 7) and 3 mantissa bits, subnormals at exponent 0, no
 // infinities; S.1111.111 is NaN, so the largest finite magnitude is 448.
 float fp8E4m3ToFloat(uint8_t code);

@@ -148,3 +148,23 @@ LogicalResult QuantAttr::verifyEncoding(ArrayRef<int64_t> shape, Type elementTyp
     return emitError() << "an mxfp4 weight's last dimension must be a multiple of 32";
   return success();
 }
+
+LogicalResult ShardAttr::verify(function_ref<InFlightDiagnostic()> emitError, int64_t ranks, int64_t dim,
+                                ArrayRef<int64_t> segments, ArrayRef<int64_t> pieces) {
+  if (ranks < 2 || dim < 0)
+    return emitError() << "a shard needs at least 2 ranks and a dimension";
+  if (segments.empty() || segments.size() != pieces.size())
+    return emitError() << "a shard needs one piece count per segment";
+  for (auto [s, p] : llvm::zip(segments, pieces))
+    if (p < 1 || ranks % p != 0 || s < 1 || s % p != 0)
+      return emitError() << "a segment of " << s << " cannot be cut in " << p << " pieces for " << ranks
+                         << " ranks (each piece count must divide its segment and the ranks)";
+  return success();
+}
+
+int64_t ShardAttr::rankExtent() const {
+  int64_t n = 0;
+  for (auto [s, p] : llvm::zip(getSegments(), getPieces()))
+    n += s / p;
+  return n;
+}

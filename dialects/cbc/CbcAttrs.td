@@ -205,6 +205,33 @@ def Cbc_CachePlanAttr : Cbc_Attr<"CachePlan", "cache_plan"> {
   let genVerifyDecl = 1;
 }
 
+def Cbc_ShardAttr : Cbc_Attr<"Shard", "shard"> {
+  let summary = "Which slice of a weight each rank of a tensor-parallel group holds.";
+  let description = [{
+    The assembled weight (every transform of `cbc.weight.ref` applied) is cut along dimension
+    `dim` into consecutive segments of `segments` rows (their sum is the whole dimension); each
+    segment `i` is cut into `pieces[i]` equal pieces, and rank `r` of the `ranks` ranks holds
+    piece `r * pieces[i] / ranks` of every segment, the pieces concatenated in segment order.
+    `pieces[i] = ranks` splits a segment evenly; a smaller divisor of `ranks` replicates each
+    piece on `ranks / pieces[i]` neighbouring ranks (KV heads when the ranks outnumber them);
+    `1` replicates the segment whole. A fused q|k|v projection is three segments, so each rank
+    holds its own q, k and v heads together.
+
+    ```mlir
+    #cbc.shard<ranks = 2, dim = 0, segments = [64, 32, 32], pieces = [2, 2, 2]>
+    ```
+  }];
+  let parameters = (ins "int64_t":$ranks, "int64_t":$dim,
+                        Cbc_IntListParameter<"segments">:$segments,
+                        Cbc_IntListParameter<"pieces">:$pieces);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    // The extent along `dim` one rank holds.
+    int64_t rankExtent() const;
+  }];
+}
+
 def Cbc_ArenaAttr : Cbc_Attr<"Arena", "arena"> {
   let summary = "The widths of the step's two activation arenas, in 4-byte elements per row.";
   let parameters = (ins "int64_t":$token_row_elems, "int64_t":$request_row_elems);

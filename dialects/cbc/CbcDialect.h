@@ -13,4 +13,10 @@
 #define GET_ATTRDEF_CLASSES
 #include "dialects/cbc/CbcAttrs.h.inc"
 
+namespace cbc {
+// The module attribute (an i64) naming the ranks of the tensor-parallel group the step program
+// was sharded for by the cbc-shard-* passes; absent: one.
+inline constexpr llvm::StringLiteral kRanksAttr = "cbc.ranks";
+} // namespace cbc
+
 #endif

@@ -72,6 +72,19 @@ LogicalResult WeightRefOp::verify() {
   if (failed(verifyFormat(*this)))
     return failure();
   auto type = llvm::cast<RankedTensorType>(getType());
+  // The assembly transforms below describe the whole weight; a shard keeps one rank's slice.
+  if (ShardAttr shard = getShardAttr()) {
+    if (shard.getDim() >= type.getRank())
+      return emitOpError("shard dim ") << shard.getDim() << " is not a dimension of the weight";
+    if (shard.rankExtent() != type.getDimSize(shard.getDim()))
+      return emitOpError("shard gives each rank ") << shard.rankExtent() << " along dimension " << shard.getDim()
+                                                   << " but the weight has " << type.getDimSize(shard.getDim());
+    SmallVector<int64_t> whole(type.getShape());
+    whole[shard.getDim()] = 0;
+    for (int64_t s : shard.getSegments())
+      whole[shard.getDim()] += s;
+    type = RankedTensorType::get(whole, type.getElementType(), type.getEncoding());
+  }
   int64_t rows = type.getRank() ? type.getDimSize(0) : 0;
   if (getFlatten()) {
     if (getCombine() != WeightCombine::none || type.getRank() < (getTranspose() ? 2 : 1))
@@ -623,9 +636,13 @@ LogicalResult MoeExpertsOp::verify() {
   int64_t identity = getIdentityExperts(), null = getNullExperts();
   if (identity < 0 || null < 0)
     return emitOpError("identity_experts and null_experts must not be negative");
-  if (auto route = getIds().getDefiningOp<MoeRouteOp>(); route && cols(route.getLogits()) != e + identity + null)
+  if (getExpertRanks() < 1)
+    return emitOpError("expert_ranks must be at least 1");
+  // Under expert parallelism the weights hold one rank's share; the router scores them all.
+  int64_t routed = e * getExpertRanks();
+  if (auto route = getIds().getDefiningOp<MoeRouteOp>(); route && cols(route.getLogits()) != routed + identity + null)
     return emitOpError("the router must score the experts plus identity_experts and null_experts (")
-           << e + identity + null << " columns)";
+           << routed + identity + null << " columns)";
   if ((bool)getGateUpBias() != (bool)getDownBias())
     return emitOpError("give both biases or neither");
   if (getGateUpBias()) {
@@ -661,6 +678,24 @@ SmallVector<int64_t> SsdOp::getStateShape() { return shapeVector(shape::stateSha
 SmallVector<int64_t> LightningOp::getStateShape() { return shapeVector(shape::stateShape(lightningShape(*this))); }
 SmallVector<int64_t> SelectiveScanOp::getStateShape() {
   return shapeVector(shape::stateShape(selectiveScanShape(*this)));
+}
+
+LogicalResult AllReduceOp::verify() {
+  if (getRanks() < 2)
+    return emitOpError("ranks must be at least 2");
+  if (cols(getX()) != cols(getResult()))
+    return emitOpError("result must have the width of x");
+  if (getBias() && tensorType(getBias()).getNumElements() != cols(getResult()))
+    return emitOpError("bias must have one element per column");
+  return success();
+}
+
+LogicalResult AllGatherOp::verify() {
+  if (getRanks() < 2)
+    return emitOpError("ranks must be at least 2");
+  if (cols(getX()) * getRanks() != cols(getResult()))
+    return emitOpError("result width must be ranks times the width of x");
+  return success();
 }
 
 // Elementwise ops print one type while their operands and result share it (always before

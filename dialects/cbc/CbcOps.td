@@ -60,6 +60,10 @@ def Cbc_WeightRefOp : Cbc_Op<"weight.ref", [Pure]> {
     `transpose` too, the part is read in the result's shape with its last two dimensions
     swapped, then transposed: experts stored as `[E * I, H]` row blocks become `[E, H, I]`.
 
+    Under tensor or expert parallelism (`cbc compile --tp N`) a `shard` (`#cbc.shard`) says
+    which slice of the assembled weight each rank holds; the result type is one rank's slice,
+    and the loader of rank `r` keeps only that slice.
+
     ```mlir
     %w = cbc.weight.ref "layers.0.gate_up" {
            sources = [["model.layers.0.mlp.gate_proj.weight", "model.layers.0.mlp.up_proj.weight"]]}
@@ -74,7 +78,8 @@ def Cbc_WeightRefOp : Cbc_Op<"weight.ref", [Pure]> {
                    OptionalAttr<I64Attr>:$block_diag,
                    OptionalAttr<DenseF64ArrayAttr>:$row_scales,
                    UnitAttr:$flatten,
-                   OptionalAttr<TypeAttrOf<AnyTypeOf<[BF16, F16, F32]>>>:$declared);
+                   OptionalAttr<TypeAttrOf<AnyTypeOf<[BF16, F16, F32]>>>:$declared,
+                   OptionalAttr<Cbc_ShardAttr>:$shard);
   let results = (outs Cbc_Weight:$result);
   let assemblyFormat = "$name attr-dict `:` type($result)";
   let hasVerifier = 1;
@@ -993,6 +998,11 @@ def Cbc_MoeExpertsOp : Cbc_Op<"moe.experts", [Pure, AttrSizedOperandSegments]> {
     `scale_input` the weight scales the expert's input instead of
     its output: `result[t] = sum_j down_e(glu(gate_up_e(weights[t, j] * x[t])))`. Backends group
     tokens by expert (grouped GEMM on the GPU).
+
+    With `expert_ranks = N` (expert parallelism) the `E` experts of the weights are one rank's
+    share of `E * N`: rank `r` runs the ids `r * E` to `r * E + E - 1` and skips the other
+    routed ids; identity experts (ids from `E * N`) count on rank 0 only. The ranks' results
+    are partial sums that a `cbc.comm.all_reduce` adds.
   }];
   let arguments = (ins Cbc_Rows:$x, Cbc_RowsI32:$ids, Cbc_Rows:$weights,
                    Cbc_Weight:$gate_up, Cbc_Weight:$down,
@@ -1000,7 +1010,8 @@ def Cbc_MoeExpertsOp : Cbc_Op<"moe.experts", [Pure, AttrSizedOperandSegments]> {
                    Cbc_GluActivation:$act,
                    DefaultValuedAttr<Cbc_GluLayoutAttr, "::cbc::GluLayout::halves">:$layout,
                    UnitAttr:$ungated, DefaultValuedAttr<I64Attr, "0">:$identity_experts,
-                   UnitAttr:$scale_input, DefaultValuedAttr<I64Attr, "0">:$null_experts);
+                   UnitAttr:$scale_input, DefaultValuedAttr<I64Attr, "0">:$null_experts,
+                   DefaultValuedAttr<I64Attr, "1">:$expert_ranks);
   let results = (outs Cbc_Rows:$result);
   let assemblyFormat = "$x `,` $ids `,` $weights `,` $gate_up `,` $down (`bias` `(` $gate_up_bias^ `,` $down_bias `)`)? attr-dict `:` functional-type(operands, $result)";
   let hasVerifier = 1;
@@ -1029,5 +1040,55 @@ def Cbc_MoeSlotLinearOp : Cbc_Op<"moe.slot_linear", [Pure]> {
 }
 
 } // Cbc_MoeGroup
+
+//===----------------------------------------------------------------------------------===//
+// Collectives
+//===----------------------------------------------------------------------------------===//
+
+def Cbc_CommGroup : OpDocGroup {
+  let summary = "Collectives";
+  let description = [{
+    Data exchanged between the ranks of a tensor-parallel group, each running the same step
+    program on its own slice of the weights (`#cbc.shard`). The `cbc-shard-*` passes insert
+    them; every rank issues the same collectives in the same order.
+  }];
+}
+
+let opDocGroup = Cbc_CommGroup in {
+
+def Cbc_AllReduceOp : Cbc_Op<"comm.all_reduce", [Pure]> {
+  let opcode = 43;
+  let params = "CommParams";
+  let summary = "Sums the ranks' partial rows; every rank gets the sum.";
+  let description = [{
+    `result = x_0 + x_1 + ... + x_(ranks-1) (+ bias)`: the partial products of a row-parallel
+    linear or of the experts a rank holds. The sum is taken in rank order after gathering every
+    rank's rows, so that it does not depend on message sizes or the library's algorithm (the
+    same bits for the same inputs at any batch). The optional `bias` (`[N]`) is added once,
+    after the sum.
+  }];
+  let arguments = (ins Cbc_Rows:$x, Optional<Cbc_Weight>:$bias, I64Attr:$ranks);
+  let results = (outs Cbc_Rows:$result);
+  let assemblyFormat = [{
+    $x (`bias` `(` $bias^ `:` type($bias) `)`)? attr-dict `:` custom<RowsTypes>(type($x), type($result))
+  }];
+  let hasVerifier = 1;
+}
+
+def Cbc_AllGatherOp : Cbc_Op<"comm.all_gather", [Pure]> {
+  let opcode = 44;
+  let params = "CommParams";
+  let summary = "Concatenates the ranks' column slices; every rank gets the whole rows.";
+  let description = [{
+    `result = [x_0 | x_1 | ... | x_(ranks-1)]` along the last dimension: the vocabulary slices
+    of a column-parallel LM head become the whole logits. Exact: nothing is added.
+  }];
+  let arguments = (ins Cbc_Rows:$x, I64Attr:$ranks);
+  let results = (outs Cbc_Rows:$result);
+  let assemblyFormat = "$x attr-dict `:` type($x) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+} // Cbc_CommGroup
 
 #endif // CBC_OPS_TD

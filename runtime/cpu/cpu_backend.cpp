@@ -69,7 +69,8 @@ void packMatrices(const Artefact &a, WeightStore &w) {
 
 class CpuBackend : public Backend {
 public:
-  CpuBackend(const Artefact &a, WeightStore weights, const BackendLimits &limits, int threads);
+  CpuBackend(const Artefact &a, WeightStore weights, const BackendLimits &limits, int threads,
+             std::shared_ptr<Communicator> comm);
 
   std::string name() const override { return "cpu"; }
   int64_t cacheBytesPerToken(int group) const override;
@@ -94,10 +95,14 @@ private:
   int32_t blocksPerGroup_ = 0, stateUnits_ = 0;
   std::vector<cpu::Exec> program_;
   std::function<void(int)> observer_;
+  std::shared_ptr<Communicator> comm_;
 };
 
-CpuBackend::CpuBackend(const Artefact &a, WeightStore weights, const BackendLimits &limits, int threads)
-    : artefact_(a), weights_(std::move(weights)), limits_(limits), pool_(threads) {
+CpuBackend::CpuBackend(const Artefact &a, WeightStore weights, const BackendLimits &limits, int threads,
+                       std::shared_ptr<Communicator> comm)
+    : artefact_(a), weights_(std::move(weights)), limits_(limits), pool_(threads),
+      comm_(comm ? std::move(comm) : singleRank()) {
+  checkRanks(a.ranks, *comm_);
   // The pool is the only owner of the cores: every BLAS call runs on the thread that makes it
   // (the GEMMs split their columns over the pool, runtime/cpu/matrix.h). OpenBLAS's own
   // threads, one per core unless told, would otherwise run beside the pool's (oversubscribing
@@ -108,6 +113,7 @@ CpuBackend::CpuBackend(const Artefact &a, WeightStore weights, const BackendLimi
   env_.artefact = &artefact_;
   env_.weights = &weights_;
   env_.limits = limits;
+  env_.comm = comm_.get();
   env_.pfor = [this](int64_t n, const std::function<void(int64_t)> &fn) { pool_.parallelFor(n, fn); };
   // Sized by the slots the values use (at most the declared row widths). Allocated without
   // zero-filling: pages are mapped only when a step first touches them.
@@ -295,8 +301,8 @@ std::vector<bool> cpuBf16Weights(const Artefact &a) {
 }
 
 std::unique_ptr<Backend> makeCpuBackend(const Artefact &a, WeightStore weights, const BackendLimits &limits,
-                                        int threads) {
-  return std::make_unique<CpuBackend>(a, std::move(weights), limits, threads);
+                                        int threads, std::shared_ptr<Communicator> comm) {
+  return std::make_unique<CpuBackend>(a, std::move(weights), limits, threads, std::move(comm));
 }
 
 } // namespace cbc::rt

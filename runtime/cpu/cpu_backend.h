@@ -5,6 +5,7 @@
 #define CBC_RUNTIME_CPU_CPU_BACKEND_H
 
 #include "runtime/backend.h"
+#include "runtime/comm/communicator.h"
 #include "runtime/weights.h"
 
 namespace cbc::rt {
@@ -14,8 +15,11 @@ namespace cbc::rt {
 // parameters stay float32 (they are small and their kernels read float32).
 std::vector<bool> cpuBf16Weights(const Artefact &a);
 
+// `comm`: this process's rank of the group the artefact was compiled for (null: a group of one);
+// a group of another size is an std::invalid_argument.
 std::unique_ptr<Backend> makeCpuBackend(const Artefact &a, WeightStore weights,
-                                        const BackendLimits &limits, int threads);
+                                        const BackendLimits &limits, int threads,
+                                        std::shared_ptr<Communicator> comm = nullptr);
 
 } // namespace cbc::rt
 

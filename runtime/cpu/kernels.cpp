@@ -670,19 +670,23 @@ void moeExperts(const float *x, int64_t T, const int32_t *ids, const float *weig
   std::fill(out, out + T * H, 0.0f);
   // Tokens grouped by expert, experts in ascending order: one GEMM pair per expert.
   std::vector<std::vector<std::pair<int64_t, float>>> routed(w.E);
+  int64_t all = w.routed < 0 ? w.E : w.routed; // routed experts over every rank
   for (int64_t t = 0; t < T; ++t)
     for (int64_t j = 0; j < k; ++j) {
       int32_t e = ids[t * k + j];
-      if (e < 0 || e >= w.E + w.identity + w.null)
+      if (e < 0 || e >= all + w.identity + w.null)
         throw std::runtime_error("moe: expert id out of range");
-      if (e >= w.E + w.identity) // a null expert: the token skips the block
+      if (e >= all + w.identity) // a null expert: the token skips the block
         continue;
-      if (e >= w.E) { // an identity expert
-        for (int64_t h = 0; h < H; ++h)
-          out[t * H + h] += weights[t * k + j] * x[t * H + h];
+      if (e >= all) { // an identity expert
+        if (w.owns_identity)
+          for (int64_t h = 0; h < H; ++h)
+            out[t * H + h] += weights[t * k + j] * x[t * H + h];
         continue;
       }
-      routed[e].emplace_back(t, weights[t * k + j]);
+      if (e < w.first || e >= w.first + w.E) // another rank's expert
+        continue;
+      routed[e - w.first].emplace_back(t, weights[t * k + j]);
     }
   std::vector<float> xs, gu, act1, ys;
   for (int64_t e = 0; e < w.E; ++e) {

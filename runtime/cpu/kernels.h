@@ -217,6 +217,10 @@ struct ExpertWeights {
   int64_t identity = 0;       // ids E .. E + identity - 1 are identity experts: weight * x
   bool scale_input = false;   // the weight scales the expert's input, not its output
   int64_t null = 0;           // the next `null` ids are null experts: they contribute nothing
+  // Expert parallelism: these E experts are ids first .. first + E - 1 of `routed` (the others
+  // run on other ranks); identity experts come after all `routed` and count where `owns_identity`.
+  int64_t first = 0, routed = -1; // routed -1: E
+  bool owns_identity = true;
 };
 
 void moeExperts(const float *x, int64_t T, const int32_t *ids, const float *weights, int64_t k,

@@ -5,6 +5,7 @@
 #define CBC_RUNTIME_CPU_OP_CONTEXT_H
 
 #include "runtime/backend.h"
+#include "runtime/comm/communicator.h"
 #include "runtime/cpu/kernels.h"
 #include "runtime/schema/shape_rules.h"
 #include "runtime/weights.h"
@@ -32,6 +33,8 @@ struct StepEnv {
   ParallelFor pfor;
   std::vector<int64_t> seqLen;  // per token: the length its RoPE schedule sees
   std::vector<float> scratch[3]; // fused ops' intermediates
+  Communicator *comm = nullptr;   // the tensor-parallel group (a group of one without --tp)
+  std::vector<float> commScratch; // the ranks' gathered rows
 
   float *f32(int value);
   int32_t *i32(int value) { return reinterpret_cast<int32_t *>(f32(value)); }

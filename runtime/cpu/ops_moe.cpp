@@ -89,9 +89,16 @@ Exec compileMoeExperts(const OpContext &c) {
                       c.weightShape(I[6]) == std::vector<int64_t>{E, H}),
           "has expert biases of the wrong shape");
   std::vector<int> in(I.begin(), I.begin() + (biases ? 7 : 5));
+  int64_t shares = params.expert_ranks();
+  c.check(shares == 1 || shares == c.artefact.ranks, "shares its experts among other ranks than the artefact's");
   return [=](StepEnv &e) {
     ExpertWeights w{e.matrix(in[3]), e.matrix(in[4]), biases ? e.weight(in[5]) : nullptr,
                     biases ? e.weight(in[6]) : nullptr, E, inter1, H, ungated, identity, scale_input, null};
+    if (shares > 1) {
+      w.first = e.comm->rank() * E;
+      w.routed = E * shares;
+      w.owns_identity = e.comm->rank() == 0;
+    }
     moeExperts(e.f32(in[0]), e.rows(in[0]), e.i32(in[1]), e.f32(in[2]), k, w, act, inter, clamp ? &*clamp : nullptr,
                e.f32(out), e.pfor);
   };

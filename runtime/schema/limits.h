@@ -25,6 +25,8 @@ inline constexpr int64_t kMaxExperts = int64_t(1) << 16;
 inline constexpr int64_t kMaxPositions = (int64_t(1) << 31) - 1;
 // Tokens per cache block.
 inline constexpr int64_t kMaxBlockSize = 1024;
+// Ranks of a tensor-parallel group (cbc compile --tp).
+inline constexpr int64_t kMaxRanks = 1024;
 // Elements of one weight tensor (2^40: 2 TB in bf16), so byte counts stay far from overflow.
 inline constexpr int64_t kMaxTensorElems = int64_t(1) << 40;
 

@@ -12,6 +12,10 @@ config.test_exec_root = os.path.join(config.cbc_obj_root, "test", "lit")
 # build say UNSUPPORTED: cuda.
 if config.cbc_cuda:
     config.available_features.add("cuda")
+# "mpi": cbc runs tensor-parallel ranks as an MPI job (CBC_MPI); %mpiexec starts one.
+if config.cbc_mpi:
+    config.available_features.add("mpi")
+    config.substitutions.append(("%mpiexec", config.mpiexec))
 config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py.in", "Inputs"]
 config.substitutions.append(("%src", config.cbc_src_root))
 config.substitutions.append(("%configs", os.path.join(config.cbc_src_root, "test", "configs")))

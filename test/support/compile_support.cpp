@@ -25,11 +25,14 @@ std::vector<FamilyVariant> familyVariants() {
 
 std::string variantName(const FamilyVariant &v) { return v.family + (v.fuse ? "" : "_unfused"); }
 
-rt::Artefact compileArtefact(const std::string &configJson, const std::string &dtype, bool fuse) {
+rt::Artefact compileArtefact(const std::string &configJson, const std::string &dtype, bool fuse, int64_t tp,
+                             int64_t ep) {
   driver::CompileOptions o;
   o.dtype = dtype;
   o.emit_cuda = false;
   o.fuse = fuse;
+  o.tp = tp;
+  o.ep = ep;
   auto result = driver::compileConfig(configJson, o);
   return rt::Artefact::fromBytes(result.artefact.data(), result.artefact.size());
 }

@@ -17,9 +17,9 @@ struct KernelBundleOut;
 
 namespace cbc::test {
 
-// Compiles a config (text) to an artefact, CPU-only, in-process.
+// Compiles a config (text) to an artefact, CPU-only, in-process; `tp`, `ep` as cbc compile's.
 rt::Artefact compileArtefact(const std::string &configJson, const std::string &dtype = "bf16",
-                             bool fuse = true);
+                             bool fuse = true, int64_t tp = 1, int64_t ep = 1);
 
 // Hand-written cbc IR (a module with one func @step) through the pass pipeline, as `cbc compile`
 // runs it after lowering, in `ctx`; throws std::runtime_error naming the stage that rejects it.

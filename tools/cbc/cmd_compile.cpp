@@ -56,6 +56,8 @@ driver::CompileOptions compileOptions(const Args &args) {
   options.fuse = !args.has("--no-fuse");
   options.kernel_cache_dir = args.get("--kernel-cache", "");
   options.block_size = args.getInt("--block-size", 16);
+  options.tp = args.getInt("--tp", 1);
+  options.ep = args.getInt("--ep", 1);
   return options;
 }
 
@@ -125,6 +127,8 @@ int compileMain(int argc, char **argv) {
              {"--no-cuda", "", kBuiltWithCuda ? "skip CUDA code generation (CPU-only artefact)"
                                               : "no CUDA code generation (always so in this cbc)"},
              {"--no-fuse", "", "skip the fusion passes (for debugging)"},
+             {"--tp", "N", "tensor parallelism: one rank's program of N (run with mpiexec -n N; no CUDA kernels yet)"},
+             {"--ep", "M", "expert parallelism: M = N divides MoE experts among the ranks (default 1: their features)"},
              {"--kernel-cache", "DIR", "kernel cache directory (default $CBC_KERNEL_CACHE or ~/.cache/cbc)"},
              {"--emit-ir", "", "print the final IR to stdout as well"},
              {"--quiet", "", "no progress messages"}},

@@ -1,4 +1,5 @@
 #include "runtime/engine.h"
+#include "runtime/comm/mpi_communicator.h"
 #include "runtime/artefact.h"
 #include "runtime/build_config.h"
 #include "runtime/cache/coordinator.h"
@@ -21,6 +22,7 @@
 #include <iostream>
 #include <limits>
 #include <map>
+#include <optional>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -111,6 +113,9 @@ Args runArgs() {
                {"--swap-space", "MIB",
                 "host memory for preempted requests' cache, restored when they resume instead of recomputed, "
                 "0 to 16777216 MiB (default 0: recompute)"},
+               {"--collective-timeout", "S",
+                "tensor-parallel artefacts (mpiexec -n N cbc run): seconds a step may wait for the other ranks "
+                "before every rank is aborted, 1 to 86400 (default 300)"},
                {"--quiet", "", "no progress bar or summary"}},
               "MODEL");
 }
@@ -121,6 +126,7 @@ struct RunSettings {
   rt::SamplingParams defaults;
   rt::WeightSource weights;
   bool quiet = false, stream = false;
+  double collectiveTimeout = 300;
 };
 
 // An integer flag within [lo, hi]: the message names the flag and the range.
@@ -179,6 +185,7 @@ RunSettings readSettings(const Args &args) {
     throw UsageError("--snapshot-interval must be a multiple of 64 (the snapshot grid), got " +
                      std::to_string(o.snapshot_interval));
   o.swap_space_bytes = intFlag(args, "--swap-space", 0, 0, int64_t(1) << 24, "in [0, 16777216] MiB") << 20;
+  r.collectiveTimeout = (double)intFlag(args, "--collective-timeout", 300, 1, 86400, "in [1, 86400] seconds");
   r.quiet = args.has("--quiet");
   r.stream = args.has("--stream");
   bool quiet = r.quiet;
@@ -206,14 +213,12 @@ int openPrompts(const std::string &path) {
 }
 
 // The engine, or the exit status: 2 for a bad artefact or checkpoint, 1 for anything else.
-std::unique_ptr<rt::Engine> loadEngine(const std::string &model, const RunSettings &s, int &status) {
+std::unique_ptr<rt::Engine> loadEngine(rt::Artefact artefact, const RunSettings &s, int &status) {
   try {
-    if (!s.quiet)
-      std::fprintf(stderr, "cbc run: loading %s\n", model.c_str());
     rt::EngineOptions options = s.options;
     if (!s.quiet && isatty(2))
       options.load_progress = rt::terminalLoadProgress("cbc run: ");
-    auto engine = rt::Engine::load(model, s.weights, options);
+    auto engine = rt::Engine::create(std::move(artefact), s.weights, options);
     if (!s.quiet) {
       // What the engine chose for the budgets not given (sized from the machine).
       const rt::EngineOptions &in = engine->options();
@@ -436,24 +441,97 @@ Setup setUp(const Args &args) {
   return s;
 }
 
+// This process's rank: of the MPI job that started it, or a group of one.
+std::shared_ptr<rt::Communicator> openRanks(double timeout) {
+  if constexpr (kBuiltWithMpi) {
+    if (rt::launchedByMpi())
+      return rt::openMpi(timeout);
+  } else if (std::getenv("PMI_SIZE") || std::getenv("OMPI_COMM_WORLD_SIZE")) {
+    const char *n = std::getenv("PMI_SIZE") ? std::getenv("PMI_SIZE") : std::getenv("OMPI_COMM_WORLD_SIZE");
+    if (std::atoi(n) > 1)
+      throw UsageError("started by mpiexec, but this cbc was built without MPI (CBC_MPI=OFF): it serves "
+                       "--tp 1 artefacts as one process only");
+  }
+  return rt::singleRank();
+}
+
+// The artefact, read by every rank alike, and whether this group can run it: a bad file or a
+// group of the wrong size is the same verdict on every rank, which each exits with (status 2),
+// said once, by rank 0.
+std::optional<rt::Artefact> openArtefact(const std::string &model, const rt::Communicator &comm, bool quiet) {
+  try {
+    if (!quiet && comm.rank() == 0)
+      std::fprintf(stderr, "cbc run: loading %s\n", model.c_str());
+    rt::Artefact a = rt::Artefact::load(model);
+    rt::checkRanks(a.ranks, comm);
+    return a;
+  } catch (const std::exception &e) {
+    if (comm.rank() == 0)
+      std::fprintf(stderr, "cbc run: error: %s\n", e.what());
+  }
+  return std::nullopt;
+}
+
+// Rank 0 stopping once the others may wait for its calls: they must go too.
+int stopRanks(const std::shared_ptr<rt::Communicator> &comm, int status) {
+  if (comm->size() > 1)
+    comm->abort("rank 0 stopped (status " + std::to_string(status) + ")");
+  return status;
+}
+
+// A rank other than 0: this rank's weights, then rank 0's calls until it stops.
+int followRank0(const rt::Artefact &a, RunSettings settings, const std::shared_ptr<rt::Communicator> &comm) {
+  try {
+    settings.options.communicator = comm;
+    settings.options.log = nullptr;
+    rt::followRank0(a, settings.weights, settings.options);
+    return 0;
+  } catch (const std::exception &e) {
+    comm->abort("cbc run: rank " + std::to_string(comm->rank()) + ": " + e.what());
+  }
+}
+
 } // namespace
 
 int runMain(int argc, char **argv) {
   Args args = runArgs();
   Setup setup;
+  RunSettings flags;
   try {
     if (!args.parse(argc, argv))
       return 0;
-    setup = setUp(args);
+    flags = readSettings(args);
   } catch (const UsageError &e) {
     std::fprintf(stderr, "cbc run: error: %s\n", e.what());
     return 2;
   }
+  std::shared_ptr<rt::Communicator> comm;
+  try {
+    comm = openRanks(flags.collectiveTimeout);
+  } catch (const UsageError &e) {
+    std::fprintf(stderr, "cbc run: error: %s\n", e.what());
+    return 2;
+  }
+  // The other ranks read no prompts and write nothing: rank 0 serves, they follow.
+  if (comm->rank() == 0) {
+    try {
+      setup = setUp(args);
+    } catch (const UsageError &e) {
+      std::fprintf(stderr, "cbc run: error: %s\n", e.what());
+      return stopRanks(comm, 2);
+    }
+  }
+  std::optional<rt::Artefact> artefact = openArtefact(args.positionals()[0], *comm, flags.quiet);
+  if (!artefact)
+    return 2;
+  if (comm->rank() > 0)
+    return followRank0(*artefact, flags, comm);
+  setup.settings.options.communicator = comm;
   const RunSettings &settings = setup.settings;
   int status = 0;
-  std::unique_ptr<rt::Engine> engine = loadEngine(args.positionals()[0], settings, status);
+  std::unique_ptr<rt::Engine> engine = loadEngine(std::move(*artefact), settings, status);
   if (!engine)
-    return status;
+    return stopRanks(comm, status);
   std::ostream &out = setup.outFile ? *setup.outFile : std::cout;
   if (setup.promptFd == 0 && isatty(0) && !settings.quiet)
     std::fprintf(stderr, "cbc run: reading prompts from standard input, one JSON line each (end with Ctrl-D)\n");

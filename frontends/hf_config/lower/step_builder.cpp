@@ -48,7 +48,7 @@ Value StepBuilder::weight(const std::string &name, ArrayRef<int64_t> shape, cons
       ref.regroup.empty() ? DenseI64ArrayAttr() : b_.getDenseI64ArrayAttr(ref.regroup),
       ref.block_diag ? b_.getI64IntegerAttr(ref.block_diag) : IntegerAttr(),
       ref.row_scales.empty() ? DenseF64ArrayAttr() : b_.getDenseF64ArrayAttr(ref.row_scales),
-      ref.flatten ? b_.getUnitAttr() : UnitAttr(), TypeAttr());
+      ref.flatten ? b_.getUnitAttr() : UnitAttr(), TypeAttr(), ShardAttr());
   weights_[name] = op.getResult();
   return op.getResult();
 }

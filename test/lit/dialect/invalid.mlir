@@ -3029,3 +3029,92 @@ func.func @head_pad_extra(%x: tensor<?x8xf32>, %e: tensor<?x3xf32>) {
   %o = cbc.math.head_pad %x, %e {heads = 2 : i64, width = 8 : i64} : tensor<?x8xf32>, tensor<?x3xf32> -> tensor<?x24xf32>
   return
 }
+
+// -----
+
+// Collectives and weight shards (cbc compile --tp).
+func.func @all_reduce_ranks(%x: tensor<?x8xf32>) {
+  // expected-error @+1 {{'cbc.comm.all_reduce' op ranks must be at least 2}}
+  %o = cbc.comm.all_reduce %x {ranks = 1 : i64} : tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @all_reduce_width(%x: tensor<?x8xf32>) {
+  // expected-error @+1 {{'cbc.comm.all_reduce' op result must have the width of x}}
+  %o = cbc.comm.all_reduce %x {ranks = 2 : i64} : (tensor<?x8xf32>) -> tensor<?x4xf32>
+  return
+}
+
+// -----
+
+func.func @all_reduce_bias(%x: tensor<?x8xf32>, %b: tensor<4xbf16>) {
+  // expected-error @+1 {{'cbc.comm.all_reduce' op bias must have one element per column}}
+  %o = cbc.comm.all_reduce %x bias(%b : tensor<4xbf16>) {ranks = 2 : i64} : tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @all_gather_ranks(%x: tensor<?x8xf32>) {
+  // expected-error @+1 {{'cbc.comm.all_gather' op ranks must be at least 2}}
+  %o = cbc.comm.all_gather %x {ranks = 1 : i64} : tensor<?x8xf32> -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @all_gather_width(%x: tensor<?x8xf32>) {
+  // expected-error @+1 {{'cbc.comm.all_gather' op result width must be ranks times the width of x}}
+  %o = cbc.comm.all_gather %x {ranks = 2 : i64} : tensor<?x8xf32> -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @shard_dim() {
+  // expected-error @+1 {{'cbc.weight.ref' op shard dim 2 is not a dimension of the weight}}
+  %w = cbc.weight.ref "w" {sources = [["w"]], shard = #cbc.shard<ranks = 2, dim = 2, segments = [8], pieces = [2]>} : tensor<4x8xbf16>
+  return
+}
+
+// -----
+
+func.func @shard_extent() {
+  // expected-error @+1 {{'cbc.weight.ref' op shard gives each rank 4 along dimension 0 but the weight has 8}}
+  %w = cbc.weight.ref "w" {sources = [["w"]], shard = #cbc.shard<ranks = 2, dim = 0, segments = [8], pieces = [2]>} : tensor<8x8xbf16>
+  return
+}
+
+// -----
+
+func.func @shard_ranks() {
+  // expected-error @+1 {{a shard needs at least 2 ranks and a dimension}}
+  %w = cbc.weight.ref "w" {sources = [["w"]], shard = #cbc.shard<ranks = 1, dim = 0, segments = [8], pieces = [1]>} : tensor<8x8xbf16>
+  return
+}
+
+// -----
+
+func.func @shard_pieces_per_segment() {
+  // expected-error @+1 {{a shard needs one piece count per segment}}
+  %w = cbc.weight.ref "w" {sources = [["w"]], shard = #cbc.shard<ranks = 2, dim = 0, segments = [8, 8], pieces = [2]>} : tensor<8x8xbf16>
+  return
+}
+
+// -----
+
+func.func @shard_cut() {
+  // expected-error @+1 {{a segment of 6 cannot be cut in 4 pieces for 4 ranks (each piece count must divide its segment and the ranks)}}
+  %w = cbc.weight.ref "w" {sources = [["w"]], shard = #cbc.shard<ranks = 4, dim = 0, segments = [6], pieces = [4]>} : tensor<8x8xbf16>
+  return
+}
+
+// -----
+
+func.func @moe_expert_ranks(%x: tensor<?x8xf32>, %ids: tensor<?x2xi32>, %w: tensor<?x2xf32>, %gu: tensor<4x8x8xbf16>, %d: tensor<4x8x4xbf16>) {
+  // expected-error @+1 {{'cbc.moe.experts' op expert_ranks must be at least 1}}
+  %o = cbc.moe.experts %x, %ids, %w, %gu, %d {act = #cbc.act<silu>, expert_ranks = 0 : i64} : (tensor<?x8xf32>, tensor<?x2xi32>, tensor<?x2xf32>, tensor<4x8x8xbf16>, tensor<4x8x4xbf16>) -> tensor<?x8xf32>
+  return
+}

@@ -1,0 +1,50 @@
+// cbc-shard-vocab: the LM head's vocabulary divided among the ranks, the logits gathered.
+#include "passes/Passes.h"
+#include "passes/ShardSupport.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+namespace cbc {
+#define GEN_PASS_DEF_CBCSHARDVOCAB
+#include "passes/Passes.h.inc"
+
+namespace {
+
+using namespace mlir;
+
+class ShardVocab : public impl::CbcShardVocabBase<ShardVocab> {
+public:
+  using CbcShardVocabBase::CbcShardVocabBase;
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    if (ranks <= 1)
+      return;
+    shard::markRanks(module, ranks);
+    auto func = module.lookupSymbol<func::FuncOp>("step");
+    if (!func)
+      return;
+    // The LM head: the linear the logits come from, through elementwise ops (a softcap).
+    Value v = func.getBody().front().getTerminator()->getOperand(0);
+    while (v.getDefiningOp() && isa<SoftcapOp, ActOp>(v.getDefiningOp()) && v.hasOneUse())
+      v = v.getDefiningOp()->getOperand(0);
+    auto head = v.getDefiningOp<LinearOp>();
+    int64_t vocab = shard::cols(v);
+    // A vocabulary the ranks do not divide stays whole on every rank: nothing is wrong, only
+    // the head's weight is not divided.
+    if (!head || !v.hasOneUse() || vocab % ranks != 0 || !head.getWeight().getDefiningOp<WeightRefOp>())
+      return;
+    auto cut = ShardAttr::get(&getContext(), ranks, 0, {vocab}, {ranks});
+    shard::cutWeight(head.getWeight(), head, cut, "vocab");
+    if (head.getBias())
+      shard::cutWeight(head.getBias(), head, cut, "vocab");
+    Type whole = v.getType();
+    shard::setCols(v, vocab / ranks);
+    OpBuilder b(head->getContext());
+    b.setInsertionPointAfter(head);
+    auto gathered = AllGatherOp::create(b, head.getLoc(), whole, v, b.getI64IntegerAttr(ranks));
+    v.replaceAllUsesExcept(gathered.getResult(), gathered);
+  }
+};
+
+} // namespace
+} // namespace cbc

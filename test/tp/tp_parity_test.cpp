@@ -1,0 +1,167 @@
+// Ring 1 across ranks: every parity fixture compiled for the job's rank count (mpiexec -n N)
+// gives transformers' greedy tokens and logits within the fixture's tolerance, with rank 0
+// scheduling and sampling and every rank running its shard (real processes, MPI collectives).
+// MoE fixtures run twice: experts divided by features (--tp N) and among the ranks (--ep N).
+// Beside the oracle, rank 0 compares the logits with those of the TP=1 artefact and records
+// how far they are (0: bitwise equal).
+//
+// Every rank runs the same tests in the same order; rank 0 compiles, decides and asserts, the
+// others load the artefact it sends and follow its engines. A fixture whose shapes the rank
+// count does not divide is skipped, naming the rule (cbc compile's error).
+#include "driver/compile.h"
+#include "runtime/comm/mpi_communicator.h"
+#include "runtime/comm/ranks.h"
+#include "runtime/engine.h"
+#include "test/support/compile_support.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+
+namespace cbc::test {
+namespace {
+
+std::shared_ptr<rt::Communicator> gComm;
+
+rt::SamplingParams greedy(int64_t n) {
+  rt::SamplingParams p;
+  p.max_new_tokens = n;
+  p.ignore_eos = true;
+  p.keep_logits = true;
+  return p;
+}
+
+// Rank 0's artefact for this job, sent to every rank; empty with the reason on every rank when
+// the shapes do not divide.
+std::optional<rt::Artefact> shareArtefact(const std::string &family, bool expertParallel, std::string &why,
+                                          bool &failed) {
+  std::vector<uint8_t> bytes;
+  if (gComm->rank() == 0) {
+    try {
+      driver::CompileOptions o;
+      o.emit_cuda = false;
+      o.tp = gComm->size();
+      o.ep = expertParallel ? gComm->size() : 1;
+      auto result = driver::compileConfig(readFile(fixtureDir(family) + "/config.json"), o);
+      bytes.push_back(1);
+      bytes.insert(bytes.end(), result.artefact.begin(), result.artefact.end());
+    } catch (const driver::OptionError &e) {
+      bytes.push_back(0);
+      bytes.insert(bytes.end(), e.what(), e.what() + std::strlen(e.what()));
+    } catch (const std::exception &e) { // every rank moves on together, rank 0 failing
+      bytes.push_back(2);
+      bytes.insert(bytes.end(), e.what(), e.what() + std::strlen(e.what()));
+    }
+  }
+  gComm->broadcast(bytes, true);
+  if (bytes.empty() || bytes[0] != 1) {
+    why.assign(bytes.begin() + (bytes.empty() ? 0 : 1), bytes.end());
+    failed = !bytes.empty() && bytes[0] == 2;
+    return std::nullopt;
+  }
+  return rt::Artefact::fromBytes(bytes.data() + 1, bytes.size() - 1);
+}
+
+bool hasExperts(const rt::Artefact &a) {
+  for (const rt::Instr &in : a.program.instrs)
+    if (in.opcode == fb::Opcode::MoeExperts)
+      return true;
+  return false;
+}
+
+// One engine over the ranks: rank 0 serves `runs`, the others follow until it is done.
+RunResult serveOnRanks(const rt::Artefact &a, const rt::WeightSource &w, rt::EngineOptions o,
+                       const std::vector<cbc::test::Run> &runs) {
+  o.communicator = gComm;
+  o.threads = 1;
+  if (gComm->rank() > 0) {
+    rt::followRank0(a, w, o);
+    return {};
+  }
+  return serve(a, w, o, runs);
+}
+
+class TensorParallel : public ::testing::TestWithParam<std::string> {
+protected:
+  void check(bool expertParallel);
+};
+
+void TensorParallel::check(bool expertParallel) {
+  const std::string family = GetParam();
+  std::string why;
+  bool failed = false;
+  std::optional<rt::Artefact> a = shareArtefact(family, expertParallel, why, failed);
+  if (failed && gComm->rank() == 0)
+    FAIL() << family << " does not compile for " << gComm->size() << " ranks: " << why;
+  if (!a)
+    GTEST_SKIP() << family << " at " << gComm->size() << " ranks: " << why;
+  // Expert parallelism only changes MoE layers: the other fixtures ran under the plain test.
+  bool moe = gComm->rank() == 0 ? hasExperts(*a) : false;
+  std::vector<uint8_t> flag = {(uint8_t)moe};
+  gComm->broadcast(flag, true);
+  if (expertParallel && !flag[0])
+    GTEST_SKIP() << family << " has no experts";
+  rt::WeightSource w;
+  w.checkpoint_dir = fixtureDir(family);
+  Expected expected = gComm->rank() == 0 ? loadExpected(family) : Expected{};
+  std::vector<uint8_t> count = {(uint8_t)expected.prompts.size()};
+  gComm->broadcast(count, true);
+  std::vector<cbc::test::Run> runs;
+  for (size_t i = 0; i < expected.prompts.size(); ++i)
+    runs.push_back({expected.prompts[i], greedy((int64_t)expected.tokens[i].size())});
+
+  // The prompts together, then in chunks of 7 tokens a step: the oracle's tokens each time.
+  rt::EngineOptions o;
+  o.max_batch_tokens = 64;
+  RunResult res = serveOnRanks(*a, w, o, runs);
+  o.max_batch_tokens = 7;
+  RunResult chunked = serveOnRanks(*a, w, o, runs);
+  if (gComm->rank() > 0)
+    return;
+  // The same prompts on one process with the TP=1 artefact.
+  rt::EngineOptions single;
+  single.max_batch_tokens = 64;
+  single.threads = 1;
+  RunResult one = serve(compileArtefact(readFile(fixtureDir(family) + "/config.json")), w, single, runs);
+  int64_t vocab = a->meta.vocab_size;
+  double vsOracle = 0, vsOne = 0;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const rt::RequestOutput &out = res.outputs[i];
+    EXPECT_EQ(out.tokens, expected.tokens[i]) << family << " prompt " << i;
+    EXPECT_EQ(chunked.outputs[i].tokens, expected.tokens[i]) << family << " prompt " << i << ", 7-token chunks";
+    ASSERT_EQ(out.logits.size(), expected.tokens[i].size());
+    for (size_t s = 0; s < out.logits.size(); ++s)
+      for (int64_t v = 0; v < vocab; ++v) {
+        vsOracle = std::max(vsOracle, (double)std::fabs(out.logits[s][v] - expected.logits[i][s * vocab + v]));
+        vsOne = std::max(vsOne, (double)std::fabs(out.logits[s][v] - one.outputs[i].logits[s][v]));
+      }
+  }
+  EXPECT_LE(vsOracle, expected.atol) << family << ": max |dlogit| against transformers";
+  RecordProperty("max_abs_dlogit_vs_transformers", std::to_string(vsOracle));
+  RecordProperty("max_abs_dlogit_vs_tp1", std::to_string(vsOne));
+  std::printf("[ tp=%d%s ] %s: max |dlogit| %.3g against transformers, %.3g against TP=1%s\n", gComm->size(),
+              expertParallel ? " ep" : "", family.c_str(), vsOracle, vsOne, vsOne == 0 ? " (bitwise equal)" : "");
+}
+
+TEST_P(TensorParallel, GreedyTokensAndLogitsMatchTransformers) { check(false); }
+TEST_P(TensorParallel, ExpertParallelMatchesTransformers) { check(true); }
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, TensorParallel, ::testing::ValuesIn(fixtureFamilies()),
+                         [](const auto &info) { return info.param; });
+
+} // namespace
+} // namespace cbc::test
+
+// Under mpiexec: every rank runs the tests, rank 0 alone reports them.
+int main(int argc, char **argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  cbc::test::gComm = cbc::rt::launchedByMpi() ? cbc::rt::openMpi(120) : cbc::rt::singleRank();
+  if (cbc::test::gComm->rank() > 0) {
+    auto &listeners = ::testing::UnitTest::GetInstance()->listeners();
+    delete listeners.Release(listeners.default_result_printer());
+  }
+  int status = RUN_ALL_TESTS();
+  cbc::test::gComm.reset();
+  return status;
+}
