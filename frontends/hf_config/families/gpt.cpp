@@ -96,6 +96,9 @@ void gpt2Layout(ModelSpec &s) {
 
 // GPT-2 keys: n_embd, n_layer, n_head, n_positions, n_inner (null: 4 * n_embd),
 // activation_function, layer_norm_epsilon.
+// GPT-2's width, read (and type-checked, naming the key) where the MLP's follows from it.
+int64_t hiddenSize(const ConfigReader &r) { return r.getInt(r.has("n_embd") ? "n_embd" : "hidden_size", 768); }
+
 nlohmann::json gpt2Keys(const ConfigReader &r) {
   nlohmann::json j = aliasKeys(r, {{"n_embd", "hidden_size", 768},
                                    {"n_layer", "num_hidden_layers", 12},
@@ -105,7 +108,7 @@ nlohmann::json gpt2Keys(const ConfigReader &r) {
   if (!r.has("vocab_size"))
     j["vocab_size"] = 50257;
   if (!r.has("n_inner"))
-    j["intermediate_size"] = 4 * j["hidden_size"].get<int64_t>();
+    j["intermediate_size"] = 4 * hiddenSize(r);
   return j;
 }
 
@@ -131,7 +134,7 @@ nlohmann::json openAiGptKeys(const ConfigReader &r) {
   if (!r.has("n_positions") && !r.has("max_position_embeddings"))
     j["max_position_embeddings"] = 512;
   j.erase("n_inner");
-  j["intermediate_size"] = 4 * j["hidden_size"].get<int64_t>();
+  j["intermediate_size"] = 4 * hiddenSize(r);
   std::string afn = r.getString("afn", "gelu");
   if (afn != "gelu" && afn != "relu" && afn != "silu" && afn != "swish")
     throw ConfigError(r.path("afn"), "unsupported activation '" + afn + "' (openai-gpt has gelu, relu, silu, swish)");
@@ -380,7 +383,7 @@ nlohmann::json gptjKeys(const ConfigReader &r) {
   if (!r.has("n_positions") && !r.has("max_position_embeddings"))
     j["max_position_embeddings"] = 2048;
   if (!r.has("n_inner"))
-    j["intermediate_size"] = 4 * j["hidden_size"].get<int64_t>();
+    j["intermediate_size"] = 4 * hiddenSize(r);
   return j;
 }
 
