@@ -86,6 +86,37 @@ MemoryEstimate estimateGpuMemory(const Artefact &a, int64_t cacheBytes, const Ba
   return e;
 }
 
+RankPlan planRank(const Artefact &a, int64_t deviceBytes, int64_t stepTokens) {
+  RankPlan p;
+  p.ranks = a.ranks;
+  p.device_bytes = deviceBytes;
+  p.memory = estimateGpuMemory(a, 0, {stepTokens, std::min<int64_t>(stepTokens, 1024)});
+  for (const CacheGroup &g : a.cache_plan.groups)
+    if (g.kind != CacheGroup::State)
+      p.cache_bytes_per_token += g.bytes_per_token;
+    else
+      p.state_bytes_per_request += g.bytes_per_unit;
+  int64_t left = deviceBytes - p.memory.weights - p.memory.workspaces;
+  p.memory.cache = std::max<int64_t>(0, left);
+  p.cache_tokens = p.cache_bytes_per_token > 0 ? p.memory.cache / p.cache_bytes_per_token : 0;
+  // A collective's payload: its rows' width in the dtype the device holds them in (the
+  // kernels' value dtypes; without kernels, bf16 activations and f32 logits), per token row or
+  // per sampled row.
+  for (const Instr &in : a.program.instrs) {
+    bool reduce = in.opcode == fb::Opcode::AllReduce, gather = in.opcode == fb::Opcode::AllGather;
+    if (!reduce && !gather)
+      continue;
+    int v = in.outputs.at(0);
+    const Value &out = a.program.values[v];
+    bool wide = a.kernels && (size_t)v < a.kernels->value_dtypes.size() ? a.kernels->value_dtypes[v] == DType::F32
+                                                                        : v == a.program.output;
+    int64_t bytes = out.cols() * (wide ? 4 : 2);
+    (out.arena == 0 ? p.reduce_bytes_per_token : p.gather_bytes_per_row) += bytes;
+    (reduce ? p.all_reduces : p.all_gathers) += 1;
+  }
+  return p;
+}
+
 int64_t availableHostMemory(const std::string &meminfo, const std::string &cgroupMax,
                             const std::string &cgroupCurrent) {
   int64_t available = -1;

@@ -40,6 +40,24 @@ MemoryEstimate estimateCpuMemory(const Artefact &a, int64_t cacheBytes, const Ba
 // workspaces on the device.
 MemoryEstimate estimateGpuMemory(const Artefact &a, int64_t cacheBytes, const BackendLimits &limits);
 
+// One rank of a tensor-parallel artefact (cbc compile --tp N) on a device of `deviceBytes`, as
+// the GPU backend would hold it: its weight slices, the step's buffers for `stepTokens` tokens,
+// the cache tokens the rest holds, and the bytes its collectives move. A plan from the
+// artefact's shapes: the CUDA backend does not run --tp artefacts yet.
+struct RankPlan {
+  int64_t ranks = 1;
+  MemoryEstimate memory;          // weights and workspaces; cache: what the device has left
+  int64_t cache_bytes_per_token = 0; // every paged group, at the cache dtype
+  int64_t state_bytes_per_request = 0;
+  int64_t cache_tokens = 0;       // tokens of cache the rest holds (0 when nothing is left)
+  int64_t all_reduces = 0, all_gathers = 0; // per step
+  int64_t reduce_bytes_per_token = 0;      // summed over the step's all-reduces (token rows)
+  int64_t gather_bytes_per_row = 0;        // summed over its all-gathers (sampled rows: logits)
+  int64_t device_bytes = 0;
+  bool fits() const { return memory.weights + memory.workspaces < device_bytes; }
+};
+RankPlan planRank(const Artefact &a, int64_t deviceBytes, int64_t stepTokens);
+
 // Bytes this process may still allocate: MemAvailable (/proc/meminfo), or what is left under
 // the cgroup's memory.max when that is lower. -1 when neither can be read.
 int64_t availableHostMemory();

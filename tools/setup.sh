@@ -11,6 +11,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev libboost-context-dev
   libopenblas-dev nlohmann-json3-dev libxxhash-dev libclang-rt-22-dev
   libzstd-dev
+  mpich libmpich-dev
 )
 
 missing=()
@@ -46,9 +47,10 @@ if [ ! -f "$BUILD/build.ninja" ]; then
   cmake "${COMMON[@]}" -B "$BUILD" -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir \
     -DLLVM_USE_LINKER=lld >/dev/null
 fi
-# The runtime alone, configured with LLVM's prefix hidden: proof that serving needs no MLIR.
+# The runtime alone, configured with LLVM's prefix hidden: proof that serving needs no MLIR; and
+# without MPI (CBC_MPI=OFF): proof that --tp 1 serving needs none either.
 if [ ! -f "$RUNTIME_BUILD/build.ninja" ]; then
-  cmake "${COMMON[@]}" -B "$RUNTIME_BUILD" -DCBC_BUILD_COMPILER=OFF \
+  cmake "${COMMON[@]}" -B "$RUNTIME_BUILD" -DCBC_BUILD_COMPILER=OFF -DCBC_MPI=OFF \
     -DCMAKE_IGNORE_PREFIX_PATH=/usr/lib/llvm-22 >/dev/null
 fi
 # The compiler and the runtime without CUDA (CBC_CUDA=OFF), the toolkit hidden from CMake: proof

@@ -1,4 +1,5 @@
 #include "runtime/artefact.h"
+#include "runtime/memory_estimate.h"
 #include "runtime/occupancy.h"
 #include "runtime/ptx_stats.h"
 #include "runtime/weights.h"
@@ -487,6 +488,35 @@ void printKernels(const Artefact &a) {
   printPtxCounts(k);
 }
 
+// What one rank holds on a device of `deviceGb` GB, and what its collectives move.
+void printRankPlan(const Artefact &a, double deviceGb, int64_t stepTokens) {
+  rt::RankPlan p = rt::planRank(a, (int64_t)(deviceGb * 1e9), stepTokens);
+  const rt::MemoryEstimate &m = p.memory;
+  std::printf("%lld rank%s%s, each on a %.0f GB device (a plan from the artefact's shapes; the CUDA backend does "
+              "not run --tp artefacts yet)\n",
+              (long long)p.ranks, p.ranks == 1 ? "" : "s", p.ranks == 1 ? " (compiled without --tp)" : "", deviceGb);
+  std::printf("per rank: weights %s (%s), workspaces %s for %lld tokens a step\n", rt::gigabytes(m.weights).c_str(),
+              m.weight_dtype.c_str(), rt::gigabytes(m.workspaces).c_str(), (long long)stepTokens);
+  if (!p.fits()) {
+    std::printf("does not fit: %s over the device\n",
+                rt::gigabytes(m.weights + m.workspaces - p.device_bytes).c_str());
+  } else {
+    std::printf("cache: %s left, %lld bytes/token", rt::gigabytes(m.cache).c_str(),
+                (long long)p.cache_bytes_per_token);
+    if (p.cache_bytes_per_token > 0)
+      std::printf(": %lld tokens (%lld requests of 32768 tokens)", (long long)p.cache_tokens,
+                  (long long)(p.cache_tokens / 32768));
+    if (p.state_bytes_per_request > 0)
+      std::printf("; states %lld bytes a request", (long long)p.state_bytes_per_request);
+    std::printf("\n");
+  }
+  if (p.ranks > 1)
+    std::printf("per step: %lld all-reduces moving %lld bytes per token, %lld all-gathers moving %lld bytes per "
+                "sampled row (payloads; a ring sends 2(N-1)/N of an all-reduce's each way)\n",
+                (long long)p.all_reduces, (long long)p.reduce_bytes_per_token, (long long)p.all_gathers,
+                (long long)p.gather_bytes_per_row);
+}
+
 } // namespace
 
 int dumpMain(int argc, char **argv) {
@@ -502,7 +532,11 @@ int dumpMain(int argc, char **argv) {
              {"--weights-path", "CHECKPOINT",
               "with --weights: how a checkpoint's tensors load (FP8-dequantised, skipped MTP layers, unused)"},
              {"--graph", "", "the step program as Graphviz dot"},
-             {"--config", "", "the config.json the artefact was compiled from"}},
+             {"--config", "", "the config.json the artefact was compiled from"},
+             {"--plan-memory", "", "what one rank holds on a GPU (weights, workspaces, cache tokens) and what its "
+                                   "collectives move per step"},
+             {"--device-memory", "GB", "with --plan-memory: the device's memory (default 141, an H200)"},
+             {"--step-tokens", "N", "with --plan-memory: tokens a step (default 8192)"}},
             "MODEL");
   try {
     if (!args.parse(argc, argv))
@@ -513,6 +547,12 @@ int dumpMain(int argc, char **argv) {
       throw UsageError("--weights-path goes with --weights");
     if (args.has("--full") && !args.has("--program"))
       throw UsageError("--full goes with --program");
+    if ((args.has("--device-memory") || args.has("--step-tokens")) && !args.has("--plan-memory"))
+      throw UsageError("--device-memory and --step-tokens go with --plan-memory");
+    if (args.getDouble("--device-memory", 141) <= 0 || !std::isfinite(args.getDouble("--device-memory", 141)))
+      throw UsageError("--device-memory must be a positive number of GB, got " + args.get("--device-memory"));
+    if (args.getInt("--step-tokens", 8192) < 1 || args.getInt("--step-tokens", 8192) > (1 << 20))
+      throw UsageError("--step-tokens must be in [1, 2^20], got " + args.get("--step-tokens"));
   } catch (const UsageError &e) {
     std::fprintf(stderr, "cbc dump: error: %s\n", e.what());
     return 2;
@@ -542,6 +582,10 @@ int dumpMain(int argc, char **argv) {
     any = true;
   }
   if (args.has("--graph")) { printGraph(a); any = true; }
+  if (args.has("--plan-memory")) {
+    printRankPlan(a, args.getDouble("--device-memory", 141), args.getInt("--step-tokens", 8192));
+    any = true;
+  }
   if (args.has("--kernels")) { printKernels(a); any = true; }
   if (args.has("--launches")) { std::fputs(launchesJson(a).c_str(), stdout); any = true; }
   if (args.has("--kernel-source")) {
