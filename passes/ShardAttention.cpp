@@ -89,6 +89,57 @@ std::vector<Region> findRegions(ModuleOp module) {
   return regions;
 }
 
+// Latent attention (MLA) in the plain form: the query projection (q_b, or q without a low
+// rank) split into the heads' no-RoPE and RoPE parts, the no-RoPE part absorbed through kv_b
+// (a cbc.math.head_linear), the latent attention, the values read back through kv_b, then the
+// output linear. The latent cache holds one row a token for all heads: it stays whole on every
+// rank (as in vLLM and SGLang), while the heads, q_b, kv_b and the output are divided.
+struct LatentRegion {
+  LinearOp q, out;
+  SplitOp split;
+  HeadLinearOp absorb, values;
+  KvLatentAttentionOp attn;
+  SmallVector<Operation *> fusedChain, chains[2];
+  int64_t heads = 0, width[2] = {}; // per-head widths of the no-RoPE and RoPE query parts
+};
+
+std::vector<LatentRegion> findLatentRegions(ModuleOp module) {
+  std::vector<LatentRegion> regions;
+  module.walk([&](KvLatentAttentionOp attn) {
+    LatentRegion r;
+    r.attn = attn;
+    r.heads = attn.getNumHeads();
+    if (attn.getSelection() || !attn.getResult().hasOneUse())
+      return;
+    r.absorb = attn.getQLatent().getDefiningOp<HeadLinearOp>();
+    r.values = dyn_cast<HeadLinearOp>(*attn.getResult().getUsers().begin());
+    if (!r.absorb || !r.values || !r.absorb.getResult().hasOneUse() || r.absorb.getWeight() != r.values.getWeight() ||
+        r.absorb.getHeads() != r.heads || r.values.getHeads() != r.heads || !r.values.getResult().hasOneUse() ||
+        !r.absorb.getWeight().getDefiningOp<WeightRefOp>() ||
+        llvm::range_size(r.absorb.getWeight().getUsers()) != 2)
+      return;
+    r.out = dyn_cast<LinearOp>(*r.values.getResult().getUsers().begin());
+    if (!r.out || r.out.getX() != r.values.getResult())
+      return;
+    Value ends[2] = {r.absorb.getX(), attn.getQRope()};
+    for (int i = 0; i < 2; ++i) {
+      r.width[i] = shard::cols(ends[i]) / r.heads;
+      auto split = dyn_cast_or_null<SplitOp>(walkBack(ends[i], r.width[i], r.chains[i]));
+      if (!split || split.getNumResults() != 2 || (r.split && split != r.split))
+        return;
+      r.split = split;
+      Value from = r.chains[i].empty() ? ends[i] : r.chains[i].back()->getOperand(0);
+      if (from != split.getResult(i))
+        return;
+    }
+    r.q = dyn_cast_or_null<LinearOp>(walkBack(r.split.getX(), 1, r.fusedChain));
+    if (!r.q || !r.q.getResult().hasOneUse() || !r.q.getWeight().getDefiningOp<WeightRefOp>())
+      return;
+    regions.push_back(r);
+  });
+  return regions;
+}
+
 class ShardAttention : public impl::CbcShardAttentionBase<ShardAttention> {
 public:
   using CbcShardAttentionBase::CbcShardAttentionBase;
@@ -102,10 +153,48 @@ public:
       return signalPassFailure();
     for (Region &r : findRegions(module))
       cut(r);
+    for (LatentRegion &r : findLatentRegions(module))
+      cut(r);
     shard::markRanks(module, ranks);
   }
 
 private:
+  void cut(LatentRegion &r) {
+    MLIRContext *ctx = &getContext();
+    int64_t n = ranks, heads = r.heads / n;
+    auto query = ShardAttr::get(ctx, n, 0, {r.heads * r.width[0], r.heads * r.width[1]}, {n, n});
+    shard::cutWeight(r.q.getWeight(), r.q, query, "tp");
+    if (r.q.getBias())
+      shard::cutWeight(r.q.getBias(), r.q, query, "tp");
+    int64_t perRank[2] = {heads * r.width[0], heads * r.width[1]};
+    shard::setCols(r.q.getResult(), perRank[0] + perRank[1]);
+    for (Operation *op : r.fusedChain)
+      shard::setCols(op->getResult(0), perRank[0] + perRank[1]);
+    for (int i = 0; i < 2; ++i) {
+      shard::setCols(r.split.getResult(i), perRank[i]);
+      for (Operation *op : r.chains[i])
+        shard::setCols(op->getResult(0), perRank[i]);
+    }
+    // kv_b holds each head's rows together: the rank's heads are one block of rows.
+    int64_t kvRows = llvm::cast<RankedTensorType>(r.absorb.getWeight().getType()).getDimSize(0);
+    auto whole = r.absorb.getWeight().getDefiningOp<WeightRefOp>();
+    Value kvb = shard::cutWeight(whole.getResult(), r.absorb, ShardAttr::get(ctx, n, 0, {kvRows}, {n}), "tp");
+    r.values->replaceUsesOfWith(whole.getResult(), kvb);
+    if (whole->use_empty()) // both readers took the cut copy
+      whole.erase();
+    for (HeadLinearOp op : {r.absorb, r.values}) {
+      op.setHeads(heads);
+      shard::setCols(op.getResult(), shard::cols(op.getResult()) / n);
+    }
+    r.attn.setNumHeads(heads);
+    shard::setCols(r.attn.getResult(), shard::cols(r.attn.getResult()) / n);
+    shard::cutWeight(r.out.getWeight(), r.out, ShardAttr::get(ctx, n, 1, {shard::cols(r.out.getX()) * n}, {n}), "tp");
+    Value bias = r.out.getBias();
+    if (bias)
+      r.out.getBiasMutable().clear();
+    shard::sumAfter(r.out, r.out.getResult(), bias, n);
+  }
+
   void cut(Region &r) {
     MLIRContext *ctx = &getContext();
     int64_t n = ranks, kvPieces = r.kvHeads % n == 0 ? n : r.kvHeads;
@@ -150,6 +239,10 @@ void attentionRules(ModuleOp module, std::vector<Rule> &rules) {
     rules.push_back({"the " + std::to_string(r.heads) + " attention heads" + layer, r.heads, false});
     rules.push_back({"the " + std::to_string(r.kvHeads) + " key-value heads" + layer, r.kvHeads, true});
   }
+  for (LatentRegion &r : findLatentRegions(module))
+    rules.push_back({"the " + std::to_string(r.heads) + " latent-attention heads of layer " +
+                         std::to_string(r.attn.getLayer()),
+                     r.heads, false});
 }
 } // namespace shard
 

@@ -283,6 +283,10 @@ std::string transformText(const rt::WeightEntry &w) {
     }
     out += ") ";
   }
+  // A rank's slice (cbc compile --tp): of which whole weight, along which dimension.
+  if (w.shard_dim >= 0)
+    out += "slice(dim " + std::to_string(w.shard_dim) + " of " + shapeText(w.wholeShape()) + ", " +
+           std::to_string(w.shard_ranks) + " ranks) ";
   return out;
 }
 
