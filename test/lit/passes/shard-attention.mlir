@@ -34,3 +34,24 @@
 // ONE: cbc.kv.attention {{.*}}num_heads = 4 : i64, num_kv_heads = 2 : i64
 
 // BAD: error: --tp 3 does not divide the 4 attention heads of layer 0; tensor-parallel sizes this model can take: 1, 2, 4
+
+// Latent attention: the heads divide, the latent cache does not. Each of 2 ranks holds its 2
+// heads' no-RoPE and RoPE query rows (q_b after its regroup: two segments), its heads' block
+// of kv_b (one copy, read by both head_linears, the whole weight gone), and the output's
+// matching columns; q_a, kv_a and their norms, and the cache append, stay whole.
+// RUN: cbc-opt %inputs/shard-mla.mlir --cbc-shard-attention=ranks=2 | FileCheck %s --check-prefix=MLA
+// RUN: cbc-opt %inputs/shard-mla.mlir --cbc-shard-attention=ranks=2 | cbc-opt | FileCheck %s --check-prefix=MLA
+// RUN: not cbc-opt %inputs/shard-mla.mlir --cbc-shard-attention=ranks=8 2>&1 | FileCheck %s --check-prefix=MLA-BAD
+// MLA: cbc.weight.ref "layers.0.attn.q_a" {sources
+// MLA: cbc.weight.ref "layers.0.attn.q_b" {regroup = array<i64: 4, 16, 8>, shard = #cbc.shard<ranks = 2, dim = 0, segments = [64, 32], pieces = [2, 2]>, {{.*}} : tensor<48x32xbf16>
+// MLA: cbc.math.split %{{.*}} : tensor<?x48xf32> -> tensor<?x32xf32>, tensor<?x16xf32>
+// MLA: cbc.weight.ref "layers.0.attn.kv_a" {sources
+// MLA: cbc.kv.append {{.*}}latent, layer = 0 : i64, num_kv_heads = 1 : i64}
+// MLA-NOT: "layers.0.attn.kv_b"
+// MLA: %[[KVB:[0-9]+]] = cbc.weight.ref "layers.0.attn.kv_b.tp" {shard = #cbc.shard<ranks = 2, dim = 0, segments = [112], pieces = [2]>, {{.*}} : tensor<56x32xbf16>
+// MLA: cbc.math.head_linear %{{.*}}, %[[KVB]] {heads = 2 : i64, offset = 0 : i64, rows = 16 : i64, transpose}
+// MLA: cbc.kv.latent_attention {{.*}}num_heads = 2 : i64
+// MLA: cbc.math.head_linear %{{.*}}, %[[KVB]] {heads = 2 : i64, offset = 16 : i64, rows = 12 : i64} : tensor<?x64xf32>, tensor<56x32xbf16> -> tensor<?x24xf32>
+// MLA: cbc.weight.ref "layers.0.attn.o" {shard = #cbc.shard<ranks = 2, dim = 1, segments = [48], pieces = [2]>, {{.*}} : tensor<64x24xbf16>
+// MLA: cbc.comm.all_reduce
+// MLA-BAD: error: --tp 8 does not divide the 4 latent-attention heads of layer 0; tensor-parallel sizes this model can take: 1, 2, 4
