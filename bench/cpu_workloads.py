@@ -104,10 +104,10 @@ SUMMARY = re.compile(r"cbc run: (\d+) requests \((\d+) rejected\), (\d+) prompt 
                      r"in ([0-9.]+) s: .*?(\d+) steps, (\d+) preemptions")
 
 
-def cbc_run(cbc, artefact, prompts_path, out_path, threads, weights=None, extra=()):
-    """Runs `cbc run` and returns its summary figures, its peak resident memory and the tokens of
-    each request."""
-    cmd = [cbc, "run", artefact, "--prompts", prompts_path, "-o", out_path, "--backend", "cpu",
+def cbc_run(cbc, artefact, prompts_path, out_path, threads, weights=None, extra=(), launcher=()):
+    """Runs `cbc run` (under `launcher`, e.g. mpiexec -n 2) and returns its summary figures, its
+    peak resident memory and the tokens of each request."""
+    cmd = list(launcher) + [cbc, "run", artefact, "--prompts", prompts_path, "-o", out_path, "--backend", "cpu",
            "--threads", str(threads)] + (["--weights", weights] if weights else ["--random-weights"]) + list(extra)
     p = subprocess.run(cmd, capture_output=True, text=True)
     stderr = p.stderr
@@ -130,8 +130,8 @@ def cbc_run(cbc, artefact, prompts_path, out_path, threads, weights=None, extra=
             "tokens": [tokens[i] for i in sorted(tokens)]}
 
 
-def compile_artefact(cbc, out):
-    subprocess.run([cbc, "compile", CONFIG, "-o", out, "--no-cuda", "--quiet"], check=True)
+def compile_artefact(cbc, out, extra=()):
+    subprocess.run([cbc, "compile", CONFIG, "-o", out, "--no-cuda", "--quiet"] + list(extra), check=True)
     return out
 
 
