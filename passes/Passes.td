@@ -80,6 +80,21 @@ def CbcShardExperts : CbcShardPass<"cbc-shard-experts", "experts"> {
   ];
 }
 
+def CbcShardRecurrent : CbcShardPass<"cbc-shard-recurrent", "recurrent"> {
+  let summary = "Divides each gated-delta mixer's heads, and its states, among the ranks.";
+  let description = [{
+    For `ranks = N > 1`, a gated-delta mixer in the plain form (one input linear split into
+    the conv's q|k|v, the output norm's gate z, a and b; a depthwise `cbc.state.conv1d` and a
+    split into q, k, v; `cbc.state.gated_delta`; `cbc.math.rms_norm_gated` per value head; the
+    output linear) keeps on each rank `Hk / N` key heads with their value heads: the input
+    linear's rows of each part (q, k, v, z, a, b cut each on its own), the conv's channels,
+    `A_log` and `dt_bias`, and the output's columns, summed by a `cbc.comm.all_reduce`. The
+    conv and recurrent states become one rank's, so each rank keeps `1/N` of them. A size that
+    does not divide the key heads is an error listing the sizes the model takes. Mamba/SSD,
+    KDA and lightning mixers are not divided yet: they stay whole on every rank.
+  }];
+}
+
 def CbcShardVocab : CbcShardPass<"cbc-shard-vocab", "vocab"> {
   let summary = "Divides the LM head's vocabulary among the ranks and gathers the logits.";
   let description = [{

@@ -14,6 +14,7 @@ void buildCbcPipeline(mlir::OpPassManager &pm, const CbcPipelineOptions &options
     pm.addPass(createCbcShardAttention({options.tp}));
     pm.addPass(createCbcShardMlp({options.tp}));
     pm.addPass(createCbcShardExperts({options.tp, options.expertParallel}));
+    pm.addPass(createCbcShardRecurrent({options.tp}));
     pm.addPass(createCbcShardVocab({options.tp}));
   }
   CbcPlanCacheOptions plan;

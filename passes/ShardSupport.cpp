@@ -53,6 +53,7 @@ std::vector<Rule> allRules(ModuleOp module, bool expertParallel) {
   attentionRules(module, rules);
   mlpRules(module, rules);
   expertRules(module, expertParallel, rules);
+  recurrentRules(module, rules);
   return rules;
 }
 

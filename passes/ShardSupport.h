@@ -26,6 +26,7 @@ struct Rule {
 void attentionRules(mlir::ModuleOp module, std::vector<Rule> &rules);
 void mlpRules(mlir::ModuleOp module, std::vector<Rule> &rules);
 void expertRules(mlir::ModuleOp module, bool expertParallel, std::vector<Rule> &rules);
+void recurrentRules(mlir::ModuleOp module, std::vector<Rule> &rules);
 
 // Every shard pass's rules.
 std::vector<Rule> allRules(mlir::ModuleOp module, bool expertParallel);

@@ -9,7 +9,6 @@
 #ifndef CBC_RUNTIME_ENGINE_H
 #define CBC_RUNTIME_ENGINE_H
 
-#include "runtime/comm/communicator.h"
 #include "runtime/request.h"
 #include "runtime/weight_source.h"
 
@@ -26,6 +25,7 @@ namespace cbc::rt {
 struct Artefact;
 class Backend;
 class CacheCoordinator;
+class Communicator; // runtime/comm/communicator.h
 class Scheduler;
 struct StepPlan;
 struct SchedulerOptions;

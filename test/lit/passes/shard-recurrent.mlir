@@ -1,0 +1,29 @@
+// RUN: cbc-opt %inputs/shard-gated-delta.mlir --cbc-shard-recurrent=ranks=2 | FileCheck %s --check-prefix=TP2
+// RUN: cbc-opt %inputs/shard-gated-delta.mlir --cbc-shard-recurrent=ranks=2 | cbc-opt | FileCheck %s --check-prefix=TP2
+// RUN: cbc-opt %inputs/shard-gated-delta.mlir --cbc-shard-recurrent=ranks=4 --cbc-plan-cache | FileCheck %s --check-prefix=TP4
+// RUN: not cbc-opt %inputs/shard-gated-delta.mlir --cbc-shard-recurrent=ranks=3 2>&1 | FileCheck %s --check-prefix=BAD
+
+// Qwen3-Next's mixer: 2 key heads with 2 value heads each (k and v of 16), fed by two linears
+// (q|k|v|z regrouped segment-first, and b|a). On 2 ranks each holds one key head and its two
+// value heads: every part of both linears cut on its own, the conv's q, k and v channels, A_log
+// and dt_bias, the output's columns; an all-reduce sums the output.
+// TP2: cbc.weight.ref "layers.0.gdn.qkvz" {regroup = array<i64: 2, 16, 16, 32, 32>, shard = #cbc.shard<ranks = 2, dim = 0, segments = [32, 32, 64, 64], pieces = [2, 2, 2, 2]>, {{.*}} : tensor<96x64xbf16>
+// TP2: cbc.weight.ref "layers.0.gdn.ba" {regroup = array<i64: 2, 2, 2>, shard = #cbc.shard<ranks = 2, dim = 0, segments = [4, 4], pieces = [2, 2]>, {{.*}} : tensor<4x64xbf16>
+// TP2: cbc.math.split %{{.*}} : tensor<?x96xf32> -> tensor<?x64xf32>, tensor<?x32xf32>
+// TP2: cbc.math.split %{{.*}} : tensor<?x4xf32> -> tensor<?x2xf32>, tensor<?x2xf32>
+// TP2: cbc.weight.ref "layers.0.gdn.conv" {shard = #cbc.shard<ranks = 2, dim = 0, segments = [32, 32, 64], pieces = [2, 2, 2]>, {{.*}} : tensor<64x1x4xbf16>
+// TP2: cbc.math.split %{{.*}} : tensor<?x64xf32> -> tensor<?x16xf32>, tensor<?x16xf32>, tensor<?x32xf32>
+// TP2: cbc.weight.ref "layers.0.gdn.A_log" {shard = #cbc.shard<ranks = 2, dim = 0, segments = [4], pieces = [2]>, {{.*}} : tensor<2xf32>
+// TP2: cbc.state.gated_delta {{.*}}num_k_heads = 1 : i64, num_v_heads = 2 : i64
+// TP2: cbc.math.rms_norm_gated {{.*}} -> tensor<?x32xf32>
+// TP2: cbc.weight.ref "layers.0.gdn.out" {shard = #cbc.shard<ranks = 2, dim = 1, segments = [64], pieces = [2]>, {{.*}} : tensor<64x32xbf16>
+// TP2: %[[PART:[0-9]+]] = cbc.math.linear %{{.*}} : tensor<?x32xf32>, tensor<64x32xbf16> -> tensor<?x64xf32>
+// TP2-NEXT: cbc.comm.all_reduce %[[PART]] {ranks = 2 : i64}
+
+// On 4 ranks the 2 key heads are copied to two ranks each (q and k cut in 2 pieces, v, z, a, b
+// in 4), and each rank keeps a quarter of the recurrent state and 48 of the conv's 128 channels.
+// TP4: cbc.state_decl<layer = 0, name = "conv", shape = [48, 3], bytes = 576>
+// TP4-SAME: cbc.state_decl<layer = 0, name = "recurrent", shape = [1, 16, 16], bytes = 1024>
+// TP4: shard = #cbc.shard<ranks = 4, dim = 0, segments = [32, 32, 64, 64], pieces = [2, 2, 4, 4]>
+
+// BAD: error: --tp 3 does not divide the 4 gated-delta value heads of layer 0; tensor-parallel sizes this model can take: 1, 2, 4
