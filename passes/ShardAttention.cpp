@@ -188,11 +188,7 @@ private:
     }
     r.attn.setNumHeads(heads);
     shard::setCols(r.attn.getResult(), shard::cols(r.attn.getResult()) / n);
-    shard::cutWeight(r.out.getWeight(), r.out, ShardAttr::get(ctx, n, 1, {shard::cols(r.out.getX()) * n}, {n}), "tp");
-    Value bias = r.out.getBias();
-    if (bias)
-      r.out.getBiasMutable().clear();
-    shard::sumAfter(r.out, r.out.getResult(), bias, n);
+    shard::rowParallel(r.out, shard::cols(r.out.getX()) * n, n);
   }
 
   void cut(Region &r) {
@@ -222,11 +218,7 @@ private:
     shard::setCols(r.attn.getResult(), heads * r.width[3]);
     // The output projection takes the rank's heads' columns; the sum over ranks follows it,
     // and its bias is added once, after the sum.
-    shard::cutWeight(r.out.getWeight(), r.out, ShardAttr::get(ctx, n, 1, {r.heads * r.width[3]}, {n}), "tp");
-    Value bias = r.out.getBias();
-    if (bias)
-      r.out.getBiasMutable().clear();
-    shard::sumAfter(r.out, r.out.getResult(), bias, n);
+    shard::rowParallel(r.out, r.heads * r.width[3], n);
   }
 };
 

@@ -76,11 +76,7 @@ private:
       shard::cutWeight(r.up.getBias(), r.up, up, "tp");
     shard::setCols(r.up.getResult(), upRows / n);
     shard::setCols(r.unit->getResult(0), I / n);
-    shard::cutWeight(r.down.getWeight(), r.down, ShardAttr::get(ctx, n, 1, {I}, {n}), "tp");
-    Value bias = r.down.getBias();
-    if (bias)
-      r.down.getBiasMutable().clear();
-    shard::sumAfter(r.down, r.down.getResult(), bias, n);
+    shard::rowParallel(r.down, I, n);
   }
 };
 

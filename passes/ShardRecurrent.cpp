@@ -145,11 +145,7 @@ private:
     r.delta.setNumVHeads(r.valueHeads / n);
     shard::setCols(r.delta.getResult(), valueWidth);
     shard::setCols(r.norm.getResult(), valueWidth);
-    shard::cutWeight(r.out.getWeight(), r.out, ShardAttr::get(ctx, n, 1, {r.valueHeads * r.valueDim}, {n}), "tp");
-    Value bias = r.out.getBias();
-    if (bias)
-      r.out.getBiasMutable().clear();
-    shard::sumAfter(r.out, r.out.getResult(), bias, n);
+    shard::rowParallel(r.out, r.valueHeads * r.valueDim, n);
   }
 };
 

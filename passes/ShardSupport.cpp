@@ -44,6 +44,14 @@ void sumAfter(Operation *after, Value partial, Value bias, int64_t ranks) {
   partial.replaceAllUsesExcept(sum.getResult(), sum);
 }
 
+void rowParallel(LinearOp out, int64_t extent, int64_t ranks) {
+  cutWeight(out.getWeight(), out, ShardAttr::get(out.getContext(), ranks, 1, {extent}, {ranks}), "tp");
+  Value bias = out.getBias();
+  if (bias)
+    out.getBiasMutable().clear();
+  sumAfter(out, out.getResult(), bias, ranks);
+}
+
 void markRanks(ModuleOp module, int64_t ranks) {
   module->setAttr(kRanksAttr, IntegerAttr::get(IntegerType::get(module.getContext(), 64), ranks));
 }

@@ -48,6 +48,10 @@ void setCols(mlir::Value v, int64_t cols);
 // Replaces every use of `partial` (after `after`) with its sum over the ranks, plus `bias`.
 void sumAfter(mlir::Operation *after, mlir::Value partial, mlir::Value bias, int64_t ranks);
 
+// Makes `out` row-parallel: the rank's block of its weight's `extent` input columns, its
+// partial product summed over the ranks after it, its bias added once after the sum.
+void rowParallel(LinearOp out, int64_t extent, int64_t ranks);
+
 // Records the group size on the module (kRanksAttr).
 void markRanks(mlir::ModuleOp module, int64_t ranks);
 

@@ -9,14 +9,6 @@
 namespace cbc::test {
 namespace {
 
-rt::SamplingParams greedy(int64_t n) {
-  rt::SamplingParams p;
-  p.max_new_tokens = n;
-  p.ignore_eos = true;
-  p.keep_logits = true;
-  return p;
-}
-
 class Parity : public ::testing::TestWithParam<FamilyVariant> {
 protected:
   void SetUp() override {
@@ -38,7 +30,7 @@ TEST_P(Parity, EachPromptAloneMatchesTransformers) {
     int64_t steps = (int64_t)expected_.tokens[i].size();
     rt::EngineOptions o;
     o.threads = 2;
-    auto res = serve(artefact_, weights_, o, {{expected_.prompts[i], greedy(steps)}});
+    auto res = serve(artefact_, weights_, o, {{expected_.prompts[i], greedyWithLogits(steps)}});
     const rt::RequestOutput &out = res.outputs[0];
     EXPECT_EQ(out.tokens, expected_.tokens[i]) << family_ << " prompt " << i;
     ASSERT_EQ((int64_t)out.logits.size(), steps);
@@ -62,7 +54,7 @@ TEST_P(Parity, BatchedChunkedPrefillMatchesTransformers) {
     o.threads = 2;
     std::vector<cbc::test::Run> runs;
     for (size_t i = 0; i < expected_.prompts.size(); ++i)
-      runs.push_back({expected_.prompts[i], greedy((int64_t)expected_.tokens[i].size())});
+      runs.push_back({expected_.prompts[i], greedyWithLogits((int64_t)expected_.tokens[i].size())});
     auto res = serve(artefact_, weights_, o, runs);
     for (size_t i = 0; i < runs.size(); ++i)
       EXPECT_EQ(res.outputs[i].tokens, expected_.tokens[i])

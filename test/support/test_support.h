@@ -34,6 +34,15 @@ std::string committedArtefactPath(const std::string &family);
 const std::vector<uint8_t> &committedArtefactBytes(const std::string &family);
 const rt::Artefact &committedArtefact(const std::string &family);
 
+// Greedy decoding of n tokens, EOS ignored, every step's logits kept: the parity tests' requests.
+inline rt::SamplingParams greedyWithLogits(int64_t n) {
+  rt::SamplingParams p;
+  p.max_new_tokens = n;
+  p.ignore_eos = true;
+  p.keep_logits = true;
+  return p;
+}
+
 struct Run {
   std::vector<int32_t> prompt;
   rt::SamplingParams params;

@@ -24,14 +24,6 @@ namespace {
 
 std::shared_ptr<rt::Communicator> gComm;
 
-rt::SamplingParams greedy(int64_t n) {
-  rt::SamplingParams p;
-  p.max_new_tokens = n;
-  p.ignore_eos = true;
-  p.keep_logits = true;
-  return p;
-}
-
 // Rank 0's artefact for this job, sent to every rank; empty with the reason on every rank when
 // the shapes do not divide.
 std::optional<rt::Artefact> shareArtefact(const std::string &family, bool expertParallel, std::string &why,
@@ -109,7 +101,7 @@ void TensorParallel::check(bool expertParallel) {
   gComm->broadcast(count, true);
   std::vector<cbc::test::Run> runs;
   for (size_t i = 0; i < expected.prompts.size(); ++i)
-    runs.push_back({expected.prompts[i], greedy((int64_t)expected.tokens[i].size())});
+    runs.push_back({expected.prompts[i], greedyWithLogits((int64_t)expected.tokens[i].size())});
 
   // The prompts together, then in chunks of 7 tokens a step: the oracle's tokens each time.
   rt::EngineOptions o;

@@ -44,14 +44,6 @@ protected:
     return rt::Engine::withBackend(artefact_, std::move(cpu), o);
   }
 
-  static rt::SamplingParams greedy(int64_t n) {
-    rt::SamplingParams p;
-    p.max_new_tokens = n;
-    p.ignore_eos = true;
-    p.keep_logits = true;
-    return p;
-  }
-
   // Runs the engine until every request added so far is back.
   static void drain(rt::Engine &e, std::map<rt::RequestId, rt::RequestOutput> &out) {
     for (int i = 0; i < 10000 && !e.idle(); ++i)
@@ -123,7 +115,7 @@ TEST_P(PrefixCache, WarmRunsGiveTheColdRunsTokens) {
     auto e = engine(false);
     std::map<rt::RequestId, rt::RequestOutput> out;
     for (const auto &p : prompts) {
-      rt::AddResult a = e->add_request(p, greedy(kNew));
+      rt::AddResult a = e->add_request(p, greedyWithLogits(kNew));
       ASSERT_TRUE(a.accepted) << a.error;
       drain(*e, out);
       cold.push_back(out.at(a.id));
@@ -134,13 +126,13 @@ TEST_P(PrefixCache, WarmRunsGiveTheColdRunsTokens) {
   // Warm, while the stem's request decodes: the prompts arrive together after its first token.
   {
     auto e = engine(true);
-    rt::AddResult a = e->add_request(stem, greedy(30));
+    rt::AddResult a = e->add_request(stem, greedyWithLogits(30));
     ASSERT_TRUE(a.accepted) << a.error;
     for (int i = 0; i < 1000 && e->stats().generated_tokens == 0; ++i)
       e->step();
     std::vector<rt::RequestId> ids;
     for (const auto &p : prompts)
-      ids.push_back(e->add_request(p, greedy(kNew)).id);
+      ids.push_back(e->add_request(p, greedyWithLogits(kNew)).id);
     std::map<rt::RequestId, rt::RequestOutput> out;
     drain(*e, out);
     for (size_t i = 0; i < prompts.size(); ++i) {
@@ -156,10 +148,10 @@ TEST_P(PrefixCache, WarmRunsGiveTheColdRunsTokens) {
   {
     auto e = engine(true);
     std::map<rt::RequestId, rt::RequestOutput> out;
-    e->add_request(stem, greedy(2));
+    e->add_request(stem, greedyWithLogits(2));
     drain(*e, out);
     for (size_t i = 0; i < prompts.size(); ++i) {
-      rt::AddResult a = e->add_request(prompts[i], greedy(kNew));
+      rt::AddResult a = e->add_request(prompts[i], greedyWithLogits(kNew));
       drain(*e, out);
       const rt::RequestOutput &w = out.at(a.id);
       compare(w, cold[i], "shared " + std::to_string(shared[i]) + ", after the first finished");
