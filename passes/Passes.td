@@ -83,15 +83,17 @@ def CbcShardExperts : CbcShardPass<"cbc-shard-experts", "experts"> {
 def CbcShardRecurrent : CbcShardPass<"cbc-shard-recurrent", "recurrent"> {
   let summary = "Divides each gated-delta mixer's heads, and its states, among the ranks.";
   let description = [{
-    For `ranks = N > 1`, a gated-delta mixer in the plain form (one input linear split into
-    the conv's q|k|v, the output norm's gate z, a and b; a depthwise `cbc.state.conv1d` and a
+    For `ranks = N > 1`, a gated-delta mixer in the plain form (input linears split into the
+    conv's q|k|v, the output norm's gate z, a and b; a depthwise `cbc.state.conv1d` and a
     split into q, k, v; `cbc.state.gated_delta`; `cbc.math.rms_norm_gated` per value head; the
-    output linear) keeps on each rank `Hk / N` key heads with their value heads: the input
-    linear's rows of each part (q, k, v, z, a, b cut each on its own), the conv's channels,
-    `A_log` and `dt_bias`, and the output's columns, summed by a `cbc.comm.all_reduce`. The
-    conv and recurrent states become one rank's, so each rank keeps `1/N` of them. A size that
-    does not divide the key heads is an error listing the sizes the model takes. Mamba/SSD,
-    KDA and lightning mixers are not divided yet: they stay whole on every rank.
+    output linear) keeps on each rank `Hk / N` key heads with their value heads (a key head
+    copied to `N / Hk` ranks when the ranks outnumber them): the input linears' rows of each
+    part (q, k, v, z, a, b cut each on its own), the conv's channels, `A_log` and `dt_bias`,
+    and the output's columns, summed by a `cbc.comm.all_reduce`. The conv and recurrent states
+    become one rank's, so each rank keeps `1/N` of them. A size that does not divide the value
+    heads, or neither divides nor is divided by the key heads, is an error listing the sizes
+    the model takes. `cbc.state.ssd`, `cbc.state.selective_scan`, `cbc.state.kda` and
+    `cbc.state.lightning` mixers are not divided yet: they stay whole on every rank.
   }];
 }
 

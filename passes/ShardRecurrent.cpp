@@ -11,7 +11,7 @@ namespace {
 
 using namespace mlir;
 
-// A gated-delta mixer in the plain form (Qwen3-Next, Qwen3.5, OLMo-hybrid): input linears
+// A gated-delta mixer in the plain form: input linears
 // split into the conv's q|k|v, the output norm's gate z, a and b (one linear or several, every
 // part of each going to the mixer); a depthwise causal conv1d and a split into q, k, v; the
 // gated delta rule; the gated RMS norm per value head; the output linear. Each read only by the
