@@ -236,7 +236,7 @@ Params writeParams(fbs::FlatBufferBuilder &fbb, Operation &op) {
       .Case([&](EmbedOp o) {
         auto oov = o.getOovRowAttr();
         return params(P::EmbedParams, fb::CreateEmbedParams(fbb, f64(o.getScaleAttr()), o.getOffset(), (bool)oov,
-                                                            oov ? oov.getInt() : 0));
+                                                            oov ? oov.getInt() : 0, o.getVocabRanks()));
       })
       .Case([&](RmsNormOp o) {
         return params(P::NormParams, writeNorm(fbb, o.getEpsAttr(), o.getOffsetAttr(), o.getGroupAttr()));

@@ -98,11 +98,14 @@ def CbcShardRecurrent : CbcShardPass<"cbc-shard-recurrent", "recurrent"> {
 }
 
 def CbcShardVocab : CbcShardPass<"cbc-shard-vocab", "vocab"> {
-  let summary = "Divides the LM head's vocabulary among the ranks and gathers the logits.";
+  let summary = "Divides the LM head's and the embedding's vocabulary among the ranks.";
   let description = [{
     For `ranks = N > 1`, the linear the step's logits come from (through a softcap or an
     activation) keeps the rank's `V / N` rows, and a `cbc.comm.all_gather` joins the ranks'
-    logits: exact, nothing is summed. A vocabulary `N` does not divide leaves the head whole.
+    logits: exact, nothing is summed. A token embedding keeps the rank's `V / N` rows too
+    (`vocab_ranks = N`: zeros for the other ranks' ids), and a `cbc.comm.all_reduce` adds the
+    one non-zero row of each token: exact as well. A vocabulary `N` does not divide, an
+    embedding with an offset or an `oov_row`, or a table of positions, stays whole.
     The pass records `cbc.ranks = N` on the module, which the artefact keeps.
   }];
 }

@@ -23,6 +23,29 @@ public:
     auto func = module.lookupSymbol<func::FuncOp>("step");
     if (!func)
       return;
+    divideEmbeddings(func);
+    divideHead(func);
+  }
+
+private:
+  // A token embedding whose table the ranks divide: each rank looks up its rows (zeros for the
+  // other ids) and an all-reduce adds the one non-zero row a token has: exact.
+  void divideEmbeddings(func::FuncOp func) {
+    func.walk([&](EmbedOp op) {
+      auto table = llvm::cast<RankedTensorType>(op.getTable().getType());
+      int64_t rows = table.getDimSize(0);
+      auto arg = llvm::dyn_cast<BlockArgument>(op.getTokens());
+      auto name = arg ? func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "cbc.name") : StringAttr();
+      if (!name || name.getValue() != "tokens" || op.getOovRowAttr() || op.getOffset() != 0 || rows % ranks != 0 ||
+          !op.getTable().getDefiningOp<WeightRefOp>() || op.getTable().getDefiningOp<WeightRefOp>().getShardAttr())
+        return;
+      shard::cutWeight(op.getTable(), op, ShardAttr::get(&getContext(), ranks, 0, {rows}, {ranks}), "vocab");
+      op.setVocabRanks(ranks);
+      shard::sumAfter(op, op.getResult(), Value(), ranks);
+    });
+  }
+
+  void divideHead(func::FuncOp func) {
     // The LM head: the linear the logits come from, through elementwise ops (a softcap).
     Value v = func.getBody().front().getTerminator()->getOperand(0);
     while (v.getDefiningOp() && isa<SoftcapOp, ActOp>(v.getDefiningOp()) && v.hasOneUse())

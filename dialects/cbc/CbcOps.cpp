@@ -141,6 +141,8 @@ LogicalResult EmbedOp::verify() {
     return emitOpError("offset must not be negative");
   if (auto oov = getOovRowAttr(); oov && (oov.getInt() < 0 || oov.getInt() >= table.getDimSize(0)))
     return emitOpError("oov_row must be a row of the table");
+  if (getVocabRanks() < 1 || (getVocabRanks() > 1 && (getOovRowAttr() || getOffset() != 0)))
+    return emitOpError("vocab_ranks must be at least 1, and above 1 only without offset or oov_row");
   return success();
 }
 

@@ -109,11 +109,16 @@ def Cbc_EmbedOp : Cbc_Op<"math.embed", [Pure]> {
     checkpoint's own dtype rounds is rounded by the front end before it becomes `scale`. With
     `oov_row`, a token id at or past the table's rows reads that row instead: a table shorter
     than the vocabulary (per-layer embedding tables that skip a model's multimodal ids).
+
+    With `vocab_ranks = N` (a vocabulary-parallel embedding, `cbc-shard-vocab`) the table is
+    one rank's `V / N` rows: rank `r` holds ids `r * V / N` onwards and gives zeros for the
+    others, so that a `cbc.comm.all_reduce` of the ranks' rows is exactly the whole lookup.
   }];
   let arguments = (ins Cbc_Index:$tokens, Cbc_Weight:$table,
                    DefaultValuedAttr<F64Attr, "1.0">:$scale,
                    DefaultValuedAttr<I64Attr, "0">:$offset,
-                   OptionalAttr<I64Attr>:$oov_row);
+                   OptionalAttr<I64Attr>:$oov_row,
+                   DefaultValuedAttr<I64Attr, "1">:$vocab_ranks);
   let results = (outs Cbc_Rows:$result);
   let assemblyFormat = "$tokens `,` $table attr-dict `:` type($tokens) `,` type($table) `->` type($result)";
   let hasVerifier = 1;

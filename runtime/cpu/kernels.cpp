@@ -18,11 +18,15 @@ void serialFor(int64_t n, const std::function<void(int64_t)> &fn) {
 }
 
 void embed(const int32_t *tokens, int64_t T, Matrix table, int64_t H, float scale, float *out, int64_t offset,
-           int64_t rows, int64_t oovRow) {
+           int64_t rows, int64_t oovRow, int64_t first, int64_t held) {
   auto toFloatRow = storageTraits(table.format).toFloatRow;
   for (int64_t t = 0; t < T; ++t) {
     float *row = out + t * H;
-    int64_t index = tokens[t] + offset;
+    int64_t index = tokens[t] + offset - first;
+    if (held > 0 && (index < 0 || index >= held)) { // another rank's id
+      std::fill(row, row + H, 0.0f);
+      continue;
+    }
     toFloatRow(table.data, H, rows > 0 && index >= rows ? oovRow : index, row);
     for (int64_t j = 0; j < H; ++j)
       row[j] *= scale;

@@ -18,9 +18,10 @@ namespace cbc::rt::cpu {
 // Runs fn(i) for i in [0, n) on the backend's threads (ParallelFor: runtime/cpu/matrix.h).
 void serialFor(int64_t n, const std::function<void(int64_t)> &fn);
 
-// rows > 0: an index at or past `rows` reads row oovRow (cbc.math.embed's oov_row).
+// rows > 0: an index at or past `rows` reads row oovRow (cbc.math.embed's oov_row). held > 0:
+// the table holds ids first .. first + held - 1 of a vocabulary-parallel table; other ids give zeros.
 void embed(const int32_t *tokens, int64_t T, Matrix table, int64_t H, float scale, float *out, int64_t offset = 0,
-           int64_t rows = 0, int64_t oovRow = 0);
+           int64_t rows = 0, int64_t oovRow = 0, int64_t first = 0, int64_t held = 0);
 // x[t] * rms(ref[t]) / sqrt(max(mean(x[t]^2), floor)) (cbc.math.match_rms).
 void matchRms(const float *x, const float *ref, int64_t T, int64_t W, int64_t refW, float floor, float *out);
 // max(x - mean - multiplier * std, 0) per row of W, the population std (cbc.math.gaussian_topk).

@@ -20,13 +20,18 @@ Exec compileEmbed(const OpContext &c) {
   int64_t indices = by == StepArg::Tokens ? c.artefact.meta.vocab_size : c.artefact.meta.max_positions;
   const auto &shape = c.weightShape(table);
   // With an oov_row, ids past a shorter table read that row.
-  int64_t oov = p.has_oov_row() ? p.oov_row() : -1;
-  c.check(offset >= 0 && shape.size() == 2 && shape[1] == H && (shape[0] >= indices + offset || (oov >= 0 && oov < shape[0])),
+  int64_t oov = p.has_oov_row() ? p.oov_row() : -1, shares = p.vocab_ranks();
+  c.check(shares == 1 || (shares == c.artefact.ranks && oov < 0 && offset == 0),
+          "divides its table among other ranks than the artefact's");
+  c.check(offset >= 0 && shape.size() == 2 && shape[1] == H &&
+              (shape[0] * shares >= indices + offset || (oov >= 0 && oov < shape[0])),
           by == StepArg::Tokens ? "has an embedding table that does not match the vocabulary and width"
                                 : "has a position table that does not cover max_positions rows after its offset");
   int64_t rows = shape[0];
   return [=](StepEnv &e) {
-    embed(e.arg(by), e.batch->num_tokens, e.matrix(table), H, scale, e.f32(out), offset, oov >= 0 ? rows : 0, oov);
+    int64_t first = shares > 1 ? e.comm->rank() * rows : 0;
+    embed(e.arg(by), e.batch->num_tokens, e.matrix(table), H, scale, e.f32(out), offset, oov >= 0 ? rows : 0, oov,
+          first, shares > 1 ? rows : 0);
   };
 }
 

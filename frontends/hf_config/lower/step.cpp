@@ -50,7 +50,7 @@ Value StepBuilder::embed(Value &table) {
   table = weight("embed", {spec_.padded_vocab ? spec_.padded_vocab : spec_.vocab_size, E},
                  spec_.prefix + spec_.names.embed + ".weight");
   embeddings_ = EmbedOp::create(b_, loc_, rows(E), tokens_, table, b_.getF64FloatAttr(embedScale(spec_.embed_scale)),
-                                b_.getI64IntegerAttr(0), IntegerAttr())
+                                b_.getI64IntegerAttr(0), IntegerAttr(), b_.getI64IntegerAttr(1))
                     .getResult();
   if (!spec_.embed_proj.empty())
     embeddings_ = linear(embeddings_, weight("embed_proj", {H, E}, spec_.prefix + spec_.embed_proj + ".weight"));
@@ -95,7 +95,8 @@ void StepBuilder::perLayerInputs() {
   // A table shorter than the vocabulary: the ids past it read row 0 (Gemma 3n's masking).
   IntegerAttr oov = p.vocab < spec_.vocab_size ? b_.getI64IntegerAttr(0) : IntegerAttr();
   Value byToken = EmbedOp::create(b_, loc_, rows(L * D), tokens_, table,
-                                  b_.getF64FloatAttr(embedScale(std::sqrt((double)D))), b_.getI64IntegerAttr(0), oov)
+                                  b_.getF64FloatAttr(embedScale(std::sqrt((double)D))), b_.getI64IntegerAttr(0), oov,
+                                  b_.getI64IntegerAttr(1))
                       .getResult();
   Value projected = linear(embeddings_, weight("per_layer.projection", {L * D, H}, spec_.prefix + p.projection + ".weight"));
   auto factor = [&](double f) { return p.scales_rounded ? toWeightDtype(f) : f; };
@@ -138,7 +139,7 @@ Value StepBuilder::absolutePositions() {
         .getResult();
   Value table = weight("positions", {p.rows, H}, spec_.prefix + p.table);
   return EmbedOp::create(b_, loc_, rows(H), positions_, table, b_.getF64FloatAttr(1.0),
-                         b_.getI64IntegerAttr(p.offset), IntegerAttr())
+                         b_.getI64IntegerAttr(p.offset), IntegerAttr(), b_.getI64IntegerAttr(1))
       .getResult();
 }
 

@@ -3118,3 +3118,11 @@ func.func @moe_expert_ranks(%x: tensor<?x8xf32>, %ids: tensor<?x2xi32>, %w: tens
   %o = cbc.moe.experts %x, %ids, %w, %gu, %d {act = #cbc.act<silu>, expert_ranks = 0 : i64} : (tensor<?x8xf32>, tensor<?x2xi32>, tensor<?x2xf32>, tensor<4x8x8xbf16>, tensor<4x8x4xbf16>) -> tensor<?x8xf32>
   return
 }
+
+// -----
+
+func.func @embed_vocab_ranks(%t: tensor<?xi32>, %w: tensor<8x4xbf16>) {
+  // expected-error @+1 {{'cbc.math.embed' op vocab_ranks must be at least 1, and above 1 only without offset or oov_row}}
+  %o = cbc.math.embed %t, %w {vocab_ranks = 2 : i64, offset = 2 : i64} : tensor<?xi32>, tensor<8x4xbf16> -> tensor<?x4xf32>
+  return
+}
