@@ -16,6 +16,8 @@ void StepBatch::clear() {
   has_initial_state.clear();
   state_in.clear();
   state_out.clear();
+  inject_rows.clear();
+  inject_embeds.clear();
 }
 
 bool Backend::isStateCopy(const CachePlan &plan, const UnitCopy &c, int32_t blocksPerGroup, int32_t stateUnits,

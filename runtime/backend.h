@@ -30,6 +30,9 @@ struct StepBatch {
   std::vector<int32_t> slots;                       // [R]: each request's slot (block-table row)
   std::vector<int32_t> has_initial_state;           // [R]
   std::vector<int32_t> state_in, state_out;         // [R]: the state units read and written
+  // Rows whose embeddings requests give (multimodal prompts), and those embeddings [J, hidden].
+  std::vector<int32_t> inject_rows;                 // [J]
+  std::vector<float> inject_embeds;                 // [J * hidden]
 
   void clear();
 };

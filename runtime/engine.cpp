@@ -14,6 +14,7 @@
 #include "runtime/memory_estimate.h"
 #include "runtime/sampler.h"
 
+#include <cmath>
 #include <cstring>
 #include <algorithm>
 #include <chrono>
@@ -132,6 +133,16 @@ std::unique_ptr<Backend> makeSizedBackend(const Artefact &a, const WeightSource 
   return makeCpuBackend(a, loadForCpu(a, slice, options, limits), limits, threads, comm);
 }
 
+// The width of the embeddings an instruction of the program reads from StepArg::InjectEmbeds;
+// 0 when none does.
+int64_t embeddingWidth(const Program &p) {
+  for (const Instr &in : p.instrs)
+    for (int v : in.inputs)
+      if (const Value &val = p.values[v]; val.kind == Value::Argument && val.arg == StepArg::InjectEmbeds)
+        return val.shape.size() == 2 ? val.shape[1] : 0;
+  return 0;
+}
+
 } // namespace
 
 std::unique_ptr<Backend> makeBackend(const Artefact &a, const WeightSource &weights,
@@ -164,6 +175,7 @@ Engine::Engine(std::unique_ptr<Artefact> artefact, std::unique_ptr<Backend> back
   stats_.snapshot_capacity = sizes.snapshots;
   scheduler_ = std::make_unique<Scheduler>(schedulerOptions(), *cache_);
   fingerprint_ = modelFingerprint(*artefact_);
+  injectWidth_ = embeddingWidth(artefact_->program);
   if (options_.log && options_.prefix_caching)
     sayPrefixLimits(sizes.snapshots);
 }
@@ -301,7 +313,37 @@ std::string Engine::validate(const std::vector<int32_t> &prompt, const SamplingP
   return "";
 }
 
+std::string Engine::validateEmbeds(const std::vector<EmbeddingSegment> &embeds, int64_t promptLen) const {
+  if (embeds.empty())
+    return "";
+  if (injectWidth_ == 0)
+    return "this model takes no embeddings (only a multimodal model's decoder does)";
+  int64_t end = 0;
+  for (size_t i = 0; i < embeds.size(); ++i) {
+    const EmbeddingSegment &s = embeds[i];
+    std::string which = "embedding segment " + std::to_string(i);
+    if (s.rows < 1 || s.start < end || s.start + s.rows > promptLen)
+      return which + " (rows " + std::to_string(s.start) + " to " + std::to_string(s.start + s.rows) +
+             ") must be a non-empty run of prompt rows after the previous segment, within the prompt's " +
+             std::to_string(promptLen) + " rows";
+    if (!s.data || (int64_t)s.data->size() != s.rows * injectWidth_)
+      return which + " has " + std::to_string(s.data ? s.data->size() : 0) + " values; " +
+             std::to_string(s.rows) + " rows of the model's width " + std::to_string(injectWidth_) + " are " +
+             std::to_string(s.rows * injectWidth_);
+    for (size_t k = 0; k < s.data->size(); ++k)
+      if (!std::isfinite((*s.data)[k]))
+        return which + " has a value that is not finite at row " + std::to_string(s.start + (int64_t)k / injectWidth_);
+    end = s.start + s.rows;
+  }
+  return "";
+}
+
 AddResult Engine::add_request(std::vector<int32_t> prompt, const SamplingParams &params) {
+  return add_request(std::move(prompt), params, {});
+}
+
+AddResult Engine::add_request(std::vector<int32_t> prompt, const SamplingParams &params,
+                              std::vector<EmbeddingSegment> embeds) {
   auto make = [&](std::vector<int32_t> tokens, const SamplingParams &p) {
     auto r = std::make_unique<Request>();
     r->id = nextId_++;
@@ -316,6 +358,9 @@ AddResult Engine::add_request(std::vector<int32_t> prompt, const SamplingParams 
   };
   Request *parent = make(std::move(prompt), params);
   std::string why = validate(parent->prompt, params);
+  if (why.empty())
+    why = validateEmbeds(embeds, (int64_t)parent->prompt.size());
+  parent->embeds = std::move(embeds);
   if (why.empty() && (params.n < 1 || params.n > 1024))
     why = "n must be in [1, 1024], not " + std::to_string(params.n);
   if (!why.empty()) {
@@ -330,6 +375,7 @@ AddResult Engine::add_request(std::vector<int32_t> prompt, const SamplingParams 
     p.n = 1;
     p.seed = forkSeed(params.seed, i);
     Request *fork = make(parent->prompt, p);
+    fork->embeds = parent->embeds;
     fork->fork_index = i;
     added.forks.push_back(fork->id);
     stats_.prompt_tokens += (int64_t)fork->prompt.size();
@@ -450,6 +496,25 @@ size_t Engine::num_running() const { return scheduler_->numRunning(); }
 
 void Engine::buildBatch(const StepPlan &plan, StepBatch &b) { buildStepBatch(plan, *cache_, b); }
 
+namespace {
+
+// The rows of a chunk (prompt positions [start, start + count) at step row `row`) whose
+// embeddings the request gives, in ascending order, with those embeddings.
+void injectRows(const Request &q, int64_t start, int64_t count, int32_t row, StepBatch &b) {
+  for (const EmbeddingSegment &seg : q.embeds) {
+    int64_t from = std::max(start, seg.start), to = std::min(start + count, seg.start + seg.rows);
+    if (from >= to)
+      continue;
+    int64_t width = (int64_t)seg.data->size() / seg.rows;
+    for (int64_t p = from; p < to; ++p)
+      b.inject_rows.push_back(row + (int32_t)(p - start));
+    b.inject_embeds.insert(b.inject_embeds.end(), seg.data->begin() + (from - seg.start) * width,
+                           seg.data->begin() + (to - seg.start) * width);
+  }
+}
+
+} // namespace
+
 void buildStepBatch(const StepPlan &plan, CacheCoordinator &cache, StepBatch &b, bool keepStates) {
   // Written by index into buffers reused from step to step.
   int64_t R = (int64_t)plan.chunks.size(), T = plan.tokens;
@@ -470,6 +535,8 @@ void buildStepBatch(const StepPlan &plan, CacheCoordinator &cache, StepBatch &b,
   b.state_in.resize(R);
   b.state_out.resize(R);
   b.logit_rows.clear();
+  b.inject_rows.clear();
+  b.inject_embeds.clear();
   int32_t t = 0;
   b.cu_seqlens[0] = 0;
   for (int64_t r = 0; r < R; ++r) {
@@ -483,6 +550,8 @@ void buildStepBatch(const StepPlan &plan, CacheCoordinator &cache, StepBatch &b,
       b.seq_ids[t] = (int32_t)r;
     }
     b.cu_seqlens[r + 1] = t;
+    if (!q.embeds.empty())
+      injectRows(q, c.start, c.count, t - (int32_t)c.count, b);
     b.kv_lens[r] = (int32_t)(c.start + c.count);
     if (c.sample)
       b.logit_rows.push_back(t - 1);

@@ -126,6 +126,13 @@ public:
   ~Engine();
 
   AddResult add_request(std::vector<int32_t> prompt, const SamplingParams &params);
+  // With embeddings for runs of the prompt's rows (a multimodal prompt's image or audio
+  // features, in the order of the rows): rejected with a reason when the model takes none, or
+  // when a segment's rows or width do not fit, or its values are not finite.
+  AddResult add_request(std::vector<int32_t> prompt, const SamplingParams &params,
+                        std::vector<EmbeddingSegment> embeds);
+  // The width of the embeddings a request may give; 0 when the model takes none.
+  int64_t embedding_width() const { return injectWidth_; }
   std::vector<TokenEvent> step();
   bool cancel(RequestId id);
   bool idle() const;
@@ -153,6 +160,7 @@ private:
   void finishRequest(Request *r, FinishReason reason);
   void reject(Request *r, const std::string &why);
   std::string validate(const std::vector<int32_t> &prompt, const SamplingParams &p) const;
+  std::string validateEmbeds(const std::vector<EmbeddingSegment> &embeds, int64_t promptLen) const;
 
   std::unique_ptr<Artefact> artefact_;
   std::unique_ptr<Backend> backend_;
@@ -178,6 +186,7 @@ private:
   std::map<RequestId, std::vector<uint8_t>> swapped_; // host copies of preempted requests' units
   mutable EngineStats stats_;
   uint64_t fingerprint_ = 0;
+  int64_t injectWidth_ = 0; // the width of StepArg::InjectEmbeds where an instruction reads it
   std::unique_ptr<StepPlan> plan_;   // this step's plan and metadata, reused across steps
   std::unique_ptr<StepBatch> batch_;
   std::vector<float> logits_;

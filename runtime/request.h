@@ -3,6 +3,7 @@
 #define CBC_RUNTIME_REQUEST_H
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,15 @@ struct SamplingParams {
 // The seed fork `index` (1..n-1) of a request sampling with `seed` draws with.
 inline uint64_t forkSeed(uint64_t seed, int64_t index) { return seed + 0x9E3779B97F4A7C15ull * (uint64_t)index; }
 
+// Embeddings a request gives for a run of its prompt's rows (an image's or an audio clip's
+// features from an encoder): rows [start, start + rows) take them instead of their tokens'
+// embeddings, as a multimodal model's scatter of features into its placeholder rows does. The
+// data are shared, not copied, by the request's forks and by a preempted request's recompute.
+struct EmbeddingSegment {
+  int64_t start = 0, rows = 0;
+  std::shared_ptr<const std::vector<float>> data; // [rows * the model's hidden size]
+};
+
 enum class RequestStatus { Waiting, Running, Finished };
 enum class FinishReason { None, Eos, Stop, Length, Cancelled, Rejected };
 const char *finishReasonName(FinishReason r);
@@ -41,6 +51,7 @@ const char *finishReasonName(FinishReason r);
 struct Request {
   RequestId id = 0;
   std::vector<int32_t> prompt;
+  std::vector<EmbeddingSegment> embeds; // ascending, disjoint runs of prompt rows
   SamplingParams params;
   std::vector<int32_t> generated;
   std::vector<float> logprobs;

@@ -389,6 +389,20 @@ void emitRowsGather(Emitter &e, RowsGatherOp op) {
   l.grid[0] = {RuntimeVar::NumLogitRows, 1, 1, 0};
 }
 
+void emitRowsInject(Emitter &e, RowsInjectOp op) {
+  using S = slots::Inject;
+  int k = e.kernel("inject_rows", "gather.cuh",
+                   Instance("inject_rows").type(op.getX()).type(op.getResult()).integer(cols(op.getX())));
+  SlotArgs<S> args;
+  args.set(S::X, e.arg(op.getX()))
+      .set(S::Rows, e.arg(op.getRows()))
+      .set(S::Embeds, e.arg(op.getEmbeds()))
+      .set(S::Out, e.arg(op.getResult()))
+      .set(S::Injected, Emitter::runtime(RuntimeVar::NumInjected));
+  LaunchOut &l = e.launch(k, 128, args);
+  l.grid[0] = {e.rowsVar(op.getX()), 1, 1, 0};
+}
+
 void emitLinear(Emitter &e, LinearOp op) {
   LaunchOut &l = e.newLaunch();
   l.gemm = true;

@@ -573,6 +573,14 @@ LogicalResult RowsGatherOp::verify() {
   return success();
 }
 
+LogicalResult RowsInjectOp::verify() {
+  if (cols(getResult()) != cols(getX()) || cols(getEmbeds()) != cols(getX()))
+    return emitOpError("embeddings and result must have the input's width");
+  if (!tensorType(getEmbeds()).getElementType().isF32())
+    return emitOpError("embeddings must be f32");
+  return success();
+}
+
 LogicalResult MoeRouteOp::verify() {
   int64_t sinks = getSinks(), experts = cols(getLogits()) - sinks, k = getK();
   if (sinks < 0 || (sinks > 0 && (getScore() != RouteScore::sigmoid || getGroupsAttr() || getRenorm())))

@@ -926,6 +926,22 @@ def Cbc_RowsGatherOp : Cbc_Op<"rows.gather", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Cbc_RowsInjectOp : Cbc_Op<"rows.inject", [Pure]> {
+  let opcode = 45;
+  let summary = "Replaces rows by the embeddings a request gives (image or audio features).";
+  let description = [{
+    `result = x`, then `result[rows[j]] = embeds[j]` for every `j`: the rows of a prompt's
+    placeholder tokens take the embeddings an encoder made for them, as a multimodal model's
+    scatter of its features into the token embeddings does. `rows` and `embeds` are the step
+    arguments `inject_rows` and `inject_embeds`, which the engine fills from the requests'
+    embedding segments; a step without such rows copies `x`.
+  }];
+  let arguments = (ins Cbc_Rows:$x, Cbc_Index:$rows, Cbc_Rows:$embeds);
+  let results = (outs Cbc_Rows:$result);
+  let assemblyFormat = "$x `,` $rows `,` $embeds attr-dict `:` type($x) `,` type($rows) `,` type($embeds) `->` type($result)";
+  let hasVerifier = 1;
+}
+
 } // Cbc_RowsGroup
 
 //===----------------------------------------------------------------------------------===//

@@ -530,6 +530,9 @@ struct ModelSpec {
   // checkpoint whose config.json disagrees with the compiled one on any of them.
   std::vector<std::string> config_keys;
   std::string outer_model_type;   // the multimodal wrapper's model_type, if any
+  // Requests may give embeddings for prompt rows (a multimodal wrapper's image or audio
+  // features): the step replaces those rows of the token embeddings (cbc.rows.inject).
+  bool injects_embeddings = false;
   std::string dtype = "bfloat16"; // torch_dtype / dtype
   int64_t vocab_size = 0, hidden_size = 0, num_layers = 0, max_positions = 0;
   std::vector<int64_t> eos_token_ids;

@@ -382,6 +382,7 @@ ModelSpec parseConfig(const std::string &text) {
   ConfigReader written = multimodal ? top.child("text_config") : top;
   if (multimodal) {
     spec.outer_model_type = modelType;
+    spec.injects_embeddings = true;
     modelType = written.getString("model_type", wrapper->second);
     spec.prefix = "model.language_model.";
   }

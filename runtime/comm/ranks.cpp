@@ -23,15 +23,15 @@ public:
     bytes.resize(at + sizeof(T));
     std::memcpy(bytes.data() + at, &v, sizeof(T));
   }
-  void put(const std::vector<int32_t> &v) {
+  template <typename T> void put(const std::vector<T> &v) {
     put((int64_t)v.size());
     putRaw(v.data(), v.size());
   }
-  void putRaw(const int32_t *p, size_t n) {
+  template <typename T> void putRaw(const T *p, size_t n) {
     size_t at = bytes.size();
-    bytes.resize(at + n * sizeof(int32_t));
+    bytes.resize(at + n * sizeof(T));
     if (n)
-      std::memcpy(bytes.data() + at, p, n * sizeof(int32_t));
+      std::memcpy(bytes.data() + at, p, n * sizeof(T));
   }
   std::vector<uint8_t> bytes;
 };
@@ -44,12 +44,12 @@ public:
     take(&v, sizeof(T));
     return v;
   }
-  void get(std::vector<int32_t> &v) {
+  template <typename T> void get(std::vector<T> &v) {
     int64_t n = get<int64_t>();
-    if (n < 0 || (size_t)n > (bytes_.size() - at_) / sizeof(int32_t))
+    if (n < 0 || (size_t)n > (bytes_.size() - at_) / sizeof(T))
       throw std::runtime_error("a step plan from rank 0 is truncated");
     v.resize((size_t)n);
-    take(v.data(), (size_t)n * sizeof(int32_t));
+    take(v.data(), (size_t)n * sizeof(T));
   }
   void getRaw(int32_t *p, size_t n) { take(p, n * sizeof(int32_t)); }
 
@@ -68,8 +68,10 @@ private:
 // The batch's vectors, in one order for both sides.
 template <typename F> void eachVector(StepBatch &b, F f) {
   for (std::vector<int32_t> *v : {&b.tokens, &b.positions, &b.seq_ids, &b.cu_seqlens, &b.kv_lens, &b.logit_rows,
-                                  &b.prompt_lens, &b.slots, &b.has_initial_state, &b.state_in, &b.state_out})
+                                  &b.prompt_lens, &b.slots, &b.has_initial_state, &b.state_in, &b.state_out,
+                                  &b.inject_rows})
     f(*v);
+  f(b.inject_embeds);
 }
 
 std::vector<uint8_t> writeStep(const StepBatch &batch) {
@@ -77,7 +79,7 @@ std::vector<uint8_t> writeStep(const StepBatch &batch) {
   for (int64_t n : {batch.num_tokens, batch.num_requests, batch.num_logit_rows, batch.num_groups,
                     batch.table_slots, batch.table_width})
     w.put(n);
-  eachVector(const_cast<StepBatch &>(batch), [&](std::vector<int32_t> &v) { w.put(v); });
+  eachVector(const_cast<StepBatch &>(batch), [&](auto &v) { w.put(v); });
   // Only the rows of the step's requests: the others' tables do not change what this step reads.
   for (int64_t g = 0; g < batch.num_groups; ++g)
     for (int32_t slot : batch.slots)
@@ -96,7 +98,7 @@ void readStep(Reader &r, StepBatch &batch, std::vector<int32_t> &tables) {
   batch.num_groups = dims[3];
   batch.table_slots = dims[4];
   batch.table_width = dims[5];
-  eachVector(batch, [&](std::vector<int32_t> &v) { r.get(v); });
+  eachVector(batch, [&](auto &v) { r.get(v); });
   for (int64_t d : dims)
     if (d < 0 || d > (int64_t(1) << 31))
       throw std::runtime_error("a step plan from rank 0 has a bad size");

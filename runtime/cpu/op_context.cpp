@@ -50,6 +50,8 @@ const int32_t *StepEnv::arg(StepArg a) const {
   case StepArg::HasInitialState: return b.has_initial_state.data();
   case StepArg::StateIn: return b.state_in.data();
   case StepArg::StateOut: return b.state_out.data();
+  case StepArg::InjectRows: return b.inject_rows.data();
+  case StepArg::InjectEmbeds: break; // rows of floats: StepEnv::injected()
   }
   throw std::runtime_error("cpu backend: unknown step argument");
 }

@@ -42,6 +42,7 @@ struct StepEnv {
   Matrix matrix(int value) const;       // a weight in any format
   int64_t rows(int value) const; // the step's rows of an activation: tokens or logit rows
   const int32_t *arg(StepArg a) const;
+  const float *injected() const { return batch->inject_embeds.data(); } // StepArg::InjectEmbeds
   const int32_t *groupTables(int group) const {
     return batch->block_tables + (int64_t)group * batch->table_slots * batch->table_width;
   }

@@ -1,6 +1,8 @@
 // The CPU compile functions of the packed-row and mixture-of-experts ops (cbc.rows.*, cbc.moe.*).
 #include "runtime/cpu/op_context.h"
 
+#include <algorithm>
+
 namespace cbc::rt::cpu {
 
 Exec compileRowsGather(const OpContext &c) {
@@ -14,6 +16,27 @@ Exec compileRowsGather(const OpContext &c) {
   c.needArg(1, StepArg::LogitRows);
   return [=](StepEnv &e) {
     gatherRows(e.f32(x), width, e.arg(StepArg::LogitRows), e.batch->num_logit_rows, e.f32(out));
+  };
+}
+
+Exec compileRowsInject(const OpContext &c) {
+  c.need(3, 1);
+  int x = c.I[0], out = c.O[0];
+  int64_t width = c.cols(x);
+  c.acts({x, out});
+  c.check(c.value(x).arena == 0 && c.cols(out) == width, "must keep the token rows' width");
+  c.needArg(1, StepArg::InjectRows);
+  c.needArg(2, StepArg::InjectEmbeds);
+  c.check(c.value(c.I[2]).shape.size() == 2 && c.value(c.I[2]).shape[1] == width,
+          "has embeddings of another width than its rows");
+  return [=](StepEnv &e) {
+    const StepBatch &b = *e.batch;
+    float *y = e.f32(out);
+    if (y != e.f32(x))
+      std::copy(e.f32(x), e.f32(x) + b.num_tokens * width, y);
+    const float *embeds = e.injected();
+    for (size_t j = 0; j < b.inject_rows.size(); ++j)
+      std::copy(embeds + j * width, embeds + (j + 1) * width, y + (int64_t)b.inject_rows[j] * width);
   };
 }
 

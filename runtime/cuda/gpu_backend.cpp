@@ -72,6 +72,7 @@ private:
   std::vector<void *> workspaces_;
   void *tables_ = nullptr;
   size_t tableBytes_ = 0;
+  int64_t injectWidth_ = 1; // floats per row of StepArg::InjectEmbeds
   void *greedyTokens_ = nullptr;
   std::function<void(int)> observer_;
   LaunchTimes *times_ = nullptr;
@@ -136,12 +137,17 @@ GpuBackend::GpuBackend(const Artefact &a, const WeightSource &weights, std::uniq
         (v.arena < 0 || v.arena > 1 ||
          v.offset + v.cols() > (v.arena == 0 ? p.token_row_elems : p.request_row_elems)))
       throw ArtefactError("program value does not fit its arena slot");
+  for (const Value &v : p.values) // the width of injected embeddings: a row of any token's
+    if (v.kind == Value::Argument && v.arg == StepArg::InjectEmbeds && v.shape.size() == 2)
+      injectWidth_ = std::max<int64_t>(1, v.shape[1]);
   for (int i = 0; i < kNumStepArgs; ++i) {
     StepArg a = (StepArg)i;
     if (a == StepArg::BlockTables)
       continue; // sized per step
-    bool perToken = a == StepArg::Tokens || a == StepArg::Positions || a == StepArg::SeqIds;
-    args_[i] = alloc(4 * ((perToken ? limits.max_tokens : limits.max_requests) + 1));
+    bool perToken = a == StepArg::Tokens || a == StepArg::Positions || a == StepArg::SeqIds ||
+                    a == StepArg::InjectRows;
+    args_[i] = alloc(4 * ((perToken ? limits.max_tokens : limits.max_requests) + 1) *
+                     (a == StepArg::InjectEmbeds ? injectWidth_ : 1));
   }
   for (const WorkspaceDesc &w : k_.workspaces)
     workspaces_.push_back(alloc((size_t)(w.bytes_per_token * limits.max_tokens + w.bytes_fixed)));
@@ -366,6 +372,12 @@ void GpuBackend::uploadBatch(const StepBatch &b) {
   up(StepArg::HasInitialState, b.has_initial_state);
   up(StepArg::StateIn, b.state_in);
   up(StepArg::StateOut, b.state_out);
+  up(StepArg::InjectRows, b.inject_rows);
+  if (!b.inject_embeds.empty()) {
+    if ((int64_t)b.inject_embeds.size() != (int64_t)b.inject_rows.size() * injectWidth_)
+      throw std::runtime_error("gpu backend: injected embeddings of another width than the model's");
+    device_->upload(args_[(int)StepArg::InjectEmbeds], b.inject_embeds.data(), b.inject_embeds.size() * 4);
+  }
   size_t tableBytes = (size_t)(b.num_groups * b.table_slots * b.table_width) * 4;
   if (tableBytes > tableBytes_) {
     tables_ = alloc(tableBytes);
@@ -396,8 +408,10 @@ void GpuBackend::execute(const StepBatch &b) {
   vars[(int)RuntimeVar::AttnSplits] = splits;
   vars[(int)RuntimeVar::MaxTokens] = limits_.max_tokens;
   vars[(int)RuntimeVar::PrefillTiles] = prefillTiles(b.cu_seqlens.data(), b.num_requests);
-  // Pure decode steps replay as CUDA Graphs, keyed by everything baked into the launches.
-  bool decode = b.num_tokens == b.num_requests;
+  vars[(int)RuntimeVar::NumInjected] = (int64_t)b.inject_rows.size();
+  // Pure decode steps replay as CUDA Graphs, keyed by everything baked into the launches (a step
+  // with injected rows is never replayed: their count is baked in).
+  bool decode = b.num_tokens == b.num_requests && b.inject_rows.empty();
   uint64_t key = ((uint64_t)b.num_tokens << 40) ^ ((uint64_t)b.num_logit_rows << 24) ^ ((uint64_t)splits << 16) ^
                  ((uint64_t)b.table_width << 1) ^ (uint64_t)b.table_slots ^ ((uint64_t)(uintptr_t)tables_ << 3);
   decode = decode && !observer_ && !times_; // an observer or a profile needs every launch issued, not replayed

@@ -35,8 +35,10 @@ enum class StepArg : uint8_t {
   HasInitialState, // [R] whether a request's states carry over from an earlier step
   StateIn,         // [R] the state-group unit each request's states are read from
   StateOut,        // [R] the unit they are left in (the same unless after a fork or for a rollback)
+  InjectRows,      // [J] the step rows whose embeddings a request gives (images, audio)
+  InjectEmbeds,    // [J, hidden] f32: those rows' embeddings, in the order of inject_rows
 };
-constexpr int kNumStepArgs = 12;
+constexpr int kNumStepArgs = 14;
 
 // The integers a launch may read per step, besides its constants.
 enum class RuntimeVar : uint8_t {
@@ -51,8 +53,9 @@ enum class RuntimeVar : uint8_t {
   // tokens): the grid bound of the tiled prefill attention. 0 in a decode step, whose launches
   // of the prefill kernels are then empty and left out (of CUDA Graphs too).
   PrefillTiles,
+  NumInjected, // J: rows of the step whose embeddings are given
 };
-constexpr int kNumRuntimeVars = 8;
+constexpr int kNumRuntimeVars = 9;
 constexpr int kPrefillTileTokens = 16;
 
 // RuntimeVar::PrefillTiles of a step with these request row starts (cu_seqlens, R + 1 entries).
@@ -68,10 +71,11 @@ inline int64_t prefillTiles(const int32_t *cuSeqlens, int64_t requests) {
 
 constexpr std::string_view kStepArgNames[kNumStepArgs] = {
     "tokens",     "positions",   "seq_ids", "cu_seqlens", "kv_lens",          "block_tables",
-    "logit_rows", "prompt_lens", "slots",   "has_initial_state", "state_in", "state_out"};
+    "logit_rows", "prompt_lens", "slots",   "has_initial_state", "state_in", "state_out",
+    "inject_rows", "inject_embeds"};
 constexpr std::string_view kRuntimeVarNames[kNumRuntimeVars] = {
     "num_tokens", "num_requests", "num_logit_rows", "table_width", "table_slots", "attn_splits",
-    "max_tokens", "prefill_tiles"};
+    "max_tokens", "prefill_tiles", "num_injected"};
 
 constexpr std::string_view stepArgName(StepArg a) { return kStepArgNames[(int)a]; }
 constexpr std::string_view runtimeVarName(RuntimeVar v) { return kRuntimeVarNames[(int)v]; }

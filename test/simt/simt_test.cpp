@@ -104,6 +104,7 @@ struct MatchOptions {
   double tol_scale = 1.0;
   std::map<std::string, double> rel_l2;
   std::set<std::string> compare;
+  std::vector<std::vector<rt::EmbeddingSegment>> embeds; // per prompt, where given
 };
 
 // ||got - want|| / ||want||.
@@ -159,6 +160,8 @@ void kernelsMatchCpu(const rt::Artefact &a, const rt::WeightSource &weights,
     r->arrival = reqs.size();
     r->prompt = p;
     r->params.max_new_tokens = opt.new_tokens;
+    if (reqs.size() < opt.embeds.size())
+      r->embeds = opt.embeds[reqs.size()];
     sched.enqueue(r.get());
     reqs.push_back(std::move(r));
   }
@@ -787,6 +790,36 @@ TEST(SimtAltUpRows, KernelsMatchCpu) {
   for (int32_t i = 0; i < 300; ++i)
     every.push_back(i % 72);
   kernelsMatchCpu(a, rt::WeightSource{"", 11}, {{3}, {50, 7, 45, 39, 40}, every}, "altup rows");
+}
+
+// cbc.rows.inject: prompts whose rows take given embeddings at their start, middle and end,
+// split across steps by a budget of 5 tokens, beside a prompt with none.
+TEST(SimtRowsInject, KernelMatchesCpu) {
+  rt::Artefact a = compileIrWithKernels(stepReturning(72, R"mlir(
+    %t = cbc.weight.ref "table" {sources = [["table.weight"]]} : tensor<72x72xbf16>
+    %e = cbc.math.embed %arg0, %t : tensor<?xi32>, tensor<72x72xbf16> -> tensor<?x72xf32>
+    %i = cbc.rows.inject %e, %arg12, %arg13 : tensor<?x72xf32>, tensor<?xi32>, tensor<?x72xf32> -> tensor<?x72xf32>
+    %out = cbc.math.add %i, %e : tensor<?x72xf32>
+)mlir"));
+  ASSERT_NE(a.kernels->source.find("cbc::inject_rows<bf16, bf16, 72>"), std::string::npos);
+  auto segment = [](int64_t start, int64_t rows, float base) {
+    auto data = std::make_shared<std::vector<float>>();
+    for (int64_t i = 0; i < rows * 72; ++i)
+      data->push_back(base + 0.01f * (float)(i % 97));
+    return rt::EmbeddingSegment{start, rows, data};
+  };
+  MatchOptions opt;
+  opt.max_tokens = 5;
+  opt.embeds = {{segment(0, 3, 1.0f), segment(4, 4, -2.0f), segment(10, 2, 0.5f)}, {}, {segment(2, 1, 3.0f)}};
+  std::set<int64_t> injected;
+  opt.step = [&](const rt::StepBatch &b) {
+    EXPECT_EQ(b.inject_embeds.size(), b.inject_rows.size() * 72);
+    EXPECT_TRUE(std::is_sorted(b.inject_rows.begin(), b.inject_rows.end()));
+    injected.insert((int64_t)b.inject_rows.size());
+  };
+  kernelsMatchCpu(a, rt::WeightSource{"", 11}, {std::vector<int32_t>(12, 5), {7, 8, 9}, {1, 2, 3, 4}}, "inject", nullptr,
+                  opt);
+  EXPECT_GT(injected.size(), 2u); // steps with none, some and several injected rows
 }
 
 // The prefill tile plan scans the requests in rounds of its 256 threads: 300 requests in one

@@ -63,7 +63,7 @@ rt::Artefact writeTestArtefact(mlir::ModuleOp module, const codegen::KernelBundl
 
 std::string stepReturning(int64_t width, const std::string &body) {
   std::string ir = R"mlir(module attributes {cbc.model = #cbc.model<model_type = "test", vocab_size = @W@, hidden_size = @W@, num_layers = 1, max_positions = 1024, eos_token_ids = [2], bos_token_id = 1, checkpoint_dtype = "float32">} {
-  func.func @step(%arg0: tensor<?xi32> {cbc.name = "tokens"}, %arg1: tensor<?xi32> {cbc.name = "positions"}, %arg2: tensor<?xi32> {cbc.name = "seq_ids"}, %arg3: tensor<?xi32> {cbc.name = "cu_seqlens"}, %arg4: tensor<?xi32> {cbc.name = "kv_lens"}, %arg5: tensor<?x?x?xi32> {cbc.name = "block_tables"}, %arg6: tensor<?xi32> {cbc.name = "logit_rows"}) -> tensor<?x@W@xf32> {
+  func.func @step(%arg0: tensor<?xi32> {cbc.name = "tokens"}, %arg1: tensor<?xi32> {cbc.name = "positions"}, %arg2: tensor<?xi32> {cbc.name = "seq_ids"}, %arg3: tensor<?xi32> {cbc.name = "cu_seqlens"}, %arg4: tensor<?xi32> {cbc.name = "kv_lens"}, %arg5: tensor<?x?x?xi32> {cbc.name = "block_tables"}, %arg6: tensor<?xi32> {cbc.name = "logit_rows"}, %arg7: tensor<?xi32> {cbc.name = "prompt_lens"}, %arg8: tensor<?xi32> {cbc.name = "slots"}, %arg9: tensor<?xi32> {cbc.name = "has_initial_state"}, %arg10: tensor<?xi32> {cbc.name = "state_in"}, %arg11: tensor<?xi32> {cbc.name = "state_out"}, %arg12: tensor<?xi32> {cbc.name = "inject_rows"}, %arg13: tensor<?x@W@xf32> {cbc.name = "inject_embeds"}) -> tensor<?x@W@xf32> {
 @BODY@    %rows = cbc.rows.gather %out, %arg6 : tensor<?x@W@xf32>, tensor<?xi32> -> tensor<?x@W@xf32>
     return %rows : tensor<?x@W@xf32>
   }

@@ -75,7 +75,7 @@ RunResult serve(const rt::Artefact &a, const rt::WeightSource &w, const rt::Engi
   while (collected < runs.size()) {
     for (size_t i = 0; i < runs.size(); ++i)
       if (runs[i].arrive_at_step == step) {
-        auto r = engine->add_request(runs[i].prompt, runs[i].params);
+        auto r = engine->add_request(runs[i].prompt, runs[i].params, runs[i].embeds);
         index[r.id] = i;
       }
     for (const auto &[id, i] : index)

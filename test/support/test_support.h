@@ -49,6 +49,7 @@ struct Run {
   int64_t arrive_at_step = 0; // the step before which it is added
   bool cancel = false;
   int64_t cancel_at_step = 0;
+  std::vector<rt::EmbeddingSegment> embeds = {}; // embeddings for runs of the prompt's rows
 };
 
 struct RunResult {

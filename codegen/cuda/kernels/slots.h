@@ -169,6 +169,11 @@ struct Gather {
   enum Int { NumInt };
   enum Flt { NumFlt };
 };
+struct Inject { // Embeds: [Injected, W] f32 rows for the token rows Rows (ascending)
+  enum Ptr { X, Rows, Embeds, Out, NumPtr };
+  enum Int { Injected, NumInt };
+  enum Flt { NumFlt };
+};
 // Greedy sampling: the runtime launches it itself, with the logits and the token ids first.
 struct Argmax {
   enum Ptr { Logits, Tokens, NumPtr };

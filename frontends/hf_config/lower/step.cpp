@@ -22,7 +22,9 @@ func::FuncOp StepBuilder::declareStep(ModuleOp module) {
       RankedTensorType::get({ShapedType::kDynamic, ShapedType::kDynamic, ShapedType::kDynamic}, b_.getI32Type());
   SmallVector<Type> argTypes;
   for (int i = 0; i < kNumStepArgs; ++i)
-    argTypes.push_back((StepArg)i == StepArg::BlockTables ? Type(tables) : Type(idx));
+    argTypes.push_back((StepArg)i == StepArg::BlockTables    ? Type(tables)
+                       : (StepArg)i == StepArg::InjectEmbeds ? Type(rows(spec_.hidden_size))
+                                                             : Type(idx));
   auto func = func::FuncOp::create(b_, loc_, "step", b_.getFunctionType(argTypes, {rows(spec_.vocab_size)}));
   for (int i = 0; i < kNumStepArgs; ++i)
     func.setArgAttr(i, "cbc.name", b_.getStringAttr(stepArgName((StepArg)i)));
@@ -41,6 +43,8 @@ func::FuncOp StepBuilder::declareStep(ModuleOp module) {
   hasInitial_ = arg(StepArg::HasInitialState);
   stateIn_ = arg(StepArg::StateIn);
   stateOut_ = arg(StepArg::StateOut);
+  injectRows_ = arg(StepArg::InjectRows);
+  injectEmbeds_ = arg(StepArg::InjectEmbeds);
   return func;
 }
 
@@ -67,6 +71,11 @@ Value StepBuilder::embed(Value &table) {
                       ? norm(embeddings_, spec_.norm_weight ? weight("embed_norm", {H}, module + ".weight") : Value())
                       : modelNorm("embed_norm", module, embeddings_);
   }
+  // A multimodal model's encoders' rows replace its placeholder tokens' embeddings last: they
+  // take neither the table's scale nor its norm (transformers scatters them into the output of
+  // the embedding module).
+  if (spec_.injects_embeddings)
+    embeddings_ = RowsInjectOp::create(b_, loc_, rows(H), embeddings_, injectRows_, injectEmbeds_).getResult();
   return embeddings_;
 }
 

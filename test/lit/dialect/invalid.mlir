@@ -1236,6 +1236,22 @@ func.func @gather_width(%x: tensor<?x8xf32>, %r: tensor<?xi32>) {
   return
 }
 
+// -----
+
+func.func @inject_width(%x: tensor<?x8xbf16>, %r: tensor<?xi32>, %e: tensor<?x4xf32>) {
+  // expected-error @+1 {{'cbc.rows.inject' op embeddings and result must have the input's width}}
+  %0 = cbc.rows.inject %x, %r, %e : tensor<?x8xbf16>, tensor<?xi32>, tensor<?x4xf32> -> tensor<?x8xbf16>
+  return
+}
+
+// -----
+
+func.func @inject_bf16_embeddings(%x: tensor<?x8xbf16>, %r: tensor<?xi32>, %e: tensor<?x8xbf16>) {
+  // expected-error @+1 {{'cbc.rows.inject' op embeddings must be f32}}
+  %0 = cbc.rows.inject %x, %r, %e : tensor<?x8xbf16>, tensor<?xi32>, tensor<?x8xbf16> -> tensor<?x8xbf16>
+  return
+}
+
 //===----------------------------------------------------------------------===//
 // Mixture of experts
 //===----------------------------------------------------------------------===//
