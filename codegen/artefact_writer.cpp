@@ -126,11 +126,16 @@ fbs::Offset<fb::RopeParams> writeRope(fbs::FlatBufferBuilder &fbb, RopeAttr r) {
   fbs::Offset<fbs::Vector<float>> freqLong;
   if (r.getInvFreqLong())
     freqLong = fbb.CreateVector(r.getInvFreqLong().asArrayRef().data(), r.getInvFreqLong().size());
+  fbs::Offset<fbs::Vector<int8_t>> sections;
+  if (!r.getSections().empty()) {
+    std::vector<int8_t> s(r.getSections().begin(), r.getSections().end());
+    sections = fbb.CreateVector(s);
+  }
   return fb::CreateRopeParams(
       fbb, r.getHeadDim(), r.getRotaryDim(),
       r.getPairing() == RopePairing::interleaved ? fb::RopePairing::Interleaved : fb::RopePairing::Half, freq,
       f64(r.getAttentionFactor()), freqLong, r.getLongAfter(), f64(r.getDynamicBase()), f64(r.getDynamicFactor()),
-      r.getDynamicMaxPositions());
+      r.getDynamicMaxPositions(), sections);
 }
 
 fbs::Offset<fb::GluParams> writeGlu(fbs::FlatBufferBuilder &fbb, Attribute act, GluLayout layout) {

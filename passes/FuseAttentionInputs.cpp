@@ -47,8 +47,10 @@ std::optional<Chain> match(KvAppendOp append) {
   c.append = append;
   int64_t headDim = append.getHeadDim();
   c.ropeK = append.getK().getDefiningOp<RopeOp>();
-  // The fused op rotates heads of the cache's head_dim and keeps v rows as wide as k rows.
+  // The fused op rotates heads of the cache's head_dim by one position per token and keeps v
+  // rows as wide as k rows.
   if (!c.ropeK || !c.ropeK->hasOneUse() || c.ropeK.getRope().getHeadDim() != headDim ||
+      c.ropeK.getSectionPositions() ||
       cols(append.getV()) != cols(append.getK()))
     return std::nullopt;
   Value kIn = throughNorm(c.ropeK.getX(), c.normK, headDim);

@@ -544,4 +544,12 @@ std::vector<int64_t> WeightEntry::wholeShape() const {
   return whole;
 }
 
+const Value *Program::readArg(StepArg a) const {
+  for (const Instr &in : instrs)
+    for (int v : in.inputs)
+      if (v >= 0 && v < (int)values.size() && values[v].kind == Value::Argument && values[v].arg == a)
+        return &values[v];
+  return nullptr;
+}
+
 } // namespace cbc::rt

@@ -62,6 +62,9 @@ struct Program {
   std::vector<Instr> instrs;
   int output = -1;
   int64_t token_row_elems = 0, request_row_elems = 0;
+  // The step argument's value where an instruction reads it; null where none does (the
+  // runtime then need not fill it: injected embeddings, multimodal positions).
+  const Value *readArg(StepArg a) const;
 };
 
 struct WeightEntry {

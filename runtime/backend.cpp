@@ -18,6 +18,7 @@ void StepBatch::clear() {
   state_out.clear();
   inject_rows.clear();
   inject_embeds.clear();
+  rope_positions.clear();
 }
 
 bool Backend::isStateCopy(const CachePlan &plan, const UnitCopy &c, int32_t blocksPerGroup, int32_t stateUnits,

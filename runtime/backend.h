@@ -33,6 +33,10 @@ struct StepBatch {
   // Rows whose embeddings requests give (multimodal prompts), and those embeddings [J, hidden].
   std::vector<int32_t> inject_rows;                 // [J]
   std::vector<float> inject_embeds;                 // [J * hidden]
+  // Multimodal RoPE: each token's three position components, component-major [3 * T]. Filled
+  // only where `rope_sections` (the engine sets it for a model that reads them).
+  std::vector<int32_t> rope_positions;
+  bool rope_sections = false;
 
   void clear();
 };

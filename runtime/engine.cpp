@@ -136,11 +136,31 @@ std::unique_ptr<Backend> makeSizedBackend(const Artefact &a, const WeightSource 
 // The width of the embeddings an instruction of the program reads from StepArg::InjectEmbeds;
 // 0 when none does.
 int64_t embeddingWidth(const Program &p) {
-  for (const Instr &in : p.instrs)
-    for (int v : in.inputs)
-      if (const Value &val = p.values[v]; val.kind == Value::Argument && val.arg == StepArg::InjectEmbeds)
-        return val.shape.size() == 2 ? val.shape[1] : 0;
-  return 0;
+  const Value *v = p.readArg(StepArg::InjectEmbeds);
+  return v && v->shape.size() == 2 ? v->shape[1] : 0;
+}
+
+// Multimodal RoPE positions (RopeSpec sections): text rows advance all three components by one;
+// a segment with a grid (t, h, w) starting at position p gives its rows, in raster order,
+// (p + ti, p + hi, p + wi), and the next row starts at p + max(t, h, w). Later positions
+// (decoding) are the index plus `delta` = the largest position + 1 - the prompt's length.
+void multimodalPositions(Request &r) {
+  int64_t n = (int64_t)r.prompt.size(), next = 0, i = 0, top = -1;
+  r.rope_positions.assign(3 * n, 0);
+  auto place = [&](int64_t row, int64_t t, int64_t h, int64_t w) {
+    r.rope_positions[row] = (int32_t)t, r.rope_positions[n + row] = (int32_t)h, r.rope_positions[2 * n + row] = (int32_t)w;
+    top = std::max({top, t, h, w});
+  };
+  for (const EmbeddingSegment &s : r.embeds) {
+    for (; i < s.start; ++i, ++next)
+      place(i, next, next, next);
+    for (int64_t k = 0; k < s.rows; ++k, ++i)
+      place(i, next + k / (s.grid[1] * s.grid[2]), next + k / s.grid[2] % s.grid[1], next + k % s.grid[2]);
+    next += std::max({s.grid[0], s.grid[1], s.grid[2]});
+  }
+  for (; i < n; ++i, ++next)
+    place(i, next, next, next);
+  r.rope_delta = top + 1 - n;
 }
 
 } // namespace
@@ -176,6 +196,8 @@ Engine::Engine(std::unique_ptr<Artefact> artefact, std::unique_ptr<Backend> back
   scheduler_ = std::make_unique<Scheduler>(schedulerOptions(), *cache_);
   fingerprint_ = modelFingerprint(*artefact_);
   injectWidth_ = embeddingWidth(artefact_->program);
+  ropeSections_ = artefact_->program.readArg(StepArg::RopePositions) != nullptr;
+  batch_->rope_sections = ropeSections_;
   if (options_.log && options_.prefix_caching)
     sayPrefixLimits(sizes.snapshots);
 }
@@ -330,6 +352,12 @@ std::string Engine::validateEmbeds(const std::vector<EmbeddingSegment> &embeds, 
       return which + " has " + std::to_string(s.data ? s.data->size() : 0) + " values; " +
              std::to_string(s.rows) + " rows of the model's width " + std::to_string(injectWidth_) + " are " +
              std::to_string(s.rows * injectWidth_);
+    int64_t cells = s.grid[0] * s.grid[1] * s.grid[2];
+    if (ropeSections_ && (s.grid[0] < 1 || s.grid[1] < 1 || s.grid[2] < 1 || cells != s.rows))
+      return which + " needs its grid: this model places an image's rows by their (t, h, w) grid, whose cells (" +
+             std::to_string(cells) + ") must be its " + std::to_string(s.rows) + " rows";
+    if (!ropeSections_ && cells != 0)
+      return which + " has a grid, but this model's positions do not read one";
     for (size_t k = 0; k < s.data->size(); ++k)
       if (!std::isfinite((*s.data)[k]))
         return which + " has a value that is not finite at row " + std::to_string(s.start + (int64_t)k / injectWidth_);
@@ -361,6 +389,8 @@ AddResult Engine::add_request(std::vector<int32_t> prompt, const SamplingParams 
   if (why.empty())
     why = validateEmbeds(embeds, (int64_t)parent->prompt.size());
   parent->embeds = std::move(embeds);
+  if (why.empty() && ropeSections_)
+    multimodalPositions(*parent);
   if (why.empty() && (params.n < 1 || params.n > 1024))
     why = "n must be in [1, 1024], not " + std::to_string(params.n);
   if (!why.empty()) {
@@ -376,6 +406,8 @@ AddResult Engine::add_request(std::vector<int32_t> prompt, const SamplingParams 
     p.seed = forkSeed(params.seed, i);
     Request *fork = make(parent->prompt, p);
     fork->embeds = parent->embeds;
+    fork->rope_positions = parent->rope_positions;
+    fork->rope_delta = parent->rope_delta;
     fork->fork_index = i;
     added.forks.push_back(fork->id);
     stats_.prompt_tokens += (int64_t)fork->prompt.size();
@@ -513,6 +545,28 @@ void injectRows(const Request &q, int64_t start, int64_t count, int32_t row, Ste
   }
 }
 
+// The three position components of a chunk's rows: the request's own below its prompt's end,
+// past it the index plus its delta (all three alike), appended component by component after
+// the batch is complete (see buildStepBatch).
+void ropePositions(const Request &q, int64_t start, int64_t count, StepBatch &b) {
+  int64_t n = (int64_t)q.prompt.size();
+  for (int64_t p = start; p < start + count; ++p)
+    for (int c = 0; c < 3; ++c)
+      b.rope_positions.push_back(p < n && !q.rope_positions.empty() ? q.rope_positions[c * n + p]
+                                                                     : (int32_t)(p + q.rope_delta));
+}
+
+// Token-major [T, 3] as ropePositions appends them, to the component-major [3, T] of the step
+// argument.
+void componentMajor(std::vector<int32_t> &v, std::vector<int32_t> &scratch) {
+  int64_t T = (int64_t)v.size() / 3;
+  scratch.resize(v.size());
+  for (int64_t t = 0; t < T; ++t)
+    for (int c = 0; c < 3; ++c)
+      scratch[c * T + t] = v[3 * t + c];
+  v.swap(scratch);
+}
+
 } // namespace
 
 void buildStepBatch(const StepPlan &plan, CacheCoordinator &cache, StepBatch &b, bool keepStates) {
@@ -537,6 +591,7 @@ void buildStepBatch(const StepPlan &plan, CacheCoordinator &cache, StepBatch &b,
   b.logit_rows.clear();
   b.inject_rows.clear();
   b.inject_embeds.clear();
+  b.rope_positions.clear();
   int32_t t = 0;
   b.cu_seqlens[0] = 0;
   for (int64_t r = 0; r < R; ++r) {
@@ -552,6 +607,8 @@ void buildStepBatch(const StepPlan &plan, CacheCoordinator &cache, StepBatch &b,
     b.cu_seqlens[r + 1] = t;
     if (!q.embeds.empty())
       injectRows(q, c.start, c.count, t - (int32_t)c.count, b);
+    if (b.rope_sections)
+      ropePositions(q, c.start, c.count, b);
     b.kv_lens[r] = (int32_t)(c.start + c.count);
     if (c.sample)
       b.logit_rows.push_back(t - 1);
@@ -565,6 +622,10 @@ void buildStepBatch(const StepPlan &plan, CacheCoordinator &cache, StepBatch &b,
     b.state_out[r] = units.out;
   }
   b.num_logit_rows = (int64_t)b.logit_rows.size();
+  if (b.rope_sections) {
+    thread_local std::vector<int32_t> scratch;
+    componentMajor(b.rope_positions, scratch);
+  }
 }
 
 std::vector<TokenEvent> Engine::step() {

@@ -42,6 +42,9 @@ inline uint64_t forkSeed(uint64_t seed, int64_t index) { return seed + 0x9E3779B
 struct EmbeddingSegment {
   int64_t start = 0, rows = 0;
   std::shared_ptr<const std::vector<float>> data; // [rows * the model's hidden size]
+  // The (t, h, w) grid of an image's rows in raster order, for a model with multimodal RoPE
+  // (which then needs it); zeros: none.
+  int64_t grid[3] = {0, 0, 0};
 };
 
 enum class RequestStatus { Waiting, Running, Finished };
@@ -52,6 +55,10 @@ struct Request {
   RequestId id = 0;
   std::vector<int32_t> prompt;
   std::vector<EmbeddingSegment> embeds; // ascending, disjoint runs of prompt rows
+  // Multimodal RoPE: the prompt's three position components (component-major, 3 * its length)
+  // and what later positions add to their index.
+  std::vector<int32_t> rope_positions;
+  int64_t rope_delta = 0;
   SamplingParams params;
   std::vector<int32_t> generated;
   std::vector<float> logprobs;

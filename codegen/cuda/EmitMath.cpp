@@ -308,13 +308,17 @@ void emitRope(Emitter &e, RopeOp op) {
   Instance inst("rope");
   inst.type(op.getX()).type(op.getResult()).integer(cols(op.getX())).integer(rope.getHeadDim());
   addRopeArgs(inst, e, rope);
+  std::vector<float> sections(rope.getSections().begin(), rope.getSections().end());
+  inst.table(sections.empty() ? "" : e.table(sections));
   int k = e.kernel("rope", "rope.cuh", inst);
   SlotArgs<S> args;
   args.set(S::X, e.arg(op.getX()))
       .set(S::Positions, e.arg(op.getPositions()))
       .set(S::SeqIds, e.arg(op.getSeqIds()))
       .set(S::PromptLens, e.arg(op.getPromptLens()))
-      .set(S::Out, e.arg(op.getResult()));
+      .set(S::SectionPositions, e.arg(op.getSectionPositions()))
+      .set(S::Out, e.arg(op.getResult()))
+      .set(S::Tokens, Emitter::runtime(RuntimeVar::NumTokens));
   setRopeSlots(args, rope);
   LaunchOut &l = e.launch(k, 128, args);
   l.grid[0] = {RuntimeVar::NumTokens, 1, 1, 0};

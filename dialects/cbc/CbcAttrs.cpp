@@ -28,7 +28,7 @@ LogicalResult RopeAttr::verify(function_ref<InFlightDiagnostic()> emitError, int
                                int64_t rotaryDim, RopePairing, DenseF32ArrayAttr invFreq,
                                APFloat attentionFactor, DenseF32ArrayAttr invFreqLong,
                                int64_t longAfter, APFloat dynamicBaseF, APFloat dynamicFactorF,
-                               int64_t dynamicMaxPositions) {
+                               int64_t dynamicMaxPositions, ArrayRef<int64_t> sections) {
   double dynamicBase = dynamicBaseF.convertToDouble(), dynamicFactor = dynamicFactorF.convertToDouble();
   if (headDim <= 0)
     return emitError() << "rope head_dim must be positive";
@@ -44,6 +44,11 @@ LogicalResult RopeAttr::verify(function_ref<InFlightDiagnostic()> emitError, int
     return emitError() << "rope attention_factor must be finite";
   if (dynamicBase != 0 && (!(dynamicBase > 0) || !(dynamicFactor > 0) || dynamicMaxPositions <= 0))
     return emitError() << "rope dynamic_base needs a positive dynamic_factor and dynamic_max_positions";
+  if (!sections.empty() && ((int64_t)sections.size() != rotaryDim / 2 ||
+                            llvm::any_of(sections, [](int64_t c) { return c < 0 || c > 2; })))
+    return emitError() << "rope sections must give each of the rotary_dim / 2 frequencies a component in [0, 2]";
+  if (!sections.empty() && (invFreqLong || dynamicBase != 0))
+    return emitError() << "rope sections have no length-dependent schedule";
   return success();
 }
 

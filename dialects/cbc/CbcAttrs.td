@@ -84,6 +84,12 @@ def Cbc_RopeAttr : Cbc_Attr<"Rope", "rope"> {
     `L > long_after` use the long frequencies. With `dynamic_base` set (non-zero), dynamic NTK
     rescales the base from `L` once it exceeds `dynamic_max_positions`, by `dynamic_factor`.
 
+    Multimodal RoPE: with `sections` (one entry per frequency, `rotary_dim / 2` of them), a
+    token has three positions (temporal, height, width: an image's grid) and frequency `i`
+    turns by the position of component `sections[i]` (0, 1 or 2); the rotating op then reads
+    the step argument `rope_positions`, all tokens' first components, then their second, then
+    their third.
+
     ```mlir
     #cbc.rope<head_dim = 64, rotary_dim = 64, inv_freq = array<f32: 1.0, ...>>
     ```
@@ -97,7 +103,8 @@ def Cbc_RopeAttr : Cbc_Attr<"Rope", "rope"> {
                         DefaultValuedParameter<"int64_t", "0">:$long_after,
                         Cbc_F64Parameter<"0.0">:$dynamic_base,
                         Cbc_F64Parameter<"0.0">:$dynamic_factor,
-                        DefaultValuedParameter<"int64_t", "0">:$dynamic_max_positions);
+                        DefaultValuedParameter<"int64_t", "0">:$dynamic_max_positions,
+                        Cbc_IntListParameter<"the position component each frequency reads">:$sections);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
 }

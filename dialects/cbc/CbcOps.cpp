@@ -283,6 +283,8 @@ LogicalResult RopeOp::verify() {
     return failure();
   if (cols(getResult()) != cols(getX()))
     return emitOpError("result width must equal the input width");
+  if (getRope().getSections().empty() != !getSectionPositions())
+    return emitOpError("takes section positions exactly when its schedule has sections");
   return success();
 }
 
@@ -474,6 +476,8 @@ LogicalResult KvRopeAppendOp::verify() {
                                                                  headDim, (int64_t)getRope().getHeadDim(),
                                                                  cols(getQkv()), cols(getQ())}))))
     return failure();
+  if (!getRope().getSections().empty())
+    return emitOpError("rotates by one position per token: its schedule must have no sections");
   if ((bool)getQNorm() != (bool)getKNorm())
     return emitOpError("give both q and k norm weights or neither");
   if (getQNorm()) {

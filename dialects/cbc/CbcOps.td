@@ -272,12 +272,14 @@ def Cbc_RopeOp : Cbc_Op<"math.rope", [Pure]> {
   let summary = "Rotary position embedding applied per head.";
   let description = [{
     Rotates every head of `x` by the schedule `rope` (see `#cbc.rope`) at each token's position,
-    with the per-token length its schedule sees from `prompt_lens`.
+    with the per-token length its schedule sees from `prompt_lens`. A schedule with `sections`
+    (multimodal RoPE) reads each token's three positions from `section_positions`, the step
+    argument `rope_positions`.
   }];
   let arguments = (ins Cbc_Rows:$x, Cbc_Index:$positions, Cbc_Index:$seq_ids,
-                   Cbc_Index:$prompt_lens, Cbc_RopeAttr:$rope);
+                   Cbc_Index:$prompt_lens, Optional<Cbc_Index>:$section_positions, Cbc_RopeAttr:$rope);
   let results = (outs Cbc_Rows:$result);
-  let assemblyFormat = "$x `,` $positions `,` $seq_ids `,` $prompt_lens attr-dict `:` type($x) `,` type($positions) `,` type($seq_ids) `,` type($prompt_lens) `->` type($result)";
+  let assemblyFormat = "$x `,` $positions `,` $seq_ids `,` $prompt_lens (`sections` $section_positions^ `:` type($section_positions))? attr-dict `:` type($x) `,` type($positions) `,` type($seq_ids) `,` type($prompt_lens) `->` type($result)";
   let hasVerifier = 1;
 }
 

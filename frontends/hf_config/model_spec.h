@@ -42,6 +42,9 @@ struct RopeSpec {
   // dynamic NTK: the base is rescaled from the request's length beyond `dynamic_max_positions`.
   double dynamic_factor = 0.0;
   int64_t dynamic_max_positions = 0;
+  // Multimodal RoPE: the position component (0 temporal, 1 height, 2 width) each frequency
+  // reads; empty: the token's one position.
+  std::vector<int64_t> sections;
 };
 
 enum class LayerKind {

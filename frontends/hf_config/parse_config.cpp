@@ -72,6 +72,7 @@ RopeContext ropeContext(const ConfigReader &r, const ModelSpec &spec, const Fami
     ctx.original_max_override = r.requireSize("original_max_position_embeddings");
   ctx.partial_rotary_factor = r.getNumber("partial_rotary_factor", d.partial_rotary_factor);
   ctx.partial_rotary = d.partial_rotary;
+  ctx.multimodal = spec.injects_embeddings;
   return ctx;
 }
 

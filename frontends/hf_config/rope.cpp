@@ -149,6 +149,27 @@ RopeType ropeType(const ConfigReader &p, const char *key) {
 
 } // namespace
 
+// The interleaved layout of multimodal RoPE (transformers' apply_interleaved_mrope, the only one
+// the families with mrope_section use in 5.23): frequency i reads the height position when
+// i % 3 == 1 and i < 3 * section[1], the width position when i % 3 == 2 and i < 3 *
+// section[2], else the temporal one. Sections must cover the frequencies.
+std::vector<int64_t> mropeSections(const ConfigReader &p, int64_t freqs) {
+  std::vector<int64_t> section = p.getIntList("mrope_section");
+  int64_t sum = 0;
+  for (int64_t s : section)
+    sum += s;
+  if (section.size() != 3 || sum != freqs || std::any_of(section.begin(), section.end(), [](int64_t s) { return s < 0; }))
+    throw ConfigError(p.path("mrope_section"), "must be three non-negative counts summing to the " +
+                                                   std::to_string(freqs) + " rotary frequencies");
+  std::vector<int64_t> out(freqs, 0);
+  for (int64_t i = 0; i < freqs; ++i)
+    if (i % 3 == 1 && i < 3 * section[1])
+      out[i] = 1;
+    else if (i % 3 == 2 && i < 3 * section[2])
+      out[i] = 2;
+  return out;
+}
+
 RopeSpec computeRope(const ConfigReader &p, const RopeContext &ctx) {
   RopeSpec rope;
   const char *typeKey = p.has("rope_type") ? "rope_type" : "type";
@@ -174,6 +195,8 @@ RopeSpec computeRope(const ConfigReader &p, const RopeContext &ctx) {
                       "gives an odd or empty rotary dimension " + std::to_string(dim));
   rope.rotary_dim = dim;
   rope.inv_freq = baseInvFreq(rope.theta, dim);
+  if (ctx.multimodal && p.has("mrope_section"))
+    rope.sections = mropeSections(p, dim / 2);
 
   auto originalMax = [&]() -> int64_t {
     if (ctx.original_max_override)

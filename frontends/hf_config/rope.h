@@ -16,6 +16,8 @@ struct RopeContext {
   // ignore partial_rotary_factor in the default schedule (as transformers does) and cannot run
   // a partial non-default one.
   bool partial_rotary = false;
+  // A multimodal wrapper's decoder: a dictionary's mrope_section gives RopeSpec::sections.
+  bool multimodal = false;
 };
 
 // `params` is one flat rope dictionary (rope_type, rope_theta, factor, ...). Its rope_theta must

@@ -233,7 +233,7 @@ void ropeFrequencies(const RopeParams &p, int64_t seqLen, std::vector<float> &fr
 }
 
 void rope(const float *x, int64_t T, int64_t width, const RopeParams &p, const int32_t *positions,
-          const int64_t *seqLen, float *y, const ParallelFor &pfor) {
+          const int64_t *seqLen, float *y, const ParallelFor &pfor, const int32_t *sectionPositions) {
   int64_t heads = width / p.head_dim, half = p.rotary_dim / 2;
   pfor(T, [&](int64_t t) {
     std::vector<float> freq;
@@ -241,7 +241,8 @@ void rope(const float *x, int64_t T, int64_t width, const RopeParams &p, const i
     std::vector<float> c(half), s(half);
     for (int64_t i = 0; i < half; ++i) {
       // Angle in float32, then cos/sin scaled by the attention factor, as transformers does.
-      float angle = (float)positions[t] * freq[i];
+      int32_t pos = p.sections.empty() ? positions[t] : sectionPositions[p.sections[i] * T + t];
+      float angle = (float)pos * freq[i];
       c[i] = std::cos(angle) * p.attention_factor;
       s[i] = std::sin(angle) * p.attention_factor;
     }

@@ -88,14 +88,16 @@ struct RopeParams {
   int64_t long_after = 0;            // longrope: long frequencies once seq_len > long_after
   double dynamic_base = 0, dynamic_factor = 0;
   int64_t dynamic_max_positions = 0; // dynamic NTK: base grows with seq_len beyond this
+  std::vector<int8_t> sections;      // multimodal: the position component each frequency reads
 };
 
 // The frequencies a token uses, given its request's sequence length in this step.
 void ropeFrequencies(const RopeParams &p, int64_t seqLen, std::vector<float> &freq);
 
-// y = rope(x) for rows of heads; seqLen[t] is the sequence length of token t's request.
+// y = rope(x) for rows of heads; seqLen[t] is the sequence length of token t's request. With
+// p.sections, frequency i of token t turns by sectionPositions[p.sections[i] * T + t].
 void rope(const float *x, int64_t T, int64_t width, const RopeParams &p, const int32_t *positions,
-          const int64_t *seqLen, float *y, const ParallelFor &pfor);
+          const int64_t *seqLen, float *y, const ParallelFor &pfor, const int32_t *sectionPositions = nullptr);
 
 // The paged cache of one layer: blocks of `block_size` token rows, each row holding k then v.
 struct KvLayout {

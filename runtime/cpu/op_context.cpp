@@ -52,6 +52,7 @@ const int32_t *StepEnv::arg(StepArg a) const {
   case StepArg::StateOut: return b.state_out.data();
   case StepArg::InjectRows: return b.inject_rows.data();
   case StepArg::InjectEmbeds: break; // rows of floats: StepEnv::injected()
+  case StepArg::RopePositions: return b.rope_positions.data();
   }
   throw std::runtime_error("cpu backend: unknown step argument");
 }

@@ -241,6 +241,7 @@ Exec compileKvRopeAppend(const OpContext &c) {
   int qn = norms ? c.I[6] : -1, kn = norms ? c.I[7] : -1;
   float eps = (float)params.norm_eps(), offset = (float)params.norm_offset();
   RopeParams p = ropeParams(*params.rope());
+  c.check(p.sections.empty(), "rotates by one position per token: its schedule must have no sections");
   p.head_dim = D;
   checkRope(c, p);
   return [=](StepEnv &e) {

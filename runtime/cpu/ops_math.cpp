@@ -270,6 +270,8 @@ RopeParams ropeParams(const fb::RopeParams &r) {
     p.dynamic_factor = r.dynamic_factor();
     p.dynamic_max_positions = r.dynamic_max_positions();
   }
+  if (r.sections())
+    p.sections.assign(r.sections()->begin(), r.sections()->end());
   return p;
 }
 
@@ -278,6 +280,10 @@ void checkRope(const OpContext &c, const RopeParams &p) {
               p.rotary_dim <= p.head_dim &&
               (p.inv_freq_long.empty() || (int64_t)p.inv_freq_long.size() == p.rotary_dim / 2),
           "has an inconsistent RoPE schedule");
+  c.check(p.sections.empty() ||
+              ((int64_t)p.sections.size() == p.rotary_dim / 2 && p.inv_freq_long.empty() && p.dynamic_factor == 0 &&
+               std::all_of(p.sections.begin(), p.sections.end(), [](int8_t s) { return s >= 0 && s <= 2; })),
+          "has inconsistent RoPE sections");
 }
 
 Exec compileRope(const OpContext &c) {
@@ -290,9 +296,16 @@ Exec compileRope(const OpContext &c) {
   c.needArg(1, StepArg::Positions);
   c.needArg(2, StepArg::SeqIds);
   c.needArg(3, StepArg::PromptLens);
+  c.check(p.sections.empty() == (c.I.size() == 4), "takes section positions exactly when its schedule has sections");
+  if (!p.sections.empty())
+    c.needArg(4, StepArg::RopePositions);
   int64_t width = c.cols(x);
   return [=](StepEnv &e) {
-    rope(e.f32(x), e.batch->num_tokens, width, p, e.batch->positions.data(), e.seqLengths(), e.f32(out), e.pfor);
+    const StepBatch &b = *e.batch;
+    if (!p.sections.empty() && (int64_t)b.rope_positions.size() != 3 * b.num_tokens)
+      throw std::logic_error("a multimodal RoPE step without three positions per token");
+    rope(e.f32(x), b.num_tokens, width, p, b.positions.data(), e.seqLengths(), e.f32(out), e.pfor,
+         b.rope_positions.data());
   };
 }
 

@@ -145,9 +145,9 @@ GpuBackend::GpuBackend(const Artefact &a, const WeightSource &weights, std::uniq
     if (a == StepArg::BlockTables)
       continue; // sized per step
     bool perToken = a == StepArg::Tokens || a == StepArg::Positions || a == StepArg::SeqIds ||
-                    a == StepArg::InjectRows;
-    args_[i] = alloc(4 * ((perToken ? limits.max_tokens : limits.max_requests) + 1) *
-                     (a == StepArg::InjectEmbeds ? injectWidth_ : 1));
+                    a == StepArg::InjectRows || a == StepArg::InjectEmbeds || a == StepArg::RopePositions;
+    int64_t perRow = a == StepArg::InjectEmbeds ? injectWidth_ : a == StepArg::RopePositions ? 3 : 1;
+    args_[i] = alloc(4 * ((perToken ? limits.max_tokens : limits.max_requests) + 1) * perRow);
   }
   for (const WorkspaceDesc &w : k_.workspaces)
     workspaces_.push_back(alloc((size_t)(w.bytes_per_token * limits.max_tokens + w.bytes_fixed)));
@@ -373,6 +373,7 @@ void GpuBackend::uploadBatch(const StepBatch &b) {
   up(StepArg::StateIn, b.state_in);
   up(StepArg::StateOut, b.state_out);
   up(StepArg::InjectRows, b.inject_rows);
+  up(StepArg::RopePositions, b.rope_positions);
   if (!b.inject_embeds.empty()) {
     if ((int64_t)b.inject_embeds.size() != (int64_t)b.inject_rows.size() * injectWidth_)
       throw std::runtime_error("gpu backend: injected embeddings of another width than the model's");

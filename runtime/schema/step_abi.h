@@ -37,8 +37,9 @@ enum class StepArg : uint8_t {
   StateOut,        // [R] the unit they are left in (the same unless after a fork or for a rollback)
   InjectRows,      // [J] the step rows whose embeddings a request gives (images, audio)
   InjectEmbeds,    // [J, hidden] f32: those rows' embeddings, in the order of inject_rows
+  RopePositions,   // [3 * T] multimodal RoPE: every token's first position component, then second, third
 };
-constexpr int kNumStepArgs = 14;
+constexpr int kNumStepArgs = 15;
 
 // The integers a launch may read per step, besides its constants.
 enum class RuntimeVar : uint8_t {
@@ -72,7 +73,7 @@ inline int64_t prefillTiles(const int32_t *cuSeqlens, int64_t requests) {
 constexpr std::string_view kStepArgNames[kNumStepArgs] = {
     "tokens",     "positions",   "seq_ids", "cu_seqlens", "kv_lens",          "block_tables",
     "logit_rows", "prompt_lens", "slots",   "has_initial_state", "state_in", "state_out",
-    "inject_rows", "inject_embeds"};
+    "inject_rows", "inject_embeds", "rope_positions"};
 constexpr std::string_view kRuntimeVarNames[kNumRuntimeVars] = {
     "num_tokens", "num_requests", "num_logit_rows", "table_width", "table_slots", "attn_splits",
     "max_tokens", "prefill_tiles", "num_injected"};

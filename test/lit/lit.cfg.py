@@ -20,6 +20,7 @@ config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py.in", "Inputs
 config.substitutions.append(("%src", config.cbc_src_root))
 config.substitutions.append(("%configs", os.path.join(config.cbc_src_root, "test", "configs")))
 config.substitutions.append(("%inputs", os.path.join(config.test_source_root, "Inputs")))
+config.substitutions.append(("%mm_fixtures", os.path.join(config.cbc_src_root, "test", "parity", "fixtures_mm")))
 config.substitutions.append(("%fixtures", os.path.join(config.cbc_src_root, "test", "parity", "fixtures")))
 
 llvm_config.use_default_substitutions()

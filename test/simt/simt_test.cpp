@@ -105,6 +105,7 @@ struct MatchOptions {
   std::map<std::string, double> rel_l2;
   std::set<std::string> compare;
   std::vector<std::vector<rt::EmbeddingSegment>> embeds; // per prompt, where given
+  std::function<void(rt::Request &)> request;            // sets up each request before it is queued
 };
 
 // ||got - want|| / ||want||.
@@ -162,6 +163,8 @@ void kernelsMatchCpu(const rt::Artefact &a, const rt::WeightSource &weights,
     r->params.max_new_tokens = opt.new_tokens;
     if (reqs.size() < opt.embeds.size())
       r->embeds = opt.embeds[reqs.size()];
+    if (opt.request)
+      opt.request(*r);
     sched.enqueue(r.get());
     reqs.push_back(std::move(r));
   }
@@ -183,6 +186,7 @@ void kernelsMatchCpu(const rt::Artefact &a, const rt::WeightSource &weights,
     if (opt.plan_seen)
       opt.plan_seen(plan);
     rt::StepBatch batch;
+    batch.rope_sections = a.program.readArg(StepArg::RopePositions) != nullptr;
     rt::buildStepBatch(plan, cache, batch, opt.keep_states);
     if (opt.keep_states && cache.hasStates())
       for (int64_t r = 0; r < batch.num_requests; ++r)
@@ -820,6 +824,31 @@ TEST(SimtRowsInject, KernelMatchesCpu) {
   kernelsMatchCpu(a, rt::WeightSource{"", 11}, {std::vector<int32_t>(12, 5), {7, 8, 9}, {1, 2, 3, 4}}, "inject", nullptr,
                   opt);
   EXPECT_GT(injected.size(), 2u); // steps with none, some and several injected rows
+}
+
+// Multimodal RoPE: every frequency turns by the position component its section names (the
+// requests' three components differ, as an image's grid makes them), interleaved and
+// rotate-half pairings, prefill chunks and decode steps (the index plus the request's delta).
+TEST(SimtMultimodalRope, KernelMatchesCpu) {
+  rt::Artefact a = compileIrWithKernels(stepReturning(48, R"mlir(
+    %t = cbc.weight.ref "table" {sources = [["table.weight"]]} : tensor<48x48xbf16>
+    %e = cbc.math.embed %arg0, %t : tensor<?xi32>, tensor<48x48xbf16> -> tensor<?x48xf32>
+    %a = cbc.math.rope %e, %arg1, %arg2, %arg7 sections %arg14 : tensor<?xi32> {rope = #cbc.rope<head_dim = 16, rotary_dim = 12, pairing = interleaved, inv_freq = array<f32: 1.0, 0.5, 0.25, 0.125, 0.0625, 0.03125>, sections = [0, 1, 2, 0, 1, 2]>} : tensor<?x48xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x48xf32>
+    %out = cbc.math.rope %a, %arg1, %arg2, %arg7 sections %arg14 : tensor<?xi32> {rope = #cbc.rope<head_dim = 16, rotary_dim = 16, inv_freq = array<f32: 1.0, 0.7, 0.5, 0.3, 0.2, 0.1, 0.05, 0.01>, sections = [2, 2, 1, 0, 0, 1, 2, 0]>} : tensor<?x48xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x48xf32>
+)mlir"));
+  ASSERT_NE(a.kernels->source.find("cbc::rope<bf16, bf16, 48, 16, 12, cbc::Pairing::interleaved"), std::string::npos);
+  MatchOptions opt;
+  opt.max_tokens = 7;
+  opt.request = [](rt::Request &r) {
+    int64_t n = (int64_t)r.prompt.size();
+    r.rope_positions.resize(3 * n);
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t c = 0; c < 3; ++c)
+        r.rope_positions[c * n + i] = (int32_t)(i / 2 + c * (i % 5) + r.id);
+    r.rope_delta = -(int64_t)n / 3;
+  };
+  kernelsMatchCpu(a, rt::WeightSource{"", 11}, {std::vector<int32_t>(20, 5), {7, 8, 9}, {1, 2, 3, 4, 5, 6}},
+                  "multimodal rope", nullptr, opt);
 }
 
 // The prefill tile plan scans the requests in rounds of its 256 threads: 300 requests in one

@@ -60,9 +60,11 @@ __device__ __forceinline__ float rope_rotate(const RopeAngle &r, int d, float x1
   return d == r.first ? x1 * r.c - x2 * r.s : x2 * r.c + x1 * r.s;
 }
 
-// Rows of W = heads x D features, the first RD of each head rotated; one block per token.
+// Rows of W = heads x D features, the first RD of each head rotated; one block per token. With
+// SECTIONS (multimodal RoPE: per frequency, the component 0, 1 or 2 it reads, as floats),
+// frequency i turns by SectionPositions[SECTIONS[i] * Tokens + t] instead of the position.
 template <class TI, class TO, int W, int D, int RD, Pairing P, const float *FREQ, const float *FREQ_LONG,
-          int LONG_AFTER, bool DYNAMIC, int DYN_MAX>
+          int LONG_AFTER, bool DYNAMIC, int DYN_MAX, const float *SECTIONS>
 __device__ __forceinline__ void rope(const CbcArgs &a) {
   using S = slots::Rope;
   const TI *x = (const TI *)a.p[S::X];
@@ -81,7 +83,12 @@ __device__ __forceinline__ void rope(const CbcArgs &a) {
       st(y, base + d, ld(x, base + d));
       continue;
     }
-    RopeAngle r = rope_angle<RD, P, FREQ, FREQ_LONG, LONG_AFTER, DYNAMIC, DYN_MAX>(d, pos, seq_len, scalars);
+    int at = pos;
+    if constexpr (SECTIONS != nullptr) {
+      int i = P == Pairing::interleaved ? d / 2 : (d < RD / 2 ? d : d - RD / 2);
+      at = ((const int *)a.p[S::SectionPositions])[(long long)SECTIONS[i] * a.i[S::Tokens] + t];
+    }
+    RopeAngle r = rope_angle<RD, P, FREQ, FREQ_LONG, LONG_AFTER, DYNAMIC, DYN_MAX>(d, at, seq_len, scalars);
     float x1 = ld(x, base + r.first), x2 = ld(x, base + r.second);
     st(y, base + d, rope_rotate(r, d, x1, x2));
   }

@@ -293,9 +293,9 @@ struct SinusoidalPosition { // Step: -ln(base) / (D / 2 - 1), rounded to fp32 by
   enum Flt { Step, NumFlt };
 };
 
-struct Rope {
-  enum Ptr { X, Positions, SeqIds, PromptLens, Out, NumPtr };
-  enum Int { NumInt };
+struct Rope { // SectionPositions [3, Tokens]: multimodal RoPE's positions (null without)
+  enum Ptr { X, Positions, SeqIds, PromptLens, SectionPositions, Out, NumPtr };
+  enum Int { Tokens, NumInt };
   enum Flt { AttentionFactor, DynamicBase, DynamicFactor, NumFlt };
 };
 

@@ -26,8 +26,10 @@ Value StepBuilder::rope(const RopeSpec &r, Value x, int64_t headDim, std::option
       freqs(r.inv_freq), llvm::APFloat(r.attention_factor), longRope ? freqs(r.inv_freq_long) : DenseF32ArrayAttr(),
       longRope ? r.long_after : 0,
       llvm::APFloat(dynamic ? r.theta : 0.0), llvm::APFloat(dynamic ? r.dynamic_factor : 0.0),
-      dynamic ? r.dynamic_max_positions : 0);
-  return RopeOp::create(b_, loc_, rows(width), x, positions_, seqIds_, promptLens_, schedule).getResult();
+      dynamic ? r.dynamic_max_positions : 0, r.sections);
+  return RopeOp::create(b_, loc_, rows(width), x, positions_, seqIds_, promptLens_,
+                        r.sections.empty() ? Value() : ropePositions_, schedule)
+      .getResult();
 }
 
 AttentionSpec StepBuilder::layerAttention(int64_t layer) const {

@@ -45,6 +45,7 @@ func::FuncOp StepBuilder::declareStep(ModuleOp module) {
   stateOut_ = arg(StepArg::StateOut);
   injectRows_ = arg(StepArg::InjectRows);
   injectEmbeds_ = arg(StepArg::InjectEmbeds);
+  ropePositions_ = arg(StepArg::RopePositions);
   return func;
 }
 

@@ -3142,3 +3142,35 @@ func.func @embed_vocab_ranks(%t: tensor<?xi32>, %w: tensor<8x4xbf16>) {
   %o = cbc.math.embed %t, %w {vocab_ranks = 2 : i64, offset = 2 : i64} : tensor<?xi32>, tensor<8x4xbf16> -> tensor<?x4xf32>
   return
 }
+
+// -----
+
+func.func @rope_sections_count(%x: tensor<?x8xf32>, %p: tensor<?xi32>) {
+  // expected-error @+1 {{rope sections must give each of the rotary_dim / 2 frequencies a component in [0, 2]}}
+  %0 = cbc.math.rope %x, %p, %p, %p sections %p : tensor<?xi32> {rope = #cbc.rope<head_dim = 4, rotary_dim = 4, inv_freq = array<f32: 1.0, 0.1>, sections = [0, 1, 2]>} : tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @rope_sections_long(%x: tensor<?x8xf32>, %p: tensor<?xi32>) {
+  // expected-error @+1 {{rope sections have no length-dependent schedule}}
+  %0 = cbc.math.rope %x, %p, %p, %p sections %p : tensor<?xi32> {rope = #cbc.rope<head_dim = 4, rotary_dim = 4, inv_freq = array<f32: 1.0, 0.1>, inv_freq_long = array<f32: 0.5, 0.05>, long_after = 8, sections = [0, 1]>} : tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @rope_sections_without_positions(%x: tensor<?x8xf32>, %p: tensor<?xi32>) {
+  // expected-error @+1 {{'cbc.math.rope' op takes section positions exactly when its schedule has sections}}
+  %0 = cbc.math.rope %x, %p, %p, %p {rope = #cbc.rope<head_dim = 4, rotary_dim = 4, inv_freq = array<f32: 1.0, 0.1>, sections = [0, 1]>} : tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @rope_append_sections(%qkv: tensor<?x32xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>) {
+  // expected-error @+1 {{'cbc.kv.rope_append' op rotates by one position per token: its schedule must have no sections}}
+  %0 = cbc.kv.rope_append %qkv, %p, %p, %p, %p, %bt {layer = 0 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, rope = #cbc.rope<head_dim = 4, rotary_dim = 4, inv_freq = array<f32: 1.0, 0.01>, sections = [0, 2]>} : (tensor<?x32xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>) -> tensor<?x16xf32>
+  return
+}

@@ -235,6 +235,20 @@ func.func @rows(%x: tensor<?x8xf32>, %rows: tensor<?xi32>) -> tensor<?x8xf32> {
   return %0 : tensor<?x8xf32>
 }
 
+// CHECK-LABEL: func.func @rows_inject
+func.func @rows_inject(%x: tensor<?x8xbf16>, %rows: tensor<?xi32>, %e: tensor<?x8xf32>) -> tensor<?x8xbf16> {
+  // CHECK: cbc.rows.inject %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}} : tensor<?x8xbf16>, tensor<?xi32>, tensor<?x8xf32> -> tensor<?x8xbf16>
+  %0 = cbc.rows.inject %x, %rows, %e : tensor<?x8xbf16>, tensor<?xi32>, tensor<?x8xf32> -> tensor<?x8xbf16>
+  return %0 : tensor<?x8xbf16>
+}
+
+// CHECK-LABEL: func.func @rope_sections
+func.func @rope_sections(%x: tensor<?x8xf32>, %p: tensor<?xi32>, %s: tensor<?xi32>) -> tensor<?x8xf32> {
+  // CHECK: cbc.math.rope {{.*}} sections %{{[a-z0-9_#]+}} : tensor<?xi32> {rope = #cbc.rope<{{.*}}sections = [0, 1, 2, 0]>}
+  %0 = cbc.math.rope %x, %p, %p, %p sections %s : tensor<?xi32> {rope = #cbc.rope<head_dim = 8, rotary_dim = 8, inv_freq = array<f32: 1.0, 0.1, 0.01, 0.001>, sections = [0, 1, 2, 0]>} : tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x8xf32>
+  return %0 : tensor<?x8xf32>
+}
+
 // CHECK-LABEL: func.func @moe
 func.func @moe(%x: tensor<?x8xf32>, %logits: tensor<?x4xf32>, %gu: tensor<4x12x8xbf16>,
                %down: tensor<4x8x6xbf16>, %gub: tensor<4x12xbf16>, %db: tensor<4x8xbf16>,

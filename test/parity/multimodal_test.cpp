@@ -1,0 +1,181 @@
+// Ring 1 for multimodal prompts: the CPU backend against transformers' whole multimodal forward.
+// Each fixture under test/parity/fixtures_mm/ (tools/oracle/make_mm_fixtures.py) holds a tiny
+// random multimodal model, its prompts with placeholder tokens, the rows transformers' encoder
+// and projector scattered into them (embeds_i, by runs segments_i), and the greedy tokens and
+// logits of the real forward. cbc gets the prompts and those rows, and must give the same.
+#include "frontends/hf_config/config_reader.h"
+#include "runtime/safetensors.h"
+#include "test/support/compile_support.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <filesystem>
+
+namespace cbc::test {
+namespace {
+
+std::string mmFixtureDir(const std::string &family) { return sourceDir() + "/test/parity/fixtures_mm/" + family; }
+
+std::vector<std::string> mmFamilies() {
+  std::vector<std::string> out;
+  for (const auto &e : std::filesystem::directory_iterator(sourceDir() + "/test/parity/fixtures_mm"))
+    if (e.is_directory())
+      out.push_back(e.path().filename().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+struct MmPrompt {
+  std::vector<int32_t> ids, tokens;
+  std::vector<float> logits; // [steps * vocab]
+  std::vector<rt::EmbeddingSegment> embeds;
+};
+
+std::vector<int32_t> ints(const rt::Checkpoint &ck, const std::string &name) {
+  const rt::TensorView &t = ck.get(name);
+  const int32_t *p = reinterpret_cast<const int32_t *>(t.data);
+  return std::vector<int32_t>(p, p + t.numel());
+}
+
+std::vector<MmPrompt> loadPrompts(const std::string &dir) {
+  rt::Checkpoint ck(dir + "/expected.safetensors");
+  std::vector<MmPrompt> out;
+  for (int i = 0; ck.has("prompt_" + std::to_string(i)); ++i) {
+    std::string n = std::to_string(i);
+    MmPrompt p;
+    p.ids = ints(ck, "prompt_" + n);
+    p.tokens = ints(ck, "tokens_" + n);
+    const rt::TensorView &l = ck.get("logits_" + n);
+    p.logits.assign((const float *)l.data, (const float *)l.data + l.numel());
+    const rt::TensorView &e = ck.get("embeds_" + n);
+    const float *rows = (const float *)e.data;
+    int64_t width = e.shape.at(1);
+    std::vector<int32_t> seg = ints(ck, "segments_" + n);
+    // A model with multimodal RoPE places an image's rows by its (t, h, w) grid.
+    std::vector<int32_t> grids = ck.has("grids_" + n) ? ints(ck, "grids_" + n) : std::vector<int32_t>();
+    for (size_t s = 0; s + 1 < seg.size(); s += 2) {
+      auto data = std::make_shared<std::vector<float>>(rows, rows + seg[s + 1] * width);
+      p.embeds.push_back({seg[s], seg[s + 1], data});
+      if (!grids.empty())
+        for (int c = 0; c < 3; ++c)
+          p.embeds.back().grid[c] = grids.at(s / 2 * 3 + c);
+      rows += seg[s + 1] * width;
+    }
+    EXPECT_EQ(rows, (const float *)e.data + e.numel()) << dir << ": segments_" << n << " do not cover embeds_" << n;
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+class Multimodal : public ::testing::TestWithParam<std::string> {
+protected:
+  void SetUp() override {
+    dir_ = mmFixtureDir(GetParam());
+    artefact_ = compileArtefact(readFile(dir_ + "/config.json"));
+    prompts_ = loadPrompts(dir_);
+    atol_ = hf::parseConfigJson(readFile(dir_ + "/meta.json")).at("atol").get<double>();
+    weights_.checkpoint_dir = dir_;
+  }
+
+  std::vector<cbc::test::Run> runs() const {
+    std::vector<cbc::test::Run> out;
+    for (const MmPrompt &p : prompts_) {
+      out.push_back({p.ids, greedyWithLogits((int64_t)p.tokens.size())});
+      out.back().embeds = p.embeds;
+    }
+    return out;
+  }
+
+  // Tokens exact, every step's logits within the fixture's tolerance: output k of `res` is
+  // prompt first + k's.
+  void check(const RunResult &res, const std::string &how, size_t first = 0) const {
+    int64_t vocab = artefact_.meta.vocab_size;
+    for (size_t k = 0; k < res.outputs.size(); ++k) {
+      size_t i = first + k;
+      const rt::RequestOutput &out = res.outputs[k];
+      EXPECT_EQ(out.tokens, prompts_[i].tokens) << GetParam() << " prompt " << i << " " << how;
+      double diff = 0;
+      for (size_t s = 0; s < out.logits.size() && s < prompts_[i].tokens.size(); ++s)
+        for (int64_t v = 0; v < vocab; ++v)
+          diff = std::max(diff, (double)std::fabs(out.logits[s][v] - prompts_[i].logits[s * vocab + v]));
+      EXPECT_LE(diff, atol_) << GetParam() << " prompt " << i << " " << how << ": max |dlogit| " << diff;
+    }
+  }
+
+  std::string dir_;
+  rt::Artefact artefact_;
+  std::vector<MmPrompt> prompts_;
+  double atol_ = 0;
+  rt::WeightSource weights_;
+};
+
+TEST_P(Multimodal, TheFixtureHasImagesAtTheStartMiddleAndEnd) {
+  ASSERT_EQ(prompts_.size(), 4u);
+  bool start = false, end = false, two = false;
+  for (const MmPrompt &p : prompts_) {
+    two |= p.embeds.size() >= 2;
+    for (const rt::EmbeddingSegment &s : p.embeds) {
+      start |= s.start <= 2;
+      end |= s.start + s.rows + 2 >= (int64_t)p.ids.size();
+    }
+  }
+  EXPECT_TRUE(start && end && two);
+  EXPECT_TRUE(prompts_.back().embeds.empty()) << "the last prompt is text-only";
+}
+
+TEST_P(Multimodal, EachPromptAloneMatchesTransformers) {
+  std::vector<cbc::test::Run> all = runs();
+  for (size_t i = 0; i < all.size(); ++i) {
+    rt::EngineOptions o;
+    o.threads = 2;
+    check(serve(artefact_, weights_, o, {all[i]}), "alone", i);
+  }
+}
+
+// All prompts at once, text-only beside multimodal, with token budgets that split images' rows
+// across steps.
+TEST_P(Multimodal, BatchedChunkedPrefillMatchesTransformers) {
+  for (int64_t budget : {1, 5, 16, 64}) {
+    rt::EngineOptions o;
+    o.max_batch_tokens = budget;
+    o.threads = 2;
+    check(serve(artefact_, weights_, o, runs()), "with a budget of " + std::to_string(budget) + " tokens");
+  }
+}
+
+// A cache too small for all of them at once: requests are preempted and recompute their
+// prompts, images included.
+TEST_P(Multimodal, PreemptedRequestsRecomputeTheirImages) {
+  rt::EngineOptions o;
+  o.threads = 2;
+  o.max_batch_tokens = 16;
+  o.prefix_caching = false;
+  const rt::CachePlan &plan = artefact_.cache_plan;
+  int64_t blockRow = 0;
+  for (const rt::CacheLayer &l : plan.layers)
+    blockRow += l.elemsPerToken() * 4 * plan.block_size;
+  size_t longest = 0;
+  for (const MmPrompt &p : prompts_)
+    longest = std::max(longest, p.ids.size() + p.tokens.size());
+  int64_t stateBytes = 0; // two requests' states at most, and no snapshots
+  for (const rt::StateDecl &st : plan.states)
+    stateBytes += st.elems() * 4;
+  o.cache_memory_bytes = (int64_t)(longest / plan.block_size + 2) * blockRow + 2 * stateBytes;
+  if (stateBytes > 0) {
+    o.max_live_requests = 2;
+    o.max_state_fraction = (double)(2 * stateBytes) / (double)o.cache_memory_bytes;
+    o.snapshot_memory_bytes = 0;
+  }
+  RunResult res = serve(artefact_, weights_, o, runs());
+  check(res, "under preemption");
+  if (blockRow > 0)
+    EXPECT_GT(res.stats.preemptions, 0) << "the cache budget is meant to force preemption";
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, Multimodal, ::testing::ValuesIn(mmFamilies()),
+                         [](const auto &info) { return info.param; });
+
+} // namespace
+} // namespace cbc::test
