@@ -284,7 +284,7 @@ Params writeParams(fbs::FlatBufferBuilder &fbb, Operation &op) {
                                                   f64(o.getScaleAttr()),
                                                   o.getSoftcapAttr() ? f64(o.getSoftcapAttr()) : 0.0,
                                                   o.getBiasExtent(), o.getSelectionHeads(), o.getSelectionBlock(),
-                                                  slopes));
+                                                  slopes, (bool)o.getKeyEnds()));
       })
       .Case([&](KvLatentAttentionOp o) {
         fb::CacheSite site = cacheSite(o.getLayer(), o.getGroupAttr(), o.getRetention());

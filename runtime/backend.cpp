@@ -19,6 +19,7 @@ void StepBatch::clear() {
   inject_rows.clear();
   inject_embeds.clear();
   rope_positions.clear();
+  key_ends.clear();
 }
 
 bool Backend::isStateCopy(const CachePlan &plan, const UnitCopy &c, int32_t blocksPerGroup, int32_t stateUnits,

@@ -37,6 +37,10 @@ struct StepBatch {
   // only where `rope_sections` (the engine sets it for a model that reads them).
   std::vector<int32_t> rope_positions;
   bool rope_sections = false;
+  // Each token's key end (StepArg::KeyEnds): its position + 1, or for a row of an injected
+  // segment the segment's end. Filled only where `key_ends_needed` (a model that reads them).
+  std::vector<int32_t> key_ends;
+  bool key_ends_needed = false;
 
   void clear();
 };

@@ -193,11 +193,14 @@ Engine::Engine(std::unique_ptr<Artefact> artefact, std::unique_ptr<Backend> back
   backend_->allocateCache(sizes.blocks, stateUnits);
   cache_ = std::make_unique<CacheCoordinator>(plan, sizes.blocks, stateUnits, sizes.slots, width);
   stats_.snapshot_capacity = sizes.snapshots;
-  scheduler_ = std::make_unique<Scheduler>(schedulerOptions(), *cache_);
-  fingerprint_ = modelFingerprint(*artefact_);
+  // What the program reads of a request's embeddings: their rows, three positions, key ends.
   injectWidth_ = embeddingWidth(artefact_->program);
   ropeSections_ = artefact_->program.readArg(StepArg::RopePositions) != nullptr;
   batch_->rope_sections = ropeSections_;
+  wholeSegments_ = artefact_->program.readArg(StepArg::KeyEnds) != nullptr;
+  batch_->key_ends_needed = wholeSegments_;
+  scheduler_ = std::make_unique<Scheduler>(schedulerOptions(), *cache_);
+  fingerprint_ = modelFingerprint(*artefact_);
   if (options_.log && options_.prefix_caching)
     sayPrefixLimits(sizes.snapshots);
 }
@@ -248,6 +251,7 @@ SchedulerOptions Engine::schedulerOptions() const {
   so.prefix_caching = options_.prefix_caching;
   so.snapshot_interval = options_.snapshot_interval;
   so.length_dependent_above = plan.length_dependent_above;
+  so.whole_segments = wholeSegments_;
   // Swapping where the backend can move units to host memory (asked with no units).
   if (options_.swap_space_bytes > 0 && cache_->canSwap() && backend_->transferUnits(0, {}, nullptr, true)) {
     so.swap_bytes = options_.swap_space_bytes;
@@ -358,6 +362,10 @@ std::string Engine::validateEmbeds(const std::vector<EmbeddingSegment> &embeds, 
              std::to_string(cells) + ") must be its " + std::to_string(s.rows) + " rows";
     if (!ropeSections_ && cells != 0)
       return which + " has a grid, but this model's positions do not read one";
+    if (wholeSegments_ && s.rows > options_.max_batch_tokens)
+      return which + " has " + std::to_string(s.rows) + " rows, but this model computes an image's rows in one step "
+             "and the step's token budget is " + std::to_string(options_.max_batch_tokens) +
+             " (raise max_batch_tokens)";
     for (size_t k = 0; k < s.data->size(); ++k)
       if (!std::isfinite((*s.data)[k]))
         return which + " has a value that is not finite at row " + std::to_string(s.start + (int64_t)k / injectWidth_);
@@ -389,6 +397,10 @@ AddResult Engine::add_request(std::vector<int32_t> prompt, const SamplingParams 
   if (why.empty())
     why = validateEmbeds(embeds, (int64_t)parent->prompt.size());
   parent->embeds = std::move(embeds);
+  if (why.empty() && wholeSegments_ && params.n > 1 && !parent->embeds.empty() &&
+      parent->embeds.back().rows > 1 && parent->embeds.back().start + parent->embeds.back().rows == (int64_t)parent->prompt.size())
+    why = "n > 1 needs a prompt that does not end inside an image for this model (its forks part at the last row, "
+          "and an image's rows are computed together)";
   if (why.empty() && ropeSections_)
     multimodalPositions(*parent);
   if (why.empty() && (params.n < 1 || params.n > 1024))
@@ -556,6 +568,18 @@ void ropePositions(const Request &q, int64_t start, int64_t count, StepBatch &b)
                                                                      : (int32_t)(p + q.rope_delta));
 }
 
+// The key end of a chunk's rows: a row of an injected segment sees its whole segment, the
+// others up to themselves.
+void keyEnds(const Request &q, int64_t start, int64_t count, StepBatch &b) {
+  auto seg = q.embeds.begin();
+  for (int64_t p = start; p < start + count; ++p) {
+    while (seg != q.embeds.end() && seg->start + seg->rows <= p)
+      ++seg;
+    bool inside = seg != q.embeds.end() && seg->start <= p;
+    b.key_ends.push_back((int32_t)(inside ? seg->start + seg->rows : p + 1));
+  }
+}
+
 // Token-major [T, 3] as ropePositions appends them, to the component-major [3, T] of the step
 // argument.
 void componentMajor(std::vector<int32_t> &v, std::vector<int32_t> &scratch) {
@@ -592,6 +616,7 @@ void buildStepBatch(const StepPlan &plan, CacheCoordinator &cache, StepBatch &b,
   b.inject_rows.clear();
   b.inject_embeds.clear();
   b.rope_positions.clear();
+  b.key_ends.clear();
   int32_t t = 0;
   b.cu_seqlens[0] = 0;
   for (int64_t r = 0; r < R; ++r) {
@@ -609,6 +634,8 @@ void buildStepBatch(const StepPlan &plan, CacheCoordinator &cache, StepBatch &b,
       injectRows(q, c.start, c.count, t - (int32_t)c.count, b);
     if (b.rope_sections)
       ropePositions(q, c.start, c.count, b);
+    if (b.key_ends_needed)
+      keyEnds(q, c.start, c.count, b);
     b.kv_lens[r] = (int32_t)(c.start + c.count);
     if (c.sample)
       b.logit_rows.push_back(t - 1);

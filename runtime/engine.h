@@ -188,6 +188,9 @@ private:
   uint64_t fingerprint_ = 0;
   int64_t injectWidth_ = 0; // the width of StepArg::InjectEmbeds where an instruction reads it
   bool ropeSections_ = false; // the program reads StepArg::RopePositions (multimodal RoPE)
+  // The program reads StepArg::KeyEnds: an injected segment's rows see each other, so a step
+  // never ends inside one (SchedulerOptions::whole_segments).
+  bool wholeSegments_ = false;
   std::unique_ptr<StepPlan> plan_;   // this step's plan and metadata, reused across steps
   std::unique_ptr<StepBatch> batch_;
   std::vector<float> logits_;

@@ -141,7 +141,7 @@ void Scheduler::scheduleRunning(StepPlan &plan, int64_t &budget) {
     if (budget == 0 || (int64_t)plan.chunks.size() >= options_.max_requests)
       break;
     int64_t count = chunkFor(r, budget);
-    if (!tryReserve(r, count, plan, budget))
+    if (count == 0 || !tryReserve(r, count, plan, budget))
       continue;
     plan.chunks.push_back({r, r->computed, count, r->computed + count == r->total()});
     plan.tokens += count;
@@ -173,7 +173,7 @@ Scheduler::Admission Scheduler::admit(Request *r, StepPlan &plan, int64_t &budge
     }
   }
   int64_t count = chunkFor(r, budget);
-  if (!cache_.allocate(r->slot, r->computed + count)) {
+  if (count == 0 || !cache_.allocate(r->slot, r->computed + count)) {
     if (newSlot) {
       releaseCache(r);
       if (!resumed)
@@ -258,6 +258,10 @@ int64_t Scheduler::chunkFor(const Request *r, int64_t budget) const {
       end = std::min(end, at);
       break;
     }
+  if (options_.whole_segments)
+    for (const EmbeddingSegment &s : r->embeds)
+      if (s.start < end && end < s.start + s.rows) // back to the segment's start, or nothing
+        end = std::max(r->computed, s.start);
   return end - r->computed;
 }
 

@@ -30,6 +30,9 @@ struct SchedulerOptions {
   // always), and the bytes of one unit of each cache group (the plan's group ids).
   int64_t swap_bytes = 0;
   std::vector<int64_t> unit_bytes;
+  // A chunk never ends inside a request's embedding segment (their rows attend to each other:
+  // the model reads key ends); a segment whose rest does not fit the step waits for one.
+  bool whole_segments = false;
 };
 
 // Prefix caching and forks, as counted since the scheduler was made (tokens where it says so).

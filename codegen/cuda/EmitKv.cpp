@@ -118,6 +118,7 @@ static void emitAttentionPrefill(Emitter &e, KvAttentionOp op, KernelArgOut plan
       .set(S::Out, e.arg(op.getResult()))
       .set(S::Sinks, e.arg(op.getSinks()))
       .set(S::DistanceBias, e.arg(op.getDistanceBias()))
+      .set(S::KeyEnds, e.arg(op.getKeyEnds()))
       .set(S::ScoreScale, op.getScale().convertToDouble())
       .set(S::ScoreCap, softcap ? op.getSoftcapAttr().getValueAsDouble() : 0.0);
   setCacheSlots(args, e, op);
@@ -166,6 +167,7 @@ void emitKvAttention(Emitter &e, KvAttentionOp op) {
       .set(S::Partials, partials)
       .set(S::DistanceBias, e.arg(op.getDistanceBias()))
       .set(S::Selection, e.arg(sel))
+      .set(S::KeyEnds, e.arg(op.getKeyEnds()))
       .set(S::CuSeqlens, e.arg(op.getCuSeqlens()))
       .set(S::Splits, Emitter::runtime(RuntimeVar::AttnSplits))
       .set(S::ScoreScale, op.getScale().convertToDouble())

@@ -461,6 +461,8 @@ LogicalResult KvAttentionOp::verify() {
     return failure();
   if (getSoftcap() && getSoftcap()->convertToDouble() <= 0)
     return emitOpError("softcap must be positive");
+  if (getKeyEnds() && (getBlockSelection() || getDistanceBias()))
+    return emitOpError("key ends take neither a block selection nor a distance bias");
   if (auto slopes = getAlibiSlopes()) {
     if ((int64_t)slopes->size() != (int64_t)getNumHeads())
       return emitOpError("alibi_slopes must have one entry per query head");

@@ -589,11 +589,16 @@ def Cbc_KvAttentionOp : Cbc_Op<"kv.attention", [MemoryEffects<[MemRead]>, AttrSi
     With `alibi_slopes` (one per query head), the score of head `h` for the key at position `j`
     gains `-alibi_slopes[h] * (p - j)`, after `scale`: ALiBi's linear bias (a constant
     per query row does not change the softmax, so biases anchored at the key alone agree).
+    With `key_ends` (the step argument `key_ends`), query `t` attends to the keys at positions
+    `j < key_ends[t]` instead of `j <= p`: the rows of one image see each other both ways
+    (their key end is the image's end), the others causally (`p + 1`); the lower bound of the
+    retention stays the query's.
   }];
   let arguments = (ins Cbc_Rows:$q, Cbc_Index:$positions, Cbc_Index:$seq_ids,
                    Cbc_Index:$cu_seqlens, Cbc_Index:$kv_lens, Cbc_Index:$slots,
                    Cbc_BlockTables:$block_tables, Optional<Cbc_Weight>:$sinks,
                    Optional<Cbc_Rows>:$distance_bias, Optional<Cbc_RowsI32>:$block_selection,
+                   Optional<Cbc_Index>:$key_ends,
                    I64Attr:$layer, I64Attr:$num_heads, I64Attr:$num_kv_heads, I64Attr:$head_dim,
                    F64Attr:$scale,
                    DefaultValuedAttr<Cbc_RetentionAttr, Cbc_AllTokens>:$retention,
@@ -603,7 +608,7 @@ def Cbc_KvAttentionOp : Cbc_Op<"kv.attention", [MemoryEffects<[MemRead]>, AttrSi
                    DefaultValuedAttr<I64Attr, "0">:$selection_block,
                    OptionalAttr<DenseF32ArrayAttr>:$alibi_slopes);
   let results = (outs Cbc_Rows:$result);
-  let assemblyFormat = "$q `,` $positions `,` $seq_ids `,` $cu_seqlens `,` $kv_lens `,` $slots `,` $block_tables (`,` $sinks^)? (`distance_bias` `(` $distance_bias^ `)`)? (`blocks` `(` $block_selection^ `)`)? attr-dict `:` type(operands) `->` type($result)";
+  let assemblyFormat = "$q `,` $positions `,` $seq_ids `,` $cu_seqlens `,` $kv_lens `,` $slots `,` $block_tables (`,` $sinks^)? (`distance_bias` `(` $distance_bias^ `)`)? (`blocks` `(` $block_selection^ `)`)? (`key_ends` `(` $key_ends^ `)`)? attr-dict `:` type(operands) `->` type($result)";
   let hasVerifier = 1;
 }
 

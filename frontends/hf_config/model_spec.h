@@ -67,6 +67,9 @@ struct LayerSpec {
   int64_t window = 0; // keys with j > p - window; 0 = unbounded
   int64_t chunk = 0;  // keys in the query's chunk of `chunk` positions, j / chunk == p / chunk; 0 = none
   bool nope = false;  // this attention layer has no position embedding, whatever AttentionSpec::rope says
+  // The rows of one injected image attend to each other both ways in prefill (key ends), the
+  // others causally: a multimodal wrapper's image-block mask (Gemma 3).
+  bool image_bidirectional = false;
   double rope_theta = 0; // this layer's own RoPE base over its layer type's dictionary (Granite-SWA); 0: none
   RopeSpec rope;
   bool moe = false;   // MoE MLP rather than the dense MLP

@@ -69,7 +69,7 @@ private:
 template <typename F> void eachVector(StepBatch &b, F f) {
   for (std::vector<int32_t> *v : {&b.tokens, &b.positions, &b.seq_ids, &b.cu_seqlens, &b.kv_lens, &b.logit_rows,
                                   &b.prompt_lens, &b.slots, &b.has_initial_state, &b.state_in, &b.state_out,
-                                  &b.inject_rows, &b.rope_positions})
+                                  &b.inject_rows, &b.rope_positions, &b.key_ends})
     f(*v);
   f(b.inject_embeds);
 }

@@ -308,12 +308,13 @@ void pagedAttention(const float *q, int64_t T, const int32_t *positions, const i
       lo = std::max<int64_t>(0, pos - p.window + 1);
     if (p.chunk > 0)
       lo = pos / p.chunk * p.chunk;
-    int64_t n = pos - lo + 1, G = h1 - h0;
+    int64_t hi = p.key_ends ? (int64_t)p.key_ends[t] - 1 : pos; // the last key it sees
+    int64_t n = hi - lo + 1, G = h1 - h0;
     const int32_t *table = tables + (int64_t)slots[seqIds[t]] * tableWidth;
     thread_local std::vector<const float *> keys, values;
     thread_local std::vector<float> scores; // [G][n]
     keys.resize(n), values.resize(n), scores.resize(G * n);
-    for (int64_t j = lo; j <= pos; ++j) {
+    for (int64_t j = lo; j <= hi; ++j) {
       const float *row = pool + slotOf(table, j, layout.block_size) * layout.row_elems;
       keys[j - lo] = row + kvh * D;
       values[j - lo] = row + layout.k_elems + kvh * Dv;
@@ -337,7 +338,7 @@ void pagedAttention(const float *q, int64_t T, const int32_t *positions, const i
         float s = sc[j] * p.scale;
         if (p.softcap > 0)
           s = p.softcap * std::tanh(s / p.softcap);
-        if (p.distance_bias && pos - (lo + j) < p.bias_extent)
+        if (p.distance_bias && pos - (lo + j) >= 0 && pos - (lo + j) < p.bias_extent)
           s += p.distance_bias[(t * H + h) * p.bias_extent + (pos - lo - j)];
         if (!p.alibi_slopes.empty())
           s -= p.alibi_slopes[h] * (float)(pos - lo - j);

@@ -130,6 +130,8 @@ struct AttentionParams {
   int64_t selection_heads = 0, selection_topk = 0, selection_block = 0;
   // One ALiBi slope per query head: the score of the key at distance p - j gains -slope * (p - j).
   std::vector<float> alibi_slopes;
+  // [T]: token t attends to keys j < key_ends[t] (an image's rows to the image's end); null: j <= p.
+  const int32_t *key_ends = nullptr;
 };
 
 void pagedAttention(const float *q, int64_t T, const int32_t *positions, const int32_t *seqIds,

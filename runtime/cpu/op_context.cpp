@@ -53,6 +53,7 @@ const int32_t *StepEnv::arg(StepArg a) const {
   case StepArg::InjectRows: return b.inject_rows.data();
   case StepArg::InjectEmbeds: break; // rows of floats: StepEnv::injected()
   case StepArg::RopePositions: return b.rope_positions.data();
+  case StepArg::KeyEnds: return b.key_ends.data();
   }
   throw std::runtime_error("cpu backend: unknown step argument");
 }

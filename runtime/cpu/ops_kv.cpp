@@ -63,10 +63,15 @@ Exec compileKvAttention(const OpContext &c) {
                 std::all_of(p.alibi_slopes.begin(), p.alibi_slopes.end(), [](float s) { return std::isfinite(s); }),
             "has ALiBi slopes that are not one finite value per query head");
   }
-  size_t optional = (p.bias_extent > 0) + (p.selection_heads > 0);
+  bool keyEnds = params.key_ends();
+  size_t optional = (p.bias_extent > 0) + (p.selection_heads > 0) + keyEnds;
   c.check(p.bias_extent <= (1 << 24) && p.selection_heads >= 0 && p.selection_block >= 0 &&
               c.I.size() >= 7 + optional && c.I.size() <= 8 + optional,
           "has a bad bias extent or block selection");
+  c.check(!keyEnds || (p.bias_extent == 0 && p.selection_heads == 0),
+          "has key ends with a distance bias or a block selection");
+  if (keyEnds)
+    c.needArg(c.I.size() - 1, StepArg::KeyEnds);
   int sel = p.selection_heads > 0 ? c.I.back() : -1;
   int bias = p.bias_extent > 0 ? c.I[c.I.size() - 1 - (sel >= 0)] : -1;
   int sinks = c.I.size() > 7 + optional ? c.I[7] : -1;
@@ -93,6 +98,7 @@ Exec compileKvAttention(const OpContext &c) {
     p.sinks = sinks >= 0 ? e.weight(sinks) : nullptr;
     p.distance_bias = bias >= 0 ? e.f32(bias) : nullptr;
     p.block_selection = sel >= 0 ? e.i32(sel) : nullptr;
+    p.key_ends = keyEnds ? b.key_ends.data() : nullptr;
     pagedAttention(e.f32(q), b.num_tokens, b.positions.data(), b.seq_ids.data(), b.slots.data(),
                    e.groupTables(group), b.table_width, e.kvLayouts.at(layer), e.kvPool(layer), p, e.f32(out),
                    e.pfor);

@@ -145,7 +145,8 @@ GpuBackend::GpuBackend(const Artefact &a, const WeightSource &weights, std::uniq
     if (a == StepArg::BlockTables)
       continue; // sized per step
     bool perToken = a == StepArg::Tokens || a == StepArg::Positions || a == StepArg::SeqIds ||
-                    a == StepArg::InjectRows || a == StepArg::InjectEmbeds || a == StepArg::RopePositions;
+                    a == StepArg::InjectRows || a == StepArg::InjectEmbeds || a == StepArg::RopePositions ||
+                    a == StepArg::KeyEnds;
     int64_t perRow = a == StepArg::InjectEmbeds ? injectWidth_ : a == StepArg::RopePositions ? 3 : 1;
     args_[i] = alloc(4 * ((perToken ? limits.max_tokens : limits.max_requests) + 1) * perRow);
   }
@@ -374,6 +375,7 @@ void GpuBackend::uploadBatch(const StepBatch &b) {
   up(StepArg::StateOut, b.state_out);
   up(StepArg::InjectRows, b.inject_rows);
   up(StepArg::RopePositions, b.rope_positions);
+  up(StepArg::KeyEnds, b.key_ends);
   if (!b.inject_embeds.empty()) {
     if ((int64_t)b.inject_embeds.size() != (int64_t)b.inject_rows.size() * injectWidth_)
       throw std::runtime_error("gpu backend: injected embeddings of another width than the model's");

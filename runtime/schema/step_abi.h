@@ -38,8 +38,9 @@ enum class StepArg : uint8_t {
   InjectRows,      // [J] the step rows whose embeddings a request gives (images, audio)
   InjectEmbeds,    // [J, hidden] f32: those rows' embeddings, in the order of inject_rows
   RopePositions,   // [3 * T] multimodal RoPE: every token's first position component, then second, third
+  KeyEnds,         // [T] the end of the keys each token attends to: position + 1, or its image's end
 };
-constexpr int kNumStepArgs = 15;
+constexpr int kNumStepArgs = 16;
 
 // The integers a launch may read per step, besides its constants.
 enum class RuntimeVar : uint8_t {
@@ -73,7 +74,7 @@ inline int64_t prefillTiles(const int32_t *cuSeqlens, int64_t requests) {
 constexpr std::string_view kStepArgNames[kNumStepArgs] = {
     "tokens",     "positions",   "seq_ids", "cu_seqlens", "kv_lens",          "block_tables",
     "logit_rows", "prompt_lens", "slots",   "has_initial_state", "state_in", "state_out",
-    "inject_rows", "inject_embeds", "rope_positions"};
+    "inject_rows", "inject_embeds", "rope_positions", "key_ends"};
 constexpr std::string_view kRuntimeVarNames[kNumRuntimeVars] = {
     "num_tokens", "num_requests", "num_logit_rows", "table_width", "table_slots", "attn_splits",
     "max_tokens", "prefill_tiles", "num_injected"};

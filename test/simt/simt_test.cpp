@@ -153,7 +153,9 @@ void kernelsMatchCpu(const rt::Artefact &a, const rt::WeightSource &weights,
   rt::CacheCoordinator cache(a.cache_plan, blocks, stateUnits, slots, opt.table_width);
   // Without prefix caching: the steps are the shapes a test asks for (a snapshot point would split
   // a long prefill), and nothing here makes the cache's copies.
-  rt::Scheduler sched({opt.max_tokens, opt.max_requests, false}, cache);
+  rt::SchedulerOptions so{opt.max_tokens, opt.max_requests, false};
+  so.whole_segments = a.program.readArg(StepArg::KeyEnds) != nullptr;
+  rt::Scheduler sched(so, cache);
   std::vector<std::unique_ptr<rt::Request>> reqs;
   for (const auto &p : prompts) {
     auto r = std::make_unique<rt::Request>();
@@ -187,6 +189,7 @@ void kernelsMatchCpu(const rt::Artefact &a, const rt::WeightSource &weights,
       opt.plan_seen(plan);
     rt::StepBatch batch;
     batch.rope_sections = a.program.readArg(StepArg::RopePositions) != nullptr;
+    batch.key_ends_needed = so.whole_segments;
     rt::buildStepBatch(plan, cache, batch, opt.keep_states);
     if (opt.keep_states && cache.hasStates())
       for (int64_t r = 0; r < batch.num_requests; ++r)
@@ -849,6 +852,71 @@ TEST(SimtMultimodalRope, KernelMatchesCpu) {
   };
   kernelsMatchCpu(a, rt::WeightSource{"", 11}, {std::vector<int32_t>(20, 5), {7, 8, 9}, {1, 2, 3, 4, 5, 6}},
                   "multimodal rope", nullptr, opt);
+}
+
+// Key ends (Gemma 3's image-block mask) in the prefill tiles and the decode kernel: the gemma3
+// multimodal fixture's decoder with images at the start, middle and end of prompts, their rows
+// attending to each other, beside a text-only prompt; steps of 24 tokens end before an image
+// that does not fit.
+TEST(SimtKeyEnds, KernelsMatchCpu) {
+  driver::CompileOptions o;
+  o.emit_cuda = true;
+  o.kernel_cache_dir = cacheDir() + "/nvrtc";
+  auto r = driver::compileConfig(readFile(sourceDir() + "/test/parity/fixtures_mm/gemma3/config.json"), o);
+  rt::Artefact a = rt::Artefact::fromBytes(r.artefact.data(), r.artefact.size());
+  ASSERT_NE(a.program.readArg(StepArg::KeyEnds), nullptr);
+  int64_t width = a.meta.hidden_size;
+  auto segment = [&](int64_t start, int64_t rows, float salt) {
+    auto data = std::make_shared<std::vector<float>>();
+    for (int64_t i = 0; i < rows * width; ++i)
+      data->push_back(0.5f * std::sin(salt + 0.37f * (float)i));
+    return rt::EmbeddingSegment{start, rows, data};
+  };
+  MatchOptions opt;
+  opt.max_tokens = 24;
+  opt.embeds = {{segment(0, 16, 1.0f)}, {segment(5, 16, 2.0f), segment(23, 16, 3.0f)}, {}, {segment(9, 16, 4.0f)}};
+  int64_t ended = 0;
+  opt.step = [&](const rt::StepBatch &b) {
+    for (int64_t t = 0; t < b.num_tokens; ++t)
+      ended += b.key_ends[t] > b.positions[t] + 1;
+  };
+  std::vector<int32_t> base(41, 7);
+  for (size_t i = 0; i < base.size(); ++i)
+    base[i] = 1 + (int32_t)(i * 13 % 200);
+  kernelsMatchCpu(a, rt::WeightSource{sourceDir() + "/test/parity/fixtures_mm/gemma3", 0},
+                  {std::vector<int32_t>(base.begin(), base.begin() + 20), base, {3, 4, 5, 6}, 
+                   std::vector<int32_t>(base.begin(), base.begin() + 25)},
+                  "key ends", nullptr, opt);
+  EXPECT_GT(ended, 0) << "no row saw past itself";
+}
+
+// Key ends in flash-decoding's all-token form (values of 528: every token of the layer, prefill
+// chunks included, takes the decode kernel).
+TEST(SimtKeyEnds, WideValuesOnDecodeMatchCpu) {
+  std::string ir = wideValuesStep(528);
+  auto replace = [&](const std::string &from, const std::string &to) {
+    size_t at = ir.find(from);
+    ASSERT_NE(at, std::string::npos) << from;
+    ir.replace(at, from.size(), to);
+  };
+  replace(R"(%arg9: tensor<?xi32> {cbc.name = "has_initial_state"})",
+          R"(%arg9: tensor<?xi32> {cbc.name = "has_initial_state"}, %arg10: tensor<?xi32> {cbc.name = "state_in"}, %arg11: tensor<?xi32> {cbc.name = "state_out"}, %arg12: tensor<?xi32> {cbc.name = "inject_rows"}, %arg13: tensor<?x64xf32> {cbc.name = "inject_embeds"}, %arg14: tensor<?xi32> {cbc.name = "rope_positions"}, %arg15: tensor<?xi32> {cbc.name = "key_ends"})");
+  replace("%arg8, %arg5 {group = 0 : i64, head_dim = 16 : i64, layer = 0 : i64, num_heads",
+          "%arg8, %arg5 key_ends(%arg15) {group = 0 : i64, head_dim = 16 : i64, layer = 0 : i64, num_heads");
+  replace("tensor<?x?x?xi32> -> tensor<?x2112xf32>", "tensor<?x?x?xi32>, tensor<?xi32> -> tensor<?x2112xf32>");
+  rt::Artefact a = compileIrWithKernels(ir);
+  ASSERT_EQ(a.kernels->source.find("cbc::attention_prefill<"), std::string::npos);
+  auto segment = [](int64_t start, int64_t rows) {
+    return rt::EmbeddingSegment{start, rows, std::make_shared<std::vector<float>>(rows * 64, 0.25f)};
+  };
+  MatchOptions opt;
+  opt.max_tokens = 32;
+  opt.embeds = {{segment(2, 9)}, {segment(0, 30)}, {}, {segment(12, 5), segment(20, 7)}};
+  std::vector<int32_t> base;
+  for (int32_t i = 0; i < 40; ++i)
+    base.push_back((i * 17 + 3) % 256);
+  kernelsMatchCpu(a, rt::WeightSource{"", 11}, {std::vector<int32_t>(base.begin(), base.begin() + 14), base, {5, 6},
+                  std::vector<int32_t>(base.begin(), base.begin() + 33)}, "key ends on decode", nullptr, opt);
 }
 
 // The prefill tile plan scans the requests in rounds of its 256 threads: 300 requests in one

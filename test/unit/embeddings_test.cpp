@@ -111,6 +111,47 @@ TEST_F(Embeddings, BadSegmentsAreRefusedWithAReasonAndLoseNothing) {
   EXPECT_EQ(engine->stats().rejected, (int64_t)std::size(cases));
 }
 
+// What the multimodal fixtures' decoders need of a segment besides its rows: a grid where
+// positions come from it (multimodal RoPE), a step that holds an image whose rows see each other.
+TEST_F(Embeddings, ModelsThatReadGridsOrWholeImagesRefuseWhatTheyCannotPlace) {
+  auto engineFor = [](const std::string &family, int64_t budget) {
+    std::string dir = sourceDir() + "/test/parity/fixtures_mm/" + family;
+    rt::EngineOptions o = options(budget);
+    return rt::Engine::create(compileArtefact(readFile(dir + "/config.json")), {dir, 0}, o);
+  };
+  auto rows = [](int64_t n, int64_t width) { return std::make_shared<std::vector<float>>(n * width, 0.1f); };
+  std::vector<int32_t> prompt(24, 9);
+
+  auto qwen = engineFor("qwen3_5", 64);
+  int64_t w = qwen->embedding_width();
+  rt::AddResult r = qwen->add_request(prompt, greedyWithLogits(1), {{2, 6, rows(6, w)}});
+  EXPECT_NE(r.error.find("needs its grid"), std::string::npos) << r.error;
+  rt::EmbeddingSegment wrongGrid{2, 6, rows(6, w)};
+  wrongGrid.grid[0] = 1, wrongGrid.grid[1] = 2, wrongGrid.grid[2] = 2;
+  r = qwen->add_request(prompt, greedyWithLogits(1), {wrongGrid});
+  EXPECT_NE(r.error.find("cells (4) must be its 6 rows"), std::string::npos) << r.error;
+  wrongGrid.grid[2] = 3;
+  EXPECT_TRUE(qwen->add_request(prompt, greedyWithLogits(1), {wrongGrid}).accepted);
+
+  auto llama = engineFor("llama4", 64);
+  rt::EmbeddingSegment gridded{2, 6, rows(6, llama->embedding_width())};
+  gridded.grid[0] = 1, gridded.grid[1] = 2, gridded.grid[2] = 3;
+  r = llama->add_request(prompt, greedyWithLogits(1), {gridded});
+  EXPECT_NE(r.error.find("has a grid, but this model's positions do not read one"), std::string::npos) << r.error;
+
+  auto gemma = engineFor("gemma3", 8);
+  w = gemma->embedding_width();
+  r = gemma->add_request(prompt, greedyWithLogits(1), {{2, 9, rows(9, w)}});
+  EXPECT_NE(r.error.find("computes an image's rows in one step and the step's token budget is 8"), std::string::npos)
+      << r.error;
+  EXPECT_TRUE(gemma->add_request(prompt, greedyWithLogits(1), {{2, 8, rows(8, w)}}).accepted);
+  rt::SamplingParams two = greedyWithLogits(1);
+  two.n = 2;
+  r = gemma->add_request(prompt, two, {{20, 4, rows(4, w)}});
+  EXPECT_NE(r.error.find("n > 1 needs a prompt that does not end inside an image"), std::string::npos) << r.error;
+  EXPECT_TRUE(gemma->add_request(prompt, two, {{19, 4, rows(4, w)}}).accepted);
+}
+
 // A placeholder row given its own token's embedding computes what the plain prompt does,
 // whatever the steps' token budget splits: segments at the start, middle and end, and a
 // text-only request beside them.

@@ -295,11 +295,14 @@ __device__ __forceinline__ void attention(const CbcArgs &a) {
   int hb = blockIdx.y, kvh = hb / (H / HKV / G), split = blockIdx.z, sub = (threadIdx.x & 31) % SH::LPK;
   int pos = ((const int *)a.p[S::Positions])[t];
   int lo = first_visible<R, TOKENS>(pos), begin, end;
+  // Keys [lo, hi): up to the token itself, or with key ends to its image's end.
+  const int *keyEnds = (const int *)a.p[S::KeyEnds];
+  int hi = keyEnds ? keyEnds[t] : pos + 1;
   constexpr int SELN = SELK * SELB; // loop indices over the selected blocks' positions
   if constexpr (SELH > 0)
     split_range(0, SELN, SELN, a.i[S::Splits], split, begin, end);
   else
-    split_range(lo, pos - lo + 1, pos + 1, a.i[S::Splits], split, begin, end);
+    split_range(lo, hi - lo, hi, a.i[S::Splits], split, begin, end);
   const int *sel = SELH > 0 ? (const int *)a.p[S::Selection] + (t * SELH + hb * G / (H / (SELH ? SELH : 1))) * SELK
                             : nullptr;
   const int *table = tables + (long long)((const int *)a.p[S::Slots])[((const int *)a.p[S::SeqIds])[t]] *

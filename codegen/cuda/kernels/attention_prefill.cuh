@@ -106,15 +106,17 @@ template <int TT> __device__ __forceinline__ bool prefill_tile(const int *plan, 
 }
 
 // What a lane knows of its rows g and g + 8 of its warp: tokens, positions (-1: past the
-// tile's end) and first visible keys; the warp's head in the block, and the keys [warpLo,
-// warpHi) any of its rows sees. A chunk's positions are consecutive (the step ABI), so its
-// first and last rows bound the rest.
+// tile's end), first visible keys and the ends of their keys; the warp's head in the block, and
+// the keys [warpLo, warpHi) any of its rows sees. A chunk's positions are consecutive (the step
+// ABI) and its key ends never decrease (an image's rows end at the image's end, text rows after
+// their own position), so its first and last rows bound the rest.
 struct PrefillRows {
   long long t[2];
-  int pos[2], lo[2], head, warpLo, warpHi;
+  int pos[2], lo[2], end[2], head, warpLo, warpHi;
 };
+// keyEnds: null (each row's keys end after itself) or the step's key ends.
 template <class PS, Retention R, int TOKENS>
-__device__ __forceinline__ PrefillRows prefill_rows(const int *positions, int t0, int t1) {
+__device__ __forceinline__ PrefillRows prefill_rows(const int *positions, const int *keyEnds, int t0, int t1) {
   int lane = threadIdx.x & 31, wm = (threadIdx.x >> 5) % PS::WM, first = t0 + wm * 16 % PS::TOK;
   PrefillRows w;
   w.head = wm * 16 / PS::TOK;
@@ -123,10 +125,11 @@ __device__ __forceinline__ PrefillRows prefill_rows(const int *positions, int t0
     w.t[hf] = first + (lane >> 2) + 8 * hf;
     w.pos[hf] = w.t[hf] < t1 ? positions[w.t[hf]] : -1;
     w.lo[hf] = w.t[hf] < t1 ? first_visible<R, TOKENS>(w.pos[hf]) : 0x7fffffff;
+    w.end[hf] = w.t[hf] < t1 ? (keyEnds ? keyEnds[w.t[hf]] : w.pos[hf] + 1) : 0;
   }
   int last = first + 15 < t1 - 1 ? first + 15 : t1 - 1;
   w.warpLo = first < t1 ? first_visible<R, TOKENS>(positions[first]) : 0;
-  w.warpHi = first < t1 ? positions[last] + 1 : 0;
+  w.warpHi = first < t1 ? (keyEnds ? keyEnds[last] : positions[last] + 1) : 0;
   return w;
 }
 
@@ -243,7 +246,7 @@ __device__ __forceinline__ void prefill_softmax(float (&s)[PS::KT / 8][4], float
     for (int i = 0; i < 4; ++i) {
       int hf = i >> 1, j = j0 + n * 8 + 2 * tq + (i & 1);
       float v = score(hf, s[n][i], j);
-      s[n][i] = j >= w.lo[hf] && j <= w.pos[hf] ? v : -INFINITY;
+      s[n][i] = j >= w.lo[hf] && j < w.end[hf] ? v : -INFINITY;
     }
   #pragma unroll
   for (int hf = 0; hf < 2; ++hf) {
@@ -426,7 +429,8 @@ __device__ __forceinline__ void attention_prefill(const CbcArgs &a) {
                      (long long)((const int *)a.p[S::Slots])[r] * a.i[S::TableWidth];
   float scoreScale = a.f[S::ScoreScale], cap = a.f[S::ScoreCap];
   int kvh = blockIdx.y / (G / GB);
-  PrefillRows w = prefill_rows<PS, R, TOKENS>(positions, t0, t1);
+  const int *keyEnds = (const int *)a.p[S::KeyEnds];
+  PrefillRows w = prefill_rows<PS, R, TOKENS>(positions, keyEnds, t0, t1);
   long long h = kvh * G + blockIdx.y % (G / GB) * GB + w.head;
   auto qAt = [&](int hf, int col) -> float {
     return w.pos[hf] >= 0 && col < D ? ld(q, (w.t[hf] * H + h) * D + col) : 0.0f;
@@ -461,8 +465,8 @@ __device__ __forceinline__ void attention_prefill(const CbcArgs &a) {
   };
   TO *out = (TO *)a.p[S::Out];
   auto put = [&](int hf, int col, float v) { st(out, (w.t[hf] * H + h) * DV + col, v); };
-  prefill_run<PS, ASYNC, TKV>(w, first_visible<R, TOKENS>(positions[t0]), positions[t1 - 1] + 1, qPair, qAt, rowOf,
-                              score, sink, put);
+  prefill_run<PS, ASYNC, TKV>(w, first_visible<R, TOKENS>(positions[t0]),
+                              keyEnds ? keyEnds[t1 - 1] : positions[t1 - 1] + 1, qPair, qAt, rowOf, score, sink, put);
 }
 
 // Prefill latent attention (cbc.kv.latent_attention without a selection): rows [latent (L) |
@@ -484,7 +488,7 @@ __device__ __forceinline__ void latent_attention_prefill(const CbcArgs &a) {
   const int *table = (const int *)a.p[S::Tables] + a.i[S::Group] * a.i[S::TableSlots] * a.i[S::TableWidth] +
                      (long long)((const int *)a.p[S::Slots])[r] * a.i[S::TableWidth];
   float scoreScale = a.f[S::ScoreScale];
-  PrefillRows w = prefill_rows<PS, RET, TOKENS>(positions, t0, t1);
+  PrefillRows w = prefill_rows<PS, RET, TOKENS>(positions, nullptr, t0, t1);
   long long h = blockIdx.y * GB + w.head;
   // Element col of row half hf's query: the latent part, then the rope part.
   auto qPtr = [&](int hf, int col) { return col < L ? ql + (w.t[hf] * H + h) * L + col : qr + (w.t[hf] * H + h) * R + (col - L); };

@@ -309,8 +309,8 @@ struct KvAppend {
 // Decode attention runs the requests whose chunk is one token (CuSeqlens tells), or every token
 // where the kernel has no prefill form; the prefill forms take the tiles of AttentionPlan's
 // plan and write the result themselves (Out, Sinks).
-struct Attention {
-  enum Ptr { Q, Positions, SeqIds, Slots, Tables, Pool, Partials, DistanceBias, CuSeqlens, Selection, NumPtr };
+struct Attention { // KeyEnds: null, or [T] the end of each token's keys (else its position + 1)
+  enum Ptr { Q, Positions, SeqIds, Slots, Tables, Pool, Partials, DistanceBias, CuSeqlens, Selection, KeyEnds, NumPtr };
   enum Int { Group, TableSlots, TableWidth, Splits, NumInt };
   enum Flt { ScoreScale, ScoreCap, NumFlt };
 };
@@ -324,8 +324,8 @@ struct AttentionPlan { // Plan: the tile count, then (request, first token) per 
   enum Int { Requests, NumInt };
   enum Flt { NumFlt };
 };
-struct AttentionPrefill {
-  enum Ptr { Q, Positions, Slots, Tables, Pool, Plan, CuSeqlens, Out, Sinks, DistanceBias, NumPtr };
+struct AttentionPrefill { // KeyEnds: as Attention's
+  enum Ptr { Q, Positions, Slots, Tables, Pool, Plan, CuSeqlens, Out, Sinks, DistanceBias, KeyEnds, NumPtr };
   enum Int { Group, TableSlots, TableWidth, NumInt };
   enum Flt { ScoreScale, ScoreCap, NumFlt };
 };

@@ -68,6 +68,10 @@ void parseGemma3Text(const ConfigReader &r, ModelSpec &s) {
   s.final_softcap = s.outer_model_type.empty() ? r.getNumber("final_logit_softcapping", 0.0) : 0.0;
   s.attn.qk_norm = true;
   alternatingLayers(r, s, windowOrClassDefault(r, 4096), r.getSize("sliding_window_pattern", 6));
+  // Gemma3ForConditionalGeneration's mask: an image's rows see each other both ways in prefill,
+  // on every layer (the sliding ones keep their window behind the query).
+  for (LayerSpec &l : s.layers)
+    l.image_bidirectional = s.injects_embeddings;
 }
 
 // Gemma 3: rope_parameters keyed by layer type, or the legacy rope_theta (+ rope_scaling) for

@@ -61,7 +61,7 @@ Value StepBuilder::relativeAttention(int64_t layer, Value x, const AttnSite &sit
   KvAppendOp::create(b_, loc_, k, v, positions_, seqIds_, slots_, blockTables_, b_.getI64IntegerAttr(layer),
                      b_.getI64IntegerAttr(kvHeads), b_.getI64IntegerAttr(D), retention, IntegerAttr());
   Value o = KvAttentionOp::create(b_, loc_, rows(qw), q, positions_, seqIds_, cuSeqlens_, kvLens_, slots_,
-                                  blockTables_, Value(), bias, Value(), b_.getI64IntegerAttr(layer),
+                                  blockTables_, Value(), bias, Value(), Value(), b_.getI64IntegerAttr(layer),
                                   b_.getI64IntegerAttr(heads), b_.getI64IntegerAttr(kvHeads),
                                   b_.getI64IntegerAttr(D), b_.getF64FloatAttr(a.scale_inverse_dim ? 1.0 / (double)D : a.scale), retention, FloatAttr(),
                                   IntegerAttr(), b_.getI64IntegerAttr(extent), b_.getI64IntegerAttr(0),

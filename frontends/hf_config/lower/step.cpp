@@ -46,6 +46,7 @@ func::FuncOp StepBuilder::declareStep(ModuleOp module) {
   injectRows_ = arg(StepArg::InjectRows);
   injectEmbeds_ = arg(StepArg::InjectEmbeds);
   ropePositions_ = arg(StepArg::RopePositions);
+  keyEnds_ = arg(StepArg::KeyEnds);
   return func;
 }
 

@@ -192,7 +192,7 @@ private:
   mlir::Type wtype_;
   // step arguments
   Value tokens_, positions_, seqIds_, cuSeqlens_, kvLens_, blockTables_, logitRows_, promptLens_, slots_,
-      hasInitial_, stateIn_, stateOut_, injectRows_, injectEmbeds_, ropePositions_;
+      hasInitial_, stateIn_, stateOut_, injectRows_, injectEmbeds_, ropePositions_, keyEnds_;
 };
 
 } // namespace cbc::hf::lower

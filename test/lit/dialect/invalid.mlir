@@ -3174,3 +3174,11 @@ func.func @rope_append_sections(%qkv: tensor<?x32xf32>, %p: tensor<?xi32>, %bt: 
   %0 = cbc.kv.rope_append %qkv, %p, %p, %p, %p, %bt {layer = 0 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, rope = #cbc.rope<head_dim = 4, rotary_dim = 4, inv_freq = array<f32: 1.0, 0.01>, sections = [0, 2]>} : (tensor<?x32xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>) -> tensor<?x16xf32>
   return
 }
+
+// -----
+
+func.func @attention_key_ends_with_bias(%q: tensor<?x16xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>, %b: tensor<?x32xf32>) {
+  // expected-error @+1 {{'cbc.kv.attention' op key ends take neither a block selection nor a distance bias}}
+  %0 = cbc.kv.attention %q, %p, %p, %p, %p, %p, %bt distance_bias(%b) key_ends(%p) {layer = 0 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, scale = 0.25 : f64, bias_extent = 8 : i64} : tensor<?x16xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>, tensor<?x32xf32>, tensor<?xi32> -> tensor<?x16xf32>
+  return
+}
