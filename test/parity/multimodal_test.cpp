@@ -16,72 +16,19 @@
 namespace cbc::test {
 namespace {
 
-std::string mmFixtureDir(const std::string &family) { return sourceDir() + "/test/parity/fixtures_mm/" + family; }
-
-std::vector<std::string> mmFamilies() {
-  std::vector<std::string> out;
-  for (const auto &e : std::filesystem::directory_iterator(sourceDir() + "/test/parity/fixtures_mm"))
-    if (e.is_directory())
-      out.push_back(e.path().filename().string());
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
-struct MmPrompt {
-  std::vector<int32_t> ids, tokens;
-  std::vector<float> logits; // [steps * vocab]
-  std::vector<rt::EmbeddingSegment> embeds;
-};
-
-std::vector<int32_t> ints(const rt::Checkpoint &ck, const std::string &name) {
-  const rt::TensorView &t = ck.get(name);
-  const int32_t *p = reinterpret_cast<const int32_t *>(t.data);
-  return std::vector<int32_t>(p, p + t.numel());
-}
-
-std::vector<MmPrompt> loadPrompts(const std::string &dir) {
-  rt::Checkpoint ck(dir + "/expected.safetensors");
-  std::vector<MmPrompt> out;
-  for (int i = 0; ck.has("prompt_" + std::to_string(i)); ++i) {
-    std::string n = std::to_string(i);
-    MmPrompt p;
-    p.ids = ints(ck, "prompt_" + n);
-    p.tokens = ints(ck, "tokens_" + n);
-    const rt::TensorView &l = ck.get("logits_" + n);
-    p.logits.assign((const float *)l.data, (const float *)l.data + l.numel());
-    const rt::TensorView &e = ck.get("embeds_" + n);
-    const float *rows = (const float *)e.data;
-    int64_t width = e.shape.at(1);
-    std::vector<int32_t> seg = ints(ck, "segments_" + n);
-    // A model with multimodal RoPE places an image's rows by its (t, h, w) grid.
-    std::vector<int32_t> grids = ck.has("grids_" + n) ? ints(ck, "grids_" + n) : std::vector<int32_t>();
-    for (size_t s = 0; s + 1 < seg.size(); s += 2) {
-      auto data = std::make_shared<std::vector<float>>(rows, rows + seg[s + 1] * width);
-      p.embeds.push_back({seg[s], seg[s + 1], data});
-      if (!grids.empty())
-        for (int c = 0; c < 3; ++c)
-          p.embeds.back().grid[c] = grids.at(s / 2 * 3 + c);
-      rows += seg[s + 1] * width;
-    }
-    EXPECT_EQ(rows, (const float *)e.data + e.numel()) << dir << ": segments_" << n << " do not cover embeds_" << n;
-    out.push_back(std::move(p));
-  }
-  return out;
-}
-
 class Multimodal : public ::testing::TestWithParam<std::string> {
 protected:
   void SetUp() override {
     dir_ = mmFixtureDir(GetParam());
     artefact_ = compileArtefact(readFile(dir_ + "/config.json"));
-    prompts_ = loadPrompts(dir_);
+    prompts_ = loadMultimodal(dir_);
     atol_ = hf::parseConfigJson(readFile(dir_ + "/meta.json")).at("atol").get<double>();
     weights_.checkpoint_dir = dir_;
   }
 
   std::vector<cbc::test::Run> runs() const {
     std::vector<cbc::test::Run> out;
-    for (const MmPrompt &p : prompts_) {
+    for (const MultimodalPrompt &p : prompts_) {
       out.push_back({p.ids, greedyWithLogits((int64_t)p.tokens.size())});
       out.back().embeds = p.embeds;
     }
@@ -106,7 +53,7 @@ protected:
 
   std::string dir_;
   rt::Artefact artefact_;
-  std::vector<MmPrompt> prompts_;
+  std::vector<MultimodalPrompt> prompts_;
   double atol_ = 0;
   rt::WeightSource weights_;
 };
@@ -114,7 +61,7 @@ protected:
 TEST_P(Multimodal, TheFixtureHasImagesAtTheStartMiddleAndEnd) {
   ASSERT_EQ(prompts_.size(), 4u);
   bool start = false, end = false, two = false;
-  for (const MmPrompt &p : prompts_) {
+  for (const MultimodalPrompt &p : prompts_) {
     two |= p.embeds.size() >= 2;
     for (const rt::EmbeddingSegment &s : p.embeds) {
       start |= s.start <= 2;
@@ -171,7 +118,7 @@ TEST_P(Multimodal, PreemptedRequestsRecomputeTheirImages) {
   for (const rt::CacheLayer &l : plan.layers)
     blockRow += l.elemsPerToken() * 4 * plan.block_size;
   size_t longest = 0;
-  for (const MmPrompt &p : prompts_)
+  for (const MultimodalPrompt &p : prompts_)
     longest = std::max(longest, p.ids.size() + p.tokens.size());
   int64_t stateBytes = 0; // two requests' states at most, and no snapshots
   for (const rt::StateDecl &st : plan.states)

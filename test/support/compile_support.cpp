@@ -13,6 +13,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <filesystem>
+
 namespace cbc::test {
 
 std::vector<FamilyVariant> familyVariants() {
@@ -99,6 +102,53 @@ Expected loadExpected(const std::string &family) {
   auto meta = hf::parseConfigJson(readFile(fixtureDir(family) + "/meta.json"));
   e.atol = meta.at("atol").get<double>();
   return e;
+}
+
+std::string mmFixtureDir(const std::string &family) { return sourceDir() + "/test/parity/fixtures_mm/" + family; }
+
+std::vector<std::string> mmFamilies() {
+  std::vector<std::string> out;
+  for (const auto &e : std::filesystem::directory_iterator(sourceDir() + "/test/parity/fixtures_mm"))
+    if (e.is_directory())
+      out.push_back(e.path().filename().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::vector<MultimodalPrompt> loadMultimodal(const std::string &dir) {
+  rt::Checkpoint ck(dir + "/expected.safetensors");
+  auto ints = [&](const std::string &name) {
+    const rt::TensorView &t = ck.get(name);
+    const int32_t *p = reinterpret_cast<const int32_t *>(t.data);
+    return std::vector<int32_t>(p, p + t.numel());
+  };
+  std::vector<MultimodalPrompt> out;
+  for (int i = 0; ck.has("prompt_" + std::to_string(i)); ++i) {
+    std::string n = std::to_string(i);
+    MultimodalPrompt p;
+    p.ids = ints("prompt_" + n);
+    p.tokens = ints("tokens_" + n);
+    const rt::TensorView &l = ck.get("logits_" + n);
+    p.logits.assign((const float *)l.data, (const float *)l.data + l.numel());
+    const rt::TensorView &e = ck.get("embeds_" + n);
+    const float *rows = (const float *)e.data;
+    int64_t width = e.shape.at(1);
+    std::vector<int32_t> seg = ints("segments_" + n);
+    // A model with multimodal RoPE places an image's rows by its (t, h, w) grid.
+    std::vector<int32_t> grids = ck.has("grids_" + n) ? ints("grids_" + n) : std::vector<int32_t>();
+    for (size_t s = 0; s + 1 < seg.size(); s += 2) {
+      auto data = std::make_shared<std::vector<float>>(rows, rows + seg[s + 1] * width);
+      p.embeds.push_back({seg[s], seg[s + 1], data});
+      if (!grids.empty())
+        for (int c = 0; c < 3; ++c)
+          p.embeds.back().grid[c] = grids.at(s / 2 * 3 + c);
+      rows += seg[s + 1] * width;
+    }
+    if (rows != (const float *)e.data + e.numel())
+      throw std::runtime_error(dir + ": segments_" + n + " do not cover embeds_" + n);
+    out.push_back(std::move(p));
+  }
+  return out;
 }
 
 } // namespace cbc::test

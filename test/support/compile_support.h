@@ -52,6 +52,19 @@ struct Expected {
 };
 Expected loadExpected(const std::string &family);
 
+// The multimodal fixtures (test/parity/fixtures_mm/<family>, tools/oracle/make_mm_fixtures.py):
+// each prompt with its placeholder ids, the rows transformers injected (by runs, with each
+// image's grid where the fixture has grids), its greedy tokens and every step's logits.
+std::string mmFixtureDir(const std::string &family);
+std::vector<std::string> mmFamilies();
+struct MultimodalPrompt {
+  std::vector<int32_t> ids, tokens;
+  std::vector<float> logits; // [steps * vocab]
+  std::vector<rt::EmbeddingSegment> embeds;
+};
+// Throws std::runtime_error when the segments do not cover the fixture's rows.
+std::vector<MultimodalPrompt> loadMultimodal(const std::string &dir);
+
 } // namespace cbc::test
 
 #endif

@@ -137,6 +137,45 @@ void TensorParallel::check(bool expertParallel) {
 }
 
 TEST_P(TensorParallel, GreedyTokensAndLogitsMatchTransformers) { check(false); }
+
+// Multimodal prompts over the ranks: every rank's step takes the injected rows (and the
+// multimodal positions, the key ends) from rank 0's plan; the prompts together and in steps of
+// 20 tokens (which split images where the model allows it).
+class TensorParallelMultimodal : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(TensorParallelMultimodal, GreedyTokensAndLogitsMatchTransformers) {
+  std::string dir = mmFixtureDir(GetParam());
+  std::vector<uint8_t> bytes;
+  if (gComm->rank() == 0) {
+    driver::CompileOptions o;
+    o.emit_cuda = false;
+    o.tp = gComm->size();
+    auto result = driver::compileConfig(readFile(dir + "/config.json"), o);
+    bytes = result.artefact;
+  }
+  gComm->broadcast(bytes, true);
+  rt::Artefact a = rt::Artefact::fromBytes(bytes.data(), bytes.size());
+  std::vector<MultimodalPrompt> prompts = gComm->rank() == 0 ? loadMultimodal(dir) : std::vector<MultimodalPrompt>();
+  std::vector<cbc::test::Run> runs;
+  for (const MultimodalPrompt &p : prompts) {
+    runs.push_back({p.ids, greedyWithLogits((int64_t)p.tokens.size())});
+    runs.back().embeds = p.embeds;
+  }
+  rt::WeightSource w;
+  w.checkpoint_dir = dir;
+  for (int64_t budget : {64, 20}) {
+    rt::EngineOptions o;
+    o.max_batch_tokens = budget;
+    RunResult res = serveOnRanks(a, w, o, runs);
+    if (gComm->rank() > 0)
+      continue;
+    for (size_t i = 0; i < runs.size(); ++i)
+      EXPECT_EQ(res.outputs[i].tokens, prompts[i].tokens) << GetParam() << " prompt " << i << ", budget " << budget;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, TensorParallelMultimodal, ::testing::ValuesIn(mmFamilies()),
+                         [](const auto &info) { return info.param; });
 TEST_P(TensorParallel, ExpertParallelMatchesTransformers) { check(true); }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, TensorParallel, ::testing::ValuesIn(fixtureFamilies()),
