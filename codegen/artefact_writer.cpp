@@ -532,7 +532,7 @@ FailureOr<fbs::Offset<fb::ModelMeta>> writeMeta(fbs::FlatBufferBuilder &fbb, Mod
                              meta.getBosTokenId(), fbb.CreateString(meta.getCheckpointDtype().str()),
                              fbb.CreateString(meta.getQuantization().str()), fbb.CreateVector(aliases),
                              meta.getFp8Block().empty() ? 0 : meta.getFp8Block()[0],
-                             meta.getFp8Block().empty() ? 0 : meta.getFp8Block()[1]);
+                             meta.getFp8Block().empty() ? 0 : meta.getFp8Block()[1], meta.getInjectedToken());
 }
 
 fbs::Offset<fb::Launch> writeLaunch(fbs::FlatBufferBuilder &fbb, const LaunchOut &l) {

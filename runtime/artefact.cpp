@@ -265,6 +265,9 @@ ModelMeta readMeta(const fb::ModelMeta &meta) {
   m.quantization = str(meta.quantization());
   m.fp8_block_rows = meta.fp8_block_rows();
   m.fp8_block_cols = meta.fp8_block_cols();
+  m.injected_token = meta.injected_token();
+  if (m.injected_token < -1 || m.injected_token >= std::max<int64_t>(m.vocab_size, 0))
+    throw ArtefactError("artefact metadata has an injected token outside the vocabulary");
   auto blockOk = [](int64_t b) { return b > 0 && b <= (1ll << 31); };
   if ((m.quantization == "fp8") != (m.fp8_block_rows != 0 || m.fp8_block_cols != 0) ||
       (m.quantization == "fp8" && !(blockOk(m.fp8_block_rows) && blockOk(m.fp8_block_cols))))

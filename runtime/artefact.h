@@ -145,6 +145,7 @@ struct ModelMeta {
   // quantization "fp8": the [rows, cols] block one scale covers; 0 when the model has no fp8.
   int64_t fp8_block_rows = 0, fp8_block_cols = 0;
   std::vector<std::pair<std::string, std::string>> weight_aliases;
+  int64_t injected_token = -1; // the token id read at rows whose embeddings are given; -1: theirs
 };
 
 struct KernelImage {

@@ -41,6 +41,8 @@ struct StepBatch {
   // segment the segment's end. Filled only where `key_ends_needed` (a model that reads them).
   std::vector<int32_t> key_ends;
   bool key_ends_needed = false;
+  // The token id the step reads at injected rows (ModelMeta::injected_token); -1: the request's.
+  int32_t injected_token = -1;
 
   void clear();
 };

@@ -199,6 +199,7 @@ Engine::Engine(std::unique_ptr<Artefact> artefact, std::unique_ptr<Backend> back
   batch_->rope_sections = ropeSections_;
   wholeSegments_ = artefact_->program.readArg(StepArg::KeyEnds) != nullptr;
   batch_->key_ends_needed = wholeSegments_;
+  batch_->injected_token = (int32_t)artefact_->meta.injected_token;
   scheduler_ = std::make_unique<Scheduler>(schedulerOptions(), *cache_);
   fingerprint_ = modelFingerprint(*artefact_);
   if (options_.log && options_.prefix_caching)
@@ -550,8 +551,11 @@ void injectRows(const Request &q, int64_t start, int64_t count, int32_t row, Ste
     if (from >= to)
       continue;
     int64_t width = (int64_t)seg.data->size() / seg.rows;
-    for (int64_t p = from; p < to; ++p)
+    for (int64_t p = from; p < to; ++p) {
       b.inject_rows.push_back(row + (int32_t)(p - start));
+      if (b.injected_token >= 0)
+        b.tokens[b.inject_rows.back()] = b.injected_token;
+    }
     b.inject_embeds.insert(b.inject_embeds.end(), seg.data->begin() + (from - seg.start) * width,
                            seg.data->begin() + (to - seg.start) * width);
   }

@@ -1,5 +1,6 @@
 #include "runtime/request_json.h"
 
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -21,7 +22,9 @@ const char *suggestionFor(const std::string &key) {
       {"eos_token_id", "stop_token_ids"}, {"tokens", "prompt"},
       {"input_ids", "prompt"}, {"prompt_token_ids", "prompt"},
       {"random_seed", "seed"}, {"logprob", "logprobs"},
-      {"num_return_sequences", "n"}, {"best_of", "n"}, {"salt", "cache_salt"}};
+      {"num_return_sequences", "n"}, {"best_of", "n"}, {"salt", "cache_salt"},
+      {"inputs_embeds", "embeds"}, {"embeddings", "embeds"}, {"images", "embeds"},
+      {"image_token_id", "placeholder"}, {"image_token_index", "placeholder"}};
   for (const auto &[from, to] : kNear)
     if (key == from)
       return to;
@@ -101,6 +104,114 @@ bool depthExceeds(const json &v, int limit) {
   return false;
 }
 
+std::string endsWith(const std::string &s, const std::string &tail) {
+  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0 ? tail : "";
+}
+
+// An image's (t, h, w): three integers >= 1.
+std::string readGrid(const json &v, const std::string &key, int64_t grid[3]) {
+  if (!v.is_array() || v.size() != 3)
+    return quoted(key) + " must be [t, h, w], three integers >= 1";
+  for (size_t c = 0; c < 3; ++c) {
+    std::string bad = readInt(v[c], key + "[" + std::to_string(c) + "]", 1, int64_t(1) << 31, grid[c]);
+    if (!bad.empty())
+      return bad;
+  }
+  return "";
+}
+
+// Keys of an "embeds" segment people may write for the ones it takes.
+const char *segmentSuggestion(const std::string &key) {
+  static const std::pair<const char *, const char *> kNear[] = {
+      {"path", "file"}, {"npy", "file"}, {"safetensors", "file"}, {"data", "base64"}, {"b64", "base64"},
+      {"offset", "start"}, {"position", "start"}, {"image_grid_thw", "grid"}, {"name", "tensor"}};
+  for (const auto &[from, to] : kNear)
+    if (key == from)
+      return to;
+  return nullptr;
+}
+
+// One segment of "embeds": its source ("file" [+ "tensor"] or "base64") and place.
+std::string readSegment(const json &v, const std::string &where, PendingSegment &seg) {
+  if (!v.is_object())
+    return quoted(where) + " must be an object with \"file\" or \"base64\"";
+  bool hasFile = false, hasBase64 = false, hasTensor = false;
+  for (const auto &[key, value] : v.items()) {
+    const std::string k = where + "." + key;
+    if (key == "file" || key == "tensor") {
+      if (!value.is_string() || value.get<std::string>().empty())
+        return quoted(k) + (key == "file" ? " must be a path (a non-empty string)" : " must be a tensor name (a non-empty string)");
+      (key == "file" ? seg.file : seg.tensor) = value.get<std::string>();
+      (key == "file" ? hasFile : hasTensor) = true;
+    } else if (key == "base64") {
+      if (!value.is_string())
+        return quoted(k) + " must be a string of base64 (float32 little-endian values)";
+      std::vector<uint8_t> bytes;
+      std::string bad = decodeBase64(value.get<std::string>(), bytes);
+      if (!bad.empty())
+        return quoted(k) + " is not valid base64: " + bad;
+      if (bytes.empty())
+        return quoted(k) + " holds no values";
+      if (bytes.size() % 4 != 0)
+        return quoted(k) + " decodes to " + std::to_string(bytes.size()) +
+               " bytes, not a whole number of float32 values (4 bytes each)";
+      auto values = std::make_shared<std::vector<float>>(bytes.size() / 4);
+      for (size_t i = 0; i < values->size(); ++i) {
+        const uint8_t *b = &bytes[4 * i];
+        (*values)[i] = std::bit_cast<float>((uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 |
+                                            (uint32_t)b[3] << 24);
+      }
+      seg.values = std::move(values);
+      hasBase64 = true;
+    } else if (key == "start") {
+      std::string bad = readInt(value, k, 0, std::numeric_limits<int32_t>::max(), seg.start);
+      if (!bad.empty())
+        return bad;
+    } else if (key == "grid") {
+      std::string bad = readGrid(value, k, seg.grid);
+      if (!bad.empty())
+        return bad;
+    } else {
+      std::string why = "unknown key " + quoted(key) + " in " + quoted(where) +
+                        " (a segment takes \"file\", \"tensor\", \"base64\", \"start\" and \"grid\")";
+      if (const char *near = segmentSuggestion(key))
+        why += "; did you mean " + quoted(near) + "?";
+      return why;
+    }
+  }
+  if (hasFile == hasBase64)
+    return quoted(where) + " needs exactly one of \"file\" (a .npy or .safetensors path) and \"base64\"";
+  if (hasFile && endsWith(seg.file, ".npy").empty() && endsWith(seg.file, ".safetensors").empty())
+    return quoted(where + ".file") + " must name a .npy or .safetensors file, got '" + seg.file + "'";
+  if (hasTensor && endsWith(seg.file, ".safetensors").empty())
+    return quoted(where + ".tensor") + " names a tensor of a .safetensors \"file\"; this segment has none";
+  return "";
+}
+
+std::string readEmbeds(const json &v, std::vector<PendingSegment> &out) {
+  if (!v.is_array())
+    return "\"embeds\" must be a list of segments ({\"file\" or \"base64\", \"start\", \"grid\"})";
+  out.assign(v.size(), PendingSegment{});
+  for (size_t i = 0; i < v.size(); ++i) {
+    std::string bad = readSegment(v[i], "embeds[" + std::to_string(i) + "]", out[i]);
+    if (!bad.empty())
+      return bad;
+  }
+  return "";
+}
+
+// The segments' places: every one by "start", or every one by the "placeholder"'s runs.
+std::string checkPlacement(const ParsedRequest &p) {
+  for (size_t i = 0; i < p.embeds.size(); ++i) {
+    const std::string where = "embeds[" + std::to_string(i) + "]";
+    if (p.placeholder >= 0 && p.embeds[i].start >= 0)
+      return quoted(where + ".start") + " cannot be given with \"placeholder\" (the placeholder's runs place every segment)";
+    if (p.placeholder < 0 && p.embeds[i].start < 0)
+      return quoted(where) + " needs \"start\" (its first prompt row), or the request a \"placeholder\" id";
+  }
+  return "";
+}
+
 // One field of a request object into p. Empty on success, else the reason naming the key.
 std::string readField(const std::string &key, const json &v, ParsedRequest &p) {
   SamplingParams &s = p.params;
@@ -114,6 +225,10 @@ std::string readField(const std::string &key, const json &v, ParsedRequest &p) {
     p.user_id = v;
     return "";
   }
+  if (key == "embeds")
+    return readEmbeds(v, p.embeds);
+  if (key == "placeholder")
+    return readInt(v, key, 0, std::numeric_limits<int32_t>::max(), p.placeholder);
   if (key == "max_new_tokens")
     return readInt(v, key, 1, kMax, s.max_new_tokens);
   if (key == "top_k")
@@ -187,13 +302,61 @@ ParsedRequest parseRequestLine(const std::string &line, const SamplingParams &de
       if (!p.error.empty())
         return p;
     }
+    p.error = checkPlacement(p);
   } catch (const json::exception &e) {
     // Only the parse can throw here: every field is type-checked before it is read.
     p.error = std::string("malformed JSON: ") + e.what();
   } catch (const std::bad_alloc &) {
     p.error = "request too large";
   }
+  if (!p.error.empty())
+    p.embeds.clear(); // a rejected line holds no data
   return p;
+}
+
+std::string decodeBase64(const std::string &text, std::vector<uint8_t> &out) {
+  auto value = [](char c) -> int {
+    if (c >= 'A' && c <= 'Z')
+      return c - 'A';
+    if (c >= 'a' && c <= 'z')
+      return c - 'a' + 26;
+    if (c >= '0' && c <= '9')
+      return c - '0' + 52;
+    if (c == '+')
+      return 62;
+    if (c == '/')
+      return 63;
+    return -1;
+  };
+  size_t n = text.size();
+  size_t pad = 0;
+  while (pad < 2 && pad < n && text[n - 1 - pad] == '=')
+    ++pad;
+  size_t body = n - pad;
+  if (pad > 0 && n % 4 != 0)
+    return "its length with \"=\" padding (" + std::to_string(n) + ") is not a multiple of 4";
+  if (body % 4 == 1)
+    return "its length (" + std::to_string(body) + " characters) leaves a partial byte";
+  out.clear();
+  out.reserve(body / 4 * 3 + 2);
+  uint32_t acc = 0;
+  int bits = 0;
+  for (size_t i = 0; i < body; ++i) {
+    int v = value(text[i]);
+    if (v < 0) {
+      unsigned char c = (unsigned char)text[i];
+      std::string shown = c >= 0x20 && c < 0x7f ? std::string("'") + (char)c + "'" : "byte " + std::to_string(c);
+      return shown + " at offset " + std::to_string(i) + " is not a base64 character";
+    }
+    acc = (acc << 6) | (uint32_t)v;
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out.push_back((uint8_t)(acc >> bits));
+      acc &= (1u << bits) - 1;
+    }
+  }
+  return "";
 }
 
 } // namespace cbc::rt

@@ -112,7 +112,10 @@ LogicalResult CachePlanAttr::verify(function_ref<InFlightDiagnostic()> emitError
 // The loader sizes each FP8 tensor's scale grid from the block, so it must be whole.
 LogicalResult ModelAttr::verify(function_ref<InFlightDiagnostic()> emitError, StringRef, StringRef, int64_t,
                                 int64_t, int64_t, int64_t, ArrayRef<int64_t>, int64_t, StringRef,
-                                StringRef quantization, ArrayRef<int64_t> fp8Block, ArrayRef<WeightAliasAttr>) {
+                                StringRef quantization, ArrayRef<int64_t> fp8Block, ArrayRef<WeightAliasAttr>,
+                                int64_t injectedToken) {
+  if (injectedToken < -1)
+    return emitError() << "injected_token must be a token id, or -1 for none";
   bool fp8 = quantization == "fp8";
   if (fp8 && (fp8Block.size() != 2 || fp8Block[0] <= 0 || fp8Block[1] <= 0))
     return emitError() << "quantization \"fp8\" needs fp8_block = [rows, cols] with both positive";

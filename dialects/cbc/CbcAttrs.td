@@ -262,8 +262,13 @@ def Cbc_ModelAttr : Cbc_Attr<"Model", "model"> {
                         StringRefParameter<"">:$checkpoint_dtype,
                         StringRefParameter<"", "\"\"">:$quantization,
                         Cbc_IntListParameter<"fp8_block">:$fp8_block,
-                        Cbc_AttrListParameter<"WeightAliasAttr", "weight_aliases">:$weight_aliases);
+                        Cbc_AttrListParameter<"WeightAliasAttr", "weight_aliases">:$weight_aliases,
+                        DefaultValuedParameter<"int64_t", "-1">:$injected_token);
   let description = [{
+    `injected_token` (when not -1) is the token id the step reads at rows whose embeddings a
+    request gives (a multimodal wrapper that looks its placeholders up as its pad id, which
+    per-layer embeddings then see).
+
     `quantization` names a checkpoint format the loader undoes. With `"fp8"` (block-scaled
     e4m3 FP8), `fp8_block` is the `[rows, cols]` block of a weight that one element of its
     `weight_scale_inv` scales; which tensors are stored in FP8 is the checkpoint's to say, so

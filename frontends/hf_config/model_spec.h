@@ -539,6 +539,7 @@ struct ModelSpec {
   // Requests may give embeddings for prompt rows (a multimodal wrapper's image or audio
   // features): the step replaces those rows of the token embeddings (cbc.rows.inject).
   bool injects_embeddings = false;
+  int64_t injected_token_id = -1; // the id the step reads at those rows (-1: the request's own)
   std::string dtype = "bfloat16"; // torch_dtype / dtype
   int64_t vocab_size = 0, hidden_size = 0, num_layers = 0, max_positions = 0;
   std::vector<int64_t> eos_token_ids;

@@ -4,6 +4,8 @@
     eng = cbc.Engine("llama.fb", "checkpoint/")
     outs = eng.generate_batch([[1, 2, 3], [4, 5]], max_new_tokens=16)
     for ev in eng.stream([[1, 2, 3]], max_new_tokens=8): print(ev.token)
+    # A multimodal model's decoder: an image's rows for prompt rows 5..13.
+    eng.generate_batch([ids], embeds=[[cbc.EmbeddingSegment(5, image_rows)]])
 
 The engine (cbc._runtime, over runtime/engine.h) is single-threaded; this wrapper makes every
 method safe from any thread: one lock serialises them, and the GIL is released while a thread
@@ -21,6 +23,8 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator, NamedTuple, Optional, Sequence
 
 from . import _runtime
+from .embeds import EmbeddingSegment
+from . import embeds as _embeds
 
 __all__ = [
     "Engine",
@@ -28,6 +32,7 @@ __all__ = [
     "RequestOutput",
     "GenerationOutput",
     "StreamEvent",
+    "EmbeddingSegment",
     "compile",
     "CompilerUnavailable",
 ]
@@ -191,15 +196,19 @@ class Engine:
                     temperature: float = 0.0, top_k: int = 0, top_p: float = 1.0, min_p: float = 0.0,
                     seed: int = 0, stop_token_ids: Iterable[int] = (), ignore_eos: bool = False,
                     logprobs: bool = False, n: int = 1, cache_salt: str = "",
-                    cache_marks: Iterable[int] = ()) -> int:
+                    cache_marks: Iterable[int] = (), embeds: Optional[Sequence] = None) -> int:
         """Queues a request and returns its id; a rejected request raises ValueError(reason).
+        embeds (a multimodal model's decoder, embedding_width > 0): EmbeddingSegments (or
+        (start, data[, grid]) tuples), ascending and disjoint, whose rows replace those prompt
+        rows' token embeddings.
         n > 1 also queues n - 1 forks sharing the prompt's cache: their outputs carry parent (this
         id) and fork_index 1..n-1, and sample with seeds derived from seed. cache_salt keeps the
         request's prefix cache apart from other salts'; cache_marks are prompt positions (a chat
         message's start) where a recurrent model's state is worth keeping."""
         with self._lock:
             rid, err, _ = self._add(prompt_ids, max_new_tokens, temperature, top_k, top_p, min_p, seed,
-                                    stop_token_ids, ignore_eos, logprobs, n, cache_salt, cache_marks)
+                                    stop_token_ids, ignore_eos, logprobs, n, cache_salt, cache_marks,
+                                    embeds)
             if err is not None:
                 self._forget(rid)
                 raise ValueError(err)
@@ -211,7 +220,7 @@ class Engine:
         with self._lock:
             params = dict(max_new_tokens=16, temperature=0.0, top_k=0, top_p=1.0, min_p=0.0, seed=0,
                           stop_token_ids=(), ignore_eos=False, logprobs=False, cache_salt="",
-                          cache_marks=())
+                          cache_marks=(), embeds=None)
             unknown = set(kwargs) - set(params)
             if unknown:
                 raise TypeError(f"unexpected keyword {sorted(unknown)[0]!r}")
@@ -219,7 +228,7 @@ class Engine:
             rid, err, forks = self._add(prompt_ids, params["max_new_tokens"], params["temperature"],
                                         params["top_k"], params["top_p"], params["min_p"], params["seed"],
                                         params["stop_token_ids"], params["ignore_eos"], params["logprobs"],
-                                        n, params["cache_salt"], params["cache_marks"])
+                                        n, params["cache_salt"], params["cache_marks"], params["embeds"])
             if err is not None:
                 self._forget(rid)
                 raise ValueError(err)
@@ -278,6 +287,12 @@ class Engine:
         return self._rt.vocab_size
 
     @property
+    def embedding_width(self) -> int:
+        """The width of the embeddings a request may give (a multimodal model's decoder: its
+        hidden size); 0 when the model takes none."""
+        return self._rt.embedding_width
+
+    @property
     def max_model_len(self) -> int:
         return self._rt.max_model_len
 
@@ -297,11 +312,12 @@ class Engine:
 
     # --- whole batches ----------------------------------------------------------------------------
 
-    def generate_batch(self, inputs: Sequence[Sequence[int]], generation_config: Any = None, *,
+    def generate_batch(self, inputs: Optional[Sequence[Sequence[int]]] = None, generation_config: Any = None, *,
                        max_new_tokens: Optional[int] = None, do_sample: Optional[bool] = None,
                        temperature: Optional[float] = None, top_k: Optional[int] = None,
                        top_p: Optional[float] = None, eos_token_id: Any = None, seed: int = 0,
-                       logprobs: bool = False, num_return_sequences: Optional[int] = None) -> dict:
+                       logprobs: bool = False, num_return_sequences: Optional[int] = None,
+                       embeds: Optional[Sequence] = None, inputs_embeds: Optional[Sequence] = None) -> dict:
         """Generates for every prompt, as transformers' generate_batch: a dict "req_0", "req_1",
         ... (input order) -> GenerationOutput. Settings come from the keywords, else from
         generation_config (any object with those attributes), else the defaults (16 new tokens,
@@ -310,13 +326,21 @@ class Engine:
         end-of-sequence ids. A rejected prompt gets status "failed" and its error.
         num_return_sequences (or generation_config's) n > 1 returns n sequences a prompt, which
         share its cache: as transformers, "req_i__child#0" .. "req_i__child#{n-2}" (forks, with
-        seeds derived from seed + i), then "req_i"."""
+        seeds derived from seed + i), then "req_i".
+
+        A multimodal model's decoder (embedding_width > 0) takes embeddings for runs of prompt
+        rows: embeds, per prompt, None or a list of EmbeddingSegments (an image's rows for its
+        placeholder tokens); or, as transformers' inputs_embeds, per prompt an [n_i, hidden]
+        array for every one of its rows (inputs may then be left out: the prompt is n_i
+        placeholder ids 0, which the rows replace). A model with multimodal RoPE needs each
+        segment's grid, so whole-prompt inputs_embeds fail there. A segment the engine refuses
+        fails its prompt."""
         params = _settings(generation_config, max_new_tokens, do_sample, temperature, top_k, top_p,
                            eos_token_id)
         n = num_return_sequences if num_return_sequences is not None else _attr(generation_config, "num_return_sequences")
         n = _nonnegative_int("num_return_sequences", 1 if n is None else n, 1)
-        inputs = _prompts(inputs)
-        owner, ids = self._start(inputs, params, seed, logprobs, False, n)
+        inputs, segs = _prompts_and_embeds(inputs, embeds, inputs_embeds, self._rt.embedding_width)
+        owner, ids = self._start(inputs, params, seed, logprobs, False, n, segs)
         try:
             while len(owner.outputs) < len(ids):
                 self._advance(owner)
@@ -336,16 +360,18 @@ class Engine:
                     finish_reason=reason)
         return result
 
-    def stream(self, inputs: Sequence[Sequence[int]], generation_config: Any = None, *,
+    def stream(self, inputs: Optional[Sequence[Sequence[int]]] = None, generation_config: Any = None, *,
                max_new_tokens: Optional[int] = None, do_sample: Optional[bool] = None,
                temperature: Optional[float] = None, top_k: Optional[int] = None,
-               top_p: Optional[float] = None, eos_token_id: Any = None, seed: int = 0) -> Iterator:
-        """Generates as generate_batch does, yielding a StreamEvent per token as it comes.
-        Leaving the loop early cancels the requests still running."""
+               top_p: Optional[float] = None, eos_token_id: Any = None, seed: int = 0,
+               embeds: Optional[Sequence] = None, inputs_embeds: Optional[Sequence] = None) -> Iterator:
+        """Generates as generate_batch does (embeds and inputs_embeds as there), yielding a
+        StreamEvent per token as it comes. Leaving the loop early cancels the requests still
+        running."""
         params = _settings(generation_config, max_new_tokens, do_sample, temperature, top_k, top_p,
                            eos_token_id)
-        inputs = _prompts(inputs)
-        owner, ids = self._start(inputs, params, seed, False, True)
+        inputs, segs = _prompts_and_embeds(inputs, embeds, inputs_embeds, self._rt.embedding_width)
+        owner, ids = self._start(inputs, params, seed, False, True, 1, segs)
         index = {rid: i for i, rid in enumerate(ids)}
         done: set = set()
         try:
@@ -370,7 +396,7 @@ class Engine:
     # --- internals --------------------------------------------------------------------------------
 
     def _add(self, prompt_ids, max_new_tokens, temperature, top_k, top_p, min_p, seed,
-             stop_token_ids, ignore_eos, logprobs, n=1, cache_salt="", cache_marks=()):
+             stop_token_ids, ignore_eos, logprobs, n=1, cache_salt="", cache_marks=(), embeds=None):
         """(id, error or None, fork ids); the caller holds the lock."""
         if isinstance(prompt_ids, (str, bytes)):
             raise TypeError("prompt_ids must be a sequence of token ids, not text")
@@ -382,9 +408,11 @@ class Engine:
         marks = [_nonnegative_int("cache_marks[]", int(m)) for m in cache_marks]
         if isinstance(n, bool) or not isinstance(n, int):
             raise TypeError(f"n must be an int, got {type(n).__name__}")
+        width = self._rt.embedding_width
+        segs = [s._native(width) for s in _embeds.segments(embeds)]
         rid, accepted, err, forks = self._rt.add_request(
             prompt, int(max_new_tokens), float(temperature), int(top_k), float(top_p), float(min_p),
-            seed, stops, bool(ignore_eos), bool(logprobs), n, cache_salt, marks)
+            seed, stops, bool(ignore_eos), bool(logprobs), n, cache_salt, marks, segs or None)
         return rid, (None if accepted else err), list(forks)
 
     def _forget(self, rid: int) -> None:
@@ -415,7 +443,8 @@ class Engine:
                 owner.outputs[o.id] = o
         return free
 
-    def _start(self, inputs, params: dict, seed: int, logprobs: bool, want_events: bool, n: int = 1):
+    def _start(self, inputs, params: dict, seed: int, logprobs: bool, want_events: bool, n: int = 1,
+               embeds: Optional[list] = None):
         if isinstance(inputs, (str, bytes)) or not isinstance(inputs, Iterable):
             raise TypeError("inputs must be a list of prompts (lists of token ids)")
         seed = _nonnegative_int("seed", seed)
@@ -426,7 +455,8 @@ class Engine:
                 for i, prompt in enumerate(inputs):
                     rid, _, forks = self._add(prompt, params["max_new_tokens"], params["temperature"],
                                               params["top_k"], params["top_p"], 0.0, seed + i,
-                                              params["stop_token_ids"], params["ignore_eos"], logprobs, n)
+                                              params["stop_token_ids"], params["ignore_eos"], logprobs, n,
+                                              embeds=embeds[i] if embeds else None)
                     owner.groups.append([rid] + forks)
                     for r in [rid] + forks:
                         self._owners[r] = owner
@@ -469,6 +499,42 @@ def _prompts(inputs) -> list:
                             f"{type(p).__name__}")
         out.append([int(t) for t in p])
     return out
+
+
+def _prompts_and_embeds(inputs, embeds, inputs_embeds, width: int) -> tuple:
+    """The prompts and, per prompt, its EmbeddingSegments (None when no prompt has any) of
+    generate_batch and stream."""
+    if embeds is not None and inputs_embeds is not None:
+        raise TypeError("give embeds (segments of prompt rows) or inputs_embeds (every row), not both")
+    if inputs_embeds is not None:
+        if isinstance(inputs_embeds, (str, bytes)) or not isinstance(inputs_embeds, Iterable):
+            raise TypeError("inputs_embeds must hold one [n, hidden] array per prompt")
+        segs = [[EmbeddingSegment(0, x)] for x in inputs_embeds]
+        if inputs is None:
+            if width <= 0:
+                raise ValueError("this model takes no embeddings (only a multimodal model's decoder does): "
+                                 "inputs_embeds cannot stand for its prompts")
+            inputs = [[0] * (s[0].rows if s[0].rows is not None else s[0].values // width) for s in segs]
+        inputs = _prompts(inputs)
+        if len(inputs) != len(segs):
+            raise ValueError(f"inputs_embeds has {len(segs)} prompts' rows for {len(inputs)} prompts")
+        for i, (p, s) in enumerate(zip(inputs, segs)):
+            rows = s[0].rows if s[0].rows is not None else (s[0].values // width if width > 0 else None)
+            if rows is not None and rows != len(p):
+                raise ValueError(f"inputs_embeds[{i}] has {rows} rows for prompt {i}'s {len(p)} tokens")
+        return inputs, segs
+    if inputs is None:
+        raise TypeError("generate_batch needs inputs (the prompts' token ids) or inputs_embeds")
+    inputs = _prompts(inputs)
+    if embeds is None:
+        return inputs, None
+    if isinstance(embeds, (str, bytes)) or not isinstance(embeds, Iterable):
+        raise TypeError("embeds must hold, per prompt, None or a list of EmbeddingSegments")
+    segs = [_embeds.segments(e) for e in embeds]
+    if len(segs) != len(inputs):
+        raise ValueError(f"embeds has {len(segs)} entries for {len(inputs)} prompts (one per prompt: None or "
+                         "a list of EmbeddingSegments)")
+    return inputs, segs
 
 
 def _attr(config: Any, name: str) -> Any:

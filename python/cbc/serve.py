@@ -8,7 +8,9 @@ artefact is --artefact, else MODEL_DIR/model.fb, else one compiled from config.j
 (cbc.compile; $CBC_CACHE_DIR, default ~/.cache/cbc).
 
 Endpoints: POST /v1/completions, POST /v1/chat/completions (stream=true: server-sent events),
-GET /v1/models, GET /health, GET /metrics (Prometheus text).
+GET /v1/models, GET /health, GET /metrics (Prometheus text). A multimodal model's decoder takes
+embeddings for runs of prompt rows on /v1/completions: the body's "embeds" and "placeholder", as
+in `cbc run`'s request lines, with the rows inline as base64 (the server reads no files).
 
 One thread owns the engine and its step loop (EngineLoop); the asyncio handlers submit requests
 and cancellations to it through a thread-safe queue and get tokens back through
@@ -157,7 +159,7 @@ class EngineLoop(threading.Thread):
                     sub.prompt, len(subs), max_new_tokens=p.max_tokens, temperature=p.temperature,
                     top_k=p.top_k, top_p=p.top_p, min_p=p.min_p, seed=p.seed,
                     stop_token_ids=p.stop_token_ids, ignore_eos=p.ignore_eos,
-                    logprobs=p.logprobs is not None)
+                    logprobs=p.logprobs is not None, embeds=p.embeds or None)
             except ValueError as e:
                 with self.metrics.lock:
                     self.metrics.rejected += 1
@@ -215,6 +217,7 @@ class Served:
         self.name = name
         self.max_model_len = engine.max_model_len
         self.vocab_size = engine.vocab_size
+        self.embedding_width = engine.embedding_width
         # The engine stops at the model's eos; a chat tokenizer's own end token (ChatML's
         # <|im_end|>) and generation_config's eos ids stop the text too.
         stops = set(extra_stop_ids)

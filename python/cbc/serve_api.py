@@ -7,6 +7,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
+from cbc.embeds import EmbedsError, from_json as _embeds_from_json
 from cbc.text import TokenizerError
 
 
@@ -35,6 +36,7 @@ class CompletionParams:
     stream: bool = False
     include_usage: bool = False
     n: int = 1                       # choices: the prompt's cache is shared by all of them
+    embeds: list = field(default_factory=list)  # cbc.EmbeddingSegments for runs of prompt rows
 
 
 def _bad(message: str, param: str | None, code: str | None = None) -> ApiError:
@@ -182,6 +184,7 @@ def parse_completion(body: dict, served) -> tuple[list, CompletionParams]:
         raise _bad("'suffix' is not supported", "suffix", "unsupported_value")
     prompt = _prompt_ids(body, served)
     params = _common(body, served, len(prompt), 16)
+    params.embeds = _embeds(body, served, prompt)
     lp = _number(body, "logprobs", None, 0, 5, integer=True)
     if lp:
         raise _bad("'logprobs' above 0 is not supported: the engine reports the sampled "
@@ -218,7 +221,25 @@ def _message(m: Any, i: int) -> dict:
     return out
 
 
+def _embeds(body: dict, served, prompt: list) -> list:
+    """A multimodal decoder's rows for runs of the prompt: "embeds" (segments {"base64", "start",
+    "grid"}) placed by "start" or on the runs of "placeholder", as `cbc run`'s request lines give
+    them, less "file"."""
+    if body.get("embeds") is None and body.get("placeholder") is None:
+        return []
+    try:
+        return _embeds_from_json(body.get("embeds"), body.get("placeholder"), prompt,
+                                 getattr(served, "embedding_width", 0))
+    except EmbedsError as e:
+        raise _bad(str(e), e.param, "invalid_value") from None
+
+
 def parse_chat(body: dict, served) -> tuple[list, CompletionParams]:
+    for name in ("embeds", "placeholder"):
+        if body.get(name) is not None:
+            raise _bad(f"'{name}' is not supported on /v1/chat/completions: chat messages with images "
+                       "or audio are not supported; give a multimodal prompt's rows to /v1/completions "
+                       "with a prompt of token ids", name, "unsupported_value")
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages:
         raise _bad("'messages' must be a non-empty list of messages", "messages",

@@ -12,6 +12,7 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <cstring>
 #include <mutex>
 
 namespace nb = nanobind;
@@ -67,12 +68,13 @@ public:
   }
 
   // (id, accepted, error, fork ids): the Python side raises for a rejected request.
-  nb::tuple addRequest(std::vector<int32_t> prompt, const cbc::rt::SamplingParams &params) {
+  nb::tuple addRequest(std::vector<int32_t> prompt, const cbc::rt::SamplingParams &params,
+                       std::vector<cbc::rt::EmbeddingSegment> embeds = {}) {
     cbc::rt::AddResult r;
     {
       nb::gil_scoped_release release;
       std::lock_guard<std::mutex> lock(mutex_);
-      r = engine_->add_request(std::move(prompt), params);
+      r = engine_->add_request(std::move(prompt), params, std::move(embeds));
     }
     return nb::make_tuple(r.id, r.accepted, r.error, nb::cast(r.forks));
   }
@@ -177,6 +179,7 @@ public:
   // Fixed at load: no lock needed.
   std::vector<int64_t> eosTokenIds() const { return engine_->artefact().meta.eos_token_ids; }
   int64_t vocabSize() const { return engine_->artefact().meta.vocab_size; }
+  int64_t embeddingWidth() const { return engine_->embedding_width(); }
   int64_t maxModelLen() const { return engine_->max_model_len(); }
   std::string backendName() const { return engine_->backend().name(); }
   // The budgets in force, chosen from the machine when none was given.
@@ -219,6 +222,37 @@ cbc::rt::SamplingParams samplingParams(int64_t max_new_tokens, double temperatur
   return p;
 }
 
+// The segments of add_request: (start, rows, data, grid) with data the rows' float32 values as
+// bytes in the machine's order (cbc.EmbeddingSegment makes them) and grid () or (t, h, w). The
+// engine checks the rows against the data and the model; only the shape of the tuples is
+// checked here.
+std::vector<cbc::rt::EmbeddingSegment> embeddingSegments(nb::handle embeds) {
+  std::vector<cbc::rt::EmbeddingSegment> out;
+  if (embeds.is_none())
+    return out;
+  for (nb::handle item : embeds) {
+    nb::tuple t = nb::cast<nb::tuple>(item);
+    if (t.size() != 4)
+      throw nb::type_error("an embedding segment is (start, rows, data, grid)");
+    cbc::rt::EmbeddingSegment seg;
+    seg.start = nb::cast<int64_t>(t[0]);
+    seg.rows = nb::cast<int64_t>(t[1]);
+    nb::bytes data = nb::cast<nb::bytes>(t[2]);
+    if (data.size() % sizeof(float) != 0)
+      throw nb::value_error("embedding data must be whole float32 values (4 bytes each)");
+    auto values = std::make_shared<std::vector<float>>(data.size() / sizeof(float));
+    std::memcpy(values->data(), data.c_str(), data.size());
+    seg.data = std::move(values);
+    nb::tuple grid = nb::cast<nb::tuple>(t[3]);
+    if (grid.size() != 0 && grid.size() != 3)
+      throw nb::value_error("an embedding segment's grid is (t, h, w)");
+    for (size_t c = 0; c < grid.size(); ++c)
+      seg.grid[c] = nb::cast<int64_t>(grid[c]);
+    out.push_back(std::move(seg));
+  }
+  return out;
+}
+
 } // namespace
 
 NB_MODULE(_runtime, m) {
@@ -240,15 +274,16 @@ NB_MODULE(_runtime, m) {
       .def("add_request",
            [](Engine &e, std::vector<int32_t> prompt, int64_t max_new_tokens, double temperature, int64_t top_k,
               double top_p, double min_p, uint64_t seed, std::vector<int64_t> stop_token_ids, bool ignore_eos,
-              bool logprobs, int64_t n, std::string cache_salt, std::vector<int64_t> cache_marks) {
+              bool logprobs, int64_t n, std::string cache_salt, std::vector<int64_t> cache_marks, nb::handle embeds) {
              return e.addRequest(std::move(prompt),
                                  samplingParams(max_new_tokens, temperature, top_k, top_p, min_p, seed,
                                                 std::move(stop_token_ids), ignore_eos, logprobs, n,
-                                                std::move(cache_salt), std::move(cache_marks)));
+                                                std::move(cache_salt), std::move(cache_marks)),
+                                 embeddingSegments(embeds));
            },
            "prompt"_a, "max_new_tokens"_a, "temperature"_a, "top_k"_a, "top_p"_a, "min_p"_a, "seed"_a,
            "stop_token_ids"_a, "ignore_eos"_a, "logprobs"_a, "n"_a = 1, "cache_salt"_a = "",
-           "cache_marks"_a = std::vector<int64_t>{})
+           "cache_marks"_a = std::vector<int64_t>{}, "embeds"_a = nb::none())
       .def("step", &Engine::step)
       .def("cancel", &Engine::cancel, "id"_a)
       .def("idle", &Engine::idle)
@@ -256,6 +291,7 @@ NB_MODULE(_runtime, m) {
       .def("info", &Engine::info)
       .def_prop_ro("eos_token_ids", &Engine::eosTokenIds)
       .def_prop_ro("vocab_size", &Engine::vocabSize)
+      .def_prop_ro("embedding_width", &Engine::embeddingWidth)
       .def_prop_ro("max_model_len", &Engine::maxModelLen)
       .def_prop_ro("backend", &Engine::backendName)
       .def_prop_ro("cache_memory_mib", &Engine::cacheMemoryMib)

@@ -18,8 +18,10 @@ namespace cbc {
 // 4: the integrity trailer after the FlatBuffer (runtime/schema/integrity.h). 5: the cache's one
 // memory model: cache groups of three kinds, the states in a state group, state ops reading and
 // writing state units (the step arguments state_in and state_out) and starting their tables with
-// a StateSite; parameter tables' mandatory fields are `required`.
-constexpr uint32_t kFormatVersion = 5;
+// a StateSite; parameter tables' mandatory fields are `required`. 6: multimodal prompts: the
+// step arguments inject_rows, inject_embeds, rope_positions and key_ends, RoPE sections, an
+// attention's key ends, the model's injected token.
+constexpr uint32_t kFormatVersion = 6;
 
 // The step function's arguments, in order.
 enum class StepArg : uint8_t {

@@ -190,6 +190,7 @@ void kernelsMatchCpu(const rt::Artefact &a, const rt::WeightSource &weights,
     rt::StepBatch batch;
     batch.rope_sections = a.program.readArg(StepArg::RopePositions) != nullptr;
     batch.key_ends_needed = so.whole_segments;
+    batch.injected_token = (int32_t)a.meta.injected_token;
     rt::buildStepBatch(plan, cache, batch, opt.keep_states);
     if (opt.keep_states && cache.hasStates())
       for (int64_t r = 0; r < batch.num_requests; ++r)

@@ -107,5 +107,96 @@ TEST(RequestJson, ForksAndCacheFields) {
   expectError(R"({"prompt": [1], "num_return_sequences": 2})", {"did you mean \"n\""});
 }
 
+// "embeds": segments with their source (a file, parsed but not read, or inline base64) and
+// place ("start", or the runs of the request's "placeholder").
+TEST(RequestJson, EmbeddingSegmentsParse) {
+  // 1.0f, -2.0f as float32 little-endian, base64.
+  rt::ParsedRequest p = parse(R"({"prompt": [1, 9, 9, 2], "embeds": [
+      {"base64": "AACAPwAAAMA=", "start": 1, "grid": [1, 1, 2]},
+      {"file": "rows.npy", "start": 3},
+      {"file": "dir/f.safetensors", "tensor": "image_0", "start": 3}]})");
+  ASSERT_EQ(p.error, "");
+  ASSERT_EQ(p.embeds.size(), 3u);
+  EXPECT_EQ(p.placeholder, -1);
+  ASSERT_TRUE(p.embeds[0].values);
+  EXPECT_EQ(*p.embeds[0].values, (std::vector<float>{1.0f, -2.0f}));
+  EXPECT_EQ(p.embeds[0].start, 1);
+  EXPECT_EQ((std::vector<int64_t>(p.embeds[0].grid, p.embeds[0].grid + 3)), (std::vector<int64_t>{1, 1, 2}));
+  EXPECT_EQ(p.embeds[1].file, "rows.npy");
+  EXPECT_FALSE(p.embeds[1].values);
+  EXPECT_EQ(p.embeds[2].file, "dir/f.safetensors");
+  EXPECT_EQ(p.embeds[2].tensor, "image_0");
+
+  rt::ParsedRequest ph = parse(R"({"placeholder": 9, "prompt": [1, 9, 9, 2], "embeds": [{"base64": "AACAPwAAAMA"}]})");
+  ASSERT_EQ(ph.error, "");
+  EXPECT_EQ(ph.placeholder, 9);
+  EXPECT_EQ(ph.embeds[0].start, -1);
+  EXPECT_EQ(*ph.embeds[0].values, (std::vector<float>{1.0f, -2.0f})); // padding is optional
+  EXPECT_EQ(parse(R"({"prompt": [1], "embeds": []})").error, "");
+}
+
+TEST(RequestJson, BadEmbeddingSegmentsNameTheField) {
+  expectError(R"({"prompt": [1], "embeds": {"base64": "AAAA"}})", {"\"embeds\" must be a list of segments"});
+  expectError(R"({"prompt": [1], "embeds": [3]})", {"\"embeds[0]\" must be an object"});
+  expectError(R"({"prompt": [1], "embeds": [{"start": 0}]})", {"\"embeds[0]\" needs exactly one of \"file\"", "\"base64\""});
+  expectError(R"({"prompt": [1], "embeds": [{"start": 0, "file": "a.npy", "base64": "AAAAAA=="}]})",
+              {"\"embeds[0]\" needs exactly one of"});
+  expectError(R"({"prompt": [1], "embeds": [{"start": 0, "base64": "AAAAAA=="}, {"start": 0, "data": "AAAA"}]})",
+              {"unknown key \"data\" in \"embeds[1]\"", "did you mean \"base64\""});
+  expectError(R"({"prompt": [1], "embeds": [{"start": 0, "file": ""}]})", {"\"embeds[0].file\" must be a path"});
+  expectError(R"({"prompt": [1], "embeds": [{"start": 0, "file": 7}]})", {"\"embeds[0].file\" must be a path"});
+  expectError(R"({"prompt": [1], "embeds": [{"start": 0, "file": "rows.bin"}]})",
+              {"\"embeds[0].file\" must name a .npy or .safetensors file", "rows.bin"});
+  expectError(R"({"prompt": [1], "embeds": [{"start": 0, "file": "rows.npy", "tensor": "x"}]})",
+              {"\"embeds[0].tensor\" names a tensor of a .safetensors"});
+  expectError(R"({"prompt": [1], "embeds": [{"start": 0, "base64": "AAAAAA==", "tensor": "x"}]})", {"\"embeds[0].tensor\""});
+  expectError(R"({"prompt": [1], "embeds": [{"start": 0, "base64": 12}]})", {"\"embeds[0].base64\" must be a string"});
+  expectError(R"({"prompt": [1], "embeds": [{"start": 0, "base64": "AA*A"}]})",
+              {"\"embeds[0].base64\" is not valid base64", "'*' at offset 2"});
+  expectError(R"({"prompt": [1], "embeds": [{"start": 0, "base64": "AAAAA"}]})", {"\"embeds[0].base64\" is not valid base64", "partial byte"});
+  expectError(R"({"prompt": [1], "embeds": [{"start": 0, "base64": "AAA=A"}]})", {"\"embeds[0].base64\" is not valid base64"});
+}
+
+TEST(RequestJson, BadEmbeddingPlacesNameTheField) {
+  EXPECT_EQ(parse(R"({"prompt": [1], "embeds": [{"start": 0, "base64": "AAAAAA=="}]})").error, "");
+  expectError(R"({"prompt": [1], "embeds": [{"start": 0, "base64": "AAAAAAA="}]})",
+              {"\"embeds[0].base64\" decodes to 5 bytes, not a whole number of float32 values"});
+  expectError(R"({"prompt": [1], "embeds": [{"start": 0, "base64": ""}]})", {"\"embeds[0].base64\" holds no values"});
+  expectError(R"({"prompt": [1], "embeds": [{"base64": "AAAAAA=="}]})",
+              {"\"embeds[0]\" needs \"start\"", "\"placeholder\""});
+  expectError(R"({"prompt": [1], "placeholder": 1, "embeds": [{"base64": "AAAAAA==", "start": 0}]})",
+              {"\"embeds[0].start\" cannot be given with \"placeholder\""});
+  expectError(R"({"prompt": [1], "embeds": [{"base64": "AAAAAA==", "start": -1}]})", {"\"embeds[0].start\" is out of range"});
+  expectError(R"({"prompt": [1], "embeds": [{"base64": "AAAAAA==", "start": 1.5}]})", {"\"embeds[0].start\" must be an integer"});
+  expectError(R"({"prompt": [1], "placeholder": -3})", {"\"placeholder\""});
+  expectError(R"({"prompt": [1], "placeholder": "<image>"})", {"\"placeholder\" must be an integer"});
+  expectError(R"({"prompt": [1], "embeds": [{"base64": "AAAAAA==", "start": 0, "grid": [1, 2]}]})",
+              {"\"embeds[0].grid\" must be [t, h, w]"});
+  expectError(R"({"prompt": [1], "embeds": [{"base64": "AAAAAA==", "start": 0, "grid": [1, 0, 2]}]})",
+              {"\"embeds[0].grid[1]\""});
+  expectError(R"({"prompt": [1], "image_token_id": 5})", {"did you mean \"placeholder\""});
+  expectError(R"({"prompt": [1], "inputs_embeds": []})", {"did you mean \"embeds\""});
+}
+
+TEST(RequestJson, Base64DecodesTheStandardAlphabet) {
+  std::vector<uint8_t> out;
+  EXPECT_EQ(rt::decodeBase64("", out), "");
+  EXPECT_TRUE(out.empty());
+  EXPECT_EQ(rt::decodeBase64("TWFu", out), "");
+  EXPECT_EQ(std::string(out.begin(), out.end()), "Man");
+  EXPECT_EQ(rt::decodeBase64("TWE=", out), "");
+  EXPECT_EQ(std::string(out.begin(), out.end()), "Ma");
+  EXPECT_EQ(rt::decodeBase64("TQ==", out), "");
+  EXPECT_EQ(std::string(out.begin(), out.end()), "M");
+  EXPECT_EQ(rt::decodeBase64("TQ", out), "");
+  EXPECT_EQ(std::string(out.begin(), out.end()), "M");
+  EXPECT_EQ(rt::decodeBase64("+/+/", out), "");
+  EXPECT_EQ(out, (std::vector<uint8_t>{0xfb, 0xff, 0xbf}));
+  EXPECT_NE(rt::decodeBase64("TQ=", out), "");
+  EXPECT_NE(rt::decodeBase64("T===", out), "");
+  EXPECT_NE(rt::decodeBase64("-_", out).find("'-' at offset 0"), std::string::npos);
+  EXPECT_NE(rt::decodeBase64("TW\nF", out).find("byte 10 at offset 2"), std::string::npos);
+}
+
 } // namespace
 } // namespace cbc::test

@@ -1,5 +1,6 @@
 #include "runtime/engine.h"
 #include "runtime/comm/mpi_communicator.h"
+#include "runtime/embedding_source.h"
 #include "runtime/artefact.h"
 #include "runtime/build_config.h"
 #include "runtime/cache/coordinator.h"
@@ -78,7 +79,17 @@ const char *kRunAbout =
     "prompts of different salts apart, and \"cache_marks\" names prompt positions (a chat\n"
     "message's start) where a recurrent model's state is worth keeping. With --stream, each generated token is also printed as\n"
     "{\"index\": I, \"token\": T} (with \"logprob\" when asked for) as it is generated. A bad flag\n"
-    "or prompts file exits with status 2 before any work.";
+    "or prompts file exits with status 2 before any work.\n"
+    "\n"
+    "A multimodal model's decoder takes embeddings (an encoder's image or audio features) for\n"
+    "runs of prompt rows: \"embeds\": [SEGMENT, ...], each SEGMENT {\"file\": \"x.npy\"} (float32,\n"
+    "float16 or float64, little-endian, C order), {\"file\": \"x.safetensors\", \"tensor\": NAME}\n"
+    "(F32, BF16 or F16; NAME defaults to the file's only tensor) or {\"base64\": B} (float32\n"
+    "little-endian bytes), placed by \"start\": ROW (its first prompt row) or, when the request\n"
+    "gives \"placeholder\": ID, on the prompt's runs of that token id in order (one segment a run);\n"
+    "\"grid\": [t, h, w] for a model with multimodal RoPE. A segment's rows are its values divided\n"
+    "by the model's embedding width; relative paths are read from the current directory. A bad\n"
+    "segment (a missing file, a width, a count of runs or rows that does not fit) rejects its line.";
 
 Args runArgs() {
   return Args("run", kRunAbout,
@@ -331,8 +342,21 @@ private:
       ++malformed_;
       return;
     }
+    // Embeddings: read and placed now that the model's width is known; the line keeps no data.
+    std::vector<rt::EmbeddingSegment> embeds;
+    if (!p.request.embeds.empty() || p.request.placeholder >= 0) {
+      std::string bad = rt::resolveEmbeddings(p.request.embeds, p.request.placeholder, p.request.ids,
+                                              engine_.embedding_width(), embeds);
+      std::vector<rt::PendingSegment>().swap(p.request.embeds);
+      if (!bad.empty()) {
+        p.request.error = bad;
+        emit(malformedLine(p));
+        ++malformed_;
+        return;
+      }
+    }
     // The engine keeps the prompt; the line keeps what its result echoes (once per sequence).
-    rt::AddResult added = engine_.add_request(std::move(p.request.ids), p.request.params);
+    rt::AddResult added = engine_.add_request(std::move(p.request.ids), p.request.params, std::move(embeds));
     for (rt::RequestId fork : added.forks)
       lines_[fork] = p;
     sequencesLeft_[p.index] = 1 + (int64_t)added.forks.size();

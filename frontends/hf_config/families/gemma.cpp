@@ -168,6 +168,16 @@ void gemma4Decoder(const ConfigReader &r, ModelSpec &s, int64_t window) {
     l.value_is_key = kEqV && l.kind == LayerKind::FullAttention;
   gemma4HeadSizes(r, s, kEqV);
   gemma4KvSharing(r, s);
+  // Gemma4ForConditionalGeneration looks every placeholder up as the pad id (its per-layer
+  // embeddings see the pad row there); with "vision", an image's rows see each other both ways
+  // on the sliding layers.
+  if (s.injects_embeddings) {
+    s.injected_token_id = r.has("pad_token_id") ? r.getCount("pad_token_id", 0) : 0;
+    if (s.injected_token_id >= s.vocab_size)
+      throw ConfigError(r.path("pad_token_id"), "must be a token id below vocab_size");
+    for (LayerSpec &l : s.layers)
+      l.image_bidirectional = bidirectional == "vision" && l.kind == LayerKind::SlidingAttention;
+  }
 }
 
 // Gemma 4 with its per-layer embeddings (on by default) and, refused here, its MoE block.

@@ -336,7 +336,8 @@ Attribute StepBuilder::modelAttr() {
     alias(from, to);
   return ModelAttr::get(b_.getContext(), spec_.model_type, spec_.outer_model_type, spec_.vocab_size,
                         spec_.hidden_size, spec_.num_layers, spec_.max_positions, spec_.eos_token_ids,
-                        spec_.bos_token_id, spec_.dtype, toDialect(spec_.quantization), spec_.fp8_block, aliases);
+                        spec_.bos_token_id, spec_.dtype, toDialect(spec_.quantization), spec_.fp8_block, aliases,
+                        spec_.injected_token_id);
 }
 
 // A block-scaled FP8 checkpoint (transformers' FineGrainedFP8) stores the matrix of every linear

@@ -3182,3 +3182,8 @@ func.func @attention_key_ends_with_bias(%q: tensor<?x16xf32>, %p: tensor<?xi32>,
   %0 = cbc.kv.attention %q, %p, %p, %p, %p, %p, %bt distance_bias(%b) key_ends(%p) {layer = 0 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, scale = 0.25 : f64, bias_extent = 8 : i64} : tensor<?x16xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>, tensor<?x32xf32>, tensor<?xi32> -> tensor<?x16xf32>
   return
 }
+
+// -----
+
+// expected-error @+1 {{injected_token must be a token id, or -1 for none}}
+func.func private @model_injected_token() attributes {test.m = #cbc.model<model_type = "gemma4_text", vocab_size = 8, hidden_size = 8, num_layers = 1, max_positions = 8, checkpoint_dtype = "bfloat16", injected_token = -2>}
