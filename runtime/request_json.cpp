@@ -104,8 +104,8 @@ bool depthExceeds(const json &v, int limit) {
   return false;
 }
 
-std::string endsWith(const std::string &s, const std::string &tail) {
-  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0 ? tail : "";
+bool endsWith(const std::string &s, const std::string &tail) {
+  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
 }
 
 // An image's (t, h, w): three integers >= 1.
@@ -181,9 +181,9 @@ std::string readSegment(const json &v, const std::string &where, PendingSegment 
   }
   if (hasFile == hasBase64)
     return quoted(where) + " needs exactly one of \"file\" (a .npy or .safetensors path) and \"base64\"";
-  if (hasFile && endsWith(seg.file, ".npy").empty() && endsWith(seg.file, ".safetensors").empty())
+  if (hasFile && !endsWith(seg.file, ".npy") && !endsWith(seg.file, ".safetensors"))
     return quoted(where + ".file") + " must name a .npy or .safetensors file, got '" + seg.file + "'";
-  if (hasTensor && endsWith(seg.file, ".safetensors").empty())
+  if (hasTensor && !endsWith(seg.file, ".safetensors"))
     return quoted(where + ".tensor") + " names a tensor of a .safetensors \"file\"; this segment has none";
   return "";
 }
