@@ -99,6 +99,15 @@ fb::PositionScaleForm toFb(PositionScaleForm f) {
   llvm_unreachable("unknown position scale form");
 }
 
+fb::HcKind toFb(HcKind k) {
+  switch (k) {
+  case HcKind::collapse: return fb::HcKind::Collapse;
+  case HcKind::independent: return fb::HcKind::Independent;
+  case HcKind::manifold: return fb::HcKind::Manifold;
+  }
+  llvm_unreachable("unknown hyper-connection kind");
+}
+
 fb::RouteScore toFb(RouteScore s) {
   switch (s) {
   case RouteScore::softmax: return fb::RouteScore::Softmax;
@@ -135,13 +144,13 @@ fbs::Offset<fb::RopeParams> writeRope(fbs::FlatBufferBuilder &fbb, RopeAttr r) {
       fbb, r.getHeadDim(), r.getRotaryDim(),
       r.getPairing() == RopePairing::interleaved ? fb::RopePairing::Interleaved : fb::RopePairing::Half, freq,
       f64(r.getAttentionFactor()), freqLong, r.getLongAfter(), f64(r.getDynamicBase()), f64(r.getDynamicFactor()),
-      r.getDynamicMaxPositions(), sections);
+      r.getDynamicMaxPositions(), sections, r.getRotaryOffset());
 }
 
 fbs::Offset<fb::GluParams> writeGlu(fbs::FlatBufferBuilder &fbb, Attribute act, GluLayout layout) {
   auto fbLayout = layout == GluLayout::interleaved ? fb::GluLayout::Interleaved : fb::GluLayout::Halves;
   if (auto clamp = llvm::dyn_cast<ClampedSwigluAttr>(act)) {
-    fb::SwigluClamp c(f64(clamp.getLimit()), f64(clamp.getAlpha()));
+    fb::SwigluClamp c(f64(clamp.getLimit()), f64(clamp.getAlpha()), f64(clamp.getUpOffset()));
     return fb::CreateGluParams(fbb, fb::Activation::Silu, fbLayout, &c);
   }
   return fb::CreateGluParams(fbb, toFb(llvm::cast<ActivationAttr>(act).getValue()), fbLayout);
@@ -337,6 +346,17 @@ Params writeParams(fbs::FlatBufferBuilder &fbb, Operation &op) {
       })
       .Case([&](AllReduceOp o) { return params(P::CommParams, fb::CreateCommParams(fbb, o.getRanks())); })
       .Case([&](AllGatherOp o) { return params(P::CommParams, fb::CreateCommParams(fbb, o.getRanks())); })
+      .Case([&](StreamHcWeightsOp o) {
+        return params(P::HcWeightsParams,
+                      fb::CreateHcWeightsParams(fbb, toFb(o.getKind()), o.getStreams(), f64(o.getMagnitudeAttr()),
+                                                f64(o.getEpsAttr()), f64(o.getPostEpsAttr()), o.getSinkhornIters()));
+      })
+      .Case([&](StreamCollapseOp o) {
+        return params(P::StreamParams, fb::CreateStreamParams(fbb, o.getCount(), o.getOffset(), false));
+      })
+      .Case([&](StreamExpandOp o) {
+        return params(P::StreamParams, fb::CreateStreamParams(fbb, o.getCount(), o.getOffset(), o.getComb()));
+      })
       .Default([&](Operation *other) { return writeStateParams(fbb, *other); });
 }
 

@@ -83,6 +83,10 @@ private:
       } else if (auto select = dyn_cast<KvIndexSelectOp>(op)) {
         types[select.getQ()] = f32;
         types[select.getWeights()] = f32;
+      } else if (auto hc = dyn_cast<StreamHcWeightsOp>(op)) {
+        // The coefficients of hyper-connections, from their projection on, as transformers keeps them.
+        for (Value v : {hc.getMixes(), hc.getBase(), hc.getScale(), hc.getResult()})
+          types[v] = f32;
       } else if (auto experts = dyn_cast<MoeExpertsOp>(op)) {
         types[experts.getWeights()] = f32;
       } else if (auto slots = dyn_cast<MoeSlotLinearOp>(op); slots && slots.getWeights()) {

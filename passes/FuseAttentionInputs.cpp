@@ -50,7 +50,7 @@ std::optional<Chain> match(KvAppendOp append) {
   // The fused op rotates heads of the cache's head_dim by one position per token and keeps v
   // rows as wide as k rows.
   if (!c.ropeK || !c.ropeK->hasOneUse() || c.ropeK.getRope().getHeadDim() != headDim ||
-      c.ropeK.getSectionPositions() ||
+      c.ropeK.getSectionPositions() || c.ropeK.getRope().getRotaryOffset() != 0 ||
       cols(append.getV()) != cols(append.getK()))
     return std::nullopt;
   Value kIn = throughNorm(c.ropeK.getX(), c.normK, headDim);

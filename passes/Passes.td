@@ -171,7 +171,9 @@ def CbcAssignDeviceTypes : Pass<"cbc-assign-device-types", "::mlir::ModuleOp"> {
     * the query and head weights of `cbc.kv.index_select` (its scores choose keys, like a router's);
     * a router's mixing weights, and whatever weights `cbc.moe.experts` and
       `cbc.moe.slot_linear` mix with (a learned scale applied to the router's, say): their
-      kernels read them as f32.
+      kernels read them as f32;
+    * a hyper-connection's coefficients (`cbc.stream.hc_weights`): its projected input, its
+      base and scale, and its result, which transformers computes in f32 in every dtype.
     A weight held in f32 this way keeps the type the front end declared in `declared`, for the
     artefact's weight manifest. The program's semantics stay f32 (the artefact's program records
     f32 activations); the device types are what the CUDA code generation reads.

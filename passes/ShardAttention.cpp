@@ -109,7 +109,8 @@ std::vector<LatentRegion> findLatentRegions(ModuleOp module) {
     LatentRegion r;
     r.attn = attn;
     r.heads = attn.getNumHeads();
-    if (attn.getSelection() || !attn.getResult().hasOneUse())
+    // Sinks would need their heads divided too: such a layer stays whole on every rank.
+    if (attn.getSelection() || attn.getSinks() || !attn.getResult().hasOneUse())
       return;
     r.absorb = attn.getQLatent().getDefiningOp<HeadLinearOp>();
     r.values = dyn_cast<HeadLinearOp>(*attn.getResult().getUsers().begin());

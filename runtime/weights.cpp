@@ -622,11 +622,17 @@ std::vector<bool> storedAsBf16(const Artefact &a, const WeightSource &source, co
 
 namespace {
 
-// A tensor of decoder layer N >= numLayers ("...layers.N....") or of a top-level `mtp.` module:
-// the multi-token-prediction heads some checkpoints ship beside the decoder.
+// A tensor of decoder layer N >= numLayers ("...layers.N....") or of a module named `mtp` or
+// `mtp_<something>` (`mtp.`, HY-V4's `model.mtp_layers.`, Mistral Large 4's `mtp_dspark.`): the
+// multi-token-prediction heads some checkpoints ship beside the decoder.
 bool isMtpTensor(const std::string &name, int64_t numLayers) {
-  if (name.rfind("mtp.", 0) == 0)
-    return true;
+  for (size_t start = 0; start < name.size();) {
+    size_t dot = name.find('.', start);
+    std::string part = name.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+    if (dot != std::string::npos && (part == "mtp" || part.rfind("mtp_", 0) == 0))
+      return true;
+    start = dot == std::string::npos ? name.size() : dot + 1;
+  }
   for (size_t at = name.find("layers."); at != std::string::npos; at = name.find("layers.", at + 1)) {
     if (at > 0 && name[at - 1] != '.')
       continue;

@@ -200,7 +200,7 @@ static void emitLatentPrefill(Emitter &e, KvLatentAttentionOp op, KernelArgOut p
   int64_t H = op.getNumHeads(), L = op.getLatentDim(), R = op.getRopeDim();
   int GB = kernels::prefillHeadsPerBlock((int)H, (int)L);
   Instance inst("latent_attention_prefill");
-  inst.type(op.getQLatent()).type(e.kvType()).type(op.getResult()).integer(H).integer(L).integer(R);
+  inst.type(op.getQLatent()).type(e.kvType()).type(op.getResult()).type(op.getSinks()).integer(H).integer(L).integer(R);
   inst.integer(e.blockSize());
   addRetentionArgs(inst, op.getRetention()).integer(std::max(row, L + R));
   int k = e.kernel("latent_attention_prefill", "attention_prefill.cuh", inst);
@@ -210,6 +210,7 @@ static void emitLatentPrefill(Emitter &e, KvLatentAttentionOp op, KernelArgOut p
       .set(S::Plan, plan)
       .set(S::CuSeqlens, e.arg(op.getCuSeqlens()))
       .set(S::Out, e.arg(op.getResult()))
+      .set(S::Sinks, e.arg(op.getSinks()))
       .set(S::ScoreScale, op.getScale().convertToDouble());
   setCacheSlots(args, e, op);
   LaunchOut &l = e.launch(k, 32 * kernels::prefillWarps((int)H, (int)L), args);
@@ -251,7 +252,7 @@ void emitKvLatentAttention(Emitter &e, KvLatentAttentionOp op) {
   l.grid[0] = {tiled ? RuntimeVar::NumRequests : RuntimeVar::NumTokens, 1, 1, 0};
   l.grid[1] = {std::nullopt, 1, 1, H / HG};
   l.grid[2] = {RuntimeVar::AttnSplits, 1, 1, 0};
-  emitCombine(e, op.getCuSeqlens(), partials, op.getResult(), Value(), H, L, !tiled);
+  emitCombine(e, op.getCuSeqlens(), partials, op.getResult(), op.getSinks(), H, L, !tiled);
 }
 
 void emitKvIndexAppend(Emitter &e, KvIndexAppendOp op) {

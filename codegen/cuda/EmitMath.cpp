@@ -266,6 +266,7 @@ void emitGlu(Emitter &e, GluOp op) {
   GluUnit unit = gluUnit(op.getAct(), false);
   SlotArgs<S> args;
   args.set(S::X, e.arg(op.getX())).set(S::Out, e.arg(out)).set(S::Limit, unit.limit).set(S::Alpha, unit.alpha);
+  args.set(S::UpOffset, unit.up_offset);
   Instance inst("glu");
   inst.type(op.getX()).type(out).integer(cols(out)).choice(op.getLayout()).choice(unit.kind).choice(unit.act);
   elementwise(e, "glu", inst, out, args);
@@ -310,6 +311,8 @@ void emitRope(Emitter &e, RopeOp op) {
   addRopeArgs(inst, e, rope);
   std::vector<float> sections(rope.getSections().begin(), rope.getSections().end());
   inst.table(sections.empty() ? "" : e.table(sections));
+  if (rope.getRotaryOffset() != 0)
+    inst.integer(rope.getRotaryOffset());
   int k = e.kernel("rope", "rope.cuh", inst);
   SlotArgs<S> args;
   args.set(S::X, e.arg(op.getX()))

@@ -115,7 +115,8 @@ static void emitExpertGemms(Emitter &e, MoeExpertsOp op, const ExpertShape &s, c
       .set(U::Weights, e.arg(op.getWeights()))
       .set(U::Tiles, ws.tiles)
       .set(U::Limit, unit.limit)
-      .set(U::Alpha, unit.alpha);
+      .set(U::Alpha, unit.alpha)
+      .set(U::UpOffset, unit.up_offset);
   LaunchOut &l1 = e.launch(k1, kernels::kMoeThreads, up);
   int64_t units = op.getUngated() ? TN : TN / 2;
   l1.grid[0] = {std::nullopt, 1, 1, (s.I + units - 1) / units};

@@ -306,7 +306,7 @@ std::string Instance::text() const {
 GluUnit gluUnit(Attribute act, bool ungated) {
   if (auto clamp = llvm::dyn_cast<ClampedSwigluAttr>(act))
     return {GluUnit::ClampedSwiglu, Activation::none, clamp.getLimit().convertToDouble(),
-            clamp.getAlpha().convertToDouble()};
+            clamp.getAlpha().convertToDouble(), clamp.getUpOffset().convertToDouble()};
   return {ungated ? GluUnit::Ungated : GluUnit::Gated, llvm::cast<ActivationAttr>(act).getValue()};
 }
 

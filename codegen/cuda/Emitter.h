@@ -169,7 +169,7 @@ private:
 struct GluUnit {
   enum Kind { Gated, Ungated, ClampedSwiglu } kind = Gated;
   Activation act = Activation::none;
-  double limit = 0, alpha = 0;
+  double limit = 0, alpha = 0, up_offset = 1;
 };
 GluUnit gluUnit(mlir::Attribute act, bool ungated);
 

@@ -28,7 +28,7 @@ LogicalResult RopeAttr::verify(function_ref<InFlightDiagnostic()> emitError, int
                                int64_t rotaryDim, RopePairing, DenseF32ArrayAttr invFreq,
                                APFloat attentionFactor, DenseF32ArrayAttr invFreqLong,
                                int64_t longAfter, APFloat dynamicBaseF, APFloat dynamicFactorF,
-                               int64_t dynamicMaxPositions, ArrayRef<int64_t> sections) {
+                               int64_t dynamicMaxPositions, ArrayRef<int64_t> sections, int64_t rotaryOffset) {
   double dynamicBase = dynamicBaseF.convertToDouble(), dynamicFactor = dynamicFactorF.convertToDouble();
   if (headDim <= 0)
     return emitError() << "rope head_dim must be positive";
@@ -49,14 +49,16 @@ LogicalResult RopeAttr::verify(function_ref<InFlightDiagnostic()> emitError, int
     return emitError() << "rope sections must give each of the rotary_dim / 2 frequencies a component in [0, 2]";
   if (!sections.empty() && (invFreqLong || dynamicBase != 0))
     return emitError() << "rope sections have no length-dependent schedule";
+  if (rotaryOffset < 0 || rotaryOffset + rotaryDim > headDim)
+    return emitError() << "rope rotary_offset must keep the rotated features inside the head";
   return success();
 }
 
 LogicalResult ClampedSwigluAttr::verify(function_ref<InFlightDiagnostic()> emitError, APFloat limitF,
-                                        APFloat alphaF) {
+                                        APFloat alphaF, APFloat offsetF) {
   double limit = limitF.convertToDouble(), alpha = alphaF.convertToDouble();
-  if (!(limit > 0) || !std::isfinite(limit) || !std::isfinite(alpha))
-    return emitError() << "clamped_swiglu needs a positive finite limit and a finite alpha";
+  if (!(limit > 0) || !std::isfinite(limit) || !std::isfinite(alpha) || !std::isfinite(offsetF.convertToDouble()))
+    return emitError() << "clamped_swiglu needs a positive finite limit and a finite alpha and up_offset";
   return success();
 }
 

@@ -73,8 +73,9 @@ class Cbc_F32ArrayParameter<string desc, string default = ""> :
 def Cbc_RopeAttr : Cbc_Attr<"Rope", "rope"> {
   let summary = "A rotary position embedding schedule.";
   let description = [{
-    Rows hold heads of `head_dim` features. The first `rotary_dim` features of every head are
-    rotated by `angle = position * inv_freq[i]`; the rest pass through. `pairing = half` pairs
+    Rows hold heads of `head_dim` features. The `rotary_dim` features of every head from
+    `rotary_offset` on (default 0: the first ones) are rotated by
+    `angle = position * inv_freq[i]`; the rest pass through. `pairing = half` pairs
     feature `i` with `i + rotary_dim/2` (rotate_half); `interleaved` pairs `2i` with `2i+1`.
     `cos` and `sin` are multiplied by `attention_factor`.
 
@@ -104,18 +105,20 @@ def Cbc_RopeAttr : Cbc_Attr<"Rope", "rope"> {
                         Cbc_F64Parameter<"0.0">:$dynamic_base,
                         Cbc_F64Parameter<"0.0">:$dynamic_factor,
                         DefaultValuedParameter<"int64_t", "0">:$dynamic_max_positions,
-                        Cbc_IntListParameter<"the position component each frequency reads">:$sections);
+                        Cbc_IntListParameter<"the position component each frequency reads">:$sections,
+                        DefaultValuedParameter<"int64_t", "0">:$rotary_offset);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
 }
 
 def Cbc_ClampedSwigluAttr : Cbc_Attr<"ClampedSwiglu", "clamped_swiglu"> {
-  let summary = "A gated unit with clamped inputs: (clamp(up) + 1) * g * sigmoid(alpha * g).";
+  let summary = "A gated unit with clamped inputs: (clamp(up) + up_offset) * g * sigmoid(alpha * g).";
   let description = [{
     The activation of a gated linear unit whose gate is clamped to `g = min(gate, limit)` and
-    whose up input to `[-limit, limit]`; the result is `(up + 1) * g * sigmoid(alpha * g)`.
+    whose up input to `[-limit, limit]`; the result is `(up + up_offset) * g * sigmoid(alpha * g)`:
+    the unit with the default offset 1 adds one to up; a plain clamped SwiGLU has offset 0 and alpha 1.
   }];
-  let parameters = (ins Cbc_F64Parameter<>:$limit, Cbc_F64Parameter<>:$alpha);
+  let parameters = (ins Cbc_F64Parameter<>:$limit, Cbc_F64Parameter<>:$alpha, Cbc_F64Parameter<"1.0">:$up_offset);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
 }

@@ -105,6 +105,13 @@ def Cbc_QuantScheme : Cbc_Enum<"QuantScheme", "how a quantised weight stores its
     I32EnumAttrCase<"fp8_e4m3", 0>, // e4m3fn codes, a scale per block (block-scaled FP8)
     I32EnumAttrCase<"mxfp4", 1>]>;  // e2m1 codes in blocks of 32 with a power-of-two (e8m0) scale
 
+// Which coefficients a hyper-connection computes (cbc.stream.hc_weights).
+def Cbc_HcKind : Cbc_Enum<"HcKind", "the coefficients of a hyper-connection", [
+    I32EnumAttrCase<"collapse", 0>,     // pre only: the final head
+    I32EnumAttrCase<"independent", 1>,  // pre and post (iHC)
+    I32EnumAttrCase<"manifold", 2>]>;   // pre, post and the Sinkhorn-normalised comb (mHC)
+def Cbc_HcKindAttr : Cbc_EnumAttr<Cbc_HcKind, "hc_kind">;
+
 def Cbc_RetentionKind : Cbc_Enum<"RetentionKind", "which tokens a cache layer keeps", [
     I32EnumAttrCase<"all", 0>,
     I32EnumAttrCase<"window", 1>, // the last `tokens` tokens

@@ -309,6 +309,28 @@ LogicalResult MatchRmsOp::verify() {
   return success();
 }
 
+LogicalResult StreamHcWeightsOp::verify() {
+  double magnitude = getMagnitude().convertToDouble(), eps = getEps().convertToDouble(),
+         postEps = getPostEps().convertToDouble();
+  if (!(magnitude > 0) || !std::isfinite(magnitude) || !(eps >= 0) || !std::isfinite(eps) || !(postEps >= 0) ||
+      !std::isfinite(postEps))
+    return emitOpError("magnitude must be positive and the epsilons not negative, all finite");
+  return verifyShape(*this, shape::check(shape::HcWeights{(int64_t)getKind(), (int64_t)getStreams(), cols(getMixes()),
+                                                          numel(getBase()), numel(getScale()), cols(getResult()),
+                                                          (int64_t)getSinkhornIters()}));
+}
+
+LogicalResult StreamCollapseOp::verify() {
+  return verifyShape(*this, shape::check(shape::Streams{(int64_t)getCount(), cols(getStreams()), cols(getWeights()),
+                                                        (int64_t)getOffset(), 0, cols(getResult()), false, false}));
+}
+
+LogicalResult StreamExpandOp::verify() {
+  return verifyShape(*this, shape::check(shape::Streams{(int64_t)getCount(), cols(getStreams()), cols(getWeights()),
+                                                        (int64_t)getOffset(), cols(getBlock()), cols(getResult()), true,
+                                                        getComb()}));
+}
+
 LogicalResult HeadPadOp::verify() {
   int64_t heads = getHeads(), width = getWidth();
   if (heads <= 0 || width <= 0)
@@ -403,6 +425,8 @@ LogicalResult KvLatentAttentionOp::verify() {
     return failure();
   if (getSelection() && getRetention().getKind() != RetentionKind::all)
     return emitOpError("a selection reads layers that keep every token");
+  if (getSinks() && numel(getSinks()) != (int64_t)getNumHeads())
+    return emitOpError("sinks must have one logit per head");
   return success();
 }
 
@@ -480,6 +504,8 @@ LogicalResult KvRopeAppendOp::verify() {
     return failure();
   if (!getRope().getSections().empty())
     return emitOpError("rotates by one position per token: its schedule must have no sections");
+  if (getRope().getRotaryOffset() != 0)
+    return emitOpError("rotates the first features of a head: its schedule must have no rotary_offset");
   if ((bool)getQNorm() != (bool)getKNorm())
     return emitOpError("give both q and k norm weights or neither");
   if (getQNorm()) {

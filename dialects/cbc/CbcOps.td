@@ -612,7 +612,7 @@ def Cbc_KvAttentionOp : Cbc_Op<"kv.attention", [MemoryEffects<[MemRead]>, AttrSi
   let hasVerifier = 1;
 }
 
-def Cbc_KvLatentAttentionOp : Cbc_Op<"kv.latent_attention", [MemoryEffects<[MemRead]>]> {
+def Cbc_KvLatentAttentionOp : Cbc_Op<"kv.latent_attention", [MemoryEffects<[MemRead]>, AttrSizedOperandSegments]> {
   let opcode = 24;
   let params = "KvLatentAttentionParams";
   let site = Cbc_CacheSite;
@@ -628,6 +628,7 @@ def Cbc_KvLatentAttentionOp : Cbc_Op<"kv.latent_attention", [MemoryEffects<[MemR
     again by `cbc.math.head_linear`. No per-head key or value is ever formed from the cache.
     With `selection` (`[T, k]` positions from `cbc.kv.index_select`, -1 for none), query `t`
     attends only to the listed rows, so its work is `k` rows whatever the context length.
+    `sinks` adds one learned logit per head to each softmax, attending to nothing.
   }];
   let arguments = (ins Cbc_Rows:$q_latent, Cbc_Rows:$q_rope, Cbc_Index:$positions,
                    Cbc_Index:$seq_ids, Cbc_Index:$cu_seqlens, Cbc_Index:$kv_lens, Cbc_Index:$slots,
@@ -635,9 +636,9 @@ def Cbc_KvLatentAttentionOp : Cbc_Op<"kv.latent_attention", [MemoryEffects<[MemR
                    I64Attr:$layer, I64Attr:$num_heads, I64Attr:$latent_dim, I64Attr:$rope_dim,
                    F64Attr:$scale,
                    DefaultValuedAttr<Cbc_RetentionAttr, Cbc_AllTokens>:$retention,
-                   OptionalAttr<I64Attr>:$group, Optional<Cbc_RowsI32>:$selection);
+                   OptionalAttr<I64Attr>:$group, Optional<Cbc_Weight>:$sinks, Optional<Cbc_RowsI32>:$selection);
   let results = (outs Cbc_Rows:$result);
-  let assemblyFormat = "$q_latent `,` $q_rope `,` $positions `,` $seq_ids `,` $cu_seqlens `,` $kv_lens `,` $slots `,` $block_tables (`selection` `(` $selection^ `)`)? attr-dict `:` type(operands) `->` type($result)";
+  let assemblyFormat = "$q_latent `,` $q_rope `,` $positions `,` $seq_ids `,` $cu_seqlens `,` $kv_lens `,` $slots `,` $block_tables (`sinks` `(` $sinks^ `)`)? (`selection` `(` $selection^ `)`)? attr-dict `:` type(operands) `->` type($result)";
   let hasVerifier = 1;
 }
 
@@ -1118,5 +1119,86 @@ def Cbc_AllGatherOp : Cbc_Op<"comm.all_gather", [Pure]> {
 }
 
 } // Cbc_CommGroup
+
+//===----------------------------------------------------------------------------------===//
+// Residual streams
+//===----------------------------------------------------------------------------------===//
+
+def Cbc_StreamGroup : OpDocGroup {
+  let summary = "Residual streams";
+  let description = [{
+    Hyper-connections keep `N` residual streams per token instead of one. The streams travel
+    side by side in one `[T, N * hidden]` value (stream `n` at columns `n * hidden ...`), so
+    every other op, the scheduler and the cache see an ordinary row. A block reads one stream
+    mixed from all of them (`cbc.stream.collapse`) and its output is spread back over them
+    (`cbc.stream.expand`), with per-token coefficients that `cbc.stream.hc_weights` computes
+    from the streams themselves.
+  }];
+}
+
+let opDocGroup = Cbc_StreamGroup in {
+
+def Cbc_StreamHcWeightsOp : Cbc_Op<"stream.hc_weights", [Pure]> {
+  let opcode = 46;
+  let params = "HcWeightsParams";
+  let summary = "A hyper-connection's per-token coefficients from its projected streams.";
+  let description = [{
+    `mixes [T, W]` is the hyper-connection's projection of the token's normed streams; `base
+    [W]` and `scale` (one factor per kind of coefficient) are its learned parameters. Row `t`
+    of the result holds, in this order:
+    - `pre [N] = sigmoid(mixes_pre * scale[0] + base_pre) + eps` (every kind);
+    - `post [N] = magnitude * sigmoid(mixes_post * scale[1] + base_post) + post_eps` (kinds
+      `independent` and `manifold`);
+    - `comb [N, N]` (kind `manifold`): `softmax` over each row `j` of
+      `mixes_comb * scale[2] + base_comb`, plus `eps`, then Sinkhorn's normalisation: the
+      columns divided by their sums (plus `eps`), then `sinkhorn_iters - 1` rounds of the rows
+      and the columns likewise.
+    So `W` is `N` (`collapse`: a final head), `2 N` (`independent`) or `(2 + N) N`
+    (`manifold`). Computed in fp32.
+  }];
+  let arguments = (ins Cbc_Rows:$mixes, Cbc_Weight:$base, Cbc_Weight:$scale, Cbc_HcKindAttr:$kind,
+                   I64Attr:$streams, F64Attr:$magnitude, F64Attr:$eps, F64Attr:$post_eps,
+                   DefaultValuedAttr<I64Attr, "0">:$sinkhorn_iters);
+  let results = (outs Cbc_Rows:$result);
+  let assemblyFormat = "$mixes `,` $base `,` $scale attr-dict `:` type(operands) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Cbc_StreamCollapseOp : Cbc_Op<"stream.collapse", [Pure]> {
+  let opcode = 47;
+  let params = "StreamParams";
+  let summary = "One row mixed from a token's residual streams.";
+  let description = [{
+    `result[t] = sum_n weights[t, offset + n] * streams[t, n]`, with `streams [T, N * H]`
+    holding `N` streams of `H` side by side and the `N` coefficients at column `offset` of
+    `weights` (a `cbc.stream.hc_weights` result, whose `pre` sits at 0). The block of a
+    hyper-connected layer reads this row.
+  }];
+  let arguments = (ins Cbc_Rows:$streams, Cbc_Rows:$weights, I64Attr:$count,
+                   DefaultValuedAttr<I64Attr, "0">:$offset);
+  let results = (outs Cbc_Rows:$result);
+  let assemblyFormat = "$streams `,` $weights attr-dict `:` type($streams) `,` type($weights) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Cbc_StreamExpandOp : Cbc_Op<"stream.expand", [Pure]> {
+  let opcode = 48;
+  let params = "StreamParams";
+  let summary = "A block's output spread over the residual streams, which it joins.";
+  let description = [{
+    `result[t, k] = weights[t, offset + k] * block[t] + residual_k`, for each of the `N`
+    streams of `streams [T, N * H]` (`block [T, H]`). Without `comb` the residual is stream `k`
+    itself; with it, the streams mixed by the `N x N` matrix that follows the `N` coefficients
+    in `weights`, read transposed: `residual_k = sum_j comb[j, k] * streams[t, j]`.
+  }];
+  let arguments = (ins Cbc_Rows:$block, Cbc_Rows:$streams, Cbc_Rows:$weights, I64Attr:$count,
+                   DefaultValuedAttr<I64Attr, "0">:$offset, UnitAttr:$comb);
+  let results = (outs Cbc_Rows:$result);
+  let assemblyFormat = "$block `,` $streams `,` $weights attr-dict `:` type($block) `,` type($streams) `,` type($weights) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+} // Cbc_StreamGroup
+
 
 #endif // CBC_OPS_TD

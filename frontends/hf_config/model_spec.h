@@ -232,6 +232,7 @@ struct IndexerSpec {
   int64_t heads = 0, head_dim = 0, topk = 0; // heads 0: no indexer
   RotaryPairing rope_pairing = RotaryPairing::Half; // the indexer's own pairing (not the attention's)
   double norm_eps = 1e-6;                     // k_norm (a LayerNorm with a bias)
+  bool rope_last = false;                     // q and k rotate their last rope_dim features, not their first
 };
 
 struct MlaSpec {
@@ -254,6 +255,8 @@ struct MlaSpec {
   // [q nope | q rope | gate of v_dim]; the attention output is multiplied by sigmoid(gate) per
   // element before o_proj (A.X-K2, whose runtime module calls it q_gate_proj).
   bool query_gate = false;
+  // A learned logit per head (<attn>.<Names::sinks>) joins each softmax (HY-V4).
+  bool sinks = false;
   IndexerSpec indexer;
 };
 
@@ -395,6 +398,8 @@ struct MoeSpec {
   int64_t sinks = 0;
   FfnActivation act = FfnActivation::Silu; // ClampedSwiglu with limit and alpha (gated experts only)
   double limit = 0.0, alpha = 0.0;
+  double up_offset = 1.0;        // ClampedSwiglu's (up + offset): 1 for GPT-OSS, 0 for a clamped SwiGLU
+
   int64_t shared_intermediate = 0; // 0 = no shared expert
   // The shared expert's activation where it differs from the routed experts' (Aria's follows
   // hidden_act, its routed experts are always SiLU); none: act.
@@ -523,6 +528,22 @@ struct AltUpSpec {
   std::string module = "altup", projections = "altup_projections", unembed = "altup_unembed_projections";
 };
 
+// Hyper-connections: the residual stream is `streams` streams of hidden_size, side by side in one
+// [T, streams * hidden] row, the embeddings repeated at the start. Each block (mixer, feed-forward)
+// reads the streams mixed by per-token coefficients, pre, from <site>fn over the streams'
+// weightless RMS norm (eps norm_eps) with <site>base and <site>scale (cbc.stream.hc_weights), and
+// its output returns to stream k times post_k, added to stream k (iHC) or, with `manifold`, to the
+// streams mixed by the Sinkhorn-normalised comb (mHC). The head reads the streams mixed by the
+// pre coefficients of <head>fn, <head>base, <head>scale before the final norm.
+struct HyperSpec {
+  int64_t streams = 0; // 0: one ordinary residual stream
+  bool manifold = false;
+  int64_t sinkhorn_iters = 0;
+  double magnitude = 2.0, eps = 1e-6, post_eps = 0.0, norm_eps = 1e-6;
+  // Checkpoint name prefixes of each layer's two sites and of the model's head.
+  std::string attn, ffn, head;
+};
+
 // LAuReL (Gemma 3n): a low-rank residual on the mixer's normed input h, h + <norm>(<right>(<left>(h))),
 // added to the mixer's residual sum, the two averaged as (x + mixer + laurel) / sqrt(2).
 struct LaurelSpec {
@@ -577,6 +598,7 @@ struct ModelSpec {
   NormGateSpec norm_gate;
   PerLayerInputSpec per_layer_inputs;
   AltUpSpec altup;
+  HyperSpec hyper;
   LaurelSpec laurel;
   AttentionSpec attn;
   MlaSpec mla;

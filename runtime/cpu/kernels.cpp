@@ -47,6 +47,81 @@ void matchRms(const float *x, const float *ref, int64_t T, int64_t W, int64_t re
   }
 }
 
+static float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
+
+void hcWeights(const float *mixes, int64_t T, const float *base, const float *scale, const HcWeightsParams &p,
+               float *out) {
+  int64_t N = p.streams, W = p.kind == 0 ? N : p.kind == 1 ? 2 * N : (2 + N) * N;
+  for (int64_t t = 0; t < T; ++t) {
+    const float *m = mixes + t * W;
+    float *o = out + t * W;
+    for (int64_t n = 0; n < N; ++n)
+      o[n] = sigmoid(m[n] * scale[0] + base[n]) + p.eps;
+    if (p.kind >= 1)
+      for (int64_t n = N; n < 2 * N; ++n)
+        o[n] = p.magnitude * sigmoid(m[n] * scale[1] + base[n]) + p.post_eps;
+    if (p.kind != 2)
+      continue;
+    float *c = o + 2 * N; // comb[j, k] at c[j * N + k]
+    for (int64_t j = 0; j < N; ++j) {
+      float mx = -INFINITY, sum = 0.0f;
+      for (int64_t k = 0; k < N; ++k) {
+        c[j * N + k] = m[2 * N + j * N + k] * scale[2] + base[2 * N + j * N + k];
+        mx = std::max(mx, c[j * N + k]);
+      }
+      for (int64_t k = 0; k < N; ++k)
+        sum += (c[j * N + k] = std::exp(c[j * N + k] - mx));
+      for (int64_t k = 0; k < N; ++k)
+        c[j * N + k] = c[j * N + k] / sum + p.eps;
+    }
+    auto normalise = [&](bool columns) {
+      for (int64_t a = 0; a < N; ++a) {
+        float sum = 0.0f;
+        for (int64_t b = 0; b < N; ++b)
+          sum += columns ? c[b * N + a] : c[a * N + b];
+        for (int64_t b = 0; b < N; ++b)
+          (columns ? c[b * N + a] : c[a * N + b]) /= sum + p.eps;
+      }
+    };
+    normalise(true);
+    for (int64_t i = 1; i < p.sinkhorn_iters; ++i) {
+      normalise(false);
+      normalise(true);
+    }
+  }
+}
+
+void streamCollapse(const float *streams, const float *w, int64_t T, int64_t N, int64_t H, int64_t wWidth,
+                    int64_t offset, float *out) {
+  for (int64_t t = 0; t < T; ++t) {
+    const float *s = streams + t * N * H, *c = w + t * wWidth + offset;
+    for (int64_t j = 0; j < H; ++j) {
+      float acc = 0.0f;
+      for (int64_t n = 0; n < N; ++n)
+        acc += c[n] * s[n * H + j];
+      out[t * H + j] = acc;
+    }
+  }
+}
+
+void streamExpand(const float *block, const float *streams, const float *w, int64_t T, int64_t N, int64_t H,
+                  int64_t wWidth, int64_t offset, bool comb, float *out) {
+  for (int64_t t = 0; t < T; ++t) {
+    const float *s = streams + t * N * H, *post = w + t * wWidth + offset, *c = post + N, *y = block + t * H;
+    float *o = out + t * N * H;
+    for (int64_t k = 0; k < N; ++k)
+      for (int64_t j = 0; j < H; ++j) {
+        float residual = 0.0f;
+        if (comb)
+          for (int64_t i = 0; i < N; ++i)
+            residual += c[i * N + k] * s[i * H + j];
+        else
+          residual = s[k * H + j];
+        o[k * H + j] = post[k] * y[j] + residual;
+      }
+  }
+}
+
 void gaussianTopk(const float *x, int64_t T, int64_t W, float multiplier, float *out) {
   for (int64_t t = 0; t < T; ++t) {
     const float *xr = x + t * W;
@@ -185,7 +260,7 @@ void glu(const float *x, int64_t M, int64_t I, Act act, bool interleaved, const 
       if (clamp) {
         g = std::min(g, clamp->limit);
         u = std::clamp(u, -clamp->limit, clamp->limit);
-        y[m * I + i] = (u + 1.0f) * (g / (1.0f + std::exp(-clamp->alpha * g)));
+        y[m * I + i] = (u + clamp->up_offset) * (g / (1.0f + std::exp(-clamp->alpha * g)));
       } else {
         y[m * I + i] = activate(act, g) * u;
       }
@@ -249,14 +324,16 @@ void rope(const float *x, int64_t T, int64_t width, const RopeParams &p, const i
     for (int64_t h = 0; h < heads; ++h) {
       const float *xh = x + t * width + h * p.head_dim;
       float *yh = y + t * width + h * p.head_dim;
+      int64_t o = p.rotary_offset;
+      for (int64_t j = 0; j < p.head_dim; ++j)
+        if (j < o || j >= o + p.rotary_dim)
+          yh[j] = xh[j];
       for (int64_t i = 0; i < half; ++i) {
-        int64_t a = p.interleaved ? 2 * i : i, b = p.interleaved ? 2 * i + 1 : i + half;
+        int64_t a = o + (p.interleaved ? 2 * i : i), b = o + (p.interleaved ? 2 * i + 1 : i + half);
         float x1 = xh[a], x2 = xh[b];
         yh[a] = x1 * c[i] - x2 * s[i];
         yh[b] = x2 * c[i] + x1 * s[i];
       }
-      for (int64_t j = p.rotary_dim; j < p.head_dim; ++j)
-        yh[j] = xh[j];
     }
   });
 }
@@ -380,6 +457,7 @@ void latentAttention(const float *qLatent, const float *qRope, int64_t T, const 
   a.scale = p.scale;
   a.window = p.window;
   a.chunk = p.chunk;
+  a.sinks = p.sinks;
   KvLayout valueAtStart = layout;
   valueAtStart.k_elems = 0;
   pagedAttention(q.data(), T, positions, seqIds, slots, tables, tableWidth, valueAtStart, pool, a, out, pfor);
@@ -504,7 +582,9 @@ void sparseLatentAttention(const float *qLatent, const float *qRope, int64_t T, 
       scores[i] = dot * p.scale;
       maxScore = std::max(maxScore, scores[i]);
     }
-    double denom = 0;
+    float sink = p.sinks ? p.sinks[th % H] : -INFINITY;
+    maxScore = std::max(maxScore, sink);
+    double denom = p.sinks ? std::exp((double)sink - maxScore) : 0.0;
     for (int64_t i = 0; i < k; ++i)
       if (sel[i] >= 0) {
         scores[i] = std::exp(scores[i] - maxScore);

@@ -27,6 +27,23 @@ void matchRms(const float *x, const float *ref, int64_t T, int64_t W, int64_t re
 // max(x - mean - multiplier * std, 0) per row of W, the population std (cbc.math.gaussian_topk).
 void gaussianTopk(const float *x, int64_t T, int64_t W, float multiplier, float *out);
 
+// A hyper-connection's coefficients per token (cbc.stream.hc_weights): kind 0 pre, 1 pre and
+// post, 2 pre, post and the Sinkhorn-normalised comb.
+struct HcWeightsParams {
+  int kind = 0;
+  int64_t streams = 0, sinkhorn_iters = 0;
+  float magnitude = 1, eps = 0, post_eps = 0;
+};
+void hcWeights(const float *mixes, int64_t T, const float *base, const float *scale, const HcWeightsParams &p,
+               float *out);
+// result[t] = sum_n w[t, offset + n] * streams[t, n] over N streams of H (cbc.stream.collapse).
+void streamCollapse(const float *streams, const float *w, int64_t T, int64_t N, int64_t H, int64_t wWidth,
+                    int64_t offset, float *out);
+// result[t, k] = w[t, offset + k] * block[t] + (comb ? sum_j comb[j, k] streams[t, j] : streams[t, k]),
+// comb the N x N after the N coefficients (cbc.stream.expand).
+void streamExpand(const float *block, const float *streams, const float *w, int64_t T, int64_t N, int64_t H,
+                  int64_t wWidth, int64_t offset, bool comb, float *out);
+
 // y[M, N] = x[M, K] . w[N, K]^T + bias[N]; a bf16 w is widened to float32 on the fly.
 void linear(const float *x, int64_t M, int64_t K, Matrix w, int64_t N, const float *bias, float *y,
             const ParallelFor &pfor = serialFor);
@@ -60,7 +77,7 @@ float activate(Act act, float x);
 
 // A clamped gated unit: (clamp(up, -limit, limit) + 1) * g * sigmoid(alpha * g), g = min(gate, limit).
 struct SwigluClamp {
-  float limit = 0, alpha = 0;
+  float limit = 0, alpha = 0, up_offset = 1;
 };
 
 // y[M, I] = act(gate) * up (or the clamped unit) over x[M, 2I] split in halves or interleaved
@@ -89,6 +106,7 @@ struct RopeParams {
   double dynamic_base = 0, dynamic_factor = 0;
   int64_t dynamic_max_positions = 0; // dynamic NTK: base grows with seq_len beyond this
   std::vector<int8_t> sections;      // multimodal: the position component each frequency reads
+  int64_t rotary_offset = 0;         // the rotated features start here in each head
 };
 
 // The frequencies a token uses, given its request's sequence length in this step.
@@ -146,6 +164,7 @@ struct LatentAttentionParams {
   int64_t num_heads = 0, latent_dim = 0, rope_dim = 0;
   float scale = 1;
   int64_t window = 0, chunk = 0;
+  const float *sinks = nullptr; // [num_heads] logits joining each softmax; null: none
 };
 void latentAttention(const float *qLatent, const float *qRope, int64_t T, const int32_t *positions,
                      const int32_t *seqIds, const int32_t *slots, const int32_t *tables, int64_t tableWidth,

@@ -106,7 +106,7 @@ Exec compileKvAttention(const OpContext &c) {
 }
 
 Exec compileKvLatentAttention(const OpContext &c) {
-  c.check(c.I.size() == 8 || c.I.size() == 9, "has the wrong number of operands");
+  c.check(c.I.size() >= 8 && c.I.size() <= 10, "has the wrong number of operands");
   c.need((int)c.I.size(), 1);
   const fb::KvLatentAttentionParams &params = c.params<fb::KvLatentAttentionParams>();
   const KvLayout &kv = siteLayout(c, params.site());
@@ -121,7 +121,11 @@ Exec compileKvLatentAttention(const OpContext &c) {
   p.window = windowOf(*params.site());
   p.chunk = chunkOf(*params.site());
   int64_t L = p.latent_dim, R = p.rope_dim;
-  int sel = c.I.size() == 9 ? c.I[8] : -1;
+  // Optional operands: the sinks (a weight), then the selection (rows).
+  int sinks = c.I.size() > 8 && !c.isAct(c.I[8]) ? c.I[8] : -1;
+  int sel = c.I.size() > 8 && c.isAct(c.I.back()) ? c.I.back() : -1;
+  c.check((int)c.I.size() == 8 + (sinks >= 0) + (sel >= 0), "has operands of the wrong kinds");
+  c.check(sinks < 0 || c.weightNumel(sinks) == p.num_heads, "has sinks that are not one per head");
   c.checkShape(shape::check(shape::KvLatentAttention{p.num_heads, L, R, c.cols(ql), c.cols(qr), c.cols(out),
                                                       sel >= 0 ? c.cols(sel) : -1}));
   c.check(kv.k_elems == L && kv.row_elems - kv.index_elems == L + R, "has widths that do not fit the cache plan's rows");
@@ -137,6 +141,9 @@ Exec compileKvLatentAttention(const OpContext &c) {
   c.needArg(7, StepArg::BlockTables);
   return [=](StepEnv &e) {
     const StepBatch &b = *e.batch;
+    LatentAttentionParams p2 = p;
+    p2.sinks = sinks >= 0 ? e.weight(sinks) : nullptr;
+    const LatentAttentionParams &p = p2;
     if (sel >= 0) {
       // The selected positions index the request's rows; reject any outside its context.
       const int32_t *s = e.i32(sel);
@@ -248,6 +255,7 @@ Exec compileKvRopeAppend(const OpContext &c) {
   float eps = (float)params.norm_eps(), offset = (float)params.norm_offset();
   RopeParams p = ropeParams(*params.rope());
   c.check(p.sections.empty(), "rotates by one position per token: its schedule must have no sections");
+  c.check(p.rotary_offset == 0, "rotates the first features of a head: its schedule must have no rotary_offset");
   p.head_dim = D;
   checkRope(c, p);
   return [=](StepEnv &e) {

@@ -184,7 +184,7 @@ Exec rowFactor(const OpContext &c, bool sigmoid) {
 std::optional<SwigluClamp> clampOf(const fb::GluParams &p) {
   if (!p.clamp())
     return std::nullopt;
-  return SwigluClamp{(float)p.clamp()->limit(), (float)p.clamp()->alpha()};
+  return SwigluClamp{(float)p.clamp()->limit(), (float)p.clamp()->alpha(), (float)p.clamp()->up_offset()};
 }
 } // namespace
 
@@ -272,12 +272,13 @@ RopeParams ropeParams(const fb::RopeParams &r) {
   }
   if (r.sections())
     p.sections.assign(r.sections()->begin(), r.sections()->end());
+  p.rotary_offset = r.rotary_offset();
   return p;
 }
 
 void checkRope(const OpContext &c, const RopeParams &p) {
   c.check((int64_t)p.inv_freq.size() == p.rotary_dim / 2 && p.head_dim > 0 && p.rotary_dim > 0 &&
-              p.rotary_dim <= p.head_dim &&
+              p.rotary_offset >= 0 && p.rotary_offset + p.rotary_dim <= p.head_dim &&
               (p.inv_freq_long.empty() || (int64_t)p.inv_freq_long.size() == p.rotary_dim / 2),
           "has an inconsistent RoPE schedule");
   c.check(p.sections.empty() ||

@@ -93,7 +93,7 @@ Exec compileMoeExperts(const OpContext &c) {
   c.check(!ungated || !glu.clamp(), "has an activation that needs a gated unit");
   std::optional<SwigluClamp> clamp;
   if (glu.clamp())
-    clamp = SwigluClamp{(float)glu.clamp()->limit(), (float)glu.clamp()->alpha()};
+    clamp = SwigluClamp{(float)glu.clamp()->limit(), (float)glu.clamp()->alpha(), (float)glu.clamp()->up_offset()};
   const auto &I = c.I;
   int out = c.O[0];
   const auto &guShape = c.value(I[3]).shape;

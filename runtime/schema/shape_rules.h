@@ -225,6 +225,45 @@ constexpr Error check(const KvRopeAppend &s) {
   return nullptr;
 }
 
+// cbc.stream.hc_weights: kind 0 collapse (pre), 1 independent (pre, post), 2 manifold (pre, post,
+// comb), one of them (the enum: the loader checks an artefact's first); mixes and result are (2 + N) N, 2 N or N wide, base as wide, scale one factor per part.
+struct HcWeights {
+  int64_t kind, streams, mixes, base, scale, result, sinkhorn_iters;
+};
+constexpr int64_t hcWeightsWidth(int64_t kind, int64_t n) { return kind == 0 ? n : kind == 1 ? 2 * n : (2 + n) * n; }
+constexpr Error check(const HcWeights &s) {
+  if (s.streams < 1 || s.streams > 16)
+    return "streams must be between 1 and 16";
+  if (s.mixes != hcWeightsWidth(s.kind, s.streams) || s.result != s.mixes)
+    return "mixes and result width must be N, 2 N or (2 + N) N as the kind has coefficients";
+  if (s.base != s.mixes)
+    return "base must have one entry per column of mixes";
+  if (s.scale != s.kind + 1)
+    return "scale must have one factor per kind of coefficient";
+  if ((s.kind == 2) != (s.sinkhorn_iters > 0))
+    return "sinkhorn_iters must be positive for a manifold kind and 0 otherwise";
+  return nullptr;
+}
+
+// cbc.stream.collapse and cbc.stream.expand: N streams of H side by side; the N coefficients at
+// column offset of weights (and, with comb, the N x N matrix after them).
+struct Streams {
+  int64_t count, streams, weights, offset, block, result;
+  bool expand, comb;
+};
+constexpr Error check(const Streams &s) {
+  if (s.count < 1 || s.count > 16)
+    return "count must be between 1 and 16";
+  if (s.streams % s.count != 0 || s.streams == 0)
+    return "streams width must be count * hidden";
+  if (s.offset < 0 || s.offset + s.count * (s.comb ? 1 + s.count : 1) > s.weights)
+    return "weights must hold the coefficients from offset on";
+  int64_t hidden = s.streams / s.count;
+  if (s.expand ? (s.block != hidden || s.result != s.streams) : s.result != hidden)
+    return "block and result widths must be the streams' hidden width (expand: result as the streams)";
+  return nullptr;
+}
+
 // cbc.kv.latent_attention.
 struct KvLatentAttention {
   int64_t heads, latent_dim, rope_dim;

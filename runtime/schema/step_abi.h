@@ -20,8 +20,9 @@ namespace cbc {
 // writing state units (the step arguments state_in and state_out) and starting their tables with
 // a StateSite; parameter tables' mandatory fields are `required`. 6: multimodal prompts: the
 // step arguments inject_rows, inject_embeds, rope_positions and key_ends, RoPE sections, an
-// attention's key ends, the model's injected token.
-constexpr uint32_t kFormatVersion = 6;
+// attention's key ends, the model's injected token. 7: residual streams (cbc.stream.*), sinks on
+// latent attention, a RoPE's rotary_offset, and the clamped SwiGLU's up_offset (SwigluClamp grew).
+constexpr uint32_t kFormatVersion = 7;
 
 // The step function's arguments, in order.
 enum class StepArg : uint8_t {

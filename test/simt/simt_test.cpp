@@ -758,6 +758,30 @@ TEST(SimtAttentionWideValues, LongPrefillsMatchCpu) {
   longPrefillsMatchCpu(a, 256, "values wider than keys");
 }
 
+// Latent attention with a learned sink logit per head and no selection (the tiled prefill kernel
+// and flash-decoding's merge both take the sinks), over long prefills, chunks and decodes.
+TEST(SimtLatentAttentionSinks, LongPrefillsMatchCpu) {
+  rt::Artefact a = compileIrWithKernels(stepReturning(64, R"mlir(
+    %t = cbc.weight.ref "table" {sources = [["table.weight"]]} : tensor<64x64xbf16>
+    %e = cbc.math.embed %arg0, %t : tensor<?xi32>, tensor<64x64xbf16> -> tensor<?x64xf32>
+    %wl = cbc.weight.ref "wl" {sources = [["wl.weight"]]} : tensor<32x64xbf16>
+    %lat = cbc.math.linear %e, %wl : tensor<?x64xf32>, tensor<32x64xbf16> -> tensor<?x32xf32>
+    %wr = cbc.weight.ref "wr" {sources = [["wr.weight"]]} : tensor<8x64xbf16>
+    %kr = cbc.math.linear %e, %wr : tensor<?x64xf32>, tensor<8x64xbf16> -> tensor<?x8xf32>
+    cbc.kv.append %lat, %kr, %arg1, %arg2, %arg8, %arg5 {group = 0 : i64, head_dim = 32 : i64, latent, layer = 0 : i64, num_kv_heads = 1 : i64} : tensor<?x32xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
+    %wq = cbc.weight.ref "wq" {sources = [["wq.weight"]]} : tensor<128x64xbf16>
+    %ql = cbc.math.linear %e, %wq : tensor<?x64xf32>, tensor<128x64xbf16> -> tensor<?x128xf32>
+    %wqr = cbc.weight.ref "wqr" {sources = [["wqr.weight"]]} : tensor<32x64xbf16>
+    %qr = cbc.math.linear %e, %wqr : tensor<?x64xf32>, tensor<32x64xbf16> -> tensor<?x32xf32>
+    %sk = cbc.weight.ref "sinks" {sources = [["sinks"]]} : tensor<4xbf16>
+    %o = cbc.kv.latent_attention %ql, %qr, %arg1, %arg2, %arg3, %arg4, %arg8, %arg5 sinks(%sk) {group = 0 : i64, latent_dim = 32 : i64, layer = 0 : i64, num_heads = 4 : i64, rope_dim = 8 : i64, scale = 0.2 : f64} : tensor<?x128xf32>, tensor<?x32xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>, tensor<4xbf16> -> tensor<?x128xf32>
+    %wo = cbc.weight.ref "wo" {sources = [["wo.weight"]]} : tensor<64x128xbf16>
+    %out = cbc.math.linear %o, %wo : tensor<?x128xf32>, tensor<64x128xbf16> -> tensor<?x64xf32>
+)mlir"));
+  ASSERT_NE(a.kernels->source.find("cbc::latent_attention_prefill<bf16, bf16, bf16, bf16, 4, 32, 8,"), std::string::npos);
+  longPrefillsMatchCpu(a, 64, "latent attention with sinks");
+}
+
 // Values of 528: a prefill block would need 12 warps (three column groups), so every token of
 // the layer takes flash-decoding (its all-token form), prefill chunks included.
 TEST(SimtAttentionWideValues, TooWideForTilesStayOnDecode) {
@@ -798,6 +822,49 @@ TEST(SimtAltUpRows, KernelsMatchCpu) {
   for (int32_t i = 0; i < 300; ++i)
     every.push_back(i % 72);
   kernelsMatchCpu(a, rt::WeightSource{"", 11}, {{3}, {50, 7, 45, 39, 40}, every}, "altup rows");
+}
+
+// The residual-stream ops: 4 streams of 18, the three kinds of hyper-connection coefficients
+// (mHC's Sinkhorn-normalised comb, iHC's pre and post, the final head's pre) from weightless
+// RMS norms through projections, each collapsing the streams, and the block spread back with
+// and without the mixing matrix.
+TEST(SimtStreams, KernelsMatchCpu) {
+  rt::Artefact a = compileIrWithKernels(stepReturning(72, R"mlir(
+    %t = cbc.weight.ref "table" {sources = [["table.weight"]]} : tensor<72x72xbf16>
+    %e = cbc.math.embed %arg0, %t : tensor<?xi32>, tensor<72x72xbf16> -> tensor<?x72xf32>
+    %n = cbc.math.rms_norm %e {eps = 1.0e-6 : f64} : tensor<?x72xf32> -> tensor<?x72xf32>
+    %fm = cbc.weight.ref "fm" {sources = [["fm.weight"]]} : tensor<24x72xf32>
+    %bm = cbc.weight.ref "bm" {sources = [["bm.weight"]]} : tensor<24xf32>
+    %sm = cbc.weight.ref "sm" {sources = [["sm.weight"]]} : tensor<3xf32>
+    %mm = cbc.math.linear %n, %fm : tensor<?x72xf32>, tensor<24x72xf32> -> tensor<?x24xf32>
+    %wm = cbc.stream.hc_weights %mm, %bm, %sm {kind = #cbc.hc_kind<manifold>, streams = 4 : i64, magnitude = 2.0 : f64, eps = 1.0e-6 : f64, post_eps = 0.0 : f64, sinkhorn_iters = 20 : i64} : tensor<?x24xf32>, tensor<24xf32>, tensor<3xf32> -> tensor<?x24xf32>
+    %cm = cbc.stream.collapse %e, %wm {count = 4 : i64} : tensor<?x72xf32>, tensor<?x24xf32> -> tensor<?x18xf32>
+    %ym = cbc.math.act %cm {act = #cbc.act<silu>} : tensor<?x18xf32>
+    %xm = cbc.stream.expand %ym, %e, %wm {count = 4 : i64, offset = 4 : i64, comb} : tensor<?x18xf32>, tensor<?x72xf32>, tensor<?x24xf32> -> tensor<?x72xf32>
+    %ni = cbc.math.rms_norm %xm {eps = 1.0e-6 : f64} : tensor<?x72xf32> -> tensor<?x72xf32>
+    %fi = cbc.weight.ref "fi" {sources = [["fi.weight"]]} : tensor<8x72xf32>
+    %bi = cbc.weight.ref "bi" {sources = [["bi.weight"]]} : tensor<8xf32>
+    %si = cbc.weight.ref "si" {sources = [["si.weight"]]} : tensor<2xf32>
+    %mi = cbc.math.linear %ni, %fi : tensor<?x72xf32>, tensor<8x72xf32> -> tensor<?x8xf32>
+    %wi = cbc.stream.hc_weights %mi, %bi, %si {kind = #cbc.hc_kind<independent>, streams = 4 : i64, magnitude = 1.5 : f64, eps = 1.0e-6 : f64, post_eps = 1.0e-6 : f64} : tensor<?x8xf32>, tensor<8xf32>, tensor<2xf32> -> tensor<?x8xf32>
+    %ci = cbc.stream.collapse %xm, %wi {count = 4 : i64} : tensor<?x72xf32>, tensor<?x8xf32> -> tensor<?x18xf32>
+    %xi = cbc.stream.expand %ci, %xm, %wi {count = 4 : i64, offset = 4 : i64} : tensor<?x18xf32>, tensor<?x72xf32>, tensor<?x8xf32> -> tensor<?x72xf32>
+    %nh = cbc.math.rms_norm %xi {eps = 1.0e-6 : f64} : tensor<?x72xf32> -> tensor<?x72xf32>
+    %fh = cbc.weight.ref "fh" {sources = [["fh.weight"]]} : tensor<4x72xf32>
+    %bh = cbc.weight.ref "bh" {sources = [["bh.weight"]]} : tensor<4xf32>
+    %sh = cbc.weight.ref "sh" {sources = [["sh.weight"]]} : tensor<1xf32>
+    %mh = cbc.math.linear %nh, %fh : tensor<?x72xf32>, tensor<4x72xf32> -> tensor<?x4xf32>
+    %wh = cbc.stream.hc_weights %mh, %bh, %sh {kind = #cbc.hc_kind<collapse>, streams = 4 : i64, magnitude = 1.0 : f64, eps = 1.0e-6 : f64, post_eps = 0.0 : f64} : tensor<?x4xf32>, tensor<4xf32>, tensor<1xf32> -> tensor<?x4xf32>
+    %h = cbc.stream.collapse %xi, %wh {count = 4 : i64} : tensor<?x72xf32>, tensor<?x4xf32> -> tensor<?x18xf32>
+    %out = cbc.math.concat %h, %h, %h, %h : tensor<?x18xf32>, tensor<?x18xf32>, tensor<?x18xf32>, tensor<?x18xf32> -> tensor<?x72xf32>
+)mlir"));
+  ASSERT_NE(a.kernels->source.find("cbc::hc_weights<float, float, float, float, 4, 2, 20>"), std::string::npos);
+  ASSERT_NE(a.kernels->source.find("cbc::stream_expand<bf16, bf16, float, bf16, 4, 18, 24, 4, true>"), std::string::npos);
+  ASSERT_NE(a.kernels->source.find("cbc::stream_collapse<bf16, float, bf16, 4, 18, 4, 0>"), std::string::npos);
+  std::vector<int32_t> every;
+  for (int32_t i = 0; i < 300; ++i)
+    every.push_back(i % 72);
+  kernelsMatchCpu(a, rt::WeightSource{"", 11}, {{3}, {50, 7, 45, 39, 40}, every}, "streams");
 }
 
 // cbc.rows.inject: prompts whose rows take given embeddings at their start, middle and end,

@@ -1211,7 +1211,7 @@ TEST_F(Fp8Weights, Fp8TensorsNeedAnFp8Model) {
 }
 
 // Tensors the manifest does not name are never read: an MTP layer past the last decoder layer
-// (FP8 without its scales, even), an `mtp.` module, anything else; dump reports their roles.
+// (FP8 without its scales, even), an `mtp` or `mtp_*` module, anything else; dump reports their roles.
 TEST_F(Fp8Weights, UnusedAndMtpTensorsAreNotRead) {
   Tensors ts = tensors_;
   rt::TensorView orphan = tensor(tensors_, kQProj); // FP8 with no scales beside it
@@ -1227,6 +1227,9 @@ TEST_F(Fp8Weights, UnusedAndMtpTensorsAreNotRead) {
   i64.data = longs.data();
   i64.bytes = longs.size();
   ts.emplace_back("mtp.fc.weight", i64);
+  ts.emplace_back("model.mtp_layers.0.eh_proj.weight", i64);
+  ts.emplace_back("mtp_dspark.norm.weight", i64);
+  ts.emplace_back("model.layers.1.mlp.mtpx.weight", i64);
   ts.emplace_back("model.rotary_emb.inv_freq", i64);
   ts.emplace_back("model.layers.1.self_attn.rotary_emb.inv_freq", i64);
   TempDir dir;
@@ -1243,6 +1246,9 @@ TEST_F(Fp8Weights, UnusedAndMtpTensorsAreNotRead) {
   EXPECT_EQ(roles.at("model.layers.2.input_layernorm.weight"), R::MtpLayer);
   EXPECT_EQ(roles.at("model.layers.17.mlp.experts.3.up_proj.weight"), R::MtpLayer);
   EXPECT_EQ(roles.at("mtp.fc.weight"), R::MtpLayer);
+  EXPECT_EQ(roles.at("model.mtp_layers.0.eh_proj.weight"), R::MtpLayer); // HY-V4
+  EXPECT_EQ(roles.at("mtp_dspark.norm.weight"), R::MtpLayer);            // Mistral Large 4
+  EXPECT_EQ(roles.at("model.layers.1.mlp.mtpx.weight"), R::Unused);
   EXPECT_EQ(roles.at("model.rotary_emb.inv_freq"), R::Unused);
   EXPECT_EQ(roles.at("model.layers.1.self_attn.rotary_emb.inv_freq"), R::Unused);
   int fp8 = 0, scales = 0;

@@ -88,10 +88,12 @@ def _param_stats(name: str, p, zero_centred: bool, std: dict, norm_mean: dict) -
     return 0.0, std["weight"]
 
 
-def _rule_stats(name: str, rules) -> tuple[float, float] | None:
-    for pattern, mean, s in rules or ():
+def _rule_stats(name: str, rules) -> tuple | None:
+    """The first rule whose regex matches `name`: (mean, std) for a normal rule (pattern, mean, std), or
+    ("uniform", lo, hi) for a uniform rule (pattern, "uniform", lo, hi)."""
+    for pattern, *stats in rules or ():
         if re.search(pattern, name):
-            return mean, s
+            return tuple(stats)
     return None
 
 
@@ -106,9 +108,10 @@ def reinit_(
 ) -> dict:
     """Redraw every parameter from one generator (name order), rounded to bf16.
 
-    `rules` (regex, mean, std) override the shared table for matching parameter names;
-    `buffer_init` (regex, mean, std) redraws matching persistent buffers (e.g. lfm2_moe's
-    expert_bias) after all parameters, from the same generator.
+    `rules` (regex, mean, std) override the shared table for matching parameter names; a rule
+    (regex, "uniform", lo, hi) draws U(lo, hi) instead (torch.rand from the same generator; rwkv's
+    time_mix_* interpolation weights); `buffer_init` (regex, mean, std) redraws matching persistent
+    buffers (e.g. lfm2_moe's expert_bias) after all parameters, from the same generator.
     """
     std = dict(BASE_STD)
     std.update(std_overrides or {})
@@ -118,6 +121,12 @@ def reinit_(
     with torch.no_grad():
         for name, p in sorted(model.named_parameters(), key=lambda kv: kv[0]):
             stats = _rule_stats(name, rules)
+            if stats is not None and stats[0] == "uniform":
+                _, lo, hi = stats
+                noise = torch.rand(tuple(p.shape), generator=gen, dtype=torch.float32)
+                p.copy_((noise * (hi - lo) + lo).to(torch.bfloat16).to(torch.float32))
+                table[name] = ["uniform", lo, hi]
+                continue
             mean, s = stats if stats is not None else _param_stats(name, p, zero_centred, std, norm_mean)
             noise = torch.randn(tuple(p.shape), generator=gen, dtype=torch.float32)
             p.copy_((noise * s + mean).to(torch.bfloat16).to(torch.float32))
@@ -159,6 +168,7 @@ MLA_ROUTERS = {
     "GlmMoeDsaTopkRouter": ("sigmoid", True, "top2sum", "-inf"),
     "BeamTopKRouter": ("sigmoid", True, "top2sum", "-inf"),
     "AXK2TopkRouter": ("sigmoid", True, "top2sum", "0"),  # grouping optional (n_group None: no groups)
+    "HYV4TopkRouter": ("sigmoid", True, "top2sum", "-inf"),  # Glm4MoeLiteTopkRouter; hy_v4 runs it with n_group 1
     "DeepseekV2TopkRouter": ("softmax", False, "max", "0"),  # group_limited_greedy (greedy: no groups)
     "Mistral4TopkRouter": ("softmax", False, "top2sum", "0"),
     "LongcatFlashTopkRouter": ("softmax", True, None, None),
@@ -181,6 +191,8 @@ def mla_route(mod, logits: torch.Tensor) -> dict:
     if type(mod).__name__ == "DeepseekV2TopkRouter" and mod.topk_method != "group_limited_greedy":
         group_score = None
     if type(mod).__name__ == "AXK2TopkRouter" and mod.num_group is None:
+        group_score = None
+    if type(mod).__name__ == "HYV4TopkRouter" and mod.num_group == 1:  # one group holds every expert: no group cut
         group_score = None
     E = logits.shape[-1]
     k = mod.top_k
@@ -840,15 +852,40 @@ def dsa_full_attention_effect(model, prompts, token_lists) -> dict:
 
 
 class ClampProbe:
-    """gpt_oss: fraction of gate (above) / up (either side) pre-activations the clamp changes."""
+    """gpt_oss and hy_v4: fraction of gate (above) / up (either side) pre-activations the clamp changes.
+
+    HYV4Experts (hy_v4's routed experts, Glm5NextTextExperts' clamp) also count gate and up separately
+    (`detail`): gate_up = x @ gate_up_proj[e]^T split in halves [gate | up], gate clamped above at swiglu_limit,
+    up at +-swiglu_limit."""
 
     def __init__(self, model):
         self.clamped = 0
         self.total = 0
+        self.detail = None
         self.handles = []
         for _, mod in model.named_modules():
             if type(mod).__name__ == "GptOssExperts":
                 self.handles.append(mod.register_forward_hook(self._hook))
+            elif type(mod).__name__ == "HYV4Experts":
+                self.detail = {"gate_above_limit": 0, "up_outside_limit": 0, "gate_values": 0, "up_values": 0,
+                               "expert_rows_with_a_clamp": 0, "expert_rows": 0}
+                self.handles.append(mod.register_forward_hook(self._hyv4_hook))
+
+    def _hyv4_hook(self, mod, args, out):
+        hs, idx = args[0], args[1]
+        limit = mod.swiglu_limit
+        for t in range(hs.shape[0]):
+            for e in idx[t].tolist():
+                gate, up = torch.nn.functional.linear(hs[t], mod.gate_up_proj[e]).chunk(2, dim=-1)
+                g, u = int((gate > limit).sum()), int((up.abs() > limit).sum())
+                self.detail["gate_above_limit"] += g
+                self.detail["up_outside_limit"] += u
+                self.detail["gate_values"] += gate.numel()
+                self.detail["up_values"] += up.numel()
+                self.detail["expert_rows_with_a_clamp"] += int(g + u > 0)
+                self.detail["expert_rows"] += 1
+                self.clamped += g + u
+                self.total += gate.numel() + up.numel()
 
     def _hook(self, mod, args, out):
         hs, idx = args[0], args[1]
@@ -875,6 +912,10 @@ def forward(model, ids: list[int], cache=None, start: int = 0, positions: bool =
         kwargs["position_ids"] = torch.arange(start, start + len(ids)).unsqueeze(0)
     if cache is None:
         kwargs["use_cache"] = False
+    elif isinstance(cache, RwkvState):  # RWKV: the state list goes in as `state` and comes back as output.state
+        out = model(**kwargs, state=cache.state, use_cache=True)
+        cache.state = out.state
+        return out
     else:
         kwargs["cache_params" if "cache_params" in params else "past_key_values"] = cache
         kwargs["use_cache"] = True
@@ -883,9 +924,9 @@ def forward(model, ids: list[int], cache=None, start: int = 0, positions: bool =
 
 def takes_cache(model) -> bool:
     """Whether the model's forward takes a cache. OpenAIGPTLMHeadModel has none (it swallows past_key_values and
-    use_cache in **kwargs and would run a lone token at position 0)."""
+    use_cache in **kwargs and would run a lone token at position 0). RWKV takes its state as `state`."""
     params = inspect.signature(model.forward).parameters
-    return "past_key_values" in params or "cache_params" in params
+    return "past_key_values" in params or "cache_params" in params or "state" in params
 
 
 @torch.no_grad()
@@ -972,14 +1013,25 @@ def state_family_checks(
     for i, state in enumerate(getattr(cache, "linear_cache", [])):  # MiniMaxCache: one k^T v state per linear layer
         if isinstance(state, torch.Tensor):
             shapes[str(i)] = {"recurrent": list(state.shape[1:]), "dtype": str(state.dtype).replace("torch.", "")}
+    if isinstance(cache, RwkvState):  # five [batch, hidden, layers] tensors; per layer, one column of each
+        for i in range(cache.state[0].shape[-1]):
+            shapes[str(i)] = {name: list(t[..., i].shape[1:]) for name, t in zip(RWKV_STATE_NAMES, cache.state)}
+        shapes["transformers_layout"] = {
+            "note": "RwkvModel's state list, in this order, each [batch, hidden_size, num_hidden_layers] "
+            "(layer i is column i), dtype in the fp32 model",
+            **{name: [list(t.shape[1:]), str(t.dtype).replace("torch.", "")] for name, t in zip(RWKV_STATE_NAMES, cache.state)},
+        }
+    note = "per layer, batch dim dropped; transformers stores conv_kernel columns, only the last kernel-1 are read"
+    if isinstance(cache, RwkvState):
+        note = (
+            "per layer, batch dim dropped: the previous token's ln2 output (ffn_shift) and ln1 output (attn_shift), "
+            "and the wkv num / den / max per channel"
+        )
     return {
         "per_prompt": per_prompt,
         "continuation_pieces": pieces_all,
         "continuation_max_abs": max(p["max_abs_all_positions"] for p in per_prompt),
-        "state_shapes": {
-            "note": "per layer, batch dim dropped; transformers stores conv_kernel columns, only the last kernel-1 are read",
-            "layers": shapes,
-        },
+        "state_shapes": {"note": note, "layers": shapes},
     }
 
 
@@ -1078,6 +1130,139 @@ def mamba_family_checks(model, prompts: list[list[int]], positions: bool) -> dic
     }
 
 
+# RWKV (SEMANTICS_RWKV.md): the names of RwkvModel's five state tensors, in its order.
+RWKV_STATE_NAMES = ("ffn_shift", "attn_shift", "wkv_num", "wkv_den", "wkv_max")
+
+
+def _rwkv_rescale_variant(model, undo_division: bool, rescale_every: int):
+    """A copy of an RWKV model that already ran in eval mode (its output / value weights divided by
+    2^(block // rescale_every)) with the inference-time rescaling partly or wholly switched off: `undo_division`
+    multiplies the weights back (exact, powers of two), `rescale_every` 0 stops the hidden state being halved.
+    layers_are_rescaled stays True, so RwkvModel.forward does not rescale the copy again."""
+    m = copy.deepcopy(model)
+    every = model.config.rescale_every
+    assert m.rwkv.layers_are_rescaled and every > 0
+    if undo_division:
+        with torch.no_grad():
+            for i, block in enumerate(m.rwkv.blocks):
+                block.attention.output.weight.mul_(2 ** (i // every))
+                block.feed_forward.value.weight.mul_(2 ** (i // every))
+    m.rwkv.config.rescale_every = rescale_every
+    return m
+
+
+@torch.no_grad()
+def rwkv_family_checks(model, fam_dir: Path, prompts: list[list[int]], token_lists: list[list[int]]) -> dict:
+    """RWKV: what transformers' own generate() computes against the fixture's loop, the state tensors' part
+    (resetting the wkv or the shift states mid-prompt), the decay spread, and what a bf16 load keeps in fp32."""
+    out = {}
+    # generate(): greedy, 16 tokens, EOS ignored (min_new_tokens), raw logits
+    gen = []
+    for prompt, tokens in zip(prompts, token_lists):
+        res = model.generate(
+            torch.tensor([prompt]), max_new_tokens=NEW_TOKENS, min_new_tokens=NEW_TOKENS, do_sample=False,
+            output_logits=True, return_dict_in_generate=True,
+        )
+        rows = torch.stack([l[0].float() for l in res.logits])
+        ref = greedy(model, prompt)[0]
+        gen.append(
+            {
+                "tokens_agree": res.sequences[0, len(prompt):].tolist() == tokens,
+                "max_abs_vs_fixture_rows": float((rows - ref).abs().max()),
+            }
+        )
+    out["generate_vs_fixture_loop"] = {
+        "note": "model.generate(greedy, min_new_tokens = max_new_tokens = 16, output_logits) against the fixture's "
+        "loop (prefill in one forward, then one token per forward, state carried); generate() passes the state "
+        "as `state` and only the last token after the prefill",
+        "per_prompt": gen,
+        "rescaled_in_eval_generate": bool(model.rwkv.layers_are_rescaled),
+    }
+
+    # Resetting one kind of state after 64 tokens of prompt 2, then feeding the rest one token at a time.
+    prompt = prompts[-1]
+    cut = STATE_ZERO_AT
+
+    def run(reset):
+        cache = new_cache(model)
+        forward(model, prompt[:cut], cache)
+        if reset is not None:
+            reset(cache.state)
+        return torch.stack([forward(model, [t], cache).logits[0, -1].float() for t in prompt[cut:]])
+
+    def reset_wkv(st):
+        st[2].zero_()
+        st[3].zero_()
+        st[4].fill_(-1e30)
+
+    def reset_shift(st):
+        st[0].zero_()
+        st[1].zero_()
+
+    base = run(None)
+    resets = {}
+    for name, fn in (("wkv_states_reset", reset_wkv), ("shift_states_zeroed", reset_shift)):
+        d = (run(fn) - base).abs().amax(-1)
+        resets[name] = {"max_abs_first_row": float(d[0]), "max_abs_last_row": float(d[-1]), "max_abs_all_rows": float(d.max())}
+    out["state_reset"] = {
+        "note": f"prefill {cut} tokens of prompt 2 with the state, reset one kind of state (wkv: num 0, den 0, "
+        f"max -1e30 as RwkvModel initialises it; shift: the previous-token rows 0), feed tokens {cut}..{len(prompt) - 1} "
+        "one at a time; max |dlogit| against the same run without the reset",
+        **resets,
+    }
+
+    # Per-token decay exp(-exp(time_decay)) and the bonus time_first, per layer.
+    spread = {}
+    for i, block in enumerate(model.rwkv.blocks):
+        w = torch.exp(-torch.exp(block.attention.time_decay.float()))
+        u = block.attention.time_first.float()
+        spread[str(i)] = {
+            "decay_min": float(w.min()), "decay_median": float(w.median()), "decay_max": float(w.max()),
+            "channels_decay_below_0.1": int((w < 0.1).sum()), "channels_decay_above_0.9": int((w > 0.9).sum()),
+            "time_first_min": float(u.min()), "time_first_max": float(u.max()),
+        }
+    out["decay_spread"] = {"note": "per-token wkv decay exp(-exp(time_decay)) per channel, per layer", "per_layer": spread}
+
+    # The checkpoint's dtypes, and what transformers keeps in fp32 when it loads it as bf16 (_keep_in_fp32_modules).
+    with safe_open(str(fam_dir / "model.safetensors"), "pt") as f:
+        file_dtypes = sorted({f.get_slice(k).get_dtype() for k in f.keys()})
+    def fp32_kept(dtype):
+        m = AutoModelForCausalLM.from_pretrained(fam_dir, dtype=dtype).eval()
+        return m, sorted({re.sub(r"blocks\.\d+\.", "blocks.N.", n) for n, p in m.named_parameters() if p.dtype != dtype})
+
+    fp16, kept_fp16 = fp32_kept(torch.float16)
+    del fp16
+    bf16, kept = fp32_kept(torch.bfloat16)
+    cache = new_cache(bf16)
+    forward(bf16, prompts[0], cache)
+    forward(bf16, prompts[0][:1], cache)
+    state_dtypes = {name: str(t.dtype).replace("torch.", "") for name, t in zip(RWKV_STATE_NAMES, cache.state)}
+    bf16_delta = 0.0
+    for prompt in prompts:
+        rows = greedy(bf16, prompt)[0]
+        ref = greedy(model, prompt)[0]
+        bf16_delta = max(bf16_delta, float((rows - ref).abs().max()))
+    del bf16
+    out["dtypes"] = {
+        "note": "checkpoint: the dtypes in model.safetensors; fp32_in_bf16_model / fp32_in_fp16_model: parameters "
+        "from_pretrained(dtype=bfloat16 / float16) keeps in fp32 (_keep_in_fp32_modules upcasts only for float16); "
+        "state_in_bf16_model: the state list after a prefill and one step of the bf16 model; "
+        "bf16_transformers_vs_fp32_rows_max_abs: that bf16 model's greedy rows against the fp32 model's (for scale "
+        "only; the fixture's rows are the fp32 model's)",
+        "checkpoint": file_dtypes,
+        "fp32_in_bf16_model": kept,
+        "fp32_in_fp16_model": kept_fp16,
+        "state_in_bf16_model": state_dtypes,
+        "bf16_transformers_vs_fp32_rows_max_abs": bf16_delta,
+    }
+    out["layer_norm_eps"] = {
+        "pre_ln_ln1_ln2": sorted({m.eps for b in model.rwkv.blocks for m in (b.ln1, b.ln2)} | {model.rwkv.blocks[0].pre_ln.eps}),
+        "ln_out": model.rwkv.ln_out.eps,
+        "note": "ln_out is nn.LayerNorm(hidden_size) with torch's default eps 1e-5, whatever layer_norm_epsilon says",
+    }
+    return out
+
+
 def _layer_summary_mamba(model, cfg) -> dict:
     """Resolved layer types and what each decoder layer holds (Mamba families)."""
 
@@ -1133,6 +1318,83 @@ def _fix_olmo_conv_split(path: Path, cfg) -> None:
         for p, t in zip("qkv", torch.split(full, [key_dim, key_dim, value_dim], dim=0)):
             tensors[prefix + f"{p}_conv1d.weight"] = t.contiguous()
     save_file(tensors, str(path), metadata=metadata)
+
+
+# hy_v4 (SEMANTICS_HC.md, checkpoint names): save_pretrained reverses conversion_mapping's hy_v4 renames one by one,
+# and two of them do not invert: `.hc_` -> `.hc_pre.hc_` inserts hc_pre at the FIRST `.hc_`
+# (layers.N.hc_pre.hc_attn_layer.hc_fn, model.hc_pre.hc_head.hc_head_fn), and `.gate_proj` -> `.linear_gate` also hits
+# the dense MLP's and the shared expert's gate_proj. Published Hy4-preview checkpoints (model.safetensors.index.json)
+# name them as below, and store the iHC parameters, the sinks and the routers' correction bias as F32 (everything
+# else BF16). Each rule: (saved name, hub name).
+HY_V4_HUB_RENAMES = [
+    (
+        r"^model\.layers\.(\d+)\.hc_pre\.hc_(attn|mlp)_layer\.hc_(fn|base|scale)$",
+        r"model.layers.\1.hc_\2_layer.hc_pre.hc_\3",
+    ),
+    (r"^model\.hc_pre\.hc_head\.hc_head_(fn|base|scale)$", r"model.hc_head.hc_head_\1"),
+    (r"^(model\.layers\.\d+\.mlp(\.shared_experts)?)\.linear_gate\.weight$", r"\1.gate_proj.weight"),
+]
+HY_V4_HUB_F32 = re.compile(
+    r"(\.hc_pre\.hc_(fn|base|scale)|\.hc_head\.hc_head_(fn|base|scale)|\.learnable_sink_param"
+    r"|\.e_score_correction_bias)$"
+)
+
+
+def _write_hy_v4_hub_checkpoint(path: Path) -> dict:
+    """Rewrites save_pretrained's hy_v4 checkpoint with the names and dtypes of the published one (HY_V4_HUB_RENAMES,
+    HY_V4_HUB_F32); the values are bf16-exact, so the F32 tensors hold exactly the weights the oracle ran. Returns
+    {saved name: hub name} for the renamed tensors."""
+    with safe_open(str(path), "pt") as f:
+        metadata = f.metadata()
+        tensors = {k: f.get_tensor(k) for k in f.keys()}
+    out, renamed = {}, {}
+    for name, t in tensors.items():
+        hub = name
+        for pattern, repl in HY_V4_HUB_RENAMES:
+            hub = re.sub(pattern, repl, hub)
+        if hub != name:
+            renamed[name] = hub
+        assert hub not in out, hub
+        out[hub] = t.float() if HY_V4_HUB_F32.search(hub) else t
+    # what is left of the reversed renames must be the attention's own (linear_gate, learnable_sink_param)
+    assert all(
+        ".hc_pre.hc_attn_layer" not in k and ".hc_pre.hc_mlp_layer" not in k and "hc_pre.hc_head" not in k for k in out
+    ), sorted(out)
+    assert all(k.endswith("self_attn.linear_gate.weight") for k in out if "linear_gate" in k), sorted(out)
+    save_file(out, str(path), metadata=metadata)
+    return renamed
+
+
+def _layer_pattern(name: str) -> str:
+    return re.sub(r"layers\.\d+\.", "layers.N.", name)
+
+
+def _hy_v4_hub_checks(fam_dir: Path, loader, renamed: dict) -> dict:
+    """meta.json's record of the hub-named hy_v4 checkpoint: what was renamed, the F32 tensors, and which parameters
+    transformers keeps in fp32 when it loads the checkpoint as bf16 (_keep_in_fp32_modules_strict)."""
+    with safe_open(str(fam_dir / "model.safetensors"), "pt") as f:
+        dtypes = {k: f.get_slice(k).get_dtype() for k in f.keys()}
+    bf16, info = loader.from_pretrained(
+        fam_dir, attn_implementation="eager", experts_implementation="eager", dtype=torch.bfloat16,
+        output_loading_info=True,
+    )
+    assert not any(info[k] for k in ("missing_keys", "unexpected_keys", "mismatched_keys")), info
+    kept = sorted({_layer_pattern(n) for n, p in bf16.named_parameters() if p.dtype != torch.bfloat16})
+    kept_buffers = sorted(
+        {_layer_pattern(n) + " (buffer)" for n, b in bf16.named_buffers()
+         if b.dtype == torch.float32 and "rotary" not in n}
+    )
+    del bf16
+    return {
+        "note": "save_pretrained's names -> the published Hy4-preview names (HY_V4_HUB_RENAMES); F32 tensors as the "
+        "published checkpoint stores them; fp32_in_bf16_model: parameters (and buffers) transformers keeps in fp32 "
+        "when it loads this checkpoint with dtype=bfloat16",
+        "renamed": sorted({f"{_layer_pattern(a)} -> {_layer_pattern(b)}" for a, b in renamed.items()}),
+        "f32_tensors": sorted({_layer_pattern(k) for k, d in dtypes.items() if d == "F32"}),
+        "other_dtypes": sorted({d for d in dtypes.values() if d != "F32"}),
+        "fp32_in_bf16_model": kept + kept_buffers,
+        "reload_missing_unexpected_mismatched": [0, 0, 0],
+    }
 
 
 MXFP4_EXPERT_WEIGHTS = ("experts.gate_up_proj", "experts.down_proj")
@@ -1490,6 +1752,28 @@ def feature_effects(model, kind: str, prompts, token_lists) -> dict:
             lambda t: t.zero_(),
             "v_proj_delayed_bias_zero",
         )
+    elif kind == "rwkv":
+        every = model.config.rescale_every
+
+        def variant(undo_division, rescale_every):
+            m = _rwkv_rescale_variant(model, undo_division, rescale_every)
+            return max(float((a - uncached_rows(m, p, t)).abs().max()) for a, p, t in zip(base, prompts, token_lists))
+
+        out["rescale_ignored_entirely"] = variant(True, 0)
+        out["rescale_weights_divided_hidden_not_halved"] = variant(False, 0)
+        out["rescale_hidden_halved_weights_not_divided"] = variant(True, every)
+
+        def switched_rwkv(tensors, value, name):
+            saved = [t.detach().clone() for t in tensors]
+            for t in tensors:
+                value(t)
+            out[name] = delta()
+            for t, v in zip(tensors, saved):
+                t.copy_(v)
+
+        params = dict(model.named_parameters())
+        switched_rwkv([p for n, p in params.items() if ".time_mix_" in n], lambda t: t.fill_(1.0), "no_token_shift")
+        switched_rwkv([p for n, p in params.items() if n.endswith(".time_first")], lambda t: t.zero_(), "time_first_zero")
     assert max(float((a - b).abs().max()) for a, b in zip(base, rows())) == 0.0  # everything restored
     return {
         "note": "max |dlogit| over every position of one uncached forward of prompt+tokens[:-1] (all prompts) with "
@@ -1553,6 +1837,8 @@ def _layer_summary(model, cfg) -> dict:
     layer_types = getattr(text_cfg, "layer_types", None)
     if layer_types is None and getattr(text_cfg, "attention_layers", None):  # GPT-Neo: global / local (window_size)
         layer_types = [{"global": "full_attention", "local": "sliding_attention"}[t] for t in text_cfg.attention_layers]
+    if layer_types is None and cfg.model_type == "rwkv":  # every block a time mix (wkv) and a channel mix
+        layer_types = ["rwkv"] * text_cfg.num_hidden_layers
     if layer_types is None:
         sw = getattr(text_cfg, "sliding_window", None)
         layer_types = ["sliding_attention" if sw else "full_attention"] * text_cfg.num_hidden_layers
@@ -1735,6 +2021,9 @@ def build_family(family: str, out_dir: Path, verbose: bool = True) -> dict:
             os.remove(fam_dir / extra)
     if spec.get("checkpoint_fix") == "olmo_conv_split":
         _fix_olmo_conv_split(fam_dir / "model.safetensors", cfg)
+    hub_renamed = None
+    if spec.get("checkpoint_fix") == "hy_v4_hub_names":
+        hub_renamed = _write_hy_v4_hub_checkpoint(fam_dir / "model.safetensors")
     if spec.get("mxfp4"):
         _write_mxfp4_checkpoint(fam_dir)
     if spec.get("fp8_block"):
@@ -1818,6 +2107,8 @@ def build_family(family: str, out_dir: Path, verbose: bool = True) -> dict:
             fam_dir, attn_implementation="eager", experts_implementation="eager", dtype=torch.float32,
             output_loading_info=True, **quantized
         )
+        if hub_renamed is not None:  # every hub-named tensor is read through conversion_mapping, none is left over
+            assert not any(load_info[k] for k in ("missing_keys", "unexpected_keys", "mismatched_keys")), load_info
         if spec.get("composite_checkpoint"):
             # text-only: the vision tower and projector are the only tensors Llama4ForCausalLM leaves unread
             assert type(reloaded).__name__ == type(model).__name__, type(reloaded).__name__
@@ -1835,6 +2126,10 @@ def build_family(family: str, out_dir: Path, verbose: bool = True) -> dict:
             r0 = reloaded(input_ids=torch.tensor([prompt]), use_cache=False).logits[0, -1].float()
         reload_delta = max(reload_delta, float((r0 - tensors[f"logits_{i}"][0]).abs().max()))
     del reloaded
+    hub_checks = None
+    if hub_renamed is not None:
+        assert reload_delta == 0.0, reload_delta
+        hub_checks = _hy_v4_hub_checks(fam_dir, loader, hub_renamed)
     if spec.get("composite_checkpoint") == "llama4":
         # the same directory through the multimodal class, text-only: the checkpoint is a complete llama4 one
         mm, mm_info = transformers.Llama4ForConditionalGeneration.from_pretrained(
@@ -1853,6 +2148,9 @@ def build_family(family: str, out_dir: Path, verbose: bool = True) -> dict:
         feature_effects(model, spec["feature_effects"], prompts, [p["tokens"] for p in per_prompt])
         if spec.get("feature_effects")
         else None
+    )
+    rwkv_checks = (
+        rwkv_family_checks(model, fam_dir, prompts, [p["tokens"] for p in per_prompt]) if spec.get("rwkv") else None
     )
 
     atol = spec.get("atol", DEFAULT_ATOL)
@@ -1994,6 +2292,19 @@ def build_family(family: str, out_dir: Path, verbose: bool = True) -> dict:
             "[key_dim, key_dim, value_dim] = [32, 32, 128] as released checkpoints have them. Loading concatenates "
             "them along dim 0 either way, so the reload check below holds."
         )
+    if hub_checks is not None:
+        notes.append(
+            "Checkpoint: hub names, not save_pretrained's. save_pretrained reverses conversion_mapping's hy_v4 renames "
+            "one by one, and two do not invert: `.hc_` -> `.hc_pre.hc_` puts hc_pre at the first `.hc_` "
+            "(layers.N.hc_pre.hc_attn_layer.hc_fn, model.hc_pre.hc_head.hc_head_fn) and `.gate_proj` -> `.linear_gate` "
+            "also renames the dense MLP's and the shared expert's gate_proj. The fixture writes the names of the "
+            "published Hy4-preview checkpoint (layers.N.hc_{attn,mlp}_layer.hc_pre.hc_{fn,base,scale}, "
+            "model.hc_head.hc_head_{fn,base,scale}, self_attn.linear_gate.weight, self_attn.learnable_sink_param, "
+            "mlp.gate_proj.weight, mlp.shared_experts.gate_proj.weight, fused mlp.experts.gate_up_proj [E, 2I, H] / "
+            "down_proj [E, H, I]) and its dtypes: the iHC parameters, the sinks and e_score_correction_bias F32 "
+            "(bf16-exact values), everything else BF16. from_pretrained reads every tensor through the mapping "
+            "(no missing, unexpected or mismatched keys) and reproduces row 0 exactly (checks.checkpoint_names)."
+        )
     if spec.get("composite_checkpoint") == "llama4":
         notes.append(
             "Composite: AutoModelForCausalLM builds Llama4ForCausalLM from config.get_text_config(); its own "
@@ -2105,6 +2416,13 @@ def build_family(family: str, out_dir: Path, verbose: bool = True) -> dict:
         assert plain_routers["recomputed_choice_mismatches"] == 0, plain_routers
     if effects is not None:
         meta["checks"]["feature_effects"] = effects
+    if rwkv_checks is not None:
+        meta["checks"]["rwkv"] = rwkv_checks
+        meta["dtype"]["checkpoint"] = (
+            "bfloat16 (bf16-exact weights), time_decay and time_first included (save_pretrained writes the bf16 "
+            "model's tensors as they are); from_pretrained keeps those two in fp32 only when it loads as float16 "
+            "(_keep_in_fp32_modules), not as bfloat16, see checks.rwkv.dtypes"
+        )
     if indexer_summary is not None:
         meta["checks"]["indexer"] = indexer_summary
     if block_summary is not None:
@@ -2118,6 +2436,15 @@ def build_family(family: str, out_dir: Path, verbose: bool = True) -> dict:
         meta["checkpoint_architecture"] = json.loads((fam_dir / "config.json").read_text())["architectures"][0]
     if clamp.total:
         meta["checks"]["swiglu_clamped_fraction"] = clamp.clamped / clamp.total
+    if clamp.detail is not None:
+        meta["checks"]["swiglu_clamp"] = {
+            "note": "routed-expert pre-activations over every MoE forward of the fixture run (cached greedy, uncached "
+            "and continuation forwards): gate > swiglu_limit, |up| > swiglu_limit; an expert row is one "
+            "(token, expert)",
+            **clamp.detail,
+        }
+    if hub_checks is not None:
+        meta["checks"]["checkpoint_names"] = hub_checks
     if spec.get("init_rules"):
         meta["init"]["rules"] = [list(r) for r in spec["init_rules"]]
     if spec.get("composite_checkpoint"):
@@ -2145,6 +2472,11 @@ def build_family(family: str, out_dir: Path, verbose: bool = True) -> dict:
     if mamba_checks is not None:
         meta["checks"].update(mamba_checks)
         meta["checks"]["continuation_carries_state"] = state_checks["continuation_max_abs"] <= atol
+    if hub_checks is not None:
+        meta["dtype"]["checkpoint"] = (
+            "bfloat16 (bf16-exact weights); the iHC parameters (hc_fn, hc_base, hc_scale), learnable_sink_param and "
+            "e_score_correction_bias float32 (bf16-exact values), as the published checkpoint stores them"
+        )
     if spec.get("fp8_block"):
         meta["dtype"]["checkpoint"] = (
             "F8_E4M3 decoder linears and experts with float32 weight_scale_inv blocks; the rest bfloat16"

@@ -107,8 +107,24 @@ SIGMOID_ROUTER_NOTE = (
 )
 
 
+class RwkvState:
+    """RWKV's per-request state. RwkvForCausalLM.forward takes no Cache: it takes `state`, a list of five
+    [batch, hidden, layers] tensors (channel-mix shift, time-mix shift, wkv num, den, max), creates it when
+    use_cache is set and none is given, updates it in place and returns it as `output.state`; generate() carries
+    it the same way (`state` is one of generation/utils.py's ALL_CACHE_NAMES). make_fixtures.forward() passes
+    `state` and keeps what comes back here."""
+
+    layers = ()  # no per-layer cache objects (state_family_checks reads `state` instead)
+
+    def __init__(self):
+        self.state = None
+
+
 def new_cache(model):
-    """The cache generate() would make: MiniMax refuses anything but its own MiniMaxCache."""
+    """The cache generate() would make: MiniMax refuses anything but its own MiniMaxCache; RWKV takes a state
+    list (RwkvState)."""
+    if model.config.model_type == "rwkv":
+        return RwkvState()
     if model.config.model_type == "minimax":
         from transformers.models.minimax.modeling_minimax import MiniMaxCache
 

@@ -40,6 +40,8 @@ MODEL_TYPES = (
     "gemma4_unified_text",
     "gemma3n_text",  # Gemma-3n-E4B's shape; intermediate_size saved as a per-layer list
     "dots3_note_text",  # dots3-note-prev's shape; per_layer_config (zero-padded keys) for the sliding layers
+    "hy_v4",  # HYV4Config's defaults (hidden 2816, 34 layers): NOT the published Hy4-preview's shape (6144, 78)
+    "rwkv",  # RwkvConfig's defaults: hidden 4096, 32 layers (RWKV-4 7B's shape), attention_hidden_size / intermediate_size derived
 )
 
 

@@ -471,8 +471,9 @@ __device__ __forceinline__ void attention_prefill(const CbcArgs &a) {
 
 // Prefill latent attention (cbc.kv.latent_attention without a selection): rows [latent (L) |
 // k_rope (R)] of stride ROW, the key the whole row and the value its latent. Block (tile, head
-// block); every head block reads the same rows (one latent head).
-template <class TQ, class TKV, class TO, int H, int L, int R, int B, Retention RET, int TOKENS, int ROW = L + R>
+// block); every head block reads the same rows (one latent head). TS: the sinks' type (void: none).
+template <class TQ, class TKV, class TO, class TS, int H, int L, int R, int B, Retention RET, int TOKENS,
+          int ROW = L + R>
 __device__ __forceinline__ void latent_attention_prefill(const CbcArgs &a) {
   using S = slots::LatentAttentionPrefill;
   constexpr int D = L + R, GB = prefillHeadsPerBlock(H, L), TT = prefillTileTokens(GB);
@@ -501,7 +502,13 @@ __device__ __forceinline__ void latent_attention_prefill(const CbcArgs &a) {
   };
   auto rowOf = [&](int j, bool) { return pool + ((long long)table[j / B] * B + j % B) * ROW; };
   auto score = [&](int, float s, int) { return s * scoreScale; };
-  auto sink = [](float, float &, float &) {};
+  auto sink = [&](float m, float &l, float &scale) {
+    if constexpr (present<TS>) {
+      float sk = ld((const TS *)a.p[S::Sinks], h), mf = fmaxf(m, sk);
+      scale = m == -INFINITY ? 0.0f : expf(m - mf);
+      l = l * scale + expf(sk - mf);
+    }
+  };
   TO *out = (TO *)a.p[S::Out];
   auto put = [&](int hf, int col, float v) { st(out, (w.t[hf] * H + h) * L + col, v); };
   prefill_run<PS, ASYNC, TKV>(w, first_visible<RET, TOKENS>(positions[t0]), positions[t1 - 1] + 1, qPair, qAt,

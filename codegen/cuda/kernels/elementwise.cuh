@@ -184,12 +184,12 @@ template <class TX, class TY, int I, Glu L, Unit U, Act A> __device__ __forceinl
   using S = slots::Glu;
   const TX *x = (const TX *)a.p[S::X];
   TY *y = (TY *)a.p[S::Out];
-  float limit = a.f[S::Limit], alpha = a.f[S::Alpha];
+  float limit = a.f[S::Limit], alpha = a.f[S::Alpha], offset = a.f[S::UpOffset];
   for_element<I>(a.i[S::Rows], [&](long long i, long long r, long long c) {
     constexpr bool inter = L == Glu::interleaved;
     float g = inter ? ld(x, r * (2 * I) + 2 * c) : ld(x, r * (2 * I) + c);
     float u = inter ? ld(x, r * (2 * I) + 2 * c + 1) : ld(x, r * (2 * I) + I + c);
-    st(y, i, glu_unit<U, A>(g, u, limit, alpha));
+    st(y, i, glu_unit<U, A>(g, u, limit, alpha, offset));
   });
 }
 

@@ -360,7 +360,7 @@ __device__ __forceinline__ void moe_gate_up(const CbcArgs &a) {
   const TB *bias = (const TB *)a.p[S::Bias];
   long long b0 = (long long)tile.expert * GU;
   TR *act = (TR *)a.p[S::Act];
-  float limit = a.f[S::Limit], alpha = a.f[S::Alpha];
+  float limit = a.f[S::Limit], alpha = a.f[S::Alpha], offset = a.f[S::UpOffset];
   for (int m = 0; m < Sh::MF; ++m)
     for (int i = 0; i < 4; ++i) {
       int r = frag_row<Sh>(m, i);
@@ -383,7 +383,7 @@ __device__ __forceinline__ void moe_gate_up(const CbcArgs &a) {
             g += ld(bias, b0 + wRow(u, false));
           v += ld(bias, b0 + wRow(u, !ungated));
         }
-        st(act, p * I + u, glu_unit<U, A>(g, v, limit, alpha));
+        st(act, p * I + u, glu_unit<U, A>(g, v, limit, alpha, offset));
       }
     }
 }

@@ -115,15 +115,16 @@ template <Act A> __device__ __forceinline__ float act(float x) {
     return act_sigmoid(x);
 }
 
-// The clamped SwiGLU: g = min(gate, limit), (clamp(up, -limit, limit) + 1) * g * sigmoid(alpha g).
-__device__ __forceinline__ float act_clamped_swiglu(float g, float u, float limit, float alpha) {
-  return (fminf(fmaxf(u, -limit), limit) + 1.0f) * (fminf(g, limit) / (1.0f + expf(-alpha * fminf(g, limit))));
+// The clamped SwiGLU: g = min(gate, limit), (clamp(up, -limit, limit) + offset) * g * sigmoid(alpha g).
+__device__ __forceinline__ float act_clamped_swiglu(float g, float u, float limit, float alpha, float offset) {
+  return (fminf(fmaxf(u, -limit), limit) + offset) * (fminf(g, limit) / (1.0f + expf(-alpha * fminf(g, limit))));
 }
 
-// A gated unit over gate g and up u; limit and alpha only matter to the clamped SwiGLU.
-template <Unit U, Act A> __device__ __forceinline__ float glu_unit(float g, float u, float limit, float alpha) {
+// A gated unit over gate g and up u; limit, alpha and offset only matter to the clamped SwiGLU.
+template <Unit U, Act A>
+__device__ __forceinline__ float glu_unit(float g, float u, float limit, float alpha, float offset = 1.0f) {
   if constexpr (U == Unit::clamped_swiglu)
-    return act_clamped_swiglu(g, u, limit, alpha);
+    return act_clamped_swiglu(g, u, limit, alpha, offset);
   else if constexpr (U == Unit::ungated)
     return act<A>(u);
   else

@@ -60,11 +60,11 @@ __device__ __forceinline__ float rope_rotate(const RopeAngle &r, int d, float x1
   return d == r.first ? x1 * r.c - x2 * r.s : x2 * r.c + x1 * r.s;
 }
 
-// Rows of W = heads x D features, the first RD of each head rotated; one block per token. With
+// Rows of W = heads x D features, RD of each head from OFF on rotated; one block per token. With
 // SECTIONS (multimodal RoPE: per frequency, the component 0, 1 or 2 it reads, as floats),
 // frequency i turns by SectionPositions[SECTIONS[i] * Tokens + t] instead of the position.
 template <class TI, class TO, int W, int D, int RD, Pairing P, const float *FREQ, const float *FREQ_LONG,
-          int LONG_AFTER, bool DYNAMIC, int DYN_MAX, const float *SECTIONS>
+          int LONG_AFTER, bool DYNAMIC, int DYN_MAX, const float *SECTIONS, int OFF = 0>
 __device__ __forceinline__ void rope(const CbcArgs &a) {
   using S = slots::Rope;
   const TI *x = (const TI *)a.p[S::X];
@@ -77,9 +77,9 @@ __device__ __forceinline__ void rope(const CbcArgs &a) {
   int pos = positions[t];
   long long seq_len = rope_seq_len(prompt_lens, seq_ids[t], pos);
   for (int idx = threadIdx.x; idx < (W / D) * D; idx += blockDim.x) {
-    int h = idx / D, d = idx % D;
-    long long base = t * W + h * D;
-    if (d >= RD) {
+    int h = idx / D, d = idx % D - OFF; // d: the feature within the rotated run
+    long long base = t * W + h * D + OFF;
+    if (d < 0 || d >= RD) {
       st(y, base + d, ld(x, base + d));
       continue;
     }

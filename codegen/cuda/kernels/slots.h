@@ -223,6 +223,21 @@ struct Clamp {
   enum Int { Rows, NumInt };
   enum Flt { Limit, NumFlt };
 };
+struct HcWeights {
+  enum Ptr { Mixes, Base, Scale, Out, NumPtr };
+  enum Int { Rows, NumInt };
+  enum Flt { Magnitude, Eps, PostEps, NumFlt };
+};
+struct StreamCollapse {
+  enum Ptr { Streams, Weights, Out, NumPtr };
+  enum Int { Rows, NumInt };
+  enum Flt { NumFlt };
+};
+struct StreamExpand {
+  enum Ptr { Block, Streams, Weights, Out, NumPtr };
+  enum Int { Rows, NumInt };
+  enum Flt { NumFlt };
+};
 struct DiffHeads {
   enum Ptr { X, Q1, K1, Q2, K2, Out, NumPtr };
   enum Int { Rows, NumInt };
@@ -263,7 +278,7 @@ using Mul = Gate;
 struct Glu {
   enum Ptr { X, Out, NumPtr };
   enum Int { Rows, NumInt };
-  enum Flt { Limit, Alpha, NumFlt };
+  enum Flt { Limit, Alpha, UpOffset, NumFlt };
 };
 struct Split {
   enum Ptr { X, Parts, NumPtr = Parts }; // then one output per part
@@ -330,7 +345,7 @@ struct AttentionPrefill { // KeyEnds: as Attention's
   enum Flt { ScoreScale, ScoreCap, NumFlt };
 };
 struct LatentAttentionPrefill {
-  enum Ptr { QLatent, QRope, Positions, Slots, Tables, Pool, Plan, CuSeqlens, Out, NumPtr };
+  enum Ptr { QLatent, QRope, Positions, Slots, Tables, Pool, Plan, CuSeqlens, Out, Sinks, NumPtr };
   enum Int { Group, TableSlots, TableWidth, NumInt };
   enum Flt { ScoreScale, NumFlt };
 };
@@ -375,7 +390,7 @@ struct MoePlan {
 struct MoeGateUp {
   enum Ptr { Plan, X, W, Bias, Act, Weights, Tiles, NumPtr }; // Weights: with SCALE_IN only
   enum Int { NumInt };
-  enum Flt { Limit, Alpha, NumFlt };
+  enum Flt { Limit, Alpha, UpOffset, NumFlt };
 };
 struct MoeDown {
   enum Ptr { Plan, Act, W, Bias, Out, Tiles, NumPtr };

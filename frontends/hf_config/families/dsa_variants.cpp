@@ -114,6 +114,66 @@ void parseAxk2(const ConfigReader &r, ModelSpec &s) {
   }
 }
 
+// HY-V4: rotate-half MLA with learned sinks and a per-element output gate of its own
+// projection, the indexer rotating its last features, indexer layers full at 0 and 4k + 1
+// unless indexer_types says, DeepSeek-V3 routing whose routed experts clamp their SwiGLU, and
+// four hyper-connected residual streams (iHC) with a weighted head.
+void parseHyV4(const ConfigReader &r, ModelSpec &s) {
+  parseMla(r, s, {.q_lora_rank = 1536, .kv_lora_rank = 512, .nope = 192, .rope = 64, .v = 256}, false);
+  s.mla.sinks = true;
+  s.names.sinks = "learnable_sink_param";
+  s.names.attn_gate = "linear_gate";
+  parseIndexer(r, s, RotaryPairing::Half);
+  IndexerSpec &ix = s.mla.indexer;
+  if (!r.has("index_n_heads"))
+    ix.heads = 16; // HYV4Config's default
+  ix.rope_last = true;
+  ix.norm_eps = s.norm_eps; // nn.LayerNorm(eps = rms_norm_eps), where DeepSeek-V3.2 fixes 1e-6
+  // HYV4Config remaps the published files' legacy layer type.
+  std::vector<std::string> types = r.getStringList("layer_types");
+  if (!types.empty())
+    checkLayerCount(r, "layer_types", types.size(), s.num_layers);
+  for (const std::string &t : types)
+    if (t != "indexed_attention" && t != "deepseek_sparse_attention")
+      throw ConfigError(r.path("layer_types"), "unsupported layer type '" + t + "' (indexed_attention)");
+  std::vector<bool> shared(s.num_layers, false);
+  if (r.has("indexer_types") || r.has("index_topk_pattern"))
+    shared = sharedIndexerLayers(r, s.num_layers);
+  else
+    for (int64_t i = 0; i < s.num_layers; ++i)
+      shared[i] = !(i == 0 || (i - 1) % 4 == 0);
+  for (int64_t i = 0; i < s.num_layers; ++i)
+    s.layers[i].shared_indexer = shared[i];
+  parseDeepseekMoe(r, s, kSigmoidGroups,
+                   {.experts = 256, .top_k = 8, .groups = 1, .keep = 1, .intermediate = 768, .scaling = 2.827,
+                    .fused = true});
+  moeByLayerTypes(r, s, [](int64_t i) { return i >= 1; });
+  // The routed experts clamp the gate from above and the up input both ways, then SiLU(gate) * up;
+  // transformers clamps whatever the sign of the limit, so a limit that is not positive is refused.
+  double limit = r.getNumber("swiglu_limit", 10.0);
+  if (!(limit > 0) || !std::isfinite(limit))
+    throw ConfigError(r.path("swiglu_limit"), "must be positive: HY-V4's experts always clamp by it");
+  s.moe.act = FfnActivation::ClampedSwiglu;
+  s.moe.limit = limit;
+  s.moe.alpha = 1.0;
+  s.moe.up_offset = 0.0;
+  s.moe.shared_act = FfnActivation::Silu; // the shared experts do not clamp
+  HyperSpec &h = s.hyper;
+  h.streams = r.getSize("hc_mult", 4);
+  if (h.streams < 1 || h.streams > 16)
+    throw ConfigError(r.path("hc_mult"), "must be between 1 and 16");
+  h.magnitude = r.getNumber("hc_magnitude", 2.0);
+  if (!(h.magnitude > 0) || !std::isfinite(h.magnitude))
+    throw ConfigError(r.path("hc_magnitude"), "must be positive");
+  h.eps = h.post_eps = r.getNumber("hc_eps", 1e-6);
+  if (!(h.eps >= 0) || !std::isfinite(h.eps))
+    throw ConfigError(r.path("hc_eps"), "must not be negative");
+  h.norm_eps = s.norm_eps;
+  h.attn = "hc_attn_layer.hc_pre.hc_";
+  h.ffn = "hc_mlp_layer.hc_pre.hc_";
+  h.head = "hc_head.hc_head_";
+}
+
 } // namespace
 
 // One layer's MLA geometry as Dots3NoteTextConfig spells it.
@@ -285,6 +345,7 @@ FamilyTable dsaVariantFamilies() {
   return {
       {"glm_moe_dsa", {{.max_positions = 202752, .norm_eps = 1e-5, .head_dim_unused = true}, parseGlmMoeDsa}},
       {"axk2", {{.max_positions = 131072, .head_dim_unused = true}, parseAxk2}},
+      {"hy_v4", {{.max_positions = 262144, .norm_eps = 1e-5, .head_dim_unused = true}, parseHyV4}},
       {"dots3_note_text",
        {{.max_positions = 524288, .norm_eps = 1e-5, .head_dim_unused = true, .layer_types = LayerListRule::Own},
         parseDots3NoteText, dots3RopeDicts}},

@@ -9,7 +9,8 @@ namespace cbc::hf::lower {
 using namespace mlir;
 
 // headDim / pairing: a rope over heads other than the attention's (the sparse attention indexer).
-Value StepBuilder::rope(const RopeSpec &r, Value x, int64_t headDim, std::optional<RotaryPairing> pairing) {
+Value StepBuilder::rope(const RopeSpec &r, Value x, int64_t headDim, std::optional<RotaryPairing> pairing,
+                        int64_t offset) {
   auto width = llvm::cast<RankedTensorType>(x.getType()).getDimSize(1);
   bool dynamic = r.dynamic_factor != 0, longRope = !r.inv_freq_long.empty();
   // A reversed rotation turns by -angle: the same frequencies, negated.
@@ -26,7 +27,7 @@ Value StepBuilder::rope(const RopeSpec &r, Value x, int64_t headDim, std::option
       freqs(r.inv_freq), llvm::APFloat(r.attention_factor), longRope ? freqs(r.inv_freq_long) : DenseF32ArrayAttr(),
       longRope ? r.long_after : 0,
       llvm::APFloat(dynamic ? r.theta : 0.0), llvm::APFloat(dynamic ? r.dynamic_factor : 0.0),
-      dynamic ? r.dynamic_max_positions : 0, r.sections);
+      dynamic ? r.dynamic_max_positions : 0, r.sections, offset);
   return RopeOp::create(b_, loc_, rows(width), x, positions_, seqIds_, promptLens_,
                         r.sections.empty() ? Value() : ropePositions_, schedule)
       .getResult();

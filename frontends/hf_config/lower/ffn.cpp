@@ -88,7 +88,7 @@ Value StepBuilder::sharedExpert(int64_t layer, Value x) {
                  {.parts = {{hf(layer, se.gate_up_bias[0]), hf(layer, se.gate_up_bias[1])}}});
     bdown = weight(prog(layer, "moe.shared.down_bias"), {H}, hf(layer, se.down_bias));
   }
-  Value g = glu(linear(x, wgu, bgu), I, gluAct(a, spec_.moe.limit, spec_.moe.alpha));
+  Value g = glu(linear(x, wgu, bgu), I, gluAct(a, spec_.moe.limit, spec_.moe.alpha, spec_.moe.up_offset));
   Value out = linear(g, weight(prog(layer, "moe.shared.down"), {H, I}, hf(layer, se.down[0])), bdown);
   if (!spec_.moe.names.shared_gate.empty()) {
     Value gate = linear(x, weight(prog(layer, "moe.shared.gate"), {1, H}, hf(layer, spec_.moe.names.shared_gate)));
@@ -215,7 +215,7 @@ Value StepBuilder::moeMlp(int64_t layer, Value x) {
   Value wd = weight(prog(layer, "moe.down"), {E, H, I}, down);
   auto layout = GluLayoutAttr::get(b_.getContext(), toDialect(n.glu));
   Value out = MoeExpertsOp::create(b_, loc_, rows(H), x, route.getIds(), route.getWeights(), wgu, wd, gateUpBias,
-                                   downBias, gluAct(m.act, m.limit, m.alpha), layout,
+                                   downBias, gluAct(m.act, m.limit, m.alpha, m.up_offset), layout,
                                    m.gated ? UnitAttr() : b_.getUnitAttr(),
                                    b_.getI64IntegerAttr(m.zero_experts),
                                    m.scale_input ? b_.getUnitAttr() : UnitAttr(),

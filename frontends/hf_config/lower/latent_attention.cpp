@@ -86,9 +86,11 @@ Value StepBuilder::latentAttention(Value x, const AttnSite &site, int64_t layer,
   KvAppendOp::create(b_, loc_, latent, kRope, positions_, seqIds_, slots_, blockTables_,
                      b_.getI64IntegerAttr(cacheLayer), b_.getI64IntegerAttr(1), b_.getI64IntegerAttr(r), retention,
                      IntegerAttr(), b_.getUnitAttr());
-  Value selection;
+  Value selection, sinks;
   if (m.indexer.heads > 0)
     selection = indexerSelection(x, qResid, site, layer, cacheLayer);
+  if (m.sinks)
+    sinks = weight(site.prog + "sinks", {H}, site.hf + spec_.names.sinks);
   // kv_b_proj: per head [nope key rows | value rows] over the latent.
   Value kvb = weight(site.prog + "kv_b", {H * (m.nope_dim + m.v_dim), r}, site.hf + "kv_b_proj.weight");
   auto headLinear = [&](Value in, int64_t offset, int64_t count, bool transpose) {
@@ -102,13 +104,16 @@ Value StepBuilder::latentAttention(Value x, const AttnSite &site, int64_t layer,
                                         kvLens_, slots_, blockTables_, b_.getI64IntegerAttr(cacheLayer),
                                         b_.getI64IntegerAttr(H), b_.getI64IntegerAttr(r),
                                         b_.getI64IntegerAttr(m.rope_dim), b_.getF64FloatAttr(a.scale),
-                                        retention, IntegerAttr(), selection)
+                                        retention, IntegerAttr(), sinks, selection)
                 .getResult();
   o = headLinear(o, m.nope_dim, m.v_dim, false);
   if (m.head_gate)
     o = GateOp::create(b_, loc_, rows(H * m.v_dim), o,
                        linear(x, weight(site.prog + "head_gate", {H, site.in}, site.hf + "g_proj.weight")))
             .getResult();
+  // A per-element output gate from its own projection (Names::attn_gate, HY-V4's linear_gate).
+  if (!spec_.names.attn_gate.empty())
+    outGate = linear(x, weight(site.prog + "gate", {H * m.v_dim, site.in}, site.hf + spec_.names.attn_gate + ".weight"));
   if (outGate) // per element, in fp32 like the reference
     o = GateOp::create(b_, loc_, rows(H * m.v_dim), o, outGate).getResult();
   Value oBias;
@@ -119,7 +124,7 @@ Value StepBuilder::latentAttention(Value x, const AttnSite &site, int64_t layer,
 }
 
 // The lightning indexer: q = wq_b(q_resid) [heads, d], k = LayerNorm(wk x) [d], both roped on
-// their first rope_dim features; the key joins the layer's cache rows and each query keeps the
+// their first rope_dim features (or their last, IndexerSpec::rope_last); the key joins the layer's cache rows and each query keeps the
 // topk best of score = sum_h (w_h(x) H^-1/2) relu(q_h . k d^-1/2). A shared-indexer layer
 // reuses the previous layer's selection and keeps no key.
 Value StepBuilder::indexerSelection(Value x, Value qResid, const AttnSite &site, int64_t layer, int64_t cacheLayer) {
@@ -137,8 +142,9 @@ Value StepBuilder::indexerSelection(Value x, Value qResid, const AttnSite &site,
                           b_.getF64FloatAttr(0.0), IntegerAttr())
           .getResult();
   if (m.rope_dim > 0 && !L.nope) {
-    q = rope(L.rope, q, D, ix.rope_pairing);
-    k = rope(L.rope, k, D, ix.rope_pairing);
+    int64_t offset = ix.rope_last ? D - m.rope_dim : 0;
+    q = rope(L.rope, q, D, ix.rope_pairing, offset);
+    k = rope(L.rope, k, D, ix.rope_pairing, offset);
   }
   Value headWeights = linear(x, weight(site.prog + "index_w", {H, site.in}, w + "weights_proj.weight"));
   KvIndexAppendOp::create(b_, loc_, k, positions_, seqIds_, slots_, blockTables_, b_.getI64IntegerAttr(cacheLayer),

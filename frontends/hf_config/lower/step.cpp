@@ -160,6 +160,8 @@ Value StepBuilder::absolutePositions() {
 Value StepBuilder::decoderLayer(int64_t l, Value x) {
   if (spec_.altup.streams > 0)
     return altUpLayer(l, x);
+  if (spec_.hyper.streams > 0)
+    return hyperLayer(l, x);
   return layerEpilogue(l, decoderBlocks(l, x));
 }
 
@@ -297,6 +299,8 @@ Value StepBuilder::head(Value x, Value table) {
   x = RowsGatherOp::create(b_, loc_, rows(width), x, logitRows_).getResult();
   if (spec_.altup.streams > 0) // row-wise: the gathered rows alone
     x = altUpCollapse(x);
+  if (spec_.hyper.streams > 0)
+    x = hyperHead(x);
   if (!spec_.names.final_norm.empty()) // post-norm layers end normed (the original GPT)
     x = modelNorm("final_norm", spec_.prefix + spec_.names.final_norm, x);
   if (const std::string &t = spec_.head_transform; !t.empty()) {
@@ -427,6 +431,8 @@ OwningOpRef<ModuleOp> StepBuilder::build() {
     perLayerInputs();
   if (spec_.altup.streams > 0)
     x = altUpStreams(x);
+  if (spec_.hyper.streams > 0)
+    x = hyperStreams(x);
   if (spec_.stacks.depth > 0)
     x = recurrentStacks(x);
   else

@@ -104,9 +104,9 @@ AttnSite StepBuilder::attnSite(int64_t layer) const {
 
 ActivationAttr StepBuilder::actAttr(Activation a) { return ActivationAttr::get(b_.getContext(), a); }
 
-Attribute StepBuilder::gluAct(FfnActivation a, double limit, double alpha) {
+Attribute StepBuilder::gluAct(FfnActivation a, double limit, double alpha, double upOffset) {
   if (a == FfnActivation::ClampedSwiglu)
-    return ClampedSwigluAttr::get(b_.getContext(), llvm::APFloat(limit), llvm::APFloat(alpha));
+    return ClampedSwigluAttr::get(b_.getContext(), llvm::APFloat(limit), llvm::APFloat(alpha), llvm::APFloat(upOffset));
   return actAttr(toDialect(a));
 }
 

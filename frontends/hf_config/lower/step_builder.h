@@ -13,6 +13,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -71,6 +72,13 @@ private:
   Value altUpLayer(int64_t layer, Value streams);
   Value altUpCollapse(Value streams);
   Value altUpModalities(int64_t layer, Value x);
+  // Hyper-connections' streams (hyper.cpp).
+  Value hyperStreams(Value embeddings);
+  Value hyperWeights(Value streams, HcKind kind, const std::string &prog, const std::string &prefix);
+  Value hyperBlock(int64_t layer, Value streams, const std::string &site, const std::string &prefix,
+                   const std::function<Value(Value)> &block);
+  Value hyperLayer(int64_t layer, Value streams);
+  Value hyperHead(Value streams);
   Value projectedStream(Value x, Value ref, const std::string &projections, int64_t i);
   Value laurel(int64_t layer, Value x);
   std::vector<Value> perLayerSlices_; // PerLayerInputSpec's [T, dim] input of each layer
@@ -106,7 +114,9 @@ private:
   Value relativeAttention(int64_t layer, Value x, const AttnSite &site);
   // h + depthwise_conv(h) with a per-request state `state`; `module` holds conv1d.weight.
   Value residualConv(int64_t layer, Value h, const std::string &module, const std::string &state);
-  Value rope(const RopeSpec &r, Value x, int64_t headDim = 0, std::optional<RotaryPairing> pairing = std::nullopt);
+  // offset: where the rotated features start in each head (the last ones: head width - rotary dim).
+  Value rope(const RopeSpec &r, Value x, int64_t headDim = 0, std::optional<RotaryPairing> pairing = std::nullopt,
+             int64_t offset = 0);
   // Latent attention; `cacheLayer` is the cache layer it keeps (a decoder layer may hold two).
   Value latentAttention(int64_t layer, Value x) { return latentAttention(x, attnSite(layer), layer, layer); }
   Value latentAttention(Value x, const AttnSite &site, int64_t layer, int64_t cacheLayer);
@@ -160,7 +170,7 @@ private:
   // ---- ops ----
   ActivationAttr actAttr(Activation a);
   // A gated unit's activation: a plain one, or the clamped form with its limit and alpha.
-  mlir::Attribute gluAct(FfnActivation a, double limit = 0, double alpha = 0);
+  mlir::Attribute gluAct(FfnActivation a, double limit = 0, double alpha = 0, double upOffset = 1);
   Value glu(Value x, int64_t width, mlir::Attribute act, GluLayout layout = GluLayout::halves);
   Value norm(Value x, Value w, std::optional<int64_t> group = std::nullopt, std::optional<double> eps = std::nullopt);
   Value layerNorm(int64_t layer, const std::string &hfName, Value x);

@@ -455,7 +455,7 @@ func.func @add_types(%x: tensor<?x8xf32>, %y: tensor<?x4xf32>) {
 // -----
 
 func.func @glu_act(%x: tensor<?x8xf32>) {
-  // expected-error @+1 {{'cbc.math.glu' op attribute 'act' failed to satisfy constraint: an elementwise activation or A gated unit with clamped inputs: (clamp(up) + 1) * g * sigmoid(alpha * g).}}
+  // expected-error @+1 {{'cbc.math.glu' op attribute 'act' failed to satisfy constraint: an elementwise activation or A gated unit with clamped inputs: (clamp(up) + up_offset) * g * sigmoid(alpha * g).}}
   %0 = cbc.math.glu %x {act = "tanh"} : tensor<?x8xf32> -> tensor<?x4xf32>
   return
 }
@@ -3187,3 +3187,134 @@ func.func @attention_key_ends_with_bias(%q: tensor<?x16xf32>, %p: tensor<?xi32>,
 
 // expected-error @+1 {{injected_token must be a token id, or -1 for none}}
 func.func private @model_injected_token() attributes {test.m = #cbc.model<model_type = "gemma4_text", vocab_size = 8, hidden_size = 8, num_layers = 1, max_positions = 8, checkpoint_dtype = "bfloat16", injected_token = -2>}
+
+// -----
+
+func.func @hc_weights_magnitude(%m: tensor<?x8xf32>) {
+  %b = cbc.weight.ref "b" {sources = [["b"]]} : tensor<8xf32>
+  %s = cbc.weight.ref "s" {sources = [["s"]]} : tensor<2xf32>
+  // expected-error @+1 {{'cbc.stream.hc_weights' op magnitude must be positive and the epsilons not negative, all finite}}
+  %0 = cbc.stream.hc_weights %m, %b, %s {kind = #cbc.hc_kind<independent>, streams = 4 : i64, magnitude = 0.0 : f64, eps = 1.0e-6 : f64, post_eps = 0.0 : f64} : tensor<?x8xf32>, tensor<8xf32>, tensor<2xf32> -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @hc_weights_streams(%m: tensor<?x8xf32>) {
+  %b = cbc.weight.ref "b" {sources = [["b"]]} : tensor<8xf32>
+  %s = cbc.weight.ref "s" {sources = [["s"]]} : tensor<2xf32>
+  // expected-error @+1 {{'cbc.stream.hc_weights' op streams must be between 1 and 16}}
+  %0 = cbc.stream.hc_weights %m, %b, %s {kind = #cbc.hc_kind<independent>, streams = 0 : i64, magnitude = 2.0 : f64, eps = 1.0e-6 : f64, post_eps = 0.0 : f64} : tensor<?x8xf32>, tensor<8xf32>, tensor<2xf32> -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @hc_weights_width(%m: tensor<?x8xf32>) {
+  %b = cbc.weight.ref "b" {sources = [["b"]]} : tensor<8xf32>
+  %s = cbc.weight.ref "s" {sources = [["s"]]} : tensor<3xf32>
+  // expected-error @+1 {{'cbc.stream.hc_weights' op mixes and result width must be N, 2 N or (2 + N) N as the kind has coefficients}}
+  %0 = cbc.stream.hc_weights %m, %b, %s {kind = #cbc.hc_kind<manifold>, streams = 4 : i64, magnitude = 2.0 : f64, eps = 1.0e-6 : f64, post_eps = 0.0 : f64, sinkhorn_iters = 20 : i64} : tensor<?x8xf32>, tensor<8xf32>, tensor<3xf32> -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @hc_weights_base(%m: tensor<?x8xf32>) {
+  %b = cbc.weight.ref "b" {sources = [["b"]]} : tensor<4xf32>
+  %s = cbc.weight.ref "s" {sources = [["s"]]} : tensor<2xf32>
+  // expected-error @+1 {{'cbc.stream.hc_weights' op base must have one entry per column of mixes}}
+  %0 = cbc.stream.hc_weights %m, %b, %s {kind = #cbc.hc_kind<independent>, streams = 4 : i64, magnitude = 2.0 : f64, eps = 1.0e-6 : f64, post_eps = 0.0 : f64} : tensor<?x8xf32>, tensor<4xf32>, tensor<2xf32> -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @hc_weights_scale(%m: tensor<?x8xf32>) {
+  %b = cbc.weight.ref "b" {sources = [["b"]]} : tensor<8xf32>
+  %s = cbc.weight.ref "s" {sources = [["s"]]} : tensor<3xf32>
+  // expected-error @+1 {{'cbc.stream.hc_weights' op scale must have one factor per kind of coefficient}}
+  %0 = cbc.stream.hc_weights %m, %b, %s {kind = #cbc.hc_kind<independent>, streams = 4 : i64, magnitude = 2.0 : f64, eps = 1.0e-6 : f64, post_eps = 0.0 : f64} : tensor<?x8xf32>, tensor<8xf32>, tensor<3xf32> -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @hc_weights_sinkhorn(%m: tensor<?x8xf32>) {
+  %b = cbc.weight.ref "b" {sources = [["b"]]} : tensor<8xf32>
+  %s = cbc.weight.ref "s" {sources = [["s"]]} : tensor<2xf32>
+  // expected-error @+1 {{'cbc.stream.hc_weights' op sinkhorn_iters must be positive for a manifold kind and 0 otherwise}}
+  %0 = cbc.stream.hc_weights %m, %b, %s {kind = #cbc.hc_kind<independent>, streams = 4 : i64, magnitude = 2.0 : f64, eps = 1.0e-6 : f64, post_eps = 0.0 : f64, sinkhorn_iters = 3 : i64} : tensor<?x8xf32>, tensor<8xf32>, tensor<2xf32> -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @stream_collapse_count(%x: tensor<?x16xf32>, %w: tensor<?x8xf32>) {
+  // expected-error @+1 {{'cbc.stream.collapse' op count must be between 1 and 16}}
+  %0 = cbc.stream.collapse %x, %w {count = 17 : i64} : tensor<?x16xf32>, tensor<?x8xf32> -> tensor<?x4xf32>
+  return
+}
+
+// -----
+
+func.func @stream_collapse_width(%x: tensor<?x18xf32>, %w: tensor<?x8xf32>) {
+  // expected-error @+1 {{'cbc.stream.collapse' op streams width must be count * hidden}}
+  %0 = cbc.stream.collapse %x, %w {count = 4 : i64} : tensor<?x18xf32>, tensor<?x8xf32> -> tensor<?x4xf32>
+  return
+}
+
+// -----
+
+func.func @stream_collapse_offset(%x: tensor<?x16xf32>, %w: tensor<?x8xf32>) {
+  // expected-error @+1 {{'cbc.stream.collapse' op weights must hold the coefficients from offset on}}
+  %0 = cbc.stream.collapse %x, %w {count = 4 : i64, offset = 6 : i64} : tensor<?x16xf32>, tensor<?x8xf32> -> tensor<?x4xf32>
+  return
+}
+
+// -----
+
+func.func @stream_expand_block(%y: tensor<?x8xf32>, %x: tensor<?x16xf32>, %w: tensor<?x8xf32>) {
+  // expected-error @+1 {{'cbc.stream.expand' op block and result widths must be the streams' hidden width (expand: result as the streams)}}
+  %0 = cbc.stream.expand %y, %x, %w {count = 4 : i64, offset = 4 : i64} : tensor<?x8xf32>, tensor<?x16xf32>, tensor<?x8xf32> -> tensor<?x16xf32>
+  return
+}
+
+// -----
+
+func.func @stream_expand_comb(%y: tensor<?x4xf32>, %x: tensor<?x16xf32>, %w: tensor<?x8xf32>) {
+  // expected-error @+1 {{'cbc.stream.expand' op weights must hold the coefficients from offset on}}
+  %0 = cbc.stream.expand %y, %x, %w {count = 4 : i64, offset = 4 : i64, comb} : tensor<?x4xf32>, tensor<?x16xf32>, tensor<?x8xf32> -> tensor<?x16xf32>
+  return
+}
+
+// -----
+
+func.func @latent_attention_sinks(%q: tensor<?x16xf32>, %r: tensor<?x8xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>) {
+  %s = cbc.weight.ref "s" {sources = [["s"]]} : tensor<3xf32>
+  // expected-error @+1 {{'cbc.kv.latent_attention' op sinks must have one logit per head}}
+  %o = cbc.kv.latent_attention %q, %r, %p, %p, %p, %p, %p, %bt sinks(%s) {layer = 0 : i64, num_heads = 2 : i64, latent_dim = 8 : i64, rope_dim = 4 : i64, scale = 0.5 : f64} : tensor<?x16xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>, tensor<3xf32> -> tensor<?x16xf32>
+  return
+}
+
+// -----
+
+func.func @rope_append_offset(%qkv: tensor<?x32xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>) {
+  // expected-error @+1 {{'cbc.kv.rope_append' op rotates the first features of a head: its schedule must have no rotary_offset}}
+  %0 = cbc.kv.rope_append %qkv, %p, %p, %p, %p, %bt {layer = 0 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, rope = #cbc.rope<head_dim = 4, rotary_dim = 2, inv_freq = array<f32: 1.0>, rotary_offset = 2>} : (tensor<?x32xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>) -> tensor<?x16xf32>
+  return
+}
+
+// -----
+
+func.func @rope_offset(%x: tensor<?x8xf32>, %p: tensor<?xi32>) {
+  // expected-error @+1 {{rope rotary_offset must keep the rotated features inside the head}}
+  %0 = cbc.math.rope %x, %p, %p, %p {rope = #cbc.rope<head_dim = 4, rotary_dim = 2, inv_freq = array<f32: 1.0>, rotary_offset = 3>} : tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+// expected-error @+1 {{clamped_swiglu needs a positive finite limit and a finite alpha and up_offset}}
+func.func private @clamp_offset() attributes {test.clamp = #cbc.clamped_swiglu<limit = 7.0, alpha = 1.702, up_offset = 0x7FF0000000000000>}
+

@@ -245,6 +245,29 @@ func.func @rows_inject(%x: tensor<?x8xbf16>, %rows: tensor<?xi32>, %e: tensor<?x
   return %0 : tensor<?x8xbf16>
 }
 
+// CHECK-LABEL: func.func @streams
+func.func @streams(%x: tensor<?x16xf32>, %m: tensor<?x24xf32>) -> tensor<?x16xf32> {
+  %b = cbc.weight.ref "b" {sources = [["b"]]} : tensor<24xf32>
+  %s = cbc.weight.ref "s" {sources = [["s"]]} : tensor<3xf32>
+  // CHECK: cbc.stream.hc_weights {{.*}} {eps = {{.*}} : f64, kind = #cbc.hc_kind<manifold>, magnitude = 2.000000e+00 : f64, post_eps = 0.000000e+00 : f64, sinkhorn_iters = 20 : i64, streams = 4 : i64} : tensor<?x24xf32>, tensor<24xf32>, tensor<3xf32> -> tensor<?x24xf32>
+  %w = cbc.stream.hc_weights %m, %b, %s {kind = #cbc.hc_kind<manifold>, streams = 4 : i64, magnitude = 2.0 : f64, eps = 1.0e-6 : f64, post_eps = 0.0 : f64, sinkhorn_iters = 20 : i64} : tensor<?x24xf32>, tensor<24xf32>, tensor<3xf32> -> tensor<?x24xf32>
+  // CHECK: cbc.stream.collapse {{.*}} {count = 4 : i64} : tensor<?x16xf32>, tensor<?x24xf32> -> tensor<?x4xf32>
+  %c = cbc.stream.collapse %x, %w {count = 4 : i64} : tensor<?x16xf32>, tensor<?x24xf32> -> tensor<?x4xf32>
+  // CHECK: cbc.stream.expand {{.*}} {comb, count = 4 : i64, offset = 4 : i64} : tensor<?x4xf32>, tensor<?x16xf32>, tensor<?x24xf32> -> tensor<?x16xf32>
+  %e = cbc.stream.expand %c, %x, %w {count = 4 : i64, offset = 4 : i64, comb} : tensor<?x4xf32>, tensor<?x16xf32>, tensor<?x24xf32> -> tensor<?x16xf32>
+  return %e : tensor<?x16xf32>
+}
+
+// CHECK-LABEL: func.func @latent_sinks_rope_offset
+func.func @latent_sinks_rope_offset(%q: tensor<?x16xf32>, %r: tensor<?x8xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>) -> tensor<?x16xf32> {
+  %s = cbc.weight.ref "s" {sources = [["s"]]} : tensor<2xf32>
+  // CHECK: cbc.kv.latent_attention {{.*}} sinks(%{{[a-z0-9_#]+}}) {
+  %o = cbc.kv.latent_attention %q, %r, %p, %p, %p, %p, %p, %bt sinks(%s) {layer = 0 : i64, num_heads = 2 : i64, latent_dim = 8 : i64, rope_dim = 4 : i64, scale = 0.5 : f64} : tensor<?x16xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>, tensor<2xf32> -> tensor<?x16xf32>
+  // CHECK: cbc.math.rope {{.*}} rotary_offset = 4>
+  %x = cbc.math.rope %o, %p, %p, %p {rope = #cbc.rope<head_dim = 8, rotary_dim = 4, inv_freq = array<f32: 1.0, 0.01>, rotary_offset = 4>} : tensor<?x16xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x16xf32>
+  return %x : tensor<?x16xf32>
+}
+
 // CHECK-LABEL: func.func @rope_sections
 func.func @rope_sections(%x: tensor<?x8xf32>, %p: tensor<?xi32>, %s: tensor<?xi32>) -> tensor<?x8xf32> {
   // CHECK: cbc.math.rope {{.*}} sections %{{[a-z0-9_#]+}} : tensor<?xi32> {rope = #cbc.rope<{{.*}}sections = [0, 1, 2, 0]>}

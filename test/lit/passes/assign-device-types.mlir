@@ -101,3 +101,25 @@ func.func @step(%x: tensor<?x4xf32>) -> tensor<?x2xf32> {
   %w, %ids = cbc.moe.route %capped {k = 2 : i64, score = #cbc.score<sigmoid>} : tensor<?x4xf32> -> tensor<?x2xf32>, tensor<?x2xi32>
   return %w : tensor<?x2xf32>
 }
+
+// -----
+
+// Tests that a hyper-connection's coefficients stay f32 from its projection on, with its base
+// and scale, while the streams it mixes take the activation type.
+// CHECK-LABEL: func.func @step
+// CHECK: cbc.weight.ref "base" {declared = bf16, {{.*}} : tensor<8xf32>{{$}}
+// CHECK: cbc.weight.ref "scale" {declared = bf16, {{.*}} : tensor<2xf32>{{$}}
+// CHECK: %[[M:.*]] = cbc.math.linear {{.*}} -> tensor<?x8xf32>{{$}}
+// CHECK: %[[W:.*]] = cbc.stream.hc_weights %[[M]], {{.*}} -> tensor<?x8xf32>{{$}}
+// CHECK: cbc.stream.collapse {{.*}} : tensor<?x16xbf16>, tensor<?x8xf32> -> tensor<?x4xf32>{{$}}
+func.func @step(%x: tensor<?x16xf32>) -> tensor<?x4xf32> {
+  %fn = cbc.weight.ref "fn" {sources = [["fn"]]} : tensor<8x16xbf16>
+  %base = cbc.weight.ref "base" {sources = [["base"]]} : tensor<8xbf16>
+  %scale = cbc.weight.ref "scale" {sources = [["scale"]]} : tensor<2xbf16>
+  %n = cbc.math.rms_norm %x {eps = 1.0e-6 : f64} : tensor<?x16xf32> -> tensor<?x16xf32>
+  %m = cbc.math.linear %n, %fn : tensor<?x16xf32>, tensor<8x16xbf16> -> tensor<?x8xf32>
+  %w = cbc.stream.hc_weights %m, %base, %scale {kind = #cbc.hc_kind<independent>, streams = 4 : i64, magnitude = 2.0 : f64, eps = 1.0e-6 : f64, post_eps = 1.0e-6 : f64} : tensor<?x8xf32>, tensor<8xbf16>, tensor<2xbf16> -> tensor<?x8xf32>
+  %s = cbc.math.add %x, %x : tensor<?x16xf32>
+  %c = cbc.stream.collapse %s, %w {count = 4 : i64} : tensor<?x16xf32>, tensor<?x8xf32> -> tensor<?x4xf32>
+  return %c : tensor<?x4xf32>
+}

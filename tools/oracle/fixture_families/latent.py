@@ -360,6 +360,76 @@ def _cfg_axk2():
     )
 
 
+# HY-V4 (Hy4-preview; SEMANTICS_HC.md): the DSA variants' MLA + indexer shape with hy_v4's own pieces: iHC
+# hyper-connections (4 residual streams, a pre/post gate pair around every attention and MLP block, a HyperHead
+# before the final norm), learned attention sinks, a per-element sigmoid output gate, the indexer's RoPE on the LAST
+# 8 of its 16 dims, a routed-expert SwiGLU clamp and an fp32 lm_head. 3 layers, indexer_types [full, shared, full]
+# and one routed layer (as glm_moe_dsa); n_group 1 / topk_group 1 (the family's global top-k). swiglu_limit 1.5: the
+# routed experts' gate/up pre-activations are ~N(0, 1) here, so the clamp changes ~9% of them (the count is in
+# features and checks.swiglu_clamp; the released 10.0 would never bite at this scale).
+# Seeds: the best min(margin, router gap) among seeds whose index-score cut is >= 1e-4 and with >= 6 distinct
+# tokens, as glm_moe_dsa/axk2: 12400-12799 scored (`--search-seeds 12400 400 --floor 0`), 12738 (margin 0.072, router
+# gap 0.0186, index-score cut 2.2e-4); the first block, 12400-12459, had no router gap above 0.0093 (12420).
+def _cfg_hy_v4():
+    from transformers import HYV4Config
+
+    return HYV4Config(
+        # intermediate_size 32 (the dense layers 0 and 2), not 64: keeps the fixture under 400 kB with the F32
+        # iHC tensors
+        **{**MLA_COMMON, "intermediate_size": 32},
+        **MLA_DIMS,
+        **DSA_DIMS,
+        v_head_dim=12,
+        num_hidden_layers=3,
+        indexer_types=["full", "shared", "full"],  # layer 1 reuses layer 0's top-k; layer 2 runs its own indexer
+        mlp_layer_types=["dense", "sparse", "dense"],
+        n_routed_experts=8,
+        n_group=1,  # the family's global top-k (Glm4MoeLiteTopkRouter with one group)
+        topk_group=1,
+        num_experts_per_tok=2,
+        n_shared_experts=1,
+        moe_intermediate_size=8,
+        norm_topk_prob=True,
+        routed_scaling_factor=2.827,  # the family default
+        hc_mult=4,
+        hc_magnitude=2.0,
+        hc_eps=1e-6,
+        swiglu_limit=HY_V4_SWIGLU_LIMIT,
+        rms_norm_eps=1e-5,  # also the indexer k_norm LayerNorm's eps in hy_v4
+        tie_word_embeddings=False,
+        rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+    )
+
+
+HY_V4_SWIGLU_LIMIT = 1.5
+HY_V4_ROUTER_NOTE = (
+    "Routing: sigmoid(logits) + e_score_correction_bias chooses the top-2 of all 8 experts (n_group 1: no group "
+    "mask); weights are the unbiased sigmoids renormalised x routed_scaling_factor, smooth once the choice is made. "
+    "The routed experts' clamp is continuous, so it adds no discontinuity."
+)
+# iHC parameters (kept fp32 by _keep_in_fp32_modules_strict, stored F32 as in the published checkpoint): fn reads the
+# 4 x 64 = 256 flattened streams after an unweighted RMS normalisation, so std 1/16 gives O(1) mixes; scale ~N(0.5,
+# 0.2) and base ~N(-0.5, 0.75) make the pre/post gates differ per stream and per token (the HF init, scale 0.01 and
+# base -log 3 / 0, makes every gate nearly constant). The HyperHead's hc_fn/hc_base/hc_scale take the same draws.
+HY_V4_INIT_RULES = [
+    # the input embedding at 2^-7 (HYV4Config's initializer_range is 0.006): the streams start as 4 copies of it, so
+    # mean(flat^2) ~ 6e-5 and the iHC input norm's eps (rms_norm_eps 1e-5) moves layer 0's gates
+    (r"embed_tokens\.weight$", 0.0, 2**-7),
+    (r"layers\.\d+\.mlp\.down_proj\.weight$", 0.0, round(32**-0.5, 4)),  # the dense MLP's down_proj: fan-in 32
+    (r"(attn_hc|ffn_hc)\.fn$", 0.0, 0.0625),
+    (r"(attn_hc|ffn_hc)\.scale$", 0.5, 0.2),
+    (r"(attn_hc|ffn_hc)\.base$", -0.5, 0.75),
+    (r"hc_head\.hc_fn$", 0.0, 0.0625),
+    (r"hc_head\.hc_scale$", 0.5, 0.2),
+    (r"hc_head\.hc_base$", -0.5, 0.75),
+]
+
+
+# The indexer key's LayerNorm reads wk x / 64 (variance ~2e-4), so its eps (rms_norm_eps 1e-5 in hy_v4, 1e-6 in
+# deepseek_v32 and the other DSA variants) moves every key by ~2% and the selections near the cut flip.
+HY_V4_ROW_SCALE = [(r"indexer\.wk\.weight$", None, 1 / 64)]
+
+
 # DSA indexer init: wq_b reads q_resid (fan-in q_lora_rank 32); wk and weights_proj read the hidden state (64, the
 # shared 0.125). The indexer's LayerNorm weight is N(1, 0.1) and its bias N(0, 0.05) by the shared table.
 DSA_VARIANT_INIT_RULES = [(r"indexer\.wq_b\.weight$", 0.0, round(32**-0.5, 4))]
@@ -574,6 +644,33 @@ FAMILIES = {
             "2 layers; legacy first_k_dense_replace 1 / moe_layer_freq 1 -> mlp_layer_types [dense, sparse] (written out); router: sigmoid + e_score_correction_bias (N(0,0.3)), optional grouping ON: n_group 2 groups of 4, top-2-sum group score, topk_group 1, masked experts filled with 0.0 (not -inf), top-2, renormalised, x 2.5; one shared expert (8)",
             "prompts 5, 23, 80: index_topk 16 < context (checks.top_k_vs_full_attention)",
             "checkpoint (save_pretrained reverses conversion_mapping): self_attn.q_b_proj.weight [144, 64] (runtime q_gate_proj), input_layernorm.{norm.weight, W_down.weight [16, 64], W_up.weight [64, 16]} (runtime mlp.fc1 / mlp.fc2), mlp.experts.N.{gate,up,down}_proj.weight, self_attn.indexer.*",
+        ],
+    ),
+    "hy_v4": dict(
+        MLA_FAMILY,
+        seed=12738,
+        build=_cfg_hy_v4,
+        prompt_lengths=DSA_PROMPT_LENGTHS,
+        dsa=True,
+        checkpoint_fix="hy_v4_hub_names",
+        row_scale=latent_eps_row_scale(32) + HY_V4_ROW_SCALE,
+        init_rules=mla_init_rules(kv_lora=32, expert_width=8, shared_width=8) + DSA_VARIANT_INIT_RULES + HY_V4_INIT_RULES,
+        buffer_init=[(r"gate\.e_score_correction_bias$", 0.0, 0.3)],
+        atol_note=MLA_ATOL_NOTE + " " + HY_V4_ROUTER_NOTE,
+        features=[
+            "MLA (q-LoRA 32, kv_lora 32, qk_nope 16, qk_rope 8, v_head_dim 12) with ROTATE-HALF RoPE (glm4_moe_lite's apply_rotary_pos_emb, pairs (i, i+4)) on the last 8 dims of each q head and on k_rope, theta 1e4 (interleaved instead moves the rows by 10.4); rms_norm_eps 1e-5 while q_a/kv_a_layernorm keep eps 1e-6 (their inputs scaled 1/32: rms_norm_eps there moves the rows by 0.30)",
+            "learned attention sinks (self_attn.sinks, drawn N(0, 0.5)): one logit per head joins the softmax over the selected keys and is dropped after it (gpt_oss eager); without them the rows move by 5.9",
+            "per-element output gate: attention output [4 heads x 12] x sigmoid(gate_proj(x)) before o_proj, gate_proj 64 -> 48 drawn like the other projections (a constant gate 0.5 moves the rows by 11.5)",
+            "DSA indexer on 'full' layers: q = wq_b(q_resid) [16 heads x 16], k = LayerNorm(wk x) with eps = rms_norm_eps 1e-5 (wk rows / 64 so the eps shows: 1e-6 moves the rows by 8.5), ROTATE-HALF RoPE on the LAST 8 of the 16 dims of both (the first 8 instead: 10.9), score = sum_h (weights_proj(x)_h / 4 / 4) ReLU(q_h.k), causal, top index_topk 16 per query",
+            "indexer_types [full, shared, full]: layer 1 has no indexer weights and reuses layer 0's top-k; layer 2 runs its own indexer; layer_types all indexed_attention",
+            "iHC hyper-connections, hc_mult 4: the streams start as 4 copies of the embedding (drawn at 2^-7 so the HC input norm's eps, rms_norm_eps, shows: 1e-6 moves the rows by 0.16); around every attention and MLP block mixes = (fn . flat) x rsqrt(mean(flat^2) + eps), pre = sigmoid(mixes[:4] scale0 + base[:4]) + 1e-6, post = 2 sigmoid(mixes[4:] scale1 + base[4:]) + 1e-6, block input sum_n pre_n h_n, h_n += post_n x block (fp32)",
+            "iHC parameters drawn so the mixing matters: fn N(0, 1/16), scale N(0.5, 0.2), base N(-0.5, 0.75); over the fixture's positions pre spans 0.036-0.84 and post 0.059-1.81; gates made input-independent (scale 0) move the rows by 5.9, hc_magnitude 1 instead of 2 by 7.4",
+            "HyperHead: pre only (hc_fn [4, 256], hc_base [4], hc_scale [1]), out = sum_n pre_n h_n, then model.norm and lm_head (transformers keeps lm_head in fp32); a plain stream mean instead moves the rows by 0.66",
+            "mlp_layer_types [dense, sparse, dense]: dense SwiGLU 32 wide; layer 1 MoE: sigmoid + e_score_correction_bias (N(0, 0.3); zeroing it moves the rows by 7.9), n_group 1 / topk_group 1 (global top-k), top-2 of 8, renormalised, x routed_scaling_factor 2.827; one shared expert (8)",
+            "routed experts' clamped SwiGLU (swiglu_limit 1.5): silu(min(gate, 1.5)) x clamp(up, -1.5, 1.5); in one uncached forward per prompt 422 of the 4896 routed gate/up values are clamped (117 gate, 305 up; 245 of the 306 (token, expert) rows), checks.swiglu_clamp; without the clamp the rows move by 2.15; the dense MLP and the shared expert are not clamped",
+            "cache per token and layer: latent 32 + k_rope 8, plus the indexer key 16 on the full layers (0 and 2)",
+            "prompts 5, 23, 80: index_topk 16 < context, so the selection matters in every prompt (checks.top_k_vs_full_attention)",
+            "checkpoint with the published Hy4-preview names and dtypes (not save_pretrained's): model.layers.N.hc_{attn,mlp}_layer.hc_pre.hc_{fn [8, 256], base [8], scale [2]} F32, model.hc_head.hc_head_{fn [4, 256], base [4], scale [1]} F32, self_attn.learnable_sink_param [4] F32, self_attn.linear_gate.weight [48, 64], mlp.gate.e_score_correction_bias [8] F32, mlp.experts.gate_up_proj [8, 16, 64] / down_proj [8, 64, 8] (fused), mlp.{gate,up,down}_proj and mlp.shared_experts.{gate,up,down}_proj, self_attn.indexer.* on layers 0 and 2; the rest BF16 (checks.checkpoint_names)",
         ],
     ),
 }

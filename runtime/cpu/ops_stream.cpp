@@ -1,0 +1,60 @@
+// The CPU compile functions of the residual-stream ops (cbc.stream.*).
+#include "runtime/cpu/op_context.h"
+
+namespace cbc::rt::cpu {
+
+Exec compileStreamHcWeights(const OpContext &c) {
+  c.need(3, 1);
+  const fb::HcWeightsParams &p = c.params<fb::HcWeightsParams>();
+  int mixes = c.I[0], base = c.I[1], scale = c.I[2], out = c.O[0];
+  c.acts({mixes, out});
+  HcWeightsParams hp;
+  hp.kind = (int)p.kind();
+  c.check(hp.kind >= 0 && hp.kind <= 2, "has an unknown kind of hyper-connection");
+  hp.streams = p.streams();
+  hp.sinkhorn_iters = p.sinkhorn_iters();
+  hp.magnitude = (float)p.magnitude();
+  hp.eps = (float)p.eps();
+  hp.post_eps = (float)p.post_eps();
+  c.checkShape(shape::check(shape::HcWeights{hp.kind, hp.streams, c.cols(mixes), c.weightNumel(base),
+                                             c.weightNumel(scale), c.cols(out), hp.sinkhorn_iters}));
+  c.check(hp.magnitude > 0 && std::isfinite(hp.magnitude) && hp.eps >= 0 && std::isfinite(hp.eps) &&
+              hp.post_eps >= 0 && std::isfinite(hp.post_eps) && hp.sinkhorn_iters <= 1000,
+          "has a bad magnitude, epsilon or iteration count");
+  return [=](StepEnv &e) { hcWeights(e.f32(mixes), e.rows(mixes), e.weight(base), e.weight(scale), hp, e.f32(out)); };
+}
+
+// Both stream ops: N streams of H, the coefficients at `offset` of the weights rows.
+static shape::Streams streamsShape(const OpContext &c, bool expand) {
+  const fb::StreamParams &p = c.params<fb::StreamParams>();
+  int streams = c.I[expand ? 1 : 0], w = c.I[expand ? 2 : 1];
+  return shape::Streams{p.count(), c.cols(streams), c.cols(w), p.offset(), expand ? c.cols(c.I[0]) : 0,
+                        c.cols(c.O[0]), expand, expand && p.comb()};
+}
+
+Exec compileStreamCollapse(const OpContext &c) {
+  c.need(2, 1);
+  shape::Streams s = streamsShape(c, false);
+  c.checkShape(shape::check(s));
+  int streams = c.I[0], w = c.I[1], out = c.O[0];
+  c.acts({streams, w, out});
+  int64_t N = s.count, H = s.streams / N;
+  return [=](StepEnv &e) {
+    streamCollapse(e.f32(streams), e.f32(w), e.rows(streams), N, H, s.weights, s.offset, e.f32(out));
+  };
+}
+
+Exec compileStreamExpand(const OpContext &c) {
+  c.need(3, 1);
+  shape::Streams s = streamsShape(c, true);
+  c.checkShape(shape::check(s));
+  int block = c.I[0], streams = c.I[1], w = c.I[2], out = c.O[0];
+  c.acts({block, streams, w, out});
+  int64_t N = s.count, H = s.streams / N;
+  return [=](StepEnv &e) {
+    streamExpand(e.f32(block), e.f32(streams), e.f32(w), e.rows(streams), N, H, s.weights, s.offset, s.comb,
+                 e.f32(out));
+  };
+}
+
+} // namespace cbc::rt::cpu
