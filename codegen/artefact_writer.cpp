@@ -210,6 +210,9 @@ Params writeStateParams(fbs::FlatBufferBuilder &fbb, Operation &op) {
       .Case([&](StateShiftOp o) {
         return params(P::ShiftParams, fb::CreateShiftParams(fbb, stateSite(fbb, o)));
       })
+      .Case([&](WkvOp o) {
+        return params(P::WkvParams, fb::CreateWkvParams(fbb, stateSite(fbb, o)));
+      })
       .Case([&](GatedDeltaOp o) {
         return params(P::GatedDeltaParams,
                       fb::CreateGatedDeltaParams(fbb, stateSite(fbb, o),

@@ -55,6 +55,24 @@ void emitStateShift(Emitter &e, StateShiftOp op) {
   l.grid[1] = {std::nullopt, 1, 1, (C + 127) / 128};
 }
 
+// One thread per (request, channel).
+void emitWkv(Emitter &e, WkvOp op) {
+  using S = slots::Wkv;
+  int64_t C = cols(op.getK());
+  Instance inst("wkv");
+  inst.type(op.getK()).type(op.getV()).type(op.getTimeDecay()).type(op.getTimeFirst()).type(op.getResult()).integer(C);
+  int k = e.kernel("wkv", "conv1d.cuh", inst);
+  SlotArgs<S> args;
+  args.set(S::K, e.arg(op.getK()))
+      .set(S::V, e.arg(op.getV()))
+      .set(S::TimeDecay, e.arg(op.getTimeDecay()))
+      .set(S::TimeFirst, e.arg(op.getTimeFirst()));
+  setScanSlots(e, args, op);
+  LaunchOut &l = e.launch(k, 128, args);
+  l.grid[0] = {RuntimeVar::NumRequests, 1, 1, 0};
+  l.grid[1] = {std::nullopt, 1, 1, (C + 127) / 128};
+}
+
 // The chunked scans take bf16 operands: an f32 artefact, kept for its fp32 precision, runs every
 // request through the token-recurrent kernel on CUDA cores.
 static bool bf16Operands(std::initializer_list<Value> vs) {

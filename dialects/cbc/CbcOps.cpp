@@ -536,6 +536,11 @@ static shape::Shift shiftShape(StateShiftOp op) {
 }
 LogicalResult StateShiftOp::verify() { return verifyShape(*this, shape::check(shiftShape(*this))); }
 
+static shape::Wkv wkvShape(WkvOp op) {
+  return {cols(op.getK()), cols(op.getV()), numel(op.getTimeDecay()), numel(op.getTimeFirst()), cols(op.getResult())};
+}
+LogicalResult WkvOp::verify() { return verifyShape(*this, shape::check(wkvShape(*this))); }
+
 static shape::GatedDelta gatedDeltaShape(GatedDeltaOp op) {
   return {(int64_t)op.getNumKHeads(), (int64_t)op.getNumVHeads(), (int64_t)op.getKDim(), (int64_t)op.getVDim(),
           cols(op.getQ()), cols(op.getK()), cols(op.getV()), cols(op.getA()), cols(op.getB()), cols(op.getResult()),
@@ -718,6 +723,7 @@ SmallVector<int64_t> GatedDeltaOp::getStateShape() { return shapeVector(shape::s
 SmallVector<int64_t> KdaOp::getStateShape() { return shapeVector(shape::stateShape(kdaShape(*this))); }
 SmallVector<int64_t> SsdOp::getStateShape() { return shapeVector(shape::stateShape(ssdShape(*this))); }
 SmallVector<int64_t> LightningOp::getStateShape() { return shapeVector(shape::stateShape(lightningShape(*this))); }
+SmallVector<int64_t> WkvOp::getStateShape() { return shapeVector(shape::stateShape(wkvShape(*this))); }
 SmallVector<int64_t> SelectiveScanOp::getStateShape() {
   return shapeVector(shape::stateShape(selectiveScanShape(*this)));
 }

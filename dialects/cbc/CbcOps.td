@@ -911,6 +911,24 @@ def Cbc_LightningOp : Cbc_StateScanOp<"state.lightning",
   let assemblyFormat = "$q `,` $k `,` $v `,` $cu_seqlens `,` $state_in `,` $state_out `,` $has_initial_state attr-dict `:` functional-type(operands, $result)";
 }
 
+def Cbc_WkvOp : Cbc_StateScanOp<"state.wkv",
+    (ins Cbc_Rows:$k, Cbc_Rows:$v, Cbc_Weight:$time_decay, Cbc_Weight:$time_first), (ins), "wkv"> {
+  let opcode = 49;
+  let params = "WkvParams";
+  let summary = "RWKV's weighted key-value recurrence, per channel, with its state per request.";
+  let description = [{
+    Inputs `k, v [T, C]` and weights `time_decay, time_first [C]`. Channel `c` keeps, per
+    request, a numerator `a`, a denominator `b` and their common exponent `p` (the state
+    `wkv`, `[3, C]` in fp32; a fresh request starts empty: `a = b = 0`, `p = -1e30`). With
+    `w = -exp(time_decay[c])` and `u = time_first[c]`, each row in order, in fp32:
+    `q = max(p, k + u)`, `out = (e^(p-q) a + e^(k+u-q) v) / (e^(p-q) b + e^(k+u-q))`; then
+    `q' = max(p + w, k)`, `a = e^(p+w-q') a + e^(k-q') v`, `b = e^(p+w-q') b + e^(k-q')`, `p = q'`.
+    That is `out = (e^(u+k) v + sum_i e^(w (t-1-i) + k_i) v_i) / (the same with 1 for v)`, the
+    running exponent keeping it finite. The result is `[T, C]`.
+  }];
+  let assemblyFormat = "$k `,` $v `,` $time_decay `,` $time_first `,` $cu_seqlens `,` $state_in `,` $state_out `,` $has_initial_state attr-dict `:` functional-type(operands, $result)";
+}
+
 } // Cbc_StateGroup
 
 //===----------------------------------------------------------------------------------===//

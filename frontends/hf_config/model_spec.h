@@ -60,6 +60,7 @@ enum class LayerKind {
   Kda,             // Kimi delta attention: a delta rule decaying per key channel (conv and recurrent states)
   None,            // no mixer: the layer is a feed-forward block alone (Nemotron-H '-')
   Lightning,       // linear attention with a constant decay per head (a per-request matrix state)
+  Rwkv,            // RWKV's time mix: token-shift mixing and the WKV recurrence (shift and wkv states)
 };
 
 struct LayerSpec {
@@ -291,6 +292,18 @@ struct GdnSpec {
 struct LightningSpec {
   int64_t heads = 0, head_dim = 0;
   double norm_eps = 1e-6;
+};
+
+// RWKV (v4): each layer's time mix under <attention>, reading its LayerNorm'd input mixed with
+// the previous token's (cbc.state.shift) by time_mix_key / _value / _receptance, key and value
+// through the WKV recurrence (cbc.state.wkv with time_decay and time_first), the result gated
+// by sigmoid(receptance) into <attention>.output; then the channel mix under <feed_forward>:
+// relu(key(mix))^2 through value, gated by sigmoid(receptance(mix)). Layer 0 norms its input
+// first (<pre_ln>). In inference transformers divides each layer's output and value weights by
+// 2^(layer / rescale_every) and halves the residual after every rescale_every-th layer.
+struct RwkvSpec {
+  int64_t attention_size = 0, intermediate = 0; // 0 attention_size: not RWKV
+  int64_t rescale_every = 0;                    // 0: no rescaling
 };
 
 // LFM2's gated short convolution.
@@ -610,6 +623,7 @@ struct ModelSpec {
   MoeSpec moe;
   GdnSpec gdn;
   LightningSpec lightning;
+  RwkvSpec rwkv;
   KdaSpec kda;
   ShortConvSpec short_conv;
   Mamba2Spec mamba2;

@@ -914,6 +914,33 @@ void conv1dStates(const float *x, int64_t C, int64_t K, const float *w, const fl
   });
 }
 
+void wkvScan(const float *k, const float *v, int64_t C, const float *timeDecay, const float *timeFirst,
+             const StateRows &rows, float *pool, float *y, const ParallelFor &pfor) {
+  pfor(rows.num_requests, [&](int64_t r) {
+    int64_t begin = rows.cu_seqlens[r], end = rows.cu_seqlens[r + 1];
+    float *num = startState(rows, pool, r, 3 * C, 3 * C), *den = num + C, *exponent = den + C;
+    if (!rows.has_initial[r])
+      std::fill(exponent, exponent + C, -1e30f);
+    for (int64_t c = 0; c < C; ++c) {
+      float w = -std::exp(timeDecay[c]), u = timeFirst[c], a = num[c], b = den[c], p = exponent[c];
+      for (int64_t t = begin; t < end; ++t) {
+        float kt = k[t * C + c], vt = v[t * C + c];
+        float q = std::max(p, kt + u), e1 = std::exp(p - q), e2 = std::exp(kt + u - q);
+        y[t * C + c] = (e1 * a + e2 * vt) / (e1 * b + e2);
+        float q2 = std::max(p + w, kt);
+        e1 = std::exp(p + w - q2);
+        e2 = std::exp(kt - q2);
+        a = e1 * a + e2 * vt;
+        b = e1 * b + e2;
+        p = q2;
+      }
+      num[c] = a;
+      den[c] = b;
+      exponent[c] = p;
+    }
+  });
+}
+
 void shiftStates(const float *x, int64_t C, const float *initial, const StateRows &rows, float *pool, float *y,
                  const ParallelFor &pfor) {
   pfor(rows.num_requests, [&](int64_t r) {

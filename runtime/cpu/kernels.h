@@ -287,6 +287,11 @@ void conv1dStates(const float *x, int64_t C, int64_t K, const float *w, const fl
                   const StateRows &rows, float *pool, float *y, const ParallelFor &pfor, bool residual = false,
                   int64_t G = 1, const float *initial = nullptr);
 
+// RWKV's WKV recurrence per channel (cbc.state.wkv): the state ([slots][3][C]) is the numerator,
+// the denominator and their exponent, empty (0, 0, -1e30) for a fresh request.
+void wkvScan(const float *k, const float *v, int64_t C, const float *timeDecay, const float *timeFirst,
+             const StateRows &rows, float *pool, float *y, const ParallelFor &pfor);
+
 // Each request's rows one row later (cbc.state.shift): the state ([slots][C]) is the previous
 // input, `initial` (or zeros) for a fresh request.
 void shiftStates(const float *x, int64_t C, const float *initial, const StateRows &rows, float *pool, float *y,

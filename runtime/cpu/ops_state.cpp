@@ -73,6 +73,24 @@ Exec compileStateShift(const OpContext &c) {
   };
 }
 
+Exec compileWkv(const OpContext &c) {
+  checkStateMeta(c, 4);
+  const fb::WkvParams &p = c.params<fb::WkvParams>();
+  int k = c.I[0], v = c.I[1], decay = c.I[2], first = c.I[3], out = c.O[0];
+  checkActs(c, {k, v, out});
+  c.acts({k, v, out});
+  shape::Wkv s{c.cols(k), c.cols(v), c.weightNumel(decay), c.weightNumel(first), c.cols(out)};
+  c.checkShape(shape::check(s));
+  c.checkState(*p.state(), shape::stateShape(s));
+  int layer = p.state()->layer();
+  std::string state = p.state()->name()->str();
+  int64_t C = s.channels;
+  return [=](StepEnv &e) {
+    wkvScan(e.f32(k), e.f32(v), C, e.weight(decay), e.weight(first), e.stateRows(), e.statePool(layer, state),
+            e.f32(out), e.pfor);
+  };
+}
+
 Exec compileGatedDelta(const OpContext &c) {
   checkStateMeta(c, 7);
   const fb::GatedDeltaParams &params = c.params<fb::GatedDeltaParams>();

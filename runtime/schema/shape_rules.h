@@ -54,6 +54,20 @@ constexpr Error check(const Shift &s) {
 // The last input of every channel.
 constexpr std::array<int64_t, 2> stateShape(const Shift &s) { return {s.channels, 1}; }
 
+// cbc.state.wkv: k, v and the result [T, C], time_decay and time_first [C].
+struct Wkv {
+  int64_t channels, v, time_decay, time_first, result;
+};
+constexpr Error check(const Wkv &s) {
+  if (s.channels <= 0 || s.v != s.channels || s.result != s.channels)
+    return "k, v and result must have the same positive width";
+  if (s.time_decay != s.channels || s.time_first != s.channels)
+    return "time_decay and time_first must have one entry per channel";
+  return nullptr;
+}
+// The numerator, the denominator and their exponent of every channel.
+constexpr std::array<int64_t, 2> stateShape(const Wkv &s) { return {3, s.channels}; }
+
 // cbc.state.gated_delta.
 struct GatedDelta {
   int64_t k_heads, v_heads, k_dim, v_dim;

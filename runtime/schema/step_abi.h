@@ -21,7 +21,8 @@ namespace cbc {
 // a StateSite; parameter tables' mandatory fields are `required`. 6: multimodal prompts: the
 // step arguments inject_rows, inject_embeds, rope_positions and key_ends, RoPE sections, an
 // attention's key ends, the model's injected token. 7: residual streams (cbc.stream.*), sinks on
-// latent attention, a RoPE's rotary_offset, and the clamped SwiGLU's up_offset (SwigluClamp grew).
+// latent attention, a RoPE's rotary_offset, the clamped SwiGLU's up_offset (SwigluClamp grew), and
+// RWKV's state op cbc.state.wkv.
 constexpr uint32_t kFormatVersion = 7;
 
 // The step function's arguments, in order.

@@ -1,6 +1,6 @@
 // The causal convolution over each request's rows: one thread per (request, channel) walks the
 // rows in order, starting from the request's state (its input unit) and leaving the last K - 1
-// inputs in its output unit. Also the token shift, the same walk with no weights.
+// inputs in its output unit. Also the token shift, the same walk with no weights, and RWKV's WKV recurrence.
 #ifndef CBC_CODEGEN_CUDA_KERNELS_CONV1D_CUH
 #define CBC_CODEGEN_CUDA_KERNELS_CONV1D_CUH
 
@@ -128,6 +128,44 @@ template <class TX, class TI, class TY, int C> __device__ __forceinline__ void s
     prev = ld(x, (long long)t * C + c);
   }
   pool[(long long)state_out[r] * C + c] = prev;
+}
+
+// RWKV's WKV recurrence: one thread per (request, channel) walks the rows in fp32, from the
+// request's numerator, denominator and exponent ([3][C] in its input unit; empty for a fresh
+// request) to its output unit.
+template <class TK, class TV, class TD, class TF, class TY, int C>
+__device__ __forceinline__ void wkv(const CbcArgs &a) {
+  using S = slots::Wkv;
+  const TK *k = (const TK *)a.p[S::K];
+  const TV *v = (const TV *)a.p[S::V];
+  const int *cu = (const int *)a.p[S::CuSeqlens];
+  const int *state_in = (const int *)a.p[S::StateIn], *state_out = (const int *)a.p[S::StateOut];
+  const int *has_initial = (const int *)a.p[S::HasInitial];
+  float *pool = (float *)a.p[S::Pool];
+  TY *y = (TY *)a.p[S::Out];
+  int r = blockIdx.x;
+  int c = blockIdx.y * blockDim.x + threadIdx.x;
+  if (c >= C)
+    return;
+  const float *in = pool + (long long)state_in[r] * 3 * C;
+  bool fresh = !has_initial[r];
+  float num = fresh ? 0.0f : in[c], den = fresh ? 0.0f : in[C + c], p = fresh ? -1e30f : in[2 * C + c];
+  float w = -expf(ld((const TD *)a.p[S::TimeDecay], c)), u = ld((const TF *)a.p[S::TimeFirst], c);
+  for (int t = cu[r]; t < cu[r + 1]; ++t) {
+    float kt = ld(k, (long long)t * C + c), vt = ld(v, (long long)t * C + c);
+    float q = fmaxf(p, kt + u), e1 = expf(p - q), e2 = expf(kt + u - q);
+    st(y, (long long)t * C + c, (e1 * num + e2 * vt) / (e1 * den + e2));
+    float q2 = fmaxf(p + w, kt);
+    e1 = expf(p + w - q2);
+    e2 = expf(kt - q2);
+    num = e1 * num + e2 * vt;
+    den = e1 * den + e2;
+    p = q2;
+  }
+  float *out = pool + (long long)state_out[r] * 3 * C;
+  out[c] = num;
+  out[C + c] = den;
+  out[2 * C + c] = p;
 }
 
 } // namespace cbc

@@ -420,6 +420,11 @@ struct Shift {
   enum Int { NumInt };
   enum Flt { NumFlt };
 };
+struct Wkv {
+  enum Ptr { K, V, TimeDecay, TimeFirst, CuSeqlens, StateIn, StateOut, HasInitial, Pool, Out, NumPtr };
+  enum Int { NumInt };
+  enum Flt { NumFlt };
+};
 // The token-recurrent kernel (gated_delta, kda, ssd) takes the requests with at most
 // RecurrentMax tokens in the step, the chunked one (same slots) the others: both are launched,
 // and each block decides from cu_seqlens on the device, so no launch depends on the step's

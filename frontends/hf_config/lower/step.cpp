@@ -162,6 +162,8 @@ Value StepBuilder::decoderLayer(int64_t l, Value x) {
     return altUpLayer(l, x);
   if (spec_.hyper.streams > 0)
     return hyperLayer(l, x);
+  if (spec_.layers[l].kind == LayerKind::Rwkv)
+    return rwkvLayer(l, x);
   return layerEpilogue(l, decoderBlocks(l, x));
 }
 
@@ -269,6 +271,8 @@ Value StepBuilder::mixer(int64_t layer, Value x) {
     return gatedDeltaNet(layer, x);
   case LayerKind::Lightning:
     return lightningAttention(layer, x);
+  case LayerKind::Rwkv:
+    return rwkvTimeMix(layer, x);
   case LayerKind::ShortConv:
     return shortConv(layer, x);
   case LayerKind::Mamba2:

@@ -72,6 +72,13 @@ private:
   Value altUpLayer(int64_t layer, Value streams);
   Value altUpCollapse(Value streams);
   Value altUpModalities(int64_t layer, Value x);
+  // RWKV's layers (rwkv.cpp).
+  Value tokenMix(int64_t layer, Value shifted, Value diff, const std::string &module, const std::string &name);
+  Value previousToken(int64_t layer, Value h, const std::string &state);
+  Value rwkvOutput(int64_t layer, Value x, const std::string &name, int64_t in);
+  Value rwkvTimeMix(int64_t layer, Value h);
+  Value rwkvChannelMix(int64_t layer, Value h);
+  Value rwkvLayer(int64_t layer, Value x);
   // Hyper-connections' streams (hyper.cpp).
   Value hyperStreams(Value embeddings);
   Value hyperWeights(Value streams, HcKind kind, const std::string &prog, const std::string &prefix);

@@ -3318,3 +3318,21 @@ func.func @rope_offset(%x: tensor<?x8xf32>, %p: tensor<?xi32>) {
 // expected-error @+1 {{clamped_swiglu needs a positive finite limit and a finite alpha and up_offset}}
 func.func private @clamp_offset() attributes {test.clamp = #cbc.clamped_swiglu<limit = 7.0, alpha = 1.702, up_offset = 0x7FF0000000000000>}
 
+// -----
+
+func.func @wkv_width(%k: tensor<?x8xf32>, %v: tensor<?x4xf32>, %p: tensor<?xi32>) {
+  %d = cbc.weight.ref "d" {sources = [["d"]]} : tensor<8xf32>
+  // expected-error @+1 {{'cbc.state.wkv' op k, v and result must have the same positive width}}
+  %0 = cbc.state.wkv %k, %v, %d, %d, %p, %p, %p, %p {layer = 0 : i64} : (tensor<?x8xf32>, tensor<?x4xf32>, tensor<8xf32>, tensor<8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @wkv_decay(%k: tensor<?x8xf32>, %p: tensor<?xi32>) {
+  %d = cbc.weight.ref "d" {sources = [["d"]]} : tensor<4xf32>
+  %u = cbc.weight.ref "u" {sources = [["u"]]} : tensor<8xf32>
+  // expected-error @+1 {{'cbc.state.wkv' op time_decay and time_first must have one entry per channel}}
+  %0 = cbc.state.wkv %k, %k, %d, %u, %p, %p, %p, %p {layer = 0 : i64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<4xf32>, tensor<8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  return
+}

@@ -268,6 +268,14 @@ func.func @latent_sinks_rope_offset(%q: tensor<?x16xf32>, %r: tensor<?x8xf32>, %
   return %x : tensor<?x16xf32>
 }
 
+// CHECK-LABEL: func.func @wkv
+func.func @wkv(%k: tensor<?x8xf32>, %p: tensor<?xi32>) -> tensor<?x8xf32> {
+  %d = cbc.weight.ref "d" {sources = [["d"]]} : tensor<8xf32>
+  // CHECK: cbc.state.wkv {{.*}} {layer = 2 : i64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  %0 = cbc.state.wkv %k, %k, %d, %d, %p, %p, %p, %p {layer = 2 : i64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  return %0 : tensor<?x8xf32>
+}
+
 // CHECK-LABEL: func.func @rope_sections
 func.func @rope_sections(%x: tensor<?x8xf32>, %p: tensor<?xi32>, %s: tensor<?xi32>) -> tensor<?x8xf32> {
   // CHECK: cbc.math.rope {{.*}} sections %{{[a-z0-9_#]+}} : tensor<?xi32> {rope = #cbc.rope<{{.*}}sections = [0, 1, 2, 0]>}
