@@ -213,6 +213,9 @@ Params writeStateParams(fbs::FlatBufferBuilder &fbb, Operation &op) {
       .Case([&](WkvOp o) {
         return params(P::WkvParams, fb::CreateWkvParams(fbb, stateSite(fbb, o)));
       })
+      .Case([&](RgLruOp o) {
+        return params(P::RgLruParams, fb::CreateRgLruParams(fbb, stateSite(fbb, o)));
+      })
       .Case([&](GatedDeltaOp o) {
         return params(P::GatedDeltaParams,
                       fb::CreateGatedDeltaParams(fbb, stateSite(fbb, o),

@@ -73,6 +73,25 @@ void emitWkv(Emitter &e, WkvOp op) {
   l.grid[1] = {std::nullopt, 1, 1, (C + 127) / 128};
 }
 
+// One thread per (request, channel).
+void emitRgLru(Emitter &e, RgLruOp op) {
+  using S = slots::RgLru;
+  int64_t C = cols(op.getX());
+  Instance inst("rg_lru");
+  inst.type(op.getX()).type(op.getInputGate()).type(op.getRecurrentGate()).type(op.getRecurrentParam());
+  inst.type(op.getResult()).integer(C);
+  int k = e.kernel("rg_lru", "conv1d.cuh", inst);
+  SlotArgs<S> args;
+  args.set(S::X, e.arg(op.getX()))
+      .set(S::InputGate, e.arg(op.getInputGate()))
+      .set(S::RecurrentGate, e.arg(op.getRecurrentGate()))
+      .set(S::Param, e.arg(op.getRecurrentParam()));
+  setScanSlots(e, args, op);
+  LaunchOut &l = e.launch(k, 128, args);
+  l.grid[0] = {RuntimeVar::NumRequests, 1, 1, 0};
+  l.grid[1] = {std::nullopt, 1, 1, (C + 127) / 128};
+}
+
 // The chunked scans take bf16 operands: an f32 artefact, kept for its fp32 precision, runs every
 // request through the token-recurrent kernel on CUDA cores.
 static bool bf16Operands(std::initializer_list<Value> vs) {

@@ -541,6 +541,12 @@ static shape::Wkv wkvShape(WkvOp op) {
 }
 LogicalResult WkvOp::verify() { return verifyShape(*this, shape::check(wkvShape(*this))); }
 
+static shape::RgLru rgLruShape(RgLruOp op) {
+  return {cols(op.getX()), cols(op.getInputGate()), cols(op.getRecurrentGate()), numel(op.getRecurrentParam()),
+          cols(op.getResult())};
+}
+LogicalResult RgLruOp::verify() { return verifyShape(*this, shape::check(rgLruShape(*this))); }
+
 static shape::GatedDelta gatedDeltaShape(GatedDeltaOp op) {
   return {(int64_t)op.getNumKHeads(), (int64_t)op.getNumVHeads(), (int64_t)op.getKDim(), (int64_t)op.getVDim(),
           cols(op.getQ()), cols(op.getK()), cols(op.getV()), cols(op.getA()), cols(op.getB()), cols(op.getResult()),
@@ -724,6 +730,7 @@ SmallVector<int64_t> KdaOp::getStateShape() { return shapeVector(shape::stateSha
 SmallVector<int64_t> SsdOp::getStateShape() { return shapeVector(shape::stateShape(ssdShape(*this))); }
 SmallVector<int64_t> LightningOp::getStateShape() { return shapeVector(shape::stateShape(lightningShape(*this))); }
 SmallVector<int64_t> WkvOp::getStateShape() { return shapeVector(shape::stateShape(wkvShape(*this))); }
+SmallVector<int64_t> RgLruOp::getStateShape() { return shapeVector(shape::stateShape(rgLruShape(*this))); }
 SmallVector<int64_t> SelectiveScanOp::getStateShape() {
   return shapeVector(shape::stateShape(selectiveScanShape(*this)));
 }

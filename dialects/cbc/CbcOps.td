@@ -929,6 +929,22 @@ def Cbc_WkvOp : Cbc_StateScanOp<"state.wkv",
   let assemblyFormat = "$k `,` $v `,` $time_decay `,` $time_first `,` $cu_seqlens `,` $state_in `,` $state_out `,` $has_initial_state attr-dict `:` functional-type(operands, $result)";
 }
 
+def Cbc_RgLruOp : Cbc_StateScanOp<"state.rg_lru",
+    (ins Cbc_Rows:$x, Cbc_Rows:$input_gate, Cbc_Rows:$recurrent_gate, Cbc_Weight:$recurrent_param), (ins)> {
+  let opcode = 50;
+  let params = "RgLruParams";
+  let summary = "Griffin's real-gated linear recurrent unit, per channel, with its state per request.";
+  let description = [{
+    Inputs `x, input_gate, recurrent_gate [T, C]` (the gates as logits) and the weight
+    `recurrent_param [C]`. Per channel, in fp32: `log_a = -8 * sigmoid(recurrent_gate) *
+    softplus(recurrent_param)`, `a = exp(log_a)`; the input `x * sigmoid(input_gate)` scaled by
+    `sqrt(1 - a^2)`, except on a request's first row (position 0: a fresh request's first row),
+    which is taken whole and forgets the state; then `h = a h + scaled input`, and the result is
+    `h`. The state `recurrent` is `h [C]` in fp32.
+  }];
+  let assemblyFormat = "$x `,` $input_gate `,` $recurrent_gate `,` $recurrent_param `,` $cu_seqlens `,` $state_in `,` $state_out `,` $has_initial_state attr-dict `:` functional-type(operands, $result)";
+}
+
 } // Cbc_StateGroup
 
 //===----------------------------------------------------------------------------------===//

@@ -61,6 +61,7 @@ enum class LayerKind {
   None,            // no mixer: the layer is a feed-forward block alone (Nemotron-H '-')
   Lightning,       // linear attention with a constant decay per head (a per-request matrix state)
   Rwkv,            // RWKV's time mix: token-shift mixing and the WKV recurrence (shift and wkv states)
+  RgLru,           // Griffin's recurrent block: a short conv and the RG-LRU (conv and recurrent states)
 };
 
 struct LayerSpec {
@@ -304,6 +305,14 @@ struct LightningSpec {
 struct RwkvSpec {
   int64_t attention_size = 0, intermediate = 0; // 0 attention_size: not RWKV
   int64_t rescale_every = 0;                    // 0: no rescaling
+};
+
+// Griffin's recurrent block (RecurrentGemma) under Names::attn: y = gelu_tanh(linear_y x);
+// linear_x x through a depthwise causal conv (conv_1d, with bias) and the RG-LRU, whose input and
+// recurrent gates are block-diagonal maps (`heads` blocks) of the conv's output; linear_out(h * y).
+// Every linear has a bias.
+struct GriffinSpec {
+  int64_t width = 0, heads = 0, conv_kernel = 4; // width 0: none
 };
 
 // LFM2's gated short convolution.
@@ -624,6 +633,7 @@ struct ModelSpec {
   GdnSpec gdn;
   LightningSpec lightning;
   RwkvSpec rwkv;
+  GriffinSpec griffin;
   KdaSpec kda;
   ShortConvSpec short_conv;
   Mamba2Spec mamba2;

@@ -941,6 +941,30 @@ void wkvScan(const float *k, const float *v, int64_t C, const float *timeDecay, 
   });
 }
 
+// softplus as torch computes it: x itself above 20.
+static float softplus(float x) { return x > 20.0f ? x : std::log1p(std::exp(x)); }
+
+void rgLruScan(const float *x, const float *inputGate, const float *recurrentGate, const float *param, int64_t C,
+               const StateRows &rows, float *pool, float *y, const ParallelFor &pfor) {
+  pfor(rows.num_requests, [&](int64_t r) {
+    int64_t begin = rows.cu_seqlens[r], end = rows.cu_seqlens[r + 1];
+    float *h = startState(rows, pool, r, C, C);
+    for (int64_t c = 0; c < C; ++c) {
+      float state = h[c], sp = softplus(param[c]);
+      for (int64_t t = begin; t < end; ++t) {
+        int64_t i = t * C + c;
+        bool reset = t == begin && !rows.has_initial[r];
+        float logA = -8.0f * sigmoid(recurrentGate[i]) * sp;
+        float in = x[i] * sigmoid(inputGate[i]);
+        float a = reset ? 0.0f : std::exp(logA), scale = reset ? 1.0f : std::sqrt(1.0f - std::exp(2.0f * logA));
+        state = a * state + in * scale;
+        y[i] = state;
+      }
+      h[c] = state;
+    }
+  });
+}
+
 void shiftStates(const float *x, int64_t C, const float *initial, const StateRows &rows, float *pool, float *y,
                  const ParallelFor &pfor) {
   pfor(rows.num_requests, [&](int64_t r) {

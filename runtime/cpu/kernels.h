@@ -292,6 +292,11 @@ void conv1dStates(const float *x, int64_t C, int64_t K, const float *w, const fl
 void wkvScan(const float *k, const float *v, int64_t C, const float *timeDecay, const float *timeFirst,
              const StateRows &rows, float *pool, float *y, const ParallelFor &pfor);
 
+// Griffin's RG-LRU per channel (cbc.state.rg_lru): the state ([slots][C]) is h; a fresh
+// request's first row takes its scaled input whole and forgets the state.
+void rgLruScan(const float *x, const float *inputGate, const float *recurrentGate, const float *param, int64_t C,
+               const StateRows &rows, float *pool, float *y, const ParallelFor &pfor);
+
 // Each request's rows one row later (cbc.state.shift): the state ([slots][C]) is the previous
 // input, `initial` (or zeros) for a fresh request.
 void shiftStates(const float *x, int64_t C, const float *initial, const StateRows &rows, float *pool, float *y,

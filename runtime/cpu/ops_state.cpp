@@ -91,6 +91,24 @@ Exec compileWkv(const OpContext &c) {
   };
 }
 
+Exec compileRgLru(const OpContext &c) {
+  checkStateMeta(c, 4);
+  const fb::RgLruParams &p = c.params<fb::RgLruParams>();
+  int x = c.I[0], gx = c.I[1], ga = c.I[2], param = c.I[3], out = c.O[0];
+  checkActs(c, {x, gx, ga, out});
+  c.acts({x, gx, ga, out});
+  shape::RgLru s{c.cols(x), c.cols(gx), c.cols(ga), c.weightNumel(param), c.cols(out)};
+  c.checkShape(shape::check(s));
+  c.checkState(*p.state(), shape::stateShape(s));
+  int layer = p.state()->layer();
+  std::string state = p.state()->name()->str();
+  int64_t C = s.channels;
+  return [=](StepEnv &e) {
+    rgLruScan(e.f32(x), e.f32(gx), e.f32(ga), e.weight(param), C, e.stateRows(), e.statePool(layer, state), e.f32(out),
+              e.pfor);
+  };
+}
+
 Exec compileGatedDelta(const OpContext &c) {
   checkStateMeta(c, 7);
   const fb::GatedDeltaParams &params = c.params<fb::GatedDeltaParams>();

@@ -68,6 +68,20 @@ constexpr Error check(const Wkv &s) {
 // The numerator, the denominator and their exponent of every channel.
 constexpr std::array<int64_t, 2> stateShape(const Wkv &s) { return {3, s.channels}; }
 
+// cbc.state.rg_lru: x, the two gates and the result [T, C], recurrent_param [C].
+struct RgLru {
+  int64_t channels, input_gate, recurrent_gate, recurrent_param, result;
+};
+constexpr Error check(const RgLru &s) {
+  if (s.channels <= 0 || s.input_gate != s.channels || s.recurrent_gate != s.channels || s.result != s.channels)
+    return "x, the gates and result must have the same positive width";
+  if (s.recurrent_param != s.channels)
+    return "recurrent_param must have one entry per channel";
+  return nullptr;
+}
+// The recurrence's h of every channel.
+constexpr std::array<int64_t, 2> stateShape(const RgLru &s) { return {1, s.channels}; }
+
 // cbc.state.gated_delta.
 struct GatedDelta {
   int64_t k_heads, v_heads, k_dim, v_dim;

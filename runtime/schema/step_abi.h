@@ -22,7 +22,7 @@ namespace cbc {
 // step arguments inject_rows, inject_embeds, rope_positions and key_ends, RoPE sections, an
 // attention's key ends, the model's injected token. 7: residual streams (cbc.stream.*), sinks on
 // latent attention, a RoPE's rotary_offset, the clamped SwiGLU's up_offset (SwigluClamp grew), and
-// RWKV's state op cbc.state.wkv.
+// the state ops cbc.state.wkv (RWKV) and cbc.state.rg_lru (Griffin).
 constexpr uint32_t kFormatVersion = 7;
 
 // The step function's arguments, in order.

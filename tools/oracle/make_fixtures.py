@@ -1022,6 +1022,30 @@ def state_family_checks(
             **{name: [list(t.shape[1:]), str(t.dtype).replace("torch.", "")] for name, t in zip(RWKV_STATE_NAMES, cache.state)},
         }
     note = "per layer, batch dim dropped; transformers stores conv_kernel columns, only the last kernel-1 are read"
+    if model.config.model_type == "recurrent_gemma":  # the recurrent states live in the modules, not in the cache
+        shapes = {}
+        for i, layer in enumerate(model.model.layers):
+            block = layer.temporal_block
+            if hasattr(block, "rg_lru"):
+                shapes[str(i)] = {
+                    "conv": list(block.conv1d_state.shape[1:]),
+                    "recurrent": list(block.rg_lru.recurrent_states.shape[1:]),
+                    "recurrent_dtype": str(block.rg_lru.recurrent_states.dtype).replace("torch.", ""),
+                }
+            else:
+                kv = cache.layers[i]
+                shapes[str(i)] = {
+                    "keys": list(kv.keys.shape[1:]),
+                    "values": list(kv.values.shape[1:]),
+                    "cache_layer": type(kv).__name__,
+                }
+        note = (
+            "per layer after the 80-token prefill, batch dim dropped. Recurrent layers: the modules' conv1d_state "
+            "[hidden_size, conv1d_width - 1] (the last K-1 pre-conv linear_x columns; RecurrentGemma keeps K-1, not "
+            "K) and rg_lru.recurrent_states [lru_width] (fp32); they are not in the DynamicCache, whose "
+            "LinearAttentionLayers stay empty. Attention layer: the DynamicSlidingWindowLayer's keys/values "
+            "[kv_heads, attention_window_size - 1, head_dim] (post-RoPE keys)"
+        )
     if isinstance(cache, RwkvState):
         note = (
             "per layer, batch dim dropped: the previous token's ln2 output (ffn_shift) and ln1 output (attn_shift), "
@@ -1259,6 +1283,164 @@ def rwkv_family_checks(model, fam_dir: Path, prompts: list[list[int]], token_lis
         "pre_ln_ln1_ln2": sorted({m.eps for b in model.rwkv.blocks for m in (b.ln1, b.ln2)} | {model.rwkv.blocks[0].pre_ln.eps}),
         "ln_out": model.rwkv.ln_out.eps,
         "note": "ln_out is nn.LayerNorm(hidden_size) with torch's default eps 1e-5, whatever layer_norm_epsilon says",
+    }
+    return out
+
+
+def _rg_continuation_forward(orig):
+    """RecurrentGemmaRecurrentBlock.forward with one change: a multi-token forward that continues a carried state
+    (use_cache, first position > 0) runs the causal conv over the carried conv1d_state columns followed by the new
+    ones, where transformers restarts the conv from zero padding (its `position_ids.shape[1] != 1` prefill branch).
+    Used only by the continuation probe below."""
+
+    def fwd(self, input_states, position_ids, attention_mask, use_cache=True, **kwargs):
+        if not (use_cache and position_ids.shape[1] != 1 and int(position_ids[0, 0]) != 0):
+            return orig(self, input_states, position_ids, attention_mask, use_cache, **kwargs)
+        y = self.act_fn(self.linear_y(input_states))
+        x = torch.cat((self.conv1d_state, self.linear_x(input_states).transpose(1, 2)), -1)
+        self.conv1d_state = x[..., -(self.conv1d_width - 1) :]
+        x = torch.nn.functional.conv1d(x, self.conv_1d.weight, self.conv_1d.bias, groups=self.conv_1d.groups)
+        x = self.rg_lru(x.transpose(1, 2), position_ids)
+        return self.linear_out(x * y), None
+
+    return fwd
+
+
+@torch.no_grad()
+def recurrent_gemma_family_checks(model, prompts: list[list[int]], token_lists: list[list[int]]) -> dict:
+    """RecurrentGemma: transformers' own generate() against the fixture's loop, the spread of the RG-LRU's a, the
+    local attention mask against `j > p - window`, where the continuation check's difference comes from (the conv
+    restart in multi-token forwards), and what a fresh DynamicCache without the harness's state reset computes for a
+    1-token prompt."""
+    from transformers.models.recurrent_gemma import modeling_recurrent_gemma as rg
+
+    cfg = model.config
+    window = cfg.attention_window_size
+    layers = model.model.layers
+    out = {}
+
+    # generate(): greedy, 16 tokens, EOS ignored (min_new_tokens), raw logits
+    gen = []
+    for prompt, tokens in zip(prompts, token_lists):
+        res = model.generate(
+            torch.tensor([prompt]), max_new_tokens=NEW_TOKENS, min_new_tokens=NEW_TOKENS, do_sample=False,
+            output_logits=True, return_dict_in_generate=True, pad_token_id=cfg.pad_token_id,
+        )
+        rows = torch.stack([l[0].float() for l in res.logits])
+        ref = greedy(model, prompt)[0]
+        gen.append(
+            {
+                "tokens_agree": res.sequences[0, len(prompt) :].tolist() == tokens,
+                "max_abs_vs_fixture_rows": float((rows - ref).abs().max()),
+                "max_abs_decode_rows": float((rows[1:] - ref[1:]).abs().max()),
+            }
+        )
+    out["generate_vs_fixture_loop"] = {
+        "note": "model.generate(greedy, min_new_tokens = max_new_tokens = 16, output_logits) against the fixture's "
+        "loop (prefill in one forward, then one token per forward); generate() passes a fresh DynamicCache "
+        "(config) and the last token after the prefill, as the loop does; its prefill computes the head on the "
+        "last position only (logits_to_keep), hence row 0's last-bit difference",
+        "per_prompt": gen,
+    }
+
+    # a = exp(-8 * sigmoid(recurrent gate) * softplus(recurrent_param)) over every position of the uncached forwards
+    spread = {}
+    handles = []
+
+    def gate_hook(i):
+        def hook(mod, args, _out):
+            x = args[0]
+            b, t, w = x.shape
+            xr = x.reshape(b * t, mod.num_attention_heads, mod.block_width).permute(1, 0, 2)
+            r = torch.baddbmm(mod.recurrent_gate_bias[:, None, :], xr, mod.recurrent_gate_weight)
+            r = torch.sigmoid(r.transpose(0, 1).reshape(b, t, w))
+            spread.setdefault(i, []).append(torch.exp(-8.0 * r * torch.nn.functional.softplus(mod.recurrent_param)).flatten())
+
+        return hook
+
+    for i, layer in enumerate(layers):
+        if hasattr(layer.temporal_block, "rg_lru"):
+            handles.append(layer.temporal_block.rg_lru.register_forward_hook(gate_hook(i)))
+    for prompt, tokens in zip(prompts, token_lists):
+        uncached_rows(model, prompt, tokens)
+    for h in handles:
+        h.remove()
+    qs = torch.tensor([0.0, 0.01, 0.05, 0.25, 0.5, 0.75, 0.95, 0.99, 1.0])
+    out["a_spread"] = {
+        "note": "quantiles (0, 1, 5, 25, 50, 75, 95, 99, 100 %) of the RG-LRU's per-token decay a over every channel and "
+        "position of the uncached forwards (all prompts), per recurrent layer",
+        **{str(i): [round(float(v), 4) for v in torch.quantile(torch.cat(a), qs)] for i, a in spread.items()},
+    }
+
+    # The attention layer's mask: visible iff p - window < j <= p, in the uncached forward, the cached prefill and
+    # every decode step (whose keys are the cache's last window - 1 positions plus the new one).
+    attn = [i for i, layer in enumerate(layers) if not hasattr(layer.temporal_block, "rg_lru")]
+    masks = []
+
+    def mask_hook(mod, args, kwargs, _out):
+        masks.append((kwargs["position_ids"][0].clone(), kwargs["attention_mask"]))
+
+    handle = layers[attn[0]].temporal_block.register_forward_hook(mask_hook, with_kwargs=True)
+    mismatches, checked = 0, 0
+    for prompt, tokens in zip(prompts, token_lists):
+        masks.clear()
+        greedy(model, prompt)
+        uncached_rows(model, prompt, tokens)
+        for pos, m in masks:
+            assert m is not None and m.dim() == 4, type(m)
+            visible = m[0, 0] == 0
+            q = pos[:, None]
+            k = torch.arange(int(pos[-1]) + 1 - visible.shape[-1], int(pos[-1]) + 1)[None, :]  # absolute key positions
+            want = (k <= q) & (k > q - window)
+            mismatches += int((visible != want).sum())
+            checked += visible.numel()
+    handle.remove()
+    out["window_mask"] = {
+        "note": f"the attention layer's eager mask (0 = visible) in every forward of the fixture (cached prefill, "
+        f"decode steps, uncached) against 'key j visible from query p iff p - {window} < j <= p'; in a decode step "
+        f"the keys are the sliding-window cache's last {window - 1} positions plus the new one",
+        "layers": attn,
+        "entries_checked": checked,
+        "mismatches": mismatches,
+    }
+    assert mismatches == 0, mismatches
+
+    # The continuation check with the conv state carried into multi-token forwards.
+    orig = rg.RecurrentGemmaRecurrentBlock.forward
+    rg.RecurrentGemmaRecurrentBlock.forward = _rg_continuation_forward(orig)
+    try:
+        carried = state_family_checks(model, prompts, token_lists)
+    finally:
+        rg.RecurrentGemmaRecurrentBlock.forward = orig
+    out["continuation_with_conv_state_carried"] = {
+        "note": "checks.continuation again, with multi-token forwards on a carried state running the causal conv over "
+        "the carried conv1d_state (what a correct engine does) instead of transformers' restart from zero padding; "
+        "the RG-LRU state, its position-0 reset and the sliding-window cache as transformers has them. Its agreement "
+        "with the uncached forward shows the restart is the whole of checks.continuation's difference",
+        "max_abs_all_positions": [p["max_abs_all_positions"] for p in carried["per_prompt"]],
+    }
+
+    # A fresh DynamicCache, as generate() passes, with the previous request's module states left in place.
+    greedy(model, prompts[-1])  # leaves conv1d_state / recurrent_states of a finished request
+    token = prompts[0][0]
+    stale = forward(model, [token], DynamicCache(config=cfg)).logits[0, -1].float()
+    fresh = forward(model, [token], new_cache(model)).logits[0, -1].float()
+    alone = forward(model, [token], None).logits[0, -1].float()
+    out["one_token_prompt_after_another_request"] = {
+        "note": "a 1-token prompt (position 0) through a fresh DynamicCache(config), as generate() runs it, right after "
+        "another request: transformers' decode branch reads the previous request's conv1d_state (it re-initialises "
+        "the module states only when it makes the cache itself or the batch size changes; the position-0 reset "
+        "covers the RG-LRU state, not the conv), against the same token uncached; the harness's new_cache zeroes "
+        "the module states per request",
+        "stale_state_max_abs": float((stale - alone).abs().max()),
+        "reset_state_max_abs": float((fresh - alone).abs().max()),
+    }
+    out["normalizer"] = {
+        "note": "RecurrentGemmaModel.normalizer, the embedding scale: a bf16 buffer sqrt(hidden_size) (not saved), "
+        "multiplied in the activation dtype; exact here (sqrt(64) = 8), bf16-rounded for other widths "
+        "(sqrt(2560) = 50.596 -> 50.5)",
+        "dtype": str(model.model.normalizer.dtype).replace("torch.", ""),
+        "value": float(model.model.normalizer),
     }
     return out
 
@@ -1774,6 +1956,40 @@ def feature_effects(model, kind: str, prompts, token_lists) -> dict:
         params = dict(model.named_parameters())
         switched_rwkv([p for n, p in params.items() if ".time_mix_" in n], lambda t: t.fill_(1.0), "no_token_shift")
         switched_rwkv([p for n, p in params.items() if n.endswith(".time_first")], lambda t: t.zero_(), "time_first_zero")
+    elif kind == "recurrent_gemma":
+        from transformers.models.recurrent_gemma import modeling_recurrent_gemma as rg
+
+        cfg = model.config
+        cap, window = cfg.logits_soft_cap, cfg.attention_window_size
+        cfg.logits_soft_cap = 1e6  # tanh(x / c) * c = x to fp32 rounding
+        out["no_logits_soft_cap"] = delta()
+        cfg.logits_soft_cap = cap
+        for name, w in (("window_as_full_causal", 1 << 20), ("window_plus_one", window + 1), ("window_minus_one", window - 1)):
+            cfg.attention_window_size = w  # the mask reads config.sliding_window (= attention_window_size) per forward
+            out[name] = delta()
+        cfg.attention_window_size = window
+        normalizer = model.model.normalizer
+        normalizer.fill_(1.0)
+        out["embedding_not_scaled_by_sqrt_hidden"] = delta()
+        normalizer.fill_(cfg.hidden_size**0.5)
+        sqrt_bound = rg.SqrtBoundDerivative
+
+        class _NoNormalisation:
+            apply = staticmethod(torch.ones_like)
+
+        rg.SqrtBoundDerivative = _NoNormalisation  # the input multiplier sqrt(1 - a^2) becomes 1
+        try:
+            out["rg_lru_input_not_scaled_by_sqrt_1_minus_a2"] = delta()
+        finally:
+            rg.SqrtBoundDerivative = sqrt_bound
+        rotaries = [l.temporal_block.rotary_emb for l in model.model.layers if hasattr(l.temporal_block, "rotary_emb")]
+        partial = [r.inv_freq for r in rotaries]
+        d = cfg.head_dim
+        for r in rotaries:
+            r.inv_freq = 1.0 / (cfg.rope_parameters["rope_theta"] ** (torch.arange(0, d, 2).float() / d))
+        out["rotary_over_whole_head_not_half"] = delta()
+        for r, f in zip(rotaries, partial):
+            r.inv_freq = f
     assert max(float((a - b).abs().max()) for a, b in zip(base, rows())) == 0.0  # everything restored
     return {
         "note": "max |dlogit| over every position of one uncached forward of prompt+tokens[:-1] (all prompts) with "
@@ -2152,6 +2368,11 @@ def build_family(family: str, out_dir: Path, verbose: bool = True) -> dict:
     rwkv_checks = (
         rwkv_family_checks(model, fam_dir, prompts, [p["tokens"] for p in per_prompt]) if spec.get("rwkv") else None
     )
+    rg_checks = (
+        recurrent_gemma_family_checks(model, prompts, [p["tokens"] for p in per_prompt])
+        if spec.get("recurrent_gemma")
+        else None
+    )
 
     atol = spec.get("atol", DEFAULT_ATOL)
     disagreements = [
@@ -2423,6 +2644,8 @@ def build_family(family: str, out_dir: Path, verbose: bool = True) -> dict:
             "model's tensors as they are); from_pretrained keeps those two in fp32 only when it loads as float16 "
             "(_keep_in_fp32_modules), not as bfloat16, see checks.rwkv.dtypes"
         )
+    if rg_checks is not None:
+        meta["checks"]["recurrent_gemma"] = rg_checks
     if indexer_summary is not None:
         meta["checks"]["indexer"] = indexer_summary
     if block_summary is not None:

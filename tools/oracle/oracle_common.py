@@ -122,9 +122,16 @@ class RwkvState:
 
 def new_cache(model):
     """The cache generate() would make: MiniMax refuses anything but its own MiniMaxCache; RWKV takes a state
-    list (RwkvState)."""
+    list (RwkvState). RecurrentGemma keeps its conv and RG-LRU states inside the recurrent blocks (conv1d_state,
+    rg_lru.recurrent_states) and only the attention layers' keys/values in the DynamicCache; generate() passes a
+    fresh DynamicCache, with which the model does not reset those module states (it does only when it makes the
+    cache itself), so a new request starts from the previous one's. A multi-token prefill overwrites the conv
+    state and the position-0 reset zeroes the RG-LRU's, but a 1-token forward at position 0 reads the stale conv
+    columns. The harness zeroes them per request, as RecurrentGemmaModel.forward does without a cache."""
     if model.config.model_type == "rwkv":
         return RwkvState()
+    if model.config.model_type == "recurrent_gemma":
+        model._setup_cache(model.config, 1, model.device, model.dtype)
     if model.config.model_type == "minimax":
         from transformers.models.minimax.modeling_minimax import MiniMaxCache
 

@@ -1,6 +1,7 @@
 // The causal convolution over each request's rows: one thread per (request, channel) walks the
 // rows in order, starting from the request's state (its input unit) and leaving the last K - 1
-// inputs in its output unit. Also the token shift, the same walk with no weights, and RWKV's WKV recurrence.
+// inputs in its output unit. Also the token shift, the same walk with no weights, RWKV's WKV recurrence
+// and Griffin's RG-LRU.
 #ifndef CBC_CODEGEN_CUDA_KERNELS_CONV1D_CUH
 #define CBC_CODEGEN_CUDA_KERNELS_CONV1D_CUH
 
@@ -166,6 +167,38 @@ __device__ __forceinline__ void wkv(const CbcArgs &a) {
   out[c] = num;
   out[C + c] = den;
   out[2 * C + c] = p;
+}
+
+// Griffin's RG-LRU: one thread per (request, channel) walks the rows in fp32 from the request's h
+// (its input unit; a fresh request's first row takes its scaled input whole) to its output unit.
+template <class TX, class TG, class TR, class TP, class TY, int C>
+__device__ __forceinline__ void rg_lru(const CbcArgs &a) {
+  using S = slots::RgLru;
+  const TX *x = (const TX *)a.p[S::X];
+  const TG *gx = (const TG *)a.p[S::InputGate];
+  const TR *ga = (const TR *)a.p[S::RecurrentGate];
+  const int *cu = (const int *)a.p[S::CuSeqlens];
+  const int *state_in = (const int *)a.p[S::StateIn], *state_out = (const int *)a.p[S::StateOut];
+  const int *has_initial = (const int *)a.p[S::HasInitial];
+  float *pool = (float *)a.p[S::Pool];
+  TY *y = (TY *)a.p[S::Out];
+  int r = blockIdx.x;
+  int c = blockIdx.y * blockDim.x + threadIdx.x;
+  if (c >= C)
+    return;
+  bool fresh = !has_initial[r];
+  float h = fresh ? 0.0f : pool[(long long)state_in[r] * C + c];
+  float p = ld((const TP *)a.p[S::Param], c), sp = p > 20.0f ? p : log1pf(expf(p));
+  for (int t = cu[r]; t < cu[r + 1]; ++t) {
+    long long i = (long long)t * C + c;
+    bool reset = fresh && t == cu[r];
+    float logA = -8.0f * sp / (1.0f + expf(-ld(ga, i)));
+    float in = ld(x, i) / (1.0f + expf(-ld(gx, i)));
+    float decay = reset ? 0.0f : expf(logA), scale = reset ? 1.0f : sqrtf(1.0f - expf(2.0f * logA));
+    h = decay * h + in * scale;
+    st(y, i, h);
+  }
+  pool[(long long)state_out[r] * C + c] = h;
 }
 
 } // namespace cbc

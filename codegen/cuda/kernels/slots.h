@@ -420,6 +420,11 @@ struct Shift {
   enum Int { NumInt };
   enum Flt { NumFlt };
 };
+struct RgLru {
+  enum Ptr { X, InputGate, RecurrentGate, Param, CuSeqlens, StateIn, StateOut, HasInitial, Pool, Out, NumPtr };
+  enum Int { NumInt };
+  enum Flt { NumFlt };
+};
 struct Wkv {
   enum Ptr { K, V, TimeDecay, TimeFirst, CuSeqlens, StateIn, StateOut, HasInitial, Pool, Out, NumPtr };
   enum Int { NumInt };

@@ -285,9 +285,55 @@ RopeDicts gemma4RopeDicts(const ConfigReader &r) {
 
 } // namespace
 
+// RecurrentGemma (Griffin): Gemma's (1 + w) norms, scaled embeddings and tied head, the
+// block_types pattern repeated over the layers (recurrent: Griffin's RG-LRU block; attention:
+// local attention over attention_window_size with MQA by default and RoPE on half of each head,
+// q/k/v biases by attention_bias, an o_proj bias always), a gated GELU MLP with biases, logits
+// soft-capped by logits_soft_cap, an MLP of intermediate_size / 2 (as RecurrentGemmaMlp builds it).
+void parseRecurrentGemma(const ConfigReader &r, ModelSpec &s) {
+  s.norm_offset = 1.0;
+  s.embed_scale = (float)std::sqrt((double)s.hidden_size);
+  s.embed_scale_rounded = true;
+  s.final_softcap = r.getNumber("logits_soft_cap", 30.0);
+  s.names.input_norm = "temporal_pre_norm";
+  s.names.post_attn_norm = "channel_pre_norm";
+  s.names.attn = "temporal_block";
+  s.names.mlp = "mlp_block";
+  s.names.final_norm = "final_norm";
+  s.attn.qkv_bias = r.getBool("attention_bias", false);
+  s.attn.o_bias = true;
+  s.mlp.bias = true;
+  s.mlp.intermediate = r.getSize("intermediate_size", 3 * s.hidden_size) / 2; // RecurrentGemmaMlp halves it
+  // hidden_size / num_attention_heads, unless the file names head_dim (set over the derived value).
+  s.attn.head_dim = r.has("head_dim") ? r.requireSize("head_dim") : s.hidden_size / s.attn.num_heads;
+  s.attn.scale = 1.0 / std::sqrt((double)s.attn.head_dim);
+  GriffinSpec &g = s.griffin;
+  g.width = r.has("lru_width") ? r.requireSize("lru_width") : s.hidden_size;
+  g.heads = s.attn.num_heads;
+  g.conv_kernel = r.getSize("conv1d_width", 4);
+  if (g.width % g.heads != 0)
+    throw ConfigError(r.path("lru_width"), "must be a multiple of num_attention_heads (the RG-LRU's gate blocks)");
+  std::vector<std::string> pattern = r.has("block_types") ? r.getStringList("block_types")
+                                                          : std::vector<std::string>{"recurrent", "recurrent", "attention"};
+  if (pattern.empty())
+    throw ConfigError(r.path("block_types"), "must name at least one block type");
+  std::vector<LayerKind> kinds;
+  for (int64_t i = 0; i < s.num_layers; ++i) {
+    const std::string &t = pattern[i % pattern.size()];
+    if (t != "recurrent" && t != "attention")
+      throw ConfigError(r.path("block_types"), "unknown block type '" + t + "' (recurrent or attention)");
+    kinds.push_back(t == "recurrent" ? LayerKind::RgLru : LayerKind::SlidingAttention);
+  }
+  setLayers(s, kinds, r.getSize("attention_window_size", 2048));
+}
+
 FamilyTable gemmaFamilies() {
   return {
       {"gemma", {{.head_dim = 256, .max_positions = 8192, .tie_word_embeddings = true, .act = "gelu_pytorch_tanh"}, parseGemma}},
+      {"recurrent_gemma",
+       {{.max_positions = 8192, .tie_word_embeddings = true, .act_key = "hidden_activation", .act = "gelu_pytorch_tanh",
+         .partial_rotary = true, .partial_rotary_factor = 0.5, .layer_types = LayerListRule::Ignored},
+        parseRecurrentGemma}},
       {"gemma2",
        {{.head_dim = 256, .max_positions = 8192, .tie_word_embeddings = true, .act_key = "hidden_activation",
          .act = "gelu_pytorch_tanh", .heads_divide_hidden = true},

@@ -78,6 +78,35 @@ Value StepBuilder::lightningAttention(int64_t layer, Value x) {
   return linear(o, weight(prog(layer, "lightning.out"), {H, W}, m("out_proj.weight")));
 }
 
+// Griffin's recurrent block (GriffinSpec).
+Value StepBuilder::griffinBlock(int64_t layer, Value x) {
+  const GriffinSpec &g = spec_.griffin;
+  int64_t H = spec_.hidden_size, W = g.width;
+  auto m = [&](const std::string &rest) { return hf(layer, spec_.names.attn + "." + rest); };
+  auto p = [&](const std::string &rest) { return prog(layer, "griffin." + rest); };
+  auto dense = [&](Value in, const std::string &name, int64_t out, int64_t inWidth) {
+    return linear(in, weight(p(name), {out, inWidth}, m(name + ".weight")), weight(p(name + "_bias"), {out}, m(name + ".bias")));
+  };
+  Value y = act(dense(x, "linear_y", W, H), Activation::gelu_tanh);
+  Value convW = weight(p("conv_1d"), {W, 1, g.conv_kernel}, m("conv_1d.weight"));
+  Value xb = conv1d(layer, dense(x, "linear_x", W, H), convW, weight(p("conv_1d_bias"), {W}, m("conv_1d.bias")),
+                    Activation::none);
+  // Each gate is x @ W[h] per head block of [heads, W / heads, W / heads]: the blocks on a
+  // diagonal, transposed to [out, in].
+  auto gate = [&](const std::string &name) {
+    Value w = weight(p(name), {W, W},
+                     {.parts = {{m("rg_lru." + name + "_weight")}}, .transpose = true, .block_diag = g.heads});
+    Value b = weight(p(name + "_bias"), {W}, {.parts = {{m("rg_lru." + name + "_bias")}}, .flatten = true});
+    return linear(xb, w, b);
+  };
+  Value inputGate = gate("input_gate"), recurrentGate = gate("recurrent_gate");
+  Value param = fp32Weight(p("recurrent_param"), {W}, m("rg_lru.recurrent_param"));
+  Value h = RgLruOp::create(b_, loc_, rows(W), xb, inputGate, recurrentGate, param, cuSeqlens_, stateIn_, stateOut_,
+                            hasInitial_, b_.getI64IntegerAttr(layer), b_.getStringAttr("recurrent"))
+                .getResult();
+  return dense(mul(h, y), "linear_out", H, W);
+}
+
 // A gated short convolution: y = out_proj(C * conv(B * x)) with [B | C | x] = in_proj(x).
 Value StepBuilder::shortConv(int64_t layer, Value x) {
   const ShortConvSpec &c = spec_.short_conv;

@@ -273,6 +273,8 @@ Value StepBuilder::mixer(int64_t layer, Value x) {
     return lightningAttention(layer, x);
   case LayerKind::Rwkv:
     return rwkvTimeMix(layer, x);
+  case LayerKind::RgLru:
+    return griffinBlock(layer, x);
   case LayerKind::ShortConv:
     return shortConv(layer, x);
   case LayerKind::Mamba2:

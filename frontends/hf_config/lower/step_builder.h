@@ -72,6 +72,7 @@ private:
   Value altUpLayer(int64_t layer, Value streams);
   Value altUpCollapse(Value streams);
   Value altUpModalities(int64_t layer, Value x);
+  Value griffinBlock(int64_t layer, Value x); // recurrent.cpp
   // RWKV's layers (rwkv.cpp).
   Value tokenMix(int64_t layer, Value shifted, Value diff, const std::string &module, const std::string &name);
   Value previousToken(int64_t layer, Value h, const std::string &state);

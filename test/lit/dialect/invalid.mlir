@@ -3336,3 +3336,21 @@ func.func @wkv_decay(%k: tensor<?x8xf32>, %p: tensor<?xi32>) {
   %0 = cbc.state.wkv %k, %k, %d, %u, %p, %p, %p, %p {layer = 0 : i64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<4xf32>, tensor<8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
   return
 }
+
+// -----
+
+func.func @rg_lru_width(%x: tensor<?x8xf32>, %g: tensor<?x4xf32>, %p: tensor<?xi32>) {
+  %a = cbc.weight.ref "a" {sources = [["a"]]} : tensor<8xf32>
+  // expected-error @+1 {{'cbc.state.rg_lru' op x, the gates and result must have the same positive width}}
+  %0 = cbc.state.rg_lru %x, %g, %x, %a, %p, %p, %p, %p {layer = 0 : i64} : (tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x8xf32>, tensor<8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @rg_lru_param(%x: tensor<?x8xf32>, %p: tensor<?xi32>) {
+  %a = cbc.weight.ref "a" {sources = [["a"]]} : tensor<4xf32>
+  // expected-error @+1 {{'cbc.state.rg_lru' op recurrent_param must have one entry per channel}}
+  %0 = cbc.state.rg_lru %x, %x, %x, %a, %p, %p, %p, %p {layer = 0 : i64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  return
+}

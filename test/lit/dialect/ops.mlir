@@ -276,6 +276,14 @@ func.func @wkv(%k: tensor<?x8xf32>, %p: tensor<?xi32>) -> tensor<?x8xf32> {
   return %0 : tensor<?x8xf32>
 }
 
+// CHECK-LABEL: func.func @rg_lru
+func.func @rg_lru(%x: tensor<?x8xf32>, %p: tensor<?xi32>) -> tensor<?x8xf32> {
+  %a = cbc.weight.ref "a" {sources = [["a"]]} : tensor<8xf32>
+  // CHECK: cbc.state.rg_lru {{.*}} {layer = 1 : i64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  %0 = cbc.state.rg_lru %x, %x, %x, %a, %p, %p, %p, %p {layer = 1 : i64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  return %0 : tensor<?x8xf32>
+}
+
 // CHECK-LABEL: func.func @rope_sections
 func.func @rope_sections(%x: tensor<?x8xf32>, %p: tensor<?xi32>, %s: tensor<?xi32>) -> tensor<?x8xf32> {
   // CHECK: cbc.math.rope {{.*}} sections %{{[a-z0-9_#]+}} : tensor<?xi32> {rope = #cbc.rope<{{.*}}sections = [0, 1, 2, 0]>}
