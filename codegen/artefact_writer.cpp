@@ -216,6 +216,10 @@ Params writeStateParams(fbs::FlatBufferBuilder &fbb, Operation &op) {
       .Case([&](RgLruOp o) {
         return params(P::RgLruParams, fb::CreateRgLruParams(fbb, stateSite(fbb, o)));
       })
+      .Case([&](MlstmOp o) {
+        return params(P::MlstmParams, fb::CreateMlstmParams(fbb, stateSite(fbb, o), o.getNumHeads(), o.getKDim(),
+                                                            o.getVDim(), o.getEps().convertToDouble()));
+      })
       .Case([&](GatedDeltaOp o) {
         return params(P::GatedDeltaParams,
                       fb::CreateGatedDeltaParams(fbb, stateSite(fbb, o),

@@ -2,6 +2,7 @@
 // pool in the request's input unit and writing it in its output unit.
 #include "codegen/cuda/Emitter.h"
 
+#include <algorithm>
 #include <limits>
 
 namespace cbc::codegen::cuda {
@@ -90,6 +91,27 @@ void emitRgLru(Emitter &e, RgLruOp op) {
   LaunchOut &l = e.launch(k, 128, args);
   l.grid[0] = {RuntimeVar::NumRequests, 1, 1, 0};
   l.grid[1] = {std::nullopt, 1, 1, (C + 127) / 128};
+}
+
+// Block (request, head), the threads over the value columns; see mlstm.cuh for why a head is not split.
+void emitMlstm(Emitter &e, MlstmOp op) {
+  using S = slots::Mlstm;
+  int64_t H = op.getNumHeads(), dk = op.getKDim(), dv = op.getVDim();
+  Instance inst("mlstm");
+  inst.type(op.getQ()).type(op.getK()).type(op.getV()).type(op.getInputGate()).type(op.getForgetGate());
+  inst.type(op.getResult()).integer(H).integer(dk).integer(dv);
+  int k = e.kernel("mlstm", "mlstm.cuh", inst);
+  SlotArgs<S> args;
+  args.set(S::Q, e.arg(op.getQ()))
+      .set(S::K, e.arg(op.getK()))
+      .set(S::V, e.arg(op.getV()))
+      .set(S::InputGate, e.arg(op.getInputGate()))
+      .set(S::ForgetGate, e.arg(op.getForgetGate()))
+      .set(S::Eps, op.getEps().convertToDouble());
+  setScanSlots(e, args, op);
+  LaunchOut &l = e.launch(k, std::min<int64_t>(256, std::max<int64_t>(32, (dv + 31) / 32 * 32)), args);
+  l.grid[0] = {RuntimeVar::NumRequests, 1, 1, 0};
+  l.grid[1] = {std::nullopt, 1, 1, H};
 }
 
 // The chunked scans take bf16 operands: an f32 artefact, kept for its fp32 precision, runs every

@@ -547,6 +547,12 @@ static shape::RgLru rgLruShape(RgLruOp op) {
 }
 LogicalResult RgLruOp::verify() { return verifyShape(*this, shape::check(rgLruShape(*this))); }
 
+static shape::Mlstm mlstmShape(MlstmOp op) {
+  return {(int64_t)op.getNumHeads(), (int64_t)op.getKDim(), (int64_t)op.getVDim(), cols(op.getQ()), cols(op.getK()),
+          cols(op.getV()), cols(op.getInputGate()), cols(op.getForgetGate()), cols(op.getResult())};
+}
+LogicalResult MlstmOp::verify() { return verifyShape(*this, shape::check(mlstmShape(*this))); }
+
 static shape::GatedDelta gatedDeltaShape(GatedDeltaOp op) {
   return {(int64_t)op.getNumKHeads(), (int64_t)op.getNumVHeads(), (int64_t)op.getKDim(), (int64_t)op.getVDim(),
           cols(op.getQ()), cols(op.getK()), cols(op.getV()), cols(op.getA()), cols(op.getB()), cols(op.getResult()),
@@ -731,6 +737,7 @@ SmallVector<int64_t> SsdOp::getStateShape() { return shapeVector(shape::stateSha
 SmallVector<int64_t> LightningOp::getStateShape() { return shapeVector(shape::stateShape(lightningShape(*this))); }
 SmallVector<int64_t> WkvOp::getStateShape() { return shapeVector(shape::stateShape(wkvShape(*this))); }
 SmallVector<int64_t> RgLruOp::getStateShape() { return shapeVector(shape::stateShape(rgLruShape(*this))); }
+SmallVector<int64_t> MlstmOp::getStateShape() { return shapeVector(shape::stateShape(mlstmShape(*this))); }
 SmallVector<int64_t> SelectiveScanOp::getStateShape() {
   return shapeVector(shape::stateShape(selectiveScanShape(*this)));
 }

@@ -945,6 +945,27 @@ def Cbc_RgLruOp : Cbc_StateScanOp<"state.rg_lru",
   let assemblyFormat = "$x `,` $input_gate `,` $recurrent_gate `,` $recurrent_param `,` $cu_seqlens `,` $state_in `,` $state_out `,` $has_initial_state attr-dict `:` functional-type(operands, $result)";
 }
 
+def Cbc_MlstmOp : Cbc_StateScanOp<"state.mlstm",
+    (ins Cbc_Rows:$q, Cbc_Rows:$k, Cbc_Rows:$v, Cbc_Rows:$input_gate, Cbc_Rows:$forget_gate),
+    (ins I64Attr:$num_heads, I64Attr:$k_dim, I64Attr:$v_dim, DefaultValuedAttr<F64Attr, "1e-6">:$eps)> {
+  let opcode = 51;
+  let params = "MlstmParams";
+  let summary = "The mLSTM cell: a matrix memory per head with exponential gating and a normaliser.";
+  let description = [{
+    Inputs `q, k [T, H * dk]`, `v [T, H * dv]` and the gate pre-activations `input_gate,
+    forget_gate [T, H]`, with `H = num_heads`, `dk = k_dim`, `dv = v_dim`. Head `h` keeps, per
+    request, a matrix `C [dk, dv]`, a normaliser `n [dk]` and a stabiliser `m` (the state
+    `recurrent`, `[H, dk * (dv + 1) + 1]` in fp32: `C` row-major, then `n`, then `m`; all zero
+    for a fresh request, `m` included). Each row in order, in fp32, with `i` and `f` the head's
+    gates: `lf = logsigmoid(f)`, `m' = max(lf + m, i)`, `C = e^(lf+m-m') C + e^(i-m') k v^T`,
+    `n = e^(lf+m-m') n + e^(i-m') k`, `m = m'`; the result is
+    `(q' C) / (max(|q' . n|, e^(-m)) + eps)` with `q' = q dk^-1/2`. Without the stabiliser
+    (`C~ = e^m C`) a key enters with `e^i` and decays by `sigmoid(f)` per later row; `m` keeps the
+    exponentials finite and shows only through the floor and `eps`. The result is `[T, H * dv]`.
+  }];
+  let assemblyFormat = "$q `,` $k `,` $v `,` $input_gate `,` $forget_gate `,` $cu_seqlens `,` $state_in `,` $state_out `,` $has_initial_state attr-dict `:` functional-type(operands, $result)";
+}
+
 } // Cbc_StateGroup
 
 //===----------------------------------------------------------------------------------===//

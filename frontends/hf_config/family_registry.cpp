@@ -14,7 +14,7 @@ const FamilyTable &families() {
                                      lfm2Families(), mambaFamilies(), hybridFamilies(), zambaFamilies(), mlaFamilies(),
                                      llama4Families(), miniMaxFamilies(), kdaFamilies(), inklingFamilies(),
                                      dsaVariantFamilies(), hunyuanFamilies(), cohereFamilies(),
-                                     zayaFamilies(), gptFamilies(), rwkvFamilies()})
+                                     zayaFamilies(), gptFamilies(), rwkvFamilies(), xlstmFamilies()})
       for (const auto &[type, family] : group)
         if (!all.emplace(type, family).second)
           throw std::logic_error("model_type '" + type + "' is registered by two family groups");

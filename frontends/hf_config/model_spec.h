@@ -61,6 +61,7 @@ enum class LayerKind {
   None,            // no mixer: the layer is a feed-forward block alone (Nemotron-H '-')
   Lightning,       // linear attention with a constant decay per head (a per-request matrix state)
   Rwkv,            // RWKV's time mix: token-shift mixing and the WKV recurrence (shift and wkv states)
+  Mlstm,           // xLSTM's mLSTM layer: a matrix memory per head (recurrent state)
   RgLru,           // Griffin's recurrent block: a short conv and the RG-LRU (conv and recurrent states)
 };
 
@@ -313,6 +314,16 @@ struct RwkvSpec {
 // Every linear has a bias.
 struct GriffinSpec {
   int64_t width = 0, heads = 0, conv_kernel = 4; // width 0: none
+};
+
+// xLSTM's mLSTM layer under Names::attn: q, k, v and the output gate from one projection (the
+// `qkvo` tensors concatenated, or one fused tensor), the input and forget gate pre-activations
+// (with biases) from another, each soft-capped at gate_cap; the cell (cbc.state.mlstm), a
+// LayerNorm per head with a weight over the v columns, sigmoid(o) times it, then out_proj.
+struct XlstmSpec {
+  int64_t heads = 0, qk_dim = 0, v_dim = 0; // heads 0: none
+  double gate_cap = 15.0, eps = 1e-6;
+  std::vector<std::string> qkvo, gates; // tensor names under <attn>, concatenated in order
 };
 
 // LFM2's gated short convolution.
@@ -634,6 +645,7 @@ struct ModelSpec {
   LightningSpec lightning;
   RwkvSpec rwkv;
   GriffinSpec griffin;
+  XlstmSpec xlstm;
   KdaSpec kda;
   ShortConvSpec short_conv;
   Mamba2Spec mamba2;

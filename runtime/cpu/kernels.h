@@ -384,6 +384,15 @@ void lightningRecurrent(int64_t n, const float *q, const float *k, const float *
 void lightningBlocks(int64_t n, const float *q, const float *k, const float *v, float decay, int64_t d,
                      int64_t stride, float *S, float *out, int64_t block);
 
+// The mLSTM cell (cbc.state.mlstm): per head, C [dk, dv], n [dk] and the stabiliser m, fp32,
+// zero for a fresh request; q, k are [T, H*dk], v and out [T, H*dv], the gates [T, H].
+struct MlstmParams {
+  int64_t heads = 0, k_dim = 0, v_dim = 0;
+  float eps = 1e-6f;
+};
+void mlstmScan(const float *q, const float *k, const float *v, const float *ig, const float *fg,
+               const MlstmParams &p, const StateRows &rows, float *pool, float *out, const ParallelFor &pfor);
+
 } // namespace cbc::rt::cpu
 
 #endif

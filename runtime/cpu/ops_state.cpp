@@ -109,6 +109,26 @@ Exec compileRgLru(const OpContext &c) {
   };
 }
 
+Exec compileMlstm(const OpContext &c) {
+  checkStateMeta(c, 5);
+  const fb::MlstmParams &params = c.params<fb::MlstmParams>();
+  int q = c.I[0], k = c.I[1], v = c.I[2], ig = c.I[3], fg = c.I[4], out = c.O[0];
+  checkActs(c, {q, k, v, ig, fg, out});
+  c.acts({q, k, v, ig, fg, out});
+  shape::Mlstm s{params.num_heads(), params.k_dim(), params.v_dim(), c.cols(q), c.cols(k), c.cols(v),
+                 c.cols(ig), c.cols(fg), c.cols(out)};
+  c.checkShape(shape::check(s));
+  c.check(std::isfinite(params.eps()) && params.eps() >= 0, "has a negative or non-finite eps");
+  c.checkState(*params.state(), shape::stateShape(s));
+  MlstmParams p{s.heads, s.k_dim, s.v_dim, (float)params.eps()};
+  int layer = params.state()->layer();
+  std::string state = params.state()->name()->str();
+  return [=](StepEnv &e) {
+    mlstmScan(e.f32(q), e.f32(k), e.f32(v), e.f32(ig), e.f32(fg), p, e.stateRows(), e.statePool(layer, state),
+              e.f32(out), e.pfor);
+  };
+}
+
 Exec compileGatedDelta(const OpContext &c) {
   checkStateMeta(c, 7);
   const fb::GatedDeltaParams &params = c.params<fb::GatedDeltaParams>();

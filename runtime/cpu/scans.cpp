@@ -1,5 +1,5 @@
 // The per-request state scans (cbc.state.gated_delta, cbc.state.kda, cbc.state.lightning,
-// cbc.state.ssd, cbc.state.selective_scan) on the CPU. A file of their own so that only these loops are built with vector libm calls
+// cbc.state.ssd, cbc.state.selective_scan, cbc.state.mlstm) on the CPU. A file of their own so that only these loops are built with vector libm calls
 // (see runtime/CMakeLists.txt).
 #include "runtime/cpu/kernels.h"
 
@@ -13,6 +13,7 @@ namespace cbc::rt::cpu {
 
 namespace {
 float softplus(float x) { return x > 20.0f ? x : std::log1p(std::exp(x)); }
+float logSigmoid(float x) { return std::min(x, 0.0f) - std::log1p(std::exp(-std::fabs(x))); }
 
 // The chunked forms' causal decay: M[i][j] *= exp(cum_i - cum_j) for j <= i, zero above.
 void causalDecay(float *M, int64_t L, int64_t ld, const float *cum) {
@@ -468,6 +469,40 @@ void lightningScan(const float *q, const float *k, const float *v, const Lightni
       lightningRecurrent(n, q + at, k + at, v + at, p.decay[h], d, H * d, S, out + at);
     else if (n > 1)
       lightningBlocks(n, q + at, k + at, v + at, p.decay[h], d, H * d, S, out + at, block);
+  });
+}
+
+// The mLSTM cell token by token, per (request, head): the decay and the input weight are taken
+// relative to the running stabiliser m, so C and n stay finite whatever the gates.
+void mlstmScan(const float *q, const float *k, const float *v, const float *ig, const float *fg,
+               const MlstmParams &p, const StateRows &rows, float *pool, float *out, const ParallelFor &pfor) {
+  int64_t H = p.heads, dk = p.k_dim, dv = p.v_dim, size = dk * (dv + 1) + 1;
+  float scale = 1.0f / std::sqrt((float)dk);
+  pfor(rows.num_requests * H, [&](int64_t rh) {
+    int64_t r = rh / H, h = rh % H;
+    float *C = headState(rows, pool, r, H, h, size), *n = C + dk * dv, &m = n[dk];
+    for (int64_t t = rows.cu_seqlens[r]; t < rows.cu_seqlens[r + 1]; ++t) {
+      const float *qt = q + (t * H + h) * dk, *kt = k + (t * H + h) * dk, *vt = v + (t * H + h) * dv;
+      float lf = logSigmoid(fg[t * H + h]), i = ig[t * H + h];
+      float mNew = std::max(lf + m, i), decay = std::exp(lf + m - mNew), gain = std::exp(i - mNew);
+      float *o = out + (t * H + h) * dv;
+      std::fill_n(o, dv, 0.0f);
+      float qn = 0.0f;
+      for (int64_t a = 0; a < dk; ++a) {
+        float ka = gain * kt[a], qa = scale * qt[a];
+        float *Crow = C + a * dv;
+        for (int64_t j = 0; j < dv; ++j) {
+          Crow[j] = decay * Crow[j] + ka * vt[j];
+          o[j] += qa * Crow[j];
+        }
+        n[a] = decay * n[a] + ka;
+        qn += qa * n[a];
+      }
+      float denom = std::max(std::fabs(qn), std::exp(-mNew)) + p.eps;
+      for (int64_t j = 0; j < dv; ++j)
+        o[j] /= denom;
+      m = mNew;
+    }
   });
 }
 

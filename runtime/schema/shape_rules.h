@@ -82,6 +82,25 @@ constexpr Error check(const RgLru &s) {
 // The recurrence's h of every channel.
 constexpr std::array<int64_t, 2> stateShape(const RgLru &s) { return {1, s.channels}; }
 
+// cbc.state.mlstm: q, k [T, H * dk], v and the result [T, H * dv], the two gates [T, H].
+struct Mlstm {
+  int64_t heads, k_dim, v_dim;
+  int64_t q, k, v, input_gate, forget_gate, result; // widths
+};
+constexpr Error check(const Mlstm &s) {
+  if (s.heads <= 0 || s.k_dim <= 0 || s.v_dim <= 0)
+    return "num_heads, k_dim and v_dim must be positive";
+  if (s.q != s.heads * s.k_dim || s.k != s.heads * s.k_dim)
+    return "q and k must be [T, num_heads * k_dim]";
+  if (s.v != s.heads * s.v_dim || s.result != s.heads * s.v_dim)
+    return "v and result must be [T, num_heads * v_dim]";
+  if (s.input_gate != s.heads || s.forget_gate != s.heads)
+    return "input_gate and forget_gate must be [T, num_heads]";
+  return nullptr;
+}
+// Each head's C [dk, dv], n [dk] and m.
+constexpr std::array<int64_t, 2> stateShape(const Mlstm &s) { return {s.heads, s.k_dim * (s.v_dim + 1) + 1}; }
+
 // cbc.state.gated_delta.
 struct GatedDelta {
   int64_t k_heads, v_heads, k_dim, v_dim;

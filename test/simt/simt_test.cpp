@@ -297,8 +297,10 @@ TEST_P(Simt, KernelsMatchCpuInstructionByInstruction) {
 // The state kernels read each request's state from the unit state_in names and leave it in the
 // one state_out names: every step here moves every request's states to a new unit.
 TEST(SimtStateUnits, ScansReadTheInputUnitAndWriteTheOutputUnit) {
-  // Every kind of scan: gated delta, KDA, SSD, the selective scan, lightning, and conv1d in each.
-  for (const char *family : {"qwen3_next", "kimi_linear", "mamba2", "falcon_mamba", "minimax"}) {
+  // Every kind of scan: gated delta, KDA, SSD, the selective scan, lightning, conv1d in each, the
+  // token shift and WKV (RWKV), the RG-LRU (Griffin) and the mLSTM cell (xLSTM).
+  for (const char *family :
+       {"qwen3_next", "kimi_linear", "mamba2", "falcon_mamba", "minimax", "rwkv", "recurrent_gemma", "xlstm"}) {
     rt::Artefact a = compileWithKernels(family, true);
     MatchOptions opt;
     opt.keep_states = true;

@@ -998,7 +998,7 @@ def state_family_checks(
     cache = new_cache(model)
     forward(model, prompts[-1], cache, 0, positions)
     shapes = {}
-    for i, layer in enumerate(cache.layers):
+    for i, layer in enumerate(getattr(cache, "layers", ())):  # xLSTMCache has none (rnn_state, below)
         conv = getattr(layer, "conv_states", None)
         if not conv:
             continue
@@ -1045,6 +1045,24 @@ def state_family_checks(
             "K) and rg_lru.recurrent_states [lru_width] (fp32); they are not in the DynamicCache, whose "
             "LinearAttentionLayers stay empty. Attention layer: the DynamicSlidingWindowLayer's keys/values "
             "[kv_heads, attention_window_size - 1, head_dim] (post-RoPE keys)"
+        )
+    if model.config.model_type == "xlstm":  # xLSTMCache.rnn_state: layer -> (C, n, m)
+        shapes = {
+            str(i): {
+                "C": list(c.shape[1:]),
+                "n": list(n.shape[1:]),
+                "m": list(m.shape[1:]),
+                "dtype": str(c.dtype).replace("torch.", ""),
+            }
+            for i, (c, n, m) in cache.rnn_state.items()
+        }
+        note = (
+            "per layer after the 80-token prefill, batch dim dropped: xLSTMCache.rnn_state[layer] = (C [num_heads, "
+            "dqk, dv], n [num_heads, dqk], m [num_heads, 1]), the mLSTM cell's matrix memory, normaliser and "
+            "stabiliser; no conv state, no keys/values, nothing that grows with length. dqk / dv are the config's "
+            "qk_dim / v_dim (rounded up to 64) / num_heads, equal here to the layer's int(hidden * factor) / num_heads. "
+            "xLSTMCache allocates them in its dtype argument (default bfloat16; the harness passes float32, as "
+            "generate() does for a float32 model) and the model copy_()s its fp32 kernel states into them"
         )
     if isinstance(cache, RwkvState):
         note = (
@@ -1441,6 +1459,173 @@ def recurrent_gemma_family_checks(model, prompts: list[list[int]], token_lists: 
         "(sqrt(2560) = 50.596 -> 50.5)",
         "dtype": str(model.model.normalizer.dtype).replace("torch.", ""),
         "value": float(model.model.normalizer),
+    }
+    return out
+
+
+def _xlstm_inference_fn(eps: float, floor: bool = True, stats: dict | None = None):
+    """A stand-in for xLSTMBackend._inference_fn (inference mode): the mLSTM cell's recurrent form run token by token
+    for every sequence length, in fp32, as mlstm_recurrent_step_native computes one step (SEMANTICS_RECURRENT.md
+    B2.4). floor=False drops the exp(-m) floor of the normaliser (denominator |q.n| + eps). `stats` counts the
+    (token, head) steps where |q.n| beats the floor. Returns (h [B, NH, T, dv], (C, n, m)) like the original."""
+
+    def fn(query, key, value, igate, fgate, c_initial=None, n_initial=None, m_initial=None, **_):
+        b, nh, t_len, dqk = query.shape
+        dv = value.shape[-1]
+        zeros = lambda *shape: torch.zeros(shape, dtype=torch.float32, device=query.device)  # noqa: E731
+        c = zeros(b, nh, dqk, dv) if c_initial is None else c_initial.float()
+        n = zeros(b, nh, dqk) if n_initial is None else n_initial.float()
+        m = zeros(b, nh, 1) if m_initial is None else m_initial.float()
+        hs = []
+        for t in range(t_len):
+            lf = torch.nn.functional.logsigmoid(fgate[:, :, t, None].float())
+            i = igate[:, :, t, None].float()
+            m_new = torch.maximum(lf + m, i)
+            fa, ia = torch.exp(lf + m - m_new), torch.exp(i - m_new)
+            q = query[:, :, t].float() * dqk**-0.5
+            k, v = key[:, :, t].float(), value[:, :, t].float()
+            c = fa[..., None] * c + ia[..., None] * (k[..., :, None] * v[..., None, :])
+            n = fa * n + ia * k
+            qn = (q * n).sum(-1, keepdim=True).abs()
+            lower = torch.exp(-m_new)
+            if stats is not None:
+                stats["steps"] = stats.get("steps", 0) + qn.numel()
+                stats["qn_wins"] = stats.get("qn_wins", 0) + int((qn > lower).sum())
+            den = (torch.maximum(qn, lower) if floor else qn) + eps
+            hs.append((q[..., None, :] @ c).squeeze(-2) / den)
+            m = m_new
+        return torch.stack(hs, 2).to(query.dtype), (c, n, m)
+
+    return fn
+
+
+@torch.no_grad()
+def xlstm_family_checks(model, prompts: list[list[int]], token_lists: list[list[int]]) -> dict:
+    """xLSTM: transformers' own generate() against the fixture's loop, how often the normaliser |q.n| beats its
+    exp(-m) floor, the range of the soft-capped gates, chunked prefill through xLSTMCache at the engine's budgets,
+    and what xLSTMCache's default bf16 state costs."""
+    from transformers.models.xlstm.modeling_xlstm import xLSTMCache
+
+    cfg = model.config
+    blocks = model.backbone.blocks
+    out = {}
+
+    # generate(): greedy, 16 tokens, no EOS (eos_token_id=None: min_new_tokens would mask the EOS logit, and greedy
+    # picks EOS id 2 here), raw logits
+    gen = []
+    for prompt, tokens in zip(prompts, token_lists):
+        res = model.generate(
+            torch.tensor([prompt]), max_new_tokens=NEW_TOKENS, do_sample=False, eos_token_id=None,
+            output_logits=True, return_dict_in_generate=True, pad_token_id=cfg.pad_token_id,
+        )
+        rows = torch.stack([l[0].float() for l in res.logits])
+        ref = greedy(model, prompt)[0]
+        gen.append(
+            {
+                "tokens_agree": res.sequences[0, len(prompt) :].tolist() == tokens,
+                "max_abs_vs_fixture_rows": float((rows - ref).abs().max()),
+            }
+        )
+    out["generate_vs_fixture_loop"] = {
+        "note": "model.generate(greedy, max_new_tokens = 16, eos_token_id = None, output_logits) against the fixture's "
+        "loop (prefill in one forward, then one token per forward); generate() makes no cache itself "
+        "(_supports_default_dynamic_cache is False for xlstm): the first forward creates an xLSTMCache in the "
+        "activation dtype (float32 here) and generate() carries it as cache_params",
+        "per_prompt": gen,
+    }
+
+    # Gates and the normaliser over every (token, head) of the uncached forwards, from the backend's inputs.
+    captured = {}
+
+    def backend_hook(i):
+        def hook(_mod, _args, kwargs, _out):
+            captured.setdefault(i, []).append({k: kwargs[k] for k in ("query", "key", "value", "igate", "fgate")})
+
+        return hook
+
+    raw = {}
+
+    def raw_hook(name):
+        def hook(_mod, _args, y):
+            raw.setdefault(name, []).append(y.flatten())
+
+        return hook
+
+    handles = []
+    for i, block in enumerate(blocks):
+        handles.append(block.mlstm_layer.mlstm_backend.register_forward_hook(backend_hook(i), with_kwargs=True))
+        handles.append(block.mlstm_layer.igate_preact.register_forward_hook(raw_hook("igate")))
+        handles.append(block.mlstm_layer.fgate_preact.register_forward_hook(raw_hook("fgate")))
+    for prompt, tokens in zip(prompts, token_lists):
+        uncached_rows(model, prompt, tokens)
+    for h in handles:
+        h.remove()
+    floor_stats, gate_range = {}, {}
+    for i, calls in captured.items():
+        stats = {}
+        for c in calls:
+            _xlstm_inference_fn(cfg.eps, stats=stats)(**c)
+        floor_stats[str(i)] = round(stats["qn_wins"] / stats["steps"], 4)
+        ig = torch.cat([c["igate"].flatten() for c in calls])
+        fg = torch.cat([c["fgate"].flatten() for c in calls])
+        lf = torch.nn.functional.logsigmoid(fg)
+        gate_range[str(i)] = {
+            "igate_capped": [round(float(ig.min()), 3), round(float(ig.max()), 3)],
+            "fgate_capped": [round(float(fg.min()), 3), round(float(fg.max()), 3)],
+            "forget_sigmoid": [round(float(lf.exp().min()), 4), round(float(lf.exp().max()), 4)],
+        }
+    ri, rf = torch.cat(raw["igate"]), torch.cat(raw["fgate"])
+    out["normaliser_floor"] = {
+        "note": "fraction of (token, head) steps, per layer, over the uncached forwards of prompt + tokens[:-1] (all "
+        "prompts), where |q_scaled . n_t| > exp(-m_t), i.e. where the normaliser and not its floor is the "
+        "denominator (the recurrent form recomputed from the backend's inputs; with transformers' default gate init "
+        "this is 0)",
+        "qn_beats_floor_fraction": floor_stats,
+    }
+    out["gate_range"] = {
+        "note": "per layer, [min, max] over the same steps: the input / forget gate pre-activations after the soft cap "
+        f"{cfg.gate_soft_cap} * tanh(x / {cfg.gate_soft_cap}), and the forget gate sigmoid(f); raw_* are the "
+        "pre-activations before the cap (all layers): where they exceed ~5 in size the cap bends them",
+        "per_layer": gate_range,
+        "raw_igate_preact": [round(float(ri.min()), 3), round(float(ri.max()), 3)],
+        "raw_fgate_preact": [round(float(rf.min()), 3), round(float(rf.max()), 3)],
+    }
+
+    # Chunked prefill through xLSTMCache: prompt + tokens[:-1] of every prompt in pieces of `size` tokens (the last
+    # shorter), each piece one forward on the carried cache, against one uncached forward.
+    chunked = {}
+    for size in (1, 7, 8, 16, 64):
+        worst = 0.0
+        for prompt, tokens in zip(prompts, token_lists):
+            seq = prompt + tokens[:-1]
+            cache = new_cache(model)
+            rows = [forward(model, seq[s : s + size], cache).logits[0].float() for s in range(0, len(seq), size)]
+            full = forward(model, seq, None).logits[0].float()
+            worst = max(worst, float((torch.cat(rows) - full).abs().max()))
+        chunked[str(size)] = worst
+    out["chunked_prefill_vs_uncached"] = {
+        "note": f"every prompt's prompt + tokens[:-1] fed in pieces of N tokens (the engine's budgets 1, 7, 16, 64 and "
+        f"chunk_size {cfg.chunk_size}), each piece one forward on the same xLSTMCache(float32), against one uncached "
+        "forward; max |dlogit| over every position. A piece of N >= chunk_size runs floor(N / chunk_size) chunks "
+        "through the chunkwise kernel from the carried (C, n, m) and the rest through the recurrent loop",
+        "max_abs_by_piece_size": chunked,
+    }
+
+    # xLSTMCache's default dtype is bfloat16: the fp32 kernel states are copied into bf16 tensors between forwards.
+    worst = 0.0
+    for prompt in prompts:
+        cache = xLSTMCache(cfg, 1)  # dtype defaults to bfloat16
+        out_rows = [forward(model, prompt, cache).logits[0, -1].float()]
+        ref, tokens = greedy(model, prompt)
+        for tok in tokens[:-1]:
+            out_rows.append(forward(model, [tok], cache).logits[0, -1].float())
+        worst = max(worst, float((torch.stack(out_rows) - ref).abs().max()))
+    out["bf16_cache_default"] = {
+        "note": "the fixture's loop (prefill, then the fixture's tokens one per forward) with xLSTMCache(config, 1) "
+        "left at its default dtype bfloat16, on the same fp32 model: C, n and m are rounded to bf16 between "
+        "forwards. max |dlogit| against the fixture's rows. cbc keeps the states fp32",
+        "cache_dtype": str(xLSTMCache(cfg, 1).rnn_state[0][0].dtype).replace("torch.", ""),
+        "max_abs_vs_fixture_rows": worst,
     }
     return out
 
@@ -1990,6 +2175,39 @@ def feature_effects(model, kind: str, prompts, token_lists) -> dict:
         out["rotary_over_whole_head_not_half"] = delta()
         for r, f in zip(rotaries, partial):
             r.inv_freq = f
+    elif kind == "xlstm":
+        cfg = model.config
+        layers = [block.mlstm_layer for block in model.backbone.blocks]
+        gate_cap, logit_cap = cfg.gate_soft_cap, cfg.output_logit_soft_cap
+        cfg.gate_soft_cap = 1e6  # tanh(x / c) * c = x to fp32 rounding (the strict config refuses None); read per forward
+        out["no_gate_soft_cap"] = delta()
+        cfg.gate_soft_cap = gate_cap
+        cfg.output_logit_soft_cap = 1e6
+        out["no_output_logit_soft_cap"] = delta()
+        cfg.output_logit_soft_cap = logit_cap
+        kernels = [layer.mlstm_backend._inference_fn for layer in layers]
+        for name, floor in (("recurrent_form_everywhere", True), ("no_normaliser_floor", False)):
+            for layer in layers:  # every forward through the token loop, with or without the exp(-m) floor
+                layer.mlstm_backend._inference_fn = _xlstm_inference_fn(cfg.eps, floor=floor)
+            out[name] = delta()
+        for layer, fn in zip(layers, kernels):
+            layer.mlstm_backend._inference_fn = fn
+        norms = [layer.multihead_norm for layer in layers]
+        for norm in norms:  # h goes to the output gate unnormalised (no per-head LayerNorm, no weight)
+            norm.forward = lambda x: x.reshape(x.shape[0], x.shape[1], -1)
+        out["no_multihead_norm"] = delta()
+        def over_all_heads(nm):
+            def fwd(x):
+                flat = x.reshape(x.shape[0], x.shape[1], -1).float()
+                return nm._apply_weight_bias(torch.nn.functional.layer_norm(flat, (nm.num_features,), eps=nm.eps))
+
+            return fwd
+
+        for norm in norms:  # one LayerNorm over all heads' v_dim instead of one per head, same weight
+            norm.forward = over_all_heads(norm)
+        out["multihead_norm_over_all_heads"] = delta()
+        for norm in norms:
+            del norm.forward
     assert max(float((a - b).abs().max()) for a, b in zip(base, rows())) == 0.0  # everything restored
     return {
         "note": "max |dlogit| over every position of one uncached forward of prompt+tokens[:-1] (all prompts) with "
@@ -2055,6 +2273,8 @@ def _layer_summary(model, cfg) -> dict:
         layer_types = [{"global": "full_attention", "local": "sliding_attention"}[t] for t in text_cfg.attention_layers]
     if layer_types is None and cfg.model_type == "rwkv":  # every block a time mix (wkv) and a channel mix
         layer_types = ["rwkv"] * text_cfg.num_hidden_layers
+    if layer_types is None and cfg.model_type == "xlstm":  # every block an mLSTM layer and a SwiGLU FFN (no sLSTM)
+        layer_types = ["mlstm"] * text_cfg.num_blocks
     if layer_types is None:
         sw = getattr(text_cfg, "sliding_window", None)
         layer_types = ["sliding_attention" if sw else "full_attention"] * text_cfg.num_hidden_layers
@@ -2373,6 +2593,9 @@ def build_family(family: str, out_dir: Path, verbose: bool = True) -> dict:
         if spec.get("recurrent_gemma")
         else None
     )
+    xlstm_checks = (
+        xlstm_family_checks(model, prompts, [p["tokens"] for p in per_prompt]) if spec.get("xlstm") else None
+    )
 
     atol = spec.get("atol", DEFAULT_ATOL)
     disagreements = [
@@ -2646,6 +2869,8 @@ def build_family(family: str, out_dir: Path, verbose: bool = True) -> dict:
         )
     if rg_checks is not None:
         meta["checks"]["recurrent_gemma"] = rg_checks
+    if xlstm_checks is not None:
+        meta["checks"]["xlstm"] = xlstm_checks
     if indexer_summary is not None:
         meta["checks"]["indexer"] = indexer_summary
     if block_summary is not None:

@@ -127,9 +127,16 @@ def new_cache(model):
     fresh DynamicCache, with which the model does not reset those module states (it does only when it makes the
     cache itself), so a new request starts from the previous one's. A multi-token prefill overwrites the conv
     state and the position-0 reset zeroes the RG-LRU's, but a 1-token forward at position 0 reads the stale conv
-    columns. The harness zeroes them per request, as RecurrentGemmaModel.forward does without a cache."""
+    columns. The harness zeroes them per request, as RecurrentGemmaModel.forward does without a cache. xLSTM takes
+    its own xLSTMCache as `cache_params` (a DynamicCache raises: no rnn_state), per layer (C, n, m); its dtype
+    defaults to bfloat16, and the model copies its fp32 kernel states into it after every forward, so the harness
+    asks for float32 (generate() makes it in the model's dtype, float32 here)."""
     if model.config.model_type == "rwkv":
         return RwkvState()
+    if model.config.model_type == "xlstm":
+        from transformers.models.xlstm.modeling_xlstm import xLSTMCache
+
+        return xLSTMCache(model.config, 1, dtype=torch.float32)
     if model.config.model_type == "recurrent_gemma":
         model._setup_cache(model.config, 1, model.device, model.dtype)
     if model.config.model_type == "minimax":

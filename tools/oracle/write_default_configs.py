@@ -43,6 +43,7 @@ MODEL_TYPES = (
     "hy_v4",  # HYV4Config's defaults (hidden 2816, 34 layers): NOT the published Hy4-preview's shape (6144, 78)
     "rwkv",  # RwkvConfig's defaults: hidden 4096, 32 layers (RWKV-4 7B's shape), attention_hidden_size / intermediate_size derived
     "recurrent_gemma",  # RecurrentGemmaConfig's defaults: RecurrentGemma-2B's shape (hidden 2560, 26 layers, window 2048)
+    "xlstm",  # xLSTMConfig's defaults: xLSTM-7B's shape (hidden 4096, 32 blocks, 8 heads, qk_dim 2048, v_dim 4096)
 )
 
 

@@ -425,6 +425,11 @@ struct RgLru {
   enum Int { NumInt };
   enum Flt { NumFlt };
 };
+struct Mlstm {
+  enum Ptr { Q, K, V, InputGate, ForgetGate, CuSeqlens, StateIn, StateOut, HasInitial, Pool, Out, NumPtr };
+  enum Int { NumInt };
+  enum Flt { Eps, NumFlt };
+};
 struct Wkv {
   enum Ptr { K, V, TimeDecay, TimeFirst, CuSeqlens, StateIn, StateOut, HasInitial, Pool, Out, NumPtr };
   enum Int { NumInt };

@@ -107,6 +107,38 @@ Value StepBuilder::griffinBlock(int64_t layer, Value x) {
   return dense(mul(h, y), "linear_out", H, W);
 }
 
+// xLSTM's mLSTM layer (XlstmSpec).
+Value StepBuilder::mlstmLayer(int64_t layer, Value x) {
+  const XlstmSpec &w = spec_.xlstm;
+  int64_t H = spec_.hidden_size, NH = w.heads, QK = w.qk_dim, V = w.v_dim;
+  auto names = [&](const std::vector<std::string> &tensors) {
+    std::vector<std::string> out;
+    for (const std::string &t : tensors)
+      out.push_back(hf(layer, spec_.names.attn + "." + t));
+    return out;
+  };
+  auto p = [&](const std::string &rest) { return prog(layer, "mlstm." + rest); };
+  auto qkvo = split(linear(x, weight(p("qkvo"), {2 * QK + 2 * V, H}, {.parts = {names(w.qkvo)}})), {QK, QK, V, V});
+  std::vector<std::string> biases;
+  for (const std::string &g : w.gates)
+    biases.push_back(g.substr(0, g.rfind('.')) + ".bias");
+  Value gates = linear(x, weight(p("gates"), {2 * NH, H}, {.parts = {names(w.gates)}}),
+                       weight(p("gates_bias"), {2 * NH}, {.parts = {names(biases)}}));
+  gates = SoftcapOp::create(b_, loc_, gates.getType(), gates, b_.getF64FloatAttr(w.gate_cap)).getResult();
+  auto ifg = split(gates, {NH, NH});
+  Value h = MlstmOp::create(b_, loc_, rows(V), qkvo[0], qkvo[1], qkvo[2], ifg[0], ifg[1], cuSeqlens_, stateIn_,
+                            stateOut_, hasInitial_, b_.getI64IntegerAttr(layer), b_.getI64IntegerAttr(NH),
+                            b_.getI64IntegerAttr(QK / NH), b_.getI64IntegerAttr(V / NH), b_.getF64FloatAttr(w.eps),
+                            b_.getStringAttr("recurrent"))
+                .getResult();
+  Value normW = weight(p("multihead_norm"), {V}, hf(layer, spec_.names.attn + ".multihead_norm.weight"));
+  Value normed = LayerNormOp::create(b_, loc_, h.getType(), h, normW, Value(), b_.getF64FloatAttr(spec_.norm_eps),
+                                     b_.getF64FloatAttr(0.0), b_.getI64IntegerAttr(V / NH))
+                     .getResult();
+  Value gated = mul(act(qkvo[3], Activation::sigmoid), normed);
+  return linear(gated, weight(p("out_proj"), {H, V}, hf(layer, spec_.names.attn + ".out_proj.weight")));
+}
+
 // A gated short convolution: y = out_proj(C * conv(B * x)) with [B | C | x] = in_proj(x).
 Value StepBuilder::shortConv(int64_t layer, Value x) {
   const ShortConvSpec &c = spec_.short_conv;

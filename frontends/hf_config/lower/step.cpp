@@ -275,6 +275,8 @@ Value StepBuilder::mixer(int64_t layer, Value x) {
     return rwkvTimeMix(layer, x);
   case LayerKind::RgLru:
     return griffinBlock(layer, x);
+  case LayerKind::Mlstm:
+    return mlstmLayer(layer, x);
   case LayerKind::ShortConv:
     return shortConv(layer, x);
   case LayerKind::Mamba2:

@@ -73,6 +73,7 @@ private:
   Value altUpCollapse(Value streams);
   Value altUpModalities(int64_t layer, Value x);
   Value griffinBlock(int64_t layer, Value x); // recurrent.cpp
+  Value mlstmLayer(int64_t layer, Value x);   // recurrent.cpp
   // RWKV's layers (rwkv.cpp).
   Value tokenMix(int64_t layer, Value shifted, Value diff, const std::string &module, const std::string &name);
   Value previousToken(int64_t layer, Value h, const std::string &state);

@@ -3354,3 +3354,35 @@ func.func @rg_lru_param(%x: tensor<?x8xf32>, %p: tensor<?xi32>) {
   %0 = cbc.state.rg_lru %x, %x, %x, %a, %p, %p, %p, %p {layer = 0 : i64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
   return
 }
+
+// -----
+
+func.func @mlstm_dims(%q: tensor<?x8xf32>, %v: tensor<?x12xf32>, %g: tensor<?x2xf32>, %p: tensor<?xi32>) {
+  // expected-error @+1 {{'cbc.state.mlstm' op num_heads, k_dim and v_dim must be positive}}
+  %0 = cbc.state.mlstm %q, %q, %v, %g, %g, %p, %p, %p, %p {k_dim = 0 : i64, layer = 0 : i64, num_heads = 2 : i64, v_dim = 6 : i64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x12xf32>, tensor<?x2xf32>, tensor<?x2xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x12xf32>
+  return
+}
+
+// -----
+
+func.func @mlstm_qk(%q: tensor<?x8xf32>, %v: tensor<?x12xf32>, %g: tensor<?x2xf32>, %p: tensor<?xi32>) {
+  // expected-error @+1 {{'cbc.state.mlstm' op q and k must be [T, num_heads * k_dim]}}
+  %0 = cbc.state.mlstm %q, %q, %v, %g, %g, %p, %p, %p, %p {k_dim = 3 : i64, layer = 0 : i64, num_heads = 2 : i64, v_dim = 6 : i64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x12xf32>, tensor<?x2xf32>, tensor<?x2xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x12xf32>
+  return
+}
+
+// -----
+
+func.func @mlstm_v(%q: tensor<?x8xf32>, %v: tensor<?x12xf32>, %g: tensor<?x2xf32>, %p: tensor<?xi32>) {
+  // expected-error @+1 {{'cbc.state.mlstm' op v and result must be [T, num_heads * v_dim]}}
+  %0 = cbc.state.mlstm %q, %q, %v, %g, %g, %p, %p, %p, %p {k_dim = 4 : i64, layer = 0 : i64, num_heads = 2 : i64, v_dim = 5 : i64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x12xf32>, tensor<?x2xf32>, tensor<?x2xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x12xf32>
+  return
+}
+
+// -----
+
+func.func @mlstm_gates(%q: tensor<?x8xf32>, %v: tensor<?x12xf32>, %g: tensor<?x2xf32>, %p: tensor<?xi32>) {
+  // expected-error @+1 {{'cbc.state.mlstm' op input_gate and forget_gate must be [T, num_heads]}}
+  %0 = cbc.state.mlstm %q, %q, %v, %v, %g, %p, %p, %p, %p {k_dim = 4 : i64, layer = 0 : i64, num_heads = 2 : i64, v_dim = 6 : i64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x12xf32>, tensor<?x12xf32>, tensor<?x2xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x12xf32>
+  return
+}

@@ -284,6 +284,13 @@ func.func @rg_lru(%x: tensor<?x8xf32>, %p: tensor<?xi32>) -> tensor<?x8xf32> {
   return %0 : tensor<?x8xf32>
 }
 
+// CHECK-LABEL: func.func @mlstm
+func.func @mlstm(%q: tensor<?x8xf32>, %v: tensor<?x12xf32>, %g: tensor<?x2xf32>, %p: tensor<?xi32>) -> tensor<?x12xf32> {
+  // CHECK: cbc.state.mlstm {{.*}} {eps = 1.000000e-03 : f64, k_dim = 4 : i64, layer = 2 : i64, num_heads = 2 : i64, v_dim = 6 : i64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x12xf32>, tensor<?x2xf32>, tensor<?x2xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x12xf32>
+  %0 = cbc.state.mlstm %q, %q, %v, %g, %g, %p, %p, %p, %p {eps = 1.0e-3 : f64, k_dim = 4 : i64, layer = 2 : i64, num_heads = 2 : i64, v_dim = 6 : i64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x12xf32>, tensor<?x2xf32>, tensor<?x2xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x12xf32>
+  return %0 : tensor<?x12xf32>
+}
+
 // CHECK-LABEL: func.func @rope_sections
 func.func @rope_sections(%x: tensor<?x8xf32>, %p: tensor<?xi32>, %s: tensor<?xi32>) -> tensor<?x8xf32> {
   // CHECK: cbc.math.rope {{.*}} sections %{{[a-z0-9_#]+}} : tensor<?xi32> {rope = #cbc.rope<{{.*}}sections = [0, 1, 2, 0]>}

@@ -123,3 +123,32 @@ func.func @step(%x: tensor<?x16xf32>) -> tensor<?x4xf32> {
   %c = cbc.stream.collapse %s, %w {count = 4 : i64} : tensor<?x16xf32>, tensor<?x8xf32> -> tensor<?x4xf32>
   return %c : tensor<?x4xf32>
 }
+
+// -----
+
+// Tests that the mLSTM cell's operands stay f32 from their projections on, through the gates'
+// soft cap and the splits (its denominator |q . n| cancels and its gates enter exponentials),
+// with the gate bias read in f32 (the output gate, which is not the cell's, keeps the activation
+// type), and that its output stays f32 for the per-head norm after it.
+// CHECK-LABEL: func.func @step
+// CHECK: cbc.math.linear {{.*}} -> tensor<?x384xf32>{{$}}
+// CHECK: cbc.math.split {{.*}} -> tensor<?x64xf32>, tensor<?x64xf32>, tensor<?x128xf32>, tensor<?x128xbf16>{{$}}
+// CHECK: cbc.weight.ref "gates_bias" {declared = bf16, {{.*}} : tensor<8xf32>{{$}}
+// CHECK: cbc.math.linear {{.*}} -> tensor<?x8xf32>{{$}}
+// CHECK: cbc.math.softcap {{.*}} : tensor<?x8xf32>{{$}}
+// CHECK: cbc.math.split {{.*}} -> tensor<?x4xf32>, tensor<?x4xf32>{{$}}
+// CHECK: cbc.state.mlstm {{.*}} -> tensor<?x128xf32>{{$}}
+func.func @step(%x: tensor<?x32xf32>, %p: tensor<?xi32>) -> tensor<?x128xf32> {
+  %w = cbc.weight.ref "qkvo" {sources = [["qkvo"]]} : tensor<384x32xbf16>
+  %qkvo = cbc.math.linear %x, %w : tensor<?x32xf32>, tensor<384x32xbf16> -> tensor<?x384xf32>
+  %s:4 = cbc.math.split %qkvo : tensor<?x384xf32> -> tensor<?x64xf32>, tensor<?x64xf32>, tensor<?x128xf32>, tensor<?x128xf32>
+  %gw = cbc.weight.ref "gates" {sources = [["gates"]]} : tensor<8x32xbf16>
+  %gb = cbc.weight.ref "gates_bias" {sources = [["gates_bias"]]} : tensor<8xbf16>
+  %g = cbc.math.linear %x, %gw, %gb : tensor<?x32xf32>, tensor<8x32xbf16>, tensor<8xbf16> -> tensor<?x8xf32>
+  %c = cbc.math.softcap %g {cap = 15.0 : f64} : tensor<?x8xf32>
+  %if:2 = cbc.math.split %c : tensor<?x8xf32> -> tensor<?x4xf32>, tensor<?x4xf32>
+  %h = cbc.state.mlstm %s#0, %s#1, %s#2, %if#0, %if#1, %p, %p, %p, %p {k_dim = 16 : i64, layer = 0 : i64, num_heads = 4 : i64, v_dim = 32 : i64} : (tensor<?x64xf32>, tensor<?x64xf32>, tensor<?x128xf32>, tensor<?x4xf32>, tensor<?x4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x128xf32>
+  %nw = cbc.weight.ref "norm" {sources = [["norm"]]} : tensor<128xbf16>
+  %n = cbc.math.layer_norm %h, %nw {eps = 1.0e-6 : f64, group = 32 : i64} : tensor<?x128xf32>, tensor<128xbf16> -> tensor<?x128xf32>
+  return %n : tensor<?x128xf32>
+}
