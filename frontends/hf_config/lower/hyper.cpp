@@ -15,14 +15,14 @@ Value StepBuilder::hyperStreams(Value x) {
 
 // The coefficients of one site from the streams: <prefix>fn over their weightless RMS norm, then
 // <prefix>base and <prefix>scale. `prog` and `prefix` name the site's program and checkpoint
-// tensors.
+// tensors. The three are read in fp32, as transformers keeps them in a bf16 model.
 Value StepBuilder::hyperWeights(Value streams, HcKind kind, const std::string &prog, const std::string &prefix) {
   const HyperSpec &h = spec_.hyper;
   int64_t N = h.streams, W = kind == HcKind::collapse ? N : kind == HcKind::independent ? 2 * N : (2 + N) * N;
   Value mixes = linear(norm(streams, Value(), std::nullopt, h.norm_eps),
-                       weight(prog + "fn", {W, N * spec_.hidden_size}, prefix + "fn"));
-  Value base = weight(prog + "base", {W}, prefix + "base");
-  Value scale = weight(prog + "scale", {(int64_t)kind + 1}, prefix + "scale");
+                       fp32Weight(prog + "fn", {W, N * spec_.hidden_size}, prefix + "fn"));
+  Value base = fp32Weight(prog + "base", {W}, prefix + "base");
+  Value scale = fp32Weight(prog + "scale", {(int64_t)kind + 1}, prefix + "scale");
   bool head = kind == HcKind::collapse;
   return StreamHcWeightsOp::create(b_, loc_, rows(W), mixes, base, scale, HcKindAttr::get(b_.getContext(), kind),
                                    b_.getI64IntegerAttr(N), b_.getF64FloatAttr(head ? 1.0 : h.magnitude),
