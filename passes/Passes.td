@@ -81,7 +81,7 @@ def CbcShardExperts : CbcShardPass<"cbc-shard-experts", "experts"> {
 }
 
 def CbcShardRecurrent : CbcShardPass<"cbc-shard-recurrent", "recurrent"> {
-  let summary = "Divides each gated-delta mixer's heads, and its states, among the ranks.";
+  let summary = "Divides each gated-delta mixer's and mLSTM cell's heads, and their states, among the ranks.";
   let description = [{
     For `ranks = N > 1`, a gated-delta mixer in the plain form (input linears split into the
     conv's q|k|v, the output norm's gate z, a and b; a depthwise `cbc.state.conv1d` and a
@@ -92,8 +92,14 @@ def CbcShardRecurrent : CbcShardPass<"cbc-shard-recurrent", "recurrent"> {
     and the output's columns, summed by a `cbc.comm.all_reduce`. The conv and recurrent states
     become one rank's, so each rank keeps `1/N` of them. A size that does not divide the value
     heads, or neither divides nor is divided by the key heads, is an error listing the sizes
-    the model takes. `cbc.state.ssd`, `cbc.state.selective_scan`, `cbc.state.kda` and
-    `cbc.state.lightning` mixers are not divided yet: they stay whole on every rank.
+    the model takes. An mLSTM layer in the plain form (one linear split into q | k | v | o,
+    another soft-capped and split into the two gates; `cbc.state.mlstm`; a
+    `cbc.math.layer_norm` per head; sigmoid(o) times it; the output linear) keeps `H / N`
+    heads: those heads' rows of every part of both linears (the gates' bias too), of the norm's
+    weight, and the output's columns, summed by a `cbc.comm.all_reduce`; `N` must divide `H`.
+    `cbc.state.ssd`, `cbc.state.selective_scan`, `cbc.state.kda`, `cbc.state.lightning`,
+    `cbc.state.wkv` and `cbc.state.rg_lru` mixers are not divided yet: they stay whole on every
+    rank.
   }];
 }
 

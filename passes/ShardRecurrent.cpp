@@ -1,5 +1,5 @@
-// cbc-shard-recurrent: the heads of gated-delta mixers divided among the ranks, with their
-// per-request states.
+// cbc-shard-recurrent: the heads of gated-delta mixers and of mLSTM cells divided among the
+// ranks, with their per-request states.
 #include "passes/Passes.h"
 #include "passes/ShardSupport.h"
 
@@ -87,6 +87,68 @@ std::vector<Region> findRegions(ModuleOp module) {
   return regions;
 }
 
+// An mLSTM layer in the plain form: one linear split into q | k | v | o, another (with a bias)
+// soft-capped and split into the input and forget gates; the cell; a LayerNorm per head; the
+// sigmoid of o times it; the output linear. Each read only by the next. Heads are contiguous
+// column blocks of every part, so the unit of division is the head.
+struct MlstmRegion {
+  MlstmOp cell;
+  SplitOp qkvo, gates;
+  LinearOp qkvoIn, gatesIn, out;
+  SoftcapOp cap;
+  LayerNormOp norm;
+  ActOp gate;
+  MulOp mul;
+  int64_t heads = 0;
+};
+
+bool matches(MlstmRegion &r) {
+  MlstmOp c = r.cell;
+  r.qkvo = c.getQ().getDefiningOp<SplitOp>();
+  if (!r.qkvo || r.qkvo.getNumResults() != 4 || c.getK() != r.qkvo.getResult(1) || c.getV() != r.qkvo.getResult(2) ||
+      c.getQ() != r.qkvo.getResult(0) || !onlyUse(c.getQ(), c) || !onlyUse(c.getK(), c) || !onlyUse(c.getV(), c))
+    return false;
+  Value o = r.qkvo.getResult(3);
+  r.gate = o.hasOneUse() ? dyn_cast<ActOp>(*o.getUsers().begin()) : ActOp();
+  if (!r.gate || r.gate.getAct() != Activation::sigmoid || !r.gate.getResult().hasOneUse())
+    return false;
+  r.gates = c.getInputGate().getDefiningOp<SplitOp>();
+  if (!r.gates || r.gates.getNumResults() != 2 || c.getInputGate() != r.gates.getResult(0) ||
+      c.getForgetGate() != r.gates.getResult(1) || !onlyUse(c.getInputGate(), c) || !onlyUse(c.getForgetGate(), c))
+    return false;
+  r.cap = r.gates.getX().getDefiningOp<SoftcapOp>();
+  if (!r.cap || !onlyUse(r.cap.getResult(), r.gates))
+    return false;
+  r.qkvoIn = r.qkvo.getX().getDefiningOp<LinearOp>();
+  r.gatesIn = r.cap.getX().getDefiningOp<LinearOp>();
+  if (!r.qkvoIn || !onlyUse(r.qkvoIn.getResult(), r.qkvo) || !weightRef(r.qkvoIn.getWeight()) || r.qkvoIn.getBias() ||
+      !r.gatesIn || !onlyUse(r.gatesIn.getResult(), r.cap) || !weightRef(r.gatesIn.getWeight()) ||
+      (r.gatesIn.getBias() && !weightRef(r.gatesIn.getBias())))
+    return false;
+  r.norm = c.getResult().hasOneUse() ? dyn_cast<LayerNormOp>(*c.getResult().getUsers().begin()) : LayerNormOp();
+  if (!r.norm || r.norm.getX() != c.getResult() || !r.norm.getGroupAttr() ||
+      r.norm.getGroupAttr().getInt() != (int64_t)c.getVDim() || r.norm.getBias() || !weightRef(r.norm.getWeight()) ||
+      !r.norm.getResult().hasOneUse())
+    return false;
+  r.mul = dyn_cast<MulOp>(*r.norm.getResult().getUsers().begin());
+  if (!r.mul || *r.gate.getResult().getUsers().begin() != r.mul.getOperation() || !r.mul.getResult().hasOneUse())
+    return false;
+  r.out = dyn_cast<LinearOp>(*r.mul.getResult().getUsers().begin());
+  return r.out && r.out.getX() == r.mul.getResult() && weightRef(r.out.getWeight());
+}
+
+std::vector<MlstmRegion> findMlstmRegions(ModuleOp module) {
+  std::vector<MlstmRegion> regions;
+  module.walk([&](MlstmOp c) {
+    MlstmRegion r;
+    r.cell = c;
+    r.heads = c.getNumHeads();
+    if (matches(r))
+      regions.push_back(r);
+  });
+  return regions;
+}
+
 class ShardRecurrent : public impl::CbcShardRecurrentBase<ShardRecurrent> {
 public:
   using CbcShardRecurrentBase::CbcShardRecurrentBase;
@@ -99,6 +161,8 @@ public:
     if (failed(shard::checkRules(module, ranks, rules)))
       return signalPassFailure();
     for (Region &r : findRegions(module))
+      cut(r);
+    for (MlstmRegion &r : findMlstmRegions(module))
       cut(r);
     shard::markRanks(module, ranks);
   }
@@ -147,6 +211,30 @@ private:
     shard::setCols(r.norm.getResult(), valueWidth);
     shard::rowParallel(r.out, r.valueHeads * r.valueDim, n);
   }
+
+  // Every part of both linears, the norm's weight and the output's columns cut by heads.
+  void cut(MlstmRegion &r) {
+    MLIRContext *ctx = &getContext();
+    int64_t n = ranks, H = r.heads, qk = r.cell.getNumHeads() * r.cell.getKDim();
+    int64_t v = r.cell.getNumHeads() * r.cell.getVDim();
+    shard::cutWeight(r.qkvoIn.getWeight(), r.qkvoIn, ShardAttr::get(ctx, n, 0, {qk, qk, v, v}, {n, n, n, n}), "tp");
+    shard::setCols(r.qkvoIn.getResult(), 2 * (qk + v) / n);
+    auto gates = ShardAttr::get(ctx, n, 0, {H, H}, {n, n});
+    shard::cutWeight(r.gatesIn.getWeight(), r.gatesIn, gates, "tp");
+    if (r.gatesIn.getBias())
+      shard::cutWeight(r.gatesIn.getBias(), r.gatesIn, gates, "tp");
+    for (Value x : {r.gatesIn.getResult(), r.cap.getResult()})
+      shard::setCols(x, 2 * H / n);
+    for (Value x : r.gates.getResults())
+      shard::setCols(x, H / n);
+    for (Value x : r.qkvo.getResults())
+      shard::setCols(x, shard::cols(x) / n);
+    shard::cutWeight(r.norm.getWeight(), r.norm, ShardAttr::get(ctx, n, 0, {v}, {n}), "tp");
+    r.cell.setNumHeads(H / n);
+    for (Value x : {r.cell.getResult(), r.norm.getResult(), r.gate.getResult(), r.mul.getResult()})
+      shard::setCols(x, v / n);
+    shard::rowParallel(r.out, v, n);
+  }
 };
 
 } // namespace
@@ -158,6 +246,9 @@ void recurrentRules(ModuleOp module, std::vector<Rule> &rules) {
     rules.push_back({"the " + std::to_string(r.valueHeads) + " gated-delta value heads" + layer, r.valueHeads, false});
     rules.push_back({"the " + std::to_string(r.keyHeads) + " gated-delta key heads" + layer, r.keyHeads, true});
   }
+  for (MlstmRegion &r : findMlstmRegions(module))
+    rules.push_back({"the " + std::to_string(r.heads) + " mLSTM heads of layer " + std::to_string(r.cell.getLayer()),
+                     r.heads, false});
 }
 } // namespace shard
 

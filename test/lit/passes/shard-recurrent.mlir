@@ -27,3 +27,23 @@
 // TP4: shard = #cbc.shard<ranks = 4, dim = 0, segments = [32, 32, 64, 64], pieces = [2, 2, 4, 4]>
 
 // BAD: error: --tp 3 does not divide the 4 gated-delta value heads of layer 0; tensor-parallel sizes this model can take: 1, 2, 4
+
+// xLSTM's mLSTM layers (the oracle fixture: 4 heads, dqk 16, dv 32). On 2 ranks each keeps two
+// heads: their rows of q, k, v and o and of both gates (bias included), their half of the
+// per-head norm's weight, the output's columns, summed by an all-reduce; the state halves.
+// RUN: cbc-translate --import-hf-config %fixtures/xlstm/config.json | cbc-opt --cbc-shard-recurrent=ranks=2 | FileCheck %s --check-prefix=MLSTM2
+// RUN: cbc-translate --import-hf-config %fixtures/xlstm/config.json | cbc-opt --cbc-shard-recurrent=ranks=4 --cbc-plan-cache | FileCheck %s --check-prefix=MLSTM4
+// RUN: cbc-translate --import-hf-config %fixtures/xlstm/config.json | not cbc-opt --cbc-shard-recurrent=ranks=8 2>&1 | FileCheck %s --check-prefix=MLSTMBAD
+// MLSTM2: cbc.weight.ref "layers.0.mlstm.qkvo" {shard = #cbc.shard<ranks = 2, dim = 0, segments = [64, 64, 128, 128], pieces = [2, 2, 2, 2]>, {{.*}} : tensor<192x32xbf16>
+// MLSTM2: cbc.math.split %{{.*}} : tensor<?x192xf32> -> tensor<?x32xf32>, tensor<?x32xf32>, tensor<?x64xf32>, tensor<?x64xf32>
+// MLSTM2: cbc.weight.ref "layers.0.mlstm.gates" {shard = #cbc.shard<ranks = 2, dim = 0, segments = [4, 4], pieces = [2, 2]>, {{.*}} : tensor<4x32xbf16>
+// MLSTM2: cbc.weight.ref "layers.0.mlstm.gates_bias" {shard = #cbc.shard<ranks = 2, dim = 0, segments = [4, 4], pieces = [2, 2]>, {{.*}} : tensor<4xbf16>
+// MLSTM2: cbc.math.split %{{.*}} : tensor<?x4xf32> -> tensor<?x2xf32>, tensor<?x2xf32>
+// MLSTM2: cbc.state.mlstm {{.*}}num_heads = 2 : i64{{.*}} -> tensor<?x64xf32>
+// MLSTM2: cbc.weight.ref "layers.0.mlstm.multihead_norm" {shard = #cbc.shard<ranks = 2, dim = 0, segments = [128], pieces = [2]>, {{.*}} : tensor<64xbf16>
+// MLSTM2: cbc.math.layer_norm {{.*}}group = 32 : i64} : tensor<?x64xf32>, tensor<64xbf16> -> tensor<?x64xf32>
+// MLSTM2: cbc.weight.ref "layers.0.mlstm.out_proj" {shard = #cbc.shard<ranks = 2, dim = 1, segments = [128], pieces = [2]>, {{.*}} : tensor<32x64xbf16>
+// MLSTM2: %[[PART:[0-9]+]] = cbc.math.linear %{{.*}} : tensor<?x64xf32>, tensor<32x64xbf16> -> tensor<?x32xf32>
+// MLSTM2-NEXT: cbc.comm.all_reduce %[[PART]] {ranks = 2 : i64}
+// MLSTM4: cbc.state_decl<layer = 0, name = "recurrent", shape = [1, 529], bytes = 2116>
+// MLSTMBAD: error: --tp 8 does not divide the 4 mLSTM heads of layer 0; tensor-parallel sizes this model can take: 1, 2, 4
