@@ -283,6 +283,7 @@ std::string resolveEmbeddings(const std::vector<PendingSegment> &pending, int64_
     seg.data = std::move(values);
     for (int c = 0; c < 3; ++c)
       seg.grid[c] = p.grid[c];
+    seg.modality = p.modality;
     out.push_back(std::move(seg));
   }
   return "";

@@ -363,7 +363,7 @@ std::string Engine::validateEmbeds(const std::vector<EmbeddingSegment> &embeds, 
              std::to_string(cells) + ") must be its " + std::to_string(s.rows) + " rows";
     if (!ropeSections_ && cells != 0)
       return which + " has a grid, but this model's positions do not read one";
-    if (wholeSegments_ && s.rows > options_.max_batch_tokens)
+    if (wholeSegments_ && s.visual() && s.rows > options_.max_batch_tokens)
       return which + " has " + std::to_string(s.rows) + " rows, but this model computes an image's rows in one step "
              "and the step's token budget is " + std::to_string(options_.max_batch_tokens) +
              " (raise max_batch_tokens)";
@@ -398,7 +398,7 @@ AddResult Engine::add_request(std::vector<int32_t> prompt, const SamplingParams 
   if (why.empty())
     why = validateEmbeds(embeds, (int64_t)parent->prompt.size());
   parent->embeds = std::move(embeds);
-  if (why.empty() && wholeSegments_ && params.n > 1 && !parent->embeds.empty() &&
+  if (why.empty() && wholeSegments_ && params.n > 1 && !parent->embeds.empty() && parent->embeds.back().visual() &&
       parent->embeds.back().rows > 1 && parent->embeds.back().start + parent->embeds.back().rows == (int64_t)parent->prompt.size())
     why = "n > 1 needs a prompt that does not end inside an image for this model (its forks part at the last row, "
           "and an image's rows are computed together)";
@@ -572,14 +572,14 @@ void ropePositions(const Request &q, int64_t start, int64_t count, StepBatch &b)
                                                                      : (int32_t)(p + q.rope_delta));
 }
 
-// The key end of a chunk's rows: a row of an injected segment sees its whole segment, the
-// others up to themselves.
+// The key end of a chunk's rows: a row of an image's or a video's segment sees its whole
+// segment, the others (an audio clip's too) up to themselves.
 void keyEnds(const Request &q, int64_t start, int64_t count, StepBatch &b) {
   auto seg = q.embeds.begin();
   for (int64_t p = start; p < start + count; ++p) {
     while (seg != q.embeds.end() && seg->start + seg->rows <= p)
       ++seg;
-    bool inside = seg != q.embeds.end() && seg->start <= p;
+    bool inside = seg != q.embeds.end() && seg->start <= p && seg->visual();
     b.key_ends.push_back((int32_t)(inside ? seg->start + seg->rows : p + 1));
   }
 }

@@ -39,12 +39,23 @@ inline uint64_t forkSeed(uint64_t seed, int64_t index) { return seed + 0x9E3779B
 // features from an encoder): rows [start, start + rows) take them instead of their tokens'
 // embeddings, as a multimodal model's scatter of features into its placeholder rows does. The
 // data are shared, not copied, by the request's forks and by a preempted request's recompute.
+// What a segment's rows encode. Where a model attends bidirectionally over its images (Gemma 3
+// and 4 on their sliding layers), an image's or a video's rows see each other and are computed in
+// one step; an audio clip's rows stay causal, as text's do.
+enum class Modality : uint8_t { Image, Video, Audio };
+const char *modalityName(Modality m);
+// The modality `name` spells ("image", "video", "audio"); false for any other name.
+bool modalityFromName(const std::string &name, Modality &out);
+
 struct EmbeddingSegment {
   int64_t start = 0, rows = 0;
   std::shared_ptr<const std::vector<float>> data; // [rows * the model's hidden size]
   // The (t, h, w) grid of an image's rows in raster order, for a model with multimodal RoPE
   // (which then needs it); zeros: none.
   int64_t grid[3] = {0, 0, 0};
+  Modality modality = Modality::Image;
+  // Rows that attend to each other where the model's attention is bidirectional over images.
+  bool visual() const { return modality != Modality::Audio; }
 };
 
 enum class RequestStatus { Waiting, Running, Finished };

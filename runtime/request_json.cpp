@@ -124,7 +124,8 @@ std::string readGrid(const json &v, const std::string &key, int64_t grid[3]) {
 const char *segmentSuggestion(const std::string &key) {
   static const std::pair<const char *, const char *> kNear[] = {
       {"path", "file"}, {"npy", "file"}, {"safetensors", "file"}, {"data", "base64"}, {"b64", "base64"},
-      {"offset", "start"}, {"position", "start"}, {"image_grid_thw", "grid"}, {"name", "tensor"}};
+      {"offset", "start"}, {"position", "start"}, {"image_grid_thw", "grid"}, {"name", "tensor"},
+      {"type", "modality"}, {"kind", "modality"}};
   for (const auto &[from, to] : kNear)
     if (key == from)
       return to;
@@ -171,9 +172,12 @@ std::string readSegment(const json &v, const std::string &where, PendingSegment 
       std::string bad = readGrid(value, k, seg.grid);
       if (!bad.empty())
         return bad;
+    } else if (key == "modality") {
+      if (!value.is_string() || !modalityFromName(value.get<std::string>(), seg.modality))
+        return quoted(k) + " must be \"image\", \"video\" or \"audio\"";
     } else {
       std::string why = "unknown key " + quoted(key) + " in " + quoted(where) +
-                        " (a segment takes \"file\", \"tensor\", \"base64\", \"start\" and \"grid\")";
+                        " (a segment takes \"file\", \"tensor\", \"base64\", \"start\", \"grid\" and \"modality\")";
       if (const char *near = segmentSuggestion(key))
         why += "; did you mean " + quoted(near) + "?";
       return why;

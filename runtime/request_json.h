@@ -30,6 +30,7 @@ struct PendingSegment {
   std::shared_ptr<const std::vector<float>> values;
   int64_t start = -1; // the first prompt row; -1: placed on the request's next placeholder run
   int64_t grid[3] = {0, 0, 0};
+  Modality modality = Modality::Image;
 };
 
 struct ParsedRequest {

@@ -6,6 +6,27 @@
 
 namespace cbc::rt {
 
+const char *modalityName(Modality m) {
+  switch (m) {
+  case Modality::Image:
+    return "image";
+  case Modality::Video:
+    return "video";
+  case Modality::Audio:
+    return "audio";
+  }
+  return "?";
+}
+
+bool modalityFromName(const std::string &name, Modality &out) {
+  for (Modality m : {Modality::Image, Modality::Video, Modality::Audio})
+    if (name == modalityName(m)) {
+      out = m;
+      return true;
+    }
+  return false;
+}
+
 const char *finishReasonName(FinishReason r) {
   switch (r) {
   case FinishReason::None: return "none";
@@ -260,7 +281,7 @@ int64_t Scheduler::chunkFor(const Request *r, int64_t budget) const {
     }
   if (options_.whole_segments)
     for (const EmbeddingSegment &s : r->embeds)
-      if (s.start < end && end < s.start + s.rows) // back to the segment's start, or nothing
+      if (s.visual() && s.start < end && end < s.start + s.rows) // back to the segment's start, or nothing
         end = std::max(r->computed, s.start);
   return end - r->computed;
 }

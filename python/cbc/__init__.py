@@ -199,7 +199,7 @@ class Engine:
                     cache_marks: Iterable[int] = (), embeds: Optional[Sequence] = None) -> int:
         """Queues a request and returns its id; a rejected request raises ValueError(reason).
         embeds (a multimodal model's decoder, embedding_width > 0): EmbeddingSegments (or
-        (start, data[, grid]) tuples), ascending and disjoint, whose rows replace those prompt
+        (start, data[, grid[, modality]]) tuples), ascending and disjoint, whose rows replace those prompt
         rows' token embeddings.
         n > 1 also queues n - 1 forks sharing the prompt's cache: their outputs carry parent (this
         id) and fork_index 1..n-1, and sample with seeds derived from seed. cache_salt keeps the

@@ -16,6 +16,9 @@ from typing import Any, Optional, Sequence
 
 __all__ = ["EmbeddingSegment"]
 
+# What a segment's rows encode (runtime/request.h's Modality).
+MODALITIES = ("image", "video", "audio")
+
 
 class EmbeddingSegment:
     """Embeddings for the prompt rows [start, start + rows).
@@ -24,12 +27,15 @@ class EmbeddingSegment:
     CPU works too), a list of rows (lists of floats), or a flat float32 buffer (bytes of
     little-endian float32, array.array('f'), a memoryview), whose rows are its values divided by
     the model's embedding width (Engine.embedding_width). grid: the image's (t, h, w) for a model
-    with multimodal RoPE (Qwen3.5's vision rows), which needs one; None otherwise.
+    with multimodal RoPE (Qwen3.5's vision rows), which needs one; None otherwise. modality:
+    "image" (the default), "video" or "audio": where a model attends bidirectionally over its
+    images (Gemma 3 and 4), an image's or a video's rows see each other, an audio clip's stay
+    causal.
     """
 
-    __slots__ = ("start", "grid", "_bytes", "_rows")
+    __slots__ = ("start", "grid", "modality", "_bytes", "_rows")
 
-    def __init__(self, start: int, data: Any, grid: Optional[Sequence[int]] = None):
+    def __init__(self, start: int, data: Any, grid: Optional[Sequence[int]] = None, modality: str = "image"):
         if isinstance(start, bool) or not isinstance(start, int):
             raise TypeError(f"start must be an int, got {type(start).__name__}")
         if start < 0:
@@ -45,6 +51,9 @@ class EmbeddingSegment:
             if any(g < 1 for g in grid):
                 raise ValueError(f"grid must be three sizes >= 1, got {grid!r}")
         self.grid = grid
+        if modality not in MODALITIES:
+            raise ValueError(f"modality must be one of {', '.join(MODALITIES)}, got {modality!r}")
+        self.modality = modality
         self._bytes, self._rows = _float32_bytes(data)
 
     @property
@@ -61,15 +70,16 @@ class EmbeddingSegment:
     def __repr__(self) -> str:
         rows = "?" if self._rows is None else self._rows
         grid = "" if self.grid is None else f", grid={self.grid}"
-        return f"EmbeddingSegment(start={self.start}, rows={rows}, values={self.values}{grid})"
+        modality = "" if self.modality == "image" else f", modality={self.modality!r}"
+        return f"EmbeddingSegment(start={self.start}, rows={rows}, values={self.values}{grid}{modality})"
 
     def _native(self, width: int) -> tuple:
-        """(start, rows, float32 bytes, grid) for cbc._runtime: the engine checks rows x width
-        against the values, so a 2-D array of another width is refused there with the numbers."""
+        """(start, rows, float32 bytes, grid, modality) for cbc._runtime: the engine checks rows x
+        width against the values, so a 2-D array of another width is refused there with the numbers."""
         rows = self._rows
         if rows is None:
             rows = self.values // width if width > 0 else 0
-        return (self.start, rows, self._bytes, self.grid or ())
+        return (self.start, rows, self._bytes, self.grid or (), self.modality)
 
 
 def _float32_bytes(data: Any) -> tuple:
@@ -168,7 +178,7 @@ def _numpy():
 
 
 def segments(embeds: Any) -> list:
-    """A prompt's segments: EmbeddingSegments, or (start, data) / (start, data, grid) tuples."""
+    """A prompt's segments: EmbeddingSegments, or (start, data[, grid[, modality]]) tuples."""
     if embeds is None:
         return []
     if isinstance(embeds, EmbeddingSegment):
@@ -181,11 +191,11 @@ def segments(embeds: Any) -> list:
     for s in items:
         if isinstance(s, EmbeddingSegment):
             out.append(s)
-        elif isinstance(s, tuple) and len(s) in (2, 3):
+        elif isinstance(s, tuple) and len(s) in (2, 3, 4):
             out.append(EmbeddingSegment(*s))
         else:
-            raise TypeError("each embedding segment must be a cbc.EmbeddingSegment or a (start, data[, grid]) "
-                            f"tuple, not {type(s).__name__}")
+            raise TypeError("each embedding segment must be a cbc.EmbeddingSegment or a (start, data[, grid"
+                            f"[, modality]]) tuple, not {type(s).__name__}")
     return out
 
 
@@ -199,12 +209,12 @@ class EmbedsError(ValueError):
         self.param = param
 
 
-_SEGMENT_KEYS = ("file", "tensor", "base64", "start", "grid")
+_SEGMENT_KEYS = ("file", "tensor", "base64", "start", "grid", "modality")
 
 
 def from_json(embeds: Any, placeholder: Any, prompt: Sequence[int], width: int) -> list:
     """EmbeddingSegments from a request's "embeds" (segments {"base64": F32_LE, "start": S,
-    "grid": [t, h, w]}) and "placeholder" (a token id: the segments take, in order, the prompt's
+    "grid": [t, h, w], "modality": "image" | "video" | "audio"}) and "placeholder" (a token id: the segments take, in order, the prompt's
     runs of it), as `cbc run` reads them, less "file": a server does not read its own disk for a
     client. Raises EmbedsError naming the field."""
     if placeholder is not None and (isinstance(placeholder, bool) or not isinstance(placeholder, int)
@@ -232,7 +242,7 @@ def from_json(embeds: Any, placeholder: Any, prompt: Sequence[int], width: int) 
         for key in seg:
             if key not in _SEGMENT_KEYS:
                 raise EmbedsError(f"{where}.{key}", f"unknown key '{key}' in '{where}' (a segment takes "
-                                  "\"base64\", \"start\" and \"grid\")")
+                                  "\"base64\", \"start\", \"grid\" and \"modality\")")
         if "file" in seg:
             raise EmbedsError(f"{where}.file", f"'{where}.file' is not accepted here: the server reads no files "
                               "for a client; send the rows inline as \"base64\" (float32 little-endian)")
@@ -262,6 +272,10 @@ def from_json(embeds: Any, placeholder: Any, prompt: Sequence[int], width: int) 
         if grid is not None and (not isinstance(grid, list) or len(grid) != 3 or
                                  any(isinstance(g, bool) or not isinstance(g, int) or g < 1 for g in grid)):
             raise EmbedsError(f"{where}.grid", f"'{where}.grid' must be [t, h, w], three integers >= 1")
+        modality = seg.get("modality", "image")
+        if modality not in MODALITIES:
+            raise EmbedsError(f"{where}.modality", f"'{where}.modality' must be \"image\", \"video\" or "
+                              f"\"audio\", got {modality!r}")
         start = seg.get("start")
         if runs is not None:
             if start is not None:
@@ -278,7 +292,7 @@ def from_json(embeds: Any, placeholder: Any, prompt: Sequence[int], width: int) 
         elif isinstance(start, bool) or not isinstance(start, int) or start < 0:
             raise EmbedsError(f"{where}.start", f"'{where}.start' must be a prompt row (an integer >= 0), "
                               f"got {start!r}")
-        segment = EmbeddingSegment(start, raw, grid)
+        segment = EmbeddingSegment(start, raw, grid, modality)
         segment._rows = rows
         out.append(segment)
     return out

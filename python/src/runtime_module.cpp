@@ -232,8 +232,8 @@ std::vector<cbc::rt::EmbeddingSegment> embeddingSegments(nb::handle embeds) {
     return out;
   for (nb::handle item : embeds) {
     nb::tuple t = nb::cast<nb::tuple>(item);
-    if (t.size() != 4)
-      throw nb::type_error("an embedding segment is (start, rows, data, grid)");
+    if (t.size() != 5)
+      throw nb::type_error("an embedding segment is (start, rows, data, grid, modality)");
     cbc::rt::EmbeddingSegment seg;
     seg.start = nb::cast<int64_t>(t[0]);
     seg.rows = nb::cast<int64_t>(t[1]);
@@ -248,6 +248,10 @@ std::vector<cbc::rt::EmbeddingSegment> embeddingSegments(nb::handle embeds) {
       throw nb::value_error("an embedding segment's grid is (t, h, w)");
     for (size_t c = 0; c < grid.size(); ++c)
       seg.grid[c] = nb::cast<int64_t>(grid[c]);
+    std::string modality = nb::cast<std::string>(t[4]);
+    if (!cbc::rt::modalityFromName(modality, seg.modality))
+      throw nb::value_error(("an embedding segment's modality is \"image\", \"video\" or \"audio\", not \"" +
+                             modality + "\"").c_str());
     out.push_back(std::move(seg));
   }
   return out;

@@ -37,11 +37,15 @@ def _ints(t):
     return list(struct.unpack(f"<{len(t[2]) // 4}i", t[2]))
 
 
-class Segment:
-    """One image of a fixture prompt: its first row, rows, float32 bytes and grid (or None)."""
+MODALITIES = ("image", "video", "audio")  # modalities_i's codes 0, 1, 2
 
-    def __init__(self, start, rows, data, grid):
-        self.start, self.rows, self.data, self.grid = start, rows, data, grid
+
+class Segment:
+    """One image or audio clip of a fixture prompt: its first row, rows, float32 bytes, grid (or
+    None) and modality."""
+
+    def __init__(self, start, rows, data, grid, modality="image"):
+        self.start, self.rows, self.data, self.grid, self.modality = start, rows, data, grid, modality
 
     def row_lists(self, width):
         """The rows as lists of floats (no numpy)."""
@@ -69,11 +73,13 @@ class Fixture:
     def segments(self, i):
         seg = _ints(self.t[f"segments_{i}"])
         grids = _ints(self.t[f"grids_{i}"]) if f"grids_{i}" in self.t else None
+        kinds = _ints(self.t[f"modalities_{i}"]) if f"modalities_{i}" in self.t else None
         data, at, out = self.t[f"embeds_{i}"][2], 0, []
         for k in range(0, len(seg), 2):
             start, rows = seg[k], seg[k + 1]
             grid = tuple(grids[k // 2 * 3:k // 2 * 3 + 3]) if grids else None
-            out.append(Segment(start, rows, data[at:at + rows * self.width * 4], grid))
+            modality = MODALITIES[kinds[k // 2]] if kinds else "image"
+            out.append(Segment(start, rows, data[at:at + rows * self.width * 4], grid, modality))
             at += rows * self.width * 4
         return out
 

@@ -46,11 +46,11 @@ def segments(fx, i, form="rows"):
             a.frombytes(s.data)
             data = memoryview(array("d", a).tobytes()).cast("d")
         elif form == "tuple":
-            out.append((s.start, s.row_lists(fx.width)) + ((s.grid,) if s.grid else ()))
+            out.append((s.start, s.row_lists(fx.width), s.grid, s.modality))
             continue
         else:
             raise ValueError(form)
-        out.append(cbc.EmbeddingSegment(s.start, data, grid=s.grid))
+        out.append(cbc.EmbeddingSegment(s.start, data, grid=s.grid, modality=s.modality))
     return out or None
 
 
@@ -220,6 +220,8 @@ def test_bad_arguments_raise_at_once(engines):
         cbc.EmbeddingSegment(0, [[0.0]], grid=(1, 2))
     with pytest.raises(ValueError, match="grid must be three sizes >= 1"):
         cbc.EmbeddingSegment(0, [[0.0]], grid=(1, 0, 2))
+    with pytest.raises(ValueError, match="modality must be one of image, video, audio, got 'speech'"):
+        cbc.EmbeddingSegment(0, [[0.0]], modality="speech")
     with pytest.raises(ValueError, match="row 1 has 1 values, row 0 has 2"):
         cbc.EmbeddingSegment(0, [[0.0, 1.0], [2.0]])
     with pytest.raises(TypeError, match="not a number"):
@@ -237,7 +239,9 @@ def test_bad_arguments_raise_at_once(engines):
 def test_segment_repr_and_shape():
     s = cbc.EmbeddingSegment(3, [[1.0, 2.0], [3.0, 4.0]], grid=[1, 1, 2])
     assert (s.start, s.rows, s.values, s.grid) == (3, 2, 4, (1, 1, 2))
-    assert "start=3, rows=2" in repr(s)
+    assert "start=3, rows=2" in repr(s) and "modality" not in repr(s)
+    clip = cbc.EmbeddingSegment(0, [[1.0, 2.0]], modality="audio")
+    assert clip.modality == "audio" and "modality='audio'" in repr(clip)
     flat = cbc.EmbeddingSegment(0, struct.pack("<4f", 1, 2, 3, 4))
     assert flat.rows is None and flat.values == 4
     raw = cbc.EmbeddingSegment(0, memoryview(bytearray(struct.pack("<4f", 1, 2, 3, 4))))

@@ -110,6 +110,8 @@ def test_bad_embeds_are_400_naming_the_param(client, fx):
         ({"embeds": {"base64": b64(s0.data)}}, "embeds", "must be a list of segments"),
         ({"placeholder": "<|patch|>"}, "placeholder", "must be a token id"),
         ({"embeds": [{"base64": b64(s0.data), "start": 8, "grid": [1, 9]}]}, "embeds[0].grid", "[t, h, w]"),
+        ({"embeds": [{"base64": b64(s0.data), "start": 8, "modality": "speech"}]}, "embeds[0].modality",
+         "must be \"image\", \"video\" or \"audio\""),
     ]
     for extra, param, why in cases:
         with pytest.raises(openai.BadRequestError) as e:

@@ -136,12 +136,16 @@ std::vector<MultimodalPrompt> loadMultimodal(const std::string &dir) {
     std::vector<int32_t> seg = ints("segments_" + n);
     // A model with multimodal RoPE places an image's rows by its (t, h, w) grid.
     std::vector<int32_t> grids = ck.has("grids_" + n) ? ints("grids_" + n) : std::vector<int32_t>();
+    // Each segment's modality (0 image, 1 video, 2 audio); images where the fixture has none.
+    std::vector<int32_t> modalities = ck.has("modalities_" + n) ? ints("modalities_" + n) : std::vector<int32_t>();
     for (size_t s = 0; s + 1 < seg.size(); s += 2) {
       auto data = std::make_shared<std::vector<float>>(rows, rows + seg[s + 1] * width);
       p.embeds.push_back({seg[s], seg[s + 1], data});
       if (!grids.empty())
         for (int c = 0; c < 3; ++c)
           p.embeds.back().grid[c] = grids.at(s / 2 * 3 + c);
+      if (!modalities.empty())
+        p.embeds.back().modality = (rt::Modality)modalities.at(s / 2);
       rows += seg[s + 1] * width;
     }
     if (rows != (const float *)e.data + e.numel())

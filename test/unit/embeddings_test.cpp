@@ -150,6 +150,12 @@ TEST_F(Embeddings, ModelsThatReadGridsOrWholeImagesRefuseWhatTheyCannotPlace) {
   r = gemma->add_request(prompt, two, {{20, 4, rows(4, w)}});
   EXPECT_NE(r.error.find("n > 1 needs a prompt that does not end inside an image"), std::string::npos) << r.error;
   EXPECT_TRUE(gemma->add_request(prompt, two, {{19, 4, rows(4, w)}}).accepted);
+  // An audio clip's rows are causal, so neither rule holds them.
+  rt::EmbeddingSegment audio{2, 9, rows(9, w)};
+  audio.modality = rt::Modality::Audio;
+  EXPECT_TRUE(gemma->add_request(prompt, greedyWithLogits(1), {audio}).accepted);
+  audio.start = 15;
+  EXPECT_TRUE(gemma->add_request(prompt, two, {audio}).accepted);
 }
 
 // A placeholder row given its own token's embedding computes what the plain prompt does,

@@ -126,6 +126,13 @@ TEST(RequestJson, EmbeddingSegmentsParse) {
   EXPECT_FALSE(p.embeds[1].values);
   EXPECT_EQ(p.embeds[2].file, "dir/f.safetensors");
   EXPECT_EQ(p.embeds[2].tensor, "image_0");
+  EXPECT_EQ(p.embeds[0].modality, rt::Modality::Image); // the default
+
+  rt::ParsedRequest m = parse(R"({"prompt": [1, 9, 9, 2], "embeds": [
+      {"base64": "AACAPwAAAMA=", "start": 1, "modality": "audio"}, {"base64": "AACAPw==", "start": 3, "modality": "video"}]})");
+  ASSERT_EQ(m.error, "");
+  EXPECT_EQ(m.embeds[0].modality, rt::Modality::Audio);
+  EXPECT_EQ(m.embeds[1].modality, rt::Modality::Video);
 
   rt::ParsedRequest ph = parse(R"({"placeholder": 9, "prompt": [1, 9, 9, 2], "embeds": [{"base64": "AACAPwAAAMA"}]})");
   ASSERT_EQ(ph.error, "");
@@ -174,6 +181,12 @@ TEST(RequestJson, BadEmbeddingPlacesNameTheField) {
               {"\"embeds[0].grid\" must be [t, h, w]"});
   expectError(R"({"prompt": [1], "embeds": [{"base64": "AAAAAA==", "start": 0, "grid": [1, 0, 2]}]})",
               {"\"embeds[0].grid[1]\""});
+  expectError(R"({"prompt": [1], "embeds": [{"base64": "AAAAAA==", "start": 0, "modality": "speech"}]})",
+              {"\"embeds[0].modality\" must be \"image\", \"video\" or \"audio\""});
+  expectError(R"({"prompt": [1], "embeds": [{"base64": "AAAAAA==", "start": 0, "modality": 2}]})",
+              {"\"embeds[0].modality\""});
+  expectError(R"({"prompt": [1], "embeds": [{"base64": "AAAAAA==", "start": 0, "type": "audio"}]})",
+              {"unknown key \"type\"", "did you mean \"modality\""});
   expectError(R"({"prompt": [1], "image_token_id": 5})", {"did you mean \"placeholder\""});
   expectError(R"({"prompt": [1], "inputs_embeds": []})", {"did you mean \"embeds\""});
 }
