@@ -81,7 +81,7 @@ def CbcShardExperts : CbcShardPass<"cbc-shard-experts", "experts"> {
 }
 
 def CbcShardRecurrent : CbcShardPass<"cbc-shard-recurrent", "recurrent"> {
-  let summary = "Divides each gated-delta mixer's and mLSTM cell's heads, and their states, among the ranks.";
+  let summary = "Divides gated-delta and mLSTM heads and WKV channels, and their states, among the ranks.";
   let description = [{
     For `ranks = N > 1`, a gated-delta mixer in the plain form (input linears split into the
     conv's q|k|v, the output norm's gate z, a and b; a depthwise `cbc.state.conv1d` and a
@@ -97,9 +97,11 @@ def CbcShardRecurrent : CbcShardPass<"cbc-shard-recurrent", "recurrent"> {
     `cbc.math.layer_norm` per head; sigmoid(o) times it; the output linear) keeps `H / N`
     heads: those heads' rows of every part of both linears (the gates' bias too), of the norm's
     weight, and the output's columns, summed by a `cbc.comm.all_reduce`; `N` must divide `H`.
-    `cbc.state.ssd`, `cbc.state.selective_scan`, `cbc.state.kda`, `cbc.state.lightning`,
-    `cbc.state.wkv` and `cbc.state.rg_lru` mixers are not divided yet: they stay whole on every
-    rank.
+    RWKV's time mix in the plain form (k and v each from its own linear, r the sigmoid of
+    another, `cbc.state.wkv`, r times it, the output linear) keeps `C / N` channels: the three
+    linears' rows, `time_decay` and `time_first`, the output's columns; `N` must divide `C`.
+    `cbc.state.ssd`, `cbc.state.selective_scan`, `cbc.state.kda`, `cbc.state.lightning` and
+    `cbc.state.rg_lru` mixers are not divided yet: they stay whole on every rank.
   }];
 }
 

@@ -1,5 +1,5 @@
-// cbc-shard-recurrent: the heads of gated-delta mixers and of mLSTM cells divided among the
-// ranks, with their per-request states.
+// cbc-shard-recurrent: the heads of gated-delta mixers and of mLSTM cells, and the channels of
+// RWKV's WKV, divided among the ranks, with their per-request states.
 #include "passes/Passes.h"
 #include "passes/ShardSupport.h"
 
@@ -149,6 +149,52 @@ std::vector<MlstmRegion> findMlstmRegions(ModuleOp module) {
   return regions;
 }
 
+// RWKV's time mix in the plain form: k and v each straight from a linear, r a sigmoid of
+// another, the WKV over k and v, r times it, the output linear. Channels are independent, so the
+// unit of division is the channel.
+struct WkvRegion {
+  WkvOp wkv;
+  LinearOp k, v, r, out;
+  ActOp gate;
+  MulOp mul;
+  int64_t channels = 0;
+};
+
+LinearOp ownLinear(Value x, Operation *user) {
+  auto linear = x.getDefiningOp<LinearOp>();
+  return linear && onlyUse(x, user) && weightRef(linear.getWeight()) && !linear.getBias() ? linear : LinearOp();
+}
+
+bool matches(WkvRegion &r) {
+  WkvOp w = r.wkv;
+  r.k = ownLinear(w.getK(), w);
+  r.v = ownLinear(w.getV(), w);
+  if (!r.k || !r.v || r.k == r.v || !weightRef(w.getTimeDecay()) || !weightRef(w.getTimeFirst()) ||
+      !w.getResult().hasOneUse())
+    return false;
+  r.mul = dyn_cast<MulOp>(*w.getResult().getUsers().begin());
+  if (!r.mul || !r.mul.getResult().hasOneUse() || r.mul->getOperand(1) != w.getResult())
+    return false;
+  r.gate = r.mul->getOperand(0).getDefiningOp<ActOp>();
+  if (!r.gate || r.gate.getAct() != Activation::sigmoid || !onlyUse(r.gate.getResult(), r.mul))
+    return false;
+  r.r = ownLinear(r.gate.getX(), r.gate);
+  r.out = dyn_cast<LinearOp>(*r.mul.getResult().getUsers().begin());
+  return r.r && r.out && r.out.getX() == r.mul.getResult() && weightRef(r.out.getWeight());
+}
+
+std::vector<WkvRegion> findWkvRegions(ModuleOp module) {
+  std::vector<WkvRegion> regions;
+  module.walk([&](WkvOp w) {
+    WkvRegion r;
+    r.wkv = w;
+    r.channels = shard::cols(w.getResult());
+    if (matches(r))
+      regions.push_back(r);
+  });
+  return regions;
+}
+
 class ShardRecurrent : public impl::CbcShardRecurrentBase<ShardRecurrent> {
 public:
   using CbcShardRecurrentBase::CbcShardRecurrentBase;
@@ -162,7 +208,12 @@ public:
       return signalPassFailure();
     for (Region &r : findRegions(module))
       cut(r);
-    for (MlstmRegion &r : findMlstmRegions(module))
+    for (WkvRegion &r : findWkvRegions(module))
+    rules.push_back({"the " + std::to_string(r.channels) + " WKV channels of layer " + std::to_string(r.wkv.getLayer()),
+                     r.channels, false});
+  for (MlstmRegion &r : findMlstmRegions(module))
+      cut(r);
+    for (WkvRegion &r : findWkvRegions(module))
       cut(r);
     shard::markRanks(module, ranks);
   }
@@ -235,6 +286,21 @@ private:
       shard::setCols(x, v / n);
     shard::rowParallel(r.out, v, n);
   }
+
+  // k, v and r column-parallel, time_decay and time_first by channel, the output row-parallel.
+  void cut(WkvRegion &r) {
+    int64_t n = ranks, C = r.channels;
+    auto channels = ShardAttr::get(&getContext(), n, 0, {C}, {n});
+    for (LinearOp in : {r.k, r.v, r.r}) {
+      shard::cutWeight(in.getWeight(), in, channels, "tp");
+      shard::setCols(in.getResult(), C / n);
+    }
+    shard::cutWeight(r.wkv.getTimeDecay(), r.wkv, channels, "tp");
+    shard::cutWeight(r.wkv.getTimeFirst(), r.wkv, channels, "tp");
+    for (Value x : {r.gate.getResult(), r.wkv.getResult(), r.mul.getResult()})
+      shard::setCols(x, C / n);
+    shard::rowParallel(r.out, C, n);
+  }
 };
 
 } // namespace
@@ -246,6 +312,9 @@ void recurrentRules(ModuleOp module, std::vector<Rule> &rules) {
     rules.push_back({"the " + std::to_string(r.valueHeads) + " gated-delta value heads" + layer, r.valueHeads, false});
     rules.push_back({"the " + std::to_string(r.keyHeads) + " gated-delta key heads" + layer, r.keyHeads, true});
   }
+  for (WkvRegion &r : findWkvRegions(module))
+    rules.push_back({"the " + std::to_string(r.channels) + " WKV channels of layer " + std::to_string(r.wkv.getLayer()),
+                     r.channels, false});
   for (MlstmRegion &r : findMlstmRegions(module))
     rules.push_back({"the " + std::to_string(r.heads) + " mLSTM heads of layer " + std::to_string(r.cell.getLayer()),
                      r.heads, false});

@@ -47,3 +47,20 @@
 // MLSTM2-NEXT: cbc.comm.all_reduce %[[PART]] {ranks = 2 : i64}
 // MLSTM4: cbc.state_decl<layer = 0, name = "recurrent", shape = [1, 529], bytes = 2116>
 // MLSTMBAD: error: --tp 8 does not divide the 4 mLSTM heads of layer 0; tensor-parallel sizes this model can take: 1, 2, 4
+
+// RWKV's time mix (the oracle fixture: 48 channels): key, value and receptance column-parallel,
+// time_decay and time_first by channel, the output row-parallel with an all-reduce; each rank
+// keeps its channels' WKV state.
+// RUN: cbc-translate --import-hf-config %fixtures/rwkv/config.json | cbc-opt --cbc-shard-recurrent=ranks=2 | FileCheck %s --check-prefix=WKV2
+// RUN: cbc-translate --import-hf-config %fixtures/rwkv/config.json | cbc-opt --cbc-shard-recurrent=ranks=4 --cbc-plan-cache | FileCheck %s --check-prefix=WKV4
+// RUN: cbc-translate --import-hf-config %fixtures/rwkv/config.json | not cbc-opt --cbc-shard-recurrent=ranks=5 2>&1 | FileCheck %s --check-prefix=WKVBAD
+// WKV2: cbc.weight.ref "layers.0.attention.key" {shard = #cbc.shard<ranks = 2, dim = 0, segments = [48], pieces = [2]>, {{.*}} : tensor<24x48xbf16>
+// WKV2: cbc.weight.ref "layers.0.attention.value" {shard = #cbc.shard<ranks = 2, dim = 0, segments = [48], pieces = [2]>
+// WKV2: cbc.weight.ref "layers.0.attention.receptance" {shard = #cbc.shard<ranks = 2, dim = 0, segments = [48], pieces = [2]>
+// WKV2: cbc.weight.ref "layers.0.attention.time_decay" {shard = #cbc.shard<ranks = 2, dim = 0, segments = [48], pieces = [2]>, {{.*}} : tensor<24xf32>
+// WKV2: cbc.state.wkv {{.*}} -> tensor<?x24xf32>
+// WKV2: cbc.weight.ref "layers.0.attention.output" {shard = #cbc.shard<ranks = 2, dim = 1, segments = [48], pieces = [2]>, {{.*}} : tensor<48x24xbf16>
+// WKV2: %[[PART:[0-9]+]] = cbc.math.linear %{{.*}} : tensor<?x24xf32>, tensor<48x24xbf16> -> tensor<?x48xf32>
+// WKV2-NEXT: cbc.comm.all_reduce %[[PART]] {ranks = 2 : i64}
+// WKV4: cbc.state_decl<layer = 0, name = "wkv", shape = [3, 12], bytes = 144>
+// WKVBAD: error: --tp 5 does not divide the 48 WKV channels of layer 0; tensor-parallel sizes this model can take: 1, 2, 3, 4, 6, 8, 12, 16, 24, 48
