@@ -13,7 +13,7 @@ import cbc
 from mm_util import REPO, Fixture, compile_fixture
 
 # The three multimodal fixtures; each reproduces transformers exactly through the engine.
-FAMILIES = ["llama4", "qwen3_5", "gemma3"]
+FAMILIES = ["llama4", "qwen3_5", "gemma3", "gemma4_audio"]
 
 
 @pytest.fixture(scope="module")

@@ -11,6 +11,8 @@
 #                               the fixture; exits 1 naming the first that differs
 #   bad FIXTURE_DIR OUT_DIR     writes bad segments and prints one bad request line each
 #   nogrid FIXTURE_DIR          prints prompt 0's line, base64 by "placeholder", without grids
+#   starts FIXTURE_DIR OUT_DIR  as write, the files placed by "start" only, each segment with its
+#                               "modality" (a fixture mixing audio and images has no one placeholder)
 import base64
 import json
 import os
@@ -84,6 +86,12 @@ class Fixture:
             at += rows * width * 4
         return out
 
+    def modalities(self, i):
+        """Each segment's modality name (modalities_i: 0 image, 1 video, 2 audio; images without it)."""
+        codes = ints(self.t[f"modalities_{i}"]) if f"modalities_{i}" in self.t else []
+        names = [("image", "video", "audio")[c] for c in codes]
+        return names or ["image"] * len(self.segments(i))
+
 
 def request(prompt, segments, placeholder=None):
     r = {"prompt": prompt, "max_new_tokens": 16, "ignore_eos": True}
@@ -129,6 +137,17 @@ def write(fx, out):
             else:
                 segs.append(with_grid({"base64": base64.b64encode(data).decode()}, grid))
         lines.append(request(fx.prompt(i), segs, fx.placeholder))
+    print("\n".join(lines))
+
+
+def starts(fx, out):
+    lines = []
+    for i in range(fx.count):
+        segs = []
+        for k, ((start, rows, data, grid), modality) in enumerate(zip(fx.segments(i), fx.modalities(i))):
+            write_npy(os.path.join(out, f"p{i}_{k}.npy"), rows, fx.width(i), data)
+            segs.append(with_grid({"file": f"p{i}_{k}.npy", "start": start, "modality": modality}, grid))
+        lines.append(request(fx.prompt(i), segs))
     print("\n".join(lines))
 
 
@@ -185,6 +204,8 @@ def main():
     fx = Fixture(folder)
     if cmd == "write":
         write(fx, sys.argv[3])
+    elif cmd == "starts":
+        starts(fx, sys.argv[3])
     elif cmd == "bad":
         bad(fx, sys.argv[3])
     elif cmd == "compare":
