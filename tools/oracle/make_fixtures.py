@@ -3005,7 +3005,9 @@ def main(argv=None) -> int:
     ap.add_argument("--min-distinct", type=int, default=6, help="--search-seeds: fewest distinct greedy tokens")
     args = ap.parse_args(argv)
 
-    families = args.family or list(FAMILIES)
+    # A "pending" family (a recipe whose family cbc does not lower yet) is written only when named:
+    # the C++ suites pick up every fixture directory.
+    families = args.family or [f for f in FAMILIES if not FAMILIES[f].get("pending")]
     unknown = [f for f in families if f not in FAMILIES]
     if unknown:
         ap.error(f"unknown family {unknown}; known: {', '.join(FAMILIES)}")

@@ -1,4 +1,4 @@
-"""Llama 4, MiniMax-M2 and Inkling.
+"""Llama 4, MiniMax-M2, Inkling and Inkling2.
 
 Each FAMILIES entry: a seed, a config builder, whether the norms are zero-centred and the features
 the fixture exercises (make_fixtures.py reads them)."""
@@ -149,6 +149,69 @@ INKLING_INIT_RULES = [
 ]
 
 
+# Inkling2 (SEMANTICS_INKLING2.md): 4 layers, sliding / full alternating, two attention-residual blocks of 2 layers
+# (layers 0-1 and 2-3; the full layers are the last of their block, as (i + 1) % 6 places them in the released model).
+# Every bound is set where the tiny model's values reach it: the released thresholds (q/k 22.6, rel 8, gate cap 4,
+# up cap 25, logit cap 30, n_floor 128000) are never reached at head_dim 8/16, d_rel 4 and 100 positions.
+def _cfg_inkling2_text():
+    from transformers import Inkling2TextConfig
+
+    common = {k: v for k, v in COMMON.items() if k not in ("intermediate_size", "num_attention_heads", "num_key_value_heads")}
+    return Inkling2TextConfig(
+        **common,
+        unpadded_vocab_size=250,  # the head keeps 256 rows, the logits their first 250 columns
+        num_hidden_layers=4,
+        layer_types=["hybrid_sliding", "hybrid", "hybrid_sliding", "hybrid"],
+        n_layers_per_attn_res_block=2,  # block boundaries at layers 0 and 2
+        num_attention_heads=4,  # full ("hybrid") layers: 4q/2kv, head_dim 16
+        num_key_value_heads=2,
+        head_dim=16,
+        swa_num_attention_heads=2,  # sliding ("hybrid_sliding") layers: 2q/1kv, head_dim 8
+        swa_num_key_value_heads=1,
+        swa_head_dim=8,
+        sliding_window_size=8,  # below every prompt but the 5-token one
+        d_rel=4,
+        rel_extent=24,  # the full layers' bias stops at distance 24, inside the 80-token prompt
+        log_scaling_n_floor=16,  # tau > 1 from position 16 on (full layers only)
+        log_scaling_alpha=0.3,
+        qk_l2_clip_threshold=4.0,  # about the median |q| (after its scale) and |k|: about half the heads are clipped
+        rel_l2_clip_threshold=2.0,  # about the median |r| (after its scale)
+        moe_intermediate_size=16,
+        n_routed_experts=4,
+        num_experts_per_tok=2,
+        route_scale=1.5,
+        mlp_gate_softcap=2.0,  # |gate| and |up| reach 2x the caps
+        mlp_up_softcap=2.0,
+        final_logit_softcapping=20.0,  # bends the large logits (tanh(x / 20)) without flattening the top-1/top-2 margins
+        conv_kernel_size=4,
+        rms_norm_eps=1e-6,
+    )
+
+
+# The learned scales of the clips around 1 (the sliding layers' q scale at 1.3: their heads are half as wide), k_proj
+# wider (the short conv's 1/sqrt(5) and 1/sqrt(9) output scales shrink k), the static and dynamic conv taps and the
+# attention-residual queries (all zero in _init_weights: a uniform mean over the sources) large enough to matter, a
+# decisive sigmoid router (saturated, ordered by the correction bias; wider than inkling_text's, which left router gaps
+# below 0.01 over 4 MoE layers), 1/sqrt(16) for the experts' down projections, a wider head (std 0.5) for the cap.
+# Seed: the best of 7200-7599 (margin 0.070, router gap 0.039 logit-equivalent; 48 of the 400 clear 0.01).
+INKLING2_SEED = 7406
+INKLING2_ATOL = 1e-3
+INKLING2_INIT_RULES = [
+    (r"mlp\.gate\.weight$", 0.0, 3.0),
+    (r"rel_logits_proj\.proj$", 0.0, 0.5),
+    (r"\.conv1d\.weight$", 0.0, 0.3),  # the static short convs (k/v on sliding layers, post-attention, post-MLP)
+    (r"sconv\.static_weight$", 0.0, 0.3),
+    (r"sconv\.weight_proj\.weight$", 0.0, 0.05),
+    (r"layers\.[02]\.self_attn\.q_l2_clip\.scale$", 1.3, 0.3),
+    (r"l2_clip\.scale$", 1.0, 0.3),
+    (r"self_attn\.k_proj\.weight$", 0.0, 0.3),
+    (r"(attention_input|mlp_input|final_input)\.query$", 0.0, 1.0),
+    (r"self_attn\.sink_proj\.weight$", 0.0, 0.25),
+    (r"experts\.down_proj$", 0.0, 0.25),
+    (r"^lm_head\.weight$", 0.0, 0.5),
+]
+
+
 # 1/sqrt(fan_in) for the weights whose fan-in is not 64 (as mla_init_rules), and the Llama 4 router (not matched
 # by the shared table's mlp.gate / mlp.router names) at BASE_STD["router"]. The RoPE layers' q/k_proj (layers 0-2)
 # are scaled by 1/32 after the draw (row_scale): their weightless RMS ("L2") norm is scale-invariant, so only its
@@ -275,6 +338,57 @@ FAMILIES = {
             "= sigmoid of the 2 chosen and the 2 shared logits over their sum (the shared experts are softmax sinks), "
             "x route_scale 1.5 x mlp.gate.global_scale; fused experts.gate_up_proj [4, 32, 64] (chunk: gate then up), "
             "experts.down_proj [4, 64, 16]; shared_experts.{gate,up,down}_proj [2, ...] each scaled by its weight",
+        ],
+    ),
+    "inkling2_text": dict(
+        pending="cbc does not lower inkling2_text yet: make_fixtures.py writes this fixture only with --family",
+        seed=INKLING2_SEED,
+        build=_cfg_inkling2_text,
+        zero_centred_norms=False,
+        init_rules=INKLING2_INIT_RULES,
+        buffer_init=[(r"mlp\.gate\.e_score_correction_bias$", 0.0, 0.6)],
+        prompt_lengths=PROMPT_LENGTHS_STATE,
+        state=True,
+        atol=INKLING2_ATOL,
+        atol_note="Routing ranks sigmoid(logits) + e_score_correction_bias; the router gap reported is logit-equivalent "
+        "(2 x the smallest k-th/(k+1)-th gap of the biased scores); the weights (the chosen sigmoids over their sum) are "
+        "smooth once the choice is made. The L2 clips are continuous (a kink at the threshold), the softcaps smooth. "
+        "fp32 noise is larger than inkling_text's: this random stack amplifies early rounding (a 6e-8 relative perturbation "
+        "of the weights moves row 10 of prompt 1 by up to 1.9e-4, nearly all of it from layers 0-1), so an independent fp32 "
+        "reimplementation lands at ~2e-4 (reference_inkling2.py: 1.7e-4 in fp32, 2.0e-4 in fp64), not at the 5e-5 of "
+        "torch's own cached/uncached paths; atol 1e-3 leaves 5x over that.",
+        features=[
+            "Inkling2ForCausalLM (model_type inkling2_text), 4 layers: layer_types [hybrid_sliding, hybrid, hybrid_sliding, "
+            "hybrid], every layer MoE (no dense MLP, no shared experts), n_layers_per_attn_res_block 2",
+            "checkpoint as save_pretrained writes it: the hub names of conversion_mapping's inkling2_text entry, reversed "
+            "(model.llm.layers.N.attn.{wq_du,wk_dv,wv_dv,wr_du,wo_ud,gate_attn,attn_sink_proj}.weight, attn.{q,rel}_l2_clip.scale, "
+            "attn.{k,v}_sconv.weight (sliding) / .static_w + .weight_proj (full), attn_sconv / mlp_sconv.weight, attn_norm / "
+            "{q,k,v}_input_norm / mlp_norm.weight, mlp.gate.{weight,bias}, mlp.experts.w13_weight (gate/up rows interleaved) "
+            "and w2_weight, model.llm.attn_res.{attn_queries.(N-1), mlp_queries.N, output_query}, model.llm.{embed, embed_norm, "
+            "norm, unembed}.weight)",
+            "attention: no RoPE, no q/k RMSNorm; q = ScaledL2Clip(q_proj x) (per-head learned scale, then the norm clipped to "
+            "qk_l2_clip_threshold 4: x * min(1, 4 / (|x| + 1e-6))), k = L2Clip(sconv(k_proj x)) (no scale), v = unweighted "
+            "RMSNorm(sconv(v_proj x)) (eps rms_norm_eps), relative states r = ScaledL2Clip(r_proj x) with rel_l2_clip_threshold 2; "
+            "softmax scale head_dim^-0.5",
+            "per-token attention sinks: sink_proj(x) [heads] is one extra logit per query and head in the softmax (zero value); "
+            "output gate: o_proj(attn * sigmoid(gate_proj(x)))",
+            "sliding layers: swa 2q/1kv, swa_head_dim 8, window 8 (key j visible iff 0 <= p - j < 8), relative bias extent 8; "
+            "full layers: 4q/2kv x 16, relative bias extent rel_extent 24, log scaling tau = 1 + 0.3 log(max((p + 1) / 16, 1)) "
+            "multiplying q and r after their clips",
+            "short convs: static depthwise conv (weight [C, 1, 4], tap 3 the current token) with output (x + conv(x)) / sqrt(5) "
+            "on k/v of the sliding layers and on every layer's attention and MLP outputs; the full layers' k/v use the dynamic "
+            "conv: taps static_weight [4, C] (row 0 the current token) + weight_proj(k or v input) [kv_heads x 4] shared "
+            "within a kv head, output (x + conv(x)) / sqrt(9)",
+            "block attention residuals: each layer's attention input (layer > 0; 3 queries q/k/v on the full layers, each "
+            "through its own q/k/v_input_layernorm) and MLP input, and the final norm's input, are softmax(query . rms(s) / "
+            "sqrt(64)) averages of the RMS-normalised (no weight, eps 1e-6) sources [embedding, finished block sums..., the "
+            "current partial block sum]; a block-boundary layer (index % 2 == 0) pushes its input onto the sources and "
+            "restarts the partial sum at its attention output",
+            "MoE: router mlp.gate.weight [4, 64] fp32, sigmoid scores, top-2 on scores + e_score_correction_bias, weights = "
+            "chosen scores / (their sum + 1e-20) x route_scale 1.5; experts SoftcappedSwiGLU: down(2 tanh(g / 2) sigmoid(g) "
+            "x 2 tanh(u / 2)) with mlp_gate_softcap 2, mlp_up_softcap 2, gate_up_proj [4, 32, 64] (gate rows first at run time)",
+            "embed_tokens.embed_norm RMSNorm after the embedding; logits = 20 tanh(lm_head(norm(h)) / 20) "
+            "(final_logit_softcapping 20), then the first unpadded_vocab_size 250 of 256 columns",
         ],
     ),
 }
