@@ -5,7 +5,8 @@
 //   scans      the CPU cost per token of each state scan, one thread, for prefill (the chunked
 //              form where there is one) and decode: gated delta (Qwen3-Next-80B-A3B's linear
 //              attention), KDA (Kimi-Linear-48B-A3B's), lightning attention (MiniMax-Text-01),
-//              Mamba2 SSD (Mamba2-2.7B) and Mamba's selective scan (Jamba-v0.1);
+//              Mamba2 SSD (Mamba2-2.7B), Mamba's selective scan (Jamba-v0.1) and the mLSTM
+//              cell (xLSTM-7B);
 //   dsa        DeepSeek-V3.2's sparse attention per decoded token, one layer, one thread, at 1k, 8k
 //              and 32k cached tokens: the indexer's scoring plus top-k (64 heads of 128, top 2048),
 //              and latent attention over the 2048 selected rows against the dense form.
@@ -323,6 +324,27 @@ void scanBench() {
     };
     printScan("Mamba selective (Jamba-v0.1: 8192 channels, 16)", perToken(1, 512, 2, scan),
               perToken(16, 1, 20, scan), "recurrent");
+  }
+  {
+    // xLSTM-7B's mLSTM: 8 heads of C [256, 512]; gates as a trained model's (input around 0,
+    // forget gates that keep most of the memory).
+    cpu::MlstmParams p{8, 256, 512, 1e-6f};
+    int64_t wk = p.heads * p.k_dim, wv = p.heads * p.v_dim, state = p.heads * (p.k_dim * (p.v_dim + 1) + 1);
+    auto scan = [&](int64_t R, int64_t n) {
+      int64_t T = R * n;
+      auto in = std::make_shared<std::vector<std::vector<float>>>(std::vector<std::vector<float>>{
+          randomVector(T * wk, rng), randomVector(T * wk, rng), randomVector(T * wv, rng),
+          randomVector(T * p.heads, rng, -2.0f, 2.0f), randomVector(T * p.heads, rng, 2.0f, 6.0f),
+          std::vector<float>(T * wv), std::vector<float>(R * state)});
+      auto rows = std::make_shared<Rows>(R, n);
+      return [=, &p] {
+        auto &v = *in;
+        cpu::mlstmScan(v[0].data(), v[1].data(), v[2].data(), v[3].data(), v[4].data(), p, rows->view, v[6].data(),
+                       v[5].data(), kSerial, 64);
+      };
+    };
+    printScan("mLSTM (xLSTM-7B: 8 heads, 256x512)", perToken(1, 512, 2, scan), perToken(16, 1, 20, scan),
+              "chunkwise, 64");
   }
 }
 

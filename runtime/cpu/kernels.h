@@ -390,8 +390,20 @@ struct MlstmParams {
   int64_t heads = 0, k_dim = 0, v_dim = 0;
   float eps = 1e-6f;
 };
+// Requests with one row use the token recurrence; longer ones the chunkwise form over chunks of
+// `block` rows, from the request's own state either way.
 void mlstmScan(const float *q, const float *k, const float *v, const float *ig, const float *fg,
-               const MlstmParams &p, const StateRows &rows, float *pool, float *out, const ParallelFor &pfor);
+               const MlstmParams &p, const StateRows &rows, float *pool, float *out, const ParallelFor &pfor,
+               int64_t block = 64);
+// One request's head for the two forms (exposed for tests): its first row's q, k, v and gates,
+// the strides between rows, and the state S [dk * (dv + 1) + 1] (C, n, m) it carries.
+struct MlstmHead {
+  const float *q, *k, *v, *ig, *fg;
+  int64_t qk_stride, v_stride, gate_stride, k_dim, v_dim;
+  float eps;
+};
+void mlstmRecurrent(const MlstmHead &x, int64_t n, float *S, float *out);
+void mlstmChunks(const MlstmHead &x, int64_t n, float *S, float *out, int64_t block);
 
 } // namespace cbc::rt::cpu
 

@@ -472,37 +472,118 @@ void lightningScan(const float *q, const float *k, const float *v, const Lightni
   });
 }
 
-// The mLSTM cell token by token, per (request, head): the decay and the input weight are taken
-// relative to the running stabiliser m, so C and n stay finite whatever the gates.
-void mlstmScan(const float *q, const float *k, const float *v, const float *ig, const float *fg,
-               const MlstmParams &p, const StateRows &rows, float *pool, float *out, const ParallelFor &pfor) {
-  int64_t H = p.heads, dk = p.k_dim, dv = p.v_dim, size = dk * (dv + 1) + 1;
+// The mLSTM cell token by token: the decay and the input weight are taken relative to the
+// running stabiliser m, so C and n stay finite whatever the gates.
+void mlstmRecurrent(const MlstmHead &x, int64_t n, float *S, float *out) {
+  int64_t dk = x.k_dim, dv = x.v_dim;
+  float *C = S, *nv = S + dk * dv, &m = nv[dk];
   float scale = 1.0f / std::sqrt((float)dk);
+  for (int64_t t = 0; t < n; ++t) {
+    const float *qt = x.q + t * x.qk_stride, *kt = x.k + t * x.qk_stride, *vt = x.v + t * x.v_stride;
+    float lf = logSigmoid(x.fg[t * x.gate_stride]), i = x.ig[t * x.gate_stride];
+    float mNew = std::max(lf + m, i), decay = std::exp(lf + m - mNew), gain = std::exp(i - mNew);
+    float *o = out + t * x.v_stride;
+    std::fill_n(o, dv, 0.0f);
+    float qn = 0.0f;
+    for (int64_t a = 0; a < dk; ++a) {
+      float ka = gain * kt[a], qa = scale * qt[a];
+      float *Crow = C + a * dv;
+      for (int64_t j = 0; j < dv; ++j) {
+        Crow[j] = decay * Crow[j] + ka * vt[j];
+        o[j] += qa * Crow[j];
+      }
+      nv[a] = decay * nv[a] + ka;
+      qn += qa * nv[a];
+    }
+    float denom = std::max(std::fabs(qn), std::exp(-mNew)) + x.eps;
+    for (int64_t j = 0; j < dv; ++j)
+      o[j] /= denom;
+    m = mNew;
+  }
+}
+
+// The chunkwise form: within a chunk, with b_t the cumulative log forget gate from its start and
+// m_t = b_t + max(m0, max_{s<=t}(i_s - b_s)) (the recurrence's stabiliser), row t reads
+// e^(b_t+m0-m_t) q C0 + sum_{s<=t} e^(b_t-b_s+i_s-m_t) (q.k_s) v_s and the like for n; the state
+// leaves the chunk as the same sums at its last row. Every weight is at most 1. The products are
+// BLAS calls, so the state is read once per chunk rather than once per row.
+void mlstmChunks(const MlstmHead &x, int64_t n, float *S, float *out, int64_t block) {
+  const auto RM = CblasRowMajor;
+  const auto N = CblasNoTrans, T = CblasTrans;
+  int64_t dk = x.k_dim, dv = x.v_dim;
+  float *C = S, *nv = S + dk * dv, &m0 = nv[dk];
+  float scale = 1.0f / std::sqrt((float)dk);
+  std::vector<float> P(block * block), Q(block * dk), Qg(block * dk), K(block * dk), Kw(block * dk), V(block * dv);
+  std::vector<float> b(block), m(block), qn(block);
+  for (int64_t c0 = 0; c0 < n; c0 += block) {
+    int64_t L = std::min(block, n - c0);
+    int l = (int)L, DK = (int)dk, DV = (int)dv, ld = (int)block;
+    float run = m0, cum = 0.0f;
+    for (int64_t t = 0; t < L; ++t) {
+      int64_t row = c0 + t;
+      cum += logSigmoid(x.fg[row * x.gate_stride]);
+      b[t] = cum;
+      run = std::max(run, x.ig[row * x.gate_stride] - cum);
+      m[t] = cum + run;
+      for (int64_t a = 0; a < dk; ++a) {
+        Q[t * dk + a] = scale * x.q[row * x.qk_stride + a];
+        K[t * dk + a] = x.k[row * x.qk_stride + a];
+      }
+      std::copy_n(x.v + row * x.v_stride, dv, &V[t * dv]);
+    }
+    float mL = m[L - 1], carry = std::exp(b[L - 1] + m0 - mL);
+    cblas_sgemm(RM, N, T, l, l, DK, 1.0f, Q.data(), DK, K.data(), DK, 0.0f, P.data(), ld);
+    for (int64_t t = 0; t < L; ++t) {
+      float g = std::exp(b[t] + m0 - m[t]), sum = 0.0f;
+      for (int64_t s = 0; s < L; ++s) {
+        float &p = P[t * block + s];
+        p = s <= t ? p * std::exp(b[t] - b[s] + x.ig[(c0 + s) * x.gate_stride] - m[t]) : 0.0f;
+        sum += p;
+      }
+      float qn0 = 0.0f;
+      for (int64_t a = 0; a < dk; ++a) {
+        Qg[t * dk + a] = g * Q[t * dk + a];
+        qn0 += Q[t * dk + a] * nv[a];
+      }
+      qn[t] = sum + g * qn0;
+      float w = std::exp(b[L - 1] - b[t] + x.ig[(c0 + t) * x.gate_stride] - mL);
+      for (int64_t a = 0; a < dk; ++a)
+        Kw[t * dk + a] = w * K[t * dk + a];
+    }
+    float *oc = out + c0 * x.v_stride;
+    int os = (int)x.v_stride;
+    cblas_sgemm(RM, N, N, l, DV, DK, 1.0f, Qg.data(), DK, C, DV, 0.0f, oc, os);
+    cblas_sgemm(RM, N, N, l, DV, l, 1.0f, P.data(), ld, V.data(), DV, 1.0f, oc, os);
+    for (int64_t t = 0; t < L; ++t) {
+      float denom = std::max(std::fabs(qn[t]), std::exp(-m[t])) + x.eps;
+      for (int64_t j = 0; j < dv; ++j)
+        oc[t * x.v_stride + j] /= denom;
+    }
+    cblas_sgemm(RM, T, N, DK, DV, l, 1.0f, Kw.data(), DK, V.data(), DV, carry, C, DV);
+    for (int64_t a = 0; a < dk; ++a) {
+      float sum = 0.0f;
+      for (int64_t t = 0; t < L; ++t)
+        sum += Kw[t * dk + a];
+      nv[a] = carry * nv[a] + sum;
+    }
+    m0 = mL;
+  }
+}
+
+void mlstmScan(const float *q, const float *k, const float *v, const float *ig, const float *fg,
+               const MlstmParams &p, const StateRows &rows, float *pool, float *out, const ParallelFor &pfor,
+               int64_t block) {
+  int64_t H = p.heads, dk = p.k_dim, dv = p.v_dim, size = dk * (dv + 1) + 1;
   pfor(rows.num_requests * H, [&](int64_t rh) {
     int64_t r = rh / H, h = rh % H;
-    float *C = headState(rows, pool, r, H, h, size), *n = C + dk * dv, &m = n[dk];
-    for (int64_t t = rows.cu_seqlens[r]; t < rows.cu_seqlens[r + 1]; ++t) {
-      const float *qt = q + (t * H + h) * dk, *kt = k + (t * H + h) * dk, *vt = v + (t * H + h) * dv;
-      float lf = logSigmoid(fg[t * H + h]), i = ig[t * H + h];
-      float mNew = std::max(lf + m, i), decay = std::exp(lf + m - mNew), gain = std::exp(i - mNew);
-      float *o = out + (t * H + h) * dv;
-      std::fill_n(o, dv, 0.0f);
-      float qn = 0.0f;
-      for (int64_t a = 0; a < dk; ++a) {
-        float ka = gain * kt[a], qa = scale * qt[a];
-        float *Crow = C + a * dv;
-        for (int64_t j = 0; j < dv; ++j) {
-          Crow[j] = decay * Crow[j] + ka * vt[j];
-          o[j] += qa * Crow[j];
-        }
-        n[a] = decay * n[a] + ka;
-        qn += qa * n[a];
-      }
-      float denom = std::max(std::fabs(qn), std::exp(-mNew)) + p.eps;
-      for (int64_t j = 0; j < dv; ++j)
-        o[j] /= denom;
-      m = mNew;
-    }
+    int64_t begin = rows.cu_seqlens[r], n = rows.cu_seqlens[r + 1] - begin;
+    float *S = headState(rows, pool, r, H, h, size);
+    MlstmHead x{q + (begin * H + h) * dk, k + (begin * H + h) * dk, v + (begin * H + h) * dv,
+                ig + begin * H + h, fg + begin * H + h, H * dk, H * dv, H, dk, dv, p.eps};
+    if (n == 1)
+      mlstmRecurrent(x, n, S, out + (begin * H + h) * dv);
+    else if (n > 1)
+      mlstmChunks(x, n, S, out + (begin * H + h) * dv, block);
   });
 }
 

@@ -1,6 +1,6 @@
-// The CPU state kernels against their own definitions: the chunked gated-delta and KDA forms and
-// the lightning block form against their token recurrences, and every state op split into pieces
-// against one pass over the whole sequence. Chunked prefill and preemption rest on these: a
+// The CPU state kernels against their own definitions: the chunked gated-delta and KDA forms,
+// the lightning block form and the mLSTM chunkwise form against their token recurrences, and
+// every state op split into pieces against one pass over the whole sequence. Chunked prefill and preemption rest on these: a
 // request's rows may arrive in any number of steps, and its state must carry exactly.
 #include "runtime/cpu/kernels.h"
 #include "test/unit/kernel_test_util.h"
@@ -304,6 +304,59 @@ TEST(Lightning, ScanInPiecesEqualsWholeSequence) {
       auto [out, state] = run(cuts, block);
       EXPECT_LE(maxRelDiff(out, wantOut), 2e-5) << cuts.size() << " cuts, block " << block;
       EXPECT_LE(maxRelDiff(state, wantState), 2e-5) << cuts.size() << " cuts, block " << block;
+    }
+}
+
+// The mLSTM chunkwise form is the recurrence for every chunk size (1, sizes that do not divide
+// the sequence, longer than it), from a carried state with a non-zero stabiliser, with rows
+// strided as in the packed layout, for gates from mild to ones where exp(i) alone would overflow
+// fp32 (i up to 95) and forget gates that wipe the memory.
+TEST(Mlstm, ChunkFormEqualsRecurrence) {
+  int64_t n = 77, dk = 6, dv = 10, heads = 3;
+  for (float spread : {1.0f, 8.0f, 95.0f}) {
+    std::mt19937 rng(11);
+    auto q = randoms(n * heads * dk, rng), k = randoms(n * heads * dk, rng);
+    auto v = randoms(n * heads * dv, rng, -2.0f, 2.0f);
+    auto ig = randoms(n * heads, rng, -spread, spread), fg = randoms(n * heads, rng, -spread, spread);
+    auto state = randoms(dk * (dv + 1) + 1, rng, 0.0f, 0.5f);
+    state.back() = 1.5f; // m
+    MlstmHead x{q.data(), k.data(), v.data(), ig.data(), fg.data(), heads * dk, heads * dv, heads, dk, dv, 1e-6f};
+    std::vector<float> wantS = state, want(n * heads * dv, 0.0f);
+    mlstmRecurrent(x, n, wantS.data(), want.data());
+    for (int64_t block : {1, 5, 16, 64, 128}) {
+      std::vector<float> S = state, out(n * heads * dv, 0.0f);
+      mlstmChunks(x, n, S.data(), out.data(), block);
+      EXPECT_LE(maxRelDiff(out, want), 5e-5) << "spread " << spread << ", block " << block;
+      EXPECT_LE(maxRelDiff(S, wantS), 5e-5) << "spread " << spread << ", block " << block;
+    }
+  }
+}
+
+TEST(Mlstm, ScanInPiecesEqualsWholeSequence) {
+  MlstmParams p{2, 4, 5, 1e-6f};
+  std::mt19937 rng(17);
+  int64_t n = 150, wk = p.heads * p.k_dim, wv = p.heads * p.v_dim, stateElems = p.heads * (p.k_dim * (p.v_dim + 1) + 1);
+  auto q = randoms(n * wk, rng), k = randoms(n * wk, rng), v = randoms(n * wv, rng);
+  auto ig = randoms(n * p.heads, rng, -4.0f, 4.0f), fg = randoms(n * p.heads, rng, -2.0f, 6.0f);
+  auto run = [&](const std::vector<int64_t> &cuts, int64_t block) {
+    std::vector<float> pool(2 * stateElems, 123.0f), out(n * wv, NAN);
+    runInPieces(n, cuts, 1, [&](const StateRows &rows, int64_t begin, int64_t) {
+      mlstmScan(&q[begin * wk], &k[begin * wk], &v[begin * wv], &ig[begin * p.heads], &fg[begin * p.heads], p, rows,
+                pool.data(), &out[begin * wv], serial, block);
+    });
+    for (int64_t i = 0; i < stateElems; ++i)
+      EXPECT_EQ(pool[i], 123.0f) << "another request's slot was written";
+    pool.erase(pool.begin(), pool.begin() + stateElems);
+    return std::make_pair(out, pool);
+  };
+  std::vector<int64_t> everyToken(n - 1);
+  std::iota(everyToken.begin(), everyToken.end(), 1);
+  auto [wantOut, wantState] = run(everyToken, 64); // token by token: the decode path throughout
+  for (auto cuts : std::vector<std::vector<int64_t>>{{}, {7, 14, 21, 100}, {64}, {1, 65, 66}, {30, 129}})
+    for (int64_t block : {1, 7, 64}) {
+      auto [out, state] = run(cuts, block);
+      EXPECT_LE(maxRelDiff(out, wantOut), 5e-5) << cuts.size() << " cuts, block " << block;
+      EXPECT_LE(maxRelDiff(state, wantState), 5e-5) << cuts.size() << " cuts, block " << block;
     }
 }
 
