@@ -81,7 +81,7 @@ def CbcShardExperts : CbcShardPass<"cbc-shard-experts", "experts"> {
 }
 
 def CbcShardRecurrent : CbcShardPass<"cbc-shard-recurrent", "recurrent"> {
-  let summary = "Divides gated-delta and mLSTM heads and WKV channels, and their states, among the ranks.";
+  let summary = "Divides gated-delta, KDA and mLSTM heads and WKV channels, and their states, among the ranks.";
   let description = [{
     For `ranks = N > 1`, a gated-delta mixer in the plain form (input linears split into the
     conv's q|k|v, the output norm's gate z, a and b; a depthwise `cbc.state.conv1d` and a
@@ -100,8 +100,14 @@ def CbcShardRecurrent : CbcShardPass<"cbc-shard-recurrent", "recurrent"> {
     RWKV's time mix in the plain form (k and v each from its own linear, r the sigmoid of
     another, `cbc.state.wkv`, r times it, the output linear) keeps `C / N` channels: the three
     linears' rows, `time_decay` and `time_first`, the output's columns; `N` must divide `C`.
-    `cbc.state.ssd`, `cbc.state.selective_scan`, `cbc.state.kda`, `cbc.state.lightning` and
-    `cbc.state.rg_lru` mixers are not divided yet: they stay whole on every rank.
+    A KDA mixer in the plain form (one linear split into q|k|v through a depthwise conv, f, b and
+    g, f and g straight or through a low-rank second linear; `cbc.state.kda`; the gated RMS norm
+    per head; the output linear) keeps `H / N` heads: their rows of q, k, v and b (and of f and g,
+    or of their second projections, the first ones whole), the conv's channels, `A_log` and
+    `dt_bias`, the output's columns; `N` must divide `H`. `cbc.state.ssd`,
+    `cbc.state.selective_scan`, `cbc.state.lightning` (its norm spans every head) and
+    `cbc.state.rg_lru` (its block-diagonal gates) mixers are not divided yet: they stay whole on
+    every rank.
   }];
 }
 

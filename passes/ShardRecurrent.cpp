@@ -195,6 +195,72 @@ std::vector<WkvRegion> findWkvRegions(ModuleOp module) {
   return regions;
 }
 
+// A KDA mixer in the plain form: one linear split into q|k|v (through a depthwise conv and a
+// split), f, b and g (f and g through a low-rank second linear each, or straight); the scan; the
+// gated RMS norm per head; the output linear. Each read only by the next. The unit of division is
+// the head; a low-rank gate's first projection stays whole on every rank.
+struct KdaRegion {
+  KdaOp kda;
+  LinearOp in, out, fUp, gUp; // fUp, gUp: the low-rank second projections, if any
+  SplitOp feed, qkv;
+  StateConv1dOp conv;
+  RmsNormGatedOp norm;
+  int64_t heads = 0, dim = 0;
+};
+
+// The low-rank second projection `x` comes from (reading `part` of the feed), or none.
+LinearOp lowRank(Value x, Value part, Operation *user) {
+  auto up = x.getDefiningOp<LinearOp>();
+  return up && onlyUse(x, user) && up.getX() == part && onlyUse(part, up) && weightRef(up.getWeight()) &&
+                 !up.getBias()
+             ? up
+             : LinearOp();
+}
+
+bool matches(KdaRegion &r) {
+  KdaOp d = r.kda;
+  r.qkv = d.getQ().getDefiningOp<SplitOp>();
+  if (!r.qkv || r.qkv.getNumResults() != 3 || d.getK() != r.qkv.getResult(1) || d.getV() != r.qkv.getResult(2) ||
+      !llvm::all_of(r.qkv.getResults(), [&](Value v) { return onlyUse(v, d); }))
+    return false;
+  r.conv = r.qkv.getX().getDefiningOp<StateConv1dOp>();
+  if (!r.conv || !onlyUse(r.conv.getResult(), r.qkv) || !weightRef(r.conv.getWeight()) || r.conv.getBias() ||
+      r.conv.getInitial() || llvm::cast<RankedTensorType>(r.conv.getWeight().getType()).getDimSize(1) != 1)
+    return false;
+  r.feed = r.conv.getX().getDefiningOp<SplitOp>();
+  if (!r.feed || r.feed.getNumResults() != 4 || r.feed.getResult(0) != r.conv.getX() || !onlyUse(r.conv.getX(), r.conv) ||
+      d.getB() != r.feed.getResult(2) || !onlyUse(d.getB(), d) || !d.getResult().hasOneUse())
+    return false;
+  r.norm = dyn_cast<RmsNormGatedOp>(*d.getResult().getUsers().begin());
+  if (!r.norm || r.norm.getX() != d.getResult() || !r.norm.getResult().hasOneUse() || !r.norm.getGroupAttr() ||
+      r.norm.getGroupAttr().getInt() != r.dim)
+    return false;
+  Value f = r.feed.getResult(1), g = r.feed.getResult(3);
+  r.fUp = lowRank(d.getF(), f, d);
+  r.gUp = lowRank(r.norm.getZ(), g, r.norm);
+  if (!(r.fUp ? true : d.getF() == f && onlyUse(f, d)) || !(r.gUp ? true : r.norm.getZ() == g && onlyUse(g, r.norm)))
+    return false;
+  r.in = r.feed.getX().getDefiningOp<LinearOp>();
+  if (!r.in || !onlyUse(r.in.getResult(), r.feed) || !weightRef(r.in.getWeight()) || r.in.getBias())
+    return false;
+  r.out = dyn_cast<LinearOp>(*r.norm.getResult().getUsers().begin());
+  return r.out && r.out.getX() == r.norm.getResult() && weightRef(r.out.getWeight()) && weightRef(d.getALog()) &&
+         weightRef(d.getDtBias());
+}
+
+std::vector<KdaRegion> findKdaRegions(ModuleOp module) {
+  std::vector<KdaRegion> regions;
+  module.walk([&](KdaOp d) {
+    KdaRegion r;
+    r.kda = d;
+    r.heads = d.getNumHeads();
+    r.dim = d.getVDim();
+    if (d.getKDim() == d.getVDim() && matches(r))
+      regions.push_back(r);
+  });
+  return regions;
+}
+
 class ShardRecurrent : public impl::CbcShardRecurrentBase<ShardRecurrent> {
 public:
   using CbcShardRecurrentBase::CbcShardRecurrentBase;
@@ -208,12 +274,17 @@ public:
       return signalPassFailure();
     for (Region &r : findRegions(module))
       cut(r);
-    for (WkvRegion &r : findWkvRegions(module))
+    for (KdaRegion &r : findKdaRegions(module))
+    rules.push_back({"the " + std::to_string(r.heads) + " KDA heads of layer " + std::to_string(r.kda.getLayer()),
+                     r.heads, false});
+  for (WkvRegion &r : findWkvRegions(module))
     rules.push_back({"the " + std::to_string(r.channels) + " WKV channels of layer " + std::to_string(r.wkv.getLayer()),
                      r.channels, false});
   for (MlstmRegion &r : findMlstmRegions(module))
       cut(r);
     for (WkvRegion &r : findWkvRegions(module))
+      cut(r);
+    for (KdaRegion &r : findKdaRegions(module))
       cut(r);
     shard::markRanks(module, ranks);
   }
@@ -287,6 +358,40 @@ private:
     shard::rowParallel(r.out, v, n);
   }
 
+  // The heads' rows of every part of the input linear (a low-rank gate's first projection whole),
+  // of the conv, the low-rank second projections, A_log and dt_bias; the output row-parallel.
+  void cut(KdaRegion &r) {
+    MLIRContext *ctx = &getContext();
+    int64_t n = ranks, H = r.heads, W = r.heads * r.dim;
+    int64_t fw = shard::cols(r.feed.getResult(1)), gw = shard::cols(r.feed.getResult(3));
+    int64_t fPieces = r.fUp ? 1 : n, gPieces = r.gUp ? 1 : n;
+    shard::cutWeight(r.in.getWeight(), r.in, ShardAttr::get(ctx, n, 0, {W, W, W, fw, H, gw}, {n, n, n, fPieces, n, gPieces}),
+                     "tp");
+    shard::setCols(r.feed.getResult(0), 3 * W / n);
+    shard::setCols(r.feed.getResult(1), fw / fPieces);
+    shard::setCols(r.feed.getResult(2), H / n);
+    shard::setCols(r.feed.getResult(3), gw / gPieces);
+    shard::setCols(r.in.getResult(), 3 * W / n + fw / fPieces + H / n + gw / gPieces);
+    shard::cutWeight(r.conv.getWeight(), r.conv, ShardAttr::get(ctx, n, 0, {W, W, W}, {n, n, n}), "tp");
+    shard::setCols(r.conv.getResult(), 3 * W / n);
+    auto width = ShardAttr::get(ctx, n, 0, {W}, {n});
+    for (LinearOp up : {r.fUp, r.gUp})
+      if (up) {
+        shard::cutWeight(up.getWeight(), up, width, "tp");
+        shard::setCols(up.getResult(), W / n);
+      }
+    for (Value x : r.qkv.getResults())
+      shard::setCols(x, W / n);
+    auto aLog = llvm::cast<RankedTensorType>(r.kda.getALog().getType());
+    int64_t headDim = aLog.getRank() == 4 ? 2 : 0; // [H] or [1, 1, H, 1]
+    shard::cutWeight(r.kda.getALog(), r.kda, ShardAttr::get(ctx, n, headDim, {H}, {n}), "tp");
+    shard::cutWeight(r.kda.getDtBias(), r.kda, width, "tp");
+    r.kda.setNumHeads(H / n);
+    shard::setCols(r.kda.getResult(), W / n);
+    shard::setCols(r.norm.getResult(), W / n);
+    shard::rowParallel(r.out, W, n);
+  }
+
   // k, v and r column-parallel, time_decay and time_first by channel, the output row-parallel.
   void cut(WkvRegion &r) {
     int64_t n = ranks, C = r.channels;
@@ -312,6 +417,9 @@ void recurrentRules(ModuleOp module, std::vector<Rule> &rules) {
     rules.push_back({"the " + std::to_string(r.valueHeads) + " gated-delta value heads" + layer, r.valueHeads, false});
     rules.push_back({"the " + std::to_string(r.keyHeads) + " gated-delta key heads" + layer, r.keyHeads, true});
   }
+  for (KdaRegion &r : findKdaRegions(module))
+    rules.push_back({"the " + std::to_string(r.heads) + " KDA heads of layer " + std::to_string(r.kda.getLayer()),
+                     r.heads, false});
   for (WkvRegion &r : findWkvRegions(module))
     rules.push_back({"the " + std::to_string(r.channels) + " WKV channels of layer " + std::to_string(r.wkv.getLayer()),
                      r.channels, false});

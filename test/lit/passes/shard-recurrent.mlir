@@ -64,3 +64,22 @@
 // WKV2-NEXT: cbc.comm.all_reduce %[[PART]] {ranks = 2 : i64}
 // WKV4: cbc.state_decl<layer = 0, name = "wkv", shape = [3, 12], bytes = 144>
 // WKVBAD: error: --tp 5 does not divide the 48 WKV channels of layer 0; tensor-parallel sizes this model can take: 1, 2, 3, 4, 6, 8, 12, 16, 24, 48
+
+// Kimi Linear's KDA mixers (the oracle fixture: 2 heads of 16, low-rank f and g gates, A_log
+// [1, 1, H, 1]). On 2 ranks each keeps one head: its rows of q, k, v and b, the low-rank gates'
+// first projections whole and their second projections' rows, the conv's channels, A_log (along
+// its head dimension) and dt_bias, the output's columns, summed by an all-reduce.
+// RUN: cbc-translate --import-hf-config %fixtures/kimi_linear/config.json | cbc-opt --cbc-shard-recurrent=ranks=2 | FileCheck %s --check-prefix=KDA2
+// RUN: cbc-translate --import-hf-config %fixtures/kimi_linear/config.json | cbc-opt --cbc-shard-recurrent=ranks=2 --cbc-plan-cache | FileCheck %s --check-prefix=KDAPLAN
+// RUN: cbc-translate --import-hf-config %fixtures/kimi_linear/config.json | not cbc-opt --cbc-shard-recurrent=ranks=4 2>&1 | FileCheck %s --check-prefix=KDABAD
+// KDA2: cbc.weight.ref "layers.0.kda.in" {shard = #cbc.shard<ranks = 2, dim = 0, segments = [32, 32, 32, 16, 2, 16], pieces = [2, 2, 2, 1, 2, 1]>, {{.*}} : tensor<81x64xbf16>
+// KDA2: cbc.math.split %{{.*}} : tensor<?x81xf32> -> tensor<?x48xf32>, tensor<?x16xf32>, tensor<?x1xf32>, tensor<?x16xf32>
+// KDA2: cbc.weight.ref "layers.0.kda.f_b" {shard = #cbc.shard<ranks = 2, dim = 0, segments = [32], pieces = [2]>, {{.*}} : tensor<16x16xbf16>
+// KDA2: cbc.weight.ref "layers.0.kda.conv" {shard = #cbc.shard<ranks = 2, dim = 0, segments = [32, 32, 32], pieces = [2, 2, 2]>, {{.*}} : tensor<48x1x4xbf16>
+// KDA2: cbc.weight.ref "layers.0.kda.A_log" {shard = #cbc.shard<ranks = 2, dim = 2, segments = [2], pieces = [2]>, {{.*}} : tensor<1x1x1x1xf32>
+// KDA2: cbc.state.kda {{.*}}num_heads = 1 : i64
+// KDA2: cbc.weight.ref "layers.0.kda.out" {shard = #cbc.shard<ranks = 2, dim = 1, segments = [32], pieces = [2]>, {{.*}} : tensor<64x16xbf16>
+// KDA2: %[[PART:[0-9]+]] = cbc.math.linear %{{.*}} : tensor<?x16xf32>, tensor<64x16xbf16> -> tensor<?x64xf32>
+// KDA2-NEXT: cbc.comm.all_reduce %[[PART]] {ranks = 2 : i64}
+// KDAPLAN: cbc.state_decl<layer = 0, name = "conv", shape = [48, 3], bytes = 576>, #cbc.state_decl<layer = 0, name = "recurrent", shape = [1, 16, 16], bytes = 1024>
+// KDABAD: error: --tp 4 does not divide the 2 KDA heads of layer 0; tensor-parallel sizes this model can take: 1, 2
