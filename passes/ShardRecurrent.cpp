@@ -31,6 +31,12 @@ bool onlyUse(Value v, Operation *user) { return v.hasOneUse() && *v.getUsers().b
 
 bool weightRef(Value w) { return w && w.getDefiningOp<WeightRefOp>() && !w.getDefiningOp<WeightRefOp>().getShardAttr(); }
 
+// The output linear reading `v` (its one use) with a weight of its own, or none.
+LinearOp outputOf(Value v) {
+  auto out = v.hasOneUse() ? dyn_cast<LinearOp>(*v.getUsers().begin()) : LinearOp();
+  return out && out.getX() == v && weightRef(out.getWeight()) ? out : LinearOp();
+}
+
 // The split feeding `part` (its only reader being `user`), recorded once in r.feeds.
 bool fedBySplit(Region &r, Value part, Operation *user) {
   auto split = part.getDefiningOp<SplitOp>();
@@ -67,9 +73,8 @@ bool matches(Region &r) {
     if (!in || !onlyUse(in.getResult(), split) || !weightRef(in.getWeight()))
       return false;
   }
-  r.out = dyn_cast<LinearOp>(*r.norm.getResult().getUsers().begin());
-  return r.out && r.out.getX() == r.norm.getResult() && weightRef(r.out.getWeight()) && weightRef(d.getALog()) &&
-         weightRef(d.getDtBias());
+  r.out = outputOf(r.norm.getResult());
+  return r.out && weightRef(d.getALog()) && weightRef(d.getDtBias());
 }
 
 std::vector<Region> findRegions(ModuleOp module) {
@@ -133,8 +138,8 @@ bool matches(MlstmRegion &r) {
   r.mul = dyn_cast<MulOp>(*r.norm.getResult().getUsers().begin());
   if (!r.mul || *r.gate.getResult().getUsers().begin() != r.mul.getOperation() || !r.mul.getResult().hasOneUse())
     return false;
-  r.out = dyn_cast<LinearOp>(*r.mul.getResult().getUsers().begin());
-  return r.out && r.out.getX() == r.mul.getResult() && weightRef(r.out.getWeight());
+  r.out = outputOf(r.mul.getResult());
+  return bool(r.out);
 }
 
 std::vector<MlstmRegion> findMlstmRegions(ModuleOp module) {
@@ -179,8 +184,8 @@ bool matches(WkvRegion &r) {
   if (!r.gate || r.gate.getAct() != Activation::sigmoid || !onlyUse(r.gate.getResult(), r.mul))
     return false;
   r.r = ownLinear(r.gate.getX(), r.gate);
-  r.out = dyn_cast<LinearOp>(*r.mul.getResult().getUsers().begin());
-  return r.r && r.out && r.out.getX() == r.mul.getResult() && weightRef(r.out.getWeight());
+  r.out = outputOf(r.mul.getResult());
+  return r.r && r.out;
 }
 
 std::vector<WkvRegion> findWkvRegions(ModuleOp module) {
@@ -243,9 +248,8 @@ bool matches(KdaRegion &r) {
   r.in = r.feed.getX().getDefiningOp<LinearOp>();
   if (!r.in || !onlyUse(r.in.getResult(), r.feed) || !weightRef(r.in.getWeight()) || r.in.getBias())
     return false;
-  r.out = dyn_cast<LinearOp>(*r.norm.getResult().getUsers().begin());
-  return r.out && r.out.getX() == r.norm.getResult() && weightRef(r.out.getWeight()) && weightRef(d.getALog()) &&
-         weightRef(d.getDtBias());
+  r.out = outputOf(r.norm.getResult());
+  return r.out && weightRef(d.getALog()) && weightRef(d.getDtBias());
 }
 
 std::vector<KdaRegion> findKdaRegions(ModuleOp module) {
