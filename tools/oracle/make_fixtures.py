@@ -169,6 +169,7 @@ MLA_ROUTERS = {
     "BeamTopKRouter": ("sigmoid", True, "top2sum", "-inf"),
     "AXK2TopkRouter": ("sigmoid", True, "top2sum", "0"),  # grouping optional (n_group None: no groups)
     "HYV4TopkRouter": ("sigmoid", True, "top2sum", "-inf"),  # Glm4MoeLiteTopkRouter; hy_v4 runs it with n_group 1
+    "Glm5NextTextTopkRouter": ("sigmoid", True, "top2sum", "-inf"),  # DeepSeek-V3's; glm5_next runs it with n_group 1
     "DeepseekV2TopkRouter": ("softmax", False, "max", "0"),  # group_limited_greedy (greedy: no groups)
     "Mistral4TopkRouter": ("softmax", False, "top2sum", "0"),
     "LongcatFlashTopkRouter": ("softmax", True, None, None),
@@ -192,7 +193,8 @@ def mla_route(mod, logits: torch.Tensor) -> dict:
         group_score = None
     if type(mod).__name__ == "AXK2TopkRouter" and mod.num_group is None:
         group_score = None
-    if type(mod).__name__ == "HYV4TopkRouter" and mod.num_group == 1:  # one group holds every expert: no group cut
+    if type(mod).__name__ in ("HYV4TopkRouter", "Glm5NextTextTopkRouter") and mod.num_group == 1:
+        # one group holds every expert: no group cut
         group_score = None
     E = logits.shape[-1]
     k = mod.top_k
@@ -563,6 +565,9 @@ class IndexerProbe:
     probe sees exactly the tensor the module ranks (the indexer calls topk once, on index_scores). For every query
     with more than index_topk visible keys it records the gap between the k-th and (k+1)-th visible score (the
     selection flips only if scores move by half that); queries with <= k visible keys select them all.
+    glm5_next's k-pooled indexer (Glm5NextTextIndexer, `index_kpool`) ranks pools of index_kpool keys instead
+    ([B, S, pools], ineligible pools at finfo.min) and keeps index_topk // index_kpool of them: the same gap, in
+    pools.
     """
 
     VISIBLE = -1e30  # masked entries carry finfo(float32).min ~ -3.4e38
@@ -573,6 +578,7 @@ class IndexerProbe:
         self.queries = 0
         self.selective_queries = 0
         self.index_topk = None
+        self.index_kpool = None
         self.handles = []
         self._saved = None
         for _, mod in model.named_modules():
@@ -585,8 +591,12 @@ class IndexerProbe:
         original = torch.Tensor.topk
         probe = self
 
+        kpool = getattr(mod, "index_kpool", None)
+        if kpool:
+            probe.index_kpool = kpool
+
         def recording_topk(t, k, *a, **kw):
-            probe._record(t, k, mod.index_topk)
+            probe._record(t, k, mod.index_topk // (kpool or 1))
             return original(t, k, *a, **kw)
 
         self._saved = original
@@ -619,6 +629,18 @@ class IndexerProbe:
     def summary(self) -> dict | None:
         if self.index_topk is None:
             return None
+        if self.index_kpool:
+            return {
+                "note": "k-pooled indexer: the candidates are complete pools of index_kpool keys, index_topk // "
+                "index_kpool of them kept per query (plus the raw tail); index-score units; counts over every indexer "
+                "call of the fixture run (cached greedy + uncached)",
+                "index_kpool": self.index_kpool,
+                "pools_kept": self.index_topk,
+                "queries": self.queries,
+                "queries_with_more_eligible_pools_than_kept": self.selective_queries,
+                "min_kth_vs_next_pool_score_gap": None if math.isinf(self.min_gap) else self.min_gap,
+                "min_gap_over_row_score_std": None if math.isinf(self.min_rel_gap) else self.min_rel_gap,
+            }
         return {
             "note": "index-score units; counts over every indexer call of the fixture run (cached greedy + uncached)",
             "index_topk": self.index_topk,
@@ -866,7 +888,7 @@ class ClampProbe:
         for _, mod in model.named_modules():
             if type(mod).__name__ == "GptOssExperts":
                 self.handles.append(mod.register_forward_hook(self._hook))
-            elif type(mod).__name__ == "HYV4Experts":
+            elif type(mod).__name__ in ("HYV4Experts", "Glm5NextTextExperts"):  # the same clamp on [gate | up] halves
                 self.detail = {"gate_above_limit": 0, "up_outside_limit": 0, "gate_values": 0, "up_values": 0,
                                "expert_rows_with_a_clamp": 0, "expert_rows": 0}
                 self.handles.append(mod.register_forward_hook(self._hyv4_hook))
@@ -2283,6 +2305,8 @@ def _layer_summary(model, cfg) -> dict:
     base = model.model if hasattr(model, "model") else getattr(model, "transformer", None) or model.base_model
     if not hasattr(base, "layers") and hasattr(base, "decoder"):
         base = base.decoder
+    if not hasattr(base, "layers") and hasattr(base, "language_model"):  # glm5_next: the composite's text model
+        base = base.language_model
     stacks = [m.layers for m in (getattr(base, "L_module", None), getattr(base, "H_module", None)) if m is not None]
     for layer in (
         getattr(base, "layers", None) or getattr(base, "blocks", None) or getattr(base, "h", None)
@@ -2693,7 +2717,15 @@ def build_family(family: str, out_dir: Path, verbose: bool = True) -> dict:
             "queries score every cached indexer key of the earlier pieces, and the selection does not depend on how "
             "the prompt was cut."
         )
-        if indexer_summary is not None:
+        if indexer_summary is not None and "index_kpool" in indexer_summary:
+            notes.append(
+                f"Indexer: {indexer_summary['queries_with_more_eligible_pools_than_kept']} of "
+                f"{indexer_summary['queries']} indexer queries have more complete pools of "
+                f"{indexer_summary['index_kpool']} keys than the {indexer_summary['pools_kept']} kept, so their "
+                "selection matters; checks.top_k_vs_full_attention shows the greedy tokens with the selection replaced "
+                "by full attention."
+            )
+        elif indexer_summary is not None:
             notes.append(
                 f"Indexer: {indexer_summary['queries_with_more_visible_keys_than_index_topk']} of "
                 f"{indexer_summary['queries']} indexer queries see more than index_topk {indexer_summary['index_topk']} "
@@ -2915,7 +2947,7 @@ def build_family(family: str, out_dir: Path, verbose: bool = True) -> dict:
     if state_checks is not None:
         meta["checks"]["continuation"] = state_checks["per_prompt"]
         meta["checks"]["continuation_max_abs"] = state_checks["continuation_max_abs"]
-        if not spec.get("dsa"):
+        if spec.get("state") or not spec.get("dsa"):
             meta["state_shapes_per_request"] = state_checks["state_shapes"]
     if mamba_checks is not None:
         meta["checks"].update(mamba_checks)
