@@ -157,6 +157,16 @@ def make_prompts(lengths=PROMPT_LENGTHS) -> list[list[int]]:
     return prompts
 
 
+def family_prompts(spec) -> list[list[int]]:
+    """make_prompts for a family's prompt_lengths. A family's `prompt_eos` ({prompt index: [positions]}) puts the
+    eos token id (COMMON's) at those positions: qwen4_exp_text's PLE n-gram hash restarts after an EOS."""
+    prompts = make_prompts(spec.get("prompt_lengths", PROMPT_LENGTHS))
+    for i, positions in spec.get("prompt_eos", {}).items():
+        for pos in positions:
+            prompts[i][pos] = COMMON["eos_token_id"]
+    return prompts
+
+
 # The MLA families' routers (SEMANTICS_MLA.md section 7). Each entry: how the router scores, whether a
 # choice bias is added, the group score (None: no groups) and the fill of the masked experts.
 MLA_ROUTERS = {
@@ -172,6 +182,7 @@ MLA_ROUTERS = {
     "Glm5NextTextTopkRouter": ("sigmoid", True, "top2sum", "-inf"),  # DeepSeek-V3's; glm5_next runs it with n_group 1
     "DeepseekV2TopkRouter": ("softmax", False, "max", "0"),  # group_limited_greedy (greedy: no groups)
     "Mistral4TopkRouter": ("softmax", False, "top2sum", "0"),
+    "MistralLarge4TextTopkRouter": ("softmax", False, "top2sum", "0"),  # Mistral4's, fp32 logits, always renormalised
     "LongcatFlashTopkRouter": ("softmax", True, None, None),
 }
 
@@ -193,7 +204,8 @@ def mla_route(mod, logits: torch.Tensor) -> dict:
         group_score = None
     if type(mod).__name__ == "AXK2TopkRouter" and mod.num_group is None:
         group_score = None
-    if type(mod).__name__ in ("HYV4TopkRouter", "Glm5NextTextTopkRouter") and mod.num_group == 1:
+    one_group_routers = ("HYV4TopkRouter", "Glm5NextTextTopkRouter", "MistralLarge4TextTopkRouter")
+    if type(mod).__name__ in one_group_routers and mod.num_group == 1:
         # one group holds every expert: no group cut
         group_score = None
     E = logits.shape[-1]
@@ -567,7 +579,8 @@ class IndexerProbe:
     selection flips only if scores move by half that); queries with <= k visible keys select them all.
     glm5_next's k-pooled indexer (Glm5NextTextIndexer, `index_kpool`) ranks pools of index_kpool keys instead
     ([B, S, pools], ineligible pools at finfo.min) and keeps index_topk // index_kpool of them: the same gap, in
-    pools.
+    pools. Qwen4-Exp's QSA indexer (Qwen4ExpTextQSAIndexer, `block_topk`) calls topk once per query on the scores of
+    its complete blocks of `compress_ratio` visible keys ([blocks]) and keeps block_topk of them: the gap in blocks.
     """
 
     VISIBLE = -1e30  # masked entries carry finfo(float32).min ~ -3.4e38
@@ -579,11 +592,12 @@ class IndexerProbe:
         self.selective_queries = 0
         self.index_topk = None
         self.index_kpool = None
+        self.qsa_compress_ratio = None
         self.handles = []
         self._saved = None
         for _, mod in model.named_modules():
             # MiniMaxM3VLIndexer (block selection, no index_topk) is BlockIndexerProbe's
-            if type(mod).__name__.endswith("Indexer") and hasattr(mod, "index_topk"):
+            if type(mod).__name__.endswith("Indexer") and (hasattr(mod, "index_topk") or hasattr(mod, "block_topk")):
                 self.handles.append(mod.register_forward_pre_hook(self._pre))
                 self.handles.append(mod.register_forward_hook(self._post))
 
@@ -595,8 +609,12 @@ class IndexerProbe:
         if kpool:
             probe.index_kpool = kpool
 
+        qsa_blocks = getattr(mod, "block_topk", None)  # Qwen4-Exp QSA: blocks kept per query
+        if qsa_blocks is not None:
+            probe.qsa_compress_ratio = mod.compress_ratio
+
         def recording_topk(t, k, *a, **kw):
-            probe._record(t, k, mod.index_topk // (kpool or 1))
+            probe._record(t, k, qsa_blocks if qsa_blocks is not None else mod.index_topk // (kpool or 1))
             return original(t, k, *a, **kw)
 
         self._saved = original
@@ -629,6 +647,19 @@ class IndexerProbe:
     def summary(self) -> dict | None:
         if self.index_topk is None:
             return None
+        if self.qsa_compress_ratio:
+            return {
+                "note": "Qwen4-Exp QSA indexer: per query (one topk call each, queries with no complete block make none), "
+                "the candidates are its complete blocks of indexer_compress_ratio visible keys, scored sum_h ReLU(q_h . "
+                "block key) / sqrt(indexer_head_dim); indexer_budget // indexer_compress_ratio of them kept (plus the raw "
+                "tail); index-score units; counts over every indexer call of the fixture run (cached greedy + uncached)",
+                "indexer_compress_ratio": self.qsa_compress_ratio,
+                "blocks_kept": self.index_topk,
+                "queries": self.queries,
+                "queries_with_more_complete_blocks_than_kept": self.selective_queries,
+                "min_kth_vs_next_block_score_gap": None if math.isinf(self.min_gap) else self.min_gap,
+                "min_gap_over_row_score_std": None if math.isinf(self.min_rel_gap) else self.min_rel_gap,
+            }
         if self.index_kpool:
             return {
                 "note": "k-pooled indexer: the candidates are complete pools of index_kpool keys, index_topk // "
@@ -848,9 +879,13 @@ def dsa_full_attention_effect(model, prompts, token_lists) -> dict:
     """What the top-k selection does to the fixture: the greedy run with every indexer keeping all keys
     (index_topk raised past the context) against the fixture's tokens and rows."""
     indexers = [m for m in model.modules() if type(m).__name__.endswith("Indexer")]
-    saved = [m.index_topk for m in indexers]
-    for m in indexers:
-        m.index_topk = 1 << 20
+    # Qwen4-Exp's QSA indexer keeps block_topk blocks per query in a row of token_budget + compress_ratio - 1 slots:
+    # both raised past the context, it selects every visible key
+    attrs = [("token_budget", "block_topk") if hasattr(m, "block_topk") else ("index_topk",) for m in indexers]
+    saved = [[getattr(m, a) for a in names] for m, names in zip(indexers, attrs)]
+    for m, names in zip(indexers, attrs):
+        for a in names:
+            setattr(m, a, 1 << 20 if a == "index_topk" else 1 << 10)
     per_prompt = []
     try:
         for prompt, tokens in zip(prompts, token_lists):
@@ -864,10 +899,14 @@ def dsa_full_attention_effect(model, prompts, token_lists) -> dict:
                 }
             )
     finally:
-        for m, k in zip(indexers, saved):
-            m.index_topk = k
+        for m, names, values in zip(indexers, attrs, saved):
+            for a, k in zip(names, values):
+                setattr(m, a, k)
     return {
-        "note": "greedy tokens with index_topk raised past the context (dense MLA) against the fixture's",
+        "note": "greedy tokens with the QSA indexers' token_budget and block_topk raised past the context (dense gated "
+        "attention) against the fixture's"
+        if any("block_topk" in names for names in attrs)
+        else "greedy tokens with index_topk raised past the context (dense MLA) against the fixture's",
         "per_prompt": per_prompt,
         "prompts_whose_tokens_change": sum(p["tokens_differ"] for p in per_prompt),
     }
@@ -2401,7 +2440,7 @@ def score_seed(family: str, seed: int) -> dict:
     blocks = BlockIndexerProbe(model)
     dt_probe = DtProbe(model) if mamba else None
     margin, distinct = math.inf, math.inf
-    for prompt in make_prompts(spec.get("prompt_lengths", PROMPT_LENGTHS)):
+    for prompt in family_prompts(spec):
         rows, tokens = greedy(model, prompt, mamba)
         margin = min(margin, top2_margin(rows))
         distinct = min(distinct, len(set(tokens)))
@@ -2491,7 +2530,7 @@ def build_family(family: str, out_dir: Path, verbose: bool = True) -> dict:
     if spec.get("bitnet_ternary"):
         _write_bitnet_config(fam_dir)
 
-    prompts = make_prompts(spec.get("prompt_lengths", PROMPT_LENGTHS))
+    prompts = family_prompts(spec)
     mamba = spec.get("mamba", False)  # Mamba families: explicit position_ids and the extra checks
     router = RouterProbe(model)
     clamp = ClampProbe(model)
@@ -2717,7 +2756,15 @@ def build_family(family: str, out_dir: Path, verbose: bool = True) -> dict:
             "queries score every cached indexer key of the earlier pieces, and the selection does not depend on how "
             "the prompt was cut."
         )
-        if indexer_summary is not None and "index_kpool" in indexer_summary:
+        if indexer_summary is not None and "blocks_kept" in indexer_summary:
+            notes.append(
+                f"Indexer: {indexer_summary['queries_with_more_complete_blocks_than_kept']} of "
+                f"{indexer_summary['queries']} QSA queries with a complete block have more complete blocks of "
+                f"{indexer_summary['indexer_compress_ratio']} keys than the {indexer_summary['blocks_kept']} kept, so "
+                "their selection matters; checks.top_k_vs_full_attention shows the greedy tokens with the selection "
+                "replaced by full attention."
+            )
+        elif indexer_summary is not None and "index_kpool" in indexer_summary:
             notes.append(
                 f"Indexer: {indexer_summary['queries_with_more_eligible_pools_than_kept']} of "
                 f"{indexer_summary['queries']} indexer queries have more complete pools of "

@@ -453,6 +453,118 @@ def latent_eps_row_scale(kv_lora: int):
 TIED_MLA_STD = {"youtu": {"embed": 0.125}, "minicpm3": {"embed": 0.0625}}
 TIED_MLA_NORM_MEAN = {"youtu": {"model.norm.": 2.0}, "minicpm3": {"model.norm.": 8.0}}
 
+
+# --------------------------------------------------------------------------------------
+# Mistral Large 4 (mistral_large4, text config mistral_large4_text; SEMANTICS_MISTRAL_LARGE4.md): the text decoder of
+# MistralLarge4ForConditionalGeneration served text-only (no CausalLM class; AutoModelForCausalLM refuses both config
+# classes). MLA without q-LoRA (q_proj 64 -> 4 x 24), kv_lora 32, qk_nope 16, qk_rope 8, v 12; a DSA indexer (16 heads
+# x 12, index_topk 16) whose queries come from LayerNorm(x); LeRoPE (yarn inv_freq x exp(rotary_emb.alpha)); per-head
+# log-position query scaling (q x (scale_h ln(p + 1) + bias_h)) in every attention and every indexer; NoPE layers whose
+# latent key is qk_nope + qk_rope wide; latent-KV sharing (kv_source_layers); softcapped logits. 4 layers, one of each
+# cache kind:
+#   0 RoPE, own latent (store: layer 2 reads it), full indexer         cache latent 32 + k_rope 8 + index key 12
+#   1 NoPE, own latent (store: layer 3 reads it), shared indexer       cache latent 32
+#   2 RoPE, reuses layer 0's latent and k_rope, shared indexer         no cache (DummyLayer)
+#   3 NoPE, reuses layer 1's latent, its own (NoPE) indexer            cache index key 12 only
+# Layers 1 and 2 both attend to layer 0's selection (a run of shared layers). Layer 2 reads the latent of a layer
+# before its predecessor, which works only because the two live producers have different RoPE kinds: transformers
+# keys the shared latent by "rope" / "nope", so two live producers of one kind hand the later one's latent to both
+# consumers (a transformers bug, section 6 of the document). One routed layer (layer 1; 108-token prompts make many
+# router decisions), grouped like mistral4's (8 experts in 2 groups of 4, topk_group 1, top-2). Dense SwiGLU 16 and an
+# index head dim of 12 (8 roped + 4) keep the directory under 400 kB. The vision tower (pixtral, 1 layer, 16 wide)
+# never runs; it is in the checkpoint because save_pretrained writes the composite.
+# --------------------------------------------------------------------------------------
+
+ML4_SOFTCAP = 10.0  # released 30; 10 bends the largest logits (~7) by ~1.8, so a missing softcap shows
+
+
+def _cfg_mistral_large4():
+    from transformers import MistralLarge4Config
+
+    text = dict(
+        vocab_size=VOCAB,
+        hidden_size=64,
+        intermediate_size=16,  # the dense layers' SwiGLU
+        moe_intermediate_size=8,
+        num_hidden_layers=4,
+        num_attention_heads=4,
+        num_key_value_heads=4,
+        kv_lora_rank=32,
+        qk_nope_head_dim=16,
+        qk_rope_head_dim=8,
+        v_head_dim=12,
+        no_rope_layers=[1, 0, 1, 0],  # 1 = RoPE
+        kv_source_layers=[0, 1, 0, 1],
+        indexer_types=["full", "shared", "shared", "full"],
+        mlp_layer_types=["dense", "sparse", "dense", "dense"],
+        n_routed_experts=8,
+        n_group=2,  # groups of 4
+        topk_group=1,
+        num_experts_per_tok=2,
+        n_shared_experts=1,
+        routed_scaling_factor=1.5,  # released 1.0; != 1 so a missing multiply shows
+        index_topk=16,
+        index_n_heads=16,
+        index_head_dim=12,  # the first qk_rope_head_dim (8) features roped on the RoPE layers, 4 not
+        rms_norm_eps=1e-5,
+        final_logit_softcapping=ML4_SOFTCAP,
+        max_position_embeddings=128,  # factor 4 x original 32
+        rope_parameters={  # the family default's shape (released: factor 2048, original 512)
+            "rope_type": "yarn",
+            "rope_theta": 10000.0,
+            "factor": 4.0,
+            "original_max_position_embeddings": 32,
+            "beta_fast": 32.0,
+            "beta_slow": 1.0,
+            "attention_factor": 1.0,
+        },
+        bos_token_id=1,
+        eos_token_id=2,
+        pad_token_id=0,
+        tie_word_embeddings=False,
+    )
+    vision = dict(  # never run text-only: pixtral, 1 layer, 16 wide, 2x2 patches of an 8x8 image
+        hidden_size=16,
+        intermediate_size=16,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        head_dim=8,
+        patch_size=2,
+        image_size=8,
+    )
+    return MistralLarge4Config(text_config=text, vision_config=vision, tie_word_embeddings=False)
+
+
+# What _init_weights or the shared table would hide, and the fixture's draw instead:
+# - softmax_scaling scale 0 / bias 1 (_init_weights: no query scaling) or the table's bias N(0, 0.05) (queries ~0 at
+#   position 0) -> scale N(0.15, 0.1), bias N(1, 0.25), for the attentions' [4] and the indexers' [16]: factors
+#   0.57-1.97 (attentions) and 0.30-3.33 (indexers) over positions 0-95;
+# - rotary_emb.alpha 0 (_init_weights: exp(0) = 1, LeRoPE inert) -> N(0, 0.5) (a buffer, redrawn by buffer_init);
+# - the indexer LayerNorms' biases at the table's 0.05 -> 0.3, so dropping either shows;
+# - kv_a_layernorm uses rms_norm_eps (1e-5; DeepSeek-V3's MLA fixes 1e-6), invisible at O(1) inputs: the latent rows
+#   of kv_a_proj_with_mqa are scaled by 1/32 after the draw (row_scale, as latent_eps_row_scale; k_rope's rows keep
+#   their scale): 1e-6 instead moves the rows by 1.1;
+# - 1/sqrt(fan_in) where the fan-in is not 64: kv_b_proj 32, the experts' and shared expert's down projections 8.
+ML4_INIT_RULES = [
+    (r"softmax_scaling\.scale$", 0.15, 0.1),
+    (r"softmax_scaling\.bias$", 1.0, 0.25),
+    (r"indexer\.(q_input_norm|k_norm)\.bias$", 0.0, 0.3),
+] + mla_init_rules(kv_lora=32, expert_width=8, shared_width=8)
+ML4_ROW_SCALE = [(r"kv_a_proj_with_mqa\.weight$", 32, 1 / 32)]
+# Seed: the best min(margin, router gap) of 14000-14199 (`--search-seeds 14000 200 --floor 0`) among the seeds with an
+# index-score cut >= 1e-4 (the DSA fixtures' floor) and >= 6 distinct tokens: 14129 (margin 0.068, router gap 0.031,
+# index cut 1.4e-4). Margins are small in this family (median 0.007 over the 200; router gap median 0.007).
+ML4_SEED = 14129
+ML4_ATOL_NOTE = (
+    MLA_ATOL_NOTE
+    + " Routing: fp32 softmax probabilities choose (group top-2 sums, then the top-2 of the kept group), monotone in "
+    "the router logits, so the router gaps are raw logit gaps; weights are the chosen probabilities renormalised x "
+    "1.5. The indexers' top-16 selections are discrete choices too (checks.indexer). fp32 noise: transformers' "
+    "chunked prefill (pieces of 1, 7, 16) lands within 2.0e-5 of the uncached rows and perturbing the weights by 6e-8 "
+    "(relative) moves them by 2.0e-5; reference_mistral_large4.py reproduces the rows to 1.5e-5."
+)
+
+
 FAMILIES = {
     "deepseek_v3": dict(
         MLA_FAMILY,
@@ -671,6 +783,64 @@ FAMILIES = {
             "cache per token and layer: latent 32 + k_rope 8, plus the indexer key 16 on the full layers (0 and 2)",
             "prompts 5, 23, 80: index_topk 16 < context, so the selection matters in every prompt (checks.top_k_vs_full_attention)",
             "checkpoint with the published Hy4-preview names and dtypes (not save_pretrained's): model.layers.N.hc_{attn,mlp}_layer.hc_pre.hc_{fn [8, 256], base [8], scale [2]} F32, model.hc_head.hc_head_{fn [4, 256], base [4], scale [1]} F32, self_attn.learnable_sink_param [4] F32, self_attn.linear_gate.weight [48, 64], mlp.gate.e_score_correction_bias [8] F32, mlp.experts.gate_up_proj [8, 16, 64] / down_proj [8, 64, 8] (fused), mlp.{gate,up,down}_proj and mlp.shared_experts.{gate,up,down}_proj, self_attn.indexer.* on layers 0 and 2; the rest BF16 (checks.checkpoint_names)",
+        ],
+    ),
+    "mistral_large4": dict(
+        MLA_FAMILY,
+        pending="cbc does not lower mistral_large4_text yet: make_fixtures.py writes this fixture only with --family",
+        seed=ML4_SEED,
+        build=_cfg_mistral_large4,
+        model_class="MistralLarge4ForConditionalGeneration",
+        prompt_lengths=DSA_PROMPT_LENGTHS,
+        dsa=True,
+        row_scale=ML4_ROW_SCALE,
+        init_rules=ML4_INIT_RULES,
+        buffer_init=[(r"rotary_emb\.alpha$", 0.0, 0.5)],
+        atol_note=ML4_ATOL_NOTE,
+        features=[
+            "MistralLarge4ForConditionalGeneration (model_type mistral_large4, text_config model_type mistral_large4_text) "
+            "served text-only (input_ids only); there is no CausalLM class and AutoModelForCausalLM refuses both config "
+            "classes. 4 layers: no_rope_layers [1, 0, 1, 0] (1 = RoPE), kv_source_layers [0, 1, 0, 1], indexer_types "
+            "[full, shared, shared, full], mlp_layer_types [dense, sparse, dense, dense]; derived kv_sharing_modes "
+            "[store, store, reuse, reuse_but_indexer]",
+            "MLA without q-LoRA: q = q_proj x [4 heads x 24]. RoPE layers: latent = kv_a_layernorm(first 32 outputs of "
+            "kv_a_proj_with_mqa) (eps rms_norm_eps 1e-5, not DeepSeek-V3's 1e-6), k_rope = its last 8 outputs, "
+            "k_nope | v = kv_b_proj(latent) [4 x (16 | 12)], the rope part the last 8 dims of each q head. NoPE layers "
+            "(1, 3): kv_a_proj_with_mqa 64 -> 32 (no rope rows), kv_b_proj 32 -> 4 x (24 | 12): the whole 24-wide "
+            "query and key are 'nope'. Softmax scale 24^-0.5 on every layer (no mscale_all_dim)",
+            "LeRoPE: yarn inv_freq (factor 4, original 32, beta 32 / 1: [1, 0.025, 0.0025, 0.00025]) x exp(alpha), "
+            "alpha = rotary_emb.alpha [4] (checkpoint lerope.alpha, drawn N(0, 0.5)): [1.617, 0.0394, 0.00294, "
+            "0.000246]; attention_factor 1.0 is given, so cos/sin are not scaled (yarn's derived 1 + 0.1 ln 4 would "
+            "be); interleaved pairs (2i, 2i+1) on the RoPE layers only",
+            "per-head log-position query scaling: q (all 24 dims, after RoPE) x (scale_h ln(p + 1) + bias_h), p the "
+            "absolute position, in every attention (ssmax_scaling.{s,b} [4]) and every indexer ([16], before its "
+            "RoPE); factors 0.57-1.97 (attentions) and 0.30-3.33 (indexers) over positions 0-95",
+            "DSA indexer on layers 0 (RoPE) and 3 (NoPE), 16 heads x 12: q = wq_b(LayerNorm(x)) (q_input_norm over "
+            "the hidden size, eps 1e-6, weight + bias; no q-LoRA), k = LayerNorm(wk x) (eps 1e-6, weight + bias), "
+            "interleaved RoPE on the first 8 of the 12 dims of both on layer 0 only; score = sum_h "
+            "(weights_proj(x)_h / 4) ReLU(q_h . k / sqrt(12)), causal, top index_topk 16 keys per query",
+            "indexer_types [full, shared, shared, full]: layers 1 and 2 have no indexer weights and attend to layer "
+            "0's selection (every layer hands its selection to the next); layer 3 runs its own",
+            "latent-KV sharing, kv_source_layers [0, 1, 0, 1]: layers 2 and 3 have no kv_a_proj_with_mqa / "
+            "kv_a_layernorm and attend to the cached latent (layer 2 also the already rotated k_rope) of layers 0 and "
+            "1 over the whole context, with their own q_proj, kv_b_proj, o_proj, query rotation and scaling",
+            "cache per token: layer 0 latent 32 + k_rope 8 + indexer key 12; layer 1 latent 32 (values width 0); "
+            "layer 2 nothing (DummyLayer); layer 3 indexer key 12 only",
+            "layer 1 MoE: fp32 softmax over 8 experts in n_group 2 groups of 4, group score = sum of the top-2 "
+            "probabilities, topk_group 1 (the other group's experts filled with 0.0), top-2; weights = the chosen "
+            "probabilities renormalised (always, + 1e-20) x routed_scaling_factor 1.5; no correction bias; plain "
+            "SwiGLU experts (8) and one shared expert (8); dense SwiGLU 16 on layers 0, 2, 3",
+            "logits = 10 tanh(lm_head(norm(h)) / 10) (final_logit_softcapping 10; released 30); untied lm_head",
+            "checkpoint as save_pretrained writes it (conversion_mapping's mistral_large4 and mistral_large4_text "
+            "entries reversed: Mistral-native names): tok_embeddings, layers.N.{attention_norm, ffn_norm}, "
+            "layers.N.attention.{wq, wkv_a_with_mqa, kv_a_norm, wkv_b, wo, ssmax_scaling.s, ssmax_scaling.b} (no "
+            "wkv_a_with_mqa / kv_a_norm on layers 2, 3), layers.{0,3}.attention.indexer.{wq_b, wk, k_norm.weight, "
+            "k_norm.bias, weights_proj, q_input_norm.weight, q_input_norm.bias, ssmax_scaling.s, ssmax_scaling.b}, "
+            "layers.N.feed_forward.{w1, w2, w3} (dense), layers.1.{gate, experts.E.{w1, w2, w3}, shared_experts.{w1, "
+            "w2, w3}}, norm, output, lerope.alpha; plus a pixtral tower (vision_encoder.*, vision_language_adapter.*, "
+            "patch_merger.*, pre_mm_projector_norm.*) that text-only never runs",
+            "prompts 5, 23, 80: index_topk 16 < context, so the selection matters in every prompt "
+            "(checks.top_k_vs_full_attention)",
         ],
     ),
 }

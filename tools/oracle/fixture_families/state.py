@@ -1,5 +1,5 @@
 """Per-request-state families: gated DeltaNet, short-conv, KDA and lightning-attention hybrids, RWKV-4,
-RecurrentGemma and xLSTM.
+RecurrentGemma, xLSTM and Qwen4-Exp (gated DeltaNet + QSA + PLE, pending).
 
 Each FAMILIES entry: a seed, a config builder, whether the norms are zero-centred and the features
 the fixture exercises (make_fixtures.py reads them)."""
@@ -487,6 +487,111 @@ XLSTM_INIT_RULES = [
     (r"^lm_head\.weight$", 0.0, 0.25),
 ]
 
+# --------------------------------------------------------------------------------------
+# Qwen4-Exp (qwen4_exp_text, Qwen4ExpForCausalLM; SEMANTICS_QWEN4_EXP.md): the text decoder of qwen4_exp, which
+# AutoModelForCausalLM builds from either config. 3 layers [GDN + PLE, gated attention + QSA, GDN + PLE], so a GDN
+# state is carried past the attention layer and both PLE layers (1-indexed ple_layer_ids [1, 3]) hash with their own
+# multipliers and primes (PLE layer index 0 and 1). Every layer is MoE (4 experts top-2 of width 8, softmax,
+# renormalised, a sigmoid-gated shared expert of 8). GatedResidual with 3 streams and rank 4. Attention: 4 q / 2 kv
+# heads of 16, partial rotary 0.5 (8 dims) with mrope_section [2, 1, 1] (text-only: plain RoPE). QSA: 16 indexer
+# heads of 16 (fewer tie at ReLU zeros, families_5_23.md section 4.2; 16 > the 8 rotary dims, so the indexer heads
+# have a pass-through part), blocks of 4, budget 8 = 2 blocks per query plus a raw tail of up to 3 keys; the 23- and
+# 80-token prompts (+15 generated) have up to 23 complete blocks. PLE: ngram 3 (2-grams and 3-grams), 2 heads per
+# n-gram, 16-wide (4 per head), conv kernel 4 with dilation 3 (a 9-step state); ngram_vocab_size_base 61 (itself
+# prime: the first head's prime is 61, not 67), tables padded to 32 rows (288 and 352 rows), split_ngram_parts 4,
+# seed 4321 (not the default 1234, so a reader must take it from the config); EOS (2) inside the prompts
+# (QWEN4_EXP_PROMPT_EOS). GDN as the qwen3_5 fixtures (GVA 2 key / 4 value heads of 16, conv 4) with
+# output_gate_type "sigmoid" (the gated norm's gate; the default, hidden_act, would be silu). rms_norm_eps 1e-5.
+# Not in the default config and so required here: every QSA field (transformers' attention layer cannot be built
+# without them), layer_types (the default puts attention at (i + 1) % 4 == 0, none in 3 layers), a small
+# ngram_vocab_size_base (the default 20M makes 16 tables of ~20M rows), a partial rotary factor <= the indexer head dim.
+# Size: 395 kB with rank 4 and 8-wide experts (rank 8 came out at 416 kB).
+# --------------------------------------------------------------------------------------
+
+
+def _cfg_qwen4_exp_text():
+    from transformers import Qwen4ExpTextConfig
+
+    common = {k: v for k, v in COMMON.items() if k != "intermediate_size"}  # every layer is MoE
+    return Qwen4ExpTextConfig(
+        **common,
+        head_dim=16,
+        num_hidden_layers=3,
+        layer_types=["linear_attention", "indexed_attention", "linear_attention"],
+        **GDN_DIMS,
+        num_experts=4,
+        num_experts_per_tok=2,
+        moe_intermediate_size=8,
+        shared_expert_intermediate_size=8,
+        norm_topk_prob=True,
+        hc_count=3,
+        hc_lowrank=4,
+        ple_layer_ids=[1, 3],
+        ple_embed_dim=16,
+        ple_conv_kernel_size=4,
+        ngram_size=3,
+        heads_per_ngram=2,
+        ngram_vocab_size_base=61,
+        make_ngram_vocab_size_divisible_by=32,
+        seed=4321,  # the hash seed (config key), not the fixture's draw seed
+        split_ngram_parts=4,
+        indexer_n_heads=16,
+        indexer_kv_heads=1,
+        indexer_head_dim=16,
+        indexer_budget=8,
+        indexer_compress_ratio=4,
+        output_gate_type="sigmoid",
+        rms_norm_eps=1e-5,
+        rope_parameters={
+            "rope_type": "default",
+            "rope_theta": 10000.0,
+            "partial_rotary_factor": 0.5,
+            "mrope_section": [2, 1, 1],
+            "mrope_interleaved": True,
+        },
+        tie_word_embeddings=False,
+    )
+
+
+# Init (the shared table otherwise: weights 0.125, zero-centred (1 + w) norms N(0, 0.1), router 0.3, shared-expert
+# gate 0.2). What transformers' _init_weights or a generic draw would hide, and the draw instead:
+# - GatedResidual: nn.Linear's N(0, 0.02) leaves the input gate at sigmoid(~0) = 0.5 everywhere and inject at
+#   2 sigmoid(~0) = 1 (measured on this config: 0.497-0.503 and 0.84-1.20, a plain residual) -> down N(0, 0.2) (silu
+#   of O(1)), up N(0, 1), inject N(0, 0.25): over the fixture run the input gates span 0.10-0.93 and inject 0.2-1.8
+#   (5th-95th percentiles, all sites);
+# - PLE: _init_weights zeroes the dilated conv (its term is silu(0) = 0) -> N(0, 0.5) like the GDN conv; n-gram
+#   tables N(0, 0.5), key/value projections 1/sqrt(16): the stream gates sigmoid(sign sqrt) span 0.15-0.86;
+# - GDN: A_log N(-3, 1), dt_bias N(0, 0.5), conv N(0, 0.5), the gated norm's plain weight mean 1 (GDN_INIT_RULES,
+#   norm_mean): decay exp(g) 0.72-0.99 a token (5th-95th percentile);
+# - embedding N(0, 2^-7) (hy_v4's / glm5_next's): the streams start as 3 copies of it, so layer 0's PLE query norm
+#   sees mean squares near rms_norm_eps (every norm at 1e-6 moves the rows by 0.64);
+# - the routed / shared experts' down projections 1/sqrt(8); lm_head N(0, 1) (the final mixer's output is a mean of
+#   gated unit-RMS streams, ~0.5 RMS) and routers N(0, 0.6) (std below) widen the margins and router gaps.
+QWEN4_EXP_INIT_RULES = [
+    (r"embed_tokens\.weight$", 0.0, 2**-7),
+    (r"\.A_log$", -3.0, 1.0),
+    (r"\.dt_bias$", 0.0, 0.5),
+    (r"conv1d\.weight$", 0.0, 0.5),
+    (r"input_mix_weight_down\.weight$", 0.0, 0.2),
+    (r"input_mix_weight_up\.weight$", 0.0, 1.0),
+    (r"block_inject_weight\.weight$", 0.0, 0.25),
+    (r"ngram_embedding\.weight$", 0.0, 0.5),
+    (r"ple\.(key|value)_proj\.weight$", 0.0, 0.25),
+    (r"mlp\.experts\.down_proj$", 0.0, 0.35),
+    (r"mlp\.shared_expert\.down_proj\.weight$", 0.0, 0.35),
+    (r"^lm_head\.weight$", 0.0, 1.0),
+]
+# EOS (2) inside the prompts (make_fixtures' prompt_eos), so the n-gram hash's segment restart matters: prompt 0 ends
+# with EOS (the first decode step hashes across it from the cached context), prompt 1 has EOS at 7 (the 1-token
+# piece of its continuation check: the next piece starts from a cached context ending in EOS) and 15, prompt 2 at
+# 30, 31 (two in a row) and 62.
+QWEN4_EXP_PROMPT_EOS = {0: [4], 1: [7, 15], 2: [30, 31, 62]}
+# Seed: of 5200-5399 (`--search-seeds 5200 200 --floor 0`, >= 6 distinct tokens) 5210 and 5399 share the best
+# min(margin, router gap, block-score cut), 0.0087; 5399 has the wider logit margin (0.0213 against 0.0087) and router
+# gap (0.0247 against 0.0131), its block-score cut is 0.0087, and >= 13 distinct tokens per prompt.
+QWEN4_EXP_SEED = 5399
+
+
 FAMILIES = {
     # ---- per-request-state families (see PROMPT_LENGTHS_STATE and the *_INIT_RULES above) ----
     "qwen3_next": dict(
@@ -832,6 +937,72 @@ FAMILIES = {
             "igate_preact,fgate_preact,multihead_norm,out_proj}, norm_ffn, ffn.{proj_up_gate,proj_up,proj_down}}, "
             "backbone.out_norm, lm_head (weight_mode single); config.json keeps hidden_size = embedding_dim and "
             "num_hidden_layers = num_blocks",
+        ],
+    ),
+    "qwen4_exp_text": dict(
+        pending="cbc does not lower qwen4_exp_text yet: make_fixtures.py writes this fixture only with --family",
+        seed=QWEN4_EXP_SEED,
+        build=_cfg_qwen4_exp_text,
+        zero_centred_norms=True,
+        norm_mean={"linear_attn.norm.": 1.0},
+        std={"router": 0.6},  # 3 routers x ~300 positions: wider logits, wider gaps (bailing_hybrid's)
+        init_rules=QWEN4_EXP_INIT_RULES,
+        prompt_lengths=PROMPT_LENGTHS_STATE,
+        prompt_eos=QWEN4_EXP_PROMPT_EOS,
+        state=True,
+        dsa=True,
+        atol=5e-4,
+        atol_note="Routing: softmax top-2 of 4 renormalised, smooth once the choice is made; the QSA block choice is "
+        "discrete too (checks.indexer: its k-th vs next block-score cut). fp32 noise: transformers' cached, uncached and "
+        "chunked paths agree to 1.1e-5, perturbing the weights by 6e-8 (relative) moves the rows by 1.7e-5, and an "
+        "independent reimplementation (reference_qwen4_exp.py) lands at 1.4e-5 in fp32, 6.7e-6 in fp64; atol 5e-4 (the "
+        "GDN families') leaves 29x over the worst of those.",
+        features=[
+            "Qwen4ExpForCausalLM (model_type qwen4_exp_text; the qwen4_exp composite's text decoder, which "
+            "AutoModelForCausalLM also builds from a composite config / checkpoint); 3 layers: layer_types "
+            "[linear_attention, indexed_attention, linear_attention], ple_layer_ids [1, 3] (1-indexed, linear layers "
+            "only), every layer MoE",
+            "checkpoint as save_pretrained writes it: model.layers.N.{attn,mlp}_hyper_connection.{hc_norm [192], "
+            "input_mix_weight_down [4, 192], input_mix_weight_up [192, 4], block_inject_weight [3, 192]}, "
+            "model.hyper_connection_mixer.{hc_norm, input_mix_weight_down, input_mix_weight_up} (no inject, no "
+            "model.norm); GDN linear_attn.{in_proj_qkv, in_proj_z, in_proj_b, in_proj_a, conv1d, A_log, dt_bias, norm, "
+            "out_proj}; attention self_attn.{q_proj [2 x 4 x 16, 64], k_proj, v_proj, o_proj, q_norm, k_norm, "
+            "indexer.{index_qk_proj [(16 + 1) x 16, 64], q_layernorm, k_layernorm}}; PLE ple.{key_proj [192, 16], "
+            "value_proj [64, 16], norm_key, norm_query, norm_conv [192], conv1d [192, 1, 4], "
+            "ple_embedding.ngram_embedding.shard_0..3.weight (the table [288 | 352, 4] in 4 row chunks), "
+            "ple_embedding.{layer_multipliers [3], ngram_heads_vocab_sizes [4], ngram_heads_offsets [4]} (int64 "
+            "buffers)}; mlp.gate, mlp.experts.E.{gate,up,down}_proj, mlp.shared_expert.*, mlp.shared_expert_gate; "
+            "untied lm_head",
+            "GatedResidual (hc_count 3, streams flat [3 x 64], start: 3 copies of the embedding): u = (1 + w) "
+            "RMSNorm of each 64-wide stream (eps rms_norm_eps); block input x = mean_n(sigmoid(W_up silu(W_down u / "
+            "3))_n * u_n) (no other pre-norm); inject = 2 sigmoid(W_inject u / 3) [3]; h_n += inject_n * block(x); "
+            "after the last layer the mixer's x (no inject) replaces the final norm, then lm_head",
+            "PLE before the attn site of layers 0 and 2: per token the 2-gram and 3-gram of the current and previous "
+            "ids (walking back past an EOS or the start gives EOS), hashed per head: (t0 m0 XOR t1 m1 [XOR t2 m2]) mod "
+            "p_head + offset_head, multipliers 2 (splitmix64(seed + 10007 l + gamma (j + 1)) mod floor(floor((2^63 - "
+            "1) / vocab) / 2)) + 1, p = the (4 l + head + 1)-th prime >= 61; e = the 4 rows of 4 concatenated [16]; "
+            "gate_n = sign sqrt(max(|g|, 1e-6)) of g = <(1 + w) RMSNorm(key_proj e)_n, (1 + w) RMSNorm(h)_n> / 8; "
+            "v = sigmoid(gate_n) value_proj(e); h_n += v_n + silu(dilated depthwise conv (kernel 4, dilation 3, no "
+            "bias) of the (1 + w) RMSNorm'd v)_n",
+            "gated DeltaNet layers 0 and 2 as qwen3_5 (split in_proj_qkv / z / b / a, GVA 2 key / 4 value heads of 16, "
+            "conv 4 + silu, l2-normed q/k, g = -exp(A_log) softplus(a + dt_bias), beta = sigmoid(b)) with "
+            "output_gate_type sigmoid: o = w * RMSNorm(o) * sigmoid(z) per head",
+            "gated attention layer 1: q_proj rows per head [q (16) | gate (16)], (1 + w) q_norm / k_norm per head, "
+            "partial rotate-half RoPE over 8 of 16 dims (theta 1e4, mrope_section [2, 1, 1]: text-only, plain RoPE), "
+            "GQA 4/2, scale 16^-0.5, o * sigmoid(gate), o_proj",
+            "QSA indexer on layer 1: index_qk_proj x -> q [16 heads x 16], raw key [16] (cached as is); q = RoPE((1 + "
+            "w) RMSNorm(q)); for query t the complete blocks of 4 visible keys (0-3, 4-7, ...) each get key = RoPE at "
+            "the block's first position of (1 + w) RMSNorm(mean of its 4 raw keys); score = sum_h ReLU(q_h . key) / "
+            "4; the top 2 blocks (all if <= 2) plus the raw tail 4 floor((t + 1) / 4) .. t are the keys t attends to "
+            "(AND causal), so a query that completes a block it does not choose does not attend to itself",
+            "MoE on every layer: softmax router (fp32), top-2 of 4 renormalised, SwiGLU experts of 8 plus shared "
+            "expert (8) x sigmoid(shared_expert_gate x)",
+            "per-request state: GDN conv [128, 4] (last K pre-conv columns) and recurrent [4, 16, 16] fp32; PLE conv "
+            "[192, 9] (the last (4 - 1) x 3 normed gated values) and the last 2 token ids (int64) on the PLE layers; "
+            "the attention layer's keys / values [2, T, 16], raw indexer keys [T, 16] and the [3, T] position "
+            "history (meta.json state_shapes_per_request lists the conv ones)",
+            "prompts 5, 23, 80 (+15 generated) with EOS at 4 | 7, 15 | 30, 31, 62 (QWEN4_EXP_PROMPT_EOS); the "
+            "continuation check feeds pieces on a carried cache (GDN, PLE conv and n-gram context, indexer keys)",
         ],
     ),
 }
