@@ -144,8 +144,12 @@ std::vector<MultimodalPrompt> loadMultimodal(const std::string &dir) {
       if (!grids.empty())
         for (int c = 0; c < 3; ++c)
           p.embeds.back().grid[c] = grids.at(s / 2 * 3 + c);
-      if (!modalities.empty())
-        p.embeds.back().modality = (rt::Modality)modalities.at(s / 2);
+      if (!modalities.empty()) {
+        int32_t m = modalities.at(s / 2);
+        if (m < (int32_t)rt::Modality::Image || m > (int32_t)rt::Modality::Audio)
+          throw std::runtime_error(dir + ": modalities_" + n + " has " + std::to_string(m) + " (0 image, 1 video, 2 audio)");
+        p.embeds.back().modality = (rt::Modality)m;
+      }
       rows += seg[s + 1] * width;
     }
     if (rows != (const float *)e.data + e.numel())
