@@ -26,7 +26,8 @@ struct Chain {
 // One schedule over the same positions and lengths.
 bool sameRope(RopeOp a, RopeOp b) {
   return a.getRope() == b.getRope() && a.getPositions() == b.getPositions() &&
-         a.getSeqIds() == b.getSeqIds() && a.getPromptLens() == b.getPromptLens();
+         a.getSeqIds() == b.getSeqIds() && a.getPromptLens() == b.getPromptLens() &&
+         a.getFreqLogScale() == b.getFreqLogScale();
 }
 
 // The per-head norm feeding `v`, if any, and the value before it.
@@ -50,7 +51,7 @@ std::optional<Chain> match(KvAppendOp append) {
   // The fused op rotates heads of the cache's head_dim by one position per token and keeps v
   // rows as wide as k rows.
   if (!c.ropeK || !c.ropeK->hasOneUse() || c.ropeK.getRope().getHeadDim() != headDim ||
-      c.ropeK.getSectionPositions() || c.ropeK.getRope().getRotaryOffset() != 0 ||
+      c.ropeK.getSectionPositions() || c.ropeK.getFreqLogScale() || c.ropeK.getRope().getRotaryOffset() != 0 ||
       cols(append.getV()) != cols(append.getK()))
     return std::nullopt;
   Value kIn = throughNorm(c.ropeK.getX(), c.normK, headDim);

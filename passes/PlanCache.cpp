@@ -66,10 +66,13 @@ private:
     if (walk.wasInterrupted())
       return failure();
     // The indexer key row goes after the layer's rows; only a layer that keeps every token has
-    // one (the selection lists positions, or blocks, of the whole context).
+    // one (the selection lists positions, or blocks, of the whole context). A layer that reads
+    // another layer's rows but runs its own indexer keeps the index_key row alone.
     walk = module.walk([&](KvIndexAppendOp op) {
       auto it = layers.find(op.getLayer());
-      if (it == layers.end() || it->second.retention.getKind() != RetentionKind::all) {
+      if (it == layers.end())
+        it = layers.emplace(op.getLayer(), LayerRows{.retention = RetentionAttr::all(op.getContext())}).first;
+      if (it->second.retention.getKind() != RetentionKind::all) {
         op.emitOpError("layer ") << op.getLayer() << " has no cbc.kv.append that keeps every token";
         return WalkResult::interrupt();
       }
@@ -182,8 +185,13 @@ private:
       groupAttrs.push_back(stateGroup(ctx, groupAttrs.size(), states));
     SmallVector<CacheLayerAttr> layerAttrs;
     for (auto &[layer, rows] : layers) {
-      SmallVector<CacheRowAttr> rowAttrs = {CacheRowAttr::get(ctx, rows.latent ? "latent" : "k", rows.kElems),
-                                            CacheRowAttr::get(ctx, rows.latent ? "k_rope" : "v", rows.vElems)};
+      // Rows of no width are left out: a latent layer without RoPE has no k_rope row, an
+      // index-only layer nothing but its index_key row.
+      SmallVector<CacheRowAttr> rowAttrs;
+      if (rows.kElems > 0)
+        rowAttrs.push_back(CacheRowAttr::get(ctx, rows.latent ? "latent" : "k", rows.kElems));
+      if (rows.vElems > 0)
+        rowAttrs.push_back(CacheRowAttr::get(ctx, rows.latent ? "k_rope" : "v", rows.vElems));
       if (rows.indexElems > 0)
         rowAttrs.push_back(CacheRowAttr::get(ctx, "index_key", rows.indexElems));
       layerAttrs.push_back(CacheLayerAttr::get(ctx, layer, rows.group, rowAttrs));

@@ -175,13 +175,14 @@ void checkState(const Instr &in, const fb::StateSite &site, const CachePlan &pla
 }
 
 // Dynamic dimensions: an argument's any (block tables are [requests, ?]), an activation's rows.
+// An activation may have no columns (the empty roped part of a latent layer without RoPE).
 void checkValueShapes(const Program &p) {
   for (size_t i = 0; i < p.values.size(); ++i) {
     const Value &v = p.values[i];
     bool ok = v.shape.size() <= 8;
     for (size_t d = 0; ok && d < v.shape.size(); ++d)
       ok = (v.shape[d] == -1 && (d == 0 || v.kind == Value::Argument)) ||
-           (v.shape[d] >= 1 && v.shape[d] <= limits::kMaxTensorElems);
+           (v.shape[d] >= (v.kind == Value::Activation && d == 1 ? 0 : 1) && v.shape[d] <= limits::kMaxTensorElems);
     if (v.kind == Value::Activation)
       ok = ok && v.shape.size() >= 1 && v.shape.size() <= 2 && v.offset <= limits::kMaxTensorElems;
     if (!ok)

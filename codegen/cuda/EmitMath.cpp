@@ -311,8 +311,11 @@ void emitRope(Emitter &e, RopeOp op) {
   addRopeArgs(inst, e, rope);
   std::vector<float> sections(rope.getSections().begin(), rope.getSections().end());
   inst.table(sections.empty() ? "" : e.table(sections));
-  if (rope.getRotaryOffset() != 0)
+  Value logScale = op.getFreqLogScale();
+  if (rope.getRotaryOffset() != 0 || logScale)
     inst.integer(rope.getRotaryOffset());
+  if (logScale)
+    inst.type(logScale);
   int k = e.kernel("rope", "rope.cuh", inst);
   SlotArgs<S> args;
   args.set(S::X, e.arg(op.getX()))
@@ -320,6 +323,7 @@ void emitRope(Emitter &e, RopeOp op) {
       .set(S::SeqIds, e.arg(op.getSeqIds()))
       .set(S::PromptLens, e.arg(op.getPromptLens()))
       .set(S::SectionPositions, e.arg(op.getSectionPositions()))
+      .set(S::FreqLogScale, e.arg(logScale))
       .set(S::Out, e.arg(op.getResult()))
       .set(S::Tokens, Emitter::runtime(RuntimeVar::NumTokens));
   setRopeSlots(args, rope);
@@ -339,6 +343,20 @@ void emitPositionScale(Emitter &e, PositionScaleOp op) {
   inst.type(op.getX()).type(out).integer(cols(out)).integer(op.getPeriod()).integer(op.getOffset());
   inst.integer((int64_t)op.getForm());
   elementwise(e, "position_scale", inst, out, args);
+}
+
+void emitHeadPositionScale(Emitter &e, HeadPositionScaleOp op) {
+  using S = slots::HeadPositionScale;
+  Value out = op.getResult();
+  SlotArgs<S> args;
+  args.set(S::X, e.arg(op.getX()))
+      .set(S::Positions, e.arg(op.getPositions()))
+      .set(S::Scale, e.arg(op.getScale()))
+      .set(S::Bias, e.arg(op.getBias()))
+      .set(S::Out, e.arg(out));
+  Instance inst("head_position_scale");
+  inst.type(op.getX()).type(op.getScale()).type(out).integer(cols(out)).integer(llvm::cast<RankedTensorType>(op.getScale().getType()).getNumElements());
+  elementwise(e, "head_position_scale", inst, out, args);
 }
 
 void emitSinusoidalPosition(Emitter &e, SinusoidalPositionOp op) {

@@ -266,6 +266,11 @@ LogicalResult PositionScaleOp::verify() {
   return success();
 }
 
+LogicalResult HeadPositionScaleOp::verify() {
+  return verifyShape(*this, shape::check(shape::HeadPositionScale{cols(getX()), vectorLength(getScale()),
+                                                                  vectorLength(getBias()), cols(getResult())}));
+}
+
 LogicalResult SinusoidalPositionOp::verify() {
   if (failed(verifyShape(*this, shape::check(shape::SinusoidalPosition{cols(getResult())}))))
     return failure();
@@ -285,6 +290,8 @@ LogicalResult RopeOp::verify() {
     return emitOpError("result width must equal the input width");
   if (getRope().getSections().empty() != !getSectionPositions())
     return emitOpError("takes section positions exactly when its schedule has sections");
+  if (getFreqLogScale() && vectorLength(getFreqLogScale()) != getRope().getRotaryDim() / 2)
+    return emitOpError("freq_log_scale must hold rotary_dim / 2 values");
   return success();
 }
 

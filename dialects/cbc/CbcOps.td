@@ -266,7 +266,7 @@ def Cbc_ConcatOp : Cbc_Op<"math.concat", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Cbc_RopeOp : Cbc_Op<"math.rope", [Pure]> {
+def Cbc_RopeOp : Cbc_Op<"math.rope", [Pure, AttrSizedOperandSegments]> {
   let opcode = 9;
   let params = "RopeParams";
   let summary = "Rotary position embedding applied per head.";
@@ -274,12 +274,15 @@ def Cbc_RopeOp : Cbc_Op<"math.rope", [Pure]> {
     Rotates every head of `x` by the schedule `rope` (see `#cbc.rope`) at each token's position,
     with the per-token length its schedule sees from `prompt_lens`. A schedule with `sections`
     (multimodal RoPE) reads each token's three positions from `section_positions`, the step
-    argument `rope_positions`.
+    argument `rope_positions`. With `freq_log_scale` (a weight of `rotary_dim / 2` learned
+    log-scales, LeRoPE), frequency `i` is `inv_freq[i] * exp(freq_log_scale[i])` in fp32: the
+    frequencies then depend on the checkpoint, not on config.json alone.
   }];
   let arguments = (ins Cbc_Rows:$x, Cbc_Index:$positions, Cbc_Index:$seq_ids,
-                   Cbc_Index:$prompt_lens, Optional<Cbc_Index>:$section_positions, Cbc_RopeAttr:$rope);
+                   Cbc_Index:$prompt_lens, Optional<Cbc_Index>:$section_positions,
+                   Optional<Cbc_Weight>:$freq_log_scale, Cbc_RopeAttr:$rope);
   let results = (outs Cbc_Rows:$result);
-  let assemblyFormat = "$x `,` $positions `,` $seq_ids `,` $prompt_lens (`sections` $section_positions^ `:` type($section_positions))? attr-dict `:` type($x) `,` type($positions) `,` type($seq_ids) `,` type($prompt_lens) `->` type($result)";
+  let assemblyFormat = "$x `,` $positions `,` $seq_ids `,` $prompt_lens (`sections` $section_positions^ `:` type($section_positions))? (`freq_log_scale` $freq_log_scale^ `:` type($freq_log_scale))? attr-dict `:` type($x) `,` type($positions) `,` type($seq_ids) `,` type($prompt_lens) `->` type($result)";
   let hasVerifier = 1;
 }
 
@@ -489,6 +492,27 @@ def Cbc_PositionScaleOp : Cbc_Op<"math.position_scale", [Pure]> {
                    DefaultValuedAttr<Cbc_PositionScaleFormAttr, "::cbc::PositionScaleForm::log1p_floor">:$form);
   let results = (outs Cbc_Rows:$result);
   let assemblyFormat = "$x `,` $positions attr-dict `:` type($x) `,` type($positions) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Cbc_HeadPositionScaleOp : Cbc_Op<"math.head_position_scale", [Pure]> {
+  let opcode = 52;
+  let summary = "Scales each head of a row by a learned affine function of log(1 + position).";
+  let description = [{
+    With `H` the length of `scale` and `bias`, `x` holds `H` heads of `width / H` features and
+    `result[t, h, :] = x[t, h, :] * (scale[h] * log(1 + positions[t]) + bias[h])`, in fp32: a
+    learned per-head query scaling of attentions and sparse-attention indexers. The factor is
+    `bias[h]` at position 0 and may be negative, so it cannot be folded into a projection that a
+    nonlinearity follows.
+
+    ```mlir
+    %y = cbc.math.head_position_scale %x, %positions, %scale, %bias
+           : tensor<?x96xf32>, tensor<?xi32>, tensor<4xf32>, tensor<4xf32> -> tensor<?x96xf32>
+    ```
+  }];
+  let arguments = (ins Cbc_Rows:$x, Cbc_Index:$positions, Cbc_Weight:$scale, Cbc_Weight:$bias);
+  let results = (outs Cbc_Rows:$result);
+  let assemblyFormat = "$x `,` $positions `,` $scale `,` $bias attr-dict `:` type(operands) `->` type($result)";
   let hasVerifier = 1;
 }
 

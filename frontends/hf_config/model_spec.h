@@ -107,6 +107,8 @@ struct LayerSpec {
   bool gated_input_norm = false, gated_ff_norm = false;
   // KV sharing (Gemma 4's num_kv_shared_layers): this attention layer projects only q and
   // attends over the cache layer `kv_layer` writes, a layer of its own kind before it; -1: its own.
+  // A latent-attention reader re-expands the writer's latent and roped key with its own kv_b_proj
+  // (Mistral Large 4's kv_source_layers); its indexer, if it has one, keeps its own key row.
   int64_t kv_layer = -1;
   bool value_is_key = false; // v is the key projection's output (before k's norm and RoPE): no v_proj
   int64_t intermediate = 0;  // this layer's dense MLP width (Gemma 4's double-wide MLPs); 0: MlpSpec's
@@ -236,6 +238,9 @@ struct IndexerSpec {
   RotaryPairing rope_pairing = RotaryPairing::Half; // the indexer's own pairing (not the attention's)
   double norm_eps = 1e-6;                     // k_norm (a LayerNorm with a bias)
   bool rope_last = false;                     // q and k rotate their last rope_dim features, not their first
+  // The queries read LayerNorm(x) (<indexer>.q_input_norm, weight and bias, eps norm_eps) through
+  // a wq_b of the hidden size, not the q LoRA's output (Mistral Large 4).
+  bool query_norm = false;
 };
 
 struct MlaSpec {
@@ -260,6 +265,10 @@ struct MlaSpec {
   bool query_gate = false;
   // A learned logit per head (<attn>.<Names::sinks>) joins each softmax (HY-V4).
   bool sinks = false;
+  // Per-head learned query factors scale_h * log(1 + position) + bias_h, the two [heads] tensors
+  // under the attention (after RoPE) and under its indexer (before the ReLU) (Mistral Large 4's
+  // softmax scaling); empty: none.
+  std::string log_position_scale, log_position_bias;
   IndexerSpec indexer;
 };
 
@@ -618,6 +627,9 @@ struct ModelSpec {
   double logits_scale = 1.0;    // logits are multiplied by this (Granite: 1 / logits_scaling)
   bool tie_word_embeddings = false;
   double final_softcap = 0.0;
+  // LeRoPE (Mistral Large 4): a checkpoint tensor of rotary_dim / 2 learned log-scales, every
+  // RoPE frequency times exp(scale); empty: none.
+  std::string rope_log_scale;
   // Each layer is two latent-attention sublayers with their own MLPs (mlps.0, mlps.1) and a
   // shortcut MoE (LongCat-Flash); the cache has two layers per decoder layer.
   bool dual_sublayers = false;

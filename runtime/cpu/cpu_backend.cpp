@@ -127,7 +127,7 @@ CpuBackend::CpuBackend(const Artefact &a, WeightStore weights, const BackendLimi
     cpu::KvLayout layout;
     layout.block_size = a.cache_plan.block_size;
     layout.row_elems = l.elemsPerToken();
-    layout.k_elems = l.rows.empty() ? 0 : l.rows[0].second;
+    layout.k_elems = l.rows.empty() || l.rows[0].first == "index_key" ? 0 : l.rows[0].second;
     for (const auto &[name, elems] : l.rows)
       if (name == "index_key")
         layout.index_elems = elems;
@@ -154,7 +154,7 @@ void CpuBackend::checkArenaSlots() const {
     if (v.kind != Value::Activation)
       continue;
     int64_t width = v.arena == 0 ? p.token_row_elems : p.request_row_elems;
-    if (v.shape.size() != 2 || v.cols() <= 0 || v.offset > width || v.cols() > width - v.offset)
+    if (v.shape.size() != 2 || v.cols() < 0 || v.offset > width || v.cols() > width - v.offset)
       throw ArtefactError("program value does not fit its arena slot");
   }
   // The engine reads vocab_size logits per sampled row.

@@ -191,6 +191,19 @@ void positionScale(const float *x, int64_t T, int64_t width, const int32_t *posi
   }
 }
 
+void headPositionScale(const float *x, int64_t T, int64_t width, int64_t heads, const int32_t *positions,
+                       const float *scale, const float *bias, float *y) {
+  int64_t d = width / heads;
+  for (int64_t t = 0; t < T; ++t) {
+    float l = std::log((float)positions[t] + 1.0f);
+    for (int64_t h = 0; h < heads; ++h) {
+      float f = scale[h] * l + bias[h];
+      for (int64_t j = h * d; j < (h + 1) * d; ++j)
+        y[t * width + j] = x[t * width + j] * f;
+    }
+  }
+}
+
 void rmsNorm(const float *x, int64_t M, int64_t width, int64_t group, const float *w, float eps,
              float offset, float *y) {
   for (int64_t m = 0; m < M; ++m)
@@ -308,11 +321,15 @@ void ropeFrequencies(const RopeParams &p, int64_t seqLen, std::vector<float> &fr
 }
 
 void rope(const float *x, int64_t T, int64_t width, const RopeParams &p, const int32_t *positions,
-          const int64_t *seqLen, float *y, const ParallelFor &pfor, const int32_t *sectionPositions) {
+          const int64_t *seqLen, float *y, const ParallelFor &pfor, const int32_t *sectionPositions,
+          const float *freqLogScale) {
   int64_t heads = width / p.head_dim, half = p.rotary_dim / 2;
   pfor(T, [&](int64_t t) {
     std::vector<float> freq;
     ropeFrequencies(p, seqLen[t], freq);
+    if (freqLogScale) // fp32, as transformers scales its fp32 frequencies
+      for (int64_t i = 0; i < half; ++i)
+        freq[i] *= std::exp(freqLogScale[i]);
     std::vector<float> c(half), s(half);
     for (int64_t i = 0; i < half; ++i) {
       // Angle in float32, then cos/sin scaled by the attention factor, as transformers does.

@@ -60,6 +60,10 @@ void headLinear(const float *x, int64_t T, const float *w, int64_t heads, int64_
 void positionScale(const float *x, int64_t T, int64_t width, const int32_t *positions, float beta, int64_t period,
                    int64_t offset, float *y, fb::PositionScaleForm form = fb::PositionScaleForm::Log1pFloor);
 
+// cbc.math.head_position_scale: head h of row t times scale[h] * log(1 + positions[t]) + bias[h].
+void headPositionScale(const float *x, int64_t T, int64_t width, int64_t heads, const int32_t *positions,
+                       const float *scale, const float *bias, float *y);
+
 // Sinusoidal position rows [T, D] (cbc.math.sinusoidal_position): sin | cos of n * f_i for the
 // token's n = position + offset, f_i = exp(i * step) in fp32; a zero row for n == paddingRow.
 void sinusoidalPosition(const int32_t *positions, int64_t T, int64_t D, int64_t offset, const float *freq,
@@ -113,9 +117,11 @@ struct RopeParams {
 void ropeFrequencies(const RopeParams &p, int64_t seqLen, std::vector<float> &freq);
 
 // y = rope(x) for rows of heads; seqLen[t] is the sequence length of token t's request. With
-// p.sections, frequency i of token t turns by sectionPositions[p.sections[i] * T + t].
+// p.sections, frequency i of token t turns by sectionPositions[p.sections[i] * T + t]; with
+// freqLogScale (LeRoPE), frequency i is multiplied by exp(freqLogScale[i]).
 void rope(const float *x, int64_t T, int64_t width, const RopeParams &p, const int32_t *positions,
-          const int64_t *seqLen, float *y, const ParallelFor &pfor, const int32_t *sectionPositions = nullptr);
+          const int64_t *seqLen, float *y, const ParallelFor &pfor, const int32_t *sectionPositions = nullptr,
+          const float *freqLogScale = nullptr);
 
 // The paged cache of one layer: blocks of `block_size` token rows, each row holding k then v.
 struct KvLayout {

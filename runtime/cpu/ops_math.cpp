@@ -81,6 +81,20 @@ Exec compilePositionScale(const OpContext &c) {
   };
 }
 
+Exec compileHeadPositionScale(const OpContext &c) {
+  c.need(4, 1);
+  c.needArg(1, StepArg::Positions);
+  c.acts({c.I[0], c.O[0]});
+  int x = c.I[0], scale = c.I[2], bias = c.I[3], out = c.O[0];
+  auto vec = [&](int w) { return c.weightShape(w).size() == 1 ? c.weightNumel(w) : -1; };
+  c.checkShape(shape::check(shape::HeadPositionScale{c.cols(x), vec(scale), vec(bias), c.cols(out)}));
+  int64_t heads = vec(scale), width = c.cols(x);
+  return [=](StepEnv &e) {
+    headPositionScale(e.f32(x), e.rows(x), width, heads, e.arg(StepArg::Positions), e.weight(scale), e.weight(bias),
+                      e.f32(out));
+  };
+}
+
 Exec compileSinusoidalPosition(const OpContext &c) {
   c.need(1, 1);
   c.needArg(0, StepArg::Positions);
@@ -297,16 +311,24 @@ Exec compileRope(const OpContext &c) {
   c.needArg(1, StepArg::Positions);
   c.needArg(2, StepArg::SeqIds);
   c.needArg(3, StepArg::PromptLens);
-  c.check(p.sections.empty() == (c.I.size() == 4), "takes section positions exactly when its schedule has sections");
+  // The optional inputs in order: the section positions (with sections), the frequency log-scales.
+  size_t first = p.sections.empty() ? 4 : 5;
+  c.check(c.I.size() >= first, "takes section positions exactly when its schedule has sections");
   if (!p.sections.empty())
     c.needArg(4, StepArg::RopePositions);
+  int scale = -1;
+  if (c.I.size() > first) {
+    scale = c.I[first];
+    c.check(c.I.size() == first + 1 && c.weightNumel(scale) == p.rotary_dim / 2,
+            "has frequency log-scales that are not rotary_dim / 2 values");
+  }
   int64_t width = c.cols(x);
   return [=](StepEnv &e) {
     const StepBatch &b = *e.batch;
     if (!p.sections.empty() && (int64_t)b.rope_positions.size() != 3 * b.num_tokens)
       throw std::logic_error("a multimodal RoPE step without three positions per token");
     rope(e.f32(x), b.num_tokens, width, p, b.positions.data(), e.seqLengths(), e.f32(out), e.pfor,
-         b.rope_positions.data());
+         b.rope_positions.data(), scale >= 0 ? e.weight(scale) : nullptr);
   };
 }
 

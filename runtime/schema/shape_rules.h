@@ -362,6 +362,21 @@ constexpr Error check(const KvBlockSelect &s) {
   return nullptr;
 }
 
+// cbc.math.head_position_scale: x and the result [T, width], scale and bias [H] (-1: not a
+// vector), H heads of width / H.
+struct HeadPositionScale {
+  int64_t width, scale, bias, result;
+};
+constexpr Error check(const HeadPositionScale &s) {
+  if (s.scale <= 0 || s.bias != s.scale)
+    return "scale and bias must be vectors of one entry per head";
+  if (s.width % s.scale != 0)
+    return "x must hold whole heads";
+  if (s.result != s.width)
+    return "result width must equal the input width";
+  return nullptr;
+}
+
 // cbc.math.head_linear: a [weight_rows, weight_cols] weight of `heads` blocks.
 struct HeadLinear {
   int64_t heads, offset, rows, weight_rank, weight_rows, weight_cols;

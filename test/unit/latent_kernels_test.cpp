@@ -64,6 +64,54 @@ TEST(PositionScale, Formula) {
   EXPECT_FLOAT_EQ(y[2], 2.0f * (1 + 0.1f * std::log(2.0f)));
 }
 
+// Mistral Large 4's per-head factor: bias alone at position 0, negative factors kept (they flip
+// a head, which is why the factor cannot be folded into a projection before a ReLU).
+TEST(HeadPositionScale, Formula) {
+  std::vector<int32_t> pos = {0, 1, 9};
+  const float scale[] = {0.5f, -0.75f}, bias[] = {1.0f, 0.25f};
+  std::vector<float> x(3 * 6), y(3 * 6);
+  for (size_t i = 0; i < x.size(); ++i)
+    x[i] = 0.1f * (float)i - 0.4f;
+  headPositionScale(x.data(), 3, 6, 2, pos.data(), scale, bias, y.data());
+  for (int t = 0; t < 3; ++t)
+    for (int j = 0; j < 6; ++j) {
+      int h = j / 3;
+      float f = scale[h] * std::log((float)pos[t] + 1.0f) + bias[h];
+      EXPECT_FLOAT_EQ(y[t * 6 + j], x[t * 6 + j] * f) << "token " << t << " column " << j;
+    }
+  EXPECT_FLOAT_EQ(y[3], x[3] * 0.25f);                            // position 0: the bias
+  EXPECT_LT(scale[1] * std::log(10.0f) + bias[1], 0.0f);          // position 9, head 1: negative
+}
+
+// LeRoPE: learned log-scales multiply the frequencies, the same rotation as a schedule whose
+// frequencies are inv_freq * exp(scale).
+TEST(Rope, FreqLogScaleMultipliesTheFrequencies) {
+  RopeParams p;
+  p.head_dim = 8;
+  p.rotary_dim = 8;
+  p.interleaved = true;
+  p.inv_freq = {1.0f, 0.1f, 0.01f, 0.001f};
+  const float alpha[] = {0.5f, -0.3f, 1.2f, 0.0f};
+  RopeParams folded = p;
+  for (int i = 0; i < 4; ++i)
+    folded.inv_freq[i] = p.inv_freq[i] * std::exp(alpha[i]);
+  std::vector<int32_t> pos = {0, 3, 17};
+  std::vector<int64_t> len = {18, 18, 18};
+  std::vector<float> x(3 * 16), a(x.size()), b(x.size());
+  for (size_t i = 0; i < x.size(); ++i)
+    x[i] = std::sin(0.7f * (float)i);
+  ParallelFor serial = [](int64_t n, const std::function<void(int64_t)> &fn) {
+    for (int64_t i = 0; i < n; ++i)
+      fn(i);
+  };
+  rope(x.data(), 3, 16, p, pos.data(), len.data(), a.data(), serial, nullptr, alpha);
+  rope(x.data(), 3, 16, folded, pos.data(), len.data(), b.data(), serial);
+  for (size_t i = 0; i < x.size(); ++i)
+    EXPECT_FLOAT_EQ(a[i], b[i]) << i;
+  rope(x.data(), 3, 16, p, pos.data(), len.data(), b.data(), serial);
+  EXPECT_NE(a[16 + 2], b[16 + 2]); // the scales do change the rotation
+}
+
 // One request of n tokens prefilled in one step, latent rows appended, then attention of every
 // token: absorbed (cbc) against expanded (K = [kv_b_k c | k_rope], V = kv_b_v c per head). With
 // a rope part of 0 features the layer has no position embedding at all (NoPE latent attention).

@@ -56,6 +56,20 @@ __device__ __forceinline__ void position_scale(const CbcArgs &a) {
   });
 }
 
+// x * (scale[h] * log(1 + pos) + bias[h]) for the N heads of W / N columns of each row.
+template <class TX, class TS, class TY, int W, int N>
+__device__ __forceinline__ void head_position_scale(const CbcArgs &a) {
+  using S = slots::HeadPositionScale;
+  const TX *x = (const TX *)a.p[S::X];
+  const int *positions = (const int *)a.p[S::Positions];
+  const TS *scale = (const TS *)a.p[S::Scale], *bias = (const TS *)a.p[S::Bias];
+  TY *y = (TY *)a.p[S::Out];
+  for_element<W>(a.i[S::Rows], [&](long long i, long long r, long long c) {
+    int h = (int)(c / (W / N));
+    st(y, i, ld(x, i) * (ld(scale, h) * logf((float)positions[r] + 1.0f) + ld(bias, h)));
+  });
+}
+
 // Sinusoidal positions: sin | cos of n * exp(i * step) with n = position + OFFSET, a zero last
 // column when W is odd, a zero row for n == PAD (PAD < 0: none); with POWER the frequencies are
 // 1 / base ^ (2i / W) instead (the slot Step holds the base).

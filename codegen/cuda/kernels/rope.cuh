@@ -34,8 +34,11 @@ struct RopeAngle {
   int first, second;
 };
 
-template <int RD, Pairing P, const float *FREQ, const float *FREQ_LONG, int LONG_AFTER, bool DYNAMIC, int DYN_MAX>
-__device__ __forceinline__ RopeAngle rope_angle(int d, int pos, long long seq_len, const RopeScalars &r) {
+// With `log_scale` (LeRoPE), frequency i is multiplied by exp(log_scale(i)).
+template <int RD, Pairing P, const float *FREQ, const float *FREQ_LONG, int LONG_AFTER, bool DYNAMIC, int DYN_MAX,
+          class TF = float>
+__device__ __forceinline__ RopeAngle rope_angle(int d, int pos, long long seq_len, const RopeScalars &r,
+                                                const TF *log_scale = nullptr) {
   constexpr bool inter = P == Pairing::interleaved;
   constexpr int half = RD / 2;
   int i = inter ? d / 2 : (d < half ? d : d - half);
@@ -50,6 +53,8 @@ __device__ __forceinline__ RopeAngle rope_angle(int d, int pos, long long seq_le
                                                   dim / (dim - 2.0));
       f = 1.0f / (float)pow(base_, (double)((float)(2 * i) / (float)RD));
     }
+  if (log_scale)
+    f *= expf(ld(log_scale, i));
   float angle = (float)pos * f;
   float c = cosf(angle) * r.attention_factor, s = sinf(angle) * r.attention_factor;
   return {c, s, inter ? 2 * i : i, inter ? 2 * i + 1 : i + half};
@@ -64,7 +69,7 @@ __device__ __forceinline__ float rope_rotate(const RopeAngle &r, int d, float x1
 // SECTIONS (multimodal RoPE: per frequency, the component 0, 1 or 2 it reads, as floats),
 // frequency i turns by SectionPositions[SECTIONS[i] * Tokens + t] instead of the position.
 template <class TI, class TO, int W, int D, int RD, Pairing P, const float *FREQ, const float *FREQ_LONG,
-          int LONG_AFTER, bool DYNAMIC, int DYN_MAX, const float *SECTIONS, int OFF = 0>
+          int LONG_AFTER, bool DYNAMIC, int DYN_MAX, const float *SECTIONS, int OFF = 0, class TF = float>
 __device__ __forceinline__ void rope(const CbcArgs &a) {
   using S = slots::Rope;
   const TI *x = (const TI *)a.p[S::X];
@@ -88,7 +93,8 @@ __device__ __forceinline__ void rope(const CbcArgs &a) {
       int i = P == Pairing::interleaved ? d / 2 : (d < RD / 2 ? d : d - RD / 2);
       at = ((const int *)a.p[S::SectionPositions])[(long long)SECTIONS[i] * a.i[S::Tokens] + t];
     }
-    RopeAngle r = rope_angle<RD, P, FREQ, FREQ_LONG, LONG_AFTER, DYNAMIC, DYN_MAX>(d, at, seq_len, scalars);
+    const TF *log_scale = (const TF *)a.p[S::FreqLogScale];
+    RopeAngle r = rope_angle<RD, P, FREQ, FREQ_LONG, LONG_AFTER, DYNAMIC, DYN_MAX, TF>(d, at, seq_len, scalars, log_scale);
     float x1 = ld(x, base + r.first), x2 = ld(x, base + r.second);
     st(y, base + d, rope_rotate(r, d, x1, x2));
   }

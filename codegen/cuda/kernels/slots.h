@@ -302,14 +302,20 @@ struct PositionScale {
   enum Int { Rows, NumInt };
   enum Flt { Beta, NumFlt };
 };
+struct HeadPositionScale { // Scale, Bias: one entry per head
+  enum Ptr { X, Positions, Scale, Bias, Out, NumPtr };
+  enum Int { Rows, NumInt };
+  enum Flt { NumFlt };
+};
 struct SinusoidalPosition { // Step: -ln(base) / (D / 2 - 1), rounded to fp32 by the host
   enum Ptr { Positions, Out, NumPtr };
   enum Int { Rows, NumInt };
   enum Flt { Step, NumFlt };
 };
 
-struct Rope { // SectionPositions [3, Tokens]: multimodal RoPE's positions (null without)
-  enum Ptr { X, Positions, SeqIds, PromptLens, SectionPositions, Out, NumPtr };
+struct Rope { // SectionPositions [3, Tokens]: multimodal RoPE's positions (null without);
+              // FreqLogScale [RD / 2]: LeRoPE's learned log-scales (null without)
+  enum Ptr { X, Positions, SeqIds, PromptLens, SectionPositions, FreqLogScale, Out, NumPtr };
   enum Int { Tokens, NumInt };
   enum Flt { AttentionFactor, DynamicBase, DynamicFactor, NumFlt };
 };

@@ -28,8 +28,12 @@ Value StepBuilder::rope(const RopeSpec &r, Value x, int64_t headDim, std::option
       longRope ? r.long_after : 0,
       llvm::APFloat(dynamic ? r.theta : 0.0), llvm::APFloat(dynamic ? r.dynamic_factor : 0.0),
       dynamic ? r.dynamic_max_positions : 0, r.sections, offset);
+  // LeRoPE: one learned log-scale per frequency, shared by every rotation of the model.
+  Value freqLogScale;
+  if (!spec_.rope_log_scale.empty())
+    freqLogScale = fp32Weight("rope_log_scale", {r.rotary_dim / 2}, spec_.rope_log_scale);
   return RopeOp::create(b_, loc_, rows(width), x, positions_, seqIds_, promptLens_,
-                        r.sections.empty() ? Value() : ropePositions_, schedule)
+                        r.sections.empty() ? Value() : ropePositions_, freqLogScale, schedule)
       .getResult();
 }
 

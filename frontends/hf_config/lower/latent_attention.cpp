@@ -26,6 +26,8 @@ Value StepBuilder::latentQuery(int64_t layer, Value x, const AttnSite &site, Val
   SmallVector<int64_t> regroup = {H, m.nope_dim, m.rope_dim};
   if (m.query_gate)
     regroup.push_back(m.v_dim);
+  if (m.rope_dim == 0 && !m.query_gate) // every head's rows are its nope part already
+    regroup.clear();
   if (m.q_lora_rank == 0)
     return linear(x, weight(site.prog + "q", {qw, site.in}, {.parts = {{site.hf + "q_proj.weight"}}, .regroup = regroup}));
   Value qaBias;
@@ -64,28 +66,39 @@ Value StepBuilder::latentAttention(Value x, const AttnSite &site, int64_t layer,
                                 b_.getI64IntegerAttr(0))
             .getResult();
   SmallVector<Value> qParts = split(q, {H * m.nope_dim, H * m.rope_dim});
-  Value kvaBias;
-  if (m.bias)
-    kvaBias = weight(site.prog + "kv_a_bias", {r + m.rope_dim}, site.hf + "kv_a_proj_with_mqa.bias");
-  Value kva = weight(site.prog + "kv_a", {r + m.rope_dim, site.in}, site.hf + "kv_a_proj_with_mqa.weight");
-  SmallVector<Value> kvParts = split(linear(x, kva, kvaBias), {r, m.rope_dim});
-  Value latentNorm = weight(site.prog + "kv_a_norm", {r},
-                            {.parts = {{site.hf + "kv_a_layernorm.weight"}}, .row_scales = scales({{r, m.latent_scale}})});
-  Value latent = norm(kvParts[0], latentNorm, std::nullopt, m.norm_eps);
-  Value qRope = qParts[1], kRope = kvParts[1];
-  if (m.k_rope_norm)
-    kRope = norm(kRope, weight(site.prog + "k_rope_norm", {m.rope_dim}, site.hf + "k_rope_only_layernorm.weight"),
-                 std::nullopt, m.norm_eps);
+  Value qRope = qParts[1];
   // A NoPE layer still has the shared key part, unrotated (Kimi Linear).
-  if (m.rope_dim > 0 && !L.nope) {
+  bool rotates = m.rope_dim > 0 && !L.nope;
+  if (rotates)
     qRope = rope(L.rope, qRope);
-    kRope = rope(L.rope, kRope);
+  if (!m.log_position_scale.empty()) {
+    qParts[0] = headPositionScale(qParts[0], site, "q", H);
+    if (m.rope_dim > 0)
+      qRope = headPositionScale(qRope, site, "q", H);
   }
   auto retention = L.window > 0 ? RetentionAttr::get(b_.getContext(), RetentionKind::window, L.window)
                                  : RetentionAttr::all(b_.getContext());
-  KvAppendOp::create(b_, loc_, latent, kRope, positions_, seqIds_, slots_, blockTables_,
-                     b_.getI64IntegerAttr(cacheLayer), b_.getI64IntegerAttr(1), b_.getI64IntegerAttr(r), retention,
-                     IntegerAttr(), b_.getUnitAttr());
+  // A reader of another layer's latents (kv_layer) keeps no rows of its own.
+  int64_t readLayer = L.kv_layer >= 0 ? L.kv_layer : cacheLayer;
+  if (L.kv_layer < 0) {
+    Value kvaBias;
+    if (m.bias)
+      kvaBias = weight(site.prog + "kv_a_bias", {r + m.rope_dim}, site.hf + "kv_a_proj_with_mqa.bias");
+    Value kva = weight(site.prog + "kv_a", {r + m.rope_dim, site.in}, site.hf + "kv_a_proj_with_mqa.weight");
+    SmallVector<Value> kvParts = split(linear(x, kva, kvaBias), {r, m.rope_dim});
+    Value latentNorm = weight(site.prog + "kv_a_norm", {r},
+                              {.parts = {{site.hf + "kv_a_layernorm.weight"}}, .row_scales = scales({{r, m.latent_scale}})});
+    Value latent = norm(kvParts[0], latentNorm, std::nullopt, m.norm_eps);
+    Value kRope = kvParts[1];
+    if (m.k_rope_norm)
+      kRope = norm(kRope, weight(site.prog + "k_rope_norm", {m.rope_dim}, site.hf + "k_rope_only_layernorm.weight"),
+                   std::nullopt, m.norm_eps);
+    if (rotates)
+      kRope = rope(L.rope, kRope);
+    KvAppendOp::create(b_, loc_, latent, kRope, positions_, seqIds_, slots_, blockTables_,
+                       b_.getI64IntegerAttr(cacheLayer), b_.getI64IntegerAttr(1), b_.getI64IntegerAttr(r), retention,
+                       IntegerAttr(), b_.getUnitAttr());
+  }
   Value selection, sinks;
   if (m.indexer.heads > 0)
     selection = indexerSelection(x, qResid, site, layer, cacheLayer);
@@ -101,7 +114,7 @@ Value StepBuilder::latentAttention(Value x, const AttnSite &site, int64_t layer,
   };
   Value qLatent = headLinear(qParts[0], 0, m.nope_dim, true);
   Value o = KvLatentAttentionOp::create(b_, loc_, rows(H * r), qLatent, qRope, positions_, seqIds_, cuSeqlens_,
-                                        kvLens_, slots_, blockTables_, b_.getI64IntegerAttr(cacheLayer),
+                                        kvLens_, slots_, blockTables_, b_.getI64IntegerAttr(readLayer),
                                         b_.getI64IntegerAttr(H), b_.getI64IntegerAttr(r),
                                         b_.getI64IntegerAttr(m.rope_dim), b_.getF64FloatAttr(a.scale),
                                         retention, IntegerAttr(), sinks, selection)
@@ -123,6 +136,15 @@ Value StepBuilder::latentAttention(Value x, const AttnSite &site, int64_t layer,
                 oBias);
 }
 
+// The rows x of `heads` heads times scale_h * log(1 + position) + bias_h, the two vectors
+// MlaSpec::log_position_scale and log_position_bias under the site.
+Value StepBuilder::headPositionScale(Value x, const AttnSite &site, const std::string &name, int64_t heads) {
+  const MlaSpec &m = spec_.mla;
+  Value scale = fp32Weight(site.prog + name + "_log_scale", {heads}, site.hf + m.log_position_scale);
+  Value bias = fp32Weight(site.prog + name + "_log_bias", {heads}, site.hf + m.log_position_bias);
+  return HeadPositionScaleOp::create(b_, loc_, x.getType(), x, positions_, scale, bias).getResult();
+}
+
 // The lightning indexer: q = wq_b(q_resid) [heads, d], k = LayerNorm(wk x) [d], both roped on
 // their first rope_dim features (or their last, IndexerSpec::rope_last); the key joins the layer's cache rows and each query keeps the
 // topk best of score = sum_h (w_h(x) H^-1/2) relu(q_h . k d^-1/2). A shared-indexer layer
@@ -135,7 +157,19 @@ Value StepBuilder::indexerSelection(Value x, Value qResid, const AttnSite &site,
     return selection_;
   int64_t H = ix.heads, D = ix.head_dim;
   std::string w = site.hf + "indexer.";
-  Value q = linear(qResid, weight(site.prog + "index_q", {H * D, m.q_lora_rank}, w + "wq_b.weight"));
+  Value q;
+  if (ix.query_norm) {
+    Value qIn = LayerNormOp::create(b_, loc_, rows(site.in), x,
+                                    weight(site.prog + "index_q_norm", {site.in}, w + "q_input_norm.weight"),
+                                    weight(site.prog + "index_q_norm_bias", {site.in}, w + "q_input_norm.bias"),
+                                    b_.getF64FloatAttr(ix.norm_eps), b_.getF64FloatAttr(0.0), IntegerAttr())
+                    .getResult();
+    q = linear(qIn, weight(site.prog + "index_q", {H * D, site.in}, w + "wq_b.weight"));
+  } else {
+    q = linear(qResid, weight(site.prog + "index_q", {H * D, m.q_lora_rank}, w + "wq_b.weight"));
+  }
+  if (!m.log_position_scale.empty()) // before the ReLU, so never folded into wq_b
+    q = headPositionScale(q, {w, site.prog + "index_", site.in}, "q", H);
   Value k = linear(x, weight(site.prog + "index_k", {D, site.in}, w + "wk.weight"));
   k = LayerNormOp::create(b_, loc_, rows(D), k, weight(site.prog + "index_k_norm", {D}, w + "k_norm.weight"),
                           weight(site.prog + "index_k_norm_bias", {D}, w + "k_norm.bias"), b_.getF64FloatAttr(ix.norm_eps),

@@ -771,6 +771,38 @@ func.func @head_linear_widths(%x: tensor<?x16xf32>, %w: tensor<12x8xbf16>) {
 
 // -----
 
+func.func @rope_freq_log_scale(%x: tensor<?x8xf32>, %p: tensor<?xi32>, %a: tensor<4xf32>) {
+  // expected-error @+1 {{'cbc.math.rope' op freq_log_scale must hold rotary_dim / 2 values}}
+  %0 = cbc.math.rope %x, %p, %p, %p freq_log_scale %a : tensor<4xf32> {rope = #cbc.rope<head_dim = 4, rotary_dim = 4, inv_freq = array<f32: 1.0, 0.01>>} : tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @head_position_scale_vectors(%x: tensor<?x8xf32>, %p: tensor<?xi32>, %s: tensor<2xf32>, %b: tensor<4xf32>) {
+  // expected-error @+1 {{'cbc.math.head_position_scale' op scale and bias must be vectors of one entry per head}}
+  %y = cbc.math.head_position_scale %x, %p, %s, %b : tensor<?x8xf32>, tensor<?xi32>, tensor<2xf32>, tensor<4xf32> -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @head_position_scale_heads(%x: tensor<?x8xf32>, %p: tensor<?xi32>, %s: tensor<3xf32>) {
+  // expected-error @+1 {{'cbc.math.head_position_scale' op x must hold whole heads}}
+  %y = cbc.math.head_position_scale %x, %p, %s, %s : tensor<?x8xf32>, tensor<?xi32>, tensor<3xf32>, tensor<3xf32> -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @head_position_scale_width(%x: tensor<?x8xf32>, %p: tensor<?xi32>, %s: tensor<2xf32>) {
+  // expected-error @+1 {{'cbc.math.head_position_scale' op result width must equal the input width}}
+  %y = cbc.math.head_position_scale %x, %p, %s, %s : tensor<?x8xf32>, tensor<?xi32>, tensor<2xf32>, tensor<2xf32> -> tensor<?x4xf32>
+  return
+}
+
+// -----
+
 func.func @position_scale_period(%x: tensor<?x16xf32>, %p: tensor<?xi32>) {
   // expected-error @+1 {{'cbc.math.position_scale' op period must be positive and offset not negative}}
   %y = cbc.math.position_scale %x, %p {beta = 0.1 : f64, period = 0 : i64} : tensor<?x16xf32>, tensor<?xi32> -> tensor<?x16xf32>

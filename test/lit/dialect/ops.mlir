@@ -118,6 +118,17 @@ func.func @dense(%tok: tensor<?xi32>, %table: tensor<16x8xbf16>, %w: tensor<12x8
   return %m : tensor<?x8xf32>
 }
 
+// LeRoPE's learned per-frequency log-scales and Mistral Large 4's per-head log-position factor.
+// CHECK-LABEL: func.func @learned_position_scales
+func.func @learned_position_scales(%x: tensor<?x8xf32>, %pos: tensor<?xi32>, %seq: tensor<?xi32>, %plen: tensor<?xi32>,
+                                   %alpha: tensor<2xf32>, %s: tensor<2xf32>, %b: tensor<2xf32>) -> tensor<?x8xf32> {
+  // CHECK: %{{[a-z0-9_#]+}} = cbc.math.rope %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}} freq_log_scale %{{[a-z0-9_#]+}} : tensor<2xf32> {rope = #cbc.rope<head_dim = 4, rotary_dim = 4, inv_freq = array<f32: 1.000000e+00, 0.00999999977>>} : tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x8xf32>
+  %r = cbc.math.rope %x, %pos, %seq, %plen freq_log_scale %alpha : tensor<2xf32> {rope = #cbc.rope<head_dim = 4, rotary_dim = 4, inv_freq = array<f32: 1.0, 0.01>>} : tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x8xf32>
+  // CHECK: %{{[a-z0-9_#]+}} = cbc.math.head_position_scale %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}} : tensor<?x8xf32>, tensor<?xi32>, tensor<2xf32>, tensor<2xf32> -> tensor<?x8xf32>
+  %y = cbc.math.head_position_scale %r, %pos, %s, %b : tensor<?x8xf32>, tensor<?xi32>, tensor<2xf32>, tensor<2xf32> -> tensor<?x8xf32>
+  return %y : tensor<?x8xf32>
+}
+
 // CHECK-LABEL: func.func @rope
 func.func @rope(%x: tensor<?x8xf32>, %pos: tensor<?xi32>, %seq: tensor<?xi32>, %plen: tensor<?xi32>) -> tensor<?x8xf32> {
   // CHECK: %{{[a-z0-9_#]+}} = cbc.math.rope %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}} {rope = #cbc.rope<head_dim = 4, rotary_dim = 4, inv_freq = array<f32: 1.000000e+00, 0.00999999977>>} : tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x8xf32>

@@ -205,9 +205,39 @@ func.func @block_select_without_index(%iq: tensor<?x8xf32>, %k: tensor<?x8xf32>,
 
 // -----
 
-func.func @index_append_without_append(%lat: tensor<?x8xf32>, %kr: tensor<?x4xf32>, %ik: tensor<?x6xf32>, %iq: tensor<?x12xf32>, %iw: tensor<?x2xf32>, %ql: tensor<?x16xf32>, %qr: tensor<?x8xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>) {
+func.func @index_append_windowed(%k: tensor<?x8xf32>, %ik: tensor<?x6xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>) {
+  cbc.kv.append %k, %k, %p, %p, %p, %bt {layer = 1 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, retention = #cbc.retention<window, 8>} : tensor<?x8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
   // expected-error @+1 {{'cbc.kv.index_append' op layer 1 has no cbc.kv.append that keeps every token}}
   cbc.kv.index_append %ik, %p, %p, %p, %bt {layer = 1 : i64, head_dim = 6 : i64} : tensor<?x6xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
+  return
+}
+
+// -----
+
+// Latent sharing (Mistral Large 4): layer 0 keeps a latent without RoPE (no k_rope row), layer
+// 1 reads it and keeps its own indexer's keys alone: an index_key row is the whole of its rows.
+// CHECK-LABEL: module attributes {cbc.cache_plan = #cbc.cache_plan<
+// CHECK-SAME: groups = [#cbc.cache_group<id = 0, retention = <all>, layers = [0, 1], bytes_per_token = 28>]
+// CHECK-SAME: layers = [#cbc.cache_layer<layer = 0, group = 0, rows = [#cbc.cache_row<"latent", 8>]>, #cbc.cache_layer<layer = 1, group = 0, rows = [#cbc.cache_row<"index_key", 6>]>]
+// CHECK-LABEL: func.func @index_only_layer
+// CHECK: cbc.kv.index_append {{.*}} {group = 0 : i64, head_dim = 6 : i64, layer = 1 : i64}
+// CHECK: cbc.kv.index_select {{.*}} {group = 0 : i64, {{.*}}layer = 1 : i64
+// CHECK: cbc.kv.latent_attention {{.*}} selection({{.*}}) {group = 0 : i64, latent_dim = 8 : i64, layer = 0 : i64
+func.func @index_only_layer(%lat: tensor<?x8xf32>, %kr: tensor<?x0xf32>, %ik: tensor<?x6xf32>, %iq: tensor<?x12xf32>, %iw: tensor<?x2xf32>, %ql: tensor<?x16xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>) {
+  cbc.kv.append %lat, %kr, %p, %p, %p, %bt {layer = 0 : i64, num_kv_heads = 1 : i64, head_dim = 8 : i64, latent} : tensor<?x8xf32>, tensor<?x0xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
+  cbc.kv.index_append %ik, %p, %p, %p, %bt {layer = 1 : i64, head_dim = 6 : i64} : tensor<?x6xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
+  %sel = cbc.kv.index_select %iq, %iw, %p, %p, %p, %p, %p, %bt {layer = 1 : i64, num_heads = 2 : i64, head_dim = 6 : i64, topk = 3 : i64, key_scale = 0.5 : f64, weight_scale = 0.7 : f64} : tensor<?x12xf32>, tensor<?x2xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?x3xi32>
+  %o = cbc.kv.latent_attention %ql, %kr, %p, %p, %p, %p, %p, %bt selection(%sel) {layer = 0 : i64, num_heads = 2 : i64, latent_dim = 8 : i64, rope_dim = 0 : i64, scale = 0.25 : f64} : tensor<?x16xf32>, tensor<?x0xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>, tensor<?x3xi32> -> tensor<?x16xf32>
+  return
+}
+
+// -----
+
+// A reader of an index-only layer's rows reads no latent.
+func.func @latent_read_of_index_only_layer(%ik: tensor<?x6xf32>, %ql: tensor<?x16xf32>, %kr: tensor<?x0xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>) {
+  cbc.kv.index_append %ik, %p, %p, %p, %bt {layer = 1 : i64, head_dim = 6 : i64} : tensor<?x6xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
+  // expected-error @+1 {{'cbc.kv.latent_attention' op reads layer 1, whose rows are not latent}}
+  %o = cbc.kv.latent_attention %ql, %kr, %p, %p, %p, %p, %p, %bt {layer = 1 : i64, num_heads = 2 : i64, latent_dim = 8 : i64, rope_dim = 0 : i64, scale = 0.25 : f64} : tensor<?x16xf32>, tensor<?x0xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?x16xf32>
   return
 }
 
