@@ -14,7 +14,8 @@ const FamilyTable &families() {
                                      lfm2Families(), mambaFamilies(), hybridFamilies(), zambaFamilies(), mlaFamilies(),
                                      llama4Families(), miniMaxFamilies(), kdaFamilies(), inklingFamilies(),
                                      dsaVariantFamilies(), hunyuanFamilies(), cohereFamilies(),
-                                     zayaFamilies(), gptFamilies(), rwkvFamilies(), xlstmFamilies()})
+                                     zayaFamilies(), gptFamilies(), rwkvFamilies(), xlstmFamilies(),
+                                     mistralLarge4Families()})
       for (const auto &[type, family] : group)
         if (!all.emplace(type, family).second)
           throw std::logic_error("model_type '" + type + "' is registered by two family groups");
@@ -26,7 +27,7 @@ const FamilyTable &families() {
 const std::map<std::string, std::string> &multimodalWrappers() {
   static const std::map<std::string, std::string> table = {
       {"gemma3", "gemma3_text"}, {"gemma3n", "gemma3n_text"}, {"gemma4", "gemma4_text"}, {"gemma4_unified", "gemma4_unified_text"}, {"llama4", "llama4_text"}, {"qwen3_5", "qwen3_5_text"},
-      {"qwen3_5_moe", "qwen3_5_moe_text"}};
+      {"qwen3_5_moe", "qwen3_5_moe_text"}, {"mistral_large4", "mistral_large4_text"}};
   return table;
 }
 

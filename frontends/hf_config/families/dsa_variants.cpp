@@ -54,9 +54,6 @@ std::vector<bool> sharedIndexerLayers(const ConfigReader &r, int64_t layers) {
   return shared;
 }
 
-namespace {
-
-// Every layer of these families is sparse latent attention (layer_types, when given, says so).
 void checkIndexedLayers(const ConfigReader &r, int64_t layers) {
   std::vector<std::string> types = r.getStringList("layer_types");
   if (!types.empty())
@@ -65,6 +62,8 @@ void checkIndexedLayers(const ConfigReader &r, int64_t layers) {
     if (t != "indexed_attention")
       throw ConfigError(r.path("layer_types"), "unsupported layer type '" + t + "' (indexed_attention)");
 }
+
+namespace {
 
 // GLM-5: DeepSeek-V3.2's sparse MLA with interleaved RoPE everywhere (the indexer too) and
 // "shared" layers without an indexer.

@@ -1,4 +1,4 @@
-// The DSA variant families' layer schedule, shared with their lit-tested parse (dsa_variants.cpp).
+// The sparse-attention families' layer schedule rules (dsa_variants.cpp), shared by their parsers.
 #ifndef CBC_FRONTENDS_HF_CONFIG_FAMILIES_DSA_VARIANTS_H
 #define CBC_FRONTENDS_HF_CONFIG_FAMILIES_DSA_VARIANTS_H
 
@@ -11,6 +11,9 @@ namespace cbc::hf {
 // Which layers reuse the previous layer's top-k selection ("shared" in indexer_types), from
 // indexer_types, index_topk_pattern or index_topk_freq / index_skip_topk_offset (GLM-5).
 std::vector<bool> sharedIndexerLayers(const ConfigReader &r, int64_t layers);
+
+// Every layer of these families is sparse latent attention (layer_types, when given, says so).
+void checkIndexedLayers(const ConfigReader &r, int64_t layers);
 
 } // namespace cbc::hf
 

@@ -2,6 +2,7 @@
 // their attention. Each layer caches a normed latent and one roped key shared by all heads.
 #include "frontends/hf_config/families/families.h"
 #include "frontends/hf_config/families/helpers.h"
+#include "frontends/hf_config/families/dsa_variants.h"
 #include "frontends/hf_config/families/mla.h"
 #include "frontends/hf_config/parse_config.h"
 #include "runtime/schema/limits.h"
@@ -262,12 +263,7 @@ void parseDeepseekV32(const ConfigReader &r, ModelSpec &s) {
   parseMla(r, s, {}, true);
   s.attn.rope_pairing = RotaryPairing::Interleaved;
   parseIndexer(r, s, RotaryPairing::Half);
-  std::vector<std::string> types = r.getStringList("layer_types");
-  if (!types.empty())
-    checkLayerCount(r, "layer_types", types.size(), s.num_layers);
-  for (const std::string &t : types)
-    if (t != "indexed_attention")
-      throw ConfigError(r.path("layer_types"), "unsupported layer type '" + t + "' (indexed_attention)");
+  checkIndexedLayers(r, s.num_layers);
   parseDeepseekMoe(r, s, kSigmoidGroups, {});
   int64_t first = r.getInt("first_k_dense_replace", 3);
   if (first < 0)

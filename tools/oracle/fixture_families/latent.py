@@ -787,7 +787,6 @@ FAMILIES = {
     ),
     "mistral_large4": dict(
         MLA_FAMILY,
-        pending="cbc does not lower mistral_large4_text yet: make_fixtures.py writes this fixture only with --family",
         seed=ML4_SEED,
         build=_cfg_mistral_large4,
         model_class="MistralLarge4ForConditionalGeneration",
