@@ -189,6 +189,12 @@ Params writeSparseAttentionParams(fbs::FlatBufferBuilder &fbb, Operation &op) {
                       fb::CreateKvBlockSelectParams(fbb, &site, o.getNumHeads(), o.getHeadDim(), o.getBlock(),
                                                     o.getTopk(), o.getLocal()));
       })
+      .Case([&](KvPoolSelectOp o) {
+        fb::CacheSite site = cacheSite(o.getLayer(), o.getGroupAttr(), RetentionAttr::all(o.getContext()));
+        return params(P::KvPoolSelectParams,
+                      fb::CreateKvPoolSelectParams(fbb, &site, o.getNumHeads(), o.getHeadDim(), o.getPools(),
+                                                   o.getPool(), f64(o.getKeyScaleAttr()), f64(o.getWeightScaleAttr())));
+      })
       .Case([&](KvIndexSelectOp o) {
         fb::CacheSite site = cacheSite(o.getLayer(), o.getGroupAttr(), RetentionAttr::all(o.getContext()));
         return params(P::KvIndexSelectParams,

@@ -108,6 +108,10 @@ private:
       } else if (auto select = dyn_cast<KvBlockSelectOp>(op)) {
         if (failed(assignIndexReader(select, layers)))
           return WalkResult::interrupt();
+      } else if (auto select = dyn_cast<KvPoolSelectOp>(op)) {
+        // Its rows hold a key and its pooling logits.
+        if (failed(assignIndexReader(select, layers, 2 * (int64_t)select.getHeadDim())))
+          return WalkResult::interrupt();
       } else if (auto attn = dyn_cast<KvAttentionOp>(op)) {
         if (failed(assignReader(attn, layers, /*latent=*/false)))
           return WalkResult::interrupt();
@@ -120,12 +124,15 @@ private:
     return failure(walk.wasInterrupted());
   }
 
-  // An indexer reads the index_key rows of its layer, of its head_dim.
-  template <class SelectOp> LogicalResult assignIndexReader(SelectOp select, std::map<int64_t, LayerRows> &layers) {
+  // An indexer reads the index_key rows of its layer, of its head_dim (or `elems`).
+  template <class SelectOp>
+  LogicalResult assignIndexReader(SelectOp select, std::map<int64_t, LayerRows> &layers, int64_t elems = 0) {
+    if (elems == 0)
+      elems = select.getHeadDim();
     auto it = layers.find(select.getLayer());
-    if (it == layers.end() || it->second.indexElems != (int64_t)select.getHeadDim())
+    if (it == layers.end() || it->second.indexElems != elems)
       return select.emitOpError("reads index keys of layer ")
-             << select.getLayer() << ", which no cbc.kv.index_append of head_dim " << select.getHeadDim() << " writes";
+             << select.getLayer() << ", which no cbc.kv.index_append of head_dim " << elems << " writes";
     select.setGroupAttr(Builder(select.getContext()).getI64IntegerAttr(it->second.group));
     return success();
   }

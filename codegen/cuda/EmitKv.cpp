@@ -298,6 +298,17 @@ void emitKvBlockSelect(Emitter &e, KvBlockSelectOp op) {
   l.grid[1] = {std::nullopt, 1, 1, (int64_t)op.getNumHeads()};
 }
 
+// The slots every lightning-indexer selection takes: queries, head weights, scales, the cache.
+template <class S, class Op> static void setIndexerSlots(SlotArgs<S> &args, Emitter &e, Op op) {
+  args.set(S::Q, e.arg(op.getQ()))
+      .set(S::W, e.arg(op.getWeights()))
+      .set(S::SeqIds, e.arg(op.getSeqIds()))
+      .set(S::Out, e.arg(op.getResult()))
+      .set(S::KeyScale, op.getKeyScale().convertToDouble())
+      .set(S::WeightScale, op.getWeightScale().convertToDouble());
+  setCacheSlots(args, e, op);
+}
+
 void emitKvIndexSelect(Emitter &e, KvIndexSelectOp op) {
   using S = slots::IndexSelect;
   int64_t row = planRowElems(op, op.getLayer());
@@ -313,14 +324,31 @@ void emitKvIndexSelect(Emitter &e, KvIndexSelectOp op) {
                        .integer(row)
                        .integer(e.blockSize()));
   SlotArgs<S> args;
-  args.set(S::Q, e.arg(op.getQ()))
-      .set(S::W, e.arg(op.getWeights()))
-      .set(S::SeqIds, e.arg(op.getSeqIds()))
-      .set(S::Out, e.arg(op.getResult()))
-      .set(S::KeyScale, op.getKeyScale().convertToDouble())
-      .set(S::WeightScale, op.getWeightScale().convertToDouble());
-  setCacheSlots(args, e, op);
+  setIndexerSlots(args, e, op);
   LaunchOut &l = e.launch(k, 128, args);
+  l.grid[0] = {RuntimeVar::NumTokens, 1, 1, 0};
+}
+
+void emitKvPoolSelect(Emitter &e, KvPoolSelectOp op) {
+  using S = slots::PoolSelect;
+  int64_t row = planRowElems(op, op.getLayer());
+  int k = e.kernel("pool_select", "index_select.cuh",
+                   Instance("pool_select")
+                       .type(op.getQ())
+                       .type(op.getWeights())
+                       .type(e.kvType())
+                       .type(op.getApe())
+                       .type(op.getResult())
+                       .integer(op.getNumHeads())
+                       .integer(op.getHeadDim())
+                       .integer(op.getPools())
+                       .integer(op.getPool())
+                       .integer(row)
+                       .integer(e.blockSize()));
+  SlotArgs<S> args;
+  setIndexerSlots(args, e, op);
+  args.set(S::Ape, e.arg(op.getApe()));
+  LaunchOut &l = e.launch(k, 128, args); // select_top's 128 threads
   l.grid[0] = {RuntimeVar::NumTokens, 1, 1, 0};
 }
 

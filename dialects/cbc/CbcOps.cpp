@@ -475,6 +475,14 @@ LogicalResult KvIndexSelectOp::verify() {
                                                               cols(getResult())}));
 }
 
+LogicalResult KvPoolSelectOp::verify() {
+  auto ape = llvm::cast<RankedTensorType>(getApe().getType());
+  return verifyShape(*this, shape::check(shape::KvPoolSelect{
+                                (int64_t)getNumHeads(), (int64_t)getHeadDim(), (int64_t)getPools(), (int64_t)getPool(),
+                                cols(getQ()), cols(getWeights()), cols(getResult()), ape.getRank(),
+                                ape.getRank() == 2 ? ape.getDimSize(0) : 0, ape.getRank() == 2 ? ape.getDimSize(1) : 0}));
+}
+
 LogicalResult KvBlockSelectOp::verify() {
   return verifyShape(*this, shape::check(shape::KvBlockSelect{(int64_t)getNumHeads(), (int64_t)getHeadDim(),
                                                               (int64_t)getBlock(), (int64_t)getTopk(),

@@ -711,6 +711,36 @@ def Cbc_KvIndexSelectOp : Cbc_Op<"kv.index_select", [MemoryEffects<[MemRead]>]> 
   let hasVerifier = 1;
 }
 
+def Cbc_KvPoolSelectOp : Cbc_Op<"kv.pool_select", [MemoryEffects<[MemRead]>]> {
+  let opcode = 53;
+  let params = "KvPoolSelectParams";
+  let site = Cbc_CacheSite;
+  let summary = "Lightning-indexer scores over pooled index keys, and each query's best pools plus its own open pool.";
+  let description = [{
+    The positions of a request form pools of `pool` consecutive positions, pool `i` covering
+    `[i * pool, (i + 1) * pool)`. A cached `index_key` row of layer `layer` holds a token's key
+    and its pooling logits, `[k | g]` of `2 * head_dim`; a complete pool's key is, per feature
+    `f`, `sum_j softmax_j(g_j[f] + ape[j, f]) * k_j[f]` over its positions `j` (`ape [pool,
+    head_dim]`, a learned bias per position in the pool). Query row `t` at position `p` scores
+    the complete pools that end at or before `p`:
+    `score(t, i) = sum_h weights[t, h] * weight_scale * relu(key_scale * q[t, h] . key_i)`.
+    The result row holds the positions of the `pools` best pools (all of them when there are no
+    more; among equal scores the lower pool), pool by pool in ascending order, then the
+    positions of the query's own incomplete pool up to `p` (its tail, which it always sees);
+    unused entries are -1, so the width is `pools * pool + pool - 1`. A query whose pool has
+    just completed sees itself only if that pool is chosen. `cbc.kv.latent_attention` with
+    `selection` attends to exactly these rows.
+  }];
+  let arguments = (ins Cbc_Rows:$q, Cbc_Rows:$weights, Cbc_Index:$positions, Cbc_Index:$seq_ids,
+                   Cbc_Index:$cu_seqlens, Cbc_Index:$kv_lens, Cbc_Index:$slots,
+                   Cbc_BlockTables:$block_tables, Cbc_Weight:$ape,
+                   I64Attr:$layer, I64Attr:$num_heads, I64Attr:$head_dim, I64Attr:$pools, I64Attr:$pool,
+                   F64Attr:$key_scale, F64Attr:$weight_scale, OptionalAttr<I64Attr>:$group);
+  let results = (outs Cbc_RowsI32:$result);
+  let assemblyFormat = "$q `,` $weights `,` $positions `,` $seq_ids `,` $cu_seqlens `,` $kv_lens `,` $slots `,` $block_tables `,` $ape attr-dict `:` type(operands) `->` type($result)";
+  let hasVerifier = 1;
+}
+
 def Cbc_KvBlockSelectOp : Cbc_Op<"kv.block_select", [MemoryEffects<[MemRead]>]> {
   let opcode = 39;
   let params = "KvBlockSelectParams";

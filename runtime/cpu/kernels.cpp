@@ -545,6 +545,61 @@ void indexSelect(const float *q, const float *w, int64_t T, const int32_t *posit
   });
 }
 
+void poolSelect(const float *q, const float *w, int64_t T, const int32_t *positions, const int32_t *seqIds,
+                const int32_t *slots, const int32_t *tables, int64_t tableWidth, const KvLayout &layout,
+                const float *pool, const float *ape, const PoolSelectParams &p, int32_t *out, const ParallelFor &pfor) {
+  int64_t H = p.num_heads, D = p.head_dim, N = p.pools, K = p.pool, width = N * K + K - 1;
+  pfor(T, [&](int64_t t) {
+    int64_t pos = positions[t], complete = (pos + 1) / K;
+    int32_t *o = out + t * width;
+    std::fill(o, o + width, -1);
+    std::vector<int32_t> chosen(complete);
+    std::iota(chosen.begin(), chosen.end(), 0);
+    if (complete > N) {
+      const int32_t *table = tables + (int64_t)slots[seqIds[t]] * tableWidth;
+      const float *qt = q + t * H * D;
+      std::vector<float> score(complete), key(D), logit(K);
+      for (int64_t i = 0; i < complete; ++i) {
+        // The pool's key: per feature, its tokens' keys weighted by softmax(g + ape) over the pool.
+        for (int64_t f = 0; f < D; ++f) {
+          float m = -INFINITY, sum = 0, acc = 0;
+          for (int64_t j = 0; j < K; ++j) {
+            const float *row = pool + slotOf(table, i * K + j, layout.block_size) * layout.row_elems + layout.indexOffset();
+            logit[j] = row[D + f] + ape[j * D + f];
+            m = std::max(m, logit[j]);
+          }
+          for (int64_t j = 0; j < K; ++j) {
+            const float *row = pool + slotOf(table, i * K + j, layout.block_size) * layout.row_elems + layout.indexOffset();
+            float e = std::exp(logit[j] - m);
+            sum += e;
+            acc += e * row[f];
+          }
+          key[f] = acc / sum;
+        }
+        float s = 0;
+        for (int64_t h = 0; h < H; ++h) {
+          float dot = 0;
+          for (int64_t f = 0; f < D; ++f)
+            dot += qt[h * D + f] * key[f];
+          s += w[t * H + h] * p.weight_scale * std::max(dot * p.key_scale, 0.0f);
+        }
+        score[i] = s;
+      }
+      // Equal scores go to the lower pool, as in cbc.kv.index_select.
+      std::partial_sort(chosen.begin(), chosen.begin() + N, chosen.end(), [&](int32_t a, int32_t b) {
+        return score[a] > score[b] || (score[a] == score[b] && a < b);
+      });
+      chosen.resize(N);
+      std::sort(chosen.begin(), chosen.end());
+    }
+    for (size_t i = 0; i < chosen.size(); ++i)
+      for (int64_t j = 0; j < K; ++j)
+        o[i * K + j] = (int32_t)(chosen[i] * K + j);
+    for (int64_t j = 0; complete * K + j <= pos; ++j) // the open pool, up to the query
+      o[N * K + j] = (int32_t)(complete * K + j);
+  });
+}
+
 void blockSelect(const float *q, int64_t T, const int32_t *positions, const int32_t *seqIds, const int32_t *slots,
                  const int32_t *tables, int64_t tableWidth, const KvLayout &layout, const float *pool,
                  const BlockSelectParams &p, int32_t *out, const ParallelFor &pfor) {

@@ -191,6 +191,14 @@ struct IndexSelectParams {
   int64_t num_heads = 0, head_dim = 0, topk = 0;
   float key_scale = 1, weight_scale = 1;
 };
+// cbc.kv.pool_select: index_key rows [k | g] of 2 head_dim, pools of `pool` positions.
+struct PoolSelectParams {
+  int64_t num_heads = 0, head_dim = 0, pools = 0, pool = 0;
+  float key_scale = 1, weight_scale = 1;
+};
+void poolSelect(const float *q, const float *w, int64_t T, const int32_t *positions, const int32_t *seqIds,
+                const int32_t *slots, const int32_t *tables, int64_t tableWidth, const KvLayout &layout,
+                const float *pool, const float *ape, const PoolSelectParams &p, int32_t *out, const ParallelFor &pfor);
 void indexAppend(const float *key, int64_t T, const int32_t *positions, const int32_t *seqIds,
                  const int32_t *slots, const int32_t *tables, int64_t tableWidth, const KvLayout &layout,
                  float *pool);

@@ -232,6 +232,39 @@ Exec compileKvIndexSelect(const OpContext &c) {
   };
 }
 
+Exec compileKvPoolSelect(const OpContext &c) {
+  c.need(9, 1);
+  const fb::KvPoolSelectParams &params = c.params<fb::KvPoolSelectParams>();
+  const KvLayout &kv = siteLayout(c, params.site());
+  int layer = params.site()->layer(), group = params.site()->group(), q = c.I[0], w = c.I[1], ape = c.I[8];
+  int out = c.O[0];
+  c.acts({q, w, out});
+  PoolSelectParams p;
+  p.num_heads = params.num_heads();
+  p.head_dim = params.head_dim();
+  p.pools = params.pools();
+  p.pool = params.pool();
+  p.key_scale = (float)params.key_scale();
+  p.weight_scale = (float)params.weight_scale();
+  const std::vector<int64_t> &apeShape = c.weightShape(ape);
+  c.checkShape(shape::check(shape::KvPoolSelect{p.num_heads, p.head_dim, p.pools, p.pool, c.cols(q), c.cols(w),
+                                                c.cols(out), (int64_t)apeShape.size(),
+                                                apeShape.size() == 2 ? apeShape[0] : 0,
+                                                apeShape.size() == 2 ? apeShape[1] : 0}));
+  c.check(2 * p.head_dim == kv.index_elems && p.pools * p.pool <= (1 << 24),
+          "has index keys that do not fit the cache plan's rows");
+  c.needArg(2, StepArg::Positions);
+  c.needArg(3, StepArg::SeqIds);
+  c.needArg(6, StepArg::Slots);
+  c.needArg(7, StepArg::BlockTables);
+  return [=](StepEnv &e) {
+    const StepBatch &b = *e.batch;
+    poolSelect(e.f32(q), e.f32(w), b.num_tokens, b.positions.data(), b.seq_ids.data(), b.slots.data(),
+               e.groupTables(group), b.table_width, e.kvLayouts.at(layer), e.kvPool(layer), e.weight(ape), p,
+               e.i32(out), e.pfor);
+  };
+}
+
 // Split, per-head norms, RoPE and the append of cbc.kv.rope_append, with the kernels of the
 // ops it replaces.
 Exec compileKvRopeAppend(const OpContext &c) {

@@ -345,6 +345,26 @@ constexpr Error check(const KvIndexSelect &s) {
   return nullptr;
 }
 
+// cbc.kv.pool_select: ape [pool, head_dim] (its rank and dims).
+struct KvPoolSelect {
+  int64_t heads, head_dim, pools, pool;
+  int64_t q, weights, result;     // widths
+  int64_t ape_rank, ape_rows, ape_cols;
+};
+constexpr Error check(const KvPoolSelect &s) {
+  if (s.heads <= 0 || s.head_dim <= 0 || s.pools <= 0 || s.pool <= 0)
+    return "num_heads, head_dim, pools and pool must be positive";
+  if (s.q != s.heads * s.head_dim)
+    return "q width must be num_heads * head_dim";
+  if (s.weights != s.heads)
+    return "weights must have one column per head";
+  if (s.ape_rank != 2 || s.ape_rows != s.pool || s.ape_cols != s.head_dim)
+    return "ape must be [pool, head_dim]";
+  if (s.result != s.pools * s.pool + s.pool - 1)
+    return "result width must be pools * pool + pool - 1";
+  return nullptr;
+}
+
 // cbc.kv.block_select.
 struct KvBlockSelect {
   int64_t heads, head_dim, block, topk, local;

@@ -125,6 +125,75 @@ TEST(IndexSelect, EqualScoresGoToTheLowerPosition) {
   EXPECT_EQ(std::vector<int32_t>(out.begin() + 9, out.begin() + 12), (std::vector<int32_t>{0, 1, 2}));
 }
 
+// The k-pooled indexer's definition, written out in double: each complete pool's key per feature
+// from softmax(g + ape) over its tokens, the pools best by sum_h w_h ws relu(ks q_h . key)
+// (ties to the lower pool, all of them when no more than `pools`), expanded pool by pool in
+// ascending order, -1 padded, then the query's own open pool up to it.
+std::vector<int32_t> referencePools(const std::vector<float> &q, const std::vector<float> &w,
+                                    const std::vector<float> &ape, const Request &r, int64_t t,
+                                    const PoolSelectParams &p) {
+  int64_t D = p.head_dim, K = p.pool, N = p.pools, pos = r.positions[t], complete = (pos + 1) / K;
+  std::vector<std::pair<double, int32_t>> ranked;
+  for (int32_t i = 0; i < complete; ++i) {
+    std::vector<double> key(D);
+    for (int64_t f = 0; f < D; ++f) {
+      double sum = 0, acc = 0;
+      for (int64_t j = 0; j < K; ++j) {
+        const float *row = r.row(i * K + j) + r.L + r.R;
+        double e = std::exp((double)row[D + f] + ape[j * D + f]);
+        sum += e;
+        acc += e * row[f];
+      }
+      key[f] = acc / sum;
+    }
+    double s = 0;
+    for (int64_t h = 0; h < p.num_heads; ++h) {
+      double dot = 0;
+      for (int64_t f = 0; f < D; ++f)
+        dot += (double)q[(t * p.num_heads + h) * D + f] * key[f];
+      s += (double)w[t * p.num_heads + h] * p.weight_scale * std::max(dot * p.key_scale, 0.0);
+    }
+    ranked.push_back({-s, i});
+  }
+  std::sort(ranked.begin(), ranked.end());
+  std::vector<int32_t> pools;
+  for (int64_t i = 0; i < std::min<int64_t>(complete, N); ++i)
+    pools.push_back(ranked[i].second);
+  std::sort(pools.begin(), pools.end());
+  std::vector<int32_t> out(N * K + K - 1, -1);
+  for (size_t i = 0; i < pools.size(); ++i)
+    for (int64_t j = 0; j < K; ++j)
+      out[i * K + j] = (int32_t)(pools[i] * K + j);
+  for (int64_t j = 0; complete * K + j <= pos; ++j)
+    out[N * K + j] = (int32_t)(complete * K + j);
+  return out;
+}
+
+TEST(PoolSelect, MatchesItsDefinition) {
+  std::mt19937 rng(29);
+  Request r(23);
+  // Rows [k | g] of 3 + 3 (the Request's index width), 2 pools of 3 kept, 4 heads.
+  PoolSelectParams p{4, r.DI / 2, 2, 3, 0.6f, 0.5f};
+  auto rows = randoms(r.n * r.DI, rng), q = randoms(r.n * p.num_heads * p.head_dim, rng),
+       w = randoms(r.n * p.num_heads, rng), ape = randoms(p.pool * p.head_dim, rng);
+  indexAppend(rows.data(), r.n, r.positions.data(), r.seqIds.data(), r.slots.data(), r.table.data(),
+              (int64_t)r.table.size(), r.layout, r.pool.data());
+  int64_t width = p.pools * p.pool + p.pool - 1;
+  std::vector<int32_t> out(r.n * width);
+  poolSelect(q.data(), w.data(), r.n, r.positions.data(), r.seqIds.data(), r.slots.data(), r.table.data(),
+             (int64_t)r.table.size(), r.layout, r.pool.data(), ape.data(), p, out.data(), serial);
+  for (int64_t t = 0; t < r.n; ++t)
+    EXPECT_EQ(std::vector<int32_t>(out.begin() + t * width, out.begin() + (t + 1) * width),
+              referencePools(q, w, ape, r, t, p))
+        << "token " << t;
+  auto rowOf = [&](int64_t t) { return std::vector<int32_t>(out.begin() + t * width, out.begin() + (t + 1) * width); };
+  // Token 1: no complete pool, its open pool 0..1. Token 5: two complete pools, both taken, no tail.
+  EXPECT_EQ(rowOf(1), (std::vector<int32_t>{-1, -1, -1, -1, -1, -1, 0, 1}));
+  EXPECT_EQ(rowOf(5), (std::vector<int32_t>{0, 1, 2, 3, 4, 5, -1, -1}));
+  // Token 22: seven complete pools, two chosen, and its open pool 21..22.
+  EXPECT_EQ(std::vector<int32_t>(out.end() - 2, out.end()), (std::vector<int32_t>{21, 22}));
+}
+
 TEST(SparseLatentAttention, AttendsToExactlyTheSelectedRows) {
   std::mt19937 rng(13);
   Request r(17);

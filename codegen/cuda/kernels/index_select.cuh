@@ -1,6 +1,7 @@
 // Sparse (indexed) attention's indexer: the index_key row append, the per-query top-k
-// selection (cbc.kv.index_append, cbc.kv.index_select; one block per token) and the per-head
-// top-k blocks (cbc.kv.block_select; one block per token and head).
+// selection (cbc.kv.index_append, cbc.kv.index_select; one block per token), the per-query top-k
+// pools (cbc.kv.pool_select; one block per token) and the per-head top-k blocks
+// (cbc.kv.block_select; one block per token and head).
 #ifndef CBC_CODEGEN_CUDA_KERNELS_INDEX_SELECT_CUH
 #define CBC_CODEGEN_CUDA_KERNELS_INDEX_SELECT_CUH
 
@@ -138,6 +139,72 @@ __device__ __forceinline__ void index_select(const CbcArgs &a) {
   }
   select_top<K>(out + t * K, n,
                 [&](int j) { return index_score<TQ, TW, TKV, H, D, ROW, B>(a, table, t, j, ks, ws); });
+}
+
+// Pool selection (cbc.kv.pool_select): block t scores the complete pools of KP positions ending
+// at or before its query (each pool's key formed per feature from the rows [k | g] of its
+// tokens, softmax(g + ape) over the pool weighting k), keeps the NP best in ascending order (all
+// when there are no more) expanded to their positions, then the query's open pool up to it.
+template <class TQ, class TW, class TKV, class TA, class TO, int H, int D, int NP, int KP, int ROW, int B>
+__device__ __forceinline__ void pool_select(const CbcArgs &a) {
+  using S = slots::PoolSelect;
+  constexpr int W = NP * KP + KP - 1;
+  const TQ *q = (const TQ *)a.p[S::Q];
+  const TW *w = (const TW *)a.p[S::W];
+  const TA *ape = (const TA *)a.p[S::Ape];
+  const TKV *pool = (const TKV *)a.p[S::Pool];
+  const int *positions = (const int *)a.p[S::Positions];
+  const int *seq_ids = (const int *)a.p[S::SeqIds];
+  const int *slots = (const int *)a.p[S::Slots];
+  long long t = blockIdx.x;
+  int pos = positions[t], complete = (pos + 1) / KP;
+  TO *out = (TO *)a.p[S::Out] + t * W;
+  const int *table = group_tables<S>(a) + (long long)slots[seq_ids[t]] * a.i[S::TableWidth];
+  float ks = a.f[S::KeyScale], ws = a.f[S::WeightScale];
+  __shared__ int chosen[NP];
+  int n = complete < NP ? complete : NP;
+  if (complete <= NP) {
+    for (int i = threadIdx.x; i < n; i += blockDim.x)
+      chosen[i] = i;
+  } else {
+    auto row = [&](int j) { return pool + ((long long)table[j / B] * B + j % B) * ROW + (ROW - 2 * D); };
+    auto score = [&](int p) {
+      float acc[H];
+      for (int h = 0; h < H; ++h)
+        acc[h] = 0.0f;
+      for (int f = 0; f < D; ++f) {
+        float m = -INFINITY;
+        for (int j = 0; j < KP; ++j)
+          m = fmaxf(m, ld(row(p * KP + j), D + f) + ld(ape, j * D + f));
+        float sum = 0.0f, key = 0.0f;
+        for (int j = 0; j < KP; ++j) {
+          const TKV *r = row(p * KP + j);
+          float e = expf(ld(r, D + f) + ld(ape, j * D + f) - m);
+          sum += e;
+          key += e * ld(r, f);
+        }
+        key /= sum;
+        for (int h = 0; h < H; ++h)
+          acc[h] += ld(q, (t * H + h) * D + f) * key;
+      }
+      float s = 0.0f;
+      for (int h = 0; h < H; ++h)
+        s += ld(w, t * H + h) * ws * fmaxf(acc[h] * ks, 0.0f);
+      return s;
+    };
+    select_top<NP>(chosen, complete, score);
+  }
+  __syncthreads();
+  for (int i = threadIdx.x; i < W; i += blockDim.x) {
+    int v = -1;
+    if (i < NP * KP) {
+      if (i / KP < n)
+        v = chosen[i / KP] * KP + i % KP;
+    } else if (complete * KP + (i - NP * KP) <= pos) {
+      v = complete * KP + (i - NP * KP);
+    }
+    out[i] = v;
+  }
 }
 
 // Block selection (cbc.kv.block_select): block (token t, head h) scores each visible block of

@@ -365,6 +365,11 @@ struct IndexSelect {
   enum Int { Group, TableSlots, TableWidth, NumInt };
   enum Flt { KeyScale, WeightScale, NumFlt };
 };
+struct PoolSelect { // Ape [pool, head_dim]
+  enum Ptr { Q, W, Positions, SeqIds, Slots, Tables, Pool, Ape, Out, NumPtr };
+  enum Int { Group, TableSlots, TableWidth, NumInt };
+  enum Flt { KeyScale, WeightScale, NumFlt };
+};
 struct BlockSelect {
   enum Ptr { Q, Positions, SeqIds, Slots, Tables, Pool, Out, NumPtr };
   enum Int { Group, TableSlots, TableWidth, NumInt };

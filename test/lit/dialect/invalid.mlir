@@ -771,6 +771,46 @@ func.func @head_linear_widths(%x: tensor<?x16xf32>, %w: tensor<12x8xbf16>) {
 
 // -----
 
+func.func @pool_select_sizes(%q: tensor<?x8xf32>, %w: tensor<?x2xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>, %ape: tensor<2x4xf32>) {
+  // expected-error @+1 {{'cbc.kv.pool_select' op num_heads, head_dim, pools and pool must be positive}}
+  %s = cbc.kv.pool_select %q, %w, %p, %p, %p, %p, %p, %bt, %ape {layer = 0 : i64, num_heads = 2 : i64, head_dim = 4 : i64, pools = 0 : i64, pool = 2 : i64, key_scale = 0.5 : f64, weight_scale = 0.7 : f64} : tensor<?x8xf32>, tensor<?x2xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>, tensor<2x4xf32> -> tensor<?x1xi32>
+  return
+}
+
+// -----
+
+func.func @pool_select_q(%q: tensor<?x6xf32>, %w: tensor<?x2xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>, %ape: tensor<2x4xf32>) {
+  // expected-error @+1 {{'cbc.kv.pool_select' op q width must be num_heads * head_dim}}
+  %s = cbc.kv.pool_select %q, %w, %p, %p, %p, %p, %p, %bt, %ape {layer = 0 : i64, num_heads = 2 : i64, head_dim = 4 : i64, pools = 2 : i64, pool = 2 : i64, key_scale = 0.5 : f64, weight_scale = 0.7 : f64} : tensor<?x6xf32>, tensor<?x2xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>, tensor<2x4xf32> -> tensor<?x5xi32>
+  return
+}
+
+// -----
+
+func.func @pool_select_weights(%q: tensor<?x8xf32>, %w: tensor<?x3xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>, %ape: tensor<2x4xf32>) {
+  // expected-error @+1 {{'cbc.kv.pool_select' op weights must have one column per head}}
+  %s = cbc.kv.pool_select %q, %w, %p, %p, %p, %p, %p, %bt, %ape {layer = 0 : i64, num_heads = 2 : i64, head_dim = 4 : i64, pools = 2 : i64, pool = 2 : i64, key_scale = 0.5 : f64, weight_scale = 0.7 : f64} : tensor<?x8xf32>, tensor<?x3xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>, tensor<2x4xf32> -> tensor<?x5xi32>
+  return
+}
+
+// -----
+
+func.func @pool_select_ape(%q: tensor<?x8xf32>, %w: tensor<?x2xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>, %ape: tensor<2x3xf32>) {
+  // expected-error @+1 {{'cbc.kv.pool_select' op ape must be [pool, head_dim]}}
+  %s = cbc.kv.pool_select %q, %w, %p, %p, %p, %p, %p, %bt, %ape {layer = 0 : i64, num_heads = 2 : i64, head_dim = 4 : i64, pools = 2 : i64, pool = 2 : i64, key_scale = 0.5 : f64, weight_scale = 0.7 : f64} : tensor<?x8xf32>, tensor<?x2xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>, tensor<2x3xf32> -> tensor<?x5xi32>
+  return
+}
+
+// -----
+
+func.func @pool_select_width(%q: tensor<?x8xf32>, %w: tensor<?x2xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>, %ape: tensor<2x4xf32>) {
+  // expected-error @+1 {{'cbc.kv.pool_select' op result width must be pools * pool + pool - 1}}
+  %s = cbc.kv.pool_select %q, %w, %p, %p, %p, %p, %p, %bt, %ape {layer = 0 : i64, num_heads = 2 : i64, head_dim = 4 : i64, pools = 2 : i64, pool = 2 : i64, key_scale = 0.5 : f64, weight_scale = 0.7 : f64} : tensor<?x8xf32>, tensor<?x2xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>, tensor<2x4xf32> -> tensor<?x4xi32>
+  return
+}
+
+// -----
+
 func.func @rope_freq_log_scale(%x: tensor<?x8xf32>, %p: tensor<?xi32>, %a: tensor<4xf32>) {
   // expected-error @+1 {{'cbc.math.rope' op freq_log_scale must hold rotary_dim / 2 values}}
   %0 = cbc.math.rope %x, %p, %p, %p freq_log_scale %a : tensor<4xf32> {rope = #cbc.rope<head_dim = 4, rotary_dim = 4, inv_freq = array<f32: 1.0, 0.01>>} : tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x8xf32>

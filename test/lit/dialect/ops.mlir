@@ -118,6 +118,14 @@ func.func @dense(%tok: tensor<?xi32>, %table: tensor<16x8xbf16>, %w: tensor<12x8
   return %m : tensor<?x8xf32>
 }
 
+// The k-pooled indexer: the 2 best pools of 2 positions and the query's open pool.
+// CHECK-LABEL: func.func @pool_select
+func.func @pool_select(%q: tensor<?x8xf32>, %w: tensor<?x2xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>, %ape: tensor<2x4xbf16>) -> tensor<?x5xi32> {
+  // CHECK: %{{[a-z0-9_#]+}} = cbc.kv.pool_select %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}} {head_dim = 4 : i64, key_scale = 5.000000e-01 : f64, layer = 0 : i64, num_heads = 2 : i64, pool = 2 : i64, pools = 2 : i64, weight_scale = 0.69999999999999996 : f64} : tensor<?x8xf32>, tensor<?x2xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>, tensor<2x4xbf16> -> tensor<?x5xi32>
+  %s = cbc.kv.pool_select %q, %w, %p, %p, %p, %p, %p, %bt, %ape {layer = 0 : i64, num_heads = 2 : i64, head_dim = 4 : i64, pools = 2 : i64, pool = 2 : i64, key_scale = 0.5 : f64, weight_scale = 0.7 : f64} : tensor<?x8xf32>, tensor<?x2xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>, tensor<2x4xbf16> -> tensor<?x5xi32>
+  return %s : tensor<?x5xi32>
+}
+
 // LeRoPE's learned per-frequency log-scales and Mistral Large 4's per-head log-position factor.
 // CHECK-LABEL: func.func @learned_position_scales
 func.func @learned_position_scales(%x: tensor<?x8xf32>, %pos: tensor<?xi32>, %seq: tensor<?xi32>, %plen: tensor<?xi32>,
