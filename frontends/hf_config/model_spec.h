@@ -241,6 +241,11 @@ struct IndexerSpec {
   // The queries read LayerNorm(x) (<indexer>.q_input_norm, weight and bias, eps norm_eps) through
   // a wq_b of the hidden size, not the q LoRA's output (Mistral Large 4).
   bool query_norm = false;
+  // Pooled keys (GLM5-Next's k-pooled indexer): each token caches its key and the pooling logits
+  // <indexer>.index_kpool_compress_gate x; a query keeps the topk / pool best complete pools of
+  // `pool` positions (cbc.kv.pool_select, the positional bias <indexer>.index_kpool_compress_ape)
+  // and always its own open pool. 0: token-level selection.
+  int64_t pool = 0;
 };
 
 struct MlaSpec {
@@ -345,6 +350,7 @@ struct MlpSpec {
   int64_t intermediate = 0;
   FfnActivation act = FfnActivation::Silu;
   double limit = 0.0, alpha = 0.0; // ClampedSwiglu's (MiniMax-M3)
+  double up_offset = 1.0;          // ClampedSwiglu's (up + offset): 0 for a clamped SwiGLU (GLM5-Next)
   bool bias = false;
   bool gated = true;        // false: down(act(up(x))), no gate projection (Nemotron-H)
   bool global_scale = false; // the output times a learned scalar, <mlp>.global_scale (Inkling)
@@ -584,6 +590,7 @@ struct HyperSpec {
   double magnitude = 2.0, eps = 1e-6, post_eps = 0.0, norm_eps = 1e-6;
   // Checkpoint name prefixes of each layer's two sites and of the model's head.
   std::string attn, ffn, head;
+  bool mean_head = false; // the head reads the streams' plain mean (GLM5-Next), no head weights
 };
 
 // LAuReL (Gemma 3n): a low-rank residual on the mixer's normed input h, h + <norm>(<right>(<left>(h))),

@@ -44,6 +44,7 @@ MODEL_TYPES = (
     "rwkv",  # RwkvConfig's defaults: hidden 4096, 32 layers (RWKV-4 7B's shape), attention_hidden_size / intermediate_size derived
     "recurrent_gemma",  # RecurrentGemmaConfig's defaults: RecurrentGemma-2B's shape (hidden 2560, 26 layers, window 2048)
     "xlstm",  # xLSTMConfig's defaults: xLSTM-7B's shape (hidden 4096, 32 blocks, 8 heads, qk_dim 2048, v_dim 4096)
+    "glm5_next_text",  # Glm5NextTextConfig's defaults: GLM-5.3-Flash's shape (hidden 4096, 45 layers, attention every 4th)
     "mistral_large4_text",  # MistralLarge4TextConfig's defaults: the 1T-A52B shape (hidden 6144, 72 layers, NoPE every 4th)
 )
 

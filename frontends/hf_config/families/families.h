@@ -18,7 +18,7 @@ FamilyTable llama4Families();     // llama4.cpp: llama4_text
 FamilyTable miniMaxFamilies();    // minimax.cpp: minimax
 FamilyTable rwkvFamilies();       // rwkv.cpp: rwkv
 FamilyTable xlstmFamilies();      // xlstm.cpp: xlstm
-FamilyTable kdaFamilies();        // kda.cpp: kimi_linear, bailing_hybrid
+FamilyTable kdaFamilies();        // kda.cpp: kimi_linear, bailing_hybrid, glm5_next_text
 FamilyTable mlaFamilies();        // mla.cpp: deepseek_v3 (kimi_k2), deepseek_v2, glm4_moe_lite, axk1, mistral4,
                                   //   longcat_flash, youtu, minicpm3
 FamilyTable inklingFamilies();    // inkling.cpp: inkling_text

@@ -2,6 +2,7 @@
 // MoE: Kimi Linear (kimi_linear) and Ling (bailing_hybrid).
 #include "frontends/hf_config/families/families.h"
 #include "frontends/hf_config/families/helpers.h"
+#include "frontends/hf_config/families/dsa_variants.h"
 #include "frontends/hf_config/families/mla.h"
 
 #include <algorithm>
@@ -148,6 +149,118 @@ void parseBailingHybrid(const ConfigReader &r0, ModelSpec &s) {
   moeByLayerTypes(r, s, [&](int64_t i) { return i >= first; });
 }
 
+// GLM5-Next's layer kinds: layer_types (full_attention is indexed_attention), else KDA on every
+// layer but each fourth.
+const KindNames kGlm5Kinds = {{"indexed_attention", LayerKind::LatentAttention},
+                              {"full_attention", LayerKind::LatentAttention},
+                              {"linear_attention", LayerKind::Kda}};
+
+// The shared-indexer schedule as transformers can run it: a shared attention layer takes the
+// selection the layer right before it returns, which only a full attention layer does.
+void glm5SharedIndexers(const ConfigReader &r, ModelSpec &s) {
+  std::vector<bool> shared = sharedIndexerLayers(r, s.num_layers);
+  const char *key = r.has("indexer_types") ? "indexer_types" : "index_topk_pattern";
+  for (int64_t i = 0; i < s.num_layers; ++i) {
+    LayerSpec &l = s.layers[i];
+    if (l.kind != LayerKind::LatentAttention || !shared[i])
+      continue;
+    const LayerSpec *prev = i > 0 ? &s.layers[i - 1] : nullptr;
+    if (!prev || prev->kind != LayerKind::LatentAttention || prev->shared_indexer)
+      throw ConfigError(r.path(key), "makes layer " + std::to_string(i) +
+                                         " shared without a full indexed layer right before it (transformers hands "
+                                         "the selection to the next layer only, and fails)");
+    l.shared_indexer = true;
+  }
+}
+
+// The KDA sizes: linear_attn_config first, then the top-level keys; the bounded ("safe") gate at
+// linear_lower_bound (default -5), kimi's softplus gate when it is null.
+void glm5Kda(const ConfigReader &r, ModelSpec &s) {
+  KdaSpec &k = s.kda;
+  nlohmann::json none = nlohmann::json::object();
+  bool given = r.has("linear_attn_config");
+  ConfigReader c = given ? r.child("linear_attn_config") : ConfigReader(none, r.path("linear_attn_config."));
+  k.heads = c.getSize("num_heads", r.getSize("linear_num_heads", 64));
+  k.head_dim = c.getSize("head_dim", r.getSize("linear_head_dim", 128));
+  k.conv_kernel = c.getSize("short_conv_kernel_size", r.getSize("linear_conv_kernel_dim", 4));
+  const ConfigReader &b = given && c.contains("gate_lower_bound") ? c : r;
+  const char *key = &b == &c ? "gate_lower_bound" : "linear_lower_bound";
+  k.bounded = b.contains(key) ? b.has(key) : (given ? c.getBool("safe_gate", true) : true);
+  k.lower_bound = b.has(key) ? b.requireNumber(key) : -5.0;
+  if (k.bounded && !(k.lower_bound < 0))
+    throw ConfigError(b.path(key), "must be negative");
+  k.low_rank = true;
+  k.norm_eps = s.norm_eps;
+  requireSilu(r, "hidden_act", kKdaConv);
+}
+
+// GLM5-Next (glm5_next_text, the text decoder of glm5_next): KDA layers with low-rank gates and
+// the bounded gate, NoPE latent attention with a q LoRA and the k-pooled indexer (the selection
+// the attention's only mask), four mHC residual streams read out by their mean, DeepSeek-V3's
+// router and a clamped SwiGLU in every MLP. tools/oracle/SEMANTICS_GLM5_NEXT.md has the lines.
+void parseGlm5NextText(const ConfigReader &r0, ModelSpec &s) {
+  // NoPE is enforced: qk_rope_head_dim must be 0, a width parseMla does not take as a size.
+  if (r0.contains("qk_rope_head_dim") && !(r0.has("qk_rope_head_dim") && r0.getInt("qk_rope_head_dim", 0) == 0))
+    throw ConfigError(r0.path("qk_rope_head_dim"), "must be 0: GLM5-Next's attention has no RoPE");
+  if (r0.contains("q_lora_rank") && !r0.has("q_lora_rank"))
+    throw ConfigError(r0.path("q_lora_rank"), "must be set: the indexer reads the q LoRA's output");
+  nlohmann::json j = withDeepseekKeys(r0);
+  j.erase("qk_rope_head_dim");
+  ConfigReader r = r0.sameKeys(j);
+  parseMla(r, s, {.q_lora_rank = 1536, .kv_lora_rank = 512, .nope = 256, .rope = 0, .v = 256}, false);
+  s.mla.norm_eps = s.norm_eps; // q_a and kv_a norms at rms_norm_eps
+  if (r.getSize("num_key_value_heads", s.attn.num_heads) != s.attn.num_heads)
+    throw ConfigError(r.path("num_key_value_heads"), "must equal num_attention_heads (the class refuses others)");
+  std::vector<LayerKind> kinds =
+      r.has("layer_types") ? explicitLayerTypes(r, s.num_layers, kGlm5Kinds)
+                           : kindsWhere(s.num_layers, [](int64_t i) { return i % 4 == 3; }, LayerKind::LatentAttention,
+                                        LayerKind::Kda);
+  setKdaLayers(r, s, kinds, "layer_types");
+  for (LayerSpec &l : s.layers)
+    l.nope = true;
+  IndexerSpec &ix = s.mla.indexer;
+  ix.heads = r.getSize("index_n_heads", 32);
+  ix.head_dim = r.getSize("index_head_dim", 128);
+  ix.topk = r.getSize("index_topk", 2048);
+  ix.pool = r.getSize("index_kpool", 16);
+  if (ix.topk % ix.pool != 0)
+    throw ConfigError(r.path("index_topk"), "must be a multiple of index_kpool (" + std::to_string(ix.pool) + ")");
+  if (!r.getBool("index_kpool_always_select_tail", true))
+    throw ConfigError(r.path("index_kpool_always_select_tail"),
+                      "false is not supported: transformers then lets a query without a chosen pool attend to every "
+                      "key of its forward, later ones included");
+  glm5SharedIndexers(r, s);
+  glm5Kda(r, s);
+  parseDeepseekMoe(r, s, kSigmoidGroups,
+                   {.experts = 288, .top_k = 8, .groups = 1, .keep = 1, .intermediate = 2048, .scaling = 2.5});
+  moeByLayerTypes(r, s, [](int64_t i) { return i >= 3; });
+  // Every SwiGLU clamps: silu(min(gate, L)) * clamp(up, -L, L).
+  double limit = r.getNumber("swiglu_limit", 10.0);
+  if (!(limit > 0) || !std::isfinite(limit))
+    throw ConfigError(r.path("swiglu_limit"), "must be positive: every MLP clamps by it");
+  s.mlp.act = s.moe.act = FfnActivation::ClampedSwiglu;
+  s.mlp.limit = s.moe.limit = limit;
+  s.mlp.alpha = s.moe.alpha = 1.0;
+  s.mlp.up_offset = s.moe.up_offset = 0.0;
+  HyperSpec &h = s.hyper;
+  h.streams = r.getSize("hc_mult", 4);
+  if (h.streams > 16)
+    throw ConfigError(r.path("hc_mult"), "must be between 1 and 16");
+  h.manifold = true;
+  h.sinkhorn_iters = r.getSize("hc_sinkhorn_iters", 20);
+  h.eps = r.getNumber("hc_eps", 1e-6);
+  if (!(h.eps >= 0) || !std::isfinite(h.eps))
+    throw ConfigError(r.path("hc_eps"), "must not be negative");
+  h.post_eps = 0.0;
+  h.norm_eps = s.norm_eps;
+  h.attn = "hc_attn_";
+  h.ffn = "hc_ffn_";
+  h.mean_head = true;
+  // Composite checkpoints keep the text weights under model.language_model.; flat ones under model.
+  s.prefix = "model.language_model.";
+  s.weight_aliases = {{"model.language_model.", "model."}};
+}
+
 } // namespace
 
 FamilyTable kdaFamilies() {
@@ -155,6 +268,10 @@ FamilyTable kdaFamilies() {
       {"kimi_linear", {{.max_positions = 1048576, .norm_eps = 1e-5, .rope_free = true, .head_dim_unused = true},
         parseKimiLinear}},
       {"bailing_hybrid", {{.max_positions = 262144, .rope_theta = 6000000.0}, parseBailingHybrid}},
+      {"glm5_next_text",
+       {{.max_positions = 1048576, .norm_eps = 1e-5, .rope_free = true, .head_dim_unused = true,
+         .layer_types = LayerListRule::Own},
+        parseGlm5NextText}},
   };
 }
 

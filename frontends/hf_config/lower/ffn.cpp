@@ -52,7 +52,7 @@ Value StepBuilder::denseMlp(int64_t layer, Value x, const std::string &module) {
                      .getResult();
     gu = ConcatOp::create(b_, loc_, rows(2 * I), ValueRange{gate, halves[1]}).getResult();
   }
-  Value g = glu(gu, I, gluAct(spec_.mlp.act, spec_.mlp.limit, spec_.mlp.alpha));
+  Value g = glu(gu, I, gluAct(spec_.mlp.act, spec_.mlp.limit, spec_.mlp.alpha, spec_.mlp.up_offset));
   if (!nm.ffn_sub_norm.empty())
     g = norm(g, weight(prog(layer, base + ".sub_norm"), {I}, name(nm.ffn_sub_norm + ".weight")));
   Value wdown = weight(prog(layer, base + ".down"), {H, I}, {.parts = {{name(nm.down + ".weight")}}, .row_scales = downScales});

@@ -58,6 +58,16 @@ Value StepBuilder::hyperLayer(int64_t l, Value x) {
 
 // The streams mixed into one row for the final norm and the head.
 Value StepBuilder::hyperHead(Value streams) {
+  if (spec_.hyper.mean_head) {
+    SmallVector<int64_t> widths(spec_.hyper.streams, spec_.hidden_size);
+    SmallVector<Value> parts = split(streams, widths);
+    Value sum = parts[0];
+    for (size_t n = 1; n < parts.size(); ++n)
+      sum = add(sum, parts[n]);
+    return ActOp::create(b_, loc_, sum.getType(), sum, ActivationAttr::get(b_.getContext(), Activation::none),
+                         b_.getF64FloatAttr(1.0 / (double)spec_.hyper.streams))
+        .getResult();
+  }
   Value w = hyperWeights(streams, HcKind::collapse, "hc_head.", spec_.prefix + spec_.hyper.head);
   return StreamCollapseOp::create(b_, loc_, rows(spec_.hidden_size), streams, w,
                                   b_.getI64IntegerAttr(spec_.hyper.streams), b_.getI64IntegerAttr(0))

@@ -181,6 +181,8 @@ Value StepBuilder::indexerSelection(Value x, Value qResid, const AttnSite &site,
     k = rope(L.rope, k, D, ix.rope_pairing, offset);
   }
   Value headWeights = linear(x, weight(site.prog + "index_w", {H, site.in}, w + "weights_proj.weight"));
+  if (ix.pool > 0)
+    return selection_ = poolSelection(x, q, k, headWeights, site, cacheLayer);
   KvIndexAppendOp::create(b_, loc_, k, positions_, seqIds_, slots_, blockTables_, b_.getI64IntegerAttr(cacheLayer),
                           b_.getI64IntegerAttr(D), IntegerAttr());
   auto selType = RankedTensorType::get({ShapedType::kDynamic, ix.topk}, b_.getI32Type());
@@ -191,6 +193,27 @@ Value StepBuilder::indexerSelection(Value x, Value qResid, const AttnSite &site,
                                        b_.getF64FloatAttr(1.0 / std::sqrt((double)H)), IntegerAttr())
                    .getResult();
   return selection_;
+}
+
+// The k-pooled indexer (IndexerSpec::pool): each token caches [k | gate], gate its pooling
+// logits; a query keeps the topk / pool best complete pools and its own open pool.
+Value StepBuilder::poolSelection(Value x, Value q, Value k, Value headWeights, const AttnSite &site,
+                                 int64_t cacheLayer) {
+  const IndexerSpec &ix = spec_.mla.indexer;
+  int64_t H = ix.heads, D = ix.head_dim, P = ix.pool;
+  std::string w = site.hf + "indexer.";
+  Value gate = linear(x, weight(site.prog + "index_pool_gate", {D, site.in}, w + "index_kpool_compress_gate"));
+  Value row = ConcatOp::create(b_, loc_, rows(2 * D), ValueRange{k, gate}).getResult();
+  KvIndexAppendOp::create(b_, loc_, row, positions_, seqIds_, slots_, blockTables_, b_.getI64IntegerAttr(cacheLayer),
+                          b_.getI64IntegerAttr(2 * D), IntegerAttr());
+  Value ape = weight(site.prog + "index_pool_ape", {P, D}, w + "index_kpool_compress_ape");
+  auto selType = RankedTensorType::get({ShapedType::kDynamic, ix.topk + P - 1}, b_.getI32Type());
+  return KvPoolSelectOp::create(b_, loc_, selType, q, headWeights, positions_, seqIds_, cuSeqlens_, kvLens_, slots_,
+                                blockTables_, ape, b_.getI64IntegerAttr(cacheLayer), b_.getI64IntegerAttr(H),
+                                b_.getI64IntegerAttr(D), b_.getI64IntegerAttr(ix.topk / P), b_.getI64IntegerAttr(P),
+                                b_.getF64FloatAttr(1.0 / std::sqrt((double)D)),
+                                b_.getF64FloatAttr(1.0 / std::sqrt((double)H)), IntegerAttr())
+      .getResult();
 }
 
 } // namespace cbc::hf::lower

@@ -509,7 +509,6 @@ FAMILIES = {
         ],
     ),
     "glm5_next": dict(
-        pending="cbc does not lower glm5_next yet: make_fixtures.py writes this fixture only with --family",
         seed=GLM5_NEXT_SEED,
         build=_cfg_glm5_next,
         model_class="Glm5NextForConditionalGeneration",
