@@ -76,8 +76,8 @@ void parseKimiLinear(const ConfigReader &r0, ModelSpec &s) {
   nlohmann::json j = withDeepseekKeys(r0);
   ConfigReader r = r0.sameKeys(j);
   s.max_positions = r.getSize("model_max_length", s.max_positions);
-  // qk_rope_head_dim 0 (no shared key part) is valid in transformers; cbc's cache plan and
-  // arenas do not take a zero-width row yet, so parseMla requires a positive one.
+  // qk_rope_head_dim 0 (no shared key part) is valid in transformers; cbc lowers such layers
+  // (glm5_next_text) but no kimi_linear fixture covers one, so parseMla still requires a positive one.
   parseMla(r, s, {.q_lora_rank = 0, .kv_lora_rank = 512, .nope = 128, .rope = 64, .v = 128}, false);
   setKdaLayers(r, s, kimiLayerKinds(r, s.num_layers), r.has("layer_types") ? "layer_types" : "linear_attn_config");
   for (LayerSpec &l : s.layers)
