@@ -18,7 +18,7 @@ namespace cbc::hf {
 
 // indexer_types, else index_topk_pattern (a string of F / S or a list), else the schedule
 // index_topk_freq / index_skip_topk_offset derive: full iff max(i - offset + 1, 0) % freq == 0.
-std::vector<bool> sharedIndexerLayers(const ConfigReader &r, int64_t layers) {
+std::vector<bool> sharedIndexerLayers(const ConfigReader &r, int64_t layers, bool firstMustBeFull) {
   std::vector<std::string> types;
   const char *key = "indexer_types";
   if (r.has("indexer_types")) {
@@ -49,7 +49,7 @@ std::vector<bool> sharedIndexerLayers(const ConfigReader &r, int64_t layers) {
     shared[i] = types[i] == "shared";
   }
   // A shared layer takes the selection of the layer before it, so layer 0 has none to take.
-  if (layers > 0 && shared[0])
+  if (firstMustBeFull && layers > 0 && shared[0])
     throw ConfigError(r.path(key), "makes layer 0 shared, but a shared layer reuses the previous layer's top-k");
   return shared;
 }

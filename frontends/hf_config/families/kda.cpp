@@ -158,7 +158,7 @@ const KindNames kGlm5Kinds = {{"indexed_attention", LayerKind::LatentAttention},
 // The shared-indexer schedule as transformers can run it: a shared attention layer takes the
 // selection the layer right before it returns, which only a full attention layer does.
 void glm5SharedIndexers(const ConfigReader &r, ModelSpec &s) {
-  std::vector<bool> shared = sharedIndexerLayers(r, s.num_layers);
+  std::vector<bool> shared = sharedIndexerLayers(r, s.num_layers, /*firstMustBeFull=*/false);
   const char *key = r.has("indexer_types") ? "indexer_types" : "index_topk_pattern";
   for (int64_t i = 0; i < s.num_layers; ++i) {
     LayerSpec &l = s.layers[i];
