@@ -182,7 +182,7 @@ Value StepBuilder::indexerSelection(Value x, Value qResid, const AttnSite &site,
   }
   Value headWeights = linear(x, weight(site.prog + "index_w", {H, site.in}, w + "weights_proj.weight"));
   if (ix.pool > 0)
-    return selection_ = poolSelection(x, q, k, headWeights, site, cacheLayer);
+    return selection_ = poolSelection(ix, x, q, k, headWeights, site, cacheLayer);
   KvIndexAppendOp::create(b_, loc_, k, positions_, seqIds_, slots_, blockTables_, b_.getI64IntegerAttr(cacheLayer),
                           b_.getI64IntegerAttr(D), IntegerAttr());
   auto selType = RankedTensorType::get({ShapedType::kDynamic, ix.topk}, b_.getI32Type());
@@ -197,9 +197,8 @@ Value StepBuilder::indexerSelection(Value x, Value qResid, const AttnSite &site,
 
 // The k-pooled indexer (IndexerSpec::pool): each token caches [k | gate], gate its pooling
 // logits; a query keeps the topk / pool best complete pools and its own open pool.
-Value StepBuilder::poolSelection(Value x, Value q, Value k, Value headWeights, const AttnSite &site,
-                                 int64_t cacheLayer) {
-  const IndexerSpec &ix = spec_.mla.indexer;
+Value StepBuilder::poolSelection(const IndexerSpec &ix, Value x, Value q, Value k, Value headWeights,
+                                 const AttnSite &site, int64_t cacheLayer) {
   int64_t H = ix.heads, D = ix.head_dim, P = ix.pool;
   std::string w = site.hf + "indexer.";
   Value gate = linear(x, weight(site.prog + "index_pool_gate", {D, site.in}, w + "index_kpool_compress_gate"));

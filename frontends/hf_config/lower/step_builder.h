@@ -135,7 +135,8 @@ private:
   const MlaSpec &layerMla(int64_t layer) const;
   Value indexerSelection(Value x, Value qResid, const AttnSite &site, int64_t layer, int64_t cacheLayer);
   Value headPositionScale(Value x, const AttnSite &site, const std::string &name, int64_t heads);
-  Value poolSelection(Value x, Value q, Value k, Value headWeights, const AttnSite &site, int64_t cacheLayer);
+  Value poolSelection(const IndexerSpec &ix, Value x, Value q, Value k, Value headWeights, const AttnSite &site,
+                      int64_t cacheLayer);
   Value selection_; // the last indexed layer's selection, which shared-indexer layers reuse
   Value gatedDeltaNet(int64_t layer, Value x);
   Value lightningAttention(int64_t layer, Value x);
