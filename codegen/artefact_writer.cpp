@@ -153,6 +153,10 @@ fbs::Offset<fb::GluParams> writeGlu(fbs::FlatBufferBuilder &fbb, Attribute act, 
     fb::SwigluClamp c(f64(clamp.getLimit()), f64(clamp.getAlpha()), f64(clamp.getUpOffset()));
     return fb::CreateGluParams(fbb, fb::Activation::Silu, fbLayout, &c);
   }
+  if (auto cap = llvm::dyn_cast<SoftcappedSwigluAttr>(act)) {
+    fb::SwigluSoftcap c(f64(cap.getGateCap()), f64(cap.getUpCap()));
+    return fb::CreateGluParams(fbb, fb::Activation::Silu, fbLayout, nullptr, &c);
+  }
   return fb::CreateGluParams(fbb, toFb(llvm::cast<ActivationAttr>(act).getValue()), fbLayout);
 }
 
@@ -210,8 +214,9 @@ Params writeStateParams(fbs::FlatBufferBuilder &fbb, Operation &op) {
   return llvm::TypeSwitch<Operation *, Params>(&op)
       .Case([&](StateConv1dOp o) {
         return params(P::Conv1dParams,
-                      fb::CreateConv1dParams(fbb, stateSite(fbb, o), toFb(o.getAct()),
-                                             o.getResidual(), (bool)o.getInitial()));
+                      fb::CreateConv1dParams(fbb, stateSite(fbb, o), toFb(o.getAct()), o.getResidual(),
+                                             (bool)o.getInitial(), (bool)o.getTaps(), o.getLagOrder(),
+                                             f64(o.getScaleAttr())));
       })
       .Case([&](StateShiftOp o) {
         return params(P::ShiftParams, fb::CreateShiftParams(fbb, stateSite(fbb, o)));
@@ -282,6 +287,13 @@ Params writeParams(fbs::FlatBufferBuilder &fbb, Operation &op) {
       .Case([&](SoftcapOp o) { return params(P::SoftcapParams, fb::CreateSoftcapParams(fbb, f64(o.getCapAttr()))); })
       .Case([&](ClampOp o) { return params(P::ClampParams, fb::CreateClampParams(fbb, f64(o.getLimitAttr()))); })
       .Case([&](MatchRmsOp o) { return params(P::MatchRmsParams, fb::CreateMatchRmsParams(fbb, f64(o.getFloorAttr()))); })
+      .Case([&](L2ClipOp o) {
+        return params(P::L2ClipParams,
+                      fb::CreateL2ClipParams(fbb, o.getGroup(), f64(o.getThresholdAttr()), f64(o.getEpsAttr())));
+      })
+      .Case([&](StreamAttendOp o) {
+        return params(P::StreamAttendParams, fb::CreateStreamAttendParams(fbb, o.getCount(), f64(o.getEpsAttr())));
+      })
       .Case([&](HeadPadOp o) {
         return params(P::HeadPadParams, fb::CreateHeadPadParams(fbb, o.getHeads(), o.getWidth(), f64(o.getValueAttr())));
       })
@@ -309,7 +321,7 @@ Params writeParams(fbs::FlatBufferBuilder &fbb, Operation &op) {
                                                   f64(o.getScaleAttr()),
                                                   o.getSoftcapAttr() ? f64(o.getSoftcapAttr()) : 0.0,
                                                   o.getBiasExtent(), o.getSelectionHeads(), o.getSelectionBlock(),
-                                                  slopes, (bool)o.getKeyEnds()));
+                                                  slopes, (bool)o.getKeyEnds(), (bool)o.getSinkLogits()));
       })
       .Case([&](KvLatentAttentionOp o) {
         fb::CacheSite site = cacheSite(o.getLayer(), o.getGroupAttr(), o.getRetention());

@@ -252,6 +252,22 @@ CachePlan readCachePlan(const fb::CachePlan &c) {
   return out;
 }
 
+// The rows of the table that embeds the step's tokens, all ranks' together (vocab_size where it
+// holds no more).
+int64_t inputVocab(const Artefact &a) {
+  for (const Instr &in : a.program.instrs) {
+    if (in.opcode != fb::Opcode::Embed || in.inputs.size() < 2)
+      continue;
+    const Value &ids = a.program.values[in.inputs[0]], &table = a.program.values[in.inputs[1]];
+    if (ids.kind != Value::Argument || ids.arg != StepArg::Tokens || table.kind != Value::Weight ||
+        in.get<fb::EmbedParams>().offset() != 0)
+      continue;
+    std::vector<int64_t> whole = a.weights[table.weight].wholeShape();
+    return whole.size() == 2 ? std::max(a.meta.vocab_size, whole[0]) : a.meta.vocab_size;
+  }
+  return a.meta.vocab_size;
+}
+
 ModelMeta readMeta(const fb::ModelMeta &meta) {
   ModelMeta m;
   m.model_type = str(meta.model_type());
@@ -516,6 +532,7 @@ Artefact Artefact::fromBytes(const uint8_t *data, size_t size, bool verifyChecks
         throw ArtefactError("program value and weight '" + a.weights[v.weight].name + "' disagree on its shape");
     }
   checkProgramAgainstPlan(a);
+  a.meta.input_vocab = inputVocab(a);
   if (const fb::KernelBundle *k = m->kernels()) {
     a.kernels = readKernels(*k, a.program);
     checkKernels(a);

@@ -8,6 +8,7 @@
 #include "runtime/schema/model_generated.h"
 #include "runtime/schema/step_abi.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -139,6 +140,10 @@ struct CachePlan {
 struct ModelMeta {
   std::string model_type;
   int64_t vocab_size = 0, hidden_size = 0, num_layers = 0, max_positions = 0;
+  // The token ids a prompt may hold: the rows of the embedding table, which a padded head's model
+  // (logits sliced to vocab_size) keeps more of; derived from the program at load (0: vocab_size).
+  int64_t input_vocab = 0;
+  int64_t promptVocab() const { return std::max(vocab_size, input_vocab); }
   std::vector<int64_t> eos_token_ids;
   int64_t bos_token_id = -1;
   std::string checkpoint_dtype, quantization;

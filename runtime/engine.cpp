@@ -319,9 +319,9 @@ std::string Engine::validate(const std::vector<int32_t> &prompt, const SamplingP
   if (prompt.empty())
     return "empty prompt";
   for (size_t i = 0; i < prompt.size(); ++i)
-    if (prompt[i] < 0 || prompt[i] >= m.vocab_size)
+    if (prompt[i] < 0 || prompt[i] >= m.promptVocab())
       return "token id " + std::to_string(prompt[i]) + " at position " + std::to_string(i) +
-             " is outside the vocabulary [0, " + std::to_string(m.vocab_size) + ")";
+             " is outside the vocabulary [0, " + std::to_string(m.promptVocab()) + ")";
   std::string bad = validateSampling(p);
   if (!bad.empty())
     return bad;

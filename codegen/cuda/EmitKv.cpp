@@ -58,11 +58,15 @@ void emitKvAppend(Emitter &e, KvAppendOp op) {
 
 // The merge of the attention splits (and the sinks) per (token, head) into `result`: of the
 // one-token chunks' tokens (cu_seqlens tells), or with `all` of every token.
+// Sinks given as rows ([T, H], `sinkRows`) hold one logit per query row and head.
 static void emitCombine(Emitter &e, Value cuSeqlens, KernelArgOut partials, Value result, Value sinks, int64_t H, int64_t Dv,
-                 bool all) {
+                 bool all, bool sinkRows = false) {
   using C = slots::AttentionCombine;
-  int kc = e.kernel("attention_combine", "attention.cuh",
-                    Instance("attention_combine").type(result).type(sinks).integer(H).integer(Dv).flag(all));
+  Instance inst("attention_combine");
+  inst.type(result).type(sinks).integer(H).integer(Dv).flag(all);
+  if (sinkRows)
+    inst.flag(true);
+  int kc = e.kernel("attention_combine", "attention.cuh", inst);
   SlotArgs<C> cargs;
   cargs.set(C::Partials, partials)
       .set(C::Out, e.arg(result))
@@ -90,6 +94,9 @@ static KernelArgOut emitPlan(Emitter &e, Value cuSeqlens, int tokens) {
   return plan;
 }
 
+// An attention's sinks: the learned logits per head, or the per-row ones.
+static Value sinksOf(KvAttentionOp op) { return op.getSinkLogits() ? op.getSinkLogits() : op.getSinks(); }
+
 // The template arguments of a layer's retention: its kind and its tokens.
 static Instance &addRetentionArgs(Instance &inst, RetentionAttr retention) {
   return inst.choice(retention.getKind())
@@ -103,20 +110,24 @@ static void emitAttentionPrefill(Emitter &e, KvAttentionOp op, KernelArgOut plan
   int64_t H = op.getNumHeads(), Hkv = op.getNumKvHeads(), D = op.getHeadDim(), Dv = cols(op.getResult()) / H;
   int G = (int)(H / Hkv), GB = kernels::prefillHeadsPerBlock(G, (int)Dv);
   bool softcap = (bool)op.getSoftcapAttr();
+  Value sinks = sinksOf(op);
   Instance inst("attention_prefill");
-  inst.type(op.getQ()).type(e.kvType()).type(op.getResult()).type(op.getSinks());
+  inst.type(op.getQ()).type(e.kvType()).type(op.getResult()).type(sinks);
   inst.integer(H).integer(Hkv).integer(D).integer(Dv).integer(e.blockSize());
   addRetentionArgs(inst, op.getRetention()).flag(softcap);
   inst.type(op.getDistanceBias()).integer(op.getDistanceBias() ? op.getBiasExtent() : 0);
-  if (auto slopes = op.getAlibiSlopes()) // only then: the instances without ALiBi keep their spelling
-    inst.table(e.table(*slopes));
+  auto slopes = op.getAlibiSlopes();
+  if (slopes || op.getSinkLogits()) // only then: the other instances keep their spelling
+    inst.table(slopes ? e.table(*slopes) : std::string());
+  if (op.getSinkLogits())
+    inst.flag(true);
   int k = e.kernel("attention_prefill", "attention_prefill.cuh", inst);
   SlotArgs<S> args;
   args.set(S::Q, e.arg(op.getQ()))
       .set(S::Plan, plan)
       .set(S::CuSeqlens, e.arg(op.getCuSeqlens()))
       .set(S::Out, e.arg(op.getResult()))
-      .set(S::Sinks, e.arg(op.getSinks()))
+      .set(S::Sinks, e.arg(sinks))
       .set(S::DistanceBias, e.arg(op.getDistanceBias()))
       .set(S::KeyEnds, e.arg(op.getKeyEnds()))
       .set(S::ScoreScale, op.getScale().convertToDouble())
@@ -177,7 +188,7 @@ void emitKvAttention(Emitter &e, KvAttentionOp op) {
   l.grid[0] = {tiled ? RuntimeVar::NumRequests : RuntimeVar::NumTokens, 1, 1, 0};
   l.grid[1] = {std::nullopt, 1, 1, Hkv * (G / GB)};
   l.grid[2] = {RuntimeVar::AttnSplits, 1, 1, 0};
-  emitCombine(e, op.getCuSeqlens(), partials, op.getResult(), op.getSinks(), H, Dv, !tiled);
+  emitCombine(e, op.getCuSeqlens(), partials, op.getResult(), sinksOf(op), H, Dv, !tiled, (bool)op.getSinkLogits());
 }
 
 // Heads per block of latent (decode) attention: as many as keep the per-warp partial latents

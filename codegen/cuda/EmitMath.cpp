@@ -98,6 +98,22 @@ void emitActQuant(Emitter &e, ActQuantOp op) {
   l.grid[0] = {e.rowsVar(op.getX()), 1, 1, 0};
 }
 
+// One block per group.
+void emitL2Clip(Emitter &e, L2ClipOp op) {
+  using S = slots::L2Clip;
+  int64_t W = cols(op.getX()), G = op.getGroup();
+  int k = e.kernel("l2_clip", "norm.cuh",
+                   Instance("l2_clip").type(op.getX()).type(op.getScale()).type(op.getResult()).integer(G).integer(W));
+  SlotArgs<S> args;
+  args.set(S::X, e.arg(op.getX()))
+      .set(S::Scale, e.arg(op.getScale()))
+      .set(S::Out, e.arg(op.getResult()))
+      .set(S::Threshold, op.getThreshold().convertToDouble())
+      .set(S::Eps, op.getEps().convertToDouble());
+  LaunchOut &l = e.launch(k, normBlock(G), args);
+  l.grid[0] = {e.rowsVar(op.getX()), W / G, 1, 0};
+}
+
 void emitMatchRms(Emitter &e, MatchRmsOp op) {
   using S = slots::MatchRms;
   int64_t W = cols(op.getX()), RW = cols(op.getRef());

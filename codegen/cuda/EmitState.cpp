@@ -25,14 +25,18 @@ void emitStateConv1d(Emitter &e, StateConv1dOp op) {
   using S = slots::Conv1d;
   int64_t C = cols(op.getX());
   auto w = llvm::cast<RankedTensorType>(op.getWeight().getType());
-  int64_t G = w.getDimSize(1), K = w.getDimSize(2);
+  bool rank3 = w.getRank() == 3; // else [C, K], depthwise
+  int64_t G = rank3 ? w.getDimSize(1) : 1, K = w.getDimSize(rank3 ? 2 : 1);
   Instance inst("conv1d");
   inst.type(op.getX()).type(op.getWeight()).type(op.getBias()).type(op.getResult());
   inst.integer(C).integer(K).choice(op.getAct()).flag(op.getResidual()).integer(G).type(op.getInitial());
+  if (op.getTaps() || op.getLagOrder())
+    inst.type(op.getTaps()).integer(op.getTaps() ? cols(op.getTaps()) : K).flag(op.getLagOrder());
   int k = e.kernel("conv1d", "conv1d.cuh", inst);
   SlotArgs<S> args;
   args.set(S::X, e.arg(op.getX())).set(S::Weight, e.arg(op.getWeight())).set(S::Bias, e.arg(op.getBias()));
-  args.set(S::Initial, e.arg(op.getInitial()));
+  args.set(S::Initial, e.arg(op.getInitial())).set(S::Taps, e.arg(op.getTaps()));
+  args.set(S::Scale, op.getScale().convertToDouble());
   setScanSlots(e, args, op);
   // Depthwise: 128 channels a block; grouped: one group a block, of whole warps up to 128 threads.
   int64_t block = G > 1 ? std::min<int64_t>((G + 31) / 32 * 32, 128) : 128, perBlock = G > 1 ? G : 128;

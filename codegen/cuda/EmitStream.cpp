@@ -57,4 +57,22 @@ void emitStreamExpand(Emitter &e, StreamExpandOp op) {
   l.grid[0] = {e.rowsVar(out), cols(out), 256, 0};
 }
 
+// One block per token.
+void emitStreamAttend(Emitter &e, StreamAttendOp op) {
+  using S = slots::StreamAttend;
+  Value out = op.getResult();
+  auto q = llvm::cast<RankedTensorType>(op.getQuery().getType());
+  int64_t N = op.getCount(), H = q.getDimSize(q.getRank() - 1), Q = q.getRank() == 2 ? q.getDimSize(0) : 1;
+  int k = e.kernel("stream_attend", "stream.cuh",
+                   Instance("stream_attend").type(op.getSources()).type(op.getQuery()).type(out)
+                       .integer(N).integer(H).integer(Q));
+  SlotArgs<S> args;
+  args.set(S::Sources, e.arg(op.getSources()))
+      .set(S::Query, e.arg(op.getQuery()))
+      .set(S::Out, e.arg(out))
+      .set(S::Eps, op.getEps().convertToDouble());
+  LaunchOut &l = e.launch(k, 128, args);
+  l.grid[0] = {e.rowsVar(out), 1, 1, 0};
+}
+
 } // namespace cbc::codegen::cuda

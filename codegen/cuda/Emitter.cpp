@@ -289,6 +289,7 @@ Instance &Instance::choice(GluUnit::Kind u) {
   case GluUnit::Gated: return add("cbc::Unit::gated");
   case GluUnit::Ungated: return add("cbc::Unit::ungated");
   case GluUnit::ClampedSwiglu: return add("cbc::Unit::clamped_swiglu");
+  case GluUnit::SoftcappedSwiglu: return add("cbc::Unit::softcapped_swiglu");
   }
   llvm_unreachable("a gated unit without a kernel");
 }
@@ -307,6 +308,9 @@ GluUnit gluUnit(Attribute act, bool ungated) {
   if (auto clamp = llvm::dyn_cast<ClampedSwigluAttr>(act))
     return {GluUnit::ClampedSwiglu, Activation::none, clamp.getLimit().convertToDouble(),
             clamp.getAlpha().convertToDouble(), clamp.getUpOffset().convertToDouble()};
+  if (auto cap = llvm::dyn_cast<SoftcappedSwigluAttr>(act))
+    return {GluUnit::SoftcappedSwiglu, Activation::none, cap.getGateCap().convertToDouble(),
+            cap.getUpCap().convertToDouble()};
   return {ungated ? GluUnit::Ungated : GluUnit::Gated, llvm::cast<ActivationAttr>(act).getValue()};
 }
 

@@ -165,9 +165,10 @@ private:
 
 // ---- template arguments ----
 // A gated unit of the GLU and expert kernels, and its activation: from a GLU activation attribute,
-// with the clamped-SwiGLU limit and alpha (0 for the other units).
+// with the clamped-SwiGLU limit and alpha, or the soft-capped one's gate and up caps in their
+// place (0 for the other units).
 struct GluUnit {
-  enum Kind { Gated, Ungated, ClampedSwiglu } kind = Gated;
+  enum Kind { Gated, Ungated, ClampedSwiglu, SoftcappedSwiglu } kind = Gated;
   Activation act = Activation::none;
   double limit = 0, alpha = 0, up_offset = 1;
 };

@@ -62,6 +62,14 @@ LogicalResult ClampedSwigluAttr::verify(function_ref<InFlightDiagnostic()> emitE
   return success();
 }
 
+LogicalResult SoftcappedSwigluAttr::verify(function_ref<InFlightDiagnostic()> emitError, APFloat gateF,
+                                           APFloat upF) {
+  double gate = gateF.convertToDouble(), up = upF.convertToDouble();
+  if (!(gate > 0) || !std::isfinite(gate) || !(up > 0) || !std::isfinite(up))
+    return emitError() << "softcapped_swiglu needs positive finite caps";
+  return success();
+}
+
 LogicalResult RetentionAttr::verify(function_ref<InFlightDiagnostic()> emitError, RetentionKind kind,
                                     int64_t tokens) {
   if (kind == RetentionKind::all && tokens != 0)

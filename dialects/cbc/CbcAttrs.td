@@ -142,8 +142,20 @@ def Cbc_RouteGroupsAttr : Cbc_Attr<"RouteGroups", "route_groups"> {
   let genVerifyDecl = 1;
 }
 
-// What a gated unit applies to its gate: an activation, or the clamped form.
-def Cbc_GluActivation : AnyAttrOf<[Cbc_ActivationAttr, Cbc_ClampedSwigluAttr]>;
+def Cbc_SoftcappedSwigluAttr : Cbc_Attr<"SoftcappedSwiglu", "softcapped_swiglu"> {
+  let summary = "A gated unit with soft-capped inputs: cap_g(g) * sigmoid(g) * cap_u(up).";
+  let description = [{
+    The activation of a gated linear unit whose gate's linear factor and whose up input pass
+    soft caps, `cap_c(z) = c * tanh(z / c)`, while the sigmoid reads the raw gate:
+    `gate_cap * tanh(g / gate_cap) * sigmoid(g) * up_cap * tanh(up / up_cap)`.
+  }];
+  let parameters = (ins Cbc_F64Parameter<>:$gate_cap, Cbc_F64Parameter<>:$up_cap);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
+// What a gated unit applies to its gate: an activation, or the clamped or soft-capped form.
+def Cbc_GluActivation : AnyAttrOf<[Cbc_ActivationAttr, Cbc_ClampedSwigluAttr, Cbc_SoftcappedSwigluAttr]>;
 
 def Cbc_RetentionAttr : Cbc_Attr<"Retention", "retention"> {
   let summary = "Which tokens a cache layer keeps: all, a window, or the current chunk.";

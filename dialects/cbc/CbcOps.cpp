@@ -266,6 +266,13 @@ LogicalResult PositionScaleOp::verify() {
   return success();
 }
 
+LogicalResult L2ClipOp::verify() {
+  return verifyShape(*this, shape::check(shape::L2Clip{cols(getX()), (int64_t)getGroup(),
+                                                       getScale() ? vectorLength(getScale()) : -1, cols(getResult()),
+                                                       getThreshold().convertToDouble(), getEps().convertToDouble(),
+                                                       (bool)getScale()}));
+}
+
 LogicalResult HeadPositionScaleOp::verify() {
   return verifyShape(*this, shape::check(shape::HeadPositionScale{cols(getX()), vectorLength(getScale()),
                                                                   vectorLength(getBias()), cols(getResult())}));
@@ -325,6 +332,15 @@ LogicalResult StreamHcWeightsOp::verify() {
   return verifyShape(*this, shape::check(shape::HcWeights{(int64_t)getKind(), (int64_t)getStreams(), cols(getMixes()),
                                                           numel(getBase()), numel(getScale()), cols(getResult()),
                                                           (int64_t)getSinkhornIters()}));
+}
+
+LogicalResult StreamAttendOp::verify() {
+  auto q = tensorType(getQuery());
+  bool rank2 = q.getRank() == 2;
+  return verifyShape(*this, shape::check(shape::StreamAttend{
+                                (int64_t)getCount(), cols(getSources()), q.getRank(), rank2 ? q.getDimSize(0) : 1,
+                                q.getRank() ? q.getDimSize(q.getRank() - 1) : 0, cols(getResult()),
+                                getEps().convertToDouble()}));
 }
 
 LogicalResult StreamCollapseOp::verify() {
@@ -502,6 +518,10 @@ LogicalResult KvAttentionOp::verify() {
     return emitOpError("softcap must be positive");
   if (getKeyEnds() && (getBlockSelection() || getDistanceBias()))
     return emitOpError("key ends take neither a block selection nor a distance bias");
+  if (getSinkLogits() && getSinks())
+    return emitOpError("takes sinks or sink logits, not both");
+  if (getSinkLogits() && cols(getSinkLogits()) != (int64_t)getNumHeads())
+    return emitOpError("sink_logits must hold one logit per query head");
   if (auto slopes = getAlibiSlopes()) {
     if ((int64_t)slopes->size() != (int64_t)getNumHeads())
       return emitOpError("alibi_slopes must have one entry per query head");
@@ -538,12 +558,22 @@ LogicalResult KvRopeAppendOp::verify() {
 // The torch Conv1d weight layout, so checkpoints load without reshaping.
 static shape::Conv1d conv1dShape(StateConv1dOp op) {
   auto w = tensorType(op.getWeight());
-  bool rank3 = w.getRank() == 3;
-  return {cols(op.getX()), w.getRank(), rank3 ? w.getDimSize(0) : 0, rank3 ? w.getDimSize(1) : 0,
-          rank3 ? w.getDimSize(2) : 0, op.getBias() ? vectorLength(op.getBias()) : 0, cols(op.getResult()),
-          (bool)op.getBias(), op.getInitial() ? vectorLength(op.getInitial()) : 0, (bool)op.getInitial()};
+  bool rank3 = w.getRank() == 3, rank2 = w.getRank() == 2; // [C, K]: depthwise
+  return {cols(op.getX()), w.getRank(), rank3 || rank2 ? w.getDimSize(0) : 0, rank3 ? w.getDimSize(1) : 1,
+          rank3 ? w.getDimSize(2) : rank2 ? w.getDimSize(1) : 0, op.getBias() ? vectorLength(op.getBias()) : 0, cols(op.getResult()),
+          (bool)op.getBias(), op.getInitial() ? vectorLength(op.getInitial()) : 0, (bool)op.getInitial(),
+          op.getTaps() ? cols(op.getTaps()) : 0, (bool)op.getTaps()};
 }
-LogicalResult StateConv1dOp::verify() { return verifyShape(*this, shape::check(conv1dShape(*this))); }
+LogicalResult StateConv1dOp::verify() {
+  if (failed(verifyShape(*this, shape::check(conv1dShape(*this)))))
+    return failure();
+  double scale = getScale().convertToDouble();
+  if (!std::isfinite(scale) || scale == 0)
+    return emitOpError("scale must be finite and non-zero");
+  if (getLagOrder() && conv1dShape(*this).group != 1)
+    return emitOpError("lag_order needs a depthwise conv");
+  return success();
+}
 
 static shape::Shift shiftShape(StateShiftOp op) {
   return {cols(op.getX()), op.getInitial() ? vectorLength(op.getInitial()) : 0, cols(op.getResult()),

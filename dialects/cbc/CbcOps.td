@@ -373,6 +373,29 @@ def Cbc_MatchRmsOp : Cbc_Op<"math.match_rms", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Cbc_L2ClipOp : Cbc_Op<"math.l2_clip", [Pure]> {
+  let opcode = 54;
+  let params = "L2ClipParams";
+  let summary = "Shortens each group of a row to at most a given L2 norm.";
+  let description = [{
+    `x` is cut into groups of `group` features (heads). Each group, first multiplied by `scale`
+    where given (`[width]`, one factor per feature of the row), becomes
+    `y * min(1, threshold / (|y|_2 + eps))`, in fp32: a group shorter than `threshold - eps`
+    passes unchanged, a longer one comes out just under `threshold` long. Query, key and
+    relative-state clips of an attention without norms use it.
+
+    ```mlir
+    %y = cbc.math.l2_clip %x scale(%s) {group = 16 : i64, threshold = 4.0 : f64}
+           : tensor<?x64xf32>, tensor<64xf32> -> tensor<?x64xf32>
+    ```
+  }];
+  let arguments = (ins Cbc_Rows:$x, Optional<Cbc_Weight>:$scale, I64Attr:$group, F64Attr:$threshold,
+                   DefaultValuedAttr<F64Attr, "1e-6">:$eps);
+  let results = (outs Cbc_Rows:$result);
+  let assemblyFormat = "$x (`scale` `(` $scale^ `)`)? attr-dict `:` type(operands) `->` type($result)";
+  let hasVerifier = 1;
+}
+
 def Cbc_GaussianTopkOp : Cbc_Op<"math.gaussian_topk", [Pure, SameOperandsAndResultShape]> {
   let opcode = 41;
   let params = "GaussianTopkParams";
@@ -617,12 +640,14 @@ def Cbc_KvAttentionOp : Cbc_Op<"kv.attention", [MemoryEffects<[MemRead]>, AttrSi
     `j < key_ends[t]` instead of `j <= p`: the rows of one image see each other both ways
     (their key end is the image's end), the others causally (`p + 1`); the lower bound of the
     retention stays the query's.
+    With `sink_logits` (`[T, num_heads]`, instead of `sinks`) each query row brings its own sink
+    logit per head: a projection of the token rather than a learned constant.
   }];
   let arguments = (ins Cbc_Rows:$q, Cbc_Index:$positions, Cbc_Index:$seq_ids,
                    Cbc_Index:$cu_seqlens, Cbc_Index:$kv_lens, Cbc_Index:$slots,
                    Cbc_BlockTables:$block_tables, Optional<Cbc_Weight>:$sinks,
                    Optional<Cbc_Rows>:$distance_bias, Optional<Cbc_RowsI32>:$block_selection,
-                   Optional<Cbc_Index>:$key_ends,
+                   Optional<Cbc_Index>:$key_ends, Optional<Cbc_Rows>:$sink_logits,
                    I64Attr:$layer, I64Attr:$num_heads, I64Attr:$num_kv_heads, I64Attr:$head_dim,
                    F64Attr:$scale,
                    DefaultValuedAttr<Cbc_RetentionAttr, Cbc_AllTokens>:$retention,
@@ -632,7 +657,7 @@ def Cbc_KvAttentionOp : Cbc_Op<"kv.attention", [MemoryEffects<[MemRead]>, AttrSi
                    DefaultValuedAttr<I64Attr, "0">:$selection_block,
                    OptionalAttr<DenseF32ArrayAttr>:$alibi_slopes);
   let results = (outs Cbc_Rows:$result);
-  let assemblyFormat = "$q `,` $positions `,` $seq_ids `,` $cu_seqlens `,` $kv_lens `,` $slots `,` $block_tables (`,` $sinks^)? (`distance_bias` `(` $distance_bias^ `)`)? (`blocks` `(` $block_selection^ `)`)? (`key_ends` `(` $key_ends^ `)`)? attr-dict `:` type(operands) `->` type($result)";
+  let assemblyFormat = "$q `,` $positions `,` $seq_ids `,` $cu_seqlens `,` $kv_lens `,` $slots `,` $block_tables (`,` $sinks^)? (`distance_bias` `(` $distance_bias^ `)`)? (`blocks` `(` $block_selection^ `)`)? (`key_ends` `(` $key_ends^ `)`)? (`sink_logits` `(` $sink_logits^ `)`)? attr-dict `:` type(operands) `->` type($result)";
   let hasVerifier = 1;
 }
 
@@ -831,15 +856,18 @@ class Cbc_StateScanOp<string mnemonic, dag operands, dag attributes,
 let opDocGroup = Cbc_StateGroup in {
 
 def Cbc_StateConv1dOp : Cbc_StateScanOp<"state.conv1d",
-    (ins Cbc_Rows:$x, Cbc_Weight:$weight, Optional<Cbc_Weight>:$bias, Optional<Cbc_Weight>:$initial),
-    (ins DefaultValuedAttr<Cbc_ActivationAttr, "::cbc::Activation::none">:$act, UnitAttr:$residual), "conv",
+    (ins Cbc_Rows:$x, Cbc_Weight:$weight, Optional<Cbc_Weight>:$bias, Optional<Cbc_Weight>:$initial,
+         Optional<Cbc_Rows>:$taps),
+    (ins DefaultValuedAttr<Cbc_ActivationAttr, "::cbc::Activation::none">:$act, UnitAttr:$residual,
+         UnitAttr:$lag_order, DefaultValuedAttr<F64Attr, "1.0">:$scale), "conv",
     [AttrSizedOperandSegments]> {
   let opcode = 17;
   let params = "Conv1dParams";
   let summary = "Causal (depthwise or grouped) convolution over packed rows, carrying inputs per request.";
   let description = [{
     `weight` is torch's Conv1d layout `[C, G, K]`: `G = 1` is a depthwise convolution, a larger
-    `G` (dividing `C`) a grouped one whose groups of `G` channels mix inside the group. For each
+    `G` (dividing `C`) a grouped one whose groups of `G` channels mix inside the group; `[C, K]`
+    is depthwise too. For each
     request `r` (rows `cu_seqlens[r]` to `cu_seqlens[r+1]`), the rows are prefixed with the
     request's state, the last `K - 1` inputs it has seen, and channel `c` of row `t` becomes
     `act(bias[c] + sum_{i, j} weight[c, i, j] * xe[t + j, g + i])`, where `g` is the first channel
@@ -849,9 +877,15 @@ def Cbc_StateConv1dOp : Cbc_StateScanOp<"state.conv1d",
     `state_out[r]` is then the last `K - 1` inputs: the layer declares the state `state`
     (default `conv`) of shape `[C, K - 1]`. With `residual` the row itself is added,
     `x[t, c] + act(...)`, before the result is rounded to its type (a residual short conv
-    computed in fp32).
+    computed in fp32); `scale` then multiplies the whole, still in fp32.
+
+    With `taps` (`[T, (C / D) * K]`, depthwise only) each row brings taps of its own, shared by
+    each run of `D` consecutive channels: channel `c` of row `t` uses
+    `weight[c, 0, j] + taps[t, (c / D) * K + j]` as tap `j` (a dynamic convolution whose taps a
+    projection of the token computes). With `lag_order` both count back from the row: index `j`
+    weighs the input `j` rows before, so index 0 is the row itself.
   }];
-  let assemblyFormat = "$x `,` $weight (`bias` `(` $bias^ `)`)? (`initial` `(` $initial^ `)`)? `,` $cu_seqlens `,` $state_in `,` $state_out `,` $has_initial_state attr-dict `:` functional-type(operands, $result)";
+  let assemblyFormat = "$x `,` $weight (`bias` `(` $bias^ `)`)? (`initial` `(` $initial^ `)`)? (`taps` `(` $taps^ `)`)? `,` $cu_seqlens `,` $state_in `,` $state_out `,` $has_initial_state attr-dict `:` functional-type(operands, $result)";
 }
 
 def Cbc_StateShiftOp : Cbc_StateScanOp<"state.shift",
@@ -1304,6 +1338,25 @@ def Cbc_StreamExpandOp : Cbc_Op<"stream.expand", [Pure]> {
                    DefaultValuedAttr<I64Attr, "0">:$offset, UnitAttr:$comb);
   let results = (outs Cbc_Rows:$result);
   let assemblyFormat = "$block `,` $streams `,` $weights attr-dict `:` type($block) `,` type($streams) `,` type($weights) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Cbc_StreamAttendOp : Cbc_Op<"stream.attend", [Pure]> {
+  let opcode = 55;
+  let params = "StreamAttendParams";
+  let summary = "Learned queries attending over a token's own source rows.";
+  let description = [{
+    `sources [T, N * H]` holds `N` rows of `H` per token side by side (`N = count`) and
+    `query [Q, H]` `Q` learned queries (`[H]`: one). Per token, every source is normalised without a weight,
+    `n_i = s_i / sqrt(mean(s_i^2) + eps)`, and query `q` returns
+    `sum_i softmax_i(query[q] . n_i / sqrt(H)) * n_i` as columns `q * H` to `(q + 1) * H` of the
+    result `[T, Q * H]`, in fp32. Nothing crosses tokens: a residual stream replaced by
+    attention over the embedding and earlier blocks' outputs reads its inputs this way.
+  }];
+  let arguments = (ins Cbc_Rows:$sources, Cbc_Weight:$query, I64Attr:$count,
+                   DefaultValuedAttr<F64Attr, "1e-6">:$eps);
+  let results = (outs Cbc_Rows:$result);
+  let assemblyFormat = "$sources `,` $query attr-dict `:` type($sources) `,` type($query) `->` type($result)";
   let hasVerifier = 1;
 }
 

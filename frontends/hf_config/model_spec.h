@@ -221,6 +221,14 @@ struct AttentionSpec {
   int64_t log_scale_floor = 0;
   bool scale_inverse_dim = false; // the softmax scale is 1 / head_dim of each layer, not `scale`
   int64_t kv_conv_kernel = 0; // k and v each pass a residual depthwise conv, x + conv(x); 0: none
+  // L2 clips instead of q/k norms (Inkling 2): q and the relative states r scaled per feature
+  // (<attn>.{q,rel}_l2_clip.scale), each head then shortened to qk_clip (r: rel_clip), and k after
+  // its conv to qk_clip unscaled. Such an attention also has per-token sink logits
+  // (<attn>.attn_sink_proj), a per-element output gate (<attn>.gate_attn), a weightless v norm,
+  // residual convs scaled by 1 / sqrt(K + 1), and on full layers dynamic k/v convs (taps from
+  // <attn>.{k,v}_sconv.weight_proj of the k/v input plus .static_w), scaled by 1 / sqrt(2K + 1).
+  // 0: none.
+  double qk_clip = 0.0, rel_clip = 0.0;
   HeadExpertsSpec head_experts;
   CcaSpec cca;
   BlockIndexerSpec block_indexer;
@@ -445,7 +453,7 @@ struct MoeSpec {
   // takes the sinks, weighted in one normalisation with its chosen experts.
   int64_t sinks = 0;
   FfnActivation act = FfnActivation::Silu; // ClampedSwiglu with limit and alpha (gated experts only)
-  double limit = 0.0, alpha = 0.0;
+  double limit = 0.0, alpha = 0.0;          // SoftcappedSwiglu: the gate's and the up input's caps
   double up_offset = 1.0;        // ClampedSwiglu's (up + offset): 1 for GPT-OSS, 0 for a clamped SwiGLU
 
   int64_t shared_intermediate = 0; // 0 = no shared expert
@@ -647,6 +655,13 @@ struct ModelSpec {
   // The mixer's and the feed-forward block's outputs each pass a residual depthwise conv of this
   // kernel, h + conv(h), before the residual add (attn_sconv, mlp_sconv); 0: none.
   int64_t branch_conv_kernel = 0;
+  // Block attention residuals (Inkling 2) replace the residual stream: each layer's attention
+  // input (<prefix>attn_res.attn_queries.<l - 1>, three queries on full layers), its MLP input
+  // (attn_res.mlp_queries.<l>) and the final norm's input (attn_res.output_query) are per-token
+  // attention (cbc.stream.attend) over the embedding, the finished blocks' sums and the running
+  // sum of the current block; a layer whose index is a multiple of attn_res_block starts a block,
+  // its attention output restarting the sum. 0: none.
+  int64_t attn_res_block = 0;
   NormGateSpec norm_gate;
   PerLayerInputSpec per_layer_inputs;
   AltUpSpec altup;

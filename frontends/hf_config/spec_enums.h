@@ -23,6 +23,7 @@ enum class FfnActivation {
   Relu,
   Relu2,         // squared ReLU
   ClampedSwiglu, // gpt-oss's gated unit with MoeSpec::limit and alpha; gated experts only
+  SoftcappedSwiglu, // Inkling 2's: soft caps MoeSpec::limit on the gate's linear factor, alpha on up; experts only
   Xielu,         // xIELU, its parameters learned per MLP (under <mlp>.act_fn); ungated dense MLPs only
 };
 

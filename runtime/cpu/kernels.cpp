@@ -260,6 +260,22 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void siluTimes(cons
 }
 } // namespace
 
+std::optional<SwigluClamp> swigluForm(const fb::GluParams &p) {
+  if (p.clamp())
+    return SwigluClamp{(float)p.clamp()->limit(), (float)p.clamp()->alpha(), (float)p.clamp()->up_offset()};
+  if (p.softcap())
+    return SwigluClamp{.gate_cap = (float)p.softcap()->gate_cap(), .up_cap = (float)p.softcap()->up_cap()};
+  return std::nullopt;
+}
+
+float swigluUnit(const SwigluClamp &f, float g, float u) {
+  if (f.gate_cap > 0) // the sigmoid reads the raw gate; only the linear factor is capped
+    return f.gate_cap * std::tanh(g / f.gate_cap) / (1.0f + std::exp(-g)) * (f.up_cap * std::tanh(u / f.up_cap));
+  g = std::min(g, f.limit);
+  u = std::clamp(u, -f.limit, f.limit);
+  return (u + f.up_offset) * (g / (1.0f + std::exp(-f.alpha * g)));
+}
+
 void glu(const float *x, int64_t M, int64_t I, Act act, bool interleaved, const SwigluClamp *clamp, float *y) {
   for (int64_t m = 0; m < M; ++m) {
     const float *row = x + m * 2 * I;
@@ -270,13 +286,58 @@ void glu(const float *x, int64_t M, int64_t I, Act act, bool interleaved, const 
     for (int64_t i = 0; i < I; ++i) {
       float g = interleaved ? row[2 * i] : row[i];
       float u = interleaved ? row[2 * i + 1] : row[I + i];
-      if (clamp) {
-        g = std::min(g, clamp->limit);
-        u = std::clamp(u, -clamp->limit, clamp->limit);
-        y[m * I + i] = (u + clamp->up_offset) * (g / (1.0f + std::exp(-clamp->alpha * g)));
-      } else {
-        y[m * I + i] = activate(act, g) * u;
+      y[m * I + i] = clamp ? swigluUnit(*clamp, g, u) : activate(act, g) * u;
+    }
+  }
+}
+
+void l2Clip(const float *x, int64_t T, int64_t width, int64_t group, const float *scale, float threshold, float eps,
+            float *y) {
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t g0 = 0; g0 < width; g0 += group) {
+      const float *xg = x + t * width + g0;
+      float *yg = y + t * width + g0;
+      double ss = 0.0;
+      for (int64_t j = 0; j < group; ++j) {
+        yg[j] = scale ? xg[j] * scale[g0 + j] : xg[j];
+        ss += (double)yg[j] * yg[j];
       }
+      float factor = std::min(1.0f, threshold / ((float)std::sqrt(ss) + eps));
+      for (int64_t j = 0; j < group; ++j)
+        yg[j] *= factor;
+    }
+}
+
+void streamAttend(const float *sources, int64_t T, int64_t N, int64_t H, const float *query, int64_t Q, float eps,
+                  float *y) {
+  std::vector<float> normed(N * H), score(N);
+  float scale = 1.0f / std::sqrt((float)H);
+  for (int64_t t = 0; t < T; ++t) {
+    const float *s = sources + t * N * H;
+    for (int64_t i = 0; i < N; ++i) {
+      double ss = 0.0;
+      for (int64_t h = 0; h < H; ++h)
+        ss += (double)s[i * H + h] * s[i * H + h];
+      float inv = 1.0f / std::sqrt((float)(ss / (double)H) + eps);
+      for (int64_t h = 0; h < H; ++h)
+        normed[i * H + h] = s[i * H + h] * inv;
+    }
+    for (int64_t q = 0; q < Q; ++q) {
+      float best = -INFINITY, total = 0.0f;
+      for (int64_t i = 0; i < N; ++i) {
+        double dot = 0.0;
+        for (int64_t h = 0; h < H; ++h)
+          dot += (double)query[q * H + h] * normed[i * H + h];
+        score[i] = (float)dot * scale;
+        best = std::max(best, score[i]);
+      }
+      for (int64_t i = 0; i < N; ++i)
+        total += score[i] = std::exp(score[i] - best);
+      float *out = y + (t * Q + q) * H;
+      std::fill(out, out + H, 0.0f);
+      for (int64_t i = 0; i < N; ++i)
+        for (int64_t h = 0; h < H; ++h)
+          out[h] += score[i] / total * normed[i * H + h];
     }
   }
 }
@@ -438,11 +499,12 @@ void pagedAttention(const float *q, int64_t T, const int32_t *positions, const i
           s -= p.alibi_slopes[h] * (float)(pos - lo - j);
         sc[j] = s;
       }
-      float sink = p.sinks ? p.sinks[h] : -INFINITY;
+      bool hasSink = p.sinks || p.sink_rows;
+      float sink = p.sink_rows ? p.sink_rows[t * H + h] : p.sinks ? p.sinks[h] : -INFINITY;
       float maxScore = std::max(sink, *std::max_element(sc, sc + n));
       for (int64_t j = 0; j < n; ++j) // vectorised (libmvec); the sum stays in order, in double
         sc[j] = std::exp(sc[j] - maxScore);
-      double denom = p.sinks ? std::exp((double)sink - maxScore) : 0.0;
+      double denom = hasSink ? std::exp((double)sink - maxScore) : 0.0;
       for (int64_t j = 0; j < n; ++j)
         denom += sc[j];
       float scale = (float)(1.0 / denom);
@@ -950,16 +1012,51 @@ float *startState(const StateRows &rows, float *pool, int64_t r, int64_t stride,
   return S;
 }
 
+// Request r's conv state: its K - 1 inputs per channel, a fresh request's set to `initial`.
+static float *convState(const StateRows &rows, float *pool, int64_t r, int64_t C, int64_t H, const float *initial) {
+  float *state = startState(rows, pool, r, C * H, C * H);
+  if (initial && !rows.has_initial[r])
+    for (int64_t c = 0; c < C; ++c)
+      std::fill(state + c * H, state + (c + 1) * H, initial[c]);
+  return state;
+}
+
+// A depthwise conv whose taps change per token (ConvForm::taps) or count back from the row.
+static void conv1dDynamic(const float *x, int64_t C, int64_t K, const float *w, const float *bias, Act act,
+                          const StateRows &rows, float *pool, float *y, const ParallelFor &pfor, bool residual,
+                          const float *initial, const ConvForm &f) {
+  int64_t H = K - 1, D = f.taps ? C / (f.width / K) : C;
+  pfor(rows.num_requests, [&](int64_t r) {
+    int64_t begin = rows.cu_seqlens[r], end = rows.cu_seqlens[r + 1];
+    float *state = convState(rows, pool, r, C, H, initial);
+    std::vector<float> hist(H + 1);
+    for (int64_t c = 0; c < C; ++c) {
+      std::copy(state + c * H, state + (c + 1) * H, hist.begin());
+      for (int64_t t = begin; t < end; ++t) {
+        hist[H] = x[t * C + c]; // hist[j]: the input K - 1 - j rows back
+        const float *dyn = f.taps ? f.taps + t * f.width + (c / D) * K : nullptr;
+        float acc = bias ? bias[c] : 0.0f;
+        for (int64_t j = 0; j < K; ++j) {
+          int64_t i = f.lag_order ? K - 1 - j : j; // the weight's index for that input
+          acc += (w[c * K + i] + (dyn ? dyn[i] : 0.0f)) * hist[j];
+        }
+        y[t * C + c] = f.scale * (activate(act, acc) + (residual ? x[t * C + c] : 0.0f));
+        std::copy(hist.begin() + 1, hist.end(), hist.begin());
+      }
+      std::copy(hist.begin(), hist.begin() + H, state + c * H);
+    }
+  });
+}
+
 void conv1dStates(const float *x, int64_t C, int64_t K, const float *w, const float *bias, Act act,
                   const StateRows &rows, float *pool, float *y, const ParallelFor &pfor, bool residual, int64_t G,
-                  const float *initial) {
+                  const float *initial, const ConvForm &form) {
+  if (form.taps || form.lag_order)
+    return conv1dDynamic(x, C, K, w, bias, act, rows, pool, y, pfor, residual, initial, form);
   int64_t H = K - 1;
   pfor(rows.num_requests, [&](int64_t r) {
     int64_t begin = rows.cu_seqlens[r], end = rows.cu_seqlens[r + 1];
-    float *state = startState(rows, pool, r, C * H, C * H);
-    if (initial && !rows.has_initial[r])
-      for (int64_t c = 0; c < C; ++c)
-        std::fill(state + c * H, state + (c + 1) * H, initial[c]);
+    float *state = convState(rows, pool, r, C, H, initial);
     // One group of G channels at a time: its outputs read only its own inputs.
     std::vector<float> hist(G * H);
     for (int64_t g0 = 0; g0 < C; g0 += G) {
@@ -974,7 +1071,7 @@ void conv1dStates(const float *x, int64_t C, int64_t K, const float *w, const fl
               acc += wc[i * K + j] * hist[i * H + j];
             acc += wc[i * K + H] * xr[i];
           }
-          y[t * C + c] = activate(act, acc) + (residual ? x[t * C + c] : 0.0f);
+          y[t * C + c] = form.scale * (activate(act, acc) + (residual ? x[t * C + c] : 0.0f));
         }
         for (int64_t i = 0; H > 0 && i < G; ++i) {
           std::copy(hist.begin() + i * H + 1, hist.begin() + (i + 1) * H, hist.begin() + i * H);

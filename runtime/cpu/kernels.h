@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cmath>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -60,6 +61,16 @@ void headLinear(const float *x, int64_t T, const float *w, int64_t heads, int64_
 void positionScale(const float *x, int64_t T, int64_t width, const int32_t *positions, float beta, int64_t period,
                    int64_t offset, float *y, fb::PositionScaleForm form = fb::PositionScaleForm::Log1pFloor);
 
+// cbc.math.l2_clip: each group of `group` features of a row, times scale (null: 1), shortened
+// to y * min(1, threshold / (|y| + eps)).
+void l2Clip(const float *x, int64_t T, int64_t width, int64_t group, const float *scale, float threshold, float eps,
+            float *y);
+
+// cbc.stream.attend: per token, Q queries [Q, H] attend over the N weightlessly RMS-normed
+// sources of a [T, N * H] row (scores q . n_i / sqrt(H)); y is [T, Q * H].
+void streamAttend(const float *sources, int64_t T, int64_t N, int64_t H, const float *query, int64_t Q, float eps,
+                  float *y);
+
 // cbc.math.head_position_scale: head h of row t times scale[h] * log(1 + positions[t]) + bias[h].
 void headPositionScale(const float *x, int64_t T, int64_t width, int64_t heads, const int32_t *positions,
                        const float *scale, const float *bias, float *y);
@@ -79,10 +90,14 @@ void add(const float *a, const float *b, int64_t n, float *y);
 using Act = fb::Activation;
 float activate(Act act, float x);
 
-// A clamped gated unit: (clamp(up, -limit, limit) + 1) * g * sigmoid(alpha * g), g = min(gate, limit).
+// A gated unit's special form. gate_cap 0: the clamped SwiGLU,
+// (clamp(up, -limit, limit) + up_offset) * g * sigmoid(alpha * g) with g = min(gate, limit);
+// gate_cap > 0: the soft-capped one, gate_cap tanh(g / gate_cap) * sigmoid(g) * up_cap tanh(up / up_cap).
 struct SwigluClamp {
-  float limit = 0, alpha = 0, up_offset = 1;
+  float limit = 0, alpha = 0, up_offset = 1, gate_cap = 0, up_cap = 0;
 };
+std::optional<SwigluClamp> swigluForm(const fb::GluParams &p);
+float swigluUnit(const SwigluClamp &f, float gate, float up);
 
 // y[M, I] = act(gate) * up (or the clamped unit) over x[M, 2I] split in halves or interleaved
 // columns.
@@ -144,7 +159,8 @@ struct AttentionParams {
   float scale = 1;
   int64_t window = 0, chunk = 0;
   float softcap = 0;
-  const float *sinks = nullptr;
+  const float *sinks = nullptr;     // [num_heads]: a logit per head in every softmax's denominator
+  const float *sink_rows = nullptr; // [T, num_heads]: the same, one per query row
   // [T, num_heads * bias_extent]: added to the score of the key at distance p - j < bias_extent.
   const float *distance_bias = nullptr;
   int64_t bias_extent = 0;
@@ -296,10 +312,16 @@ float *startState(const StateRows &rows, float *pool, int64_t r, int64_t stride,
 // Causal conv over each request's rows, carrying the last K-1 inputs per request in `pool`
 // ([slots][C][K-1], oldest first). w is [C, G, K]: groups of G channels mix inside the group (1:
 // depthwise). `residual`: y = x + act(conv x). `initial` (or zeros): a fresh request's inputs
-// before its first row.
+// before its first row. `form` adds per-token taps, the lag order and an output scale.
+struct ConvForm {
+  const float *taps = nullptr; // [T, width]: width / K runs of channels, K taps each (depthwise)
+  int64_t width = 0;
+  bool lag_order = false; // weight and taps index j weighs the input j rows back
+  float scale = 1.0f;
+};
 void conv1dStates(const float *x, int64_t C, int64_t K, const float *w, const float *bias, Act act,
                   const StateRows &rows, float *pool, float *y, const ParallelFor &pfor, bool residual = false,
-                  int64_t G = 1, const float *initial = nullptr);
+                  int64_t G = 1, const float *initial = nullptr, const ConvForm &form = {});
 
 // RWKV's WKV recurrence per channel (cbc.state.wkv): the state ([slots][3][C]) is the numerator,
 // the denominator and their exponent, empty (0, 0, -1e30) for a fresh request.

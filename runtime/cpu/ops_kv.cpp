@@ -63,18 +63,26 @@ Exec compileKvAttention(const OpContext &c) {
                 std::all_of(p.alibi_slopes.begin(), p.alibi_slopes.end(), [](float s) { return std::isfinite(s); }),
             "has ALiBi slopes that are not one finite value per query head");
   }
-  bool keyEnds = params.key_ends();
-  size_t optional = (p.bias_extent > 0) + (p.selection_heads > 0) + keyEnds;
+  bool keyEnds = params.key_ends(), sinkRows = params.sink_rows();
+  size_t optional = (p.bias_extent > 0) + (p.selection_heads > 0) + keyEnds + sinkRows;
   c.check(p.bias_extent <= (1 << 24) && p.selection_heads >= 0 && p.selection_block >= 0 &&
               c.I.size() >= 7 + optional && c.I.size() <= 8 + optional,
           "has a bad bias extent or block selection");
   c.check(!keyEnds || (p.bias_extent == 0 && p.selection_heads == 0),
           "has key ends with a distance bias or a block selection");
+  // From the back: the sink logits, the key ends, the selection, the bias.
+  size_t back = c.I.size();
+  int rowSinks = sinkRows ? c.I[--back] : -1;
   if (keyEnds)
-    c.needArg(c.I.size() - 1, StepArg::KeyEnds);
-  int sel = p.selection_heads > 0 ? c.I.back() : -1;
-  int bias = p.bias_extent > 0 ? c.I[c.I.size() - 1 - (sel >= 0)] : -1;
+    c.needArg(--back, StepArg::KeyEnds);
+  int sel = p.selection_heads > 0 ? c.I[--back] : -1;
+  int bias = p.bias_extent > 0 ? c.I[--back] : -1;
   int sinks = c.I.size() > 7 + optional ? c.I[7] : -1;
+  c.check(rowSinks < 0 || sinks < 0, "has sinks and sink logits");
+  if (rowSinks >= 0) {
+    c.acts({q, rowSinks});
+    c.check(c.cols(rowSinks) == p.num_heads, "has sink logits that are not one per query head");
+  }
   if (bias >= 0)
     c.acts({q, bias});
   if (sel >= 0) {
@@ -96,6 +104,7 @@ Exec compileKvAttention(const OpContext &c) {
   return [=](StepEnv &e) mutable {
     const StepBatch &b = *e.batch;
     p.sinks = sinks >= 0 ? e.weight(sinks) : nullptr;
+    p.sink_rows = rowSinks >= 0 ? e.f32(rowSinks) : nullptr;
     p.distance_bias = bias >= 0 ? e.f32(bias) : nullptr;
     p.block_selection = sel >= 0 ? e.i32(sel) : nullptr;
     p.key_ends = keyEnds ? b.key_ends.data() : nullptr;

@@ -81,6 +81,22 @@ Exec compilePositionScale(const OpContext &c) {
   };
 }
 
+Exec compileL2Clip(const OpContext &c) {
+  c.need(1, 1);
+  const fb::L2ClipParams &p = c.params<fb::L2ClipParams>();
+  int x = c.I[0], scale = c.I.size() > 1 ? c.I[1] : -1, out = c.O[0];
+  c.check(c.I.size() <= 2 && (scale < 0 || !c.isAct(scale)), "has the wrong operands");
+  c.acts({x, out});
+  int64_t width = c.cols(x), group = p.group();
+  bool vec = scale >= 0 && c.weightShape(scale).size() == 1;
+  c.checkShape(shape::check(shape::L2Clip{width, group, vec ? c.weightNumel(scale) : -1, c.cols(out), p.threshold(),
+                                          p.eps(), scale >= 0}));
+  float threshold = (float)p.threshold(), eps = (float)p.eps();
+  return [=](StepEnv &e) {
+    l2Clip(e.f32(x), e.rows(x), width, group, scale >= 0 ? e.weight(scale) : nullptr, threshold, eps, e.f32(out));
+  };
+}
+
 Exec compileHeadPositionScale(const OpContext &c) {
   c.need(4, 1);
   c.needArg(1, StepArg::Positions);
@@ -194,12 +210,6 @@ Exec rowFactor(const OpContext &c, bool sigmoid) {
   return [=](StepEnv &e) { sigmoidGate(e.f32(x), e.f32(g), e.rows(x), width, gw, e.f32(out), sigmoid); };
 }
 
-// A GLU's clamp, if it has one.
-std::optional<SwigluClamp> clampOf(const fb::GluParams &p) {
-  if (!p.clamp())
-    return std::nullopt;
-  return SwigluClamp{(float)p.clamp()->limit(), (float)p.clamp()->alpha(), (float)p.clamp()->up_offset()};
-}
 } // namespace
 
 Exec compileMul(const OpContext &c) {
@@ -217,7 +227,7 @@ Exec compileGlu(const OpContext &c) {
   const fb::GluParams &p = c.params<fb::GluParams>();
   Act act = p.act();
   bool inter = p.layout() == fb::GluLayout::Interleaved;
-  std::optional<SwigluClamp> clamp = clampOf(p);
+  std::optional<SwigluClamp> clamp = swigluForm(p);
   int x = c.I[0], out = c.O[0];
   int64_t width = c.cols(out);
   c.check(c.cols(x) == 2 * width, "needs an input twice as wide as its output");

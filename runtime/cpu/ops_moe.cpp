@@ -90,10 +90,8 @@ Exec compileMoeExperts(const OpContext &c) {
   const fb::GluParams &glu = *params.glu();
   Act act = glu.act();
   bool inter = glu.layout() == fb::GluLayout::Interleaved, ungated = params.ungated();
-  c.check(!ungated || !glu.clamp(), "has an activation that needs a gated unit");
-  std::optional<SwigluClamp> clamp;
-  if (glu.clamp())
-    clamp = SwigluClamp{(float)glu.clamp()->limit(), (float)glu.clamp()->alpha(), (float)glu.clamp()->up_offset()};
+  std::optional<SwigluClamp> clamp = swigluForm(glu);
+  c.check(!ungated || !clamp, "has an activation that needs a gated unit");
   const auto &I = c.I;
   int out = c.O[0];
   const auto &guShape = c.value(I[3]).shape;

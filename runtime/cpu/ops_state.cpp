@@ -27,20 +27,31 @@ constexpr int64_t kMaxStateDim = 4096, kMaxStateHeads = 65536;
 // last optional one is the initial), then the metadata.
 Exec compileStateConv1d(const OpContext &c) {
   const fb::Conv1dParams &p = c.params<fb::Conv1dParams>();
+  // The optional operands in order: the bias, the initial inputs, the per-token taps.
   size_t optional = c.I.size() >= 6 ? c.I.size() - 6 : 0;
-  c.check(c.I.size() >= 6 && c.O.size() == 1 && optional <= 2 && optional >= (p.initial() ? 1u : 0u),
+  bool hasInitial = p.initial(), hasTaps = p.taps();
+  c.check(c.I.size() >= 6 && c.O.size() == 1 && optional <= 3 && optional >= (size_t)hasInitial + hasTaps,
           "has the wrong number of operands");
-  bool hasInitial = p.initial(), hasBias = optional - hasInitial == 1;
+  bool hasBias = optional - hasInitial - hasTaps == 1;
   checkStateMeta(c, 2 + optional);
-  int x = c.I[0], w = c.I[1], bias = hasBias ? c.I[2] : -1, initial = hasInitial ? c.I[1 + optional] : -1;
+  int x = c.I[0], w = c.I[1], bias = hasBias ? c.I[2] : -1;
+  int initial = hasInitial ? c.I[2 + hasBias] : -1, taps = hasTaps ? c.I[1 + optional] : -1;
   int out = c.O[0];
   const std::vector<int64_t> &ws = c.weightShape(w);
-  shape::Conv1d s{c.cols(x), (int64_t)ws.size(), ws.size() == 3 ? ws[0] : 0, ws.size() == 3 ? ws[1] : 0,
-                  ws.size() == 3 ? ws[2] : 0, bias >= 0 ? c.weightNumel(bias) : 0, c.cols(out), bias >= 0,
-                  initial >= 0 ? c.weightNumel(initial) : 0, initial >= 0};
+  bool rank3 = ws.size() == 3, rank2 = ws.size() == 2; // [C, K]: depthwise
+  shape::Conv1d s{c.cols(x), (int64_t)ws.size(), rank3 || rank2 ? ws[0] : 0, rank3 ? ws[1] : 1,
+                  rank3 ? ws[2] : rank2 ? ws[1] : 0, bias >= 0 ? c.weightNumel(bias) : 0, c.cols(out), bias >= 0,
+                  initial >= 0 ? c.weightNumel(initial) : 0, initial >= 0, taps >= 0 ? c.cols(taps) : 0, taps >= 0};
   c.checkShape(shape::check(s));
   c.check(c.isAct(x) && c.isAct(out) && c.value(x).arena == 0, "expects per-token activations");
+  if (taps >= 0)
+    c.acts({x, taps});
+  c.check(std::isfinite(p.scale()) && p.scale() != 0, "has a scale that is not finite and non-zero");
+  int64_t tapsWidth = s.taps;
+  bool lagOrder = p.lag_order();
+  float scale = (float)p.scale();
   int64_t C = s.channels, K = s.kernel, G = s.group;
+  c.check(!lagOrder || G == 1, "has lag order on a grouped conv");
   int layer = p.state()->layer();
   std::string state = p.state()->name()->str();
   Act act = p.act();
@@ -48,9 +59,10 @@ Exec compileStateConv1d(const OpContext &c) {
   if (K > 1)
     c.checkState(*p.state(), shape::stateShape(s));
   return [=](StepEnv &e) {
+    ConvForm form{taps >= 0 ? e.f32(taps) : nullptr, tapsWidth, lagOrder, scale};
     conv1dStates(e.f32(x), C, K, e.weight(w), bias >= 0 ? e.weight(bias) : nullptr, act, e.stateRows(),
                  K > 1 ? e.statePool(layer, state) : nullptr, e.f32(out), e.pfor, residual, G,
-                 initial >= 0 ? e.weight(initial) : nullptr);
+                 initial >= 0 ? e.weight(initial) : nullptr, form);
   };
 }
 

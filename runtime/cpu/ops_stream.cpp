@@ -24,6 +24,21 @@ Exec compileStreamHcWeights(const OpContext &c) {
   return [=](StepEnv &e) { hcWeights(e.f32(mixes), e.rows(mixes), e.weight(base), e.weight(scale), hp, e.f32(out)); };
 }
 
+Exec compileStreamAttend(const OpContext &c) {
+  c.need(2, 1);
+  const fb::StreamAttendParams &p = c.params<fb::StreamAttendParams>();
+  int sources = c.I[0], query = c.I[1], out = c.O[0];
+  c.check(!c.isAct(query), "needs a weight of queries");
+  c.acts({sources, out});
+  const std::vector<int64_t> &qs = c.weightShape(query);
+  bool rank2 = qs.size() == 2;
+  c.checkShape(shape::check(shape::StreamAttend{p.count(), c.cols(sources), (int64_t)qs.size(), rank2 ? qs[0] : 1,
+                                                qs.empty() ? 0 : qs.back(), c.cols(out), p.eps()}));
+  int64_t N = p.count(), H = c.cols(sources) / N, Q = rank2 ? qs[0] : 1;
+  float eps = (float)p.eps();
+  return [=](StepEnv &e) { streamAttend(e.f32(sources), e.rows(sources), N, H, e.weight(query), Q, eps, e.f32(out)); };
+}
+
 // Both stream ops: N streams of H, the coefficients at `offset` of the weights rows.
 static shape::Streams streamsShape(const OpContext &c, bool expand) {
   const fb::StreamParams &p = c.params<fb::StreamParams>();

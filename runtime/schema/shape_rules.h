@@ -23,15 +23,19 @@ struct Conv1d {
   bool has_bias;
   int64_t initial = 0;
   bool has_initial = false;
+  int64_t taps = 0; // the per-token taps' width
+  bool has_taps = false;
 };
 constexpr Error check(const Conv1d &s) {
-  if (s.weight_rank != 3 || s.weight_channels != s.channels || s.group < 1 || s.channels % s.group != 0 ||
-      s.kernel < 1)
-    return "weight must be [channels, group, kernel] with group dividing channels";
+  if ((s.weight_rank != 3 && s.weight_rank != 2) || s.weight_channels != s.channels || s.group < 1 ||
+      s.channels % s.group != 0 || s.kernel < 1)
+    return "weight must be [channels, group, kernel] with group dividing channels, or [channels, kernel]";
   if (s.has_bias && s.bias != s.channels)
     return "bias must have one entry per channel";
   if (s.has_initial && s.initial != s.channels)
     return "initial must have one entry per channel";
+  if (s.has_taps && (s.group != 1 || s.taps <= 0 || s.taps % s.kernel != 0 || s.channels % (s.taps / s.kernel) != 0))
+    return "taps must be [T, n * kernel] with n dividing the channels of a depthwise conv";
   if (s.result != s.channels)
     return "result width must equal the channel count";
   return nullptr;
@@ -379,6 +383,41 @@ constexpr Error check(const KvBlockSelect &s) {
     return "q width must be num_heads * head_dim";
   if (s.result != s.heads * s.topk)
     return "result width must be num_heads * topk";
+  return nullptr;
+}
+
+// cbc.math.l2_clip: x and the result [T, width] in groups of `group`; scale [width] (-1: not a vector).
+struct L2Clip {
+  int64_t width, group, scale, result;
+  double threshold, eps;
+  bool has_scale;
+};
+constexpr Error check(const L2Clip &s) {
+  if (s.group <= 0 || s.width % s.group != 0)
+    return "group must be positive and divide the row";
+  if (s.has_scale && s.scale != s.width)
+    return "scale must have one entry per feature of the row";
+  if (!(s.threshold > 0) || !(s.threshold < 1e30) || !(s.eps >= 0) || !(s.eps < 1e30))
+    return "threshold must be positive and eps non-negative, both finite";
+  if (s.result != s.width)
+    return "result width must equal the input width";
+  return nullptr;
+}
+
+// cbc.stream.attend: sources [T, count * H], query [queries, H] (or [H]: one), result [T, queries * H].
+struct StreamAttend {
+  int64_t count, sources, query_rank, queries, query_width, result;
+  double eps;
+};
+constexpr Error check(const StreamAttend &s) {
+  if (s.count <= 0 || s.sources % s.count != 0)
+    return "sources must hold count rows of one width";
+  if (s.query_rank < 1 || s.query_rank > 2 || s.query_width != s.sources / s.count || s.queries <= 0)
+    return "query must be [queries, width of a source] or [width of a source]";
+  if (s.result != s.queries * s.query_width)
+    return "result must hold one row per query";
+  if (!(s.eps > 0) || !(s.eps < 1e30))
+    return "eps must be positive and finite";
   return nullptr;
 }
 

@@ -22,8 +22,9 @@ namespace cbc {
 // step arguments inject_rows, inject_embeds, rope_positions and key_ends, RoPE sections, an
 // attention's key ends, the model's injected token. 7: residual streams (cbc.stream.*), sinks on
 // latent attention, a RoPE's rotary_offset, the clamped SwiGLU's up_offset (SwigluClamp grew), and
-// the state ops cbc.state.wkv (RWKV) and cbc.state.rg_lru (Griffin).
-constexpr uint32_t kFormatVersion = 7;
+// the state ops cbc.state.wkv (RWKV) and cbc.state.rg_lru (Griffin). 8: per-token sink logits on
+// an attention, a convolution's per-token taps, lag order and scale, the soft-capped SwiGLU.
+constexpr uint32_t kFormatVersion = 8;
 
 // The step function's arguments, in order.
 enum class StepArg : uint8_t {

@@ -380,7 +380,7 @@ TEST_F(ArtefactHeader, WrongFormatVersionIsRejected) {
   size_t at = (size_t)(field - bytes_.data());
   // Version 1 predates the block_diag and row_scales transforms, version 2 typed instructions:
   // their readers would misread these artefacts, and this reader theirs.
-  for (uint32_t version : {0u, 1u, 2u, 3u, 4u, 5u, 6u, kFormatVersion + 1, 77u}) {
+  for (uint32_t version : {0u, 1u, 2u, 3u, 4u, 5u, 6u, 7u, kFormatVersion + 1, 77u}) {
     std::vector<uint8_t> b = bytes_;
     std::memcpy(b.data() + at, &version, 4);
     std::string err = errorOf(b);

@@ -46,6 +46,7 @@ MODEL_TYPES = (
     "xlstm",  # xLSTMConfig's defaults: xLSTM-7B's shape (hidden 4096, 32 blocks, 8 heads, qk_dim 2048, v_dim 4096)
     "glm5_next_text",  # Glm5NextTextConfig's defaults: GLM-5.3-Flash's shape (hidden 4096, 45 layers, attention every 4th)
     "mistral_large4_text",  # MistralLarge4TextConfig's defaults: the 1T-A52B shape (hidden 6144, 72 layers, NoPE every 4th)
+    "inkling2_text",  # Inkling2TextConfig's defaults: Inkling-2-Small (hidden 4608, 48 layers, full attention every 6th)
 )
 
 

@@ -409,10 +409,11 @@ __device__ __forceinline__ void latent_attention(const CbcArgs &a) {
   decode_finish<HG, L, H, WARPS>(st, sm_m, sm_l, sm_acc, (float *)a.p[S::Partials], t, hb, split, a.i[S::Splits]);
 }
 
-// Merges the splits of one (token, head), with a learned sink logit per head when TS is not void.
+// Merges the splits of one (token, head), with a learned sink logit per head when TS is not void
+// (SR: one per query row and head, [T, H]).
 // Block (x, h): with ALL token x, else request x's token when its chunk is one token (the
 // prefill kernels write the other tokens' results themselves).
-template <class TO, class TS, int H, int DV, bool ALL = false>
+template <class TO, class TS, int H, int DV, bool ALL = false, bool SR = false>
 __device__ __forceinline__ void attention_combine(const CbcArgs &a) {
   using S = slots::AttentionCombine;
   long long t = decode_token<ALL>((const int *)a.p[S::CuSeqlens]);
@@ -424,14 +425,15 @@ __device__ __forceinline__ void attention_combine(const CbcArgs &a) {
   long long splits = a.i[S::Splits];
   int h = blockIdx.y;
   const float *p = part + (t * H + h) * splits * (DV + 2);
+  long long sink = SR ? t * H + h : h;
   float mm = -INFINITY;
   if constexpr (present<TS>)
-    mm = ld(sinks, h);
+    mm = ld(sinks, sink);
   for (int s = 0; s < splits; ++s)
     mm = fmaxf(mm, p[s * (DV + 2)]);
   float denom = 0.0f;
   if constexpr (present<TS>)
-    denom = expf(ld(sinks, h) - mm);
+    denom = expf(ld(sinks, sink) - mm);
   for (int s = 0; s < splits; ++s)
     if (p[s * (DV + 2)] != -INFINITY)
       denom += expf(p[s * (DV + 2)] - mm) * p[s * (DV + 2) + 1];

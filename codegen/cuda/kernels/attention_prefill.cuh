@@ -320,7 +320,7 @@ __device__ __forceinline__ void prefill_pv_f32(float (&o)[PS::DVW / 8][4], const
   warp_sync(); // before the next tile overwrites pw
 }
 
-// The rows' results: the quad's shares of each denominator summed, sink(m, l, scale) merging
+// The rows' results: the quad's shares of each denominator summed, sink(hf, m, l, scale) merging
 // a sink logit if the layer has one, then out(hf, col, value) for the real rows and columns.
 template <class PS, class Sink, class Out>
 __device__ __forceinline__ void prefill_store(const float (&o)[PS::DVW / 8][4], const float (&m)[2], const float (&l)[2],
@@ -333,7 +333,7 @@ __device__ __forceinline__ void prefill_store(const float (&o)[PS::DVW / 8][4], 
     lt += __shfl_xor_sync(0xffffffffu, lt, 2);
     if (w.pos[hf] < 0)
       continue;
-    sink(m[hf], lt, scale);
+    sink(hf, m[hf], lt, scale);
     float f = scale / lt;
     #pragma unroll
     for (int n = 0; n < PS::DVW / 8; ++n)
@@ -411,7 +411,7 @@ __device__ __forceinline__ void prefill_run(const PrefillRows &w, int jlo, int j
 // TO the result's type, TS the sinks' (void: none), TB and BIAS the distance bias (void, 0:
 // none), ALIBI the slopes of ALiBi's linear bias (null: none). Block (tile, kv head x head block).
 template <class TQ, class TKV, class TO, class TS, int H, int HKV, int D, int DV, int B, Retention R, int TOKENS,
-          bool SOFTCAP, class TB = void, int BIAS = 0, const float *ALIBI = nullptr>
+          bool SOFTCAP, class TB = void, int BIAS = 0, const float *ALIBI = nullptr, bool SR = false>
 __device__ __forceinline__ void attention_prefill(const CbcArgs &a) {
   using S = slots::AttentionPrefill;
   constexpr int G = H / HKV, GB = prefillHeadsPerBlock(G, DV), TT = prefillTileTokens(GB);
@@ -456,9 +456,9 @@ __device__ __forceinline__ void attention_prefill(const CbcArgs &a) {
       s -= ALIBI[h] * (float)(w.pos[hf] - j);
     return s;
   };
-  auto sink = [&](float m, float &l, float &scale) {
+  auto sink = [&](int hf, float m, float &l, float &scale) {
     if constexpr (present<TS>) {
-      float sk = ld((const TS *)a.p[S::Sinks], h), mf = fmaxf(m, sk);
+      float sk = ld((const TS *)a.p[S::Sinks], SR ? w.t[hf] * H + h : h), mf = fmaxf(m, sk);
       scale = m == -INFINITY ? 0.0f : expf(m - mf);
       l = l * scale + expf(sk - mf);
     }
@@ -502,7 +502,7 @@ __device__ __forceinline__ void latent_attention_prefill(const CbcArgs &a) {
   };
   auto rowOf = [&](int j, bool) { return pool + ((long long)table[j / B] * B + j % B) * ROW; };
   auto score = [&](int, float s, int) { return s * scoreScale; };
-  auto sink = [&](float m, float &l, float &scale) {
+  auto sink = [&](int, float m, float &l, float &scale) {
     if constexpr (present<TS>) {
       float sk = ld((const TS *)a.p[S::Sinks], h), mf = fmaxf(m, sk);
       scale = m == -INFINITY ? 0.0f : expf(m - mf);

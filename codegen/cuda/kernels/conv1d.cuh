@@ -21,12 +21,14 @@ __device__ __forceinline__ float conv1d_input(const TX *x, const TI *initial, co
   return start[(long long)c * HIST + HIST + m];
 }
 
-// RES: the row itself is added in fp32, x + act(conv x), before the one rounding to TY. G: the
-// channels per group (1: depthwise, the K - 1 carried inputs in registers; more: the block is
-// one group, whose threads read each other's inputs and state). TI: the inputs a fresh
-// request starts from (void: zeros).
+// RES: the row itself is added in fp32, x + act(conv x), before the one rounding to TY; the
+// slot Scale multiplies the sum. G: the channels per group (1: depthwise, the K - 1 carried
+// inputs in registers; more: the block is one group, whose threads read each other's inputs and
+// state). TI: the inputs a fresh request starts from (void: zeros). Depthwise only: TT the
+// per-token taps [T, TTW] (void: none), each run of C / (TTW / K) channels sharing K of them; LAG:
+// weight and taps index j weighs the input j rows back.
 template <class TX, class TW, class TB, class TY, int C, int K, Act A, bool RES = false, int G = 1,
-          class TI = void>
+          class TI = void, class TT = void, int TTW = K, bool LAG = false>
 __device__ __forceinline__ void conv1d(const CbcArgs &a) {
   using S = slots::Conv1d;
   constexpr int HIST = K - 1, HIST1 = HIST > 1 ? HIST : 1;
@@ -39,6 +41,8 @@ __device__ __forceinline__ void conv1d(const CbcArgs &a) {
   const int *has_initial = (const int *)a.p[S::HasInitial];
   float *pool = (float *)a.p[S::Pool];
   TY *y = (TY *)a.p[S::Out];
+  const TT *taps = (const TT *)a.p[S::Taps];
+  float scale = a.f[S::Scale];
   int r = blockIdx.x;
   bool fresh = !has_initial[r];
   const float *start = HIST > 0 ? pool + (long long)state_in[r] * C * HIST : 0;
@@ -54,15 +58,21 @@ __device__ __forceinline__ void conv1d(const CbcArgs &a) {
     float hist[HIST1];
     for (int j = 0; j < HIST; ++j)
       hist[j] = conv1d_input<TX, TI, C, HIST>(x, initial, start, fresh, first, j - HIST, c);
-    float wr[K];
+    float wr[K]; // wr[j] weighs the input K - 1 - j rows back
     for (int j = 0; j < K; ++j)
-      wr[j] = ld(w, (long long)c * K + j);
+      wr[j] = ld(w, (long long)c * K + (LAG ? K - 1 - j : j));
     for (int t = 0; t < n; ++t) {
       float xv = ld(x, (long long)(first + t) * C + c);
-      float acc = b + wr[K - 1] * xv;
+      float wt[K];
+      for (int j = 0; j < K; ++j) {
+        wt[j] = wr[j];
+        if constexpr (present<TT>)
+          wt[j] += ld(taps, (long long)(first + t) * TTW + (long long)(c / (C / (TTW / K))) * K + (LAG ? K - 1 - j : j));
+      }
+      float acc = b + wt[K - 1] * xv;
       for (int j = 0; j < HIST; ++j)
-        acc += wr[j] * hist[j];
-      st(y, (long long)(first + t) * C + c, RES ? act<A>(acc) + xv : act<A>(acc));
+        acc += wt[j] * hist[j];
+      st(y, (long long)(first + t) * C + c, scale * (RES ? act<A>(acc) + xv : act<A>(acc)));
       for (int j = 0; j + 1 < HIST; ++j)
         hist[j] = hist[j + 1];
       if constexpr (HIST > 0)
@@ -84,7 +94,7 @@ __device__ __forceinline__ void conv1d(const CbcArgs &a) {
             acc += ld(w, ((long long)c * G + i) * K + j) *
                    conv1d_input<TX, TI, C, HIST>(x, initial, start, fresh, first, t - HIST + j, g0 + i);
         float xv = ld(x, (long long)(first + t) * C + c);
-        st(y, (long long)(first + t) * C + c, RES ? act<A>(acc) + xv : act<A>(acc));
+        st(y, (long long)(first + t) * C + c, scale * (RES ? act<A>(acc) + xv : act<A>(acc)));
       }
     }
     // Every thread of the group has read the input state before any overwrites it (the input

@@ -43,6 +43,33 @@ template <class TI, class TO, class TW, int G> __device__ __forceinline__ void r
     st(y, base + j, ld(x, base + j) * inv * norm_weight(w, j, offset));
 }
 
+// Each group of G features, times scale (TS void: none), shortened to y * min(1, threshold /
+// (|y| + eps)) in fp32: one block per group of a row of W.
+template <class TI, class TS, class TO, int G, int W> __device__ __forceinline__ void l2_clip(const CbcArgs &a) {
+  using S = slots::L2Clip;
+  __shared__ float scratch[32];
+  const TI *x = (const TI *)a.p[S::X];
+  const TS *scale = (const TS *)a.p[S::Scale];
+  TO *y = (TO *)a.p[S::Out];
+  long long base = (long long)blockIdx.x * G;
+  int col0 = (int)(base % W); // the group's first column in its row
+  auto scaled = [&](int j) {
+    float v = ld(x, base + j);
+    if constexpr (present<TS>)
+      v *= ld(scale, col0 + j);
+    return v;
+  };
+  float ss = 0.0f;
+  for (int j = threadIdx.x; j < G; j += blockDim.x) {
+    float v = scaled(j);
+    ss += v * v;
+  }
+  ss = block_sum(ss, scratch);
+  float factor = fminf(1.0f, a.f[S::Threshold] / (sqrtf(ss) + a.f[S::Eps]));
+  for (int j = threadIdx.x; j < G; j += blockDim.x)
+    st(y, base + j, scaled(j) * factor);
+}
+
 // The mean of the W features from base and their mean squared deviation from it, each reduced
 // over the block in fp32 (one block per group).
 struct Moments {

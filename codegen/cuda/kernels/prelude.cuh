@@ -120,11 +120,19 @@ __device__ __forceinline__ float act_clamped_swiglu(float g, float u, float limi
   return (fminf(fmaxf(u, -limit), limit) + offset) * (fminf(g, limit) / (1.0f + expf(-alpha * fminf(g, limit))));
 }
 
-// A gated unit over gate g and up u; limit, alpha and offset only matter to the clamped SwiGLU.
+// The soft-capped SwiGLU: gate_cap tanh(g / gate_cap) * sigmoid(g) * up_cap tanh(u / up_cap).
+__device__ __forceinline__ float act_softcapped_swiglu(float g, float u, float gate_cap, float up_cap) {
+  return gate_cap * tanhf(g / gate_cap) / (1.0f + expf(-g)) * (up_cap * tanhf(u / up_cap));
+}
+
+// A gated unit over gate g and up u; limit, alpha and offset only matter to the clamped SwiGLU,
+// limit and alpha are the soft-capped one's gate and up caps.
 template <Unit U, Act A>
 __device__ __forceinline__ float glu_unit(float g, float u, float limit, float alpha, float offset = 1.0f) {
   if constexpr (U == Unit::clamped_swiglu)
     return act_clamped_swiglu(g, u, limit, alpha, offset);
+  else if constexpr (U == Unit::softcapped_swiglu)
+    return act_softcapped_swiglu(g, u, limit, alpha);
   else if constexpr (U == Unit::ungated)
     return act<A>(u);
   else

@@ -33,7 +33,7 @@ enum class Act { none, silu, gelu, gelu_tanh, relu, relu2, sigmoid, softplus, ex
 enum class Glu { halves, interleaved }; // where a GLU's gate and up columns sit
 // What an expert or a GLU applies to its gate g and up u: act(g) * u, act(u) (no gate), or
 // the clamped SwiGLU over limit and alpha.
-enum class Unit { gated, ungated, clamped_swiglu };
+enum class Unit { gated, ungated, clamped_swiglu, softcapped_swiglu };
 enum class Pairing { half, interleaved };
 enum class Retention { all, window, chunk };
 enum class Score { softmax, topk_softmax, sigmoid, sparsemixer };
@@ -243,6 +243,16 @@ struct DiffHeads {
   enum Int { Rows, NumInt };
   enum Flt { LambdaInit, NumFlt };
 };
+struct L2Clip { // Scale: one factor per feature of the row (null: none)
+  enum Ptr { X, Scale, Out, NumPtr };
+  enum Int { NumInt };
+  enum Flt { Threshold, Eps, NumFlt };
+};
+struct StreamAttend {
+  enum Ptr { Sources, Query, Out, NumPtr };
+  enum Int { NumInt };
+  enum Flt { Eps, NumFlt };
+};
 struct MatchRms {
   enum Ptr { X, Ref, Out, NumPtr };
   enum Int { NumInt };
@@ -375,7 +385,7 @@ struct BlockSelect {
   enum Int { Group, TableSlots, TableWidth, NumInt };
   enum Flt { NumFlt };
 };
-struct AttentionCombine {
+struct AttentionCombine { // Sinks: [H], or [T, H] sink logits per query row
   enum Ptr { Partials, Out, Sinks, CuSeqlens, NumPtr };
   enum Int { Splits, NumInt };
   enum Flt { NumFlt };
@@ -421,10 +431,10 @@ struct MoeCombine { // Ids and X: for the identity experts
 
 // Per-request recurrences: the request metadata and the state pool follow the inputs. A request
 // reads its state from unit StateIn[r] of the pool and leaves it in unit StateOut[r].
-struct Conv1d {
-  enum Ptr { X, Weight, Bias, CuSeqlens, StateIn, StateOut, HasInitial, Pool, Out, Initial, NumPtr };
+struct Conv1d { // Taps [T, TW]: per-token taps (null: none); Scale multiplies the result
+  enum Ptr { X, Weight, Bias, CuSeqlens, StateIn, StateOut, HasInitial, Pool, Out, Initial, Taps, NumPtr };
   enum Int { NumInt };
-  enum Flt { NumFlt };
+  enum Flt { Scale, NumFlt };
 };
 struct Shift {
   enum Ptr { X, Initial, CuSeqlens, StateIn, StateOut, HasInitial, Pool, Out, NumPtr };

@@ -95,6 +95,58 @@ __device__ __forceinline__ void stream_expand(const CbcArgs &a) {
   });
 }
 
+// Q learned queries [Q, H] attend over the N weightlessly RMS-normed sources [N * H] of a token,
+// one block per token: softmax_i(query_q . n_i / sqrt(H)) weighs the normed sources, in fp32.
+template <class TS, class TQ, class TO, int N, int H, int Q>
+__device__ __forceinline__ void stream_attend(const CbcArgs &a) {
+  using S = slots::StreamAttend;
+  __shared__ float scratch[32];
+  __shared__ float inv[N], weight[N];
+  const TS *src = (const TS *)a.p[S::Sources];
+  const TQ *query = (const TQ *)a.p[S::Query];
+  TO *y = (TO *)a.p[S::Out];
+  long long base = (long long)blockIdx.x * N * H;
+  for (int i = 0; i < N; ++i) {
+    float ss = 0.0f;
+    for (int j = threadIdx.x; j < H; j += blockDim.x) {
+      float v = ld(src, base + i * H + j);
+      ss += v * v;
+    }
+    ss = block_sum(ss, scratch);
+    if (threadIdx.x == 0)
+      inv[i] = rsqrtf(ss / (float)H + a.f[S::Eps]);
+    __syncthreads();
+  }
+  for (int q = 0; q < Q; ++q) {
+    for (int i = 0; i < N; ++i) {
+      float dot = 0.0f;
+      for (int j = threadIdx.x; j < H; j += blockDim.x)
+        dot += ld(query, (long long)q * H + j) * ld(src, base + i * H + j);
+      dot = block_sum(dot, scratch);
+      if (threadIdx.x == 0)
+        weight[i] = dot * inv[i] * rsqrtf((float)H);
+      __syncthreads();
+    }
+    if (threadIdx.x == 0) {
+      float best = weight[0], total = 0.0f;
+      for (int i = 1; i < N; ++i)
+        best = fmaxf(best, weight[i]);
+      for (int i = 0; i < N; ++i)
+        total += weight[i] = expf(weight[i] - best);
+      for (int i = 0; i < N; ++i)
+        weight[i] = weight[i] / total * inv[i];
+    }
+    __syncthreads();
+    for (int j = threadIdx.x; j < H; j += blockDim.x) {
+      float acc = 0.0f;
+      for (int i = 0; i < N; ++i)
+        acc += weight[i] * ld(src, base + i * H + j);
+      st(y, ((long long)blockIdx.x * Q + q) * H + j, acc);
+    }
+    __syncthreads();
+  }
+}
+
 } // namespace cbc
 
 #endif // CBC_CODEGEN_CUDA_KERNELS_STREAM_CUH

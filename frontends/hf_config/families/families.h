@@ -21,7 +21,7 @@ FamilyTable xlstmFamilies();      // xlstm.cpp: xlstm
 FamilyTable kdaFamilies();        // kda.cpp: kimi_linear, bailing_hybrid, glm5_next_text
 FamilyTable mlaFamilies();        // mla.cpp: deepseek_v3 (kimi_k2), deepseek_v2, glm4_moe_lite, axk1, mistral4,
                                   //   longcat_flash, youtu, minicpm3
-FamilyTable inklingFamilies();    // inkling.cpp: inkling_text
+FamilyTable inklingFamilies();    // inkling.cpp: inkling_text, inkling2_text
 FamilyTable dsaVariantFamilies(); // dsa_variants.cpp: glm_moe_dsa, axk2, hy_v4, dots3_note(_text)
 FamilyTable mistralLarge4Families(); // mistral_large4.cpp: mistral_large4_text
 FamilyTable hunyuanFamilies();    // hunyuan.cpp: hunyuan_v1_dense, hunyuan_v1_moe

@@ -203,7 +203,7 @@ Value StepBuilder::cachedAttention(int64_t layer, const AttentionSpec &a, const 
     sinks = weight(site.prog + "sinks", {a.num_heads}, site.hf + spec_.names.sinks);
   return KvAttentionOp::create(b_, loc_, rows(width), q, positions_, seqIds_, cuSeqlens_, kvLens_, slots_,
                                blockTables_, sinks, Value(), selection.blocks,
-                               L.image_bidirectional ? keyEnds_ : Value(), b_.getI64IntegerAttr(cacheLayer),
+                               L.image_bidirectional ? keyEnds_ : Value(), Value(), b_.getI64IntegerAttr(cacheLayer),
                                b_.getI64IntegerAttr(a.num_heads), b_.getI64IntegerAttr(a.num_kv_heads),
                                b_.getI64IntegerAttr(a.head_dim), b_.getF64FloatAttr(a.scale), retention,
                                a.softcap > 0 ? b_.getF64FloatAttr(a.softcap) : FloatAttr(), IntegerAttr(),

@@ -11,10 +11,11 @@ Activation toDialect(FfnActivation a) {
   case FfnActivation::GeluTanh: return Activation::gelu_tanh;
   case FfnActivation::Relu: return Activation::relu;
   case FfnActivation::Relu2: return Activation::relu2;
-  case FfnActivation::ClampedSwiglu: break; // the parser gives it to gated experts alone
+  case FfnActivation::ClampedSwiglu: // the parsers give these to gated experts alone
+  case FfnActivation::SoftcappedSwiglu: break;
   case FfnActivation::Xielu: break;         // an op of its own with weights (StepBuilder::denseMlp)
   }
-  llvm_unreachable("clamped_swiglu and xielu have no cbc.math.act kind");
+  llvm_unreachable("the clamped and soft-capped SwiGLUs and xIELU have no cbc.math.act kind");
 }
 
 RopePairing toDialect(RotaryPairing p) {

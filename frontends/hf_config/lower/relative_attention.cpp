@@ -18,6 +18,26 @@ Value StepBuilder::residualConv(int64_t layer, Value h, const std::string &modul
   return conv1d(layer, h, w, Value(), Activation::none, state, /*residual=*/true);
 }
 
+// The bias table [T, heads * extent]: every head maps its rel_dim features r through the layer's
+// one [rel_dim, extent] profile bank.
+Value StepBuilder::relativeBias(const AttnSite &site, Value r, int64_t heads, int64_t extent) {
+  int64_t R = spec_.attn.rel_dim;
+  std::vector<std::string> bank(heads, site.hf + "rel_logits_proj.proj");
+  Value proj = weight(site.prog + "rel_proj", {heads * R, extent}, {.parts = {bank}});
+  return HeadLinearOp::create(b_, loc_, rows(heads * extent), r, proj, b_.getI64IntegerAttr(heads),
+                              b_.getI64IntegerAttr(0), b_.getI64IntegerAttr(R), b_.getUnitAttr())
+      .getResult();
+}
+
+// x * (1 + alpha * log(max((p + 1) / floor, 1))), the full layers' log scaling.
+Value StepBuilder::logPositionScale(Value x) {
+  const AttentionSpec &a = spec_.attn;
+  return PositionScaleOp::create(b_, loc_, x.getType(), x, positions_, b_.getF64FloatAttr(a.log_scale_alpha),
+                                 b_.getI64IntegerAttr(a.log_scale_floor), b_.getI64IntegerAttr(1),
+                                 PositionScaleFormAttr::get(b_.getContext(), PositionScaleForm::log_ratio))
+      .getResult();
+}
+
 Value StepBuilder::relativeAttention(int64_t layer, Value x, const AttnSite &site) {
   const AttentionSpec &a = spec_.attn;
   const LayerSpec &L = spec_.layers[layer];
@@ -39,29 +59,17 @@ Value StepBuilder::relativeAttention(int64_t layer, Value x, const AttnSite &sit
   }
   q = norm(q, weight(site.prog + "q_norm", {D}, hfName(spec_.names.q_norm + ".weight")), D);
   k = norm(k, weight(site.prog + "k_norm", {D}, hfName(spec_.names.k_norm + ".weight")), D);
-  // Every head maps its features through the layer's one [R, extent] profile bank.
-  std::vector<std::string> bank(heads, hfName("rel_logits_proj.proj"));
-  Value proj = weight(site.prog + "rel_proj", {heads * R, extent}, {.parts = {bank}});
-  Value bias = HeadLinearOp::create(b_, loc_, rows(heads * extent), r, proj, b_.getI64IntegerAttr(heads),
-                                    b_.getI64IntegerAttr(0), b_.getI64IntegerAttr(R), b_.getUnitAttr())
-                   .getResult();
+  Value bias = relativeBias(site, r, heads, extent);
   if (L.window == 0 && a.log_scale_floor > 0) {
-    auto scaled = [&](Value t) {
-      return PositionScaleOp::create(
-                 b_, loc_, t.getType(), t, positions_, b_.getF64FloatAttr(a.log_scale_alpha),
-                 b_.getI64IntegerAttr(a.log_scale_floor), b_.getI64IntegerAttr(1),
-                 PositionScaleFormAttr::get(b_.getContext(), PositionScaleForm::log_ratio))
-          .getResult();
-    };
-    q = scaled(q);
-    bias = scaled(bias);
+    q = logPositionScale(q);
+    bias = logPositionScale(bias);
   }
   auto retention = L.window > 0 ? RetentionAttr::get(b_.getContext(), RetentionKind::window, L.window)
                                 : RetentionAttr::all(b_.getContext());
   KvAppendOp::create(b_, loc_, k, v, positions_, seqIds_, slots_, blockTables_, b_.getI64IntegerAttr(layer),
                      b_.getI64IntegerAttr(kvHeads), b_.getI64IntegerAttr(D), retention, IntegerAttr());
   Value o = KvAttentionOp::create(b_, loc_, rows(qw), q, positions_, seqIds_, cuSeqlens_, kvLens_, slots_,
-                                  blockTables_, Value(), bias, Value(), Value(), b_.getI64IntegerAttr(layer),
+                                  blockTables_, Value(), bias, Value(), Value(), Value(), b_.getI64IntegerAttr(layer),
                                   b_.getI64IntegerAttr(heads), b_.getI64IntegerAttr(kvHeads),
                                   b_.getI64IntegerAttr(D), b_.getF64FloatAttr(a.scale_inverse_dim ? 1.0 / (double)D : a.scale), retention, FloatAttr(),
                                   IntegerAttr(), b_.getI64IntegerAttr(extent), b_.getI64IntegerAttr(0),

@@ -309,6 +309,8 @@ Value StepBuilder::head(Value x, Value table) {
     x = altUpCollapse(x);
   if (spec_.hyper.streams > 0)
     x = hyperHead(x);
+  if (spec_.attn_res_block > 0)
+    x = blockResidualHead(x);
   if (!spec_.names.final_norm.empty()) // post-norm layers end normed (the original GPT)
     x = modelNorm("final_norm", spec_.prefix + spec_.names.final_norm, x);
   if (const std::string &t = spec_.head_transform; !t.empty()) {
@@ -443,6 +445,8 @@ OwningOpRef<ModuleOp> StepBuilder::build() {
     x = hyperStreams(x);
   if (spec_.stacks.depth > 0)
     x = recurrentStacks(x);
+  else if (spec_.attn_res_block > 0)
+    x = blockResidualLayers(x);
   else
     for (int64_t l = 0; l < spec_.num_layers; ++l)
       x = decoderLayer(l, x);

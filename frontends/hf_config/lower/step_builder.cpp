@@ -107,6 +107,8 @@ ActivationAttr StepBuilder::actAttr(Activation a) { return ActivationAttr::get(b
 Attribute StepBuilder::gluAct(FfnActivation a, double limit, double alpha, double upOffset) {
   if (a == FfnActivation::ClampedSwiglu)
     return ClampedSwigluAttr::get(b_.getContext(), llvm::APFloat(limit), llvm::APFloat(alpha), llvm::APFloat(upOffset));
+  if (a == FfnActivation::SoftcappedSwiglu)
+    return SoftcappedSwigluAttr::get(b_.getContext(), llvm::APFloat(limit), llvm::APFloat(alpha));
   return actAttr(toDialect(a));
 }
 
@@ -157,10 +159,12 @@ Value StepBuilder::linear(Value x, Value w, Value bias) {
 }
 
 Value StepBuilder::conv1d(int64_t layer, Value x, Value w, Value bias, Activation act, StringRef state,
-                          bool residual, Value initial) {
-  return StateConv1dOp::create(b_, loc_, x.getType(), x, w, bias, initial, cuSeqlens_, stateIn_, stateOut_, hasInitial_,
-                               b_.getI64IntegerAttr(layer), actAttr(act),
-                               residual ? b_.getUnitAttr() : UnitAttr(), b_.getStringAttr(state))
+                          bool residual, Value initial, const ConvExtras &extras) {
+  return StateConv1dOp::create(b_, loc_, x.getType(), x, w, bias, initial, extras.taps, cuSeqlens_, stateIn_,
+                               stateOut_, hasInitial_, b_.getI64IntegerAttr(layer), actAttr(act),
+                               residual ? b_.getUnitAttr() : UnitAttr(),
+                               extras.lag_order ? b_.getUnitAttr() : UnitAttr(), b_.getF64FloatAttr(extras.scale),
+                               b_.getStringAttr(state))
       .getResult();
 }
 

@@ -50,6 +50,13 @@ struct BlockSelection {
   int64_t heads = 0, block = 0; // selection heads, positions per block
 };
 
+// A convolution's per-token taps, lag order and output scale (cbc.state.conv1d).
+struct ConvExtras {
+  mlir::Value taps;
+  bool lag_order = false;
+  double scale = 1.0;
+};
+
 class StepBuilder {
 public:
   StepBuilder(const ModelSpec &spec, mlir::MLIRContext &ctx, const LowerOptions &options);
@@ -121,6 +128,17 @@ private:
   AttentionSpec layerAttention(int64_t layer) const;
   // Attention with a relative-position bias from the hidden state (relative_attention.cpp).
   Value relativeAttention(int64_t layer, Value x, const AttnSite &site);
+  Value relativeBias(const AttnSite &site, Value r, int64_t heads, int64_t extent);
+  Value logPositionScale(Value x);
+  // Block attention residuals and their clipped attention (block_residual.cpp).
+  Value blockResidualLayers(Value embeddings);
+  Value clippedAttention(int64_t layer, Value xq, Value xk, Value xv);
+  llvm::SmallVector<Value> attendSources(Value stacked, const std::string &progName, const std::string &hfName,
+                                         int64_t queries);
+  Value blockResidualHead(Value stacked);
+  Value scaledConv(int64_t layer, Value x, const std::string &hfName, const std::string &state,
+                   const ConvExtras &extras, bool lagMajor);
+  Value l2Clip(Value x, int64_t group, double threshold, Value scale = {});
   // h + depthwise_conv(h) with a per-request state `state`; `module` holds conv1d.weight.
   Value residualConv(int64_t layer, Value h, const std::string &module, const std::string &state);
   // offset: where the rotated features start in each head (the last ones: head width - rotary dim).
@@ -196,7 +214,7 @@ private:
   Value layerNorm(int64_t layer, const std::string &hfName, Value x, bool gated);
   Value linear(Value x, Value w, Value bias = {});
   Value conv1d(int64_t layer, Value x, Value w, Value bias, Activation act, llvm::StringRef state = "conv",
-               bool residual = false, Value initial = {});
+               bool residual = false, Value initial = {}, const ConvExtras &extras = {});
   Value act(Value x, Activation kind);
   // xIELU with its parameters alpha_p, alpha_n, beta and eps at <hfPrefix><name>.
   Value xielu(Value x, const std::string &progPrefix, const std::string &hfPrefix);

@@ -819,6 +819,46 @@ func.func @rope_freq_log_scale(%x: tensor<?x8xf32>, %p: tensor<?xi32>, %a: tenso
 
 // -----
 
+func.func @l2_clip_group(%x: tensor<?x8xf32>) {
+  // expected-error @+1 {{'cbc.math.l2_clip' op group must be positive and divide the row}}
+  %y = cbc.math.l2_clip %x {group = 3 : i64, threshold = 1.0 : f64} : tensor<?x8xf32> -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @l2_clip_scale(%x: tensor<?x8xf32>, %s: tensor<2x4xf32>) {
+  // expected-error @+1 {{'cbc.math.l2_clip' op scale must have one entry per feature of the row}}
+  %y = cbc.math.l2_clip %x scale(%s) {group = 4 : i64, threshold = 1.0 : f64} : tensor<?x8xf32>, tensor<2x4xf32> -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @l2_clip_threshold(%x: tensor<?x8xf32>) {
+  // expected-error @+1 {{'cbc.math.l2_clip' op threshold must be positive and eps non-negative, both finite}}
+  %y = cbc.math.l2_clip %x {group = 4 : i64, threshold = 0.0 : f64} : tensor<?x8xf32> -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @l2_clip_eps(%x: tensor<?x8xf32>) {
+  // expected-error @+1 {{'cbc.math.l2_clip' op threshold must be positive and eps non-negative, both finite}}
+  %y = cbc.math.l2_clip %x {eps = -1.0 : f64, group = 4 : i64, threshold = 1.0 : f64} : tensor<?x8xf32> -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @l2_clip_width(%x: tensor<?x8xf32>) {
+  // expected-error @+1 {{'cbc.math.l2_clip' op result width must equal the input width}}
+  %y = cbc.math.l2_clip %x {group = 4 : i64, threshold = 1.0 : f64} : tensor<?x8xf32> -> tensor<?x4xf32>
+  return
+}
+
+// -----
+
 func.func @head_position_scale_vectors(%x: tensor<?x8xf32>, %p: tensor<?xi32>, %s: tensor<2xf32>, %b: tensor<4xf32>) {
   // expected-error @+1 {{'cbc.math.head_position_scale' op scale and bias must be vectors of one entry per head}}
   %y = cbc.math.head_position_scale %x, %p, %s, %b : tensor<?x8xf32>, tensor<?xi32>, tensor<2xf32>, tensor<4xf32> -> tensor<?x8xf32>
@@ -1025,6 +1065,22 @@ func.func @attention_sinks_rank(%q: tensor<?x16xf32>, %p: tensor<?xi32>, %bt: te
 
 // -----
 
+func.func @attention_sinks_twice(%q: tensor<?x16xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>, %s: tensor<4xf32>, %r: tensor<?x4xf32>) {
+  // expected-error @+1 {{'cbc.kv.attention' op takes sinks or sink logits, not both}}
+  %0 = cbc.kv.attention %q, %p, %p, %p, %p, %p, %bt, %s sink_logits(%r) {layer = 0 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, scale = 0.5 : f64} : tensor<?x16xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>, tensor<4xf32>, tensor<?x4xf32> -> tensor<?x16xf32>
+  return
+}
+
+// -----
+
+func.func @attention_sink_logits(%q: tensor<?x16xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>, %r: tensor<?x2xf32>) {
+  // expected-error @+1 {{'cbc.kv.attention' op sink_logits must hold one logit per query head}}
+  %0 = cbc.kv.attention %q, %p, %p, %p, %p, %p, %bt sink_logits(%r) {layer = 0 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, scale = 0.5 : f64} : tensor<?x16xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>, tensor<?x2xf32> -> tensor<?x16xf32>
+  return
+}
+
+// -----
+
 func.func @attention_alibi_count(%q: tensor<?x16xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>) {
   // expected-error @+1 {{'cbc.kv.attention' op alibi_slopes must have one entry per query head}}
   %0 = cbc.kv.attention %q, %p, %p, %p, %p, %p, %bt {layer = 0 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, scale = 0.5 : f64, alibi_slopes = array<f32: 0.5, 0.25>} : tensor<?x16xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?x16xf32>
@@ -1061,9 +1117,41 @@ func.func @attention_missing_scale(%q: tensor<?x16xf32>, %p: tensor<?xi32>, %bt:
 
 // -----
 
-func.func @conv_weight_rank(%x: tensor<?x8xf32>, %w: tensor<8x4xbf16>, %i: tensor<?xi32>) {
-  // expected-error @+1 {{'cbc.state.conv1d' op weight must be [channels, group, kernel] with group dividing channels}}
-  %0 = cbc.state.conv1d %x, %w, %i, %i, %i, %i {layer = 0 : i64} : (tensor<?x8xf32>, tensor<8x4xbf16>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+func.func @conv_weight_rank(%x: tensor<?x8xf32>, %w: tensor<8x1x1x4xbf16>, %i: tensor<?xi32>) {
+  // expected-error @+1 {{'cbc.state.conv1d' op weight must be [channels, group, kernel] with group dividing channels, or [channels, kernel]}}
+  %0 = cbc.state.conv1d %x, %w, %i, %i, %i, %i {layer = 0 : i64} : (tensor<?x8xf32>, tensor<8x1x1x4xbf16>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @conv_taps_width(%x: tensor<?x8xf32>, %w: tensor<8x4xf32>, %t: tensor<?x6xf32>, %i: tensor<?xi32>) {
+  // expected-error @+1 {{'cbc.state.conv1d' op taps must be [T, n * kernel] with n dividing the channels of a depthwise conv}}
+  %0 = cbc.state.conv1d %x, %w taps(%t), %i, %i, %i, %i {layer = 0 : i64} : (tensor<?x8xf32>, tensor<8x4xf32>, tensor<?x6xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @conv_taps_grouped(%x: tensor<?x8xf32>, %w: tensor<8x2x4xf32>, %t: tensor<?x8xf32>, %i: tensor<?xi32>) {
+  // expected-error @+1 {{'cbc.state.conv1d' op taps must be [T, n * kernel] with n dividing the channels of a depthwise conv}}
+  %0 = cbc.state.conv1d %x, %w taps(%t), %i, %i, %i, %i {layer = 0 : i64} : (tensor<?x8xf32>, tensor<8x2x4xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @conv_scale(%x: tensor<?x8xf32>, %w: tensor<8x1x4xf32>, %i: tensor<?xi32>) {
+  // expected-error @+1 {{'cbc.state.conv1d' op scale must be finite and non-zero}}
+  %0 = cbc.state.conv1d %x, %w, %i, %i, %i, %i {layer = 0 : i64, scale = 0.0 : f64} : (tensor<?x8xf32>, tensor<8x1x4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @conv_lag_order_grouped(%x: tensor<?x8xf32>, %w: tensor<8x2x4xf32>, %i: tensor<?xi32>) {
+  // expected-error @+1 {{'cbc.state.conv1d' op lag_order needs a depthwise conv}}
+  %0 = cbc.state.conv1d %x, %w, %i, %i, %i, %i {lag_order, layer = 0 : i64} : (tensor<?x8xf32>, tensor<8x2x4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
   return
 }
 
@@ -2492,6 +2580,16 @@ func.func private @clamp_alpha() attributes {test.clamp = #cbc.clamped_swiglu<li
 
 // -----
 
+// expected-error @+1 {{softcapped_swiglu needs positive finite caps}}
+func.func private @softcap_gate() attributes {test.cap = #cbc.softcapped_swiglu<gate_cap = 0.0, up_cap = 2.0>}
+
+// -----
+
+// expected-error @+1 {{softcapped_swiglu needs positive finite caps}}
+func.func private @softcap_up() attributes {test.cap = #cbc.softcapped_swiglu<gate_cap = 2.0, up_cap = 0x7FF0000000000000>}
+
+// -----
+
 // expected-error @+1 {{retention 'all' takes no token count}}
 func.func private @retention_all() attributes {test.r = #cbc.retention<all, 8>}
 
@@ -3456,5 +3554,37 @@ func.func @mlstm_v(%q: tensor<?x8xf32>, %v: tensor<?x12xf32>, %g: tensor<?x2xf32
 func.func @mlstm_gates(%q: tensor<?x8xf32>, %v: tensor<?x12xf32>, %g: tensor<?x2xf32>, %p: tensor<?xi32>) {
   // expected-error @+1 {{'cbc.state.mlstm' op input_gate and forget_gate must be [T, num_heads]}}
   %0 = cbc.state.mlstm %q, %q, %v, %v, %g, %p, %p, %p, %p {k_dim = 4 : i64, layer = 0 : i64, num_heads = 2 : i64, v_dim = 6 : i64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x12xf32>, tensor<?x12xf32>, tensor<?x2xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x12xf32>
+  return
+}
+
+// -----
+
+func.func @stream_attend_count(%s: tensor<?x12xf32>, %q: tensor<4xf32>) {
+  // expected-error @+1 {{'cbc.stream.attend' op sources must hold count rows of one width}}
+  %y = cbc.stream.attend %s, %q {count = 5 : i64} : tensor<?x12xf32>, tensor<4xf32> -> tensor<?x4xf32>
+  return
+}
+
+// -----
+
+func.func @stream_attend_query(%s: tensor<?x12xf32>, %q: tensor<2x3xf32>) {
+  // expected-error @+1 {{'cbc.stream.attend' op query must be [queries, width of a source] or [width of a source]}}
+  %y = cbc.stream.attend %s, %q {count = 3 : i64} : tensor<?x12xf32>, tensor<2x3xf32> -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @stream_attend_result(%s: tensor<?x12xf32>, %q: tensor<2x4xf32>) {
+  // expected-error @+1 {{'cbc.stream.attend' op result must hold one row per query}}
+  %y = cbc.stream.attend %s, %q {count = 3 : i64} : tensor<?x12xf32>, tensor<2x4xf32> -> tensor<?x4xf32>
+  return
+}
+
+// -----
+
+func.func @stream_attend_eps(%s: tensor<?x12xf32>, %q: tensor<4xf32>) {
+  // expected-error @+1 {{'cbc.stream.attend' op eps must be positive and finite}}
+  %y = cbc.stream.attend %s, %q {count = 3 : i64, eps = 0.0 : f64} : tensor<?x12xf32>, tensor<4xf32> -> tensor<?x4xf32>
   return
 }

@@ -676,3 +676,30 @@ func.func @residual_conv(%x: tensor<?x8xf32>, %w: tensor<8x1x4xf32>, %i: tensor<
   %y = cbc.state.conv1d %x, %w, %i, %i, %i, %i {layer = 0 : i64, residual, state = "k_conv"} : (tensor<?x8xf32>, tensor<8x1x4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
   return %y : tensor<?x8xf32>
 }
+
+// Inkling 2's pieces: L2 clips with and without a learned scale, learned queries attending over
+// a token's sources, a dynamic conv (taps per token, lag order, an output scale, a [C, K] weight),
+// per-token sink logits and the soft-capped SwiGLU.
+// CHECK-LABEL: func.func @clips_sources_dynamic_conv
+func.func @clips_sources_dynamic_conv(%x: tensor<?x8xf32>, %s: tensor<8xf32>, %src: tensor<?x24xf32>,
+                                      %q3: tensor<3x8xf32>, %q1: tensor<8xf32>, %w: tensor<8x4xf32>,
+                                      %taps: tensor<?x8xf32>, %i: tensor<?xi32>, %bt: tensor<?x?x?xi32>,
+                                      %sl: tensor<?x2xf32>, %gu: tensor<?x16xf32>) -> tensor<?x8xf32> {
+  // CHECK: cbc.math.l2_clip %{{[a-z0-9_#]+}} scale(%{{[a-z0-9_#]+}}) {group = 4 : i64, threshold = 2.000000e+00 : f64} : tensor<?x8xf32>, tensor<8xf32> -> tensor<?x8xf32>
+  %a = cbc.math.l2_clip %x scale(%s) {group = 4 : i64, threshold = 2.0 : f64} : tensor<?x8xf32>, tensor<8xf32> -> tensor<?x8xf32>
+  // CHECK: cbc.math.l2_clip %{{[a-z0-9_#]+}} {eps = 0.000000e+00 : f64, group = 8 : i64, threshold = 1.000000e+00 : f64} : tensor<?x8xf32> -> tensor<?x8xf32>
+  %b = cbc.math.l2_clip %a {group = 8 : i64, threshold = 1.0 : f64, eps = 0.0 : f64} : tensor<?x8xf32> -> tensor<?x8xf32>
+  // CHECK: cbc.stream.attend %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}} {count = 3 : i64} : tensor<?x24xf32>, tensor<3x8xf32> -> tensor<?x24xf32>
+  %c = cbc.stream.attend %src, %q3 {count = 3 : i64} : tensor<?x24xf32>, tensor<3x8xf32> -> tensor<?x24xf32>
+  // CHECK: cbc.stream.attend %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}} {count = 3 : i64} : tensor<?x24xf32>, tensor<8xf32> -> tensor<?x8xf32>
+  %d = cbc.stream.attend %c, %q1 {count = 3 : i64} : tensor<?x24xf32>, tensor<8xf32> -> tensor<?x8xf32>
+  // CHECK: cbc.state.conv1d %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}} taps(%{{[a-z0-9_#]+}}), {{.*}} {lag_order, layer = 1 : i64, residual, scale = 5.000000e-01 : f64} : (tensor<?x8xf32>, tensor<8x4xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  %e = cbc.state.conv1d %d, %w taps(%taps), %i, %i, %i, %i {layer = 1 : i64, residual, lag_order, scale = 0.5 : f64} : (tensor<?x8xf32>, tensor<8x4xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  // CHECK: cbc.kv.attention {{.*}} sink_logits(%{{[a-z0-9_#]+}}) {{{.*}}num_heads = 2 : i64{{.*}}} : {{.*}}, tensor<?x2xf32> -> tensor<?x8xf32>
+  %f = cbc.kv.attention %e, %i, %i, %i, %i, %i, %bt sink_logits(%sl) {layer = 0 : i64, num_heads = 2 : i64, num_kv_heads = 1 : i64, head_dim = 4 : i64, scale = 0.5 : f64} : tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>, tensor<?x2xf32> -> tensor<?x8xf32>
+  // CHECK: cbc.math.glu %{{[a-z0-9_#]+}} {act = #cbc.softcapped_swiglu<gate_cap = 4.000000e+00, up_cap = 2.500000e+01>, layout = #cbc.glu_layout<interleaved>} : tensor<?x16xf32> -> tensor<?x8xf32>
+  %g = cbc.math.glu %gu {act = #cbc.softcapped_swiglu<gate_cap = 4.0, up_cap = 25.0>, layout = #cbc.glu_layout<interleaved>} : tensor<?x16xf32> -> tensor<?x8xf32>
+  %h = cbc.math.add %f, %g : tensor<?x8xf32>
+  %k = cbc.math.add %h, %b : tensor<?x8xf32>
+  return %k : tensor<?x8xf32>
+}

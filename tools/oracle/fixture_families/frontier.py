@@ -458,7 +458,6 @@ FAMILIES = {
         ],
     ),
     "inkling2_text": dict(
-        pending="cbc does not lower inkling2_text yet: make_fixtures.py writes this fixture only with --family",
         seed=INKLING2_SEED,
         build=_cfg_inkling2_text,
         zero_centred_norms=False,
