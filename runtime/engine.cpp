@@ -12,6 +12,7 @@
 #include "runtime/cuda/gpu_backend.h"
 #include "runtime/engine_sizing.h"
 #include "runtime/memory_estimate.h"
+#include "runtime/logits_process.h"
 #include "runtime/sampler.h"
 
 #include <cmath>
@@ -323,6 +324,8 @@ std::string Engine::validate(const std::vector<int32_t> &prompt, const SamplingP
       return "token id " + std::to_string(prompt[i]) + " at position " + std::to_string(i) +
              " is outside the vocabulary [0, " + std::to_string(m.promptVocab()) + ")";
   std::string bad = validateSampling(p);
+  if (bad.empty())
+    bad = validateLogitsProcessing(p, m.vocab_size);
   if (!bad.empty())
     return bad;
   // Compared without adding: max_new_tokens may be anything up to INT64_MAX.
@@ -691,7 +694,7 @@ std::vector<TokenEvent> Engine::step() {
   bool deviceGreedy = true;
   for (const ScheduledChunk &c : plan.chunks)
     if (c.sample && (c.request->params.temperature != 0 || c.request->params.logprobs ||
-                     c.request->params.keep_logits))
+                     c.request->params.keep_logits || c.request->params.processesLogits()))
       deviceGreedy = false;
   deviceGreedy = deviceGreedy && backend_->runGreedy(*batch_, greedy_);
   if (!deviceGreedy) {
@@ -718,7 +721,12 @@ std::vector<TokenEvent> Engine::step() {
       s = {greedy_[row++], 0.0f};
     } else {
       const float *l = logits_.data() + (row++) * vocab;
-      s = sampleToken(l, vocab, r->params, (int64_t)r->generated.size());
+      const float *drawn = l; // what the sampler reads: the row after the request's processing
+      if (r->params.processesLogits()) {
+        processLogits(l, vocab, r->params, r->prompt, r->generated, meta.eos_token_ids, processed_);
+        drawn = processed_.data();
+      }
+      s = sampleToken(drawn, vocab, r->params, (int64_t)r->generated.size());
       if (r->params.logprobs)
         r->logprobs.push_back(s.logprob);
       if (r->params.keep_logits)

@@ -194,6 +194,7 @@ private:
   std::unique_ptr<StepPlan> plan_;   // this step's plan and metadata, reused across steps
   std::unique_ptr<StepBatch> batch_;
   std::vector<float> logits_;
+  std::vector<float> processed_; // a row after its request's logits processing
   std::vector<int32_t> greedy_;
 };
 

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace cbc::rt {
@@ -30,6 +31,20 @@ struct SamplingParams {
   // Sequences to return for the prompt (num_return_sequences): n - 1 forks share its prompt's
   // cache; sampled forks draw with seeds derived from `seed`.
   int64_t n = 1;
+  // Logits processing before sampling (runtime/logits_process.h), in this order: logit_bias adds
+  // to a token's logit (transformers' sequence_bias of one-token sequences); repetition_penalty
+  // divides a positive logit of every token in the prompt or the output by it and multiplies a
+  // negative one (transformers' RepetitionPenaltyLogitsProcessor); presence_penalty and
+  // frequency_penalty subtract from the logit of each token the output holds, once and per
+  // occurrence (OpenAI's and vLLM's); min_tokens keeps the eos ids out for that many tokens
+  // (MinNewTokensLengthLogitsProcessor).
+  std::vector<std::pair<int32_t, float>> logit_bias;
+  double repetition_penalty = 1.0, presence_penalty = 0.0, frequency_penalty = 0.0;
+  int64_t min_tokens = 0;
+  bool processesLogits() const {
+    return !logit_bias.empty() || repetition_penalty != 1.0 || presence_penalty != 0 || frequency_penalty != 0 ||
+           min_tokens > 0;
+  }
 };
 
 // The seed fork `index` (1..n-1) of a request sampling with `seed` draws with.

@@ -24,7 +24,8 @@ const char *suggestionFor(const std::string &key) {
       {"random_seed", "seed"}, {"logprob", "logprobs"},
       {"num_return_sequences", "n"}, {"best_of", "n"}, {"salt", "cache_salt"},
       {"inputs_embeds", "embeds"}, {"embeddings", "embeds"}, {"images", "embeds"},
-      {"image_token_id", "placeholder"}, {"image_token_index", "placeholder"}};
+      {"image_token_id", "placeholder"}, {"image_token_index", "placeholder"},
+      {"min_new_tokens", "min_tokens"}, {"sequence_bias", "logit_bias"}};
   for (const auto &[from, to] : kNear)
     if (key == from)
       return to;
@@ -216,6 +217,31 @@ std::string checkPlacement(const ParsedRequest &p) {
   return "";
 }
 
+// {"id": bias, ...} as OpenAI's logit_bias writes it (ids as strings).
+std::string readLogitBias(const json &v, std::vector<std::pair<int32_t, float>> &out) {
+  if (!v.is_object())
+    return "\"logit_bias\" must be an object of token ids (as strings) to biases";
+  out.clear();
+  for (const auto &[idText, bias] : v.items()) {
+    const std::string where = "logit_bias." + idText;
+    size_t used = 0;
+    long long id = -1;
+    try {
+      id = std::stoll(idText, &used);
+    } catch (const std::exception &) {
+      used = 0;
+    }
+    if (used == 0 || used != idText.size() || id < 0 || id > std::numeric_limits<int32_t>::max())
+      return quoted(where) + " does not name a token id (a non-negative integer)";
+    double b = 0;
+    std::string bad = readDouble(bias, where, b);
+    if (!bad.empty())
+      return bad;
+    out.emplace_back((int32_t)id, (float)b);
+  }
+  return "";
+}
+
 // One field of a request object into p. Empty on success, else the reason naming the key.
 std::string readField(const std::string &key, const json &v, ParsedRequest &p) {
   SamplingParams &s = p.params;
@@ -270,6 +296,16 @@ std::string readField(const std::string &key, const json &v, ParsedRequest &p) {
     }
     return "";
   }
+  if (key == "repetition_penalty")
+    return readDouble(v, key, s.repetition_penalty);
+  if (key == "presence_penalty")
+    return readDouble(v, key, s.presence_penalty);
+  if (key == "frequency_penalty")
+    return readDouble(v, key, s.frequency_penalty);
+  if (key == "min_tokens")
+    return readInt(v, key, 0, kMax, s.min_tokens);
+  if (key == "logit_bias")
+    return readLogitBias(v, s.logit_bias);
   if (key == "stop_token_ids") {
     std::vector<int32_t> ids;
     std::string bad = readTokenIds(v, key, ids);

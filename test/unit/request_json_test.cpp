@@ -107,6 +107,30 @@ TEST(RequestJson, ForksAndCacheFields) {
   expectError(R"({"prompt": [1], "num_return_sequences": 2})", {"did you mean \"n\""});
 }
 
+// Logits processing: OpenAI's logit_bias (ids as strings), the penalties, min_tokens.
+TEST(RequestJson, LogitsProcessingFields) {
+  rt::ParsedRequest p = parse(R"({"prompt": [1], "logit_bias": {"5": 2.5, "17": -100}, "repetition_penalty": 1.2,
+      "presence_penalty": 0.5, "frequency_penalty": -0.25, "min_tokens": 3})");
+  EXPECT_EQ(p.error, "");
+  EXPECT_EQ(p.params.logit_bias, (std::vector<std::pair<int32_t, float>>{{17, -100.0f}, {5, 2.5f}}));
+  EXPECT_EQ(p.params.repetition_penalty, 1.2);
+  EXPECT_EQ(p.params.presence_penalty, 0.5);
+  EXPECT_EQ(p.params.frequency_penalty, -0.25);
+  EXPECT_EQ(p.params.min_tokens, 3);
+  EXPECT_TRUE(p.params.processesLogits());
+  EXPECT_FALSE(parse(R"({"prompt": [1]})").params.processesLogits());
+  expectError(R"({"prompt": [1], "logit_bias": [5, 1]})", {"\"logit_bias\" must be an object"});
+  expectError(R"({"prompt": [1], "logit_bias": {"five": 1}})", {"\"logit_bias.five\" does not name a token id"});
+  expectError(R"({"prompt": [1], "logit_bias": {"-3": 1}})", {"logit_bias.-3", "token id"});
+  expectError(R"({"prompt": [1], "logit_bias": {"5x": 1}})", {"logit_bias.5x", "token id"});
+  expectError(R"({"prompt": [1], "logit_bias": {"5": "up"}})", {"\"logit_bias.5\" must be a number"});
+  expectError(R"({"prompt": [1], "repetition_penalty": "high"})", {"\"repetition_penalty\" must be a number"});
+  expectError(R"({"prompt": [1], "presence_penalty": null})", {"\"presence_penalty\" must be a number"});
+  expectError(R"({"prompt": [1], "frequency_penalty": true})", {"\"frequency_penalty\" must be a number"});
+  expectError(R"({"prompt": [1], "min_tokens": -1})", {"\"min_tokens\"", ">= 0"});
+  expectError(R"({"prompt": [1], "min_new_tokens": 2})", {"did you mean \"min_tokens\""});
+}
+
 // "embeds": segments with their source (a file, parsed but not read, or inline base64) and
 // place ("start", or the runs of the request's "placeholder").
 TEST(RequestJson, EmbeddingSegmentsParse) {
