@@ -196,8 +196,15 @@ class Engine:
                     temperature: float = 0.0, top_k: int = 0, top_p: float = 1.0, min_p: float = 0.0,
                     seed: int = 0, stop_token_ids: Iterable[int] = (), ignore_eos: bool = False,
                     logprobs: bool = False, n: int = 1, cache_salt: str = "",
-                    cache_marks: Iterable[int] = (), embeds: Optional[Sequence] = None) -> int:
+                    cache_marks: Iterable[int] = (), embeds: Optional[Sequence] = None,
+                    logit_bias: Optional[dict] = None, repetition_penalty: float = 1.0,
+                    presence_penalty: float = 0.0, frequency_penalty: float = 0.0, min_tokens: int = 0) -> int:
         """Queues a request and returns its id; a rejected request raises ValueError(reason).
+        The engine processes the logits before sampling, in this order: logit_bias ({token id:
+        bias}) adds to them, repetition_penalty divides the positive logits of the prompt's and
+        output's tokens and multiplies the negative ones (transformers' repetition penalty),
+        presence_penalty and frequency_penalty subtract, per output token, once and per
+        occurrence (OpenAI's), and min_tokens holds the eos ids back for that many tokens.
         embeds (a multimodal model's decoder, embedding_width > 0): EmbeddingSegments (or
         (start, data[, grid[, modality]]) tuples), ascending and disjoint, whose rows replace those prompt
         rows' token embeddings.
@@ -206,9 +213,12 @@ class Engine:
         request's prefix cache apart from other salts'; cache_marks are prompt positions (a chat
         message's start) where a recurrent model's state is worth keeping."""
         with self._lock:
+            processing = dict(logit_bias=logit_bias, repetition_penalty=repetition_penalty,
+                              presence_penalty=presence_penalty, frequency_penalty=frequency_penalty,
+                              min_tokens=min_tokens)
             rid, err, _ = self._add(prompt_ids, max_new_tokens, temperature, top_k, top_p, min_p, seed,
                                     stop_token_ids, ignore_eos, logprobs, n, cache_salt, cache_marks,
-                                    embeds)
+                                    embeds, processing)
             if err is not None:
                 self._forget(rid)
                 raise ValueError(err)
@@ -220,7 +230,7 @@ class Engine:
         with self._lock:
             params = dict(max_new_tokens=16, temperature=0.0, top_k=0, top_p=1.0, min_p=0.0, seed=0,
                           stop_token_ids=(), ignore_eos=False, logprobs=False, cache_salt="",
-                          cache_marks=(), embeds=None)
+                          cache_marks=(), embeds=None, **_PROCESSING)
             unknown = set(kwargs) - set(params)
             if unknown:
                 raise TypeError(f"unexpected keyword {sorted(unknown)[0]!r}")
@@ -228,7 +238,8 @@ class Engine:
             rid, err, forks = self._add(prompt_ids, params["max_new_tokens"], params["temperature"],
                                         params["top_k"], params["top_p"], params["min_p"], params["seed"],
                                         params["stop_token_ids"], params["ignore_eos"], params["logprobs"],
-                                        n, params["cache_salt"], params["cache_marks"], params["embeds"])
+                                        n, params["cache_salt"], params["cache_marks"], params["embeds"],
+                                        {k: params[k] for k in _PROCESSING})
             if err is not None:
                 self._forget(rid)
                 raise ValueError(err)
@@ -324,6 +335,8 @@ class Engine:
         greedy). do_sample False means greedy whatever the temperature. Prompt i samples with
         seed + i, as `cbc run --seed` does. eos_token_id (an int or a list) replaces the model's
         end-of-sequence ids. A rejected prompt gets status "failed" and its error.
+        generation_config's repetition_penalty, sequence_bias (one-token sequences) and
+        min_new_tokens are applied by the engine as transformers' logits processors do.
         num_return_sequences (or generation_config's) n > 1 returns n sequences a prompt, which
         share its cache: as transformers, "req_i__child#0" .. "req_i__child#{n-2}" (forks, with
         seeds derived from seed + i), then "req_i".
@@ -396,7 +409,8 @@ class Engine:
     # --- internals --------------------------------------------------------------------------------
 
     def _add(self, prompt_ids, max_new_tokens, temperature, top_k, top_p, min_p, seed,
-             stop_token_ids, ignore_eos, logprobs, n=1, cache_salt="", cache_marks=(), embeds=None):
+             stop_token_ids, ignore_eos, logprobs, n=1, cache_salt="", cache_marks=(), embeds=None,
+             processing=None):
         """(id, error or None, fork ids); the caller holds the lock."""
         if isinstance(prompt_ids, (str, bytes)):
             raise TypeError("prompt_ids must be a sequence of token ids, not text")
@@ -410,9 +424,10 @@ class Engine:
             raise TypeError(f"n must be an int, got {type(n).__name__}")
         width = self._rt.embedding_width
         segs = [s._native(width) for s in _embeds.segments(embeds)]
+        proc = _processing(processing or {})
         rid, accepted, err, forks = self._rt.add_request(
             prompt, int(max_new_tokens), float(temperature), int(top_k), float(top_p), float(min_p),
-            seed, stops, bool(ignore_eos), bool(logprobs), n, cache_salt, marks, segs or None)
+            seed, stops, bool(ignore_eos), bool(logprobs), n, cache_salt, marks, segs or None, **proc)
         return rid, (None if accepted else err), list(forks)
 
     def _forget(self, rid: int) -> None:
@@ -456,7 +471,8 @@ class Engine:
                     rid, _, forks = self._add(prompt, params["max_new_tokens"], params["temperature"],
                                               params["top_k"], params["top_p"], 0.0, seed + i,
                                               params["stop_token_ids"], params["ignore_eos"], logprobs, n,
-                                              embeds=embeds[i] if embeds else None)
+                                              embeds=embeds[i] if embeds else None,
+                                              processing=params["processing"])
                     owner.groups.append([rid] + forks)
                     for r in [rid] + forks:
                         self._owners[r] = owner
@@ -559,6 +575,7 @@ def _settings(config, max_new_tokens, do_sample, temperature, top_k, top_p, eos_
         stops = [int(eos)] if isinstance(eos, int) else [int(t) for t in eos]
         ignore_eos = True  # the given ids replace the model's
     return {
+        "processing": _config_processing(config),
         "max_new_tokens": int(pick(max_new_tokens, "max_new_tokens", 16)),
         "temperature": float(pick(temperature, "temperature", 1.0)) if sample else 0.0,
         "top_k": int(pick(top_k, "top_k", 0)) if sample else 0,
@@ -567,6 +584,52 @@ def _settings(config, max_new_tokens, do_sample, temperature, top_k, top_p, eos_
         "ignore_eos": ignore_eos,
         "eos_as_stop": eos is not None,
     }
+
+
+# The logits processing add_request takes, with its defaults (nothing processed).
+_PROCESSING = dict(logit_bias=None, repetition_penalty=1.0, presence_penalty=0.0, frequency_penalty=0.0,
+                   min_tokens=0)
+
+
+def _processing(given: dict) -> dict:
+    """The native add_request's processing keywords, typed; the engine checks the ranges."""
+    out = dict(_PROCESSING)
+    out.update(given)
+    bias = out["logit_bias"] or {}
+    if not isinstance(bias, dict):
+        raise TypeError(f"logit_bias must be a dict of token id -> bias, got {type(bias).__name__}")
+    try:
+        out["logit_bias"] = {int(k): float(v) for k, v in bias.items()}
+    except (TypeError, ValueError):
+        raise ValueError("logit_bias must map token ids (ints, or their decimal strings) to numbers") from None
+    for name in ("repetition_penalty", "presence_penalty", "frequency_penalty"):
+        out[name] = float(out[name])
+    if isinstance(out["min_tokens"], bool) or not isinstance(out["min_tokens"], int):
+        raise TypeError(f"min_tokens must be an int, got {type(out['min_tokens']).__name__}")
+    return out
+
+
+def _config_processing(config) -> dict:
+    """A generation config's logits processing in add_request's terms: repetition_penalty,
+    sequence_bias of one-token sequences (as logit_bias) and min_new_tokens (as min_tokens)."""
+    out = {}
+    penalty = _attr(config, "repetition_penalty")
+    if penalty is not None:
+        out["repetition_penalty"] = penalty
+    bias = _attr(config, "sequence_bias")
+    if bias:
+        items = bias.items() if isinstance(bias, dict) else [(tuple(s), b) for s, b in bias]
+        logit_bias = {}
+        for seq, value in items:
+            seq = tuple(seq) if not isinstance(seq, int) else (seq,)
+            if len(seq) != 1:
+                raise ValueError(f"sequence_bias {list(seq)}: only one-token sequences are supported")
+            logit_bias[int(seq[0])] = float(value)
+        out["logit_bias"] = logit_bias
+    min_new = _attr(config, "min_new_tokens")
+    if min_new:
+        out["min_tokens"] = int(min_new)
+    return out
 
 
 class CompilerUnavailable(RuntimeError):

@@ -159,7 +159,10 @@ class EngineLoop(threading.Thread):
                     sub.prompt, len(subs), max_new_tokens=p.max_tokens, temperature=p.temperature,
                     top_k=p.top_k, top_p=p.top_p, min_p=p.min_p, seed=p.seed,
                     stop_token_ids=p.stop_token_ids, ignore_eos=p.ignore_eos,
-                    logprobs=p.logprobs is not None, embeds=p.embeds or None)
+                    logprobs=p.logprobs is not None, embeds=p.embeds or None,
+                    logit_bias=p.logit_bias, repetition_penalty=p.repetition_penalty,
+                    presence_penalty=p.presence_penalty, frequency_penalty=p.frequency_penalty,
+                    min_tokens=p.min_tokens)
             except ValueError as e:
                 with self.metrics.lock:
                     self.metrics.rejected += 1

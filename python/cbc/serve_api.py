@@ -36,6 +36,12 @@ class CompletionParams:
     stream: bool = False
     include_usage: bool = False
     n: int = 1                       # choices: the prompt's cache is shared by all of them
+    # Logits processing in the engine (cbc.Engine.add_request): OpenAI's fields and vLLM's extras.
+    logit_bias: dict = field(default_factory=dict)
+    presence_penalty: float = 0.0
+    frequency_penalty: float = 0.0
+    repetition_penalty: float = 1.0
+    min_tokens: int = 0
     embeds: list = field(default_factory=list)  # cbc.EmbeddingSegments for runs of prompt rows
 
 
@@ -77,14 +83,14 @@ def _common(body: dict, served, prompt_len: int, default_max: int | None) -> Com
     n = _number(body, "n", 1, 1, 128, integer=True)
     _number(body, "best_of", n, 1, integer=True)
     _unsupported(body, "best_of", (n,), "cbc serve returns every sequence it generates (best_of = n)")
-    for name in ("presence_penalty", "frequency_penalty"):
-        _number(body, name, 0, -2, 2)
-        _unsupported(body, name, (0, 0.0), "the engine has no repetition penalties")
-    _typed(body, "logit_bias", (dict,), "an object", None)
-    if body.get("logit_bias"):
-        raise _bad("'logit_bias' is not supported by the engine", "logit_bias",
-                   "unsupported_value")
     p = CompletionParams()
+    p.presence_penalty = float(_number(body, "presence_penalty", 0.0, -2, 2))
+    p.frequency_penalty = float(_number(body, "frequency_penalty", 0.0, -2, 2))
+    p.repetition_penalty = float(_number(body, "repetition_penalty", 1.0))
+    if p.repetition_penalty <= 0:
+        raise _bad("'repetition_penalty' must be greater than 0", "repetition_penalty", "invalid_value")
+    p.min_tokens = _number(body, "min_tokens", 0, 0, integer=True)
+    p.logit_bias = _logit_bias(body, served)
     p.temperature = float(_number(body, "temperature", 1.0, 0, 2))
     p.top_p = float(_number(body, "top_p", 1.0, 0, 1))
     if p.top_p == 0:
@@ -108,6 +114,22 @@ def _common(body: dict, served, prompt_len: int, default_max: int | None) -> Com
     p.max_tokens = _max_tokens(body, served, prompt_len, default_max)
     p.n = n
     return p
+
+
+def _logit_bias(body: dict, served) -> dict:
+    """OpenAI's logit_bias: token ids (as strings) to biases in [-100, 100]."""
+    bias = _typed(body, "logit_bias", (dict,), "an object", None) or {}
+    out = {}
+    for key, value in bias.items():
+        tid = int(key) if isinstance(key, str) and key.isdigit() else None
+        if tid is None:
+            raise _bad(f"'logit_bias' keys must be token ids, got {key!r}", "logit_bias", "invalid_value")
+        _token_id(tid, served, "logit_bias")
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not -100 <= value <= 100:
+            raise _bad(f"'logit_bias' values must be numbers in [-100, 100], got {value!r} for {key}",
+                       "logit_bias", "invalid_value")
+        out[tid] = float(value)
+    return out
 
 
 def _stops(body: dict) -> list:

@@ -249,6 +249,10 @@ def test_cancel_from_another_thread_ends_a_stream():
     ([1], {"min_p": 2.0}, "min_p must be in [0, 1]"),
     ([1], {"top_k": -2}, "top_k must be >= 0"),
     ([1], {"max_new_tokens": 10 ** 6}, "exceeds the"),
+    ([1], {"repetition_penalty": 0.0}, "repetition_penalty must be a finite number > 0"),
+    ([1], {"presence_penalty": 3.0}, "presence_penalty must be in [-2, 2]"),
+    ([1], {"logit_bias": {256: 1.0}}, "logit_bias names token id 256"),
+    ([1], {"min_tokens": 20, "max_new_tokens": 4}, "min_tokens must be in [0, max_new_tokens]"),
 ])
 def test_rejected_request_raises_value_error(prompt, kwargs, reason):
     eng = engine("llama")
@@ -583,3 +587,50 @@ def test_add_forked_request_and_swap_space():
         eng.add_forked_request([1, 2], 2, colour="red")
     with pytest.raises(ValueError, match="n must be"):
         eng.add_forked_request([1, 2], 0)
+
+
+# --- logits processing ----------------------------------------------------------------------------
+
+def processor_cases():
+    return json.loads((REPO / "test" / "parity" / "processors" / "llama.json").read_text())["cases"]
+
+
+def test_logits_processing_equals_transformers_processors():
+    """add_request's fields and generate_batch's generation_config give transformers' greedy
+    tokens under its processors (tools/oracle/make_processor_fixture.py)."""
+    eng = engine("llama")
+    for case in processor_cases():
+        f = case["fields"]
+        rid = eng.add_request(case["prompt"], max_new_tokens=case["max_new_tokens"],
+                              logit_bias={int(k): v for k, v in f.get("logit_bias", {}).items()},
+                              repetition_penalty=f.get("repetition_penalty", 1.0),
+                              min_tokens=f.get("min_tokens", 0))
+        while not eng.idle():
+            eng.step()
+        (out,) = eng.take_finished()
+        assert out.id == rid and out.tokens == case["tokens"], f
+        config = types.SimpleNamespace(
+            max_new_tokens=case["max_new_tokens"], repetition_penalty=f.get("repetition_penalty"),
+            sequence_bias={(int(k),): v for k, v in f.get("logit_bias", {}).items()},
+            min_new_tokens=f.get("min_tokens"))
+        got = eng.generate_batch([case["prompt"]], config)
+        assert got["req_0"].generated_tokens == case["tokens"], f
+
+
+def test_logits_processing_argument_errors():
+    eng = engine("llama")
+    with pytest.raises(TypeError, match="logit_bias must be a dict"):
+        eng.add_request([1], logit_bias=[5])
+    with pytest.raises(ValueError, match="logit_bias must map token ids"):
+        eng.add_request([1], logit_bias={"five": 1.0})
+    with pytest.raises(TypeError, match="min_tokens must be an int"):
+        eng.add_request([1], min_tokens=1.5)
+    config = types.SimpleNamespace(sequence_bias={(5, 6): 1.0})
+    with pytest.raises(ValueError, match="only one-token sequences"):
+        eng.generate_batch([[1, 2]], config)
+    # add_forked_request takes them too: every fork samples from the processed logits.
+    ids = eng.add_forked_request([1, 2], 2, max_new_tokens=3, logit_bias={7: 100.0})
+    while not eng.idle():
+        eng.step()
+    outs = {o.id: o.tokens for o in eng.take_finished()}
+    assert [outs[i] for i in ids] == [[7, 7, 7], [7, 7, 7]]

@@ -79,6 +79,30 @@ def test_completion_from_token_ids_with_logprobs(client, tok, alone):
     assert r.choices[0].text == tok.decode(want, skip_special_tokens=True)
 
 
+def test_logits_processing_fields(client, tok):
+    """logit_bias, the penalties and vLLM's repetition_penalty / min_tokens reach the engine: the
+    tokens equal cbc.Engine's with the same fields."""
+    eng = cbc.Engine(ARTEFACT, MODEL, threads=1, backend="cpu")
+    ids = [5, 17, 200, 33]
+    fields = dict(logit_bias={"45": 2.0, "7": -5.0}, presence_penalty=0.4, frequency_penalty=0.3)
+    extra = dict(repetition_penalty=1.3)
+    r = client.completions.create(model=NAME, prompt=ids, max_tokens=10, temperature=0, logprobs=0,
+                                  extra_body=extra, **fields)
+    rid = eng.add_request(ids, max_new_tokens=10, logit_bias={45: 2.0, 7: -5.0}, presence_penalty=0.4,
+                          frequency_penalty=0.3, repetition_penalty=1.3,
+                          stop_token_ids=[tok.eos_token_id])
+    while not eng.idle():
+        eng.step()
+    (want,) = [o.tokens for o in eng.take_finished() if o.id == rid]
+    assert r.choices[0].logprobs.tokens == [tok.decode([t]) for t in want]
+    plain = client.completions.create(model=NAME, prompt=ids, max_tokens=10, temperature=0, logprobs=0)
+    assert plain.choices[0].logprobs.tokens != r.choices[0].logprobs.tokens, "the fields changed nothing"
+    # A large bias decides every token, in chat completions too.
+    chat = client.chat.completions.create(model=NAME, messages=[{"role": "user", "content": "hi"}],
+                                          max_tokens=3, temperature=0, logit_bias={"45": 100})
+    assert chat.choices[0].message.content == tok.decode([45, 45, 45])
+
+
 @pytest.mark.parametrize("prompt", PROMPTS[:2])
 def test_completion_stream_equals_non_stream(client, prompt):
     whole = client.completions.create(model=NAME, prompt=prompt, max_tokens=30, temperature=0)
@@ -225,6 +249,13 @@ def test_errors(client):
         (dict(prompt="hi", stop=["a", "b", "c", "d", "e"]), "stop", "invalid_value"),
         (dict(prompt=["a", "b"]), "prompt", "unsupported_value"),
         (dict(prompt="hi", logprobs=3), "logprobs", "unsupported_value"),
+        (dict(prompt="hi", presence_penalty=3), "presence_penalty", "invalid_value"),
+        (dict(prompt="hi", frequency_penalty=-2.5), "frequency_penalty", "invalid_value"),
+        (dict(prompt="hi", logit_bias={"x": 1}), "logit_bias", "invalid_value"),
+        (dict(prompt="hi", logit_bias={"5": 101}), "logit_bias", "invalid_value"),
+        (dict(prompt="hi", logit_bias={"999": 1}), "logit_bias", "invalid_value"),
+        (dict(prompt="hi", extra_body={"repetition_penalty": 0}), "repetition_penalty", "invalid_value"),
+        (dict(prompt="hi", extra_body={"min_tokens": -1}), "min_tokens", "invalid_value"),
         (dict(prompt="hi", extra_body={"temperature": "hot"}), "temperature", "invalid_type"),
     ]
     for kw, param, code in cases:
