@@ -21,8 +21,33 @@ std::string validateLogitsProcessing(const SamplingParams &p, int64_t vocab) {
     if (!(bias >= -100 && bias <= 100))
       return "logit_bias values must be in [-100, 100]";
   }
+  for (const std::vector<int32_t> &seq : p.bad_words) {
+    if (seq.empty())
+      return "bad_words sequences must not be empty";
+    for (int32_t id : seq)
+      if (id < 0 || id >= vocab)
+        return "bad_words names token id " + std::to_string(id) + ", outside the vocabulary [0, " +
+               std::to_string(vocab) + ")";
+  }
   return "";
 }
+
+namespace {
+// Whether prompt + generated ends with `tail`.
+bool endsWith(const std::vector<int32_t> &prompt, const std::vector<int32_t> &generated, const int32_t *tail,
+              size_t n) {
+  if (n > prompt.size() + generated.size())
+    return false;
+  for (size_t i = 0; i < n; ++i) {
+    size_t back = n - i; // tail[i] sits `back` tokens from the end
+    int32_t have = back <= generated.size() ? generated[generated.size() - back]
+                                            : prompt[prompt.size() - (back - generated.size())];
+    if (have != tail[i])
+      return false;
+  }
+  return true;
+}
+} // namespace
 
 void processLogits(const float *in, int64_t vocab, const SamplingParams &p, const std::vector<int32_t> &prompt,
                    const std::vector<int32_t> &generated, const std::vector<int64_t> &eos, std::vector<float> &out) {
@@ -52,6 +77,9 @@ void processLogits(const float *in, int64_t vocab, const SamplingParams &p, cons
       if (id >= 0 && id < vocab)
         out[id] -= (float)(p.presence_penalty + p.frequency_penalty * (double)n);
   }
+  for (const std::vector<int32_t> &seq : p.bad_words)
+    if (endsWith(prompt, generated, seq.data(), seq.size() - 1))
+      out[seq.back()] = -INFINITY;
   if ((int64_t)generated.size() < p.min_tokens)
     for (int64_t id : eos)
       if (id >= 0 && id < vocab)

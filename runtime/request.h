@@ -36,14 +36,16 @@ struct SamplingParams {
   // divides a positive logit of every token in the prompt or the output by it and multiplies a
   // negative one (transformers' RepetitionPenaltyLogitsProcessor); presence_penalty and
   // frequency_penalty subtract from the logit of each token the output holds, once and per
-  // occurrence (OpenAI's and vLLM's); min_tokens keeps the eos ids out for that many tokens
-  // (MinNewTokensLengthLogitsProcessor).
+  // occurrence (OpenAI's and vLLM's); bad_words keeps out a sequence's last token where the
+  // prompt and output end with the rest of it (NoBadWordsLogitsProcessor); min_tokens keeps the
+  // eos ids out for that many tokens (MinNewTokensLengthLogitsProcessor).
   std::vector<std::pair<int32_t, float>> logit_bias;
   double repetition_penalty = 1.0, presence_penalty = 0.0, frequency_penalty = 0.0;
+  std::vector<std::vector<int32_t>> bad_words;
   int64_t min_tokens = 0;
   bool processesLogits() const {
     return !logit_bias.empty() || repetition_penalty != 1.0 || presence_penalty != 0 || frequency_penalty != 0 ||
-           min_tokens > 0;
+           !bad_words.empty() || min_tokens > 0;
   }
 };
 

@@ -25,7 +25,7 @@ const char *suggestionFor(const std::string &key) {
       {"num_return_sequences", "n"}, {"best_of", "n"}, {"salt", "cache_salt"},
       {"inputs_embeds", "embeds"}, {"embeddings", "embeds"}, {"images", "embeds"},
       {"image_token_id", "placeholder"}, {"image_token_index", "placeholder"},
-      {"min_new_tokens", "min_tokens"}, {"sequence_bias", "logit_bias"}};
+      {"min_new_tokens", "min_tokens"}, {"sequence_bias", "logit_bias"}, {"bad_words_ids", "bad_words"}};
   for (const auto &[from, to] : kNear)
     if (key == from)
       return to;
@@ -306,6 +306,17 @@ std::string readField(const std::string &key, const json &v, ParsedRequest &p) {
     return readInt(v, key, 0, kMax, s.min_tokens);
   if (key == "logit_bias")
     return readLogitBias(v, s.logit_bias);
+  if (key == "bad_words") {
+    if (!v.is_array())
+      return "\"bad_words\" must be a list of token id lists";
+    s.bad_words.assign(v.size(), {});
+    for (size_t i = 0; i < v.size(); ++i) {
+      std::string bad = readTokenIds(v[i], "bad_words[" + std::to_string(i) + "]", s.bad_words[i]);
+      if (!bad.empty())
+        return bad;
+    }
+    return "";
+  }
   if (key == "stop_token_ids") {
     std::vector<int32_t> ids;
     std::string bad = readTokenIds(v, key, ids);

@@ -198,13 +198,16 @@ class Engine:
                     logprobs: bool = False, n: int = 1, cache_salt: str = "",
                     cache_marks: Iterable[int] = (), embeds: Optional[Sequence] = None,
                     logit_bias: Optional[dict] = None, repetition_penalty: float = 1.0,
-                    presence_penalty: float = 0.0, frequency_penalty: float = 0.0, min_tokens: int = 0) -> int:
+                    presence_penalty: float = 0.0, frequency_penalty: float = 0.0, min_tokens: int = 0,
+                    bad_words: Optional[Sequence[Sequence[int]]] = None) -> int:
         """Queues a request and returns its id; a rejected request raises ValueError(reason).
         The engine processes the logits before sampling, in this order: logit_bias ({token id:
         bias}) adds to them, repetition_penalty divides the positive logits of the prompt's and
         output's tokens and multiplies the negative ones (transformers' repetition penalty),
         presence_penalty and frequency_penalty subtract, per output token, once and per
-        occurrence (OpenAI's), and min_tokens holds the eos ids back for that many tokens.
+        occurrence (OpenAI's), bad_words (token id sequences) keeps out each sequence's last token
+        where the prompt and output end with the rest of it, and min_tokens holds the eos ids
+        back for that many tokens.
         embeds (a multimodal model's decoder, embedding_width > 0): EmbeddingSegments (or
         (start, data[, grid[, modality]]) tuples), ascending and disjoint, whose rows replace those prompt
         rows' token embeddings.
@@ -215,7 +218,7 @@ class Engine:
         with self._lock:
             processing = dict(logit_bias=logit_bias, repetition_penalty=repetition_penalty,
                               presence_penalty=presence_penalty, frequency_penalty=frequency_penalty,
-                              min_tokens=min_tokens)
+                              min_tokens=min_tokens, bad_words=bad_words)
             rid, err, _ = self._add(prompt_ids, max_new_tokens, temperature, top_k, top_p, min_p, seed,
                                     stop_token_ids, ignore_eos, logprobs, n, cache_salt, cache_marks,
                                     embeds, processing)
@@ -335,8 +338,9 @@ class Engine:
         greedy). do_sample False means greedy whatever the temperature. Prompt i samples with
         seed + i, as `cbc run --seed` does. eos_token_id (an int or a list) replaces the model's
         end-of-sequence ids. A rejected prompt gets status "failed" and its error.
-        generation_config's repetition_penalty, sequence_bias (one-token sequences) and
-        min_new_tokens are applied by the engine as transformers' logits processors do.
+        generation_config's repetition_penalty, sequence_bias (one-token sequences),
+        bad_words_ids and min_new_tokens are applied by the engine as transformers' logits
+        processors do.
         num_return_sequences (or generation_config's) n > 1 returns n sequences a prompt, which
         share its cache: as transformers, "req_i__child#0" .. "req_i__child#{n-2}" (forks, with
         seeds derived from seed + i), then "req_i".
@@ -588,7 +592,7 @@ def _settings(config, max_new_tokens, do_sample, temperature, top_k, top_p, eos_
 
 # The logits processing add_request takes, with its defaults (nothing processed).
 _PROCESSING = dict(logit_bias=None, repetition_penalty=1.0, presence_penalty=0.0, frequency_penalty=0.0,
-                   min_tokens=0)
+                   min_tokens=0, bad_words=None)
 
 
 def _processing(given: dict) -> dict:
@@ -604,6 +608,11 @@ def _processing(given: dict) -> dict:
         raise ValueError("logit_bias must map token ids (ints, or their decimal strings) to numbers") from None
     for name in ("repetition_penalty", "presence_penalty", "frequency_penalty"):
         out[name] = float(out[name])
+    words = out["bad_words"] or []
+    if isinstance(words, (str, bytes)) or not all(isinstance(w, Iterable) and not isinstance(w, (str, bytes))
+                                                  for w in words):
+        raise TypeError("bad_words must be a list of token id sequences")
+    out["bad_words"] = [[int(t) for t in w] for w in words]
     if isinstance(out["min_tokens"], bool) or not isinstance(out["min_tokens"], int):
         raise TypeError(f"min_tokens must be an int, got {type(out['min_tokens']).__name__}")
     return out
@@ -611,7 +620,8 @@ def _processing(given: dict) -> dict:
 
 def _config_processing(config) -> dict:
     """A generation config's logits processing in add_request's terms: repetition_penalty,
-    sequence_bias of one-token sequences (as logit_bias) and min_new_tokens (as min_tokens)."""
+    sequence_bias of one-token sequences (as logit_bias), bad_words_ids (as bad_words) and
+    min_new_tokens (as min_tokens)."""
     out = {}
     penalty = _attr(config, "repetition_penalty")
     if penalty is not None:
@@ -626,6 +636,9 @@ def _config_processing(config) -> dict:
                 raise ValueError(f"sequence_bias {list(seq)}: only one-token sequences are supported")
             logit_bias[int(seq[0])] = float(value)
         out["logit_bias"] = logit_bias
+    words = _attr(config, "bad_words_ids")
+    if words:
+        out["bad_words"] = [list(w) for w in words]
     min_new = _attr(config, "min_new_tokens")
     if min_new:
         out["min_tokens"] = int(min_new)

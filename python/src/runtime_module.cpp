@@ -281,7 +281,7 @@ NB_MODULE(_runtime, m) {
               double top_p, double min_p, uint64_t seed, std::vector<int64_t> stop_token_ids, bool ignore_eos,
               bool logprobs, int64_t n, std::string cache_salt, std::vector<int64_t> cache_marks, nb::handle embeds,
               std::map<int32_t, float> logit_bias, double repetition_penalty, double presence_penalty,
-              double frequency_penalty, int64_t min_tokens) {
+              double frequency_penalty, int64_t min_tokens, std::vector<std::vector<int32_t>> bad_words) {
              cbc::rt::SamplingParams p =
                  samplingParams(max_new_tokens, temperature, top_k, top_p, min_p, seed, std::move(stop_token_ids),
                                 ignore_eos, logprobs, n, std::move(cache_salt), std::move(cache_marks));
@@ -290,13 +290,15 @@ NB_MODULE(_runtime, m) {
              p.presence_penalty = presence_penalty;
              p.frequency_penalty = frequency_penalty;
              p.min_tokens = min_tokens;
+             p.bad_words = std::move(bad_words);
              return e.addRequest(std::move(prompt), p, embeddingSegments(embeds));
            },
            "prompt"_a, "max_new_tokens"_a, "temperature"_a, "top_k"_a, "top_p"_a, "min_p"_a, "seed"_a,
            "stop_token_ids"_a, "ignore_eos"_a, "logprobs"_a, "n"_a = 1, "cache_salt"_a = "",
            "cache_marks"_a = std::vector<int64_t>{}, "embeds"_a = nb::none(),
            "logit_bias"_a = std::map<int32_t, float>{}, "repetition_penalty"_a = 1.0, "presence_penalty"_a = 0.0,
-           "frequency_penalty"_a = 0.0, "min_tokens"_a = 0)
+           "frequency_penalty"_a = 0.0, "min_tokens"_a = 0,
+           "bad_words"_a = std::vector<std::vector<int32_t>>{})
       .def("step", &Engine::step)
       .def("cancel", &Engine::cancel, "id"_a)
       .def("idle", &Engine::idle)

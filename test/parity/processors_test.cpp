@@ -1,5 +1,5 @@
 // Logits processing against transformers' logits processors: the request fields as `cbc run`
-// reads them (logit_bias, repetition_penalty, min_tokens) give transformers' greedy tokens on the
+// reads them (logit_bias, repetition_penalty, bad_words, min_tokens) give transformers' greedy tokens on the
 // llama fixture (test/parity/processors/llama.json, tools/oracle/make_processor_fixture.py), each
 // request alone and all of them in one batch with chunked prefill.
 #include "runtime/request_json.h"
@@ -36,7 +36,7 @@ TEST(LogitsProcessing, MatchesTransformersProcessors) {
   rt::WeightSource w;
   w.checkpoint_dir = fixtureDir("llama");
   std::vector<Case> cases = loadCases();
-  ASSERT_EQ(cases.size(), 10u);
+  ASSERT_EQ(cases.size(), 14u);
   std::vector<cbc::test::Run> batch;
   for (const Case &c : cases) {
     rt::EngineOptions o;

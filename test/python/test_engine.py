@@ -604,7 +604,7 @@ def test_logits_processing_equals_transformers_processors():
         rid = eng.add_request(case["prompt"], max_new_tokens=case["max_new_tokens"],
                               logit_bias={int(k): v for k, v in f.get("logit_bias", {}).items()},
                               repetition_penalty=f.get("repetition_penalty", 1.0),
-                              min_tokens=f.get("min_tokens", 0))
+                              min_tokens=f.get("min_tokens", 0), bad_words=f.get("bad_words"))
         while not eng.idle():
             eng.step()
         (out,) = eng.take_finished()
@@ -612,7 +612,7 @@ def test_logits_processing_equals_transformers_processors():
         config = types.SimpleNamespace(
             max_new_tokens=case["max_new_tokens"], repetition_penalty=f.get("repetition_penalty"),
             sequence_bias={(int(k),): v for k, v in f.get("logit_bias", {}).items()},
-            min_new_tokens=f.get("min_tokens"))
+            min_new_tokens=f.get("min_tokens"), bad_words_ids=f.get("bad_words"))
         got = eng.generate_batch([case["prompt"]], config)
         assert got["req_0"].generated_tokens == case["tokens"], f
 
@@ -625,6 +625,10 @@ def test_logits_processing_argument_errors():
         eng.add_request([1], logit_bias={"five": 1.0})
     with pytest.raises(TypeError, match="min_tokens must be an int"):
         eng.add_request([1], min_tokens=1.5)
+    with pytest.raises(TypeError, match="bad_words must be a list of token id sequences"):
+        eng.add_request([1], bad_words=[5, 6])
+    with pytest.raises(ValueError, match="bad_words sequences must not be empty"):
+        eng.add_request([1], bad_words=[[]])
     config = types.SimpleNamespace(sequence_bias={(5, 6): 1.0})
     with pytest.raises(ValueError, match="only one-token sequences"):
         eng.generate_batch([[1, 2]], config)

@@ -31,6 +31,17 @@ TEST(LogitsProcess, EachFieldByItsDefinition) {
   p.repetition_penalty = 3.0;
   rt::processLogits(logits.data(), 5, p, {2}, {}, {}, out);
   EXPECT_FLOAT_EQ(out[2], 0.5f);
+  // Bad words: a one-token sequence always; a longer one where the tokens so far, the prompt's
+  // and then the output's, end with all but its last.
+  p = {};
+  p.bad_words = {{1}, {0, 4}, {2, 3, 0}};
+  rt::processLogits(logits.data(), 5, p, {2, 3}, {}, {}, out);
+  EXPECT_TRUE(std::isinf(out[1]));
+  EXPECT_FALSE(std::isinf(out[4])); // the tokens end with 3, not 0
+  EXPECT_TRUE(std::isinf(out[0]));  // the prompt ends with 2, 3
+  rt::processLogits(logits.data(), 5, p, {2}, {3, 0}, {}, out);
+  EXPECT_TRUE(std::isinf(out[4]) && out[4] < 0); // the output ends with 0
+  EXPECT_FALSE(std::isinf(out[0]));              // 2, 3 is no longer the end
   // min_tokens: the eos ids out until that many tokens exist, then back.
   p = {};
   p.max_new_tokens = 8;
@@ -60,6 +71,9 @@ TEST(LogitsProcess, BadFieldsAreRefusedWithTheirReason) {
             "logit_bias names token id 10, outside the vocabulary [0, 10)");
   EXPECT_EQ(why([](rt::SamplingParams &p) { p.logit_bias = {{3, 101.0f}}; }),
             "logit_bias values must be in [-100, 100]");
+  EXPECT_EQ(why([](rt::SamplingParams &p) { p.bad_words = {{1}, {}}; }), "bad_words sequences must not be empty");
+  EXPECT_EQ(why([](rt::SamplingParams &p) { p.bad_words = {{1, -2}}; }),
+            "bad_words names token id -2, outside the vocabulary [0, 10)");
 }
 
 } // namespace

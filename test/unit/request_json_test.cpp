@@ -129,6 +129,12 @@ TEST(RequestJson, LogitsProcessingFields) {
   expectError(R"({"prompt": [1], "frequency_penalty": true})", {"\"frequency_penalty\" must be a number"});
   expectError(R"({"prompt": [1], "min_tokens": -1})", {"\"min_tokens\"", ">= 0"});
   expectError(R"({"prompt": [1], "min_new_tokens": 2})", {"did you mean \"min_tokens\""});
+  rt::ParsedRequest words = parse(R"({"prompt": [1], "bad_words": [[3], [4, 5]]})");
+  EXPECT_EQ(words.error, "");
+  EXPECT_EQ(words.params.bad_words, (std::vector<std::vector<int32_t>>{{3}, {4, 5}}));
+  expectError(R"({"prompt": [1], "bad_words": [3, 4]})", {"\"bad_words[0]\" must be a list of token ids"});
+  expectError(R"({"prompt": [1], "bad_words": {"a": 1}})", {"\"bad_words\" must be a list of token id lists"});
+  expectError(R"({"prompt": [1], "bad_words_ids": [[3]]})", {"did you mean \"bad_words\""});
 }
 
 // "embeds": segments with their source (a file, parsed but not read, or inline base64) and

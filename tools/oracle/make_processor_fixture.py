@@ -7,6 +7,7 @@ maps onto them:
 
   logit_bias          -> SequenceBiasLogitsProcessor (one-token sequences)
   repetition_penalty  -> RepetitionPenaltyLogitsProcessor (prompt and output tokens)
+  bad_words           -> NoBadWordsLogitsProcessor (bad_words_ids: one-token and longer sequences)
   min_tokens          -> MinNewTokensLengthLogitsProcessor (the eos ids held back)
 
 Each case is `generate(do_sample=False, max_new_tokens=N, ...)` on one prompt; the file records the
@@ -41,6 +42,8 @@ CASES = [
     {"logit_bias": {"45": 3.5, "31": -4.0, "120": 2.5}},
     {"logit_bias": {str(EOS): 60.0}, "min_tokens": 5},
     {"repetition_penalty": 1.5, "logit_bias": {"7": 2.0, "99": -1.5}},
+    {"bad_words": [[10], [94, 45]]},
+    {"bad_words": [[242, 58], [171, 94], [58, 176, 229]]},
 ]
 
 
@@ -52,6 +55,8 @@ def generate_kwargs(case):
         kw["sequence_bias"] = {(int(k),): float(v) for k, v in case["logit_bias"].items()}
     if "min_tokens" in case:
         kw["min_new_tokens"] = case["min_tokens"]
+    if "bad_words" in case:
+        kw["bad_words_ids"] = case["bad_words"]
     return kw
 
 
