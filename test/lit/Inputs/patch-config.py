@@ -2,13 +2,14 @@
 
     python3 patch-config.py SRC OUT key=JSON ... -key ...
 
-`a.b=JSON` sets a nested key; `-key` removes one.
+`a.b=JSON` sets a nested key; `key=@PATH` sets it to the JSON in PATH (a config nested whole in
+another); `-key` removes one. SRC `{}` starts from an empty object.
 """
 import json
 import sys
 
 src, out, *edits = sys.argv[1:]
-cfg = json.load(open(src))
+cfg = {} if src == "{}" else json.load(open(src))
 for edit in edits:
     if edit.startswith("-"):
         cfg.pop(edit[1:], None)
@@ -18,5 +19,5 @@ for edit in edits:
     node = cfg
     for p in parents:
         node = node.setdefault(p, {})
-    node[leaf] = json.loads(value)
+    node[leaf] = json.load(open(value[1:])) if value.startswith("@") else json.loads(value)
 json.dump(cfg, open(out, "w"), indent=2)
