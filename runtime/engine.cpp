@@ -693,7 +693,7 @@ std::vector<TokenEvent> Engine::step() {
   // Greedy rows that want neither logprobs nor logits can be sampled on the device.
   bool deviceGreedy = true;
   for (const ScheduledChunk &c : plan.chunks)
-    if (c.sample && (c.request->params.temperature != 0 || c.request->params.logprobs ||
+    if (c.sample && (c.request->params.temperature != 0 || c.request->params.wantsLogprobs() ||
                      c.request->params.keep_logits || c.request->params.processesLogits()))
       deviceGreedy = false;
   deviceGreedy = deviceGreedy && backend_->runGreedy(*batch_, greedy_);
@@ -727,8 +727,10 @@ std::vector<TokenEvent> Engine::step() {
         drawn = processed_.data();
       }
       s = sampleToken(drawn, vocab, r->params, (int64_t)r->generated.size());
-      if (r->params.logprobs)
+      if (r->params.wantsLogprobs())
         r->logprobs.push_back(s.logprob);
+      if (r->params.top_logprobs > 0)
+        r->top_logprobs.push_back(s.top);
       if (r->params.keep_logits)
         r->logits.emplace_back(l, l + vocab);
     }
@@ -747,7 +749,7 @@ std::vector<TokenEvent> Engine::step() {
       reason = FinishReason::Length;
     if (reason != FinishReason::None)
       finishRequest(r, reason);
-    events.push_back({r->id, s.token, s.logprob, reason != FinishReason::None, reason});
+    events.push_back({r->id, s.token, s.logprob, reason != FinishReason::None, reason, std::move(s.top)});
   }
   return events;
 }
@@ -764,6 +766,7 @@ std::vector<RequestOutput> Engine::take_finished() {
     o.prompt = std::move(r.prompt);
     o.tokens = std::move(r.generated);
     o.logprobs = std::move(r.logprobs);
+    o.top_logprobs = std::move(r.top_logprobs);
     o.logits = std::move(r.logits);
     o.finish = r.finish;
     o.error = r.error;

@@ -78,12 +78,14 @@ struct TokenEvent {
   float logprob;
   bool finished;
   FinishReason reason;
+  std::vector<std::pair<int32_t, float>> top; // the row's most likely ids, with top_logprobs
 };
 
 struct RequestOutput {
   RequestId id = 0;
   std::vector<int32_t> prompt, tokens;
   std::vector<float> logprobs;
+  std::vector<std::vector<std::pair<int32_t, float>>> top_logprobs; // per token, with top_logprobs
   std::vector<std::vector<float>> logits;
   FinishReason finish = FinishReason::None;
   std::string error;

@@ -22,6 +22,7 @@ struct SamplingParams {
   std::vector<int64_t> stop_token_ids;
   bool ignore_eos = false;
   bool logprobs = false;    // report the log-probability of each sampled token
+  int64_t top_logprobs = 0; // and that many most likely ids of each row with theirs (implies logprobs)
   bool keep_logits = false; // keep every sampled row's logits (tests and debugging)
   // Prefix caching: a salt keeps the request's cached blocks apart from those of other salts
   // (tenants); marks are prompt positions (a chat message's start) where a state snapshot is
@@ -43,6 +44,7 @@ struct SamplingParams {
   double repetition_penalty = 1.0, presence_penalty = 0.0, frequency_penalty = 0.0;
   std::vector<std::vector<int32_t>> bad_words;
   int64_t min_tokens = 0;
+  bool wantsLogprobs() const { return logprobs || top_logprobs > 0; }
   bool processesLogits() const {
     return !logit_bias.empty() || repetition_penalty != 1.0 || presence_penalty != 0 || frequency_penalty != 0 ||
            !bad_words.empty() || min_tokens > 0;
@@ -50,6 +52,8 @@ struct SamplingParams {
 };
 
 // The seed fork `index` (1..n-1) of a request sampling with `seed` draws with.
+constexpr int64_t kMaxTopLogprobs = 20; // OpenAI's bound
+
 inline uint64_t forkSeed(uint64_t seed, int64_t index) { return seed + 0x9E3779B97F4A7C15ull * (uint64_t)index; }
 
 // Embeddings a request gives for a run of its prompt's rows (an image's or an audio clip's
@@ -90,6 +94,7 @@ struct Request {
   SamplingParams params;
   std::vector<int32_t> generated;
   std::vector<float> logprobs;
+  std::vector<std::vector<std::pair<int32_t, float>>> top_logprobs; // per token, with top_logprobs
   std::vector<std::vector<float>> logits;
   int64_t computed = 0; // positions [0, computed) are in the cache
   int32_t slot = -1;    // the cache slot while the request holds one

@@ -16,6 +16,8 @@ std::string validateSampling(const SamplingParams &p) {
     return "top_p must be in (0, 1]";
   if (!(p.min_p >= 0 && p.min_p <= 1))
     return "min_p must be in [0, 1]";
+  if (p.top_logprobs < 0 || p.top_logprobs > kMaxTopLogprobs)
+    return "top_logprobs must be in [0, " + std::to_string(kMaxTopLogprobs) + "]";
   if (p.max_new_tokens < 1)
     return "max_new_tokens must be >= 1";
   return "";
@@ -30,22 +32,50 @@ uint64_t mix(uint64_t z) {
   return z ^ (z >> 31);
 }
 
-float logSoftmaxAt(const float *logits, int64_t vocab, int32_t token) {
+// log(sum(exp(logits))) in double, from the largest logit.
+double logSumExp(const float *logits, int64_t vocab) {
   float m = *std::max_element(logits, logits + vocab);
   double sum = 0;
   for (int64_t i = 0; i < vocab; ++i)
     sum += std::exp((double)logits[i] - m);
-  return (float)((double)logits[token] - m - std::log(sum));
+  return m + std::log(sum);
+}
+
+float logSoftmaxAt(const float *logits, int64_t vocab, int32_t token) {
+  return (float)((double)logits[token] - logSumExp(logits, vocab));
+}
+
+// The k most likely ids of the row with their log-probabilities, best first (ties: lower id).
+TopLogprobs topLogprobs(const float *logits, int64_t vocab, int64_t k) {
+  k = std::min(k, vocab);
+  std::vector<int32_t> ids(vocab);
+  std::iota(ids.begin(), ids.end(), 0);
+  std::partial_sort(ids.begin(), ids.begin() + k, ids.end(), [&](int32_t a, int32_t b) {
+    return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
+  });
+  double lse = logSumExp(logits, vocab);
+  TopLogprobs top(k);
+  for (int64_t i = 0; i < k; ++i)
+    top[i] = {ids[i], (float)((double)logits[ids[i]] - lse)};
+  return top;
 }
 
 } // namespace
 
 Sample sampleToken(const float *logits, int64_t vocab, const SamplingParams &p, int64_t step) {
-  // The log-probability costs a pass over the vocabulary: only when asked for.
-  auto logprob = [&](int32_t token) { return p.logprobs ? logSoftmaxAt(logits, vocab, token) : 0.0f; };
+  Sample s = drawToken(logits, vocab, p, step);
+  // The log-probabilities cost passes over the vocabulary: only when asked for.
+  if (p.logprobs || p.top_logprobs > 0)
+    s.logprob = logSoftmaxAt(logits, vocab, s.token);
+  if (p.top_logprobs > 0)
+    s.top = topLogprobs(logits, vocab, p.top_logprobs);
+  return s;
+}
+
+Sample drawToken(const float *logits, int64_t vocab, const SamplingParams &p, int64_t step) {
   if (p.temperature == 0) {
     int32_t best = (int32_t)(std::max_element(logits, logits + vocab) - logits);
-    return {best, logprob(best)};
+    return {best, 0.0f, {}};
   }
   // Candidates sorted by logit (ties: lower id first), then filtered.
   std::vector<int32_t> ids(vocab);
@@ -97,8 +127,7 @@ Sample sampleToken(const float *logits, int64_t vocab, const SamplingParams &p, 
     if (score > best || (score == best && ids[i] < ids[chosen]))
       best = score, chosen = i;
   }
-  int32_t token = ids[chosen];
-  return {token, logprob(token)};
+  return {ids[chosen], 0.0f, {}};
 }
 
 } // namespace cbc::rt

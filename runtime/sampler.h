@@ -10,18 +10,27 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace cbc::rt {
 
+// A token's log-probability and the request's top_logprobs best alternatives (ties: lower id first).
+using TopLogprobs = std::vector<std::pair<int32_t, float>>;
+
 struct Sample {
   int32_t token;
-  float logprob; // log-softmax of the raw logits at the chosen token (when params.logprobs)
+  float logprob; // log-softmax of the row at the chosen token (when params.logprobs)
+  TopLogprobs top; // the params.top_logprobs most likely ids of the row, best first
 };
 
 // Empty when the parameters are valid; otherwise the reason to reject the request.
 std::string validateSampling(const SamplingParams &p);
 
+// The token p's settings draw, with its log-probabilities where p asks for them.
 Sample sampleToken(const float *logits, int64_t vocab, const SamplingParams &p, int64_t step);
+// The token alone.
+Sample drawToken(const float *logits, int64_t vocab, const SamplingParams &p, int64_t step);
 
 } // namespace cbc::rt
 

@@ -46,6 +46,7 @@ class TokenEvent(NamedTuple):
     logprob: float
     finished: bool
     finish_reason: Optional[str]
+    top_logprobs: list = []  # with top_logprobs: [(id, logprob), ...], best first
 
 
 @dataclass
@@ -65,6 +66,7 @@ class RequestOutput:
     cached_tokens: int = 0          # prompt tokens found in the prefix cache
     parent: Optional[int] = None    # a fork (n > 1): the id of the request it forked from
     fork_index: int = 0             # 0 for the parent, 1..n-1 for its forks
+    top_logprobs: list = field(default_factory=list)  # per token, with top_logprobs: [(id, logprob), ...]
 
 
 @dataclass
@@ -199,7 +201,7 @@ class Engine:
                     cache_marks: Iterable[int] = (), embeds: Optional[Sequence] = None,
                     logit_bias: Optional[dict] = None, repetition_penalty: float = 1.0,
                     presence_penalty: float = 0.0, frequency_penalty: float = 0.0, min_tokens: int = 0,
-                    bad_words: Optional[Sequence[Sequence[int]]] = None) -> int:
+                    bad_words: Optional[Sequence[Sequence[int]]] = None, top_logprobs: int = 0) -> int:
         """Queues a request and returns its id; a rejected request raises ValueError(reason).
         The engine processes the logits before sampling, in this order: logit_bias ({token id:
         bias}) adds to them, repetition_penalty divides the positive logits of the prompt's and
@@ -207,7 +209,8 @@ class Engine:
         presence_penalty and frequency_penalty subtract, per output token, once and per
         occurrence (OpenAI's), bad_words (token id sequences) keeps out each sequence's last token
         where the prompt and output end with the rest of it, and min_tokens holds the eos ids
-        back for that many tokens.
+        back for that many tokens. top_logprobs (0 to 20, implying logprobs) reports, per token,
+        that many most likely ids of the processed row with their log-probabilities.
         embeds (a multimodal model's decoder, embedding_width > 0): EmbeddingSegments (or
         (start, data[, grid[, modality]]) tuples), ascending and disjoint, whose rows replace those prompt
         rows' token embeddings.
@@ -218,7 +221,7 @@ class Engine:
         with self._lock:
             processing = dict(logit_bias=logit_bias, repetition_penalty=repetition_penalty,
                               presence_penalty=presence_penalty, frequency_penalty=frequency_penalty,
-                              min_tokens=min_tokens, bad_words=bad_words)
+                              min_tokens=min_tokens, bad_words=bad_words, top_logprobs=top_logprobs)
             rid, err, _ = self._add(prompt_ids, max_new_tokens, temperature, top_k, top_p, min_p, seed,
                                     stop_token_ids, ignore_eos, logprobs, n, cache_salt, cache_marks,
                                     embeds, processing)
@@ -590,9 +593,9 @@ def _settings(config, max_new_tokens, do_sample, temperature, top_k, top_p, eos_
     }
 
 
-# The logits processing add_request takes, with its defaults (nothing processed).
+# The logits processing (and the top log-probabilities) add_request takes, with its defaults.
 _PROCESSING = dict(logit_bias=None, repetition_penalty=1.0, presence_penalty=0.0, frequency_penalty=0.0,
-                   min_tokens=0, bad_words=None)
+                   min_tokens=0, bad_words=None, top_logprobs=0)
 
 
 def _processing(given: dict) -> dict:
@@ -613,8 +616,9 @@ def _processing(given: dict) -> dict:
                                                   for w in words):
         raise TypeError("bad_words must be a list of token id sequences")
     out["bad_words"] = [[int(t) for t in w] for w in words]
-    if isinstance(out["min_tokens"], bool) or not isinstance(out["min_tokens"], int):
-        raise TypeError(f"min_tokens must be an int, got {type(out['min_tokens']).__name__}")
+    for name in ("min_tokens", "top_logprobs"):
+        if isinstance(out[name], bool) or not isinstance(out[name], int):
+            raise TypeError(f"{name} must be an int, got {type(out[name]).__name__}")
     return out
 
 

@@ -159,7 +159,7 @@ class EngineLoop(threading.Thread):
                     sub.prompt, len(subs), max_new_tokens=p.max_tokens, temperature=p.temperature,
                     top_k=p.top_k, top_p=p.top_p, min_p=p.min_p, seed=p.seed,
                     stop_token_ids=p.stop_token_ids, ignore_eos=p.ignore_eos,
-                    logprobs=p.logprobs is not None, embeds=p.embeds or None,
+                    logprobs=p.logprobs is not None, top_logprobs=p.logprobs or 0, embeds=p.embeds or None,
                     logit_bias=p.logit_bias, repetition_penalty=p.repetition_penalty,
                     presence_penalty=p.presence_penalty, frequency_penalty=p.frequency_penalty,
                     min_tokens=p.min_tokens)
@@ -191,7 +191,7 @@ class EngineLoop(threading.Thread):
                 if sub.first_token is None:
                     sub.first_token = now
                     self.metrics.on_first_token(now - sub.arrived)
-                sub.push(("token", ev.token, ev.logprob))
+                sub.push(("token", ev.token, ev.logprob, ev.top_logprobs))
             if ev.finished:
                 self._end(sub, ev.finish_reason)
         if n:
@@ -259,11 +259,12 @@ class Generation:
         self.text = ""             # sent so far
         self.tokens: list[int] = []
         self.logprobs: list[float] = []
+        self.top_logprobs: list[list] = []  # per token: [(id, logprob), ...] with top logprobs
         self.finish_reason: str | None = None
         self.engine_done = False   # the engine has finished the request (it holds no cache)
 
     async def next_delta(self) -> tuple[str, list] | None:
-        """The next piece of text and the (token, logprob) pairs behind it; None at the end
+        """The next piece of text and the (token, logprob, top) triples behind it; None at the end
         (then finish_reason is set). Raises ApiError when the engine refused the request.
         Takes every item already queued, so a stream that fell behind (a slow client, a busy
         server) catches up in fewer, larger chunks."""
@@ -272,12 +273,13 @@ class Generation:
         items = [await self.sub.items.get()]
         while items[-1][0] == "token" and not self.sub.items.empty():
             items.append(self.sub.items.get_nowait())
-        toks = [(item[1], item[2]) for item in items if item[0] == "token"]
+        toks = [(item[1], item[2], item[3]) for item in items if item[0] == "token"]
         text = ""
         if toks:
-            self.tokens += [t for t, _ in toks]
-            self.logprobs += [lp for _, lp in toks]
-            text, toks = self._emit(self.detok.extend(t for t, _ in toks), toks, final=False)
+            self.tokens += [t for t, _, _ in toks]
+            self.logprobs += [lp for _, lp, _ in toks]
+            self.top_logprobs += [top for _, _, top in toks]
+            text, toks = self._emit(self.detok.extend(t for t, _, _ in toks), toks, final=False)
             if self.finish_reason is not None:  # a stop string ended it
                 return text, toks
         last = items[-1]

@@ -32,7 +32,7 @@ class CompletionParams:
     stop: list = field(default_factory=list)
     stop_token_ids: list = field(default_factory=list)
     ignore_eos: bool = False
-    logprobs: int | None = None      # None: no logprobs; 0: the sampled tokens' logprobs
+    logprobs: int | None = None      # None: no logprobs; 0: the sampled tokens'; N: and N alternatives
     stream: bool = False
     include_usage: bool = False
     n: int = 1                       # choices: the prompt's cache is shared by all of them
@@ -207,11 +207,7 @@ def parse_completion(body: dict, served) -> tuple[list, CompletionParams]:
     prompt = _prompt_ids(body, served)
     params = _common(body, served, len(prompt), 16)
     params.embeds = _embeds(body, served, prompt)
-    lp = _number(body, "logprobs", None, 0, 5, integer=True)
-    if lp:
-        raise _bad("'logprobs' above 0 is not supported: the engine reports the sampled "
-                   "token's logprob only (use logprobs=0)", "logprobs", "unsupported_value")
-    params.logprobs = lp
+    params.logprobs = _number(body, "logprobs", None, 0, 5, integer=True)
     return prompt, params
 
 
@@ -281,12 +277,9 @@ def parse_chat(body: dict, served) -> tuple[list, CompletionParams]:
     params = _common(body, served, len(prompt), None)
     want = _typed(body, "logprobs", (bool,), "a boolean", False)
     top = _number(body, "top_logprobs", None, 0, 20, integer=True)
-    if top:
-        raise _bad("'top_logprobs' above 0 is not supported: the engine reports the sampled "
-                   "token's logprob only", "top_logprobs", "unsupported_value")
     if top is not None and not want:
         raise _bad("'top_logprobs' needs logprobs=true", "top_logprobs", "invalid_value")
-    params.logprobs = 0 if want else None
+    params.logprobs = (top or 0) if want else None
     return prompt, params
 
 
@@ -297,30 +290,47 @@ def _usage(prompt_tokens: int, completion_tokens: int) -> dict:
             "total_tokens": prompt_tokens + completion_tokens}
 
 
-def _completion_logprobs(served, toks: list, offset: int) -> dict:
-    pieces = [served.tokenizer.decode([t]) for t, _ in toks]
+def _completion_logprobs(served, toks: list, offset: int, top: int) -> dict:
+    """toks: (token, logprob, [(id, logprob), ...]) triples; top: how many alternatives to list."""
+    pieces = [served.tokenizer.decode([t]) for t, _, _ in toks]
     offsets, at = [], offset
     for p in pieces:
         offsets.append(at)
         at += len(p)
-    return {"tokens": pieces, "token_logprobs": [lp for _, lp in toks],
-            "top_logprobs": None, "text_offset": offsets}
+    alternatives = None
+    if top:  # the legacy format: a {text: logprob} dict per token, best first (of pieces that
+        alternatives = []  # decode alike, the likelier stands)
+        for _, _, alt in toks:
+            d: dict = {}
+            for i, lp in alt:
+                d.setdefault(served.tokenizer.decode([i]), lp)
+            alternatives.append(d)
+    return {"tokens": pieces, "token_logprobs": [lp for _, lp, _ in toks],
+            "top_logprobs": alternatives, "text_offset": offsets}
 
 
 def _chat_logprobs(served, toks: list) -> dict:
-    content = []
-    for t, lp in toks:
+    def entry(t, lp):
         piece = served.tokenizer.decode([t])
-        content.append({"token": piece, "logprob": lp, "bytes": list(piece.encode("utf-8")),
-                        "top_logprobs": []})
+        return {"token": piece, "logprob": lp, "bytes": list(piece.encode("utf-8"))}
+
+    content = []
+    for t, lp, alt in toks:
+        content.append({**entry(t, lp), "top_logprobs": [entry(i, a) for i, a in alt]})
     return {"content": content}
+
+
+def _triples(gen) -> list:
+    """(token, logprob, top alternatives) for each token a finished generation holds."""
+    tops = gen.top_logprobs if gen.top_logprobs else [[]] * len(gen.tokens)
+    return list(zip(gen.tokens, gen.logprobs, tops))
 
 
 def completion_response(served, gens: list, rid: str, created: int, prompt_len: int) -> dict:
     choices = []
     for i, gen in enumerate(gens):
-        toks = list(zip(gen.tokens, gen.logprobs))
-        lp = _completion_logprobs(served, toks, 0) if gen.sub.params.logprobs is not None else None
+        p = gen.sub.params
+        lp = _completion_logprobs(served, _triples(gen), 0, p.logprobs) if p.logprobs is not None else None
         choices.append({"index": i, "text": gen.text, "logprobs": lp, "finish_reason": gen.finish_reason})
     return {"id": rid, "object": "text_completion", "created": created, "model": served.name,
             "choices": choices, "usage": _usage(prompt_len, sum(len(g.tokens) for g in gens))}
@@ -329,8 +339,7 @@ def completion_response(served, gens: list, rid: str, created: int, prompt_len: 
 def chat_response(served, gens: list, rid: str, created: int, prompt_len: int) -> dict:
     choices = []
     for i, gen in enumerate(gens):
-        toks = list(zip(gen.tokens, gen.logprobs))
-        lp = _chat_logprobs(served, toks) if gen.sub.params.logprobs is not None else None
+        lp = _chat_logprobs(served, _triples(gen)) if gen.sub.params.logprobs is not None else None
         choices.append({"index": i, "message": {"role": "assistant", "content": gen.text},
                         "logprobs": lp, "finish_reason": gen.finish_reason})
     return {"id": rid, "object": "chat.completion", "created": created, "model": served.name,
@@ -341,7 +350,7 @@ def completion_chunk(served, gen, rid: str, created: int, text: str, toks: list,
                      finish: str | None = None, index: int = 0) -> dict:
     lp = None
     if gen.sub.params.logprobs is not None and toks:
-        lp = _completion_logprobs(served, toks, len(gen.text) - len(text))
+        lp = _completion_logprobs(served, toks, len(gen.text) - len(text), gen.sub.params.logprobs)
     return {"id": rid, "object": "text_completion", "created": created, "model": served.name,
             "choices": [{"index": index, "text": text, "logprobs": lp, "finish_reason": finish}]}
 

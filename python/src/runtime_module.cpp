@@ -10,6 +10,7 @@
 
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/map.h>
+#include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
@@ -80,7 +81,7 @@ public:
     return nb::make_tuple(r.id, r.accepted, r.error, nb::cast(r.forks));
   }
 
-  // [(id, token, logprob, finished, finish_reason)]
+  // [(id, token, logprob, finished, finish_reason, top_logprobs)]
   nb::list step() {
     std::vector<cbc::rt::TokenEvent> events;
     {
@@ -90,7 +91,7 @@ public:
     }
     nb::list out;
     for (const auto &e : events)
-      out.append(nb::make_tuple(e.id, e.token, e.logprob, e.finished, reasonName(e.reason)));
+      out.append(nb::make_tuple(e.id, e.token, e.logprob, e.finished, reasonName(e.reason), nb::cast(e.top)));
     return out;
   }
 
@@ -107,7 +108,7 @@ public:
   }
 
   // [(id, prompt, tokens, logprobs, finish_reason, error, ttft_s, latency_s, preemptions,
-  //   cached_tokens, parent, fork_index)]
+  //   cached_tokens, parent, fork_index, top_logprobs)]
   nb::list takeFinished() {
     std::vector<cbc::rt::RequestOutput> done;
     {
@@ -121,7 +122,7 @@ public:
       out.append(nb::make_tuple(o.id, nb::cast(o.prompt), nb::cast(o.tokens), nb::cast(o.logprobs),
                                 reasonName(o.finish), error, o.ttft_s, o.latency_s, o.preemptions,
                                 o.cached_tokens, o.parent >= 0 ? nb::object(nb::int_(o.parent)) : nb::none(),
-                                o.fork_index));
+                                o.fork_index, nb::cast(o.top_logprobs)));
     }
     return out;
   }
@@ -281,7 +282,8 @@ NB_MODULE(_runtime, m) {
               double top_p, double min_p, uint64_t seed, std::vector<int64_t> stop_token_ids, bool ignore_eos,
               bool logprobs, int64_t n, std::string cache_salt, std::vector<int64_t> cache_marks, nb::handle embeds,
               std::map<int32_t, float> logit_bias, double repetition_penalty, double presence_penalty,
-              double frequency_penalty, int64_t min_tokens, std::vector<std::vector<int32_t>> bad_words) {
+              double frequency_penalty, int64_t min_tokens, std::vector<std::vector<int32_t>> bad_words,
+              int64_t top_logprobs) {
              cbc::rt::SamplingParams p =
                  samplingParams(max_new_tokens, temperature, top_k, top_p, min_p, seed, std::move(stop_token_ids),
                                 ignore_eos, logprobs, n, std::move(cache_salt), std::move(cache_marks));
@@ -291,6 +293,7 @@ NB_MODULE(_runtime, m) {
              p.frequency_penalty = frequency_penalty;
              p.min_tokens = min_tokens;
              p.bad_words = std::move(bad_words);
+             p.top_logprobs = top_logprobs;
              return e.addRequest(std::move(prompt), p, embeddingSegments(embeds));
            },
            "prompt"_a, "max_new_tokens"_a, "temperature"_a, "top_k"_a, "top_p"_a, "min_p"_a, "seed"_a,
@@ -298,7 +301,7 @@ NB_MODULE(_runtime, m) {
            "cache_marks"_a = std::vector<int64_t>{}, "embeds"_a = nb::none(),
            "logit_bias"_a = std::map<int32_t, float>{}, "repetition_penalty"_a = 1.0, "presence_penalty"_a = 0.0,
            "frequency_penalty"_a = 0.0, "min_tokens"_a = 0,
-           "bad_words"_a = std::vector<std::vector<int32_t>>{})
+           "bad_words"_a = std::vector<std::vector<int32_t>>{}, "top_logprobs"_a = 0)
       .def("step", &Engine::step)
       .def("cancel", &Engine::cancel, "id"_a)
       .def("idle", &Engine::idle)

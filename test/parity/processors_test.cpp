@@ -8,6 +8,9 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <cmath>
+
 namespace cbc::test {
 namespace {
 
@@ -51,6 +54,49 @@ TEST(LogitsProcessing, MatchesTransformersProcessors) {
   RunResult together = serve(a, w, o, batch);
   for (size_t i = 0; i < cases.size(); ++i)
     EXPECT_EQ(together.outputs[i].tokens, cases[i].tokens) << "batched: " << cases[i].fields;
+}
+
+// top_logprobs: each step's best ids and their log-probabilities are those of transformers' logits
+// (the fixture's rows, log-softmaxed here), ids compared where the expected gap exceeds the tolerance.
+TEST(LogitsProcessing, TopLogprobsMatchTransformersLogits) {
+  rt::Artefact a = compileArtefact(readFile(fixtureDir("llama") + "/config.json"));
+  rt::WeightSource w;
+  w.checkpoint_dir = fixtureDir("llama");
+  Expected expected = loadExpected("llama");
+  const int64_t vocab = a.meta.vocab_size, K = 5;
+  for (size_t i = 0; i < expected.prompts.size(); ++i) {
+    rt::SamplingParams p;
+    p.max_new_tokens = (int64_t)expected.tokens[i].size();
+    p.ignore_eos = true;
+    p.top_logprobs = K;
+    rt::EngineOptions o;
+    o.threads = 2;
+    RunResult r = serve(a, w, o, {{expected.prompts[i], p}});
+    const rt::RequestOutput &out = r.outputs[0];
+    ASSERT_EQ(out.tokens, expected.tokens[i]);
+    ASSERT_EQ(out.top_logprobs.size(), out.tokens.size());
+    for (size_t s = 0; s < out.tokens.size(); ++s) {
+      const float *row = expected.logits[i].data() + s * vocab;
+      double m = *std::max_element(row, row + vocab), sum = 0;
+      for (int64_t v = 0; v < vocab; ++v)
+        sum += std::exp((double)row[v] - m);
+      std::vector<std::pair<double, int32_t>> ref(vocab);
+      for (int64_t v = 0; v < vocab; ++v)
+        ref[v] = {(double)row[v] - m - std::log(sum), (int32_t)v};
+      std::sort(ref.begin(), ref.end(), [](auto x, auto y) { return x.first > y.first; });
+      const auto &top = out.top_logprobs[s];
+      ASSERT_EQ((int64_t)top.size(), K);
+      EXPECT_EQ(top[0].first, out.tokens[s]);
+      EXPECT_NEAR(out.logprobs[s], top[0].second, 0.0) << "the sampled token's logprob is its top entry's";
+      for (int64_t k = 0; k < K; ++k) {
+        EXPECT_NEAR(top[k].second, ref[k].first, 2 * expected.atol) << "prompt " << i << " step " << s << " rank " << k;
+        bool clear = (k == 0 || ref[k - 1].first - ref[k].first > 4 * expected.atol) &&
+                     ref[k].first - ref[k + 1].first > 4 * expected.atol;
+        if (clear)
+          EXPECT_EQ(top[k].first, ref[k].second) << "prompt " << i << " step " << s << " rank " << k;
+      }
+    }
+  }
 }
 
 } // namespace

@@ -253,6 +253,7 @@ def test_cancel_from_another_thread_ends_a_stream():
     ([1], {"presence_penalty": 3.0}, "presence_penalty must be in [-2, 2]"),
     ([1], {"logit_bias": {256: 1.0}}, "logit_bias names token id 256"),
     ([1], {"min_tokens": 20, "max_new_tokens": 4}, "min_tokens must be in [0, max_new_tokens]"),
+    ([1], {"top_logprobs": 21}, "top_logprobs must be in [0, 20]"),
 ])
 def test_rejected_request_raises_value_error(prompt, kwargs, reason):
     eng = engine("llama")
@@ -638,3 +639,20 @@ def test_logits_processing_argument_errors():
         eng.step()
     outs = {o.id: o.tokens for o in eng.take_finished()}
     assert [outs[i] for i in ids] == [[7, 7, 7], [7, 7, 7]]
+
+
+def test_top_logprobs_in_events_and_outputs():
+    """top_logprobs: each token's best ids with their log-probabilities, best first, in the step's
+    events and in the finished output; the sampled (greedy) token leads."""
+    eng = engine("llama")
+    rid = eng.add_request([5, 17, 200, 33], max_new_tokens=4, top_logprobs=3)
+    events = []
+    while not eng.idle():
+        events += [ev for ev in eng.step() if ev.id == rid]
+    (out,) = eng.take_finished()
+    assert out.top_logprobs == [ev.top_logprobs for ev in events]
+    for token, lp, top in zip(out.tokens, out.logprobs, out.top_logprobs):
+        assert len(top) == 3 and top[0] == (token, lp)
+        assert top[0][1] >= top[1][1] >= top[2][1]
+    with pytest.raises(TypeError, match="top_logprobs must be an int"):
+        eng.add_request([1], top_logprobs=2.0)

@@ -103,6 +103,37 @@ def test_logits_processing_fields(client, tok):
     assert chat.choices[0].message.content == tok.decode([45, 45, 45])
 
 
+def test_top_logprobs(client, tok):
+    """logprobs=N (completions) and top_logprobs (chat): each token's N best alternatives,
+    best first, the sampled (greedy) token first among them, as cbc.Engine reports them."""
+    eng = cbc.Engine(ARTEFACT, MODEL, threads=1, backend="cpu")
+    ids = [5, 17, 200, 33]
+    rid = eng.add_request(ids, max_new_tokens=6, top_logprobs=3, stop_token_ids=[tok.eos_token_id])
+    while not eng.idle():
+        eng.step()
+    (want,) = [o for o in eng.take_finished() if o.id == rid]
+    assert [len(t) for t in want.top_logprobs] == [3] * len(want.tokens)
+    r = client.completions.create(model=NAME, prompt=ids, max_tokens=6, temperature=0, logprobs=3)
+    lp = r.choices[0].logprobs
+    assert lp.token_logprobs == pytest.approx(want.logprobs)
+    for step, (alt, top) in enumerate(zip(lp.top_logprobs, want.top_logprobs)):
+        first = {}
+        for i, v in top:
+            first.setdefault(tok.decode([i]), v)
+        assert alt == pytest.approx(first), step
+        assert max(alt.values()) == pytest.approx(lp.token_logprobs[step])
+    chunks = list(client.completions.create(model=NAME, prompt=ids, max_tokens=6, temperature=0, logprobs=3,
+                                            stream=True))
+    streamed = [d for c in chunks if c.choices[0].logprobs for d in c.choices[0].logprobs.top_logprobs]
+    assert streamed == lp.top_logprobs
+    chat = client.chat.completions.create(model=NAME, messages=[{"role": "user", "content": "hi"}],
+                                          max_tokens=4, temperature=0, logprobs=True, top_logprobs=2)
+    for item in chat.choices[0].logprobs.content:
+        assert len(item.top_logprobs) == 2
+        assert item.top_logprobs[0].logprob == pytest.approx(item.logprob)
+        assert item.top_logprobs[0].logprob >= item.top_logprobs[1].logprob
+
+
 @pytest.mark.parametrize("prompt", PROMPTS[:2])
 def test_completion_stream_equals_non_stream(client, prompt):
     whole = client.completions.create(model=NAME, prompt=prompt, max_tokens=30, temperature=0)
@@ -248,7 +279,7 @@ def test_errors(client):
         (dict(prompt="hi", max_tokens=0), "max_tokens", "invalid_value"),
         (dict(prompt="hi", stop=["a", "b", "c", "d", "e"]), "stop", "invalid_value"),
         (dict(prompt=["a", "b"]), "prompt", "unsupported_value"),
-        (dict(prompt="hi", logprobs=3), "logprobs", "unsupported_value"),
+        (dict(prompt="hi", logprobs=6), "logprobs", "invalid_value"),
         (dict(prompt="hi", presence_penalty=3), "presence_penalty", "invalid_value"),
         (dict(prompt="hi", frequency_penalty=-2.5), "frequency_penalty", "invalid_value"),
         (dict(prompt="hi", logit_bias={"x": 1}), "logit_bias", "invalid_value"),
@@ -273,7 +304,8 @@ def test_chat_errors(client):
         (dict(messages=[{"role": "user", "content": [{"type": "image_url", "image_url": {}}]}]),
          "messages[0].content"),
         (dict(messages=CHATS[0], max_tokens=300), "max_tokens"),
-        (dict(messages=CHATS[0], top_logprobs=2, logprobs=True), "top_logprobs"),
+        (dict(messages=CHATS[0], top_logprobs=2), "top_logprobs"),
+        (dict(messages=CHATS[0], top_logprobs=21, logprobs=True), "top_logprobs"),
     ]
     for kw, param in cases:
         with pytest.raises(openai.BadRequestError) as e:

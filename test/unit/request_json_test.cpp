@@ -135,6 +135,10 @@ TEST(RequestJson, LogitsProcessingFields) {
   expectError(R"({"prompt": [1], "bad_words": [3, 4]})", {"\"bad_words[0]\" must be a list of token ids"});
   expectError(R"({"prompt": [1], "bad_words": {"a": 1}})", {"\"bad_words\" must be a list of token id lists"});
   expectError(R"({"prompt": [1], "bad_words_ids": [[3]]})", {"did you mean \"bad_words\""});
+  EXPECT_EQ(parse(R"({"prompt": [1], "top_logprobs": 20})").params.top_logprobs, 20);
+  EXPECT_TRUE(parse(R"({"prompt": [1], "top_logprobs": 2})").params.wantsLogprobs());
+  expectError(R"({"prompt": [1], "top_logprobs": 21})", {"\"top_logprobs\"", "[0, 20]"});
+  expectError(R"({"prompt": [1], "top_logprobs": true})", {"\"top_logprobs\" must be an integer"});
 }
 
 // "embeds": segments with their source (a file, parsed but not read, or inline base64) and

@@ -70,14 +70,16 @@ const char *kRunAbout =
     "as it finishes: results come in completion order, not input order. A line is a list of token\n"
     "ids or an object {\"prompt\": [...], \"id\": ANY, \"max_new_tokens\": N, \"temperature\": T,\n"
     "\"top_k\": K, \"top_p\": P, \"min_p\": M, \"seed\": S, \"stop_token_ids\": [...],\n"
-    "\"ignore_eos\": B, \"logprobs\": B, \"n\": N, \"cache_salt\": S, \"cache_marks\": [...],\n"
+    "\"ignore_eos\": B, \"logprobs\": B, \"top_logprobs\": K, \"n\": N, \"cache_salt\": S,\n"
+    "\"cache_marks\": [...],\n"
     "\"logit_bias\": {\"ID\": BIAS}, \"repetition_penalty\": R, \"presence_penalty\": P,\n"
     "\"frequency_penalty\": F, \"bad_words\": [[...], ...], \"min_tokens\": M}. The logits pass the\n"
     "bias, the repetition penalty (prompt and output tokens, transformers'\n"
     "RepetitionPenaltyLogitsProcessor), the presence and frequency penalties (output tokens,\n"
     "OpenAI's), the bad words (a sequence's last token where the tokens so far end with the rest of\n"
     "it) and min_tokens (no eos before it), in that order, before sampling; \"logprobs\" then\n"
-    "reports the processed distribution. Every\n"
+    "reports the processed distribution, and \"top_logprobs\" (0 to 20, implying \"logprobs\") the K\n"
+    "most likely ids of it per token, [[id, logprob], ...] best first. Every\n"
     "line gets exactly one result, or one per sequence with \"n\" (each with its \"sequence\", from 0;\n"
     "the n sequences share the prompt's cache): a bad one (malformed, an unknown key, a wrong type\n"
     "or range) is \"rejected\" with an \"error\" naming its line and field, and the others go on.\n"
@@ -287,8 +289,10 @@ json resultLine(const rt::RequestOutput &o, const PromptLine &p) {
     r["id"] = p.request.user_id;
   if (!o.error.empty())
     r["error"] = "line " + std::to_string(p.line) + ": " + o.error;
-  if (p.request.params.logprobs)
+  if (p.request.params.wantsLogprobs())
     r["logprobs"] = o.logprobs;
+  if (p.request.params.top_logprobs > 0)
+    r["top_logprobs"] = o.top_logprobs; // per token: [[id, logprob], ...], best first
   return r;
 }
 
@@ -388,8 +392,10 @@ private:
     for (const rt::TokenEvent &ev : events) {
       const PromptLine &p = lines_.at(ev.id);
       json e = {{"index", p.index}, {"token", ev.token}};
-      if (p.request.params.logprobs)
+      if (p.request.params.wantsLogprobs())
         e["logprob"] = ev.logprob;
+      if (p.request.params.top_logprobs > 0)
+        e["top_logprobs"] = ev.top;
       write(e);
     }
   }
