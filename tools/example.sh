@@ -8,13 +8,15 @@ tools/setup.sh
 BUILD=${BUILD_DIR:-build}
 PYENV=${PYENV:-$BUILD/pyenv}
 export CCACHE_BASEDIR="$PWD"
-ninja -C "$BUILD" cbc
 
 # Prompts are text; `cbc run` reads and writes token ids, so the model's tokenizer.json encodes
-# and decodes them (tokenizers, in the build tree's virtual environment).
+# and decodes them (tokenizers, in the build tree's virtual environment). The venv and the
+# Python package built beside cbc are also what `cbc serve` runs.
 if [ -x tools/setup_python.sh ]; then
   PYENV="$PYENV" tools/setup_python.sh
+  ninja -C "$BUILD" cbc cbc_python
 else
+  ninja -C "$BUILD" cbc
   if [ ! -x "$PYENV/bin/python" ]; then
     python3 -c "import ensurepip" 2>/dev/null || {
       SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"

@@ -447,3 +447,11 @@ def test_cbc_serve_subcommand(server, tmp_path):
                        text=True, timeout=60)
     assert r.returncode == 2
     assert r.stderr.strip().endswith("model folder '%s' does not exist" % (tmp_path / "missing"))
+    # Without $CBC_PYTHON a build tree's cbc runs its own venv (build/pyenv), whose packages
+    # the server needs: the full help, not the fallback.
+    venv = os.path.join(os.path.dirname(os.path.dirname(os.path.realpath(CBC))), "pyenv", "bin", "python")
+    if os.path.exists(venv):
+        env.pop("CBC_PYTHON")
+        env["PATH"] = "/usr/bin:/bin"  # a python3 there lacks the server's packages
+        r = subprocess.run([CBC, "serve", "--help"], env=env, capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0 and "--artefact" in r.stdout, r.stderr

@@ -62,6 +62,14 @@ std::string exeDir() {
   return slash == std::string::npos ? "" : path.substr(0, slash);
 }
 
+// The build tree's virtual environment (tools/setup_python.sh makes <build>/pyenv, where the
+// server's dependencies are installed), when this cbc runs from a build tree that has one.
+std::string buildTreeInterpreter() {
+  std::string dir = exeDir();
+  std::string python = dir.empty() ? "" : dir + "/../pyenv/bin/python";
+  return !python.empty() && ::access(python.c_str(), X_OK) == 0 ? python : "";
+}
+
 // Puts the build tree's package first on PYTHONPATH, when this cbc runs from a build tree.
 void addBuildTreePackage() {
   std::string dir = exeDir();
@@ -80,9 +88,11 @@ void addBuildTreePackage() {
 namespace cbc::cli {
 
 int serveMain(int argc, char **argv) {
+  // $CBC_PYTHON, else the build tree's venv, else python3 on PATH.
   const char *python = std::getenv("CBC_PYTHON");
+  std::string venv = buildTreeInterpreter();
   if (!python || !*python)
-    python = "python3";
+    python = venv.empty() ? "python3" : venv.c_str();
   addBuildTreePackage();
   std::vector<char *> args;
   std::string prog = python, dashC = "-c", bootstrap = kBootstrap, fallback = kFallbackHelp;
