@@ -264,6 +264,29 @@ Params writeStateParams(fbs::FlatBufferBuilder &fbb, Operation &op) {
       .Default([&](Operation *other) { return writeSparseAttentionParams(fbb, *other); });
 }
 
+// The residual-stream and collective ops' tables; any other op goes on to the state mixers.
+Params writeStreamParams(fbs::FlatBufferBuilder &fbb, Operation &op) {
+  using P = fb::OpParams;
+  return llvm::TypeSwitch<Operation *, Params>(&op)
+      .Case([&](AllReduceOp o) { return params(P::CommParams, fb::CreateCommParams(fbb, o.getRanks())); })
+      .Case([&](AllGatherOp o) { return params(P::CommParams, fb::CreateCommParams(fbb, o.getRanks())); })
+      .Case([&](StreamHcWeightsOp o) {
+        return params(P::HcWeightsParams,
+                      fb::CreateHcWeightsParams(fbb, toFb(o.getKind()), o.getStreams(), f64(o.getMagnitudeAttr()),
+                                                f64(o.getEpsAttr()), f64(o.getPostEpsAttr()), o.getSinkhornIters()));
+      })
+      .Case([&](StreamCollapseOp o) {
+        return params(P::StreamParams, fb::CreateStreamParams(fbb, o.getCount(), o.getOffset(), false));
+      })
+      .Case([&](StreamExpandOp o) {
+        return params(P::StreamParams, fb::CreateStreamParams(fbb, o.getCount(), o.getOffset(), o.getComb()));
+      })
+      .Case([&](StreamAttendOp o) {
+        return params(P::StreamAttendParams, fb::CreateStreamAttendParams(fbb, o.getCount(), f64(o.getEpsAttr())));
+      })
+      .Default([&](Operation *other) { return writeStateParams(fbb, *other); });
+}
+
 // One case per op with attributes; the others carry no table.
 Params writeParams(fbs::FlatBufferBuilder &fbb, Operation &op) {
   using P = fb::OpParams;
@@ -290,9 +313,6 @@ Params writeParams(fbs::FlatBufferBuilder &fbb, Operation &op) {
       .Case([&](L2ClipOp o) {
         return params(P::L2ClipParams,
                       fb::CreateL2ClipParams(fbb, o.getGroup(), f64(o.getThresholdAttr()), f64(o.getEpsAttr())));
-      })
-      .Case([&](StreamAttendOp o) {
-        return params(P::StreamAttendParams, fb::CreateStreamAttendParams(fbb, o.getCount(), f64(o.getEpsAttr())));
       })
       .Case([&](HeadPadOp o) {
         return params(P::HeadPadParams, fb::CreateHeadPadParams(fbb, o.getHeads(), o.getWidth(), f64(o.getValueAttr())));
@@ -372,20 +392,7 @@ Params writeParams(fbs::FlatBufferBuilder &fbb, Operation &op) {
                       fb::CreateMoeExpertsParams(fbb, glu, o.getUngated(), o.getIdentityExperts(),
                                                  o.getScaleInput(), o.getNullExperts(), o.getExpertRanks()));
       })
-      .Case([&](AllReduceOp o) { return params(P::CommParams, fb::CreateCommParams(fbb, o.getRanks())); })
-      .Case([&](AllGatherOp o) { return params(P::CommParams, fb::CreateCommParams(fbb, o.getRanks())); })
-      .Case([&](StreamHcWeightsOp o) {
-        return params(P::HcWeightsParams,
-                      fb::CreateHcWeightsParams(fbb, toFb(o.getKind()), o.getStreams(), f64(o.getMagnitudeAttr()),
-                                                f64(o.getEpsAttr()), f64(o.getPostEpsAttr()), o.getSinkhornIters()));
-      })
-      .Case([&](StreamCollapseOp o) {
-        return params(P::StreamParams, fb::CreateStreamParams(fbb, o.getCount(), o.getOffset(), false));
-      })
-      .Case([&](StreamExpandOp o) {
-        return params(P::StreamParams, fb::CreateStreamParams(fbb, o.getCount(), o.getOffset(), o.getComb()));
-      })
-      .Default([&](Operation *other) { return writeStateParams(fbb, *other); });
+      .Default([&](Operation *other) { return writeStreamParams(fbb, *other); });
 }
 
 // ---- the program --------------------------------------------------------------------------
