@@ -644,6 +644,9 @@ void buildStepBatch(const StepPlan &plan, CacheCoordinator &cache, StepBatch &b,
     if (b.key_ends_needed)
       keyEnds(q, c.start, c.count, b);
     b.kv_lens[r] = (int32_t)(c.start + c.count);
+    int32_t chunkStart = t - (int32_t)c.count;
+    for (int64_t p = promptRowsFrom(q, c.start), e = p + c.prompt_rows; p < e; ++p)
+      b.logit_rows.push_back(chunkStart + (int32_t)(p - c.start));
     if (c.sample)
       b.logit_rows.push_back(t - 1);
     b.prompt_lens[r] = (int32_t)q.prompt.size();
@@ -661,6 +664,20 @@ void buildStepBatch(const StepPlan &plan, CacheCoordinator &cache, StepBatch &b,
     componentMajor(b.rope_positions, scratch);
   }
 }
+
+namespace {
+
+// Prompt tokens' log-probabilities from `rows` logit rows, the next ones r has not recorded.
+void recordPromptLogprobs(Request &r, const float *logits, int64_t rows, int64_t vocab) {
+  for (int64_t i = 0; i < rows; ++i) {
+    int64_t next = (int64_t)r.prompt_logprobs.size() + 1; // the token this row predicts
+    Sample s = scoreToken(logits + i * vocab, vocab, r.prompt[next], r.params.prompt_logprobs);
+    r.prompt_logprobs.push_back(s.logprob);
+    r.prompt_top_logprobs.push_back(std::move(s.top));
+  }
+}
+
+} // namespace
 
 std::vector<TokenEvent> Engine::step() {
   std::vector<TokenEvent> events;
@@ -693,8 +710,9 @@ std::vector<TokenEvent> Engine::step() {
   // Greedy rows that want neither logprobs nor logits can be sampled on the device.
   bool deviceGreedy = true;
   for (const ScheduledChunk &c : plan.chunks)
-    if (c.sample && (c.request->params.temperature != 0 || c.request->params.wantsLogprobs() ||
-                     c.request->params.keep_logits || c.request->params.processesLogits()))
+    if (c.prompt_rows > 0 ||
+        (c.sample && (c.request->params.temperature != 0 || c.request->params.wantsLogprobs() ||
+                      c.request->params.keep_logits || c.request->params.processesLogits())))
       deviceGreedy = false;
   deviceGreedy = deviceGreedy && backend_->runGreedy(*batch_, greedy_);
   if (!deviceGreedy) {
@@ -713,6 +731,10 @@ std::vector<TokenEvent> Engine::step() {
   const ModelMeta &meta = artefact_->meta;
   int64_t vocab = meta.vocab_size, row = 0;
   for (const ScheduledChunk &c : plan.chunks) {
+    if (c.prompt_rows > 0) {
+      recordPromptLogprobs(*c.request, logits_.data() + row * vocab, c.prompt_rows, vocab);
+      row += c.prompt_rows;
+    }
     if (!c.sample)
       continue;
     Request *r = c.request;
@@ -768,6 +790,8 @@ std::vector<RequestOutput> Engine::take_finished() {
     o.logprobs = std::move(r.logprobs);
     o.top_logprobs = std::move(r.top_logprobs);
     o.logits = std::move(r.logits);
+    o.prompt_logprobs = std::move(r.prompt_logprobs);
+    o.prompt_top_logprobs = std::move(r.prompt_top_logprobs);
     o.finish = r.finish;
     o.error = r.error;
     o.ttft_s = r.first_token_time > 0 ? r.first_token_time - r.arrival_time : 0;

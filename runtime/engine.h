@@ -87,6 +87,9 @@ struct RequestOutput {
   std::vector<float> logprobs;
   std::vector<std::vector<std::pair<int32_t, float>>> top_logprobs; // per token, with top_logprobs
   std::vector<std::vector<float>> logits;
+  // With prompt_logprobs: prompt tokens 1.. (the first has none); a fork's are its parent's.
+  std::vector<float> prompt_logprobs;
+  std::vector<std::vector<std::pair<int32_t, float>>> prompt_top_logprobs;
   FinishReason finish = FinishReason::None;
   std::string error;
   double ttft_s = 0, latency_s = 0;

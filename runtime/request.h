@@ -24,6 +24,10 @@ struct SamplingParams {
   bool logprobs = false;    // report the log-probability of each sampled token
   int64_t top_logprobs = 0; // and that many most likely ids of each row with theirs (implies logprobs)
   bool keep_logits = false; // keep every sampled row's logits (tests and debugging)
+  // The prompt's own log-probabilities (OpenAI's echo with logprobs): -1 none; k >= 0 the
+  // log-probability of each prompt token after the first under the model's raw logits, with the
+  // k most likely ids of its row. Such a request computes its whole prompt (no prefix-cache hit).
+  int64_t prompt_logprobs = -1;
   // Prefix caching: a salt keeps the request's cached blocks apart from those of other salts
   // (tenants); marks are prompt positions (a chat message's start) where a state snapshot is
   // worth keeping.
@@ -45,6 +49,7 @@ struct SamplingParams {
   std::vector<std::vector<int32_t>> bad_words;
   int64_t min_tokens = 0;
   bool wantsLogprobs() const { return logprobs || top_logprobs > 0; }
+  bool wantsPromptLogprobs() const { return prompt_logprobs >= 0; }
   bool processesLogits() const {
     return !logit_bias.empty() || repetition_penalty != 1.0 || presence_penalty != 0 || frequency_penalty != 0 ||
            !bad_words.empty() || min_tokens > 0;
@@ -96,6 +101,10 @@ struct Request {
   std::vector<float> logprobs;
   std::vector<std::vector<std::pair<int32_t, float>>> top_logprobs; // per token, with top_logprobs
   std::vector<std::vector<float>> logits;
+  // With params.prompt_logprobs: entry i is prompt token i + 1's, from the logits of row i. A
+  // recompute after preemption skips the rows already recorded.
+  std::vector<float> prompt_logprobs;
+  std::vector<std::vector<std::pair<int32_t, float>>> prompt_top_logprobs;
   int64_t computed = 0; // positions [0, computed) are in the cache
   int32_t slot = -1;    // the cache slot while the request holds one
   RequestStatus status = RequestStatus::Waiting;

@@ -277,6 +277,8 @@ std::string readField(const std::string &key, const json &v, ParsedRequest &p) {
     return readBool(v, key, s.logprobs);
   if (key == "top_logprobs")
     return readInt(v, key, 0, kMaxTopLogprobs, s.top_logprobs);
+  if (key == "prompt_logprobs")
+    return readInt(v, key, 0, kMaxTopLogprobs, s.prompt_logprobs);
   if (key == "n")
     return readInt(v, key, 1, 1024, s.n);
   if (key == "cache_salt") {

@@ -18,6 +18,8 @@ std::string validateSampling(const SamplingParams &p) {
     return "min_p must be in [0, 1]";
   if (p.top_logprobs < 0 || p.top_logprobs > kMaxTopLogprobs)
     return "top_logprobs must be in [0, " + std::to_string(kMaxTopLogprobs) + "]";
+  if (p.prompt_logprobs < -1 || p.prompt_logprobs > kMaxTopLogprobs)
+    return "prompt_logprobs must be -1 (none) or in [0, " + std::to_string(kMaxTopLogprobs) + "]";
   if (p.max_new_tokens < 1)
     return "max_new_tokens must be >= 1";
   return "";
@@ -69,6 +71,13 @@ Sample sampleToken(const float *logits, int64_t vocab, const SamplingParams &p, 
     s.logprob = logSoftmaxAt(logits, vocab, s.token);
   if (p.top_logprobs > 0)
     s.top = topLogprobs(logits, vocab, p.top_logprobs);
+  return s;
+}
+
+Sample scoreToken(const float *logits, int64_t vocab, int32_t token, int64_t top) {
+  Sample s{token, logSoftmaxAt(logits, vocab, token), {}};
+  if (top > 0)
+    s.top = topLogprobs(logits, vocab, top);
   return s;
 }
 

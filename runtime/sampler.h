@@ -31,6 +31,8 @@ std::string validateSampling(const SamplingParams &p);
 Sample sampleToken(const float *logits, int64_t vocab, const SamplingParams &p, int64_t step);
 // The token alone.
 Sample drawToken(const float *logits, int64_t vocab, const SamplingParams &p, int64_t step);
+// A given token's log-probability in the row, with the row's `top` most likely ids.
+Sample scoreToken(const float *logits, int64_t vocab, int32_t token, int64_t top);
 
 } // namespace cbc::rt
 

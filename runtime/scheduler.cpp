@@ -65,6 +65,7 @@ void Scheduler::preempt(Request *victim, StepPlan &plan, int64_t &budget) {
   if (it != plan.chunks.end()) {
     budget += it->count;
     plan.tokens -= it->count;
+    plan.extra_logit_rows -= extraRows(*it);
     plan.chunks.erase(it);
   }
   // Swap: save the units to host memory when there is room, and resume where it stopped.
@@ -118,6 +119,7 @@ void Scheduler::schedule(StepPlan &plan) {
   plan.swap_out.clear();
   plan.swap_in.clear();
   plan.tokens = 0;
+  plan.extra_logit_rows = 0;
   int64_t budget = options_.max_batch_tokens;
   scheduleRunning(plan, budget);
   // Blocks this step's chunks will publish: a waiting request whose next uncached block is one
@@ -127,7 +129,7 @@ void Scheduler::schedule(StepPlan &plan) {
     markInFlight(c);
   // Admission, FIFO: a request that does not fit blocks the ones behind it; one that waits for
   // a block another computes now lets them pass.
-  for (size_t i = 0; i < waiting_.size() && budget > 0 && (int64_t)plan.chunks.size() < options_.max_requests;) {
+  for (size_t i = 0; i < waiting_.size() && budget > 0 && !full(plan);) {
     Admission a = admit(waiting_[i], plan, budget);
     if (a == Admission::Stop)
       break;
@@ -159,15 +161,40 @@ void Scheduler::scheduleRunning(StepPlan &plan, int64_t &budget) {
   for (Request *r : order) {
     if (r->status != RequestStatus::Running)
       continue; // preempted earlier in this loop
-    if (budget == 0 || (int64_t)plan.chunks.size() >= options_.max_requests)
+    if (budget == 0 || full(plan))
       break;
-    int64_t count = chunkFor(r, budget);
+    int64_t count = chunkFor(r, budget, plan);
     if (count == 0 || !tryReserve(r, count, plan, budget))
       continue;
-    plan.chunks.push_back({r, r->computed, count, r->computed + count == r->total()});
-    plan.tokens += count;
-    budget -= count;
+    addChunk(plan, r, count, budget);
   }
+}
+
+bool Scheduler::full(const StepPlan &plan) const {
+  return (int64_t)plan.chunks.size() + plan.extra_logit_rows >= options_.max_requests;
+}
+
+void Scheduler::addChunk(StepPlan &plan, Request *r, int64_t count, int64_t &budget) {
+  int64_t rows = promptRows(*r, r->computed, count);
+  plan.chunks.push_back({r, r->computed, count, r->computed + count == r->total(), rows});
+  plan.tokens += count;
+  plan.extra_logit_rows += extraRows(plan.chunks.back());
+  budget -= count;
+}
+
+int64_t extraRows(const ScheduledChunk &c) {
+  return c.prompt_rows > 0 ? c.prompt_rows + (c.sample ? 1 : 0) - 1 : 0;
+}
+
+int64_t promptRowsFrom(const Request &r, int64_t start) {
+  return std::max<int64_t>(start, (int64_t)r.prompt_logprobs.size());
+}
+
+int64_t promptRows(const Request &r, int64_t start, int64_t count) {
+  if (!r.params.wantsPromptLogprobs())
+    return 0;
+  int64_t end = std::min<int64_t>(start + count, (int64_t)r.prompt.size() - 1);
+  return std::max<int64_t>(0, end - promptRowsFrom(r, start));
 }
 
 Scheduler::Admission Scheduler::admit(Request *r, StepPlan &plan, int64_t &budget) {
@@ -193,7 +220,7 @@ Scheduler::Admission Scheduler::admit(Request *r, StepPlan &plan, int64_t &budge
       return Admission::Deferred;
     }
   }
-  int64_t count = chunkFor(r, budget);
+  int64_t count = chunkFor(r, budget, plan);
   if (count == 0 || !cache_.allocate(r->slot, r->computed + count)) {
     if (newSlot) {
       releaseCache(r);
@@ -214,9 +241,7 @@ Scheduler::Admission Scheduler::admit(Request *r, StepPlan &plan, int64_t &budge
   running_.insert(std::upper_bound(running_.begin(), running_.end(), r,
                                    [](Request *a, Request *b) { return a->arrival < b->arrival; }),
                   r);
-  plan.chunks.push_back({r, r->computed, count, r->computed + count == r->total()});
-  plan.tokens += count;
-  budget -= count;
+  addChunk(plan, r, count, budget);
   markInFlight(plan.chunks.back());
   return Admission::Admitted;
 }
@@ -265,13 +290,18 @@ void Scheduler::commit(const StepPlan &plan) {
 }
 
 bool Scheduler::cacheable(const Request *r) const {
-  return options_.prefix_caching && cache_.cachesPrefixes() &&
+  // A request that wants its prompt's logprobs computes every prompt row.
+  return options_.prefix_caching && cache_.cachesPrefixes() && !r->params.wantsPromptLogprobs() &&
          (options_.length_dependent_above == 0 || (int64_t)r->prompt.size() <= options_.length_dependent_above);
 }
 
-int64_t Scheduler::chunkFor(const Request *r, int64_t budget) const {
+int64_t Scheduler::chunkFor(const Request *r, int64_t budget, const StepPlan &plan) const {
   int64_t count = std::min(r->remaining(), budget);
   int64_t end = r->computed + count;
+  // Each prompt row wanting logits takes one of the step's logit rows, as a sample row does.
+  int64_t allowed = options_.max_requests - (int64_t)plan.chunks.size() - plan.extra_logit_rows;
+  if (promptRows(*r, r->computed, count) + (end == r->total() ? 1 : 0) > allowed)
+    end = promptRowsFrom(*r, r->computed) + std::max<int64_t>(allowed, 0);
   if (!r->forks.empty() && r->computed < (int64_t)r->prompt.size() - 1)
     end = std::min<int64_t>(end, (int64_t)r->prompt.size() - 1);
   for (int64_t at : r->snapshot_at)
@@ -349,6 +379,8 @@ void Scheduler::afterCommit(Request *r) {
 void Scheduler::forkChildren(Request *parent) {
   for (Request *child : parent->forks) {
     child->fork_parent = nullptr;
+    child->prompt_logprobs = parent->prompt_logprobs; // the same prompt: the parent's rows
+    child->prompt_top_logprobs = parent->prompt_top_logprobs;
     int32_t slot = cache_.acquireSlot();
     if (slot < 0 || !cache_.forkPending(parent->slot, slot)) {
       if (slot >= 0)

@@ -58,11 +58,22 @@ struct ScheduledChunk {
   int64_t start;  // first position processed this step
   int64_t count;  // tokens processed this step
   bool sample;    // the chunk reaches the end of the known tokens: sample the next one
+  // Rows before the sample row whose logits the request wants (its prompt logprobs): positions
+  // [start + count - prompt_rows - (sample ? 1 : 0), ...) of the chunk, see promptRows.
+  int64_t prompt_rows = 0;
 };
+
+// The prompt rows a chunk of `r` covering [start, start + count) reads logits from: those before
+// the prompt's last row whose prompt log-probability is not recorded yet.
+int64_t promptRowsFrom(const Request &r, int64_t start);
+int64_t promptRows(const Request &r, int64_t start, int64_t count);
+// The logit rows a chunk takes beyond one.
+int64_t extraRows(const ScheduledChunk &c);
 
 struct StepPlan {
   std::vector<ScheduledChunk> chunks;
   int64_t tokens = 0;
+  int64_t extra_logit_rows = 0; // logit rows beyond one per chunk (chunks with prompt_rows)
   std::vector<Request *> preempted; // requests sent back to the queue in this step
   // Before the step runs: save these (preempted in this step) to host memory, then load these
   // (resumed in this step) back.
@@ -97,8 +108,12 @@ private:
   enum class Admission { Admitted, Deferred, Stop };
   Admission admit(Request *r, StepPlan &plan, int64_t &budget);
   // The tokens the request's next chunk may take: its remaining ones within the budget, ending
-  // at its next snapshot position or fork point.
-  int64_t chunkFor(const Request *r, int64_t budget) const;
+  // at its next snapshot position or fork point, and with prompt logprobs where the step's
+  // logit rows run out.
+  int64_t chunkFor(const Request *r, int64_t budget, const StepPlan &plan) const;
+  // The step holds as many chunks, or logit rows, as the backend takes.
+  bool full(const StepPlan &plan) const;
+  void addChunk(StepPlan &plan, Request *r, int64_t count, int64_t &budget);
   // A request just given a slot starts from the longest cached prefix of its tokens.
   void admitFromCache(Request *r);
   bool cacheable(const Request *r) const;

@@ -67,6 +67,9 @@ class RequestOutput:
     parent: Optional[int] = None    # a fork (n > 1): the id of the request it forked from
     fork_index: int = 0             # 0 for the parent, 1..n-1 for its forks
     top_logprobs: list = field(default_factory=list)  # per token, with top_logprobs: [(id, logprob), ...]
+    # With prompt_logprobs: each prompt token's after the first, and its row's most likely ids.
+    prompt_logprobs: list = field(default_factory=list)
+    prompt_top_logprobs: list = field(default_factory=list)
 
 
 @dataclass
@@ -201,7 +204,8 @@ class Engine:
                     cache_marks: Iterable[int] = (), embeds: Optional[Sequence] = None,
                     logit_bias: Optional[dict] = None, repetition_penalty: float = 1.0,
                     presence_penalty: float = 0.0, frequency_penalty: float = 0.0, min_tokens: int = 0,
-                    bad_words: Optional[Sequence[Sequence[int]]] = None, top_logprobs: int = 0) -> int:
+                    bad_words: Optional[Sequence[Sequence[int]]] = None, top_logprobs: int = 0,
+                    prompt_logprobs: Optional[int] = None) -> int:
         """Queues a request and returns its id; a rejected request raises ValueError(reason).
         The engine processes the logits before sampling, in this order: logit_bias ({token id:
         bias}) adds to them, repetition_penalty divides the positive logits of the prompt's and
@@ -211,6 +215,9 @@ class Engine:
         where the prompt and output end with the rest of it, and min_tokens holds the eos ids
         back for that many tokens. top_logprobs (0 to 20, implying logprobs) reports, per token,
         that many most likely ids of the processed row with their log-probabilities.
+        prompt_logprobs (0 to 20; None: off) reports the raw log-probability of each prompt token
+        after the first, with that many most likely ids of its row (such a prompt is computed
+        whole, never taken from the prefix cache).
         embeds (a multimodal model's decoder, embedding_width > 0): EmbeddingSegments (or
         (start, data[, grid[, modality]]) tuples), ascending and disjoint, whose rows replace those prompt
         rows' token embeddings.
@@ -221,7 +228,8 @@ class Engine:
         with self._lock:
             processing = dict(logit_bias=logit_bias, repetition_penalty=repetition_penalty,
                               presence_penalty=presence_penalty, frequency_penalty=frequency_penalty,
-                              min_tokens=min_tokens, bad_words=bad_words, top_logprobs=top_logprobs)
+                              min_tokens=min_tokens, bad_words=bad_words, top_logprobs=top_logprobs,
+                              prompt_logprobs=prompt_logprobs)
             rid, err, _ = self._add(prompt_ids, max_new_tokens, temperature, top_k, top_p, min_p, seed,
                                     stop_token_ids, ignore_eos, logprobs, n, cache_salt, cache_marks,
                                     embeds, processing)
@@ -595,7 +603,7 @@ def _settings(config, max_new_tokens, do_sample, temperature, top_k, top_p, eos_
 
 # The logits processing (and the top log-probabilities) add_request takes, with its defaults.
 _PROCESSING = dict(logit_bias=None, repetition_penalty=1.0, presence_penalty=0.0, frequency_penalty=0.0,
-                   min_tokens=0, bad_words=None, top_logprobs=0)
+                   min_tokens=0, bad_words=None, top_logprobs=0, prompt_logprobs=None)
 
 
 def _processing(given: dict) -> dict:
@@ -616,7 +624,11 @@ def _processing(given: dict) -> dict:
                                                   for w in words):
         raise TypeError("bad_words must be a list of token id sequences")
     out["bad_words"] = [[int(t) for t in w] for w in words]
-    for name in ("min_tokens", "top_logprobs"):
+    if out["prompt_logprobs"] is None:
+        out["prompt_logprobs"] = -1
+    elif isinstance(out["prompt_logprobs"], int) and out["prompt_logprobs"] < 0:
+        raise ValueError("prompt_logprobs must be None (off) or in [0, 20]")
+    for name in ("min_tokens", "top_logprobs", "prompt_logprobs"):
         if isinstance(out[name], bool) or not isinstance(out[name], int):
             raise TypeError(f"{name} must be an int, got {type(out[name]).__name__}")
     return out

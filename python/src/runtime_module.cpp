@@ -108,7 +108,7 @@ public:
   }
 
   // [(id, prompt, tokens, logprobs, finish_reason, error, ttft_s, latency_s, preemptions,
-  //   cached_tokens, parent, fork_index, top_logprobs)]
+  //   cached_tokens, parent, fork_index, top_logprobs, prompt_logprobs, prompt_top_logprobs)]
   nb::list takeFinished() {
     std::vector<cbc::rt::RequestOutput> done;
     {
@@ -122,7 +122,8 @@ public:
       out.append(nb::make_tuple(o.id, nb::cast(o.prompt), nb::cast(o.tokens), nb::cast(o.logprobs),
                                 reasonName(o.finish), error, o.ttft_s, o.latency_s, o.preemptions,
                                 o.cached_tokens, o.parent >= 0 ? nb::object(nb::int_(o.parent)) : nb::none(),
-                                o.fork_index, nb::cast(o.top_logprobs)));
+                                o.fork_index, nb::cast(o.top_logprobs), nb::cast(o.prompt_logprobs),
+                                nb::cast(o.prompt_top_logprobs)));
     }
     return out;
   }
@@ -283,7 +284,7 @@ NB_MODULE(_runtime, m) {
               bool logprobs, int64_t n, std::string cache_salt, std::vector<int64_t> cache_marks, nb::handle embeds,
               std::map<int32_t, float> logit_bias, double repetition_penalty, double presence_penalty,
               double frequency_penalty, int64_t min_tokens, std::vector<std::vector<int32_t>> bad_words,
-              int64_t top_logprobs) {
+              int64_t top_logprobs, int64_t prompt_logprobs) {
              cbc::rt::SamplingParams p =
                  samplingParams(max_new_tokens, temperature, top_k, top_p, min_p, seed, std::move(stop_token_ids),
                                 ignore_eos, logprobs, n, std::move(cache_salt), std::move(cache_marks));
@@ -294,6 +295,7 @@ NB_MODULE(_runtime, m) {
              p.min_tokens = min_tokens;
              p.bad_words = std::move(bad_words);
              p.top_logprobs = top_logprobs;
+             p.prompt_logprobs = prompt_logprobs;
              return e.addRequest(std::move(prompt), p, embeddingSegments(embeds));
            },
            "prompt"_a, "max_new_tokens"_a, "temperature"_a, "top_k"_a, "top_p"_a, "min_p"_a, "seed"_a,
@@ -301,7 +303,8 @@ NB_MODULE(_runtime, m) {
            "cache_marks"_a = std::vector<int64_t>{}, "embeds"_a = nb::none(),
            "logit_bias"_a = std::map<int32_t, float>{}, "repetition_penalty"_a = 1.0, "presence_penalty"_a = 0.0,
            "frequency_penalty"_a = 0.0, "min_tokens"_a = 0,
-           "bad_words"_a = std::vector<std::vector<int32_t>>{}, "top_logprobs"_a = 0)
+           "bad_words"_a = std::vector<std::vector<int32_t>>{}, "top_logprobs"_a = 0,
+           "prompt_logprobs"_a = -1)
       .def("step", &Engine::step)
       .def("cancel", &Engine::cancel, "id"_a)
       .def("idle", &Engine::idle)

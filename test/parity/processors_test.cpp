@@ -99,5 +99,66 @@ TEST(LogitsProcessing, TopLogprobsMatchTransformersLogits) {
   }
 }
 
+// prompt_logprobs: with each fixture prompt extended by its greedy tokens but the last, the
+// extension's prompt log-probabilities are transformers' logits rows at those steps (log-softmaxed
+// here), alone, batched with chunked prefill and a step's logit rows scarce (max_requests 3), and
+// again after the same prompt was cached (such a request takes nothing from the prefix cache).
+TEST(LogitsProcessing, PromptLogprobsMatchTransformersLogits) {
+  rt::Artefact a = compileArtefact(readFile(fixtureDir("llama") + "/config.json"));
+  rt::WeightSource w;
+  w.checkpoint_dir = fixtureDir("llama");
+  Expected expected = loadExpected("llama");
+  const int64_t vocab = a.meta.vocab_size, K = 3;
+  std::vector<cbc::test::Run> runs;
+  for (size_t i = 0; i < expected.prompts.size(); ++i) {
+    rt::SamplingParams p;
+    p.max_new_tokens = 1;
+    p.ignore_eos = true;
+    p.prompt_logprobs = K;
+    std::vector<int32_t> prompt = expected.prompts[i];
+    prompt.insert(prompt.end(), expected.tokens[i].begin(), expected.tokens[i].end() - 1);
+    runs.push_back({prompt, p});
+  }
+  // outputs[k] answers runs[first + k].
+  auto check = [&](const RunResult &r, const std::string &how, size_t first = 0) {
+    for (size_t k = 0; k < r.outputs.size(); ++k) {
+      size_t i = first + k;
+      const rt::RequestOutput &out = r.outputs[k];
+      size_t P = expected.prompts[i].size(), S = expected.tokens[i].size();
+      ASSERT_EQ(out.prompt_logprobs.size(), runs[i].prompt.size() - 1) << how;
+      ASSERT_EQ(out.prompt_top_logprobs.size(), out.prompt_logprobs.size()) << how;
+      EXPECT_EQ(out.cached_tokens, 0) << how;
+      EXPECT_EQ(out.tokens, std::vector<int32_t>{expected.tokens[i].back()}) << how;
+      for (size_t s = 0; s + 1 < S; ++s) {
+        const float *row = expected.logits[i].data() + s * vocab;
+        double m = *std::max_element(row, row + vocab), sum = 0;
+        for (int64_t v = 0; v < vocab; ++v)
+          sum += std::exp((double)row[v] - m);
+        size_t at = P - 1 + s; // the entry of prompt token P + s, which row s predicted
+        int32_t token = expected.tokens[i][s];
+        EXPECT_NEAR(out.prompt_logprobs[at], row[token] - m - std::log(sum), 2 * expected.atol)
+            << how << " prompt " << i << " step " << s;
+        const auto &top = out.prompt_top_logprobs[at];
+        ASSERT_EQ((int64_t)top.size(), K);
+        EXPECT_EQ(top[0].first, token) << how << " prompt " << i << " step " << s; // greedy: the best
+        EXPECT_EQ(top[0].second, out.prompt_logprobs[at]);
+      }
+    }
+  };
+  rt::EngineOptions o;
+  o.threads = 2;
+  for (size_t i = 0; i < runs.size(); ++i)
+    check(serve(a, w, o, {runs[i]}), "alone", i);
+  o.max_batch_tokens = 7;
+  o.max_requests = 3;
+  check(serve(a, w, o, runs), "batched, 3 logit rows a step");
+  std::vector<cbc::test::Run> twice = runs;
+  for (cbc::test::Run &r : twice)
+    r.arrive_at_step = 200; // after the first copies are done and their blocks cached
+  twice.insert(twice.begin(), runs.begin(), runs.end());
+  RunResult r = serve(a, w, o, twice);
+  check(RunResult{{r.outputs.begin() + (std::ptrdiff_t)runs.size(), r.outputs.end()}, r.stats}, "after caching");
+}
+
 } // namespace
 } // namespace cbc::test

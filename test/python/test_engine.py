@@ -254,6 +254,8 @@ def test_cancel_from_another_thread_ends_a_stream():
     ([1], {"logit_bias": {256: 1.0}}, "logit_bias names token id 256"),
     ([1], {"min_tokens": 20, "max_new_tokens": 4}, "min_tokens must be in [0, max_new_tokens]"),
     ([1], {"top_logprobs": 21}, "top_logprobs must be in [0, 20]"),
+    ([1], {"prompt_logprobs": 21}, "prompt_logprobs must be -1 (none) or in [0, 20]"),
+    ([1], {"prompt_logprobs": -1}, "prompt_logprobs must be None (off) or in [0, 20]"),
 ])
 def test_rejected_request_raises_value_error(prompt, kwargs, reason):
     eng = engine("llama")
@@ -656,3 +658,27 @@ def test_top_logprobs_in_events_and_outputs():
         assert top[0][1] >= top[1][1] >= top[2][1]
     with pytest.raises(TypeError, match="top_logprobs must be an int"):
         eng.add_request([1], top_logprobs=2.0)
+
+
+def test_prompt_logprobs_equal_the_generated_tokens_logprobs():
+    """prompt_logprobs: a prompt extended by a request's greedy tokens gets, for those tokens,
+    the log-probabilities and best ids that request reported while generating them; the first
+    prompt token has none, and the prefix cache is not used."""
+    eng = engine("llama")
+    first = eng.add_request([5, 17, 200, 33], max_new_tokens=5, top_logprobs=2, ignore_eos=True)
+    while not eng.idle():
+        eng.step()
+    (gen,) = eng.take_finished()
+    assert gen.id == first and gen.prompt_logprobs == []
+    prompt = [5, 17, 200, 33] + gen.tokens[:-1]
+    rid = eng.add_request(prompt, max_new_tokens=1, prompt_logprobs=2, ignore_eos=True)
+    while not eng.idle():
+        eng.step()
+    (out,) = eng.take_finished()
+    assert out.id == rid and out.tokens == gen.tokens[-1:] and out.cached_tokens == 0
+    assert len(out.prompt_logprobs) == len(prompt) - 1 == len(out.prompt_top_logprobs)
+    assert out.prompt_logprobs[3:] == pytest.approx(gen.logprobs[:-1], abs=1e-4)
+    for top, want in zip(out.prompt_top_logprobs[3:], gen.top_logprobs):
+        assert [t for t, _ in top] == [t for t, _ in want]
+    with pytest.raises(TypeError, match="prompt_logprobs must be an int"):
+        eng.add_request([1], prompt_logprobs=1.5)

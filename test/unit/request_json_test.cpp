@@ -139,6 +139,9 @@ TEST(RequestJson, LogitsProcessingFields) {
   EXPECT_TRUE(parse(R"({"prompt": [1], "top_logprobs": 2})").params.wantsLogprobs());
   expectError(R"({"prompt": [1], "top_logprobs": 21})", {"\"top_logprobs\"", "[0, 20]"});
   expectError(R"({"prompt": [1], "top_logprobs": true})", {"\"top_logprobs\" must be an integer"});
+  EXPECT_EQ(parse(R"({"prompt": [1, 2], "prompt_logprobs": 3})").params.prompt_logprobs, 3);
+  EXPECT_FALSE(parse(R"({"prompt": [1, 2]})").params.wantsPromptLogprobs());
+  expectError(R"({"prompt": [1], "prompt_logprobs": -1})", {"\"prompt_logprobs\"", "[0, 20]"});
 }
 
 // "embeds": segments with their source (a file, parsed but not read, or inline base64) and

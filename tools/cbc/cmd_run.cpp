@@ -79,7 +79,9 @@ const char *kRunAbout =
     "OpenAI's), the bad words (a sequence's last token where the tokens so far end with the rest of\n"
     "it) and min_tokens (no eos before it), in that order, before sampling; \"logprobs\" then\n"
     "reports the processed distribution, and \"top_logprobs\" (0 to 20, implying \"logprobs\") the K\n"
-    "most likely ids of it per token, [[id, logprob], ...] best first. Every\n"
+    "most likely ids of it per token, [[id, logprob], ...] best first. \"prompt_logprobs\": K (0 to\n"
+    "20) reports the raw log-probability of each prompt token after the first, with the K most\n"
+    "likely ids of its row (such a prompt is computed whole, never from the prefix cache). Every\n"
     "line gets exactly one result, or one per sequence with \"n\" (each with its \"sequence\", from 0;\n"
     "the n sequences share the prompt's cache): a bad one (malformed, an unknown key, a wrong type\n"
     "or range) is \"rejected\" with an \"error\" naming its line and field, and the others go on.\n"
@@ -293,6 +295,11 @@ json resultLine(const rt::RequestOutput &o, const PromptLine &p) {
     r["logprobs"] = o.logprobs;
   if (p.request.params.top_logprobs > 0)
     r["top_logprobs"] = o.top_logprobs; // per token: [[id, logprob], ...], best first
+  if (p.request.params.wantsPromptLogprobs()) {
+    r["prompt_logprobs"] = o.prompt_logprobs; // prompt tokens 1.. (the first has none)
+    if (p.request.params.prompt_logprobs > 0)
+      r["prompt_top_logprobs"] = o.prompt_top_logprobs;
+  }
   return r;
 }
 
