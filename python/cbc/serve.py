@@ -12,6 +12,10 @@ GET /v1/models, GET /health, GET /metrics (Prometheus text). A multimodal model'
 embeddings for runs of prompt rows on /v1/completions: the body's "embeds" and "placeholder", as
 in `cbc run`'s request lines, with the rows inline as base64 (the server reads no files).
 
+Overload: the server holds at most --max-requests running plus --max-queued-requests waiting
+sequences (a request with n choices counts n); a request beyond them is answered at once with
+429 and a Retry-After estimate, and nothing admitted is dropped.
+
 One thread owns the engine and its step loop (EngineLoop); the asyncio handlers submit requests
 and cancellations to it through a thread-safe queue and get tokens back through
 loop.call_soon_threadsafe, so a request that arrives joins the running batch at the next step,
@@ -22,6 +26,7 @@ import argparse
 import asyncio
 import collections
 import json
+import math
 import os
 import queue
 import socket
@@ -66,6 +71,8 @@ class Metrics:
         self.lock = threading.Lock()
         self.finished = collections.Counter()   # finish reason -> requests
         self.rejected = 0
+        self.overloaded = 0                      # requests answered 429 (the queue was full)
+        self.mean_latency = 0.0                  # seconds per finished request, smoothed
         self.prompt_tokens = 0
         self.generated_tokens = 0
         self.ttft_counts = [0] * (len(self.TTFT_BUCKETS) + 1)
@@ -87,6 +94,11 @@ class Metrics:
                      len(self.TTFT_BUCKETS))
             self.ttft_counts[i] += 1
 
+    def on_finished(self, seconds: float) -> None:
+        with self.lock:
+            self.mean_latency = seconds if self.mean_latency == 0 else (
+                0.8 * self.mean_latency + 0.2 * seconds)
+
     def tokens_per_second(self, now: float) -> float:
         with self.lock:
             while self.recent and self.recent[0][0] < now - self.RATE_WINDOW_S:
@@ -99,10 +111,11 @@ class EngineLoop(threading.Thread):
     """Owns the engine: adds what was submitted, steps while anything is running or waiting,
     and routes each token to its submission. Blocks on the queue when the engine is idle."""
 
-    def __init__(self, engine, metrics: Metrics):
+    def __init__(self, engine, metrics: Metrics, admission: "Admission"):
         super().__init__(name="cbc-engine", daemon=True)
         self.engine = engine
         self.metrics = metrics
+        self.admission = admission
         self.commands: queue.SimpleQueue = queue.SimpleQueue()
         self.live: dict[int, Submission] = {}
         self.error: str | None = None
@@ -128,6 +141,7 @@ class EngineLoop(threading.Thread):
             self.error = f"engine failed: {e}"
             for sub in self.live.values():
                 sub.push(("error", 500, self.error))
+            self.admission.release(len(self.live))
             self.live.clear()
             # Submissions still queued get the same answer (a handler may be waiting on one).
             while True:
@@ -136,7 +150,9 @@ class EngineLoop(threading.Thread):
                 except queue.Empty:
                     break
                 if kind == "add":
-                    sub.push(("error", 500, self.error))
+                    for s in [sub] + sub.forks:
+                        s.push(("error", 500, self.error))
+                    self.admission.release(1 + len(sub.forks))
 
     def _drain(self, block: bool) -> None:
         try:
@@ -162,10 +178,12 @@ class EngineLoop(threading.Thread):
                     logprobs=p.logprobs is not None, top_logprobs=p.logprobs or 0, embeds=p.embeds or None,
                     logit_bias=p.logit_bias, repetition_penalty=p.repetition_penalty,
                     presence_penalty=p.presence_penalty, frequency_penalty=p.frequency_penalty,
-                    min_tokens=p.min_tokens)
+                    min_tokens=p.min_tokens,
+                    prompt_logprobs=p.logprobs if p.echo is not None and p.logprobs is not None else None)
             except ValueError as e:
                 with self.metrics.lock:
                     self.metrics.rejected += 1
+                self.admission.release(len(subs))
                 for s in subs:
                     s.push(("error", 400, str(e)))
                 return
@@ -182,6 +200,7 @@ class EngineLoop(threading.Thread):
         events = self.engine.step()
         now = time.monotonic()
         n = 0
+        ended = {}  # request id -> finish reason, ended with the request's output below
         for ev in events:
             sub = self.live.get(ev.id)
             if sub is None:
@@ -193,20 +212,69 @@ class EngineLoop(threading.Thread):
                     self.metrics.on_first_token(now - sub.arrived)
                 sub.push(("token", ev.token, ev.logprob, ev.top_logprobs))
             if ev.finished:
-                self._end(sub, ev.finish_reason)
+                ended[ev.id] = ev.finish_reason
         if n:
             self.metrics.on_tokens(n, now)
-        # Requests that ended without an event (cancelled while waiting, say).
+        # The finished requests' outputs (those that ended without an event too: cancelled
+        # while waiting, say), which carry an echo's prompt log-probabilities.
         for out in self.engine.take_finished():
             sub = self.live.get(out.id)
             if sub is not None:
-                self._end(sub, out.finish_reason)
+                self._end(sub, ended.pop(out.id, out.finish_reason), out)
+        for rid, reason in ended.items():
+            self._end(self.live[rid], reason)
 
-    def _end(self, sub: Submission, reason: str | None) -> None:
+    def _end(self, sub: Submission, reason: str | None, out=None) -> None:
         del self.live[sub.rid]
+        self.admission.release(1)
+        if reason in ("eos", "stop", "length"):  # a cancelled request says nothing of the pace
+            self.metrics.on_finished(time.monotonic() - sub.arrived)
         with self.metrics.lock:
             self.metrics.finished[reason or "unknown"] += 1
-        sub.push(("end", reason))
+        prompt = (out.prompt_logprobs, out.prompt_top_logprobs) if out is not None else ([], [])
+        sub.push(("end", reason, *prompt))
+
+
+class Admission:
+    """How many sequences the server holds (running, waiting in the engine, or on their way to
+    it) against its limit: the engine's batch plus a bounded queue. A request that would pass
+    the limit is refused at once with 429 and a Retry-After estimate, so a burst never piles up
+    unbounded work or memory; every admitted sequence is released exactly once, by the engine
+    thread, when it ends or is refused."""
+
+    def __init__(self, running: int, queued: int):
+        self.running, self.queued = running, queued
+        self.limit = running + queued
+        self.held = 0
+        self.lock = threading.Lock()
+
+    def admit(self, n: int, metrics: Metrics) -> None:
+        if n > self.limit:
+            raise ApiError(400, f"'n'={n} exceeds what this server holds at once ({self.limit} "
+                           "sequences: --max-requests plus --max-queued-requests)", param="n",
+                           code="invalid_value")
+        with self.lock:
+            if self.held + n <= self.limit:
+                self.held += n
+                return
+            ahead = self.held + n - self.running
+        with metrics.lock:
+            metrics.overloaded += 1
+            latency = metrics.mean_latency
+        # The queue ahead drains about `running` sequences per mean request latency.
+        wait = max(1, min(60, math.ceil(latency * ahead / max(self.running, 1))))
+        raise ApiError(429, f"the server is at its limit of {self.limit} sequences "
+                       f"({self.running} running, {self.queued} queued); retry after {wait} s",
+                       "rate_limit_error", code="server_overloaded",
+                       headers={"Retry-After": str(wait)})
+
+    def release(self, n: int) -> None:
+        with self.lock:
+            self.held -= n
+
+    def in_flight(self) -> int:
+        with self.lock:
+            return self.held
 
 
 # -- the model being served -----------------------------------------------------------------------
@@ -214,7 +282,8 @@ class EngineLoop(threading.Thread):
 class Served:
     """The engine, its tokenizer and name, and the loop thread: what the handlers share."""
 
-    def __init__(self, engine, tokenizer: Tokenizer, name: str, extra_stop_ids=()):
+    def __init__(self, engine, tokenizer: Tokenizer, name: str, extra_stop_ids=(),
+                 max_requests: int = 64, max_queued: int = 256):
         self.engine = engine
         self.tokenizer = tokenizer
         self.name = name
@@ -229,7 +298,8 @@ class Served:
         self.stop_ids = sorted(t for t in stops
                                if t < self.vocab_size and t not in engine.eos_token_ids)
         self.metrics = Metrics()
-        self.loop_thread = EngineLoop(engine, self.metrics)
+        self.admission = Admission(max_requests, max_queued)
+        self.loop_thread = EngineLoop(engine, self.metrics, self.admission)
         self.created = int(time.time())
 
     def start(self) -> None:
@@ -260,6 +330,8 @@ class Generation:
         self.tokens: list[int] = []
         self.logprobs: list[float] = []
         self.top_logprobs: list[list] = []  # per token: [(id, logprob), ...] with top logprobs
+        self.prompt_logprobs: list[float] = []  # with echo and logprobs: prompt tokens 1..
+        self.prompt_top_logprobs: list[list] = []
         self.finish_reason: str | None = None
         self.engine_done = False   # the engine has finished the request (it holds no cache)
 
@@ -288,6 +360,7 @@ class Generation:
                            else "server_error")
         if last[0] == "end":
             self.engine_done = True
+            self.prompt_logprobs, self.prompt_top_logprobs = last[2], last[3]
             self.finish_reason = _finish_reason(last[1])
             tail, _ = self._emit(self.detok.finish(), [], final=True)
             text += tail
@@ -340,7 +413,7 @@ def create_app(served: Served):
     @app.exception_handler(ApiError)
     async def api_error(request, e: ApiError):
         return JSONResponse(_error_body(e.status, e.message, e.type, e.param, e.code),
-                            status_code=e.status)
+                            status_code=e.status, headers=e.headers)
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request, e):
@@ -417,6 +490,7 @@ async def _submit(served: Served, prompt: list, params: CompletionParams) -> lis
     subs = [Submission(prompt, params, loop) for _ in range(params.n)]
     subs[0].forks = subs[1:]
     gens = [Generation(served, sub) for sub in subs]
+    served.admission.admit(params.n, served.metrics)
     served.loop_thread.submit(subs[0])
     for sub in subs:
         item = await sub.items.get()
@@ -458,6 +532,9 @@ async def _respond(request, served: Served, prompt: list, params: CompletionPara
         if chat:
             for i in range(len(gens)):
                 yield _sse(chat_chunk(served, rid, created, {"role": "assistant", "content": ""}, index=i))
+        elif params.echo:
+            for i, gen in enumerate(gens):
+                yield _sse(completion_chunk(served, gen, rid, created, params.echo, [], index=i))
         # The choices' pieces as they come, each tagged with its choice's index.
         pieces: asyncio.Queue = asyncio.Queue()
 
@@ -585,6 +662,12 @@ def render_metrics(served: Served) -> str:
            [("", eng.num_running)])
     metric("cbc_requests_waiting", "gauge", "Requests waiting for a place in the batch.",
            [("", eng.num_waiting)])
+    metric("cbc_sequences_in_flight", "gauge",
+           "Sequences the server holds: running, waiting, or on their way to the engine.",
+           [("", served.admission.in_flight())])
+    metric("cbc_sequences_limit", "gauge",
+           "Sequences the server holds at most (--max-requests plus --max-queued-requests).",
+           [("", served.admission.limit)])
     metric("cbc_cache_usage", "gauge", "Fraction of the KV cache blocks / state slots in use.",
            [("", f"{eng.cache_usage:.6f}")])
     rate = m.tokens_per_second(now)
@@ -595,6 +678,9 @@ def render_metrics(served: Served) -> str:
                [('{reason="eos"}', 0)])
         metric("cbc_requests_rejected_total", "counter", "Requests the engine refused.",
                [("", m.rejected)])
+        metric("cbc_requests_overloaded_total", "counter",
+               "Requests answered 429 because the server held its limit of sequences.",
+               [("", m.overloaded)])
         metric("cbc_prompt_tokens_total", "counter", "Prompt tokens of accepted requests.",
                [("", m.prompt_tokens)])
         metric("cbc_generated_tokens_total", "counter", "Tokens generated.",
@@ -647,7 +733,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--threads", type=int, default=0, help="CPU threads (0: all)")
     p.add_argument("--max-batch-tokens", type=int, default=None,
                    help="token budget per step (default: chosen for the backend, as cbc run)")
-    p.add_argument("--max-requests", type=int, default=64)
+    p.add_argument("--max-requests", type=int, default=64,
+                   help="sequences in the running batch at most (default 64)")
+    p.add_argument("--max-queued-requests", type=int, default=256, metavar="N",
+                   help="sequences waiting for the batch at most (default 256); a request beyond "
+                   "them is answered 429 with Retry-After")
     # --cache-memory as in `cbc run`; --cache-memory-mib as cbc.Engine's keyword names it.
     p.add_argument("--cache-memory", "--cache-memory-mib", dest="cache_memory_mib", type=int,
                    default=None, metavar="MIB", help="memory for the paged cache (default: "
@@ -688,11 +778,15 @@ def load(args) -> Served:
         raise ValueError(f"the tokenizer has {tokenizer.vocab_size} ids but the model's "
                          f"vocabulary is {engine.vocab_size}: they do not belong together")
     name = args.served_model_name or os.path.basename(os.path.abspath(model_dir))
-    return Served(engine, tokenizer, name, generation_eos(model_dir))
+    return Served(engine, tokenizer, name, generation_eos(model_dir),
+                  max_requests=args.max_requests, max_queued=args.max_queued_requests)
 
 
 def main(argv=None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.max_requests < 1 or args.max_queued_requests < 0:
+        parser.error("--max-requests must be at least 1 and --max-queued-requests at least 0")
     try:
         for name in ("fastapi", "uvicorn", "tokenizers", "jinja2"):
             __import__(name)
@@ -715,6 +809,9 @@ def main(argv=None) -> int:
         print(f"cbc serve: error: cannot listen on {args.host}:{args.port}: {e.strerror}",
               file=sys.stderr)
         return 2
+    # Listening now, so a client that connects as soon as the address is printed waits in the
+    # backlog until uvicorn accepts instead of being refused.
+    sock.listen(2048)
     port = sock.getsockname()[1]
     # The engine thread holds the GIL only between steps, but a waiting handler thread would
     # still wait out the default 5 ms switch interval each time: a shorter one keeps the

@@ -15,10 +15,11 @@ class ApiError(Exception):
     """An error reply: {"error": {"message", "type", "param", "code"}} with STATUS."""
 
     def __init__(self, status: int, message: str, type_: str = "invalid_request_error",
-                 param: str | None = None, code: str | None = None):
+                 param: str | None = None, code: str | None = None, headers: dict | None = None):
         super().__init__(message)
         self.status, self.message, self.type, self.param, self.code = (
             status, message, type_, param, code)
+        self.headers = headers or {}
 
 
 @dataclass
@@ -43,6 +44,7 @@ class CompletionParams:
     repetition_penalty: float = 1.0
     min_tokens: int = 0
     embeds: list = field(default_factory=list)  # cbc.EmbeddingSegments for runs of prompt rows
+    echo: str | None = None          # completions' echo: the prompt's text, put before the output
 
 
 def _bad(message: str, param: str | None, code: str | None = None) -> ApiError:
@@ -108,7 +110,9 @@ def _common(body: dict, served, prompt_len: int, default_max: int | None) -> Com
         raise _bad("'stream_options' is only allowed with stream=true", "stream_options")
     p.include_usage = _typed(opts, "include_usage", (bool,), "a boolean", False)
     p.stop = _stops(body)
-    p.stop_token_ids = list(served.stop_ids)
+    # The tokenizer's and generation config's end tokens stop a request as the model's eos does,
+    # so ignore_eos passes them too (as vLLM does); stop_token_ids always stop it.
+    p.stop_token_ids = [] if p.ignore_eos else list(served.stop_ids)
     ids = _typed(body, "stop_token_ids", (list,), "a list of token ids", [])
     p.stop_token_ids += [_token_id(t, served, "stop_token_ids") for t in ids]
     p.max_tokens = _max_tokens(body, served, prompt_len, default_max)
@@ -200,14 +204,20 @@ def _prompt_ids(body: dict, served) -> list:
 
 
 def parse_completion(body: dict, served) -> tuple[list, CompletionParams]:
-    if body.get("echo"):
-        raise _bad("'echo' is not supported", "echo", "unsupported_value")
     if body.get("suffix"):
         raise _bad("'suffix' is not supported", "suffix", "unsupported_value")
     prompt = _prompt_ids(body, served)
     params = _common(body, served, len(prompt), 16)
     params.embeds = _embeds(body, served, prompt)
     params.logprobs = _number(body, "logprobs", None, 0, 5, integer=True)
+    if _typed(body, "echo", (bool,), "a boolean", False):
+        if params.stream and params.logprobs is not None:
+            raise _bad("'echo' with 'logprobs' is not streamed: the prompt's log-probabilities "
+                       "come with the whole response (ask with stream=false)", "echo",
+                       "unsupported_value")
+        text = body["prompt"]
+        text = text[0] if isinstance(text, list) and len(text) == 1 and isinstance(text[0], str) else text
+        params.echo = text if isinstance(text, str) else served.tokenizer.decode(prompt)
     return prompt, params
 
 
@@ -299,8 +309,11 @@ def _completion_logprobs(served, toks: list, offset: int, top: int) -> dict:
         at += len(p)
     alternatives = None
     if top:  # the legacy format: a {text: logprob} dict per token, best first (of pieces that
-        alternatives = []  # decode alike, the likelier stands)
+        alternatives = []  # decode alike, the likelier stands); None for an echoed first token
         for _, _, alt in toks:
+            if alt is None:
+                alternatives.append(None)
+                continue
             d: dict = {}
             for i, lp in alt:
                 d.setdefault(served.tokenizer.decode([i]), lp)
@@ -326,12 +339,24 @@ def _triples(gen) -> list:
     return list(zip(gen.tokens, gen.logprobs, tops))
 
 
+def _prompt_triples(gen) -> list:
+    """With echo: (token, logprob, top alternatives) for each prompt token, the first without."""
+    prompt = gen.sub.prompt
+    lps = gen.prompt_logprobs
+    tops = gen.prompt_top_logprobs or [[]] * len(lps)
+    return [(prompt[0], None, None)] + list(zip(prompt[1:], lps, tops))
+
+
 def completion_response(served, gens: list, rid: str, created: int, prompt_len: int) -> dict:
     choices = []
     for i, gen in enumerate(gens):
         p = gen.sub.params
-        lp = _completion_logprobs(served, _triples(gen), 0, p.logprobs) if p.logprobs is not None else None
-        choices.append({"index": i, "text": gen.text, "logprobs": lp, "finish_reason": gen.finish_reason})
+        lp = None
+        if p.logprobs is not None:
+            triples = (_prompt_triples(gen) if p.echo is not None else []) + _triples(gen)
+            lp = _completion_logprobs(served, triples, 0, p.logprobs)
+        text = (p.echo or "") + gen.text
+        choices.append({"index": i, "text": text, "logprobs": lp, "finish_reason": gen.finish_reason})
     return {"id": rid, "object": "text_completion", "created": created, "model": served.name,
             "choices": choices, "usage": _usage(prompt_len, sum(len(g.tokens) for g in gens))}
 

@@ -7,6 +7,7 @@ import socket
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import openai
@@ -132,6 +133,36 @@ def test_top_logprobs(client, tok):
         assert len(item.top_logprobs) == 2
         assert item.top_logprobs[0].logprob == pytest.approx(item.logprob)
         assert item.top_logprobs[0].logprob >= item.top_logprobs[1].logprob
+
+
+def test_echo(client, tok):
+    """echo: the prompt's text before the output; with logprobs, the prompt's tokens lead the
+    logprobs (the first with none), each with the log-probability cbc.Engine reports for it."""
+    eng = cbc.Engine(ARTEFACT, MODEL, threads=1, backend="cpu")
+    ids = [5, 17, 200, 33]
+    rid = eng.add_request(ids, max_new_tokens=1, prompt_logprobs=2)
+    while not eng.idle():
+        eng.step()
+    (want,) = [o for o in eng.take_finished() if o.id == rid]
+    plain = client.completions.create(model=NAME, prompt="hello world", max_tokens=5, temperature=0)
+    r = client.completions.create(model=NAME, prompt="hello world", max_tokens=5, temperature=0, echo=True)
+    assert r.choices[0].text == "hello world" + plain.choices[0].text
+    r = client.completions.create(model=NAME, prompt=ids, max_tokens=3, temperature=0, echo=True,
+                                  logprobs=2)
+    lp = r.choices[0].logprobs
+    assert lp.tokens[:4] == [tok.decode([t]) for t in ids] and len(lp.tokens) == 4 + 3
+    assert lp.token_logprobs[0] is None and lp.top_logprobs[0] is None
+    assert lp.token_logprobs[1:4] == pytest.approx(want.prompt_logprobs)
+    for alt, top in zip(lp.top_logprobs[1:4], want.prompt_top_logprobs):
+        assert list(alt) == list(dict.fromkeys(tok.decode([i]) for i, _ in top))
+    assert r.choices[0].text.startswith(tok.decode(ids))
+    assert lp.text_offset[:2] == [0, len(lp.tokens[0])]
+    chunks = list(client.completions.create(model=NAME, prompt="hello world", max_tokens=5,
+                                            temperature=0, echo=True, stream=True))
+    assert "".join(c.choices[0].text for c in chunks) == r"hello world" + plain.choices[0].text
+    with pytest.raises(openai.BadRequestError, match="is not streamed"):
+        client.completions.create(model=NAME, prompt="hi", max_tokens=2, echo=True, logprobs=1,
+                                  stream=True)
 
 
 @pytest.mark.parametrize("prompt", PROMPTS[:2])
@@ -353,29 +384,63 @@ def _wait_metric(server, pred, timeout=30):
 LONG = 4000  # tokens: seconds of work for the long-context model below
 
 
-@pytest.fixture(scope="module")
-def long_server(tmp_path_factory):
-    """A server over a model with an 8192-token context (random weights), so that a request can
-    run long enough to be cancelled. Its folder has no artefact: cbc serve compiles config.json
-    into $CBC_CACHE_DIR."""
-    folder = tmp_path_factory.mktemp("long_model")
+def _model_folder(tmp_path_factory, name, **sizes):
+    """A random-weight model with an 8192-token context, so that a request can run long enough
+    to be cancelled, and the folder its artefact is compiled into: the model folder has none, so
+    the first server compiles config.json into $CBC_CACHE_DIR."""
+    folder = tmp_path_factory.mktemp(name)
     with open(os.path.join(MODEL, "config.json")) as f:
         config = json.load(f)
-    config.update(max_position_embeddings=8192, hidden_size=256, intermediate_size=512,
-                  num_hidden_layers=4, head_dim=64)
+    config.update(max_position_embeddings=8192, num_hidden_layers=4, head_dim=64, **sizes)
     (folder / "config.json").write_text(json.dumps(config))
     for name in ("tokenizer.json", "tokenizer_config.json"):
         (folder / name).write_bytes(open(os.path.join(TOKENIZER, name), "rb").read())
-    cache = tmp_path_factory.mktemp("cache")
+    return folder, tmp_path_factory.mktemp("cache")
+
+
+@pytest.fixture(scope="module")
+def long_model(tmp_path_factory):
+    return _model_folder(tmp_path_factory, "long_model", hidden_size=256, intermediate_size=512)
+
+
+@pytest.fixture(scope="module")
+def slow_model(tmp_path_factory):
+    """Wide enough (about 100M parameters, 200 MB to read per step) that a long request decodes
+    for minutes."""
+    return _model_folder(tmp_path_factory, "slow_model", hidden_size=2048, intermediate_size=4096)
+
+
+def _long_server(long_model, *extra):
+    folder, cache = long_model
     os.environ["CBC_CACHE_DIR"] = str(cache)
     try:
-        s = Server("--random-weights", "--cache-memory", "64", model=str(folder),
-                   artefact=None, tokenizer=str(folder), timeout=300)
+        return Server("--random-weights", "--cache-memory", "64", *extra, model=str(folder),
+                      artefact=None, tokenizer=str(folder), timeout=300)
     finally:
         del os.environ["CBC_CACHE_DIR"]
-    assert [p.suffix for p in cache.iterdir()] == [".fb"]  # compiled on the fly
+
+
+@pytest.fixture(scope="module")
+def long_server(long_model):
+    s = _long_server(long_model)
+    assert [p.suffix for p in long_model[1].iterdir()] == [".fb"]  # compiled on the fly
     yield s
     s.stop()
+
+
+def _open_stream(server, max_tokens, prompt="hello", stream=True):
+    """A completion sent on a raw socket and left running; close the socket to cancel."""
+    body = json.dumps({"prompt": prompt, "max_tokens": max_tokens, "temperature": 0,
+                       "ignore_eos": True, "stream": stream}).encode()
+    s = socket.create_connection(("127.0.0.1", server.port))
+    s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+              b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+    return s
+
+
+def _rss_kib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("VmRSS:"))
 
 
 @pytest.mark.parametrize("stream", [True, False])
@@ -383,11 +448,7 @@ def test_disconnect_cancels_the_request(long_server, stream):
     server = long_server
     before = metrics(server)
     cancelled = 'cbc_requests_finished_total{reason="cancelled"}'
-    body = json.dumps({"prompt": "hello", "max_tokens": LONG, "temperature": 0,
-                       "ignore_eos": True, "stream": stream}).encode()
-    s = socket.create_connection(("127.0.0.1", server.port))
-    s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-              b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+    s = _open_stream(server, LONG, stream=stream)
     if stream:
         assert s.recv(64).startswith(b"HTTP/1.1 200")  # the stream has begun
     _wait_metric(server, lambda m: m["cbc_requests_running"] == 1 and
@@ -398,6 +459,71 @@ def test_disconnect_cancels_the_request(long_server, stream):
     m = _wait_metric(server, lambda m: m["cbc_requests_running"] == 0 and
                      m["cbc_cache_usage"] == 0)
     assert m["cbc_generated_tokens_total"] - before["cbc_generated_tokens_total"] < LONG / 2
+
+
+def test_overload_gets_429_with_retry_after_and_loses_nothing(slow_model):
+    """1 running + 1 queued sequence at most: with two long requests held, every further one is
+    refused at once with 429 and Retry-After (n beyond the limit: 400), the refusals cost no
+    memory, and a burst sent with the official client's retries (which honour Retry-After)
+    completes every request with all its tokens once the long ones are gone."""
+    server = _long_server(slow_model, "--max-requests", "1", "--max-queued-requests", "1")
+    try:
+        # The running one decodes for thousands of steps; the queued one waits for all of them.
+        held = [_open_stream(server, LONG, stream=False) for _ in range(2)]
+        m = _wait_metric(server, lambda m: m["cbc_sequences_in_flight"] == 2 and
+                         m["cbc_requests_running"] == 1 and m["cbc_requests_waiting"] == 1)
+        assert m["cbc_sequences_limit"] == 2
+        url = server.url + "/v1/completions"
+        r = httpx.post(url, json={"prompt": "hi", "max_tokens": 4}, timeout=30)
+        assert r.status_code == 429, r.text
+        assert 1 <= int(r.headers["Retry-After"]) <= 60
+        err = r.json()["error"]
+        assert err["type"] == "rate_limit_error" and err["code"] == "server_overloaded"
+        assert "limit of 2 sequences" in err["message"]
+        r = httpx.post(url, json={"prompt": "hi", "max_tokens": 4, "n": 3}, timeout=30)
+        assert r.status_code == 400 and r.json()["error"]["param"] == "n", r.text
+        name = httpx.get(server.url + "/v1/models").json()["data"][0]["id"]
+        strict = openai.OpenAI(base_url=server.url + "/v1", api_key="unused", max_retries=0)
+        with pytest.raises(openai.RateLimitError) as e:
+            strict.chat.completions.create(model=name, max_tokens=4,
+                                           messages=[{"role": "user", "content": "hi"}])
+        assert e.value.response.headers["Retry-After"]
+        # Refusals hold nothing: refusing 100 requests grows the memory by no more than the
+        # running request's generated tokens do at the rate measured while idle after (its
+        # cache pages are touched as its context grows).
+        def state():
+            return _rss_kib(server.proc.pid), metrics(server)["cbc_generated_tokens_total"]
+        with httpx.Client(timeout=30) as c:
+            rss0, tok0 = state()
+            t0 = time.monotonic()
+            codes = {c.post(url, json={"prompt": "hi", "max_tokens": 4}).status_code
+                     for _ in range(100)}
+            rss1, tok1 = state()
+            time.sleep(max(time.monotonic() - t0, 1.0))
+            rss2, tok2 = state()
+        assert codes == {429}
+        per_token = (rss2 - rss1) / max(tok2 - tok1, 1)
+        assert (rss1 - rss0) - per_token * (tok1 - tok0) < 1024, (rss0, rss1, rss2, tok0, tok1, tok2)
+        m = metrics(server)
+        assert m["cbc_requests_overloaded_total"] == 102 and m["cbc_sequences_in_flight"] == 2
+        for s in held:
+            s.close()
+        _wait_metric(server, lambda m: m["cbc_sequences_in_flight"] == 0 and m["cbc_cache_usage"] == 0)
+        # A burst four times the limit, each client retrying on 429: none is lost or cut short.
+        patient = openai.OpenAI(base_url=server.url + "/v1", api_key="unused", max_retries=20,
+                                timeout=120)
+
+        def one(i):
+            r = patient.completions.create(model=name, prompt=f"request {i}", max_tokens=16,
+                                           temperature=0, extra_body={"ignore_eos": True})
+            return r.usage.completion_tokens
+        with ThreadPoolExecutor(8) as pool:
+            assert list(pool.map(one, range(8))) == [16] * 8
+        m = metrics(server)
+        assert m['cbc_requests_finished_total{reason="length"}'] == 8
+        assert m["cbc_sequences_in_flight"] == 0
+    finally:
+        server.stop()
 
 
 def test_serve_bad_input_exits_2(tmp_path):
@@ -413,7 +539,9 @@ def test_serve_bad_input_exits_2(tmp_path):
     r = run(MODEL, "--artefact", str(tmp_path / "x.fb"), "--tokenizer", TOKENIZER)
     assert r.returncode == 2 and "artefact" in r.stderr and "does not exist" in r.stderr
     r = run("--help")
-    assert r.returncode == 0 and "/v1/chat/completions" in r.stdout
+    assert r.returncode == 0 and "/v1/chat/completions" in r.stdout and "--max-queued-requests" in r.stdout
+    r = run(MODEL, "--max-queued-requests", "-1")
+    assert r.returncode == 2 and "--max-queued-requests at least 0" in r.stderr, r.stderr
     # A tokenizer with more ids than the model's vocabulary belongs to another model.
     from tokenizers import Tokenizer as Backend
     big = Backend.from_file(os.path.join(TOKENIZER, "tokenizer.json"))
