@@ -309,7 +309,14 @@ class Engine:
 
     @property
     def vocab_size(self) -> int:
+        """The width of the logits: the ids the model can generate."""
         return self._rt.vocab_size
+
+    @property
+    def prompt_vocab_size(self) -> int:
+        """The ids a prompt may hold: the embedding table's rows (at least vocab_size; more where
+        the model reads ids it never generates, such as image placeholders past the head)."""
+        return self._rt.prompt_vocab_size
 
     @property
     def embedding_width(self) -> int:

@@ -178,7 +178,7 @@ class EngineLoop(threading.Thread):
                     logprobs=p.logprobs is not None, top_logprobs=p.logprobs or 0, embeds=p.embeds or None,
                     logit_bias=p.logit_bias, repetition_penalty=p.repetition_penalty,
                     presence_penalty=p.presence_penalty, frequency_penalty=p.frequency_penalty,
-                    min_tokens=p.min_tokens,
+                    min_tokens=p.min_tokens, bad_words=p.bad_words,
                     prompt_logprobs=p.logprobs if p.echo is not None and p.logprobs is not None else None)
             except ValueError as e:
                 with self.metrics.lock:
@@ -289,6 +289,7 @@ class Served:
         self.name = name
         self.max_model_len = engine.max_model_len
         self.vocab_size = engine.vocab_size
+        self.prompt_vocab_size = engine.prompt_vocab_size
         self.embedding_width = engine.embedding_width
         # The engine stops at the model's eos; a chat tokenizer's own end token (ChatML's
         # <|im_end|>) and generation_config's eos ids stop the text too.

@@ -43,6 +43,7 @@ class CompletionParams:
     frequency_penalty: float = 0.0
     repetition_penalty: float = 1.0
     min_tokens: int = 0
+    bad_words: list = field(default_factory=list)  # token id sequences the output never ends with
     embeds: list = field(default_factory=list)  # cbc.EmbeddingSegments for runs of prompt rows
     echo: str | None = None          # completions' echo: the prompt's text, put before the output
 
@@ -93,6 +94,7 @@ def _common(body: dict, served, prompt_len: int, default_max: int | None) -> Com
         raise _bad("'repetition_penalty' must be greater than 0", "repetition_penalty", "invalid_value")
     p.min_tokens = _number(body, "min_tokens", 0, 0, integer=True)
     p.logit_bias = _logit_bias(body, served)
+    p.bad_words = _bad_words(body, served)
     p.temperature = float(_number(body, "temperature", 1.0, 0, 2))
     p.top_p = float(_number(body, "top_p", 1.0, 0, 1))
     if p.top_p == 0:
@@ -118,6 +120,22 @@ def _common(body: dict, served, prompt_len: int, default_max: int | None) -> Com
     p.max_tokens = _max_tokens(body, served, prompt_len, default_max)
     p.n = n
     return p
+
+
+def _bad_words(body: dict, served) -> list:
+    """vLLM's bad_words: strings the output never produces, each kept out as its tokens alone
+    and after a space (as it would follow a word), so both spellings a tokenizer has are covered."""
+    words = _typed(body, "bad_words", (list,), "a list of strings", [])
+    out = []
+    for i, w in enumerate(words):
+        if not isinstance(w, str) or not w.strip():
+            raise _bad(f"'bad_words[{i}]' must be a non-empty string, got {w!r}", "bad_words",
+                       "invalid_value")
+        for text in (w, " " + w.lstrip()):
+            ids = served.tokenizer.encode(text, add_special_tokens=False)
+            if ids and ids not in out:
+                out.append(ids)
+    return out
 
 
 def _logit_bias(body: dict, served) -> dict:
@@ -169,11 +187,13 @@ def _max_tokens(body: dict, served, prompt_len: int, default: int | None) -> int
     return value
 
 
-def _token_id(t: Any, served, param: str) -> int:
+def _token_id(t: Any, served, param: str, limit: int | None = None) -> int:
+    """A token id below `limit` (default: the ids the model generates)."""
+    limit = served.vocab_size if limit is None else limit
     if isinstance(t, bool) or not isinstance(t, int):
         raise _bad(f"'{param}' must hold integer token ids, got {t!r}", param, "invalid_type")
-    if not 0 <= t < served.vocab_size:
-        raise _bad(f"token id {t} in '{param}' is outside the vocabulary (0..{served.vocab_size - 1})",
+    if not 0 <= t < limit:
+        raise _bad(f"token id {t} in '{param}' is outside the vocabulary (0..{limit - 1})",
                    param, "invalid_value")
     return t
 
@@ -199,7 +219,8 @@ def _prompt_ids(body: dict, served) -> list:
     if isinstance(prompt, list):
         if not prompt:
             raise _bad("'prompt' must not be empty", "prompt", "invalid_value")
-        return [_token_id(t, served, "prompt") for t in prompt]
+        # A prompt may hold any id the embedding table has (past the head's: placeholders).
+        return [_token_id(t, served, "prompt", served.prompt_vocab_size) for t in prompt]
     raise _bad("'prompt' must be a string or a list of token ids", "prompt", "invalid_type")
 
 

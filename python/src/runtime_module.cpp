@@ -182,6 +182,7 @@ public:
   // Fixed at load: no lock needed.
   std::vector<int64_t> eosTokenIds() const { return engine_->artefact().meta.eos_token_ids; }
   int64_t vocabSize() const { return engine_->artefact().meta.vocab_size; }
+  int64_t promptVocabSize() const { return engine_->artefact().meta.promptVocab(); }
   int64_t embeddingWidth() const { return engine_->embedding_width(); }
   int64_t maxModelLen() const { return engine_->max_model_len(); }
   std::string backendName() const { return engine_->backend().name(); }
@@ -312,6 +313,7 @@ NB_MODULE(_runtime, m) {
       .def("info", &Engine::info)
       .def_prop_ro("eos_token_ids", &Engine::eosTokenIds)
       .def_prop_ro("vocab_size", &Engine::vocabSize)
+      .def_prop_ro("prompt_vocab_size", &Engine::promptVocabSize)
       .def_prop_ro("embedding_width", &Engine::embeddingWidth)
       .def_prop_ro("max_model_len", &Engine::maxModelLen)
       .def_prop_ro("backend", &Engine::backendName)

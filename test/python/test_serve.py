@@ -135,6 +135,29 @@ def test_top_logprobs(client, tok):
         assert item.top_logprobs[0].logprob >= item.top_logprobs[1].logprob
 
 
+def test_bad_words(client, tok):
+    """vLLM's bad_words: the word's tokens, alone and after a space, are kept out in the engine;
+    the output equals cbc.Engine's with those id sequences and no longer holds the word."""
+    ids = [5, 17, 200, 33]
+    plain = client.completions.create(model=NAME, prompt=ids, max_tokens=12, temperature=0, logprobs=0)
+    word = next(p.strip() for p in plain.choices[0].logprobs.tokens if p.strip())
+    seqs = []
+    for text in (word, " " + word):
+        seq = tok.encode(text, add_special_tokens=False)
+        if seq not in seqs:
+            seqs.append(seq)
+    eng = cbc.Engine(ARTEFACT, MODEL, threads=1, backend="cpu")
+    rid = eng.add_request(ids, max_new_tokens=12, bad_words=seqs, stop_token_ids=[tok.eos_token_id])
+    while not eng.idle():
+        eng.step()
+    (want,) = [o.tokens for o in eng.take_finished() if o.id == rid]
+    r = client.completions.create(model=NAME, prompt=ids, max_tokens=12, temperature=0, logprobs=0,
+                                  extra_body={"bad_words": [word]})
+    assert r.choices[0].logprobs.tokens == [tok.decode([t]) for t in want]
+    assert r.choices[0].logprobs.tokens != plain.choices[0].logprobs.tokens
+    assert all(s not in [want[i:i + len(s)] for i in range(len(want))] for s in seqs)
+
+
 def test_echo(client, tok):
     """echo: the prompt's text before the output; with logprobs, the prompt's tokens lead the
     logprobs (the first with none), each with the log-probability cbc.Engine reports for it."""
@@ -319,6 +342,9 @@ def test_errors(client):
         (dict(prompt="hi", extra_body={"repetition_penalty": 0}), "repetition_penalty", "invalid_value"),
         (dict(prompt="hi", extra_body={"min_tokens": -1}), "min_tokens", "invalid_value"),
         (dict(prompt="hi", extra_body={"temperature": "hot"}), "temperature", "invalid_type"),
+        (dict(prompt="hi", extra_body={"bad_words": "word"}), "bad_words", "invalid_type"),
+        (dict(prompt="hi", extra_body={"bad_words": ["ok", " "]}), "bad_words", "invalid_value"),
+        (dict(prompt="hi", echo="yes"), "echo", "invalid_type"),
     ]
     for kw, param, code in cases:
         with pytest.raises(openai.BadRequestError) as e:
