@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 
 from cbc.model_dir import find_artefact, generation_eos
 from cbc.serve_api import ApiError, CompletionParams, parse_chat, parse_completion
+from cbc import tool_calls
 from cbc.text import Tokenizer, TokenizerError
 
 
@@ -283,7 +284,7 @@ class Served:
     """The engine, its tokenizer and name, and the loop thread: what the handlers share."""
 
     def __init__(self, engine, tokenizer: Tokenizer, name: str, extra_stop_ids=(),
-                 max_requests: int = 64, max_queued: int = 256):
+                 max_requests: int = 64, max_queued: int = 256, tool_format: str | None = "auto"):
         self.engine = engine
         self.tokenizer = tokenizer
         self.name = name
@@ -298,6 +299,9 @@ class Served:
             stops.add(tokenizer.eos_token_id)
         self.stop_ids = sorted(t for t in stops
                                if t < self.vocab_size and t not in engine.eos_token_ids)
+        # The format tool calls are read in: the chat template's own ("auto"), a named one, or none.
+        self.tool_format = (tool_calls.detect(tokenizer.chat_template) if tool_format == "auto"
+                            else tool_format)
         self.metrics = Metrics()
         self.admission = Admission(max_requests, max_queued)
         self.loop_thread = EngineLoop(engine, self.metrics, self.admission)
@@ -323,7 +327,12 @@ class Generation:
     def __init__(self, served: Served, sub: Submission):
         self.served = served
         self.sub = sub
-        self.detok = served.tokenizer.detokenizer(skip_special_tokens=True)
+        # With tools, the calls' markers may be special tokens: they are decoded, and the end
+        # tokens (which stop the request) are left out of the text instead.
+        self.tools = sub.params.tool_format
+        self.detok = served.tokenizer.detokenizer(skip_special_tokens=self.tools is None)
+        self.end_ids = set(served.stop_ids) | set(served.engine.eos_token_ids) | set(sub.params.stop_token_ids)
+        self.tool_calls: list[dict] = []
         self.stops = sub.params.stop
         self.hold = max((len(s) for s in self.stops), default=1) - 1
         self.pending = ""          # decoded but not yet sent (might begin a stop string)
@@ -352,7 +361,8 @@ class Generation:
             self.tokens += [t for t, _, _ in toks]
             self.logprobs += [lp for _, lp, _ in toks]
             self.top_logprobs += [top for _, _, top in toks]
-            text, toks = self._emit(self.detok.extend(t for t, _, _ in toks), toks, final=False)
+            fed = (t for t, _, _ in toks if self.tools is None or t not in self.end_ids)
+            text, toks = self._emit(self.detok.extend(fed), toks, final=False)
             if self.finish_reason is not None:  # a stop string ended it
                 return text, toks
         last = items[-1]
@@ -365,6 +375,8 @@ class Generation:
             self.finish_reason = _finish_reason(last[1])
             tail, _ = self._emit(self.detok.finish(), [], final=True)
             text += tail
+            if self.tools is not None:
+                text += self._take_tool_calls()
         return text, toks
 
     def _emit(self, new: str, toks: list, final: bool) -> tuple[str, list]:
@@ -381,9 +393,33 @@ class Generation:
                 return out, toks
         keep = 0 if final or not self.stops else self.hold
         out = self.pending[:len(self.pending) - keep] if keep else self.pending
+        if self.tools is not None:  # what may begin a tool call waits for the end
+            held = tool_calls.hold_from(self.tools, self.text + self.pending)
+            if held is not None:
+                out = out[:max(0, held - len(self.text))]
         self.pending = self.pending[len(out):]
         self.text += out
         return out, toks
+
+    def _take_tool_calls(self) -> str:
+        """At the end, with tools: the calls in the whole text (an unreadable call stays text),
+        and the content still to send."""
+        whole = self.text + self.pending
+        try:
+            content, calls = tool_calls.parse(self.tools, whole)
+        except tool_calls.ToolCallError:
+            content, calls = whole, []
+        if not calls:  # all of it is content
+            tail, self.pending = self.pending, ""
+            self.text += tail
+            return tail
+        self.pending = ""
+        self.tool_calls = calls
+        self.finish_reason = "tool_calls"
+        content = content or ""
+        tail = content[len(self.text):] if content.startswith(self.text) else ""
+        self.text = content
+        return tail
 
 
 # -- the HTTP application ---------------------------------------------------------------------------
@@ -556,6 +592,9 @@ async def _respond(request, served: Served, prompt: list, params: CompletionPara
                     raise piece
                 if piece is None:
                     left -= 1
+                    if gen.tool_calls:  # whole calls, as one delta (OpenAI's clients join deltas)
+                        calls = [{"index": k, **c} for k, c in enumerate(gen.tool_calls)]
+                        yield _sse(chat_chunk(served, rid, created, {"tool_calls": calls}, index=i))
                     yield _sse(chat_chunk(served, rid, created, {}, finish=gen.finish_reason, index=i) if chat
                                else completion_chunk(served, gen, rid, created, "", [],
                                                      finish=gen.finish_reason, index=i))
@@ -721,6 +760,11 @@ def build_parser() -> argparse.ArgumentParser:
                    "config.json compiled into $CBC_CACHE_DIR)")
     p.add_argument("--tokenizer", help="folder with tokenizer.json and tokenizer_config.json "
                    "(default: MODEL_DIR)")
+    p.add_argument("--chat-template", metavar="FILE",
+                   help="a Jinja chat template to use instead of the tokenizer's")
+    p.add_argument("--tool-call-parser", default="auto", choices=("auto", "none") + tool_calls.FORMATS,
+                   help="how tool calls are read from answers: auto (default: from the chat "
+                   "template's markers), none, or a format")
     p.add_argument("--random-weights", action="store_true",
                    help="random weights from --seed instead of MODEL_DIR's (for tests)")
     p.add_argument("--seed", type=int, default=0, help="seed of --random-weights")
@@ -767,6 +811,12 @@ def load(args) -> Served:
     if not os.path.isdir(model_dir):
         raise FileNotFoundError(f"model folder '{model_dir}' does not exist")
     tokenizer = Tokenizer.from_dir(args.tokenizer or model_dir)
+    if args.chat_template:
+        try:
+            with open(args.chat_template, encoding="utf-8") as f:
+                tokenizer.chat_template = f.read()
+        except OSError as e:
+            raise FileNotFoundError(f"cannot read --chat-template {args.chat_template}: {e.strerror}") from None
     artefact = find_artefact(model_dir, args.artefact, args.dtype)
     weights = None if args.random_weights else model_dir
     engine = cbc.Engine(artefact, weights, random_weights=args.random_weights, seed=args.seed,
@@ -780,7 +830,8 @@ def load(args) -> Served:
                          f"vocabulary is {engine.vocab_size}: they do not belong together")
     name = args.served_model_name or os.path.basename(os.path.abspath(model_dir))
     return Served(engine, tokenizer, name, generation_eos(model_dir),
-                  max_requests=args.max_requests, max_queued=args.max_queued_requests)
+                  max_requests=args.max_requests, max_queued=args.max_queued_requests,
+                  tool_format=None if args.tool_call_parser == "none" else args.tool_call_parser)
 
 
 def main(argv=None) -> int:

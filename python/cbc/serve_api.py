@@ -3,6 +3,7 @@
 completion, chat completion and streamed chunk objects."""
 from __future__ import annotations
 
+import json
 import random
 from dataclasses import dataclass, field
 from typing import Any
@@ -46,6 +47,7 @@ class CompletionParams:
     bad_words: list = field(default_factory=list)  # token id sequences the output never ends with
     embeds: list = field(default_factory=list)  # cbc.EmbeddingSegments for runs of prompt rows
     echo: str | None = None          # completions' echo: the prompt's text, put before the output
+    tool_format: str | None = None   # chat with tools: the format its calls are parsed in (tool_calls.py)
 
 
 def _bad(message: str, param: str | None, code: str | None = None) -> ApiError:
@@ -267,7 +269,25 @@ def _message(m: Any, i: int) -> dict:
                    f"{where}.content", "invalid_type")
     out = {k: v for k, v in m.items() if k != "content"}
     out["content"] = content
+    if isinstance(m.get("tool_calls"), list):  # templates read the arguments as an object
+        out["tool_calls"] = [_template_call(c) for c in m["tool_calls"]]
     return out
+
+
+def _template_call(call: Any) -> Any:
+    """An assistant message's tool call as chat templates read it: OpenAI's JSON-text arguments
+    as an object, the function's fields also at the top (transformers' convention)."""
+    fn = call.get("function") if isinstance(call, dict) else None
+    if not isinstance(fn, dict):
+        return call
+    args = fn.get("arguments")
+    if isinstance(args, str):
+        try:
+            args = json.loads(args)
+        except json.JSONDecodeError:
+            pass
+    fn = {**fn, "arguments": args}
+    return {**call, "function": fn, "name": fn.get("name"), "arguments": args}
 
 
 def _embeds(body: dict, served, prompt: list) -> list:
@@ -294,7 +314,7 @@ def parse_chat(body: dict, served) -> tuple[list, CompletionParams]:
         raise _bad("'messages' must be a non-empty list of messages", "messages",
                    "missing" if messages is None else "invalid_value")
     messages = [_message(m, i) for i, m in enumerate(messages)]
-    tools = _typed(body, "tools", (list,), "a list", None)
+    tools, tool_format = _tools(body, served)
     extra = _typed(body, "chat_template_kwargs", (dict,), "an object", {})
     gen_prompt = _typed(body, "add_generation_prompt", (bool,), "a boolean", True)
     try:
@@ -311,7 +331,37 @@ def parse_chat(body: dict, served) -> tuple[list, CompletionParams]:
     if top is not None and not want:
         raise _bad("'top_logprobs' needs logprobs=true", "top_logprobs", "invalid_value")
     params.logprobs = (top or 0) if want else None
+    params.tool_format = tool_format
     return prompt, params
+
+
+def _tools(body: dict, served) -> tuple[list | None, str | None]:
+    """The tools the template is given and the format the answer's calls are parsed in:
+    (None, None) without tools or with tool_choice "none"."""
+    tools = _typed(body, "tools", (list,), "a list of tools", None)
+    choice = body.get("tool_choice")
+    _typed(body, "parallel_tool_calls", (bool,), "a boolean", True)
+    if not tools:
+        if choice not in (None, "none"):
+            raise _bad("'tool_choice' needs 'tools'", "tool_choice", "invalid_value")
+        return None, None
+    for i, t in enumerate(tools):
+        fn = t.get("function") if isinstance(t, dict) else None
+        if not isinstance(t, dict) or t.get("type", "function") != "function" or \
+                not isinstance(fn, dict) or not isinstance(fn.get("name"), str) or not fn["name"]:
+            raise _bad(f"'tools[{i}]' must be {{\"type\": \"function\", \"function\": {{\"name\": ..., "
+                       "\"parameters\": ...}}}}", f"tools[{i}]", "invalid_value")
+    if choice == "none":
+        return None, None
+    if choice not in (None, "auto"):
+        raise _bad(f"'tool_choice'={choice!r} is not supported: forcing a call needs constrained "
+                   "decoding, which cbc serve does not have yet; use \"auto\" or \"none\"",
+                   "tool_choice", "unsupported_value")
+    if served.tool_format is None:
+        raise _bad("this model's chat template writes no tool calls cbc serve can read (start the "
+                   "server with --tool-call-parser, or a --chat-template that takes tools)", "tools",
+                   "unsupported_value")
+    return tools, served.tool_format
 
 
 # -- responses ------------------------------------------------------------------------------------
@@ -386,8 +436,10 @@ def chat_response(served, gens: list, rid: str, created: int, prompt_len: int) -
     choices = []
     for i, gen in enumerate(gens):
         lp = _chat_logprobs(served, _triples(gen)) if gen.sub.params.logprobs is not None else None
-        choices.append({"index": i, "message": {"role": "assistant", "content": gen.text},
-                        "logprobs": lp, "finish_reason": gen.finish_reason})
+        message = {"role": "assistant", "content": gen.text}
+        if gen.tool_calls:
+            message = {"role": "assistant", "content": gen.text or None, "tool_calls": gen.tool_calls}
+        choices.append({"index": i, "message": message, "logprobs": lp, "finish_reason": gen.finish_reason})
     return {"id": rid, "object": "chat.completion", "created": created, "model": served.name,
             "choices": choices, "usage": _usage(prompt_len, sum(len(g.tokens) for g in gens))}
 
