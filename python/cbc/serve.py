@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 
 from cbc.model_dir import find_artefact, generation_eos
 from cbc.serve_api import ApiError, CompletionParams, parse_chat, parse_completion
-from cbc import tool_calls
+from cbc import serve_models, tool_calls
 from cbc.text import Tokenizer, TokenizerError
 
 
@@ -459,21 +459,24 @@ def create_app(served: Served):
 
     @app.exception_handler(RequestValidationError)
     async def validation_error(request, e):
-        return JSONResponse(_error_body(400, str(e), "invalid_request_error"), status_code=400)
+        # The first of pydantic's errors, in OpenAI's terms (param "messages[0].role").
+        err = e.errors()[0]
+        param = serve_models.error_param(tuple(err.get("loc", ())))
+        if err.get("type") == "json_invalid":
+            message, param, code = f"the request body is not valid JSON: {err.get('msg')}", None, None
+        elif param is None:
+            message, code = "the request body must be a JSON object", "invalid_type"
+        else:
+            message, code = f"'{param}': {err.get('msg')}", serve_models.error_code(err.get("type", ""))
+        return JSONResponse(_error_body(400, message, "invalid_request_error", param, code), status_code=400)
 
-    async def body_of(request: Request) -> dict:
-        raw = await request.body()
-        try:
-            body = json.loads(raw)
-        except (json.JSONDecodeError, UnicodeDecodeError) as e:
-            raise ApiError(400, f"the request body is not valid JSON: {e}") from None
-        if not isinstance(body, dict):
-            raise ApiError(400, "the request body must be a JSON object")
-        model = body.get("model")
+    def body_of(body) -> dict:
+        """The validated body as the parsers read it: the fields given (extras too)."""
+        model = body.model
         if model is not None and model != served.name:
             raise ApiError(404, f"The model '{model}' does not exist; this server serves "
                            f"'{served.name}'", "not_found_error", "model", "model_not_found")
-        return body
+        return body.model_dump(exclude_unset=True)
 
     @app.get("/health")
     async def health():
@@ -499,16 +502,16 @@ def create_app(served: Served):
                                  media_type="text/plain; version=0.0.4; charset=utf-8")
 
     @app.post("/v1/completions")
-    async def completions(request: Request):
-        body = await body_of(request)
-        prompt, params = parse_completion(body, served)
+    async def completions(request: Request, body: serve_models.CompletionRequest):
+        """OpenAI's completions: one prompt (text or token ids), n choices, streamed or not."""
+        prompt, params = parse_completion(body_of(body), served)
         return await _respond(request, served, prompt, params, chat=False,
                               streaming=StreamingResponse)
 
     @app.post("/v1/chat/completions")
-    async def chat_completions(request: Request):
-        body = await body_of(request)
-        prompt, params = parse_chat(body, served)
+    async def chat_completions(request: Request, body: serve_models.ChatCompletionRequest):
+        """OpenAI's chat completions through the model's chat template, with tools."""
+        prompt, params = parse_chat(body_of(body), served)
         return await _respond(request, served, prompt, params, chat=True,
                               streaming=StreamingResponse)
 

@@ -370,6 +370,24 @@ def test_chat_errors(client):
         assert _error(e)["param"] == param, kw
 
 
+def test_openapi_schema_documents_the_bodies(server):
+    """The request bodies are pydantic models: /openapi.json has their fields with types and
+    ranges, /docs renders it, and a wrong type is refused with the field named."""
+    spec = httpx.get(server.url + "/openapi.json", timeout=10).json()
+    schemas = spec["components"]["schemas"]
+    temp = schemas["CompletionRequest"]["properties"]["temperature"]
+    assert temp["maximum"] == 2 and temp["minimum"] == 0
+    assert "messages" in schemas["ChatCompletionRequest"]["required"]
+    assert "tools" in schemas["ChatCompletionRequest"]["properties"]
+    assert httpx.get(server.url + "/docs", timeout=10).status_code == 200
+    r = httpx.post(server.url + "/v1/completions", json={"prompt": "hi", "max_tokens": "5"}, timeout=10)
+    err = r.json()["error"]
+    assert r.status_code == 400 and (err["param"], err["code"]) == ("max_tokens", "invalid_type"), err
+    r = httpx.post(server.url + "/v1/chat/completions", json={"messages": [{"content": "x"}]}, timeout=10)
+    err = r.json()["error"]
+    assert (err["param"], err["code"]) == ("messages[0].role", "missing"), err
+
+
 def test_malformed_bodies(server):
     r = httpx.post(server.url + "/v1/completions", content=b"{not json", timeout=10)
     assert r.status_code == 400 and r.json()["error"]["type"] == "invalid_request_error"

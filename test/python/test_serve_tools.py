@@ -196,7 +196,8 @@ def test_tool_errors(family):
         (dict(tools=[WEATHER], tool_choice={"type": "function", "function": {"name": "get_weather"}}),
          "tool_choice", "unsupported_value"),
         (dict(tools=[{"type": "function", "function": {}}]), "tools[0]", "invalid_value"),
-        (dict(tools=[{"type": "retrieval"}]), "tools[0]", "invalid_value"),
+        (dict(tools=[{"type": "retrieval"}]), "tools[0].function", "missing"),
+        (dict(tools=[{"type": "retrieval", "function": {"name": "f"}}]), "tools[0]", "invalid_value"),
         (dict(extra_body={"tool_choice": "auto"}), "tool_choice", "invalid_value"),
     ]
     for kw, param, code in cases:
