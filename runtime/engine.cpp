@@ -420,6 +420,8 @@ AddResult Engine::add_request(std::vector<int32_t> prompt, const SamplingParams 
     SamplingParams p = params;
     p.n = 1;
     p.seed = forkSeed(params.seed, i);
+    if (params.constraint)
+      p.constraint = params.constraint->fork();
     Request *fork = make(parent->prompt, p);
     fork->embeds = parent->embeds;
     fork->rope_positions = parent->rope_positions;
@@ -746,6 +748,10 @@ std::vector<TokenEvent> Engine::step() {
       const float *drawn = l; // what the sampler reads: the row after the request's processing
       if (r->params.processesLogits()) {
         processLogits(l, vocab, r->params, r->prompt, r->generated, meta.eos_token_ids, processed_);
+        if (r->params.constraint) {
+          r->params.constraint->allowed(allowed_, vocab);
+          maskLogits(processed_.data(), vocab, allowed_);
+        }
         drawn = processed_.data();
       }
       s = sampleToken(drawn, vocab, r->params, (int64_t)r->generated.size());
@@ -769,6 +775,11 @@ std::vector<TokenEvent> Engine::step() {
       reason = FinishReason::Stop;
     else if ((int64_t)r->generated.size() >= r->params.max_new_tokens)
       reason = FinishReason::Length;
+    // A constrained request ends where its text is complete (its end token accepted).
+    if (r->params.constraint && !r->params.constraint->accept(s.token) && reason == FinishReason::None)
+      reason = FinishReason::Stop;
+    else if (r->params.constraint && r->params.constraint->terminated() && reason == FinishReason::None)
+      reason = FinishReason::Stop;
     if (reason != FinishReason::None)
       finishRequest(r, reason);
     events.push_back({r->id, s.token, s.logprob, reason != FinishReason::None, reason, std::move(s.top)});

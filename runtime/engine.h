@@ -200,6 +200,7 @@ private:
   std::unique_ptr<StepBatch> batch_;
   std::vector<float> logits_;
   std::vector<float> processed_; // a row after its request's logits processing
+  std::vector<uint32_t> allowed_; // a constrained request's allowed ids (TokenConstraint)
   std::vector<int32_t> greedy_;
 };
 

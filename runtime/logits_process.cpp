@@ -86,4 +86,10 @@ void processLogits(const float *in, int64_t vocab, const SamplingParams &p, cons
         out[id] = -INFINITY;
 }
 
+void maskLogits(float *logits, int64_t vocab, const std::vector<uint32_t> &bits) {
+  for (int64_t i = 0; i < vocab; ++i)
+    if ((size_t)(i / 32) >= bits.size() || !((bits[i / 32] >> (i % 32)) & 1u))
+      logits[i] = -INFINITY;
+}
+
 } // namespace cbc::rt

@@ -2,6 +2,8 @@
 #ifndef CBC_RUNTIME_REQUEST_H
 #define CBC_RUNTIME_REQUEST_H
 
+#include "runtime/token_constraint.h"
+
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -28,6 +30,9 @@ struct SamplingParams {
   // log-probability of each prompt token after the first under the model's raw logits, with the
   // k most likely ids of its row. Such a request computes its whole prompt (no prefix-cache hit).
   int64_t prompt_logprobs = -1;
+  // Structured outputs: the tokens sampled must keep to this constraint (the engine masks the
+  // others out of each row, after the logits processing). A fork gets its own copy.
+  std::shared_ptr<TokenConstraint> constraint;
   // Prefix caching: a salt keeps the request's cached blocks apart from those of other salts
   // (tenants); marks are prompt positions (a chat message's start) where a state snapshot is
   // worth keeping.
@@ -51,7 +56,7 @@ struct SamplingParams {
   bool wantsLogprobs() const { return logprobs || top_logprobs > 0; }
   bool wantsPromptLogprobs() const { return prompt_logprobs >= 0; }
   bool processesLogits() const {
-    return !logit_bias.empty() || repetition_penalty != 1.0 || presence_penalty != 0 || frequency_penalty != 0 ||
+    return constraint || !logit_bias.empty() || repetition_penalty != 1.0 || presence_penalty != 0 || frequency_penalty != 0 ||
            !bad_words.empty() || min_tokens > 0;
   }
 };

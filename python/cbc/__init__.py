@@ -17,6 +17,7 @@ of step()/take_finished().
 from __future__ import annotations
 
 import errno
+import json
 import os
 import threading
 from dataclasses import dataclass, field
@@ -205,7 +206,7 @@ class Engine:
                     logit_bias: Optional[dict] = None, repetition_penalty: float = 1.0,
                     presence_penalty: float = 0.0, frequency_penalty: float = 0.0, min_tokens: int = 0,
                     bad_words: Optional[Sequence[Sequence[int]]] = None, top_logprobs: int = 0,
-                    prompt_logprobs: Optional[int] = None) -> int:
+                    prompt_logprobs: Optional[int] = None, structured: Optional[tuple] = None) -> int:
         """Queues a request and returns its id; a rejected request raises ValueError(reason).
         The engine processes the logits before sampling, in this order: logit_bias ({token id:
         bias}) adds to them, repetition_penalty divides the positive logits of the prompt's and
@@ -215,6 +216,10 @@ class Engine:
         where the prompt and output end with the rest of it, and min_tokens holds the eos ids
         back for that many tokens. top_logprobs (0 to 20, implying logprobs) reports, per token,
         that many most likely ids of the processed row with their log-probabilities.
+        structured=(kind, spec) keeps the output to a JSON schema ("json_schema", the schema as
+        JSON text or a dict), any JSON object ("json"), a regex ("regex") or an EBNF grammar
+        ("grammar"), masking the other tokens out of each row in the engine (xgrammar), after
+        set_structured_vocab; the request stops where the text is complete.
         prompt_logprobs (0 to 20; None: off) reports the raw log-probability of each prompt token
         after the first, with that many most likely ids of its row (such a prompt is computed
         whole, never taken from the prefix cache).
@@ -229,7 +234,7 @@ class Engine:
             processing = dict(logit_bias=logit_bias, repetition_penalty=repetition_penalty,
                               presence_penalty=presence_penalty, frequency_penalty=frequency_penalty,
                               min_tokens=min_tokens, bad_words=bad_words, top_logprobs=top_logprobs,
-                              prompt_logprobs=prompt_logprobs)
+                              prompt_logprobs=prompt_logprobs, structured=structured)
             rid, err, _ = self._add(prompt_ids, max_new_tokens, temperature, top_k, top_p, min_p, seed,
                                     stop_token_ids, ignore_eos, logprobs, n, cache_salt, cache_marks,
                                     embeds, processing)
@@ -311,6 +316,13 @@ class Engine:
     def vocab_size(self) -> int:
         """The width of the logits: the ids the model can generate."""
         return self._rt.vocab_size
+
+    def set_structured_vocab(self, tokenizer, stop_ids: Iterable[int] = ()) -> None:
+        """Gives structured outputs the tokenizer's vocabulary (a cbc.text.Tokenizer); a text
+        is complete at the model's eos ids and STOP_IDS."""
+        with self._lock:
+            stops = sorted({int(t) for t in self.eos_token_ids} | {int(t) for t in stop_ids})
+            self._rt.set_structured_vocab(tokenizer.encoded_vocab(), tokenizer.backend_json(), stops)
 
     @property
     def prompt_vocab_size(self) -> int:
@@ -610,7 +622,8 @@ def _settings(config, max_new_tokens, do_sample, temperature, top_k, top_p, eos_
 
 # The logits processing (and the top log-probabilities) add_request takes, with its defaults.
 _PROCESSING = dict(logit_bias=None, repetition_penalty=1.0, presence_penalty=0.0, frequency_penalty=0.0,
-                   min_tokens=0, bad_words=None, top_logprobs=0, prompt_logprobs=None)
+                   min_tokens=0, bad_words=None, top_logprobs=0, prompt_logprobs=None, structured=None)
+STRUCTURED_KINDS = ("json_schema", "json", "regex", "grammar")
 
 
 def _processing(given: dict) -> dict:
@@ -631,6 +644,7 @@ def _processing(given: dict) -> dict:
                                                   for w in words):
         raise TypeError("bad_words must be a list of token id sequences")
     out["bad_words"] = [[int(t) for t in w] for w in words]
+    out["structured_kind"], out["structured_spec"] = _structured(out.pop("structured"))
     if out["prompt_logprobs"] is None:
         out["prompt_logprobs"] = -1
     elif isinstance(out["prompt_logprobs"], int) and out["prompt_logprobs"] < 0:
@@ -639,6 +653,22 @@ def _processing(given: dict) -> dict:
         if isinstance(out[name], bool) or not isinstance(out[name], int):
             raise TypeError(f"{name} must be an int, got {type(out[name]).__name__}")
     return out
+
+
+def _structured(given) -> tuple:
+    """structured=(kind, spec) as the native call takes it: ("", "") for none; a JSON schema may
+    be a dict (sent as its JSON text)."""
+    if given is None:
+        return "", ""
+    if not isinstance(given, (tuple, list)) or len(given) != 2 or given[0] not in STRUCTURED_KINDS:
+        raise ValueError(f"structured must be (kind, spec) with kind one of {', '.join(STRUCTURED_KINDS)}, "
+                         f"got {given!r}")
+    kind, spec = given
+    if kind == "json_schema" and isinstance(spec, (dict, bool)):
+        spec = json.dumps(spec)
+    if not isinstance(spec, str):
+        raise TypeError(f"structured spec must be a str (or a dict for json_schema), got {type(spec).__name__}")
+    return kind, spec
 
 
 def _config_processing(config) -> dict:

@@ -179,7 +179,7 @@ class EngineLoop(threading.Thread):
                     logprobs=p.logprobs is not None, top_logprobs=p.logprobs or 0, embeds=p.embeds or None,
                     logit_bias=p.logit_bias, repetition_penalty=p.repetition_penalty,
                     presence_penalty=p.presence_penalty, frequency_penalty=p.frequency_penalty,
-                    min_tokens=p.min_tokens, bad_words=p.bad_words,
+                    min_tokens=p.min_tokens, bad_words=p.bad_words, structured=p.structured,
                     prompt_logprobs=p.logprobs if p.echo is not None and p.logprobs is not None else None)
             except ValueError as e:
                 with self.metrics.lock:
@@ -299,6 +299,13 @@ class Served:
             stops.add(tokenizer.eos_token_id)
         self.stop_ids = sorted(t for t in stops
                                if t < self.vocab_size and t not in engine.eos_token_ids)
+        # Structured outputs compile grammars over the tokenizer's vocabulary; where they cannot
+        # (a build without xgrammar, a tokenizer it cannot read), requests for them get a 400 why.
+        self.structured_error = None
+        try:
+            engine.set_structured_vocab(tokenizer, self.stop_ids)
+        except (ValueError, AttributeError) as e:
+            self.structured_error = str(e)
         # The format tool calls are read in: the chat template's own ("auto"), a named one, or none.
         self.tool_format = (tool_calls.detect(tokenizer.chat_template) if tool_format == "auto"
                             else tool_format)

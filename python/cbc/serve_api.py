@@ -48,6 +48,7 @@ class CompletionParams:
     embeds: list = field(default_factory=list)  # cbc.EmbeddingSegments for runs of prompt rows
     echo: str | None = None          # completions' echo: the prompt's text, put before the output
     tool_format: str | None = None   # chat with tools: the format its calls are parsed in (tool_calls.py)
+    structured: tuple | None = None  # (kind, spec) for the engine's structured outputs
 
 
 def _bad(message: str, param: str | None, code: str | None = None) -> ApiError:
@@ -121,7 +122,53 @@ def _common(body: dict, served, prompt_len: int, default_max: int | None) -> Com
     p.stop_token_ids += [_token_id(t, served, "stop_token_ids") for t in ids]
     p.max_tokens = _max_tokens(body, served, prompt_len, default_max)
     p.n = n
+    p.structured = _structured(body, served)
     return p
+
+
+def _structured(body: dict, served) -> tuple | None:
+    """OpenAI's response_format (json_object, json_schema; text: none) or vLLM's
+    structured_outputs ({"json": schema} | {"regex": ...} | {"grammar": EBNF} | {"json_object": true})
+    as the engine's (kind, spec)."""
+    fmt = _typed(body, "response_format", (dict,), "an object", None)
+    extra = _typed(body, "structured_outputs", (dict,), "an object", None)
+    if fmt is not None and extra is not None:
+        raise _bad("give 'response_format' or 'structured_outputs', not both", "structured_outputs",
+                   "invalid_value")
+    want = None
+    if fmt is not None:
+        kind = fmt.get("type")
+        if kind == "json_object":
+            want = ("json", "")
+        elif kind == "json_schema":
+            spec = fmt.get("json_schema")
+            schema = spec.get("schema") if isinstance(spec, dict) else None
+            if not isinstance(schema, (dict, bool)):
+                raise _bad("'response_format.json_schema.schema' must be a JSON schema object",
+                           "response_format", "invalid_value")
+            want = ("json_schema", json.dumps(schema))
+        elif kind != "text":
+            raise _bad(f"'response_format.type' must be text, json_object or json_schema, got {kind!r}",
+                       "response_format", "invalid_value")
+    elif extra is not None:
+        given = [k for k in ("json", "regex", "grammar", "json_object") if extra.get(k) not in (None, False)]
+        if len(given) != 1:
+            raise _bad("'structured_outputs' must give exactly one of json, regex, grammar, json_object",
+                       "structured_outputs", "invalid_value")
+        key = given[0]
+        value = extra[key]
+        if key == "json_object":
+            want = ("json", "")
+        elif key == "json":
+            want = ("json_schema", value if isinstance(value, str) else json.dumps(value))
+        elif isinstance(value, str):
+            want = (key, value)
+        else:
+            raise _bad(f"'structured_outputs.{key}' must be a string", "structured_outputs", "invalid_type")
+    if want is not None and getattr(served, "structured_error", None):
+        raise _bad(f"structured outputs are not available: {served.structured_error}",
+                   "response_format" if fmt is not None else "structured_outputs", "unsupported_value")
+    return want
 
 
 def _bad_words(body: dict, served) -> list:

@@ -39,6 +39,10 @@ class _Sampling(BaseModel):
     min_tokens: int = Field(0, ge=0, description="no end token before this many (vLLM extra)")
     logit_bias: Optional[dict[str, float]] = Field(None, description="token id -> bias in [-100, 100]")
     bad_words: Optional[list[str]] = Field(None, description="strings never generated (vLLM extra)")
+    response_format: Optional[dict[str, Any]] = Field(
+        None, description='{"type": "json_object"} or {"type": "json_schema", "json_schema": {"schema": ...}}')
+    structured_outputs: Optional[dict[str, Any]] = Field(
+        None, description="vLLM's: one of json (a schema), regex, grammar (EBNF), json_object")
     stream: bool = False
     stream_options: Optional[StreamOptions] = None
     user: Optional[str] = None

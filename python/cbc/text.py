@@ -160,6 +160,19 @@ class Tokenizer:
         ids += [i for i, t in self._tok.get_added_tokens_decoder().items() if t.special]
         return sorted({i for i in ids if i is not None})
 
+    def encoded_vocab(self) -> list[str]:
+        """Every id's token as tokenizer.json writes it (byte-level tokens encoded), by id; ""
+        for an id with no token."""
+        vocab = self._tok.get_vocab(with_added_tokens=True)
+        out = [""] * (max(vocab.values(), default=-1) + 1)
+        for token, i in vocab.items():
+            out[i] = token
+        return out
+
+    def backend_json(self) -> str:
+        """The tokenizer as tokenizer.json holds it."""
+        return self._tok.to_str()
+
     def encode(self, text: str, add_special_tokens: bool = True) -> list[int]:
         if not isinstance(text, str):
             raise TypeError(f"text must be a string, got {type(text).__name__}")

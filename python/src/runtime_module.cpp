@@ -7,6 +7,9 @@
 #include "runtime/engine.h"
 #include "runtime/memory_estimate.h"
 #include "runtime/safetensors.h"
+#ifdef CBC_STRUCTURED
+#include "runtime/structured/grammar_constraint.h"
+#endif
 
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/map.h>
@@ -202,8 +205,53 @@ private:
     return std::max(b, s);
   }
 
+public:
+  // Structured outputs: the tokenizer's vocabulary for the grammars' compiler (once per engine).
+  void setStructuredVocab(std::vector<std::string> vocab, const std::string &tokenizerJson,
+                          std::vector<int32_t> stopIds) {
+#ifdef CBC_STRUCTURED
+    nb::gil_scoped_release release;
+    try {
+      structured_ = std::make_unique<cbc::rt::StructuredOutputs>(vocab, tokenizerJson,
+                                                                 engine_->artefact().meta.vocab_size, stopIds);
+    } catch (const std::invalid_argument &e) {
+      throw nb::value_error(e.what());
+    }
+#else
+    (void)vocab, (void)tokenizerJson, (void)stopIds;
+    throw nb::value_error(kNoStructured);
+#endif
+  }
+
+  // A constraint for `kind` ("json_schema", "json", "regex", "grammar") and its spec; a bad
+  // spec, a missing vocabulary or a build without xgrammar is a ValueError.
+  std::shared_ptr<cbc::rt::TokenConstraint> constraint(const std::string &kind, const std::string &spec) {
+#ifdef CBC_STRUCTURED
+    cbc::rt::GrammarKind k;
+    if (!cbc::rt::grammarKindFromName(kind, k))
+      throw nb::value_error(("structured output kind must be json_schema, json, regex or grammar, not '" + kind + "'").c_str());
+    if (!structured_)
+      throw nb::value_error("structured outputs need the tokenizer's vocabulary: call set_structured_vocab first");
+    nb::gil_scoped_release release;
+    try {
+      return structured_->constraint(k, spec);
+    } catch (const std::invalid_argument &e) {
+      throw nb::value_error(("cannot compile the " + kind + ": " + e.what()).c_str());
+    }
+#else
+    (void)kind, (void)spec;
+    throw nb::value_error(kNoStructured);
+#endif
+  }
+
+private:
+  static constexpr const char *kNoStructured =
+      "this cbc was built without structured outputs (xgrammar's source could not be had at configure time)";
   std::unique_ptr<cbc::rt::Engine> engine_;
   std::mutex mutex_;
+#ifdef CBC_STRUCTURED
+  std::unique_ptr<cbc::rt::StructuredOutputs> structured_;
+#endif
 };
 
 cbc::rt::SamplingParams samplingParams(int64_t max_new_tokens, double temperature, int64_t top_k, double top_p,
@@ -285,7 +333,8 @@ NB_MODULE(_runtime, m) {
               bool logprobs, int64_t n, std::string cache_salt, std::vector<int64_t> cache_marks, nb::handle embeds,
               std::map<int32_t, float> logit_bias, double repetition_penalty, double presence_penalty,
               double frequency_penalty, int64_t min_tokens, std::vector<std::vector<int32_t>> bad_words,
-              int64_t top_logprobs, int64_t prompt_logprobs) {
+              int64_t top_logprobs, int64_t prompt_logprobs, std::string structured_kind,
+              std::string structured_spec) {
              cbc::rt::SamplingParams p =
                  samplingParams(max_new_tokens, temperature, top_k, top_p, min_p, seed, std::move(stop_token_ids),
                                 ignore_eos, logprobs, n, std::move(cache_salt), std::move(cache_marks));
@@ -297,6 +346,8 @@ NB_MODULE(_runtime, m) {
              p.bad_words = std::move(bad_words);
              p.top_logprobs = top_logprobs;
              p.prompt_logprobs = prompt_logprobs;
+             if (!structured_kind.empty())
+               p.constraint = e.constraint(structured_kind, structured_spec);
              return e.addRequest(std::move(prompt), p, embeddingSegments(embeds));
            },
            "prompt"_a, "max_new_tokens"_a, "temperature"_a, "top_k"_a, "top_p"_a, "min_p"_a, "seed"_a,
@@ -305,7 +356,8 @@ NB_MODULE(_runtime, m) {
            "logit_bias"_a = std::map<int32_t, float>{}, "repetition_penalty"_a = 1.0, "presence_penalty"_a = 0.0,
            "frequency_penalty"_a = 0.0, "min_tokens"_a = 0,
            "bad_words"_a = std::vector<std::vector<int32_t>>{}, "top_logprobs"_a = 0,
-           "prompt_logprobs"_a = -1)
+           "prompt_logprobs"_a = -1, "structured_kind"_a = "", "structured_spec"_a = "")
+      .def("set_structured_vocab", &Engine::setStructuredVocab, "vocab"_a, "tokenizer_json"_a, "stop_ids"_a)
       .def("step", &Engine::step)
       .def("cancel", &Engine::cancel, "id"_a)
       .def("idle", &Engine::idle)

@@ -135,6 +135,47 @@ def test_top_logprobs(client, tok):
         assert item.top_logprobs[0].logprob >= item.top_logprobs[1].logprob
 
 
+def test_structured_outputs(client):
+    """response_format json_schema (also through the client's parse() with a pydantic model) and
+    vLLM's structured_outputs regex: sampled answers keep to them, streamed too; bad ones are 400s."""
+    from typing import Literal
+
+    from pydantic import BaseModel
+
+    schema = {"type": "object", "additionalProperties": False, "required": ["ok", "n"],
+              "properties": {"ok": {"type": "boolean"}, "n": {"type": "integer", "minimum": 0, "maximum": 9}}}
+    fmt = {"type": "json_schema", "json_schema": {"name": "answer", "schema": schema}}
+    chat = [{"role": "user", "content": "hi"}]
+    for seed in range(8):
+        r = client.chat.completions.create(model=NAME, messages=chat, max_tokens=40, temperature=1.0, seed=seed,
+                                           response_format=fmt)
+        value = json.loads(r.choices[0].message.content)
+        assert set(value) == {"ok", "n"} and isinstance(value["ok"], bool) and 0 <= value["n"] <= 9, value
+    chunks = client.chat.completions.create(model=NAME, messages=chat, max_tokens=40, temperature=1.0, seed=1,
+                                            response_format=fmt, stream=True)
+    assert set(json.loads("".join(c.choices[0].delta.content or "" for c in chunks if c.choices))) == {"ok", "n"}
+
+    class Answer(BaseModel):
+        colour: Literal["red", "green"]
+        sure: bool
+    parsed = client.chat.completions.parse(model=NAME, messages=chat, max_tokens=40, temperature=1.0, seed=2,
+                                           response_format=Answer)
+    assert isinstance(parsed.choices[0].message.parsed, Answer)
+    r = client.completions.create(model=NAME, prompt="hello", max_tokens=10, temperature=1.0, seed=4,
+                                  extra_body={"structured_outputs": {"regex": "(yes|no)!"}})
+    assert r.choices[0].text in ("yes!", "no!")
+    cases = [
+        (dict(response_format={"type": "xml"}), "response_format"),
+        (dict(response_format={"type": "json_schema", "json_schema": {"name": "x"}}), "response_format"),
+        (dict(extra_body={"structured_outputs": {"regex": "(open"}}), None),
+        (dict(extra_body={"structured_outputs": {"regex": "a", "grammar": "b"}}), "structured_outputs"),
+    ]
+    for kw, param in cases:
+        with pytest.raises(openai.BadRequestError) as e:
+            client.chat.completions.create(model=NAME, messages=chat, max_tokens=5, **kw)
+        assert _error(e)["param"] == param, kw
+
+
 def test_bad_words(client, tok):
     """vLLM's bad_words: the word's tokens, alone and after a space, are kept out in the engine;
     the output equals cbc.Engine's with those id sequences and no longer holds the word."""

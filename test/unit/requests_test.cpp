@@ -9,6 +9,7 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <set>
 
 // OpenBLAS's own, declared here because the tests do not see its header.
 extern "C" int openblas_get_num_threads(void);
@@ -301,6 +302,60 @@ TEST_F(Requests, StopTokenIdsAndEosEndGeneration) {
     EXPECT_EQ(out.finish, rt::FinishReason::Length);
     EXPECT_EQ(out.tokens, std::vector<int32_t>(natural.begin(), natural.begin() + 3));
   }
+}
+
+// A constraint over the ids below `limit` that ends its text after `length` tokens: the
+// engine's structured-output hooks, without a grammar library.
+class CountingConstraint : public rt::TokenConstraint {
+public:
+  CountingConstraint(int32_t limit, int64_t length) : limit_(limit), length_(length) {}
+  void allowed(std::vector<uint32_t> &bits, int64_t vocab) override {
+    bits.assign((size_t)((vocab + 31) / 32), 0u);
+    for (int32_t i = 0; i < limit_; ++i)
+      bits[i / 32] |= 1u << (i % 32);
+  }
+  bool accept(int32_t token) override {
+    if (token >= limit_)
+      return false;
+    taken_.push_back(token);
+    return true;
+  }
+  bool terminated() const override { return (int64_t)taken_.size() >= length_; }
+  std::unique_ptr<rt::TokenConstraint> fork() const override { return std::make_unique<CountingConstraint>(*this); }
+  std::vector<int32_t> taken_;
+
+private:
+  int32_t limit_;
+  int64_t length_;
+};
+
+TEST_F(Requests, AConstraintMasksEveryRowAndEndsTheText) {
+  auto e = engine();
+  rt::SamplingParams p = greedy(40);
+  p.temperature = 1.0;
+  p.n = 3; // each fork its own copy, advanced by its own tokens
+  auto c = std::make_shared<CountingConstraint>(7, 5);
+  p.constraint = c;
+  rt::RequestId id = e->add_request({5, 17, 200, 33}, p).id;
+  rt::SamplingParams free = greedy(40);
+  free.temperature = 1.0;
+  rt::RequestId other = e->add_request({5, 17, 200, 33}, free).id;
+  auto out = drain(*e);
+  ASSERT_EQ(out.size(), 4u);
+  std::set<std::vector<int32_t>> seen;
+  for (auto &[rid, o] : out) {
+    if (rid == other) {
+      EXPECT_EQ(o.tokens.size(), 40u);
+      EXPECT_TRUE(std::any_of(o.tokens.begin(), o.tokens.end(), [](int32_t t) { return t >= 7; }));
+      continue;
+    }
+    EXPECT_EQ(o.finish, rt::FinishReason::Stop) << rid;
+    EXPECT_EQ(o.tokens.size(), 5u) << rid;
+    EXPECT_TRUE(std::all_of(o.tokens.begin(), o.tokens.end(), [](int32_t t) { return t < 7; })) << rid;
+    seen.insert(o.tokens);
+  }
+  EXPECT_EQ(c->taken_, out[id].tokens); // the parent's own copy saw exactly its tokens
+  EXPECT_GT(seen.size(), 1u);           // forks sampled their own ways
 }
 
 TEST_F(Requests, TokenEventsStreamEveryTokenOnce) {
