@@ -8,6 +8,8 @@ cd "$(dirname "$0")/.."
 tools/setup.sh
 # The venv of the Python tests (build/pyenv) and the Python package in the build tree.
 tools/setup_python.sh
+# The load generator (aiperf, in build/loadgen) that test/python/test_serve_aiperf.py runs.
+tools/setup_loadgen.sh
 BUILD=${BUILD_DIR:-build}
 RUNTIME_BUILD=${RUNTIME_BUILD_DIR:-build-runtime}
 FUZZ_BUILD=${FUZZ_BUILD_DIR:-build-fuzz}
