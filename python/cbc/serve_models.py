@@ -23,6 +23,7 @@ class _Sampling(BaseModel):
     model_config = _OPEN
     model: Optional[str] = Field(None, description="the served model's name (GET /v1/models)")
     max_tokens: Optional[int] = Field(None, ge=1, description="tokens to generate at most")
+    max_completion_tokens: Optional[int] = Field(None, ge=1, description="the same, under its newer name")
     temperature: float = Field(1.0, ge=0, le=2, description="0: greedy")
     top_p: float = Field(1.0, ge=0, le=1)
     top_k: int = Field(0, ge=-1, description="0 or -1: off")
