@@ -523,11 +523,6 @@ def _open_stream(server, max_tokens, prompt="hello", stream=True):
     return s
 
 
-def _rss_kib(pid):
-    with open(f"/proc/{pid}/status") as f:
-        return next(int(line.split()[1]) for line in f if line.startswith("VmRSS:"))
-
-
 @pytest.mark.parametrize("stream", [True, False])
 def test_disconnect_cancels_the_request(long_server, stream):
     server = long_server
@@ -548,8 +543,8 @@ def test_disconnect_cancels_the_request(long_server, stream):
 
 def test_overload_gets_429_with_retry_after_and_loses_nothing(slow_model):
     """1 running + 1 queued sequence at most: with two long requests held, every further one is
-    refused at once with 429 and Retry-After (n beyond the limit: 400), the refusals cost no
-    memory, and a burst sent with the official client's retries (which honour Retry-After)
+    refused at once with 429 and Retry-After (n beyond the limit: 400), and a burst sent with
+    the official client's retries (which honour Retry-After)
     completes every request with all its tokens once the long ones are gone."""
     server = _long_server(slow_model, "--max-requests", "1", "--max-queued-requests", "1")
     try:
@@ -573,24 +568,9 @@ def test_overload_gets_429_with_retry_after_and_loses_nothing(slow_model):
             strict.chat.completions.create(model=name, max_tokens=4,
                                            messages=[{"role": "user", "content": "hi"}])
         assert e.value.response.headers["Retry-After"]
-        # Refusals hold nothing: refusing 100 requests grows the memory by no more than the
-        # running request's generated tokens do at the rate measured while idle after (its
-        # cache pages are touched as its context grows).
-        def state():
-            return _rss_kib(server.proc.pid), metrics(server)["cbc_generated_tokens_total"]
-        with httpx.Client(timeout=30) as c:
-            rss0, tok0 = state()
-            t0 = time.monotonic()
-            codes = {c.post(url, json={"prompt": "hi", "max_tokens": 4}).status_code
-                     for _ in range(100)}
-            rss1, tok1 = state()
-            time.sleep(max(time.monotonic() - t0, 1.0))
-            rss2, tok2 = state()
-        assert codes == {429}
-        per_token = (rss2 - rss1) / max(tok2 - tok1, 1)
-        assert (rss1 - rss0) - per_token * (tok1 - tok0) < 1024, (rss0, rss1, rss2, tok0, tok1, tok2)
+        # (That refusals hold no memory is test_serve_overload.py's, over a scripted engine.)
         m = metrics(server)
-        assert m["cbc_requests_overloaded_total"] == 102 and m["cbc_sequences_in_flight"] == 2
+        assert m["cbc_requests_overloaded_total"] == 2 and m["cbc_sequences_in_flight"] == 2
         for s in held:
             s.close()
         _wait_metric(server, lambda m: m["cbc_sequences_in_flight"] == 0 and m["cbc_cache_usage"] == 0)

@@ -30,7 +30,8 @@ Event = namedtuple("Event", "id token logprob finished finish_reason top_logprob
 
 class ScriptedEngine:
     """cbc.Engine's serving interface, answering each request with the next scripted text
-    (then the tokenizer's end token); it records the prompts it was given."""
+    (then the tokenizer's end token; a script of None holds the request until it is cancelled);
+    it records the prompts it was given."""
 
     def __init__(self, tok: Tokenizer):
         self.tok = tok
@@ -48,17 +49,21 @@ class ScriptedEngine:
         ids = []
         for _ in range(n):
             text = self.scripts.pop(0)
-            self.live[self.next_id] = self.tok.encode(text, add_special_tokens=False) + [self.tok.eos_token_id]
+            self.live[self.next_id] = None if text is None else \
+                self.tok.encode(text, add_special_tokens=False) + [self.tok.eos_token_id]
             ids.append(self.next_id)
             self.next_id += 1
         return ids
 
     def idle(self):
-        return not self.live
+        return not self.live and not self.finished
 
     def step(self):
+        time.sleep(0.001)  # a step takes time: the loop thread does not spin on held requests
         events = []
         for rid, toks in list(self.live.items()):
+            if toks is None:
+                continue
             tok = toks.pop(0)
             done = not toks
             events.append(Event(rid, tok, 0.0, done, "stop" if done else None, []))
@@ -73,20 +78,24 @@ class ScriptedEngine:
         return out
 
     def cancel(self, rid):
-        return self.live.pop(rid, None) is not None
+        if self.live.pop(rid, "gone") == "gone":
+            return False
+        self.finished.append(SimpleNamespace(id=rid, finish_reason="cancelled", prompt_logprobs=[],
+                                             prompt_top_logprobs=[]))
+        return True
 
 
 class InProcessServer:
     """create_app over a Served with the scripted engine, run by uvicorn on a loopback port."""
 
-    def __init__(self, template: str):
+    def __init__(self, template: str, **served):
         import uvicorn
         tok = Tokenizer.from_dir(TOKENIZER)
         with open(os.path.join(TEMPLATES, template), encoding="utf-8") as f:
             tok.chat_template = f.read()
         self.tok = tok
         self.engine = ScriptedEngine(tok)
-        self.served = Served(self.engine, tok, "scripted")
+        self.served = Served(self.engine, tok, "scripted", **served)
         sock = socket.socket()
         sock.bind(("127.0.0.1", 0))
         sock.listen(64)
