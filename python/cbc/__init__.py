@@ -623,7 +623,7 @@ def _settings(config, max_new_tokens, do_sample, temperature, top_k, top_p, eos_
 # The logits processing (and the top log-probabilities) add_request takes, with its defaults.
 _PROCESSING = dict(logit_bias=None, repetition_penalty=1.0, presence_penalty=0.0, frequency_penalty=0.0,
                    min_tokens=0, bad_words=None, top_logprobs=0, prompt_logprobs=None, structured=None)
-STRUCTURED_KINDS = ("json_schema", "json", "regex", "grammar")
+STRUCTURED_KINDS = ("json_schema", "json", "regex", "grammar", "structural_tag")
 
 
 def _processing(given: dict) -> dict:
@@ -664,7 +664,7 @@ def _structured(given) -> tuple:
         raise ValueError(f"structured must be (kind, spec) with kind one of {', '.join(STRUCTURED_KINDS)}, "
                          f"got {given!r}")
     kind, spec = given
-    if kind == "json_schema" and isinstance(spec, (dict, bool)):
+    if kind in ("json_schema", "structural_tag") and isinstance(spec, (dict, bool)):
         spec = json.dumps(spec)
     if not isinstance(spec, str):
         raise TypeError(f"structured spec must be a str (or a dict for json_schema), got {type(spec).__name__}")

@@ -8,6 +8,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
+from cbc import tool_calls
 from cbc.embeds import EmbedsError, from_json as _embeds_from_json
 from cbc.text import TokenizerError
 
@@ -361,7 +362,7 @@ def parse_chat(body: dict, served) -> tuple[list, CompletionParams]:
         raise _bad("'messages' must be a non-empty list of messages", "messages",
                    "missing" if messages is None else "invalid_value")
     messages = [_message(m, i) for i, m in enumerate(messages)]
-    tools, tool_format = _tools(body, served)
+    tools, tool_format, forced = _tools(body, served)
     extra = _typed(body, "chat_template_kwargs", (dict,), "an object", {})
     gen_prompt = _typed(body, "add_generation_prompt", (bool,), "a boolean", True)
     try:
@@ -379,19 +380,28 @@ def parse_chat(body: dict, served) -> tuple[list, CompletionParams]:
         raise _bad("'top_logprobs' needs logprobs=true", "top_logprobs", "invalid_value")
     params.logprobs = (top or 0) if want else None
     params.tool_format = tool_format
+    if forced is not None:
+        if params.structured is not None:
+            raise _bad("a forced tool call and 'response_format' / 'structured_outputs' exclude each other",
+                       "tool_choice", "invalid_value")
+        if getattr(served, "structured_error", None):
+            raise _bad(f"forcing a tool call needs structured outputs, which are not available: "
+                       f"{served.structured_error}", "tool_choice", "unsupported_value")
+        params.structured = ("structural_tag", json.dumps(forced))
     return prompt, params
 
 
-def _tools(body: dict, served) -> tuple[list | None, str | None]:
-    """The tools the template is given and the format the answer's calls are parsed in:
-    (None, None) without tools or with tool_choice "none"."""
+def _tools(body: dict, served) -> tuple[list | None, str | None, dict | None]:
+    """The tools the template is given, the format the answer's calls are parsed in, and with
+    tool_choice "required" or a named function the structural tag that forces one call:
+    (None, None, None) without tools or with tool_choice "none"."""
     tools = _typed(body, "tools", (list,), "a list of tools", None)
     choice = body.get("tool_choice")
     _typed(body, "parallel_tool_calls", (bool,), "a boolean", True)
     if not tools:
         if choice not in (None, "none"):
             raise _bad("'tool_choice' needs 'tools'", "tool_choice", "invalid_value")
-        return None, None
+        return None, None, None
     for i, t in enumerate(tools):
         fn = t.get("function") if isinstance(t, dict) else None
         if not isinstance(t, dict) or t.get("type", "function") != "function" or \
@@ -399,16 +409,22 @@ def _tools(body: dict, served) -> tuple[list | None, str | None]:
             raise _bad(f"'tools[{i}]' must be {{\"type\": \"function\", \"function\": {{\"name\": ..., "
                        "\"parameters\": ...}}}}", f"tools[{i}]", "invalid_value")
     if choice == "none":
-        return None, None
-    if choice not in (None, "auto"):
-        raise _bad(f"'tool_choice'={choice!r} is not supported: forcing a call needs constrained "
-                   "decoding, which cbc serve does not have yet; use \"auto\" or \"none\"",
-                   "tool_choice", "unsupported_value")
+        return None, None, None
     if served.tool_format is None:
         raise _bad("this model's chat template writes no tool calls cbc serve can read (start the "
                    "server with --tool-call-parser, or a --chat-template that takes tools)", "tools",
                    "unsupported_value")
-    return tools, served.tool_format
+    if choice in (None, "auto"):
+        return tools, served.tool_format, None
+    if choice == "required":
+        return tools, served.tool_format, tool_calls.forced_call(served.tool_format, tools)
+    name = choice.get("function", {}).get("name") if isinstance(choice, dict) else None
+    chosen = [t for t in tools if t["function"]["name"] == name]
+    if not chosen:
+        raise _bad(f"'tool_choice' must be \"none\", \"auto\", \"required\" or {{\"type\": \"function\", "
+                   f"\"function\": {{\"name\": ...}}}} naming one of the tools, got {choice!r}", "tool_choice",
+                   "invalid_value")
+    return tools, served.tool_format, tool_calls.forced_call(served.tool_format, chosen)
 
 
 # -- responses ------------------------------------------------------------------------------------

@@ -166,5 +166,35 @@ def _harmony(text: str) -> list:
             for m in re.finditer(pattern, text, re.S)]
 
 
+def forced_call(fmt: str, tools: list[dict]) -> dict:
+    """An xgrammar structural tag that makes the answer exactly one call, in FMT, of one of TOOLS
+    (OpenAI's function objects; their parameters schemas bound the arguments): what
+    tool_choice "required", or a named function (TOOLS holding it alone), decodes under."""
+    options = [_call_format(fmt, t["function"]["name"], t["function"].get("parameters") or {"type": "object"})
+               for t in tools]
+    return {"type": "structural_tag", "format": options[0] if len(options) == 1 else {"type": "or", "elements": options}}
+
+
+def _call_format(fmt: str, name: str, params: dict) -> dict:
+    def const(text):
+        return {"type": "const_string", "value": text}
+
+    def schema(s):  # at most one whitespace character at a time: a sample cannot run on in spaces
+        return {"type": "json_schema", "json_schema": s, "max_whitespace_cnt": 1}
+
+    def named(args_key):
+        return {"type": "object", "additionalProperties": False, "required": ["name", args_key],
+                "properties": {"name": {"const": name}, args_key: params}}
+    parts = {
+        "hermes": [const("<tool_call>\n"), schema(named("arguments")), const("\n</tool_call>")],
+        "llama3_json": [schema(named("parameters"))],
+        "mistral": [const("[TOOL_CALLS] ["), schema(named("arguments")), const("]")],
+        "deepseek_v3": [const(f"<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>{name}\n```json\n"),
+                        schema(params), const("\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>")],
+        "harmony": [const(f"<|channel|>commentary to=functions.{name} <|constrain|>json<|message|>"), schema(params)],
+    }[fmt]
+    return parts[0] if len(parts) == 1 else {"type": "sequence", "elements": parts}
+
+
 _PARSERS = {"hermes": _hermes, "mistral": _mistral, "llama3_json": _llama3_json,
             "deepseek_v3": _deepseek_v3, "harmony": _harmony}

@@ -229,7 +229,9 @@ public:
 #ifdef CBC_STRUCTURED
     cbc::rt::GrammarKind k;
     if (!cbc::rt::grammarKindFromName(kind, k))
-      throw nb::value_error(("structured output kind must be json_schema, json, regex or grammar, not '" + kind + "'").c_str());
+      throw nb::value_error(
+          ("structured output kind must be json_schema, json, regex, grammar or structural_tag, not '" + kind + "'")
+              .c_str());
     if (!structured_)
       throw nb::value_error("structured outputs need the tokenizer's vocabulary: call set_structured_vocab first");
     nb::gil_scoped_release release;

@@ -53,6 +53,8 @@ bool grammarKindFromName(const std::string &name, GrammarKind &out) {
     out = GrammarKind::Regex;
   else if (name == "grammar")
     out = GrammarKind::Ebnf;
+  else if (name == "structural_tag")
+    out = GrammarKind::StructuralTag;
   else
     return false;
   return true;
@@ -84,6 +86,7 @@ std::shared_ptr<TokenConstraint> StructuredOutputs::constraint(GrammarKind kind,
                                       ? impl_->compiler.CompileJSONSchema(R"({"type": "object"})", false, std::nullopt,
                                                                           std::nullopt, false)
                                   : kind == GrammarKind::Regex    ? impl_->compiler.CompileRegex(spec)
+                                  : kind == GrammarKind::StructuralTag ? impl_->compiler.CompileStructuralTag(spec)
                                                                   : impl_->compiler.CompileGrammar(spec);
     return std::make_shared<GrammarConstraint>(xgrammar::GrammarMatcher(g));
   } catch (const std::exception &e) {

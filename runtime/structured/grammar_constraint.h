@@ -14,8 +14,9 @@
 
 namespace cbc::rt {
 
-enum class GrammarKind { JsonSchema, Json, Regex, Ebnf };
-// The kind `name` spells ("json_schema", "json", "regex", "grammar"); false for another name.
+enum class GrammarKind { JsonSchema, Json, Regex, Ebnf, StructuralTag };
+// The kind `name` spells ("json_schema", "json", "regex", "grammar", "structural_tag": xgrammar's
+// JSON description of text and schemas in sequence); false for another name.
 bool grammarKindFromName(const std::string &name, GrammarKind &out);
 
 class StructuredOutputs {

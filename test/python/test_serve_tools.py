@@ -16,6 +16,7 @@ import pytest
 
 from serve_util import HERE, TOKENIZER
 
+import cbc  # noqa: E402
 from cbc import tool_calls  # noqa: E402  (serve_util put the build's package on the path)
 from cbc.serve import Served, create_app  # noqa: E402
 from cbc.text import Tokenizer  # noqa: E402
@@ -88,13 +89,13 @@ class ScriptedEngine:
 class InProcessServer:
     """create_app over a Served with the scripted engine, run by uvicorn on a loopback port."""
 
-    def __init__(self, template: str, **served):
+    def __init__(self, template: str, engine=None, tokenizer=TOKENIZER, **served):
         import uvicorn
-        tok = Tokenizer.from_dir(TOKENIZER)
+        tok = Tokenizer.from_dir(str(tokenizer))
         with open(os.path.join(TEMPLATES, template), encoding="utf-8") as f:
             tok.chat_template = f.read()
         self.tok = tok
-        self.engine = ScriptedEngine(tok)
+        self.engine = engine if engine is not None else ScriptedEngine(tok)
         self.served = Served(self.engine, tok, "scripted", **served)
         sock = socket.socket()
         sock.bind(("127.0.0.1", 0))
@@ -201,9 +202,9 @@ def test_tool_errors(family):
     client = server.client
     user = [{"role": "user", "content": "hi"}]
     cases = [
-        (dict(tools=[WEATHER], tool_choice="required"), "tool_choice", "unsupported_value"),
-        (dict(tools=[WEATHER], tool_choice={"type": "function", "function": {"name": "get_weather"}}),
-         "tool_choice", "unsupported_value"),
+        (dict(tools=[WEATHER], tool_choice="required"), "tool_choice", "unsupported_value"),  # no xgrammar here
+        (dict(tools=[WEATHER], tool_choice={"type": "function", "function": {"name": "nope"}}),
+         "tool_choice", "invalid_value"),
         (dict(tools=[{"type": "function", "function": {}}]), "tools[0]", "invalid_value"),
         (dict(tools=[{"type": "retrieval"}]), "tools[0].function", "missing"),
         (dict(tools=[{"type": "retrieval", "function": {"name": "f"}}]), "tools[0]", "invalid_value"),
@@ -214,6 +215,50 @@ def test_tool_errors(family):
             client.chat.completions.create(model="scripted", messages=user, **kw)
         err = e.value.response.json()["error"]
         assert (err["param"], err["code"]) == (param, code), kw
+
+
+# Short names: the example model's tokenizer, trained on the KJV, spends about a token per
+# character of JSON, and its context is 512 tokens.
+CITY = {"type": "function", "function": {"name": "w", "parameters": {
+    "type": "object", "additionalProperties": False, "required": ["c"], "properties": {"c": {"enum": ["P", "R"]}}}}}
+ZONE = {"type": "function", "function": {"name": "t", "parameters": {
+    "type": "object", "additionalProperties": False, "required": ["z"], "properties": {"z": {"enum": ["U", "C"]}}}}}
+
+
+@pytest.fixture(scope="module")
+def example_artefact(tmp_path_factory):
+    from test_engine_example import compiled
+    return compiled(tmp_path_factory.mktemp("kjv") / "kjv-llama.fb")
+
+
+@pytest.mark.parametrize("template", ["hermes.jinja", "llama3.jinja", "mistral.jinja"])
+def test_a_forced_call_is_decoded_by_the_engine(template, example_artefact):
+    """tool_choice "required" and a named function: the real engine (the example model, which
+    never saw a tool call) samples under a structural tag of the template's call format, so its
+    answer is one call of a given tool with arguments in that tool's schema."""
+    from test_engine_example import EXAMPLE
+    engine = cbc.Engine(example_artefact, str(EXAMPLE), threads=1, backend="cpu")
+    server = InProcessServer(template, engine=engine, tokenizer=EXAMPLE)
+    try:
+        user = [{"role": "user", "content": "hi"}]
+        names = set()
+        for seed in range(4):
+            r = server.client.chat.completions.create(model="scripted", messages=user, tools=[CITY, ZONE],
+                                                      tool_choice="required", temperature=1.0, seed=seed)
+            (call,) = r.choices[0].message.tool_calls
+            args = json.loads(call.function.arguments)
+            assert r.choices[0].finish_reason == "tool_calls"
+            assert (call.function.name, list(args)) in (("w", ["c"]), ("t", ["z"])), args
+            assert args.get("c", "P") in ("P", "R") and args.get("z", "U") in ("U", "C")
+            names.add(call.function.name)
+        r = server.client.chat.completions.create(
+            model="scripted", messages=user, tools=[CITY, ZONE], temperature=1.0, seed=9,
+            tool_choice={"type": "function", "function": {"name": "t"}}, stream=True)
+        deltas = [d for c in r if c.choices for d in (c.choices[0].delta.tool_calls or [])]
+        assert [d.function.name for d in deltas] == ["t"]
+        assert json.loads(deltas[0].function.arguments)["z"] in ("U", "C")
+    finally:
+        server.stop()
 
 
 def test_a_template_without_tools_refuses_them():
