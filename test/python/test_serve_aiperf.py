@@ -25,5 +25,7 @@ def test_aiperf_completes_every_request(capsys):
     f = json.loads(capsys.readouterr().out)["cbc serve"]
     assert f["completed"] == 24 and f["errors"] == 0, f
     assert f["requests_per_s"] > 0 and f["output_tokens_per_s"] > 0
-    assert 0 < f["ttft_p50_ms"] <= f["ttft_p99_ms"] and 0 < f["itl_p50_ms"] <= f["itl_p99_ms"]
+    # A stream that falls behind sends several tokens in one event, which aiperf times alike: a
+    # median inter-token latency of 0 is possible under load.
+    assert 0 < f["ttft_p50_ms"] <= f["ttft_p99_ms"] and 0 <= f["itl_p50_ms"] <= f["itl_p99_ms"]
     print(f)
