@@ -607,6 +607,10 @@ def test_serve_bad_input_exits_2(tmp_path):
     assert r.returncode == 0 and "/v1/chat/completions" in r.stdout and "--max-queued-requests" in r.stdout
     r = run(MODEL, "--max-queued-requests", "-1")
     assert r.returncode == 2 and "--max-queued-requests at least 0" in r.stderr, r.stderr
+    r = run(MODEL, "--tool-call-parser", "xml")
+    assert r.returncode == 2 and "invalid choice: 'xml'" in r.stderr, r.stderr
+    r = run(MODEL, "--artefact", ARTEFACT, "--tokenizer", TOKENIZER, "--chat-template", str(tmp_path / "none.jinja"))
+    assert r.returncode == 2 and "cannot read --chat-template" in r.stderr, r.stderr
     # A tokenizer with more ids than the model's vocabulary belongs to another model.
     from tokenizers import Tokenizer as Backend
     big = Backend.from_file(os.path.join(TOKENIZER, "tokenizer.json"))

@@ -209,6 +209,9 @@ def test_tool_errors(family):
         (dict(tools=[{"type": "retrieval"}]), "tools[0].function", "missing"),
         (dict(tools=[{"type": "retrieval", "function": {"name": "f"}}]), "tools[0]", "invalid_value"),
         (dict(extra_body={"tool_choice": "auto"}), "tool_choice", "invalid_value"),
+        # The scripted engine has no structured outputs: a request for them is refused, saying why.
+        (dict(response_format={"type": "json_object"}), "response_format", "unsupported_value"),
+        (dict(extra_body={"structured_outputs": {"regex": "a+"}}), "structured_outputs", "unsupported_value"),
     ]
     for kw, param, code in cases:
         with pytest.raises(openai.BadRequestError) as e:
