@@ -68,6 +68,7 @@ fb::Activation toFb(Activation a) {
   case Activation::sigmoid: return fb::Activation::Sigmoid;
   case Activation::softplus: return fb::Activation::Softplus;
   case Activation::exp: return fb::Activation::Exp;
+  case Activation::signed_sqrt: return fb::Activation::SignedSqrt;
   }
   llvm_unreachable("unknown activation");
 }
@@ -196,8 +197,14 @@ Params writeSparseAttentionParams(fbs::FlatBufferBuilder &fbb, Operation &op) {
       .Case([&](KvPoolSelectOp o) {
         fb::CacheSite site = cacheSite(o.getLayer(), o.getGroupAttr(), RetentionAttr::all(o.getContext()));
         return params(P::KvPoolSelectParams,
-                      fb::CreateKvPoolSelectParams(fbb, &site, o.getNumHeads(), o.getHeadDim(), o.getPools(),
-                                                   o.getPool(), f64(o.getKeyScaleAttr()), f64(o.getWeightScaleAttr())));
+                      fb::CreateKvPoolSelectParams(
+                          fbb, &site, o.getNumHeads(), o.getHeadDim(), o.getPools(), o.getPool(),
+                          f64(o.getKeyScaleAttr()), f64(o.getWeightScaleAttr()), (bool)o.getWeights(),
+                          (bool)o.getApe(), (bool)o.getKeyNorm(), o.getEpsAttr() ? f64(o.getEpsAttr()) : 0.0,
+                          f64(o.getNormOffsetAttr()),
+                          o.getKeyFreqs() ? fbb.CreateVector(o.getKeyFreqs()->data(), o.getKeyFreqs()->size())
+                                          : fbs::Offset<fbs::Vector<float>>(),
+                          o.getBlocks()));
       })
       .Case([&](KvIndexSelectOp o) {
         fb::CacheSite site = cacheSite(o.getLayer(), o.getGroupAttr(), RetentionAttr::all(o.getContext()));
@@ -216,7 +223,14 @@ Params writeStateParams(fbs::FlatBufferBuilder &fbb, Operation &op) {
         return params(P::Conv1dParams,
                       fb::CreateConv1dParams(fbb, stateSite(fbb, o), toFb(o.getAct()), o.getResidual(),
                                              (bool)o.getInitial(), (bool)o.getTaps(), o.getLagOrder(),
-                                             f64(o.getScaleAttr())));
+                                             f64(o.getScaleAttr()), o.getDilation()));
+      })
+      .Case([&](NgramEmbedOp o) {
+        std::vector<int64_t> mult(o.getMultipliers().begin(), o.getMultipliers().end());
+        std::vector<int64_t> primes(o.getPrimes().begin(), o.getPrimes().end());
+        return params(P::NgramEmbedParams,
+                      fb::CreateNgramEmbedParams(fbb, stateSite(fbb, o), o.getEos(), o.getHeadsPerNgram(),
+                                                 fbb.CreateVector(mult), fbb.CreateVector(primes)));
       })
       .Case([&](StateShiftOp o) {
         return params(P::ShiftParams, fb::CreateShiftParams(fbb, stateSite(fbb, o)));
@@ -280,6 +294,10 @@ Params writeStreamParams(fbs::FlatBufferBuilder &fbb, Operation &op) {
       })
       .Case([&](StreamExpandOp o) {
         return params(P::StreamParams, fb::CreateStreamParams(fbb, o.getCount(), o.getOffset(), o.getComb()));
+      })
+      .Case([&](GroupDotOp o) {
+        return params(P::GroupDotParams,
+                      fb::CreateGroupDotParams(fbb, o.getGroups(), f64(o.getScaleAttr()), toFb(o.getAct())));
       })
       .Case([&](StreamAttendOp o) {
         return params(P::StreamAttendParams, fb::CreateStreamAttendParams(fbb, o.getCount(), f64(o.getEpsAttr())));

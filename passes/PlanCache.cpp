@@ -109,8 +109,9 @@ private:
         if (failed(assignIndexReader(select, layers)))
           return WalkResult::interrupt();
       } else if (auto select = dyn_cast<KvPoolSelectOp>(op)) {
-        // Its rows hold a key and its pooling logits.
-        if (failed(assignIndexReader(select, layers, 2 * (int64_t)select.getHeadDim())))
+        // Its rows hold a key and, with a learned pooling, the key's pooling logits.
+        int64_t elems = (select.getApe() ? 2 : 1) * (int64_t)select.getHeadDim();
+        if (failed(assignIndexReader(select, layers, elems)))
           return WalkResult::interrupt();
       } else if (auto attn = dyn_cast<KvAttentionOp>(op)) {
         if (failed(assignReader(attn, layers, /*latent=*/false)))

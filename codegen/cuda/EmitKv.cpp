@@ -343,22 +343,22 @@ void emitKvIndexSelect(Emitter &e, KvIndexSelectOp op) {
 void emitKvPoolSelect(Emitter &e, KvPoolSelectOp op) {
   using S = slots::PoolSelect;
   int64_t row = planRowElems(op, op.getLayer());
-  int k = e.kernel("pool_select", "index_select.cuh",
-                   Instance("pool_select")
-                       .type(op.getQ())
-                       .type(op.getWeights())
-                       .type(e.kvType())
-                       .type(op.getApe())
-                       .type(op.getResult())
-                       .integer(op.getNumHeads())
-                       .integer(op.getHeadDim())
-                       .integer(op.getPools())
-                       .integer(op.getPool())
-                       .integer(row)
-                       .integer(e.blockSize()));
+  Instance inst("pool_select");
+  inst.type(op.getQ()).type(op.getWeights()).type(e.kvType()).type(op.getApe()).type(op.getResult());
+  inst.integer(op.getNumHeads()).integer(op.getHeadDim()).integer(op.getPools()).integer(op.getPool());
+  inst.integer(row).integer(e.blockSize());
+  std::vector<float> freqs;
+  if (op.getKeyFreqs())
+    freqs.assign(op.getKeyFreqs()->begin(), op.getKeyFreqs()->end());
+  if (op.getKeyNorm() || !freqs.empty() || op.getBlocks())
+    inst.type(op.getKeyNorm()).integer((int64_t)freqs.size()).table(freqs.empty() ? "" : e.table(freqs))
+        .flag(op.getBlocks());
+  int k = e.kernel("pool_select", "index_select.cuh", inst);
   SlotArgs<S> args;
   setIndexerSlots(args, e, op);
-  args.set(S::Ape, e.arg(op.getApe()));
+  args.set(S::Ape, e.arg(op.getApe())).set(S::KeyNorm, e.arg(op.getKeyNorm()));
+  args.set(S::Eps, op.getEpsAttr() ? op.getEpsAttr().getValueAsDouble() : 0.0)
+      .set(S::NormOffset, op.getNormOffset().convertToDouble());
   LaunchOut &l = e.launch(k, 128, args); // select_top's 128 threads
   l.grid[0] = {RuntimeVar::NumTokens, 1, 1, 0};
 }

@@ -41,13 +41,33 @@ void emitRmsNorm(Emitter &e, RmsNormOp op) {
   int k = e.kernel("rms_norm", "norm.cuh",
                    Instance("rms_norm").type(op.getX()).type(op.getResult()).type(op.getWeight()).integer(G));
   SlotArgs<S> args;
+  bool perRow = op.getWeight() && llvm::cast<RankedTensorType>(op.getWeight().getType()).getDimSize(0) != G;
   args.set(S::X, e.arg(op.getX()))
       .set(S::Out, e.arg(op.getResult()))
       .set(S::Weight, e.arg(op.getWeight()))
+      .set(S::RowGroups, Emitter::integer(perRow ? W / G : 0))
       .set(S::Eps, op.getEps().convertToDouble())
       .set(S::Offset, op.getOffset().convertToDouble());
   LaunchOut &l = e.launch(k, normBlock(G), args);
   l.grid[0] = {e.rowsVar(op.getX()), W / G, 1, 0};
+}
+
+// One warp per (row, group).
+void emitGroupDot(Emitter &e, GroupDotOp op) {
+  using S = slots::GroupDot;
+  Value out = op.getResult();
+  int64_t NG = op.getGroups(), D = cols(op.getA()) / NG;
+  int k = e.kernel("group_dot", "norm.cuh",
+                   Instance("group_dot").type(op.getA()).type(op.getB()).type(out).integer(NG).integer(D)
+                       .choice(op.getAct()));
+  SlotArgs<S> args;
+  args.set(S::A, e.arg(op.getA()))
+      .set(S::B, e.arg(op.getB()))
+      .set(S::Out, e.arg(out))
+      .set(S::Rows, Emitter::runtime(e.rowsVar(out)))
+      .set(S::Scale, op.getScale().convertToDouble());
+  LaunchOut &l = e.launch(k, 128, args); // four warps, four groups a block
+  l.grid[0] = {e.rowsVar(out), NG, 4, 0};
 }
 
 // One block per group of G features (a whole row by default).

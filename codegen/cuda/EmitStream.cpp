@@ -30,9 +30,10 @@ void emitStreamCollapse(Emitter &e, StreamCollapseOp op) {
   using S = slots::StreamCollapse;
   Value out = op.getResult();
   int64_t N = op.getCount(), H = cols(out);
+  Value w = op.getWeights(); // none: the mean
   int k = e.kernel("stream_collapse", "stream.cuh",
-                   Instance("stream_collapse").type(op.getStreams()).type(op.getWeights()).type(out)
-                       .integer(N).integer(H).integer(cols(op.getWeights())).integer(op.getOffset()));
+                   Instance("stream_collapse").type(op.getStreams()).type(w).type(out)
+                       .integer(N).integer(H).integer(w ? cols(w) : 0).integer(op.getOffset()));
   SlotArgs<S> args;
   args.set(S::Streams, e.arg(op.getStreams())).set(S::Weights, e.arg(op.getWeights())).set(S::Out, e.arg(out));
   args.set(S::Rows, Emitter::runtime(e.rowsVar(out)));

@@ -120,6 +120,22 @@ std::string Emitter::table(llvm::ArrayRef<float> values) {
   return name;
 }
 
+std::string Emitter::table(llvm::ArrayRef<int64_t> values) {
+  std::vector<int64_t> key(values.begin(), values.end());
+  auto it = intTableByValues_.find(key);
+  if (it != intTableByValues_.end())
+    return it->second;
+  std::string name = "cbc_itable_" + std::to_string(intTableByValues_.size());
+  std::string text = "__device__ const long long " + name + "[] = {";
+  for (int64_t v : values)
+    text += std::to_string(v) + "LL, ";
+  text += "};\n";
+  intTableByValues_[key] = name;
+  tableText_[name] = text;
+  pendingTables_.push_back(name);
+  return name;
+}
+
 LaunchOut &Emitter::newLaunch() {
   LaunchOut l;
   l.instr = instr_;
@@ -229,6 +245,7 @@ Instance &Instance::choice(Activation a) {
   case Activation::sigmoid: return add("cbc::Act::sigmoid");
   case Activation::softplus: return add("cbc::Act::softplus");
   case Activation::exp: return add("cbc::Act::exp");
+  case Activation::signed_sqrt: return add("cbc::Act::signed_sqrt");
   }
   llvm_unreachable("an activation without a kernel");
 }

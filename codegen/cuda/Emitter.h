@@ -126,6 +126,7 @@ public:
   // The name of a __device__ const float table with these values, to pass as a template
   // argument; the table is emitted before the first kernel that uses it.
   std::string table(llvm::ArrayRef<float> values);
+  std::string table(llvm::ArrayRef<int64_t> values); // a `const long long` table
   // A launch of the current instruction; grid.y and grid.z are 1 until set.
   template <class S> LaunchOut &launch(int kernelIndex, int block, const SlotArgs<S> &args, int smem = 0) {
     LaunchOut &l = newLaunch();
@@ -157,6 +158,7 @@ private:
   std::map<std::string, int> kernelByInstance_;
   std::vector<std::string> headers_; // in the order first needed
   std::map<std::vector<float>, std::string> tableByValues_;
+  std::map<std::vector<int64_t>, std::string> intTableByValues_;
   std::map<std::string, std::string> tableText_; // name -> definition
   std::vector<std::string> pendingTables_;       // new since the last kernel
   std::map<std::string, int> workspaceByName_;

@@ -36,7 +36,8 @@ def Cbc_Activation : Cbc_Enum<"Activation", "an elementwise activation", [
     I32EnumAttrCase<"relu2", 5>,     // squared ReLU
     I32EnumAttrCase<"sigmoid", 6>,
     I32EnumAttrCase<"softplus", 7>,  // log(1 + e^x), x itself above 20 (torch's threshold)
-    I32EnumAttrCase<"exp", 8>]>;
+    I32EnumAttrCase<"exp", 8>,
+    I32EnumAttrCase<"signed_sqrt", 9>]>; // sign(x) * sqrt(max(|x|, 1e-6)); 0 at 0
 def Cbc_ActivationAttr : Cbc_EnumAttr<Cbc_Activation, "act">;
 
 def Cbc_GluLayout : Cbc_Enum<"GluLayout", "where a GLU's gate and up columns sit", [

@@ -170,8 +170,8 @@ LogicalResult RmsNormOp::verify() {
     return emitOpError("group ") << group << " must divide the row width " << width;
   if (getWeight()) {
     auto w = tensorType(getWeight());
-    if (w.getRank() != 1 || w.getDimSize(0) != group)
-      return emitOpError("weight must have one entry per feature of a group");
+    if (w.getRank() != 1 || (w.getDimSize(0) != group && w.getDimSize(0) != width))
+      return emitOpError("weight must have one entry per feature of a group or of the row");
   }
   if (getEps().convertToDouble() <= 0)
     return emitOpError("eps must be positive");
@@ -344,8 +344,9 @@ LogicalResult StreamAttendOp::verify() {
 }
 
 LogicalResult StreamCollapseOp::verify() {
-  return verifyShape(*this, shape::check(shape::Streams{(int64_t)getCount(), cols(getStreams()), cols(getWeights()),
-                                                        (int64_t)getOffset(), 0, cols(getResult()), false, false}));
+  return verifyShape(*this, shape::check(shape::Streams{(int64_t)getCount(), cols(getStreams()),
+                                                        getWeights() ? cols(getWeights()) : 0, (int64_t)getOffset(), 0,
+                                                        cols(getResult()), false, false, (bool)getWeights()}));
 }
 
 LogicalResult StreamExpandOp::verify() {
@@ -491,12 +492,31 @@ LogicalResult KvIndexSelectOp::verify() {
                                                               cols(getResult())}));
 }
 
-LogicalResult KvPoolSelectOp::verify() {
-  auto ape = llvm::cast<RankedTensorType>(getApe().getType());
-  return verifyShape(*this, shape::check(shape::KvPoolSelect{
-                                (int64_t)getNumHeads(), (int64_t)getHeadDim(), (int64_t)getPools(), (int64_t)getPool(),
-                                cols(getQ()), cols(getWeights()), cols(getResult()), ape.getRank(),
-                                ape.getRank() == 2 ? ape.getDimSize(0) : 0, ape.getRank() == 2 ? ape.getDimSize(1) : 0}));
+static shape::KvPoolSelect poolSelectShape(KvPoolSelectOp op) {
+  shape::KvPoolSelect s{(int64_t)op.getNumHeads(), (int64_t)op.getHeadDim(), (int64_t)op.getPools(),
+                        (int64_t)op.getPool(), cols(op.getQ()), op.getWeights() ? cols(op.getWeights()) : 0,
+                        cols(op.getResult()), 0, 0, 0};
+  if (Value ape = op.getApe()) {
+    auto t = tensorType(ape);
+    s.ape_rank = t.getRank();
+    s.ape_rows = t.getRank() == 2 ? t.getDimSize(0) : 0;
+    s.ape_cols = t.getRank() == 2 ? t.getDimSize(1) : 0;
+  }
+  s.has_weights = (bool)op.getWeights();
+  s.has_ape = (bool)op.getApe();
+  s.blocks = op.getBlocks();
+  s.has_norm = (bool)op.getKeyNorm();
+  s.norm = op.getKeyNorm() ? numel(op.getKeyNorm()) : 0;
+  s.eps = op.getEpsAttr() ? op.getEpsAttr().getValueAsDouble() : 0.0;
+  s.freqs = op.getKeyFreqs() ? (int64_t)op.getKeyFreqs()->size() : 0;
+  return s;
+}
+
+LogicalResult KvPoolSelectOp::verify() { return verifyShape(*this, shape::check(poolSelectShape(*this))); }
+
+LogicalResult GroupDotOp::verify() {
+  return verifyShape(*this, shape::check(shape::GroupDot{(int64_t)getGroups(), cols(getA()), cols(getB()),
+                                                         cols(getResult())}));
 }
 
 LogicalResult KvBlockSelectOp::verify() {
@@ -562,7 +582,7 @@ static shape::Conv1d conv1dShape(StateConv1dOp op) {
   return {cols(op.getX()), w.getRank(), rank3 || rank2 ? w.getDimSize(0) : 0, rank3 ? w.getDimSize(1) : 1,
           rank3 ? w.getDimSize(2) : rank2 ? w.getDimSize(1) : 0, op.getBias() ? vectorLength(op.getBias()) : 0, cols(op.getResult()),
           (bool)op.getBias(), op.getInitial() ? vectorLength(op.getInitial()) : 0, (bool)op.getInitial(),
-          op.getTaps() ? cols(op.getTaps()) : 0, (bool)op.getTaps()};
+          op.getTaps() ? cols(op.getTaps()) : 0, (bool)op.getTaps(), (int64_t)op.getDilation()};
 }
 LogicalResult StateConv1dOp::verify() {
   if (failed(verifyShape(*this, shape::check(conv1dShape(*this)))))
@@ -585,6 +605,17 @@ static shape::Wkv wkvShape(WkvOp op) {
   return {cols(op.getK()), cols(op.getV()), numel(op.getTimeDecay()), numel(op.getTimeFirst()), cols(op.getResult())};
 }
 LogicalResult WkvOp::verify() { return verifyShape(*this, shape::check(wkvShape(*this))); }
+
+static shape::NgramEmbed ngramShape(NgramEmbedOp op) {
+  auto t = tensorType(op.getTable());
+  int64_t primeSum = 0;
+  for (int64_t p : op.getPrimes())
+    primeSum += p > 0 ? p : (int64_t)1 << 40; // a prime that is not positive never fits the table
+  return {(int64_t)op.getMultipliers().size(), (int64_t)op.getHeadsPerNgram(), (int64_t)op.getPrimes().size(),
+          primeSum, t.getRank(), t.getRank() == 2 ? t.getDimSize(0) : 0, t.getRank() == 2 ? t.getDimSize(1) : 0,
+          cols(op.getResult()), (int64_t)op.getEos()};
+}
+LogicalResult NgramEmbedOp::verify() { return verifyShape(*this, shape::check(ngramShape(*this))); }
 
 static shape::RgLru rgLruShape(RgLruOp op) {
   return {cols(op.getX()), cols(op.getInputGate()), cols(op.getRecurrentGate()), numel(op.getRecurrentParam()),
@@ -781,6 +812,7 @@ SmallVector<int64_t> KdaOp::getStateShape() { return shapeVector(shape::stateSha
 SmallVector<int64_t> SsdOp::getStateShape() { return shapeVector(shape::stateShape(ssdShape(*this))); }
 SmallVector<int64_t> LightningOp::getStateShape() { return shapeVector(shape::stateShape(lightningShape(*this))); }
 SmallVector<int64_t> WkvOp::getStateShape() { return shapeVector(shape::stateShape(wkvShape(*this))); }
+SmallVector<int64_t> NgramEmbedOp::getStateShape() { return shapeVector(shape::stateShape(ngramShape(*this))); }
 SmallVector<int64_t> RgLruOp::getStateShape() { return shapeVector(shape::stateShape(rgLruShape(*this))); }
 SmallVector<int64_t> MlstmOp::getStateShape() { return shapeVector(shape::stateShape(mlstmShape(*this))); }
 SmallVector<int64_t> SelectiveScanOp::getStateShape() {

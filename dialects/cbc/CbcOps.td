@@ -146,7 +146,8 @@ def Cbc_RmsNormOp : Cbc_Op<"math.rms_norm", [Pure]> {
     Each row is split into groups of `group` features (the whole row by default; one head for
     q/k norms). Each group is scaled by `rsqrt(mean(x^2) + eps)` and multiplied by
     `weight + offset`; zero-centred norm weights use `offset = 1`. Without a weight the group is
-    only normalised.
+    only normalised. The weight holds one entry per feature of a group (shared by the groups) or
+    one per feature of the row (each residual stream normed on its own, with its own weights).
   }];
   let arguments = (ins Cbc_Rows:$x, Optional<Cbc_Weight>:$weight, F64Attr:$eps,
                    DefaultValuedAttr<F64Attr, "0.0">:$offset, OptionalAttr<I64Attr>:$group);
@@ -539,6 +540,23 @@ def Cbc_HeadPositionScaleOp : Cbc_Op<"math.head_position_scale", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Cbc_GroupDotOp : Cbc_Op<"math.group_dot", [Pure]> {
+  let opcode = 56;
+  let params = "GroupDotParams";
+  let summary = "Per group of columns, the dot product of two rows, scaled, through an activation.";
+  let description = [{
+    `a` and `b` `[T, G * D]` hold `G = groups` groups of `D` columns side by side;
+    `result[t, g] = act(scale * sum_i a[t, g * D + i] * b[t, g * D + i])`, `[T, G]`, summed in
+    fp32. A residual stream's gate from its own key and query (one group per stream) reads it
+    this way, with `act = signed_sqrt`.
+  }];
+  let arguments = (ins Cbc_Rows:$a, Cbc_Rows:$b, I64Attr:$groups, F64Attr:$scale,
+                   DefaultValuedAttr<Cbc_ActivationAttr, "::cbc::Activation::none">:$act);
+  let results = (outs Cbc_Rows:$result);
+  let assemblyFormat = "$a `,` $b attr-dict `:` type($a) `,` type($b) `->` type($result)";
+  let hasVerifier = 1;
+}
+
 def Cbc_AddRmsNormOp : Cbc_Op<"math.add_rms_norm", [Pure]> {
   let opcode = 12;
   let params = "NormParams";
@@ -736,33 +754,43 @@ def Cbc_KvIndexSelectOp : Cbc_Op<"kv.index_select", [MemoryEffects<[MemRead]>]> 
   let hasVerifier = 1;
 }
 
-def Cbc_KvPoolSelectOp : Cbc_Op<"kv.pool_select", [MemoryEffects<[MemRead]>]> {
+def Cbc_KvPoolSelectOp : Cbc_Op<"kv.pool_select", [MemoryEffects<[MemRead]>, AttrSizedOperandSegments]> {
   let opcode = 53;
   let params = "KvPoolSelectParams";
   let site = Cbc_CacheSite;
   let summary = "Lightning-indexer scores over pooled index keys, and each query's best pools plus its own open pool.";
   let description = [{
     The positions of a request form pools of `pool` consecutive positions, pool `i` covering
-    `[i * pool, (i + 1) * pool)`. A cached `index_key` row of layer `layer` holds a token's key
-    and its pooling logits, `[k | g]` of `2 * head_dim`; a complete pool's key is, per feature
-    `f`, `sum_j softmax_j(g_j[f] + ape[j, f]) * k_j[f]` over its positions `j` (`ape [pool,
-    head_dim]`, a learned bias per position in the pool). Query row `t` at position `p` scores
-    the complete pools that end at or before `p`:
-    `score(t, i) = sum_h weights[t, h] * weight_scale * relu(key_scale * q[t, h] . key_i)`.
+    `[i * pool, (i + 1) * pool)`. With `ape`, a cached `index_key` row of layer `layer` holds a
+    token's key and its pooling logits, `[k | g]` of `2 * head_dim`, and a complete pool's key
+    is, per feature `f`, `sum_j softmax_j(g_j[f] + ape[j, f]) * k_j[f]` over its positions `j`
+    (`ape [pool, head_dim]`, a learned bias per position in the pool). Without it the row is the
+    key alone (`head_dim`) and the pool's key is the mean of its tokens' keys. Either key is then
+    RMS-normed with `key_norm + norm_offset` when `key_norm` is given (`eps`), and rotated by
+    `key_freqs` when given: rotate-half RoPE over its first `2 * len(key_freqs)` features at the
+    pool's first position, frequency `i` turning by `(i * pool) * key_freqs[i]`; all in fp32.
+    Query row `t` at position `p` scores the complete pools that end at or before `p`:
+    `score(t, i) = sum_h weights[t, h] * weight_scale * relu(key_scale * q[t, h] . key_i)`, each
+    head's weight 1 without `weights`.
     The result row holds the positions of the `pools` best pools (all of them when there are no
     more; among equal scores the lower pool), pool by pool in ascending order, then the
     positions of the query's own incomplete pool up to `p` (its tail, which it always sees);
     unused entries are -1, so the width is `pools * pool + pool - 1`. A query whose pool has
     just completed sees itself only if that pool is chosen. `cbc.kv.latent_attention` with
-    `selection` attends to exactly these rows.
+    `selection` attends to exactly these rows. With `blocks` the row holds pool indices
+    instead, `pools + 1` of them: the chosen pools, then the query's own pool if it is
+    incomplete, -1 for the rest, for `cbc.kv.attention` with `block_selection` and
+    `selection_block = pool` (whose causal bound cuts the open pool at the query).
   }];
-  let arguments = (ins Cbc_Rows:$q, Cbc_Rows:$weights, Cbc_Index:$positions, Cbc_Index:$seq_ids,
+  let arguments = (ins Cbc_Rows:$q, Optional<Cbc_Rows>:$weights, Cbc_Index:$positions, Cbc_Index:$seq_ids,
                    Cbc_Index:$cu_seqlens, Cbc_Index:$kv_lens, Cbc_Index:$slots,
-                   Cbc_BlockTables:$block_tables, Cbc_Weight:$ape,
+                   Cbc_BlockTables:$block_tables, Optional<Cbc_Weight>:$ape, Optional<Cbc_Weight>:$key_norm,
                    I64Attr:$layer, I64Attr:$num_heads, I64Attr:$head_dim, I64Attr:$pools, I64Attr:$pool,
-                   F64Attr:$key_scale, F64Attr:$weight_scale, OptionalAttr<I64Attr>:$group);
+                   F64Attr:$key_scale, F64Attr:$weight_scale, OptionalAttr<I64Attr>:$group,
+                   OptionalAttr<F64Attr>:$eps, DefaultValuedAttr<F64Attr, "0.0">:$norm_offset,
+                   OptionalAttr<DenseF32ArrayAttr>:$key_freqs, UnitAttr:$blocks);
   let results = (outs Cbc_RowsI32:$result);
-  let assemblyFormat = "$q `,` $weights `,` $positions `,` $seq_ids `,` $cu_seqlens `,` $kv_lens `,` $slots `,` $block_tables `,` $ape attr-dict `:` type(operands) `->` type($result)";
+  let assemblyFormat = "$q (`weights` `(` $weights^ `:` type($weights) `)`)? `,` $positions `,` $seq_ids `,` $cu_seqlens `,` $kv_lens `,` $slots `,` $block_tables (`ape` `(` $ape^ `:` type($ape) `)`)? (`key_norm` `(` $key_norm^ `:` type($key_norm) `)`)? attr-dict `:` type($q) `,` type($positions) `,` type($seq_ids) `,` type($cu_seqlens) `,` type($kv_lens) `,` type($slots) `,` type($block_tables) `->` type($result)";
   let hasVerifier = 1;
 }
 
@@ -859,7 +887,8 @@ def Cbc_StateConv1dOp : Cbc_StateScanOp<"state.conv1d",
     (ins Cbc_Rows:$x, Cbc_Weight:$weight, Optional<Cbc_Weight>:$bias, Optional<Cbc_Weight>:$initial,
          Optional<Cbc_Rows>:$taps),
     (ins DefaultValuedAttr<Cbc_ActivationAttr, "::cbc::Activation::none">:$act, UnitAttr:$residual,
-         UnitAttr:$lag_order, DefaultValuedAttr<F64Attr, "1.0">:$scale), "conv",
+         UnitAttr:$lag_order, DefaultValuedAttr<F64Attr, "1.0">:$scale,
+         DefaultValuedAttr<I64Attr, "1">:$dilation), "conv",
     [AttrSizedOperandSegments]> {
   let opcode = 17;
   let params = "Conv1dParams";
@@ -878,6 +907,9 @@ def Cbc_StateConv1dOp : Cbc_StateScanOp<"state.conv1d",
     (default `conv`) of shape `[C, K - 1]`. With `residual` the row itself is added,
     `x[t, c] + act(...)`, before the result is rounded to its type (a residual short conv
     computed in fp32); `scale` then multiplies the whole, still in fp32.
+
+    With `dilation = d` (depthwise only, no taps) tap `j` reads the input `(K - 1 - j) * d` rows
+    back, and the state holds the last `(K - 1) * d` inputs: `[C, (K - 1) * d]`.
 
     With `taps` (`[T, (C / D) * K]`, depthwise only) each row brings taps of its own, shared by
     each run of `D` consecutive channels: channel `c` of row `t` uses
@@ -1052,6 +1084,28 @@ def Cbc_MlstmOp : Cbc_StateScanOp<"state.mlstm",
     exponentials finite and shows only through the floor and `eps`. The result is `[T, H * dv]`.
   }];
   let assemblyFormat = "$q `,` $k `,` $v `,` $input_gate `,` $forget_gate `,` $cu_seqlens `,` $state_in `,` $state_out `,` $has_initial_state attr-dict `:` functional-type(operands, $result)";
+}
+
+def Cbc_NgramEmbedOp : Cbc_StateScanOp<"state.ngram_embed",
+    (ins Cbc_Index:$tokens, Cbc_Weight:$table),
+    (ins I64Attr:$eos, I64Attr:$heads_per_ngram, DenseI64ArrayAttr:$multipliers,
+         DenseI64ArrayAttr:$primes), "ngram"> {
+  let opcode = 57;
+  let params = "NgramEmbedParams";
+  let summary = "Hashed n-gram embeddings of each token and the ones before it, with the last ids as a state.";
+  let description = [{
+    With `n = len(multipliers)` (the longest n-gram) and `P = len(primes) = (n - 1) *
+    heads_per_ngram` heads, token `t` of a request looks back at its context `c_s`,
+    `s = 0 .. n - 1`: `c_0` is the token, `c_s` the token `s` rows back, or `eos` if the walk
+    back crosses an `eos` (any of the tokens `s` to 1 back is `eos`) or the request's start.
+    For each `m = 2 .. n` the hash is `x = (c_0 * multipliers[0]) XOR ... XOR (c_{m-1} *
+    multipliers[m-1])` in 64-bit integers, and head `g = (m - 2) * heads_per_ngram + k` reads
+    row `x mod primes[g] + primes[0] + ... + primes[g-1]` of `table [rows, D]`. The result
+    `[T, P * D]` is the heads' rows side by side. The walk back reaches at most `n - 1` tokens,
+    which the request keeps as the state `ngram` (`[1, n - 1]`, the ids as fp32, exact below
+    2^24); a fresh request starts from `eos` ones.
+  }];
+  let assemblyFormat = "$tokens `,` $table `,` $cu_seqlens `,` $state_in `,` $state_out `,` $has_initial_state attr-dict `:` functional-type(operands, $result)";
 }
 
 } // Cbc_StateGroup
@@ -1315,12 +1369,14 @@ def Cbc_StreamCollapseOp : Cbc_Op<"stream.collapse", [Pure]> {
     `result[t] = sum_n weights[t, offset + n] * streams[t, n]`, with `streams [T, N * H]`
     holding `N` streams of `H` side by side and the `N` coefficients at column `offset` of
     `weights` (a `cbc.stream.hc_weights` result, whose `pre` sits at 0). The block of a
-    hyper-connected layer reads this row.
+    hyper-connected layer reads this row. Without `weights` the result is the streams' mean,
+    `(1 / N) sum_n streams[t, n]`, summed in fp32: gated residual streams, whose gates are
+    applied per element before it.
   }];
-  let arguments = (ins Cbc_Rows:$streams, Cbc_Rows:$weights, I64Attr:$count,
+  let arguments = (ins Cbc_Rows:$streams, Optional<Cbc_Rows>:$weights, I64Attr:$count,
                    DefaultValuedAttr<I64Attr, "0">:$offset);
   let results = (outs Cbc_Rows:$result);
-  let assemblyFormat = "$streams `,` $weights attr-dict `:` type($streams) `,` type($weights) `->` type($result)";
+  let assemblyFormat = "$streams (`,` $weights^)? attr-dict `:` type($streams) (`,` type($weights)^)? `->` type($result)";
   let hasVerifier = 1;
 }
 

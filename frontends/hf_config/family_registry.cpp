@@ -15,7 +15,7 @@ const FamilyTable &families() {
                                      llama4Families(), miniMaxFamilies(), kdaFamilies(), inklingFamilies(),
                                      dsaVariantFamilies(), hunyuanFamilies(), cohereFamilies(),
                                      zayaFamilies(), gptFamilies(), rwkvFamilies(), xlstmFamilies(),
-                                     mistralLarge4Families()})
+                                     mistralLarge4Families(), qwen4ExpFamilies()})
       for (const auto &[type, family] : group)
         if (!all.emplace(type, family).second)
           throw std::logic_error("model_type '" + type + "' is registered by two family groups");
@@ -27,7 +27,8 @@ const FamilyTable &families() {
 const std::map<std::string, std::string> &multimodalWrappers() {
   static const std::map<std::string, std::string> table = {
       {"gemma3", "gemma3_text"}, {"gemma3n", "gemma3n_text"}, {"gemma4", "gemma4_text"}, {"gemma4_unified", "gemma4_unified_text"}, {"llama4", "llama4_text"}, {"qwen3_5", "qwen3_5_text"},
-      {"qwen3_5_moe", "qwen3_5_moe_text"}, {"mistral_large4", "mistral_large4_text"}, {"glm5_next", "glm5_next_text"}, {"inkling2", "inkling2_text"}};
+      {"qwen3_5_moe", "qwen3_5_moe_text"}, {"mistral_large4", "mistral_large4_text"}, {"glm5_next", "glm5_next_text"}, {"inkling2", "inkling2_text"},
+      {"qwen4_exp", "qwen4_exp_text"}};
   return table;
 }
 

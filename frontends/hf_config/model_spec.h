@@ -67,6 +67,7 @@ enum class LayerKind {
 
 struct LayerSpec {
   LayerKind kind = LayerKind::FullAttention;
+  int64_t ple = -1; // this layer's index among the PleSpec layers; -1: none
   int64_t window = 0; // keys with j > p - window; 0 = unbounded
   int64_t chunk = 0;  // keys in the query's chunk of `chunk` positions, j / chunk == p / chunk; 0 = none
   bool nope = false;  // this attention layer has no position embedding, whatever AttentionSpec::rope says
@@ -154,8 +155,15 @@ struct CcaSpec {
 // layer's RoPE over heads of head_dim) caches one key per token and picks, per indexer head, the
 // topk blocks of `block` positions by their best q . k (the `local` blocks ending at the query's
 // own always); query head h reads only the blocks of indexer head h / (heads_q / heads).
+//
+// Qwen4-Exp's QSA block indexer (`pooled`): <attn>.indexer.index_qk_proj gives heads query heads
+// and one raw key per token, which is cached; a complete block's key is the mean of its raw keys,
+// (1 + w) normed (k_layernorm) and rotated at the block's first position, and each query (q
+// normed by q_layernorm and rotated, the layer's RoPE over heads of head_dim) keeps the topk
+// blocks by sum_h relu(q_h . key) / sqrt(head_dim) plus its own open block, for every head.
 struct BlockIndexerSpec {
   int64_t heads = 0, head_dim = 0, block = 0, topk = 0, local = 1;
+  bool pooled = false;
 };
 
 struct AttentionSpec {
@@ -304,6 +312,7 @@ struct KdaSpec {
 // A gated delta net mixer.
 struct GdnSpec {
   int64_t k_heads = 0, v_heads = 0, k_dim = 0, v_dim = 0, conv_kernel = 4;
+  bool sigmoid_gate = false; // the gated norm's gate is sigmoid(z) instead of silu(z) (Qwen4-Exp)
   double beta_scale = 1.0; // 2 when negative eigenvalues are allowed (OLMo-Hybrid)
   double norm_eps = 1e-6;  // the gated output norm's
   // How the checkpoint lays out the input projections.
@@ -599,6 +608,23 @@ struct HyperSpec {
   // Checkpoint name prefixes of each layer's two sites and of the model's head.
   std::string attn, ffn, head;
   bool mean_head = false; // the head reads the streams' plain mean (GLM5-Next), no head weights
+  // Qwen4-Exp's GatedResidual (rank > 0): per site u = the streams each (1 + w) RMS-normed
+  // (<site>.hc_norm), the block reads mean_n(sigmoid(up silu(down u / N))_n * u_n) and its output
+  // joins stream n times 2 sigmoid(inject u / N)_n; the head reads the mixer's gated mean.
+  int64_t rank = 0;
+};
+
+// Qwen4-Exp's hashed n-gram embeddings (PLE), added to the streams before the mixer site of
+// the layers with LayerSpec::ple >= 0: per token the rows of its 2- to ngram-grams in
+// <ple>.ple_embedding.ngram_embedding (shard_* in the checkpoint, concatenated), a gate per
+// stream from its normed key and query (sign-sqrt), the gated value plus silu of a depthwise
+// conv dilated by ngram over its normed copy.
+struct PleSpec {
+  int64_t ngram = 0, heads_per_ngram = 0, dim = 0, conv_kernel = 0, eos = 0;
+  int64_t shards = 1; // split_ngram_parts: the checkpoint's row chunks of each table
+  // Per PLE layer: the hash multipliers (ngram of them), the heads' primes and the table's rows.
+  std::vector<std::vector<int64_t>> multipliers, primes;
+  std::vector<int64_t> table_rows;
 };
 
 // LAuReL (Gemma 3n): a low-rank residual on the mixer's normed input h, h + <norm>(<right>(<left>(h))),
@@ -666,6 +692,7 @@ struct ModelSpec {
   PerLayerInputSpec per_layer_inputs;
   AltUpSpec altup;
   HyperSpec hyper;
+  PleSpec ple;
   LaurelSpec laurel;
   AttentionSpec attn;
   MlaSpec mla;

@@ -94,12 +94,12 @@ void hcWeights(const float *mixes, int64_t T, const float *base, const float *sc
 void streamCollapse(const float *streams, const float *w, int64_t T, int64_t N, int64_t H, int64_t wWidth,
                     int64_t offset, float *out) {
   for (int64_t t = 0; t < T; ++t) {
-    const float *s = streams + t * N * H, *c = w + t * wWidth + offset;
+    const float *s = streams + t * N * H, *c = w ? w + t * wWidth + offset : nullptr;
     for (int64_t j = 0; j < H; ++j) {
       float acc = 0.0f;
       for (int64_t n = 0; n < N; ++n)
-        acc += c[n] * s[n * H + j];
-      out[t * H + j] = acc;
+        acc += (c ? c[n] : 1.0f) * s[n * H + j];
+      out[t * H + j] = c ? acc : acc / (float)N;
     }
   }
 }
@@ -205,17 +205,18 @@ void headPositionScale(const float *x, int64_t T, int64_t width, int64_t heads, 
 }
 
 void rmsNorm(const float *x, int64_t M, int64_t width, int64_t group, const float *w, float eps,
-             float offset, float *y) {
+             float offset, float *y, bool perRow) {
   for (int64_t m = 0; m < M; ++m)
     for (int64_t g0 = 0; g0 < width; g0 += group) {
       const float *xr = x + m * width + g0;
       float *yr = y + m * width + g0;
+      const float *wg = w && perRow ? w + g0 : w;
       double sumsq = 0;
       for (int64_t j = 0; j < group; ++j)
         sumsq += (double)xr[j] * xr[j];
       float inv = 1.0f / std::sqrt((float)(sumsq / group) + eps);
       for (int64_t j = 0; j < group; ++j)
-        yr[j] = xr[j] * inv * (w ? w[j] + offset : 1.0f);
+        yr[j] = xr[j] * inv * (wg ? wg[j] + offset : 1.0f);
     }
 }
 
@@ -246,6 +247,8 @@ float activate(Act act, float x) {
     return x > 20.0f ? x : std::log1p(std::exp(x));
   case Act::Exp:
     return std::exp(x);
+  case Act::SignedSqrt: // sign(0) is 0
+    return x > 0.0f ? std::sqrt(std::max(x, 1e-6f)) : x < 0.0f ? -std::sqrt(std::max(-x, 1e-6f)) : 0.0f;
   }
   return x;
 }
@@ -607,10 +610,49 @@ void indexSelect(const float *q, const float *w, int64_t T, const int32_t *posit
   });
 }
 
+// A complete pool's key (cbc.kv.pool_select): learned or mean pooling of its rows, then the
+// optional norm and rotation.
+static void pooledKey(const float *pool, const int32_t *table, const KvLayout &layout, const float *ape,
+                      const PoolSelectParams &p, int64_t i, float *key) {
+  int64_t D = p.head_dim, K = p.pool;
+  auto row = [&](int64_t j) {
+    return pool + slotOf(table, i * K + j, layout.block_size) * layout.row_elems + layout.indexOffset();
+  };
+  for (int64_t f = 0; f < D; ++f) {
+    if (!ape) { // the mean
+      float acc = 0;
+      for (int64_t j = 0; j < K; ++j)
+        acc += row(j)[f];
+      key[f] = acc / (float)K;
+      continue;
+    }
+    // Per feature, its tokens' keys weighted by softmax(g + ape) over the pool.
+    float m = -INFINITY, sum = 0, acc = 0;
+    for (int64_t j = 0; j < K; ++j)
+      m = std::max(m, row(j)[D + f] + ape[j * D + f]);
+    for (int64_t j = 0; j < K; ++j) {
+      float e = std::exp(row(j)[D + f] + ape[j * D + f] - m);
+      sum += e;
+      acc += e * row(j)[f];
+    }
+    key[f] = acc / sum;
+  }
+  if (p.key_norm)
+    rmsNorm(key, 1, D, D, p.key_norm, p.eps, p.norm_offset, key);
+  int64_t half = (int64_t)p.key_freqs.size();
+  for (int64_t f = 0; f < half; ++f) {
+    float angle = (float)(i * K) * p.key_freqs[f], c = std::cos(angle), sn = std::sin(angle);
+    float x1 = key[f], x2 = key[f + half];
+    key[f] = x1 * c - x2 * sn;
+    key[f + half] = x2 * c + x1 * sn;
+  }
+}
+
 void poolSelect(const float *q, const float *w, int64_t T, const int32_t *positions, const int32_t *seqIds,
                 const int32_t *slots, const int32_t *tables, int64_t tableWidth, const KvLayout &layout,
                 const float *pool, const float *ape, const PoolSelectParams &p, int32_t *out, const ParallelFor &pfor) {
-  int64_t H = p.num_heads, D = p.head_dim, N = p.pools, K = p.pool, width = N * K + K - 1;
+  int64_t H = p.num_heads, D = p.head_dim, N = p.pools, K = p.pool;
+  int64_t width = p.blocks ? N + 1 : N * K + K - 1;
   pfor(T, [&](int64_t t) {
     int64_t pos = positions[t], complete = (pos + 1) / K;
     int32_t *o = out + t * width;
@@ -620,30 +662,15 @@ void poolSelect(const float *q, const float *w, int64_t T, const int32_t *positi
     if (complete > N) {
       const int32_t *table = tables + (int64_t)slots[seqIds[t]] * tableWidth;
       const float *qt = q + t * H * D;
-      std::vector<float> score(complete), key(D), logit(K);
+      std::vector<float> score(complete), key(D);
       for (int64_t i = 0; i < complete; ++i) {
-        // The pool's key: per feature, its tokens' keys weighted by softmax(g + ape) over the pool.
-        for (int64_t f = 0; f < D; ++f) {
-          float m = -INFINITY, sum = 0, acc = 0;
-          for (int64_t j = 0; j < K; ++j) {
-            const float *row = pool + slotOf(table, i * K + j, layout.block_size) * layout.row_elems + layout.indexOffset();
-            logit[j] = row[D + f] + ape[j * D + f];
-            m = std::max(m, logit[j]);
-          }
-          for (int64_t j = 0; j < K; ++j) {
-            const float *row = pool + slotOf(table, i * K + j, layout.block_size) * layout.row_elems + layout.indexOffset();
-            float e = std::exp(logit[j] - m);
-            sum += e;
-            acc += e * row[f];
-          }
-          key[f] = acc / sum;
-        }
+        pooledKey(pool, table, layout, ape, p, i, key.data());
         float s = 0;
         for (int64_t h = 0; h < H; ++h) {
           float dot = 0;
           for (int64_t f = 0; f < D; ++f)
             dot += qt[h * D + f] * key[f];
-          s += w[t * H + h] * p.weight_scale * std::max(dot * p.key_scale, 0.0f);
+          s += (w ? w[t * H + h] : 1.0f) * p.weight_scale * std::max(dot * p.key_scale, 0.0f);
         }
         score[i] = s;
       }
@@ -653,6 +680,12 @@ void poolSelect(const float *q, const float *w, int64_t T, const int32_t *positi
       });
       chosen.resize(N);
       std::sort(chosen.begin(), chosen.end());
+    }
+    if (p.blocks) {
+      std::copy(chosen.begin(), chosen.end(), o);
+      if (complete * K <= pos) // the open pool
+        o[chosen.size()] = (int32_t)complete;
+      return;
     }
     for (size_t i = 0; i < chosen.size(); ++i)
       for (int64_t j = 0; j < K; ++j)
@@ -1002,6 +1035,60 @@ void rmsNormGated(const float *x, const float *z, int64_t M, int64_t width, int6
     }
 }
 
+void groupDot(const float *a, const float *b, int64_t T, int64_t width, int64_t groups, float scale, Act act,
+              float *y) {
+  int64_t D = width / groups;
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t g = 0; g < groups; ++g) {
+      const float *ar = a + t * width + g * D, *br = b + t * width + g * D;
+      float acc = 0.0f;
+      for (int64_t i = 0; i < D; ++i)
+        acc += ar[i] * br[i];
+      y[t * groups + g] = activate(act, scale * acc);
+    }
+}
+
+void ngramEmbed(const int32_t *tokens, Matrix table, int64_t D, const NgramParams &p, const StateRows &rows,
+                float *pool, float *y, const ParallelFor &pfor) {
+  int64_t n = (int64_t)p.multipliers.size(), H = n - 1, P = (int64_t)p.primes.size();
+  auto toFloatRow = storageTraits(table.format).toFloatRow;
+  pfor(rows.num_requests, [&](int64_t r) {
+    int64_t begin = rows.cu_seqlens[r], end = rows.cu_seqlens[r + 1];
+    float *state = startState(rows, pool, r, H, H);
+    if (!rows.has_initial[r]) // before the start: EOS
+      std::fill(state, state + H, (float)p.eos);
+    std::vector<int64_t> hist(H + end - begin); // the state's ids, oldest first, then this step's
+    for (int64_t i = 0; i < H; ++i)
+      hist[i] = (int64_t)state[i];
+    for (int64_t t = begin; t < end; ++t)
+      hist[H + t - begin] = tokens[t];
+    std::vector<int64_t> ctx(n);
+    for (int64_t t = begin; t < end; ++t) {
+      int64_t now = H + t - begin;
+      // c_s: the token s back, or EOS once the walk back has crossed an EOS.
+      ctx[0] = hist[now];
+      bool crossed = false;
+      for (int64_t s = 1; s < n; ++s) {
+        crossed = crossed || (s > 1 && hist[now - s + 1] == p.eos); // an EOS between it and the token
+        ctx[s] = crossed ? p.eos : hist[now - s];
+      }
+      uint64_t mixed = 0;
+      for (int64_t m = 2; m <= n; ++m) {
+        mixed ^= (uint64_t)ctx[m - 1] * (uint64_t)p.multipliers[m - 1];
+        if (m == 2)
+          mixed ^= (uint64_t)ctx[0] * (uint64_t)p.multipliers[0];
+        for (int64_t k = 0; k < p.heads_per_ngram; ++k) {
+          int64_t g = (m - 2) * p.heads_per_ngram + k;
+          int64_t row = (int64_t)(mixed % (uint64_t)p.primes[g]) + p.offsets[g];
+          toFloatRow(table.data, D, row, y + (t * P + g) * D);
+        }
+      }
+    }
+    for (int64_t i = 0; i < H; ++i)
+      state[i] = (float)hist[end - begin + i];
+  });
+}
+
 float *startState(const StateRows &rows, float *pool, int64_t r, int64_t stride, int64_t size) {
   float *S = pool + rows.state_out[r] * stride;
   const float *in = pool + rows.state_in[r] * stride;
@@ -1019,6 +1106,32 @@ static float *convState(const StateRows &rows, float *pool, int64_t r, int64_t C
     for (int64_t c = 0; c < C; ++c)
       std::fill(state + c * H, state + (c + 1) * H, initial[c]);
   return state;
+}
+
+// A depthwise conv whose tap j reads the input (K - 1 - j) * dilation rows back: the state keeps
+// the last (K - 1) * dilation inputs, oldest first.
+static void conv1dDilated(const float *x, int64_t C, int64_t K, const float *w, const float *bias, Act act,
+                          const StateRows &rows, float *pool, float *y, const ParallelFor &pfor, bool residual,
+                          const float *initial, const ConvForm &f) {
+  int64_t d = f.dilation, H = (K - 1) * d;
+  pfor(rows.num_requests, [&](int64_t r) {
+    int64_t begin = rows.cu_seqlens[r], end = rows.cu_seqlens[r + 1];
+    float *state = convState(rows, pool, r, C, H, initial);
+    std::vector<float> hist(H + end - begin); // the state, then this step's inputs
+    for (int64_t c = 0; c < C; ++c) {
+      std::copy(state + c * H, state + (c + 1) * H, hist.begin());
+      for (int64_t t = begin; t < end; ++t)
+        hist[H + t - begin] = x[t * C + c];
+      for (int64_t t = begin; t < end; ++t) {
+        int64_t now = H + t - begin;
+        float acc = bias ? bias[c] : 0.0f;
+        for (int64_t j = 0; j < K; ++j)
+          acc += w[c * K + j] * hist[now - (K - 1 - j) * d];
+        y[t * C + c] = f.scale * (activate(act, acc) + (residual ? x[t * C + c] : 0.0f));
+      }
+      std::copy(hist.end() - H, hist.end(), state + c * H);
+    }
+  });
 }
 
 // A depthwise conv whose taps change per token (ConvForm::taps) or count back from the row.
@@ -1053,6 +1166,8 @@ void conv1dStates(const float *x, int64_t C, int64_t K, const float *w, const fl
                   const float *initial, const ConvForm &form) {
   if (form.taps || form.lag_order)
     return conv1dDynamic(x, C, K, w, bias, act, rows, pool, y, pfor, residual, initial, form);
+  if (form.dilation > 1)
+    return conv1dDilated(x, C, K, w, bias, act, rows, pool, y, pfor, residual, initial, form);
   int64_t H = K - 1;
   pfor(rows.num_requests, [&](int64_t r) {
     int64_t begin = rows.cu_seqlens[r], end = rows.cu_seqlens[r + 1];

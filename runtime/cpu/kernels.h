@@ -82,7 +82,7 @@ void sinusoidalPosition(const int32_t *positions, int64_t T, int64_t D, int64_t 
 
 // RMS norm over groups of `group` features: y = x * rsqrt(mean(x^2) + eps) * (w + offset).
 void rmsNorm(const float *x, int64_t M, int64_t width, int64_t group, const float *w, float eps,
-             float offset, float *y);
+             float offset, float *y, bool perRow = false);
 
 void add(const float *a, const float *b, int64_t n, float *y);
 
@@ -207,10 +207,15 @@ struct IndexSelectParams {
   int64_t num_heads = 0, head_dim = 0, topk = 0;
   float key_scale = 1, weight_scale = 1;
 };
-// cbc.kv.pool_select: index_key rows [k | g] of 2 head_dim, pools of `pool` positions.
+// cbc.kv.pool_select: index_key rows [k | g] of 2 head_dim with `ape` (learned pooling), else k of
+// head_dim (the mean); pools of `pool` positions; `w` null: every head weighs 1.
 struct PoolSelectParams {
   int64_t num_heads = 0, head_dim = 0, pools = 0, pool = 0;
   float key_scale = 1, weight_scale = 1;
+  const float *key_norm = nullptr; // the pooled key RMS-normed with key_norm + norm_offset
+  float eps = 0, norm_offset = 0;
+  std::vector<float> key_freqs; // rotate-half RoPE of the pooled key at its pool's first position
+  bool blocks = false;          // pool indices out, not positions
 };
 void poolSelect(const float *q, const float *w, int64_t T, const int32_t *positions, const int32_t *seqIds,
                 const int32_t *slots, const int32_t *tables, int64_t tableWidth, const KvLayout &layout,
@@ -296,6 +301,10 @@ void rmsNormGated(const float *x, const float *z, int64_t M, int64_t width, int6
 // The per-request metadata every state op reads.
 // The step's per-request rows of the state scans: request r reads its state from unit
 // state_in[r] of the pool (unless it starts fresh) and leaves it in unit state_out[r].
+// cbc.math.group_dot: y[t, g] = act(scale * sum_i a[t, g D + i] b[t, g D + i]), D = width / groups.
+void groupDot(const float *a, const float *b, int64_t T, int64_t width, int64_t groups, float scale, Act act,
+              float *y);
+
 struct StateRows {
   const int32_t *cu_seqlens = nullptr; // [R + 1]
   const int32_t *state_in = nullptr;   // [R]
@@ -318,7 +327,17 @@ struct ConvForm {
   int64_t width = 0;
   bool lag_order = false; // weight and taps index j weighs the input j rows back
   float scale = 1.0f;
+  int64_t dilation = 1; // tap j reads the input (K - 1 - j) * dilation rows back (depthwise)
 };
+// cbc.state.ngram_embed: per token the table rows of its hashed n-grams, side by side; the
+// request's last n - 1 ids in its state (fp32).
+struct NgramParams {
+  int64_t eos = 0, heads_per_ngram = 1;
+  std::vector<int64_t> multipliers, primes, offsets; // offsets: the primes' prefix sums
+};
+void ngramEmbed(const int32_t *tokens, Matrix table, int64_t D, const NgramParams &p, const StateRows &rows,
+                float *pool, float *y, const ParallelFor &pfor);
+
 void conv1dStates(const float *x, int64_t C, int64_t K, const float *w, const float *bias, Act act,
                   const StateRows &rows, float *pool, float *y, const ParallelFor &pfor, bool residual = false,
                   int64_t G = 1, const float *initial = nullptr, const ConvForm &form = {});

@@ -241,13 +241,19 @@ Exec compileKvIndexSelect(const OpContext &c) {
   };
 }
 
+// Operands q, [weights], the step's positions, seq_ids, cu_seqlens, kv_lens, slots and block
+// tables, then [ape], [key_norm]: the params say which are present.
 Exec compileKvPoolSelect(const OpContext &c) {
-  c.need(9, 1);
   const fb::KvPoolSelectParams &params = c.params<fb::KvPoolSelectParams>();
+  bool hasW = params.has_weights(), hasApe = params.has_ape(), hasNorm = params.has_key_norm();
+  c.check(c.I.size() == 7u + hasW + hasApe + hasNorm && c.O.size() == 1, "has the wrong number of operands");
   const KvLayout &kv = siteLayout(c, params.site());
-  int layer = params.site()->layer(), group = params.site()->group(), q = c.I[0], w = c.I[1], ape = c.I[8];
+  int layer = params.site()->layer(), group = params.site()->group(), q = c.I[0], w = hasW ? c.I[1] : -1;
+  int meta = hasW ? 2 : 1, ape = hasApe ? c.I[meta + 6] : -1, norm = hasNorm ? c.I[meta + 6 + hasApe] : -1;
   int out = c.O[0];
-  c.acts({q, w, out});
+  c.acts({q, out});
+  if (w >= 0)
+    c.acts({q, w});
   PoolSelectParams p;
   p.num_heads = params.num_heads();
   p.head_dim = params.head_dim();
@@ -255,22 +261,40 @@ Exec compileKvPoolSelect(const OpContext &c) {
   p.pool = params.pool();
   p.key_scale = (float)params.key_scale();
   p.weight_scale = (float)params.weight_scale();
-  const std::vector<int64_t> &apeShape = c.weightShape(ape);
-  c.checkShape(shape::check(shape::KvPoolSelect{p.num_heads, p.head_dim, p.pools, p.pool, c.cols(q), c.cols(w),
-                                                c.cols(out), (int64_t)apeShape.size(),
-                                                apeShape.size() == 2 ? apeShape[0] : 0,
-                                                apeShape.size() == 2 ? apeShape[1] : 0}));
-  c.check(2 * p.head_dim == kv.index_elems && p.pools * p.pool <= (1 << 24),
+  p.eps = (float)params.eps();
+  p.norm_offset = (float)params.norm_offset();
+  p.blocks = params.blocks();
+  if (params.key_freqs())
+    p.key_freqs.assign(params.key_freqs()->begin(), params.key_freqs()->end());
+  shape::KvPoolSelect s{p.num_heads, p.head_dim, p.pools, p.pool, c.cols(q), w >= 0 ? c.cols(w) : 0, c.cols(out),
+                        0, 0, 0};
+  if (ape >= 0) {
+    const std::vector<int64_t> &apeShape = c.weightShape(ape);
+    s.ape_rank = (int64_t)apeShape.size();
+    s.ape_rows = apeShape.size() == 2 ? apeShape[0] : 0;
+    s.ape_cols = apeShape.size() == 2 ? apeShape[1] : 0;
+  }
+  s.has_weights = hasW;
+  s.has_ape = hasApe;
+  s.blocks = p.blocks;
+  s.has_norm = hasNorm;
+  s.norm = hasNorm ? c.weightNumel(norm) : 0;
+  s.eps = params.eps();
+  s.freqs = (int64_t)p.key_freqs.size();
+  c.checkShape(shape::check(s));
+  c.check(shape::indexElems(s) == kv.index_elems && p.pools * p.pool <= (1 << 24),
           "has index keys that do not fit the cache plan's rows");
-  c.needArg(2, StepArg::Positions);
-  c.needArg(3, StepArg::SeqIds);
-  c.needArg(6, StepArg::Slots);
-  c.needArg(7, StepArg::BlockTables);
+  c.needArg(meta, StepArg::Positions);
+  c.needArg(meta + 1, StepArg::SeqIds);
+  c.needArg(meta + 4, StepArg::Slots);
+  c.needArg(meta + 5, StepArg::BlockTables);
   return [=](StepEnv &e) {
     const StepBatch &b = *e.batch;
-    poolSelect(e.f32(q), e.f32(w), b.num_tokens, b.positions.data(), b.seq_ids.data(), b.slots.data(),
-               e.groupTables(group), b.table_width, e.kvLayouts.at(layer), e.kvPool(layer), e.weight(ape), p,
-               e.i32(out), e.pfor);
+    PoolSelectParams run = p;
+    run.key_norm = norm >= 0 ? e.weight(norm) : nullptr;
+    poolSelect(e.f32(q), w >= 0 ? e.f32(w) : nullptr, b.num_tokens, b.positions.data(), b.seq_ids.data(),
+               b.slots.data(), e.groupTables(group), b.table_width, e.kvLayouts.at(layer), e.kvPool(layer),
+               ape >= 0 ? e.weight(ape) : nullptr, run, e.i32(out), e.pfor);
   };
 }
 

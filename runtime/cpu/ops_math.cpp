@@ -142,9 +142,11 @@ Exec compileRmsNorm(const OpContext &c) {
   int64_t width = c.cols(x), group = p.group() ? p.group() : width;
   float eps = (float)p.eps(), offset = (float)p.offset();
   c.check(group > 0 && width % group == 0 && c.cols(out) == width, "has an inconsistent width or group");
-  c.check(w < 0 || c.weightNumel(w) == group, "has a weight of the wrong size");
+  // One entry per feature of a group, or per feature of the row.
+  c.check(w < 0 || c.weightNumel(w) == group || c.weightNumel(w) == width, "has a weight of the wrong size");
+  bool perRow = w >= 0 && c.weightNumel(w) != group;
   return [=](StepEnv &e) {
-    rmsNorm(e.f32(x), e.rows(x), width, group, w >= 0 ? e.weight(w) : nullptr, eps, offset, e.f32(out));
+    rmsNorm(e.f32(x), e.rows(x), width, group, w >= 0 ? e.weight(w) : nullptr, eps, offset, e.f32(out), perRow);
   };
 }
 
@@ -540,6 +542,18 @@ Exec compileRmsNormGated(const OpContext &c) {
     rmsNormGated(e.f32(x), e.f32(z), e.rows(x), width, group, w >= 0 ? e.weight(w) : nullptr, perRow, eps, offset,
                  act, normFirst, e.f32(out));
   };
+}
+
+Exec compileGroupDot(const OpContext &c) {
+  c.need(2, 1);
+  const fb::GroupDotParams &p = c.params<fb::GroupDotParams>();
+  int a = c.I[0], b = c.I[1], out = c.O[0];
+  c.acts({a, b, out});
+  c.checkShape(shape::check(shape::GroupDot{p.groups(), c.cols(a), c.cols(b), c.cols(out)}));
+  int64_t width = c.cols(a), groups = p.groups();
+  float scale = (float)p.scale();
+  Act act = p.act();
+  return [=](StepEnv &e) { groupDot(e.f32(a), e.f32(b), e.rows(a), width, groups, scale, act, e.f32(out)); };
 }
 
 } // namespace cbc::rt::cpu

@@ -41,7 +41,8 @@ Exec compileStateConv1d(const OpContext &c) {
   bool rank3 = ws.size() == 3, rank2 = ws.size() == 2; // [C, K]: depthwise
   shape::Conv1d s{c.cols(x), (int64_t)ws.size(), rank3 || rank2 ? ws[0] : 0, rank3 ? ws[1] : 1,
                   rank3 ? ws[2] : rank2 ? ws[1] : 0, bias >= 0 ? c.weightNumel(bias) : 0, c.cols(out), bias >= 0,
-                  initial >= 0 ? c.weightNumel(initial) : 0, initial >= 0, taps >= 0 ? c.cols(taps) : 0, taps >= 0};
+                  initial >= 0 ? c.weightNumel(initial) : 0, initial >= 0, taps >= 0 ? c.cols(taps) : 0, taps >= 0,
+                  p.dilation()};
   c.checkShape(shape::check(s));
   c.check(c.isAct(x) && c.isAct(out) && c.value(x).arena == 0, "expects per-token activations");
   if (taps >= 0)
@@ -58,8 +59,9 @@ Exec compileStateConv1d(const OpContext &c) {
   bool residual = p.residual();
   if (K > 1)
     c.checkState(*p.state(), shape::stateShape(s));
+  int64_t dilation = s.dilation;
   return [=](StepEnv &e) {
-    ConvForm form{taps >= 0 ? e.f32(taps) : nullptr, tapsWidth, lagOrder, scale};
+    ConvForm form{taps >= 0 ? e.f32(taps) : nullptr, tapsWidth, lagOrder, scale, dilation};
     conv1dStates(e.f32(x), C, K, e.weight(w), bias >= 0 ? e.weight(bias) : nullptr, act, e.stateRows(),
                  K > 1 ? e.statePool(layer, state) : nullptr, e.f32(out), e.pfor, residual, G,
                  initial >= 0 ? e.weight(initial) : nullptr, form);
@@ -82,6 +84,40 @@ Exec compileStateShift(const OpContext &c) {
   return [=](StepEnv &e) {
     shiftStates(e.f32(x), C, initial >= 0 ? e.weight(initial) : nullptr, e.stateRows(), e.statePool(layer, state),
                 e.f32(out), e.pfor);
+  };
+}
+
+// Operands tokens, table, then the metadata.
+Exec compileNgramEmbed(const OpContext &c) {
+  checkStateMeta(c, 2);
+  const fb::NgramEmbedParams &p = c.params<fb::NgramEmbedParams>();
+  int tokens = c.I[0], table = c.I[1], out = c.O[0];
+  c.needArg(0, StepArg::Tokens);
+  c.check(c.isAct(out) && c.value(out).arena == 0, "expects per-token activations");
+  NgramParams np;
+  np.eos = p.eos();
+  np.heads_per_ngram = p.heads_per_ngram();
+  c.check(p.multipliers() && p.primes(), "has no hash multipliers or primes");
+  np.multipliers.assign(p.multipliers()->begin(), p.multipliers()->end());
+  np.primes.assign(p.primes()->begin(), p.primes()->end());
+  int64_t sum = 0;
+  for (int64_t prime : np.primes) {
+    c.check(prime > 0 && sum <= ((int64_t)1 << 40), "has a prime that is not positive");
+    np.offsets.push_back(sum);
+    sum += prime;
+  }
+  const std::vector<int64_t> &ts = c.weightShape(table);
+  shape::NgramEmbed s{(int64_t)np.multipliers.size(), np.heads_per_ngram, (int64_t)np.primes.size(), sum,
+                      (int64_t)ts.size(), ts.size() == 2 ? ts[0] : 0, ts.size() == 2 ? ts[1] : 0, c.cols(out), np.eos};
+  c.checkShape(shape::check(s));
+  c.checkState(*p.state(), shape::stateShape(s));
+  c.check(c.artefact.meta.vocab_size <= (1 << 24), "keeps token ids of a vocabulary past 2^24 in fp32");
+  int layer = p.state()->layer();
+  std::string state = p.state()->name()->str();
+  int64_t D = s.table_dim;
+  return [=](StepEnv &e) {
+    ngramEmbed(e.arg(StepArg::Tokens), e.matrix(table), D, np, e.stateRows(), e.statePool(layer, state), e.f32(out),
+               e.pfor);
   };
 }
 

@@ -42,20 +42,25 @@ Exec compileStreamAttend(const OpContext &c) {
 // Both stream ops: N streams of H, the coefficients at `offset` of the weights rows.
 static shape::Streams streamsShape(const OpContext &c, bool expand) {
   const fb::StreamParams &p = c.params<fb::StreamParams>();
-  int streams = c.I[expand ? 1 : 0], w = c.I[expand ? 2 : 1];
-  return shape::Streams{p.count(), c.cols(streams), c.cols(w), p.offset(), expand ? c.cols(c.I[0]) : 0,
-                        c.cols(c.O[0]), expand, expand && p.comb()};
+  bool hasWeights = c.I.size() > (expand ? 2u : 1u);
+  int streams = c.I[expand ? 1 : 0], w = hasWeights ? c.I[expand ? 2 : 1] : -1;
+  return shape::Streams{p.count(), c.cols(streams), w >= 0 ? c.cols(w) : 0, p.offset(), expand ? c.cols(c.I[0]) : 0,
+                        c.cols(c.O[0]), expand, expand && p.comb(), w >= 0};
 }
 
+// Weighted by a coefficient per stream, or (without weights) the streams' mean.
 Exec compileStreamCollapse(const OpContext &c) {
-  c.need(2, 1);
+  c.check((c.I.size() == 1 || c.I.size() == 2) && c.O.size() == 1, "has the wrong number of operands");
   shape::Streams s = streamsShape(c, false);
   c.checkShape(shape::check(s));
-  int streams = c.I[0], w = c.I[1], out = c.O[0];
-  c.acts({streams, w, out});
+  int streams = c.I[0], w = s.has_weights ? c.I[1] : -1, out = c.O[0];
+  c.acts({streams, out});
+  if (w >= 0)
+    c.acts({streams, w});
   int64_t N = s.count, H = s.streams / N;
   return [=](StepEnv &e) {
-    streamCollapse(e.f32(streams), e.f32(w), e.rows(streams), N, H, s.weights, s.offset, e.f32(out));
+    streamCollapse(e.f32(streams), w >= 0 ? e.f32(w) : nullptr, e.rows(streams), N, H, s.weights, s.offset,
+                   e.f32(out));
   };
 }
 

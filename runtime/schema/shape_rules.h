@@ -25,6 +25,7 @@ struct Conv1d {
   bool has_initial = false;
   int64_t taps = 0; // the per-token taps' width
   bool has_taps = false;
+  int64_t dilation = 1;
 };
 constexpr Error check(const Conv1d &s) {
   if ((s.weight_rank != 3 && s.weight_rank != 2) || s.weight_channels != s.channels || s.group < 1 ||
@@ -36,12 +37,33 @@ constexpr Error check(const Conv1d &s) {
     return "initial must have one entry per channel";
   if (s.has_taps && (s.group != 1 || s.taps <= 0 || s.taps % s.kernel != 0 || s.channels % (s.taps / s.kernel) != 0))
     return "taps must be [T, n * kernel] with n dividing the channels of a depthwise conv";
+  if (s.dilation < 1 || (s.dilation > 1 && (s.group != 1 || s.has_taps)))
+    return "dilation must be positive, and above 1 only on a depthwise conv without taps";
   if (s.result != s.channels)
     return "result width must equal the channel count";
   return nullptr;
 }
-// The last kernel - 1 inputs of every channel.
-constexpr std::array<int64_t, 2> stateShape(const Conv1d &s) { return {s.channels, s.kernel - 1}; }
+// The last (kernel - 1) * dilation inputs of every channel.
+constexpr std::array<int64_t, 2> stateShape(const Conv1d &s) { return {s.channels, (s.kernel - 1) * s.dilation}; }
+
+// cbc.state.ngram_embed: table [rows, dim]; n = len(multipliers) >= 2, P = len(primes) heads.
+struct NgramEmbed {
+  int64_t n, heads_per_ngram, primes, prime_sum, table_rank, table_rows, table_dim, result;
+  int64_t eos;
+};
+constexpr Error check(const NgramEmbed &s) {
+  if (s.n < 2 || s.heads_per_ngram < 1 || s.primes != (s.n - 1) * s.heads_per_ngram)
+    return "needs at least 2 multipliers and (n - 1) * heads_per_ngram primes";
+  if (s.table_rank != 2 || s.table_rows < s.prime_sum)
+    return "table must be [rows, dim] with at least the primes' sum of rows";
+  if (s.eos < 0 || s.eos >= (1 << 24))
+    return "eos must be a token id below 2^24";
+  if (s.result != s.primes * s.table_dim)
+    return "result width must be the number of primes times the table's width";
+  return nullptr;
+}
+// The last n - 1 token ids.
+constexpr std::array<int64_t, 2> stateShape(const NgramEmbed &s) { return {1, s.n - 1}; }
 
 // cbc.state.shift: x [T, channels]; initial [channels].
 struct Shift {
@@ -301,13 +323,14 @@ constexpr Error check(const HcWeights &s) {
 struct Streams {
   int64_t count, streams, weights, offset, block, result;
   bool expand, comb;
+  bool has_weights = true; // collapse without weights: the mean
 };
 constexpr Error check(const Streams &s) {
   if (s.count < 1 || s.count > 16)
     return "count must be between 1 and 16";
   if (s.streams % s.count != 0 || s.streams == 0)
     return "streams width must be count * hidden";
-  if (s.offset < 0 || s.offset + s.count * (s.comb ? 1 + s.count : 1) > s.weights)
+  if (s.has_weights && (s.offset < 0 || s.offset + s.count * (s.comb ? 1 + s.count : 1) > s.weights))
     return "weights must hold the coefficients from offset on";
   int64_t hidden = s.streams / s.count;
   if (s.expand ? (s.block != hidden || s.result != s.streams) : s.result != hidden)
@@ -349,23 +372,47 @@ constexpr Error check(const KvIndexSelect &s) {
   return nullptr;
 }
 
-// cbc.kv.pool_select: ape [pool, head_dim] (its rank and dims).
+// cbc.kv.pool_select: ape [pool, head_dim] (its rank and dims), key_norm [head_dim]; the
+// optional ones' fields unused when absent.
 struct KvPoolSelect {
   int64_t heads, head_dim, pools, pool;
   int64_t q, weights, result;     // widths
   int64_t ape_rank, ape_rows, ape_cols;
+  bool has_weights = true, has_ape = true, blocks = false;
+  bool has_norm = false;
+  int64_t norm = 0;   // key_norm's elements
+  double eps = 0;     // with key_norm
+  int64_t freqs = 0;  // len(key_freqs)
 };
 constexpr Error check(const KvPoolSelect &s) {
   if (s.heads <= 0 || s.head_dim <= 0 || s.pools <= 0 || s.pool <= 0)
     return "num_heads, head_dim, pools and pool must be positive";
   if (s.q != s.heads * s.head_dim)
     return "q width must be num_heads * head_dim";
-  if (s.weights != s.heads)
+  if (s.has_weights && s.weights != s.heads)
     return "weights must have one column per head";
-  if (s.ape_rank != 2 || s.ape_rows != s.pool || s.ape_cols != s.head_dim)
+  if (s.has_ape && (s.ape_rank != 2 || s.ape_rows != s.pool || s.ape_cols != s.head_dim))
     return "ape must be [pool, head_dim]";
-  if (s.result != s.pools * s.pool + s.pool - 1)
-    return "result width must be pools * pool + pool - 1";
+  if (s.has_norm && (s.norm != s.head_dim || !(s.eps > 0)))
+    return "key_norm must have head_dim entries and a positive eps";
+  if (2 * s.freqs > s.head_dim)
+    return "key_freqs must have at most head_dim / 2 entries";
+  if (s.result != (s.blocks ? s.pools + 1 : s.pools * s.pool + s.pool - 1))
+    return "result width must be pools * pool + pool - 1 (with blocks: pools + 1)";
+  return nullptr;
+}
+// The index_key row a pool selection reads: [k | g] with ape, else k.
+constexpr int64_t indexElems(const KvPoolSelect &s) { return s.has_ape ? 2 * s.head_dim : s.head_dim; }
+
+// cbc.math.group_dot: a, b [T, groups * D], result [T, groups].
+struct GroupDot {
+  int64_t groups, a, b, result;
+};
+constexpr Error check(const GroupDot &s) {
+  if (s.groups <= 0 || s.a <= 0 || s.a % s.groups != 0 || s.b != s.a)
+    return "a and b must have the same width, a positive multiple of groups";
+  if (s.result != s.groups)
+    return "result width must be groups";
   return nullptr;
 }
 

@@ -23,8 +23,10 @@ namespace cbc {
 // attention's key ends, the model's injected token. 7: residual streams (cbc.stream.*), sinks on
 // latent attention, a RoPE's rotary_offset, the clamped SwiGLU's up_offset (SwigluClamp grew), and
 // the state ops cbc.state.wkv (RWKV) and cbc.state.rg_lru (Griffin). 8: per-token sink logits on
-// an attention, a convolution's per-token taps, lag order and scale, the soft-capped SwiGLU.
-constexpr uint32_t kFormatVersion = 8;
+// an attention, a convolution's per-token taps, lag order and scale, the soft-capped SwiGLU. 9: a
+// convolution's dilation, mean pooling, a key norm and RoPE and block output in a pool selection,
+// per-row norm weights, the mean collapse of streams, cbc.math.group_dot, cbc.state.ngram_embed.
+constexpr uint32_t kFormatVersion = 9;
 
 // The step function's arguments, in order.
 enum class StepArg : uint8_t {

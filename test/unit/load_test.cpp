@@ -665,14 +665,16 @@ TEST_P(Load, EveryRequestOnceAndAsIfAlone) {
 // A dense attention model, a hybrid with per-request recurrent state (gated delta net) whose
 // few state slots bound the live requests (slots and blocks both run out), attention-free
 // models (RWKV: token-shift and WKV states; xLSTM: mLSTM matrix memories) whose state slots
-// alone gate admission, so nothing is preempted, and Griffin (RecurrentGemma: conv and RG-LRU
-// states beside windowed attention), whose few blocks run out.
+// alone gate admission, so nothing is preempted, Griffin (RecurrentGemma: conv and RG-LRU
+// states beside windowed attention), whose few blocks run out, and Qwen4-Exp (n-gram id and
+// dilated conv states beside gated delta nets and block-selected attention).
 INSTANTIATE_TEST_SUITE_P(Fixtures, Load,
                          ::testing::Values(LoadCase{"llama", 3000, 0x10AD, 32, 16, 20, 24, 200, 62},
                                            LoadCase{"olmo_hybrid", 2000, 0xFA17, 32, 16, 14, 8, 200, 74},
                                            LoadCase{"rwkv", 2000, 0x8B4E, 32, 16, 0, 8, 0, 74},
                                            LoadCase{"xlstm", 2000, 0x415F, 32, 16, 0, 8, 0, 74},
-                                           LoadCase{"recurrent_gemma", 2000, 0x6A11, 32, 16, 10, 8, 200, 74}),
+                                           LoadCase{"recurrent_gemma", 2000, 0x6A11, 32, 16, 10, 8, 200, 74},
+                                           LoadCase{"qwen4_exp_text", 2000, 0x9E47, 32, 16, 14, 8, 200, 74}),
                          [](const auto &info) { return info.param.family; });
 
 } // namespace

@@ -118,6 +118,102 @@ __device__ __forceinline__ void conv1d(const CbcArgs &a) {
   }
 }
 
+// A depthwise conv whose tap j reads the input (K - 1 - j) * DIL rows back: one thread per
+// (request, channel); the state holds the last HIST = (K - 1) * DIL inputs, read through
+// conv1d_input and kept in registers until every output is written.
+template <class TX, class TW, class TB, class TY, int C, int K, int DIL, Act A, bool RES = false, class TI = void>
+__device__ __forceinline__ void conv1d_dilated(const CbcArgs &a) {
+  using S = slots::Conv1d;
+  constexpr int HIST = (K - 1) * DIL, HIST1 = HIST > 1 ? HIST : 1;
+  const TX *x = (const TX *)a.p[S::X];
+  const TW *w = (const TW *)a.p[S::Weight];
+  const TB *bias = (const TB *)a.p[S::Bias];
+  const TI *initial = (const TI *)a.p[S::Initial];
+  const int *cu = (const int *)a.p[S::CuSeqlens];
+  const int *state_in = (const int *)a.p[S::StateIn], *state_out = (const int *)a.p[S::StateOut];
+  const int *has_initial = (const int *)a.p[S::HasInitial];
+  float *pool = (float *)a.p[S::Pool];
+  TY *y = (TY *)a.p[S::Out];
+  float scale = a.f[S::Scale];
+  int r = blockIdx.x, c = blockIdx.y * blockDim.x + threadIdx.x;
+  if (c >= C)
+    return;
+  bool fresh = !has_initial[r];
+  const float *start = pool + (long long)state_in[r] * C * HIST;
+  float *state = pool + (long long)state_out[r] * C * HIST;
+  int first = cu[r], n = cu[r + 1] - cu[r];
+  float b = 0.0f;
+  if constexpr (present<TB>)
+    b = ld(bias, c);
+  auto input = [&](int m) { return conv1d_input<TX, TI, C, HIST>(x, initial, start, fresh, first, m, c); };
+  for (int t = 0; t < n; ++t) {
+    float acc = b;
+    for (int j = 0; j < K; ++j)
+      acc += ld(w, (long long)c * K + j) * input(t - (K - 1 - j) * DIL);
+    float xv = ld(x, (long long)(first + t) * C + c);
+    st(y, (long long)(first + t) * C + c, scale * (RES ? act<A>(acc) + xv : act<A>(acc)));
+  }
+  float last[HIST1];
+  for (int j = 0; j < HIST; ++j)
+    last[j] = input(n - HIST + j);
+  for (int j = 0; j < HIST; ++j)
+    state[(long long)c * HIST + j] = last[j];
+}
+
+// Hashed n-gram embeddings (cbc.state.ngram_embed): one block per request, its threads over the
+// request's rows. Context s of row t is the token s rows back (the state's ids before the step,
+// EOS before a fresh request), or EOS once the walk back crosses an EOS; head g of the m-gram
+// (m = 2 .. N) reads row (XOR_{s<m} c_s MULT[s]) mod PRIMES[g] + OFFSETS[g] of the table. The
+// state keeps the last N - 1 ids (as fp32), written once every thread has read it.
+template <class TT, class TY, int N, int HPN, int D, const long long *MULT, const long long *PRIMES,
+          const long long *OFFSETS>
+__device__ __forceinline__ void ngram_embed(const CbcArgs &a) {
+  using S = slots::NgramEmbed;
+  constexpr int H = N - 1, P = (N - 1) * HPN;
+  const int *tokens = (const int *)a.p[S::Tokens];
+  const TT *table = (const TT *)a.p[S::Table];
+  const int *cu = (const int *)a.p[S::CuSeqlens];
+  const int *state_in = (const int *)a.p[S::StateIn], *state_out = (const int *)a.p[S::StateOut];
+  const int *has_initial = (const int *)a.p[S::HasInitial];
+  float *pool = (float *)a.p[S::Pool];
+  TY *y = (TY *)a.p[S::Out];
+  long long eos = a.i[S::Eos];
+  int r = blockIdx.x, first = cu[r], n = cu[r + 1] - cu[r];
+  bool fresh = !has_initial[r];
+  const float *start = pool + (long long)state_in[r] * H;
+  auto id = [&](int m) -> long long { // row m of the request; m < 0: the state's (or EOS)
+    if (m >= 0)
+      return tokens[first + m];
+    return fresh ? eos : (long long)start[H + m];
+  };
+  for (int t = threadIdx.x; t < n; t += blockDim.x) {
+    long long ctx[N];
+    bool crossed = false;
+    ctx[0] = id(t);
+    for (int s = 1; s < N; ++s) {
+      crossed = crossed || (s > 1 && id(t - s + 1) == eos);
+      ctx[s] = crossed ? eos : id(t - s);
+    }
+    unsigned long long mixed = (unsigned long long)ctx[0] * (unsigned long long)MULT[0];
+    for (int m = 2; m <= N; ++m) {
+      mixed ^= (unsigned long long)ctx[m - 1] * (unsigned long long)MULT[m - 1];
+      for (int k = 0; k < HPN; ++k) {
+        int g = (m - 2) * HPN + k;
+        long long row = (long long)(mixed % (unsigned long long)PRIMES[g]) + OFFSETS[g];
+        for (int d = 0; d < D; ++d)
+          st(y, ((long long)(first + t) * P + g) * D + d, ld(table, row * D + d));
+      }
+    }
+  }
+  float last[H];
+  for (int j = 0; j < H; ++j)
+    last[j] = (float)id(n - H + j);
+  __syncthreads(); // the input and output units may be one
+  if (threadIdx.x == 0)
+    for (int j = 0; j < H; ++j)
+      pool[(long long)state_out[r] * H + j] = last[j];
+}
+
 // Each request's rows one row later: one thread per (request, channel) carries the previous
 // input, starting from the state (or, for a fresh request, `initial`, TI void: zeros).
 template <class TX, class TI, class TY, int C> __device__ __forceinline__ void shift(const CbcArgs &a) {

@@ -142,16 +142,23 @@ __device__ __forceinline__ void index_select(const CbcArgs &a) {
 }
 
 // Pool selection (cbc.kv.pool_select): block t scores the complete pools of KP positions ending
-// at or before its query (each pool's key formed per feature from the rows [k | g] of its
-// tokens, softmax(g + ape) over the pool weighting k), keeps the NP best in ascending order (all
-// when there are no more) expanded to their positions, then the query's open pool up to it.
-template <class TQ, class TW, class TKV, class TA, class TO, int H, int D, int NP, int KP, int ROW, int B>
+// at or before its query and keeps the NP best in ascending order (all when there are no more),
+// expanded to their positions, then the query's open pool up to it; with BLOCKS, the pools'
+// indices, then the open pool's. A pool's key: with TA (ape) per feature from the rows [k | g] of
+// its tokens, softmax(g + ape) over the pool weighting k; without, the mean of the rows k. Then,
+// with TN, RMS-normed by KeyNorm + NormOffset, and with NF > 0 rotated (rotate-half over its
+// first 2 NF features, frequency i by FREQ[i] at the pool's first position). TW void: every
+// head weighs 1.
+template <class TQ, class TW, class TKV, class TA, class TO, int H, int D, int NP, int KP, int ROW, int B,
+          class TN = void, int NF = 0, const float *FREQ = nullptr, bool BLOCKS = false>
 __device__ __forceinline__ void pool_select(const CbcArgs &a) {
   using S = slots::PoolSelect;
-  constexpr int W = NP * KP + KP - 1;
+  constexpr int W = BLOCKS ? NP + 1 : NP * KP + KP - 1;
+  constexpr int KROW = present<TA> ? 2 * D : D; // the index_key row's elements
   const TQ *q = (const TQ *)a.p[S::Q];
   const TW *w = (const TW *)a.p[S::W];
   const TA *ape = (const TA *)a.p[S::Ape];
+  const TN *knorm = (const TN *)a.p[S::KeyNorm];
   const TKV *pool = (const TKV *)a.p[S::Pool];
   const int *positions = (const int *)a.p[S::Positions];
   const int *seq_ids = (const int *)a.p[S::SeqIds];
@@ -167,29 +174,52 @@ __device__ __forceinline__ void pool_select(const CbcArgs &a) {
     for (int i = threadIdx.x; i < n; i += blockDim.x)
       chosen[i] = i;
   } else {
-    auto row = [&](int j) { return pool + ((long long)table[j / B] * B + j % B) * ROW + (ROW - 2 * D); };
+    auto row = [&](int j) { return pool + ((long long)table[j / B] * B + j % B) * ROW + (ROW - KROW); };
     auto score = [&](int p) {
-      float acc[H];
-      for (int h = 0; h < H; ++h)
-        acc[h] = 0.0f;
+      float key[D];
       for (int f = 0; f < D; ++f) {
-        float m = -INFINITY;
-        for (int j = 0; j < KP; ++j)
-          m = fmaxf(m, ld(row(p * KP + j), D + f) + ld(ape, j * D + f));
-        float sum = 0.0f, key = 0.0f;
-        for (int j = 0; j < KP; ++j) {
-          const TKV *r = row(p * KP + j);
-          float e = expf(ld(r, D + f) + ld(ape, j * D + f) - m);
-          sum += e;
-          key += e * ld(r, f);
+        float acc = 0.0f;
+        if constexpr (present<TA>) {
+          float m = -INFINITY, sum = 0.0f;
+          for (int j = 0; j < KP; ++j)
+            m = fmaxf(m, ld(row(p * KP + j), D + f) + ld(ape, j * D + f));
+          for (int j = 0; j < KP; ++j) {
+            const TKV *r = row(p * KP + j);
+            float e = expf(ld(r, D + f) + ld(ape, j * D + f) - m);
+            sum += e;
+            acc += e * ld(r, f);
+          }
+          key[f] = acc / sum;
+        } else {
+          for (int j = 0; j < KP; ++j)
+            acc += ld(row(p * KP + j), f);
+          key[f] = acc / (float)KP;
         }
-        key /= sum;
-        for (int h = 0; h < H; ++h)
-          acc[h] += ld(q, (t * H + h) * D + f) * key;
+      }
+      if constexpr (present<TN>) {
+        float ss = 0.0f;
+        for (int f = 0; f < D; ++f)
+          ss += key[f] * key[f];
+        float inv = rsqrtf(ss / (float)D + a.f[S::Eps]);
+        for (int f = 0; f < D; ++f)
+          key[f] *= inv * (ld(knorm, f) + a.f[S::NormOffset]);
+      }
+      for (int i = 0; i < NF; ++i) {
+        float angle = (float)(p * KP) * FREQ[i], c = cosf(angle), sn = sinf(angle);
+        float x1 = key[i], x2 = key[i + NF];
+        key[i] = x1 * c - x2 * sn;
+        key[i + NF] = x2 * c + x1 * sn;
       }
       float s = 0.0f;
-      for (int h = 0; h < H; ++h)
-        s += ld(w, t * H + h) * ws * fmaxf(acc[h] * ks, 0.0f);
+      for (int h = 0; h < H; ++h) {
+        float dot = 0.0f;
+        for (int f = 0; f < D; ++f)
+          dot += ld(q, (t * H + h) * D + f) * key[f];
+        float wh = 1.0f;
+        if constexpr (present<TW>)
+          wh = ld(w, t * H + h);
+        s += wh * ws * fmaxf(dot * ks, 0.0f);
+      }
       return s;
     };
     select_top<NP>(chosen, complete, score);
@@ -197,7 +227,12 @@ __device__ __forceinline__ void pool_select(const CbcArgs &a) {
   __syncthreads();
   for (int i = threadIdx.x; i < W; i += blockDim.x) {
     int v = -1;
-    if (i < NP * KP) {
+    if constexpr (BLOCKS) {
+      if (i < n)
+        v = chosen[i];
+      else if (i == n && complete * KP <= pos)
+        v = complete;
+    } else if (i < NP * KP) {
       if (i / KP < n)
         v = chosen[i / KP] * KP + i % KP;
     } else if (complete * KP + (i - NP * KP) <= pos) {

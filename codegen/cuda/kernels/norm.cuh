@@ -23,13 +23,16 @@ template <class TB> __device__ __forceinline__ float norm_bias(const TB *b, long
     return 0.0f;
 }
 
-// Groups of G features; the grid has one block per (row, group).
+// Groups of G features; the grid has one block per (row, group). The weight holds one entry per
+// feature of a group or, with RowGroups set (the groups per row), per feature of the row.
 template <class TI, class TO, class TW, int G> __device__ __forceinline__ void rms_norm(const CbcArgs &a) {
   using S = slots::RmsNorm;
   __shared__ float scratch[32];
   const TI *x = (const TI *)a.p[S::X];
   TO *y = (TO *)a.p[S::Out];
   const TW *w = (const TW *)a.p[S::Weight];
+  if constexpr (present<TW>)
+    w += a.i[S::RowGroups] ? (long long)(blockIdx.x % a.i[S::RowGroups]) * G : 0;
   float eps = a.f[S::Eps], offset = a.f[S::Offset];
   long long base = (long long)blockIdx.x * G;
   float ss = 0.0f;
@@ -110,6 +113,25 @@ template <class TI, class TO, class TW, class TB, int W> __device__ __forceinlin
   float inv = rsqrtf(m.var + a.f[S::Eps]);
   for (int j = threadIdx.x; j < W; j += blockDim.x)
     st(y, base + j, (ld(x, base + j) - m.mean) * inv * norm_weight(w, j, offset) + norm_bias(b, j));
+}
+
+// act(scale * a_g . b_g) per group g of D features: one warp per (row, group), the dot reduced in
+// fp32 (cbc.math.group_dot).
+template <class TA, class TB, class TO, int NG, int D, Act A> __device__ __forceinline__ void group_dot(const CbcArgs &a) {
+  using S = slots::GroupDot;
+  const TA *x = (const TA *)a.p[S::A];
+  const TB *z = (const TB *)a.p[S::B];
+  TO *y = (TO *)a.p[S::Out];
+  long long g = (long long)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+  if (g >= a.i[S::Rows] * NG)
+    return;
+  float acc = 0.0f;
+  for (int i = threadIdx.x % 32; i < D; i += 32)
+    acc += ld(x, g * D + i) * ld(z, g * D + i);
+  for (int off = 16; off > 0; off /= 2)
+    acc += __shfl_xor_sync(0xffffffffu, acc, off);
+  if (threadIdx.x % 32 == 0)
+    st(y, g, act<A>(a.f[S::Scale] * acc));
 }
 
 // Per-row int8 fake quantisation (absmax, the activations of ternary linear layers): one block

@@ -93,6 +93,9 @@ __device__ __forceinline__ float act_relu(float x) { return x > 0.0f ? x : 0.0f;
 __device__ __forceinline__ float act_relu2(float x) { return x > 0.0f ? x * x : 0.0f; }
 __device__ __forceinline__ float act_sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
 __device__ __forceinline__ float act_softplus(float x) { return x > 20.0f ? x : log1pf(expf(x)); }
+__device__ __forceinline__ float act_signed_sqrt(float x) {
+  return x > 0.0f ? sqrtf(fmaxf(x, 1e-6f)) : x < 0.0f ? -sqrtf(fmaxf(-x, 1e-6f)) : 0.0f;
+}
 
 template <Act A> __device__ __forceinline__ float act(float x) {
   if constexpr (A == Act::none)
@@ -111,6 +114,8 @@ template <Act A> __device__ __forceinline__ float act(float x) {
     return act_softplus(x);
   else if constexpr (A == Act::exp)
     return expf(x);
+  else if constexpr (A == Act::signed_sqrt)
+    return act_signed_sqrt(x);
   else
     return act_sigmoid(x);
 }

@@ -29,7 +29,7 @@ struct CbcArgs {
 };
 
 // Template arguments: one enumerator per value of the dialect enum of the same meaning.
-enum class Act { none, silu, gelu, gelu_tanh, relu, relu2, sigmoid, softplus, exp };
+enum class Act { none, silu, gelu, gelu_tanh, relu, relu2, sigmoid, softplus, exp, signed_sqrt };
 enum class Glu { halves, interleaved }; // where a GLU's gate and up columns sit
 // What an expert or a GLU applies to its gate g and up u: act(g) * u, act(u) (no gate), or
 // the clamped SwiGLU over limit and alpha.
@@ -188,8 +188,13 @@ struct LayerNorm {
 };
 struct RmsNorm {
   enum Ptr { X, Out, Weight, NumPtr };
-  enum Int { NumInt };
+  enum Int { RowGroups, NumInt }; // groups per row with per-feature weights, else 0
   enum Flt { Eps, Offset, NumFlt };
+};
+struct GroupDot {
+  enum Ptr { A, B, Out, NumPtr };
+  enum Int { Rows, NumInt };
+  enum Flt { Scale, NumFlt };
 };
 struct AddRmsNorm {
   enum Ptr { Lhs, Rhs, Sum, Normed, Weight, NumPtr };
@@ -375,10 +380,10 @@ struct IndexSelect {
   enum Int { Group, TableSlots, TableWidth, NumInt };
   enum Flt { KeyScale, WeightScale, NumFlt };
 };
-struct PoolSelect { // Ape [pool, head_dim]
-  enum Ptr { Q, W, Positions, SeqIds, Slots, Tables, Pool, Ape, Out, NumPtr };
+struct PoolSelect { // Ape [pool, head_dim], KeyNorm [head_dim]: null when absent
+  enum Ptr { Q, W, Positions, SeqIds, Slots, Tables, Pool, Ape, Out, KeyNorm, NumPtr };
   enum Int { Group, TableSlots, TableWidth, NumInt };
-  enum Flt { KeyScale, WeightScale, NumFlt };
+  enum Flt { KeyScale, WeightScale, Eps, NormOffset, NumFlt };
 };
 struct BlockSelect {
   enum Ptr { Q, Positions, SeqIds, Slots, Tables, Pool, Out, NumPtr };
@@ -435,6 +440,11 @@ struct Conv1d { // Taps [T, TW]: per-token taps (null: none); Scale multiplies t
   enum Ptr { X, Weight, Bias, CuSeqlens, StateIn, StateOut, HasInitial, Pool, Out, Initial, Taps, NumPtr };
   enum Int { NumInt };
   enum Flt { Scale, NumFlt };
+};
+struct NgramEmbed {
+  enum Ptr { Tokens, Table, CuSeqlens, StateIn, StateOut, HasInitial, Pool, Out, NumPtr };
+  enum Int { Eos, NumInt };
+  enum Flt { NumFlt };
 };
 struct Shift {
   enum Ptr { X, Initial, CuSeqlens, StateIn, StateOut, HasInitial, Pool, Out, NumPtr };

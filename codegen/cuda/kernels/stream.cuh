@@ -59,7 +59,8 @@ __device__ __forceinline__ void hc_weights(const CbcArgs &a) {
   });
 }
 
-// sum_n w[t, OFF + n] * streams[t, n]: one thread per output element.
+// sum_n w[t, OFF + n] * streams[t, n], or (TW void) the streams' mean: one thread per output
+// element.
 template <class TS, class TW, class TO, int N, int H, int WW, int OFF>
 __device__ __forceinline__ void stream_collapse(const CbcArgs &a) {
   using S = slots::StreamCollapse;
@@ -68,9 +69,16 @@ __device__ __forceinline__ void stream_collapse(const CbcArgs &a) {
   TO *y = (TO *)a.p[S::Out];
   for_element<H>(a.i[S::Rows], [&](long long i, long long t, long long j) {
     float acc = 0.0f;
-    for (int n = 0; n < N; ++n)
-      acc += ld(w, t * WW + OFF + n) * ld(streams, t * N * H + n * H + j);
-    st(y, i, acc);
+    for (int n = 0; n < N; ++n) {
+      if constexpr (present<TW>)
+        acc += ld(w, t * WW + OFF + n) * ld(streams, t * N * H + n * H + j);
+      else
+        acc += ld(streams, t * N * H + n * H + j);
+    }
+    if constexpr (present<TW>)
+      st(y, i, acc);
+    else
+      st(y, i, acc / (float)N);
   });
 }
 

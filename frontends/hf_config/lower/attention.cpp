@@ -350,7 +350,9 @@ Value StepBuilder::attention(int64_t layer, Value x, const AttnSite &site) {
     v = pairValueHeads(v, a.num_kv_heads, valueDim(a));
   if (a.v_norm && ownKv)
     v = norm(v, Value(), valueDim(a));
-  BlockSelection selection = L.block_sparse ? blockIndexer(layer, x, site) : BlockSelection{};
+  BlockSelection selection = !L.block_sparse                   ? BlockSelection{}
+                             : spec_.attn.block_indexer.pooled ? qsaIndexer(layer, x, site)
+                                                               : blockIndexer(layer, x, site);
   Value o;
   if (a.key_bias) {
     // Each key's bias as one more key feature, each query's as 1 / scale, so q . k gains the

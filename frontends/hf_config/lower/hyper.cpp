@@ -47,6 +47,8 @@ Value StepBuilder::hyperBlock(int64_t l, Value streams, const std::string &site,
 
 // A pre-norm layer whose two residual adds are hyper-connections.
 Value StepBuilder::hyperLayer(int64_t l, Value x) {
+  if (spec_.hyper.rank > 0)
+    return gatedResidualLayer(l, x);
   const LayerSpec &L = spec_.layers[l];
   const Names &nm = spec_.names;
   x = hyperBlock(l, x, "hc_attn", spec_.hyper.attn, [&](Value h) { return mixer(l, layerNorm(l, nm.input_norm, h)); });
@@ -58,6 +60,8 @@ Value StepBuilder::hyperLayer(int64_t l, Value x) {
 
 // The streams mixed into one row for the final norm and the head.
 Value StepBuilder::hyperHead(Value streams) {
+  if (spec_.hyper.rank > 0)
+    return gatedMix(streams, "hc_head.", spec_.prefix + spec_.hyper.head, nullptr);
   if (spec_.hyper.mean_head) {
     SmallVector<int64_t> widths(spec_.hyper.streams, spec_.hidden_size);
     SmallVector<Value> parts = split(streams, widths);

@@ -208,10 +208,11 @@ Value StepBuilder::poolSelection(const IndexerSpec &ix, Value x, Value q, Value 
   Value ape = weight(site.prog + "index_pool_ape", {P, D}, w + "index_kpool_compress_ape");
   auto selType = RankedTensorType::get({ShapedType::kDynamic, ix.topk + P - 1}, b_.getI32Type());
   return KvPoolSelectOp::create(b_, loc_, selType, q, headWeights, positions_, seqIds_, cuSeqlens_, kvLens_, slots_,
-                                blockTables_, ape, b_.getI64IntegerAttr(cacheLayer), b_.getI64IntegerAttr(H),
+                                blockTables_, ape, Value(), b_.getI64IntegerAttr(cacheLayer), b_.getI64IntegerAttr(H),
                                 b_.getI64IntegerAttr(D), b_.getI64IntegerAttr(ix.topk / P), b_.getI64IntegerAttr(P),
                                 b_.getF64FloatAttr(1.0 / std::sqrt((double)D)),
-                                b_.getF64FloatAttr(1.0 / std::sqrt((double)H)), IntegerAttr())
+                                b_.getF64FloatAttr(1.0 / std::sqrt((double)H)), IntegerAttr(), FloatAttr(),
+                                b_.getF64FloatAttr(0.0), DenseF32ArrayAttr(), UnitAttr())
       .getResult();
 }
 

@@ -50,7 +50,8 @@ Value StepBuilder::gatedDeltaNet(int64_t layer, Value x) {
                 .getResult();
   Value normW = weight(prog(layer, "gdn.norm"), {g.v_dim}, m(separate ? "o_norm.weight" : "norm.weight"));
   o = RmsNormGatedOp::create(b_, loc_, rows(vd), o, z, normW, b_.getF64FloatAttr(g.norm_eps),
-                             b_.getF64FloatAttr(0.0), b_.getI64IntegerAttr(g.v_dim), actAttr(Activation::silu),
+                             b_.getF64FloatAttr(0.0), b_.getI64IntegerAttr(g.v_dim),
+                             actAttr(g.sigmoid_gate ? Activation::sigmoid : Activation::silu),
                              NormGateOrderAttr::get(b_.getContext(), NormGateOrder::norm_gate))
           .getResult();
   return linear(o, weight(prog(layer, "gdn.out"), {H, vd}, m(separate ? "o_proj.weight" : "out_proj.weight")));

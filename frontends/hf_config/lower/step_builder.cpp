@@ -164,7 +164,7 @@ Value StepBuilder::conv1d(int64_t layer, Value x, Value w, Value bias, Activatio
                                stateOut_, hasInitial_, b_.getI64IntegerAttr(layer), actAttr(act),
                                residual ? b_.getUnitAttr() : UnitAttr(),
                                extras.lag_order ? b_.getUnitAttr() : UnitAttr(), b_.getF64FloatAttr(extras.scale),
-                               b_.getStringAttr(state))
+                               b_.getI64IntegerAttr(extras.dilation), b_.getStringAttr(state))
       .getResult();
 }
 

@@ -55,6 +55,7 @@ struct ConvExtras {
   mlir::Value taps;
   bool lag_order = false;
   double scale = 1.0;
+  int64_t dilation = 1;
 };
 
 class StepBuilder {
@@ -95,6 +96,11 @@ private:
                    const std::function<Value(Value)> &block);
   Value hyperLayer(int64_t layer, Value streams);
   Value hyperHead(Value streams);
+  // GatedResidual (HyperSpec::rank) and the hashed n-gram embeddings: gated_residual.cpp.
+  Value gatedResidualLayer(int64_t layer, Value streams);
+  Value gatedMix(Value streams, const std::string &prog, const std::string &prefix, Value *inject);
+  Value ngramEmbeddings(int64_t layer, Value streams);
+  BlockSelection qsaIndexer(int64_t layer, Value x, const AttnSite &site);
   Value projectedStream(Value x, Value ref, const std::string &projections, int64_t i);
   Value laurel(int64_t layer, Value x);
   std::vector<Value> perLayerSlices_; // PerLayerInputSpec's [T, dim] input of each layer

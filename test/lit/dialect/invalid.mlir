@@ -413,9 +413,9 @@ func.func @norm_group_zero(%x: tensor<?x8xf32>) {
 
 // -----
 
-func.func @norm_weight(%x: tensor<?x8xf32>, %w: tensor<8xbf16>) {
-  // expected-error @+1 {{'cbc.math.rms_norm' op weight must have one entry per feature of a group}}
-  %0 = cbc.math.rms_norm %x, %w {eps = 1.0e-6 : f64, group = 4 : i64} : tensor<?x8xf32>, tensor<8xbf16> -> tensor<?x8xf32>
+func.func @norm_weight(%x: tensor<?x8xf32>, %w: tensor<6xbf16>) {
+  // expected-error @+1 {{'cbc.math.rms_norm' op weight must have one entry per feature of a group or of the row}}
+  %0 = cbc.math.rms_norm %x, %w {eps = 1.0e-6 : f64, group = 4 : i64} : tensor<?x8xf32>, tensor<6xbf16> -> tensor<?x8xf32>
   return
 }
 
@@ -773,7 +773,7 @@ func.func @head_linear_widths(%x: tensor<?x16xf32>, %w: tensor<12x8xbf16>) {
 
 func.func @pool_select_sizes(%q: tensor<?x8xf32>, %w: tensor<?x2xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>, %ape: tensor<2x4xf32>) {
   // expected-error @+1 {{'cbc.kv.pool_select' op num_heads, head_dim, pools and pool must be positive}}
-  %s = cbc.kv.pool_select %q, %w, %p, %p, %p, %p, %p, %bt, %ape {layer = 0 : i64, num_heads = 2 : i64, head_dim = 4 : i64, pools = 0 : i64, pool = 2 : i64, key_scale = 0.5 : f64, weight_scale = 0.7 : f64} : tensor<?x8xf32>, tensor<?x2xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>, tensor<2x4xf32> -> tensor<?x1xi32>
+  %s = cbc.kv.pool_select %q weights(%w : tensor<?x2xf32>), %p, %p, %p, %p, %p, %bt ape(%ape : tensor<2x4xf32>) {layer = 0 : i64, num_heads = 2 : i64, head_dim = 4 : i64, pools = 0 : i64, pool = 2 : i64, key_scale = 0.5 : f64, weight_scale = 0.7 : f64} : tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?x1xi32>
   return
 }
 
@@ -781,7 +781,7 @@ func.func @pool_select_sizes(%q: tensor<?x8xf32>, %w: tensor<?x2xf32>, %p: tenso
 
 func.func @pool_select_q(%q: tensor<?x6xf32>, %w: tensor<?x2xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>, %ape: tensor<2x4xf32>) {
   // expected-error @+1 {{'cbc.kv.pool_select' op q width must be num_heads * head_dim}}
-  %s = cbc.kv.pool_select %q, %w, %p, %p, %p, %p, %p, %bt, %ape {layer = 0 : i64, num_heads = 2 : i64, head_dim = 4 : i64, pools = 2 : i64, pool = 2 : i64, key_scale = 0.5 : f64, weight_scale = 0.7 : f64} : tensor<?x6xf32>, tensor<?x2xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>, tensor<2x4xf32> -> tensor<?x5xi32>
+  %s = cbc.kv.pool_select %q weights(%w : tensor<?x2xf32>), %p, %p, %p, %p, %p, %bt ape(%ape : tensor<2x4xf32>) {layer = 0 : i64, num_heads = 2 : i64, head_dim = 4 : i64, pools = 2 : i64, pool = 2 : i64, key_scale = 0.5 : f64, weight_scale = 0.7 : f64} : tensor<?x6xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?x5xi32>
   return
 }
 
@@ -789,7 +789,7 @@ func.func @pool_select_q(%q: tensor<?x6xf32>, %w: tensor<?x2xf32>, %p: tensor<?x
 
 func.func @pool_select_weights(%q: tensor<?x8xf32>, %w: tensor<?x3xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>, %ape: tensor<2x4xf32>) {
   // expected-error @+1 {{'cbc.kv.pool_select' op weights must have one column per head}}
-  %s = cbc.kv.pool_select %q, %w, %p, %p, %p, %p, %p, %bt, %ape {layer = 0 : i64, num_heads = 2 : i64, head_dim = 4 : i64, pools = 2 : i64, pool = 2 : i64, key_scale = 0.5 : f64, weight_scale = 0.7 : f64} : tensor<?x8xf32>, tensor<?x3xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>, tensor<2x4xf32> -> tensor<?x5xi32>
+  %s = cbc.kv.pool_select %q weights(%w : tensor<?x3xf32>), %p, %p, %p, %p, %p, %bt ape(%ape : tensor<2x4xf32>) {layer = 0 : i64, num_heads = 2 : i64, head_dim = 4 : i64, pools = 2 : i64, pool = 2 : i64, key_scale = 0.5 : f64, weight_scale = 0.7 : f64} : tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?x5xi32>
   return
 }
 
@@ -797,15 +797,15 @@ func.func @pool_select_weights(%q: tensor<?x8xf32>, %w: tensor<?x3xf32>, %p: ten
 
 func.func @pool_select_ape(%q: tensor<?x8xf32>, %w: tensor<?x2xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>, %ape: tensor<2x3xf32>) {
   // expected-error @+1 {{'cbc.kv.pool_select' op ape must be [pool, head_dim]}}
-  %s = cbc.kv.pool_select %q, %w, %p, %p, %p, %p, %p, %bt, %ape {layer = 0 : i64, num_heads = 2 : i64, head_dim = 4 : i64, pools = 2 : i64, pool = 2 : i64, key_scale = 0.5 : f64, weight_scale = 0.7 : f64} : tensor<?x8xf32>, tensor<?x2xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>, tensor<2x3xf32> -> tensor<?x5xi32>
+  %s = cbc.kv.pool_select %q weights(%w : tensor<?x2xf32>), %p, %p, %p, %p, %p, %bt ape(%ape : tensor<2x3xf32>) {layer = 0 : i64, num_heads = 2 : i64, head_dim = 4 : i64, pools = 2 : i64, pool = 2 : i64, key_scale = 0.5 : f64, weight_scale = 0.7 : f64} : tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?x5xi32>
   return
 }
 
 // -----
 
 func.func @pool_select_width(%q: tensor<?x8xf32>, %w: tensor<?x2xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>, %ape: tensor<2x4xf32>) {
-  // expected-error @+1 {{'cbc.kv.pool_select' op result width must be pools * pool + pool - 1}}
-  %s = cbc.kv.pool_select %q, %w, %p, %p, %p, %p, %p, %bt, %ape {layer = 0 : i64, num_heads = 2 : i64, head_dim = 4 : i64, pools = 2 : i64, pool = 2 : i64, key_scale = 0.5 : f64, weight_scale = 0.7 : f64} : tensor<?x8xf32>, tensor<?x2xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>, tensor<2x4xf32> -> tensor<?x4xi32>
+  // expected-error @+1 {{'cbc.kv.pool_select' op result width must be pools * pool + pool - 1 (with blocks: pools + 1)}}
+  %s = cbc.kv.pool_select %q weights(%w : tensor<?x2xf32>), %p, %p, %p, %p, %p, %bt ape(%ape : tensor<2x4xf32>) {layer = 0 : i64, num_heads = 2 : i64, head_dim = 4 : i64, pools = 2 : i64, pool = 2 : i64, key_scale = 0.5 : f64, weight_scale = 0.7 : f64} : tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?x4xi32>
   return
 }
 
@@ -3588,3 +3588,99 @@ func.func @stream_attend_eps(%s: tensor<?x12xf32>, %q: tensor<4xf32>) {
   %y = cbc.stream.attend %s, %q {count = 3 : i64, eps = 0.0 : f64} : tensor<?x12xf32>, tensor<4xf32> -> tensor<?x4xf32>
   return
 }
+// -----
+
+func.func @pool_select_key_norm_width(%q: tensor<?x8xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>, %kn: tensor<3xf32>) {
+  // expected-error @+1 {{'cbc.kv.pool_select' op key_norm must have head_dim entries and a positive eps}}
+  %s = cbc.kv.pool_select %q, %p, %p, %p, %p, %p, %bt key_norm(%kn : tensor<3xf32>) {layer = 0 : i64, num_heads = 2 : i64, head_dim = 4 : i64, pools = 2 : i64, pool = 2 : i64, key_scale = 1.0 : f64, weight_scale = 0.5 : f64, eps = 1.0e-6 : f64, blocks} : tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?x3xi32>
+  return
+}
+
+// -----
+
+func.func @pool_select_key_norm_eps(%q: tensor<?x8xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>, %kn: tensor<4xf32>) {
+  // expected-error @+1 {{'cbc.kv.pool_select' op key_norm must have head_dim entries and a positive eps}}
+  %s = cbc.kv.pool_select %q, %p, %p, %p, %p, %p, %bt key_norm(%kn : tensor<4xf32>) {layer = 0 : i64, num_heads = 2 : i64, head_dim = 4 : i64, pools = 2 : i64, pool = 2 : i64, key_scale = 1.0 : f64, weight_scale = 0.5 : f64, blocks} : tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?x3xi32>
+  return
+}
+
+// -----
+
+func.func @pool_select_key_freqs(%q: tensor<?x8xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>, %kn: tensor<4xf32>) {
+  // expected-error @+1 {{'cbc.kv.pool_select' op key_freqs must have at most head_dim / 2 entries}}
+  %s = cbc.kv.pool_select %q, %p, %p, %p, %p, %p, %bt key_norm(%kn : tensor<4xf32>) {layer = 0 : i64, num_heads = 2 : i64, head_dim = 4 : i64, pools = 2 : i64, pool = 2 : i64, key_scale = 1.0 : f64, weight_scale = 0.5 : f64, eps = 1.0e-6 : f64, key_freqs = array<f32: 1.0, 0.5, 0.25>, blocks} : tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?x3xi32>
+  return
+}
+
+// -----
+
+func.func @pool_select_blocks_width(%q: tensor<?x8xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>, %kn: tensor<4xf32>) {
+  // expected-error @+1 {{'cbc.kv.pool_select' op result width must be pools * pool + pool - 1 (with blocks: pools + 1)}}
+  %s = cbc.kv.pool_select %q, %p, %p, %p, %p, %p, %bt key_norm(%kn : tensor<4xf32>) {layer = 0 : i64, num_heads = 2 : i64, head_dim = 4 : i64, pools = 2 : i64, pool = 2 : i64, key_scale = 1.0 : f64, weight_scale = 0.5 : f64, eps = 1.0e-6 : f64, blocks} : tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?x5xi32>
+  return
+}
+
+// -----
+
+func.func @conv_dilation_grouped(%x: tensor<?x8xf32>, %w: tensor<8x2x4xf32>, %i: tensor<?xi32>) {
+  // expected-error @+1 {{'cbc.state.conv1d' op dilation must be positive, and above 1 only on a depthwise conv without taps}}
+  %0 = cbc.state.conv1d %x, %w, %i, %i, %i, %i {dilation = 2 : i64, layer = 0 : i64} : (tensor<?x8xf32>, tensor<8x2x4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @conv_dilation_zero(%x: tensor<?x8xf32>, %w: tensor<8x1x4xf32>, %i: tensor<?xi32>) {
+  // expected-error @+1 {{'cbc.state.conv1d' op dilation must be positive, and above 1 only on a depthwise conv without taps}}
+  %0 = cbc.state.conv1d %x, %w, %i, %i, %i, %i {dilation = 0 : i64, layer = 0 : i64} : (tensor<?x8xf32>, tensor<8x1x4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @group_dot_widths(%a: tensor<?x8xf32>, %b: tensor<?x6xf32>) {
+  // expected-error @+1 {{'cbc.math.group_dot' op a and b must have the same width, a positive multiple of groups}}
+  %0 = cbc.math.group_dot %a, %b {groups = 2 : i64, scale = 1.0 : f64} : tensor<?x8xf32>, tensor<?x6xf32> -> tensor<?x2xf32>
+  return
+}
+
+// -----
+
+func.func @group_dot_result(%a: tensor<?x8xf32>) {
+  // expected-error @+1 {{'cbc.math.group_dot' op result width must be groups}}
+  %0 = cbc.math.group_dot %a, %a {groups = 2 : i64, scale = 1.0 : f64} : tensor<?x8xf32>, tensor<?x8xf32> -> tensor<?x4xf32>
+  return
+}
+
+// -----
+
+func.func @ngram_primes(%t: tensor<?xi32>, %table: tensor<32x2xf32>, %m: tensor<?xi32>) {
+  // expected-error @+1 {{'cbc.state.ngram_embed' op needs at least 2 multipliers and (n - 1) * heads_per_ngram primes}}
+  %0 = cbc.state.ngram_embed %t, %table, %m, %m, %m, %m {layer = 0 : i64, eos = 2 : i64, heads_per_ngram = 1 : i64, multipliers = array<i64: 3, 5, 7>, primes = array<i64: 11>} : (tensor<?xi32>, tensor<32x2xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x4xf32>
+  return
+}
+
+// -----
+
+func.func @ngram_table_rows(%t: tensor<?xi32>, %table: tensor<32x2xf32>, %m: tensor<?xi32>) {
+  // expected-error @+1 {{'cbc.state.ngram_embed' op table must be [rows, dim] with at least the primes' sum of rows}}
+  %0 = cbc.state.ngram_embed %t, %table, %m, %m, %m, %m {layer = 0 : i64, eos = 2 : i64, heads_per_ngram = 1 : i64, multipliers = array<i64: 3, 5, 7>, primes = array<i64: 11, 23>} : (tensor<?xi32>, tensor<32x2xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x4xf32>
+  return
+}
+
+// -----
+
+func.func @ngram_eos(%t: tensor<?xi32>, %table: tensor<32x2xf32>, %m: tensor<?xi32>) {
+  // expected-error @+1 {{'cbc.state.ngram_embed' op eos must be a token id below 2^24}}
+  %0 = cbc.state.ngram_embed %t, %table, %m, %m, %m, %m {layer = 0 : i64, eos = 16777216 : i64, heads_per_ngram = 1 : i64, multipliers = array<i64: 3, 5, 7>, primes = array<i64: 11, 13>} : (tensor<?xi32>, tensor<32x2xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x4xf32>
+  return
+}
+
+// -----
+
+func.func @ngram_result(%t: tensor<?xi32>, %table: tensor<32x2xf32>, %m: tensor<?xi32>) {
+  // expected-error @+1 {{'cbc.state.ngram_embed' op result width must be the number of primes times the table's width}}
+  %0 = cbc.state.ngram_embed %t, %table, %m, %m, %m, %m {layer = 0 : i64, eos = 2 : i64, heads_per_ngram = 1 : i64, multipliers = array<i64: 3, 5, 7>, primes = array<i64: 11, 13>} : (tensor<?xi32>, tensor<32x2xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x6xf32>
+  return
+}
+

@@ -121,9 +121,36 @@ func.func @dense(%tok: tensor<?xi32>, %table: tensor<16x8xbf16>, %w: tensor<12x8
 // The k-pooled indexer: the 2 best pools of 2 positions and the query's open pool.
 // CHECK-LABEL: func.func @pool_select
 func.func @pool_select(%q: tensor<?x8xf32>, %w: tensor<?x2xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>, %ape: tensor<2x4xbf16>) -> tensor<?x5xi32> {
-  // CHECK: %{{[a-z0-9_#]+}} = cbc.kv.pool_select %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}} {head_dim = 4 : i64, key_scale = 5.000000e-01 : f64, layer = 0 : i64, num_heads = 2 : i64, pool = 2 : i64, pools = 2 : i64, weight_scale = 0.69999999999999996 : f64} : tensor<?x8xf32>, tensor<?x2xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>, tensor<2x4xbf16> -> tensor<?x5xi32>
-  %s = cbc.kv.pool_select %q, %w, %p, %p, %p, %p, %p, %bt, %ape {layer = 0 : i64, num_heads = 2 : i64, head_dim = 4 : i64, pools = 2 : i64, pool = 2 : i64, key_scale = 0.5 : f64, weight_scale = 0.7 : f64} : tensor<?x8xf32>, tensor<?x2xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>, tensor<2x4xbf16> -> tensor<?x5xi32>
+  // CHECK: %{{[a-z0-9_#]+}} = cbc.kv.pool_select %{{[a-z0-9_#]+}} weights(%{{[a-z0-9_#]+}} : tensor<?x2xf32>), %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}} ape(%{{[a-z0-9_#]+}} : tensor<2x4xbf16>) {head_dim = 4 : i64, key_scale = 5.000000e-01 : f64, layer = 0 : i64, num_heads = 2 : i64, pool = 2 : i64, pools = 2 : i64, weight_scale = 0.69999999999999996 : f64} : tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?x5xi32>
+  %s = cbc.kv.pool_select %q weights(%w : tensor<?x2xf32>), %p, %p, %p, %p, %p, %bt ape(%ape : tensor<2x4xbf16>) {layer = 0 : i64, num_heads = 2 : i64, head_dim = 4 : i64, pools = 2 : i64, pool = 2 : i64, key_scale = 0.5 : f64, weight_scale = 0.7 : f64} : tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?x5xi32>
   return %s : tensor<?x5xi32>
+}
+
+// QSA's block selection: mean-pooled keys, normed and rotated, no head weights; pool indices out
+// (the 2 best blocks and the query's open one).
+// CHECK-LABEL: func.func @pool_select_blocks
+func.func @pool_select_blocks(%q: tensor<?x8xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>, %kn: tensor<4xbf16>) -> tensor<?x3xi32> {
+  // CHECK: cbc.kv.pool_select %{{[a-z0-9_#]+}}, %{{.*}} key_norm(%{{[a-z0-9_#]+}} : tensor<4xbf16>) {blocks, eps = 9.9999999999999995E-7 : f64, head_dim = 4 : i64, key_freqs = array<f32: 1.000000e+00>, key_scale = 1.000000e+00 : f64, layer = 0 : i64, norm_offset = 1.000000e+00 : f64, num_heads = 2 : i64, pool = 2 : i64, pools = 2 : i64, weight_scale = 5.000000e-01 : f64} : {{.*}} -> tensor<?x3xi32>
+  %s = cbc.kv.pool_select %q, %p, %p, %p, %p, %p, %bt key_norm(%kn : tensor<4xbf16>) {layer = 0 : i64, num_heads = 2 : i64, head_dim = 4 : i64, pools = 2 : i64, pool = 2 : i64, key_scale = 1.0 : f64, weight_scale = 0.5 : f64, eps = 1.0e-6 : f64, norm_offset = 1.0 : f64, key_freqs = array<f32: 1.0>, blocks} : tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?x3xi32>
+  return %s : tensor<?x3xi32>
+}
+
+// Gated residual streams and hashed n-gram embeddings: per-stream norms with the row's weights,
+// the streams' mean, a gate per stream from a signed square root of a dot, a dilated conv.
+// CHECK-LABEL: func.func @gated_streams
+func.func @gated_streams(%h: tensor<?x8xf32>, %w: tensor<8xbf16>, %tok: tensor<?xi32>, %table: tensor<32x2xbf16>,
+                         %cw: tensor<8x1x3xbf16>, %m: tensor<?xi32>) -> (tensor<?x4xf32>, tensor<?x2xf32>, tensor<?x8xf32>, tensor<?x4xf32>) {
+  // CHECK: cbc.math.rms_norm %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}} {eps = 9.9999999999999995E-7 : f64, group = 4 : i64, offset = 1.000000e+00 : f64} : tensor<?x8xf32>, tensor<8xbf16> -> tensor<?x8xf32>
+  %u = cbc.math.rms_norm %h, %w {eps = 1.0e-6 : f64, offset = 1.0 : f64, group = 4 : i64} : tensor<?x8xf32>, tensor<8xbf16> -> tensor<?x8xf32>
+  // CHECK: cbc.stream.collapse %{{[a-z0-9_#]+}} {count = 2 : i64} : tensor<?x8xf32> -> tensor<?x4xf32>
+  %x = cbc.stream.collapse %u {count = 2 : i64} : tensor<?x8xf32> -> tensor<?x4xf32>
+  // CHECK: cbc.math.group_dot %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}} {act = #cbc.act<signed_sqrt>, groups = 2 : i64, scale = 5.000000e-01 : f64} : tensor<?x8xf32>, tensor<?x8xf32> -> tensor<?x2xf32>
+  %g = cbc.math.group_dot %u, %h {groups = 2 : i64, scale = 0.5 : f64, act = #cbc.act<signed_sqrt>} : tensor<?x8xf32>, tensor<?x8xf32> -> tensor<?x2xf32>
+  // CHECK: cbc.state.conv1d %{{.*}} {act = #cbc.act<silu>, dilation = 3 : i64, layer = 0 : i64, state = "ple_conv"}
+  %c = cbc.state.conv1d %u, %cw, %m, %m, %m, %m {layer = 0 : i64, act = #cbc.act<silu>, dilation = 3 : i64, state = "ple_conv"} : (tensor<?x8xf32>, tensor<8x1x3xbf16>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  // CHECK: cbc.state.ngram_embed %{{.*}} {eos = 2 : i64, heads_per_ngram = 1 : i64, layer = 0 : i64, multipliers = array<i64: 3, 5, 7>, primes = array<i64: 11, 13>}
+  %e = cbc.state.ngram_embed %tok, %table, %m, %m, %m, %m {layer = 0 : i64, eos = 2 : i64, heads_per_ngram = 1 : i64, multipliers = array<i64: 3, 5, 7>, primes = array<i64: 11, 13>} : (tensor<?xi32>, tensor<32x2xbf16>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x4xf32>
+  return %x, %g, %c, %e : tensor<?x4xf32>, tensor<?x2xf32>, tensor<?x8xf32>, tensor<?x4xf32>
 }
 
 // LeRoPE's learned per-frequency log-scales and Mistral Large 4's per-head log-position factor.

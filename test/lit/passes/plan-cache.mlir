@@ -239,7 +239,7 @@ func.func @index_only_layer(%lat: tensor<?x8xf32>, %kr: tensor<?x0xf32>, %ik: te
 func.func @pooled_index(%lat: tensor<?x8xf32>, %kr: tensor<?x0xf32>, %row: tensor<?x8xf32>, %q: tensor<?x8xf32>, %w: tensor<?x2xf32>, %ape: tensor<2x4xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>) {
   cbc.kv.append %lat, %kr, %p, %p, %p, %bt {layer = 0 : i64, num_kv_heads = 1 : i64, head_dim = 8 : i64, latent} : tensor<?x8xf32>, tensor<?x0xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
   cbc.kv.index_append %row, %p, %p, %p, %bt {layer = 0 : i64, head_dim = 8 : i64} : tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
-  %s = cbc.kv.pool_select %q, %w, %p, %p, %p, %p, %p, %bt, %ape {layer = 0 : i64, num_heads = 2 : i64, head_dim = 4 : i64, pools = 2 : i64, pool = 2 : i64, key_scale = 0.5 : f64, weight_scale = 0.7 : f64} : tensor<?x8xf32>, tensor<?x2xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>, tensor<2x4xf32> -> tensor<?x5xi32>
+  %s = cbc.kv.pool_select %q weights(%w : tensor<?x2xf32>), %p, %p, %p, %p, %p, %bt ape(%ape : tensor<2x4xf32>) {layer = 0 : i64, num_heads = 2 : i64, head_dim = 4 : i64, pools = 2 : i64, pool = 2 : i64, key_scale = 0.5 : f64, weight_scale = 0.7 : f64} : tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?x5xi32>
   return
 }
 
@@ -249,7 +249,7 @@ func.func @pooled_index_width(%lat: tensor<?x8xf32>, %kr: tensor<?x0xf32>, %row:
   cbc.kv.append %lat, %kr, %p, %p, %p, %bt {layer = 0 : i64, num_kv_heads = 1 : i64, head_dim = 8 : i64, latent} : tensor<?x8xf32>, tensor<?x0xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
   cbc.kv.index_append %row, %p, %p, %p, %bt {layer = 0 : i64, head_dim = 4 : i64} : tensor<?x4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
   // expected-error @+1 {{'cbc.kv.pool_select' op reads index keys of layer 0, which no cbc.kv.index_append of head_dim 8 writes}}
-  %s = cbc.kv.pool_select %q, %w, %p, %p, %p, %p, %p, %bt, %ape {layer = 0 : i64, num_heads = 2 : i64, head_dim = 4 : i64, pools = 2 : i64, pool = 2 : i64, key_scale = 0.5 : f64, weight_scale = 0.7 : f64} : tensor<?x8xf32>, tensor<?x2xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>, tensor<2x4xf32> -> tensor<?x5xi32>
+  %s = cbc.kv.pool_select %q weights(%w : tensor<?x2xf32>), %p, %p, %p, %p, %p, %bt ape(%ape : tensor<2x4xf32>) {layer = 0 : i64, num_heads = 2 : i64, head_dim = 4 : i64, pools = 2 : i64, pool = 2 : i64, key_scale = 0.5 : f64, weight_scale = 0.7 : f64} : tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?x5xi32>
   return
 }
 

@@ -940,7 +940,6 @@ FAMILIES = {
         ],
     ),
     "qwen4_exp_text": dict(
-        pending="cbc does not lower qwen4_exp_text yet: make_fixtures.py writes this fixture only with --family",
         seed=QWEN4_EXP_SEED,
         build=_cfg_qwen4_exp_text,
         zero_centred_norms=True,
