@@ -21,36 +21,19 @@ template <class S, class Op> static void setScanSlots(Emitter &e, SlotArgs<S> &a
 }
 
 // One thread per (request, channel); a grouped convolution's block is one group.
-// A dilated depthwise conv: one thread per (request, channel), as the plain one.
-static void emitDilatedConv1d(Emitter &e, StateConv1dOp op, int64_t C, int64_t K) {
-  using S = slots::Conv1d;
-  Instance inst("conv1d_dilated");
-  inst.type(op.getX()).type(op.getWeight()).type(op.getBias()).type(op.getResult());
-  inst.integer(C).integer(K).integer(op.getDilation()).choice(op.getAct()).flag(op.getResidual()).type(op.getInitial());
-  int k = e.kernel("conv1d_dilated", "conv1d.cuh", inst);
-  SlotArgs<S> args;
-  args.set(S::X, e.arg(op.getX())).set(S::Weight, e.arg(op.getWeight())).set(S::Bias, e.arg(op.getBias()));
-  args.set(S::Initial, e.arg(op.getInitial())).set(S::Taps, e.arg(Value()));
-  args.set(S::Scale, op.getScale().convertToDouble());
-  setScanSlots(e, args, op);
-  LaunchOut &l = e.launch(k, 128, args);
-  l.grid[0] = {RuntimeVar::NumRequests, 1, 1, 0};
-  l.grid[1] = {std::nullopt, 1, 1, (C + 127) / 128};
-}
-
 void emitStateConv1d(Emitter &e, StateConv1dOp op) {
   using S = slots::Conv1d;
   int64_t C = cols(op.getX());
   auto w = llvm::cast<RankedTensorType>(op.getWeight().getType());
   bool rank3 = w.getRank() == 3; // else [C, K], depthwise
   int64_t G = rank3 ? w.getDimSize(1) : 1, K = w.getDimSize(rank3 ? 2 : 1);
-  if (op.getDilation() > 1)
-    return emitDilatedConv1d(e, op, C, K);
   Instance inst("conv1d");
   inst.type(op.getX()).type(op.getWeight()).type(op.getBias()).type(op.getResult());
   inst.integer(C).integer(K).choice(op.getAct()).flag(op.getResidual()).integer(G).type(op.getInitial());
-  if (op.getTaps() || op.getLagOrder())
+  if (op.getTaps() || op.getLagOrder() || op.getDilation() > 1)
     inst.type(op.getTaps()).integer(op.getTaps() ? cols(op.getTaps()) : K).flag(op.getLagOrder());
+  if (op.getDilation() > 1)
+    inst.integer(op.getDilation());
   int k = e.kernel("conv1d", "conv1d.cuh", inst);
   SlotArgs<S> args;
   args.set(S::X, e.arg(op.getX())).set(S::Weight, e.arg(op.getWeight())).set(S::Bias, e.arg(op.getBias()));

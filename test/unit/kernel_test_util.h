@@ -24,6 +24,22 @@ inline std::vector<float> randoms(size_t n, std::mt19937 &rng, float lo = -1.0f,
   return v;
 }
 
+// Runs `op(rows, begin, end)` over one request's tokens [0, n), whole or cut into pieces ending
+// at `cuts`, in state unit `slot`; pieces after the first carry the state (has_initial = 1).
+template <class Op> void runInPieces(int64_t n, const std::vector<int64_t> &cuts, int32_t slot, Op op) {
+  int64_t begin = 0;
+  std::vector<int64_t> ends = cuts;
+  ends.push_back(n);
+  for (int64_t end : ends) {
+    if (end <= begin)
+      continue;
+    int32_t cu[2] = {0, (int32_t)(end - begin)}, slots[1] = {slot}, has[1] = {begin > 0};
+    StateRows rows{cu, slots, slots, has, 1};
+    op(rows, begin, end);
+    begin = end;
+  }
+}
+
 } // namespace cbc::rt::cpu
 
 #endif

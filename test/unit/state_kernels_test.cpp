@@ -83,23 +83,6 @@ TEST(GatedDelta, RecurrenceIsTheDeltaRule) {
   EXPECT_NEAR(S, s, 1e-6);
 }
 
-// Runs `op(rows, begin, end)` over each request's tokens [0, n) either whole or cut into
-// pieces; pieces after the first carry the state (has_initial = 1).
-template <class Op>
-void runInPieces(int64_t n, const std::vector<int64_t> &cuts, int32_t slot, Op op) {
-  int64_t begin = 0;
-  std::vector<int64_t> ends = cuts;
-  ends.push_back(n);
-  for (int64_t end : ends) {
-    if (end <= begin)
-      continue;
-    int32_t cu[2] = {0, (int32_t)(end - begin)}, slots[1] = {slot}, has[1] = {begin > 0};
-    StateRows rows{cu, slots, slots, has, 1};
-    op(rows, begin, end);
-    begin = end;
-  }
-}
-
 TEST(GatedDelta, ScanInPiecesEqualsWholeSequence) {
   GatedDeltaParams p;
   p.k_heads = 2, p.v_heads = 4, p.k_dim = 8, p.v_dim = 6, p.beta_scale = 2.0f;

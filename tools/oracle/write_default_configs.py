@@ -47,6 +47,7 @@ MODEL_TYPES = (
     "glm5_next_text",  # Glm5NextTextConfig's defaults: GLM-5.3-Flash's shape (hidden 4096, 45 layers, attention every 4th)
     "mistral_large4_text",  # MistralLarge4TextConfig's defaults: the 1T-A52B shape (hidden 6144, 72 layers, NoPE every 4th)
     "inkling2_text",  # Inkling2TextConfig's defaults: Inkling-2-Small (hidden 4608, 48 layers, full attention every 6th)
+    "qwen4_exp_text",  # Qwen4ExpTextConfig's defaults: the QSA fields are None, so no attention layer can be built
 )
 
 

@@ -26,12 +26,13 @@ __device__ __forceinline__ float conv1d_input(const TX *x, const TI *initial, co
 // inputs in registers; more: the block is one group, whose threads read each other's inputs and
 // state). TI: the inputs a fresh request starts from (void: zeros). Depthwise only: TT the
 // per-token taps [T, TTW] (void: none), each run of C / (TTW / K) channels sharing K of them; LAG:
-// weight and taps index j weighs the input j rows back.
+// weight and taps index j weighs the input j rows back; DIL: tap j reads the input (K - 1 - j) *
+// DIL rows back, the state then holding the last (K - 1) * DIL inputs.
 template <class TX, class TW, class TB, class TY, int C, int K, Act A, bool RES = false, int G = 1,
-          class TI = void, class TT = void, int TTW = K, bool LAG = false>
+          class TI = void, class TT = void, int TTW = K, bool LAG = false, int DIL = 1>
 __device__ __forceinline__ void conv1d(const CbcArgs &a) {
   using S = slots::Conv1d;
-  constexpr int HIST = K - 1, HIST1 = HIST > 1 ? HIST : 1;
+  constexpr int HIST = (K - 1) * DIL, HIST1 = HIST > 1 ? HIST : 1;
   const TX *x = (const TX *)a.p[S::X];
   const TW *w = (const TW *)a.p[S::Weight];
   const TB *bias = (const TB *)a.p[S::Bias];
@@ -70,8 +71,8 @@ __device__ __forceinline__ void conv1d(const CbcArgs &a) {
           wt[j] += ld(taps, (long long)(first + t) * TTW + (long long)(c / (C / (TTW / K))) * K + (LAG ? K - 1 - j : j));
       }
       float acc = b + wt[K - 1] * xv;
-      for (int j = 0; j < HIST; ++j)
-        acc += wt[j] * hist[j];
+      for (int j = 0; j + 1 < K; ++j)
+        acc += wt[j] * hist[HIST - (K - 1 - j) * DIL];
       st(y, (long long)(first + t) * C + c, scale * (RES ? act<A>(acc) + xv : act<A>(acc)));
       for (int j = 0; j + 1 < HIST; ++j)
         hist[j] = hist[j + 1];
@@ -116,48 +117,6 @@ __device__ __forceinline__ void conv1d(const CbcArgs &a) {
       __syncthreads();
     }
   }
-}
-
-// A depthwise conv whose tap j reads the input (K - 1 - j) * DIL rows back: one thread per
-// (request, channel); the state holds the last HIST = (K - 1) * DIL inputs, read through
-// conv1d_input and kept in registers until every output is written.
-template <class TX, class TW, class TB, class TY, int C, int K, int DIL, Act A, bool RES = false, class TI = void>
-__device__ __forceinline__ void conv1d_dilated(const CbcArgs &a) {
-  using S = slots::Conv1d;
-  constexpr int HIST = (K - 1) * DIL, HIST1 = HIST > 1 ? HIST : 1;
-  const TX *x = (const TX *)a.p[S::X];
-  const TW *w = (const TW *)a.p[S::Weight];
-  const TB *bias = (const TB *)a.p[S::Bias];
-  const TI *initial = (const TI *)a.p[S::Initial];
-  const int *cu = (const int *)a.p[S::CuSeqlens];
-  const int *state_in = (const int *)a.p[S::StateIn], *state_out = (const int *)a.p[S::StateOut];
-  const int *has_initial = (const int *)a.p[S::HasInitial];
-  float *pool = (float *)a.p[S::Pool];
-  TY *y = (TY *)a.p[S::Out];
-  float scale = a.f[S::Scale];
-  int r = blockIdx.x, c = blockIdx.y * blockDim.x + threadIdx.x;
-  if (c >= C)
-    return;
-  bool fresh = !has_initial[r];
-  const float *start = pool + (long long)state_in[r] * C * HIST;
-  float *state = pool + (long long)state_out[r] * C * HIST;
-  int first = cu[r], n = cu[r + 1] - cu[r];
-  float b = 0.0f;
-  if constexpr (present<TB>)
-    b = ld(bias, c);
-  auto input = [&](int m) { return conv1d_input<TX, TI, C, HIST>(x, initial, start, fresh, first, m, c); };
-  for (int t = 0; t < n; ++t) {
-    float acc = b;
-    for (int j = 0; j < K; ++j)
-      acc += ld(w, (long long)c * K + j) * input(t - (K - 1 - j) * DIL);
-    float xv = ld(x, (long long)(first + t) * C + c);
-    st(y, (long long)(first + t) * C + c, scale * (RES ? act<A>(acc) + xv : act<A>(acc)));
-  }
-  float last[HIST1];
-  for (int j = 0; j < HIST; ++j)
-    last[j] = input(n - HIST + j);
-  for (int j = 0; j < HIST; ++j)
-    state[(long long)c * HIST + j] = last[j];
 }
 
 // Hashed n-gram embeddings (cbc.state.ngram_embed): one block per request, its threads over the

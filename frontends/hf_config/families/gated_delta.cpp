@@ -9,8 +9,6 @@ namespace cbc::hf {
 
 namespace {
 
-const char *const kGdnConv = "the gated delta net's conv";
-
 // layer_types when given, else full attention on every interval-th layer and linear attention
 // elsewhere.
 std::vector<LayerKind> gdnLayerKinds(const ConfigReader &r, int64_t numLayers, int64_t interval) {
@@ -22,21 +20,6 @@ std::vector<LayerKind> gdnLayerKinds(const ConfigReader &r, int64_t numLayers, i
                     LayerKind::FullAttention);
 }
 
-void parseGdn(const ConfigReader &r, ModelSpec &s, GdnSpec::Projections projections) {
-  GdnSpec &g = s.gdn;
-  g.projections = projections;
-  g.k_heads = r.getSize("linear_num_key_heads", 16);
-  g.v_heads = r.getSize("linear_num_value_heads", 32);
-  g.k_dim = r.getSize("linear_key_head_dim", 128);
-  g.v_dim = r.getSize("linear_value_head_dim", 128);
-  g.conv_kernel = r.getSize("linear_conv_kernel_dim", 4);
-  if (g.v_heads % g.k_heads != 0)
-    throw ConfigError(r.path("linear_num_value_heads"),
-                      "must be a multiple of linear_num_key_heads (" + std::to_string(g.k_heads) + ")");
-  g.norm_eps = s.norm_eps;
-  requireSilu(r, "hidden_act", kGdnConv);
-}
-
 // Qwen3-Next and Qwen3.5: gated attention with q/k norms and (1+w) norms every
 // full_attention_interval-th layer, gated delta nets with `projections` elsewhere.
 void parseQwenGatedLayers(const ConfigReader &r, ModelSpec &s, GdnSpec::Projections projections) {
@@ -45,7 +28,7 @@ void parseQwenGatedLayers(const ConfigReader &r, ModelSpec &s, GdnSpec::Projecti
   s.attn.output_gate = true;
   s.norm_offset = 1.0;
   setLayers(s, gdnLayerKinds(r, s.num_layers, r.getSize("full_attention_interval", 4)), 0);
-  parseGdn(r, s, projections);
+  parseGatedDeltaNet(r, s, projections);
 }
 
 void parseQwen3Next(const ConfigReader &r, ModelSpec &s) {
@@ -99,7 +82,7 @@ void olmoHybridGdn(const ConfigReader &r, ModelSpec &s) {
                       "must be a positive multiple of linear_num_key_heads (" + std::to_string(g.k_heads) + ")");
   g.beta_scale = r.getBool("linear_allow_neg_eigval", true) ? 2.0 : 1.0;
   g.norm_eps = 1e-5; // OlmoHybridRMSNormGated ignores rms_norm_eps
-  requireSilu(r, "hidden_act", kGdnConv);
+  requireSilu(r, "hidden_act", "the gated delta net's conv");
 }
 
 // OLMo-Hybrid: whole-row q/k norms, NoPE when rope_theta is null, and OLMo-core's norm names in

@@ -314,6 +314,21 @@ void parseQwenMoe(const ConfigReader &r, ModelSpec &spec, const QwenMoeDefaults 
   qwenMoePlacement(r, spec, d.mlp_only);
 }
 
+void parseGatedDeltaNet(const ConfigReader &r, ModelSpec &s, GdnSpec::Projections projections) {
+  GdnSpec &g = s.gdn;
+  g.projections = projections;
+  g.k_heads = r.getSize("linear_num_key_heads", 16);
+  g.v_heads = r.getSize("linear_num_value_heads", 32);
+  g.k_dim = r.getSize("linear_key_head_dim", 128);
+  g.v_dim = r.getSize("linear_value_head_dim", 128);
+  g.conv_kernel = r.getSize("linear_conv_kernel_dim", 4);
+  if (g.v_heads % g.k_heads != 0)
+    throw ConfigError(r.path("linear_num_value_heads"),
+                      "must be a multiple of linear_num_key_heads (" + std::to_string(g.k_heads) + ")");
+  g.norm_eps = s.norm_eps;
+  requireSilu(r, "hidden_act", "the gated delta net's conv");
+}
+
 void qwenSharedExpert(ExpertNaming &n) {
   gatedSharedExpert(n, "mlp.shared_expert");
   n.shared_gate = "mlp.shared_expert_gate.weight";

@@ -127,6 +127,8 @@ struct QwenMoeDefaults {
 };
 // Qwen2-MoE, Qwen3-MoE, Qwen3-Next: experts placed by mlp_only_layers and decoder_sparse_step.
 void parseQwenMoe(const ConfigReader &r, ModelSpec &spec, const QwenMoeDefaults &d);
+// Qwen3-Next's and Qwen3.5's gated delta net keys (linear_*), with the projections' layout.
+void parseGatedDeltaNet(const ConfigReader &r, ModelSpec &s, GdnSpec::Projections projections);
 // The sigmoid-gated shared expert under mlp.shared_expert.
 void qwenSharedExpert(ExpertNaming &n);
 

@@ -72,7 +72,8 @@ bool isPrime(int64_t n) {
 // PLE layer l's hash constants, as the embedding module computes them at init: odd multipliers
 // from splitmix64 of the seed, and for head g the (l * heads + g + 1)-th prime >= base.
 void pleConstants(const ConfigReader &r, int64_t vocab, PleSpec &p, int64_t count) {
-  int64_t seed = r.getInt("seed", 1234), base = r.getSize("ngram_vocab_size_base", 20000000);
+  // The release's base is 2e7 (16 tables of ~2e7 rows); 2^32 keeps the prime search short.
+  int64_t seed = r.getInt("seed", 1234), base = r.getSize("ngram_vocab_size_base", 20000000, int64_t(1) << 32);
   int64_t divisor = r.getSize("make_ngram_vocab_size_divisible_by", 128);
   int64_t heads = (p.ngram - 1) * p.heads_per_ngram;
   uint64_t half = std::max<uint64_t>(1, ((uint64_t)INT64_MAX / (uint64_t)std::max<int64_t>(vocab, 1)) / 2);
@@ -168,22 +169,11 @@ void parseQwen4ExpText(const ConfigReader &r, ModelSpec &s) {
   setLayers(s, qwen4LayerKinds(r, s.num_layers), 0);
   if (std::none_of(s.layers.begin(), s.layers.end(), [](const LayerSpec &l) { return l.kind == LayerKind::FullAttention; }))
     throw ConfigError(r.path("layer_types"), "must have an indexed_attention layer (the cache needs one)");
-  GdnSpec &g = s.gdn;
-  g.projections = GdnSpec::Projections::Flat;
-  g.k_heads = r.getSize("linear_num_key_heads", 16);
-  g.v_heads = r.getSize("linear_num_value_heads", 32);
-  g.k_dim = r.getSize("linear_key_head_dim", 128);
-  g.v_dim = r.getSize("linear_value_head_dim", 128);
-  g.conv_kernel = r.getSize("linear_conv_kernel_dim", 4);
-  if (g.v_heads % g.k_heads != 0)
-    throw ConfigError(r.path("linear_num_value_heads"),
-                      "must be a multiple of linear_num_key_heads (" + std::to_string(g.k_heads) + ")");
-  g.norm_eps = s.norm_eps;
-  requireSilu(r, "hidden_act", "the gated delta net's conv");
+  parseGatedDeltaNet(r, s, GdnSpec::Projections::Flat);
   std::string gate = r.getString("output_gate_type", "silu");
   if (gate != "silu" && gate != "sigmoid")
     throw ConfigError(r.path("output_gate_type"), "must be sigmoid or silu");
-  g.sigmoid_gate = gate == "sigmoid";
+  s.gdn.sigmoid_gate = gate == "sigmoid";
   parseQsa(r, s);
   parsePle(r, s);
   parseQwen4ExpMoe(r, s);

@@ -214,9 +214,11 @@ Value StepBuilder::cachedAttention(int64_t layer, const AttentionSpec &a, const 
 }
 
 // The indexer's normed, roped queries and key; the key is cached as the layer's index_key row
-// and the queries pick their blocks over the cached keys.
+// and the queries pick their blocks over the cached keys (QSA's pooled blocks: qsaIndexer).
 BlockSelection StepBuilder::blockIndexer(int64_t layer, Value x, const AttnSite &site) {
   const BlockIndexerSpec &ix = spec_.attn.block_indexer;
+  if (ix.pooled)
+    return qsaIndexer(layer, x, site);
   int64_t Hi = ix.heads, Di = ix.head_dim;
   std::string hfi = site.hf + "indexer.", progi = site.prog + "indexer.";
   Value iq = linear(x, weight(progi + "q", {Hi * Di, site.in}, hfi + "q_proj.weight"));
@@ -350,9 +352,7 @@ Value StepBuilder::attention(int64_t layer, Value x, const AttnSite &site) {
     v = pairValueHeads(v, a.num_kv_heads, valueDim(a));
   if (a.v_norm && ownKv)
     v = norm(v, Value(), valueDim(a));
-  BlockSelection selection = !L.block_sparse                   ? BlockSelection{}
-                             : spec_.attn.block_indexer.pooled ? qsaIndexer(layer, x, site)
-                                                               : blockIndexer(layer, x, site);
+  BlockSelection selection = L.block_sparse ? blockIndexer(layer, x, site) : BlockSelection{};
   Value o;
   if (a.key_bias) {
     // Each key's bias as one more key feature, each query's as 1 / scale, so q . k gains the
