@@ -775,11 +775,13 @@ std::vector<TokenEvent> Engine::step() {
       reason = FinishReason::Stop;
     else if ((int64_t)r->generated.size() >= r->params.max_new_tokens)
       reason = FinishReason::Length;
-    // A constrained request ends where its text is complete (its end token accepted).
-    if (r->params.constraint && !r->params.constraint->accept(s.token) && reason == FinishReason::None)
-      reason = FinishReason::Stop;
-    else if (r->params.constraint && r->params.constraint->terminated() && reason == FinishReason::None)
-      reason = FinishReason::Stop;
+    // A constrained request ends where its text is complete (its end token accepted), or where
+    // its grammar refuses the token; the constraint sees every token either way.
+    if (const auto &c = r->params.constraint) {
+      bool accepted = c->accept(s.token);
+      if (reason == FinishReason::None && (!accepted || c->terminated()))
+        reason = FinishReason::Stop;
+    }
     if (reason != FinishReason::None)
       finishRequest(r, reason);
     events.push_back({r->id, s.token, s.logprob, reason != FinishReason::None, reason, std::move(s.top)});

@@ -304,7 +304,7 @@ class Served:
         self.structured_error = None
         try:
             engine.set_structured_vocab(tokenizer, self.stop_ids)
-        except (ValueError, AttributeError) as e:
+        except ValueError as e:
             self.structured_error = str(e)
         # The format tool calls are read in: the chat template's own ("auto"), a named one, or none.
         self.tool_format = (tool_calls.detect(tokenizer.chat_template) if tool_format == "auto"

@@ -166,10 +166,17 @@ def _structured(body: dict, served) -> tuple | None:
             want = (key, value)
         else:
             raise _bad(f"'structured_outputs.{key}' must be a string", "structured_outputs", "invalid_type")
-    if want is not None and getattr(served, "structured_error", None):
-        raise _bad(f"structured outputs are not available: {served.structured_error}",
-                   "response_format" if fmt is not None else "structured_outputs", "unsupported_value")
+    if want is not None:
+        field = "response_format" if fmt is not None else "structured_outputs"
+        _need_structured(served, f"'{field}'", field)
     return want
+
+
+def _need_structured(served, what: str, field: str) -> None:
+    """Refuses `what` (400, naming `field`) where the server has no structured outputs."""
+    if served.structured_error:
+        raise _bad(f"{what} needs structured outputs, which are not available: {served.structured_error}",
+                   field, "unsupported_value")
 
 
 def _bad_words(body: dict, served) -> list:
@@ -384,9 +391,7 @@ def parse_chat(body: dict, served) -> tuple[list, CompletionParams]:
         if params.structured is not None:
             raise _bad("a forced tool call and 'response_format' / 'structured_outputs' exclude each other",
                        "tool_choice", "invalid_value")
-        if getattr(served, "structured_error", None):
-            raise _bad(f"forcing a tool call needs structured outputs, which are not available: "
-                       f"{served.structured_error}", "tool_choice", "unsupported_value")
+        _need_structured(served, "forcing a tool call", "tool_choice")
         params.structured = ("structural_tag", json.dumps(forced))
     return prompt, params
 

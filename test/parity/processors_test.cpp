@@ -14,6 +14,13 @@
 namespace cbc::test {
 namespace {
 
+// The llama fixture's artefact and weights, which every test here serves.
+std::pair<rt::Artefact, rt::WeightSource> llamaModel() {
+  rt::WeightSource w;
+  w.checkpoint_dir = fixtureDir("llama");
+  return {compileArtefact(readFile(fixtureDir("llama") + "/config.json")), w};
+}
+
 struct Case {
   std::vector<int32_t> prompt, tokens;
   rt::SamplingParams params;
@@ -35,9 +42,7 @@ std::vector<Case> loadCases() {
 }
 
 TEST(LogitsProcessing, MatchesTransformersProcessors) {
-  rt::Artefact a = compileArtefact(readFile(fixtureDir("llama") + "/config.json"));
-  rt::WeightSource w;
-  w.checkpoint_dir = fixtureDir("llama");
+  auto [a, w] = llamaModel();
   std::vector<Case> cases = loadCases();
   ASSERT_EQ(cases.size(), 14u);
   std::vector<cbc::test::Run> batch;
@@ -59,9 +64,7 @@ TEST(LogitsProcessing, MatchesTransformersProcessors) {
 // top_logprobs: each step's best ids and their log-probabilities are those of transformers' logits
 // (the fixture's rows, log-softmaxed here), ids compared where the expected gap exceeds the tolerance.
 TEST(LogitsProcessing, TopLogprobsMatchTransformersLogits) {
-  rt::Artefact a = compileArtefact(readFile(fixtureDir("llama") + "/config.json"));
-  rt::WeightSource w;
-  w.checkpoint_dir = fixtureDir("llama");
+  auto [a, w] = llamaModel();
   Expected expected = loadExpected("llama");
   const int64_t vocab = a.meta.vocab_size, K = 5;
   for (size_t i = 0; i < expected.prompts.size(); ++i) {
@@ -104,9 +107,7 @@ TEST(LogitsProcessing, TopLogprobsMatchTransformersLogits) {
 // here), alone, batched with chunked prefill and a step's logit rows scarce (max_requests 3), and
 // again after the same prompt was cached (such a request takes nothing from the prefix cache).
 TEST(LogitsProcessing, PromptLogprobsMatchTransformersLogits) {
-  rt::Artefact a = compileArtefact(readFile(fixtureDir("llama") + "/config.json"));
-  rt::WeightSource w;
-  w.checkpoint_dir = fixtureDir("llama");
+  auto [a, w] = llamaModel();
   Expected expected = loadExpected("llama");
   const int64_t vocab = a.meta.vocab_size, K = 3;
   std::vector<cbc::test::Run> runs;

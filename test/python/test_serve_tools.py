@@ -45,6 +45,9 @@ class ScriptedEngine:
         self.num_running = self.num_waiting = 0
         self.cache_usage, self.stats = 0.0, {}
 
+    def set_structured_vocab(self, tokenizer, stop_ids=()):
+        raise ValueError("the scripted engine has no structured outputs")
+
     def add_forked_request(self, prompt, n, **kw):
         self.prompts.append(list(prompt))
         ids = []
