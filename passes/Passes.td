@@ -119,7 +119,10 @@ def CbcShardVocab : CbcShardPass<"cbc-shard-vocab", "vocab"> {
     logits: exact, nothing is summed. A token embedding keeps the rank's `V / N` rows too
     (`vocab_ranks = N`: zeros for the other ranks' ids), and a `cbc.comm.all_reduce` adds the
     one non-zero row of each token: exact as well. A vocabulary `N` does not divide, an
-    embedding with an offset or an `oov_row`, or a table of positions, stays whole.
+    embedding with an offset or an `oov_row`, or a table of positions, stays whole. A hashed
+    n-gram table (`cbc.state.ngram_embed`) keeps `width / N` columns of every row: each rank
+    looks up its columns of every head, a `cbc.comm.all_gather` joins them and a split and a
+    concat put the heads back in order (a width `N` does not divide stays whole).
     The pass records `cbc.ranks = N` on the module, which the artefact keeps.
   }];
 }

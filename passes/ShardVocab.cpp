@@ -1,4 +1,6 @@
-// cbc-shard-vocab: the LM head's vocabulary divided among the ranks, the logits gathered.
+// cbc-shard-vocab: the LM head's vocabulary divided among the ranks, the logits gathered; the
+// embedding tables divided among them too (the token table by rows, hashed n-gram tables by
+// columns).
 #include "passes/Passes.h"
 #include "passes/ShardSupport.h"
 
@@ -24,6 +26,7 @@ public:
     if (!func)
       return;
     divideEmbeddings(func);
+    divideNgramTables(func);
     divideHead(func);
   }
 
@@ -42,6 +45,35 @@ private:
       shard::cutWeight(op.getTable(), op, ShardAttr::get(&getContext(), ranks, 0, {rows}, {ranks}), "vocab");
       op.setVocabRanks(ranks);
       shard::sumAfter(op, op.getResult(), Value(), ranks);
+    });
+  }
+
+  // A hashed n-gram table (cbc.state.ngram_embed; ~40e9 parameters in Qwen4-Exp's release):
+  // each rank holds `width / ranks` columns of every row (transformers' embedding_colwise plan),
+  // looks its columns of every head up, and an all-gather joins them. The gathered row is
+  // rank-major ([rank][head][column]); split and concatenated, it is head-major again.
+  void divideNgramTables(func::FuncOp func) {
+    func.walk([&](NgramEmbedOp op) {
+      auto table = llvm::cast<RankedTensorType>(op.getTable().getType());
+      int64_t width = table.getDimSize(1), heads = (int64_t)op.getPrimes().size(), piece = width / ranks;
+      auto ref = op.getTable().getDefiningOp<WeightRefOp>();
+      if (width % ranks != 0 || !ref || ref.getShardAttr())
+        return;
+      shard::cutWeight(op.getTable(), op, ShardAttr::get(&getContext(), ranks, 1, {width}, {ranks}), "ngram");
+      Value v = op.getResult();
+      Type whole = v.getType();
+      shard::setCols(v, heads * piece);
+      OpBuilder b(op->getContext());
+      b.setInsertionPointAfter(op);
+      Value gathered = AllGatherOp::create(b, op.getLoc(), whole, v, b.getI64IntegerAttr(ranks)).getResult();
+      auto pieceType = RankedTensorType::get({ShapedType::kDynamic, piece}, llvm::cast<RankedTensorType>(whole).getElementType());
+      auto parts = SplitOp::create(b, op.getLoc(), SmallVector<Type>(ranks * heads, pieceType), gathered).getResults();
+      SmallVector<Value> headMajor;
+      for (int64_t h = 0; h < heads; ++h)
+        for (int64_t r = 0; r < ranks; ++r)
+          headMajor.push_back(parts[r * heads + h]);
+      Value joined = ConcatOp::create(b, op.getLoc(), whole, headMajor).getResult();
+      v.replaceAllUsesExcept(joined, gathered.getDefiningOp());
     });
   }
 

@@ -19,3 +19,23 @@
 
 // WHOLE: cbc.math.linear %{{[0-9]+}}, %0 : tensor<?x32xf32>, tensor<64x32xbf16> -> tensor<?x64xf32>
 // WHOLE-NEXT: return
+
+// A hashed n-gram table is divided by columns: each of 2 ranks holds 2 of the 4 columns of every
+// row, looks up its columns of both heads, and the gathered row ([rank][head][column]) is put
+// back head-major. A width the ranks do not divide stays whole.
+// RUN: cbc-opt %s --cbc-shard-vocab=ranks=2 | FileCheck %s --check-prefix=NGRAM
+// RUN: cbc-opt %s --cbc-shard-vocab=ranks=3 | FileCheck %s --check-prefix=NGRAM-WHOLE --implicit-check-not=cbc.comm
+// NGRAM: %[[T:[0-9]+]] = cbc.weight.ref "ngram" {shard = #cbc.shard<ranks = 2, dim = 1, segments = [4], pieces = [2]>, {{.*}} : tensor<32x2xbf16>
+// NGRAM: %[[E:[0-9]+]] = cbc.state.ngram_embed %arg0, %[[T]], {{.*}} -> tensor<?x4xf32>
+// NGRAM-NEXT: %[[G:[0-9]+]] = cbc.comm.all_gather %[[E]] {ranks = 2 : i64} : tensor<?x4xf32> -> tensor<?x8xf32>
+// NGRAM-NEXT: %[[P:[0-9]+]]:4 = cbc.math.split %[[G]] : tensor<?x8xf32> -> tensor<?x2xf32>, tensor<?x2xf32>, tensor<?x2xf32>, tensor<?x2xf32>
+// NGRAM-NEXT: %[[J:[0-9]+]] = cbc.math.concat %[[P]]#0, %[[P]]#2, %[[P]]#1, %[[P]]#3 : {{.*}} -> tensor<?x8xf32>
+// NGRAM-NEXT: return %[[J]]
+// NGRAM-WHOLE: cbc.state.ngram_embed {{.*}} -> tensor<?x8xf32>
+module {
+  func.func @step(%tok: tensor<?xi32>, %m: tensor<?xi32>) -> tensor<?x8xf32> {
+    %t = cbc.weight.ref "ngram" {sources = [["table"]]} : tensor<32x4xbf16>
+    %e = cbc.state.ngram_embed %tok, %t, %m, %m, %m, %m {layer = 0 : i64, eos = 2 : i64, heads_per_ngram = 1 : i64, multipliers = array<i64: 3, 5, 7>, primes = array<i64: 11, 13>} : (tensor<?xi32>, tensor<32x4xbf16>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+    return %e : tensor<?x8xf32>
+  }
+}
