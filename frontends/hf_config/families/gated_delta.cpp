@@ -40,18 +40,10 @@ void parseQwen35Text(const ConfigReader &r, ModelSpec &s) { parseQwenGatedLayers
 
 void parseQwen35MoeText(const ConfigReader &r, ModelSpec &s) {
   parseQwenGatedLayers(r, s, GdnSpec::Projections::Flat);
-  MoeSpec &m = s.moe;
-  parseExperts(r, {.count = expertCountKey(r, "num_experts"), .experts = 256, .top_k = 8,
-                   .count_name = "the number of experts"},
-               m);
-  m.intermediate = r.getSize("moe_intermediate_size", 512);
-  m.shared_intermediate = r.getSize("shared_expert_intermediate_size", 512);
-  m.score = ExpertScoring::Softmax;
-  m.renorm = true; // this router always renormalises
-  m.act = s.mlp.act;
-  m.names = perExpertNames(s.names, "gate", /*gated=*/true);
-  qwenSharedExpert(m.names);
-  allLayersMoe(s);
+  // This router always renormalises, whatever norm_topk_prob says.
+  parseQwenMoeEveryLayer(r, s, {.experts = 256, .top_k = 8, .intermediate = 512, .shared_intermediate = 512,
+                                .renorm = true},
+                         /*renormKey=*/false);
 }
 
 // Gated delta layers (pre-norm) and attention layers (post-norm); OlmoHybridConfig's default

@@ -329,6 +329,21 @@ void parseGatedDeltaNet(const ConfigReader &r, ModelSpec &s, GdnSpec::Projection
   requireSilu(r, "hidden_act", "the gated delta net's conv");
 }
 
+void parseQwenMoeEveryLayer(const ConfigReader &r, ModelSpec &spec, const QwenMoeDefaults &d, bool renormKey) {
+  MoeSpec &m = spec.moe;
+  parseExperts(r, {.count = expertCountKey(r, "num_experts"), .experts = d.experts, .top_k = d.top_k,
+                   .count_name = "the number of experts"},
+               m);
+  m.intermediate = r.getSize("moe_intermediate_size", d.intermediate);
+  m.shared_intermediate = r.getSize("shared_expert_intermediate_size", d.shared_intermediate);
+  m.score = ExpertScoring::Softmax;
+  m.renorm = renormKey ? r.getBool("norm_topk_prob", d.renorm) : d.renorm;
+  m.act = spec.mlp.act;
+  m.names = perExpertNames(spec.names, "gate", /*gated=*/true);
+  qwenSharedExpert(m.names);
+  allLayersMoe(spec);
+}
+
 void qwenSharedExpert(ExpertNaming &n) {
   gatedSharedExpert(n, "mlp.shared_expert");
   n.shared_gate = "mlp.shared_expert_gate.weight";

@@ -127,6 +127,10 @@ struct QwenMoeDefaults {
 };
 // Qwen2-MoE, Qwen3-MoE, Qwen3-Next: experts placed by mlp_only_layers and decoder_sparse_step.
 void parseQwenMoe(const ConfigReader &r, ModelSpec &spec, const QwenMoeDefaults &d);
+// Qwen3.5-MoE's and Qwen4-Exp's: MoE on every layer with the sigmoid-gated shared expert,
+// renormalised top-k as norm_topk_prob says (default d.renorm), or always d.renorm without
+// renormKey (a router that ignores the key).
+void parseQwenMoeEveryLayer(const ConfigReader &r, ModelSpec &spec, const QwenMoeDefaults &d, bool renormKey);
 // Qwen3-Next's and Qwen3.5's gated delta net keys (linear_*), with the projections' layout.
 void parseGatedDeltaNet(const ConfigReader &r, ModelSpec &s, GdnSpec::Projections projections);
 // The sigmoid-gated shared expert under mlp.shared_expert.

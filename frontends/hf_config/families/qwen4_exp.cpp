@@ -131,21 +131,6 @@ void parsePle(const ConfigReader &r, ModelSpec &s) {
   pleConstants(r, s.vocab_size, p, index);
 }
 
-void parseQwen4ExpMoe(const ConfigReader &r, ModelSpec &s) {
-  MoeSpec &m = s.moe;
-  parseExperts(r, {.count = expertCountKey(r, "num_experts"), .experts = 512, .top_k = 10,
-                   .count_name = "the number of experts"},
-               m);
-  m.intermediate = r.getSize("moe_intermediate_size", 512);
-  m.shared_intermediate = r.getSize("shared_expert_intermediate_size", 512);
-  m.score = ExpertScoring::Softmax;
-  m.renorm = r.getBool("norm_topk_prob", true);
-  m.act = s.mlp.act;
-  m.names = perExpertNames(s.names, "gate", /*gated=*/true);
-  qwenSharedExpert(m.names);
-  allLayersMoe(s);
-}
-
 void parseGatedResidual(const ConfigReader &r, ModelSpec &s) {
   HyperSpec &h = s.hyper;
   h.streams = r.getSize("hc_count", 4, 16);
@@ -176,7 +161,9 @@ void parseQwen4ExpText(const ConfigReader &r, ModelSpec &s) {
   s.gdn.sigmoid_gate = gate == "sigmoid";
   parseQsa(r, s);
   parsePle(r, s);
-  parseQwen4ExpMoe(r, s);
+  parseQwenMoeEveryLayer(r, s, {.experts = 512, .top_k = 10, .intermediate = 512, .shared_intermediate = 512,
+                                .renorm = true},
+                         /*renormKey=*/true);
   parseGatedResidual(r, s);
   // Composite checkpoints keep the text weights under model.language_model.; flat ones under model.
   s.prefix = "model.language_model.";
