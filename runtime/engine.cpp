@@ -396,10 +396,18 @@ AddResult Engine::add_request(std::vector<int32_t> prompt, const SamplingParams 
     requests_[r->id] = std::move(r);
     return raw;
   };
+  std::string why = validateEmbeds(embeds, (int64_t)prompt.size());
+  // A model that reads one token id at injected rows may name them by a placeholder past its
+  // table (Nemotron-3.5-Transcribe's audio id is the vocabulary's size): they read that id.
+  if (int64_t injected = artefact_->meta.injected_token; why.empty() && injected >= 0)
+    for (const EmbeddingSegment &s : embeds)
+      for (int64_t i = s.start; i < s.start + s.rows; ++i)
+        if (prompt[i] >= artefact_->meta.promptVocab())
+          prompt[i] = (int32_t)injected;
   Request *parent = make(std::move(prompt), params);
-  std::string why = validate(parent->prompt, params);
+  std::string vocabWhy = validate(parent->prompt, params);
   if (why.empty())
-    why = validateEmbeds(embeds, (int64_t)parent->prompt.size());
+    why = vocabWhy;
   parent->embeds = std::move(embeds);
   if (why.empty() && wholeSegments_ && params.n > 1 && !parent->embeds.empty() && parent->embeds.back().visual() &&
       parent->embeds.back().rows > 1 && parent->embeds.back().start + parent->embeds.back().rows == (int64_t)parent->prompt.size())

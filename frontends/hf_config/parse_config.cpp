@@ -396,6 +396,11 @@ ModelSpec parseConfig(const std::string &text) {
   parseCommon(r, top, family.defaults, multimodal, spec);
   spec.layers.assign(spec.num_layers, LayerSpec{});
   family.parse(r, spec);
+  // A placeholder past the text vocabulary (Nemotron-3.5-Transcribe's audio id is the vocabulary's
+  // size) is looked up as row 0, as transformers' _embed_input_ids does: the step reads 0 there.
+  if (multimodal && spec.injected_token_id < 0 && top.has("audio_token_id") &&
+      top.getCount("audio_token_id", 0, int64_t(1) << 31) >= spec.vocab_size)
+    spec.injected_token_id = 0;
   checkXielu(r, family.defaults, spec);
   if (!family.defaults.attention_free && !family.defaults.rope_free)
     assignRope(r, spec, family.ropeDicts ? family.ropeDicts(r) : ropeDictionaries(r, family.defaults.rope_theta),

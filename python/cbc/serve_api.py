@@ -276,8 +276,12 @@ def _prompt_ids(body: dict, served) -> list:
     if isinstance(prompt, list):
         if not prompt:
             raise _bad("'prompt' must not be empty", "prompt", "invalid_value")
-        # A prompt may hold any id the embedding table has (past the head's: placeholders).
-        return [_token_id(t, served, "prompt", served.prompt_vocab_size) for t in prompt]
+        # A prompt may hold any id the embedding table has (past the head's: placeholders), and
+        # the request's own placeholder, whose rows its embeds replace: a model may name it past
+        # its table (Nemotron-3.5-Transcribe's audio id is the vocabulary's size).
+        placeholder = body.get("placeholder")
+        return [t if type(t) is int and t == placeholder else _token_id(t, served, "prompt", served.prompt_vocab_size)
+                for t in prompt]
     raise _bad("'prompt' must be a string or a list of token ids", "prompt", "invalid_type")
 
 

@@ -190,6 +190,24 @@ void nemotronMoe(const ConfigReader &r, ModelSpec &s) {
   m.names = nemotronNames(s.names, s.mlp.bias);
 }
 
+// Nemotron-3.5-Transcribe (nemo_speechlm) keeps its decoder in NeMo's layout (transformers'
+// conversion_mapping.py): llm.model.{embed_tokens, layers.N, norm}, llm.lm_head, and Mamba's
+// A_log, D and dt_bias under mixer._fp32_params; a checkpoint in transformers' own layout
+// (model.language_model.{embeddings, layers.N, norm_f}, lm_head) loads too.
+void nemoLayout(ModelSpec &s) {
+  s.prefix = "llm.model.";
+  s.names.embed = "embed_tokens";
+  s.names.final_norm = "norm";
+  s.lm_head = "llm.lm_head.weight";
+  s.weight_aliases = {{".mixer.A_log", ".mixer._fp32_params.A_log"},
+                      {".mixer.D", ".mixer._fp32_params.D"},
+                      {".mixer.dt_bias", ".mixer._fp32_params.dt_bias"},
+                      {"llm.model.embed_tokens.", "model.language_model.embeddings."},
+                      {"llm.model.norm.", "model.language_model.norm_f."},
+                      {"llm.model.layers.", "model.language_model.layers."},
+                      {"llm.lm_head.", "lm_head."}};
+}
+
 // Nemotron-H: NoPE attention, squared-ReLU MLPs without a gate, Mamba2 mixers, all named mixer
 // under backbone.
 void parseNemotronH(const ConfigReader &r, ModelSpec &s) {
@@ -215,6 +233,8 @@ void parseNemotronH(const ConfigReader &r, ModelSpec &s) {
   n.final_norm = "norm_f";
   if (std::any_of(s.layers.begin(), s.layers.end(), [](const LayerSpec &l) { return l.moe; }))
     nemotronMoe(r, s);
+  if (s.outer_model_type == "nemo_speechlm")
+    nemoLayout(s);
 }
 
 // Falcon-H1's Mamba2 width is mamba_d_ssm (class default 1024); an explicit null means
