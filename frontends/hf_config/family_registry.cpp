@@ -28,7 +28,8 @@ const std::map<std::string, std::string> &multimodalWrappers() {
   static const std::map<std::string, std::string> table = {
       {"gemma3", "gemma3_text"}, {"gemma3n", "gemma3n_text"}, {"gemma4", "gemma4_text"}, {"gemma4_unified", "gemma4_unified_text"}, {"llama4", "llama4_text"}, {"qwen3_5", "qwen3_5_text"},
       {"qwen3_5_moe", "qwen3_5_moe_text"}, {"mistral_large4", "mistral_large4_text"}, {"glm5_next", "glm5_next_text"}, {"inkling2", "inkling2_text"},
-      {"qwen4_exp", "qwen4_exp_text"}, {"nemo_speechlm", "nemotron_h"}};
+      {"qwen4_exp", "qwen4_exp_text"}, {"nemo_speechlm", "nemotron_h"},
+      {"inkling_mm_model", "inkling_text"}};
   return table;
 }
 

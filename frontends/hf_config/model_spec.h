@@ -371,6 +371,7 @@ struct MlpSpec {
   bool bias = false;
   bool gated = true;        // false: down(act(up(x))), no gate projection (Nemotron-H)
   bool global_scale = false; // the output times a learned scalar, <mlp>.global_scale (Inkling)
+  GateUpLayout glu = GateUpLayout::Halves; // how a fused gate_up tensor's rows hold gate and up
 };
 
 // Mamba2's mixer: in_proj -> [z | xBC | dt], conv over xBC, SSD scan, gated norm, out_proj.
@@ -483,6 +484,8 @@ struct Names {
   std::string pre_ff_norm = "pre_feedforward_layernorm", post_ff_norm = "post_feedforward_layernorm";
   std::string attn = "self_attn", o_proj = "o_proj", q_norm = "q_norm", k_norm = "k_norm";
   std::string q_proj = "q_proj", k_proj = "k_proj", v_proj = "v_proj"; // separate attention projections
+  std::string r_proj = "r_proj";           // the relative features' projection (Inkling)
+  std::string conv_weight = "conv1d.weight"; // a residual conv's weight under its module (Inkling)
   std::string o_bias;                      // the output projection's bias under attn; empty: <o_proj>.bias
   std::string sinks = "sinks";             // the attention's per-head sink logits
   std::string attn_gate;                   // the output gate's own [heads * head_dim, H] projection

@@ -142,6 +142,35 @@ void unpaddedVocab(const ConfigReader &r, ModelSpec &s) {
   }
 }
 
+// The hub's layout of Inkling's tensors, which the composite's checkpoints (inkling_mm_model)
+// keep (transformers' conversion_mapping.py): model.llm.*, the attention's wq_du, wk_dv, wv_dv,
+// wr_du and wo_ud, convs' weights without their conv1d module, the dense MLP's and the experts'
+// gate and up rows interleaved in one tensor (w13_dn; w13_weight, shared_w13_weight), the
+// router's correction bias as mlp.gate.bias, and the head as model.llm.unembed.
+void inklingHubNames(ModelSpec &s) {
+  s.prefix = "model.llm.";
+  s.lm_head = "model.llm.unembed.weight";
+  Names &n = s.names;
+  n.embed = "embed";
+  n.embed_norm = "embed_norm";
+  n.final_norm = "norm";
+  n.attn = "attn";
+  n.input_norm = "attn_norm";
+  n.post_attn_norm = "mlp_norm";
+  n.q_proj = "wq_du", n.k_proj = "wk_dv", n.v_proj = "wv_dv", n.r_proj = "wr_du", n.o_proj = "wo_ud";
+  n.conv_weight = "weight";
+  n.gate_up = "w13_dn";
+  n.down = "w2_md";
+  s.mlp.glu = GateUpLayout::Interleaved;
+  ExpertNaming &e = s.moe.names;
+  e.selection_bias = "mlp.gate.bias";
+  e.glu = GateUpLayout::Interleaved;
+  e.experts.gate_up = {"mlp.experts.w13_weight"};
+  e.experts.down = {"mlp.experts.w2_weight"};
+  e.shared.gate_up = {"mlp.shared_experts.shared_w13_weight"};
+  e.shared.down = {"mlp.shared_experts.shared_w2_weight"};
+}
+
 void parseInkling(const ConfigReader &r, ModelSpec &s) {
   requireSilu(r, "hidden_act", "inkling_text");
   unpaddedVocab(r, s);
@@ -158,6 +187,8 @@ void parseInkling(const ConfigReader &r, ModelSpec &s) {
   s.logits_scale = 1.0 / mup;
   // InklingForCausalLM ties nothing (_tied_weights_keys is empty).
   s.tie_word_embeddings = false;
+  if (s.outer_model_type == "inkling_mm_model")
+    inklingHubNames(s);
 }
 
 // Inkling 2's experts: every layer sparse, sigmoid routing over the routed experts alone (the

@@ -52,7 +52,8 @@ Value StepBuilder::denseMlp(int64_t layer, Value x, const std::string &module) {
                      .getResult();
     gu = ConcatOp::create(b_, loc_, rows(2 * I), ValueRange{gate, halves[1]}).getResult();
   }
-  Value g = glu(gu, I, gluAct(spec_.mlp.act, spec_.mlp.limit, spec_.mlp.alpha, spec_.mlp.up_offset));
+  Value g = glu(gu, I, gluAct(spec_.mlp.act, spec_.mlp.limit, spec_.mlp.alpha, spec_.mlp.up_offset),
+                spec_.mlp.glu == GateUpLayout::Interleaved ? GluLayout::interleaved : GluLayout::halves);
   if (!nm.ffn_sub_norm.empty())
     g = norm(g, weight(prog(layer, base + ".sub_norm"), {I}, name(nm.ffn_sub_norm + ".weight")));
   Value wdown = weight(prog(layer, base + ".down"), {H, I}, {.parts = {{name(nm.down + ".weight")}}, .row_scales = downScales});
@@ -116,17 +117,20 @@ Value StepBuilder::sinkMoeMlp(int64_t layer, Value x) {
   Value w = route.getWeights();
   if (!n.global_scale.empty())
     w = mul(w, fp32Weight(prog(layer, "moe.global_scale"), {1}, hf(layer, n.global_scale)));
-  // [gate_0..gate_S-1 | up_0..up_S-1] rows regrouped into gate_i, up_i per sink.
+  // [gate_0..gate_S-1 | up_0..up_S-1] rows regrouped into gate_i, up_i per sink; or, in the hub's
+  // layout, one [S, 2I, H] tensor of interleaved gate and up rows as the routed experts'.
+  bool interleaved = n.glu == GateUpLayout::Interleaved;
   SmallVector<int64_t> regroup = {2};
   regroup.append(S, I);
+  std::vector<std::string> gateUp;
+  for (const std::string &t : n.shared.gate_up)
+    gateUp.push_back(hf(layer, t));
+  gateUp.push_back(hf(layer, n.experts.gate_up[0]));
   Value wgu = weight(prog(layer, "moe.gate_up"), {S + E, 2 * I, H},
-                     {.parts = {{hf(layer, n.shared.gate_up[0]), hf(layer, n.shared.gate_up[1]),
-                                 hf(layer, n.experts.gate_up[0])}},
-                      .regroup = regroup,
-                      .flatten = true});
+                     {.parts = {gateUp}, .regroup = interleaved ? SmallVector<int64_t>{} : regroup, .flatten = !interleaved});
   Value wd = weight(prog(layer, "moe.down"), {S + E, H, I},
                     {.parts = {{hf(layer, n.shared.down[0]), hf(layer, n.experts.down[0])}}});
-  auto layout = GluLayoutAttr::get(b_.getContext(), GluLayout::halves);
+  auto layout = GluLayoutAttr::get(b_.getContext(), interleaved ? GluLayout::interleaved : GluLayout::halves);
   return MoeExpertsOp::create(b_, loc_, rows(H), x, route.getIds(), w, wgu, wd, Value(), Value(), gluAct(m.act), layout,
                               UnitAttr(), b_.getI64IntegerAttr(0), UnitAttr(), b_.getI64IntegerAttr(0))
       .getResult();

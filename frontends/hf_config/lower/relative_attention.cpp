@@ -14,7 +14,7 @@ Value StepBuilder::residualConv(int64_t layer, Value h, const std::string &modul
   int64_t K = module == "attn_sconv" || module == "mlp_sconv" ? spec_.branch_conv_kernel : spec_.attn.kv_conv_kernel;
   // transformers keeps these convs in fp32 (_keep_in_fp32_modules_strict): fp32 weights, and the
   // residual sum rounded once.
-  Value w = fp32Weight(prog(layer, module), {C, 1, K}, hf(layer, module + ".conv1d.weight"));
+  Value w = fp32Weight(prog(layer, module), {C, 1, K}, hf(layer, module + "." + spec_.names.conv_weight));
   return conv1d(layer, h, w, Value(), Activation::none, state, /*residual=*/true);
 }
 
@@ -47,9 +47,10 @@ Value StepBuilder::relativeAttention(int64_t layer, Value x, const AttnSite &sit
   // The bias reaches as far as the window on sliding layers, rel_extent on full ones.
   int64_t extent = L.window > 0 ? L.window : a.rel_extent;
   auto hfName = [&](const std::string &rest) { return site.hf + rest; };
+  const Names &nm = spec_.names;
   Value w = weight(site.prog + "qkvr", {qw + 2 * kw + rw, H},
-                   {.parts = {{hfName("q_proj.weight"), hfName("k_proj.weight"), hfName("v_proj.weight"),
-                               hfName("r_proj.weight")}}});
+                   {.parts = {{hfName(nm.q_proj + ".weight"), hfName(nm.k_proj + ".weight"),
+                               hfName(nm.v_proj + ".weight"), hfName(nm.r_proj + ".weight")}}});
   SmallVector<Value> parts = split(linear(x, w), {qw, kw, kw, rw});
   Value q = parts[0], k = parts[1], v = parts[2], r = parts[3];
   if (a.kv_conv_kernel > 0) {
