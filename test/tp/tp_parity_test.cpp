@@ -24,9 +24,9 @@ namespace {
 
 std::shared_ptr<rt::Communicator> gComm;
 
-// Rank 0's artefact for this job, sent to every rank; empty with the reason on every rank when
-// the shapes do not divide.
-std::optional<rt::Artefact> shareArtefact(const std::string &family, bool expertParallel, std::string &why,
+// Rank 0's artefact of the config at `configPath` for this job, sent to every rank; empty with
+// the reason on every rank when the shapes do not divide.
+std::optional<rt::Artefact> shareArtefact(const std::string &configPath, bool expertParallel, std::string &why,
                                           bool &failed) {
   std::vector<uint8_t> bytes;
   if (gComm->rank() == 0) {
@@ -35,7 +35,7 @@ std::optional<rt::Artefact> shareArtefact(const std::string &family, bool expert
       o.emit_cuda = false;
       o.tp = gComm->size();
       o.ep = expertParallel ? gComm->size() : 1;
-      auto result = driver::compileConfig(readFile(fixtureDir(family) + "/config.json"), o);
+      auto result = driver::compileConfig(readFile(configPath), o);
       bytes.push_back(1);
       bytes.insert(bytes.end(), result.artefact.begin(), result.artefact.end());
     } catch (const driver::OptionError &e) {
@@ -83,7 +83,7 @@ void TensorParallel::check(bool expertParallel) {
   const std::string family = GetParam();
   std::string why;
   bool failed = false;
-  std::optional<rt::Artefact> a = shareArtefact(family, expertParallel, why, failed);
+  std::optional<rt::Artefact> a = shareArtefact(fixtureDir(family) + "/config.json", expertParallel, why, failed);
   if (failed && gComm->rank() == 0)
     FAIL() << family << " does not compile for " << gComm->size() << " ranks: " << why;
   if (!a)
@@ -144,17 +144,14 @@ TEST_P(TensorParallel, GreedyTokensAndLogitsMatchTransformers) { check(false); }
 class TensorParallelMultimodal : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(TensorParallelMultimodal, GreedyTokensAndLogitsMatchTransformers) {
-  std::string dir = mmFixtureDir(GetParam());
-  std::vector<uint8_t> bytes;
-  if (gComm->rank() == 0) {
-    driver::CompileOptions o;
-    o.emit_cuda = false;
-    o.tp = gComm->size();
-    auto result = driver::compileConfig(readFile(dir + "/config.json"), o);
-    bytes = result.artefact;
-  }
-  gComm->broadcast(bytes, true);
-  rt::Artefact a = rt::Artefact::fromBytes(bytes.data(), bytes.size());
+  std::string dir = mmFixtureDir(GetParam()), why;
+  bool failed = false;
+  std::optional<rt::Artefact> artefact = shareArtefact(dir + "/config.json", false, why, failed);
+  if (failed && gComm->rank() == 0)
+    FAIL() << GetParam() << " does not compile for " << gComm->size() << " ranks: " << why;
+  if (!artefact)
+    GTEST_SKIP() << GetParam() << " at " << gComm->size() << " ranks: " << why;
+  const rt::Artefact &a = *artefact;
   std::vector<MultimodalPrompt> prompts = gComm->rank() == 0 ? loadMultimodal(dir) : std::vector<MultimodalPrompt>();
   std::vector<cbc::test::Run> runs;
   for (const MultimodalPrompt &p : prompts) {
