@@ -12,8 +12,9 @@ import pytest
 import cbc
 from mm_util import REPO, Fixture, compile_fixture
 
-# The three multimodal fixtures; each reproduces transformers exactly through the engine.
-FAMILIES = ["llama4", "qwen3_5", "gemma3", "gemma4_audio"]
+# Multimodal fixtures; each reproduces transformers exactly through the engine (nemo_speechlm's
+# prompts name its audio placeholder past the table; inkling_mm_model mixes images and audio).
+FAMILIES = ["llama4", "qwen3_5", "gemma3", "gemma4_audio", "nemo_speechlm", "inkling_mm_model"]
 
 
 @pytest.fixture(scope="module")

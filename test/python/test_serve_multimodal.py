@@ -6,6 +6,7 @@ fixture (test/parity/fixtures_mm/llama4, tokens_i), requests batched together; b
 (ids below 256, as the model's vocabulary) decodes the tokens, and the logprobs' pieces show
 them one by one."""
 import base64
+import json
 from concurrent.futures import ThreadPoolExecutor
 
 import openai
@@ -155,3 +156,28 @@ def test_from_json_refusals(fx):
     assert from_json(None, 7, [1, 2, 3], 64) == []
     segs = from_json([{"base64": b64(s.data)} for s in fx.segments(1)], fx.placeholder, fx.prompt(1), 64)
     assert [(s.start, s.rows) for s in segs] == [(s.start, s.rows) for s in fx.segments(1)]
+
+
+def test_audio_placeholder_past_the_table(tmp_path, tok):
+    """Nemotron-3.5-Transcribe names its audio rows by an id one past its table (the vocabulary's
+    size): a prompt holding it, with that placeholder, gets the fixture's tokens; elsewhere the id
+    stays refused."""
+    nemo = Fixture("nemo_speechlm")
+    artefact = compile_fixture("nemo_speechlm", tmp_path / "nemo.fb")
+    s = Server(model=str(nemo.dir), artefact=artefact)
+    try:
+        c = openai.OpenAI(base_url=s.url + "/v1", api_key="unused", max_retries=0, timeout=60)
+        config = json.loads((nemo.dir / "config.json").read_text())
+        audio = config["audio_token_id"]
+        prompt = nemo.prompt(1)
+        assert audio in prompt and audio >= config["text_config"]["vocab_size"]
+        extra = {"embeds": [{"base64": b64(seg.data)} for seg in nemo.segments(1)], "placeholder": audio,
+                 "ignore_eos": True}
+        r = c.completions.create(model="nemo_speechlm", prompt=prompt, max_tokens=16, temperature=0, extra_body=extra)
+        assert r.usage.completion_tokens == 16
+        assert r.choices[0].text == tok.decode(nemo.tokens(1), skip_special_tokens=True)
+        with pytest.raises(openai.BadRequestError) as e:
+            c.completions.create(model="nemo_speechlm", prompt=[5, audio, 7], max_tokens=4, temperature=0)
+        assert e.value.body["param"] == "prompt"
+    finally:
+        s.stop()
