@@ -1089,9 +1089,9 @@ def _three_layout_prompts(fam):
     return out
 
 
-def _save_bf16(model, fam_dir):
+def _save_bf16(model, fam_dir, sub_configs=("text_config", "vision_config")):
     bf16 = copy.deepcopy(model).to(torch.bfloat16)
-    for sub in ("text_config", "vision_config"):
+    for sub in sub_configs:
         getattr(bf16.config, sub).dtype = torch.bfloat16
     bf16.save_pretrained(fam_dir, safe_serialization=True)
     del bf16
@@ -1867,17 +1867,24 @@ def _sized_image_prompts(fam):
 
 
 class TextRecipeMM(MMFamily):
-    """A composite whose config and init are a text family's (TEXT_FAMILIES[text_family]): glm5_next, mistral_large4."""
+    """A composite whose config and init are a text family's (TEXT_FAMILIES[text_family]): glm5_next, mistral_large4,
+    nemo_speechlm, inkling_mm_model. Saved by save_pretrained's default layout, its sub_configs in bf16."""
 
     text_family = ""
     extra_rules: list = []  # (regex, mean, std) rules ahead of the text family's
+    sub_configs = ("text_config", "vision_config")
 
     def rules(self):
         return self.extra_rules + list(TEXT_FAMILIES[self.text_family].get("init_rules") or ())
 
+    def building(self):
+        """A context the model is built (and loaded) in."""
+        return contextlib.nullcontext()
+
     def write_checkpoint(self, fam_dir, seed):
         spec = TEXT_FAMILIES[self.text_family]
-        model = self.loader._from_config(self.config(), attn_implementation="eager", dtype=torch.float32)
+        with self.building():
+            model = self.loader._from_config(self.config(), attn_implementation="eager", dtype=torch.float32)
         reinit_(
             model,
             seed,
@@ -1889,7 +1896,7 @@ class TextRecipeMM(MMFamily):
         )
         if spec.get("row_scale"):
             row_scale_(model, spec["row_scale"])
-        _save_bf16(model, fam_dir)
+        _save_bf16(model, fam_dir, self.sub_configs)
 
     def load_kwargs(self):
         return {"experts_implementation": "eager"}
@@ -2212,26 +2219,8 @@ class NemoSpeechLmMM(TextRecipeMM):
             audio_token_id=NEMO_AUDIO_ID,
         )
 
-    def write_checkpoint(self, fam_dir, seed):
-        # TextRecipeMM's draw (the nemotron_h recipe over every parameter of the composite, towers included, then the
-        # e_score_correction_bias buffers); saved by save_pretrained's default, NeMo's layout (llm.model.*, llm.lm_head,
-        # perception.*, ctc_timestamp.*). _save_bf16 names a vision_config; this composite has audio and word timestamp
-        # configs instead.
-        spec = TEXT_FAMILIES[self.text_family]
-        model = self.loader._from_config(self.config(), attn_implementation="eager", dtype=torch.float32)
-        reinit_(
-            model,
-            seed,
-            spec["zero_centred_norms"],
-            spec.get("std"),
-            spec.get("norm_mean"),
-            rules=self.rules(),
-            buffer_init=spec.get("buffer_init"),
-        )
-        bf16 = copy.deepcopy(model).to(torch.bfloat16)
-        for sub in ("text_config", "audio_config", "word_timestamp_config"):
-            getattr(bf16.config, sub).dtype = torch.bfloat16
-        bf16.save_pretrained(fam_dir, safe_serialization=True)
+    # Saved by save_pretrained's default, NeMo's layout (llm.model.*, llm.lm_head, perception.*, ctc_timestamp.*).
+    sub_configs = ("text_config", "audio_config", "word_timestamp_config")
 
     def embed(self, model, ids):
         """_embed_input_ids: the audio id (== the text vocab size) is looked up as token 0."""
@@ -2462,29 +2451,14 @@ class InklingMM(TextRecipeMM):
             audio_bos_token_id=INKLING_IDS["audio_bos"],
         )
 
-    def write_checkpoint(self, fam_dir, seed):
-        # TextRecipeMM's draw (the inkling_text recipe over every parameter of the composite, towers included, then
-        # the e_score_correction_bias buffers); saved by save_pretrained's default, the hub layout (model.llm.*,
-        # model.visual.*, model.audio.*). _save_bf16 names a vision_config only; this composite has an audio_config too.
-        spec = TEXT_FAMILIES[self.text_family]
-        with _inkling_scipy_stand_in():
-            model = self.loader._from_config(self.config(), attn_implementation="eager", dtype=torch.float32)
-        reinit_(
-            model,
-            seed,
-            spec["zero_centred_norms"],
-            spec.get("std"),
-            spec.get("norm_mean"),
-            rules=self.rules(),
-            buffer_init=spec.get("buffer_init"),
-        )
-        bf16 = copy.deepcopy(model).to(torch.bfloat16)
-        for sub in ("text_config", "vision_config", "audio_config"):
-            getattr(bf16.config, sub).dtype = torch.bfloat16
-        bf16.save_pretrained(fam_dir, safe_serialization=True)
+    # Saved by save_pretrained's default, the hub layout (model.llm.*, model.visual.*, model.audio.*).
+    sub_configs = ("text_config", "vision_config", "audio_config")
+
+    def building(self):
+        return _inkling_scipy_stand_in()
 
     def load(self, fam_dir):
-        with _inkling_scipy_stand_in():
+        with self.building():
             return super().load(fam_dir)
 
     def hidden(self):

@@ -147,7 +147,9 @@ void unpaddedVocab(const ConfigReader &r, ModelSpec &s) {
 // wr_du and wo_ud, convs' weights without their conv1d module, the dense MLP's and the experts'
 // gate and up rows interleaved in one tensor (w13_dn; w13_weight, shared_w13_weight), the
 // router's correction bias as mlp.gate.bias, and the head as model.llm.unembed.
-void inklingHubNames(ModelSpec &s) {
+// The hub's module names both Inklings share: model.llm.{embed, embed_norm, layers.N.{attn,
+// attn_norm, mlp_norm}, norm, unembed}.
+void hubModules(ModelSpec &s) {
   s.prefix = "model.llm.";
   s.lm_head = "model.llm.unembed.weight";
   Names &n = s.names;
@@ -157,6 +159,11 @@ void inklingHubNames(ModelSpec &s) {
   n.attn = "attn";
   n.input_norm = "attn_norm";
   n.post_attn_norm = "mlp_norm";
+}
+
+void inklingHubNames(ModelSpec &s) {
+  hubModules(s);
+  Names &n = s.names;
   n.q_proj = "wq_du", n.k_proj = "wk_dv", n.v_proj = "wv_dv", n.r_proj = "wr_du", n.o_proj = "wo_ud";
   n.conv_weight = "weight";
   n.gate_up = "w13_dn";
@@ -256,15 +263,7 @@ void parseInkling2(const ConfigReader &r, ModelSpec &s) {
     throw ConfigError(r.path("final_logit_softcapping"), "must be positive");
   s.tie_word_embeddings = false; // _tied_weights_keys is empty
   // The hub's names, which save_pretrained writes back (conversion_mapping.py's inkling2_text).
-  s.prefix = "model.llm.";
-  Names &n = s.names;
-  n.embed = "embed";
-  n.embed_norm = "embed_norm";
-  n.final_norm = "norm";
-  n.attn = "attn";
-  n.input_norm = "attn_norm";
-  n.post_attn_norm = "mlp_norm";
-  s.lm_head = "model.llm.unembed.weight";
+  hubModules(s);
 }
 
 } // namespace
