@@ -17,7 +17,8 @@ def _cache_dir() -> str:
 
 def find_artefact(model_dir: str, artefact: str | None, dtype: str) -> str:
     """--artefact, else MODEL_DIR/model.fb, else config.json compiled into the cache (keyed by
-    the config's bytes and the dtype, so a changed config compiles anew)."""
+    the config's bytes, the dtype and the runtime's artefact format, so a changed config or a
+    cbc that reads another format compiles anew)."""
     if artefact:
         if not os.path.isfile(artefact):
             raise FileNotFoundError(f"artefact '{artefact}' does not exist")
@@ -29,8 +30,9 @@ def find_artefact(model_dir: str, artefact: str | None, dtype: str) -> str:
     if not os.path.isfile(config):
         raise FileNotFoundError(f"'{model_dir}' has no config.json (and no model.fb); "
                                 "pass a Hugging Face model folder or --artefact")
+    from cbc import _runtime
     with open(config, "rb") as f:
-        key = hashlib.sha256(f.read() + dtype.encode()).hexdigest()[:20]
+        key = hashlib.sha256(f.read() + dtype.encode() + b"format %d" % _runtime.format_version).hexdigest()[:20]
     out = os.path.join(_cache_dir(), f"{key}.fb")
     if not os.path.isfile(out):
         import cbc

@@ -315,6 +315,8 @@ std::vector<cbc::rt::EmbeddingSegment> embeddingSegments(nb::handle embeds) {
 
 NB_MODULE(_runtime, m) {
   m.doc() = "The cbc runtime's engine (runtime/engine.h); use cbc.Engine, which wraps it.";
+  // The artefact format this runtime reads: compiled artefacts cached by it key on it.
+  m.attr("format_version") = cbc::kFormatVersion;
   nb::class_<Engine>(m, "Engine")
       .def("__init__",
            [](Engine *self, const std::string &artefact, const std::string &checkpoint, uint64_t seed,
