@@ -78,6 +78,7 @@ fb::Retention toFb(RetentionKind r) {
   case RetentionKind::all: return fb::Retention::All;
   case RetentionKind::window: return fb::Retention::Window;
   case RetentionKind::chunk: return fb::Retention::Chunk;
+  case RetentionKind::compressed: return fb::Retention::Compressed;
   }
   llvm_unreachable("unknown retention");
 }
@@ -115,6 +116,7 @@ fb::RouteScore toFb(RouteScore s) {
   case RouteScore::topk_softmax: return fb::RouteScore::TopkSoftmax;
   case RouteScore::sigmoid: return fb::RouteScore::Sigmoid;
   case RouteScore::sparsemixer: return fb::RouteScore::Sparsemixer;
+  case RouteScore::sqrt_softplus: return fb::RouteScore::SqrtSoftplus;
   }
   llvm_unreachable("unknown route score");
 }
@@ -185,7 +187,7 @@ Params writeSparseAttentionParams(fbs::FlatBufferBuilder &fbb, Operation &op) {
                                                           o.getGroupAttr() ? o.getGroupAttr().getInt() : 0));
       })
       .Case([&](KvIndexAppendOp o) {
-        fb::CacheSite site = cacheSite(o.getLayer(), o.getGroupAttr(), RetentionAttr::all(o.getContext()));
+        fb::CacheSite site = cacheSite(o.getLayer(), o.getGroupAttr(), o.getRetention());
         return params(P::KvIndexAppendParams, fb::CreateKvIndexAppendParams(fbb, &site, o.getHeadDim()));
       })
       .Case([&](KvBlockSelectOp o) {
@@ -207,7 +209,7 @@ Params writeSparseAttentionParams(fbs::FlatBufferBuilder &fbb, Operation &op) {
                           o.getBlocks()));
       })
       .Case([&](KvIndexSelectOp o) {
-        fb::CacheSite site = cacheSite(o.getLayer(), o.getGroupAttr(), RetentionAttr::all(o.getContext()));
+        fb::CacheSite site = cacheSite(o.getLayer(), o.getGroupAttr(), o.getRetention());
         return params(P::KvIndexSelectParams,
                       fb::CreateKvIndexSelectParams(fbb, &site, o.getNumHeads(), o.getHeadDim(), o.getTopk(),
                                                     f64(o.getKeyScaleAttr()), f64(o.getWeightScaleAttr())));
@@ -234,6 +236,12 @@ Params writeStateParams(fbs::FlatBufferBuilder &fbb, Operation &op) {
       })
       .Case([&](StateShiftOp o) {
         return params(P::ShiftParams, fb::CreateShiftParams(fbb, stateSite(fbb, o)));
+      })
+      .Case([&](WindowPoolOp o) {
+        auto rope = o.getRopeAttr() ? writeRope(fbb, o.getRopeAttr()) : fbs::Offset<fb::RopeParams>();
+        return params(P::WindowPoolParams,
+                      fb::CreateWindowPoolParams(fbb, stateSite(fbb, o), o.getRate(), o.getDim(), o.getOverlap(),
+                                                 (bool)o.getNorm(), f64(o.getEpsAttr()), rope));
       })
       .Case([&](WkvOp o) {
         return params(P::WkvParams, fb::CreateWkvParams(fbb, stateSite(fbb, o)));
@@ -363,9 +371,14 @@ Params writeParams(fbs::FlatBufferBuilder &fbb, Operation &op) {
       })
       .Case([&](KvLatentAttentionOp o) {
         fb::CacheSite site = cacheSite(o.getLayer(), o.getGroupAttr(), o.getRetention());
+        std::optional<fb::CacheSite> entries;
+        if (o.getEntriesRate() > 0)
+          entries = cacheSite(*o.getEntriesLayer(), o.getEntriesGroupAttr(),
+                              RetentionAttr::get(o.getContext(), RetentionKind::compressed, o.getEntriesRate()));
         return params(P::KvLatentAttentionParams,
                       fb::CreateKvLatentAttentionParams(fbb, &site, o.getNumHeads(), o.getLatentDim(), o.getRopeDim(),
-                                                        f64(o.getScaleAttr())));
+                                                        f64(o.getScaleAttr()), entries ? &*entries : nullptr,
+                                                        (bool)o.getEntrySelection()));
       })
       .Case([&](HeadLinearOp o) {
         return params(P::HeadLinearParams,
@@ -402,7 +415,7 @@ Params writeParams(fbs::FlatBufferBuilder &fbb, Operation &op) {
                       fb::CreateMoeRouteParams(fbb, o.getK(), toFb(o.getScore()), o.getRenorm(),
                                                f64(o.getRenormEpsAttr()), f64(o.getScalingAttr()),
                                                groups ? &*groups : nullptr, o.getSinks(),
-                                               f64(o.getThresholdAttr()), o.getBiasOnLogits()));
+                                               f64(o.getThresholdAttr()), o.getBiasOnLogits(), (bool)o.getTable()));
       })
       .Case([&](MoeExpertsOp o) {
         auto glu = writeGlu(fbb, o.getAct(), o.getLayout());

@@ -8,6 +8,7 @@
 
 #include <map>
 #include <set>
+#include <type_traits>
 #include <string>
 
 namespace cbc {
@@ -65,15 +66,16 @@ private:
     });
     if (walk.wasInterrupted())
       return failure();
-    // The indexer key row goes after the layer's rows; only a layer that keeps every token has
-    // one (the selection lists positions, or blocks, of the whole context). A layer that reads
-    // another layer's rows but runs its own indexer keeps the index_key row alone.
+    // The indexer key row goes after the layer's rows; only a layer that keeps every token (the
+    // selection lists positions, or blocks, of the whole context) or every compressed window has
+    // one. A layer that reads another layer's rows but runs its own indexer keeps the index_key
+    // row alone.
     walk = module.walk([&](KvIndexAppendOp op) {
       auto it = layers.find(op.getLayer());
       if (it == layers.end())
-        it = layers.emplace(op.getLayer(), LayerRows{.retention = RetentionAttr::all(op.getContext())}).first;
-      if (it->second.retention.getKind() != RetentionKind::all) {
-        op.emitOpError("layer ") << op.getLayer() << " has no cbc.kv.append that keeps every token";
+        it = layers.emplace(op.getLayer(), LayerRows{.retention = op.getRetention()}).first;
+      if (it->second.retention != op.getRetention()) {
+        op.emitOpError("layer ") << op.getLayer() << " has no cbc.kv.append of the index keys' retention";
         return WalkResult::interrupt();
       }
       if (it->second.indexElems != 0) {
@@ -117,7 +119,7 @@ private:
         if (failed(assignReader(attn, layers, /*latent=*/false)))
           return WalkResult::interrupt();
       } else if (auto attn = dyn_cast<KvLatentAttentionOp>(op)) {
-        if (failed(assignReader(attn, layers, /*latent=*/true)))
+        if (failed(assignReader(attn, layers, /*latent=*/true)) || failed(assignEntries(attn, layers)))
           return WalkResult::interrupt();
       }
       return WalkResult::advance();
@@ -134,6 +136,9 @@ private:
     if (it == layers.end() || it->second.indexElems != elems)
       return select.emitOpError("reads index keys of layer ")
              << select.getLayer() << ", which no cbc.kv.index_append of head_dim " << elems << " writes";
+    if constexpr (std::is_same_v<SelectOp, KvIndexSelectOp>)
+      if (select.getRetention() != it->second.retention)
+        return select.emitOpError("retention differs from the cbc.kv.index_append of layer ") << select.getLayer();
     select.setGroupAttr(Builder(select.getContext()).getI64IntegerAttr(it->second.group));
     return success();
   }
@@ -150,6 +155,19 @@ private:
       return attn.emitOpError("reads layer ") << attn.getLayer() << (latent ? ", whose rows are not latent"
                                                                             : ", whose rows are latent");
     attn.setGroupAttr(Builder(attn.getContext()).getI64IntegerAttr(it->second.group));
+    return success();
+  }
+
+  // A latent attention's compressed entries: a latent layer of compressed retention at its rate.
+  LogicalResult assignEntries(KvLatentAttentionOp attn, std::map<int64_t, LayerRows> &layers) {
+    if (attn.getEntriesRate() == 0)
+      return success();
+    auto it = layers.find(*attn.getEntriesLayer());
+    RetentionAttr want = RetentionAttr::get(attn.getContext(), RetentionKind::compressed, attn.getEntriesRate());
+    if (it == layers.end() || it->second.retention != want || !it->second.latent)
+      return attn.emitOpError("reads entries of layer ")
+             << *attn.getEntriesLayer() << ", which no latent cbc.kv.append of retention " << want << " writes";
+    attn.setEntriesGroupAttr(Builder(attn.getContext()).getI64IntegerAttr(it->second.group));
     return success();
   }
 

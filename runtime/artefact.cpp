@@ -151,7 +151,7 @@ Program readProgram(const fb::Program &p) {
 CacheGroup readGroup(const fb::CacheGroup &g) {
   CacheGroup grp;
   grp.id = g.id();
-  if ((int)g.retention() < 0 || (int)g.retention() > 2)
+  if ((int)g.retention() < 0 || (int)g.retention() > 3)
     throw ArtefactError("cache group has an unknown retention");
   grp.retention = (CacheGroup::Retention)g.retention();
   if ((int)g.kind() < 0 || (int)g.kind() > 2)
@@ -164,7 +164,7 @@ CacheGroup readGroup(const fb::CacheGroup &g) {
   if (grp.bytes_per_token < 0 || grp.bytes_per_token > (1ll << 40) || grp.bytes_per_unit < 0 ||
       grp.bytes_per_unit > (1ll << 40))
     throw ArtefactError("a cache group has implausible sizes");
-  // Window and chunk lengths divide positions; a bound keeps block arithmetic in range.
+  // Window, chunk and compression lengths divide positions; a bound keeps block arithmetic in range.
   if (grp.retention != CacheGroup::All && (grp.tokens <= 0 || grp.tokens > (1ll << 40)))
     throw ArtefactError("a windowed cache group has a window of " + std::to_string(grp.tokens) + " tokens");
   return grp;

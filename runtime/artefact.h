@@ -104,7 +104,8 @@ struct CacheLayer {
 struct CacheGroup {
   int id = 0;
   enum Kind { Paged, State, Static } kind = Paged; // the schema's CacheKind values
-  enum Retention { All, Window, Chunk } retention = All;
+  // Compressed: one row per window of `tokens` positions, written as the window closes.
+  enum Retention { All, Window, Chunk, Compressed } retention = All;
   int64_t tokens = 0;
   std::vector<int> layers;
   int64_t bytes_per_token = 0;

@@ -165,9 +165,27 @@ HostTensor toFloat(const TensorView &v, const std::string &name) {
       out[i] = f16ToFloat(h);
     }
     break;
+  case StDType::I32:
+  case StDType::I64: // integer tables (a hash router's expert ids): exact in fp32 below 2^24
+    for (int64_t i = 0; i < n; ++i) {
+      int64_t x = 0;
+      if (v.dtype == StDType::I64) {
+        std::memcpy(&x, v.data + 8 * i, 8);
+      } else {
+        int32_t y;
+        std::memcpy(&y, v.data + 4 * i, 4);
+        x = y;
+      }
+      if (x <= -(1 << 24) || x >= (1 << 24))
+        throw WeightError("tensor '" + name + "' in '" + v.file + "' holds the integer " + std::to_string(x) +
+                          ", which cbc cannot keep exactly as a float (|x| < 2^24)");
+      out[i] = (float)x;
+    }
+    break;
   default:
     throw WeightError("tensor '" + name + "' in '" + v.file + "' has dtype " + v.dtype_name +
-                      "; cbc reads F32, BF16, F16, block-scaled F8_E4M3 and, in ternary models, packed ternary U8");
+                      "; cbc reads F32, BF16, F16, integer I32/I64 tables, block-scaled F8_E4M3 and, in ternary "
+                      "models, packed ternary U8");
   }
   return t;
 }

@@ -304,4 +304,9 @@ void emitLightning(Emitter &e, LightningOp op) {
   l.grid[2] = {std::nullopt, 1, 1, (d + kernels::kLightningCols - 1) / kernels::kLightningCols};
 }
 
+// Never reached: Emitter::run refuses the op first (cudaGap), as no CUDA kernel pools windows yet.
+void emitWindowPool(Emitter &, WindowPoolOp) {
+  llvm::report_fatal_error("cbc codegen: cbc.state.window_pool has no CUDA kernel");
+}
+
 } // namespace cbc::codegen::cuda

@@ -75,7 +75,7 @@ LogicalResult RetentionAttr::verify(function_ref<InFlightDiagnostic()> emitError
   if (kind == RetentionKind::all && tokens != 0)
     return emitError() << "retention 'all' takes no token count";
   if (kind != RetentionKind::all && tokens <= 0)
-    return emitError() << "window and chunk retention need a positive token count";
+    return emitError() << "window, chunk and compressed retention need a positive token count";
   return success();
 }
 

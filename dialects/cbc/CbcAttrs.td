@@ -158,11 +158,16 @@ def Cbc_SoftcappedSwigluAttr : Cbc_Attr<"SoftcappedSwiglu", "softcapped_swiglu">
 def Cbc_GluActivation : AnyAttrOf<[Cbc_ActivationAttr, Cbc_ClampedSwigluAttr, Cbc_SoftcappedSwigluAttr]>;
 
 def Cbc_RetentionAttr : Cbc_Attr<"Retention", "retention"> {
-  let summary = "Which tokens a cache layer keeps: all, a window, or the current chunk.";
+  let summary = "Which tokens a cache layer keeps: all, a window, the current chunk, or compressed windows.";
   let description = [{
     `#cbc.retention<all>` keeps every token. `#cbc.retention<window, N>` keeps a query at
     position `p` attending to keys `j > p - N`, and the cache frees blocks that leave the
     window. `#cbc.retention<chunk, N>` keeps keys with `j / N == p / N`.
+    `#cbc.retention<compressed, N>` keeps one row per window of `N` positions: row `w` stands
+    for positions `[w * N, (w + 1) * N)`, is written by the token at `(w + 1) * N - 1` (the
+    others write nothing), and a query at `p` sees the rows `w < (p + 1) / N`, the windows
+    complete at its position. The layer's rows are numbered by window, so a request of `P`
+    positions holds `P / N` rows.
   }];
   let parameters = (ins EnumParameter<Cbc_RetentionKind>:$kind,
                         DefaultValuedParameter<"int64_t", "0">:$tokens);

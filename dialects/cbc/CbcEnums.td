@@ -53,7 +53,8 @@ def Cbc_RouteScore : Cbc_Enum<"RouteScore", "how a router scores experts", [
     I32EnumAttrCase<"softmax", 0>,
     I32EnumAttrCase<"topk_softmax", 1>,
     I32EnumAttrCase<"sigmoid", 2>,
-    I32EnumAttrCase<"sparsemixer", 3>]>; // k rounds of argmax, each weighted by a masked softmax
+    I32EnumAttrCase<"sparsemixer", 3>,  // k rounds of argmax, each weighted by a masked softmax
+    I32EnumAttrCase<"sqrt_softplus", 4>]>; // sqrt(softplus(logit)) per expert
 def Cbc_RouteScoreAttr : Cbc_EnumAttr<Cbc_RouteScore, "score">;
 
 // The factor cbc.math.position_scale applies at position p (offset o, period n, strength beta).
@@ -116,7 +117,8 @@ def Cbc_HcKindAttr : Cbc_EnumAttr<Cbc_HcKind, "hc_kind">;
 def Cbc_RetentionKind : Cbc_Enum<"RetentionKind", "which tokens a cache layer keeps", [
     I32EnumAttrCase<"all", 0>,
     I32EnumAttrCase<"window", 1>, // the last `tokens` tokens
-    I32EnumAttrCase<"chunk", 2>]>; // the current chunk of `tokens` tokens
+    I32EnumAttrCase<"chunk", 2>,   // the current chunk of `tokens` tokens
+    I32EnumAttrCase<"compressed", 3>]>; // one row per `tokens` positions, written as each window closes
 
 // The three kinds of cache group: the cache's one memory model (cbc-plan-cache, and the
 // runtime's coordinator with one manager per kind).

@@ -449,6 +449,14 @@ LogicalResult KvLatentAttentionOp::verify() {
     return failure();
   if (getSelection() && getRetention().getKind() != RetentionKind::all)
     return emitOpError("a selection reads layers that keep every token");
+  if (getRetention().getKind() == RetentionKind::compressed)
+    return emitOpError("reads a window of tokens or all of them; compressed rows are its entries");
+  if (getEntriesRate() < 0 || (getEntriesRate() > 0) != (bool)getEntriesLayerAttr())
+    return emitOpError("entries need a positive entries_rate and an entries_layer together");
+  if (getEntrySelection() && getEntriesRate() == 0)
+    return emitOpError("an entry selection needs entries");
+  if (getEntrySelection() && cols(getEntrySelection()) <= 0)
+    return emitOpError("an entry selection must list at least one entry per query");
   if (getSinks() && numel(getSinks()) != (int64_t)getNumHeads())
     return emitOpError("sinks must have one logit per head");
   return success();
@@ -478,7 +486,14 @@ LogicalResult LayerNormOp::verify() {
   return success();
 }
 
+// Index keys are kept for every token, or one per compressed window.
+static bool indexRetention(RetentionAttr r) {
+  return r.getKind() == RetentionKind::all || r.getKind() == RetentionKind::compressed;
+}
+
 LogicalResult KvIndexAppendOp::verify() {
+  if (!indexRetention(getRetention()))
+    return emitOpError("index keys are kept for every token or per compressed window");
   if (getHeadDim() <= 0)
     return emitOpError("head_dim must be positive");
   if (cols(getIndexKey()) != getHeadDim())
@@ -487,6 +502,8 @@ LogicalResult KvIndexAppendOp::verify() {
 }
 
 LogicalResult KvIndexSelectOp::verify() {
+  if (!indexRetention(getRetention()))
+    return emitOpError("index keys are kept for every token or per compressed window");
   return verifyShape(*this, shape::check(shape::KvIndexSelect{(int64_t)getNumHeads(), (int64_t)getHeadDim(),
                                                               (int64_t)getTopk(), cols(getQ()), cols(getWeights()),
                                                               cols(getResult())}));
@@ -617,6 +634,20 @@ static shape::NgramEmbed ngramShape(NgramEmbedOp op) {
 }
 LogicalResult NgramEmbedOp::verify() { return verifyShape(*this, shape::check(ngramShape(*this))); }
 
+static shape::WindowPool windowPoolShape(WindowPoolOp op) {
+  auto ape = tensorType(op.getApe());
+  return {(int64_t)op.getRate(), (int64_t)op.getDim(), cols(op.getX()), ape.getRank(),
+          ape.getRank() == 2 ? ape.getDimSize(0) : 0, ape.getRank() == 2 ? ape.getDimSize(1) : 0,
+          op.getNorm() ? numel(op.getNorm()) : 0, cols(op.getResult()), op.getOverlap(), (bool)op.getNorm()};
+}
+LogicalResult WindowPoolOp::verify() {
+  if (failed(verifyShape(*this, shape::check(windowPoolShape(*this)))))
+    return failure();
+  if (auto rope = getRopeAttr(); rope && (rope.getHeadDim() != (int64_t)getDim() || !rope.getSections().empty()))
+    return emitOpError("rope must rotate one head of dim features at one position");
+  return success();
+}
+
 static shape::RgLru rgLruShape(RgLruOp op) {
   return {cols(op.getX()), cols(op.getInputGate()), cols(op.getRecurrentGate()), numel(op.getRecurrentParam()),
           cols(op.getResult())};
@@ -732,6 +763,15 @@ LogicalResult MoeRouteOp::verify() {
     return emitOpError("sparsemixer scores take no selection bias, groups or renorm");
   if (getThreshold().convertToDouble() < 0 || (!mixer && getThreshold().convertToDouble() != 0))
     return emitOpError("a threshold must not be negative, and needs sparsemixer scores");
+  if ((bool)getTable() != (bool)getTokens())
+    return emitOpError("a routing table needs the tokens, and the tokens a table");
+  if (getTable()) {
+    auto t = tensorType(getTable());
+    if (t.getRank() != 2 || t.getDimSize(1) != k)
+      return emitOpError("routing table must be [vocab, k]");
+    if (getSelectionBias() || getGroupsAttr() || sinks > 0 || mixer || getScore() == RouteScore::topk_softmax)
+      return emitOpError("a routing table takes no selection bias, groups or sinks, and needs per-expert scores");
+  }
   if (auto groups = getGroupsAttr()) {
     if (getScore() == RouteScore::topk_softmax)
       return emitOpError("route groups need softmax or sigmoid scores");
@@ -813,6 +853,7 @@ SmallVector<int64_t> SsdOp::getStateShape() { return shapeVector(shape::stateSha
 SmallVector<int64_t> LightningOp::getStateShape() { return shapeVector(shape::stateShape(lightningShape(*this))); }
 SmallVector<int64_t> WkvOp::getStateShape() { return shapeVector(shape::stateShape(wkvShape(*this))); }
 SmallVector<int64_t> NgramEmbedOp::getStateShape() { return shapeVector(shape::stateShape(ngramShape(*this))); }
+SmallVector<int64_t> WindowPoolOp::getStateShape() { return shapeVector(shape::stateShape(windowPoolShape(*this))); }
 SmallVector<int64_t> RgLruOp::getStateShape() { return shapeVector(shape::stateShape(rgLruShape(*this))); }
 SmallVector<int64_t> MlstmOp::getStateShape() { return shapeVector(shape::stateShape(mlstmShape(*this))); }
 SmallVector<int64_t> SelectiveScanOp::getStateShape() {

@@ -623,6 +623,8 @@ def Cbc_KvAppendOp : Cbc_Op<"kv.append", [MemoryEffects<[MemWrite]>]> {
     and which tokens it keeps (`retention`). With `latent` (one kv head), the rows are a
     latent-attention layer's: the normed latent (`k`, named `latent` in the plan) and the roped
     key shared by all heads (`v`, named `k_rope`), which `cbc.kv.latent_attention` reads.
+    With `#cbc.retention<compressed, N>` only the tokens closing a window write, their rows
+    numbered by window (`cbc.state.window_pool` computes them).
   }];
   let arguments = (ins Cbc_Rows:$k, Cbc_Rows:$v, Cbc_Index:$positions, Cbc_Index:$seq_ids,
                    Cbc_Index:$slots, Cbc_BlockTables:$block_tables,
@@ -696,6 +698,14 @@ def Cbc_KvLatentAttentionOp : Cbc_Op<"kv.latent_attention", [MemoryEffects<[MemR
     With `selection` (`[T, k]` positions from `cbc.kv.index_select`, -1 for none), query `t`
     attends only to the listed rows, so its work is `k` rows whatever the context length.
     `sinks` adds one learned logit per head to each softmax, attending to nothing.
+
+    With `entries_rate = N > 0` the query also attends, in the same softmax, to the compressed
+    rows of cache layer `entries_layer` (`#cbc.retention<compressed, N>`, latent rows of
+    `latent_dim` and no roped part): the entries `w < (p + 1) / N` whose windows are complete
+    at its position, each scored `scale * q_latent . c_w` and weighing its `c_w` in the sum;
+    with `entry_selection` (`[T, k]` entry indices, -1 for none) only the listed ones.
+    `entries_group` is that layer's group, set by `cbc-plan-cache`. Shared-key-value attention
+    over a window of tokens plus compressed memories reads its two caches this way.
   }];
   let arguments = (ins Cbc_Rows:$q_latent, Cbc_Rows:$q_rope, Cbc_Index:$positions,
                    Cbc_Index:$seq_ids, Cbc_Index:$cu_seqlens, Cbc_Index:$kv_lens, Cbc_Index:$slots,
@@ -703,9 +713,12 @@ def Cbc_KvLatentAttentionOp : Cbc_Op<"kv.latent_attention", [MemoryEffects<[MemR
                    I64Attr:$layer, I64Attr:$num_heads, I64Attr:$latent_dim, I64Attr:$rope_dim,
                    F64Attr:$scale,
                    DefaultValuedAttr<Cbc_RetentionAttr, Cbc_AllTokens>:$retention,
-                   OptionalAttr<I64Attr>:$group, Optional<Cbc_Weight>:$sinks, Optional<Cbc_RowsI32>:$selection);
+                   OptionalAttr<I64Attr>:$group, Optional<Cbc_Weight>:$sinks, Optional<Cbc_RowsI32>:$selection,
+                   Optional<Cbc_RowsI32>:$entry_selection,
+                   DefaultValuedAttr<I64Attr, "0">:$entries_rate, OptionalAttr<I64Attr>:$entries_layer,
+                   OptionalAttr<I64Attr>:$entries_group);
   let results = (outs Cbc_Rows:$result);
-  let assemblyFormat = "$q_latent `,` $q_rope `,` $positions `,` $seq_ids `,` $cu_seqlens `,` $kv_lens `,` $slots `,` $block_tables (`sinks` `(` $sinks^ `)`)? (`selection` `(` $selection^ `)`)? attr-dict `:` type(operands) `->` type($result)";
+  let assemblyFormat = "$q_latent `,` $q_rope `,` $positions `,` $seq_ids `,` $cu_seqlens `,` $kv_lens `,` $slots `,` $block_tables (`sinks` `(` $sinks^ `)`)? (`selection` `(` $selection^ `)`)? (`entries` `(` $entry_selection^ `)`)? attr-dict `:` type(operands) `->` type($result)";
   let hasVerifier = 1;
 }
 
@@ -720,11 +733,13 @@ def Cbc_KvIndexAppendOp : Cbc_Op<"kv.index_append", [MemoryEffects<[MemWrite]>]>
     and roped by the ops before). Token `t` of request row `seq_ids[t]` at `positions[t]` is
     written where `cbc.kv.append` writes that token's rows of layer `layer`, after them. A
     layer that reuses an earlier layer's selection declares no such row. `cbc.kv.index_select`
-    reads it.
+    reads it. `retention` is the layer's: with `#cbc.retention<compressed, N>` the keys are
+    compressed entries, written by the tokens that close a window.
   }];
   let arguments = (ins Cbc_Rows:$index_key, Cbc_Index:$positions, Cbc_Index:$seq_ids,
                    Cbc_Index:$slots, Cbc_BlockTables:$block_tables,
-                   I64Attr:$layer, I64Attr:$head_dim, OptionalAttr<I64Attr>:$group);
+                   I64Attr:$layer, I64Attr:$head_dim, OptionalAttr<I64Attr>:$group,
+                   DefaultValuedAttr<Cbc_RetentionAttr, Cbc_AllTokens>:$retention);
   let assemblyFormat = "$index_key `,` $positions `,` $seq_ids `,` $slots `,` $block_tables attr-dict `:` type(operands)";
   let hasVerifier = 1;
 }
@@ -743,12 +758,16 @@ def Cbc_KvIndexSelectOp : Cbc_Op<"kv.index_select", [MemoryEffects<[MemRead]>]> 
     kept, so the selection is deterministic. When fewer than `topk` keys are visible (`p + 1 < topk`), all of them are
     selected and the row is padded with -1. `cbc.kv.latent_attention` with `selection` attends
     to exactly these rows; a later layer may take the same result (a shared indexer).
+    With `#cbc.retention<compressed, N>` (the layer's) the keys are compressed entries: query
+    `t` scores the entries `w < (p + 1) / N` and the result lists entry indices, for
+    `cbc.kv.latent_attention`'s `entry_selection`.
   }];
   let arguments = (ins Cbc_Rows:$q, Cbc_Rows:$weights, Cbc_Index:$positions, Cbc_Index:$seq_ids,
                    Cbc_Index:$cu_seqlens, Cbc_Index:$kv_lens, Cbc_Index:$slots,
                    Cbc_BlockTables:$block_tables,
                    I64Attr:$layer, I64Attr:$num_heads, I64Attr:$head_dim, I64Attr:$topk,
-                   F64Attr:$key_scale, F64Attr:$weight_scale, OptionalAttr<I64Attr>:$group);
+                   F64Attr:$key_scale, F64Attr:$weight_scale, OptionalAttr<I64Attr>:$group,
+                   DefaultValuedAttr<Cbc_RetentionAttr, Cbc_AllTokens>:$retention);
   let results = (outs Cbc_RowsI32:$result);
   let assemblyFormat = "$q `,` $weights `,` $positions `,` $seq_ids `,` $cu_seqlens `,` $kv_lens `,` $slots `,` $block_tables attr-dict `:` type(operands) `->` type($result)";
   let hasVerifier = 1;
@@ -1108,6 +1127,34 @@ def Cbc_NgramEmbedOp : Cbc_StateScanOp<"state.ngram_embed",
   let assemblyFormat = "$tokens `,` $table `,` $cu_seqlens `,` $state_in `,` $state_out `,` $has_initial_state attr-dict `:` functional-type(operands, $result)";
 }
 
+def Cbc_WindowPoolOp : Cbc_StateScanOp<"state.window_pool",
+    (ins Cbc_Rows:$x, Cbc_Index:$positions, Cbc_Weight:$ape, Optional<Cbc_Weight>:$norm),
+    (ins I64Attr:$rate, I64Attr:$dim, UnitAttr:$overlap, DefaultValuedAttr<F64Attr, "1e-6">:$eps,
+         OptionalAttr<Cbc_RopeAttr>:$rope), "window"> {
+  let opcode = 58;
+  let params = "WindowPoolParams";
+  let summary = "Softmax-gated pooling of each window of `rate` tokens into one compressed entry.";
+  let description = [{
+    Row `t` of `x` at position `p = positions[t]` holds a key-value part and its gate logits,
+    `[kv | g]`, each `S * dim` wide (`S = 2` with `overlap`, else 1), and lies in window
+    `w = p / rate`, slot `s = p mod rate`. A window's entry is, per feature `f`,
+    `sum_j softmax_j(g_j[f] + ape[s_j, f]) * kv_j[f]` over its slots `j` (`ape [rate, S * dim]`
+    a learned bias per slot); with `overlap` the slots are window `w`'s second halves (features
+    `dim ..`, with `ape`'s second half) and, for `w > 0`, window `w - 1`'s first halves
+    (features `0 .. dim`), `2 * rate` slots in one softmax. The entry is RMS-normed with `norm`
+    when given (`eps`), and rotated by `rope` at position `w * rate`, the window's first; all in
+    fp32. Row `t` of the result holds the entry of window `w` when `s = rate - 1` (the token
+    closes it), zeros otherwise: `cbc.kv.append` with `#cbc.retention<compressed, rate>`
+    writes exactly those rows.
+
+    The tokens of the open window (and with `overlap` the previous window's first halves) are
+    the request's state `window`: `[rate, 2 * dim]` of `[kv | g + ape]` per slot, or with
+    `overlap` `[3 * rate, 2 * dim]` (the previous window's first halves, then the open
+    window's second and first halves). A request's rows must continue its positions.
+  }];
+  let assemblyFormat = "$x `,` $positions `,` $ape (`norm` `(` $norm^ `)`)? `,` $cu_seqlens `,` $state_in `,` $state_out `,` $has_initial_state attr-dict `:` functional-type(operands, $result)";
+}
+
 } // Cbc_StateGroup
 
 //===----------------------------------------------------------------------------------===//
@@ -1160,7 +1207,7 @@ def Cbc_MoeGroup : OpDocGroup {
 
 let opDocGroup = Cbc_MoeGroup in {
 
-def Cbc_MoeRouteOp : Cbc_Op<"moe.route", [Pure]> {
+def Cbc_MoeRouteOp : Cbc_Op<"moe.route", [Pure, AttrSizedOperandSegments]> {
   let opcode = 22;
   let params = "MoeRouteParams";
   let summary = "Chooses `k` experts per token and their mixing weights.";
@@ -1190,8 +1237,15 @@ def Cbc_MoeRouteOp : Cbc_Op<"moe.route", [Pure]> {
     `scaling`. The results have `S + k` columns, the sinks first; ids number the experts of a
     tensor that holds the sinks before the routed experts: sink `i` is id `i`, routed expert
     `e` is id `S + e`.
+
+    `score = sqrt_softplus` scores `sqrt(softplus(logit))` per expert, chosen and weighted as
+    the sigmoid scores are. With `table` (`[vocab, k]` expert ids, stored as floats) and `tokens`
+    (each row's token id) the experts are not chosen by score but looked up: row `t` takes
+    `table[tokens[t]]` in order, weighted by their scores as above (hash routing; no selection
+    bias or groups).
   }];
-  let arguments = (ins Cbc_Rows:$logits, Optional<Cbc_Weight>:$selection_bias, I64Attr:$k,
+  let arguments = (ins Cbc_Rows:$logits, Optional<Cbc_Weight>:$selection_bias,
+                   Optional<Cbc_Index>:$tokens, Optional<Cbc_Weight>:$table, I64Attr:$k,
                    Cbc_RouteScoreAttr:$score, DefaultValuedAttr<BoolAttr, "false">:$renorm,
                    DefaultValuedAttr<F64Attr, "0.0">:$renorm_eps,
                    DefaultValuedAttr<F64Attr, "1.0">:$scaling,
@@ -1201,7 +1255,8 @@ def Cbc_MoeRouteOp : Cbc_Op<"moe.route", [Pure]> {
                    DefaultValuedAttr<BoolAttr, "false">:$bias_on_logits);
   let results = (outs Cbc_Rows:$weights, Cbc_RowsI32:$ids);
   let assemblyFormat = [{
-    $logits (`bias` `(` $selection_bias^ `:` type($selection_bias) `)`)? attr-dict `:` type($logits)
+    $logits (`bias` `(` $selection_bias^ `:` type($selection_bias) `)`)?
+    (`table` `(` $tokens^ `,` $table `:` type($tokens) `,` type($table) `)`)? attr-dict `:` type($logits)
     `->` type($weights) `,` type($ids)
   }];
   let hasVerifier = 1;

@@ -15,7 +15,7 @@ const FamilyTable &families() {
                                      llama4Families(), miniMaxFamilies(), kdaFamilies(), inklingFamilies(),
                                      dsaVariantFamilies(), hunyuanFamilies(), cohereFamilies(),
                                      zayaFamilies(), gptFamilies(), rwkvFamilies(), xlstmFamilies(),
-                                     mistralLarge4Families(), qwen4ExpFamilies()})
+                                     mistralLarge4Families(), qwen4ExpFamilies(), deepseekV4Families()})
       for (const auto &[type, family] : group)
         if (!all.emplace(type, family).second)
           throw std::logic_error("model_type '" + type + "' is registered by two family groups");

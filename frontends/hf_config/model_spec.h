@@ -63,6 +63,9 @@ enum class LayerKind {
   Rwkv,            // RWKV's time mix: token-shift mixing and the WKV recurrence (shift and wkv states)
   Mlstm,           // xLSTM's mLSTM layer: a matrix memory per head (recurrent state)
   RgLru,           // Griffin's recurrent block: a short conv and the RG-LRU (conv and recurrent states)
+  // Shared-key-value attention over a window of tokens plus, with LayerSpec::compress_rate, the
+  // compressed entries of windows of that many tokens (DeepSeek-V4; SharedKvSpec).
+  SharedKv,
 };
 
 struct LayerSpec {
@@ -117,6 +120,12 @@ struct LayerSpec {
   // standard deviations, shifted down to it (cbc.math.gaussian_topk; Gemma 3n's activation
   // sparsity, the normal quantile of the target); none: no sparsity.
   std::optional<double> gate_quantile;
+  // SharedKv layers: one compressed entry per `compress_rate` tokens (0: the window alone), pooled
+  // over overlapping double windows and chosen per query by the SharedKvSpec indexer
+  // (`compress_indexed`: CSA), else over plain windows and all seen (HCA).
+  int64_t compress_rate = 0;
+  bool compress_indexed = false;
+  bool hash_routing = false; // the MoE's experts come from ExpertNaming::route_table[token]
 };
 
 // A low-rank, input-dependent gate on a norm's output: y = RMSNorm(x) * w, then
@@ -164,6 +173,20 @@ struct CcaSpec {
 struct BlockIndexerSpec {
   int64_t heads = 0, head_dim = 0, block = 0, topk = 0, local = 1;
   bool pooled = false;
+};
+
+// DeepSeek-V4's shared-key-value attention (LayerKind::SharedKv) under Names::attn, heads of
+// AttentionSpec::head_dim D with the layer's RoPE on their last rotary_dim features (interleaved):
+// q = wq_b(q_norm(wq_a x)) RMS-normed per head without a weight; one key-value row norm(wkv x),
+// roped, cached over the window and read as both key and value; sinks; the output rotated back
+// by -angle, then the grouped low-rank projection wo_b(wo_a per group of heads). Compressed layers
+// pool compressor.{wkv, wgate} (rows [kv | gate]) with the learned compressor.ape, compressor.norm
+// and RoPE at the window's first position; indexed ones score their entries with the indexer (its
+// own compressor of index_head_dim, queries indexer.wq_b of q_norm's output, weights
+// indexer.weights_proj x) and keep index_topk.
+struct SharedKvSpec {
+  int64_t q_lora_rank = 0, o_groups = 0, o_lora_rank = 0; // q_lora_rank 0: none
+  int64_t index_heads = 0, index_head_dim = 0, index_topk = 0;
 };
 
 struct AttentionSpec {
@@ -429,6 +452,7 @@ struct ExpertNaming {
   std::string shared_gate;    // optional: sigmoid(x . w) scales the shared expert
   std::string global_scale;   // optional: a learned scalar on every routing weight
   std::string output_bias;    // optional: an unweighted [H] bias on the mixed output (JetMoE)
+  std::string route_table;    // the [vocab, k] expert ids of hash-routed layers (LayerSpec::hash_routing)
 };
 
 // A router that is a small MLP (ZAYA), its tensors under the layer's <mlp>.gate: r = down_proj(x)
@@ -699,6 +723,7 @@ struct ModelSpec {
   LaurelSpec laurel;
   AttentionSpec attn;
   MlaSpec mla;
+  SharedKvSpec shared_kv;
   // Latent-attention layers with their own MLA geometry (Dots3's sliding layers: other head
   // counts, latent and nope widths, scales, no indexer); the others use `mla`. Their head count
   // and softmax scale are the LayerSpec's (num_heads, scale_factor).

@@ -89,7 +89,11 @@ void assignRope(const ConfigReader &r, ModelSpec &spec, const RopeDicts &dicts, 
   }
   for (LayerSpec &layer : spec.layers) {
     // Windowed latent attention (Dots3) reads the sliding dictionary too.
-    bool sliding = layer.kind == LayerKind::SlidingAttention || (layer.kind == LayerKind::LatentAttention && layer.window > 0);
+    // Windowed latent attention (Dots3) reads the sliding dictionary too, as do shared-kv layers
+    // that keep only their window (DeepSeek-V4's sliding layers; its compressed ones read the
+    // full dictionary, which its family fills with the compressors' schedule).
+    bool sliding = layer.kind == LayerKind::SlidingAttention || (layer.kind == LayerKind::LatentAttention && layer.window > 0) ||
+                   (layer.kind == LayerKind::SharedKv && layer.compress_rate == 0);
     std::string kind = sliding ? "sliding_attention" : "full_attention";
     RopeContext layerCtx = ctx;
     layerCtx.head_dim = layer.head_dim ? layer.head_dim : ctx.head_dim;

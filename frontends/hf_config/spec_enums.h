@@ -39,6 +39,7 @@ enum class ExpertScoring {
   TopkSoftmax, // the top k logits, then a softmax over them
   Sigmoid,
   Sparsemixer, // the top k logits, each weighted by a softmax masked by a relative threshold
+  SqrtSoftplus, // sqrt(softplus(logit)) per expert (DeepSeek-V4)
 };
 
 // How group-limited routing scores a group of experts.

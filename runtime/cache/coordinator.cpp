@@ -1,6 +1,7 @@
 #include "runtime/cache/coordinator.h"
 
 #include <algorithm>
+#include <numeric>
 #include <stdexcept>
 
 namespace cbc::rt {
@@ -32,6 +33,10 @@ CacheCoordinator::CacheCoordinator(const CachePlan &plan, int32_t blocksPerGroup
   // Snapshots on the 64-token grid of the chunked scans (or every block, for larger blocks), so
   // that a run resumed from one makes the same scan chunks as a cold run.
   grid_ = blockSize_ >= 64 ? blockSize_ : (64 / blockSize_) * blockSize_;
+  // A compressed group serves whole blocks of its rows, B * rate tokens: hits and snapshots
+  // sit on a grid those divide too.
+  for (const auto &m : paged_)
+    grid_ = std::lcm(grid_, (int64_t)blockSize_ * m->rate());
   // A snapshot is useful only while every block before it is cached: the groups keeping every
   // row report their evictions.
   for (const auto &m : paged_)
@@ -94,11 +99,10 @@ bool CacheCoordinator::truncate(int32_t seq, int64_t pos) {
 
 bool CacheCoordinator::fork(int32_t seq, int32_t child, std::vector<UnitCopy> &copies) {
   int64_t length = committed_[seq];
-  // All or nothing: a partial last block needs a free block in every paged group.
-  if (length % blockSize_ != 0)
-    for (const auto &m : paged_)
-      if (m->pool().freeCount() < 1)
-        return false;
+  // All or nothing: a partial last block needs a free block in its group.
+  for (const auto &m : paged_)
+    if (m->rowsFor(length) % blockSize_ != 0 && m->pool().freeCount() < 1)
+      return false;
   for (size_t g = 0; g < paged_.size(); ++g)
     paged_[g]->fork(seq, child, length, (int)g, copies);
   for (const auto &m : static_)
@@ -235,13 +239,15 @@ PrefixMatch CacheCoordinator::findPrefix(const std::vector<uint64_t> &hashes, in
   // after a miss a miss too).
   int64_t run = most;
   bool anyAll = false;
+  // A compressed group serves its whole blocks (rate token blocks each): a run ending inside
+  // its first missing block stops before that block.
   for (const auto &m : paged_)
     if (m->keepsAll()) {
       anyAll = true;
-      int64_t r = 0;
-      while (r < run && m->pool().find(hashes[r]) >= 0)
-        ++r;
-      run = r;
+      int64_t b = 0;
+      while (m->hashIndex(b) < run && m->pool().find(hashes[m->hashIndex(b)]) >= 0)
+        ++b;
+      run = std::min(run, b * m->rate() + m->rate() - 1);
     }
   // Windowed and chunked groups need only the blocks a query after the hit still sees: count
   // what each has cached, so that any candidate is checked at once.
@@ -258,6 +264,8 @@ PrefixMatch CacheCoordinator::findPrefix(const std::vector<uint64_t> &hashes, in
   PrefixMatch match;
   for (int64_t n = run; n > 0 && match.tokens == 0; --n) {
     if (state_ && ((n * blockSize_) % grid_ != 0 || state_->pool().find(hashes[n - 1]) < 0))
+      continue;
+    if (std::any_of(paged_.begin(), paged_.end(), [&](const auto &m) { return n % m->rate() != 0; }))
       continue;
     bool seen = true;
     for (size_t i = 0; i < partial.size() && seen; ++i) {

@@ -63,7 +63,7 @@ int64_t PagedManager::firstVisible(int64_t pos) const {
 }
 
 void PagedManager::commit(int32_t seq, int64_t pos) {
-  if (group_.retention == CacheGroup::All)
+  if (keepsAll())
     return;
   // Block b covers [b*B, (b+1)*B); it is dead once it ends at or before the first visible.
   int64_t dead = std::min(held(seq), firstVisible(pos) / blockSize_);
@@ -73,7 +73,7 @@ void PagedManager::commit(int32_t seq, int64_t pos) {
 }
 
 bool PagedManager::fork(int32_t seq, int32_t child, int64_t length, int group, std::vector<UnitCopy> &copies) {
-  int64_t whole = length / blockSize_, blocks = blocksFor(length);
+  int64_t whole = rowsFor(length) / blockSize_, blocks = blocksFor(length);
   bool partial = blocks > whole;
   if (partial && (pool_.freeCount() < 1 || at(seq, whole) < 0))
     return false;
@@ -90,19 +90,20 @@ bool PagedManager::fork(int32_t seq, int32_t child, int64_t length, int group, s
 
 int64_t PagedManager::maxBlocksFor(int64_t length, int64_t maxChunk) const {
   int64_t all = blocksFor(length);
-  if (group_.retention == CacheGroup::All)
+  if (keepsAll())
     return all;
   // A windowed (or chunked) group holds what the next query can see plus the chunk being
   // written, plus a partial block at each end.
   return std::min(all, (group_.tokens + maxChunk) / blockSize_ + 2);
 }
 
-void PagedManager::adopt(int32_t seq, const std::vector<uint64_t> &hashes, int64_t blocks) {
+void PagedManager::adopt(int32_t seq, const std::vector<uint64_t> &hashes, int64_t tokenBlocks) {
+  int64_t blocks = tokenBlocks / rate(); // the caller took whole blocks of this group
   int64_t first = std::min(blocks, firstNeededBlock(blocks * blockSize_));
   int32_t *r = row(seq);
   std::fill(r, r + first, -1);
   for (int64_t b = first; b < blocks; ++b)
-    if ((r[b] = pool_.lookup(hashes[b])) < 0)
+    if ((r[b] = pool_.lookup(hashes[hashIndex(b)])) < 0)
       throw std::logic_error("a cached block vanished while a prefix was taken");
   length_[seq] = blocks;
   released_[seq] = first;
@@ -119,9 +120,10 @@ void PagedManager::restore(int32_t seq, int64_t first, int64_t end) {
 }
 
 void PagedManager::publish(int32_t seq, const std::vector<uint64_t> &hashes, int64_t from, int64_t to) {
-  for (int64_t b = from; b < std::min(to, held(seq)); ++b)
+  // Token blocks [from, to) are complete: so are this group's blocks that end among them.
+  for (int64_t b = from / rate(); b < std::min(to / rate(), held(seq)); ++b)
     if (int32_t u = at(seq, b); u >= 0 && !pool_.hasHash(u))
-      pool_.setHash(u, hashes[b]);
+      pool_.setHash(u, hashes[hashIndex(b)]);
 }
 
 StaticManager::StaticManager(int blockSize, int32_t blocks, int32_t *rows, int32_t seqs, int32_t width)

@@ -50,11 +50,16 @@ protected:
 
 // Rows per token, appended as a request grows: a layer group that keeps every token, a window of
 // them or the current chunk. Blocks that no later query can see are released as positions are
-// committed.
+// committed. A compressed group keeps one row per window of `rate` positions: its block b holds
+// the rows of positions [b * B * rate, (b + 1) * B * rate) and is named, for prefix caching, by
+// the hash of the last token block it covers.
 class PagedManager : public TableRows {
 public:
   PagedManager(const CacheGroup &group, int blockSize, int32_t blocks, int32_t *rows, int32_t seqs, int32_t width);
-  int64_t blocksFor(int64_t upTo) const { return (upTo + blockSize_ - 1) / blockSize_; }
+  int64_t rate() const { return group_.retention == CacheGroup::Compressed ? group_.tokens : 1; }
+  // The rows positions [0, upTo) hold, and the blocks those need.
+  int64_t rowsFor(int64_t upTo) const { return upTo / rate(); }
+  int64_t blocksFor(int64_t upTo) const { return (rowsFor(upTo) + blockSize_ - 1) / blockSize_; }
   int64_t blocksNeeded(int32_t seq, int64_t upTo) const;
   // Blocks for positions [0, upTo); the caller checked that the pool has blocksNeeded().
   void allocate(int32_t seq, int64_t upTo) { grow(seq, blocksFor(upTo)); }
@@ -76,10 +81,13 @@ public:
 
   // Prefix caching. The first block a query at `pos` (and every later one) sees.
   int64_t firstNeededBlock(int64_t pos) const { return firstVisible(pos) / blockSize_; }
-  bool keepsAll() const { return group_.retention == CacheGroup::All; }
-  // The sequence (holding nothing) takes the cached blocks of hashes [first needed, blocks) for
-  // positions [0, blocks * B); the caller checked that the pool has them all.
-  void adopt(int32_t seq, const std::vector<uint64_t> &hashes, int64_t blocks);
+  bool keepsAll() const { return group_.retention == CacheGroup::All || group_.retention == CacheGroup::Compressed; }
+  // The token block whose hash names block b (its last one).
+  int64_t hashIndex(int64_t b) const { return (b + 1) * rate() - 1; }
+  // The sequence (holding nothing) takes the cached blocks [first needed, ...) of positions
+  // [0, tokenBlocks * B); the caller checked that the pool has them all (and, for a compressed
+  // group, that they are whole blocks of it).
+  void adopt(int32_t seq, const std::vector<uint64_t> &hashes, int64_t tokenBlocks);
   // Swapping: the first block the sequence still holds, and fresh blocks for [first, end) of an
   // empty row (the caller checked the pool has them).
   int64_t firstHeld(int32_t seq) const { return released_[seq]; }

@@ -435,6 +435,8 @@ void kvAppend(const float *k, const float *v, int64_t T, const int32_t *position
               int64_t tableWidth, const KvLayout &layout, float *pool) {
   int64_t vElems = layout.vElems();
   for (int64_t t = 0; t < T; ++t) {
+    if (positions[t] < 0) // a token that writes no row (it closes no compressed window)
+      continue;
     const int32_t *table = tables + (int64_t)slots[seqIds[t]] * tableWidth;
     float *row = pool + slotOf(table, positions[t], layout.block_size) * layout.row_elems;
     std::memcpy(row, k + t * layout.k_elems, layout.k_elems * sizeof(float));
@@ -545,6 +547,66 @@ void latentAttention(const float *qLatent, const float *qRope, int64_t T, const 
   pagedAttention(q.data(), T, positions, seqIds, slots, tables, tableWidth, valueAtStart, pool, a, out, pfor);
 }
 
+void compressedRows(const int32_t *positions, int64_t T, int64_t rate, int32_t *rows) {
+  for (int64_t t = 0; t < T; ++t)
+    rows[t] = (positions[t] + 1) % rate == 0 ? (positions[t] + 1) / rate - 1 : -1;
+}
+
+void latentAttentionWithEntries(const float *qLatent, const float *qRope, int64_t T, const int32_t *positions,
+                                const int32_t *seqIds, const int32_t *slots, const int32_t *tables,
+                                int64_t tableWidth, const KvLayout &layout, const float *pool,
+                                const LatentAttentionParams &p, const LatentEntries &entries, float *out,
+                                const ParallelFor &pfor) {
+  int64_t H = p.num_heads, L = p.latent_dim, R = p.rope_dim;
+  pfor(T * H, [&](int64_t th) {
+    int64_t t = th / H, pos = positions[t];
+    int64_t lo = p.window > 0 ? std::max<int64_t>(0, pos - p.window + 1) : p.chunk > 0 ? pos / p.chunk * p.chunk : 0;
+    const int32_t *table = tables + (int64_t)slots[seqIds[t]] * tableWidth;
+    const int32_t *entryTable = entries.tables + (int64_t)slots[seqIds[t]] * tableWidth;
+    // The rows it reads: the layer's [lo, pos], then the entries (roped part: the layer's only).
+    thread_local std::vector<const float *> rows;
+    thread_local std::vector<float> scores;
+    rows.clear();
+    for (int64_t j = lo; j <= pos; ++j)
+      rows.push_back(pool + slotOf(table, j, layout.block_size) * layout.row_elems);
+    size_t own = rows.size();
+    auto addEntry = [&](int64_t w) {
+      rows.push_back(entries.pool + slotOf(entryTable, w, entries.layout->block_size) * entries.layout->row_elems);
+    };
+    if (entries.selection) {
+      for (int64_t i = 0; i < entries.k; ++i)
+        if (int32_t w = entries.selection[t * entries.k + i]; w >= 0)
+          addEntry(w);
+    } else {
+      for (int64_t w = 0; w < (pos + 1) / entries.rate; ++w)
+        addEntry(w);
+    }
+    const float *ql = qLatent + th * L, *qr = qRope + th * R;
+    scores.resize(rows.size());
+    float maxScore = p.sinks ? p.sinks[th % H] : -INFINITY;
+    for (size_t i = 0; i < rows.size(); ++i) {
+      float dot = 0;
+      for (int64_t d = 0; d < L; ++d)
+        dot += ql[d] * rows[i][d];
+      if (i < own)
+        for (int64_t d = 0; d < R; ++d)
+          dot += qr[d] * rows[i][L + d];
+      scores[i] = dot * p.scale;
+      maxScore = std::max(maxScore, scores[i]);
+    }
+    double denom = p.sinks ? std::exp((double)p.sinks[th % H] - maxScore) : 0.0;
+    for (float &sc : scores)
+      denom += sc = std::exp(sc - maxScore);
+    float *oh = out + th * L;
+    std::fill(oh, oh + L, 0.0f);
+    for (size_t i = 0; i < rows.size(); ++i) {
+      float wgt = (float)(scores[i] / denom);
+      for (int64_t d = 0; d < L; ++d)
+        oh[d] += wgt * rows[i][d];
+    }
+  });
+}
+
 void layerNorm(const float *x, int64_t rows, int64_t width, int64_t group, const float *w, const float *b,
                bool perFeature, float eps, float offset, float *y) {
   for (int64_t i = 0; i < rows * width; i += group) {
@@ -567,6 +629,8 @@ void indexAppend(const float *key, int64_t T, const int32_t *positions, const in
                  const int32_t *slots, const int32_t *tables, int64_t tableWidth, const KvLayout &layout,
                  float *pool) {
   for (int64_t t = 0; t < T; ++t) {
+    if (positions[t] < 0) // a token that writes no row (it closes no compressed window)
+      continue;
     const int32_t *table = tables + (int64_t)slots[seqIds[t]] * tableWidth;
     float *row = pool + slotOf(table, positions[t], layout.block_size) * layout.row_elems + layout.indexOffset();
     std::memcpy(row, key + t * layout.index_elems, layout.index_elems * sizeof(float));
@@ -578,7 +642,7 @@ void indexSelect(const float *q, const float *w, int64_t T, const int32_t *posit
                  const float *pool, const IndexSelectParams &p, int32_t *out, const ParallelFor &pfor) {
   int64_t H = p.num_heads, D = p.head_dim, K = p.topk;
   pfor(T, [&](int64_t t) {
-    int64_t n = (int64_t)positions[t] + 1;
+    int64_t n = ((int64_t)positions[t] + 1) / p.rate;
     const int32_t *table = tables + (int64_t)slots[seqIds[t]] * tableWidth;
     const float *qt = q + t * H * D;
     std::vector<float> wt(H), score(n);
@@ -864,6 +928,9 @@ void moeRoute(const float *logits, int64_t T, int64_t E, int64_t k, const RouteP
     } else if (p.score == RouteScore::Sigmoid) {
       for (int64_t e = 0; e < E; ++e)
         probs[e] = 1.0f / (1.0f + std::exp(-l[e]));
+    } else if (p.score == RouteScore::SqrtSoftplus) {
+      for (int64_t e = 0; e < E; ++e) // softplus as torch computes it: linear above 20
+        probs[e] = std::sqrt(l[e] > 20.0f ? l[e] : std::log1p(std::exp(l[e])));
     } else {
       float m = *std::max_element(l, l + E);
       double sum = 0;
@@ -877,7 +944,19 @@ void moeRoute(const float *logits, int64_t T, int64_t E, int64_t k, const RouteP
     if (p.group_count > 0)
       maskRouteGroups(keys.data(), E, p);
     std::iota(order.begin(), order.end(), 0);
-    std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return keys[a] > keys[b]; });
+    if (p.table) { // hash routing: the table's experts for the token, in the table's order
+      int64_t token = p.tokens[t];
+      if (token < 0 || token >= p.vocab)
+        throw std::runtime_error("cbc.moe.route: token " + std::to_string(token) + " is outside the routing table");
+      for (int64_t j = 0; j < k; ++j) {
+        float id = p.table[token * k + j];
+        if (!(id >= 0 && id < (float)E))
+          throw std::runtime_error("cbc.moe.route: the routing table names an expert outside [0, experts)");
+        order[j] = (int32_t)id;
+      }
+    } else {
+      std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return keys[a] > keys[b]; });
+    }
     float *w = weights + t * k;
     for (int64_t j = 0; j < k; ++j) {
       ids[t * k + j] = order[j];
@@ -1086,6 +1165,76 @@ void ngramEmbed(const int32_t *tokens, Matrix table, int64_t D, const NgramParam
     }
     for (int64_t i = 0; i < H; ++i)
       state[i] = (float)hist[end - begin + i];
+  });
+}
+
+namespace {
+// One window's entry, feature by feature: the softmax over its slots of gate + ape (held in the
+// slots already) weighing their kv. Slot rows are [kv (D) | gate (D)].
+void poolSlots(const std::vector<const float *> &slots, int64_t D, float *out) {
+  for (int64_t f = 0; f < D; ++f) {
+    float m = -INFINITY;
+    for (const float *sl : slots)
+      m = std::max(m, sl[D + f]);
+    double sum = 0, acc = 0;
+    for (const float *sl : slots) {
+      double e = std::exp((double)(sl[D + f] - m));
+      sum += e;
+      acc += e * sl[f];
+    }
+    out[f] = (float)(acc / sum);
+  }
+}
+} // namespace
+
+void windowPool(const float *x, const int32_t *positions, const float *ape, const WindowPoolParams &p,
+                const StateRows &rows, float *pool, float *y, const ParallelFor &pfor) {
+  int64_t R = p.rate, D = p.dim, S = p.overlap ? 2 : 1, size = (p.overlap ? 3 : 1) * R * 2 * D;
+  pfor(rows.num_requests, [&](int64_t r) {
+    float *state = startState(rows, pool, r, size, size);
+    // Slots of 2D: with overlap the previous window's first halves, then the open window's
+    // second and first halves; else the open window's.
+    float *prevA = state, *curB = state + (p.overlap ? R : 0) * 2 * D, *curA = state + 2 * R * 2 * D;
+    std::vector<const float *> slots;
+    for (int64_t t = rows.cu_seqlens[r]; t < rows.cu_seqlens[r + 1]; ++t) {
+      int64_t pos = positions[t], s = pos % R, w = pos / R;
+      const float *kv = x + t * 2 * S * D, *g = kv + S * D;
+      for (int64_t h = 0; h < S; ++h) { // h 0: the first half (the next window's), h 1: the second
+        float *slot = (p.overlap && h == 0 ? curA : curB) + s * 2 * D;
+        int64_t col = p.overlap && h == 0 ? 0 : (S - 1) * D;
+        for (int64_t f = 0; f < D; ++f) {
+          slot[f] = kv[col + f];
+          slot[D + f] = g[col + f] + ape[s * S * D + col + f];
+        }
+      }
+      float *yt = y + t * D;
+      if (s != R - 1) {
+        std::fill(yt, yt + D, 0.0f);
+        continue;
+      }
+      slots.clear();
+      for (int64_t j = 0; j < R; ++j) {
+        if (p.overlap && w > 0)
+          slots.push_back(prevA + j * 2 * D);
+        slots.push_back(curB + j * 2 * D);
+      }
+      poolSlots(slots, D, yt);
+      if (p.norm) {
+        double ss = 0;
+        for (int64_t f = 0; f < D; ++f)
+          ss += (double)yt[f] * yt[f];
+        float inv = 1.0f / std::sqrt((float)(ss / (double)D) + p.eps);
+        for (int64_t f = 0; f < D; ++f)
+          yt[f] = yt[f] * inv * p.norm[f];
+      }
+      if (p.rope) {
+        int32_t first = (int32_t)(w * R);
+        int64_t len = pos + 1;
+        rope(yt, 1, D, *p.rope, &first, &len, yt, serialFor);
+      }
+      if (p.overlap)
+        std::copy(curA, curA + R * 2 * D, prevA);
+    }
   });
 }
 

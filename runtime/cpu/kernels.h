@@ -192,6 +192,26 @@ void latentAttention(const float *qLatent, const float *qRope, int64_t T, const 
                      const int32_t *seqIds, const int32_t *slots, const int32_t *tables, int64_t tableWidth,
                      const KvLayout &layout, const float *pool, const LatentAttentionParams &p, float *out,
                      const ParallelFor &pfor);
+// A compressed layer's entries (latent rows of `rate` positions each) that a latent attention
+// also reads: those complete at the query, or the listed ones ([T, k], -1 for none).
+struct LatentEntries {
+  const int32_t *tables = nullptr; // the compressed layer's group's tables
+  const KvLayout *layout = nullptr;
+  const float *pool = nullptr;
+  int64_t rate = 0;
+  const int32_t *selection = nullptr;
+  int64_t k = 0;
+};
+// Latent attention over the window (or all) of a layer's cached rows and a compressed layer's
+// entries, in one softmax per head.
+void latentAttentionWithEntries(const float *qLatent, const float *qRope, int64_t T, const int32_t *positions,
+                                const int32_t *seqIds, const int32_t *slots, const int32_t *tables,
+                                int64_t tableWidth, const KvLayout &layout, const float *pool,
+                                const LatentAttentionParams &p, const LatentEntries &entries, float *out,
+                                const ParallelFor &pfor);
+// The cache row each token writes in a compressed layer: window (p + 1) / rate - 1 for a token
+// closing its window, -1 (none) for the others.
+void compressedRows(const int32_t *positions, int64_t T, int64_t rate, int32_t *rows);
 
 // Sparse (indexed) attention. indexAppend writes each token's indexer key into the layer's
 // index_key row; indexSelect scores, per query t, every visible cached key j <= positions[t]
@@ -206,6 +226,7 @@ void layerNorm(const float *x, int64_t rows, int64_t width, int64_t group, const
 struct IndexSelectParams {
   int64_t num_heads = 0, head_dim = 0, topk = 0;
   float key_scale = 1, weight_scale = 1;
+  int64_t rate = 1; // the keys are compressed entries of `rate` positions: p sees (p + 1) / rate of them
 };
 // cbc.kv.pool_select: index_key rows [k | g] of 2 head_dim with `ape` (learned pooling), else k of
 // head_dim (the mean); pools of `pool` positions; `w` null: every head weighs 1.
@@ -262,6 +283,10 @@ struct RouteParams {
   int64_t sinks = 0;
   float threshold = 0.0f; // sparsemixer: the relative gap below a round's best that drops an expert
   bool bias_on_logits = false; // selection keys are logit + bias rather than score + bias
+  // Hash routing: row t takes the experts table[tokens[t]] ([vocab, k], ids as floats).
+  const int32_t *tokens = nullptr;
+  const float *table = nullptr;
+  int64_t vocab = 0;
 };
 void moeRoute(const float *logits, int64_t T, int64_t E, int64_t k, const RouteParams &p, float *weights,
               int32_t *ids);
@@ -337,6 +362,16 @@ struct NgramParams {
 };
 void ngramEmbed(const int32_t *tokens, Matrix table, int64_t D, const NgramParams &p, const StateRows &rows,
                 float *pool, float *y, const ParallelFor &pfor);
+// cbc.state.window_pool: each window of `rate` tokens pooled into one entry (see the op).
+struct WindowPoolParams {
+  int64_t rate = 0, dim = 0;
+  bool overlap = false;
+  const float *norm = nullptr;
+  float eps = 1e-6f;
+  std::optional<RopeParams> rope;
+};
+void windowPool(const float *x, const int32_t *positions, const float *ape, const WindowPoolParams &p,
+                const StateRows &rows, float *pool, float *y, const ParallelFor &pfor);
 
 void conv1dStates(const float *x, int64_t C, int64_t K, const float *w, const float *bias, Act act,
                   const StateRows &rows, float *pool, float *y, const ParallelFor &pfor, bool residual = false,

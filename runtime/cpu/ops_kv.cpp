@@ -16,6 +16,17 @@ const KvLayout &siteLayout(const OpContext &c, const fb::CacheSite *site) {
 
 int64_t windowOf(const fb::CacheSite &s) { return s.retention() == fb::Retention::Window ? s.tokens() : 0; }
 int64_t chunkOf(const fb::CacheSite &s) { return s.retention() == fb::Retention::Chunk ? s.tokens() : 0; }
+int64_t rateOf(const fb::CacheSite &s) { return s.retention() == fb::Retention::Compressed ? s.tokens() : 1; }
+
+// The rows a writer of `site` fills: the tokens' positions, or in a compressed layer the windows
+// the tokens close (-1 for the others), in `scratch`.
+const int32_t *writtenRows(const fb::CacheSite &site, const StepBatch &b, std::vector<int32_t> &scratch) {
+  if (site.retention() != fb::Retention::Compressed)
+    return b.positions.data();
+  scratch.resize(b.num_tokens);
+  compressedRows(b.positions.data(), b.num_tokens, site.tokens(), scratch.data());
+  return scratch.data();
+}
 } // namespace
 
 Exec compileKvAppend(const OpContext &c) {
@@ -30,9 +41,11 @@ Exec compileKvAppend(const OpContext &c) {
   c.needArg(3, StepArg::SeqIds);
   c.needArg(4, StepArg::Slots);
   c.needArg(5, StepArg::BlockTables);
+  fb::CacheSite site = *p.site();
   return [=](StepEnv &e) {
     const StepBatch &b = *e.batch;
-    kvAppend(e.f32(k), e.f32(v), b.num_tokens, b.positions.data(), b.seq_ids.data(), b.slots.data(),
+    thread_local std::vector<int32_t> scratch;
+    kvAppend(e.f32(k), e.f32(v), b.num_tokens, writtenRows(site, b, scratch), b.seq_ids.data(), b.slots.data(),
              e.groupTables(group), b.table_width, e.kvLayouts.at(layer), e.kvPool(layer));
   };
 }
@@ -115,7 +128,7 @@ Exec compileKvAttention(const OpContext &c) {
 }
 
 Exec compileKvLatentAttention(const OpContext &c) {
-  c.check(c.I.size() >= 8 && c.I.size() <= 10, "has the wrong number of operands");
+  c.check(c.I.size() >= 8 && c.I.size() <= 11, "has the wrong number of operands");
   c.need((int)c.I.size(), 1);
   const fb::KvLatentAttentionParams &params = c.params<fb::KvLatentAttentionParams>();
   const KvLayout &kv = siteLayout(c, params.site());
@@ -130,10 +143,30 @@ Exec compileKvLatentAttention(const OpContext &c) {
   p.window = windowOf(*params.site());
   p.chunk = chunkOf(*params.site());
   int64_t L = p.latent_dim, R = p.rope_dim;
-  // Optional operands: the sinks (a weight), then the selection (rows).
-  int sinks = c.I.size() > 8 && !c.isAct(c.I[8]) ? c.I[8] : -1;
-  int sel = c.I.size() > 8 && c.isAct(c.I.back()) ? c.I.back() : -1;
-  c.check((int)c.I.size() == 8 + (sinks >= 0) + (sel >= 0), "has operands of the wrong kinds");
+  // Optional operands: the sinks (a weight), the selection (rows), then the entry selection.
+  const fb::CacheSite *entrySite = params.entries();
+  size_t end = c.I.size() - (params.entry_selection() ? 1 : 0);
+  c.check(end >= 8 && (!params.entry_selection() || entrySite), "has an entry selection without entries");
+  int entrySel = params.entry_selection() ? c.I.back() : -1;
+  int sinks = end > 8 && !c.isAct(c.I[8]) ? c.I[8] : -1;
+  int sel = end > 8 && c.isAct(c.I[end - 1]) ? c.I[end - 1] : -1;
+  c.check(end == 8 + (sinks >= 0) + (sel >= 0), "has operands of the wrong kinds");
+  LatentEntries entries;
+  int entryLayer = -1, entryGroup = -1;
+  if (entrySite) {
+    c.check(entrySite->retention() == fb::Retention::Compressed && sel < 0 && (entrySel < 0 || c.isAct(entrySel)),
+            "reads entries that are not a compressed layer's, or with a token selection");
+    const KvLayout &ekv = siteLayout(c, entrySite);
+    c.check(ekv.k_elems == L, "reads entries whose rows are not latent_dim wide");
+    entryLayer = entrySite->layer();
+    entryGroup = entrySite->group();
+    entries.rate = entrySite->tokens();
+    if (entrySel >= 0) {
+      c.acts({entrySel});
+      entries.k = c.cols(entrySel);
+      c.check(entries.k > 0 && entries.k <= (1 << 24), "has a bad entry selection");
+    }
+  }
   c.check(sinks < 0 || c.weightNumel(sinks) == p.num_heads, "has sinks that are not one per head");
   c.checkShape(shape::check(shape::KvLatentAttention{p.num_heads, L, R, c.cols(ql), c.cols(qr), c.cols(out),
                                                       sel >= 0 ? c.cols(sel) : -1}));
@@ -153,6 +186,21 @@ Exec compileKvLatentAttention(const OpContext &c) {
     LatentAttentionParams p2 = p;
     p2.sinks = sinks >= 0 ? e.weight(sinks) : nullptr;
     const LatentAttentionParams &p = p2;
+    if (entryLayer >= 0) {
+      LatentEntries en = entries;
+      en.tables = e.groupTables(entryGroup);
+      en.layout = &e.kvLayouts.at(entryLayer);
+      en.pool = e.kvPool(entryLayer);
+      en.selection = entrySel >= 0 ? e.i32(entrySel) : nullptr;
+      // Listed entries must be complete at the query.
+      for (int64_t t = 0; en.selection && t < b.num_tokens * en.k; ++t)
+        if (en.selection[t] >= (b.positions[t / en.k] + 1) / en.rate)
+          throw std::runtime_error("cbc.kv.latent_attention: an entry selection names a window after its query");
+      latentAttentionWithEntries(e.f32(ql), e.f32(qr), b.num_tokens, b.positions.data(), b.seq_ids.data(),
+                                 b.slots.data(), e.groupTables(group), b.table_width, e.kvLayouts.at(layer),
+                                 e.kvPool(layer), p, en, e.f32(out), e.pfor);
+      return;
+    }
     if (sel >= 0) {
       // The selected positions index the request's rows; reject any outside its context.
       const int32_t *s = e.i32(sel);
@@ -182,10 +230,12 @@ Exec compileKvIndexAppend(const OpContext &c) {
   c.needArg(2, StepArg::SeqIds);
   c.needArg(3, StepArg::Slots);
   c.needArg(4, StepArg::BlockTables);
+  fb::CacheSite site = *p.site();
   return [=](StepEnv &e) {
     const StepBatch &b = *e.batch;
-    indexAppend(e.f32(key), b.num_tokens, b.positions.data(), b.seq_ids.data(), b.slots.data(), e.groupTables(group),
-                b.table_width, e.kvLayouts.at(layer), e.kvPool(layer));
+    thread_local std::vector<int32_t> scratch;
+    indexAppend(e.f32(key), b.num_tokens, writtenRows(site, b, scratch), b.seq_ids.data(), b.slots.data(),
+                e.groupTables(group), b.table_width, e.kvLayouts.at(layer), e.kvPool(layer));
   };
 }
 
@@ -228,6 +278,9 @@ Exec compileKvIndexSelect(const OpContext &c) {
   p.topk = params.topk();
   p.key_scale = (float)params.key_scale();
   p.weight_scale = (float)params.weight_scale();
+  p.rate = rateOf(*params.site());
+  c.check(params.site()->retention() == fb::Retention::All || p.rate > 1,
+          "reads index keys that are kept for every token or per compressed window only");
   c.checkShape(shape::check(shape::KvIndexSelect{p.num_heads, p.head_dim, p.topk, c.cols(q), c.cols(w), c.cols(out)}));
   c.check(p.head_dim == kv.index_elems && p.topk <= (1 << 24), "has index keys that do not fit the cache plan's rows");
   c.needArg(2, StepArg::Positions);

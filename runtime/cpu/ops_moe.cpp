@@ -40,11 +40,17 @@ Exec compileRowsInject(const OpContext &c) {
   };
 }
 
+// Operands logits, [selection bias], [tokens, table]: the params say whether the table is there.
 Exec compileMoeRoute(const OpContext &c) {
-  c.need(1, 2);
-  int logits = c.I[0], weights = c.O[0], ids = c.O[1], bias = c.I.size() == 2 ? c.I[1] : -1;
-  c.acts({logits, weights, ids});
   const fb::MoeRouteParams &params = c.params<fb::MoeRouteParams>();
+  size_t hashed = params.table() ? 2 : 0;
+  c.check(c.I.size() >= 1 + hashed && c.I.size() <= 2 + hashed, "has the wrong number of operands");
+  c.need((int)c.I.size(), 2);
+  int logits = c.I[0], weights = c.O[0], ids = c.O[1], bias = c.I.size() == 2 + hashed ? c.I[1] : -1;
+  int table = hashed ? c.I.back() : -1;
+  if (hashed)
+    c.needArg((int)c.I.size() - 2, StepArg::Tokens);
+  c.acts({logits, weights, ids});
   int64_t E = c.cols(logits), k = params.k(), S = params.sinks();
   c.check(S >= 0 && S < E && (S == 0 || (params.score() == fb::RouteScore::Sigmoid && !params.groups() && !params.renorm())),
           "has sinks without plain sigmoid scores");
@@ -76,9 +82,18 @@ Exec compileMoeRoute(const OpContext &c) {
     p.group_score = g->score();
     p.group_fill = g->fill();
   }
+  if (table >= 0) {
+    const std::vector<int64_t> &ts = c.weightShape(table);
+    c.check(ts.size() == 2 && ts[1] == k && ts[0] > 0 && bias < 0 && S == 0 && !params.groups() && !mixer &&
+                params.score() != fb::RouteScore::TopkSoftmax,
+            "has a routing table that is not [vocab, k], or with a selection bias, sinks or groups");
+    p.vocab = ts[0];
+  }
   return [=](StepEnv &e) {
     RouteParams q = p;
     q.selection_bias = bias >= 0 ? e.weight(bias) : nullptr;
+    q.table = table >= 0 ? e.weight(table) : nullptr;
+    q.tokens = table >= 0 ? e.arg(StepArg::Tokens) : nullptr;
     moeRoute(e.f32(logits), e.rows(logits), E, k, q, e.f32(weights), e.i32(ids));
   };
 }

@@ -121,6 +121,40 @@ Exec compileNgramEmbed(const OpContext &c) {
   };
 }
 
+// Operands x, positions, ape, [norm], then the metadata.
+Exec compileWindowPool(const OpContext &c) {
+  const fb::WindowPoolParams &p = c.params<fb::WindowPoolParams>();
+  checkStateMeta(c, p.has_norm() ? 4 : 3);
+  int x = c.I[0], ape = c.I[2], norm = p.has_norm() ? c.I[3] : -1, out = c.O[0];
+  c.needArg(1, StepArg::Positions);
+  checkActs(c, {x, out});
+  c.acts({x, out});
+  const std::vector<int64_t> &as = c.weightShape(ape);
+  shape::WindowPool s{p.rate(), p.dim(), c.cols(x), (int64_t)as.size(), as.size() == 2 ? as[0] : 0,
+                      as.size() == 2 ? as[1] : 0, norm >= 0 ? c.weightNumel(norm) : 0, c.cols(out), p.overlap(),
+                      norm >= 0};
+  c.checkShape(shape::check(s));
+  c.checkState(*p.state(), shape::stateShape(s));
+  WindowPoolParams wp;
+  wp.rate = p.rate();
+  wp.dim = p.dim();
+  wp.overlap = p.overlap();
+  wp.eps = (float)p.eps();
+  if (p.rope()) {
+    wp.rope = ropeParams(*p.rope());
+    c.check(wp.rope->head_dim == wp.dim && wp.rope->sections.empty() &&
+                wp.rope->rotary_offset + wp.rope->rotary_dim <= wp.dim,
+            "has a rope that does not rotate one head of dim features");
+  }
+  int layer = p.state()->layer();
+  std::string state = p.state()->name()->str();
+  return [=](StepEnv &e) mutable {
+    wp.norm = norm >= 0 ? e.weight(norm) : nullptr;
+    windowPool(e.f32(x), e.arg(StepArg::Positions), e.weight(ape), wp, e.stateRows(), e.statePool(layer, state),
+               e.f32(out), e.pfor);
+  };
+}
+
 Exec compileWkv(const OpContext &c) {
   checkStateMeta(c, 4);
   const fb::WkvParams &p = c.params<fb::WkvParams>();

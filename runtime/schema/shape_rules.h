@@ -80,6 +80,31 @@ constexpr Error check(const Shift &s) {
 // The last input of every channel.
 constexpr std::array<int64_t, 2> stateShape(const Shift &s) { return {s.channels, 1}; }
 
+// cbc.state.window_pool: x [T, 2 * S * dim] (S = 2 with overlap), ape [rate, S * dim], the norm
+// [dim], the result [T, dim].
+struct WindowPool {
+  int64_t rate, dim, x, ape_rank, ape_rows, ape_cols, norm, result;
+  bool overlap, has_norm;
+  int64_t halves() const { return overlap ? 2 : 1; }
+};
+constexpr Error check(const WindowPool &s) {
+  if (s.rate <= 0 || s.dim <= 0)
+    return "rate and dim must be positive";
+  if (s.x != 2 * s.halves() * s.dim)
+    return "x width must be 2 * dim, or 4 * dim with overlap";
+  if (s.ape_rank != 2 || s.ape_rows != s.rate || s.ape_cols != s.halves() * s.dim)
+    return "ape must be [rate, dim], or [rate, 2 * dim] with overlap";
+  if (s.has_norm && s.norm != s.dim)
+    return "norm must have dim entries";
+  if (s.result != s.dim)
+    return "result width must be dim";
+  return nullptr;
+}
+// The open window's slots (and with overlap the previous window's first halves), [kv | gate] each.
+constexpr std::array<int64_t, 2> stateShape(const WindowPool &s) {
+  return {(s.overlap ? 3 : 1) * s.rate, 2 * s.dim};
+}
+
 // cbc.state.wkv: k, v and the result [T, C], time_decay and time_first [C].
 struct Wkv {
   int64_t channels, v, time_decay, time_first, result;

@@ -26,7 +26,9 @@ namespace cbc {
 // an attention, a convolution's per-token taps, lag order and scale, the soft-capped SwiGLU. 9: a
 // convolution's dilation, mean pooling, a key norm and RoPE and block output in a pool selection,
 // per-row norm weights, the mean collapse of streams, cbc.math.group_dot, cbc.state.ngram_embed.
-constexpr uint32_t kFormatVersion = 9;
+// 10: compressed retention, cbc.state.window_pool, compressed entries on a latent attention,
+// sqrt-softplus scores and table (hash) routing.
+constexpr uint32_t kFormatVersion = 10;
 
 // The step function's arguments, in order.
 enum class StepArg : uint8_t {

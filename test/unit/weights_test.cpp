@@ -244,13 +244,32 @@ TEST_F(GptOssWeights, AnEmptyTransposedTensorIsNamed) {
   expectWeightError([&] { load(ts, dir); }, {name, "shape [4, 64, 0]", "[4, 64, 96]"}, name);
 }
 
-TEST_F(Weights, UnsupportedDtypeIsNamed) {
-  for (std::string dtype : {"I64", "F64", "I32", "U8", "I8"}) {
+// Integer tensors are read as floats (a hash router's expert ids), exact below 2^24; a larger
+// value is refused, naming the tensor and the value.
+TEST_F(Weights, IntegerTensorsPastTwoTo24AreRefused) {
+  for (std::string dtype : {"I64", "I32"}) {
     TempDir dir;
     Tensors ts = tensors_;
     std::string name = "model.layers.0.self_attn.o_proj.weight";
     rt::TensorView &t = tensor(ts, name);
-    size_t elemBytes = dtype == "I64" || dtype == "F64" ? 8 : dtype == "I32" ? 4 : 1;
+    size_t elemBytes = dtype == "I64" ? 8 : 4;
+    std::vector<uint8_t> data(t.numel() * elemBytes, 0);
+    int32_t big = 1 << 24;
+    std::memcpy(data.data(), &big, 4);
+    t.dtype_name = dtype;
+    t.data = data.data();
+    t.bytes = data.size();
+    expectWeightError([&] { load(ts, dir); }, {name, "16777216", "2^24"}, dtype);
+  }
+}
+
+TEST_F(Weights, UnsupportedDtypeIsNamed) {
+  for (std::string dtype : {"F64", "U8", "I8"}) {
+    TempDir dir;
+    Tensors ts = tensors_;
+    std::string name = "model.layers.0.self_attn.o_proj.weight";
+    rt::TensorView &t = tensor(ts, name);
+    size_t elemBytes = dtype == "F64" ? 8 : 1;
     std::vector<uint8_t> data(t.numel() * elemBytes, 0);
     t.dtype_name = dtype;
     t.data = data.data();

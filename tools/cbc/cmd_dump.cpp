@@ -218,6 +218,40 @@ void printStates(const std::vector<rt::StateDecl> &states) {
   }
 }
 
+// Bytes below a MiB as bytes, below a GiB in MiB, else in GB.
+std::string sizeText(int64_t bytes) {
+  if (bytes < (1 << 20))
+    return std::to_string(bytes) + " bytes";
+  if (bytes < (1ll << 30)) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.1f MiB", (double)bytes / (1 << 20));
+    return text;
+  }
+  return rt::gigabytes(bytes);
+}
+
+// What one request holds at the model's longest context, group by group: a window or chunk
+// group keeps at most its tokens, a compressed group one row per window, the state group one unit.
+void printRequestBytes(const Artefact &a) {
+  int64_t n = a.meta.max_positions;
+  if (n <= 0)
+    return;
+  std::printf("one request at %lld tokens (max positions):", (long long)n);
+  int64_t sum = 0;
+  for (const auto &g : a.cache_plan.groups) {
+    int64_t bytes = g.bytes_per_token * n;
+    if (g.kind == rt::CacheGroup::State)
+      bytes = g.bytes_per_unit;
+    else if (g.kind == rt::CacheGroup::Paged && g.retention == rt::CacheGroup::Compressed)
+      bytes = g.bytes_per_token * (n / g.tokens);
+    else if (g.kind == rt::CacheGroup::Paged && g.retention != rt::CacheGroup::All)
+      bytes = g.bytes_per_token * std::min(n, g.tokens);
+    std::printf(" group %d %s;", g.id, sizeText(bytes).c_str());
+    sum += bytes;
+  }
+  std::printf(" total %s\n", sizeText(sum).c_str());
+}
+
 void printCachePlan(const Artefact &a) {
   const auto &c = a.cache_plan;
   std::printf("block size: %d tokens; kv dtype: %s\n", c.block_size, rt::dtypeName(c.kv_dtype));
@@ -237,6 +271,15 @@ void printCachePlan(const Artefact &a) {
                   g.layers.size(), rangeText(g.layers).c_str(), (long long)g.bytes_per_token);
       continue;
     }
+    if (g.retention == rt::CacheGroup::Compressed) {
+      // Its rows are per window: bytes_per_token is the bytes of one row.
+      std::printf("group %d: %zu layers [%s], retention one row per %lld tokens (compressed windows), %lld "
+                  "bytes/row (%.1f bytes/token)\n",
+                  g.id, g.layers.size(), rangeText(g.layers).c_str(), (long long)g.tokens,
+                  (long long)g.bytes_per_token, (double)g.bytes_per_token / (double)g.tokens);
+      total += g.bytes_per_token / g.tokens;
+      continue;
+    }
     std::string retention = g.retention == rt::CacheGroup::All ? "all tokens"
                             : g.retention == rt::CacheGroup::Window
                                 ? "last " + std::to_string(g.tokens) + " tokens (window)"
@@ -249,6 +292,7 @@ void printCachePlan(const Artefact &a) {
   if (c.layers.empty()) {
     std::printf("kv cache: none (no attention layers)\n");
     printStates(c.states);
+    printRequestBytes(a);
     return;
   }
   std::printf("kv bytes per token: %lld\n", (long long)total);
@@ -260,6 +304,7 @@ void printCachePlan(const Artefact &a) {
     std::printf(" elements/token\n");
   }
   printStates(c.states);
+  printRequestBytes(a);
 }
 
 // The load-time transforms beyond stack/transpose, so that a dump shows every step from the

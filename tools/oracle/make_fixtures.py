@@ -282,8 +282,9 @@ def mla_route(mod, logits: torch.Tensor) -> dict:
 
 # Routers whose gaps RouterProbe measures with per-router selection counts (checks.routers). Llama4Router is an
 # nn.Linear whose forward returns (scores, logits) and ranks the raw logits; MiniMaxM2TopKRouter ranks
-# sigmoid(logits) + the MoE block's e_score_correction_bias.
-STATS_ROUTERS = ("Llama4Router", "MiniMaxM2TopKRouter")
+# sigmoid(logits) + the MoE block's e_score_correction_bias; DeepseekV4TopKRouter ranks sqrt(softplus(logits)) + its
+# e_score_correction_bias (its hash-routed layers' DeepseekV4HashRouter has no choice to probe).
+STATS_ROUTERS = ("Llama4Router", "MiniMaxM2TopKRouter", "DeepseekV4TopKRouter")
 
 
 def _same_sets(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
@@ -318,9 +319,11 @@ class RouterProbe:
         # Llama 4 and MiniMax-M2 routers (STATS_ROUTERS): the same gap as _hook, plus per-router selection counts
         # while `recording` (meta.json checks.routers); kept apart from `stats` so the MLA summary is unchanged.
         self.plain_stats = {}
+        self.deepseek_v4 = False
         self.handles = []
         for name, mod in model.named_modules():
             if type(mod).__name__ in STATS_ROUTERS:
+                self.deepseek_v4 |= type(mod).__name__ == "DeepseekV4TopKRouter"
                 self.handles.append(mod.register_forward_hook(self._stats_hook(name)))
             elif type(mod).__name__ == "DbrxFFN":  # its router returns bare logits; the FFN holds top_k
                 self.handles.append(mod.router.register_forward_hook(self._logits_hook(mod.top_k)))
@@ -410,6 +413,10 @@ class RouterProbe:
         if type(mod).__name__ == "Kolibri1TopKRouter":
             # ranks logits + e_score_correction_bias (the bias on the raw logits, sigmoid only for the weights)
             return logits + mod.e_score_correction_bias.float(), 1.0
+        if type(mod).__name__ == "DeepseekV4TopKRouter":
+            # ranks sqrt(softplus(logits)) + e_score_correction_bias. d/dx sqrt(softplus(x)) peaks at 0.3191 (x ~ 0.92),
+            # so flipping two experts needs a logit error e >= gap / (2 x 0.3191): factor 1.567
+            return torch.nn.functional.softplus(logits).sqrt() + mod.e_score_correction_bias.float(), 1.0 / (2 * 0.3191)
         if hasattr(mod, "e_score_correction_bias"):
             # NemotronHTopkRouter (DeepseekV3 style, n_group 1) ranks sigmoid(logits) + e_score_correction_bias:
             # the same logit-equivalent bound as above.
@@ -490,7 +497,7 @@ class RouterProbe:
                 st["tokens"] += logits.shape[0]
                 for e, n in enumerate(chosen.sum(0).tolist()):
                     st["expert_counts"][e] += int(n)
-                if kind == "MiniMaxM2TopKRouter":  # how often the correction bias changes the chosen set
+                if kind in ("MiniMaxM2TopKRouter", "DeepseekV4TopKRouter"):  # how often the bias changes the chosen set
                     unbiased = torch.topk(logits, k, dim=-1).indices
                     st["choice_changed_by_bias"] = st.get("choice_changed_by_bias", 0) + int(
                         (~_same_sets(top.indices[:, :k], unbiased)).sum()
@@ -557,8 +564,14 @@ class RouterProbe:
                 "per_router": dict(sorted(self.plain_stats.items())),
             }
         return {
-            "note": "gap in logit units (raw logits for Llama4Router; 2 x the biased-score gap for MiniMaxM2TopKRouter); "
-            "counts over one uncached forward of prompt+tokens[:-1] per prompt",
+            "note": "gap in logit units (raw logits for Llama4Router; 2 x the biased-score gap for MiniMaxM2TopKRouter"
+            + (
+                "; 1.567 x the gap of sqrt(softplus(logit)) + e_score_correction_bias for DeepseekV4TopKRouter, whose "
+                "score moves by at most 0.3191 x a logit error; hash-routed layers (tid2eid) have no gap"
+                if self.deepseek_v4
+                else ""
+            )
+            + "); counts over one uncached forward of prompt+tokens[:-1] per prompt",
             "min_top_k_gap": self.min_gap,
             "recomputed_choice_mismatches": self.mismatches,
             "per_router": dict(sorted(self.plain_stats.items())),
@@ -593,6 +606,11 @@ class IndexerProbe:
         self.index_topk = None
         self.index_kpool = None
         self.qsa_compress_ratio = None
+        # DeepSeek-V4 (DeepseekV4Indexer ranks the CSA layer's compressed entries): its compress rate, and per query
+        # how many visible entries it has against index_topk, and the -1 picks it returns
+        self.compress_rate = None
+        self.entry_counts = {"fewer": 0, "equal": 0, "topk_truncated": 0, "sentinel_picks": 0, "rows_with_sentinel": 0,
+                             "max_visible": 0}
         self.handles = []
         self._saved = None
         for _, mod in model.named_modules():
@@ -609,6 +627,9 @@ class IndexerProbe:
         if kpool:
             probe.index_kpool = kpool
 
+        if type(mod).__name__ == "DeepseekV4Indexer":
+            probe.compress_rate = mod.compress_rate
+
         qsa_blocks = getattr(mod, "block_topk", None)  # Qwen4-Exp QSA: blocks kept per query
         if qsa_blocks is not None:
             probe.qsa_compress_ratio = mod.compress_ratio
@@ -623,6 +644,9 @@ class IndexerProbe:
     def _post(self, mod, args, out):
         torch.Tensor.topk = self._saved
         self._saved = None
+        if self.compress_rate is not None:  # DeepseekV4Indexer: [B, S, k] picks, -1 where a pick is not visible
+            self.entry_counts["sentinel_picks"] += int((out == -1).sum())
+            self.entry_counts["rows_with_sentinel"] += int((out == -1).any(-1).sum())
 
     def _record(self, scores, k, index_topk):
         self.index_topk = index_topk
@@ -632,6 +656,11 @@ class IndexerProbe:
         self.queries += rows.shape[0]
         sel = n > index_topk
         self.selective_queries += int(sel.sum())
+        if self.compress_rate is not None:
+            self.entry_counts["fewer"] += int((n < index_topk).sum())
+            self.entry_counts["equal"] += int((n == index_topk).sum())
+            self.entry_counts["topk_truncated"] += rows.shape[0] if k < index_topk else 0
+            self.entry_counts["max_visible"] = max(self.entry_counts["max_visible"], int(n.max()) if n.numel() else 0)
         if not bool(sel.any()):
             return
         r = rows[sel].masked_fill(~visible[sel], -math.inf)
@@ -658,6 +687,27 @@ class IndexerProbe:
                 "queries": self.queries,
                 "queries_with_more_complete_blocks_than_kept": self.selective_queries,
                 "min_kth_vs_next_block_score_gap": None if math.isinf(self.min_gap) else self.min_gap,
+                "min_gap_over_row_score_std": None if math.isinf(self.min_rel_gap) else self.min_rel_gap,
+            }
+        if self.compress_rate is not None:
+            c = self.entry_counts
+            return {
+                "note": "DeepSeek-V4 lightning indexer on the CSA layers: the candidates are the compressed entries a "
+                "query sees ((t + 1) // compress_rate of them at position t), scored sum_h w_h / sqrt(index_n_heads) "
+                "ReLU(q_h . K_s) / sqrt(index_head_dim); top min(index_topk, entries so far) kept, picks past the visible "
+                "ones returned as -1; index-score units; counts over every indexer call of the fixture run (cached greedy "
+                "+ uncached), one per query and CSA layer",
+                "compress_rate": self.compress_rate,
+                "index_topk": self.index_topk,
+                "queries": self.queries,
+                "queries_with_more_visible_keys_than_index_topk": self.selective_queries,
+                "queries_with_as_many_visible_entries_as_index_topk": c["equal"],
+                "queries_with_fewer_visible_entries_than_index_topk": c["fewer"],
+                "queries_whose_topk_is_cut_to_the_entries_so_far": c["topk_truncated"],
+                "queries_with_minus_one_picks": c["rows_with_sentinel"],
+                "minus_one_picks": c["sentinel_picks"],
+                "max_visible_entries": c["max_visible"],
+                "min_kth_vs_next_index_score_gap": None if math.isinf(self.min_gap) else self.min_gap,
                 "min_gap_over_row_score_std": None if math.isinf(self.min_rel_gap) else self.min_rel_gap,
             }
         if self.index_kpool:
@@ -906,6 +956,9 @@ def dsa_full_attention_effect(model, prompts, token_lists) -> dict:
         "note": "greedy tokens with the QSA indexers' token_budget and block_topk raised past the context (dense gated "
         "attention) against the fixture's"
         if any("block_topk" in names for names in attrs)
+        else "greedy tokens with index_topk raised past the context (every visible compressed entry kept) against the "
+        "fixture's"
+        if any(type(m).__name__ == "DeepseekV4Indexer" for m in indexers)
         else "greedy tokens with index_topk raised past the context (dense MLA) against the fixture's",
         "per_prompt": per_prompt,
         "prompts_whose_tokens_change": sum(p["tokens_differ"] for p in per_prompt),
@@ -915,26 +968,40 @@ def dsa_full_attention_effect(model, prompts, token_lists) -> dict:
 class ClampProbe:
     """gpt_oss and hy_v4: fraction of gate (above) / up (either side) pre-activations the clamp changes.
 
-    HYV4Experts (hy_v4's routed experts, Glm5NextTextExperts' clamp) also count gate and up separately
-    (`detail`): gate_up = x @ gate_up_proj[e]^T split in halves [gate | up], gate clamped above at swiglu_limit,
-    up at +-swiglu_limit."""
+    HYV4Experts (hy_v4's routed experts, Glm5NextTextExperts' and DeepseekV4Experts' clamp) also count gate and up
+    separately (`detail`): gate_up = x @ gate_up_proj[e]^T split in halves [gate | up], gate clamped above at
+    swiglu_limit, up at +-swiglu_limit. DeepSeek-V4's shared expert (DeepseekV4MLP) clamps the same way: counted in
+    `shared_detail`."""
 
     def __init__(self, model):
         self.clamped = 0
         self.total = 0
         self.detail = None
+        self.shared_detail = None
         self.handles = []
         for _, mod in model.named_modules():
             if type(mod).__name__ == "GptOssExperts":
                 self.handles.append(mod.register_forward_hook(self._hook))
-            elif type(mod).__name__ in ("HYV4Experts", "Glm5NextTextExperts"):  # the same clamp on [gate | up] halves
+            elif type(mod).__name__ in ("HYV4Experts", "Glm5NextTextExperts", "DeepseekV4Experts"):  # [gate | up] halves
                 self.detail = {"gate_above_limit": 0, "up_outside_limit": 0, "gate_values": 0, "up_values": 0,
                                "expert_rows_with_a_clamp": 0, "expert_rows": 0}
                 self.handles.append(mod.register_forward_hook(self._hyv4_hook))
+            elif type(mod).__name__ == "DeepseekV4MLP":  # DeepSeek-V4's shared expert clamps the same way
+                if self.shared_detail is None:
+                    self.shared_detail = {"gate_above_limit": 0, "up_outside_limit": 0, "values_each": 0}
+                self.handles.append(mod.register_forward_hook(self._shared_hook))
+
+    def _shared_hook(self, mod, args, out):
+        x = args[0]
+        gate = torch.nn.functional.linear(x, mod.gate_proj.weight)
+        up = torch.nn.functional.linear(x, mod.up_proj.weight)
+        self.shared_detail["gate_above_limit"] += int((gate > mod.limit).sum())
+        self.shared_detail["up_outside_limit"] += int((up.abs() > mod.limit).sum())
+        self.shared_detail["values_each"] += gate.numel()
 
     def _hyv4_hook(self, mod, args, out):
         hs, idx = args[0], args[1]
-        limit = mod.swiglu_limit
+        limit = mod.swiglu_limit if hasattr(mod, "swiglu_limit") else mod.limit  # DeepseekV4Experts: limit
         for t in range(hs.shape[0]):
             for e in idx[t].tolist():
                 gate, up = torch.nn.functional.linear(hs[t], mod.gate_up_proj[e]).chunk(2, dim=-1)
@@ -1025,6 +1092,8 @@ def uncached_rows(model, prompt: list[int], tokens: list[int], positions: bool =
 # 70-token continuation that spans two 64-token kernel chunks from a non-zero initial state. The
 # 15 generated tokens (minus the last) are always the final piece.
 CONTINUATION_PIECES = {5: [1, 2, 2], 23: [7, 1, 15], 80: [10, 70]}
+# deepseek_v4's 61-token prompt: 13 (mid-window for its compress rates 4 and 8), 1, 47
+CONTINUATION_PIECES[61] = [13, 1, 47]
 
 
 @torch.no_grad()
@@ -2397,6 +2466,8 @@ def make_model(family: str, seed: int):
         row_scale_(model, spec["row_scale"])
     if spec.get("buffer_set"):
         buffer_set_(model, spec["buffer_set"])
+    if spec.get("hash_routes"):
+        hash_routes_(model, seed)
     if spec.get("mxfp4"):
         mxfp4_round_experts_(model)
     if spec.get("fp8_block"):
@@ -2404,6 +2475,20 @@ def make_model(family: str, seed: int):
     if spec.get("bitnet_ternary"):
         bitnet_linears_(model)
     return cfg, model
+
+
+def hash_routes_(model, seed: int) -> None:
+    """DeepSeek-V4's hash-routed MoE layers take their experts from tid2eid [vocab, top_k] (int64) indexed by token id;
+    transformers' _init_weights zeroes it (every slot expert 0). Each row becomes the first top_k of a random permutation
+    of the experts (top_k distinct experts per token), rows in token order, tables in name order, from
+    torch.Generator().manual_seed(seed + 1)."""
+    gen = torch.Generator().manual_seed(seed + 1)
+    with torch.no_grad():
+        for name, b in sorted(model.named_buffers(), key=lambda kv: kv[0]):
+            if name.endswith("tid2eid"):
+                experts = model.get_submodule(name.rsplit(".", 1)[0]).num_experts
+                rows = [torch.randperm(experts, generator=gen)[: b.shape[1]] for _ in range(b.shape[0])]
+                b.copy_(torch.stack(rows).to(b.dtype))
 
 
 def buffer_set_(model, rules) -> None:
@@ -2608,6 +2693,20 @@ def build_family(family: str, out_dir: Path, verbose: bool = True) -> dict:
         )
         if hub_renamed is not None:  # every hub-named tensor is read through conversion_mapping, none is left over
             assert not any(load_info[k] for k in ("missing_keys", "unexpected_keys", "mismatched_keys")), load_info
+        if spec.get("strict_reload"):  # save_pretrained's names (conversion_mapping reversed) all read back, none left
+            assert not any(load_info[k] for k in ("missing_keys", "unexpected_keys", "mismatched_keys")), load_info
+            with safe_open(str(fam_dir / "model.safetensors"), "pt") as f:
+                saved = sorted(f.keys())
+            saved_name_checks = {
+                "note": "model.safetensors as save_pretrained writes it (conversion_mapping's renames reversed where "
+                "they match); from_pretrained reads every tensor back (no missing, unexpected or mismatched key) and "
+                "reproduces row 0 exactly (reload_row0_max_abs)",
+                "tensors": len(saved),
+                "not_under_model_prefix": [k for k in saved if not k.startswith("model.")],
+                "reload_missing_unexpected_mismatched": [
+                    len(load_info[k]) for k in ("missing_keys", "unexpected_keys", "mismatched_keys")
+                ],
+            }
         if spec.get("composite_checkpoint"):
             # text-only: the vision tower and projector are the only tensors Llama4ForCausalLM leaves unread
             assert type(reloaded).__name__ == type(model).__name__, type(reloaded).__name__
@@ -2771,6 +2870,17 @@ def build_family(family: str, out_dir: Path, verbose: bool = True) -> dict:
                 f"{indexer_summary['index_kpool']} keys than the {indexer_summary['pools_kept']} kept, so their "
                 "selection matters; checks.top_k_vs_full_attention shows the greedy tokens with the selection replaced "
                 "by full attention."
+            )
+        elif indexer_summary is not None and "compress_rate" in indexer_summary:
+            notes.append(
+                f"Indexer: of {indexer_summary['queries']} indexer queries (per CSA layer, cached and uncached runs), "
+                f"{indexer_summary['queries_with_more_visible_keys_than_index_topk']} see more than index_topk "
+                f"{indexer_summary['index_topk']} compressed entries (the top-k chooses), "
+                f"{indexer_summary['queries_with_as_many_visible_entries_as_index_topk']} exactly as many and "
+                f"{indexer_summary['queries_with_fewer_visible_entries_than_index_topk']} fewer (all kept; "
+                f"{indexer_summary['minus_one_picks']} picks of {indexer_summary['queries_with_minus_one_picks']} prefill "
+                "queries come back -1); checks.top_k_vs_full_attention shows the greedy tokens with every visible entry "
+                "kept."
             )
         elif indexer_summary is not None:
             notes.append(
@@ -2970,8 +3080,12 @@ def build_family(family: str, out_dir: Path, verbose: bool = True) -> dict:
             "(token, expert)",
             **clamp.detail,
         }
+        if clamp.shared_detail is not None:  # DeepSeek-V4: the shared expert clamps with the same limit
+            meta["checks"]["swiglu_clamp"]["shared_expert"] = clamp.shared_detail
     if hub_checks is not None:
         meta["checks"]["checkpoint_names"] = hub_checks
+    if spec.get("strict_reload"):
+        meta["checks"]["checkpoint_names"] = saved_name_checks
     if spec.get("init_rules"):
         meta["init"]["rules"] = [list(r) for r in spec["init_rules"]]
     if spec.get("composite_checkpoint"):
@@ -2981,6 +3095,12 @@ def build_family(family: str, out_dir: Path, verbose: bool = True) -> dict:
         )
     if spec.get("buffer_init"):
         meta["init"]["buffers"] = [list(r) for r in spec["buffer_init"]]
+    if spec.get("hash_routes"):
+        meta["init"]["tid2eid"] = (
+            "after the draw (hash_routes_): each row of every tid2eid buffer the first top_k of "
+            "torch.randperm(n_experts, generator) (distinct experts per token id), rows in token order, buffers in name "
+            "order, generator torch.Generator().manual_seed(seed + 1)"
+        )
     if spec.get("buffer_set"):
         meta["init"]["buffer_set"] = {
             "note": "after the draw: element index of matching buffers set to value",

@@ -141,6 +141,9 @@ __device__ __forceinline__ void moe_route(const CbcArgs &a) {
   if constexpr (SC == Score::sigmoid)
     for (int e = 0; e < EL; ++e)
       v[e] = (lane + 32 * e) < E ? 1.0f / (1.0f + expf(-v[e])) : -INFINITY;
+  if constexpr (SC == Score::sqrt_softplus) // softplus as torch computes it: linear above 20
+    for (int e = 0; e < EL; ++e)
+      v[e] = (lane + 32 * e) < E ? sqrtf(v[e] > 20.0f ? v[e] : log1pf(expf(v[e]))) : -INFINITY;
   for (int e = 0; e < EL; ++e) {
     key[e] = v[e];
     if constexpr (present<TB>)

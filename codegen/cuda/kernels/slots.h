@@ -36,7 +36,7 @@ enum class Glu { halves, interleaved }; // where a GLU's gate and up columns sit
 enum class Unit { gated, ungated, clamped_swiglu, softcapped_swiglu };
 enum class Pairing { half, interleaved };
 enum class Retention { all, window, chunk };
-enum class Score { softmax, topk_softmax, sigmoid, sparsemixer };
+enum class Score { softmax, topk_softmax, sigmoid, sparsemixer, sqrt_softplus };
 enum class GroupScore { top2_sum, max }; // group-limited routing: a group scored by its best two or best
 enum class GroupFill { neg_inf, zero };   // the selection score of the experts of dropped groups
 enum class GateOrder { norm_gate, gate_norm };

@@ -25,6 +25,7 @@ FamilyTable inklingFamilies();    // inkling.cpp: inkling_text, inkling2_text
 FamilyTable dsaVariantFamilies(); // dsa_variants.cpp: glm_moe_dsa, axk2, hy_v4, dots3_note(_text)
 FamilyTable mistralLarge4Families(); // mistral_large4.cpp: mistral_large4_text
 FamilyTable qwen4ExpFamilies();   // qwen4_exp.cpp: qwen4_exp_text
+FamilyTable deepseekV4Families(); // deepseek_v4.cpp: deepseek_v4
 FamilyTable hunyuanFamilies();    // hunyuan.cpp: hunyuan_v1_dense, hunyuan_v1_moe
 FamilyTable cohereFamilies();     // cohere.cpp: cohere, cohere2, cohere2_moe, cohere_compass_text
 FamilyTable zayaFamilies();       // zaya.cpp: zaya

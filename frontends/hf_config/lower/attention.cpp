@@ -9,25 +9,28 @@ namespace cbc::hf::lower {
 using namespace mlir;
 
 // headDim / pairing: a rope over heads other than the attention's (the sparse attention indexer).
-Value StepBuilder::rope(const RopeSpec &r, Value x, int64_t headDim, std::optional<RotaryPairing> pairing,
-                        int64_t offset) {
-  auto width = llvm::cast<RankedTensorType>(x.getType()).getDimSize(1);
+RopeAttr StepBuilder::ropeSchedule(const RopeSpec &r, int64_t headDim, std::optional<RotaryPairing> pairing,
+                                   int64_t offset, bool inverse) {
   bool dynamic = r.dynamic_factor != 0, longRope = !r.inv_freq_long.empty();
   // A reversed rotation turns by -angle: the same frequencies, negated.
   auto freqs = [&](const std::vector<float> &f) {
     std::vector<float> out(f);
-    if (spec_.attn.rope_reversed)
+    if (spec_.attn.rope_reversed != inverse)
       for (float &v : out)
         v = -v;
     return b_.getDenseF32ArrayAttr(out);
   };
-  auto schedule = RopeAttr::get(
-      b_.getContext(), headDim ? headDim : spec_.attn.head_dim, r.rotary_dim,
-      toDialect(pairing.value_or(r.pairing)),
-      freqs(r.inv_freq), llvm::APFloat(r.attention_factor), longRope ? freqs(r.inv_freq_long) : DenseF32ArrayAttr(),
-      longRope ? r.long_after : 0,
-      llvm::APFloat(dynamic ? r.theta : 0.0), llvm::APFloat(dynamic ? r.dynamic_factor : 0.0),
-      dynamic ? r.dynamic_max_positions : 0, r.sections, offset);
+  return RopeAttr::get(b_.getContext(), headDim ? headDim : spec_.attn.head_dim, r.rotary_dim,
+                       toDialect(pairing.value_or(r.pairing)), freqs(r.inv_freq), llvm::APFloat(r.attention_factor),
+                       longRope ? freqs(r.inv_freq_long) : DenseF32ArrayAttr(), longRope ? r.long_after : 0,
+                       llvm::APFloat(dynamic ? r.theta : 0.0), llvm::APFloat(dynamic ? r.dynamic_factor : 0.0),
+                       dynamic ? r.dynamic_max_positions : 0, r.sections, offset);
+}
+
+Value StepBuilder::rope(const RopeSpec &r, Value x, int64_t headDim, std::optional<RotaryPairing> pairing,
+                        int64_t offset, bool inverse) {
+  auto width = llvm::cast<RankedTensorType>(x.getType()).getDimSize(1);
+  RopeAttr schedule = ropeSchedule(r, headDim, pairing, offset, inverse);
   // LeRoPE: one learned log-scale per frequency, shared by every rotation of the model.
   Value freqLogScale;
   if (!spec_.rope_log_scale.empty())
@@ -260,7 +263,7 @@ Value StepBuilder::headExpertsAttention(int64_t layer, Value x, const AttnSite &
   int64_t D = a.head_dim, KV = a.num_kv_heads, E = m.experts, K = m.top_k, H = spec_.hidden_size;
   Value router = weight(site.prog + "router", {E, H}, site.hf + m.router);
   auto route = MoeRouteOp::create(b_, loc_, TypeRange{rows(K), rowsI32(K)}, linear(x, router), Value(),
-                                  b_.getI64IntegerAttr(K), RouteScoreAttr::get(b_.getContext(), RouteScore::topk_softmax),
+                                  Value(), Value(), b_.getI64IntegerAttr(K), RouteScoreAttr::get(b_.getContext(), RouteScore::topk_softmax),
                                   b_.getBoolAttr(false), b_.getF64FloatAttr(0.0), b_.getF64FloatAttr(1.0),
                                   RouteGroupsAttr(), b_.getI64IntegerAttr(0), b_.getF64FloatAttr(0.0),
                                   b_.getBoolAttr(false));

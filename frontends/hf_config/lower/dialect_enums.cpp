@@ -40,6 +40,7 @@ RouteScore toDialect(ExpertScoring s) {
   case ExpertScoring::TopkSoftmax: return RouteScore::topk_softmax;
   case ExpertScoring::Sigmoid: return RouteScore::sigmoid;
   case ExpertScoring::Sparsemixer: return RouteScore::sparsemixer;
+  case ExpertScoring::SqrtSoftplus: return RouteScore::sqrt_softplus;
   }
   llvm_unreachable("unknown expert scoring");
 }

@@ -110,7 +110,7 @@ Value StepBuilder::sinkMoeMlp(int64_t layer, Value x) {
   if (!n.selection_bias.empty())
     selectionBias = fp32Weight(prog(layer, "moe.selection_bias"), {E}, hf(layer, n.selection_bias));
   auto route = MoeRouteOp::create(b_, loc_, TypeRange{rows(S + m.top_k), rowsI32(S + m.top_k)}, linear(x, router),
-                                  selectionBias, b_.getI64IntegerAttr(m.top_k),
+                                  selectionBias, Value(), Value(), b_.getI64IntegerAttr(m.top_k),
                                   RouteScoreAttr::get(b_.getContext(), RouteScore::sigmoid), b_.getBoolAttr(false),
                                   b_.getF64FloatAttr(0.0), b_.getF64FloatAttr(m.scaling), RouteGroupsAttr(),
                                   b_.getI64IntegerAttr(S), b_.getF64FloatAttr(0.0), b_.getBoolAttr(false));
@@ -194,12 +194,16 @@ Value StepBuilder::moeMlp(int64_t layer, Value x) {
   // The router scores the routed experts, then the identity (zero) experts, then the null ones.
   int64_t routed = E + m.zero_experts + m.null_experts;
   bool mlpRouter = m.router_mlp.hidden > 0;
-  Value router, routerBias, selectionBias;
+  Value router, routerBias, selectionBias, table;
+  // A hash-routed layer looks its experts up by token: its router has no selection bias.
+  bool hashed = spec_.layers[layer].hash_routing;
   if (!mlpRouter)
     router = weight(prog(layer, "moe.router"), {routed, H}, hf(layer, n.router));
   if (!n.router_bias.empty())
     routerBias = weight(prog(layer, "moe.router_bias"), {routed}, hf(layer, n.router_bias));
-  if (!n.selection_bias.empty())
+  if (hashed)
+    table = fp32Weight(prog(layer, "moe.route_table"), {spec_.vocab_size, m.top_k}, hf(layer, n.route_table));
+  else if (!n.selection_bias.empty())
     selectionBias = fp32Weight(prog(layer, "moe.selection_bias"), {routed},
                                {.parts = {{hf(layer, n.selection_bias)}}, .flatten = n.selection_bias_row});
   Value logits = mlpRouter ? routerMlp(layer, x, routed) : linear(x, router, routerBias);
@@ -210,7 +214,7 @@ Value StepBuilder::moeMlp(int64_t layer, Value x) {
     groups = RouteGroupsAttr::get(b_.getContext(), m.groups.count, m.groups.keep,
                                   toDialect(m.groups.score), toDialect(m.groups.fill));
   auto route = MoeRouteOp::create(b_, loc_, TypeRange{rows(m.top_k), rowsI32(m.top_k)}, logits, selectionBias,
-                                  b_.getI64IntegerAttr(m.top_k),
+                                  hashed ? tokens_ : Value(), table, b_.getI64IntegerAttr(m.top_k),
                                   RouteScoreAttr::get(b_.getContext(), toDialect(m.score)),
                                   b_.getBoolAttr(m.renorm), b_.getF64FloatAttr(m.renorm_eps),
                                   b_.getF64FloatAttr(m.scaling), groups, b_.getI64IntegerAttr(0),

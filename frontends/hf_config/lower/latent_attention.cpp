@@ -117,7 +117,8 @@ Value StepBuilder::latentAttention(Value x, const AttnSite &site, int64_t layer,
                                         kvLens_, slots_, blockTables_, b_.getI64IntegerAttr(readLayer),
                                         b_.getI64IntegerAttr(H), b_.getI64IntegerAttr(r),
                                         b_.getI64IntegerAttr(m.rope_dim), b_.getF64FloatAttr(a.scale),
-                                        retention, IntegerAttr(), sinks, selection)
+                                        retention, IntegerAttr(), sinks, selection, Value(),
+                                        b_.getI64IntegerAttr(0), IntegerAttr(), IntegerAttr())
                 .getResult();
   o = headLinear(o, m.nope_dim, m.v_dim, false);
   if (m.head_gate)

@@ -294,6 +294,8 @@ Value StepBuilder::mixer(int64_t layer, Value x) {
     return latentAttention(layer, x);
   case LayerKind::Kda:
     return kdaAttention(layer, x);
+  case LayerKind::SharedKv:
+    return sharedKvAttention(layer, x);
   case LayerKind::None:
     break;
   }

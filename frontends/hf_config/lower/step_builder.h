@@ -149,7 +149,10 @@ private:
   Value residualConv(int64_t layer, Value h, const std::string &module, const std::string &state);
   // offset: where the rotated features start in each head (the last ones: head width - rotary dim).
   Value rope(const RopeSpec &r, Value x, int64_t headDim = 0, std::optional<RotaryPairing> pairing = std::nullopt,
-             int64_t offset = 0);
+             int64_t offset = 0, bool inverse = false);
+  // The schedule of such a rotation; `inverse` turns by -angle.
+  RopeAttr ropeSchedule(const RopeSpec &r, int64_t headDim, std::optional<RotaryPairing> pairing, int64_t offset,
+                        bool inverse);
   // Latent attention; `cacheLayer` is the cache layer it keeps (a decoder layer may hold two).
   Value latentAttention(int64_t layer, Value x) { return latentAttention(x, attnSite(layer), layer, layer); }
   Value latentAttention(Value x, const AttnSite &site, int64_t layer, int64_t cacheLayer);
@@ -165,6 +168,12 @@ private:
   Value gatedDeltaNet(int64_t layer, Value x);
   Value lightningAttention(int64_t layer, Value x);
   Value kdaAttention(int64_t layer, Value x); // kda.cpp
+  Value sharedKvAttention(int64_t layer, Value x); // shared_kv.cpp
+  Value compressedEntries(int64_t layer, Value x, const AttnSite &site, const RopeSpec &rope, int64_t entriesLayer);
+  Value entrySelection(int64_t layer, Value x, Value qResid, const AttnSite &site, const RopeSpec &rope,
+                       int64_t entriesLayer);
+  Value windowPool(Value x, Value ape, Value normW, int64_t rate, int64_t dim, const RopeSpec &rope,
+                   int64_t stateLayer, const std::string &state);
   Value shortConv(int64_t layer, Value x);
   Value mamba2(int64_t layer, Value x) { return mamba2(layer, x, spec_.names.mamba); }
   Value mamba2(int64_t layer, Value x, const std::string &module);

@@ -8,9 +8,9 @@
 // RUN: cbc-opt %s --cbc-pipeline -o %t.mlir
 // RUN: cbc-translate --cbc-to-artefact %t.mlir -o %t.fb
 // RUN: cbc dump %t.fb --program | FileCheck %s --check-prefix=PROGRAM
-// PROGRAM: cbc.moe.route %{{[0-9]+}}, %{{[0-9]+}}(layers.0.moe.selection_bias)  { k: 2, score: Sigmoid, renorm: true, renorm_eps: 0.0, scaling: 2.5, groups: { count: 2, keep: 1, score: Top2Sum, fill: NegInf }, sinks: 0, threshold: 0.0, bias_on_logits: false }
+// PROGRAM: cbc.moe.route %{{[0-9]+}}, %{{[0-9]+}}(layers.0.moe.selection_bias)  { k: 2, score: Sigmoid, renorm: true, renorm_eps: 0.0, scaling: 2.5, groups: { count: 2, keep: 1, score: Top2Sum, fill: NegInf }, sinks: 0, threshold: 0.0, bias_on_logits: false, table: false }
 // PROGRAM: cbc.moe.experts {{.*}}(layers.0.moe.down)  { glu: { act: Silu, layout: Halves }, ungated: false, identity_experts: 0, scale_input: false, null_experts: 0, expert_ranks: 1 }
-// PROGRAM: cbc.moe.route %{{[0-9]+}}  { k: 2, score: Softmax, renorm: false, renorm_eps: 0.0, scaling: 6.0, groups: { count: 3, keep: 2, score: Max, fill: Zero }, sinks: 0, threshold: 0.0, bias_on_logits: false }
+// PROGRAM: cbc.moe.route %{{[0-9]+}}  { k: 2, score: Softmax, renorm: false, renorm_eps: 0.0, scaling: 6.0, groups: { count: 3, keep: 2, score: Max, fill: Zero }, sinks: 0, threshold: 0.0, bias_on_logits: false, table: false }
 // PROGRAM: cbc.moe.experts {{.*}}(layers.1.moe.down)  { glu: { act: Silu, layout: Halves }, ungated: false, identity_experts: 2, scale_input: false, null_experts: 0, expert_ranks: 1 }
 
 // The CPU backend serves it (random weights).

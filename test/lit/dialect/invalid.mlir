@@ -922,7 +922,7 @@ func.func @append_head_dim(%k: tensor<?x8xf32>, %p: tensor<?xi32>, %bt: tensor<?
 // -----
 
 func.func @append_window(%k: tensor<?x8xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>) {
-  // expected-error @+1 {{window and chunk retention need a positive token count}}
+  // expected-error @+1 {{window, chunk and compressed retention need a positive token count}}
   cbc.kv.append %k, %k, %p, %p, %p, %bt {layer = 0 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, retention = #cbc.retention<window, 0>} : tensor<?x8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
   return
 }
@@ -930,7 +930,7 @@ func.func @append_window(%k: tensor<?x8xf32>, %p: tensor<?xi32>, %bt: tensor<?x?
 // -----
 
 func.func @append_chunk(%k: tensor<?x8xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>) {
-  // expected-error @+1 {{window and chunk retention need a positive token count}}
+  // expected-error @+1 {{window, chunk and compressed retention need a positive token count}}
   cbc.kv.append %k, %k, %p, %p, %p, %bt {layer = 0 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, retention = #cbc.retention<chunk, -1>} : tensor<?x8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
   return
 }
@@ -1002,7 +1002,7 @@ func.func @attention_kv_heads(%q: tensor<?x16xf32>, %p: tensor<?xi32>, %bt: tens
 // -----
 
 func.func @attention_window(%q: tensor<?x16xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>) {
-  // expected-error @+1 {{window and chunk retention need a positive token count}}
+  // expected-error @+1 {{window, chunk and compressed retention need a positive token count}}
   %0 = cbc.kv.attention %q, %p, %p, %p, %p, %p, %bt {layer = 0 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, scale = 0.5 : f64, retention = #cbc.retention<window, -128>} : tensor<?x16xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?x16xf32>
   return
 }
@@ -1010,7 +1010,7 @@ func.func @attention_window(%q: tensor<?x16xf32>, %p: tensor<?xi32>, %bt: tensor
 // -----
 
 func.func @attention_chunk(%q: tensor<?x16xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>) {
-  // expected-error @+1 {{window and chunk retention need a positive token count}}
+  // expected-error @+1 {{window, chunk and compressed retention need a positive token count}}
   %0 = cbc.kv.attention %q, %p, %p, %p, %p, %p, %bt {layer = 0 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, scale = 0.5 : f64, retention = #cbc.retention<chunk, 0>} : tensor<?x16xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?x16xf32>
   return
 }
@@ -1666,7 +1666,7 @@ func.func @rope_append_head_dim(%qkv: tensor<?x32xf32>, %p: tensor<?xi32>, %bt: 
 // -----
 
 func.func @rope_append_window(%qkv: tensor<?x32xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>) {
-  // expected-error @+1 {{window and chunk retention need a positive token count}}
+  // expected-error @+1 {{window, chunk and compressed retention need a positive token count}}
   %0 = cbc.kv.rope_append %qkv, %p, %p, %p, %p, %bt {layer = 0 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, retention = #cbc.retention<window, 0>, rope = #cbc.rope<head_dim = 4, rotary_dim = 4, inv_freq = array<f32: 1.0, 0.01>>} : (tensor<?x32xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>) -> tensor<?x16xf32>
   return
 }
@@ -1674,7 +1674,7 @@ func.func @rope_append_window(%qkv: tensor<?x32xf32>, %p: tensor<?xi32>, %bt: te
 // -----
 
 func.func @rope_append_chunk(%qkv: tensor<?x32xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>) {
-  // expected-error @+1 {{window and chunk retention need a positive token count}}
+  // expected-error @+1 {{window, chunk and compressed retention need a positive token count}}
   %0 = cbc.kv.rope_append %qkv, %p, %p, %p, %p, %bt {layer = 0 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, retention = #cbc.retention<chunk, -8192>, rope = #cbc.rope<head_dim = 4, rotary_dim = 4, inv_freq = array<f32: 1.0, 0.01>>} : (tensor<?x32xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>) -> tensor<?x16xf32>
   return
 }
@@ -3684,3 +3684,123 @@ func.func @ngram_result(%t: tensor<?xi32>, %table: tensor<32x2xf32>, %m: tensor<
   return
 }
 
+
+// -----
+
+func.func @window_pool_rate(%x: tensor<?x8xf32>, %ape: tensor<4x4xf32>, %m: tensor<?xi32>) {
+  // expected-error @+1 {{'cbc.state.window_pool' op rate and dim must be positive}}
+  %0 = cbc.state.window_pool %x, %m, %ape, %m, %m, %m, %m {layer = 0 : i64, rate = 0 : i64, dim = 4 : i64} : (tensor<?x8xf32>, tensor<?xi32>, tensor<4x4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x4xf32>
+  return
+}
+
+// -----
+
+func.func @window_pool_x(%x: tensor<?x8xf32>, %ape: tensor<4x8xf32>, %m: tensor<?xi32>) {
+  // expected-error @+1 {{'cbc.state.window_pool' op x width must be 2 * dim, or 4 * dim with overlap}}
+  %0 = cbc.state.window_pool %x, %m, %ape, %m, %m, %m, %m {layer = 0 : i64, rate = 4 : i64, dim = 4 : i64, overlap} : (tensor<?x8xf32>, tensor<?xi32>, tensor<4x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x4xf32>
+  return
+}
+
+// -----
+
+func.func @window_pool_ape(%x: tensor<?x8xf32>, %ape: tensor<3x4xf32>, %m: tensor<?xi32>) {
+  // expected-error @+1 {{'cbc.state.window_pool' op ape must be [rate, dim], or [rate, 2 * dim] with overlap}}
+  %0 = cbc.state.window_pool %x, %m, %ape, %m, %m, %m, %m {layer = 0 : i64, rate = 4 : i64, dim = 4 : i64} : (tensor<?x8xf32>, tensor<?xi32>, tensor<3x4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x4xf32>
+  return
+}
+
+// -----
+
+func.func @window_pool_norm(%x: tensor<?x8xf32>, %ape: tensor<4x4xf32>, %n: tensor<3xf32>, %m: tensor<?xi32>) {
+  // expected-error @+1 {{'cbc.state.window_pool' op norm must have dim entries}}
+  %0 = cbc.state.window_pool %x, %m, %ape norm(%n), %m, %m, %m, %m {layer = 0 : i64, rate = 4 : i64, dim = 4 : i64} : (tensor<?x8xf32>, tensor<?xi32>, tensor<4x4xf32>, tensor<3xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x4xf32>
+  return
+}
+
+// -----
+
+func.func @window_pool_result(%x: tensor<?x8xf32>, %ape: tensor<4x4xf32>, %m: tensor<?xi32>) {
+  // expected-error @+1 {{'cbc.state.window_pool' op result width must be dim}}
+  %0 = cbc.state.window_pool %x, %m, %ape, %m, %m, %m, %m {layer = 0 : i64, rate = 4 : i64, dim = 4 : i64} : (tensor<?x8xf32>, tensor<?xi32>, tensor<4x4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @window_pool_rope(%x: tensor<?x8xf32>, %ape: tensor<4x4xf32>, %m: tensor<?xi32>) {
+  // expected-error @+1 {{'cbc.state.window_pool' op rope must rotate one head of dim features at one position}}
+  %0 = cbc.state.window_pool %x, %m, %ape, %m, %m, %m, %m {layer = 0 : i64, rate = 4 : i64, dim = 4 : i64, rope = #cbc.rope<head_dim = 8, rotary_dim = 2, inv_freq = array<f32: 1.0>>} : (tensor<?x8xf32>, tensor<?xi32>, tensor<4x4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x4xf32>
+  return
+}
+
+// -----
+
+func.func @latent_compressed_rows(%q: tensor<?x16xf32>, %r: tensor<?x0xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>) {
+  // expected-error @+1 {{'cbc.kv.latent_attention' op reads a window of tokens or all of them; compressed rows are its entries}}
+  %o = cbc.kv.latent_attention %q, %r, %p, %p, %p, %p, %p, %bt {layer = 0 : i64, num_heads = 2 : i64, latent_dim = 8 : i64, rope_dim = 0 : i64, scale = 0.5 : f64, retention = #cbc.retention<compressed, 4>} : tensor<?x16xf32>, tensor<?x0xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?x16xf32>
+  return
+}
+
+// -----
+
+func.func @latent_entries_layer(%q: tensor<?x16xf32>, %r: tensor<?x0xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>) {
+  // expected-error @+1 {{'cbc.kv.latent_attention' op entries need a positive entries_rate and an entries_layer together}}
+  %o = cbc.kv.latent_attention %q, %r, %p, %p, %p, %p, %p, %bt {layer = 0 : i64, num_heads = 2 : i64, latent_dim = 8 : i64, rope_dim = 0 : i64, scale = 0.5 : f64, entries_rate = 4 : i64} : tensor<?x16xf32>, tensor<?x0xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?x16xf32>
+  return
+}
+
+// -----
+
+func.func @latent_entry_selection(%q: tensor<?x16xf32>, %r: tensor<?x0xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>, %s: tensor<?x2xi32>) {
+  // expected-error @+1 {{'cbc.kv.latent_attention' op an entry selection needs entries}}
+  %o = cbc.kv.latent_attention %q, %r, %p, %p, %p, %p, %p, %bt entries(%s) {layer = 0 : i64, num_heads = 2 : i64, latent_dim = 8 : i64, rope_dim = 0 : i64, scale = 0.5 : f64} : tensor<?x16xf32>, tensor<?x0xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>, tensor<?x2xi32> -> tensor<?x16xf32>
+  return
+}
+
+// -----
+
+func.func @latent_entry_selection_width(%q: tensor<?x16xf32>, %r: tensor<?x0xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>, %s: tensor<?x0xi32>) {
+  // expected-error @+1 {{'cbc.kv.latent_attention' op an entry selection must list at least one entry per query}}
+  %o = cbc.kv.latent_attention %q, %r, %p, %p, %p, %p, %p, %bt entries(%s) {layer = 0 : i64, num_heads = 2 : i64, latent_dim = 8 : i64, rope_dim = 0 : i64, scale = 0.5 : f64, entries_rate = 4 : i64, entries_layer = 3 : i64} : tensor<?x16xf32>, tensor<?x0xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>, tensor<?x0xi32> -> tensor<?x16xf32>
+  return
+}
+
+// -----
+
+func.func @index_append_window(%ik: tensor<?x6xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>) {
+  // expected-error @+1 {{'cbc.kv.index_append' op index keys are kept for every token or per compressed window}}
+  cbc.kv.index_append %ik, %p, %p, %p, %bt {layer = 1 : i64, head_dim = 6 : i64, retention = #cbc.retention<window, 8>} : tensor<?x6xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
+  return
+}
+
+// -----
+
+func.func @index_select_window(%iq: tensor<?x12xf32>, %iw: tensor<?x2xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>) {
+  // expected-error @+1 {{'cbc.kv.index_select' op index keys are kept for every token or per compressed window}}
+  %o = cbc.kv.index_select %iq, %iw, %p, %p, %p, %p, %p, %bt {layer = 0 : i64, num_heads = 2 : i64, head_dim = 6 : i64, topk = 3 : i64, key_scale = 0.5 : f64, weight_scale = 0.7 : f64, retention = #cbc.retention<chunk, 8>} : tensor<?x12xf32>, tensor<?x2xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?x3xi32>
+  return
+}
+
+// -----
+
+func.func @route_table_shape(%l: tensor<?x4xf32>, %t: tensor<?xi32>, %table: tensor<16x3xf32>) {
+  // expected-error @+1 {{'cbc.moe.route' op routing table must be [vocab, k]}}
+  %w, %ids = cbc.moe.route %l table(%t, %table : tensor<?xi32>, tensor<16x3xf32>) {k = 2 : i64, score = #cbc.score<sqrt_softplus>} : tensor<?x4xf32> -> tensor<?x2xf32>, tensor<?x2xi32>
+  return
+}
+
+// -----
+
+func.func @route_table_bias(%l: tensor<?x4xf32>, %b: tensor<4xf32>, %t: tensor<?xi32>, %table: tensor<16x2xf32>) {
+  // expected-error @+1 {{'cbc.moe.route' op a routing table takes no selection bias, groups or sinks, and needs per-expert scores}}
+  %w, %ids = cbc.moe.route %l bias(%b : tensor<4xf32>) table(%t, %table : tensor<?xi32>, tensor<16x2xf32>) {k = 2 : i64, score = #cbc.score<sqrt_softplus>} : tensor<?x4xf32> -> tensor<?x2xf32>, tensor<?x2xi32>
+  return
+}
+
+// -----
+
+func.func @route_table_tokens(%l: tensor<?x4xf32>, %table: tensor<16x2xf32>) {
+  // expected-error @+1 {{'cbc.moe.route' op a routing table needs the tokens, and the tokens a table}}
+  %w, %ids = "cbc.moe.route"(%l, %table) {k = 2 : i64, score = #cbc.score<sqrt_softplus>, operandSegmentSizes = array<i32: 1, 0, 0, 1>} : (tensor<?x4xf32>, tensor<16x2xf32>) -> (tensor<?x2xf32>, tensor<?x2xi32>)
+  return
+}

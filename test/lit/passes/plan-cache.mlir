@@ -207,7 +207,7 @@ func.func @block_select_without_index(%iq: tensor<?x8xf32>, %k: tensor<?x8xf32>,
 
 func.func @index_append_windowed(%k: tensor<?x8xf32>, %ik: tensor<?x6xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>) {
   cbc.kv.append %k, %k, %p, %p, %p, %bt {layer = 1 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, retention = #cbc.retention<window, 8>} : tensor<?x8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
-  // expected-error @+1 {{'cbc.kv.index_append' op layer 1 has no cbc.kv.append that keeps every token}}
+  // expected-error @+1 {{'cbc.kv.index_append' op layer 1 has no cbc.kv.append of the index keys' retention}}
   cbc.kv.index_append %ik, %p, %p, %p, %bt {layer = 1 : i64, head_dim = 6 : i64} : tensor<?x6xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
   return
 }
