@@ -20,6 +20,11 @@ template <class S, class Op> static void setCacheSlots(SlotArgs<S> &args, Emitte
       .set(S::TableWidth, Emitter::runtime(RuntimeVar::TableWidth));
 }
 
+// The positions per row of a layer of this retention: N for compressed rows, else 1.
+static int64_t compressedRate(RetentionAttr r) {
+  return r.getKind() == RetentionKind::compressed ? r.getTokens() : 1;
+}
+
 // The elements of a pool row of `layer` as the cache plan lays it out (0: no such layer).
 static int64_t planRowElems(Operation *op, int64_t layer) {
   auto plan = op->getParentOfType<ModuleOp>()->getAttrOfType<CachePlanAttr>("cbc.cache_plan");
@@ -46,7 +51,8 @@ void emitKvAppend(Emitter &e, KvAppendOp op) {
                        .integer(cols(op.getK()))
                        .integer(cols(op.getV()))
                        .integer(e.blockSize())
-                       .integer(std::max(row, cols(op.getK()) + cols(op.getV()))));
+                       .integer(std::max(row, cols(op.getK()) + cols(op.getV())))
+                       .integer(compressedRate(op.getRetention()), 1));
   SlotArgs<S> args;
   args.set(S::K, e.arg(op.getK()))
       .set(S::V, e.arg(op.getV()))
@@ -232,7 +238,43 @@ static void emitLatentPrefill(Emitter &e, KvLatentAttentionOp op, KernelArgOut p
 // Latent attention: as attention, one-token chunks by flash-decoding over the cached latent rows
 // and longer chunks by the tiled kernel. With a selection (sparse attention) each token has keys
 // of its own, so flash-decoding takes every token.
+// With compressed entries: one block of 128 threads per (token, head), the window's rows then
+// the entries, in one online softmax.
+static void emitLatentEntries(Emitter &e, KvLatentAttentionOp op) {
+  using S = slots::LatentEntries;
+  int64_t H = op.getNumHeads(), L = op.getLatentDim();
+  RetentionAttr r = op.getRetention();
+  Instance inst("latent_entries");
+  inst.type(op.getQLatent()).type(e.kvType()).type(op.getSinks()).type(op.getResult());
+  inst.integer(H).integer(L).integer(e.blockSize()).integer(std::max(planRowElems(op, op.getLayer()), L));
+  inst.integer(std::max(planRowElems(op, *op.getEntriesLayer()), L));
+  inst.integer(r.getKind() == RetentionKind::window ? r.getTokens() : 0).integer(op.getEntriesRate());
+  inst.integer(op.getEntrySelection() ? cols(op.getEntrySelection()) : 0);
+  int k = e.kernel("latent_entries", "latent_entries.cuh", inst);
+  SlotArgs<S> args;
+  args.set(S::QLatent, e.arg(op.getQLatent()))
+      .set(S::Positions, e.arg(op.getPositions()))
+      .set(S::SeqIds, e.arg(op.getSeqIds()))
+      .set(S::Slots, e.arg(op.getSlots()))
+      .set(S::Tables, e.arg(op.getBlockTables()))
+      .set(S::Pool, Emitter::cache(op.getLayer()))
+      .set(S::EntryPool, Emitter::cache(*op.getEntriesLayer()))
+      .set(S::Selection, e.arg(op.getEntrySelection()))
+      .set(S::Sinks, e.arg(op.getSinks()))
+      .set(S::Out, e.arg(op.getResult()))
+      .set(S::Group, Emitter::integer(op.getGroupAttr().getInt()))
+      .set(S::EntryGroup, Emitter::integer(op.getEntriesGroupAttr().getInt()))
+      .set(S::TableSlots, Emitter::runtime(RuntimeVar::TableSlots))
+      .set(S::TableWidth, Emitter::runtime(RuntimeVar::TableWidth))
+      .set(S::ScoreScale, op.getScale().convertToDouble());
+  LaunchOut &l = e.launch(k, 128, args);
+  l.grid[0] = {RuntimeVar::NumTokens, 1, 1, 0};
+  l.grid[1] = {std::nullopt, 1, 1, H};
+}
+
 void emitKvLatentAttention(Emitter &e, KvLatentAttentionOp op) {
+  if (op.getEntriesRate() > 0)
+    return emitLatentEntries(e, op);
   using S = slots::LatentAttention;
   int64_t H = op.getNumHeads(), L = op.getLatentDim(), R = op.getRopeDim();
   int64_t vec = e.kvType() == DeviceType::Bf16 ? 8 : 4, row = planRowElems(op, op.getLayer());
@@ -275,7 +317,8 @@ void emitKvIndexAppend(Emitter &e, KvIndexAppendOp op) {
                        .type(e.kvType())
                        .integer(DI)
                        .integer(row)
-                       .integer(e.blockSize()));
+                       .integer(e.blockSize())
+                       .integer(compressedRate(op.getRetention()), 1));
   SlotArgs<S> args;
   args.set(S::Key, e.arg(op.getIndexKey()))
       .set(S::SeqIds, e.arg(op.getSeqIds()));
@@ -333,7 +376,8 @@ void emitKvIndexSelect(Emitter &e, KvIndexSelectOp op) {
                        .integer(op.getHeadDim())
                        .integer(op.getTopk())
                        .integer(row)
-                       .integer(e.blockSize()));
+                       .integer(e.blockSize())
+                       .integer(compressedRate(op.getRetention()), 1));
   SlotArgs<S> args;
   setIndexerSlots(args, e, op);
   LaunchOut &l = e.launch(k, 128, args);

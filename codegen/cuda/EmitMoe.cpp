@@ -17,6 +17,8 @@ void emitMoeRoute(Emitter &e, MoeRouteOp op) {
   inst.flag(op.getRenorm()).integer(g ? g.getCount() : 0).integer(g ? g.getKeep() : 0);
   inst.choice(g ? g.getScore() : GroupScore::top2_sum).choice(g ? g.getFill() : GroupFill::neg_inf);
   inst.flag(op.getBiasOnLogits());
+  if (op.getTable())
+    inst.type(op.getTable());
   if (NS > 0)
     inst = Instance("moe_route_sinks")
                .type(op.getLogits())
@@ -30,6 +32,8 @@ void emitMoeRoute(Emitter &e, MoeRouteOp op) {
       .set(S::Weights, e.arg(op.getWeights()))
       .set(S::Ids, e.arg(op.getIds()))
       .set(S::Bias, e.arg(op.getSelectionBias()))
+      .set(S::Tokens, e.arg(op.getTokens()))
+      .set(S::Table, e.arg(op.getTable()))
       .set(S::RenormEps, op.getRenormEps().convertToDouble())
       .set(S::Scaling, op.getScaling().convertToDouble())
       .set(S::Threshold, op.getThreshold().convertToDouble());

@@ -304,9 +304,33 @@ void emitLightning(Emitter &e, LightningOp op) {
   l.grid[2] = {std::nullopt, 1, 1, (d + kernels::kLightningCols - 1) / kernels::kLightningCols};
 }
 
-// Never reached: Emitter::run refuses the op first (cudaGap), as no CUDA kernel pools windows yet.
-void emitWindowPool(Emitter &, WindowPoolOp) {
-  llvm::report_fatal_error("cbc codegen: cbc.state.window_pool has no CUDA kernel");
+// One block per request, its threads over the entry's features.
+void emitWindowPool(Emitter &e, WindowPoolOp op) {
+  using S = slots::WindowPool;
+  int64_t D = op.getDim();
+  RopeAttr rope = op.getRopeAttr();
+  Instance inst("window_pool");
+  inst.type(op.getX()).type(op.getApe()).type(op.getNorm()).type(op.getResult());
+  inst.integer(op.getRate()).integer(D).flag(op.getOverlap());
+  if (rope)
+    inst.integer(rope.getRotaryDim()).choice(rope.getPairing()).table(e.table(rope.getInvFreq().asArrayRef()));
+  else
+    inst.integer(0).choice(RopePairing::half).table("");
+  inst.integer(rope ? rope.getRotaryOffset() : 0);
+  int k = e.kernel("window_pool", "window_pool.cuh", inst);
+  SlotArgs<S> args;
+  args.set(S::X, e.arg(op.getX()))
+      .set(S::Positions, e.arg(op.getPositions()))
+      .set(S::Ape, e.arg(op.getApe()))
+      .set(S::Norm, e.arg(op.getNorm()))
+      .set(S::Eps, op.getEps().convertToDouble());
+  if (rope)
+    setRopeSlots(args, rope);
+  else
+    args.set(S::AttentionFactor, 1.0).set(S::DynamicBase, 0.0).set(S::DynamicFactor, 0.0);
+  setScanSlots(e, args, op);
+  LaunchOut &l = e.launch(k, D >= 128 ? 128 : 32, args);
+  l.grid[0] = {RuntimeVar::NumRequests, 1, 1, 0};
 }
 
 } // namespace cbc::codegen::cuda

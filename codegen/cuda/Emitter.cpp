@@ -180,25 +180,6 @@ LogicalResult Emitter::numberValues(Block &block) {
   return success();
 }
 
-// What an op asks of CUDA that no kernel does yet: compressed cache rows (their writers, indexer
-// and entries), hash routing. Empty: nothing.
-static std::string cudaGap(Operation &op) {
-  auto compressed = [](RetentionAttr r) { return r.getKind() == RetentionKind::compressed; };
-  if (auto o = dyn_cast<KvAppendOp>(op); o && compressed(o.getRetention()))
-    return "compressed retention";
-  if (auto o = dyn_cast<KvIndexAppendOp>(op); o && compressed(o.getRetention()))
-    return "compressed retention";
-  if (auto o = dyn_cast<KvIndexSelectOp>(op); o && compressed(o.getRetention()))
-    return "compressed retention";
-  if (auto o = dyn_cast<KvLatentAttentionOp>(op); o && o.getEntriesRate() > 0)
-    return "compressed entries";
-  if (auto o = dyn_cast<MoeRouteOp>(op); o && o.getTable())
-    return "a routing table";
-  if (isa<WindowPoolOp>(op))
-    return "its pooled windows";
-  return "";
-}
-
 FailureOr<KernelBundleOut> Emitter::run() {
   auto func = module_.lookupSymbol<func::FuncOp>("step");
   if (!func)
@@ -224,8 +205,6 @@ FailureOr<KernelBundleOut> Emitter::run() {
     const OpEmitter *emit = emitterTable().find(op.getName().getStringRef());
     if (!emit)
       return op.emitError("no CUDA code generation for ") << op.getName();
-    if (std::string gap = cudaGap(op); !gap.empty())
-      return op.emitError("no CUDA code generation for ") << op.getName() << " with " << gap;
     (*emit)(*this, op);
   }
   prog_.argmax_kernel = emitArgmax(*this, output);

@@ -186,6 +186,9 @@ public:
   Instance &type(DeviceType t);
   Instance &type(mlir::Value v) { return type(deviceType(v)); }
   Instance &integer(int64_t v);
+  // A trailing argument with a default: added only when v differs from it (`fallback`), so
+  // that instances without it keep their names.
+  Instance &integer(int64_t v, int64_t fallback) { return v == fallback ? *this : integer(v); }
   Instance &flag(bool b);
   Instance &choice(Activation a);
   Instance &choice(GluLayout l);

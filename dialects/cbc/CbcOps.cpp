@@ -643,8 +643,10 @@ static shape::WindowPool windowPoolShape(WindowPoolOp op) {
 LogicalResult WindowPoolOp::verify() {
   if (failed(verifyShape(*this, shape::check(windowPoolShape(*this)))))
     return failure();
-  if (auto rope = getRopeAttr(); rope && (rope.getHeadDim() != (int64_t)getDim() || !rope.getSections().empty()))
-    return emitOpError("rope must rotate one head of dim features at one position");
+  if (auto rope = getRopeAttr();
+      rope && (rope.getHeadDim() != (int64_t)getDim() || !rope.getSections().empty() || rope.getInvFreqLong() ||
+               rope.getDynamicBase().convertToDouble() != 0))
+    return emitOpError("rope must be a plain schedule rotating one head of dim features at one position");
   return success();
 }
 

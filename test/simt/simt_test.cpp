@@ -311,9 +311,9 @@ TEST_P(Simt, KernelsMatchCpuInstructionByInstruction) {
 TEST(SimtStateUnits, ScansReadTheInputUnitAndWriteTheOutputUnit) {
   // Every kind of scan: gated delta, KDA, SSD, the selective scan, lightning, conv1d in each, the
   // token shift and WKV (RWKV), the RG-LRU (Griffin), the mLSTM cell (xLSTM), and the n-gram ids
-  // and the dilated conv (Qwen4-Exp).
+  // and the dilated conv (Qwen4-Exp), the pooled windows (DeepSeek-V4).
   for (const char *family : {"qwen3_next", "kimi_linear", "mamba2", "falcon_mamba", "minimax", "rwkv",
-                             "recurrent_gemma", "xlstm", "qwen4_exp_text"}) {
+                             "recurrent_gemma", "xlstm", "qwen4_exp_text", "deepseek_v4"}) {
     rt::Artefact a = compileWithKernels(family, true);
     MatchOptions opt;
     opt.keep_states = true;

@@ -10,14 +10,19 @@
 namespace cbc {
 
 // The index key goes last in the layer's pool row of ROW elements (DI of them).
-template <class TK, class TKV, int DI, int ROW, int B> __device__ __forceinline__ void index_append(const CbcArgs &a) {
+// RATE > 1: a compressed layer's keys, one per window of RATE positions.
+template <class TK, class TKV, int DI, int ROW, int B, int RATE = 1>
+__device__ __forceinline__ void index_append(const CbcArgs &a) {
   using S = slots::IndexAppend;
   const TK *k = (const TK *)a.p[S::Key];
   const int *positions = (const int *)a.p[S::Positions];
   const int *seq_ids = (const int *)a.p[S::SeqIds];
   const int *slots = (const int *)a.p[S::Slots];
   long long t = blockIdx.x;
-  TKV *row = cache_row<B, ROW, S>(a, (TKV *)a.p[S::Pool], slots[seq_ids[t]], positions[t]);
+  int at = written_row<RATE>(positions[t]);
+  if (at < 0)
+    return;
+  TKV *row = cache_row<B, ROW, S>(a, (TKV *)a.p[S::Pool], slots[seq_ids[t]], at);
   for (int j = threadIdx.x; j < DI; j += blockDim.x)
     st(row, ROW - DI + j, ld(k, t * DI + j));
 }
@@ -121,7 +126,8 @@ template <int K, class TO, class Score> __device__ __forceinline__ void select_t
 }
 
 // The K best keys among positions 0..pos by index_score. Fewer than K visible: all, -1 padded.
-template <class TQ, class TW, class TKV, class TO, int H, int D, int K, int ROW, int B>
+// RATE > 1: the keys are a compressed layer's, the windows complete at the query.
+template <class TQ, class TW, class TKV, class TO, int H, int D, int K, int ROW, int B, int RATE = 1>
 __device__ __forceinline__ void index_select(const CbcArgs &a) {
   using S = slots::IndexSelect;
   const int *positions = (const int *)a.p[S::Positions];
@@ -129,7 +135,7 @@ __device__ __forceinline__ void index_select(const CbcArgs &a) {
   const int *slots = (const int *)a.p[S::Slots];
   TO *out = (TO *)a.p[S::Out];
   long long t = blockIdx.x;
-  int n = positions[t] + 1;
+  int n = (positions[t] + 1) / RATE;
   const int *table = group_tables<S>(a) + (long long)slots[seq_ids[t]] * a.i[S::TableWidth];
   float ks = a.f[S::KeyScale], ws = a.f[S::WeightScale];
   if (n <= K) {

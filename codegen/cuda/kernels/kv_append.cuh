@@ -19,8 +19,17 @@ __device__ __forceinline__ T *cache_row(const CbcArgs &a, T *pool, int slot, int
   return pool + (block * B + pos % B) * ROW;
 }
 
+// The row a token writes in a layer of RATE positions a row (1: its position): the window it
+// closes, or -1 when it closes none.
+template <int RATE> __device__ __forceinline__ int written_row(int pos) {
+  if constexpr (RATE == 1)
+    return pos;
+  return (pos + 1) % RATE == 0 ? (pos + 1) / RATE - 1 : -1;
+}
+
 // ROW: the pool row's stride, more than KW + VW when the layer keeps an index_key row after.
-template <class TK, class TV, class TKV, int KW, int VW, int B, int ROW = KW + VW>
+// RATE > 1: a compressed layer, one row per window of RATE positions.
+template <class TK, class TV, class TKV, int KW, int VW, int B, int ROW = KW + VW, int RATE = 1>
 __device__ __forceinline__ void kv_append(const CbcArgs &a) {
   using S = slots::KvAppend;
   const TK *k = (const TK *)a.p[S::K];
@@ -29,7 +38,10 @@ __device__ __forceinline__ void kv_append(const CbcArgs &a) {
   const int *seq_ids = (const int *)a.p[S::SeqIds];
   const int *slots = (const int *)a.p[S::Slots];
   long long t = blockIdx.x;
-  TKV *row = cache_row<B, ROW, S>(a, (TKV *)a.p[S::Pool], slots[seq_ids[t]], positions[t]);
+  int at = written_row<RATE>(positions[t]);
+  if (at < 0)
+    return;
+  TKV *row = cache_row<B, ROW, S>(a, (TKV *)a.p[S::Pool], slots[seq_ids[t]], at);
   for (int j = threadIdx.x; j < KW; j += blockDim.x)
     st(row, j, ld(k, t * KW + j));
   for (int j = threadIdx.x; j < VW; j += blockDim.x)

@@ -107,9 +107,12 @@ __device__ __forceinline__ void route_sparsemixer(const float (&v)[EL], float (&
 
 // Router logits [T, E] -> k weights and expert ids per token. TB is the selection bias's type
 // (void: none), added to the scores or, with BIAS_ON_LOGITS, to the raw logits; G > 0 limits
-// the choice to the KEEP best of G expert groups.
+// the choice to the KEEP best of G expert groups. TT (void: none) is a routing table's type: the
+// experts are then Table[Tokens[t]], weighted by their scores (an id outside the experts weighs
+// nothing; the CPU backend refuses it).
 template <class TL, class TB, int E, int K, Score SC, bool RENORM, int G = 0, int KEEP = 0,
-          GroupScore GS = GroupScore::top2_sum, GroupFill GF = GroupFill::neg_inf, bool BIAS_ON_LOGITS = false>
+          GroupScore GS = GroupScore::top2_sum, GroupFill GF = GroupFill::neg_inf, bool BIAS_ON_LOGITS = false,
+          class TT = void>
 __device__ __forceinline__ void moe_route(const CbcArgs &a) {
   using S = slots::MoeRoute;
   constexpr int EL = (E + 31) / 32;
@@ -154,7 +157,23 @@ __device__ __forceinline__ void moe_route(const CbcArgs &a) {
     route_mask_groups<E, EL, G, KEEP, GS, GF>(key);
   float chosen[K];
   int chosenId[K];
-  route_top_k<E, K, EL>(v, key, chosen, chosenId);
+  if constexpr (present<TT>) {
+    int token = ((const int *)a.p[S::Tokens])[t];
+    for (int j = 0; j < K; ++j) {
+      int id = (int)ld((const TT *)a.p[S::Table], (long long)token * K + j);
+      bool valid = id >= 0 && id < E;
+      float val = 0.0f;
+      for (int e = 0; e < EL; ++e) { // the score lives in lane id % 32, register id / 32
+        float x = __shfl_sync(0xffffffffu, v[e], valid ? id % 32 : 0);
+        if (valid && e == id / 32)
+          val = x;
+      }
+      chosen[j] = val;
+      chosenId[j] = valid ? id : 0;
+    }
+  } else {
+    route_top_k<E, K, EL>(v, key, chosen, chosenId);
+  }
   if constexpr (SC == Score::sparsemixer)
     route_sparsemixer<E, K, EL>(v, chosen, chosenId, a.f[S::Threshold]);
   if (lane == 0) {

@@ -355,6 +355,11 @@ struct LatentAttention {
   enum Int { Group, TableSlots, TableWidth, Splits, NumInt };
   enum Flt { ScoreScale, NumFlt };
 };
+struct LatentEntries { // Selection: [T, K] entry indices (null: every complete entry); Sinks: null without
+  enum Ptr { QLatent, Positions, SeqIds, Slots, Tables, Pool, EntryPool, Selection, Sinks, Out, NumPtr };
+  enum Int { Group, EntryGroup, TableSlots, TableWidth, NumInt };
+  enum Flt { ScoreScale, NumFlt };
+};
 struct AttentionPlan { // Plan: the tile count, then (request, first token) per tile
   enum Ptr { CuSeqlens, Plan, NumPtr };
   enum Int { Requests, NumInt };
@@ -403,8 +408,8 @@ struct RopeAppend {
 
 // Experts: `Plan` is the moe_plan workspace (offsets per expert, then the permutation), `Tiles`
 // its table of the GEMMs' tiles.
-struct MoeRoute {
-  enum Ptr { Logits, Weights, Ids, Bias, NumPtr };
+struct MoeRoute { // Tokens, Table: hash routing's token ids and [vocab, K] expert ids (else null)
+  enum Ptr { Logits, Weights, Ids, Bias, Tokens, Table, NumPtr };
   enum Int { NumInt };
   enum Flt { RenormEps, Scaling, Threshold, NumFlt };
 };
@@ -440,6 +445,11 @@ struct Conv1d { // Taps [T, TW]: per-token taps (null: none); Scale multiplies t
   enum Ptr { X, Weight, Bias, CuSeqlens, StateIn, StateOut, HasInitial, Pool, Out, Initial, Taps, NumPtr };
   enum Int { NumInt };
   enum Flt { Scale, NumFlt };
+};
+struct WindowPool { // Norm: null without one; the RoPE scalars of the entries' rotation
+  enum Ptr { X, Positions, Ape, Norm, CuSeqlens, StateIn, StateOut, HasInitial, Pool, Out, NumPtr };
+  enum Int { NumInt };
+  enum Flt { Eps, AttentionFactor, DynamicBase, DynamicFactor, NumFlt };
 };
 struct NgramEmbed {
   enum Ptr { Tokens, Table, CuSeqlens, StateIn, StateOut, HasInitial, Pool, Out, NumPtr };

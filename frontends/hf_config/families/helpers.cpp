@@ -349,4 +349,20 @@ void qwenSharedExpert(ExpertNaming &n) {
   n.shared_gate = "mlp.shared_expert_gate.weight";
 }
 
+void parseManifoldHyper(const ConfigReader &r, ModelSpec &s) {
+  HyperSpec &h = s.hyper;
+  h.streams = r.getSize("hc_mult", 4);
+  if (h.streams < 1 || h.streams > 16)
+    throw ConfigError(r.path("hc_mult"), "must be between 1 and 16");
+  h.manifold = true;
+  h.sinkhorn_iters = r.getSize("hc_sinkhorn_iters", 20);
+  h.eps = r.getNumber("hc_eps", 1e-6);
+  if (!(h.eps >= 0) || !std::isfinite(h.eps))
+    throw ConfigError(r.path("hc_eps"), "must not be negative");
+  h.post_eps = 0.0;
+  h.norm_eps = s.norm_eps;
+  h.attn = "hc_attn_";
+  h.ffn = "hc_ffn_";
+}
+
 } // namespace cbc::hf

@@ -132,6 +132,9 @@ void parseQwenMoe(const ConfigReader &r, ModelSpec &spec, const QwenMoeDefaults 
 // renormKey (a router that ignores the key).
 void parseQwenMoeEveryLayer(const ConfigReader &r, ModelSpec &spec, const QwenMoeDefaults &d, bool renormKey);
 // Qwen3-Next's and Qwen3.5's gated delta net keys (linear_*), with the projections' layout.
+// mHC streams (hc_mult, hc_sinkhorn_iters, hc_eps) with the sites' tensors hc_attn_* and hc_ffn_*
+// (DeepSeek-V4, GLM5-Next).
+void parseManifoldHyper(const ConfigReader &r, ModelSpec &s);
 void parseGatedDeltaNet(const ConfigReader &r, ModelSpec &s, GdnSpec::Projections projections);
 // The sigmoid-gated shared expert under mlp.shared_expert.
 void qwenSharedExpert(ExpertNaming &n);

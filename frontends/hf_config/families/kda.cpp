@@ -242,20 +242,8 @@ void parseGlm5NextText(const ConfigReader &r0, ModelSpec &s) {
   s.mlp.limit = s.moe.limit = limit;
   s.mlp.alpha = s.moe.alpha = 1.0;
   s.mlp.up_offset = s.moe.up_offset = 0.0;
-  HyperSpec &h = s.hyper;
-  h.streams = r.getSize("hc_mult", 4);
-  if (h.streams > 16)
-    throw ConfigError(r.path("hc_mult"), "must be between 1 and 16");
-  h.manifold = true;
-  h.sinkhorn_iters = r.getSize("hc_sinkhorn_iters", 20);
-  h.eps = r.getNumber("hc_eps", 1e-6);
-  if (!(h.eps >= 0) || !std::isfinite(h.eps))
-    throw ConfigError(r.path("hc_eps"), "must not be negative");
-  h.post_eps = 0.0;
-  h.norm_eps = s.norm_eps;
-  h.attn = "hc_attn_";
-  h.ffn = "hc_ffn_";
-  h.mean_head = true;
+  parseManifoldHyper(r, s);
+  s.hyper.mean_head = true;
   // Composite checkpoints keep the text weights under model.language_model.; flat ones under model.
   s.prefix = "model.language_model.";
   s.weight_aliases = {{"model.language_model.", "model."}};

@@ -3728,7 +3728,7 @@ func.func @window_pool_result(%x: tensor<?x8xf32>, %ape: tensor<4x4xf32>, %m: te
 // -----
 
 func.func @window_pool_rope(%x: tensor<?x8xf32>, %ape: tensor<4x4xf32>, %m: tensor<?xi32>) {
-  // expected-error @+1 {{'cbc.state.window_pool' op rope must rotate one head of dim features at one position}}
+  // expected-error @+1 {{'cbc.state.window_pool' op rope must be a plain schedule rotating one head of dim features at one position}}
   %0 = cbc.state.window_pool %x, %m, %ape, %m, %m, %m, %m {layer = 0 : i64, rate = 4 : i64, dim = 4 : i64, rope = #cbc.rope<head_dim = 8, rotary_dim = 2, inv_freq = array<f32: 1.0>>} : (tensor<?x8xf32>, tensor<?xi32>, tensor<4x4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x4xf32>
   return
 }

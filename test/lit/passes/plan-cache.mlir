@@ -462,3 +462,23 @@ func.func @mamba_state_clash(%x: tensor<?x8xf32>, %dt: tensor<?x4xf32>, %b: tens
   %1 = cbc.state.ssd %0, %dt, %b, %b, %h, %h, %h, %p, %p, %p, %p {layer = 3 : i64, num_heads = 4 : i64, head_dim = 2 : i64, n_groups = 2 : i64, state_size = 3 : i64, state = "ssm"} : (tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x6xf32>, tensor<?x6xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
   return
 }
+
+// -----
+
+func.func @entries_not_compressed(%q: tensor<?x16xf32>, %r: tensor<?x0xf32>, %k: tensor<?x8xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>) {
+  cbc.kv.append %k, %r, %p, %p, %p, %bt {layer = 0 : i64, num_kv_heads = 1 : i64, head_dim = 8 : i64, latent, retention = #cbc.retention<window, 8>} : tensor<?x8xf32>, tensor<?x0xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
+  cbc.kv.append %k, %r, %p, %p, %p, %bt {layer = 2 : i64, num_kv_heads = 1 : i64, head_dim = 8 : i64, latent, retention = #cbc.retention<window, 8>} : tensor<?x8xf32>, tensor<?x0xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
+  // expected-error @+1 {{'cbc.kv.latent_attention' op reads entries of layer 2, which no latent cbc.kv.append of retention #cbc.retention<compressed, 4> writes}}
+  %o = cbc.kv.latent_attention %q, %r, %p, %p, %p, %p, %p, %bt {layer = 0 : i64, num_heads = 2 : i64, latent_dim = 8 : i64, rope_dim = 0 : i64, scale = 0.5 : f64, retention = #cbc.retention<window, 8>, entries_rate = 4 : i64, entries_layer = 2 : i64} : tensor<?x16xf32>, tensor<?x0xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?x16xf32>
+  return
+}
+
+// -----
+
+func.func @index_select_retention(%k: tensor<?x8xf32>, %r: tensor<?x0xf32>, %ik: tensor<?x6xf32>, %iq: tensor<?x12xf32>, %iw: tensor<?x2xf32>, %p: tensor<?xi32>, %bt: tensor<?x?x?xi32>) {
+  cbc.kv.append %k, %r, %p, %p, %p, %bt {layer = 1 : i64, num_kv_heads = 1 : i64, head_dim = 8 : i64, latent, retention = #cbc.retention<compressed, 4>} : tensor<?x8xf32>, tensor<?x0xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
+  cbc.kv.index_append %ik, %p, %p, %p, %bt {layer = 1 : i64, head_dim = 6 : i64, retention = #cbc.retention<compressed, 4>} : tensor<?x6xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32>
+  // expected-error @+1 {{'cbc.kv.index_select' op retention differs from the cbc.kv.index_append of layer 1}}
+  %o = cbc.kv.index_select %iq, %iw, %p, %p, %p, %p, %p, %bt {layer = 1 : i64, num_heads = 2 : i64, head_dim = 6 : i64, topk = 3 : i64, key_scale = 0.5 : f64, weight_scale = 0.7 : f64} : tensor<?x12xf32>, tensor<?x2xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?x?xi32> -> tensor<?x3xi32>
+  return
+}
