@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD_DIR:-build}
-FAMILIES=(llama llama_fp8 bitnet_ternary olmo_hybrid gpt_oss gpt_oss_mxfp4 qwen3_moe deepseek_v3 longcat_flash rwkv xlstm recurrent_gemma qwen4_exp_text)
+FAMILIES=(llama llama_fp8 bitnet_ternary olmo_hybrid gpt_oss gpt_oss_mxfp4 qwen3_moe deepseek_v3 longcat_flash rwkv xlstm recurrent_gemma qwen4_exp_text deepseek_v4)
 for f in "${FAMILIES[@]}"; do
   "$BUILD/bin/cbc" compile "test/parity/fixtures/$f/config.json" -o "test/artefacts/$f.fb" --no-cuda --quiet
   echo "refresh: test/artefacts/$f.fb ($(stat -c %s "test/artefacts/$f.fb") bytes)"

@@ -435,7 +435,7 @@ void emitHeadLinear(Emitter &e, HeadLinearOp op) {
       .set(S::Out, e.arg(op.getResult()))
       .set(S::Rows, Emitter::runtime(e.rowsVar(op.getX())));
   LaunchOut &l = e.launch(k, kernels::kHeadLinearThreads, args);
-  l.grid[0] = {e.rowsVar(op.getX()), 1, kernels::kHeadLinearTokens, 0};
+  l.grid[0] = {e.rowsVar(op.getX()), 1, kernels::headLinearTokens(op.getTranspose() ? op.getRows() : C), 0};
   l.grid[1] = {std::nullopt, 1, 1, heads};
   l.grid[2] = {std::nullopt, 1, 1, (out + kernels::kHeadLinearThreads - 1) / kernels::kHeadLinearThreads};
 }

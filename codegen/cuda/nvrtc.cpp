@@ -62,7 +62,8 @@ TargetResult compileTarget(const std::string &source, const std::string &arch, c
     nvrtcGetProgramLog(prog, out.log.data());
   if (r != NVRTC_SUCCESS) {
     nvrtcDestroyProgram(&prog);
-    throw std::runtime_error("NVRTC failed to compile the generated kernels for " + arch + ":\n" + out.log);
+    throw std::runtime_error("NVRTC failed to compile the generated kernels for " + arch + " (" +
+                             nvrtcGetErrorString(r) + "):\n" + out.log);
   }
   size_t size = 0;
   check(nvrtcGetCUBINSize(prog, &size), "cubin size");

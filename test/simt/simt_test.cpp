@@ -797,6 +797,24 @@ TEST(SimtLatentAttentionSinks, LongPrefillsMatchCpu) {
   longPrefillsMatchCpu(a, 64, "latent attention with sinks");
 }
 
+// A grouped projection of 2048 inputs a group (DeepSeek-V4's grouped output projection is 4096
+// wide): the block stages fewer tokens (6 of them) so that they fit 48 KiB of shared memory.
+TEST(SimtHeadLinear, WideGroupsStageFewerTokens) {
+  rt::Artefact a = compileIrWithKernels(stepReturning(64, R"mlir(
+    %t = cbc.weight.ref "table" {sources = [["table.weight"]]} : tensor<64x64xbf16>
+    %e = cbc.math.embed %arg0, %t : tensor<?xi32>, tensor<64x64xbf16> -> tensor<?x64xf32>
+    %wx = cbc.weight.ref "wx" {sources = [["wx.weight"]]} : tensor<4096x64xbf16>
+    %x = cbc.math.linear %e, %wx : tensor<?x64xf32>, tensor<4096x64xbf16> -> tensor<?x4096xf32>
+    %wg = cbc.weight.ref "wg" {sources = [["wg.weight"]]} : tensor<32x2048xbf16>
+    %g = cbc.math.head_linear %x, %wg {heads = 2 : i64, offset = 0 : i64, rows = 16 : i64} : tensor<?x4096xf32>, tensor<32x2048xbf16> -> tensor<?x32xf32>
+    %wo = cbc.weight.ref "wo" {sources = [["wo.weight"]]} : tensor<64x32xbf16>
+    %out = cbc.math.linear %g, %wo : tensor<?x32xf32>, tensor<64x32xbf16> -> tensor<?x64xf32>
+)mlir"));
+  ASSERT_NE(a.kernels->source.find("cbc::head_linear<bf16, bf16, bf16, 2, 16, 2048, 0, 16, false>"), std::string::npos);
+  static_assert(kernels::headLinearTokens(2048) == 6 && kernels::headLinearTokens(512) == 8);
+  kernelsMatchCpu(a, rt::WeightSource{"", 7}, {{3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23}, {4}}, "wide head_linear");
+}
+
 // Values of 528: a prefill block would need 12 warps (three column groups), so every token of
 // the layer takes flash-decoding (its all-token form), prefill chunks included.
 TEST(SimtAttentionWideValues, TooWideForTilesStayOnDecode) {

@@ -1380,5 +1380,40 @@ TEST_F(TernaryWeights, PackedTensorsNeedATernaryModel) {
   expectWeightError([&] { rt::WeightStore::load(plain, {dir.str(), 0}); }, {"U8"}, "plain artefact");
 }
 
+// DeepSeek-V4: save_pretrained keeps the model. prefix and the runtime names of the embedding,
+// the final norm and the HC head; the hub's files drop the prefix and name those as the reference
+// code does (embed.weight, hc_head_fn, ...). The artefact carries aliases for both.
+class DeepseekV4Weights : public FixtureWeights<DeepseekV4Weights> {
+public:
+  static constexpr const char *kFamily = "deepseek_v4";
+};
+
+TEST_F(DeepseekV4Weights, HubNamesLoadTheSameValues) {
+  TempDir dir;
+  Tensors ts = tensors_;
+  int renamed = 0;
+  for (auto &[n, t] : ts) {
+    for (auto [from, to] : {std::pair<std::string, std::string>{"model.embed_tokens.", "embed."},
+                            {"model.hc_head.hc_", "hc_head_"}, {"model.", ""}})
+      if (n.rfind(from, 0) == 0) {
+        n = to + n.substr(from.size());
+        ++renamed;
+        break;
+      }
+  }
+  EXPECT_EQ(renamed, (int)ts.size() - 1) << "every tensor but head.weight is renamed";
+  rt::writeSafetensors(dir / "model.safetensors", ts);
+  rt::Checkpoint ck(dir.str());
+  EXPECT_TRUE(ck.has("embed.weight"));
+  EXPECT_TRUE(ck.has("hc_head_fn"));
+  EXPECT_TRUE(ck.has("layers.0.attn.wq_a.weight"));
+  EXPECT_TRUE(ck.has("norm.weight"));
+  rt::WeightStore got = rt::WeightStore::load(*artefact_, {dir.str(), 0});
+  rt::WeightStore ref = rt::WeightStore::load(*artefact_, {fixtureDir(kFamily), 0});
+  ASSERT_EQ(got.size(), ref.size());
+  for (size_t i = 0; i < ref.size(); ++i)
+    EXPECT_EQ(floats(got.get((int)i)), floats(ref.get((int)i))) << artefact_->weights[i].name;
+}
+
 } // namespace
 } // namespace cbc::test

@@ -1,6 +1,6 @@
 // A matrix product per head (cbc.math.head_linear): block (token tile, head, output tile) stages
 // its tokens' inputs in shared memory and each thread accumulates one output for all of them,
-// so a weight element is read once per tile of kHeadLinearTokens tokens.
+// so a weight element is read once per tile of headLinearTokens(inputs) tokens.
 #ifndef CBC_CODEGEN_CUDA_KERNELS_HEAD_LINEAR_CUH
 #define CBC_CODEGEN_CUDA_KERNELS_HEAD_LINEAR_CUH
 
@@ -13,7 +13,7 @@ namespace cbc {
 template <class TX, class TW, class TY, int HEADS, int R, int C, int OFF, int N, bool TRANSPOSE>
 __device__ __forceinline__ void head_linear(const CbcArgs &a) {
   using S = slots::HeadLinear;
-  constexpr int IN = TRANSPOSE ? N : C, OUT = TRANSPOSE ? C : N, TT = kHeadLinearTokens;
+  constexpr int IN = TRANSPOSE ? N : C, OUT = TRANSPOSE ? C : N, TT = headLinearTokens(IN);
   __shared__ float xs[TT][IN];
   const TX *x = (const TX *)a.p[S::X];
   const TW *w = (const TW *)a.p[S::W];

@@ -88,6 +88,12 @@ CBC_SHAPE_FN int prefillWarps(int G, int DV) {
 }
 inline constexpr int kAttentionPlanThreads = 256;
 inline constexpr int kHeadLinearTokens = 8, kHeadLinearThreads = 128; // tokens and outputs per block
+// The tokens a head_linear block stages for IN inputs each: kHeadLinearTokens, fewer for wide
+// heads so that the staged floats stay within 48 KiB of shared memory (DeepSeek-V4's groups of 4096).
+CBC_SHAPE_FN int headLinearTokens(long long in) {
+  long long fit = 12288 / (in > 0 ? in : 1);
+  return fit >= kHeadLinearTokens ? kHeadLinearTokens : fit > 0 ? (int)fit : 1;
+}
 // MoE expert GEMMs (moe.cuh): tiles of kMoeTileM positions of one expert x kMoeTileN weight
 // rows (gate_up: kMoeTileN / 2 gated units), kMoeTileK columns a pipeline slice.
 inline constexpr int kMoeTileM = 64, kMoeTileN = 64, kMoeTileK = 32, kMoeThreads = 128;

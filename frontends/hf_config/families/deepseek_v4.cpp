@@ -145,6 +145,9 @@ void parseDeepseekV4(const ConfigReader &r, ModelSpec &s) {
   nm.input_norm = "attn_norm";
   nm.post_attn_norm = "ffn_norm";
   s.lm_head = "head.weight";
+  // The hub's files name the top-level tensors as the reference code does and drop the model.
+  // prefix (save_pretrained keeps both): each tensor is read under whichever spelling is there.
+  s.weight_aliases = {{"model.embed_tokens.", "embed."}, {"model.hc_head.hc_", "hc_head_"}, {"model.", ""}};
 }
 
 // The rotary share: partial_rotary_factor, else the legacy qk_rope_head_dim over head_dim, else 1/8.
