@@ -1147,10 +1147,10 @@ def Cbc_WindowPoolOp : Cbc_StateScanOp<"state.window_pool",
     closes it), zeros otherwise: `cbc.kv.append` with `#cbc.retention<compressed, rate>`
     writes exactly those rows.
 
-    The tokens of the open window (and with `overlap` the previous window's first halves) are
-    the request's state `window`: `[rate, 2 * dim]` of `[kv | g + ape]` per slot, or with
-    `overlap` `[3 * rate, 2 * dim]` (the previous window's first halves, then the open
-    window's second and first halves). A request's rows must continue its positions.
+    The request's state `window` is the open window's entry pooled so far, as a running
+    softmax per feature (the largest logit, the sum of exponentials and the weighted kv:
+    `[3, dim]`, whatever the rate); with `overlap` also the next window's, which pools the open
+    window's first halves (`[6, dim]`). A request's rows must continue its positions.
   }];
   let assemblyFormat = "$x `,` $positions `,` $ape (`norm` `(` $norm^ `)`)? `,` $cu_seqlens `,` $state_in `,` $state_out `,` $has_initial_state attr-dict `:` functional-type(operands, $result)";
 }

@@ -1169,56 +1169,46 @@ void ngramEmbed(const int32_t *tokens, Matrix table, int64_t D, const NgramParam
 }
 
 namespace {
-// One window's entry, feature by feature: the softmax over its slots of gate + ape (held in the
-// slots already) weighing their kv. Slot rows are [kv (D) | gate (D)].
-void poolSlots(const std::vector<const float *> &slots, int64_t D, float *out) {
-  for (int64_t f = 0; f < D; ++f) {
-    float m = -INFINITY;
-    for (const float *sl : slots)
-      m = std::max(m, sl[D + f]);
-    double sum = 0, acc = 0;
-    for (const float *sl : slots) {
-      double e = std::exp((double)(sl[D + f] - m));
-      sum += e;
-      acc += e * sl[f];
+// A running softmax per feature over the slots pooled so far (the state's accumulators): the
+// largest logit m, the sum l of exp(g - m) and the kv weighted by them, rescaled as m grows.
+// A zero accumulator (l = 0) is empty whatever its m.
+struct Pooled {
+  float *m, *l, *acc;
+  Pooled(float *at, int64_t D) : m(at), l(at + D), acc(at + 2 * D) {}
+  void add(const float *kv, const float *g, const float *ape, int64_t D) {
+    for (int64_t f = 0; f < D; ++f) {
+      float logit = g[f] + ape[f], mn = std::max(m[f], logit);
+      float c = std::exp(m[f] - mn), e = std::exp(logit - mn);
+      l[f] = l[f] * c + e;
+      acc[f] = acc[f] * c + e * kv[f];
+      m[f] = mn;
     }
-    out[f] = (float)(acc / sum);
   }
-}
+  void clear(int64_t D) { std::fill(m, m + 3 * D, 0.0f); }
+};
 } // namespace
 
 void windowPool(const float *x, const int32_t *positions, const float *ape, const WindowPoolParams &p,
                 const StateRows &rows, float *pool, float *y, const ParallelFor &pfor) {
-  int64_t R = p.rate, D = p.dim, S = p.overlap ? 2 : 1, size = (p.overlap ? 3 : 1) * R * 2 * D;
+  int64_t R = p.rate, D = p.dim, S = p.overlap ? 2 : 1, size = S * 3 * D;
   pfor(rows.num_requests, [&](int64_t r) {
     float *state = startState(rows, pool, r, size, size);
-    // Slots of 2D: with overlap the previous window's first halves, then the open window's
-    // second and first halves; else the open window's.
-    float *prevA = state, *curB = state + (p.overlap ? R : 0) * 2 * D, *curA = state + 2 * R * 2 * D;
-    std::vector<const float *> slots;
+    // The entry of the open window; with overlap also the next one, which pools the open
+    // window's first halves.
+    Pooled cur(state, D), next(state + 3 * D, D);
     for (int64_t t = rows.cu_seqlens[r]; t < rows.cu_seqlens[r + 1]; ++t) {
       int64_t pos = positions[t], s = pos % R, w = pos / R;
-      const float *kv = x + t * 2 * S * D, *g = kv + S * D;
-      for (int64_t h = 0; h < S; ++h) { // h 0: the first half (the next window's), h 1: the second
-        float *slot = (p.overlap && h == 0 ? curA : curB) + s * 2 * D;
-        int64_t col = p.overlap && h == 0 ? 0 : (S - 1) * D;
-        for (int64_t f = 0; f < D; ++f) {
-          slot[f] = kv[col + f];
-          slot[D + f] = g[col + f] + ape[s * S * D + col + f];
-        }
-      }
+      const float *kv = x + t * 2 * S * D, *g = kv + S * D, *a = ape + s * S * D;
+      cur.add(kv + (S - 1) * D, g + (S - 1) * D, a + (S - 1) * D, D); // the window's own half
+      if (p.overlap)
+        next.add(kv, g, a, D);
       float *yt = y + t * D;
       if (s != R - 1) {
         std::fill(yt, yt + D, 0.0f);
         continue;
       }
-      slots.clear();
-      for (int64_t j = 0; j < R; ++j) {
-        if (p.overlap && w > 0)
-          slots.push_back(prevA + j * 2 * D);
-        slots.push_back(curB + j * 2 * D);
-      }
-      poolSlots(slots, D, yt);
+      for (int64_t f = 0; f < D; ++f)
+        yt[f] = cur.acc[f] / cur.l[f];
       if (p.norm) {
         double ss = 0;
         for (int64_t f = 0; f < D; ++f)
@@ -1232,8 +1222,12 @@ void windowPool(const float *x, const int32_t *positions, const float *ape, cons
         int64_t len = pos + 1;
         rope(yt, 1, D, *p.rope, &first, &len, yt, serialFor);
       }
-      if (p.overlap)
-        std::copy(curA, curA + R * 2 * D, prevA);
+      if (p.overlap) { // the next entry already holds this window's first halves
+        std::copy(next.m, next.m + 3 * D, cur.m);
+        next.clear(D);
+      } else {
+        cur.clear(D);
+      }
     }
   });
 }

@@ -100,10 +100,9 @@ constexpr Error check(const WindowPool &s) {
     return "result width must be dim";
   return nullptr;
 }
-// The open window's slots (and with overlap the previous window's first halves), [kv | gate] each.
-constexpr std::array<int64_t, 2> stateShape(const WindowPool &s) {
-  return {(s.overlap ? 3 : 1) * s.rate, 2 * s.dim};
-}
+// The running pooled entry of the open window (and with overlap the next window's): per feature
+// the largest logit, the softmax sum and the weighted kv, three rows of dim each.
+constexpr std::array<int64_t, 2> stateShape(const WindowPool &s) { return {s.halves() * 3, s.dim}; }
 
 // cbc.state.wkv: k, v and the result [T, C], time_decay and time_first [C].
 struct Wkv {
