@@ -547,6 +547,37 @@ void latentAttention(const float *qLatent, const float *qRope, int64_t T, const 
   pagedAttention(q.data(), T, positions, seqIds, slots, tables, tableWidth, valueAtStart, pool, a, out, pfor);
 }
 
+namespace {
+// One latent-attention head over listed cache rows [latent (L) | k_rope (R)]: the first `roped`
+// rows score with both parts, the others (compressed entries: latents alone) with the latent
+// part; one softmax with the head's sink (or none), the latents weighed into out [L].
+void attendRows(const std::vector<const float *> &rows, size_t roped, const float *ql, const float *qr, int64_t L,
+                int64_t R, float scale, const float *sink, float *out) {
+  thread_local std::vector<float> scores;
+  scores.resize(rows.size());
+  float maxScore = sink ? *sink : -INFINITY;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    float dot = 0;
+    for (int64_t d = 0; d < L; ++d)
+      dot += ql[d] * rows[i][d];
+    if (i < roped)
+      for (int64_t d = 0; d < R; ++d)
+        dot += qr[d] * rows[i][L + d];
+    scores[i] = dot * scale;
+    maxScore = std::max(maxScore, scores[i]);
+  }
+  double denom = sink ? std::exp((double)*sink - maxScore) : 0.0;
+  for (float &sc : scores)
+    denom += sc = std::exp(sc - maxScore);
+  std::fill(out, out + L, 0.0f);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    float wgt = (float)(scores[i] / denom);
+    for (int64_t d = 0; d < L; ++d)
+      out[d] += wgt * rows[i][d];
+  }
+}
+} // namespace
+
 void compressedRows(const int32_t *positions, int64_t T, int64_t rate, int32_t *rows) {
   for (int64_t t = 0; t < T; ++t)
     rows[t] = (positions[t] + 1) % rate == 0 ? (positions[t] + 1) / rate - 1 : -1;
@@ -565,7 +596,6 @@ void latentAttentionWithEntries(const float *qLatent, const float *qRope, int64_
     const int32_t *entryTable = entries.tables + (int64_t)slots[seqIds[t]] * tableWidth;
     // The rows it reads: the layer's [lo, pos], then the entries (roped part: the layer's only).
     thread_local std::vector<const float *> rows;
-    thread_local std::vector<float> scores;
     rows.clear();
     for (int64_t j = lo; j <= pos; ++j)
       rows.push_back(pool + slotOf(table, j, layout.block_size) * layout.row_elems);
@@ -581,29 +611,8 @@ void latentAttentionWithEntries(const float *qLatent, const float *qRope, int64_
       for (int64_t w = 0; w < (pos + 1) / entries.rate; ++w)
         addEntry(w);
     }
-    const float *ql = qLatent + th * L, *qr = qRope + th * R;
-    scores.resize(rows.size());
-    float maxScore = p.sinks ? p.sinks[th % H] : -INFINITY;
-    for (size_t i = 0; i < rows.size(); ++i) {
-      float dot = 0;
-      for (int64_t d = 0; d < L; ++d)
-        dot += ql[d] * rows[i][d];
-      if (i < own)
-        for (int64_t d = 0; d < R; ++d)
-          dot += qr[d] * rows[i][L + d];
-      scores[i] = dot * p.scale;
-      maxScore = std::max(maxScore, scores[i]);
-    }
-    double denom = p.sinks ? std::exp((double)p.sinks[th % H] - maxScore) : 0.0;
-    for (float &sc : scores)
-      denom += sc = std::exp(sc - maxScore);
-    float *oh = out + th * L;
-    std::fill(oh, oh + L, 0.0f);
-    for (size_t i = 0; i < rows.size(); ++i) {
-      float wgt = (float)(scores[i] / denom);
-      for (int64_t d = 0; d < L; ++d)
-        oh[d] += wgt * rows[i][d];
-    }
+    attendRows(rows, own, qLatent + th * L, qRope + th * R, L, R, p.scale, p.sinks ? p.sinks + th % H : nullptr,
+               out + th * L);
   });
 }
 
@@ -797,40 +806,14 @@ void sparseLatentAttention(const float *qLatent, const float *qRope, int64_t T, 
   int64_t H = p.num_heads, L = p.latent_dim, R = p.rope_dim;
   pfor(T * H, [&](int64_t th) {
     int64_t t = th / H;
-    const float *ql = qLatent + th * L, *qr = qRope + th * R;
     const int32_t *table = tables + (int64_t)slots[seqIds[t]] * tableWidth, *sel = selection + t * k;
-    std::vector<float> scores(k);
-    float maxScore = -INFINITY;
-    for (int64_t i = 0; i < k; ++i) {
-      if (sel[i] < 0)
-        continue;
-      const float *row = pool + slotOf(table, sel[i], layout.block_size) * layout.row_elems;
-      float dot = 0;
-      for (int64_t d = 0; d < L; ++d)
-        dot += ql[d] * row[d];
-      for (int64_t d = 0; d < R; ++d)
-        dot += qr[d] * row[L + d];
-      scores[i] = dot * p.scale;
-      maxScore = std::max(maxScore, scores[i]);
-    }
-    float sink = p.sinks ? p.sinks[th % H] : -INFINITY;
-    maxScore = std::max(maxScore, sink);
-    double denom = p.sinks ? std::exp((double)sink - maxScore) : 0.0;
+    thread_local std::vector<const float *> rows;
+    rows.clear();
     for (int64_t i = 0; i < k; ++i)
-      if (sel[i] >= 0) {
-        scores[i] = std::exp(scores[i] - maxScore);
-        denom += scores[i];
-      }
-    float *oh = out + th * L;
-    std::fill(oh, oh + L, 0.0f);
-    for (int64_t i = 0; i < k; ++i) {
-      if (sel[i] < 0)
-        continue;
-      const float *row = pool + slotOf(table, sel[i], layout.block_size) * layout.row_elems;
-      float wgt = (float)(scores[i] / denom);
-      for (int64_t d = 0; d < L; ++d)
-        oh[d] += wgt * row[d];
-    }
+      if (sel[i] >= 0)
+        rows.push_back(pool + slotOf(table, sel[i], layout.block_size) * layout.row_elems);
+    attendRows(rows, rows.size(), qLatent + th * L, qRope + th * R, L, R, p.scale,
+               p.sinks ? p.sinks + th % H : nullptr, out + th * L);
   });
 }
 

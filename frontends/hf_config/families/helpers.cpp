@@ -352,7 +352,7 @@ void qwenSharedExpert(ExpertNaming &n) {
 void parseManifoldHyper(const ConfigReader &r, ModelSpec &s) {
   HyperSpec &h = s.hyper;
   h.streams = r.getSize("hc_mult", 4);
-  if (h.streams < 1 || h.streams > 16)
+  if (h.streams > 16)
     throw ConfigError(r.path("hc_mult"), "must be between 1 and 16");
   h.manifold = true;
   h.sinkhorn_iters = r.getSize("hc_sinkhorn_iters", 20);
