@@ -631,8 +631,11 @@ fbs::Offset<fb::Launch> writeLaunch(fbs::FlatBufferBuilder &fbb, const LaunchOut
   fbs::Offset<fb::Gemm> gemm;
   if (l.gemm)
     gemm = fb::CreateGemm(fbb, l.gemm_x, l.gemm_w, l.gemm_bias, l.gemm_out);
+  fbs::Offset<fb::Gather> gather;
+  if (l.gather_x >= 0)
+    gather = fb::CreateGather(fbb, l.gather_x, l.gather_workspace);
   return fb::CreateLaunch(fbb, l.instr, l.kernel, fbb.CreateVector(grid), l.block, l.smem, fbb.CreateVector(args),
-                          gemm);
+                          gemm, gather);
 }
 
 fbs::Offset<fb::KernelBundle> writeKernels(fbs::FlatBufferBuilder &fbb, const KernelBundleOut &k) {

@@ -38,6 +38,7 @@ struct LaunchOut {
   std::vector<KernelArgOut> args;
   bool gemm = false;
   int gemm_x = -1, gemm_w = -1, gemm_bias = -1, gemm_out = -1;
+  int gather_x = -1, gather_workspace = -1; // a gather of the ranks' rows when gather_x >= 0
 };
 struct WorkspaceOut {
   std::string name;

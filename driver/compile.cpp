@@ -220,10 +220,7 @@ CompileResult compileSpec(const hf::ModelSpec &spec, const std::string &configJs
 
   result.ir = printModule(*module);
   KernelBundleOut kernels;
-  bool withKernels = options.emit_cuda && options.tp == 1;
-  if (options.emit_cuda && options.tp > 1)
-    progress("no CUDA kernels for --tp " + std::to_string(options.tp) +
-             " (the CUDA backend has no collectives yet): the artefact runs on the CPU backend");
+  bool withKernels = options.emit_cuda;
   // validateOptions refused emit_cuda in a build without CUDA, where NVRTC is not linked.
   if constexpr (kBuiltWithCuda) {
     if (withKernels) {

@@ -30,8 +30,8 @@ struct CompileOptions {
   bool emit_cuda = kBuiltWithCuda;
   bool fuse = true;                      // run the fusion passes
   // Tensor parallelism: the step program of one rank of `tp` (the cbc-shard-* passes); `ep`
-  // 1 divides MoE layers by features, `ep == tp` by experts. tp > 1 generates no CUDA kernels:
-  // the CUDA backend has no collectives yet.
+  // 1 divides MoE layers by features, `ep == tp` by experts. Collectives become gather launches
+  // (run by the backend's communicator) and kernels that combine the gathered rows.
   int64_t tp = 1, ep = 1;
   std::string kernel_cache_dir;          // empty: no kernel cache
   std::function<void(const std::string &)> progress; // optional progress messages

@@ -418,6 +418,15 @@ Launch readLaunch(const fb::Launch &l, const KernelBundle &kb, const Program &pr
       throw ArtefactError("a GEMM refers to an unknown bias");
     launch.gemm = gd;
   }
+  if (const fb::Gather *g = l.gather()) {
+    if (g->x() < 0 || g->x() >= numValues)
+      throw ArtefactError("a gather refers to an unknown value");
+    launch.gather = GatherDesc{g->x(), g->workspace()};
+  }
+  if (launch.kernel < 0 && launch.gemm.has_value() == launch.gather.has_value())
+    throw ArtefactError("a launch is neither a kernel, a GEMM nor a gather");
+  if (launch.kernel >= 0 && (launch.gemm || launch.gather))
+    throw ArtefactError("a kernel launch also describes a GEMM or a gather");
   return launch;
 }
 

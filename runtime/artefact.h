@@ -173,13 +173,18 @@ struct GridDim {
 struct GemmDesc {
   int x = -1, w = -1, bias = -1, out = -1;
 };
+// The ranks' rows of value x gathered into a workspace (model.fbs, table Gather).
+struct GatherDesc {
+  int x = -1, workspace = -1;
+};
 struct Launch {
   int instr = -1;
-  int kernel = -1; // -1: a GEMM
+  int kernel = -1; // -1: a GEMM or a gather
   GridDim grid[3];
   int block = 1, smem = 0;
   std::vector<KernelArg> args;
   std::optional<GemmDesc> gemm;
+  std::optional<GatherDesc> gather;
 };
 struct WorkspaceDesc {
   std::string name;

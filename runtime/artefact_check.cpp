@@ -256,6 +256,18 @@ void checkLaunchArgs(const Launch &l, const KernelBundle &k, const CachePlan &pl
     throw ArtefactError("a launch has too many arguments");
 }
 
+// A gather's workspace holds every rank's rows of its value, one row per token of the step.
+void checkGather(const GatherDesc &g, const Artefact &a) {
+  const KernelBundle &k = *a.kernels;
+  if (g.workspace < 0 || g.workspace >= (int)k.workspaces.size())
+    throw ArtefactError("a gather uses an unknown workspace");
+  const Value &x = a.program.values[g.x];
+  if (x.kind != Value::Activation)
+    throw ArtefactError("a gather reads a value that is not an activation");
+  if (k.workspaces[g.workspace].bytes_per_token < a.ranks * x.cols() * (int64_t)dtypeBytes(k.value_dtypes[g.x]))
+    throw ArtefactError("a gather's workspace is too small for every rank's rows");
+}
+
 } // namespace
 
 void checkKernels(const Artefact &a) {
@@ -265,8 +277,11 @@ void checkKernels(const Artefact &a) {
   for (const WorkspaceDesc &w : k.workspaces)
     if (w.bytes_per_token > limits::kMaxTensorElems || w.bytes_fixed > limits::kMaxTensorElems)
       throw ArtefactError("workspace '" + w.name + "' is larger than cbc's limits");
-  for (const Launch &l : k.launches)
+  for (const Launch &l : k.launches) {
     checkLaunchArgs(l, k, a.cache_plan);
+    if (l.gather)
+      checkGather(*l.gather, a);
+  }
 }
 
 void checkProgramAgainstPlan(const Artefact &a) {

@@ -78,23 +78,6 @@ EngineOptions sizeForHost(const Artefact &a, const EngineOptions &options) {
   });
 }
 
-// Every rank sizes its arenas and cache as rank 0 chose (the others' free memory may differ):
-// rank 0's budgets are sent to the rest.
-void shareBudgets(Communicator &comm, EngineOptions &options) {
-  if (comm.size() == 1)
-    return;
-  std::vector<uint8_t> bytes(3 * sizeof(int64_t));
-  int64_t budgets[3] = {options.max_batch_tokens, options.max_requests, options.cache_memory_bytes};
-  std::memcpy(bytes.data(), budgets, sizeof budgets);
-  comm.broadcast(bytes, true);
-  if (bytes.size() != sizeof budgets)
-    comm.abort("rank " + std::to_string(comm.rank()) + ": a malformed budget message from rank 0");
-  std::memcpy(budgets, bytes.data(), sizeof budgets);
-  options.max_batch_tokens = budgets[0];
-  options.max_requests = budgets[1];
-  options.cache_memory_bytes = budgets[2];
-}
-
 // makeBackend, writing the budgets it chose for a 0 (runtime/engine_sizing.h) back to `options`.
 std::unique_ptr<Backend> makeSizedBackend(const Artefact &a, const WeightSource &weights, EngineOptions &options) {
   if (options.backend == "null") {
@@ -103,14 +86,14 @@ std::unique_ptr<Backend> makeSizedBackend(const Artefact &a, const WeightSource 
   }
   if (options.backend != "cpu" && options.backend != "auto" && options.backend != "cuda")
     throw std::runtime_error("unknown backend '" + options.backend + "' (auto, cpu, cuda, null)");
-  if (a.ranks > 1 && options.backend == "cuda")
-    throw std::invalid_argument("the CUDA backend does not run tensor-parallel artefacts yet (compiled with --tp " +
-                                std::to_string(a.ranks) + "); use the cpu backend");
-  if (options.backend != "cpu" && a.ranks == 1) {
+  std::shared_ptr<Communicator> comm = options.communicator ? options.communicator : singleRank();
+  checkRanks(a.ranks, *comm); // before loading: a wrong group is a usage error, not a load failure
+  if (options.backend != "cpu") {
     if constexpr (kBuiltWithCuda) {
-      // CUDA when asked for, or for "auto" when a driver, a GPU and kernels are all there.
+      // CUDA when asked for, or for "auto" when a driver, a GPU and kernels are all there (on
+      // every rank of a group).
       std::string why;
-      if (auto gpu = openCudaBackend(a, weights, options, why))
+      if (auto gpu = openCudaBackend(a, weights, options, why, comm))
         return gpu;
       if (options.backend == "cuda")
         throw std::runtime_error("the CUDA backend is unavailable: " + why);
@@ -122,8 +105,6 @@ std::unique_ptr<Backend> makeSizedBackend(const Artefact &a, const WeightSource 
                                   "(CBC_CUDA=OFF); use the cpu backend");
     }
   }
-  std::shared_ptr<Communicator> comm = options.communicator ? options.communicator : singleRank();
-  checkRanks(a.ranks, *comm); // before loading: a wrong group is a usage error, not a load failure
   options = sizeForHost(a, options);
   shareBudgets(*comm, options);
   BackendLimits limits{options.max_batch_tokens, options.max_requests};

@@ -1,6 +1,9 @@
 #include "runtime/engine_sizing.h"
 
+#include "runtime/comm/communicator.h"
+
 #include <algorithm>
+#include <cstring>
 #include <limits>
 
 namespace cbc::rt {
@@ -42,6 +45,21 @@ EngineOptions sizeFromMachine(const Artefact &a, EngineOptions o, bool gpu, int6
   if (o.cache_memory_bytes == 0)
     o.cache_memory_bytes = chooseCacheBytes(cacheSizing(a, o, gpu, available, fixedBytes ? fixedBytes(o) : 0));
   return o;
+}
+
+void shareBudgets(Communicator &comm, EngineOptions &options) {
+  if (comm.size() == 1)
+    return;
+  std::vector<uint8_t> bytes(3 * sizeof(int64_t));
+  int64_t budgets[3] = {options.max_batch_tokens, options.max_requests, options.cache_memory_bytes};
+  std::memcpy(bytes.data(), budgets, sizeof budgets);
+  comm.broadcast(bytes, true);
+  if (bytes.size() != sizeof budgets)
+    comm.abort("rank " + std::to_string(comm.rank()) + ": a malformed budget message from rank 0");
+  std::memcpy(budgets, bytes.data(), sizeof budgets);
+  options.max_batch_tokens = budgets[0];
+  options.max_requests = budgets[1];
+  options.cache_memory_bytes = budgets[2];
 }
 
 } // namespace cbc::rt

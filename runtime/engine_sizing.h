@@ -47,6 +47,12 @@ CacheSizing cacheSizing(const Artefact &a, const EngineOptions &o, bool gpu, int
 EngineOptions sizeFromMachine(const Artefact &a, EngineOptions o, bool gpu, int64_t available,
                               const std::function<int64_t(const EngineOptions &)> &fixedBytes);
 
+class Communicator;
+
+// Every rank sizes its arenas and cache as rank 0 chose (the others' free memory may differ):
+// rank 0's budgets are sent to the rest.
+void shareBudgets(Communicator &comm, EngineOptions &options);
+
 } // namespace cbc::rt
 
 #endif

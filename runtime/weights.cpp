@@ -2,6 +2,7 @@
 
 #include "runtime/checkpoint_config.h"
 
+#include <algorithm>
 #include <array>
 #include <cctype>
 #include <cmath>
@@ -461,12 +462,56 @@ HostTensor assemble(const WeightEntry &w, const Checkpoint &ckpt, const ModelMet
   return out;
 }
 
+// The element ranges of the whole weight (row-major) that rank `rank` keeps, in its order: the
+// whole of it without a shard; else, for each index before the shard dimension, each segment's
+// piece (as takeShard cuts it).
+std::vector<std::pair<int64_t, int64_t>> keptRanges(const WeightEntry &w, const std::vector<int64_t> &whole, int rank) {
+  int64_t numel = 1;
+  for (int64_t d : whole)
+    numel *= d;
+  if (w.shard_dim < 0)
+    return {{0, numel}};
+  int64_t outer = 1, inner = 1, dim = whole[w.shard_dim];
+  for (int d = 0; d < w.shard_dim; ++d)
+    outer *= whole[d];
+  for (size_t d = w.shard_dim + 1; d < whole.size(); ++d)
+    inner *= whole[d];
+  std::vector<std::pair<int64_t, int64_t>> out;
+  for (int64_t o = 0; o < outer; ++o) {
+    int64_t start = 0;
+    for (size_t i = 0; i < w.shard_segments.size(); ++i) {
+      int64_t seg = w.shard_segments[i], p = w.shard_pieces[i], piece = seg / p;
+      out.push_back({(o * dim + start + (rank * p / w.shard_ranks) * piece) * inner, piece * inner});
+      start += seg;
+    }
+  }
+  return out;
+}
+
+// Copies elements [first, first + count) of the tensors laid end to end (bf16) to `dst`,
+// touching only their bytes: `ends[i]` is where tensor i ends, in elements.
+void copyElements(const std::vector<const TensorView *> &tensors, const std::vector<int64_t> &ends, int64_t first,
+                  int64_t count, uint8_t *dst) {
+  size_t t = std::upper_bound(ends.begin(), ends.end(), first) - ends.begin();
+  while (count > 0) {
+    int64_t begin = t == 0 ? 0 : ends[t - 1], n = std::min(count, ends[t] - first);
+    std::memcpy(dst, static_cast<const uint8_t *>(tensors[t]->data) + (first - begin) * 2, (size_t)n * 2);
+    dst += n * 2;
+    first += n;
+    count -= n;
+    ++t;
+  }
+}
+
 // A weight read straight into bf16 when the checkpoint stores every part of it in BF16 and
 // assembling only concatenates and stacks (byte copies): no float32 copy of it ever exists, so
-// loading peaks at the weights' own size. Returns false, having read nothing, for any other
-// weight (or a shape the float path must report), which then takes the float path.
-bool assembleBf16(const WeightEntry &w, const Checkpoint &ckpt, const ModelMeta &meta, HostTensor &out) {
-  if (w.shard_dim >= 0 || w.mxfp4 || w.transpose || w.flatten || w.block_diag > 0 || !w.regroup.empty() || !w.row_scales.empty() ||
+// loading peaks at the weights' own size. Concatenating along the first dimension and stacking
+// both lay the tensors end to end, so rank `rank`'s slice of a sharded weight is ranges of their
+// bytes, and only those are read (a rank touches its slice of the checkpoint, not the rest).
+// Returns false, having read nothing, for any other weight (or a shape the float path must
+// report), which then takes the float path.
+bool assembleBf16(const WeightEntry &w, const Checkpoint &ckpt, const ModelMeta &meta, int rank, HostTensor &out) {
+  if (w.mxfp4 || w.transpose || w.flatten || w.block_diag > 0 || !w.regroup.empty() || !w.row_scales.empty() ||
       w.parts.empty() || (!w.stack && w.parts.size() != 1))
     return false;
   std::vector<std::vector<const TensorView *>> views;
@@ -497,16 +542,21 @@ bool assembleBf16(const WeightEntry &w, const Checkpoint &ckpt, const ModelMeta 
   std::vector<int64_t> shape = partShape;
   if (w.stack)
     shape.insert(shape.begin(), (int64_t)views.size());
-  if (shape != w.shape)
+  if (shape != w.wholeShape())
     return false;
-  out = HostTensor(Storage::BF16, shape);
-  uint8_t *dst = out.data();
+  std::vector<const TensorView *> tensors;
+  std::vector<int64_t> ends;
   for (const auto &part : views)
     for (const TensorView *v : part) {
-      if (v->bytes)
-        std::memcpy(dst, v->data, v->bytes);
-      dst += v->bytes;
+      tensors.push_back(v);
+      ends.push_back((ends.empty() ? 0 : ends.back()) + (int64_t)(v->bytes / 2));
     }
+  out = HostTensor(Storage::BF16, w.shape);
+  uint8_t *dst = out.data();
+  for (const auto &[first, count] : keptRanges(w, shape, rank)) {
+    copyElements(tensors, ends, first, count, dst);
+    dst += count * 2;
+  }
   return true;
 }
 
@@ -548,11 +598,14 @@ void WeightStore::stream(const Artefact &a, const WeightSource &source,
   for (size_t wi = 0; wi < a.weights.size(); ++wi) {
     const WeightEntry &w = a.weights[wi];
     HostTensor t;
+    bool sliced = false; // read as this rank's slice already
     if (!ckpt)
       t = randomTensor(w, source.seed);
-    else if (!(wi < asBf16.size() && asBf16[wi] && assembleBf16(w, *ckpt, a.meta, t)))
+    else if (wi < asBf16.size() && asBf16[wi] && assembleBf16(w, *ckpt, a.meta, source.rank, t))
+      sliced = true;
+    else
       t = assemble(w, *ckpt, a.meta);
-    if (w.shard_dim >= 0)
+    if (w.shard_dim >= 0 && !sliced)
       t = takeShard(t, w, source.rank);
     if (!ckpt) {
       consume((int)wi, std::move(t));

@@ -20,8 +20,9 @@ static void elementwise(Emitter &e, llvm::StringRef hint, const Instance &inst, 
 
 void emitEmbed(Emitter &e, EmbedOp op) {
   using S = slots::Embed;
-  int64_t H = cols(op.getResult());
+  int64_t H = cols(op.getResult()), ranks = op.getVocabRanks();
   int k = e.kernel("embed", "embed.cuh", Instance("embed").type(op.getTable()).type(op.getResult()).integer(H));
+  int64_t held = ranks > 1 ? llvm::cast<RankedTensorType>(op.getTable().getType()).getDimSize(0) : 0;
   SlotArgs<S> args;
   args.set(S::Tokens, e.arg(op.getTokens()))
       .set(S::Table, e.arg(op.getTable()))
@@ -29,7 +30,9 @@ void emitEmbed(Emitter &e, EmbedOp op) {
       .set(S::Scale, op.getScale().convertToDouble())
       .set(S::Offset, Emitter::integer(op.getOffset()))
       .set(S::Rows, Emitter::integer(op.getOovRowAttr() ? llvm::cast<RankedTensorType>(op.getTable().getType()).getDimSize(0) : 0))
-      .set(S::OovRow, Emitter::integer(op.getOovRowAttr() ? op.getOovRowAttr().getInt() : 0));
+      .set(S::OovRow, Emitter::integer(op.getOovRowAttr() ? op.getOovRowAttr().getInt() : 0))
+      .set(S::Held, Emitter::integer(held))
+      .set(S::Rank, ranks > 1 ? Emitter::runtime(RuntimeVar::Rank) : Emitter::integer(0));
   LaunchOut &l = e.launch(k, 128, args);
   l.grid[0] = {RuntimeVar::NumTokens, 1, 1, 0};
 }

@@ -45,7 +45,13 @@ namespace {
 
 struct ExpertShape {
   int64_t E, I, H, K;
+  int64_t ranks = 1; // > 1: the E experts are one rank's (expert parallelism)
 };
+
+// The rank whose experts the weights hold: this process's under expert parallelism, else 0.
+KernelArgOut expertRank(const ExpertShape &s) {
+  return s.ranks > 1 ? Emitter::runtime(RuntimeVar::Rank) : Emitter::integer(0);
+}
 
 // The per-step workspaces of the expert GEMMs, shared by every MoE layer (sized for the largest).
 struct ExpertWorkspaces {
@@ -66,7 +72,11 @@ static void emitPlan(Emitter &e, Value ids, Value x, const ExpertShape &s, const
   using P = slots::MoePlan;
   int kp = e.kernel("moe_plan", "moe.cuh", Instance("moe_plan").integer(s.E).integer(s.K));
   SlotArgs<P> pargs;
-  pargs.set(P::Ids, e.arg(ids)).set(P::Plan, ws.plan).set(P::Tiles, ws.tiles).set(P::Rows, Emitter::runtime(e.rowsVar(x)));
+  pargs.set(P::Ids, e.arg(ids))
+      .set(P::Plan, ws.plan)
+      .set(P::Tiles, ws.tiles)
+      .set(P::Rows, Emitter::runtime(e.rowsVar(x)))
+      .set(P::Rank, expertRank(s));
   LaunchOut &lp = e.launch(kp, 256, pargs);
   lp.grid[0] = {std::nullopt, 1, 1, 1};
 }
@@ -84,7 +94,8 @@ static void emitCombine(Emitter &e, Value ids, Value weights, Value result, Valu
                         .integer(identity)
                         .type(x)
                         .flag(scaleInput)
-                        .integer(null));
+                        .integer(null)
+                        .integer(s.ranks, 1));
   SlotArgs<C> cargs;
   cargs.set(C::Plan, ws.plan)
       .set(C::Partial, ws.out)
@@ -92,7 +103,8 @@ static void emitCombine(Emitter &e, Value ids, Value weights, Value result, Valu
       .set(C::Out, e.arg(result))
       .set(C::Ids, e.arg(ids))
       .set(C::X, e.arg(x))
-      .set(C::Rows, Emitter::runtime(e.rowsVar(x)));
+      .set(C::Rows, Emitter::runtime(e.rowsVar(x)))
+      .set(C::Rank, expertRank(s));
   LaunchOut &lc = e.launch(kc, 128, cargs);
   lc.grid[0] = {e.rowsVar(x), 1, 1, 0};
 }
@@ -150,7 +162,7 @@ void emitMoeExperts(Emitter &e, MoeExpertsOp op) {
   auto gu = llvm::cast<RankedTensorType>(op.getGateUp().getType());
   bool ungated = op.getUngated(); // gate_up holds only up: [E, I, H]
   ExpertShape s{gu.getDimSize(0), ungated ? gu.getDimSize(1) : gu.getDimSize(1) / 2, gu.getDimSize(2),
-                cols(op.getIds())};
+                cols(op.getIds()), (int64_t)op.getExpertRanks()};
   // The unit's results are rounded to the dtype the down projection reads, and kept in it.
   DeviceType actType = deviceType(op.getResult()) == DeviceType::F32 ? DeviceType::F32 : DeviceType::Bf16;
   int64_t actBytes = actType == DeviceType::F32 ? 4 : 2, tm = kernels::kMoeTileM;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <stdexcept>
 
 namespace cbc::rt {
@@ -13,7 +14,7 @@ class SingleRank : public Communicator {
 public:
   int rank() const override { return 0; }
   int size() const override { return 1; }
-  void allGather(const float *in, int64_t n, float *out) override { std::copy_n(in, n, out); }
+  void allGatherBytes(const void *in, size_t bytes, void *out) override { std::memcpy(out, in, bytes); }
   void broadcast(std::vector<uint8_t> &, bool) override {}
   [[noreturn]] void abort(const std::string &why) override {
     std::fprintf(stderr, "error: %s\n", why.c_str());
@@ -36,6 +37,13 @@ void checkRanks(int64_t ranks, const Communicator &comm) {
   throw std::invalid_argument("the artefact was compiled for --tp " + n + " but runs on " +
                               std::to_string(comm.size()) + " rank(s); start it with `mpiexec -n " + n +
                               " cbc run ...` (or `cbc serve --tp " + n + "`)");
+}
+
+bool everyRank(Communicator &comm, bool ok) {
+  std::vector<uint8_t> all(comm.size());
+  uint8_t mine = ok;
+  comm.allGatherBytes(&mine, 1, all.data());
+  return std::all_of(all.begin(), all.end(), [](uint8_t v) { return v != 0; });
 }
 
 void allReduceSum(Communicator &comm, float *x, int64_t rows, int64_t cols, std::vector<float> &scratch) {

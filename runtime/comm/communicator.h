@@ -4,6 +4,7 @@
 #ifndef CBC_RUNTIME_COMM_COMMUNICATOR_H
 #define CBC_RUNTIME_COMM_COMMUNICATOR_H
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -16,8 +17,10 @@ public:
   virtual ~Communicator() = default;
   virtual int rank() const = 0;
   virtual int size() const = 0;
+  // Every rank's `bytes` bytes, concatenated in rank order into `out` ([size * bytes]).
+  virtual void allGatherBytes(const void *in, size_t bytes, void *out) = 0;
   // Every rank's `n` floats, concatenated in rank order into `out` ([size * n]).
-  virtual void allGather(const float *in, int64_t n, float *out) = 0;
+  void allGather(const float *in, int64_t n, float *out) { allGatherBytes(in, (size_t)n * sizeof(float), out); }
   // Rank 0's bytes to every rank (resized on the others). `idle`: the others may wait for it
   // indefinitely (a worker between steps); otherwise a rank that does not answer in time is a
   // fault.
@@ -32,6 +35,9 @@ std::shared_ptr<Communicator> singleRank();
 // An artefact compiled for `ranks` ranks runs only on a group of that size: otherwise an
 // std::invalid_argument saying how to start it.
 void checkRanks(int64_t ranks, const Communicator &comm);
+
+// Whether `ok` holds on every rank of the group (every rank calls it alike).
+bool everyRank(Communicator &comm, bool ok);
 
 // Sums `rows` rows of `cols` floats over the ranks in place: every rank's rows are gathered and
 // added in rank order, so the bits do not depend on message sizes or the library's algorithm.

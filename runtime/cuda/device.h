@@ -5,6 +5,7 @@
 #define CBC_RUNTIME_CUDA_DEVICE_H
 
 #include "runtime/artefact.h"
+#include "runtime/comm/communicator.h"
 #include "runtime/schema/kernel_abi.h"
 
 #include <cstddef>
@@ -38,6 +39,13 @@ public:
   virtual void loadKernels(const KernelBundle &kernels) = 0;
   virtual void launch(int kernel, const uint32_t grid[3], int block, int smem, const CbcArgs &args) = 0;
   virtual void gemm(const GemmCall &call) = 0;
+  // Makes the device one of `comm`'s group, once, before any work (every rank calls it alike).
+  // A device without collectives throws std::runtime_error for a group of more than one.
+  virtual void joinGroup(std::shared_ptr<Communicator> comm);
+  // Every rank's `bytes` bytes at `in`, concatenated in rank order at `out` ([ranks * bytes]),
+  // ordered after the work issued so far: a collective of the group joined, which every rank
+  // calls alike.
+  virtual void allGather(const void *in, size_t bytes, void *out);
   virtual void synchronize() = 0;
   // Replays of the launches recorded between beginCapture and endCapture (CUDA Graphs); a
   // device without graphs returns false and the backend issues launches directly.
@@ -53,9 +61,10 @@ public:
   virtual void resetTimestamps() {}
 };
 
-// The CUDA driver and cuBLASLt, loaded with dlopen. Throws std::runtime_error with a clear
+// The CUDA driver and cuBLASLt, loaded with dlopen, on GPU `rank` modulo the GPUs the process
+// sees (a tensor-parallel rank's own, on a host with one GPU per rank). Throws std::runtime_error with a clear
 // message when no driver or no GPU is usable.
-std::unique_ptr<Device> openCudaDevice();
+std::unique_ptr<Device> openCudaDevice(int rank = 0);
 
 } // namespace cbc::rt
 

@@ -1,11 +1,14 @@
-// The real device: the CUDA driver API and cuBLASLt, both loaded with dlopen so that the
-// runtime has no link-time dependency on a driver. Unverified on hardware in CI (no GPU);
+// The real device: the CUDA driver API and cuBLASLt (and NCCL for a tensor-parallel group), all
+// loaded with dlopen so that the runtime has no link-time dependency on a driver. Unverified on hardware in CI (no GPU);
 // tools/gpu_check.sh exercises it where one is lent.
 #include "runtime/cuda/device.h"
 
 #include <cublasLt.h>
 #include <cuda.h>
 #include <dlfcn.h>
+#include <nccl.h>
+
+#include <cstring>
 
 #include <map>
 #include <stdexcept>
@@ -66,10 +69,37 @@ struct Blas {
 #undef CBC_LT
 };
 
+struct Nccl {
+  void *lib = nullptr;
+#define CBC_NCCL(name) decltype(&::name) name = nullptr;
+  CBC_NCCL(ncclGetUniqueId)
+  CBC_NCCL(ncclCommInitRank)
+  CBC_NCCL(ncclCommDestroy)
+  CBC_NCCL(ncclAllGather)
+  CBC_NCCL(ncclGetErrorString)
+#undef CBC_NCCL
+};
+
 template <typename F> void bind(void *lib, F &fn, const char *name) {
   fn = reinterpret_cast<F>(dlsym(lib, name));
   if (!fn)
     throw std::runtime_error(std::string("the CUDA driver lacks ") + name);
+}
+
+Nccl loadNccl() {
+  Nccl n;
+  for (const char *name : {"libnccl.so.2", "libnccl.so"})
+    if ((n.lib = dlopen(name, RTLD_NOW | RTLD_LOCAL)))
+      break;
+  if (!n.lib)
+    throw std::runtime_error("NCCL cannot be opened (libnccl.so.2), and a --tp artefact needs it on GPUs: install "
+                             "NCCL or put it on LD_LIBRARY_PATH");
+  bind(n.lib, n.ncclGetUniqueId, "ncclGetUniqueId");
+  bind(n.lib, n.ncclCommInitRank, "ncclCommInitRank");
+  bind(n.lib, n.ncclCommDestroy, "ncclCommDestroy");
+  bind(n.lib, n.ncclAllGather, "ncclAllGather");
+  bind(n.lib, n.ncclGetErrorString, "ncclGetErrorString");
+  return n;
 }
 
 Driver loadDriver() {
@@ -141,13 +171,13 @@ cudaDataType_t cudaType(DType d) {
 
 class DriverDevice : public Device {
 public:
-  DriverDevice() : d_(loadDriver()) {
+  explicit DriverDevice(int rank) : d_(loadDriver()) {
     check(d_.cuInit(0), "cuInit");
     int count = 0;
     check(d_.cuDeviceGetCount(&count), "cuDeviceGetCount");
     if (count < 1)
       throw std::runtime_error("the CUDA driver reports no GPU");
-    check(d_.cuDeviceGet(&dev_, 0), "cuDeviceGet");
+    check(d_.cuDeviceGet(&dev_, rank % count), "cuDeviceGet");
     int major = 0, minor = 0;
     d_.cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev_);
     d_.cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev_);
@@ -165,7 +195,37 @@ public:
     workspace_ = alloc(workspaceBytes_);
   }
 
+  ~DriverDevice() override {
+    if (group_)
+      nccl_.ncclCommDestroy(group_);
+  }
+
   std::string name() const override { return name_; }
+
+  // NCCL's communicator, bootstrapped over the host group: rank 0's unique id to every rank.
+  void joinGroup(std::shared_ptr<Communicator> comm) override {
+    if (comm->size() == 1)
+      return;
+    nccl_ = loadNccl();
+    ncclUniqueId id{};
+    std::vector<uint8_t> bytes;
+    if (comm->rank() == 0) {
+      ncclCheck(nccl_.ncclGetUniqueId(&id), "ncclGetUniqueId");
+      bytes.assign(id.internal, id.internal + sizeof id.internal);
+    }
+    comm->broadcast(bytes, false);
+    if (bytes.size() != sizeof id.internal)
+      throw std::runtime_error("a malformed NCCL id from rank 0");
+    std::memcpy(id.internal, bytes.data(), bytes.size());
+    ncclCheck(nccl_.ncclCommInitRank(&group_, comm->size(), id, comm->rank()), "ncclCommInitRank");
+  }
+  // On the device's stream, so that it is ordered with the launches and captured with them.
+  void allGather(const void *in, size_t bytes, void *out) override {
+    if (!group_)
+      return copy(out, in, bytes);
+    ncclCheck(nccl_.ncclAllGather(in, out, bytes, ncclUint8, group_, reinterpret_cast<cudaStream_t>(stream_)),
+              "ncclAllGather");
+  }
 
   void *alloc(size_t bytes) override {
     CUdeviceptr p = 0;
@@ -326,8 +386,15 @@ private:
     }
   }
 
+  void ncclCheck(ncclResult_t r, const char *what) {
+    if (r != ncclSuccess)
+      throw std::runtime_error(std::string(what) + ": " + nccl_.ncclGetErrorString(r));
+  }
+
   Driver d_;
   Blas b_;
+  Nccl nccl_;
+  ncclComm_t group_ = nullptr;
   CUdevice dev_ = 0;
   CUcontext ctx_ = nullptr;
   CUstream stream_ = nullptr;
@@ -345,6 +412,6 @@ private:
 
 } // namespace
 
-std::unique_ptr<Device> openCudaDevice() { return std::make_unique<DriverDevice>(); }
+std::unique_ptr<Device> openCudaDevice(int rank) { return std::make_unique<DriverDevice>(rank); }
 
 } // namespace cbc::rt

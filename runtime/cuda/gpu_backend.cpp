@@ -21,7 +21,7 @@ using RuntimeVars = std::array<int64_t, kNumRuntimeVars>;
 class GpuBackend : public Backend {
 public:
   GpuBackend(const Artefact &a, const WeightSource &weights, std::unique_ptr<Device> device,
-             const BackendLimits &limits);
+             const BackendLimits &limits, std::shared_ptr<Communicator> comm);
   ~GpuBackend() override;
 
   std::string name() const override { return "cuda (" + device_->name() + ")"; }
@@ -48,6 +48,7 @@ private:
   void launchAll(const RuntimeVars &vars);
   int64_t gridDim(const GridDim &g, const RuntimeVars &vars) const;
   bool launchGemm(const Launch &l, const uint32_t grid[3]);
+  bool gatherRanks(const GatherDesc &g, int64_t rows);
   void addLaunchTimes(int start, const std::vector<std::pair<size_t, int>> &marks);
   CbcArgs kernelArgs(const Launch &l, const RuntimeVars &vars);
   void uploadBatch(const StepBatch &b);
@@ -61,6 +62,7 @@ private:
   const KernelBundle &k_;
   std::unique_ptr<Device> device_;
   BackendLimits limits_;
+  std::shared_ptr<Communicator> comm_;
   std::vector<void *> owned_;
   std::vector<void *> weightPtrs_;     // per manifest entry
   void *arenas_[2] = {nullptr, nullptr};
@@ -80,6 +82,17 @@ private:
 };
 
 size_t elemBytes(DType d) { return d == DType::BF16 || d == DType::F16 ? 2 : 4; }
+
+} // namespace
+
+void Device::joinGroup(std::shared_ptr<Communicator> comm) {
+  if (comm->size() > 1)
+    throw std::runtime_error("the device " + name() + " has no collectives, so it cannot run a --tp artefact");
+}
+
+void Device::allGather(const void *in, size_t bytes, void *out) { copy(out, in, bytes); }
+
+namespace {
 
 // A host tensor in the device dtype: its bytes when its format is that dtype's, else its rows
 // widened to float32 (exact) and, for bf16, rounded.
@@ -109,8 +122,11 @@ std::vector<uint8_t> convert(const HostTensor &t, DType d) {
 }
 
 GpuBackend::GpuBackend(const Artefact &a, const WeightSource &weights, std::unique_ptr<Device> device,
-                       const BackendLimits &limits)
-    : a_(a), k_(a.kernels.value()), device_(std::move(device)), limits_(limits) {
+                       const BackendLimits &limits, std::shared_ptr<Communicator> comm)
+    : a_(a), k_(a.kernels.value()), device_(std::move(device)), limits_(limits),
+      comm_(comm ? std::move(comm) : singleRank()) {
+  checkRanks(a.ranks, *comm_);
+  device_->joinGroup(comm_);
   const Program &p = a.program;
   if (k_.value_dtypes.size() != p.values.size())
     throw ArtefactError("the kernel bundle does not describe every program value");
@@ -121,13 +137,20 @@ GpuBackend::GpuBackend(const Artefact &a, const WeightSource &weights, std::uniq
     if (p.values[v].kind == Value::Weight)
       weightType[p.values[v].weight] = k_.value_dtypes[v];
   weightPtrs_.assign(a.weights.size(), nullptr);
-  WeightStore::stream(a, weights, [&](int index, HostTensor &&t) {
-    std::vector<uint8_t> bytes = convert(t, weightType[index]);
-    weightPtrs_[index] = alloc(bytes.size());
-    if (!bytes.empty())
-      device_->upload(weightPtrs_[index], bytes.data(), bytes.size());
-    device_->synchronize(); // the host buffer is freed next
-  });
+  // A weight the device holds in bf16 comes straight from a bf16 checkpoint, as this rank's slice.
+  std::vector<bool> asBf16(a.weights.size());
+  for (size_t i = 0; i < asBf16.size(); ++i)
+    asBf16[i] = weightType[i] == DType::BF16;
+  WeightStore::stream(
+      a, weights,
+      [&](int index, HostTensor &&t) {
+        std::vector<uint8_t> bytes = convert(t, weightType[index]);
+        weightPtrs_[index] = alloc(bytes.size());
+        if (!bytes.empty())
+          device_->upload(weightPtrs_[index], bytes.data(), bytes.size());
+        device_->synchronize(); // the host buffer is freed next
+      },
+      asBf16);
   arenaRows_[0] = limits.max_tokens;
   arenaRows_[1] = limits.max_requests;
   arenas_[0] = alloc((size_t)p.token_row_elems * 4 * limits.max_tokens);
@@ -261,6 +284,17 @@ bool GpuBackend::launchGemm(const Launch &l, const uint32_t grid[3]) {
   return call.M > 0;
 }
 
+// Every rank's rows of the gathered value, into its workspace ([ranks][rows][cols]); the
+// ranks run the same plan, so they agree on `rows` and on whether to call at all.
+bool GpuBackend::gatherRanks(const GatherDesc &g, int64_t rows) {
+  const Value &x = a_.program.values[g.x];
+  size_t bytes = (size_t)rows * x.cols() * dtypeBytes(k_.value_dtypes[g.x]);
+  if (bytes == 0)
+    return false;
+  device_->allGather(valuePtr(g.x), bytes, workspaces_[g.workspace]);
+  return true;
+}
+
 // A launch's arguments packed by kind, in order, as the kernels' CbcArgs reads them.
 CbcArgs GpuBackend::kernelArgs(const Launch &l, const RuntimeVars &vars) {
   CbcArgs args{};
@@ -320,6 +354,8 @@ void GpuBackend::launchAll(const RuntimeVars &vars) {
     bool issued = false;
     if (l.gemm)
       issued = launchGemm(l, grid);
+    else if (l.gather)
+      issued = gatherRanks(*l.gather, grid[0]);
     else if (!empty) {
       device_->launch(l.kernel, grid, l.block, l.smem, kernelArgs(l, vars));
       issued = true;
@@ -412,6 +448,7 @@ void GpuBackend::execute(const StepBatch &b) {
   vars[(int)RuntimeVar::MaxTokens] = limits_.max_tokens;
   vars[(int)RuntimeVar::PrefillTiles] = prefillTiles(b.cu_seqlens.data(), b.num_requests);
   vars[(int)RuntimeVar::NumInjected] = (int64_t)b.inject_rows.size();
+  vars[(int)RuntimeVar::Rank] = comm_->rank();
   // Pure decode steps replay as CUDA Graphs, keyed by everything baked into the launches (a step
   // with injected rows is never replayed: their count is baked in).
   bool decode = b.num_tokens == b.num_requests && b.inject_rows.empty();
@@ -530,37 +567,62 @@ bool GpuBackend::writeValue(int value, const std::vector<float> &in) {
 } // namespace
 
 std::unique_ptr<Backend> makeGpuBackend(const Artefact &a, const WeightSource &weights,
-                                        std::unique_ptr<Device> device, const BackendLimits &limits) {
+                                        std::unique_ptr<Device> device, const BackendLimits &limits,
+                                        std::shared_ptr<Communicator> comm) {
   if (!a.kernels)
     throw ArtefactError("the artefact has no CUDA kernels; compile it without --no-cuda, with a cbc built with CUDA");
-  return std::make_unique<GpuBackend>(a, weights, std::move(device), limits);
+  return std::make_unique<GpuBackend>(a, weights, std::move(device), limits, std::move(comm));
 }
 
 std::unique_ptr<Backend> openCudaBackend(const Artefact &a, const WeightSource &weights, EngineOptions &options,
-                                         std::string &why) {
-  if (!a.kernels) {
+                                         std::string &why, std::shared_ptr<Communicator> comm) {
+  if (!comm)
+    comm = singleRank();
+  if (!a.kernels) { // the same artefact on every rank: the same verdict
     why = "the artefact has no CUDA kernels: it was compiled with --no-cuda or by a cbc built without CUDA";
     return nullptr;
   }
+  std::unique_ptr<Device> device;
+  int64_t free = -1;
+  EngineOptions sized = options;
   try {
-    auto device = openCudaDevice();
-    int64_t free = device->freeMemory();
-    EngineOptions sized = sizeFromMachine(a, options, true, free, [&](const EngineOptions &o) {
+    device = openCudaDevice(comm->rank());
+    free = device->freeMemory();
+    sized = sizeFromMachine(a, options, true, free, [&](const EngineOptions &o) {
       return estimateGpuMemory(a, 0, {o.max_batch_tokens, o.max_requests}).total();
     });
-    BackendLimits limits{sized.max_batch_tokens, sized.max_requests};
-    checkFits(estimateGpuMemory(a, sized.cache_memory_bytes, limits), free);
-    auto backend = makeGpuBackend(a, weights, std::move(device), limits);
-    options = sized;
-    return backend;
+  } catch (const std::exception &e) {
+    why = e.what();
+    device.reset();
+  }
+  // The ranks of a group take one backend: a GPU on every rank, or none.
+  if (!everyRank(*comm, device != nullptr)) {
+    if (why.empty())
+      why = "another rank of the group has no usable GPU";
+    return nullptr;
+  }
+  shareBudgets(*comm, sized);
+  BackendLimits limits{sized.max_batch_tokens, sized.max_requests};
+  checkFits(estimateGpuMemory(a, sized.cache_memory_bytes, limits), free);
+  WeightSource slice = weights;
+  slice.rank = comm->rank();
+  std::unique_ptr<Backend> backend;
+  try {
+    backend = makeGpuBackend(a, slice, std::move(device), limits, comm);
   } catch (const WeightError &) {
     throw;
   } catch (const MemoryError &) {
     throw;
-  } catch (const std::exception &e) {
+  } catch (const std::exception &e) { // kernels this GPU cannot load, a failed collective setup
     why = e.what();
+  }
+  if (!everyRank(*comm, backend != nullptr)) {
+    if (why.empty())
+      why = "the CUDA backend failed on another rank of the group";
     return nullptr;
   }
+  options = sized;
+  return backend;
 }
 
 } // namespace cbc::rt

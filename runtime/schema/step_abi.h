@@ -65,8 +65,9 @@ enum class RuntimeVar : uint8_t {
   // of the prefill kernels are then empty and left out (of CUDA Graphs too).
   PrefillTiles,
   NumInjected, // J: rows of the step whose embeddings are given
+  Rank,        // this process's rank of its tensor-parallel group (0 in a group of one)
 };
-constexpr int kNumRuntimeVars = 9;
+constexpr int kNumRuntimeVars = 10;
 constexpr int kPrefillTileTokens = 16;
 
 // RuntimeVar::PrefillTiles of a step with these request row starts (cu_seqlens, R + 1 entries).
@@ -86,7 +87,7 @@ constexpr std::string_view kStepArgNames[kNumStepArgs] = {
     "inject_rows", "inject_embeds", "rope_positions", "key_ends"};
 constexpr std::string_view kRuntimeVarNames[kNumRuntimeVars] = {
     "num_tokens", "num_requests", "num_logit_rows", "table_width", "table_slots", "attn_splits",
-    "max_tokens", "prefill_tiles", "num_injected"};
+    "max_tokens", "prefill_tiles", "num_injected", "rank"};
 
 constexpr std::string_view stepArgName(StepArg a) { return kStepArgNames[(int)a]; }
 constexpr std::string_view runtimeVarName(RuntimeVar v) { return kRuntimeVarNames[(int)v]; }

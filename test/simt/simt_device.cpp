@@ -41,6 +41,10 @@ public:
   void download(void *dst, const void *src, size_t bytes) override { std::memcpy(dst, src, bytes); }
   void copy(void *dst, const void *src, size_t bytes) override { std::memmove(dst, src, bytes); }
   void synchronize() override {}
+  // Device memory is host memory: the host group's collective is the device's (every rank a
+  // process with its own emulated device).
+  void joinGroup(std::shared_ptr<rt::Communicator> comm) override { comm_ = std::move(comm); }
+  void allGather(const void *in, size_t bytes, void *out) override { comm_->allGatherBytes(in, bytes, out); }
 
   void loadKernels(const rt::KernelBundle &k) override {
     std::string so = buildKernelLibrary(k.source, cacheDir_);
@@ -95,6 +99,7 @@ private:
   std::string cacheDir_;
   void *lib_ = nullptr;
   std::vector<KernelFn> kernels_;
+  std::shared_ptr<rt::Communicator> comm_ = rt::singleRank();
 };
 
 } // namespace

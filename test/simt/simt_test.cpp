@@ -23,6 +23,7 @@
 #include "runtime/safetensors.h"
 #include "test/simt/simt_device.h"
 #include "test/support/compile_support.h"
+#include "test/support/oracle_run.h"
 
 #include <gtest/gtest.h>
 
@@ -1116,28 +1117,7 @@ TEST_P(Simt, Fp32KernelsMatchTransformers) {
   auto engine = rt::Engine::withBackend(
       a, rt::makeGpuBackend(a, weights_, simt::makeSimtDevice(cacheDir()), {o.max_batch_tokens, o.max_requests}),
       o);
-  for (const auto &p : want.prompts) {
-    rt::SamplingParams s;
-    s.max_new_tokens = steps;
-    s.ignore_eos = true;
-    s.keep_logits = true;
-    engine->add_request(p, s);
-  }
-  while (!engine->idle())
-    engine->step();
-  auto outs = engine->take_finished();
-  std::sort(outs.begin(), outs.end(), [](auto &x, auto &y) { return x.id < y.id; });
-  ASSERT_EQ(outs.size(), want.prompts.size());
-  int64_t vocab = a.meta.vocab_size;
-  double worst = 0;
-  for (size_t i = 0; i < outs.size(); ++i) {
-    ASSERT_EQ((int64_t)outs[i].tokens.size(), steps);
-    EXPECT_EQ(outs[i].tokens, std::vector<int32_t>(want.tokens[i].begin(), want.tokens[i].begin() + steps))
-        << family_ << " prompt " << i;
-    for (int64_t s = 0; s < steps; ++s)
-      for (int64_t v = 0; v < vocab; ++v)
-        worst = std::max(worst, (double)std::fabs(outs[i].logits[s][v] - want.logits[i][s * vocab + v]));
-  }
+  double worst = greedyAgainstOracle(*engine, want, steps, family_);
   EXPECT_LE(worst, 4 * want.atol) << family_;
   RecordProperty("max_abs_dlogit_vs_transformers", std::to_string(worst));
   std::printf("[ simt ] %s fp32: max |dlogit| against transformers %.2e (CPU tolerance %.0e)\n",

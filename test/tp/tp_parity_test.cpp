@@ -8,58 +8,22 @@
 // Every rank runs the same tests in the same order; rank 0 compiles, decides and asserts, the
 // others load the artefact it sends and follow its engines. A fixture whose shapes the rank
 // count does not divide is skipped, naming the rule (cbc compile's error).
-#include "driver/compile.h"
-#include "runtime/comm/mpi_communicator.h"
 #include "runtime/comm/ranks.h"
 #include "runtime/engine.h"
 #include "test/support/compile_support.h"
+#include "test/tp/tp_support.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <cstring>
 
 namespace cbc::test {
 namespace {
 
-std::shared_ptr<rt::Communicator> gComm;
-
-// Rank 0's artefact of the config at `configPath` for this job, sent to every rank; empty with
-// the reason on every rank when the shapes do not divide.
-std::optional<rt::Artefact> shareArtefact(const std::string &configPath, bool expertParallel, std::string &why,
-                                          bool &failed) {
-  std::vector<uint8_t> bytes;
-  if (gComm->rank() == 0) {
-    try {
-      driver::CompileOptions o;
-      o.emit_cuda = false;
-      o.tp = gComm->size();
-      o.ep = expertParallel ? gComm->size() : 1;
-      auto result = driver::compileConfig(readFile(configPath), o);
-      bytes.push_back(1);
-      bytes.insert(bytes.end(), result.artefact.begin(), result.artefact.end());
-    } catch (const driver::OptionError &e) {
-      bytes.push_back(0);
-      bytes.insert(bytes.end(), e.what(), e.what() + std::strlen(e.what()));
-    } catch (const std::exception &e) { // every rank moves on together, rank 0 failing
-      bytes.push_back(2);
-      bytes.insert(bytes.end(), e.what(), e.what() + std::strlen(e.what()));
-    }
-  }
-  gComm->broadcast(bytes, true);
-  if (bytes.empty() || bytes[0] != 1) {
-    why.assign(bytes.begin() + (bytes.empty() ? 0 : 1), bytes.end());
-    failed = !bytes.empty() && bytes[0] == 2;
-    return std::nullopt;
-  }
-  return rt::Artefact::fromBytes(bytes.data() + 1, bytes.size() - 1);
-}
-
-bool hasExperts(const rt::Artefact &a) {
-  for (const rt::Instr &in : a.program.instrs)
-    if (in.opcode == fb::Opcode::MoeExperts)
-      return true;
-  return false;
+driver::CompileOptions cpuOnly() {
+  driver::CompileOptions o;
+  o.emit_cuda = false;
+  return o;
 }
 
 // One engine over the ranks: rank 0 serves `runs`, the others follow until it is done.
@@ -83,16 +47,13 @@ void TensorParallel::check(bool expertParallel) {
   const std::string family = GetParam();
   std::string why;
   bool failed = false;
-  std::optional<rt::Artefact> a = shareArtefact(fixtureDir(family) + "/config.json", expertParallel, why, failed);
+  std::optional<rt::Artefact> a = shareArtefact(fixtureDir(family) + "/config.json", cpuOnly(), expertParallel, why, failed);
   if (failed && gComm->rank() == 0)
     FAIL() << family << " does not compile for " << gComm->size() << " ranks: " << why;
   if (!a)
     GTEST_SKIP() << family << " at " << gComm->size() << " ranks: " << why;
   // Expert parallelism only changes MoE layers: the other fixtures ran under the plain test.
-  bool moe = gComm->rank() == 0 ? hasExperts(*a) : false;
-  std::vector<uint8_t> flag = {(uint8_t)moe};
-  gComm->broadcast(flag, true);
-  if (expertParallel && !flag[0])
+  if (expertParallel && !shareFlag(gComm->rank() == 0 && hasExperts(*a)))
     GTEST_SKIP() << family << " has no experts";
   rt::WeightSource w;
   w.checkpoint_dir = fixtureDir(family);
@@ -146,7 +107,7 @@ class TensorParallelMultimodal : public ::testing::TestWithParam<std::string> {}
 TEST_P(TensorParallelMultimodal, GreedyTokensAndLogitsMatchTransformers) {
   std::string dir = mmFixtureDir(GetParam()), why;
   bool failed = false;
-  std::optional<rt::Artefact> artefact = shareArtefact(dir + "/config.json", false, why, failed);
+  std::optional<rt::Artefact> artefact = shareArtefact(dir + "/config.json", cpuOnly(), false, why, failed);
   if (failed && gComm->rank() == 0)
     FAIL() << GetParam() << " does not compile for " << gComm->size() << " ranks: " << why;
   if (!artefact)
@@ -181,15 +142,4 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, TensorParallel, ::testing::ValuesIn(fixtureFa
 } // namespace
 } // namespace cbc::test
 
-// Under mpiexec: every rank runs the tests, rank 0 alone reports them.
-int main(int argc, char **argv) {
-  ::testing::InitGoogleTest(&argc, argv);
-  cbc::test::gComm = cbc::rt::launchedByMpi() ? cbc::rt::openMpi(120) : cbc::rt::singleRank();
-  if (cbc::test::gComm->rank() > 0) {
-    auto &listeners = ::testing::UnitTest::GetInstance()->listeners();
-    delete listeners.Release(listeners.default_result_printer());
-  }
-  int status = RUN_ALL_TESTS();
-  cbc::test::gComm.reset();
-  return status;
-}
+int main(int argc, char **argv) { return cbc::test::runOnRanks(argc, argv); }

@@ -127,7 +127,7 @@ int compileMain(int argc, char **argv) {
              {"--no-cuda", "", kBuiltWithCuda ? "skip CUDA code generation (CPU-only artefact)"
                                               : "no CUDA code generation (always so in this cbc)"},
              {"--no-fuse", "", "skip the fusion passes (for debugging)"},
-             {"--tp", "N", "tensor parallelism: one rank's program of N (run with mpiexec -n N; no CUDA kernels yet)"},
+             {"--tp", "N", "tensor parallelism: one rank's program of N (run with mpiexec -n N)"},
              {"--ep", "M", "expert parallelism: M = N divides MoE experts among the ranks (default 1: their features)"},
              {"--kernel-cache", "DIR", "kernel cache directory (default $CBC_KERNEL_CACHE or ~/.cache/cbc)"},
              {"--emit-ir", "", "print the final IR to stdout as well"},

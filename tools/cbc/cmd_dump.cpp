@@ -501,15 +501,20 @@ void printKernels(const Artefact &a) {
   std::printf("%zu kernels, source hash %s, %zu bytes of CUDA source\n", k.names.size(),
               k.source_hash.c_str(), k.source.size());
   // Launches per step, and per decoder layer: those between consecutive layers' attention.
-  size_t gemms = 0;
-  for (const auto &l : k.launches)
+  size_t gemms = 0, gathers = 0;
+  for (const auto &l : k.launches) {
     gemms += l.gemm.has_value();
+    gathers += l.gather.has_value();
+  }
   std::vector<int> attention;
   for (size_t i = 0; i < a.program.instrs.size(); ++i)
     if (a.program.instrs[i].opcode == fb::Opcode::KvAttention)
       attention.push_back((int)i);
-  std::printf("launches per step: %zu (%zu generated kernels, %zu cuBLASLt GEMMs)\n",
-              k.launches.size(), k.launches.size() - gemms, gemms);
+  std::printf("launches per step: %zu (%zu generated kernels, %zu cuBLASLt GEMMs", k.launches.size(),
+              k.launches.size() - gemms - gathers, gemms);
+  if (gathers)
+    std::printf(", %zu gathers over the ranks", gathers);
+  std::printf(")\n");
   if (attention.size() >= 2) {
     size_t inLayers = 0, layerGemms = 0;
     for (const auto &l : k.launches)

@@ -74,6 +74,8 @@ json launchesJson(const rt::KernelBundle &k) {
     j["kernel"] = l.kernel >= 0 && l.kernel < (int)k.names.size() ? json(k.names[l.kernel]) : json(nullptr);
     if (l.gemm)
       j["gemm"] = {{"x", l.gemm->x}, {"w", l.gemm->w}, {"bias", l.gemm->bias}, {"out", l.gemm->out}};
+    if (l.gather)
+      j["gather"] = {{"x", l.gather->x}, {"workspace", l.gather->workspace}};
     out.push_back(std::move(j));
   }
   return out;

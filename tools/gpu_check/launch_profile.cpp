@@ -115,7 +115,7 @@ void writeLaunchCsv(std::ostream &out, const rt::Artefact &a, const std::vector<
       const rt::Launch &l = k.launches[li];
       out << w.name() << ',' << (w.decode ? w.requests : 1) << ',' << (w.decode ? w.requests : w.tokens) << ','
           << (w.decode ? w.context : 0) << ',' << li << ',' << l.instr << ','
-          << (l.gemm ? std::string("gemm") : k.names.at(l.kernel)) << ',' << p.times.calls[li] << ','
+          << (l.gemm ? std::string("gemm") : l.gather ? std::string("gather") : k.names.at(l.kernel)) << ',' << p.times.calls[li] << ','
           << 1e3 * p.times.ms[li] / (double)p.times.calls[li] << '\n';
     }
   }

@@ -41,7 +41,8 @@ std::vector<LaunchProfile> profileLaunches(const rt::Artefact &a, std::unique_pt
                                            const std::vector<ProfileWorkload> &workloads);
 
 // One CSV row per launch issued: workload,requests,tokens,context,launch,instr,kernel,calls,
-// mean_us (kernel: the generated kernel's name, or gemm for cuBLASLt).
+// mean_us (kernel: the generated kernel's name, gemm for cuBLASLt, or gather for a
+// collective).
 void writeLaunchCsv(std::ostream &out, const rt::Artefact &a, const std::vector<LaunchProfile> &profiles);
 
 } // namespace cbc::gpu_check

@@ -13,11 +13,13 @@ template <class TW, class TO, int H> __device__ __forceinline__ void embed(const
   const TW *table = (const TW *)a.p[S::Table];
   TO *out = (TO *)a.p[S::Out];
   float scale = a.f[S::Scale];
-  long long t = blockIdx.x, row = tok[t] + a.i[S::Offset];
+  long long t = blockIdx.x, row = tok[t] + a.i[S::Offset], held = a.i[S::Held];
   if (a.i[S::Rows] > 0 && row >= a.i[S::Rows])
     row = a.i[S::OovRow];
+  row -= held * a.i[S::Rank];
+  bool mine = held == 0 || (row >= 0 && row < held); // another rank's id: zeros, which the all-reduce fills
   for (int j = threadIdx.x; j < H; j += blockDim.x)
-    st(out, t * H + j, ld(table, row * H + j) * scale);
+    st(out, t * H + j, mine ? ld(table, row * H + j) * scale : 0.0f);
 }
 
 } // namespace cbc

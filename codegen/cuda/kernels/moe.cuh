@@ -259,14 +259,15 @@ template <int E, int K> __device__ __forceinline__ void moe_plan(const CbcArgs &
   int *perm = offsets + E + 1;
   int *where = perm + a.i[S::Rows] * K;
   long long n = a.i[S::Rows] * K;
+  const int first = (int)a.i[S::Rank] * E; // this rank's first expert
   __shared__ unsigned cursor[E];
   __shared__ int firstTile[E + 1];
   for (int e = threadIdx.x; e < E; e += blockDim.x)
     cursor[e] = 0;
   __syncthreads();
   for (long long i = threadIdx.x; i < n; i += blockDim.x) {
-    int e = ids[i];
-    if (e >= 0 && e < E) // ids from E on are identity experts, which the combine takes
+    int e = ids[i] - first;
+    if (e >= 0 && e < E) // other ranks' experts, and the identity experts the combine takes, are left out
       atomicAdd(&cursor[e], 1u);
   }
   __syncthreads();
@@ -285,7 +286,7 @@ template <int E, int K> __device__ __forceinline__ void moe_plan(const CbcArgs &
   }
   __syncthreads();
   for (long long i = threadIdx.x; i < n; i += blockDim.x) {
-    int e = ids[i];
+    int e = ids[i] - first;
     if (e >= 0 && e < E) {
       int p = (int)atomicAdd(&cursor[e], 1u);
       perm[p] = (int)i;
@@ -493,8 +494,10 @@ __device__ __forceinline__ void moe_slot_linear(const CbcArgs &a) {
 
 // Z > 0: ids E .. E + Z - 1 are identity experts, which mix in the input row x (of type TX).
 // With SCALE_IN the weights already scaled the experts' inputs, so their outputs add as they are.
-// NUL > 0: the ids after those are null experts, which add nothing.
-template <class TO, int E, int K, int H, int Z = 0, class TX = float, bool SCALE_IN = false, int NUL = 0>
+// NUL > 0: the ids after those are null experts, which add nothing. R > 1: the E experts are
+// rank Rank's of R ranks' (ids from E * R on are the identity and null experts, which rank 0
+// alone adds), and the others' choices add nothing here.
+template <class TO, int E, int K, int H, int Z = 0, class TX = float, bool SCALE_IN = false, int NUL = 0, int R = 1>
 __device__ __forceinline__ void moe_combine(const CbcArgs &a) {
   using S = slots::MoeCombine;
   const int *offsets = (const int *)a.p[S::Plan];
@@ -504,16 +507,21 @@ __device__ __forceinline__ void moe_combine(const CbcArgs &a) {
   const int *ids = (const int *)a.p[S::Ids];
   const TX *x = (const TX *)a.p[S::X];
   TO *y = (TO *)a.p[S::Out];
+  const int rank = (int)a.i[S::Rank];
   long long t = blockIdx.x;
   for (int h = threadIdx.x; h < H; h += blockDim.x) {
     float v = 0.0f;
     for (int j = 0; j < K; ++j) {
+      int id = ids[t * K + j];
       if constexpr (Z > 0 || NUL > 0)
-        if (ids[t * K + j] >= E) {
-          if (ids[t * K + j] < E + Z)
+        if (id >= E * R) {
+          if (id < E * R + Z && rank == 0)
             v += weights[t * K + j] * ld(x, t * H + h);
           continue;
         }
+      if constexpr (R > 1)
+        if (id / E != rank)
+          continue;
       v += (SCALE_IN ? 1.0f : weights[t * K + j]) * out[(long long)where[t * K + j] * H + h];
     }
     st(y, t * H + h, v);

@@ -165,9 +165,11 @@ CBC_SHAPE_FN int ssdChunk(int p, int n) {
 
 namespace slots {
 
-struct Embed { // Rows 0: no oov_row; else ids at or past Rows read row OovRow
+// Rows 0: no oov_row; else ids at or past Rows read row OovRow. Held > 0: the table is rank
+// Rank's Held rows of a vocabulary-parallel one, and other ranks' ids read zeros.
+struct Embed {
   enum Ptr { Tokens, Table, Out, NumPtr };
-  enum Int { Offset, Rows, OovRow, NumInt };
+  enum Int { Offset, Rows, OovRow, Held, Rank, NumInt };
   enum Flt { Scale, NumFlt };
 };
 struct Gather {
@@ -211,6 +213,19 @@ struct RmsNormGated {
   enum Ptr { X, Z, Out, Weight, NumPtr };
   enum Int { NumInt };
   enum Flt { Eps, Offset, NumFlt };
+};
+
+// Collectives (comm.cuh): `Parts` is the workspace the backend gathered every rank's rows of
+// the input into ([ranks][Rows][W]); `Rows` the rows of the step.
+struct RankSum {
+  enum Ptr { Parts, Bias, Out, NumPtr };
+  enum Int { Rows, NumInt };
+  enum Flt { NumFlt };
+};
+struct RankColumns {
+  enum Ptr { Parts, Out, NumPtr };
+  enum Int { Rows, NumInt };
+  enum Flt { NumFlt };
 };
 
 // Elementwise kernels: `Rows` is the number of rows of the output.
@@ -419,9 +434,9 @@ struct MoeRoute { // Tokens, Table: hash routing's token ids and [vocab, K] expe
   enum Int { NumInt };
   enum Flt { RenormEps, Scaling, Threshold, NumFlt };
 };
-struct MoePlan {
+struct MoePlan { // Rank: the experts are rank Rank's E of an expert-parallel layer (else 0)
   enum Ptr { Ids, Plan, Tiles, NumPtr };
-  enum Int { Rows, NumInt };
+  enum Int { Rows, Rank, NumInt };
   enum Flt { NumFlt };
 };
 struct MoeGateUp {
@@ -439,9 +454,9 @@ struct MoeSlotLinear {
   enum Int { NumInt };
   enum Flt { NumFlt };
 };
-struct MoeCombine { // Ids and X: for the identity experts
+struct MoeCombine { // Ids and X: for the identity experts; Rank as MoePlan's
   enum Ptr { Plan, Partial, Weights, Out, Ids, X, NumPtr };
-  enum Int { Rows, NumInt };
+  enum Int { Rows, Rank, NumInt };
   enum Flt { NumFlt };
 };
 
