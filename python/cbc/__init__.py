@@ -146,13 +146,17 @@ class Engine:
     attention matched further, and every snapshot_interval prompt tokens (a multiple of 64; 0:
     none). swap_space_mib of host memory keeps preempted requests' cache, restored when they
     resume instead of recomputed (0: recompute). stats counts hits, snapshots, forks and swaps.
+
+    tp: the ranks of an artefact compiled with tp (cbc.compile(..., tp=N)): this process is rank 0
+    of an MPI job of tp ranks (mpiexec -n N), the others running follow_rank0. close() ends the
+    engine, and the other ranks with it.
     """
 
     def __init__(self, artefact, weights=None, *, random_weights: bool = False, seed: int = 0,
                  backend: str = "auto", threads: int = 0, max_batch_tokens: Optional[int] = None,
                  max_requests: int = 64, cache_memory_mib: Optional[int] = None, max_model_len: int = 0,
                  prefix_caching: bool = True, snapshot_memory_mib: Optional[int] = None,
-                 snapshot_interval: int = 0, swap_space_mib: int = 0):
+                 snapshot_interval: int = 0, swap_space_mib: int = 0, tp: int = 1):
         artefact = _path("artefact", artefact)
         if (weights is None) == (not random_weights):
             raise ValueError("give either weights=CHECKPOINT or random_weights=True")
@@ -187,14 +191,20 @@ class Engine:
         for name, mib in (("snapshot_memory_mib", snapshot_memory_mib), ("swap_space_mib", swap_space_mib)):
             if mib > 1 << 24:
                 raise ValueError(f"{name} must be at most {1 << 24}, got {mib}")
+        _nonnegative_int("tp", tp, 1)
         self._rt = _runtime.Engine(artefact, checkpoint, seed, backend, threads, max_batch_tokens,
                                    max_requests, cache_memory_mib, max_model_len, prefix_caching,
-                                   snapshot_memory_mib, snapshot_interval, swap_space_mib)
+                                   snapshot_memory_mib, snapshot_interval, swap_space_mib, tp)
         # Serialises this wrapper's bookkeeping with the engine calls (acquire releases the GIL).
         self._lock = threading.RLock()
         self._owners: dict = {}          # engine id -> _Owner of generate_batch / stream
         self._pending_events: list = []  # unowned events seen by an internal step
         self._pending_outputs: list = [] # unowned results taken by an internal step
+
+    def close(self) -> None:
+        """Ends the engine: a --tp group's other ranks stop too. Any later call raises."""
+        with self._lock:
+            self._rt.close()
 
     # --- the engine's own calls -----------------------------------------------------------------
 
@@ -538,6 +548,19 @@ class Engine:
                 self._owners.pop(rid, None)
 
 
+def follow_rank0(artefact, weights=None, *, random_weights: bool = False, seed: int = 0,
+                 backend: str = "auto", threads: int = 0, tp: int) -> None:
+    """A rank other than 0 of an MPI job of tp ranks (mpiexec -n tp): loads this rank's shard of
+    the artefact compiled with tp and runs rank 0's steps until rank 0's Engine closes. A failure
+    ends every rank of the job."""
+    artefact = _path("artefact", artefact)
+    if (weights is None) == (not random_weights):
+        raise ValueError("give either weights=CHECKPOINT or random_weights=True")
+    checkpoint = "" if random_weights else _path("weights", weights)
+    _runtime.follow_rank0(artefact, checkpoint, _nonnegative_int("seed", seed), backend,
+                          _nonnegative_int("threads", threads), _nonnegative_int("tp", tp, 2))
+
+
 def _prompts(inputs) -> list:
     """The prompts as lists of ints (from lists, tuples, numpy arrays ...)."""
     if isinstance(inputs, (str, bytes)) or not isinstance(inputs, Iterable):
@@ -703,15 +726,18 @@ class CompilerUnavailable(RuntimeError):
 
 
 def compile(config, out, *, dtype: str = "bf16", target=None, block_size: int = 16,
-            cuda: Optional[bool] = None, fuse: bool = True, kernel_cache=None, quiet: bool = True) -> str:
+            cuda: Optional[bool] = None, fuse: bool = True, kernel_cache=None, quiet: bool = True,
+            tp: int = 1, ep: int = 1) -> str:
     """Compiles a Hugging Face config.json (or the folder holding one) into the artefact `out`,
     as `cbc compile` does; returns out. cuda: True generates the CUDA kernels (NVRTC; no GPU
     needed), False makes a CPU-only artefact (--no-cuda), None does what cbc compile does by
     default. target: "sm_80,sm_90" or a list. A bad config or option raises ValueError with the
     compiler's one-line message; nothing is written then. Uses cbc._compiler when the package
     was built with the compiler, else runs `cbc compile` (CBC_EXECUTABLE, or cbc on PATH), else
-    raises CompilerUnavailable."""
+    raises CompilerUnavailable. tp, ep: one rank's program of tp (cbc compile --tp, --ep), served
+    by an MPI job of tp ranks (Engine(tp=...), follow_rank0)."""
     from ._compile import compile_artefact
 
     return compile_artefact(config, out, dtype=dtype, target=target, block_size=block_size,
-                            cuda=cuda, fuse=fuse, kernel_cache=kernel_cache, quiet=quiet)
+                            cuda=cuda, fuse=fuse, kernel_cache=kernel_cache, quiet=quiet,
+                            tp=_nonnegative_int("tp", tp, 1), ep=_nonnegative_int("ep", ep, 1))

@@ -73,8 +73,10 @@ def _executable() -> Optional[str]:
 
 
 def _compile_with_executable(exe, config, out, dtype, targets, block_size, cuda, fuse,
-                             kernel_cache, quiet) -> None:
+                             kernel_cache, quiet, tp, ep) -> None:
     cmd = [exe, "compile", config, "-o", out, "--dtype", dtype, "--block-size", str(block_size)]
+    if tp > 1:
+        cmd += ["--tp", str(tp), "--ep", str(ep)]
     if targets is not None:
         cmd += ["--target", ",".join(targets)]
     if cuda is False:
@@ -102,7 +104,8 @@ def _compile_with_executable(exe, config, out, dtype, targets, block_size, cuda,
     raise RuntimeError(f"{exe} compile failed ({r.returncode}): {message}")
 
 
-def compile_artefact(config, out, *, dtype, target, block_size, cuda, fuse, kernel_cache, quiet) -> str:
+def compile_artefact(config, out, *, dtype, target, block_size, cuda, fuse, kernel_cache, quiet,
+                     tp=1, ep=1) -> str:
     from . import CompilerUnavailable
 
     if isinstance(block_size, bool) or not isinstance(block_size, int):
@@ -118,7 +121,7 @@ def compile_artefact(config, out, *, dtype, target, block_size, cuda, fuse, kern
                 "executable was found: set CBC_EXECUTABLE, put cbc on PATH, or build the package "
                 "with -DCBC_BUILD_COMPILER=ON")
         _compile_with_executable(exe, path, out, dtype, targets, block_size, cuda, fuse,
-                                 kernel_cache, quiet)
+                                 kernel_cache, quiet, tp, ep)
         return out
     try:
         with open(path, "rb") as f:
@@ -132,7 +135,7 @@ def compile_artefact(config, out, *, dtype, target, block_size, cuda, fuse, kern
         targets = list(_compiler.default_targets)
     try:
         data = _compiler.compile_config(text, dtype, targets, block_size, bool(emit), fuse,
-                                        "" if kernel_cache is None else os.fspath(kernel_cache))
+                                        "" if kernel_cache is None else os.fspath(kernel_cache), tp, ep)
     except ValueError as e:
         raise ValueError(f"{path}: {e}") from None
     _write_atomically(out, data)

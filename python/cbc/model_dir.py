@@ -15,16 +15,16 @@ def _cache_dir() -> str:
     return base
 
 
-def find_artefact(model_dir: str, artefact: str | None, dtype: str) -> str:
-    """--artefact, else MODEL_DIR/model.fb, else config.json compiled into the cache (keyed by
-    the config's bytes, the dtype and the runtime's artefact format, so a changed config or a
-    cbc that reads another format compiles anew)."""
+def find_artefact(model_dir: str, artefact: str | None, dtype: str, tp: int = 1, ep: int = 1) -> str:
+    """--artefact, else MODEL_DIR/model.fb (tp 1 only), else config.json compiled into the cache
+    (keyed by the config's bytes, the dtype, tp and ep and the runtime's artefact format, so a
+    changed config or a cbc that reads another format compiles anew)."""
     if artefact:
         if not os.path.isfile(artefact):
             raise FileNotFoundError(f"artefact '{artefact}' does not exist")
         return artefact
     local = os.path.join(model_dir, "model.fb")
-    if os.path.isfile(local):
+    if tp == 1 and os.path.isfile(local):
         return local
     config = os.path.join(model_dir, "config.json")
     if not os.path.isfile(config):
@@ -32,12 +32,13 @@ def find_artefact(model_dir: str, artefact: str | None, dtype: str) -> str:
                                 "pass a Hugging Face model folder or --artefact")
     from cbc import _runtime
     with open(config, "rb") as f:
-        key = hashlib.sha256(f.read() + dtype.encode() + b"format %d" % _runtime.format_version).hexdigest()[:20]
+        ranks = b"" if tp == 1 else b"tp %d ep %d" % (tp, ep)
+        key = hashlib.sha256(f.read() + dtype.encode() + b"format %d" % _runtime.format_version + ranks).hexdigest()[:20]
     out = os.path.join(_cache_dir(), f"{key}.fb")
     if not os.path.isfile(out):
         import cbc
         print(f"cbc serve: compiling {config} into {out}", file=sys.stderr, flush=True)
-        cbc.compile(config, out, dtype=dtype)
+        cbc.compile(config, out, dtype=dtype, tp=tp, ep=ep)
     return out
 
 

@@ -16,6 +16,10 @@ Overload: the server holds at most --max-requests running plus --max-queued-requ
 sequences (a request with n choices counts n); a request beyond them is answered at once with
 429 and a Retry-After estimate, and nothing admitted is dropped.
 
+--tp N serves an artefact compiled for N tensor-parallel ranks: the command starts itself again
+as an MPI job of N processes (mpiexec -n N, $CBC_MPIEXEC to name another launcher); rank 0
+serves HTTP and schedules, the others hold their shards and follow its steps.
+
 One thread owns the engine and its step loop (EngineLoop); the asyncio handlers submit requests
 and cancellations to it through a thread-safe queue and get tokens back through
 loop.call_soon_threadsafe, so a request that arrives joins the running batch at the next step,
@@ -810,6 +814,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="host memory for preempted requests' cache, restored instead of "
                    "recomputed (default 0: recompute)")
     p.add_argument("--dtype", default="bf16", help="dtype when compiling (default bf16)")
+    p.add_argument("--tp", type=int, default=1, metavar="N",
+                   help="tensor-parallel ranks: serve as an MPI job of N processes (mpiexec -n N), the "
+                   "artefact compiled with --tp N (default 1)")
+    p.add_argument("--ep", type=int, default=1, metavar="N",
+                   help="with --tp N, 1 divides MoE layers by features, N divides the experts among "
+                   "the ranks (default 1)")
     p.add_argument("--log-level", default="warning",
                    choices=("critical", "error", "warning", "info", "debug"))
     return p
@@ -827,9 +837,9 @@ def load(args) -> Served:
                 tokenizer.chat_template = f.read()
         except OSError as e:
             raise FileNotFoundError(f"cannot read --chat-template {args.chat_template}: {e.strerror}") from None
-    artefact = find_artefact(model_dir, args.artefact, args.dtype)
+    artefact = find_artefact(model_dir, args.artefact, args.dtype, tp=args.tp, ep=args.ep)
     weights = None if args.random_weights else model_dir
-    engine = cbc.Engine(artefact, weights, random_weights=args.random_weights, seed=args.seed,
+    engine = cbc.Engine(artefact, weights, random_weights=args.random_weights, seed=args.seed, tp=args.tp,
                         backend=args.backend, threads=args.threads,
                         max_batch_tokens=args.max_batch_tokens, max_requests=args.max_requests,
                         cache_memory_mib=args.cache_memory_mib, max_model_len=args.max_model_len,
@@ -844,11 +854,55 @@ def load(args) -> Served:
                   tool_format=None if args.tool_call_parser == "none" else args.tool_call_parser)
 
 
+def _mpi_rank():
+    """This process's rank of the MPI job that started it (MPICH, Open MPI), None outside one."""
+    for var in ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK"):
+        if var in os.environ:
+            return int(os.environ[var])
+    return None
+
+
+def start_ranks(args, argv) -> int:
+    """--tp N started by hand: the artefact compiled for N ranks (once, here), then this command
+    again as an MPI job of N processes, every rank told the artefact."""
+    import shutil
+    mpiexec = os.environ.get("CBC_MPIEXEC") or shutil.which("mpiexec")
+    if not mpiexec:
+        print("cbc serve: error: --tp needs an MPI launcher: install MPICH or Open MPI (mpiexec on PATH), "
+              "or name one in $CBC_MPIEXEC", file=sys.stderr)
+        return 2
+    try:
+        if not os.path.isdir(args.model_dir):
+            raise FileNotFoundError(f"model folder '{args.model_dir}' does not exist")
+        artefact = find_artefact(args.model_dir, args.artefact, args.dtype, tp=args.tp, ep=args.ep)
+    except (FileNotFoundError, ValueError) as e:
+        print(f"cbc serve: error: {e}", file=sys.stderr)
+        return 2
+    cmd = [mpiexec, "-n", str(args.tp), sys.executable, "-m", "cbc.serve", *argv]
+    if not args.artefact:
+        cmd += ["--artefact", artefact]
+    print(f"cbc serve: starting {args.tp} ranks with {mpiexec}", file=sys.stderr, flush=True)
+    sys.stderr.flush()
+    os.execv(mpiexec, cmd)
+
+
+def follow(args) -> int:
+    """A rank other than 0: its shard, then rank 0's steps until rank 0's engine closes."""
+    import cbc
+    weights = None if args.random_weights else args.model_dir
+    cbc.follow_rank0(args.artefact, weights, random_weights=args.random_weights, seed=args.seed,
+                     backend=args.backend, threads=args.threads, tp=args.tp)
+    return 0
+
+
 def main(argv=None) -> int:
     parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
     args = parser.parse_args(argv)
     if args.max_requests < 1 or args.max_queued_requests < 0:
         parser.error("--max-requests must be at least 1 and --max-queued-requests at least 0")
+    if args.tp < 1 or args.ep not in (1, args.tp):
+        parser.error("--tp must be at least 1, and --ep 1 or equal to --tp")
     try:
         for name in ("fastapi", "uvicorn", "tokenizers", "jinja2"):
             __import__(name)
@@ -857,6 +911,11 @@ def main(argv=None) -> int:
               "from the cbc source (or pip install -r python/requirements-test.txt)",
               file=sys.stderr)
         return 2
+    rank = _mpi_rank()
+    if args.tp > 1 and rank is None:
+        return start_ranks(args, argv)
+    if args.tp > 1 and rank > 0:
+        return follow(args)
     import uvicorn
     try:
         served = load(args)
@@ -884,7 +943,10 @@ def main(argv=None) -> int:
     server = uvicorn.Server(config)
     print(f"cbc serve: serving '{served.name}' on http://{args.host}:{port}", file=sys.stderr,
           flush=True)
-    server.run(sockets=[sock])
+    try:
+        server.run(sockets=[sock])
+    finally:
+        served.engine.close()  # a --tp group's other ranks stop with it
     return 0
 
 

@@ -16,7 +16,8 @@ namespace {
 // Compiles with the GIL released (a compile takes seconds). A bad option or config is a
 // ValueError with the compiler's one-line message; a compiler failure is a RuntimeError.
 nb::bytes compileConfig(const std::string &configJson, const std::string &dtype, std::vector<std::string> targets,
-                        int64_t blockSize, bool emitCuda, bool fuse, const std::string &kernelCacheDir) {
+                        int64_t blockSize, bool emitCuda, bool fuse, const std::string &kernelCacheDir,
+                        int64_t tp, int64_t ep) {
   cbc::driver::CompileOptions options;
   options.dtype = dtype;
   options.targets = std::move(targets);
@@ -24,6 +25,8 @@ nb::bytes compileConfig(const std::string &configJson, const std::string &dtype,
   options.emit_cuda = emitCuda;
   options.fuse = fuse;
   options.kernel_cache_dir = kernelCacheDir;
+  options.tp = tp;
+  options.ep = ep;
   cbc::driver::CompileResult result;
   {
     nb::gil_scoped_release release;
@@ -44,7 +47,7 @@ nb::bytes compileConfig(const std::string &configJson, const std::string &dtype,
 NB_MODULE(_compiler, m) {
   m.doc() = "The cbc compiler driver (driver/compile.h); use cbc.compile, which wraps it.";
   m.def("compile_config", &compileConfig, "config_json"_a, "dtype"_a, "targets"_a, "block_size"_a,
-        "emit_cuda"_a, "fuse"_a, "kernel_cache_dir"_a);
+        "emit_cuda"_a, "fuse"_a, "kernel_cache_dir"_a, "tp"_a = 1, "ep"_a = 1);
   m.attr("default_targets") = nb::cast(cbc::driver::CompileOptions().targets);
   // Whether kernels are generated when cbc.compile is not told (cuda=None), as cbc compile.
   m.attr("default_emit_cuda") = cbc::driver::CompileOptions().emit_cuda;

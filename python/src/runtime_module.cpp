@@ -3,7 +3,12 @@
 // so other Python threads run meanwhile. Results cross over as plain tuples and lists; the
 // Python classes around them live in python/cbc/__init__.py.
 #include "runtime/artefact.h"
+#include "runtime/build_config.h"
 #include "runtime/cache/coordinator.h"
+#include "runtime/comm/communicator.h"
+#if CBC_MPI
+#include "runtime/comm/mpi_communicator.h"
+#endif
 #include "runtime/engine.h"
 #include "runtime/memory_estimate.h"
 #include "runtime/safetensors.h"
@@ -40,23 +45,70 @@ struct LoadOptions {
   int64_t max_batch_tokens = 0, max_requests = 64, cache_memory_mib = 0, max_model_len = 0;
   bool prefix_caching = true;
   int64_t snapshot_memory_mib = -1, snapshot_interval = 0, swap_space_mib = 0; // -1: the engine's default
+  int64_t tp = 1; // ranks of the tensor-parallel group this process is one of (an MPI job's)
 };
+
+// This process's rank of the MPI job that started it, opened once (MPI starts once a process):
+// what an engine of a --tp artefact runs its collectives over. A ValueError where the job is not
+// `tp` ranks, or this build has no MPI.
+std::shared_ptr<cbc::rt::Communicator> rankGroup(int64_t tp) {
+  static std::shared_ptr<cbc::rt::Communicator> group;
+#if CBC_MPI
+  if (!group && cbc::rt::launchedByMpi())
+    group = cbc::rt::openMpi(300);
+#endif
+  if (!group)
+    throw nb::value_error(("--tp " + std::to_string(tp) + " runs as " + std::to_string(tp) +
+                           " ranks of one MPI job (mpiexec -n " + std::to_string(tp) + "), " +
+                           (cbc::kBuiltWithMpi ? "and this process was not started by mpiexec"
+                                               : "and this cbc was built without MPI (CBC_MPI=OFF)"))
+                              .c_str());
+  if (group->size() != tp)
+    throw nb::value_error(("--tp " + std::to_string(tp) + " in an MPI job of " + std::to_string(group->size()) +
+                           " ranks: start it with mpiexec -n " + std::to_string(tp))
+                              .c_str());
+  return group;
+}
+
+cbc::rt::EngineOptions engineOptions(const LoadOptions &o) {
+  cbc::rt::EngineOptions options;
+  options.backend = o.backend;
+  options.threads = o.threads;
+  options.max_batch_tokens = o.max_batch_tokens;
+  options.max_requests = o.max_requests;
+  options.cache_memory_bytes = o.cache_memory_mib << 20;
+  options.max_model_len = o.max_model_len;
+  options.prefix_caching = o.prefix_caching;
+  options.snapshot_memory_bytes = o.snapshot_memory_mib < 0 ? -1 : o.snapshot_memory_mib << 20;
+  options.snapshot_interval = o.snapshot_interval;
+  options.swap_space_bytes = o.swap_space_mib << 20;
+  if (o.tp > 1)
+    options.communicator = rankGroup(o.tp);
+  return options;
+}
+
+// A rank other than 0 of a --tp group: this rank's shard, running rank 0's steps until rank 0's
+// engine closes. A failure ends every rank of the job (the others may wait in a collective).
+void followRank0(const std::string &artefact, const std::string &checkpoint, uint64_t seed, const LoadOptions &o) {
+  cbc::rt::EngineOptions options = engineOptions(o);
+  if (!options.communicator || options.communicator->rank() == 0)
+    throw nb::value_error("follow_rank0 runs on the ranks other than 0 of a --tp group");
+  cbc::rt::WeightSource weights{checkpoint, seed};
+  nb::gil_scoped_release release;
+  try {
+    cbc::rt::followRank0(cbc::rt::Artefact::load(artefact), weights, options);
+  } catch (const std::exception &e) {
+    options.communicator->abort("cbc serve: rank " + std::to_string(options.communicator->rank()) + ": " + e.what());
+  }
+}
 
 class Engine {
 public:
   // checkpoint empty: random weights from `seed`.
   Engine(const std::string &artefact, const std::string &checkpoint, uint64_t seed, const LoadOptions &o) {
-    cbc::rt::EngineOptions options;
-    options.backend = o.backend;
-    options.threads = o.threads;
-    options.max_batch_tokens = o.max_batch_tokens;
-    options.max_requests = o.max_requests;
-    options.cache_memory_bytes = o.cache_memory_mib << 20;
-    options.max_model_len = o.max_model_len;
-    options.prefix_caching = o.prefix_caching;
-    options.snapshot_memory_bytes = o.snapshot_memory_mib < 0 ? -1 : o.snapshot_memory_mib << 20;
-    options.snapshot_interval = o.snapshot_interval;
-    options.swap_space_bytes = o.swap_space_mib << 20;
+    cbc::rt::EngineOptions options = engineOptions(o);
+    if (options.communicator && options.communicator->rank() != 0)
+      throw nb::value_error("the engine of a --tp group runs on rank 0; the other ranks follow it");
     cbc::rt::WeightSource weights{checkpoint, seed};
     // Loading reads the weights: other threads run meanwhile. The runtime's refusals of the
     // input (a bad artefact or checkpoint, a budget this machine cannot hold) are ValueErrors.
@@ -79,7 +131,7 @@ public:
     {
       nb::gil_scoped_release release;
       std::lock_guard<std::mutex> lock(mutex_);
-      r = engine_->add_request(std::move(prompt), params, std::move(embeds));
+      r = live().add_request(std::move(prompt), params, std::move(embeds));
     }
     return nb::make_tuple(r.id, r.accepted, r.error, nb::cast(r.forks));
   }
@@ -90,7 +142,7 @@ public:
     {
       nb::gil_scoped_release release;
       std::lock_guard<std::mutex> lock(mutex_);
-      events = engine_->step();
+      events = live().step();
     }
     nb::list out;
     for (const auto &e : events)
@@ -101,13 +153,13 @@ public:
   bool idle() {
     nb::gil_scoped_release release;
     std::lock_guard<std::mutex> lock(mutex_);
-    return engine_->idle();
+    return live().idle();
   }
 
   bool cancel(int64_t id) {
     nb::gil_scoped_release release;
     std::lock_guard<std::mutex> lock(mutex_);
-    return engine_->cancel(id);
+    return live().cancel(id);
   }
 
   // [(id, prompt, tokens, logprobs, finish_reason, error, ttft_s, latency_s, preemptions,
@@ -117,7 +169,7 @@ public:
     {
       nb::gil_scoped_release release;
       std::lock_guard<std::mutex> lock(mutex_);
-      done = engine_->take_finished();
+      done = live().take_finished();
     }
     nb::list out;
     for (auto &o : done) {
@@ -140,10 +192,10 @@ public:
     {
       nb::gil_scoped_release release;
       std::lock_guard<std::mutex> lock(mutex_);
-      s = engine_->stats();
-      waiting = engine_->num_waiting();
-      running = engine_->num_running();
-      idle = engine_->idle();
+      s = live().stats();
+      waiting = live().num_waiting();
+      running = live().num_running();
+      idle = live().idle();
       usage = cacheUsage();
     }
     nb::dict stats;
@@ -183,21 +235,21 @@ public:
   }
 
   // Fixed at load: no lock needed.
-  std::vector<int64_t> eosTokenIds() const { return engine_->artefact().meta.eos_token_ids; }
-  int64_t vocabSize() const { return engine_->artefact().meta.vocab_size; }
-  int64_t promptVocabSize() const { return engine_->artefact().meta.promptVocab(); }
-  int64_t embeddingWidth() const { return engine_->embedding_width(); }
-  int64_t maxModelLen() const { return engine_->max_model_len(); }
-  std::string backendName() const { return engine_->backend().name(); }
+  std::vector<int64_t> eosTokenIds() const { return live().artefact().meta.eos_token_ids; }
+  int64_t vocabSize() const { return live().artefact().meta.vocab_size; }
+  int64_t promptVocabSize() const { return live().artefact().meta.promptVocab(); }
+  int64_t embeddingWidth() const { return live().embedding_width(); }
+  int64_t maxModelLen() const { return live().max_model_len(); }
+  std::string backendName() const { return live().backend().name(); }
   // The budgets in force, chosen from the machine when none was given.
-  int64_t cacheMemoryMib() const { return engine_->options().cache_memory_bytes >> 20; }
-  int64_t maxBatchTokens() const { return engine_->options().max_batch_tokens; }
+  int64_t cacheMemoryMib() const { return live().options().cache_memory_bytes >> 20; }
+  int64_t maxBatchTokens() const { return live().options().max_batch_tokens; }
 
 private:
   // The larger of the two fractions in use: kv blocks (all groups with block tables) and request
   // slots (each holding one state unit).
   double cacheUsage() const {
-    const cbc::rt::CacheCoordinator &c = engine_->cache();
+    const cbc::rt::CacheCoordinator &c = live().cache();
     double blocks = (double)c.blocksPerGroup() * c.numTableGroups();
     double slots = (double)c.maxSlots();
     double b = blocks > 0 ? (double)c.usedBlocks() / blocks : 0.0;
@@ -213,7 +265,7 @@ public:
     nb::gil_scoped_release release;
     try {
       structured_ = std::make_unique<cbc::rt::StructuredOutputs>(vocab, tokenizerJson,
-                                                                 engine_->artefact().meta.vocab_size, stopIds);
+                                                                 live().artefact().meta.vocab_size, stopIds);
     } catch (const std::invalid_argument &e) {
       throw nb::value_error(e.what());
     }
@@ -246,7 +298,19 @@ public:
 #endif
   }
 
+  // Ends the engine (a --tp group's other ranks are told to stop); later calls raise.
+  void close() {
+    nb::gil_scoped_release release;
+    std::lock_guard<std::mutex> lock(mutex_);
+    engine_.reset();
+  }
+
 private:
+  cbc::rt::Engine &live() const {
+    if (!engine_)
+      throw std::runtime_error("the engine is closed");
+    return *engine_;
+  }
   static constexpr const char *kNoStructured =
       "this cbc was built without structured outputs (xgrammar's source could not be had at configure time)";
   std::unique_ptr<cbc::rt::Engine> engine_;
@@ -317,20 +381,34 @@ NB_MODULE(_runtime, m) {
   m.doc() = "The cbc runtime's engine (runtime/engine.h); use cbc.Engine, which wraps it.";
   // The artefact format this runtime reads: compiled artefacts cached by it key on it.
   m.attr("format_version") = cbc::kFormatVersion;
+  // Whether an engine can be one rank of an MPI job (Engine(tp=N), follow_rank0).
+  m.attr("built_with_mpi") = cbc::kBuiltWithMpi;
+  m.def(
+      "follow_rank0",
+      [](const std::string &artefact, const std::string &checkpoint, uint64_t seed, const std::string &backend,
+         int threads, int64_t tp) {
+        LoadOptions o;
+        o.backend = backend;
+        o.threads = threads;
+        o.tp = tp;
+        followRank0(artefact, checkpoint, seed, o);
+      },
+      "artefact"_a, "checkpoint"_a, "seed"_a, "backend"_a, "threads"_a, "tp"_a);
   nb::class_<Engine>(m, "Engine")
       .def("__init__",
            [](Engine *self, const std::string &artefact, const std::string &checkpoint, uint64_t seed,
               const std::string &backend, int threads, int64_t max_batch_tokens, int64_t max_requests,
               int64_t cache_memory_mib, int64_t max_model_len, bool prefix_caching, int64_t snapshot_memory_mib,
-              int64_t snapshot_interval, int64_t swap_space_mib) {
+              int64_t snapshot_interval, int64_t swap_space_mib, int64_t tp) {
              LoadOptions o{backend,       threads,        max_batch_tokens,    max_requests,
                            cache_memory_mib, max_model_len, prefix_caching, snapshot_memory_mib,
-                           snapshot_interval, swap_space_mib};
+                           snapshot_interval, swap_space_mib, tp};
              new (self) Engine(artefact, checkpoint, seed, o);
            },
            "artefact"_a, "checkpoint"_a, "seed"_a, "backend"_a, "threads"_a, "max_batch_tokens"_a,
            "max_requests"_a, "cache_memory_mib"_a, "max_model_len"_a, "prefix_caching"_a = true,
-           "snapshot_memory_mib"_a = -1, "snapshot_interval"_a = 0, "swap_space_mib"_a = 0)
+           "snapshot_memory_mib"_a = -1, "snapshot_interval"_a = 0, "swap_space_mib"_a = 0, "tp"_a = 1)
+      .def("close", &Engine::close)
       .def("add_request",
            [](Engine &e, std::vector<int32_t> prompt, int64_t max_new_tokens, double temperature, int64_t top_k,
               double top_p, double min_p, uint64_t seed, std::vector<int64_t> stop_token_ids, bool ignore_eos,

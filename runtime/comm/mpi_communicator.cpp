@@ -71,8 +71,10 @@ private:
 class Mpi : public Communicator {
 public:
   explicit Mpi(double timeout) {
+    // Serialized: one thread at a time, not always the one that started MPI (the Python
+    // server creates its engine on the main thread and steps it on the engine thread).
     int provided = 0;
-    MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
+    MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
     MPI_Comm_size(MPI_COMM_WORLD, &size_);
     watchdog_ = std::make_unique<Watchdog>(rank_, timeout);
@@ -83,12 +85,12 @@ public:
   }
   int rank() const override { return rank_; }
   int size() const override { return size_; }
-  void allGather(const float *in, int64_t n, float *out) override {
-    if (n > INT32_MAX)
-      abort("a collective of " + std::to_string(n) + " floats exceeds MPI's int counts");
+  void allGatherBytes(const void *in, size_t bytes, void *out) override {
+    if (bytes > INT32_MAX)
+      abort("a collective of " + std::to_string(bytes) + " bytes exceeds MPI's int counts");
     watchdog_->enter("an all-gather of the step");
     MPI_Request request;
-    MPI_Iallgather(in, (int)n, MPI_FLOAT, out, (int)n, MPI_FLOAT, MPI_COMM_WORLD, &request);
+    MPI_Iallgather(in, (int)bytes, MPI_BYTE, out, (int)bytes, MPI_BYTE, MPI_COMM_WORLD, &request);
     wait(request, false);
     watchdog_->leave();
   }
