@@ -288,7 +288,7 @@ void followRank0(const Artefact &artefact, const WeightSource &weights, const En
     throw std::logic_error("followRank0 runs on the ranks other than 0");
   EngineOptions sized = options;
   auto backend = makeSizedBackend(artefact, weights, sized);
-  followRank0(*backend, *options.communicator);
+  followRank0(*backend, *options.communicator, artefact.cache_plan);
 }
 
 std::unique_ptr<Engine> Engine::load(const std::string &path, const WeightSource &weights,

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <stdexcept>
 #include <thread>
 
@@ -12,7 +13,7 @@ namespace cbc::rt {
 
 namespace {
 
-enum class Call : uint8_t { Allocate = 1, Copy = 2, Run = 3, Stop = 4 };
+enum class Call : uint8_t { Allocate = 1, Copy = 2, Run = 3, Stop = 4, Transfer = 5 };
 
 // The messages are flat byte strings of fixed-width fields, written and read in the same order.
 class Writer {
@@ -142,7 +143,21 @@ public:
     comm_->broadcast(w.bytes, false);
     guarded([&] { local_->copyUnits(copies); });
   }
-  // Swapping would need every rank's host copies; the engine recomputes preempted requests.
+  // Swapping: every rank moves its own shard of the units, the others into host copies of their
+  // own, named by rank 0's host address (which stays the swap's while it is out).
+  bool transferUnits(int group, const std::vector<int32_t> &units, uint8_t *host, bool toHost) override {
+    if (units.empty()) // whether the backend can: the same backend kind on every rank
+      return local_->transferUnits(group, units, host, toHost);
+    Writer w(Call::Transfer);
+    w.put((int32_t)group);
+    w.put((uint8_t)toHost);
+    w.put((uint64_t)(uintptr_t)host);
+    w.put(units);
+    comm_->broadcast(w.bytes, false);
+    bool done = false;
+    guarded([&] { done = local_->transferUnits(group, units, host, toHost); });
+    return done;
+  }
   void run(const StepBatch &batch, std::vector<float> &logits) override {
     std::vector<uint8_t> plan = writeStep(batch);
     comm_->broadcast(plan, false);
@@ -179,13 +194,40 @@ void injectFault(int rank, int64_t step) {
     std::this_thread::sleep_for(std::chrono::seconds(1));
 }
 
+// A follower's side of a swap: its units out into a host copy named by rank 0's address, or
+// back in from it.
+void transferHeld(Backend &local, const CachePlan &plan, Reader &r, std::map<uint64_t, std::vector<uint8_t>> &held) {
+  int32_t group = r.get<int32_t>();
+  bool toHost = r.get<uint8_t>() != 0;
+  uint64_t key = r.get<uint64_t>();
+  std::vector<int32_t> units;
+  r.get(units);
+  if (group < 0 || group >= (int)plan.groups.size())
+    throw std::runtime_error("rank 0 swaps units of a cache group the plan lacks");
+  if (toHost) {
+    std::vector<uint8_t> &copy = held[key];
+    bool state = plan.groups[group].kind == CacheGroup::State;
+    copy.resize(units.size() *
+                (size_t)(state ? local.stateBytesPerUnit() : local.cacheBytesPerToken(group) * plan.block_size));
+    if (!local.transferUnits(group, units, copy.data(), true))
+      throw std::runtime_error("this rank's backend cannot swap, and rank 0's can");
+    return;
+  }
+  auto it = held.find(key);
+  if (it == held.end())
+    throw std::runtime_error("rank 0 swaps in units this rank never swapped out");
+  local.transferUnits(group, units, it->second.data(), false);
+  held.erase(it);
+}
+
 } // namespace
 
 std::unique_ptr<Backend> leadRanks(std::unique_ptr<Backend> local, std::shared_ptr<Communicator> comm) {
   return std::make_unique<Leader>(std::move(local), std::move(comm));
 }
 
-void followRank0(Backend &local, Communicator &comm) {
+void followRank0(Backend &local, Communicator &comm, const CachePlan &plan) {
+  std::map<uint64_t, std::vector<uint8_t>> held; // swapped-out units, by rank 0's host address
   StepBatch batch;
   std::vector<int32_t> tables;
   std::vector<float> logits;
@@ -213,6 +255,9 @@ void followRank0(Backend &local, Communicator &comm) {
         local.copyUnits(copies);
         break;
       }
+      case Call::Transfer:
+        transferHeld(local, plan, r, held);
+        break;
       case Call::Run:
         readStep(r, batch, tables);
         injectFault(comm.rank(), ++steps);

@@ -9,12 +9,14 @@
 // others load the artefact it sends and follow its engines. A fixture whose shapes the rank
 // count does not divide is skipped, naming the rule (cbc compile's error).
 #include "runtime/comm/ranks.h"
+#include "runtime/cpu/cpu_backend.h"
 #include "runtime/engine.h"
 #include "test/support/compile_support.h"
 #include "test/tp/tp_support.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 namespace cbc::test {
@@ -135,6 +137,77 @@ TEST_P(TensorParallelMultimodal, GreedyTokensAndLogitsMatchTransformers) {
 INSTANTIATE_TEST_SUITE_P(Fixtures, TensorParallelMultimodal, ::testing::ValuesIn(mmFamilies()),
                          [](const auto &info) { return info.param; });
 TEST_P(TensorParallel, ExpertParallelMatchesTransformers) { check(true); }
+
+// Preemption by swapping over the ranks: a cache of a few blocks a group (and a state slot a
+// prompt), so that the prompts take turns; every rank swaps its own shard of a preempted request's units
+// out to host memory and back. The tokens are still the oracle's.
+class TensorParallelSwap : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(TensorParallelSwap, PreemptedRequestsResumeFromSwappedUnits) {
+  const std::string family = GetParam();
+  std::string why;
+  bool failed = false;
+  std::optional<rt::Artefact> a = shareArtefact(fixtureDir(family) + "/config.json", cpuOnly(), false, why, failed);
+  if (failed && gComm->rank() == 0)
+    FAIL() << family << " does not compile for " << gComm->size() << " ranks: " << why;
+  if (!a)
+    GTEST_SKIP() << family << " at " << gComm->size() << " ranks: " << why;
+  rt::WeightSource w;
+  w.checkpoint_dir = fixtureDir(family);
+  w.rank = gComm->rank();
+  rt::EngineOptions o;
+  o.max_batch_tokens = 64;
+  o.max_requests = 8;
+  o.threads = 1;
+  o.prefix_caching = false;
+  o.swap_space_bytes = 64ll << 20;
+  auto cpu = rt::makeCpuBackend(*a, rt::WeightStore::load(*a, w), {o.max_batch_tokens, o.max_requests}, 1, gComm);
+  if (gComm->rank() > 0) {
+    rt::followRank0(*cpu, *gComm, a->cache_plan);
+    return;
+  }
+  Expected expected = loadExpected(family);
+  size_t longest = 0;
+  for (size_t i = 0; i < expected.prompts.size(); ++i)
+    longest = std::max(longest, expected.prompts[i].size() + expected.tokens[i].size());
+  int64_t block = a->cache_plan.block_size, rowBytes = 0, stateBytes = cpu->stateBytesPerUnit();
+  for (const rt::CacheGroup &g : a->cache_plan.groups)
+    if (g.kind != rt::CacheGroup::State)
+      rowBytes += cpu->cacheBytesPerToken(g.id) * block;
+  int64_t slots = (int64_t)expected.prompts.size();
+  if (stateBytes > 0) {
+    o.max_live_requests = slots;
+    o.max_state_fraction = 1.0;
+  }
+  o.cache_memory_bytes = ((int64_t)longest / block + 2) * rowBytes + slots * stateBytes;
+  auto engine = rt::Engine::withBackend(*a, rt::leadRanks(std::move(cpu), gComm), o);
+  for (size_t i = 0; i < expected.prompts.size(); ++i)
+    engine->add_request(expected.prompts[i], greedyWithLogits((int64_t)expected.tokens[i].size()));
+  while (!engine->idle())
+    engine->step();
+  auto outs = engine->take_finished();
+  rt::EngineStats stats = engine->stats();
+  engine.reset(); // tells the other ranks to stop
+  std::sort(outs.begin(), outs.end(), [](auto &x, auto &y) { return x.id < y.id; });
+  ASSERT_EQ(outs.size(), expected.prompts.size());
+  int64_t vocab = a->meta.vocab_size;
+  double worst = 0;
+  for (size_t i = 0; i < outs.size(); ++i) {
+    EXPECT_EQ(outs[i].tokens, expected.tokens[i]) << family << " prompt " << i;
+    for (size_t t = 0; t < outs[i].logits.size(); ++t)
+      for (int64_t v = 0; v < vocab; ++v)
+        worst = std::max(worst, (double)std::fabs(outs[i].logits[t][v] - expected.logits[i][t * vocab + v]));
+  }
+  EXPECT_LE(worst, expected.atol) << family << ": max |dlogit| against transformers";
+  EXPECT_GT(stats.swaps_out, 0) << family << ": nothing was swapped out (" << stats.preemptions << " preemptions)";
+  EXPECT_EQ(stats.swaps_in, stats.swaps_out) << family;
+  std::printf("[ tp=%d swap ] %s: %lld swaps out, %lld in, %lld preemptions\n", gComm->size(), family.c_str(),
+              (long long)stats.swaps_out, (long long)stats.swaps_in, (long long)stats.preemptions);
+}
+
+// Attention, latent attention, and gated delta beside attention (states and blocks).
+INSTANTIATE_TEST_SUITE_P(Families, TensorParallelSwap, ::testing::Values("llama", "deepseek_v3", "qwen3_next"),
+                         [](const auto &info) { return info.param; });
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, TensorParallel, ::testing::ValuesIn(fixtureFamilies()),
                          [](const auto &info) { return info.param; });

@@ -61,7 +61,7 @@ void TensorParallelSimt::check(bool expertParallel) {
   o.threads = 1;
   auto gpu = rt::makeGpuBackend(*a, w, simt::makeSimtDevice(cacheDir()), {o.max_batch_tokens, o.max_requests}, gComm);
   if (gComm->rank() > 0) {
-    rt::followRank0(*gpu, *gComm);
+    rt::followRank0(*gpu, *gComm, a->cache_plan);
     return;
   }
   const int64_t steps = 4;
