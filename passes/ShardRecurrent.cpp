@@ -1,5 +1,5 @@
-// cbc-shard-recurrent: the heads of gated-delta mixers and of mLSTM cells, and the channels of
-// RWKV's WKV, divided among the ranks, with their per-request states.
+// cbc-shard-recurrent: the heads of gated-delta, KDA and SSD mixers and of mLSTM cells, and the
+// channels of RWKV's WKV, divided among the ranks, with their per-request states.
 #include "passes/Passes.h"
 #include "passes/ShardSupport.h"
 
@@ -265,6 +265,61 @@ std::vector<KdaRegion> findKdaRegions(ModuleOp module) {
   return regions;
 }
 
+// A Mamba2 (SSD) mixer in the plain form: one linear split into the norm's gate z, the conv's
+// x|B|C and dt; a depthwise causal conv1d and a split into x, B and C; the scan; the gated RMS
+// norm per group of heads; the output linear. Each read only by the next. The unit of division
+// is the group with its heads. It is divided only where the ranks divide both the heads and the
+// groups: the norm spans a group's heads, so a group cut across ranks would need a norm summed
+// over them; such a mixer stays whole on every rank (correct, only not divided), and so it puts
+// no rule on the sizes a model can take.
+struct SsdRegion {
+  LinearOp in, out;
+  SplitOp feed, xbc;
+  StateConv1dOp conv;
+  SsdOp ssd;
+  RmsNormGatedOp norm;
+};
+
+bool matches(SsdRegion &r) {
+  SsdOp d = r.ssd;
+  int64_t inner = d.getNumHeads() * d.getHeadDim();
+  r.xbc = d.getX().getDefiningOp<SplitOp>();
+  if (!r.xbc || r.xbc.getNumResults() != 3 || d.getB() != r.xbc.getResult(1) || d.getC() != r.xbc.getResult(2) ||
+      d.getX() != r.xbc.getResult(0) || !llvm::all_of(r.xbc.getResults(), [&](Value v) { return onlyUse(v, d); }))
+    return false;
+  r.conv = r.xbc.getX().getDefiningOp<StateConv1dOp>();
+  if (!r.conv || !onlyUse(r.conv.getResult(), r.xbc) || !weightRef(r.conv.getWeight()) ||
+      llvm::cast<RankedTensorType>(r.conv.getWeight().getType()).getDimSize(1) != 1 || !d.getResult().hasOneUse())
+    return false;
+  r.norm = dyn_cast<RmsNormGatedOp>(*d.getResult().getUsers().begin());
+  if (!r.norm || r.norm.getX() != d.getResult() || !r.norm.getResult().hasOneUse() || !r.norm.getGroupAttr() ||
+      r.norm.getGroupAttr().getInt() * d.getNGroups() != inner || (r.norm.getWeight() && !weightRef(r.norm.getWeight())))
+    return false;
+  // z | xBC | dt from one split of one linear, every part going to the mixer.
+  r.feed = r.conv.getX().getDefiningOp<SplitOp>();
+  if (!r.feed || r.feed.getNumResults() != 3 || r.feed.getResult(0) != r.norm.getZ() ||
+      r.feed.getResult(1) != r.conv.getX() || r.feed.getResult(2) != d.getDt() ||
+      !onlyUse(r.norm.getZ(), r.norm) || !onlyUse(r.conv.getX(), r.conv) || !onlyUse(d.getDt(), d))
+    return false;
+  r.in = r.feed.getX().getDefiningOp<LinearOp>();
+  if (!r.in || !onlyUse(r.in.getResult(), r.feed) || !weightRef(r.in.getWeight()))
+    return false;
+  r.out = outputOf(r.norm.getResult());
+  return r.out && weightRef(d.getALog()) && weightRef(d.getDtBias()) && weightRef(d.getD());
+}
+
+// The SSD mixers `ranks` divides.
+std::vector<SsdRegion> findSsdRegions(ModuleOp module, int64_t ranks) {
+  std::vector<SsdRegion> regions;
+  module.walk([&](SsdOp d) {
+    SsdRegion r;
+    r.ssd = d;
+    if (d.getNumHeads() % ranks == 0 && d.getNGroups() % ranks == 0 && matches(r))
+      regions.push_back(r);
+  });
+  return regions;
+}
+
 class ShardRecurrent : public impl::CbcShardRecurrentBase<ShardRecurrent> {
 public:
   using CbcShardRecurrentBase::CbcShardRecurrentBase;
@@ -289,6 +344,8 @@ public:
     for (WkvRegion &r : findWkvRegions(module))
       cut(r);
     for (KdaRegion &r : findKdaRegions(module))
+      cut(r);
+    for (SsdRegion &r : findSsdRegions(module, ranks))
       cut(r);
     shard::markRanks(module, ranks);
   }
@@ -394,6 +451,42 @@ private:
     shard::setCols(r.kda.getResult(), W / n);
     shard::setCols(r.norm.getResult(), W / n);
     shard::rowParallel(r.out, W, n);
+  }
+
+  // The groups' rows of z, x|B|C and dt in the input linear and of the conv, their heads' A_log,
+  // dt_bias, D and norm weight; the output row-parallel.
+  void cut(SsdRegion &r) {
+    MLIRContext *ctx = &getContext();
+    SsdOp d = r.ssd;
+    int64_t n = ranks, H = d.getNumHeads(), inner = H * d.getHeadDim(), bc = d.getNGroups() * d.getStateSize();
+    SmallVector<int64_t> xbc = {inner, bc, bc}, xbcPieces = {n, n, n};
+    auto in = ShardAttr::get(ctx, n, 0, {inner, inner, bc, bc, H}, {n, n, n, n, n});
+    shard::cutWeight(r.in.getWeight(), r.in, in, "tp");
+    if (r.in.getBias())
+      shard::cutWeight(r.in.getBias(), r.in, in, "tp");
+    int64_t xbcWidth = (inner + 2 * bc) / n;
+    shard::setCols(r.feed.getResult(0), inner / n);
+    shard::setCols(r.feed.getResult(1), xbcWidth);
+    shard::setCols(r.feed.getResult(2), H / n);
+    shard::setCols(r.in.getResult(), inner / n + xbcWidth + H / n);
+    auto channels = ShardAttr::get(ctx, n, 0, xbc, xbcPieces);
+    for (Value w : {r.conv.getWeight(), r.conv.getBias(), r.conv.getInitial()})
+      if (w)
+        shard::cutWeight(w, r.conv, channels, "tp");
+    shard::setCols(r.conv.getResult(), xbcWidth);
+    shard::setCols(r.xbc.getResult(0), inner / n);
+    shard::setCols(r.xbc.getResult(1), bc / n);
+    shard::setCols(r.xbc.getResult(2), bc / n);
+    auto heads = ShardAttr::get(ctx, n, 0, {H}, {n});
+    for (Value w : {d.getALog(), d.getDtBias(), d.getD()})
+      shard::cutWeight(w, d, heads, "tp");
+    d.setNumHeads(H / n);
+    d.setNGroups(d.getNGroups() / n);
+    shard::setCols(d.getResult(), inner / n);
+    if (r.norm.getWeight())
+      shard::cutWeight(r.norm.getWeight(), r.norm, ShardAttr::get(ctx, n, 0, {inner}, {n}), "tp");
+    shard::setCols(r.norm.getResult(), inner / n);
+    shard::rowParallel(r.out, inner, n);
   }
 
   // k, v and r column-parallel, time_decay and time_first by channel, the output row-parallel.

@@ -83,3 +83,22 @@
 // KDA2-NEXT: cbc.comm.all_reduce %[[PART]] {ranks = 2 : i64}
 // KDAPLAN: cbc.state_decl<layer = 0, name = "conv", shape = [48, 3], bytes = 576>, #cbc.state_decl<layer = 0, name = "recurrent", shape = [1, 16, 16], bytes = 1024>
 // KDABAD: error: --tp 4 does not divide the 2 KDA heads of layer 0; tensor-parallel sizes this model can take: 1, 2
+
+// Mamba2's SSD mixers (the oracle fixture: 8 heads of 16 in 2 groups, state 16). On 2 ranks each
+// keeps a group with its 4 heads: its rows of z, x, B, C and dt in the input linear, the conv's
+// x, B and C channels, A_log, dt_bias and D, the norm's weight (its groups unchanged), the
+// output's columns, summed by an all-reduce; the conv and recurrent states are halved. On 4
+// ranks a group would be cut, and its norm would span ranks: the mixers stay whole.
+// RUN: cbc-translate --import-hf-config %fixtures/mamba2/config.json | cbc-opt --cbc-shard-recurrent=ranks=2 --cbc-plan-cache | FileCheck %s --check-prefix=SSD2
+// RUN: cbc-translate --import-hf-config %fixtures/mamba2/config.json | cbc-opt --cbc-shard-recurrent=ranks=4 | FileCheck %s --check-prefix=SSD4
+// SSD2: cbc.state_decl<layer = 0, name = "conv", shape = [96, 3], bytes = 1152>, #cbc.state_decl<layer = 0, name = "recurrent", shape = [4, 16, 16], bytes = 4096>
+// SSD2: cbc.weight.ref "layers.0.mamba.in" {shard = #cbc.shard<ranks = 2, dim = 0, segments = [128, 128, 32, 32, 8], pieces = [2, 2, 2, 2, 2]>, {{.*}} : tensor<164x64xbf16>
+// SSD2: cbc.weight.ref "layers.0.mamba.conv" {shard = #cbc.shard<ranks = 2, dim = 0, segments = [128, 32, 32], pieces = [2, 2, 2]>, {{.*}} : tensor<96x1x4xbf16>
+// SSD2: cbc.weight.ref "layers.0.mamba.D" {shard = #cbc.shard<ranks = 2, dim = 0, segments = [8], pieces = [2]>, {{.*}} : tensor<4xf32>
+// SSD2: cbc.state.ssd {{.*}} {head_dim = 16 : i64, layer = 0 : i64, n_groups = 1 : i64, num_heads = 4 : i64, state_size = 16 : i64}
+// SSD2: cbc.math.rms_norm_gated {{.*}} {eps = 1.000000e-05 : f64, group = 64 : i64, {{.*}} -> tensor<?x64xf32>
+// SSD2: cbc.weight.ref "layers.0.mamba.out" {shard = #cbc.shard<ranks = 2, dim = 1, segments = [128], pieces = [2]>, {{.*}} : tensor<64x64xbf16>
+// SSD2: %[[PART:[0-9]+]] = cbc.math.linear %{{.*}} : tensor<?x64xf32>, tensor<64x64xbf16> -> tensor<?x64xf32>
+// SSD2-NEXT: cbc.comm.all_reduce %[[PART]] {ranks = 2 : i64}
+// SSD4: cbc.state.ssd {{.*}} {head_dim = 16 : i64, layer = 0 : i64, n_groups = 2 : i64, num_heads = 8 : i64, state_size = 16 : i64}
+// SSD4-NOT: cbc.comm.all_reduce
