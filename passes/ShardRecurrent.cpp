@@ -268,9 +268,11 @@ std::vector<KdaRegion> findKdaRegions(ModuleOp module) {
 // A Mamba2 (SSD) mixer in the plain form: one linear split into the norm's gate z, the conv's
 // x|B|C and dt; a depthwise causal conv1d and a split into x, B and C; the scan; the gated RMS
 // norm per group of heads; the output linear. Each read only by the next. The unit of division
-// is the group with its heads. It is divided only where the ranks divide both the heads and the
-// groups: the norm spans a group's heads, so a group cut across ranks would need a norm summed
-// over them; such a mixer stays whole on every rank (correct, only not divided), and so it puts
+// is the head, with its group: where the ranks divide the groups, each rank keeps G/N whole
+// groups and the output is row-parallel. Where they outnumber the groups (Mamba2-2.7B has one),
+// each group is copied to N/G ranks, and since its norm spans heads of several ranks, the scan's
+// rows and the gate are gathered before the norm, which with the output linear stays whole.
+// Heads the ranks do not divide leave the mixer whole (correct, only not divided), so SSD puts
 // no rule on the sizes a model can take.
 struct SsdRegion {
   LinearOp in, out;
@@ -314,7 +316,8 @@ std::vector<SsdRegion> findSsdRegions(ModuleOp module, int64_t ranks) {
   module.walk([&](SsdOp d) {
     SsdRegion r;
     r.ssd = d;
-    if (d.getNumHeads() % ranks == 0 && d.getNGroups() % ranks == 0 && matches(r))
+    int64_t g = d.getNGroups();
+    if (d.getNumHeads() % ranks == 0 && (g % ranks == 0 || ranks % g == 0) && matches(r))
       regions.push_back(r);
   });
   return regions;
@@ -453,18 +456,22 @@ private:
     shard::rowParallel(r.out, W, n);
   }
 
-  // The groups' rows of z, x|B|C and dt in the input linear and of the conv, their heads' A_log,
-  // dt_bias, D and norm weight; the output row-parallel.
+  // The heads' rows of z, x and dt and their groups' of B and C in the input linear and the conv,
+  // their A_log, dt_bias and D; then the norm's weight and the output row-parallel, or, where a
+  // group spans ranks, the scan's rows and the gate gathered for the whole norm and output.
   void cut(SsdRegion &r) {
     MLIRContext *ctx = &getContext();
     SsdOp d = r.ssd;
-    int64_t n = ranks, H = d.getNumHeads(), inner = H * d.getHeadDim(), bc = d.getNGroups() * d.getStateSize();
-    SmallVector<int64_t> xbc = {inner, bc, bc}, xbcPieces = {n, n, n};
-    auto in = ShardAttr::get(ctx, n, 0, {inner, inner, bc, bc, H}, {n, n, n, n, n});
+    int64_t n = ranks, H = d.getNumHeads(), G = d.getNGroups(), inner = H * d.getHeadDim(), bc = G * d.getStateSize();
+    bool spans = G % n != 0; // each group copied to n / G ranks
+    int64_t gp = spans ? G : n;
+    Type wholeRows = d.getResult().getType(), wholeGate = r.norm.getZ().getType();
+    SmallVector<int64_t> xbc = {inner, bc, bc}, xbcPieces = {n, gp, gp};
+    auto in = ShardAttr::get(ctx, n, 0, {inner, inner, bc, bc, H}, {n, n, gp, gp, n});
     shard::cutWeight(r.in.getWeight(), r.in, in, "tp");
     if (r.in.getBias())
       shard::cutWeight(r.in.getBias(), r.in, in, "tp");
-    int64_t xbcWidth = (inner + 2 * bc) / n;
+    int64_t xbcWidth = inner / n + 2 * bc / gp;
     shard::setCols(r.feed.getResult(0), inner / n);
     shard::setCols(r.feed.getResult(1), xbcWidth);
     shard::setCols(r.feed.getResult(2), H / n);
@@ -475,14 +482,21 @@ private:
         shard::cutWeight(w, r.conv, channels, "tp");
     shard::setCols(r.conv.getResult(), xbcWidth);
     shard::setCols(r.xbc.getResult(0), inner / n);
-    shard::setCols(r.xbc.getResult(1), bc / n);
-    shard::setCols(r.xbc.getResult(2), bc / n);
+    shard::setCols(r.xbc.getResult(1), bc / gp);
+    shard::setCols(r.xbc.getResult(2), bc / gp);
     auto heads = ShardAttr::get(ctx, n, 0, {H}, {n});
     for (Value w : {d.getALog(), d.getDtBias(), d.getD()})
       shard::cutWeight(w, d, heads, "tp");
     d.setNumHeads(H / n);
-    d.setNGroups(d.getNGroups() / n);
+    d.setNGroups(G / gp);
     shard::setCols(d.getResult(), inner / n);
+    if (spans) {
+      OpBuilder b(r.norm);
+      auto ranksAttr = b.getI64IntegerAttr(n);
+      r.norm.getXMutable().assign(AllGatherOp::create(b, d.getLoc(), wholeRows, d.getResult(), ranksAttr));
+      r.norm.getZMutable().assign(AllGatherOp::create(b, d.getLoc(), wholeGate, r.norm.getZ(), ranksAttr));
+      return;
+    }
     if (r.norm.getWeight())
       shard::cutWeight(r.norm.getWeight(), r.norm, ShardAttr::get(ctx, n, 0, {inner}, {n}), "tp");
     shard::setCols(r.norm.getResult(), inner / n);

@@ -88,9 +88,10 @@
 // keeps a group with its 4 heads: its rows of z, x, B, C and dt in the input linear, the conv's
 // x, B and C channels, A_log, dt_bias and D, the norm's weight (its groups unchanged), the
 // output's columns, summed by an all-reduce; the conv and recurrent states are halved. On 4
-// ranks a group would be cut, and its norm would span ranks: the mixers stay whole.
+// ranks each group is copied to 2 ranks, each keeping 2 of its heads; the group's norm spans two
+// ranks, so the scan's rows and the gate are gathered, and the norm and the output stay whole.
 // RUN: cbc-translate --import-hf-config %fixtures/mamba2/config.json | cbc-opt --cbc-shard-recurrent=ranks=2 --cbc-plan-cache | FileCheck %s --check-prefix=SSD2
-// RUN: cbc-translate --import-hf-config %fixtures/mamba2/config.json | cbc-opt --cbc-shard-recurrent=ranks=4 | FileCheck %s --check-prefix=SSD4
+// RUN: cbc-translate --import-hf-config %fixtures/mamba2/config.json | cbc-opt --cbc-shard-recurrent=ranks=4 --cbc-plan-cache | FileCheck %s --check-prefix=SSD4
 // SSD2: cbc.state_decl<layer = 0, name = "conv", shape = [96, 3], bytes = 1152>, #cbc.state_decl<layer = 0, name = "recurrent", shape = [4, 16, 16], bytes = 4096>
 // SSD2: cbc.weight.ref "layers.0.mamba.in" {shard = #cbc.shard<ranks = 2, dim = 0, segments = [128, 128, 32, 32, 8], pieces = [2, 2, 2, 2, 2]>, {{.*}} : tensor<164x64xbf16>
 // SSD2: cbc.weight.ref "layers.0.mamba.conv" {shard = #cbc.shard<ranks = 2, dim = 0, segments = [128, 32, 32], pieces = [2, 2, 2]>, {{.*}} : tensor<96x1x4xbf16>
@@ -100,5 +101,11 @@
 // SSD2: cbc.weight.ref "layers.0.mamba.out" {shard = #cbc.shard<ranks = 2, dim = 1, segments = [128], pieces = [2]>, {{.*}} : tensor<64x64xbf16>
 // SSD2: %[[PART:[0-9]+]] = cbc.math.linear %{{.*}} : tensor<?x64xf32>, tensor<64x64xbf16> -> tensor<?x64xf32>
 // SSD2-NEXT: cbc.comm.all_reduce %[[PART]] {ranks = 2 : i64}
-// SSD4: cbc.state.ssd {{.*}} {head_dim = 16 : i64, layer = 0 : i64, n_groups = 2 : i64, num_heads = 8 : i64, state_size = 16 : i64}
-// SSD4-NOT: cbc.comm.all_reduce
+// SSD4: cbc.state_decl<layer = 0, name = "conv", shape = [64, 3], bytes = 768>, #cbc.state_decl<layer = 0, name = "recurrent", shape = [2, 16, 16], bytes = 2048>
+// SSD4: cbc.weight.ref "layers.0.mamba.in" {shard = #cbc.shard<ranks = 4, dim = 0, segments = [128, 128, 32, 32, 8], pieces = [4, 4, 2, 2, 4]>, {{.*}} : tensor<98x64xbf16>
+// SSD4: %[[SCAN:[0-9]+]] = cbc.state.ssd {{.*}} {head_dim = 16 : i64, layer = 0 : i64, n_groups = 1 : i64, num_heads = 2 : i64, state_size = 16 : i64}
+// SSD4: cbc.weight.ref "layers.0.mamba.norm" {sources = {{.*}} : tensor<128xbf16>
+// SSD4-NEXT: %[[ROWS:[0-9]+]] = cbc.comm.all_gather %[[SCAN]] {ranks = 4 : i64} : tensor<?x32xf32> -> tensor<?x128xf32>
+// SSD4-NEXT: %[[GATE:[0-9]+]] = cbc.comm.all_gather %{{.*}} {ranks = 4 : i64} : tensor<?x32xf32> -> tensor<?x128xf32>
+// SSD4-NEXT: cbc.math.rms_norm_gated %[[ROWS]], %[[GATE]], {{.*}} -> tensor<?x128xf32>
+// SSD4-NEXT: cbc.weight.ref "layers.0.mamba.out" {sources = {{.*}} : tensor<64x128xbf16>
