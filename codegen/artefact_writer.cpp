@@ -281,7 +281,8 @@ Params writeStateParams(fbs::FlatBufferBuilder &fbb, Operation &op) {
         return params(P::LightningParams,
                       fb::CreateLightningParams(fbb, stateSite(fbb, o),
                                                 o.getNumHeads(), o.getHeadDim(),
-                                                fbb.CreateVector(o.getDecay().data(), o.getDecay().size())));
+                                                fbb.CreateVector(o.getDecay().data(), o.getDecay().size()),
+                                                o.getRanks()));
       })
       .Default([&](Operation *other) { return writeSparseAttentionParams(fbb, *other); });
 }

@@ -323,6 +323,46 @@ std::vector<SsdRegion> findSsdRegions(ModuleOp module, int64_t ranks) {
   return regions;
 }
 
+// A lightning mixer's scan in the plain form: one linear (an activation after it or not) split
+// into q, k and v, each read only by the scan. The unit of division is the head; what reads the
+// scan's rows (MiniMax's norm spans every head) gets them gathered and stays whole, so only the
+// input linear and the states are divided. Heads the ranks do not divide leave it whole.
+struct LightningRegion {
+  LinearOp in;
+  ActOp act; // or none
+  SplitOp qkv;
+  LightningOp scan;
+};
+
+bool matches(LightningRegion &r) {
+  LightningOp d = r.scan;
+  r.qkv = d.getQ().getDefiningOp<SplitOp>();
+  if (!r.qkv || r.qkv.getNumResults() != 3 || d.getK() != r.qkv.getResult(1) || d.getV() != r.qkv.getResult(2) ||
+      !llvm::all_of(r.qkv.getResults(), [&](Value v) { return onlyUse(v, d); }))
+    return false;
+  Value x = r.qkv.getX();
+  r.act = x.getDefiningOp<ActOp>();
+  if (r.act) {
+    if (!onlyUse(x, r.qkv))
+      return false;
+    x = r.act.getX();
+  }
+  r.in = x.getDefiningOp<LinearOp>();
+  return r.in && onlyUse(x, r.act ? r.act.getOperation() : r.qkv.getOperation()) && weightRef(r.in.getWeight()) &&
+         d.getRanks() == 1;
+}
+
+std::vector<LightningRegion> findLightningRegions(ModuleOp module, int64_t ranks) {
+  std::vector<LightningRegion> regions;
+  module.walk([&](LightningOp d) {
+    LightningRegion r;
+    r.scan = d;
+    if (d.getNumHeads() % ranks == 0 && matches(r))
+      regions.push_back(r);
+  });
+  return regions;
+}
+
 class ShardRecurrent : public impl::CbcShardRecurrentBase<ShardRecurrent> {
 public:
   using CbcShardRecurrentBase::CbcShardRecurrentBase;
@@ -349,6 +389,8 @@ public:
     for (KdaRegion &r : findKdaRegions(module))
       cut(r);
     for (SsdRegion &r : findSsdRegions(module, ranks))
+      cut(r);
+    for (LightningRegion &r : findLightningRegions(module, ranks))
       cut(r);
     shard::markRanks(module, ranks);
   }
@@ -501,6 +543,30 @@ private:
       shard::cutWeight(r.norm.getWeight(), r.norm, ShardAttr::get(ctx, n, 0, {inner}, {n}), "tp");
     shard::setCols(r.norm.getResult(), inner / n);
     shard::rowParallel(r.out, inner, n);
+  }
+
+  // The heads' rows of q, k and v in the input linear; the scan runs them with their decay rates
+  // (`ranks`), and its rows are gathered for what reads them.
+  void cut(LightningRegion &r) {
+    LightningOp d = r.scan;
+    int64_t n = ranks, H = d.getNumHeads(), W = H * d.getHeadDim();
+    auto qkv = ShardAttr::get(&getContext(), n, 0, {W, W, W}, {n, n, n});
+    shard::cutWeight(r.in.getWeight(), r.in, qkv, "tp");
+    if (r.in.getBias())
+      shard::cutWeight(r.in.getBias(), r.in, qkv, "tp");
+    shard::setCols(r.in.getResult(), 3 * W / n);
+    if (r.act)
+      shard::setCols(r.act.getResult(), 3 * W / n);
+    for (Value x : r.qkv.getResults())
+      shard::setCols(x, W / n);
+    Type whole = d.getResult().getType();
+    d.setNumHeads(H / n);
+    d.setRanks(n);
+    shard::setCols(d.getResult(), W / n);
+    OpBuilder b(d->getContext());
+    b.setInsertionPointAfter(d);
+    auto gathered = AllGatherOp::create(b, d.getLoc(), whole, d.getResult(), b.getI64IntegerAttr(n));
+    d.getResult().replaceAllUsesExcept(gathered, gathered);
   }
 
   // k, v and r column-parallel, time_decay and time_first by channel, the output row-parallel.

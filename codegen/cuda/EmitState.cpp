@@ -297,6 +297,7 @@ void emitLightning(Emitter &e, LightningOp op) {
                        .table(table));
   SlotArgs<S> args;
   args.set(S::Q, e.arg(op.getQ())).set(S::K, e.arg(op.getK())).set(S::V, e.arg(op.getV()));
+  args.set(S::Rank, op.getRanks() > 1 ? Emitter::runtime(RuntimeVar::Rank) : Emitter::integer(0));
   setScanSlots(e, args, op);
   LaunchOut &l = e.launch(k, 32 * kernels::kLightningWarps, args);
   l.grid[0] = {RuntimeVar::NumRequests, 1, 1, 0};

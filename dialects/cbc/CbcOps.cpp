@@ -714,7 +714,7 @@ LogicalResult SelectiveScanOp::verify() { return verifyShape(*this, shape::check
 
 static shape::Lightning lightningShape(LightningOp op) {
   return {(int64_t)op.getNumHeads(), (int64_t)op.getHeadDim(), (int64_t)op.getDecay().size(), cols(op.getQ()),
-          cols(op.getK()), cols(op.getV()), cols(op.getResult())};
+          cols(op.getK()), cols(op.getV()), cols(op.getResult()), (int64_t)op.getRanks()};
 }
 LogicalResult LightningOp::verify() {
   if (failed(verifyShape(*this, shape::check(lightningShape(*this)))))

@@ -1035,7 +1035,8 @@ def Cbc_SelectiveScanOp : Cbc_StateScanOp<"state.selective_scan",
 
 def Cbc_LightningOp : Cbc_StateScanOp<"state.lightning",
     (ins Cbc_Rows:$q, Cbc_Rows:$k, Cbc_Rows:$v),
-    (ins I64Attr:$num_heads, I64Attr:$head_dim, DenseF64ArrayAttr:$decay)> {
+    (ins I64Attr:$num_heads, I64Attr:$head_dim, DenseF64ArrayAttr:$decay,
+         DefaultValuedAttr<I64Attr, "1">:$ranks)> {
   let opcode = 27;
   let params = "LightningParams";
   let summary = "Linear attention with a constant decay per head and a matrix state per request.";
@@ -1045,7 +1046,9 @@ def Cbc_LightningOp : Cbc_StateScanOp<"state.lightning",
     `S[h] = exp(-decay[h]) S[h] + k[h]^T v[h]; o[h] = q[h] S[h]` with `S [H, d, d]`, the state
     `recurrent` in fp32. Backends may run a request's rows in blocks (intra-block
     `(q k^T masked by exp(-decay (i - j))) v`, inter-block `exp(-decay (i + 1)) q S`); the
-    result is the same up to rounding. The result is `[T, H * d]`.
+    result is the same up to rounding. The result is `[T, H * d]`. With `ranks = N`
+    (`cbc-shard-recurrent`) the op runs one rank's `H` heads of `N * H`: `decay` holds every
+    rank's rates, and rank `r` uses `decay[r * H + h]`.
   }];
   let assemblyFormat = "$q `,` $k `,` $v `,` $cu_seqlens `,` $state_in `,` $state_out `,` $has_initial_state attr-dict `:` functional-type(operands, $result)";
 }

@@ -462,7 +462,8 @@ void selectiveScan(const float *x, const float *dt, const float *B, const float 
 // S = exp(-decay[h]) S + k^T v, o = q S; q, k, v and out are [T, H*d].
 struct LightningParams {
   int64_t heads = 0, head_dim = 0;
-  std::vector<float> decay; // one rate per head
+  std::vector<float> decay; // one rate per head (of every rank, with first_head this rank's first)
+  int64_t first_head = 0;
 };
 // Requests with one row use the token recurrence; longer ones the block form over blocks of
 // `block` rows (transformers' prefill form), from the request's own state either way.

@@ -342,8 +342,9 @@ Exec compileLightning(const OpContext &c) {
   int out = c.O[0];
   checkActs(c, {I[0], I[1], I[2], out});
   shape::Lightning s{params.num_heads(), params.head_dim(), (int64_t)params.decay()->size(),
-                     c.cols(I[0]), c.cols(I[1]), c.cols(I[2]), c.cols(out)};
+                     c.cols(I[0]), c.cols(I[1]), c.cols(I[2]), c.cols(out), params.ranks()};
   c.checkShape(shape::check(s));
+  c.check(s.ranks == 1 || s.ranks == c.artefact.ranks, "divides its heads among other ranks than the artefact's");
   c.check(s.head_dim <= kMaxStateDim && s.heads <= kMaxStateHeads, "has heads larger than the CPU backend's scans take");
   c.checkState(*params.state(), shape::stateShape(s));
   LightningParams p;
@@ -356,8 +357,11 @@ Exec compileLightning(const OpContext &c) {
   int layer = params.state()->layer();
   std::string state = params.state()->name()->str();
   int q = I[0], k = I[1], v = I[2];
+  bool sharded = s.ranks > 1;
   return [=](StepEnv &e) {
-    lightningScan(e.f32(q), e.f32(k), e.f32(v), p, e.stateRows(), e.statePool(layer, state), e.f32(out), e.pfor);
+    LightningParams mine = p;
+    mine.first_head = sharded ? e.comm->rank() * p.heads : 0;
+    lightningScan(e.f32(q), e.f32(k), e.f32(v), mine, e.stateRows(), e.statePool(layer, state), e.f32(out), e.pfor);
   };
 }
 

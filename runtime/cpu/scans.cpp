@@ -466,9 +466,9 @@ void lightningScan(const float *q, const float *k, const float *v, const Lightni
     float *S = headState(rows, pool, r, H, h, d * d);
     int64_t at = begin * H * d + h * d;
     if (n == 1)
-      lightningRecurrent(n, q + at, k + at, v + at, p.decay[h], d, H * d, S, out + at);
+      lightningRecurrent(n, q + at, k + at, v + at, p.decay[p.first_head + h], d, H * d, S, out + at);
     else if (n > 1)
-      lightningBlocks(n, q + at, k + at, v + at, p.decay[h], d, H * d, S, out + at, block);
+      lightningBlocks(n, q + at, k + at, v + at, p.decay[p.first_head + h], d, H * d, S, out + at, block);
   });
 }
 

@@ -250,6 +250,7 @@ constexpr std::array<int64_t, 2> stateShape(const SelectiveScan &s) { return {s.
 struct Lightning {
   int64_t heads, head_dim, decay_rates;
   int64_t q, k, v, result; // widths
+  int64_t ranks = 1;       // decay holds the rates of this many ranks' heads
 };
 constexpr Error check(const Lightning &s) {
   if (s.heads <= 0 || s.head_dim <= 0)
@@ -259,8 +260,10 @@ constexpr Error check(const Lightning &s) {
     return "q, k and v must be [T, num_heads * head_dim]";
   if (s.result != w)
     return "result width must be num_heads * head_dim";
-  if (s.decay_rates != s.heads)
-    return "decay must have num_heads entries";
+  if (s.ranks < 1)
+    return "ranks must be positive";
+  if (s.decay_rates != s.heads * s.ranks)
+    return "decay must have num_heads entries for each of its ranks";
   return nullptr;
 }
 // One head_dim x head_dim matrix (k^T v) per head.

@@ -30,7 +30,7 @@ __device__ __forceinline__ void lightning(const CbcArgs &a) {
     int i = warp + 4 * m;
     s[m] = (i < D && col < D && has_initial[r]) ? Sin[(long long)i * D + col] : 0.0f;
   }
-  float decay = expf(-DECAY[h]);
+  float decay = expf(-DECAY[a.i[slots::Lightning::Rank] * H + h]);
   for (int t = cu[r]; t < cu[r + 1]; ++t) {
     long long row = (long long)t * H * D + h * D;
     for (int i = threadIdx.x; i < D; i += blockDim.x) {

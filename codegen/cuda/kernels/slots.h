@@ -521,9 +521,9 @@ struct SelectiveScan {
   enum Int { NumInt };
   enum Flt { NumFlt };
 };
-struct Lightning { // the decay rates are a table in the kernel's template arguments
+struct Lightning { // the decay rates are a table in the kernel's template arguments, Rank's from Rank * H
   enum Ptr { Q, K, V, CuSeqlens, StateIn, StateOut, HasInitial, Pool, Out, NumPtr };
-  enum Int { NumInt };
+  enum Int { Rank, NumInt };
   enum Flt { NumFlt };
 };
 

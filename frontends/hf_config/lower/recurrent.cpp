@@ -70,7 +70,7 @@ Value StepBuilder::lightningAttention(int64_t layer, Value x) {
   const std::vector<double> &decay = spec_.layers[layer].lightning_decay;
   Value o = LightningOp::create(b_, loc_, rows(W), qkv[0], qkv[1], qkv[2], cuSeqlens_, stateIn_, stateOut_,
                                 hasInitial_, b_.getI64IntegerAttr(layer), b_.getI64IntegerAttr(g.heads),
-                                b_.getI64IntegerAttr(d), b_.getDenseF64ArrayAttr(decay),
+                                b_.getI64IntegerAttr(d), b_.getDenseF64ArrayAttr(decay), IntegerAttr(),
                                 b_.getStringAttr("recurrent"))
                 .getResult();
   o = norm(o, weight(prog(layer, "lightning.norm"), {W}, m("norm.weight")), std::nullopt, g.norm_eps);

@@ -2852,8 +2852,25 @@ func.func @lightning_result_width(%q: tensor<?x8xf32>, %i: tensor<?xi32>) {
 
 // One decay rate for two heads.
 func.func @lightning_decay_count(%q: tensor<?x8xf32>, %i: tensor<?xi32>) {
-  // expected-error @+1 {{'cbc.state.lightning' op decay must have num_heads entries}}
+  // expected-error @+1 {{'cbc.state.lightning' op decay must have num_heads entries for each of its ranks}}
   %0 = cbc.state.lightning %q, %q, %q, %i, %i, %i, %i {layer = 0 : i64, num_heads = 2 : i64, head_dim = 4 : i64, decay = array<f64: 0.5>} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+// Two ranks' heads need two rates each.
+func.func @lightning_ranks_decay_count(%q: tensor<?x8xf32>, %i: tensor<?xi32>) {
+  // expected-error @+1 {{'cbc.state.lightning' op decay must have num_heads entries for each of its ranks}}
+  %0 = cbc.state.lightning %q, %q, %q, %i, %i, %i, %i {layer = 0 : i64, num_heads = 2 : i64, head_dim = 4 : i64, decay = array<f64: 0.5, 0.25>, ranks = 2 : i64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @lightning_ranks(%q: tensor<?x8xf32>, %i: tensor<?xi32>) {
+  // expected-error @+1 {{'cbc.state.lightning' op ranks must be positive}}
+  %0 = cbc.state.lightning %q, %q, %q, %i, %i, %i, %i {layer = 0 : i64, num_heads = 2 : i64, head_dim = 4 : i64, decay = array<f64: 0.5, 0.25>, ranks = 0 : i64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8xf32>
   return
 }
 

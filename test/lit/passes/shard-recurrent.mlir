@@ -109,3 +109,15 @@
 // SSD4-NEXT: %[[GATE:[0-9]+]] = cbc.comm.all_gather %{{.*}} {ranks = 4 : i64} : tensor<?x32xf32> -> tensor<?x128xf32>
 // SSD4-NEXT: cbc.math.rms_norm_gated %[[ROWS]], %[[GATE]], {{.*}} -> tensor<?x128xf32>
 // SSD4-NEXT: cbc.weight.ref "layers.0.mamba.out" {sources = {{.*}} : tensor<64x128xbf16>
+
+// MiniMax's lightning mixers (the oracle fixture: 4 heads of 16). On 2 ranks each keeps 2 heads:
+// their rows of q, k and v in the input linear (after the checkpoint's per-head layout is
+// regrouped), the scan over them with the rates of rank r's heads (`ranks`: decay keeps all four),
+// half the state; the scan's rows are gathered for the norm over every head, which with the gate
+// and the output stays whole.
+// RUN: cbc-translate --import-hf-config %fixtures/minimax/config.json | cbc-opt --cbc-shard-recurrent=ranks=2 --cbc-plan-cache | FileCheck %s --check-prefix=LIGHT2
+// LIGHT2: cbc.state_decl<layer = 1, name = "recurrent", shape = [2, 16, 16], bytes = 2048>
+// LIGHT2: cbc.weight.ref "layers.1.lightning.qkv" {regroup = array<i64: 4, 16, 16, 16>, shard = #cbc.shard<ranks = 2, dim = 0, segments = [64, 64, 64], pieces = [2, 2, 2]>, {{.*}} : tensor<96x64xbf16>
+// LIGHT2: %[[SCAN:[0-9]+]] = cbc.state.lightning {{.*}} {decay = array<f64: {{[^,]+}}, {{[^,]+}}, {{[^,]+}}, {{[^>]+}}>, head_dim = 16 : i64, layer = 1 : i64, num_heads = 2 : i64, ranks = 2 : i64} {{.*}} -> tensor<?x32xf32>
+// LIGHT2-NEXT: cbc.comm.all_gather %[[SCAN]] {ranks = 2 : i64} : tensor<?x32xf32> -> tensor<?x64xf32>
+// LIGHT2: cbc.weight.ref "layers.1.lightning.out" {sources = {{.*}} : tensor<64x64xbf16>
