@@ -72,7 +72,7 @@ def main():
                   f"tokens {'equal' if tokens[1] == tokens[2] else 'DIFFER'}", flush=True)
         print("\nwhat one rank's collectives move per step at TP 2 (this model):")
         print("  " + plan(a.cbc, cw.CONFIG, 2, tmp).strip().splitlines()[-1])
-        print("\nGPU deployments at TP/EP N on H200s (plans; the CUDA backend does not run --tp yet):")
+        print("\nGPU deployments at TP/EP N on H200s (plans; not measured: no GPU has been lent):")
         for name, ranks in DEPLOYMENTS:
             text = plan(a.cbc, os.path.join(ROOT, "test", "configs", "published", name + ".json"), ranks, tmp)
             lines = text.strip().splitlines()
