@@ -882,7 +882,6 @@ def start_ranks(args, argv) -> int:
     if not args.artefact:
         cmd += ["--artefact", artefact]
     print(f"cbc serve: starting {args.tp} ranks with {mpiexec}", file=sys.stderr, flush=True)
-    sys.stderr.flush()
     os.execv(mpiexec, cmd)
 
 

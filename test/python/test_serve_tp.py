@@ -43,7 +43,6 @@ def test_two_ranks_answer_as_one_process(tmp_path):
         assert _texts(two) == want
     finally:
         two.stop()
-    assert two.proc.returncode is not None  # mpiexec ended, and with it every rank
 
 
 def _run(*args, env=None):
