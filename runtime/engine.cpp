@@ -14,6 +14,7 @@
 #include "runtime/memory_estimate.h"
 #include "runtime/logits_process.h"
 #include "runtime/sampler.h"
+#include "runtime/speculative.h"
 
 #include <cmath>
 #include <cstring>
@@ -184,6 +185,25 @@ Engine::Engine(std::unique_ptr<Artefact> artefact, std::unique_ptr<Backend> back
   batch_->injected_token = (int32_t)artefact_->meta.injected_token;
   scheduler_ = std::make_unique<Scheduler>(schedulerOptions(), *cache_);
   fingerprint_ = modelFingerprint(*artefact_);
+  proposer_ = options_.proposer;
+  if (!proposer_ && !options_.speculative.empty()) {
+    if (std::string why = checkSpeculativeMethod(options_.speculative); !why.empty())
+      throw std::runtime_error(why);
+    proposer_ = makeNgramProposer(options_.ngram_min, options_.ngram_max);
+  }
+  if (proposer_) {
+    if (options_.num_speculative_tokens < 1 || options_.num_speculative_tokens > 64)
+      throw std::runtime_error("num_speculative_tokens must be in [1, 64], not " +
+                               std::to_string(options_.num_speculative_tokens));
+    if (options_.ngram_min < 1 || options_.ngram_max < options_.ngram_min)
+      throw std::runtime_error("the n-gram lengths must satisfy 1 <= ngram_min <= ngram_max");
+    if (options_.speculative_max_tokens < 0)
+      throw std::runtime_error("speculative_max_tokens must be at least 0");
+    if (options_.speculative_max_tokens == 0)
+      options_.speculative_max_tokens = 16;
+    stats_.drafted_at.assign(options_.num_speculative_tokens, 0);
+    stats_.accepted_at.assign(options_.num_speculative_tokens, 0);
+  }
   if (options_.log && options_.prefix_caching)
     sayPrefixLimits(sizes.snapshots);
 }
@@ -486,6 +506,7 @@ const EngineStats &Engine::stats() const {
   stats_.prefix_limited_by_state = p.limited_by_state;
   stats_.forks = p.forks;
   stats_.fork_fallbacks = p.fork_fallbacks;
+  stats_.spec_rollbacks = p.rollbacks;
   PrefixCounters c = cache_->prefixCounters();
   stats_.block_evictions = c.block_evictions;
   stats_.snapshots = c.snapshots;
@@ -638,8 +659,9 @@ void buildStepBatch(const StepPlan &plan, CacheCoordinator &cache, StepBatch &b,
     int32_t chunkStart = t - (int32_t)c.count;
     for (int64_t p = promptRowsFrom(q, c.start), e = p + c.prompt_rows; p < e; ++p)
       b.logit_rows.push_back(chunkStart + (int32_t)(p - c.start));
-    if (c.sample)
-      b.logit_rows.push_back(t - 1);
+    if (c.sample) // the known end's row, then each draft token's
+      for (int64_t d = c.drafts; d >= 0; --d)
+        b.logit_rows.push_back(t - 1 - (int32_t)d);
     b.prompt_lens[r] = (int32_t)q.prompt.size();
     b.slots[r] = q.slot;
     b.has_initial_state[r] = c.start > 0 ? 1 : 0;
@@ -676,7 +698,11 @@ std::vector<TokenEvent> Engine::step() {
     return events;
   double t0 = now();
   StepPlan &plan = *plan_;
+  if (proposer_)
+    proposeDrafts();
   scheduler_->schedule(plan);
+  for (Request *r : plan.preempted) // a draft is for the step it was proposed for
+    r->draft.clear();
   // Counted before anything can return: a step whose every request was preempted runs nothing
   // (but their units are saved now, before any other request reuses them).
   stats_.preemptions += (int64_t)plan.preempted.size();
@@ -712,44 +738,104 @@ std::vector<TokenEvent> Engine::step() {
       throw std::runtime_error("the backend returned fewer logits than the step has rows");
   }
   double t2 = now();
-  scheduler_->commit(plan);
-  flushCopies(); // snapshots kept and forks made at the commit
-  stats_.steps++;
-  stats_.computed_tokens += plan.tokens;
-  stats_.step_seconds += t2 - t1;
-  stats_.schedule_seconds += t1 - t0;
-
-  const ModelMeta &meta = artefact_->meta;
-  int64_t vocab = meta.vocab_size, row = 0;
-  for (const ScheduledChunk &c : plan.chunks) {
+  // The tokens first (a verified draft's accepted length decides what the commit keeps), then
+  // the commit, then the requests that finished give their cache back.
+  int64_t vocab = artefact_->meta.vocab_size, row = 0;
+  std::vector<std::pair<Request *, FinishReason>> done;
+  for (ScheduledChunk &c : plan.chunks) {
     if (c.prompt_rows > 0) {
       recordPromptLogprobs(*c.request, logits_.data() + row * vocab, c.prompt_rows, vocab);
       row += c.prompt_rows;
     }
-    if (!c.sample)
+    if (c.sample)
+      if (FinishReason reason = emitChunk(c, row, deviceGreedy, events); reason != FinishReason::None)
+        done.push_back({c.request, reason});
+  }
+  scheduler_->commit(plan);
+  flushCopies(); // snapshots kept and forks made at the commit
+  for (auto [r, reason] : done)
+    finishRequest(r, reason);
+  for (const ScheduledChunk &c : plan.chunks)
+    c.request->draft.clear();
+  stats_.steps++;
+  stats_.computed_tokens += plan.tokens;
+  stats_.step_seconds += t2 - t1;
+  stats_.schedule_seconds += t1 - t0;
+  return events;
+}
+
+void Engine::proposeDrafts() {
+  int64_t k = options_.num_speculative_tokens;
+  // Back off: past speculative_max_tokens a step is compute-bound and draft rows cost time.
+  int64_t active = (int64_t)(scheduler_->numRunning() + scheduler_->numWaiting());
+  if (active * (k + 1) > options_.speculative_max_tokens)
+    k = options_.speculative_max_tokens / std::max<int64_t>(active, 1) - 1;
+  for (Request *r : scheduler_->running()) {
+    r->draft.clear();
+    // Constrained requests and prompt logprobs keep to the plain path.
+    if (k <= 0 || r->generated.empty() || r->params.constraint || r->params.wantsPromptLogprobs())
       continue;
-    Request *r = c.request;
-    Sample s;
-    if (deviceGreedy) {
-      s = {greedy_[row++], 0.0f};
-    } else {
-      const float *l = logits_.data() + (row++) * vocab;
-      const float *drawn = l; // what the sampler reads: the row after the request's processing
-      if (r->params.processesLogits()) {
-        processLogits(l, vocab, r->params, r->prompt, r->generated, meta.eos_token_ids, processed_);
-        if (r->params.constraint) {
-          r->params.constraint->allowed(allowed_, vocab);
-          maskLogits(processed_.data(), vocab, allowed_);
-        }
-        drawn = processed_.data();
-      }
-      s = sampleToken(drawn, vocab, r->params, (int64_t)r->generated.size());
-      if (r->params.wantsLogprobs())
-        r->logprobs.push_back(s.logprob);
-      if (r->params.top_logprobs > 0)
-        r->top_logprobs.push_back(s.top);
-      if (r->params.keep_logits)
-        r->logits.emplace_back(l, l + vocab);
+    int64_t room = r->params.max_new_tokens - (int64_t)r->generated.size() - 1;
+    if (room > 0)
+      proposer_->propose(*r, std::min(k, room), r->draft);
+  }
+}
+
+Sample Engine::sampleRow(Request &r, int64_t row, bool deviceGreedy, int32_t draft, bool &accepted) {
+  if (deviceGreedy) {
+    accepted = greedy_[row] == draft;
+    return {greedy_[row], 0.0f, {}};
+  }
+  const ModelMeta &meta = artefact_->meta;
+  int64_t vocab = meta.vocab_size;
+  const float *l = logits_.data() + row * vocab;
+  const float *drawn = l; // what the sampler reads: the row after the request's processing
+  if (r.params.processesLogits()) {
+    // The output so far holds the drafts accepted before this row, as the history it would have.
+    processLogits(l, vocab, r.params, r.prompt, r.generated, meta.eos_token_ids, processed_);
+    if (r.params.constraint) {
+      r.params.constraint->allowed(allowed_, vocab);
+      maskLogits(processed_.data(), vocab, allowed_);
+    }
+    drawn = processed_.data();
+  }
+  int64_t step = (int64_t)r.generated.size();
+  Sample s;
+  if (draft >= 0 && r.params.temperature != 0) {
+    std::vector<double> &p = target_;
+    targetDistribution(drawn, vocab, r.params, p);
+    Verdict v = verifyDraft(p, nullptr, draft, r.params.seed, step);
+    s = r.params.wantsLogprobs() ? scoreToken(drawn, vocab, v.token, r.params.top_logprobs) : Sample{v.token, 0, {}};
+  } else {
+    s = sampleToken(drawn, vocab, r.params, step);
+  }
+  accepted = draft >= 0 && s.token == draft;
+  if (r.params.wantsLogprobs())
+    r.logprobs.push_back(s.logprob);
+  if (r.params.top_logprobs > 0)
+    r.top_logprobs.push_back(s.top);
+  if (r.params.keep_logits)
+    r.logits.emplace_back(l, l + vocab);
+  return s;
+}
+
+FinishReason Engine::emitChunk(ScheduledChunk &c, int64_t &row, bool deviceGreedy, std::vector<TokenEvent> &events) {
+  Request *r = c.request;
+  const ModelMeta &meta = artefact_->meta;
+  int64_t rows = 1 + c.drafts, first = row;
+  row += rows;
+  c.accepted = 0;
+  stats_.draft_tokens += c.drafts;
+  for (int64_t j = 0; j < c.drafts; ++j)
+    stats_.drafted_at[j]++;
+  for (int64_t i = 0; i < rows; ++i) {
+    int32_t draft = i < c.drafts ? r->draft[i] : -1;
+    bool accepted = false;
+    Sample s = sampleRow(*r, first + i, deviceGreedy, draft, accepted);
+    if (accepted) {
+      c.accepted++;
+      stats_.accepted_tokens++;
+      stats_.accepted_at[i]++;
     }
     r->generated.push_back(s.token);
     if (r->generated.size() == 1)
@@ -766,16 +852,17 @@ std::vector<TokenEvent> Engine::step() {
       reason = FinishReason::Length;
     // A constrained request ends where its text is complete (its end token accepted), or where
     // its grammar refuses the token; the constraint sees every token either way.
-    if (const auto &c = r->params.constraint) {
-      bool accepted = c->accept(s.token);
-      if (reason == FinishReason::None && (!accepted || c->terminated()))
+    if (const auto &con = r->params.constraint) {
+      bool ok = con->accept(s.token);
+      if (reason == FinishReason::None && (!ok || con->terminated()))
         reason = FinishReason::Stop;
     }
-    if (reason != FinishReason::None)
-      finishRequest(r, reason);
     events.push_back({r->id, s.token, s.logprob, reason != FinishReason::None, reason, std::move(s.top)});
+    // The first rejected draft's row gave its replacement; the rows after it saw a wrong token.
+    if (reason != FinishReason::None || !accepted)
+      return reason;
   }
-  return events;
+  return FinishReason::None;
 }
 
 std::vector<RequestOutput> Engine::take_finished() {

@@ -26,10 +26,13 @@ struct Artefact;
 class Backend;
 class CacheCoordinator;
 class Communicator; // runtime/comm/communicator.h
+class Proposer;     // runtime/speculative.h
 class Scheduler;
 struct StepPlan;
 struct SchedulerOptions;
 struct StepBatch;
+struct ScheduledChunk;
+struct Sample;
 
 struct EngineOptions {
   std::string backend = "auto";        // auto (CUDA when a GPU is usable), cpu, cuda, null
@@ -63,6 +66,16 @@ struct EngineOptions {
   // Host memory for the cache of preempted requests, copied back when they resume instead of
   // recomputed (0: always recompute; recompute also when it is full or the backend cannot).
   int64_t swap_space_bytes = 0;
+  // Speculative decoding (runtime/speculative.h): "" off, or the method that proposes drafts
+  // ("ngram": prompt lookup); each decoding request verifies up to num_speculative_tokens of them
+  // in a step. Drafts stop where the step would pass speculative_max_tokens tokens (the batch is
+  // large enough that verifying costs compute), shrinking evenly over the requests; 0: 16.
+  std::string speculative;
+  int64_t num_speculative_tokens = 3;
+  int64_t speculative_max_tokens = 0;
+  int64_t ngram_min = 1, ngram_max = 4; // the n-gram proposer's match lengths
+  // A proposer of one's own (tests, embedders), used instead of `speculative`'s.
+  std::shared_ptr<Proposer> proposer;
 };
 
 struct AddResult {
@@ -117,6 +130,11 @@ struct EngineStats {
   // Preemption by swapping: requests saved to host memory and restored, preemptions recomputed
   // for want of room, and the host bytes in use now.
   int64_t swaps_out = 0, swaps_in = 0, swap_fallbacks = 0, swap_bytes = 0;
+  // Speculative decoding: draft tokens verified and accepted, per draft position too (position
+  // j counts the steps that verified a j-th draft token, and those that accepted it); steps
+  // undone for a rejected draft where the model has states.
+  int64_t draft_tokens = 0, accepted_tokens = 0, spec_rollbacks = 0;
+  std::vector<int64_t> drafted_at, accepted_at;
 };
 
 class Engine {
@@ -186,6 +204,12 @@ private:
   SchedulerOptions schedulerOptions() const;
   void sayPrefixLimits(int32_t snapshots) const; // start-up: where prefix caching cannot help
   void flushCopies();
+  // Speculative decoding: drafts for the running requests that decode, within the back-off
+  // budget; and one planned chunk's rows sampled (its draft verified), the tokens appended.
+  void proposeDrafts();
+  FinishReason emitChunk(ScheduledChunk &c, int64_t &row, bool deviceGreedy, std::vector<TokenEvent> &events);
+  Sample sampleRow(Request &r, int64_t row, bool deviceGreedy, int32_t draft, bool &accepted);
+  std::shared_ptr<Proposer> proposer_;
   void runSwaps(const StepPlan &plan);
   int64_t unitBytes(int group) const; // one cache unit of a group, as the backend stores it
   std::map<RequestId, std::vector<uint8_t>> swapped_; // host copies of preempted requests' units
@@ -202,6 +226,7 @@ private:
   std::vector<float> processed_; // a row after its request's logits processing
   std::vector<uint32_t> allowed_; // a constrained request's allowed ids (TokenConstraint)
   std::vector<int32_t> greedy_;
+  std::vector<double> target_; // a verified row's distribution (speculative decoding)
 };
 
 // The step metadata of a plan: O(tokens + requests); the block tables are the cache coordinator's.

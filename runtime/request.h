@@ -130,9 +130,16 @@ struct Request {
   std::vector<Request *> forks;
   int64_t fork_index = 0; // 0: the parent (or a request without forks)
 
+  // Speculative decoding: tokens guessed to follow the known ones, verified by the next step
+  // together with them (positions total() .. total() + draft.size()).
+  std::vector<int32_t> draft;
   int64_t total() const { return (int64_t)(prompt.size() + generated.size()); }
+  // The known tokens, then the draft.
   int32_t tokenAt(int64_t i) const {
-    return i < (int64_t)prompt.size() ? prompt[i] : generated[i - prompt.size()];
+    if (i < (int64_t)prompt.size())
+      return prompt[i];
+    i -= (int64_t)prompt.size();
+    return i < (int64_t)generated.size() ? generated[i] : draft[i - generated.size()];
   }
   int64_t remaining() const { return total() - computed; }
 };

@@ -81,19 +81,19 @@ Sample scoreToken(const float *logits, int64_t vocab, int32_t token, int64_t top
   return s;
 }
 
-Sample drawToken(const float *logits, int64_t vocab, const SamplingParams &p, int64_t step) {
-  if (p.temperature == 0) {
-    int32_t best = (int32_t)(std::max_element(logits, logits + vocab) - logits);
-    return {best, 0.0f, {}};
-  }
-  // Candidates sorted by logit (ties: lower id first), then filtered.
-  std::vector<int32_t> ids(vocab);
+namespace {
+
+// The candidates p's settings keep, most likely first (ties: lower id first), with their
+// probabilities (normalised before top-p and min-p cut the list); returns how many are kept.
+int64_t keptCandidates(const float *logits, int64_t vocab, const SamplingParams &p, std::vector<int32_t> &ids,
+                       std::vector<double> &probs) {
+  ids.resize(vocab);
   std::iota(ids.begin(), ids.end(), 0);
   std::stable_sort(ids.begin(), ids.end(), [&](int32_t a, int32_t b) { return logits[a] > logits[b]; });
   int64_t keep = vocab;
   if (p.top_k > 0)
     keep = std::min<int64_t>(keep, p.top_k);
-  std::vector<double> probs(keep);
+  probs.resize(keep);
   // Logits are shifted before they are scaled: with a tiny temperature (1e-320) logit / T is
   // infinite and inf - inf is NaN; (logit - max) / T is 0 at the top and -inf or finite below,
   // so the distribution stays well defined and tends to greedy as T -> 0.
@@ -121,22 +121,77 @@ Sample drawToken(const float *logits, int64_t vocab, const SamplingParams &p, in
       ++n;
     keep = n;
   }
-  // An exponential race: each candidate draws E ~ Exp(1) from (seed, step, its own id) and the
-  // largest p / E wins, which picks each with probability p / sum(p). Unlike walking a uniform
-  // draw down the sorted candidates, the choice does not depend on their order: when two
-  // logits are within rounding of each other and the batch shape swaps them (the backends'
-  // sums are not bitwise batch-invariant), the same token still wins.
-  uint64_t base = mix(mix(p.seed) ^ (uint64_t)step);
-  int64_t chosen = 0;
-  double best = -INFINITY;
-  for (int64_t i = 0; i < keep; ++i) {
-    uint64_t r = mix(base ^ (uint64_t)(uint32_t)ids[i]);
-    double u = ((double)(r >> 11) + 0.5) / (double)(1ull << 53); // in (0, 1)
-    double score = std::log(probs[i]) - std::log(-std::log(u));
-    if (score > best || (score == best && ids[i] < ids[chosen]))
-      best = score, chosen = i;
+  return keep;
+}
+
+uint64_t drawBase(uint64_t seed, int64_t step) { return mix(mix(seed) ^ (uint64_t)step); }
+
+// A uniform number in (0, 1) from a draw's base and a key.
+double uniformAt(uint64_t base, uint64_t key) {
+  uint64_t r = mix(base ^ key);
+  return ((double)(r >> 11) + 0.5) / (double)(1ull << 53);
+}
+
+// An exponential race: each candidate draws E ~ Exp(1) from (seed, step, its own id) and the
+// largest w / E wins, which picks each with probability w / sum(w). Unlike walking a uniform
+// draw down the sorted candidates, the choice does not depend on their order: when two logits
+// are within rounding of each other and the batch shape swaps them (the backends' sums are not
+// bitwise batch-invariant), the same token still wins.
+struct Race {
+  uint64_t base;
+  int32_t best = -1;
+  double score = -INFINITY;
+  void enter(int32_t id, double weight) {
+    if (!(weight > 0))
+      return;
+    double s = std::log(weight) - std::log(-std::log(uniformAt(base, (uint64_t)(uint32_t)id)));
+    if (s > score || (s == score && id < best))
+      score = s, best = id;
   }
-  return {ids[chosen], 0.0f, {}};
+};
+
+} // namespace
+
+Sample drawToken(const float *logits, int64_t vocab, const SamplingParams &p, int64_t step) {
+  if (p.temperature == 0) {
+    int32_t best = (int32_t)(std::max_element(logits, logits + vocab) - logits);
+    return {best, 0.0f, {}};
+  }
+  std::vector<int32_t> ids;
+  std::vector<double> probs;
+  int64_t keep = keptCandidates(logits, vocab, p, ids, probs);
+  Race race{drawBase(p.seed, step)};
+  for (int64_t i = 0; i < keep; ++i)
+    race.enter(ids[i], probs[i]);
+  return {race.best, 0.0f, {}};
+}
+
+void targetDistribution(const float *logits, int64_t vocab, const SamplingParams &p, std::vector<double> &dense) {
+  dense.assign(vocab, 0.0);
+  if (p.temperature == 0) {
+    dense[std::max_element(logits, logits + vocab) - logits] = 1.0;
+    return;
+  }
+  std::vector<int32_t> ids;
+  std::vector<double> probs;
+  int64_t keep = keptCandidates(logits, vocab, p, ids, probs);
+  double sum = 0;
+  for (int64_t i = 0; i < keep; ++i)
+    sum += probs[i];
+  for (int64_t i = 0; i < keep; ++i)
+    dense[ids[i]] = probs[i] / sum;
+}
+
+int32_t drawWeighted(const std::vector<double> &weights, uint64_t seed, int64_t step) {
+  Race race{drawBase(seed, step)};
+  for (size_t i = 0; i < weights.size(); ++i)
+    race.enter((int32_t)i, weights[i]);
+  return race.best;
+}
+
+double acceptanceDraw(uint64_t seed, int64_t step) {
+  // A key no token id takes, so the number is apart from the race's.
+  return uniformAt(drawBase(seed, step), 0xA5A5A5A5'00000001ull);
 }
 
 } // namespace cbc::rt

@@ -31,6 +31,15 @@ std::string validateSampling(const SamplingParams &p);
 Sample sampleToken(const float *logits, int64_t vocab, const SamplingParams &p, int64_t step);
 // The token alone.
 Sample drawToken(const float *logits, int64_t vocab, const SamplingParams &p, int64_t step);
+// The distribution drawToken draws from, over the whole vocabulary (one-hot at the argmax for a
+// greedy request): zero outside the candidates p's settings keep, normalised over them.
+void targetDistribution(const float *logits, int64_t vocab, const SamplingParams &p, std::vector<double> &dense);
+// A token drawn with probability weights[id] / sum(weights) (the weights need not be normalised),
+// from (seed, step) as drawToken draws; -1 when no weight is positive.
+int32_t drawWeighted(const std::vector<double> &weights, uint64_t seed, int64_t step);
+// A uniform number in (0, 1) from (seed, step), apart from the numbers a draw at that step uses
+// (speculative decoding's acceptance test).
+double acceptanceDraw(uint64_t seed, int64_t step);
 // A given token's log-probability in the row, with the row's `top` most likely ids.
 Sample scoreToken(const float *logits, int64_t vocab, int32_t token, int64_t top);
 

@@ -3,6 +3,7 @@
 #include "runtime/cache/prefix_hash.h"
 
 #include <algorithm>
+#include <stdexcept>
 
 namespace cbc::rt {
 
@@ -176,14 +177,21 @@ bool Scheduler::full(const StepPlan &plan) const {
 
 void Scheduler::addChunk(StepPlan &plan, Request *r, int64_t count, int64_t &budget) {
   int64_t rows = promptRows(*r, r->computed, count);
-  plan.chunks.push_back({r, r->computed, count, r->computed + count == r->total(), rows});
+  int64_t drafts = std::max<int64_t>(0, r->computed + count - r->total());
+  // A model with states undoes a step with a rejected draft: its state input must be kept, with
+  // a unit to spare for each waiting request (speculation never stops an admission).
+  if (drafts > 0 && !cache_.keepStateInput(r->slot, (int32_t)std::min<size_t>(waiting_.size(), 1 << 20))) {
+    count -= drafts;
+    drafts = 0;
+  }
+  plan.chunks.push_back({r, r->computed, count, r->computed + count >= r->total(), rows, drafts});
   plan.tokens += count;
   plan.extra_logit_rows += extraRows(plan.chunks.back());
   budget -= count;
 }
 
 int64_t extraRows(const ScheduledChunk &c) {
-  return c.prompt_rows > 0 ? c.prompt_rows + (c.sample ? 1 : 0) - 1 : 0;
+  return (c.prompt_rows > 0 ? c.prompt_rows + (c.sample ? 1 : 0) - 1 : 0) + c.drafts;
 }
 
 int64_t promptRowsFrom(const Request &r, int64_t start) {
@@ -284,8 +292,20 @@ bool Scheduler::waitsForInFlight(Request *r) {
 
 void Scheduler::commit(const StepPlan &plan) {
   for (const ScheduledChunk &c : plan.chunks) {
-    c.request->computed = c.start + c.count;
-    afterCommit(c.request);
+    Request *r = c.request;
+    int64_t rejected = c.drafts - c.accepted;
+    r->computed = c.start + c.count - rejected;
+    if (rejected > 0) {
+      // Rows past the last accepted token are dropped; a state cannot be cut mid-step, so the
+      // step is undone and the next one computes the accepted tokens again.
+      if (cache_.hasStates()) {
+        r->computed = c.start;
+        prefix_.rollbacks++;
+      }
+      if (!cache_.truncate(r->slot, r->computed))
+        throw std::logic_error("a rejected draft could not be truncated from the cache");
+    }
+    afterCommit(r);
   }
 }
 
@@ -313,6 +333,9 @@ int64_t Scheduler::chunkFor(const Request *r, int64_t budget, const StepPlan &pl
     for (const EmbeddingSegment &s : r->embeds)
       if (s.visual() && s.start < end && end < s.start + s.rows) // back to the segment's start, or nothing
         end = std::max(r->computed, s.start);
+  // A chunk that reaches the known end verifies the draft behind it, a logit row per token.
+  if (end == r->total() && end > r->computed && !r->draft.empty() && promptRows(*r, r->computed, end - r->computed) == 0)
+    end += std::clamp<int64_t>(std::min(budget - (end - r->computed), allowed - 1), 0, (int64_t)r->draft.size());
   return end - r->computed;
 }
 

@@ -45,6 +45,7 @@ struct PrefixStats {
   int64_t swaps_out = 0, swaps_in = 0; // preempted requests saved to host memory, and restored
   int64_t swap_fallbacks = 0;   // preempted with swapping on but recomputed: no room left
   int64_t swap_bytes_used = 0;  // host memory holding swapped requests now
+  int64_t rollbacks = 0;        // steps of a request with states undone for a rejected draft
 };
 
 // Cache units to copy between the backend and host memory for a request, in its layout's order.
@@ -61,13 +62,18 @@ struct ScheduledChunk {
   // Rows before the sample row whose logits the request wants (its prompt logprobs): positions
   // [start + count - prompt_rows - (sample ? 1 : 0), ...) of the chunk, see promptRows.
   int64_t prompt_rows = 0;
+  // Speculative decoding: the chunk's last `drafts` positions are the request's draft, each
+  // with its logit row after the sample row; the engine sets how many of them the step accepted
+  // before the commit.
+  int64_t drafts = 0;
+  int64_t accepted = 0;
 };
 
 // The prompt rows a chunk of `r` covering [start, start + count) reads logits from: those before
 // the prompt's last row whose prompt log-probability is not recorded yet.
 int64_t promptRowsFrom(const Request &r, int64_t start);
 int64_t promptRows(const Request &r, int64_t start, int64_t count);
-// The logit rows a chunk takes beyond one.
+// The logit rows a chunk takes beyond one (prompt rows and drafts).
 int64_t extraRows(const ScheduledChunk &c);
 
 struct StepPlan {
@@ -89,12 +95,15 @@ public:
   // The same, filling a plan whose buffers are reused from step to step.
   void schedule(StepPlan &plan);
   // After the backend ran the plan: advances `computed` and commits it in the cache (the step's
-  // states become current; blocks out of every window are released).
+  // states become current; blocks out of every window are released). A chunk's rejected drafts
+  // are truncated away; where the model has states, the whole step of that request is undone
+  // (its state input was kept) and its accepted tokens are computed again by the next step.
   void commit(const StepPlan &plan);
   void finish(Request *r);             // frees the request's cache and forgets it
   bool remove(Request *r);             // cancel: forget a waiting or running request
 
   size_t numWaiting() const { return waiting_.size(); }
+  const std::vector<Request *> &running() const { return running_; }
   size_t numRunning() const { return running_.size(); }
   bool idle() const { return waiting_.empty() && running_.empty(); }
   int64_t preemptions() const { return preemptions_; }

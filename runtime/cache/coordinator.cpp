@@ -145,6 +145,10 @@ void CacheCoordinator::free(int32_t seq) {
   freeSeqs_.push_back(seq);
 }
 
+bool CacheCoordinator::keepStateInput(int32_t seq, int32_t spare) {
+  return !state_ || (state_->holds(seq) && state_->keepInput(seq, spare));
+}
+
 StateUnits CacheCoordinator::stateUnits(int32_t seq, bool keepInput) {
   return state_ && state_->holds(seq) ? state_->step(seq, keepInput) : StateUnits{};
 }

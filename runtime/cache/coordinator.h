@@ -107,6 +107,10 @@ public:
   // model without states, or when no unit is free.
   StateUnits stateUnits(int32_t seq, bool keepInput = false);
   bool hasStates() const { return state_ != nullptr; }
+  // Speculative decoding: the sequence's next step keeps its state input, so that truncate()
+  // can undo it, as long as `spare` state units stay free besides the one it takes. True for a
+  // model without states; false, reserving nothing, when the pool is that short.
+  bool keepStateInput(int32_t seq, int32_t spare);
 
   // The persistent tables of the paged and static groups: [tableGroups, maxSeqs, tableWidth];
   // -1 marks a block not held.

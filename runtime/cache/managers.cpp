@@ -173,6 +173,18 @@ StateUnits StateManager::step(int32_t seq, bool keepInput) {
   return s.pending < 0 ? StateUnits{} : StateUnits{s.current, s.pending};
 }
 
+bool StateManager::keepInput(int32_t seq, int32_t spare) {
+  Seq &s = seqs_[seq];
+  if (s.overwritten || s.current < 0)
+    return false;
+  if (s.pending >= 0)
+    return true;
+  if (pool_.freeCount() <= spare)
+    return false;
+  s.pending = pool_.allocate();
+  return s.pending >= 0;
+}
+
 void StateManager::commit(int32_t seq) {
   Seq &s = seqs_[seq];
   if (s.pending >= 0) {

@@ -148,6 +148,9 @@ public:
   // Whether the state before the step not yet committed (or the current one, after none) still
   // exists: a step that wrote in place overwrote it.
   bool canRollback(int32_t seq) const { return !seqs_[seq].overwritten; }
+  // The next step writes a new unit and keeps its input for a rollback, as long as `spare` units
+  // stay free besides it; false (nothing reserved) otherwise.
+  bool keepInput(int32_t seq, int32_t spare);
   // Back to the state before the step not yet committed; the caller checked canRollback().
   void rollback(int32_t seq);
   // The child (holding nothing) shares seq's current state until either writes (copy on write,
