@@ -772,8 +772,9 @@ void Engine::proposeDrafts() {
     k = options_.speculative_max_tokens / std::max<int64_t>(active, 1) - 1;
   for (Request *r : scheduler_->running()) {
     r->draft.clear();
-    // Constrained requests and prompt logprobs keep to the plain path.
-    if (k <= 0 || r->generated.empty() || r->params.constraint || r->params.wantsPromptLogprobs())
+    // Constrained requests and prompt logprobs keep to the plain path. A request still in its
+    // prompt has a draft too: its last prompt chunk verifies it (prompt lookup).
+    if (k <= 0 || r->params.constraint || r->params.wantsPromptLogprobs())
       continue;
     int64_t room = r->params.max_new_tokens - (int64_t)r->generated.size() - 1;
     if (room > 0)
