@@ -147,6 +147,12 @@ class Engine:
     none). swap_space_mib of host memory keeps preempted requests' cache, restored when they
     resume instead of recomputed (0: recompute). stats counts hits, snapshots, forks and swaps.
 
+    speculative: speculative decoding, "ngram" (prompt lookup: the tokens that followed the
+    context's last n-gram before are guessed, and each step verifies up to num_speculative_tokens
+    of them with the request's own token; greedy results are unchanged, sampled ones keep their
+    distribution); None: off. speculative_max_tokens (None: 16) bounds a step's tokens with the
+    guesses, which shrink and stop as the batch grows. stats counts guesses and acceptances.
+
     tp: the ranks of an artefact compiled with tp (cbc.compile(..., tp=N)): this process is rank 0
     of an MPI job of tp ranks (mpiexec -n N), the others running follow_rank0. close() ends the
     engine, and the other ranks with it.
@@ -156,7 +162,9 @@ class Engine:
                  backend: str = "auto", threads: int = 0, max_batch_tokens: Optional[int] = None,
                  max_requests: int = 64, cache_memory_mib: Optional[int] = None, max_model_len: int = 0,
                  prefix_caching: bool = True, snapshot_memory_mib: Optional[int] = None,
-                 snapshot_interval: int = 0, swap_space_mib: int = 0, tp: int = 1):
+                 snapshot_interval: int = 0, swap_space_mib: int = 0, tp: int = 1,
+                 speculative: Optional[str] = None, num_speculative_tokens: int = 3,
+                 speculative_max_tokens: Optional[int] = None):
         artefact = _path("artefact", artefact)
         if (weights is None) == (not random_weights):
             raise ValueError("give either weights=CHECKPOINT or random_weights=True")
@@ -192,9 +200,19 @@ class Engine:
             if mib > 1 << 24:
                 raise ValueError(f"{name} must be at most {1 << 24}, got {mib}")
         _nonnegative_int("tp", tp, 1)
+        if speculative is not None and not isinstance(speculative, str):
+            raise TypeError(f"speculative must be a str or None, got {type(speculative).__name__}")
+        _nonnegative_int("num_speculative_tokens", num_speculative_tokens, 1)
+        if num_speculative_tokens > 64:
+            raise ValueError(f"num_speculative_tokens must be at most 64, got {num_speculative_tokens}")
+        if speculative_max_tokens is None:
+            speculative_max_tokens = 0
+        else:
+            _nonnegative_int("speculative_max_tokens", speculative_max_tokens, 1)
         self._rt = _runtime.Engine(artefact, checkpoint, seed, backend, threads, max_batch_tokens,
                                    max_requests, cache_memory_mib, max_model_len, prefix_caching,
-                                   snapshot_memory_mib, snapshot_interval, swap_space_mib, tp)
+                                   snapshot_memory_mib, snapshot_interval, swap_space_mib, tp,
+                                   speculative or "", num_speculative_tokens, speculative_max_tokens)
         # Serialises this wrapper's bookkeeping with the engine calls (acquire releases the GIL).
         self._lock = threading.RLock()
         self._owners: dict = {}          # engine id -> _Owner of generate_batch / stream

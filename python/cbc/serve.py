@@ -696,6 +696,9 @@ _CACHE_METRICS = (
     ("swaps_in", "counter", "Swapped requests restored from host memory."),
     ("swap_fallbacks", "counter", "Preempted requests recomputed for want of swap space."),
     ("swap_bytes", "gauge", "Host memory holding swapped requests now."),
+    ("draft_tokens", "counter", "Speculative draft tokens verified."),
+    ("accepted_tokens", "counter", "Speculative draft tokens accepted."),
+    ("spec_rollbacks", "counter", "Steps undone for a rejected draft (recurrent states)."),
 )
 
 
@@ -759,6 +762,11 @@ def render_metrics(served: Served) -> str:
     for key, kind, help_ in _CACHE_METRICS:
         if key in stats:
             metric(f"cbc_{key}" + ("_total" if kind == "counter" else ""), kind, help_, [("", stats[key])])
+    if stats.get("drafted_at"):
+        for key, help_ in (("drafted_at", "Speculative draft tokens verified, by draft position."),
+                           ("accepted_at", "Speculative draft tokens accepted, by draft position.")):
+            metric(f"cbc_spec_{key}_total", "counter", help_,
+                   [(f'{{position="{j}"}}', v) for j, v in enumerate(stats[key])])
     return "\n".join(lines) + "\n"
 
 
@@ -813,6 +821,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--swap-space", dest="swap_space_mib", type=int, default=0, metavar="MIB",
                    help="host memory for preempted requests' cache, restored instead of "
                    "recomputed (default 0: recompute)")
+    p.add_argument("--speculative", default=None, metavar="METHOD",
+                   help="speculative decoding: ngram (prompt lookup) verifies up to "
+                   "--num-speculative-tokens guesses per request in a step (default off)")
+    p.add_argument("--num-speculative-tokens", type=int, default=3, metavar="K",
+                   help="with --speculative: guesses per request and step, 1 to 64 (default 3)")
+    p.add_argument("--speculative-max-tokens", type=int, default=None, metavar="N",
+                   help="with --speculative: no guesses once a step would pass N tokens (default 16)")
     p.add_argument("--dtype", default="bf16", help="dtype when compiling (default bf16)")
     p.add_argument("--tp", type=int, default=1, metavar="N",
                    help="tensor-parallel ranks: serve as an MPI job of N processes (mpiexec -n N), the "
@@ -844,7 +859,9 @@ def load(args) -> Served:
                         max_batch_tokens=args.max_batch_tokens, max_requests=args.max_requests,
                         cache_memory_mib=args.cache_memory_mib, max_model_len=args.max_model_len,
                         prefix_caching=args.prefix_caching, snapshot_memory_mib=args.snapshot_memory_mib,
-                        snapshot_interval=args.snapshot_interval, swap_space_mib=args.swap_space_mib)
+                        snapshot_interval=args.snapshot_interval, swap_space_mib=args.swap_space_mib,
+                        speculative=args.speculative, num_speculative_tokens=args.num_speculative_tokens,
+                        speculative_max_tokens=args.speculative_max_tokens)
     if tokenizer.vocab_size > engine.vocab_size:
         raise ValueError(f"the tokenizer has {tokenizer.vocab_size} ids but the model's "
                          f"vocabulary is {engine.vocab_size}: they do not belong together")
@@ -902,6 +919,13 @@ def main(argv=None) -> int:
         parser.error("--max-requests must be at least 1 and --max-queued-requests at least 0")
     if args.tp < 1 or args.ep not in (1, args.tp):
         parser.error("--tp must be at least 1, and --ep 1 or equal to --tp")
+    if args.speculative is not None:
+        from cbc import _runtime
+        why = _runtime.check_speculative_method(args.speculative)
+        if why:
+            parser.error(why)
+    if not 1 <= args.num_speculative_tokens <= 64:
+        parser.error("--num-speculative-tokens must be in [1, 64]")
     try:
         for name in ("fastapi", "uvicorn", "tokenizers", "jinja2"):
             __import__(name)

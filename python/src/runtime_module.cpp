@@ -10,6 +10,7 @@
 #include "runtime/comm/mpi_communicator.h"
 #endif
 #include "runtime/engine.h"
+#include "runtime/speculative.h"
 #include "runtime/memory_estimate.h"
 #include "runtime/safetensors.h"
 #ifdef CBC_STRUCTURED
@@ -46,6 +47,8 @@ struct LoadOptions {
   bool prefix_caching = true;
   int64_t snapshot_memory_mib = -1, snapshot_interval = 0, swap_space_mib = 0; // -1: the engine's default
   int64_t tp = 1; // ranks of the tensor-parallel group this process is one of (an MPI job's)
+  std::string speculative; // "" off, "ngram"
+  int64_t num_speculative_tokens = 3, speculative_max_tokens = 0;
 };
 
 // This process's rank of the MPI job that started it, opened once (MPI starts once a process):
@@ -82,6 +85,12 @@ cbc::rt::EngineOptions engineOptions(const LoadOptions &o) {
   options.snapshot_memory_bytes = o.snapshot_memory_mib < 0 ? -1 : o.snapshot_memory_mib << 20;
   options.snapshot_interval = o.snapshot_interval;
   options.swap_space_bytes = o.swap_space_mib << 20;
+  if (!o.speculative.empty())
+    if (std::string why = cbc::rt::checkSpeculativeMethod(o.speculative); !why.empty())
+      throw nb::value_error(why.c_str());
+  options.speculative = o.speculative;
+  options.num_speculative_tokens = o.num_speculative_tokens;
+  options.speculative_max_tokens = o.speculative_max_tokens;
   if (o.tp > 1)
     options.communicator = rankGroup(o.tp);
   return options;
@@ -225,6 +234,11 @@ public:
     stats["swaps_in"] = s.swaps_in;
     stats["swap_fallbacks"] = s.swap_fallbacks;
     stats["swap_bytes"] = s.swap_bytes;
+    stats["draft_tokens"] = s.draft_tokens;
+    stats["accepted_tokens"] = s.accepted_tokens;
+    stats["spec_rollbacks"] = s.spec_rollbacks;
+    stats["drafted_at"] = s.drafted_at;
+    stats["accepted_at"] = s.accepted_at;
     nb::dict d;
     d["stats"] = stats;
     d["num_waiting"] = waiting;
@@ -383,6 +397,8 @@ NB_MODULE(_runtime, m) {
   m.attr("format_version") = cbc::kFormatVersion;
   // Whether an engine can be one rank of an MPI job (Engine(tp=N), follow_rank0).
   m.attr("built_with_mpi") = cbc::kBuiltWithMpi;
+  m.def("check_speculative_method", &cbc::rt::checkSpeculativeMethod, "method"_a,
+        "Empty when --speculative METHOD is one this build runs; otherwise why not.");
   m.def(
       "follow_rank0",
       [](const std::string &artefact, const std::string &checkpoint, uint64_t seed, const std::string &backend,
@@ -399,15 +415,18 @@ NB_MODULE(_runtime, m) {
            [](Engine *self, const std::string &artefact, const std::string &checkpoint, uint64_t seed,
               const std::string &backend, int threads, int64_t max_batch_tokens, int64_t max_requests,
               int64_t cache_memory_mib, int64_t max_model_len, bool prefix_caching, int64_t snapshot_memory_mib,
-              int64_t snapshot_interval, int64_t swap_space_mib, int64_t tp) {
+              int64_t snapshot_interval, int64_t swap_space_mib, int64_t tp, std::string speculative,
+              int64_t num_speculative_tokens, int64_t speculative_max_tokens) {
              LoadOptions o{backend,       threads,        max_batch_tokens,    max_requests,
                            cache_memory_mib, max_model_len, prefix_caching, snapshot_memory_mib,
-                           snapshot_interval, swap_space_mib, tp};
+                           snapshot_interval, swap_space_mib, tp, speculative, num_speculative_tokens,
+                           speculative_max_tokens};
              new (self) Engine(artefact, checkpoint, seed, o);
            },
            "artefact"_a, "checkpoint"_a, "seed"_a, "backend"_a, "threads"_a, "max_batch_tokens"_a,
            "max_requests"_a, "cache_memory_mib"_a, "max_model_len"_a, "prefix_caching"_a = true,
-           "snapshot_memory_mib"_a = -1, "snapshot_interval"_a = 0, "swap_space_mib"_a = 0, "tp"_a = 1)
+           "snapshot_memory_mib"_a = -1, "snapshot_interval"_a = 0, "swap_space_mib"_a = 0, "tp"_a = 1,
+           "speculative"_a = "", "num_speculative_tokens"_a = 3, "speculative_max_tokens"_a = 0)
       .def("close", &Engine::close)
       .def("add_request",
            [](Engine &e, std::vector<int32_t> prompt, int64_t max_new_tokens, double temperature, int64_t top_k,

@@ -354,6 +354,11 @@ def test_bad_artefact_and_weights_raise_value_error(tmp_path):
     ({"snapshot_memory_mib": -2}, "snapshot_memory_mib must be >= 0"),
     ({"swap_space_mib": -1}, "swap_space_mib must be >= 0"),
     ({"swap_space_mib": 1 << 25}, "swap_space_mib must be at most"),
+    ({"speculative": "eagle"}, "unknown speculative method 'eagle'"),
+    ({"speculative": "draft:x.fb"}, "--speculative draft:x.fb is not supported yet"),
+    ({"speculative": "ngram", "num_speculative_tokens": 0}, "num_speculative_tokens must be >= 1"),
+    ({"speculative": "ngram", "num_speculative_tokens": 65}, "num_speculative_tokens must be at most 64"),
+    ({"speculative": "ngram", "speculative_max_tokens": 0}, "speculative_max_tokens must be >= 1"),
 ])
 def test_bad_engine_options_raise_value_error(kwargs, message):
     with pytest.raises(ValueError, match=message):
@@ -572,6 +577,20 @@ def test_prefix_cache_hits_and_can_be_turned_off():
     off.generate_batch([p], max_new_tokens=4)
     assert off.generate_batch([p], max_new_tokens=4)["req_0"].generated_tokens == first
     assert off.stats["prefix_hits"] == 0
+
+
+def test_speculative_ngram_keeps_greedy_tokens():
+    """Prompt lookup on a repetitive prompt for a hybrid model: greedy tokens equal those without
+    it, and stats count the guesses, per position, and the steps undone."""
+    p = list(range(1, 11)) * 3
+    plain = engine("olmo_hybrid").generate_batch([p, p[:7]], max_new_tokens=10)
+    spec = engine("olmo_hybrid", speculative="ngram", num_speculative_tokens=4)
+    got = spec.generate_batch([p, p[:7]], max_new_tokens=10)
+    assert [o.generated_tokens for o in got.values()] == [o.generated_tokens for o in plain.values()]
+    s = spec.stats
+    assert s["draft_tokens"] > 0 and len(s["drafted_at"]) == 4 and len(s["accepted_at"]) == 4
+    assert s["draft_tokens"] == sum(s["drafted_at"]) and s["accepted_tokens"] == sum(s["accepted_at"])
+    assert s["spec_rollbacks"] > 0, "a rejected guess undoes the hybrid's step"
 
 
 def test_add_forked_request_and_swap_space():

@@ -1,4 +1,5 @@
 #include "runtime/engine.h"
+#include "runtime/speculative.h"
 #include "runtime/comm/mpi_communicator.h"
 #include "runtime/embedding_source.h"
 #include "runtime/artefact.h"
@@ -135,6 +136,14 @@ Args runArgs() {
                {"--swap-space", "MIB",
                 "host memory for preempted requests' cache, restored when they resume instead of recomputed, "
                 "0 to 16777216 MiB (default 0: recompute)"},
+               {"--speculative", "METHOD",
+                "speculative decoding: ngram (prompt lookup: guess the tokens that followed the context's last "
+                "n-gram before) verifies up to --num-speculative-tokens guesses per request in a step "
+                "(draft:PATH and mtp are not supported yet; default off)"},
+               {"--num-speculative-tokens", "K", "with --speculative: guesses per request and step, 1 to 64 (default 3)"},
+               {"--speculative-max-tokens", "N",
+                "with --speculative: no guesses once a step would pass N tokens (the batch is compute-bound), "
+                "1 to 2^20 (default 16)"},
                {"--collective-timeout", "S",
                 "tensor-parallel artefacts (mpiexec -n N cbc run): seconds a step may wait for the other ranks "
                 "before every rank is aborted, 1 to 86400 (default 300)"},
@@ -167,6 +176,20 @@ double numberFlag(const Args &args, const std::string &flag, double fallback, Ok
   if (!std::isfinite(v) || !ok(v))
     throw UsageError(flag + " must be " + range + ", got " + args.get(flag));
   return v;
+}
+
+void readSpeculative(const Args &args, rt::EngineOptions &o) {
+  if (!args.has("--speculative")) {
+    for (const char *flag : {"--num-speculative-tokens", "--speculative-max-tokens"})
+      if (args.has(flag))
+        throw UsageError(std::string(flag) + " needs --speculative METHOD");
+    return;
+  }
+  o.speculative = args.get("--speculative");
+  if (std::string why = rt::checkSpeculativeMethod(o.speculative); !why.empty())
+    throw UsageError(why);
+  o.num_speculative_tokens = intFlag(args, "--num-speculative-tokens", 3, 1, 64, "in [1, 64]");
+  o.speculative_max_tokens = intFlag(args, "--speculative-max-tokens", 16, 1, 1 << 20, "in [1, 2^20]");
 }
 
 RunSettings readSettings(const Args &args) {
@@ -207,6 +230,7 @@ RunSettings readSettings(const Args &args) {
     throw UsageError("--snapshot-interval must be a multiple of 64 (the snapshot grid), got " +
                      std::to_string(o.snapshot_interval));
   o.swap_space_bytes = intFlag(args, "--swap-space", 0, 0, int64_t(1) << 24, "in [0, 16777216] MiB") << 20;
+  readSpeculative(args, o);
   r.collectiveTimeout = (double)intFlag(args, "--collective-timeout", 300, 1, 86400, "in [1, 86400] seconds");
   r.quiet = args.has("--quiet");
   r.stream = args.has("--stream");
@@ -430,6 +454,22 @@ private:
   size_t done_ = 0, malformed_ = 0;
 };
 
+// Speculative decoding's figures: drafts verified and accepted, in all and per position.
+std::string speculationSummary(const rt::EngineStats &s, const std::string &method) {
+  auto percent = [](int64_t a, int64_t b) { return b > 0 ? 100.0 * (double)a / (double)b : 0.0; };
+  char line[256];
+  std::snprintf(line, sizeof line, "speculative decoding (%s): %lld draft tokens verified, %lld accepted (%.1f%%); by position",
+                method.c_str(), (long long)s.draft_tokens, (long long)s.accepted_tokens,
+                percent(s.accepted_tokens, s.draft_tokens));
+  std::string out = line;
+  for (size_t j = 0; j < s.drafted_at.size(); ++j) {
+    std::snprintf(line, sizeof line, " %.1f%%", percent(s.accepted_at[j], s.drafted_at[j]));
+    out += line;
+  }
+  std::snprintf(line, sizeof line, "; %lld steps undone for a recurrent state", (long long)s.spec_rollbacks);
+  return out + line;
+}
+
 void printSummary(const rt::EngineStats &s, const rt::EngineOptions &o, size_t prompts, size_t malformed,
                   double elapsed) {
   int64_t rss = rt::peakResidentMemory();
@@ -457,6 +497,8 @@ void printSummary(const rt::EngineStats &s, const rt::EngineOptions &o, size_t p
                  (long long)s.cached_snapshots, (double)s.snapshot_bytes / 1e6, (long long)s.snapshots,
                  (long long)s.snapshot_drops, (long long)s.snapshot_evictions);
   }
+  if (!o.speculative.empty())
+    std::fprintf(stderr, "cbc run: %s\n", speculationSummary(s, o.speculative).c_str());
   if (s.forks + s.fork_fallbacks + s.swaps_out + s.swap_fallbacks > 0)
     std::fprintf(stderr,
                  "cbc run: %lld forks shared their prompt's cache (%lld computed it alone); %lld preempted requests "
