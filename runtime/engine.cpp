@@ -800,16 +800,11 @@ Sample Engine::sampleRow(Request &r, int64_t row, bool deviceGreedy, int32_t dra
     }
     drawn = processed_.data();
   }
-  int64_t step = (int64_t)r.generated.size();
-  Sample s;
-  if (draft >= 0 && r.params.temperature != 0) {
-    std::vector<double> &p = target_;
-    targetDistribution(drawn, vocab, r.params, p);
-    Verdict v = verifyDraft(p, nullptr, draft, r.params.seed, step);
-    s = r.params.wantsLogprobs() ? scoreToken(drawn, vocab, v.token, r.params.top_logprobs) : Sample{v.token, 0, {}};
-  } else {
-    s = sampleToken(drawn, vocab, r.params, step);
-  }
+  // A draft without a distribution of its own (one token guessed outright) is verified by
+  // sampling the row as without speculation and keeping the draft where it is the token drawn:
+  // accepted with probability p(draft), as the rejection sampler's one-hot case, and the tokens
+  // are those plain decoding draws, whatever was guessed and however the batch was made.
+  Sample s = sampleToken(drawn, vocab, r.params, (int64_t)r.generated.size());
   accepted = draft >= 0 && s.token == draft;
   if (r.params.wantsLogprobs())
     r.logprobs.push_back(s.logprob);

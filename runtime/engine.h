@@ -226,7 +226,6 @@ private:
   std::vector<float> processed_; // a row after its request's logits processing
   std::vector<uint32_t> allowed_; // a constrained request's allowed ids (TokenConstraint)
   std::vector<int32_t> greedy_;
-  std::vector<double> target_; // a verified row's distribution (speculative decoding)
 };
 
 // The step metadata of a plan: O(tokens + requests); the block tables are the cache coordinator's.

@@ -96,6 +96,7 @@ struct LoadCase {
   int32_t liveRequests;        // cache slots (state slots for state models)
   int64_t minPreemptions;      // the cache is meant to force at least this many
   int quiet;                   // percent of steps without arrivals
+  bool speculative = false;    // n-gram speculation, without back-off
 };
 
 // One request of the workload, decided before the run.
@@ -262,6 +263,11 @@ protected:
     o.snapshot_memory_bytes = 4 * probe.stateBytesPerUnit();
     o.swap_space_bytes = 3 * bytesPerBlockRow + probe.stateBytesPerUnit();
     o.cache_memory_bytes = c.blocksPerGroup * bytesPerBlockRow + (c.liveRequests + 4) * probe.stateBytesPerUnit();
+    if (c.speculative) {
+      o.speculative = "ngram";
+      o.num_speculative_tokens = 3;
+      o.speculative_max_tokens = 1 << 20;
+    }
     auto e = rt::Engine::create(*artefact_, weights_, o);
     EXPECT_EQ(e->cache().blocksPerGroup(), bytesPerBlockRow > 0 ? c.blocksPerGroup : 0); // attention-free: none
     EXPECT_EQ(e->cache().maxSlots(), c.liveRequests);
@@ -611,6 +617,8 @@ TEST_P(Load, EveryRequestOnceAndAsIfAlone) {
           << f.heapEnd << "; forks " << f.forks << " (" << f.forked << " took a share of their parent's cache)"
           << ", swaps out " << f.swapsOut << ", in " << f.swapsIn << ", recomputed for want of room "
           << f.swapFallbacks << ", prefix cache hits " << f.prefixHits << " of " << f.prefixQueries << " tokens, snapshots " << f.snapshots
+          << "; draft tokens " << e->stats().draft_tokens << ", accepted " << e->stats().accepted_tokens
+          << ", steps undone " << e->stats().spec_rollbacks
           << "; load " << f.seconds << " s, solo " << f.soloSeconds << " s; problems " << bad.count;
   std::cout << "[load] " << figures.str() << "\n";
   for (auto [key, value] : std::initializer_list<std::pair<const char *, int64_t>>{
@@ -644,6 +652,12 @@ TEST_P(Load, EveryRequestOnceAndAsIfAlone) {
     EXPECT_EQ(f.preemptions, 0) << "a model without paged rows preempted a request";
   }
   EXPECT_EQ(e->stats().swap_bytes, 0) << "every swapped request was restored or cancelled";
+  if (c.speculative) { // drafts verified, accepted and rejected, under preemption and cancellation
+    EXPECT_GT(st.accepted_tokens, 0);
+    EXPECT_LT(st.accepted_tokens, st.draft_tokens);
+    if (e->cache().hasStates())
+      EXPECT_GT(st.spec_rollbacks, 0) << "no rejected draft undid a state's step";
+  }
   // Rounding-level ties are rare (measured: 0 at the default size, 1 in 4000 comparisons at
   // CBC_LOAD_SCALE=4); more than one in a hundred means the numerics drifted apart.
   EXPECT_LE(f.nearTies * 100, f.greedyCompared + f.sampledCompared);
@@ -667,15 +681,19 @@ TEST_P(Load, EveryRequestOnceAndAsIfAlone) {
 // models (RWKV: token-shift and WKV states; xLSTM: mLSTM matrix memories) whose state slots
 // alone gate admission, so nothing is preempted, Griffin (RecurrentGemma: conv and RG-LRU
 // states beside windowed attention), whose few blocks run out, and Qwen4-Exp (n-gram id and
-// dilated conv states beside gated delta nets and block-selected attention).
+// dilated conv states beside gated delta nets and block-selected attention); and the dense model
+// and the hybrid again with n-gram speculation (drafts verified and rolled back under preemption,
+// swapping, cancellation and prefix hits; the solo runs are without it).
 INSTANTIATE_TEST_SUITE_P(Fixtures, Load,
                          ::testing::Values(LoadCase{"llama", 3000, 0x10AD, 32, 16, 20, 24, 200, 62},
                                            LoadCase{"olmo_hybrid", 2000, 0xFA17, 32, 16, 14, 8, 200, 74},
                                            LoadCase{"rwkv", 2000, 0x8B4E, 32, 16, 0, 8, 0, 74},
                                            LoadCase{"xlstm", 2000, 0x415F, 32, 16, 0, 8, 0, 74},
                                            LoadCase{"recurrent_gemma", 2000, 0x6A11, 32, 16, 10, 8, 200, 74},
-                                           LoadCase{"qwen4_exp_text", 2000, 0x9E47, 32, 16, 14, 8, 200, 74}),
-                         [](const auto &info) { return info.param.family; });
+                                           LoadCase{"qwen4_exp_text", 2000, 0x9E47, 32, 16, 14, 8, 200, 74},
+                                           LoadCase{"llama", 2000, 0x5BEC, 32, 16, 20, 24, 200, 62, true},
+                                           LoadCase{"olmo_hybrid", 2000, 0x5BED, 32, 16, 14, 8, 200, 74, true}),
+                         [](const auto &info) { return info.param.family + (info.param.speculative ? "_speculative" : ""); });
 
 } // namespace
 } // namespace cbc::test
