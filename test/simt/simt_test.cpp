@@ -24,6 +24,7 @@
 #include "test/simt/simt_device.h"
 #include "test/support/compile_support.h"
 #include "test/support/oracle_run.h"
+#include "test/support/planted_proposer.h"
 
 #include <gtest/gtest.h>
 
@@ -1126,6 +1127,45 @@ TEST_P(Simt, Fp32KernelsMatchTransformers) {
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, Simt, ::testing::ValuesIn(familyVariants()),
                          [](const auto &info) { return variantName(info.param); });
+
+// Speculative decoding on the generated kernels, fp32 under emulation: drafts of transformers'
+// own tokens with a planted mistake at each position in turn (test/support/planted_proposer.h),
+// verified in the batch as extra logit rows, against transformers' tokens and logits. One
+// fixture for each way a step is undone or cut: attention rows truncated (llama, the latent
+// rows of deepseek_v3, gpt_oss's windows and sinks), state steps undone (qwen3_next's gated delta
+// nets beside attention, mamba2, rwkv). The CPU backend runs every fixture this way (parity).
+class SimtSpeculative : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(SimtSpeculative, PlantedDraftsMatchTransformers) {
+  const std::string family = GetParam();
+  rt::Artefact a = compileWithKernels(family, true, "f32");
+  Expected want = loadExpected(family);
+  const int64_t steps = 8, k = 3;
+  rt::EngineOptions o;
+  o.max_batch_tokens = 16;
+  o.max_requests = 16;
+  o.cache_memory_bytes = 8 << 20;
+  o.threads = 1;
+  o.num_speculative_tokens = k;
+  o.proposer = std::make_shared<PlantedProposer>(want.prompts, want.tokens, k, a.meta.vocab_size);
+  auto engine = rt::Engine::withBackend(
+      a, rt::makeGpuBackend(a, rt::WeightSource{fixtureDir(family), 0}, simt::makeSimtDevice(cacheDir()),
+                            {o.max_batch_tokens, o.max_requests}),
+      o);
+  double worst = greedyAgainstOracle(*engine, want, steps, family);
+  EXPECT_LE(worst, 4 * want.atol) << family;
+  const rt::EngineStats &st = engine->stats();
+  for (int64_t j = 0; j < k; ++j) {
+    EXPECT_GT(st.accepted_at[j], 0) << family << " draft position " << j;
+    EXPECT_LT(st.accepted_at[j], st.drafted_at[j]) << family << " draft position " << j;
+  }
+  std::printf("[ simt ] %s speculative fp32: max |dlogit| against transformers %.2e, %lld drafts, %lld accepted\n",
+              family.c_str(), worst, (long long)st.draft_tokens, (long long)st.accepted_tokens);
+}
+
+INSTANTIATE_TEST_SUITE_P(Families, SimtSpeculative,
+                         ::testing::Values("llama", "deepseek_v3", "gpt_oss", "qwen3_next", "mamba2", "rwkv"),
+                         [](const auto &info) { return info.param; });
 
 // The chunked scans (gated_delta_chunked, kda_chunked, ssd_chunked) on prefills longer than the fixtures'
 // prompts, teacher-forced against the CPU backend as above. Prefill chunks (more than one token

@@ -11,6 +11,7 @@
 #include "runtime/comm/ranks.h"
 #include "runtime/cpu/cpu_backend.h"
 #include "runtime/engine.h"
+#include "test/support/planted_proposer.h"
 #include "test/support/compile_support.h"
 #include "test/tp/tp_support.h"
 
@@ -143,8 +144,10 @@ TEST_P(TensorParallel, ExpertParallelMatchesTransformers) { check(true); }
 // out to host memory and back. The tokens are still the oracle's.
 class TensorParallelSwap : public ::testing::TestWithParam<std::string> {};
 
-TEST_P(TensorParallelSwap, PreemptedRequestsResumeFromSwappedUnits) {
-  const std::string family = GetParam();
+// With `speculative`, every step of a decoding request also verifies a draft of the oracle's
+// tokens with a planted mistake (test/support/planted_proposer.h): rejected rows are truncated
+// and a state's step undone on every rank, by the units rank 0's plan names.
+void swapOverRanks(const std::string &family, bool speculative) {
   std::string why;
   bool failed = false;
   std::optional<rt::Artefact> a = shareArtefact(fixtureDir(family) + "/config.json", cpuOnly(), false, why, failed);
@@ -180,6 +183,10 @@ TEST_P(TensorParallelSwap, PreemptedRequestsResumeFromSwappedUnits) {
     o.max_state_fraction = 1.0;
   }
   o.cache_memory_bytes = ((int64_t)longest / block + 2) * rowBytes + slots * stateBytes;
+  if (speculative) {
+    o.num_speculative_tokens = 3;
+    o.proposer = std::make_shared<PlantedProposer>(expected.prompts, expected.tokens, 3, a->meta.vocab_size);
+  }
   auto engine = rt::Engine::withBackend(*a, rt::leadRanks(std::move(cpu), gComm), o);
   for (size_t i = 0; i < expected.prompts.size(); ++i)
     engine->add_request(expected.prompts[i], greedyWithLogits((int64_t)expected.tokens[i].size()));
@@ -201,9 +208,18 @@ TEST_P(TensorParallelSwap, PreemptedRequestsResumeFromSwappedUnits) {
   EXPECT_LE(worst, expected.atol) << family << ": max |dlogit| against transformers";
   EXPECT_GT(stats.swaps_out, 0) << family << ": nothing was swapped out (" << stats.preemptions << " preemptions)";
   EXPECT_EQ(stats.swaps_in, stats.swaps_out) << family;
-  std::printf("[ tp=%d swap ] %s: %lld swaps out, %lld in, %lld preemptions\n", gComm->size(), family.c_str(),
-              (long long)stats.swaps_out, (long long)stats.swaps_in, (long long)stats.preemptions);
+  if (speculative) {
+    EXPECT_GT(stats.accepted_tokens, 0) << family;
+    EXPECT_LT(stats.accepted_tokens, stats.draft_tokens) << family;
+  }
+  std::printf("[ tp=%d swap%s ] %s: %lld swaps out, %lld in, %lld preemptions, %lld drafts, %lld accepted\n",
+              gComm->size(), speculative ? ", speculative" : "", family.c_str(), (long long)stats.swaps_out,
+              (long long)stats.swaps_in, (long long)stats.preemptions, (long long)stats.draft_tokens,
+              (long long)stats.accepted_tokens);
 }
+
+TEST_P(TensorParallelSwap, PreemptedRequestsResumeFromSwappedUnits) { swapOverRanks(GetParam(), false); }
+TEST_P(TensorParallelSwap, SpeculativeDraftsVerifiedOverRanks) { swapOverRanks(GetParam(), true); }
 
 // Attention, latent attention, and gated delta beside attention (states and blocks).
 INSTANTIATE_TEST_SUITE_P(Families, TensorParallelSwap, ::testing::Values("llama", "deepseek_v3", "qwen3_next"),
