@@ -73,7 +73,7 @@ struct EngineOptions {
   std::string speculative;
   int64_t num_speculative_tokens = 3;
   int64_t speculative_max_tokens = 0;
-  int64_t ngram_min = 1, ngram_max = 4; // the n-gram proposer's match lengths
+  int64_t ngram_min = 2, ngram_max = 4; // the n-gram proposer's match lengths
   // A proposer of one's own (tests, embedders), used instead of `speculative`'s.
   std::shared_ptr<Proposer> proposer;
 };

@@ -25,7 +25,7 @@ public:
 
 // Prompt lookup: the longest suffix of the known tokens, of `minN` to `maxN` tokens, that occurred
 // earlier; the tokens that followed its latest earlier occurrence are the guess.
-std::unique_ptr<Proposer> makeNgramProposer(int64_t minN = 1, int64_t maxN = 4);
+std::unique_ptr<Proposer> makeNgramProposer(int64_t minN = 2, int64_t maxN = 4);
 
 // The methods a user may name (--speculative): "ngram", "draft:PATH", "mtp". Empty when `method`
 // is one this build runs; otherwise why not.
