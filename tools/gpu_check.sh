@@ -11,7 +11,9 @@
 # (CUDA events around each launch, outside graphs, averaged over several steps) of Llama-3.1-8B
 # and Qwen3-30B-A3B on bench/roofline.py's workloads (decode of 1, 64 and 256 requests with 1024
 # cached tokens each, a 2048-token prefill) and prints the times beside the roofline's
-# prediction; `tools/gpu_check.sh --launch-times` does only that. Without a GPU it stops at once.
+# prediction; `tools/gpu_check.sh --launch-times` does only that. It also serves the example
+# model greedily with and without speculative decoding (transformers' tokens either way, and
+# the tokens/s of each). Without a GPU it stops at once.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 start=$(date +%s)
@@ -91,6 +93,22 @@ if [ "$ONLY_LAUNCH_TIMES" = 0 ] && [ "$left" -gt 90 ] && python3 -c 'import torc
   fi
 elif [ "$ONLY_LAUNCH_TIMES" = 0 ]; then
   echo "gpu_check: torch/transformers with CUDA not available or no time left; skipping the generate_batch comparison"
+fi
+# Speculative decoding on the GPU: the trained example model, greedy, one request at a time, with
+# and without prompt lookup: both must give transformers' tokens (the kjv fixture), and the
+# tokens/s of each and the acceptance are printed.
+left=$(( 480 - ($(date +%s) - start) ))
+if [ "$ONLY_LAUNCH_TIMES" = 0 ] && [ "$left" -gt 60 ]; then
+  "$BUILD/bin/cbc" compile examples/kjv-llama/config.json -o "$out/kjv.fb" --target sm_90,sm_80 --kernel-cache "$out/kernels" --quiet || status=1
+  python3 test/lit/Inputs/greedy-fixture.py prompts examples/kjv-llama/transformers_greedy.json > "$out/kjv.jsonl"
+  for spec in off ngram; do
+    flags=(); [ "$spec" = ngram ] && flags=(--speculative ngram --num-speculative-tokens 4)
+    timeout 120 "$BUILD/bin/cbc" run "$out/kjv.fb" --weights examples/kjv-llama --backend cuda --max-requests 1 \
+      --prompts "$out/kjv.jsonl" "${flags[@]}" > "$out/kjv-$spec.out" 2> "$out/kjv-$spec.err" || status=1
+    { echo "gpu_check: speculative $spec: $(python3 test/lit/Inputs/greedy-fixture.py compare examples/kjv-llama/transformers_greedy.json "$out/kjv-$spec.out" 2>&1 | tail -1)"
+      echo "  $(grep -m1 'tok/s' "$out/kjv-$spec.err")"
+      grep -m1 'speculative decoding' "$out/kjv-$spec.err"; } | tee -a "$out/report.txt"
+  done
 fi
 # Tensor parallelism: with two GPUs or more, the tensor-parallel parity suites (mpiexec: the CPU
 # backend, and the CUDA backend's kernels under emulation), then the bench model on the GPUs: one
