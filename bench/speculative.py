@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Speculative decoding on the CPU backend: off and n-gram (prompt lookup) side by side in one
-run, same engine settings, each configuration timed --runs times (median).
+run, same engine settings, each configuration timed --runs times (median), the configurations'
+runs interleaved so that a slow spell of the shared machine falls on all of them.
 
 Models:
   kjv      the trained example model (examples/kjv-llama, 3.4M parameters): its scripture is
@@ -74,18 +75,27 @@ def run_once(eng, prompts, concurrency, new, sampled):
     return sum(len(o) for o in outs) / dt, outs
 
 
-def measure(artefact, weights, threads, prompts, concurrency, new, sampled, spec, k, max_tokens, runs):
-    eng = engine(artefact, weights, threads, spec, k, max_tokens)
-    run_once(eng, prompts[:1], 1, 8, sampled)  # warm-up
-    before = dict(eng.stats)
-    rates, outs = [], None
+def measure(artefact, weights, threads, prompts, concurrency, new, sampled, modes, k, runs):
+    """Each mode's median tokens/s, outputs and drafts by position; the modes' runs interleaved
+    (off, on, off, on, ...) so that a slow spell of the shared machine falls on all of them."""
+    engines = {label: engine(artefact, weights, threads, cap is not None, k, cap or 0) for label, cap in modes}
+    before = {}
+    for label, eng in engines.items():
+        run_once(eng, prompts[:1], 1, 8, sampled)  # warm-up
+        before[label] = dict(eng.stats)
+    rates = {label: [] for label in engines}
+    outs = {}
     for _ in range(runs):
-        r, outs = run_once(eng, prompts, concurrency, new, sampled)
-        rates.append(r)
-    s = eng.stats
-    drafted = [a - b for a, b in zip(s["drafted_at"], before.get("drafted_at", []))] if spec else []
-    accepted = [a - b for a, b in zip(s["accepted_at"], before.get("accepted_at", []))] if spec else []
-    return statistics.median(rates), outs, drafted, accepted
+        for label, eng in engines.items():
+            r, outs[label] = run_once(eng, prompts, concurrency, new, sampled)
+            rates[label].append(r)
+    result = {}
+    for label, eng in engines.items():
+        s, b = eng.stats, before[label]
+        drafted = [x - y for x, y in zip(s["drafted_at"], b["drafted_at"])] if s["drafted_at"] else []
+        accepted = [x - y for x, y in zip(s["accepted_at"], b["accepted_at"])] if s["accepted_at"] else []
+        result[label] = (statistics.median(rates[label]), outs[label], drafted, accepted)
+    return result
 
 
 def step_costs(artefact, weights, threads, vocab, reps=20):
@@ -155,13 +165,10 @@ def main():
         for wl, prompts, sampled in workloads:
             for conc in [int(c) for c in args.concurrency.split(",")]:
                 new = args.new if conc == 1 else min(args.new, 64)
-                base, plain, _, _ = measure(art, weights, args.threads, prompts, conc, new, sampled, False,
-                                            args.k, 0, args.runs)
-                print(row(f"{name}, {wl}, {conc}, off", base, base, [], []), flush=True)
-                modes = [("ngram", 16)] + ([("ngram, no back-off", 1 << 20)] if conc > 1 else [])
-                for label, cap in modes:
-                    rate, outs, d, a = measure(art, weights, args.threads, prompts, conc, new, sampled, True,
-                                               args.k, cap, args.runs)
+                modes = [("off", None), ("ngram", 16)] + ([("ngram, no back-off", 1 << 20)] if conc > 1 else [])
+                res = measure(art, weights, args.threads, prompts, conc, new, sampled, modes, args.k, args.runs)
+                base, plain = res["off"][0], res["off"][1]
+                for label, (rate, outs, d, a) in res.items():
                     same = outs == plain
                     print(row(f"{name}, {wl}, {conc}, {label}" + ("" if same else " (OUTPUTS DIFFER)"), rate, base,
                               d, a), flush=True)

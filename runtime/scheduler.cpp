@@ -179,8 +179,10 @@ void Scheduler::addChunk(StepPlan &plan, Request *r, int64_t count, int64_t &bud
   int64_t rows = promptRows(*r, r->computed, count);
   int64_t drafts = std::max<int64_t>(0, r->computed + count - r->total());
   // A model with states undoes a step with a rejected draft: its state input must be kept, with
-  // a unit to spare for each waiting request (speculation never stops an admission).
-  if (drafts > 0 && !cache_.keepStateInput(r->slot, (int32_t)std::min<size_t>(waiting_.size(), 1 << 20))) {
+  // a unit to spare for each waiting request a free slot could admit (speculation never stops an
+  // admission).
+  int32_t spare = (int32_t)std::min<int64_t>((int64_t)waiting_.size(), cache_.freeSlots());
+  if (drafts > 0 && !cache_.keepStateInput(r->slot, spare)) {
     count -= drafts;
     drafts = 0;
   }

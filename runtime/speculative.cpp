@@ -27,8 +27,10 @@ public:
           ++i;
         if (i < n)
           continue;
-        for (int64_t j = s + n; j < L && (int64_t)draft.size() < k; ++j)
-          draft.push_back(r.tokenAt(j));
+        // Past the known end the continuation repeats itself: a loop shorter than k is guessed
+        // whole (the occurrence overlaps the suffix it matched).
+        for (int64_t j = s + n; (int64_t)draft.size() < k; ++j)
+          draft.push_back(j < L ? r.tokenAt(j) : draft[j - L]);
         return;
       }
     }

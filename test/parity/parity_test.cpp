@@ -99,6 +99,22 @@ TEST_P(Parity, SpeculativeVerifyMatchesTransformers) {
   }
 }
 
+// The n-gram proposer as users run it (prompt lookup, three guesses): transformers' tokens,
+// each prompt alone and all at once. Random-weight fixtures repeat little, so it guesses where
+// their prompts or outputs repeat; the planted drafts above exercise every rejection.
+TEST_P(Parity, NgramSpeculationMatchesTransformers) {
+  rt::EngineOptions o;
+  o.threads = 2;
+  o.speculative = "ngram";
+  std::vector<cbc::test::Run> runs;
+  for (size_t i = 0; i < expected_.prompts.size(); ++i)
+    runs.push_back({expected_.prompts[i], greedyWithLogits((int64_t)expected_.tokens[i].size())});
+  auto res = serve(artefact_, weights_, o, runs);
+  for (size_t i = 0; i < runs.size(); ++i)
+    EXPECT_EQ(res.outputs[i].tokens, expected_.tokens[i]) << family_ << " prompt " << i;
+  RecordProperty("ngram_drafts", std::to_string(res.stats.draft_tokens));
+}
+
 INSTANTIATE_TEST_SUITE_P(Fixtures, Parity, ::testing::ValuesIn(familyVariants()),
                          [](const auto &info) { return variantName(info.param); });
 

@@ -584,7 +584,8 @@ def test_speculative_ngram_keeps_greedy_tokens():
     it, and stats count the guesses, per position, and the steps undone."""
     p = list(range(1, 11)) * 3
     plain = engine("olmo_hybrid").generate_batch([p, p[:7]], max_new_tokens=10)
-    spec = engine("olmo_hybrid", speculative="ngram", num_speculative_tokens=4)
+    # Chunks of 8 tokens: the prompt's last chunk verifies lookup's guess of its continuation.
+    spec = engine("olmo_hybrid", speculative="ngram", num_speculative_tokens=4, max_batch_tokens=8)
     got = spec.generate_batch([p, p[:7]], max_new_tokens=10)
     assert [o.generated_tokens for o in got.values()] == [o.generated_tokens for o in plain.values()]
     s = spec.stats

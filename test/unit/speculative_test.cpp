@@ -143,9 +143,11 @@ TEST(NgramProposer, ProposesWhatFollowedTheLongestEarlierMatch) {
   std::vector<int32_t> draft;
   p->propose(known({5, 6, 7, 8, 1, 5, 6}), 3, draft);
   EXPECT_EQ(draft, (std::vector<int32_t>{7, 8, 1}));
-  // "6 7" matched at 1 and 4: the latest wins; the draft stops at the known end.
+  // "6 7" matched at 0 and 4: the latest wins; past the known end the loop repeats.
   p->propose(known({6, 7, 1, 2, 6, 7, 3, 9, 6, 7}), 5, draft);
-  EXPECT_EQ(draft, (std::vector<int32_t>{3, 9, 6, 7}));
+  EXPECT_EQ(draft, (std::vector<int32_t>{3, 9, 6, 7, 3}));
+  p->propose(known({8, 5, 8, 5, 8}), 4, draft);
+  EXPECT_EQ(draft, (std::vector<int32_t>{5, 8, 5, 8}));
   // Longer beats later: "1 2 3" at 0 against "3" at 6.
   p->propose(known({1, 2, 3, 4, 0, 0, 3, 5, 1, 2, 3}), 2, draft);
   EXPECT_EQ(draft, (std::vector<int32_t>{4, 0}));
