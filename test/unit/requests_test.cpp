@@ -214,6 +214,33 @@ TEST_F(Requests, CacheTooSmallForOneBlockFailsAtCreation) {
   EXPECT_THROW(engine(100), std::runtime_error);
 }
 
+// The embedding API's speculative options are checked when the engine is made, each refusal
+// naming what is wrong (cbc run and cbc.Engine check them earlier, with their flags' names).
+TEST_F(Requests, BadSpeculativeOptionsFailAtCreation) {
+  struct Case {
+    std::function<void(rt::EngineOptions &)> spoil;
+    std::string message;
+  };
+  std::vector<Case> cases = {
+      {[](auto &o) { o.speculative = "eagle"; }, "unknown speculative method 'eagle'"},
+      {[](auto &o) { o.speculative = "mtp"; }, "--speculative mtp is not supported yet"},
+      {[](auto &o) { o.speculative = "ngram", o.num_speculative_tokens = 0; }, "num_speculative_tokens must be in [1, 64]"},
+      {[](auto &o) { o.speculative = "ngram", o.ngram_min = 3, o.ngram_max = 2; }, "1 <= ngram_min <= ngram_max"},
+      {[](auto &o) { o.speculative = "ngram", o.speculative_max_tokens = -1; }, "speculative_max_tokens must be at least 0"}};
+  for (const Case &c : cases) {
+    rt::EngineOptions o;
+    o.backend = "cpu";
+    o.threads = 1;
+    c.spoil(o);
+    try {
+      rt::Engine::create(*artefact_, {fixtureDir("llama"), 0}, o);
+      ADD_FAILURE() << "accepted: " << c.message;
+    } catch (const std::runtime_error &e) {
+      EXPECT_NE(std::string(e.what()).find(c.message), std::string::npos) << e.what();
+    }
+  }
+}
+
 TEST_F(Requests, CancelOfUnknownOrFinishedIdsReturnsFalse) {
   auto e = engine();
   EXPECT_FALSE(e->cancel(0));
